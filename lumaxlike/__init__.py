@@ -1,0 +1,15 @@
+"""lumaxlike: per-pixel inversion of Hapke's AMSA reflectance model over hyperspectral cubes.
+
+The package never changes global JAX configuration: float64 inputs are computed in
+float64 inside a local `jax.enable_x64` scope, float32 inputs in float32.
+"""
+
+from ._geometry import (
+    direction_from_zenith_azimuth as direction_from_zenith_azimuth,
+    geometry_from_angles as geometry_from_angles,
+    normals_from_dtm as normals_from_dtm,
+)
+from ._model.forward import amsa as amsa
+from ._params import HapkeParams as HapkeParams
+
+__version__ = "0.1.0"

@@ -1,0 +1,332 @@
+"""Hapke's AMSA model (Hapke 2002) with Hapke (1984) macroscopic roughness: the equations,
+written once.
+
+Every function here is a scalar, branch-free function of scalars (and of length-3
+direction vectors and the length-16 Legendre coefficient vector, indexed element by
+element). The names `sqrt`, `exp`, `where`, ... are module globals that `_backends`
+rebinds to `jax.numpy` (for the JAX model and its autodiff) or to numba-compiled `math`
+(for the numba twin), so the JAX and numba backends evaluate the very same expressions.
+Rules for editing this file: no data-dependent `if`; select with `where(cond, a, b)` and
+make both `a` and `b` finite for every input (so no NaN leaks into JAX gradients); call
+only the primitives imported below and the other functions listed in `__all__`.
+
+Symbols (Hapke 2002): w single-scattering albedo; mu0e, mue effective cosines of
+incidence and emission; g phase angle; psi azimuth between the planes of incidence and
+emission in the local horizontal plane; theta-bar (`roughness`) mean slope angle [rad].
+Reflectance r is the bidirectional reflectance [1/sr] (RADF = pi r).
+"""
+
+from typing import NamedTuple
+
+from ._scalar_math import NAN, atan2, exp, expm1, log, log1p, maximum, sqrt, tan, where
+
+__all__ = [
+    "PixelTerms",
+    "safe_sqrt",
+    "hg_legendre_coefficient",
+    "phase_coefficient",
+    "legendre_sums",
+    "phase_function",
+    "shadow_hiding",
+    "coherent_backscatter",
+    "h_function_terms",
+    "h_function",
+    "roughness_terms",
+    "pixel_terms",
+    "reflectance",
+    "reflectance_and_slope",
+]
+
+PI = 3.141592653589793
+N_LEGENDRE = 15  # highest Legendre order of the P, P-bar expansions (Hapke 2002, eq. 27 ff.)
+# Below this z = tan(g/2)/h_C the coherent-backscatter term uses its Taylor series:
+# (1 - exp(-z))/z = 1 - z/2 + z^2/6 - ..., truncation error z^3/24 < 5e-11.
+CB_SERIES_LIMIT = 1e-3
+
+
+class PixelTerms(NamedTuple):
+    """Everything in r that does not depend on w, computed once per pixel (all scalars).
+
+    r = w * scale * (phase_sh + M(w)), M from the P terms and the H-function pieces.
+    `scale` is NaN where the geometry is invalid, so r is NaN there.
+    """
+
+    scale: object  # mu0e/(mu0e + mue) * B_CB * S / (4 pi)   [1/sr]
+    phase_sh: object  # p(g) * B_SH
+    p_mu0e: object  # P(mu0e)
+    p_mue: object  # P(mue)
+    p_bar: object  # P-bar
+    h_a_mu0e: object  # H-function piece A(mu0e), see `h_function_terms`
+    h_b_mu0e: object  # H-function piece B(mu0e)
+    h_a_mue: object
+    h_b_mue: object
+
+
+def safe_sqrt(x):
+    """sqrt(max(x, 0)) whose derivative at 0 is 0 rather than inf (no NaN in gradients)."""
+    positive = x > 0.0
+    return where(positive, sqrt(where(positive, x, 1.0)), 0.0 * x)
+
+
+def hg_legendre_coefficient(n, b, c):
+    """Legendre coefficient b_n of the double Henyey-Greenstein phase function.
+
+    p(g) = (1+c)/2 HG(g; b) + (1-c)/2 HG(g; -b)  =>  b_n = (2n+1) b^n, times c for odd n.
+    """
+    odd_factor = where(n % 2 == 1, c, 1.0)
+    return (2.0 * n + 1.0) * b**n * odd_factor
+
+
+def phase_coefficient(n, b, c, legendre, use_legendre):
+    """b_n: user-given `legendre[n]` if `use_legendre`, else the double-HG coefficient."""
+    return where(use_legendre, legendre[n], hg_legendre_coefficient(n, b, c))
+
+
+def legendre_sums(mu0e, mue, b, c, legendre, use_legendre):
+    """P(mu0e), P(mue) and P-bar of Hapke 2002 (eqs. 23-27), series to n = 15.
+
+    P(x) = 1 + sum_n a_n b_n P_n(x), P-bar = 1 + sum_n a_n^2 b_n, with a_n = 0 for even n,
+    a_1 = -1/2 and a_n = (2 - n)/(n + 1) a_(n-2) for odd n.
+    """
+    p_mu0e = 1.0 + 0.0 * mu0e
+    p_mue = 1.0 + 0.0 * mue
+    p_bar = 1.0 + 0.0 * b
+    legendre_prev_0, legendre_0 = 1.0 + 0.0 * mu0e, mu0e  # P_(n-1)(mu0e), P_n(mu0e)
+    legendre_prev_e, legendre_e = 1.0 + 0.0 * mue, mue
+    a_n = -0.5
+    for n in range(1, N_LEGENDRE + 1):
+        if n % 2 == 1:  # loop index, not data: a_n vanishes for even n
+            if n > 1:
+                a_n = a_n * (2.0 - n) / (n + 1.0)
+            b_n = phase_coefficient(n, b, c, legendre, use_legendre)
+            p_mu0e = p_mu0e + a_n * b_n * legendre_0
+            p_mue = p_mue + a_n * b_n * legendre_e
+            p_bar = p_bar + a_n * a_n * b_n
+        legendre_prev_0, legendre_0 = (
+            legendre_0,
+            ((2.0 * n + 1.0) * mu0e * legendre_0 - n * legendre_prev_0) / (n + 1.0),
+        )
+        legendre_prev_e, legendre_e = (
+            legendre_e,
+            ((2.0 * n + 1.0) * mue * legendre_e - n * legendre_prev_e) / (n + 1.0),
+        )
+    return p_mu0e, p_mue, p_bar
+
+
+def phase_function(cos_g, b, c, legendre, use_legendre):
+    """Single-particle phase function p(g).
+
+    Double Henyey-Greenstein in closed form,
+    p = (1+c)/2 (1-b^2)/(1-2b cos g+b^2)^1.5 + (1-c)/2 (1-b^2)/(1+2b cos g+b^2)^1.5,
+    or, with `use_legendre`, the series sum_n legendre[n] P_n(cos g), n = 0..15.
+    """
+    one_minus_b2 = 1.0 - b * b
+    back = (1.0 + c) / 2.0 * one_minus_b2 / (1.0 - 2.0 * b * cos_g + b * b) ** 1.5
+    forward = (1.0 - c) / 2.0 * one_minus_b2 / (1.0 + 2.0 * b * cos_g + b * b) ** 1.5
+    series = legendre[0] + 0.0 * cos_g
+    legendre_prev, legendre_n = 1.0 + 0.0 * cos_g, cos_g
+    for n in range(1, N_LEGENDRE + 1):
+        series = series + legendre[n] * legendre_n
+        legendre_prev, legendre_n = (
+            legendre_n,
+            ((2.0 * n + 1.0) * cos_g * legendre_n - n * legendre_prev) / (n + 1.0),
+        )
+    return where(use_legendre, series, back + forward)
+
+
+def shadow_hiding(tan_half_g, hs, bs0):
+    """Shadow-hiding opposition effect B_SH = 1 + B_S0 / (1 + tan(g/2)/h_S); 1 for h_S = 0."""
+    active = hs > 0.0
+    hs_safe = where(active, hs, 1.0)
+    return where(active, 1.0 + bs0 / (1.0 + tan_half_g / hs_safe), 1.0 + 0.0 * tan_half_g)
+
+
+def coherent_backscatter(tan_half_g, hc, bc0):
+    """Coherent-backscatter opposition effect (Hapke 2002, eq. 31).
+
+    B_CB = 1 + B_C0 (1 + (1 - exp(-z))/z) / (2 (1 + z)^2), z = tan(g/2)/h_C;
+    exactly 1 + B_C0 at g = 0 (expm1 and a Taylor series near z = 0, no 0/0); 1 for h_C = 0.
+    """
+    active = hc > 0.0
+    z = tan_half_g / where(active, hc, 1.0)
+    small = z < CB_SERIES_LIMIT
+    z_safe = where(small, 1.0, z)
+    escape = where(small, 1.0 - z / 2.0 + z * z / 6.0, -expm1(-z_safe) / z_safe)
+    b_cb = 1.0 + bc0 * (1.0 + escape) / (2.0 * (1.0 + z) ** 2)
+    return where(active, b_cb, 1.0 + 0.0 * tan_half_g)
+
+
+def h_function_terms(x):
+    """The w-independent pieces of Hapke's (2002, eq. 13) H-function approximation.
+
+    H(x) = 1 / (1 - w x [r0 + (1 - 2 r0 x)/2 ln((1+x)/x)]) = 1 / (1 - w (r0 A + B)),
+    with A = x (1 - x L), B = x L / 2, L = ln((1+x)/x); x L -> 0 as x -> 0, so H(0) = 1.
+    """
+    positive = x > 0.0
+    x_safe = where(positive, x, 1.0)
+    x_log = where(positive, x * (log1p(x_safe) - log(x_safe)), 0.0 * x)
+    return x - x * x_log, 0.5 * x_log
+
+
+def h_function(w, x):
+    """Hapke's (2002, eq. 13) approximation of the Chandrasekhar H-function, H(w, x)."""
+    gamma = sqrt(1.0 - w)
+    r0 = (1.0 - gamma) / (1.0 + gamma)
+    a, b = h_function_terms(x)
+    return 1.0 / (1.0 - w * (r0 * a + b))
+
+
+def roughness_terms(cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness):
+    """Hapke (1984) macroscopic roughness: effective cosines mu0e, mue and shadowing S.
+
+    Hapke 1984 eqs. 46-51 (Hapke 2012, eqs. 12.46-12.55), both branches (i <= e, e < i),
+    with psi/pi E1 in the denominators of both mu0e and mue of each branch. Without
+    roughness (theta-bar = 0): mu0e = cos i, mue = cos e, S = 1. At exact nadir the
+    sin x factors and E(x) = 0 give the limit of nearby geometries, no special case.
+    """
+    rough = roughness > 0.0
+    tan_tb = tan(where(rough, roughness, 0.5))
+    cot_tb = 1.0 / tan_tb
+    chi = 1.0 / sqrt(1.0 + PI * tan_tb * tan_tb)
+
+    i_tilted = sin_i > 0.0
+    e_tilted = sin_e > 0.0
+    cot_i = cos_i / where(i_tilted, sin_i, 1.0)
+    cot_e = cos_e / where(e_tilted, sin_e, 1.0)
+    e1_i = where(i_tilted, exp(-2.0 / PI * cot_tb * cot_i), 0.0 * cos_i)
+    e1_e = where(e_tilted, exp(-2.0 / PI * cot_tb * cot_e), 0.0 * cos_e)
+    e2_i = where(i_tilted, exp(-1.0 / PI * cot_tb * cot_tb * cot_i * cot_i), 0.0 * cos_i)
+    e2_e = where(e_tilted, exp(-1.0 / PI * cot_tb * cot_tb * cot_e * cot_e), 0.0 * cos_e)
+
+    eta_i = chi * (cos_i + sin_i * tan_tb * e2_i / (2.0 - e1_i))
+    eta_e = chi * (cos_e + sin_e * tan_tb * e2_e / (2.0 - e1_e))
+
+    # i <= e
+    denom_ile = 2.0 - e1_e - psi / PI * e1_i
+    mu0e_ile = chi * (cos_i + sin_i * tan_tb * (cos_psi * e2_e + sin2_half_psi * e2_i) / denom_ile)
+    mue_ile = chi * (cos_e + sin_e * tan_tb * (e2_e - sin2_half_psi * e2_i) / denom_ile)
+    s_ile = (mue_ile / eta_e) * (cos_i / eta_i) * chi / (1.0 - f_psi + f_psi * chi * cos_i / eta_i)
+    # e < i
+    denom_eli = 2.0 - e1_i - psi / PI * e1_e
+    mu0e_eli = chi * (cos_i + sin_i * tan_tb * (e2_i - sin2_half_psi * e2_e) / denom_eli)
+    mue_eli = chi * (cos_e + sin_e * tan_tb * (cos_psi * e2_i + sin2_half_psi * e2_e) / denom_eli)
+    s_eli = (mue_eli / eta_e) * (cos_i / eta_i) * chi / (1.0 - f_psi + f_psi * chi * cos_e / eta_e)
+
+    i_le_e = cos_i >= cos_e
+    mu0e = where(rough, where(i_le_e, mu0e_ile, mu0e_eli), cos_i)
+    mue = where(rough, where(i_le_e, mue_ile, mue_eli), cos_e)
+    shadowing = where(rough, where(i_le_e, s_ile, s_eli), 1.0 + 0.0 * cos_i)
+    return mu0e, mue, shadowing
+
+
+def pixel_terms(to_source, to_observer, normal, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre):
+    """All w-independent terms of r for one pixel (see `PixelTerms`).
+
+    Args:
+        to_source, to_observer, normal: length-3 direction vectors (any length > 0).
+        b, c: double Henyey-Greenstein parameters; legendre, use_legendre: user-given
+            Legendre coefficients (length 16) used instead when `use_legendre`.
+        roughness: theta-bar [rad]; hs, bs0, hc, bc0: opposition-effect parameters.
+    Returns:
+        `PixelTerms`; its `scale` is NaN unless cos i > 0 and cos e > 0 locally.
+    """
+    s_norm = sqrt(to_source[0] ** 2 + to_source[1] ** 2 + to_source[2] ** 2)
+    v_norm = sqrt(to_observer[0] ** 2 + to_observer[1] ** 2 + to_observer[2] ** 2)
+    n_norm = sqrt(normal[0] ** 2 + normal[1] ** 2 + normal[2] ** 2)
+    sx, sy, sz = to_source[0] / s_norm, to_source[1] / s_norm, to_source[2] / s_norm
+    vx, vy, vz = to_observer[0] / v_norm, to_observer[1] / v_norm, to_observer[2] / v_norm
+    nx, ny, nz = normal[0] / n_norm, normal[1] / n_norm, normal[2] / n_norm
+
+    cos_i = sx * nx + sy * ny + sz * nz
+    cos_e = vx * nx + vy * ny + vz * nz
+    cos_g = sx * vx + sy * vy + sz * vz
+    cross_x, cross_y, cross_z = sy * vz - sz * vy, sz * vx - sx * vz, sx * vy - sy * vx
+    sin_g = sqrt(cross_x * cross_x + cross_y * cross_y + cross_z * cross_z)
+    one_plus_cos_g = 1.0 + cos_g
+    tan_half_g = sin_g / where(one_plus_cos_g > 0.0, one_plus_cos_g, 1.0)
+
+    sin_i = safe_sqrt(1.0 - cos_i * cos_i)
+    sin_e = safe_sqrt(1.0 - cos_e * cos_e)
+    # Azimuth psi between the projections of source and observer on the local horizontal
+    # plane: sin_i sin_e cos psi = cos g - cos i cos e, sin_i sin_e sin psi = |(s x v) . n|.
+    sin_psi_scaled = abs(cross_x * nx + cross_y * ny + cross_z * nz)
+    cos_psi_scaled = cos_g - cos_i * cos_e
+    scale_psi = sin_i * sin_e
+    has_psi = scale_psi > 0.0
+    psi = atan2(sin_psi_scaled, cos_psi_scaled)
+    cos_psi = where(has_psi, cos_psi_scaled / where(has_psi, scale_psi, 1.0), 1.0 + 0.0 * cos_g)
+    sin2_half_psi = 0.5 * (1.0 - cos_psi)
+    # f(psi) = exp(-2 tan(psi/2)), tan(psi/2) = sin psi / (1 + cos psi) >= 0: no overflow,
+    # f -> 0 as psi -> 180 deg.
+    half_psi_denom = scale_psi + cos_psi_scaled
+    f_defined = half_psi_denom > 0.0
+    f_psi = where(
+        f_defined,
+        exp(-2.0 * sin_psi_scaled / where(f_defined, half_psi_denom, 1.0)),
+        0.0 * cos_g,
+    )
+
+    mu0e, mue, shadowing = roughness_terms(
+        cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness
+    )
+    p_mu0e, p_mue, p_bar = legendre_sums(mu0e, mue, b, c, legendre, use_legendre)
+    phase_sh = phase_function(cos_g, b, c, legendre, use_legendre) * shadow_hiding(tan_half_g, hs, bs0)
+    b_cb = coherent_backscatter(tan_half_g, hc, bc0)
+    valid = (cos_i > 0.0) & (cos_e > 0.0)
+    mu_sum = mu0e + mue
+    scale = where(
+        valid,
+        mu0e / where(valid, mu_sum, 1.0) * b_cb * shadowing / (4.0 * PI),
+        NAN + 0.0 * cos_g,
+    )
+    h_a_mu0e, h_b_mu0e = h_function_terms(maximum(mu0e, 0.0 * mu0e))
+    h_a_mue, h_b_mue = h_function_terms(maximum(mue, 0.0 * mue))
+    return PixelTerms(scale, phase_sh, p_mu0e, p_mue, p_bar, h_a_mu0e, h_b_mu0e, h_a_mue, h_b_mue)
+
+
+def reflectance(w, terms):
+    """Bidirectional reflectance r(w) [1/sr] (Hapke 2002, eq. 38) from per-pixel terms.
+
+    r = w/(4 pi) mu0e/(mu0e + mue) [p(g) B_SH + M] B_CB S,
+    M = P(mu0e)(H(mue) - 1) + P(mue)(H(mu0e) - 1) + P-bar (H(mu0e) - 1)(H(mue) - 1).
+    """
+    gamma = sqrt(1.0 - w)
+    r0 = (1.0 - gamma) / (1.0 + gamma)
+    h_mu0e = 1.0 / (1.0 - w * (r0 * terms.h_a_mu0e + terms.h_b_mu0e))
+    h_mue = 1.0 / (1.0 - w * (r0 * terms.h_a_mue + terms.h_b_mue))
+    multiple = (
+        terms.p_mu0e * (h_mue - 1.0)
+        + terms.p_mue * (h_mu0e - 1.0)
+        + terms.p_bar * (h_mu0e - 1.0) * (h_mue - 1.0)
+    )
+    return w * terms.scale * (terms.phase_sh + multiple)
+
+
+def reflectance_and_slope(w, terms):
+    """r(w) [1/sr] and its analytic derivative dr/dw [1/sr], sharing subexpressions.
+
+    dH/dw = H^2 (r0 A + B + w A dr0/dw), dr0/dw = 1 / (gamma (1 + gamma)^2),
+    dr/dw = scale [p B_SH + M + w dM/dw]. Finite for w < 1; unbounded as w -> 1.
+    """
+    gamma = sqrt(1.0 - w)
+    one_plus_gamma = 1.0 + gamma
+    r0 = (1.0 - gamma) / one_plus_gamma
+    dr0_dw = 1.0 / (gamma * one_plus_gamma * one_plus_gamma)
+    k_mu0e = r0 * terms.h_a_mu0e + terms.h_b_mu0e
+    k_mue = r0 * terms.h_a_mue + terms.h_b_mue
+    h_mu0e = 1.0 / (1.0 - w * k_mu0e)
+    h_mue = 1.0 / (1.0 - w * k_mue)
+    dh_mu0e = h_mu0e * h_mu0e * (k_mu0e + w * terms.h_a_mu0e * dr0_dw)
+    dh_mue = h_mue * h_mue * (k_mue + w * terms.h_a_mue * dr0_dw)
+    h_mu0e_m1 = h_mu0e - 1.0
+    h_mue_m1 = h_mue - 1.0
+    multiple = (
+        terms.p_mu0e * h_mue_m1 + terms.p_mue * h_mu0e_m1 + terms.p_bar * h_mu0e_m1 * h_mue_m1
+    )
+    dmultiple = (
+        terms.p_mu0e * dh_mue
+        + terms.p_mue * dh_mu0e
+        + terms.p_bar * (dh_mu0e * h_mue_m1 + h_mu0e_m1 * dh_mue)
+    )
+    bracket = terms.phase_sh + multiple
+    return w * terms.scale * bracket, terms.scale * (bracket + w * dmultiple)

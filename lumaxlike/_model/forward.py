@@ -1,0 +1,77 @@
+"""The public forward model `amsa`, with the backend chosen by one argument."""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._params import HapkeParams
+from .._shapes import check_choice, layout
+from . import jax_model, numba_model
+
+__all__ = ["amsa"]
+
+BACKENDS = ("jax", "numba")
+
+
+@jax.jit
+def _amsa_flat(w, incidence, emission, normal, params):
+    return jax_model.amsa_vector(w, incidence, emission, normal, params)
+
+
+def precision_scope(*arrays):
+    """A context in which JAX computes in the inputs' precision.
+
+    Float64 inputs run under a local `jax.enable_x64(True)` scope (thread-local); global
+    JAX configuration is never changed.
+    """
+    if any(np.asarray(a).dtype == np.float64 for a in arrays):
+        return jax.enable_x64(True)
+    return contextlib.nullcontext()
+
+
+def amsa(w, incidence, emission, normal, params: HapkeParams, backend: str = "jax"):
+    """Hapke (2002) AMSA bidirectional reflectance with Hapke (1984) roughness.
+
+    Args:
+        w: single-scattering albedo in [0, 1], shape ``pixels`` or ``pixels + (bands,)``.
+        incidence: vectors toward the light source, shape ``pixels + (3,)`` or ``(3,)``.
+        emission: vectors toward the observer, same rule.
+        normal: outward surface normals, same rule (need not be unit length).
+        params: `HapkeParams` (phase function, roughness [rad], opposition effects).
+        backend: ``"jax"`` (jitted; returns a JAX array) or ``"numba"`` (returns NumPy).
+
+    Returns:
+        r [1/sr] (RADF = pi r), shape of ``w``, float32 for float32 inputs, else float64.
+        NaN where the geometry is invalid (cos i <= 0 or cos e <= 0 in the local frame)
+        or w is NaN.
+    """
+    check_choice("backend", backend, BACKENDS)
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+    w = np.asarray(w) if not isinstance(w, jax.Array) else w
+    geometry = {"incidence": incidence, "emission": emission, "normal": normal}
+    geometry = {k: (v if isinstance(v, jax.Array) else np.asarray(v)) for k, v in geometry.items()}
+    shape = layout("w", w, geometry)
+    dtype = np.result_type(w.dtype, *(g.dtype for g in geometry.values()), np.float32)
+    if backend == "numba":
+        flat_geometry = [
+            np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(shape.n_pixels, 3)
+            for g in geometry.values()
+        ]
+        flat_w = np.asarray(w).reshape(shape.n_pixels, shape.n_bands)
+        r = numba_model.amsa_pixels(flat_w, *flat_geometry, params)
+        return r.astype(dtype, copy=False).reshape(w.shape)
+    with precision_scope(w, *geometry.values()):
+        flat_geometry = [
+            jnp.broadcast_to(jnp.asarray(g, dtype), shape.pixel_shape + (3,)).reshape(
+                shape.n_pixels, 3
+            )
+            for g in geometry.values()
+        ]
+        flat_w = jnp.asarray(w, dtype).reshape(shape.n_pixels, shape.n_bands)
+        r = _amsa_flat(flat_w, *flat_geometry, params)
+    return r.reshape(w.shape)

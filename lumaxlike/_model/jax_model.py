@@ -1,0 +1,70 @@
+"""The AMSA model in JAX: scalar core with an analytic `custom_jvp`, lifted by `vmap`.
+
+`reflectance_core(w, terms)` is the scalar model given the per-pixel terms; its JVP rule
+gives dr/dw analytically (`equations.reflectance_and_slope`) and differentiates the
+w-independent terms by autodiff, so `jax.grad`/`jax.jacfwd` through b, c, roughness and
+the geometry are right too. `amsa_scalar` evaluates one pixel and one band from the
+geometry; `vmap` over the band axis with the geometry unbatched computes the pixel terms
+once per pixel (JAX batches only what depends on w), `amsa_vector` maps pixels and
+`amsa_image` rows and columns.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .._params import HapkeParams
+from ._backends import jax_equations as E
+
+__all__ = [
+    "pixel_terms",
+    "reflectance_core",
+    "amsa_scalar",
+    "amsa_spectrum",
+    "amsa_vector",
+    "amsa_image",
+]
+
+
+def pixel_terms(incidence, emission, normal, params: HapkeParams):
+    """`equations.PixelTerms` for one pixel: direction vectors of shape (3,)."""
+    legendre, use_legendre = params.legendre_coefficients(jnp)
+    return E.pixel_terms(incidence, emission, normal, *params.scalars(), legendre, use_legendre)
+
+
+@jax.custom_jvp
+def reflectance_core(w, terms):
+    """Scalar r(w) [1/sr] given the per-pixel terms (`equations.reflectance`)."""
+    return E.reflectance(w, terms)
+
+
+@reflectance_core.defjvp
+def _reflectance_core_jvp(primals, tangents):
+    w, terms = primals
+    w_dot, terms_dot = tangents
+    r, dr_dw = E.reflectance_and_slope(w, terms)
+    _, r_dot_terms = jax.jvp(lambda t: E.reflectance(w, t), (terms,), (terms_dot,))
+    return r, dr_dw * w_dot + r_dot_terms
+
+
+def amsa_scalar(w, incidence, emission, normal, params: HapkeParams):
+    """Bidirectional reflectance r [1/sr] for one pixel and one band.
+
+    Args:
+        w: single-scattering albedo, scalar in (0, 1).
+        incidence, emission, normal: vectors of shape (3,) toward the source, toward the
+            observer, and along the outward surface normal.
+        params: the other Hapke parameters.
+    """
+    return reflectance_core(w, pixel_terms(incidence, emission, normal, params))
+
+
+amsa_spectrum = jax.vmap(amsa_scalar, in_axes=(0, None, None, None, None))
+"""r for one pixel and all bands: w (bands,), geometry (3,) -> (bands,)."""
+
+amsa_vector = jax.vmap(amsa_spectrum, in_axes=(0, 0, 0, 0, None))
+"""r for a vector of pixels: w (pixels, bands), geometry (pixels, 3) -> (pixels, bands)."""
+
+amsa_image = jax.vmap(amsa_vector, in_axes=(0, 0, 0, 0, None))
+"""r for an image: w (rows, cols, bands), geometry (rows, cols, 3) -> (rows, cols, bands)."""
