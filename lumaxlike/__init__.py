@@ -9,6 +9,11 @@ from ._geometry import (
     geometry_from_angles as geometry_from_angles,
     normals_from_dtm as normals_from_dtm,
 )
+from ._inverse.invert import invert as invert
+from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
+from ._inverse.result import InversionResult as InversionResult
+from ._inverse.status import Status as Status
+from ._model.equations import h_function as h_function
 from ._model.forward import amsa as amsa
 from ._params import HapkeParams as HapkeParams
 

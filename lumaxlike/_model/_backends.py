@@ -1,6 +1,7 @@
-"""Retarget the equations, written once in `equations`, to JAX and to numba.
+"""Retarget scalar code written once (the model's `equations`, the solver's `albedo_rules`)
+to JAX and to numba.
 
-Each function of `equations.__all__` is rebuilt from its code object with a globals
+Each function of a module's `__all__` is rebuilt from its code object with a globals
 dictionary in which the scalar primitives (`sqrt`, `exp`, `where`, ...) are those of the
 backend and the other equations are their retargeted twins. For numba every function is
 then `njit`-compiled (lazily, at first call); for JAX they stay Python functions over
@@ -17,15 +18,15 @@ import numba
 
 from . import equations
 
-__all__ = ["jax_equations", "numba_equations"]
+__all__ = ["retarget_to_jax", "retarget_to_numba", "jax_equations", "numba_equations"]
 
 
-def _retarget(primitives: dict, decorate) -> types.SimpleNamespace:
-    namespace = dict(vars(equations))
+def _retarget(module, primitives: dict, decorate) -> types.SimpleNamespace:
+    namespace = dict(vars(module))
     namespace.update(primitives)
     rebuilt = {}
-    for name in equations.__all__:
-        original = getattr(equations, name)
+    for name in module.__all__:
+        original = getattr(module, name)
         if isinstance(original, types.FunctionType):
             clone = types.FunctionType(
                 original.__code__, namespace, name, original.__defaults__, original.__closure__
@@ -49,6 +50,8 @@ def _jnp_primitives() -> dict:
         "atan2": jnp.arctan2,
         "where": jnp.where,
         "maximum": jnp.maximum,
+        "minimum": jnp.minimum,
+        "isfinite": jnp.isfinite,
         "NAN": jnp.nan,
     }
 
@@ -63,6 +66,11 @@ def _numba_maximum(a, b):
     return a if a > b else b
 
 
+@numba.njit(inline="always")
+def _numba_minimum(a, b):
+    return a if a < b else b
+
+
 def _numba_primitives() -> dict:
     return {
         "sqrt": math.sqrt,
@@ -74,9 +82,26 @@ def _numba_primitives() -> dict:
         "atan2": math.atan2,
         "where": _numba_where,
         "maximum": _numba_maximum,
+        "minimum": _numba_minimum,
+        "isfinite": math.isfinite,
         "NAN": math.nan,
     }
 
 
-jax_equations = _retarget(_jnp_primitives(), lambda f: f)
-numba_equations = _retarget(_numba_primitives(), lambda f: numba.njit(f, fastmath=False, inline="always"))
+def retarget_to_jax(module, **bindings) -> types.SimpleNamespace:
+    """The functions of `module.__all__` over `jax.numpy` primitives.
+
+    `bindings` rebind further global names (e.g. the model functions a solver calls).
+    """
+    return _retarget(module, {**_jnp_primitives(), **bindings}, lambda f: f)
+
+
+def retarget_to_numba(module, **bindings) -> types.SimpleNamespace:
+    """The functions of `module.__all__` compiled by numba over `math` primitives."""
+    return _retarget(
+        module, {**_numba_primitives(), **bindings}, lambda f: numba.njit(f)
+    )
+
+
+jax_equations = retarget_to_jax(equations)
+numba_equations = retarget_to_numba(equations)

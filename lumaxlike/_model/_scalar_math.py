@@ -12,6 +12,7 @@ log1p = math.log1p
 tan = math.tan
 atan2 = math.atan2
 NAN = math.nan
+isfinite = math.isfinite
 
 
 def where(condition, if_true, if_false):
@@ -21,3 +22,7 @@ def where(condition, if_true, if_false):
 
 def maximum(a, b):
     return a if a > b else b
+
+
+def minimum(a, b):
+    return a if a < b else b

@@ -241,7 +241,7 @@ def pixel_terms(to_source, to_observer, normal, b, c, roughness, hs, bs0, hc, bc
     cos_e = vx * nx + vy * ny + vz * nz
     cos_g = sx * vx + sy * vy + sz * vz
     cross_x, cross_y, cross_z = sy * vz - sz * vy, sz * vx - sx * vz, sx * vy - sy * vx
-    sin_g = sqrt(cross_x * cross_x + cross_y * cross_y + cross_z * cross_z)
+    sin_g = safe_sqrt(cross_x * cross_x + cross_y * cross_y + cross_z * cross_z)  # 0 at g = 0
     one_plus_cos_g = 1.0 + cos_g
     tan_half_g = sin_g / where(one_plus_cos_g > 0.0, one_plus_cos_g, 1.0)
 
@@ -253,7 +253,8 @@ def pixel_terms(to_source, to_observer, normal, b, c, roughness, hs, bs0, hc, bc
     cos_psi_scaled = cos_g - cos_i * cos_e
     scale_psi = sin_i * sin_e
     has_psi = scale_psi > 0.0
-    psi = atan2(sin_psi_scaled, cos_psi_scaled)
+    psi_defined = (sin_psi_scaled > 0.0) | (cos_psi_scaled != 0.0)  # not atan2(0, 0)
+    psi = where(psi_defined, atan2(sin_psi_scaled, where(psi_defined, cos_psi_scaled, 1.0)), 0.0 * cos_g)
     cos_psi = where(has_psi, cos_psi_scaled / where(has_psi, scale_psi, 1.0), 1.0 + 0.0 * cos_g)
     sin2_half_psi = 0.5 * (1.0 - cos_psi)
     # f(psi) = exp(-2 tan(psi/2)), tan(psi/2) = sin psi / (1 + cos psi) >= 0: no overflow,

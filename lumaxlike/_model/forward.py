@@ -28,7 +28,9 @@ def precision_scope(*arrays):
     Float64 inputs run under a local `jax.enable_x64(True)` scope (thread-local); global
     JAX configuration is never changed.
     """
-    if any(np.asarray(a).dtype == np.float64 for a in arrays):
+    # The dtype attribute where there is one: np.asarray would copy device arrays to the
+    # host and fails on tracers (jax.grad through `amsa`).
+    if any((a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype) == np.float64 for a in arrays):
         return jax.enable_x64(True)
     return contextlib.nullcontext()
 
@@ -73,5 +75,8 @@ def amsa(w, incidence, emission, normal, params: HapkeParams, backend: str = "ja
             for g in geometry.values()
         ]
         flat_w = jnp.asarray(w, dtype).reshape(shape.n_pixels, shape.n_bands)
+        # Parameters in the inputs' precision: float64 leaves (e.g. np.float64 from
+        # np.radians) would otherwise promote a float32 call to float64 under x64.
+        params = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf, dtype), params)
         r = _amsa_flat(flat_w, *flat_geometry, params)
     return r.reshape(w.shape)

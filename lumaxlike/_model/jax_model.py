@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
 
 from .._params import HapkeParams
 from ._backends import jax_equations as E
@@ -30,6 +31,9 @@ __all__ = [
 def pixel_terms(incidence, emission, normal, params: HapkeParams):
     """`equations.PixelTerms` for one pixel: direction vectors of shape (3,)."""
     legendre, use_legendre = params.legendre_coefficients(jnp)
+    # In the inputs' precision: the default zeros are float64 under x64 and would
+    # otherwise promote a float32 evaluation to float64.
+    legendre = legendre.astype(jnp.result_type(incidence, emission, normal, *params.scalars()))
     return E.pixel_terms(incidence, emission, normal, *params.scalars(), legendre, use_legendre)
 
 
@@ -39,13 +43,25 @@ def reflectance_core(w, terms):
     return E.reflectance(w, terms)
 
 
-@reflectance_core.defjvp
 def _reflectance_core_jvp(primals, tangents):
     w, terms = primals
     w_dot, terms_dot = tangents
     r, dr_dw = E.reflectance_and_slope(w, terms)
-    _, r_dot_terms = jax.jvp(lambda t: E.reflectance(w, t), (terms,), (terms_dot,))
-    return r, dr_dw * w_dot + r_dot_terms
+    r_dot = 0.0 * r if isinstance(w_dot, SymbolicZero) else dr_dw * w_dot
+    terms_dot_leaves = jax.tree_util.tree_leaves(terms_dot)
+    if not all(isinstance(t, SymbolicZero) for t in terms_dot_leaves):  # d/dterms: autodiff
+        terms_dot = jax.tree_util.tree_map(
+            lambda t: jnp.zeros(t.shape, t.dtype) if isinstance(t, SymbolicZero) else t,
+            terms_dot,
+            is_leaf=lambda t: isinstance(t, SymbolicZero),
+        )
+        r_dot = r_dot + jax.jvp(lambda t: E.reflectance(w, t), (terms,), (terms_dot,))[1]
+    return r, r_dot
+
+
+# Symbolic zeros: when only w carries a tangent (the solvers' case), no work is spent on
+# the terms' zero tangents.
+reflectance_core.defjvp(_reflectance_core_jvp, symbolic_zeros=True)
 
 
 def amsa_scalar(w, incidence, emission, normal, params: HapkeParams):

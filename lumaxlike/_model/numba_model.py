@@ -14,7 +14,7 @@ reflectance = numba_equations.reflectance
 __all__ = ["amsa_pixels"]
 
 
-@numba.njit(parallel=True)
+@numba.njit(parallel=True, cache=True)
 def _amsa_pixels_kernel(w, incidence, emission, normal, scalars, legendre, use_legendre, out):
     b, c, roughness, hs, bs0, hc, bc0 = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6]
     n_pixels, n_bands = w.shape

@@ -1,0 +1,193 @@
+"""`invert`: the single-scattering albedo w of every pixel and band; the solver is chosen
+by one argument and both return one `InversionResult`."""
+
+from __future__ import annotations
+
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._model.forward import precision_scope
+from .._params import HapkeParams
+from .._shapes import check_choice, layout
+from .jax_solver import solve_albedo_jax
+from .numba_solver import solve_albedo_numba
+from .result import InversionResult
+
+__all__ = ["invert", "default_tolerance", "default_chunk_pixels", "SOLVERS"]
+
+SOLVERS = ("jax", "numba")
+DEFAULT_MAX_ITER = 50
+PROBLEMS_PER_CHUNK = 1 << 20  # ~1 M problems: ~0.2 GB of JAX working memory in float64
+
+
+def default_tolerance(dtype) -> float:
+    """Step tolerance in w: 1e-10 for float64, 1e-5 for float32 (a few float32 ulps of w)."""
+    return 1e-10 if np.dtype(dtype) == np.float64 else 1e-5
+
+
+def albedo_bounds(dtype) -> tuple[float, float]:
+    """The projection interval for w: strictly inside (0, 1) in the given precision."""
+    eps = float(np.finfo(dtype).eps)
+    return eps, 1.0 - eps
+
+
+def default_chunk_pixels(n_bands: int) -> int:
+    """Pixels per chunk so that one chunk holds about `PROBLEMS_PER_CHUNK` problems."""
+    return max(1, PROBLEMS_PER_CHUNK // max(1, n_bands))
+
+
+def _as_float_array(name, value):
+    array = np.asarray(value)
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"{name} must be a numeric array, got dtype {array.dtype}")
+    return array
+
+
+def _check_positive_int(name, value):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def invert(
+    refl,
+    incidence,
+    emission,
+    normal,
+    params: HapkeParams,
+    solver: str = "jax",
+    *,
+    w0=None,
+    max_iter: int = DEFAULT_MAX_ITER,
+    tol: float | None = None,
+    refl_sigma=None,
+    chunk_size: int | None = None,
+) -> InversionResult:
+    """Invert the AMSA model for the single-scattering albedo w of every pixel and band.
+
+    Each (pixel, band) is its own one-parameter least-squares problem r(w) = refl with the
+    other Hapke parameters fixed at `params`, solved by Levenberg-Marquardt with
+    per-problem damping and early exit, started from a per-pixel table of r(w).
+
+    Args:
+        refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape ``pixels``
+            or ``pixels + (bands,)``. float32 input is solved in float32 by the JAX solver
+            (the numba solver always computes in float64); results have refl's dtype
+            (float64 for integer input).
+        incidence: vectors toward the light source, shape ``pixels + (3,)`` or ``(3,)``.
+        emission: vectors toward the observer, same rule.
+        normal: outward surface normals, same rule.
+        params: `HapkeParams`.
+        solver: ``"jax"`` (optimistix; CPU or GPU) or ``"numba"`` (CPU, parallel).
+        w0: optional starting albedo in (0, 1), a scalar or an array shaped like `refl`;
+            by default each pixel's table of r(w) gives the start.
+        max_iter: Levenberg-Marquardt steps per problem at most.
+        tol: convergence tolerance on the step in w; default 1e-10 (float64) or 1e-5
+            (float32).
+        refl_sigma: 1-sigma uncertainty of `refl` [1/sr], a scalar or one value per band;
+            propagated to `InversionResult.sigma`.
+        chunk_size: pixels per chunk (memory is bounded by the chunk); default about
+            1 M problems per chunk.
+
+    Returns:
+        `InversionResult` with w, status, iterations, residual and sigma shaped like refl.
+
+    Raises:
+        ValueError: naming the argument, for an unknown solver, mismatched shapes, w0
+            outside (0, 1), non-positive tol, max_iter or chunk_size, negative refl_sigma.
+    """
+    check_choice("solver", solver, SOLVERS)
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+    refl = _as_float_array("refl", refl)
+    geometry = {
+        "incidence": _as_float_array("incidence", incidence),
+        "emission": _as_float_array("emission", emission),
+        "normal": _as_float_array("normal", normal),
+    }
+    shape = layout("refl", refl, geometry)
+    dtype = np.float32 if refl.dtype == np.float32 else np.float64
+    max_iter = _check_positive_int("max_iter", max_iter)
+    tol = default_tolerance(dtype) if tol is None else float(tol)
+    if not tol > 0.0:
+        raise ValueError(f"tol must be positive, got {tol!r}")
+    n_pixels, n_bands = shape.n_pixels, shape.n_bands
+    chunk = default_chunk_pixels(n_bands) if chunk_size is None else _check_positive_int("chunk_size", chunk_size)
+    chunk = min(chunk, max(n_pixels, 1))
+
+    flat_refl = refl.reshape(n_pixels, n_bands)
+    flat_geometry = [
+        np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(n_pixels, 3) for g in geometry.values()
+    ]
+    flat_w0 = None
+    if w0 is not None:
+        w0 = _as_float_array("w0", w0)
+        if not np.all((w0 > 0.0) & (w0 < 1.0)):
+            raise ValueError(f"w0 must lie strictly inside (0, 1), got values in [{np.nanmin(w0)}, {np.nanmax(w0)}]")
+        try:
+            flat_w0 = np.broadcast_to(w0, refl.shape).reshape(n_pixels, n_bands)
+        except ValueError:
+            raise ValueError(f"w0 has shape {w0.shape}, which does not broadcast to refl's {refl.shape}") from None
+    band_sigma = None
+    if refl_sigma is not None:
+        band_sigma = _as_float_array("refl_sigma", refl_sigma)
+        if band_sigma.ndim > 1 or (band_sigma.ndim == 1 and band_sigma.shape[0] != n_bands):
+            raise ValueError(
+                f"refl_sigma must be a scalar or one value per band ({n_bands}), got shape {band_sigma.shape}"
+            )
+        if not np.all(band_sigma >= 0.0):
+            raise ValueError("refl_sigma must be non-negative and finite")
+
+    outputs = {
+        "w": np.empty((n_pixels, n_bands), dtype),
+        "status": np.empty((n_pixels, n_bands), np.int8),
+        "iterations": np.empty((n_pixels, n_bands), np.int32),
+        "residual": np.empty((n_pixels, n_bands), dtype),
+        "slope": np.empty((n_pixels, n_bands), dtype),
+    }
+    bounds = albedo_bounds(dtype)
+    for start in range(0, n_pixels, chunk):
+        stop = min(start + chunk, n_pixels)
+        pieces = [flat_refl[start:stop], *(g[start:stop] for g in flat_geometry)]
+        piece_w0 = None if flat_w0 is None else flat_w0[start:stop]
+        if solver == "numba":
+            solved = solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds)
+        else:
+            solved = _solve_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds)
+        for name, target in outputs.items():
+            target[start:stop] = solved[name][: stop - start]
+
+    sigma = np.full((n_pixels, n_bands), np.nan, dtype)
+    if band_sigma is not None:
+        sigma = (band_sigma / np.abs(outputs["slope"])).astype(dtype)
+    out_shape = refl.shape
+    return InversionResult(
+        w=outputs["w"].reshape(out_shape),
+        status=outputs["status"].reshape(out_shape),
+        iterations=outputs["iterations"].reshape(out_shape),
+        residual=outputs["residual"].reshape(out_shape),
+        sigma=sigma.reshape(out_shape),
+    )
+
+
+def _solve_chunk_jax(pieces, w0, chunk, dtype, params, max_iter, tol, bounds):
+    """One chunk through the JAX solver, padded to `chunk` pixels so it compiles once."""
+    n = pieces[0].shape[0]
+    padding = chunk - n
+
+    def pad(array, value):
+        if padding == 0:
+            return array
+        widths = [(0, padding)] + [(0, 0)] * (array.ndim - 1)
+        return np.pad(array, widths, constant_values=value)
+
+    # padded pixels: NaN reflectance, so they are inert (status NONFINITE_INPUT)
+    refl, incidence, emission, normal = (pad(p, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces))
+    with precision_scope(np.empty(0, dtype)):
+        arrays = [jnp.asarray(a, dtype) for a in (refl, incidence, emission, normal)]
+        start = None if w0 is None else jnp.asarray(pad(w0, 0.5), dtype)
+        solved = solve_albedo_jax(*arrays, params, start, max_iter, tol, bounds)
+        return {name: np.asarray(value) for name, value in jax.device_get(solved).items()}

@@ -1,0 +1,129 @@
+"""The numba solver: a hand-written Levenberg-Marquardt in w, parallel over pixels.
+
+One fused kernel, `prange` over pixels: the pixel's w-independent terms and its table of
+r(w) are computed once and reused for every band and every iteration; each band is its
+own problem with its own damping, acceptance and early exit (`albedo_rules`); r and
+dr/dw come together from the analytic `equations.reflectance_and_slope`. Nothing is
+allocated inside the loop; outputs are written in place. Computes in float64.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .._model._backends import numba_equations, retarget_to_numba
+from . import albedo_rules
+
+__all__ = ["solve_albedo_numba"]
+
+_rules = retarget_to_numba(albedo_rules, reflectance=numba_equations.reflectance)
+# Module-level names: numba resolves globals, not attributes of a namespace object.
+pixel_terms = numba_equations.pixel_terms
+reflectance_and_slope = numba_equations.reflectance_and_slope
+albedo_table = _rules.albedo_table
+problem_status = _rules.problem_status
+starting_albedo = _rules.starting_albedo
+propose = _rules.propose
+update = _rules.update
+SOLVING = albedo_rules.SOLVING
+MAX_ITER = albedo_rules.MAX_ITER
+CONVERGED = albedo_rules.CONVERGED
+
+
+@numba.njit(parallel=True, cache=True)
+def _albedo_kernel(
+    refl, incidence, emission, normal, scalars, legendre, use_legendre, w_start,
+    max_iter, tol, w_lower, w_upper,
+    w_out, status_out, iterations_out, residual_out, slope_out,
+):  # fmt: skip
+    b, c, roughness, hs, bs0, hc, bc0 = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6]
+    n_pixels, n_bands = refl.shape
+    use_w_start = w_start.shape[0] > 0
+    for pixel in numba.prange(n_pixels):
+        geometry_finite = True
+        for k in range(3):
+            geometry_finite = geometry_finite and math.isfinite(incidence[pixel, k])
+            geometry_finite = geometry_finite and math.isfinite(emission[pixel, k])
+            geometry_finite = geometry_finite and math.isfinite(normal[pixel, k])
+        terms = pixel_terms(
+            incidence[pixel], emission[pixel], normal[pixel],
+            b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre,
+        )  # fmt: skip
+        table = albedo_table(terms)
+        for band in range(n_bands):
+            r_obs = refl[pixel, band]
+            status = problem_status(r_obs, geometry_finite, terms.scale, table[7])
+            if status != SOLVING:
+                w_out[pixel, band] = math.nan
+                status_out[pixel, band] = status
+                iterations_out[pixel, band] = 0
+                residual_out[pixel, band] = math.nan
+                slope_out[pixel, band] = math.nan
+                continue
+            if use_w_start:
+                w = w_start[pixel, band]
+            else:
+                w = starting_albedo(r_obs, table, w_lower, w_upper)
+            r, slope = reflectance_and_slope(w, terms)
+            residual = r - r_obs
+            damping = 0.0
+            converged = residual == 0.0
+            iteration = 0
+            while not converged and iteration < max_iter:
+                w_trial = propose(w, residual, slope, damping, w_lower, w_upper)
+                r_trial, slope_trial = reflectance_and_slope(w_trial, terms)
+                w, residual, slope, damping, converged = update(
+                    w, residual, slope, damping, w_trial, r_trial - r_obs, slope_trial, tol
+                )
+                iteration += 1
+            w_out[pixel, band] = w
+            status_out[pixel, band] = CONVERGED if converged else MAX_ITER
+            iterations_out[pixel, band] = iteration
+            residual_out[pixel, band] = residual
+            slope_out[pixel, band] = slope
+
+
+def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_iter, tol, w_bounds):
+    """Solve every (pixel, band) problem of one chunk.
+
+    Args:
+        refl: observed r [1/sr], (pixels, bands), float64.
+        incidence, emission, normal: (pixels, 3) float64 direction vectors.
+        params: `HapkeParams`.
+        w_start: (pixels, bands) starting albedos, or None for the per-pixel table.
+        max_iter, tol: iteration cap and step tolerance in w.
+        w_bounds: (w_lower, w_upper), the projection interval inside (0, 1).
+    Returns:
+        dict of (pixels, bands) arrays: w, status (int8), iterations (int32), residual
+        (model minus observed, 1/sr), slope (dr/dw at w, 1/sr).
+    """
+    legendre, use_legendre = params.legendre_coefficients(np)
+    scalars = np.array([float(v) for v in params.scalars()], dtype=np.float64)
+    shape = refl.shape
+    out = {
+        "w": np.empty(shape, np.float64),
+        "status": np.empty(shape, np.int8),
+        "iterations": np.empty(shape, np.int32),
+        "residual": np.empty(shape, np.float64),
+        "slope": np.empty(shape, np.float64),
+    }
+    start = np.empty((0, 0)) if w_start is None else np.ascontiguousarray(w_start, np.float64)
+    _albedo_kernel(
+        np.ascontiguousarray(refl, np.float64),
+        np.ascontiguousarray(incidence, np.float64),
+        np.ascontiguousarray(emission, np.float64),
+        np.ascontiguousarray(normal, np.float64),
+        scalars,
+        np.asarray(legendre, np.float64),
+        bool(use_legendre),
+        start,
+        int(max_iter),
+        float(tol),
+        float(w_bounds[0]),
+        float(w_bounds[1]),
+        out["w"], out["status"], out["iterations"], out["residual"], out["slope"],
+    )  # fmt: skip
+    return out
