@@ -72,11 +72,11 @@ class HapkeParams(eqx.Module):
                     f"coefficients b_0..b_{N_LEGENDRE}, got shape {shape}"
                 )
 
-    def legendre_coefficients(self, xp=np):
-        """(coefficients of length 16, use_legendre flag) as the equations take them."""
+    def legendre_coefficients(self, xp=np, dtype=np.float64):
+        """(coefficients of length 16 in `dtype`, use_legendre flag) for the equations."""
         if self.legendre is None:
-            return xp.zeros(N_LEGENDRE + 1), False
-        coefficients = xp.asarray(self.legendre)
+            return xp.zeros(N_LEGENDRE + 1, dtype), False
+        coefficients = xp.asarray(self.legendre, dtype)
         padding = N_LEGENDRE + 1 - coefficients.shape[0]
         return xp.concatenate([coefficients, xp.zeros(padding, coefficients.dtype)]), True
 

@@ -29,12 +29,16 @@ __all__ = [
 
 
 def pixel_terms(incidence, emission, normal, params: HapkeParams):
-    """`equations.PixelTerms` for one pixel: direction vectors of shape (3,)."""
-    legendre, use_legendre = params.legendre_coefficients(jnp)
-    # In the inputs' precision: the default zeros are float64 under x64 and would
-    # otherwise promote a float32 evaluation to float64.
-    legendre = legendre.astype(jnp.result_type(incidence, emission, normal, *params.scalars()))
-    return E.pixel_terms(incidence, emission, normal, *params.scalars(), legendre, use_legendre)
+    """`equations.PixelTerms` for one pixel: direction vectors of shape (3,).
+
+    The parameters are cast to the geometry's precision, so float32 geometry is
+    evaluated in float32 even where the parameters are NumPy float64 scalars (and the
+    default Legendre zeros do not promote it either).
+    """
+    dtype = jnp.result_type(incidence, emission, normal)
+    legendre, use_legendre = params.legendre_coefficients(jnp, dtype)
+    scalars = (jnp.asarray(value, dtype) for value in params.scalars())
+    return E.pixel_terms(incidence, emission, normal, *scalars, legendre, use_legendre)
 
 
 @jax.custom_jvp

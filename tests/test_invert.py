@@ -1,0 +1,179 @@
+"""`invert`: recovery of w on noise-free synthetic cubes, agreement of the two solvers,
+every status code, propagated uncertainty, argument checks."""
+
+import numpy as np
+import pytest
+
+import lumaxlike
+from lumaxlike import Status
+
+from .helpers import FULL_PARAMS, SOLVERS, random_geometry
+
+
+def synthetic_cube(n_pixels, n_bands, seed, dtype=np.float64):
+    """Noise-free r [1/sr] from random w in (0.01, 0.99) and random valid geometry."""
+    rng = np.random.default_rng(seed)
+    incidence, emission, normal = random_geometry(n_pixels, rng)
+    w_true = rng.uniform(0.01, 0.99, (n_pixels, n_bands))
+    refl = np.asarray(lumaxlike.amsa(w_true, incidence, emission, normal, FULL_PARAMS, backend="numba"))
+    return tuple(a.astype(dtype) for a in (refl, incidence, emission, normal)) + (w_true,)
+
+
+@pytest.fixture(scope="module")
+def cube64():
+    return synthetic_cube(1500, 8, seed=0)
+
+
+@pytest.fixture(scope="module")
+def results64(cube64):
+    refl, incidence, emission, normal, _ = cube64
+    return {s: lumaxlike.invert(refl, incidence, emission, normal, FULL_PARAMS, s) for s in SOLVERS}
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_recovers_w_float64(cube64, results64, solver):
+    refl, *_, w_true = cube64
+    result = results64[solver]
+    observable = np.isfinite(refl)  # r is NaN where a tilted facet hides source or observer
+    converged = result.status == Status.CONVERGED
+    assert np.all(result.status[~observable] == Status.NONFINITE_INPUT)
+    assert converged[observable].mean() >= 0.999
+    np.testing.assert_allclose(result.w[converged], w_true[converged], rtol=0, atol=1e-8)
+    assert np.all(np.isnan(result.w[~converged]))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_recovers_w_float32(solver):
+    refl, incidence, emission, normal, w_true = synthetic_cube(500, 4, seed=1, dtype=np.float32)
+    result = lumaxlike.invert(refl, incidence, emission, normal, FULL_PARAMS, solver)
+    assert result.w.dtype == np.float32
+    observable = np.isfinite(refl)
+    converged = result.status == Status.CONVERGED
+    assert converged[observable].mean() >= 0.999
+    np.testing.assert_allclose(result.w[converged], w_true[converged], rtol=0, atol=1e-4)
+
+
+def test_solvers_agree_float64(results64):
+    jax_result, numba_result = results64["jax"], results64["numba"]
+    np.testing.assert_array_equal(jax_result.status, numba_result.status)
+    np.testing.assert_allclose(jax_result.w, numba_result.w, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(jax_result.residual, numba_result.residual, rtol=0, atol=1e-12)
+    # the same LM rules take the same steps; a rounding tie may cost one extra step
+    assert np.max(np.abs(jax_result.iterations - numba_result.iterations.astype(np.int64))) <= 1
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_residual_is_model_minus_observed(cube64, results64, solver):
+    refl, incidence, emission, normal, _ = cube64
+    result = results64[solver]
+    model = np.asarray(lumaxlike.amsa(np.nan_to_num(result.w, nan=0.5), incidence, emission, normal, FULL_PARAMS))
+    solved = result.status == Status.CONVERGED
+    np.testing.assert_allclose(result.residual[solved], (model - refl)[solved], rtol=0, atol=1e-15)
+    assert np.all(np.abs(result.residual[solved]) <= 1e-12)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_chunking_does_not_change_results(cube64, results64, solver):
+    refl, incidence, emission, normal, _ = cube64
+    chunked = lumaxlike.invert(refl, incidence, emission, normal, FULL_PARAMS, solver, chunk_size=97)
+    reference = results64[solver]
+    np.testing.assert_array_equal(chunked.status, reference.status)
+    # XLA vectorises each chunk shape differently (SIMD body vs. remainder): 1-ulp changes
+    np.testing.assert_allclose(chunked.w, reference.w, rtol=4e-16, atol=0)
+
+
+def one_pixel():
+    """A single ordinary geometry: incidence 30 deg, emission 20 deg, azimuth 40 deg."""
+    return lumaxlike.geometry_from_angles(np.radians(30.0), np.radians(20.0), np.radians(40.0))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_every_status_code(solver):
+    incidence, emission, normal = one_pixel()
+    r_max = float(lumaxlike.amsa(1.0, incidence, emission, normal, FULL_PARAMS))
+    r_mid = float(lumaxlike.amsa(0.6, incidence, emission, normal, FULL_PARAMS))
+    below_horizon = lumaxlike.direction_from_zenith_azimuth(np.radians(95.0), 0.0)
+    cases = {
+        Status.CONVERGED: (r_mid, incidence, {}),
+        Status.MAX_ITER: (r_mid, incidence, {"max_iter": 1, "w0": 0.01}),
+        Status.UNREACHABLE: (1.0001 * r_max, incidence, {}),
+        Status.INVALID_GEOMETRY: (r_mid, below_horizon, {}),
+        Status.NONFINITE_INPUT: (np.nan, incidence, {}),
+    }
+    for expected, (refl, to_source, options) in cases.items():
+        result = lumaxlike.invert(np.array([refl]), to_source, emission, normal, FULL_PARAMS, solver, **options)
+        assert result.status[0] == expected, expected.name
+        solved = expected in (Status.CONVERGED, Status.MAX_ITER)
+        assert np.isfinite(result.w[0]) == solved, expected.name
+    for refl in (0.0, -0.01, np.inf):
+        result = lumaxlike.invert(np.array([refl]), incidence, emission, normal, FULL_PARAMS, solver)
+        expected = Status.NONFINITE_INPUT if np.isinf(refl) else Status.UNREACHABLE
+        assert result.status[0] == expected and np.isnan(result.w[0])
+    nan_geometry = np.array([np.nan, 0.0, 1.0])
+    result = lumaxlike.invert(np.array([r_mid]), nan_geometry, emission, normal, FULL_PARAMS, solver)
+    assert result.status[0] == Status.NONFINITE_INPUT and np.isnan(result.w[0])
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_sigma_matches_monte_carlo(solver):
+    incidence, emission, normal = one_pixel()
+    w_true, noise = np.array([0.15, 0.55, 0.9]), 2e-4  # 1/sr; r is ~0.01-0.1 here
+    refl_true = np.asarray(lumaxlike.amsa(w_true, incidence, emission, normal, FULL_PARAMS))
+    rng = np.random.default_rng(3)
+    draws = refl_true + noise * rng.standard_normal((4000, 3))
+    result = lumaxlike.invert(draws, incidence, emission, normal, FULL_PARAMS, solver, refl_sigma=noise)
+    assert np.all(result.status == Status.CONVERGED)
+    scatter = result.w.std(axis=0)
+    np.testing.assert_allclose(np.median(result.sigma, axis=0), scatter, rtol=0.10)
+    no_sigma = lumaxlike.invert(refl_true, incidence, emission, normal, FULL_PARAMS, solver)
+    assert np.all(np.isnan(no_sigma.sigma))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_shape_rules_and_inputs_untouched(solver):
+    refl, incidence, emission, normal, _ = synthetic_cube(12, 3, seed=4)
+    image = [a.reshape(3, 4, -1) for a in (refl, incidence, emission, normal)]
+    copies = [a.copy() for a in image]
+    result = lumaxlike.invert(*image, FULL_PARAMS, solver)
+    for before, after in zip(copies, image):
+        np.testing.assert_array_equal(before, after)
+    assert result.w.shape == (3, 4, 3) and result.status.dtype == np.int8
+    flat = lumaxlike.invert(refl, incidence, emission, normal, FULL_PARAMS, solver)
+    np.testing.assert_array_equal(result.w.reshape(12, 3), flat.w)
+    one_band = lumaxlike.invert(refl[:, 0], incidence, emission, normal, FULL_PARAMS, solver)
+    assert one_band.w.shape == (12,)
+    np.testing.assert_allclose(one_band.w, flat.w[:, 0], atol=1e-12, rtol=0)
+    shared = lumaxlike.invert(refl[:1], incidence[0], emission[0], normal[0], FULL_PARAMS, solver)
+    np.testing.assert_allclose(shared.w, flat.w[:1], atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("options", "argument"),
+    [
+        ({"solver": "scipy"}, "solver"),
+        ({"w0": 1.2}, "w0"),
+        ({"w0": 0.0}, "w0"),
+        ({"tol": 0.0}, "tol"),
+        ({"max_iter": 0}, "max_iter"),
+        ({"chunk_size": 0}, "chunk_size"),
+        ({"refl_sigma": -1.0}, "refl_sigma"),
+        ({"refl_sigma": [0.1, 0.2]}, "refl_sigma"),
+        ({"params": "hapke"}, "params"),
+    ],
+)
+def test_bad_arguments_name_themselves(options, argument):
+    refl, incidence, emission, normal, _ = synthetic_cube(4, 3, seed=5)
+    kwargs = {"params": FULL_PARAMS, **options}
+    params = kwargs.pop("params")
+    with pytest.raises(ValueError, match=argument):
+        lumaxlike.invert(refl, incidence, emission, normal, params, **kwargs)
+
+
+def test_mismatched_shapes_name_the_argument():
+    refl, incidence, emission, normal, _ = synthetic_cube(4, 3, seed=6)
+    with pytest.raises(ValueError, match="refl"):
+        lumaxlike.invert(refl[:3], incidence, emission, normal, FULL_PARAMS)
+    with pytest.raises(ValueError, match="geometry"):
+        lumaxlike.invert(refl, incidence[:3], emission, normal, FULL_PARAMS)
+    with pytest.raises(ValueError, match="normal"):
+        lumaxlike.invert(refl, incidence, emission, normal[:, :2], FULL_PARAMS)
