@@ -13,8 +13,7 @@ from ._inverse.invert import invert as invert
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.result import InversionResult as InversionResult
 from ._inverse.status import Status as Status
-from ._model.equations import h_function as h_function
-from ._model.forward import amsa as amsa
+from ._model.forward import amsa as amsa, h_function as h_function
 from ._params import HapkeParams as HapkeParams
 
 __version__ = "0.1.0"

@@ -146,7 +146,7 @@ def invert(
         "status": np.empty((n_pixels, n_bands), np.int8),
         "iterations": np.empty((n_pixels, n_bands), np.int32),
         "residual": np.empty((n_pixels, n_bands), dtype),
-        "slope": np.empty((n_pixels, n_bands), dtype),
+        "sigma": np.full((n_pixels, n_bands), np.nan, dtype),
     }
     bounds = albedo_bounds(dtype)
     for start in range(0, n_pixels, chunk):
@@ -157,19 +157,18 @@ def invert(
             solved = solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds)
         else:
             solved = _solve_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds)
-        for name, target in outputs.items():
-            target[start:stop] = solved[name][: stop - start]
+        for name in ("w", "status", "iterations", "residual"):
+            outputs[name][start:stop] = solved[name][: stop - start]
+        if band_sigma is not None:  # sigma_w = sigma_r / |dr/dw|, per chunk (bounded memory)
+            outputs["sigma"][start:stop] = band_sigma / np.abs(solved["slope"][: stop - start])
 
-    sigma = np.full((n_pixels, n_bands), np.nan, dtype)
-    if band_sigma is not None:
-        sigma = (band_sigma / np.abs(outputs["slope"])).astype(dtype)
     out_shape = refl.shape
     return InversionResult(
         w=outputs["w"].reshape(out_shape),
         status=outputs["status"].reshape(out_shape),
         iterations=outputs["iterations"].reshape(out_shape),
         residual=outputs["residual"].reshape(out_shape),
-        sigma=sigma.reshape(out_shape),
+        sigma=outputs["sigma"].reshape(out_shape),
     )
 
 

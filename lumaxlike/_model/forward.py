@@ -11,8 +11,9 @@ import numpy as np
 from .._params import HapkeParams
 from .._shapes import check_choice, layout
 from . import jax_model, numba_model
+from ._backends import jax_equations
 
-__all__ = ["amsa"]
+__all__ = ["amsa", "h_function"]
 
 BACKENDS = ("jax", "numba")
 
@@ -80,3 +81,25 @@ def amsa(w, incidence, emission, normal, params: HapkeParams, backend: str = "ja
         params = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf, dtype), params)
         r = _amsa_flat(flat_w, *flat_geometry, params)
     return r.reshape(w.shape)
+
+
+_h_function_jit = jax.jit(jax_equations.h_function)
+
+
+def h_function(w, x):
+    """Hapke's (2002, eq. 13) approximation of Chandrasekhar's H-function.
+
+    H(x) = 1 / (1 - w x [r0 + (1 - 2 r0 x)/2 ln((1 + x)/x)]), r0 = (1 - g)/(1 + g),
+    g = sqrt(1 - w), for isotropic scatterers; H(0) = 1.
+
+    Args:
+        w: single-scattering albedo in [0, 1]; any shape broadcasting against `x`.
+        x: cosine of an angle (mu0e or mue) in [0, 1].
+    Returns:
+        NumPy array of H values [-], the broadcast shape, float64 (float32 if both
+        inputs are float32).
+    """
+    w, x = np.broadcast_arrays(np.asarray(w), np.asarray(x))
+    dtype = np.result_type(w.dtype, x.dtype, np.float32)
+    with precision_scope(np.empty(0, dtype)):
+        return np.asarray(_h_function_jit(jnp.asarray(w, dtype), jnp.asarray(x, dtype)))
