@@ -10,10 +10,24 @@ from ._geometry import (
     normals_from_dtm as normals_from_dtm,
 )
 from ._inverse.invert import invert as invert
+from ._io import (
+    OBS_BAND_NAMES as OBS_BAND_NAMES,
+    CubeInfo as CubeInfo,
+    CubeReader as CubeReader,
+    GeometryReader as GeometryReader,
+    InversionSummary as InversionSummary,
+    ResultWriter as ResultWriter,
+    invert_file as invert_file,
+    iter_cube_blocks as iter_cube_blocks,
+    read_cube as read_cube,
+    to_bidirectional_reflectance as to_bidirectional_reflectance,
+    write_result as write_result,
+)
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.result import InversionResult as InversionResult
 from ._inverse.status import Status as Status
 from ._model.forward import amsa as amsa, h_function as h_function
 from ._params import HapkeParams as HapkeParams
+from ._xarray import invert_dataarray as invert_dataarray  # also registers DataArray.hapke
 
 __version__ = "0.1.0"

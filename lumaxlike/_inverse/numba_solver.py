@@ -110,14 +110,18 @@ def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_i
         "residual": np.empty(shape, np.float64),
         "slope": np.empty(shape, np.float64),
     }
-    start = np.empty((0, 0)) if w_start is None else np.ascontiguousarray(w_start, np.float64)
+
+    def prepare(array):  # C-contiguous and writable: one numba specialisation, not one per flag
+        return np.require(array, np.float64, ("C", "W"))
+
+    start = np.empty((0, 0)) if w_start is None else prepare(w_start)
     _albedo_kernel(
-        np.ascontiguousarray(refl, np.float64),
-        np.ascontiguousarray(incidence, np.float64),
-        np.ascontiguousarray(emission, np.float64),
-        np.ascontiguousarray(normal, np.float64),
+        prepare(refl),
+        prepare(incidence),
+        prepare(emission),
+        prepare(normal),
         scalars,
-        np.asarray(legendre, np.float64),
+        prepare(legendre),
         bool(use_legendre),
         start,
         int(max_iter),

@@ -1,0 +1,55 @@
+"""Files and arrays in, albedo maps out: rasterio reading, atomic writing, streaming inversion.
+
+Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
+:class:`InversionSummary`, :func:`read_cube`, :func:`iter_cube_blocks`, :class:`CubeReader`,
+:class:`CubeInfo`, :class:`GeometryReader`, :func:`write_result`, :class:`ResultWriter`,
+:func:`to_bidirectional_reflectance`, :data:`OBS_BAND_NAMES`.
+"""
+
+from .atomic import AtomicOutputs as AtomicOutputs
+from .block_inversion import invert_block as invert_block, per_band_params as per_band_params
+from .file_inversion import InversionSummary as InversionSummary, invert_file as invert_file
+from .geometry_rasters import (
+    ANGLE_ROLES as ANGLE_ROLES,
+    OBS_BAND_NAMES as OBS_BAND_NAMES,
+    GeometryReader as GeometryReader,
+)
+from .raster import (
+    CubeInfo as CubeInfo,
+    CubeReader as CubeReader,
+    RasterGrid as RasterGrid,
+    iter_cube_blocks as iter_cube_blocks,
+    read_cube as read_cube,
+)
+from .units import (
+    REFLECTANCE_UNITS as REFLECTANCE_UNITS,
+    to_bidirectional_reflectance as to_bidirectional_reflectance,
+)
+from .writers import (
+    ResultWriter as ResultWriter,
+    output_format as output_format,
+    result_paths as result_paths,
+    write_result as write_result,
+)
+
+__all__ = [
+    "ANGLE_ROLES",
+    "AtomicOutputs",
+    "CubeInfo",
+    "CubeReader",
+    "GeometryReader",
+    "InversionSummary",
+    "OBS_BAND_NAMES",
+    "REFLECTANCE_UNITS",
+    "RasterGrid",
+    "ResultWriter",
+    "invert_block",
+    "invert_file",
+    "iter_cube_blocks",
+    "output_format",
+    "per_band_params",
+    "read_cube",
+    "result_paths",
+    "to_bidirectional_reflectance",
+    "write_result",
+]

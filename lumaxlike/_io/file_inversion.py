@@ -1,0 +1,207 @@
+"""File-to-file inversion, streamed by blocks of rows so memory grows with the block."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import rasterio
+
+from .._inverse.invert import default_chunk_pixels
+from .._inverse.status import Status
+from .block_inversion import BlockPool, SolverOptions, check_solver, per_band_params
+from .geometry_rasters import GeometryReader
+from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader, iter_row_slices
+from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .writers import RESULT_FIELDS, ResultWriter, output_files
+
+__all__ = ["InversionSummary", "default_chunk_rows", "invert_file"]
+
+BLOCK_TARGET_BYTES = 32 * 2**20
+"""Default block size: rows such that the block's reflectance in float64 is about this [bytes]."""
+
+
+def default_chunk_rows(info: CubeInfo) -> int:
+    """Rows per block for a cube: about :data:`BLOCK_TARGET_BYTES` of float64 reflectance.
+
+    Rounded down to a multiple of the file's internal block height when larger than it,
+    so windows do not re-read the file's blocks.
+    """
+    row_bytes = info.grid.width * info.bands * 8
+    rows = max(1, BLOCK_TARGET_BYTES // row_bytes)
+    if rows > info.block_height:
+        rows -= rows % info.block_height
+    return int(min(rows, info.grid.height))
+
+
+@dataclass(frozen=True)
+class InversionSummary:
+    """What :func:`invert_file` did.
+
+    Attributes:
+        outputs: ``{field: path}`` of the maps written.
+        pixels: pixels inverted (rows x cols).
+        bands: spectral bands per pixel.
+        seconds: wall time of the run [s], reading and writing included.
+        status_counts: ``{status name: number of (pixel, band) problems}``, every
+            :class:`lumaxlike.Status` member present (0 when it did not occur).
+    """
+
+    outputs: dict
+    pixels: int
+    bands: int
+    seconds: float
+    status_counts: dict = field(default_factory=dict)
+
+    @property
+    def pixels_per_second(self) -> float:
+        """Throughput [pixels/s] (all bands of a pixel count once)."""
+        return self.pixels / self.seconds if self.seconds > 0 else float("inf")
+
+    def describe(self) -> str:
+        """One line: pixels, bands, time, pixels/s and the count of each status."""
+        counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
+        return (
+            f"inverted {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
+            f"({self.pixels_per_second:,.0f} pixels/s); status of pixel-bands: {counts}"
+        )
+
+
+def _check_not_an_input(out_path, fields, inputs) -> None:
+    """Refuse an output that would replace an input file or its ENVI header."""
+    protected = {}
+    for path in (Path(p) for p in inputs if p is not None):
+        for candidate in (path, path.with_suffix(".hdr")):
+            if candidate.exists():
+                protected[candidate.resolve()] = path
+    for output in output_files(out_path, fields):
+        if output.resolve() in protected:
+            raise ValueError(f"output {output} would replace the input file {protected[output.resolve()]}")
+
+
+def _geometry_paths(geometry) -> list:
+    if isinstance(geometry, (str, Path)):
+        return [geometry]
+    if isinstance(geometry, Mapping):
+        return [v for v in geometry.values() if isinstance(v, (str, Path))]
+    return []
+
+
+def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, units,
+                chunk_rows=None, overwrite=False, progress=None, sigma=None, workers=1,
+                max_iter=None, tol=None) -> InversionSummary:
+    """Invert a reflectance cube file for single-scattering albedo maps, block by block.
+
+    Reads ``chunk_rows`` rows of the cube and of the geometry at a time, converts them to
+    r [1/sr], inverts them with :func:`lumaxlike.invert` and writes them into temporary
+    output files, which replace the outputs only at the end (see
+    :mod:`lumaxlike._io.writers` for the files written). Peak memory grows with the block
+    size, not the image. NaN, nodata or out-of-range pixels become status codes in the
+    status map, never errors.
+
+    Args:
+        cube_path: reflectance cube, any raster GDAL opens (GeoTIFF, ENVI, ...), bands
+            = spectral bands; nodata pixels are skipped (status NONFINITE_INPUT).
+        out_path: output path; ``.tif``/``.tiff`` GeoTIFF, ``.img``/``.envi``/``.hdr``
+            ENVI, ``.nc`` netCDF, ``.zarr`` zarr.
+        geometry: OBS raster path with named angle bands, or a mapping of
+            ``to_sun_zenith``, ``to_sun_azimuth``, ``to_sensor_zenith``,
+            ``to_sensor_azimuth`` to single-band raster paths or ``(rows, cols)`` arrays;
+            angles in degrees, azimuths clockwise from north (see
+            :mod:`lumaxlike._io.geometry_rasters`). Rasters must be aligned with the cube.
+        dtm: optional DTM path (heights [m], projected CRS, same grid) for local normals;
+            None for a flat surface.
+        params: :class:`lumaxlike.HapkeParams`, or a sequence of one per band.
+        solver: ``"jax"`` or ``"numba"``.
+        units: what the cube holds: ``"r"`` (1/sr), ``"radf"`` (pi r) or ``"reff"``
+            (pi r / cos i, with the local incidence); required, never guessed.
+        chunk_rows: rows per block; None picks about 32 MiB of reflectance per block.
+        overwrite: replace existing outputs (otherwise ``FileExistsError`` before any work).
+        progress: show a tqdm progress bar on stderr: True, False, or None for "when
+            stderr is a terminal".
+        sigma: standard uncertainty of the cube's values, in ``units``; when given the
+            sigma map of w is written too.
+        workers: processes inverting blocks in parallel (1 = in this process).
+        max_iter, tol: solver settings passed to :func:`lumaxlike.invert` (None = default).
+
+    Returns:
+        :class:`InversionSummary` with output paths, throughput and status counts.
+
+    Raises:
+        FileNotFoundError: an input file does not exist.
+        FileExistsError: an output exists and ``overwrite`` is false.
+        NotADirectoryError, PermissionError: the output folder is unusable.
+        ValueError: unreadable or misaligned input, bad argument (message names it).
+    """
+    start = time.perf_counter()
+    check_solver(solver)
+    check_units(units)
+    if sigma is not None and not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a positive number, got {sigma!r}")
+    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    fields = [f for f in RESULT_FIELDS if f != "sigma" or sigma is not None]
+    _check_not_an_input(out_path, fields, [cube_path, dtm, *_geometry_paths(geometry)])
+
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
+        info = cube.info
+        band_params = per_band_params(params, info.bands)
+        rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
+        # one JAX chunk shape for every block (the last one is padded): compiles once
+        chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
+        options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
+        with GeometryReader(geometry, info.grid, dtm) as geometry_reader, \
+                ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
+                             chunk_rows=rows_per_block) as writer, \
+                BlockPool(workers) as pool:
+            bar = _progress_bar(progress, info.grid.height * info.grid.width, cube_path)
+            try:
+                counts = _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
+                                        units=units, sigma=sigma, params=band_params, options=options)
+            finally:
+                bar.close()
+    return InversionSummary(
+        outputs=dict(writer.paths),
+        pixels=info.grid.height * info.grid.width,
+        bands=info.bands,
+        seconds=time.perf_counter() - start,
+        status_counts={member.name: int(counts[member]) for member in Status},
+    )
+
+
+def _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma,
+                   params, options) -> np.ndarray:
+    """Read, convert, invert and write every block of rows; return counts per status code."""
+    counts = np.zeros(len(Status), dtype=np.int64)
+    width = cube.info.grid.width
+
+    def write_oldest():
+        rows, block = pool.pop()
+        writer.write(rows, block)
+        counts[:] += np.bincount(block["status"].ravel().astype(np.int64), minlength=len(Status))
+        bar.update((rows.stop - rows.start) * width)
+
+    for rows in iter_row_slices(cube.info.grid.height, rows_per_block):
+        to_source, to_observer, normal = geometry_reader.read(rows)
+        refl = to_bidirectional_reflectance(cube.read(rows), units, to_source, normal)
+        refl_sigma = uncertainty_to_r(sigma, units, to_source, normal, refl.dtype)
+        pool.submit(rows, refl, to_source, to_observer, normal, params, options,
+                    refl_sigma=refl_sigma)
+        del refl, to_source, to_observer, normal, refl_sigma  # the pool holds what it needs
+        while pool.full():
+            write_oldest()
+    while len(pool):
+        write_oldest()
+    return counts
+
+
+def _progress_bar(progress, total: int, cube_path):
+    from tqdm import tqdm
+
+    disable = None if progress is None else not progress
+    return tqdm(total=total, unit="px", unit_scale=True, desc=f"inverting {Path(cube_path).name}",
+                disable=disable, file=sys.stderr, dynamic_ncols=True)

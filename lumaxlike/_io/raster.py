@@ -1,0 +1,412 @@
+"""Reading reflectance cubes and single-band rasters with rasterio, whole or by row windows.
+
+Arrays returned here follow lumaxlike's layout: ``(rows, cols, bands)`` for cubes and
+``(rows, cols)`` for single-band rasters, floating point, with NaN wherever the file marks
+a pixel as nodata (nodata value, per-band mask or alpha band). Band scale factors and
+offsets stored in the file (``rasterio`` ``scales`` / ``offsets``) are applied.
+
+Wavelengths are taken from, in this order: the ENVI header (``wavelength`` and
+``wavelength units`` in the ``ENVI`` metadata namespace), per-band ``wavelength`` /
+``wavelength_units`` tags (as lumaxlike writes them to GeoTIFF), GDAL's per-band
+``IMAGERY`` ``CENTRAL_WAVELENGTH_UM`` item, or band descriptions that are plain numbers
+(e.g. ``"1530.5"``). A cube without any of these has ``wavelengths = None``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import rasterio
+import rasterio.errors
+from affine import Affine
+from rasterio.windows import Window
+
+__all__ = [
+    "CubeInfo",
+    "CubeReader",
+    "RasterGrid",
+    "check_aligned",
+    "iter_cube_blocks",
+    "iter_row_slices",
+    "open_raster",
+    "pixel_size_m",
+    "read_cube",
+]
+
+ENVI_DATA_SUFFIXES = ("", ".img", ".dat", ".raw", ".bsq", ".bil", ".bip", ".envi")
+"""Data-file names tried for an ENVI header ``name.hdr`` given as input."""
+
+GDAL_CACHE_BYTES = 128 * 2**20
+"""GDAL block cache used while streaming files [bytes]; bounds the memory GDAL keeps."""
+
+
+@dataclass(frozen=True)
+class RasterGrid:
+    """Pixel grid of a raster file: size, georeferencing and where it came from.
+
+    Attributes:
+        path: the file.
+        height, width: rows and columns [pixels].
+        crs: ``rasterio.crs.CRS`` or None when the file has none.
+        transform: affine pixel -> map transform (``Affine``).
+    """
+
+    path: Path
+    height: int
+    width: int
+    crs: object
+    transform: Affine
+
+    def differences(self, other: "RasterGrid") -> list[str]:
+        """Human-readable list of what differs between two grids (empty when aligned)."""
+        found = []
+        if (self.height, self.width) != (other.height, other.width):
+            found.append(
+                f"shape {self.height} x {self.width} vs {other.height} x {other.width} "
+                "(rows x cols)"
+            )
+        tolerance = 1e-9 * max(abs(self.transform.a), abs(self.transform.e), 1e-300)
+        if not self.transform.almost_equals(other.transform, precision=tolerance):
+            found.append(f"transform {tuple(self.transform)[:6]} vs {tuple(other.transform)[:6]}")
+        if self.crs != other.crs:
+            found.append(f"CRS {_crs_name(self.crs)} vs {_crs_name(other.crs)}")
+        return found
+
+
+def _crs_name(crs) -> str:
+    if crs is None:
+        return "none"
+    return crs.to_string() or crs.to_wkt()
+
+
+def check_aligned(reference: RasterGrid, other: RasterGrid, role: str) -> None:
+    """Raise ValueError if ``other`` is not on the same pixel grid as ``reference``.
+
+    Args:
+        reference: grid of the reflectance cube.
+        other: grid of a geometry or DTM raster.
+        role: what ``other`` is for, used in the message (e.g. ``"geometry"``).
+
+    Raises:
+        ValueError: naming both files and every difference (shape, transform, CRS).
+    """
+    found = reference.differences(other)
+    if found:
+        raise ValueError(
+            f"{role} raster {other.path} is not aligned with cube {reference.path}: "
+            + "; ".join(found)
+        )
+
+
+def open_raster(path) -> rasterio.io.DatasetReader:
+    """Open a raster file for reading with clear errors.
+
+    An ENVI header (``name.hdr``) may be given instead of its data file.
+
+    Args:
+        path: file path (``str`` or ``os.PathLike``).
+
+    Returns:
+        an open ``rasterio`` dataset (use it as a context manager).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: the file exists but GDAL cannot read it as a raster.
+    """
+    path = _data_file(Path(path))
+    try:
+        return rasterio.open(path)
+    except rasterio.errors.RasterioIOError as error:
+        raise ValueError(f"cannot read {path} as a raster (GDAL: {error})") from None
+
+
+def _data_file(path: Path) -> Path:
+    if path.suffix.lower() == ".hdr":
+        tried = [path.with_suffix(suffix) for suffix in ENVI_DATA_SUFFIXES]
+        for candidate in tried:
+            if candidate.is_file():
+                return candidate
+        if not path.exists():
+            raise FileNotFoundError(f"input file {path} does not exist")
+        raise FileNotFoundError(
+            f"no data file found next to ENVI header {path} (tried "
+            + ", ".join(p.name for p in tried)
+            + ")"
+        )
+    if not path.exists():
+        raise FileNotFoundError(f"input file {path} does not exist")
+    return path
+
+
+def float_dtype(dtype) -> np.dtype:
+    """Floating-point type used in memory for data stored as ``dtype`` (at least float32)."""
+    return np.result_type(np.dtype(dtype), np.float32)
+
+
+def _read_window(dataset, rows: slice | None, indexes=None) -> np.ndarray:
+    """Read bands ``indexes`` of ``rows`` as float with NaN for nodata: (bands, rows, cols)."""
+    window = None if rows is None else Window(0, rows.start, dataset.width, rows.stop - rows.start)
+    indexes = list(indexes) if indexes is not None else list(dataset.indexes)
+    data = dataset.read(indexes, window=window, masked=True)
+    dtype = float_dtype(dataset.dtypes[indexes[0] - 1])
+    values = np.ma.filled(data.astype(dtype), np.nan)
+    scales = np.asarray([dataset.scales[i - 1] for i in indexes], dtype=dtype)
+    offsets = np.asarray([dataset.offsets[i - 1] for i in indexes], dtype=dtype)
+    if np.any(scales != 1) or np.any(offsets != 0):
+        values = values * scales[:, None, None] + offsets[:, None, None]
+    return values
+
+
+def iter_row_slices(height: int, chunk_rows: int) -> Iterator[slice]:
+    """Consecutive row slices ``[0, chunk_rows), [chunk_rows, 2 chunk_rows), ...`` up to ``height``."""
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be a positive number of rows, got {chunk_rows}")
+    for start in range(0, height, chunk_rows):
+        yield slice(start, min(start + chunk_rows, height))
+
+
+@dataclass(frozen=True, eq=False)  # holds an array: compare fields, not objects
+class CubeInfo:
+    """What lumaxlike needs to know about a reflectance cube, without its pixels.
+
+    Attributes:
+        grid: pixel grid (path, size, CRS, transform).
+        bands: number of spectral bands.
+        dtype: NumPy floating type the pixels are read as (at least float32).
+        nodata: the file's nodata value (None when it has none); read as NaN.
+        wavelengths: centre wavelength of each band, shape ``(bands,)``, in
+            ``wavelength_units``; None when the file does not give them.
+        wavelength_units: e.g. ``"Nanometers"``, ``"Micrometers"``; None when unknown.
+        band_names: one description per band (None where the file has none).
+        block_height: rows per internal block of the file, a good multiple for windows.
+    """
+
+    grid: RasterGrid
+    bands: int
+    dtype: np.dtype
+    nodata: float | None
+    wavelengths: np.ndarray | None
+    wavelength_units: str | None
+    band_names: tuple
+    block_height: int
+
+    @property
+    def path(self) -> Path:
+        """The cube file."""
+        return self.grid.path
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(rows, cols, bands)``."""
+        return (self.grid.height, self.grid.width, self.bands)
+
+
+def _parse_number_list(text: str) -> list[float]:
+    return [float(item) for item in text.strip().strip("{}").split(",") if item.strip()]
+
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_WAVELENGTH_DESCRIPTION = re.compile(
+    rf"^\s*({_NUMBER})\s*(nm|nanometers|um|µm|micrometers|microns)?\s*$", re.IGNORECASE
+)
+_DESCRIPTION_UNITS = {"nm": "Nanometers", "nanometers": "Nanometers", "um": "Micrometers",
+                      "µm": "Micrometers", "micrometers": "Micrometers", "microns": "Micrometers"}
+_GDAL_ENVI_SUFFIX = re.compile(rf"\s*\(\s*{_NUMBER}\s+[^()]*\)\s*$")
+
+
+def _read_wavelengths(dataset, path: Path) -> tuple[np.ndarray | None, str | None]:
+    count = dataset.count
+    envi = dataset.tags(ns="ENVI") if "ENVI" in (dataset.tag_namespaces() or []) else {}
+    if "wavelength" in envi:
+        try:
+            values = _parse_number_list(envi["wavelength"])
+        except ValueError:
+            raise ValueError(f"cannot parse the ENVI wavelength list of {path}") from None
+        if len(values) != count:
+            raise ValueError(
+                f"{path} lists {len(values)} wavelengths for {count} bands in its ENVI header"
+            )
+        return np.asarray(values), envi.get("wavelength_units")
+    band_tags = [dataset.tags(index) for index in dataset.indexes]
+    if all("wavelength" in tags for tags in band_tags):
+        try:
+            values = [float(tags["wavelength"]) for tags in band_tags]
+        except ValueError:
+            raise ValueError(f"cannot parse the per-band wavelength tags of {path}") from None
+        return np.asarray(values), band_tags[0].get("wavelength_units")
+    imagery = [dataset.tags(index, ns="IMAGERY") for index in dataset.indexes]
+    if all("CENTRAL_WAVELENGTH_UM" in tags for tags in imagery):
+        return np.asarray([float(tags["CENTRAL_WAVELENGTH_UM"]) for tags in imagery]), "Micrometers"
+    matches = [_WAVELENGTH_DESCRIPTION.match(d or "") for d in dataset.descriptions]
+    if all(matches):
+        units = {_DESCRIPTION_UNITS.get((m.group(2) or "").lower()) for m in matches}
+        return np.asarray([float(m.group(1)) for m in matches]), units.pop() if len(units) == 1 else None
+    return None, None
+
+
+def _band_names(dataset, wavelengths) -> tuple:
+    """Band descriptions, without the `` (500.5 Nanometers)`` GDAL appends for ENVI cubes."""
+    names = dataset.descriptions
+    if dataset.driver == "ENVI" and wavelengths is not None:
+        names = tuple(None if n is None else _GDAL_ENVI_SUFFIX.sub("", n) for n in names)
+    return tuple(names)
+
+
+def _grid(dataset, path: Path) -> RasterGrid:
+    return RasterGrid(
+        path=path,
+        height=dataset.height,
+        width=dataset.width,
+        crs=dataset.crs,
+        transform=dataset.transform,
+    )
+
+
+class CubeReader:
+    """An open reflectance cube, read whole or window by window.
+
+    Use as a context manager::
+
+        with CubeReader("cube.tif") as cube:
+            for rows in iter_row_slices(cube.info.grid.height, 64):
+                block = cube.read(rows)          # (len(rows), cols, bands), NaN = nodata
+
+    Args:
+        path: any raster GDAL opens (GeoTIFF, ENVI data file or header, ...).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: the file is not a readable raster, or its metadata is inconsistent.
+    """
+
+    def __init__(self, path):
+        self._dataset = open_raster(path)
+        path = Path(self._dataset.name)
+        try:
+            dtypes = set(self._dataset.dtypes)
+            if len(dtypes) != 1:
+                raise ValueError(f"bands of {path} have different data types {sorted(dtypes)}")
+            if np.dtype(self._dataset.dtypes[0]).kind == "c":
+                raise ValueError(f"{path} holds complex numbers, not reflectance")
+            wavelengths, units = _read_wavelengths(self._dataset, path)
+            nodata = self._dataset.nodata
+            self.info = CubeInfo(
+                grid=_grid(self._dataset, path),
+                bands=self._dataset.count,
+                dtype=float_dtype(self._dataset.dtypes[0]),
+                nodata=None if nodata is None else float(nodata),
+                wavelengths=wavelengths,
+                wavelength_units=units,
+                band_names=_band_names(self._dataset, wavelengths),
+                block_height=int(self._dataset.block_shapes[0][0]),
+            )
+        except BaseException:
+            self._dataset.close()
+            raise
+
+    def read(self, rows: slice | None = None) -> np.ndarray:
+        """Pixels of ``rows`` (all rows when None) [file units], shape ``(rows, cols, bands)``.
+
+        C-contiguous, floating point (``info.dtype``), NaN where the file marks nodata.
+        """
+        return np.ascontiguousarray(np.moveaxis(_read_window(self._dataset, rows), 0, -1))
+
+    def close(self) -> None:
+        """Close the file."""
+        self._dataset.close()
+
+    def __enter__(self) -> "CubeReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_cube(path) -> tuple[np.ndarray, CubeInfo]:
+    """Read a whole reflectance cube into memory.
+
+    Args:
+        path: any raster GDAL opens.
+
+    Returns:
+        ``(values, info)``: values of shape ``(rows, cols, bands)`` [file units], NaN
+        where the file marks nodata; ``info`` a :class:`CubeInfo`.
+    """
+    with CubeReader(path) as cube:
+        return cube.read(), cube.info
+
+
+def iter_cube_blocks(path, chunk_rows: int) -> Iterator[tuple[slice, np.ndarray]]:
+    """Stream a cube by blocks of rows, so that memory grows with the block, not the image.
+
+    Args:
+        path: any raster GDAL opens.
+        chunk_rows: rows per block (the last block may be shorter).
+
+    Yields:
+        ``(rows, values)``: the row slice and its pixels, shape ``(rows, cols, bands)``.
+    """
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(path) as cube:
+        for rows in iter_row_slices(cube.info.grid.height, chunk_rows):
+            yield rows, cube.read(rows)
+
+
+class BandRaster:
+    """Chosen bands of an open raster, read by row windows as ``(rows, cols)`` arrays.
+
+    Args:
+        path: the raster file.
+    """
+
+    def __init__(self, path):
+        self._dataset = open_raster(path)
+        self.path = Path(self._dataset.name)
+        self.grid = _grid(self._dataset, self.path)
+        self.descriptions = tuple(self._dataset.descriptions)
+
+    @property
+    def count(self) -> int:
+        """Number of bands."""
+        return self._dataset.count
+
+    def read(self, index: int, rows: slice | None = None) -> np.ndarray:
+        """Band ``index`` (1-based) over ``rows``, NaN for nodata, shape ``(rows, cols)``."""
+        return _read_window(self._dataset, rows, [index])[0]
+
+    def close(self) -> None:
+        """Close the file."""
+        self._dataset.close()
+
+
+def pixel_size_m(grid: RasterGrid) -> tuple[float, float]:
+    """Ground size ``(dx, dy)`` of one pixel [m] of a north-up grid in a projected CRS.
+
+    Raises:
+        ValueError: naming the file, when the grid has no CRS, a geographic CRS (pixel
+            size in degrees), or a rotated / south-up transform.
+    """
+    t = grid.transform
+    if grid.crs is None:
+        raise ValueError(
+            f"DTM {grid.path} has no CRS, so its pixel size has no known unit; "
+            "assign a projected CRS (metres)"
+        )
+    if not grid.crs.is_projected:
+        raise ValueError(
+            f"DTM {grid.path} is in the geographic CRS {_crs_name(grid.crs)}: its pixel size "
+            "is in degrees; reproject it (and the cube) to a projected CRS"
+        )
+    if t.b != 0 or t.d != 0 or t.e >= 0 or t.a <= 0:
+        raise ValueError(
+            f"DTM {grid.path} is not north-up (transform {tuple(t)[:6]}); "
+            "warp it to a north-up grid"
+        )
+    _, to_metres = grid.crs.linear_units_factor
+    if not (math.isfinite(to_metres) and to_metres > 0):
+        raise ValueError(f"DTM {grid.path}: unknown linear unit of its CRS")
+    return (t.a * to_metres, -t.e * to_metres)

@@ -1,0 +1,463 @@
+"""Writing inversion results: GeoTIFF, ENVI, netCDF or zarr, block by block and atomically.
+
+The format follows the extension of the output path ``OUT``:
+
+==========================  ==========  ================================================
+extension                   format      files written
+==========================  ==========  ================================================
+``.tif``, ``.tiff``         GeoTIFF     ``OUT`` (w), ``OUT_status.tif``,
+                                        ``OUT_iterations.tif``, ``OUT_residual.tif``
+                                        and, when requested, ``OUT_sigma.tif``
+``.img``, ``.envi``         ENVI        the same maps, each a data file plus its ``.hdr``
+``.hdr``                    ENVI        data file ``OUT`` with ``.img``, header ``OUT``
+``.nc``                     netCDF-4    one file with the variables w, status, ...
+``.zarr``                   zarr        one store (folder) with the same variables
+==========================  ==========  ================================================
+
+(``OUT_status.tif`` means the stem of ``OUT`` plus ``_status``, e.g. ``w.tif`` ->
+``w_status.tif``.) Every map has one band per spectral band of the cube and keeps the
+cube's CRS, transform, band names and wavelengths (ENVI ``wavelength`` header field,
+per-band ``wavelength`` / ``wavelength_units`` tags in GeoTIFF, a ``wavelength``
+coordinate in netCDF/zarr). Floating maps (w, residual, sigma) have the cube's floating type (at least float32) and nodata NaN by default (``nodata=...`` writes another value where
+they are NaN, declared as the GDAL nodata / ENVI ``data ignore value`` / ``_FillValue``); status is int8 (uint8 in ENVI, which has no
+signed byte) and iterations int32, both without nodata since every pixel gets a value.
+
+netCDF and zarr variables have dims ``(band, y, x)``, with ``x``/``y`` pixel-centre map
+coordinates (north-up grids) and a ``spatial_ref`` variable carrying the CRS as
+``crs_wkt`` and the GDAL ``GeoTransform`` (the CF / rioxarray convention GDAL reads).
+
+Nothing appears at the output paths until every block has been written (see
+:mod:`lumaxlike._io.atomic`); an existing output is replaced only with ``overwrite=True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import rasterio
+from rasterio.windows import Window
+
+from .atomic import AtomicOutputs
+from .raster import GDAL_CACHE_BYTES, CubeInfo
+
+__all__ = [
+    "OUTPUT_FORMATS",
+    "RESULT_FIELDS",
+    "FIELD_ATTRS",
+    "ResultWriter",
+    "output_files",
+    "output_format",
+    "result_paths",
+    "result_template",
+    "write_result",
+]
+
+OUTPUT_FORMATS = {
+    ".tif": "GTiff",
+    ".tiff": "GTiff",
+    ".img": "ENVI",
+    ".envi": "ENVI",
+    ".hdr": "ENVI",
+    ".nc": "netCDF",
+    ".zarr": "zarr",
+}
+"""Output extension -> format."""
+
+RESULT_FIELDS = ("w", "status", "iterations", "residual", "sigma")
+"""Maps an inversion produces, in :class:`lumaxlike.InversionResult` order."""
+
+STATUS_MEANINGS = "converged max_iter unreachable invalid_geometry nonfinite_input"
+
+FIELD_ATTRS = {
+    "w": {"long_name": "single-scattering albedo w", "units": "1"},
+    "status": {
+        "long_name": "inversion status (lumaxlike.Status)",
+        "flag_values": np.arange(5, dtype=np.int8),
+        "flag_meanings": STATUS_MEANINGS,
+    },
+    "iterations": {"long_name": "solver iterations", "units": "1"},
+    "residual": {
+        "long_name": "model minus observed bidirectional reflectance r at the solution",
+        "units": "sr-1",
+    },
+    "sigma": {"long_name": "standard uncertainty of w", "units": "1"},
+}
+"""CF-style attributes of each result variable (also used as raster tags)."""
+
+
+def output_format(path) -> str:
+    """Format of an output path from its extension: ``GTiff``, ``ENVI``, ``netCDF`` or ``zarr``.
+
+    Raises:
+        ValueError: naming the path, for any other extension.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix not in OUTPUT_FORMATS:
+        raise ValueError(
+            f"output {path}: unknown extension {suffix!r}; use one of "
+            + ", ".join(OUTPUT_FORMATS)
+        )
+    return OUTPUT_FORMATS[suffix]
+
+
+def _raster_file(out: Path, field: str) -> Path:
+    """Main file (GeoTIFF, or ENVI data file) of ``field``'s map for output ``out``."""
+    if out.suffix.lower() == ".hdr":
+        out = out.with_suffix(".img")
+    if field == "w":
+        return out
+    return out.with_name(f"{out.stem}_{field}{out.suffix}")
+
+
+def result_paths(out, fields=RESULT_FIELDS) -> dict[str, Path]:
+    """Where each result map of ``fields`` is written for the output path ``out``.
+
+    Returns:
+        ``{field: path}``; for GeoTIFF/ENVI one file per field (the ENVI data file; its
+        header is the same path with ``.hdr``), for netCDF/zarr ``out`` for every field.
+    """
+    out = Path(out)
+    if output_format(out) in ("netCDF", "zarr"):
+        return {field: out for field in fields}
+    return {field: _raster_file(out, field) for field in fields}
+
+
+def output_files(out, fields=RESULT_FIELDS) -> list[Path]:
+    """Every file or folder written for output ``out`` (ENVI headers included), w last."""
+    out = Path(out)
+    kind = output_format(out)
+    if kind in ("netCDF", "zarr"):
+        return [out]
+    files = []
+    for field in [f for f in fields if f != "w"] + ["w"]:
+        path = _raster_file(out, field)
+        files.append(path)
+        if kind == "ENVI":
+            files.append(path.with_suffix(".hdr"))
+    return files
+
+
+def _field_dtypes(float_dtype, kind: str) -> dict[str, np.dtype]:
+    return {
+        "w": np.dtype(float_dtype),
+        # ENVI has no signed byte type; status codes 0-4 fit either
+        "status": np.dtype(np.uint8 if kind == "ENVI" else np.int8),
+        "iterations": np.dtype(np.int32),
+        "residual": np.dtype(float_dtype),
+        "sigma": np.dtype(float_dtype),
+    }
+
+
+def _band_descriptions(like: CubeInfo) -> list[str | None]:
+    """The cube's band names; when it has none, its wavelengths (e.g. ``"500.5 Nanometers"``)."""
+    names = list(like.band_names)
+    if like.wavelengths is not None and not any(names):
+        units = f" {like.wavelength_units}" if like.wavelength_units else ""
+        return [f"{wavelength:.10g}{units}" for wavelength in like.wavelengths]
+    return names
+
+
+class _RasterSink:
+    """One result map written as a GeoTIFF or ENVI file through a temporary path."""
+
+    def __init__(self, path: Path, final_name: str, driver: str, field: str, like: CubeInfo,
+                 dtype, nodata: float):
+        self.path, self.final_name = path, final_name
+        grid = like.grid
+        profile = dict(
+            driver=driver,
+            width=grid.width,
+            height=grid.height,
+            count=like.bands,
+            dtype=np.dtype(dtype).name,
+            crs=grid.crs,
+            transform=grid.transform,
+            nodata=nodata if np.dtype(dtype).kind == "f" else None,
+        )
+        if driver == "GTiff":
+            profile.update(BIGTIFF="IF_SAFER")
+        self.dataset = rasterio.open(path, "w", **profile)
+        try:
+            self._describe(field, like, driver)
+        except BaseException:
+            self.dataset.close()
+            raise
+
+    def _describe(self, field: str, like: CubeInfo, driver: str) -> None:
+        ds = self.dataset
+        attrs = FIELD_ATTRS[field]
+        ds.update_tags(quantity=attrs["long_name"])
+        if "units" in attrs:
+            ds.update_tags(units=attrs["units"])
+        if field == "status":
+            ds.update_tags(status_codes=", ".join(
+                f"{code}={name}" for code, name in enumerate(STATUS_MEANINGS.split())
+            ))
+        for index, description in enumerate(_band_descriptions(like), start=1):
+            if description:
+                ds.set_band_description(index, description)
+        if like.wavelengths is not None:
+            labels = [f"{value:.10g}" for value in like.wavelengths]
+            if driver == "ENVI":
+                envi = {"wavelength": "{" + ", ".join(labels) + "}"}
+                if like.wavelength_units:
+                    envi["wavelength_units"] = like.wavelength_units
+                ds.update_tags(ns="ENVI", **envi)
+            else:
+                for index, label in enumerate(labels, start=1):
+                    tags = {"wavelength": label}
+                    if like.wavelength_units:
+                        tags["wavelength_units"] = like.wavelength_units
+                    ds.update_tags(index, **tags)
+
+    def write(self, rows: slice, values: np.ndarray) -> None:
+        window = Window(0, rows.start, self.dataset.width, rows.stop - rows.start)
+        self.dataset.write(np.moveaxis(values, -1, 0).astype(self.dataset.dtypes[0], copy=False), window=window)
+
+    def close(self) -> None:
+        closed = self.dataset.closed
+        self.dataset.close()
+        if self.dataset.driver == "ENVI" and not closed:
+            # GDAL writes the data file's name as the ENVI "description"; name the final file
+            header = self.path.with_suffix(".hdr")
+            header.write_text(header.read_text().replace(self.path.name, self.final_name, 1))
+
+
+def _map_coordinates(like: CubeInfo) -> dict:
+    """``x`` and ``y`` pixel-centre coordinates of a north-up grid (none for rotated grids)."""
+    t = like.grid.transform
+    if t.b != 0 or t.d != 0:
+        return {}
+    cols = np.arange(like.grid.width) + 0.5
+    rows = np.arange(like.grid.height) + 0.5
+    return {"x": ("x", t.c + t.a * cols), "y": ("y", t.f + t.e * rows)}
+
+
+def spatial_ref_attrs(crs, transform) -> dict:
+    """Attributes of a CF ``spatial_ref`` grid-mapping variable (CRS WKT, GDAL GeoTransform)."""
+    attrs = {"GeoTransform": " ".join(repr(float(v)) for v in transform.to_gdal())}
+    if crs is not None:
+        wkt = crs.to_wkt()
+        attrs.update(crs_wkt=wkt, spatial_ref=wkt)
+    return attrs
+
+
+def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None = None):
+    """An ``xarray.Dataset`` with lumaxlike's result layout on the grid of a cube.
+
+    Args:
+        like: the cube's :class:`~lumaxlike._io.raster.CubeInfo`.
+        fields: result variables to include.
+        data: ``{field: array}`` of shape ``(band, y, x)`` (NumPy or dask); variables
+            missing from it are left out.
+
+    Returns:
+        Dataset with coords ``band`` (1-based), ``wavelength`` (when known), ``x``/``y``
+        and ``spatial_ref``, and one variable per field present in ``data``.
+    """
+    import xarray as xr
+
+    coords = {"band": ("band", np.arange(1, like.bands + 1))}
+    if like.wavelengths is not None:
+        attrs = {"units": like.wavelength_units} if like.wavelength_units else {}
+        coords["wavelength"] = xr.Variable("band", np.asarray(like.wavelengths), attrs)
+    coords.update(_map_coordinates(like))
+    coords["spatial_ref"] = xr.Variable((), np.int32(0), spatial_ref_attrs(like.grid.crs, like.grid.transform))
+    variables = {}
+    for field in fields:
+        if data is not None and field in data:
+            attrs = dict(FIELD_ATTRS[field], grid_mapping="spatial_ref")
+            variables[field] = xr.Variable(("band", "y", "x"), data[field], attrs)
+    return xr.Dataset(variables, coords=coords, attrs={"source": str(like.path), "history": "lumaxlike invert"})
+
+
+def _fill_value(dtype, nodata: float):
+    """netCDF/zarr ``_FillValue`` of a result variable: ``nodata`` for floats, none for integers."""
+    return np.array(nodata, dtype) if np.dtype(dtype).kind == "f" else None
+
+
+class _NetCDFSink:
+    """All result maps in one netCDF-4 file: xarray writes coords, netCDF4 writes blocks."""
+
+    def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float):
+        try:
+            import netCDF4
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise ValueError(f"writing {path.name}: netCDF output needs the netCDF4 package") from None
+        result_template(like).to_netcdf(path, engine="netcdf4", format="NETCDF4")
+        self.dataset = netCDF4.Dataset(path, "a")
+        chunks = (1, min(chunk_rows, like.grid.height), like.grid.width)
+        for field in fields:
+            dtype = dtypes[field]
+            variable = self.dataset.createVariable(
+                field, dtype, ("band", "y", "x"), fill_value=_fill_value(dtype, nodata), chunksizes=chunks
+            )
+            variable.set_auto_mask(False)  # blocks arrive with nodata already in place
+            attrs = dict(FIELD_ATTRS[field], grid_mapping="spatial_ref")
+            variable.setncatts(attrs)
+
+    def write(self, field: str, rows: slice, values: np.ndarray) -> None:
+        self.dataset[field][:, rows, :] = np.moveaxis(values, -1, 0)
+
+    def close(self) -> None:
+        self.dataset.close()
+
+
+class _ZarrSink:
+    """All result maps in one zarr store: metadata first, then region writes per block."""
+
+    def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float):
+        try:
+            import dask.array as da
+            import zarr  # noqa: F401
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise ValueError(f"writing {path.name}: zarr output needs the zarr package") from None
+        self.path = path
+        shape = (like.bands, like.grid.height, like.grid.width)
+        chunks = (like.bands, min(chunk_rows, like.grid.height), like.grid.width)
+        data = {field: da.zeros(shape, dtype=dtypes[field], chunks=chunks) for field in fields}
+        encoding = {field: {"_FillValue": _fill_value(dtypes[field], nodata)} for field in fields}
+        template = result_template(like, fields, data)
+        template.to_zarr(path, mode="w", compute=False, encoding=encoding, zarr_format=2, consolidated=True)
+
+    def write_block(self, rows: slice, block: Mapping) -> None:
+        import xarray as xr
+
+        variables = {
+            field: (("band", "y", "x"), np.moveaxis(values, -1, 0)) for field, values in block.items()
+        }
+        xr.Dataset(variables).to_zarr(self.path, region={"y": rows}, mode="r+", zarr_format=2, consolidated=False)
+
+
+class ResultWriter:
+    """Writes result maps for a cube block by block; publishes them atomically on success.
+
+    Use as a context manager; the outputs appear at their paths only when the ``with``
+    block ends without an exception, and a failure removes every temporary file::
+
+        with ResultWriter("w.tif", like=cube_info, fields=("w", "status")) as writer:
+            for rows, block in ...:
+                writer.write(rows, {"w": w_block, "status": status_block})
+
+    Args:
+        out: output path; its extension selects the format (see the module docstring).
+        like: :class:`~lumaxlike._io.raster.CubeInfo` of the cube (grid, bands,
+            wavelengths, band names, floating type).
+        fields: result maps to write, a subset of :data:`RESULT_FIELDS`.
+        overwrite: replace existing outputs.
+        chunk_rows: rows per block the caller will write (zarr / netCDF chunking).
+        nodata: value of the floating maps where they are NaN, and their declared nodata;
+            NaN (default) or a finite number.
+
+    Raises:
+        ValueError: unknown extension or field.
+        FileExistsError: an output exists and ``overwrite`` is false (before any work).
+        FileNotFoundError, NotADirectoryError, PermissionError: unusable output folder.
+    """
+
+    def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
+                 chunk_rows: int | None = None, nodata: float = np.nan):
+        self.out = Path(out)
+        self.format = output_format(self.out)
+        self.fields = tuple(fields)
+        unknown = [f for f in self.fields if f not in RESULT_FIELDS]
+        if unknown or "w" not in self.fields:
+            raise ValueError(f"fields must include 'w' and be among {RESULT_FIELDS}, got {self.fields}")
+        self.like = like
+        self.dtypes = _field_dtypes(like.dtype, self.format)
+        self.chunk_rows = int(chunk_rows or like.grid.height)
+        self.nodata = float(nodata)
+        if np.isinf(self.nodata):
+            raise ValueError(f"nodata must be NaN or a finite number, got {nodata!r}")
+        self.paths = result_paths(self.out, self.fields)
+        self._atomic = AtomicOutputs(output_files(self.out, self.fields), overwrite=overwrite)
+        self._stack = contextlib.ExitStack()
+        self._rasters: dict[str, _RasterSink] = {}
+        self._dataset = None
+
+    def __enter__(self) -> "ResultWriter":
+        temporary = self._stack.enter_context(self._atomic)
+        try:
+            if self.format in ("GTiff", "ENVI"):
+                self._stack.enter_context(rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_PAM_ENABLED="NO"))
+                for field in self.fields:
+                    sink = _RasterSink(temporary[self.paths[field]], self.paths[field].name, self.format,
+                                       field, self.like, self.dtypes[field], self.nodata)
+                    self._rasters[field] = sink
+                    self._stack.callback(sink.close)
+            elif self.format == "netCDF":
+                self._dataset = _NetCDFSink(temporary[self.out], self.fields, self.like, self.dtypes,
+                                            self.chunk_rows, self.nodata)
+                self._stack.callback(self._dataset.close)
+            else:
+                self._dataset = _ZarrSink(temporary[self.out], self.fields, self.like, self.dtypes,
+                                          self.chunk_rows, self.nodata)
+        except BaseException as error:
+            self._stack.__exit__(type(error), error, error.__traceback__)
+            raise
+        return self
+
+    def write(self, rows: slice, block: Mapping) -> None:
+        """Write one block of rows.
+
+        Args:
+            rows: the block's rows in the cube (``slice(start, stop)``).
+            block: ``{field: array of shape (len(rows), cols, bands)}`` for every field.
+        """
+        missing = [f for f in self.fields if f not in block]
+        if missing:
+            raise ValueError(f"block lacks the result maps {missing}")
+        expected = (rows.stop - rows.start, self.like.grid.width, self.like.bands)
+        for field in self.fields:
+            if np.shape(block[field]) != expected:
+                raise ValueError(f"block {field} has shape {np.shape(block[field])}, expected {expected}")
+        values = {field: self._encode(field, block[field]) for field in self.fields}
+        if self.format in ("GTiff", "ENVI"):
+            for field in self.fields:
+                self._rasters[field].write(rows, values[field])
+        elif self.format == "netCDF":
+            for field in self.fields:
+                self._dataset.write(field, rows, values[field])
+        else:
+            self._dataset.write_block(rows, values)
+
+    def _encode(self, field: str, values) -> np.ndarray:
+        """``values`` in the field's file type, NaN replaced by ``nodata`` for floats."""
+        values = np.asarray(values).astype(self.dtypes[field], copy=False)
+        if self.dtypes[field].kind == "f" and not np.isnan(self.nodata):
+            values = np.where(np.isnan(values), self.dtypes[field].type(self.nodata), values)
+        return values
+
+    def __exit__(self, exc_type, exc, tb):
+        return self._stack.__exit__(exc_type, exc, tb)
+
+
+def write_result(out, result, *, like: CubeInfo, fields=None, overwrite: bool = False,
+                 nodata: float = np.nan) -> dict[str, Path]:
+    """Write whole in-memory result maps (e.g. from :func:`lumaxlike.invert`) atomically.
+
+    Args:
+        out: output path; the extension selects the format (see the module docstring).
+        result: a :class:`lumaxlike.InversionResult` or a mapping ``{field: array}``, each
+            of shape ``(rows, cols, bands)`` matching ``like``.
+        like: :class:`~lumaxlike._io.raster.CubeInfo` giving grid, CRS, wavelengths.
+        fields: maps to write; default w, status, iterations, residual, plus sigma when
+            it has any finite value.
+        overwrite: replace existing outputs.
+        nodata: value written where the floating maps are NaN (default NaN).
+
+    Returns:
+        ``{field: path written}``.
+    """
+    if not isinstance(result, Mapping):
+        result = {field: getattr(result, field) for field in RESULT_FIELDS if hasattr(result, field)}
+    if fields is None:
+        fields = [f for f in RESULT_FIELDS if f in result and f != "sigma"]
+        if "sigma" in result and np.any(np.isfinite(result["sigma"])):
+            fields.append("sigma")
+    with ResultWriter(out, like=like, fields=fields, overwrite=overwrite, nodata=nodata) as writer:
+        writer.write(slice(0, like.grid.height), result)
+    return writer.paths

@@ -1,0 +1,262 @@
+"""xarray interface: invert a reflectance DataArray, in memory or chunk by chunk with dask.
+
+:func:`invert_dataarray` wraps :func:`lumaxlike.invert` with ``xarray.apply_ufunc(...,
+dask="parallelized")``: a NumPy-backed cube is inverted at once, a dask-backed one chunk by
+chunk (on whatever scheduler computes it: threads, processes, a dask.distributed cluster).
+The same function is available as the accessor ``refl.hapke.invert(...)`` once
+:mod:`lumaxlike` is imported.
+
+Geometry is a Dataset (or a dict of DataArrays) aligned with the cube on its pixel dims,
+holding either
+
+* the angles ``to_sun_zenith``, ``to_sun_azimuth``, ``to_sensor_zenith``,
+  ``to_sensor_azimuth`` in degrees (radians when a variable's ``units`` attribute says
+  ``rad``), azimuths clockwise from north; or
+* the vectors ``to_source`` and ``to_observer`` (east, north, up) with one extra dim of
+  size 3;
+
+plus, optionally, ``normal`` vectors with a dim of size 3 (default: a flat surface).
+
+Numba threads: the numba solver uses ``num_threads`` threads per chunk. By default (None)
+a chunk computed in a dask worker (a dask.distributed worker, or a worker thread of
+dask's threaded scheduler) uses one thread, as dask's own workers set
+``OMP_NUM_THREADS=1``: the dask workers supply the parallelism. A NumPy-backed cube
+inverted in the main thread uses numba's full thread count. JAX is not fork-safe: use
+dask's default ``spawn`` start method for worker processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from collections.abc import Mapping
+
+import numpy as np
+import xarray as xr
+
+from ._geometry import direction_from_zenith_azimuth
+from ._inverse.invert import default_chunk_pixels
+from ._io.block_inversion import SolverOptions, invert_block, per_band_params
+from ._io.geometry_rasters import ANGLE_ROLES
+from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from ._io.writers import FIELD_ATTRS, RESULT_FIELDS
+
+__all__ = ["HapkeAccessor", "SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray"]
+
+SPECTRAL_DIMS = ("band", "wavelength")
+"""Names recognised as the spectral dim of a reflectance DataArray."""
+
+VECTOR_NAMES = ("to_source", "to_observer", "normal")
+"""Geometry variables given as direction vectors (trailing dim of size 3)."""
+
+_VECTOR_DIM = "lumaxlike_vector"
+_OUTPUT_DTYPES = {"status": np.int8, "iterations": np.int32}
+
+
+def _spectral_dim(refl: xr.DataArray, spectral_dim) -> str:
+    if spectral_dim is not None:
+        if spectral_dim not in refl.dims:
+            raise ValueError(f"spectral_dim={spectral_dim!r} is not a dim of refl {refl.dims}")
+        return spectral_dim
+    found = [dim for dim in SPECTRAL_DIMS if dim in refl.dims]
+    if len(found) != 1:
+        raise ValueError(
+            f"refl must have exactly one spectral dim named 'band' or 'wavelength' "
+            f"(or pass spectral_dim=...), its dims are {refl.dims}"
+        )
+    return found[0]
+
+
+def _angle_radians(geometry: Mapping, role: str) -> xr.DataArray:
+    angle = geometry[role]
+    if not isinstance(angle, xr.DataArray):
+        raise ValueError(f"geometry[{role!r}] must be an xarray.DataArray, got {type(angle).__name__}")
+    units = str(angle.attrs.get("units", "degrees")).lower()
+    if units in ("deg", "degree", "degrees", "degrees_east", "degrees_north"):
+        return np.deg2rad(angle)
+    if units in ("rad", "radian", "radians"):
+        return angle
+    raise ValueError(f"geometry[{role!r}] has units {units!r}; expected degrees or radians")
+
+
+def _directions(zenith: xr.DataArray, azimuth: xr.DataArray) -> xr.DataArray:
+    return xr.apply_ufunc(
+        direction_from_zenith_azimuth, zenith, azimuth,
+        output_core_dims=[[_VECTOR_DIM]],
+        dask="parallelized",
+        output_dtypes=[np.result_type(zenith.dtype, azimuth.dtype, np.float32)],
+        dask_gufunc_kwargs={"output_sizes": {_VECTOR_DIM: 3}},
+    )
+
+
+def _vector(geometry: Mapping, name: str, pixel_dims) -> xr.DataArray:
+    vector = geometry[name]
+    if not isinstance(vector, xr.DataArray):
+        raise ValueError(f"geometry[{name!r}] must be an xarray.DataArray, got {type(vector).__name__}")
+    extra = [dim for dim in vector.dims if dim not in pixel_dims]
+    if len(extra) != 1 or vector.sizes[extra[0]] != 3:
+        raise ValueError(
+            f"geometry[{name!r}] must have the cube's pixel dims plus one dim of size 3, "
+            f"its dims are {dict(vector.sizes)}"
+        )
+    return vector.rename({extra[0]: _VECTOR_DIM})
+
+
+def _geometry_vectors(geometry, pixel_dims) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
+    """(to_source, to_observer, normal) DataArrays with a trailing vector dim of size 3."""
+    if not isinstance(geometry, (xr.Dataset, Mapping)):
+        raise ValueError(f"geometry must be an xarray.Dataset or a dict of DataArrays, got {type(geometry).__name__}")
+    names = set(geometry.data_vars if isinstance(geometry, xr.Dataset) else geometry)
+    has_angles = set(ANGLE_ROLES) <= names
+    has_vectors = {"to_source", "to_observer"} <= names
+    if has_angles == has_vectors:
+        raise ValueError(
+            "geometry must hold either the angles "
+            f"{', '.join(ANGLE_ROLES)} [deg] or the vectors to_source, to_observer "
+            f"(not both, not neither); it holds {sorted(names)}"
+        )
+    if has_angles:
+        rad = {role: _angle_radians(geometry, role) for role in ANGLE_ROLES}
+        to_source = _directions(rad["to_sun_zenith"], rad["to_sun_azimuth"])
+        to_observer = _directions(rad["to_sensor_zenith"], rad["to_sensor_azimuth"])
+    else:
+        to_source = _vector(geometry, "to_source", pixel_dims)
+        to_observer = _vector(geometry, "to_observer", pixel_dims)
+    if "normal" in names:
+        normal = _vector(geometry, "normal", pixel_dims)
+    else:
+        normal = xr.DataArray(np.array([0.0, 0.0, 1.0], to_source.dtype), dims=[_VECTOR_DIM])
+    return to_source, to_observer, normal
+
+
+def _largest_chunk_pixels(refl: xr.DataArray, pixel_dims) -> int:
+    """Pixels in the largest chunk of ``refl`` (all pixels when it is not chunked)."""
+    if refl.chunks is None:
+        return max(1, math.prod(refl.sizes[d] for d in pixel_dims))
+    return max(1, math.prod(max(refl.chunksizes[d]) for d in pixel_dims))
+
+
+def _in_worker_thread() -> bool:
+    """True inside a dask.distributed worker or a thread other than the main thread."""
+    try:
+        from distributed import get_worker
+
+        get_worker()
+        return True
+    except (ImportError, ValueError):
+        return threading.current_thread() is not threading.main_thread()
+
+
+def _invert_chunk(refl, to_source, to_observer, normal, *, units, params, options, sigma):
+    """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> 5 result arrays."""
+    pixels = refl.shape[:-1]
+    to_source, to_observer, normal = (
+        np.broadcast_to(v, pixels + (3,)) for v in (to_source, to_observer, normal)
+    )
+    if options.num_threads is None and options.solver == "numba" and _in_worker_thread():
+        options = dataclasses.replace(options, num_threads=1)
+    refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)  # as declared to dask
+    r = to_bidirectional_reflectance(refl, units, to_source, normal)
+    refl_sigma = uncertainty_to_r(sigma, units, to_source, normal, r.dtype)
+    fields = invert_block(r, to_source, to_observer, normal, params, options, refl_sigma=refl_sigma)
+    return tuple(fields[field] for field in RESULT_FIELDS)
+
+
+def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", *, units: str,
+                     spectral_dim: str | None = None, refl_sigma: float | None = None,
+                     max_iter: int | None = None, tol: float | None = None,
+                     num_threads: int | None = None) -> xr.Dataset:
+    """Invert a reflectance DataArray for single-scattering albedo, chunk by chunk.
+
+    Args:
+        refl: reflectance with one spectral dim (``band`` or ``wavelength``, any position,
+            or named by ``spectral_dim``); every other dim is a pixel dim (usually
+            ``y``, ``x``). NumPy- or dask-backed; a spectral dim split into several dask
+            chunks is rechunked into one.
+        geometry: Dataset or dict of DataArrays aligned with ``refl`` on the pixel dims
+            (coordinates must match exactly): angles [deg] or vectors, plus an optional
+            ``normal`` (see the module docstring). Variables may omit pixel dims over
+            which the geometry is constant.
+        params: :class:`lumaxlike.HapkeParams`, or a sequence of one per band.
+        solver: ``"jax"`` (default, as in :func:`lumaxlike.invert`) or ``"numba"``.
+        units: what ``refl`` holds: ``"r"`` [1/sr], ``"radf"`` (pi r) or ``"reff"``
+            (pi r / cos i, local incidence); required, never guessed.
+        spectral_dim: name of the spectral dim when it is neither ``band`` nor
+            ``wavelength``.
+        refl_sigma: standard uncertainty of ``refl`` in ``units`` (one number); None for
+            no uncertainty (``sigma`` is then NaN).
+        max_iter, tol: passed to :func:`lumaxlike.invert` (None = its defaults).
+        num_threads: numba threads per chunk (see the module docstring); None = automatic.
+
+    Returns:
+        Dataset with ``w`` [-], ``status`` (int8 :class:`lumaxlike.Status` codes),
+        ``iterations`` (int32), ``residual`` [1/sr] and ``sigma`` [-], each with the dims,
+        coords and chunks of ``refl``; the Dataset keeps ``refl``'s attrs, and a
+        ``spatial_ref`` coordinate or ``crs`` attribute of ``refl`` is kept and referenced
+        by every variable. Lazy (dask) when ``refl`` is.
+
+    Raises:
+        ValueError: bad argument (names it), misaligned geometry.
+    """
+    if not isinstance(refl, xr.DataArray):
+        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
+    check_units(units)
+    options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    if refl_sigma is not None and not (isinstance(refl_sigma, (int, float)) and refl_sigma > 0):
+        raise ValueError(f"refl_sigma must be a positive number, got {refl_sigma!r}")
+    spec = _spectral_dim(refl, spectral_dim)
+    pixel_dims = [dim for dim in refl.dims if dim != spec]
+    band_params = per_band_params(params, refl.sizes[spec])
+    to_source, to_observer, normal = _geometry_vectors(geometry, pixel_dims)
+    try:
+        xr.align(refl, to_source, to_observer, normal, join="exact")
+    except ValueError as error:
+        raise ValueError(f"geometry is not aligned with refl: {error}") from None
+    for name, vector in zip(VECTOR_NAMES, (to_source, to_observer, normal)):
+        unknown = [d for d in vector.dims if d != _VECTOR_DIM and d not in pixel_dims]
+        if unknown:
+            raise ValueError(f"geometry {name} has dims {unknown} that refl does not have")
+    if refl.chunks is not None and len(refl.chunksizes[spec]) > 1:
+        refl = refl.chunk({spec: -1})
+    vectors = [v.chunk({_VECTOR_DIM: -1}) if v.chunks is not None else v for v in (to_source, to_observer, normal)]
+    refl, *vectors = xr.unify_chunks(refl, *vectors)
+    # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
+    largest = _largest_chunk_pixels(refl, pixel_dims)
+    options = dataclasses.replace(
+        options, chunk_size=min(largest, default_chunk_pixels(refl.sizes[spec]))
+    )
+
+    dtype = np.result_type(refl.dtype, np.float32)
+    outputs = xr.apply_ufunc(
+        _invert_chunk, refl, *vectors,
+        input_core_dims=[[spec], [_VECTOR_DIM], [_VECTOR_DIM], [_VECTOR_DIM]],
+        output_core_dims=[[spec]] * len(RESULT_FIELDS),
+        dask="parallelized",
+        output_dtypes=[_OUTPUT_DTYPES.get(field, dtype) for field in RESULT_FIELDS],
+        kwargs={"units": units, "params": band_params, "options": options, "sigma": refl_sigma},
+        keep_attrs="override",  # keeps coordinate attrs (spatial_ref); variable attrs set below
+    )
+    variables = {}
+    for field, output in zip(RESULT_FIELDS, outputs):
+        output = output.transpose(*refl.dims)
+        attrs = dict(FIELD_ATTRS[field])
+        if "spatial_ref" in refl.coords:
+            attrs["grid_mapping"] = "spatial_ref"
+        if "crs" in refl.attrs:
+            attrs["crs"] = refl.attrs["crs"]
+        output.attrs = attrs
+        variables[field] = output
+    return xr.Dataset(variables, attrs=dict(refl.attrs))
+
+
+@xr.register_dataarray_accessor("hapke")
+class HapkeAccessor:
+    """``DataArray.hapke``: Hapke-model operations on a reflectance DataArray."""
+
+    def __init__(self, data_array: xr.DataArray):
+        self._data_array = data_array
+
+    def invert(self, geometry, params, solver: str = "jax", **kwargs) -> xr.Dataset:
+        """``invert_dataarray(self, geometry, params, solver, **kwargs)``; see :func:`invert_dataarray`."""
+        return invert_dataarray(self._data_array, geometry, params, solver, **kwargs)

