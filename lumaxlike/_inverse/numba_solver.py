@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from .._model._backends import numba_equations, retarget_to_numba
+from .._model.numba_model import as_kernel_array
 from . import albedo_rules
 
 __all__ = ["solve_albedo_numba"]
@@ -33,7 +34,7 @@ MAX_ITER = albedo_rules.MAX_ITER
 CONVERGED = albedo_rules.CONVERGED
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, error_model="numpy")
 def _albedo_kernel(
     refl, incidence, emission, normal, scalars, legendre, use_legendre, w_start,
     max_iter, tol, w_lower, w_upper,
@@ -111,17 +112,14 @@ def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_i
         "slope": np.empty(shape, np.float64),
     }
 
-    def prepare(array):  # C-contiguous and writable: one numba specialisation, not one per flag
-        return np.require(array, np.float64, ("C", "W"))
-
-    start = np.empty((0, 0)) if w_start is None else prepare(w_start)
+    start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
     _albedo_kernel(
-        prepare(refl),
-        prepare(incidence),
-        prepare(emission),
-        prepare(normal),
+        as_kernel_array(refl),
+        as_kernel_array(incidence),
+        as_kernel_array(emission),
+        as_kernel_array(normal),
         scalars,
-        prepare(legendre),
+        as_kernel_array(legendre),
         bool(use_legendre),
         start,
         int(max_iter),

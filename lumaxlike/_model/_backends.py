@@ -97,9 +97,13 @@ def retarget_to_jax(module, **bindings) -> types.SimpleNamespace:
 
 
 def retarget_to_numba(module, **bindings) -> types.SimpleNamespace:
-    """The functions of `module.__all__` compiled by numba over `math` primitives."""
+    """The functions of `module.__all__` compiled by numba over `math` primitives.
+
+    `error_model="numpy"`: a division by zero gives inf/NaN as in JAX instead of raising,
+    and no zero-division check is compiled into every division (2-4x faster loops).
+    """
     return _retarget(
-        module, {**_numba_primitives(), **bindings}, lambda f: numba.njit(f)
+        module, {**_numba_primitives(), **bindings}, lambda f: numba.njit(f, error_model="numpy")
     )
 
 

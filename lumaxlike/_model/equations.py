@@ -6,8 +6,9 @@ direction vectors and the length-16 Legendre coefficient vector, indexed element
 element). The names `sqrt`, `exp`, `where`, ... are module globals that `_backends`
 rebinds to `jax.numpy` (for the JAX model and its autodiff) or to numba-compiled `math`
 (for the numba twin), so the JAX and numba backends evaluate the very same expressions.
-Rules for editing this file: no data-dependent `if`; select with `where(cond, a, b)` and
-make both `a` and `b` finite for every input (so no NaN leaks into JAX gradients); call
+Rules for editing this file: no data-dependent `if` (an `if` on a loop index or on the
+configuration flag `use_legendre`, a Python bool under JAX, is fine); select with
+`where(cond, a, b)` and make both `a` and `b` finite for every input (so no NaN leaks into JAX gradients); call
 only the primitives imported below and the other functions listed in `__all__`.
 
 Symbols (Hapke 2002): w single-scattering albedo; mu0e, mue effective cosines of
@@ -79,7 +80,9 @@ def hg_legendre_coefficient(n, b, c):
 
 def phase_coefficient(n, b, c, legendre, use_legendre):
     """b_n: user-given `legendre[n]` if `use_legendre`, else the double-HG coefficient."""
-    return where(use_legendre, legendre[n], hg_legendre_coefficient(n, b, c))
+    if use_legendre:  # configuration, not data: static under JAX
+        return legendre[n] + 0.0 * b
+    return hg_legendre_coefficient(n, b, c)
 
 
 def legendre_sums(mu0e, mue, b, c, legendre, use_legendre):
@@ -120,18 +123,20 @@ def phase_function(cos_g, b, c, legendre, use_legendre):
     p = (1+c)/2 (1-b^2)/(1-2b cos g+b^2)^1.5 + (1-c)/2 (1-b^2)/(1+2b cos g+b^2)^1.5,
     or, with `use_legendre`, the series sum_n legendre[n] P_n(cos g), n = 0..15.
     """
+    if use_legendre:  # configuration, not data: static under JAX
+        series = legendre[0] + 0.0 * cos_g
+        legendre_prev, legendre_n = 1.0 + 0.0 * cos_g, cos_g
+        for n in range(1, N_LEGENDRE + 1):
+            series = series + legendre[n] * legendre_n
+            legendre_prev, legendre_n = (
+                legendre_n,
+                ((2.0 * n + 1.0) * cos_g * legendre_n - n * legendre_prev) / (n + 1.0),
+            )
+        return series
     one_minus_b2 = 1.0 - b * b
     back = (1.0 + c) / 2.0 * one_minus_b2 / (1.0 - 2.0 * b * cos_g + b * b) ** 1.5
     forward = (1.0 - c) / 2.0 * one_minus_b2 / (1.0 + 2.0 * b * cos_g + b * b) ** 1.5
-    series = legendre[0] + 0.0 * cos_g
-    legendre_prev, legendre_n = 1.0 + 0.0 * cos_g, cos_g
-    for n in range(1, N_LEGENDRE + 1):
-        series = series + legendre[n] * legendre_n
-        legendre_prev, legendre_n = (
-            legendre_n,
-            ((2.0 * n + 1.0) * cos_g * legendre_n - n * legendre_prev) / (n + 1.0),
-        )
-    return where(use_legendre, series, back + forward)
+    return back + forward
 
 
 def shadow_hiding(tan_half_g, hs, bs0):
@@ -257,13 +262,16 @@ def pixel_terms(to_source, to_observer, normal, b, c, roughness, hs, bs0, hc, bc
     psi = where(psi_defined, atan2(sin_psi_scaled, where(psi_defined, cos_psi_scaled, 1.0)), 0.0 * cos_g)
     cos_psi = where(has_psi, cos_psi_scaled / where(has_psi, scale_psi, 1.0), 1.0 + 0.0 * cos_g)
     sin2_half_psi = 0.5 * (1.0 - cos_psi)
-    # f(psi) = exp(-2 tan(psi/2)), tan(psi/2) = sin psi / (1 + cos psi) >= 0: no overflow,
-    # f -> 0 as psi -> 180 deg.
-    half_psi_denom = scale_psi + cos_psi_scaled
-    f_defined = half_psi_denom > 0.0
+    # f(psi) = exp(-2 tan(psi/2)) >= 0, f -> 0 as psi -> 180 deg, no overflow. tan(psi/2) =
+    # sin psi / (1 + cos psi) for cos psi >= 0, = (1 - cos psi) / sin psi for cos psi < 0:
+    # near 180 deg, 1 + cos psi is rounding noise (f came out up to exp(-2 O(1)), not 0).
+    psi_acute = cos_psi_scaled >= 0.0
+    tan_half_psi_num = where(psi_acute, sin_psi_scaled, scale_psi - cos_psi_scaled)
+    tan_half_psi_den = where(psi_acute, scale_psi + cos_psi_scaled, sin_psi_scaled)
+    f_defined = 200.0 * tan_half_psi_den > tan_half_psi_num  # tan(psi/2) >= 200: f < 1e-173, 0
     f_psi = where(
         f_defined,
-        exp(-2.0 * sin_psi_scaled / where(f_defined, half_psi_denom, 1.0)),
+        exp(-2.0 * tan_half_psi_num / where(f_defined, tan_half_psi_den, 1.0)),
         0.0 * cos_g,
     )
 

@@ -11,10 +11,10 @@ from ._backends import numba_equations
 pixel_terms = numba_equations.pixel_terms
 reflectance = numba_equations.reflectance
 
-__all__ = ["amsa_pixels"]
+__all__ = ["amsa_pixels", "as_kernel_array"]
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, error_model="numpy")
 def _amsa_pixels_kernel(w, incidence, emission, normal, scalars, legendre, use_legendre, out):
     b, c, roughness, hs, bs0, hc, bc0 = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6]
     n_pixels, n_bands = w.shape
@@ -27,6 +27,16 @@ def _amsa_pixels_kernel(w, incidence, emission, normal, scalars, legendre, use_l
             out[pixel, band] = reflectance(w[pixel, band], terms)
 
 
+def as_kernel_array(array):
+    """`array` as C-contiguous, writable float64 (a copy only where needed).
+
+    numba compiles one specialisation per read-only flag (broadcast views are read-only),
+    each a full compile of a kernel: passing only writable arrays keeps it to one.
+    Inputs are never written to.
+    """
+    return np.require(array, np.float64, ("C", "W"))
+
+
 def amsa_pixels(w, incidence, emission, normal, params):
     """r [1/sr] for w (pixels, bands) and geometry (pixels, 3) each; returns (pixels, bands).
 
@@ -35,13 +45,14 @@ def amsa_pixels(w, incidence, emission, normal, params):
     legendre, use_legendre = params.legendre_coefficients(np)
     scalars = np.array([float(v) for v in params.scalars()], dtype=np.float64)
     out = np.empty(w.shape, dtype=np.float64)
+
     _amsa_pixels_kernel(
-        np.ascontiguousarray(w, dtype=np.float64),
-        np.ascontiguousarray(incidence, dtype=np.float64),
-        np.ascontiguousarray(emission, dtype=np.float64),
-        np.ascontiguousarray(normal, dtype=np.float64),
+        as_kernel_array(w),
+        as_kernel_array(incidence),
+        as_kernel_array(emission),
+        as_kernel_array(normal),
         scalars,
-        np.asarray(legendre, dtype=np.float64),
+        as_kernel_array(legendre),
         bool(use_legendre),
         out,
     )
