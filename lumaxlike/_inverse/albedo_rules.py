@@ -9,7 +9,9 @@ The problem: find w in (0, 1) with r(w) = r_obs, r strictly increasing in w. Ste
 Marquardt-damped Newton steps, dw = -f / (f' (1 + lambda)) with f = r(w) - r_obs,
 projected onto [w_lower, w_upper]; a step is accepted when |f| decreases (then lambda
 shrinks tenfold), else lambda grows tenfold (from at least 1e-3); the problem has
-converged when the proposed step is no longer than `tol`. The start comes from a
+converged when the proposed step is no longer than `tol`, or when the Newton estimate of
+the remaining distance to the root at the trial point, |f / f'|, is (this saves the one
+extra evaluation that would only confirm a step of ~tol). The start comes from a
 per-pixel table of r at 8 albedos (and r(0) = 0), interpolated linearly, so a few steps
 suffice.
 """
@@ -83,7 +85,7 @@ def propose(w, residual, slope, damping, w_lower, w_upper):
 def update(w, residual, slope, damping, w_trial, residual_trial, slope_trial, tol):
     """Accept or reject the trial point; returns (w, residual, slope, damping, converged)."""
     accept = abs(residual_trial) < abs(residual)
-    converged = (abs(w_trial - w) <= tol) | (residual_trial == 0.0)
+    converged = (abs(w_trial - w) <= tol) | (abs(residual_trial) <= tol * abs(slope_trial))
     return (
         where(accept, w_trial, w),
         where(accept, residual_trial, residual),

@@ -15,6 +15,8 @@ import numba
 import numpy as np
 
 from .._model._backends import numba_equations, retarget_to_numba
+from .._model import _backends, _scalar_math, equations
+from .._model.numba_cache import refresh_when_sources_change
 from .._model.numba_model import as_kernel_array
 from . import albedo_rules
 
@@ -85,6 +87,9 @@ def _albedo_kernel(
             iterations_out[pixel, band] = iteration
             residual_out[pixel, band] = residual
             slope_out[pixel, band] = slope
+
+
+refresh_when_sources_change(_albedo_kernel, albedo_rules, equations, _backends, _scalar_math)
 
 
 def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_iter, tol, w_bounds):

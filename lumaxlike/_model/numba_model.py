@@ -5,7 +5,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from . import _backends, _scalar_math, equations
 from ._backends import numba_equations
+from .numba_cache import refresh_when_sources_change
 
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
@@ -25,6 +27,9 @@ def _amsa_pixels_kernel(w, incidence, emission, normal, scalars, legendre, use_l
         )  # fmt: skip
         for band in range(n_bands):
             out[pixel, band] = reflectance(w[pixel, band], terms)
+
+
+refresh_when_sources_change(_amsa_pixels_kernel, equations, _backends, _scalar_math)
 
 
 def as_kernel_array(array):
