@@ -53,15 +53,15 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
-    "ProfileConfig",
     "PeakRSS",
+    "ProfileConfig",
     "default_params",
-    "random_geometry",
-    "synthetic_cube",
-    "run_profile",
-    "run_profiles",
     "format_table",
     "main",
+    "random_geometry",
+    "run_profile",
+    "run_profiles",
+    "synthetic_cube",
 ]
 
 MiB = 2**20
@@ -600,7 +600,7 @@ def format_table(records) -> str:
     header = [name for name, _ in TABLE_COLUMNS]
     rows = [[cell(r) for _, cell in TABLE_COLUMNS] for r in records]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    line = lambda cells: "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    line = lambda cells: "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths)) + " |"
     return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 
 

@@ -12,15 +12,15 @@ shrinks tenfold), else lambda grows tenfold (from at least 1e-3); the problem ha
 converged when the proposed step is no longer than `tol`, or when the Newton estimate of
 the remaining distance to the root at the trial point, |f / f'|, is (this saves the one
 extra evaluation that would only confirm a step of ~tol). The start comes from a
-per-pixel table of r at 8 albedos (and r(0) = 0), interpolated linearly, so a few steps
-suffice.
+per-pixel table of r and dr/dw at 8 albedos (and w = 0), interpolated as a cubic Hermite
+spline of w(r), so one or two steps suffice.
 """
 
 from .._model._scalar_math import isfinite, maximum, minimum, where
-from .._model.equations import reflectance
+from .._model.equations import reflectance_and_slope
 from .status import Status
 
-__all__ = ["albedo_table", "problem_status", "starting_albedo", "propose", "update"]
+__all__ = ["table_point", "albedo_table", "problem_status", "starting_albedo", "propose", "update"]
 
 # Albedos of the starting table, denser toward 1 where r(w) bends: w_k = 1 - (1 - k/8)^2.
 TABLE_ALBEDOS = (0.234375, 0.4375, 0.609375, 0.75, 0.859375, 0.9375, 0.984375, 1.0)
@@ -34,18 +34,28 @@ NONFINITE_INPUT = int(Status.NONFINITE_INPUT)
 MIN_DAMPING = 1e-3
 
 
+def table_point(w, terms):
+    """(r [1/sr], dw/dr [sr]) at albedo w for one pixel's terms."""
+    r, slope = reflectance_and_slope(w, terms)
+    return r, 1.0 / slope  # dw/dr; 0 at w = 1, where dr/dw is unbounded
+
+
 def albedo_table(terms):
-    """r [1/sr] at the 8 `TABLE_ALBEDOS` for one pixel's terms; the last is r(w = 1)."""
-    return (
-        reflectance(TABLE_ALBEDOS[0], terms),
-        reflectance(TABLE_ALBEDOS[1], terms),
-        reflectance(TABLE_ALBEDOS[2], terms),
-        reflectance(TABLE_ALBEDOS[3], terms),
-        reflectance(TABLE_ALBEDOS[4], terms),
-        reflectance(TABLE_ALBEDOS[5], terms),
-        reflectance(TABLE_ALBEDOS[6], terms),
-        reflectance(TABLE_ALBEDOS[7], terms),
-    )
+    """r [1/sr] at the 8 `TABLE_ALBEDOS`, then dw/dr [sr] at w = 0 and at each of them.
+
+    A flat 17-tuple for one pixel (tuples travel through numba and `jax.vmap` alike):
+    entries 0-7 are r(w_k), entry 7 being r(w = 1); entries 8-16 are dw/dr at w = 0, w_1, ...
+    """
+    r_1, m_1 = table_point(TABLE_ALBEDOS[0], terms)
+    r_2, m_2 = table_point(TABLE_ALBEDOS[1], terms)
+    r_3, m_3 = table_point(TABLE_ALBEDOS[2], terms)
+    r_4, m_4 = table_point(TABLE_ALBEDOS[3], terms)
+    r_5, m_5 = table_point(TABLE_ALBEDOS[4], terms)
+    r_6, m_6 = table_point(TABLE_ALBEDOS[5], terms)
+    r_7, m_7 = table_point(TABLE_ALBEDOS[6], terms)
+    r_8, m_8 = table_point(TABLE_ALBEDOS[7], terms)
+    _, m_0 = table_point(0.0, terms)
+    return (r_1, r_2, r_3, r_4, r_5, r_6, r_7, r_8, m_0, m_1, m_2, m_3, m_4, m_5, m_6, m_7, m_8)
 
 
 def problem_status(refl, geometry_finite, scale, r_max):
@@ -59,19 +69,35 @@ def problem_status(refl, geometry_finite, scale, r_max):
 
 
 def starting_albedo(refl, table, w_lower, w_upper):
-    """Linear interpolation of w at r = refl in the pixel's table (r(0) = 0)."""
+    """w at r = refl by cubic Hermite interpolation of w(r) in the pixel's table.
+
+    On each interval of the table (and r(0) = 0) w(r) is interpolated from its values and
+    derivatives dw/dr = 1/(dr/dw) at both ends: errors of order (interval)^4, so one or
+    two Newton steps finish the job.
+    """
     r_low = 0.0 * refl
     w_low = 0.0
+    m_low = table[N_TABLE]
     start = 0.5 + 0.0 * refl
     for k in range(N_TABLE):
         r_high = table[k]
+        m_high = table[N_TABLE + 1 + k]
         w_high = TABLE_ALBEDOS[k]
         width = r_high - r_low
         inside = (refl > r_low) & (refl <= r_high) & (width > 0.0)
-        fraction = (refl - r_low) / where(width > 0.0, width, 1.0)
-        start = where(inside, w_low + fraction * (w_high - w_low), start)
+        t = (refl - r_low) / where(width > 0.0, width, 1.0)
+        t2 = t * t
+        t3 = t2 * t
+        hermite = (
+            (2.0 * t3 - 3.0 * t2 + 1.0) * w_low
+            + (t3 - 2.0 * t2 + t) * width * m_low
+            + (3.0 * t2 - 2.0 * t3) * w_high
+            + (t3 - t2) * width * m_high
+        )
+        start = where(inside, hermite, start)
         r_low = r_high
         w_low = w_high
+        m_low = m_high
     return maximum(w_lower, minimum(w_upper, start))
 
 

@@ -37,7 +37,7 @@ from . import albedo_rules
 
 __all__ = ["ElementwiseLevenbergMarquardt", "solve_albedo_jax"]
 
-_rules = retarget_to_jax(albedo_rules, reflectance=jax_equations.reflectance)
+_rules = retarget_to_jax(albedo_rules, reflectance_and_slope=jax_equations.reflectance_and_slope)
 
 
 class _LMState(eqx.Module):
@@ -138,7 +138,7 @@ def solve_albedo_jax(refl, incidence, emission, normal, params, w_start, max_ite
         jnp.isfinite(incidence) & jnp.isfinite(emission) & jnp.isfinite(normal), axis=-1
     )
     per_band = partial(jax.vmap, in_axes=(0, None, None, None))
-    status = jax.vmap(per_band(_rules.problem_status))(refl, geometry_finite, terms.scale, table[-1])
+    status = jax.vmap(per_band(_rules.problem_status))(refl, geometry_finite, terms.scale, table[albedo_rules.N_TABLE - 1])
     active = status == albedo_rules.SOLVING
     if w_start is None:
         w_start = jax.vmap(per_band(_rules.starting_albedo), in_axes=(0, 0, None, None))(

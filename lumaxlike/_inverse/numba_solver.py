@@ -22,7 +22,7 @@ from . import albedo_rules
 
 __all__ = ["solve_albedo_numba"]
 
-_rules = retarget_to_numba(albedo_rules, reflectance=numba_equations.reflectance)
+_rules = retarget_to_numba(albedo_rules, reflectance_and_slope=numba_equations.reflectance_and_slope)
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
 reflectance_and_slope = numba_equations.reflectance_and_slope
@@ -34,6 +34,7 @@ update = _rules.update
 SOLVING = albedo_rules.SOLVING
 MAX_ITER = albedo_rules.MAX_ITER
 CONVERGED = albedo_rules.CONVERGED
+N_TABLE = albedo_rules.N_TABLE
 
 
 @numba.njit(parallel=True, cache=True, error_model="numpy")
@@ -58,7 +59,7 @@ def _albedo_kernel(
         table = albedo_table(terms)
         for band in range(n_bands):
             r_obs = refl[pixel, band]
-            status = problem_status(r_obs, geometry_finite, terms.scale, table[7])
+            status = problem_status(r_obs, geometry_finite, terms.scale, table[N_TABLE - 1])
             if status != SOLVING:
                 w_out[pixel, band] = math.nan
                 status_out[pixel, band] = status
