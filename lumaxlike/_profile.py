@@ -74,7 +74,7 @@ FILE_TARGET_BYTES = 1.5e9  # the streaming target: peak RSS < 1.5 GB
 
 
 def default_params():
-    """Hapke parameters with roughness and both opposition effects (as the tests' FULL_PARAMS)."""
+    """Hapke parameters with roughness and both opposition effects (the tests' FULL_PARAMS)."""
     from ._params import HapkeParams
 
     return HapkeParams(b=0.21, c=0.45, roughness=math.radians(20.0), hs=0.06, bs0=1.0, hc=0.05, bc0=0.5)
@@ -83,7 +83,7 @@ def default_params():
 def random_geometry(n_pixels, rng, max_incidence_deg=80.0, max_emission_deg=70.0, max_tilt_deg=30.0):
     """Random (to_source, to_observer, normal) vectors, each (n_pixels, 3) float64.
 
-    The distribution of the tests' ``random_geometry``: incidence 0-80 deg, emission
+    Shared by the tests, benchmarks and profiles: incidence 0-80 deg, emission
     0-70 deg at any azimuth on a flat frame, the normal tilted by up to 30 deg (so a few
     percent of pixels see the source or observer below the local horizon).
     """

@@ -75,29 +75,38 @@ def starting_albedo(refl, table, w_lower, w_upper):
     derivatives dw/dr = 1/(dr/dw) at both ends: errors of order (interval)^4, so one or
     two Newton steps finish the job.
     """
+    # select the bracketing interval (cheap selects), then evaluate one cubic
     r_low = 0.0 * refl
     w_low = 0.0
     m_low = table[N_TABLE]
-    start = 0.5 + 0.0 * refl
+    bracket = (r_low, r_low + table[0], w_low, TABLE_ALBEDOS[0], m_low, table[N_TABLE + 1])
     for k in range(N_TABLE):
         r_high = table[k]
         m_high = table[N_TABLE + 1 + k]
         w_high = TABLE_ALBEDOS[k]
-        width = r_high - r_low
-        inside = (refl > r_low) & (refl <= r_high) & (width > 0.0)
-        t = (refl - r_low) / where(width > 0.0, width, 1.0)
-        t2 = t * t
-        t3 = t2 * t
-        hermite = (
-            (2.0 * t3 - 3.0 * t2 + 1.0) * w_low
-            + (t3 - 2.0 * t2 + t) * width * m_low
-            + (3.0 * t2 - 2.0 * t3) * w_high
-            + (t3 - t2) * width * m_high
+        inside = (refl > r_low) & (refl <= r_high)
+        bracket = (
+            where(inside, r_low, bracket[0]),
+            where(inside, r_high, bracket[1]),
+            where(inside, w_low, bracket[2]),
+            where(inside, w_high, bracket[3]),
+            where(inside, m_low, bracket[4]),
+            where(inside, m_high, bracket[5]),
         )
-        start = where(inside, hermite, start)
         r_low = r_high
         w_low = w_high
         m_low = m_high
+    r_low, r_high, w_low, w_high, m_low, m_high = bracket
+    width = r_high - r_low
+    t = (refl - r_low) / where(width > 0.0, width, 1.0)
+    t2 = t * t
+    t3 = t2 * t
+    start = (
+        (2.0 * t3 - 3.0 * t2 + 1.0) * w_low
+        + (t3 - 2.0 * t2 + t) * width * m_low
+        + (3.0 * t2 - 2.0 * t3) * w_high
+        + (t3 - t2) * width * m_high
+    )
     return maximum(w_lower, minimum(w_upper, start))
 
 

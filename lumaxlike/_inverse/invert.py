@@ -20,7 +20,9 @@ __all__ = ["invert", "default_tolerance", "default_chunk_pixels", "SOLVERS"]
 
 SOLVERS = ("jax", "numba")
 DEFAULT_MAX_ITER = 50
-PROBLEMS_PER_CHUNK = 1 << 20  # ~1 M problems: ~0.2 GB of JAX working memory in float64
+# 262 k problems per chunk: ~40 MB of JAX working buffers in float64; larger chunks were no
+# faster on a 2-core CPU (benchmarks/README.md) and cost ~100 MB more peak memory.
+PROBLEMS_PER_CHUNK = 1 << 18
 
 
 def default_tolerance(dtype) -> float:
@@ -90,7 +92,7 @@ def invert(
         refl_sigma: 1-sigma uncertainty of `refl` [1/sr], a scalar or one value per band;
             propagated to `InversionResult.sigma`.
         chunk_size: pixels per chunk (memory is bounded by the chunk); default about
-            1 M problems per chunk.
+            262 k problems per chunk.
 
     Returns:
         `InversionResult` with w, status, iterations, residual and sigma shaped like refl.
