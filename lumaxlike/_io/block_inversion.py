@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._inverse.invert import invert
+from .._inverse.invert import SOLVERS, invert
 from .._params import HapkeParams
+from .._shapes import check_choice
 from .writers import RESULT_FIELDS
 
 __all__ = [
@@ -32,13 +33,9 @@ __all__ = [
     "per_band_params",
 ]
 
-SOLVERS = ("jax", "numba")
-
-
 def check_solver(solver) -> str:
     """Return ``solver`` if it is ``"jax"`` or ``"numba"``, else raise ValueError naming it."""
-    if solver not in SOLVERS:
-        raise ValueError(f"solver={solver!r} is not one of {', '.join(map(repr, SOLVERS))}")
+    check_choice("solver", solver, SOLVERS)
     return solver
 
 
