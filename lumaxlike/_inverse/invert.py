@@ -155,12 +155,14 @@ def invert(
         stop = min(start + chunk, n_pixels)
         pieces = [flat_refl[start:stop], *(g[start:stop] for g in flat_geometry)]
         piece_w0 = None if flat_w0 is None else flat_w0[start:stop]
-        if solver == "numba":
-            solved = solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds)
+        targets = {name: outputs[name][start:stop] for name in ("w", "status", "iterations", "residual")}
+        if solver == "numba":  # writes straight into the float64/int outputs where it can
+            solved = solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds, out=targets)
         else:
             solved = _solve_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds)
-        for name in ("w", "status", "iterations", "residual"):
-            outputs[name][start:stop] = solved[name][: stop - start]
+        for name, target in targets.items():
+            if solved[name] is not target:
+                target[...] = solved[name][: stop - start]
         if band_sigma is not None:  # sigma_w = sigma_r / |dr/dw|, per chunk (bounded memory)
             outputs["sigma"][start:stop] = band_sigma / np.abs(solved["slope"][: stop - start])
 

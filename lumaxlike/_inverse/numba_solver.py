@@ -93,7 +93,8 @@ def _albedo_kernel(
 refresh_when_sources_change(_albedo_kernel, albedo_rules, equations, _backends, _scalar_math)
 
 
-def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_iter, tol, w_bounds):
+def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_iter, tol, w_bounds,
+                       out=None):
     """Solve every (pixel, band) problem of one chunk.
 
     Args:
@@ -103,6 +104,9 @@ def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_i
         w_start: (pixels, bands) starting albedos, or None for the per-pixel table.
         max_iter, tol: iteration cap and step tolerance in w.
         w_bounds: (w_lower, w_upper), the projection interval inside (0, 1).
+        out: optional dict of C-contiguous (pixels, bands) arrays to write into (any of
+            w and residual as float64, status as int8, iterations as int32), e.g. slices
+            of the caller's result arrays, sparing a copy; the rest are allocated.
     Returns:
         dict of (pixels, bands) arrays: w, status (int8), iterations (int32), residual
         (model minus observed, 1/sr), slope (dr/dw at w, 1/sr).
@@ -110,13 +114,19 @@ def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_i
     legendre, use_legendre = params.legendre_coefficients(np)
     scalars = np.array([float(v) for v in params.scalars()], dtype=np.float64)
     shape = refl.shape
-    out = {
-        "w": np.empty(shape, np.float64),
-        "status": np.empty(shape, np.int8),
-        "iterations": np.empty(shape, np.int32),
-        "residual": np.empty(shape, np.float64),
-        "slope": np.empty(shape, np.float64),
-    }
+    dtypes = {"w": np.float64, "status": np.int8, "iterations": np.int32, "residual": np.float64, "slope": np.float64}
+    given = out or {}
+    out = {}
+    for name, dtype in dtypes.items():
+        array = given.get(name)
+        usable = (
+            array is not None
+            and array.dtype == dtype
+            and array.shape == shape
+            and array.flags.c_contiguous
+            and array.flags.writeable
+        )
+        out[name] = array if usable else np.empty(shape, dtype)
 
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
     _albedo_kernel(
