@@ -24,14 +24,10 @@ class Layout(NamedTuple):
 
     pixel_shape: tuple  # shape of the pixel axes
     n_bands: int  # 1 when the per-band array has no band axis
-    has_band_axis: bool
 
     @property
     def n_pixels(self) -> int:
         return int(np.prod(self.pixel_shape, dtype=np.int64))
-
-    def out_shape(self) -> tuple:
-        return self.pixel_shape + ((self.n_bands,) if self.has_band_axis else ())
 
 
 def layout(per_band_name: str, per_band: np.ndarray, geometry: dict) -> Layout:
@@ -52,12 +48,12 @@ def layout(per_band_name: str, per_band: np.ndarray, geometry: dict) -> Layout:
         shapes = {name: array.shape for name, array in geometry.items()}
         raise ValueError(f"geometry arrays disagree on the pixel shape: {shapes}")
     if not pixel_shapes:  # one geometry for every element: all axes of per_band are pixels
-        return Layout(per_band.shape, 1, False)
+        return Layout(per_band.shape, 1)
     (pixel_shape,) = pixel_shapes
     if per_band.shape == pixel_shape:
-        return Layout(pixel_shape, 1, False)
+        return Layout(pixel_shape, 1)
     if per_band.shape[:-1] == pixel_shape and per_band.ndim == len(pixel_shape) + 1:
-        return Layout(pixel_shape, per_band.shape[-1], True)
+        return Layout(pixel_shape, per_band.shape[-1])
     raise ValueError(
         f"{per_band_name} has shape {per_band.shape}, which is neither the geometry's pixel "
         f"shape {pixel_shape} nor pixels + (bands,)"

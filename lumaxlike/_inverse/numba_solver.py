@@ -17,7 +17,7 @@ import numpy as np
 from .._model._backends import numba_equations, retarget_to_numba
 from .._model import _backends, _scalar_math, equations
 from .._model.numba_cache import refresh_when_sources_change
-from .._model.numba_model import as_kernel_array
+from .._model.numba_model import as_kernel_array, kernel_params
 from . import albedo_rules
 
 __all__ = ["solve_albedo_numba"]
@@ -111,8 +111,6 @@ def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_i
         dict of (pixels, bands) arrays: w, status (int8), iterations (int32), residual
         (model minus observed, 1/sr), slope (dr/dw at w, 1/sr).
     """
-    legendre, use_legendre = params.legendre_coefficients(np)
-    scalars = np.array([float(v) for v in params.scalars()], dtype=np.float64)
     shape = refl.shape
     dtypes = {"w": np.float64, "status": np.int8, "iterations": np.int32, "residual": np.float64, "slope": np.float64}
     given = out or {}
@@ -129,14 +127,11 @@ def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_i
         out[name] = array if usable else np.empty(shape, dtype)
 
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
+    geometry = (as_kernel_array(a) for a in (incidence, emission, normal))
     _albedo_kernel(
         as_kernel_array(refl),
-        as_kernel_array(incidence),
-        as_kernel_array(emission),
-        as_kernel_array(normal),
-        scalars,
-        as_kernel_array(legendre),
-        bool(use_legendre),
+        *geometry,
+        *kernel_params(params),
         start,
         int(max_iter),
         float(tol),

@@ -13,7 +13,7 @@ from .numba_cache import refresh_when_sources_change
 pixel_terms = numba_equations.pixel_terms
 reflectance = numba_equations.reflectance
 
-__all__ = ["amsa_pixels", "as_kernel_array"]
+__all__ = ["amsa_pixels", "as_kernel_array", "kernel_params"]
 
 
 @numba.njit(parallel=True, cache=True, error_model="numpy")
@@ -42,23 +42,24 @@ def as_kernel_array(array):
     return np.require(array, np.float64, ("C", "W"))
 
 
+def kernel_params(params):
+    """`HapkeParams` as the numba kernels take them.
+
+    Returns:
+        (scalars, legendre, use_legendre): float64 array (b, c, roughness, hs, bs0, hc,
+        bc0), float64 array of 16 Legendre coefficients, bool.
+    """
+    legendre, use_legendre = params.legendre_coefficients(np)
+    scalars = np.array([float(v) for v in params.scalars()], dtype=np.float64)
+    return scalars, as_kernel_array(legendre), bool(use_legendre)
+
+
 def amsa_pixels(w, incidence, emission, normal, params):
     """r [1/sr] for w (pixels, bands) and geometry (pixels, 3) each; returns (pixels, bands).
 
     Computed in float64 (the float32 results are rounded at the end).
     """
-    legendre, use_legendre = params.legendre_coefficients(np)
-    scalars = np.array([float(v) for v in params.scalars()], dtype=np.float64)
     out = np.empty(w.shape, dtype=np.float64)
-
-    _amsa_pixels_kernel(
-        as_kernel_array(w),
-        as_kernel_array(incidence),
-        as_kernel_array(emission),
-        as_kernel_array(normal),
-        scalars,
-        as_kernel_array(legendre),
-        bool(use_legendre),
-        out,
-    )
+    geometry = (as_kernel_array(a) for a in (incidence, emission, normal))
+    _amsa_pixels_kernel(as_kernel_array(w), *geometry, *kernel_params(params), out)
     return out
