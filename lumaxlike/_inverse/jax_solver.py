@@ -22,7 +22,7 @@ every problem 1.3 steps from convergence on average, so the `while_loop` is shor
 lanes waste little waiting for the slowest. Chunks have one fixed shape (the last is
 padded), so each (chunk shape, dtype) compiles once (~2 s).
 Measured with `benchmarks/bench_invert.py` (512 x 512 x 64 float64, 2-core AMD EPYC):
-28 M problems/s, 39x refmod's `invert_amsa` in the same run (numba solver: 18 M/s).
+25-28 M problems/s, 37-39x refmod's `invert_amsa` in the same run (numba solver: 18 M/s).
 """
 
 from __future__ import annotations
