@@ -9,6 +9,7 @@ from ._geometry import (
     geometry_from_angles as geometry_from_angles,
     normals_from_dtm as normals_from_dtm,
 )
+from ._inverse.fit import default_bounds as default_bounds, fit as fit
 from ._inverse.invert import invert as invert
 from ._io import (
     OBS_BAND_NAMES as OBS_BAND_NAMES,
@@ -24,7 +25,7 @@ from ._io import (
     write_result as write_result,
 )
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
-from ._inverse.result import InversionResult as InversionResult
+from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
 from ._inverse.status import Status as Status
 from ._model.forward import amsa as amsa, h_function as h_function
 from ._params import HapkeParams as HapkeParams

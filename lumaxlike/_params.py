@@ -9,9 +9,10 @@ import numpy as np
 
 from ._model.equations import N_LEGENDRE
 
-__all__ = ["HapkeParams", "FIELD_NAMES"]
+__all__ = ["HapkeParams", "FIELD_NAMES", "PARAMETER_NAMES"]
 
 FIELD_NAMES = ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")
+PARAMETER_NAMES = ("w",) + FIELD_NAMES  # every parameter `fit` can free
 
 
 class HapkeParams(eqx.Module):

@@ -58,6 +58,8 @@ __all__ = [
     "default_params",
     "format_table",
     "main",
+    "multi_angle_geometry",
+    "multi_angle_reflectance",
     "random_geometry",
     "run_profile",
     "run_profiles",
@@ -97,6 +99,57 @@ def random_geometry(n_pixels, rng, max_incidence_deg=80.0, max_emission_deg=70.0
     tilt = np.radians(rng.uniform(0, max_tilt_deg, n_pixels))
     normal = direction_from_zenith_azimuth(tilt, rng.uniform(0, 2 * np.pi, n_pixels))
     return to_source, to_observer, normal
+
+
+def multi_angle_geometry(n_pixels, n_obs, rng, *, min_phase_deg=0.0, opposition=True):
+    """Random multi-angle geometry: (to_source, to_observer, normal), each (n_pixels, n_obs, 3).
+
+    Shared by the `fit` tests and benchmark: incidence 0-60 deg, emission 0-65 deg at any
+    relative azimuth, on a flat surface. With `opposition`, the first two observations of
+    every pixel lie near the opposition (phase angles of about 2 and 8 deg), as in a
+    goniometer run or a hot-spot pass; `min_phase_deg` redraws any observation at a
+    smaller phase angle (for setups that cannot see the opposition effects).
+    """
+    from ._geometry import direction_from_zenith_azimuth
+
+    def draw(shape):
+        inc = np.radians(rng.uniform(0.0, 60.0, shape))
+        emi = np.radians(rng.uniform(0.0, 65.0, shape))
+        return (
+            direction_from_zenith_azimuth(inc, np.zeros(shape)),
+            direction_from_zenith_azimuth(emi, rng.uniform(0.0, 2.0 * np.pi, shape)),
+        )
+
+    to_source, to_observer = draw((n_pixels, n_obs))
+    while True:  # redraw observations below the minimum phase angle
+        too_small = np.sum(to_source * to_observer, axis=-1) > np.cos(np.radians(min_phase_deg))
+        if min_phase_deg <= 0.0 or not too_small.any():
+            break
+        new_source, new_observer = draw((int(too_small.sum()),))
+        to_source[too_small], to_observer[too_small] = new_source, new_observer
+    if opposition:
+        for k, phase_deg in enumerate((2.0, 8.0)[: min(2, n_obs)]):
+            inc = np.radians(rng.uniform(5.0, 50.0, n_pixels))
+            to_source[:, k] = direction_from_zenith_azimuth(inc, np.zeros(n_pixels))
+            to_observer[:, k] = direction_from_zenith_azimuth(inc + np.radians(phase_deg), np.zeros(n_pixels))
+    normal = np.broadcast_to(np.array([0.0, 0.0, 1.0]), to_source.shape).copy()
+    return to_source, to_observer, normal
+
+
+def multi_angle_reflectance(w, to_source, to_observer, normal, params):
+    """Noise-free r [1/sr], (pixels, bands, observations), for `multi_angle_geometry`.
+
+    Args:
+        w: (pixels, bands) albedos; the geometry arrays (pixels, observations, 3);
+            params: `HapkeParams` shared by every pixel.
+    """
+    from ._model.forward import amsa
+
+    per_observation = [
+        np.asarray(amsa(w, to_source[:, k], to_observer[:, k], normal[:, k], params, backend="numba"))
+        for k in range(to_source.shape[1])
+    ]
+    return np.stack(per_observation, axis=-1)
 
 
 def synthetic_cube(side, bands, dtype=np.float64, *, params=None, seed=0, geometry=None,

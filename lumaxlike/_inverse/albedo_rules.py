@@ -5,19 +5,17 @@ Scalar, branch-free functions, retargeted to JAX and numba like the model's
 inside its `prange` loop; the JAX solver (an optimistix solver) applies them element-wise
 to whole chunks. So the two solvers take the same steps and agree to rounding.
 
-The problem: find w in (0, 1) with r(w) = r_obs, r strictly increasing in w. Steps are
-Marquardt-damped Newton steps, dw = -f / (f' (1 + lambda)) with f = r(w) - r_obs,
-projected onto [w_lower, w_upper]; a step is accepted when |f| decreases (then lambda
-shrinks tenfold), else lambda grows tenfold (from at least 1e-3); the problem has
-converged when the proposed step is no longer than `tol`, or when the Newton estimate of
-the remaining distance to the root at the trial point, |f / f'|, is (this saves the one
-extra evaluation that would only confirm a step of ~tol). The start comes from a
+The problem: find w in (0, 1) with r(w) = r_obs, r strictly increasing in w. It is the
+one-parameter, one-observation case of `lm_rules` (whose acceptance, damping and
+convergence rules `update` applies): the step is dw = -f / (f' (1 + lambda)) with
+f = r(w) - r_obs, projected onto [w_lower, w_upper]. The start comes from a
 per-pixel table of r and dr/dw at 8 albedos (and w = 0), interpolated as a cubic Hermite
 spline of w(r), so one or two steps suffice.
 """
 
 from .._model._scalar_math import isfinite, maximum, minimum, where
 from .._model.equations import reflectance_and_slope
+from .lm_rules import accepted, converged, gain_ratio, next_damping
 from .status import Status
 
 __all__ = ["table_point", "albedo_table", "problem_status", "starting_albedo", "propose", "update"]
@@ -31,7 +29,6 @@ MAX_ITER = int(Status.MAX_ITER)
 UNREACHABLE = int(Status.UNREACHABLE)
 INVALID_GEOMETRY = int(Status.INVALID_GEOMETRY)
 NONFINITE_INPUT = int(Status.NONFINITE_INPUT)
-MIN_DAMPING = 1e-3
 
 
 def table_point(w, terms):
@@ -117,14 +114,24 @@ def propose(w, residual, slope, damping, w_lower, w_upper):
     return maximum(w_lower, minimum(w_upper, w + where(positive, step, 0.0 * step)))
 
 
-def update(w, residual, slope, damping, w_trial, residual_trial, slope_trial, tol):
-    """Accept or reject the trial point; returns (w, residual, slope, damping, converged)."""
-    accept = abs(residual_trial) < abs(residual)
-    converged = (abs(w_trial - w) <= tol) | (abs(residual_trial) <= tol * abs(slope_trial))
+def update(w, residual, slope, damping, growth, w_trial, residual_trial, slope_trial, tol):
+    """Accept or reject the trial point (`lm_rules`).
+
+    Returns:
+        (w, residual, slope, damping, growth, converged).
+    """
+    cost, cost_trial = residual * residual, residual_trial * residual_trial
+    step = w_trial - w
+    predicted = -(2.0 * step * slope * residual + step * slope * slope * step)
+    accept = accepted(cost, cost_trial)
+    damping, growth = next_damping(accept, gain_ratio(cost, cost_trial, predicted), damping, growth)
+    # |f / f'| at the trial point, the Newton step there (inf where f' = 0)
+    newton = abs(residual_trial) / where(slope_trial != 0.0, abs(slope_trial), 0.0 * slope_trial)
     return (
         where(accept, w_trial, w),
         where(accept, residual_trial, residual),
         where(accept, slope_trial, slope),
-        where(accept, 0.1 * damping, maximum(10.0 * damping, MIN_DAMPING)),
-        converged,
+        damping,
+        growth,
+        converged(abs(step), newton, accept, tol),
     )

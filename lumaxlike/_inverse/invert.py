@@ -16,7 +16,16 @@ from .jax_solver import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .result import InversionResult
 
-__all__ = ["invert", "default_tolerance", "default_chunk_pixels", "SOLVERS"]
+__all__ = [
+    "invert",
+    "default_tolerance",
+    "default_chunk_pixels",
+    "albedo_bounds",
+    "as_float_array",
+    "check_positive_int",
+    "pad_pixels",
+    "SOLVERS",
+]
 
 SOLVERS = ("jax", "numba")
 DEFAULT_MAX_ITER = 50
@@ -41,14 +50,16 @@ def default_chunk_pixels(n_bands: int) -> int:
     return max(1, PROBLEMS_PER_CHUNK // max(1, n_bands))
 
 
-def _as_float_array(name, value):
+def as_float_array(name, value):
+    """`value` as a NumPy array; ValueError naming `name` unless it is numeric."""
     array = np.asarray(value)
     if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
         raise ValueError(f"{name} must be a numeric array, got dtype {array.dtype}")
     return array
 
 
-def _check_positive_int(name, value):
+def check_positive_int(name, value):
+    """`value` as an int; ValueError naming `name` unless it is a positive integer."""
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
@@ -104,20 +115,20 @@ def invert(
     check_choice("solver", solver, SOLVERS)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    refl = _as_float_array("refl", refl)
+    refl = as_float_array("refl", refl)
     geometry = {
-        "incidence": _as_float_array("incidence", incidence),
-        "emission": _as_float_array("emission", emission),
-        "normal": _as_float_array("normal", normal),
+        "incidence": as_float_array("incidence", incidence),
+        "emission": as_float_array("emission", emission),
+        "normal": as_float_array("normal", normal),
     }
     shape = layout("refl", refl, geometry)
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
-    max_iter = _check_positive_int("max_iter", max_iter)
+    max_iter = check_positive_int("max_iter", max_iter)
     tol = default_tolerance(dtype) if tol is None else float(tol)
     if not tol > 0.0:
         raise ValueError(f"tol must be positive, got {tol!r}")
     n_pixels, n_bands = shape.n_pixels, shape.n_bands
-    chunk = default_chunk_pixels(n_bands) if chunk_size is None else _check_positive_int("chunk_size", chunk_size)
+    chunk = default_chunk_pixels(n_bands) if chunk_size is None else check_positive_int("chunk_size", chunk_size)
     chunk = min(chunk, max(n_pixels, 1))
 
     flat_refl = refl.reshape(n_pixels, n_bands)
@@ -126,7 +137,7 @@ def invert(
     ]
     flat_w0 = None
     if w0 is not None:
-        w0 = _as_float_array("w0", w0)
+        w0 = as_float_array("w0", w0)
         if not np.all((w0 > 0.0) & (w0 < 1.0)):
             raise ValueError(f"w0 must lie strictly inside (0, 1), got values in [{np.nanmin(w0)}, {np.nanmax(w0)}]")
         try:
@@ -135,7 +146,7 @@ def invert(
             raise ValueError(f"w0 has shape {w0.shape}, which does not broadcast to refl's {refl.shape}") from None
     band_sigma = None
     if refl_sigma is not None:
-        band_sigma = _as_float_array("refl_sigma", refl_sigma)
+        band_sigma = as_float_array("refl_sigma", refl_sigma)
         if band_sigma.ndim > 1 or (band_sigma.ndim == 1 and band_sigma.shape[0] != n_bands):
             raise ValueError(
                 f"refl_sigma must be a scalar or one value per band ({n_bands}), got shape {band_sigma.shape}"
@@ -176,21 +187,26 @@ def invert(
     )
 
 
+def pad_pixels(array, n_pixels, value):
+    """`array` padded along its first (pixel) axis to `n_pixels` entries of `value`.
+
+    The JAX solvers see one chunk shape, so each compiles once; padded pixels get NaN
+    reflectance, which makes them inert (status NONFINITE_INPUT).
+    """
+    padding = n_pixels - array.shape[0]
+    if padding == 0:
+        return array
+    widths = [(0, padding)] + [(0, 0)] * (array.ndim - 1)
+    return np.pad(array, widths, constant_values=value)
+
+
 def _solve_chunk_jax(pieces, w0, chunk, dtype, params, max_iter, tol, bounds):
     """One chunk through the JAX solver, padded to `chunk` pixels so it compiles once."""
-    n = pieces[0].shape[0]
-    padding = chunk - n
-
-    def pad(array, value):
-        if padding == 0:
-            return array
-        widths = [(0, padding)] + [(0, 0)] * (array.ndim - 1)
-        return np.pad(array, widths, constant_values=value)
-
-    # padded pixels: NaN reflectance, so they are inert (status NONFINITE_INPUT)
-    refl, incidence, emission, normal = (pad(p, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces))
+    refl, incidence, emission, normal = (
+        pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)
+    )
     with precision_scope(np.empty(0, dtype)):
         arrays = [jnp.asarray(a, dtype) for a in (refl, incidence, emission, normal)]
-        start = None if w0 is None else jnp.asarray(pad(w0, 0.5), dtype)
+        start = None if w0 is None else jnp.asarray(pad_pixels(w0, chunk, 0.5), dtype)
         solved = solve_albedo_jax(*arrays, params, start, max_iter, tol, bounds)
         return {name: np.asarray(value) for name, value in jax.device_get(solved).items()}

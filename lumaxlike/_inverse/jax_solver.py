@@ -10,17 +10,21 @@ Why this formulation (measured on a 2-core x86-64 CPU, float64, scalar w-problem
   hoisted: ~2.9 M/s as a plain `while_loop`, ~2.7 M/s as a custom
   `optx.AbstractLeastSquaresSolver` driven by `optx.least_squares` (optimistix's own
   overhead is small).
-This module is the last, made faster by a better start: `ElementwiseLevenbergMarquardt`
-is an optimistix solver whose `y` is a whole chunk of independent problems. Each residual
-depends only on its own w, so the Jacobian is diagonal and one forward-mode JVP with a
-tangent of ones gives every problem's dr/dw at once, through the model's analytic
-`custom_jvp` rule (symbolic zeros: nothing is spent on the terms' tangents). The step,
-acceptance and convergence rules are `albedo_rules`, the same scalar code the numba
-solver runs, applied element-wise; converged problems are frozen, and the solve ends when
-all are. A per-pixel table of r and dr/dw (cubic Hermite interpolation of w(r)) starts
-every problem 1.3 steps from convergence on average, so the `while_loop` is short and
-lanes waste little waiting for the slowest. Chunks have one fixed shape (the last is
-padded), so each (chunk shape, dtype) compiles once (~2 s).
+This module is the last, made faster by a better start, and general enough for `fit`:
+`ElementwiseLevenbergMarquardt` is an optimistix solver whose `y` is a whole chunk of
+independent problems, each with p free parameters (batch + (p,)) and its own
+observations. One linearisation of the residuals and p forward-mode JVPs (one per
+parameter, through the model's analytic `custom_jvp` rule for w and autodiff for the
+others) give J^T J and J^T f of every problem; the p x p damped systems are solved by an
+unrolled Cholesky over lanes of problems. The step, acceptance, damping and convergence
+rules are `lm_rules`, the same scalar code the numba solvers run, applied element-wise;
+converged problems are frozen, and the solve ends when all are. `invert` is the case
+p = 1 with one observation: with the pixel terms hoisted and a per-pixel table of r and
+dr/dw (cubic Hermite interpolation of w(r)) every problem starts 1.3 steps from
+convergence on average, so the `while_loop` is short and lanes waste little waiting for
+the slowest (multi-parameter fits converge less uniformly: a chunk runs as long as its
+slowest problem). Chunks have one fixed shape (the last is padded), so each (chunk
+shape, dtype) compiles once (~2 s).
 Measured with `benchmarks/bench_invert.py` (512 x 512 x 64 float64, 2-core AMD EPYC):
 25-28 M problems/s, 37-39x refmod's `invert_amsa` in the same run (numba solver: 18 M/s).
 """
@@ -37,74 +41,135 @@ import optimistix as optx
 
 from .._model._backends import jax_equations, retarget_to_jax
 from .._model.jax_model import pixel_terms, reflectance_core
-from . import albedo_rules
+from . import albedo_rules, lm_rules
 
-__all__ = ["ElementwiseLevenbergMarquardt", "solve_albedo_jax"]
+__all__ = ["ElementwiseLevenbergMarquardt", "solve_albedo_jax", "solve_fit_jax"]
 
-_rules = retarget_to_jax(albedo_rules, reflectance_and_slope=jax_equations.reflectance_and_slope)
+_lm = retarget_to_jax(lm_rules)
+_rules = retarget_to_jax(
+    albedo_rules, reflectance_and_slope=jax_equations.reflectance_and_slope, **vars(_lm)
+)
 
 
 class _LMState(eqx.Module):
-    residual: Any
-    slope: Any
-    damping: Any
+    residual: Any  # batch + (observations,)
+    jtj: Any  # batch + (p, p)
+    jtf: Any  # batch + (p,)
+    damping: Any  # batch: lambda
+    growth: Any  # batch: nu, lambda's growth factor on rejection
     converged: Any
     iterations: Any
 
 
-def _residual_and_slope(fn, y, args):
-    """Residuals and the diagonal of their (diagonal) Jacobian in one forward-mode JVP."""
-    (residual, _), (slope, _) = jax.jvp(lambda w: fn(w, args), (y,), (jnp.ones_like(y),))
-    return residual, slope
+def _normal_equations(fn, y, args):
+    """Residuals f, J^T J and J^T f of every problem: one linearisation, p JVPs (columns)."""
+    residual, linear = jax.linearize(lambda y: fn(y, args)[0], y)
+    n_free = y.shape[-1]
+    columns = jnp.stack(
+        [linear(jnp.zeros_like(y).at[..., j].set(1.0)) for j in range(n_free)], axis=-1
+    )  # batch + (observations, p): one chunk's, never the whole image's
+    jtj = jnp.einsum("...ka,...kb->...ab", columns, columns)
+    jtf = jnp.einsum("...ka,...k->...a", columns, residual)
+    return residual, jtj, jtf
+
+
+def _solve_damped(jtj, jtf, damping):
+    """The damped step (`lm_rules.damped_diagonal`) of every problem; returns (x, solvable).
+
+    p is small and static: an unrolled Cholesky over whole lanes of problems (one
+    division for p = 1), far faster on CPU than batched LAPACK calls on tiny matrices.
+    """
+    n_free = jtf.shape[-1]
+    system = [[jtj[..., a, b] for b in range(n_free)] for a in range(n_free)]
+    largest = jnp.max(jnp.diagonal(jtj, axis1=-2, axis2=-1), axis=-1)
+    for a in range(n_free):
+        system[a][a] = _lm.damped_diagonal(system[a][a], largest, damping)
+    factor = [[None] * n_free for _ in range(n_free)]
+    solvable = jnp.ones(jtf.shape[:-1], bool)
+    for j in range(n_free):
+        pivot = system[j][j] - sum((factor[j][k] * factor[j][k] for k in range(j)), 0.0)
+        solvable = solvable & (pivot > 0.0)
+        factor[j][j] = jnp.sqrt(jnp.where(pivot > 0.0, pivot, 1.0))
+        for i in range(j + 1, n_free):
+            value = system[i][j] - sum((factor[i][k] * factor[j][k] for k in range(j)), 0.0)
+            factor[i][j] = value / factor[j][j]
+    forward = []
+    for i in range(n_free):
+        value = -jtf[..., i] - sum((factor[i][k] * forward[k] for k in range(i)), 0.0)
+        forward.append(value / factor[i][i])
+    solution = [None] * n_free
+    for i in reversed(range(n_free)):
+        value = forward[i] - sum((factor[k][i] * solution[k] for k in range(i + 1, n_free)), 0.0)
+        solution[i] = value / factor[i][i]
+    step = jnp.stack(solution, axis=-1)
+    return jnp.where(solvable[..., None], step, 0.0), solvable
 
 
 class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
-    """Levenberg-Marquardt for many independent scalar problems at once.
+    """Levenberg-Marquardt for many independent small problems at once.
 
-    `y` is an array of unknowns, the residual function maps it to an array of the same
-    shape in which element k depends on `y[k]` only. Every element keeps its own damping,
-    acceptance and convergence (`albedo_rules`); the solve terminates when all elements
-    have converged. Elements listed in `options["frozen"]` (a boolean array like `y`)
-    are never stepped.
+    `y` has shape ``batch + (p,)``: the p free parameters of every problem; the residual
+    function maps it to ``batch + (observations,)``, where the residuals of a problem
+    depend on that problem's parameters only. Every problem keeps its own damping,
+    acceptance and convergence (`lm_rules`); the solve terminates when all problems have
+    converged. Problems marked in `options["frozen"]` (a boolean array of shape `batch`)
+    are never stepped. The final state holds each problem's residuals and J^T J.
 
     Attributes:
-        tol: convergence tolerance on the step of each element.
-        lower, upper: bounds each element is projected onto.
+        tol: convergence tolerance on the step of every parameter.
+        lower, upper: bounds each parameter is projected onto, shape (p,) or scalars.
     """
 
     tol: float
-    lower: float
-    upper: float
-    rtol: float = 0.0  # unused: convergence is per element, on the step (`tol`)
+    lower: Any
+    upper: Any
+    rtol: float = 0.0  # unused: convergence is per problem, on the step (`tol`)
     atol: float = 0.0
     norm: Any = optx.max_norm
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
-        residual, slope = _residual_and_slope(fn, y, args)
-        frozen = options.get("frozen", jnp.zeros(y.shape, bool)) if options else jnp.zeros(y.shape, bool)
+        residual, jtj, jtf = _normal_equations(fn, y, args)
+        batch = y.shape[:-1]
+        frozen = (options or {}).get("frozen", jnp.zeros(batch, bool))
         return _LMState(
             residual=residual,
-            slope=slope,
-            damping=jnp.zeros_like(y),
-            converged=frozen | (residual == 0.0),
-            iterations=jnp.zeros(y.shape, jnp.int32),
+            jtj=jtj,
+            jtf=jtf,
+            damping=jnp.zeros(batch, y.dtype),
+            growth=jnp.full(batch, 2.0, y.dtype),
+            converged=frozen | jnp.all(residual == 0.0, axis=-1),
+            iterations=jnp.zeros(batch, jnp.int32),
         )
 
     def step(self, fn, y, args, options, state, tags):
-        w_trial = _rules.propose(y, state.residual, state.slope, state.damping, self.lower, self.upper)
-        residual_trial, slope_trial = _residual_and_slope(fn, w_trial, args)
-        w, residual, slope, damping, converged = _rules.update(
-            y, state.residual, state.slope, state.damping, w_trial, residual_trial, slope_trial, self.tol
+        step, solvable = _solve_damped(state.jtj, state.jtf, state.damping)
+        lower, upper = (jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper))
+        trial = jnp.clip(y + step, lower, upper)
+        residual_trial, jtj_trial, jtf_trial = _normal_equations(fn, trial, args)
+        newton, newton_solvable = _solve_damped(jtj_trial, jtf_trial, jnp.zeros_like(state.damping))
+        newton_size = jnp.where(newton_solvable, jnp.max(jnp.abs(newton), axis=-1), jnp.inf)
+        projected = trial - y
+        step_size = jnp.max(jnp.abs(projected), axis=-1)
+        predicted = -(
+            2.0 * jnp.sum(projected * state.jtf, axis=-1)
+            + jnp.einsum("...a,...ab,...b->...", projected, state.jtj, projected)
         )
-        done = state.converged
+        cost = jnp.sum(state.residual * state.residual, axis=-1)
+        cost_trial = jnp.sum(residual_trial * residual_trial, axis=-1)
+        accept = _lm.accepted(cost, cost_trial) & solvable
+        converged = _lm.converged(step_size, newton_size, accept, self.tol) & solvable
+        damping, growth = _lm.next_damping(accept, _lm.gain_ratio(cost, cost_trial, predicted), state.damping, state.growth)
+        keep = state.converged | ~accept  # problems whose point does not move
         new_state = _LMState(
-            residual=jnp.where(done, state.residual, residual),
-            slope=jnp.where(done, state.slope, slope),
-            damping=jnp.where(done, state.damping, damping),
-            converged=done | converged,
-            iterations=state.iterations + jnp.where(done, 0, 1).astype(jnp.int32),
+            residual=jnp.where(keep[..., None], state.residual, residual_trial),
+            jtj=jnp.where(keep[..., None, None], state.jtj, jtj_trial),
+            jtf=jnp.where(keep[..., None], state.jtf, jtf_trial),
+            damping=jnp.where(state.converged, state.damping, damping),
+            growth=jnp.where(state.converged, state.growth, growth),
+            converged=state.converged | converged,
+            iterations=state.iterations + jnp.where(state.converged, 0, 1).astype(jnp.int32),
         )
-        return jnp.where(done, y, w), new_state, None
+        return jnp.where(keep[..., None], y, trial), new_state, None
 
     def terminate(self, fn, y, args, options, state, tags):
         return jnp.all(state.converged), optx.RESULTS.successful
@@ -113,11 +178,34 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         return y, aux, {}
 
 
-def _residuals(w, args):
-    """r(w) - r_obs for w (pixels, bands); the terms are per pixel, shared by the bands."""
+def _solve_active(residuals, start, args, active, tol, lower, upper, max_iter):
+    """`optx.least_squares` with `ElementwiseLevenbergMarquardt`, inactive problems frozen.
+
+    Returns:
+        (values batch + (p,), final solver state, CONVERGED or MAX_ITER per problem).
+    """
+    solution = optx.least_squares(
+        residuals,
+        ElementwiseLevenbergMarquardt(tol=tol, lower=lower, upper=upper),
+        start,
+        args=args,
+        options={"frozen": ~active},
+        max_steps=max_iter,
+        throw=False,
+    )
+    state = solution.state
+    solved = jnp.where(state.converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)
+    return solution.value, state, solved
+
+
+def _albedo_residuals(w, args):
+    """r(w) - r_obs for w (pixels, bands, 1): one parameter, one observation per problem.
+
+    The terms are per pixel, shared by the bands (computed once, outside the solve).
+    """
     terms, refl = args
     model = jax.vmap(jax.vmap(reflectance_core, in_axes=(0, None)), in_axes=(0, 0))
-    return model(w, terms) - refl
+    return (model(w[..., 0], terms) - refl)[..., None]
 
 
 @partial(jax.jit, static_argnames=("max_iter",))
@@ -149,23 +237,90 @@ def solve_albedo_jax(refl, incidence, emission, normal, params, w_start, max_ite
             refl, table, w_lower, w_upper
         )
     w_start = jnp.where(active, w_start, 0.5).astype(refl.dtype)
-    solver = ElementwiseLevenbergMarquardt(tol=tol, lower=w_lower, upper=w_upper)
-    solution = optx.least_squares(
-        _residuals,
-        solver,
-        w_start,
-        args=(terms, refl),
-        options={"frozen": ~active},
-        max_steps=max_iter,
-        throw=False,
+    # the one-parameter, one-observation case of the general solver
+    value, state, solved = _solve_active(
+        _albedo_residuals, w_start[..., None], (terms, refl), active, tol, w_lower, w_upper, max_iter
     )
-    state = solution.state
-    solved = jnp.where(state.converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)
     nan = jnp.nan
     return {
-        "w": jnp.where(active, solution.value, nan),
+        "w": jnp.where(active, value[..., 0], nan),
         "status": jnp.where(active, solved, status).astype(jnp.int8),
         "iterations": jnp.where(active, state.iterations, 0),
-        "residual": jnp.where(active, state.residual, nan),
-        "slope": jnp.where(active, state.slope, nan),
+        "residual": jnp.where(active, state.residual[..., 0], nan),
+        "slope": jnp.where(active, jnp.sqrt(state.jtj[..., 0, 0]), nan),  # dr/dw > 0
+    }
+
+
+def _fit_residuals(y, args, free_index):
+    """r - r_obs, (pixels, bands, observations), for free parameters y (pixels, bands, p).
+
+    With only w free, `rows` are the observations' `PixelTerms` (w-independent, computed
+    once); otherwise their `GeometryTerms`, and the terms follow the parameters.
+    """
+    rows, refl, fixed = args
+    if free_index == (0,):
+        per_observation = jax.vmap(reflectance_core, in_axes=(None, 0))
+        model = jax.vmap(jax.vmap(per_observation, in_axes=(0, None)), in_axes=(0, 0))
+        return model(y[..., 0], rows) - refl
+
+    def one(parameters, geometry):
+        w, b, c, roughness, hs, bs0, hc, bc0 = (parameters[k] for k in range(8))
+        terms = jax_equations.terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, None, False)
+        return reflectance_core(w, terms)
+
+    parameters = jnp.broadcast_to(fixed, y.shape[:-1] + fixed.shape).at[..., free_index].set(y)
+    per_observation = jax.vmap(one, in_axes=(None, 0))
+    model = jax.vmap(jax.vmap(per_observation, in_axes=(0, None)), in_axes=(0, 0))
+    return model(parameters, rows) - refl
+
+
+@partial(jax.jit, static_argnames=("free_index", "max_iter"))
+def solve_fit_jax(refl, incidence, emission, normal, fixed, legendre, start, free_index, lower, upper,
+                  max_iter, tol):
+    """Solve every (pixel, band) problem of one chunk of `fit` (jitted).
+
+    Args:
+        refl: observed r [1/sr], (pixels, bands, observations).
+        incidence, emission, normal: (pixels, observations, 3) direction vectors.
+        fixed: (8,) values of w, b, c, roughness, hs, bs0, hc, bc0 (free ones overwritten).
+        legendre: (16,) Legendre coefficients or None (double Henyey-Greenstein); only
+            with w alone free.
+        start: (pixels, bands, p) starting values; free_index: static tuple of indices
+            into `fixed`; lower, upper: (p,) bounds; max_iter (static), tol.
+    Returns:
+        dict: values (pixels, bands, p), status int8, iterations int32, cost (sum of
+        squared residuals), jtj (pixels, bands, p, p) at the solution.
+    """
+    per_observation = partial(jax.vmap, in_axes=(0, 0, 0))
+    geometry = jax.vmap(per_observation(jax_equations.geometry_terms))(incidence, emission, normal)
+    finite = jnp.all(jnp.isfinite(incidence) & jnp.isfinite(emission) & jnp.isfinite(normal), axis=-1)
+    status = jnp.where(
+        jnp.all(finite, axis=-1)[:, None] & jnp.all(jnp.isfinite(refl), axis=-1),
+        jnp.where(jnp.all(geometry.valid, axis=-1)[:, None], albedo_rules.SOLVING, albedo_rules.INVALID_GEOMETRY),
+        albedo_rules.NONFINITE_INPUT,
+    )
+    active = status == albedo_rules.SOLVING
+    rows = geometry
+    if free_index == (0,):
+        use_legendre = legendre is not None
+
+        def terms_of(geometry):
+            return jax_equations.terms_from_geometry(geometry, *fixed[1:], legendre, use_legendre)
+
+        rows = jax.vmap(jax.vmap(terms_of))(geometry)
+    inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
+    start = jnp.where(active[..., None], start, inside)
+    value, state, solved = _solve_active(
+        partial(_fit_residuals, free_index=free_index),
+        start,
+        (rows, jnp.where(active[..., None], refl, 0.0), fixed),
+        active, tol, lower, upper, max_iter,
+    )  # fmt: skip
+    nan = jnp.nan
+    return {
+        "values": jnp.where(active[..., None], value, nan),
+        "status": jnp.where(active, solved, status).astype(jnp.int8),
+        "iterations": jnp.where(active, state.iterations, 0),
+        "cost": jnp.where(active, jnp.sum(state.residual * state.residual, axis=-1), nan),
+        "jtj": jnp.where(active[..., None, None], state.jtj, nan),
     }

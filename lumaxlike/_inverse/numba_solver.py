@@ -18,11 +18,15 @@ from .._model._backends import numba_equations, retarget_to_numba
 from .._model import _backends, _scalar_math, equations
 from .._model.numba_cache import refresh_when_sources_change
 from .._model.numba_model import as_kernel_array, kernel_params
-from . import albedo_rules
+from . import albedo_rules, lm_rules
 
 __all__ = ["solve_albedo_numba"]
 
-_rules = retarget_to_numba(albedo_rules, reflectance_and_slope=numba_equations.reflectance_and_slope)
+_rules = retarget_to_numba(
+    albedo_rules,
+    reflectance_and_slope=numba_equations.reflectance_and_slope,
+    **vars(retarget_to_numba(lm_rules)),
+)
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
 reflectance_and_slope = numba_equations.reflectance_and_slope
@@ -74,13 +78,14 @@ def _albedo_kernel(
             r, slope = reflectance_and_slope(w, terms)
             residual = r - r_obs
             damping = 0.0
+            growth = 2.0
             converged = residual == 0.0
             iteration = 0
             while not converged and iteration < max_iter:
                 w_trial = propose(w, residual, slope, damping, w_lower, w_upper)
                 r_trial, slope_trial = reflectance_and_slope(w_trial, terms)
-                w, residual, slope, damping, converged = update(
-                    w, residual, slope, damping, w_trial, r_trial - r_obs, slope_trial, tol
+                w, residual, slope, damping, growth, converged = update(
+                    w, residual, slope, damping, growth, w_trial, r_trial - r_obs, slope_trial, tol
                 )
                 iteration += 1
             w_out[pixel, band] = w
@@ -90,7 +95,7 @@ def _albedo_kernel(
             slope_out[pixel, band] = slope
 
 
-refresh_when_sources_change(_albedo_kernel, albedo_rules, equations, _backends, _scalar_math)
+refresh_when_sources_change(_albedo_kernel, albedo_rules, lm_rules, equations, _backends, _scalar_math)
 
 
 def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_iter, tol, w_bounds,

@@ -1,4 +1,4 @@
-"""The one result type of every inversion."""
+"""The result types of `invert` (w alone) and `fit` (several free parameters)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ import numpy as np
 
 from .status import Status
 
-__all__ = ["InversionResult"]
+__all__ = ["InversionResult", "FitResult"]
+
+
+def _status_counts(status: np.ndarray) -> dict[str, int]:
+    values = np.bincount(status.ravel().astype(np.int64), minlength=len(Status))
+    return {code.name: int(values[code]) for code in Status}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,5 +38,44 @@ class InversionResult:
 
     def counts(self) -> dict[str, int]:
         """Number of problems per status name."""
-        values = np.bincount(self.status.ravel().astype(np.int64), minlength=len(Status))
-        return {status.name: int(values[status]) for status in Status}
+        return _status_counts(self.status)
+
+
+@dataclasses.dataclass(frozen=True)
+class FitResult:
+    """Per-problem results of `lumaxlike.fit`; a problem is one pixel and band.
+
+    Attributes:
+        free: names of the fitted parameters, in the order of the covariance axes.
+        values: {name: fitted value} for each free parameter, arrays of shape
+            ``pixels + (bands,)`` (w [-], b [-], c [-], roughness [rad], hs, bs0, hc, bc0
+            [-]); NaN where the problem was not solved (status other than CONVERGED,
+            MAX_ITER or UNDETERMINED).
+        status: `Status` codes (int8), shape ``pixels + (bands,)``.
+        iterations: Levenberg-Marquardt steps taken (int32).
+        residual_norm: sqrt of the sum over observations of (model - observed)^2 [1/sr].
+        covariance: covariance of the free parameters, ``pixels + (bands, p, p)``:
+            (J^T J)^-1 times refl_sigma^2 when given, else times the residual variance
+            residual_norm^2 / (observations - p); NaN where unsolved or UNDETERMINED (and,
+            without refl_sigma, where there are no more observations than parameters).
+    """
+
+    free: tuple
+    values: dict
+    status: np.ndarray
+    iterations: np.ndarray
+    residual_norm: np.ndarray
+    covariance: np.ndarray
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        """The fitted values of the free parameter `name`."""
+        return self.values[name]
+
+    def sigma(self, name: str) -> np.ndarray:
+        """1-sigma uncertainty of the free parameter `name` (sqrt of its variance)."""
+        index = self.free.index(name)
+        return np.sqrt(self.covariance[..., index, index])
+
+    def counts(self) -> dict[str, int]:
+        """Number of problems per status name."""
+        return _status_counts(self.status)

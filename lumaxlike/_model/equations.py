@@ -22,6 +22,7 @@ from typing import NamedTuple
 from ._scalar_math import NAN, atan2, exp, expm1, log, log1p, maximum, sqrt, tan, where
 
 __all__ = [
+    "GeometryTerms",
     "PixelTerms",
     "safe_sqrt",
     "hg_legendre_coefficient",
@@ -33,6 +34,8 @@ __all__ = [
     "h_function_terms",
     "h_function",
     "roughness_terms",
+    "geometry_terms",
+    "terms_from_geometry",
     "pixel_terms",
     "reflectance",
     "reflectance_and_slope",
@@ -43,6 +46,22 @@ N_LEGENDRE = 15  # highest Legendre order of the P, P-bar expansions (Hapke 2002
 # Below this z = tan(g/2)/h_C the coherent-backscatter term uses its Taylor series:
 # (1 - exp(-z))/z = 1 - z/2 + z^2/6 - ..., truncation error z^3/24 < 5e-11.
 CB_SERIES_LIMIT = 1e-3
+
+
+class GeometryTerms(NamedTuple):
+    """The parameter-free quantities of one observation's geometry (all scalars)."""
+
+    cos_i: object
+    sin_i: object
+    cos_e: object
+    sin_e: object
+    cos_g: object
+    tan_half_g: object  # tan(g/2), 0 at g = 0
+    cos_psi: object
+    sin2_half_psi: object  # sin^2(psi/2)
+    psi: object  # [rad], in [0, pi]
+    f_psi: object  # f(psi) = exp(-2 tan(psi/2)) of Hapke 1984
+    valid: object  # cos i > 0 and cos e > 0 (bool)
 
 
 class PixelTerms(NamedTuple):
@@ -224,24 +243,14 @@ def roughness_terms(cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_p
     return mu0e, mue, shadowing
 
 
-def pixel_terms(to_source, to_observer, normal, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre):
-    """All w-independent terms of r for one pixel (see `PixelTerms`).
-
-    Args:
-        to_source, to_observer, normal: length-3 direction vectors (any length > 0).
-        b, c: double Henyey-Greenstein parameters; legendre, use_legendre: user-given
-            Legendre coefficients (length 16) used instead when `use_legendre`.
-        roughness: theta-bar [rad]; hs, bs0, hc, bc0: opposition-effect parameters.
-    Returns:
-        `PixelTerms`; its `scale` is NaN unless cos i > 0 and cos e > 0 locally.
-    """
+def geometry_terms(to_source, to_observer, normal):
+    """`GeometryTerms` of one observation from length-3 direction vectors (any length > 0)."""
     s_norm = sqrt(to_source[0] ** 2 + to_source[1] ** 2 + to_source[2] ** 2)
     v_norm = sqrt(to_observer[0] ** 2 + to_observer[1] ** 2 + to_observer[2] ** 2)
     n_norm = sqrt(normal[0] ** 2 + normal[1] ** 2 + normal[2] ** 2)
     sx, sy, sz = to_source[0] / s_norm, to_source[1] / s_norm, to_source[2] / s_norm
     vx, vy, vz = to_observer[0] / v_norm, to_observer[1] / v_norm, to_observer[2] / v_norm
     nx, ny, nz = normal[0] / n_norm, normal[1] / n_norm, normal[2] / n_norm
-
     cos_i = sx * nx + sy * ny + sz * nz
     cos_e = vx * nx + vy * ny + vz * nz
     cos_g = sx * vx + sy * vy + sz * vz
@@ -275,13 +284,28 @@ def pixel_terms(to_source, to_observer, normal, b, c, roughness, hs, bs0, hc, bc
         0.0 * cos_g,
     )
 
+    valid = (cos_i > 0.0) & (cos_e > 0.0)
+    return GeometryTerms(cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid)
+
+
+def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre):
+    """`PixelTerms` from an observation's `GeometryTerms` and the Hapke parameters.
+
+    Args:
+        geometry: `GeometryTerms`.
+        b, c: double Henyey-Greenstein parameters; legendre, use_legendre: user-given
+            Legendre coefficients (length 16) used instead when `use_legendre`.
+        roughness: theta-bar [rad]; hs, bs0, hc, bc0: opposition-effect parameters.
+    Returns:
+        `PixelTerms`; its `scale` is NaN unless the geometry is valid (cos i, cos e > 0).
+    """
+    cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid = geometry
     mu0e, mue, shadowing = roughness_terms(
         cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness
     )
     p_mu0e, p_mue, p_bar = legendre_sums(mu0e, mue, b, c, legendre, use_legendre)
     phase_sh = phase_function(cos_g, b, c, legendre, use_legendre) * shadow_hiding(tan_half_g, hs, bs0)
     b_cb = coherent_backscatter(tan_half_g, hc, bc0)
-    valid = (cos_i > 0.0) & (cos_e > 0.0)
     mu_sum = mu0e + mue
     scale = where(
         valid,
@@ -291,6 +315,19 @@ def pixel_terms(to_source, to_observer, normal, b, c, roughness, hs, bs0, hc, bc
     h_a_mu0e, h_b_mu0e = h_function_terms(maximum(mu0e, 0.0 * mu0e))
     h_a_mue, h_b_mue = h_function_terms(maximum(mue, 0.0 * mue))
     return PixelTerms(scale, phase_sh, p_mu0e, p_mue, p_bar, h_a_mu0e, h_b_mu0e, h_a_mue, h_b_mue)
+
+
+def pixel_terms(to_source, to_observer, normal, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre):
+    """All w-independent terms of r for one pixel (see `PixelTerms`).
+
+    Args:
+        to_source, to_observer, normal: length-3 direction vectors (any length > 0).
+        b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre: see `terms_from_geometry`.
+    Returns:
+        `PixelTerms`; its `scale` is NaN unless cos i > 0 and cos e > 0 locally.
+    """
+    geometry = geometry_terms(to_source, to_observer, normal)
+    return terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre)
 
 
 def reflectance(w, terms):

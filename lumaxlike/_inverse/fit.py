@@ -1,0 +1,341 @@
+"""`fit`: several Hapke parameters per pixel and band from multi-angle observations.
+
+The same machinery as `invert`, which is its one-parameter, one-observation case: the
+`ElementwiseLevenbergMarquardt` optimistix solver (JAX) or the numba kernel of
+`numba_lm`, both following `lm_rules`, with per-problem status codes (`Status`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._model.forward import precision_scope
+from .._model.numba_jacobian import albedo_columns, model_columns
+from .._model.numba_model import observation_rows
+from .._params import PARAMETER_NAMES, HapkeParams
+from .._shapes import check_choice
+from .invert import (
+    DEFAULT_MAX_ITER,
+    SOLVERS,
+    albedo_bounds,
+    as_float_array,
+    check_positive_int,
+    default_tolerance,
+    invert,
+    pad_pixels,
+)
+from .jax_solver import solve_fit_jax
+from .numba_lm import solve_numba
+from .result import FitResult
+from .status import Status
+
+__all__ = ["fit", "default_bounds", "OBSERVATIONS_PER_CHUNK"]
+
+# Problem-observations per chunk: the JAX solver keeps the linearised model of each
+# (~100 floats), so 131 k of them take ~100 MB in float64.
+OBSERVATIONS_PER_CHUNK = 1 << 17
+# J^T J scaled to unit diagonal (a correlation matrix) with an eigenvalue below this is
+# singular to working precision: some combination of the free parameters is not
+# determined by the observations (its variance would be >= 1e12 times the others').
+UNDETERMINED_EIGENVALUE = 1e-12
+
+
+def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
+    """The physical bounds every free parameter is projected onto (closed intervals).
+
+    w in (0, 1) (eps inside); b in [0, 1); c in [-1, 1]; roughness theta-bar in
+    [0, 45 deg] [rad]; hs, hc > 0 (1e-6 at least: 0 switches the effect off); bs0 >= 0;
+    bc0 in [0, 1].
+    """
+    w_lower, w_upper = albedo_bounds(dtype)
+    return {
+        "w": (w_lower, w_upper),
+        "b": (0.0, w_upper),
+        "c": (-1.0, 1.0),
+        "roughness": (0.0, math.radians(45.0)),
+        "hs": (1e-6, math.inf),
+        "bs0": (0.0, math.inf),
+        "hc": (1e-6, math.inf),
+        "bc0": (0.0, 1.0),
+    }
+
+
+def _check_free(free, params: HapkeParams) -> tuple[str, ...]:
+    if isinstance(free, str):
+        free = (free,)
+    free = tuple(free)
+    if not free or len(set(free)) != len(free):
+        raise ValueError(f"free must name each fitted parameter once, got {free!r}")
+    for name in free:
+        check_choice("free", name, PARAMETER_NAMES)
+    if params.legendre is not None and free != ("w",):
+        raise ValueError(
+            "fit with free parameters other than w needs the double Henyey-Greenstein phase "
+            "function: params.legendre must be None"
+        )
+    switches = {"hs": "hs", "bs0": "hs", "hc": "hc", "bc0": "hc", "roughness": "roughness"}
+    for name in free:
+        switch = switches.get(name)
+        if switch is not None and not getattr(params, switch) > 0.0:
+            raise ValueError(
+                f"{name} is free but params.{switch} = 0 switches its effect off (zero "
+                f"derivative); start from params.{switch} > 0"
+            )
+    return free
+
+
+def _check_bounds(bounds, free, dtype):
+    merged = default_bounds(dtype)
+    for name, interval in (bounds or {}).items():
+        check_choice("bounds", name, PARAMETER_NAMES)
+        lower, upper = (float(v) for v in interval)
+        if not lower < upper:
+            raise ValueError(f"bounds[{name!r}] must have lower < upper, got {interval!r}")
+        merged[name] = (lower, upper)
+    return np.array([merged[n][0] for n in free]), np.array([merged[n][1] for n in free])
+
+
+def fit(
+    refl,
+    incidence,
+    emission,
+    normal,
+    params: HapkeParams,
+    free=("w", "b", "c"),
+    solver: str = "jax",
+    bounds: Mapping | None = None,
+    *,
+    start: Mapping | None = None,
+    max_iter: int = DEFAULT_MAX_ITER,
+    tol: float | None = None,
+    refl_sigma=None,
+    chunk_size: int | None = None,
+) -> FitResult:
+    """Fit the free Hapke parameters of every pixel and band to several observations.
+
+    Each (pixel, band) is its own least-squares problem over its observations: the
+    parameters named in `free` are fitted, the others are fixed at `params`. Solved by
+    Levenberg-Marquardt with per-problem damping, acceptance and early exit (the same
+    machinery as `invert`, which is the case free=("w",) with one observation).
+
+    Args:
+        refl: observed bidirectional reflectance r [1/sr], shape
+            ``pixels + (bands, observations)``: the observation axis is last. A problem
+            with any non-finite observation gets status NONFINITE_INPUT.
+        incidence: vectors toward the light source, one per observation: shape
+            ``pixels + (observations, 3)``, or ``(observations, 3)`` for all pixels.
+        emission: vectors toward the observer, same rule.
+        normal: outward surface normals, same rule (typically the same for every
+            observation of a pixel).
+        params: `HapkeParams`: the fixed parameters and the starting values of the free
+            ones. Fitting b or c needs the double Henyey-Greenstein phase function
+            (``params.legendre`` None); fitting roughness, hs/bs0 or hc/bc0 needs
+            params.roughness, hs or hc > 0 (0 switches the effect off).
+        free: names of the fitted parameters, from "w", "b", "c", "roughness", "hs",
+            "bs0", "hc", "bc0".
+        solver: ``"jax"`` (optimistix; CPU or GPU) or ``"numba"`` (CPU, parallel).
+        bounds: {name: (lower, upper)} replacing `default_bounds` for those parameters;
+            the iterates are projected onto the bounds.
+        start: {name: starting value} for free parameters, each a scalar or an array of
+            shape ``pixels + (bands,)``. By default every parameter but w starts at
+            `params`, and w at the median over observations of the one-observation
+            `invert` with the other parameters at `params`.
+        max_iter: Levenberg-Marquardt steps per problem at most.
+        tol: convergence tolerance on the step of every free parameter; default 1e-10
+            (float64) or 1e-5 (float32).
+        refl_sigma: 1-sigma uncertainty of every observation [1/sr], a scalar or one value
+            per band; the covariance is then (J^T J)^-1 refl_sigma^2 instead of being
+            scaled by the residual variance.
+        chunk_size: pixels per chunk (memory is bounded by the chunk); default about
+            131 k problem-observations per chunk.
+
+    Returns:
+        `FitResult`: fitted values, status, iterations, residual norm and covariance.
+
+    Raises:
+        ValueError: naming the argument, for an unknown solver or parameter name,
+            mismatched shapes, a start outside the bounds, bad bounds, a free parameter
+            whose effect is switched off in `params`, non-positive tol, max_iter or
+            chunk_size, or a negative refl_sigma.
+    """
+    check_choice("solver", solver, SOLVERS)
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+    free = _check_free(free, params)
+    refl = as_float_array("refl", refl)
+    geometry = {
+        "incidence": as_float_array("incidence", incidence),
+        "emission": as_float_array("emission", emission),
+        "normal": as_float_array("normal", normal),
+    }
+    if refl.ndim < 2:
+        raise ValueError(f"refl must have shape pixels + (bands, observations), got {refl.shape}")
+    pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
+    for name, array in geometry.items():
+        if array.shape not in ((n_obs, 3), pixel_shape + (n_obs, 3)):
+            raise ValueError(
+                f"{name} must have shape pixels + (observations, 3) = {pixel_shape + (n_obs, 3)} "
+                f"or (observations, 3) = {(n_obs, 3)}, got {array.shape}"
+            )
+    dtype = np.float32 if refl.dtype == np.float32 else np.float64
+    max_iter = check_positive_int("max_iter", max_iter)
+    tol = default_tolerance(dtype) if tol is None else float(tol)
+    if not tol > 0.0:
+        raise ValueError(f"tol must be positive, got {tol!r}")
+    lower, upper = _check_bounds(bounds, free, dtype)
+    n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
+    n_free = len(free)
+    default_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
+    chunk = default_chunk if chunk_size is None else check_positive_int("chunk_size", chunk_size)
+    chunk = min(chunk, max(n_pixels, 1))
+    band_sigma = _check_sigma(refl_sigma, n_bands)
+
+    flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
+    flat_geometry = [np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry.values()]
+    flat_start = _starting_values(start, free, params, flat_refl, flat_geometry, solver, pixel_shape, n_bands, lower, upper)
+    fixed = np.array([0.5] + [float(v) for v in params.scalars()])
+
+    values = np.empty((n_pixels, n_bands, n_free), dtype)
+    status = np.empty((n_pixels, n_bands), np.int8)
+    iterations = np.empty((n_pixels, n_bands), np.int32)
+    residual_norm = np.empty((n_pixels, n_bands), dtype)
+    covariance = np.empty((n_pixels, n_bands, n_free, n_free), dtype)
+    free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
+    for first in range(0, n_pixels, chunk):
+        last = min(first + chunk, n_pixels)
+        pieces = [flat_refl[first:last], *(g[first:last] for g in flat_geometry)]
+        piece_start = flat_start[first:last]
+        if solver == "numba":
+            solved = _solve_chunk_numba(pieces, piece_start, fixed, params, free_index, lower, upper, max_iter, tol)
+        else:
+            solved = _solve_chunk_jax(pieces, piece_start, chunk, dtype, fixed, params, free_index, lower, upper, max_iter, tol)
+        n = last - first
+        chunk_status = solved["status"][:n].copy()
+        covariance[first:last] = _covariance(
+            solved["jtj"][:n], solved["cost"][:n], chunk_status, n_obs, band_sigma
+        )
+        values[first:last] = solved["values"][:n]
+        status[first:last] = chunk_status
+        iterations[first:last] = solved["iterations"][:n]
+        residual_norm[first:last] = np.sqrt(solved["cost"][:n])
+
+    out_shape = pixel_shape + (n_bands,)
+    return FitResult(
+        free=free,
+        values={name: values[..., j].reshape(out_shape) for j, name in enumerate(free)},
+        status=status.reshape(out_shape),
+        iterations=iterations.reshape(out_shape),
+        residual_norm=residual_norm.reshape(out_shape),
+        covariance=covariance.reshape(out_shape + (n_free, n_free)),
+    )
+
+
+def _check_sigma(refl_sigma, n_bands):
+    if refl_sigma is None:
+        return None
+    band_sigma = as_float_array("refl_sigma", refl_sigma)
+    if band_sigma.ndim > 1 or (band_sigma.ndim == 1 and band_sigma.shape[0] != n_bands):
+        raise ValueError(f"refl_sigma must be a scalar or one value per band ({n_bands}), got shape {band_sigma.shape}")
+    if not np.all(band_sigma >= 0.0):
+        raise ValueError("refl_sigma must be non-negative and finite")
+    return np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
+
+
+def _starting_values(start, free, params, flat_refl, flat_geometry, solver, pixel_shape, n_bands, lower, upper):
+    """(pixels, bands, p) starting values, checked against the bounds."""
+    n_pixels = flat_refl.shape[0]
+    start = dict(start or {})
+    for name in start:
+        if name not in free:
+            raise ValueError(f"start names {name!r}, which is not in free={free!r}")
+    columns = []
+    for j, name in enumerate(free):
+        if name in start:
+            value = as_float_array(f"start[{name!r}]", start[name])
+            try:
+                value = np.broadcast_to(value, pixel_shape + (n_bands,)).reshape(n_pixels, n_bands)
+            except ValueError:
+                raise ValueError(
+                    f"start[{name!r}] has shape {value.shape}, which does not broadcast to "
+                    f"pixels + (bands,) = {pixel_shape + (n_bands,)}"
+                ) from None
+            if not np.all((value >= lower[j]) & (value <= upper[j])):
+                raise ValueError(f"start[{name!r}] must lie within its bounds [{lower[j]}, {upper[j]}]")
+        elif name == "w":
+            value = _albedo_start(flat_refl, flat_geometry, params, solver, lower[j], upper[j])
+        else:
+            value = np.full((n_pixels, n_bands), float(getattr(params, name)))
+            if not lower[j] <= float(getattr(params, name)) <= upper[j]:
+                raise ValueError(f"params.{name} = {getattr(params, name)} lies outside its bounds [{lower[j]}, {upper[j]}]")
+        columns.append(value)
+    return np.stack(columns, axis=-1)
+
+
+def _albedo_start(flat_refl, flat_geometry, params, solver, lower, upper):
+    """Median over observations of w from each observation alone (`invert`)."""
+    n_pixels, n_bands, n_obs = flat_refl.shape
+    per_observation = np.moveaxis(flat_refl, -1, 1)  # (pixels, observations, bands)
+    geometry = [g for g in flat_geometry]  # (pixels, observations, 3): one pixel each
+    single = invert(per_observation, *geometry, params, solver=solver)
+    w = np.where(single.status == Status.CONVERGED, single.w, np.nan)
+    with np.errstate(all="ignore"):
+        solved_any = np.any(np.isfinite(w), axis=1)
+        median = np.nanmedian(np.where(solved_any[:, None, :], w, 0.5), axis=1)
+    return np.clip(np.where(np.isfinite(median), median, 0.5), lower, upper)
+
+
+def _covariance(jtj, cost, status, n_obs, band_sigma):
+    """Covariance of every problem from J^T J; marks UNDETERMINED problems in `status`."""
+    n_free = jtj.shape[-1]
+    solved = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
+    safe = np.where(solved[..., None, None], jtj, np.eye(n_free))
+    with np.errstate(all="ignore"):
+        scale = np.sqrt(np.diagonal(safe, axis1=-2, axis2=-1))
+        correlation = safe / (scale[..., :, None] * scale[..., None, :])
+        smallest = np.linalg.eigvalsh(np.where(np.isfinite(correlation), correlation, 0.0))[..., 0]
+        determined = np.all(scale > 0.0, axis=-1) & (smallest > UNDETERMINED_EIGENVALUE)
+        inverse = np.linalg.inv(np.where(determined[..., None, None], correlation, np.eye(n_free)))
+        inverse = inverse / (scale[..., :, None] * scale[..., None, :])
+    status[solved & ~determined & (status == Status.CONVERGED)] = Status.UNDETERMINED
+    if band_sigma is not None:
+        variance = np.broadcast_to(band_sigma**2, cost.shape)
+    else:
+        variance = cost / (n_obs - n_free) if n_obs > n_free else np.full(cost.shape, np.nan)
+    good = solved & determined
+    return np.where(good[..., None, None], inverse * variance[..., None, None], np.nan)
+
+
+def _solve_chunk_numba(pieces, start, fixed, params, free_index, lower, upper, max_iter, tol):
+    refl, incidence, emission, normal = pieces
+    albedo_only = free_index == (0,)
+    rows, valid = observation_rows(incidence, emission, normal, params, with_terms=albedo_only)
+    finite = np.all(np.isfinite(incidence) & np.isfinite(emission) & np.isfinite(normal), axis=-1)
+    columns = albedo_columns if albedo_only else model_columns(tuple(PARAMETER_NAMES[k] for k in free_index))
+    return solve_numba(columns, rows, valid, finite, refl, start, fixed, np.array(free_index), lower, upper, max_iter, tol)
+
+
+def _solve_chunk_jax(pieces, start, chunk, dtype, fixed, params, free_index, lower, upper, max_iter, tol):
+    """One chunk through the JAX solver, padded to `chunk` pixels so it compiles once."""
+    refl, incidence, emission, normal = (
+        pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)
+    )
+    legendre, use_legendre = params.legendre_coefficients(np)
+    with precision_scope(np.empty(0, dtype)):
+        arrays = [jnp.asarray(a, dtype) for a in (refl, incidence, emission, normal)]
+        solved = solve_fit_jax(
+            *arrays,
+            jnp.asarray(fixed, dtype),
+            jnp.asarray(legendre, dtype) if use_legendre else None,
+            jnp.asarray(pad_pixels(start, chunk, 0.5), dtype),
+            free_index,
+            jnp.asarray(lower, dtype),
+            jnp.asarray(upper, dtype),
+            max_iter,
+            tol,
+        )
+        return {name: np.asarray(value) for name, value in jax.device_get(solved).items()}

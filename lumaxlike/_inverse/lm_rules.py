@@ -1,0 +1,73 @@
+"""The Levenberg-Marquardt rules every problem follows, written once for both solvers.
+
+Scalar, branch-free functions, retargeted to JAX and numba like the model's `equations`.
+One problem: minimise the cost F = sum_k f_k^2 over p free parameters theta, f = model
+minus observed, J = df/dtheta. From theta, the trial point is the damped Gauss-Newton
+step, (J^T J + lambda D) delta = -J^T f with D = diag(J^T J) (Marquardt's scaling, see
+`damped_diagonal`), projected onto the parameters' bounds. The trial is accepted when the
+cost decreases (or stays equal to rounding, `COST_TIE`). lambda follows Nielsen's rule (Madsen, Nielsen & Tingleff 2004, "Methods
+for non-linear least squares problems", eq. 3.16 with Marquardt's scaling): after an
+accepted step lambda *= max(1/3, 1 - (2 rho - 1)^3), rho being the ratio of the actual
+to the predicted decrease of F, and the growth factor nu resets to 2; after a rejected one
+lambda *= nu (from at least `MIN_DAMPING`) and nu doubles. lambda starts at 0: the first
+step is plain Gauss-Newton. The problem has converged when the trial step is no longer
+than `tol` in every parameter, or when the trial is accepted and the undamped
+Gauss-Newton step at the trial point is no longer than `tol` (it estimates the remaining distance to the minimum; this saves the one extra
+evaluation that would only confirm a step of ~tol). For one parameter and one
+observation (`invert`) the step is the damped Newton step -f / (f' (1 + lambda)).
+"""
+
+from .._model._scalar_math import maximum, where
+
+__all__ = ["accepted", "gain_ratio", "next_damping", "converged", "damped_diagonal"]
+
+MIN_DAMPING = 1e-3
+# Damping never scales a diagonal entry of J^T J below this fraction of the largest one, so
+# a parameter with a vanishing derivative (e.g. at a bound where its effect switches off)
+# still gets a finite, damped step instead of a singular system.
+DIAGONAL_FLOOR = 1e-12
+# Near the minimum, costs of nearby points differ by rounding only (a sum of many squared
+# residuals carries several ulps, 1e-15 relative in float64): a trial within this fraction
+# above the current cost is a tie, and accepted. Without it, whether the last, converging
+# step is taken turns on rounding, and the damping grows until the steps fall below tol
+# wherever they are in a flat valley.
+COST_TIE = 1e-12
+
+
+def accepted(cost, cost_trial):
+    """Whether the trial point is accepted: its cost is lower, or equal within rounding."""
+    return (cost_trial < cost) | (cost_trial <= cost * (1.0 + COST_TIE))
+
+
+def gain_ratio(cost, cost_trial, predicted_decrease):
+    """rho: actual over predicted decrease of the cost (-1 if none was predicted).
+
+    `predicted_decrease` is -(2 delta^T J^T f + delta^T J^T J delta), the decrease of the
+    linearised cost along the (projected) step delta.
+    """
+    positive = predicted_decrease > 0.0
+    return where(positive, (cost - cost_trial) / where(positive, predicted_decrease, 1.0), -1.0 + 0.0 * cost)
+
+
+def next_damping(accept, ratio, damping, growth):
+    """(lambda, nu) after an accepted or a rejected trial (Nielsen's rule)."""
+    centred = 2.0 * ratio - 1.0
+    shrink = maximum(1.0 / 3.0, 1.0 - centred * centred * centred)
+    return (
+        where(accept, damping * shrink, maximum(damping * growth, MIN_DAMPING)),
+        where(accept, 2.0 + 0.0 * growth, 2.0 * growth),
+    )
+
+
+def converged(step_size, newton_size_at_trial, accept, tol):
+    """Convergence from the largest |step| of the trial and of the Gauss-Newton step there.
+
+    The second test counts only for an accepted trial: a rejected one leaves the problem
+    at its previous point, up to |step| away.
+    """
+    return (step_size <= tol) | (accept & (newton_size_at_trial <= tol))
+
+
+def damped_diagonal(jtj_diagonal, largest_diagonal, damping):
+    """A diagonal entry of the damped system J^T J + lambda max(diag(J^T J), floor)."""
+    return jtj_diagonal + damping * maximum(jtj_diagonal, DIAGONAL_FLOOR * largest_diagonal)

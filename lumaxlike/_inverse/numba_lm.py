@@ -1,0 +1,252 @@
+"""The numba solver for p free parameters: a hand-written Levenberg-Marquardt, parallel
+over pixels, each band of each pixel its own problem.
+
+The model enters as a "column" function (`_model.numba_jacobian`): for one observation's
+precomputed row (its geometry terms, or for w alone its full pixel terms) and the current
+parameters, it writes r and the derivatives along the free parameters. The kernel
+accumulates J^T J (p x p) and J^T f over the observations as it goes (no observations x
+parameters Jacobian is stored), solves the damped system by Cholesky, and follows
+`lm_rules` for acceptance, damping and convergence; at the end it inverts J^T J for the
+covariance. Scratch arrays are allocated once per pixel, not per problem or iteration.
+Computes in float64.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .._model._backends import retarget_to_numba
+from .._model.numba_cache import refresh_when_sources_change
+from . import lm_rules
+from .status import Status
+
+__all__ = ["solve_numba"]
+
+_rules = retarget_to_numba(lm_rules)
+accepted = _rules.accepted
+next_damping = _rules.next_damping
+gain_ratio = _rules.gain_ratio
+converged = _rules.converged
+damped_diagonal = _rules.damped_diagonal
+SOLVING = -1
+CONVERGED = int(Status.CONVERGED)
+MAX_ITER = int(Status.MAX_ITER)
+INVALID_GEOMETRY = int(Status.INVALID_GEOMETRY)
+NONFINITE_INPUT = int(Status.NONFINITE_INPUT)
+
+
+@numba.njit(error_model="numpy", cache=True)
+def _cholesky(matrix, factor):
+    """Lower Cholesky factor of the p x p `matrix` into `factor`; False if not positive definite."""
+    p = matrix.shape[0]
+    for j in range(p):
+        pivot = matrix[j, j]
+        for k in range(j):
+            pivot -= factor[j, k] * factor[j, k]
+        if not pivot > 0.0:
+            return False
+        root = math.sqrt(pivot)
+        factor[j, j] = root
+        for i in range(j + 1, p):
+            value = matrix[i, j]
+            for k in range(j):
+                value -= factor[i, k] * factor[j, k]
+            factor[i, j] = value / root
+    return True
+
+
+@numba.njit(error_model="numpy", cache=True)
+def _cholesky_solve(factor, rhs, solution):
+    """Solve L L^T x = rhs into `solution`."""
+    p = rhs.shape[0]
+    for i in range(p):
+        value = rhs[i]
+        for k in range(i):
+            value -= factor[i, k] * solution[k]
+        solution[i] = value / factor[i, i]
+    for i in range(p - 1, -1, -1):
+        value = solution[i]
+        for k in range(i + 1, p):
+            value -= factor[k, i] * solution[k]
+        solution[i] = value / factor[i, i]
+
+
+@numba.njit(error_model="numpy")
+def _cost_and_normal_equations(columns, parameters, rows, refl, free_count, out, jtj, jtf):
+    """sum_k f_k^2, and J^T J, J^T f accumulated over the observations (lower triangle)."""
+    cost = 0.0
+    for a in range(free_count):
+        jtf[a] = 0.0
+        for b in range(a + 1):
+            jtj[a, b] = 0.0
+    for k in range(refl.shape[0]):
+        columns(parameters, rows[k], out)
+        residual = out[0] - refl[k]
+        cost += residual * residual
+        for a in range(free_count):
+            jtf[a] += out[1 + a] * residual
+            for b in range(a + 1):
+                jtj[a, b] += out[1 + a] * out[1 + b]
+    for a in range(free_count):
+        for b in range(a):
+            jtj[b, a] = jtj[a, b]
+    return cost
+
+
+@numba.njit(error_model="numpy")
+def _damped_step(jtj, jtf, damping, system, factor, step):
+    """Solve the damped system (`lm_rules.damped_diagonal`) for the step; False if singular."""
+    p = jtf.shape[0]
+    largest = 0.0
+    for a in range(p):
+        largest = max(largest, jtj[a, a])
+    for a in range(p):
+        for b in range(p):
+            system[a, b] = jtj[a, b]
+        system[a, a] = damped_diagonal(jtj[a, a], largest, damping)
+    if not _cholesky(system, factor):
+        return False
+    _cholesky_solve(factor, jtf, step)
+    for a in range(p):
+        step[a] = -step[a]
+    return True
+
+
+@numba.njit(parallel=True, error_model="numpy")
+def _lm_kernel(
+    columns, rows, rows_valid, rows_finite, refl, start, parameters_fixed, free_index, lower, upper,
+    max_iter, tol, values_out, status_out, iterations_out, cost_out, jtj_out,
+):  # fmt: skip
+    """Solve problems (pixel, band) with observations along the last axis of `refl`.
+
+    rows: (pixels, observations, row length); rows_valid, rows_finite: (pixels,
+    observations) bool; refl: (pixels, bands, observations); start: (pixels, bands, p);
+    values_out: (pixels, bands, p); jtj_out: (pixels, bands, p, p) J^T J at the solution.
+    """
+    n_pixels, n_bands, n_obs = refl.shape
+    p = free_index.shape[0]
+    for pixel in numba.prange(n_pixels):
+        parameters = parameters_fixed.copy()
+        trial = parameters_fixed.copy()
+        out = np.empty(p + 1)
+        jtj = np.empty((p, p))
+        jtf = np.empty(p)
+        jtj_trial = np.empty((p, p))
+        jtf_trial = np.empty(p)
+        system = np.empty((p, p))
+        factor = np.empty((p, p))
+        step = np.empty(p)
+        geometry_status = SOLVING
+        for k in range(n_obs):
+            if not rows_finite[pixel, k]:
+                geometry_status = NONFINITE_INPUT
+            elif not rows_valid[pixel, k] and geometry_status == SOLVING:
+                geometry_status = INVALID_GEOMETRY
+        for band in range(n_bands):
+            refl_problem = refl[pixel, band]
+            status = geometry_status
+            for k in range(n_obs):
+                if not math.isfinite(refl_problem[k]):
+                    status = NONFINITE_INPUT
+            if status != SOLVING:
+                status_out[pixel, band] = status
+                iterations_out[pixel, band] = 0
+                cost_out[pixel, band] = math.nan
+                for a in range(p):
+                    values_out[pixel, band, a] = math.nan
+                    for b in range(p):
+                        jtj_out[pixel, band, a, b] = math.nan
+                continue
+            for a in range(p):
+                parameters[free_index[a]] = start[pixel, band, a]
+            cost = _cost_and_normal_equations(columns, parameters, rows[pixel], refl_problem, p, out, jtj, jtf)
+            damping = 0.0
+            growth = 2.0
+            done = cost == 0.0
+            iteration = 0
+            while not done and iteration < max_iter:
+                iteration += 1
+                for a in range(p):
+                    trial[free_index[a]] = parameters[free_index[a]]
+                if not _damped_step(jtj, jtf, damping, system, factor, step):
+                    damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
+                    continue
+                step_size = 0.0
+                for a in range(p):
+                    index = free_index[a]
+                    value = min(upper[a], max(lower[a], parameters[index] + step[a]))
+                    trial[index] = value
+                    step[a] = value - parameters[index]  # the projected step
+                    step_size = max(step_size, abs(step[a]))
+                predicted = 0.0  # decrease of the linearised cost along the step
+                for a in range(p):
+                    predicted -= 2.0 * step[a] * jtf[a]
+                    for b in range(p):
+                        predicted -= step[a] * jtj[a, b] * step[b]
+                cost_trial = _cost_and_normal_equations(columns, trial, rows[pixel], refl_problem, p, out, jtj_trial, jtf_trial)
+                newton_size = math.inf
+                if _damped_step(jtj_trial, jtf_trial, 0.0, system, factor, step):
+                    newton_size = 0.0
+                    for a in range(p):
+                        newton_size = max(newton_size, abs(step[a]))
+                accept = accepted(cost, cost_trial)
+                done = converged(step_size, newton_size, accept, tol)
+                damping, growth = next_damping(accept, gain_ratio(cost, cost_trial, predicted), damping, growth)
+                if accept:
+                    for a in range(p):
+                        parameters[free_index[a]] = trial[free_index[a]]
+                        jtf[a] = jtf_trial[a]
+                        for b in range(p):
+                            jtj[a, b] = jtj_trial[a, b]
+                    cost = cost_trial
+            status_out[pixel, band] = CONVERGED if done else MAX_ITER
+            iterations_out[pixel, band] = iteration
+            cost_out[pixel, band] = cost
+            for a in range(p):
+                values_out[pixel, band, a] = parameters[free_index[a]]
+                for b in range(p):
+                    jtj_out[pixel, band, a, b] = jtj[a, b]
+
+
+refresh_when_sources_change(_cholesky, lm_rules)
+
+
+def solve_numba(columns, rows, rows_valid, rows_finite, refl, start, parameters_fixed, free_index,
+                lower, upper, max_iter, tol):
+    """Solve one chunk of problems with the numba kernel (float64).
+
+    Args:
+        columns: a column function of `_model.numba_jacobian`.
+        rows: (pixels, observations, row length) precomputed observation rows.
+        rows_valid, rows_finite: (pixels, observations) bool: geometry valid / finite.
+        refl: (pixels, bands, observations) observed r [1/sr].
+        start: (pixels, bands, p) starting values of the free parameters.
+        parameters_fixed: values of all `PARAMETER_NAMES` (the free ones are overwritten).
+        free_index: (p,) int indices of the free parameters in `PARAMETER_NAMES`.
+        lower, upper: (p,) bounds the free parameters are projected onto.
+        max_iter, tol: iteration cap and step tolerance.
+    Returns:
+        dict: values (pixels, bands, p), status int8, iterations int32, cost (sum of
+        squared residuals), jtj (pixels, bands, p, p).
+    """
+    n_pixels, n_bands, _ = refl.shape
+    p = len(free_index)
+    out = {
+        "values": np.empty((n_pixels, n_bands, p)),
+        "status": np.empty((n_pixels, n_bands), np.int8),
+        "iterations": np.empty((n_pixels, n_bands), np.int32),
+        "cost": np.empty((n_pixels, n_bands)),
+        "jtj": np.empty((n_pixels, n_bands, p, p)),
+    }
+    as_float = lambda a: np.require(a, np.float64, ("C", "W"))  # noqa: E731
+    _lm_kernel(
+        columns, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
+        np.require(rows_finite, np.bool_, ("C", "W")), as_float(refl), as_float(start),
+        as_float(parameters_fixed), np.require(free_index, np.int64, ("C", "W")), as_float(lower),
+        as_float(upper), int(max_iter), float(tol),
+        out["values"], out["status"], out["iterations"], out["cost"], out["jtj"],
+    )  # fmt: skip
+    return out

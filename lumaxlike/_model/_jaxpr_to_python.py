@@ -1,0 +1,173 @@
+"""Translate a scalar jaxpr into straight-line Python source that numba compiles.
+
+The numba solvers need derivatives of the model with respect to every Hapke parameter;
+numba has no autodiff, and the physics must stay written once (`equations`). So the
+derivative code is JAX's own: the caller traces `jax.jvp` of the equations to a jaxpr,
+and this module prints that jaxpr, one primitive per line, as a Python function over
+floats. Nothing here differentiates; it only spells out JAX's primitives in `math`.
+
+Only scalar (shape ``()``) programs are accepted, with the primitives in `_SPELLING`
+plus nested `jit` calls (inlined). Identical equations (same primitive, parameters and
+operands) are emitted once, so the primal part shared by several JVPs is computed once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jax.extend import core as jex_core
+
+__all__ = ["scalar_jaxpr_to_source"]
+
+_BINARY = {
+    "add": "({0} + {1})",
+    "add_any": "({0} + {1})",
+    "sub": "({0} - {1})",
+    "mul": "({0} * {1})",
+    "div": "({0} / {1})",
+    "pow": "({0} ** {1})",
+    "max": "({0} if {0} > {1} else {1})",
+    "min": "({0} if {0} < {1} else {1})",
+    "atan2": "math.atan2({0}, {1})",
+    "gt": "({0} > {1})",
+    "ge": "({0} >= {1})",
+    "lt": "({0} < {1})",
+    "le": "({0} <= {1})",
+    "eq": "({0} == {1})",
+    "ne": "({0} != {1})",
+    "and": "({0} & {1})",
+    "or": "({0} | {1})",
+}
+_UNARY = {
+    "neg": "(-{0})",
+    "sqrt": "math.sqrt({0})",
+    "exp": "math.exp({0})",
+    "expm1": "math.expm1({0})",
+    "log": "math.log({0})",
+    "log1p": "math.log1p({0})",
+    "tan": "math.tan({0})",
+    "abs": "abs({0})",
+    "square": "({0} * {0})",
+    "not": "(not {0})",
+}
+_INLINED_CALLS = ("jit", "pjit", "closed_call", "core_call")
+
+
+def _literal(value) -> str:
+    value = np.asarray(value)
+    if value.shape != ():
+        raise ValueError(f"only scalar literals can be translated, got shape {value.shape}")
+    if value.dtype == np.bool_:
+        return "True" if bool(value) else "False"
+    if np.issubdtype(value.dtype, np.integer):
+        return repr(int(value))
+    number = float(value)
+    if np.isnan(number):
+        return "math.nan"
+    if np.isinf(number):
+        return "math.inf" if number > 0 else "(-math.inf)"
+    return repr(number)
+
+
+class _Printer:
+    def __init__(self):
+        self.lines: list[str] = []
+        self.known: dict[str, str] = {}  # expression -> variable holding it
+        self.count = 0
+
+    def bind(self, expression: str) -> str:
+        if expression in self.known:
+            return self.known[expression]
+        name = f"_t{self.count}"
+        self.count += 1
+        self.lines.append(f"    {name} = {expression}")
+        self.known[expression] = name
+        return name
+
+    def integer_power(self, base: str, power: int) -> str:
+        """x**n by repeated squaring, each product bound once (shared across powers)."""
+        if power == 0:
+            return "1.0"
+        if power < 0:
+            return f"(1.0 / {self.bind(self.integer_power(base, -power))})"
+        if power == 1:
+            return base
+        half = self.bind(self.integer_power(base, power // 2))
+        square = f"({half} * {half})"
+        return square if power % 2 == 0 else f"({self.bind(square)} * {base})"
+
+    def run(self, jaxpr, consts, args) -> list[str]:
+        env = {}
+
+        def read(atom):
+            if isinstance(atom, jex_core.Literal):
+                return _literal(atom.val)
+            return env[atom]
+
+        for var, value in zip(jaxpr.constvars, consts):
+            env[var] = _literal(value)
+        for var, value in zip(jaxpr.invars, args):
+            env[var] = value
+        for eqn in jaxpr.eqns:
+            for var in (*eqn.invars, *eqn.outvars):
+                if getattr(var.aval, "shape", ()) != ():
+                    raise ValueError(f"{eqn.primitive.name}: only scalar programs can be translated")
+            name = eqn.primitive.name
+            operands = [read(v) for v in eqn.invars]
+            if name in _INLINED_CALLS:
+                closed = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
+                inner = getattr(closed, "jaxpr", closed)
+                inner_consts = getattr(closed, "consts", ())
+                results = self.run(inner, inner_consts, operands)
+                for var, value in zip(eqn.outvars, results):
+                    env[var] = value
+                continue
+            if name in _BINARY:
+                expression = _BINARY[name].format(*operands)
+            elif name in _UNARY:
+                expression = _UNARY[name].format(*operands)
+            elif name == "integer_pow":
+                expression = self.integer_power(operands[0], eqn.params["y"])
+            elif name == "select_n":
+                if len(operands) != 3:
+                    raise ValueError("select_n: only two-way selects can be translated")
+                predicate, if_false, if_true = operands
+                expression = f"({if_true} if {predicate} else {if_false})"
+            elif name == "convert_element_type":
+                dtype = np.dtype(eqn.params["new_dtype"])
+                from_bool = getattr(eqn.invars[0].aval, "dtype", None) == np.bool_
+                if dtype == np.bool_:
+                    expression = f"({operands[0]} != 0)"
+                elif np.issubdtype(dtype, np.integer):
+                    expression = f"(1 if {operands[0]} else 0)" if from_bool else f"int({operands[0]})"
+                else:  # numba has no float(bool)
+                    expression = f"(1.0 if {operands[0]} else 0.0)" if from_bool else f"float({operands[0]})"
+            elif name in ("broadcast_in_dim", "reshape", "squeeze", "copy", "copy_p"):
+                env[eqn.outvars[0]] = operands[0]  # the identity on scalars
+                continue
+            else:
+                raise ValueError(f"primitive {name!r} cannot be translated to Python")
+            env[eqn.outvars[0]] = self.bind(expression)
+        return [read(v) for v in jaxpr.outvars]
+
+
+def scalar_jaxpr_to_source(closed_jaxpr, function_name: str, argument_names) -> str:
+    """Python source of ``def function_name(*argument_names)`` computing `closed_jaxpr`.
+
+    Args:
+        closed_jaxpr: a `jax.make_jaxpr` result whose inputs and outputs are scalars.
+        function_name: name of the generated function.
+        argument_names: one Python name per jaxpr input.
+    Returns:
+        Source text; the function returns a tuple of the jaxpr's outputs and needs
+        ``math`` in its globals.
+    Raises:
+        ValueError: for a non-scalar value or a primitive without a translation.
+    """
+    argument_names = list(argument_names)
+    if any(name.startswith("_t") for name in argument_names):
+        raise ValueError("argument names must not start with '_t' (reserved for temporaries)")
+    printer = _Printer()
+    outputs = printer.run(closed_jaxpr.jaxpr, closed_jaxpr.consts, list(argument_names))
+    header = f"def {function_name}({', '.join(argument_names)}):"
+    footer = f"    return ({', '.join(outputs)},)"
+    return "\n".join([header, *printer.lines, footer]) + "\n"

@@ -1,0 +1,125 @@
+"""The numba derivative code generated from JAX: against JAX's own derivatives and against
+finite differences; the jaxpr translator's refusals."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lumaxlike._model import numba_jacobian
+from lumaxlike._model._backends import jax_equations, numba_equations
+from lumaxlike._model._jaxpr_to_python import scalar_jaxpr_to_source
+from lumaxlike._params import PARAMETER_NAMES
+
+from .helpers import random_geometry
+
+ALL_FREE = PARAMETER_NAMES  # w, b, c, roughness, hs, bs0, hc, bc0
+PARAMETERS = np.array([0.6, 0.25, 0.5, math.radians(20.0), 0.06, 0.9, 0.03, 0.5])
+
+
+def geometry_rows(n, seed):
+    rng = np.random.default_rng(seed)
+    incidence, emission, normal = random_geometry(n, rng)
+    rows = []
+    for k in range(n):
+        geometry = numba_equations.geometry_terms(incidence[k], emission[k], normal[k])
+        if geometry.valid:
+            rows.append(np.array([float(v) for v in geometry]))
+    return np.array(rows)
+
+
+def jax_reflectance(parameters, row):
+    geometry = jax_equations.GeometryTerms(*row[:-1], row[-1] != 0.0)
+    w, b, c, roughness, hs, bs0, hc, bc0 = (parameters[k] for k in range(8))
+    terms = jax_equations.terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, None, False)
+    return jax_equations.reflectance(w, terms)
+
+
+@pytest.fixture(scope="module")
+def all_columns():
+    return numba_jacobian.model_columns(ALL_FREE)
+
+
+def test_columns_match_jax_autodiff(all_columns):
+    rows = geometry_rows(200, seed=0)
+    out = np.empty(len(ALL_FREE) + 1)
+    gradient = jax.jit(jax.grad(jax_reflectance))
+    value = jax.jit(jax_reflectance)
+    for row in rows:
+        all_columns(PARAMETERS, row, out)
+        expected = np.asarray(gradient(jnp.asarray(PARAMETERS), jnp.asarray(row)))
+        # fast-math code (reassociated sums, shared reciprocals): last-bits differences
+        np.testing.assert_allclose(out[0], float(value(jnp.asarray(PARAMETERS), jnp.asarray(row))), rtol=1e-12)
+        np.testing.assert_allclose(out[1:], expected, rtol=1e-9, atol=1e-12 * np.max(np.abs(expected)))
+
+
+def test_columns_match_finite_differences(all_columns):
+    rows = geometry_rows(50, seed=1)
+    out = np.empty(len(ALL_FREE) + 1)
+    plus, minus = np.empty_like(out), np.empty_like(out)
+    for row in rows:
+        all_columns(PARAMETERS, row, out)
+        for j in range(len(ALL_FREE)):
+            step = 1e-6 * max(1.0, abs(PARAMETERS[j]))
+            shifted = PARAMETERS.copy()
+            shifted[j] += step
+            all_columns(shifted, row, plus)
+            shifted[j] -= 2 * step
+            all_columns(shifted, row, minus)
+            central = (plus[0] - minus[0]) / (2 * step)
+            # central differences: truncation ~ step^2 r''' and rounding ~ eps r / step
+            assert abs(out[1 + j] - central) <= 1e-6 * abs(out[1 + j]) + 1e-9, (PARAMETER_NAMES[j], row)
+
+
+def test_subset_columns_equal_full_columns(all_columns):
+    free = ("c", "w", "hs")
+    columns = numba_jacobian.model_columns(free)
+    rows = geometry_rows(20, seed=2)
+    out_all, out = np.empty(len(ALL_FREE) + 1), np.empty(len(free) + 1)
+    for row in rows:
+        all_columns(PARAMETERS, row, out_all)
+        columns(PARAMETERS, row, out)
+        expected = [out_all[0]] + [out_all[1 + PARAMETER_NAMES.index(n)] for n in free]
+        np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def test_albedo_columns_are_the_analytic_slope():
+    rows = geometry_rows(20, seed=3)
+    columns = numba_jacobian.model_columns(("w",))
+    out, out_terms = np.empty(2), np.empty(2)
+    legendre = np.zeros(16)
+    for row in rows:
+        geometry = numba_equations.GeometryTerms(*row[:-1], row[-1] != 0.0)
+        terms = numba_equations.terms_from_geometry(geometry, *PARAMETERS[1:], legendre, False)
+        columns(PARAMETERS, row, out)
+        numba_jacobian.albedo_columns(PARAMETERS, np.array([float(v) for v in terms]), out_terms)
+        np.testing.assert_allclose(out_terms, out, rtol=1e-12)
+
+
+def test_unknown_parameter_name_is_refused():
+    with pytest.raises(ValueError, match="unknown parameter"):
+        numba_jacobian.model_columns(("w", "albedo"))
+
+
+def test_translator_refuses_arrays_and_unknown_primitives():
+    with jax.enable_x64(True):
+        vector = jax.make_jaxpr(lambda x: jnp.sum(x * x))(jnp.ones(3))
+        special = jax.make_jaxpr(jax.lax.erf)(jnp.float64(0.5))
+    with pytest.raises(ValueError, match="only scalar"):
+        scalar_jaxpr_to_source(vector, "f", ["x"])
+    with pytest.raises(ValueError, match="erf"):
+        scalar_jaxpr_to_source(special, "f", ["x"])
+
+
+def test_translated_source_runs_as_python():
+    def function(x, y):
+        return jnp.where(x > y, jnp.exp(x) / y, jnp.log1p(y) ** 3), jnp.arctan2(x, y)
+
+    with jax.enable_x64(True):
+        jaxpr = jax.make_jaxpr(function)(jnp.float64(0.3), jnp.float64(0.7))
+        expected = [float(v) for v in function(jnp.float64(0.3), jnp.float64(0.7))]
+    namespace = {"math": math}
+    exec(scalar_jaxpr_to_source(jaxpr, "f", ["x", "y"]), namespace)
+    np.testing.assert_allclose(namespace["f"](0.3, 0.7), expected, rtol=1e-15)
