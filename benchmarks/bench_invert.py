@@ -499,13 +499,18 @@ def main(argv=None) -> int:
     if args.gpu:
         del cube
         report["gpu"] = run_gpu(chunk_size=args.chunk_size, seed=args.seed)
+    finish(report, print_report, args.json)
+    return 0
+
+
+def finish(report: dict, print_report, path: Path) -> None:
+    """Record the load at the end, print the report and write it as JSON to `path`."""
     if hasattr(os, "getloadavg"):
         report["machine"]["load_average_end"] = os.getloadavg()
     print_report(report)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2, default=_json_default) + "\n")
-    print(f"\nwrote {args.json}", file=sys.stderr)
-    return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=_json_default) + "\n")
+    print(f"\nwrote {path}", file=sys.stderr)
 
 
 def _json_default(value):

@@ -246,3 +246,17 @@ def test_bad_arguments_name_the_argument(change, message):
     arguments.update(change)
     with pytest.raises(ValueError, match=message):
         lumaxlike.fit(**arguments)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_order_of_free_parameters_does_not_matter(solver):
+    refl, geometry, _, rng = scene(8, 2, 12, seed=16)
+    noisy = refl + rng.normal(0.0, 1e-4, refl.shape)
+    ordered = lumaxlike.fit(noisy, *geometry, start_for(FREE_3), free=FREE_3, solver=solver, chunk_size=CHUNK)
+    shuffled_free = ("c", "w", "b")
+    shuffled = lumaxlike.fit(noisy, *geometry, start_for(FREE_3), free=shuffled_free, solver=solver, chunk_size=CHUNK)
+    assert shuffled.free == shuffled_free
+    order = [FREE_3.index(name) for name in shuffled_free]
+    for name in FREE_3:
+        np.testing.assert_allclose(shuffled[name], ordered[name], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(shuffled.covariance, ordered.covariance[..., order, :][..., :, order], rtol=1e-6)

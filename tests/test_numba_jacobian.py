@@ -10,7 +10,7 @@ import pytest
 
 from lumaxlike._model import numba_jacobian
 from lumaxlike._model._backends import jax_equations, numba_equations
-from lumaxlike._model._jaxpr_to_python import scalar_jaxpr_to_source
+from lumaxlike._model._jaxpr_to_python import scalar_jaxpr_to_source, scalar_jaxpr_to_split_source
 from lumaxlike._params import PARAMETER_NAMES
 
 from .helpers import random_geometry
@@ -37,6 +37,13 @@ def jax_reflectance(parameters, row):
     return jax_equations.reflectance(w, terms)
 
 
+def evaluate(functions, parameters, geometry_row, out):
+    """r and the derivative columns: the hoisted part, then the per-step part."""
+    row = np.empty(functions.row_length)
+    functions.hoist(parameters, geometry_row, row)
+    functions.columns(parameters, row, out)
+
+
 @pytest.fixture(scope="module")
 def all_columns():
     return numba_jacobian.model_columns(ALL_FREE)
@@ -48,7 +55,7 @@ def test_columns_match_jax_autodiff(all_columns):
     gradient = jax.jit(jax.grad(jax_reflectance))
     value = jax.jit(jax_reflectance)
     for row in rows:
-        all_columns(PARAMETERS, row, out)
+        evaluate(all_columns, PARAMETERS, row, out)
         expected = np.asarray(gradient(jnp.asarray(PARAMETERS), jnp.asarray(row)))
         # fast-math code (reassociated sums, shared reciprocals): last-bits differences
         np.testing.assert_allclose(out[0], float(value(jnp.asarray(PARAMETERS), jnp.asarray(row))), rtol=1e-12)
@@ -60,14 +67,14 @@ def test_columns_match_finite_differences(all_columns):
     out = np.empty(len(ALL_FREE) + 1)
     plus, minus = np.empty_like(out), np.empty_like(out)
     for row in rows:
-        all_columns(PARAMETERS, row, out)
+        evaluate(all_columns, PARAMETERS, row, out)
         for j in range(len(ALL_FREE)):
             step = 1e-6 * max(1.0, abs(PARAMETERS[j]))
             shifted = PARAMETERS.copy()
             shifted[j] += step
-            all_columns(shifted, row, plus)
+            evaluate(all_columns, shifted, row, plus)
             shifted[j] -= 2 * step
-            all_columns(shifted, row, minus)
+            evaluate(all_columns, shifted, row, minus)
             central = (plus[0] - minus[0]) / (2 * step)
             # central differences: truncation ~ step^2 r''' and rounding ~ eps r / step
             assert abs(out[1 + j] - central) <= 1e-6 * abs(out[1 + j]) + 1e-9, (PARAMETER_NAMES[j], row)
@@ -79,23 +86,39 @@ def test_subset_columns_equal_full_columns(all_columns):
     rows = geometry_rows(20, seed=2)
     out_all, out = np.empty(len(ALL_FREE) + 1), np.empty(len(free) + 1)
     for row in rows:
-        all_columns(PARAMETERS, row, out_all)
-        columns(PARAMETERS, row, out)
+        evaluate(all_columns, PARAMETERS, row, out_all)
+        evaluate(columns, PARAMETERS, row, out)
         expected = [out_all[0]] + [out_all[1 + PARAMETER_NAMES.index(n)] for n in free]
         np.testing.assert_allclose(out, expected, rtol=1e-12)
 
 
-def test_albedo_columns_are_the_analytic_slope():
-    rows = geometry_rows(20, seed=3)
-    columns = numba_jacobian.model_columns(("w",))
-    out, out_terms = np.empty(2), np.empty(2)
+def test_albedo_alone_hoists_every_w_independent_term():
+    """For w alone, the per-step part is the analytic r(w), dr/dw of the pixel terms."""
+    functions = numba_jacobian.model_columns(("w",))
+    out = np.empty(2)
     legendre = np.zeros(16)
-    for row in rows:
+    for row in geometry_rows(20, seed=3):
         geometry = numba_equations.GeometryTerms(*row[:-1], row[-1] != 0.0)
         terms = numba_equations.terms_from_geometry(geometry, *PARAMETERS[1:], legendre, False)
-        columns(PARAMETERS, row, out)
-        numba_jacobian.albedo_columns(PARAMETERS, np.array([float(v) for v in terms]), out_terms)
-        np.testing.assert_allclose(out_terms, out, rtol=1e-12)
+        evaluate(functions, PARAMETERS, row, out)
+        np.testing.assert_allclose(out, numba_equations.reflectance_and_slope(PARAMETERS[0], terms), rtol=1e-12)
+    assert functions.row_length <= len(numba_equations.PixelTerms._fields) + 2
+
+
+def test_split_source_hoists_only_what_the_free_parameters_leave_alone():
+    def function(x, y):
+        slow = jnp.exp(x) * 2.0  # depends on x only
+        return (slow * y + slow, y * y)
+
+    with jax.enable_x64(True):
+        jaxpr = jax.make_jaxpr(function)(jnp.float64(0.3), jnp.float64(0.7))
+    source, n_residuals = scalar_jaxpr_to_split_source(jaxpr, ["x", "y"], ["y"], "known", "unknown")
+    namespace = {"math": math}
+    exec(source, namespace)
+    residuals = namespace["known"](0.3)
+    assert n_residuals == 1 and len(residuals) == 1
+    assert "exp" in source.split("def unknown")[0] and "exp" not in source.split("def unknown")[1]
+    np.testing.assert_allclose(namespace["unknown"](*residuals, 0.7), [float(v) for v in function(0.3, 0.7)], rtol=1e-15)
 
 
 def test_unknown_parameter_name_is_refused():

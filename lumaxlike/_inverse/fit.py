@@ -15,10 +15,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._model.forward import precision_scope
-from .._model.numba_jacobian import albedo_columns, model_columns
+from .._model.numba_jacobian import hoisted_rows, model_columns
 from .._model.numba_model import observation_rows
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._shapes import check_choice
+from .covariance import covariance as fit_covariance
 from .invert import (
     DEFAULT_MAX_ITER,
     SOLVERS,
@@ -39,10 +40,6 @@ __all__ = ["fit", "default_bounds", "OBSERVATIONS_PER_CHUNK"]
 # Problem-observations per chunk: the JAX solver keeps the linearised model of each
 # (~100 floats), so 131 k of them take ~100 MB in float64.
 OBSERVATIONS_PER_CHUNK = 1 << 17
-# J^T J scaled to unit diagonal (a correlation matrix) with an eigenvalue below this is
-# singular to working precision: some combination of the free parameters is not
-# determined by the observations (its variance would be >= 1e12 times the others').
-UNDETERMINED_EIGENVALUE = 1e-12
 
 
 def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
@@ -216,7 +213,7 @@ def fit(
             solved = _solve_chunk_jax(pieces, piece_start, chunk, dtype, fixed, params, free_index, lower, upper, max_iter, tol)
         n = last - first
         chunk_status = solved["status"][:n].copy()
-        covariance[first:last] = _covariance(
+        covariance[first:last] = fit_covariance(
             solved["jtj"][:n], solved["cost"][:n], chunk_status, n_obs, band_sigma
         )
         values[first:last] = solved["values"][:n]
@@ -281,42 +278,25 @@ def _albedo_start(flat_refl, flat_geometry, params, solver, lower, upper):
     n_pixels, n_bands, n_obs = flat_refl.shape
     per_observation = np.moveaxis(flat_refl, -1, 1)  # (pixels, observations, bands)
     geometry = [g for g in flat_geometry]  # (pixels, observations, 3): one pixel each
-    single = invert(per_observation, *geometry, params, solver=solver)
-    w = np.where(single.status == Status.CONVERGED, single.w, np.nan)
-    with np.errstate(all="ignore"):
-        solved_any = np.any(np.isfinite(w), axis=1)
-        median = np.nanmedian(np.where(solved_any[:, None, :], w, 0.5), axis=1)
-    return np.clip(np.where(np.isfinite(median), median, 0.5), lower, upper)
-
-
-def _covariance(jtj, cost, status, n_obs, band_sigma):
-    """Covariance of every problem from J^T J; marks UNDETERMINED problems in `status`."""
-    n_free = jtj.shape[-1]
-    solved = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
-    safe = np.where(solved[..., None, None], jtj, np.eye(n_free))
-    with np.errstate(all="ignore"):
-        scale = np.sqrt(np.diagonal(safe, axis1=-2, axis2=-1))
-        correlation = safe / (scale[..., :, None] * scale[..., None, :])
-        smallest = np.linalg.eigvalsh(np.where(np.isfinite(correlation), correlation, 0.0))[..., 0]
-        determined = np.all(scale > 0.0, axis=-1) & (smallest > UNDETERMINED_EIGENVALUE)
-        inverse = np.linalg.inv(np.where(determined[..., None, None], correlation, np.eye(n_free)))
-        inverse = inverse / (scale[..., :, None] * scale[..., None, :])
-    status[solved & ~determined & (status == Status.CONVERGED)] = Status.UNDETERMINED
-    if band_sigma is not None:
-        variance = np.broadcast_to(band_sigma**2, cost.shape)
-    else:
-        variance = cost / (n_obs - n_free) if n_obs > n_free else np.full(cost.shape, np.nan)
-    good = solved & determined
-    return np.where(good[..., None, None], inverse * variance[..., None, None], np.nan)
+    # a start needs no more than ~1e-6 (the fit's first step does better)
+    single = invert(per_observation, *geometry, params, solver=solver, tol=1e-6)
+    w = np.sort(np.where(single.status == Status.CONVERGED, single.w, np.nan), axis=1)  # NaN last
+    n_solved = np.sum(np.isfinite(w), axis=1, keepdims=True)
+    low = np.take_along_axis(w, np.maximum(n_solved - 1, 0) // 2, axis=1)[:, 0]
+    high = np.take_along_axis(w, n_solved // 2 - (n_solved == 0), axis=1)[:, 0]
+    median = np.where(n_solved[:, 0] > 0, 0.5 * (low + high), 0.5)  # 0.5 where none solved
+    return np.clip(median, lower, upper)
 
 
 def _solve_chunk_numba(pieces, start, fixed, params, free_index, lower, upper, max_iter, tol):
     refl, incidence, emission, normal = pieces
-    albedo_only = free_index == (0,)
-    rows, valid = observation_rows(incidence, emission, normal, params, with_terms=albedo_only)
+    geometry_rows, valid = observation_rows(incidence, emission, normal)
     finite = np.all(np.isfinite(incidence) & np.isfinite(emission) & np.isfinite(normal), axis=-1)
-    columns = albedo_columns if albedo_only else model_columns(tuple(PARAMETER_NAMES[k] for k in free_index))
-    return solve_numba(columns, rows, valid, finite, refl, start, fixed, np.array(free_index), lower, upper, max_iter, tol)
+    functions = model_columns(tuple(PARAMETER_NAMES[k] for k in free_index))
+    rows = hoisted_rows(functions, geometry_rows, fixed)  # once per observation
+    return solve_numba(
+        functions.columns, rows, valid, finite, refl, start, fixed, np.array(free_index), lower, upper, max_iter, tol
+    )
 
 
 def _solve_chunk_jax(pieces, start, chunk, dtype, fixed, params, free_index, lower, upper, max_iter, tol):

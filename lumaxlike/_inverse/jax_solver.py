@@ -73,17 +73,25 @@ def _normal_equations(fn, y, args):
     return residual, jtj, jtf
 
 
-def _solve_damped(jtj, jtf, damping):
+def _solve_damped(jtj, jtf, damping, held):
     """The damped step (`lm_rules.damped_diagonal`) of every problem; returns (x, solvable).
+
+    Parameters marked in `held` (batch + (p,), `lm_rules.pinned`) leave the system: their
+    step is 0 and the others' is the best with them fixed.
 
     p is small and static: an unrolled Cholesky over whole lanes of problems (one
     division for p = 1), far faster on CPU than batched LAPACK calls on tiny matrices.
     """
     n_free = jtf.shape[-1]
-    system = [[jtj[..., a, b] for b in range(n_free)] for a in range(n_free)]
     largest = jnp.max(jnp.diagonal(jtj, axis1=-2, axis2=-1), axis=-1)
+    system = [
+        [jnp.where(held[..., a] | held[..., b], 0.0, jtj[..., a, b]) for b in range(n_free)]
+        for a in range(n_free)
+    ]
     for a in range(n_free):
-        system[a][a] = _lm.damped_diagonal(system[a][a], largest, damping)
+        damped = _lm.damped_diagonal(jtj[..., a, a], largest, damping)
+        system[a][a] = jnp.where(held[..., a], 1.0, damped)
+    jtf = jnp.where(held, 0.0, jtf)
     factor = [[None] * n_free for _ in range(n_free)]
     solvable = jnp.ones(jtf.shape[:-1], bool)
     for j in range(n_free):
@@ -142,11 +150,12 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         )
 
     def step(self, fn, y, args, options, state, tags):
-        step, solvable = _solve_damped(state.jtj, state.jtf, state.damping)
         lower, upper = (jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper))
+        step, solvable = _solve_damped(state.jtj, state.jtf, state.damping, _lm.pinned(y, lower, upper, state.jtf))
         trial = jnp.clip(y + step, lower, upper)
         residual_trial, jtj_trial, jtf_trial = _normal_equations(fn, trial, args)
-        newton, newton_solvable = _solve_damped(jtj_trial, jtf_trial, jnp.zeros_like(state.damping))
+        held_at_trial = _lm.pinned(trial, lower, upper, jtf_trial)
+        newton, newton_solvable = _solve_damped(jtj_trial, jtf_trial, jnp.zeros_like(state.damping), held_at_trial)
         newton_size = jnp.where(newton_solvable, jnp.max(jnp.abs(newton), axis=-1), jnp.inf)
         projected = trial - y
         step_size = jnp.max(jnp.abs(projected), axis=-1)

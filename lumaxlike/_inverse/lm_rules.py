@@ -4,7 +4,9 @@ Scalar, branch-free functions, retargeted to JAX and numba like the model's `equ
 One problem: minimise the cost F = sum_k f_k^2 over p free parameters theta, f = model
 minus observed, J = df/dtheta. From theta, the trial point is the damped Gauss-Newton
 step, (J^T J + lambda D) delta = -J^T f with D = diag(J^T J) (Marquardt's scaling, see
-`damped_diagonal`), projected onto the parameters' bounds. The trial is accepted when the
+`damped_diagonal`), projected onto the parameters' bounds; a parameter at a bound
+that the cost would push it through is held there (`pinned`: its row and column leave
+the system, so the others take the step that is best with it fixed). The trial is accepted when the
 cost decreases (or stays equal to rounding, `COST_TIE`). lambda follows Nielsen's rule (Madsen, Nielsen & Tingleff 2004, "Methods
 for non-linear least squares problems", eq. 3.16 with Marquardt's scaling): after an
 accepted step lambda *= max(1/3, 1 - (2 rho - 1)^3), rho being the ratio of the actual
@@ -19,7 +21,7 @@ observation (`invert`) the step is the damped Newton step -f / (f' (1 + lambda))
 
 from .._model._scalar_math import maximum, where
 
-__all__ = ["accepted", "gain_ratio", "next_damping", "converged", "damped_diagonal"]
+__all__ = ["accepted", "gain_ratio", "next_damping", "converged", "damped_diagonal", "pinned"]
 
 MIN_DAMPING = 1e-3
 # Damping never scales a diagonal entry of J^T J below this fraction of the largest one, so
@@ -71,3 +73,11 @@ def converged(step_size, newton_size_at_trial, accept, tol):
 def damped_diagonal(jtj_diagonal, largest_diagonal, damping):
     """A diagonal entry of the damped system J^T J + lambda max(diag(J^T J), floor)."""
     return jtj_diagonal + damping * maximum(jtj_diagonal, DIAGONAL_FLOOR * largest_diagonal)
+
+
+def pinned(value, lower, upper, gradient):
+    """Whether a parameter is held at its bound: it is there and the cost decreases outward.
+
+    `gradient` is the parameter's entry of J^T f (half the cost's gradient).
+    """
+    return ((value <= lower) & (gradient > 0.0)) | ((value >= upper) & (gradient < 0.0))

@@ -19,16 +19,16 @@ import numba
 import numpy as np
 
 from .._model._backends import retarget_to_numba
-from .._model.numba_cache import refresh_when_sources_change
 from . import lm_rules
 from .status import Status
 
-__all__ = ["solve_numba"]
+__all__ = ["solve_numba", "cholesky", "cholesky_solve"]
 
 _rules = retarget_to_numba(lm_rules)
 accepted = _rules.accepted
 next_damping = _rules.next_damping
 gain_ratio = _rules.gain_ratio
+pinned = _rules.pinned
 converged = _rules.converged
 damped_diagonal = _rules.damped_diagonal
 SOLVING = -1
@@ -39,7 +39,7 @@ NONFINITE_INPUT = int(Status.NONFINITE_INPUT)
 
 
 @numba.njit(error_model="numpy", cache=True)
-def _cholesky(matrix, factor):
+def cholesky(matrix, factor):
     """Lower Cholesky factor of the p x p `matrix` into `factor`; False if not positive definite."""
     p = matrix.shape[0]
     for j in range(p):
@@ -59,7 +59,7 @@ def _cholesky(matrix, factor):
 
 
 @numba.njit(error_model="numpy", cache=True)
-def _cholesky_solve(factor, rhs, solution):
+def cholesky_solve(factor, rhs, solution):
     """Solve L L^T x = rhs into `solution`."""
     p = rhs.shape[0]
     for i in range(p):
@@ -97,19 +97,23 @@ def _cost_and_normal_equations(columns, parameters, rows, refl, free_count, out,
 
 
 @numba.njit(error_model="numpy")
-def _damped_step(jtj, jtf, damping, system, factor, step):
-    """Solve the damped system (`lm_rules.damped_diagonal`) for the step; False if singular."""
+def _damped_step(parameters, free_index, lower, upper, jtj, jtf, damping, system, factor, rhs, step):
+    """Solve the damped system (`lm_rules.damped_diagonal`) for the step, parameters at a
+    bound held there (`lm_rules.pinned`, step 0); False if singular."""
     p = jtf.shape[0]
     largest = 0.0
     for a in range(p):
         largest = max(largest, jtj[a, a])
     for a in range(p):
+        held_a = pinned(parameters[free_index[a]], lower[a], upper[a], jtf[a])
+        rhs[a] = 0.0 if held_a else jtf[a]
         for b in range(p):
-            system[a, b] = jtj[a, b]
-        system[a, a] = damped_diagonal(jtj[a, a], largest, damping)
-    if not _cholesky(system, factor):
+            held_b = pinned(parameters[free_index[b]], lower[b], upper[b], jtf[b])
+            system[a, b] = 0.0 if held_a or held_b else jtj[a, b]
+        system[a, a] = 1.0 if held_a else damped_diagonal(jtj[a, a], largest, damping)
+    if not cholesky(system, factor):
         return False
-    _cholesky_solve(factor, jtf, step)
+    cholesky_solve(factor, rhs, step)
     for a in range(p):
         step[a] = -step[a]
     return True
@@ -138,6 +142,7 @@ def _lm_kernel(
         jtf_trial = np.empty(p)
         system = np.empty((p, p))
         factor = np.empty((p, p))
+        rhs = np.empty(p)
         step = np.empty(p)
         geometry_status = SOLVING
         for k in range(n_obs):
@@ -171,7 +176,7 @@ def _lm_kernel(
                 iteration += 1
                 for a in range(p):
                     trial[free_index[a]] = parameters[free_index[a]]
-                if not _damped_step(jtj, jtf, damping, system, factor, step):
+                if not _damped_step(parameters, free_index, lower, upper, jtj, jtf, damping, system, factor, rhs, step):
                     damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
                     continue
                 step_size = 0.0
@@ -188,7 +193,7 @@ def _lm_kernel(
                         predicted -= step[a] * jtj[a, b] * step[b]
                 cost_trial = _cost_and_normal_equations(columns, trial, rows[pixel], refl_problem, p, out, jtj_trial, jtf_trial)
                 newton_size = math.inf
-                if _damped_step(jtj_trial, jtf_trial, 0.0, system, factor, step):
+                if _damped_step(trial, free_index, lower, upper, jtj_trial, jtf_trial, 0.0, system, factor, rhs, step):
                     newton_size = 0.0
                     for a in range(p):
                         newton_size = max(newton_size, abs(step[a]))
@@ -209,9 +214,6 @@ def _lm_kernel(
                 values_out[pixel, band, a] = parameters[free_index[a]]
                 for b in range(p):
                     jtj_out[pixel, band, a, b] = jtj[a, b]
-
-
-refresh_when_sources_change(_cholesky, lm_rules)
 
 
 def solve_numba(columns, rows, rows_valid, rows_finite, refl, start, parameters_fixed, free_index,

@@ -6,17 +6,25 @@ derivative code is JAX's own: the caller traces `jax.jvp` of the equations to a 
 and this module prints that jaxpr, one primitive per line, as a Python function over
 floats. Nothing here differentiates; it only spells out JAX's primitives in `math`.
 
-Only scalar (shape ``()``) programs are accepted, with the primitives in `_SPELLING`
-plus nested `jit` calls (inlined). Identical equations (same primitive, parameters and
-operands) are emitted once, so the primal part shared by several JVPs is computed once.
+Only scalar (shape ``()``) programs are accepted, with the primitives in `_BINARY`,
+`_UNARY` and a few more, plus nested `jit` calls (inlined). Identical equations (same
+primitive, parameters and operands) are emitted once, so the primal part shared by
+several JVPs is computed once. `scalar_jaxpr_to_split_source` also splits the program by
+data dependence, like partial evaluation: what depends only on the "known" inputs goes to
+one function, to be run once per observation, the rest to another, run at every step.
 """
 
 from __future__ import annotations
 
+import keyword
+import re
+
 import numpy as np
 from jax.extend import core as jex_core
 
-__all__ = ["scalar_jaxpr_to_source"]
+__all__ = ["scalar_jaxpr_to_source", "scalar_jaxpr_to_split_source"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 _BINARY = {
     "add": "({0} + {1})",
@@ -70,17 +78,17 @@ def _literal(value) -> str:
 
 class _Printer:
     def __init__(self):
-        self.lines: list[str] = []
-        self.known: dict[str, str] = {}  # expression -> variable holding it
+        self.statements: list[tuple[str, str]] = []  # (temporary, expression)
+        self.bound: dict[str, str] = {}  # expression -> temporary holding it
         self.count = 0
 
     def bind(self, expression: str) -> str:
-        if expression in self.known:
-            return self.known[expression]
+        if expression in self.bound:
+            return self.bound[expression]
         name = f"_t{self.count}"
         self.count += 1
-        self.lines.append(f"    {name} = {expression}")
-        self.known[expression] = name
+        self.statements.append((name, expression))
+        self.bound[expression] = name
         return name
 
     def integer_power(self, base: str, power: int) -> str:
@@ -150,6 +158,20 @@ class _Printer:
         return [read(v) for v in jaxpr.outvars]
 
 
+def _checked_names(argument_names) -> list[str]:
+    argument_names = list(argument_names)
+    if any(name.startswith("_t") for name in argument_names):
+        raise ValueError("argument names must not start with '_t' (reserved for temporaries)")
+    return argument_names
+
+
+def _function(name: str, arguments, statements, outputs) -> str:
+    body = [f"    {target} = {expression}" for target, expression in statements]
+    return "\n".join(
+        [f"def {name}({', '.join(arguments)}):", *body, f"    return ({', '.join(outputs)},)"]
+    ) + "\n"
+
+
 def scalar_jaxpr_to_source(closed_jaxpr, function_name: str, argument_names) -> str:
     """Python source of ``def function_name(*argument_names)`` computing `closed_jaxpr`.
 
@@ -163,11 +185,55 @@ def scalar_jaxpr_to_source(closed_jaxpr, function_name: str, argument_names) -> 
     Raises:
         ValueError: for a non-scalar value or a primitive without a translation.
     """
-    argument_names = list(argument_names)
-    if any(name.startswith("_t") for name in argument_names):
-        raise ValueError("argument names must not start with '_t' (reserved for temporaries)")
+    argument_names = _checked_names(argument_names)
     printer = _Printer()
-    outputs = printer.run(closed_jaxpr.jaxpr, closed_jaxpr.consts, list(argument_names))
-    header = f"def {function_name}({', '.join(argument_names)}):"
-    footer = f"    return ({', '.join(outputs)},)"
-    return "\n".join([header, *printer.lines, footer]) + "\n"
+    outputs = printer.run(closed_jaxpr.jaxpr, closed_jaxpr.consts, argument_names)
+    return _function(function_name, argument_names, printer.statements, outputs)
+
+
+def scalar_jaxpr_to_split_source(closed_jaxpr, argument_names, unknown_names, known_name: str, unknown_name: str):
+    """Two functions that together compute `closed_jaxpr`, split by data dependence.
+
+    ``known_name(*known arguments)`` computes everything that does not depend on the
+    arguments in `unknown_names` and returns the residuals: the values the rest needs.
+    ``unknown_name(*residuals, *unknown arguments)`` computes the jaxpr's outputs from
+    them. Arguments keep their order in `argument_names`.
+
+    Returns:
+        (source text of both functions, number of residuals).
+    Raises:
+        ValueError: as `scalar_jaxpr_to_source`.
+    """
+    argument_names = _checked_names(argument_names)
+    unknown_names = [name for name in argument_names if name in set(unknown_names)]
+    known_names = [name for name in argument_names if name not in set(unknown_names)]
+    printer = _Printer()
+    outputs = printer.run(closed_jaxpr.jaxpr, closed_jaxpr.consts, argument_names)
+    variables = set(argument_names) | {target for target, _ in printer.statements}
+
+    def operands(expression):
+        return [n for n in _NAME.findall(expression) if n in variables and not keyword.iskeyword(n)]
+
+    unknown = set(unknown_names)
+    for target, expression in printer.statements:
+        if any(n in unknown for n in operands(expression)):
+            unknown.add(target)
+    needed = []  # residuals, in order of first use
+    for _, expression in (s for s in printer.statements if s[0] in unknown):
+        needed += [n for n in operands(expression) if n not in unknown]
+    needed += [n for n in outputs if n in variables and n not in unknown]
+    residuals = list(dict.fromkeys(needed))
+    live = set(residuals)  # known statements the residuals need (the rest is dead code)
+    known_statements = []
+    for target, expression in reversed(printer.statements):
+        if target in live:
+            known_statements.append((target, expression))
+            live.update(operands(expression))
+    known_statements.reverse()
+    unknown_statements = [s for s in printer.statements if s[0] in unknown]
+    source = (
+        _function(known_name, known_names, known_statements, residuals or ["0.0"])
+        + "\n\n"
+        + _function(unknown_name, residuals + unknown_names, unknown_statements, outputs)
+    )
+    return source, len(residuals)

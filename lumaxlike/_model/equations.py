@@ -19,7 +19,7 @@ Reflectance r is the bidirectional reflectance [1/sr] (RADF = pi r).
 
 from typing import NamedTuple
 
-from ._scalar_math import NAN, atan2, exp, expm1, log, log1p, maximum, sqrt, tan, where
+from ._scalar_math import NAN, atan2, exp, expm1, log1p, maximum, sqrt, tan, where
 
 __all__ = [
     "GeometryTerms",
@@ -188,7 +188,7 @@ def h_function_terms(x):
     """
     positive = x > 0.0
     x_safe = where(positive, x, 1.0)
-    x_log = where(positive, x * (log1p(x_safe) - log(x_safe)), 0.0 * x)
+    x_log = where(positive, x * log1p(1.0 / x_safe), 0.0 * x)  # x L, L = ln(1 + 1/x): one log
     return x - x * x_log, 0.5 * x_log
 
 

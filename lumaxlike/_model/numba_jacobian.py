@@ -7,45 +7,43 @@ parameter, traced to a scalar jaxpr, printed as straight-line Python by
 numba. So the numba solvers get exact (autodiff) derivatives of the same physics, and an
 edit to `equations` reaches them with no second copy to keep in step.
 
-Each set of free parameters gets its own function (derivatives of the others are never
-computed), generated and compiled once per process on first use (~3 s).
+The program is split by data dependence (`scalar_jaxpr_to_split_source`): everything that
+depends only on an observation's geometry and the fixed parameters is computed once per
+observation (`ColumnFunctions.hoist`, into a row of residual values); what depends on
+the free parameters is computed at every step (`ColumnFunctions.columns`). For w alone,
+the row holds the w-independent terms of the model (what `invert` hoists by hand); with
+roughness fixed, the roughness terms; and so on for any set of free parameters.
 
-Two "column" functions share one calling convention, so the solver kernel is the same for
-both: ``columns(parameters, observation, out)`` writes ``out[0] = r`` [1/sr] and
-``out[1 + j] = dr/d(free[j])``, where `parameters` holds the values of
-`PARAMETER_NAMES` and `observation` is one observation's precomputed row:
-- `model_columns(free)`: the row is the observation's `GeometryTerms` (any free set);
-- `albedo_columns`: the row is the observation's `PixelTerms`, for w alone (the terms do
-  not depend on w, so they are computed once instead of at every step).
+Each set of free parameters gets its own pair of functions, generated and compiled once
+per process on first use (~3-8 s).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numba
+import numpy as np
 
 from .._params import PARAMETER_NAMES
-from . import _backends, _scalar_math, equations
-from ._backends import jax_equations, numba_equations
-from ._jaxpr_to_python import scalar_jaxpr_to_source
-from .equations import GeometryTerms, PixelTerms
-from .numba_cache import refresh_when_sources_change
+from ._backends import jax_equations
+from ._jaxpr_to_python import scalar_jaxpr_to_split_source
+from .equations import GeometryTerms
 
 __all__ = [
     "PARAMETER_NAMES",
     "GEOMETRY_ROW",
-    "TERMS_ROW",
+    "ColumnFunctions",
     "model_columns",
     "model_columns_source",
-    "albedo_columns",
+    "hoisted_rows",
 ]
 
 GEOMETRY_ROW = len(GeometryTerms._fields)  # length of an observation's geometry row
-TERMS_ROW = len(PixelTerms._fields)  # length of an observation's terms row
 _VALID = GeometryTerms._fields.index("valid")
 # LLVM fast-math flags of the generated code: reciprocals shared by the many divisions by
 # the same denominators that derivatives make (arcp), reassociation, fused multiply-add,
@@ -60,8 +58,8 @@ def _reflectance(parameters, geometry):
     return jax_equations.reflectance(w, terms)
 
 
-def model_columns_source(free: tuple[str, ...]) -> str:
-    """Python source of the column function for the parameters named in `free`."""
+def _traced_columns(free: tuple[str, ...]):
+    """The jaxpr of (r, dr/d free[0], ...) over scalar parameters and geometry terms."""
     indices = [PARAMETER_NAMES.index(name) for name in free]
 
     def columns(*flat):
@@ -81,46 +79,81 @@ def model_columns_source(free: tuple[str, ...]) -> str:
     with jax.enable_x64(True):  # local scope: float64 literals in the traced program
         example = [jnp.float64(0.5)] * (len(PARAMETER_NAMES) + GEOMETRY_ROW)
         example[len(PARAMETER_NAMES) + _VALID] = jnp.bool_(True)
-        jaxpr = jax.make_jaxpr(columns)(*example)
+        return jax.make_jaxpr(columns)(*example)
+
+
+def model_columns_source(free: tuple[str, ...]) -> tuple[str, int]:
+    """Python source of the `hoist` and `columns` functions for `free`, and the row length."""
     argument_names = list(PARAMETER_NAMES) + list(GeometryTerms._fields)
-    body = scalar_jaxpr_to_source(jaxpr, "_columns_of_scalars", argument_names)
-    unpack = [f"    {name} = parameters[{k}]" for k, name in enumerate(PARAMETER_NAMES)]
-    unpack += [
-        f"    {name} = observation[{k}]" + (" != 0.0" if k == _VALID else "")
-        for k, name in enumerate(GeometryTerms._fields)
+    core, row_length = scalar_jaxpr_to_split_source(
+        _traced_columns(free), argument_names, free, "_known_part", "_free_part"
+    )
+    fixed = [name for name in PARAMETER_NAMES if name not in free]
+    free_in_order = [name for name in PARAMETER_NAMES if name in free]  # the split's order
+    residual_names = [f"row{k}" for k in range(row_length)]
+    hoist = [
+        "def hoist(parameters, geometry, row):",
+        *(f"    {name} = parameters[{PARAMETER_NAMES.index(name)}]" for name in fixed),
+        *(
+            f"    {name} = geometry[{k}]" + (" != 0.0" if k == _VALID else "")
+            for k, name in enumerate(GeometryTerms._fields)
+        ),
+        f"    values = _known_part({', '.join(fixed + list(GeometryTerms._fields))})",
+        *(f"    row[{k}] = values[{k}]" for k in range(row_length)),
     ]
-    store = [f"    out[{k}] = values[{k}]" for k in range(len(free) + 1)]
-    wrapper = "\n".join(
-        ["def columns(parameters, observation, out):", *unpack,
-         f"    values = _columns_of_scalars({', '.join(argument_names)})", *store]
-    )  # fmt: skip
-    return body + "\n\n" + wrapper + "\n"
+    columns = [
+        "def columns(parameters, row, out):",
+        *(f"    {name} = parameters[{PARAMETER_NAMES.index(name)}]" for name in free),
+        *(f"    {name} = row[{k}]" for k, name in enumerate(residual_names)),
+        f"    values = _free_part({', '.join(residual_names + free_in_order)})",
+        *(f"    out[{k}] = values[{k}]" for k in range(len(free) + 1)),
+    ]
+    return core + "\n\n" + "\n".join(hoist) + "\n\n\n" + "\n".join(columns) + "\n", row_length
+
+
+class ColumnFunctions(NamedTuple):
+    """The numba-compiled model of one set of free parameters (see the module docstring).
+
+    hoist(parameters, geometry, row): from all `PARAMETER_NAMES` values (the free ones are
+        ignored) and one observation's `GeometryTerms` row, writes its `row_length` values.
+    columns(parameters, row, out): out[0] = r [1/sr], out[1 + j] = dr/d(free[j]).
+    """
+
+    hoist: object
+    columns: object
+    row_length: int
 
 
 @functools.cache
-def model_columns(free: tuple[str, ...]):
-    """The numba-compiled column function for the parameters named in `free` (see module)."""
+def model_columns(free: tuple[str, ...]) -> ColumnFunctions:
+    """The `ColumnFunctions` for the parameters named in `free` (compiled on first use)."""
     unknown = [name for name in free if name not in PARAMETER_NAMES]
     if unknown:
         raise ValueError(f"unknown parameter names {unknown}; expected names from {PARAMETER_NAMES}")
+    source, row_length = model_columns_source(tuple(free))
     namespace = {"math": math}
-    exec(compile(model_columns_source(tuple(free)), f"<lumaxlike columns {free}>", "exec"), namespace)
+    exec(compile(source, f"<lumaxlike columns {free}>", "exec"), namespace)
     jit = functools.partial(numba.njit, error_model="numpy", fastmath=FASTMATH)
-    namespace["_columns_of_scalars"] = jit(inline="always")(namespace["_columns_of_scalars"])
-    return jit(namespace["columns"])
+    for name in ("_known_part", "_free_part"):  # called from the wrappers below
+        namespace[name] = jit(namespace[name])
+    return ColumnFunctions(jit(namespace["hoist"]), jit(namespace["columns"]), row_length)
 
 
-_reflectance_and_slope = numba_equations.reflectance_and_slope
+@numba.njit(parallel=True, error_model="numpy")
+def _hoist_kernel(hoist, geometry_rows, parameters, rows):
+    n_pixels, n_obs, _ = geometry_rows.shape
+    for pixel in numba.prange(n_pixels):
+        for k in range(n_obs):
+            hoist(parameters, geometry_rows[pixel, k], rows[pixel, k])
 
 
-@numba.njit(error_model="numpy", cache=True)
-def albedo_columns(parameters, observation, out):
-    """r and dr/dw (analytic) at w = parameters[0], from an observation's `PixelTerms` row."""
-    terms = PixelTerms(
-        observation[0], observation[1], observation[2], observation[3], observation[4],
-        observation[5], observation[6], observation[7], observation[8],
-    )  # fmt: skip
-    out[0], out[1] = _reflectance_and_slope(parameters[0], terms)
-
-
-refresh_when_sources_change(albedo_columns, equations, _backends, _scalar_math)
+def hoisted_rows(functions: ColumnFunctions, geometry_rows, parameters):
+    """(pixels, observations, row_length) rows from (pixels, observations, 11) geometry rows."""
+    rows = np.empty(geometry_rows.shape[:2] + (max(functions.row_length, 1),))
+    _hoist_kernel(
+        functions.hoist,
+        np.require(geometry_rows, np.float64, ("C", "W")),
+        np.require(parameters, np.float64, ("C", "W")),
+        rows,
+    )
+    return rows

@@ -13,7 +13,6 @@ from .numba_cache import refresh_when_sources_change
 pixel_terms = numba_equations.pixel_terms
 reflectance = numba_equations.reflectance
 geometry_terms = numba_equations.geometry_terms
-terms_from_geometry = numba_equations.terms_from_geometry
 
 __all__ = ["amsa_pixels", "as_kernel_array", "kernel_params", "observation_rows"]
 
@@ -35,46 +34,34 @@ refresh_when_sources_change(_amsa_pixels_kernel, equations, _backends, _scalar_m
 
 
 @numba.njit(parallel=True, cache=True, error_model="numpy")
-def _observation_rows_kernel(incidence, emission, normal, scalars, legendre, use_legendre, with_terms, rows):
-    b, c, roughness, hs, bs0, hc, bc0 = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6]
+def _observation_rows_kernel(incidence, emission, normal, rows):
     n_pixels, n_obs, _ = incidence.shape
     for pixel in numba.prange(n_pixels):
         for k in range(n_obs):
             geometry = geometry_terms(incidence[pixel, k], emission[pixel, k], normal[pixel, k])
-            if with_terms:
-                terms = terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre)
-                for j in range(len(terms)):
-                    rows[pixel, k, j] = terms[j]
-            else:  # GeometryTerms mixes floats and a bool: no indexing by a variable
-                cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid = geometry
-                row = rows[pixel, k]
-                row[0], row[1], row[2], row[3], row[4], row[5] = cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g
-                row[6], row[7], row[8], row[9], row[10] = cos_psi, sin2_half_psi, psi, f_psi, 1.0 if valid else 0.0
+            # GeometryTerms mixes floats and a bool: no indexing by a variable
+            cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid = geometry
+            row = rows[pixel, k]
+            row[0], row[1], row[2], row[3], row[4], row[5] = cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g
+            row[6], row[7], row[8], row[9], row[10] = cos_psi, sin2_half_psi, psi, f_psi, 1.0 if valid else 0.0
 
 
 refresh_when_sources_change(_observation_rows_kernel, equations, _backends, _scalar_math)
 
 
-def observation_rows(incidence, emission, normal, params, with_terms):
-    """Per-observation rows for the numba solvers' column functions (float64).
+def observation_rows(incidence, emission, normal):
+    """Every observation's `GeometryTerms` as a float64 row (valid as 1.0 or 0.0).
 
     Args:
         incidence, emission, normal: (pixels, observations, 3) direction vectors.
-        params: `HapkeParams` (used only `with_terms`).
-        with_terms: rows of `PixelTerms` (for w alone) instead of `GeometryTerms`.
     Returns:
-        (rows, valid): (pixels, observations, row length) float64 and (pixels,
-        observations) bool, True where cos i > 0 and cos e > 0.
+        (rows, valid): (pixels, observations, 11) float64 and (pixels, observations) bool,
+        True where cos i > 0 and cos e > 0.
     """
-    fields = equations.PixelTerms._fields if with_terms else equations.GeometryTerms._fields
+    fields = equations.GeometryTerms._fields
     rows = np.empty(incidence.shape[:2] + (len(fields),))
-    geometry = (as_kernel_array(a) for a in (incidence, emission, normal))
-    _observation_rows_kernel(*geometry, *kernel_params(params), bool(with_terms), rows)
-    if with_terms:
-        valid = np.isfinite(rows[..., fields.index("scale")])
-    else:
-        valid = rows[..., fields.index("valid")] != 0.0
-    return rows, valid
+    _observation_rows_kernel(*(as_kernel_array(a) for a in (incidence, emission, normal)), rows)
+    return rows, rows[..., fields.index("valid")] != 0.0
 
 
 def as_kernel_array(array):

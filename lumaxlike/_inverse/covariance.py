@@ -1,0 +1,102 @@
+"""Covariance of the fitted parameters from J^T J, and the UNDETERMINED test (both solvers)."""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .._model.numba_cache import refresh_when_sources_change
+from . import numba_lm
+from .numba_lm import cholesky, cholesky_solve
+from .status import Status
+
+__all__ = ["covariance", "MAX_VARIANCE_INFLATION"]
+
+# A free parameter whose variance is this many times what it would be were the others
+# known (its variance inflation factor, [C^-1]_jj of the correlation matrix C of J^T J) is
+# not determined by the observations: J^T J is singular to working precision.
+MAX_VARIANCE_INFLATION = 1e12
+
+
+@numba.njit(parallel=True, cache=True, error_model="numpy")
+def _covariance_kernel(jtj, variance, solved, out, determined):
+    n, p = jtj.shape[0], jtj.shape[1]
+    for i in numba.prange(n):
+        determined[i] = False
+        for a in range(p):
+            for b in range(p):
+                out[i, a, b] = math.nan
+        if not solved[i]:
+            continue
+        scale = np.empty(p)
+        ok = True
+        for a in range(p):
+            scale[a] = math.sqrt(jtj[i, a, a])
+            ok = ok and scale[a] > 0.0
+        if not ok:
+            continue
+        correlation = np.empty((p, p))
+        for a in range(p):
+            for b in range(p):
+                correlation[a, b] = jtj[i, a, b] / (scale[a] * scale[b])
+        factor = np.empty((p, p))
+        if not cholesky(correlation, factor):
+            continue
+        unit = np.zeros(p)
+        column = np.empty(p)
+        inflation = 0.0
+        for b in range(p):
+            unit[b] = 1.0
+            cholesky_solve(factor, unit, column)
+            unit[b] = 0.0
+            inflation = max(inflation, column[b])
+            for a in range(p):
+                out[i, a, b] = column[a] / (scale[a] * scale[b]) * variance[i]
+        if not inflation <= MAX_VARIANCE_INFLATION:
+            for a in range(p):
+                for b in range(p):
+                    out[i, a, b] = math.nan
+            continue
+        determined[i] = True
+
+
+refresh_when_sources_change(_covariance_kernel, numba_lm)  # it compiles in numba_lm's Cholesky
+
+
+def covariance(jtj, cost, status, n_obs, band_sigma):
+    """Covariance of every problem; CONVERGED problems that are not determined become UNDETERMINED.
+
+    Args:
+        jtj: (pixels, bands, p, p) J^T J at the solution [1/sr^2 per parameter unit^2].
+        cost: (pixels, bands) sum of squared residuals [1/sr^2].
+        status: (pixels, bands) int8 `Status`, updated in place.
+        n_obs: observations per problem.
+        band_sigma: (bands,) refl_sigma [1/sr], or None to use the residual variance
+            cost / (n_obs - p) (NaN when n_obs <= p).
+    Returns:
+        (pixels, bands, p, p) covariance of the free parameters; NaN where unsolved or
+        undetermined.
+    """
+    shape = status.shape
+    n_free = jtj.shape[-1]
+    solved = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
+    if band_sigma is not None:
+        variance = np.broadcast_to(band_sigma.astype(np.float64) ** 2, shape)
+    elif n_obs > n_free:
+        variance = cost / (n_obs - n_free)
+    else:
+        variance = np.full(shape, np.nan)
+    out = np.empty((int(np.prod(shape)), n_free, n_free))
+    determined = np.empty(out.shape[0], np.bool_)
+    _covariance_kernel(
+        np.require(jtj.reshape(-1, n_free, n_free), np.float64, ("C", "W")),
+        np.require(np.reshape(variance, -1), np.float64, ("C", "W")),
+        np.require(solved.reshape(-1), np.bool_, ("C", "W")),
+        out,
+        determined,
+    )
+    determined = determined.reshape(shape)
+    status[(status == Status.CONVERGED) & ~determined] = Status.UNDETERMINED
+    return out.reshape(shape + (n_free, n_free))
