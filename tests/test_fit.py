@@ -222,6 +222,7 @@ def test_default_bounds_are_physical():
         ({"free": ("w", "albedo")}, "free"),
         ({"free": ("w", "w")}, "once"),
         ({"free": ()}, "once"),
+        ({"free": ("b", "c")}, "include 'w'"),
         ({"solver": "scipy"}, "solver"),
         ({"params": HapkeParams(b=0.2, c=0.4, legendre=np.r_[1.0, np.zeros(15)])}, "legendre"),
         ({"params": HapkeParams(b=0.2, c=0.4), "free": ("w", "hs")}, "params.hs"),

@@ -38,10 +38,12 @@ def jax_reflectance(parameters, row):
 
 
 def evaluate(functions, parameters, geometry_row, out):
-    """r and the derivative columns: the hoisted part, then the per-step part."""
-    row = np.empty(functions.row_length)
+    """r and the derivative columns: the per-observation, per-step and remaining parts."""
+    row = np.empty(max(functions.row_length, 1))
+    step = np.empty(max(functions.step_length, 1))
     functions.hoist(parameters, geometry_row, row)
-    functions.columns(parameters, row, out)
+    functions.prepare(parameters, step)
+    functions.columns(step, row, out)
 
 
 @pytest.fixture(scope="module")
@@ -105,20 +107,24 @@ def test_albedo_alone_hoists_every_w_independent_term():
     assert functions.row_length <= len(numba_equations.PixelTerms._fields) + 2
 
 
-def test_split_source_hoists_only_what_the_free_parameters_leave_alone():
+def test_split_source_puts_each_statement_where_its_inputs_allow():
     def function(x, y):
-        slow = jnp.exp(x) * 2.0  # depends on x only
-        return (slow * y + slow, y * y)
+        slow = jnp.exp(x) * 2.0  # the known input x only: once per observation
+        step = jnp.log1p(y) * 3.0  # the unknown input y only: once per step
+        return (slow * step + slow, y * y)
 
     with jax.enable_x64(True):
         jaxpr = jax.make_jaxpr(function)(jnp.float64(0.3), jnp.float64(0.7))
-    source, n_residuals = scalar_jaxpr_to_split_source(jaxpr, ["x", "y"], ["y"], "known", "unknown")
+    split = scalar_jaxpr_to_split_source(jaxpr, ["x", "y"], ["y"], "known", "step", "rest")
     namespace = {"math": math}
-    exec(source, namespace)
-    residuals = namespace["known"](0.3)
-    assert n_residuals == 1 and len(residuals) == 1
-    assert "exp" in source.split("def unknown")[0] and "exp" not in source.split("def unknown")[1]
-    np.testing.assert_allclose(namespace["unknown"](*residuals, 0.7), [float(v) for v in function(0.3, 0.7)], rtol=1e-15)
+    exec(split.source, namespace)
+    known, step, rest = (split.source.split(f"def {name}(")[1].split("def ")[0] for name in ("known", "step", "rest"))
+    assert "exp" in known and "log1p" in step
+    assert "exp" not in step + rest and "log1p" not in known + rest
+    residuals, step_values = namespace["known"](0.3), namespace["step"](0.7)
+    assert (len(residuals), len(step_values)) == (split.n_residuals, split.n_step_values)
+    expected = [float(v) for v in function(0.3, 0.7)]
+    np.testing.assert_allclose(namespace["rest"](*residuals, *step_values), expected, rtol=1e-15)
 
 
 def test_unknown_parameter_name_is_refused():

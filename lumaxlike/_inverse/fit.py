@@ -25,6 +25,7 @@ from .invert import (
     SOLVERS,
     albedo_bounds,
     as_float_array,
+    check_band_sigma,
     check_positive_int,
     default_tolerance,
     invert,
@@ -70,6 +71,8 @@ def _check_free(free, params: HapkeParams) -> tuple[str, ...]:
         raise ValueError(f"free must name each fitted parameter once, got {free!r}")
     for name in free:
         check_choice("free", name, PARAMETER_NAMES)
+    if "w" not in free:
+        raise ValueError(f"free must include 'w' (HapkeParams holds no albedo to fix it at), got {free!r}")
     if params.legendre is not None and free != ("w",):
         raise ValueError(
             "fit with free parameters other than w needs the double Henyey-Greenstein phase "
@@ -133,8 +136,8 @@ def fit(
             ones. Fitting b or c needs the double Henyey-Greenstein phase function
             (``params.legendre`` None); fitting roughness, hs/bs0 or hc/bc0 needs
             params.roughness, hs or hc > 0 (0 switches the effect off).
-        free: names of the fitted parameters, from "w", "b", "c", "roughness", "hs",
-            "bs0", "hc", "bc0".
+        free: names of the fitted parameters: "w" and any of "b", "c", "roughness",
+            "hs", "bs0", "hc", "bc0".
         solver: ``"jax"`` (optimistix; CPU or GPU) or ``"numba"`` (CPU, parallel).
         bounds: {name: (lower, upper)} replacing `default_bounds` for those parameters;
             the iterates are projected onto the bounds.
@@ -190,11 +193,14 @@ def fit(
     default_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
     chunk = default_chunk if chunk_size is None else check_positive_int("chunk_size", chunk_size)
     chunk = min(chunk, max(n_pixels, 1))
-    band_sigma = _check_sigma(refl_sigma, n_bands)
+    band_sigma = check_band_sigma(refl_sigma, n_bands)
+    if band_sigma is not None:
+        band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
 
     flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
     flat_geometry = [np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry.values()]
-    flat_start = _starting_values(start, free, params, flat_refl, flat_geometry, solver, pixel_shape, n_bands, lower, upper)
+    given_start = _given_starts(start, free, params, pixel_shape, n_bands, lower, upper)
+    # all of PARAMETER_NAMES; w's entry is a placeholder (w is always free)
     fixed = np.array([0.5] + [float(v) for v in params.scalars()])
 
     values = np.empty((n_pixels, n_bands, n_free), dtype)
@@ -206,11 +212,13 @@ def fit(
     for first in range(0, n_pixels, chunk):
         last = min(first + chunk, n_pixels)
         pieces = [flat_refl[first:last], *(g[first:last] for g in flat_geometry)]
-        piece_start = flat_start[first:last]
+        if solver == "jax":  # one chunk shape: each JAX program compiles once
+            pieces = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
+        piece_start = _chunk_start(given_start, first, last, free, params, pieces, solver, lower, upper)
         if solver == "numba":
             solved = _solve_chunk_numba(pieces, piece_start, fixed, params, free_index, lower, upper, max_iter, tol)
         else:
-            solved = _solve_chunk_jax(pieces, piece_start, chunk, dtype, fixed, params, free_index, lower, upper, max_iter, tol)
+            solved = _solve_chunk_jax(pieces, piece_start, dtype, fixed, params, free_index, lower, upper, max_iter, tol)
         n = last - first
         chunk_status = solved["status"][:n].copy()
         covariance[first:last] = fit_covariance(
@@ -232,52 +240,55 @@ def fit(
     )
 
 
-def _check_sigma(refl_sigma, n_bands):
-    if refl_sigma is None:
-        return None
-    band_sigma = as_float_array("refl_sigma", refl_sigma)
-    if band_sigma.ndim > 1 or (band_sigma.ndim == 1 and band_sigma.shape[0] != n_bands):
-        raise ValueError(f"refl_sigma must be a scalar or one value per band ({n_bands}), got shape {band_sigma.shape}")
-    if not np.all(band_sigma >= 0.0):
-        raise ValueError("refl_sigma must be non-negative and finite")
-    return np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
-
-
-def _starting_values(start, free, params, flat_refl, flat_geometry, solver, pixel_shape, n_bands, lower, upper):
-    """(pixels, bands, p) starting values, checked against the bounds."""
-    n_pixels = flat_refl.shape[0]
+def _given_starts(start, free, params, pixel_shape, n_bands, lower, upper) -> dict:
+    """{name: (pixels, bands) array or view} of the starting values `start` gives, checked."""
+    n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
     start = dict(start or {})
-    for name in start:
+    checked = {}
+    for name, value in start.items():
         if name not in free:
             raise ValueError(f"start names {name!r}, which is not in free={free!r}")
+        j = free.index(name)
+        value = as_float_array(f"start[{name!r}]", value)
+        try:
+            value = np.broadcast_to(value, pixel_shape + (n_bands,)).reshape(n_pixels, n_bands)
+        except ValueError:
+            raise ValueError(
+                f"start[{name!r}] has shape {value.shape}, which does not broadcast to "
+                f"pixels + (bands,) = {pixel_shape + (n_bands,)}"
+            ) from None
+        if not np.all((value >= lower[j]) & (value <= upper[j])):
+            raise ValueError(f"start[{name!r}] must lie within its bounds [{lower[j]}, {upper[j]}]")
+        checked[name] = value
+    for j, name in enumerate(free):
+        if name not in checked and name != "w" and not lower[j] <= float(getattr(params, name)) <= upper[j]:
+            raise ValueError(f"params.{name} = {getattr(params, name)} lies outside its bounds [{lower[j]}, {upper[j]}]")
+    return checked
+
+
+def _chunk_start(given, first, last, free, params, pieces, solver, lower, upper):
+    """(pixels of the chunk, bands, p) starting values; padded pixels get w's default."""
+    refl, *geometry = pieces
+    n_pixels, n_bands, _ = refl.shape
     columns = []
     for j, name in enumerate(free):
-        if name in start:
-            value = as_float_array(f"start[{name!r}]", start[name])
-            try:
-                value = np.broadcast_to(value, pixel_shape + (n_bands,)).reshape(n_pixels, n_bands)
-            except ValueError:
-                raise ValueError(
-                    f"start[{name!r}] has shape {value.shape}, which does not broadcast to "
-                    f"pixels + (bands,) = {pixel_shape + (n_bands,)}"
-                ) from None
-            if not np.all((value >= lower[j]) & (value <= upper[j])):
-                raise ValueError(f"start[{name!r}] must lie within its bounds [{lower[j]}, {upper[j]}]")
+        if name in given:
+            value = np.full((n_pixels, n_bands), 0.5 * (lower[j] + min(upper[j], lower[j] + 1.0)))
+            value[: last - first] = given[name][first:last]
         elif name == "w":
-            value = _albedo_start(flat_refl, flat_geometry, params, solver, lower[j], upper[j])
+            value = _albedo_start(refl, geometry, params, solver, lower[j], upper[j])
         else:
             value = np.full((n_pixels, n_bands), float(getattr(params, name)))
-            if not lower[j] <= float(getattr(params, name)) <= upper[j]:
-                raise ValueError(f"params.{name} = {getattr(params, name)} lies outside its bounds [{lower[j]}, {upper[j]}]")
         columns.append(value)
     return np.stack(columns, axis=-1)
 
 
-def _albedo_start(flat_refl, flat_geometry, params, solver, lower, upper):
-    """Median over observations of w from each observation alone (`invert`)."""
-    n_pixels, n_bands, n_obs = flat_refl.shape
-    per_observation = np.moveaxis(flat_refl, -1, 1)  # (pixels, observations, bands)
-    geometry = [g for g in flat_geometry]  # (pixels, observations, 3): one pixel each
+def _albedo_start(refl, geometry, params, solver, lower, upper):
+    """Median over observations of w from each observation alone (`invert`).
+
+    refl: (pixels, bands, observations); geometry: (pixels, observations, 3) each.
+    """
+    per_observation = np.moveaxis(refl, -1, 1)  # (pixels, observations, bands)
     # a start needs no more than ~1e-6 (the fit's first step does better)
     single = invert(per_observation, *geometry, params, solver=solver, tol=1e-6)
     w = np.sort(np.where(single.status == Status.CONVERGED, single.w, np.nan), axis=1)  # NaN last
@@ -295,15 +306,13 @@ def _solve_chunk_numba(pieces, start, fixed, params, free_index, lower, upper, m
     functions = model_columns(tuple(PARAMETER_NAMES[k] for k in free_index))
     rows = hoisted_rows(functions, geometry_rows, fixed)  # once per observation
     return solve_numba(
-        functions.columns, rows, valid, finite, refl, start, fixed, np.array(free_index), lower, upper, max_iter, tol
+        functions, rows, valid, finite, refl, start, fixed, np.array(free_index), lower, upper, max_iter, tol
     )
 
 
-def _solve_chunk_jax(pieces, start, chunk, dtype, fixed, params, free_index, lower, upper, max_iter, tol):
-    """One chunk through the JAX solver, padded to `chunk` pixels so it compiles once."""
-    refl, incidence, emission, normal = (
-        pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)
-    )
+def _solve_chunk_jax(pieces, start, dtype, fixed, params, free_index, lower, upper, max_iter, tol):
+    """One chunk (already padded to the chunk shape) through the JAX solver."""
+    refl, incidence, emission, normal = pieces
     legendre, use_legendre = params.legendre_coefficients(np)
     with precision_scope(np.empty(0, dtype)):
         arrays = [jnp.asarray(a, dtype) for a in (refl, incidence, emission, normal)]
@@ -311,7 +320,7 @@ def _solve_chunk_jax(pieces, start, chunk, dtype, fixed, params, free_index, low
             *arrays,
             jnp.asarray(fixed, dtype),
             jnp.asarray(legendre, dtype) if use_legendre else None,
-            jnp.asarray(pad_pixels(start, chunk, 0.5), dtype),
+            jnp.asarray(start, dtype),
             free_index,
             jnp.asarray(lower, dtype),
             jnp.asarray(upper, dtype),

@@ -23,6 +23,7 @@ __all__ = [
     "albedo_bounds",
     "as_float_array",
     "check_positive_int",
+    "check_band_sigma",
     "pad_pixels",
     "SOLVERS",
 ]
@@ -144,15 +145,7 @@ def invert(
             flat_w0 = np.broadcast_to(w0, refl.shape).reshape(n_pixels, n_bands)
         except ValueError:
             raise ValueError(f"w0 has shape {w0.shape}, which does not broadcast to refl's {refl.shape}") from None
-    band_sigma = None
-    if refl_sigma is not None:
-        band_sigma = as_float_array("refl_sigma", refl_sigma)
-        if band_sigma.ndim > 1 or (band_sigma.ndim == 1 and band_sigma.shape[0] != n_bands):
-            raise ValueError(
-                f"refl_sigma must be a scalar or one value per band ({n_bands}), got shape {band_sigma.shape}"
-            )
-        if not np.all(band_sigma >= 0.0):
-            raise ValueError("refl_sigma must be non-negative and finite")
+    band_sigma = check_band_sigma(refl_sigma, n_bands)
 
     outputs = {
         "w": np.empty((n_pixels, n_bands), dtype),
@@ -185,6 +178,18 @@ def invert(
         residual=outputs["residual"].reshape(out_shape),
         sigma=outputs["sigma"].reshape(out_shape),
     )
+
+
+def check_band_sigma(refl_sigma, n_bands: int):
+    """`refl_sigma` as a scalar or (bands,) float array, or None; ValueError naming it."""
+    if refl_sigma is None:
+        return None
+    band_sigma = as_float_array("refl_sigma", refl_sigma)
+    if band_sigma.ndim > 1 or (band_sigma.ndim == 1 and band_sigma.shape[0] != n_bands):
+        raise ValueError(f"refl_sigma must be a scalar or one value per band ({n_bands}), got shape {band_sigma.shape}")
+    if not np.all(band_sigma >= 0.0):
+        raise ValueError("refl_sigma must be non-negative and finite")
+    return band_sigma
 
 
 def pad_pixels(array, n_pixels, value):

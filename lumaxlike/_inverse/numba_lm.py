@@ -1,14 +1,14 @@
 """The numba solver for p free parameters: a hand-written Levenberg-Marquardt, parallel
 over pixels, each band of each pixel its own problem.
 
-The model enters as a "column" function (`_model.numba_jacobian`): for one observation's
-precomputed row (its geometry terms, or for w alone its full pixel terms) and the current
-parameters, it writes r and the derivatives along the free parameters. The kernel
-accumulates J^T J (p x p) and J^T f over the observations as it goes (no observations x
-parameters Jacobian is stored), solves the damped system by Cholesky, and follows
-`lm_rules` for acceptance, damping and convergence; at the end it inverts J^T J for the
-covariance. Scratch arrays are allocated once per pixel, not per problem or iteration.
-Computes in float64.
+The model enters as a "column" function (`_model.numba_jacobian`): from one
+observation's row (what does not depend on the free parameters, computed once per
+observation) and the current parameters, it writes r and the derivatives along the free
+parameters. The kernel accumulates J^T J (p x p) and J^T f over the observations as it
+goes (no observations x parameters Jacobian is stored), solves the damped system by
+Cholesky, and follows `lm_rules` for the step, acceptance, damping and convergence; it
+returns J^T J at the solution for the covariance (`covariance`). Scratch arrays are
+allocated once per pixel, not per problem or iteration. Computes in float64.
 """
 
 from __future__ import annotations
@@ -75,15 +75,16 @@ def cholesky_solve(factor, rhs, solution):
 
 
 @numba.njit(error_model="numpy")
-def _cost_and_normal_equations(columns, parameters, rows, refl, free_count, out, jtj, jtf):
+def _cost_and_normal_equations(prepare, columns, parameters, rows, refl, free_count, step_values, out, jtj, jtf):
     """sum_k f_k^2, and J^T J, J^T f accumulated over the observations (lower triangle)."""
+    prepare(parameters, step_values)  # what depends on the free parameters alone: once
     cost = 0.0
     for a in range(free_count):
         jtf[a] = 0.0
         for b in range(a + 1):
             jtj[a, b] = 0.0
     for k in range(refl.shape[0]):
-        columns(parameters, rows[k], out)
+        columns(step_values, rows[k], out)
         residual = out[0] - refl[k]
         cost += residual * residual
         for a in range(free_count):
@@ -121,7 +122,7 @@ def _damped_step(parameters, free_index, lower, upper, jtj, jtf, damping, system
 
 @numba.njit(parallel=True, error_model="numpy")
 def _lm_kernel(
-    columns, rows, rows_valid, rows_finite, refl, start, parameters_fixed, free_index, lower, upper,
+    prepare, columns, step_length, rows, rows_valid, rows_finite, refl, start, parameters_fixed, free_index, lower, upper,
     max_iter, tol, values_out, status_out, iterations_out, cost_out, jtj_out,
 ):  # fmt: skip
     """Solve problems (pixel, band) with observations along the last axis of `refl`.
@@ -136,6 +137,7 @@ def _lm_kernel(
         parameters = parameters_fixed.copy()
         trial = parameters_fixed.copy()
         out = np.empty(p + 1)
+        step_values = np.empty(max(step_length, 1))
         jtj = np.empty((p, p))
         jtf = np.empty(p)
         jtj_trial = np.empty((p, p))
@@ -167,7 +169,7 @@ def _lm_kernel(
                 continue
             for a in range(p):
                 parameters[free_index[a]] = start[pixel, band, a]
-            cost = _cost_and_normal_equations(columns, parameters, rows[pixel], refl_problem, p, out, jtj, jtf)
+            cost = _cost_and_normal_equations(prepare, columns, parameters, rows[pixel], refl_problem, p, step_values, out, jtj, jtf)
             damping = 0.0
             growth = 2.0
             done = cost == 0.0
@@ -191,7 +193,9 @@ def _lm_kernel(
                     predicted -= 2.0 * step[a] * jtf[a]
                     for b in range(p):
                         predicted -= step[a] * jtj[a, b] * step[b]
-                cost_trial = _cost_and_normal_equations(columns, trial, rows[pixel], refl_problem, p, out, jtj_trial, jtf_trial)
+                cost_trial = _cost_and_normal_equations(
+                    prepare, columns, trial, rows[pixel], refl_problem, p, step_values, out, jtj_trial, jtf_trial
+                )
                 newton_size = math.inf
                 if _damped_step(trial, free_index, lower, upper, jtj_trial, jtf_trial, 0.0, system, factor, rhs, step):
                     newton_size = 0.0
@@ -216,12 +220,12 @@ def _lm_kernel(
                     jtj_out[pixel, band, a, b] = jtj[a, b]
 
 
-def solve_numba(columns, rows, rows_valid, rows_finite, refl, start, parameters_fixed, free_index,
+def solve_numba(functions, rows, rows_valid, rows_finite, refl, start, parameters_fixed, free_index,
                 lower, upper, max_iter, tol):
     """Solve one chunk of problems with the numba kernel (float64).
 
     Args:
-        columns: a column function of `_model.numba_jacobian`.
+        functions: the `_model.numba_jacobian.ColumnFunctions` of the free parameters.
         rows: (pixels, observations, row length) precomputed observation rows.
         rows_valid, rows_finite: (pixels, observations) bool: geometry valid / finite.
         refl: (pixels, bands, observations) observed r [1/sr].
@@ -245,7 +249,7 @@ def solve_numba(columns, rows, rows_valid, rows_finite, refl, start, parameters_
     }
     as_float = lambda a: np.require(a, np.float64, ("C", "W"))  # noqa: E731
     _lm_kernel(
-        columns, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
+        functions.prepare, functions.columns, functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
         np.require(rows_finite, np.bool_, ("C", "W")), as_float(refl), as_float(start),
         as_float(parameters_fixed), np.require(free_index, np.int64, ("C", "W")), as_float(lower),
         as_float(upper), int(max_iter), float(tol),

@@ -11,18 +11,20 @@ Only scalar (shape ``()``) programs are accepted, with the primitives in `_BINAR
 primitive, parameters and operands) are emitted once, so the primal part shared by
 several JVPs is computed once. `scalar_jaxpr_to_split_source` also splits the program by
 data dependence, like partial evaluation: what depends only on the "known" inputs goes to
-one function, to be run once per observation, the rest to another, run at every step.
+one function, run once per observation; what depends only on the "unknown" ones to
+another, run once per step; the rest to a third, run per observation and step.
 """
 
 from __future__ import annotations
 
 import keyword
 import re
+from typing import NamedTuple
 
 import numpy as np
 from jax.extend import core as jex_core
 
-__all__ = ["scalar_jaxpr_to_source", "scalar_jaxpr_to_split_source"]
+__all__ = ["scalar_jaxpr_to_source", "scalar_jaxpr_to_split_source", "SplitSource"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
@@ -191,16 +193,55 @@ def scalar_jaxpr_to_source(closed_jaxpr, function_name: str, argument_names) -> 
     return _function(function_name, argument_names, printer.statements, outputs)
 
 
-def scalar_jaxpr_to_split_source(closed_jaxpr, argument_names, unknown_names, known_name: str, unknown_name: str):
-    """Two functions that together compute `closed_jaxpr`, split by data dependence.
-
-    ``known_name(*known arguments)`` computes everything that does not depend on the
-    arguments in `unknown_names` and returns the residuals: the values the rest needs.
-    ``unknown_name(*residuals, *unknown arguments)`` computes the jaxpr's outputs from
-    them. Arguments keep their order in `argument_names`.
+def _split(statements, outputs, late_roots, operands):
+    """Split `statements` into those that do not depend on `late_roots` and those that do.
 
     Returns:
-        (source text of both functions, number of residuals).
+        (early statements the late ones need, late statements, interface): the interface
+        lists the early values (statements' targets or arguments) that the late
+        statements or the outputs use, in order of first use.
+    """
+    late = set(late_roots)
+    for target, expression in statements:
+        if any(n in late for n in operands(expression)):
+            late.add(target)
+    late_statements = [s for s in statements if s[0] in late]
+    used = [n for _, e in late_statements for n in operands(e) if n not in late]
+    used += [n for n in outputs if n in operands(n) and n not in late]
+    interface = list(dict.fromkeys(used))
+    live = set(interface)  # early statements the interface needs (the rest is dead code)
+    early_statements = []
+    for target, expression in reversed(statements):
+        if target in live and target not in late:
+            early_statements.append((target, expression))
+            live.update(operands(expression))
+    early_statements.reverse()
+    return early_statements, late_statements, interface
+
+
+class SplitSource(NamedTuple):
+    """Source of three functions computing one scalar jaxpr (`scalar_jaxpr_to_split_source`)."""
+
+    source: str
+    n_residuals: int  # values the known part returns
+    n_step_values: int  # values the step part returns
+
+
+def scalar_jaxpr_to_split_source(
+    closed_jaxpr, argument_names, unknown_names, known_name: str, step_name: str, unknown_name: str
+) -> SplitSource:
+    """Three functions that together compute `closed_jaxpr`, split by data dependence.
+
+    Made for many evaluations that share their "known" arguments (an observation's
+    geometry, fixed parameters) and, within one step, their "unknown" ones (the free
+    parameters):
+    ``known_name(*known arguments)`` computes everything that does not depend on the
+    arguments in `unknown_names` and returns the residuals the rest needs;
+    ``step_name(*unknown arguments)`` computes what depends on the unknown arguments
+    alone and returns the step values the rest needs;
+    ``unknown_name(*residuals, *step values)`` computes the jaxpr's outputs. Arguments
+    keep their order in `argument_names`.
+
     Raises:
         ValueError: as `scalar_jaxpr_to_source`.
     """
@@ -214,26 +255,11 @@ def scalar_jaxpr_to_split_source(closed_jaxpr, argument_names, unknown_names, kn
     def operands(expression):
         return [n for n in _NAME.findall(expression) if n in variables and not keyword.iskeyword(n)]
 
-    unknown = set(unknown_names)
-    for target, expression in printer.statements:
-        if any(n in unknown for n in operands(expression)):
-            unknown.add(target)
-    needed = []  # residuals, in order of first use
-    for _, expression in (s for s in printer.statements if s[0] in unknown):
-        needed += [n for n in operands(expression) if n not in unknown]
-    needed += [n for n in outputs if n in variables and n not in unknown]
-    residuals = list(dict.fromkeys(needed))
-    live = set(residuals)  # known statements the residuals need (the rest is dead code)
-    known_statements = []
-    for target, expression in reversed(printer.statements):
-        if target in live:
-            known_statements.append((target, expression))
-            live.update(operands(expression))
-    known_statements.reverse()
-    unknown_statements = [s for s in printer.statements if s[0] in unknown]
-    source = (
-        _function(known_name, known_names, known_statements, residuals or ["0.0"])
-        + "\n\n"
-        + _function(unknown_name, residuals + unknown_names, unknown_statements, outputs)
-    )
-    return source, len(residuals)
+    known_statements, unknown_statements, residuals = _split(printer.statements, outputs, unknown_names, operands)
+    step_statements, lane_statements, step_values = _split(unknown_statements, outputs, residuals, operands)
+    source = "\n\n".join([
+        _function(known_name, known_names, known_statements, residuals or ["0.0"]),
+        _function(step_name, unknown_names, step_statements, step_values or ["0.0"]),
+        _function(unknown_name, residuals + step_values, lane_statements, outputs),
+    ])  # fmt: skip
+    return SplitSource(source, len(residuals), len(step_values))

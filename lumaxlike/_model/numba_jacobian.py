@@ -9,8 +9,9 @@ edit to `equations` reaches them with no second copy to keep in step.
 
 The program is split by data dependence (`scalar_jaxpr_to_split_source`): everything that
 depends only on an observation's geometry and the fixed parameters is computed once per
-observation (`ColumnFunctions.hoist`, into a row of residual values); what depends on
-the free parameters is computed at every step (`ColumnFunctions.columns`). For w alone,
+observation (`ColumnFunctions.hoist`, into a row of residual values); what depends on the
+free parameters alone once per step (`ColumnFunctions.prepare`: tan theta-bar, b^n, ...);
+the rest for every observation at every step (`ColumnFunctions.columns`). For w alone,
 the row holds the w-independent terms of the model (what `invert` hoists by hand); with
 roughness fixed, the roughness terms; and so on for any set of free parameters.
 
@@ -82,15 +83,16 @@ def _traced_columns(free: tuple[str, ...]):
         return jax.make_jaxpr(columns)(*example)
 
 
-def model_columns_source(free: tuple[str, ...]) -> tuple[str, int]:
-    """Python source of the `hoist` and `columns` functions for `free`, and the row length."""
+def model_columns_source(free: tuple[str, ...]):
+    """Python source of `ColumnFunctions` for `free`: (source, row length, step length)."""
     argument_names = list(PARAMETER_NAMES) + list(GeometryTerms._fields)
-    core, row_length = scalar_jaxpr_to_split_source(
-        _traced_columns(free), argument_names, free, "_known_part", "_free_part"
+    split = scalar_jaxpr_to_split_source(
+        _traced_columns(free), argument_names, free, "_known_part", "_step_part", "_free_part"
     )
     fixed = [name for name in PARAMETER_NAMES if name not in free]
     free_in_order = [name for name in PARAMETER_NAMES if name in free]  # the split's order
-    residual_names = [f"row{k}" for k in range(row_length)]
+    row_names = [f"row{k}" for k in range(split.n_residuals)]
+    step_names = [f"step{k}" for k in range(split.n_step_values)]
     hoist = [
         "def hoist(parameters, geometry, row):",
         *(f"    {name} = parameters[{PARAMETER_NAMES.index(name)}]" for name in fixed),
@@ -99,29 +101,42 @@ def model_columns_source(free: tuple[str, ...]) -> tuple[str, int]:
             for k, name in enumerate(GeometryTerms._fields)
         ),
         f"    values = _known_part({', '.join(fixed + list(GeometryTerms._fields))})",
-        *(f"    row[{k}] = values[{k}]" for k in range(row_length)),
+        *(f"    row[{k}] = values[{k}]" for k in range(split.n_residuals)),
+    ]
+    prepare = [
+        "def prepare(parameters, step):",
+        *(f"    {name} = parameters[{PARAMETER_NAMES.index(name)}]" for name in free_in_order),
+        f"    values = _step_part({', '.join(free_in_order)})",
+        *(f"    step[{k}] = values[{k}]" for k in range(split.n_step_values)),
     ]
     columns = [
-        "def columns(parameters, row, out):",
-        *(f"    {name} = parameters[{PARAMETER_NAMES.index(name)}]" for name in free),
-        *(f"    {name} = row[{k}]" for k, name in enumerate(residual_names)),
-        f"    values = _free_part({', '.join(residual_names + free_in_order)})",
+        "def columns(step, row, out):",
+        *(f"    {name} = row[{k}]" for k, name in enumerate(row_names)),
+        *(f"    {name} = step[{k}]" for k, name in enumerate(step_names)),
+        f"    values = _free_part({', '.join(row_names + step_names)})",
         *(f"    out[{k}] = values[{k}]" for k in range(len(free) + 1)),
     ]
-    return core + "\n\n" + "\n".join(hoist) + "\n\n\n" + "\n".join(columns) + "\n", row_length
+    wrappers = "\n\n\n".join("\n".join(lines) for lines in (hoist, prepare, columns))
+    return split.source + "\n\n" + wrappers + "\n", split.n_residuals, split.n_step_values
 
 
 class ColumnFunctions(NamedTuple):
     """The numba-compiled model of one set of free parameters (see the module docstring).
 
-    hoist(parameters, geometry, row): from all `PARAMETER_NAMES` values (the free ones are
-        ignored) and one observation's `GeometryTerms` row, writes its `row_length` values.
-    columns(parameters, row, out): out[0] = r [1/sr], out[1 + j] = dr/d(free[j]).
+    hoist(parameters, geometry, row): once per observation, from all `PARAMETER_NAMES`
+        values (the free ones are ignored) and its `GeometryTerms` row, writes the
+        `row_length` values the rest needs.
+    prepare(parameters, step): once per step, from the free parameters' values, writes
+        the `step_length` values that depend on them alone.
+    columns(step, row, out): per observation and step, out[0] = r [1/sr] and
+        out[1 + j] = dr/d(free[j]).
     """
 
     hoist: object
+    prepare: object
     columns: object
     row_length: int
+    step_length: int
 
 
 @functools.cache
@@ -130,13 +145,14 @@ def model_columns(free: tuple[str, ...]) -> ColumnFunctions:
     unknown = [name for name in free if name not in PARAMETER_NAMES]
     if unknown:
         raise ValueError(f"unknown parameter names {unknown}; expected names from {PARAMETER_NAMES}")
-    source, row_length = model_columns_source(tuple(free))
+    source, row_length, step_length = model_columns_source(tuple(free))
     namespace = {"math": math}
     exec(compile(source, f"<lumaxlike columns {free}>", "exec"), namespace)
     jit = functools.partial(numba.njit, error_model="numpy", fastmath=FASTMATH)
-    for name in ("_known_part", "_free_part"):  # called from the wrappers below
+    for name in ("_known_part", "_step_part", "_free_part"):  # called from the wrappers below
         namespace[name] = jit(namespace[name])
-    return ColumnFunctions(jit(namespace["hoist"]), jit(namespace["columns"]), row_length)
+    compiled = (jit(namespace[name]) for name in ("hoist", "prepare", "columns"))
+    return ColumnFunctions(*compiled, row_length, step_length)
 
 
 @numba.njit(parallel=True, error_model="numpy")
