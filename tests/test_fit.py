@@ -225,6 +225,7 @@ def test_default_bounds_are_physical():
         ({"free": ("b", "c")}, "include 'w'"),
         ({"solver": "scipy"}, "solver"),
         ({"params": HapkeParams(b=0.2, c=0.4, legendre=np.r_[1.0, np.zeros(15)])}, "legendre"),
+        ({"params": HapkeParams(b=0.2, c=0.4, legendre=np.r_[1.0, np.zeros(15)]), "free": ("w",)}, "legendre"),
         ({"params": HapkeParams(b=0.2, c=0.4), "free": ("w", "hs")}, "params.hs"),
         ({"params": HapkeParams(b=0.2, c=0.4), "free": ("w", "roughness")}, "params.roughness"),
         ({"bounds": {"b": (0.5, 0.1)}}, "bounds"),

@@ -73,10 +73,10 @@ def _check_free(free, params: HapkeParams) -> tuple[str, ...]:
         check_choice("free", name, PARAMETER_NAMES)
     if "w" not in free:
         raise ValueError(f"free must include 'w' (HapkeParams holds no albedo to fix it at), got {free!r}")
-    if params.legendre is not None and free != ("w",):
+    if params.legendre is not None:
         raise ValueError(
-            "fit with free parameters other than w needs the double Henyey-Greenstein phase "
-            "function: params.legendre must be None"
+            "fit needs the double Henyey-Greenstein phase function: params.legendre must be "
+            "None (invert takes Legendre coefficients)"
         )
     switches = {"hs": "hs", "bs0": "hs", "hc": "hc", "bc0": "hc", "roughness": "roughness"}
     for name in free:
@@ -133,7 +133,7 @@ def fit(
         normal: outward surface normals, same rule (typically the same for every
             observation of a pixel).
         params: `HapkeParams`: the fixed parameters and the starting values of the free
-            ones. Fitting b or c needs the double Henyey-Greenstein phase function
+            ones. The phase function must be the double Henyey-Greenstein
             (``params.legendre`` None); fitting roughness, hs/bs0 or hc/bc0 needs
             params.roughness, hs or hc > 0 (0 switches the effect off).
         free: names of the fitted parameters: "w" and any of "b", "c", "roughness",
@@ -216,9 +216,9 @@ def fit(
             pieces = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
         piece_start = _chunk_start(given_start, first, last, free, params, pieces, solver, lower, upper)
         if solver == "numba":
-            solved = _solve_chunk_numba(pieces, piece_start, fixed, params, free_index, lower, upper, max_iter, tol)
+            solved = _solve_chunk_numba(pieces, piece_start, fixed, free_index, lower, upper, max_iter, tol)
         else:
-            solved = _solve_chunk_jax(pieces, piece_start, dtype, fixed, params, free_index, lower, upper, max_iter, tol)
+            solved = _solve_chunk_jax(pieces, piece_start, dtype, fixed, free_index, lower, upper, max_iter, tol)
         n = last - first
         chunk_status = solved["status"][:n].copy()
         covariance[first:last] = fit_covariance(
@@ -299,7 +299,7 @@ def _albedo_start(refl, geometry, params, solver, lower, upper):
     return np.clip(median, lower, upper)
 
 
-def _solve_chunk_numba(pieces, start, fixed, params, free_index, lower, upper, max_iter, tol):
+def _solve_chunk_numba(pieces, start, fixed, free_index, lower, upper, max_iter, tol):
     refl, incidence, emission, normal = pieces
     geometry_rows, valid = observation_rows(incidence, emission, normal)
     finite = np.all(np.isfinite(incidence) & np.isfinite(emission) & np.isfinite(normal), axis=-1)
@@ -310,16 +310,14 @@ def _solve_chunk_numba(pieces, start, fixed, params, free_index, lower, upper, m
     )
 
 
-def _solve_chunk_jax(pieces, start, dtype, fixed, params, free_index, lower, upper, max_iter, tol):
+def _solve_chunk_jax(pieces, start, dtype, fixed, free_index, lower, upper, max_iter, tol):
     """One chunk (already padded to the chunk shape) through the JAX solver."""
     refl, incidence, emission, normal = pieces
-    legendre, use_legendre = params.legendre_coefficients(np)
     with precision_scope(np.empty(0, dtype)):
         arrays = [jnp.asarray(a, dtype) for a in (refl, incidence, emission, normal)]
         solved = solve_fit_jax(
             *arrays,
             jnp.asarray(fixed, dtype),
-            jnp.asarray(legendre, dtype) if use_legendre else None,
             jnp.asarray(start, dtype),
             free_index,
             jnp.asarray(lower, dtype),

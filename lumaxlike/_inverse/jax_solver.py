@@ -284,16 +284,14 @@ def _fit_residuals(y, args, free_index):
 
 
 @partial(jax.jit, static_argnames=("free_index", "max_iter"))
-def solve_fit_jax(refl, incidence, emission, normal, fixed, legendre, start, free_index, lower, upper,
-                  max_iter, tol):
+def solve_fit_jax(refl, incidence, emission, normal, fixed, start, free_index, lower, upper, max_iter, tol):
     """Solve every (pixel, band) problem of one chunk of `fit` (jitted).
 
     Args:
         refl: observed r [1/sr], (pixels, bands, observations).
         incidence, emission, normal: (pixels, observations, 3) direction vectors.
-        fixed: (8,) values of w, b, c, roughness, hs, bs0, hc, bc0 (free ones overwritten).
-        legendre: (16,) Legendre coefficients or None (double Henyey-Greenstein); only
-            with w alone free.
+        fixed: (8,) values of w, b, c, roughness, hs, bs0, hc, bc0 (free ones overwritten);
+            the phase function is the double Henyey-Greenstein.
         start: (pixels, bands, p) starting values; free_index: static tuple of indices
             into `fixed`; lower, upper: (p,) bounds; max_iter (static), tol.
     Returns:
@@ -310,11 +308,10 @@ def solve_fit_jax(refl, incidence, emission, normal, fixed, legendre, start, fre
     )
     active = status == albedo_rules.SOLVING
     rows = geometry
-    if free_index == (0,):
-        use_legendre = legendre is not None
+    if free_index == (0,):  # w alone: the terms do not change, compute them once
 
         def terms_of(geometry):
-            return jax_equations.terms_from_geometry(geometry, *fixed[1:], legendre, use_legendre)
+            return jax_equations.terms_from_geometry(geometry, *fixed[1:], None, False)
 
         rows = jax.vmap(jax.vmap(terms_of))(geometry)
     inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
