@@ -47,15 +47,17 @@ def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
     """The physical bounds every free parameter is projected onto (closed intervals).
 
     w in (0, 1) (eps inside); b in [0, 1); c in [-1, 1]; roughness theta-bar in
-    [0, 45 deg] [rad]; hs, hc > 0 (1e-6 at least: 0 switches the effect off); bs0 >= 0;
-    bc0 in [0, 1].
+    [1e-3 rad, 45 deg]; hs, hc >= 1e-6; bs0 >= 0; bc0 in [0, 1]. theta-bar, h_S and h_C
+    stay off 0, where their effect switches off: at theta-bar = 0 the derivative of r
+    vanishes, and a fit projected there could never leave (1e-3 rad = 0.06 deg is
+    smooth for any purpose).
     """
     w_lower, w_upper = albedo_bounds(dtype)
     return {
         "w": (w_lower, w_upper),
         "b": (0.0, w_upper),
         "c": (-1.0, 1.0),
-        "roughness": (0.0, math.radians(45.0)),
+        "roughness": (1e-3, math.radians(45.0)),
         "hs": (1e-6, math.inf),
         "bs0": (0.0, math.inf),
         "hc": (1e-6, math.inf),
