@@ -26,7 +26,9 @@ the slowest (multi-parameter fits converge less uniformly: a chunk runs as long 
 slowest problem). Chunks have one fixed shape (the last is padded), so each (chunk
 shape, dtype) compiles once (~2 s).
 Measured with `benchmarks/bench_invert.py` (512 x 512 x 64 float64, 2-core AMD EPYC):
-25-28 M problems/s, 37-39x refmod's `invert_amsa` in the same run (numba solver: 18 M/s).
+15.7 M problems/s (median of 5; best 18.5), 23.5x refmod's `invert_amsa` in the same run
+(numba solver: 14.1 M/s). The scalar-only solver this one generalised ran 25-28 M/s on
+the same machine: the general p-parameter state and steps cost invert about a third.
 """
 
 from __future__ import annotations
