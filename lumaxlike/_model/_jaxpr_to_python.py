@@ -59,7 +59,7 @@ _UNARY = {
     "square": "({0} * {0})",
     "not": "(not {0})",
 }
-_INLINED_CALLS = ("jit", "pjit", "closed_call", "core_call")
+_INLINED_CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call")
 
 
 def _literal(value) -> str:

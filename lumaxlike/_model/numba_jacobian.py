@@ -1,8 +1,8 @@
 """r and its derivatives with respect to any chosen Hapke parameters, compiled by numba.
 
 The derivatives are JAX's: `jax.jvp` of the very equations the forward model evaluates
-(`equations.terms_from_geometry` then `equations.reflectance`), one JVP per free
-parameter, traced to a scalar jaxpr, printed as straight-line Python by
+(`equations.terms_from_geometry` then the JAX model's `reflectance_core`, whose custom JVP
+rule gives dr/dw analytically; autodiff for the others), one JVP per free parameter, traced to a scalar jaxpr, printed as straight-line Python by
 `_jaxpr_to_python` (the primal part shared by the JVPs printed once) and compiled by
 numba. So the numba solvers get exact (autodiff) derivatives of the same physics, and an
 edit to `equations` reaches them with no second copy to keep in step.
@@ -15,8 +15,8 @@ the rest for every observation at every step (`ColumnFunctions.columns`). For w 
 the row holds the w-independent terms of the model (what `invert` hoists by hand); with
 roughness fixed, the roughness terms; and so on for any set of free parameters.
 
-Each set of free parameters gets its own pair of functions, generated and compiled once
-per process on first use (~3-8 s).
+Each set of free parameters gets its own functions, generated and compiled once per
+process on first use (~3-10 s).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 
 from .._params import PARAMETER_NAMES
 from ._backends import jax_equations
+from .jax_model import reflectance_core
 from ._jaxpr_to_python import scalar_jaxpr_to_split_source
 from .equations import GeometryTerms
 
@@ -54,9 +55,11 @@ FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 
 def _reflectance(parameters, geometry):
+    """r through the JAX model's `reflectance_core`: its custom JVP rule gives dr/dw
+    analytically, autodiff the derivatives along the other parameters."""
     w, b, c, roughness, hs, bs0, hc, bc0 = parameters
     terms = jax_equations.terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, None, False)
-    return jax_equations.reflectance(w, terms)
+    return reflectance_core(w, terms)
 
 
 def _traced_columns(free: tuple[str, ...]):
