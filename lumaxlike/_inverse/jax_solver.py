@@ -265,8 +265,10 @@ def solve_albedo_jax(refl, incidence, emission, normal, params, w_start, max_ite
 def _fit_residuals(y, args, free_index):
     """r - r_obs, (pixels, bands, observations), for free parameters y (pixels, bands, p).
 
-    With only w free, `rows` are the observations' `PixelTerms` (w-independent, computed
-    once); otherwise their `GeometryTerms`, and the terms follow the parameters.
+    `rows` are the observations' `GeometryTerms` (or, with only w free, their `PixelTerms`,
+    w-independent and computed once). The fixed parameters enter unbatched, so under the
+    band `vmap` whatever depends only on them and the geometry (the roughness terms when
+    roughness is fixed, ...) is computed once per observation, not once per band.
     """
     rows, refl, fixed = args
     if free_index == (0,):
@@ -274,15 +276,17 @@ def _fit_residuals(y, args, free_index):
         model = jax.vmap(jax.vmap(per_observation, in_axes=(0, None)), in_axes=(0, 0))
         return model(y[..., 0], rows) - refl
 
-    def one(parameters, geometry):
-        w, b, c, roughness, hs, bs0, hc, bc0 = (parameters[k] for k in range(8))
+    def one(free_values, geometry):
+        values = [fixed[k] for k in range(8)]
+        for j, k in enumerate(free_index):
+            values[k] = free_values[j]
+        w, b, c, roughness, hs, bs0, hc, bc0 = values
         terms = jax_equations.terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, None, False)
         return reflectance_core(w, terms)
 
-    parameters = jnp.broadcast_to(fixed, y.shape[:-1] + fixed.shape).at[..., free_index].set(y)
     per_observation = jax.vmap(one, in_axes=(None, 0))
     model = jax.vmap(jax.vmap(per_observation, in_axes=(0, None)), in_axes=(0, 0))
-    return model(parameters, rows) - refl
+    return model(y, rows) - refl
 
 
 @partial(jax.jit, static_argnames=("free_index", "max_iter"))
