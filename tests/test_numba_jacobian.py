@@ -10,7 +10,7 @@ import pytest
 
 from lumaxlike._model import numba_jacobian
 from lumaxlike._model._backends import jax_equations, numba_equations
-from lumaxlike._model._jaxpr_to_python import scalar_jaxpr_to_source, scalar_jaxpr_to_split_source
+from lumaxlike._model._jaxpr_to_python import scalar_jaxpr_to_split_source
 from lumaxlike._params import PARAMETER_NAMES
 
 from .helpers import random_geometry
@@ -137,9 +137,9 @@ def test_translator_refuses_arrays_and_unknown_primitives():
         vector = jax.make_jaxpr(lambda x: jnp.sum(x * x))(jnp.ones(3))
         special = jax.make_jaxpr(jax.lax.erf)(jnp.float64(0.5))
     with pytest.raises(ValueError, match="only scalar"):
-        scalar_jaxpr_to_source(vector, "f", ["x"])
+        scalar_jaxpr_to_split_source(vector, ["x"], [], "known", "step", "rest")
     with pytest.raises(ValueError, match="erf"):
-        scalar_jaxpr_to_source(special, "f", ["x"])
+        scalar_jaxpr_to_split_source(special, ["x"], [], "known", "step", "rest")
 
 
 def test_translated_source_runs_as_python():
@@ -150,5 +150,7 @@ def test_translated_source_runs_as_python():
         jaxpr = jax.make_jaxpr(function)(jnp.float64(0.3), jnp.float64(0.7))
         expected = [float(v) for v in function(jnp.float64(0.3), jnp.float64(0.7))]
     namespace = {"math": math}
-    exec(scalar_jaxpr_to_source(jaxpr, "f", ["x", "y"]), namespace)
+    split = scalar_jaxpr_to_split_source(jaxpr, ["x", "y"], ["x", "y"], "known", "step", "rest")
+    exec(split.source, namespace)
+    namespace["f"] = lambda x, y: namespace["rest"](*namespace["step"](x, y)[: split.n_step_values])
     np.testing.assert_allclose(namespace["f"](0.3, 0.7), expected, rtol=1e-15)

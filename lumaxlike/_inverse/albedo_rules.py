@@ -1,9 +1,10 @@
 """One Levenberg-Marquardt problem in w, written once for both solvers.
 
 Scalar, branch-free functions, retargeted to JAX and numba like the model's
-`equations` (same rules: `where` instead of `if` on data). The numba solver calls them
-inside its `prange` loop; the JAX solver (an optimistix solver) applies them element-wise
-to whole chunks. So the two solvers take the same steps and agree to rounding.
+`equations` (same rules: `where` instead of `if` on data). Both solvers use the table,
+start and status; the numba solver's fused `prange` kernel also steps with `propose` and
+`update`, the p = 1 case of `lm_rules` that the JAX solver (`ElementwiseLevenbergMarquardt`)
+applies in general. So the two solvers take the same steps and agree to rounding.
 
 The problem: find w in (0, 1) with r(w) = r_obs, r strictly increasing in w. It is the
 one-parameter, one-observation case of `lm_rules` (whose acceptance, damping and
@@ -15,7 +16,7 @@ spline of w(r), so one or two steps suffice.
 
 from .._model._scalar_math import isfinite, maximum, minimum, where
 from .._model.equations import reflectance_and_slope
-from .lm_rules import accepted, converged, gain_ratio, next_damping
+from .lm_rules import accepted, converged, damped_diagonal, gain_ratio, next_damping
 from .status import Status
 
 __all__ = ["table_point", "albedo_table", "problem_status", "starting_albedo", "propose", "update"]
@@ -108,9 +109,11 @@ def starting_albedo(refl, table, w_lower, w_upper):
 
 
 def propose(w, residual, slope, damping, w_lower, w_upper):
-    """The damped Newton trial point, projected onto [w_lower, w_upper]."""
+    """The damped Newton trial point (`lm_rules.damped_diagonal`), projected onto [w_lower, w_upper]."""
     positive = slope > 0.0
-    step = -residual / (where(positive, slope, 1.0) * (1.0 + damping))
+    slope_safe = where(positive, slope, 1.0)
+    square = slope_safe * slope_safe  # J^T J of the one-observation problem
+    step = -residual * slope_safe / damped_diagonal(square, square, damping)
     return maximum(w_lower, minimum(w_upper, w + where(positive, step, 0.0 * step)))
 
 

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from jax.extend import core as jex_core
 
-__all__ = ["scalar_jaxpr_to_source", "scalar_jaxpr_to_split_source", "SplitSource"]
+__all__ = ["scalar_jaxpr_to_split_source", "SplitSource"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
@@ -174,25 +174,6 @@ def _function(name: str, arguments, statements, outputs) -> str:
     ) + "\n"
 
 
-def scalar_jaxpr_to_source(closed_jaxpr, function_name: str, argument_names) -> str:
-    """Python source of ``def function_name(*argument_names)`` computing `closed_jaxpr`.
-
-    Args:
-        closed_jaxpr: a `jax.make_jaxpr` result whose inputs and outputs are scalars.
-        function_name: name of the generated function.
-        argument_names: one Python name per jaxpr input.
-    Returns:
-        Source text; the function returns a tuple of the jaxpr's outputs and needs
-        ``math`` in its globals.
-    Raises:
-        ValueError: for a non-scalar value or a primitive without a translation.
-    """
-    argument_names = _checked_names(argument_names)
-    printer = _Printer()
-    outputs = printer.run(closed_jaxpr.jaxpr, closed_jaxpr.consts, argument_names)
-    return _function(function_name, argument_names, printer.statements, outputs)
-
-
 def _split(statements, outputs, late_roots, operands):
     """Split `statements` into those that do not depend on `late_roots` and those that do.
 
@@ -243,7 +224,8 @@ def scalar_jaxpr_to_split_source(
     keep their order in `argument_names`.
 
     Raises:
-        ValueError: as `scalar_jaxpr_to_source`.
+        ValueError: for a non-scalar value, a primitive without a translation, or an
+            argument name starting with '_t' (reserved for temporaries).
     """
     argument_names = _checked_names(argument_names)
     unknown_names = [name for name in argument_names if name in set(unknown_names)]
