@@ -13,7 +13,7 @@ Two free-parameter sets, each measured (``--free`` to choose one):
 ("w", "b", "c", "roughness") and ("w", "b", "c", "hs"). Start: ``HapkeParams(b=0.3,
 c=0.4, roughness=15 deg if free else 20 deg, hs=0.08 if free else 0.06, bs0=0.9,
 hc=0.03, bc0=0.5)``; w starts at `fit`'s default (median over the observations of the
-one-observation `invert`). Every call: ``lumaxlike.fit(refl, incidence, emission, normal,
+one-observation `invert`). Every call: ``lumaxlike.fit(refl, to_sun, to_sensor, normal,
 start, free=free, solver=..., refl_sigma=1e-4)``.
 
 Measured, in one process and interleaved (rep 1: numba for each free set, jax for each,
@@ -118,11 +118,11 @@ def make_scene(n_pixels: int, n_bands: int, n_obs: int, seed: int = 0) -> dict:
     """The benchmark scene: refl (pixels, bands, observations) with noise, geometry
     (pixels, observations, 3) each, w_true (pixels, bands)."""
     rng = np.random.default_rng(seed)
-    to_source, to_observer, normal = multi_angle_geometry(n_pixels, n_obs, rng)
+    to_sun, to_sensor, normal = multi_angle_geometry(n_pixels, n_obs, rng)
     w_true = rng.uniform(*W_RANGE, (n_pixels, n_bands))
-    refl = multi_angle_reflectance(w_true, to_source, to_observer, normal, TRUTH)
+    refl = multi_angle_reflectance(w_true, to_sun, to_sensor, normal, TRUTH)
     refl = refl + rng.normal(0.0, NOISE_SIGMA, refl.shape)
-    return {"refl": refl, "incidence": to_source, "emission": to_observer, "normal": normal, "w_true": w_true}
+    return {"refl": refl, "to_sun": to_sun, "to_sensor": to_sensor, "normal": normal, "w_true": w_true}
 
 
 def start_params(free) -> HapkeParams:
@@ -140,7 +140,7 @@ def truth_of(name: str, w_true: np.ndarray) -> np.ndarray | float:
 
 
 def pixels_of(scene: dict, piece: slice) -> list:
-    return [scene[k][piece] for k in ("refl", "incidence", "emission", "normal")]
+    return [scene[k][piece] for k in ("refl", "to_sun", "to_sensor", "normal")]
 
 
 def accuracy(values: dict, sigma: dict, w_true: np.ndarray, converged: np.ndarray) -> dict:
@@ -238,8 +238,8 @@ def sample_problems(scene: dict, n: int, seed: int) -> dict:
         "pixel": pixel,
         "band": band,
         "refl": scene["refl"][pixel, band],
-        "incidence": scene["incidence"][pixel],
-        "emission": scene["emission"][pixel],
+        "to_sun": scene["to_sun"][pixel],
+        "to_sensor": scene["to_sensor"][pixel],
         "normal": scene["normal"][pixel],
         "w_true": scene["w_true"][pixel, band],
     }
@@ -248,7 +248,7 @@ def sample_problems(scene: dict, n: int, seed: int) -> dict:
 def scipy_w_start(sample: dict, params: HapkeParams) -> np.ndarray:
     """lumaxlike's rule for w's start: median over the observations of the converged
     one-observation `invert` (numba), else 0.5."""
-    single = lumaxlike.invert(sample["refl"], sample["incidence"], sample["emission"], sample["normal"], params,
+    single = lumaxlike.invert(sample["refl"], sample["to_sun"], sample["to_sensor"], sample["normal"], params,
                               solver="numba")  # fmt: skip
     w = np.where(single.status == Status.CONVERGED, single.w, np.nan)
     with np.errstate(all="ignore"):
@@ -278,7 +278,7 @@ def scipy_baseline(sample: dict, free) -> dict:
 
     cpu, start = _cpu_seconds(), time.perf_counter()
     for k in range(n):
-        vectors = [[[float(v) for v in sample[key][k, j]] for key in ("incidence", "emission", "normal")]
+        vectors = [[[float(v) for v in sample[key][k, j]] for key in ("to_sun", "to_sensor", "normal")]
                    for j in range(n_obs)]  # fmt: skip
         geometry = [E.geometry_terms(*three) for three in vectors]  # once per problem
         observed = [float(v) for v in sample["refl"][k]]

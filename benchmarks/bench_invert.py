@@ -142,13 +142,13 @@ def make_cube(side: int, bands: int, dtype=np.float64, seed: int = 0) -> dict:
     FULL_PARAMS), with ``w_true``, flattened to (pixels, bands) / (pixels, 3)."""
     cube = synthetic_cube(side, bands, dtype, params=FULL_PARAMS, seed=seed, geometry=random_geometry, truth=True)
     n = side * side
-    flat = {key: cube[key].reshape(n, -1) for key in ("refl", "incidence", "emission", "normal", "w_true")}
+    flat = {key: cube[key].reshape(n, -1) for key in ("refl", "to_sun", "to_sensor", "normal", "w_true")}
     flat["params"] = cube["params"]
     return flat
 
 
 def geometry(cube):
-    return cube["incidence"], cube["emission"], cube["normal"]
+    return cube["to_sun"], cube["to_sensor"], cube["normal"]
 
 
 def _cpu_seconds() -> float:
@@ -209,18 +209,18 @@ def sample_problems(cube, n: int, seed: int, solvable_only: bool) -> dict:
     pixel, band = np.divmod(flat, n_bands)
     return {
         "refl": cube["refl"][pixel, band].astype(np.float64),
-        "incidence": cube["incidence"][pixel].astype(np.float64),
-        "emission": cube["emission"][pixel].astype(np.float64),
+        "to_sun": cube["to_sun"][pixel].astype(np.float64),
+        "to_sensor": cube["to_sensor"][pixel].astype(np.float64),
         "normal": cube["normal"][pixel].astype(np.float64),
         "w_true": cube["w_true"][pixel, band],
     }
 
 
-def _python_terms(to_source, to_observer, normal, params):
+def _python_terms(to_sun, to_sensor, normal, params):
     """`equations.pixel_terms` in plain Python (math primitives) for one problem."""
     legendre = [0.0] * (equations.N_LEGENDRE + 1)
     return equations.pixel_terms(
-        [float(v) for v in to_source], [float(v) for v in to_observer], [float(v) for v in normal],
+        [float(v) for v in to_sun], [float(v) for v in to_sensor], [float(v) for v in normal],
         *(float(p) for p in params.scalars()), legendre, False,
     )  # fmt: skip
 
@@ -240,7 +240,7 @@ def scipy_baseline(sample: dict, params, hoisted: bool) -> dict:
     start = time.perf_counter()
     for k in range(refl.size):
         r_obs = float(refl[k])
-        args = (sample["incidence"][k], sample["emission"][k], sample["normal"][k], params)
+        args = (sample["to_sun"][k], sample["to_sensor"][k], sample["normal"][k], params)
         if hoisted:
             terms = _python_terms(*args)
 
@@ -289,7 +289,7 @@ def refmod_call(sample: dict, params):
     from refmod.hapke.inverse import invert_amsa
 
     with jax.enable_x64(True):
-        arrays = [jnp.asarray(sample[k], jnp.float64) for k in ("refl", "incidence", "emission", "normal")]
+        arrays = [jnp.asarray(sample[k], jnp.float64) for k in ("refl", "to_sun", "to_sensor", "normal")]
         w = invert_amsa(
             arrays[0], jnp.asarray(refmod_legendre(params)), arrays[1], arrays[2], arrays[3],
             roughness=float(params.roughness), h_sh=float(params.hs), b0_sh=float(params.bs0),
@@ -306,7 +306,7 @@ def refmod_self_error(sample: dict, params) -> dict:
     with jax.enable_x64(True):
         refl = refmod_amsa(
             jnp.asarray(sample["w_true"]), jnp.asarray(refmod_legendre(params)),
-            *(jnp.asarray(sample[k]) for k in ("incidence", "emission", "normal")),
+            *(jnp.asarray(sample[k]) for k in ("to_sun", "to_sensor", "normal")),
             roughness=float(params.roughness), h_sh=float(params.hs), b0_sh=float(params.bs0),
             h_cb=float(params.hc), b0_cb=float(params.bc0),
         )  # fmt: skip

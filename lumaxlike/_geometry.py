@@ -50,17 +50,17 @@ def geometry_from_angles(incidence, emission, azimuth):
             opposite side (forward scatter). All three broadcast against each other.
 
     Returns:
-        ``(to_source, to_observer, normal)``, each an ndarray of shape
+        ``(to_sun, to_sensor, normal)``, each an ndarray of shape
         ``broadcast_shape + (3,)``, with the normal straight up.
     """
     incidence, emission, azimuth = np.broadcast_arrays(
         np.asarray(incidence), np.asarray(emission), np.asarray(azimuth)
     )
-    to_source = direction_from_zenith_azimuth(incidence, np.zeros_like(incidence))
-    to_observer = direction_from_zenith_azimuth(emission, azimuth)
-    normal = np.zeros_like(to_source)
+    to_sun = direction_from_zenith_azimuth(incidence, np.zeros_like(incidence))
+    to_sensor = direction_from_zenith_azimuth(emission, azimuth)
+    normal = np.zeros_like(to_sun)
     normal[..., 2] = 1.0
-    return to_source, to_observer, normal
+    return to_sun, to_sensor, normal
 
 
 def normals_from_dtm(dtm, pixel_size):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import equinox as eqx
+import jax
 import numpy as np
 
 from ._model.equations import N_LEGENDRE
@@ -15,11 +16,23 @@ FIELD_NAMES = ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")
 PARAMETER_NAMES = ("w",) + FIELD_NAMES  # every parameter `fit` can free
 
 
+def _finite_scalar(name: str, value) -> float:
+    """`value` as a float; ValueError naming `name` unless it is one finite real number."""
+    kind = np.asarray(value).dtype.kind if not isinstance(value, (str, bytes)) else "U"
+    if kind not in "fiu" or np.ndim(value) != 0:
+        raise ValueError(f"{name} must be one real number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return number
+
+
 class HapkeParams(eqx.Module):
     """Parameters of the Hapke AMSA model other than the single-scattering albedo w.
 
     A pytree (an `equinox.Module`), so it passes through `jax.jit` and `jax.grad`.
-    Each field is a scalar (the same for all pixels and bands).
+    Each field is one finite real number (the same for all pixels and bands); anything
+    else (a string, None, an array, NaN, inf) raises a ValueError naming the field.
 
     Attributes:
         b: double Henyey-Greenstein asymmetry, 0 <= b < 1 [-].
@@ -49,10 +62,9 @@ class HapkeParams(eqx.Module):
         concrete = {}
         for name in FIELD_NAMES:
             value = getattr(self, name)
-            try:
-                concrete[name] = float(value)
-            except Exception:  # traced inside jit/grad: checked at the API edge instead
+            if isinstance(value, jax.core.Tracer):  # inside jit/grad: checked at the API edge
                 return
+            concrete[name] = _finite_scalar(f"HapkeParams.{name}", value)
         checks = {
             "b": 0.0 <= concrete["b"] < 1.0,
             "c": -1.0 <= concrete["c"] <= 1.0,
@@ -65,13 +77,16 @@ class HapkeParams(eqx.Module):
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"HapkeParams.{name}={concrete[name]!r} is outside its valid range")
-        if self.legendre is not None:
+        if self.legendre is not None and not isinstance(self.legendre, jax.core.Tracer):
             shape = np.shape(self.legendre)
             if len(shape) != 1 or not 1 <= shape[0] <= N_LEGENDRE + 1:
                 raise ValueError(
                     f"HapkeParams.legendre must be a 1-D sequence of at most {N_LEGENDRE + 1} "
                     f"coefficients b_0..b_{N_LEGENDRE}, got shape {shape}"
                 )
+            coefficients = np.asarray(self.legendre)
+            if coefficients.dtype.kind not in "fiu" or not np.all(np.isfinite(coefficients)):
+                raise ValueError(f"HapkeParams.legendre must hold finite numbers, got {self.legendre!r}")
 
     def legendre_coefficients(self, xp=np, dtype=np.float64):
         """(coefficients of length 16 in `dtype`, use_legendre flag) for the equations."""

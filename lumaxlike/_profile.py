@@ -83,7 +83,7 @@ def default_params():
 
 
 def random_geometry(n_pixels, rng, max_incidence_deg=80.0, max_emission_deg=70.0, max_tilt_deg=30.0):
-    """Random (to_source, to_observer, normal) vectors, each (n_pixels, 3) float64.
+    """Random (to_sun, to_sensor, normal) vectors, each (n_pixels, 3) float64.
 
     Shared by the tests, benchmarks and profiles: incidence 0-80 deg, emission
     0-70 deg at any azimuth on a flat frame, the normal tilted by up to 30 deg (so a few
@@ -94,15 +94,15 @@ def random_geometry(n_pixels, rng, max_incidence_deg=80.0, max_emission_deg=70.0
     inc = np.radians(rng.uniform(0, max_incidence_deg, n_pixels))
     emi = np.radians(rng.uniform(0, max_emission_deg, n_pixels))
     az = rng.uniform(0, 2 * np.pi, n_pixels)
-    to_source = direction_from_zenith_azimuth(inc, np.zeros(n_pixels))
-    to_observer = direction_from_zenith_azimuth(emi, az)
+    to_sun = direction_from_zenith_azimuth(inc, np.zeros(n_pixels))
+    to_sensor = direction_from_zenith_azimuth(emi, az)
     tilt = np.radians(rng.uniform(0, max_tilt_deg, n_pixels))
     normal = direction_from_zenith_azimuth(tilt, rng.uniform(0, 2 * np.pi, n_pixels))
-    return to_source, to_observer, normal
+    return to_sun, to_sensor, normal
 
 
 def multi_angle_geometry(n_pixels, n_obs, rng, *, min_phase_deg=0.0, opposition=True):
-    """Random multi-angle geometry: (to_source, to_observer, normal), each (n_pixels, n_obs, 3).
+    """Random multi-angle geometry: (to_sun, to_sensor, normal), each (n_pixels, n_obs, 3).
 
     Shared by the `fit` tests and benchmark: incidence 0-60 deg, emission 0-65 deg at any
     relative azimuth, on a flat surface. With `opposition`, the first two observations of
@@ -120,23 +120,23 @@ def multi_angle_geometry(n_pixels, n_obs, rng, *, min_phase_deg=0.0, opposition=
             direction_from_zenith_azimuth(emi, rng.uniform(0.0, 2.0 * np.pi, shape)),
         )
 
-    to_source, to_observer = draw((n_pixels, n_obs))
+    to_sun, to_sensor = draw((n_pixels, n_obs))
     while True:  # redraw observations below the minimum phase angle
-        too_small = np.sum(to_source * to_observer, axis=-1) > np.cos(np.radians(min_phase_deg))
+        too_small = np.sum(to_sun * to_sensor, axis=-1) > np.cos(np.radians(min_phase_deg))
         if min_phase_deg <= 0.0 or not too_small.any():
             break
         new_source, new_observer = draw((int(too_small.sum()),))
-        to_source[too_small], to_observer[too_small] = new_source, new_observer
+        to_sun[too_small], to_sensor[too_small] = new_source, new_observer
     if opposition:
         for k, phase_deg in enumerate((2.0, 8.0)[: min(2, n_obs)]):
             inc = np.radians(rng.uniform(5.0, 50.0, n_pixels))
-            to_source[:, k] = direction_from_zenith_azimuth(inc, np.zeros(n_pixels))
-            to_observer[:, k] = direction_from_zenith_azimuth(inc + np.radians(phase_deg), np.zeros(n_pixels))
-    normal = np.broadcast_to(np.array([0.0, 0.0, 1.0]), to_source.shape).copy()
-    return to_source, to_observer, normal
+            to_sun[:, k] = direction_from_zenith_azimuth(inc, np.zeros(n_pixels))
+            to_sensor[:, k] = direction_from_zenith_azimuth(inc + np.radians(phase_deg), np.zeros(n_pixels))
+    normal = np.broadcast_to(np.array([0.0, 0.0, 1.0]), to_sun.shape).copy()
+    return to_sun, to_sensor, normal
 
 
-def multi_angle_reflectance(w, to_source, to_observer, normal, params):
+def multi_angle_reflectance(w, to_sun, to_sensor, normal, params):
     """Noise-free r [1/sr], (pixels, bands, observations), for `multi_angle_geometry`.
 
     Args:
@@ -146,8 +146,8 @@ def multi_angle_reflectance(w, to_source, to_observer, normal, params):
     from ._model.forward import amsa
 
     per_observation = [
-        np.asarray(amsa(w, to_source[:, k], to_observer[:, k], normal[:, k], params, backend="numba"))
-        for k in range(to_source.shape[1])
+        np.asarray(amsa(w, to_sun[:, k], to_sensor[:, k], normal[:, k], params, backend="numba"))
+        for k in range(to_sun.shape[1])
     ]
     return np.stack(per_observation, axis=-1)
 
@@ -166,13 +166,13 @@ def synthetic_cube(side, bands, dtype=np.float64, *, params=None, seed=0, geomet
         dtype: float32 or float64: of the reflectance and of the geometry vectors.
         params: `HapkeParams`; default `default_params()`.
         seed: random seed.
-        geometry: function ``(n_pixels, rng) -> (to_source, to_observer, normal)``;
+        geometry: function ``(n_pixels, rng) -> (to_sun, to_sensor, normal)``;
             default `random_geometry`.
         truth: also return ``w_true`` (float64, shaped like refl).
         block_pixels: pixels generated at a time.
 
     Returns:
-        dict with ``refl`` (side, side, bands) [1/sr], ``incidence``, ``emission``,
+        dict with ``refl`` (side, side, bands) [1/sr], ``to_sun``, ``to_sensor``,
         ``normal`` (side, side, 3), ``params`` and, with `truth`, ``w_true``.
     """
     from ._model.forward import amsa
@@ -196,8 +196,8 @@ def synthetic_cube(side, bands, dtype=np.float64, *, params=None, seed=0, geomet
             w_true[start:stop] = w
     cube = {
         "refl": refl.reshape(side, side, bands),
-        "incidence": vectors[0].reshape(side, side, 3),
-        "emission": vectors[1].reshape(side, side, 3),
+        "to_sun": vectors[0].reshape(side, side, 3),
+        "to_sensor": vectors[1].reshape(side, side, 3),
         "normal": vectors[2].reshape(side, side, 3),
         "params": params,
     }
@@ -406,7 +406,7 @@ def _child(config: ProfileConfig, folder: str) -> dict:
     rss_imports = current_rss()
     cube = synthetic_cube(config.side, config.bands, config.dtype, seed=config.seed, truth=config.truth)
     params = cube["params"]
-    geometry = (cube["incidence"], cube["emission"], cube["normal"])
+    geometry = (cube["to_sun"], cube["to_sensor"], cube["normal"])
     w_true = cube.pop("w_true", None)
     n_pixels = config.side * config.side
     out = {"numba_threads": numba.get_num_threads()}
@@ -560,12 +560,12 @@ def write_geotiff_inputs(folder, side, bands, dtype="float32", seed=0, block_row
             angles = [rng.uniform(0, 80, shape), rng.uniform(0, 360, shape),
                       rng.uniform(0, 70, shape), rng.uniform(0, 360, shape)]  # fmt: skip
             angles = [a.astype(dtype) for a in angles]
-            to_source = direction_from_zenith_azimuth(np.deg2rad(angles[0].astype(np.float64)),
+            to_sun = direction_from_zenith_azimuth(np.deg2rad(angles[0].astype(np.float64)),
                                                       np.deg2rad(angles[1].astype(np.float64)))
-            to_observer = direction_from_zenith_azimuth(np.deg2rad(angles[2].astype(np.float64)),
+            to_sensor = direction_from_zenith_azimuth(np.deg2rad(angles[2].astype(np.float64)),
                                                         np.deg2rad(angles[3].astype(np.float64)))
             w = rng.uniform(0.05, 0.95, shape + (bands,))
-            refl = amsa(w, to_source, to_observer, np.array([0.0, 0.0, 1.0]), params, backend="numba")
+            refl = amsa(w, to_sun, to_sensor, np.array([0.0, 0.0, 1.0]), params, backend="numba")
             window = rasterio.windows.Window(0, row, side, rows)
             cube.write(np.moveaxis(refl.astype(dtype), -1, 0), window=window)
             obs.write(np.stack(angles), window=window)

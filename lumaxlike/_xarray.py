@@ -12,7 +12,7 @@ holding either
 * the angles ``to_sun_zenith``, ``to_sun_azimuth``, ``to_sensor_zenith``,
   ``to_sensor_azimuth`` in degrees (radians when a variable's ``units`` attribute says
   ``rad``), azimuths clockwise from north; or
-* the vectors ``to_source`` and ``to_observer`` (east, north, up) with one extra dim of
+* the vectors ``to_sun`` and ``to_sensor`` (east, north, up) with one extra dim of
   size 3;
 
 plus, optionally, ``normal`` vectors with a dim of size 3 (default: a flat surface).
@@ -47,7 +47,7 @@ __all__ = ["HapkeAccessor", "SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray"]
 SPECTRAL_DIMS = ("band", "wavelength")
 """Names recognised as the spectral dim of a reflectance DataArray."""
 
-VECTOR_NAMES = ("to_source", "to_observer", "normal")
+VECTOR_NAMES = ("to_sun", "to_sensor", "normal")
 """Geometry variables given as direction vectors (trailing dim of size 3)."""
 
 _VECTOR_DIM = "lumaxlike_vector"
@@ -104,30 +104,30 @@ def _vector(geometry: Mapping, name: str, pixel_dims) -> xr.DataArray:
 
 
 def _geometry_vectors(geometry, pixel_dims) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
-    """(to_source, to_observer, normal) DataArrays with a trailing vector dim of size 3."""
+    """(to_sun, to_sensor, normal) DataArrays with a trailing vector dim of size 3."""
     if not isinstance(geometry, (xr.Dataset, Mapping)):
         raise ValueError(f"geometry must be an xarray.Dataset or a dict of DataArrays, got {type(geometry).__name__}")
     names = set(geometry.data_vars if isinstance(geometry, xr.Dataset) else geometry)
     has_angles = set(ANGLE_ROLES) <= names
-    has_vectors = {"to_source", "to_observer"} <= names
+    has_vectors = {"to_sun", "to_sensor"} <= names
     if has_angles == has_vectors:
         raise ValueError(
             "geometry must hold either the angles "
-            f"{', '.join(ANGLE_ROLES)} [deg] or the vectors to_source, to_observer "
+            f"{', '.join(ANGLE_ROLES)} [deg] or the vectors to_sun, to_sensor "
             f"(not both, not neither); it holds {sorted(names)}"
         )
     if has_angles:
         rad = {role: _angle_radians(geometry, role) for role in ANGLE_ROLES}
-        to_source = _directions(rad["to_sun_zenith"], rad["to_sun_azimuth"])
-        to_observer = _directions(rad["to_sensor_zenith"], rad["to_sensor_azimuth"])
+        to_sun = _directions(rad["to_sun_zenith"], rad["to_sun_azimuth"])
+        to_sensor = _directions(rad["to_sensor_zenith"], rad["to_sensor_azimuth"])
     else:
-        to_source = _vector(geometry, "to_source", pixel_dims)
-        to_observer = _vector(geometry, "to_observer", pixel_dims)
+        to_sun = _vector(geometry, "to_sun", pixel_dims)
+        to_sensor = _vector(geometry, "to_sensor", pixel_dims)
     if "normal" in names:
         normal = _vector(geometry, "normal", pixel_dims)
     else:
-        normal = xr.DataArray(np.array([0.0, 0.0, 1.0], to_source.dtype), dims=[_VECTOR_DIM])
-    return to_source, to_observer, normal
+        normal = xr.DataArray(np.array([0.0, 0.0, 1.0], to_sun.dtype), dims=[_VECTOR_DIM])
+    return to_sun, to_sensor, normal
 
 
 def _largest_chunk_pixels(refl: xr.DataArray, pixel_dims) -> int:
@@ -148,18 +148,18 @@ def _in_worker_thread() -> bool:
         return threading.current_thread() is not threading.main_thread()
 
 
-def _invert_chunk(refl, to_source, to_observer, normal, *, units, params, options, sigma):
+def _invert_chunk(refl, to_sun, to_sensor, normal, *, units, params, options, sigma):
     """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> 5 result arrays."""
     pixels = refl.shape[:-1]
-    to_source, to_observer, normal = (
-        np.broadcast_to(v, pixels + (3,)) for v in (to_source, to_observer, normal)
+    to_sun, to_sensor, normal = (
+        np.broadcast_to(v, pixels + (3,)) for v in (to_sun, to_sensor, normal)
     )
     if options.num_threads is None and options.solver == "numba" and _in_worker_thread():
         options = dataclasses.replace(options, num_threads=1)
     refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)  # as declared to dask
-    r = to_bidirectional_reflectance(refl, units, to_source, normal)
-    refl_sigma = uncertainty_to_r(sigma, units, to_source, normal, r.dtype)
-    fields = invert_block(r, to_source, to_observer, normal, params, options, refl_sigma=refl_sigma)
+    r = to_bidirectional_reflectance(refl, units, to_sun, normal)
+    refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, r.dtype)
+    fields = invert_block(r, to_sun, to_sensor, normal, params, options, refl_sigma=refl_sigma)
     return tuple(fields[field] for field in RESULT_FIELDS)
 
 
@@ -208,18 +208,18 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
     spec = _spectral_dim(refl, spectral_dim)
     pixel_dims = [dim for dim in refl.dims if dim != spec]
     band_params = per_band_params(params, refl.sizes[spec])
-    to_source, to_observer, normal = _geometry_vectors(geometry, pixel_dims)
+    to_sun, to_sensor, normal = _geometry_vectors(geometry, pixel_dims)
     try:
-        xr.align(refl, to_source, to_observer, normal, join="exact")
+        xr.align(refl, to_sun, to_sensor, normal, join="exact")
     except ValueError as error:
         raise ValueError(f"geometry is not aligned with refl: {error}") from None
-    for name, vector in zip(VECTOR_NAMES, (to_source, to_observer, normal)):
+    for name, vector in zip(VECTOR_NAMES, (to_sun, to_sensor, normal)):
         unknown = [d for d in vector.dims if d != _VECTOR_DIM and d not in pixel_dims]
         if unknown:
             raise ValueError(f"geometry {name} has dims {unknown} that refl does not have")
     if refl.chunks is not None and len(refl.chunksizes[spec]) > 1:
         refl = refl.chunk({spec: -1})
-    vectors = [v.chunk({_VECTOR_DIM: -1}) if v.chunks is not None else v for v in (to_source, to_observer, normal)]
+    vectors = [v.chunk({_VECTOR_DIM: -1}) if v.chunks is not None else v for v in (to_sun, to_sensor, normal)]
     refl, *vectors = xr.unify_chunks(refl, *vectors)
     # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
     largest = _largest_chunk_pixels(refl, pixel_dims)

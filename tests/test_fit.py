@@ -150,13 +150,13 @@ def test_degenerate_parameters_are_undetermined(solver):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_status_codes_per_problem(solver):
     refl, geometry, w_true, _ = scene(6, 3, 10, seed=9)
-    incidence, emission, normal = (g.copy() for g in geometry)
+    to_sun, to_sensor, normal = (g.copy() for g in geometry)
     refl = refl.copy()
     refl[0, 1, 4] = np.nan  # one observation of one band: that problem only
-    incidence[1, 2] = np.nan  # geometry of one observation: every band of that pixel
-    emission[2, 3] = [1.0, 0.0, -0.2]  # observer below the horizon in one observation
+    to_sun[1, 2] = np.nan  # geometry of one observation: every band of that pixel
+    to_sensor[2, 3] = [1.0, 0.0, -0.2]  # observer below the horizon in one observation
     refl_before = refl.copy()
-    result = lumaxlike.fit(refl, incidence, emission, normal, start_for(FREE_3), free=FREE_3, solver=solver, chunk_size=CHUNK)
+    result = lumaxlike.fit(refl, to_sun, to_sensor, normal, start_for(FREE_3), free=FREE_3, solver=solver, chunk_size=CHUNK)
     np.testing.assert_array_equal(refl, refl_before)  # inputs are never modified
     assert result.status[0, 1] == Status.NONFINITE_INPUT
     assert np.all(result.status[1] == Status.NONFINITE_INPUT)
@@ -172,8 +172,8 @@ def test_status_codes_per_problem(solver):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_invert_is_the_one_parameter_one_observation_case(solver):
     refl, geometry, w_true, _ = scene(50, 4, 1, seed=10, opposition=False)
-    incidence, emission, normal = (g[:, 0] for g in geometry)
-    inverted = lumaxlike.invert(refl[..., 0], incidence, emission, normal, TRUTH, solver=solver, w0=0.3)
+    to_sun, to_sensor, normal = (g[:, 0] for g in geometry)
+    inverted = lumaxlike.invert(refl[..., 0], to_sun, to_sensor, normal, TRUTH, solver=solver, w0=0.3)
     fitted = lumaxlike.fit(refl, *geometry, TRUTH, free=("w",), solver=solver, start={"w": 0.3}, chunk_size=CHUNK)
     np.testing.assert_array_equal(fitted.status, inverted.status)
     np.testing.assert_array_equal(fitted.iterations, inverted.iterations)
@@ -238,13 +238,15 @@ def test_default_bounds_are_physical():
         ({"max_iter": 0}, "max_iter"),
         ({"tol": 0.0}, "tol"),
         ({"chunk_size": 0}, "chunk_size"),
-        ({"incidence": np.ones((5, 9, 3))}, "incidence"),
+        ({"to_sun": np.ones((5, 9, 3))}, "to_sun"),
         ({"refl": np.ones(5)}, "refl"),
+        ({"refl": np.ones((5, 2, 0))}, "refl has no observations"),
+        ({"refl_sigma": np.inf}, "refl_sigma"),
     ],
 )
 def test_bad_arguments_name_the_argument(change, message):
     refl, geometry, _, _ = scene(5, 2, 10, seed=15)
-    arguments = {"refl": refl, "incidence": geometry[0], "emission": geometry[1], "normal": geometry[2], "params": START, "free": FREE_3}
+    arguments = {"refl": refl, "to_sun": geometry[0], "to_sensor": geometry[1], "normal": geometry[2], "params": START, "free": FREE_3}
     arguments.update(change)
     with pytest.raises(ValueError, match=message):
         lumaxlike.fit(**arguments)

@@ -303,13 +303,42 @@ def test_nan_w_gives_nan(backend):
     assert np.isnan(r[0]) and np.isfinite(r[1])
 
 
-def test_jax_backend_returns_jax_array_numba_numpy():
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_both_backends_return_numpy_in_the_input_dtype(backend, dtype):
+    source, observer, normal = (g.astype(dtype) for g in lumaxlike.geometry_from_angles(0.4, 0.7, 1.0))
+    r = lumaxlike.amsa(np.full(3, 0.5, dtype), source, observer, normal, FULL_PARAMS, backend=backend)
+    assert type(r) is np.ndarray and r.dtype == dtype and r.shape == (3,)
+    # JAX inputs are accepted too, and give NumPy back
+    r = lumaxlike.amsa(jnp.full((2,), 0.5, dtype), jnp.asarray(source), jnp.asarray(observer), jnp.asarray(normal),
+                       FULL_PARAMS, backend=backend)  # fmt: skip
+    assert type(r) is np.ndarray and r.shape == (2,) and r.dtype == dtype
+
+
+def test_jax_backend_is_differentiable_inside_transformations():
     source, observer, normal = lumaxlike.geometry_from_angles(0.4, 0.7, 1.0)
-    assert isinstance(lumaxlike.amsa(0.5, source, observer, normal, FULL_PARAMS), jax.Array)
-    assert isinstance(lumaxlike.amsa(0.5, source, observer, normal, FULL_PARAMS, backend="numba"), np.ndarray)
-    # JAX inputs are accepted too
-    r = lumaxlike.amsa(jnp.full((2,), 0.5), jnp.asarray(source), jnp.asarray(observer), jnp.asarray(normal), FULL_PARAMS)
-    assert r.shape == (2,)
+    slope = jax.grad(lambda w: lumaxlike.amsa(w, source, observer, normal, FULL_PARAMS)[()])(0.5)
+    step = 1e-6
+    central = (lumaxlike.amsa(0.5 + step, source, observer, normal, FULL_PARAMS)
+               - lumaxlike.amsa(0.5 - step, source, observer, normal, FULL_PARAMS)) / (2 * step)  # fmt: skip
+    np.testing.assert_allclose(float(slope), float(central), rtol=1e-7)  # central difference: O(step^2) ~ 1e-12
+
+
+@pytest.mark.parametrize("argument", ["w", "to_sun", "to_sensor", "normal"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_half_precision_is_refused(argument, backend):
+    call = _good_call()
+    call[argument] = np.asarray(call[argument]).astype(np.float16)
+    with pytest.raises(ValueError, match=rf"{argument} has dtype float16"):
+        lumaxlike.amsa(**call, backend=backend)
+
+
+def test_bands_are_the_last_axis_with_shared_geometry():
+    source, observer, normal = lumaxlike.geometry_from_angles(0.4, 0.7, 1.0)
+    spectrum = np.array([0.2, 0.5, 0.9])
+    per_band = lumaxlike.amsa(spectrum, source, observer, normal, FULL_PARAMS)
+    each = [float(lumaxlike.amsa(w, source, observer, normal, FULL_PARAMS)) for w in spectrum]
+    np.testing.assert_array_equal(per_band, each)
 
 
 # ---------------------------------------------------------------------------------------
@@ -318,7 +347,7 @@ def test_jax_backend_returns_jax_array_numba_numpy():
 
 def _good_call():
     source, observer, normal = lumaxlike.geometry_from_angles(np.full(4, 0.4), 0.7, 1.0)
-    return {"w": np.full((4, 2), 0.5), "incidence": source, "emission": observer, "normal": normal, "params": FULL_PARAMS}
+    return {"w": np.full((4, 2), 0.5), "to_sun": source, "to_sensor": observer, "normal": normal, "params": FULL_PARAMS}
 
 
 def test_unknown_backend():
@@ -346,7 +375,16 @@ def test_hapke_params_out_of_range(field, value):
         lumaxlike.HapkeParams(**fields)
 
 
-@pytest.mark.parametrize("legendre", [np.ones(17), np.ones((2, 3)), []])
+@pytest.mark.parametrize("field", ["b", "c", "roughness", "hs", "bs0", "hc", "bc0"])
+@pytest.mark.parametrize("value", ["x", "0.2", None, np.array([0.1, 0.2]), np.inf, -np.inf, np.nan, True])
+def test_hapke_params_refuse_what_is_not_one_finite_number(field, value):
+    fields = {"b": 0.2, "c": 0.3}
+    fields[field] = value
+    with pytest.raises(ValueError, match=rf"HapkeParams\.{field}\b"):
+        lumaxlike.HapkeParams(**fields)
+
+
+@pytest.mark.parametrize("legendre", [np.ones(17), np.ones((2, 3)), [], [1.0, np.nan], [1.0, np.inf], ["1", "0"]])
 def test_hapke_params_bad_legendre(legendre):
     with pytest.raises(ValueError, match=r"HapkeParams\.legendre"):
         lumaxlike.HapkeParams(b=0.2, c=0.3, legendre=legendre)
@@ -355,9 +393,9 @@ def test_hapke_params_bad_legendre(legendre):
 @pytest.mark.parametrize(
     "argument, value, named",
     [
-        ("incidence", np.ones((4, 2)), "incidence"),  # last axis not 3
+        ("to_sun", np.ones((4, 2)), "to_sun"),  # last axis not 3
         ("normal", np.ones(()), "normal"),
-        ("emission", np.ones((5, 3)), "emission"),  # pixel shape disagrees
+        ("to_sensor", np.ones((5, 3)), "to_sensor"),  # pixel shape disagrees
         ("w", np.full((5, 2), 0.5), "w"),
         ("w", np.full((4, 2, 3), 0.5), "w"),
     ],

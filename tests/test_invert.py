@@ -13,10 +13,10 @@ from .helpers import FULL_PARAMS, SOLVERS, random_geometry
 def synthetic_cube(n_pixels, n_bands, seed, dtype=np.float64):
     """Noise-free r [1/sr] from random w in (0.01, 0.99) and random valid geometry."""
     rng = np.random.default_rng(seed)
-    incidence, emission, normal = random_geometry(n_pixels, rng)
+    to_sun, to_sensor, normal = random_geometry(n_pixels, rng)
     w_true = rng.uniform(0.01, 0.99, (n_pixels, n_bands))
-    refl = np.asarray(lumaxlike.amsa(w_true, incidence, emission, normal, FULL_PARAMS, backend="numba"))
-    return tuple(a.astype(dtype) for a in (refl, incidence, emission, normal)) + (w_true,)
+    refl = np.asarray(lumaxlike.amsa(w_true, to_sun, to_sensor, normal, FULL_PARAMS, backend="numba"))
+    return tuple(a.astype(dtype) for a in (refl, to_sun, to_sensor, normal)) + (w_true,)
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +26,8 @@ def cube64():
 
 @pytest.fixture(scope="module")
 def results64(cube64):
-    refl, incidence, emission, normal, _ = cube64
-    return {s: lumaxlike.invert(refl, incidence, emission, normal, FULL_PARAMS, s) for s in SOLVERS}
+    refl, to_sun, to_sensor, normal, _ = cube64
+    return {s: lumaxlike.invert(refl, to_sun, to_sensor, normal, FULL_PARAMS, s) for s in SOLVERS}
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -44,8 +44,8 @@ def test_recovers_w_float64(cube64, results64, solver):
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_recovers_w_float32(solver):
-    refl, incidence, emission, normal, w_true = synthetic_cube(500, 4, seed=1, dtype=np.float32)
-    result = lumaxlike.invert(refl, incidence, emission, normal, FULL_PARAMS, solver)
+    refl, to_sun, to_sensor, normal, w_true = synthetic_cube(500, 4, seed=1, dtype=np.float32)
+    result = lumaxlike.invert(refl, to_sun, to_sensor, normal, FULL_PARAMS, solver)
     assert result.w.dtype == np.float32
     observable = np.isfinite(refl)
     converged = result.status == Status.CONVERGED
@@ -64,22 +64,22 @@ def test_solvers_agree_float64(results64):
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_residual_is_model_minus_observed(cube64, results64, solver):
-    refl, incidence, emission, normal, _ = cube64
+    refl, to_sun, to_sensor, normal, _ = cube64
     result = results64[solver]
-    model = np.asarray(lumaxlike.amsa(np.nan_to_num(result.w, nan=0.5), incidence, emission, normal, FULL_PARAMS))
+    model = np.asarray(lumaxlike.amsa(np.nan_to_num(result.w, nan=0.5), to_sun, to_sensor, normal, FULL_PARAMS))
     solved = result.status == Status.CONVERGED
     np.testing.assert_allclose(result.residual[solved], (model - refl)[solved], rtol=0, atol=1e-15)
     # converged means the Newton estimate of the distance left, |residual / (dr/dw)|, is
     # below tol = 1e-10 (default for float64)
-    slope = np.asarray(lumaxlike.amsa(result.w + 1e-7, incidence, emission, normal, FULL_PARAMS)) - model
+    slope = np.asarray(lumaxlike.amsa(result.w + 1e-7, to_sun, to_sensor, normal, FULL_PARAMS)) - model
     slope = slope / 1e-7
     assert np.all(np.abs(result.residual[solved]) <= 1.01e-10 * np.abs(slope[solved]))
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_chunking_does_not_change_results(cube64, results64, solver):
-    refl, incidence, emission, normal, _ = cube64
-    chunked = lumaxlike.invert(refl, incidence, emission, normal, FULL_PARAMS, solver, chunk_size=97)
+    refl, to_sun, to_sensor, normal, _ = cube64
+    chunked = lumaxlike.invert(refl, to_sun, to_sensor, normal, FULL_PARAMS, solver, chunk_size=97)
     reference = results64[solver]
     np.testing.assert_array_equal(chunked.status, reference.status)
     # XLA vectorises each chunk shape differently (SIMD body vs. remainder): 1-ulp changes
@@ -87,67 +87,67 @@ def test_chunking_does_not_change_results(cube64, results64, solver):
 
 
 def one_pixel():
-    """A single ordinary geometry: incidence 30 deg, emission 20 deg, azimuth 40 deg."""
+    """A single ordinary geometry: to_sun 30 deg, to_sensor 20 deg, azimuth 40 deg."""
     return lumaxlike.geometry_from_angles(np.radians(30.0), np.radians(20.0), np.radians(40.0))
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_every_status_code(solver):
-    incidence, emission, normal = one_pixel()
-    r_max = float(lumaxlike.amsa(1.0, incidence, emission, normal, FULL_PARAMS))
-    r_mid = float(lumaxlike.amsa(0.6, incidence, emission, normal, FULL_PARAMS))
+    to_sun, to_sensor, normal = one_pixel()
+    r_max = float(lumaxlike.amsa(1.0, to_sun, to_sensor, normal, FULL_PARAMS))
+    r_mid = float(lumaxlike.amsa(0.6, to_sun, to_sensor, normal, FULL_PARAMS))
     below_horizon = lumaxlike.direction_from_zenith_azimuth(np.radians(95.0), 0.0)
     cases = {
-        Status.CONVERGED: (r_mid, incidence, {}),
-        Status.MAX_ITER: (r_mid, incidence, {"max_iter": 1, "w0": 0.01}),
-        Status.UNREACHABLE: (1.0001 * r_max, incidence, {}),
+        Status.CONVERGED: (r_mid, to_sun, {}),
+        Status.MAX_ITER: (r_mid, to_sun, {"max_iter": 1, "w0": 0.01}),
+        Status.UNREACHABLE: (1.0001 * r_max, to_sun, {}),
         Status.INVALID_GEOMETRY: (r_mid, below_horizon, {}),
-        Status.NONFINITE_INPUT: (np.nan, incidence, {}),
+        Status.NONFINITE_INPUT: (np.nan, to_sun, {}),
     }
-    for expected, (refl, to_source, options) in cases.items():
-        result = lumaxlike.invert(np.array([refl]), to_source, emission, normal, FULL_PARAMS, solver, **options)
+    for expected, (refl, to_sun, options) in cases.items():
+        result = lumaxlike.invert(np.array([refl]), to_sun, to_sensor, normal, FULL_PARAMS, solver, **options)
         assert result.status[0] == expected, expected.name
         solved = expected in (Status.CONVERGED, Status.MAX_ITER)
         assert np.isfinite(result.w[0]) == solved, expected.name
     for refl in (0.0, -0.01, np.inf):
-        result = lumaxlike.invert(np.array([refl]), incidence, emission, normal, FULL_PARAMS, solver)
+        result = lumaxlike.invert(np.array([refl]), to_sun, to_sensor, normal, FULL_PARAMS, solver)
         expected = Status.NONFINITE_INPUT if np.isinf(refl) else Status.UNREACHABLE
         assert result.status[0] == expected and np.isnan(result.w[0])
     nan_geometry = np.array([np.nan, 0.0, 1.0])
-    result = lumaxlike.invert(np.array([r_mid]), nan_geometry, emission, normal, FULL_PARAMS, solver)
+    result = lumaxlike.invert(np.array([r_mid]), nan_geometry, to_sensor, normal, FULL_PARAMS, solver)
     assert result.status[0] == Status.NONFINITE_INPUT and np.isnan(result.w[0])
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_sigma_matches_monte_carlo(solver):
-    incidence, emission, normal = one_pixel()
+    to_sun, to_sensor, normal = one_pixel()
     w_true, noise = np.array([0.15, 0.55, 0.9]), 2e-4  # 1/sr; r is ~0.01-0.1 here
-    refl_true = np.asarray(lumaxlike.amsa(w_true, incidence, emission, normal, FULL_PARAMS))
+    refl_true = np.asarray(lumaxlike.amsa(w_true, to_sun, to_sensor, normal, FULL_PARAMS))
     rng = np.random.default_rng(3)
     draws = refl_true + noise * rng.standard_normal((4000, 3))
-    result = lumaxlike.invert(draws, incidence, emission, normal, FULL_PARAMS, solver, refl_sigma=noise)
+    result = lumaxlike.invert(draws, to_sun, to_sensor, normal, FULL_PARAMS, solver, refl_sigma=noise)
     assert np.all(result.status == Status.CONVERGED)
     scatter = result.w.std(axis=0)
     np.testing.assert_allclose(np.median(result.sigma, axis=0), scatter, rtol=0.10)
-    no_sigma = lumaxlike.invert(refl_true, incidence, emission, normal, FULL_PARAMS, solver)
+    no_sigma = lumaxlike.invert(refl_true, to_sun, to_sensor, normal, FULL_PARAMS, solver)
     assert np.all(np.isnan(no_sigma.sigma))
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_shape_rules_and_inputs_untouched(solver):
-    refl, incidence, emission, normal, _ = synthetic_cube(12, 3, seed=4)
-    image = [a.reshape(3, 4, -1) for a in (refl, incidence, emission, normal)]
+    refl, to_sun, to_sensor, normal, _ = synthetic_cube(12, 3, seed=4)
+    image = [a.reshape(3, 4, -1) for a in (refl, to_sun, to_sensor, normal)]
     copies = [a.copy() for a in image]
     result = lumaxlike.invert(*image, FULL_PARAMS, solver)
     for before, after in zip(copies, image):
         np.testing.assert_array_equal(before, after)
     assert result.w.shape == (3, 4, 3) and result.status.dtype == np.int8
-    flat = lumaxlike.invert(refl, incidence, emission, normal, FULL_PARAMS, solver)
+    flat = lumaxlike.invert(refl, to_sun, to_sensor, normal, FULL_PARAMS, solver)
     np.testing.assert_array_equal(result.w.reshape(12, 3), flat.w)
-    one_band = lumaxlike.invert(refl[:, 0], incidence, emission, normal, FULL_PARAMS, solver)
+    one_band = lumaxlike.invert(refl[:, 0], to_sun, to_sensor, normal, FULL_PARAMS, solver)
     assert one_band.w.shape == (12,)
     np.testing.assert_allclose(one_band.w, flat.w[:, 0], atol=1e-12, rtol=0)
-    shared = lumaxlike.invert(refl[:1], incidence[0], emission[0], normal[0], FULL_PARAMS, solver)
+    shared = lumaxlike.invert(refl[:1], to_sun[0], to_sensor[0], normal[0], FULL_PARAMS, solver)
     np.testing.assert_allclose(shared.w, flat.w[:1], atol=1e-12, rtol=0)
 
 
@@ -162,22 +162,51 @@ def test_shape_rules_and_inputs_untouched(solver):
         ({"chunk_size": 0}, "chunk_size"),
         ({"refl_sigma": -1.0}, "refl_sigma"),
         ({"refl_sigma": [0.1, 0.2]}, "refl_sigma"),
+        ({"refl_sigma": np.inf}, "refl_sigma"),
+        ({"refl_sigma": [1e-3, np.inf, 1e-3]}, "refl_sigma"),
         ({"params": "hapke"}, "params"),
     ],
 )
 def test_bad_arguments_name_themselves(options, argument):
-    refl, incidence, emission, normal, _ = synthetic_cube(4, 3, seed=5)
+    refl, to_sun, to_sensor, normal, _ = synthetic_cube(4, 3, seed=5)
     kwargs = {"params": FULL_PARAMS, **options}
     params = kwargs.pop("params")
     with pytest.raises(ValueError, match=argument):
-        lumaxlike.invert(refl, incidence, emission, normal, params, **kwargs)
+        lumaxlike.invert(refl, to_sun, to_sensor, normal, params, **kwargs)
 
 
 def test_mismatched_shapes_name_the_argument():
-    refl, incidence, emission, normal, _ = synthetic_cube(4, 3, seed=6)
+    refl, to_sun, to_sensor, normal, _ = synthetic_cube(4, 3, seed=6)
     with pytest.raises(ValueError, match="refl"):
-        lumaxlike.invert(refl[:3], incidence, emission, normal, FULL_PARAMS)
+        lumaxlike.invert(refl[:3], to_sun, to_sensor, normal, FULL_PARAMS)
     with pytest.raises(ValueError, match="geometry"):
-        lumaxlike.invert(refl, incidence[:3], emission, normal, FULL_PARAMS)
+        lumaxlike.invert(refl, to_sun[:3], to_sensor, normal, FULL_PARAMS)
     with pytest.raises(ValueError, match="normal"):
-        lumaxlike.invert(refl, incidence, emission, normal[:, :2], FULL_PARAMS)
+        lumaxlike.invert(refl, to_sun, to_sensor, normal[:, :2], FULL_PARAMS)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_bands_are_the_last_axis_with_shared_geometry(solver):
+    """One geometry for all pixels: refl's last axis is still the bands (per-band sigma)."""
+    refl, to_sun, to_sensor, normal, _ = synthetic_cube(4, 3, seed=7)
+    band_sigma = [1e-3, 2e-3, 4e-3]
+    one_pixel = refl[:1] * 0.0 + lumaxlike.amsa(np.array([[0.2, 0.5, 0.8]]), to_sun[0], to_sensor[0], normal[0], FULL_PARAMS)
+    shared = lumaxlike.invert(one_pixel, to_sun[0], to_sensor[0], normal[0], FULL_PARAMS, solver, refl_sigma=band_sigma)
+    per_pixel = lumaxlike.invert(one_pixel, to_sun[:1], to_sensor[:1], normal[:1], FULL_PARAMS, solver, refl_sigma=band_sigma)
+    assert shared.w.shape == (1, 3)
+    np.testing.assert_allclose(shared.w, [[0.2, 0.5, 0.8]], atol=1e-9, rtol=0)
+    np.testing.assert_array_equal(shared.sigma, per_pixel.sigma)
+    assert np.all(np.diff(shared.sigma[0] / np.array(band_sigma)) != 0.0)  # one slope per band
+    spectrum = lumaxlike.invert(one_pixel[0], to_sun[0], to_sensor[0], normal[0], FULL_PARAMS, solver,
+                                refl_sigma=band_sigma)  # fmt: skip
+    assert spectrum.w.shape == (3,)
+    np.testing.assert_array_equal(spectrum.w, shared.w[0])
+
+
+@pytest.mark.parametrize("argument", ["refl", "to_sun", "to_sensor", "normal"])
+def test_half_precision_is_refused_naming_the_argument(argument):
+    refl, to_sun, to_sensor, normal, _ = synthetic_cube(4, 3, seed=8)
+    arguments = {"refl": refl, "to_sun": to_sun, "to_sensor": to_sensor, "normal": normal}
+    arguments[argument] = arguments[argument].astype(np.float16)
+    with pytest.raises(ValueError, match=rf"{argument} has dtype float16"):
+        lumaxlike.invert(**arguments, params=FULL_PARAMS)

@@ -189,7 +189,7 @@ def test_grad_through_public_amsa():
     rng = np.random.default_rng(5)
     source, observer, normal = random_geometry(16, rng, max_tilt_deg=0.0)
     w = jnp.asarray(rng.uniform(0.1, 0.9, 16))
-    r_of_w = functools.partial(lumaxlike.amsa, incidence=source, emission=observer, normal=normal, params=FULL_PARAMS)
+    r_of_w = functools.partial(lumaxlike.amsa, to_sun=source, to_sensor=observer, normal=normal, params=FULL_PARAMS)
     grad = jax.grad(lambda w_: jnp.sum(r_of_w(w_)))(w)
     expected = [GRAD_MODEL(w_, jnp.asarray(s), jnp.asarray(o), jnp.asarray(n), THETA)[0]
                 for w_, s, o, n in zip(w, source, observer, normal)]

@@ -41,7 +41,7 @@ def vector_geometry(scene, refl):
     def vector(name):
         return (("y", "x", "xyz"), scene[name])
 
-    return xr.Dataset({name: vector(name) for name in ("to_source", "to_observer", "normal")},
+    return xr.Dataset({name: vector(name) for name in ("to_sun", "to_sensor", "normal")},
                       coords={"y": refl.y, "x": refl.x})
 
 
@@ -53,7 +53,7 @@ def angle_geometry(scene, refl):
 
 
 def expected_result(scene, solver):
-    return lumaxlike.invert(scene["r"], scene["to_source"], scene["to_observer"], scene["normal"],
+    return lumaxlike.invert(scene["r"], scene["to_sun"], scene["to_sensor"], scene["normal"],
                             PARAMS, solver)
 
 
@@ -121,10 +121,10 @@ def test_bad_arguments_are_named(scene):
     with pytest.raises(ValueError, match="not aligned"):
         invert_dataarray(refl, geometry.assign_coords(x=geometry.x + 1.0), PARAMS, units="r")
     with pytest.raises(ValueError, match="either the angles"):
-        invert_dataarray(refl, geometry.drop_vars("to_observer"), PARAMS, units="r")
+        invert_dataarray(refl, geometry.drop_vars("to_sensor"), PARAMS, units="r")
     with pytest.raises(ValueError, match="params gives 2 per-band"):
         invert_dataarray(refl, geometry, [PARAMS, PARAMS], units="r")
-    with pytest.raises(ValueError, match="to_source.*one dim of size 3"):
+    with pytest.raises(ValueError, match="to_sun.*one dim of size 3"):
         invert_dataarray(refl, geometry.isel(xyz=slice(0, 2)), PARAMS, units="r")
 
 

@@ -18,15 +18,12 @@ from .._model.forward import precision_scope
 from .._model.numba_jacobian import hoisted_rows, model_columns
 from .._model.numba_model import observation_rows
 from .._params import PARAMETER_NAMES, HapkeParams
-from .._shapes import check_choice
+from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int
 from .covariance import covariance as fit_covariance
 from .invert import (
     DEFAULT_MAX_ITER,
     SOLVERS,
     albedo_bounds,
-    as_float_array,
-    check_band_sigma,
-    check_positive_int,
     default_tolerance,
     invert,
     pad_pixels,
@@ -104,8 +101,8 @@ def _check_bounds(bounds, free, dtype):
 
 def fit(
     refl,
-    incidence,
-    emission,
+    to_sun,
+    to_sensor,
     normal,
     params: HapkeParams,
     free=("w", "b", "c"),
@@ -129,9 +126,10 @@ def fit(
         refl: observed bidirectional reflectance r [1/sr], shape
             ``pixels + (bands, observations)``: the observation axis is last. A problem
             with any non-finite observation gets status NONFINITE_INPUT.
-        incidence: vectors toward the light source, one per observation: shape
+        to_sun: vectors (east, north, up) from the surface toward the light source (the
+            sun, or a laboratory lamp), one per observation: shape
             ``pixels + (observations, 3)``, or ``(observations, 3)`` for all pixels.
-        emission: vectors toward the observer, same rule.
+        to_sensor: vectors toward the sensor (the observer), same rule.
         normal: outward surface normals, same rule (typically the same for every
             observation of a pixel).
         params: `HapkeParams`: the fixed parameters and the starting values of the free
@@ -171,13 +169,15 @@ def fit(
     free = _check_free(free, params)
     refl = as_float_array("refl", refl)
     geometry = {
-        "incidence": as_float_array("incidence", incidence),
-        "emission": as_float_array("emission", emission),
+        "to_sun": as_float_array("to_sun", to_sun),
+        "to_sensor": as_float_array("to_sensor", to_sensor),
         "normal": as_float_array("normal", normal),
     }
     if refl.ndim < 2:
         raise ValueError(f"refl must have shape pixels + (bands, observations), got {refl.shape}")
     pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
+    if n_obs == 0:
+        raise ValueError(f"refl has no observations (its last axis has length 0, shape {refl.shape})")
     for name, array in geometry.items():
         if array.shape not in ((n_obs, 3), pixel_shape + (n_obs, 3)):
             raise ValueError(
@@ -302,9 +302,9 @@ def _albedo_start(refl, geometry, params, solver, lower, upper):
 
 
 def _solve_chunk_numba(pieces, start, fixed, free_index, lower, upper, max_iter, tol):
-    refl, incidence, emission, normal = pieces
-    geometry_rows, valid = observation_rows(incidence, emission, normal)
-    finite = np.all(np.isfinite(incidence) & np.isfinite(emission) & np.isfinite(normal), axis=-1)
+    refl, to_sun, to_sensor, normal = pieces
+    geometry_rows, valid = observation_rows(to_sun, to_sensor, normal)
+    finite = np.all(np.isfinite(to_sun) & np.isfinite(to_sensor) & np.isfinite(normal), axis=-1)
     functions = model_columns(tuple(PARAMETER_NAMES[k] for k in free_index))
     rows = hoisted_rows(functions, geometry_rows, fixed)  # once per observation
     return solve_numba(
@@ -314,9 +314,9 @@ def _solve_chunk_numba(pieces, start, fixed, free_index, lower, upper, max_iter,
 
 def _solve_chunk_jax(pieces, start, dtype, fixed, free_index, lower, upper, max_iter, tol):
     """One chunk (already padded to the chunk shape) through the JAX solver."""
-    refl, incidence, emission, normal = pieces
+    refl, to_sun, to_sensor, normal = pieces
     with precision_scope(np.empty(0, dtype)):
-        arrays = [jnp.asarray(a, dtype) for a in (refl, incidence, emission, normal)]
+        arrays = [jnp.asarray(a, dtype) for a in (refl, to_sun, to_sensor, normal)]
         solved = solve_fit_jax(
             *arrays,
             jnp.asarray(fixed, dtype),

@@ -3,15 +3,13 @@ by one argument and both return one `InversionResult`."""
 
 from __future__ import annotations
 
-import numbers
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._model.forward import precision_scope
 from .._params import HapkeParams
-from .._shapes import check_choice, layout
+from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
 from .jax_solver import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .result import InversionResult
@@ -21,9 +19,6 @@ __all__ = [
     "default_tolerance",
     "default_chunk_pixels",
     "albedo_bounds",
-    "as_float_array",
-    "check_positive_int",
-    "check_band_sigma",
     "pad_pixels",
     "SOLVERS",
 ]
@@ -51,25 +46,10 @@ def default_chunk_pixels(n_bands: int) -> int:
     return max(1, PROBLEMS_PER_CHUNK // max(1, n_bands))
 
 
-def as_float_array(name, value):
-    """`value` as a NumPy array; ValueError naming `name` unless it is numeric."""
-    array = np.asarray(value)
-    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
-        raise ValueError(f"{name} must be a numeric array, got dtype {array.dtype}")
-    return array
-
-
-def check_positive_int(name, value):
-    """`value` as an int; ValueError naming `name` unless it is a positive integer."""
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def invert(
     refl,
-    incidence,
-    emission,
+    to_sun,
+    to_sensor,
     normal,
     params: HapkeParams,
     solver: str = "jax",
@@ -87,12 +67,16 @@ def invert(
     per-problem damping and early exit, started from a per-pixel table of r(w).
 
     Args:
-        refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape ``pixels``
-            or ``pixels + (bands,)``. float32 input is solved in float32 by the JAX solver
-            (the numba solver always computes in float64); results have refl's dtype
-            (float64 for integer input).
-        incidence: vectors toward the light source, shape ``pixels + (3,)`` or ``(3,)``.
-        emission: vectors toward the observer, same rule.
+        refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape
+            ``pixels + (bands,)``: the last axis holds the bands, whatever the geometry's
+            shape (``pixels`` alone is one band when the geometry has that pixel shape).
+            float32 input is solved in float32 by the JAX solver (the numba solver
+            always computes in float64); results have refl's dtype (float64 for integer
+            input); float16 is refused.
+        to_sun: vectors (east, north, up) from the surface toward the light source (the
+            sun, or a laboratory lamp), shape ``pixels + (3,)`` or ``(3,)`` for all
+            pixels; any length > 0.
+        to_sensor: vectors toward the sensor (the observer), same rule.
         normal: outward surface normals, same rule.
         params: `HapkeParams`.
         solver: ``"jax"`` (optimistix; CPU or GPU) or ``"numba"`` (CPU, parallel).
@@ -111,15 +95,16 @@ def invert(
 
     Raises:
         ValueError: naming the argument, for an unknown solver, mismatched shapes, w0
-            outside (0, 1), non-positive tol, max_iter or chunk_size, negative refl_sigma.
+            outside (0, 1), non-positive tol, max_iter or chunk_size, a negative or
+            infinite refl_sigma, float16 arrays.
     """
     check_choice("solver", solver, SOLVERS)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     refl = as_float_array("refl", refl)
     geometry = {
-        "incidence": as_float_array("incidence", incidence),
-        "emission": as_float_array("emission", emission),
+        "to_sun": as_float_array("to_sun", to_sun),
+        "to_sensor": as_float_array("to_sensor", to_sensor),
         "normal": as_float_array("normal", normal),
     }
     shape = layout("refl", refl, geometry)
@@ -180,16 +165,6 @@ def invert(
     )
 
 
-def check_band_sigma(refl_sigma, n_bands: int):
-    """`refl_sigma` as a scalar or (bands,) float array, or None; ValueError naming it."""
-    if refl_sigma is None:
-        return None
-    band_sigma = as_float_array("refl_sigma", refl_sigma)
-    if band_sigma.ndim > 1 or (band_sigma.ndim == 1 and band_sigma.shape[0] != n_bands):
-        raise ValueError(f"refl_sigma must be a scalar or one value per band ({n_bands}), got shape {band_sigma.shape}")
-    if not np.all(band_sigma >= 0.0):
-        raise ValueError("refl_sigma must be non-negative and finite")
-    return band_sigma
 
 
 def pad_pixels(array, n_pixels, value):
@@ -207,11 +182,11 @@ def pad_pixels(array, n_pixels, value):
 
 def _solve_chunk_jax(pieces, w0, chunk, dtype, params, max_iter, tol, bounds):
     """One chunk through the JAX solver, padded to `chunk` pixels so it compiles once."""
-    refl, incidence, emission, normal = (
+    refl, to_sun, to_sensor, normal = (
         pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)
     )
     with precision_scope(np.empty(0, dtype)):
-        arrays = [jnp.asarray(a, dtype) for a in (refl, incidence, emission, normal)]
+        arrays = [jnp.asarray(a, dtype) for a in (refl, to_sun, to_sensor, normal)]
         start = None if w0 is None else jnp.asarray(pad_pixels(w0, chunk, 0.5), dtype)
         solved = solve_albedo_jax(*arrays, params, start, max_iter, tol, bounds)
         return {name: np.asarray(value) for name, value in jax.device_get(solved).items()}

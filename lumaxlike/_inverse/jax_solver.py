@@ -220,12 +220,12 @@ def _albedo_residuals(w, args):
 
 
 @partial(jax.jit, static_argnames=("max_iter",))
-def solve_albedo_jax(refl, incidence, emission, normal, params, w_start, max_iter, tol, w_bounds):
+def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter, tol, w_bounds):
     """Solve every (pixel, band) problem of one chunk (jitted; same contract as numba's).
 
     Args:
         refl: observed r [1/sr], (pixels, bands).
-        incidence, emission, normal: (pixels, 3) direction vectors.
+        to_sun, to_sensor, normal: (pixels, 3) direction vectors.
         params: `HapkeParams`.
         w_start: (pixels, bands) starting albedos, or None for the per-pixel table.
         max_iter: iteration cap (static); tol: step tolerance in w.
@@ -235,10 +235,10 @@ def solve_albedo_jax(refl, incidence, emission, normal, params, w_start, max_ite
         (model minus observed, 1/sr), slope (dr/dw at w, 1/sr).
     """
     w_lower, w_upper = w_bounds
-    terms = jax.vmap(pixel_terms, in_axes=(0, 0, 0, None))(incidence, emission, normal, params)
+    terms = jax.vmap(pixel_terms, in_axes=(0, 0, 0, None))(to_sun, to_sensor, normal, params)
     table = jax.vmap(_rules.albedo_table)(terms)
     geometry_finite = jnp.all(
-        jnp.isfinite(incidence) & jnp.isfinite(emission) & jnp.isfinite(normal), axis=-1
+        jnp.isfinite(to_sun) & jnp.isfinite(to_sensor) & jnp.isfinite(normal), axis=-1
     )
     per_band = partial(jax.vmap, in_axes=(0, None, None, None))
     status = jax.vmap(per_band(_rules.problem_status))(refl, geometry_finite, terms.scale, table[albedo_rules.N_TABLE - 1])
@@ -290,12 +290,12 @@ def _fit_residuals(y, args, free_index):
 
 
 @partial(jax.jit, static_argnames=("free_index", "max_iter"))
-def solve_fit_jax(refl, incidence, emission, normal, fixed, start, free_index, lower, upper, max_iter, tol):
+def solve_fit_jax(refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, max_iter, tol):
     """Solve every (pixel, band) problem of one chunk of `fit` (jitted).
 
     Args:
         refl: observed r [1/sr], (pixels, bands, observations).
-        incidence, emission, normal: (pixels, observations, 3) direction vectors.
+        to_sun, to_sensor, normal: (pixels, observations, 3) direction vectors.
         fixed: (8,) values of w, b, c, roughness, hs, bs0, hc, bc0 (free ones overwritten);
             the phase function is the double Henyey-Greenstein.
         start: (pixels, bands, p) starting values; free_index: static tuple of indices
@@ -305,8 +305,8 @@ def solve_fit_jax(refl, incidence, emission, normal, fixed, start, free_index, l
         squared residuals), jtj (pixels, bands, p, p) at the solution.
     """
     per_observation = partial(jax.vmap, in_axes=(0, 0, 0))
-    geometry = jax.vmap(per_observation(jax_equations.geometry_terms))(incidence, emission, normal)
-    finite = jnp.all(jnp.isfinite(incidence) & jnp.isfinite(emission) & jnp.isfinite(normal), axis=-1)
+    geometry = jax.vmap(per_observation(jax_equations.geometry_terms))(to_sun, to_sensor, normal)
+    finite = jnp.all(jnp.isfinite(to_sun) & jnp.isfinite(to_sensor) & jnp.isfinite(normal), axis=-1)
     status = jnp.where(
         jnp.all(finite, axis=-1)[:, None] & jnp.all(jnp.isfinite(refl), axis=-1),
         jnp.where(jnp.all(geometry.valid, axis=-1)[:, None], albedo_rules.SOLVING, albedo_rules.INVALID_GEOMETRY),

@@ -43,7 +43,7 @@ N_TABLE = albedo_rules.N_TABLE
 
 @numba.njit(parallel=True, cache=True, error_model="numpy")
 def _albedo_kernel(
-    refl, incidence, emission, normal, scalars, legendre, use_legendre, w_start,
+    refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
     max_iter, tol, w_lower, w_upper,
     w_out, status_out, iterations_out, residual_out, slope_out,
 ):  # fmt: skip
@@ -53,11 +53,11 @@ def _albedo_kernel(
     for pixel in numba.prange(n_pixels):
         geometry_finite = True
         for k in range(3):
-            geometry_finite = geometry_finite and math.isfinite(incidence[pixel, k])
-            geometry_finite = geometry_finite and math.isfinite(emission[pixel, k])
+            geometry_finite = geometry_finite and math.isfinite(to_sun[pixel, k])
+            geometry_finite = geometry_finite and math.isfinite(to_sensor[pixel, k])
             geometry_finite = geometry_finite and math.isfinite(normal[pixel, k])
         terms = pixel_terms(
-            incidence[pixel], emission[pixel], normal[pixel],
+            to_sun[pixel], to_sensor[pixel], normal[pixel],
             b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre,
         )  # fmt: skip
         table = albedo_table(terms)
@@ -98,13 +98,13 @@ def _albedo_kernel(
 refresh_when_sources_change(_albedo_kernel, albedo_rules, lm_rules, equations, _backends, _scalar_math)
 
 
-def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_iter, tol, w_bounds,
+def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_iter, tol, w_bounds,
                        out=None):
     """Solve every (pixel, band) problem of one chunk.
 
     Args:
         refl: observed r [1/sr], (pixels, bands), float64.
-        incidence, emission, normal: (pixels, 3) float64 direction vectors.
+        to_sun, to_sensor, normal: (pixels, 3) float64 direction vectors.
         params: `HapkeParams`.
         w_start: (pixels, bands) starting albedos, or None for the per-pixel table.
         max_iter, tol: iteration cap and step tolerance in w.
@@ -132,7 +132,7 @@ def solve_albedo_numba(refl, incidence, emission, normal, params, w_start, max_i
         out[name] = array if usable else np.empty(shape, dtype)
 
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
-    geometry = (as_kernel_array(a) for a in (incidence, emission, normal))
+    geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
     _albedo_kernel(
         as_kernel_array(refl),
         *geometry,

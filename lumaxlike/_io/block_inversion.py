@@ -135,13 +135,13 @@ def numba_threads(count: int | None):
             numba.set_num_threads(previous)
 
 
-def invert_block(refl, to_source, to_observer, normal, params, options: SolverOptions,
+def invert_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions,
                  refl_sigma=None, w0=None) -> dict[str, np.ndarray]:
     """Invert a block of pixels for w, band groups with their own parameters.
 
     Args:
         refl: bidirectional reflectance r [1/sr], shape ``pixels + (bands,)``.
-        to_source, to_observer, normal: direction vectors, shape ``pixels + (3,)``.
+        to_sun, to_sensor, normal: direction vectors, shape ``pixels + (3,)``.
         params: list of one :class:`lumaxlike.HapkeParams` per band
             (see :func:`per_band_params`).
         options: solver and its settings.
@@ -172,7 +172,7 @@ def invert_block(refl, to_source, to_observer, normal, params, options: SolverOp
             whole = len(groups) == 1
             pick = (lambda a: a) if whole else (lambda a: np.ascontiguousarray(a[..., bands]))
             result = invert(
-                pick(refl), to_source, to_observer, normal, group_params, options.solver,
+                pick(refl), to_sun, to_sensor, normal, group_params, options.solver,
                 w0=None if w0 is None else pick(w0),
                 refl_sigma=refl_sigma,
                 **kwargs,

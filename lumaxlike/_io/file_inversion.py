@@ -186,12 +186,12 @@ def _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, 
         bar.update((rows.stop - rows.start) * width)
 
     for rows in iter_row_slices(cube.info.grid.height, rows_per_block):
-        to_source, to_observer, normal = geometry_reader.read(rows)
-        refl = to_bidirectional_reflectance(cube.read(rows), units, to_source, normal)
-        refl_sigma = uncertainty_to_r(sigma, units, to_source, normal, refl.dtype)
-        pool.submit(rows, refl, to_source, to_observer, normal, params, options,
+        to_sun, to_sensor, normal = geometry_reader.read(rows)
+        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, normal)
+        refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, refl.dtype)
+        pool.submit(rows, refl, to_sun, to_sensor, normal, params, options,
                     refl_sigma=refl_sigma)
-        del refl, to_source, to_observer, normal, refl_sigma  # the pool holds what it needs
+        del refl, to_sun, to_sensor, normal, refl_sigma  # the pool holds what it needs
         while pool.full():
             write_oldest()
     while len(pool):

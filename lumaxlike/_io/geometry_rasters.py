@@ -211,17 +211,17 @@ class GeometryReader:
         """Direction vectors over ``rows``.
 
         Returns:
-            ``(to_source, to_observer, normal)``, unit vectors (east, north, up) of shape
+            ``(to_sun, to_sensor, normal)``, unit vectors (east, north, up) of shape
             ``(len(rows), cols, 3)``; NaN where an angle or the DTM is nodata.
         """
         angles = self.read_angles(rows)
-        to_source = direction_from_zenith_azimuth(
+        to_sun = direction_from_zenith_azimuth(
             np.deg2rad(angles["to_sun_zenith"]), np.deg2rad(angles["to_sun_azimuth"])
         )
-        to_observer = direction_from_zenith_azimuth(
+        to_sensor = direction_from_zenith_azimuth(
             np.deg2rad(angles["to_sensor_zenith"]), np.deg2rad(angles["to_sensor_azimuth"])
         )
-        return to_source, to_observer, self.read_normals(rows).astype(to_source.dtype, copy=False)
+        return to_sun, to_sensor, self.read_normals(rows).astype(to_sun.dtype, copy=False)
 
     def read_normals(self, rows: slice) -> np.ndarray:
         """Outward unit surface normals over ``rows``, shape ``(len(rows), cols, 3)``.

@@ -32,22 +32,22 @@ def check_units(units) -> str:
     return units
 
 
-def local_incidence_cosine(to_source, normal) -> np.ndarray:
+def local_incidence_cosine(to_sun, normal) -> np.ndarray:
     """cos i between the direction to the source and the surface normal [-].
 
     Args:
-        to_source, normal: vectors of shape ``pixels + (3,)`` (any length, not zero).
+        to_sun, normal: vectors of shape ``pixels + (3,)`` (any length, not zero).
 
     Returns:
         array of shape ``pixels``; negative where the source is below the local horizon.
     """
-    to_source = np.asarray(to_source)
+    to_sun = np.asarray(to_sun)
     normal = np.asarray(normal)
-    dot = np.sum(to_source * normal, axis=-1)
-    return dot / (np.linalg.norm(to_source, axis=-1) * np.linalg.norm(normal, axis=-1))
+    dot = np.sum(to_sun * normal, axis=-1)
+    return dot / (np.linalg.norm(to_sun, axis=-1) * np.linalg.norm(normal, axis=-1))
 
 
-def to_bidirectional_reflectance(values, units, to_source=None, normal=None) -> np.ndarray:
+def to_bidirectional_reflectance(values, units, to_sun=None, normal=None) -> np.ndarray:
     """Convert reflectance values to bidirectional reflectance r [1/sr].
 
     Never modifies ``values``.
@@ -55,7 +55,7 @@ def to_bidirectional_reflectance(values, units, to_source=None, normal=None) -> 
     Args:
         values: reflectance in ``units``, shape ``pixels + (bands,)``.
         units: ``"r"``, ``"radf"`` or ``"reff"`` (see the module docstring).
-        to_source, normal: direction to the source and surface normal, shape
+        to_sun, normal: direction to the source and surface normal, shape
             ``pixels + (3,)``; needed for ``"reff"`` only.
 
     Returns:
@@ -67,19 +67,19 @@ def to_bidirectional_reflectance(values, units, to_source=None, normal=None) -> 
         return values
     if units == "radf":
         return values / np.pi
-    if to_source is None or normal is None:
-        raise ValueError('units="reff" needs to_source and normal to compute cos i')
-    cos_i = local_incidence_cosine(to_source, normal).astype(values.dtype, copy=False)
+    if to_sun is None or normal is None:
+        raise ValueError('units="reff" needs to_sun and normal to compute cos i')
+    cos_i = local_incidence_cosine(to_sun, normal).astype(values.dtype, copy=False)
     return values * (cos_i[..., None] / np.pi)
 
 
-def uncertainty_to_r(sigma, units, to_source=None, normal=None, dtype=np.float64):
+def uncertainty_to_r(sigma, units, to_sun=None, normal=None, dtype=np.float64):
     """Convert a standard uncertainty of reflectance in ``units`` to r [1/sr].
 
     Args:
         sigma: one uncertainty for every value [``units``], or None.
         units: ``"r"``, ``"radf"`` or ``"reff"``.
-        to_source, normal: shape ``pixels + (3,)``; needed for ``"reff"`` only.
+        to_sun, normal: shape ``pixels + (3,)``; needed for ``"reff"`` only.
         dtype: floating type of the result.
 
     Returns:
@@ -93,5 +93,5 @@ def uncertainty_to_r(sigma, units, to_source=None, normal=None, dtype=np.float64
         return np.asarray(sigma, dtype)
     if units == "radf":
         return np.asarray(sigma / np.pi, dtype)
-    cos_i = local_incidence_cosine(to_source, normal).astype(dtype, copy=False)
+    cos_i = local_incidence_cosine(to_sun, normal).astype(dtype, copy=False)
     return (np.asarray(sigma / np.pi, dtype) * cos_i)[..., None]

@@ -243,13 +243,13 @@ def roughness_terms(cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_p
     return mu0e, mue, shadowing
 
 
-def geometry_terms(to_source, to_observer, normal):
+def geometry_terms(to_sun, to_sensor, normal):
     """`GeometryTerms` of one observation from length-3 direction vectors (any length > 0)."""
-    s_norm = sqrt(to_source[0] ** 2 + to_source[1] ** 2 + to_source[2] ** 2)
-    v_norm = sqrt(to_observer[0] ** 2 + to_observer[1] ** 2 + to_observer[2] ** 2)
+    s_norm = sqrt(to_sun[0] ** 2 + to_sun[1] ** 2 + to_sun[2] ** 2)
+    v_norm = sqrt(to_sensor[0] ** 2 + to_sensor[1] ** 2 + to_sensor[2] ** 2)
     n_norm = sqrt(normal[0] ** 2 + normal[1] ** 2 + normal[2] ** 2)
-    sx, sy, sz = to_source[0] / s_norm, to_source[1] / s_norm, to_source[2] / s_norm
-    vx, vy, vz = to_observer[0] / v_norm, to_observer[1] / v_norm, to_observer[2] / v_norm
+    sx, sy, sz = to_sun[0] / s_norm, to_sun[1] / s_norm, to_sun[2] / s_norm
+    vx, vy, vz = to_sensor[0] / v_norm, to_sensor[1] / v_norm, to_sensor[2] / v_norm
     nx, ny, nz = normal[0] / n_norm, normal[1] / n_norm, normal[2] / n_norm
     cos_i = sx * nx + sy * ny + sz * nz
     cos_e = vx * nx + vy * ny + vz * nz
@@ -317,16 +317,16 @@ def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, u
     return PixelTerms(scale, phase_sh, p_mu0e, p_mue, p_bar, h_a_mu0e, h_b_mu0e, h_a_mue, h_b_mue)
 
 
-def pixel_terms(to_source, to_observer, normal, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre):
+def pixel_terms(to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre):
     """All w-independent terms of r for one pixel (see `PixelTerms`).
 
     Args:
-        to_source, to_observer, normal: length-3 direction vectors (any length > 0).
+        to_sun, to_sensor, normal: length-3 direction vectors (any length > 0).
         b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre: see `terms_from_geometry`.
     Returns:
         `PixelTerms`; its `scale` is NaN unless cos i > 0 and cos e > 0 locally.
     """
-    geometry = geometry_terms(to_source, to_observer, normal)
+    geometry = geometry_terms(to_sun, to_sensor, normal)
     return terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre)
 
 

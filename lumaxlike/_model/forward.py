@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._params import HapkeParams
-from .._shapes import check_choice, layout
+from .._shapes import check_choice, check_float_dtype, layout
 from . import jax_model, numba_model
 from ._backends import jax_equations
 
@@ -19,8 +19,8 @@ BACKENDS = ("jax", "numba")
 
 
 @jax.jit
-def _amsa_flat(w, incidence, emission, normal, params):
-    return jax_model.amsa_vector(w, incidence, emission, normal, params)
+def _amsa_flat(w, to_sun, to_sensor, normal, params):
+    return jax_model.amsa_vector(w, to_sun, to_sensor, normal, params)
 
 
 def precision_scope(*arrays):
@@ -36,28 +36,38 @@ def precision_scope(*arrays):
     return contextlib.nullcontext()
 
 
-def amsa(w, incidence, emission, normal, params: HapkeParams, backend: str = "jax"):
+def amsa(w, to_sun, to_sensor, normal, params: HapkeParams, backend: str = "jax"):
     """Hapke (2002) AMSA bidirectional reflectance with Hapke (1984) roughness.
 
     Args:
-        w: single-scattering albedo in [0, 1], shape ``pixels`` or ``pixels + (bands,)``.
-        incidence: vectors toward the light source, shape ``pixels + (3,)`` or ``(3,)``.
-        emission: vectors toward the observer, same rule.
+        w: single-scattering albedo in [0, 1], shape ``pixels + (bands,)``: the last
+            axis holds the bands, whatever the geometry's shape (``pixels`` alone is one
+            band when the geometry has that pixel shape).
+        to_sun: vectors (east, north, up) from the surface toward the light source (the
+            sun, or a laboratory lamp), shape ``pixels + (3,)`` or ``(3,)`` for all
+            pixels; any length > 0.
+        to_sensor: vectors toward the sensor (the observer), same rule.
         normal: outward surface normals, same rule (need not be unit length).
         params: `HapkeParams` (phase function, roughness [rad], opposition effects).
-        backend: ``"jax"`` (jitted; returns a JAX array) or ``"numba"`` (returns NumPy).
+        backend: ``"jax"`` (jitted XLA; CPU or GPU) or ``"numba"`` (CPU, parallel).
 
     Returns:
-        r [1/sr] (RADF = pi r), shape of ``w``, float32 for float32 inputs, else float64.
+        r [1/sr] (RADF = pi r), a NumPy array of the shape of ``w`` whichever backend
+        ran: float32 when every input is float32, else float64 (float16 is refused).
         NaN where the geometry is invalid (cos i <= 0 or cos e <= 0 in the local frame)
-        or w is NaN.
+        or w is NaN. Inside a JAX transformation (``jax.grad``, ``jax.jit``, inputs
+        that are tracers) the JAX backend returns the traced JAX array instead, so the
+        model can be differentiated.
     """
     check_choice("backend", backend, BACKENDS)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    w = np.asarray(w) if not isinstance(w, jax.Array) else w
-    geometry = {"incidence": incidence, "emission": emission, "normal": normal}
-    geometry = {k: (v if isinstance(v, jax.Array) else np.asarray(v)) for k, v in geometry.items()}
+    arrays = {"w": w, "to_sun": to_sun, "to_sensor": to_sensor, "normal": normal}
+    arrays = {k: (v if isinstance(v, jax.Array) else np.asarray(v)) for k, v in arrays.items()}
+    for name, array in arrays.items():
+        check_float_dtype(name, array.dtype)
+    traced = any(isinstance(a, jax.core.Tracer) for a in arrays.values())
+    w, geometry = arrays.pop("w"), arrays
     shape = layout("w", w, geometry)
     dtype = np.result_type(w.dtype, *(g.dtype for g in geometry.values()), np.float32)
     if backend == "numba":
@@ -79,8 +89,8 @@ def amsa(w, incidence, emission, normal, params: HapkeParams, backend: str = "ja
         # Parameters in the inputs' precision: float64 leaves (e.g. np.float64 from
         # np.radians) would otherwise promote a float32 call to float64 under x64.
         params = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf, dtype), params)
-        r = _amsa_flat(flat_w, *flat_geometry, params)
-    return r.reshape(w.shape)
+        r = _amsa_flat(flat_w, *flat_geometry, params).reshape(w.shape)
+    return r if traced else np.asarray(r)
 
 
 _h_function_jit = jax.jit(jax_equations.h_function)

@@ -28,17 +28,17 @@ __all__ = [
 ]
 
 
-def pixel_terms(incidence, emission, normal, params: HapkeParams):
+def pixel_terms(to_sun, to_sensor, normal, params: HapkeParams):
     """`equations.PixelTerms` for one pixel: direction vectors of shape (3,).
 
     The parameters are cast to the geometry's precision, so float32 geometry is
     evaluated in float32 even where the parameters are NumPy float64 scalars (and the
     default Legendre zeros do not promote it either).
     """
-    dtype = jnp.result_type(incidence, emission, normal)
+    dtype = jnp.result_type(to_sun, to_sensor, normal)
     legendre, use_legendre = params.legendre_coefficients(jnp, dtype)
     scalars = (jnp.asarray(value, dtype) for value in params.scalars())
-    return E.pixel_terms(incidence, emission, normal, *scalars, legendre, use_legendre)
+    return E.pixel_terms(to_sun, to_sensor, normal, *scalars, legendre, use_legendre)
 
 
 @jax.custom_jvp
@@ -68,16 +68,16 @@ def _reflectance_core_jvp(primals, tangents):
 reflectance_core.defjvp(_reflectance_core_jvp, symbolic_zeros=True)
 
 
-def amsa_scalar(w, incidence, emission, normal, params: HapkeParams):
+def amsa_scalar(w, to_sun, to_sensor, normal, params: HapkeParams):
     """Bidirectional reflectance r [1/sr] for one pixel and one band.
 
     Args:
         w: single-scattering albedo, scalar in (0, 1).
-        incidence, emission, normal: vectors of shape (3,) toward the source, toward the
+        to_sun, to_sensor, normal: vectors of shape (3,) toward the source, toward the
             observer, and along the outward surface normal.
         params: the other Hapke parameters.
     """
-    return reflectance_core(w, pixel_terms(incidence, emission, normal, params))
+    return reflectance_core(w, pixel_terms(to_sun, to_sensor, normal, params))
 
 
 amsa_spectrum = jax.vmap(amsa_scalar, in_axes=(0, None, None, None, None))

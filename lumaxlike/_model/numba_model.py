@@ -18,12 +18,12 @@ __all__ = ["amsa_pixels", "as_kernel_array", "kernel_params", "observation_rows"
 
 
 @numba.njit(parallel=True, cache=True, error_model="numpy")
-def _amsa_pixels_kernel(w, incidence, emission, normal, scalars, legendre, use_legendre, out):
+def _amsa_pixels_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, out):
     b, c, roughness, hs, bs0, hc, bc0 = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6]
     n_pixels, n_bands = w.shape
     for pixel in numba.prange(n_pixels):
         terms = pixel_terms(
-            incidence[pixel], emission[pixel], normal[pixel],
+            to_sun[pixel], to_sensor[pixel], normal[pixel],
             b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre,
         )  # fmt: skip
         for band in range(n_bands):
@@ -34,11 +34,11 @@ refresh_when_sources_change(_amsa_pixels_kernel, equations, _backends, _scalar_m
 
 
 @numba.njit(parallel=True, cache=True, error_model="numpy")
-def _observation_rows_kernel(incidence, emission, normal, rows):
-    n_pixels, n_obs, _ = incidence.shape
+def _observation_rows_kernel(to_sun, to_sensor, normal, rows):
+    n_pixels, n_obs, _ = to_sun.shape
     for pixel in numba.prange(n_pixels):
         for k in range(n_obs):
-            geometry = geometry_terms(incidence[pixel, k], emission[pixel, k], normal[pixel, k])
+            geometry = geometry_terms(to_sun[pixel, k], to_sensor[pixel, k], normal[pixel, k])
             # GeometryTerms mixes floats and a bool: no indexing by a variable
             cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid = geometry
             row = rows[pixel, k]
@@ -49,18 +49,18 @@ def _observation_rows_kernel(incidence, emission, normal, rows):
 refresh_when_sources_change(_observation_rows_kernel, equations, _backends, _scalar_math)
 
 
-def observation_rows(incidence, emission, normal):
+def observation_rows(to_sun, to_sensor, normal):
     """Every observation's `GeometryTerms` as a float64 row (valid as 1.0 or 0.0).
 
     Args:
-        incidence, emission, normal: (pixels, observations, 3) direction vectors.
+        to_sun, to_sensor, normal: (pixels, observations, 3) direction vectors.
     Returns:
         (rows, valid): (pixels, observations, 11) float64 and (pixels, observations) bool,
         True where cos i > 0 and cos e > 0.
     """
     fields = equations.GeometryTerms._fields
-    rows = np.empty(incidence.shape[:2] + (len(fields),))
-    _observation_rows_kernel(*(as_kernel_array(a) for a in (incidence, emission, normal)), rows)
+    rows = np.empty(to_sun.shape[:2] + (len(fields),))
+    _observation_rows_kernel(*(as_kernel_array(a) for a in (to_sun, to_sensor, normal)), rows)
     return rows, rows[..., fields.index("valid")] != 0.0
 
 
@@ -86,12 +86,12 @@ def kernel_params(params):
     return scalars, as_kernel_array(legendre), bool(use_legendre)
 
 
-def amsa_pixels(w, incidence, emission, normal, params):
+def amsa_pixels(w, to_sun, to_sensor, normal, params):
     """r [1/sr] for w (pixels, bands) and geometry (pixels, 3) each; returns (pixels, bands).
 
     Computed in float64 (the float32 results are rounded at the end).
     """
     out = np.empty(w.shape, dtype=np.float64)
-    geometry = (as_kernel_array(a) for a in (incidence, emission, normal))
+    geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
     _amsa_pixels_kernel(as_kernel_array(w), *geometry, *kernel_params(params), out)
     return out
