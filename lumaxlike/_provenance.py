@@ -309,6 +309,8 @@ def _call_repr(value) -> str:
     if isinstance(value, HapkeParams):
         fields = ", ".join(f"{name}={float(getattr(value, name))!r}" for name in FIELD_NAMES)
         return f"HapkeParams({fields}{', legendre=...' if value.legendre is not None else ''})"
+    if isinstance(value, Mapping):
+        return f"<{type(value).__name__} of {', '.join(map(str, value))}>"
     shape = getattr(value, "shape", None)
     if shape is None and hasattr(value, "__len__"):
         shape = (len(value),)
@@ -348,7 +350,8 @@ def read_provenance(path) -> Provenance:
     Args:
         path: any output of ``lumaxlike invert`` / :func:`lumaxlike.invert_file` (the w
             map or a sibling map such as ``w_status.tif``; an ENVI data file or header; a
-            ``.nc`` file; a ``.zarr`` store).
+            ``.nc`` file; a ``.zarr`` store), or the ``xarray.Dataset`` returned by
+            :func:`lumaxlike.invert_dataarray`.
 
     Returns:
         :class:`Provenance` with the model, Hapke parameters per band, units, solver,
@@ -359,6 +362,8 @@ def read_provenance(path) -> Provenance:
         ValueError: ``path`` holds no lumaxlike provenance, or it is malformed (names
             the file and the key).
     """
+    if not isinstance(path, (str, Path)) and isinstance(getattr(path, "attrs", None), Mapping):
+        return Provenance.from_attrs(path.attrs, source=f"the {type(path).__name__}")
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
