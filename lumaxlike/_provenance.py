@@ -213,13 +213,18 @@ class Provenance:
 
         per_field = {name: get(f"param_{name}") for name in FIELD_NAMES}
         legendre = get("param_legendre", optional=True)
-        lengths = {len(v) for v in per_field.values() if isinstance(v, list)}
-        if isinstance(legendre, list) and not _is_number_list(legendre):
-            lengths.add(len(legendre))
         bands = typed("bands", int, get("bands"))
-        if bands < 1 or lengths - {bands}:
-            raise ValueError(f"{source}: per-band parameters give {sorted(lengths)} values for "
-                             f"{PREFIX}bands = {bands}")
+        if bands < 1:
+            raise ValueError(f"{source}: {PREFIX}bands = {bands} is not a number of bands")
+        if legendre is not None:
+            typed("param_legendre", list, legendre)
+        per_band = {f"param_{name}": value for name, value in per_field.items()}
+        if isinstance(legendre, list) and not _is_number_list(legendre):
+            per_band["param_legendre"] = legendre
+        for key, value in per_band.items():
+            if isinstance(value, list) and len(value) != bands:
+                raise ValueError(f"{source}: {PREFIX}{key} gives {len(value)} values for "
+                                 f"{PREFIX}bands = {bands}")
         params = []
         for band in range(bands):
             fields = {name: _band_value(value, band, source, name) for name, value in per_field.items()}
