@@ -29,6 +29,7 @@ from ._inverse.result import FitResult as FitResult, InversionResult as Inversio
 from ._inverse.status import Status as Status
 from ._model.forward import amsa as amsa, h_function as h_function
 from ._params import HapkeParams as HapkeParams
+from ._provenance import Provenance as Provenance, read_provenance as read_provenance
 from ._xarray import invert_dataarray as invert_dataarray  # also registers DataArray.hapke
 
 __version__ = "0.1.0"

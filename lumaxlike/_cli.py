@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -19,15 +20,23 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 #: Hapke options: (flag, HapkeParams field, default, help). Each takes one value for every
 #: band or a comma-separated list of one value per band.
 HAPKE_OPTIONS = (
-    ("--b", "b", 0.2, "double Henyey-Greenstein asymmetry b, 0 <= b < 1"),
-    ("--c", "c", 0.5, "double Henyey-Greenstein back/forward partition c, -1 <= c <= 1"),
-    ("--roughness-deg", "roughness", 0.0, "Hapke mean slope angle theta-bar [deg], 0 <= . < 90"),
-    ("--hs", "hs", 0.0, "shadow-hiding opposition width h_S (0: off)"),
-    ("--bs0", "bs0", 0.0, "shadow-hiding opposition amplitude B_S0"),
-    ("--hc", "hc", 0.0, "coherent-backscatter width h_C (0: off)"),
-    ("--bc0", "bc0", 0.0, "coherent-backscatter amplitude B_C0"),
+    ("--b", "b", 0.2, "double Henyey-Greenstein asymmetry b [-], 0 <= b < 1"),
+    ("--c", "c", 0.5, "double Henyey-Greenstein back/forward partition c [-], -1 <= c <= 1 "
+                      "(c > 0: back-scattering)"),
+    ("--roughness-deg", "roughness", 0.0, "Hapke (1984) mean slope angle theta-bar [deg], "
+                                          "0 <= . < 90"),
+    ("--hs", "hs", 0.0, "shadow-hiding opposition width h_S [-], >= 0 (0: off)"),
+    ("--bs0", "bs0", 0.0, "shadow-hiding opposition amplitude B_S0 [-], >= 0"),
+    ("--hc", "hc", 0.0, "coherent-backscatter width h_C [-], >= 0 (0: off)"),
+    ("--bc0", "bc0", 0.0, "coherent-backscatter amplitude B_C0 [-], >= 0"),
 )
 
+#: ``lumaxlike invert`` options that --params-from can fill in: flag -> Provenance attribute.
+RECORDED_OPTIONS = {"--geometry": "geometry", "--dtm": "dtm", "--units": "units",
+                    "--solver": "solver", "--tol": "tol", "--max-iter": "max_iter",
+                    "--sigma": "refl_sigma"}
+
+DEFAULT_SOLVER = "numba"
 
 class _UsageError(Exception):
     """A bad command line, reported in one line with exit code 2."""
@@ -70,51 +79,117 @@ def _number_list(text: str) -> list[float]:
     return values
 
 
+def _dest(flag: str) -> str:
+    return flag[2:].replace("-", "_")
+
+
+class _CommandParser(_Parser):
+    """The top-level parser: also records the command line as typed (``args.command_line``)."""
+
+    def parse_args(self, args=None, namespace=None):
+        argv = sys.argv[1:] if args is None else [str(a) for a in args]
+        parsed = super().parse_args(argv, namespace)
+        parsed.command_line = "lumaxlike " + shlex.join(argv)
+        return parsed
+
+
+TOP_EPILOG = """\
+Run `lumaxlike COMMAND --help` for a command's options.
+
+example (after `lumaxlike demo`: rerun its numba inversion from the record in its output):
+  lumaxlike invert lumaxlike-demo/reflectance.tif --params-from lumaxlike-demo/w_numba.tif --out w.tif
+"""
+
+INVERT_DESCRIPTION = """\
+Invert a reflectance cube (GeoTIFF, ENVI, anything GDAL opens) for the single-scattering
+albedo w per pixel and band, streaming it by blocks of rows.
+
+Writes OUT (w) and, for GeoTIFF/ENVI, siblings OUT_status, OUT_iterations, OUT_residual
+(and OUT_sigma with --sigma); netCDF (.nc) and zarr (.zarr) hold them all in one dataset.
+Every output records how it was made (lumaxlike version, model, Hapke parameters, units,
+solver, tol, max-iter, sigma, input files, this command line, the time; see
+lumaxlike.read_provenance), and --params-from reuses that record.
+"""
+
+INVERT_EPILOG = """\
+examples (on the files `lumaxlike demo` writes into lumaxlike-demo/):
+  # the demo's model: bidirectional reflectance r, its Hapke parameters, local slopes
+  lumaxlike invert lumaxlike-demo/reflectance.tif --geometry lumaxlike-demo/obs.tif \\
+      --dtm lumaxlike-demo/dtm.tif --units r --b 0.2 --c 0.4 --roughness-deg 20 \\
+      --hs 0.06 --bs0 1 --hc 0.05 --bc0 0.5 --out w.tif
+  # the same run again, every setting read from the first one's output
+  lumaxlike invert lumaxlike-demo/reflectance.tif --params-from w.tif --out w_again.tif
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``lumaxlike`` command."""
-    parser = _Parser(prog="lumaxlike", allow_abbrev=False, description="Invert Hapke's AMSA model pixel by pixel over "
-                     "hyperspectral cubes for single-scattering albedo maps.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    from . import __version__
+    from ._inverse.invert import DEFAULT_MAX_ITER
+
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _CommandParser(
+        prog="lumaxlike", allow_abbrev=False, formatter_class=formatter, epilog=TOP_EPILOG,
+        description="Invert Hapke's AMSA model pixel by pixel over hyperspectral cubes for "
+        "single-scattering albedo maps.",
+    )
+    parser.add_argument("--version", action="version", version=f"lumaxlike {__version__}",
+                        help="print lumaxlike's version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     invert = commands.add_parser(
         "invert", help="invert a reflectance cube file for w maps", allow_abbrev=False,
-        description="Invert a reflectance cube (GeoTIFF, ENVI, anything GDAL opens) for "
-        "single-scattering albedo w per pixel and band, streaming it by blocks of rows. "
-        "Writes OUT (w) and, for GeoTIFF/ENVI, siblings OUT_status, OUT_iterations, "
-        "OUT_residual (and OUT_sigma with --sigma); netCDF (.nc) and zarr (.zarr) hold "
-        "them all in one dataset.",
+        formatter_class=formatter, description=INVERT_DESCRIPTION, epilog=INVERT_EPILOG,
     )
-    invert.add_argument("cube", type=Path, metavar="CUBE", help="reflectance cube file")
-    invert.add_argument("--geometry", type=Path, required=True, metavar="OBS",
+    recorded = "; with --params-from: the recorded value"
+    invert.add_argument("cube", type=Path, metavar="CUBE", help="reflectance cube file (required)")
+    invert.add_argument("--out", type=Path, required=True, metavar="OUT",
+                        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, "
+                        ".zarr zarr (required)")
+    invert.add_argument("--params-from", type=Path, metavar="OLD",
+                        help="an earlier lumaxlike output (any of its files): take its model, "
+                        "Hapke parameters, --units, --solver, --tol, --max-iter, --sigma, "
+                        "--geometry and --dtm from the record it carries; options given here "
+                        "override them (default: none)")
+    invert.add_argument("--geometry", type=Path, metavar="OBS",
                         help="OBS raster on the cube's grid whose band descriptions name the "
                         "to-sun zenith, to-sun azimuth, to-sensor zenith and to-sensor azimuth "
                         "[deg, azimuths clockwise from north]; matched case-insensitively, e.g. "
                         "'To-sun zenith', 'solar_zenith', 'SZA', 'To-Inst AZM', 'view_azimuth' "
-                        "(full list: lumaxlike._io.geometry_rasters.OBS_BAND_NAMES)")
+                        "(full list: lumaxlike.OBS_BAND_NAMES). Required, unless --params-from "
+                        "gives it")
     invert.add_argument("--dtm", type=Path, metavar="DTM",
                         help="DTM on the cube's grid (heights [m], projected CRS) for local "
-                        "slopes; default: flat surface")
-    invert.add_argument("--solver", choices=("jax", "numba"), required=True, help="solver")
-    invert.add_argument("--out", type=Path, required=True, metavar="OUT",
-                        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, "
-                        ".zarr zarr")
-    invert.add_argument("--units", choices=("r", "radf", "reff"), required=True,
+                        "slopes (default: a flat, horizontal surface" + recorded + ")")
+    invert.add_argument("--units", choices=("r", "radf", "reff"),
                         help="what the cube holds: r = bidirectional reflectance [1/sr], "
-                        "radf = radiance factor I/F = pi r, reff = reflectance factor "
-                        "pi r / cos i (local incidence)")
+                        "radf = radiance factor I/F = pi r [-], reff = reflectance factor "
+                        "pi r / cos i [-] (local incidence i). Required, unless --params-from "
+                        "gives it")
+    invert.add_argument("--solver", choices=("numba", "jax"),
+                        help="numba: compiled Levenberg-Marquardt on the CPU, parallel threads, "
+                        "always float64; jax: optimistix Levenberg-Marquardt on the CPU or a "
+                        f"GPU, in the cube's precision (float32 cubes in float32) "
+                        f"(default {DEFAULT_SOLVER}{recorded})")
     for flag, _, default, text in HAPKE_OPTIONS:
-        invert.add_argument(flag, type=_number_list, default=[default], metavar="VALUE[,...]",
-                            help=f"{text} (default {default}); one value, or one per band")
+        invert.add_argument(flag, type=_number_list, metavar="VALUE[,...]",
+                            help=f"{text}; one value, or one per band (default {default:g}"
+                            f"{recorded})")
+    invert.add_argument("--tol", type=_positive_float, metavar="VALUE",
+                        help="convergence tolerance on the solver's step in w [-] (default 1e-10 "
+                        f"for float64 cubes, 1e-5 for float32 ones{recorded})")
+    invert.add_argument("--max-iter", type=_positive_int, metavar="N",
+                        help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER}"
+                        f"{recorded})")
+    invert.add_argument("--sigma", type=_positive_float, metavar="VALUE",
+                        help="standard uncertainty of the cube's values, in --units; writes the "
+                        f"sigma map of w too (default: none, no sigma map{recorded})")
     invert.add_argument("--chunk", type=_positive_int, metavar="ROWS",
                         help="rows per block (default: about 32 MiB of reflectance)")
     invert.add_argument("--workers", type=_positive_int, default=1, metavar="N",
                         help="worker processes inverting blocks in parallel (default 1)")
-    invert.add_argument("--max-iter", type=_positive_int, metavar="N",
-                        help="solver iteration limit (default: the solver's)")
-    invert.add_argument("--sigma", type=_positive_float, metavar="VALUE",
-                        help="standard uncertainty of the cube's values, in --units; "
-                        "writes the sigma map of w")
-    invert.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    invert.add_argument("--overwrite", action="store_true",
+                        help="replace existing outputs (default: refuse)")
     invert.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar on stderr (default: when stderr is a terminal)")
     invert.set_defaults(handler=_run_invert)
@@ -125,48 +200,104 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _hapke_params(args, bands: int):
-    """One HapkeParams per band from the Hapke options (shared objects for equal values)."""
+def _same_params(params) -> bool:
+    """True when every HapkeParams of the sequence has the same values."""
+    return len({_params_key(p) for p in params}) == 1
+
+
+def _params_key(params) -> tuple:
+    legendre = None if params.legendre is None else tuple(float(v) for v in params.legendre)
+    return (*(float(getattr(params, name)) for _, name, _, _ in HAPKE_OPTIONS), legendre)
+
+
+def _hapke_params(args, bands: int, base=None):
+    """One HapkeParams per band from the Hapke options (shared objects for equal values).
+
+    Args:
+        args: parsed options; a Hapke option left out (None) takes its value from ``base``,
+            else its default.
+        bands: the cube's bands.
+        base: per-band HapkeParams recorded by --params-from (one per band, or one set
+            shared by every band), or None.
+    """
     from ._params import HapkeParams
 
-    names = [name for _, name, _, _ in HAPKE_OPTIONS]
+    if base is not None and len(base) != bands:
+        if not _same_params(base):
+            raise ValueError(f"--params-from {args.params_from} records parameters for "
+                             f"{len(base)} bands but the cube {args.cube} has {bands} bands")
+        base = [base[0]] * bands
     per_field = {}
-    for flag, name, _, text in HAPKE_OPTIONS:
-        values = getattr(args, flag[2:].replace("-", "_"))
+    for flag, name, default, text in HAPKE_OPTIONS:
+        values = getattr(args, _dest(flag))
+        if values is None and base is not None:
+            per_field[name] = [getattr(p, name) for p in base]
+            continue
+        values = [default] if values is None else values
         if len(values) not in (1, bands):
             raise ValueError(f"{flag} gives {len(values)} values but the cube {args.cube} has "
                              f"{bands} bands (give one value, or one per band)")
-        for value in values:  # checked one field at a time, so the message names the flag
-            try:
-                HapkeParams(**{"b": 0.0, "c": 0.0, name: math.radians(value) if name == "roughness" else value})
-            except ValueError:
-                raise ValueError(f"{flag} {value:g} is outside its valid range ({text})") from None
         if name == "roughness":
             values = [math.radians(v) for v in values]
+        for value in values:  # checked one field at a time, so the message names the flag
+            try:
+                HapkeParams(**{"b": 0.0, "c": 0.0, name: value})
+            except ValueError:
+                shown = math.degrees(value) if name == "roughness" else value
+                raise ValueError(f"{flag} {shown:g} is outside its valid range ({text})") from None
         per_field[name] = values if len(values) == bands else values * bands
+    legendre = [p.legendre for p in base] if base is not None else [None] * bands
+    names = list(per_field)
     shared: dict[tuple, object] = {}
     params = []
     for band in range(bands):
-        key = tuple(per_field[name][band] for name in names)
+        fields = {name: per_field[name][band] for name in names}
+        key = (*fields.values(), None if legendre[band] is None else tuple(legendre[band]))
         if key not in shared:
-            shared[key] = HapkeParams(**dict(zip(names, key)))
+            shared[key] = HapkeParams(**fields, legendre=legendre[band])
         params.append(shared[key])
     return params
+
+
+def _resolve(args, record) -> dict:
+    """Settings of the run: the options given, else --params-from's record, else defaults."""
+    settings = {}
+    for flag, attribute in RECORDED_OPTIONS.items():
+        value = getattr(args, _dest(flag))
+        if value is None and record is not None:
+            value = getattr(record, attribute)
+        settings[_dest(flag)] = value
+    geometry = settings["geometry"]
+    if isinstance(geometry, tuple):  # recorded as (role, path) pairs: usable when all are files
+        if not all(path is not None for _, path in geometry):
+            raise ValueError(f"--params-from {args.params_from} records a geometry given as "
+                             "arrays; give --geometry")
+        settings["geometry"] = dict(geometry)
+    for flag in ("--geometry", "--units"):
+        if settings[_dest(flag)] is None:
+            raise ValueError(f"{flag} is required (or --params-from an output that records it)")
+    settings["solver"] = settings["solver"] or DEFAULT_SOLVER
+    return settings
 
 
 def _run_invert(args) -> int:
     from ._io.file_inversion import invert_file
     from ._io.raster import CubeReader
+    from ._provenance import read_provenance
 
+    record = None
+    if args.params_from is not None:
+        record = read_provenance(args.params_from)
+        record.check_reproducible(f"--params-from {args.params_from}")
+    settings = _resolve(args, record)
     with CubeReader(args.cube) as cube:
         bands = cube.info.bands
-    params = _hapke_params(args, bands)
-    print(f"lumaxlike invert: {args.cube} ({args.units}) -> {args.out}, solver {args.solver}",
-          file=sys.stderr)
+    params = _hapke_params(args, bands, None if record is None else record.params)
+    print(f"lumaxlike invert: {args.cube} ({settings['units']}) -> {args.out}, solver "
+          f"{settings['solver']}", file=sys.stderr)
     summary = invert_file(
-        args.cube, args.out, geometry=args.geometry, dtm=args.dtm, params=params,
-        solver=args.solver, units=args.units, chunk_rows=args.chunk, overwrite=args.overwrite,
-        progress=args.progress, sigma=args.sigma, workers=args.workers, max_iter=args.max_iter,
+        args.cube, args.out, params=params, chunk_rows=args.chunk, overwrite=args.overwrite,
+        progress=args.progress, workers=args.workers, command=args.command_line, **settings,
     )
     print(summary.describe(), file=sys.stderr)
     return EXIT_OK

@@ -41,6 +41,7 @@ from ._io.block_inversion import SolverOptions, invert_block, per_band_params
 from ._io.geometry_rasters import ANGLE_ROLES
 from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from ._io.writers import FIELD_ATTRS, RESULT_FIELDS
+from ._provenance import make_provenance, python_call
 
 __all__ = ["HapkeAccessor", "SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray"]
 
@@ -194,7 +195,11 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
         ``iterations`` (int32), ``residual`` [1/sr] and ``sigma`` [-], each with the dims,
         coords and chunks of ``refl``; the Dataset keeps ``refl``'s attrs, and a
         ``spatial_ref`` coordinate or ``crs`` attribute of ``refl`` is kept and referenced
-        by every variable. Lazy (dask) when ``refl`` is.
+        by every variable. Lazy (dask) when ``refl`` is. The Dataset's attrs also
+        record how it was made: the ``lumaxlike_*`` keys (model, Hapke parameters, units,
+        solver, the tol and max_iter used, refl_sigma, source files when ``refl`` and
+        ``geometry`` were opened from files, this call, the time; see
+        :func:`lumaxlike.read_provenance`), and ``history`` gains a line.
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
@@ -247,7 +252,22 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
             attrs["crs"] = refl.attrs["crs"]
         output.attrs = attrs
         variables[field] = output
-    return xr.Dataset(variables, attrs=dict(refl.attrs))
+    provenance = make_provenance(
+        params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
+        refl_sigma=refl_sigma, dtype=dtype, cube=refl.encoding.get("source"),
+        geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
+        command=python_call("invert_dataarray", refl, geometry, params, solver, units=units,
+                            spectral_dim=spectral_dim, refl_sigma=refl_sigma, max_iter=max_iter,
+                            tol=tol, num_threads=num_threads),
+    )
+    return xr.Dataset(variables, attrs=_result_attrs(refl.attrs, provenance))
+
+
+def _result_attrs(attrs: Mapping, provenance) -> dict:
+    """``refl``'s attrs plus the provenance keys, with a line appended to ``history``."""
+    line = f"{provenance.created} {provenance.command}"
+    history = attrs.get("history")
+    return {**attrs, **provenance.attrs(), "history": f"{history}\n{line}" if history else line}
 
 
 @xr.register_dataarray_accessor("hapke")

@@ -75,7 +75,10 @@ def test_in_memory_inversion_matches_invert_and_keeps_coords_attrs_crs(scene, so
     assert as_pixels_bands(result.status)[1, 1, 2] == Status.UNREACHABLE
     for name in ("band", "y", "x", "wavelength", "spatial_ref"):
         xr.testing.assert_identical(result[name], refl[name])
-    assert result.attrs == refl.attrs
+    assert {name: result.attrs[name] for name in refl.attrs} == refl.attrs
+    record = lumaxlike.read_provenance(result)
+    assert record.params == (PARAMS,) * BANDS and (record.solver, record.units) == (solver, "r")
+    assert record.command.startswith("lumaxlike.invert_dataarray(") and record.cube is None
     assert result.w.attrs["grid_mapping"] == "spatial_ref" and result.w.attrs["crs"] == "EPSG:32612"
 
 

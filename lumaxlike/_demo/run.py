@@ -57,25 +57,41 @@ def accuracy(w_true, w_recovered, converged) -> Accuracy:
     return Accuracy(float(error.max()), float(np.median(error)), float(np.mean(converged)))
 
 
-def _parse_args(argv):
+DEMO_EPILOG = """\
+example (a small scene, the numba solver only, files in ./lumaxlike-demo):
+  lumaxlike demo --size 32 --solver numba
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``lumaxlike demo``."""
     parser = argparse.ArgumentParser(
         prog="lumaxlike demo",
         description="Invert a synthetic hyperspectral scene built from USGS mineral spectra "
         "and compare the recovered single-scattering albedo with the truth.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=DEMO_EPILOG,
     )
     parser.add_argument("--workdir", type=Path, default=Path("lumaxlike-demo"),
                         help="directory for the rasters and the figure (default: ./lumaxlike-demo)")
-    parser.add_argument("--size", type=int, default=96, help="pixels per side (default: 96)")
+    parser.add_argument("--size", type=int, default=96,
+                        help="pixels per side of the square scene [pixels] (default: 96)")
     parser.add_argument("--solver", choices=tuple(SOLVER_CHOICES), default="both",
-                        help="solver(s) to run (default: both)")
-    parser.add_argument("--no-figure", action="store_true", help="do not draw the PNG figure")
+                        help="solver(s) to run: numba (CPU), jax (CPU or GPU) or both "
+                        "(default: both)")
+    parser.add_argument("--no-figure", action="store_true",
+                        help="do not draw the PNG figure (default: draw lumaxlike-demo/demo.png)")
     parser.add_argument("--seed", type=int, default=SceneConfig.seed,
                         help=f"seed of the scene and the noise (default: {SceneConfig.seed})")
     parser.add_argument("--noise", type=float, default=0.0,
                         help="relative standard deviation of Gaussian noise on the reflectance "
-                        "(default: 0, exact data)")
+                        "[-, fraction of the value] (default: 0, exact data)")
     parser.add_argument("--input-format", choices=("gtiff", "envi"), default="gtiff",
                         help="which copy of the reflectance cube to invert (default: gtiff)")
+    return parser
+
+
+def _parse_args(argv):
+    parser = _parser()
     args = parser.parse_args(argv)
     try:
         args.scene = SceneConfig(size=args.size, seed=args.seed)

@@ -17,3 +17,30 @@ class Status(enum.IntEnum):
     #: J^T J is singular to working precision there; the values are one of many solutions
     #: and the covariance is NaN
     UNDETERMINED = 5
+
+    @classmethod
+    def legend(cls) -> dict[int, str]:
+        """``{code: name}`` of every status, e.g. ``{0: "CONVERGED", ..., 5: "UNDETERMINED"}``.
+
+        The one source of every status legend lumaxlike writes (GeoTIFF/ENVI
+        ``status_codes`` tag, netCDF/zarr ``flag_values`` / ``flag_meanings``); use it
+        for colour maps and labels too.
+        """
+        return {int(member): member.name for member in cls}
+
+    @classmethod
+    def flag_attrs(cls) -> dict:
+        """CF flag attributes of a status variable: ``flag_values`` (int8 array, the codes)
+        and ``flag_meanings`` (the lower-case names, blank-separated)."""
+        import numpy as np
+
+        legend = cls.legend()
+        return {
+            "flag_values": np.array(list(legend), dtype=np.int8),
+            "flag_meanings": " ".join(name.lower() for name in legend.values()),
+        }
+
+    @classmethod
+    def codes_text(cls, separator: str = "=") -> str:
+        """The legend as one line, e.g. ``"0=converged, 1=max_iter, ..."`` (raster tags)."""
+        return ", ".join(f"{code}{separator}{name.lower()}" for code, name in cls.legend().items())

@@ -13,6 +13,7 @@ import rasterio
 
 from .._inverse.invert import default_chunk_pixels
 from .._inverse.status import Status
+from .._provenance import make_provenance, python_call
 from .block_inversion import BlockPool, SolverOptions, check_solver, per_band_params
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader, iter_row_slices
@@ -93,7 +94,7 @@ def _geometry_paths(geometry) -> list:
 
 def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, units,
                 chunk_rows=None, overwrite=False, progress=None, sigma=None, workers=1,
-                max_iter=None, tol=None) -> InversionSummary:
+                max_iter=None, tol=None, command=None) -> InversionSummary:
     """Invert a reflectance cube file for single-scattering albedo maps, block by block.
 
     Reads ``chunk_rows`` rows of the cube and of the geometry at a time, converts them to
@@ -127,6 +128,8 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             sigma map of w is written too.
         workers: processes inverting blocks in parallel (1 = in this process).
         max_iter, tol: solver settings passed to :func:`lumaxlike.invert` (None = default).
+        command: the command line to record in the outputs' provenance (see
+            :func:`lumaxlike.read_provenance`); None records this Python call.
 
     Returns:
         :class:`InversionSummary` with output paths, throughput and status counts.
@@ -154,9 +157,16 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
         # one JAX chunk shape for every block (the last one is padded): compiles once
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
         options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
+        provenance = make_provenance(
+            params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
+            refl_sigma=sigma, dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
+            command=command or python_call("invert_file", cube_path, out_path, geometry=geometry,
+                                           dtm=dtm, params=params, solver=solver, units=units,
+                                           sigma=sigma, max_iter=max_iter, tol=tol),
+        )
         with GeometryReader(geometry, info.grid, dtm) as geometry_reader, \
                 ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                             chunk_rows=rows_per_block) as writer, \
+                             chunk_rows=rows_per_block, provenance=provenance) as writer, \
                 BlockPool(workers) as pool:
             bar = _progress_bar(progress, info.grid.height * info.grid.width, cube_path)
             try:

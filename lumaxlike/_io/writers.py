@@ -16,14 +16,17 @@ extension                   format      files written
 
 (``OUT_status.tif`` means the stem of ``OUT`` plus ``_status``, e.g. ``w.tif`` ->
 ``w_status.tif``.) Every map has one band per spectral band of the cube and keeps the
-cube's CRS, transform, band names and wavelengths (ENVI ``wavelength`` header field,
-per-band ``wavelength`` / ``wavelength_units`` tags in GeoTIFF, a ``wavelength``
-coordinate in netCDF/zarr). Floating maps (w, residual, sigma) have the cube's floating type (at least float32) and nodata NaN by default (``nodata=...`` writes another value where
+cube's CRS, transform, band names and wavelengths as read (ENVI ``wavelength`` header
+field, per-band ``wavelength`` / ``wavelength_units`` tags in GeoTIFF, a ``wavelength``
+coordinate in netCDF/zarr), and records how it was made (``lumaxlike_*`` tags, in the
+``ENVI`` domain for ENVI; see :mod:`lumaxlike._provenance`). The status map carries its
+legend, generated from :class:`lumaxlike.Status` (``status_codes`` tag,
+``flag_values`` / ``flag_meanings`` attributes). Floating maps (w, residual, sigma) have the cube's floating type (at least float32) and nodata NaN by default (``nodata=...`` writes another value where
 they are NaN, declared as the GDAL nodata / ENVI ``data ignore value`` / ``_FillValue``); status is int8 (uint8 in ENVI, which has no
 signed byte) and iterations int32, both without nodata since every pixel gets a value.
 
 netCDF and zarr variables have dims ``(band, y, x)``, with ``x``/``y`` pixel-centre map
-coordinates (north-up grids) and a ``spatial_ref`` variable carrying the CRS as
+coordinates (north-up grids, CF ``units`` and ``standard_name`` from the CRS) and a ``spatial_ref`` variable carrying the CRS as
 ``crs_wkt`` and the GDAL ``GeoTransform`` (the CF / rioxarray convention GDAL reads).
 
 Nothing appears at the output paths until every block has been written (see
@@ -40,6 +43,7 @@ import numpy as np
 import rasterio
 from rasterio.windows import Window
 
+from .._inverse.status import Status
 from .atomic import AtomicOutputs
 from .raster import GDAL_CACHE_BYTES, CubeInfo
 
@@ -69,14 +73,11 @@ OUTPUT_FORMATS = {
 RESULT_FIELDS = ("w", "status", "iterations", "residual", "sigma")
 """Maps an inversion produces, in :class:`lumaxlike.InversionResult` order."""
 
-STATUS_MEANINGS = "converged max_iter unreachable invalid_geometry nonfinite_input"
-
 FIELD_ATTRS = {
     "w": {"long_name": "single-scattering albedo w", "units": "1"},
     "status": {
         "long_name": "inversion status (lumaxlike.Status)",
-        "flag_values": np.arange(5, dtype=np.int8),
-        "flag_meanings": STATUS_MEANINGS,
+        **Status.flag_attrs(),
     },
     "iterations": {"long_name": "solver iterations", "units": "1"},
     "residual": {
@@ -143,7 +144,7 @@ def output_files(out, fields=RESULT_FIELDS) -> list[Path]:
 def _field_dtypes(float_dtype, kind: str) -> dict[str, np.dtype]:
     return {
         "w": np.dtype(float_dtype),
-        # ENVI has no signed byte type; status codes 0-4 fit either
+        # ENVI has no signed byte type; the status codes (0 to 5) fit either
         "status": np.dtype(np.uint8 if kind == "ENVI" else np.int8),
         "iterations": np.dtype(np.int32),
         "residual": np.dtype(float_dtype),
@@ -151,12 +152,17 @@ def _field_dtypes(float_dtype, kind: str) -> dict[str, np.dtype]:
     }
 
 
+def wavelength_text(value) -> str:
+    """A wavelength as the shortest text that reads back as the same float (``"500.5"``, ``"1530"``)."""
+    return np.format_float_positional(float(value), trim="-")
+
+
 def _band_descriptions(like: CubeInfo) -> list[str | None]:
     """The cube's band names; when it has none, its wavelengths (e.g. ``"500.5 Nanometers"``)."""
     names = list(like.band_names)
     if like.wavelengths is not None and not any(names):
         units = f" {like.wavelength_units}" if like.wavelength_units else ""
-        return [f"{wavelength:.10g}{units}" for wavelength in like.wavelengths]
+        return [f"{wavelength_text(wavelength)}{units}" for wavelength in like.wavelengths]
     return names
 
 
@@ -164,7 +170,7 @@ class _RasterSink:
     """One result map written as a GeoTIFF or ENVI file through a temporary path."""
 
     def __init__(self, path: Path, final_name: str, driver: str, field: str, like: CubeInfo,
-                 dtype, nodata: float):
+                 dtype, nodata: float, provenance=None):
         self.path, self.final_name = path, final_name
         grid = like.grid
         profile = dict(
@@ -181,26 +187,31 @@ class _RasterSink:
             profile.update(BIGTIFF="IF_SAFER")
         self.dataset = rasterio.open(path, "w", **profile)
         try:
-            self._describe(field, like, driver)
+            self._describe(field, like, driver, provenance)
         except BaseException:
             self.dataset.close()
             raise
 
-    def _describe(self, field: str, like: CubeInfo, driver: str) -> None:
+    def _describe(self, field: str, like: CubeInfo, driver: str, provenance) -> None:
         ds = self.dataset
         attrs = FIELD_ATTRS[field]
-        ds.update_tags(quantity=attrs["long_name"])
+        envi = driver == "ENVI"  # GDAL keeps only the ENVI domain in headers, and no "=" there
+        tags = {"quantity": attrs["long_name"]}
         if "units" in attrs:
-            ds.update_tags(units=attrs["units"])
+            tags["units"] = attrs["units"]
         if field == "status":
-            ds.update_tags(status_codes=", ".join(
-                f"{code}={name}" for code, name in enumerate(STATUS_MEANINGS.split())
-            ))
+            tags["status_codes"] = Status.codes_text(": " if envi else "=")
+        if provenance is not None:
+            tags.update(provenance.attrs(envi=envi))
+        if envi:
+            ds.update_tags(ns="ENVI", **tags)
+        else:
+            ds.update_tags(**tags)
         for index, description in enumerate(_band_descriptions(like), start=1):
             if description:
                 ds.set_band_description(index, description)
         if like.wavelengths is not None:
-            labels = [f"{value:.10g}" for value in like.wavelengths]
+            labels = [wavelength_text(value) for value in like.wavelengths]
             if driver == "ENVI":
                 envi = {"wavelength": "{" + ", ".join(labels) + "}"}
                 if like.wavelength_units:
@@ -226,6 +237,32 @@ class _RasterSink:
             header.write_text(header.read_text().replace(self.path.name, self.final_name, 1))
 
 
+#: CF (UDUNITS) spelling of common CRS linear units, as PROJ names them.
+_CF_LINEAR_UNITS = {"metre": "m", "meter": "m", "kilometre": "km", "foot": "ft",
+                    "US survey foot": "US_survey_foot"}
+
+
+def coordinate_attrs(crs) -> tuple[dict, dict]:
+    """CF attributes of the ``x`` and ``y`` coordinates for a CRS (rasterio ``CRS`` or None).
+
+    Projected: ``standard_name`` ``projection_x_coordinate`` / ``projection_y_coordinate``
+    and ``units`` from the CRS's linear unit (``"m"`` for metres); geographic:
+    ``longitude`` / ``latitude`` in ``degrees_east`` / ``degrees_north``; no CRS: only a
+    ``long_name`` (the unit is unknown).
+    """
+    if crs is not None and crs.is_geographic:
+        return ({"standard_name": "longitude", "long_name": "longitude", "units": "degrees_east"},
+                {"standard_name": "latitude", "long_name": "latitude", "units": "degrees_north"})
+    x = {"long_name": "x coordinate of pixel centre"}
+    y = {"long_name": "y coordinate of pixel centre"}
+    if crs is not None and crs.is_projected:
+        unit = crs.linear_units
+        unit = _CF_LINEAR_UNITS.get(unit, unit)
+        x.update(standard_name="projection_x_coordinate", units=unit)
+        y.update(standard_name="projection_y_coordinate", units=unit)
+    return x, y
+
+
 def _map_coordinates(like: CubeInfo) -> dict:
     """``x`` and ``y`` pixel-centre coordinates of a north-up grid (none for rotated grids)."""
     t = like.grid.transform
@@ -233,7 +270,8 @@ def _map_coordinates(like: CubeInfo) -> dict:
         return {}
     cols = np.arange(like.grid.width) + 0.5
     rows = np.arange(like.grid.height) + 0.5
-    return {"x": ("x", t.c + t.a * cols), "y": ("y", t.f + t.e * rows)}
+    x_attrs, y_attrs = coordinate_attrs(like.grid.crs)
+    return {"x": ("x", t.c + t.a * cols, x_attrs), "y": ("y", t.f + t.e * rows, y_attrs)}
 
 
 def spatial_ref_attrs(crs, transform) -> dict:
@@ -245,7 +283,7 @@ def spatial_ref_attrs(crs, transform) -> dict:
     return attrs
 
 
-def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None = None):
+def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None = None, provenance=None):
     """An ``xarray.Dataset`` with lumaxlike's result layout on the grid of a cube.
 
     Args:
@@ -253,10 +291,12 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
         fields: result variables to include.
         data: ``{field: array}`` of shape ``(band, y, x)`` (NumPy or dask); variables
             missing from it are left out.
+        provenance: :class:`lumaxlike.Provenance` of the run, written as CF global
+            attributes plus the ``lumaxlike_*`` keys; None writes only ``source`` (the cube).
 
     Returns:
         Dataset with coords ``band`` (1-based), ``wavelength`` (when known), ``x``/``y``
-        and ``spatial_ref``, and one variable per field present in ``data``.
+        (with CF units) and ``spatial_ref``, and one variable per field present in ``data``.
     """
     import xarray as xr
 
@@ -271,7 +311,8 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
         if data is not None and field in data:
             attrs = dict(FIELD_ATTRS[field], grid_mapping="spatial_ref")
             variables[field] = xr.Variable(("band", "y", "x"), data[field], attrs)
-    return xr.Dataset(variables, coords=coords, attrs={"source": str(like.path), "history": "lumaxlike invert"})
+    attrs = {"source": str(like.path)} if provenance is None else provenance.cf_attrs()
+    return xr.Dataset(variables, coords=coords, attrs=attrs)
 
 
 def _fill_value(dtype, nodata: float):
@@ -282,12 +323,13 @@ def _fill_value(dtype, nodata: float):
 class _NetCDFSink:
     """All result maps in one netCDF-4 file: xarray writes coords, netCDF4 writes blocks."""
 
-    def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float):
+    def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float,
+                 provenance=None):
         try:
             import netCDF4
         except ImportError:  # pragma: no cover - depends on the environment
             raise ValueError(f"writing {path.name}: netCDF output needs the netCDF4 package") from None
-        result_template(like).to_netcdf(path, engine="netcdf4", format="NETCDF4")
+        result_template(like, provenance=provenance).to_netcdf(path, engine="netcdf4", format="NETCDF4")
         self.dataset = netCDF4.Dataset(path, "a")
         chunks = (1, min(chunk_rows, like.grid.height), like.grid.width)
         for field in fields:
@@ -309,7 +351,8 @@ class _NetCDFSink:
 class _ZarrSink:
     """All result maps in one zarr store: metadata first, then region writes per block."""
 
-    def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float):
+    def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float,
+                 provenance=None):
         try:
             import dask.array as da
             import zarr  # noqa: F401
@@ -320,7 +363,7 @@ class _ZarrSink:
         chunks = (like.bands, min(chunk_rows, like.grid.height), like.grid.width)
         data = {field: da.zeros(shape, dtype=dtypes[field], chunks=chunks) for field in fields}
         encoding = {field: {"_FillValue": _fill_value(dtypes[field], nodata)} for field in fields}
-        template = result_template(like, fields, data)
+        template = result_template(like, fields, data, provenance)
         template.to_zarr(path, mode="w", compute=False, encoding=encoding, zarr_format=2, consolidated=True)
 
     def write_block(self, rows: slice, block: Mapping) -> None:
@@ -351,6 +394,8 @@ class ResultWriter:
         chunk_rows: rows per block the caller will write (zarr / netCDF chunking).
         nodata: value of the floating maps where they are NaN, and their declared nodata;
             NaN (default) or a finite number.
+        provenance: :class:`lumaxlike.Provenance` recorded in every file (tags or global
+            attributes; see :func:`lumaxlike.read_provenance`); None records none.
 
     Raises:
         ValueError: unknown extension or field.
@@ -359,8 +404,9 @@ class ResultWriter:
     """
 
     def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
-                 chunk_rows: int | None = None, nodata: float = np.nan):
+                 chunk_rows: int | None = None, nodata: float = np.nan, provenance=None):
         self.out = Path(out)
+        self.provenance = provenance
         self.format = output_format(self.out)
         self.fields = tuple(fields)
         unknown = [f for f in self.fields if f not in RESULT_FIELDS]
@@ -385,16 +431,16 @@ class ResultWriter:
                 self._stack.enter_context(rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_PAM_ENABLED="NO"))
                 for field in self.fields:
                     sink = _RasterSink(temporary[self.paths[field]], self.paths[field].name, self.format,
-                                       field, self.like, self.dtypes[field], self.nodata)
+                                       field, self.like, self.dtypes[field], self.nodata, self.provenance)
                     self._rasters[field] = sink
                     self._stack.callback(sink.close)
             elif self.format == "netCDF":
                 self._dataset = _NetCDFSink(temporary[self.out], self.fields, self.like, self.dtypes,
-                                            self.chunk_rows, self.nodata)
+                                            self.chunk_rows, self.nodata, self.provenance)
                 self._stack.callback(self._dataset.close)
             else:
                 self._dataset = _ZarrSink(temporary[self.out], self.fields, self.like, self.dtypes,
-                                          self.chunk_rows, self.nodata)
+                                          self.chunk_rows, self.nodata, self.provenance)
         except BaseException as error:
             self._stack.__exit__(type(error), error, error.__traceback__)
             raise
@@ -436,7 +482,7 @@ class ResultWriter:
 
 
 def write_result(out, result, *, like: CubeInfo, fields=None, overwrite: bool = False,
-                 nodata: float = np.nan) -> dict[str, Path]:
+                 nodata: float = np.nan, provenance=None) -> dict[str, Path]:
     """Write whole in-memory result maps (e.g. from :func:`lumaxlike.invert`) atomically.
 
     Args:
@@ -448,6 +494,7 @@ def write_result(out, result, *, like: CubeInfo, fields=None, overwrite: bool = 
             it has any finite value.
         overwrite: replace existing outputs.
         nodata: value written where the floating maps are NaN (default NaN).
+        provenance: :class:`lumaxlike.Provenance` to record in the files (None: none).
 
     Returns:
         ``{field: path written}``.
@@ -458,6 +505,7 @@ def write_result(out, result, *, like: CubeInfo, fields=None, overwrite: bool = 
         fields = [f for f in RESULT_FIELDS if f in result and f != "sigma"]
         if "sigma" in result and np.any(np.isfinite(result["sigma"])):
             fields.append("sigma")
-    with ResultWriter(out, like=like, fields=fields, overwrite=overwrite, nodata=nodata) as writer:
+    with ResultWriter(out, like=like, fields=fields, overwrite=overwrite, nodata=nodata,
+                      provenance=provenance) as writer:
         writer.write(slice(0, like.grid.height), result)
     return writer.paths

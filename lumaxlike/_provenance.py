@@ -1,0 +1,389 @@
+"""How an output was made: the record every lumaxlike output carries, and reading it back.
+
+Every result file (GeoTIFF and ENVI tags, netCDF and zarr global attributes) and the Dataset
+returned by :func:`lumaxlike.invert_dataarray` holds these ``lumaxlike_*`` keys, each value
+JSON text (so numbers and lists round-trip exactly):
+
+=============================  ========================================================
+key                            value
+=============================  ========================================================
+``lumaxlike_version``          lumaxlike's version, e.g. ``"0.1.0"``
+``lumaxlike_model``            ``{component: choice}``: ``reflectance``, ``h_function``,
+                               ``roughness``, ``opposition``, ``phase_function``
+``lumaxlike_bands``            number of spectral bands
+``lumaxlike_param_<name>``     one per :class:`lumaxlike.HapkeParams` field, in its units
+                               (``roughness`` in radians): a number when every band has
+                               the same value, else a list with one value per band;
+                               ``legendre`` only when some band uses Legendre coefficients
+``lumaxlike_units``            what the input held: ``"r"``, ``"radf"`` or ``"reff"``
+``lumaxlike_solver``           ``"numba"`` or ``"jax"``
+``lumaxlike_tol``              convergence tolerance on the step in w (the value used)
+``lumaxlike_max_iter``         iteration limit (the value used)
+``lumaxlike_refl_sigma``       standard uncertainty of the input, in its units; ``null``
+``lumaxlike_input_cube``       input file (absolute path; ``null`` for in-memory data)
+``lumaxlike_input_geometry``   OBS raster path, a list of ``[role, path]`` pairs, or null
+``lumaxlike_input_dtm``        DTM path or ``null`` (flat surface)
+``lumaxlike_command``          the command line, or the Python call
+``lumaxlike_created``          when the run started, UTC ISO 8601
+=============================  ========================================================
+
+A new model choice (another H-function, phase function or multiple-scattering scheme) is
+one more value of a ``lumaxlike_model`` component plus its ``lumaxlike_param_*`` keys.
+netCDF and zarr outputs also get the CF global attributes ``Conventions``, ``source`` and
+``history``.
+
+:func:`read_provenance` reads the record back from any output (the ``w`` map, any sibling
+map, a netCDF file or a zarr store); ``lumaxlike invert CUBE --params-from OLD --out NEW``
+reruns with it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from ._params import FIELD_NAMES, HapkeParams
+
+__all__ = ["MODEL", "PREFIX", "Provenance", "make_provenance", "model_of", "python_call", "read_provenance", "utc_now"]
+
+PREFIX = "lumaxlike_"
+"""Prefix of every provenance key."""
+
+MODEL = {
+    "reflectance": "Hapke 2002 AMSA",
+    "h_function": "Hapke 2002 eq. 13 approximation",
+    "roughness": "Hapke 1984",
+    "opposition": "SHOE + CBOE (Hapke 2002)",
+    "phase_function": "double Henyey-Greenstein",
+}
+"""The model lumaxlike runs: component -> choice (the phase function may be a Legendre series)."""
+
+LEGENDRE_PHASE_FUNCTION = "Legendre series"
+
+
+def model_of(params) -> dict[str, str]:
+    """The ``{component: choice}`` model a sequence of per-band HapkeParams runs."""
+    model = dict(MODEL)
+    if any(p.legendre is not None for p in params):
+        model["phase_function"] = LEGENDRE_PHASE_FUNCTION
+    return model
+
+
+def utc_now() -> str:
+    """The current time, UTC ISO 8601 to the second (e.g. ``2026-11-30T06:14:30Z``)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _input_path(path) -> str | None:
+    return None if path is None else str(Path(path).resolve())
+
+
+def geometry_record(geometry):
+    """What ``lumaxlike_input_geometry`` records for a geometry argument."""
+    if isinstance(geometry, (str, Path)):
+        return _input_path(geometry)
+    if isinstance(geometry, Mapping):
+        return tuple(
+            (str(role), _input_path(value) if isinstance(value, (str, Path)) else None)
+            for role, value in geometry.items()
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """How a lumaxlike output was made; see :func:`lumaxlike.read_provenance`.
+
+    Attributes:
+        version: lumaxlike version that wrote it.
+        model: ``{component: choice}`` (reflectance, h_function, roughness, opposition,
+            phase_function).
+        params: one :class:`lumaxlike.HapkeParams` per band (roughness in radians).
+        units: what the input held: ``"r"`` [1/sr], ``"radf"`` or ``"reff"``.
+        solver: ``"numba"`` or ``"jax"``.
+        tol: convergence tolerance on the step in w that was used [-].
+        max_iter: iteration limit that was used.
+        refl_sigma: standard uncertainty of the input in ``units``; None when not given.
+        cube: input cube file (absolute path); None for in-memory data.
+        geometry: OBS raster path, a tuple of ``(role, path or None)`` pairs, or None.
+        dtm: DTM path; None for a flat surface (or in-memory data).
+        command: the command line, or the Python call.
+        created: when the run started, UTC ISO 8601.
+    """
+
+    version: str
+    model: Mapping
+    params: tuple
+    units: str
+    solver: str
+    tol: float
+    max_iter: int
+    refl_sigma: float | None
+    cube: str | None
+    geometry: object
+    dtm: str | None
+    command: str
+    created: str
+
+    @property
+    def bands(self) -> int:
+        """Number of spectral bands."""
+        return len(self.params)
+
+    def describe_model(self) -> str:
+        """One line, e.g. ``"Hapke 2002 AMSA, Hapke 1984 roughness, SHOE + CBOE (Hapke 2002), ..."``."""
+        return ", ".join(
+            f"{choice} {component}" if component == "roughness" else choice
+            for component, choice in self.model.items()
+        )
+
+    def attrs(self, *, envi: bool = False) -> dict[str, str]:
+        """The ``lumaxlike_*`` keys with JSON text values (see the module docstring).
+
+        Args:
+            envi: escape ``=`` as ``\\u003d`` (still valid JSON): GDAL drops ENVI header
+                values that contain ``=``.
+        """
+        values = {
+            "version": self.version,
+            "model": dict(self.model),
+            "bands": len(self.params),
+            **{f"param_{name}": _per_band([getattr(p, name) for p in self.params]) for name in FIELD_NAMES},
+            "units": self.units,
+            "solver": self.solver,
+            "tol": self.tol,
+            "max_iter": self.max_iter,
+            "refl_sigma": self.refl_sigma,
+            "input_cube": self.cube,
+            "input_geometry": [list(pair) for pair in self.geometry] if isinstance(self.geometry, tuple) else self.geometry,
+            "input_dtm": self.dtm,
+            "command": self.command,
+            "created": self.created,
+        }
+        if any(p.legendre is not None for p in self.params):
+            values["param_legendre"] = _per_band(
+                [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
+            )
+        encoded = {PREFIX + key: json.dumps(value, allow_nan=False) for key, value in values.items()}
+        if envi:
+            encoded = {key: text.replace("=", "\\u003d") for key, text in encoded.items()}
+        return encoded
+
+    def cf_attrs(self) -> dict[str, str]:
+        """CF global attributes (``Conventions``, ``source``, ``history``) plus :meth:`attrs`."""
+        return {
+            "Conventions": "CF-1.8",
+            "source": f"lumaxlike {self.version}: {self.describe_model()}",
+            "history": f"{self.created} {self.command}",
+            **self.attrs(),
+        }
+
+    @classmethod
+    def from_attrs(cls, attrs: Mapping, source="attributes") -> "Provenance":
+        """Read the record from ``lumaxlike_*`` keys (other keys are ignored).
+
+        Raises:
+            ValueError: naming ``source`` and the key, when a key is missing or malformed.
+        """
+        if not any(str(key).startswith(PREFIX) for key in attrs):
+            raise ValueError(f"{source} holds no lumaxlike provenance ({PREFIX}* keys): "
+                             "was it written by lumaxlike?")
+
+        def get(key, optional=False):
+            name = PREFIX + key
+            if name not in attrs:
+                if optional:
+                    return None
+                raise ValueError(f"{source} lacks the provenance key {name}")
+            try:
+                return json.loads(attrs[name])
+            except (TypeError, ValueError):
+                raise ValueError(f"{source}: {name} is not JSON text: {attrs[name]!r}") from None
+
+        def typed(key, kinds, value):
+            if not isinstance(value, kinds) or isinstance(value, bool):
+                raise ValueError(f"{source}: {PREFIX}{key} has the unexpected value {value!r}")
+            return value
+
+        per_field = {name: get(f"param_{name}") for name in FIELD_NAMES}
+        legendre = get("param_legendre", optional=True)
+        bands = typed("bands", int, get("bands"))
+        if bands < 1:
+            raise ValueError(f"{source}: {PREFIX}bands = {bands} is not a number of bands")
+        if legendre is not None:
+            typed("param_legendre", list, legendre)
+        per_band = {f"param_{name}": value for name, value in per_field.items()}
+        if isinstance(legendre, list) and not _is_number_list(legendre):
+            per_band["param_legendre"] = legendre
+        for key, value in per_band.items():
+            if isinstance(value, list) and len(value) != bands:
+                raise ValueError(f"{source}: {PREFIX}{key} gives {len(value)} values for "
+                                 f"{PREFIX}bands = {bands}")
+        params = []
+        for band in range(bands):
+            fields = {name: _band_value(value, band, source, name) for name, value in per_field.items()}
+            if legendre is not None:
+                fields["legendre"] = _band_legendre(legendre, band)
+            try:
+                params.append(HapkeParams(**fields))
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"{source}: its Hapke parameters are invalid: {error}") from None
+        geometry = get("input_geometry")
+        if isinstance(geometry, list):
+            geometry = tuple(tuple(pair) for pair in geometry)
+        max_iter = typed("max_iter", int, get("max_iter"))
+        sigma = get("refl_sigma")
+        return cls(
+            version=typed("version", str, get("version")),
+            model=typed("model", dict, get("model")),
+            params=tuple(params),
+            units=typed("units", str, get("units")),
+            solver=typed("solver", str, get("solver")),
+            tol=float(typed("tol", (int, float), get("tol"))),
+            max_iter=max_iter,
+            refl_sigma=None if sigma is None else float(typed("refl_sigma", (int, float), sigma)),
+            cube=get("input_cube"),
+            geometry=geometry,
+            dtm=get("input_dtm"),
+            command=typed("command", str, get("command")),
+            created=typed("created", str, get("created")),
+        )
+
+    def check_reproducible(self, source="the output") -> None:
+        """Raise ValueError, naming ``source``, unless this lumaxlike runs the recorded model."""
+        expected = model_of(self.params)
+        if dict(self.model) != expected:
+            raise ValueError(f"{source} was made with the model {dict(self.model)}; this lumaxlike "
+                             f"runs {expected}")
+
+
+def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,
+                    command: str, cube=None, geometry=None, dtm=None, created: str | None = None) -> Provenance:
+    """The record of a run, with the solver defaults resolved to the values used.
+
+    Args:
+        params: one HapkeParams per band.
+        tol, max_iter: as given to :func:`lumaxlike.invert` (None = its default for
+            ``dtype``: the value recorded is the one used).
+        dtype: floating type of the reflectance handed to the solver.
+        cube, geometry, dtm: input paths (or a geometry mapping); recorded resolved.
+        created: UTC ISO 8601 time; None = now.
+    """
+    from . import __version__
+    from ._inverse.invert import DEFAULT_MAX_ITER, default_tolerance
+
+    compute_dtype = np.float32 if np.dtype(dtype) == np.float32 else np.float64  # as invert decides
+    params = tuple(params)
+    return Provenance(
+        version=__version__,
+        model=model_of(params),
+        params=params,
+        units=units,
+        solver=solver,
+        tol=float(default_tolerance(compute_dtype) if tol is None else tol),
+        max_iter=int(DEFAULT_MAX_ITER if max_iter is None else max_iter),
+        refl_sigma=None if refl_sigma is None else float(refl_sigma),
+        cube=None if cube is None else _input_path(cube),
+        geometry=geometry_record(geometry),
+        dtm=None if dtm is None else _input_path(dtm),
+        command=command,
+        created=utc_now() if created is None else created,
+    )
+
+
+def python_call(function: str, *args, **kwargs) -> str:
+    """``lumaxlike.<function>(...)`` as called, for the record: paths and scalars as written,
+    a HapkeParams by its fields, anything bulky (arrays, DataArrays, mappings, per-band
+    parameter lists) by its type and shape (the values are recorded apart)."""
+    arguments = [_call_repr(value) for value in args]
+    arguments += [f"{name}={_call_repr(value)}" for name, value in kwargs.items()]
+    return f"lumaxlike.{function}({', '.join(arguments)})"
+
+
+def _call_repr(value) -> str:
+    if isinstance(value, Path):
+        return repr(str(value))
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return repr(value)
+    if isinstance(value, HapkeParams):
+        fields = ", ".join(f"{name}={float(getattr(value, name))!r}" for name in FIELD_NAMES)
+        return f"HapkeParams({fields}{', legendre=...' if value.legendre is not None else ''})"
+    if isinstance(value, Mapping):
+        return f"<{type(value).__name__} of {', '.join(map(str, value))}>"
+    shape = getattr(value, "shape", None)
+    if shape is None and hasattr(value, "__len__"):
+        shape = (len(value),)
+    return f"<{type(value).__name__}{'' if shape is None else ' of shape ' + str(tuple(shape))}>"
+
+
+def _per_band(values: list):
+    """One value when every band has the same, else the list of per-band values."""
+    values = [v if v is None or isinstance(v, list) else float(v) for v in values]
+    if all(v == values[0] for v in values):
+        return values[0]
+    return values
+
+
+def _band_value(value, band: int, source, name: str) -> float:
+    chosen = value[band] if isinstance(value, list) else value
+    if isinstance(chosen, bool) or not isinstance(chosen, (int, float)) or not math.isfinite(chosen):
+        raise ValueError(f"{source}: {PREFIX}param_{name} has the unexpected value {value!r}")
+    return float(chosen)
+
+
+def _is_number_list(value) -> bool:
+    return isinstance(value, list) and all(isinstance(x, (int, float)) for x in value)
+
+
+def _band_legendre(value: list, band: int):
+    """Band ``band``'s Legendre coefficients from one shared list or one list per band."""
+    if _is_number_list(value):
+        return np.asarray(value, dtype=np.float64)
+    chosen = value[band]
+    return None if chosen is None else np.asarray(chosen, dtype=np.float64)
+
+
+def read_provenance(path) -> Provenance:
+    """Read how a lumaxlike output was made from its tags or attributes.
+
+    Args:
+        path: any output of ``lumaxlike invert`` / :func:`lumaxlike.invert_file` (the w
+            map or a sibling map such as ``w_status.tif``; an ENVI data file or header; a
+            ``.nc`` file; a ``.zarr`` store), or the ``xarray.Dataset`` returned by
+            :func:`lumaxlike.invert_dataarray`.
+
+    Returns:
+        :class:`Provenance` with the model, Hapke parameters per band, units, solver,
+        tolerance, iteration limit, uncertainty, input files, command and time.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: ``path`` holds no lumaxlike provenance, or it is malformed (names
+            the file and the key).
+    """
+    if not isinstance(path, (str, Path)) and isinstance(getattr(path, "attrs", None), Mapping):
+        return Provenance.from_attrs(path.attrs, source=f"the {type(path).__name__}")
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix in (".nc", ".zarr"):
+        import xarray as xr
+
+        opener = xr.open_zarr if suffix == ".zarr" else xr.open_dataset
+        with opener(path) as dataset:
+            attrs = dict(dataset.attrs)
+    else:
+        from ._io.raster import open_raster
+
+        with open_raster(path) as dataset:
+            attrs = dict(dataset.tags())
+            if "ENVI" in (dataset.tag_namespaces() or []):
+                attrs.update(dataset.tags(ns="ENVI"))
+    return Provenance.from_attrs(attrs, source=str(path))
