@@ -16,9 +16,16 @@ import types
 import jax.numpy as jnp
 import numba
 
-from . import equations
+from . import equations, h_functions
 
-__all__ = ["retarget_to_jax", "retarget_to_numba", "jax_equations", "numba_equations"]
+__all__ = [
+    "retarget_to_jax",
+    "retarget_to_numba",
+    "jax_equations",
+    "numba_equations",
+    "jax_h_functions",
+    "numba_h_functions",
+]
 
 
 def _retarget(module, primitives: dict, decorate) -> types.SimpleNamespace:
@@ -109,3 +116,22 @@ def retarget_to_numba(module, **bindings) -> types.SimpleNamespace:
 
 jax_equations = retarget_to_jax(equations)
 numba_equations = retarget_to_numba(equations)
+# `h_functions` reads constant NumPy tables through `table_like(table, like)`: under JAX
+# the table in the dtype of `like` (a float64 NumPy constant captured while x64 is on
+# breaks later float32 traces: JAX 0.10 reuses its converted constant), as is in numba.
+def _jnp_table_like(table, like):
+    return jnp.asarray(table, dtype=jnp.result_type(like))
+
+
+@numba.njit(inline="always")
+def _numba_table_like(table, like):
+    return table
+
+
+# h_functions also calls the 2002 per-angle pieces of `equations`: bound to their twins.
+jax_h_functions = retarget_to_jax(
+    h_functions, h_function_terms=jax_equations.h_function_terms, table_like=_jnp_table_like
+)
+numba_h_functions = retarget_to_numba(
+    h_functions, h_function_terms=numba_equations.h_function_terms, table_like=_numba_table_like
+)
