@@ -148,7 +148,7 @@ def exact_terms(x):
     """Per-angle coefficients of the exact H at x = mu in [0, 1]: an array of length
     2 N_CHEBYSHEV - 1 (those of Q(mu, .) and of dQ/dx; see `_exact_h_tables`).
 
-    Cost: 84 divisions and a (84 x 35) matrix-vector product; all zero at x = 0.
+    Cost: 72 divisions and an (80 x 35) matrix-vector product; all zero at x = 0.
     """
     mu = x
     mu2 = mu * mu
