@@ -15,6 +15,7 @@ import types
 
 import jax.numpy as jnp
 import numba
+import numpy as np
 
 from . import equations, h_functions
 
@@ -130,7 +131,10 @@ def _numba_table_like(table, like):
 
 # h_functions also calls the 2002 per-angle pieces of `equations`: bound to their twins.
 jax_h_functions = retarget_to_jax(
-    h_functions, h_function_terms=jax_equations.h_function_terms, table_like=_jnp_table_like
+    h_functions,
+    h_function_terms=jax_equations.h_function_terms,
+    table_like=_jnp_table_like,
+    array_expm1=jnp.expm1,
 )
 # Inlined into their callers: a call of a compiled function with array arguments (the
 # exact H's per-angle terms) costs two atomic reference-count updates, which made the
@@ -141,6 +145,7 @@ numba_h_functions = _retarget(
         **_numba_primitives(),
         "h_function_terms": numba_equations.h_function_terms,
         "table_like": _numba_table_like,
+        "array_expm1": np.expm1,
     },
     lambda f: numba.njit(f, error_model="numpy", inline="always"),
 )

@@ -7,17 +7,19 @@ The H-function (Chandrasekhar 1960, Radiative Transfer, ch. V, eq. 60 ff.):
 
 Evaluated here as a Chebyshev series in gamma = sqrt(1 - w), gamma in [0, 1]:
 
-    ln H(w, mu) = (1 - gamma) * Q(mu, x),  Q = sum_j a_j(mu) T_j(x),  x = 2 gamma - 1.
+    H(w, mu) = 1 + (1 - gamma) * P(mu, x),  P = sum_j a_j(mu) T_j(x),  x = 2 gamma - 1.
 
-ln H is analytic in gamma on [0, 1] (H has a sqrt(1 - w) branch point at w = 1, none in
-gamma): its Chebyshev coefficients fall by ~6x per degree, so `N_CHEBYSHEV` = 18 terms
-hold it to 1e-14. The factor (1 - gamma) makes H(0, mu) = 1 exactly. The per-angle
-coefficients a_j(mu), and those of dQ/dx, are linear in a mu-dependent weight vector:
+H is analytic in gamma on [0, 1] (it has a sqrt(1 - w) branch point at w = 1, none in
+gamma): its Chebyshev coefficients fall geometrically, so `N_CHEBYSHEV` = 20 terms hold
+it to 4e-14, with no exponential or logarithm left for the evaluation. The factor
+(1 - gamma) makes H(0, mu) = 1 exactly. Per angle, once per pixel: ln H at the
+N_CHEBYSHEV Chebyshev nodes gamma_m is linear in a mu-dependent weight vector,
 
-    a(mu) = q_t(mu) @ COEF_T + q_s(mu) @ COEF_S + sum_k M_k(mu) COEF_M[k - 1],
+    ln H(gamma_m, mu) = (q_t(mu) @ LOG_T + q_s(mu) @ LOG_S + sum_k M_k(mu) LOG_M[k - 1])_m,
 
-whose matrices hold ln(1 - w c) at fixed nodes and at the Chebyshev nodes in gamma
-(both fixed, so every logarithm is taken here, at import), with c = t cot t:
+whose matrices hold -ln(1 - w_m c) at fixed nodes (every logarithm is taken here, at
+import), c = t cot t; then P(gamma_m) = expm1(ln H)/(1 - gamma_m), and `NODES_TO_COEF`
+maps those values to the coefficients a_j and those of dP/dx:
 
 - t in [0, pi/4]: Gauss-Legendre in sigma, t = (pi/4) sigma^7 (nodes crowd toward t = 0,
   where ln(1 - w c) ~ ln(1 - w + w t^2/3) is nearly singular as w -> 1);
@@ -31,10 +33,11 @@ whose matrices hold ln(1 - w c) at fixed nodes and at the Chebyshev nodes in gam
   q_s = (mu/pi) V_k / (s_k^2 + mu^2).
 
 Node counts are the smallest found (against a 30-digit mpmath quadrature over w in [0, 1],
-mu in [0, 1], down to mu = 1e-12 and 1 - w = 1e-12) with a margin: 16 Chebyshev terms give
-5e-13, 18 give 1.6e-14 relative error in H (with 64 t-nodes, 20 s-nodes); 60 t-nodes
-(grading 7) and 12 s-nodes, 13 % less per-angle work, keep it below 6e-14 against the
-tests' reference (56 t-nodes: 1.1e-13; 48: 7e-12).
+mu in [0, 1], down to mu = 1e-12 and 1 - w = 1e-12) with a margin. A series of ln H needs
+fewer terms (16: 5e-13, 18: 6e-14) but an exponential per evaluation (twice the cost in
+numba); the series of H needs 20 (18: 1e-12, 20: 4e-14; 22 do no better: the nodes then
+reach closer to w = 1, where the t-rule above loses accuracy). 60 t-nodes (grading 7)
+and 12 s-nodes keep the node values to 1e-14 (56 t-nodes: 1.1e-13; 48: 7e-12).
 """
 
 from __future__ import annotations
@@ -51,12 +54,14 @@ __all__ = [
     "SIN2_T",
     "WEIGHT_S",
     "S2",
-    "COEF_T",
-    "COEF_S",
-    "COEF_M",
+    "LOG_T",
+    "LOG_S",
+    "LOG_M",
+    "INV_ONE_MINUS_GAMMA",
+    "NODES_TO_COEF",
 ]
 
-N_CHEBYSHEV = 18  # terms of the series in gamma: the evaluation's cost
+N_CHEBYSHEV = 20  # terms of the series in gamma: the evaluation's cost
 N_T = 60  # Gauss-Legendre nodes on t in [0, pi/4]
 T_GRADING = 7  # t = (pi/4) sigma^T_GRADING
 N_S = 12  # Gauss-Legendre nodes on s = cot t in [0, 1]
@@ -108,30 +113,30 @@ def _tables():
     taylor = np.array([_log_taylor(wi, N_MOMENTS) for wi in w])  # (N_CHEBYSHEV, N_MOMENTS + 1)
     powers = s[None, :] ** np.arange(N_MOMENTS + 1)[:, None]
     log_s = np.log1p(-w_col * s * np.arctan2(1.0, s)) - taylor @ powers
-    # ln H = -(kernel integral); divided by (1 - gamma); columns: t nodes, s nodes, moments
-    samples = -np.hstack([log_t, log_s, taylor[:, 1:]]) / (1.0 - gamma)[:, None]
-    # values at Chebyshev nodes -> coefficients (discrete cosine transform)
+    # ln H at the nodes = -(kernel integral); rows: t nodes, s nodes, moments 1..N_MOMENTS
+    log_nodes = -np.hstack([log_t, log_s, taylor[:, 1:]]).T  # (columns, N_CHEBYSHEV)
+    # node values -> Chebyshev coefficients (discrete cosine transform) -> those and dP/dx's
     transform = 2.0 / N_CHEBYSHEV * np.cos(np.outer(k, angles))
     transform[0] /= 2.0
-    values = transform @ samples  # (N_CHEBYSHEV, columns)
-    derivative = np.array(
-        [chebyshev.chebder(column) for column in values.T]
-    ).T  # dQ/dx coefficients, (N_CHEBYSHEV - 1, columns)
-    coef = np.vstack([values, derivative]).T  # (columns, 2 N_CHEBYSHEV - 1)
-    coef = np.ascontiguousarray(coef)
+    derivative = np.array([chebyshev.chebder(row) for row in transform.T]).T
+    nodes_to_coef = np.hstack([transform.T, derivative.T])  # (N, 2 N - 1): p @ it
     return (
         weight_t,
         np.cos(t) ** 2,
         np.sin(t) ** 2,
         weight_s,
         s * s,
-        np.ascontiguousarray(coef[:N_T]),
-        np.ascontiguousarray(coef[N_T : N_T + N_S]),
-        np.ascontiguousarray(coef[N_T + N_S :]),
+        np.ascontiguousarray(log_nodes[:N_T]),
+        np.ascontiguousarray(log_nodes[N_T : N_T + N_S]),
+        np.ascontiguousarray(log_nodes[N_T + N_S :]),
+        1.0 / (1.0 - gamma),
+        np.ascontiguousarray(nodes_to_coef),
     )
 
 
-WEIGHT_T, COS2_T, SIN2_T, WEIGHT_S, S2, COEF_T, COEF_S, COEF_M = _tables()
-for _table in (WEIGHT_T, COS2_T, SIN2_T, WEIGHT_S, S2, COEF_T, COEF_S, COEF_M):
+(WEIGHT_T, COS2_T, SIN2_T, WEIGHT_S, S2, LOG_T, LOG_S, LOG_M, INV_ONE_MINUS_GAMMA,
+ NODES_TO_COEF) = _tables()  # fmt: skip
+for _table in (WEIGHT_T, COS2_T, SIN2_T, WEIGHT_S, S2, LOG_T, LOG_S, LOG_M,
+               INV_ONE_MINUS_GAMMA, NODES_TO_COEF):  # fmt: skip
     _table.flags.writeable = False
 del _table

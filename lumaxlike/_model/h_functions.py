@@ -19,27 +19,31 @@ Kinds (gamma = sqrt(1 - w); w in [0, 1], x in [0, 1]; H(w, 0) = H(0, x) = 1):
 - ``hapke2002``: Hapke's (2002, Icarus 157:523, eq. 13) approximation,
   H = 1/(1 - w x [r0 + (1 - 2 r0 x)/2 ln((1 + x)/x)]), r0 = (1 - gamma)/(1 + gamma),
   < 1 % off; the same numbers as `equations.h_function` (whose per-angle pieces it reuses);
-- ``exact``: Chandrasekhar's (1960) H for isotropic scattering to 1e-14 relative, as a
+- ``exact``: Chandrasekhar's (1960) H for isotropic scattering to 1e-13 relative, as a
   Chebyshev series in gamma with per-angle coefficients (see `_exact_h_tables`).
 
 dH/dw is finite for w < 1; at w = 1 it is +inf for x > 0 (all three H have a
 sqrt(1 - w) branch point there) and 0 at x = 0 (where H = 1 for every w).
 """
 
+from numpy import expm1 as array_expm1  # elementwise expm1 (rebound by `_backends`)
+
 from ._exact_h_tables import (
-    COEF_M,
-    COEF_S,
-    COEF_T,
     COS2_T,
+    INV_ONE_MINUS_GAMMA,
+    LOG_M,
+    LOG_S,
+    LOG_T,
     N_CHEBYSHEV,
     N_MOMENTS,
+    NODES_TO_COEF,
     S2,
     S_MAX,
     SIN2_T,
     WEIGHT_S,
     WEIGHT_T,
 )
-from ._scalar_math import atan2, exp, log, sqrt, where
+from ._scalar_math import atan2, log, sqrt, where
 from .equations import h_function_terms
 
 __all__ = [
@@ -146,18 +150,19 @@ def h_hapke2002(w, x):
 
 def exact_terms(x):
     """Per-angle coefficients of the exact H at x = mu in [0, 1]: an array of length
-    2 N_CHEBYSHEV - 1 (those of Q(mu, .) and of dQ/dx; see `_exact_h_tables`).
+    2 N_CHEBYSHEV - 1, those of P(mu, .) and of dP/dx (see `_exact_h_tables`).
 
-    Cost: 72 divisions and an (80 x 35) matrix-vector product; all zero at x = 0.
+    Cost: 72 divisions, an (80 x 20) and a (20 x 39) matrix-vector product and 20
+    expm1; all zero at x = 0.
     """
     mu = x
     mu2 = mu * mu
     scale = mu / PI
     weight_t, cos2_t, sin2_t = table_like(WEIGHT_T, mu), table_like(COS2_T, mu), table_like(SIN2_T, mu)
     weight_s, s2 = table_like(WEIGHT_S, mu), table_like(S2, mu)
-    coef_m = table_like(COEF_M, mu)
-    coef = (scale * weight_t / (cos2_t + mu2 * sin2_t)) @ table_like(COEF_T, mu)
-    coef = coef + (scale * weight_s / (s2 + mu2)) @ table_like(COEF_S, mu)
+    log_m = table_like(LOG_M, mu)
+    log_h = (scale * weight_t / (cos2_t + mu2 * sin2_t)) @ table_like(LOG_T, mu)
+    log_h = log_h + (scale * weight_s / (s2 + mu2)) @ table_like(LOG_S, mu)
     # Moments M_k = (mu/pi) integral_0^S s^k/(s^2 + mu^2) ds, k = 1..N_MOMENTS (M_0 only
     # feeds the recurrence); M_1 written with logs so that tiny mu neither overflows nor
     # divides by zero.
@@ -167,49 +172,51 @@ def exact_terms(x):
     moment_odd = where(
         positive, scale / 2.0 * (log(mu2 + S_MAX * S_MAX) - 2.0 * log(mu_safe)), 0.0 * mu
     )  # M_1
-    coef = coef + moment_odd * coef_m[0]
+    log_h = log_h + moment_odd * log_m[0]
     for k in range(2, N_MOMENTS + 1):  # loop index, not data
         if k % 2 == 0:
             moment_even = scale * S_MAX ** (k - 1) / (k - 1) - mu2 * moment_even
-            coef = coef + moment_even * coef_m[k - 1]
+            log_h = log_h + moment_even * log_m[k - 1]
         else:
             moment_odd = scale * S_MAX ** (k - 1) / (k - 1) - mu2 * moment_odd
-            coef = coef + moment_odd * coef_m[k - 1]
-    return coef
+            log_h = log_h + moment_odd * log_m[k - 1]
+    # P at the nodes gamma_m: (H - 1)/(1 - gamma_m); then its Chebyshev coefficients
+    p_nodes = array_expm1(log_h) * table_like(INV_ONE_MINUS_GAMMA, mu)
+    return p_nodes @ table_like(NODES_TO_COEF, mu)
 
 
 def exact_values(w, terms_mu0e, terms_mue):
     """H(mu0e), H(mue) and their dH/dw, exact, from `exact_terms` of both angles.
 
-    ln H = (1 - gamma) Q(x), x = 2 gamma - 1: the Chebyshev polynomials T_j(x) are shared
-    by both angles (a fixed loop of N_CHEBYSHEV multiply-adds, no logarithm).
-    dH/dw = H (Q - 2 (1 - gamma) dQ/dx) / (2 gamma), the derivative of the same series.
+    H = 1 + (1 - gamma) P(x), x = 2 gamma - 1: the Chebyshev polynomials T_j(x) are shared
+    by both angles (a fixed loop of N_CHEBYSHEV multiply-adds, no exponential or log).
+    dH/dw = (P - 2 (1 - gamma) dP/dx) / (2 gamma), the derivative of the same series.
     """
     n = N_CHEBYSHEV
     gamma = sqrt(1.0 - w)
     x = 2.0 * gamma - 1.0
     t_prev = 1.0 + 0.0 * x  # T_0
     t_cur = x  # T_1
-    q0 = terms_mu0e[0] + terms_mu0e[1] * t_cur
-    qe = terms_mue[0] + terms_mue[1] * t_cur
-    dq0 = terms_mu0e[n] + terms_mu0e[n + 1] * t_cur
-    dqe = terms_mue[n] + terms_mue[n + 1] * t_cur
+    p0 = terms_mu0e[0] + terms_mu0e[1] * t_cur
+    pe = terms_mue[0] + terms_mue[1] * t_cur
+    dp0 = terms_mu0e[n] + terms_mu0e[n + 1] * t_cur
+    dpe = terms_mue[n] + terms_mue[n + 1] * t_cur
     for j in range(2, n):  # loop index, not data
         t_prev, t_cur = t_cur, 2.0 * x * t_cur - t_prev
-        q0 = q0 + terms_mu0e[j] * t_cur
-        qe = qe + terms_mue[j] * t_cur
-        if j < n - 1:  # dQ/dx has degree n - 2
-            dq0 = dq0 + terms_mu0e[n + j] * t_cur
-            dqe = dqe + terms_mue[n + j] * t_cur
+        p0 = p0 + terms_mu0e[j] * t_cur
+        pe = pe + terms_mue[j] * t_cur
+        if j < n - 1:  # dP/dx has degree n - 2
+            dp0 = dp0 + terms_mu0e[n + j] * t_cur
+            dpe = dpe + terms_mue[n + j] * t_cur
     one_minus_gamma = 1.0 - gamma
-    h0 = exp(one_minus_gamma * q0)
-    he = exp(one_minus_gamma * qe)
+    h0 = 1.0 + one_minus_gamma * p0
+    he = 1.0 + one_minus_gamma * pe
     positive = gamma > 0.0
     gamma_twice = 2.0 * where(positive, gamma, 1.0)
-    num0 = q0 - 2.0 * one_minus_gamma * dq0  # -d ln H / d gamma
-    nume = qe - 2.0 * one_minus_gamma * dqe
-    dh0 = slope_at_branch_point(positive, h0 * num0 / gamma_twice, num0 > 0.0)
-    dhe = slope_at_branch_point(positive, he * nume / gamma_twice, nume > 0.0)
+    num0 = p0 - 2.0 * one_minus_gamma * dp0  # -dH/dgamma
+    nume = pe - 2.0 * one_minus_gamma * dpe
+    dh0 = slope_at_branch_point(positive, num0 / gamma_twice, num0 > 0.0)
+    dhe = slope_at_branch_point(positive, nume / gamma_twice, nume > 0.0)
     return h0, he, dh0, dhe
 
 
