@@ -42,7 +42,7 @@ from ._io.geometry_rasters import ANGLE_ROLES
 from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from ._io.writers import FIELD_ATTRS, RESULT_FIELDS
 
-__all__ = ["HapkeAccessor", "SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray"]
+__all__ = ["SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray"]
 
 SPECTRAL_DIMS = ("band", "wavelength")
 """Names recognised as the spectral dim of a reflectance DataArray."""
@@ -248,15 +248,3 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
         output.attrs = attrs
         variables[field] = output
     return xr.Dataset(variables, attrs=dict(refl.attrs))
-
-
-@xr.register_dataarray_accessor("hapke")
-class HapkeAccessor:
-    """``DataArray.hapke``: Hapke-model operations on a reflectance DataArray."""
-
-    def __init__(self, data_array: xr.DataArray):
-        self._data_array = data_array
-
-    def invert(self, geometry, params, solver: str = "jax", **kwargs) -> xr.Dataset:
-        """``invert_dataarray(self, geometry, params, solver, **kwargs)``; see :func:`invert_dataarray`."""
-        return invert_dataarray(self._data_array, geometry, params, solver, **kwargs)
