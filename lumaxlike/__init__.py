@@ -15,33 +15,8 @@ __version__ = "0.1.0"
 import lazy_loader as _lazy
 import wrapt as _wrapt
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submod_attrs={
-        "_geometry": ["direction_from_zenith_azimuth", "geometry_from_angles", "normals_from_dtm"],
-        "_inverse.fit": ["default_bounds", "fit"],
-        "_inverse.invert": ["invert"],
-        "_io": [
-            "OBS_BAND_NAMES",
-            "CubeInfo",
-            "CubeReader",
-            "GeometryReader",
-            "InversionSummary",
-            "ResultWriter",
-            "invert_file",
-            "iter_cube_blocks",
-            "read_cube",
-            "to_bidirectional_reflectance",
-            "write_result",
-        ],
-        "_inverse.jax_solver": ["ElementwiseLevenbergMarquardt"],
-        "_inverse.result": ["FitResult", "InversionResult"],
-        "_inverse.status": ["Status"],
-        "_model.forward": ["amsa", "h_function"],
-        "_params": ["HapkeParams"],
-        "_xarray": ["invert_dataarray"],
-    },
-)
+# the public names, listed in __init__.pyi (which type checkers read too)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)
 
 # DataArray.hapke, registered when xarray is imported (at once if it already is); the
 # accessor's module is imported only then.
