@@ -1,8 +1,9 @@
 """Compiled kernels are cached in lumaxlike's per-user cache directory, never in the package.
 
-Each test runs fresh processes (a first `invert`, `fit`, the demo) with their own
-``LUMAXLIKE_CACHE_DIR`` and compares the package directory before and after: the only
-files allowed to appear there are Python's own bytecode files.
+The tests run fresh processes (a first `invert`, `fit`, the demo) with their own
+``LUMAXLIKE_CACHE_DIR`` and compare the package directory before and after: the only
+files allowed to appear there are Python's own bytecode files. An unusable cache
+directory means no cache; editing a module a kernel compiles in invalidates its cache.
 """
 
 import os
@@ -110,3 +111,42 @@ def test_unusable_cache_dir_means_no_cache_not_an_error(tmp_path):
     assert written_in_package(before) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "numba-cache"]
     assert not any(numba_cache_dir.iterdir())
+
+
+KERNEL_MODULE = """
+import numba
+from lumaxlike._model.numba_cache import cached_njit
+import helper
+
+add = numba.njit(helper.add)
+
+
+@cached_njit(inlines=(helper,))
+def kernel(x):
+    return add(x)
+
+
+print(kernel(1.0), sum(kernel.stats.cache_hits.values()))
+"""
+
+
+def test_editing_an_inlined_module_recompiles_the_kernel(tmp_path):
+    (tmp_path / "kernel.py").write_text(KERNEL_MODULE)
+    helper = tmp_path / "helper.py"
+    env = {
+        **os.environ,
+        "LUMAXLIKE_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(PACKAGE_DIR.parent)]),
+    }
+
+    def run_kernel() -> list[str]:
+        completed = subprocess.run([sys.executable, "kernel.py"], env=env, cwd=tmp_path, capture_output=True, text=True)
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        return completed.stdout.split()  # [result, cache hits]
+
+    helper.write_text("def add(x):\n    return x + 1.0\n")
+    assert run_kernel() == ["2.0", "0"]  # compiled and cached
+    assert run_kernel() == ["2.0", "1"]  # loaded from the cache
+    helper.write_text("def add(x):\n    return x + 2.0\n")
+    assert run_kernel() == ["3.0", "0"]  # the kernel's own file is unchanged, yet recompiled
+    assert run_kernel() == ["3.0", "1"]

@@ -6,14 +6,15 @@ lumaxlike's per-user cache directory, never inside the installed package:
 - ``$LUMAXLIKE_CACHE_DIR/numba`` when the environment variable ``LUMAXLIKE_CACHE_DIR``
   is set (and not empty);
 - otherwise ``platformdirs.user_cache_dir("lumaxlike")/numba``: ``~/.cache/lumaxlike/numba``
-  on Linux (``$XDG_CACHE_HOME`` if set), ``~/Library/Caches/lumaxlike/numba`` on macOS,
-  ``%LOCALAPPDATA%\\lumaxlike\\Cache\\numba`` on Windows.
+  on Linux (``$XDG_CACHE_HOME/lumaxlike/numba`` when that is set),
+  ``~/Library/Caches/lumaxlike/numba`` on macOS, ``%LOCALAPPDATA%\\lumaxlike\\Cache\\numba``
+  on Windows.
 
-A directory that cannot be created or written means no caching (each process compiles
-the kernels at their first call), never an error. numba's own settings
-(``NUMBA_CACHE_DIR``, ``numba.config``) are left alone: they keep governing the user's
-other numba code, and do not move lumaxlike's kernels. Deleting the directory is always
-safe.
+A directory that cannot be created or written (or sources that cannot be read, as from a
+zip) means no caching, never an error: each process then compiles the kernels at their
+first call. numba's own settings (``NUMBA_CACHE_DIR``, ``numba.config``) are left alone:
+they keep governing the user's other numba code and do not move lumaxlike's kernels.
+Deleting the directory is always safe.
 
 numba keys a cached kernel on the kernel's own source file only; the equations and LM
 rules it compiles in live in other files, so after editing them numba would serve the old
@@ -67,11 +68,11 @@ def cached_njit(*, inlines=(), **options):
         kernel = numba.njit(**options)(py_func)
         if not hasattr(kernel, "enable_caching"):  # NUMBA_DISABLE_JIT: a plain function
             return kernel
-        locator = _KernelLocator(py_func, _source_stamp(py_func, inlines))
         try:
+            locator = _KernelLocator(py_func, _source_stamp(py_func, inlines))
             locator.ensure_cache_path()
-        except OSError:  # not creatable or not writable: compile at each first call instead
-            return kernel
+        except OSError:  # directory not creatable or writable, or sources unreadable (zip):
+            return kernel  # no cache, the kernel compiles at its first call in each process
         kernel._cache = _KernelCache(py_func, locator)
         return kernel
 
