@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numba
 import platformdirs
+# numba's caching classes (numba.core.caching; what numba's own locators build on, not a
+# stable API): tests/test_cache.py checks that kernels are saved and loaded through them.
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
 
 from .. import __version__
