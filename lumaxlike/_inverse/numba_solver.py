@@ -16,7 +16,7 @@ import numpy as np
 
 from .._model._backends import numba_equations, retarget_to_numba
 from .._model import _backends, _scalar_math, equations
-from .._model.numba_cache import refresh_when_sources_change
+from .._model.numba_cache import cached_njit
 from .._model.numba_model import as_kernel_array, kernel_params
 from . import albedo_rules, lm_rules
 
@@ -41,7 +41,9 @@ CONVERGED = albedo_rules.CONVERGED
 N_TABLE = albedo_rules.N_TABLE
 
 
-@numba.njit(parallel=True, cache=True, error_model="numpy")
+@cached_njit(
+    inlines=(albedo_rules, lm_rules, equations, _backends, _scalar_math), parallel=True, error_model="numpy"
+)
 def _albedo_kernel(
     refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
     max_iter, tol, w_lower, w_upper,
@@ -93,9 +95,6 @@ def _albedo_kernel(
             iterations_out[pixel, band] = iteration
             residual_out[pixel, band] = residual
             slope_out[pixel, band] = slope
-
-
-refresh_when_sources_change(_albedo_kernel, albedo_rules, lm_rules, equations, _backends, _scalar_math)
 
 
 def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_iter, tol, w_bounds,

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _backends, _scalar_math, equations
 from ._backends import numba_equations
-from .numba_cache import refresh_when_sources_change
+from .numba_cache import cached_njit
 
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
@@ -17,7 +17,7 @@ geometry_terms = numba_equations.geometry_terms
 __all__ = ["amsa_pixels", "as_kernel_array", "kernel_params", "observation_rows"]
 
 
-@numba.njit(parallel=True, cache=True, error_model="numpy")
+@cached_njit(inlines=(equations, _backends, _scalar_math), parallel=True, error_model="numpy")
 def _amsa_pixels_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, out):
     b, c, roughness, hs, bs0, hc, bc0 = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6]
     n_pixels, n_bands = w.shape
@@ -30,10 +30,7 @@ def _amsa_pixels_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_leg
             out[pixel, band] = reflectance(w[pixel, band], terms)
 
 
-refresh_when_sources_change(_amsa_pixels_kernel, equations, _backends, _scalar_math)
-
-
-@numba.njit(parallel=True, cache=True, error_model="numpy")
+@cached_njit(inlines=(equations, _backends, _scalar_math), parallel=True, error_model="numpy")
 def _observation_rows_kernel(to_sun, to_sensor, normal, rows):
     n_pixels, n_obs, _ = to_sun.shape
     for pixel in numba.prange(n_pixels):
@@ -44,9 +41,6 @@ def _observation_rows_kernel(to_sun, to_sensor, normal, rows):
             row = rows[pixel, k]
             row[0], row[1], row[2], row[3], row[4], row[5] = cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g
             row[6], row[7], row[8], row[9], row[10] = cos_psi, sin2_half_psi, psi, f_psi, 1.0 if valid else 0.0
-
-
-refresh_when_sources_change(_observation_rows_kernel, equations, _backends, _scalar_math)
 
 
 def observation_rows(to_sun, to_sensor, normal):
