@@ -6,15 +6,10 @@ import numpy as np
 import pytest
 import rasterio
 
-from lumaxlike._demo import (
-    SceneConfig,
-    albedo_from_diffusive_reflectance,
-    load_mineral_spectra,
-    make_scene,
-    run_demo,
-)
+from lumaxlike._demo import run_demo
 from lumaxlike._demo.figure import RecoveredMaps, plot_demo_figure
-from lumaxlike._demo.forward import simulate_reflectance
+from lumaxlike._demo.spectra import albedo_from_diffusive_reflectance, load_mineral_spectra
+from lumaxlike.demo import SceneConfig, make_scene, simulate_reflectance
 from lumaxlike._demo.rasters import OBS_BANDS, read_raster, write_demo_inputs
 from lumaxlike._io.writers import result_paths
 from lumaxlike._demo.spectra import DEMO_SPECTRA_FILE
