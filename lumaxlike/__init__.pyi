@@ -30,3 +30,4 @@ from ._model.forward import amsa as amsa, h_function as h_function
 from ._params import HapkeParams as HapkeParams
 from ._provenance import Provenance as Provenance, read_provenance as read_provenance
 from ._xarray import invert_dataarray as invert_dataarray
+from . import demo as demo
