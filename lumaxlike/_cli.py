@@ -1,7 +1,8 @@
 """The ``lumaxlike`` command line: ``invert``, ``demo`` and ``profile`` subcommands.
 
 Exit codes: 0 success; 2 bad arguments or input (a one-line message on stderr naming the
-file or argument); 1 unexpected failure (message and traceback on stderr).
+file or argument); 1 unexpected failure (message and traceback on stderr); 130 / 143
+stopped by SIGINT (Ctrl-C) / SIGTERM (temporary files removed, existing outputs untouched).
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
+import signal
 import sys
 import traceback
 from pathlib import Path
+
+from ._signals import Interrupted, stop_on_signals
 
 __all__ = ["main", "build_parser"]
 
@@ -293,13 +297,13 @@ def _run_invert(args) -> int:
     with CubeReader(args.cube) as cube:
         bands = cube.info.bands
     params = _hapke_params(args, bands, None if record is None else record.params)
-    print(f"lumaxlike invert: {args.cube} ({settings['units']}) -> {args.out}, solver "
-          f"{settings['solver']}", file=sys.stderr)
     summary = invert_file(
         args.cube, args.out, params=params, chunk_rows=args.chunk, overwrite=args.overwrite,
         progress=args.progress, workers=args.workers, command=args.command_line, **settings,
     )
-    print(summary.describe(), file=sys.stderr)
+    # one line, once the run has succeeded (an error is then the only line on stderr)
+    print(f"lumaxlike invert: {args.cube} ({settings['units']}) -> {args.out}, solver "
+          f"{settings['solver']}: {summary.describe()}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -327,16 +331,21 @@ BAD_INPUT_ERRORS = (ValueError, FileNotFoundError, FileExistsError, NotADirector
 def main(argv=None) -> int:
     """Run the ``lumaxlike`` command.
 
+    While ``invert`` runs, SIGINT and SIGTERM are handled (see :mod:`lumaxlike._signals`):
+    the run stops, removes its temporary files and returns 128 + the signal's number;
+    the previous handlers are restored before it returns.
+
     Args:
         argv: arguments without the program name; None reads ``sys.argv[1:]``.
 
     Returns:
-        exit code: 0 success, 2 bad arguments or input, 1 unexpected failure.
+        exit code: 0 success, 2 bad arguments or input, 1 unexpected failure, 128 + the
+        signal's number when a SIGINT (130) or SIGTERM (143) stopped it.
     """
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    if argv and argv[0] in PASS_THROUGH:
-        command, run = argv[0], (lambda: PASS_THROUGH[argv[0]](argv[1:]))
-    else:
+    if argv and argv[0] in PASS_THROUGH:  # Python's own Ctrl-C handling: KeyboardInterrupt
+        return _report(argv[0], lambda: PASS_THROUGH[argv[0]](argv[1:]), lambda: None)
+    with stop_on_signals() as stopped_by:
         try:
             args = build_parser().parse_args(argv)
         except _UsageError as error:
@@ -344,20 +353,45 @@ def main(argv=None) -> int:
             return EXIT_BAD_INPUT
         except SystemExit as done:  # --help
             return int(done.code or 0)
-        command, run = args.command, (lambda: args.handler(args))
+        return _report(args.command, lambda: args.handler(args), stopped_by)
+
+
+def _report(command: str, run, stopped_by) -> int:
+    """Run a command; report its failure in one line (a traceback if unexpected).
+
+    ``stopped_by()`` is the stop signal that arrived, or None: it decides the exit code
+    whatever else happened, since the signal may have surfaced as another error.
+    """
+    failure, code = None, None
     try:
-        return run()
-    except BAD_INPUT_ERRORS as error:
-        print(f"lumaxlike {command}: error: {_one_line(error)}", file=sys.stderr)
+        code = run()
+    except Interrupted:
+        pass
+    except BaseException as error:  # noqa: BLE001 - the command line reports every failure
+        failure = error
+    if stopped_by() is not None:
+        name = signal.Signals(stopped_by()).name
+        print(f"lumaxlike {command}: stopped by {name}", file=sys.stderr)
+        return 128 + stopped_by()
+    if isinstance(failure, BAD_INPUT_ERRORS):
+        print(f"lumaxlike {command}: error: {_cli_message(failure)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    if isinstance(failure, KeyboardInterrupt):  # Ctrl-C in demo or profile
         print(f"lumaxlike {command}: interrupted", file=sys.stderr)
-        return 130
-    except Exception:  # noqa: BLE001 - the command line reports every failure
+        return 128 + signal.SIGINT
+    if failure is not None and not isinstance(failure, Exception):
+        raise failure  # SystemExit and the like
+    if failure is not None:
         print(f"lumaxlike {command}: unexpected failure:", file=sys.stderr)
-        traceback.print_exc()
+        traceback.print_exception(failure)
         return EXIT_FAILURE
+    return code
 
 
-def _one_line(error: BaseException) -> str:
+def _cli_message(error: BaseException) -> str:
+    """The error's message in one line, in the command line's words."""
+    from ._io.atomic import OutputExistsError  # already imported by whatever raised it
+
+    if isinstance(error, OutputExistsError):
+        return f"output already exists: {', '.join(error.paths)}; add --overwrite to replace it"
     return " ".join(str(error).split()) or type(error).__name__
