@@ -33,6 +33,18 @@ HAPKE_OPTIONS = (
     ("--bs0", "bs0", 0.0, "shadow-hiding opposition amplitude B_S0 [-], >= 0"),
     ("--hc", "hc", 0.0, "coherent-backscatter width h_C [-], >= 0 (0: off)"),
     ("--bc0", "bc0", 0.0, "coherent-backscatter amplitude B_C0 [-], >= 0"),
+    ("--porosity-k", "porosity_k", 1.0, "Hapke (2008) porosity factor K [-], >= 1 (1: no "
+                                        "porosity correction; from a filling factor phi: "
+                                        "lumaxlike.porosity_k_from_filling_factor)"),
+)
+
+#: Model configuration options: (flag, HapkeParams field, help).
+MODEL_OPTIONS = (
+    ("--model", "multiple_scattering", "multiple scattering: amsa = Hapke (2002) anisotropic "
+                                       "multiple scattering, imsa = Hapke (1981/1993) isotropic"),
+    ("--h-function", "h_function", "Chandrasekhar H-function: hapke2002 = Hapke (2002, eq. 13) "
+                                   "approximation, hapke1981 = the two-stream form "
+                                   "(1 + 2x)/(1 + 2 gamma x) of ISIS3 photomet"),
 )
 
 #: ``lumaxlike invert`` options that --params-from can fill in: flag -> Provenance attribute.
@@ -175,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "always float64; jax: optimistix Levenberg-Marquardt on the CPU or a "
                         f"GPU, in the cube's precision (float32 cubes in float32) "
                         f"(default {DEFAULT_SOLVER}{recorded})")
+    from ._model.family import DEFAULT_KEY, H_FUNCTIONS, MULTIPLE_SCATTERING
+
+    model_choices = {"multiple_scattering": MULTIPLE_SCATTERING, "h_function": H_FUNCTIONS}
+    for flag, field, text in MODEL_OPTIONS:
+        invert.add_argument(flag, choices=tuple(model_choices[field]),
+                            help=f"{text} (default {getattr(DEFAULT_KEY, field)}{recorded})")
     for flag, _, default, text in HAPKE_OPTIONS:
         invert.add_argument(flag, type=_number_list, metavar="VALUE[,...]",
                             help=f"{text}; one value, or one per band (default {default:g}"
@@ -211,7 +229,7 @@ def _same_params(params) -> bool:
 
 def _params_key(params) -> tuple:
     legendre = None if params.legendre is None else tuple(float(v) for v in params.legendre)
-    return (*(float(getattr(params, name)) for _, name, _, _ in HAPKE_OPTIONS), legendre)
+    return (*(float(getattr(params, name)) for _, name, _, _ in HAPKE_OPTIONS), legendre, params.model_key)
 
 
 def _hapke_params(args, bands: int, base=None):
@@ -251,6 +269,13 @@ def _hapke_params(args, bands: int, base=None):
                 raise ValueError(f"{flag} {shown:g} is outside its valid range ({text})") from None
         per_field[name] = values if len(values) == bands else values * bands
     legendre = [p.legendre for p in base] if base is not None else [None] * bands
+    configuration = {}
+    for flag, field, _ in MODEL_OPTIONS:  # the same for every band
+        choice = getattr(args, _dest(flag))
+        if choice is None and base is not None:
+            choice = getattr(base[0], field)
+        if choice is not None:
+            configuration[field] = choice
     names = list(per_field)
     shared: dict[tuple, object] = {}
     params = []
@@ -258,7 +283,7 @@ def _hapke_params(args, bands: int, base=None):
         fields = {name: per_field[name][band] for name in names}
         key = (*fields.values(), None if legendre[band] is None else tuple(legendre[band]))
         if key not in shared:
-            shared[key] = HapkeParams(**fields, legendre=legendre[band])
+            shared[key] = HapkeParams(**fields, legendre=legendre[band], **configuration)
         params.append(shared[key])
     return params
 

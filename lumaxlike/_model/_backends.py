@@ -21,7 +21,7 @@ from . import equations
 __all__ = ["retarget_to_jax", "retarget_to_numba", "jax_equations", "numba_equations"]
 
 
-def _retarget(module, primitives: dict, decorate) -> types.SimpleNamespace:
+def _retarget(module, primitives: dict, decorate, bindings: dict) -> types.SimpleNamespace:
     namespace = dict(vars(module))
     namespace.update(primitives)
     rebuilt = {}
@@ -35,6 +35,8 @@ def _retarget(module, primitives: dict, decorate) -> types.SimpleNamespace:
             rebuilt[name] = decorate(clone)
         else:
             rebuilt[name] = original
+    # A binding given as a string names another function of the module: its twin.
+    rebuilt.update({name: rebuilt[value] if isinstance(value, str) else value for name, value in bindings.items()})
     namespace.update(rebuilt)
     return types.SimpleNamespace(**rebuilt)
 
@@ -91,20 +93,21 @@ def _numba_primitives() -> dict:
 def retarget_to_jax(module, **bindings) -> types.SimpleNamespace:
     """The functions of `module.__all__` over `jax.numpy` primitives.
 
-    `bindings` rebind further global names (e.g. the model functions a solver calls).
+    `bindings` rebind further global names (e.g. the model functions a solver calls): a
+    function, or the name of another function of `module.__all__`, whose twin is then
+    bound (how a model configuration picks its pieces, `_model/family.py`).
     """
-    return _retarget(module, {**_jnp_primitives(), **bindings}, lambda f: f)
+    return _retarget(module, _jnp_primitives(), lambda f: f, bindings)
 
 
 def retarget_to_numba(module, **bindings) -> types.SimpleNamespace:
     """The functions of `module.__all__` compiled by numba over `math` primitives.
 
-    `error_model="numpy"`: a division by zero gives inf/NaN as in JAX instead of raising,
-    and no zero-division check is compiled into every division (2-4x faster loops).
+    `bindings` as for `retarget_to_jax`. `error_model="numpy"`: a division by zero gives
+    inf/NaN as in JAX instead of raising, and no zero-division check is compiled into
+    every division (2-4x faster loops).
     """
-    return _retarget(
-        module, {**_numba_primitives(), **bindings}, lambda f: numba.njit(f, error_model="numpy")
-    )
+    return _retarget(module, _numba_primitives(), lambda f: numba.njit(f, error_model="numpy"), bindings)
 
 
 jax_equations = retarget_to_jax(equations)

@@ -28,11 +28,21 @@ __all__ = [
     "hg_legendre_coefficient",
     "phase_coefficient",
     "legendre_sums",
+    "isotropic_sums",
+    "multiple_scattering_sums",
     "phase_function",
     "shadow_hiding",
     "coherent_backscatter",
     "h_function_terms",
     "h_function",
+    "h2002_values",
+    "h2002_values_and_slopes",
+    "h1981_angle_terms",
+    "h1981_values",
+    "h1981_values_and_slopes",
+    "h_angle_terms",
+    "h_values",
+    "h_values_and_slopes",
     "roughness_terms",
     "geometry_terms",
     "terms_from_geometry",
@@ -68,18 +78,17 @@ class PixelTerms(NamedTuple):
     """Everything in r that does not depend on w, computed once per pixel (all scalars).
 
     r = w * scale * (phase_sh + M(w)), M from the P terms and the H-function pieces.
-    `scale` is NaN where the geometry is invalid, so r is NaN there.
+    `scale` is NaN where the geometry is invalid, so r is NaN there. What the H-function
+    pieces hold depends on the H-function the model was built with (`h_angle_terms`).
     """
 
-    scale: object  # mu0e/(mu0e + mue) * B_CB * S / (4 pi)   [1/sr]
+    scale: object  # mu0e/(mu0e + mue) * B_CB * S / (4 pi) * K   [1/sr]
     phase_sh: object  # p(g) * B_SH
     p_mu0e: object  # P(mu0e)
     p_mue: object  # P(mue)
     p_bar: object  # P-bar
-    h_a_mu0e: object  # H-function piece A(mu0e), see `h_function_terms`
-    h_b_mu0e: object  # H-function piece B(mu0e)
-    h_a_mue: object
-    h_b_mue: object
+    h_mu0e: object  # w-independent pieces of H(mu0e / K) (`h_angle_terms`), a tuple
+    h_mue: object  # the same for H(mue / K)
 
 
 def safe_sqrt(x):
@@ -133,6 +142,22 @@ def legendre_sums(mu0e, mue, b, c, legendre, use_legendre):
             ((2.0 * n + 1.0) * mue * legendre_e - n * legendre_prev_e) / (n + 1.0),
         )
     return p_mu0e, p_mue, p_bar
+
+
+def isotropic_sums(mu0e, mue, b, c, legendre, use_legendre):
+    """P(mu0e) = P(mue) = P-bar = 1: isotropic multiple scattering (IMSA, Hapke 1981/1993).
+
+    With these the multiple-scattering term of `reflectance`,
+    M = P(mu0e)(H(mue) - 1) + P(mue)(H(mu0e) - 1) + P-bar (H(mu0e) - 1)(H(mue) - 1),
+    is H(mu0e) H(mue) - 1, the IMSA term; the single-scattering phase function p(g) is
+    unchanged.
+    """
+    return 1.0 + 0.0 * mu0e, 1.0 + 0.0 * mue, 1.0 + 0.0 * b
+
+
+# The multiple-scattering sums of the model: AMSA (Hapke 2002) unless a model binds
+# `isotropic_sums` here (see `_model/family.py`).
+multiple_scattering_sums = legendre_sums
 
 
 def phase_function(cos_g, b, c, legendre, use_legendre):
@@ -198,6 +223,70 @@ def h_function(w, x):
     r0 = (1.0 - gamma) / (1.0 + gamma)
     a, b = h_function_terms(x)
     return 1.0 / (1.0 - w * (r0 * a + b))
+
+
+def h2002_values(w, h_mu0e, h_mue):
+    """H(mu0e), H(mue) of Hapke 2002 (eq. 13) from their `h_function_terms` pieces."""
+    gamma = sqrt(1.0 - w)
+    r0 = (1.0 - gamma) / (1.0 + gamma)
+    a_0, b_0 = h_mu0e
+    a_e, b_e = h_mue
+    return 1.0 / (1.0 - w * (r0 * a_0 + b_0)), 1.0 / (1.0 - w * (r0 * a_e + b_e))
+
+
+def h2002_values_and_slopes(w, h_mu0e, h_mue):
+    """H(mu0e), H(mue) of Hapke 2002 and their derivatives dH/dw, sharing subexpressions.
+
+    dH/dw = H^2 (r0 A + B + w A dr0/dw), dr0/dw = 1 / (gamma (1 + gamma)^2).
+    """
+    gamma = sqrt(1.0 - w)
+    one_plus_gamma = 1.0 + gamma
+    r0 = (1.0 - gamma) / one_plus_gamma
+    dr0_dw = 1.0 / (gamma * one_plus_gamma * one_plus_gamma)
+    a_0, b_0 = h_mu0e
+    a_e, b_e = h_mue
+    k_mu0e = r0 * a_0 + b_0
+    k_mue = r0 * a_e + b_e
+    h_mu0e_value = 1.0 / (1.0 - w * k_mu0e)
+    h_mue_value = 1.0 / (1.0 - w * k_mue)
+    dh_mu0e = h_mu0e_value * h_mu0e_value * (k_mu0e + w * a_0 * dr0_dw)
+    dh_mue = h_mue_value * h_mue_value * (k_mue + w * a_e * dr0_dw)
+    return h_mu0e_value, h_mue_value, dh_mu0e, dh_mue
+
+
+def h1981_angle_terms(x):
+    """The w-independent piece of Hapke's (1981) two-stream H-function: x itself."""
+    return (x + 0.0,)
+
+
+def h1981_values(w, h_mu0e, h_mue):
+    """H(mu0e), H(mue) of Hapke (1981, eq. 8b): H(x) = (1 + 2x)/(1 + 2 gamma x), gamma = sqrt(1 - w)."""
+    gamma = sqrt(1.0 - w)
+    x_0 = h_mu0e[0]
+    x_e = h_mue[0]
+    return (1.0 + 2.0 * x_0) / (1.0 + 2.0 * gamma * x_0), (1.0 + 2.0 * x_e) / (1.0 + 2.0 * gamma * x_e)
+
+
+def h1981_values_and_slopes(w, h_mu0e, h_mue):
+    """Hapke 1981 H(mu0e), H(mue) and dH/dw = x (1 + 2x) / (gamma (1 + 2 gamma x)^2)."""
+    gamma = sqrt(1.0 - w)
+    x_0 = h_mu0e[0]
+    x_e = h_mue[0]
+    denominator_0 = 1.0 + 2.0 * gamma * x_0
+    denominator_e = 1.0 + 2.0 * gamma * x_e
+    h_0 = (1.0 + 2.0 * x_0) / denominator_0
+    h_e = (1.0 + 2.0 * x_e) / denominator_e
+    dh_0 = x_0 * (1.0 + 2.0 * x_0) / (gamma * denominator_0 * denominator_0)
+    dh_e = x_e * (1.0 + 2.0 * x_e) / (gamma * denominator_e * denominator_e)
+    return h_0, h_e, dh_0, dh_e
+
+
+# The H-function of the model: Hapke 2002 unless a model binds another one's functions
+# here (see `_model/family.py`): per-angle pieces computed once per pixel, then H and
+# dH/dw from w and those pieces.
+h_angle_terms = h_function_terms
+h_values = h2002_values
+h_values_and_slopes = h2002_values_and_slopes
 
 
 def roughness_terms(cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness):
@@ -288,7 +377,7 @@ def geometry_terms(to_sun, to_sensor, normal):
     return GeometryTerms(cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid)
 
 
-def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre):
+def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre):
     """`PixelTerms` from an observation's `GeometryTerms` and the Hapke parameters.
 
     Args:
@@ -296,6 +385,8 @@ def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, u
         b, c: double Henyey-Greenstein parameters; legendre, use_legendre: user-given
             Legendre coefficients (length 16) used instead when `use_legendre`.
         roughness: theta-bar [rad]; hs, bs0, hc, bc0: opposition-effect parameters.
+        porosity_k: Hapke's (2008) porosity factor K >= 1: r scales by K and the
+            H-functions take mu0e/K, mue/K (K = 1: no porosity correction, exactly).
     Returns:
         `PixelTerms`; its `scale` is NaN unless the geometry is valid (cos i, cos e > 0).
     """
@@ -303,43 +394,44 @@ def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, u
     mu0e, mue, shadowing = roughness_terms(
         cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness
     )
-    p_mu0e, p_mue, p_bar = legendre_sums(mu0e, mue, b, c, legendre, use_legendre)
+    p_mu0e, p_mue, p_bar = multiple_scattering_sums(mu0e, mue, b, c, legendre, use_legendre)
     phase_sh = phase_function(cos_g, b, c, legendre, use_legendre) * shadow_hiding(tan_half_g, hs, bs0)
     b_cb = coherent_backscatter(tan_half_g, hc, bc0)
     mu_sum = mu0e + mue
     scale = where(
         valid,
-        mu0e / where(valid, mu_sum, 1.0) * b_cb * shadowing / (4.0 * PI),
+        mu0e / where(valid, mu_sum, 1.0) * b_cb * shadowing / (4.0 * PI) * porosity_k,
         NAN + 0.0 * cos_g,
     )
-    h_a_mu0e, h_b_mu0e = h_function_terms(maximum(mu0e, 0.0 * mu0e))
-    h_a_mue, h_b_mue = h_function_terms(maximum(mue, 0.0 * mue))
-    return PixelTerms(scale, phase_sh, p_mu0e, p_mue, p_bar, h_a_mu0e, h_b_mu0e, h_a_mue, h_b_mue)
+    h_mu0e = h_angle_terms(maximum(mu0e, 0.0 * mu0e) / porosity_k)
+    h_mue = h_angle_terms(maximum(mue, 0.0 * mue) / porosity_k)
+    return PixelTerms(scale, phase_sh, p_mu0e, p_mue, p_bar, h_mu0e, h_mue)
 
 
-def pixel_terms(to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre):
+def pixel_terms(to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre):
     """All w-independent terms of r for one pixel (see `PixelTerms`).
 
     Args:
         to_sun, to_sensor, normal: length-3 direction vectors (any length > 0).
-        b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre: see `terms_from_geometry`.
+        b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre: see
+            `terms_from_geometry`.
     Returns:
         `PixelTerms`; its `scale` is NaN unless cos i > 0 and cos e > 0 locally.
     """
     geometry = geometry_terms(to_sun, to_sensor, normal)
-    return terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre)
+    return terms_from_geometry(
+        geometry, b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre
+    )
 
 
 def reflectance(w, terms):
     """Bidirectional reflectance r(w) [1/sr] (Hapke 2002, eq. 38) from per-pixel terms.
 
-    r = w/(4 pi) mu0e/(mu0e + mue) [p(g) B_SH + M] B_CB S,
-    M = P(mu0e)(H(mue) - 1) + P(mue)(H(mu0e) - 1) + P-bar (H(mu0e) - 1)(H(mue) - 1).
+    r = K w/(4 pi) mu0e/(mu0e + mue) [p(g) B_SH + M] B_CB S,
+    M = P(mu0e)(H(mue) - 1) + P(mue)(H(mu0e) - 1) + P-bar (H(mu0e) - 1)(H(mue) - 1),
+    the H-functions at mu0e/K and mue/K (IMSA: P = P-bar = 1, so M = H H - 1).
     """
-    gamma = sqrt(1.0 - w)
-    r0 = (1.0 - gamma) / (1.0 + gamma)
-    h_mu0e = 1.0 / (1.0 - w * (r0 * terms.h_a_mu0e + terms.h_b_mu0e))
-    h_mue = 1.0 / (1.0 - w * (r0 * terms.h_a_mue + terms.h_b_mue))
+    h_mu0e, h_mue = h_values(w, terms.h_mu0e, terms.h_mue)
     multiple = (
         terms.p_mu0e * (h_mue - 1.0)
         + terms.p_mue * (h_mu0e - 1.0)
@@ -351,19 +443,10 @@ def reflectance(w, terms):
 def reflectance_and_slope(w, terms):
     """r(w) [1/sr] and its analytic derivative dr/dw [1/sr], sharing subexpressions.
 
-    dH/dw = H^2 (r0 A + B + w A dr0/dw), dr0/dw = 1 / (gamma (1 + gamma)^2),
-    dr/dw = scale [p B_SH + M + w dM/dw]. Finite for w < 1; unbounded as w -> 1.
+    dr/dw = scale [p B_SH + M + w dM/dw], dM/dw from the H-function's analytic dH/dw.
+    Finite for w < 1; unbounded as w -> 1.
     """
-    gamma = sqrt(1.0 - w)
-    one_plus_gamma = 1.0 + gamma
-    r0 = (1.0 - gamma) / one_plus_gamma
-    dr0_dw = 1.0 / (gamma * one_plus_gamma * one_plus_gamma)
-    k_mu0e = r0 * terms.h_a_mu0e + terms.h_b_mu0e
-    k_mue = r0 * terms.h_a_mue + terms.h_b_mue
-    h_mu0e = 1.0 / (1.0 - w * k_mu0e)
-    h_mue = 1.0 / (1.0 - w * k_mue)
-    dh_mu0e = h_mu0e * h_mu0e * (k_mu0e + w * terms.h_a_mu0e * dr0_dw)
-    dh_mue = h_mue * h_mue * (k_mue + w * terms.h_a_mue * dr0_dw)
+    h_mu0e, h_mue, dh_mu0e, dh_mue = h_values_and_slopes(w, terms.h_mu0e, terms.h_mue)
     h_mu0e_m1 = h_mu0e - 1.0
     h_mue_m1 = h_mue - 1.0
     multiple = (

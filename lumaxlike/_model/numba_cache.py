@@ -30,6 +30,7 @@ import hashlib
 import inspect
 import os
 import sys
+import types
 from pathlib import Path
 
 import numba
@@ -40,7 +41,7 @@ from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLoca
 
 from .. import __version__
 
-__all__ = ["CACHE_DIR_VARIABLE", "cache_dir", "cached_njit"]
+__all__ = ["CACHE_DIR_VARIABLE", "cache_dir", "cached_njit", "compile_variant"]
 
 CACHE_DIR_VARIABLE = "LUMAXLIKE_CACHE_DIR"
 """Environment variable that overrides lumaxlike's cache directory."""
@@ -54,13 +55,15 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("lumaxlike", appauthor=False))
 
 
-def cached_njit(*, inlines=(), **options):
+def cached_njit(*, inlines=(), variant: str = "", **options):
     """`numba.njit(**options)`, with the kernel cached in lumaxlike's cache directory.
 
     Args:
         inlines: the modules whose source the kernel compiles in (functions it calls,
             retargeted rules); editing any of them invalidates the cached kernel, as
             editing the kernel's own file does.
+        variant: a name that keeps this kernel's cache entries apart from those of other
+            kernels compiled from the same function with other globals (`compile_variant`).
         **options: numba.njit's options (``parallel``, ``error_model``, ...); not ``cache``.
     """
     if "cache" in options:
@@ -70,8 +73,9 @@ def cached_njit(*, inlines=(), **options):
         kernel = numba.njit(**options)(py_func)
         if not hasattr(kernel, "enable_caching"):  # NUMBA_DISABLE_JIT: a plain function
             return kernel
+        kernel.lumaxlike_compile_options = {"inlines": inlines, **options}
         try:
-            locator = _KernelLocator(py_func, _source_stamp(py_func, inlines))
+            locator = _KernelLocator(py_func, _source_stamp(py_func, inlines), variant)
             locator.ensure_cache_path()
         except OSError:  # directory not creatable or writable, or sources unreadable (zip):
             return kernel  # no cache, the kernel compiles at its first call in each process
@@ -79,6 +83,27 @@ def cached_njit(*, inlines=(), **options):
         return kernel
 
     return decorate
+
+
+def compile_variant(kernel, variant: str, **bindings):
+    """`kernel` (made by `cached_njit`) compiled again with some of its globals rebound.
+
+    How a kernel gets the functions of another model configuration (`family`): the same
+    code, other equations. The variant is cached on disk under its own name.
+
+    Args:
+        kernel: a `cached_njit` kernel.
+        variant: a name unique to these bindings (e.g. the model configuration's name).
+        **bindings: global names of the kernel's function and what they stand for here.
+    """
+    py_func = kernel.py_func
+    namespace = dict(py_func.__globals__)
+    namespace.update(bindings)
+    clone = types.FunctionType(py_func.__code__, namespace, py_func.__name__, py_func.__defaults__, py_func.__closure__)
+    clone.__qualname__ = py_func.__qualname__
+    clone.__module__ = py_func.__module__
+    options = dict(getattr(kernel, "lumaxlike_compile_options", {}))
+    return cached_njit(variant=variant, **options)(clone)
 
 
 def _source_stamp(py_func, inlines) -> str:
@@ -91,11 +116,12 @@ def _source_stamp(py_func, inlines) -> str:
 class _KernelLocator(_CacheLocator):
     """numba's cache locator for one kernel: a folder of lumaxlike's cache directory."""
 
-    def __init__(self, py_func, source_stamp: str):
+    def __init__(self, py_func, source_stamp: str, variant: str = ""):
         source_file = inspect.getfile(py_func)
         self._path = str(cache_dir() / "numba" / self.get_suitable_cache_subpath(source_file))
         self._lineno = py_func.__code__.co_firstlineno
         self._source_stamp = source_stamp
+        self._variant = variant
 
     def get_cache_path(self):
         return self._path
@@ -104,7 +130,7 @@ class _KernelLocator(_CacheLocator):
         return self._source_stamp
 
     def get_disambiguator(self):
-        return str(self._lineno)
+        return f"{self._lineno}-{self._variant}" if self._variant else str(self._lineno)
 
 
 class _KernelCacheImpl(CompileResultCacheImpl):
