@@ -387,14 +387,20 @@ def _report(command: str, run, stopped_by) -> int:
     ``stopped_by()`` is the stop signal that arrived, or None: it decides the exit code
     whatever else happened, since the signal may have surfaced as another error.
     """
-    failure, code = None, None
+    failure, code, stopped = None, None, False
     try:
         code = run()
     except Interrupted:
-        pass
+        stopped = True
     except BaseException as error:  # noqa: BLE001 - the command line reports every failure
         failure = error
-    if stopped_by() is not None:
+    if code is not None and stopped_by() is not None:
+        # the signal came after the run's outputs were published (its last safe point):
+        # the run is complete, its outputs are new, and the exit code says so
+        name = signal.Signals(stopped_by()).name
+        print(f"lumaxlike {command}: {name} arrived after the run completed", file=sys.stderr)
+        return code
+    if stopped or stopped_by() is not None:
         name = signal.Signals(stopped_by()).name
         print(f"lumaxlike {command}: stopped by {name}", file=sys.stderr)
         return 128 + stopped_by()

@@ -25,6 +25,7 @@ __all__ = [
     "STOP_SIGNALS",
     "deferred",
     "interruptible",
+    "pending_signal",
     "raise_if_interrupted",
     "stop_on_signals",
 ]
@@ -64,6 +65,11 @@ def _handle(signum, frame) -> None:
         _state.received = int(signum)
     if _state.raising:
         raise Interrupted(_state.received)
+
+
+def pending_signal() -> int | None:
+    """The stop signal recorded so far (its number), or None."""
+    return _state.received
 
 
 def raise_if_interrupted() -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import psutil
 
-from .._signals import deferred, raise_if_interrupted
+from .._signals import Interrupted, deferred, pending_signal, raise_if_interrupted
 
 __all__ = [
     "AtomicOutputs",
@@ -279,25 +279,33 @@ class AtomicOutputs:
             if missing:
                 raise RuntimeError(f"internal error: temporary output {missing} was never written")
             with deferred():
-                for companion in self.companions:
-                    if os.path.lexists(companion):
-                        _remove(companion)
-                for target in self.targets:
-                    self._publish(self.temporary[target], target)
+                self._publish_all()
         finally:
             with deferred():
                 self.discard()
 
-    def _publish(self, temporary: Path, target: Path) -> None:
-        if target.is_dir() and not target.is_symlink():
-            # os.replace cannot move a folder onto a non-empty folder: move the old one
-            # aside first, then delete it once the new one is in place.
-            stale = target.parent / f".{target.name}.{self.token}{TEMP_MARK}.old"
-            os.replace(target, stale)
-            os.replace(temporary, target)
-            shutil.rmtree(stale)
-        else:
-            os.replace(temporary, target)
+    def _publish_all(self) -> None:
+        """Move the old outputs (targets and companions) aside, the new ones into place, and
+        delete the old ones; a stop signal that arrived meanwhile puts the old ones back
+        (and raises `Interrupted`), so a stopped run never leaves new outputs behind."""
+        old = {}
+        for path in (*self.targets, *self.companions):
+            if os.path.lexists(path):
+                old[path] = path.parent / f".{path.name}.{self.token}{TEMP_MARK}.old"
+                os.replace(path, old[path])  # a folder (zarr) cannot be replaced by os.replace
+        published = []
+        for target in self.targets:
+            os.replace(self.temporary[target], target)
+            published.append(target)
+        signum = pending_signal()
+        if signum is not None:
+            for target in published:
+                _remove(target)
+            for path, aside in old.items():
+                os.replace(aside, path)
+            raise Interrupted(signum)
+        for aside in old.values():
+            _remove(aside)
 
     def discard(self) -> None:
         """Remove every temporary file and folder of this group and release its lock
