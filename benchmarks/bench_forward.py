@@ -64,7 +64,7 @@ def parse_args(argv=None):
                         help="reflectances in refmod's subsample (default 1e6; 0 or --no-refmod skips it)")  # fmt: skip
     parser.add_argument("--no-refmod", action="store_true")
     parser.add_argument("--numba-cache", action="store_true",
-                        help="use numba's on-disk cache (default: an empty one, so compile time is cold)")  # fmt: skip
+                        help="use lumaxlike's on-disk kernel cache (default: an empty one, so compile time is cold)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=RESULTS / "forward.json")
     return parser.parse_args(argv)
@@ -72,8 +72,8 @@ def parse_args(argv=None):
 
 ARGS = parse_args() if __name__ == "__main__" else None
 if ARGS is not None and not ARGS.numba_cache:
-    # before numba is imported: a fresh cache directory, so the kernel compiles cold
-    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-forward-numba-")
+    # before lumaxlike is imported: a fresh cache directory, so the kernel compiles cold
+    os.environ["LUMAXLIKE_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-forward-cache-")
 
 import jax
 import jax.numpy as jnp

@@ -2,34 +2,22 @@
 
 The package never changes global JAX configuration: float64 inputs are computed in
 float64 inside a local `jax.enable_x64` scope, float32 inputs in float32.
+
+`import lumaxlike` is light: each public name is imported at its first use (SPEC 1 lazy
+loading), so JAX, numba, rasterio, xarray and dask load only when something needs them.
+The xarray accessor ``DataArray.hapke`` is registered whenever xarray is imported, before
+or after lumaxlike. Compiled numba kernels are cached in a per-user directory, never in
+the package (see `lumaxlike._model.numba_cache`).
 """
 
-from ._geometry import (
-    direction_from_zenith_azimuth as direction_from_zenith_azimuth,
-    geometry_from_angles as geometry_from_angles,
-    normals_from_dtm as normals_from_dtm,
-)
-from ._inverse.fit import default_bounds as default_bounds, fit as fit
-from ._inverse.invert import invert as invert
-from ._io import (
-    OBS_BAND_NAMES as OBS_BAND_NAMES,
-    CubeInfo as CubeInfo,
-    CubeReader as CubeReader,
-    GeometryReader as GeometryReader,
-    InversionSummary as InversionSummary,
-    ResultWriter as ResultWriter,
-    invert_file as invert_file,
-    iter_cube_blocks as iter_cube_blocks,
-    read_cube as read_cube,
-    to_bidirectional_reflectance as to_bidirectional_reflectance,
-    write_result as write_result,
-)
-from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
-from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
-from ._inverse.status import Status as Status
-from ._model.forward import amsa as amsa, h_function as h_function
-from ._params import HapkeParams as HapkeParams
-from ._provenance import Provenance as Provenance, read_provenance as read_provenance
-from ._xarray import invert_dataarray as invert_dataarray  # also registers DataArray.hapke
-
 __version__ = "0.1.0"
+
+import lazy_loader as _lazy
+import wrapt as _wrapt
+
+# the public names, listed in __init__.pyi (which type checkers read too)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)
+
+# DataArray.hapke, registered when xarray is imported (at once if it already is); the
+# accessor's module is imported only then.
+_wrapt.register_post_import_hook("lumaxlike._xarray_accessor:register", "xarray")

@@ -1,7 +1,8 @@
 """The ``lumaxlike`` command line: ``invert``, ``demo`` and ``profile`` subcommands.
 
 Exit codes: 0 success; 2 bad arguments or input (a one-line message on stderr naming the
-file or argument); 1 unexpected failure (message and traceback on stderr).
+file or argument); 1 unexpected failure (message and traceback on stderr); 130 / 143
+stopped by SIGINT (Ctrl-C) / SIGTERM (temporary files removed, existing outputs untouched).
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
+import signal
 import sys
 import traceback
 from pathlib import Path
+
+from ._signals import Interrupted, stop_on_signals
 
 __all__ = ["main", "build_parser"]
 
@@ -29,6 +33,19 @@ HAPKE_OPTIONS = (
     ("--bs0", "bs0", 0.0, "shadow-hiding opposition amplitude B_S0 [-], >= 0"),
     ("--hc", "hc", 0.0, "coherent-backscatter width h_C [-], >= 0 (0: off)"),
     ("--bc0", "bc0", 0.0, "coherent-backscatter amplitude B_C0 [-], >= 0"),
+    ("--porosity-k", "porosity_k", 1.0, "Hapke (2008) porosity factor K [-], >= 1 (1: no "
+                                        "porosity correction; from a filling factor phi: "
+                                        "lumaxlike.porosity_k_from_filling_factor)"),
+)
+
+#: Model configuration options: (flag, HapkeParams field, help).
+MODEL_OPTIONS = (
+    ("--model", "multiple_scattering", "multiple scattering: amsa = Hapke (2002) anisotropic "
+                                       "multiple scattering, imsa = Hapke (1981/1993) isotropic"),
+    ("--h-function", "h_function", "Chandrasekhar H-function: hapke2002 = Hapke (2002, eq. 13) "
+                                   "approximation, hapke1981 = the two-stream form "
+                                   "(1 + 2x)/(1 + 2 gamma x) of ISIS3 photomet, exact = "
+                                   "Chandrasekhar's H (to 1e-13)"),
 )
 
 #: ``lumaxlike invert`` options that --params-from can fill in: flag -> Provenance attribute.
@@ -171,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "always float64; jax: optimistix Levenberg-Marquardt on the CPU or a "
                         f"GPU, in the cube's precision (float32 cubes in float32) "
                         f"(default {DEFAULT_SOLVER}{recorded})")
+    from ._model.family import DEFAULT_KEY, H_FUNCTIONS, MULTIPLE_SCATTERING
+
+    model_choices = {"multiple_scattering": MULTIPLE_SCATTERING, "h_function": H_FUNCTIONS}
+    for flag, field, text in MODEL_OPTIONS:
+        invert.add_argument(flag, choices=tuple(model_choices[field]),
+                            help=f"{text} (default {getattr(DEFAULT_KEY, field)}{recorded})")
     for flag, _, default, text in HAPKE_OPTIONS:
         invert.add_argument(flag, type=_number_list, metavar="VALUE[,...]",
                             help=f"{text}; one value, or one per band (default {default:g}"
@@ -207,7 +230,7 @@ def _same_params(params) -> bool:
 
 def _params_key(params) -> tuple:
     legendre = None if params.legendre is None else tuple(float(v) for v in params.legendre)
-    return (*(float(getattr(params, name)) for _, name, _, _ in HAPKE_OPTIONS), legendre)
+    return (*(float(getattr(params, name)) for _, name, _, _ in HAPKE_OPTIONS), legendre, params.model_key)
 
 
 def _hapke_params(args, bands: int, base=None):
@@ -247,6 +270,13 @@ def _hapke_params(args, bands: int, base=None):
                 raise ValueError(f"{flag} {shown:g} is outside its valid range ({text})") from None
         per_field[name] = values if len(values) == bands else values * bands
     legendre = [p.legendre for p in base] if base is not None else [None] * bands
+    configuration = {}
+    for flag, field, _ in MODEL_OPTIONS:  # the same for every band
+        choice = getattr(args, _dest(flag))
+        if choice is None and base is not None:
+            choice = getattr(base[0], field)
+        if choice is not None:
+            configuration[field] = choice
     names = list(per_field)
     shared: dict[tuple, object] = {}
     params = []
@@ -254,7 +284,7 @@ def _hapke_params(args, bands: int, base=None):
         fields = {name: per_field[name][band] for name in names}
         key = (*fields.values(), None if legendre[band] is None else tuple(legendre[band]))
         if key not in shared:
-            shared[key] = HapkeParams(**fields, legendre=legendre[band])
+            shared[key] = HapkeParams(**fields, legendre=legendre[band], **configuration)
         params.append(shared[key])
     return params
 
@@ -293,13 +323,13 @@ def _run_invert(args) -> int:
     with CubeReader(args.cube) as cube:
         bands = cube.info.bands
     params = _hapke_params(args, bands, None if record is None else record.params)
-    print(f"lumaxlike invert: {args.cube} ({settings['units']}) -> {args.out}, solver "
-          f"{settings['solver']}", file=sys.stderr)
     summary = invert_file(
         args.cube, args.out, params=params, chunk_rows=args.chunk, overwrite=args.overwrite,
         progress=args.progress, workers=args.workers, command=args.command_line, **settings,
     )
-    print(summary.describe(), file=sys.stderr)
+    # one line, once the run has succeeded (an error is then the only line on stderr)
+    print(f"lumaxlike invert: {args.cube} ({settings['units']}) -> {args.out}, solver "
+          f"{settings['solver']}: {summary.describe()}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -327,16 +357,21 @@ BAD_INPUT_ERRORS = (ValueError, FileNotFoundError, FileExistsError, NotADirector
 def main(argv=None) -> int:
     """Run the ``lumaxlike`` command.
 
+    While ``invert`` runs, SIGINT and SIGTERM are handled (see :mod:`lumaxlike._signals`):
+    the run stops, removes its temporary files and returns 128 + the signal's number;
+    the previous handlers are restored before it returns.
+
     Args:
         argv: arguments without the program name; None reads ``sys.argv[1:]``.
 
     Returns:
-        exit code: 0 success, 2 bad arguments or input, 1 unexpected failure.
+        exit code: 0 success, 2 bad arguments or input, 1 unexpected failure, 128 + the
+        signal's number when a SIGINT (130) or SIGTERM (143) stopped it.
     """
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    if argv and argv[0] in PASS_THROUGH:
-        command, run = argv[0], (lambda: PASS_THROUGH[argv[0]](argv[1:]))
-    else:
+    if argv and argv[0] in PASS_THROUGH:  # Python's own Ctrl-C handling: KeyboardInterrupt
+        return _report(argv[0], lambda: PASS_THROUGH[argv[0]](argv[1:]), lambda: None)
+    with stop_on_signals() as stopped_by:
         try:
             args = build_parser().parse_args(argv)
         except _UsageError as error:
@@ -344,20 +379,51 @@ def main(argv=None) -> int:
             return EXIT_BAD_INPUT
         except SystemExit as done:  # --help
             return int(done.code or 0)
-        command, run = args.command, (lambda: args.handler(args))
+        return _report(args.command, lambda: args.handler(args), stopped_by)
+
+
+def _report(command: str, run, stopped_by) -> int:
+    """Run a command; report its failure in one line (a traceback if unexpected).
+
+    ``stopped_by()`` is the stop signal that arrived, or None: it decides the exit code
+    whatever else happened, since the signal may have surfaced as another error.
+    """
+    failure, code, stopped = None, None, False
     try:
-        return run()
-    except BAD_INPUT_ERRORS as error:
-        print(f"lumaxlike {command}: error: {_one_line(error)}", file=sys.stderr)
+        code = run()
+    except Interrupted:
+        stopped = True
+    except BaseException as error:  # noqa: BLE001 - the command line reports every failure
+        failure = error
+    if code is not None and stopped_by() is not None:
+        # the signal came after the run's outputs were published (its last safe point):
+        # the run is complete, its outputs are new, and the exit code says so
+        name = signal.Signals(stopped_by()).name
+        print(f"lumaxlike {command}: {name} arrived after the run completed", file=sys.stderr)
+        return code
+    if stopped or stopped_by() is not None:
+        name = signal.Signals(stopped_by()).name
+        print(f"lumaxlike {command}: stopped by {name}", file=sys.stderr)
+        return 128 + stopped_by()
+    if isinstance(failure, BAD_INPUT_ERRORS):
+        print(f"lumaxlike {command}: error: {_cli_message(failure)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    if isinstance(failure, KeyboardInterrupt):  # Ctrl-C in demo or profile
         print(f"lumaxlike {command}: interrupted", file=sys.stderr)
-        return 130
-    except Exception:  # noqa: BLE001 - the command line reports every failure
+        return 128 + signal.SIGINT
+    if failure is not None and not isinstance(failure, Exception):
+        raise failure  # SystemExit and the like
+    if failure is not None:
         print(f"lumaxlike {command}: unexpected failure:", file=sys.stderr)
-        traceback.print_exc()
+        traceback.print_exception(failure)
         return EXIT_FAILURE
+    return code
 
 
-def _one_line(error: BaseException) -> str:
+def _cli_message(error: BaseException) -> str:
+    """The error's message in one line, in the command line's words."""
+    from ._io.atomic import OutputExistsError  # already imported by whatever raised it
+
+    if isinstance(error, OutputExistsError):
+        return f"output already exists: {', '.join(error.paths)}; add --overwrite to replace it"
     return " ".join(str(error).split()) or type(error).__name__

@@ -9,11 +9,34 @@ import jax
 import numpy as np
 
 from ._model.equations import N_LEGENDRE
+from ._model.family import H_FUNCTIONS, MULTIPLE_SCATTERING, ModelKey
 
-__all__ = ["HapkeParams", "FIELD_NAMES", "PARAMETER_NAMES"]
+__all__ = ["HapkeParams", "FIELD_NAMES", "PARAMETER_NAMES", "porosity_k_from_filling_factor"]
 
-FIELD_NAMES = ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")
+FIELD_NAMES = ("b", "c", "roughness", "hs", "bs0", "hc", "bc0", "porosity_k")
 PARAMETER_NAMES = ("w",) + FIELD_NAMES  # every parameter `fit` can free
+# Largest filling factor of Hapke's (2008) porosity factor: 1.209 phi^(2/3) < 1.
+MAX_FILLING_FACTOR = 1.209 ** -1.5
+
+
+def porosity_k_from_filling_factor(filling_factor) -> float:
+    """Hapke's (2008, eq. 23; 2012 book eq. 7.45b) porosity factor K of a regolith.
+
+    K = -ln(1 - 1.209 phi^(2/3)) / (1.209 phi^(2/3)) for filling factor phi (the volume
+    fraction occupied by particles, 1 - porosity); K -> 1 as phi -> 0.
+
+    Args:
+        filling_factor: phi [-], 0 <= phi < 0.752 (where 1.209 phi^(2/3) reaches 1).
+    Returns:
+        K [-], >= 1, as a float.
+    """
+    phi = _finite_scalar("filling_factor", filling_factor)
+    if not 0.0 <= phi < MAX_FILLING_FACTOR:
+        raise ValueError(f"filling_factor must lie in [0, {MAX_FILLING_FACTOR:.4f}), got {filling_factor!r}")
+    if phi == 0.0:
+        return 1.0
+    x = 1.209 * phi ** (2.0 / 3.0)
+    return -math.log1p(-x) / x
 
 
 def _finite_scalar(name: str, value) -> float:
@@ -28,11 +51,13 @@ def _finite_scalar(name: str, value) -> float:
 
 
 class HapkeParams(eqx.Module):
-    """Parameters of the Hapke AMSA model other than the single-scattering albedo w.
+    """A Hapke model: its configuration and its parameters other than the albedo w.
 
     A pytree (an `equinox.Module`), so it passes through `jax.jit` and `jax.grad`.
-    Each field is one finite real number (the same for all pixels and bands); anything
-    else (a string, None, an array, NaN, inf) raises a ValueError naming the field.
+    Each numeric field is one finite real number (the same for all pixels and bands);
+    anything else (a string, None, an array, NaN, inf) raises a ValueError naming the
+    field. The configuration fields (`multiple_scattering`, `h_function`) are static:
+    they choose which equations the model is built from, once, not per pixel.
 
     Attributes:
         b: double Henyey-Greenstein asymmetry, 0 <= b < 1 [-].
@@ -47,6 +72,16 @@ class HapkeParams(eqx.Module):
         legendre: optional Legendre coefficients b_0..b_15 of the phase function,
             p(g) = sum_n b_n P_n(cos g) (b_0 = 1); when given they replace the double
             Henyey-Greenstein (b and c are then unused).
+        porosity_k: Hapke's (2008) porosity factor K >= 1 [-]: r scales by K and the
+            H-functions take mu0e/K and mue/K. 1 (default) is the porosity-free model,
+            exactly; `porosity_k_from_filling_factor(phi)` gives K for a filling factor.
+        multiple_scattering: ``"amsa"`` (default; Hapke 2002, anisotropic multiple
+            scattering with the P(mu), P-bar terms of the phase function) or ``"imsa"``
+            (Hapke 1981/1993, isotropic multiple scattering: M = H(mu0e) H(mue) - 1).
+        h_function: ``"hapke2002"`` (default; Hapke 2002 eq. 13, within 1 % of the exact
+            H), ``"hapke1981"`` (the two-stream H = (1 + 2x)/(1 + 2 gamma x), as in
+            USGS ISIS3's photomet, within 4 %) or ``"exact"`` (Chandrasekhar's H for
+            isotropic scattering, to 1e-13; see `lumaxlike.h_function`).
     """
 
     b: float
@@ -57,8 +92,16 @@ class HapkeParams(eqx.Module):
     hc: float = 0.0
     bc0: float = 0.0
     legendre: np.ndarray | None = None
+    porosity_k: float = 1.0
+    multiple_scattering: str = eqx.field(default="amsa", static=True)
+    h_function: str = eqx.field(default="hapke2002", static=True)
 
     def __check_init__(self):
+        for name, choices in (("multiple_scattering", MULTIPLE_SCATTERING), ("h_function", H_FUNCTIONS)):
+            if getattr(self, name) not in choices:
+                raise ValueError(
+                    f"HapkeParams.{name}={getattr(self, name)!r} is not one of {', '.join(map(repr, choices))}"
+                )
         concrete = {}
         for name in FIELD_NAMES:
             value = getattr(self, name)
@@ -73,6 +116,7 @@ class HapkeParams(eqx.Module):
             "bs0": concrete["bs0"] >= 0.0,
             "hc": concrete["hc"] >= 0.0,
             "bc0": concrete["bc0"] >= 0.0,
+            "porosity_k": concrete["porosity_k"] >= 1.0,
         }
         for name, ok in checks.items():
             if not ok:
@@ -97,5 +141,10 @@ class HapkeParams(eqx.Module):
         return xp.concatenate([coefficients, xp.zeros(padding, coefficients.dtype)]), True
 
     def scalars(self) -> tuple:
-        """(b, c, roughness, hs, bs0, hc, bc0) in the order the equations take them."""
+        """(b, c, roughness, hs, bs0, hc, bc0, porosity_k) in the order the equations take them."""
         return tuple(getattr(self, name) for name in FIELD_NAMES)
+
+    @property
+    def model_key(self) -> ModelKey:
+        """The static configuration: which equations the model is built from."""
+        return ModelKey(self.multiple_scattering, self.h_function)

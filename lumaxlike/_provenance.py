@@ -62,17 +62,47 @@ MODEL = {
     "opposition": "SHOE + CBOE (Hapke 2002)",
     "phase_function": "double Henyey-Greenstein",
 }
-"""The model lumaxlike runs: component -> choice (the phase function may be a Legendre series)."""
+"""The default model: component -> choice (the phase function may be a Legendre series)."""
 
 LEGENDRE_PHASE_FUNCTION = "Legendre series"
 
+#: How each configuration choice of `HapkeParams` is recorded: field -> {choice: text}.
+CONFIGURATION_TEXT = {
+    "multiple_scattering": {"amsa": "Hapke 2002 AMSA", "imsa": "Hapke 1981/1993 IMSA"},
+    "h_function": {"hapke2002": "Hapke 2002 eq. 13 approximation", "hapke1981": "Hapke 1981 two-stream",
+                   "exact": "exact Chandrasekhar H (isotropic scattering)"},
+}
+_COMPONENT = {"multiple_scattering": "reflectance", "h_function": "h_function"}
+
 
 def model_of(params) -> dict[str, str]:
-    """The ``{component: choice}`` model a sequence of per-band HapkeParams runs."""
+    """The ``{component: choice}`` model a sequence of per-band HapkeParams runs.
+
+    Raises:
+        ValueError: the bands do not share one model configuration.
+    """
+    keys = {p.model_key for p in params}
+    if len(keys) > 1:
+        raise ValueError(f"the bands' HapkeParams mix model configurations {sorted(k.name for k in keys)}")
     model = dict(MODEL)
+    for field, texts in CONFIGURATION_TEXT.items():
+        model[_COMPONENT[field]] = texts[getattr(params[0], field)]
     if any(p.legendre is not None for p in params):
         model["phase_function"] = LEGENDRE_PHASE_FUNCTION
     return model
+
+
+def configuration_of(model: Mapping, source) -> dict[str, str]:
+    """The `HapkeParams` configuration fields a recorded ``model`` stands for."""
+    configuration = {}
+    for field, texts in CONFIGURATION_TEXT.items():
+        recorded = model.get(_COMPONENT[field])
+        choices = [choice for choice, text in texts.items() if text == recorded]
+        if not choices:
+            raise ValueError(f"{source} records the {_COMPONENT[field]} {recorded!r}, which this "
+                             f"lumaxlike does not know ({', '.join(texts.values())})")
+        configuration[field] = choices[0]
+    return configuration
 
 
 def utc_now() -> str:
@@ -211,7 +241,12 @@ class Provenance:
                 raise ValueError(f"{source}: {PREFIX}{key} has the unexpected value {value!r}")
             return value
 
-        per_field = {name: get(f"param_{name}") for name in FIELD_NAMES}
+        model = typed("model", dict, get("model"))
+        configuration = configuration_of(model, source)
+        # porosity_k is recorded since it exists; older records mean K = 1
+        optional = {"porosity_k"}
+        per_field = {name: get(f"param_{name}", optional=name in optional) for name in FIELD_NAMES}
+        per_field = {name: 1.0 if value is None and name == "porosity_k" else value for name, value in per_field.items()}
         legendre = get("param_legendre", optional=True)
         bands = typed("bands", int, get("bands"))
         if bands < 1:
@@ -228,6 +263,7 @@ class Provenance:
         params = []
         for band in range(bands):
             fields = {name: _band_value(value, band, source, name) for name, value in per_field.items()}
+            fields.update(configuration)
             if legendre is not None:
                 fields["legendre"] = _band_legendre(legendre, band)
             try:
@@ -241,7 +277,7 @@ class Provenance:
         sigma = get("refl_sigma")
         return cls(
             version=typed("version", str, get("version")),
-            model=typed("model", dict, get("model")),
+            model=model,
             params=tuple(params),
             units=typed("units", str, get("units")),
             solver=typed("solver", str, get("solver")),

@@ -43,7 +43,7 @@ from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to
 from ._io.writers import FIELD_ATTRS, RESULT_FIELDS
 from ._provenance import make_provenance, python_call
 
-__all__ = ["HapkeAccessor", "SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray"]
+__all__ = ["SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray"]
 
 SPECTRAL_DIMS = ("band", "wavelength")
 """Names recognised as the spectral dim of a reflectance DataArray."""
@@ -268,15 +268,3 @@ def _result_attrs(attrs: Mapping, provenance) -> dict:
     line = f"{provenance.created} {provenance.command}"
     history = attrs.get("history")
     return {**attrs, **provenance.attrs(), "history": f"{history}\n{line}" if history else line}
-
-
-@xr.register_dataarray_accessor("hapke")
-class HapkeAccessor:
-    """``DataArray.hapke``: Hapke-model operations on a reflectance DataArray."""
-
-    def __init__(self, data_array: xr.DataArray):
-        self._data_array = data_array
-
-    def invert(self, geometry, params, solver: str = "jax", **kwargs) -> xr.Dataset:
-        """``invert_dataarray(self, geometry, params, solver, **kwargs)``; see :func:`invert_dataarray`."""
-        return invert_dataarray(self._data_array, geometry, params, solver, **kwargs)

@@ -1,12 +1,17 @@
 """Strict test configuration: float64 JAX, rank promotion raises, warnings are errors."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
-# numba caches compiled kernels keyed on the kernel's own file only, not on the equations
-# it inlines: a fresh cache per test session (shared with the session's subprocesses)
-# keeps edited physics from being served stale. Set before numba is imported.
-os.environ.setdefault("NUMBA_CACHE_DIR", tempfile.mkdtemp(prefix="lumaxlike-numba-cache-"))
+# lumaxlike caches its compiled numba kernels in LUMAXLIKE_CACHE_DIR: a fresh directory per
+# test session (shared with the session's subprocesses, removed at its end) keeps the
+# tests off the user's own cache and measures them from a cold start. Set before
+# lumaxlike is imported.
+if "LUMAXLIKE_CACHE_DIR" not in os.environ:
+    os.environ["LUMAXLIKE_CACHE_DIR"] = tempfile.mkdtemp(prefix="lumaxlike-cache-")
+    atexit.register(shutil.rmtree, os.environ["LUMAXLIKE_CACHE_DIR"], ignore_errors=True)
 
 import jax  # noqa: E402
 import pytest  # noqa: E402

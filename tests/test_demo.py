@@ -1,20 +1,17 @@
 """The embedded demo: vendored spectra, scene, forward model, rasters, figure, end to end."""
 
 import importlib.util
+import shlex
 
 import numpy as np
 import pytest
 import rasterio
 
-from lumaxlike._demo import (
-    SceneConfig,
-    albedo_from_diffusive_reflectance,
-    load_mineral_spectra,
-    make_scene,
-    run_demo,
-)
+from lumaxlike._demo import run_demo
 from lumaxlike._demo.figure import RecoveredMaps, plot_demo_figure
-from lumaxlike._demo.forward import simulate_reflectance
+from lumaxlike._demo.netcdf import write_netcdf_inputs
+from lumaxlike._demo.spectra import albedo_from_diffusive_reflectance, load_mineral_spectra
+from lumaxlike.demo import SceneConfig, make_scene, simulate_reflectance
 from lumaxlike._demo.rasters import OBS_BANDS, read_raster, write_demo_inputs
 from lumaxlike._io.writers import result_paths
 from lumaxlike._demo.spectra import DEMO_SPECTRA_FILE
@@ -159,7 +156,8 @@ def test_demo_end_to_end_recovers_the_true_w(tmp_path, capsys):
         out = workdir / f"w_{solver}.tif"
         np.testing.assert_array_equal(read_raster(result_paths(out)["status"]), Status.CONVERGED)
         np.testing.assert_allclose(read_raster(out), truth, rtol=0, atol=1e-6)
-    for name in ("reflectance.tif", "reflectance.img", "reflectance.hdr", "obs.tif", "dtm.tif", "w_true.tif"):
+    for name in ("reflectance.tif", "reflectance.img", "reflectance.hdr", "obs.tif", "dtm.tif", "w_true.tif",
+                 "reflectance.nc", "obs.nc", "w_true.nc"):
         assert (workdir / name).stat().st_size > 0
     figure = workdir / "demo.png"
     assert figure.stat().st_size > 10_000
@@ -182,3 +180,58 @@ def test_demo_with_noise_from_envi_input_stays_within_the_noise(tmp_path):
     # gives a relative error of at most e in w; 5 sigma bounds every draw here.
     assert np.all(np.abs(recovered - truth)[converged] <= 5 * noise * truth[converged])
     assert np.abs(recovered - truth).max() > 1e-4  # the noise was really applied
+
+
+def test_public_demo_module_exposes_the_scene_with_docstrings():
+    import lumaxlike
+
+    assert lumaxlike.demo.make_scene is make_scene
+    for name in lumaxlike.demo.__all__:
+        assert getattr(lumaxlike.demo, name).__doc__, name
+    params = lumaxlike.demo.demo_hapke_params()
+    assert (params.b, params.c, params.hs, params.bs0, params.hc, params.bc0) == (0.2, 0.4, 0.06, 1.0, 0.05, 0.5)
+    np.testing.assert_allclose(params.roughness, np.radians(20.0), rtol=1e-15)
+
+
+def test_demo_netcdf_inputs_align_with_the_rasters(tmp_path):
+    xr = pytest.importorskip("xarray")
+    scene = make_scene(SceneConfig(size=10))
+    reflectance = simulate_reflectance(scene)
+    paths = write_netcdf_inputs(tmp_path, scene, reflectance)
+    with xr.open_dataarray(paths.cube) as cube, xr.open_dataset(paths.obs) as obs, \
+            xr.open_dataarray(paths.w_true) as w_true:
+        assert cube.dims == ("band", "y", "x") and w_true.dims == ("band", "y", "x")
+        np.testing.assert_array_equal(cube.wavelength, scene.wavelength_nm)
+        assert cube.wavelength.attrs["units"] == "nm" and cube.attrs["units"] == "sr-1"
+        np.testing.assert_array_equal(np.moveaxis(cube.values, 0, -1), reflectance)
+        np.testing.assert_array_equal(np.moveaxis(w_true.values, 0, -1), scene.w)
+        # pixel centres of the GeoTIFFs' grid: upper-left corner (500000, 4100000), 10 m pixels
+        np.testing.assert_allclose(cube.x[[0, -1]], [500_005.0, 500_095.0])
+        np.testing.assert_allclose(cube.y[[0, -1]], [4_099_995.0, 4_099_905.0])
+        xr.align(cube, obs, w_true, join="exact")
+        for name in OBS_BANDS:
+            assert obs[name].attrs["units"] == "degrees"
+            np.testing.assert_array_equal(obs[name], getattr(scene, f"{name}_deg"))
+        assert obs.normal.dims == ("y", "x", "component")
+        np.testing.assert_array_equal(obs.normal, scene.normal)
+
+
+def test_demo_prints_its_parameters_and_commands_that_rerun_verbatim(tmp_path, monkeypatch, capsys):
+    from lumaxlike._cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert run_demo(["--size", "8", "--solver", "numba", "--no-figure"]) == 0
+    printed = capsys.readouterr().out
+    assert "Hapke parameters (every pixel and band): b=0.2, c=0.4, roughness=20 deg, hs=0.06, bs0=1, " \
+           "hc=0.05, bc0=0.5" in printed
+    commands = [line.split("running: ", 1)[1] for line in printed.splitlines() if "running: " in line]
+    assert commands == [
+        "lumaxlike invert lumaxlike-demo/reflectance.tif --geometry lumaxlike-demo/obs.tif "
+        "--dtm lumaxlike-demo/dtm.tif --solver numba --out lumaxlike-demo/w_numba.tif --units r "
+        "--b 0.2 --c 0.4 --roughness-deg 20 --hs 0.06 --bs0 1 --hc 0.05 --bc0 0.5 --overwrite --no-progress"
+    ]
+    first = read_raster("lumaxlike-demo/w_numba.tif")
+    words = shlex.split(commands[0])
+    assert words[0] == "lumaxlike" and main(words[1:]) == 0  # pasted into a shell, from the same folder
+    np.testing.assert_array_equal(read_raster("lumaxlike-demo/w_numba.tif"), first)
+    np.testing.assert_allclose(first, make_scene(SceneConfig(size=8)).w, rtol=0, atol=1e-6)

@@ -34,7 +34,7 @@ def _geometry(name):
 
 
 def _params_from(theta):
-    return lumaxlike.HapkeParams(*theta)
+    return lumaxlike.HapkeParams(**dict(zip(FIELD_NAMES, theta)))
 
 
 THETA = jnp.array([float(getattr(FULL_PARAMS, name)) for name in FIELD_NAMES])

@@ -15,8 +15,8 @@ from lumaxlike._params import PARAMETER_NAMES
 
 from .helpers import random_geometry
 
-ALL_FREE = PARAMETER_NAMES  # w, b, c, roughness, hs, bs0, hc, bc0
-PARAMETERS = np.array([0.6, 0.25, 0.5, math.radians(20.0), 0.06, 0.9, 0.03, 0.5])
+ALL_FREE = PARAMETER_NAMES  # w, b, c, roughness, hs, bs0, hc, bc0, porosity_k
+PARAMETERS = np.array([0.6, 0.25, 0.5, math.radians(20.0), 0.06, 0.9, 0.03, 0.5, 1.3])
 
 
 def geometry_rows(n, seed):
@@ -32,8 +32,8 @@ def geometry_rows(n, seed):
 
 def jax_reflectance(parameters, row):
     geometry = jax_equations.GeometryTerms(*row[:-1], row[-1] != 0.0)
-    w, b, c, roughness, hs, bs0, hc, bc0 = (parameters[k] for k in range(8))
-    terms = jax_equations.terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, None, False)
+    w, *scalars = (parameters[k] for k in range(len(PARAMETER_NAMES)))
+    terms = jax_equations.terms_from_geometry(geometry, *scalars, None, False)
     return jax_equations.reflectance(w, terms)
 
 

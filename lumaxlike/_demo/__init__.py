@@ -1,23 +1,20 @@
 """The ``lumaxlike demo`` command: the whole job on an embedded, synthetic scene.
 
-Public entry point: :func:`run_demo`. The building blocks (scene, forward model, rasters,
-figure) live in the submodules and are usable on their own.
+Entry point: :func:`run_demo`. The building blocks live in the submodules: the scene
+(``scene``), its forward model and Hapke parameters (``forward``), the vendored spectra
+(``spectra``), the input files (``rasters``), the figure (``figure``) and the run itself
+(``run``). Their user-facing part is the public module :mod:`lumaxlike.demo`.
+
+This package imports nothing heavy at import: rasterio, xarray and matplotlib are imported
+by the submodules that need them, when the demo runs.
 """
 
-from .run import run_demo as run_demo
-from .scene import Scene as Scene, SceneConfig as SceneConfig, make_scene as make_scene
-from .spectra import (
-    MineralSpectra as MineralSpectra,
-    albedo_from_diffusive_reflectance as albedo_from_diffusive_reflectance,
-    load_mineral_spectra as load_mineral_spectra,
-)
 
-__all__ = [
-    "run_demo",
-    "Scene",
-    "SceneConfig",
-    "make_scene",
-    "MineralSpectra",
-    "albedo_from_diffusive_reflectance",
-    "load_mineral_spectra",
-]
+def run_demo(argv=None) -> int:
+    """Run ``lumaxlike demo``; see :func:`lumaxlike._demo.run.run_demo`."""
+    from .run import run_demo as _run_demo
+
+    return _run_demo(argv)
+
+
+__all__ = ["run_demo"]

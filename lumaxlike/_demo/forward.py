@@ -23,7 +23,14 @@ DEMO_HAPKE = {
 
 
 def demo_hapke_params() -> HapkeParams:
-    """The demo's Hapke parameters as a :class:`lumaxlike.HapkeParams` (roughness in rad)."""
+    """The Hapke parameters of the demo surface, shared by every pixel and band.
+
+    Returns:
+        :class:`lumaxlike.HapkeParams` with b = 0.2, c = 0.4, roughness theta-bar = 20 deg
+        (stored in rad), h_S = 0.06, B_S0 = 1.0, h_C = 0.05, B_C0 = 0.5: the double
+        Henyey-Greenstein phase function, Hapke (1984) roughness and both opposition
+        effects (all dimensionless but the roughness).
+    """
     values = dict(DEMO_HAPKE)
     roughness = np.deg2rad(values.pop("roughness_deg"))
     return HapkeParams(roughness=float(roughness), **values)
@@ -33,7 +40,8 @@ def hapke_cli_args() -> list[str]:
     """The demo's Hapke parameters as ``lumaxlike invert`` flags (``--roughness-deg`` ...)."""
     args = []
     for name, value in DEMO_HAPKE.items():
-        args += [f"--{name.replace('_', '-')}", repr(value)]
+        short = f"{value:g}"
+        args += [f"--{name.replace('_', '-')}", short if float(short) == value else repr(value)]
     return args
 
 

@@ -1,15 +1,17 @@
 """``lumaxlike demo``: the package's main job end to end on an embedded scene.
 
 Builds a scene from vendored USGS spectra, forward-models its reflectance cube, writes
-it with its OBS geometry and DTM as rasters, inverts it through the ``lumaxlike invert``
-command line with each requested solver, prints accuracy and throughput, and saves a
-figure. Needs no network and no arguments.
+it with its OBS geometry and DTM as rasters (and as netCDF files for the xarray front end),
+inverts it through the ``lumaxlike invert`` command line with each requested solver,
+printing the Hapke parameters and the exact commands it ran, prints accuracy and
+throughput, and saves a figure. Needs no network and no arguments.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from .figure import RecoveredMaps, plot_demo_figure
-from .forward import hapke_cli_args, simulate_reflectance
+from .forward import DEMO_HAPKE, hapke_cli_args, simulate_reflectance
+from .netcdf import write_netcdf_inputs
 from .rasters import read_raster, write_demo_inputs
 from .scene import SceneConfig, make_scene
 
-__all__ = ["run_demo", "Accuracy", "accuracy"]
+__all__ = ["run_demo", "Accuracy", "accuracy", "command_line", "describe_hapke"]
 
 SOLVER_CHOICES = {"both": ("jax", "numba"), "jax": ("jax",), "numba": ("numba",)}
 
@@ -55,6 +58,19 @@ def accuracy(w_true, w_recovered, converged) -> Accuracy:
     if error.size == 0:
         return Accuracy(float("nan"), float("nan"), 0.0)
     return Accuracy(float(error.max()), float(np.median(error)), float(np.mean(converged)))
+
+
+def command_line(argv) -> str:
+    """``argv`` (after ``lumaxlike``) as a line to paste into a shell."""
+    return "lumaxlike " + shlex.join(str(arg) for arg in argv)
+
+
+def describe_hapke() -> str:
+    """The demo's Hapke parameters in one line, e.g. ``b=0.2, c=0.4, roughness=20 deg, ...``."""
+    return ", ".join(
+        f"roughness={value:g} deg" if name == "roughness_deg" else f"{name}={value:g}"
+        for name, value in DEMO_HAPKE.items()
+    )
 
 
 DEMO_EPILOG = """\
@@ -128,6 +144,7 @@ def run_demo(argv=None) -> int:
     scene = make_scene(args.scene)
     reflectance = simulate_reflectance(scene, noise=args.noise)
     inputs = write_demo_inputs(workdir, scene, reflectance)
+    netcdf = write_netcdf_inputs(workdir, scene, reflectance)
     rows, cols, bands = scene.w.shape
     print(
         f"lumaxlike demo: {rows} x {cols} pixels x {bands} bands "
@@ -136,6 +153,9 @@ def run_demo(argv=None) -> int:
     )
     print(f"  inputs: {inputs.cube} (ENVI copy {inputs.cube_envi}), {inputs.obs}, {inputs.dtm}; "
           f"truth {inputs.w_true}")
+    print(f"  netCDF copies for xarray: {netcdf.cube}, {netcdf.obs}; truth {netcdf.w_true}")
+    print(f"  Hapke parameters (every pixel and band): {describe_hapke()}; "
+          "the cube holds r [1/sr] (--units r)")
 
     cube = inputs.cube if args.input_format == "gtiff" else inputs.cube_envi
     recovered = []
@@ -144,13 +164,14 @@ def run_demo(argv=None) -> int:
         command = ["invert", str(cube), "--geometry", str(inputs.obs), "--dtm", str(inputs.dtm),
                    "--solver", solver, "--out", str(out), "--units", "r", *hapke_cli_args(),
                    "--overwrite", "--no-progress"]
+        print(f"  running: {command_line(command)}")
         seconds = []
         for _ in range(2):  # the first run compiles; the second shows the warm throughput
             tic = time.perf_counter()
             code = cli_main(command)
             seconds.append(time.perf_counter() - tic)
             if code != 0:
-                print(f"  {solver}: `lumaxlike {' '.join(command)}` failed with exit code {code}")
+                print(f"  {solver}: `{command_line(command)}` failed with exit code {code}")
                 return code
         maps = RecoveredMaps(solver, read_raster(out), read_raster(result_paths(out)["status"]))
         recovered.append(maps)
@@ -169,7 +190,7 @@ def run_demo(argv=None) -> int:
         first = recovered[0]
         error = np.where(first.status == Status.CONVERGED, np.abs(first.w - scene.w), -1.0)
         pixel = np.unravel_index(int(np.argmax(error.max(axis=-1))), (rows, cols))
-        status_names = {int(member): member.name for member in Status}
+        status_names = Status.legend()
         figure = plot_demo_figure(workdir / "demo.png", scene, recovered, status_names, band,
                                   (int(pixel[0]), int(pixel[1])))
         print(f"  figure: {figure} (spectrum at the pixel of largest {first.solver} error)")

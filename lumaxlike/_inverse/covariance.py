@@ -7,7 +7,7 @@ import math
 import numba
 import numpy as np
 
-from .._model.numba_cache import refresh_when_sources_change
+from .._model.numba_cache import cached_njit
 from . import numba_lm
 from .numba_lm import cholesky, cholesky_solve
 from .status import Status
@@ -20,7 +20,7 @@ __all__ = ["covariance", "MAX_VARIANCE_INFLATION"]
 MAX_VARIANCE_INFLATION = 1e12
 
 
-@numba.njit(parallel=True, cache=True, error_model="numpy")
+@cached_njit(inlines=(numba_lm,), parallel=True, error_model="numpy")  # numba_lm: its Cholesky
 def _covariance_kernel(jtj, variance, solved, out, determined):
     n, p = jtj.shape[0], jtj.shape[1]
     for i in numba.prange(n):
@@ -60,9 +60,6 @@ def _covariance_kernel(jtj, variance, solved, out, determined):
                     out[i, a, b] = math.nan
             continue
         determined[i] = True
-
-
-refresh_when_sources_change(_covariance_kernel, numba_lm)  # it compiles in numba_lm's Cholesky
 
 
 def covariance(jtj, cost, status, n_obs, band_sigma):

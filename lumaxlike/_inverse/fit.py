@@ -44,7 +44,8 @@ def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
     """The physical bounds every free parameter is projected onto (closed intervals).
 
     w in (0, 1) (eps inside); b in [0, 1); c in [-1, 1]; roughness theta-bar in
-    [1e-3 rad, 45 deg]; hs, hc >= 1e-6; bs0 >= 0; bc0 in [0, 1]. theta-bar, h_S and h_C
+    [1e-3 rad, 45 deg]; hs, hc >= 1e-6; bs0 >= 0; bc0 in [0, 1]; porosity_k >= 1.
+    theta-bar, h_S and h_C
     stay off 0, where their effect switches off: at theta-bar = 0 the derivative of r
     vanishes, and a fit projected there could never leave (1e-3 rad = 0.06 deg is
     smooth for any purpose).
@@ -59,6 +60,7 @@ def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
         "bs0": (0.0, math.inf),
         "hc": (1e-6, math.inf),
         "bc0": (0.0, 1.0),
+        "porosity_k": (1.0, math.inf),
     }
 
 
@@ -137,7 +139,7 @@ def fit(
             (``params.legendre`` None); fitting roughness, hs/bs0 or hc/bc0 needs
             params.roughness, hs or hc > 0 (0 switches the effect off).
         free: names of the fitted parameters: "w" and any of "b", "c", "roughness",
-            "hs", "bs0", "hc", "bc0".
+            "hs", "bs0", "hc", "bc0", "porosity_k".
         solver: ``"jax"`` (optimistix; CPU or GPU) or ``"numba"`` (CPU, parallel).
         bounds: {name: (lower, upper)} replacing `default_bounds` for those parameters;
             the iterates are projected onto the bounds.
@@ -166,6 +168,11 @@ def fit(
     check_choice("solver", solver, SOLVERS)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+    if solver == "numba" and params.h_function == "exact":
+        raise ValueError(
+            "fit(solver='numba') does not support params.h_function='exact' (its per-angle "
+            "terms are arrays, which the numba derivative code does not handle); use solver='jax'"
+        )
     free = _check_free(free, params)
     refl = as_float_array("refl", refl)
     geometry = {
@@ -211,6 +218,7 @@ def fit(
     residual_norm = np.empty((n_pixels, n_bands), dtype)
     covariance = np.empty((n_pixels, n_bands, n_free, n_free), dtype)
     free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
+    key = params.model_key
     for first in range(0, n_pixels, chunk):
         last = min(first + chunk, n_pixels)
         pieces = [flat_refl[first:last], *(g[first:last] for g in flat_geometry)]
@@ -218,9 +226,9 @@ def fit(
             pieces = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
         piece_start = _chunk_start(given_start, first, last, free, params, pieces, solver, lower, upper)
         if solver == "numba":
-            solved = _solve_chunk_numba(pieces, piece_start, fixed, free_index, lower, upper, max_iter, tol)
+            solved = _solve_chunk_numba(pieces, piece_start, fixed, free_index, lower, upper, max_iter, tol, key)
         else:
-            solved = _solve_chunk_jax(pieces, piece_start, dtype, fixed, free_index, lower, upper, max_iter, tol)
+            solved = _solve_chunk_jax(pieces, piece_start, dtype, fixed, free_index, lower, upper, max_iter, tol, key)
         n = last - first
         chunk_status = solved["status"][:n].copy()
         covariance[first:last] = fit_covariance(
@@ -301,18 +309,18 @@ def _albedo_start(refl, geometry, params, solver, lower, upper):
     return np.clip(median, lower, upper)
 
 
-def _solve_chunk_numba(pieces, start, fixed, free_index, lower, upper, max_iter, tol):
+def _solve_chunk_numba(pieces, start, fixed, free_index, lower, upper, max_iter, tol, key):
     refl, to_sun, to_sensor, normal = pieces
     geometry_rows, valid = observation_rows(to_sun, to_sensor, normal)
     finite = np.all(np.isfinite(to_sun) & np.isfinite(to_sensor) & np.isfinite(normal), axis=-1)
-    functions = model_columns(tuple(PARAMETER_NAMES[k] for k in free_index))
+    functions = model_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key)
     rows = hoisted_rows(functions, geometry_rows, fixed)  # once per observation
     return solve_numba(
         functions, rows, valid, finite, refl, start, fixed, np.array(free_index), lower, upper, max_iter, tol
     )
 
 
-def _solve_chunk_jax(pieces, start, dtype, fixed, free_index, lower, upper, max_iter, tol):
+def _solve_chunk_jax(pieces, start, dtype, fixed, free_index, lower, upper, max_iter, tol, key):
     """One chunk (already padded to the chunk shape) through the JAX solver."""
     refl, to_sun, to_sensor, normal = pieces
     with precision_scope(np.empty(0, dtype)):
@@ -326,5 +334,6 @@ def _solve_chunk_jax(pieces, start, dtype, fixed, free_index, lower, upper, max_
             jnp.asarray(upper, dtype),
             max_iter,
             tol,
+            key,
         )
         return {name: np.asarray(value) for name, value in jax.device_get(solved).items()}

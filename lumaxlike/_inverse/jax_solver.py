@@ -33,6 +33,7 @@ the same machine: the general p-parameter state and steps cost invert about a th
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 from typing import Any
 
@@ -41,16 +42,20 @@ import jax
 import jax.numpy as jnp
 import optimistix as optx
 
-from .._model._backends import jax_equations, retarget_to_jax
+from .._model._backends import retarget_to_jax
+from .._model.family import ModelKey, jax_equations_for
 from .._model.jax_model import pixel_terms, reflectance_core
 from . import albedo_rules, lm_rules
 
 __all__ = ["ElementwiseLevenbergMarquardt", "solve_albedo_jax", "solve_fit_jax"]
 
 _lm = retarget_to_jax(lm_rules)
-_rules = retarget_to_jax(
-    albedo_rules, reflectance_and_slope=jax_equations.reflectance_and_slope, **vars(_lm)
-)
+
+
+@functools.lru_cache(maxsize=None)
+def _rules_for(key: ModelKey):
+    """`albedo_rules` over jax.numpy for model configuration `key`."""
+    return retarget_to_jax(albedo_rules, reflectance_and_slope=jax_equations_for(key).reflectance_and_slope, **vars(_lm))
 
 
 class _LMState(eqx.Module):
@@ -209,13 +214,14 @@ def _solve_active(residuals, start, args, active, tol, lower, upper, max_iter):
     return solution.value, state, solved
 
 
-def _albedo_residuals(w, args):
+def _albedo_residuals(w, args, key):
     """r(w) - r_obs for w (pixels, bands, 1): one parameter, one observation per problem.
 
     The terms are per pixel, shared by the bands (computed once, outside the solve).
     """
     terms, refl = args
-    model = jax.vmap(jax.vmap(reflectance_core, in_axes=(0, None)), in_axes=(0, 0))
+    core = partial(reflectance_core, key=key)
+    model = jax.vmap(jax.vmap(core, in_axes=(0, None)), in_axes=(0, 0))
     return (model(w[..., 0], terms) - refl)[..., None]
 
 
@@ -226,7 +232,7 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
     Args:
         refl: observed r [1/sr], (pixels, bands).
         to_sun, to_sensor, normal: (pixels, 3) direction vectors.
-        params: `HapkeParams`.
+        params: `HapkeParams` (its configuration is static: one compile per model).
         w_start: (pixels, bands) starting albedos, or None for the per-pixel table.
         max_iter: iteration cap (static); tol: step tolerance in w.
         w_bounds: (w_lower, w_upper), the projection interval inside (0, 1).
@@ -235,22 +241,24 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
         (model minus observed, 1/sr), slope (dr/dw at w, 1/sr).
     """
     w_lower, w_upper = w_bounds
+    key = params.model_key
+    rules = _rules_for(key)
     terms = jax.vmap(pixel_terms, in_axes=(0, 0, 0, None))(to_sun, to_sensor, normal, params)
-    table = jax.vmap(_rules.albedo_table)(terms)
+    table = jax.vmap(rules.albedo_table)(terms)
     geometry_finite = jnp.all(
         jnp.isfinite(to_sun) & jnp.isfinite(to_sensor) & jnp.isfinite(normal), axis=-1
     )
     per_band = partial(jax.vmap, in_axes=(0, None, None, None))
-    status = jax.vmap(per_band(_rules.problem_status))(refl, geometry_finite, terms.scale, table[albedo_rules.N_TABLE - 1])
+    status = jax.vmap(per_band(rules.problem_status))(refl, geometry_finite, terms.scale, table[albedo_rules.N_TABLE - 1])
     active = status == albedo_rules.SOLVING
     if w_start is None:
-        w_start = jax.vmap(per_band(_rules.starting_albedo), in_axes=(0, 0, None, None))(
+        w_start = jax.vmap(per_band(rules.starting_albedo), in_axes=(0, 0, None, None))(
             refl, table, w_lower, w_upper
         )
     w_start = jnp.where(active, w_start, 0.5).astype(refl.dtype)
     # the one-parameter, one-observation case of the general solver
     value, state, solved = _solve_active(
-        _albedo_residuals, w_start[..., None], (terms, refl), active, tol, w_lower, w_upper, max_iter
+        partial(_albedo_residuals, key=key), w_start[..., None], (terms, refl), active, tol, w_lower, w_upper, max_iter
     )
     nan = jnp.nan
     return {
@@ -262,7 +270,7 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
     }
 
 
-def _fit_residuals(y, args, free_index):
+def _fit_residuals(y, args, free_index, key):
     """r - r_obs, (pixels, bands, observations), for free parameters y (pixels, bands, p).
 
     `rows` are the observations' `GeometryTerms` (or, with only w free, their `PixelTerms`,
@@ -271,41 +279,46 @@ def _fit_residuals(y, args, free_index):
     roughness is fixed, ...) is computed once per observation, not once per band.
     """
     rows, refl, fixed = args
+    core = partial(reflectance_core, key=key)
     if free_index == (0,):
-        per_observation = jax.vmap(reflectance_core, in_axes=(None, 0))
+        per_observation = jax.vmap(core, in_axes=(None, 0))
         model = jax.vmap(jax.vmap(per_observation, in_axes=(0, None)), in_axes=(0, 0))
         return model(y[..., 0], rows) - refl
+    equations = jax_equations_for(key)
 
     def one(free_values, geometry):
-        values = [fixed[k] for k in range(8)]
+        values = [fixed[k] for k in range(fixed.shape[0])]
         for j, k in enumerate(free_index):
             values[k] = free_values[j]
-        w, b, c, roughness, hs, bs0, hc, bc0 = values
-        terms = jax_equations.terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, None, False)
-        return reflectance_core(w, terms)
+        w, *scalars = values
+        terms = equations.terms_from_geometry(geometry, *scalars, None, False)
+        return core(w, terms)
 
     per_observation = jax.vmap(one, in_axes=(None, 0))
     model = jax.vmap(jax.vmap(per_observation, in_axes=(0, None)), in_axes=(0, 0))
     return model(y, rows) - refl
 
 
-@partial(jax.jit, static_argnames=("free_index", "max_iter"))
-def solve_fit_jax(refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, max_iter, tol):
+@partial(jax.jit, static_argnames=("free_index", "max_iter", "key"))
+def solve_fit_jax(refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, max_iter, tol, key):
     """Solve every (pixel, band) problem of one chunk of `fit` (jitted).
 
     Args:
         refl: observed r [1/sr], (pixels, bands, observations).
         to_sun, to_sensor, normal: (pixels, observations, 3) direction vectors.
-        fixed: (8,) values of w, b, c, roughness, hs, bs0, hc, bc0 (free ones overwritten);
-            the phase function is the double Henyey-Greenstein.
+        fixed: values of `PARAMETER_NAMES` (w, b, c, roughness, hs, bs0, hc, bc0,
+            porosity_k; free ones overwritten); the phase function is the double
+            Henyey-Greenstein.
         start: (pixels, bands, p) starting values; free_index: static tuple of indices
-            into `fixed`; lower, upper: (p,) bounds; max_iter (static), tol.
+            into `fixed`; lower, upper: (p,) bounds; max_iter (static), tol; key: the
+            model configuration (static).
     Returns:
         dict: values (pixels, bands, p), status int8, iterations int32, cost (sum of
         squared residuals), jtj (pixels, bands, p, p) at the solution.
     """
+    equations = jax_equations_for(key)
     per_observation = partial(jax.vmap, in_axes=(0, 0, 0))
-    geometry = jax.vmap(per_observation(jax_equations.geometry_terms))(to_sun, to_sensor, normal)
+    geometry = jax.vmap(per_observation(equations.geometry_terms))(to_sun, to_sensor, normal)
     finite = jnp.all(jnp.isfinite(to_sun) & jnp.isfinite(to_sensor) & jnp.isfinite(normal), axis=-1)
     status = jnp.where(
         jnp.all(finite, axis=-1)[:, None] & jnp.all(jnp.isfinite(refl), axis=-1),
@@ -317,13 +330,13 @@ def solve_fit_jax(refl, to_sun, to_sensor, normal, fixed, start, free_index, low
     if free_index == (0,):  # w alone: the terms do not change, compute them once
 
         def terms_of(geometry):
-            return jax_equations.terms_from_geometry(geometry, *fixed[1:], None, False)
+            return equations.terms_from_geometry(geometry, *fixed[1:], None, False)
 
         rows = jax.vmap(jax.vmap(terms_of))(geometry)
     inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
     start = jnp.where(active[..., None], start, inside)
     value, state, solved = _solve_active(
-        partial(_fit_residuals, free_index=free_index),
+        partial(_fit_residuals, free_index=free_index, key=key),
         start,
         (rows, jnp.where(active[..., None], refl, 0.0), fixed),
         active, tol, lower, upper, max_iter,

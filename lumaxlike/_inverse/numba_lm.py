@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from .._model._backends import retarget_to_numba
+from .._model.numba_cache import cached_njit
 from . import lm_rules
 from .status import Status
 
@@ -38,7 +39,7 @@ INVALID_GEOMETRY = int(Status.INVALID_GEOMETRY)
 NONFINITE_INPUT = int(Status.NONFINITE_INPUT)
 
 
-@numba.njit(error_model="numpy", cache=True)
+@cached_njit(error_model="numpy")
 def cholesky(matrix, factor):
     """Lower Cholesky factor of the p x p `matrix` into `factor`; False if not positive definite."""
     p = matrix.shape[0]
@@ -58,7 +59,7 @@ def cholesky(matrix, factor):
     return True
 
 
-@numba.njit(error_model="numpy", cache=True)
+@cached_njit(error_model="numpy")
 def cholesky_solve(factor, rhs, solution):
     """Solve L L^T x = rhs into `solution`."""
     p = rhs.shape[0]

@@ -9,6 +9,7 @@ allocated inside the loop; outputs are written in place. Computes in float64.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
@@ -16,17 +17,22 @@ import numpy as np
 
 from .._model._backends import numba_equations, retarget_to_numba
 from .._model import _backends, _scalar_math, equations
-from .._model.numba_cache import refresh_when_sources_change
+from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
+from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import as_kernel_array, kernel_params
 from . import albedo_rules, lm_rules
 
 __all__ = ["solve_albedo_numba"]
 
-_rules = retarget_to_numba(
-    albedo_rules,
-    reflectance_and_slope=numba_equations.reflectance_and_slope,
-    **vars(retarget_to_numba(lm_rules)),
-)
+_lm_rules = vars(retarget_to_numba(lm_rules))
+
+
+def _rules_for(equations):
+    """`albedo_rules` compiled over the model `equations` (a retargeted namespace)."""
+    return retarget_to_numba(albedo_rules, reflectance_and_slope=equations.reflectance_and_slope, **_lm_rules)
+
+
+_rules = _rules_for(numba_equations)
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
 reflectance_and_slope = numba_equations.reflectance_and_slope
@@ -41,13 +47,17 @@ CONVERGED = albedo_rules.CONVERGED
 N_TABLE = albedo_rules.N_TABLE
 
 
-@numba.njit(parallel=True, cache=True, error_model="numpy")
+@cached_njit(
+    inlines=(albedo_rules, lm_rules, equations, _backends, _scalar_math), parallel=True, error_model="numpy"
+)
 def _albedo_kernel(
     refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
     max_iter, tol, w_lower, w_upper,
     w_out, status_out, iterations_out, residual_out, slope_out,
 ):  # fmt: skip
-    b, c, roughness, hs, bs0, hc, bc0 = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6]
+    b, c, roughness, hs, bs0, hc, bc0, porosity_k = (
+        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
+    )  # fmt: skip
     n_pixels, n_bands = refl.shape
     use_w_start = w_start.shape[0] > 0
     for pixel in numba.prange(n_pixels):
@@ -58,7 +68,7 @@ def _albedo_kernel(
             geometry_finite = geometry_finite and math.isfinite(normal[pixel, k])
         terms = pixel_terms(
             to_sun[pixel], to_sensor[pixel], normal[pixel],
-            b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre,
+            b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre,
         )  # fmt: skip
         table = albedo_table(terms)
         for band in range(n_bands):
@@ -95,7 +105,21 @@ def _albedo_kernel(
             slope_out[pixel, band] = slope
 
 
-refresh_when_sources_change(_albedo_kernel, albedo_rules, lm_rules, equations, _backends, _scalar_math)
+@functools.lru_cache(maxsize=None)
+def _albedo_kernel_for(key: ModelKey):
+    """The fused kernel compiled for model configuration `key` (the default's is cached
+    at import; another configuration's is the same code over its equations)."""
+    if key == DEFAULT_KEY:
+        return _albedo_kernel
+    equations = numba_equations_for(key)
+    rules = _rules_for(equations)
+    return compile_variant(
+        _albedo_kernel,
+        key.name,
+        pixel_terms=equations.pixel_terms,
+        reflectance_and_slope=equations.reflectance_and_slope,
+        **{name: getattr(rules, name) for name in ("albedo_table", "problem_status", "starting_albedo", "propose", "update")},
+    )
 
 
 def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_iter, tol, w_bounds,
@@ -133,7 +157,7 @@ def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_ite
 
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
     geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
-    _albedo_kernel(
+    _albedo_kernel_for(params.model_key)(
         as_kernel_array(refl),
         *geometry,
         *kernel_params(params),

@@ -1,22 +1,82 @@
-"""Atomic publication of output files and folders.
+"""Atomic publication of output files and folders, safe against concurrent runs and crashes.
 
 Everything lumaxlike writes goes first to hidden temporary siblings of the targets, in the
 target's own folder (so the final move never crosses a file system), and is moved onto the
 targets with :func:`os.replace` only once every part has been written. A run that fails
 leaves no partial output and no temporary file behind.
+
+Three more guarantees:
+
+* **One writer per output set.** A group of outputs is locked by its main output (the last
+  target): an exclusive ``flock`` on the hidden file ``.NAME.lumaxlike-lock`` beside it,
+  taken before the existence check and held until the group is published or discarded.
+  A second writer fails at once with :class:`OutputBusyError`, so two runs never leave a
+  mixture of their files. The kernel drops the lock when its holder dies, however it dies.
+* **Stale temporaries are removed.** Temporary names carry their writer's process id and
+  start time; a new group removes the temporaries in its folders whose writer is gone
+  (e.g. killed with SIGKILL). A reused process id does not fool the check: its start time
+  differs.
+* **Signals cannot cut publication in half** (see :mod:`lumaxlike._signals`): a pending
+  stop signal is checked just before publishing, and publication and clean-up run with
+  signals deferred.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import secrets
 import shutil
 from pathlib import Path
 
-__all__ = ["AtomicOutputs", "TEMP_MARK", "check_output_folder"]
+import psutil
+
+from .._signals import Interrupted, deferred, pending_signal, raise_if_interrupted
+
+__all__ = [
+    "AtomicOutputs",
+    "LOCK_MARK",
+    "OutputBusyError",
+    "OutputExistsError",
+    "TEMP_MARK",
+    "check_output_folder",
+    "remove_stale_temporaries",
+]
 
 TEMP_MARK = ".lumaxlike-tmp"
 """Marker in the name of every temporary file lumaxlike writes."""
+
+LOCK_MARK = ".lumaxlike-lock"
+"""Suffix of the hidden lock file of an output set (``.NAME.lumaxlike-lock``)."""
+
+_OWNER = re.compile(r"\.p(\d+)t(\d+)-[0-9a-f]+" + re.escape(TEMP_MARK))
+
+
+class OutputExistsError(FileExistsError):
+    """An output (or a companion file of its set) exists and overwriting was not asked for.
+
+    Attributes:
+        paths: the existing files, as given.
+    """
+
+    def __init__(self, paths):
+        self.paths = [str(path) for path in paths]
+        super().__init__(f"output already exists: {', '.join(self.paths)}; "
+                         "pass overwrite=True to replace it")
+
+
+class OutputBusyError(FileExistsError):
+    """Another process is writing the same output set right now.
+
+    Attributes:
+        path: the main output.
+    """
+
+    def __init__(self, path, owner: str):
+        self.path = str(path)
+        super().__init__(f"output {path} is being written by another lumaxlike run{owner}; "
+                         "wait for it to end or choose another output")
 
 
 def check_output_folder(target: Path) -> None:
@@ -39,6 +99,103 @@ def check_output_folder(target: Path) -> None:
         raise PermissionError(f"cannot write {target}: output folder {parent} is not writable")
 
 
+def _start_ticks(process: psutil.Process) -> int:
+    """A process's start time in hundredths of a second (the kernel's resolution)."""
+    return round(process.create_time() * 100)
+
+
+def _owner_tag() -> str:
+    """``p<pid>t<start>``: this process, unambiguous even after its id is reused."""
+    return f"p{os.getpid()}t{_start_ticks(psutil.Process())}"
+
+
+def _writer_is_gone(pid: int, start: int) -> bool:
+    try:
+        process = psutil.Process(pid)
+        return _start_ticks(process) != start or process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.AccessDenied:  # someone else's live process
+        return False
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove_stale_temporaries(folder) -> list[Path]:
+    """Remove the temporary files in ``folder`` whose writing process is gone.
+
+    Returns:
+        the paths removed.
+    """
+    removed = []
+    for path in Path(folder).glob(f".*{TEMP_MARK}*"):
+        match = _OWNER.search(path.name)
+        if match and _writer_is_gone(int(match[1]), int(match[2])):
+            _remove(path)
+            removed.append(path)
+    return removed
+
+
+class _Lock:
+    """An exclusive, non-blocking lock on ``path``, removed when released.
+
+    The lock is a ``flock`` on the file (``msvcrt.locking`` on Windows). After locking,
+    the file must still be the one at ``path``: a run that opened it just before its
+    previous holder removed it retries on the new file, so two runs never hold two files
+    of the same name.
+    """
+
+    def __init__(self, path: Path, busy):
+        self.path, self.fd = path, None
+        for _ in range(100):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                _try_lock(fd)
+            except OSError:
+                holder = os.read(fd, 32).decode(errors="replace").strip()
+                os.close(fd)
+                raise busy(f" (process {holder})" if holder.isdigit() else "") from None
+            try:
+                current = os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                current = False
+            if current:
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+                self.fd = fd
+                return
+            os.close(fd)
+        raise RuntimeError(f"internal error: could not lock {path}")  # pragma: no cover
+
+    def release(self) -> None:
+        """Remove the lock file, then unlock it (safe to call twice)."""
+        if self.fd is None:
+            return
+        if os.name != "nt":
+            self.path.unlink(missing_ok=True)  # while still locked: see the class docstring
+        os.close(self.fd)
+        self.fd = None
+        if os.name == "nt":
+            with contextlib.suppress(OSError):
+                self.path.unlink(missing_ok=True)
+
+
+def _try_lock(fd: int) -> None:
+    if os.name == "nt":  # pragma: no cover - not run on the CI machine
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
 class AtomicOutputs:
     """A group of output paths written through temporary siblings and published together.
 
@@ -48,36 +205,51 @@ class AtomicOutputs:
             write_somehow(tmp[Path("out.tif")])
             ...
 
-    On normal exit every temporary path is moved onto its target with ``os.replace``, in
-    the order the targets were given (put the main output last: its presence then marks a
-    complete set). On an exception every temporary file or folder of the group, including
-    sidecars a writer created next to it, is removed and no target is touched.
+    Creating the group locks it (see the module docstring), removes stale temporaries in
+    its folders and checks that no target exists. On normal exit every temporary path is
+    moved onto its target with ``os.replace``, in the order the targets were given (put
+    the main output last: its presence then marks a complete set). On an exception every
+    temporary file or folder of the group, including sidecars a writer created next to
+    it, is removed and no target is touched. Either way the lock is released.
 
-    The temporary name of ``folder/name.ext`` is ``folder/.name.<token>.lumaxlike-tmp.ext``,
-    with one random token per group, so that a writer that derives a sidecar name by
-    replacing the extension (GDAL's ENVI driver: ``x.img`` -> ``x.hdr``) derives the
-    temporary name of the sidecar target.
+    The temporary name of ``folder/name.ext`` is
+    ``folder/.name.p<pid>t<start>-<token>.lumaxlike-tmp.ext``, with one random token per
+    group, so that a writer that derives a sidecar name by replacing the extension (GDAL's
+    ENVI driver: ``x.img`` -> ``x.hdr``) derives the temporary name of the sidecar target.
 
     Args:
-        targets: output file or folder paths (a zarr store is a folder).
-        overwrite: replace existing targets; when false an existing target raises
-            ``FileExistsError`` before anything is written.
+        targets: output file or folder paths (a zarr store is a folder), main output last.
+        overwrite: replace existing targets; when false an existing target or companion
+            raises :class:`OutputExistsError` before anything is written.
+        companions: other files that belong to the same output set but that this group
+            does not write (e.g. the sigma map of an earlier run); they count as existing
+            outputs, and with ``overwrite`` they are removed when the group is published.
 
     Raises:
-        FileExistsError: a target exists and ``overwrite`` is false.
+        OutputExistsError: a target or companion exists and ``overwrite`` is false.
+        OutputBusyError: another process holds the group's lock.
         FileNotFoundError, NotADirectoryError, PermissionError: see
             :func:`check_output_folder`.
     """
 
-    def __init__(self, targets, *, overwrite: bool):
+    def __init__(self, targets, *, overwrite: bool, companions=()):
         self.targets = [Path(target) for target in targets]
-        if len(set(self.targets)) != len(self.targets):
-            raise ValueError(f"output paths repeat: {[str(t) for t in self.targets]}")
+        if not self.targets or len(set(self.targets)) != len(self.targets):
+            raise ValueError(f"output paths are empty or repeat: {[str(t) for t in self.targets]}")
+        self.companions = [Path(p) for p in companions if Path(p) not in self.targets]
         self.overwrite = bool(overwrite)
-        self.token = secrets.token_hex(6)
-        for target in self.targets:
+        self.token = f"{_owner_tag()}-{secrets.token_hex(3)}"
+        main = self.targets[-1]
+        for target in [main, *self.targets[:-1]]:  # messages name the main output
             check_output_folder(target)
-        self._check_not_existing()
+        self._lock = _Lock(main.parent / f".{main.name}{LOCK_MARK}", lambda owner: OutputBusyError(main, owner))
+        try:
+            for folder in {target.parent for target in self.targets}:
+                remove_stale_temporaries(folder)
+            self._check_not_existing()
+        except BaseException:
+            self._lock.release()
+            raise
         self.temporary = {target: self._temporary_path(target) for target in self.targets}
 
     def _temporary_path(self, target: Path) -> Path:
@@ -87,46 +259,58 @@ class AtomicOutputs:
     def _check_not_existing(self) -> None:
         if self.overwrite:
             return
-        existing = [str(target) for target in self.targets if os.path.lexists(target)]
+        in_order = [self.targets[-1], *self.targets[:-1], *self.companions]  # main output first
+        existing = [path for path in in_order if os.path.lexists(path)]
         if existing:
-            raise FileExistsError(
-                f"output already exists: {', '.join(existing)}; "
-                "pass overwrite=True (--overwrite) to replace it"
-            )
+            raise OutputExistsError(existing)
 
     def __enter__(self) -> dict[Path, Path]:
         return dict(self.temporary)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
-            self.discard()
+            with deferred():
+                self.discard()
             return
         try:
-            self._check_not_existing()  # something else may have created a target meanwhile
+            raise_if_interrupted()
+            self._check_not_existing()  # only this process can have made one: we hold the lock
             missing = [str(tmp) for tmp in self.temporary.values() if not os.path.lexists(tmp)]
             if missing:
                 raise RuntimeError(f"internal error: temporary output {missing} was never written")
-            for target in self.targets:
-                self._publish(self.temporary[target], target)
+            with deferred():
+                self._publish_all()
         finally:
-            self.discard()
+            with deferred():
+                self.discard()
 
-    def _publish(self, temporary: Path, target: Path) -> None:
-        if target.is_dir() and not target.is_symlink():
-            # os.replace cannot move a folder onto a non-empty folder: move the old one
-            # aside first, then delete it once the new one is in place.
-            stale = target.parent / f".{target.name}.{self.token}{TEMP_MARK}.old"
-            os.replace(target, stale)
-            os.replace(temporary, target)
-            shutil.rmtree(stale)
-        else:
-            os.replace(temporary, target)
+    def _publish_all(self) -> None:
+        """Move the old outputs (targets and companions) aside, the new ones into place, and
+        delete the old ones; a stop signal that arrived meanwhile puts the old ones back
+        (and raises `Interrupted`), so a stopped run never leaves new outputs behind."""
+        old = {}
+        for path in (*self.targets, *self.companions):
+            if os.path.lexists(path):
+                old[path] = path.parent / f".{path.name}.{self.token}{TEMP_MARK}.old"
+                os.replace(path, old[path])  # a folder (zarr) cannot be replaced by os.replace
+        published = []
+        for target in self.targets:
+            os.replace(self.temporary[target], target)
+            published.append(target)
+        signum = pending_signal()
+        if signum is not None:
+            for target in published:
+                _remove(target)
+            for path, aside in old.items():
+                os.replace(aside, path)
+            raise Interrupted(signum)
+        for aside in old.values():
+            _remove(aside)
 
     def discard(self) -> None:
-        """Remove every temporary file and folder of this group (safe to call twice)."""
+        """Remove every temporary file and folder of this group and release its lock
+        (safe to call twice)."""
         for folder in {target.parent for target in self.targets}:
             for leftover in folder.glob(f".*{self.token}{TEMP_MARK}*"):
-                if leftover.is_dir() and not leftover.is_symlink():
-                    shutil.rmtree(leftover, ignore_errors=True)
-                else:
-                    leftover.unlink(missing_ok=True)
+                _remove(leftover)
+        self._lock.release()

@@ -10,7 +10,10 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
+import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -21,6 +24,7 @@ import numpy as np
 from .._inverse.invert import SOLVERS, invert
 from .._params import HapkeParams
 from .._shapes import check_choice
+from .._signals import deferred
 from .writers import RESULT_FIELDS
 
 __all__ = [
@@ -190,11 +194,41 @@ def invert_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions
     return fields
 
 
-def _worker_init(num_threads: int) -> None:
-    """Worker-process start: cap the numba threads so the workers share the machine's cores."""
+PARENT_POLL_SECONDS = 0.5
+"""How often a worker process checks that its parent is still alive [s]."""
+
+
+def _worker_init(num_threads: int, parent_pid: int) -> None:
+    """Worker-process start: end with the parent, leave Ctrl-C to it, cap numba's threads.
+
+    A worker ends when its parent ends, however the parent ends (even SIGKILL): on Linux
+    the kernel kills it (``prctl(PR_SET_PDEATHSIG)``); everywhere a daemon thread polls
+    the parent's id. SIGINT is ignored: a Ctrl-C reaches every process of the terminal's
+    group, and the parent stops the workers itself.
+    """
     import numba
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent_pid)
     numba.set_num_threads(min(num_threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    if os.getppid() != parent_pid:  # the parent ended before the kernel was told
+        os._exit(1)
+    threading.Thread(target=watch, name="lumaxlike-parent-watch", daemon=True).start()
 
 
 class _Done:
@@ -230,7 +264,7 @@ class BlockPool:
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_worker_init,
-                initargs=(threads,),
+                initargs=(threads, os.getpid()),
             )
 
     @property
@@ -258,15 +292,21 @@ class BlockPool:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def close(self) -> None:
-        """Stop the worker processes (pending work is cancelled)."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+    def close(self, *, terminate: bool = False) -> None:
+        """Stop the worker processes; pending work is cancelled, and with ``terminate``
+        running work too (the workers are killed instead of awaited)."""
+        if self._executor is None:
+            return
+        executor, self._executor = self._executor, None
+        self._pending.clear()
+        if terminate:
+            for process in list((executor._processes or {}).values()):
+                process.terminate()
+        executor.shutdown(wait=True, cancel_futures=True)
 
     def __enter__(self) -> "BlockPool":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
-
+    def __exit__(self, exc_type, exc, tb) -> None:
+        with deferred():
+            self.close(terminate=exc_type is not None)

@@ -14,6 +14,7 @@ import rasterio
 from .._inverse.invert import default_chunk_pixels
 from .._inverse.status import Status
 from .._provenance import make_provenance, python_call
+from .._signals import interruptible, raise_if_interrupted
 from .block_inversion import BlockPool, SolverOptions, check_solver, per_band_params
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader, iter_row_slices
@@ -170,8 +171,10 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
                 BlockPool(workers) as pool:
             bar = _progress_bar(progress, info.grid.height * info.grid.width, cube_path)
             try:
-                counts = _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
-                                        units=units, sigma=sigma, params=band_params, options=options)
+                with interruptible():  # the CLI's stop signals raise here at once
+                    counts = _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
+                                            units=units, sigma=sigma, params=band_params,
+                                            options=options)
             finally:
                 bar.close()
     return InversionSummary(
@@ -190,12 +193,14 @@ def _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, 
     width = cube.info.grid.width
 
     def write_oldest():
+        raise_if_interrupted()
         rows, block = pool.pop()
         writer.write(rows, block)
         counts[:] += np.bincount(block["status"].ravel().astype(np.int64), minlength=len(Status))
         bar.update((rows.stop - rows.start) * width)
 
     for rows in iter_row_slices(cube.info.grid.height, rows_per_block):
+        raise_if_interrupted()  # a stop signal whose exception was lost in a callback
         to_sun, to_sensor, normal = geometry_reader.read(rows)
         refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, normal)
         refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, refl.dtype)

@@ -30,6 +30,7 @@ __all__ = [
     "CubeInfo",
     "CubeReader",
     "RasterGrid",
+    "RasterReadError",
     "check_aligned",
     "iter_cube_blocks",
     "iter_row_slices",
@@ -143,6 +144,10 @@ def _data_file(path: Path) -> Path:
     return path
 
 
+class RasterReadError(ValueError):
+    """A raster opened fine but some of its pixels cannot be read (truncated or damaged file)."""
+
+
 def float_dtype(dtype) -> np.dtype:
     """Floating-point type used in memory for data stored as ``dtype`` (at least float32)."""
     return np.result_type(np.dtype(dtype), np.float32)
@@ -152,7 +157,13 @@ def _read_window(dataset, rows: slice | None, indexes=None) -> np.ndarray:
     """Read bands ``indexes`` of ``rows`` as float with NaN for nodata: (bands, rows, cols)."""
     window = None if rows is None else Window(0, rows.start, dataset.width, rows.stop - rows.start)
     indexes = list(indexes) if indexes is not None else list(dataset.indexes)
-    data = dataset.read(indexes, window=window, masked=True)
+    try:
+        data = dataset.read(indexes, window=window, masked=True)
+    except rasterio.errors.RasterioError as error:
+        where = "" if rows is None else f" rows {rows.start} to {rows.stop - 1} (0-based) of"
+        cause = error.__cause__ or error.__context__ or error
+        raise RasterReadError(f"cannot read{where} {dataset.name}, the file may be truncated or "
+                              f"damaged (GDAL: {cause})") from None
     dtype = float_dtype(dataset.dtypes[indexes[0] - 1])
     values = np.ma.filled(data.astype(dtype), np.nan)
     scales = np.asarray([dataset.scales[i - 1] for i in indexes], dtype=dtype)

@@ -419,7 +419,8 @@ class ResultWriter:
         if np.isinf(self.nodata):
             raise ValueError(f"nodata must be NaN or a finite number, got {nodata!r}")
         self.paths = result_paths(self.out, self.fields)
-        self._atomic = AtomicOutputs(output_files(self.out, self.fields), overwrite=overwrite)
+        self._atomic = AtomicOutputs(output_files(self.out, self.fields), overwrite=overwrite,
+                                     companions=output_files(self.out))
         self._stack = contextlib.ExitStack()
         self._rasters: dict[str, _RasterSink] = {}
         self._dataset = None

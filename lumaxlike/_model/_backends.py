@@ -26,10 +26,11 @@ __all__ = [
     "numba_equations",
     "jax_h_functions",
     "numba_h_functions",
+    "h_function_bindings",
 ]
 
 
-def _retarget(module, primitives: dict, decorate) -> types.SimpleNamespace:
+def _retarget(module, primitives: dict, decorate, bindings: dict) -> types.SimpleNamespace:
     namespace = dict(vars(module))
     namespace.update(primitives)
     rebuilt = {}
@@ -43,6 +44,8 @@ def _retarget(module, primitives: dict, decorate) -> types.SimpleNamespace:
             rebuilt[name] = decorate(clone)
         else:
             rebuilt[name] = original
+    # A binding given as a string names another function of the module: its twin.
+    rebuilt.update({name: rebuilt[value] if isinstance(value, str) else value for name, value in bindings.items()})
     namespace.update(rebuilt)
     return types.SimpleNamespace(**rebuilt)
 
@@ -99,24 +102,23 @@ def _numba_primitives() -> dict:
 def retarget_to_jax(module, **bindings) -> types.SimpleNamespace:
     """The functions of `module.__all__` over `jax.numpy` primitives.
 
-    `bindings` rebind further global names (e.g. the model functions a solver calls).
+    `bindings` rebind further global names (e.g. the model functions a solver calls): a
+    function, or the name of another function of `module.__all__`, whose twin is then
+    bound (how a model configuration picks its pieces, `_model/family.py`).
     """
-    return _retarget(module, {**_jnp_primitives(), **bindings}, lambda f: f)
+    return _retarget(module, _jnp_primitives(), lambda f: f, bindings)
 
 
 def retarget_to_numba(module, **bindings) -> types.SimpleNamespace:
     """The functions of `module.__all__` compiled by numba over `math` primitives.
 
-    `error_model="numpy"`: a division by zero gives inf/NaN as in JAX instead of raising,
-    and no zero-division check is compiled into every division (2-4x faster loops).
+    `bindings` as for `retarget_to_jax`. `error_model="numpy"`: a division by zero gives
+    inf/NaN as in JAX instead of raising, and no zero-division check is compiled into
+    every division (2-4x faster loops).
     """
-    return _retarget(
-        module, {**_numba_primitives(), **bindings}, lambda f: numba.njit(f, error_model="numpy")
-    )
+    return _retarget(module, _numba_primitives(), lambda f: numba.njit(f, error_model="numpy"), bindings)
 
 
-jax_equations = retarget_to_jax(equations)
-numba_equations = retarget_to_numba(equations)
 # `h_functions` reads constant NumPy tables through `table_like(table, like)`: under JAX
 # the table in the dtype of `like` (a float64 NumPy constant captured while x64 is on
 # breaks later float32 traces: JAX 0.10 reuses its converted constant), as is in numba.
@@ -129,23 +131,24 @@ def _numba_table_like(table, like):
     return table
 
 
-# h_functions also calls the 2002 per-angle pieces of `equations`: bound to their twins.
-jax_h_functions = retarget_to_jax(
-    h_functions,
-    h_function_terms=jax_equations.h_function_terms,
-    table_like=_jnp_table_like,
-    array_expm1=jnp.expm1,
-)
+jax_h_functions = retarget_to_jax(h_functions, table_like=_jnp_table_like, array_expm1=jnp.expm1)
 # Inlined into their callers: a call of a compiled function with array arguments (the
 # exact H's per-angle terms) costs two atomic reference-count updates, which made the
 # exact H 4x slower in one thread and 12x in two (contention on the shared counter).
 numba_h_functions = _retarget(
     h_functions,
-    {
-        **_numba_primitives(),
-        "h_function_terms": numba_equations.h_function_terms,
-        "table_like": _numba_table_like,
-        "array_expm1": np.expm1,
-    },
+    _numba_primitives(),
     lambda f: numba.njit(f, error_model="numpy", inline="always"),
+    {"table_like": _numba_table_like, "array_expm1": np.expm1},
 )
+
+
+def h_function_bindings(h_twins, kind: str) -> dict:
+    """The bindings of the equations' H-function slots to one kind of `h_functions`
+    (`h_twins`: its JAX or numba twins; kind: "hapke2002", "hapke1981" or "exact")."""
+    return {"h_angle_terms": getattr(h_twins, f"{kind}_terms"), "h_values_and_slopes": getattr(h_twins, f"{kind}_values")}
+
+
+# The default configuration (AMSA, Hapke 2002 H); `family` builds the others.
+jax_equations = retarget_to_jax(equations, **h_function_bindings(jax_h_functions, "hapke2002"))
+numba_equations = retarget_to_numba(equations, **h_function_bindings(numba_h_functions, "hapke2002"))

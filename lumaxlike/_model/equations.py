@@ -21,6 +21,13 @@ from typing import NamedTuple
 
 from ._scalar_math import NAN, atan2, exp, expm1, log1p, maximum, sqrt, tan, where
 
+# The H-function of the model: two slots that `family` binds, per configuration, to one
+# kind of `h_functions` (per-angle terms computed once per pixel; H and dH/dw from w and
+# those terms). As plain Python, and for the default configuration, Hapke 2002.
+from .h_functions import hapke2002_terms as h_angle_terms
+from .h_functions import hapke2002_terms as h_function_terms
+from .h_functions import hapke2002_values as h_values_and_slopes
+
 __all__ = [
     "GeometryTerms",
     "PixelTerms",
@@ -28,6 +35,8 @@ __all__ = [
     "hg_legendre_coefficient",
     "phase_coefficient",
     "legendre_sums",
+    "isotropic_sums",
+    "multiple_scattering_sums",
     "phase_function",
     "shadow_hiding",
     "coherent_backscatter",
@@ -68,18 +77,17 @@ class PixelTerms(NamedTuple):
     """Everything in r that does not depend on w, computed once per pixel (all scalars).
 
     r = w * scale * (phase_sh + M(w)), M from the P terms and the H-function pieces.
-    `scale` is NaN where the geometry is invalid, so r is NaN there.
+    `scale` is NaN where the geometry is invalid, so r is NaN there. What the H-function
+    pieces hold depends on the H-function the model was built with (`h_angle_terms`).
     """
 
-    scale: object  # mu0e/(mu0e + mue) * B_CB * S / (4 pi)   [1/sr]
+    scale: object  # mu0e/(mu0e + mue) * B_CB * S / (4 pi) * K   [1/sr]
     phase_sh: object  # p(g) * B_SH
     p_mu0e: object  # P(mu0e)
     p_mue: object  # P(mue)
     p_bar: object  # P-bar
-    h_a_mu0e: object  # H-function piece A(mu0e), see `h_function_terms`
-    h_b_mu0e: object  # H-function piece B(mu0e)
-    h_a_mue: object
-    h_b_mue: object
+    h_mu0e: object  # w-independent pieces of H(mu0e / K) (`h_angle_terms`), a tuple
+    h_mue: object  # the same for H(mue / K)
 
 
 def safe_sqrt(x):
@@ -135,6 +143,22 @@ def legendre_sums(mu0e, mue, b, c, legendre, use_legendre):
     return p_mu0e, p_mue, p_bar
 
 
+def isotropic_sums(mu0e, mue, b, c, legendre, use_legendre):
+    """P(mu0e) = P(mue) = P-bar = 1: isotropic multiple scattering (IMSA, Hapke 1981/1993).
+
+    With these the multiple-scattering term of `reflectance`,
+    M = P(mu0e)(H(mue) - 1) + P(mue)(H(mu0e) - 1) + P-bar (H(mu0e) - 1)(H(mue) - 1),
+    is H(mu0e) H(mue) - 1, the IMSA term; the single-scattering phase function p(g) is
+    unchanged.
+    """
+    return 1.0 + 0.0 * mu0e, 1.0 + 0.0 * mue, 1.0 + 0.0 * b
+
+
+# The multiple-scattering sums of the model: AMSA (Hapke 2002) unless a model binds
+# `isotropic_sums` here (see `_model/family.py`).
+multiple_scattering_sums = legendre_sums
+
+
 def phase_function(cos_g, b, c, legendre, use_legendre):
     """Single-particle phase function p(g).
 
@@ -178,18 +202,6 @@ def coherent_backscatter(tan_half_g, hc, bc0):
     escape = where(small, 1.0 - z / 2.0 + z * z / 6.0, -expm1(-z_safe) / z_safe)
     b_cb = 1.0 + bc0 * (1.0 + escape) / (2.0 * (1.0 + z) ** 2)
     return where(active, b_cb, 1.0 + 0.0 * tan_half_g)
-
-
-def h_function_terms(x):
-    """The w-independent pieces of Hapke's (2002, eq. 13) H-function approximation.
-
-    H(x) = 1 / (1 - w x [r0 + (1 - 2 r0 x)/2 ln((1+x)/x)]) = 1 / (1 - w (r0 A + B)),
-    with A = x (1 - x L), B = x L / 2, L = ln((1+x)/x); x L -> 0 as x -> 0, so H(0) = 1.
-    """
-    positive = x > 0.0
-    x_safe = where(positive, x, 1.0)
-    x_log = where(positive, x * log1p(1.0 / x_safe), 0.0 * x)  # x L, L = ln(1 + 1/x): one log
-    return x - x * x_log, 0.5 * x_log
 
 
 def h_function(w, x):
@@ -288,7 +300,7 @@ def geometry_terms(to_sun, to_sensor, normal):
     return GeometryTerms(cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid)
 
 
-def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre):
+def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre):
     """`PixelTerms` from an observation's `GeometryTerms` and the Hapke parameters.
 
     Args:
@@ -296,6 +308,8 @@ def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, u
         b, c: double Henyey-Greenstein parameters; legendre, use_legendre: user-given
             Legendre coefficients (length 16) used instead when `use_legendre`.
         roughness: theta-bar [rad]; hs, bs0, hc, bc0: opposition-effect parameters.
+        porosity_k: Hapke's (2008) porosity factor K >= 1: r scales by K and the
+            H-functions take mu0e/K, mue/K (K = 1: no porosity correction, exactly).
     Returns:
         `PixelTerms`; its `scale` is NaN unless the geometry is valid (cos i, cos e > 0).
     """
@@ -303,43 +317,44 @@ def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, u
     mu0e, mue, shadowing = roughness_terms(
         cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness
     )
-    p_mu0e, p_mue, p_bar = legendre_sums(mu0e, mue, b, c, legendre, use_legendre)
+    p_mu0e, p_mue, p_bar = multiple_scattering_sums(mu0e, mue, b, c, legendre, use_legendre)
     phase_sh = phase_function(cos_g, b, c, legendre, use_legendre) * shadow_hiding(tan_half_g, hs, bs0)
     b_cb = coherent_backscatter(tan_half_g, hc, bc0)
     mu_sum = mu0e + mue
     scale = where(
         valid,
-        mu0e / where(valid, mu_sum, 1.0) * b_cb * shadowing / (4.0 * PI),
+        mu0e / where(valid, mu_sum, 1.0) * b_cb * shadowing / (4.0 * PI) * porosity_k,
         NAN + 0.0 * cos_g,
     )
-    h_a_mu0e, h_b_mu0e = h_function_terms(maximum(mu0e, 0.0 * mu0e))
-    h_a_mue, h_b_mue = h_function_terms(maximum(mue, 0.0 * mue))
-    return PixelTerms(scale, phase_sh, p_mu0e, p_mue, p_bar, h_a_mu0e, h_b_mu0e, h_a_mue, h_b_mue)
+    h_mu0e = h_angle_terms(maximum(mu0e, 0.0 * mu0e) / porosity_k)
+    h_mue = h_angle_terms(maximum(mue, 0.0 * mue) / porosity_k)
+    return PixelTerms(scale, phase_sh, p_mu0e, p_mue, p_bar, h_mu0e, h_mue)
 
 
-def pixel_terms(to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre):
+def pixel_terms(to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre):
     """All w-independent terms of r for one pixel (see `PixelTerms`).
 
     Args:
         to_sun, to_sensor, normal: length-3 direction vectors (any length > 0).
-        b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre: see `terms_from_geometry`.
+        b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre: see
+            `terms_from_geometry`.
     Returns:
         `PixelTerms`; its `scale` is NaN unless cos i > 0 and cos e > 0 locally.
     """
     geometry = geometry_terms(to_sun, to_sensor, normal)
-    return terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre)
+    return terms_from_geometry(
+        geometry, b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre
+    )
 
 
 def reflectance(w, terms):
     """Bidirectional reflectance r(w) [1/sr] (Hapke 2002, eq. 38) from per-pixel terms.
 
-    r = w/(4 pi) mu0e/(mu0e + mue) [p(g) B_SH + M] B_CB S,
-    M = P(mu0e)(H(mue) - 1) + P(mue)(H(mu0e) - 1) + P-bar (H(mu0e) - 1)(H(mue) - 1).
+    r = K w/(4 pi) mu0e/(mu0e + mue) [p(g) B_SH + M] B_CB S,
+    M = P(mu0e)(H(mue) - 1) + P(mue)(H(mu0e) - 1) + P-bar (H(mu0e) - 1)(H(mue) - 1),
+    the H-functions at mu0e/K and mue/K (IMSA: P = P-bar = 1, so M = H H - 1).
     """
-    gamma = sqrt(1.0 - w)
-    r0 = (1.0 - gamma) / (1.0 + gamma)
-    h_mu0e = 1.0 / (1.0 - w * (r0 * terms.h_a_mu0e + terms.h_b_mu0e))
-    h_mue = 1.0 / (1.0 - w * (r0 * terms.h_a_mue + terms.h_b_mue))
+    h_mu0e, h_mue, _, _ = h_values_and_slopes(w, terms.h_mu0e, terms.h_mue)  # slopes unused: compiled away
     multiple = (
         terms.p_mu0e * (h_mue - 1.0)
         + terms.p_mue * (h_mu0e - 1.0)
@@ -351,19 +366,10 @@ def reflectance(w, terms):
 def reflectance_and_slope(w, terms):
     """r(w) [1/sr] and its analytic derivative dr/dw [1/sr], sharing subexpressions.
 
-    dH/dw = H^2 (r0 A + B + w A dr0/dw), dr0/dw = 1 / (gamma (1 + gamma)^2),
-    dr/dw = scale [p B_SH + M + w dM/dw]. Finite for w < 1; unbounded as w -> 1.
+    dr/dw = scale [p B_SH + M + w dM/dw], dM/dw from the H-function's analytic dH/dw.
+    Finite for w < 1; unbounded as w -> 1.
     """
-    gamma = sqrt(1.0 - w)
-    one_plus_gamma = 1.0 + gamma
-    r0 = (1.0 - gamma) / one_plus_gamma
-    dr0_dw = 1.0 / (gamma * one_plus_gamma * one_plus_gamma)
-    k_mu0e = r0 * terms.h_a_mu0e + terms.h_b_mu0e
-    k_mue = r0 * terms.h_a_mue + terms.h_b_mue
-    h_mu0e = 1.0 / (1.0 - w * k_mu0e)
-    h_mue = 1.0 / (1.0 - w * k_mue)
-    dh_mu0e = h_mu0e * h_mu0e * (k_mu0e + w * terms.h_a_mu0e * dr0_dw)
-    dh_mue = h_mue * h_mue * (k_mue + w * terms.h_a_mue * dr0_dw)
+    h_mu0e, h_mue, dh_mu0e, dh_mue = h_values_and_slopes(w, terms.h_mu0e, terms.h_mue)
     h_mu0e_m1 = h_mu0e - 1.0
     h_mue_m1 = h_mue - 1.0
     multiple = (

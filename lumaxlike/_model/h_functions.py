@@ -18,7 +18,7 @@ Kinds (gamma = sqrt(1 - w); w in [0, 1], x in [0, 1]; H(w, 0) = H(0, x) = 1):
   H = (1 + 2x)/(1 + 2 gamma x) (ISIS3 ``photomet``'s ``Hfunc``), a few % off;
 - ``hapke2002``: Hapke's (2002, Icarus 157:523, eq. 13) approximation,
   H = 1/(1 - w x [r0 + (1 - 2 r0 x)/2 ln((1 + x)/x)]), r0 = (1 - gamma)/(1 + gamma),
-  < 1 % off; the same numbers as `equations.h_function` (whose per-angle pieces it reuses);
+  < 1 % off; the same numbers as `equations.h_function`;
 - ``exact``: Chandrasekhar's (1960) H for isotropic scattering to 1e-13 relative, as a
   Chebyshev series in gamma with per-angle coefficients (see `_exact_h_tables`).
 
@@ -43,8 +43,7 @@ from ._exact_h_tables import (
     WEIGHT_S,
     WEIGHT_T,
 )
-from ._scalar_math import atan2, log, sqrt, where
-from .equations import h_function_terms
+from ._scalar_math import atan2, log, log1p, sqrt, where
 
 __all__ = [
     "slope_at_branch_point",
@@ -110,8 +109,15 @@ def h_hapke1981(w, x):
 
 
 def hapke2002_terms(x):
-    """The per-angle pieces (A, B) of Hapke's (2002) H: `equations.h_function_terms`."""
-    return h_function_terms(x)
+    """The w-independent pieces (A, B) of Hapke's (2002, eq. 13) H-function approximation.
+
+    H(x) = 1 / (1 - w x [r0 + (1 - 2 r0 x)/2 ln((1+x)/x)]) = 1 / (1 - w (r0 A + B)),
+    with A = x (1 - x L), B = x L / 2, L = ln((1+x)/x); x L -> 0 as x -> 0, so H(0) = 1.
+    """
+    positive = x > 0.0
+    x_safe = where(positive, x, 1.0)
+    x_log = where(positive, x * log1p(1.0 / x_safe), 0.0 * x)  # x L, L = ln(1 + 1/x): one log
+    return x - x * x_log, 0.5 * x_log
 
 
 def hapke2002_values(w, terms_mu0e, terms_mue):

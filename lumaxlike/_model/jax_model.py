@@ -1,22 +1,25 @@
-"""The AMSA model in JAX: scalar core with an analytic `custom_jvp`, lifted by `vmap`.
+"""The Hapke model in JAX: scalar core with an analytic `custom_jvp`, lifted by `vmap`.
 
-`reflectance_core(w, terms)` is the scalar model given the per-pixel terms; its JVP rule
-gives dr/dw analytically (`equations.reflectance_and_slope`) and differentiates the
-w-independent terms by autodiff, so `jax.grad`/`jax.jacfwd` through b, c, roughness and
-the geometry are right too. `amsa_scalar` evaluates one pixel and one band from the
-geometry; `vmap` over the band axis with the geometry unbatched computes the pixel terms
-once per pixel (JAX batches only what depends on w), `amsa_vector` maps pixels and
-`amsa_image` rows and columns.
+`reflectance_core(w, terms, key)` is the scalar model of configuration `key` (see
+`family`) given the per-pixel terms; its JVP rule gives dr/dw analytically
+(`equations.reflectance_and_slope`) and differentiates the w-independent terms by
+autodiff, so `jax.grad`/`jax.jacfwd` through b, c, roughness, K and the geometry are
+right too. `amsa_scalar` evaluates one pixel and one band from the geometry; `vmap` over
+the band axis with the geometry unbatched computes the pixel terms once per pixel (JAX
+batches only what depends on w), `amsa_vector` maps pixels and `amsa_image` rows and
+columns.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero
 
 from .._params import HapkeParams
-from ._backends import jax_equations as E
+from .family import DEFAULT_KEY, ModelKey, jax_equations_for
 
 __all__ = [
     "pixel_terms",
@@ -29,7 +32,7 @@ __all__ = [
 
 
 def pixel_terms(to_sun, to_sensor, normal, params: HapkeParams):
-    """`equations.PixelTerms` for one pixel: direction vectors of shape (3,).
+    """`equations.PixelTerms` for one pixel of the model `params`: vectors of shape (3,).
 
     The parameters are cast to the geometry's precision, so float32 geometry is
     evaluated in float32 even where the parameters are NumPy float64 scalars (and the
@@ -38,34 +41,43 @@ def pixel_terms(to_sun, to_sensor, normal, params: HapkeParams):
     dtype = jnp.result_type(to_sun, to_sensor, normal)
     legendre, use_legendre = params.legendre_coefficients(jnp, dtype)
     scalars = (jnp.asarray(value, dtype) for value in params.scalars())
-    return E.pixel_terms(to_sun, to_sensor, normal, *scalars, legendre, use_legendre)
+    equations = jax_equations_for(params.model_key)
+    return equations.pixel_terms(to_sun, to_sensor, normal, *scalars, legendre, use_legendre)
 
 
-@jax.custom_jvp
-def reflectance_core(w, terms):
-    """Scalar r(w) [1/sr] given the per-pixel terms (`equations.reflectance`)."""
-    return E.reflectance(w, terms)
+def reflectance_core(w, terms, key: ModelKey = DEFAULT_KEY):
+    """Scalar r(w) [1/sr] of configuration `key` given its per-pixel terms
+    (`equations.reflectance`), with the analytic dr/dw as its JVP rule."""
+    return _reflectance_core_for(key)(w, terms)
 
 
-def _reflectance_core_jvp(primals, tangents):
-    w, terms = primals
-    w_dot, terms_dot = tangents
-    r, dr_dw = E.reflectance_and_slope(w, terms)
-    r_dot = 0.0 * r if isinstance(w_dot, SymbolicZero) else dr_dw * w_dot
-    terms_dot_leaves = jax.tree_util.tree_leaves(terms_dot)
-    if not all(isinstance(t, SymbolicZero) for t in terms_dot_leaves):  # d/dterms: autodiff
-        terms_dot = jax.tree_util.tree_map(
-            lambda t: jnp.zeros(t.shape, t.dtype) if isinstance(t, SymbolicZero) else t,
-            terms_dot,
-            is_leaf=lambda t: isinstance(t, SymbolicZero),
-        )
-        r_dot = r_dot + jax.jvp(lambda t: E.reflectance(w, t), (terms,), (terms_dot,))[1]
-    return r, r_dot
+@functools.lru_cache(maxsize=None)
+def _reflectance_core_for(key: ModelKey):
+    equations = jax_equations_for(key)
 
+    @jax.custom_jvp
+    def core(w, terms):
+        return equations.reflectance(w, terms)
 
-# Symbolic zeros: when only w carries a tangent (the solvers' case), no work is spent on
-# the terms' zero tangents.
-reflectance_core.defjvp(_reflectance_core_jvp, symbolic_zeros=True)
+    def core_jvp(primals, tangents):
+        w, terms = primals
+        w_dot, terms_dot = tangents
+        r, dr_dw = equations.reflectance_and_slope(w, terms)
+        r_dot = 0.0 * r if isinstance(w_dot, SymbolicZero) else dr_dw * w_dot
+        terms_dot_leaves = jax.tree_util.tree_leaves(terms_dot)
+        if not all(isinstance(t, SymbolicZero) for t in terms_dot_leaves):  # d/dterms: autodiff
+            terms_dot = jax.tree_util.tree_map(
+                lambda t: jnp.zeros(t.shape, t.dtype) if isinstance(t, SymbolicZero) else t,
+                terms_dot,
+                is_leaf=lambda t: isinstance(t, SymbolicZero),
+            )
+            r_dot = r_dot + jax.jvp(lambda t: equations.reflectance(w, t), (terms,), (terms_dot,))[1]
+        return r, r_dot
+
+    # Symbolic zeros: when only w carries a tangent (the solvers' case), no work is spent
+    # on the terms' zero tangents.
+    core.defjvp(core_jvp, symbolic_zeros=True)
+    return core
 
 
 def amsa_scalar(w, to_sun, to_sensor, normal, params: HapkeParams):
@@ -75,9 +87,9 @@ def amsa_scalar(w, to_sun, to_sensor, normal, params: HapkeParams):
         w: single-scattering albedo, scalar in (0, 1).
         to_sun, to_sensor, normal: vectors of shape (3,) toward the source, toward the
             observer, and along the outward surface normal.
-        params: the other Hapke parameters.
+        params: the model and its other parameters.
     """
-    return reflectance_core(w, pixel_terms(to_sun, to_sensor, normal, params))
+    return reflectance_core(w, pixel_terms(to_sun, to_sensor, normal, params), params.model_key)
 
 
 amsa_spectrum = jax.vmap(amsa_scalar, in_axes=(0, None, None, None, None))

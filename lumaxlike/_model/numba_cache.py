@@ -1,36 +1,160 @@
-"""Keep numba's on-disk kernel cache in step with the equations the kernels inline.
+"""Where lumaxlike's compiled numba kernels are cached, and when a cached kernel is stale.
+
+Every lumaxlike kernel is compiled by `cached_njit`, which keeps its machine code in
+lumaxlike's per-user cache directory, never inside the installed package:
+
+- ``$LUMAXLIKE_CACHE_DIR/numba`` when the environment variable ``LUMAXLIKE_CACHE_DIR``
+  is set (and not empty);
+- otherwise ``platformdirs.user_cache_dir("lumaxlike")/numba``: ``~/.cache/lumaxlike/numba``
+  on Linux (``$XDG_CACHE_HOME/lumaxlike/numba`` when that is set),
+  ``~/Library/Caches/lumaxlike/numba`` on macOS, ``%LOCALAPPDATA%\\lumaxlike\\Cache\\numba``
+  on Windows.
+
+A directory that cannot be created or written (or sources that cannot be read, as from a
+zip) means no caching, never an error: each process then compiles the kernels at their
+first call. numba's own settings (``NUMBA_CACHE_DIR``, ``numba.config``) are left alone:
+they keep governing the user's other numba code and do not move lumaxlike's kernels.
+Deleting the directory is always safe.
 
 numba keys a cached kernel on the kernel's own source file only; the equations and LM
-rules it inlines live in other files, so after editing them numba would serve the old
-machine code. `refresh_when_sources_change` stores a digest of all those sources next
-to the cache and flushes the kernel's cache entries when the digest differs.
+rules it compiles in live in other files, so after editing them numba would serve the old
+machine code. Here a kernel's cache is keyed on a digest of its own file, the files of the
+modules it compiles in (`cached_njit`'s ``inlines``), lumaxlike's version and numba's
+version; when the digest differs, numba treats the cached entries as absent and
+recompiles.
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import os
+import sys
+import types
 from pathlib import Path
 
-__all__ = ["refresh_when_sources_change"]
+import numba
+import platformdirs
+# numba's caching classes (numba.core.caching; what numba's own locators build on, not a
+# stable API): tests/test_cache.py checks that kernels are saved and loaded through them.
+from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
+
+from .. import __version__
+
+__all__ = ["CACHE_DIR_VARIABLE", "cache_dir", "cached_njit", "compile_variant"]
+
+CACHE_DIR_VARIABLE = "LUMAXLIKE_CACHE_DIR"
+"""Environment variable that overrides lumaxlike's cache directory."""
 
 
-def refresh_when_sources_change(kernel, *modules) -> None:
-    """Flush `kernel`'s numba cache unless `modules` (and the kernel's own module) are
-    unchanged since it was cached. A no-op for kernels compiled without `cache=True`."""
-    cache = getattr(kernel, "_cache", None)
-    cache_path = getattr(cache, "cache_path", None)
-    if cache_path is None:
-        return
-    digest = hashlib.sha256()
-    for module in (inspect.getmodule(kernel.py_func), *modules):
-        digest.update(Path(inspect.getfile(module)).read_bytes())
-    stamp = Path(cache_path) / f"{kernel.py_func.__qualname__}.sources.sha256"
-    try:
-        if stamp.exists() and stamp.read_text() == digest.hexdigest():
-            return
-        cache.flush()
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(digest.hexdigest())
-    except OSError:  # read-only install: numba itself then caches nothing there either
-        pass
+def cache_dir() -> Path:
+    """lumaxlike's per-user cache directory (it may not exist yet, or not be writable)."""
+    configured = os.environ.get(CACHE_DIR_VARIABLE, "")
+    if configured:
+        return Path(configured).absolute()
+    return Path(platformdirs.user_cache_dir("lumaxlike", appauthor=False))
+
+
+def cached_njit(*, inlines=(), variant: str = "", **options):
+    """`numba.njit(**options)`, with the kernel cached in lumaxlike's cache directory.
+
+    Args:
+        inlines: the modules whose source the kernel compiles in (functions it calls,
+            retargeted rules); editing any of them invalidates the cached kernel, as
+            editing the kernel's own file does.
+        variant: a name that keeps this kernel's cache entries apart from those of other
+            kernels compiled from the same function with other globals (`compile_variant`).
+        **options: numba.njit's options (``parallel``, ``error_model``, ...); not ``cache``.
+    """
+    if "cache" in options:
+        raise TypeError("cached_njit: `cache` is not an option, the kernel is always cached")
+
+    def decorate(py_func):
+        kernel = numba.njit(**options)(py_func)
+        if not hasattr(kernel, "enable_caching"):  # NUMBA_DISABLE_JIT: a plain function
+            return kernel
+        kernel.lumaxlike_compile_options = {"inlines": inlines, **options}
+        try:
+            locator = _KernelLocator(py_func, _source_stamp(py_func, inlines), variant)
+            locator.ensure_cache_path()
+        except OSError:  # directory not creatable or writable, or sources unreadable (zip):
+            return kernel  # no cache, the kernel compiles at its first call in each process
+        kernel._cache = _KernelCache(py_func, locator)
+        return kernel
+
+    return decorate
+
+
+def compile_variant(kernel, variant: str, **bindings):
+    """`kernel` (made by `cached_njit`) compiled again with some of its globals rebound.
+
+    How a kernel gets the functions of another model configuration (`family`): the same
+    code, other equations. The variant is cached on disk under its own name.
+
+    Args:
+        kernel: a `cached_njit` kernel.
+        variant: a name unique to these bindings (e.g. the model configuration's name).
+        **bindings: global names of the kernel's function and what they stand for here.
+    """
+    py_func = kernel.py_func
+    namespace = dict(py_func.__globals__)
+    namespace.update(bindings)
+    clone = types.FunctionType(py_func.__code__, namespace, py_func.__name__, py_func.__defaults__, py_func.__closure__)
+    clone.__qualname__ = py_func.__qualname__
+    clone.__module__ = py_func.__module__
+    options = dict(getattr(kernel, "lumaxlike_compile_options", {}))
+    return cached_njit(variant=variant, **options)(clone)
+
+
+def _source_stamp(py_func, inlines) -> str:
+    digest = hashlib.sha256(f"lumaxlike {__version__}, numba {numba.__version__}".encode())
+    for source in (inspect.getfile(py_func), *(inspect.getfile(module) for module in inlines)):
+        digest.update(Path(source).read_bytes())
+    return digest.hexdigest()
+
+
+class _KernelLocator(_CacheLocator):
+    """numba's cache locator for one kernel: a folder of lumaxlike's cache directory."""
+
+    def __init__(self, py_func, source_stamp: str, variant: str = ""):
+        source_file = inspect.getfile(py_func)
+        self._path = str(cache_dir() / "numba" / self.get_suitable_cache_subpath(source_file))
+        self._lineno = py_func.__code__.co_firstlineno
+        self._source_stamp = source_stamp
+        self._variant = variant
+
+    def get_cache_path(self):
+        return self._path
+
+    def get_source_stamp(self):
+        return self._source_stamp
+
+    def get_disambiguator(self):
+        return f"{self._lineno}-{self._variant}" if self._variant else str(self._lineno)
+
+
+class _KernelCacheImpl(CompileResultCacheImpl):
+    """numba's (de)serialisation of compiled kernels, with the locator given rather than
+    searched for among numba's (which would include the package's ``__pycache__``)."""
+
+    def __init__(self, py_func, locator: _KernelLocator):
+        self._locator = locator
+        name = f"{Path(inspect.getfile(py_func)).stem}.{py_func.__qualname__}"
+        self._filename_base = self.get_filename_base(name, getattr(sys, "abiflags", ""))
+
+
+class _KernelCache(FunctionCache):
+    """numba's function cache at `locator`; a failed save leaves the kernel uncached."""
+
+    def __init__(self, py_func, locator: _KernelLocator):
+        self._locator = locator
+        super().__init__(py_func)
+
+    def _impl_class(self, py_func):  # numba's Cache.__init__ calls self._impl_class(py_func)
+        return _KernelCacheImpl(py_func, self._locator)
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+        except OSError:  # the folder became unwritable or the disk is full
+            pass

@@ -31,7 +31,7 @@ import numba
 import numpy as np
 
 from .._params import PARAMETER_NAMES
-from ._backends import jax_equations
+from .family import DEFAULT_KEY, ModelKey, jax_equations_for
 from .jax_model import reflectance_core
 from ._jaxpr_to_python import scalar_jaxpr_to_split_source
 from .equations import GeometryTerms
@@ -54,28 +54,28 @@ _VALID = GeometryTerms._fields.index("valid")
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 
-def _reflectance(parameters, geometry):
+def _reflectance(parameters, geometry, key: ModelKey):
     """r through the JAX model's `reflectance_core`: its custom JVP rule gives dr/dw
     analytically, autodiff the derivatives along the other parameters."""
-    w, b, c, roughness, hs, bs0, hc, bc0 = parameters
-    terms = jax_equations.terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, None, False)
-    return reflectance_core(w, terms)
+    w, *scalars = parameters
+    terms = jax_equations_for(key).terms_from_geometry(geometry, *scalars, None, False)
+    return reflectance_core(w, terms, key)
 
 
-def _traced_columns(free: tuple[str, ...]):
+def _traced_columns(free: tuple[str, ...], key: ModelKey):
     """The jaxpr of (r, dr/d free[0], ...) over scalar parameters and geometry terms."""
     indices = [PARAMETER_NAMES.index(name) for name in free]
 
     def columns(*flat):
         parameters = flat[: len(PARAMETER_NAMES)]
         geometry = GeometryTerms(*flat[len(PARAMETER_NAMES) :])
-        outputs = [_reflectance(parameters, geometry)]
+        outputs = [_reflectance(parameters, geometry, key)]
         for index in indices:  # one JVP per free parameter; the rest are constants
 
             def along(value, index=index):
                 moved = list(parameters)
                 moved[index] = value
-                return _reflectance(moved, geometry)
+                return _reflectance(moved, geometry, key)
 
             outputs.append(jax.jvp(along, (parameters[index],), (jnp.ones_like(parameters[index]),))[1])
         return outputs
@@ -86,11 +86,12 @@ def _traced_columns(free: tuple[str, ...]):
         return jax.make_jaxpr(columns)(*example)
 
 
-def model_columns_source(free: tuple[str, ...]):
-    """Python source of `ColumnFunctions` for `free`: (source, row length, step length)."""
+def model_columns_source(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY):
+    """Python source of `ColumnFunctions` for `free` in model configuration `key`:
+    (source, row length, step length)."""
     argument_names = list(PARAMETER_NAMES) + list(GeometryTerms._fields)
     split = scalar_jaxpr_to_split_source(
-        _traced_columns(free), argument_names, free, "_known_part", "_step_part", "_free_part"
+        _traced_columns(free, key), argument_names, free, "_known_part", "_step_part", "_free_part"
     )
     fixed = [name for name in PARAMETER_NAMES if name not in free]
     free_in_order = [name for name in PARAMETER_NAMES if name in free]  # the split's order
@@ -143,14 +144,15 @@ class ColumnFunctions(NamedTuple):
 
 
 @functools.cache
-def model_columns(free: tuple[str, ...]) -> ColumnFunctions:
-    """The `ColumnFunctions` for the parameters named in `free` (compiled on first use)."""
+def model_columns(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY) -> ColumnFunctions:
+    """The `ColumnFunctions` for the parameters named in `free` in model configuration
+    `key` (compiled on first use)."""
     unknown = [name for name in free if name not in PARAMETER_NAMES]
     if unknown:
         raise ValueError(f"unknown parameter names {unknown}; expected names from {PARAMETER_NAMES}")
-    source, row_length, step_length = model_columns_source(tuple(free))
+    source, row_length, step_length = model_columns_source(tuple(free), key)
     namespace = {"math": math}
-    exec(compile(source, f"<lumaxlike columns {free}>", "exec"), namespace)
+    exec(compile(source, f"<lumaxlike columns {key.name} {free}>", "exec"), namespace)
     jit = functools.partial(numba.njit, error_model="numpy", fastmath=FASTMATH)
     for name in ("_known_part", "_step_part", "_free_part"):  # called from the wrappers below
         namespace[name] = jit(namespace[name])

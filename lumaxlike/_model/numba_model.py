@@ -1,13 +1,20 @@
-"""The AMSA model in numba: the same equations, compiled, parallel over pixels."""
+"""The Hapke model in numba: the same equations, compiled, parallel over pixels.
+
+The kernels are compiled for the default configuration (AMSA, Hapke 2002 H); another
+configuration (`family`) gets its own compiled variant of the same kernel code.
+"""
 
 from __future__ import annotations
+
+import functools
 
 import numba
 import numpy as np
 
 from . import _backends, _scalar_math, equations
 from ._backends import numba_equations
-from .numba_cache import refresh_when_sources_change
+from .family import DEFAULT_KEY, ModelKey, numba_equations_for
+from .numba_cache import cached_njit, compile_variant
 
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
@@ -17,23 +24,22 @@ geometry_terms = numba_equations.geometry_terms
 __all__ = ["amsa_pixels", "as_kernel_array", "kernel_params", "observation_rows"]
 
 
-@numba.njit(parallel=True, cache=True, error_model="numpy")
+@cached_njit(inlines=(equations, _backends, _scalar_math), parallel=True, error_model="numpy")
 def _amsa_pixels_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, out):
-    b, c, roughness, hs, bs0, hc, bc0 = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6]
+    b, c, roughness, hs, bs0, hc, bc0, porosity_k = (
+        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
+    )  # fmt: skip
     n_pixels, n_bands = w.shape
     for pixel in numba.prange(n_pixels):
         terms = pixel_terms(
             to_sun[pixel], to_sensor[pixel], normal[pixel],
-            b, c, roughness, hs, bs0, hc, bc0, legendre, use_legendre,
+            b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre,
         )  # fmt: skip
         for band in range(n_bands):
             out[pixel, band] = reflectance(w[pixel, band], terms)
 
 
-refresh_when_sources_change(_amsa_pixels_kernel, equations, _backends, _scalar_math)
-
-
-@numba.njit(parallel=True, cache=True, error_model="numpy")
+@cached_njit(inlines=(equations, _backends, _scalar_math), parallel=True, error_model="numpy")
 def _observation_rows_kernel(to_sun, to_sensor, normal, rows):
     n_pixels, n_obs, _ = to_sun.shape
     for pixel in numba.prange(n_pixels):
@@ -46,7 +52,14 @@ def _observation_rows_kernel(to_sun, to_sensor, normal, rows):
             row[6], row[7], row[8], row[9], row[10] = cos_psi, sin2_half_psi, psi, f_psi, 1.0 if valid else 0.0
 
 
-refresh_when_sources_change(_observation_rows_kernel, equations, _backends, _scalar_math)
+@functools.lru_cache(maxsize=None)
+def _amsa_pixels_kernel_for(key: ModelKey):
+    if key == DEFAULT_KEY:
+        return _amsa_pixels_kernel
+    equations = numba_equations_for(key)
+    return compile_variant(
+        _amsa_pixels_kernel, key.name, pixel_terms=equations.pixel_terms, reflectance=equations.reflectance
+    )
 
 
 def observation_rows(to_sun, to_sensor, normal):
@@ -79,7 +92,7 @@ def kernel_params(params):
 
     Returns:
         (scalars, legendre, use_legendre): float64 array (b, c, roughness, hs, bs0, hc,
-        bc0), float64 array of 16 Legendre coefficients, bool.
+        bc0, porosity_k), float64 array of 16 Legendre coefficients, bool.
     """
     legendre, use_legendre = params.legendre_coefficients(np)
     scalars = np.array([float(v) for v in params.scalars()], dtype=np.float64)
@@ -93,5 +106,6 @@ def amsa_pixels(w, to_sun, to_sensor, normal, params):
     """
     out = np.empty(w.shape, dtype=np.float64)
     geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
-    _amsa_pixels_kernel(as_kernel_array(w), *geometry, *kernel_params(params), out)
+    kernel = _amsa_pixels_kernel_for(params.model_key)
+    kernel(as_kernel_array(w), *geometry, *kernel_params(params), out)
     return out

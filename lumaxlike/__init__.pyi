@@ -1,0 +1,33 @@
+"""Public API of lumaxlike: read by type checkers, and by `lazy_loader.attach_stub` in
+`__init__.py`, which imports each name at its first use. Add public names here."""
+
+__version__: str
+
+from ._geometry import (
+    direction_from_zenith_azimuth as direction_from_zenith_azimuth,
+    geometry_from_angles as geometry_from_angles,
+    normals_from_dtm as normals_from_dtm,
+)
+from ._inverse.fit import default_bounds as default_bounds, fit as fit
+from ._inverse.invert import invert as invert
+from ._io import (
+    OBS_BAND_NAMES as OBS_BAND_NAMES,
+    CubeInfo as CubeInfo,
+    CubeReader as CubeReader,
+    GeometryReader as GeometryReader,
+    InversionSummary as InversionSummary,
+    ResultWriter as ResultWriter,
+    invert_file as invert_file,
+    iter_cube_blocks as iter_cube_blocks,
+    read_cube as read_cube,
+    to_bidirectional_reflectance as to_bidirectional_reflectance,
+    write_result as write_result,
+)
+from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
+from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
+from ._inverse.status import Status as Status
+from ._model.forward import amsa as amsa, h_function as h_function
+from ._params import HapkeParams as HapkeParams, porosity_k_from_filling_factor as porosity_k_from_filling_factor
+from ._provenance import Provenance as Provenance, read_provenance as read_provenance
+from ._xarray import invert_dataarray as invert_dataarray
+from . import demo as demo

@@ -1,0 +1,81 @@
+"""The Hapke model family: which pieces of `equations` a model configuration is built from.
+
+A configuration (`ModelKey`: multiple scattering, H-function) is static: it is chosen
+once, when the equations are retargeted to JAX or numba, never per pixel. Each choice
+binds a few generic names of `equations` (`multiple_scattering_sums`, and the H-function
+slots `h_angle_terms`, `h_values_and_slopes`) to one of the small composable functions of
+`equations` or `h_functions`, so the
+model, its analytic dr/dw, the solvers' rules and the numba kernels are the same code for
+every configuration. The numeric parameters (porosity K, roughness, ...) stay runtime
+values.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+__all__ = [
+    "ModelKey",
+    "DEFAULT_KEY",
+    "MULTIPLE_SCATTERING",
+    "H_FUNCTIONS",
+    "bindings",
+    "jax_equations_for",
+    "numba_equations_for",
+]
+
+#: multiple-scattering choice -> bindings of `equations` names to its functions
+MULTIPLE_SCATTERING = {
+    "amsa": {"multiple_scattering_sums": "legendre_sums"},
+    "imsa": {"multiple_scattering_sums": "isotropic_sums"},
+}
+
+#: H-function choice -> its description (the functions are `h_functions`' ``<choice>_terms``
+#: and ``<choice>_values``)
+H_FUNCTIONS = {
+    "hapke2002": "Hapke (2002, eq. 13) approximation",
+    "hapke1981": "Hapke (1981) two-stream approximation",
+    "exact": "Chandrasekhar's exact H for isotropic scattering",
+}
+
+
+class ModelKey(NamedTuple):
+    """A model configuration (hashable: one compiled model per configuration)."""
+
+    multiple_scattering: str = "amsa"
+    h_function: str = "hapke2002"
+
+    @property
+    def name(self) -> str:
+        """A short identifier, e.g. ``"imsa-hapke1981"`` (cache file names, metadata)."""
+        return f"{self.multiple_scattering}-{self.h_function}"
+
+
+DEFAULT_KEY = ModelKey()
+
+
+def bindings(key: ModelKey, h_twins) -> dict:
+    """The bindings of `equations` names for configuration `key` (`h_twins`: the JAX or
+    numba twins of `h_functions`)."""
+    from ._backends import h_function_bindings
+
+    return {**MULTIPLE_SCATTERING[key.multiple_scattering], **h_function_bindings(h_twins, key.h_function)}
+
+
+@functools.lru_cache(maxsize=None)
+def jax_equations_for(key: ModelKey):
+    """`equations` over jax.numpy for configuration `key` (a namespace of functions)."""
+    from . import equations
+    from ._backends import jax_equations, jax_h_functions, retarget_to_jax
+
+    return jax_equations if key == DEFAULT_KEY else retarget_to_jax(equations, **bindings(key, jax_h_functions))
+
+
+@functools.lru_cache(maxsize=None)
+def numba_equations_for(key: ModelKey):
+    """`equations` compiled by numba for configuration `key` (a namespace of functions)."""
+    from . import equations
+    from ._backends import numba_equations, numba_h_functions, retarget_to_numba
+
+    return numba_equations if key == DEFAULT_KEY else retarget_to_numba(equations, **bindings(key, numba_h_functions))

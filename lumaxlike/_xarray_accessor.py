@@ -1,0 +1,33 @@
+"""The ``DataArray.hapke`` accessor, light enough to register whenever xarray is imported.
+
+`lumaxlike/__init__.py` registers it from a post-import hook on xarray, so it is there
+whatever the import order, without `import lumaxlike` importing xarray. The inversion
+machinery (`lumaxlike._xarray`) is imported at the accessor's first call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["HapkeAccessor", "register"]
+
+
+class HapkeAccessor:
+    """``DataArray.hapke``: Hapke-model operations on a reflectance DataArray."""
+
+    def __init__(self, data_array: xr.DataArray):
+        self._data_array = data_array
+
+    def invert(self, geometry, params, solver: str = "jax", **kwargs) -> xr.Dataset:
+        """``invert_dataarray(self, geometry, params, solver, **kwargs)``; see :func:`lumaxlike.invert_dataarray`."""
+        from ._xarray import invert_dataarray
+
+        return invert_dataarray(self._data_array, geometry, params, solver, **kwargs)
+
+
+def register(xarray_module) -> None:
+    """Register `HapkeAccessor` as ``DataArray.hapke`` on the imported `xarray_module`."""
+    xarray_module.register_dataarray_accessor("hapke")(HapkeAccessor)

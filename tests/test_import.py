@@ -1,0 +1,70 @@
+"""`import lumaxlike` is light: heavy dependencies load at first use, the public names and
+the xarray accessor are all there whatever the import order. (Import time is measured in
+benchmarks/bench_import.py, not asserted here.)"""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import lumaxlike
+
+HEAVY = ("jax", "numba", "rasterio", "xarray", "dask", "matplotlib")
+
+PUBLIC = {
+    "CubeInfo", "CubeReader", "ElementwiseLevenbergMarquardt", "FitResult", "GeometryReader",
+    "HapkeParams", "InversionResult", "InversionSummary", "OBS_BAND_NAMES", "ResultWriter",
+    "Status", "amsa", "default_bounds", "direction_from_zenith_azimuth", "fit",
+    "geometry_from_angles", "h_function", "invert", "invert_dataarray", "invert_file",
+    "iter_cube_blocks", "normals_from_dtm", "read_cube", "to_bidirectional_reflectance",
+    "write_result", "Provenance", "read_provenance", "demo", "porosity_k_from_filling_factor",
+}  # fmt: skip
+
+
+def run_python(code: str) -> str:
+    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout
+
+
+def test_import_leaves_heavy_dependencies_unloaded():
+    loaded = run_python(
+        f"""
+        import sys
+        import lumaxlike
+        print(",".join(name for name in {HEAVY!r} if name in sys.modules))
+        """
+    )
+    assert loaded.strip() == ""
+
+
+@pytest.mark.parametrize(
+    "imports", ["import lumaxlike; import xarray", "import xarray; import lumaxlike", "import lumaxlike._xarray"]
+)
+def test_accessor_registered_whatever_the_import_order(imports):
+    out = run_python(
+        f"""
+        {imports}
+        import xarray
+        from lumaxlike._xarray_accessor import HapkeAccessor
+        accessor = xarray.DataArray([0.1, 0.2], dims="band").hapke
+        print(type(accessor) is HapkeAccessor, callable(accessor.invert))
+        """
+    )
+    assert out.split() == ["True", "True"]
+
+
+def test_public_names_resolve():
+    assert set(lumaxlike.__all__) == PUBLIC
+    assert PUBLIC <= set(dir(lumaxlike))
+    for name in lumaxlike.__all__:
+        value = getattr(lumaxlike, name)
+        assert getattr(value, "__module__", "lumaxlike").startswith("lumaxlike"), name
+    from lumaxlike import HapkeParams, invert  # noqa: F401
+    from lumaxlike._inverse.invert import invert as invert_itself
+
+    assert invert is invert_itself
+    assert isinstance(lumaxlike.__version__, str)
+    with pytest.raises(AttributeError, match="not_a_name"):
+        lumaxlike.not_a_name  # noqa: B018
