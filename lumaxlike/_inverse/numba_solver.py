@@ -16,10 +16,9 @@ import numba
 import numpy as np
 
 from .._model._backends import numba_equations, retarget_to_numba
-from .._model import _backends, _scalar_math, equations
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant
-from .._model.numba_model import as_kernel_array, kernel_params
+from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from . import albedo_rules, lm_rules
 
 __all__ = ["solve_albedo_numba"]
@@ -48,7 +47,7 @@ N_TABLE = albedo_rules.N_TABLE
 
 
 @cached_njit(
-    inlines=(albedo_rules, lm_rules, equations, _backends, _scalar_math), parallel=True, error_model="numpy"
+    inlines=(albedo_rules, lm_rules, *MODEL_MODULES), parallel=True, error_model="numpy"
 )
 def _albedo_kernel(
     refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,

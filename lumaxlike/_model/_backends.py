@@ -131,7 +131,22 @@ def _numba_table_like(table, like):
     return table
 
 
-jax_h_functions = retarget_to_jax(h_functions, table_like=_jnp_table_like, array_expm1=jnp.expm1)
+# Small fixed products (80 x 20, 20 x 39) as loops: numba's `@` calls BLAS, which is not
+# safe to call from numba's parallel threads once JAX's runtime is up (a segfault).
+@numba.njit(inline="always", error_model="numpy")
+def _numba_vector_matrix(vector, matrix):
+    rows, columns = matrix.shape
+    out = np.zeros(columns)
+    for i in range(rows):
+        value = vector[i]
+        for j in range(columns):
+            out[j] += value * matrix[i, j]
+    return out
+
+
+jax_h_functions = retarget_to_jax(
+    h_functions, table_like=_jnp_table_like, array_expm1=jnp.expm1, vector_matrix=jnp.matmul
+)
 # Inlined into their callers: a call of a compiled function with array arguments (the
 # exact H's per-angle terms) costs two atomic reference-count updates, which made the
 # exact H 4x slower in one thread and 12x in two (contention on the shared counter).
@@ -139,7 +154,7 @@ numba_h_functions = _retarget(
     h_functions,
     _numba_primitives(),
     lambda f: numba.njit(f, error_model="numpy", inline="always"),
-    {"table_like": _numba_table_like, "array_expm1": np.expm1},
+    {"table_like": _numba_table_like, "array_expm1": np.expm1, "vector_matrix": _numba_vector_matrix},
 )
 
 

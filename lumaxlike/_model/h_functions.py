@@ -67,6 +67,11 @@ def table_like(table, like):
     return table
 
 
+def vector_matrix(vector, matrix):
+    """vector @ matrix (rebound by `_backends`: numba's is a plain loop, no BLAS call)."""
+    return vector @ matrix
+
+
 def slope_at_branch_point(positive_gamma, slope, growing):
     """dH/dw where gamma > 0, else +inf where H still varies with w (x > 0), else 0."""
     return where(positive_gamma, slope, where(growing, INF + 0.0 * slope, 0.0 * slope))
@@ -167,8 +172,8 @@ def exact_terms(x):
     weight_t, cos2_t, sin2_t = table_like(WEIGHT_T, mu), table_like(COS2_T, mu), table_like(SIN2_T, mu)
     weight_s, s2 = table_like(WEIGHT_S, mu), table_like(S2, mu)
     log_m = table_like(LOG_M, mu)
-    log_h = (scale * weight_t / (cos2_t + mu2 * sin2_t)) @ table_like(LOG_T, mu)
-    log_h = log_h + (scale * weight_s / (s2 + mu2)) @ table_like(LOG_S, mu)
+    log_h = vector_matrix(scale * weight_t / (cos2_t + mu2 * sin2_t), table_like(LOG_T, mu))
+    log_h = log_h + vector_matrix(scale * weight_s / (s2 + mu2), table_like(LOG_S, mu))
     # Moments M_k = (mu/pi) integral_0^S s^k/(s^2 + mu^2) ds, k = 1..N_MOMENTS (M_0 only
     # feeds the recurrence); M_1 written with logs so that tiny mu neither overflows nor
     # divides by zero.
@@ -188,7 +193,7 @@ def exact_terms(x):
             log_h = log_h + moment_odd * log_m[k - 1]
     # P at the nodes gamma_m: (H - 1)/(1 - gamma_m); then its Chebyshev coefficients
     p_nodes = array_expm1(log_h) * table_like(INV_ONE_MINUS_GAMMA, mu)
-    return p_nodes @ table_like(NODES_TO_COEF, mu)
+    return vector_matrix(p_nodes, table_like(NODES_TO_COEF, mu))
 
 
 def exact_values(w, terms_mu0e, terms_mue):

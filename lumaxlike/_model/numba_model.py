@@ -11,7 +11,7 @@ import functools
 import numba
 import numpy as np
 
-from . import _backends, _scalar_math, equations
+from . import _backends, _exact_h_tables, _scalar_math, equations, family, h_functions
 from ._backends import numba_equations
 from .family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .numba_cache import cached_njit, compile_variant
@@ -21,10 +21,14 @@ pixel_terms = numba_equations.pixel_terms
 reflectance = numba_equations.reflectance
 geometry_terms = numba_equations.geometry_terms
 
-__all__ = ["amsa_pixels", "as_kernel_array", "kernel_params", "observation_rows"]
+__all__ = ["MODEL_MODULES", "amsa_pixels", "as_kernel_array", "kernel_params", "observation_rows"]
 
 
-@cached_njit(inlines=(equations, _backends, _scalar_math), parallel=True, error_model="numpy")
+#: The modules whose code the model kernels compile in: editing one invalidates their cache.
+MODEL_MODULES = (equations, h_functions, _exact_h_tables, family, _backends, _scalar_math)
+
+
+@cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
 def _amsa_pixels_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, out):
     b, c, roughness, hs, bs0, hc, bc0, porosity_k = (
         scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
@@ -39,7 +43,7 @@ def _amsa_pixels_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_leg
             out[pixel, band] = reflectance(w[pixel, band], terms)
 
 
-@cached_njit(inlines=(equations, _backends, _scalar_math), parallel=True, error_model="numpy")
+@cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
 def _observation_rows_kernel(to_sun, to_sensor, normal, rows):
     n_pixels, n_obs, _ = to_sun.shape
     for pixel in numba.prange(n_pixels):
