@@ -1,34 +1,24 @@
 """The JAX solver: element-wise Levenberg-Marquardt as an optimistix least-squares solver.
 
-Why this formulation (measured on a 2-core x86-64 CPU, float64, scalar w-problems):
-- `jax.vmap` over one `optx.least_squares(LevenbergMarquardt)` per problem: ~0.01 M
-  problems/s; every lane runs until the slowest converges, each with dense linear algebra.
-- the whole chunk as one least-squares problem (one damping for all): ~3 M/s with a
-  diagonal Jacobian, but one damping parameter cannot serve millions of independent
-  problems (some diverge).
-- element-wise LM with per-problem damping, acceptance and convergence, geometry terms
-  hoisted: ~2.9 M/s as a plain `while_loop`, ~2.7 M/s as a custom
-  `optx.AbstractLeastSquaresSolver` driven by `optx.least_squares` (optimistix's own
-  overhead is small).
-This module is the last, made faster by a better start, and general enough for `fit`:
-`ElementwiseLevenbergMarquardt` is an optimistix solver whose `y` is a whole chunk of
-independent problems, each with p free parameters (batch + (p,)) and its own
-observations. One linearisation of the residuals and p forward-mode JVPs (one per
+Why this formulation (the design alternatives and their measured rates are in
+`benchmarks/README.md` and the guide): `jax.vmap` over one `optx.least_squares` per
+problem runs every lane until the slowest converges with dense linear algebra per lane;
+the whole chunk as one least-squares problem has one damping for millions of
+independent problems (some diverge). So `ElementwiseLevenbergMarquardt` is an optimistix
+solver whose `y` is a whole chunk of independent problems, each with p free parameters
+(batch + (p,)) and its own observations, with per-problem damping, acceptance and
+convergence. One linearisation of the residuals and p forward-mode JVPs (one per
 parameter, through the model's analytic `custom_jvp` rule for w and autodiff for the
 others) give J^T J and J^T f of every problem; the p x p damped systems are solved by an
 unrolled Cholesky over lanes of problems. The step, acceptance, damping and convergence
 rules are `lm_rules`, the same scalar code the numba solvers run, applied element-wise;
 converged problems are frozen, and the solve ends when all are. `invert` is the case
 p = 1 with one observation: with the pixel terms hoisted and a per-pixel table of r and
-dr/dw (cubic Hermite interpolation of w(r)) every problem starts 1.3 steps from
-convergence on average, so the `while_loop` is short and lanes waste little waiting for
-the slowest (multi-parameter fits converge less uniformly: a chunk runs as long as its
-slowest problem). Chunks have one fixed shape (the last is padded), so each (chunk
-shape, dtype) compiles once (~2 s).
-Measured with `benchmarks/bench_invert.py` (512 x 512 x 64 float64, 2-core AMD EPYC):
-15.7 M problems/s (median of 5; best 18.5), 23.5x refmod's `invert_amsa` in the same run
-(numba solver: 14.1 M/s). The scalar-only solver this one generalised ran 25-28 M/s on
-the same machine: the general p-parameter state and steps cost invert about a third.
+dr/dw (cubic Hermite interpolation of w(r)) every problem starts close to convergence,
+so the `while_loop` is short and lanes waste little waiting for the slowest
+(multi-parameter fits converge less uniformly: a chunk runs as long as its slowest
+problem). Chunks have one fixed shape (the last is padded), so each (chunk shape, dtype,
+model configuration) compiles once. Measured rates: README.md, `benchmarks/results/`.
 """
 
 from __future__ import annotations
