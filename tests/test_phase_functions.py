@@ -15,9 +15,13 @@ import pytest
 import lumaxlike
 from lumaxlike._model import equations
 from lumaxlike._model.family import ModelKey, jax_equations_for, numba_equations_for
+from lumaxlike import read_provenance
+from lumaxlike._cli import main
+from lumaxlike._io import read_cube, result_paths
 from lumaxlike._provenance import Provenance, make_provenance
 
 from .helpers import FULL_PARAMS, SOLVERS, random_geometry
+from .test_io import make_scene, write_scene
 
 PHASES = ("hg", "cornette_shanks")
 CLOSED_FORMS = {"hg": equations.single_hg_phase, "cornette_shanks": equations.cornette_shanks_phase}
@@ -240,3 +244,20 @@ def test_provenance_records_the_phase_function_and_reads_older_records():
     older = {key: value for key, value in default.items() if key != "lumaxlike_param_asymmetry"}
     (params_read,) = Provenance.from_attrs(older).params
     assert (params_read.phase_function, params_read.asymmetry) == ("dhg", 0.0)
+
+
+def test_phase_choice_goes_through_the_cli_and_is_reproduced(tmp_path, capsys):
+    """--phase and --asymmetry reach the solver, are recorded, and --params-from reruns them."""
+    cube, obs, dtm = write_scene(tmp_path, make_scene(bands=2))
+    first = tmp_path / "hg.tif"
+    assert main(["invert", cube, "--geometry", obs, "--dtm", dtm, "--units", "radf", "--phase", "hg",
+                 "--asymmetry", "-0.3", "--out", first, "--no-progress"]) == 0, capsys.readouterr().err  # fmt: skip
+    record = read_provenance(first)
+    assert {(p.phase_function, p.asymmetry) for p in record.params} == {("hg", -0.3)}
+    assert record.model["phase_function"] == "single Henyey-Greenstein"
+    again = tmp_path / "again.tif"
+    assert main(["invert", cube, "--params-from", first, "--out", again, "--no-progress"]) == 0, capsys.readouterr().err
+    assert read_cube(result_paths(again)["w"])[0].tobytes() == read_cube(result_paths(first)["w"])[0].tobytes()
+    assert main(["invert", cube, "--geometry", obs, "--units", "radf", "--asymmetry", "1.5",
+                 "--out", tmp_path / "bad.tif", "--no-progress"]) == 2  # fmt: skip
+    assert "--asymmetry 1.5 is outside its valid range" in capsys.readouterr().err
