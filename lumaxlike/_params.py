@@ -110,8 +110,10 @@ class HapkeParams(eqx.Module):
 
     def __check_init__(self):
         configuration = (
-            ("multiple_scattering", MULTIPLE_SCATTERING), ("h_function", H_FUNCTIONS), ("phase_function", PHASE_FUNCTIONS)
-        )  # fmt: skip
+            ("multiple_scattering", MULTIPLE_SCATTERING),
+            ("h_function", H_FUNCTIONS),
+            ("phase_function", PHASE_FUNCTIONS),
+        )
         for name, choices in configuration:
             if getattr(self, name) not in choices:
                 raise ValueError(

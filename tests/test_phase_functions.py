@@ -9,12 +9,15 @@ backends against each other, and recovery by `invert` and `fit` with both solver
 import json
 import math
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import lumaxlike
 from lumaxlike._model import equations
 from lumaxlike._model.family import ModelKey, jax_equations_for, numba_equations_for
+from lumaxlike._model.jax_model import amsa_scalar
 from lumaxlike import read_provenance
 from lumaxlike._cli import main
 from lumaxlike._io import read_cube, result_paths
@@ -126,7 +129,8 @@ def test_legendre_coefficients_match_a_projection_of_the_closed_form(phase_funct
 @pytest.mark.parametrize("backend", ["jax", "numba"])
 def test_backends_bind_the_configured_phase_function(phase_function, backend):
     """The retargeted equations of a configuration use its closed form and coefficients."""
-    namespace = (jax_equations_for if backend == "jax" else numba_equations_for)(ModelKey(phase_function=phase_function))
+    equations_for = jax_equations_for if backend == "jax" else numba_equations_for
+    namespace = equations_for(ModelKey(phase_function=phase_function))
     b, c, asymmetry = 0.35, 0.4, -0.35
     for cos_g in (-0.9, 0.1, 0.8):
         expected = (equations.double_hg_phase if phase_function == "dhg" else CLOSED_FORMS[phase_function])(
@@ -152,6 +156,22 @@ def test_backends_agree(phase_function, multiple_scattering):
     np.testing.assert_array_equal(np.isnan(r_jax), np.isnan(r_numba))
     assert np.isfinite(r_jax).mean() > 0.5
     np.testing.assert_allclose(r_jax, r_numba, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("phase_function", PHASES)
+@pytest.mark.parametrize("asymmetry", [0.0, -0.4, 0.5])
+def test_derivative_in_the_asymmetry_matches_finite_differences(phase_function, asymmetry):
+    """dr/dxi by autodiff (what `fit` uses, both solvers) against a central difference,
+    also at xi = 0 where the coefficients' powers of xi start."""
+    geometry = [jnp.asarray(g) for g in lumaxlike.geometry_from_angles(0.6, 0.3, 2.0)]
+
+    def r(xi):
+        return amsa_scalar(jnp.float64(0.7), *geometry, params(phase_function, xi, roughness=0.3))
+
+    step = 1e-6
+    central = (float(r(asymmetry + step)) - float(r(asymmetry - step))) / (2 * step)
+    assert float(jax.grad(r)(jnp.float64(asymmetry))) == pytest.approx(central, rel=1e-8)
+    assert abs(central) > 1e-4
 
 
 @pytest.mark.parametrize("phase_function", PHASES)
