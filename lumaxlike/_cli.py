@@ -36,6 +36,9 @@ HAPKE_OPTIONS = (
     ("--porosity-k", "porosity_k", 1.0, "Hapke (2008) porosity factor K [-], >= 1 (1: no "
                                         "porosity correction; from a filling factor phi: "
                                         "lumaxlike.porosity_k_from_filling_factor)"),
+    ("--asymmetry", "asymmetry", 0.0, "asymmetry xi [-] of the one-parameter phase functions "
+                                      "(--phase hg, cornette_shanks), -1 < xi < 1: the mean "
+                                      "cosine of the scattering angle, xi < 0 back-scattering"),
 )
 
 #: Model configuration options: (flag, HapkeParams field, help).
@@ -46,6 +49,9 @@ MODEL_OPTIONS = (
                                    "approximation, hapke1981 = the two-stream form "
                                    "(1 + 2x)/(1 + 2 gamma x) of ISIS3 photomet, exact = "
                                    "Chandrasekhar's H (to 1e-13)"),
+    ("--phase", "phase_function", "single-particle phase function: dhg = double "
+                                  "Henyey-Greenstein (--b, --c), hg = single Henyey-Greenstein, "
+                                  "cornette_shanks = Cornette & Shanks (1992) (both --asymmetry)"),
 )
 
 #: ``lumaxlike invert`` options that --params-from can fill in: flag -> Provenance attribute.
@@ -188,9 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "always float64; jax: optimistix Levenberg-Marquardt on the CPU or a "
                         f"GPU, in the cube's precision (float32 cubes in float32) "
                         f"(default {DEFAULT_SOLVER}{recorded})")
-    from ._model.family import DEFAULT_KEY, H_FUNCTIONS, MULTIPLE_SCATTERING
+    from ._model.family import DEFAULT_KEY, H_FUNCTIONS, MULTIPLE_SCATTERING, PHASE_FUNCTIONS
 
-    model_choices = {"multiple_scattering": MULTIPLE_SCATTERING, "h_function": H_FUNCTIONS}
+    model_choices = {"multiple_scattering": MULTIPLE_SCATTERING, "h_function": H_FUNCTIONS,
+                     "phase_function": PHASE_FUNCTIONS}
     for flag, field, text in MODEL_OPTIONS:
         invert.add_argument(flag, choices=tuple(model_choices[field]),
                             help=f"{text} (default {getattr(DEFAULT_KEY, field)}{recorded})")

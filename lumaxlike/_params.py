@@ -9,11 +9,11 @@ import jax
 import numpy as np
 
 from ._model.equations import N_LEGENDRE
-from ._model.family import H_FUNCTIONS, MULTIPLE_SCATTERING, ModelKey
+from ._model.family import H_FUNCTIONS, MULTIPLE_SCATTERING, PHASE_FUNCTIONS, ModelKey
 
 __all__ = ["HapkeParams", "FIELD_NAMES", "PARAMETER_NAMES", "porosity_k_from_filling_factor"]
 
-FIELD_NAMES = ("b", "c", "roughness", "hs", "bs0", "hc", "bc0", "porosity_k")
+FIELD_NAMES = ("b", "c", "roughness", "hs", "bs0", "hc", "bc0", "porosity_k", "asymmetry")
 PARAMETER_NAMES = ("w",) + FIELD_NAMES  # every parameter `fit` can free
 # Largest filling factor of Hapke's (2008) porosity factor: 1.209 phi^(2/3) < 1.
 MAX_FILLING_FACTOR = 1.209 ** -1.5
@@ -56,11 +56,12 @@ class HapkeParams(eqx.Module):
     A pytree (an `equinox.Module`), so it passes through `jax.jit` and `jax.grad`.
     Each numeric field is one finite real number (the same for all pixels and bands);
     anything else (a string, None, an array, NaN, inf) raises a ValueError naming the
-    field. The configuration fields (`multiple_scattering`, `h_function`) are static:
+    field. The configuration fields (`multiple_scattering`, `h_function`,
+    `phase_function`) are static:
     they choose which equations the model is built from, once, not per pixel.
 
     Attributes:
-        b: double Henyey-Greenstein asymmetry, 0 <= b < 1 [-].
+        b: double Henyey-Greenstein asymmetry, 0 <= b < 1 [-] (phase_function "dhg").
         c: double Henyey-Greenstein back/forward partition, -1 <= c <= 1 [-] (in the form
             p = (1+c)/2 HG(b) + (1-c)/2 HG(-b), so c > 0 is back-scattering).
         roughness: Hapke (1984) mean slope angle theta-bar [rad], 0 <= roughness < pi/2;
@@ -71,7 +72,8 @@ class HapkeParams(eqx.Module):
             (default) switches it off.
         legendre: optional Legendre coefficients b_0..b_15 of the phase function,
             p(g) = sum_n b_n P_n(cos g) (b_0 = 1); when given they replace the double
-            Henyey-Greenstein (b and c are then unused).
+            Henyey-Greenstein (b and c are then unused); only with phase_function
+            "dhg" (with another, a ValueError).
         porosity_k: Hapke's (2008) porosity factor K >= 1 [-]: r scales by K and the
             H-functions take mu0e/K and mue/K. 1 (default) is the porosity-free model,
             exactly; `porosity_k_from_filling_factor(phi)` gives K for a filling factor.
@@ -82,6 +84,14 @@ class HapkeParams(eqx.Module):
             H), ``"hapke1981"`` (the two-stream H = (1 + 2x)/(1 + 2 gamma x), as in
             USGS ISIS3's photomet, within 4 %) or ``"exact"`` (Chandrasekhar's H for
             isotropic scattering, to 1e-13; see `lumaxlike.h_function`).
+        asymmetry: xi, the parameter of the one-parameter phase functions, -1 < xi < 1
+            [-]: the mean cosine of the scattering angle pi - g, so xi < 0 is
+            back-scattering, xi > 0 forward-scattering (Hapke's convention; the DHG's
+            c = 1 lobe is xi = -b). 0 (default) makes "hg" isotropic. Unused by "dhg".
+        phase_function: ``"dhg"`` (default; double Henyey-Greenstein in b, c),
+            ``"hg"`` (single Henyey-Greenstein, p = (1 - xi^2)/(1 + 2 xi cos g + xi^2)^1.5)
+            or ``"cornette_shanks"`` (Cornette & Shanks 1992, eq. 8: p = 3/2 (1 - xi^2)/
+            (2 + xi^2) (1 + cos^2 g)/(1 + 2 xi cos g + xi^2)^1.5), in the phase angle g.
     """
 
     b: float
@@ -95,13 +105,26 @@ class HapkeParams(eqx.Module):
     porosity_k: float = 1.0
     multiple_scattering: str = eqx.field(default="amsa", static=True)
     h_function: str = eqx.field(default="hapke2002", static=True)
+    asymmetry: float = 0.0
+    phase_function: str = eqx.field(default="dhg", static=True)
 
     def __check_init__(self):
-        for name, choices in (("multiple_scattering", MULTIPLE_SCATTERING), ("h_function", H_FUNCTIONS)):
+        configuration = (
+            ("multiple_scattering", MULTIPLE_SCATTERING),
+            ("h_function", H_FUNCTIONS),
+            ("phase_function", PHASE_FUNCTIONS),
+        )
+        for name, choices in configuration:
             if getattr(self, name) not in choices:
                 raise ValueError(
                     f"HapkeParams.{name}={getattr(self, name)!r} is not one of {', '.join(map(repr, choices))}"
                 )
+        if self.legendre is not None and self.phase_function != "dhg":
+            raise ValueError(
+                f"HapkeParams.legendre is given with HapkeParams.phase_function="
+                f"{self.phase_function!r}: Legendre coefficients replace the double "
+                f"Henyey-Greenstein only (phase_function='dhg'); give one or the other"
+            )
         concrete = {}
         for name in FIELD_NAMES:
             value = getattr(self, name)
@@ -117,6 +140,7 @@ class HapkeParams(eqx.Module):
             "hc": concrete["hc"] >= 0.0,
             "bc0": concrete["bc0"] >= 0.0,
             "porosity_k": concrete["porosity_k"] >= 1.0,
+            "asymmetry": -1.0 < concrete["asymmetry"] < 1.0,
         }
         for name, ok in checks.items():
             if not ok:
@@ -141,10 +165,11 @@ class HapkeParams(eqx.Module):
         return xp.concatenate([coefficients, xp.zeros(padding, coefficients.dtype)]), True
 
     def scalars(self) -> tuple:
-        """(b, c, roughness, hs, bs0, hc, bc0, porosity_k) in the order the equations take them."""
+        """(b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry): `FIELD_NAMES`, in the
+        order the equations take them."""
         return tuple(getattr(self, name) for name in FIELD_NAMES)
 
     @property
     def model_key(self) -> ModelKey:
         """The static configuration: which equations the model is built from."""
-        return ModelKey(self.multiple_scattering, self.h_function)
+        return ModelKey(self.multiple_scattering, self.h_function, self.phase_function)

@@ -71,8 +71,12 @@ CONFIGURATION_TEXT = {
     "multiple_scattering": {"amsa": "Hapke 2002 AMSA", "imsa": "Hapke 1981/1993 IMSA"},
     "h_function": {"hapke2002": "Hapke 2002 eq. 13 approximation", "hapke1981": "Hapke 1981 two-stream",
                    "exact": "exact Chandrasekhar H (isotropic scattering)"},
+    "phase_function": {"dhg": "double Henyey-Greenstein", "hg": "single Henyey-Greenstein",
+                       "cornette_shanks": "Cornette-Shanks 1992"},
 }
-_COMPONENT = {"multiple_scattering": "reflectance", "h_function": "h_function"}
+_COMPONENT = {"multiple_scattering": "reflectance", "h_function": "h_function", "phase_function": "phase_function"}
+# Legendre coefficients replace the double Henyey-Greenstein (HapkeParams.phase_function "dhg")
+_RECORDED_ALSO = {"phase_function": {LEGENDRE_PHASE_FUNCTION: "dhg"}}
 
 
 def model_of(params) -> dict[str, str]:
@@ -98,6 +102,7 @@ def configuration_of(model: Mapping, source) -> dict[str, str]:
     for field, texts in CONFIGURATION_TEXT.items():
         recorded = model.get(_COMPONENT[field])
         choices = [choice for choice, text in texts.items() if text == recorded]
+        choices += [choice for text, choice in _RECORDED_ALSO.get(field, {}).items() if text == recorded]
         if not choices:
             raise ValueError(f"{source} records the {_COMPONENT[field]} {recorded!r}, which this "
                              f"lumaxlike does not know ({', '.join(texts.values())})")
@@ -243,10 +248,11 @@ class Provenance:
 
         model = typed("model", dict, get("model"))
         configuration = configuration_of(model, source)
-        # porosity_k is recorded since it exists; older records mean K = 1
-        optional = {"porosity_k"}
+        # recorded since they exist; older records mean their defaults (K = 1, xi = 0)
+        optional = {"porosity_k": 1.0, "asymmetry": 0.0}
         per_field = {name: get(f"param_{name}", optional=name in optional) for name in FIELD_NAMES}
-        per_field = {name: 1.0 if value is None and name == "porosity_k" else value for name, value in per_field.items()}
+        per_field = {name: optional[name] if value is None and name in optional else value
+                     for name, value in per_field.items()}
         legendre = get("param_legendre", optional=True)
         bands = typed("bands", int, get("bands"))
         if bands < 1:

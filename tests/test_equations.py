@@ -78,7 +78,7 @@ def test_a_n_from_legendre_sums_with_unit_b_n(backend):
     for n in range(equations.N_LEGENDRE + 1):
         unit = np.zeros(equations.N_LEGENDRE + 1)
         unit[n] = 1.0
-        p_one, p_zero, p_bar = legendre_sums(1.0, 0.0, 0.0, 0.0, unit, True)
+        p_one, p_zero, p_bar = legendre_sums(1.0, 0.0, 0.0, 0.0, 0.0, unit, True)
         assert p_one - 1.0 == A_N[n], n
         assert p_bar - 1.0 == A_N[n] ** 2, n
         # P_n(0) = 0 for odd n; even n have a_n = 0 anyway.
@@ -90,11 +90,11 @@ def test_p_and_p_bar_against_reference(backend):
     """P(x) at x = linspace(0, 1, 10) and P-bar for b = 0.18, c = 1.1 (reference README)."""
     legendre_sums = BACKENDS[backend]("legendre_sums")
     for x, expected in zip(X_REF, P_X_REF):
-        p_x, _, p_bar = legendre_sums(float(x), 0.5, B_REF, C_REF, NO_LEGENDRE, False)
+        p_x, _, p_bar = legendre_sums(float(x), 0.5, B_REF, C_REF, 0.0, NO_LEGENDRE, False)
         assert abs(p_x - expected) <= 1e-14, x
         assert abs(p_bar - P_BAR_REF) <= 1e-14
         # The second cosine runs the same series independently.
-        _, p_x_second, _ = legendre_sums(0.5, float(x), B_REF, C_REF, NO_LEGENDRE, False)
+        _, p_x_second, _ = legendre_sums(0.5, float(x), B_REF, C_REF, 0.0, NO_LEGENDRE, False)
         assert abs(p_x_second - expected) <= 1e-14, x
 
 
@@ -103,7 +103,7 @@ def test_phase_function_against_reference(backend):
     """Closed-form double HG p(g) at cos g = linspace(0, 1, 10) (reference README)."""
     phase_function = BACKENDS[backend]("phase_function")
     for cos_g, expected in zip(X_REF, P_G_REF):
-        assert abs(phase_function(float(cos_g), B_REF, C_REF, NO_LEGENDRE, False) - expected) <= 1e-14
+        assert abs(phase_function(float(cos_g), B_REF, C_REF, 0.0, NO_LEGENDRE, False) - expected) <= 1e-14
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -112,10 +112,10 @@ def test_phase_function_legendre_series(backend):
     reference's measured truncation error of the n <= 15 series (5.7e-10 at b = 0.21)."""
     phase_function = BACKENDS[backend]("phase_function")
     b, c = 0.21, 0.45
-    coefficients = np.array([equations.hg_legendre_coefficient(n, b, c) for n in range(16)])
+    coefficients = np.array([equations.hg_legendre_coefficient(n, b, c, 0.0) for n in range(16)])
     for cos_g in np.linspace(-1.0, 1.0, 9):
-        series = phase_function(float(cos_g), b, c, coefficients, True)
-        closed = phase_function(float(cos_g), b, c, NO_LEGENDRE, False)
+        series = phase_function(float(cos_g), b, c, 0.0, coefficients, True)
+        closed = phase_function(float(cos_g), b, c, 0.0, NO_LEGENDRE, False)
         assert abs(series - closed) <= 6e-10, cos_g
 
 
@@ -232,7 +232,7 @@ def test_zero_phase_through_geometry():
     params = FULL_PARAMS
     with_opposition = _terms(0.5, 0.5, 0.0, params)
     without = _terms(0.5, 0.5, 0.0, lumaxlike.HapkeParams(b=params.b, c=params.c, roughness=params.roughness))
-    p_g = equations.phase_function(1.0, params.b, params.c, NO_LEGENDRE, False)
+    p_g = equations.phase_function(1.0, params.b, params.c, 0.0, NO_LEGENDRE, False)
     np.testing.assert_allclose(with_opposition.phase_sh, p_g * (1.0 + params.bs0), rtol=1e-14)
     np.testing.assert_allclose(with_opposition.scale / without.scale, 1.0 + params.bc0, rtol=1e-15)
 

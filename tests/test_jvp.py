@@ -33,11 +33,16 @@ def _geometry(name):
     return jnp.asarray(source), jnp.asarray(observer), jnp.asarray(normal)
 
 
+# the default (double Henyey-Greenstein) model's parameters: asymmetry is the one-parameter
+# phase functions' (tests/test_phase_functions.py)
+DHG_FIELDS = tuple(name for name in FIELD_NAMES if name != "asymmetry")
+
+
 def _params_from(theta):
-    return lumaxlike.HapkeParams(**dict(zip(FIELD_NAMES, theta)))
+    return lumaxlike.HapkeParams(**dict(zip(DHG_FIELDS, theta)))
 
 
-THETA = jnp.array([float(getattr(FULL_PARAMS, name)) for name in FIELD_NAMES])
+THETA = jnp.array([float(getattr(FULL_PARAMS, name)) for name in DHG_FIELDS])
 
 
 @functools.partial(jax.jit, static_argnums=())

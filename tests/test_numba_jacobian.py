@@ -16,7 +16,7 @@ from lumaxlike._params import PARAMETER_NAMES
 from .helpers import random_geometry
 
 ALL_FREE = PARAMETER_NAMES  # w, b, c, roughness, hs, bs0, hc, bc0, porosity_k
-PARAMETERS = np.array([0.6, 0.25, 0.5, math.radians(20.0), 0.06, 0.9, 0.03, 0.5, 1.3])
+PARAMETERS = np.array([0.6, 0.25, 0.5, math.radians(20.0), 0.06, 0.9, 0.03, 0.5, 1.3, 0.0])
 
 
 def geometry_rows(n, seed):

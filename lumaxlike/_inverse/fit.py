@@ -44,7 +44,8 @@ def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
     """The physical bounds every free parameter is projected onto (closed intervals).
 
     w in (0, 1) (eps inside); b in [0, 1); c in [-1, 1]; roughness theta-bar in
-    [1e-3 rad, 45 deg]; hs, hc >= 1e-6; bs0 >= 0; bc0 in [0, 1]; porosity_k >= 1.
+    [1e-3 rad, 45 deg]; hs, hc >= 1e-6; bs0 >= 0; bc0 in [0, 1]; porosity_k >= 1;
+    asymmetry in (-1, 1) (as b, eps inside).
     theta-bar, h_S and h_C
     stay off 0, where their effect switches off: at theta-bar = 0 the derivative of r
     vanishes, and a fit projected there could never leave (1e-3 rad = 0.06 deg is
@@ -61,6 +62,7 @@ def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
         "hc": (1e-6, math.inf),
         "bc0": (0.0, 1.0),
         "porosity_k": (1.0, math.inf),
+        "asymmetry": (-w_upper, w_upper),
     }
 
 
@@ -76,9 +78,17 @@ def _check_free(free, params: HapkeParams) -> tuple[str, ...]:
         raise ValueError(f"free must include 'w' (HapkeParams holds no albedo to fix it at), got {free!r}")
     if params.legendre is not None:
         raise ValueError(
-            "fit needs the double Henyey-Greenstein phase function: params.legendre must be "
+            "fit needs a closed-form phase function: params.legendre must be "
             "None (invert takes Legendre coefficients)"
         )
+    # a phase-function parameter the chosen phase function does not use: zero derivative
+    used, unused = (("b, c", ("asymmetry",)) if params.phase_function == "dhg" else ("asymmetry", ("b", "c")))
+    for name in free:
+        if name in unused:
+            raise ValueError(
+                f"{name} is free but params.phase_function={params.phase_function!r} does not "
+                f"use it (zero derivative); its parameters are {used}"
+            )
     switches = {"hs": "hs", "bs0": "hs", "hc": "hc", "bc0": "hc", "roughness": "roughness"}
     for name in free:
         switch = switches.get(name)
@@ -135,11 +145,12 @@ def fit(
         normal: outward surface normals, same rule (typically the same for every
             observation of a pixel).
         params: `HapkeParams`: the fixed parameters and the starting values of the free
-            ones. The phase function must be the double Henyey-Greenstein
-            (``params.legendre`` None); fitting roughness, hs/bs0 or hc/bc0 needs
+            ones. The phase function must be a closed form (``params.legendre``
+            None); fitting roughness, hs/bs0 or hc/bc0 needs
             params.roughness, hs or hc > 0 (0 switches the effect off).
         free: names of the fitted parameters: "w" and any of "b", "c", "roughness",
-            "hs", "bs0", "hc", "bc0", "porosity_k".
+            "hs", "bs0", "hc", "bc0", "porosity_k", "asymmetry" ("b", "c" with
+            params.phase_function "dhg", "asymmetry" with "hg" or "cornette_shanks").
         solver: ``"jax"`` (optimistix; CPU or GPU) or ``"numba"`` (CPU, parallel).
         bounds: {name: (lower, upper)} replacing `default_bounds` for those parameters;
             the iterates are projected onto the bounds.
@@ -162,7 +173,8 @@ def fit(
     Raises:
         ValueError: naming the argument, for an unknown solver or parameter name,
             mismatched shapes, a start outside the bounds, bad bounds, a free parameter
-            whose effect is switched off in `params`, non-positive tol, max_iter or
+            whose effect is switched off in `params` or that its phase function does
+            not use, non-positive tol, max_iter or
             chunk_size, or a negative refl_sigma.
     """
     check_choice("solver", solver, SOLVERS)

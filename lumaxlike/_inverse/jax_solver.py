@@ -297,8 +297,8 @@ def solve_fit_jax(refl, to_sun, to_sensor, normal, fixed, start, free_index, low
         refl: observed r [1/sr], (pixels, bands, observations).
         to_sun, to_sensor, normal: (pixels, observations, 3) direction vectors.
         fixed: values of `PARAMETER_NAMES` (w, b, c, roughness, hs, bs0, hc, bc0,
-            porosity_k; free ones overwritten); the phase function is the double
-            Henyey-Greenstein.
+            porosity_k, asymmetry; free ones overwritten); the phase function is the
+            closed form of `key` (no Legendre coefficients).
         start: (pixels, bands, p) starting values; free_index: static tuple of indices
             into `fixed`; lower, upper: (p,) bounds; max_iter (static), tol; key: the
             model configuration (static).

@@ -54,8 +54,8 @@ def _albedo_kernel(
     max_iter, tol, w_lower, w_upper,
     w_out, status_out, iterations_out, residual_out, slope_out,
 ):  # fmt: skip
-    b, c, roughness, hs, bs0, hc, bc0, porosity_k = (
-        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
+    b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
+        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
     )  # fmt: skip
     n_pixels, n_bands = refl.shape
     use_w_start = w_start.shape[0] > 0
@@ -67,7 +67,7 @@ def _albedo_kernel(
             geometry_finite = geometry_finite and math.isfinite(normal[pixel, k])
         terms = pixel_terms(
             to_sun[pixel], to_sensor[pixel], normal[pixel],
-            b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre,
+            b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
         )  # fmt: skip
         table = albedo_table(terms)
         for band in range(n_bands):

@@ -33,10 +33,17 @@ __all__ = [
     "PixelTerms",
     "safe_sqrt",
     "hg_legendre_coefficient",
+    "single_hg_legendre_coefficient",
+    "cornette_shanks_legendre_coefficient",
+    "phase_closed_coefficient",
     "phase_coefficient",
     "legendre_sums",
     "isotropic_sums",
     "multiple_scattering_sums",
+    "double_hg_phase",
+    "single_hg_phase",
+    "cornette_shanks_phase",
+    "phase_closed_form",
     "phase_function",
     "shadow_hiding",
     "coherent_backscatter",
@@ -96,23 +103,55 @@ def safe_sqrt(x):
     return where(positive, sqrt(where(positive, x, 1.0)), 0.0 * x)
 
 
-def hg_legendre_coefficient(n, b, c):
+def hg_legendre_coefficient(n, b, c, asymmetry):
     """Legendre coefficient b_n of the double Henyey-Greenstein phase function.
 
     p(g) = (1+c)/2 HG(g; b) + (1-c)/2 HG(g; -b)  =>  b_n = (2n+1) b^n, times c for odd n.
+    (`asymmetry` is not used: the slot's signature is shared by every phase function.)
     """
     odd_factor = where(n % 2 == 1, c, 1.0)
     return (2.0 * n + 1.0) * b**n * odd_factor
 
 
-def phase_coefficient(n, b, c, legendre, use_legendre):
-    """b_n: user-given `legendre[n]` if `use_legendre`, else the double-HG coefficient."""
+def single_hg_legendre_coefficient(n, b, c, asymmetry):
+    """Legendre coefficient b_n of the single Henyey-Greenstein phase function.
+
+    p(g) = (1 - xi^2)/(1 + 2 xi cos g + xi^2)^1.5 (xi = `asymmetry`)  =>  b_n = (2n+1) (-xi)^n,
+    from the generating function of the Legendre polynomials. (b, c are not used.)
+    """
+    return (2.0 * n + 1.0) * (0.0 - asymmetry) ** n
+
+
+def cornette_shanks_legendre_coefficient(n, b, c, asymmetry):
+    """Legendre coefficient b_n of the Cornette-Shanks (1992) phase function (exact).
+
+    p = 3/2 (1 - xi^2)/(2 + xi^2) (1 + cos^2 g) HG(g; xi); with t = -xi, HG's moments
+    (1/2) int HG P_k = t^k and x^2 P_n = alpha P_(n+2) + beta P_n + gamma P_(n-2) give
+    b_n = 3/(2 (2 + xi^2)) [(2n+1)(1 + beta) t^n + (n+1)(n+2)/(2n+3) t^(n+2)
+    + n(n-1)/(2n-1) t^(n-2)], beta = (n+1)^2/((2n+1)(2n+3)) + n^2/((2n+1)(2n-1)).
+    (b, c are not used.)
+    """
+    t = 0.0 - asymmetry
+    two_n = 2.0 * n
+    beta = (n + 1.0) ** 2 / ((two_n + 1.0) * (two_n + 3.0)) + n * n / ((two_n + 1.0) * (two_n - 1.0))
+    lower = n * (n - 1.0) / (two_n - 1.0) * t ** ((n - 2) * (n >= 2))  # 0 for n < 2
+    series = (two_n + 1.0) * (1.0 + beta) * t**n + (n + 1.0) * (n + 2.0) / (two_n + 3.0) * t ** (n + 2) + lower
+    return 1.5 / (2.0 + asymmetry * asymmetry) * series
+
+
+# The closed-form phase function's Legendre coefficients: the double Henyey-Greenstein
+# unless a model binds another here (see `_model/family.py`).
+phase_closed_coefficient = hg_legendre_coefficient
+
+
+def phase_coefficient(n, b, c, asymmetry, legendre, use_legendre):
+    """b_n: user-given `legendre[n]` if `use_legendre`, else the closed form's coefficient."""
     if use_legendre:  # configuration, not data: static under JAX
         return legendre[n] + 0.0 * b
-    return hg_legendre_coefficient(n, b, c)
+    return phase_closed_coefficient(n, b, c, asymmetry)
 
 
-def legendre_sums(mu0e, mue, b, c, legendre, use_legendre):
+def legendre_sums(mu0e, mue, b, c, asymmetry, legendre, use_legendre):
     """P(mu0e), P(mue) and P-bar of Hapke 2002 (eqs. 23-27), series to n = 15.
 
     P(x) = 1 + sum_n a_n b_n P_n(x), P-bar = 1 + sum_n a_n^2 b_n, with a_n = 0 for even n,
@@ -128,7 +167,7 @@ def legendre_sums(mu0e, mue, b, c, legendre, use_legendre):
         if n % 2 == 1:  # loop index, not data: a_n vanishes for even n
             if n > 1:
                 a_n = a_n * (2.0 - n) / (n + 1.0)
-            b_n = phase_coefficient(n, b, c, legendre, use_legendre)
+            b_n = phase_coefficient(n, b, c, asymmetry, legendre, use_legendre)
             p_mu0e = p_mu0e + a_n * b_n * legendre_0
             p_mue = p_mue + a_n * b_n * legendre_e
             p_bar = p_bar + a_n * a_n * b_n
@@ -143,7 +182,7 @@ def legendre_sums(mu0e, mue, b, c, legendre, use_legendre):
     return p_mu0e, p_mue, p_bar
 
 
-def isotropic_sums(mu0e, mue, b, c, legendre, use_legendre):
+def isotropic_sums(mu0e, mue, b, c, asymmetry, legendre, use_legendre):
     """P(mu0e) = P(mue) = P-bar = 1: isotropic multiple scattering (IMSA, Hapke 1981/1993).
 
     With these the multiple-scattering term of `reflectance`,
@@ -159,12 +198,46 @@ def isotropic_sums(mu0e, mue, b, c, legendre, use_legendre):
 multiple_scattering_sums = legendre_sums
 
 
-def phase_function(cos_g, b, c, legendre, use_legendre):
-    """Single-particle phase function p(g).
+def double_hg_phase(cos_g, b, c, asymmetry):
+    """Double Henyey-Greenstein phase function in the phase angle g:
+    p = (1+c)/2 (1-b^2)/(1-2b cos g+b^2)^1.5 + (1-c)/2 (1-b^2)/(1+2b cos g+b^2)^1.5.
+    (`asymmetry` is not used.)"""
+    one_minus_b2 = 1.0 - b * b
+    back = (1.0 + c) / 2.0 * one_minus_b2 / (1.0 - 2.0 * b * cos_g + b * b) ** 1.5
+    forward = (1.0 - c) / 2.0 * one_minus_b2 / (1.0 + 2.0 * b * cos_g + b * b) ** 1.5
+    return back + forward
 
-    Double Henyey-Greenstein in closed form,
-    p = (1+c)/2 (1-b^2)/(1-2b cos g+b^2)^1.5 + (1-c)/2 (1-b^2)/(1+2b cos g+b^2)^1.5,
-    or, with `use_legendre`, the series sum_n legendre[n] P_n(cos g), n = 0..15.
+
+def single_hg_phase(cos_g, b, c, asymmetry):
+    """Single Henyey-Greenstein phase function in the phase angle g,
+    p = (1 - xi^2)/(1 + 2 xi cos g + xi^2)^1.5, xi = `asymmetry` = the mean cosine of the
+    scattering angle pi - g (xi < 0 back-scattering; the DHG's c = 1 lobe is xi = -b).
+    (b, c are not used.)"""
+    xi = asymmetry
+    return (1.0 - xi * xi) / (1.0 + 2.0 * xi * cos_g + xi * xi) ** 1.5
+
+
+def cornette_shanks_phase(cos_g, b, c, asymmetry):
+    """Cornette & Shanks (1992, eq. 8) phase function in the phase angle g,
+    p = 3/2 (1 - xi^2)/(2 + xi^2) (1 + cos^2 g)/(1 + 2 xi cos g + xi^2)^1.5, xi =
+    `asymmetry` with the sign convention of `single_hg_phase` (the paper's g in its
+    scattering angle pi - g). (b, c are not used.)"""
+    xi = asymmetry
+    xi2 = xi * xi
+    return 1.5 * (1.0 - xi2) / (2.0 + xi2) * (1.0 + cos_g * cos_g) / (1.0 + 2.0 * xi * cos_g + xi2) ** 1.5
+
+
+# The closed-form phase function of the model: the double Henyey-Greenstein unless a
+# model binds another here (see `_model/family.py`).
+phase_closed_form = double_hg_phase
+
+
+def phase_function(cos_g, b, c, asymmetry, legendre, use_legendre):
+    """Single-particle phase function p(g), normalised to (1/2) int p d(cos g) = 1.
+
+    The model's closed form (`phase_closed_form`: double Henyey-Greenstein in b, c by
+    default; single Henyey-Greenstein or Cornette-Shanks in `asymmetry`) or, with
+    `use_legendre`, the series sum_n legendre[n] P_n(cos g), n = 0..15.
     """
     if use_legendre:  # configuration, not data: static under JAX
         series = legendre[0] + 0.0 * cos_g
@@ -176,10 +249,7 @@ def phase_function(cos_g, b, c, legendre, use_legendre):
                 ((2.0 * n + 1.0) * cos_g * legendre_n - n * legendre_prev) / (n + 1.0),
             )
         return series
-    one_minus_b2 = 1.0 - b * b
-    back = (1.0 + c) / 2.0 * one_minus_b2 / (1.0 - 2.0 * b * cos_g + b * b) ** 1.5
-    forward = (1.0 - c) / 2.0 * one_minus_b2 / (1.0 + 2.0 * b * cos_g + b * b) ** 1.5
-    return back + forward
+    return phase_closed_form(cos_g, b, c, asymmetry)
 
 
 def shadow_hiding(tan_half_g, hs, bs0):
@@ -300,12 +370,16 @@ def geometry_terms(to_sun, to_sensor, normal):
     return GeometryTerms(cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid)
 
 
-def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre):
+def terms_from_geometry(
+    geometry, b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre
+):
     """`PixelTerms` from an observation's `GeometryTerms` and the Hapke parameters.
 
     Args:
         geometry: `GeometryTerms`.
-        b, c: double Henyey-Greenstein parameters; legendre, use_legendre: user-given
+        b, c: double Henyey-Greenstein parameters; asymmetry: xi of the single
+            Henyey-Greenstein or Cornette-Shanks phase function (each closed form uses
+            its own of these, `phase_closed_form`); legendre, use_legendre: user-given
             Legendre coefficients (length 16) used instead when `use_legendre`.
         roughness: theta-bar [rad]; hs, bs0, hc, bc0: opposition-effect parameters.
         porosity_k: Hapke's (2008) porosity factor K >= 1: r scales by K and the
@@ -317,8 +391,8 @@ def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, porosity_k,
     mu0e, mue, shadowing = roughness_terms(
         cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness
     )
-    p_mu0e, p_mue, p_bar = multiple_scattering_sums(mu0e, mue, b, c, legendre, use_legendre)
-    phase_sh = phase_function(cos_g, b, c, legendre, use_legendre) * shadow_hiding(tan_half_g, hs, bs0)
+    p_mu0e, p_mue, p_bar = multiple_scattering_sums(mu0e, mue, b, c, asymmetry, legendre, use_legendre)
+    phase_sh = phase_function(cos_g, b, c, asymmetry, legendre, use_legendre) * shadow_hiding(tan_half_g, hs, bs0)
     b_cb = coherent_backscatter(tan_half_g, hc, bc0)
     mu_sum = mu0e + mue
     scale = where(
@@ -331,19 +405,21 @@ def terms_from_geometry(geometry, b, c, roughness, hs, bs0, hc, bc0, porosity_k,
     return PixelTerms(scale, phase_sh, p_mu0e, p_mue, p_bar, h_mu0e, h_mue)
 
 
-def pixel_terms(to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre):
+def pixel_terms(
+    to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre
+):
     """All w-independent terms of r for one pixel (see `PixelTerms`).
 
     Args:
         to_sun, to_sensor, normal: length-3 direction vectors (any length > 0).
-        b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre: see
-            `terms_from_geometry`.
+        b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre,
+            use_legendre: see `terms_from_geometry`.
     Returns:
         `PixelTerms`; its `scale` is NaN unless cos i > 0 and cos e > 0 locally.
     """
     geometry = geometry_terms(to_sun, to_sensor, normal)
     return terms_from_geometry(
-        geometry, b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre
+        geometry, b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre
     )
 
 

@@ -1,9 +1,10 @@
 """The Hapke model family: which pieces of `equations` a model configuration is built from.
 
-A configuration (`ModelKey`: multiple scattering, H-function) is static: it is chosen
+A configuration (`ModelKey`: multiple scattering, H-function, phase function) is static: it is chosen
 once, when the equations are retargeted to JAX or numba, never per pixel. Each choice
-binds a few generic names of `equations` (`multiple_scattering_sums`, and the H-function
-slots `h_angle_terms`, `h_values_and_slopes`) to one of the small composable functions of
+binds a few generic names of `equations` (`multiple_scattering_sums`, the H-function
+slots `h_angle_terms`, `h_values_and_slopes`, and the phase-function slots
+`phase_closed_form`, `phase_closed_coefficient`) to one of the small composable functions of
 `equations` or `h_functions`, so the
 model, its analytic dr/dw, the solvers' rules and the numba kernels are the same code for
 every configuration. The numeric parameters (porosity K, roughness, ...) stay runtime
@@ -20,6 +21,7 @@ __all__ = [
     "DEFAULT_KEY",
     "MULTIPLE_SCATTERING",
     "H_FUNCTIONS",
+    "PHASE_FUNCTIONS",
     "bindings",
     "jax_equations_for",
     "numba_equations_for",
@@ -39,17 +41,32 @@ H_FUNCTIONS = {
     "exact": "Chandrasekhar's exact H for isotropic scattering",
 }
 
+#: phase-function choice -> bindings of `equations` names to its closed form p(g) and its
+#: Legendre coefficients b_n (user-given Legendre coefficients go with "dhg" only)
+PHASE_FUNCTIONS = {
+    "dhg": {"phase_closed_form": "double_hg_phase", "phase_closed_coefficient": "hg_legendre_coefficient"},
+    "hg": {"phase_closed_form": "single_hg_phase", "phase_closed_coefficient": "single_hg_legendre_coefficient"},
+    "cornette_shanks": {
+        "phase_closed_form": "cornette_shanks_phase",
+        "phase_closed_coefficient": "cornette_shanks_legendre_coefficient",
+    },
+}
+
 
 class ModelKey(NamedTuple):
     """A model configuration (hashable: one compiled model per configuration)."""
 
     multiple_scattering: str = "amsa"
     h_function: str = "hapke2002"
+    phase_function: str = "dhg"
 
     @property
     def name(self) -> str:
-        """A short identifier, e.g. ``"imsa-hapke1981"`` (cache file names, metadata)."""
-        return f"{self.multiple_scattering}-{self.h_function}"
+        """A short identifier, e.g. ``"imsa-hapke1981"`` or ``"amsa-hapke2002-hg"`` (cache
+        file names, metadata); the default phase function "dhg" adds nothing (no choice
+        contains "-", so the names are unique)."""
+        phase = "" if self.phase_function == "dhg" else f"-{self.phase_function}"
+        return f"{self.multiple_scattering}-{self.h_function}{phase}"
 
 
 DEFAULT_KEY = ModelKey()
@@ -60,7 +77,11 @@ def bindings(key: ModelKey, h_twins) -> dict:
     numba twins of `h_functions`)."""
     from ._backends import h_function_bindings
 
-    return {**MULTIPLE_SCATTERING[key.multiple_scattering], **h_function_bindings(h_twins, key.h_function)}
+    return {
+        **MULTIPLE_SCATTERING[key.multiple_scattering],
+        **PHASE_FUNCTIONS[key.phase_function],
+        **h_function_bindings(h_twins, key.h_function),
+    }
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,6 +1,7 @@
 """The Hapke model in numba: the same equations, compiled, parallel over pixels.
 
-The kernels are compiled for the default configuration (AMSA, Hapke 2002 H); another
+The kernels are compiled for the default configuration (AMSA, Hapke 2002 H, double
+Henyey-Greenstein); another
 configuration (`family`) gets its own compiled variant of the same kernel code.
 """
 
@@ -30,14 +31,14 @@ MODEL_MODULES = (equations, h_functions, _exact_h_tables, family, _backends, _sc
 
 @cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
 def _amsa_pixels_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, out):
-    b, c, roughness, hs, bs0, hc, bc0, porosity_k = (
-        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7]
+    b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
+        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
     )  # fmt: skip
     n_pixels, n_bands = w.shape
     for pixel in numba.prange(n_pixels):
         terms = pixel_terms(
             to_sun[pixel], to_sensor[pixel], normal[pixel],
-            b, c, roughness, hs, bs0, hc, bc0, porosity_k, legendre, use_legendre,
+            b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
         )  # fmt: skip
         for band in range(n_bands):
             out[pixel, band] = reflectance(w[pixel, band], terms)
@@ -96,7 +97,7 @@ def kernel_params(params):
 
     Returns:
         (scalars, legendre, use_legendre): float64 array (b, c, roughness, hs, bs0, hc,
-        bc0, porosity_k), float64 array of 16 Legendre coefficients, bool.
+        bc0, porosity_k, asymmetry), float64 array of 16 Legendre coefficients, bool.
     """
     legendre, use_legendre = params.legendre_coefficients(np)
     scalars = np.array([float(v) for v in params.scalars()], dtype=np.float64)
