@@ -92,6 +92,7 @@ import lumaxlike
 from lumaxlike import HapkeParams, Status
 from lumaxlike._inverse.invert import default_chunk_pixels
 from lumaxlike._model import equations as E
+from lumaxlike._params import FIELD_NAMES
 from lumaxlike._profile import multi_angle_geometry, multi_angle_reflectance
 
 RESULTS = bench_invert.RESULTS
@@ -265,8 +266,7 @@ def scipy_baseline(sample: dict, free) -> dict:
     t0 = time.perf_counter()
     w_start = scipy_w_start(sample, params)
     start_seconds = time.perf_counter() - t0
-    names = ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")
-    fixed = {name: float(getattr(params, name)) for name in names}
+    fixed = {name: float(getattr(params, name)) for name in FIELD_NAMES}
     bounds = lumaxlike.default_bounds()
     lower, upper = (np.array([np.inf if bounds[n][i] == math.inf else bounds[n][i] for n in free]) for i in (0, 1))
     n, n_obs = sample["refl"].shape
@@ -288,8 +288,7 @@ def scipy_baseline(sample: dict, free) -> dict:
             p.update(zip(free, (float(v) for v in x)))
             out = []
             for g, r_obs in zip(geometry, observed):
-                terms = E.terms_from_geometry(g, p["b"], p["c"], p["roughness"], p["hs"], p["bs0"], p["hc"],
-                                              p["bc0"], None, False)  # fmt: skip
+                terms = E.terms_from_geometry(g, *(p[name] for name in FIELD_NAMES), None, False)
                 out.append(E.reflectance(p["w"], terms) - r_obs)
             return out
 
