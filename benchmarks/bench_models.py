@@ -3,8 +3,8 @@
 The cube: 256 x 256 pixels x 32 bands float64 (2.1 M problems), per-pixel geometry from
 the tests' `random_geometry`, roughness 20 deg and both opposition effects, w_true uniform
 in (0.05, 0.95), noise-free reflectance from each configuration's own model. For each
-configuration (multiple scattering x H-function, porosity K = 1.5 except the default's
-K = 1) and each solver: a warm-up run on the same chunk shape (compiles; numba loads its
+configuration (multiple scattering x H-function, and the single-lobe phase functions;
+porosity K = 1.5 except the default's K = 1) and each solver: a warm-up run on the same chunk shape (compiles; numba loads its
 cache), then `--repeat` timed runs interleaved over configurations, so that ratios are
 taken under the same machine load. Reported: problems/s (median), its ratio to the
 default model's in the same run, mean iterations, max |w - w_true| over converged
@@ -39,21 +39,24 @@ from bench_invert import machine_info  # noqa: E402
 import lumaxlike  # noqa: E402
 from lumaxlike._profile import random_geometry  # noqa: E402
 
-CONFIGURATIONS = [
-    ("amsa", "hapke2002"),
-    ("imsa", "hapke2002"),
-    ("amsa", "hapke1981"),
-    ("imsa", "hapke1981"),
-    ("amsa", "exact"),
-    ("imsa", "exact"),
+CONFIGURATIONS = [  # (multiple scattering, H-function, phase function)
+    ("amsa", "hapke2002", "dhg"),
+    ("imsa", "hapke2002", "dhg"),
+    ("amsa", "hapke1981", "dhg"),
+    ("imsa", "hapke1981", "dhg"),
+    ("amsa", "exact", "dhg"),
+    ("imsa", "exact", "dhg"),
+    ("amsa", "hapke2002", "hg"),
+    ("amsa", "hapke2002", "cornette_shanks"),
 ]
 
 
-def params_for(multiple_scattering: str, h_function: str) -> lumaxlike.HapkeParams:
-    default = (multiple_scattering, h_function) == CONFIGURATIONS[0]
+def params_for(multiple_scattering: str, h_function: str, phase_function: str) -> lumaxlike.HapkeParams:
+    default = (multiple_scattering, h_function, phase_function) == CONFIGURATIONS[0]
     return lumaxlike.HapkeParams(
         b=0.21, c=0.45, roughness=math.radians(20.0), hs=0.06, bs0=1.0, hc=0.05, bc0=0.5,
-        porosity_k=1.0 if default else 1.5, multiple_scattering=multiple_scattering, h_function=h_function,
+        porosity_k=1.0 if default else 1.5, asymmetry=0.0 if phase_function == "dhg" else -0.3,
+        multiple_scattering=multiple_scattering, h_function=h_function, phase_function=phase_function,
     )
 
 
@@ -94,12 +97,13 @@ def main(argv=None) -> int:
         rate = problems / statistics.median(case["times"])
         default_rate = problems / statistics.median(cases[(CONFIGURATIONS[0], solver)]["times"])
         rows.append({
-            "multiple_scattering": configuration[0], "h_function": configuration[1], "solver": solver,
+            "multiple_scattering": configuration[0], "h_function": configuration[1],
+            "phase_function": configuration[2], "solver": solver,
             "problems_per_s": rate, "vs_default": rate / default_rate, "times_s": case["times"],
             "warmup_s": case["warmup_s"], "mean_iterations": case["mean_iterations"],
             "converged": case["converged"], "max_abs_w_error": case["max_error"],
         })  # fmt: skip
-        print(f"{configuration[0]:5s} {configuration[1]:10s} {solver:6s} {rate / 1e6:7.2f} M/s "
+        print(f"{configuration[0]:5s} {configuration[1]:10s} {configuration[2]:16s} {solver:6s} {rate / 1e6:7.2f} M/s "
               f"({rate / default_rate:5.2f} x default)  {case['mean_iterations']:.2f} steps  "
               f"max|dw| {case['max_error']:.1e}  warm-up {case['warmup_s']:.1f} s")
     report = {"cube": {"pixels": n_pixels, "bands": args.bands, "dtype": "float64"}, "repeat": args.repeat,
