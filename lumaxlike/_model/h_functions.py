@@ -129,21 +129,23 @@ def hapke2002_values(w, terms_mu0e, terms_mue):
     """H(mu0e), H(mue) and their dH/dw, Hapke (2002, eq. 13) from `hapke2002_terms`.
 
     H = 1/(1 - w (r0 A + B)); dH/dw = H^2 (r0 A + B + w A dr0/dw),
-    dr0/dw = 1/(gamma (1 + gamma)^2) (the expressions of `equations.reflectance_and_slope`).
+    dr0/dw = 1/(gamma (1 + gamma)^2): the expressions the model always used (bit for bit).
+    At w = 1 (gamma = 0) dr0/dw is inf, so dH/dw is +inf where A > 0 (x > 0) and, by the
+    one guard on A, 0 at x = 0 (where H = 1 for every w). This sits in the solvers' inner
+    loop: one select, not a branch-point test per angle (which cost JAX's `invert` 40 %).
     """
     a0, b0 = terms_mu0e
     ae, be = terms_mue
     gamma = sqrt(1.0 - w)
-    positive = gamma > 0.0
     one_plus_gamma = 1.0 + gamma
     r0 = (1.0 - gamma) / one_plus_gamma
-    dr0_dw = 1.0 / (where(positive, gamma, 1.0) * one_plus_gamma * one_plus_gamma)
+    dr0_dw = 1.0 / (gamma * one_plus_gamma * one_plus_gamma)
     k0 = r0 * a0 + b0
     ke = r0 * ae + be
     h0 = 1.0 / (1.0 - w * k0)
     he = 1.0 / (1.0 - w * ke)
-    dh0 = slope_at_branch_point(positive, h0 * h0 * (k0 + w * a0 * dr0_dw), a0 > 0.0)
-    dhe = slope_at_branch_point(positive, he * he * (ke + w * ae * dr0_dw), ae > 0.0)
+    dh0 = where(a0 > 0.0, h0 * h0 * (k0 + w * a0 * dr0_dw), h0 * h0 * k0)
+    dhe = where(ae > 0.0, he * he * (ke + w * ae * dr0_dw), he * he * ke)
     return h0, he, dh0, dhe
 
 
