@@ -16,7 +16,7 @@ import pytest
 import lumaxlike
 from lumaxlike._model.jax_model import amsa_scalar
 
-from .helpers import FULL_PARAMS, SOLVERS, random_geometry
+from .helpers import FULL_PARAMS, SOLVERS, assert_both_solvers_recover_w, random_geometry
 
 DATA = Path(__file__).parent / "data"
 CONFIGURATIONS = [
@@ -217,19 +217,7 @@ def test_float32_is_finite_where_the_geometry_is_valid(configuration, backend):
 
 @pytest.mark.parametrize("configuration", CONFIGURATIONS[1:], ids=IDS[1:])
 def test_every_model_inverts_with_both_solvers(configuration):
-    params = full_params(porosity_k=1.5, **configuration)
-    rng = np.random.default_rng(9)
-    geometry = random_geometry(300, rng)
-    w_true = rng.uniform(0.02, 0.98, (300, 4))
-    refl = lumaxlike.amsa(w_true, *geometry, params, backend="numba")
-    results = {solver: lumaxlike.invert(refl, *geometry, params, solver=solver) for solver in SOLVERS}
-    for result in results.values():
-        converged = result.status == lumaxlike.Status.CONVERGED
-        assert converged.mean() > 0.9
-        np.testing.assert_allclose(result.w[converged], w_true[converged], atol=1e-8, rtol=0)
-        assert np.all(np.isnan(result.w[~converged]))
-    np.testing.assert_array_equal(results["jax"].status, results["numba"].status)
-    np.testing.assert_allclose(results["jax"].w, results["numba"].w, atol=1e-9, rtol=0)
+    assert_both_solvers_recover_w(full_params(porosity_k=1.5, **configuration), seed=9, n_bands=4)
 
 
 @pytest.mark.parametrize("solver", SOLVERS)

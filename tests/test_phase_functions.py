@@ -23,7 +23,7 @@ from lumaxlike._cli import main
 from lumaxlike._io import read_cube, result_paths
 from lumaxlike._provenance import Provenance, make_provenance
 
-from .helpers import FULL_PARAMS, SOLVERS, random_geometry
+from .helpers import FULL_PARAMS, SOLVERS, assert_both_solvers_recover_w, random_geometry
 from .test_io import make_scene, write_scene
 
 PHASES = ("hg", "cornette_shanks")
@@ -197,19 +197,7 @@ def test_imsa_equals_amsa_only_for_an_isotropic_phase_function(phase_function):
 
 @pytest.mark.parametrize("phase_function", PHASES)
 def test_every_phase_function_inverts_with_both_solvers(phase_function):
-    model = params(phase_function, -0.35, porosity_k=1.2)
-    rng = np.random.default_rng(23)
-    geometry = random_geometry(300, rng)
-    w_true = rng.uniform(0.02, 0.98, (300, 3))
-    refl = lumaxlike.amsa(w_true, *geometry, model, backend="numba")
-    results = {solver: lumaxlike.invert(refl, *geometry, model, solver=solver) for solver in SOLVERS}
-    for result in results.values():
-        converged = result.status == lumaxlike.Status.CONVERGED
-        assert converged.mean() > 0.9
-        np.testing.assert_allclose(result.w[converged], w_true[converged], atol=1e-8, rtol=0)
-        assert np.all(np.isnan(result.w[~converged]))
-    np.testing.assert_array_equal(results["jax"].status, results["numba"].status)
-    np.testing.assert_allclose(results["jax"].w, results["numba"].w, atol=1e-9, rtol=0)
+    assert_both_solvers_recover_w(params(phase_function, -0.35, porosity_k=1.2), seed=23)
 
 
 @pytest.mark.parametrize("phase_function", PHASES)

@@ -19,7 +19,7 @@ Reflectance r is the bidirectional reflectance [1/sr] (RADF = pi r).
 
 from typing import NamedTuple
 
-from ._scalar_math import NAN, atan2, exp, expm1, log1p, maximum, sqrt, tan, where
+from ._scalar_math import NAN, atan2, exp, expm1, maximum, sqrt, tan, where
 
 # The H-function of the model: two slots that `family` binds, per configuration, to one
 # kind of `h_functions` (per-angle terms computed once per pixel; H and dH/dw from w and
