@@ -1,5 +1,12 @@
-"""Hapke's AMSA model (Hapke 2002) with Hapke (1984) macroscopic roughness: the equations,
-written once.
+"""The Hapke model family (Hapke 2002 AMSA by default; IMSA, porosity K, three
+H-functions, four phase functions) with Hapke (1984) macroscopic roughness: the
+equations, written once.
+
+A model configuration (`family`) binds a few slots here, when the equations are rebuilt
+for a backend, to one of the small functions that fill them: `multiple_scattering_sums`
+(AMSA's `legendre_sums` or IMSA's `isotropic_sums`), `phase_closed_form` and
+`phase_closed_coefficient` (the phase function and its Legendre coefficients), and the
+H-function slots `h_angle_terms`, `h_values_and_slopes` (from `h_functions`).
 
 Every function here is a scalar, branch-free function of scalars (and of length-3
 direction vectors and the length-16 Legendre coefficient vector, indexed element by
