@@ -165,5 +165,10 @@ def h_function_bindings(h_twins, kind: str) -> dict:
 
 
 # The default configuration (AMSA, Hapke 2002 H); `family` builds the others.
-jax_equations = retarget_to_jax(equations, **h_function_bindings(jax_h_functions, "hapke2002"))
-numba_equations = retarget_to_numba(equations, **h_function_bindings(numba_h_functions, "hapke2002"))
+# (`h_function`, the 2002 H at one angle, is h_functions' own: bound, not copied.)
+jax_equations = retarget_to_jax(
+    equations, h_function=jax_h_functions.h_hapke2002, **h_function_bindings(jax_h_functions, "hapke2002")
+)
+numba_equations = retarget_to_numba(
+    equations, h_function=numba_h_functions.h_hapke2002, **h_function_bindings(numba_h_functions, "hapke2002")
+)

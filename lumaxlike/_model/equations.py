@@ -34,6 +34,7 @@ from ._scalar_math import NAN, atan2, exp, expm1, maximum, sqrt, tan, where
 from .h_functions import hapke2002_terms as h_angle_terms
 from .h_functions import hapke2002_terms as h_function_terms
 from .h_functions import hapke2002_values as h_values_and_slopes
+from .h_functions import h_hapke2002 as h_function  # H(w, x) at one angle, Hapke 2002
 
 __all__ = [
     "GeometryTerms",
@@ -55,7 +56,6 @@ __all__ = [
     "shadow_hiding",
     "coherent_backscatter",
     "h_function_terms",
-    "h_function",
     "roughness_terms",
     "geometry_terms",
     "terms_from_geometry",
@@ -279,14 +279,6 @@ def coherent_backscatter(tan_half_g, hc, bc0):
     escape = where(small, 1.0 - z / 2.0 + z * z / 6.0, -expm1(-z_safe) / z_safe)
     b_cb = 1.0 + bc0 * (1.0 + escape) / (2.0 * (1.0 + z) ** 2)
     return where(active, b_cb, 1.0 + 0.0 * tan_half_g)
-
-
-def h_function(w, x):
-    """Hapke's (2002, eq. 13) approximation of the Chandrasekhar H-function, H(w, x)."""
-    gamma = sqrt(1.0 - w)
-    r0 = (1.0 - gamma) / (1.0 + gamma)
-    a, b = h_function_terms(x)
-    return 1.0 / (1.0 - w * (r0 * a + b))
 
 
 def roughness_terms(cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness):
