@@ -4,8 +4,10 @@
 __version__: str
 
 from ._geometry import (
+    angles_from_geometry as angles_from_geometry,
     direction_from_zenith_azimuth as direction_from_zenith_azimuth,
     geometry_from_angles as geometry_from_angles,
+    normal_from_slope_aspect as normal_from_slope_aspect,
     normals_from_dtm as normals_from_dtm,
 )
 from ._inverse.fit import default_bounds as default_bounds, fit as fit

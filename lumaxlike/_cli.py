@@ -57,7 +57,7 @@ MODEL_OPTIONS = (
 #: ``lumaxlike invert`` options that --params-from can fill in: flag -> Provenance attribute.
 RECORDED_OPTIONS = {"--geometry": "geometry", "--dtm": "dtm", "--units": "units",
                     "--solver": "solver", "--tol": "tol", "--max-iter": "max_iter",
-                    "--sigma": "refl_sigma"}
+                    "--sigma": "refl_sigma", "--surface": "surface"}
 
 DEFAULT_SOLVER = "numba"
 
@@ -175,12 +175,21 @@ def build_parser() -> argparse.ArgumentParser:
                         "--geometry and --dtm from the record it carries; options given here "
                         "override them (default: none)")
     invert.add_argument("--geometry", type=Path, metavar="OBS",
-                        help="OBS raster on the cube's grid whose band descriptions name the "
-                        "to-sun zenith, to-sun azimuth, to-sensor zenith and to-sensor azimuth "
-                        "[deg, azimuths clockwise from north]; matched case-insensitively, e.g. "
-                        "'To-sun zenith', 'solar_zenith', 'SZA', 'To-Inst AZM', 'view_azimuth' "
-                        "(full list: lumaxlike.OBS_BAND_NAMES). Required, unless --params-from "
-                        "gives it")
+                        help="geometry backplane on the cube's grid whose band descriptions name "
+                        "its bands [deg, azimuths clockwise from north]: the to-sun and to-sensor "
+                        "zenith and azimuth, or incidence, emission and phase; plus, when present, "
+                        "facet slope and aspect or local incidence and emission. Names as M3, "
+                        "AVIRIS-NG/AVIRIS-3/EMIT OBS, CRISM DDR and ISIS phocube spell them, matched "
+                        "case-insensitively, e.g. 'To-Sun Zenith', 'To-Inst AZM', 'Facet Slope', "
+                        "'INA at areoid, deg', 'Local Incidence Angle' (full list: "
+                        "lumaxlike.OBS_BAND_NAMES). Required, unless --params-from gives it")
+    invert.add_argument("--surface", choices=("auto", "local", "ellipsoid"),
+                        help="which angles to use when the geometry carries both angles relative "
+                        "to the ellipsoid and to the local surface (facet slope/aspect, local "
+                        "incidence/emission): local = the local surface (an error if absent), "
+                        "ellipsoid = the ellipsoid, leaving the local-surface bands out, auto = "
+                        "local when present, else ellipsoid; recorded in the outputs (default "
+                        "auto" + recorded + ")")
     invert.add_argument("--dtm", type=Path, metavar="DTM",
                         help="DTM on the cube's grid (heights [m], projected CRS) for local "
                         "slopes (default: a flat, horizontal surface" + recorded + ")")
@@ -314,6 +323,7 @@ def _resolve(args, record) -> dict:
         if settings[_dest(flag)] is None:
             raise ValueError(f"{flag} is required (or --params-from an output that records it)")
     settings["solver"] = settings["solver"] or DEFAULT_SOLVER
+    settings["surface"] = settings["surface"] or "auto"
     return settings
 
 

@@ -23,6 +23,9 @@ key                            value
 ``lumaxlike_input_cube``       input file (absolute path; ``null`` for in-memory data)
 ``lumaxlike_input_geometry``   OBS raster path, a list of ``[role, path]`` pairs, or null
 ``lumaxlike_input_dtm``        DTM path or ``null`` (flat surface)
+``lumaxlike_geometry_layout``  (file inputs only) how the geometry was read: ``surface``
+                               (``"local"`` or ``"ellipsoid"``), ``layout`` (one line),
+                               ``bands`` / ``checked`` / ``not_read``: ``{role: band}``
 ``lumaxlike_command``          the command line, or the Python call
 ``lumaxlike_created``          when the run started, UTC ISO 8601
 =============================  ========================================================
@@ -150,6 +153,8 @@ class Provenance:
         dtm: DTM path; None for a flat surface (or in-memory data).
         command: the command line, or the Python call.
         created: when the run started, UTC ISO 8601.
+        geometry_layout: how the geometry was read (surface, layout, bands read, checked
+            and not read; see :meth:`lumaxlike.GeometryReader.record`), or None.
     """
 
     version: str
@@ -165,6 +170,12 @@ class Provenance:
     dtm: str | None
     command: str
     created: str
+    geometry_layout: Mapping | None = None
+
+    @property
+    def surface(self) -> str | None:
+        """``"local"`` or ``"ellipsoid"``: which surface the geometry's angles referred to."""
+        return None if self.geometry_layout is None else self.geometry_layout.get("surface")
 
     @property
     def bands(self) -> int:
@@ -201,6 +212,8 @@ class Provenance:
             "command": self.command,
             "created": self.created,
         }
+        if self.geometry_layout is not None:
+            values["geometry_layout"] = dict(self.geometry_layout)
         if any(p.legendre is not None for p in self.params):
             values["param_legendre"] = _per_band(
                 [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
@@ -295,6 +308,7 @@ class Provenance:
             dtm=get("input_dtm"),
             command=typed("command", str, get("command")),
             created=typed("created", str, get("created")),
+            geometry_layout=_geometry_layout(get("geometry_layout", optional=True), source),
         )
 
     def check_reproducible(self, source="the output") -> None:
@@ -306,7 +320,8 @@ class Provenance:
 
 
 def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,
-                    command: str, cube=None, geometry=None, dtm=None, created: str | None = None) -> Provenance:
+                    command: str, cube=None, geometry=None, dtm=None, created: str | None = None,
+                    geometry_layout=None) -> Provenance:
     """The record of a run, with the solver defaults resolved to the values used.
 
     Args:
@@ -316,6 +331,7 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
         dtype: floating type of the reflectance handed to the solver.
         cube, geometry, dtm: input paths (or a geometry mapping); recorded resolved.
         created: UTC ISO 8601 time; None = now.
+        geometry_layout: how the geometry was read (``GeometryReader.record()``), or None.
     """
     from . import __version__
     from ._inverse.invert import DEFAULT_MAX_ITER, default_tolerance
@@ -336,6 +352,7 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
         dtm=None if dtm is None else _input_path(dtm),
         command=command,
         created=utc_now() if created is None else created,
+        geometry_layout=None if geometry_layout is None else dict(geometry_layout),
     )
 
 
@@ -377,6 +394,15 @@ def _band_value(value, band: int, source, name: str) -> float:
     if isinstance(chosen, bool) or not isinstance(chosen, (int, float)) or not math.isfinite(chosen):
         raise ValueError(f"{source}: {PREFIX}param_{name} has the unexpected value {value!r}")
     return float(chosen)
+
+
+def _geometry_layout(value, source):
+    """The recorded geometry layout: a mapping whose ``surface`` is local or ellipsoid, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("surface") not in ("local", "ellipsoid"):
+        raise ValueError(f"{source}: {PREFIX}geometry_layout has the unexpected value {value!r}")
+    return value
 
 
 def _is_number_list(value) -> bool:

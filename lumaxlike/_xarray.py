@@ -15,7 +15,11 @@ holding either
 * the vectors ``to_sun`` and ``to_sensor`` (east, north, up) with one extra dim of
   size 3;
 
-plus, optionally, ``normal`` vectors with a dim of size 3 (default: a flat surface).
+plus, optionally, ``normal`` vectors with a dim of size 3 (default: a flat surface); or
+
+* the angles ``incidence``, ``emission``, ``phase`` (same units rule), relative to the
+  surface, without ``normal`` (see :func:`lumaxlike.geometry_from_angles`; an
+  inconsistent triplet gives that pixel the status ``NONFINITE_INPUT``).
 
 Numba threads: the numba solver uses ``num_threads`` threads per chunk. By default (None)
 a chunk computed in a dask worker (a dask.distributed worker, or a worker thread of
@@ -35,7 +39,7 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from ._geometry import direction_from_zenith_azimuth
+from ._geometry import direction_from_zenith_azimuth, geometry_from_angles
 from ._inverse.invert import default_chunk_pixels
 from ._io.block_inversion import SolverOptions, invert_block, per_band_params
 from ._io.geometry_rasters import ANGLE_ROLES
@@ -50,6 +54,9 @@ SPECTRAL_DIMS = ("band", "wavelength")
 
 VECTOR_NAMES = ("to_sun", "to_sensor", "normal")
 """Geometry variables given as direction vectors (trailing dim of size 3)."""
+
+TRIPLET_NAMES = ("incidence", "emission", "phase")
+"""Geometry variables given as an angle triplet relative to the surface."""
 
 _VECTOR_DIM = "lumaxlike_vector"
 _OUTPUT_DTYPES = {"status": np.int8, "iterations": np.int32}
@@ -91,6 +98,22 @@ def _directions(zenith: xr.DataArray, azimuth: xr.DataArray) -> xr.DataArray:
     )
 
 
+def _triplet_vectors(incidence, emission, phase):
+    """apply_ufunc kernel: (i, e, g) [rad] -> to_sun, to_sensor, normal, each (..., 3)."""
+    return geometry_from_angles(incidence, emission, phase=phase)
+
+
+def _triplet_directions(rad: dict) -> tuple:
+    dtype = np.result_type(*(rad[r].dtype for r in TRIPLET_NAMES), np.float32)
+    return xr.apply_ufunc(
+        _triplet_vectors, *(rad[r] for r in TRIPLET_NAMES),
+        output_core_dims=[[_VECTOR_DIM]] * 3,
+        dask="parallelized",
+        output_dtypes=[dtype] * 3,
+        dask_gufunc_kwargs={"output_sizes": {_VECTOR_DIM: 3}},
+    )
+
+
 def _vector(geometry: Mapping, name: str, pixel_dims) -> xr.DataArray:
     vector = geometry[name]
     if not isinstance(vector, xr.DataArray):
@@ -111,12 +134,18 @@ def _geometry_vectors(geometry, pixel_dims) -> tuple[xr.DataArray, xr.DataArray,
     names = set(geometry.data_vars if isinstance(geometry, xr.Dataset) else geometry)
     has_angles = set(ANGLE_ROLES) <= names
     has_vectors = {"to_sun", "to_sensor"} <= names
-    if has_angles == has_vectors:
+    has_triplet = set(TRIPLET_NAMES) <= names
+    if has_angles + has_vectors + has_triplet != 1:
         raise ValueError(
-            "geometry must hold either the angles "
-            f"{', '.join(ANGLE_ROLES)} [deg] or the vectors to_sun, to_sensor "
-            f"(not both, not neither); it holds {sorted(names)}"
+            "geometry must hold exactly one of: the angles "
+            f"{', '.join(ANGLE_ROLES)} [deg]; the vectors to_sun, to_sensor; the angles "
+            f"{', '.join(TRIPLET_NAMES)} [deg]; it holds {sorted(names)}"
         )
+    if has_triplet:
+        if "normal" in names:
+            raise ValueError("geometry's incidence, emission and phase are relative to the surface: "
+                             "a normal cannot be given with them")
+        return _triplet_directions({role: _angle_radians(geometry, role) for role in TRIPLET_NAMES})
     if has_angles:
         rad = {role: _angle_radians(geometry, role) for role in ANGLE_ROLES}
         to_sun = _directions(rad["to_sun_zenith"], rad["to_sun_azimuth"])

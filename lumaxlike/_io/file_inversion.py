@@ -95,7 +95,7 @@ def _geometry_paths(geometry) -> list:
 
 def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, units,
                 chunk_rows=None, overwrite=False, progress=None, sigma=None, workers=1,
-                max_iter=None, tol=None, command=None) -> InversionSummary:
+                max_iter=None, tol=None, command=None, surface="auto") -> InversionSummary:
     """Invert a reflectance cube file for single-scattering albedo maps, block by block.
 
     Reads ``chunk_rows`` rows of the cube and of the geometry at a time, converts them to
@@ -110,13 +110,22 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             = spectral bands; nodata pixels are skipped (status NONFINITE_INPUT).
         out_path: output path; ``.tif``/``.tiff`` GeoTIFF, ``.img``/``.envi``/``.hdr``
             ENVI, ``.nc`` netCDF, ``.zarr`` zarr.
-        geometry: OBS raster path with named angle bands, or a mapping of
-            ``to_sun_zenith``, ``to_sun_azimuth``, ``to_sensor_zenith``,
-            ``to_sensor_azimuth`` to single-band raster paths or ``(rows, cols)`` arrays;
-            angles in degrees, azimuths clockwise from north (see
-            :mod:`lumaxlike._io.geometry_rasters`). Rasters must be aligned with the cube.
+        geometry: a geometry backplane raster whose band descriptions name its bands
+            (M3, AVIRIS-NG/AVIRIS-3/EMIT OBS, CRISM DDR, ISIS ``phocube``; see
+            :data:`lumaxlike.OBS_BAND_NAMES`), or a mapping of roles (``to_sun_zenith``,
+            ``to_sun_azimuth``, ``to_sensor_zenith``, ``to_sensor_azimuth``, or
+            ``incidence``, ``emission``, ``phase``, plus optionally ``facet_slope``,
+            ``facet_aspect``, ``local_incidence``, ``local_emission``, ``facet_cos_i``)
+            to single-band raster paths or ``(rows, cols)`` arrays; angles in degrees,
+            azimuths clockwise from north (see :mod:`lumaxlike._io.backplanes`). Rasters
+            must be aligned with the cube.
         dtm: optional DTM path (heights [m], projected CRS, same grid) for local normals;
-            None for a flat surface.
+            None for none.
+        surface: which angles to use when the geometry carries both ellipsoid and
+            local-surface ones: ``"auto"`` (default: the local surface when given, else
+            the ellipsoid), ``"local"`` (required) or ``"ellipsoid"`` (local-surface bands
+            left out, and recorded as such). The choice made is recorded in the outputs
+            (``lumaxlike_geometry_layout``).
         params: :class:`lumaxlike.HapkeParams`, or a sequence of one per band.
         solver: ``"jax"`` or ``"numba"``.
         units: what the cube holds: ``"r"`` (1/sr), ``"radf"`` (pi r) or ``"reff"``
@@ -139,7 +148,9 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
         FileNotFoundError: an input file does not exist.
         FileExistsError: an output exists and ``overwrite`` is false.
         NotADirectoryError, PermissionError: the output folder is unusable.
-        ValueError: unreadable or misaligned input, bad argument (message names it).
+        ValueError: unreadable or misaligned input, bad argument (message names it),
+            geometry bands that make no geometry (the message lists the bands found and
+            the layouts expected), local-surface bands that cannot be used.
     """
     start = time.perf_counter()
     check_solver(solver)
@@ -158,25 +169,27 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
         # one JAX chunk shape for every block (the last one is padded): compiles once
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
         options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
-        provenance = make_provenance(
-            params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
-            refl_sigma=sigma, dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
-            command=command or python_call("invert_file", cube_path, out_path, geometry=geometry,
-                                           dtm=dtm, params=params, solver=solver, units=units,
-                                           sigma=sigma, max_iter=max_iter, tol=tol),
-        )
-        with GeometryReader(geometry, info.grid, dtm) as geometry_reader, \
-                ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                             chunk_rows=rows_per_block, provenance=provenance) as writer, \
-                BlockPool(workers) as pool:
-            bar = _progress_bar(progress, info.grid.height * info.grid.width, cube_path)
-            try:
-                with interruptible():  # the CLI's stop signals raise here at once
-                    counts = _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
-                                            units=units, sigma=sigma, params=band_params,
-                                            options=options)
-            finally:
-                bar.close()
+        with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
+            provenance = make_provenance(
+                params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
+                refl_sigma=sigma, dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
+                geometry_layout=geometry_reader.record(),
+                command=command or python_call("invert_file", cube_path, out_path, geometry=geometry,
+                                               dtm=dtm, params=params, solver=solver, units=units,
+                                               sigma=sigma, max_iter=max_iter, tol=tol,
+                                               surface=surface),
+            )
+            with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
+                              chunk_rows=rows_per_block, provenance=provenance) as writer, \
+                    BlockPool(workers) as pool:
+                bar = _progress_bar(progress, info.grid.height * info.grid.width, cube_path)
+                try:
+                    with interruptible():  # the CLI's stop signals raise here at once
+                        counts = _stream_blocks(cube, geometry_reader, writer, pool, bar,
+                                                rows_per_block, units=units, sigma=sigma,
+                                                params=band_params, options=options)
+                finally:
+                    bar.close()
     return InversionSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * info.grid.width,

@@ -1,104 +1,70 @@
-"""Per-pixel observation geometry from OBS rasters, angle rasters or arrays, and a DTM.
+"""Per-pixel observation geometry from backplane rasters, angle rasters or arrays, and a DTM.
 
-Geometry inputs give four angles per pixel, all in **degrees**:
-
-========================  ======================================================
-role                      meaning
-========================  ======================================================
-``to_sun_zenith``         angle between the local vertical and the direction to the sun
-``to_sun_azimuth``        azimuth of the direction to the sun, clockwise from north
-``to_sensor_zenith``      angle between the local vertical and the direction to the sensor
-``to_sensor_azimuth``     azimuth of the direction to the sensor, clockwise from north
-========================  ======================================================
-
-They come either from one "OBS" raster whose band descriptions name them (matched
-case-insensitively, ignoring ``-``/``_``/spaces and anything in parentheses or after a
-comma, see :data:`OBS_BAND_NAMES`), or from a mapping of the four roles to single-band
-rasters or to ``(rows, cols)`` arrays. Surface normals come from an optional DTM (heights
-in metres, on the cube's grid, in a projected CRS) via :func:`lumaxlike.normals_from_dtm`;
-without a DTM the surface is flat (normal straight up).
+A geometry input is either one backplane raster whose band descriptions name the roles of
+its bands (an "OBS" raster, a CRISM DDR, an ISIS ``phocube`` cube, ...), or a mapping of
+roles to single-band rasters or to ``(rows, cols)`` arrays. Angles are in **degrees**. The
+roles, the band names recognised for each (:data:`OBS_BAND_NAMES`) and how a backplane
+carrying both ellipsoid and local-surface angles is read (``surface``) are described in
+:mod:`lumaxlike._io.backplanes`. Surface normals come from the backplane's facet slope and
+aspect, from an optional DTM (heights in metres, on the cube's grid, in a projected CRS,
+via :func:`lumaxlike.normals_from_dtm`), or else the surface is flat.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from .._geometry import direction_from_zenith_azimuth, normals_from_dtm
+from .._geometry import (
+    angles_from_geometry,
+    direction_from_zenith_azimuth,
+    geometry_from_angles,
+    normal_from_slope_aspect,
+    normals_from_dtm,
+)
+from .backplanes import (
+    ANGLE_ROLES,
+    OBS_BAND_NAMES,
+    ROLES,
+    find_roles,
+    match_obs_bands,
+    normalise_band_name,
+    plan_geometry,
+)
 from .raster import BandRaster, RasterGrid, check_aligned, pixel_size_m
+from .units import local_incidence_cosine
 
-__all__ = ["ANGLE_ROLES", "OBS_BAND_NAMES", "GeometryReader", "match_obs_bands"]
+__all__ = ["ANGLE_ROLES", "CHECK_TOLERANCE", "OBS_BAND_NAMES", "GeometryReader", "match_obs_bands",
+           "normalise_band_name"]
 
-ANGLE_ROLES = ("to_sun_zenith", "to_sun_azimuth", "to_sensor_zenith", "to_sensor_azimuth")
-"""The four angles [deg] a geometry input must give."""
-
-OBS_BAND_NAMES = {
-    "to_sun_zenith": (
-        "to sun zenith", "to sun zenith angle", "sun zenith", "sun zenith angle",
-        "solar zenith", "solar zenith angle", "to sun zen", "sza",
-    ),
-    "to_sun_azimuth": (
-        "to sun azimuth", "to sun azimuth angle", "to sun azm", "to sun az", "sun azimuth",
-        "sun azimuth angle", "solar azimuth", "solar azimuth angle", "saa",
-    ),
-    "to_sensor_zenith": (
-        "to sensor zenith", "to sensor zenith angle", "sensor zenith", "sensor zenith angle",
-        "to inst zenith", "to instrument zenith", "view zenith", "viewing zenith",
-        "view zenith angle", "vza",
-    ),
-    "to_sensor_azimuth": (
-        "to sensor azimuth", "to sensor azimuth angle", "to sensor azm", "sensor azimuth",
-        "sensor azimuth angle", "to inst azm", "to inst azimuth", "to instrument azimuth",
-        "view azimuth", "viewing azimuth", "view azimuth angle", "vaa",
-    ),
-}
-"""Accepted OBS band descriptions per role, in normalised form (see :func:`normalise_band_name`).
-
-Covers, e.g., AVIRIS-NG / EMIT OBS (``To-sun zenith (0 to 90 degrees from zenith)``) and
-M3 OBS (``To-Sun AZM``, ``To-Inst Zenith``) band names.
-"""
+CHECK_TOLERANCE = {"facet_cos_i": 0.01, "local_incidence": 0.5, "local_emission": 0.5}
+"""How far a band read only as a check may differ from the geometry built from the others
+(cosine for ``facet_cos_i``, degrees for the local angles). Larger differences mean the
+backplane follows another convention (e.g. an aspect measured upslope): the run stops."""
 
 
-def normalise_band_name(description: str) -> str:
-    """Lower-case, drop ``(...)`` and anything after a comma, and collapse ``-``/``_``/spaces."""
-    text = re.sub(r"\([^)]*\)", " ", description.lower()).split(",")[0]
-    return " ".join(re.sub(r"[-_\s]+", " ", text).split())
+def band_descriptions(raster: BandRaster) -> tuple:
+    """Band descriptions of a raster; for a PDS3 image without them, its label's ``BAND_NAME``.
 
-
-def match_obs_bands(descriptions, path) -> dict[str, int]:
-    """Find the band holding each angle role from band descriptions.
-
-    Args:
-        descriptions: one description (or None) per band, band 1 first.
-        path: the OBS file, for messages.
-
-    Returns:
-        ``{role: 1-based band index}`` for the four :data:`ANGLE_ROLES`.
-
-    Raises:
-        ValueError: naming the file, when a role matches no band or several bands.
+    GDAL's PDS driver does not turn ``BAND_NAME`` (as in CRISM DDR labels) into band
+    descriptions; it keeps the label as JSON in the ``json:PDS`` metadata domain.
     """
-    lookup = {name: role for role, names in OBS_BAND_NAMES.items() for name in names}
-    found: dict[str, list[int]] = {role: [] for role in ANGLE_ROLES}
-    for index, description in enumerate(descriptions, start=1):
-        role = lookup.get(normalise_band_name(description or ""))
-        if role is not None:
-            found[role].append(index)
-    for role, indexes in found.items():
-        if not indexes:
-            raise ValueError(
-                f"geometry raster {path} has no band named like {role} (accepted, "
-                f"case-insensitive: {', '.join(repr(n) for n in OBS_BAND_NAMES[role])}); "
-                f"its band descriptions are {list(descriptions)}"
-            )
-        if len(indexes) > 1:
-            raise ValueError(
-                f"geometry raster {path} has several bands for {role}: bands {indexes}"
-            )
-    return {role: indexes[0] for role, indexes in found.items()}
+    if any(raster.descriptions) or "json:PDS" not in raster.tag_namespaces():
+        return raster.descriptions
+    # rasterio splits the one JSON string of the domain at its first ':' into key and value
+    text = "".join(f"{key}:{value}" for key, value in raster.tags(ns="json:PDS").items())
+    try:
+        label = json.loads(text)
+    except ValueError:
+        return raster.descriptions
+    images = [v for k, v in label.items() if isinstance(v, dict) and k.endswith("IMAGE")]
+    names = images[0].get("BAND_NAME") if images else None
+    if isinstance(names, list) and len(names) == raster.count:
+        return tuple(str(name) for name in names)
+    return raster.descriptions
 
 
 class _ArrayAngles:
@@ -129,27 +95,36 @@ class GeometryReader:
     """Direction vectors (to the sun, to the sensor, surface normal) for row windows of a cube.
 
     Args:
-        geometry: either the path of an OBS raster with named bands, or a mapping from
-            each of :data:`ANGLE_ROLES` to a single-band raster path or a ``(rows, cols)``
-            array; angles in degrees.
+        geometry: either the path of a backplane raster whose band descriptions name
+            their roles, or a mapping from roles (see :data:`OBS_BAND_NAMES`) to
+            single-band raster paths or ``(rows, cols)`` arrays; angles in degrees.
         grid: the cube's pixel grid; every raster must be aligned with it and every array
             must have its ``(rows, cols)`` shape.
         dtm: optional DTM raster path (heights [m], projected CRS, north-up) on the same
-            grid, for local surface normals; None for a flat surface.
+            grid, for local surface normals; None for none.
+        surface: ``"auto"`` (default), ``"local"`` or ``"ellipsoid"``: which angles to read
+            when the backplane carries both (see :func:`lumaxlike._io.backplanes.plan_geometry`).
+
+    Attributes:
+        plan: the :class:`~lumaxlike._io.backplanes.GeometryPlan` chosen.
 
     Raises:
         FileNotFoundError: a geometry or DTM file does not exist.
         ValueError: unreadable file, misaligned raster (naming both files and what
-            differs), missing or ambiguous OBS band, wrong array shape.
+            differs), bands or keys that make no geometry (listing what was found and
+            what was expected), ambiguous band, unusable local-surface bands, wrong array
+            shape.
 
     Use as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, geometry, grid: RasterGrid, dtm=None):
+    def __init__(self, geometry, grid: RasterGrid, dtm=None, surface: str = "auto"):
         self.grid = grid
         self._rasters: list[BandRaster] = []
         try:
-            self._angles = self._open_angles(geometry)
+            self._sources, self._labels, source, found_text = self._open_sources(geometry)
+            self.plan = plan_geometry(self._sources, surface=surface, dtm=dtm is not None,
+                                      source=source, found_text=found_text)
             self._dtm = None
             if dtm is not None:
                 self._dtm = self._open_raster(dtm, "DTM")
@@ -168,66 +143,124 @@ class GeometryReader:
         check_aligned(self.grid, raster.grid, role)
         return raster
 
-    def _open_angles(self, geometry) -> dict:
+    def _open_sources(self, geometry):
+        """``({role: reader}, {role: label}, source name, what it holds)`` of a geometry input."""
         if isinstance(geometry, (str, Path)):
             raster = self._open_raster(geometry, "geometry")
-            bands = match_obs_bands(raster.descriptions, raster.path)
-            return {role: _RasterAngles(raster, index) for role, index in bands.items()}
+            descriptions = band_descriptions(raster)
+            bands = find_roles(descriptions, raster.path)
+            sources = {role: _RasterAngles(raster, index) for role, index in bands.items()}
+            labels = {role: f"band {index}: {descriptions[index - 1]}" for role, index in bands.items()}
+            found_text = (f"bands {list(descriptions)} (roles recognised: "
+                          f"{', '.join(bands) if bands else 'none'})")
+            return sources, labels, f"geometry raster {raster.path}", found_text
         if not isinstance(geometry, Mapping):
             raise ValueError(
-                "geometry must be an OBS raster path or a mapping of "
-                f"{', '.join(ANGLE_ROLES)} to rasters or arrays, got {type(geometry).__name__}"
+                "geometry must be a backplane raster path or a mapping of roles "
+                f"({', '.join(ROLES)}) to rasters or arrays, got {type(geometry).__name__}"
             )
-        unknown = sorted(set(geometry) - set(ANGLE_ROLES))
-        missing = [role for role in ANGLE_ROLES if role not in geometry]
-        if unknown or missing:
-            raise ValueError(
-                f"geometry mapping must have exactly the keys {', '.join(ANGLE_ROLES)}; "
-                f"missing {missing}, unknown {unknown}"
-            )
-        angles = {}
-        for role in ANGLE_ROLES:
-            source = geometry[role]
+        unknown = sorted(str(key) for key in geometry if key not in ROLES)
+        if unknown:
+            raise ValueError(f"geometry mapping has unknown keys {unknown}; the roles are {', '.join(ROLES)}")
+        sources, labels = {}, {}
+        for role, source in geometry.items():
             if isinstance(source, (str, Path)):
                 raster = self._open_raster(source, f"geometry ({role})")
                 if raster.count != 1:
                     raise ValueError(f"geometry raster {raster.path} for {role} must have one band, it has {raster.count}")
-                angles[role] = _RasterAngles(raster, 1)
+                sources[role], labels[role] = _RasterAngles(raster, 1), str(raster.path)
             else:
-                angles[role] = _ArrayAngles(role, source)
-                shape = angles[role].values.shape
+                sources[role], labels[role] = _ArrayAngles(role, source), "array"
+                shape = sources[role].values.shape
                 if shape != (self.grid.height, self.grid.width):
                     raise ValueError(
                         f"geometry[{role!r}] has shape {shape}, cube {self.grid.path} has "
                         f"{self.grid.height} x {self.grid.width} pixels"
                     )
-        return angles
+        return sources, labels, "the geometry mapping", f"the keys {sorted(geometry)}"
+
+    def record(self) -> dict:
+        """What the outputs' provenance records: surface, layout, bands read, bands not read."""
+        return {
+            "surface": self.plan.surface,
+            "layout": self.plan.describe(),
+            "bands": {role: self._labels[role] for role in self.plan.roles},
+            "checked": {role: self._labels[role] for role in self.plan.checks},
+            "not_read": {role: self._labels[role] for role in self.plan.unused},
+        }
 
     def read_angles(self, rows: slice) -> dict[str, np.ndarray]:
-        """The four angles [deg] over ``rows``: ``{role: (len(rows), cols) array}``, NaN = nodata."""
-        return {role: source.read(rows) for role, source in self._angles.items()}
+        """The bands the plan reads over ``rows``: ``{role: (len(rows), cols) array}``, NaN = nodata."""
+        return {role: self._sources[role].read(rows) for role in self.plan.roles + self.plan.checks}
 
     def read(self, rows: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Direction vectors over ``rows``.
 
         Returns:
             ``(to_sun, to_sensor, normal)``, unit vectors (east, north, up) of shape
-            ``(len(rows), cols, 3)``; NaN where an angle or the DTM is nodata.
+            ``(len(rows), cols, 3)``; NaN where a band or the DTM is nodata, or where an
+            (i, e, g) triplet is inconsistent (see :func:`lumaxlike.geometry_from_angles`).
+
+        Raises:
+            ValueError: a band read as a check (``facet_cos_i``, local angles) disagrees
+                with the geometry built from the others by more than
+                :data:`CHECK_TOLERANCE`.
         """
         angles = self.read_angles(rows)
-        to_sun = direction_from_zenith_azimuth(
-            np.deg2rad(angles["to_sun_zenith"]), np.deg2rad(angles["to_sun_azimuth"])
-        )
-        to_sensor = direction_from_zenith_azimuth(
-            np.deg2rad(angles["to_sensor_zenith"]), np.deg2rad(angles["to_sensor_azimuth"])
-        )
-        return to_sun, to_sensor, self.read_normals(rows).astype(to_sun.dtype, copy=False)
+        dtype = np.result_type(*(a.dtype for a in angles.values()), np.float32)
+        rad = {role: np.deg2rad(a.astype(np.float64)) for role, a in angles.items()
+               if role != "facet_cos_i"}
+        if self.plan.angles == "zenith_azimuth":
+            to_sun = direction_from_zenith_azimuth(rad["to_sun_zenith"], rad["to_sun_azimuth"])
+            to_sensor = direction_from_zenith_azimuth(rad["to_sensor_zenith"], rad["to_sensor_azimuth"])
+            if self.plan.normals == "facets":
+                normal = normal_from_slope_aspect(rad["facet_slope"], rad["facet_aspect"])
+            else:
+                normal = self.read_normals(rows)
+        else:
+            local = "local_incidence" in rad
+            incidence = rad["local_incidence" if local else "incidence"]
+            emission = rad["local_emission" if local else "emission"]
+            phase = rad.get("phase")
+            if phase is None:  # from the zenith/azimuth directions (phase is the same locally)
+                phase = angles_from_geometry(
+                    direction_from_zenith_azimuth(rad["to_sun_zenith"], rad["to_sun_azimuth"]),
+                    direction_from_zenith_azimuth(rad["to_sensor_zenith"], rad["to_sensor_azimuth"]),
+                    np.array([0.0, 0.0, 1.0]))[2]
+            to_sun, to_sensor, normal = geometry_from_angles(incidence, emission, phase=phase)
+        self._check(rows, angles, to_sun, to_sensor, normal)
+        return tuple(v.astype(dtype, copy=False) for v in (to_sun, to_sensor, normal))
+
+    def _check(self, rows, angles, to_sun, to_sensor, normal) -> None:
+        if not self.plan.checks:
+            return
+        local_i, local_e = (np.rad2deg(a) for a in angles_from_geometry(to_sun, to_sensor, normal)[:2])
+        computed = {"facet_cos_i": local_incidence_cosine(to_sun, normal),
+                    "local_incidence": local_i, "local_emission": local_e}
+        for role in self.plan.checks:
+            with np.errstate(invalid="ignore"):
+                difference = np.abs(computed[role] - angles[role].astype(np.float64))
+            bad = difference > CHECK_TOLERANCE[role]
+            if bad.any():
+                row, col = np.argwhere(bad)[0]
+                raise ValueError(
+                    f"geometry {self._labels[role]} ({role}) disagrees with the geometry built from "
+                    f"{', '.join(self._labels[r] for r in self.plan.roles)} at {int(bad.sum())} "
+                    f"pixels of rows {rows.start}-{rows.stop - 1} (first: row {rows.start + row}, "
+                    f"column {col}: {float(angles[role][row, col]):.6g} in the band, "
+                    f"{float(computed[role][row, col]):.6g} computed; tolerance "
+                    f"{CHECK_TOLERANCE[role]}). lumaxlike reads facet_aspect as the downslope "
+                    "direction clockwise from north and facet_slope from the horizontal, in "
+                    "degrees; a backplane with another convention cannot be used as it is "
+                    "(surface='ellipsoid' leaves its local-surface bands out)"
+                )
 
     def read_normals(self, rows: slice) -> np.ndarray:
-        """Outward unit surface normals over ``rows``, shape ``(len(rows), cols, 3)``.
+        """Outward unit surface normals from the DTM (or a flat surface) over ``rows``.
 
-        With a DTM the slopes are central differences, computed on the window plus one
-        row of margin on each side, so windows give the same normals as the whole image.
+        Shape ``(len(rows), cols, 3)``. With a DTM the slopes are central differences,
+        computed on the window plus one row of margin on each side, so windows give the
+        same normals as the whole image.
         """
         count = rows.stop - rows.start
         if self._dtm is None:

@@ -389,6 +389,14 @@ class BandRaster:
         """Band ``index`` (1-based) over ``rows``, NaN for nodata, shape ``(rows, cols)``."""
         return _read_window(self._dataset, rows, [index])[0]
 
+    def tag_namespaces(self) -> list:
+        """The metadata domains of the file (e.g. ``json:PDS`` for a PDS3 label)."""
+        return list(self._dataset.tag_namespaces() or [])
+
+    def tags(self, ns=None) -> dict:
+        """The file's metadata items in domain ``ns`` (None: the default domain)."""
+        return dict(self._dataset.tags(ns=ns))
+
     def close(self) -> None:
         """Close the file."""
         self._dataset.close()
