@@ -197,8 +197,9 @@ class GeometryReader:
         """Direction vectors over ``rows``.
 
         Returns:
-            ``(to_sun, to_sensor, normal)``, unit vectors (east, north, up) of shape
-            ``(len(rows), cols, 3)``; NaN where a band or the DTM is nodata, or where an
+            ``(to_sun, to_sensor, normal)``, float64 unit vectors (east, north, up) of
+            shape ``(len(rows), cols, 3)``, computed from the stored angles in float64
+            whatever their type (the solver works in the cube's precision); NaN where a band or the DTM is nodata, or where an
             (i, e, g) triplet is inconsistent (see :func:`lumaxlike.geometry_from_angles`).
 
         Raises:
@@ -207,7 +208,6 @@ class GeometryReader:
                 :data:`CHECK_TOLERANCE`.
         """
         angles = self.read_angles(rows)
-        dtype = np.result_type(*(a.dtype for a in angles.values()), np.float32)
         rad = {role: np.deg2rad(a.astype(np.float64)) for role, a in angles.items()
                if role != "facet_cos_i"}
         if self.plan.angles == "zenith_azimuth":
@@ -229,7 +229,7 @@ class GeometryReader:
                     np.array([0.0, 0.0, 1.0]))[2]
             to_sun, to_sensor, normal = geometry_from_angles(incidence, emission, phase=phase)
         self._check(rows, angles, to_sun, to_sensor, normal)
-        return tuple(v.astype(dtype, copy=False) for v in (to_sun, to_sensor, normal))
+        return tuple(np.asarray(v, dtype=np.float64) for v in (to_sun, to_sensor, normal))
 
     def _check(self, rows, angles, to_sun, to_sensor, normal) -> None:
         if not self.plan.checks:
