@@ -137,9 +137,9 @@ def _geometry_vectors(geometry, pixel_dims) -> tuple[xr.DataArray, xr.DataArray,
     has_triplet = set(TRIPLET_NAMES) <= names
     if has_angles + has_vectors + has_triplet != 1:
         raise ValueError(
-            "geometry must hold exactly one of: the angles "
-            f"{', '.join(ANGLE_ROLES)} [deg]; the vectors to_sun, to_sensor; the angles "
-            f"{', '.join(TRIPLET_NAMES)} [deg]; it holds {sorted(names)}"
+            "geometry must hold either the angles "
+            f"{', '.join(ANGLE_ROLES)} [deg], or the vectors to_sun, to_sensor, or the angles "
+            f"{', '.join(TRIPLET_NAMES)} [deg] (exactly one of these); it holds {sorted(names)}"
         )
     if has_triplet:
         if "normal" in names:

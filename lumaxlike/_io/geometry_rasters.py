@@ -60,11 +60,22 @@ def band_descriptions(raster: BandRaster) -> tuple:
         label = json.loads(text)
     except ValueError:
         return raster.descriptions
-    images = [v for k, v in label.items() if isinstance(v, dict) and k.endswith("IMAGE")]
-    names = images[0].get("BAND_NAME") if images else None
+    names = _find_key(label, "BAND_NAME")
     if isinstance(names, list) and len(names) == raster.count:
         return tuple(str(name) for name in names)
     return raster.descriptions
+
+
+def _find_key(tree, key):
+    """The first value of ``key`` in nested dicts (an IMAGE object, maybe inside a FILE object)."""
+    if isinstance(tree, dict):
+        if key in tree:
+            return tree[key]
+        for value in tree.values():
+            found = _find_key(value, key)
+            if found is not None:
+                return found
+    return None
 
 
 class _ArrayAngles:
