@@ -286,3 +286,32 @@ def test_isis_phocube_through_the_command_line(tmp_path, capsys, scene):
                  tmp_path / "v.tif"])
     err = capsys.readouterr().err
     assert code == 2 and "no local-surface bands" in err and "ellipsoid_only.tif" in err
+
+
+# AVIRIS-NG / AVIRIS-3 / EMIT OBS band names (JPL orthorectification, ENVI header)
+EMIT_OBS = ("Path length (m)", "To-sensor azimuth (0 to 360 degrees cw from N)",
+            "To-sensor zenith (0 to 90 degrees from zenith)", "To-sun azimuth (0 to 360 degrees cw from N)",
+            "To-sun zenith (0 to 90 degrees from zenith)", "Solar phase", "Slope", "Aspect", "Cosine(i)",
+            "UTC Time", "Earth-sun distance (AU)")
+
+
+@pytest.mark.parametrize("names, auto, ellipsoid", [
+    (M3_OBS, ("local", "facets", ("to_sun_zenith", "to_sun_azimuth", "to_sensor_zenith",
+                                  "to_sensor_azimuth", "facet_slope", "facet_aspect")), "to_sun_zenith"),
+    (EMIT_OBS, ("local", "facets", ("to_sun_zenith", "to_sun_azimuth", "to_sensor_zenith",
+                                    "to_sensor_azimuth", "facet_slope", "facet_aspect")), "to_sun_zenith"),
+    (CRISM_DDR, ("local", "flat", ("local_incidence", "local_emission", "phase")), "incidence"),
+    (tuple(n.replace(", ", "; ") for n in CRISM_DDR),  # ENVI copies of DDRs
+     ("local", "flat", ("local_incidence", "local_emission", "phase")), "incidence"),
+    (PHOCUBE, ("local", "flat", ("local_incidence", "local_emission", "phase")), "incidence"),
+])
+def test_each_products_band_names_resolve_to_its_layout(names, auto, ellipsoid):
+    found = find_roles(names, "backplane")
+    plan = plan_geometry(found)
+    assert (plan.surface, plan.normals, plan.roles) == auto
+    assert plan_geometry(found, surface="local") == plan
+    flat = plan_geometry(found, surface="ellipsoid")
+    assert flat.surface == "ellipsoid" and flat.roles[0] == ellipsoid and flat.normals == "flat"
+    assert set(flat.unused) == {r for r in found if r.startswith(("facet", "local"))}
+    four = {"to_sun_zenith", "to_sun_azimuth", "to_sensor_zenith", "to_sensor_azimuth"}
+    assert (plan_geometry(four, dtm=True).surface, plan_geometry(four, dtm=True).normals) == ("local", "dtm")

@@ -196,9 +196,9 @@ class GeometryPlan:
     """Which roles of a backplane a run reads, and how they make the geometry.
 
     Attributes:
-        surface: which of the backplane's angle sets is read: ``"local"`` (facets or
-            local angles; or, with ``surface="local"``, a DTM) or ``"ellipsoid"`` (the
-            ellipsoid angles; the surface flat, or tilted by a DTM: see ``normals``).
+        surface: ``"local"`` (facets, local angles, or a DTM's normals under the
+            zenith/azimuth angles) or ``"ellipsoid"`` (the ellipsoid angles, flat surface;
+            with ``surface="ellipsoid"`` and a DTM, the DTM still tilts it: see ``normals``).
         angles: ``"zenith_azimuth"`` (the four angles give absolute directions) or
             ``"triplet"`` (incidence, emission, phase in the surface's own frame).
         normals: ``"flat"``, ``"dtm"`` or ``"facets"`` (slope and aspect bands).
@@ -315,7 +315,9 @@ def _choose(found, surface, dtm, source, found_text) -> GeometryPlan:
             raise ValueError(f"surface={surface!r} needs the ellipsoid angles, but {source} holds "
                              f"{holds}. Expected {_layouts_text()}")
         if has_azimuths:
-            return GeometryPlan("ellipsoid", "zenith_azimuth", "dtm" if dtm else "flat", ANGLE_ROLES)
+            # a DTM makes the surface local, unless the user asked for the ellipsoid's angles
+            chosen = "local" if dtm and surface == "auto" else "ellipsoid"
+            return GeometryPlan(chosen, "zenith_azimuth", "dtm" if dtm else "flat", ANGLE_ROLES)
         return GeometryPlan("ellipsoid", "triplet", "flat", TRIPLET_ROLES)
 
     if dtm:  # surface "local" with a DTM and no local-surface bands
