@@ -20,6 +20,7 @@ PUBLIC = {
     "iter_cube_blocks", "normals_from_dtm", "read_cube", "to_bidirectional_reflectance",
     "write_result", "Provenance", "read_provenance", "demo", "porosity_k_from_filling_factor",
     "angles_from_geometry", "normal_from_slope_aspect",
+    "SpectralLibrary", "read_spectral_library",
 }  # fmt: skip
 
 
