@@ -1,7 +1,8 @@
 """The ``lumaxlike`` command line: ``invert``, ``demo`` and ``profile`` subcommands.
 
 Exit codes: 0 success; 2 bad arguments or input (a one-line message on stderr naming the
-file or argument); 1 unexpected failure (message and traceback on stderr); 130 / 143
+file or argument); 1 unexpected failure (message and traceback on stderr; one line when a
+dask cluster failed mid-run); 130 / 143
 stopped by SIGINT (Ctrl-C) / SIGTERM (temporary files removed, existing outputs untouched).
 """
 
@@ -145,6 +146,21 @@ examples (on the files `lumaxlike demo` writes into lumaxlike-demo/):
 """
 
 
+def add_parallel_options(parser: argparse.ArgumentParser) -> None:
+    """``--workers N`` and ``--scheduler ADDRESS`` (``args.workers``, ``args.scheduler``):
+    where blocks run, for any subcommand that runs a ``BlockPool``."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--workers", type=_positive_int, default=1, metavar="N",
+                       help="worker processes inverting blocks in parallel: a local dask "
+                       "cluster of N processes, each with cpu_count/N numba threads "
+                       "(default 1: in this process)")
+    group.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run the blocks on an existing dask.distributed cluster, e.g. "
+                       "tcp://host:8786 (its workers need this lumaxlike version installed); "
+                       "this process still reads the cube and writes the outputs "
+                       "(default: none)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``lumaxlike`` command."""
     from . import __version__
@@ -225,8 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
                         f"sigma map of w too (default: none, no sigma map{recorded})")
     invert.add_argument("--chunk", type=_positive_int, metavar="ROWS",
                         help="rows per block (default: about 32 MiB of reflectance)")
-    invert.add_argument("--workers", type=_positive_int, default=1, metavar="N",
-                        help="worker processes inverting blocks in parallel (default 1)")
+    add_parallel_options(invert)
     invert.add_argument("--overwrite", action="store_true",
                         help="replace existing outputs (default: refuse)")
     invert.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -342,7 +357,8 @@ def _run_invert(args) -> int:
     params = _hapke_params(args, bands, None if record is None else record.params)
     summary = invert_file(
         args.cube, args.out, params=params, chunk_rows=args.chunk, overwrite=args.overwrite,
-        progress=args.progress, workers=args.workers, command=args.command_line, **settings,
+        progress=args.progress, workers=args.workers, scheduler=args.scheduler,
+        command=args.command_line, **settings,
     )
     # one line, once the run has succeeded (an error is then the only line on stderr)
     print(f"lumaxlike invert: {args.cube} ({settings['units']}) -> {args.out}, solver "
@@ -425,6 +441,9 @@ def _report(command: str, run, stopped_by) -> int:
     if isinstance(failure, BAD_INPUT_ERRORS):
         print(f"lumaxlike {command}: error: {_cli_message(failure)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if _is_cluster_failure(failure):  # one line: the cause is the cluster, not this code
+        print(f"lumaxlike {command}: error: {_cli_message(failure)}", file=sys.stderr)
+        return EXIT_FAILURE
     if isinstance(failure, KeyboardInterrupt):  # Ctrl-C in demo or profile
         print(f"lumaxlike {command}: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
@@ -435,6 +454,12 @@ def _report(command: str, run, stopped_by) -> int:
         traceback.print_exception(failure)
         return EXIT_FAILURE
     return code
+
+
+def _is_cluster_failure(error) -> bool:
+    if error is None or "lumaxlike._io.cluster" not in sys.modules:  # no cluster was used
+        return False
+    return isinstance(error, sys.modules["lumaxlike._io.cluster"].ClusterError)
 
 
 def _cli_message(error: BaseException) -> str:

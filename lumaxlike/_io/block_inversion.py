@@ -1,4 +1,4 @@
-"""Inverting one block of pixels: per-band parameters, solver threads, worker processes.
+"""Inverting one block of pixels: per-band parameters, solver threads, a pool of blocks.
 
 Shared by the file pipeline (:mod:`lumaxlike._io.file_inversion`) and the xarray API
 (:mod:`lumaxlike._xarray`). Everything here works on NumPy arrays in lumaxlike's layout:
@@ -8,15 +8,9 @@ reflectance ``(..., bands)`` in r [1/sr], geometry ``(..., 3)``.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import os
-import signal
-import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,45 +188,8 @@ def invert_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions
     return fields
 
 
-PARENT_POLL_SECONDS = 0.5
-"""How often a worker process checks that its parent is still alive [s]."""
-
-
-def _worker_init(num_threads: int, parent_pid: int) -> None:
-    """Worker-process start: end with the parent, leave Ctrl-C to it, cap numba's threads.
-
-    A worker ends when its parent ends, however the parent ends (even SIGKILL): on Linux
-    the kernel kills it (``prctl(PR_SET_PDEATHSIG)``); everywhere a daemon thread polls
-    the parent's id. SIGINT is ignored: a Ctrl-C reaches every process of the terminal's
-    group, and the parent stops the workers itself.
-    """
-    import numba
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent(parent_pid)
-    numba.set_num_threads(min(num_threads, numba.config.NUMBA_NUM_THREADS))
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-    def watch():
-        while os.getppid() == parent_pid:
-            time.sleep(PARENT_POLL_SECONDS)
-        os._exit(1)
-
-    if os.getppid() != parent_pid:  # the parent ended before the kernel was told
-        os._exit(1)
-    threading.Thread(target=watch, name="lumaxlike-parent-watch", daemon=True).start()
-
-
 class _Done:
-    """An already computed result with the :class:`concurrent.futures.Future` interface."""
+    """An already computed result with the future's ``result`` method."""
 
     def __init__(self, value):
         self._value = value
@@ -241,43 +198,83 @@ class _Done:
         return self._value
 
 
+def _run_block(function, numba_thread_count, *args, **kwargs):
+    """``function(*args, **kwargs)`` on a cluster worker, with ``numba_thread_count`` numba
+    threads in this task's thread (None: the worker's setting)."""
+    if numba_thread_count is None:
+        return function(*args, **kwargs)
+    import numba
+
+    previous = numba.get_num_threads()  # thread-local: this task's thread only
+    numba.set_num_threads(min(int(numba_thread_count), numba.config.NUMBA_NUM_THREADS))
+    try:
+        return function(*args, **kwargs)
+    finally:
+        numba.set_num_threads(previous)
+
+
 class BlockPool:
-    """Runs :func:`invert_block` in this process or in spawned worker processes, in order.
+    """Runs :func:`invert_block` here or on a dask.distributed cluster, results in order.
 
-    With ``workers == 1`` blocks are inverted here, one at a time. With more, blocks go
-    to a pool of processes started with the ``spawn`` method (JAX is not fork-safe), each
-    with ``cpu_count // workers`` numba threads; at most ``2 * workers`` blocks are in
-    flight, so memory stays bounded by a few blocks.
+    With ``workers == 1`` and no ``scheduler``, blocks are inverted here, one at a time.
+    With ``workers > 1``, a ``distributed.LocalCluster`` of ``workers`` processes (spawned,
+    one task thread and ``cpu_count // workers`` numba threads each, no dashboard, logs
+    below ERROR silenced) runs them; its processes end with this one, however it ends.
+    With ``scheduler``, blocks go to that existing cluster (its workers need lumaxlike;
+    numba's thread count is theirs). At most ``2 *`` the cluster's worker threads blocks
+    are in flight, so memory stays bounded by a few blocks. The caller stays the only
+    writer: results come back here, in submission order.
 
-    Use :meth:`submit` and :meth:`results` (results come back in submission order).
+    A worker lost mid-run (killed, out of memory) is replaced and its blocks run again
+    elsewhere; the run fails with :class:`lumaxlike._io.cluster.ClusterError` when the
+    scheduler is lost or a block's task kills every worker that tries it (dask's
+    ``distributed.scheduler.allowed-failures``). An exception raised by the task itself
+    comes back unchanged.
+
+    Use :meth:`submit`, :meth:`full`, :meth:`pop` and ``len()``; close with :meth:`close`
+    or a ``with`` block.
+
+    Args:
+        workers: processes of a local cluster (1 = in this process); ignored with
+            ``scheduler``.
+        scheduler: address of an existing cluster's scheduler (``"tcp://host:8786"``),
+            or None.
+        function: what a block runs (default :func:`invert_block`); it must be importable
+            by the workers.
     """
 
-    def __init__(self, workers: int = 1):
-        if int(workers) != workers or workers < 1:
+    def __init__(self, workers: int = 1, scheduler: str | None = None, function=None):
+        if isinstance(workers, bool) or int(workers) != workers or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         self.workers = int(workers)
+        self.scheduler = scheduler
+        self.function = invert_block if function is None else function
         self._pending: deque = deque()
-        self._executor = None
-        if self.workers > 1:
-            threads = max(1, (os.cpu_count() or 1) // self.workers)
-            self._executor = ProcessPoolExecutor(
-                max_workers=self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_init,
-                initargs=(threads, os.getpid()),
-            )
+        self._cluster = None
+        if scheduler is not None or self.workers > 1:
+            from .cluster import open_cluster
+
+            self._cluster = open_cluster(self.workers, scheduler)
 
     @property
     def max_in_flight(self) -> int:
         """Blocks that may be queued before the caller must collect a result."""
-        return 2 * self.workers if self._executor is not None else 1
+        return 2 * self._cluster.threads if self._cluster is not None else 1
 
     def submit(self, key, *args, **kwargs) -> None:
-        """Queue ``invert_block(*args, **kwargs)``; ``key`` comes back with its result."""
-        if self._executor is None:
-            future = _Done(invert_block(*args, **kwargs))
+        """Queue ``function(*args, **kwargs)``; ``key`` comes back with its result."""
+        if self._cluster is None:
+            future = _Done(self.function(*args, **kwargs))
         else:
-            future = self._executor.submit(invert_block, *args, **kwargs)
+            import dask
+
+            # the block's arrays travel inside its task (so the scheduler can run it again
+            # if its worker dies), bigger than dask's "large graph" warning expects
+            with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 TiB"}):
+                future = self._cluster.client.submit(
+                    _run_block, self.function, self._cluster.numba_threads, *args,
+                    pure=False, **kwargs,
+                )
         self._pending.append((key, future))
 
     def full(self) -> bool:
@@ -285,24 +282,40 @@ class BlockPool:
         return len(self._pending) >= self.max_in_flight
 
     def pop(self):
-        """``(key, fields)`` of the oldest submitted block, waiting for it if needed."""
+        """``(key, fields)`` of the oldest submitted block, waiting for it if needed.
+
+        Raises:
+            ClusterError: the cluster failed (see the class description).
+        """
         key, future = self._pending.popleft()
-        return key, future.result()
+        if self._cluster is None:
+            return key, future.result()
+        try:
+            return key, future.result()
+        except Exception as error:
+            from distributed import KilledWorker
+
+            from .cluster import ClusterError
+
+            if future.status == "error" and not isinstance(error, KilledWorker):
+                raise  # the task's own exception
+            raise ClusterError(f"the dask cluster at {self._cluster.address} failed: "
+                               f"{_describe(error)}") from error
 
     def __len__(self) -> int:
         return len(self._pending)
 
     def close(self, *, terminate: bool = False) -> None:
-        """Stop the worker processes; pending work is cancelled, and with ``terminate``
-        running work too (the workers are killed instead of awaited)."""
-        if self._executor is None:
-            return
-        executor, self._executor = self._executor, None
+        """Stop: pending blocks are cancelled, and a local cluster's processes end.
+
+        ``terminate`` is accepted for the interface's sake: a local cluster's workers are
+        stopped the same way either way, and an existing cluster keeps running.
+        """
         self._pending.clear()
-        if terminate:
-            for process in list((executor._processes or {}).values()):
-                process.terminate()
-        executor.shutdown(wait=True, cancel_futures=True)
+        if self._cluster is None:
+            return
+        cluster, self._cluster = self._cluster, None
+        cluster.close()
 
     def __enter__(self) -> "BlockPool":
         return self
@@ -310,3 +323,12 @@ class BlockPool:
     def __exit__(self, exc_type, exc, tb) -> None:
         with deferred():
             self.close(terminate=exc_type is not None)
+
+
+def _describe(error: BaseException) -> str:
+    from distributed import KilledWorker
+
+    if isinstance(error, KilledWorker):
+        return f"a block's task ended every worker that ran it ({error})"
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

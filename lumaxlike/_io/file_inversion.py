@@ -95,7 +95,8 @@ def _geometry_paths(geometry) -> list:
 
 def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, units,
                 chunk_rows=None, overwrite=False, progress=None, sigma=None, workers=1,
-                max_iter=None, tol=None, command=None, surface="auto") -> InversionSummary:
+                max_iter=None, tol=None, command=None, surface="auto",
+                scheduler=None) -> InversionSummary:
     """Invert a reflectance cube file for single-scattering albedo maps, block by block.
 
     Reads ``chunk_rows`` rows of the cube and of the geometry at a time, converts them to
@@ -136,7 +137,15 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             stderr is a terminal".
         sigma: standard uncertainty of the cube's values, in ``units``; when given the
             sigma map of w is written too.
-        workers: processes inverting blocks in parallel (1 = in this process).
+        workers: processes inverting blocks in parallel: 1 = in this process, more = a
+            dask.distributed ``LocalCluster`` of that many worker processes (each with
+            ``cpu_count // workers`` numba threads). The maps do not depend on it.
+        scheduler: address of an existing dask.distributed cluster's scheduler
+            (``"tcp://host:8786"``) whose workers invert the blocks (they need lumaxlike,
+            this version); ``workers`` is then ignored. This process still reads the cube
+            and writes every output, so the outputs are published as atomically as ever.
+            A worker lost mid-run has its blocks run again elsewhere (identical maps);
+            losing the scheduler fails the run (``ClusterError``), publishing nothing.
         max_iter, tol: solver settings passed to :func:`lumaxlike.invert` (None = default).
         command: the command line to record in the outputs' provenance (see
             :func:`lumaxlike.read_provenance`); None records this Python call.
@@ -148,7 +157,9 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
         FileNotFoundError: an input file does not exist.
         FileExistsError: an output exists and ``overwrite`` is false.
         NotADirectoryError, PermissionError: the output folder is unusable.
+        ClusterError: (a RuntimeError) the dask cluster failed mid-run; nothing published.
         ValueError: unreadable or misaligned input, bad argument (message names it),
+            an unreachable ``scheduler`` or one whose workers lack lumaxlike,
             geometry bands that make no geometry (the message lists the bands found and
             the layouts expected), local-surface bands that cannot be used.
     """
@@ -177,11 +188,11 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
                 command=command or python_call("invert_file", cube_path, out_path, geometry=geometry,
                                                dtm=dtm, params=params, solver=solver, units=units,
                                                sigma=sigma, max_iter=max_iter, tol=tol,
-                                               surface=surface),
+                                               surface=surface, **_parallel_call(workers, scheduler)),
             )
             with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
                               chunk_rows=rows_per_block, provenance=provenance) as writer, \
-                    BlockPool(workers) as pool:
+                    BlockPool(workers, scheduler) as pool:
                 bar = _progress_bar(progress, info.grid.height * info.grid.width, cube_path)
                 try:
                     with interruptible():  # the CLI's stop signals raise here at once
@@ -197,6 +208,13 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
     )
+
+
+def _parallel_call(workers, scheduler) -> dict:
+    """``workers``/``scheduler`` for the recorded call, when not the defaults (the maps
+    do not depend on them; the record says where the run ran)."""
+    return {name: value for name, value, default in
+            (("workers", workers, 1), ("scheduler", scheduler, None)) if value != default}
 
 
 def _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma,
