@@ -161,6 +161,16 @@ def add_parallel_options(parser: argparse.ArgumentParser) -> None:
                        "(default: none)")
 
 
+def quiet_cluster_logs(args) -> None:
+    """When ``args`` (see :func:`add_parallel_options`) ask for a cluster: dask.distributed
+    logs nothing more on stderr (the command's own line says what happened, a failure of
+    the cluster included)."""
+    if args.workers > 1 or args.scheduler is not None:
+        from ._io.cluster import quiet_logs
+
+        quiet_logs()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``lumaxlike`` command."""
     from . import __version__
@@ -355,6 +365,7 @@ def _run_invert(args) -> int:
     with CubeReader(args.cube) as cube:
         bands = cube.info.bands
     params = _hapke_params(args, bands, None if record is None else record.params)
+    quiet_cluster_logs(args)
     summary = invert_file(
         args.cube, args.out, params=params, chunk_rows=args.chunk, overwrite=args.overwrite,
         progress=args.progress, workers=args.workers, scheduler=args.scheduler,

@@ -256,16 +256,18 @@ def test_workers_and_resource_tracker_end_with_their_parent(tmp_path, large, sig
     run = start(*invert_args(cube, obs, tmp_path / "w.tif", "--chunk", "10", "--workers", "2"))
     parent = psutil.Process(run.pid)
     wait_for(lambda: len(parent.children(recursive=True)) >= 3 or run.poll() is not None)
-    children = parent.children(recursive=True)  # 2 workers and the resource tracker
+    children = parent.children(recursive=True)  # 2 dask workers and the resource tracker
     assert len(children) >= 3 and run.poll() is None
     run.send_signal(signum)
     code = run.wait(timeout=60)
-    run.communicate(timeout=60)
+    _, err = run.communicate(timeout=60)
     assert code == (143 if signum == signal.SIGTERM else -signal.SIGKILL)
     _, alive = psutil.wait_procs(children, timeout=10)
     assert alive == []
     if signum == signal.SIGTERM:
         assert temporary_leftovers(tmp_path) == []
+        # the one line of a stopped run, nothing from the dask cluster's processes
+        assert err.strip().splitlines() == ["lumaxlike invert: stopped by SIGTERM"], err
 
 
 # ----------------------------------------------------------------------------- damaged input

@@ -10,7 +10,7 @@ import logging
 import os
 from dataclasses import dataclass
 
-__all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "Cluster", "open_cluster"]
+__all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "Cluster", "open_cluster", "quiet_logs"]
 
 CONNECT_TIMEOUT_S = 30.0
 """How long to try reaching a scheduler, at the start and after losing it [s]."""
@@ -114,3 +114,21 @@ def _check_workers(client, scheduler: str) -> int:
 
 def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
+
+
+def quiet_logs() -> None:
+    """Make dask.distributed's loggers in this process write nothing to the console, for
+    the rest of the process: for a command line whose own message reports the outcome.
+
+    dask configures a stderr handler on ``distributed`` and on some of its children
+    (``distributed.client``, ...), which do not propagate; their levels are raised. Not
+    restored: after a lost scheduler, the client still logs its failed reconnection from
+    its own thread once the run has failed and closed it.
+    """
+    import distributed  # noqa: F401 - configures its loggers first
+
+    for name in list(logging.root.manager.loggerDict):
+        if name == "distributed" or name.startswith("distributed."):
+            for handler in logging.getLogger(name).handlers:
+                if isinstance(handler, logging.StreamHandler):
+                    handler.setLevel(logging.CRITICAL + 1)
