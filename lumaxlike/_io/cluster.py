@@ -62,7 +62,8 @@ def open_cluster(workers: int = 1, scheduler: str | None = None) -> Cluster:
 
     Raises:
         ValueError: naming ``scheduler``, when it cannot be reached in
-            :data:`CONNECT_TIMEOUT_S`, has no workers, or its workers lack lumaxlike or
+            :data:`CONNECT_TIMEOUT_S`, has no worker after as long, or its workers lack
+            lumaxlike or
             run another version of it.
     """
     import distributed
@@ -100,9 +101,12 @@ def _check_workers(client, scheduler: str) -> int:
     """Total threads of the cluster's workers, once they are known to have lumaxlike."""
     from .. import __version__
 
+    try:  # workers of a batch job may still be starting
+        client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+    except TimeoutError:
+        raise ValueError(f"scheduler {scheduler}: the cluster has no workers "
+                         f"(none came in {CONNECT_TIMEOUT_S:g} s)") from None
     versions = client.get_versions(packages=["lumaxlike"])["workers"]
-    if not versions:
-        raise ValueError(f"scheduler {scheduler}: the cluster has no workers")
     wrong = {address: info["packages"].get("lumaxlike") for address, info in versions.items()
              if info["packages"].get("lumaxlike") != __version__}
     if wrong:
