@@ -63,8 +63,7 @@ def open_cluster(workers: int = 1, scheduler: str | None = None) -> Cluster:
     Raises:
         ValueError: naming ``scheduler``, when it cannot be reached in
             :data:`CONNECT_TIMEOUT_S`, has no worker after as long, or its workers lack
-            lumaxlike or
-            run another version of it.
+            lumaxlike or run another version of it.
     """
     import distributed
 
