@@ -4,26 +4,24 @@ returning what the Levenberg-Marquardt solvers return (iterations 0)."""
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
 
+from .._model import _backends, _scalar_math
 from .._model._backends import retarget_to_jax, retarget_to_numba
 from .._model.model_forward import photometric_scale_jax
-from .._model.numba_cache import cached_njit, compile_variant
+from .._model.numba_cache import cached_njit
 from .._model.numba_model import as_kernel_array
-from .._model.photometric_backends import MODULES, kernel_scalars, numba_photometric_for
+from .._model.photometric_backends import scale_numba
 from . import photometric_rules
 
 __all__ = ["solve_photometric_jax", "solve_photometric_numba"]
 
 _jax_rules = retarget_to_jax(photometric_rules)
 _numba_rules = retarget_to_numba(photometric_rules)
-# Module-level names: numba resolves globals (the scale is rebound per kind).
-photometric_scale = numba_photometric_for("lambert").photometric_scale
+# Module-level names: numba resolves globals.
 geometry_finite = _numba_rules.geometry_finite
 albedo_closed_form = _numba_rules.albedo_closed_form
 
@@ -52,38 +50,24 @@ def solve_photometric_jax(refl, to_sun, to_sensor, normal, model):
     return _solve_jax(refl, to_sun, to_sensor, normal, model)
 
 
-@cached_njit(inlines=(photometric_rules, *MODULES), parallel=True, error_model="numpy")
-def _solve_kernel(refl, to_sun, to_sensor, normal, scalars, w_out, status_out, residual_out, slope_out):
-    limb_darkening, minnaert_k, mu1, m, mu2, eta = (
-        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]
-    )  # fmt: skip
+@cached_njit(inlines=(photometric_rules, _scalar_math, _backends), parallel=True, error_model="numpy")
+def _solve_kernel(refl, to_sun, to_sensor, normal, scale, w_out, status_out, residual_out, slope_out):
     n_pixels, n_bands = refl.shape
     for pixel in numba.prange(n_pixels):
-        scale = photometric_scale(
-            to_sun[pixel], to_sensor[pixel], normal[pixel], limb_darkening, minnaert_k, mu1, m, mu2, eta
-        )
         finite = geometry_finite(to_sun[pixel], to_sensor[pixel], normal[pixel])
         for band in range(n_bands):
-            albedo, status, residual, slope = albedo_closed_form(refl[pixel, band], finite, scale)
+            albedo, status, residual, slope = albedo_closed_form(refl[pixel, band], finite, scale[pixel])
             w_out[pixel, band] = albedo
             status_out[pixel, band] = status
             residual_out[pixel, band] = residual
             slope_out[pixel, band] = slope
 
 
-@functools.lru_cache(maxsize=None)
-def _solve_kernel_for(kind: str):
-    if kind == "lambert":
-        return _solve_kernel
-    return compile_variant(
-        _solve_kernel, f"photometric-{kind}", photometric_scale=numba_photometric_for(kind).photometric_scale
-    )
-
-
 def solve_photometric_numba(refl, to_sun, to_sensor, normal, model):
     """One chunk in numba (float64): refl (pixels, bands), geometry (pixels, 3). Returns
     a dict of (pixels, bands) NumPy arrays w (the albedo A), status (int8), residual,
-    slope (dr/dA [1/sr])."""
+    slope (dr/dA [1/sr]). The per-pixel scale comes from the kind's kernel
+    (`scale_numba`); the closed form is one kernel for every kind."""
     shape = refl.shape
     out = {
         "w": np.empty(shape, np.float64),
@@ -91,8 +75,7 @@ def solve_photometric_numba(refl, to_sun, to_sensor, normal, model):
         "residual": np.empty(shape, np.float64),
         "slope": np.empty(shape, np.float64),
     }
-    geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
-    _solve_kernel_for(model.kind)(
-        as_kernel_array(refl), *geometry, kernel_scalars(model), out["w"], out["status"], out["residual"], out["slope"]
-    )
+    geometry = [as_kernel_array(a) for a in (to_sun, to_sensor, normal)]
+    scale = scale_numba(*geometry, model)
+    _solve_kernel(as_kernel_array(refl), *geometry, scale, out["w"], out["status"], out["residual"], out["slope"])
     return out
