@@ -5,15 +5,13 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 
-from ._model.photometric import KINDS, PARAMETER_NAMES
+from ._model.photometric import DEFAULTS, KINDS, PARAMETER_NAMES
 from ._validation import finite_scalar
 
 __all__ = ["PhotometricFunction", "PHOTOMETRIC_KINDS", "PHOTOMETRIC_PARAMETERS", "DEFAULTS"]
 
 PHOTOMETRIC_KINDS = tuple(KINDS)
 PHOTOMETRIC_PARAMETERS = PARAMETER_NAMES
-#: each parameter's default (ISIS3's defaults L = 1 and k = 1; Shkuratov's terms off)
-DEFAULTS = {"limb_darkening": 1.0, "minnaert_k": 1.0, "mu1": 0.0, "m": 0.0, "mu2": 0.0, "eta": 0.0}
 
 
 class PhotometricFunction(eqx.Module):

@@ -251,3 +251,51 @@ def test_fit_refuses_a_photometric_function_and_points_to_invert():
         lumaxlike.fit(refl, *(g[:, None] for g in geometry), MODELS["lambert"], free=("w",))
     with pytest.raises(ValueError, match="model must be"):
         lumaxlike.reflectance(np.ones(2), *geometry, "lambert")
+
+
+# ---------------------------------------------------------------------------------------
+# Front ends: the xarray accessor, invert_file, the command line, provenance
+
+
+def test_xarray_invert_file_cli_and_provenance(tmp_path, capsys):
+    import xarray as xr
+
+    from lumaxlike._cli import main
+
+    from .test_io import make_scene, write_scene
+    from .test_provenance import map_bytes
+
+    scene = make_scene(rows=4, cols=3, bands=2, seed=7)
+    model = PhotometricFunction("lunar_lambert", limb_darkening=0.3)
+    refl = xr.DataArray(scene["r"], dims=("y", "x", "band"))
+    vectors = xr.Dataset({name: (("y", "x", "xyz"), scene[name]) for name in ("to_sun", "to_sensor", "normal")})
+    result = refl.hapke.invert(vectors, model, "numba", units="r")
+    expected = lumaxlike.invert(scene["r"], scene["to_sun"], scene["to_sensor"], scene["normal"], model, "numba")
+    np.testing.assert_array_equal(result.w.values, expected.w)
+    assert lumaxlike.read_provenance(result).params == (model, model)
+    assert "PhotometricFunction('lunar_lambert', limb_darkening=0.3)" in result.attrs["lumaxlike_command"]
+
+    cube, obs, dtm = write_scene(tmp_path, scene)
+    by_python = tmp_path / "python.tif"
+    per_band = [PhotometricFunction("lunar_lambert", limb_darkening=v) for v in (0.3, 0.8)]
+    lumaxlike.invert_file(cube, by_python, geometry=obs, dtm=dtm, params=per_band, solver="numba", units="radf")
+    common = ["--geometry", obs, "--dtm", dtm, "--units", "radf", "--no-progress"]
+    first = tmp_path / "cli.tif"
+    assert main(["invert", cube, *common, "--model", "lunar_lambert", "--limb-darkening", "0.3,0.8",
+                 "--out", first]) == 0, capsys.readouterr().err  # fmt: skip
+    assert map_bytes(first) == map_bytes(by_python)
+    record = lumaxlike.read_provenance(first)
+    assert record.params == tuple(per_band) and record.model == {"reflectance": "Lunar-Lambert (McEwen 1991, ISIS3 photomet)"}
+    again = tmp_path / "again.tif"
+    assert main(["invert", cube, "--params-from", first, "--out", again, "--no-progress"]) == 0, capsys.readouterr().err
+    assert map_bytes(again) == map_bytes(first)
+    shkuratov = tmp_path / "shkuratov.tif"
+    assert main(["invert", cube, *common, "--model", "shkuratov", "--shkuratov-mu1", "0.4", "--shkuratov-m", "0.2",
+                 "--shkuratov-mu2", "3", "--shkuratov-eta", "0.5", "--out", shkuratov]) == 0, capsys.readouterr().err
+    assert lumaxlike.read_provenance(shkuratov).params[0] == PhotometricFunction("shkuratov", mu1=0.4, m=0.2, mu2=3.0, eta=0.5)
+    for bad, named in [(["--model", "lambert", "--b", "0.3"], "--b"),
+                       (["--model", "lambert", "--minnaert-k", "0.5"], "--minnaert-k"),
+                       (["--model", "minnaert", "--minnaert-k", "-1"], "--minnaert-k"),
+                       (["--limb-darkening", "0.5"], "--limb-darkening")]:  # fmt: skip
+        assert main(["invert", cube, *common, *bad, "--out", tmp_path / "bad.tif"]) == 2
+        assert named in capsys.readouterr().err

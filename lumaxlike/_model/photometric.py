@@ -49,6 +49,8 @@ KINDS = {
     "shkuratov": ("shkuratov_function", ("mu1", "m", "mu2", "eta")),
 }
 PARAMETER_NAMES = ("limb_darkening", "minnaert_k", "mu1", "m", "mu2", "eta")
+#: each parameter's default (ISIS3's defaults L = 1 and k = 1; Shkuratov's terms off)
+DEFAULTS = {"limb_darkening": 1.0, "minnaert_k": 1.0, "mu1": 0.0, "m": 0.0, "mu2": 0.0, "eta": 0.0}
 
 
 def lambert_function(mu0, mu, cos_g, tan_half_g, limb_darkening, minnaert_k, mu1, m, mu2, eta):
