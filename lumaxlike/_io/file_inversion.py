@@ -117,7 +117,9 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             :mod:`lumaxlike._io.geometry_rasters`). Rasters must be aligned with the cube.
         dtm: optional DTM path (heights [m], projected CRS, same grid) for local normals;
             None for a flat surface.
-        params: :class:`lumaxlike.HapkeParams`, or a sequence of one per band.
+        params: :class:`lumaxlike.HapkeParams` or :class:`lumaxlike.PhotometricFunction`
+            (the w map then holds its albedo A, solved in closed form), or a sequence of
+            one per band.
         solver: ``"jax"`` or ``"numba"``.
         units: what the cube holds: ``"r"`` (1/sr), ``"radf"`` (pi r) or ``"reff"``
             (pi r / cos i, with the local incidence); required, never guessed.
