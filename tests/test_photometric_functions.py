@@ -299,3 +299,25 @@ def test_xarray_invert_file_cli_and_provenance(tmp_path, capsys):
                        (["--limb-darkening", "0.5"], "--limb-darkening")]:  # fmt: skip
         assert main(["invert", cube, *common, *bad, "--out", tmp_path / "bad.tif"]) == 2
         assert named in capsys.readouterr().err
+
+
+def test_jax_gradients_through_the_parameters_are_finite_and_match_finite_differences():
+    import jax
+
+    sun, view, normal = random_geometry(6, np.random.default_rng(8))
+    view[0] = sun[0]  # zero phase, where the photometric longitude is undefined
+    albedo = np.full(6, 0.3)
+
+    def total(eta, mu1):
+        model = PhotometricFunction("shkuratov", mu1=mu1, m=0.2, mu2=2.0, eta=eta)
+        r = lumaxlike.reflectance(albedo, sun, view, normal, model)
+        return jax.numpy.nansum(r)
+
+    with jax.enable_x64(True):
+        gradient = jax.grad(total, argnums=(0, 1))(0.3, 0.5)
+        step = 1e-6
+        for k, point in enumerate(((0.3 + step, 0.5), (0.3, 0.5 + step))):
+            low = (0.3 - step, 0.5) if k == 0 else (0.3, 0.5 - step)
+            central = (total(*point) - total(*low)) / (2 * step)
+            assert np.isfinite(gradient[k])
+            np.testing.assert_allclose(gradient[k], central, rtol=1e-7)  # central difference, step 1e-6

@@ -48,8 +48,9 @@ def reflectance(albedo, to_sun, to_sensor, normal, model, backend: str = "jax"):
         r [1/sr] (RADF = pi r), a NumPy array of the shape of ``albedo``: float32 when
         every input is float32, else float64 (float16 is refused). NaN where the
         geometry is invalid (cos i <= 0 or cos e <= 0 locally) or the albedo is NaN.
-        Inside a JAX transformation (inputs that are tracers) the JAX backend returns
-        the traced array.
+        Inside a JAX transformation (inputs or a PhotometricFunction's parameters that are
+        tracers) the JAX backend returns the traced array, so `jax.grad` works through
+        the albedo and the parameters.
 
     Raises:
         ValueError: naming the argument, for another model type, an unknown backend,
@@ -66,7 +67,8 @@ def reflectance(albedo, to_sun, to_sensor, normal, model, backend: str = "jax"):
     arrays = {k: (v if isinstance(v, jax.Array) else np.asarray(v)) for k, v in arrays.items()}
     for name, array in arrays.items():
         check_float_dtype(name, array.dtype)
-    traced = any(isinstance(a, jax.core.Tracer) for a in arrays.values())
+    leaves = [*arrays.values(), *jax.tree_util.tree_leaves(model)]
+    traced = any(isinstance(a, jax.core.Tracer) for a in leaves)
     albedo, geometry = arrays.pop("albedo"), arrays
     shape = layout("albedo", albedo, geometry)
     dtype = np.result_type(albedo.dtype, *(g.dtype for g in geometry.values()), np.float32)
