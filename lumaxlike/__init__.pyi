@@ -34,3 +34,5 @@ from ._params import HapkeParams as HapkeParams, porosity_k_from_filling_factor 
 from ._provenance import Provenance as Provenance, read_provenance as read_provenance
 from ._xarray import invert_dataarray as invert_dataarray
 from . import demo as demo
+from ._model.model_forward import reflectance as reflectance
+from ._photometric import PhotometricFunction as PhotometricFunction

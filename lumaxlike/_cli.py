@@ -55,6 +55,19 @@ MODEL_OPTIONS = (
                                   "cornette_shanks = Cornette & Shanks (1992) (both --asymmetry)"),
 )
 
+#: Empirical photometric function options (--model lambert, lommel_seeliger, lunar_lambert,
+#: minnaert, shkuratov): (flag, PhotometricFunction field, help). Each takes one value for
+#: every band or one per band; a kind refuses the options it does not use.
+PHOTOMETRIC_OPTIONS = (
+    ("--limb-darkening", "limb_darkening", "Lunar-Lambert (McEwen 1991) limb-darkening weight L [-], "
+                                           ">= 0 (0: Lambert, 1: Lommel-Seeliger; --model lunar_lambert)"),
+    ("--minnaert-k", "minnaert_k", "Minnaert exponent k [-], >= 0 (1: Lambert; --model minnaert)"),
+    ("--shkuratov-mu1", "mu1", "Shkuratov et al. (2011) phase-function slope mu1 [1/rad], >= 0"),
+    ("--shkuratov-m", "m", "Shkuratov et al. (2011) phase-function weight m [-], >= 0"),
+    ("--shkuratov-mu2", "mu2", "Shkuratov et al. (2011) phase-function slope mu2 [1/rad], >= 0"),
+    ("--shkuratov-eta", "eta", "Shkuratov et al. (2011) disk-function roughness eta [-], >= 0"),
+)
+
 #: ``lumaxlike invert`` options that --params-from can fill in: flag -> Provenance attribute.
 RECORDED_OPTIONS = {"--geometry": "geometry", "--dtm": "dtm", "--units": "units",
                     "--solver": "solver", "--tol": "tol", "--max-iter": "max_iter",
@@ -233,13 +246,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     model_choices = {"multiple_scattering": MULTIPLE_SCATTERING, "h_function": H_FUNCTIONS,
                      "phase_function": PHASE_FUNCTIONS}
+    from ._model.photometric import DEFAULTS as PHOTOMETRIC_DEFAULTS, KINDS
+
+    PHOTOMETRIC_KINDS = tuple(KINDS)
+
     for flag, field, text in MODEL_OPTIONS:
-        invert.add_argument(flag, choices=tuple(model_choices[field]),
+        photometric = PHOTOMETRIC_KINDS if flag == "--model" else ()
+        text += ("; or an empirical photometric function, r = A pht/pi, inverted in closed form "
+                 "for its albedo A: lambert, lommel_seeliger, lunar_lambert, minnaert, shkuratov"
+                 if photometric else "")
+        invert.add_argument(flag, choices=tuple(model_choices[field]) + photometric,
                             help=f"{text} (default {getattr(DEFAULT_KEY, field)}{recorded})")
     for flag, _, default, text in HAPKE_OPTIONS:
         invert.add_argument(flag, type=_number_list, metavar="VALUE[,...]",
                             help=f"{text}; one value, or one per band (default {default:g}"
                             f"{recorded})")
+    for flag, _, text in PHOTOMETRIC_OPTIONS:
+        default = PHOTOMETRIC_DEFAULTS[_PHOTOMETRIC_FIELD[flag]]
+        invert.add_argument(flag, type=_number_list, metavar="VALUE[,...]",
+                            help=f"{text}; one value, or one per band (default {default:g}{recorded})")
     invert.add_argument("--tol", type=_positive_float, metavar="VALUE",
                         help="convergence tolerance on the solver's step in w [-] (default 1e-10 "
                         f"for float64 cubes, 1e-5 for float32 ones{recorded})")
@@ -330,6 +355,73 @@ def _hapke_params(args, bands: int, base=None):
     return params
 
 
+_PHOTOMETRIC_FIELD = {flag: field for flag, field, _ in PHOTOMETRIC_OPTIONS}
+
+
+def _photometric_kind(args, record):
+    """The photometric function's kind the run uses (--model, else the record's), or None."""
+    from ._photometric import PHOTOMETRIC_KINDS, PhotometricFunction
+
+    if args.model is not None:
+        return args.model if args.model in PHOTOMETRIC_KINDS else None
+    if record is not None and isinstance(record.params[0], PhotometricFunction):
+        return record.params[0].kind
+    return None
+
+
+def _model_params(args, bands: int, record):
+    """One model per band: a PhotometricFunction when --model (or the record) names one,
+    else HapkeParams; the other family's options are refused, naming them."""
+    from ._photometric import PhotometricFunction
+
+    kind = _photometric_kind(args, record)
+    recorded = None if record is None else list(record.params)
+    photometric_record = recorded is not None and isinstance(recorded[0], PhotometricFunction)
+    if kind is None:
+        given = [flag for flag, _, _ in PHOTOMETRIC_OPTIONS if getattr(args, _dest(flag)) is not None]
+        if given:
+            raise ValueError(f"{given[0]} is an option of the empirical photometric functions; "
+                             f"the Hapke model does not use it (give --model lunar_lambert, minnaert "
+                             f"or shkuratov)")
+        return _hapke_params(args, bands, None if photometric_record else recorded)
+    hapke_flags = [flag for flag, _, _, _ in HAPKE_OPTIONS] + [f for f, _, _ in MODEL_OPTIONS if f != "--model"]
+    given = [flag for flag in hapke_flags if getattr(args, _dest(flag)) is not None]
+    if given:
+        raise ValueError(f"{given[0]} is a Hapke option; --model {kind} does not use it")
+    base = recorded if photometric_record and recorded[0].kind == kind else None
+    if base is not None and len(base) != bands:
+        if len(set(base)) != 1:
+            raise ValueError(f"--params-from {args.params_from} records parameters for "
+                             f"{len(base)} bands but the cube {args.cube} has {bands} bands")
+        base = [base[0]] * bands
+    per_field = {}
+    for flag, name, text in PHOTOMETRIC_OPTIONS:
+        values = getattr(args, _dest(flag))
+        if values is None:
+            if base is not None:
+                per_field[name] = [getattr(p, name) for p in base]
+            continue
+        if len(values) not in (1, bands):
+            raise ValueError(f"{flag} gives {len(values)} values but the cube {args.cube} has "
+                             f"{bands} bands (give one value, or one per band)")
+        for value in values:  # checked one field at a time, so the message names the flag
+            try:
+                PhotometricFunction(kind, **{name: value})
+            except ValueError as error:
+                reason = "is outside its valid range" if value < 0 else f"is not used by --model {kind}"
+                raise ValueError(f"{flag} {value:g} {reason} ({text})") from error
+        per_field[name] = values if len(values) == bands else values * bands
+    shared: dict[tuple, object] = {}
+    params = []
+    for band in range(bands):
+        fields = {name: values[band] for name, values in per_field.items()}
+        key = tuple(fields.items())
+        if key not in shared:
+            shared[key] = PhotometricFunction(kind, **fields)
+        params.append(shared[key])
+    return params
+
+
 def _resolve(args, record) -> dict:
     """Settings of the run: the options given, else --params-from's record, else defaults."""
     settings = {}
@@ -364,7 +456,7 @@ def _run_invert(args) -> int:
     settings = _resolve(args, record)
     with CubeReader(args.cube) as cube:
         bands = cube.info.bands
-    params = _hapke_params(args, bands, None if record is None else record.params)
+    params = _model_params(args, bands, record)
     quiet_cluster_logs(args)
     summary = invert_file(
         args.cube, args.out, params=params, chunk_rows=args.chunk, overwrite=args.overwrite,

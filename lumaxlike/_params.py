@@ -10,6 +10,7 @@ import numpy as np
 
 from ._model.equations import N_LEGENDRE
 from ._model.family import H_FUNCTIONS, MULTIPLE_SCATTERING, PHASE_FUNCTIONS, ModelKey
+from ._validation import finite_scalar as _finite_scalar
 
 __all__ = ["HapkeParams", "FIELD_NAMES", "PARAMETER_NAMES", "porosity_k_from_filling_factor"]
 
@@ -37,17 +38,6 @@ def porosity_k_from_filling_factor(filling_factor) -> float:
         return 1.0
     x = 1.209 * phi ** (2.0 / 3.0)
     return -math.log1p(-x) / x
-
-
-def _finite_scalar(name: str, value) -> float:
-    """`value` as a float; ValueError naming `name` unless it is one finite real number."""
-    kind = np.asarray(value).dtype.kind if not isinstance(value, (str, bytes)) else "U"
-    if kind not in "fiu" or np.ndim(value) != 0:
-        raise ValueError(f"{name} must be one real number, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return number
 
 
 class HapkeParams(eqx.Module):

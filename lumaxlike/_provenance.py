@@ -32,6 +32,10 @@ key                            value
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
 one more value of a ``lumaxlike_model`` component plus its ``lumaxlike_param_*`` keys.
+An empirical photometric function (:class:`lumaxlike.PhotometricFunction`) is recorded
+as the model ``{"reflectance": <its name>}`` (`PHOTOMETRIC_TEXT`) with one
+``lumaxlike_param_<name>`` per parameter of ``PhotometricFunction`` (``limb_darkening``,
+``minnaert_k``, ``mu1``, ``m``, ``mu2``, ``eta``) instead of the Hapke ones.
 netCDF and zarr outputs also get the CF global attributes ``Conventions``, ``source`` and
 ``history``.
 
@@ -52,6 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from ._params import FIELD_NAMES, HapkeParams
+from ._photometric import PHOTOMETRIC_PARAMETERS, PhotometricFunction
 
 __all__ = ["MODEL", "PREFIX", "Provenance", "make_provenance", "model_of", "python_call", "read_provenance", "utc_now"]
 
@@ -82,12 +87,38 @@ _COMPONENT = {"multiple_scattering": "reflectance", "h_function": "h_function", 
 _RECORDED_ALSO = {"phase_function": {LEGENDRE_PHASE_FUNCTION: "dhg"}}
 
 
+#: How each kind of `PhotometricFunction` is recorded (the model's ``reflectance``).
+PHOTOMETRIC_TEXT = {
+    "lambert": "Lambert (ISIS3 photomet)",
+    "lommel_seeliger": "Lommel-Seeliger (ISIS3 photomet)",
+    "lunar_lambert": "Lunar-Lambert (McEwen 1991, ISIS3 photomet)",
+    "minnaert": "Minnaert (ISIS3 photomet)",
+    "shkuratov": "Shkuratov et al. 2011",
+}
+
+
+def _photometric_kind(model: Mapping):
+    """The `PhotometricFunction` kind a recorded ``model`` stands for, or None (Hapke)."""
+    kinds = [kind for kind, text in PHOTOMETRIC_TEXT.items() if model.get("reflectance") == text]
+    return kinds[0] if kinds else None
+
+
+def _is_photometric(params) -> bool:
+    return isinstance(params[0], PhotometricFunction)
+
+
 def model_of(params) -> dict[str, str]:
-    """The ``{component: choice}`` model a sequence of per-band HapkeParams runs.
+    """The ``{component: choice}`` model a sequence of per-band HapkeParams (or
+    PhotometricFunction) runs.
 
     Raises:
         ValueError: the bands do not share one model configuration.
     """
+    if any(isinstance(p, PhotometricFunction) for p in params):
+        kinds = {p.kind if isinstance(p, PhotometricFunction) else "hapke" for p in params}
+        if len(kinds) > 1:
+            raise ValueError(f"the bands' models mix {sorted(kinds)}")
+        return {"reflectance": PHOTOMETRIC_TEXT[params[0].kind]}
     keys = {p.model_key for p in params}
     if len(keys) > 1:
         raise ValueError(f"the bands' HapkeParams mix model configurations {sorted(k.name for k in keys)}")
@@ -142,7 +173,8 @@ class Provenance:
         version: lumaxlike version that wrote it.
         model: ``{component: choice}`` (reflectance, h_function, roughness, opposition,
             phase_function).
-        params: one :class:`lumaxlike.HapkeParams` per band (roughness in radians).
+        params: one :class:`lumaxlike.HapkeParams` (roughness in radians) or
+            :class:`lumaxlike.PhotometricFunction` per band.
         units: what the input held: ``"r"`` [1/sr], ``"radf"`` or ``"reff"``.
         solver: ``"numba"`` or ``"jax"``.
         tol: convergence tolerance on the step in w that was used [-].
@@ -200,7 +232,8 @@ class Provenance:
             "version": self.version,
             "model": dict(self.model),
             "bands": len(self.params),
-            **{f"param_{name}": _per_band([getattr(p, name) for p in self.params]) for name in FIELD_NAMES},
+            **{f"param_{name}": _per_band([getattr(p, name) for p in self.params])
+               for name in (PHOTOMETRIC_PARAMETERS if _is_photometric(self.params) else FIELD_NAMES)},
             "units": self.units,
             "solver": self.solver,
             "tol": self.tol,
@@ -214,7 +247,7 @@ class Provenance:
         }
         if self.geometry_layout is not None:
             values["geometry_layout"] = dict(self.geometry_layout)
-        if any(p.legendre is not None for p in self.params):
+        if any(getattr(p, "legendre", None) is not None for p in self.params):
             values["param_legendre"] = _per_band(
                 [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
             )
@@ -260,13 +293,15 @@ class Provenance:
             return value
 
         model = typed("model", dict, get("model"))
-        configuration = configuration_of(model, source)
+        kind = _photometric_kind(model)  # None: a Hapke model
+        configuration = configuration_of(model, source) if kind is None else {}
         # recorded since they exist; older records mean their defaults (K = 1, xi = 0)
-        optional = {"porosity_k": 1.0, "asymmetry": 0.0}
-        per_field = {name: get(f"param_{name}", optional=name in optional) for name in FIELD_NAMES}
+        optional = {"porosity_k": 1.0, "asymmetry": 0.0} if kind is None else {}
+        names = FIELD_NAMES if kind is None else PHOTOMETRIC_PARAMETERS
+        per_field = {name: get(f"param_{name}", optional=name in optional) for name in names}
         per_field = {name: optional[name] if value is None and name in optional else value
                      for name, value in per_field.items()}
-        legendre = get("param_legendre", optional=True)
+        legendre = get("param_legendre", optional=True) if kind is None else None
         bands = typed("bands", int, get("bands"))
         if bands < 1:
             raise ValueError(f"{source}: {PREFIX}bands = {bands} is not a number of bands")
@@ -286,9 +321,9 @@ class Provenance:
             if legendre is not None:
                 fields["legendre"] = _band_legendre(legendre, band)
             try:
-                params.append(HapkeParams(**fields))
+                params.append(HapkeParams(**fields) if kind is None else PhotometricFunction(kind, **fields))
             except (TypeError, ValueError) as error:
-                raise ValueError(f"{source}: its Hapke parameters are invalid: {error}") from None
+                raise ValueError(f"{source}: its model parameters are invalid: {error}") from None
         geometry = get("input_geometry")
         if isinstance(geometry, list):
             geometry = tuple(tuple(pair) for pair in geometry)
@@ -370,6 +405,9 @@ def _call_repr(value) -> str:
         return repr(str(value))
     if value is None or isinstance(value, (str, bool, int, float)):
         return repr(value)
+    if isinstance(value, PhotometricFunction):
+        fields = ", ".join(f"{name}={float(getattr(value, name))!r}" for name in value.used_parameters)
+        return f"PhotometricFunction({value.kind!r}{', ' if fields else ''}{fields})"
     if isinstance(value, HapkeParams):
         fields = ", ".join(f"{name}={float(getattr(value, name))!r}" for name in FIELD_NAMES)
         return f"HapkeParams({fields}{', legendre=...' if value.legendre is not None else ''})"

@@ -208,7 +208,9 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
             (coordinates must match exactly): angles [deg] or vectors, plus an optional
             ``normal`` (see the module docstring). Variables may omit pixel dims over
             which the geometry is constant.
-        params: :class:`lumaxlike.HapkeParams`, or a sequence of one per band.
+        params: :class:`lumaxlike.HapkeParams` or :class:`lumaxlike.PhotometricFunction`
+            (then ``w`` holds its albedo A, solved in closed form), or a sequence of one
+            per band.
         solver: ``"jax"`` (default, as in :func:`lumaxlike.invert`) or ``"numba"``.
         units: what ``refl`` holds: ``"r"`` [1/sr], ``"radf"`` (pi r) or ``"reff"``
             (pi r / cos i, local incidence); required, never guessed.

@@ -21,6 +21,7 @@ PUBLIC = {
     "write_result", "Provenance", "read_provenance", "demo", "porosity_k_from_filling_factor",
     "angles_from_geometry", "normal_from_slope_aspect",
     "SpectralLibrary", "read_spectral_library",
+    "PhotometricFunction", "reflectance",
 }  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from .._model.forward import precision_scope
 from .._model.numba_jacobian import hoisted_rows, model_columns
 from .._model.numba_model import observation_rows
 from .._params import PARAMETER_NAMES, HapkeParams
+from .._photometric import PhotometricFunction
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int
 from .covariance import covariance as fit_covariance
 from .invert import (
@@ -178,6 +179,9 @@ def fit(
             chunk_size, or a negative refl_sigma.
     """
     check_choice("solver", solver, SOLVERS)
+    if isinstance(params, PhotometricFunction):  # linear in its albedo: nothing to fit
+        raise ValueError("fit takes a lumaxlike.HapkeParams; a PhotometricFunction is linear in its "
+                         "albedo, which lumaxlike.invert recovers in closed form: use invert")
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     if solver == "numba" and params.h_function == "exact":

@@ -9,9 +9,11 @@ import numpy as np
 
 from .._model.forward import precision_scope
 from .._params import HapkeParams
+from .._photometric import PhotometricFunction
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
 from .jax_solver import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
+from .photometric_solver import solve_photometric_jax, solve_photometric_numba
 from .result import InversionResult
 
 __all__ = [
@@ -60,11 +62,19 @@ def invert(
     refl_sigma=None,
     chunk_size: int | None = None,
 ) -> InversionResult:
-    """Invert the AMSA model for the single-scattering albedo w of every pixel and band.
+    """Invert the model for the albedo of every pixel and band: w of a Hapke model, or
+    the albedo A of an empirical photometric function.
 
-    Each (pixel, band) is its own one-parameter least-squares problem r(w) = refl with the
-    other Hapke parameters fixed at `params`, solved by Levenberg-Marquardt with
-    per-problem damping and early exit, started from a per-pixel table of r(w).
+    With `HapkeParams`, each (pixel, band) is its own one-parameter least-squares problem
+    r(w) = refl with the other Hapke parameters fixed at `params`, solved by
+    Levenberg-Marquardt with per-problem damping and early exit, started from a
+    per-pixel table of r(w).
+
+    With a `PhotometricFunction` (r = A pht / pi, linear in A) each problem is solved in
+    closed form, A = pi refl / pht, by the chosen solver's backend: `InversionResult.w`
+    then holds A (>= 0, not bounded above), iterations are 0, sigma is
+    pi refl_sigma / pht, and refl < 0 is UNREACHABLE (refl = 0 gives A = 0); w0,
+    max_iter and tol are checked but unused.
 
     Args:
         refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape
@@ -78,7 +88,7 @@ def invert(
             pixels; any length > 0.
         to_sensor: vectors toward the sensor (the observer), same rule.
         normal: outward surface normals, same rule.
-        params: `HapkeParams`.
+        params: `HapkeParams` or `PhotometricFunction`.
         solver: ``"jax"`` (optimistix; CPU or GPU) or ``"numba"`` (CPU, parallel).
         w0: optional starting albedo in (0, 1), a scalar or an array shaped like `refl`;
             by default each pixel's table of r(w) gives the start.
@@ -99,8 +109,11 @@ def invert(
             infinite refl_sigma, float16 arrays.
     """
     check_choice("solver", solver, SOLVERS)
-    if not isinstance(params, HapkeParams):
-        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+    if not isinstance(params, (HapkeParams, PhotometricFunction)):
+        raise ValueError(
+            f"params must be a lumaxlike.HapkeParams or lumaxlike.PhotometricFunction, got {type(params).__name__}"
+        )
+    closed_form = isinstance(params, PhotometricFunction)
     refl = as_float_array("refl", refl)
     geometry = {
         "to_sun": as_float_array("to_sun", to_sun),
@@ -145,7 +158,11 @@ def invert(
         pieces = [flat_refl[start:stop], *(g[start:stop] for g in flat_geometry)]
         piece_w0 = None if flat_w0 is None else flat_w0[start:stop]
         targets = {name: outputs[name][start:stop] for name in ("w", "status", "iterations", "residual")}
-        if solver == "numba":  # writes straight into the float64/int outputs where it can
+        if closed_form:
+            targets.pop("iterations")[...] = 0
+        if closed_form:
+            solved = _solve_chunk_photometric(pieces, chunk, dtype, params, solver)
+        elif solver == "numba":  # writes straight into the float64/int outputs where it can
             solved = solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds, out=targets)
         else:
             solved = _solve_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds)
@@ -165,6 +182,18 @@ def invert(
     )
 
 
+
+
+def _solve_chunk_photometric(pieces, chunk, dtype, params, solver):
+    """One chunk of a `PhotometricFunction`'s closed-form inversion by `solver`'s backend
+    (JAX: padded to `chunk` pixels, in the inputs' precision; numba: float64)."""
+    if solver == "numba":
+        return solve_photometric_numba(*pieces, params)
+    padded = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
+    with precision_scope(np.empty(0, dtype)):
+        arrays = [jnp.asarray(a, dtype) for a in padded]
+        solved = solve_photometric_jax(*arrays, params)
+        return {name: np.asarray(value) for name, value in jax.device_get(solved).items()}
 
 
 def pad_pixels(array, n_pixels, value):

@@ -21,10 +21,12 @@ class InversionResult:
     """Per-problem results of `lumaxlike.invert`, all NumPy arrays shaped like `refl`.
 
     Attributes:
-        w: single-scattering albedo; NaN wherever the problem was not solved (status
-            other than CONVERGED or MAX_ITER). Float dtype of `refl` (float32 or float64).
+        w: single-scattering albedo (with a `PhotometricFunction`: its albedo A); NaN
+            wherever the problem was not solved (status other than CONVERGED or
+            MAX_ITER). Float dtype of `refl` (float32 or float64).
         status: `Status` codes (int8).
-        iterations: Levenberg-Marquardt steps taken (int32).
+        iterations: Levenberg-Marquardt steps taken (int32; 0 for the closed form of a
+            `PhotometricFunction`).
         residual: model minus observed reflectance at w [1/sr]; NaN where unsolved.
         sigma: 1-sigma uncertainty of w propagated from `refl_sigma` through dr/dw,
             sigma_w = refl_sigma / |dr/dw|; NaN where unsolved or `refl_sigma` not given.

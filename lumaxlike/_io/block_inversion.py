@@ -17,6 +17,7 @@ import numpy as np
 
 from .._inverse.invert import SOLVERS, invert
 from .._params import HapkeParams
+from .._photometric import PhotometricFunction
 from .._shapes import check_choice
 from .._signals import deferred
 from .writers import RESULT_FIELDS
@@ -60,31 +61,36 @@ class SolverOptions:
             raise ValueError(f"num_threads must be a positive integer, got {self.num_threads!r}")
 
 
-def per_band_params(params, bands: int, name: str = "params") -> list[HapkeParams]:
-    """One :class:`lumaxlike.HapkeParams` per band.
+def per_band_params(params, bands: int, name: str = "params") -> list:
+    """One model per band: :class:`lumaxlike.HapkeParams` or
+    :class:`lumaxlike.PhotometricFunction`.
 
     Args:
-        params: one ``HapkeParams`` for every band, or a sequence of one per band.
+        params: one model for every band, or a sequence of one per band (all of one type).
         bands: number of spectral bands of the cube.
         name: argument name for messages.
 
     Returns:
-        list of ``bands`` parameter objects (the same object repeated for shared values).
+        list of ``bands`` model objects (the same object repeated for shared values).
 
     Raises:
-        ValueError: naming ``name``, when the sequence length differs from ``bands`` or an
-            element is not a ``HapkeParams``.
+        ValueError: naming ``name``, when the sequence length differs from ``bands``, an
+            element is not a model object, or Hapke models and photometric functions mix.
     """
-    if isinstance(params, HapkeParams):
+    models = (HapkeParams, PhotometricFunction)
+    if isinstance(params, models):
         return [params] * bands
     if not isinstance(params, Sequence) or isinstance(params, (str, bytes)):
-        raise ValueError(f"{name} must be a lumaxlike.HapkeParams or a sequence of one per band, "
-                         f"got {type(params).__name__}")
+        raise ValueError(f"{name} must be a lumaxlike.HapkeParams or PhotometricFunction, or a sequence "
+                         f"of one per band, got {type(params).__name__}")
     if len(params) != bands:
         raise ValueError(f"{name} gives {len(params)} per-band parameter sets for {bands} bands")
     for item in params:
-        if not isinstance(item, HapkeParams):
-            raise ValueError(f"{name} must hold lumaxlike.HapkeParams, got {type(item).__name__}")
+        if not isinstance(item, models):
+            raise ValueError(f"{name} must hold lumaxlike.HapkeParams or PhotometricFunction, "
+                             f"got {type(item).__name__}")
+    if len({type(item) for item in params}) > 1:
+        raise ValueError(f"{name} mixes lumaxlike.HapkeParams and PhotometricFunction across bands")
     return list(params)
 
 

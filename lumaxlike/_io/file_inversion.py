@@ -127,7 +127,9 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             the ellipsoid), ``"local"`` (required) or ``"ellipsoid"`` (local-surface bands
             left out, and recorded as such). The choice made is recorded in the outputs
             (``lumaxlike_geometry_layout``).
-        params: :class:`lumaxlike.HapkeParams`, or a sequence of one per band.
+        params: :class:`lumaxlike.HapkeParams` or :class:`lumaxlike.PhotometricFunction`
+            (the w map then holds its albedo A, solved in closed form), or a sequence of
+            one per band.
         solver: ``"jax"`` or ``"numba"``.
         units: what the cube holds: ``"r"`` (1/sr), ``"radf"`` (pi r) or ``"reff"``
             (pi r / cos i, with the local incidence); required, never guessed.

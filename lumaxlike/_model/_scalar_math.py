@@ -10,6 +10,7 @@ expm1 = math.expm1
 log = math.log
 log1p = math.log1p
 tan = math.tan
+cos = math.cos
 atan2 = math.atan2
 NAN = math.nan
 isfinite = math.isfinite
