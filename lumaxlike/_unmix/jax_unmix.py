@@ -25,7 +25,7 @@ from .._inverse.status import Status
 from .._model._backends import retarget_to_jax
 from .._model.family import jax_equations_for
 from .._model.jax_model import pixel_terms
-from .simplex_qp import MULTIPLIER_FLOOR, PIVOT_FLOOR, QP_OK, QP_SINGULAR, QP_STALLED
+from .simplex_qp import FRACTION_FLOOR, MULTIPLIER_FLOOR, PIVOT_FLOOR, QP_OK, QP_SINGULAR, QP_STALLED
 
 __all__ = ["simplex_qp_lanes", "solve_one_step_jax"]
 
@@ -87,7 +87,8 @@ def _equality_solve(a_matrix, c, x, free, sum_active):
 
 def simplex_qp_lanes(a_matrix, c, x, free, sum_active, active, equality, max_steps):
     """`simplex_qp.simplex_qp` for lanes of problems (a_matrix (n, p, p), c, x, free
-    (n, p), sum_active, active (n,)); inactive lanes are left as they are.
+    (n, p), sum_active, active (n,); `equality` a traced bool, so one compiled program
+    serves both modes); inactive lanes are left as they are.
 
     Returns:
         (x, free, sum_active, code): code QP_OK, QP_SINGULAR or QP_STALLED per lane.
@@ -100,22 +101,20 @@ def simplex_qp_lanes(a_matrix, c, x, free, sum_active, active, equality, max_ste
         x, free, sum_active, inner, done, code, step = state
         z, ok = _equality_solve(a_matrix, c, x, free, sum_active)
         # inner phase: step toward z until a variable (or the sum) reaches its bound
-        candidate = free & (z <= 0.0)
+        candidate = free & (z <= FRACTION_FLOOR)
         gap = x - z
         ratio = jnp.where(candidate, jnp.where(gap > 0.0, x / jnp.where(gap > 0.0, gap, 1.0), 0.0), jnp.inf)
         block = jnp.argmin(ratio, axis=-1)
         bound_blocked = jnp.any(candidate, axis=-1)
         alpha = jnp.minimum(jnp.min(ratio, axis=-1), 1.0)
-        sum_first = jnp.zeros_like(bound_blocked)
-        blocked = bound_blocked
-        if not equality:
-            total_x = jnp.sum(x, axis=-1)
-            total_z = jnp.sum(z, axis=-1)
-            sum_candidate = ~sum_active & (total_z > 1.0)
-            t_sum = jnp.maximum(0.0, (1.0 - total_x) / jnp.where(sum_candidate, total_z - total_x, 1.0))
-            sum_first = sum_candidate & (~bound_blocked | (t_sum < alpha))
-            alpha = jnp.where(sum_first, jnp.minimum(t_sum, 1.0), alpha)
-            blocked = blocked | sum_candidate
+        # with the sum inequality (not `equality`) out of the working set: the sum may block
+        total_x = jnp.sum(x, axis=-1)
+        total_z = jnp.sum(z, axis=-1)
+        sum_candidate = ~equality & ~sum_active & (total_z > 1.0)
+        t_sum = jnp.maximum(0.0, (1.0 - total_x) / jnp.where(sum_candidate, total_z - total_x, 1.0))
+        sum_first = sum_candidate & (~bound_blocked | (t_sum < alpha))
+        alpha = jnp.where(sum_first, jnp.minimum(t_sum, 1.0), alpha)
+        blocked = bound_blocked | sum_candidate
         stepped = jnp.where(free, x + alpha[:, None] * (z - x), x)
         stepped = jnp.where((index == block[:, None]) & (bound_blocked & ~sum_first)[:, None], 0.0, stepped)
         drop = free & (stepped <= 0.0)
@@ -131,9 +130,7 @@ def simplex_qp_lanes(a_matrix, c, x, free, sum_active, active, equality, max_ste
         multiplier = jnp.where(free, jnp.inf, gradient + nu[:, None])
         best = jnp.min(multiplier, axis=-1)
         release = jnp.argmin(multiplier, axis=-1)
-        release_sum = jnp.zeros_like(sum_active)
-        if not equality:
-            release_sum = sum_active & (nu < jnp.minimum(best, -floor))
+        release_sum = ~equality & sum_active & (nu < jnp.minimum(best, -floor))
         release_bound = (best < -floor) & ~release_sum
         optimal = ~release_sum & ~release_bound
         free_outer = free | ((index == release[:, None]) & release_bound[:, None])
@@ -186,7 +183,7 @@ def _normal_equations(x, terms, albedo, refl, weights, key):
     return jnp.sum(residual * residual, axis=-1), hessian, gradient
 
 
-@partial(jax.jit, static_argnames=("equality", "max_iter", "max_steps", "key"))
+@partial(jax.jit, static_argnames=("max_iter", "max_steps", "key"))
 def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_weights, start,
                        equality, max_iter, tol, max_steps, key):  # fmt: skip
     """One chunk of the one-step route (jitted; the contract of `numba_unmix.one_step_numba`).
@@ -205,7 +202,7 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
     active = status < 0
     refl = jnp.where(active[:, None], refl, 0.0)
     x = jnp.broadcast_to(start[None, :], (n, p))
-    sum_active = jnp.full(n, equality)
+    sum_active = jnp.broadcast_to(equality, (n,))
     cost, hessian, gradient = _normal_equations(x, terms, albedo, refl, band_weights, key)
 
     def cond(state):
@@ -247,7 +244,7 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
         x, sum_active, cost, hessian, gradient, jnp.zeros(n, refl.dtype), jnp.full(n, 2.0, refl.dtype),
         ~active | (cost == 0.0), jnp.zeros(n, jnp.int32), 0,
     )  # fmt: skip
-    x, sum_active, cost, hessian, _, _, _, done, iterations, _ = jax.lax.while_loop(cond, body, init)
+    x, sum_active, cost, hessian, gradient, _, _, done, iterations, _ = jax.lax.while_loop(cond, body, init)
     solved_status = jnp.where(done, int(Status.CONVERGED), int(Status.MAX_ITER))
     nan = jnp.nan
     return {
@@ -256,5 +253,6 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
         "iterations": jnp.where(active, iterations, 0),
         "cost": jnp.where(active, cost, nan),
         "hessian": jnp.where(active[:, None, None], hessian, nan),
+        "gradient": jnp.where(active[:, None], gradient, nan),
         "sum_active": jnp.where(active, sum_active, False),
     }

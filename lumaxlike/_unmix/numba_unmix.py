@@ -39,59 +39,70 @@ NONFINITE_INPUT = int(Status.NONFINITE_INPUT)
 UNDETERMINED = int(Status.UNDETERMINED)
 
 
-@cached_njit(inlines=(_qp_module,), parallel=True, error_model="numpy")
-def _two_step_kernel(w, weights, solve, albedo, shared_hessian, equality, max_steps,
-                     fractions_out, cost_out, hessian_out, sum_out, code_out):  # fmt: skip
+@numba.njit(error_model="numpy")
+def _two_step_block(block, w, weights, solve, albedo, shared_hessian, equality, max_steps,
+                    fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out):  # fmt: skip
+    """The pixels of one block of `_two_step_kernel`, with their scratch arrays."""
     n_pixels, n_bands = w.shape
     p = albedo.shape[0]
     weighted = weights.shape[0] > 0
-    for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
-        a_matrix = np.empty((p, p))
-        c = np.empty(p)
-        x = np.empty(p)
-        free = np.empty(p, np.bool_)
-        sum_state = np.empty(1, np.bool_)
-        system = np.empty((p, p))
-        factor = np.empty((p, p))
-        scale = np.empty(p)
-        rhs = np.empty(p)
-        z = np.empty(p)
-        for pixel in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
-            if not solve[pixel]:
-                for a in range(p):
-                    fractions_out[pixel, a] = math.nan
-                    for b in range(p):
-                        hessian_out[pixel, a, b] = math.nan
-                cost_out[pixel] = math.nan
-                sum_out[pixel] = False
-                code_out[pixel] = QP_OK
-                continue
+    a_matrix = np.empty((p, p))
+    c = np.empty(p)
+    x = np.empty(p)
+    free = np.empty(p, np.bool_)
+    sum_state = np.empty(1, np.bool_)
+    system = np.empty((p, p))
+    factor = np.empty((p, p))
+    scale = np.empty(p)
+    rhs = np.empty(p)
+    z = np.empty(p)
+    for pixel in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
+        if not solve[pixel]:
             for a in range(p):
-                c[a] = 0.0
-                for k in range(n_bands):
-                    c[a] += albedo[a, k] * w[pixel, k] * (weights[pixel, k] if weighted else 1.0)
+                fractions_out[pixel, a] = math.nan
+                gradient_out[pixel, a] = math.nan
                 for b in range(p):
-                    if weighted:
-                        value = 0.0
-                        for k in range(n_bands):
-                            value += albedo[a, k] * albedo[b, k] * weights[pixel, k]
-                        a_matrix[a, b] = value
-                    else:
-                        a_matrix[a, b] = shared_hessian[a, b]
-            vertex_start(a_matrix, c, x, free, sum_state, equality)
-            code_out[pixel] = simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, factor, scale, rhs, z)
-            cost = 0.0
+                    hessian_out[pixel, a, b] = math.nan
+            cost_out[pixel] = math.nan
+            sum_out[pixel] = False
+            code_out[pixel] = QP_OK
+            continue
+        for a in range(p):
+            c[a] = 0.0
             for k in range(n_bands):
-                residual = -w[pixel, k]
-                for a in range(p):
-                    residual += x[a] * albedo[a, k]
-                cost += residual * residual * (weights[pixel, k] if weighted else 1.0)
-            cost_out[pixel] = cost
-            sum_out[pixel] = sum_state[0]
+                c[a] += albedo[a, k] * w[pixel, k] * (weights[pixel, k] if weighted else 1.0)
+            for b in range(p):
+                if weighted:
+                    value = 0.0
+                    for k in range(n_bands):
+                        value += albedo[a, k] * albedo[b, k] * weights[pixel, k]
+                    a_matrix[a, b] = value
+                else:
+                    a_matrix[a, b] = shared_hessian[a, b]
+        vertex_start(a_matrix, c, x, free, sum_state, equality)
+        code_out[pixel] = simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, factor, scale, rhs, z)
+        cost = 0.0
+        for k in range(n_bands):
+            residual = -w[pixel, k]
             for a in range(p):
-                fractions_out[pixel, a] = x[a]
-                for b in range(p):
-                    hessian_out[pixel, a, b] = a_matrix[a, b]
+                residual += x[a] * albedo[a, k]
+            cost += residual * residual * (weights[pixel, k] if weighted else 1.0)
+        cost_out[pixel] = cost
+        sum_out[pixel] = sum_state[0]
+        for a in range(p):
+            fractions_out[pixel, a] = x[a]
+            gradient_out[pixel, a] = -c[a]  # A x - c: half the gradient of the cost
+            for b in range(p):
+                hessian_out[pixel, a, b] = a_matrix[a, b]
+                gradient_out[pixel, a] += a_matrix[a, b] * x[b]
+
+@cached_njit(inlines=(_qp_module,), parallel=True, error_model="numpy")
+def _two_step_kernel(w, weights, solve, albedo, shared_hessian, equality, max_steps,
+                     fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out):  # fmt: skip
+    n_pixels = w.shape[0]
+    for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
+        _two_step_block(block, w, weights, solve, albedo, shared_hessian, equality, max_steps,
+                        fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out)
 
 
 def two_step_numba(w, weights, solve, albedo, equality, max_steps):
@@ -103,7 +114,8 @@ def two_step_numba(w, weights, solve, albedo, equality, max_steps):
         albedo: (p, bands) endmember albedos; equality: sum to one (else <= 1).
     Returns:
         dict: fractions (pixels, p) cross-section fractions, cost (pixels,) weighted sum of
-        squared w residuals, hessian (pixels, p, p) = W S W^T, sum_active (pixels,) bool,
+        squared w residuals, hessian (pixels, p, p) = W S W^T, gradient (pixels, p) =
+        W S (W^T f - w) at the solution, sum_active (pixels,) bool,
         code (pixels,) int8 QP code.
     """
     n, p = w.shape[0], albedo.shape[0]
@@ -112,6 +124,7 @@ def two_step_numba(w, weights, solve, albedo, equality, max_steps):
         "fractions": np.empty((n, p)),
         "cost": np.empty(n),
         "hessian": np.empty((n, p, p)),
+        "gradient": np.empty((n, p)),
         "sum_active": np.empty(n, np.bool_),
         "code": np.empty(n, np.int8),
     }
@@ -119,7 +132,7 @@ def two_step_numba(w, weights, solve, albedo, equality, max_steps):
     _two_step_kernel(
         as_kernel_array(w), weights, np.require(solve, np.bool_, ("C", "W")), albedo, albedo @ albedo.T,
         bool(equality), int(max_steps),
-        out["fractions"], out["cost"], out["hessian"], out["sum_active"], out["code"],
+        out["fractions"], out["cost"], out["hessian"], out["gradient"], out["sum_active"], out["code"],
     )  # fmt: skip
     return out
 
@@ -172,127 +185,145 @@ def _subproblem(hessian, gradient, x0, damping, a_matrix, c):
         c[a] = value
 
 
-@cached_njit(inlines=(_qp_module, lm_rules, *MODEL_MODULES), parallel=True, error_model="numpy")
-def _one_step_kernel(
+@numba.njit(error_model="numpy")
+def _one_step_block(
+    block,
     refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, band_weights, start,
     equality, max_iter, tol, max_steps,
-    fractions_out, status_out, iterations_out, cost_out, hessian_out, sum_out,
+    fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
 ):  # fmt: skip
+    """The pixels of one block of `_one_step_kernel`, with their scratch arrays."""
     b_, c_, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
         scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
     )  # fmt: skip
     n_pixels, n_bands = refl.shape
     p = albedo.shape[0]
-    for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
-        x = np.empty(p)
-        trial = np.empty(p)
-        newton = np.empty(p)
-        free = np.empty(p, np.bool_)
-        sum_state = np.empty(1, np.bool_)
-        trial_free = np.empty(p, np.bool_)
-        trial_sum = np.empty(1, np.bool_)
-        newton_free = np.empty(p, np.bool_)
-        newton_sum = np.empty(1, np.bool_)
-        hessian = np.empty((p, p))
-        gradient = np.empty(p)
-        hessian_trial = np.empty((p, p))
-        gradient_trial = np.empty(p)
-        a_matrix = np.empty((p, p))
-        c = np.empty(p)
-        system = np.empty((p, p))
-        factor = np.empty((p, p))
-        scale = np.empty(p)
-        rhs = np.empty(p)
-        z = np.empty(p)
-        for pixel in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
-            status = -1
-            for k in range(3):
-                if not (math.isfinite(to_sun[pixel, k]) and math.isfinite(to_sensor[pixel, k])
-                        and math.isfinite(normal[pixel, k])):  # fmt: skip
-                    status = NONFINITE_INPUT
-            for k in range(n_bands):
-                if not math.isfinite(refl[pixel, k]):
-                    status = NONFINITE_INPUT
-            terms = pixel_terms(
-                to_sun[pixel], to_sensor[pixel], normal[pixel],
-                b_, c_, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
-            )  # fmt: skip
-            if status < 0 and not math.isfinite(terms.scale):
-                status = INVALID_GEOMETRY
-            if status >= 0:
-                status_out[pixel] = status
-                iterations_out[pixel] = 0
-                cost_out[pixel] = math.nan
-                sum_out[pixel] = False
-                for a in range(p):
-                    fractions_out[pixel, a] = math.nan
-                    for b in range(p):
-                        hessian_out[pixel, a, b] = math.nan
-                continue
-            sum_state[0] = equality
+    x = np.empty(p)
+    trial = np.empty(p)
+    newton = np.empty(p)
+    free = np.empty(p, np.bool_)
+    sum_state = np.empty(1, np.bool_)
+    trial_free = np.empty(p, np.bool_)
+    trial_sum = np.empty(1, np.bool_)
+    newton_free = np.empty(p, np.bool_)
+    newton_sum = np.empty(1, np.bool_)
+    hessian = np.empty((p, p))
+    gradient = np.empty(p)
+    hessian_trial = np.empty((p, p))
+    gradient_trial = np.empty(p)
+    a_matrix = np.empty((p, p))
+    c = np.empty(p)
+    system = np.empty((p, p))
+    factor = np.empty((p, p))
+    scale = np.empty(p)
+    rhs = np.empty(p)
+    z = np.empty(p)
+    for pixel in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
+        status = -1
+        for k in range(3):
+            if not (math.isfinite(to_sun[pixel, k]) and math.isfinite(to_sensor[pixel, k])
+                    and math.isfinite(normal[pixel, k])):  # fmt: skip
+                status = NONFINITE_INPUT
+        for k in range(n_bands):
+            if not math.isfinite(refl[pixel, k]):
+                status = NONFINITE_INPUT
+        terms = pixel_terms(
+            to_sun[pixel], to_sensor[pixel], normal[pixel],
+            b_, c_, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
+        )  # fmt: skip
+        if status < 0 and not math.isfinite(terms.scale):
+            status = INVALID_GEOMETRY
+        if status >= 0:
+            status_out[pixel] = status
+            iterations_out[pixel] = 0
+            cost_out[pixel] = math.nan
+            sum_out[pixel] = False
             for a in range(p):
-                x[a] = start[a]
-                free[a] = x[a] > 0.0
-            cost = _normal_equations(x, terms, albedo, refl[pixel], band_weights, hessian, gradient)
-            damping = 0.0
-            growth = 2.0
-            done = cost == 0.0
-            iteration = 0
-            while not done and iteration < max_iter:
-                iteration += 1
-                _subproblem(hessian, gradient, x, damping, a_matrix, c)
-                for a in range(p):
-                    trial[a] = x[a]
-                    trial_free[a] = free[a]
-                trial_sum[0] = sum_state[0]
-                code = simplex_qp(a_matrix, c, trial, trial_free, trial_sum, equality, max_steps,
-                                  system, factor, scale, rhs, z)  # fmt: skip
-                if code != QP_OK:
-                    damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
-                    continue
-                step_size = 0.0
-                predicted = 0.0  # decrease of the linearised cost along the step
-                for a in range(p):
-                    step_a = trial[a] - x[a]
-                    step_size = max(step_size, abs(step_a))
-                    predicted -= 2.0 * step_a * gradient[a]
-                    for b in range(p):
-                        predicted -= step_a * hessian[a, b] * (trial[b] - x[b])
-                cost_trial = _normal_equations(trial, terms, albedo, refl[pixel], band_weights,
-                                               hessian_trial, gradient_trial)  # fmt: skip
-                # the undamped step from the trial point, to test convergence
-                _subproblem(hessian_trial, gradient_trial, trial, 0.0, a_matrix, c)
-                newton_size = math.inf
-                for a in range(p):
-                    newton[a] = trial[a]
-                    newton_free[a] = trial_free[a]
-                newton_sum[0] = trial_sum[0]
-                if simplex_qp(a_matrix, c, newton, newton_free, newton_sum, equality, max_steps,
-                              system, factor, scale, rhs, z) == QP_OK:  # fmt: skip
-                    newton_size = 0.0
-                    for a in range(p):
-                        newton_size = max(newton_size, abs(newton[a] - trial[a]))
-                accept = accepted(cost, cost_trial)
-                done = converged(step_size, newton_size, accept, tol)
-                damping, growth = next_damping(accept, gain_ratio(cost, cost_trial, predicted), damping, growth)
-                if accept:
-                    for a in range(p):
-                        x[a] = trial[a]
-                        gradient[a] = gradient_trial[a]
-                        for b in range(p):
-                            hessian[a, b] = hessian_trial[a, b]
-                    sum_state[0] = trial_sum[0]
-                    cost = cost_trial
-                for a in range(p):
-                    free[a] = x[a] > 0.0
-            status_out[pixel] = CONVERGED if done else MAX_ITER
-            iterations_out[pixel] = iteration
-            cost_out[pixel] = cost
-            sum_out[pixel] = sum_state[0]
-            for a in range(p):
-                fractions_out[pixel, a] = x[a]
+                fractions_out[pixel, a] = math.nan
+                gradient_out[pixel, a] = math.nan
                 for b in range(p):
-                    hessian_out[pixel, a, b] = hessian[a, b]
+                    hessian_out[pixel, a, b] = math.nan
+            continue
+        sum_state[0] = equality
+        for a in range(p):
+            x[a] = start[a]
+            free[a] = x[a] > 0.0
+        cost = _normal_equations(x, terms, albedo, refl[pixel], band_weights, hessian, gradient)
+        damping = 0.0
+        growth = 2.0
+        done = cost == 0.0
+        iteration = 0
+        while not done and iteration < max_iter:
+            iteration += 1
+            _subproblem(hessian, gradient, x, damping, a_matrix, c)
+            for a in range(p):
+                trial[a] = x[a]
+                trial_free[a] = free[a]
+            trial_sum[0] = sum_state[0]
+            code = simplex_qp(a_matrix, c, trial, trial_free, trial_sum, equality, max_steps,
+                              system, factor, scale, rhs, z)  # fmt: skip
+            if code != QP_OK:
+                damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
+                continue
+            step_size = 0.0
+            predicted = 0.0  # decrease of the linearised cost along the step
+            for a in range(p):
+                step_a = trial[a] - x[a]
+                step_size = max(step_size, abs(step_a))
+                predicted -= 2.0 * step_a * gradient[a]
+                for b in range(p):
+                    predicted -= step_a * hessian[a, b] * (trial[b] - x[b])
+            cost_trial = _normal_equations(trial, terms, albedo, refl[pixel], band_weights,
+                                           hessian_trial, gradient_trial)  # fmt: skip
+            # the undamped step from the trial point, to test convergence
+            _subproblem(hessian_trial, gradient_trial, trial, 0.0, a_matrix, c)
+            newton_size = math.inf
+            for a in range(p):
+                newton[a] = trial[a]
+                newton_free[a] = trial_free[a]
+            newton_sum[0] = trial_sum[0]
+            if simplex_qp(a_matrix, c, newton, newton_free, newton_sum, equality, max_steps,
+                          system, factor, scale, rhs, z) == QP_OK:  # fmt: skip
+                newton_size = 0.0
+                for a in range(p):
+                    newton_size = max(newton_size, abs(newton[a] - trial[a]))
+            accept = accepted(cost, cost_trial)
+            done = converged(step_size, newton_size, accept, tol)
+            damping, growth = next_damping(accept, gain_ratio(cost, cost_trial, predicted), damping, growth)
+            if accept:
+                for a in range(p):
+                    x[a] = trial[a]
+                    gradient[a] = gradient_trial[a]
+                    for b in range(p):
+                        hessian[a, b] = hessian_trial[a, b]
+                sum_state[0] = trial_sum[0]
+                cost = cost_trial
+            for a in range(p):
+                free[a] = x[a] > 0.0
+        status_out[pixel] = CONVERGED if done else MAX_ITER
+        iterations_out[pixel] = iteration
+        cost_out[pixel] = cost
+        sum_out[pixel] = sum_state[0]
+        for a in range(p):
+            fractions_out[pixel, a] = x[a]
+            gradient_out[pixel, a] = gradient[a]
+            for b in range(p):
+                hessian_out[pixel, a, b] = hessian[a, b]
+
+@cached_njit(inlines=(_qp_module, lm_rules, *MODEL_MODULES), parallel=True, error_model="numpy")
+def _one_step_kernel(
+    refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, band_weights, start,
+    equality, max_iter, tol, max_steps,
+    fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
+):  # fmt: skip
+    n_pixels = refl.shape[0]
+    for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
+        _one_step_block(
+            block,
+            refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, band_weights, start,
+            equality, max_iter, tol, max_steps,
+            fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
+        )  # fmt: skip
 
 
 @functools.lru_cache(maxsize=None)
@@ -306,9 +337,14 @@ def _one_step_kernel_for(key: ModelKey):
             {**_normal_equations.py_func.__globals__, "reflectance_and_slope": equations.reflectance_and_slope},
         )
     )
-    return compile_variant(
-        _one_step_kernel, key.name, pixel_terms=equations.pixel_terms, _normal_equations=normal_equations
-    )
+    block = numba.njit(error_model="numpy")(
+        type(_one_step_block.py_func)(
+            _one_step_block.py_func.__code__,
+            {**_one_step_block.py_func.__globals__, "pixel_terms": equations.pixel_terms,
+             "_normal_equations": normal_equations},
+        )
+    )  # fmt: skip
+    return compile_variant(_one_step_kernel, key.name, _one_step_block=block)
 
 
 def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights, start, equality,
@@ -323,7 +359,8 @@ def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights
         equality: sum to one (else <= 1); max_iter, tol: LM cap and step tolerance.
     Returns:
         dict: fractions (pixels, p), status int8, iterations int32, cost (weighted sum of
-        squared residuals), hessian (pixels, p, p) J^T J at the solution, sum_active bool.
+        squared residuals), hessian (pixels, p, p) J^T J and gradient (pixels, p) J^T f at
+        the solution, sum_active bool.
     """
     n, p = refl.shape[0], albedo.shape[0]
     out = {
@@ -332,21 +369,23 @@ def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights
         "iterations": np.empty(n, np.int32),
         "cost": np.empty(n),
         "hessian": np.empty((n, p, p)),
+        "gradient": np.empty((n, p)),
         "sum_active": np.empty(n, np.bool_),
     }
     _one_step_kernel_for(params.model_key)(
         as_kernel_array(refl), *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)), *kernel_params(params),
         as_kernel_array(albedo), as_kernel_array(band_weights), as_kernel_array(start),
         bool(equality), int(max_iter), float(tol), int(max_steps),
-        out["fractions"], out["status"], out["iterations"], out["cost"], out["hessian"], out["sum_active"],
+        out["fractions"], out["status"], out["iterations"], out["cost"], out["hessian"], out["gradient"],
+        out["sum_active"],
     )  # fmt: skip
     return out
 
 
-@cached_njit(inlines=(_qp_module,), parallel=True, error_model="numpy")
-def _covariance_kernel(hessian, fractions, sum_active, solved, out, determined):
+@cached_njit(inlines=(_qp_module,), error_model="numpy")  # cheap per pixel: no threads, quicker compile
+def _covariance_kernel(hessian, gradient, fractions, sum_active, solved, out, determined):
     n, p = fractions.shape
-    for block in numba.prange((n + BLOCK - 1) // BLOCK):
+    for block in range((n + BLOCK - 1) // BLOCK):
         system = np.empty((p, p))
         factor = np.empty((p, p))
         scale = np.empty(p)
@@ -360,19 +399,20 @@ def _covariance_kernel(hessian, fractions, sum_active, solved, out, determined):
                         out[pixel, a, b] = math.nan
                 continue
             determined[pixel] = reduced_covariance(
-                hessian[pixel], fractions[pixel], sum_active[pixel], system, factor, scale, rhs, column, out[pixel]
+                hessian[pixel], gradient[pixel], fractions[pixel], sum_active[pixel],
+                system, factor, scale, rhs, column, out[pixel],
             )
 
 
-def covariance_numba(hessian, fractions, sum_active, solved):
+def covariance_numba(hessian, gradient, fractions, sum_active, solved):
     """(J^T J)^-1 of every pixel restricted to its free fractions and the sum constraint
     (`simplex_qp.reduced_covariance`), unscaled; and whether it is determined."""
     n, p = fractions.shape
     out = np.empty((n, p, p))
     determined = np.empty(n, np.bool_)
     _covariance_kernel(
-        as_kernel_array(hessian), as_kernel_array(fractions), np.require(sum_active, np.bool_, ("C", "W")),
-        np.require(solved, np.bool_, ("C", "W")), out, determined,
+        as_kernel_array(hessian), as_kernel_array(gradient), as_kernel_array(fractions),
+        np.require(sum_active, np.bool_, ("C", "W")), np.require(solved, np.bool_, ("C", "W")), out, determined,
     )  # fmt: skip
     return out, determined
 

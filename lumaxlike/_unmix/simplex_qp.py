@@ -10,7 +10,8 @@ solves one per step for its damped linearised subproblem. It is Lawson and Hanso
 a set `free` of variables allowed to move and a flag `sum_active` (always on with
 `equality`). Inner phase: solve the equality-constrained problem on the working set
 (`equality_solve`); if the solution z is feasible, move there and go to the outer phase,
-else step from x toward z until the first variable reaches 0 (or the sum reaches 1),
+else step from x toward z until the first variable reaches 0 (or the sum reaches 1; a
+z_j at or below `FRACTION_FLOOR` counts as reaching 0),
 take it out of `free` (or set `sum_active`) and repeat. Outer phase: Lagrange
 multipliers of the bounds at x (mu_j = (A x - c)_j + nu, nu the sum's multiplier);
 if none is below -`MULTIPLIER_FLOOR` (relative to A's scale), x is optimal; else free the
@@ -39,6 +40,7 @@ from .._inverse.covariance import MAX_VARIANCE_INFLATION
 __all__ = [
     "PIVOT_FLOOR",
     "MULTIPLIER_FLOOR",
+    "FRACTION_FLOOR",
     "QP_OK",
     "QP_SINGULAR",
     "QP_STALLED",
@@ -52,8 +54,16 @@ __all__ = [
 ]
 
 PIVOT_FLOOR = 1.0 / MAX_VARIANCE_INFLATION
-# A multiplier above -MULTIPLIER_FLOOR * max_a A_aa counts as non-negative (rounding of A x - c).
-MULTIPLIER_FLOOR = 1e-12
+# Fractions are resolved to 1e-10 (the solvers' default step tolerance): a fraction the
+# equality-constrained solution puts at or below FRACTION_FLOOR [-] is taken to its bound
+# 0, and a bound whose multiplier is above -MULTIPLIER_FLOOR * max_a A_aa (a pull that
+# would move the fraction by less than ~FRACTION_FLOOR) is kept. At a noise-free
+# solution an absent endmember's multiplier is 0 (the bound is weakly active): without
+# the floors the solver's tolerance and rounding would leave it at ~1e-11 instead of 0.
+# MULTIPLIER_FLOOR is 10 x FRACTION_FLOOR, so a variable freed for its multiplier is not
+# dropped again at once (its fraction moves by ~|mu| / (4 max A) or more).
+FRACTION_FLOOR = 1e-10
+MULTIPLIER_FLOOR = 1e-9
 QP_OK = 0
 QP_SINGULAR = 1  # the working set does not determine the solution
 QP_STALLED = 2  # more than `max_qp_steps` steps (cycling by rounding; not seen in tests)
@@ -187,7 +197,7 @@ def simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, fac
             blocked = False
             block = -1
             for j in range(p):
-                if free[j] and z[j] <= 0.0:
+                if free[j] and z[j] <= FRACTION_FLOOR:
                     blocked = True
                     gap = x[j] - z[j]
                     t = x[j] / gap if gap > 0.0 else 0.0
@@ -272,17 +282,40 @@ def vertex_start(a_matrix, c, x, free, sum_state, equality):
 
 
 @numba.njit(error_model="numpy")
-def reduced_covariance(hessian, x, sum_active, system, factor, scale, rhs, column, out):
+def reduced_covariance(hessian, gradient, x, sum_active, system, factor, scale, rhs, column, out):
     """Covariance (p, p) of x with its active set held: the inverse of `hessian` on the
     free variables (x_j > 0) in the null space of the sum constraint, mapped back (rows
-    and columns of variables at their bound are 0). False (out NaN) if not determined."""
+    and columns of variables at their bound are 0).
+
+    Returns False (out NaN) if the solution is not determined: the reduced Hessian is
+    singular on the free variables together with those held at a weakly active bound
+    (multiplier within `MULTIPLIER_FLOOR` of 0, from the gradient (p,) of the objective,
+    J^T f, at x). A bound with a vanishing multiplier holds nothing: a twin of a free
+    endmember sits there, and the split between the two is arbitrary.
+    """
     p = x.shape[0]
     free = x > 0.0
-    reference = _reference(x, free, sum_active)
-    _reduced_system(hessian, column, reference, free, system, rhs)  # rhs unused here
+    count = 0
+    total = 0.0
+    largest = 0.0
+    for a in range(p):
+        largest = max(largest, hessian[a, a])
+        if free[a]:
+            count += 1
+            total += gradient[a]
+    nu = -total / count if sum_active and count > 0 else 0.0
+    tested = free.copy()
+    for a in range(p):
+        if not free[a] and abs(gradient[a] + nu) <= MULTIPLIER_FLOOR * largest:
+            tested[a] = True
     for a in range(p):
         for b in range(p):
             out[a, b] = math.nan
+    _reduced_system(hessian, column, _reference(x, tested, sum_active), tested, system, rhs)  # rhs unused
+    if not scaled_cholesky(system, factor, scale):
+        return False
+    reference = _reference(x, free, sum_active)
+    _reduced_system(hessian, column, reference, free, system, rhs)
     if not scaled_cholesky(system, factor, scale):
         return False
     for b in range(p):

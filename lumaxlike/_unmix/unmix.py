@@ -22,6 +22,10 @@ __all__ = ["unmix", "unmix_flat", "ROUTES", "DEFAULT_TOLERANCE", "default_chunk_
 
 ROUTES = ("one_step", "two_step")
 DEFAULT_TOLERANCE = 1e-10  # on the step of every cross-section fraction
+# The two-step route inverts w to rounding: a solver error in w (invert's default step
+# tolerance 1e-10) would act as noise in w-space, and the fraction of an absent endmember
+# would come back as a small positive number instead of its bound.
+ALBEDO_TOLERANCE = 1e-13
 # band-endmember products per chunk: the JAX solver keeps (pixels, bands, p) columns
 # (~16 MB in float64 at this size); the numba kernels keep only the outputs.
 PRODUCTS_PER_CHUNK = 1 << 21
@@ -199,7 +203,7 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
         iterations = solved["iterations"].astype(np.int32)
     else:
         inverted = invert(refl, to_sun, to_sensor, normal, params, solver=solver, refl_sigma=band_sigma,
-                          max_iter=max_iter, chunk_size=max(1, pad_to or n))  # fmt: skip
+                          max_iter=max_iter, tol=ALBEDO_TOLERANCE, chunk_size=max(1, pad_to or n))  # fmt: skip
         band_status = inverted.status.reshape(n, n_bands)
         status = np.where(np.any(band_status == Status.MAX_ITER, axis=-1), Status.MAX_ITER, Status.CONVERGED).astype(np.int8)
         for failure in reversed(_PIXEL_FAILURES):  # the first in the list wins
@@ -222,7 +226,7 @@ def _one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, weights, star
     with precision_scope(np.empty(0, np.float64)):
         arrays = [jnp.asarray(a, jnp.float64) for a in (*pieces, albedo, weights, start)]
         solved = solve_one_step_jax(
-            *arrays[:4], params, *arrays[4:], equality=equality, max_iter=max_iter, tol=tol,
+            *arrays[:4], params, *arrays[4:], equality=jnp.asarray(equality), max_iter=max_iter, tol=tol,
             max_steps=max_steps, key=params.model_key,
         )  # fmt: skip
         return {k: np.asarray(v)[: refl.shape[0]] for k, v in jax.device_get(solved).items()}
@@ -233,7 +237,10 @@ def _finish(solved, status, iterations, endmembers, equality, weighted, n_bands)
     fractions = solved["fractions"]
     sum_active = solved["sum_active"]
     usable = (status == Status.CONVERGED) | (status == Status.MAX_ITER) | (status == Status.UNDETERMINED)
-    covariance, determined = covariance_numba(solved["hessian"], np.where(usable[:, None], fractions, 0.0), sum_active, usable)
+    covariance, determined = covariance_numba(
+        solved["hessian"], np.where(usable[:, None], solved["gradient"], 0.0), np.where(usable[:, None], fractions, 0.0),
+        sum_active, usable,
+    )  # fmt: skip
     status[(status == Status.CONVERGED) & ~determined] = Status.UNDETERMINED
     cost = solved["cost"]
     if weighted:  # the bands are weighted by 1/sigma^2: (J^T W J)^-1 is the covariance
