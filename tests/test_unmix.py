@@ -14,6 +14,7 @@ import lumaxlike
 from lumaxlike._unmix.mixing import (
     cross_section_fractions,
     cross_section_per_mass,
+    mass_fraction_covariance,
     mass_fraction_jacobian,
     mass_fractions,
     mixed_albedo,
@@ -249,7 +250,12 @@ def test_mixing_rule():
         [(mass_fractions(f + step * e, per_mass) - mass_fractions(f - step * e, per_mass)) / (2 * step) for e in np.eye(3)],
         axis=-1,
     )
-    np.testing.assert_allclose(mass_fraction_jacobian(f, per_mass), numeric, atol=1e-8)
+    jacobian = mass_fraction_jacobian(f, per_mass)
+    np.testing.assert_allclose(jacobian, numeric, atol=1e-8)
+    # the covariance propagated elementwise is G C G^T
+    root = np.random.default_rng(0).normal(size=(3, 3))
+    covariance = root @ root.T
+    np.testing.assert_allclose(mass_fraction_covariance(f, covariance, per_mass), jacobian @ covariance @ jacobian.T, rtol=1e-12)
 
 
 def test_endmembers_from_reflectance():

@@ -24,6 +24,7 @@ __all__ = [
     "cross_section_fractions",
     "mass_fractions",
     "mass_fraction_jacobian",
+    "mass_fraction_covariance",
     "mixed_albedo",
 ]
 
@@ -69,6 +70,28 @@ def mass_fraction_jacobian(fractions, per_mass):
     n = fractions.shape[-1]
     with np.errstate(invalid="ignore", divide="ignore"):
         return (np.eye(n) - mass[..., :, None]) / (per_mass * total[..., None, None])
+
+
+def mass_fraction_covariance(fractions, covariance, per_mass):
+    """Covariance (..., n, n) of the mass fractions from that of the cross-section
+    fractions f (..., n), propagated through `mass_fraction_jacobian` G: G C G^T.
+
+    With G = (I - M 1^T) D, D = diag(1 / (c S)), and K = D C D, it is
+    K - M (1^T K) - (K 1) M^T + (1^T K 1) M M^T: elementwise, no batched matrix products.
+    """
+    fractions = np.asarray(fractions, np.float64)
+    mass = mass_fractions(fractions, per_mass)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = 1.0 / (per_mass * np.sum(fractions / per_mass, axis=-1, keepdims=True))  # (..., n)
+    k = covariance * scale[..., :, None] * scale[..., None, :]
+    rows = np.sum(k, axis=-1)  # K 1 (K is symmetric)
+    total = np.sum(rows, axis=-1)[..., None, None]
+    return (
+        k
+        - mass[..., :, None] * rows[..., None, :]
+        - rows[..., :, None] * mass[..., None, :]
+        + total * mass[..., :, None] * mass[..., None, :]
+    )
 
 
 def mixed_albedo(fractions, albedo):

@@ -67,18 +67,21 @@ def _two_step_block(block, w, weights, solve, albedo, shared_hessian, equality, 
             sum_out[pixel] = False
             code_out[pixel] = QP_OK
             continue
-        for a in range(p):
+        for a in range(p):  # A = W S W^T (lower triangle, band by band) and c = W S w
             c[a] = 0.0
-            for k in range(n_bands):
-                c[a] += albedo[a, k] * w[pixel, k] * (weights[pixel, k] if weighted else 1.0)
-            for b in range(p):
+            for b in range(a + 1):
+                a_matrix[a, b] = 0.0 if weighted else shared_hessian[a, b]
+        for k in range(n_bands):
+            weight = weights[pixel, k] if weighted else 1.0
+            for a in range(p):
+                weighted_a = albedo[a, k] * weight
+                c[a] += weighted_a * w[pixel, k]
                 if weighted:
-                    value = 0.0
-                    for k in range(n_bands):
-                        value += albedo[a, k] * albedo[b, k] * weights[pixel, k]
-                    a_matrix[a, b] = value
-                else:
-                    a_matrix[a, b] = shared_hessian[a, b]
+                    for b in range(a + 1):
+                        a_matrix[a, b] += weighted_a * albedo[b, k]
+        for a in range(p):
+            for b in range(a):
+                a_matrix[b, a] = a_matrix[a, b]
         vertex_start(a_matrix, c, x, free, sum_state, equality)
         code_out[pixel] = simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, factor, scale, rhs, z)
         cost = 0.0
@@ -382,10 +385,10 @@ def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights
     return out
 
 
-@cached_njit(inlines=(_qp_module,), error_model="numpy")  # cheap per pixel: no threads, quicker compile
+@cached_njit(inlines=(_qp_module,), parallel=True, error_model="numpy")
 def _covariance_kernel(hessian, gradient, fractions, sum_active, solved, out, determined):
     n, p = fractions.shape
-    for block in range((n + BLOCK - 1) // BLOCK):
+    for block in numba.prange((n + BLOCK - 1) // BLOCK):
         system = np.empty((p, p))
         factor = np.empty((p, p))
         scale = np.empty(p)

@@ -13,7 +13,7 @@ from .._params import HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
 from .endmembers import Endmembers
 from .jax_unmix import solve_one_step_jax
-from .mixing import cross_section_per_mass, mass_fraction_jacobian, mass_fractions
+from .mixing import cross_section_per_mass, mass_fraction_covariance, mass_fractions
 from .numba_unmix import covariance_numba, one_step_numba, two_step_numba
 from .result import UnmixResult
 from .simplex_qp import QP_SINGULAR, QP_STALLED, max_qp_steps
@@ -254,8 +254,7 @@ def _finish(solved, status, iterations, endmembers, equality, weighted, n_bands)
     fractions = np.where(usable[:, None], fractions, np.nan)
     per_mass = cross_section_per_mass(endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency)
     mass = mass_fractions(fractions, per_mass)
-    jacobian = mass_fraction_jacobian(fractions, per_mass)
-    mass_covariance = jacobian @ covariance @ np.swapaxes(jacobian, -1, -2)
+    mass_covariance = mass_fraction_covariance(fractions, covariance, per_mass)
     remainder = np.zeros(fractions.shape[0]) if equality else 1.0 - np.sum(fractions, axis=-1)
     return {
         "fractions": mass,
