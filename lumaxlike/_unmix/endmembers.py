@@ -29,7 +29,7 @@ def _positive_vector(name: str, value, n: int) -> np.ndarray:
     return array
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # arrays: identity, not elementwise, equality
 class Endmembers:
     """An endmember library for `lumaxlike.unmix` (Hapke 2012, ch. 10 intimate mixing).
 

@@ -18,7 +18,7 @@ from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from . import simplex_qp as _qp_module
-from .simplex_qp import QP_OK, reduced_covariance, simplex_qp, vertex_start
+from .simplex_qp import QP_OK, QP_SINGULAR, interior_start, reduced_covariance, simplex_qp, vertex_start
 
 __all__ = ["two_step_numba", "one_step_numba", "covariance_numba", "BLOCK"]
 
@@ -82,8 +82,15 @@ def _two_step_block(block, w, weights, solve, albedo, shared_hessian, equality, 
         for a in range(p):
             for b in range(a):
                 a_matrix[b, a] = a_matrix[a, b]
-        vertex_start(a_matrix, c, x, free, sum_state, equality)
-        code_out[pixel] = simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, factor, scale, rhs, z)
+        # from the centre with every fraction free: one solve where the solution is
+        # interior (most pixels); if that system is singular (collinear endmembers), from
+        # the best vertex, which frees only what the data ask for
+        interior_start(x, free, sum_state, equality)
+        code = simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, factor, scale, rhs, z)
+        if code == QP_SINGULAR:
+            vertex_start(a_matrix, c, x, free, sum_state, equality)
+            code = simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, factor, scale, rhs, z)
+        code_out[pixel] = code
         cost = 0.0
         for k in range(n_bands):
             residual = -w[pixel, k]

@@ -50,6 +50,7 @@ __all__ = [
     "equality_solve",
     "simplex_qp",
     "vertex_start",
+    "interior_start",
     "reduced_covariance",
 ]
 
@@ -263,6 +264,17 @@ def simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, fac
                 free[release] = True
             inner = True
     return QP_STALLED
+
+
+@numba.njit(error_model="numpy")
+def interior_start(x, free, sum_state, equality):
+    """A feasible start with every variable free: x_j = 1/p (with `equality`), else
+    1/(p + 1) (the sum inequality out of the working set)."""
+    p = x.shape[0]
+    for j in range(p):
+        x[j] = 1.0 / p if equality else 1.0 / (p + 1)
+        free[j] = True
+    sum_state[0] = equality
 
 
 @numba.njit(error_model="numpy")
