@@ -24,7 +24,7 @@ __all__ = [
     "cross_section_fractions",
     "mass_fractions",
     "mass_fraction_jacobian",
-    "mass_fraction_covariance",
+    "pixel_mass_fractions",
     "mixed_albedo",
 ]
 
@@ -72,26 +72,34 @@ def mass_fraction_jacobian(fractions, per_mass):
         return (np.eye(n) - mass[..., :, None]) / (per_mass * total[..., None, None])
 
 
-def mass_fraction_covariance(fractions, covariance, per_mass):
-    """Covariance (..., n, n) of the mass fractions from that of the cross-section
-    fractions f (..., n), propagated through `mass_fraction_jacobian` G: G C G^T.
+def pixel_mass_fractions(fractions, per_mass, covariance, mass_out, covariance_out, rows):
+    """One pixel's mass fractions and their covariance, written as loops (they run as
+    plain Python and compile with numba: the kernels' form of `mass_fractions`).
 
-    With G = (I - M 1^T) D, D = diag(1 / (c S)), and K = D C D, it is
-    K - M (1^T K) - (K 1) M^T + (1^T K 1) M M^T: elementwise, no batched matrix products.
+    Args:
+        fractions: f (n,); per_mass: c (n,); covariance: of f (n, n).
+        mass_out: M (n,) = (f_j / c_j) / S, S = sum_k f_k / c_k (NaN where every f is 0).
+        covariance_out: of M (n, n): G C G^T with G = (I - M 1^T) D, D = diag(1 / (c S))
+            (`mass_fraction_jacobian`), computed as K - M (1^T K) - (K 1) M^T +
+            (1^T K 1) M M^T, K = D C D.
+        rows: scratch (n,).
     """
-    fractions = np.asarray(fractions, np.float64)
-    mass = mass_fractions(fractions, per_mass)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        scale = 1.0 / (per_mass * np.sum(fractions / per_mass, axis=-1, keepdims=True))  # (..., n)
-    k = covariance * scale[..., :, None] * scale[..., None, :]
-    rows = np.sum(k, axis=-1)  # K 1 (K is symmetric)
-    total = np.sum(rows, axis=-1)[..., None, None]
-    return (
-        k
-        - mass[..., :, None] * rows[..., None, :]
-        - rows[..., :, None] * mass[..., None, :]
-        + total * mass[..., :, None] * mass[..., None, :]
-    )
+    n = fractions.shape[0]
+    total = 0.0
+    for j in range(n):
+        total += fractions[j] / per_mass[j]
+    for j in range(n):
+        mass_out[j] = fractions[j] / per_mass[j] / total
+    grand = 0.0
+    for a in range(n):
+        rows[a] = 0.0
+        for b in range(n):
+            covariance_out[a, b] = covariance[a, b] / (per_mass[a] * per_mass[b] * total * total)
+            rows[a] += covariance_out[a, b]
+        grand += rows[a]
+    for a in range(n):
+        for b in range(n):
+            covariance_out[a, b] += grand * mass_out[a] * mass_out[b] - mass_out[a] * rows[b] - rows[a] * mass_out[b]
 
 
 def mixed_albedo(fractions, albedo):

@@ -17,10 +17,11 @@ from .._model._backends import numba_equations, retarget_to_numba
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
+from . import mixing
 from . import simplex_qp as _qp_module
 from .simplex_qp import QP_OK, QP_SINGULAR, interior_start, reduced_covariance, simplex_qp, vertex_start
 
-__all__ = ["two_step_numba", "one_step_numba", "covariance_numba", "BLOCK"]
+__all__ = ["two_step_numba", "one_step_numba", "finish_numba", "BLOCK"]
 
 _rules = retarget_to_numba(lm_rules)
 accepted = _rules.accepted
@@ -392,8 +393,12 @@ def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights
     return out
 
 
-@cached_njit(inlines=(_qp_module,), parallel=True, error_model="numpy")
-def _covariance_kernel(hessian, gradient, fractions, sum_active, solved, out, determined):
+_pixel_mass_fractions = numba.njit(error_model="numpy")(mixing.pixel_mass_fractions)
+
+
+@cached_njit(inlines=(_qp_module, mixing), parallel=True, error_model="numpy")
+def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_mass, weighted, equality, n_bands,
+                   mass_out, covariance_out, at_bound_out, remainder_out):  # fmt: skip
     n, p = fractions.shape
     for block in numba.prange((n + BLOCK - 1) // BLOCK):
         system = np.empty((p, p))
@@ -401,28 +406,64 @@ def _covariance_kernel(hessian, gradient, fractions, sum_active, solved, out, de
         scale = np.empty(p)
         rhs = np.empty(p)
         column = np.empty(p)
+        covariance = np.empty((p, p))
         for pixel in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
-            if not solved[pixel]:
-                determined[pixel] = False
+            code = status[pixel]
+            if not (code == CONVERGED or code == MAX_ITER or code == UNDETERMINED):
+                remainder_out[pixel] = math.nan
                 for a in range(p):
+                    fractions[pixel, a] = math.nan
+                    mass_out[pixel, a] = math.nan
+                    at_bound_out[pixel, a] = False
                     for b in range(p):
-                        out[pixel, a, b] = math.nan
+                        covariance_out[pixel, a, b] = math.nan
                 continue
-            determined[pixel] = reduced_covariance(
-                hessian[pixel], gradient[pixel], fractions[pixel], sum_active[pixel],
-                system, factor, scale, rhs, column, out[pixel],
+            x = fractions[pixel]
+            determined = reduced_covariance(
+                hessian[pixel], gradient[pixel], x, sum_active[pixel], system, factor, scale, rhs, column, covariance
             )
+            if code == CONVERGED and not determined:
+                status[pixel] = UNDETERMINED
+            variance = 1.0  # weighted by 1/sigma^2: (J^T W J)^-1 is the covariance
+            if not weighted:  # the residual variance
+                dof = n_bands + (1 if sum_active[pixel] else 0)
+                for a in range(p):
+                    dof -= 1 if x[a] > 0.0 else 0
+                variance = cost[pixel] / dof if dof > 0 else math.nan
+            if status[pixel] == UNDETERMINED:
+                variance = math.nan
+            total = 0.0
+            for a in range(p):
+                at_bound_out[pixel, a] = x[a] == 0.0
+                total += x[a]
+                for b in range(p):
+                    covariance[a, b] *= variance
+            remainder_out[pixel] = 0.0 if equality else 1.0 - total
+            _pixel_mass_fractions(x, per_mass, covariance, mass_out[pixel], covariance_out[pixel], column)
 
 
-def covariance_numba(hessian, gradient, fractions, sum_active, solved):
-    """(J^T J)^-1 of every pixel restricted to its free fractions and the sum constraint
-    (`simplex_qp.reduced_covariance`), unscaled; and whether it is determined."""
-    n, p = fractions.shape
-    out = np.empty((n, p, p))
-    determined = np.empty(n, np.bool_)
-    _covariance_kernel(
-        as_kernel_array(hessian), as_kernel_array(gradient), as_kernel_array(fractions),
-        np.require(sum_active, np.bool_, ("C", "W")), np.require(solved, np.bool_, ("C", "W")), out, determined,
+def finish_numba(solved, status, per_mass, weighted, equality, n_bands):
+    """Covariance, UNDETERMINED status and mass fractions of one chunk (numba, parallel).
+
+    Args:
+        solved: a route's output (fractions, hessian, gradient, sum_active, cost; the
+            fractions are overwritten with NaN where unsolved); status: (pixels,) int8,
+            updated in place; per_mass: (p,) c_j; weighted: refl_sigma given;
+            equality: sum to one; n_bands: observations per pixel.
+    Returns:
+        dict: fractions (mass), covariance (of the mass fractions), at_bound, remainder.
+    """
+    n, p = solved["fractions"].shape
+    out = {
+        "fractions": np.empty((n, p)),
+        "covariance": np.empty((n, p, p)),
+        "at_bound": np.empty((n, p), np.bool_),
+        "remainder": np.empty(n),
+    }
+    _finish_kernel(
+        as_kernel_array(solved["hessian"]), as_kernel_array(solved["gradient"]), solved["fractions"],
+        np.require(solved["sum_active"], np.bool_, ("C", "W")), as_kernel_array(solved["cost"]), status,
+        as_kernel_array(per_mass), bool(weighted), bool(equality), int(n_bands),
+        out["fractions"], out["covariance"], out["at_bound"], out["remainder"],
     )  # fmt: skip
-    return out, determined
-
+    return out

@@ -13,8 +13,8 @@ from .._params import HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
 from .endmembers import Endmembers
 from .jax_unmix import solve_one_step_jax
-from .mixing import cross_section_per_mass, mass_fraction_covariance, mass_fractions
-from .numba_unmix import covariance_numba, one_step_numba, two_step_numba
+from .mixing import cross_section_per_mass
+from .numba_unmix import finish_numba, one_step_numba, two_step_numba
 from .result import UnmixResult
 from .simplex_qp import QP_SINGULAR, QP_STALLED, max_qp_steps
 
@@ -234,35 +234,14 @@ def _one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, weights, star
 
 def _finish(solved, status, iterations, endmembers, equality, weighted, n_bands):
     """The covariance, the UNDETERMINED status, and the conversion to mass fractions."""
-    fractions = solved["fractions"]
-    sum_active = solved["sum_active"]
-    usable = (status == Status.CONVERGED) | (status == Status.MAX_ITER) | (status == Status.UNDETERMINED)
-    covariance, determined = covariance_numba(
-        solved["hessian"], np.where(usable[:, None], solved["gradient"], 0.0), np.where(usable[:, None], fractions, 0.0),
-        sum_active, usable,
-    )  # fmt: skip
-    status[(status == Status.CONVERGED) & ~determined] = Status.UNDETERMINED
-    cost = solved["cost"]
-    if weighted:  # the bands are weighted by 1/sigma^2: (J^T W J)^-1 is the covariance
-        variance = np.ones_like(cost)
-    else:
-        dof = n_bands - (np.sum(fractions > 0.0, axis=-1) - sum_active.astype(np.int64))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            variance = np.where(dof > 0, cost / np.maximum(dof, 1), np.nan)
-    covariance = covariance * variance[:, None, None]
-    covariance[status == Status.UNDETERMINED] = np.nan
-    fractions = np.where(usable[:, None], fractions, np.nan)
+    solved = dict(solved, fractions=np.require(solved["fractions"], np.float64, ("C", "W")).copy())
+    status = np.require(status, np.int8, ("C", "W"))
     per_mass = cross_section_per_mass(endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency)
-    mass = mass_fractions(fractions, per_mass)
-    mass_covariance = mass_fraction_covariance(fractions, covariance, per_mass)
-    remainder = np.zeros(fractions.shape[0]) if equality else 1.0 - np.sum(fractions, axis=-1)
+    finished = finish_numba(solved, status, per_mass, weighted, equality, n_bands)
     return {
-        "fractions": mass,
-        "covariance": mass_covariance,
-        "at_bound": usable[:, None] & (fractions == 0.0),
-        "cross_section": fractions,
-        "remainder": np.where(usable, remainder, np.nan),
+        **finished,
+        "cross_section": solved["fractions"],  # NaN where unsolved (set by the kernel)
         "status": status,
         "iterations": iterations,
-        "residual_norm": np.sqrt(cost),
+        "residual_norm": np.sqrt(solved["cost"]),
     }
