@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 
 import numba
-import numpy as np
 
 from .._inverse.covariance import MAX_VARIANCE_INFLATION
 
