@@ -22,6 +22,7 @@ PUBLIC = {
     "angles_from_geometry", "normal_from_slope_aspect",
     "SpectralLibrary", "read_spectral_library",
     "PhotometricFunction", "reflectance",
+    "Endmembers", "UnmixResult", "unmix",
 }  # fmt: skip
 
 

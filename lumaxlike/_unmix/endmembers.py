@@ -1,0 +1,180 @@
+"""`Endmembers`: the library an intimate mixture is unmixed into."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .._inverse.status import Status
+from .._params import HapkeParams
+
+__all__ = ["Endmembers"]
+
+
+def _positive_vector(name: str, value, n: int) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype.kind not in "fiu":
+        raise ValueError(f"Endmembers.{name} must be numeric, got dtype {array.dtype}")
+    array = np.broadcast_to(array.astype(np.float64), (n,)) if array.ndim == 0 else array.astype(np.float64)
+    if array.shape != (n,):
+        raise ValueError(f"Endmembers.{name} must have one value per endmember, shape ({n},), got {array.shape}")
+    bad = ~(np.isfinite(array) & (array > 0.0))
+    if np.any(bad):
+        raise ValueError(
+            f"Endmembers.{name} must be finite and > 0, got {array[bad][0]!r} (endmember {int(np.argmax(bad))})"
+        )
+    array = np.array(array)  # own, read-only copy
+    array.flags.writeable = False
+    return array
+
+
+@dataclasses.dataclass(frozen=True, eq=False)  # arrays: identity, not elementwise, equality
+class Endmembers:
+    """An endmember library for `lumaxlike.unmix` (Hapke 2012, ch. 10 intimate mixing).
+
+    Attributes:
+        names: one name per endmember (tuple of str, unique).
+        albedo: single-scattering albedo spectra w_j(lambda), shape (n_endmembers,
+            n_bands), each strictly inside (0, 1), on the cube's bands. A dark neutral
+            endmember (constant w) is just another row.
+        density: solid (grain) density rho_j [g/cm^3], shape (n_endmembers,), > 0.
+        grain_size: grain size D_j [um], shape (n_endmembers,), > 0.
+        extinction_efficiency: Q_j [-], shape (n_endmembers,), > 0; default 1 (grains
+            large against the wavelength).
+        wavelengths: band centres [um], shape (n_bands,), or None.
+
+    A scalar density, grain_size or extinction_efficiency is used for every endmember.
+    Arrays are copied and made read-only. Invalid values raise a ValueError naming the
+    field and the endmember.
+    """
+
+    names: tuple
+    albedo: np.ndarray
+    density: np.ndarray
+    grain_size: np.ndarray
+    extinction_efficiency: np.ndarray = None
+    wavelengths: np.ndarray | None = None
+
+    def __post_init__(self):
+        names = (self.names,) if isinstance(self.names, str) else tuple(self.names)
+        if not names or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
+            raise ValueError(f"Endmembers.names must be unique strings, at least one, got {self.names!r}")
+        albedo = np.asarray(self.albedo)
+        if albedo.dtype.kind not in "fiu":
+            raise ValueError(f"Endmembers.albedo must be numeric, got dtype {albedo.dtype}")
+        albedo = np.array(albedo, np.float64)
+        if albedo.ndim != 2 or albedo.shape[0] != len(names) or albedo.shape[1] < 1:
+            raise ValueError(
+                f"Endmembers.albedo must have shape (n_endmembers, n_bands) = ({len(names)}, bands), "
+                f"got {albedo.shape}"
+            )
+        for j, name in enumerate(names):
+            spectrum = albedo[j]
+            if not np.all(np.isfinite(spectrum)):
+                raise ValueError(f"Endmembers.albedo of {name!r} holds NaN or inf (band {int(np.argmin(np.isfinite(spectrum)))})")
+            if not np.all((spectrum > 0.0) & (spectrum < 1.0)):
+                raise ValueError(
+                    f"Endmembers.albedo of {name!r} must lie strictly inside (0, 1), got values in "
+                    f"[{spectrum.min()}, {spectrum.max()}]"
+                )
+        albedo.flags.writeable = False
+        n = len(names)
+        efficiency = 1.0 if self.extinction_efficiency is None else self.extinction_efficiency
+        wavelengths = self.wavelengths
+        if wavelengths is not None:
+            wavelengths = np.array(wavelengths, np.float64)
+            if wavelengths.shape != (albedo.shape[1],) or not np.all(np.isfinite(wavelengths) & (wavelengths > 0)):
+                raise ValueError(
+                    f"Endmembers.wavelengths must be ({albedo.shape[1]},) finite positive band centres [um], "
+                    f"got shape {wavelengths.shape}"
+                )
+            wavelengths.flags.writeable = False
+        set_field = object.__setattr__  # frozen: the normalised values replace the given ones
+        set_field(self, "names", names)
+        set_field(self, "albedo", albedo)
+        set_field(self, "density", _positive_vector("density", self.density, n))
+        set_field(self, "grain_size", _positive_vector("grain_size", self.grain_size, n))
+        set_field(self, "extinction_efficiency", _positive_vector("extinction_efficiency", efficiency, n))
+        set_field(self, "wavelengths", wavelengths)
+
+    @property
+    def n_endmembers(self) -> int:
+        return len(self.names)
+
+    @property
+    def n_bands(self) -> int:
+        return self.albedo.shape[1]
+
+    @classmethod
+    def from_reflectance(
+        cls,
+        reflectance,
+        incidence,
+        emission,
+        azimuth,
+        params: HapkeParams,
+        density,
+        grain_size,
+        *,
+        names=None,
+        extinction_efficiency=None,
+        wavelengths=None,
+        solver: str = "numba",
+    ) -> "Endmembers":
+        """Endmembers from laboratory reflectance spectra, w_j by `lumaxlike.invert`.
+
+        Args:
+            reflectance: bidirectional reflectance r [1/sr] (RADF / pi; a reflectance
+                factor REFF = pi r / cos i), shape (n_endmembers, n_bands).
+            incidence, emission: angles of the laboratory measurement [rad].
+            azimuth: azimuth of the observer relative to the source psi [rad] (0:
+                backscatter side), as `lumaxlike.geometry_from_angles` takes it. One
+                geometry for every spectrum (scalars), or one per endmember (shape
+                (n_endmembers,)).
+            params: the `HapkeParams` the spectra are inverted with (the same as the
+                mixture's, normally).
+            density, grain_size, extinction_efficiency, wavelengths, names: as the
+                attributes (names default to "endmember_0", ...).
+            solver: `invert`'s solver.
+
+        Raises:
+            ValueError: naming the endmember whose spectrum `invert` cannot fit (a band
+                with r <= 0, r above r(w -> 1), NaN, or the source or observer below the
+                horizon), or a bad argument.
+        """
+        from .._geometry import geometry_from_angles
+        from .._inverse.invert import invert
+
+        refl = np.asarray(reflectance)
+        if refl.ndim != 2:
+            raise ValueError(f"reflectance must have shape (n_endmembers, n_bands), got {refl.shape}")
+        n = refl.shape[0]
+        names = tuple(f"endmember_{j}" for j in range(n)) if names is None else names
+        angles = [np.asarray(a, np.float64) for a in (incidence, emission, azimuth)]
+        for label, angle in zip(("incidence", "emission", "azimuth"), angles):
+            if angle.shape not in ((), (n,)):
+                raise ValueError(f"{label} must be a scalar or one angle per endmember ({n},), got {angle.shape}")
+        to_sun, to_sensor, normal = (
+            np.broadcast_to(v, (n, 3)) for v in geometry_from_angles(*np.broadcast_arrays(*angles))
+        )
+        result = invert(refl, to_sun, to_sensor, normal, params, solver=solver)
+        labels = names if not isinstance(names, str) else (names,)
+        for j in range(n):
+            failed = result.status[j] != Status.CONVERGED
+            if np.any(failed):
+                band = int(np.argmax(failed))
+                label = labels[j] if j < len(labels) else j
+                raise ValueError(
+                    f"reflectance of endmember {label!r}: invert fails in {int(failed.sum())} band(s), first "
+                    f"band {band} with status {Status(int(result.status[j, band])).name} "
+                    f"(r = {refl[j, band]!r})"
+                )
+        return cls(
+            names=names,
+            albedo=result.w,
+            density=density,
+            grain_size=grain_size,
+            extinction_efficiency=extinction_efficiency,
+            wavelengths=wavelengths,
+        )

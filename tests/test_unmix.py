@@ -1,0 +1,330 @@
+"""`unmix`: intimate-mixture unmixing by both routes and both solvers.
+
+Shapes are kept to one (pixels, bands, endmembers) for the JAX solver (one compile per
+route); the numba kernels take any library size without recompiling.
+"""
+
+import functools
+
+import numpy as np
+import pytest
+import scipy.optimize
+
+import lumaxlike
+from lumaxlike._unmix.mixing import (
+    cross_section_fractions,
+    cross_section_per_mass,
+    mass_fraction_jacobian,
+    mass_fractions,
+    mixed_albedo,
+    pixel_mass_fractions,
+)
+from lumaxlike._unmix.numba_unmix import two_step_numba
+from lumaxlike._unmix.simplex_qp import max_qp_steps
+
+from .helpers import SOLVERS, random_geometry
+
+ROUTES = ("one_step", "two_step")
+PARAMS = lumaxlike.HapkeParams(b=0.3, c=0.4, roughness=0.3, hs=0.06, bs0=0.9)
+Status = lumaxlike.Status
+
+
+def library(n_end, n_bands, seed, names=None):
+    """Smooth, distinct albedo spectra (Gaussian bands on a sloped continuum) in (0.05, 0.95)."""
+    rng = np.random.default_rng(seed)
+    wavelength = np.linspace(0.0, 1.0, n_bands)
+    albedo = np.empty((n_end, n_bands))
+    for j in range(n_end):
+        continuum = rng.uniform(0.5, 0.9) + rng.uniform(-0.2, 0.2) * wavelength
+        depth, centre, width = rng.uniform(0.2, 0.4), rng.uniform(0.1, 0.9), rng.uniform(0.08, 0.2)
+        albedo[j] = continuum - depth * np.exp(-(((wavelength - centre) / width) ** 2))
+    return lumaxlike.Endmembers(
+        names=names or tuple(f"m{j}" for j in range(n_end)),
+        albedo=np.clip(albedo, 0.05, 0.95),
+        density=rng.uniform(2.5, 4.5, n_end),
+        grain_size=rng.uniform(20.0, 120.0, n_end),
+    )
+
+
+def scene(endmembers, n_pixels, seed, absent=0):
+    """Random geometry and mass fractions (the first `absent` endmember missing from the
+    first half of the pixels); returns (geometry, mass, noise-free refl)."""
+    rng = np.random.default_rng(seed)
+    geometry = random_geometry(n_pixels, rng)
+    mass = rng.dirichlet(np.ones(endmembers.n_endmembers), n_pixels)
+    mass[: n_pixels // 2, :absent] = 0.0
+    mass /= mass.sum(axis=-1, keepdims=True)
+    per_mass = cross_section_per_mass(endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency)
+    w = mixed_albedo(cross_section_fractions(mass, per_mass), endmembers.albedo)
+    return geometry, mass, lumaxlike.amsa(w, *geometry, PARAMS, backend="numba")
+
+
+# The shared case: 4 endmembers, 40 bands, 40 pixels (some with the horizon problem).
+ENDMEMBERS = library(4, 40, seed=1)
+GEOMETRY, MASS, REFL = scene(ENDMEMBERS, 40, seed=2, absent=1)
+
+
+@functools.lru_cache(maxsize=None)
+def shared_result(solver, route):
+    return lumaxlike.unmix(REFL, *GEOMETRY, ENDMEMBERS, PARAMS, solver, route=route)
+
+
+def assert_recovers(result, mass, refl):
+    valid = np.all(np.isfinite(refl), axis=-1)
+    assert np.all(result.status[~valid] == Status.NONFINITE_INPUT)
+    assert np.all(result.status[valid] == Status.CONVERGED)
+    np.testing.assert_allclose(result.fractions[valid], mass[valid], atol=1e-6, rtol=0)
+    np.testing.assert_allclose(result.fractions[valid].sum(axis=-1), 1.0, atol=1e-12, rtol=0)
+    absent = valid[:, None] & (mass == 0.0)
+    assert np.all(result.fractions[absent] == 0.0) and np.all(result.at_bound[absent])
+    assert not np.any(result.at_bound[valid[:, None] & (mass > 1e-6)])
+    assert np.all(np.isnan(result.fractions[~valid]))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("route", ROUTES)
+def test_noise_free_mixtures_recovered(solver, route):
+    assert (MASS == 0.0).any() and not np.all(np.isfinite(REFL))  # the case has both
+    assert_recovers(shared_result(solver, route), MASS, REFL)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_solvers_agree(route):
+    numba, jax = shared_result("numba", route), shared_result("jax", route)
+    np.testing.assert_array_equal(numba.status, jax.status)
+    np.testing.assert_array_equal(numba.at_bound, jax.at_bound)
+    np.testing.assert_allclose(numba.fractions, jax.fractions, atol=1e-8, rtol=0)
+
+
+@pytest.mark.parametrize("n_end, n_bands", [(2, 30), (6, 200)])
+def test_library_sizes_numba(n_end, n_bands):
+    endmembers = library(n_end, n_bands, seed=n_end)
+    geometry, mass, refl = scene(endmembers, 20, seed=n_bands, absent=1)
+    for route in ROUTES:
+        result = lumaxlike.unmix(refl, *geometry, endmembers, PARAMS, "numba", route=route)
+        assert_recovers(result, mass, refl)
+        assert result.fractions.shape == (20, n_end) and result.covariance.shape == (20, n_end, n_end)
+
+
+def noisy_copies(endmembers, mass, n, sigma, seed):
+    """n noisy observations of one mixture at one geometry."""
+    rng = np.random.default_rng(seed)
+    geometry = [np.broadcast_to(g, (n, 3)) for g in lumaxlike.geometry_from_angles(0.5, 0.3, 0.4)]
+    per_mass = cross_section_per_mass(endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency)
+    w = mixed_albedo(cross_section_fractions(mass, per_mass), endmembers.albedo)
+    refl = lumaxlike.amsa(np.broadcast_to(w, (n, w.shape[-1])), *geometry, PARAMS, backend="numba")
+    return geometry, refl + rng.normal(0.0, sigma, refl.shape)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_covariance_matches_monte_carlo(route):
+    # 400 draws: the sample variance is within ~7 % (1 sigma) of the truth, so 20 % is ~3 sigma
+    mass = np.array([0.4, 0.3, 0.2, 0.1])
+    sigma = 2e-4
+    geometry, refl = noisy_copies(ENDMEMBERS, mass, 400, sigma, seed=3)
+    result = lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, "numba", route=route, refl_sigma=sigma)
+    assert np.all(result.status == Status.CONVERGED) and not result.at_bound.any()
+    scatter = np.cov(result.fractions, rowvar=False)
+    predicted = np.median(result.covariance, axis=0)
+    np.testing.assert_allclose(np.diag(predicted), np.diag(scatter), rtol=0.2)
+    # the sum constraint: fractions and their variance along (1, ..., 1) vanish
+    np.testing.assert_allclose(result.covariance.sum(axis=(-1, -2)), 0.0, atol=1e-12 * np.trace(predicted))
+    # without refl_sigma the covariance is scaled by the residual variance: about the same
+    unscaled = lumaxlike.unmix(refl[:40], *(g[:40] for g in geometry), ENDMEMBERS, PARAMS, "numba", route=route)
+    if route == "one_step":  # residual variance estimates sigma^2 (36 dof): within ~25 %
+        ratio = np.median(unscaled.covariance[:, 0, 0]) / np.median(result.covariance[:40, 0, 0])
+        assert 0.6 < ratio < 1.5
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_absent_endmember_with_noise_is_at_its_bound(solver):
+    mass = np.array([0.0, 0.5, 0.3, 0.2])
+    geometry, refl = noisy_copies(ENDMEMBERS, mass, 40, 2e-4, seed=4)
+    result = lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, solver, refl_sigma=2e-4)
+    assert np.all(result.status == Status.CONVERGED)
+    assert np.all(result.fractions >= 0.0)  # never negative
+    np.testing.assert_array_equal(result.at_bound, result.fractions == 0.0)
+    assert result.at_bound[:, 0].mean() > 0.25  # about half the draws push it below 0
+    assert not result.at_bound[:, 1:].any()
+    at_bound = result.at_bound[:, 0]
+    assert np.all(result.covariance[at_bound][:, 0, :] == 0.0)  # held at its bound
+    assert np.all(result.sigma("m1")[at_bound] > 0.0)
+
+
+def test_solvers_agree_on_noisy_data_and_covariance():
+    mass = np.array([0.0, 0.5, 0.3, 0.2])
+    geometry, refl = noisy_copies(ENDMEMBERS, mass, 40, 2e-4, seed=5)
+    results = {s: lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, s, refl_sigma=2e-4) for s in SOLVERS}
+    np.testing.assert_array_equal(results["numba"].status, results["jax"].status)
+    np.testing.assert_allclose(results["numba"].fractions, results["jax"].fractions, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(results["numba"].covariance, results["jax"].covariance, rtol=1e-6, atol=1e-14)
+
+
+@pytest.mark.parametrize("kind", ["identical", "collinear"])
+def test_degenerate_library_is_undetermined(kind):
+    albedo = ENDMEMBERS.albedo[:3]
+    extra = albedo[0] if kind == "identical" else 0.5 * albedo[0] + 0.5 * albedo[1]
+    endmembers = lumaxlike.Endmembers(
+        names=("a", "b", "c", "d"), albedo=np.vstack([albedo, extra]), density=3.0, grain_size=50.0
+    )
+    geometry = GEOMETRY  # the shared shape: no new JAX compile
+    mass = np.array([0.3, 0.3, 0.2, 0.2])
+    w = mixed_albedo(mass, endmembers.albedo)  # equal density and size: f = M
+    refl = lumaxlike.amsa(np.broadcast_to(w, (40, w.shape[-1])), *geometry, PARAMS, backend="numba")
+    valid = np.all(np.isfinite(refl), axis=-1)
+    statuses = []
+    for solver in SOLVERS:
+        for route in ROUTES:
+            result = lumaxlike.unmix(refl, *geometry, endmembers, PARAMS, solver, route=route)
+            # never a confident split: UNDETERMINED (NaN covariance), or a variance too
+            # large for the split to mean anything
+            undetermined = result.status[valid] == Status.UNDETERMINED
+            large = np.sqrt(result.covariance[valid][:, 0, 0]) > 0.1
+            assert np.all(undetermined | large), (solver, route)
+            assert np.all(np.isnan(result.covariance[valid][undetermined]))
+            statuses.append(result.status)
+    np.testing.assert_array_equal(statuses[0], statuses[2])  # numba and jax, one-step
+    np.testing.assert_array_equal(statuses[1], statuses[3])  # two-step
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_unmodelled_dark_remainder(solver):
+    # the mixture holds a perfectly absorbing component (w = 0) of cross-section 0.25
+    fractions = np.array([0.35, 0.0, 0.25, 0.15])
+    geometry = GEOMETRY  # the shared shape: no new JAX compile
+    w = mixed_albedo(fractions, ENDMEMBERS.albedo)
+    refl = lumaxlike.amsa(np.broadcast_to(w, (40, w.shape[-1])), *geometry, PARAMS, backend="numba")
+    valid = np.all(np.isfinite(refl), axis=-1)
+    for route in ROUTES:
+        result = lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, solver, route=route, sum_to_one=False)
+        assert np.all(result.status[valid] == Status.CONVERGED)
+        np.testing.assert_allclose(result.remainder[valid], 0.25, atol=1e-6)
+        np.testing.assert_allclose(result.cross_section[valid], np.broadcast_to(fractions, (valid.sum(), 4)), atol=1e-6)
+        per_mass = cross_section_per_mass(ENDMEMBERS.density, ENDMEMBERS.grain_size, ENDMEMBERS.extinction_efficiency)
+        np.testing.assert_allclose(result.fractions[valid][0], mass_fractions(fractions, per_mass), atol=1e-6)
+        assert np.all(result.at_bound[valid][:, 1])
+    # with the sum held at one the dark remainder is not representable: a poorer fit
+    held = lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, solver)
+    assert np.all(held.remainder[valid] == 0.0) and np.all(held.residual_norm[valid] > 1e-4)
+
+
+def test_two_step_programme_matches_scipy():
+    """The w-space active-set programme against scipy: NNLS where the sum constraint is
+    inactive, and an equality-constrained NNLS (augmented row) with the sum held at one."""
+    rng = np.random.default_rng(6)
+    n, p, k = 200, 5, 30
+    albedo = rng.uniform(0.1, 0.9, (p, k))
+    truth = rng.dirichlet(np.ones(p), n) * rng.uniform(0.3, 0.9, (n, 1))
+    truth[rng.uniform(size=(n, p)) < 0.3] = 0.0
+    w = truth @ albedo + rng.normal(0.0, 0.02, (n, k))  # noisy: many bounds active
+    solve = np.ones(n, bool)
+    free = two_step_numba(w, None, solve, albedo, False, max_qp_steps(p))
+    held = two_step_numba(w, None, solve, albedo, True, max_qp_steps(p))
+    delta = 1e3  # the augmented row weighs the sum: it is one to ~1/delta^2
+    checked = 0
+    for i in range(n):
+        expected, _ = scipy.optimize.nnls(albedo.T, w[i])
+        if expected.sum() < 1.0:  # the sum constraint is inactive: plain NNLS
+            np.testing.assert_allclose(free["fractions"][i], expected, atol=1e-10)
+            checked += 1
+        augmented = np.vstack([albedo.T, delta * np.ones(p)])
+        expected, _ = scipy.optimize.nnls(augmented, np.append(w[i], delta), maxiter=1000)
+        np.testing.assert_allclose(held["fractions"][i], expected, atol=1e-5)
+        assert held["fractions"][i].sum() == pytest.approx(1.0, abs=1e-13)
+    assert checked > n // 4
+    assert np.all(free["code"] == 0) and np.all(held["code"] == 0)
+    assert np.all(free["fractions"] >= 0.0) and np.any(free["fractions"] == 0.0)
+
+
+def test_mixing_rule():
+    per_mass = cross_section_per_mass([2.0, 4.0, 3.0], [10.0, 50.0, 20.0], [1.0, 1.0, 2.0])
+    np.testing.assert_allclose(per_mass, [1 / 20, 1 / 200, 2 / 60])
+    mass = np.array([0.2, 0.5, 0.3])
+    f = cross_section_fractions(mass, per_mass)
+    expected = mass * per_mass / np.sum(mass * per_mass)
+    np.testing.assert_allclose(f, expected, rtol=1e-14)
+    np.testing.assert_allclose(mass_fractions(f, per_mass), mass, rtol=1e-14)
+    # the Jacobian of f -> M against central differences
+    step = 1e-6
+    numeric = np.stack(
+        [(mass_fractions(f + step * e, per_mass) - mass_fractions(f - step * e, per_mass)) / (2 * step) for e in np.eye(3)],
+        axis=-1,
+    )
+    jacobian = mass_fraction_jacobian(f, per_mass)
+    np.testing.assert_allclose(jacobian, numeric, atol=1e-8)
+    # the covariance propagated elementwise is G C G^T
+    root = np.random.default_rng(0).normal(size=(3, 3))
+    covariance = root @ root.T
+    mass_out, covariance_out = np.empty(3), np.empty((3, 3))
+    pixel_mass_fractions(f, per_mass, covariance, mass_out, covariance_out, np.empty(3))  # the kernels' form
+    np.testing.assert_allclose(mass_out, mass, rtol=1e-14)
+    np.testing.assert_allclose(covariance_out, jacobian @ covariance @ jacobian.T, rtol=1e-12)
+
+
+def test_endmembers_from_reflectance():
+    incidence, emission, azimuth = 0.5, 0.2, 0.0
+    geometry = lumaxlike.geometry_from_angles(incidence, emission, azimuth)
+    refl = lumaxlike.amsa(ENDMEMBERS.albedo, *geometry, PARAMS, backend="numba")
+    built = lumaxlike.Endmembers.from_reflectance(
+        refl, incidence, emission, azimuth, PARAMS, density=ENDMEMBERS.density, grain_size=ENDMEMBERS.grain_size,
+        names=ENDMEMBERS.names,
+    )  # fmt: skip
+    np.testing.assert_allclose(built.albedo, ENDMEMBERS.albedo, atol=1e-9)
+    assert built.names == ENDMEMBERS.names and not built.albedo.flags.writeable
+    bad = refl.copy()
+    bad[2, 5] = 1.0  # above r(w -> 1)
+    with pytest.raises(ValueError, match="endmember 'm2'.*UNREACHABLE"):
+        lumaxlike.Endmembers.from_reflectance(
+            bad, incidence, emission, azimuth, PARAMS, density=3.0, grain_size=50.0, names=ENDMEMBERS.names
+        )
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"albedo": np.full((2, 3), np.nan)}, "albedo of 'a' holds NaN"),
+        ({"albedo": np.full((2, 3), 1.0)}, "albedo of 'a' must lie strictly inside"),
+        ({"albedo": np.full((3, 3), 0.5)}, "albedo must have shape"),
+        ({"density": [3.0, -1.0]}, "density must be finite and > 0"),
+        ({"grain_size": [1.0, 2.0, 3.0]}, "grain_size must have one value per endmember"),
+        ({"names": ("a", "a")}, "names must be unique"),
+        ({"wavelengths": [1.0, 2.0]}, "wavelengths must be"),
+    ],
+)
+def test_endmembers_refuse_bad_values(change, match):
+    fields = {"names": ("a", "b"), "albedo": np.full((2, 3), 0.5), "density": 3.0, "grain_size": 50.0, **change}
+    with pytest.raises(ValueError, match=match):
+        lumaxlike.Endmembers(**fields)
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"refl": REFL[:, :30]}, "last axis must hold the endmembers' 40 bands"),
+        ({"solver": "cuda"}, "solver="),
+        ({"route": "three_step"}, "route="),
+        ({"refl_sigma": 0.0}, "refl_sigma must be > 0"),
+        ({"refl_sigma": np.ones(3)}, "refl_sigma must be a scalar or one value per band"),
+        ({"endmembers": ENDMEMBERS.albedo}, "endmembers must be a lumaxlike.Endmembers"),
+        ({"tol": 0.0}, "tol must be positive"),
+        ({"max_iter": 0}, "max_iter must be a positive integer"),
+        ({"sum_to_one": "yes"}, "sum_to_one must be True or False"),
+    ],
+)
+def test_unmix_refuses_bad_arguments(change, match):
+    arguments = {"refl": REFL, "endmembers": ENDMEMBERS, "solver": "numba", **change}
+    refl, endmembers, solver = arguments.pop("refl"), arguments.pop("endmembers"), arguments.pop("solver")
+    with pytest.raises(ValueError, match=match):
+        lumaxlike.unmix(refl, *GEOMETRY, endmembers, PARAMS, solver, **arguments)
+
+
+def test_result_shapes_follow_refl():
+    refl = REFL[:12].reshape(3, 4, 40)
+    geometry = [g[:12].reshape(3, 4, 3) for g in GEOMETRY]
+    result = lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, "numba", route="two_step", chunk_size=5)
+    assert result.fractions.shape == (3, 4, 4) and result.covariance.shape == (3, 4, 4, 4)
+    assert result.status.shape == result.remainder.shape == result.residual_norm.shape == (3, 4)
+    flat = shared_result("numba", "two_step")
+    np.testing.assert_array_equal(result.status.reshape(12), flat.status[:12])
+    np.testing.assert_allclose(result.fractions.reshape(12, 4), flat.fractions[:12], atol=1e-12)
+    np.testing.assert_array_equal(result["m1"], result.fractions[..., 1])
