@@ -10,6 +10,7 @@ then `njit`-compiled (lazily, at first call); for JAX they stay Python functions
 
 from __future__ import annotations
 
+import hashlib
 import math
 import types
 
@@ -30,9 +31,29 @@ __all__ = [
 ]
 
 
+def _binding_tag(bindings: dict) -> str:
+    """A short name of a set of bindings ("" for none), stable across processes.
+
+    numba names the compiled code of a function after its qualified name and a counter
+    that restarts in every process; two rebuilds of one function with different bindings
+    (two model configurations) compiled in different processes can then get the same
+    symbol, and once both come from the disk cache into one process, one silently runs
+    the other's code. Tagging each rebuild's qualified name with its bindings keeps the
+    symbols of different configurations apart.
+    """
+    if not bindings:
+        return ""
+    described = sorted(
+        (name, value if isinstance(value, str) else getattr(getattr(value, "py_func", value), "__qualname__", repr(value)))
+        for name, value in bindings.items()
+    )
+    return hashlib.sha1(repr(described).encode()).hexdigest()[:10]
+
+
 def _retarget(module, primitives: dict, decorate, bindings: dict) -> types.SimpleNamespace:
     namespace = dict(vars(module))
     namespace.update(primitives)
+    tag = _binding_tag(bindings)
     rebuilt = {}
     for name in module.__all__:
         original = getattr(module, name)
@@ -41,6 +62,8 @@ def _retarget(module, primitives: dict, decorate, bindings: dict) -> types.Simpl
                 original.__code__, namespace, name, original.__defaults__, original.__closure__
             )
             clone.__doc__ = original.__doc__
+            if tag:
+                clone.__qualname__ = f"{original.__qualname__}__{tag}"
             rebuilt[name] = decorate(clone)
         else:
             rebuilt[name] = original
