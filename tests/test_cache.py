@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
+
 import lumaxlike
 
 PACKAGE_DIR = Path(lumaxlike.__file__).parent
@@ -150,3 +152,34 @@ def test_editing_an_inlined_module_recompiles_the_kernel(tmp_path):
     helper.write_text("def add(x):\n    return x + 2.0\n")
     assert run_kernel() == ["3.0", "0"]  # the kernel's own file is unchanged, yet recompiled
     assert run_kernel() == ["3.0", "1"]
+
+
+FORWARD_CALLS = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import lumaxlike
+    from lumaxlike._profile import random_geometry
+
+    rng = np.random.default_rng(0)
+    geometry = random_geometry(20, rng)
+    w = rng.uniform(0.05, 0.95, (20, 2))
+    for model in sys.argv[1].split(","):
+        params = lumaxlike.HapkeParams(b=0.3, c=0.4, multiple_scattering=model)
+        np.save(f"{model}-{sys.argv[2]}.npy", lumaxlike.amsa(w, *geometry, params, backend="numba"))
+    """
+)
+
+
+def test_configurations_cached_by_different_processes_stay_apart(tmp_path):
+    # Each configuration compiled in its own process, then both loaded from the cache into
+    # one: each must still run its own equations (numba names compiled code by qualified
+    # name and a per-process counter, so the two could otherwise share symbols).
+    cache_dir, numba_cache_dir = tmp_path / "lumaxlike-cache", tmp_path / "numba-cache"
+    numba_cache_dir.mkdir()
+    run_python(["-c", FORWARD_CALLS, "amsa", "alone"], cache_dir, numba_cache_dir, tmp_path)
+    run_python(["-c", FORWARD_CALLS, "imsa", "alone"], cache_dir, numba_cache_dir, tmp_path)
+    run_python(["-c", FORWARD_CALLS, "amsa,imsa", "together"], cache_dir, numba_cache_dir, tmp_path)
+    for model in ("amsa", "imsa"):
+        np.testing.assert_array_equal(np.load(tmp_path / f"{model}-together.npy"), np.load(tmp_path / f"{model}-alone.npy"))
+    assert not np.allclose(np.load(tmp_path / "amsa-alone.npy"), np.load(tmp_path / "imsa-alone.npy"))
