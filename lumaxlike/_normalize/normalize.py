@@ -7,10 +7,10 @@ import dataclasses
 
 import numpy as np
 
-from .._inverse.invert import DEFAULT_MAX_ITER, SOLVERS, invert
+from .._inverse.invert import DEFAULT_MAX_ITER, SOLVERS, default_chunk_pixels, invert
 from .._inverse.status import Status
 from .._params import HapkeParams
-from .._shapes import as_float_array, check_band_sigma, check_choice, layout
+from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
 from .param_maps import check_param_maps
 from .standard import DEFAULT_STANDARD, standard_angles, standard_reflectance, standard_vectors
 
@@ -124,9 +124,17 @@ def normalize(
         "sigma": np.empty((n_pixels, n_bands), dtype),
         "w": np.empty((n_pixels, n_bands), dtype),
     }
-    for pixels, bands, group_params in maps.groups(params):
-        pieces = _padded(solver, flat_refl[np.ix_(pixels, bands)],
-                         [g if g.ndim == 1 else g[pixels] for g in flat_geometry])
+    # The JAX solver compiles once per chunk shape: every group is padded to one pixel
+    # count and, when some map has a band axis, solved one band at a time.
+    groups = list(maps.groups(params, split_bands=solver == "jax" and maps.per_band))
+    if solver == "jax":
+        largest = max(len(pixels) for pixels, _, _ in groups)
+        bands_per_call = 1 if maps.per_band else n_bands
+        cap = default_chunk_pixels(bands_per_call) if chunk_size is None else check_positive_int("chunk_size", chunk_size)
+        options["chunk_size"] = min(cap, 1 << (largest - 1).bit_length())
+    for pixels, bands, group_params in groups:
+        pieces = _padded(flat_refl[np.ix_(pixels, bands)], [g if g.ndim == 1 else g[pixels] for g in flat_geometry],
+                         options["chunk_size"] if solver == "jax" else None)
         sigma = None if band_sigma is None else (band_sigma if band_sigma.ndim == 0 else band_sigma[bands])
         solved = _normalize_flat(*pieces, group_params, solver, sigma, vectors, options, dtype)
         for name, target in outputs.items():
@@ -147,13 +155,13 @@ def _normalize_flat(refl, geometry, params, solver, band_sigma, vectors, options
     return outputs
 
 
-def _padded(solver, refl, geometry):
-    """A group's pixels padded to a power of two for the JAX solver (NaN reflectance,
-    inert), so groups of many sizes compile a few chunk shapes, not one each."""
+def _padded(refl, geometry, multiple):
+    """A group's pixels padded with inert ones (NaN reflectance) to a multiple of `multiple`
+    (None: unpadded)."""
     n = refl.shape[0]
-    if solver != "jax" or n & (n - 1) == 0:
+    padding = 0 if multiple is None else -n % multiple
+    if padding == 0:
         return refl, geometry
-    padding = (1 << n.bit_length()) - n
     refl = np.concatenate([refl, np.full((padding, refl.shape[1]), np.nan, refl.dtype)])
     geometry = [g if g.ndim == 1 else np.concatenate([g, np.ones((padding, 3), g.dtype)]) for g in geometry]
     return refl, geometry

@@ -33,8 +33,14 @@ class ParameterMaps:
     values: dict
     invalid: np.ndarray
 
-    def groups(self, params: HapkeParams):
-        """Yield ``(pixel indices, band indices, HapkeParams)`` covering every problem once."""
+    @property
+    def per_band(self) -> bool:
+        """True when some map has a band axis."""
+        return any(values.shape[1] > 1 for values in self.values.values())
+
+    def groups(self, params: HapkeParams, split_bands: bool = False):
+        """Yield ``(pixel indices, band indices, HapkeParams)`` covering every problem once;
+        with `split_bands`, one band at a time."""
         names = list(self.values)
         columns = np.concatenate([self.values[name] for name in names], axis=1)
         keys, inverse = np.unique(columns, axis=0, return_inverse=True)
@@ -51,7 +57,10 @@ class ParameterMaps:
                 values = tuple(float(v[0] if v.shape[0] == 1 else v[band]) for v in per_name)
                 by_values.setdefault(values, []).append(band)
             for values, bands in by_values.items():
-                yield pixels, np.asarray(bands), dataclasses.replace(params, **dict(zip(names, values)))
+                band_sets = [[band] for band in bands] if split_bands else [bands]
+                group_params = dataclasses.replace(params, **dict(zip(names, values)))
+                for band_set in band_sets:
+                    yield pixels, np.asarray(band_set), group_params
 
 
 def check_param_maps(param_maps, params: HapkeParams, pixel_shape: tuple, n_bands: int) -> ParameterMaps | None:

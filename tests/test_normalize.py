@@ -1,0 +1,158 @@
+"""Photometric normalisation: `normalize`, its parameter maps, the CLI and the accessor.
+
+The truth is the model itself: a cube synthesised at random geometry from known w, once
+normalised, must equal the cube synthesised from the same w at the standard geometry
+(evaluated by the JAX forward model, not by the numba kernel `normalize` uses there).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import lumaxlike
+from lumaxlike._normalize.standard import standard_vectors
+
+from .helpers import FULL_PARAMS, SOLVERS, random_geometry
+
+DEFAULT_STANDARD = np.radians([30.0, 0.0, 30.0])
+FIELDS = {name: getattr(FULL_PARAMS, name) for name in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")}
+
+# One small case per member of the model family (the hg case also moves the standard),
+# each with the configuration and array shapes of the inversion tests
+# (test_model_family, test_phase_functions), so the JAX solver's compilations are shared.
+CASES = {
+    "amsa": ({}, DEFAULT_STANDARD, 4),
+    "imsa": ({"multiple_scattering": "imsa", "porosity_k": 1.5}, DEFAULT_STANDARD, 4),
+    "hapke1981": ({"h_function": "hapke1981", "porosity_k": 1.5}, DEFAULT_STANDARD, 4),
+    "exact": ({"h_function": "exact", "porosity_k": 1.5}, DEFAULT_STANDARD, 4),
+    "hg": ({"phase_function": "hg", "asymmetry": -0.35, "porosity_k": 1.2}, np.radians([45.0, 20.0, 60.0]), 3),
+    "cornette_shanks": ({"phase_function": "cornette_shanks", "asymmetry": -0.35, "porosity_k": 1.2}, DEFAULT_STANDARD, 3),
+    "porosity_k": ({"porosity_k": 1.8}, DEFAULT_STANDARD, 4),
+}
+
+
+def synthesise(params, n_pixels=300, n_bands=4, seed=0):
+    rng = np.random.default_rng(seed)
+    geometry = random_geometry(n_pixels, rng)
+    w_true = rng.uniform(0.03, 0.97, (n_pixels, n_bands))
+    return w_true, geometry, lumaxlike.amsa(w_true, *geometry, params, backend="numba")
+
+
+def at_standard(w, params, standard):
+    return lumaxlike.amsa(w, *standard_vectors(*standard), params, backend="jax")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_normalised_cube_equals_the_cube_synthesised_at_the_standard_geometry(case):
+    changes, standard, n_bands = CASES[case]
+    params = lumaxlike.HapkeParams(**{**FIELDS, **changes})
+    w_true, geometry, refl = synthesise(params, n_bands=n_bands)
+    truth = at_standard(w_true, params, standard)
+    results = {solver: lumaxlike.normalize(refl, *geometry, params, solver, standard=standard) for solver in SOLVERS}
+    for result in results.values():
+        solved = result.status <= lumaxlike.Status.MAX_ITER
+        assert solved.mean() > 0.9  # a few tilted facets face away from the sun or sensor
+        np.testing.assert_allclose(result.reflectance[solved], truth[solved], rtol=0, atol=1e-8)
+        assert np.all(np.isnan(result.reflectance[~solved]))
+        assert result.reflectance.dtype == np.float64 and result.reflectance.shape == refl.shape
+    np.testing.assert_array_equal(results["jax"].status, results["numba"].status)
+    np.testing.assert_allclose(results["jax"].reflectance, results["numba"].reflectance, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(results["numba"].w, lumaxlike.invert(refl, *geometry, params, "numba").w)
+
+
+def test_standard_geometry_has_the_requested_angles():
+    for standard in ([0.5, 0.2, 0.6], [0.5, 0.0, 0.5], [0.0, 0.3, 0.3], [0.4, 0.4, 0.0], [0.3, 0.5, 0.8]):
+        to_sun, to_sensor, normal = standard_vectors(*standard)
+        angle = lambda a, b: math.acos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1))  # noqa: E731
+        got = (angle(to_sun, normal), angle(to_sensor, normal), angle(to_sun, to_sensor))
+        np.testing.assert_allclose(got, standard, rtol=0, atol=1e-7)  # acos near 0 loses half the digits
+
+
+def test_sigma_is_the_finite_difference_propagation_of_refl_sigma():
+    w_true, geometry, refl = synthesise(FULL_PARAMS, n_pixels=20, n_bands=2, seed=1)
+    refl_sigma = np.array([1e-3, 3e-3])
+    result = lumaxlike.normalize(refl, *geometry, FULL_PARAMS, "numba", refl_sigma=refl_sigma)
+    h = 1e-5 * refl
+    up = lumaxlike.normalize(refl + h, *geometry, FULL_PARAMS, "numba").reflectance
+    down = lumaxlike.normalize(refl - h, *geometry, FULL_PARAMS, "numba").reflectance
+    expected = np.abs(up - down) / (2 * h) * refl_sigma
+    solved = result.status == lumaxlike.Status.CONVERGED
+    assert solved.mean() > 0.8
+    np.testing.assert_allclose(result.sigma[solved], expected[solved], rtol=1e-6)
+    assert np.all(np.isnan(result.sigma[~solved]))
+    assert np.all(np.isnan(lumaxlike.normalize(refl, *geometry, FULL_PARAMS, "numba").sigma))
+
+
+def test_float32_in_float32_out_and_inputs_untouched():
+    w_true, geometry, refl = synthesise(FULL_PARAMS, n_pixels=20, n_bands=2, seed=2)
+    refl32 = refl.astype(np.float32)
+    before = refl32.copy()
+    result = lumaxlike.normalize(refl32, *geometry, FULL_PARAMS, "numba", refl_sigma=1e-3)
+    assert {a.dtype for a in (result.reflectance, result.sigma, result.w)} == {np.dtype(np.float32)}
+    np.testing.assert_array_equal(refl32, before)
+    solved = result.status == lumaxlike.Status.CONVERGED
+    truth = at_standard(w_true, FULL_PARAMS, DEFAULT_STANDARD)
+    np.testing.assert_allclose(result.reflectance[solved], truth[solved], rtol=1e-5)  # float32 input rounding
+
+
+def test_parameter_maps_equal_per_pixel_normalisation():
+    rng = np.random.default_rng(3)
+    n_pixels, n_bands = 12, 2
+    geometry = random_geometry(n_pixels, rng)
+    b_map = rng.choice([0.15, 0.3], n_pixels)  # binned, one value per pixel
+    roughness_map = rng.choice(np.radians([10.0, 25.0]), (n_pixels, n_bands))  # per pixel and band
+    roughness_map[0, 1] = np.nan  # no parameter here: that problem is not solved
+    w_true = rng.uniform(0.05, 0.95, (n_pixels, n_bands))
+    refl = np.empty((n_pixels, n_bands))
+    truth = np.empty((n_pixels, n_bands))
+    for p in range(n_pixels):
+        for band in range(n_bands):
+            here = lumaxlike.HapkeParams(**{**FIELDS, "b": b_map[p], "roughness": np.nan_to_num(roughness_map[p, band])})
+            pixel = [g[p] for g in geometry]
+            refl[p, band] = lumaxlike.amsa(w_true[p, band : band + 1], *pixel, here, backend="numba")[0]
+            truth[p, band] = at_standard(w_true[p, band : band + 1], here, DEFAULT_STANDARD)[0]
+    maps = {"b": b_map, "roughness": roughness_map}
+    results = {solver: lumaxlike.normalize(refl, *geometry, FULL_PARAMS, solver, param_maps=maps, refl_sigma=1e-3)
+               for solver in SOLVERS}
+    for result in results.values():
+        assert result.status[0, 1] == lumaxlike.Status.NONFINITE_INPUT and np.isnan(result.reflectance[0, 1])
+        solved = result.status == lumaxlike.Status.CONVERGED
+        assert solved.sum() >= 0.8 * n_pixels * n_bands
+        np.testing.assert_allclose(result.reflectance[solved], truth[solved], rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(results["jax"].status, results["numba"].status)
+    np.testing.assert_allclose(results["jax"].sigma, results["numba"].sigma, rtol=1e-7)
+    # the same, one pixel at a time with scalar parameters
+    for p in range(n_pixels):
+        for band in range(n_bands):
+            if np.isnan(roughness_map[p, band]):
+                continue
+            here = lumaxlike.HapkeParams(**{**FIELDS, "b": b_map[p], "roughness": roughness_map[p, band]})
+            one = lumaxlike.normalize(refl[p, band : band + 1], *(g[p] for g in geometry), here, "numba", refl_sigma=1e-3)
+            np.testing.assert_array_equal(one.status, results["numba"].status[p, band : band + 1])
+            np.testing.assert_allclose(one.reflectance, results["numba"].reflectance[p, band : band + 1], rtol=1e-12)
+            np.testing.assert_allclose(one.sigma, results["numba"].sigma[p, band : band + 1], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"standard": (30.0, 0.0, 30.0)}, r"standard incidence .*radians"),
+        ({"standard": (0.5, 0.1, 0.1)}, r"standard phase .*impossible"),
+        ({"standard": (0.5, 0.1)}, r"standard must be three"),
+        ({"standard": (0.5, np.nan, 0.5)}, r"standard must be three"),
+        ({"param_maps": {"w": np.zeros(4)}}, r"param_maps\['w'\]: not a numeric"),
+        ({"param_maps": {"b": np.zeros(3)}}, r"param_maps\['b'\] has shape"),
+        ({"param_maps": {"b": np.full(4, 1.5)}}, r"param_maps\['b'\] holds 1.5"),
+        ({"param_maps": {"b": np.array(["x"] * 4)}}, r"param_maps\['b'\] must be a numeric"),
+        ({"param_maps": [0.1]}, r"param_maps must be a mapping"),
+        ({"solver": "scipy"}, r"solver='scipy'"),
+        ({"params": {"b": 0.2}}, r"params must be a lumaxlike.HapkeParams"),
+        ({"refl_sigma": [1e-3, 1e-3, 1e-3]}, r"refl_sigma must be"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_argument(changes, message):
+    w_true, geometry, refl = synthesise(FULL_PARAMS, n_pixels=4, n_bands=2, seed=4)
+    kwargs = {"params": FULL_PARAMS, "solver": "numba", **changes}
+    with pytest.raises(ValueError, match=message):
+        lumaxlike.normalize(refl, *geometry, **kwargs)
