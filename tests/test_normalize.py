@@ -156,3 +156,82 @@ def test_bad_input_is_refused_naming_the_argument(changes, message):
     kwargs = {"params": FULL_PARAMS, "solver": "numba", **changes}
     with pytest.raises(ValueError, match=message):
         lumaxlike.normalize(refl, *geometry, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# The command line: lumaxlike normalize
+
+
+def test_cli_round_trip_with_a_parameter_map_sigma_and_provenance(tmp_path, capsys):
+    from lumaxlike._cli import main
+
+    from .test_io import PARAMS, make_scene, write_raster, write_scene
+
+    scene = make_scene()
+    rows, cols, bands = scene["r"].shape
+    b_map = np.where(np.arange(cols)[None, :] < 3, 0.1, 0.3) * np.ones((rows, 1))  # two bins
+    b_map[0, 0] = np.nan  # no parameter: NONFINITE_INPUT there
+    r = np.empty_like(scene["r"])
+    truth = np.full_like(scene["r"], np.nan)
+    standard = np.radians([40.0, 10.0, 35.0])
+    for b in (0.1, 0.3):
+        params = lumaxlike.HapkeParams(b=b, c=PARAMS.c, roughness=PARAMS.roughness)
+        here = b_map == b
+        r[here] = lumaxlike.amsa(scene["w"][here], *(scene[k][here] for k in ("to_sun", "to_sensor", "normal")),
+                                 params, backend="numba")
+        truth[here] = np.pi * at_standard(scene["w"][here], params, standard)
+    cube, obs, dtm = write_scene(tmp_path, scene, cube_values=np.pi * r)  # I/F
+    b_path = write_raster(tmp_path / "b.tif", b_map[None])
+    hashes = {p: p.read_bytes() for p in (cube, obs, dtm, b_path)}
+    out = tmp_path / "norm.tif"
+    args = ["normalize", cube, "--geometry", obs, "--dtm", dtm, "--units", "radf", "--c", "0.4",
+            "--roughness-deg", "15", "--param-map", f"b={b_path}", "--standard", "40,10,35",
+            "--sigma", "0.001", "--chunk", "3", "--out", out]
+    assert main([str(a) for a in args]) == 0
+    assert "normalised 48 pixels x 5 bands" in capsys.readouterr().err
+    normalised, info = lumaxlike.read_cube(out)
+    status, _ = lumaxlike.read_cube(tmp_path / "norm_status.tif")
+    sigma, _ = lumaxlike.read_cube(tmp_path / "norm_sigma.tif")
+    assert info.wavelengths is not None and normalised.shape == scene["r"].shape
+    assert np.all(status[0, 0] == lumaxlike.Status.NONFINITE_INPUT) and np.all(np.isnan(normalised[0, 0]))
+    solved = status == lumaxlike.Status.CONVERGED
+    assert solved.sum() == normalised.size - bands
+    np.testing.assert_allclose(normalised[solved], truth[solved], rtol=0, atol=1e-8)
+    assert np.all(sigma[solved] > 0)
+    record = lumaxlike.read_provenance(tmp_path / "norm_sigma.tif")
+    np.testing.assert_allclose(record.standard, standard, rtol=1e-15)
+    assert record.param_maps == (("b", str(b_path.resolve())),) and record.units == "radf"
+    assert record.command.startswith("lumaxlike normalize") and record.params[0].c == 0.4
+    assert {p: p.read_bytes() for p in hashes} == hashes
+    # the record reruns it (same model, standard and maps given again)
+    again = tmp_path / "again.nc"
+    assert main(["normalize", str(cube), "--params-from", str(out), "--param-map", f"b={b_path}",
+                 "--out", str(again)]) == 0
+    import xarray as xr
+
+    with xr.open_dataset(again) as dataset:
+        np.testing.assert_array_equal(np.moveaxis(dataset.reflectance.values, 0, -1), normalised)
+        assert dataset.reflectance.attrs["units"] == "1" and "standard geometry" in dataset.reflectance.attrs["long_name"]
+
+
+@pytest.mark.parametrize(
+    "extra, names",
+    [
+        (["--standard", "30,0,90"], ["--standard", "phase"]),
+        (["--standard", "30,0"], ["--standard"]),
+        (["--param-map", "w=x.tif"], ["--param-map", "'w'"]),
+        (["--param-map", "b=missing.tif"], ["missing.tif"]),
+    ],
+)
+def test_cli_bad_input_exits_2_naming_it(tmp_path, capsys, extra, names):
+    from lumaxlike._cli import main
+
+    from .test_io import make_scene, write_scene
+
+    cube, obs, _ = write_scene(tmp_path, make_scene(rows=2, cols=2, bands=1))
+    code = main([str(a) for a in ["normalize", cube, "--geometry", obs, "--units", "r", *extra,
+                                  "--out", tmp_path / "out.tif"]])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert all(name in err for name in names), err
+    assert not list(tmp_path.glob("out*"))

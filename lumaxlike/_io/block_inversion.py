@@ -31,6 +31,7 @@ __all__ = [
     "SOLVERS",
     "SolverOptions",
     "BlockPool",
+    "band_groups",
     "check_solver",
     "invert_block",
     "numba_threads",
@@ -94,7 +95,7 @@ def per_band_params(params, bands: int, name: str = "params") -> list[HapkeParam
     return list(params)
 
 
-def _band_groups(params: list[HapkeParams]) -> list[tuple[HapkeParams, np.ndarray]]:
+def band_groups(params: list[HapkeParams]) -> list[tuple[HapkeParams, np.ndarray]]:
     """Bands sharing one parameter object: ``[(params, band indices), ...]``."""
     groups: dict[int, tuple[HapkeParams, list[int]]] = {}
     for band, item in enumerate(params):
@@ -158,7 +159,7 @@ def invert_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions
         shape of ``refl`` (see :class:`lumaxlike.InversionResult`).
     """
     refl = np.asarray(refl)
-    groups = _band_groups(params)
+    groups = band_groups(params)
     kwargs = {"max_iter": options.max_iter, "tol": options.tol, "chunk_size": options.chunk_size}
     kwargs = {key: value for key, value in kwargs.items() if value is not None}
     # invert takes one refl_sigma per band; a per-pixel one (e.g. REFF converted to r)
@@ -242,7 +243,8 @@ class _Done:
 
 
 class BlockPool:
-    """Runs :func:`invert_block` in this process or in spawned worker processes, in order.
+    """Runs :func:`invert_block` (or another module-level ``task`` with its signature and
+    result) in this process or in spawned worker processes, in order.
 
     With ``workers == 1`` blocks are inverted here, one at a time. With more, blocks go
     to a pool of processes started with the ``spawn`` method (JAX is not fork-safe), each
@@ -252,7 +254,8 @@ class BlockPool:
     Use :meth:`submit` and :meth:`results` (results come back in submission order).
     """
 
-    def __init__(self, workers: int = 1):
+    def __init__(self, workers: int = 1, task=invert_block):
+        self.task = task
         if int(workers) != workers or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         self.workers = int(workers)
@@ -273,11 +276,11 @@ class BlockPool:
         return 2 * self.workers if self._executor is not None else 1
 
     def submit(self, key, *args, **kwargs) -> None:
-        """Queue ``invert_block(*args, **kwargs)``; ``key`` comes back with its result."""
+        """Queue ``task(*args, **kwargs)``; ``key`` comes back with its result."""
         if self._executor is None:
-            future = _Done(invert_block(*args, **kwargs))
+            future = _Done(self.task(*args, **kwargs))
         else:
-            future = self._executor.submit(invert_block, *args, **kwargs)
+            future = self._executor.submit(self.task, *args, **kwargs)
         self._pending.append((key, future))
 
     def full(self) -> bool:
