@@ -30,5 +30,5 @@ from ._model.forward import amsa as amsa, h_function as h_function
 from ._normalize.normalize import NormalizationResult as NormalizationResult, normalize as normalize
 from ._params import HapkeParams as HapkeParams, porosity_k_from_filling_factor as porosity_k_from_filling_factor
 from ._provenance import Provenance as Provenance, read_provenance as read_provenance
-from ._xarray import invert_dataarray as invert_dataarray
+from ._xarray import invert_dataarray as invert_dataarray, normalize_dataarray as normalize_dataarray
 from . import demo as demo

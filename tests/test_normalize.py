@@ -235,3 +235,44 @@ def test_cli_bad_input_exits_2_naming_it(tmp_path, capsys, extra, names):
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert all(name in err for name in names), err
     assert not list(tmp_path.glob("out*"))
+
+
+# ---------------------------------------------------------------------------------------
+# xarray: DataArray.hapke.normalize on dask
+
+
+def test_accessor_on_dask_equals_normalize_with_a_parameter_map():
+    import xarray as xr
+
+    rng = np.random.default_rng(5)
+    rows, cols, bands = 4, 5, 2
+    angles = {"to_sun_zenith": rng.uniform(10, 60, (rows, cols)), "to_sun_azimuth": rng.uniform(0, 360, (rows, cols)),
+              "to_sensor_zenith": rng.uniform(0, 40, (rows, cols)), "to_sensor_azimuth": rng.uniform(0, 360, (rows, cols))}
+    to_sun = lumaxlike.direction_from_zenith_azimuth(np.radians(angles["to_sun_zenith"]), np.radians(angles["to_sun_azimuth"]))
+    to_sensor = lumaxlike.direction_from_zenith_azimuth(np.radians(angles["to_sensor_zenith"]),
+                                                        np.radians(angles["to_sensor_azimuth"]))
+    normal = np.array([0.0, 0.0, 1.0])
+    w = rng.uniform(0.1, 0.9, (rows, cols, bands))
+    roughness = np.where(np.arange(cols) < 2, 0.1, 0.3) * np.ones((rows, 1))
+    params = lumaxlike.HapkeParams(b=0.25, c=0.5)
+    refl = np.empty((rows, cols, bands))
+    for value in (0.1, 0.3):
+        here = roughness == value
+        refl[here] = lumaxlike.amsa(w[here], to_sun[here], to_sensor[here], normal,
+                                    lumaxlike.HapkeParams(b=0.25, c=0.5, roughness=value), backend="numba")
+    expected = lumaxlike.normalize(refl, to_sun, to_sensor, normal, params, "numba", refl_sigma=1e-3,
+                                   param_maps={"roughness": roughness})
+    dims = ("y", "x")
+    cube = xr.DataArray(np.moveaxis(np.pi * refl, -1, 0), dims=("band",) + dims).chunk({"y": 2})
+    geometry = xr.Dataset({name: (dims, values) for name, values in angles.items()})
+    maps = {"roughness": xr.DataArray(roughness, dims=dims)}
+    result = cube.hapke.normalize(geometry, params, "numba", units="radf", refl_sigma=np.pi * 1e-3, param_maps=maps)
+    assert result.reflectance.chunks is not None  # lazy
+    computed = result.compute()
+    np.testing.assert_allclose(np.moveaxis(computed.reflectance.values, 0, -1), np.pi * expected.reflectance, rtol=1e-12)
+    np.testing.assert_allclose(np.moveaxis(computed.sigma.values, 0, -1), np.pi * expected.sigma, rtol=1e-12)
+    np.testing.assert_array_equal(np.moveaxis(computed.status.values, 0, -1), expected.status)
+    assert np.all(expected.status == lumaxlike.Status.CONVERGED)
+    record = lumaxlike.read_provenance(computed)
+    np.testing.assert_allclose(record.standard, np.radians([30.0, 0.0, 30.0]), rtol=1e-15)
+    assert record.param_maps == (("roughness", None),)
