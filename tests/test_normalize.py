@@ -2,7 +2,7 @@
 
 The truth is the model itself: a cube synthesised at random geometry from known w, once
 normalised, must equal the cube synthesised from the same w at the standard geometry
-(evaluated by the JAX forward model, not by the numba kernel `normalize` uses there).
+(by `amsa`, not by the kernel `normalize` evaluates the model with there).
 """
 
 import math
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import lumaxlike
-from lumaxlike._normalize.standard import standard_vectors
+from lumaxlike._normalize.standard import differentiated_at_standard, standard_reflectance, standard_vectors
 
 from .helpers import FULL_PARAMS, SOLVERS, random_geometry
 
@@ -19,16 +19,18 @@ DEFAULT_STANDARD = np.radians([30.0, 0.0, 30.0])
 FIELDS = {name: getattr(FULL_PARAMS, name) for name in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")}
 
 # One small case per member of the model family (the hg case also moves the standard),
-# each with the configuration and array shapes of the inversion tests
-# (test_model_family, test_phase_functions), so the JAX solver's compilations are shared.
+# each with the configuration and array shapes (pixels, bands) of the inversion tests
+# (test_invert, test_model_family, test_phase_functions): the JAX solver's compilations
+# are shared within a test session.
 CASES = {
-    "amsa": ({}, DEFAULT_STANDARD, 4),
-    "imsa": ({"multiple_scattering": "imsa", "porosity_k": 1.5}, DEFAULT_STANDARD, 4),
-    "hapke1981": ({"h_function": "hapke1981", "porosity_k": 1.5}, DEFAULT_STANDARD, 4),
-    "exact": ({"h_function": "exact", "porosity_k": 1.5}, DEFAULT_STANDARD, 4),
-    "hg": ({"phase_function": "hg", "asymmetry": -0.35, "porosity_k": 1.2}, np.radians([45.0, 20.0, 60.0]), 3),
-    "cornette_shanks": ({"phase_function": "cornette_shanks", "asymmetry": -0.35, "porosity_k": 1.2}, DEFAULT_STANDARD, 3),
-    "porosity_k": ({"porosity_k": 1.8}, DEFAULT_STANDARD, 4),
+    "amsa": ({}, DEFAULT_STANDARD, (1500, 8)),
+    "imsa": ({"multiple_scattering": "imsa", "porosity_k": 1.5}, DEFAULT_STANDARD, (300, 4)),
+    "hapke1981": ({"h_function": "hapke1981", "porosity_k": 1.5}, DEFAULT_STANDARD, (300, 4)),
+    "exact": ({"h_function": "exact", "porosity_k": 1.5}, DEFAULT_STANDARD, (300, 4)),
+    "hg": ({"phase_function": "hg", "asymmetry": -0.35, "porosity_k": 1.2}, np.radians([45.0, 20.0, 60.0]), (300, 3)),
+    "cornette_shanks": ({"phase_function": "cornette_shanks", "asymmetry": -0.35, "porosity_k": 1.2},
+                        DEFAULT_STANDARD, (300, 3)),
+    "porosity_k": ({"porosity_k": 1.8}, DEFAULT_STANDARD, (1500, 8)),
 }
 
 
@@ -40,14 +42,14 @@ def synthesise(params, n_pixels=300, n_bands=4, seed=0):
 
 
 def at_standard(w, params, standard):
-    return lumaxlike.amsa(w, *standard_vectors(*standard), params, backend="jax")
+    return lumaxlike.amsa(w, *standard_vectors(*standard), params, backend="numba")
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_normalised_cube_equals_the_cube_synthesised_at_the_standard_geometry(case):
-    changes, standard, n_bands = CASES[case]
+    changes, standard, (n_pixels, n_bands) = CASES[case]
     params = lumaxlike.HapkeParams(**{**FIELDS, **changes})
-    w_true, geometry, refl = synthesise(params, n_bands=n_bands)
+    w_true, geometry, refl = synthesise(params, n_pixels, n_bands)
     truth = at_standard(w_true, params, standard)
     results = {solver: lumaxlike.normalize(refl, *geometry, params, solver, standard=standard) for solver in SOLVERS}
     for result in results.values():
@@ -67,6 +69,19 @@ def test_standard_geometry_has_the_requested_angles():
         angle = lambda a, b: math.acos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1))  # noqa: E731
         got = (angle(to_sun, normal), angle(to_sensor, normal), angle(to_sun, to_sensor))
         np.testing.assert_allclose(got, standard, rtol=0, atol=1e-7)  # acos near 0 loses half the digits
+
+
+def test_fused_kernel_equals_jvp_of_the_forward_model_at_the_standard_geometry():
+    w = np.linspace(0.01, 0.99, 7)
+    vectors = standard_vectors(*np.radians([50.0, 20.0, 40.0]))
+    r, slope = standard_reflectance(w, vectors, FULL_PARAMS)
+    r_jvp, slope_jvp = differentiated_at_standard(w, vectors, FULL_PARAMS)
+    np.testing.assert_allclose(r, r_jvp, rtol=1e-13)
+    np.testing.assert_allclose(slope, slope_jvp, rtol=1e-12)
+    step = 1e-6
+    central = (standard_reflectance(w + step, vectors, FULL_PARAMS)[0]
+               - standard_reflectance(w - step, vectors, FULL_PARAMS)[0]) / (2 * step)
+    np.testing.assert_allclose(slope, central, rtol=1e-7)  # central differences: O(step^2) + rounding
 
 
 def test_sigma_is_the_finite_difference_propagation_of_refl_sigma():

@@ -21,7 +21,7 @@ from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._params import HapkeParams
 
-__all__ = ["DEFAULT_STANDARD", "standard_angles", "standard_vectors", "standard_reflectance"]
+__all__ = ["DEFAULT_STANDARD", "differentiated_at_standard", "standard_angles", "standard_reflectance", "standard_vectors"]
 
 DEFAULT_STANDARD = (math.radians(30.0), 0.0, math.radians(30.0))
 """(incidence, emission, phase) [rad] of the usual standard geometry (ISIS photomet, M3,
@@ -113,7 +113,8 @@ def standard_reflectance(w, vectors, model):
         w: albedo, any shape (NaN gives NaN).
         vectors: (to_sun, to_sensor, normal) of the standard geometry, each (3,).
         model: a `HapkeParams` (one compiled numba kernel per configuration; the
-            w-independent terms are computed once for all of ``w``).
+            w-independent terms are computed once for all of ``w``). Another kind of
+            model goes to `differentiated_at_standard` (one branch here).
     Returns:
         (r, dr/dw), float64 arrays of ``w``'s shape.
     """
@@ -124,3 +125,22 @@ def standard_reflectance(w, vectors, model):
     _kernel_for(model.model_key)(flat, *(as_kernel_array(v) for v in vectors), *kernel_params(model), r, slope)
     shape = np.shape(w)
     return r.reshape(shape), slope.reshape(shape)
+
+
+def differentiated_at_standard(w, vectors, model):
+    """r and dr/dw [1/sr] at the standard geometry of any model the public forward model
+    evaluates, by `jax.jvp` through it (float64): the path for models without a fused
+    kernel, and an independent check of `standard_reflectance`.
+
+    Args and returns: as `standard_reflectance`.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from .._model.forward import amsa as forward  # the generic forward model, when there is one
+
+    flat = np.reshape(np.asarray(w, np.float64), (1, -1))  # one pixel: the terms once
+    with jax.enable_x64(True):
+        w_jax = jnp.asarray(flat)
+        r, slope = jax.jvp(lambda x: forward(x, *vectors, model), (w_jax,), (jnp.ones_like(w_jax),))
+        return np.asarray(r).reshape(np.shape(w)), np.asarray(slope).reshape(np.shape(w))
