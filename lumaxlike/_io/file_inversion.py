@@ -175,8 +175,8 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             try:
                 with interruptible():  # the CLI's stop signals raise here at once
                     counts = stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
-                                            units=units, sigma=sigma, params=band_params,
-                                            options=options)
+                                           units=units, sigma=sigma, params=band_params,
+                                           options=options)
             finally:
                 bar.close()
     return InversionSummary(
@@ -189,7 +189,7 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
 
 
 def stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma,
-                   params, options, extra=None) -> np.ndarray:
+                  params, options, extra=None) -> np.ndarray:
     """Read, convert, invert and write every block of rows; return counts per status code.
 
     ``extra(rows)``, when given, returns more keyword arguments of the pool's task for a block.

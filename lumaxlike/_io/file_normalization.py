@@ -27,7 +27,7 @@ from .file_inversion import (InversionSummary, check_not_an_input, default_chunk
                              progress_bar, stream_blocks)
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
-from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .units import check_units
 from .writers import FIELD_ATTRS, ResultWriter
 
 __all__ = ["NORMALIZATION_FIELDS", "normalization_attrs", "normalize_block", "normalize_file"]
