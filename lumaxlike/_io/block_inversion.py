@@ -254,8 +254,8 @@ class BlockPool:
     Use :meth:`submit` and :meth:`results` (results come back in submission order).
     """
 
-    def __init__(self, workers: int = 1, task=invert_block):
-        self.task = task
+    def __init__(self, workers: int = 1, task=None):
+        self.task = task  # None: invert_block, looked up at each call
         if int(workers) != workers or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         self.workers = int(workers)
@@ -277,10 +277,11 @@ class BlockPool:
 
     def submit(self, key, *args, **kwargs) -> None:
         """Queue ``task(*args, **kwargs)``; ``key`` comes back with its result."""
+        task = invert_block if self.task is None else self.task
         if self._executor is None:
-            future = _Done(self.task(*args, **kwargs))
+            future = _Done(task(*args, **kwargs))
         else:
-            future = self._executor.submit(self.task, *args, **kwargs)
+            future = self._executor.submit(task, *args, **kwargs)
         self._pending.append((key, future))
 
     def full(self) -> bool:
