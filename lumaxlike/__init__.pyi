@@ -30,9 +30,11 @@ from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLev
 from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
 from ._inverse.status import Status as Status
 from ._model.forward import amsa as amsa, h_function as h_function
+from ._normalize.normalize import NormalizationResult as NormalizationResult, normalize as normalize
+from ._io.file_normalization import normalize_file as normalize_file
 from ._params import HapkeParams as HapkeParams, porosity_k_from_filling_factor as porosity_k_from_filling_factor
 from ._provenance import Provenance as Provenance, read_provenance as read_provenance
-from ._xarray import invert_dataarray as invert_dataarray
+from ._xarray import invert_dataarray as invert_dataarray, normalize_dataarray as normalize_dataarray
 from ._unmix import Endmembers as Endmembers, UnmixResult as UnmixResult, unmix as unmix
 from . import demo as demo
 from ._model.model_forward import reflectance as reflectance

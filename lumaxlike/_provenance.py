@@ -28,6 +28,10 @@ key                            value
                                ``bands`` / ``checked`` / ``not_read``: ``{role: band}``
 ``lumaxlike_command``          the command line, or the Python call
 ``lumaxlike_created``          when the run started, UTC ISO 8601
+``lumaxlike_standard_deg``     (photometric normalisation only) the standard geometry
+                               ``[incidence, emission, phase]`` in degrees
+``lumaxlike_input_param_maps`` (normalisation with parameter maps only) a list of
+                               ``[field, path]`` pairs, roughness maps in degrees
 =============================  ========================================================
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
@@ -187,6 +191,10 @@ class Provenance:
         created: when the run started, UTC ISO 8601.
         geometry_layout: how the geometry was read (surface, layout, bands read, checked
             and not read; see :meth:`lumaxlike.GeometryReader.record`), or None.
+        standard: for a photometric normalisation, the standard geometry (incidence,
+            emission, phase) [rad]; None otherwise.
+        param_maps: for a normalisation with parameter maps, ``((field, path), ...)``;
+            None otherwise.
     """
 
     version: str
@@ -203,6 +211,8 @@ class Provenance:
     command: str
     created: str
     geometry_layout: Mapping | None = None
+    standard: tuple | None = None
+    param_maps: tuple | None = None
 
     @property
     def surface(self) -> str | None:
@@ -247,6 +257,10 @@ class Provenance:
         }
         if self.geometry_layout is not None:
             values["geometry_layout"] = dict(self.geometry_layout)
+        if self.standard is not None:
+            values["standard_deg"] = [math.degrees(angle) for angle in self.standard]
+        if self.param_maps is not None:
+            values["input_param_maps"] = [list(pair) for pair in self.param_maps]
         if any(getattr(p, "legendre", None) is not None for p in self.params):
             values["param_legendre"] = _per_band(
                 [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
@@ -329,6 +343,14 @@ class Provenance:
             geometry = tuple(tuple(pair) for pair in geometry)
         max_iter = typed("max_iter", int, get("max_iter"))
         sigma = get("refl_sigma")
+        standard = get("standard_deg", optional=True)
+        if standard is not None:
+            if not (_is_number_list(standard) and len(standard) == 3):
+                raise ValueError(f"{source}: {PREFIX}standard_deg has the unexpected value {standard!r}")
+            standard = tuple(math.radians(angle) for angle in standard)
+        param_maps = get("input_param_maps", optional=True)
+        if param_maps is not None:
+            param_maps = tuple(tuple(pair) for pair in typed("input_param_maps", list, param_maps))
         return cls(
             version=typed("version", str, get("version")),
             model=model,
@@ -344,6 +366,8 @@ class Provenance:
             command=typed("command", str, get("command")),
             created=typed("created", str, get("created")),
             geometry_layout=_geometry_layout(get("geometry_layout", optional=True), source),
+            standard=standard,
+            param_maps=param_maps,
         )
 
     def check_reproducible(self, source="the output") -> None:
@@ -356,7 +380,7 @@ class Provenance:
 
 def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,
                     command: str, cube=None, geometry=None, dtm=None, created: str | None = None,
-                    geometry_layout=None) -> Provenance:
+                    geometry_layout=None, standard=None, param_maps=None) -> Provenance:
     """The record of a run, with the solver defaults resolved to the values used.
 
     Args:
@@ -367,6 +391,8 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
         cube, geometry, dtm: input paths (or a geometry mapping); recorded resolved.
         created: UTC ISO 8601 time; None = now.
         geometry_layout: how the geometry was read (``GeometryReader.record()``), or None.
+        standard: a normalisation's standard geometry (incidence, emission, phase) [rad].
+        param_maps: a normalisation's parameter maps, ``{field: path or array}``.
     """
     from . import __version__
     from ._inverse.invert import DEFAULT_MAX_ITER, default_tolerance
@@ -388,6 +414,11 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
         command=command,
         created=utc_now() if created is None else created,
         geometry_layout=None if geometry_layout is None else dict(geometry_layout),
+        standard=None if standard is None else tuple(float(angle) for angle in standard),
+        param_maps=None if param_maps is None else tuple(
+            (str(name), _input_path(value) if isinstance(value, (str, Path)) else None)
+            for name, value in param_maps.items()
+        ),
     )
 
 

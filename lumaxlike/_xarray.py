@@ -47,7 +47,7 @@ from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to
 from ._io.writers import FIELD_ATTRS, RESULT_FIELDS
 from ._provenance import make_provenance, python_call
 
-__all__ = ["SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray"]
+__all__ = ["SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray", "normalize_dataarray"]
 
 SPECTRAL_DIMS = ("band", "wavelength")
 """Names recognised as the spectral dim of a reflectance DataArray."""
@@ -299,3 +299,120 @@ def _result_attrs(attrs: Mapping, provenance) -> dict:
     line = f"{provenance.created} {provenance.command}"
     history = attrs.get("history")
     return {**attrs, **provenance.attrs(), "history": f"{history}\n{line}" if history else line}
+
+
+# ---------------------------------------------------------------------------------------
+# Photometric normalisation: DataArray.hapke.normalize
+
+
+def _normalize_chunk(refl, to_sun, to_sensor, normal, *maps, names, per_band, units, params, options,
+                     sigma, standard):
+    """apply_ufunc kernel: NumPy blocks -> normalised reflectance, status, sigma."""
+    from ._io.file_normalization import NORMALIZATION_FIELDS, normalize_block
+
+    pixels = refl.shape[:-1]
+    to_sun, to_sensor, normal = (np.broadcast_to(v, pixels + (3,)) for v in (to_sun, to_sensor, normal))
+    if options.num_threads is None and options.solver == "numba" and _in_worker_thread():
+        options = dataclasses.replace(options, num_threads=1)
+    refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)
+    r = to_bidirectional_reflectance(refl, units, to_sun, normal)
+    refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, r.dtype)
+    param_maps = {name: np.broadcast_to(values, refl.shape if band else pixels)
+                  for name, values, band in zip(names, maps, per_band)}
+    fields = normalize_block(r, to_sun, to_sensor, normal, params, options, refl_sigma=refl_sigma,
+                             standard=standard, units=units, param_maps=param_maps or None)
+    return tuple(fields[field] for field in NORMALIZATION_FIELDS)
+
+
+def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", *, units: str,
+                        standard=None, param_maps: Mapping | None = None,
+                        spectral_dim: str | None = None, refl_sigma: float | None = None,
+                        max_iter: int | None = None, tol: float | None = None,
+                        num_threads: int | None = None) -> xr.Dataset:
+    """Photometric normalisation of a reflectance DataArray to a standard geometry, chunk by chunk.
+
+    As :func:`invert_dataarray` (same ``refl``, ``geometry``, ``params``, ``solver``,
+    ``units``, ``spectral_dim``, ``refl_sigma``, ``max_iter``, ``tol``, ``num_threads``),
+    with :func:`lumaxlike.normalize` per chunk.
+
+    Args:
+        standard: (incidence, emission, phase) of the standard geometry [rad]; None for
+            (30, 0, 30) deg.
+        param_maps: optional ``{HapkeParams field: DataArray}`` of per-pixel parameters
+            on ``refl``'s pixel dims (and optionally its spectral dim), in the field's
+            units (roughness [rad]); see :func:`lumaxlike.normalize`.
+
+    Returns:
+        Dataset with ``reflectance`` (in ``units``, at the standard geometry; REFF with
+        the standard incidence), ``status`` (int8, the inversion's) and ``sigma`` (in
+        ``units``; NaN without ``refl_sigma``), with ``refl``'s dims, coords and chunks
+        (lazy when ``refl`` is dask-backed) and the provenance attributes of
+        :func:`invert_dataarray` plus the standard geometry.
+    """
+    from ._io.file_normalization import NORMALIZATION_FIELDS, normalization_attrs
+    from ._normalize.standard import DEFAULT_STANDARD, standard_angles
+
+    if not isinstance(refl, xr.DataArray):
+        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
+    check_units(units)
+    standard = standard_angles(DEFAULT_STANDARD if standard is None else standard)
+    options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    if refl_sigma is not None and not (isinstance(refl_sigma, (int, float)) and refl_sigma > 0):
+        raise ValueError(f"refl_sigma must be a positive number, got {refl_sigma!r}")
+    spec = _spectral_dim(refl, spectral_dim)
+    pixel_dims = [dim for dim in refl.dims if dim != spec]
+    band_params = per_band_params(params, refl.sizes[spec])
+    to_sun, to_sensor, normal = _geometry_vectors(geometry, pixel_dims)
+    if param_maps is not None and not isinstance(param_maps, Mapping):
+        raise ValueError(f"param_maps must be a mapping of HapkeParams fields to DataArrays, got "
+                         f"{type(param_maps).__name__}")
+    maps = dict(param_maps or {})
+    for name, values in maps.items():
+        if not isinstance(values, xr.DataArray) or not set(values.dims) <= set(refl.dims):
+            raise ValueError(f"param_maps[{name!r}] must be a DataArray on refl's dims {refl.dims}")
+    try:
+        xr.align(refl, to_sun, to_sensor, normal, *maps.values(), join="exact")
+    except ValueError as error:
+        raise ValueError(f"geometry or param_maps is not aligned with refl: {error}") from None
+    if refl.chunks is not None and len(refl.chunksizes[spec]) > 1:
+        refl = refl.chunk({spec: -1})
+    vectors = [v.chunk({_VECTOR_DIM: -1}) if v.chunks is not None else v for v in (to_sun, to_sensor, normal)]
+    map_arrays = [m.chunk({spec: -1}) if m.chunks is not None and spec in m.dims else m for m in maps.values()]
+    refl, *rest = xr.unify_chunks(refl, *vectors, *map_arrays)
+    vectors, map_arrays = rest[:3], rest[3:]
+    largest = _largest_chunk_pixels(refl, pixel_dims)
+    options = dataclasses.replace(options, chunk_size=min(largest, default_chunk_pixels(refl.sizes[spec])))
+    per_band = [spec in m.dims for m in map_arrays]
+
+    dtype = np.result_type(refl.dtype, np.float32)
+    outputs = xr.apply_ufunc(
+        _normalize_chunk, refl, *vectors, *map_arrays,
+        input_core_dims=[[spec], [_VECTOR_DIM], [_VECTOR_DIM], [_VECTOR_DIM]] + [[spec] if b else [] for b in per_band],
+        output_core_dims=[[spec]] * len(NORMALIZATION_FIELDS),
+        dask="parallelized",
+        output_dtypes=[_OUTPUT_DTYPES.get(field, dtype) for field in NORMALIZATION_FIELDS],
+        kwargs={"names": list(maps), "per_band": per_band, "units": units, "params": band_params,
+                "options": options, "sigma": refl_sigma, "standard": standard},
+        keep_attrs="override",
+    )
+    attrs_of = normalization_attrs(units)
+    variables = {}
+    for field, output in zip(NORMALIZATION_FIELDS, outputs):
+        output = output.transpose(*refl.dims)
+        attrs = dict(attrs_of[field])
+        if "spatial_ref" in refl.coords:
+            attrs["grid_mapping"] = "spatial_ref"
+        if "crs" in refl.attrs:
+            attrs["crs"] = refl.attrs["crs"]
+        output.attrs = attrs
+        variables[field] = output
+    provenance = make_provenance(
+        params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
+        refl_sigma=refl_sigma, dtype=dtype, cube=refl.encoding.get("source"),
+        geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
+        standard=standard, param_maps={name: None for name in maps} or None,
+        command=python_call("normalize_dataarray", refl, geometry, params, solver, units=units,
+                            standard=standard, param_maps=param_maps, spectral_dim=spectral_dim,
+                            refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, num_threads=num_threads),
+    )
+    return xr.Dataset(variables, attrs=_result_attrs(refl.attrs, provenance))

@@ -27,6 +27,13 @@ class HapkeAccessor:
 
         return invert_dataarray(self._data_array, geometry, params, solver, **kwargs)
 
+    def normalize(self, geometry, params, solver: str = "jax", **kwargs) -> xr.Dataset:
+        """``normalize_dataarray(self, geometry, params, solver, **kwargs)``: photometric
+        normalisation to a standard geometry; see :func:`lumaxlike.normalize_dataarray`."""
+        from ._xarray import normalize_dataarray
+
+        return normalize_dataarray(self._data_array, geometry, params, solver, **kwargs)
+
 
 def register(xarray_module) -> None:
     """Register `HapkeAccessor` as ``DataArray.hapke`` on the imported `xarray_module`."""

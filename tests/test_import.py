@@ -23,6 +23,7 @@ PUBLIC = {
     "SpectralLibrary", "read_spectral_library",
     "PhotometricFunction", "reflectance",
     "Endmembers", "UnmixResult", "unmix",
+    "normalize", "NormalizationResult", "normalize_dataarray", "normalize_file",
 }  # fmt: skip
 
 

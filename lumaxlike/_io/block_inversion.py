@@ -26,6 +26,7 @@ __all__ = [
     "SOLVERS",
     "SolverOptions",
     "BlockPool",
+    "band_groups",
     "check_solver",
     "invert_block",
     "numba_threads",
@@ -94,7 +95,7 @@ def per_band_params(params, bands: int, name: str = "params") -> list:
     return list(params)
 
 
-def _band_groups(params: list[HapkeParams]) -> list[tuple[HapkeParams, np.ndarray]]:
+def band_groups(params: list[HapkeParams]) -> list[tuple[HapkeParams, np.ndarray]]:
     """Bands sharing one parameter object: ``[(params, band indices), ...]``."""
     groups: dict[int, tuple[HapkeParams, list[int]]] = {}
     for band, item in enumerate(params):
@@ -158,7 +159,7 @@ def invert_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions
         shape of ``refl`` (see :class:`lumaxlike.InversionResult`).
     """
     refl = np.asarray(refl)
-    groups = _band_groups(params)
+    groups = band_groups(params)
     kwargs = {"max_iter": options.max_iter, "tol": options.tol, "chunk_size": options.chunk_size}
     kwargs = {key: value for key, value in kwargs.items() if value is not None}
     # invert takes one refl_sigma per band; a per-pixel one (e.g. REFF converted to r)

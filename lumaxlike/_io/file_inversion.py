@@ -21,7 +21,8 @@ from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader, iter_row_slices
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .writers import RESULT_FIELDS, ResultWriter, output_files
 
-__all__ = ["InversionSummary", "default_chunk_rows", "invert_file"]
+__all__ = ["InversionSummary", "check_not_an_input", "default_chunk_rows", "geometry_paths", "invert_file",
+           "progress_bar", "stream_blocks"]
 
 BLOCK_TARGET_BYTES = 32 * 2**20
 """Default block size: rows such that the block's reflectance in float64 is about this [bytes]."""
@@ -58,6 +59,7 @@ class InversionSummary:
     bands: int
     seconds: float
     status_counts: dict = field(default_factory=dict)
+    verb: str = "inverted"  #: what was done, for :meth:`describe` ("normalised" by normalize_file)
 
     @property
     def pixels_per_second(self) -> float:
@@ -68,24 +70,24 @@ class InversionSummary:
         """One line: pixels, bands, time, pixels/s and the count of each status."""
         counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
         return (
-            f"inverted {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
+            f"{self.verb} {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
             f"({self.pixels_per_second:,.0f} pixels/s); status of pixel-bands: {counts}"
         )
 
 
-def _check_not_an_input(out_path, fields, inputs) -> None:
+def check_not_an_input(out_path, fields, inputs, main: str = "w") -> None:
     """Refuse an output that would replace an input file or its ENVI header."""
     protected = {}
     for path in (Path(p) for p in inputs if p is not None):
         for candidate in (path, path.with_suffix(".hdr")):
             if candidate.exists():
                 protected[candidate.resolve()] = path
-    for output in output_files(out_path, fields):
+    for output in output_files(out_path, fields, main):
         if output.resolve() in protected:
             raise ValueError(f"output {output} would replace the input file {protected[output.resolve()]}")
 
 
-def _geometry_paths(geometry) -> list:
+def geometry_paths(geometry) -> list:
     if isinstance(geometry, (str, Path)):
         return [geometry]
     if isinstance(geometry, Mapping):
@@ -173,7 +175,7 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     fields = [f for f in RESULT_FIELDS if f != "sigma" or sigma is not None]
-    _check_not_an_input(out_path, fields, [cube_path, dtm, *_geometry_paths(geometry)])
+    check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry)])
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
         info = cube.info
@@ -195,10 +197,10 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
                               chunk_rows=rows_per_block, provenance=provenance) as writer, \
                     BlockPool(workers, scheduler) as pool:
-                bar = _progress_bar(progress, info.grid.height * info.grid.width, cube_path)
+                bar = progress_bar(progress, info.grid.height * info.grid.width, cube_path)
                 try:
                     with interruptible():  # the CLI's stop signals raise here at once
-                        counts = _stream_blocks(cube, geometry_reader, writer, pool, bar,
+                        counts = stream_blocks(cube, geometry_reader, writer, pool, bar,
                                                 rows_per_block, units=units, sigma=sigma,
                                                 params=band_params, options=options)
                 finally:
@@ -219,9 +221,12 @@ def _parallel_call(workers, scheduler) -> dict:
             (("workers", workers, 1), ("scheduler", scheduler, None)) if value != default}
 
 
-def _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma,
-                   params, options) -> np.ndarray:
-    """Read, convert, invert and write every block of rows; return counts per status code."""
+def stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma,
+                  params, options, extra=None) -> np.ndarray:
+    """Read, convert, invert and write every block of rows; return counts per status code.
+
+    ``extra(rows)``, when given, returns more keyword arguments of the pool's task for a block.
+    """
     counts = np.zeros(len(Status), dtype=np.int64)
     width = cube.info.grid.width
 
@@ -238,7 +243,7 @@ def _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, 
         refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, normal)
         refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, refl.dtype)
         pool.submit(rows, refl, to_sun, to_sensor, normal, params, options,
-                    refl_sigma=refl_sigma)
+                    refl_sigma=refl_sigma, **({} if extra is None else extra(rows)))
         del refl, to_sun, to_sensor, normal, refl_sigma  # the pool holds what it needs
         while pool.full():
             write_oldest()
@@ -247,9 +252,9 @@ def _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, 
     return counts
 
 
-def _progress_bar(progress, total: int, cube_path):
+def progress_bar(progress, total: int, cube_path, verb: str = "inverting"):
     from tqdm import tqdm
 
     disable = None if progress is None else not progress
-    return tqdm(total=total, unit="px", unit_scale=True, desc=f"inverting {Path(cube_path).name}",
+    return tqdm(total=total, unit="px", unit_scale=True, desc=f"{verb} {Path(cube_path).name}",
                 disable=disable, file=sys.stderr, dynamic_ncols=True)

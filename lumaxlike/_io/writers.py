@@ -104,17 +104,19 @@ def output_format(path) -> str:
     return OUTPUT_FORMATS[suffix]
 
 
-def _raster_file(out: Path, field: str) -> Path:
-    """Main file (GeoTIFF, or ENVI data file) of ``field``'s map for output ``out``."""
+def _raster_file(out: Path, field: str, main: str = "w") -> Path:
+    """Main file (GeoTIFF, or ENVI data file) of ``field``'s map for output ``out``
+    (``out`` itself for the ``main`` field)."""
     if out.suffix.lower() == ".hdr":
         out = out.with_suffix(".img")
-    if field == "w":
+    if field == main:
         return out
     return out.with_name(f"{out.stem}_{field}{out.suffix}")
 
 
-def result_paths(out, fields=RESULT_FIELDS) -> dict[str, Path]:
-    """Where each result map of ``fields`` is written for the output path ``out``.
+def result_paths(out, fields=RESULT_FIELDS, main: str = "w") -> dict[str, Path]:
+    """Where each result map of ``fields`` is written for the output path ``out`` (the
+    ``main`` field at ``out`` itself, the others beside it).
 
     Returns:
         ``{field: path}``; for GeoTIFF/ENVI one file per field (the ENVI data file; its
@@ -123,18 +125,18 @@ def result_paths(out, fields=RESULT_FIELDS) -> dict[str, Path]:
     out = Path(out)
     if output_format(out) in ("netCDF", "zarr"):
         return {field: out for field in fields}
-    return {field: _raster_file(out, field) for field in fields}
+    return {field: _raster_file(out, field, main) for field in fields}
 
 
-def output_files(out, fields=RESULT_FIELDS) -> list[Path]:
-    """Every file or folder written for output ``out`` (ENVI headers included), w last."""
+def output_files(out, fields=RESULT_FIELDS, main: str = "w") -> list[Path]:
+    """Every file or folder written for output ``out`` (ENVI headers included), ``main`` last."""
     out = Path(out)
     kind = output_format(out)
     if kind in ("netCDF", "zarr"):
         return [out]
     files = []
-    for field in [f for f in fields if f != "w"] + ["w"]:
-        path = _raster_file(out, field)
+    for field in [f for f in fields if f != main] + [main]:
+        path = _raster_file(out, field, main)
         files.append(path)
         if kind == "ENVI":
             files.append(path.with_suffix(".hdr"))
@@ -144,6 +146,7 @@ def output_files(out, fields=RESULT_FIELDS) -> list[Path]:
 def _field_dtypes(float_dtype, kind: str) -> dict[str, np.dtype]:
     return {
         "w": np.dtype(float_dtype),
+        "reflectance": np.dtype(float_dtype),
         # ENVI has no signed byte type; the status codes (0 to 5) fit either
         "status": np.dtype(np.uint8 if kind == "ENVI" else np.int8),
         "iterations": np.dtype(np.int32),
@@ -170,7 +173,7 @@ class _RasterSink:
     """One result map written as a GeoTIFF or ENVI file through a temporary path."""
 
     def __init__(self, path: Path, final_name: str, driver: str, field: str, like: CubeInfo,
-                 dtype, nodata: float, provenance=None):
+                 dtype, nodata: float, provenance=None, attrs=None):
         self.path, self.final_name = path, final_name
         grid = like.grid
         profile = dict(
@@ -187,14 +190,13 @@ class _RasterSink:
             profile.update(BIGTIFF="IF_SAFER")
         self.dataset = rasterio.open(path, "w", **profile)
         try:
-            self._describe(field, like, driver, provenance)
+            self._describe(field, like, driver, provenance, attrs or FIELD_ATTRS[field])
         except BaseException:
             self.dataset.close()
             raise
 
-    def _describe(self, field: str, like: CubeInfo, driver: str, provenance) -> None:
+    def _describe(self, field: str, like: CubeInfo, driver: str, provenance, attrs) -> None:
         ds = self.dataset
-        attrs = FIELD_ATTRS[field]
         envi = driver == "ENVI"  # GDAL keeps only the ENVI domain in headers, and no "=" there
         tags = {"quantity": attrs["long_name"]}
         if "units" in attrs:
@@ -283,7 +285,8 @@ def spatial_ref_attrs(crs, transform) -> dict:
     return attrs
 
 
-def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None = None, provenance=None):
+def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None = None, provenance=None,
+                    field_attrs: Mapping | None = None):
     """An ``xarray.Dataset`` with lumaxlike's result layout on the grid of a cube.
 
     Args:
@@ -293,6 +296,7 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
             missing from it are left out.
         provenance: :class:`lumaxlike.Provenance` of the run, written as CF global
             attributes plus the ``lumaxlike_*`` keys; None writes only ``source`` (the cube).
+        field_attrs: ``{field: attributes}``; default :data:`FIELD_ATTRS`.
 
     Returns:
         Dataset with coords ``band`` (1-based), ``wavelength`` (when known), ``x``/``y``
@@ -307,9 +311,10 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
     coords.update(_map_coordinates(like))
     coords["spatial_ref"] = xr.Variable((), np.int32(0), spatial_ref_attrs(like.grid.crs, like.grid.transform))
     variables = {}
+    field_attrs = FIELD_ATTRS if field_attrs is None else field_attrs
     for field in fields:
         if data is not None and field in data:
-            attrs = dict(FIELD_ATTRS[field], grid_mapping="spatial_ref")
+            attrs = dict(field_attrs[field], grid_mapping="spatial_ref")
             variables[field] = xr.Variable(("band", "y", "x"), data[field], attrs)
     attrs = {"source": str(like.path)} if provenance is None else provenance.cf_attrs()
     return xr.Dataset(variables, coords=coords, attrs=attrs)
@@ -324,7 +329,7 @@ class _NetCDFSink:
     """All result maps in one netCDF-4 file: xarray writes coords, netCDF4 writes blocks."""
 
     def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float,
-                 provenance=None):
+                 provenance=None, field_attrs=FIELD_ATTRS):
         try:
             import netCDF4
         except ImportError:  # pragma: no cover - depends on the environment
@@ -338,7 +343,7 @@ class _NetCDFSink:
                 field, dtype, ("band", "y", "x"), fill_value=_fill_value(dtype, nodata), chunksizes=chunks
             )
             variable.set_auto_mask(False)  # blocks arrive with nodata already in place
-            attrs = dict(FIELD_ATTRS[field], grid_mapping="spatial_ref")
+            attrs = dict(field_attrs[field], grid_mapping="spatial_ref")
             variable.setncatts(attrs)
 
     def write(self, field: str, rows: slice, values: np.ndarray) -> None:
@@ -352,7 +357,7 @@ class _ZarrSink:
     """All result maps in one zarr store: metadata first, then region writes per block."""
 
     def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float,
-                 provenance=None):
+                 provenance=None, field_attrs=FIELD_ATTRS):
         try:
             import dask.array as da
             import zarr  # noqa: F401
@@ -363,7 +368,7 @@ class _ZarrSink:
         chunks = (like.bands, min(chunk_rows, like.grid.height), like.grid.width)
         data = {field: da.zeros(shape, dtype=dtypes[field], chunks=chunks) for field in fields}
         encoding = {field: {"_FillValue": _fill_value(dtypes[field], nodata)} for field in fields}
-        template = result_template(like, fields, data, provenance)
+        template = result_template(like, fields, data, provenance, field_attrs)
         template.to_zarr(path, mode="w", compute=False, encoding=encoding, zarr_format=2, consolidated=True)
 
     def write_block(self, rows: slice, block: Mapping) -> None:
@@ -396,6 +401,10 @@ class ResultWriter:
             NaN (default) or a finite number.
         provenance: :class:`lumaxlike.Provenance` recorded in every file (tags or global
             attributes; see :func:`lumaxlike.read_provenance`); None records none.
+        main: the field written at ``out`` itself (the others go beside it).
+        field_attrs: ``{field: attributes}`` of every field this kind of output may have
+            (the stale files of those not written are removed on overwrite); default
+            :data:`FIELD_ATTRS`, whose fields are :data:`RESULT_FIELDS`.
 
     Raises:
         ValueError: unknown extension or field.
@@ -404,23 +413,27 @@ class ResultWriter:
     """
 
     def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
-                 chunk_rows: int | None = None, nodata: float = np.nan, provenance=None):
+                 chunk_rows: int | None = None, nodata: float = np.nan, provenance=None,
+                 main: str = "w", field_attrs: Mapping | None = None):
         self.out = Path(out)
         self.provenance = provenance
         self.format = output_format(self.out)
         self.fields = tuple(fields)
-        unknown = [f for f in self.fields if f not in RESULT_FIELDS]
-        if unknown or "w" not in self.fields:
-            raise ValueError(f"fields must include 'w' and be among {RESULT_FIELDS}, got {self.fields}")
+        self.main = main
+        self.field_attrs = FIELD_ATTRS if field_attrs is None else field_attrs
+        known = tuple(f for f in RESULT_FIELDS if f in self.field_attrs) if field_attrs is None else tuple(self.field_attrs)
+        unknown = [f for f in self.fields if f not in known]
+        if unknown or main not in self.fields:
+            raise ValueError(f"fields must include {main!r} and be among {known}, got {self.fields}")
         self.like = like
         self.dtypes = _field_dtypes(like.dtype, self.format)
         self.chunk_rows = int(chunk_rows or like.grid.height)
         self.nodata = float(nodata)
         if np.isinf(self.nodata):
             raise ValueError(f"nodata must be NaN or a finite number, got {nodata!r}")
-        self.paths = result_paths(self.out, self.fields)
-        self._atomic = AtomicOutputs(output_files(self.out, self.fields), overwrite=overwrite,
-                                     companions=output_files(self.out))
+        self.paths = result_paths(self.out, self.fields, main)
+        self._atomic = AtomicOutputs(output_files(self.out, self.fields, main), overwrite=overwrite,
+                                     companions=output_files(self.out, known, main))
         self._stack = contextlib.ExitStack()
         self._rasters: dict[str, _RasterSink] = {}
         self._dataset = None
@@ -432,16 +445,17 @@ class ResultWriter:
                 self._stack.enter_context(rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_PAM_ENABLED="NO"))
                 for field in self.fields:
                     sink = _RasterSink(temporary[self.paths[field]], self.paths[field].name, self.format,
-                                       field, self.like, self.dtypes[field], self.nodata, self.provenance)
+                                       field, self.like, self.dtypes[field], self.nodata, self.provenance,
+                                       self.field_attrs[field])
                     self._rasters[field] = sink
                     self._stack.callback(sink.close)
             elif self.format == "netCDF":
                 self._dataset = _NetCDFSink(temporary[self.out], self.fields, self.like, self.dtypes,
-                                            self.chunk_rows, self.nodata, self.provenance)
+                                            self.chunk_rows, self.nodata, self.provenance, self.field_attrs)
                 self._stack.callback(self._dataset.close)
             else:
                 self._dataset = _ZarrSink(temporary[self.out], self.fields, self.like, self.dtypes,
-                                          self.chunk_rows, self.nodata, self.provenance)
+                                          self.chunk_rows, self.nodata, self.provenance, self.field_attrs)
         except BaseException as error:
             self._stack.__exit__(type(error), error, error.__traceback__)
             raise

@@ -1,0 +1,220 @@
+"""File-to-file photometric normalisation, streamed by blocks of rows like `invert_file`.
+
+Reuses the inversion's streaming, process pool, atomic writer and provenance: only the
+work per block (`normalize_block`) and the maps written differ. Outputs: ``OUT`` the
+normalised cube (in the input's units, at the standard geometry), ``OUT_status`` the
+inversion's status, and with ``sigma`` ``OUT_sigma`` (see :mod:`lumaxlike._io.writers`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Mapping
+
+import numpy as np
+import rasterio
+
+from .._inverse.invert import default_chunk_pixels
+from .._inverse.status import Status
+from .._normalize.normalize import normalize
+from .._normalize.standard import DEFAULT_STANDARD, standard_angles
+from .._provenance import make_provenance, python_call
+from .._signals import interruptible
+from .block_inversion import BlockPool, SolverOptions, band_groups, check_solver, numba_threads, per_band_params
+from .file_inversion import (InversionSummary, check_not_an_input, default_chunk_rows, geometry_paths,
+                             progress_bar, stream_blocks)
+from .geometry_rasters import GeometryReader
+from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
+from .units import check_units
+from .writers import FIELD_ATTRS, ResultWriter
+
+__all__ = ["NORMALIZATION_FIELDS", "normalization_attrs", "normalize_block", "normalize_file"]
+
+NORMALIZATION_FIELDS = ("reflectance", "status", "sigma")
+"""Maps a normalisation writes: the normalised cube (at ``OUT`` itself), status, sigma."""
+
+_UNIT_TEXT = {"r": ("bidirectional reflectance r", "sr-1"), "radf": ("radiance factor I/F = pi r", "1"),
+              "reff": ("reflectance factor pi r / cos i", "1")}
+
+
+def normalization_attrs(units: str) -> dict:
+    """CF-style attributes of the normalisation's maps for a cube in ``units``."""
+    quantity, unit = _UNIT_TEXT[units]
+    return {
+        "reflectance": {"long_name": f"{quantity} at the standard geometry", "units": unit},
+        "status": FIELD_ATTRS["status"],
+        "sigma": {"long_name": f"standard uncertainty of the {quantity} at the standard geometry",
+                  "units": unit},
+    }
+
+
+def from_r_at_standard(values, units: str, standard) -> np.ndarray:
+    """r [1/sr] at the standard geometry in ``units`` (REFF with the standard incidence)."""
+    if units == "r":
+        return values
+    factor = math.pi if units == "radf" else math.pi / math.cos(standard[0])
+    return (values * factor).astype(values.dtype, copy=False)
+
+
+def normalize_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions, refl_sigma=None, *,
+                    standard, units: str, param_maps=None) -> dict[str, np.ndarray]:
+    """Normalise a block of pixels, band groups with their own parameters.
+
+    Args:
+        refl: r [1/sr], shape ``pixels + (bands,)``.
+        to_sun, to_sensor, normal: direction vectors, shape ``pixels + (3,)``.
+        params: one `HapkeParams` per band (see `per_band_params`).
+        options: solver and its settings.
+        refl_sigma: standard uncertainty of r [1/sr], a scalar or an array broadcastable
+            to ``refl``; None for none.
+        standard: (incidence, emission, phase) [rad].
+        units: the units the outputs are returned in (``"r"``, ``"radf"``, ``"reff"``).
+        param_maps: ``{field: array of shape pixels (+ (bands,))}`` or None.
+    Returns:
+        ``{field: array}`` for :data:`NORMALIZATION_FIELDS`, each shaped like ``refl``.
+    """
+    refl = np.asarray(refl)
+    kwargs = {"max_iter": options.max_iter, "tol": options.tol, "chunk_size": options.chunk_size}
+    kwargs = {key: value for key, value in kwargs.items() if value is not None}
+    sigma_scale = None  # sigma is linear in refl_sigma: a per-pixel one scales the result
+    if refl_sigma is not None and np.ndim(refl_sigma) > 0:
+        sigma_scale = np.broadcast_to(refl_sigma, refl.shape)
+        refl_sigma = 1.0
+    fields = {}
+    solver_context = numba_threads(options.num_threads) if options.solver == "numba" else contextlib.nullcontext()
+    with solver_context:
+        for group_params, bands in band_groups(params):
+            maps = None
+            if param_maps:
+                maps = {name: (values[..., bands] if values.ndim == refl.ndim else values)
+                        for name, values in param_maps.items()}
+            result = normalize(refl[..., bands], to_sun, to_sensor, normal, group_params, options.solver,
+                               standard=standard, refl_sigma=refl_sigma, param_maps=maps, **kwargs)
+            for field in NORMALIZATION_FIELDS:
+                values = getattr(result, field)
+                fields.setdefault(field, np.empty(refl.shape, values.dtype))[..., bands] = values
+    if sigma_scale is not None:
+        fields["sigma"] = (fields["sigma"] * sigma_scale).astype(fields["sigma"].dtype, copy=False)
+    for field in ("reflectance", "sigma"):
+        fields[field] = from_r_at_standard(fields[field], units, standard)
+    return fields
+
+
+class _MapReader:
+    """Per-pixel parameter rasters on the cube's grid, read by rows (roughness: degrees)."""
+
+    def __init__(self, param_maps: Mapping, cube_info):
+        self._readers = {}
+        try:
+            for name, path in param_maps.items():
+                reader = CubeReader(path)
+                self._readers[name] = reader
+                check_aligned(cube_info.grid, reader.info.grid, f"param_maps[{name!r}]")
+                if reader.info.bands not in (1, cube_info.bands):
+                    raise ValueError(f"param_maps[{name!r}] raster {path} has {reader.info.bands} bands; "
+                                     f"expected 1 (per pixel) or the cube's {cube_info.bands} (per band)")
+        except BaseException:
+            self.close()
+            raise
+
+    def read(self, rows: slice) -> dict:
+        maps = {}
+        for name, reader in self._readers.items():
+            values = reader.read(rows).astype(np.float64)
+            values = values[..., 0] if reader.info.bands == 1 else values
+            maps[name] = np.radians(values) if name == "roughness" else values
+        return {"param_maps": maps}
+
+    def close(self) -> None:
+        for reader in self._readers.values():
+            reader.close()
+
+
+def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", params, solver, units,
+                   standard=DEFAULT_STANDARD, param_maps=None, chunk_rows=None, overwrite=False,
+                   progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
+                   command=None) -> InversionSummary:
+    """Photometric normalisation of a reflectance cube file, block by block.
+
+    Each block is read, converted to r, normalised with :func:`lumaxlike.normalize` and
+    written to temporary files that replace the outputs only when all are written, as
+    :func:`lumaxlike.invert_file` does (same inputs, options, atomic writes and record).
+
+    Args:
+        cube_path, geometry, dtm, solver, units, chunk_rows, overwrite, progress, workers,
+            max_iter, tol, command: as in :func:`lumaxlike.invert_file`.
+        out_path: output; ``OUT`` holds the normalised cube in ``units`` (REFF with the
+            standard incidence), ``OUT_status`` the status and, with ``sigma``,
+            ``OUT_sigma`` its uncertainty (netCDF/zarr: variables reflectance, status,
+            sigma).
+        params: :class:`lumaxlike.HapkeParams`, or a sequence of one per band.
+        standard: (incidence, emission, phase) [rad] of the standard geometry.
+        param_maps: ``{HapkeParams field: raster path}``: rasters on the cube's grid with
+            1 band (per pixel) or one per cube band, replacing that field (roughness in
+            degrees, the others in their units); NaN/nodata makes the pixel NONFINITE_INPUT.
+        sigma: standard uncertainty of the cube's values in ``units``; writes OUT_sigma.
+
+    Returns:
+        :class:`InversionSummary` (``verb`` "normalised").
+    """
+    start = time.perf_counter()
+    check_solver(solver)
+    check_units(units)
+    standard = standard_angles(standard)
+    if sigma is not None and not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a positive number, got {sigma!r}")
+    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    if param_maps is not None and not isinstance(param_maps, Mapping):
+        raise ValueError(f"param_maps must be a mapping of HapkeParams fields to raster paths, got "
+                         f"{type(param_maps).__name__}")
+    param_maps = dict(param_maps or {})
+    fields = [f for f in NORMALIZATION_FIELDS if f != "sigma" or sigma is not None]
+    check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry), *param_maps.values()],
+                       main="reflectance")
+
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
+        info = cube.info
+        band_params = per_band_params(params, info.bands)
+        rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
+        chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
+        options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
+        maps = _MapReader(param_maps, info)
+        try:
+            with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
+                provenance = make_provenance(
+                    params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
+                    refl_sigma=sigma, dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
+                    geometry_layout=geometry_reader.record(), standard=standard,
+                    param_maps=param_maps or None,
+                    command=command or python_call(
+                        "normalize_file", cube_path, out_path, geometry=geometry, dtm=dtm, surface=surface,
+                        params=params, solver=solver, units=units, standard=standard,
+                        param_maps=param_maps or None, sigma=sigma, max_iter=max_iter, tol=tol),
+                )
+                with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
+                                  chunk_rows=rows_per_block, provenance=provenance, main="reflectance",
+                                  field_attrs=normalization_attrs(units)) as writer, \
+                        BlockPool(workers, scheduler, function=normalize_block) as pool:
+                    bar = progress_bar(progress, info.grid.height * info.grid.width, cube_path, "normalising")
+                    try:
+                        with interruptible():
+                            counts = stream_blocks(
+                                cube, geometry_reader, writer, pool, bar, rows_per_block, units=units,
+                                sigma=sigma, params=band_params, options=options,
+                                extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)},
+                            )
+                    finally:
+                        bar.close()
+        finally:
+            maps.close()
+    return InversionSummary(
+        outputs=dict(writer.paths),
+        pixels=info.grid.height * info.grid.width,
+        bands=info.bands,
+        seconds=time.perf_counter() - start,
+        status_counts={member.name: int(counts[member]) for member in Status},
+        verb="normalised",
+    )

@@ -1,0 +1,146 @@
+"""The standard geometry of photometric normalisation and the model evaluated there.
+
+`standard_angles` checks a user's (incidence, emission, phase) triple; `standard_vectors`
+turns it into direction vectors on a flat surface; `standard_reflectance` is the one place
+the model is evaluated at the standard geometry (r and dr/dw), so another kind of model
+is one more branch there.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+
+from .._geometry import geometry_from_angles
+from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
+from .._model._backends import numba_equations
+from .._model.numba_cache import cached_njit, compile_variant
+from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
+from .._params import HapkeParams
+
+__all__ = ["DEFAULT_STANDARD", "differentiated_at_standard", "standard_angles", "standard_reflectance", "standard_vectors"]
+
+DEFAULT_STANDARD = (math.radians(30.0), 0.0, math.radians(30.0))
+"""(incidence, emission, phase) [rad] of the usual standard geometry (ISIS photomet, M3,
+LROC WAC): i = 30 deg, e = 0 deg, g = 30 deg."""
+
+# slack for a phase angle computed from the other two in floating point [rad]
+_ANGLE_SLACK = 1e-9
+
+_BLOCK = 4096  # values per parallel task of the standard-geometry kernel
+
+# Module-level names: numba resolves globals, not attributes of a namespace object.
+pixel_terms = numba_equations.pixel_terms
+reflectance_and_slope = numba_equations.reflectance_and_slope
+
+
+def standard_angles(standard) -> tuple[float, float, float]:
+    """``standard`` checked: (incidence, emission, phase) [rad] as three floats.
+
+    Raises:
+        ValueError: naming ``standard``, unless it is three finite numbers with
+            0 <= incidence < pi/2, 0 <= emission < pi/2 and
+            |incidence - emission| <= phase <= incidence + emission (the phase angle of
+            a source and an observer at those zenith angles), or if it looks like degrees.
+    """
+    try:
+        values = np.asarray(standard, dtype=np.float64)
+    except (TypeError, ValueError):
+        values = None
+    if values is None or values.shape != (3,) or not np.all(np.isfinite(values)):
+        raise ValueError(f"standard must be three finite numbers (incidence, emission, phase) "
+                         f"in radians, got {standard!r}")
+    incidence, emission, phase = (float(v) for v in values)
+    hint = "; angles are in radians (numpy.radians((30, 0, 30)) for degrees)" if max(values) > 1.6 else ""
+    for name, value in (("incidence", incidence), ("emission", emission)):
+        if not 0.0 <= value < math.pi / 2:
+            raise ValueError(f"standard {name} must lie in [0, pi/2) rad, got {value!r}{hint}")
+    if not abs(incidence - emission) - _ANGLE_SLACK <= phase <= incidence + emission + _ANGLE_SLACK:
+        raise ValueError(
+            f"standard phase {phase!r} rad is impossible with incidence {incidence!r} and "
+            f"emission {emission!r}: it must lie in [|i - e|, i + e]{hint}"
+        )
+    return incidence, emission, phase
+
+
+def standard_vectors(incidence: float, emission: float, phase: float):
+    """(to_sun, to_sensor, normal), each (3,) float64, of a flat surface seen at the standard
+    geometry; the relative azimuth psi from cos g = cos i cos e + sin i sin e cos psi
+    (0 when i or e is 0, where psi does not matter)."""
+    denominator = math.sin(incidence) * math.sin(emission)
+    if denominator <= 0.0:
+        psi = 0.0
+    else:
+        cos_psi = (math.cos(phase) - math.cos(incidence) * math.cos(emission)) / denominator
+        psi = math.acos(min(1.0, max(-1.0, cos_psi)))
+    return tuple(np.asarray(v, np.float64) for v in geometry_from_angles(incidence, emission, psi))
+
+
+@cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
+def _standard_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, r_out, slope_out):
+    b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
+        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
+    )  # fmt: skip
+    n = w.shape[0]
+    for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
+        # the terms once per block of values (a tuple cannot enter a parallel loop from outside)
+        terms = pixel_terms(
+            to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
+        )  # fmt: skip
+        for k in range(block * _BLOCK, min(n, (block + 1) * _BLOCK)):
+            r_out[k], slope_out[k] = reflectance_and_slope(w[k], terms)
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel_for(key: ModelKey):
+    """`_standard_kernel` compiled for configuration `key` (the same code, its equations)."""
+    if key == DEFAULT_KEY:
+        return _standard_kernel
+    equations = numba_equations_for(key)
+    return compile_variant(
+        _standard_kernel, key.name, pixel_terms=equations.pixel_terms,
+        reflectance_and_slope=equations.reflectance_and_slope,
+    )
+
+
+def standard_reflectance(w, vectors, model):
+    """The model at the standard geometry: r(w) [1/sr] and dr/dw [1/sr], in float64.
+
+    Args:
+        w: albedo, any shape (NaN gives NaN).
+        vectors: (to_sun, to_sensor, normal) of the standard geometry, each (3,).
+        model: a `HapkeParams` (one compiled numba kernel per configuration; the
+            w-independent terms are computed once for all of ``w``) or a
+            `PhotometricFunction` (through `differentiated_at_standard`).
+    Returns:
+        (r, dr/dw), float64 arrays of ``w``'s shape.
+    """
+    if not isinstance(model, HapkeParams):
+        return differentiated_at_standard(w, vectors, model)
+    flat = as_kernel_array(np.reshape(w, -1))
+    r, slope = np.empty(flat.shape), np.empty(flat.shape)
+    _kernel_for(model.model_key)(flat, *(as_kernel_array(v) for v in vectors), *kernel_params(model), r, slope)
+    shape = np.shape(w)
+    return r.reshape(shape), slope.reshape(shape)
+
+
+def differentiated_at_standard(w, vectors, model):
+    """r and dr/dw [1/sr] at the standard geometry of any model the public forward model
+    evaluates, by `jax.jvp` through it (float64): the path for models without a fused
+    kernel, and an independent check of `standard_reflectance`.
+
+    Args and returns: as `standard_reflectance`.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from .._model.model_forward import reflectance as forward
+
+    flat = np.reshape(np.asarray(w, np.float64), (1, -1))  # one pixel: the terms once
+    with jax.enable_x64(True):
+        w_jax = jnp.asarray(flat)
+        r, slope = jax.jvp(lambda x: forward(x, *vectors, model), (w_jax,), (jnp.ones_like(w_jax),))
+        return np.asarray(r).reshape(np.shape(w)), np.asarray(slope).reshape(np.shape(w))
