@@ -291,3 +291,25 @@ def test_accessor_on_dask_equals_normalize_with_a_parameter_map():
     record = lumaxlike.read_provenance(computed)
     np.testing.assert_allclose(record.standard, np.radians([30.0, 0.0, 30.0]), rtol=1e-15)
     assert record.param_maps == (("roughness", None),)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_photometric_functions_normalise_to_their_standard_geometry(solver):
+    # r = A pht(i, e, g)/pi: the normalised cube is A pht(standard)/pi, exactly what the
+    # forward model gives at the standard geometry (independent of the solver's route).
+    rng = np.random.default_rng(11)
+    geometry = random_geometry(30, rng)
+    albedo = rng.uniform(0.05, 0.6, (30, 2))
+    standard = np.radians((30.0, 0.0, 30.0))
+    at_standard = lumaxlike.geometry_from_angles(*standard[:2], phase=standard[2])
+    for model in (lumaxlike.PhotometricFunction("lunar_lambert", limb_darkening=0.4),
+                  lumaxlike.PhotometricFunction("minnaert", minnaert_k=0.7)):
+        refl = lumaxlike.reflectance(albedo, *geometry, model)
+        result = lumaxlike.normalize(refl, *geometry, model, solver=solver, refl_sigma=1e-3)
+        valid = result.status == lumaxlike.Status.CONVERGED
+        assert valid.mean() > 0.5 and np.all(np.isnan(result.reflectance[~valid]))
+        expected = lumaxlike.reflectance(albedo, *at_standard, model)
+        np.testing.assert_allclose(result.reflectance[valid], expected[valid], rtol=1e-12, atol=0)
+        # sigma_A = pi sigma_r / pht(obs): sigma_norm = pht(std)/pi sigma_A
+        ratio = expected / refl
+        np.testing.assert_allclose(result.sigma[valid], (1e-3 * ratio)[valid], rtol=1e-12)
