@@ -144,7 +144,7 @@ def output_files(out, fields=RESULT_FIELDS) -> list[Path]:
 def _field_dtypes(float_dtype, kind: str) -> dict[str, np.dtype]:
     return {
         "w": np.dtype(float_dtype),
-        # ENVI has no signed byte type; the status codes (0 to 5) fit either
+        # ENVI has no signed byte type; the status codes (0 to 6) fit either
         "status": np.dtype(np.uint8 if kind == "ENVI" else np.int8),
         "iterations": np.dtype(np.int32),
         "residual": np.dtype(float_dtype),
