@@ -19,6 +19,7 @@ PUBLIC = {
     "geometry_from_angles", "h_function", "invert", "invert_dataarray", "invert_file",
     "iter_cube_blocks", "normals_from_dtm", "read_cube", "to_bidirectional_reflectance",
     "write_result", "Provenance", "read_provenance", "demo", "porosity_k_from_filling_factor",
+    "GoniometerTable", "read_goniometer_table",
 }  # fmt: skip
 
 
