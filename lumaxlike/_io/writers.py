@@ -141,8 +141,9 @@ def output_files(out, fields=RESULT_FIELDS) -> list[Path]:
     return files
 
 
-def _field_dtypes(float_dtype, kind: str) -> dict[str, np.dtype]:
-    return {
+def _field_dtypes(float_dtype, kind: str, extra_dtypes=None) -> dict[str, np.dtype]:
+    """File type of every field; `extra_dtypes` {field: dtype, or None for the cube's float type}."""
+    dtypes = {
         "w": np.dtype(float_dtype),
         # ENVI has no signed byte type; the status codes (0 to 6) fit either
         "status": np.dtype(np.uint8 if kind == "ENVI" else np.int8),
@@ -150,6 +151,9 @@ def _field_dtypes(float_dtype, kind: str) -> dict[str, np.dtype]:
         "residual": np.dtype(float_dtype),
         "sigma": np.dtype(float_dtype),
     }
+    for field, dtype in (extra_dtypes or {}).items():
+        dtypes[field] = np.dtype(float_dtype if dtype is None else dtype)
+    return dtypes
 
 
 def wavelength_text(value) -> str:
@@ -170,7 +174,7 @@ class _RasterSink:
     """One result map written as a GeoTIFF or ENVI file through a temporary path."""
 
     def __init__(self, path: Path, final_name: str, driver: str, field: str, like: CubeInfo,
-                 dtype, nodata: float, provenance=None):
+                 dtype, nodata: float, provenance=None, attrs=None):
         self.path, self.final_name = path, final_name
         grid = like.grid
         profile = dict(
@@ -187,14 +191,13 @@ class _RasterSink:
             profile.update(BIGTIFF="IF_SAFER")
         self.dataset = rasterio.open(path, "w", **profile)
         try:
-            self._describe(field, like, driver, provenance)
+            self._describe(field, like, driver, provenance, FIELD_ATTRS[field] if attrs is None else attrs)
         except BaseException:
             self.dataset.close()
             raise
 
-    def _describe(self, field: str, like: CubeInfo, driver: str, provenance) -> None:
+    def _describe(self, field: str, like: CubeInfo, driver: str, provenance, attrs) -> None:
         ds = self.dataset
-        attrs = FIELD_ATTRS[field]
         envi = driver == "ENVI"  # GDAL keeps only the ENVI domain in headers, and no "=" there
         tags = {"quantity": attrs["long_name"]}
         if "units" in attrs:
@@ -283,7 +286,8 @@ def spatial_ref_attrs(crs, transform) -> dict:
     return attrs
 
 
-def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None = None, provenance=None):
+def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None = None, provenance=None,
+                    field_attrs: Mapping | None = None):
     """An ``xarray.Dataset`` with lumaxlike's result layout on the grid of a cube.
 
     Args:
@@ -293,6 +297,7 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
             missing from it are left out.
         provenance: :class:`lumaxlike.Provenance` of the run, written as CF global
             attributes plus the ``lumaxlike_*`` keys; None writes only ``source`` (the cube).
+        field_attrs: attributes of fields beyond :data:`FIELD_ATTRS` (or replacing them).
 
     Returns:
         Dataset with coords ``band`` (1-based), ``wavelength`` (when known), ``x``/``y``
@@ -307,9 +312,10 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
     coords.update(_map_coordinates(like))
     coords["spatial_ref"] = xr.Variable((), np.int32(0), spatial_ref_attrs(like.grid.crs, like.grid.transform))
     variables = {}
+    all_attrs = {**FIELD_ATTRS, **(field_attrs or {})}
     for field in fields:
         if data is not None and field in data:
-            attrs = dict(FIELD_ATTRS[field], grid_mapping="spatial_ref")
+            attrs = dict(all_attrs[field], grid_mapping="spatial_ref")
             variables[field] = xr.Variable(("band", "y", "x"), data[field], attrs)
     attrs = {"source": str(like.path)} if provenance is None else provenance.cf_attrs()
     return xr.Dataset(variables, coords=coords, attrs=attrs)
@@ -324,7 +330,7 @@ class _NetCDFSink:
     """All result maps in one netCDF-4 file: xarray writes coords, netCDF4 writes blocks."""
 
     def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float,
-                 provenance=None):
+                 provenance=None, field_attrs=FIELD_ATTRS):
         try:
             import netCDF4
         except ImportError:  # pragma: no cover - depends on the environment
@@ -338,7 +344,7 @@ class _NetCDFSink:
                 field, dtype, ("band", "y", "x"), fill_value=_fill_value(dtype, nodata), chunksizes=chunks
             )
             variable.set_auto_mask(False)  # blocks arrive with nodata already in place
-            attrs = dict(FIELD_ATTRS[field], grid_mapping="spatial_ref")
+            attrs = dict(field_attrs[field], grid_mapping="spatial_ref")
             variable.setncatts(attrs)
 
     def write(self, field: str, rows: slice, values: np.ndarray) -> None:
@@ -352,7 +358,7 @@ class _ZarrSink:
     """All result maps in one zarr store: metadata first, then region writes per block."""
 
     def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float,
-                 provenance=None):
+                 provenance=None, field_attrs=FIELD_ATTRS):
         try:
             import dask.array as da
             import zarr  # noqa: F401
@@ -363,7 +369,7 @@ class _ZarrSink:
         chunks = (like.bands, min(chunk_rows, like.grid.height), like.grid.width)
         data = {field: da.zeros(shape, dtype=dtypes[field], chunks=chunks) for field in fields}
         encoding = {field: {"_FillValue": _fill_value(dtypes[field], nodata)} for field in fields}
-        template = result_template(like, fields, data, provenance)
+        template = result_template(like, fields, data, provenance, field_attrs)
         template.to_zarr(path, mode="w", compute=False, encoding=encoding, zarr_format=2, consolidated=True)
 
     def write_block(self, rows: slice, block: Mapping) -> None:
@@ -396,6 +402,9 @@ class ResultWriter:
             NaN (default) or a finite number.
         provenance: :class:`lumaxlike.Provenance` recorded in every file (tags or global
             attributes; see :func:`lumaxlike.read_provenance`); None records none.
+        extra_fields: maps beyond :data:`RESULT_FIELDS` (e.g. `lumaxlike fit`'s, one per
+            fitted parameter): ``{field: (attrs, dtype)}``, attrs as in
+            :data:`FIELD_ATTRS`, dtype None for the cube's floating type.
 
     Raises:
         ValueError: unknown extension or field.
@@ -404,23 +413,26 @@ class ResultWriter:
     """
 
     def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
-                 chunk_rows: int | None = None, nodata: float = np.nan, provenance=None):
+                 chunk_rows: int | None = None, nodata: float = np.nan, provenance=None,
+                 extra_fields: Mapping | None = None):
         self.out = Path(out)
         self.provenance = provenance
         self.format = output_format(self.out)
         self.fields = tuple(fields)
-        unknown = [f for f in self.fields if f not in RESULT_FIELDS]
+        extra_fields = dict(extra_fields or {})
+        self.field_attrs = {**FIELD_ATTRS, **{field: attrs for field, (attrs, _) in extra_fields.items()}}
+        unknown = [f for f in self.fields if f not in self.field_attrs]
         if unknown or "w" not in self.fields:
-            raise ValueError(f"fields must include 'w' and be among {RESULT_FIELDS}, got {self.fields}")
+            raise ValueError(f"fields must include 'w' and be among {tuple(self.field_attrs)}, got {self.fields}")
         self.like = like
-        self.dtypes = _field_dtypes(like.dtype, self.format)
+        self.dtypes = _field_dtypes(like.dtype, self.format, {f: dtype for f, (_, dtype) in extra_fields.items()})
         self.chunk_rows = int(chunk_rows or like.grid.height)
         self.nodata = float(nodata)
         if np.isinf(self.nodata):
             raise ValueError(f"nodata must be NaN or a finite number, got {nodata!r}")
         self.paths = result_paths(self.out, self.fields)
         self._atomic = AtomicOutputs(output_files(self.out, self.fields), overwrite=overwrite,
-                                     companions=output_files(self.out))
+                                     companions=output_files(self.out, tuple(self.field_attrs)))
         self._stack = contextlib.ExitStack()
         self._rasters: dict[str, _RasterSink] = {}
         self._dataset = None
@@ -432,16 +444,17 @@ class ResultWriter:
                 self._stack.enter_context(rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_PAM_ENABLED="NO"))
                 for field in self.fields:
                     sink = _RasterSink(temporary[self.paths[field]], self.paths[field].name, self.format,
-                                       field, self.like, self.dtypes[field], self.nodata, self.provenance)
+                                       field, self.like, self.dtypes[field], self.nodata, self.provenance,
+                                       self.field_attrs[field])
                     self._rasters[field] = sink
                     self._stack.callback(sink.close)
             elif self.format == "netCDF":
                 self._dataset = _NetCDFSink(temporary[self.out], self.fields, self.like, self.dtypes,
-                                            self.chunk_rows, self.nodata, self.provenance)
+                                            self.chunk_rows, self.nodata, self.provenance, self.field_attrs)
                 self._stack.callback(self._dataset.close)
             else:
                 self._dataset = _ZarrSink(temporary[self.out], self.fields, self.like, self.dtypes,
-                                          self.chunk_rows, self.nodata, self.provenance)
+                                          self.chunk_rows, self.nodata, self.provenance, self.field_attrs)
         except BaseException as error:
             self._stack.__exit__(type(error), error, error.__traceback__)
             raise
