@@ -73,7 +73,7 @@ def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
     }
 
 
-def _check_free(free, params: HapkeParams) -> tuple[str, ...]:
+def check_free(free, params: HapkeParams) -> tuple[str, ...]:
     if isinstance(free, str):
         free = (free,)
     free = tuple(free)
@@ -209,7 +209,7 @@ def fit(
             "fit(solver='numba') does not support params.h_function='exact' (its per-angle "
             "terms are arrays, which the numba derivative code does not handle); use solver='jax'"
         )
-    free = _check_free(free, params)
+    free = check_free(free, params)
     refl = as_float_array("refl", refl)
     geometry = {
         "to_sun": as_float_array("to_sun", to_sun),
