@@ -249,8 +249,9 @@ plus lumaxlike_fit_* keys: the cubes, geometries, free parameters and limits).
 """
 
 FIT_EPILOG = """\
-example (three cubes of one area with their OBS rasters):
-  lumaxlike fit day1.tif day2.tif day3.tif --geometry obs1.tif obs2.tif obs3.tif \\
+example (five cubes of one area with their OBS rasters; w, b, c need >= 4 per pixel-band):
+  lumaxlike fit day1.tif day2.tif day3.tif day4.tif day5.tif \\
+      --geometry obs1.tif obs2.tif obs3.tif obs4.tif obs5.tif \\
       --units radf --free w,b,c --b 0.3 --c 0.4 --incidence-range 0,70 --out fit.tif
 """
 
@@ -308,7 +309,7 @@ def _add_fit_parser(commands, model_choices) -> None:
                      "the sigma maps then follow from it (default: from the residuals)")
     fit.add_argument("--tol", type=_positive_float, metavar="VALUE",
                      help="convergence tolerance on the step of every parameter (default 1e-10, "
-                     "1e-5 for float32 cubes with --solver jax)")
+                     "1e-5 for float32 cubes)")
     fit.add_argument("--max-iter", type=_positive_int, metavar="N",
                      help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER})")
     fit.add_argument("--chunk", type=_positive_int, metavar="ROWS",
