@@ -16,16 +16,17 @@ from .helpers import SOLVERS
 TRUTH = HapkeParams(b=0.25, c=0.5, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)
 START = HapkeParams(b=0.32, c=0.38, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)
 FREE = ("w", "b", "c")
-CHUNK = 64  # the chunk shape of tests/test_fit.py: the JAX programs compiled there are reused
+CHUNK = 64  # as in tests/test_fit.py (6 pixels: the chunk is 6 pixels there and here)
 
 
 @pytest.fixture(scope="module")
 def masked_scene():
-    """20 pixels x 3 bands x 10 observations with 2 observations of every pixel (20 %)
+    """6 pixels x 3 bands x 10 observations with 2 observations of every pixel (20 %)
     missing at random: NaN geometry in half of the pixels, NaN reflectance in every band
-    in the others. Returns the masked arrays, the valid subset (pixels, 3, 8) and w."""
+    in the others. Returns the masked arrays, the valid subset (pixels, 3, 8) and w.
+    (The shape of tests/test_fit.py's status test: its compiled JAX programs serve.)"""
     rng = np.random.default_rng(21)
-    n_pixels, n_obs = 20, 10
+    n_pixels, n_obs = 6, 10
     geometry = multi_angle_geometry(n_pixels, n_obs, rng)
     w_true = rng.uniform(0.15, 0.9, (n_pixels, 3))
     refl = multi_angle_reflectance(w_true, *geometry, TRUTH)
