@@ -12,6 +12,7 @@ from ._geometry import (
 )
 from ._inverse.fit import default_bounds as default_bounds, fit as fit
 from ._inverse.invert import invert as invert
+from ._io.goniometer import GoniometerTable as GoniometerTable, read_goniometer_table as read_goniometer_table
 from ._io import (
     OBS_BAND_NAMES as OBS_BAND_NAMES,
     CubeInfo as CubeInfo,

@@ -1,4 +1,4 @@
-"""The ``lumaxlike`` command line: ``invert``, ``normalize``, ``demo`` and ``profile`` subcommands.
+"""The ``lumaxlike`` command line: ``invert``, ``normalize``, ``fit``, ``demo`` and ``profile`` subcommands.
 
 Exit codes: 0 success; 2 bad arguments or input (a one-line message on stderr naming the
 file or argument); 1 unexpected failure (message and traceback on stderr; one line when a
@@ -283,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="progress bar on stderr (default: when stderr is a terminal)")
     invert.set_defaults(handler=_run_invert)
     _add_normalize_parser(commands, invert, formatter)
+    _add_fit_parser(commands, model_choices)
 
     # demo and profile parse their own arguments (see PASS_THROUGH); listed here for --help.
     commands.add_parser("demo", help="run the end-to-end demo (see `lumaxlike demo --help`)")
@@ -392,6 +393,120 @@ def _run_normalize(args) -> int:
     print(f"lumaxlike normalize: {args.cube} ({settings['units']}) -> {args.out}, standard "
           f"{', '.join(f'{math.degrees(v):g}' for v in standard)} deg, solver {settings['solver']}: "
           f"{summary.describe()}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- lumaxlike fit
+
+FIT_DESCRIPTION = """\
+Fit Hapke parameters per pixel and band to a stack of co-registered cubes, one
+observation each (repeated coverage, several viewing angles), streaming them by blocks
+of rows. An observation that is NaN/nodata, or outside --incidence-range,
+--emission-range or --phase-range, is left out of its pixel-band problem; a problem with
+fewer than --min-observations valid ones gets status TOO_FEW_OBSERVATIONS.
+
+Writes OUT (w) and, for GeoTIFF/ENVI, siblings OUT_<name> for each other fitted
+parameter, OUT_sigma_<name> (1-sigma of each), OUT_status, OUT_iterations, OUT_residual
+(residual norm, 1/sr) and OUT_observations (valid observations used); netCDF (.nc) and
+zarr (.zarr) hold them all in one dataset. Every map has one band per spectral band.
+Writes are atomic; the outputs record how they were made (lumaxlike.read_provenance,
+plus lumaxlike_fit_* keys: the cubes, geometries, free parameters and limits).
+"""
+
+FIT_EPILOG = """\
+example (five cubes of one area with their OBS rasters; w, b, c need >= 4 per pixel-band):
+  lumaxlike fit day1.tif day2.tif day3.tif day4.tif day5.tif \\
+      --geometry obs1.tif obs2.tif obs3.tif obs4.tif obs5.tif \\
+      --units radf --free w,b,c --b 0.3 --c 0.4 --incidence-range 0,70 --out fit.tif
+"""
+
+
+def _range_deg(text: str) -> tuple[float, float]:
+    values = _number_list(text)
+    if len(values) != 2 or not 0.0 <= values[0] <= values[1] <= 180.0:
+        raise argparse.ArgumentTypeError(f"expected MIN,MAX in degrees with 0 <= MIN <= MAX <= 180, got {text!r}")
+    return values[0], values[1]
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def _add_fit_parser(commands, model_choices) -> None:
+    from ._inverse.invert import DEFAULT_MAX_ITER
+    from ._model.family import DEFAULT_KEY
+    from ._params import PARAMETER_NAMES
+
+    fit = commands.add_parser(
+        "fit", help="fit several Hapke parameters to a stack of cubes", allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=FIT_DESCRIPTION, epilog=FIT_EPILOG,
+    )
+    fit.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
+                     help="reflectance cubes on one grid with the same bands, one observation each")
+    fit.add_argument("--geometry", type=Path, nargs="+", required=True, metavar="OBS",
+                     help="one OBS raster per cube, in the same order (band names as for "
+                     "`lumaxlike invert --geometry`) (required)")
+    fit.add_argument("--out", type=Path, required=True, metavar="OUT",
+                     help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, .zarr zarr (required)")
+    fit.add_argument("--free", type=_name_list, required=True, metavar="NAME[,...]",
+                     help=f"fitted parameters, w among them: any of {', '.join(PARAMETER_NAMES)} "
+                     "(roughness in rad in the outputs) (required)")
+    fit.add_argument("--units", choices=("r", "radf", "reff"), required=True,
+                     help="what the cubes hold: r [1/sr], radf = pi r, reff = pi r / cos i (required)")
+    fit.add_argument("--dtm", type=Path, metavar="DTM",
+                     help="DTM on the cubes' grid (heights [m]) for local slopes (default: flat)")
+    fit.add_argument("--solver", choices=("numba", "jax"), default=DEFAULT_SOLVER,
+                     help=f"numba (CPU threads, float64) or jax (CPU or GPU) (default {DEFAULT_SOLVER})")
+    for flag, field, text in MODEL_OPTIONS:
+        fit.add_argument(flag, choices=tuple(model_choices[field]),
+                         help=f"{text} (default {getattr(DEFAULT_KEY, field)})")
+    for flag, _, default, text in HAPKE_OPTIONS:
+        fit.add_argument(flag, type=_number_list, metavar="VALUE",
+                         help=f"{text}; fixed value, or the start of a fitted parameter (default {default:g})")
+    for angle in ("incidence", "emission", "phase"):
+        fit.add_argument(f"--{angle}-range", type=_range_deg, metavar="MIN,MAX",
+                         help=f"leave out observations whose {angle} angle [deg] lies outside "
+                         "(default: no limit)")
+    fit.add_argument("--min-observations", type=_positive_int, metavar="N",
+                     help="valid observations a pixel-band needs (default: fitted parameters + 1)")
+    fit.add_argument("--sigma", type=_positive_float, metavar="VALUE",
+                     help="standard uncertainty of the cubes' values in --units (r or radf): "
+                     "the sigma maps then follow from it (default: from the residuals)")
+    fit.add_argument("--tol", type=_positive_float, metavar="VALUE",
+                     help="convergence tolerance on the step of every parameter (default 1e-10, "
+                     "1e-5 for float32 cubes)")
+    fit.add_argument("--max-iter", type=_positive_int, metavar="N",
+                     help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER})")
+    fit.add_argument("--chunk", type=_positive_int, metavar="ROWS",
+                     help="rows per block (default: about 32 MiB of stacked reflectance)")
+    fit.add_argument("--overwrite", action="store_true", help="replace existing outputs (default: refuse)")
+    fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="progress bar on stderr (default: when stderr is a terminal)")
+    fit.set_defaults(handler=_run_fit)
+
+
+def _run_fit(args) -> int:
+    from ._io.file_fit import fit_files
+    from ._io.raster import CubeReader
+
+    with CubeReader(args.cubes[0]) as cube:
+        bands = cube.info.bands
+    args.cube, args.params_from = args.cubes[0], None  # what _hapke_params names in messages
+    params = _hapke_params(args, bands)
+    if not _same_params(params):
+        raise ValueError("lumaxlike fit takes one value per Hapke option (the start of a fitted "
+                         "parameter, or the fixed value), shared by every band")
+    limits = {angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")}
+    summary = fit_files(
+        args.cubes, args.out, geometry=args.geometry, params=params[0], free=args.free, units=args.units,
+        dtm=args.dtm, solver=args.solver,
+        observation_limits_deg={k: v for k, v in limits.items() if v is not None},
+        min_observations=args.min_observations, sigma=args.sigma, chunk_rows=args.chunk,
+        overwrite=args.overwrite, progress=args.progress, max_iter=args.max_iter, tol=args.tol,
+        command=args.command_line,
+    )
+    print(f"lumaxlike fit: {len(args.cubes)} cubes ({args.units}) -> {args.out}, free "
+          f"{','.join(args.free)}, solver {args.solver}: "
+          f"{summary.describe().replace('inverted', 'fitted', 1)}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -31,6 +31,7 @@ dask's default ``spawn`` start method for worker processes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import threading
@@ -416,3 +417,149 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
                             refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, num_threads=num_threads),
     )
     return xr.Dataset(variables, attrs=_result_attrs(refl.attrs, provenance))
+
+
+# ---------------------------------------------------------------- DataArray.hapke.fit
+
+
+def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_options, num_threads):
+    """apply_ufunc kernel: refl (..., bands, observations), vectors (..., observations, 3)
+    -> the fit's maps (..., bands), in `_fit_fields(free)` order."""
+    from ._inverse.fit import fit
+    from ._io.block_inversion import numba_threads
+
+    pixels, n_obs = refl.shape[:-2], refl.shape[-1]
+    to_sun, to_sensor, normal = (np.broadcast_to(v, pixels + (n_obs, 3)) for v in (to_sun, to_sensor, normal))
+    refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)
+    # units are per observation (reff: its own cos i): convert with observations before bands
+    r = np.moveaxis(to_bidirectional_reflectance(np.moveaxis(refl, -1, -2), units, to_sun, normal), -1, -2)
+    if num_threads is None and fit_options["solver"] == "numba" and _in_worker_thread():
+        num_threads = 1
+    context = numba_threads(num_threads) if fit_options["solver"] == "numba" else contextlib.nullcontext()
+    with context:
+        result = fit(r, to_sun, to_sensor, normal, params, free=free, **fit_options)
+    maps = {name: result[name] for name in free}
+    maps.update({f"sigma_{name}": result.sigma(name) for name in free})
+    maps.update(status=result.status, iterations=result.iterations, residual=result.residual_norm,
+                observations=result.observations)
+    return tuple(maps[field] for field in _fit_fields(free))
+
+
+def _fit_fields(free) -> tuple[str, ...]:
+    return (*free, *(f"sigma_{name}" for name in free), "status", "iterations", "residual", "observations")
+
+
+def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), solver: str = "jax", *,
+                  units: str, observation_dim: str = "observation", spectral_dim: str | None = None,
+                  observation_limits: Mapping | None = None, min_observations: int | None = None,
+                  refl_sigma: float | None = None, bounds: Mapping | None = None,
+                  max_iter: int | None = None, tol: float | None = None,
+                  num_threads: int | None = None) -> xr.Dataset:
+    """Fit Hapke parameters per pixel and band to multi-angle observations, chunk by chunk.
+
+    `lumaxlike.fit` through ``xarray.apply_ufunc(..., dask="parallelized")``; also the
+    accessor ``refl.hapke.fit(...)``.
+
+    Args:
+        refl: reflectance with a spectral dim (``band``/``wavelength`` or
+            `spectral_dim`) and an observation dim (`observation_dim`); every other dim
+            is a pixel dim. NumPy- or dask-backed (the spectral and observation dims are
+            each rechunked into one chunk). NaN observations are left out of their
+            problem (`lumaxlike.fit`'s masks).
+        geometry: as for `lumaxlike.invert_dataarray` (angles [deg] or vectors, optional
+            ``normal``), with the observation dim on the variables that vary with it.
+        params: `lumaxlike.HapkeParams`: fixed parameters and the free ones' start.
+        free, solver, observation_limits, min_observations, bounds, max_iter, tol: as for
+            `lumaxlike.fit` (limits in radians).
+        units: ``"r"``, ``"radf"`` or ``"reff"`` (each observation with its own cos i).
+        refl_sigma: standard uncertainty of ``refl`` in ``units`` (``"r"`` or ``"radf"``).
+        num_threads: numba threads per chunk; None = one inside dask workers, else all.
+
+    Returns:
+        Dataset with one variable per free parameter (``w``, ``b``, ...), ``sigma_<name>``
+        for each, ``status`` (int8), ``iterations`` (int32), ``residual`` (residual norm
+        [1/sr]) and ``observations`` (int32, valid observations used), dims of ``refl``
+        without the observation dim; lazy when ``refl`` is dask-backed. attrs: ``refl``'s
+        plus the ``lumaxlike_*`` record and ``lumaxlike_fit_free``.
+
+    Raises:
+        ValueError: naming the argument: not a DataArray, missing dims, bad units,
+            misaligned geometry, limits or min_observations (checked before any work).
+    """
+    import json
+
+    from ._inverse.fit import check_free
+    from ._inverse.observation_masks import check_observation_limits
+    from ._params import HapkeParams
+
+    if not isinstance(refl, xr.DataArray):
+        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+    check_units(units)
+    SolverOptions(solver)  # checks the name
+    free = check_free(free, params)
+    spec = _spectral_dim(refl, spectral_dim)
+    if observation_dim not in refl.dims:
+        raise ValueError(f"observation_dim={observation_dim!r} is not a dim of refl {refl.dims}")
+    n_obs = refl.sizes[observation_dim]
+    limits = check_observation_limits(observation_limits)
+    minimum = len(free) + 1 if min_observations is None else int(min_observations)
+    if minimum < 1 or minimum > n_obs:
+        raise ValueError(f"min_observations = {minimum} must lie in [1, {n_obs}] (the observations of refl)")
+    if refl_sigma is not None and (units == "reff" or not refl_sigma > 0):
+        raise ValueError(f"refl_sigma must be a positive number, for units 'r' or 'radf'; got {refl_sigma!r}, {units!r}")
+    pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
+    to_sun, to_sensor, normal = _geometry_vectors(geometry, [*pixel_dims, observation_dim])
+    try:
+        xr.align(refl, to_sun, to_sensor, normal, join="exact")
+    except ValueError as error:
+        raise ValueError(f"geometry is not aligned with refl: {error}") from None
+    vectors = []
+    for name, vector in zip(VECTOR_NAMES, (to_sun, to_sensor, normal)):
+        unknown = [d for d in vector.dims if d not in (_VECTOR_DIM, observation_dim, *pixel_dims)]
+        if unknown:
+            raise ValueError(f"geometry {name} has dims {unknown} that refl does not have")
+        if observation_dim not in vector.dims:
+            vector = vector.expand_dims({observation_dim: n_obs})
+        vectors.append(vector.chunk({_VECTOR_DIM: -1, observation_dim: -1}) if vector.chunks is not None else vector)
+    if refl.chunks is not None:
+        refl = refl.chunk({spec: -1, observation_dim: -1})
+    refl, *vectors = xr.unify_chunks(refl, *vectors)
+    dtype = np.result_type(refl.dtype, np.float32)
+    largest = _largest_chunk_pixels(refl, pixel_dims)
+    per_chunk = max(1, (1 << 17) // max(1, refl.sizes[spec] * n_obs))  # fit's OBSERVATIONS_PER_CHUNK
+    fit_options = {"solver": solver, "observation_limits": limits, "min_observations": minimum,
+                   "chunk_size": min(largest, per_chunk), "bounds": bounds}
+    fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})
+    if refl_sigma is not None:
+        fit_options["refl_sigma"] = float(uncertainty_to_r(refl_sigma, units))
+    fields = _fit_fields(free)
+    integer = {"status": np.int8, "iterations": np.int32, "observations": np.int32}
+    outputs = xr.apply_ufunc(
+        _fit_chunk, refl, *vectors,
+        input_core_dims=[[spec, observation_dim]] + [[observation_dim, _VECTOR_DIM]] * 3,
+        output_core_dims=[[spec]] * len(fields),
+        dask="parallelized",
+        output_dtypes=[integer.get(field, dtype) for field in fields],
+        kwargs={"units": units, "params": params, "free": free, "fit_options": fit_options,
+                "num_threads": num_threads},
+        keep_attrs="override",
+    )
+    variables = {}
+    for field, output in zip(fields, outputs):
+        output = output.transpose(*[d for d in refl.dims if d != observation_dim])
+        output.attrs = {"long_name": f"lumaxlike.fit {field}"}
+        if "spatial_ref" in refl.coords:
+            output.attrs["grid_mapping"] = "spatial_ref"
+        variables[field] = output
+    provenance = make_provenance(
+        params=[params] * refl.sizes[spec], units=units, solver=solver, tol=tol, max_iter=max_iter,
+        refl_sigma=refl_sigma, dtype=dtype, cube=refl.encoding.get("source"), geometry=None,
+        command=python_call("fit_dataarray", refl, geometry, params, free, solver, units=units,
+                            observation_dim=observation_dim, observation_limits=observation_limits,
+                            min_observations=min_observations, refl_sigma=refl_sigma),
+    )
+    attrs = _result_attrs(refl.attrs, provenance)
+    attrs["lumaxlike_fit_free"] = json.dumps(list(free))
+    return xr.Dataset(variables, attrs=attrs)

@@ -34,6 +34,14 @@ class HapkeAccessor:
 
         return normalize_dataarray(self._data_array, geometry, params, solver, **kwargs)
 
+    def fit(self, geometry, params, free=("w", "b", "c"), solver: str = "jax", **kwargs) -> xr.Dataset:
+        """Fit Hapke parameters to multi-angle observations (an ``observation`` dim), chunk
+        by chunk: ``lumaxlike._xarray.fit_dataarray(self, geometry, params, free, solver,
+        **kwargs)`` (`lumaxlike.fit` through ``xarray.apply_ufunc``; see its docstring)."""
+        from ._xarray import fit_dataarray
+
+        return fit_dataarray(self._data_array, geometry, params, free, solver, **kwargs)
+
 
 def register(xarray_module) -> None:
     """Register `HapkeAccessor` as ``DataArray.hapke`` on the imported `xarray_module`."""

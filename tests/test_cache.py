@@ -101,6 +101,32 @@ def test_first_runs_cache_in_the_user_cache_dir_only(tmp_path):
     )
     run_python(["-c", load], cache_dir, numba_cache_dir, tmp_path)
 
+    # ... and the numba code `fit` generates per set of free parameters: neither
+    # generated again nor compiled again
+    assert len(list((cache_dir / "generated").glob("columns_*.py"))) == 1
+    script = FIRST_CALLS.replace("import lumaxlike\n", LOAD_GENERATED) + "loaded()\n"
+    run_python(["-c", script, "numba", "fit"], cache_dir, numba_cache_dir, tmp_path)
+    assert written_in_package(before) == []
+
+
+# Run before the first `fit` of FIRST_CALLS: fails if the code is generated again;
+# `loaded()`, at the end, checks that the solver's and the hoisting kernels were loaded.
+LOAD_GENERATED = """import lumaxlike
+from lumaxlike._inverse import numba_lm
+from lumaxlike._model import numba_jacobian
+
+def not_again(*args):
+    raise AssertionError("the generated code was generated again")
+
+def loaded():
+    functions = numba_jacobian.model_columns(("w", "b", "c"), truth.model_key)  # as `fit` calls it
+    for kernel in (numba_lm.lm_kernel_for(functions), numba_jacobian._hoist_kernel_for(functions)):
+        stats = kernel.stats
+        assert sum(stats.cache_hits.values()) == 1 and not stats.cache_misses, stats
+
+numba_jacobian.model_columns_source = not_again
+"""
+
 
 def test_unusable_cache_dir_means_no_cache_not_an_error(tmp_path):
     # a path below a regular file can never be created, even by root (chmod would not stop root)

@@ -142,7 +142,9 @@ def test_degenerate_parameters_are_undetermined(solver):
     """With one observation, three free parameters cannot all be determined: J^T J has
     rank 1 and the problem is reported UNDETERMINED (or unconverged), never CONVERGED."""
     refl, geometry, _, _ = scene(10, 2, 1, seed=8, opposition=False)
-    result = lumaxlike.fit(refl, *geometry, start_for(FREE_3), free=FREE_3, solver=solver, chunk_size=CHUNK)
+    result = lumaxlike.fit(
+        refl, *geometry, start_for(FREE_3), free=FREE_3, solver=solver, chunk_size=CHUNK, min_observations=1
+    )
     assert np.all(np.isin(result.status, [Status.UNDETERMINED, Status.MAX_ITER]))
     assert np.all(np.isnan(result.covariance))
 
@@ -152,20 +154,29 @@ def test_status_codes_per_problem(solver):
     refl, geometry, w_true, _ = scene(6, 3, 10, seed=9)
     to_sun, to_sensor, normal = (g.copy() for g in geometry)
     refl = refl.copy()
-    refl[0, 1, 4] = np.nan  # one observation of one band: that problem only
-    to_sun[1, 2] = np.nan  # geometry of one observation: every band of that pixel
+    refl[0, 1, 4] = np.nan  # one observation of one band: left out of that problem only
+    to_sun[1, 2] = np.nan  # geometry of one observation: left out of every band of that pixel
     to_sensor[2, 3] = [1.0, 0.0, -0.2]  # observer below the horizon in one observation
-    refl_before = refl.copy()
-    result = lumaxlike.fit(refl, to_sun, to_sensor, normal, start_for(FREE_3), free=FREE_3, solver=solver, chunk_size=CHUNK)
-    np.testing.assert_array_equal(refl, refl_before)  # inputs are never modified
-    assert result.status[0, 1] == Status.NONFINITE_INPUT
-    assert np.all(result.status[1] == Status.NONFINITE_INPUT)
-    assert np.all(result.status[2] == Status.INVALID_GEOMETRY)
-    solved = np.ones(result.status.shape, bool)
-    solved[0, 1] = solved[1] = solved[2] = False
-    assert np.all(result.status[solved] == Status.CONVERGED)
+    refl[3, 0] = np.inf  # every observation of one problem
+    refl[4, 2, :7] = np.nan  # 3 observations left for 3 free parameters: too few
+    refl[5, 1, :6] = np.nan  # 4 left: just enough
+    arrays = (refl, to_sun, to_sensor, normal)
+    before = [a.copy() for a in arrays]
+    result = lumaxlike.fit(*arrays, start_for(FREE_3), free=FREE_3, solver=solver, chunk_size=CHUNK)
+    for array, copy in zip(arrays, before):
+        np.testing.assert_array_equal(array, copy)  # inputs are never modified
+    expected = np.full(result.status.shape, Status.CONVERGED)
+    expected[2] = Status.INVALID_GEOMETRY
+    expected[3, 0] = Status.NONFINITE_INPUT
+    expected[4, 2] = Status.TOO_FEW_OBSERVATIONS
+    np.testing.assert_array_equal(result.status, expected)
+    observations = np.full(result.status.shape, 10)
+    observations[0, 1], observations[1], observations[3, 0], observations[4, 2], observations[5, 1] = 9, 9, 0, 3, 4
+    np.testing.assert_array_equal(result.observations, observations)
+    solved = expected == Status.CONVERGED
     for name in FREE_3:
         assert np.all(np.isnan(result[name][~solved]))
+        assert np.all(np.isnan(result.covariance[~solved]))
     np.testing.assert_allclose(result["w"][solved], w_true[solved], atol=1e-6)
 
 
@@ -174,7 +185,9 @@ def test_invert_is_the_one_parameter_one_observation_case(solver):
     refl, geometry, w_true, _ = scene(50, 4, 1, seed=10, opposition=False)
     to_sun, to_sensor, normal = (g[:, 0] for g in geometry)
     inverted = lumaxlike.invert(refl[..., 0], to_sun, to_sensor, normal, TRUTH, solver=solver, w0=0.3)
-    fitted = lumaxlike.fit(refl, *geometry, TRUTH, free=("w",), solver=solver, start={"w": 0.3}, chunk_size=CHUNK)
+    fitted = lumaxlike.fit(
+        refl, *geometry, TRUTH, free=("w",), solver=solver, start={"w": 0.3}, chunk_size=CHUNK, min_observations=1
+    )
     np.testing.assert_array_equal(fitted.status, inverted.status)
     np.testing.assert_array_equal(fitted.iterations, inverted.iterations)
     np.testing.assert_allclose(fitted["w"], inverted.w, rtol=0, atol=1e-12)

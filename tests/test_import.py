@@ -24,6 +24,7 @@ PUBLIC = {
     "PhotometricFunction", "reflectance",
     "Endmembers", "UnmixResult", "unmix",
     "normalize", "NormalizationResult", "normalize_dataarray", "normalize_file",
+    "GoniometerTable", "read_goniometer_table",
 }  # fmt: skip
 
 

@@ -69,9 +69,9 @@ def covariance(jtj, cost, status, n_obs, band_sigma):
         jtj: (pixels, bands, p, p) J^T J at the solution [1/sr^2 per parameter unit^2].
         cost: (pixels, bands) sum of squared residuals [1/sr^2].
         status: (pixels, bands) int8 `Status`, updated in place.
-        n_obs: observations per problem.
+        n_obs: (pixels, bands) valid observations of each problem (or one count for all).
         band_sigma: (bands,) refl_sigma [1/sr], or None to use the residual variance
-            cost / (n_obs - p) (NaN when n_obs <= p).
+            cost / (n_obs - p) (NaN where n_obs <= p).
     Returns:
         (pixels, bands, p, p) covariance of the free parameters; NaN where unsolved or
         undetermined.
@@ -81,10 +81,10 @@ def covariance(jtj, cost, status, n_obs, band_sigma):
     solved = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
     if band_sigma is not None:
         variance = np.broadcast_to(band_sigma.astype(np.float64) ** 2, shape)
-    elif n_obs > n_free:
-        variance = cost / (n_obs - n_free)
     else:
-        variance = np.full(shape, np.nan)
+        n_obs = np.broadcast_to(n_obs, shape)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            variance = np.where(n_obs > n_free, cost / np.maximum(n_obs - n_free, 1), np.nan)
     out = np.empty((int(np.prod(shape)), n_free, n_free))
     determined = np.empty(out.shape[0], np.bool_)
     _covariance_kernel(

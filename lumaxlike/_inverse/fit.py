@@ -3,6 +3,12 @@
 The same machinery as `invert`, which is its one-parameter, one-observation case: the
 `ElementwiseLevenbergMarquardt` optimistix solver (JAX) or the numba kernel of
 `numba_lm`, both following `lm_rules`, with per-problem status codes (`Status`).
+
+Masks: an observation with non-finite reflectance or geometry, or outside the user's
+`observation_limits`, is left out of its problem (`observation_masks`). Here it becomes
+a NaN reflectance (and, for non-finite geometry, a harmless placeholder geometry), which
+both solvers read as a zero residual row; so a masked problem is solved exactly as its
+valid subset would be, with no per-problem branching in the solvers.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from .invert import (
 )
 from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
+from .observation_masks import check_observation_limits, within_limits
 from .result import FitResult
 from .status import Status
 
@@ -67,7 +74,7 @@ def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
     }
 
 
-def _check_free(free, params: HapkeParams) -> tuple[str, ...]:
+def check_free(free, params: HapkeParams) -> tuple[str, ...]:
     if isinstance(free, str):
         free = (free,)
     free = tuple(free)
@@ -127,6 +134,8 @@ def fit(
     tol: float | None = None,
     refl_sigma=None,
     chunk_size: int | None = None,
+    observation_limits: Mapping | None = None,
+    min_observations: int | None = None,
 ) -> FitResult:
     """Fit the free Hapke parameters of every pixel and band to several observations.
 
@@ -137,8 +146,10 @@ def fit(
 
     Args:
         refl: observed bidirectional reflectance r [1/sr], shape
-            ``pixels + (bands, observations)``: the observation axis is last. A problem
-            with any non-finite observation gets status NONFINITE_INPUT.
+            ``pixels + (bands, observations)``: the observation axis is last. A
+            non-finite observation (NaN or inf reflectance, or geometry) is left out of
+            its problem; a problem with no finite observation at all gets status
+            NONFINITE_INPUT.
         to_sun: vectors (east, north, up) from the surface toward the light source (the
             sun, or a laboratory lamp), one per observation: shape
             ``pixels + (observations, 3)``, or ``(observations, 3)`` for all pixels.
@@ -167,16 +178,29 @@ def fit(
             scaled by the residual variance.
         chunk_size: pixels per chunk (memory is bounded by the chunk); default about
             131 k problem-observations per chunk.
+        observation_limits: {angle: (lower, upper)} in radians, closed intervals, for
+            any of "incidence" (between `to_sun` and `normal`), "emission" (`to_sensor`
+            and `normal`) and "phase" (`to_sun` and `to_sensor`): an observation outside
+            them is left out of its problem, e.g. ``{"incidence": (0, np.radians(70))}``.
+            Default: no limits.
+        min_observations: valid observations a problem needs (after leaving out the
+            masked ones); a problem with fewer gets TOO_FEW_OBSERVATIONS. Default: the
+            number of free parameters plus one. An observation whose source or observer
+            is below the local horizon is not left out but makes its problem
+            INVALID_GEOMETRY (exclude such observations with `observation_limits`).
 
     Returns:
-        `FitResult`: fitted values, status, iterations, residual norm and covariance.
+        `FitResult`: fitted values, status, iterations, residual norm, covariance and the
+        number of valid observations of every problem. Results do not depend on the
+        masked observations: a problem is solved exactly as its valid subset would be.
 
     Raises:
         ValueError: naming the argument, for an unknown solver or parameter name,
             mismatched shapes, a start outside the bounds, bad bounds, a free parameter
             whose effect is switched off in `params` or that its phase function does
             not use, non-positive tol, max_iter or
-            chunk_size, or a negative refl_sigma.
+            chunk_size, a negative refl_sigma, limits that are not angles in [0, pi]
+            rad, or min_observations that is not positive or exceeds the observations.
     """
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction):  # linear in its albedo: nothing to fit
@@ -189,7 +213,7 @@ def fit(
             "fit(solver='numba') does not support params.h_function='exact' (its per-angle "
             "terms are arrays, which the numba derivative code does not handle); use solver='jax'"
         )
-    free = _check_free(free, params)
+    free = check_free(free, params)
     refl = as_float_array("refl", refl)
     geometry = {
         "to_sun": as_float_array("to_sun", to_sun),
@@ -215,6 +239,14 @@ def fit(
     lower, upper = _check_bounds(bounds, free, dtype)
     n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
     n_free = len(free)
+    limits = check_observation_limits(observation_limits)
+    min_obs = n_free + 1 if min_observations is None else check_positive_int("min_observations", min_observations)
+    if min_obs > n_obs:
+        raise ValueError(
+            f"min_observations = {min_obs}{' (free parameters + 1)' if min_observations is None else ''} "
+            f"exceeds the {n_obs} observations of every problem: none could be fitted "
+            f"(pass min_observations to fit with fewer)"
+        )
     default_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
     chunk = default_chunk if chunk_size is None else check_positive_int("chunk_size", chunk_size)
     chunk = min(chunk, max(n_pixels, 1))
@@ -233,23 +265,29 @@ def fit(
     iterations = np.empty((n_pixels, n_bands), np.int32)
     residual_norm = np.empty((n_pixels, n_bands), dtype)
     covariance = np.empty((n_pixels, n_bands, n_free, n_free), dtype)
+    observations = np.empty((n_pixels, n_bands), np.int32)
     free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
     key = params.model_key
     for first in range(0, n_pixels, chunk):
         last = min(first + chunk, n_pixels)
-        pieces = [flat_refl[first:last], *(g[first:last] for g in flat_geometry)]
+        pieces, any_finite = _masked(flat_refl[first:last], [g[first:last] for g in flat_geometry], limits)
+        n_valid = np.sum(np.isfinite(pieces[0]), axis=-1)
         if solver == "jax":  # one chunk shape: each JAX program compiles once
             pieces = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
         piece_start = _chunk_start(given_start, first, last, free, params, pieces, solver, lower, upper)
         if solver == "numba":
-            solved = _solve_chunk_numba(pieces, piece_start, fixed, free_index, lower, upper, max_iter, tol, key)
+            solved = _solve_chunk_numba(pieces, piece_start, fixed, free_index, lower, upper, min_obs, max_iter, tol, key)
         else:
-            solved = _solve_chunk_jax(pieces, piece_start, dtype, fixed, free_index, lower, upper, max_iter, tol, key)
+            solved = _solve_chunk_jax(
+                pieces, piece_start, dtype, fixed, free_index, lower, upper, min_obs, max_iter, tol, key
+            )
         n = last - first
         chunk_status = solved["status"][:n].copy()
+        chunk_status[~any_finite] = Status.NONFINITE_INPUT  # nothing finite to fit at all
         covariance[first:last] = fit_covariance(
-            solved["jtj"][:n], solved["cost"][:n], chunk_status, n_obs, band_sigma
+            solved["jtj"][:n], solved["cost"][:n], chunk_status, n_valid, band_sigma
         )
+        observations[first:last] = n_valid
         values[first:last] = solved["values"][:n]
         status[first:last] = chunk_status
         iterations[first:last] = solved["iterations"][:n]
@@ -263,7 +301,33 @@ def fit(
         iterations=iterations.reshape(out_shape),
         residual_norm=residual_norm.reshape(out_shape),
         covariance=covariance.reshape(out_shape + (n_free, n_free)),
+        observations=observations.reshape(out_shape),
     )
+
+
+# Where an observation's geometry is not finite it is left out; its vectors are replaced
+# by these (a valid nadir geometry), so that no solver computes with NaN.
+_PLACEHOLDER_VECTOR = np.array([0.0, 0.0, 1.0])
+
+
+def _masked(refl, geometry, limits):
+    """One chunk with its masked observations left out: (refl, *geometry), any_finite.
+
+    refl (pixels, bands, observations) comes back with NaN for every observation left
+    out (non-finite reflectance or geometry, outside `limits`; a copy only when there is
+    one), the geometry (pixels, observations, 3) each with non-finite vectors replaced by
+    `_PLACEHOLDER_VECTOR`. any_finite (pixels, bands): whether the problem had any
+    observation with finite reflectance and geometry before the limits applied.
+    """
+    geometry_finite = np.all([np.all(np.isfinite(g), axis=-1) for g in geometry], axis=0)
+    use = within_limits(*geometry, limits)  # also False where the geometry is not finite
+    finite = np.isfinite(refl)
+    any_finite = np.any(finite & geometry_finite[:, None, :], axis=-1)
+    if not use.all():
+        refl = np.where(use[:, None, :], refl, np.nan)
+    if not geometry_finite.all():
+        geometry = [np.where(geometry_finite[..., None], g, _PLACEHOLDER_VECTOR.astype(g.dtype)) for g in geometry]
+    return [refl, *geometry], any_finite
 
 
 def _given_starts(start, free, params, pixel_shape, n_bands, lower, upper) -> dict:
@@ -325,18 +389,17 @@ def _albedo_start(refl, geometry, params, solver, lower, upper):
     return np.clip(median, lower, upper)
 
 
-def _solve_chunk_numba(pieces, start, fixed, free_index, lower, upper, max_iter, tol, key):
+def _solve_chunk_numba(pieces, start, fixed, free_index, lower, upper, min_obs, max_iter, tol, key):
     refl, to_sun, to_sensor, normal = pieces
     geometry_rows, valid = observation_rows(to_sun, to_sensor, normal)
-    finite = np.all(np.isfinite(to_sun) & np.isfinite(to_sensor) & np.isfinite(normal), axis=-1)
     functions = model_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key)
     rows = hoisted_rows(functions, geometry_rows, fixed)  # once per observation
     return solve_numba(
-        functions, rows, valid, finite, refl, start, fixed, np.array(free_index), lower, upper, max_iter, tol
+        functions, rows, valid, refl, start, fixed, np.array(free_index), lower, upper, min_obs, max_iter, tol
     )
 
 
-def _solve_chunk_jax(pieces, start, dtype, fixed, free_index, lower, upper, max_iter, tol, key):
+def _solve_chunk_jax(pieces, start, dtype, fixed, free_index, lower, upper, min_obs, max_iter, tol, key):
     """One chunk (already padded to the chunk shape) through the JAX solver."""
     refl, to_sun, to_sensor, normal = pieces
     with precision_scope(np.empty(0, dtype)):
@@ -348,6 +411,7 @@ def _solve_chunk_jax(pieces, start, dtype, fixed, free_index, lower, upper, max_
             free_index,
             jnp.asarray(lower, dtype),
             jnp.asarray(upper, dtype),
+            min_obs,
             max_iter,
             tol,
             key,

@@ -36,10 +36,12 @@ from .._model._backends import retarget_to_jax
 from .._model.family import ModelKey, jax_equations_for
 from .._model.jax_model import pixel_terms, reflectance_core
 from . import albedo_rules, lm_rules
+from .status import Status
 
 __all__ = ["ElementwiseLevenbergMarquardt", "solve_albedo_jax", "solve_fit_jax"]
 
 _lm = retarget_to_jax(lm_rules)
+TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
 
 @functools.lru_cache(maxsize=None)
@@ -267,13 +269,19 @@ def _fit_residuals(y, args, free_index, key):
     w-independent and computed once). The fixed parameters enter unbatched, so under the
     band `vmap` whatever depends only on them and the geometry (the roughness terms when
     roughness is fixed, ...) is computed once per observation, not once per band.
+    An observation left out (`use` False) has a zero residual, and so a zero row of J.
     """
-    rows, refl, fixed = args
+    rows, refl, fixed, use = args
+    return jnp.where(use, _fit_model(y, rows, fixed, free_index, key) - refl, 0.0)
+
+
+def _fit_model(y, rows, fixed, free_index, key):
+    """r (pixels, bands, observations) for free parameters y (pixels, bands, p)."""
     core = partial(reflectance_core, key=key)
     if free_index == (0,):
         per_observation = jax.vmap(core, in_axes=(None, 0))
         model = jax.vmap(jax.vmap(per_observation, in_axes=(0, None)), in_axes=(0, 0))
-        return model(y[..., 0], rows) - refl
+        return model(y[..., 0], rows)
     equations = jax_equations_for(key)
 
     def one(free_values, geometry):
@@ -286,22 +294,27 @@ def _fit_residuals(y, args, free_index, key):
 
     per_observation = jax.vmap(one, in_axes=(None, 0))
     model = jax.vmap(jax.vmap(per_observation, in_axes=(0, None)), in_axes=(0, 0))
-    return model(y, rows) - refl
+    return model(y, rows)
 
 
 @partial(jax.jit, static_argnames=("free_index", "max_iter", "key"))
-def solve_fit_jax(refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, max_iter, tol, key):
+def solve_fit_jax(
+    refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, max_iter, tol, key
+):
     """Solve every (pixel, band) problem of one chunk of `fit` (jitted).
 
     Args:
-        refl: observed r [1/sr], (pixels, bands, observations).
-        to_sun, to_sensor, normal: (pixels, observations, 3) direction vectors.
+        refl: observed r [1/sr], (pixels, bands, observations); a non-finite value leaves
+            its observation out of the problem (a zero residual row).
+        to_sun, to_sensor, normal: (pixels, observations, 3) direction vectors, finite.
         fixed: values of `PARAMETER_NAMES` (w, b, c, roughness, hs, bs0, hc, bc0,
             porosity_k, asymmetry; free ones overwritten); the phase function is the
             closed form of `key` (no Legendre coefficients).
         start: (pixels, bands, p) starting values; free_index: static tuple of indices
-            into `fixed`; lower, upper: (p,) bounds; max_iter (static), tol; key: the
-            model configuration (static).
+            into `fixed`; lower, upper: (p,) bounds; min_observations: valid
+            observations a problem needs (else TOO_FEW_OBSERVATIONS; a problem using an
+            observation whose geometry is not valid is INVALID_GEOMETRY); max_iter
+            (static), tol; key: the model configuration (static).
     Returns:
         dict: values (pixels, bands, p), status int8, iterations int32, cost (sum of
         squared residuals), jtj (pixels, bands, p, p) at the solution.
@@ -309,11 +322,12 @@ def solve_fit_jax(refl, to_sun, to_sensor, normal, fixed, start, free_index, low
     equations = jax_equations_for(key)
     per_observation = partial(jax.vmap, in_axes=(0, 0, 0))
     geometry = jax.vmap(per_observation(equations.geometry_terms))(to_sun, to_sensor, normal)
-    finite = jnp.all(jnp.isfinite(to_sun) & jnp.isfinite(to_sensor) & jnp.isfinite(normal), axis=-1)
+    use = jnp.isfinite(refl)  # (pixels, bands, observations)
+    invalid = jnp.any(use & ~geometry.valid[:, None, :], axis=-1)
     status = jnp.where(
-        jnp.all(finite, axis=-1)[:, None] & jnp.all(jnp.isfinite(refl), axis=-1),
-        jnp.where(jnp.all(geometry.valid, axis=-1)[:, None], albedo_rules.SOLVING, albedo_rules.INVALID_GEOMETRY),
-        albedo_rules.NONFINITE_INPUT,
+        invalid,
+        albedo_rules.INVALID_GEOMETRY,
+        jnp.where(jnp.sum(use, axis=-1) < min_observations, TOO_FEW_OBSERVATIONS, albedo_rules.SOLVING),
     )
     active = status == albedo_rules.SOLVING
     rows = geometry
@@ -328,7 +342,7 @@ def solve_fit_jax(refl, to_sun, to_sensor, normal, fixed, start, free_index, low
     value, state, solved = _solve_active(
         partial(_fit_residuals, free_index=free_index, key=key),
         start,
-        (rows, jnp.where(active[..., None], refl, 0.0), fixed),
+        (rows, jnp.where(use, refl, 0.0), fixed, use),
         active, tol, lower, upper, max_iter,
     )  # fmt: skip
     nan = jnp.nan

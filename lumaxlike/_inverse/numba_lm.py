@@ -9,17 +9,24 @@ goes (no observations x parameters Jacobian is stored), solves the damped system
 Cholesky, and follows `lm_rules` for the step, acceptance, damping and convergence; it
 returns J^T J at the solution for the covariance (`covariance`). Scratch arrays are
 allocated once per pixel, not per problem or iteration. Computes in float64.
+
+An observation whose reflectance is NaN is left out of its problem (`fit`'s masks): its
+residual row is a zero row, skipped in the sums. The kernel is compiled per set of free
+parameters as a variant (`lm_kernel_for`) with the generated model functions bound as
+its globals, and cached on disk like the generated code.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
 import numpy as np
 
+from .._model import _backends, _scalar_math
 from .._model._backends import retarget_to_numba
-from .._model.numba_cache import cached_njit
+from .._model.numba_cache import cached_njit, compile_variant
 from . import lm_rules
 from .status import Status
 
@@ -37,6 +44,7 @@ CONVERGED = int(Status.CONVERGED)
 MAX_ITER = int(Status.MAX_ITER)
 INVALID_GEOMETRY = int(Status.INVALID_GEOMETRY)
 NONFINITE_INPUT = int(Status.NONFINITE_INPUT)
+TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
 
 @cached_njit(error_model="numpy")
@@ -75,17 +83,23 @@ def cholesky_solve(factor, rhs, solution):
         solution[i] = value / factor[i, i]
 
 
-@numba.njit(error_model="numpy")
-def _cost_and_normal_equations(prepare, columns, parameters, rows, refl, free_count, step_values, out, jtj, jtf):
-    """sum_k f_k^2, and J^T J, J^T f accumulated over the observations (lower triangle)."""
-    prepare(parameters, step_values)  # what depends on the free parameters alone: once
+@cached_njit(error_model="numpy")
+def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, out, jtj, jtf):
+    """sum_k f_k^2, and J^T J, J^T f accumulated over the observations (lower triangle).
+
+    Compiled only as variants (`lm_kernel_for`), with `prepare` and `columns` bound to
+    generated code (as globals: a function passed as an argument could not be cached).
+    """
+    prepare(parameters, step_values)  # noqa: F821  # what depends on the free parameters alone: once
     cost = 0.0
     for a in range(free_count):
         jtf[a] = 0.0
         for b in range(a + 1):
             jtj[a, b] = 0.0
     for k in range(refl.shape[0]):
-        columns(step_values, rows[k], out)
+        if not math.isfinite(refl[k]):  # a masked observation: a zero row
+            continue
+        columns(step_values, rows[k], out)  # noqa: F821
         residual = out[0] - refl[k]
         cost += residual * residual
         for a in range(free_count):
@@ -121,16 +135,18 @@ def _damped_step(parameters, free_index, lower, upper, jtj, jtf, damping, system
     return True
 
 
-@numba.njit(parallel=True, error_model="numpy")
+@cached_njit(inlines=(lm_rules, _backends, _scalar_math), parallel=True, error_model="numpy")
 def _lm_kernel(
-    prepare, columns, step_length, rows, rows_valid, rows_finite, refl, start, parameters_fixed, free_index, lower, upper,
-    max_iter, tol, values_out, status_out, iterations_out, cost_out, jtj_out,
+    step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower, upper,
+    min_observations, max_iter, tol, values_out, status_out, iterations_out, cost_out, jtj_out,
 ):  # fmt: skip
     """Solve problems (pixel, band) with observations along the last axis of `refl`.
 
-    rows: (pixels, observations, row length); rows_valid, rows_finite: (pixels,
-    observations) bool; refl: (pixels, bands, observations); start: (pixels, bands, p);
-    values_out: (pixels, bands, p); jtj_out: (pixels, bands, p, p) J^T J at the solution.
+    Compiled only as variants (`lm_kernel_for`), with `_cost_and_normal_equations` bound
+    to its variant for the generated code. rows: (pixels, observations, row length); rows_valid: (pixels,
+    observations) bool; refl: (pixels, bands, observations), NaN where an observation is
+    left out; start: (pixels, bands, p); values_out: (pixels, bands, p); jtj_out:
+    (pixels, bands, p, p) J^T J at the solution.
     """
     n_pixels, n_bands, n_obs = refl.shape
     p = free_index.shape[0]
@@ -147,18 +163,19 @@ def _lm_kernel(
         factor = np.empty((p, p))
         rhs = np.empty(p)
         step = np.empty(p)
-        geometry_status = SOLVING
-        for k in range(n_obs):
-            if not rows_finite[pixel, k]:
-                geometry_status = NONFINITE_INPUT
-            elif not rows_valid[pixel, k] and geometry_status == SOLVING:
-                geometry_status = INVALID_GEOMETRY
         for band in range(n_bands):
             refl_problem = refl[pixel, band]
-            status = geometry_status
+            used = 0
+            invalid = False
             for k in range(n_obs):
-                if not math.isfinite(refl_problem[k]):
-                    status = NONFINITE_INPUT
+                if math.isfinite(refl_problem[k]):
+                    used += 1
+                    invalid = invalid or not rows_valid[pixel, k]
+            status = SOLVING
+            if invalid:
+                status = INVALID_GEOMETRY
+            elif used < min_observations:
+                status = TOO_FEW_OBSERVATIONS
             if status != SOLVING:
                 status_out[pixel, band] = status
                 iterations_out[pixel, band] = 0
@@ -170,7 +187,7 @@ def _lm_kernel(
                 continue
             for a in range(p):
                 parameters[free_index[a]] = start[pixel, band, a]
-            cost = _cost_and_normal_equations(prepare, columns, parameters, rows[pixel], refl_problem, p, step_values, out, jtj, jtf)
+            cost = _cost_and_normal_equations(parameters, rows[pixel], refl_problem, p, step_values, out, jtj, jtf)
             damping = 0.0
             growth = 2.0
             done = cost == 0.0
@@ -195,7 +212,7 @@ def _lm_kernel(
                     for b in range(p):
                         predicted -= step[a] * jtj[a, b] * step[b]
                 cost_trial = _cost_and_normal_equations(
-                    prepare, columns, trial, rows[pixel], refl_problem, p, step_values, out, jtj_trial, jtf_trial
+                    trial, rows[pixel], refl_problem, p, step_values, out, jtj_trial, jtf_trial
                 )
                 newton_size = math.inf
                 if _damped_step(trial, free_index, lower, upper, jtj_trial, jtf_trial, 0.0, system, factor, rhs, step):
@@ -221,15 +238,31 @@ def _lm_kernel(
                     jtj_out[pixel, band, a, b] = jtj[a, b]
 
 
-def solve_numba(functions, rows, rows_valid, rows_finite, refl, start, parameters_fixed, free_index,
-                lower, upper, max_iter, tol):
+@functools.cache
+def lm_kernel_for(functions):
+    """`_lm_kernel` compiled over the generated functions of one set of free parameters."""
+    inlines = () if functions.module is None else (functions.module,)
+    cost_and_normal_equations = compile_variant(
+        _cost_and_normal_equations, functions.name, inlines=inlines, prepare=functions.prepare, columns=functions.columns
+    )
+    return compile_variant(
+        _lm_kernel, functions.name, inlines=inlines, _cost_and_normal_equations=cost_and_normal_equations
+    )
+
+
+def solve_numba(functions, rows, rows_valid, refl, start, parameters_fixed, free_index,
+                lower, upper, min_observations, max_iter, tol):
     """Solve one chunk of problems with the numba kernel (float64).
 
     Args:
         functions: the `_model.numba_jacobian.ColumnFunctions` of the free parameters.
         rows: (pixels, observations, row length) precomputed observation rows.
-        rows_valid, rows_finite: (pixels, observations) bool: geometry valid / finite.
-        refl: (pixels, bands, observations) observed r [1/sr].
+        rows_valid: (pixels, observations) bool: geometry valid (source and observer
+            above the local horizon).
+        refl: (pixels, bands, observations) observed r [1/sr]; NaN leaves an observation
+            out of its problem. A problem using an observation whose geometry is not
+            valid gets INVALID_GEOMETRY; one with fewer than `min_observations` left,
+            TOO_FEW_OBSERVATIONS.
         start: (pixels, bands, p) starting values of the free parameters.
         parameters_fixed: values of all `PARAMETER_NAMES` (the free ones are overwritten).
         free_index: (p,) int indices of the free parameters in `PARAMETER_NAMES`.
@@ -249,11 +282,10 @@ def solve_numba(functions, rows, rows_valid, rows_finite, refl, start, parameter
         "jtj": np.empty((n_pixels, n_bands, p, p)),
     }
     as_float = lambda a: np.require(a, np.float64, ("C", "W"))  # noqa: E731
-    _lm_kernel(
-        functions.prepare, functions.columns, functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
-        np.require(rows_finite, np.bool_, ("C", "W")), as_float(refl), as_float(start),
-        as_float(parameters_fixed), np.require(free_index, np.int64, ("C", "W")), as_float(lower),
-        as_float(upper), int(max_iter), float(tol),
+    lm_kernel_for(functions)(
+        functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
+        as_float(refl), as_float(start), as_float(parameters_fixed), np.require(free_index, np.int64, ("C", "W")),
+        as_float(lower), as_float(upper), int(min_observations), int(max_iter), float(tol),
         out["values"], out["status"], out["iterations"], out["cost"], out["jtj"],
     )  # fmt: skip
     return out

@@ -58,8 +58,12 @@ class FitResult:
         residual_norm: sqrt of the sum over observations of (model - observed)^2 [1/sr].
         covariance: covariance of the free parameters, ``pixels + (bands, p, p)``:
             (J^T J)^-1 times refl_sigma^2 when given, else times the residual variance
-            residual_norm^2 / (observations - p); NaN where unsolved or UNDETERMINED (and,
-            without refl_sigma, where there are no more observations than parameters).
+            residual_norm^2 / (observations - p), observations being the problem's valid
+            ones; NaN where unsolved or UNDETERMINED (and, without refl_sigma, where there
+            are no more valid observations than parameters).
+        observations: valid observations each problem was fitted to (int32, shape
+            ``pixels + (bands,)``): those left after masking (non-finite reflectance or
+            geometry, outside `observation_limits`).
     """
 
     free: tuple
@@ -68,6 +72,7 @@ class FitResult:
     iterations: np.ndarray
     residual_norm: np.ndarray
     covariance: np.ndarray
+    observations: np.ndarray
 
     def __getitem__(self, name: str) -> np.ndarray:
         """The fitted values of the free parameter `name`."""

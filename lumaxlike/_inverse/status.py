@@ -12,15 +12,21 @@ class Status(enum.IntEnum):
     MAX_ITER = 1  #: `max_iter` steps without convergence; the values are the last iterate
     UNREACHABLE = 2  #: (`invert` only) observed r <= 0 or >= r(w -> 1) here: no w in (0, 1) fits
     INVALID_GEOMETRY = 3  #: source or observer at or below the local horizon (cos i or cos e <= 0)
-    NONFINITE_INPUT = 4  #: NaN or inf reflectance or geometry
+    #: NaN or inf reflectance or geometry (`fit`: in every observation of the problem; a
+    #: single non-finite observation is left out of its problem instead)
+    NONFINITE_INPUT = 4
     #: (`fit` only) converged, but the observations do not determine every free parameter:
     #: J^T J is singular to working precision there; the values are one of many solutions
     #: and the covariance is NaN
     UNDETERMINED = 5
+    #: (`fit` only) fewer valid observations than `min_observations` (by default the
+    #: number of free parameters plus one) once masked observations (NaN reflectance or
+    #: geometry, outside `observation_limits`) are left out
+    TOO_FEW_OBSERVATIONS = 6
 
     @classmethod
     def legend(cls) -> dict[int, str]:
-        """``{code: name}`` of every status, e.g. ``{0: "CONVERGED", ..., 5: "UNDETERMINED"}``.
+        """``{code: name}`` of every status, e.g. ``{0: "CONVERGED", ..., 6: "TOO_FEW_OBSERVATIONS"}``.
 
         The one source of every status legend lumaxlike writes (GeoTIFF/ENVI
         ``status_codes`` tag, netCDF/zarr ``flag_values`` / ``flag_meanings``); use it

@@ -143,16 +143,20 @@ def output_files(out, fields=RESULT_FIELDS, main: str = "w") -> list[Path]:
     return files
 
 
-def _field_dtypes(float_dtype, kind: str) -> dict[str, np.dtype]:
-    return {
+def _field_dtypes(float_dtype, kind: str, extra_dtypes=None) -> dict[str, np.dtype]:
+    """File type of every field; `extra_dtypes` {field: dtype, or None for the cube's float type}."""
+    dtypes = {
         "w": np.dtype(float_dtype),
         "reflectance": np.dtype(float_dtype),
-        # ENVI has no signed byte type; the status codes (0 to 5) fit either
+        # ENVI has no signed byte type; the status codes (0 to 6) fit either
         "status": np.dtype(np.uint8 if kind == "ENVI" else np.int8),
         "iterations": np.dtype(np.int32),
         "residual": np.dtype(float_dtype),
         "sigma": np.dtype(float_dtype),
     }
+    for field, dtype in (extra_dtypes or {}).items():
+        dtypes[field] = np.dtype(float_dtype if dtype is None else dtype)
+    return dtypes
 
 
 def wavelength_text(value) -> str:
@@ -190,7 +194,7 @@ class _RasterSink:
             profile.update(BIGTIFF="IF_SAFER")
         self.dataset = rasterio.open(path, "w", **profile)
         try:
-            self._describe(field, like, driver, provenance, attrs or FIELD_ATTRS[field])
+            self._describe(field, like, driver, provenance, FIELD_ATTRS[field] if attrs is None else attrs)
         except BaseException:
             self.dataset.close()
             raise
@@ -296,7 +300,8 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
             missing from it are left out.
         provenance: :class:`lumaxlike.Provenance` of the run, written as CF global
             attributes plus the ``lumaxlike_*`` keys; None writes only ``source`` (the cube).
-        field_attrs: ``{field: attributes}``; default :data:`FIELD_ATTRS`.
+        field_attrs: ``{field: attributes}`` of fields beyond :data:`FIELD_ATTRS` (or
+            replacing them).
 
     Returns:
         Dataset with coords ``band`` (1-based), ``wavelength`` (when known), ``x``/``y``
@@ -311,10 +316,10 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
     coords.update(_map_coordinates(like))
     coords["spatial_ref"] = xr.Variable((), np.int32(0), spatial_ref_attrs(like.grid.crs, like.grid.transform))
     variables = {}
-    field_attrs = FIELD_ATTRS if field_attrs is None else field_attrs
+    all_attrs = {**FIELD_ATTRS, **(field_attrs or {})}
     for field in fields:
         if data is not None and field in data:
-            attrs = dict(field_attrs[field], grid_mapping="spatial_ref")
+            attrs = dict(all_attrs[field], grid_mapping="spatial_ref")
             variables[field] = xr.Variable(("band", "y", "x"), data[field], attrs)
     attrs = {"source": str(like.path)} if provenance is None else provenance.cf_attrs()
     return xr.Dataset(variables, coords=coords, attrs=attrs)
@@ -405,6 +410,9 @@ class ResultWriter:
         field_attrs: ``{field: attributes}`` of every field this kind of output may have
             (the stale files of those not written are removed on overwrite); default
             :data:`FIELD_ATTRS`, whose fields are :data:`RESULT_FIELDS`.
+        extra_fields: maps beyond those (e.g. `lumaxlike fit`'s, one per fitted
+            parameter): ``{field: (attrs, dtype)}``, attrs as in :data:`FIELD_ATTRS`,
+            dtype None for the cube's floating type.
 
     Raises:
         ValueError: unknown extension or field.
@@ -414,19 +422,21 @@ class ResultWriter:
 
     def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
                  chunk_rows: int | None = None, nodata: float = np.nan, provenance=None,
-                 main: str = "w", field_attrs: Mapping | None = None):
+                 main: str = "w", field_attrs: Mapping | None = None, extra_fields: Mapping | None = None):
         self.out = Path(out)
         self.provenance = provenance
         self.format = output_format(self.out)
         self.fields = tuple(fields)
         self.main = main
-        self.field_attrs = FIELD_ATTRS if field_attrs is None else field_attrs
-        known = tuple(f for f in RESULT_FIELDS if f in self.field_attrs) if field_attrs is None else tuple(self.field_attrs)
+        extra_fields = dict(extra_fields or {})
+        base = FIELD_ATTRS if field_attrs is None else field_attrs
+        self.field_attrs = {**base, **{field: attrs for field, (attrs, _) in extra_fields.items()}}
+        known = (tuple(f for f in RESULT_FIELDS if f in base) if field_attrs is None else tuple(base)) + tuple(extra_fields)
         unknown = [f for f in self.fields if f not in known]
         if unknown or main not in self.fields:
             raise ValueError(f"fields must include {main!r} and be among {known}, got {self.fields}")
         self.like = like
-        self.dtypes = _field_dtypes(like.dtype, self.format)
+        self.dtypes = _field_dtypes(like.dtype, self.format, {f: dtype for f, (_, dtype) in extra_fields.items()})
         self.chunk_rows = int(chunk_rows or like.grid.height)
         self.nodata = float(nodata)
         if np.isinf(self.nodata):

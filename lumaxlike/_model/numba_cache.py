@@ -85,7 +85,7 @@ def cached_njit(*, inlines=(), variant: str = "", **options):
     return decorate
 
 
-def compile_variant(kernel, variant: str, **bindings):
+def compile_variant(kernel, variant: str, *, inlines=(), **bindings):
     """`kernel` (made by `cached_njit`) compiled again with some of its globals rebound.
 
     How a kernel gets the functions of another model configuration (`family`): the same
@@ -94,6 +94,8 @@ def compile_variant(kernel, variant: str, **bindings):
     Args:
         kernel: a `cached_njit` kernel.
         variant: a name unique to these bindings (e.g. the model configuration's name).
+        inlines: modules the bindings compile in, beyond the kernel's own `inlines`
+            (e.g. a generated module): editing them invalidates the variant's cache.
         **bindings: global names of the kernel's function and what they stand for here.
     """
     py_func = kernel.py_func
@@ -103,6 +105,7 @@ def compile_variant(kernel, variant: str, **bindings):
     clone.__qualname__ = py_func.__qualname__
     clone.__module__ = py_func.__module__
     options = dict(getattr(kernel, "lumaxlike_compile_options", {}))
+    options["inlines"] = (*options.get("inlines", ()), *inlines)
     return cached_njit(variant=variant, **options)(clone)
 
 

@@ -1,0 +1,222 @@
+"""Multi-angle fits over a stack of co-registered cube files, streamed by blocks of rows.
+
+Each cube is one observation of every pixel (an image of repeated orbital coverage, one
+goniometer position of an imaging spectrometer, ...), with its own geometry raster. Block
+by block, the same rows of every cube and geometry are read, stacked along a last
+observation axis and fitted with :func:`lumaxlike.fit`; the maps go to temporary files
+published atomically at the end (:class:`~lumaxlike._io.writers.ResultWriter`). Memory
+grows with the block and the number of cubes, not the image.
+
+Outputs (GeoTIFF/ENVI: one file per map; netCDF/zarr: one dataset), each with one band per
+spectral band of the cubes: ``OUT`` the fitted w, ``OUT_<name>`` each other fitted
+parameter (e.g. ``OUT_b``), ``OUT_sigma_<name>`` the 1-sigma uncertainty of each fitted
+parameter, ``OUT_status``, ``OUT_iterations``, ``OUT_residual`` (the residual norm,
+1/sr) and ``OUT_observations`` (valid observations used per pixel and band).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import rasterio
+
+from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
+from .._inverse.observation_masks import LIMITED_ANGLES
+from .._inverse.status import Status
+from .._params import HapkeParams
+from .._provenance import PREFIX, Provenance, make_provenance, python_call
+from .._signals import interruptible, raise_if_interrupted
+from .block_inversion import check_solver
+from .file_inversion import BLOCK_TARGET_BYTES, InversionSummary, _check_not_an_input, _geometry_paths, _progress_bar
+from .geometry_rasters import GeometryReader
+from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned, iter_row_slices
+from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .writers import FIELD_ATTRS, ResultWriter
+
+__all__ = ["fit_files", "fit_fields"]
+
+_PARAMETER_UNITS = {"roughness": "rad"}
+
+
+def fit_fields(free: Sequence[str]) -> tuple[tuple[str, ...], dict]:
+    """The maps `fit_files` writes for the free parameters `free` (w first):
+    (field names, ``{field: (attrs, dtype)}`` of those beyond ``invert``'s)."""
+    extra = {}
+    for name in free:
+        unit = _PARAMETER_UNITS.get(name, "1")
+        if name != "w":
+            extra[name] = ({"long_name": f"fitted Hapke parameter {name}", "units": unit}, None)
+        extra[f"sigma_{name}"] = ({"long_name": f"standard uncertainty of {name}", "units": unit}, None)
+    extra["residual"] = ({"long_name": "residual norm: sqrt of the sum over valid observations of "
+                                       "(model - observed r)^2", "units": "sr-1"}, None)
+    extra["status"] = ({**FIELD_ATTRS["status"], "long_name": "fit status (lumaxlike.Status)"}, None)
+    extra["observations"] = ({"long_name": "valid observations fitted", "units": "1"}, np.int32)
+    fields = ("w", *(n for n in free if n != "w"), *(f"sigma_{n}" for n in free), "status", "iterations",
+              "residual", "observations")
+    return fields, extra
+
+
+@dataclass(frozen=True)
+class _FitProvenance(Provenance):
+    """The record of `invert` plus the stack's inputs and the fit's settings
+    (``lumaxlike_fit_*`` keys; `lumaxlike.read_provenance` reads the common part)."""
+
+    fit_settings: Mapping = field(default_factory=dict)
+
+    def attrs(self, *, envi: bool = False) -> dict[str, str]:
+        encoded = super().attrs(envi=envi)
+        for key, value in self.fit_settings.items():
+            text = json.dumps(value, allow_nan=False)
+            encoded[f"{PREFIX}fit_{key}"] = text.replace("=", "\\u003d") if envi else text
+        return encoded
+
+
+def _limits_in_radians(limits_deg) -> dict:
+    """{angle: (lower, upper)} [deg] -> [rad], checked by `fit` (named as the option)."""
+    limits = {}
+    for angle, interval in (limits_deg or {}).items():
+        if angle not in LIMITED_ANGLES:
+            raise ValueError(f"observation limits: unknown angle {angle!r}; expected some of {LIMITED_ANGLES}")
+        lower, upper = (float(v) for v in interval)
+        if not (0.0 <= lower <= upper <= 180.0):
+            raise ValueError(f"observation limits: {angle} range must satisfy 0 <= min <= max <= 180 deg, got {interval!r}")
+        limits[angle] = (math.radians(lower), math.radians(upper))
+    return limits
+
+
+def fit_files(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm=None, solver="numba",
+              observation_limits_deg: Mapping | None = None, min_observations=None, sigma=None,
+              chunk_rows=None, overwrite=False, progress=None, max_iter=None, tol=None,
+              command=None) -> InversionSummary:
+    """Fit Hapke parameters per pixel and band to a stack of co-registered cubes.
+
+    Args:
+        cubes: reflectance cube files, one observation each, on one grid with the same
+            bands (any raster GDAL opens); nodata pixels are missing observations.
+        out_path: output path (``.tif``, ``.img``/``.hdr``, ``.nc``, ``.zarr``); the
+            maps written are listed in the module docstring.
+        geometry: one OBS raster per cube (see `lumaxlike.invert_file`), aligned with it.
+        params: `lumaxlike.HapkeParams`: the fixed parameters and the free ones' start.
+        free: names of the fitted parameters (see `lumaxlike.fit`); w is always fitted.
+        units: what the cubes hold: ``"r"``, ``"radf"`` or ``"reff"``.
+        dtm: optional DTM on the grid for local normals (shared by all observations).
+        solver: ``"numba"`` (default) or ``"jax"``.
+        observation_limits_deg: {angle: (min, max)} in degrees for "incidence",
+            "emission", "phase": observations outside are left out (`lumaxlike.fit`).
+        min_observations: valid observations a problem needs (default: free + 1).
+        sigma: standard uncertainty of the cubes' values, in ``units``; the sigma maps
+            then come from it rather than from the residuals.
+        chunk_rows: rows per block; None picks about 32 MiB of stacked reflectance.
+        overwrite, progress, max_iter, tol, command: as for `lumaxlike.invert_file`.
+
+    Returns:
+        `InversionSummary` (pixels, bands, time, status counts, outputs).
+
+    Raises:
+        ValueError: naming the file or argument, for misaligned cubes or rasters, a
+            count of geometry rasters that differs from the cubes', bad settings.
+        FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
+    """
+    start = time.perf_counter()
+    check_solver(solver)
+    check_units(units)
+    cubes = [Path(c) for c in cubes]
+    geometries = list(geometry)
+    if not cubes:
+        raise ValueError("give at least one cube")
+    if len(geometries) != len(cubes):
+        raise ValueError(f"--geometry gives {len(geometries)} rasters for {len(cubes)} cubes (one per cube, in order)")
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+    free = (free,) if isinstance(free, str) else tuple(free)
+    if "w" not in free:
+        raise ValueError(f"free must include 'w', got {free!r}")
+    limits = _limits_in_radians(observation_limits_deg)
+    if sigma is not None and not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a positive number, got {sigma!r}")
+    if sigma is not None and units == "reff":  # its r would differ per observation (cos i)
+        raise ValueError("sigma with units 'reff' is not supported by fit: the uncertainty of r then "
+                         "differs per observation; give it for 'r' or 'radf' data")
+    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    fields, extra = fit_fields(free)
+    _check_not_an_input(out_path, fields, [*cubes, dtm, *(p for g in geometries for p in _geometry_paths(g))])
+
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
+        readers = [stack.enter_context(CubeReader(path)) for path in cubes]
+        info = readers[0].info
+        for reader in readers[1:]:
+            check_aligned(info.grid, reader.info.grid, "cube")
+            if reader.info.bands != info.bands:
+                raise ValueError(f"cube {reader.info.path} has {reader.info.bands} bands, cube {info.path} {info.bands}")
+        geometry_readers = [stack.enter_context(GeometryReader(g, info.grid, dtm)) for g in geometries]
+        n_obs, width = len(cubes), info.grid.width
+        row_bytes = width * info.bands * n_obs * 8
+        rows_per_block = int(chunk_rows) if chunk_rows is not None else int(max(1, min(BLOCK_TARGET_BYTES // row_bytes, info.grid.height)))
+        # one JAX chunk shape for every block (the last is padded): compiles once
+        chunk_size = min(rows_per_block * width, max(1, OBSERVATIONS_PER_CHUNK // (info.bands * n_obs)))
+        settings = {
+            "cubes": [str(p.absolute()) for p in cubes],
+            "geometries": [str(Path(g).absolute()) if isinstance(g, (str, Path)) else None for g in geometries],
+            "free": list(free),
+            "observation_limits_deg": {k: list(map(float, v)) for k, v in (observation_limits_deg or {}).items()},
+            "min_observations": min_observations,
+        }
+        base = make_provenance(
+            params=[params] * info.bands, units=units, solver=solver, tol=tol, max_iter=max_iter,
+            refl_sigma=sigma, dtype=info.dtype, cube=None, geometry=None, dtm=dtm,
+            command=command or python_call("fit_files", [str(p) for p in cubes], out_path, params=params,
+                                           free=free, units=units, solver=solver),
+        )
+        provenance = _FitProvenance(**vars(base), fit_settings=settings)
+        fit_options = {"free": free, "solver": solver, "observation_limits": limits,
+                       "min_observations": min_observations, "chunk_size": chunk_size}
+        fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})
+        if sigma is not None:
+            fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
+        writer = stack.enter_context(ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
+                                                  chunk_rows=rows_per_block, provenance=provenance,
+                                                  extra_fields=extra))
+        counts = np.zeros(len(Status), np.int64)
+        bar = stack.enter_context(contextlib.closing(_progress_bar(progress, info.grid.height * width, cubes[0])))
+        with interruptible():
+            for rows in iter_row_slices(info.grid.height, rows_per_block):
+                raise_if_interrupted()
+                block = _fit_block(readers, geometry_readers, rows, units, params, fit_options)
+                writer.write(rows, block)
+                counts += np.bincount(block["status"].ravel().astype(np.int64), minlength=len(Status))
+                bar.update((rows.stop - rows.start) * width)
+    return InversionSummary(
+        outputs=dict(writer.paths),
+        pixels=info.grid.height * width,
+        bands=info.bands,
+        seconds=time.perf_counter() - start,
+        status_counts={member.name: int(counts[member]) for member in Status},
+    )
+
+
+def _fit_block(readers, geometry_readers, rows, units, params, fit_options) -> dict:
+    """Read one block of rows of every cube, fit it, return ``{field: (rows, cols, bands)}``."""
+    refl, vectors = [], []
+    for reader, geometry_reader in zip(readers, geometry_readers):
+        to_sun, to_sensor, normal = geometry_reader.read(rows)
+        refl.append(to_bidirectional_reflectance(reader.read(rows), units, to_sun, normal))
+        vectors.append((to_sun, to_sensor, normal))
+    stacked = np.stack(refl, axis=-1)  # (rows, cols, bands, observations)
+    del refl
+    geometry = [np.stack([v[k] for v in vectors], axis=-2) for k in range(3)]  # (rows, cols, observations, 3)
+    result = fit(stacked, *geometry, params, **fit_options)
+    block = {name: result[name] for name in result.free}
+    for name in result.free:
+        block[f"sigma_{name}"] = result.sigma(name)
+    block.update(status=result.status, iterations=result.iterations, residual=result.residual_norm,
+                 observations=result.observations)
+    return block
+

@@ -1,0 +1,96 @@
+"""`lumaxlike fit`: a stack of co-registered cubes and their OBS rasters -> fitted maps.
+
+Small float64 cubes made from known w, b, c at random geometry; the command's maps equal
+`lumaxlike.fit` on the same stacked arrays, with masks (nodata, --incidence-range)."""
+
+import math
+
+import numpy as np
+import pytest
+import rasterio
+
+import lumaxlike
+from lumaxlike import Status
+from lumaxlike._cli import main
+
+from .test_io import OBS_DESCRIPTIONS, WAVELENGTHS, temporary_leftovers, write_raster
+
+TRUTH = lumaxlike.HapkeParams(b=0.25, c=0.5)
+START = lumaxlike.HapkeParams(b=0.3, c=0.4)
+ROWS, COLS, BANDS, CUBES = 5, 4, 2, 6
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """6 cubes of r [1/sr] (one NaN observation at pixel (0, 0)) with OBS rasters; returns
+    their paths and the stacked arrays `fit` takes."""
+    folder = tmp_path_factory.mktemp("stack")
+    rng = np.random.default_rng(31)
+    w = rng.uniform(0.2, 0.9, (ROWS, COLS, BANDS))
+    cubes, obs, refl, geometry = [], [], [], []
+    for k in range(CUBES):
+        angles = np.stack([rng.uniform(0.0, 60.0, (ROWS, COLS)), rng.uniform(0.0, 360.0, (ROWS, COLS)),
+                           rng.uniform(0.0, 60.0, (ROWS, COLS)), rng.uniform(0.0, 360.0, (ROWS, COLS))])
+        to_sun = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[:2]))
+        to_sensor = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[2:]))
+        normal = np.broadcast_to([0.0, 0.0, 1.0], to_sun.shape)
+        r = np.asarray(lumaxlike.amsa(w, to_sun, to_sensor, normal, TRUTH, backend="numba"))
+        if k == 2:
+            r[0, 0] = np.nan
+        cubes.append(write_raster(folder / f"cube{k}.tif", np.moveaxis(r, -1, 0), envi_wavelengths=WAVELENGTHS[:BANDS]))
+        obs.append(write_raster(folder / f"obs{k}.tif", angles, descriptions=OBS_DESCRIPTIONS))
+        refl.append(r)
+        geometry.append((to_sun, to_sensor, normal))
+    arrays = (np.stack(refl, axis=-1), *(np.stack([g[j] for g in geometry], axis=-2) for j in range(3)))
+    return cubes, obs, arrays, w
+
+
+def read_map(path):
+    with rasterio.open(path) as src:
+        return np.moveaxis(src.read(), 0, -1), src.tags()
+
+
+def test_fit_command_writes_the_maps_fit_computes(tmp_path, capsys, stack):
+    cubes, obs, arrays, w = stack
+    out = tmp_path / "fit.tif"
+    limit = ["--incidence-range", "0,50"]
+    code = main(["fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c", "--b", "0.3", "--c", "0.4",
+                 *limit, "--chunk", "2", "--out", out])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "lumaxlike fit: 6 cubes" in err and "CONVERGED" in err
+    expected = lumaxlike.fit(*arrays, START, free=("w", "b", "c"), solver="numba",
+                             observation_limits={"incidence": (0.0, math.radians(50.0))})
+    names = {"w": out, "b": tmp_path / "fit_b.tif", "c": tmp_path / "fit_c.tif"}
+    for name, path in names.items():
+        np.testing.assert_allclose(read_map(path)[0], expected[name], rtol=0, atol=1e-12)
+        sigma = read_map(tmp_path / f"fit_sigma_{name}.tif")[0]
+        np.testing.assert_allclose(sigma, expected.sigma(name), rtol=1e-9, equal_nan=True)
+    status, tags = read_map(tmp_path / "fit_status.tif")
+    np.testing.assert_array_equal(status, expected.status)
+    np.testing.assert_array_equal(read_map(tmp_path / "fit_observations.tif")[0], expected.observations)
+    assert "6=too_few_observations" in tags["status_codes"]
+    assert expected.observations.min() < 6 and np.any(expected.status == Status.CONVERGED)
+    converged = expected.status == Status.CONVERGED
+    np.testing.assert_allclose(read_map(out)[0][converged], w[converged], rtol=0, atol=1e-6)
+    record = lumaxlike.read_provenance(out)
+    assert record.solver == "numba" and record.units == "r" and record.command.startswith("lumaxlike fit")
+    assert read_map(out)[1]["lumaxlike_fit_free"] == '["w", "b", "c"]'
+    assert temporary_leftovers(tmp_path) == []
+
+
+def test_fit_command_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, stack):
+    cubes, obs, _, _ = stack
+    out = tmp_path / "fit.tif"
+    base = ["fit", *cubes[:4], "--units", "r", "--free", "w,b,c", "--out", out]
+    cases = [
+        ([*base, "--geometry", *obs[:3]], "3 rasters for 4 cubes"),
+        ([*base, "--geometry", *obs[:4], "--phase-range", "10"], "--phase-range"),
+        ([*base, "--geometry", *obs[:4], "--free", "w,albedo"], "albedo"),
+        ([*base, "--geometry", *obs[:4], "--min-observations", "5"], "min_observations = 5 exceeds the 4"),
+    ]
+    for args, message in cases:
+        assert main([str(a) for a in args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
