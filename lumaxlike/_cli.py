@@ -393,6 +393,7 @@ def _run_normalize(args) -> int:
     print(f"lumaxlike normalize: {args.cube} ({settings['units']}) -> {args.out}, standard "
           f"{', '.join(f'{math.degrees(v):g}' for v in standard)} deg, solver {settings['solver']}: "
           f"{summary.describe()}", file=sys.stderr)
+    return EXIT_OK
 
 
 # ---------------------------------------------------------------- lumaxlike fit

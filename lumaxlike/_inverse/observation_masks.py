@@ -13,6 +13,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._geometry import angles_from_geometry
+
 __all__ = ["LIMITED_ANGLES", "check_observation_limits", "observation_angles", "within_limits"]
 
 #: The angles `observation_limits` may bound, all measured from the given vectors: incidence
@@ -50,21 +52,11 @@ def check_observation_limits(limits, name: str = "observation_limits") -> dict[s
     return checked
 
 
-def _angle_between(a, b):
-    """Angle [rad] between vectors a and b (..., 3), NaN where either is zero or not finite."""
-    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cosine = np.sum(a * b, axis=-1) / norms
-    return np.arccos(np.clip(cosine, -1.0, 1.0))
-
-
 def observation_angles(to_sun, to_sensor, normal) -> dict[str, np.ndarray]:
-    """Incidence, emission and phase angles [rad] of each observation, from (..., 3) vectors."""
-    return {
-        "incidence": _angle_between(to_sun, normal),
-        "emission": _angle_between(to_sensor, normal),
-        "phase": _angle_between(to_sun, to_sensor),
-    }
+    """Incidence, emission and phase angles [rad] of each observation, from (..., 3) vectors
+    (`lumaxlike.angles_from_geometry`); NaN where a vector is zero."""
+    incidence, emission, phase, _ = angles_from_geometry(to_sun, to_sensor, normal)
+    return {"incidence": incidence, "emission": emission, "phase": phase}
 
 
 def within_limits(to_sun, to_sensor, normal, limits: dict[str, tuple[float, float]]) -> np.ndarray:

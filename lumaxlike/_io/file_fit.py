@@ -34,7 +34,7 @@ from .._params import HapkeParams
 from .._provenance import PREFIX, Provenance, make_provenance, python_call
 from .._signals import interruptible, raise_if_interrupted
 from .block_inversion import check_solver
-from .file_inversion import BLOCK_TARGET_BYTES, InversionSummary, _check_not_an_input, _geometry_paths, _progress_bar
+from .file_inversion import BLOCK_TARGET_BYTES, InversionSummary, check_not_an_input, geometry_paths, progress_bar
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned, iter_row_slices
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
@@ -147,7 +147,7 @@ def fit_files(cubes, out_path, *, geometry, params: HapkeParams, free, units, dt
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     fields, extra = fit_fields(free)
-    _check_not_an_input(out_path, fields, [*cubes, dtm, *(p for g in geometries for p in _geometry_paths(g))])
+    check_not_an_input(out_path, fields, [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))])
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = [stack.enter_context(CubeReader(path)) for path in cubes]
@@ -185,7 +185,7 @@ def fit_files(cubes, out_path, *, geometry, params: HapkeParams, free, units, dt
                                                   chunk_rows=rows_per_block, provenance=provenance,
                                                   extra_fields=extra))
         counts = np.zeros(len(Status), np.int64)
-        bar = stack.enter_context(contextlib.closing(_progress_bar(progress, info.grid.height * width, cubes[0])))
+        bar = stack.enter_context(contextlib.closing(progress_bar(progress, info.grid.height * width, cubes[0])))
         with interruptible():
             for rows in iter_row_slices(info.grid.height, rows_per_block):
                 raise_if_interrupted()

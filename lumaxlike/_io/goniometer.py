@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._geometry import geometry_from_angles
+from .._geometry import geometry_from_angles, relative_azimuth
 from .units import check_units, to_bidirectional_reflectance
 
 __all__ = ["GoniometerTable", "read_goniometer_table", "PHASE_TOLERANCE_DEG"]
@@ -243,10 +243,7 @@ def _checked_angles(path, angles):
     )
     if np.any(out_of_range):
         raise ValueError(f"{path}: phase angles outside |i - e| <= g <= i + e: no azimuth gives them")
-    sines = np.sin(inc) * np.sin(emi)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos_psi = np.where(sines > 0.0, (np.cos(phase) - np.cos(inc) * np.cos(emi)) / sines, 1.0)
-    azimuth = np.arccos(np.clip(cos_psi, -1.0, 1.0))
+    azimuth = relative_azimuth(inc, emi, phase, tolerance=np.radians(PHASE_TOLERANCE_DEG))
     # the phase angle of the geometry built (the tabulated one, up to rounding)
     phase = np.arccos(np.clip(np.cos(inc) * np.cos(emi) + np.sin(inc) * np.sin(emi) * np.cos(azimuth), -1.0, 1.0))
     return inc, emi, azimuth, phase

@@ -70,13 +70,7 @@ def standard_vectors(incidence: float, emission: float, phase: float):
     """(to_sun, to_sensor, normal), each (3,) float64, of a flat surface seen at the standard
     geometry; the relative azimuth psi from cos g = cos i cos e + sin i sin e cos psi
     (0 when i or e is 0, where psi does not matter)."""
-    denominator = math.sin(incidence) * math.sin(emission)
-    if denominator <= 0.0:
-        psi = 0.0
-    else:
-        cos_psi = (math.cos(phase) - math.cos(incidence) * math.cos(emission)) / denominator
-        psi = math.acos(min(1.0, max(-1.0, cos_psi)))
-    return tuple(np.asarray(v, np.float64) for v in geometry_from_angles(incidence, emission, psi))
+    return tuple(np.asarray(v, np.float64) for v in geometry_from_angles(incidence, emission, phase=phase))
 
 
 @cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
