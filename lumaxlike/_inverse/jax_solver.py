@@ -13,9 +13,11 @@ others) give J^T J and J^T f of every problem; the p x p damped systems are solv
 unrolled Cholesky over lanes of problems. The step, acceptance, damping and convergence
 rules are `lm_rules`, the same scalar code the numba solvers run, applied element-wise;
 converged problems are frozen, and the solve ends when all are. `invert` is the case
-p = 1 with one observation: with the pixel terms hoisted and a per-pixel table of r and
-dr/dw (cubic Hermite interpolation of w(r)) every problem starts close to convergence,
-so the `while_loop` is short and lanes waste little waiting for the slowest
+p = 1 with one observation, run by `_solve_albedo_lm`: the same rules and operations on
+scalars (J^T J = (dr/dw)^2, the damped step one division), without the linearisation,
+the stacked JVPs and the p x p algebra. With the pixel terms hoisted and a per-pixel
+table of r and dr/dw (cubic Hermite interpolation of w(r)) every problem starts close to
+convergence, so the `while_loop` is short and lanes waste little waiting for the slowest
 (multi-parameter fits converge less uniformly: a chunk runs as long as its slowest
 problem). Chunks have one fixed shape (the last is padded), so each (chunk shape, dtype,
 model configuration) compiles once. Measured rates: README.md, `benchmarks/results/`.
@@ -312,11 +314,10 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
         )
     w_start = jnp.where(active, w_start, 0.5).astype(refl.dtype)
     # the one-parameter, one-observation case of the general solver, specialised
-    equations = jax_equations_for(key)
-    slope_of = jax.vmap(jax.vmap(equations.reflectance_and_slope, in_axes=(0, None)), in_axes=(0, 0))
+    core = jax.vmap(jax.vmap(partial(reflectance_core, key=key), in_axes=(0, None)), in_axes=(0, 0))
 
     def evaluate(w):
-        r, slope = slope_of(w, terms)
+        r, slope = jax.jvp(lambda w: core(w, terms), (w,), (jnp.ones_like(w),))
         return r - refl, slope
 
     lower, upper = (jnp.asarray(b, refl.dtype) for b in (w_lower, w_upper))
