@@ -5,7 +5,8 @@ Run by `benchmarks/gpu.sh` (which checks that the device is a GPU first). Rows:
 - invert: a 1024 x 1024 x 64 cube (`bench_invert.make_cube`), float32 and float64,
   solver="jax", default chunking (sized from the device's memory);
 - fit: 1 M problems (62 500 pixels x 16 bands, 16 observations, free w, b, c, roughness;
-  `bench_fit.make_scene`), float64 (fit's precision is its input's), solver="jax";
+  `bench_fit.make_scene`), float32 and float64 (fit computes in its input's precision),
+  solver="jax", `chunk_size` 8192 pixels (`--fit-chunk`);
 - forward: `amsa(backend="jax")` on 1000 x 1000 pixels x 100 bands, float32 and float64.
 
 Each row: a warm-up call of the timed call's shapes first ("compile_s": its time minus
@@ -92,9 +93,9 @@ def invert_row(side: int, bands: int, dtype, repeat: int) -> dict:
             "converged_fraction": float(converged.mean()), "max_abs_w_error": float(error.max())}  # fmt: skip
 
 
-def fit_row(pixels: int, bands: int, observations: int, repeat: int, chunk_size: int | None) -> dict:
+def fit_row(pixels: int, bands: int, observations: int, dtype, repeat: int, chunk_size: int | None) -> dict:
     scene = make_scene(pixels, bands, observations)
-    pieces = [scene[k] for k in ("refl", "to_sun", "to_sensor", "normal")]
+    pieces = [scene[k].astype(dtype) for k in ("refl", "to_sun", "to_sensor", "normal")]
     results = {}
 
     def call():
@@ -105,7 +106,7 @@ def fit_row(pixels: int, bands: int, observations: int, repeat: int, chunk_size:
     row = timed(call, repeat)
     converged = results["last"].status == lumaxlike.Status.CONVERGED
     return {**row, "pixels": pixels, "bands": bands, "observations": observations, "free": list(FIT_FREE),
-            "dtype": "float64", "chunk_size": chunk_size, "converged_fraction": float(converged.mean())}  # fmt: skip
+            "dtype": np.dtype(dtype).name, "chunk_size": chunk_size, "converged_fraction": float(converged.mean())}  # fmt: skip
 
 
 def forward_row(side: int, bands: int, dtype, repeat: int) -> dict:
@@ -166,8 +167,10 @@ def main(argv=None) -> int:
                          lambda side=side, bands=bands, dtype=dtype: invert_row(side, bands, dtype, args.repeat)))  # fmt: skip
     if "fit" in rows_wanted:
         pixels, bands, observations = sizes["fit"]
-        plan.append(("fit float64", f"{pixels}x{bands} problems x {observations} obs",
-                     lambda: fit_row(pixels, bands, observations, args.repeat, min(args.fit_chunk, pixels))))  # fmt: skip
+        for dtype in (np.float32, np.float64):
+            plan.append((f"fit {np.dtype(dtype).name}", f"{pixels}x{bands} problems x {observations} obs",
+                         lambda dtype=dtype: fit_row(pixels, bands, observations, dtype, args.repeat,
+                                                     min(args.fit_chunk, pixels))))  # fmt: skip
     for name, shape, run in plan:
         print(f"{name} {shape} ...", file=sys.stderr, flush=True)
         row = run()
