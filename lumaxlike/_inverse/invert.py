@@ -10,7 +10,7 @@ import numpy as np
 from .._model.forward import precision_scope
 from .._params import HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
-from .chunking import PROBLEMS_PER_CHUNK, chunk_problems, device_memory_bytes, pipelined
+from .chunking import chunk_problems, device_memory_bytes, pipelined
 from .jax_solver import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .result import InversionResult
@@ -41,7 +41,7 @@ def albedo_bounds(dtype) -> tuple[float, float]:
 
 
 def default_chunk_pixels(n_bands: int, dtype=np.float64, memory_bytes: int | None = None) -> int:
-    """Pixels per chunk: about `PROBLEMS_PER_CHUNK` problems on a CPU (`memory_bytes`
+    """Pixels per chunk: about `chunking.PROBLEMS_PER_CHUNK` problems on a CPU (`memory_bytes`
     None), or as many as `chunking.chunk_problems` sizes from a device's memory [bytes]."""
     return max(1, chunk_problems(dtype, memory_bytes) // max(1, n_bands))
 
