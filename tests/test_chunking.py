@@ -59,23 +59,31 @@ def test_pipeline_launches_one_chunk_ahead_of_each_collect():
 
 def test_invert_sizes_jax_chunks_from_the_device_and_pipelines_them(monkeypatch):
     """A stand-in accelerator with little memory: chunks of its size (the floor, 16384
-    problems), two in flight, the results those of one chunk of the whole input."""
-    n_pixels, n_bands = 20_000, 1
+    problems: 256 pixels of 64 bands), each launched before the previous one is
+    collected, the results those of the numba solver."""
+    n_pixels, n_bands = 300, 64
     rng = np.random.default_rng(3)
     geometry = random_geometry(n_pixels, rng)
-    refl = np.full((n_pixels, n_bands), np.nan)  # inert, except a few solvable pixels
-    w_true = rng.uniform(0.05, 0.95, (8, n_bands))
-    picked = np.r_[0:4, 16_380:16_384, 16_384:16_388, 19_996:20_000]
-    refl[picked] = lumaxlike.amsa(np.resize(w_true, (picked.size, n_bands)),
-                                  *(g[picked] for g in geometry), FULL_PARAMS, backend="numba")  # fmt: skip
-    launched = []
-    launch = invert_module._launch_chunk_jax
+    refl = lumaxlike.amsa(rng.uniform(0.05, 0.95, (n_pixels, n_bands)), *geometry, FULL_PARAMS, backend="numba")
+    events = []
+    launch, fetch = invert_module._launch_chunk_jax, invert_module._fetch
+
+    def recording_launch(pieces, *rest):
+        events.append(("launch", len(pieces[0]), rest[1]))
+        return launch(pieces, *rest)
+
+    def recording_fetch(solved, with_slope):
+        events.append(("collect", with_slope))
+        return fetch(solved, with_slope)
+
     monkeypatch.setattr(invert_module, "device_memory_bytes", lambda device: 2**20)
-    monkeypatch.setattr(invert_module, "_launch_chunk_jax", lambda pieces, *rest: launched.append((len(pieces[0]), rest[1])) or launch(pieces, *rest))
-    result = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver="jax")
-    chunk = chunking.PROBLEMS_PER_CHUNK // 16
-    assert launched == [(chunk, chunk), (n_pixels - chunk, chunk)]
-    numba = lumaxlike.invert(refl[picked], *(g[picked] for g in geometry), FULL_PARAMS, solver="numba")
-    np.testing.assert_array_equal(result.status[picked], numba.status)
-    np.testing.assert_allclose(result.w[picked], numba.w, atol=1e-9, rtol=0)
-    assert np.all(result.status[np.isnan(refl)] == lumaxlike.Status.NONFINITE_INPUT)
+    monkeypatch.setattr(invert_module, "_launch_chunk_jax", recording_launch)
+    monkeypatch.setattr(invert_module, "_fetch", recording_fetch)
+    result = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver="jax", refl_sigma=1e-3)
+    chunk = chunking.PROBLEMS_PER_CHUNK // 16 // n_bands
+    assert events == [("launch", chunk, chunk), ("launch", n_pixels - chunk, chunk), ("collect", True), ("collect", True)]
+    numba = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver="numba", refl_sigma=1e-3)
+    np.testing.assert_array_equal(result.status, numba.status)
+    np.testing.assert_array_equal(result.iterations, numba.iterations)
+    np.testing.assert_allclose(result.w, numba.w, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(result.sigma, numba.sigma, rtol=1e-6)
