@@ -224,8 +224,9 @@ def _launch_chunk_jax(pieces, w0, chunk, dtype, params, max_iter, tol, bounds):
 
 
 def _fetch(solved, with_slope):
-    """A launched chunk's results as NumPy arrays (waits for them; on a CPU device the
-    NumPy arrays are views of JAX's buffers, no copy); the slope only where needed."""
+    """A launched chunk's results as NumPy arrays (waits for them): one transfer per
+    output, the slope only where sigma needs it; `invert` then copies them once, into its
+    result arrays."""
     names = ("w", "status", "iterations", "residual") + (("slope",) if with_slope else ())
     fetched = jax.device_get({name: solved[name] for name in names})
     return {name: np.asarray(value) for name, value in fetched.items()}
