@@ -5,7 +5,7 @@ r(w) are computed once and reused for every band and every iteration; each band 
 own problem with its own damping, acceptance and early exit (`albedo_rules`); r and
 dr/dw come together from the analytic `equations.reflectance_and_slope`. The bands of a
 pixel step in lockstep: each iteration is one branch-free loop over the bands, finished
-ones keeping their values by selection, so the compiler vectorises it (a band's own
+ones keeping their values by selection, which the compiler can vectorise (a band's own
 sequence of operations is that of a band stepped alone: the same bits). Nothing is
 allocated inside the loop; the problems' state lives in the outputs, written in place,
 and in one scratch array per chunk. Computes in float64.
@@ -108,7 +108,7 @@ def _albedo_kernel(
                 status_row[band] = SOLVING
                 unfinished += 1
         # Every unfinished band of the pixel takes its step together: one branch-free
-        # loop over the bands per iteration, which the compiler vectorises; a finished
+        # loop over the bands per iteration, which the compiler can vectorise; a finished
         # band's values are kept (selected, not branched around).
         iteration = 0
         while unfinished > 0 and iteration < max_iter:
