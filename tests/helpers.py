@@ -6,7 +6,7 @@ import numpy as np
 import lumaxlike
 from lumaxlike._profile import default_params, random_geometry
 
-__all__ = ["SOLVERS", "BACKENDS", "FULL_PARAMS", "random_geometry", "assert_both_solvers_recover_w"]
+__all__ = ["SOLVERS", "BACKENDS", "FULL_PARAMS", "random_geometry", "assert_both_solvers_recover_w", "assert_reproduces_invert"]
 
 SOLVERS = ("jax", "numba")
 BACKENDS = ("jax", "numba")
@@ -31,3 +31,26 @@ def assert_both_solvers_recover_w(params, seed, n_pixels=300, n_bands=3):
         assert np.all(np.isnan(result.w[~converged]))
     np.testing.assert_array_equal(results["jax"].status, results["numba"].status)
     np.testing.assert_allclose(results["jax"].w, results["numba"].w, atol=1e-9, rtol=0)
+
+
+def assert_reproduces_invert(result, expected, refl, solver, label=""):
+    """`invert`'s `result` equals `expected` (a mapping of its fields' stored arrays).
+
+    numba: bit for bit. JAX: the same statuses and iterations, the values to their last
+    bits: XLA:CPU contracts a * b + c into fused multiply-adds inside its fusions, so a
+    rearranged JAX graph evaluating the same expressions rounds differently in the last
+    place (measured: w within 1 ulp, residual within 3 eps |refl|, sigma within 5 eps
+    relative, dr/dw at points an ulp apart being steep near w = 1).
+    """
+    eps = np.finfo(result.w.dtype).eps
+    tolerance = {"w": (2 * eps, 0.0), "residual": (8 * eps * np.abs(refl), 0.0), "sigma": (0.0, 16 * eps)}
+    for field in ("w", "status", "iterations", "residual", "sigma"):
+        actual, wanted = getattr(result, field), expected[field]
+        assert actual.dtype == wanted.dtype, f"{label} {field}"
+        if solver == "numba" or field not in tolerance:
+            np.testing.assert_array_equal(actual, wanted, err_msg=f"{label} {field}")
+            continue
+        atol, rtol = tolerance[field]
+        np.testing.assert_array_equal(np.isnan(actual), np.isnan(wanted), err_msg=f"{label} {field}")
+        close = np.abs(actual - wanted) <= atol + rtol * np.abs(wanted)
+        assert np.all(close | np.isnan(wanted)), f"{label} {field}"

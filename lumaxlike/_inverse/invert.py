@@ -11,6 +11,7 @@ from .._model.forward import precision_scope
 from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
+from .chunking import chunk_problems, device_memory_bytes, pipelined
 from .jax_solver import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .photometric_solver import solve_photometric_jax, solve_photometric_numba
@@ -20,6 +21,7 @@ __all__ = [
     "invert",
     "default_tolerance",
     "default_chunk_pixels",
+    "solver_chunk_pixels",
     "albedo_bounds",
     "pad_pixels",
     "SOLVERS",
@@ -27,9 +29,6 @@ __all__ = [
 
 SOLVERS = ("jax", "numba")
 DEFAULT_MAX_ITER = 50
-# 262 k problems per chunk: ~40 MB of JAX working buffers in float64; larger chunks were no
-# faster on a 2-core CPU (benchmarks/README.md) and cost ~100 MB more peak memory.
-PROBLEMS_PER_CHUNK = 1 << 18
 
 
 def default_tolerance(dtype) -> float:
@@ -43,9 +42,17 @@ def albedo_bounds(dtype) -> tuple[float, float]:
     return eps, 1.0 - eps
 
 
-def default_chunk_pixels(n_bands: int) -> int:
-    """Pixels per chunk so that one chunk holds about `PROBLEMS_PER_CHUNK` problems."""
-    return max(1, PROBLEMS_PER_CHUNK // max(1, n_bands))
+def default_chunk_pixels(n_bands: int, dtype=np.float64, memory_bytes: int | None = None) -> int:
+    """Pixels per chunk: about `chunking.PROBLEMS_PER_CHUNK` problems on a CPU (`memory_bytes`
+    None), or as many as `chunking.chunk_problems` sizes from a device's memory [bytes]."""
+    return max(1, chunk_problems(dtype, memory_bytes) // max(1, n_bands))
+
+
+def solver_chunk_pixels(solver: str, n_bands: int, dtype) -> int:
+    """`invert`'s default pixels per chunk for `solver`: the JAX solver's follow the
+    memory of JAX's default device (a CPU's do not), the numba solver's are a CPU's."""
+    memory = device_memory_bytes(jax.devices()[0]) if solver == "jax" else None
+    return default_chunk_pixels(n_bands, dtype, memory)
 
 
 def invert(
@@ -98,7 +105,10 @@ def invert(
         refl_sigma: 1-sigma uncertainty of `refl` [1/sr], a scalar or one value per band;
             propagated to `InversionResult.sigma`.
         chunk_size: pixels per chunk (memory is bounded by the chunk); default about
-            262 k problems per chunk.
+            262 k problems per chunk on a CPU; the JAX solver on an accelerator sizes its
+            chunks from the device's memory (`chunking.chunk_problems`) and overlaps
+            each chunk's transfers with the previous chunk's solve. On a GPU, float32
+            input is the fast choice (float64 is supported).
 
     Returns:
         `InversionResult` with w, status, iterations, residual and sigma shaped like refl.
@@ -127,7 +137,10 @@ def invert(
     if not tol > 0.0:
         raise ValueError(f"tol must be positive, got {tol!r}")
     n_pixels, n_bands = shape.n_pixels, shape.n_bands
-    chunk = default_chunk_pixels(n_bands) if chunk_size is None else check_positive_int("chunk_size", chunk_size)
+    if chunk_size is None:
+        chunk = solver_chunk_pixels(solver, n_bands, dtype)
+    else:
+        chunk = check_positive_int("chunk_size", chunk_size)
     chunk = min(chunk, max(n_pixels, 1))
 
     flat_refl = refl.reshape(n_pixels, n_bands)
@@ -153,24 +166,44 @@ def invert(
         "sigma": np.full((n_pixels, n_bands), np.nan, dtype),
     }
     bounds = albedo_bounds(dtype)
-    for start in range(0, n_pixels, chunk):
+
+    def pieces_of(start):
         stop = min(start + chunk, n_pixels)
         pieces = [flat_refl[start:stop], *(g[start:stop] for g in flat_geometry)]
-        piece_w0 = None if flat_w0 is None else flat_w0[start:stop]
-        targets = {name: outputs[name][start:stop] for name in ("w", "status", "iterations", "residual")}
-        if closed_form:
-            targets.pop("iterations")[...] = 0
-        if closed_form:
-            solved = _solve_chunk_photometric(pieces, chunk, dtype, params, solver)
-        elif solver == "numba":  # writes straight into the float64/int outputs where it can
-            solved = solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds, out=targets)
-        else:
-            solved = _solve_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds)
+        return start, stop, pieces, None if flat_w0 is None else flat_w0[start:stop]
+
+    def targets_of(start, stop):
+        return {name: outputs[name][start:stop] for name in ("w", "status", "iterations", "residual")}
+
+    def store(start, stop, solved, targets):
         for name, target in targets.items():
-            if solved[name] is not target:
+            if solved[name] is not target:  # the numba solver wrote into it already
                 target[...] = solved[name][: stop - start]
         if band_sigma is not None:  # sigma_w = sigma_r / |dr/dw|, per chunk (bounded memory)
             outputs["sigma"][start:stop] = band_sigma / np.abs(solved["slope"][: stop - start])
+
+    if closed_form:  # A = pi r / pht: no iterations
+        for start in range(0, n_pixels, chunk):
+            start, stop, pieces, _ = pieces_of(start)
+            targets = targets_of(start, stop)
+            targets.pop("iterations")[...] = 0
+            store(start, stop, _solve_chunk_photometric(pieces, chunk, dtype, params, solver), targets)
+    elif solver == "numba":
+        for start in range(0, n_pixels, chunk):
+            start, stop, pieces, piece_w0 = pieces_of(start)
+            targets = targets_of(start, stop)  # written straight into where dtypes match
+            store(start, stop, solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds, out=targets), targets)
+    else:  # chunk k + 1 dispatched before chunk k's results are fetched (`pipelined`)
+
+        def launch(start):
+            start, stop, pieces, piece_w0 = pieces_of(start)
+            return start, stop, _launch_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds)
+
+        def collect(launched):
+            start, stop, solved = launched
+            store(start, stop, _fetch(solved, band_sigma is not None), targets_of(start, stop))
+
+        pipelined(range(0, n_pixels, chunk), launch, collect)
 
     out_shape = refl.shape
     return InversionResult(
@@ -209,13 +242,22 @@ def pad_pixels(array, n_pixels, value):
     return np.pad(array, widths, constant_values=value)
 
 
-def _solve_chunk_jax(pieces, w0, chunk, dtype, params, max_iter, tol, bounds):
-    """One chunk through the JAX solver, padded to `chunk` pixels so it compiles once."""
+def _launch_chunk_jax(pieces, w0, chunk, dtype, params, max_iter, tol, bounds):
+    """Start one chunk's solve (asynchronous: returns the device arrays at once), padded
+    to `chunk` pixels so that every chunk has one shape and compiles once."""
     refl, to_sun, to_sensor, normal = (
         pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)
     )
     with precision_scope(np.empty(0, dtype)):
         arrays = [jnp.asarray(a, dtype) for a in (refl, to_sun, to_sensor, normal)]
         start = None if w0 is None else jnp.asarray(pad_pixels(w0, chunk, 0.5), dtype)
-        solved = solve_albedo_jax(*arrays, params, start, max_iter, tol, bounds)
-        return {name: np.asarray(value) for name, value in jax.device_get(solved).items()}
+        return solve_albedo_jax(*arrays, params, start, max_iter, tol, bounds)
+
+
+def _fetch(solved, with_slope):
+    """A launched chunk's results as NumPy arrays (waits for them): one transfer per
+    output, the slope only where sigma needs it; `invert` then copies them once, into its
+    result arrays."""
+    names = ("w", "status", "iterations", "residual") + (("slope",) if with_slope else ())
+    fetched = jax.device_get({name: solved[name] for name in names})
+    return {name: np.asarray(value) for name, value in fetched.items()}

@@ -13,9 +13,11 @@ others) give J^T J and J^T f of every problem; the p x p damped systems are solv
 unrolled Cholesky over lanes of problems. The step, acceptance, damping and convergence
 rules are `lm_rules`, the same scalar code the numba solvers run, applied element-wise;
 converged problems are frozen, and the solve ends when all are. `invert` is the case
-p = 1 with one observation: with the pixel terms hoisted and a per-pixel table of r and
-dr/dw (cubic Hermite interpolation of w(r)) every problem starts close to convergence,
-so the `while_loop` is short and lanes waste little waiting for the slowest
+p = 1 with one observation, run by `_solve_albedo_lm`: the same rules and operations on
+scalars (J^T J = (dr/dw)^2, the damped step one division), without the linearisation,
+the stacked JVPs and the p x p algebra. With the pixel terms hoisted and a per-pixel
+table of r and dr/dw (cubic Hermite interpolation of w(r)) every problem starts close to
+convergence, so the `while_loop` is short and lanes waste little waiting for the slowest
 (multi-parameter fits converge less uniformly: a chunk runs as long as its slowest
 problem). Chunks have one fixed shape (the last is padded), so each (chunk shape, dtype,
 model configuration) compiles once. Measured rates: README.md, `benchmarks/results/`.
@@ -206,15 +208,80 @@ def _solve_active(residuals, start, args, active, tol, lower, upper, max_iter):
     return solution.value, state, solved
 
 
-def _albedo_residuals(w, args, key):
-    """r(w) - r_obs for w (pixels, bands, 1): one parameter, one observation per problem.
+class _AlbedoState(eqx.Module):
+    w: Any  # (pixels, bands)
+    residual: Any  # r(w) - r_obs
+    slope: Any  # dr/dw at w
+    damping: Any
+    growth: Any
+    converged: Any
+    iterations: Any
+    steps: Any  # scalar: loop steps taken
 
-    The terms are per pixel, shared by the bands (computed once, outside the solve).
+
+def _damped_step(jtj, jtf, damping, held):
+    """`_solve_damped` for p = 1, the same operations on scalars (so the same bits): the
+    damped Newton step -J^T f / (J^T J + lambda max(J^T J, floor)), 0 for a held
+    parameter. Returns (step, solvable)."""
+    pivot = jnp.where(held, 1.0, _lm.damped_diagonal(jtj, jtj, damping))
+    solvable = pivot > 0.0
+    factor = jnp.sqrt(jnp.where(solvable, pivot, 1.0))
+    step = -jnp.where(held, 0.0, jtf) / factor / factor
+    return jnp.where(solvable, step, 0.0), solvable
+
+
+def _solve_albedo_lm(evaluate, w, active, tol, lower, upper, max_iter):
+    """`ElementwiseLevenbergMarquardt` specialised to one parameter and one observation.
+
+    The same rules (`lm_rules`) and the same floating-point operations as the general
+    solver with p = 1, hence the same steps and bits, without its linearisation, stacked
+    JVPs and p x p algebra: `evaluate(w)` returns (r - r_obs, dr/dw) element-wise and
+    J^T J = slope^2, J^T f = slope residual.
     """
-    terms, refl = args
-    core = partial(reflectance_core, key=key)
-    model = jax.vmap(jax.vmap(core, in_axes=(0, None)), in_axes=(0, 0))
-    return (model(w[..., 0], terms) - refl)[..., None]
+    residual, slope = evaluate(w)
+    state = _AlbedoState(
+        w=w,
+        residual=residual,
+        slope=slope,
+        damping=jnp.zeros_like(w),
+        growth=jnp.full_like(w, 2.0),
+        converged=~active | (residual == 0.0),
+        iterations=jnp.zeros(w.shape, jnp.int32),
+        steps=jnp.zeros((), jnp.int32),
+    )
+
+    def unfinished(state):
+        return ~jnp.all(state.converged) & (state.steps < max_iter)
+
+    def step(state):
+        w, residual, slope = state.w, state.residual, state.slope
+        jtj, jtf = slope * slope, slope * residual
+        delta, solvable = _damped_step(jtj, jtf, state.damping, _lm.pinned(w, lower, upper, jtf))
+        trial = jnp.clip(w + delta, lower, upper)
+        residual_trial, slope_trial = evaluate(trial)
+        jtj_trial, jtf_trial = slope_trial * slope_trial, slope_trial * residual_trial
+        held_at_trial = _lm.pinned(trial, lower, upper, jtf_trial)
+        newton, newton_solvable = _damped_step(jtj_trial, jtf_trial, jnp.zeros_like(w), held_at_trial)
+        newton_size = jnp.where(newton_solvable, jnp.abs(newton), jnp.inf)
+        projected = trial - w
+        predicted = -(2.0 * (projected * jtf) + projected * jtj * projected)
+        cost, cost_trial = residual * residual, residual_trial * residual_trial
+        accept = _lm.accepted(cost, cost_trial) & solvable
+        converged = _lm.converged(jnp.abs(projected), newton_size, accept, tol) & solvable
+        damping, growth = _lm.next_damping(accept, _lm.gain_ratio(cost, cost_trial, predicted), state.damping, state.growth)
+        keep = state.converged | ~accept  # problems whose point does not move
+        return _AlbedoState(
+            w=jnp.where(keep, w, trial),
+            residual=jnp.where(keep, residual, residual_trial),
+            slope=jnp.where(keep, slope, slope_trial),
+            damping=jnp.where(state.converged, state.damping, damping),
+            growth=jnp.where(state.converged, state.growth, growth),
+            converged=state.converged | converged,
+            iterations=state.iterations + jnp.where(state.converged, 0, 1).astype(jnp.int32),
+            steps=state.steps + 1,
+        )
+
+    return jax.lax.while_loop(unfinished, step, state)
 
 
 @partial(jax.jit, static_argnames=("max_iter",))
@@ -248,17 +315,22 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
             refl, table, w_lower, w_upper
         )
     w_start = jnp.where(active, w_start, 0.5).astype(refl.dtype)
-    # the one-parameter, one-observation case of the general solver
-    value, state, solved = _solve_active(
-        partial(_albedo_residuals, key=key), w_start[..., None], (terms, refl), active, tol, w_lower, w_upper, max_iter
-    )
+    # the one-parameter, one-observation case of the general solver, specialised
+    core = jax.vmap(jax.vmap(partial(reflectance_core, key=key), in_axes=(0, None)), in_axes=(0, 0))
+
+    def evaluate(w):
+        r, slope = jax.jvp(lambda w: core(w, terms), (w,), (jnp.ones_like(w),))
+        return r - refl, slope
+
+    lower, upper = (jnp.asarray(b, refl.dtype) for b in (w_lower, w_upper))
+    state = _solve_albedo_lm(evaluate, w_start, active, tol, lower, upper, max_iter)
     nan = jnp.nan
     return {
-        "w": jnp.where(active, value[..., 0], nan),
-        "status": jnp.where(active, solved, status).astype(jnp.int8),
+        "w": jnp.where(active, state.w, nan),
+        "status": jnp.where(active, jnp.where(state.converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER), status).astype(jnp.int8),
         "iterations": jnp.where(active, state.iterations, 0),
-        "residual": jnp.where(active, state.residual[..., 0], nan),
-        "slope": jnp.where(active, jnp.sqrt(state.jtj[..., 0, 0]), nan),  # dr/dw > 0
+        "residual": jnp.where(active, state.residual, nan),
+        "slope": jnp.where(active, jnp.sqrt(state.slope * state.slope), nan),  # dr/dw > 0, as sqrt(J^T J)
     }
 
 

@@ -3,8 +3,12 @@
 One fused kernel, `prange` over pixels: the pixel's w-independent terms and its table of
 r(w) are computed once and reused for every band and every iteration; each band is its
 own problem with its own damping, acceptance and early exit (`albedo_rules`); r and
-dr/dw come together from the analytic `equations.reflectance_and_slope`. Nothing is
-allocated inside the loop; outputs are written in place. Computes in float64.
+dr/dw come together from the analytic `equations.reflectance_and_slope`. The bands of a
+pixel step in lockstep: each iteration is one branch-free loop over the bands, finished
+ones keeping their values by selection, which the compiler can vectorise (a band's own
+sequence of operations is that of a band stepped alone: the same bits). Nothing is
+allocated inside the loop; the problems' state lives in the outputs, written in place,
+and in one scratch array per chunk. Computes in float64.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ N_TABLE = albedo_rules.N_TABLE
 def _albedo_kernel(
     refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
     max_iter, tol, w_lower, w_upper,
-    w_out, status_out, iterations_out, residual_out, slope_out,
+    w_out, status_out, iterations_out, residual_out, slope_out, scratch,
 ):  # fmt: skip
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
         scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
@@ -70,15 +74,24 @@ def _albedo_kernel(
             b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
         )  # fmt: skip
         table = albedo_table(terms)
+        # The pixel's problems live in its rows of the outputs (status SOLVING while
+        # unfinished) and of `scratch` (damping, growth).
+        r_obs_row = refl[pixel]
+        w_row, residual_row, slope_row = w_out[pixel], residual_out[pixel], slope_out[pixel]
+        status_row, iterations_row = status_out[pixel], iterations_out[pixel]
+        damping_row, growth_row = scratch[pixel, 0], scratch[pixel, 1]
+        unfinished = 0
         for band in range(n_bands):
-            r_obs = refl[pixel, band]
+            r_obs = r_obs_row[band]
             status = problem_status(r_obs, geometry_finite, terms.scale, table[N_TABLE - 1])
+            iterations_row[band] = 0
+            damping_row[band] = 0.0
+            growth_row[band] = 2.0
             if status != SOLVING:
-                w_out[pixel, band] = math.nan
-                status_out[pixel, band] = status
-                iterations_out[pixel, band] = 0
-                residual_out[pixel, band] = math.nan
-                slope_out[pixel, band] = math.nan
+                w_row[band] = math.nan
+                status_row[band] = status
+                residual_row[band] = math.nan
+                slope_row[band] = math.nan
                 continue
             if use_w_start:
                 w = w_start[pixel, band]
@@ -86,22 +99,43 @@ def _albedo_kernel(
                 w = starting_albedo(r_obs, table, w_lower, w_upper)
             r, slope = reflectance_and_slope(w, terms)
             residual = r - r_obs
-            damping = 0.0
-            growth = 2.0
-            converged = residual == 0.0
-            iteration = 0
-            while not converged and iteration < max_iter:
+            w_row[band] = w
+            residual_row[band] = residual
+            slope_row[band] = slope
+            if residual == 0.0:
+                status_row[band] = CONVERGED
+            else:
+                status_row[band] = SOLVING
+                unfinished += 1
+        # Every unfinished band of the pixel takes its step together: one branch-free
+        # loop over the bands per iteration, which the compiler can vectorise; a finished
+        # band's values are kept (selected, not branched around).
+        iteration = 0
+        while unfinished > 0 and iteration < max_iter:
+            unfinished = 0
+            for band in range(n_bands):
+                solving = status_row[band] == SOLVING
+                w, residual, slope = w_row[band], residual_row[band], slope_row[band]
+                damping, growth = damping_row[band], growth_row[band]
                 w_trial = propose(w, residual, slope, damping, w_lower, w_upper)
                 r_trial, slope_trial = reflectance_and_slope(w_trial, terms)
-                w, residual, slope, damping, growth, converged = update(
-                    w, residual, slope, damping, growth, w_trial, r_trial - r_obs, slope_trial, tol
+                w_new, residual_new, slope_new, damping_new, growth_new, converged = update(
+                    w, residual, slope, damping, growth, w_trial, r_trial - r_obs_row[band], slope_trial, tol
                 )
-                iteration += 1
-            w_out[pixel, band] = w
-            status_out[pixel, band] = CONVERGED if converged else MAX_ITER
-            iterations_out[pixel, band] = iteration
-            residual_out[pixel, band] = residual
-            slope_out[pixel, band] = slope
+                w_row[band] = w_new if solving else w
+                residual_row[band] = residual_new if solving else residual
+                slope_row[band] = slope_new if solving else slope
+                damping_row[band] = damping_new if solving else damping
+                growth_row[band] = growth_new if solving else growth
+                iterations_row[band] += 1 if solving else 0
+                done = solving and converged
+                status_row[band] = CONVERGED if done else status_row[band]
+                unfinished += 1 if solving and not converged else 0
+            iteration += 1
+        if unfinished > 0:
+            for band in range(n_bands):
+                if status_row[band] == SOLVING:
+                    status_row[band] = MAX_ITER
 
 
 @functools.lru_cache(maxsize=None)
@@ -166,5 +200,6 @@ def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_ite
         float(w_bounds[0]),
         float(w_bounds[1]),
         out["w"], out["status"], out["iterations"], out["residual"], out["slope"],
+        np.empty((shape[0], 2, shape[1])),
     )  # fmt: skip
     return out
