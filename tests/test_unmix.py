@@ -279,6 +279,32 @@ def test_endmembers_from_reflectance():
         )
 
 
+def test_endmembers_from_library_csv(tmp_path):
+    # Known w spectra -> r at each spectrum's own measurement geometry -> a CSV on a 1 nm
+    # grid, r constant around each band centre (steps half-way between bands, ~12 sigma
+    # of the band response away), so resampling gives r at the centre to rounding.
+    centres_nm = 500.0 + 20.0 * np.arange(ENDMEMBERS.n_bands)
+    incidence, emission, azimuth = np.array([10.0, 30.0, 45.0, 60.0]), np.array([0.0, 20.0, 35.0, 5.0]), np.array([0.0, 90.0, 180.0, 30.0])
+    geometry = lumaxlike.geometry_from_angles(*np.radians([incidence, emission, azimuth]))
+    refl = lumaxlike.amsa(ENDMEMBERS.albedo, *geometry, PARAMS, backend="numba")
+    grid_nm = np.arange(centres_nm[0] - 10.0, centres_nm[-1] + 10.0)
+    band_of_sample = np.clip(np.round((grid_nm - centres_nm[0]) / 20.0).astype(int), 0, ENDMEMBERS.n_bands - 1)
+    lines = ["wavelength_nm," + ",".join(ENDMEMBERS.names)]
+    lines += [f"{float(wl)!r}," + ",".join(repr(float(v)) for v in refl[:, band]) for wl, band in zip(grid_nm, band_of_sample)]
+    path = tmp_path / "library.csv"
+    path.write_text("\n".join(lines) + "\n")
+    library = lumaxlike.read_spectral_library(path, incidence=incidence, emission=emission, azimuth=azimuth, units="r")
+    built = lumaxlike.Endmembers.from_library(
+        library, PARAMS, density=ENDMEMBERS.density, grain_size=ENDMEMBERS.grain_size,
+        wavelengths=centres_nm * 1e-3, fwhm=0.002,
+    )  # fmt: skip
+    np.testing.assert_allclose(built.albedo, ENDMEMBERS.albedo, atol=1e-8, rtol=0)
+    assert built.names == ENDMEMBERS.names
+    np.testing.assert_array_equal(built.wavelengths, centres_nm * 1e-3)
+    with pytest.raises(ValueError, match="library.csv.*does not cover band"):
+        lumaxlike.Endmembers.from_library(library, PARAMS, density=3.0, grain_size=50.0, wavelengths=[0.45, 0.6])
+
+
 @pytest.mark.parametrize(
     "change, match",
     [
