@@ -36,6 +36,7 @@ Nothing appears at the output paths until every block has been written (see
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -51,6 +52,7 @@ __all__ = [
     "OUTPUT_FORMATS",
     "RESULT_FIELDS",
     "FIELD_ATTRS",
+    "FieldLayout",
     "ResultWriter",
     "output_files",
     "output_format",
@@ -104,17 +106,18 @@ def output_format(path) -> str:
     return OUTPUT_FORMATS[suffix]
 
 
-def _raster_file(out: Path, field: str) -> Path:
+def _raster_file(out: Path, field: str, main: str = "w") -> Path:
     """Main file (GeoTIFF, or ENVI data file) of ``field``'s map for output ``out``."""
     if out.suffix.lower() == ".hdr":
         out = out.with_suffix(".img")
-    if field == "w":
+    if field == main:
         return out
     return out.with_name(f"{out.stem}_{field}{out.suffix}")
 
 
-def result_paths(out, fields=RESULT_FIELDS) -> dict[str, Path]:
-    """Where each result map of ``fields`` is written for the output path ``out``.
+def result_paths(out, fields=RESULT_FIELDS, main: str = "w") -> dict[str, Path]:
+    """Where each result map of ``fields`` is written for the output path ``out`` (``main``:
+    the field written at ``out`` itself).
 
     Returns:
         ``{field: path}``; for GeoTIFF/ENVI one file per field (the ENVI data file; its
@@ -123,18 +126,18 @@ def result_paths(out, fields=RESULT_FIELDS) -> dict[str, Path]:
     out = Path(out)
     if output_format(out) in ("netCDF", "zarr"):
         return {field: out for field in fields}
-    return {field: _raster_file(out, field) for field in fields}
+    return {field: _raster_file(out, field, main) for field in fields}
 
 
-def output_files(out, fields=RESULT_FIELDS) -> list[Path]:
-    """Every file or folder written for output ``out`` (ENVI headers included), w last."""
+def output_files(out, fields=RESULT_FIELDS, main: str = "w") -> list[Path]:
+    """Every file or folder written for output ``out`` (ENVI headers included), ``main`` last."""
     out = Path(out)
     kind = output_format(out)
     if kind in ("netCDF", "zarr"):
         return [out]
     files = []
-    for field in [f for f in fields if f != "w"] + ["w"]:
-        path = _raster_file(out, field)
+    for field in [f for f in fields if f != main] + [main]:
+        path = _raster_file(out, field, main)
         files.append(path)
         if kind == "ENVI":
             files.append(path.with_suffix(".hdr"))
@@ -170,7 +173,7 @@ class _RasterSink:
     """One result map written as a GeoTIFF or ENVI file through a temporary path."""
 
     def __init__(self, path: Path, final_name: str, driver: str, field: str, like: CubeInfo,
-                 dtype, nodata: float, provenance=None):
+                 dtype, nodata: float, provenance=None, attrs=None):
         self.path, self.final_name = path, final_name
         grid = like.grid
         profile = dict(
@@ -187,14 +190,13 @@ class _RasterSink:
             profile.update(BIGTIFF="IF_SAFER")
         self.dataset = rasterio.open(path, "w", **profile)
         try:
-            self._describe(field, like, driver, provenance)
+            self._describe(field, like, driver, provenance, FIELD_ATTRS[field] if attrs is None else attrs)
         except BaseException:
             self.dataset.close()
             raise
 
-    def _describe(self, field: str, like: CubeInfo, driver: str, provenance) -> None:
+    def _describe(self, field: str, like: CubeInfo, driver: str, provenance, attrs) -> None:
         ds = self.dataset
-        attrs = FIELD_ATTRS[field]
         envi = driver == "ENVI"  # GDAL keeps only the ENVI domain in headers, and no "=" there
         tags = {"quantity": attrs["long_name"]}
         if "units" in attrs:
@@ -375,6 +377,40 @@ class _ZarrSink:
         xr.Dataset(variables).to_zarr(self.path, region={"y": rows}, mode="r+", zarr_format=2, consolidated=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class FieldLayout:
+    """Maps other than the inversion's, for :class:`ResultWriter` (GeoTIFF/ENVI).
+
+    Attributes:
+        main: the field written at the output path itself (the others at ``OUT_<field>``).
+        attrs: ``{field: CF-style attributes}`` (``long_name``, ``units``, ...), every
+            field that may be written, in order.
+        band_names: ``{field: band names}`` for fields whose bands are not the cube's
+            (e.g. one per endmember, or ``("status",)`` for a per-pixel map); their maps
+            carry no wavelengths.
+        integer: ``{field: NumPy integer type}`` (status: int8, uint8 in ENVI); the
+            others have the cube's floating type.
+    """
+
+    main: str
+    attrs: Mapping
+    band_names: Mapping
+    integer: Mapping
+
+    def like(self, field: str, cube: CubeInfo) -> CubeInfo:
+        """The cube's description with the bands of ``field``'s map."""
+        if field not in self.band_names:
+            return cube
+        names = tuple(self.band_names[field])
+        return dataclasses.replace(cube, bands=len(names), band_names=names, wavelengths=None, wavelength_units=None)
+
+    def dtypes(self, float_dtype, kind: str) -> dict[str, np.dtype]:
+        types = {field: np.dtype(self.integer.get(field, float_dtype)) for field in self.attrs}
+        if kind == "ENVI" and "status" in types:
+            types["status"] = np.dtype(np.uint8)  # ENVI has no signed byte
+        return types
+
+
 class ResultWriter:
     """Writes result maps for a cube block by block; publishes them atomically on success.
 
@@ -396,6 +432,9 @@ class ResultWriter:
             NaN (default) or a finite number.
         provenance: :class:`lumaxlike.Provenance` recorded in every file (tags or global
             attributes; see :func:`lumaxlike.read_provenance`); None records none.
+        layout: for maps other than the inversion's (e.g. `lumaxlike unmix`'s), a
+            :class:`FieldLayout`: their names, attributes, types and bands; GeoTIFF and
+            ENVI only. None: the inversion's maps.
 
     Raises:
         ValueError: unknown extension or field.
@@ -404,23 +443,30 @@ class ResultWriter:
     """
 
     def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
-                 chunk_rows: int | None = None, nodata: float = np.nan, provenance=None):
+                 chunk_rows: int | None = None, nodata: float = np.nan, provenance=None,
+                 layout: FieldLayout | None = None):
         self.out = Path(out)
         self.provenance = provenance
         self.format = output_format(self.out)
         self.fields = tuple(fields)
-        unknown = [f for f in self.fields if f not in RESULT_FIELDS]
-        if unknown or "w" not in self.fields:
-            raise ValueError(f"fields must include 'w' and be among {RESULT_FIELDS}, got {self.fields}")
+        known, main = (RESULT_FIELDS, "w") if layout is None else (tuple(layout.attrs), layout.main)
+        unknown = [f for f in self.fields if f not in known]
+        if unknown or main not in self.fields:
+            raise ValueError(f"fields must include {main!r} and be among {known}, got {self.fields}")
+        if layout is not None and self.format not in ("GTiff", "ENVI"):
+            raise ValueError(f"output {self.out}: these maps are written as GeoTIFF (.tif) or ENVI (.img), "
+                             f"not {self.format}")
+        self.layout = layout
         self.like = like
-        self.dtypes = _field_dtypes(like.dtype, self.format)
+        self._likes = {field: like if layout is None else layout.like(field, like) for field in self.fields}
+        self.dtypes = _field_dtypes(like.dtype, self.format) if layout is None else layout.dtypes(like.dtype, self.format)
         self.chunk_rows = int(chunk_rows or like.grid.height)
         self.nodata = float(nodata)
         if np.isinf(self.nodata):
             raise ValueError(f"nodata must be NaN or a finite number, got {nodata!r}")
-        self.paths = result_paths(self.out, self.fields)
-        self._atomic = AtomicOutputs(output_files(self.out, self.fields), overwrite=overwrite,
-                                     companions=output_files(self.out))
+        self.paths = result_paths(self.out, self.fields, main)
+        self._atomic = AtomicOutputs(output_files(self.out, self.fields, main), overwrite=overwrite,
+                                     companions=output_files(self.out, known, main))
         self._stack = contextlib.ExitStack()
         self._rasters: dict[str, _RasterSink] = {}
         self._dataset = None
@@ -432,7 +478,8 @@ class ResultWriter:
                 self._stack.enter_context(rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_PAM_ENABLED="NO"))
                 for field in self.fields:
                     sink = _RasterSink(temporary[self.paths[field]], self.paths[field].name, self.format,
-                                       field, self.like, self.dtypes[field], self.nodata, self.provenance)
+                                       field, self._likes[field], self.dtypes[field], self.nodata,
+                                       self.provenance, None if self.layout is None else self.layout.attrs[field])
                     self._rasters[field] = sink
                     self._stack.callback(sink.close)
             elif self.format == "netCDF":
@@ -457,8 +504,8 @@ class ResultWriter:
         missing = [f for f in self.fields if f not in block]
         if missing:
             raise ValueError(f"block lacks the result maps {missing}")
-        expected = (rows.stop - rows.start, self.like.grid.width, self.like.bands)
         for field in self.fields:
+            expected = (rows.stop - rows.start, self.like.grid.width, self._likes[field].bands)
             if np.shape(block[field]) != expected:
                 raise ValueError(f"block {field} has shape {np.shape(block[field])}, expected {expected}")
         values = {field: self._encode(field, block[field]) for field in self.fields}
