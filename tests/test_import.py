@@ -23,6 +23,7 @@ PUBLIC = {
     "SpectralLibrary", "read_spectral_library",
     "PhotometricFunction", "reflectance",
     "Endmembers", "UnmixResult", "unmix",
+    "unmix_dataarray", "unmix_file",
 }  # fmt: skip
 
 
