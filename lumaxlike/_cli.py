@@ -489,12 +489,13 @@ OUT_residual (GeoTIFF or ENVI), each recording how it was made.
 """
 
 UNMIX_EPILOG = """\
-example (on the files `lumaxlike demo` writes into lumaxlike-demo/):
-  lumaxlike unmix lumaxlike-demo/mixture.tif --geometry lumaxlike-demo/obs.tif \\
+example (on the files `lumaxlike demo` writes into lumaxlike-demo/; its library is sampled
+at the cube's band centres, so --fwhm 0.001 takes each sample as is):
+  lumaxlike unmix lumaxlike-demo/reflectance.tif --geometry lumaxlike-demo/obs.tif \\
       --dtm lumaxlike-demo/dtm.tif --units r --endmembers lumaxlike-demo/minerals.csv \\
-      --library-incidence 30 --library-emission 0 --density 3.3,3.2,2.6 \\
-      --grain-size 60 --b 0.2 --c 0.4 --roughness-deg 20 --hs 0.06 --bs0 1 --hc 0.05 \\
-      --bc0 0.5 --route two_step --out abundances.tif
+      --library-incidence 30 --library-emission 0 --density 2.71,3.96,2.65,2.32,2.6 \\
+      --grain-size 60,40,80,50,70 --fwhm 0.001 --b 0.2 --c 0.4 --roughness-deg 20 \\
+      --hs 0.06 --bs0 1 --hc 0.05 --bc0 0.5 --route two_step --out abundances.tif
 """
 
 
