@@ -29,4 +29,5 @@ from ._demo.library import LIBRARY_GEOMETRY_DEG as LIBRARY_GEOMETRY_DEG
 from ._demo.library import write_mineral_library as write_mineral_library
 from ._demo.scene import Scene as Scene, SceneConfig as SceneConfig, make_scene as make_scene
 
-__all__ = ["Scene", "SceneConfig", "demo_hapke_params", "make_scene", "simulate_reflectance", "write_mineral_library"]
+__all__ = ["LIBRARY_GEOMETRY_DEG", "Scene", "SceneConfig", "demo_hapke_params", "make_scene", "simulate_reflectance",
+           "write_mineral_library"]
