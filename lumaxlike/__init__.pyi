@@ -36,6 +36,8 @@ from ._io.file_normalization import normalize_file as normalize_file
 from ._params import HapkeParams as HapkeParams, porosity_k_from_filling_factor as porosity_k_from_filling_factor
 from ._provenance import Provenance as Provenance, read_provenance as read_provenance
 from ._xarray import invert_dataarray as invert_dataarray, normalize_dataarray as normalize_dataarray
+from ._xarray import unmix_dataarray as unmix_dataarray
+from ._io.file_unmixing import unmix_file as unmix_file
 from ._unmix import Endmembers as Endmembers, UnmixResult as UnmixResult, unmix as unmix
 from . import demo as demo
 from ._model.model_forward import reflectance as reflectance

@@ -1,4 +1,5 @@
-"""The ``lumaxlike`` command line: ``invert``, ``normalize``, ``fit``, ``demo`` and ``profile`` subcommands.
+"""The ``lumaxlike`` command line: ``invert``, ``normalize``, ``fit``, ``unmix``, ``demo`` and ``profile``
+subcommands.
 
 Exit codes: 0 success; 2 bad arguments or input (a one-line message on stderr naming the
 file or argument); 1 unexpected failure (message and traceback on stderr; one line when a
@@ -174,6 +175,40 @@ def add_parallel_options(parser: argparse.ArgumentParser) -> None:
                        "(default: none)")
 
 
+def _hapke_model_choices() -> dict:
+    """{HapkeParams configuration field: its choices} of --model, --h-function, --phase."""
+    from ._model.family import H_FUNCTIONS, MULTIPLE_SCATTERING, PHASE_FUNCTIONS
+
+    return {"multiple_scattering": MULTIPLE_SCATTERING, "h_function": H_FUNCTIONS, "phase_function": PHASE_FUNCTIONS}
+
+
+def add_model_options(parser: argparse.ArgumentParser, recorded: str = "") -> None:
+    """The model options (--model, --h-function, --phase, the Hapke and photometric
+    parameters) of a subcommand; ``recorded``: text appended to each default."""
+    from ._model.family import DEFAULT_KEY
+    from ._model.photometric import DEFAULTS as PHOTOMETRIC_DEFAULTS, KINDS
+
+    model_choices = _hapke_model_choices()
+
+    PHOTOMETRIC_KINDS = tuple(KINDS)
+
+    for flag, field, text in MODEL_OPTIONS:
+        photometric = PHOTOMETRIC_KINDS if flag == "--model" else ()
+        text += ("; or an empirical photometric function, r = A pht/pi, inverted in closed form "
+                 "for its albedo A: lambert, lommel_seeliger, lunar_lambert, minnaert, shkuratov"
+                 if photometric else "")
+        parser.add_argument(flag, choices=tuple(model_choices[field]) + photometric,
+                            help=f"{text} (default {getattr(DEFAULT_KEY, field)}{recorded})")
+    for flag, _, default, text in HAPKE_OPTIONS:
+        parser.add_argument(flag, type=_number_list, metavar="VALUE[,...]",
+                            help=f"{text}; one value, or one per band (default {default:g}"
+                            f"{recorded})")
+    for flag, _, text in PHOTOMETRIC_OPTIONS:
+        default = PHOTOMETRIC_DEFAULTS[_PHOTOMETRIC_FIELD[flag]]
+        parser.add_argument(flag, type=_number_list, metavar="VALUE[,...]",
+                            help=f"{text}; one value, or one per band (default {default:g}{recorded})")
+
+
 def quiet_cluster_logs(args) -> None:
     """When ``args`` (see :func:`add_parallel_options`) ask for a cluster: dask.distributed
     logs nothing more on stderr (the command's own line says what happened, a failure of
@@ -242,29 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "always float64; jax: optimistix Levenberg-Marquardt on the CPU or a "
                         f"GPU, in the cube's precision (float32 cubes in float32) "
                         f"(default {DEFAULT_SOLVER}{recorded})")
-    from ._model.family import DEFAULT_KEY, H_FUNCTIONS, MULTIPLE_SCATTERING, PHASE_FUNCTIONS
-
-    model_choices = {"multiple_scattering": MULTIPLE_SCATTERING, "h_function": H_FUNCTIONS,
-                     "phase_function": PHASE_FUNCTIONS}
-    from ._model.photometric import DEFAULTS as PHOTOMETRIC_DEFAULTS, KINDS
-
-    PHOTOMETRIC_KINDS = tuple(KINDS)
-
-    for flag, field, text in MODEL_OPTIONS:
-        photometric = PHOTOMETRIC_KINDS if flag == "--model" else ()
-        text += ("; or an empirical photometric function, r = A pht/pi, inverted in closed form "
-                 "for its albedo A: lambert, lommel_seeliger, lunar_lambert, minnaert, shkuratov"
-                 if photometric else "")
-        invert.add_argument(flag, choices=tuple(model_choices[field]) + photometric,
-                            help=f"{text} (default {getattr(DEFAULT_KEY, field)}{recorded})")
-    for flag, _, default, text in HAPKE_OPTIONS:
-        invert.add_argument(flag, type=_number_list, metavar="VALUE[,...]",
-                            help=f"{text}; one value, or one per band (default {default:g}"
-                            f"{recorded})")
-    for flag, _, text in PHOTOMETRIC_OPTIONS:
-        default = PHOTOMETRIC_DEFAULTS[_PHOTOMETRIC_FIELD[flag]]
-        invert.add_argument(flag, type=_number_list, metavar="VALUE[,...]",
-                            help=f"{text}; one value, or one per band (default {default:g}{recorded})")
+    add_model_options(invert, recorded)
     invert.add_argument("--tol", type=_positive_float, metavar="VALUE",
                         help="convergence tolerance on the solver's step in w [-] (default 1e-10 "
                         f"for float64 cubes, 1e-5 for float32 ones{recorded})")
@@ -283,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="progress bar on stderr (default: when stderr is a terminal)")
     invert.set_defaults(handler=_run_invert)
     _add_normalize_parser(commands, invert, formatter)
-    _add_fit_parser(commands, model_choices)
+    _add_fit_parser(commands)
+    add_unmix_parser(commands, formatter)
 
     # demo and profile parse their own arguments (see PASS_THROUGH); listed here for --help.
     commands.add_parser("demo", help="run the end-to-end demo (see `lumaxlike demo --help`)")
@@ -432,7 +446,7 @@ def _name_list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
-def _add_fit_parser(commands, model_choices) -> None:
+def _add_fit_parser(commands) -> None:
     from ._inverse.invert import DEFAULT_MAX_ITER
     from ._model.family import DEFAULT_KEY
     from ._params import PARAMETER_NAMES
@@ -457,6 +471,7 @@ def _add_fit_parser(commands, model_choices) -> None:
                      help="DTM on the cubes' grid (heights [m]) for local slopes (default: flat)")
     fit.add_argument("--solver", choices=("numba", "jax"), default=DEFAULT_SOLVER,
                      help=f"numba (CPU threads, float64) or jax (CPU or GPU) (default {DEFAULT_SOLVER})")
+    model_choices = _hapke_model_choices()
     for flag, field, text in MODEL_OPTIONS:
         fit.add_argument(flag, choices=tuple(model_choices[field]),
                          help=f"{text} (default {getattr(DEFAULT_KEY, field)})")
@@ -689,6 +704,145 @@ def _run_invert(args) -> int:
     print(f"lumaxlike invert: {args.cube} ({settings['units']}) -> {args.out}, solver "
           f"{settings['solver']}: {summary.describe()}", file=sys.stderr)
     return EXIT_OK
+
+
+UNMIX_DESCRIPTION = """\
+Unmix a reflectance cube into mass-fraction maps of an intimate mixture of endmembers
+(Hapke's mixing rule: the mixture's single-scattering albedo is the cross-section-weighted
+mean of the endmembers'), streaming it by blocks of rows.
+
+The endmembers' albedo spectra come from laboratory spectra (--endmembers: CSV, USGS
+splib07 or RELAB files), resampled to the cube's bands (its wavelengths, or --wavelengths)
+and inverted at their measurement geometry with the same model. Writes OUT (one band per
+endmember), OUT_sigma (their 1-sigma uncertainty), OUT_status, OUT_iterations and
+OUT_residual (GeoTIFF or ENVI), each recording how it was made.
+"""
+
+UNMIX_EPILOG = """\
+example (on the files `lumaxlike demo` writes into lumaxlike-demo/; its library is sampled
+at the cube's band centres, so --fwhm 0.001 takes each sample as is):
+  lumaxlike unmix lumaxlike-demo/reflectance.tif --geometry lumaxlike-demo/obs.tif \\
+      --dtm lumaxlike-demo/dtm.tif --units r --endmembers lumaxlike-demo/minerals.csv \\
+      --library-incidence 30 --library-emission 0 --density 2.71,3.96,2.65,2.32,2.6 \\
+      --grain-size 60,40,80,50,70 --fwhm 0.001 --b 0.2 --c 0.4 --roughness-deg 20 \\
+      --hs 0.06 --bs0 1 --hc 0.05 --bc0 0.5 --route two_step --out abundances.tif
+"""
+
+
+def add_unmix_parser(commands, formatter) -> None:
+    """The ``unmix`` subcommand."""
+    unmix = commands.add_parser(
+        "unmix", help="unmix a reflectance cube file into mass-fraction maps", allow_abbrev=False,
+        formatter_class=formatter, description=UNMIX_DESCRIPTION, epilog=UNMIX_EPILOG,
+    )
+    unmix.add_argument("cube", type=Path, metavar="CUBE", help="reflectance cube file (required)")
+    unmix.add_argument("--out", type=Path, required=True, metavar="OUT",
+                       help="output: .tif/.tiff GeoTIFF or .img/.envi/.hdr ENVI (required)")
+    unmix.add_argument("--geometry", type=Path, required=True, metavar="OBS",
+                       help="geometry backplane on the cube's grid, as for `lumaxlike invert` (required)")
+    unmix.add_argument("--surface", choices=("auto", "local", "ellipsoid"), default="auto",
+                       help="which angles to use, as for `lumaxlike invert` (default auto)")
+    unmix.add_argument("--dtm", type=Path, metavar="DTM",
+                       help="DTM on the cube's grid for local slopes (default: a flat surface)")
+    unmix.add_argument("--units", choices=("r", "radf", "reff"), required=True,
+                       help="what the cube holds, as for `lumaxlike invert` (required)")
+    unmix.add_argument("--endmembers", type=Path, nargs="+", required=True, metavar="LIB",
+                       help="laboratory reflectance spectra of the endmembers: CSV files (a "
+                       "wavelength column naming its unit, one column per spectrum), USGS splib07 "
+                       "or RELAB spectrum files (required)")
+    unmix.add_argument("--library-format", choices=("csv", "splib07", "relab"),
+                       help="format of the --endmembers files (default: from each file)")
+    unmix.add_argument("--library-units", choices=("r", "radf", "reff"), default="reff",
+                       help="what the library files hold (default reff, as splib07 and RELAB)")
+    unmix.add_argument("--library-incidence", type=_number_list, metavar="DEG[,...]",
+                       help="incidence angle of the library's measurements [deg], one or one per "
+                       "spectrum (required unless every file is RELAB: 30)")
+    unmix.add_argument("--library-emission", type=_number_list, metavar="DEG[,...]",
+                       help="emission angle of the library's measurements [deg] (required unless "
+                       "every file is RELAB: 0)")
+    unmix.add_argument("--library-azimuth", type=_number_list, default=[0.0], metavar="DEG[,...]",
+                       help="azimuth of the observer relative to the source in the library's "
+                       "measurements [deg] (default 0)")
+    unmix.add_argument("--density", type=_number_list, required=True, metavar="G_CM3[,...]",
+                       help="solid density of each endmember [g/cm^3], one or one per endmember (required)")
+    unmix.add_argument("--grain-size", type=_number_list, required=True, metavar="UM[,...]",
+                       help="grain size of each endmember [um], one or one per endmember (required)")
+    unmix.add_argument("--extinction-efficiency", type=_number_list, metavar="Q[,...]",
+                       help="extinction efficiency of each endmember [-] (default 1)")
+    unmix.add_argument("--wavelengths", type=_number_list, metavar="UM,...",
+                       help="the cube's band centres [um] (default: read from the cube)")
+    unmix.add_argument("--fwhm", type=_number_list, metavar="UM[,...]",
+                       help="the cube's band widths [um] (default: the band spacing)")
+    unmix.add_argument("--route", choices=("one_step", "two_step"), default="one_step",
+                       help="one_step: Levenberg-Marquardt in reflectance space (weights the noise "
+                       "correctly); two_step: invert to w, then constrained least squares in w "
+                       "(faster) (default one_step)")
+    unmix.add_argument("--no-sum-to-one", dest="sum_to_one", action="store_false",
+                       help="let the fractions sum to less than one: fit an unmodelled, perfectly "
+                       "absorbing remainder (default: they sum to one)")
+    unmix.add_argument("--solver", choices=("numba", "jax"), default=DEFAULT_SOLVER,
+                       help=f"solver, as for `lumaxlike invert` (default {DEFAULT_SOLVER})")
+    add_model_options(unmix)
+    unmix.add_argument("--tol", type=_positive_float, metavar="VALUE",
+                       help="convergence tolerance on the step of every cross-section fraction "
+                       "(default 1e-10)")
+    unmix.add_argument("--max-iter", type=_positive_int, metavar="N",
+                       help="solver iterations per pixel at most")
+    unmix.add_argument("--sigma", type=_positive_float, metavar="VALUE",
+                       help="standard uncertainty of the cube's values in --units (r or radf): "
+                       "weights the bands and scales the sigma map (default: scaled by the "
+                       "residual variance)")
+    unmix.add_argument("--chunk", type=_positive_int, metavar="ROWS",
+                       help="rows per block (default: about 32 MiB of reflectance)")
+    add_parallel_options(unmix)
+    unmix.add_argument("--overwrite", action="store_true", help="replace existing outputs (default: refuse)")
+    unmix.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="progress bar on stderr (default: when stderr is a terminal)")
+    unmix.set_defaults(handler=_run_unmix)
+
+
+def _run_unmix(args) -> int:
+    from ._io.file_unmixing import cube_wavelengths_um, unmix_file
+    from ._io.raster import CubeReader
+    from ._io.spectral_library import read_spectral_library
+    from ._params import HapkeParams
+    from ._unmix.endmembers import Endmembers
+
+    with CubeReader(args.cube) as cube:
+        info = cube.info
+    params = _model_params(args, info.bands, None)
+    if not isinstance(params[0], HapkeParams) or not _same_params(params):
+        raise ValueError("unmix takes one set of Hapke parameters for every band (no per-band "
+                         "values, no empirical photometric function)")
+    wavelengths = cube_wavelengths_um(info, args.wavelengths)
+    library = read_spectral_library(
+        args.endmembers, args.library_format, units=args.library_units,
+        incidence=_scalar_or_list(args.library_incidence), emission=_scalar_or_list(args.library_emission),
+        azimuth=_scalar_or_list(args.library_azimuth),
+    )  # fmt: skip
+    endmembers = Endmembers.from_library(
+        library, params[0], density=args.density, grain_size=args.grain_size, wavelengths=wavelengths,
+        fwhm=_scalar_or_list(args.fwhm), extinction_efficiency=_scalar_or_list(args.extinction_efficiency),
+        solver=args.solver,
+    )  # fmt: skip
+    quiet_cluster_logs(args)
+    summary = unmix_file(
+        args.cube, args.out, geometry=args.geometry, endmembers=endmembers, params=params[0],
+        solver=args.solver, units=args.units, route=args.route, sum_to_one=args.sum_to_one, dtm=args.dtm,
+        chunk_rows=args.chunk, overwrite=args.overwrite, progress=args.progress, sigma=args.sigma,
+        workers=args.workers, scheduler=args.scheduler, max_iter=args.max_iter, tol=args.tol,
+        command=args.command_line, surface=args.surface,
+    )  # fmt: skip
+    print(f"lumaxlike unmix: {args.cube} ({args.units}) -> {args.out}, {args.route} route, solver "
+          f"{args.solver}: {summary.describe()}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _scalar_or_list(values):
+    """A number list option: None, one value (a scalar) or the list."""
+    if values is None:
+        return None
+    return values[0] if len(values) == 1 else values
 
 
 def _run_demo(argv: list[str]) -> int:

@@ -48,7 +48,7 @@ from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to
 from ._io.writers import FIELD_ATTRS, RESULT_FIELDS
 from ._provenance import make_provenance, python_call
 
-__all__ = ["SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray", "normalize_dataarray"]
+__all__ = ["SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray", "normalize_dataarray", "unmix_dataarray"]
 
 SPECTRAL_DIMS = ("band", "wavelength")
 """Names recognised as the spectral dim of a reflectance DataArray."""
@@ -563,3 +563,115 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     attrs = _result_attrs(refl.attrs, provenance)
     attrs["lumaxlike_fit_free"] = json.dumps(list(free))
     return xr.Dataset(variables, attrs=attrs)
+
+
+# ------------------------------------------------------------------------ unmixing
+
+
+def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, options, sigma):
+    """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> fractions, sigma
+    (..., endmembers), status, iterations, residual (...)."""
+    from ._io.file_unmixing import unmix_block
+
+    pixels = refl.shape[:-1]
+    to_sun, to_sensor, normal = (np.broadcast_to(v, pixels + (3,)) for v in (to_sun, to_sensor, normal))
+    if options.num_threads is None and options.solver == "numba" and _in_worker_thread():
+        options = dataclasses.replace(options, num_threads=1)
+    r = to_bidirectional_reflectance(np.asarray(refl, np.float64), units, to_sun, normal)
+    fields = unmix_block(r, to_sun, to_sensor, normal, endmembers, params, options,
+                         refl_sigma=uncertainty_to_r(sigma, units, to_sun, normal, np.float64))
+    return (fields["fractions"], fields["sigma"], fields["status"][..., 0], fields["iterations"][..., 0],
+            fields["residual"][..., 0])
+
+
+def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: str = "jax", *, units: str,
+                    route: str = "one_step", sum_to_one: bool = True, spectral_dim: str | None = None,
+                    refl_sigma: float | None = None, max_iter: int | None = None, tol: float | None = None,
+                    num_threads: int | None = None) -> xr.Dataset:
+    """Mass fractions of an intimate mixture per pixel (`lumaxlike.unmix`), chunk by chunk.
+
+    Args:
+        refl, geometry, units, spectral_dim, num_threads: as for :func:`invert_dataarray`.
+        endmembers: `lumaxlike.Endmembers` on ``refl``'s bands.
+        params: one `lumaxlike.HapkeParams` (the mixture's).
+        solver, route, sum_to_one, max_iter, tol: as for `lumaxlike.unmix`.
+        refl_sigma: standard uncertainty of ``refl`` in ``units`` ("r" or "radf"), one
+            number: weights the bands and scales the covariance (see `lumaxlike.unmix`).
+
+    Returns:
+        Dataset with ``fractions`` (mass fractions [-]) and ``sigma`` (their 1-sigma
+        uncertainty [-]), each with ``refl``'s pixel dims and a last dim ``endmember``
+        (coordinate: the endmembers' names), and ``status`` (int8 `lumaxlike.Status`),
+        ``iterations`` (int32) and ``residual`` (the route's residual norm), each with
+        ``refl``'s pixel dims; lazy (dask) when ``refl`` is, chunked as its pixels.
+        The attrs record how it was made, as for :func:`invert_dataarray`.
+
+    Raises:
+        ValueError: bad argument (names it), misaligned geometry.
+    """
+    from ._io.file_unmixing import UnmixOptions, unmix_layout
+    from ._params import HapkeParams
+    from ._unmix.endmembers import Endmembers
+    from ._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels as unmix_chunk_pixels
+
+    if not isinstance(refl, xr.DataArray):
+        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
+    check_units(units)
+    if not isinstance(endmembers, Endmembers):
+        raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be one lumaxlike.HapkeParams, got {type(params).__name__}")
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+    if refl_sigma is not None and not (isinstance(refl_sigma, (int, float)) and refl_sigma > 0):
+        raise ValueError(f"refl_sigma must be a positive number, got {refl_sigma!r}")
+    if refl_sigma is not None and units == "reff":
+        raise ValueError("refl_sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
+                         "with cos i per pixel); give refl as r or radf")
+    spec = _spectral_dim(refl, spectral_dim)
+    if refl.sizes[spec] != endmembers.n_bands:
+        raise ValueError(f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}")
+    pixel_dims = [dim for dim in refl.dims if dim != spec]
+    to_sun, to_sensor, normal = _geometry_vectors(geometry, pixel_dims)
+    try:
+        xr.align(refl, to_sun, to_sensor, normal, join="exact")
+    except ValueError as error:
+        raise ValueError(f"geometry is not aligned with refl: {error}") from None
+    if refl.chunks is not None and len(refl.chunksizes[spec]) > 1:
+        refl = refl.chunk({spec: -1})
+    vectors = [v.chunk({_VECTOR_DIM: -1}) if v.chunks is not None else v for v in (to_sun, to_sensor, normal)]
+    refl, *vectors = xr.unify_chunks(refl, *vectors)
+    chunk = min(_largest_chunk_pixels(refl, pixel_dims), unmix_chunk_pixels(refl.sizes[spec], endmembers.n_endmembers))
+    options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads)
+
+    n_end = endmembers.n_endmembers
+    outputs = xr.apply_ufunc(
+        _unmix_chunk, refl, *vectors,
+        input_core_dims=[[spec], [_VECTOR_DIM], [_VECTOR_DIM], [_VECTOR_DIM]],
+        output_core_dims=[["endmember"], ["endmember"], [], [], []],
+        dask="parallelized",
+        output_dtypes=[np.float64, np.float64, np.int8, np.int32, np.float64],
+        dask_gufunc_kwargs={"output_sizes": {"endmember": n_end}},
+        kwargs={"units": units, "endmembers": endmembers, "params": params, "options": options, "sigma": refl_sigma},
+        keep_attrs="override",
+    )
+    layout = unmix_layout(endmembers.names)
+    variables = {}
+    for field, output in zip(("fractions", "sigma", "status", "iterations", "residual"), outputs):
+        attrs = dict(layout.attrs[field])
+        if "spatial_ref" in refl.coords:
+            attrs["grid_mapping"] = "spatial_ref"
+        if "crs" in refl.attrs:
+            attrs["crs"] = refl.attrs["crs"]
+        output.attrs = attrs
+        variables[field] = output
+    provenance = make_provenance(
+        params=[params] * refl.sizes[spec], units=units, solver=solver, tol=DEFAULT_TOLERANCE if tol is None else tol,
+        max_iter=max_iter, refl_sigma=refl_sigma, dtype=np.float64, cube=refl.encoding.get("source"),
+        geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
+        command=python_call("unmix_dataarray", refl, geometry, endmembers.names, params, solver, units=units,
+                            route=route, sum_to_one=sum_to_one, spectral_dim=spectral_dim, refl_sigma=refl_sigma,
+                            max_iter=max_iter, tol=tol, num_threads=num_threads),
+    )  # fmt: skip
+    dataset = xr.Dataset(variables, attrs=_result_attrs(refl.attrs, provenance))
+    return dataset.assign_coords(endmember=("endmember", list(endmembers.names)))

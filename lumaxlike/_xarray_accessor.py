@@ -42,6 +42,13 @@ class HapkeAccessor:
 
         return fit_dataarray(self._data_array, geometry, params, free, solver, **kwargs)
 
+    def unmix(self, geometry, endmembers, params, solver: str = "jax", **kwargs) -> xr.Dataset:
+        """``unmix_dataarray(self, geometry, endmembers, params, solver, **kwargs)``: mass
+        fractions per pixel (`lumaxlike.unmix`); see ``lumaxlike._xarray.unmix_dataarray``."""
+        from ._xarray import unmix_dataarray
+
+        return unmix_dataarray(self._data_array, geometry, endmembers, params, solver, **kwargs)
+
 
 def register(xarray_module) -> None:
     """Register `HapkeAccessor` as ``DataArray.hapke`` on the imported `xarray_module`."""

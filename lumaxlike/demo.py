@@ -14,12 +14,20 @@ push-broom sensor looking down across its track. Everything is a pure function o
     result = lumaxlike.invert(r, scene.to_sun, scene.to_sensor, scene.normal,
                               demo_hapke_params(), solver="numba")
 
+The scene is an intimate mixture of the minerals with known mass fractions
+(``scene.abundance``; ``scene.endmembers`` for `lumaxlike.unmix`), and
+``write_mineral_library(path, scene)`` writes the minerals' laboratory spectra as a
+library CSV (at ``LIBRARY_GEOMETRY_DEG``) for `lumaxlike.read_spectral_library`.
+
 ``lumaxlike demo`` writes the same scene to files (GeoTIFF, ENVI and netCDF) and inverts
 them with the command line.
 """
 
 from ._demo.forward import demo_hapke_params as demo_hapke_params
 from ._demo.forward import simulate_reflectance as simulate_reflectance
+from ._demo.library import LIBRARY_GEOMETRY_DEG as LIBRARY_GEOMETRY_DEG
+from ._demo.library import write_mineral_library as write_mineral_library
 from ._demo.scene import Scene as Scene, SceneConfig as SceneConfig, make_scene as make_scene
 
-__all__ = ["Scene", "SceneConfig", "demo_hapke_params", "make_scene", "simulate_reflectance"]
+__all__ = ["LIBRARY_GEOMETRY_DEG", "Scene", "SceneConfig", "demo_hapke_params", "make_scene", "simulate_reflectance",
+           "write_mineral_library"]

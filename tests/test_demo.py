@@ -60,13 +60,18 @@ def test_scene_is_a_pure_function_of_its_config():
     assert not np.array_equal(first.w, make_scene(SceneConfig(size=20, seed=4)).w)
 
 
-def test_scene_mixes_w_linearly_strictly_inside_zero_one():
+def test_scene_is_an_intimate_mixture_strictly_inside_zero_one():
     scene = make_scene(SceneConfig(size=32))
     assert scene.w.shape == (32, 32, 51)
     assert np.all((scene.w > 0) & (scene.w < 1))
     np.testing.assert_allclose(scene.abundance.sum(axis=-1), 1.0, rtol=1e-12)
     assert np.all(scene.abundance >= 0)
-    np.testing.assert_allclose(scene.w, np.einsum("yxm,mb->yxb", scene.abundance, scene.endmember_w))
+    # Hapke's mixing rule: weights M_j / (rho_j D_j), normalised per pixel
+    weights = scene.abundance / (scene.density * scene.grain_size_um)
+    cross_section = weights / weights.sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(scene.cross_section, cross_section, rtol=1e-13)
+    np.testing.assert_allclose(scene.w, np.einsum("yxm,mb->yxb", cross_section, scene.endmember_w), rtol=1e-13)
+    assert scene.endmembers.names == scene.mineral_names
     # patches: every mineral dominates somewhere
     assert set(np.unique(np.argmax(scene.abundance, axis=-1))) == set(range(len(scene.mineral_names)))
 
@@ -150,18 +155,25 @@ def test_demo_end_to_end_recovers_the_true_w(tmp_path, capsys):
     workdir = tmp_path / "demo"
     assert run_demo(["--workdir", str(workdir), "--size", "24"]) == 0
     printed = capsys.readouterr().out
-    truth = make_scene(SceneConfig(size=24)).w
+    scene = make_scene(SceneConfig(size=24))
+    truth = scene.w
     for solver in ("jax", "numba"):
         assert f"{solver}: converged 100.00 %" in printed
         out = workdir / f"w_{solver}.tif"
         np.testing.assert_array_equal(read_raster(result_paths(out)["status"]), Status.CONVERGED)
         np.testing.assert_allclose(read_raster(out), truth, rtol=0, atol=1e-6)
     for name in ("reflectance.tif", "reflectance.img", "reflectance.hdr", "obs.tif", "dtm.tif", "w_true.tif",
-                 "reflectance.nc", "obs.nc", "w_true.nc"):
+                 "reflectance.nc", "obs.nc", "w_true.nc", "minerals.csv"):
         assert (workdir / name).stat().st_size > 0
-    figure = workdir / "demo.png"
-    assert figure.stat().st_size > 10_000
-    assert figure.read_bytes().startswith(PNG_SIGNATURE)
+    # the intimate mixture's mass fractions, recovered by `lumaxlike unmix` (noise-free)
+    assert "unmix: converged 100.00 % of pixels" in printed
+    abundances = workdir / "abundances.tif"
+    np.testing.assert_array_equal(read_raster(result_paths(abundances, ("status",), "fractions")["status"]),
+                                  Status.CONVERGED)
+    np.testing.assert_allclose(read_raster(abundances), scene.abundance, rtol=0, atol=1e-6)
+    for figure in (workdir / "demo.png", workdir / "abundances.png"):
+        assert figure.stat().st_size > 10_000
+        assert figure.read_bytes().startswith(PNG_SIGNATURE)
 
 
 def test_demo_with_noise_from_envi_input_stays_within_the_noise(tmp_path):
@@ -225,11 +237,19 @@ def test_demo_prints_its_parameters_and_commands_that_rerun_verbatim(tmp_path, m
     assert "Hapke parameters (every pixel and band): b=0.2, c=0.4, roughness=20 deg, hs=0.06, bs0=1, " \
            "hc=0.05, bc0=0.5" in printed
     commands = [line.split("running: ", 1)[1] for line in printed.splitlines() if "running: " in line]
-    assert commands == [
+    assert commands[0] == (
         "lumaxlike invert lumaxlike-demo/reflectance.tif --geometry lumaxlike-demo/obs.tif "
         "--dtm lumaxlike-demo/dtm.tif --solver numba --out lumaxlike-demo/w_numba.tif --units r "
         "--b 0.2 --c 0.4 --roughness-deg 20 --hs 0.06 --bs0 1 --hc 0.05 --bc0 0.5 --overwrite --no-progress"
-    ]
+    )
+    assert len(commands) == 2 and commands[1].startswith(
+        "lumaxlike unmix lumaxlike-demo/reflectance.tif --geometry lumaxlike-demo/obs.tif "
+        "--dtm lumaxlike-demo/dtm.tif --units r --endmembers lumaxlike-demo/minerals.csv "
+    )
+    abundances = read_raster("lumaxlike-demo/abundances.tif")
+    words = shlex.split(commands[1])
+    assert main(words[1:]) == 0  # the unmix command reruns verbatim too
+    np.testing.assert_array_equal(read_raster("lumaxlike-demo/abundances.tif"), abundances)
     first = read_raster("lumaxlike-demo/w_numba.tif")
     words = shlex.split(commands[0])
     assert words[0] == "lumaxlike" and main(words[1:]) == 0  # pasted into a shell, from the same folder

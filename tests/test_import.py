@@ -25,6 +25,7 @@ PUBLIC = {
     "Endmembers", "UnmixResult", "unmix",
     "normalize", "NormalizationResult", "normalize_dataarray", "normalize_file",
     "GoniometerTable", "read_goniometer_table",
+    "unmix_dataarray", "unmix_file",
 }  # fmt: skip
 
 

@@ -26,6 +26,7 @@ def test_notebooks_found():
         "02_inverting_a_cube.ipynb",
         "03_memory_on_large_images.ipynb",
         "04_fitting_several_parameters.ipynb",
+        "05_mineral_abundances.ipynb",
     ]
 
 

@@ -1,10 +1,15 @@
 """`unmix`: intimate-mixture unmixing by both routes and both solvers.
 
-Shapes are kept to one (pixels, bands, endmembers) for the JAX solver (one compile per
-route); the numba kernels take any library size without recompiling.
+Shapes are kept to one (pixels, bands, endmembers) for the JAX solver (one compile of its
+one-step programme); the numba kernels take any library size without recompiling. The
+two-step route with solver="jax" is `invert(solver="jax")` followed by the same numba
+w-space step as with solver="numba": it is checked as that composition
+(`test_two_step_jax_is_jax_invert_then_the_numba_step`), JAX invert itself being checked
+against numba in test_invert.py, rather than by compiling a JAX inversion here.
 """
 
 import functools
+import importlib
 
 import numpy as np
 import pytest
@@ -59,6 +64,9 @@ def scene(endmembers, n_pixels, seed, absent=0):
     return geometry, mass, lumaxlike.amsa(w, *geometry, PARAMS, backend="numba")
 
 
+# (solver, route) pairs that run for real here; ("jax", "two_step") is checked as a composition
+SOLVER_ROUTES = [("numba", "one_step"), ("jax", "one_step"), ("numba", "two_step")]
+
 # The shared case: 4 endmembers, 40 bands, 40 pixels (some with the horizon problem).
 ENDMEMBERS = library(4, 40, seed=1)
 GEOMETRY, MASS, REFL = scene(ENDMEMBERS, 40, seed=2, absent=1)
@@ -81,19 +89,38 @@ def assert_recovers(result, mass, refl):
     assert np.all(np.isnan(result.fractions[~valid]))
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("solver, route", SOLVER_ROUTES)
 def test_noise_free_mixtures_recovered(solver, route):
     assert (MASS == 0.0).any() and not np.all(np.isfinite(REFL))  # the case has both
     assert_recovers(shared_result(solver, route), MASS, REFL)
 
 
-@pytest.mark.parametrize("route", ROUTES)
-def test_solvers_agree(route):
-    numba, jax = shared_result("numba", route), shared_result("jax", route)
+def test_solvers_agree():
+    numba, jax = shared_result("numba", "one_step"), shared_result("jax", "one_step")
     np.testing.assert_array_equal(numba.status, jax.status)
     np.testing.assert_array_equal(numba.at_bound, jax.at_bound)
     np.testing.assert_allclose(numba.fractions, jax.fractions, atol=1e-8, rtol=0)
+
+
+def test_two_step_jax_is_jax_invert_then_the_numba_step(monkeypatch):
+    """solver="jax", route="two_step": `invert` runs with solver="jax" (the w it returns
+    stands in here for JAX's, which test_invert.py checks against numba's to 1e-10), and
+    the rest is the numba route's: the same fractions, statuses and covariance."""
+    unmix_module = importlib.import_module("lumaxlike._unmix.unmix")  # the module, not the function
+    real_invert, solvers = unmix_module.invert, []
+
+    def spy(*args, solver, **kwargs):
+        solvers.append(solver)
+        return real_invert(*args, solver="numba", **kwargs)
+
+    monkeypatch.setattr(unmix_module, "invert", spy)
+    result = lumaxlike.unmix(REFL, *GEOMETRY, ENDMEMBERS, PARAMS, "jax", route="two_step")
+    assert solvers == ["jax"]
+    assert_recovers(result, MASS, REFL)
+    numba = shared_result("numba", "two_step")
+    np.testing.assert_array_equal(result.status, numba.status)
+    np.testing.assert_array_equal(result.fractions, numba.fractions)
+    np.testing.assert_array_equal(result.covariance, numba.covariance)
 
 
 @pytest.mark.parametrize("n_end, n_bands", [(2, 30), (6, 200)])
@@ -173,18 +200,16 @@ def test_degenerate_library_is_undetermined(kind):
     refl = lumaxlike.amsa(np.broadcast_to(w, (40, w.shape[-1])), *geometry, PARAMS, backend="numba")
     valid = np.all(np.isfinite(refl), axis=-1)
     statuses = []
-    for solver in SOLVERS:
-        for route in ROUTES:
-            result = lumaxlike.unmix(refl, *geometry, endmembers, PARAMS, solver, route=route)
-            # never a confident split: UNDETERMINED (NaN covariance), or a variance too
-            # large for the split to mean anything
-            undetermined = result.status[valid] == Status.UNDETERMINED
-            large = np.sqrt(result.covariance[valid][:, 0, 0]) > 0.1
-            assert np.all(undetermined | large), (solver, route)
-            assert np.all(np.isnan(result.covariance[valid][undetermined]))
-            statuses.append(result.status)
-    np.testing.assert_array_equal(statuses[0], statuses[2])  # numba and jax, one-step
-    np.testing.assert_array_equal(statuses[1], statuses[3])  # two-step
+    for solver, route in SOLVER_ROUTES:
+        result = lumaxlike.unmix(refl, *geometry, endmembers, PARAMS, solver, route=route)
+        # never a confident split: UNDETERMINED (NaN covariance), or a variance too
+        # large for the split to mean anything
+        undetermined = result.status[valid] == Status.UNDETERMINED
+        large = np.sqrt(result.covariance[valid][:, 0, 0]) > 0.1
+        assert np.all(undetermined | large), (solver, route)
+        assert np.all(np.isnan(result.covariance[valid][undetermined]))
+        statuses.append(result.status)
+    np.testing.assert_array_equal(statuses[0], statuses[1])  # numba and jax, one-step
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -195,7 +220,7 @@ def test_unmodelled_dark_remainder(solver):
     w = mixed_albedo(fractions, ENDMEMBERS.albedo)
     refl = lumaxlike.amsa(np.broadcast_to(w, (40, w.shape[-1])), *geometry, PARAMS, backend="numba")
     valid = np.all(np.isfinite(refl), axis=-1)
-    for route in ROUTES:
+    for route in ROUTES if solver == "numba" else ("one_step",):  # JAX two-step: see the module docstring
         result = lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, solver, route=route, sum_to_one=False)
         assert np.all(result.status[valid] == Status.CONVERGED)
         np.testing.assert_allclose(result.remainder[valid], 0.25, atol=1e-6)
@@ -277,6 +302,32 @@ def test_endmembers_from_reflectance():
         lumaxlike.Endmembers.from_reflectance(
             bad, incidence, emission, azimuth, PARAMS, density=3.0, grain_size=50.0, names=ENDMEMBERS.names
         )
+
+
+def test_endmembers_from_library_csv(tmp_path):
+    # Known w spectra -> r at each spectrum's own measurement geometry -> a CSV on a 1 nm
+    # grid, r constant around each band centre (steps half-way between bands, ~12 sigma
+    # of the band response away), so resampling gives r at the centre to rounding.
+    centres_nm = 500.0 + 20.0 * np.arange(ENDMEMBERS.n_bands)
+    incidence, emission, azimuth = np.array([10.0, 30.0, 45.0, 60.0]), np.array([0.0, 20.0, 35.0, 5.0]), np.array([0.0, 90.0, 180.0, 30.0])
+    geometry = lumaxlike.geometry_from_angles(*np.radians([incidence, emission, azimuth]))
+    refl = lumaxlike.amsa(ENDMEMBERS.albedo, *geometry, PARAMS, backend="numba")
+    grid_nm = np.arange(centres_nm[0] - 10.0, centres_nm[-1] + 10.0)
+    band_of_sample = np.clip(np.round((grid_nm - centres_nm[0]) / 20.0).astype(int), 0, ENDMEMBERS.n_bands - 1)
+    lines = ["wavelength_nm," + ",".join(ENDMEMBERS.names)]
+    lines += [f"{float(wl)!r}," + ",".join(repr(float(v)) for v in refl[:, band]) for wl, band in zip(grid_nm, band_of_sample)]
+    path = tmp_path / "library.csv"
+    path.write_text("\n".join(lines) + "\n")
+    library = lumaxlike.read_spectral_library(path, incidence=incidence, emission=emission, azimuth=azimuth, units="r")
+    built = lumaxlike.Endmembers.from_library(
+        library, PARAMS, density=ENDMEMBERS.density, grain_size=ENDMEMBERS.grain_size,
+        wavelengths=centres_nm * 1e-3, fwhm=0.002,
+    )  # fmt: skip
+    np.testing.assert_allclose(built.albedo, ENDMEMBERS.albedo, atol=1e-8, rtol=0)
+    assert built.names == ENDMEMBERS.names
+    np.testing.assert_array_equal(built.wavelengths, centres_nm * 1e-3)
+    with pytest.raises(ValueError, match="library.csv.*does not cover band"):
+        lumaxlike.Endmembers.from_library(library, PARAMS, density=3.0, grain_size=50.0, wavelengths=[0.45, 0.6])
 
 
 @pytest.mark.parametrize(

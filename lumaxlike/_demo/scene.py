@@ -1,5 +1,10 @@
 """A synthetic but realistic scene: terrain, mineral abundances, w cube and geometry.
 
+The minerals are mixed intimately (Hapke 2012, ch. 10): per pixel, known mass fractions
+M_j become cross-section fractions f_j = M_j c_j / sum_k M_k c_k, c_j = 1 / (rho_j D_j)
+(solid density rho_j, grain size D_j), and the pixel's single-scattering albedo is
+w = sum_j f_j w_j.
+
 Every random choice comes from one seeded ``numpy.random.Generator``, so a scene is a
 pure function of its :class:`SceneConfig`.
 """
@@ -10,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .spectra import albedo_from_diffusive_reflectance, load_mineral_spectra
+from .spectra import MINERAL_DENSITY, MINERAL_GRAIN_SIZE_UM, albedo_from_diffusive_reflectance, load_mineral_spectra
 from .._geometry import direction_from_zenith_azimuth, normals_from_dtm
+from .._unmix.mixing import cross_section_fractions, cross_section_per_mass
 
 __all__ = ["SceneConfig", "Scene", "make_scene", "synthetic_dtm", "smooth_abundances"]
 
@@ -63,10 +69,15 @@ class Scene:
         wavelength_nm: band centres [nm], shape ``(bands,)``.
         mineral_names: names of the endmembers, length ``minerals``.
         endmember_w: single-scattering albedo of each mineral, shape ``(minerals, bands)``.
-        abundance: areal fraction of each mineral, shape ``(rows, cols, minerals)``,
+        density: solid density of each mineral [g/cm^3], shape ``(minerals,)``.
+        grain_size_um: grain size of each mineral [um], shape ``(minerals,)``.
+        abundance: mass fraction of each mineral, shape ``(rows, cols, minerals)``,
             non-negative and summing to 1 per pixel.
-        w: true single-scattering albedo, ``abundance @ endmember_w``,
-            shape ``(rows, cols, bands)``, strictly inside (0, 1).
+        cross_section: geometric cross-section fraction of each mineral (Hapke's
+            mixing weights), shape ``(rows, cols, minerals)``, summing to 1 per pixel.
+        w: true single-scattering albedo of the intimate mixture,
+            ``cross_section @ endmember_w``, shape ``(rows, cols, bands)``, strictly
+            inside (0, 1).
         dtm: terrain heights [m], shape ``(rows, cols)``; row 0 is the northern edge.
         to_sun_zenith_deg, to_sun_azimuth_deg: direction to the sun [deg] (azimuth
             clockwise from north), shape ``(rows, cols)``.
@@ -78,7 +89,10 @@ class Scene:
     wavelength_nm: np.ndarray
     mineral_names: tuple[str, ...]
     endmember_w: np.ndarray
+    density: np.ndarray
+    grain_size_um: np.ndarray
     abundance: np.ndarray
+    cross_section: np.ndarray
     w: np.ndarray
     dtm: np.ndarray
     to_sun_zenith_deg: np.ndarray
@@ -101,6 +115,15 @@ class Scene:
         )
 
     @property
+    def endmembers(self):
+        """The minerals as a `lumaxlike.Endmembers` (true w spectra, densities, grain
+        sizes, band centres [um]), for `lumaxlike.unmix`."""
+        from .._unmix.endmembers import Endmembers
+
+        return Endmembers(names=self.mineral_names, albedo=self.endmember_w, density=self.density,
+                          grain_size=self.grain_size_um, wavelengths=self.wavelength_nm * 1e-3)
+
+    @property
     def normal(self) -> np.ndarray:
         """Outward surface normals from the DTM, shape ``(rows, cols, 3)``."""
         return normals_from_dtm(self.dtm, self.config.pixel_size_m)
@@ -113,7 +136,7 @@ def make_scene(config: SceneConfig = SceneConfig()) -> Scene:
         config: scene parameters; the result depends on nothing else.
 
     Returns:
-        Scene with ``w`` mixed linearly from the vendored USGS spectra.
+        Scene with ``w`` an intimate mixture of the vendored USGS spectra's albedos.
     """
     rng = np.random.default_rng(config.seed)
     spectra = load_mineral_spectra()
@@ -128,13 +151,19 @@ def make_scene(config: SceneConfig = SceneConfig()) -> Scene:
     )
     shape = (config.size, config.size)
     sensor_zenith, sensor_azimuth = _pushbroom_view_angles(dtm, config)
+    density = np.array([MINERAL_DENSITY[name] for name in spectra.names])
+    grain_size = np.array([MINERAL_GRAIN_SIZE_UM[name] for name in spectra.names])
+    cross_section = cross_section_fractions(abundance, cross_section_per_mass(density, grain_size, 1.0))
     return Scene(
         config=config,
         wavelength_nm=spectra.wavelength_nm,
         mineral_names=spectra.names,
         endmember_w=endmember_w,
+        density=density,
+        grain_size_um=grain_size,
         abundance=abundance,
-        w=abundance @ endmember_w,
+        cross_section=cross_section,
+        w=cross_section @ endmember_w,
         dtm=dtm,
         to_sun_zenith_deg=np.full(shape, config.sun_zenith_deg),
         to_sun_azimuth_deg=np.full(shape, config.sun_azimuth_deg),

@@ -10,6 +10,8 @@ import numpy as np
 
 __all__ = [
     "DEMO_SPECTRA_FILE",
+    "MINERAL_DENSITY",
+    "MINERAL_GRAIN_SIZE_UM",
     "W_MARGIN",
     "MineralSpectra",
     "load_mineral_spectra",
@@ -18,6 +20,13 @@ __all__ = [
 
 #: File name of the vendored spectra, in ``lumaxlike/_demo/data/`` (see ``SOURCES.md``).
 DEMO_SPECTRA_FILE = "usgs_splib07_demo_minerals.csv"
+
+#: Solid densities of the demo's minerals [g/cm^3] (typical handbook values: Anthony et
+#: al., Handbook of Mineralogy), for the intimate-mixing rule.
+MINERAL_DENSITY = {"calcite": 2.71, "siderite": 3.96, "chlorite": 2.65, "buddingtonite": 2.32, "antigorite": 2.6}
+
+#: Grain sizes of the demo's minerals [um] (a choice: a fine sand to silt regolith).
+MINERAL_GRAIN_SIZE_UM = {"calcite": 60.0, "siderite": 40.0, "chlorite": 80.0, "buddingtonite": 50.0, "antigorite": 70.0}
 
 #: Single-scattering albedos are clipped into ``[W_MARGIN, 1 - W_MARGIN]``.
 W_MARGIN = 1e-4

@@ -34,7 +34,8 @@ from .._params import HapkeParams
 from .._provenance import PREFIX, Provenance, make_provenance, python_call
 from .._signals import interruptible, raise_if_interrupted
 from .block_inversion import check_solver
-from .file_inversion import BLOCK_TARGET_BYTES, InversionSummary, check_not_an_input, geometry_paths, progress_bar
+from .file_inversion import BLOCK_TARGET_BYTES, InversionSummary
+from .file_runs import check_not_an_input, geometry_paths, progress_bar
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned, iter_row_slices
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
@@ -185,7 +186,7 @@ def fit_files(cubes, out_path, *, geometry, params: HapkeParams, free, units, dt
                                                   chunk_rows=rows_per_block, provenance=provenance,
                                                   extra_fields=extra))
         counts = np.zeros(len(Status), np.int64)
-        bar = stack.enter_context(contextlib.closing(progress_bar(progress, info.grid.height * width, cubes[0])))
+        bar = stack.enter_context(contextlib.closing(progress_bar(progress, info.grid.height * width, f"fitting {Path(cubes[0]).name}")))
         with interruptible():
             for rows in iter_row_slices(info.grid.height, rows_per_block):
                 raise_if_interrupted()

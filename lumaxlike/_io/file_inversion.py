@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,11 +16,11 @@ from .._signals import interruptible, raise_if_interrupted
 from .block_inversion import BlockPool, SolverOptions, check_solver, per_band_params
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader, iter_row_slices
+from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from .writers import RESULT_FIELDS, ResultWriter, output_files
+from .writers import RESULT_FIELDS, ResultWriter
 
-__all__ = ["InversionSummary", "check_not_an_input", "default_chunk_rows", "geometry_paths", "invert_file",
-           "progress_bar", "stream_blocks"]
+__all__ = ["InversionSummary", "default_chunk_rows", "invert_file", "stream_blocks"]
 
 BLOCK_TARGET_BYTES = 32 * 2**20
 """Default block size: rows such that the block's reflectance in float64 is about this [bytes]."""
@@ -73,26 +71,6 @@ class InversionSummary:
             f"{self.verb} {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
             f"({self.pixels_per_second:,.0f} pixels/s); status of pixel-bands: {counts}"
         )
-
-
-def check_not_an_input(out_path, fields, inputs, main: str = "w") -> None:
-    """Refuse an output that would replace an input file or its ENVI header."""
-    protected = {}
-    for path in (Path(p) for p in inputs if p is not None):
-        for candidate in (path, path.with_suffix(".hdr")):
-            if candidate.exists():
-                protected[candidate.resolve()] = path
-    for output in output_files(out_path, fields, main):
-        if output.resolve() in protected:
-            raise ValueError(f"output {output} would replace the input file {protected[output.resolve()]}")
-
-
-def geometry_paths(geometry) -> list:
-    if isinstance(geometry, (str, Path)):
-        return [geometry]
-    if isinstance(geometry, Mapping):
-        return [v for v in geometry.values() if isinstance(v, (str, Path))]
-    return []
 
 
 def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, units,
@@ -192,12 +170,12 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
                 command=command or python_call("invert_file", cube_path, out_path, geometry=geometry,
                                                dtm=dtm, params=params, solver=solver, units=units,
                                                sigma=sigma, max_iter=max_iter, tol=tol,
-                                               surface=surface, **_parallel_call(workers, scheduler)),
+                                               surface=surface, **parallel_call(workers, scheduler)),
             )
             with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
                               chunk_rows=rows_per_block, provenance=provenance) as writer, \
                     BlockPool(workers, scheduler) as pool:
-                bar = progress_bar(progress, info.grid.height * info.grid.width, cube_path)
+                bar = progress_bar(progress, info.grid.height * info.grid.width, f"inverting {Path(cube_path).name}")
                 try:
                     with interruptible():  # the CLI's stop signals raise here at once
                         counts = stream_blocks(cube, geometry_reader, writer, pool, bar,
@@ -212,13 +190,6 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
     )
-
-
-def _parallel_call(workers, scheduler) -> dict:
-    """``workers``/``scheduler`` for the recorded call, when not the defaults (the maps
-    do not depend on them; the record says where the run ran)."""
-    return {name: value for name, value, default in
-            (("workers", workers, 1), ("scheduler", scheduler, None)) if value != default}
 
 
 def stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma,
@@ -250,11 +221,3 @@ def stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, u
     while len(pool):
         write_oldest()
     return counts
-
-
-def progress_bar(progress, total: int, cube_path, verb: str = "inverting"):
-    from tqdm import tqdm
-
-    disable = None if progress is None else not progress
-    return tqdm(total=total, unit="px", unit_scale=True, desc=f"{verb} {Path(cube_path).name}",
-                disable=disable, file=sys.stderr, dynamic_ncols=True)

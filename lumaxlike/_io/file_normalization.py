@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from pathlib import Path
 from collections.abc import Mapping
 
 import numpy as np
@@ -23,8 +24,8 @@ from .._normalize.standard import DEFAULT_STANDARD, standard_angles
 from .._provenance import make_provenance, python_call
 from .._signals import interruptible
 from .block_inversion import BlockPool, SolverOptions, band_groups, check_solver, numba_threads, per_band_params
-from .file_inversion import (InversionSummary, check_not_an_input, default_chunk_rows, geometry_paths,
-                             progress_bar, stream_blocks)
+from .file_inversion import InversionSummary, default_chunk_rows, stream_blocks
+from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .units import check_units
@@ -192,13 +193,14 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
                     command=command or python_call(
                         "normalize_file", cube_path, out_path, geometry=geometry, dtm=dtm, surface=surface,
                         params=params, solver=solver, units=units, standard=standard,
-                        param_maps=param_maps or None, sigma=sigma, max_iter=max_iter, tol=tol),
+                        param_maps=param_maps or None, sigma=sigma, max_iter=max_iter, tol=tol,
+                        **parallel_call(workers, scheduler)),
                 )
                 with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
                                   chunk_rows=rows_per_block, provenance=provenance, main="reflectance",
                                   field_attrs=normalization_attrs(units)) as writer, \
                         BlockPool(workers, scheduler, function=normalize_block) as pool:
-                    bar = progress_bar(progress, info.grid.height * info.grid.width, cube_path, "normalising")
+                    bar = progress_bar(progress, info.grid.height * info.grid.width, f"normalising {Path(cube_path).name}")
                     try:
                         with interruptible():
                             counts = stream_blocks(

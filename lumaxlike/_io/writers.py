@@ -36,6 +36,7 @@ Nothing appears at the output paths until every block has been written (see
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -51,6 +52,7 @@ __all__ = [
     "OUTPUT_FORMATS",
     "RESULT_FIELDS",
     "FIELD_ATTRS",
+    "FieldLayout",
     "ResultWriter",
     "output_files",
     "output_format",
@@ -385,6 +387,40 @@ class _ZarrSink:
         xr.Dataset(variables).to_zarr(self.path, region={"y": rows}, mode="r+", zarr_format=2, consolidated=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class FieldLayout:
+    """Maps other than the inversion's, for :class:`ResultWriter` (GeoTIFF/ENVI).
+
+    Attributes:
+        main: the field written at the output path itself (the others at ``OUT_<field>``).
+        attrs: ``{field: CF-style attributes}`` (``long_name``, ``units``, ...), every
+            field that may be written, in order.
+        band_names: ``{field: band names}`` for fields whose bands are not the cube's
+            (e.g. one per endmember, or ``("status",)`` for a per-pixel map); their maps
+            carry no wavelengths.
+        integer: ``{field: NumPy integer type}`` (status: int8, uint8 in ENVI); the
+            others have the cube's floating type.
+    """
+
+    main: str
+    attrs: Mapping
+    band_names: Mapping
+    integer: Mapping
+
+    def like(self, field: str, cube: CubeInfo) -> CubeInfo:
+        """The cube's description with the bands of ``field``'s map."""
+        if field not in self.band_names:
+            return cube
+        names = tuple(self.band_names[field])
+        return dataclasses.replace(cube, bands=len(names), band_names=names, wavelengths=None, wavelength_units=None)
+
+    def dtypes(self, float_dtype, kind: str) -> dict[str, np.dtype]:
+        types = {field: np.dtype(self.integer.get(field, float_dtype)) for field in self.attrs}
+        if kind == "ENVI" and "status" in types:
+            types["status"] = np.dtype(np.uint8)  # ENVI has no signed byte
+        return types
+
+
 class ResultWriter:
     """Writes result maps for a cube block by block; publishes them atomically on success.
 
@@ -413,6 +449,9 @@ class ResultWriter:
         extra_fields: maps beyond those (e.g. `lumaxlike fit`'s, one per fitted
             parameter): ``{field: (attrs, dtype)}``, attrs as in :data:`FIELD_ATTRS`,
             dtype None for the cube's floating type.
+        layout: for maps other than the inversion's (e.g. `lumaxlike unmix`'s), a
+            :class:`FieldLayout`: their names, attributes, types and bands; GeoTIFF and
+            ENVI only. None: the inversion's maps.
 
     Raises:
         ValueError: unknown extension or field.
@@ -422,12 +461,21 @@ class ResultWriter:
 
     def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
                  chunk_rows: int | None = None, nodata: float = np.nan, provenance=None,
-                 main: str = "w", field_attrs: Mapping | None = None, extra_fields: Mapping | None = None):
+                 main: str = "w", field_attrs: Mapping | None = None, extra_fields: Mapping | None = None,
+                 layout: FieldLayout | None = None):
         self.out = Path(out)
         self.provenance = provenance
         self.format = output_format(self.out)
         self.fields = tuple(fields)
+        if layout is not None:  # maps of their own bands (e.g. one per endmember)
+            if field_attrs is not None or extra_fields:
+                raise ValueError("give either layout or main/field_attrs/extra_fields, not both")
+            if self.format not in ("GTiff", "ENVI"):
+                raise ValueError(f"output {self.out}: these maps are written as GeoTIFF (.tif) or ENVI (.img), "
+                                 f"not {self.format}")
+            main, field_attrs = layout.main, layout.attrs
         self.main = main
+        self.layout = layout
         extra_fields = dict(extra_fields or {})
         base = FIELD_ATTRS if field_attrs is None else field_attrs
         self.field_attrs = {**base, **{field: attrs for field, (attrs, _) in extra_fields.items()}}
@@ -436,7 +484,11 @@ class ResultWriter:
         if unknown or main not in self.fields:
             raise ValueError(f"fields must include {main!r} and be among {known}, got {self.fields}")
         self.like = like
-        self.dtypes = _field_dtypes(like.dtype, self.format, {f: dtype for f, (_, dtype) in extra_fields.items()})
+        self._likes = {field: like if layout is None else layout.like(field, like) for field in self.fields}
+        if layout is None:
+            self.dtypes = _field_dtypes(like.dtype, self.format, {f: dtype for f, (_, dtype) in extra_fields.items()})
+        else:
+            self.dtypes = layout.dtypes(like.dtype, self.format)
         self.chunk_rows = int(chunk_rows or like.grid.height)
         self.nodata = float(nodata)
         if np.isinf(self.nodata):
@@ -455,8 +507,8 @@ class ResultWriter:
                 self._stack.enter_context(rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_PAM_ENABLED="NO"))
                 for field in self.fields:
                     sink = _RasterSink(temporary[self.paths[field]], self.paths[field].name, self.format,
-                                       field, self.like, self.dtypes[field], self.nodata, self.provenance,
-                                       self.field_attrs[field])
+                                       field, self._likes[field], self.dtypes[field], self.nodata,
+                                       self.provenance, self.field_attrs[field])
                     self._rasters[field] = sink
                     self._stack.callback(sink.close)
             elif self.format == "netCDF":
@@ -481,8 +533,8 @@ class ResultWriter:
         missing = [f for f in self.fields if f not in block]
         if missing:
             raise ValueError(f"block lacks the result maps {missing}")
-        expected = (rows.stop - rows.start, self.like.grid.width, self.like.bands)
         for field in self.fields:
+            expected = (rows.stop - rows.start, self.like.grid.width, self._likes[field].bands)
             if np.shape(block[field]) != expected:
                 raise ValueError(f"block {field} has shape {np.shape(block[field])}, expected {expected}")
         values = {field: self._encode(field, block[field]) for field in self.fields}

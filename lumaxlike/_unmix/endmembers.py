@@ -178,3 +178,58 @@ class Endmembers:
             extinction_efficiency=extinction_efficiency,
             wavelengths=wavelengths,
         )
+
+    @classmethod
+    def from_library(
+        cls,
+        library,
+        params: HapkeParams,
+        *,
+        density,
+        grain_size,
+        wavelengths,
+        fwhm=None,
+        extinction_efficiency=None,
+        solver: str = "numba",
+    ) -> "Endmembers":
+        """Endmembers from a `SpectralLibrary` (laboratory spectra read from files).
+
+        The spectra are resampled to the cube's bands (`SpectralLibrary.resample`:
+        Gaussian responses of the band centres and widths), then each w_j is found by
+        `from_reflectance` at its spectrum's own measurement geometry
+        (``library.incidence``, ``library.emission``, ``library.azimuth``).
+
+        Args:
+            library: a `lumaxlike.SpectralLibrary` (`lumaxlike.read_spectral_library`).
+            params: the `HapkeParams` the spectra are inverted with.
+            density: rho_j [g/cm^3], scalar or (n_endmembers,); grain_size: D_j [um],
+                scalar or (n_endmembers,); extinction_efficiency: Q_j, default 1.
+            wavelengths: the cube's band centres [um], shape (bands,).
+            fwhm: the cube's band full widths at half maximum [um], scalar or (bands,);
+                default: the band spacing.
+            solver: `invert`'s solver.
+
+        Returns:
+            `Endmembers` named as the library's spectra, with ``wavelengths`` the cube's.
+
+        Raises:
+            ValueError naming the spectrum and its file where it does not cover a band
+            of the cube or `invert` cannot fit it, or a bad argument.
+        """
+        from .._io.spectral_library import SpectralLibrary
+
+        if not isinstance(library, SpectralLibrary):
+            raise ValueError(f"library must be a lumaxlike.SpectralLibrary, got {type(library).__name__}")
+        resampled = library.resample(wavelengths, fwhm)
+        try:
+            return cls.from_reflectance(
+                resampled.reflectance, resampled.incidence, resampled.emission, resampled.azimuth, params,
+                density, grain_size, names=resampled.names, extinction_efficiency=extinction_efficiency,
+                wavelengths=resampled.wavelengths, solver=solver,
+            )  # fmt: skip
+        except ValueError as error:  # name the file of the spectrum invert could not fit
+            failed = [f"{name!r} ({source})" for name, source in zip(resampled.names, resampled.sources)
+                      if source and repr(name) in str(error)]  # fmt: skip
+            if failed:
+                raise ValueError(f"{error}; spectrum {failed[0]}") from error
+            raise

@@ -1,0 +1,244 @@
+"""File-to-file unmixing: a reflectance cube to mass-fraction maps, streamed by blocks of rows.
+
+The same pipeline as :func:`lumaxlike._io.file_inversion.invert_file` (blocks of rows,
+`BlockPool` here or on a dask cluster, atomic `ResultWriter`, provenance), with
+:func:`lumaxlike.unmix` per block. Writes (GeoTIFF or ENVI):
+
+``OUT``            mass fractions, one band per endmember (band names: the endmembers)
+``OUT_sigma``      their 1-sigma uncertainty (scaled by ``sigma`` when given, else by
+                   the residual variance), one band per endmember
+``OUT_status``     `lumaxlike.Status` per pixel (one band)
+``OUT_iterations`` solver steps per pixel (one band)
+``OUT_residual``   the route's residual norm per pixel (one band; see `UnmixResult`)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import rasterio
+
+from .._inverse.status import Status
+from .._params import HapkeParams
+from .._provenance import make_provenance, python_call
+from .._signals import interruptible, raise_if_interrupted
+from .._unmix.endmembers import Endmembers
+from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
+from .block_inversion import BlockPool, check_solver, numba_threads
+from .file_inversion import default_chunk_rows
+from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
+from .geometry_rasters import GeometryReader
+from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader, iter_row_slices
+from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .writers import FieldLayout, ResultWriter
+
+__all__ = ["UNMIX_FIELDS", "UnmixOptions", "UnmixSummary", "cube_wavelengths_um", "unmix_block", "unmix_file",
+           "unmix_layout"]
+
+UNMIX_FIELDS = ("fractions", "sigma", "status", "iterations", "residual")
+_ATTRS = {
+    "fractions": {"long_name": "mass fraction of each endmember", "units": "1"},
+    "sigma": {"long_name": "standard uncertainty of the mass fraction", "units": "1"},
+    "status": {"long_name": "unmixing status (lumaxlike.Status)", **Status.flag_attrs()},
+    "iterations": {"long_name": "solver iterations", "units": "1"},
+    "residual": {"long_name": "residual norm of the route's objective (r [1/sr] one-step, w two-step; "
+                 "divided by sigma when given)", "units": "1"},
+}
+_WAVELENGTH_UNITS_UM = (("nano", 1e-3), ("nm", 1e-3), ("micro", 1.0), ("um", 1.0), ("µm", 1.0))
+
+
+def unmix_layout(names) -> FieldLayout:
+    """The maps `unmix_file` writes for endmembers ``names``."""
+    per_pixel = {name: (name,) for name in ("status", "iterations", "residual")}
+    return FieldLayout(main="fractions", attrs=_ATTRS,
+                       band_names={"fractions": tuple(names), "sigma": tuple(names), **per_pixel},
+                       integer={"status": np.int8, "iterations": np.int32})
+
+
+def cube_wavelengths_um(info: CubeInfo, wavelengths=None) -> np.ndarray:
+    """The cube's band centres [um]: ``wavelengths`` [um] when given, else the file's.
+
+    Raises:
+        ValueError naming the cube when it gives no wavelengths or no unit for them, or
+        ``wavelengths`` when it does not hold one value per band.
+    """
+    if wavelengths is not None:
+        values = np.asarray(wavelengths, np.float64)
+        if values.shape != (info.bands,):
+            raise ValueError(f"wavelengths gives {values.size} values but the cube {info.path} has {info.bands} bands")
+        return values
+    if info.wavelengths is None:
+        raise ValueError(f"the cube {info.path} gives no band wavelengths; give them (--wavelengths, in um)")
+    units = (info.wavelength_units or "").lower()
+    scale = next((factor for key, factor in _WAVELENGTH_UNITS_UM if key in units), None)
+    if scale is None:
+        raise ValueError(f"the cube {info.path} gives its wavelengths without a known unit "
+                         f"({info.wavelength_units!r}); give them (--wavelengths, in um)")
+    return np.asarray(info.wavelengths, np.float64) * scale
+
+
+@dataclass(frozen=True)
+class UnmixOptions:
+    """How `unmix_block` runs `lumaxlike.unmix` (see its arguments)."""
+
+    solver: str
+    route: str = "one_step"
+    sum_to_one: bool = True
+    max_iter: int | None = None
+    tol: float | None = None
+    chunk_size: int | None = None
+    num_threads: int | None = None
+
+
+def unmix_block(refl, to_sun, to_sensor, normal, endmembers: Endmembers, params: HapkeParams,
+                options: UnmixOptions, refl_sigma=None) -> dict[str, np.ndarray]:
+    """`lumaxlike.unmix` on a block; returns the maps of :data:`UNMIX_FIELDS`, each
+    ``pixels + (bands,)`` with one band per endmember (fractions, sigma) or one band."""
+    kwargs = {k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None}
+    with numba_threads(options.num_threads):
+        result = unmix(refl, to_sun, to_sensor, normal, endmembers, params, options.solver, route=options.route,
+                       sum_to_one=options.sum_to_one, refl_sigma=refl_sigma, chunk_size=options.chunk_size,
+                       **kwargs)  # fmt: skip
+    with np.errstate(invalid="ignore"):  # NaN covariance where unsolved
+        sigma = np.sqrt(np.diagonal(result.covariance, axis1=-2, axis2=-1))
+    return {
+        "fractions": result.fractions,
+        "sigma": sigma,
+        "status": result.status[..., None],
+        "iterations": result.iterations[..., None],
+        "residual": result.residual_norm[..., None],
+    }
+
+
+@dataclass(frozen=True)
+class UnmixSummary:
+    """What :func:`unmix_file` did: ``outputs`` ``{field: path}``, ``pixels``, ``bands``,
+    ``endmembers`` (names), ``seconds`` [s], ``status_counts`` ``{status name: pixels}``."""
+
+    outputs: dict
+    pixels: int
+    bands: int
+    endmembers: tuple
+    seconds: float
+    status_counts: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
+        rate = self.pixels / self.seconds if self.seconds > 0 else float("inf")
+        return (f"unmixed {self.pixels} pixels x {self.bands} bands into {len(self.endmembers)} endmembers "
+                f"({', '.join(self.endmembers)}) in {self.seconds:.2f} s ({rate:,.0f} pixels/s); "
+                f"status of pixels: {counts}")
+
+
+def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params: HapkeParams, solver: str,
+               units: str, route: str = "one_step", sum_to_one: bool = True, dtm=None, chunk_rows=None,
+               overwrite=False, progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
+               command=None, surface="auto") -> UnmixSummary:
+    """Unmix a reflectance cube file into mass-fraction maps, block by block.
+
+    Args:
+        cube_path, geometry, dtm, surface, units, chunk_rows, overwrite, progress,
+            workers, scheduler, command: as for
+            :func:`lumaxlike._io.file_inversion.invert_file`.
+        out_path: output ``.tif``/``.tiff`` (GeoTIFF) or ``.img``/``.envi``/``.hdr``
+            (ENVI); see the module docstring for the files written.
+        endmembers: `lumaxlike.Endmembers` on the cube's bands (e.g.
+            `Endmembers.from_library`).
+        params: one `lumaxlike.HapkeParams` for every band (the mixture's).
+        solver, route, sum_to_one, max_iter, tol: as for `lumaxlike.unmix`.
+        sigma: standard uncertainty of the cube's values, in ``units`` ("r" or "radf";
+            a reflectance factor's uncertainty in r varies with cos i per pixel, which
+            `unmix` does not take): weights the bands and scales the sigma map.
+
+    Raises:
+        as `invert_file`; ValueError naming the argument for bad endmembers, params or
+        a route, or a cube whose bands are not the endmembers'.
+    """
+    start = time.perf_counter()
+    check_solver(solver)
+    check_units(units)
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+    if not isinstance(endmembers, Endmembers):
+        raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be one lumaxlike.HapkeParams for every band, got {type(params).__name__}")
+    if sigma is not None:
+        if not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
+            raise ValueError(f"sigma must be a positive number, got {sigma!r}")
+        if units == "reff":
+            raise ValueError("sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
+                             "with cos i per pixel); give the cube as r or radf")
+    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    layout = unmix_layout(endmembers.names)
+    check_not_an_input(out_path, UNMIX_FIELDS, [cube_path, dtm, *geometry_paths(geometry)], main="fractions")
+
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
+        info = cube.info
+        if info.bands != endmembers.n_bands:
+            raise ValueError(f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}")
+        rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
+        chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands, endmembers.n_endmembers))
+        options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk_size)
+        with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
+            provenance = make_provenance(
+                params=[params] * info.bands, units=units, solver=solver,
+                tol=DEFAULT_TOLERANCE if tol is None else tol, max_iter=max_iter, refl_sigma=sigma,
+                dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
+                geometry_layout=geometry_reader.record(),
+                command=command or python_call("unmix_file", cube_path, out_path, geometry=geometry, dtm=dtm,
+                                               endmembers=endmembers.names, params=params, solver=solver,
+                                               units=units, route=route, sum_to_one=sum_to_one, sigma=sigma,
+                                               max_iter=max_iter, tol=tol, surface=surface,
+                                               **parallel_call(workers, scheduler)),
+            )  # fmt: skip
+            with ResultWriter(out_path, like=info, fields=UNMIX_FIELDS, overwrite=overwrite,
+                              chunk_rows=rows_per_block, provenance=provenance, layout=layout) as writer, \
+                    BlockPool(workers, scheduler, function=unmix_block) as pool:
+                bar = progress_bar(progress, info.grid.height * info.grid.width, f"unmixing {Path(cube_path).name}")
+                try:
+                    with interruptible():
+                        counts = _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
+                                                units=units, sigma=sigma, endmembers=endmembers, params=params,
+                                                options=options)  # fmt: skip
+                finally:
+                    bar.close()
+    return UnmixSummary(
+        outputs=dict(writer.paths),
+        pixels=info.grid.height * info.grid.width,
+        bands=info.bands,
+        endmembers=endmembers.names,
+        seconds=time.perf_counter() - start,
+        status_counts={member.name: int(counts[member]) for member in Status},
+    )
+
+
+def _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma, endmembers, params,
+                   options) -> np.ndarray:
+    """Read, convert, unmix and write every block of rows; return pixel counts per status."""
+    counts = np.zeros(len(Status), dtype=np.int64)
+    width = cube.info.grid.width
+
+    def write_oldest():
+        raise_if_interrupted()
+        rows, block = pool.pop()
+        writer.write(rows, block)
+        counts[:] += np.bincount(block["status"].ravel().astype(np.int64), minlength=len(Status))
+        bar.update((rows.stop - rows.start) * width)
+
+    for rows in iter_row_slices(cube.info.grid.height, rows_per_block):
+        raise_if_interrupted()
+        to_sun, to_sensor, normal = geometry_reader.read(rows)
+        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, normal)
+        refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, np.float64)
+        pool.submit(rows, refl, to_sun, to_sensor, normal, endmembers, params, options, refl_sigma=refl_sigma)
+        del refl, to_sun, to_sensor, normal
+        while pool.full():
+            write_oldest()
+    while len(pool):
+        write_oldest()
+    return counts

@@ -1,0 +1,79 @@
+"""`lumaxlike unmix`: a tiny mixture cube and its endmember library written as files."""
+
+import numpy as np
+import rasterio
+
+import lumaxlike
+from lumaxlike import Status
+from lumaxlike._unmix.mixing import cross_section_fractions, cross_section_per_mass, mixed_albedo
+
+from .test_cli import PARAM_FLAGS, run
+from .test_io import PARAMS, WAVELENGTHS, make_scene, write_scene
+
+NAMES = ("olivine", "pyroxene", "plagioclase")
+DENSITY, GRAIN_SIZE = (3.3, 3.2, 2.6), (60.0, 40.0, 80.0)
+LIBRARY_ANGLES = (30.0, 0.0)  # incidence, emission [deg]
+FWHM_UM = 0.01
+
+
+def write_library(path, albedo, first_nm=400.0):
+    """The endmembers' r at the library's geometry on a 1 nm grid, constant around each band
+    centre (steps half-way between centres, far outside the 10 nm responses), so that the
+    resampled spectra are r at the centres to rounding."""
+    geometry = lumaxlike.geometry_from_angles(*np.radians(LIBRARY_ANGLES), 0.0)
+    refl = lumaxlike.amsa(albedo, *geometry, PARAMS, backend="numba")
+    centres = np.asarray(WAVELENGTHS[: albedo.shape[1]])
+    grid = np.arange(first_nm, centres[-1] + 20.0)
+    band = np.searchsorted((centres[1:] + centres[:-1]) / 2, grid)
+    lines = ["wavelength (nm)," + ",".join(NAMES)]
+    lines += [f"{float(wl)!r}," + ",".join(repr(float(v)) for v in refl[:, k]) for wl, k in zip(grid, band)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def mixture_files(tmp_path):
+    scene = make_scene(rows=6, cols=5, bands=5, seed=3)
+    rng = np.random.default_rng(4)
+    albedo = rng.uniform(0.15, 0.9, (len(NAMES), 5))
+    mass = rng.dirichlet(np.ones(len(NAMES)), scene["w"].shape[:2])
+    w = mixed_albedo(cross_section_fractions(mass, cross_section_per_mass(DENSITY, GRAIN_SIZE, 1.0)), albedo)
+    scene["r"] = np.asarray(lumaxlike.amsa(w, scene["to_sun"], scene["to_sensor"], scene["normal"], PARAMS,
+                                           backend="numba"))
+    cube, obs, dtm = write_scene(tmp_path, scene)
+    return mass, albedo, cube, obs, dtm
+
+
+def unmix_args(cube, obs, dtm, library, out, *extra):
+    return ["unmix", cube, "--geometry", obs, "--dtm", dtm, "--units", "r", "--endmembers", library,
+            "--library-units", "r", "--library-incidence", LIBRARY_ANGLES[0], "--library-emission",
+            LIBRARY_ANGLES[1], "--density", ",".join(map(str, DENSITY)), "--grain-size",
+            ",".join(map(str, GRAIN_SIZE)), "--fwhm", FWHM_UM, *PARAM_FLAGS, "--out", out, *extra]
+
+
+def test_unmix_cli_recovers_the_fractions(tmp_path, capsys):
+    mass, albedo, cube, obs, dtm = mixture_files(tmp_path)
+    library = write_library(tmp_path / "minerals.csv", albedo)
+    out = tmp_path / "abund.tif"
+    code, err = run(capsys, *unmix_args(cube, obs, dtm, library, out, "--route", "two_step"))
+    assert code == 0, err
+    assert "unmixed 30 pixels x 5 bands into 3 endmembers" in err and "CONVERGED 30" in err
+    with rasterio.open(out) as dataset:
+        fractions = np.moveaxis(dataset.read(), 0, -1)
+        assert dataset.descriptions == NAMES
+    np.testing.assert_allclose(fractions, mass, atol=1e-6, rtol=0)
+    with rasterio.open(tmp_path / "abund_status.tif") as dataset:
+        assert dataset.count == 1 and np.all(dataset.read() == Status.CONVERGED)
+    with rasterio.open(tmp_path / "abund_sigma.tif") as dataset:
+        assert dataset.count == 3
+    record = lumaxlike.read_provenance(out)
+    assert record.command.startswith("lumaxlike unmix") and record.units == "r"
+
+
+def test_unmix_cli_library_not_covering_the_cube_exits_2_naming_the_file(tmp_path, capsys):
+    mass, albedo, cube, obs, dtm = mixture_files(tmp_path)
+    library = write_library(tmp_path / "short.csv", albedo, first_nm=500.0)  # the cube starts at 450 nm
+    out = tmp_path / "abund.tif"
+    code, err = run(capsys, *unmix_args(cube, obs, dtm, library, out))
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "short.csv" in err and "does not cover band 0" in err
+    assert not out.exists()
