@@ -27,6 +27,7 @@ def test_notebooks_found():
         "03_memory_on_large_images.ipynb",
         "04_fitting_several_parameters.ipynb",
         "05_mineral_abundances.ipynb",
+        "06_photometric_normalisation.ipynb",
     ]
 
 
