@@ -17,6 +17,7 @@ parameter, ``OUT_status``, ``OUT_iterations``, ``OUT_residual`` (the residual no
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import time
@@ -39,29 +40,32 @@ from .file_runs import check_not_an_input, geometry_paths, progress_bar
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned, iter_row_slices
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from .writers import FIELD_ATTRS, ResultWriter
+from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter
 
 __all__ = ["fit_files", "fit_fields"]
 
 _PARAMETER_UNITS = {"roughness": "rad"}
 
 
-def fit_fields(free: Sequence[str]) -> tuple[tuple[str, ...], dict]:
-    """The maps `fit_files` writes for the free parameters `free` (w first):
-    (field names, ``{field: (attrs, dtype)}`` of those beyond ``invert``'s)."""
-    extra = {}
+def fit_fields(free: Sequence[str]) -> tuple[tuple[str, ...], FieldLayout]:
+    """The maps `fit_files` writes for the free parameters `free` (w first): (field
+    names, their `FieldLayout`: invert's maps, their attributes adapted, plus one map and
+    one sigma map per free parameter and the count of valid observations)."""
+    attrs = dict(INVERSION_LAYOUT.attrs)
     for name in free:
         unit = _PARAMETER_UNITS.get(name, "1")
         if name != "w":
-            extra[name] = ({"long_name": f"fitted Hapke parameter {name}", "units": unit}, None)
-        extra[f"sigma_{name}"] = ({"long_name": f"standard uncertainty of {name}", "units": unit}, None)
-    extra["residual"] = ({"long_name": "residual norm: sqrt of the sum over valid observations of "
-                                       "(model - observed r)^2", "units": "sr-1"}, None)
-    extra["status"] = ({**FIELD_ATTRS["status"], "long_name": "fit status (lumaxlike.Status)"}, None)
-    extra["observations"] = ({"long_name": "valid observations fitted", "units": "1"}, np.int32)
+            attrs[name] = {"long_name": f"fitted Hapke parameter {name}", "units": unit}
+        attrs[f"sigma_{name}"] = {"long_name": f"standard uncertainty of {name}", "units": unit}
+    attrs["residual"] = {"long_name": "residual norm: sqrt of the sum over valid observations of "
+                                      "(model - observed r)^2", "units": "sr-1"}
+    attrs["status"] = {**FIELD_ATTRS["status"], "long_name": "fit status (lumaxlike.Status)"}
+    attrs["observations"] = {"long_name": "valid observations fitted", "units": "1"}
+    layout = dataclasses.replace(INVERSION_LAYOUT, attrs=attrs,
+                                 integer={**INVERSION_LAYOUT.integer, "observations": np.int32})
     fields = ("w", *(n for n in free if n != "w"), *(f"sigma_{n}" for n in free), "status", "iterations",
               "residual", "observations")
-    return fields, extra
+    return fields, layout
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,7 @@ def fit_files(cubes, out_path, *, geometry, params: HapkeParams, free, units, dt
                          "differs per observation; give it for 'r' or 'radf' data")
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-    fields, extra = fit_fields(free)
+    fields, layout = fit_fields(free)
     check_not_an_input(out_path, fields, [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))])
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
@@ -184,7 +188,7 @@ def fit_files(cubes, out_path, *, geometry, params: HapkeParams, free, units, dt
             fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
         writer = stack.enter_context(ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
                                                   chunk_rows=rows_per_block, provenance=provenance,
-                                                  extra_fields=extra))
+                                                  layout=layout))
         counts = np.zeros(len(Status), np.int64)
         bar = stack.enter_context(contextlib.closing(progress_bar(progress, info.grid.height * width, f"fitting {Path(cubes[0]).name}")))
         with interruptible():

@@ -29,7 +29,7 @@ from .file_runs import check_not_an_input, geometry_paths, parallel_call, progre
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .units import check_units
-from .writers import FIELD_ATTRS, ResultWriter
+from .writers import FIELD_ATTRS, FieldLayout, ResultWriter
 
 __all__ = ["NORMALIZATION_FIELDS", "normalization_attrs", "normalize_block", "normalize_file"]
 
@@ -49,6 +49,13 @@ def normalization_attrs(units: str) -> dict:
         "sigma": {"long_name": f"standard uncertainty of the {quantity} at the standard geometry",
                   "units": unit},
     }
+
+
+def normalization_layout(units: str) -> FieldLayout:
+    """The maps a normalisation writes (`ResultWriter`): the normalised cube at the output
+    path, its status and sigma beside it."""
+    return FieldLayout(main="reflectance", attrs=normalization_attrs(units), band_names={},
+                       integer={"status": np.int8})
 
 
 def from_r_at_standard(values, units: str, standard) -> np.ndarray:
@@ -197,8 +204,8 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
                         **parallel_call(workers, scheduler)),
                 )
                 with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                                  chunk_rows=rows_per_block, provenance=provenance, main="reflectance",
-                                  field_attrs=normalization_attrs(units)) as writer, \
+                                  chunk_rows=rows_per_block, provenance=provenance,
+                                  layout=normalization_layout(units)) as writer, \
                         BlockPool(workers, scheduler, function=normalize_block) as pool:
                     bar = progress_bar(progress, info.grid.height * info.grid.width, f"normalising {Path(cube_path).name}")
                     try:

@@ -53,6 +53,7 @@ __all__ = [
     "RESULT_FIELDS",
     "FIELD_ATTRS",
     "FieldLayout",
+    "INVERSION_LAYOUT",
     "ResultWriter",
     "output_files",
     "output_format",
@@ -143,22 +144,6 @@ def output_files(out, fields=RESULT_FIELDS, main: str = "w") -> list[Path]:
         if kind == "ENVI":
             files.append(path.with_suffix(".hdr"))
     return files
-
-
-def _field_dtypes(float_dtype, kind: str, extra_dtypes=None) -> dict[str, np.dtype]:
-    """File type of every field; `extra_dtypes` {field: dtype, or None for the cube's float type}."""
-    dtypes = {
-        "w": np.dtype(float_dtype),
-        "reflectance": np.dtype(float_dtype),
-        # ENVI has no signed byte type; the status codes (0 to 6) fit either
-        "status": np.dtype(np.uint8 if kind == "ENVI" else np.int8),
-        "iterations": np.dtype(np.int32),
-        "residual": np.dtype(float_dtype),
-        "sigma": np.dtype(float_dtype),
-    }
-    for field, dtype in (extra_dtypes or {}).items():
-        dtypes[field] = np.dtype(float_dtype if dtype is None else dtype)
-    return dtypes
 
 
 def wavelength_text(value) -> str:
@@ -389,15 +374,18 @@ class _ZarrSink:
 
 @dataclasses.dataclass(frozen=True)
 class FieldLayout:
-    """Maps other than the inversion's, for :class:`ResultWriter` (GeoTIFF/ENVI).
+    """Which maps a kind of output has, for :class:`ResultWriter`: `INVERSION_LAYOUT`
+    (w, status, iterations, residual, sigma) unless given (normalised reflectance,
+    `lumaxlike fit`'s parameter maps, `lumaxlike unmix`'s fractions).
 
     Attributes:
         main: the field written at the output path itself (the others at ``OUT_<field>``).
         attrs: ``{field: CF-style attributes}`` (``long_name``, ``units``, ...), every
-            field that may be written, in order.
+            field that may be written, in order (the stale files of those not written are
+            removed on overwrite).
         band_names: ``{field: band names}`` for fields whose bands are not the cube's
             (e.g. one per endmember, or ``("status",)`` for a per-pixel map); their maps
-            carry no wavelengths.
+            carry no wavelengths, and are written as GeoTIFF or ENVI only.
         integer: ``{field: NumPy integer type}`` (status: int8, uint8 in ENVI); the
             others have the cube's floating type.
     """
@@ -421,6 +409,15 @@ class FieldLayout:
         return types
 
 
+#: The maps of an inversion (`lumaxlike invert`): w at the output path, the others beside it.
+INVERSION_LAYOUT = FieldLayout(
+    main="w",
+    attrs={field: FIELD_ATTRS[field] for field in RESULT_FIELDS},
+    band_names={},
+    integer={"status": np.int8, "iterations": np.int32},
+)
+
+
 class ResultWriter:
     """Writes result maps for a cube block by block; publishes them atomically on success.
 
@@ -435,23 +432,15 @@ class ResultWriter:
         out: output path; its extension selects the format (see the module docstring).
         like: :class:`~lumaxlike._io.raster.CubeInfo` of the cube (grid, bands,
             wavelengths, band names, floating type).
-        fields: result maps to write, a subset of :data:`RESULT_FIELDS`.
+        fields: maps to write, among ``layout.attrs`` (default :data:`RESULT_FIELDS`).
         overwrite: replace existing outputs.
         chunk_rows: rows per block the caller will write (zarr / netCDF chunking).
         nodata: value of the floating maps where they are NaN, and their declared nodata;
             NaN (default) or a finite number.
         provenance: :class:`lumaxlike.Provenance` recorded in every file (tags or global
             attributes; see :func:`lumaxlike.read_provenance`); None records none.
-        main: the field written at ``out`` itself (the others go beside it).
-        field_attrs: ``{field: attributes}`` of every field this kind of output may have
-            (the stale files of those not written are removed on overwrite); default
-            :data:`FIELD_ATTRS`, whose fields are :data:`RESULT_FIELDS`.
-        extra_fields: maps beyond those (e.g. `lumaxlike fit`'s, one per fitted
-            parameter): ``{field: (attrs, dtype)}``, attrs as in :data:`FIELD_ATTRS`,
-            dtype None for the cube's floating type.
-        layout: for maps other than the inversion's (e.g. `lumaxlike unmix`'s), a
-            :class:`FieldLayout`: their names, attributes, types and bands; GeoTIFF and
-            ENVI only. None: the inversion's maps.
+        layout: the maps this kind of output has (:class:`FieldLayout`); default
+            :data:`INVERSION_LAYOUT`.
 
     Raises:
         ValueError: unknown extension or field.
@@ -461,34 +450,24 @@ class ResultWriter:
 
     def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
                  chunk_rows: int | None = None, nodata: float = np.nan, provenance=None,
-                 main: str = "w", field_attrs: Mapping | None = None, extra_fields: Mapping | None = None,
-                 layout: FieldLayout | None = None):
+                 layout: FieldLayout = INVERSION_LAYOUT):
         self.out = Path(out)
         self.provenance = provenance
         self.format = output_format(self.out)
         self.fields = tuple(fields)
-        if layout is not None:  # maps of their own bands (e.g. one per endmember)
-            if field_attrs is not None or extra_fields:
-                raise ValueError("give either layout or main/field_attrs/extra_fields, not both")
-            if self.format not in ("GTiff", "ENVI"):
-                raise ValueError(f"output {self.out}: these maps are written as GeoTIFF (.tif) or ENVI (.img), "
-                                 f"not {self.format}")
-            main, field_attrs = layout.main, layout.attrs
-        self.main = main
-        self.layout = layout
-        extra_fields = dict(extra_fields or {})
-        base = FIELD_ATTRS if field_attrs is None else field_attrs
-        self.field_attrs = {**base, **{field: attrs for field, (attrs, _) in extra_fields.items()}}
-        known = (tuple(f for f in RESULT_FIELDS if f in base) if field_attrs is None else tuple(base)) + tuple(extra_fields)
+        main, known = layout.main, tuple(layout.attrs)
         unknown = [f for f in self.fields if f not in known]
         if unknown or main not in self.fields:
             raise ValueError(f"fields must include {main!r} and be among {known}, got {self.fields}")
+        if layout.band_names and self.format not in ("GTiff", "ENVI"):
+            raise ValueError(f"output {self.out}: these maps are written as GeoTIFF (.tif) or ENVI (.img), "
+                             f"not {self.format}")
+        self.main = main
+        self.layout = layout
+        self.field_attrs = layout.attrs
         self.like = like
-        self._likes = {field: like if layout is None else layout.like(field, like) for field in self.fields}
-        if layout is None:
-            self.dtypes = _field_dtypes(like.dtype, self.format, {f: dtype for f, (_, dtype) in extra_fields.items()})
-        else:
-            self.dtypes = layout.dtypes(like.dtype, self.format)
+        self._likes = {field: layout.like(field, like) for field in self.fields}
+        self.dtypes = layout.dtypes(like.dtype, self.format)
         self.chunk_rows = int(chunk_rows or like.grid.height)
         self.nodata = float(nodata)
         if np.isinf(self.nodata):
