@@ -179,6 +179,17 @@ def _in_worker_thread() -> bool:
         return threading.current_thread() is not threading.main_thread()
 
 
+def _with_map_attrs(output: xr.DataArray, attrs: Mapping, refl: xr.DataArray) -> xr.DataArray:
+    """`output` with the CF attributes `attrs`, plus refl's grid mapping and CRS if it has them."""
+    attrs = dict(attrs)
+    if "spatial_ref" in refl.coords:
+        attrs["grid_mapping"] = "spatial_ref"
+    if "crs" in refl.attrs:
+        attrs["crs"] = refl.attrs["crs"]
+    output.attrs = attrs
+    return output
+
+
 def _invert_chunk(refl, to_sun, to_sensor, normal, *, units, params, options, sigma):
     """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> 5 result arrays."""
     pixels = refl.shape[:-1]
@@ -274,16 +285,8 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
         kwargs={"units": units, "params": band_params, "options": options, "sigma": refl_sigma},
         keep_attrs="override",  # keeps coordinate attrs (spatial_ref); variable attrs set below
     )
-    variables = {}
-    for field, output in zip(RESULT_FIELDS, outputs):
-        output = output.transpose(*refl.dims)
-        attrs = dict(FIELD_ATTRS[field])
-        if "spatial_ref" in refl.coords:
-            attrs["grid_mapping"] = "spatial_ref"
-        if "crs" in refl.attrs:
-            attrs["crs"] = refl.attrs["crs"]
-        output.attrs = attrs
-        variables[field] = output
+    variables = {field: _with_map_attrs(output.transpose(*refl.dims), FIELD_ATTRS[field], refl)
+                 for field, output in zip(RESULT_FIELDS, outputs)}
     provenance = make_provenance(
         params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
         refl_sigma=refl_sigma, dtype=dtype, cube=refl.encoding.get("source"),
@@ -397,16 +400,8 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
         keep_attrs="override",
     )
     attrs_of = normalization_attrs(units)
-    variables = {}
-    for field, output in zip(NORMALIZATION_FIELDS, outputs):
-        output = output.transpose(*refl.dims)
-        attrs = dict(attrs_of[field])
-        if "spatial_ref" in refl.coords:
-            attrs["grid_mapping"] = "spatial_ref"
-        if "crs" in refl.attrs:
-            attrs["crs"] = refl.attrs["crs"]
-        output.attrs = attrs
-        variables[field] = output
+    variables = {field: _with_map_attrs(output.transpose(*refl.dims), attrs_of[field], refl)
+                 for field, output in zip(NORMALIZATION_FIELDS, outputs)}
     provenance = make_provenance(
         params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
         refl_sigma=refl_sigma, dtype=dtype, cube=refl.encoding.get("source"),
@@ -656,15 +651,8 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
         keep_attrs="override",
     )
     layout = unmix_layout(endmembers.names)
-    variables = {}
-    for field, output in zip(("fractions", "sigma", "status", "iterations", "residual"), outputs):
-        attrs = dict(layout.attrs[field])
-        if "spatial_ref" in refl.coords:
-            attrs["grid_mapping"] = "spatial_ref"
-        if "crs" in refl.attrs:
-            attrs["crs"] = refl.attrs["crs"]
-        output.attrs = attrs
-        variables[field] = output
+    variables = {field: _with_map_attrs(output, layout.attrs[field], refl)
+                 for field, output in zip(("fractions", "sigma", "status", "iterations", "residual"), outputs)}
     provenance = make_provenance(
         params=[params] * refl.sizes[spec], units=units, solver=solver, tol=DEFAULT_TOLERANCE if tol is None else tol,
         max_iter=max_iter, refl_sigma=refl_sigma, dtype=np.float64, cube=refl.encoding.get("source"),
