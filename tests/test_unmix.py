@@ -379,3 +379,17 @@ def test_result_shapes_follow_refl():
     np.testing.assert_array_equal(result.status.reshape(12), flat.status[:12])
     np.testing.assert_allclose(result.fractions.reshape(12, 4), flat.fractions[:12], atol=1e-12)
     np.testing.assert_array_equal(result["m1"], result.fractions[..., 1])
+
+
+def test_signal_below_the_noise_is_undetermined_not_a_confident_vertex():
+    # Reflectance 1000x below its stated noise (as at grazing incidence): whatever vertex
+    # the noise pushes the fit onto, the data do not determine the split, so the pixel is
+    # UNDETERMINED (NaN covariance), never a fraction of 1 with zero variance.
+    mass = np.array([0.1, 0.5, 0.3, 0.1])
+    geometry, refl = noisy_copies(ENDMEMBERS, mass, 40, 2e-4, seed=6)
+    rng = np.random.default_rng(7)
+    faint = 1e-3 * refl + rng.normal(0.0, 0.2, refl.shape)  # signal ~1e-5, noise 0.2 = sigma
+    result = lumaxlike.unmix(faint, *geometry, ENDMEMBERS, PARAMS, "numba", refl_sigma=0.2)
+    valid = np.all(np.isfinite(refl), axis=-1)
+    assert np.all(result.status[valid] == Status.UNDETERMINED)
+    assert np.all(np.isnan(result.covariance[valid]))

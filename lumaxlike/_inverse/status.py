@@ -15,9 +15,10 @@ class Status(enum.IntEnum):
     #: NaN or inf reflectance or geometry (`fit`: in every observation of the problem; a
     #: single non-finite observation is left out of its problem instead)
     NONFINITE_INPUT = 4
-    #: (`fit` only) converged, but the observations do not determine every free parameter:
-    #: J^T J is singular to working precision there; the values are one of many solutions
-    #: and the covariance is NaN
+    #: (`fit`, `unmix`) converged, but the observations do not determine every free
+    #: parameter: J^T J is singular to working precision there (for `unmix` also: a
+    #: fraction's 1-sigma with its bounds released exceeds its range [0, 1]); the values
+    #: are one of many solutions and the covariance is NaN
     UNDETERMINED = 5
     #: (`fit` only) fewer valid observations than `min_observations` (by default the
     #: number of free parameters plus one) once masked observations (NaN reflectance or

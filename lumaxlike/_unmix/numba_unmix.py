@@ -407,6 +407,8 @@ def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_m
         rhs = np.empty(p)
         column = np.empty(p)
         covariance = np.empty((p, p))
+        released = np.empty(p)
+        released_covariance = np.empty((p, p))
         for pixel in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
             code = status[pixel]
             if not (code == CONVERGED or code == MAX_ITER or code == UNDETERMINED):
@@ -430,6 +432,22 @@ def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_m
                 for a in range(p):
                     dof -= 1 if x[a] > 0.0 else 0
                 variance = cost[pixel] / dof if dof > 0 else math.nan
+            if status[pixel] == CONVERGED:
+                # The covariance above holds the active bounds. Released (only the sum
+                # constraint kept), a fraction whose 1-sigma exceeds its whole range [0, 1]
+                # is not determined by the data: noise may have put the solution on its
+                # vertex (signal below the noise, e.g. at grazing incidence).
+                for a in range(p):
+                    released[a] = 1.0 / p
+                if not reduced_covariance(
+                    hessian[pixel], gradient[pixel], released, sum_active[pixel], system, factor, scale, rhs, column,
+                    released_covariance,
+                ):
+                    status[pixel] = UNDETERMINED
+                else:
+                    for a in range(p):
+                        if not released_covariance[a, a] * variance <= 1.0:
+                            status[pixel] = UNDETERMINED
             if status[pixel] == UNDETERMINED:
                 variance = math.nan
             total = 0.0
