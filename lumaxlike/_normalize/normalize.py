@@ -153,7 +153,12 @@ def normalize(
 def _normalize_flat(refl, geometry, params, solver, band_sigma, vectors, options, dtype) -> dict:
     """invert, then the model at the standard geometry; arrays shaped like `refl`."""
     result = invert(refl, *geometry, params, solver, refl_sigma=band_sigma, **options)
-    r_standard, slope = standard_reflectance(result.w, vectors, params)
+    # The inversion's residual is not part of a normalisation's result: in float64 its
+    # buffer takes r at the standard geometry, so no new full-size array is first touched.
+    spare = result.residual.dtype == np.float64 and result.residual.flags.c_contiguous
+    r_standard, slope = standard_reflectance(
+        result.w, vectors, params, r_out=result.residual if spare else None, with_slope=band_sigma is not None
+    )
     outputs = {"reflectance": r_standard.astype(dtype, copy=False), "status": result.status, "w": result.w}
     if band_sigma is None:
         outputs["sigma"] = result.sigma  # NaN, as invert leaves it

@@ -35,6 +35,7 @@ _BLOCK = 4096  # values per parallel task of the standard-geometry kernel
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
 reflectance_and_slope = numba_equations.reflectance_and_slope
+reflectance = numba_equations.reflectance
 
 
 def standard_angles(standard) -> tuple[float, float, float]:
@@ -74,7 +75,7 @@ def standard_vectors(incidence: float, emission: float, phase: float):
 
 
 @cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
-def _standard_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, r_out, slope_out):
+def _standard_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, r_out, slope_out, with_slope):
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
         scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
     )  # fmt: skip
@@ -85,7 +86,10 @@ def _standard_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legend
             to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
         )  # fmt: skip
         for k in range(block * _BLOCK, min(n, (block + 1) * _BLOCK)):
-            r_out[k], slope_out[k] = reflectance_and_slope(w[k], terms)
+            if with_slope:
+                r_out[k], slope_out[k] = reflectance_and_slope(w[k], terms)
+            else:
+                r_out[k] = reflectance(w[k], terms)
 
 
 @functools.lru_cache(maxsize=None)
@@ -96,11 +100,11 @@ def _kernel_for(key: ModelKey):
     equations = numba_equations_for(key)
     return compile_variant(
         _standard_kernel, key.name, pixel_terms=equations.pixel_terms,
-        reflectance_and_slope=equations.reflectance_and_slope,
+        reflectance_and_slope=equations.reflectance_and_slope, reflectance=equations.reflectance,
     )
 
 
-def standard_reflectance(w, vectors, model):
+def standard_reflectance(w, vectors, model, r_out=None, with_slope=True):
     """The model at the standard geometry: r(w) [1/sr] and dr/dw [1/sr], in float64.
 
     Args:
@@ -109,16 +113,30 @@ def standard_reflectance(w, vectors, model):
         model: a `HapkeParams` (one compiled numba kernel per configuration; the
             w-independent terms are computed once for all of ``w``) or a
             `PhotometricFunction` (through `differentiated_at_standard`).
+        r_out: optional float64 C-contiguous array of ``w``'s shape to write r into (a
+            caller's spare buffer: no new full-size array, whose first touch costs about
+            as much as the evaluation); used for a `HapkeParams`.
+        with_slope: False skips dr/dw (then None) for a `HapkeParams`.
     Returns:
-        (r, dr/dw), float64 arrays of ``w``'s shape.
+        (r, dr/dw), float64 arrays of ``w``'s shape (r in ``r_out`` when given).
     """
     if not isinstance(model, HapkeParams):
         return differentiated_at_standard(w, vectors, model)
     flat = as_kernel_array(np.reshape(w, -1))
-    r, slope = np.empty(flat.shape), np.empty(flat.shape)
-    _kernel_for(model.model_key)(flat, *(as_kernel_array(v) for v in vectors), *kernel_params(model), r, slope)
+    r = np.empty(flat.shape) if r_out is None else _flat_float64(r_out)
+    slope = np.empty(flat.shape if with_slope else 1)
+    _kernel_for(model.model_key)(
+        flat, *(as_kernel_array(v) for v in vectors), *kernel_params(model), r, slope, bool(with_slope)
+    )
     shape = np.shape(w)
-    return r.reshape(shape), slope.reshape(shape)
+    return r.reshape(shape), slope.reshape(shape) if with_slope else None
+
+
+def _flat_float64(array):
+    """A 1-D view of a float64 C-contiguous array (ValueError for anything else)."""
+    if array.dtype != np.float64 or not array.flags.c_contiguous:
+        raise ValueError("output buffers must be float64 and C-contiguous")
+    return array.reshape(-1)
 
 
 def differentiated_at_standard(w, vectors, model):
