@@ -573,8 +573,8 @@ def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, 
     if options.num_threads is None and options.solver == "numba" and _in_worker_thread():
         options = dataclasses.replace(options, num_threads=1)
     r = to_bidirectional_reflectance(np.asarray(refl, np.float64), units, to_sun, normal)
-    fields = unmix_block(r, to_sun, to_sensor, normal, endmembers, params, options,
-                         refl_sigma=uncertainty_to_r(sigma, units, to_sun, normal, np.float64))
+    fields = unmix_block(r, to_sun, to_sensor, normal, params, options,
+                         refl_sigma=uncertainty_to_r(sigma, units, to_sun, normal, np.float64), endmembers=endmembers)
     return (fields["fractions"], fields["sigma"], fields["status"][..., 0], fields["iterations"][..., 0],
             fields["residual"][..., 0])
 

@@ -24,15 +24,15 @@ import rasterio
 from .._inverse.status import Status
 from .._params import HapkeParams
 from .._provenance import make_provenance, python_call
-from .._signals import interruptible, raise_if_interrupted
+from .._signals import interruptible
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
 from .block_inversion import BlockPool, check_solver, numba_threads
-from .file_inversion import default_chunk_rows
+from .file_inversion import default_chunk_rows, stream_blocks
 from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
 from .geometry_rasters import GeometryReader
-from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader, iter_row_slices
-from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader
+from .units import check_units
 from .writers import FieldLayout, ResultWriter
 
 __all__ = ["UNMIX_FIELDS", "UnmixOptions", "UnmixSummary", "cube_wavelengths_um", "unmix_block", "unmix_file",
@@ -93,10 +93,11 @@ class UnmixOptions:
     num_threads: int | None = None
 
 
-def unmix_block(refl, to_sun, to_sensor, normal, endmembers: Endmembers, params: HapkeParams,
-                options: UnmixOptions, refl_sigma=None) -> dict[str, np.ndarray]:
-    """`lumaxlike.unmix` on a block; returns the maps of :data:`UNMIX_FIELDS`, each
-    ``pixels + (bands,)`` with one band per endmember (fractions, sigma) or one band."""
+def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: UnmixOptions, refl_sigma=None, *,
+                endmembers: Endmembers) -> dict[str, np.ndarray]:
+    """`lumaxlike.unmix` on a block (the signature `stream_blocks` gives a block's task);
+    returns the maps of :data:`UNMIX_FIELDS`, each ``pixels + (bands,)`` with one band per
+    endmember (fractions, sigma) or one band."""
     kwargs = {k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None}
     with numba_threads(options.num_threads):
         result = unmix(refl, to_sun, to_sensor, normal, endmembers, params, options.solver, route=options.route,
@@ -202,9 +203,9 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
                 bar = progress_bar(progress, info.grid.height * info.grid.width, f"unmixing {Path(cube_path).name}")
                 try:
                     with interruptible():
-                        counts = _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
-                                                units=units, sigma=sigma, endmembers=endmembers, params=params,
-                                                options=options)  # fmt: skip
+                        counts = stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
+                                               units=units, sigma=sigma, params=params, options=options,
+                                               extra=lambda rows: {"endmembers": endmembers})
                 finally:
                     bar.close()
     return UnmixSummary(
@@ -215,30 +216,3 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
     )
-
-
-def _stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma, endmembers, params,
-                   options) -> np.ndarray:
-    """Read, convert, unmix and write every block of rows; return pixel counts per status."""
-    counts = np.zeros(len(Status), dtype=np.int64)
-    width = cube.info.grid.width
-
-    def write_oldest():
-        raise_if_interrupted()
-        rows, block = pool.pop()
-        writer.write(rows, block)
-        counts[:] += np.bincount(block["status"].ravel().astype(np.int64), minlength=len(Status))
-        bar.update((rows.stop - rows.start) * width)
-
-    for rows in iter_row_slices(cube.info.grid.height, rows_per_block):
-        raise_if_interrupted()
-        to_sun, to_sensor, normal = geometry_reader.read(rows)
-        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, normal)
-        refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, np.float64)
-        pool.submit(rows, refl, to_sun, to_sensor, normal, endmembers, params, options, refl_sigma=refl_sigma)
-        del refl, to_sun, to_sensor, normal
-        while pool.full():
-            write_oldest()
-    while len(pool):
-        write_oldest()
-    return counts
