@@ -211,8 +211,15 @@ def _close(a, b, tolerance):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_jax_and_numba_twins_agree(kind):
-    """H and dH/dgamma = -2 gamma dH/dw to 1e-13 relative (absolute below 1, the scale of
-    H; dH/dw itself has an exact factor 1/(2 gamma) that magnifies rounding near w = 1)."""
+    """H to 1e-13 relative (absolute below 1, the scale of H) and dH/dgamma = -2 gamma
+    dH/dw to 1e-12 (dH/dw itself has an exact factor 1/(2 gamma) that magnifies rounding
+    near w = 1).
+
+    The slope's tolerance is the backends' agreement the model family promises, wider than
+    H's: numba's `exact_terms` sums its quadrature in another order than JAX's matmul
+    (reassociated, vectorised), and dP/dx's series near gamma = 0, where T_j' ~ j^2,
+    magnifies that rounding to ~1.2e-13 at w = 1 - 1e-9.
+    """
     for w in W_GRID:
         gamma = math.sqrt(1.0 - w)
         for x0, xe in zip(X_GRID, reversed(X_GRID)):
@@ -221,7 +228,7 @@ def test_jax_and_numba_twins_agree(kind):
             for i, (a, b) in enumerate(zip(by_jax, by_numba)):
                 if i >= 2:  # slopes: compare dH/dgamma (inf at w = 1 stays inf)
                     a, b = (a, b) if gamma == 0.0 else (gamma * a, gamma * b)
-                assert _close(a, b, 1e-13), (w, x0, xe, by_jax, by_numba)
+                assert _close(a, b, 1e-13 if i < 2 else 1e-12), (w, x0, xe, by_jax, by_numba)
 
 
 # ---------------------------------------------------------------------------------------

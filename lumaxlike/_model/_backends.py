@@ -144,6 +144,7 @@ def retarget_to_numba(module, **bindings) -> types.SimpleNamespace:
     return _retarget(module, _numba_primitives(), lambda f: numba.njit(f, error_model="numpy"), bindings)
 
 
+
 # `h_functions` reads constant NumPy tables through `table_like(table, like)`: under JAX
 # the table in the dtype of `like` (a float64 NumPy constant captured while x64 is on
 # breaks later float32 traces: JAX 0.10 reuses its converted constant), as is in numba.
@@ -156,30 +157,52 @@ def _numba_table_like(table, like):
     return table
 
 
-# Small fixed products (80 x 20, 20 x 39) as loops: numba's `@` calls BLAS, which is not
-# safe to call from numba's parallel threads once JAX's runtime is up (a segfault).
+# Small fixed products (20 x 72, 40 x 20) as loops: numba's `@` calls BLAS, which is not
+# safe to call from numba's parallel threads once JAX's runtime is up (a segfault). Each
+# output is a dot product over a contiguous row: vectorised where the caller is compiled
+# with `reassoc` (`exact_terms`, below).
 @numba.njit(inline="always", error_model="numpy")
-def _numba_vector_matrix(vector, matrix):
+def _numba_matrix_vector(matrix, vector):
     rows, columns = matrix.shape
-    out = np.zeros(columns)
+    out = np.empty(rows)
     for i in range(rows):
-        value = vector[i]
+        total = 0.0
         for j in range(columns):
-            out[j] += value * matrix[i, j]
+            total += matrix[i, j] * vector[j]
+        out[i] = total
     return out
 
 
+@numba.njit(inline="always")
+def _numba_vector_of(values):
+    return np.array(values)
+
+
+def _numba_h_function(function):
+    """numba's compilation of one H-function piece. Inlined into its callers (a call of
+    a compiled function with array arguments costs two atomic reference-count updates,
+    which made the exact H 4x slower in one thread and 12x in two), except `exact_terms`
+    (one scalar argument: no such cost), compiled on its own with `reassoc` and
+    `contract` so that its dot products vectorise (its sums then round in another
+    order than JAX's: agreement to ~1e-15, not bit for bit)."""
+    if function.__name__ == "exact_terms":
+        return numba.njit(function, error_model="numpy", fastmath={"reassoc", "contract"})
+    return numba.njit(function, error_model="numpy", inline="always")
+
+
 jax_h_functions = retarget_to_jax(
-    h_functions, table_like=_jnp_table_like, array_expm1=jnp.expm1, vector_matrix=jnp.matmul
+    h_functions, table_like=_jnp_table_like, array_expm1=jnp.expm1, matrix_vector=jnp.matmul, vector_of=jnp.stack
 )
-# Inlined into their callers: a call of a compiled function with array arguments (the
-# exact H's per-angle terms) costs two atomic reference-count updates, which made the
-# exact H 4x slower in one thread and 12x in two (contention on the shared counter).
 numba_h_functions = _retarget(
     h_functions,
     _numba_primitives(),
-    lambda f: numba.njit(f, error_model="numpy", inline="always"),
-    {"table_like": _numba_table_like, "array_expm1": np.expm1, "vector_matrix": _numba_vector_matrix},
+    _numba_h_function,
+    {
+        "table_like": _numba_table_like,
+        "array_expm1": np.expm1,
+        "matrix_vector": _numba_matrix_vector,
+        "vector_of": _numba_vector_of,
+    },
 )
 
 

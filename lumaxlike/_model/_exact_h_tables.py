@@ -15,10 +15,10 @@ it to 4e-14, with no exponential or logarithm left for the evaluation. The facto
 (1 - gamma) makes H(0, mu) = 1 exactly. Per angle, once per pixel: ln H at the
 N_CHEBYSHEV Chebyshev nodes gamma_m is linear in a mu-dependent weight vector,
 
-    ln H(gamma_m, mu) = (q_t(mu) @ LOG_T + q_s(mu) @ LOG_S + sum_k M_k(mu) LOG_M[k - 1])_m,
+    ln H(gamma_m, mu) = (LOG_Q @ q(mu) + LOG_M @ M(mu))_m,  q = (q_t, q_s), M = (M_1..M_8),
 
 whose matrices hold -ln(1 - w_m c) at fixed nodes (every logarithm is taken here, at
-import), c = t cot t; then P(gamma_m) = expm1(ln H)/(1 - gamma_m), and `NODES_TO_COEF`
+import), c = t cot t; then P(gamma_m) = expm1(ln H)/(1 - gamma_m), and `COEF_FROM_NODES`
 maps those values to the coefficients a_j and those of dP/dx:
 
 - t in [0, pi/4]: Gauss-Legendre in sigma, t = (pi/4) sigma^7 (nodes crowd toward t = 0,
@@ -49,23 +49,20 @@ __all__ = [
     "N_CHEBYSHEV",
     "N_MOMENTS",
     "S_MAX",
-    "WEIGHT_T",
-    "COS2_T",
-    "SIN2_T",
-    "WEIGHT_S",
-    "S2",
-    "LOG_T",
-    "LOG_S",
+    "WEIGHT_Q",
+    "DENOMINATOR_A",
+    "DENOMINATOR_B",
+    "LOG_Q",
     "LOG_M",
     "INV_ONE_MINUS_GAMMA",
-    "NODES_TO_COEF",
+    "COEF_FROM_NODES",
 ]
 
 N_CHEBYSHEV = 20  # terms of the series in gamma: the evaluation's cost
 N_T = 60  # Gauss-Legendre nodes on t in [0, pi/4]
 T_GRADING = 7  # t = (pi/4) sigma^T_GRADING
 N_S = 12  # Gauss-Legendre nodes on s = cot t in [0, 1]
-N_MOMENTS = 8  # Taylor terms integrated exactly near t = pi/2
+N_MOMENTS = 8  # Taylor terms integrated exactly near t = pi/2 (h_functions: M_1..M_8)
 T_SPLIT = np.pi / 4
 S_MAX = 1.0  # cot(T_SPLIT)
 
@@ -119,24 +116,25 @@ def _tables():
     transform = 2.0 / N_CHEBYSHEV * np.cos(np.outer(k, angles))
     transform[0] /= 2.0
     derivative = np.array([chebyshev.chebder(row) for row in transform.T]).T
-    nodes_to_coef = np.hstack([transform.T, derivative.T])  # (N, 2 N - 1): p @ it
+    # (N, 2 N): p @ it; dP/dx has degree N - 2, its coefficient N - 1 is a zero column
+    nodes_to_coef = np.hstack([transform.T, derivative.T, np.zeros((N_CHEBYSHEV, 1))])
+    # The t and s rules as one: q_k = (mu/pi) W_k / (A_k + mu^2 B_k), A = cos^2 t or s^2,
+    # B = sin^2 t or 1. Matrices are stored (outputs, inputs): each output a contiguous
+    # dot product, which numba vectorises.
     return (
-        weight_t,
-        np.cos(t) ** 2,
-        np.sin(t) ** 2,
-        weight_s,
-        s * s,
-        np.ascontiguousarray(log_nodes[:N_T]),
-        np.ascontiguousarray(log_nodes[N_T : N_T + N_S]),
-        np.ascontiguousarray(log_nodes[N_T + N_S :]),
+        np.concatenate([weight_t, weight_s]),
+        np.concatenate([np.cos(t) ** 2, s * s]),
+        np.concatenate([np.sin(t) ** 2, np.ones(N_S)]),
+        np.ascontiguousarray(log_nodes[: N_T + N_S].T),
+        np.ascontiguousarray(log_nodes[N_T + N_S :].T),
         1.0 / (1.0 - gamma),
-        np.ascontiguousarray(nodes_to_coef),
+        np.ascontiguousarray(nodes_to_coef.T),
     )
 
 
-(WEIGHT_T, COS2_T, SIN2_T, WEIGHT_S, S2, LOG_T, LOG_S, LOG_M, INV_ONE_MINUS_GAMMA,
- NODES_TO_COEF) = _tables()  # fmt: skip
-for _table in (WEIGHT_T, COS2_T, SIN2_T, WEIGHT_S, S2, LOG_T, LOG_S, LOG_M,
-               INV_ONE_MINUS_GAMMA, NODES_TO_COEF):  # fmt: skip
+(WEIGHT_Q, DENOMINATOR_A, DENOMINATOR_B, LOG_Q, LOG_M, INV_ONE_MINUS_GAMMA,
+ COEF_FROM_NODES) = _tables()  # fmt: skip
+for _table in (WEIGHT_Q, DENOMINATOR_A, DENOMINATOR_B, LOG_Q, LOG_M, INV_ONE_MINUS_GAMMA,
+               COEF_FROM_NODES):  # fmt: skip
     _table.flags.writeable = False
 del _table

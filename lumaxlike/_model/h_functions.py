@@ -26,22 +26,19 @@ dH/dw is finite for w < 1; at w = 1 it is +inf for x > 0 (all three H have a
 sqrt(1 - w) branch point there) and 0 at x = 0 (where H = 1 for every w).
 """
 
+import numpy as np
 from numpy import expm1 as array_expm1  # elementwise expm1 (rebound by `_backends`)
 
 from ._exact_h_tables import (
-    COS2_T,
+    COEF_FROM_NODES,
+    DENOMINATOR_A,
+    DENOMINATOR_B,
     INV_ONE_MINUS_GAMMA,
     LOG_M,
-    LOG_S,
-    LOG_T,
+    LOG_Q,
     N_CHEBYSHEV,
-    N_MOMENTS,
-    NODES_TO_COEF,
-    S2,
     S_MAX,
-    SIN2_T,
-    WEIGHT_S,
-    WEIGHT_T,
+    WEIGHT_Q,
 )
 from ._scalar_math import atan2, log, log1p, sqrt, where
 
@@ -54,6 +51,7 @@ __all__ = [
     "hapke2002_values",
     "h_hapke2002",
     "exact_terms",
+    "chebyshev_sum",
     "exact_values",
     "h_exact",
 ]
@@ -67,9 +65,14 @@ def table_like(table, like):
     return table
 
 
-def vector_matrix(vector, matrix):
-    """vector @ matrix (rebound by `_backends`: numba's is a plain loop, no BLAS call)."""
-    return vector @ matrix
+def vector_of(values):
+    """A 1-d array of a tuple of scalars (rebound by `_backends`)."""
+    return np.array(values)
+
+
+def matrix_vector(matrix, vector):
+    """matrix @ vector (rebound by `_backends`: numba's is a plain loop, no BLAS call)."""
+    return matrix @ vector
 
 
 def slope_at_branch_point(positive_gamma, slope, growing):
@@ -163,64 +166,77 @@ def h_hapke2002(w, x):
 
 def exact_terms(x):
     """Per-angle coefficients of the exact H at x = mu in [0, 1]: an array of length
-    2 N_CHEBYSHEV - 1, those of P(mu, .) and of dP/dx (see `_exact_h_tables`).
+    2 N_CHEBYSHEV, those of P(mu, .) and of dP/dx (its last one 0; see `_exact_h_tables`).
 
-    Cost: 72 divisions, an (80 x 20) and a (20 x 39) matrix-vector product and 20
-    expm1; all zero at x = 0.
+    Cost: 72 divisions, a (20 x 72) and a (40 x 20) matrix-vector product, 8 moments and
+    20 expm1; all zero at x = 0.
     """
     mu = x
     mu2 = mu * mu
     scale = mu / PI
-    weight_t, cos2_t, sin2_t = table_like(WEIGHT_T, mu), table_like(COS2_T, mu), table_like(SIN2_T, mu)
-    weight_s, s2 = table_like(WEIGHT_S, mu), table_like(S2, mu)
-    log_m = table_like(LOG_M, mu)
-    log_h = vector_matrix(scale * weight_t / (cos2_t + mu2 * sin2_t), table_like(LOG_T, mu))
-    log_h = log_h + vector_matrix(scale * weight_s / (s2 + mu2), table_like(LOG_S, mu))
-    # Moments M_k = (mu/pi) integral_0^S s^k/(s^2 + mu^2) ds, k = 1..N_MOMENTS (M_0 only
-    # feeds the recurrence); M_1 written with logs so that tiny mu neither overflows nor
-    # divides by zero.
+    weight, denominator_a = table_like(WEIGHT_Q, mu), table_like(DENOMINATOR_A, mu)
+    denominator_b = table_like(DENOMINATOR_B, mu)
+    log_h = matrix_vector(table_like(LOG_Q, mu), scale * weight / (denominator_a + mu2 * denominator_b))
+    # Moments M_k = (mu/pi) integral_0^S s^k/(s^2 + mu^2) ds, k = 1..8 (N_MOMENTS), by
+    # M_k = (mu/pi) S^(k-1)/(k-1) - mu^2 M_(k-2) from M_0 (which only feeds it) and M_1,
+    # written with logs so that tiny mu neither overflows nor divides by zero.
     positive = mu > 0.0
     mu_safe = where(positive, mu, 1.0)
-    moment_even = atan2(S_MAX + 0.0 * mu, mu) / PI  # M_0
-    moment_odd = where(
-        positive, scale / 2.0 * (log(mu2 + S_MAX * S_MAX) - 2.0 * log(mu_safe)), 0.0 * mu
-    )  # M_1
-    log_h = log_h + moment_odd * log_m[0]
-    for k in range(2, N_MOMENTS + 1):  # loop index, not data
-        if k % 2 == 0:
-            moment_even = scale * S_MAX ** (k - 1) / (k - 1) - mu2 * moment_even
-            log_h = log_h + moment_even * log_m[k - 1]
-        else:
-            moment_odd = scale * S_MAX ** (k - 1) / (k - 1) - mu2 * moment_odd
-            log_h = log_h + moment_odd * log_m[k - 1]
+    m0 = atan2(S_MAX + 0.0 * mu, mu) / PI
+    m1 = where(positive, scale / 2.0 * (log(mu2 + S_MAX * S_MAX) - 2.0 * log(mu_safe)), 0.0 * mu)
+    m2 = scale * S_MAX - mu2 * m0
+    m3 = scale * S_MAX**2 / 2.0 - mu2 * m1
+    m4 = scale * S_MAX**3 / 3.0 - mu2 * m2
+    m5 = scale * S_MAX**4 / 4.0 - mu2 * m3
+    m6 = scale * S_MAX**5 / 5.0 - mu2 * m4
+    m7 = scale * S_MAX**6 / 6.0 - mu2 * m5
+    m8 = scale * S_MAX**7 / 7.0 - mu2 * m6
+    log_h = log_h + matrix_vector(table_like(LOG_M, mu), vector_of((m1, m2, m3, m4, m5, m6, m7, m8)))
     # P at the nodes gamma_m: (H - 1)/(1 - gamma_m); then its Chebyshev coefficients
     p_nodes = array_expm1(log_h) * table_like(INV_ONE_MINUS_GAMMA, mu)
-    return vector_matrix(p_nodes, table_like(NODES_TO_COEF, mu))
+    coefficients = matrix_vector(table_like(COEF_FROM_NODES, mu), p_nodes)
+    return coefficients[:N_CHEBYSHEV], coefficients[N_CHEBYSHEV:]
+
+
+def chebyshev_sum(coefficients, t):
+    """sum_j coefficients[j] T_j over j < 20, the T_j given as the tuple `t` (t[0] = 1),
+    summed pairwise in groups of four (short dependency chains; constant indices)."""
+    c = coefficients
+    s0 = (c[0] + c[1] * t[1]) + (c[2] * t[2] + c[3] * t[3])
+    s1 = (c[4] * t[4] + c[5] * t[5]) + (c[6] * t[6] + c[7] * t[7])
+    s2 = (c[8] * t[8] + c[9] * t[9]) + (c[10] * t[10] + c[11] * t[11])
+    s3 = (c[12] * t[12] + c[13] * t[13]) + (c[14] * t[14] + c[15] * t[15])
+    s4 = (c[16] * t[16] + c[17] * t[17]) + (c[18] * t[18] + c[19] * t[19])
+    return ((s0 + s1) + (s2 + s3)) + s4
 
 
 def exact_values(w, terms_mu0e, terms_mue):
     """H(mu0e), H(mue) and their dH/dw, exact, from `exact_terms` of both angles.
 
-    H = 1 + (1 - gamma) P(x), x = 2 gamma - 1: the Chebyshev polynomials T_j(x) are shared
-    by both angles (a fixed loop of N_CHEBYSHEV multiply-adds, no exponential or log).
+    H = 1 + (1 - gamma) P(x), x = 2 gamma - 1, P = sum_j a_j T_j(x) (20 terms); the
+    Chebyshev polynomials T_j(x) are shared by both angles and built in four interleaved
+    chains, T_(j+4) = 2 T_4 T_j - T_(j-4) (from T_(m+n) + T_(m-n) = 2 T_m T_n), instead of
+    the three-term recurrence: the same values to rounding, a dependency chain of 7 steps
+    instead of 19, and straight-line code (no loop), so that a solver's loop over bands
+    stays innermost and vectorises. No exponential or logarithm.
     dH/dw = (P - 2 (1 - gamma) dP/dx) / (2 gamma), the derivative of the same series.
     """
     n = N_CHEBYSHEV
     gamma = sqrt(1.0 - w)
     x = 2.0 * gamma - 1.0
-    t_prev = 1.0 + 0.0 * x  # T_0
-    t_cur = x  # T_1
-    p0 = terms_mu0e[0] + terms_mu0e[1] * t_cur
-    pe = terms_mue[0] + terms_mue[1] * t_cur
-    dp0 = terms_mu0e[n] + terms_mu0e[n + 1] * t_cur
-    dpe = terms_mue[n] + terms_mue[n + 1] * t_cur
-    for j in range(2, n):  # loop index, not data
-        t_prev, t_cur = t_cur, 2.0 * x * t_cur - t_prev
-        p0 = p0 + terms_mu0e[j] * t_cur
-        pe = pe + terms_mue[j] * t_cur
-        if j < n - 1:  # dP/dx has degree n - 2
-            dp0 = dp0 + terms_mu0e[n + j] * t_cur
-            dpe = dpe + terms_mue[n + j] * t_cur
+    t2 = 2.0 * x * x - 1.0
+    t3 = 2.0 * x * t2 - x
+    t4 = 2.0 * t2 * t2 - 1.0
+    c = 2.0 * t4
+    t5, t6, t7 = c * x - t3, c * t2 - t2, c * t3 - x
+    t8, t9, t10, t11 = c * t4 - 1.0, c * t5 - x, c * t6 - t2, c * t7 - t3
+    t12, t13, t14, t15 = c * t8 - t4, c * t9 - t5, c * t10 - t6, c * t11 - t7
+    t16, t17, t18, t19 = c * t12 - t8, c * t13 - t9, c * t14 - t10, c * t15 - t11
+    t = (1.0 + 0.0 * x, x, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, t16, t17, t18, t19)
+    p0 = chebyshev_sum(terms_mu0e[0], t)
+    pe = chebyshev_sum(terms_mue[0], t)
+    dp0 = chebyshev_sum(terms_mu0e[1], t)  # dP/dx: degree n - 2, its last coefficient 0
+    dpe = chebyshev_sum(terms_mue[1], t)
     one_minus_gamma = 1.0 - gamma
     h0 = 1.0 + one_minus_gamma * p0
     he = 1.0 + one_minus_gamma * pe
