@@ -58,6 +58,8 @@ __all__ = [
 
 PI = 3.141592653589793
 INF = float("inf")
+if N_CHEBYSHEV != 20:  # `exact_values` and `chebyshev_sum` are written out for 20 terms
+    raise ImportError(f"h_functions: the exact H's series has {N_CHEBYSHEV} terms, its evaluation 20")
 
 
 def table_like(table, like):
@@ -217,11 +219,10 @@ def exact_values(w, terms_mu0e, terms_mue):
     Chebyshev polynomials T_j(x) are shared by both angles and built in four interleaved
     chains, T_(j+4) = 2 T_4 T_j - T_(j-4) (from T_(m+n) + T_(m-n) = 2 T_m T_n), instead of
     the three-term recurrence: the same values to rounding, a dependency chain of 7 steps
-    instead of 19, and straight-line code (no loop), so that a solver's loop over bands
-    stays innermost and vectorises. No exponential or logarithm.
+    instead of 19, and straight-line code (no loop), so that the evaluations of a pixel's
+    bands overlap. No exponential or logarithm.
     dH/dw = (P - 2 (1 - gamma) dP/dx) / (2 gamma), the derivative of the same series.
     """
-    n = N_CHEBYSHEV
     gamma = sqrt(1.0 - w)
     x = 2.0 * gamma - 1.0
     t2 = 2.0 * x * x - 1.0
