@@ -144,10 +144,7 @@ def w_space_step(inverted, endmembers, n_pixels):
     for first in range(0, n_pixels, chunk):
         piece = slice(first, min(first + chunk, n_pixels))
         solve = status[piece] == Status.CONVERGED
-        w = np.where(solve[:, None], inverted.w[piece], 0.0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            weights = np.where(solve[:, None], 1.0 / inverted.sigma[piece] ** 2, 1.0)
-        solved = two_step_numba(w, weights, solve, endmembers.albedo, True, max_qp_steps(N_END))
+        solved = two_step_numba(inverted.w[piece], inverted.sigma[piece], solve, endmembers.albedo, True, max_qp_steps(N_END))
         _finish(solved, status[piece].astype(np.int8), np.zeros(solve.shape, np.int32), endmembers, True, True, N_BANDS)
 
 

@@ -40,13 +40,44 @@ NONFINITE_INPUT = int(Status.NONFINITE_INPUT)
 UNDETERMINED = int(Status.UNDETERMINED)
 
 
+@numba.njit(error_model="numpy", fastmath={"reassoc", "contract"})
+def _normal_equations_in_w(pixel, w, sigma_w, albedo, shared_hessian, weights, a_matrix, c):
+    """One pixel's A = W S W^T and c = W S w (S = diag(1/sigma_w^2), or I when `sigma_w`
+    is empty; A then the precomputed `shared_hessian`), into `a_matrix` and `c`.
+
+    Each entry is a dot product over the bands, compiled with `reassoc` so that it
+    vectorises: its rounding depends on the order of summation (~1e-16 relative).
+    """
+    n_bands = w.shape[1]
+    p = albedo.shape[0]
+    weighted = sigma_w.shape[0] > 0
+    for k in range(n_bands):
+        weights[k] = 1.0 / (sigma_w[pixel, k] * sigma_w[pixel, k]) if weighted else 1.0
+    for a in range(p):
+        total = 0.0
+        for k in range(n_bands):
+            total += albedo[a, k] * weights[k] * w[pixel, k]
+        c[a] = total
+        for b in range(a + 1):
+            if weighted:
+                total = 0.0
+                for k in range(n_bands):
+                    total += albedo[a, k] * weights[k] * albedo[b, k]
+                a_matrix[a, b] = total
+            else:
+                a_matrix[a, b] = shared_hessian[a, b]
+            a_matrix[b, a] = a_matrix[a, b]
+
+
 @numba.njit(error_model="numpy")
-def _two_step_block(block, w, weights, solve, albedo, shared_hessian, equality, max_steps,
+def _two_step_block(block, w, sigma_w, solve, albedo, shared_hessian, equality, max_steps,
                     fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out):  # fmt: skip
-    """The pixels of one block of `_two_step_kernel`, with their scratch arrays."""
+    """The pixels of one block of `_two_step_kernel`, with their scratch arrays. A band's
+    weight is 1/sigma_w^2 (all 1 when `sigma_w` is empty); an unsolved pixel's w and
+    sigma_w are not read."""
     n_pixels, n_bands = w.shape
     p = albedo.shape[0]
-    weighted = weights.shape[0] > 0
+    weighted = sigma_w.shape[0] > 0
     a_matrix = np.empty((p, p))
     c = np.empty(p)
     x = np.empty(p)
@@ -57,6 +88,7 @@ def _two_step_block(block, w, weights, solve, albedo, shared_hessian, equality, 
     scale = np.empty(p)
     rhs = np.empty(p)
     z = np.empty(p)
+    weights = np.empty(n_bands)
     for pixel in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
         if not solve[pixel]:
             for a in range(p):
@@ -68,21 +100,7 @@ def _two_step_block(block, w, weights, solve, albedo, shared_hessian, equality, 
             sum_out[pixel] = False
             code_out[pixel] = QP_OK
             continue
-        for a in range(p):  # A = W S W^T (lower triangle, band by band) and c = W S w
-            c[a] = 0.0
-            for b in range(a + 1):
-                a_matrix[a, b] = 0.0 if weighted else shared_hessian[a, b]
-        for k in range(n_bands):
-            weight = weights[pixel, k] if weighted else 1.0
-            for a in range(p):
-                weighted_a = albedo[a, k] * weight
-                c[a] += weighted_a * w[pixel, k]
-                if weighted:
-                    for b in range(a + 1):
-                        a_matrix[a, b] += weighted_a * albedo[b, k]
-        for a in range(p):
-            for b in range(a):
-                a_matrix[b, a] = a_matrix[a, b]
+        _normal_equations_in_w(pixel, w, sigma_w, albedo, shared_hessian, weights, a_matrix, c)
         # from the centre with every fraction free: one solve where the solution is
         # interior (most pixels); if that system is singular (collinear endmembers), from
         # the best vertex, which frees only what the data ask for
@@ -97,7 +115,7 @@ def _two_step_block(block, w, weights, solve, albedo, shared_hessian, equality, 
             residual = -w[pixel, k]
             for a in range(p):
                 residual += x[a] * albedo[a, k]
-            cost += residual * residual * (weights[pixel, k] if weighted else 1.0)
+            cost += residual * residual * (1.0 / (sigma_w[pixel, k] * sigma_w[pixel, k]) if weighted else 1.0)
         cost_out[pixel] = cost
         sum_out[pixel] = sum_state[0]
         for a in range(p):
@@ -108,20 +126,21 @@ def _two_step_block(block, w, weights, solve, albedo, shared_hessian, equality, 
                 gradient_out[pixel, a] += a_matrix[a, b] * x[b]
 
 @cached_njit(inlines=(_qp_module,), parallel=True, error_model="numpy")
-def _two_step_kernel(w, weights, solve, albedo, shared_hessian, equality, max_steps,
+def _two_step_kernel(w, sigma_w, solve, albedo, shared_hessian, equality, max_steps,
                      fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out):  # fmt: skip
     n_pixels = w.shape[0]
     for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
-        _two_step_block(block, w, weights, solve, albedo, shared_hessian, equality, max_steps,
+        _two_step_block(block, w, sigma_w, solve, albedo, shared_hessian, equality, max_steps,
                         fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out)
 
 
-def two_step_numba(w, weights, solve, albedo, equality, max_steps):
+def two_step_numba(w, sigma_w, solve, albedo, equality, max_steps):
     """The w-space programme of every pixel of one chunk.
 
     Args:
-        w: (pixels, bands) albedo from `invert`; weights: (pixels, bands) 1/sigma_w^2 or
-            None (all bands weigh 1); solve: (pixels,) bool, pixels to solve.
+        w: (pixels, bands) albedo from `invert`; sigma_w: (pixels, bands) its standard
+            deviation (bands weigh 1/sigma_w^2), or None (all bands weigh 1); solve:
+            (pixels,) bool, pixels to solve (the others' w and sigma_w are not read).
         albedo: (p, bands) endmember albedos; equality: sum to one (else <= 1).
     Returns:
         dict: fractions (pixels, p) cross-section fractions, cost (pixels,) weighted sum of
@@ -139,9 +158,9 @@ def two_step_numba(w, weights, solve, albedo, equality, max_steps):
         "sum_active": np.empty(n, np.bool_),
         "code": np.empty(n, np.int8),
     }
-    weights = np.empty((0, 0)) if weights is None else as_kernel_array(weights)
+    sigma_w = np.empty((0, 0)) if sigma_w is None else as_kernel_array(sigma_w)
     _two_step_kernel(
-        as_kernel_array(w), weights, np.require(solve, np.bool_, ("C", "W")), albedo, albedo @ albedo.T,
+        as_kernel_array(w), sigma_w, np.require(solve, np.bool_, ("C", "W")), albedo, albedo @ albedo.T,
         bool(equality), int(max_steps),
         out["fractions"], out["cost"], out["hessian"], out["gradient"], out["sum_active"], out["code"],
     )  # fmt: skip
@@ -401,6 +420,9 @@ def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_m
                    mass_out, covariance_out, at_bound_out, remainder_out):  # fmt: skip
     n, p = fractions.shape
     for block in numba.prange((n + BLOCK - 1) // BLOCK):
+        # Per-block scratch; a pixel's rows are copied in and out (a view of a shared
+        # array in a parallel loop updates the array's one reference count from every
+        # thread: contention that cost more than the covariance itself).
         system = np.empty((p, p))
         factor = np.empty((p, p))
         scale = np.empty(p)
@@ -409,6 +431,13 @@ def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_m
         covariance = np.empty((p, p))
         released = np.empty(p)
         released_covariance = np.empty((p, p))
+        free = np.empty(p, np.bool_)
+        tested = np.empty(p, np.bool_)
+        x = np.empty(p)
+        pixel_hessian = np.empty((p, p))
+        pixel_gradient = np.empty(p)
+        mass = np.empty(p)
+        mass_covariance = np.empty((p, p))
         for pixel in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
             code = status[pixel]
             if not (code == CONVERGED or code == MAX_ITER or code == UNDETERMINED):
@@ -420,9 +449,14 @@ def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_m
                     for b in range(p):
                         covariance_out[pixel, a, b] = math.nan
                 continue
-            x = fractions[pixel]
+            for a in range(p):
+                x[a] = fractions[pixel, a]
+                pixel_gradient[a] = gradient[pixel, a]
+                for b in range(p):
+                    pixel_hessian[a, b] = hessian[pixel, a, b]
             determined = reduced_covariance(
-                hessian[pixel], gradient[pixel], x, sum_active[pixel], system, factor, scale, rhs, column, covariance
+                pixel_hessian, pixel_gradient, x, sum_active[pixel], system, factor, scale, rhs, column, free, tested,
+                covariance,
             )
             if code == CONVERGED and not determined:
                 status[pixel] = UNDETERMINED
@@ -440,8 +474,8 @@ def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_m
                 for a in range(p):
                     released[a] = 1.0 / p
                 if not reduced_covariance(
-                    hessian[pixel], gradient[pixel], released, sum_active[pixel], system, factor, scale, rhs, column,
-                    released_covariance,
+                    pixel_hessian, pixel_gradient, released, sum_active[pixel], system, factor, scale, rhs, column,
+                    free, tested, released_covariance,
                 ):
                     status[pixel] = UNDETERMINED
                 else:
@@ -457,7 +491,11 @@ def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_m
                 for b in range(p):
                     covariance[a, b] *= variance
             remainder_out[pixel] = 0.0 if equality else 1.0 - total
-            _pixel_mass_fractions(x, per_mass, covariance, mass_out[pixel], covariance_out[pixel], column)
+            _pixel_mass_fractions(x, per_mass, covariance, mass, mass_covariance, column)
+            for a in range(p):
+                mass_out[pixel, a] = mass[a]
+                for b in range(p):
+                    covariance_out[pixel, a, b] = mass_covariance[a, b]
 
 
 def finish_numba(solved, status, per_mass, weighted, equality, n_bands):

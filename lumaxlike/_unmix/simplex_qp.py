@@ -74,7 +74,7 @@ def max_qp_steps(p: int) -> int:
     return 6 * p + 10
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def scaled_cholesky(system, factor, scale):
     """Cholesky factor of `system` scaled to unit diagonal (scale = sqrt(diag)); False if
     a diagonal entry is not positive or a pivot falls below `PIVOT_FLOOR`."""
@@ -99,7 +99,7 @@ def scaled_cholesky(system, factor, scale):
     return True
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def scaled_solve(factor, scale, rhs, solution):
     """Solve system y = rhs from `scaled_cholesky`'s factor and scale, into `solution`."""
     p = rhs.shape[0]
@@ -117,7 +117,7 @@ def scaled_solve(factor, scale, rhs, solution):
         solution[i] /= scale[i]
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def _reference(x, free, sum_active):
     """The reference variable of the null-space solve: the free one with the largest x
     (the first on ties); -1 without the sum constraint."""
@@ -131,7 +131,7 @@ def _reference(x, free, sum_active):
     return reference
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def _reduced_system(a_matrix, c, reference, free, system, rhs):
     """The (p, p) reduced system of the working set: identity rows for variables that do
     not move (not free, or the reference)."""
@@ -292,8 +292,8 @@ def vertex_start(a_matrix, c, x, free, sum_state, equality):
         free[best] = True
 
 
-@numba.njit(error_model="numpy")
-def reduced_covariance(hessian, gradient, x, sum_active, system, factor, scale, rhs, column, out):
+@numba.njit(error_model="numpy", inline="always")
+def reduced_covariance(hessian, gradient, x, sum_active, system, factor, scale, rhs, column, free, tested, out):
     """Covariance (p, p) of x with its active set held: the inverse of `hessian` on the
     free variables (x_j > 0) in the null space of the sum constraint, mapped back (rows
     and columns of variables at their bound are 0).
@@ -303,39 +303,59 @@ def reduced_covariance(hessian, gradient, x, sum_active, system, factor, scale, 
     (multiplier within `MULTIPLIER_FLOOR` of 0, from the gradient (p,) of the objective,
     J^T f, at x). A bound with a vanishing multiplier holds nothing: a twin of a free
     endmember sits there, and the split between the two is arbitrary.
+    `free`, `tested`: (p,) bool scratch (nothing is allocated per call).
     """
     p = x.shape[0]
-    free = x > 0.0
     count = 0
     total = 0.0
     largest = 0.0
     for a in range(p):
+        free[a] = x[a] > 0.0
         largest = max(largest, hessian[a, a])
         if free[a]:
             count += 1
             total += gradient[a]
     nu = -total / count if sum_active and count > 0 else 0.0
-    tested = free.copy()
+    extended = False  # a bound with a vanishing multiplier joins the free variables
     for a in range(p):
-        if not free[a] and abs(gradient[a] + nu) <= MULTIPLIER_FLOOR * largest:
-            tested[a] = True
+        tested[a] = free[a] or abs(gradient[a] + nu) <= MULTIPLIER_FLOOR * largest
+        extended = extended or (tested[a] and not free[a])
     for a in range(p):
         for b in range(p):
             out[a, b] = math.nan
-    _reduced_system(hessian, column, _reference(x, tested, sum_active), tested, system, rhs)  # rhs unused
-    if not scaled_cholesky(system, factor, scale):
-        return False
+    if extended:  # else the test is the factorisation below
+        _reduced_system(hessian, column, _reference(x, tested, sum_active), tested, system, rhs)  # rhs unused
+        if not scaled_cholesky(system, factor, scale):
+            return False
     reference = _reference(x, free, sum_active)
     _reduced_system(hessian, column, reference, free, system, rhs)
     if not scaled_cholesky(system, factor, scale):
         return False
+    # The inverse, (D L L^T D)^-1 = D^-1 L^-T L^-1 D^-1: L^-1 by forward substitution
+    # (into `system`, no longer needed), with p reciprocals of the pivots and of the scale
+    # in place of a division per entry of p triangular solves.
+    inverse_factor = system
+    for a in range(p):
+        rhs[a] = 1.0 / factor[a, a]
+        column[a] = 1.0 / scale[a]
     for b in range(p):
-        for a in range(p):
-            rhs[a] = 1.0 if a == b else 0.0
-        scaled_solve(factor, scale, rhs, column)
-        for a in range(p):
-            active = free[a] and a != reference and free[b] and b != reference
-            out[a, b] = column[a] if active else 0.0
+        for i in range(p):
+            if i < b:
+                inverse_factor[i, b] = 0.0
+            else:
+                value = 1.0 if i == b else 0.0
+                for k in range(b, i):
+                    value -= factor[i, k] * inverse_factor[k, b]
+                inverse_factor[i, b] = value * rhs[i]
+    for a in range(p):
+        for b in range(a + 1):
+            value = 0.0
+            if free[a] and a != reference and free[b] and b != reference:
+                for k in range(a, p):  # a >= b: rows below both
+                    value += inverse_factor[k, a] * inverse_factor[k, b]
+                value *= column[a] * column[b]
+            out[a, b] = value
+            out[b, a] = value
     if reference >= 0:  # x_r = -sum_a y_a
         total = 0.0
         for a in range(p):

@@ -209,12 +209,8 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
         for failure in reversed(_PIXEL_FAILURES):  # the first in the list wins
             status[np.any(band_status == failure, axis=-1)] = failure
         solve = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
-        w = np.where(solve[:, None], inverted.w.reshape(n, n_bands), 0.0)
-        weights = None
-        if band_sigma is not None:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                weights = np.where(solve[:, None], 1.0 / inverted.sigma.reshape(n, n_bands) ** 2, 1.0)
-        solved = two_step_numba(w, weights, solve, albedo, equality, max_steps)
+        sigma_w = None if band_sigma is None else inverted.sigma.reshape(n, n_bands)
+        solved = two_step_numba(inverted.w.reshape(n, n_bands), sigma_w, solve, albedo, equality, max_steps)
         status[solve & (solved["code"] == QP_SINGULAR)] = Status.UNDETERMINED
         status[solve & (solved["code"] == QP_STALLED)] = Status.MAX_ITER
         iterations = inverted.iterations.reshape(n, n_bands).max(axis=-1, initial=0).astype(np.int32)
