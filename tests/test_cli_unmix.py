@@ -77,3 +77,25 @@ def test_unmix_cli_library_not_covering_the_cube_exits_2_naming_the_file(tmp_pat
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and "short.csv" in err and "does not cover band 0" in err
     assert not out.exists()
+
+
+def test_unmix_cli_writes_one_netcdf_or_zarr_dataset_with_an_endmember_dimension(tmp_path, capsys):
+    import xarray as xr
+
+    mass, albedo, cube, obs, dtm = mixture_files(tmp_path)
+    library = write_library(tmp_path / "minerals.csv", albedo)
+    for name, engine in (("abund.nc", "netcdf4"), ("abund.zarr", "zarr")):
+        out = tmp_path / name
+        code, err = run(capsys, *unmix_args(cube, obs, dtm, library, out, "--route", "two_step"))
+        assert code == 0, err
+        with xr.open_dataset(out, engine=engine) as dataset:
+            assert dataset["fractions"].dims == ("endmember", "y", "x")
+            assert dataset["sigma"].dims == ("endmember", "y", "x")
+            assert tuple(dataset["endmember"].values) == NAMES
+            for field in ("status", "iterations", "residual"):
+                assert dataset[field].dims == ("y", "x"), field
+            np.testing.assert_allclose(np.moveaxis(dataset["fractions"].values, 0, -1), mass, atol=1e-6, rtol=0)
+            assert np.all(dataset["status"].values == Status.CONVERGED)
+            assert np.all(np.isfinite(dataset["sigma"].values))
+        assert lumaxlike.read_provenance(out).command.startswith("lumaxlike unmix")
+        assert not (tmp_path / f"{out.stem}_status{out.suffix}").exists()  # one dataset, no companions

@@ -2,7 +2,7 @@
 
 The same pipeline as :func:`lumaxlike._io.file_inversion.invert_file` (blocks of rows,
 `BlockPool` here or on a dask cluster, atomic `ResultWriter`, provenance), with
-:func:`lumaxlike.unmix` per block. Writes (GeoTIFF or ENVI):
+:func:`lumaxlike.unmix` per block. Writes, as GeoTIFF or ENVI:
 
 ``OUT``            mass fractions, one band per endmember (band names: the endmembers)
 ``OUT_sigma``      their 1-sigma uncertainty (scaled by ``sigma`` when given, else by
@@ -10,6 +10,10 @@ The same pipeline as :func:`lumaxlike._io.file_inversion.invert_file` (blocks of
 ``OUT_status``     `lumaxlike.Status` per pixel (one band)
 ``OUT_iterations`` solver steps per pixel (one band)
 ``OUT_residual``   the route's residual norm per pixel (one band; see `UnmixResult`)
+
+or, as netCDF (.nc) or zarr (.zarr), one dataset at ``OUT`` with these variables:
+fractions and sigma on dimensions (endmember, y, x), the ``endmember`` coordinate holding
+the names; status, iterations and residual on (y, x).
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ def unmix_layout(names) -> FieldLayout:
     per_pixel = {name: (name,) for name in ("status", "iterations", "residual")}
     return FieldLayout(main="fractions", attrs=_ATTRS,
                        band_names={"fractions": tuple(names), "sigma": tuple(names), **per_pixel},
-                       integer={"status": np.int8, "iterations": np.int32})
+                       integer={"status": np.int8, "iterations": np.int32},
+                       dimensions={"fractions": "endmember", "sigma": "endmember", **dict.fromkeys(per_pixel)})
 
 
 def cube_wavelengths_um(info: CubeInfo, wavelengths=None) -> np.ndarray:

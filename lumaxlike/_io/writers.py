@@ -277,7 +277,7 @@ def spatial_ref_attrs(crs, transform) -> dict:
 
 
 def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None = None, provenance=None,
-                    field_attrs: Mapping | None = None):
+                    field_attrs: Mapping | None = None, layout: "FieldLayout | None" = None):
     """An ``xarray.Dataset`` with lumaxlike's result layout on the grid of a cube.
 
     Args:
@@ -289,6 +289,9 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
             attributes plus the ``lumaxlike_*`` keys; None writes only ``source`` (the cube).
         field_attrs: ``{field: attributes}`` of fields beyond :data:`FIELD_ATTRS` (or
             replacing them).
+        layout: the maps' :class:`FieldLayout` when some have their own bands (its
+            ``dimensions``: a coordinate of band names per such dimension, and the
+            variables' dimensions); None: every field has the cube's bands.
 
     Returns:
         Dataset with coords ``band`` (1-based), ``wavelength`` (when known), ``x``/``y``
@@ -297,6 +300,9 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
     import xarray as xr
 
     coords = {"band": ("band", np.arange(1, like.bands + 1))}
+    for field, dimension in (layout.dimensions.items() if layout is not None else ()):
+        if dimension is not None:
+            coords[dimension] = (dimension, np.asarray(layout.band_names[field], dtype=str))
     if like.wavelengths is not None:
         attrs = {"units": like.wavelength_units} if like.wavelength_units else {}
         coords["wavelength"] = xr.Variable("band", np.asarray(like.wavelengths), attrs)
@@ -307,7 +313,8 @@ def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None =
     for field in fields:
         if data is not None and field in data:
             attrs = dict(all_attrs[field], grid_mapping="spatial_ref")
-            variables[field] = xr.Variable(("band", "y", "x"), data[field], attrs)
+            dims = layout.dims(field) if layout is not None else ("band", "y", "x")
+            variables[field] = xr.Variable(dims, data[field], attrs)
     attrs = {"source": str(like.path)} if provenance is None else provenance.cf_attrs()
     return xr.Dataset(variables, coords=coords, attrs=attrs)
 
@@ -321,25 +328,32 @@ class _NetCDFSink:
     """All result maps in one netCDF-4 file: xarray writes coords, netCDF4 writes blocks."""
 
     def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float,
-                 provenance=None, field_attrs=FIELD_ATTRS):
+                 provenance=None, layout: "FieldLayout" = None):
         try:
             import netCDF4
         except ImportError:  # pragma: no cover - depends on the environment
             raise ValueError(f"writing {path.name}: netCDF output needs the netCDF4 package") from None
-        result_template(like, provenance=provenance).to_netcdf(path, engine="netcdf4", format="NETCDF4")
+        layout = layout or INVERSION_LAYOUT
+        result_template(like, provenance=provenance, layout=layout).to_netcdf(path, engine="netcdf4", format="NETCDF4")
         self.dataset = netCDF4.Dataset(path, "a")
-        chunks = (1, min(chunk_rows, like.grid.height), like.grid.width)
+        self.layout = layout
+        rows = min(chunk_rows, like.grid.height)
         for field in fields:
             dtype = dtypes[field]
+            dims = layout.dims(field)
+            chunks = (1,) * (len(dims) - 2) + (rows, like.grid.width)
             variable = self.dataset.createVariable(
-                field, dtype, ("band", "y", "x"), fill_value=_fill_value(dtype, nodata), chunksizes=chunks
+                field, dtype, dims, fill_value=_fill_value(dtype, nodata), chunksizes=chunks
             )
             variable.set_auto_mask(False)  # blocks arrive with nodata already in place
-            attrs = dict(field_attrs[field], grid_mapping="spatial_ref")
+            attrs = dict(layout.attrs[field], grid_mapping="spatial_ref")
             variable.setncatts(attrs)
 
     def write(self, field: str, rows: slice, values: np.ndarray) -> None:
-        self.dataset[field][:, rows, :] = np.moveaxis(values, -1, 0)
+        if len(self.layout.dims(field)) == 2:  # a per-pixel map: its one band
+            self.dataset[field][rows, :] = values[..., 0]
+        else:
+            self.dataset[field][:, rows, :] = np.moveaxis(values, -1, 0)
 
     def close(self) -> None:
         self.dataset.close()
@@ -349,26 +363,32 @@ class _ZarrSink:
     """All result maps in one zarr store: metadata first, then region writes per block."""
 
     def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float,
-                 provenance=None, field_attrs=FIELD_ATTRS):
+                 provenance=None, layout: "FieldLayout" = None):
         try:
             import dask.array as da
             import zarr  # noqa: F401
         except ImportError:  # pragma: no cover - depends on the environment
             raise ValueError(f"writing {path.name}: zarr output needs the zarr package") from None
         self.path = path
-        shape = (like.bands, like.grid.height, like.grid.width)
-        chunks = (like.bands, min(chunk_rows, like.grid.height), like.grid.width)
-        data = {field: da.zeros(shape, dtype=dtypes[field], chunks=chunks) for field in fields}
+        self.layout = layout = layout or INVERSION_LAYOUT
+        grid = (like.grid.height, like.grid.width)
+        rows = min(chunk_rows, like.grid.height)
+        data = {}
+        for field in fields:
+            bands = layout.like(field, like).bands
+            leading = (bands,) if len(layout.dims(field)) == 3 else ()
+            data[field] = da.zeros(leading + grid, dtype=dtypes[field], chunks=leading + (rows, like.grid.width))
         encoding = {field: {"_FillValue": _fill_value(dtypes[field], nodata)} for field in fields}
-        template = result_template(like, fields, data, provenance, field_attrs)
+        template = result_template(like, fields, data, provenance, layout.attrs, layout)
         template.to_zarr(path, mode="w", compute=False, encoding=encoding, zarr_format=2, consolidated=True)
 
     def write_block(self, rows: slice, block: Mapping) -> None:
         import xarray as xr
 
-        variables = {
-            field: (("band", "y", "x"), np.moveaxis(values, -1, 0)) for field, values in block.items()
-        }
+        variables = {}
+        for field, values in block.items():
+            dims = self.layout.dims(field)
+            variables[field] = (dims, values[..., 0] if len(dims) == 2 else np.moveaxis(values, -1, 0))
         xr.Dataset(variables).to_zarr(self.path, region={"y": rows}, mode="r+", zarr_format=2, consolidated=False)
 
 
@@ -385,15 +405,28 @@ class FieldLayout:
             removed on overwrite).
         band_names: ``{field: band names}`` for fields whose bands are not the cube's
             (e.g. one per endmember, or ``("status",)`` for a per-pixel map); their maps
-            carry no wavelengths, and are written as GeoTIFF or ENVI only.
+            carry no wavelengths.
         integer: ``{field: NumPy integer type}`` (status: int8, uint8 in ENVI); the
             others have the cube's floating type.
+        dimensions: for netCDF and zarr, ``{field: dimension}`` of each field in
+            ``band_names``: the name of the dimension of its bands (a coordinate of the
+            band names; fields with the same bands share it), or None for a per-pixel map
+            (a ``(y, x)`` variable). Without it such maps are written as GeoTIFF or ENVI
+            only.
     """
 
     main: str
     attrs: Mapping
     band_names: Mapping
     integer: Mapping
+    dimensions: Mapping = dataclasses.field(default_factory=dict)
+
+    def dims(self, field: str) -> tuple[str, ...]:
+        """The dimensions of ``field``'s variable in netCDF / zarr."""
+        if field not in self.band_names:
+            return ("band", "y", "x")
+        dimension = self.dimensions[field]
+        return ("y", "x") if dimension is None else (dimension, "y", "x")
 
     def like(self, field: str, cube: CubeInfo) -> CubeInfo:
         """The cube's description with the bands of ``field``'s map."""
@@ -459,7 +492,7 @@ class ResultWriter:
         unknown = [f for f in self.fields if f not in known]
         if unknown or main not in self.fields:
             raise ValueError(f"fields must include {main!r} and be among {known}, got {self.fields}")
-        if layout.band_names and self.format not in ("GTiff", "ENVI"):
+        if self.format not in ("GTiff", "ENVI") and any(f not in layout.dimensions for f in layout.band_names):
             raise ValueError(f"output {self.out}: these maps are written as GeoTIFF (.tif) or ENVI (.img), "
                              f"not {self.format}")
         self.main = main
@@ -492,11 +525,11 @@ class ResultWriter:
                     self._stack.callback(sink.close)
             elif self.format == "netCDF":
                 self._dataset = _NetCDFSink(temporary[self.out], self.fields, self.like, self.dtypes,
-                                            self.chunk_rows, self.nodata, self.provenance, self.field_attrs)
+                                            self.chunk_rows, self.nodata, self.provenance, self.layout)
                 self._stack.callback(self._dataset.close)
             else:
                 self._dataset = _ZarrSink(temporary[self.out], self.fields, self.like, self.dtypes,
-                                          self.chunk_rows, self.nodata, self.provenance, self.field_attrs)
+                                          self.chunk_rows, self.nodata, self.provenance, self.layout)
         except BaseException as error:
             self._stack.__exit__(type(error), error, error.__traceback__)
             raise
