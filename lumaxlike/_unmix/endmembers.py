@@ -8,6 +8,7 @@ import numpy as np
 
 from .._inverse.status import Status
 from .._params import HapkeParams
+from .phase import check_phase
 
 __all__ = ["Endmembers"]
 
@@ -43,6 +44,19 @@ class Endmembers:
         extinction_efficiency: Q_j [-], shape (n_endmembers,), > 0; default 1 (grains
             large against the wavelength).
         wavelengths: band centres [um], shape (n_bands,), or None.
+        phase: the endmembers' own phase functions, or None (default): one phase
+            function shared by all endmembers, the `HapkeParams`' given to `unmix` (the
+            common choice). Given, the mixture's phase function is their albedo-and-
+            cross-section-weighted mean p_mix = sum_j f_j w_j p_j / w_mix, per band and
+            per pixel (so are its Legendre coefficients and AMSA's P(mu0e), P(mue),
+            P-bar), and only `unmix`'s one-step route can unmix it. Either a sequence
+            of n_endmembers `HapkeParams`, of which only the phase function is read
+            (phase_function, b, c, asymmetry, legendre; the closed forms are evaluated
+            exactly), or Legendre coefficients b_0..b_N (N <= 15, b_0 = 1) of
+            p(g) = sum_n b_n P_n(cos g), shape (n_endmembers, N + 1), or
+            (n_endmembers, n_bands, N + 1) for phase functions that vary with the band.
+            Stored as a tuple of `HapkeParams` or as a read-only array of shape
+            (n_endmembers, 1 or n_bands, 16), zero-padded.
 
     A scalar density, grain_size or extinction_efficiency is used for every endmember.
     Arrays are copied and made read-only. Invalid values raise a ValueError naming the
@@ -55,6 +69,7 @@ class Endmembers:
     grain_size: np.ndarray
     extinction_efficiency: np.ndarray = None
     wavelengths: np.ndarray | None = None
+    phase: tuple | np.ndarray | None = None
 
     def __post_init__(self):
         names = (self.names,) if isinstance(self.names, str) else tuple(self.names)
@@ -97,6 +112,7 @@ class Endmembers:
         set_field(self, "grain_size", _positive_vector("grain_size", self.grain_size, n))
         set_field(self, "extinction_efficiency", _positive_vector("extinction_efficiency", efficiency, n))
         set_field(self, "wavelengths", wavelengths)
+        set_field(self, "phase", check_phase(self.phase, n, albedo.shape[1]))
 
     @property
     def n_endmembers(self) -> int:
