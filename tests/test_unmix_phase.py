@@ -180,3 +180,27 @@ def test_per_endmember_phase_is_stored_read_only():
     np.testing.assert_array_equal(PHASED.phase[..., :N_COEFFICIENTS], LEGENDRE)
     assert np.all(PHASED.phase[..., N_COEFFICIENTS:] == 0.0)
     assert ENDMEMBERS.phase is None
+
+
+@pytest.mark.parametrize("phase", [LEGENDRE, tuple(dataclasses.replace(PARAMS, b=b, c=c) for b, c in
+                                                   [(0.2, 0.8), (0.5, -0.4), (0.35, 0.1), (0.6, 0.5)])])  # fmt: skip
+def test_endmembers_from_reflectance_with_their_own_phase_functions(phase):
+    # laboratory spectra of each endmember alone, at one geometry, with its own phase function
+    incidence, emission, azimuth = 0.5, 0.2, 0.0
+    geometry = lumaxlike.geometry_from_angles(incidence, emission, azimuth)
+    checked = dataclasses.replace(ENDMEMBERS, phase=phase).phase
+    refl = np.empty((N_END, N_BANDS))
+    for j in range(N_END):
+        for k in range(N_BANDS):
+            own = (dataclasses.replace(PARAMS, b=phase[j].b, c=phase[j].c) if isinstance(phase, tuple)
+                   else dataclasses.replace(PARAMS, legendre=phase[j, k]))  # fmt: skip
+            refl[j, k] = lumaxlike.amsa(ENDMEMBERS.albedo[j, k : k + 1], *geometry, own, backend="numba")[0]
+    built = lumaxlike.Endmembers.from_reflectance(
+        refl, incidence, emission, azimuth, PARAMS, density=ENDMEMBERS.density, grain_size=ENDMEMBERS.grain_size,
+        phase=phase,
+    )  # fmt: skip
+    np.testing.assert_allclose(built.albedo, ENDMEMBERS.albedo, atol=1e-9)
+    if isinstance(phase, tuple):
+        assert built.phase == checked
+    else:
+        np.testing.assert_array_equal(built.phase, checked)

@@ -193,10 +193,9 @@ def _mixture_model_for(key):
 def _normal_equations_mixed(x, terms, albedo, refl, weights, key, phase):
     """`_normal_equations` with per-endmember phase functions (`numba_unmix.
     _normal_equations_mixed` on lanes); phase: (n, p, 1 or bands, 4) `phase.phase_table`."""
-    n, p = x.shape
-    phase = jnp.broadcast_to(phase, (n, p, albedo.shape[1], phase.shape[-1]))
     w_mix = jnp.einsum("np,pk->nk", x, albedo)
-    sums = jnp.einsum("npk,npkq->nkq", x[:, :, None] * albedo[None, :, :], phase)
+    weighted = (x[:, :, None] * albedo[None, :, :])[..., None]  # (n, p, bands, 1)
+    sums = jnp.sum(weighted * phase, axis=1)  # (n, bands, 4): elementwise, fused (no small dots)
     mixture, mixture_slope = _mixture_model_for(key)
     r, h_mu0e_m1, h_mue_m1, common = mixture(w_mix, sums[..., 0], sums[..., 1], sums[..., 2], sums[..., 3], terms)
     slope = mixture_slope(
@@ -204,9 +203,9 @@ def _normal_equations_mixed(x, terms, albedo, refl, weights, key, phase):
         common[:, None, :], terms.scale[:, None, None],
     )  # (n, p, bands)
     residual = (r - refl) * weights[None, :]
-    columns = slope * albedo[None, :, :] * weights[None, None, :]
-    hessian = jnp.einsum("nak,nbk->nab", columns, columns)
-    gradient = jnp.einsum("nak,nk->na", columns, residual)
+    columns = jnp.swapaxes(slope * albedo[None, :, :] * weights[None, None, :], 1, 2)  # (n, bands, p)
+    hessian = jnp.einsum("nka,nkb->nab", columns, columns)
+    gradient = jnp.einsum("nka,nk->na", columns, residual)
     return jnp.sum(residual * residual, axis=-1), hessian, gradient
 
 

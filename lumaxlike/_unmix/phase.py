@@ -13,6 +13,7 @@ as the model does), not through a truncated series.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numba
@@ -25,7 +26,7 @@ from .._model.numba_model import MODEL_MODULES, as_kernel_array
 from .._model._backends import numba_equations
 from .._params import HapkeParams
 
-__all__ = ["check_phase", "phase_table", "N_PHASE_TERMS"]
+__all__ = ["check_phase", "endmember_params", "phase_table", "N_PHASE_TERMS"]
 
 N_PHASE_TERMS = 4  # p(g) B_SH, P(mu0e), P(mue), P-bar
 geometry_terms = numba_equations.geometry_terms
@@ -82,6 +83,17 @@ def check_phase(phase, n_endmembers: int, n_bands: int):
     padded[..., : coefficients.shape[2]] = coefficients
     padded.flags.writeable = False
     return padded
+
+
+def endmember_params(params: HapkeParams, phase, endmember: int, slot: int = 0) -> HapkeParams:
+    """`params` with the phase function of one endmember (and band slot) of `check_phase`'s
+    normalised `phase` in place of its own: the model of that endmember alone."""
+    if isinstance(phase, tuple):
+        own = phase[endmember]
+        return dataclasses.replace(
+            params, phase_function=own.phase_function, b=own.b, c=own.c, asymmetry=own.asymmetry, legendre=own.legendre
+        )
+    return dataclasses.replace(params, phase_function="dhg", legendre=phase[endmember, slot])
 
 
 @cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")

@@ -100,7 +100,8 @@ def unmix(
             with constant w. A free grain size per endmember is not offered: under this
             mixing rule D_j only rescales c_j, so it is degenerate with the mass fraction
             unless w_j(D) is modelled from optical constants.
-        params: `HapkeParams` of the mixture (its phase function is the mixture's).
+        params: `HapkeParams` of the mixture (its phase function is the mixture's,
+            unless the endmembers have their own: `Endmembers.phase`).
         solver: ``"jax"`` or ``"numba"``: the one-step route's Levenberg-Marquardt runs
             in it; the two-step route's `invert` runs in it, and its w-space programme in
             numba for both (a CPU step after the inversion).
