@@ -136,7 +136,7 @@ def unmix(
     check_choice("route", route, ROUTES)
     if not isinstance(endmembers, Endmembers):
         raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
-    check_route_takes_phase(route, endmembers)
+    _refuse_two_step_with_own_phases(route, endmembers)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     if not isinstance(sum_to_one, (bool, np.bool_)):
@@ -188,7 +188,7 @@ def unmix(
     )
 
 
-def check_route_takes_phase(route, endmembers):
+def _refuse_two_step_with_own_phases(route, endmembers):
     """ValueError for route="two_step" with per-endmember phase functions."""
     if route == "two_step" and endmembers.phase is not None:
         raise ValueError(
@@ -230,7 +230,7 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
         status = solved["status"].astype(np.int8)
         iterations = solved["iterations"].astype(np.int32)
     else:
-        check_route_takes_phase(route, endmembers)
+        _refuse_two_step_with_own_phases(route, endmembers)
         inverted = invert(refl, to_sun, to_sensor, normal, params, solver=solver, refl_sigma=band_sigma,
                           max_iter=max_iter, tol=ALBEDO_TOLERANCE, chunk_size=max(1, pad_to or n))  # fmt: skip
         band_status = inverted.status.reshape(n, n_bands)
