@@ -62,6 +62,9 @@ __all__ = [
     "pixel_terms",
     "reflectance",
     "reflectance_and_slope",
+    "phase_terms",
+    "mixture_reflectance_and_slope",
+    "mixture_slope",
 ]
 
 PI = 3.141592653589793
@@ -457,3 +460,60 @@ def reflectance_and_slope(w, terms):
     )
     bracket = terms.phase_sh + multiple
     return w * terms.scale * bracket, terms.scale * (bracket + w * dmultiple)
+
+
+# An intimate mixture whose endmembers have their own phase functions (Hapke 2012, ch. 10):
+# p_mix = sum_j f_j w_j p_j / w_mix, so its Legendre coefficients, P(mu0e), P(mue), P-bar
+# and p(g) B_SH are the same albedo-and-cross-section-weighted means of the endmembers'.
+# With A_X = sum_j f_j w_j X_j for each of these X, w_mix X_mix = A_X and
+# r = scale [A_sh + A_0 (H(mue) - 1) + A_e (H(mu0e) - 1) + A_bar (H(mu0e) - 1)(H(mue) - 1)],
+# the H-functions at w_mix = sum_j f_j w_j: linear in f but for the H-functions.
+
+
+def phase_terms(mu0e, mue, cos_g, tan_half_g, b, c, hs, bs0, asymmetry, legendre, use_legendre):
+    """The phase-function terms of `PixelTerms` for one phase function at one observation.
+
+    Args:
+        mu0e, mue: effective cosines (`roughness_terms`); cos_g, tan_half_g: of the phase
+            angle (`GeometryTerms`); b, c, asymmetry, legendre, use_legendre: the phase
+            function (see `terms_from_geometry`); hs, bs0: shadow hiding.
+    Returns:
+        (p(g) B_SH, P(mu0e), P(mue), P-bar), as `terms_from_geometry` computes them.
+    """
+    p_mu0e, p_mue, p_bar = multiple_scattering_sums(mu0e, mue, b, c, asymmetry, legendre, use_legendre)
+    phase_sh = phase_function(cos_g, b, c, asymmetry, legendre, use_legendre) * shadow_hiding(tan_half_g, hs, bs0)
+    return phase_sh, p_mu0e, p_mue, p_bar
+
+
+def mixture_reflectance_and_slope(w, sum_sh, sum_mu0e, sum_mue, sum_bar, terms):
+    """r [1/sr] of a mixture whose phase function is the albedo-weighted mean of its
+    endmembers', and the pieces of its derivatives in the fractions (`mixture_slope`).
+
+    Args:
+        w: the mixture's albedo w_mix = sum_j f_j w_j.
+        sum_sh, sum_mu0e, sum_mue, sum_bar: sum_j f_j w_j X_j for X = p(g) B_SH, P(mu0e),
+            P(mue), P-bar of the endmembers (`phase_terms`).
+        terms: the pixel's `PixelTerms` (its scale and H-function pieces; its own phase
+            terms are not used).
+    Returns:
+        (r, H(mu0e) - 1, H(mue) - 1, common), common = scale (A_0 dH(mue)/dw + A_e
+        dH(mu0e)/dw + A_bar d[(H(mu0e) - 1)(H(mue) - 1)]/dw): the part of dr/df_j / w_j
+        that all endmembers share. With equal phase functions r = `reflectance`(w).
+    """
+    h_mu0e, h_mue, dh_mu0e, dh_mue = h_values_and_slopes(w, terms.h_mu0e, terms.h_mue)
+    h_mu0e_m1 = h_mu0e - 1.0
+    h_mue_m1 = h_mue - 1.0
+    r = terms.scale * (sum_sh + sum_mu0e * h_mue_m1 + sum_mue * h_mu0e_m1 + sum_bar * h_mu0e_m1 * h_mue_m1)
+    common = terms.scale * (
+        sum_mu0e * dh_mue + sum_mue * dh_mu0e + sum_bar * (dh_mu0e * h_mue_m1 + h_mu0e_m1 * dh_mue)
+    )
+    return r, h_mu0e_m1, h_mue_m1, common
+
+
+def mixture_slope(phase_sh, p_mu0e, p_mue, p_bar, h_mu0e_m1, h_mue_m1, common, scale):
+    """dr/df_j / w_j of `mixture_reflectance_and_slope`'s r for endmember j, from its
+    phase terms (`phase_terms`) and that function's H(mu0e) - 1, H(mue) - 1, common, and
+    the pixel's scale: scale [X_sh + X_0 (H(mue) - 1) + X_e (H(mu0e) - 1) + X_bar
+    (H(mu0e) - 1)(H(mue) - 1)] + common. With equal phase functions: dr/dw."""
+    own = phase_sh + p_mu0e * h_mue_m1 + p_mue * h_mu0e_m1 + p_bar * h_mu0e_m1 * h_mue_m1
+    return scale * own + common

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._inverse.status import Status
 from .._params import HapkeParams
+from .phase import check_phase, endmember_params
 
 __all__ = ["Endmembers"]
 
@@ -43,6 +44,19 @@ class Endmembers:
         extinction_efficiency: Q_j [-], shape (n_endmembers,), > 0; default 1 (grains
             large against the wavelength).
         wavelengths: band centres [um], shape (n_bands,), or None.
+        phase: the endmembers' own phase functions, or None (default): one phase
+            function shared by all endmembers, the `HapkeParams`' given to `unmix` (the
+            common choice). Given, the mixture's phase function is their albedo-and-
+            cross-section-weighted mean p_mix = sum_j f_j w_j p_j / w_mix, per band and
+            per pixel (so are its Legendre coefficients and AMSA's P(mu0e), P(mue),
+            P-bar), and only `unmix`'s one-step route can unmix it. Either a sequence
+            of n_endmembers `HapkeParams`, of which only the phase function is read
+            (phase_function, b, c, asymmetry, legendre; the closed forms are evaluated
+            exactly), or Legendre coefficients b_0..b_N (N <= 15, b_0 = 1) of
+            p(g) = sum_n b_n P_n(cos g), shape (n_endmembers, N + 1), or
+            (n_endmembers, n_bands, N + 1) for phase functions that vary with the band.
+            Stored as a tuple of `HapkeParams` or as a read-only array of shape
+            (n_endmembers, 1 or n_bands, 16), zero-padded.
 
     A scalar density, grain_size or extinction_efficiency is used for every endmember.
     Arrays are copied and made read-only. Invalid values raise a ValueError naming the
@@ -55,6 +69,7 @@ class Endmembers:
     grain_size: np.ndarray
     extinction_efficiency: np.ndarray = None
     wavelengths: np.ndarray | None = None
+    phase: tuple | np.ndarray | None = None
 
     def __post_init__(self):
         names = (self.names,) if isinstance(self.names, str) else tuple(self.names)
@@ -97,6 +112,7 @@ class Endmembers:
         set_field(self, "grain_size", _positive_vector("grain_size", self.grain_size, n))
         set_field(self, "extinction_efficiency", _positive_vector("extinction_efficiency", efficiency, n))
         set_field(self, "wavelengths", wavelengths)
+        set_field(self, "phase", check_phase(self.phase, n, albedo.shape[1]))
 
     @property
     def n_endmembers(self) -> int:
@@ -121,6 +137,7 @@ class Endmembers:
         extinction_efficiency=None,
         wavelengths=None,
         solver: str = "numba",
+        phase=None,
     ) -> "Endmembers":
         """Endmembers from laboratory reflectance spectra, w_j by `lumaxlike.invert`.
 
@@ -137,6 +154,9 @@ class Endmembers:
             density, grain_size, extinction_efficiency, wavelengths, names: as the
                 attributes (names default to "endmember_0", ...).
             solver: `invert`'s solver.
+            phase: the endmembers' own phase functions (the attribute `phase`), or None:
+                given, each spectrum is inverted with its endmember's phase function (in
+                place of that of `params`; per band where it is given per band).
 
         Raises:
             ValueError: naming the endmember whose spectrum `invert` cannot fit (a band
@@ -158,25 +178,38 @@ class Endmembers:
         to_sun, to_sensor, normal = (
             np.broadcast_to(v, (n, 3)) for v in geometry_from_angles(*np.broadcast_arrays(*angles))
         )
-        result = invert(refl, to_sun, to_sensor, normal, params, solver=solver)
+        own_phase = check_phase(phase, n, refl.shape[1])
+        if own_phase is None:
+            result = invert(refl, to_sun, to_sensor, normal, params, solver=solver)
+            albedo, status = result.w, result.status
+        else:  # each endmember (and band, where its phase function is given per band) on its own
+            albedo, status = np.empty(refl.shape), np.empty(refl.shape, np.int8)
+            slots = 1 if isinstance(own_phase, tuple) else own_phase.shape[1]
+            for j in range(n):
+                for slot in range(slots):
+                    bands = slice(None) if slots == 1 else slice(slot, slot + 1)
+                    own = endmember_params(params, own_phase, j, slot)
+                    result = invert(refl[j, bands], to_sun[j], to_sensor[j], normal[j], own, solver=solver)
+                    albedo[j, bands], status[j, bands] = result.w, result.status
         labels = names if not isinstance(names, str) else (names,)
         for j in range(n):
-            failed = result.status[j] != Status.CONVERGED
+            failed = status[j] != Status.CONVERGED
             if np.any(failed):
                 band = int(np.argmax(failed))
                 label = labels[j] if j < len(labels) else j
                 raise ValueError(
                     f"reflectance of endmember {label!r}: invert fails in {int(failed.sum())} band(s), first "
-                    f"band {band} with status {Status(int(result.status[j, band])).name} "
+                    f"band {band} with status {Status(int(status[j, band])).name} "
                     f"(r = {refl[j, band]!r})"
                 )
         return cls(
             names=names,
-            albedo=result.w,
+            albedo=albedo,
             density=density,
             grain_size=grain_size,
             extinction_efficiency=extinction_efficiency,
             wavelengths=wavelengths,
+            phase=own_phase,
         )
 
     @classmethod
@@ -191,6 +224,7 @@ class Endmembers:
         fwhm=None,
         extinction_efficiency=None,
         solver: str = "numba",
+        phase=None,
     ) -> "Endmembers":
         """Endmembers from a `SpectralLibrary` (laboratory spectra read from files).
 
@@ -208,6 +242,8 @@ class Endmembers:
             fwhm: the cube's band full widths at half maximum [um], scalar or (bands,);
                 default: the band spacing.
             solver: `invert`'s solver.
+            phase: the endmembers' own phase functions, as for `from_reflectance` (per
+                band: on the cube's bands).
 
         Returns:
             `Endmembers` named as the library's spectra, with ``wavelengths`` the cube's.
@@ -225,7 +261,7 @@ class Endmembers:
             return cls.from_reflectance(
                 resampled.reflectance, resampled.incidence, resampled.emission, resampled.azimuth, params,
                 density, grain_size, names=resampled.names, extinction_efficiency=extinction_efficiency,
-                wavelengths=resampled.wavelengths, solver=solver,
+                wavelengths=resampled.wavelengths, solver=solver, phase=phase,
             )  # fmt: skip
         except ValueError as error:  # name the file of the spectrum invert could not fit
             failed = [f"{name!r} ({source})" for name, source in zip(resampled.names, resampled.sources)

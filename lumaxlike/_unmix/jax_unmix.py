@@ -183,10 +183,37 @@ def _normal_equations(x, terms, albedo, refl, weights, key):
     return jnp.sum(residual * residual, axis=-1), hessian, gradient
 
 
+@functools.lru_cache(maxsize=None)
+def _mixture_model_for(key):
+    equations = jax_equations_for(key)
+    per_band = jax.vmap(equations.mixture_reflectance_and_slope, in_axes=(0, 0, 0, 0, 0, None))
+    return jax.vmap(per_band, in_axes=(0, 0, 0, 0, 0, 0)), equations.mixture_slope
+
+
+def _normal_equations_mixed(x, terms, albedo, refl, weights, key, phase):
+    """`_normal_equations` with per-endmember phase functions (`numba_unmix.
+    _normal_equations_mixed` on lanes); phase: (n, p, 1 or bands, 4) `phase.phase_table`."""
+    w_mix = jnp.einsum("np,pk->nk", x, albedo)
+    weighted = (x[:, :, None] * albedo[None, :, :])[..., None]  # (n, p, bands, 1)
+    sums = jnp.sum(weighted * phase, axis=1)  # (n, bands, 4): elementwise, fused (no small dots)
+    mixture, mixture_slope = _mixture_model_for(key)
+    r, h_mu0e_m1, h_mue_m1, common = mixture(w_mix, sums[..., 0], sums[..., 1], sums[..., 2], sums[..., 3], terms)
+    slope = mixture_slope(
+        phase[..., 0], phase[..., 1], phase[..., 2], phase[..., 3], h_mu0e_m1[:, None, :], h_mue_m1[:, None, :],
+        common[:, None, :], terms.scale[:, None, None],
+    )  # (n, p, bands)
+    residual = (r - refl) * weights[None, :]
+    columns = jnp.swapaxes(slope * albedo[None, :, :] * weights[None, None, :], 1, 2)  # (n, bands, p)
+    hessian = jnp.einsum("nka,nkb->nab", columns, columns)
+    gradient = jnp.einsum("nka,nk->na", columns, residual)
+    return jnp.sum(residual * residual, axis=-1), hessian, gradient
+
+
 @partial(jax.jit, static_argnames=("max_iter", "max_steps", "key"))
 def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_weights, start,
-                       equality, max_iter, tol, max_steps, key):  # fmt: skip
-    """One chunk of the one-step route (jitted; the contract of `numba_unmix.one_step_numba`).
+                       equality, max_iter, tol, max_steps, key, phase=None):  # fmt: skip
+    """One chunk of the one-step route (jitted; the contract of `numba_unmix.one_step_numba`;
+    `phase`: None, or the endmembers' own phase terms (n, p, 1 or bands, 4)).
 
     Returns:
         dict: fractions (n, p), status int8, iterations int32, cost, hessian (n, p, p),
@@ -203,7 +230,8 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
     refl = jnp.where(active[:, None], refl, 0.0)
     x = jnp.broadcast_to(start[None, :], (n, p))
     sum_active = jnp.broadcast_to(equality, (n,))
-    cost, hessian, gradient = _normal_equations(x, terms, albedo, refl, band_weights, key)
+    normal_equations = _normal_equations if phase is None else partial(_normal_equations_mixed, phase=phase)
+    cost, hessian, gradient = normal_equations(x, terms, albedo, refl, band_weights, key)
 
     def cond(state):
         return ~jnp.all(state[7]) & (state[9] < max_iter)
@@ -217,7 +245,7 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
         step = trial - x
         step_size = jnp.max(jnp.abs(step), axis=-1)
         predicted = -(2.0 * jnp.sum(step * gradient, axis=-1) + jnp.einsum("na,nab,nb->n", step, hessian, step))
-        cost_trial, hessian_trial, gradient_trial = _normal_equations(trial, terms, albedo, refl, band_weights, key)
+        cost_trial, hessian_trial, gradient_trial = normal_equations(trial, terms, albedo, refl, band_weights, key)
         a_newton, c_newton = _subproblem(hessian_trial, gradient_trial, trial, jnp.zeros_like(damping))
         newton, _, _, newton_code = simplex_qp_lanes(
             a_newton, c_newton, trial, trial_free, trial_sum, moving & solvable, equality, max_steps

@@ -11,8 +11,8 @@ and the mixture's single-scattering albedo is linear in f:
 
 The map M -> f is a bijection of the simplex onto itself that keeps zeros zero, so the
 solvers work in f (a linear model in w) and fractions are converted at the end.
-The phase function is shared (the `HapkeParams`'s, the common choice); mixing per-endmember
-phase functions (p_mix = sum f_j w_j p_j / w_mix) is not implemented.
+The phase function is shared (the `HapkeParams`'s, the common choice) unless the endmembers
+have their own (`Endmembers.phase`): then p_mix = sum_j f_j w_j p_j / w_mix (`phase`).
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ converged = _rules.converged
 damped_diagonal = _rules.damped_diagonal
 pixel_terms = numba_equations.pixel_terms
 reflectance_and_slope = numba_equations.reflectance_and_slope
+mixture_reflectance_and_slope = numba_equations.mixture_reflectance_and_slope
+mixture_slope = numba_equations.mixture_slope
 
 BLOCK = 64  # pixels per prange task: scratch arrays are allocated once per block
 CONVERGED = int(Status.CONVERGED)
@@ -168,8 +170,9 @@ def two_step_numba(w, sigma_w, solve, albedo, equality, max_steps):
 
 
 @numba.njit(error_model="numpy")
-def _normal_equations(x, terms, albedo, refl, weights, hessian, gradient):
-    """Cost sum_k ((r_k - obs_k) / sigma_k)^2 at fractions x, and J^T J, J^T f."""
+def _normal_equations(x, terms, albedo, phase, refl, weights, hessian, gradient, column):
+    """Cost sum_k ((r_k - obs_k) / sigma_k)^2 at fractions x, and J^T J, J^T f, with the
+    phase function shared by all endmembers (`phase` and the scratch `column` unused)."""
     p, n_bands = albedo.shape
     for a in range(p):
         gradient[a] = 0.0
@@ -197,6 +200,64 @@ def _normal_equations(x, terms, albedo, refl, weights, hessian, gradient):
 
 
 @numba.njit(error_model="numpy")
+def _normal_equations_mixed(x, terms, albedo, phase, refl, weights, hessian, gradient, column):
+    """`_normal_equations` with per-endmember phase functions: the mixture's phase terms
+    are sum_j f_j w_j X_j / w_mix, so dr_k/df_j = w_jk `mixture_slope`: the change of
+    the mixture's phase function with f_j included.
+
+    phase: (p, 1 or bands, 4) the pixel's `phase.phase_table`; column: scratch (p,).
+    """
+    p, n_bands = albedo.shape
+    per_band = phase.shape[1] > 1
+    for a in range(p):
+        gradient[a] = 0.0
+        for b in range(p):
+            hessian[a, b] = 0.0
+    cost = 0.0
+    for k in range(n_bands):
+        slot = k if per_band else 0
+        w_mix = 0.0
+        sum_sh = 0.0
+        sum_mu0e = 0.0
+        sum_mue = 0.0
+        sum_bar = 0.0
+        for a in range(p):
+            weighted = x[a] * albedo[a, k]
+            w_mix += weighted
+            sum_sh += weighted * phase[a, slot, 0]
+            sum_mu0e += weighted * phase[a, slot, 1]
+            sum_mue += weighted * phase[a, slot, 2]
+            sum_bar += weighted * phase[a, slot, 3]
+        r, h_mu0e_m1, h_mue_m1, common = mixture_reflectance_and_slope(w_mix, sum_sh, sum_mu0e, sum_mue, sum_bar, terms)
+        weight = weights[k]
+        residual = (r - refl[k]) * weight
+        cost += residual * residual
+        for a in range(p):
+            column[a] = weight * albedo[a, k] * mixture_slope(
+                phase[a, slot, 0], phase[a, slot, 1], phase[a, slot, 2], phase[a, slot, 3], h_mu0e_m1, h_mue_m1,
+                common, terms.scale,
+            )  # fmt: skip
+        for a in range(p):
+            gradient[a] += column[a] * residual
+            for b in range(a + 1):
+                hessian[a, b] += column[a] * column[b]
+    for a in range(p):
+        for b in range(a):
+            hessian[b, a] = hessian[a, b]
+    return cost
+
+
+@numba.njit(error_model="numpy")
+def _pixel_normal_equations(x, terms, albedo, phase, refl, weights, hessian, gradient, column):
+    """`_normal_equations_mixed` where the endmembers have their own phase functions (the
+    pixel's `phase` has a row per endmember), `_normal_equations` otherwise (no rows):
+    one kernel serves both, the shared case running exactly its own code."""
+    if phase.shape[0] > 0:
+        return _normal_equations_mixed(x, terms, albedo, phase, refl, weights, hessian, gradient, column)
+    return _normal_equations(x, terms, albedo, phase, refl, weights, hessian, gradient, column)
+
+
+@numba.njit(error_model="numpy")
 def _subproblem(hessian, gradient, x0, damping, a_matrix, c):
     """The damped linearised subproblem at x0 as a programme in the new point x:
     A = J^T J + lambda D (`lm_rules.damped_diagonal`), c = A x0 - J^T f."""
@@ -218,7 +279,7 @@ def _subproblem(hessian, gradient, x0, damping, a_matrix, c):
 @numba.njit(error_model="numpy")
 def _one_step_block(
     block,
-    refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, band_weights, start,
+    refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, phase, band_weights, start,
     equality, max_iter, tol, max_steps,
     fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
 ):  # fmt: skip
@@ -248,6 +309,7 @@ def _one_step_block(
     scale = np.empty(p)
     rhs = np.empty(p)
     z = np.empty(p)
+    column = np.empty(p)
     for pixel in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
         status = -1
         for k in range(3):
@@ -278,7 +340,7 @@ def _one_step_block(
         for a in range(p):
             x[a] = start[a]
             free[a] = x[a] > 0.0
-        cost = _normal_equations(x, terms, albedo, refl[pixel], band_weights, hessian, gradient)
+        cost = _pixel_normal_equations(x, terms, albedo, phase[pixel], refl[pixel], band_weights, hessian, gradient, column)
         damping = 0.0
         growth = 2.0
         done = cost == 0.0
@@ -303,8 +365,8 @@ def _one_step_block(
                 predicted -= 2.0 * step_a * gradient[a]
                 for b in range(p):
                     predicted -= step_a * hessian[a, b] * (trial[b] - x[b])
-            cost_trial = _normal_equations(trial, terms, albedo, refl[pixel], band_weights,
-                                           hessian_trial, gradient_trial)  # fmt: skip
+            cost_trial = _pixel_normal_equations(trial, terms, albedo, phase[pixel], refl[pixel], band_weights,
+                                                 hessian_trial, gradient_trial, column)  # fmt: skip
             # the undamped step from the trial point, to test convergence
             _subproblem(hessian_trial, gradient_trial, trial, 0.0, a_matrix, c)
             newton_size = math.inf
@@ -342,7 +404,7 @@ def _one_step_block(
 
 @cached_njit(inlines=(_qp_module, lm_rules, *MODEL_MODULES), parallel=True, error_model="numpy")
 def _one_step_kernel(
-    refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, band_weights, start,
+    refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, phase, band_weights, start,
     equality, max_iter, tol, max_steps,
     fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
 ):  # fmt: skip
@@ -350,10 +412,19 @@ def _one_step_kernel(
     for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
         _one_step_block(
             block,
-            refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, band_weights, start,
+            refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, phase, band_weights, start,
             equality, max_iter, tol, max_steps,
             fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
         )  # fmt: skip
+
+
+def _rebound(function, tag, **bindings):
+    """`function` (an njit function) compiled again with some of its globals rebound; its
+    qualified name tagged so that the machine code of variants never shares a symbol."""
+    py_func = function.py_func
+    clone = type(py_func)(py_func.__code__, {**py_func.__globals__, **bindings}, py_func.__name__)
+    clone.__qualname__ = f"{py_func.__qualname__}__{tag}"
+    return numba.njit(error_model="numpy")(clone)
 
 
 @functools.lru_cache(maxsize=None)
@@ -361,29 +432,26 @@ def _one_step_kernel_for(key: ModelKey):
     if key == DEFAULT_KEY:
         return _one_step_kernel
     equations = numba_equations_for(key)
-    normal_equations = numba.njit(error_model="numpy")(
-        type(_normal_equations.py_func)(
-            _normal_equations.py_func.__code__,
-            {**_normal_equations.py_func.__globals__, "reflectance_and_slope": equations.reflectance_and_slope},
-        )
-    )
-    block = numba.njit(error_model="numpy")(
-        type(_one_step_block.py_func)(
-            _one_step_block.py_func.__code__,
-            {**_one_step_block.py_func.__globals__, "pixel_terms": equations.pixel_terms,
-             "_normal_equations": normal_equations},
-        )
+    tag = key.name.replace("-", "_")
+    shared = _rebound(_normal_equations, tag, reflectance_and_slope=equations.reflectance_and_slope)
+    mixed = _rebound(
+        _normal_equations_mixed, tag, mixture_reflectance_and_slope=equations.mixture_reflectance_and_slope,
+        mixture_slope=equations.mixture_slope,
     )  # fmt: skip
+    either = _rebound(_pixel_normal_equations, tag, _normal_equations=shared, _normal_equations_mixed=mixed)
+    block = _rebound(_one_step_block, tag, pixel_terms=equations.pixel_terms, _pixel_normal_equations=either)
     return compile_variant(_one_step_kernel, key.name, _one_step_block=block)
 
 
 def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights, start, equality,
-                   max_iter, tol, max_steps):  # fmt: skip
+                   max_iter, tol, max_steps, phase=None):  # fmt: skip
     """Levenberg-Marquardt in reflectance space for every pixel of one chunk.
 
     Args:
         refl: (pixels, bands) r [1/sr]; to_sun, to_sensor, normal: (pixels, 3).
         params: `HapkeParams` (the shared phase function and the other parameters).
+        phase: None (the phase function of `params`, shared) or (pixels, p, 1 or bands,
+            4) the endmembers' own phase terms (`phase.phase_table`), mixed per band.
         albedo: (p, bands) endmember albedos; band_weights: (bands,) 1/sigma_k (ones
             without refl_sigma); start: (p,) feasible starting cross-section fractions.
         equality: sum to one (else <= 1); max_iter, tol: LM cap and step tolerance.
@@ -402,9 +470,10 @@ def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights
         "gradient": np.empty((n, p)),
         "sum_active": np.empty(n, np.bool_),
     }
+    phase = np.empty((n, 0, 1, 4)) if phase is None else as_kernel_array(phase)
     _one_step_kernel_for(params.model_key)(
         as_kernel_array(refl), *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)), *kernel_params(params),
-        as_kernel_array(albedo), as_kernel_array(band_weights), as_kernel_array(start),
+        as_kernel_array(albedo), phase, as_kernel_array(band_weights), as_kernel_array(start),
         bool(equality), int(max_iter), float(tol), int(max_steps),
         out["fractions"], out["status"], out["iterations"], out["cost"], out["hessian"], out["gradient"],
         out["sum_active"],

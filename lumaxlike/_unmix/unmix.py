@@ -15,6 +15,7 @@ from .endmembers import Endmembers
 from .jax_unmix import solve_one_step_jax
 from .mixing import cross_section_per_mass
 from .numba_unmix import finish_numba, one_step_numba, two_step_numba
+from .phase import phase_table
 from .result import UnmixResult
 from .simplex_qp import QP_SINGULAR, QP_STALLED, max_qp_steps
 
@@ -63,6 +64,15 @@ def unmix(
     problem per pixel: its n_endmembers fractions from its bands. Fractions are
     non-negative; a fraction at its bound is exactly 0 and flagged in `at_bound`.
 
+    Per-endmember phase functions (`Endmembers.phase`): the mixture's phase function is
+    then p_mix = sum_j f_j w_j p_j / w_mix per band and pixel (its Legendre
+    coefficients, and AMSA's P(mu0e), P(mue), P-bar, mix the same way), in place of the
+    phase function of `params` (its other parameters, the multiple-scattering and
+    H-function choices still hold); the one-step route's derivatives include the change
+    of p_mix with each fraction. Only the one-step route takes them: the two-step
+    route's `invert` assumes one phase function for the whole mixture, which is not
+    exact when they differ, so it refuses them (ValueError).
+
     Routes:
         ``"one_step"`` (default): Levenberg-Marquardt in reflectance space with the
         model's analytic derivatives, dr_k/df_j = dr/dw(w_mix,k) w_jk; each step solves
@@ -76,7 +86,8 @@ def unmix(
         by 1/sigma_w^2 = (dr/dw / refl_sigma)^2 when refl_sigma is given (the linearised
         weighting), equally otherwise (bright bands, where dr/dw is small, then count as
         much as dark ones). A band that `invert` cannot fit (r above r(w -> 1), from noise)
-        makes the pixel UNREACHABLE, where the one-step route still fits it.
+        makes the pixel UNREACHABLE, where the one-step route still fits it. Not with
+        per-endmember phase functions (`Endmembers.phase`).
 
     Args:
         refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape
@@ -89,7 +100,8 @@ def unmix(
             with constant w. A free grain size per endmember is not offered: under this
             mixing rule D_j only rescales c_j, so it is degenerate with the mass fraction
             unless w_j(D) is modelled from optical constants.
-        params: `HapkeParams` of the mixture (its phase function is the mixture's).
+        params: `HapkeParams` of the mixture (its phase function is the mixture's,
+            unless the endmembers have their own: `Endmembers.phase`).
         solver: ``"jax"`` or ``"numba"``: the one-step route's Levenberg-Marquardt runs
             in it; the two-step route's `invert` runs in it, and its w-space programme in
             numba for both (a CPU step after the inversion).
@@ -117,12 +129,14 @@ def unmix(
     Raises:
         ValueError: naming the argument, for an unknown solver or route, endmembers
             whose bands do not match refl's, mismatched shapes, a non-positive
-            refl_sigma, tol, max_iter or chunk_size, or float16 arrays.
+            refl_sigma, tol, max_iter or chunk_size, or float16 arrays, or
+            route="two_step" with per-endmember phase functions (`Endmembers.phase`).
     """
     check_choice("solver", solver, SOLVERS)
     check_choice("route", route, ROUTES)
     if not isinstance(endmembers, Endmembers):
         raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
+    _refuse_two_step_with_own_phases(route, endmembers)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     if not isinstance(sum_to_one, (bool, np.bool_)):
@@ -174,6 +188,16 @@ def unmix(
     )
 
 
+def _refuse_two_step_with_own_phases(route, endmembers):
+    """ValueError for route="two_step" with per-endmember phase functions."""
+    if route == "two_step" and endmembers.phase is not None:
+        raise ValueError(
+            "route='two_step' cannot unmix endmembers with their own phase functions (endmembers.phase "
+            "is given): its invert step assumes one phase function shared by the mixture, which is not "
+            "exact when they differ; use route='one_step'"
+        )
+
+
 def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, route, sum_to_one, band_sigma,
                max_iter, tol, pad_to=None):  # fmt: skip
     """`unmix` of one chunk of pixels given flat arrays (the entry point for block-wise
@@ -194,14 +218,19 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
     if route == "one_step":
         weights = np.ones(n_bands) if band_sigma is None else np.broadcast_to(1.0 / np.asarray(band_sigma, np.float64), (n_bands,))
         start = np.full(p, 1.0 / p if equality else 1.0 / (p + 1))
+        # per-endmember phase functions: their terms at every pixel, once per chunk (numba,
+        # for both solvers: a CPU step before the solve)
+        phase = None if endmembers.phase is None else phase_table(to_sun, to_sensor, normal, params, endmembers.phase)
         if solver == "numba":
-            solved = one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, weights, start, equality, max_iter, tol, max_steps)
+            solved = one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, weights, start, equality, max_iter, tol,
+                                    max_steps, phase)  # fmt: skip
         else:
             solved = _one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, weights, start, equality, max_iter, tol,
-                                   max_steps, pad_to or n)  # fmt: skip
+                                   max_steps, pad_to or n, phase)  # fmt: skip
         status = solved["status"].astype(np.int8)
         iterations = solved["iterations"].astype(np.int32)
     else:
+        _refuse_two_step_with_own_phases(route, endmembers)
         inverted = invert(refl, to_sun, to_sensor, normal, params, solver=solver, refl_sigma=band_sigma,
                           max_iter=max_iter, tol=ALBEDO_TOLERANCE, chunk_size=max(1, pad_to or n))  # fmt: skip
         band_status = inverted.status.reshape(n, n_bands)
@@ -217,13 +246,16 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
     return _finish(solved, status, iterations, endmembers, equality, band_sigma is not None, n_bands)
 
 
-def _one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, weights, start, equality, max_iter, tol, max_steps, pad_to):
+def _one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, weights, start, equality, max_iter, tol, max_steps, pad_to,
+                  phase=None):  # fmt: skip
     pieces = [pad_pixels(a, pad_to, np.nan if i == 0 else 1.0) for i, a in enumerate((refl, to_sun, to_sensor, normal))]
     with precision_scope(np.empty(0, np.float64)):
         arrays = [jnp.asarray(a, jnp.float64) for a in (*pieces, albedo, weights, start)]
+        if phase is not None:
+            phase = jnp.asarray(pad_pixels(phase, pad_to, 1.0), jnp.float64)
         solved = solve_one_step_jax(
             *arrays[:4], params, *arrays[4:], equality=jnp.asarray(equality), max_iter=max_iter, tol=tol,
-            max_steps=max_steps, key=params.model_key,
+            max_steps=max_steps, key=params.model_key, phase=phase,
         )  # fmt: skip
         return {k: np.asarray(v)[: refl.shape[0]] for k, v in jax.device_get(solved).items()}
 
