@@ -1,0 +1,57 @@
+"""`solve_fit_jax_compacted` compacts the pixels with unconverged problems between rounds
+(`compaction`): the same status as stepping the whole chunk, values to rounding, batch
+sizes from a fixed set."""
+
+import numpy as np
+import pytest
+
+import lumaxlike
+from lumaxlike._inverse import compaction, fit as fit_module, jax_solver
+
+from .test_fit import CHUNK, scene, start_for
+
+
+def test_bucket_sizes_are_powers_of_the_base():
+    assert compaction.bucket_size(1, 4096) == compaction.SMALLEST_BUCKET
+    assert compaction.bucket_size(compaction.SMALLEST_BUCKET + 1, 4096) == compaction.SMALLEST_BUCKET * compaction.BUCKET_BASE
+    assert compaction.bucket_size(1100, 4096) == 4096  # no smaller bucket holds them: go on as is
+    assert compaction.bucket_size(10, 12) == 12  # a batch below the smallest bucket is never padded up
+
+
+@pytest.fixture(scope="module")
+def compacted_and_not():
+    """A noisy (w, b, c) fit whose problems need from ~4 to ~20 steps, both ways."""
+    refl, geometry, _, rng = scene(CHUNK, 8, 12, seed=5)
+    noisy = refl + rng.normal(0.0, 3e-4, refl.shape)
+    free = ("w", "b", "c")
+    results, sizes = {}, {}
+    for compact in (True, False):
+        sizes[compact] = []
+
+        def solve(*args, _compact=compact, **kwargs):
+            return jax_solver.solve_fit_jax_compacted(*args, compact=_compact, sizes=sizes[_compact], **kwargs)
+
+        original = fit_module.solve_fit_jax
+        fit_module.solve_fit_jax = solve
+        try:
+            results[compact] = lumaxlike.fit(noisy, *geometry, start_for(free), free=free, chunk_size=CHUNK)
+        finally:
+            fit_module.solve_fit_jax = original
+    return results, sizes, noisy.shape[0]
+
+
+def test_compaction_keeps_status_and_bucket_sizes(compacted_and_not):
+    results, sizes, n_pixels = compacted_and_not
+    compacted, whole = results[True], results[False]
+    assert np.ptp(whole.iterations) >= 4  # a spread of step counts, so compaction happens
+    assert min(sizes[True]) < n_pixels
+    np.testing.assert_array_equal(compacted.status, whole.status)
+    # NOT identical (the issue asks for identical; see solve_fit_jax_compacted): XLA
+    # compiles each batch shape on its own and rounds the model's last bits differently,
+    # which near convergence (|step| ~ tol = 1e-10) can add or save a step
+    assert np.max(np.abs(compacted.iterations - whole.iterations)) <= 2
+    for name in compacted.free:
+        np.testing.assert_allclose(compacted[name], whole[name], rtol=0, atol=1e-8)
+    bucket_set = {n_pixels} | {compaction.SMALLEST_BUCKET * compaction.BUCKET_BASE**k for k in range(8)}
+    assert set(sizes[True]) <= bucket_set
+    assert set(sizes[False]) == {n_pixels}
