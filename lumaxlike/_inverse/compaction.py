@@ -28,7 +28,7 @@ __all__ = ["ROUND_STEPS", "BUCKET_BASE", "SMALLEST_BUCKET", "bucket_size", "run_
 
 # Steps per round: a round ends in a host round trip (the convergence flags) and, when it
 # pays, a compaction; fewer steps waste less on converged problems, more cost more trips.
-ROUND_STEPS = 4
+ROUND_STEPS = 5
 # Compacted batch sizes are powers of this base, from SMALLEST_BUCKET up: a problem
 # left costs at most BUCKET_BASE slots, and a chunk compiles for at most
 # log_base(chunk / SMALLEST_BUCKET) + 1 shapes. Slots are pixels in `fit` (all bands).

@@ -17,10 +17,15 @@ p = 1 with one observation, run by `_solve_albedo_lm`: the same rules and operat
 scalars (J^T J = (dr/dw)^2, the damped step one division), without the linearisation,
 the stacked JVPs and the p x p algebra. With the pixel terms hoisted and a per-pixel
 table of r and dr/dw (cubic Hermite interpolation of w(r)) every problem starts close to
-convergence, so the `while_loop` is short and lanes waste little waiting for the slowest
-(multi-parameter fits converge less uniformly: a chunk runs as long as its slowest
-problem). Chunks have one fixed shape (the last is padded), so each (chunk shape, dtype,
-model configuration) compiles once. Measured rates: README.md, `benchmarks/results/`.
+convergence, so the `while_loop` is short and lanes waste little waiting for the slowest.
+Multi-parameter fits converge less uniformly (median ~6 steps, a few need `max_iter`):
+`solve_fit_jax` runs rounds of a few steps and compacts the pixels still unconverged
+into smaller batches between them (`compaction`). Sums over observations and parameters
+are written as additions in index order (`_sum_last`), not XLA reductions, whose rounding
+depends on the batch's shape: a problem's steps are the same in any chunk or batch.
+Chunks have one fixed shape (the last is padded), so each (chunk shape, dtype, model
+configuration) compiles once, and each compacted size once more. Measured rates:
+README.md, `benchmarks/results/`.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from . import albedo_rules, lm_rules
 from .compaction import run_compacted
 from .status import Status
 
-__all__ = ["ElementwiseLevenbergMarquardt", "solve_albedo_jax", "solve_fit_jax", "solve_fit_jax_compacted"]
+__all__ = ["ElementwiseLevenbergMarquardt", "solve_albedo_jax", "solve_fit_jax"]
 
 _lm = retarget_to_jax(lm_rules)
 TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
@@ -70,9 +75,18 @@ def _normal_equations(fn, y, args):
     columns = jnp.stack(
         [linear(jnp.zeros_like(y).at[..., j].set(1.0)) for j in range(n_free)], axis=-1
     )  # batch + (observations, p): one chunk's, never the whole image's
-    jtj = jnp.einsum("...ka,...kb->...ab", columns, columns)
-    jtf = jnp.einsum("...ka,...k->...a", columns, residual)
+    by_parameter = jnp.moveaxis(columns, -1, -2)  # batch + (p, observations)
+    jtj = _sum_last(by_parameter[..., :, None, :] * by_parameter[..., None, :, :])
+    jtf = _sum_last(by_parameter * residual[..., None, :])
     return residual, jtj, jtf
+
+
+def _sum_last(a):
+    """The sum over the last axis, as additions in index order: element-wise operations,
+    so a problem's sum has the same bits in a batch of any shape. (XLA's reductions and
+    dots round differently with the shape of the batch, which would make a problem's
+    steps depend on its chunk and on compaction.)"""
+    return functools.reduce(jnp.add, [a[..., k] for k in range(a.shape[-1])])
 
 
 def _solve_damped(jtj, jtf, damping, held):
@@ -167,11 +181,11 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         projected = trial - y
         step_size = jnp.max(jnp.abs(projected), axis=-1)
         predicted = -(
-            2.0 * jnp.sum(projected * state.jtf, axis=-1)
-            + jnp.einsum("...a,...ab,...b->...", projected, state.jtj, projected)
+            2.0 * _sum_last(projected * state.jtf)
+            + _sum_last(projected * _sum_last(state.jtj * projected[..., None, :]))
         )
-        cost = jnp.sum(state.residual * state.residual, axis=-1)
-        cost_trial = jnp.sum(residual_trial * residual_trial, axis=-1)
+        cost = _sum_last(state.residual * state.residual)
+        cost_trial = _sum_last(residual_trial * residual_trial)
         accept = _lm.accepted(cost, cost_trial) & solvable
         converged = _lm.converged(step_size, newton_size, accept, self.tol) & solvable
         damping, growth = _lm.next_damping(accept, _lm.gain_ratio(cost, cost_trial, predicted), state.damping, state.growth)
@@ -192,26 +206,6 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
 
     def postprocess(self, fn, y, aux, args, options, state, tags, result):
         return y, aux, {}
-
-
-def _solve_active(residuals, start, args, active, tol, lower, upper, max_iter):
-    """`optx.least_squares` with `ElementwiseLevenbergMarquardt`, inactive problems frozen.
-
-    Returns:
-        (values batch + (p,), final solver state, CONVERGED or MAX_ITER per problem).
-    """
-    solution = optx.least_squares(
-        residuals,
-        ElementwiseLevenbergMarquardt(tol=tol, lower=lower, upper=upper),
-        start,
-        args=args,
-        options={"frozen": ~active},
-        max_steps=max_iter,
-        throw=False,
-    )
-    state = solution.state
-    solved = jnp.where(state.converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)
-    return solution.value, state, solved
 
 
 class _AlbedoState(eqx.Module):
@@ -377,64 +371,6 @@ def _fit_model(y, rows, fixed, free_index, key):
 
 
 
-@partial(jax.jit, static_argnames=("free_index", "max_iter", "key"))
-def solve_fit_jax(
-    refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, max_iter, tol, key
-):
-    """Solve every (pixel, band) problem of one chunk of `fit` (jitted).
-
-    Args:
-        refl: observed r [1/sr], (pixels, bands, observations); a non-finite value leaves
-            its observation out of the problem (a zero residual row).
-        to_sun, to_sensor, normal: (pixels, observations, 3) direction vectors, finite.
-        fixed: values of `PARAMETER_NAMES` (w, b, c, roughness, hs, bs0, hc, bc0,
-            porosity_k, asymmetry; free ones overwritten); the phase function is the
-            closed form of `key` (no Legendre coefficients).
-        start: (pixels, bands, p) starting values; free_index: static tuple of indices
-            into `fixed`; lower, upper: (p,) bounds; min_observations: valid
-            observations a problem needs (else TOO_FEW_OBSERVATIONS; a problem using an
-            observation whose geometry is not valid is INVALID_GEOMETRY); max_iter
-            (static), tol; key: the model configuration (static).
-    Returns:
-        dict: values (pixels, bands, p), status int8, iterations int32, cost (sum of
-        squared residuals), jtj (pixels, bands, p, p) at the solution.
-    """
-    equations = jax_equations_for(key)
-    per_observation = partial(jax.vmap, in_axes=(0, 0, 0))
-    geometry = jax.vmap(per_observation(equations.geometry_terms))(to_sun, to_sensor, normal)
-    use = jnp.isfinite(refl)  # (pixels, bands, observations)
-    invalid = jnp.any(use & ~geometry.valid[:, None, :], axis=-1)
-    status = jnp.where(
-        invalid,
-        albedo_rules.INVALID_GEOMETRY,
-        jnp.where(jnp.sum(use, axis=-1) < min_observations, TOO_FEW_OBSERVATIONS, albedo_rules.SOLVING),
-    )
-    active = status == albedo_rules.SOLVING
-    rows = geometry
-    if free_index == (0,):  # w alone: the terms do not change, compute them once
-
-        def terms_of(geometry):
-            return equations.terms_from_geometry(geometry, *fixed[1:], None, False)
-
-        rows = jax.vmap(jax.vmap(terms_of))(geometry)
-    inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
-    start = jnp.where(active[..., None], start, inside)
-    value, state, solved = _solve_active(
-        partial(_fit_residuals, free_index=free_index, key=key),
-        start,
-        (rows, jnp.where(use, refl, 0.0), fixed, use),
-        active, tol, lower, upper, max_iter,
-    )  # fmt: skip
-    nan = jnp.nan
-    return {
-        "values": jnp.where(active[..., None], value, nan),
-        "status": jnp.where(active, solved, status).astype(jnp.int8),
-        "iterations": jnp.where(active, state.iterations, 0),
-        "cost": jnp.where(active, jnp.sum(state.residual * state.residual, axis=-1), nan),
-        "jtj": jnp.where(active[..., None, None], state.jtj, nan),
-    }
-
-
 def _residual_arguments(refl, to_sun, to_sensor, normal, fixed, free_index, key):
     """(geometry, status before solving, args of `_fit_residuals`) of a batch of problems."""
     equations = jax_equations_for(key)
@@ -453,8 +389,10 @@ def _residual_arguments(refl, to_sun, to_sensor, normal, fixed, free_index, key)
 
 @partial(jax.jit, static_argnames=("free_index", "key"))
 def _fit_setup(refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, key):
-    """Status, active and start of one chunk of `fit` (see `solve_fit_jax`)."""
-    geometry, (_, _, _, use) = _residual_arguments(refl, to_sun, to_sensor, normal, fixed, free_index, key)
+    """Status, active, start and the solver's initial state of one chunk of `fit` (see
+    `solve_fit_jax`)."""
+    geometry, args = _residual_arguments(refl, to_sun, to_sensor, normal, fixed, free_index, key)
+    use = args[-1]
     invalid = jnp.any(use & ~geometry.valid[:, None, :], axis=-1)
     status = jnp.where(
         invalid,
@@ -463,25 +401,26 @@ def _fit_setup(refl, to_sun, to_sensor, normal, fixed, start, free_index, lower,
     )
     active = status == albedo_rules.SOLVING
     inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
-    return status, active, jnp.where(active[..., None], start, inside)
+    start = jnp.where(active[..., None], start, inside)
+    solver = ElementwiseLevenbergMarquardt(tol=0.0, lower=lower, upper=upper)
+    state = solver.init(partial(_fit_residuals_and_aux, free_index=free_index, key=key), start, args,
+                        {"frozen": ~active}, None, None, None)  # fmt: skip
+    return status, active, start, state
+
+
+def _fit_residuals_and_aux(y, args, free_index, key):
+    """`_fit_residuals` as a solver calls it: (residuals, aux)."""
+    return _fit_residuals(y, args, free_index, key), None
 
 
 @partial(jax.jit, static_argnames=("steps", "free_index", "key"))
-def _lm_round(y, inputs, fixed, frozen_or_state, steps, tol, lower, upper, free_index, key):
-    """Up to `steps` steps of `ElementwiseLevenbergMarquardt` through `optx.least_squares`
-    on the problems of inputs = (refl, to_sun, to_sensor, normal): from the start
-    (`frozen_or_state` the problems not to solve) or continuing from a solver state.
-
-    The whole of one chunk's former solve (the residuals' arguments from the inputs,
-    optimistix's loop) is compiled here as it was in one program, because XLA's fusion
-    decisions round differently otherwise: so every step has the bits of one long solve.
-    Returns (y, state, ok, steps taken): ok False if the solve met a non-finite iterate.
-    """
+def _lm_round(y, inputs, fixed, state, steps, tol, lower, upper, free_index, key):
+    """Up to `steps` steps of `ElementwiseLevenbergMarquardt` through `optx.least_squares`,
+    continuing from `state` at `y`, on the problems of inputs = (refl, to_sun, to_sensor,
+    normal). Returns (y, state, ok, steps taken): ok False if the solve met a non-finite
+    iterate."""
     _, args = _residual_arguments(*inputs, fixed, free_index, key)
-    if isinstance(frozen_or_state, _LMState):
-        options = {"state": frozen_or_state}
-    else:
-        options = {"frozen": frozen_or_state}
+    options = {"state": state}
     solution = optx.least_squares(
         partial(_fit_residuals, free_index=free_index, key=key),
         ElementwiseLevenbergMarquardt(tol=tol, lower=lower, upper=upper),
@@ -528,26 +467,24 @@ def _fit_outputs(status, active, results):
         "values": jnp.where(active[..., None], value, nan),
         "status": jnp.where(active, solved, status).astype(jnp.int8),
         "iterations": jnp.where(active, iterations, 0),
-        "cost": jnp.where(active, jnp.sum(residual * residual, axis=-1), nan),
+        "cost": jnp.where(active, _sum_last(residual * residual), nan),
         "jtj": jnp.where(active[..., None, None], jtj, nan),
     }
 
 
-def solve_fit_jax_compacted(
+def solve_fit_jax(
     refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, max_iter, tol, key,
     *, compact=True, sizes=None,
 ):  # fmt: skip
-    """`solve_fit_jax` in rounds, compacting the pixels with unconverged problems between
-    them (NOT used by `fit` yet: its results are not bit-identical to `solve_fit_jax`'s).
+    """Solve every (pixel, band) problem of one chunk of `fit`.
 
-    `ElementwiseLevenbergMarquardt` steps the chunk in rounds of a few steps through
-    `optx.least_squares`; between rounds the pixels that still have an unconverged band
-    are compacted into a smaller batch (`compaction.run_compacted`, whole pixels, so the
-    bands keep their shared geometry), so the chunk does not step its converged problems
-    while waiting for its slowest. Each problem follows the same rules, but XLA compiles
-    each batch shape and each round program on its own and rounds the model's last bits
-    differently, which near convergence (|step| ~ tol) can change a problem's step count
-    by one or two and its values by up to ~1e-8 (measured; `tests/test_fit_compaction.py`).
+    `ElementwiseLevenbergMarquardt` steps the chunk in rounds of a few steps
+    (`optx.least_squares` continuing from the last round's state); between rounds the
+    pixels that still have an unconverged band are compacted into a smaller batch of one
+    of a few sizes (`compaction.run_compacted`; whole pixels, so the bands keep sharing
+    their geometry), so the chunk does not keep stepping converged problems while it
+    waits for its slowest. Every problem takes the same steps, to the bit, as in one
+    solve of the whole chunk: the solver's arithmetic is element-wise (`_sum_last`).
 
     Args:
         refl: observed r [1/sr], (pixels, bands, observations); a non-finite value leaves
@@ -568,15 +505,14 @@ def solve_fit_jax_compacted(
         dict of jax arrays: values (pixels, bands, p), status int8, iterations int32,
         cost (sum of squared residuals), jtj (pixels, bands, p, p) at the solution.
     """
-    status, active, start = _fit_setup(
+    status, active, start, state = _fit_setup(
         refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, key
     )
     bounds = (tol, lower, upper)
 
     def run_round(batch, steps):
         y, state, inputs = batch
-        y, state, ok, taken = _lm_round(y, inputs, fixed, ~active if state is None else state, steps, *bounds,
-                                        free_index=free_index, key=key)  # fmt: skip
+        y, state, ok, taken = _lm_round(y, inputs, fixed, state, steps, *bounds, free_index=free_index, key=key)
         return (y, state, inputs), ok, taken
 
     def scatter(results, batch, origin):
@@ -585,7 +521,7 @@ def solve_fit_jax_compacted(
         return _scatter(results, batch, jnp.asarray(origin))
 
     results = run_compacted(
-        (start, None, (refl, to_sun, to_sensor, normal)),
+        (start, state, (refl, to_sun, to_sensor, normal)),
         converged_of=lambda batch: jnp.all(batch[1].converged, axis=1),  # per pixel
         run_round=run_round,
         gather=lambda batch, slots, padding: _gather(batch, jnp.asarray(slots), jnp.asarray(padding)),
