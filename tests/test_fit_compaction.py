@@ -1,4 +1,4 @@
-"""JAX `fit` compacts the pixels with unconverged problems between rounds (`compaction`):
+"""JAX `fit` compacts its unconverged problems between rounds (`compaction`):
 the same steps, status and values, to the bit, as stepping the whole chunk; batch sizes
 from a fixed set."""
 
@@ -37,19 +37,19 @@ def compacted_and_not():
             results[compact] = lumaxlike.fit(noisy, *geometry, start_for(free), free=free, chunk_size=CHUNK)
         finally:
             fit_module.solve_fit_jax = original
-    return results, sizes, noisy.shape[0]
+    return results, sizes, noisy.shape[0] * noisy.shape[1]
 
 
 def test_compaction_takes_the_same_steps(compacted_and_not):
-    results, sizes, n_pixels = compacted_and_not
+    results, sizes, n_problems = compacted_and_not
     compacted, whole = results[True], results[False]
     assert np.ptp(whole.iterations) >= 4  # a spread of step counts, so compaction happens
-    assert min(sizes[True]) < n_pixels
+    assert min(sizes[True]) < n_problems
     np.testing.assert_array_equal(compacted.status, whole.status)
     np.testing.assert_array_equal(compacted.iterations, whole.iterations)
     for name in compacted.free:
         np.testing.assert_array_equal(compacted[name], whole[name])
     np.testing.assert_array_equal(compacted.covariance, whole.covariance)
-    bucket_set = {n_pixels} | {compaction.SMALLEST_BUCKET * compaction.BUCKET_BASE**k for k in range(8)}
+    bucket_set = {n_problems} | {compaction.SMALLEST_BUCKET * compaction.BUCKET_BASE**k for k in range(8)}
     assert set(sizes[True]) <= bucket_set
-    assert set(sizes[False]) == {n_pixels}
+    assert set(sizes[False]) == {n_problems}

@@ -33,7 +33,7 @@ ROUND_STEPS = 5
 # left costs at most BUCKET_BASE slots, and a chunk compiles for at most
 # log_base(chunk / SMALLEST_BUCKET) + 1 shapes. Slots are pixels in `fit` (all bands).
 BUCKET_BASE = 4
-SMALLEST_BUCKET = 16
+SMALLEST_BUCKET = 256
 
 
 def bucket_size(remaining: int, batch: int) -> int:

@@ -19,7 +19,7 @@ the stacked JVPs and the p x p algebra. With the pixel terms hoisted and a per-p
 table of r and dr/dw (cubic Hermite interpolation of w(r)) every problem starts close to
 convergence, so the `while_loop` is short and lanes waste little waiting for the slowest.
 Multi-parameter fits converge less uniformly (median ~6 steps, a few need `max_iter`):
-`solve_fit_jax` runs rounds of a few steps and compacts the pixels still unconverged
+`solve_fit_jax` runs rounds of a few steps and compacts the problems still unconverged
 into smaller batches between them (`compaction`). Sums over observations and parameters
 are written as additions in index order (`_sum_last`), not XLA reductions, whose rounding
 depends on the batch's shape: a problem's steps are the same in any chunk or batch.
@@ -434,10 +434,16 @@ def _lm_round(y, inputs, fixed, state, steps, tol, lower, upper, free_index, key
     return solution.value, solution.state, ok, solution.stats["num_steps"]
 
 
+def _flat(a):
+    """(problems, 1, ...) -> (problems, ...)."""
+    return a.reshape((-1,) + a.shape[2:])
+
+
 @jax.jit
 def _gather(batch, slots, padding):
-    """The pixels `slots` (all their bands) of batch = (y, state, inputs) as a new batch,
-    state and inputs with them; the `padding` pixels frozen (converged)."""
+    """The problems `slots` of batch = (y, state, inputs), all of shape (problems, 1, ...)
+    or (problems, ...), as a new batch, state and inputs with them; the `padding` slots
+    frozen (converged)."""
     y, state, inputs = batch
     state = jax.tree_util.tree_map(lambda a: a[slots], state)
     state = eqx.tree_at(lambda s: s.converged, state, state.converged | padding[:, None])
@@ -446,21 +452,30 @@ def _gather(batch, slots, padding):
 
 @jax.jit
 def _scatter(results, batch, origin):
-    """results ((pixels, bands, ...) arrays: y, residual, jtj, converged, iterations) with
-    pixel `origin[slot]` set from each pixel of batch (origin out of range: none)."""
+    """results (flat (problems, ...) arrays: y, residual, jtj, converged, iterations) with
+    problem `origin[slot]` set from each slot of batch (origin out of range: none)."""
     return jax.tree_util.tree_map(lambda r, p: r.at[origin].set(p, mode="drop"), results, _results_of(batch))
 
 
 def _results_of(batch):
-    """The final state of a batch's problems as `_scatter` keeps it."""
+    """The final state of a batch's problems, flat, as `_scatter` keeps it."""
     y, state, _ = batch
-    return y, state.residual, state.jtj, state.converged, state.iterations
+    return tuple(_flat(a) for a in (y, state.residual, state.jtj, state.converged, state.iterations))
+
+
+@jax.jit
+def _as_problems(refl, to_sun, to_sensor, normal, start):
+    """A chunk's (pixels, bands) problems as (pixels x bands, 1): every problem with its
+    pixel's geometry, so that compacted batches are computed as the first one is."""
+    n_bands = refl.shape[1]
+    geometry = (jnp.repeat(g, n_bands, axis=0) for g in (to_sun, to_sensor, normal))
+    return (_flat(refl)[:, None], *geometry, _flat(start)[:, None])
 
 
 @jax.jit
 def _fit_outputs(status, active, results):
-    """The dict `solve_fit_jax` returns, from the final results."""
-    value, residual, jtj, converged, iterations = results
+    """The dict `solve_fit_jax` returns, from the flat final results."""
+    value, residual, jtj, converged, iterations = (a.reshape(status.shape + a.shape[1:]) for a in results)
     solved = jnp.where(converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)
     nan = jnp.nan
     return {
@@ -480,11 +495,14 @@ def solve_fit_jax(
 
     `ElementwiseLevenbergMarquardt` steps the chunk in rounds of a few steps
     (`optx.least_squares` continuing from the last round's state); between rounds the
-    pixels that still have an unconverged band are compacted into a smaller batch of one
-    of a few sizes (`compaction.run_compacted`; whole pixels, so the bands keep sharing
-    their geometry), so the chunk does not keep stepping converged problems while it
-    waits for its slowest. Every problem takes the same steps, to the bit, as in one
-    solve of the whole chunk: the solver's arithmetic is element-wise (`_sum_last`).
+    unconverged problems are compacted into a smaller batch of one of a few sizes
+    (`compaction.run_compacted`), so the chunk does not keep stepping converged problems
+    while it waits for its slowest. The chunk is solved as (pixels x bands, 1) problems,
+    each with its pixel's geometry (`_as_problems`), the same layout as the compacted
+    batches: so every problem takes the same steps, to the bit, in any batch (XLA
+    rounds a value differently when it is computed once per pixel and broadcast over
+    the bands), and the solver's arithmetic is element-wise (`_sum_last`). Memory: the
+    solver's state and the geometry repeated per band, bounded by the chunk.
 
     Args:
         refl: observed r [1/sr], (pixels, bands, observations); a non-finite value leaves
@@ -505,6 +523,8 @@ def solve_fit_jax(
         dict of jax arrays: values (pixels, bands, p), status int8, iterations int32,
         cost (sum of squared residuals), jtj (pixels, bands, p, p) at the solution.
     """
+    shape = refl.shape[:2]
+    refl, to_sun, to_sensor, normal, start = _as_problems(refl, to_sun, to_sensor, normal, start)
     status, active, start, state = _fit_setup(
         refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, key
     )
@@ -522,13 +542,13 @@ def solve_fit_jax(
 
     results = run_compacted(
         (start, state, (refl, to_sun, to_sensor, normal)),
-        converged_of=lambda batch: jnp.all(batch[1].converged, axis=1),  # per pixel
+        converged_of=lambda batch: batch[1].converged,
         run_round=run_round,
         gather=lambda batch, slots, padding: _gather(batch, jnp.asarray(slots), jnp.asarray(padding)),
         scatter=scatter,
-        n_problems=status.shape[0],
+        n_problems=status.size,
         max_steps=max_iter,
         compact=compact,
         sizes=sizes,
     )
-    return _fit_outputs(status, active, results)
+    return _fit_outputs(status.reshape(shape), active.reshape(shape), results)
