@@ -13,7 +13,8 @@ from .test_fit import CHUNK, scene, start_for
 
 def test_bucket_sizes_are_powers_of_the_base():
     assert compaction.bucket_size(1, 4096) == compaction.SMALLEST_BUCKET
-    assert compaction.bucket_size(compaction.SMALLEST_BUCKET + 1, 4096) == compaction.SMALLEST_BUCKET * compaction.BUCKET_BASE
+    smallest, base = compaction.SMALLEST_BUCKET, compaction.BUCKET_BASE
+    assert compaction.bucket_size(smallest + 1, 4096) == smallest * base
     assert compaction.bucket_size(1100, 4096) == 4096  # no smaller bucket holds them: go on as is
     assert compaction.bucket_size(10, 12) == 12  # a batch below the smallest bucket is never padded up
 
@@ -31,12 +32,9 @@ def compacted_and_not():
         def solve(*args, _compact=compact, **kwargs):
             return jax_solver.solve_fit_jax(*args, compact=_compact, sizes=sizes[_compact], **kwargs)
 
-        original = fit_module.solve_fit_jax
-        fit_module.solve_fit_jax = solve
-        try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fit_module, "solve_fit_jax", solve)
             results[compact] = lumaxlike.fit(noisy, *geometry, start_for(free), free=free, chunk_size=CHUNK)
-        finally:
-            fit_module.solve_fit_jax = original
     return results, sizes, noisy.shape[0] * noisy.shape[1]
 
 

@@ -369,10 +369,8 @@ def _fit_model(y, rows, fixed, free_index, key):
     return model(y, rows)
 
 
-
-
 def _residual_arguments(refl, to_sun, to_sensor, normal, fixed, free_index, key):
-    """(geometry, status before solving, args of `_fit_residuals`) of a batch of problems."""
+    """(geometry terms, args of `_fit_residuals`) of a batch of problems."""
     equations = jax_equations_for(key)
     per_observation = partial(jax.vmap, in_axes=(0, 0, 0))
     geometry = jax.vmap(per_observation(equations.geometry_terms))(to_sun, to_sensor, normal)
@@ -402,7 +400,7 @@ def _fit_setup(refl, to_sun, to_sensor, normal, fixed, start, free_index, lower,
     active = status == albedo_rules.SOLVING
     inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
     start = jnp.where(active[..., None], start, inside)
-    solver = ElementwiseLevenbergMarquardt(tol=0.0, lower=lower, upper=upper)
+    solver = ElementwiseLevenbergMarquardt(tol=0.0, lower=lower, upper=upper)  # init uses neither
     state = solver.init(partial(_fit_residuals_and_aux, free_index=free_index, key=key), start, args,
                         {"frozen": ~active}, None, None, None)  # fmt: skip
     return status, active, start, state
@@ -499,9 +497,11 @@ def solve_fit_jax(
     (`compaction.run_compacted`), so the chunk does not keep stepping converged problems
     while it waits for its slowest. The chunk is solved as (pixels x bands, 1) problems,
     each with its pixel's geometry (`_as_problems`), the same layout as the compacted
-    batches: so every problem takes the same steps, to the bit, in any batch (XLA
-    rounds a value differently when it is computed once per pixel and broadcast over
-    the bands), and the solver's arithmetic is element-wise (`_sum_last`). Memory: the
+    batches, and the solver's arithmetic is element-wise (`_sum_last`): so every problem
+    takes the same steps, to the bit, in any batch and any chunk. (With a first batch of
+    shape (pixels, bands), where what depends only on the geometry and the fixed
+    parameters is computed once per pixel, XLA rounded a few problems differently from
+    the compacted batches and their step counts changed.) Memory: the
     solver's state and the geometry repeated per band, bounded by the chunk.
 
     Args:
@@ -518,7 +518,7 @@ def solve_fit_jax(
             tol; key: the model configuration (static).
         compact: False steps the whole chunk until its slowest problem is done (the
             same results, slower; for tests).
-        sizes: if a list, the batch size (pixels) of every round is appended to it.
+        sizes: if a list, the batch size (problems) of every round is appended to it.
     Returns:
         dict of jax arrays: values (pixels, bands, p), status int8, iterations int32,
         cost (sum of squared residuals), jtj (pixels, bands, p, p) at the solution.
