@@ -23,9 +23,10 @@ scipy for each; rep 2: ...), so that the ratios are taken under the same machine
   reported separately as "compile/warm-up": numba generates and compiles the model's
   Jacobian columns per free set (~5-15 s each on 2 cores; the `invert` that gives w's
   start loads its on-disk cache).
-- lumaxlike, solver="jax", on a subsample (the first ``--jax-pixels``, 2000, pixels): on
-  the CPU it runs each chunk until its slowest problem has converged, which is much
-  slower than numba. chunk_size = min(jax pixels, 512) in the warm-up and the timed call
+- lumaxlike, solver="jax", on a subsample (the first ``--jax-pixels``, 2000, pixels):
+  slower than numba on the CPU (each LM step costs more; the chunk's unconverged problems
+  are compacted between rounds of steps, so converged ones no longer wait for the
+  slowest). The warm-up also compiles the compacted batch sizes. chunk_size = min(jax pixels, 512) in the warm-up and the timed call
   alike, and the warm-up covers enough pixels that `invert` (w's start, chunked by its
   own default) also sees the timed call's chunk shape: JAX compiles once, in the warm-up.
 - scipy: a per-problem `scipy.optimize.least_squares` loop over ``--scipy-problems``

@@ -17,10 +17,15 @@ p = 1 with one observation, run by `_solve_albedo_lm`: the same rules and operat
 scalars (J^T J = (dr/dw)^2, the damped step one division), without the linearisation,
 the stacked JVPs and the p x p algebra. With the pixel terms hoisted and a per-pixel
 table of r and dr/dw (cubic Hermite interpolation of w(r)) every problem starts close to
-convergence, so the `while_loop` is short and lanes waste little waiting for the slowest
-(multi-parameter fits converge less uniformly: a chunk runs as long as its slowest
-problem). Chunks have one fixed shape (the last is padded), so each (chunk shape, dtype,
-model configuration) compiles once. Measured rates: README.md, `benchmarks/results/`.
+convergence, so the `while_loop` is short and lanes waste little waiting for the slowest.
+Multi-parameter fits converge less uniformly (median ~6 steps, a few need `max_iter`):
+`solve_fit_jax` runs rounds of a few steps and compacts the problems still unconverged
+into smaller batches between them (`compaction`). Sums over observations and parameters
+are written as additions in index order (`_sum_last`), not XLA reductions, whose rounding
+depends on the batch's shape: a problem's steps are the same in any chunk or batch.
+Chunks have one fixed shape (the last is padded), so each (chunk shape, dtype, model
+configuration) compiles once, and each compacted size once more. Measured rates:
+README.md, `benchmarks/results/`.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from .._model._backends import retarget_to_jax
 from .._model.family import ModelKey, jax_equations_for
 from .._model.jax_model import pixel_terms, reflectance_core
 from . import albedo_rules, lm_rules
+from .compaction import run_compacted
 from .status import Status
 
 __all__ = ["ElementwiseLevenbergMarquardt", "solve_albedo_jax", "solve_fit_jax"]
@@ -69,9 +75,18 @@ def _normal_equations(fn, y, args):
     columns = jnp.stack(
         [linear(jnp.zeros_like(y).at[..., j].set(1.0)) for j in range(n_free)], axis=-1
     )  # batch + (observations, p): one chunk's, never the whole image's
-    jtj = jnp.einsum("...ka,...kb->...ab", columns, columns)
-    jtf = jnp.einsum("...ka,...k->...a", columns, residual)
+    by_parameter = jnp.moveaxis(columns, -1, -2)  # batch + (p, observations)
+    jtj = _sum_last(by_parameter[..., :, None, :] * by_parameter[..., None, :, :])
+    jtf = _sum_last(by_parameter * residual[..., None, :])
     return residual, jtj, jtf
+
+
+def _sum_last(a):
+    """The sum over the last axis, as additions in index order: element-wise operations,
+    so a problem's sum has the same bits in a batch of any shape. (XLA's reductions and
+    dots round differently with the shape of the batch, which would make a problem's
+    steps depend on its chunk and on compaction.)"""
+    return functools.reduce(jnp.add, [a[..., k] for k in range(a.shape[-1])])
 
 
 def _solve_damped(jtj, jtf, damping, held):
@@ -122,7 +137,9 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     depend on that problem's parameters only. Every problem keeps its own damping,
     acceptance and convergence (`lm_rules`); the solve terminates when all problems have
     converged. Problems marked in `options["frozen"]` (a boolean array of shape `batch`)
-    are never stepped. The final state holds each problem's residuals and J^T J.
+    are never stepped; `options["state"]`, a final state of an earlier solve at `y`, continues
+    that solve (its problems' steps are the same as in one longer solve). The final state
+    holds each problem's residuals and J^T J.
 
     Attributes:
         tol: convergence tolerance on the step of every parameter.
@@ -137,6 +154,9 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     norm: Any = optx.max_norm
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
+        resume = (options or {}).get("state")
+        if resume is not None:  # a solve continued (`compaction`): its state at `y`
+            return resume
         residual, jtj, jtf = _normal_equations(fn, y, args)
         batch = y.shape[:-1]
         frozen = (options or {}).get("frozen", jnp.zeros(batch, bool))
@@ -161,11 +181,11 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         projected = trial - y
         step_size = jnp.max(jnp.abs(projected), axis=-1)
         predicted = -(
-            2.0 * jnp.sum(projected * state.jtf, axis=-1)
-            + jnp.einsum("...a,...ab,...b->...", projected, state.jtj, projected)
+            2.0 * _sum_last(projected * state.jtf)
+            + _sum_last(projected * _sum_last(state.jtj * projected[..., None, :]))
         )
-        cost = jnp.sum(state.residual * state.residual, axis=-1)
-        cost_trial = jnp.sum(residual_trial * residual_trial, axis=-1)
+        cost = _sum_last(state.residual * state.residual)
+        cost_trial = _sum_last(residual_trial * residual_trial)
         accept = _lm.accepted(cost, cost_trial) & solvable
         converged = _lm.converged(step_size, newton_size, accept, self.tol) & solvable
         damping, growth = _lm.next_damping(accept, _lm.gain_ratio(cost, cost_trial, predicted), state.damping, state.growth)
@@ -186,26 +206,6 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
 
     def postprocess(self, fn, y, aux, args, options, state, tags, result):
         return y, aux, {}
-
-
-def _solve_active(residuals, start, args, active, tol, lower, upper, max_iter):
-    """`optx.least_squares` with `ElementwiseLevenbergMarquardt`, inactive problems frozen.
-
-    Returns:
-        (values batch + (p,), final solver state, CONVERGED or MAX_ITER per problem).
-    """
-    solution = optx.least_squares(
-        residuals,
-        ElementwiseLevenbergMarquardt(tol=tol, lower=lower, upper=upper),
-        start,
-        args=args,
-        options={"frozen": ~active},
-        max_steps=max_iter,
-        throw=False,
-    )
-    state = solution.state
-    solved = jnp.where(state.converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)
-    return solution.value, state, solved
 
 
 class _AlbedoState(eqx.Module):
@@ -369,11 +369,140 @@ def _fit_model(y, rows, fixed, free_index, key):
     return model(y, rows)
 
 
-@partial(jax.jit, static_argnames=("free_index", "max_iter", "key"))
+def _residual_arguments(refl, to_sun, to_sensor, normal, fixed, free_index, key):
+    """(geometry terms, args of `_fit_residuals`) of a batch of problems."""
+    equations = jax_equations_for(key)
+    per_observation = partial(jax.vmap, in_axes=(0, 0, 0))
+    geometry = jax.vmap(per_observation(equations.geometry_terms))(to_sun, to_sensor, normal)
+    use = jnp.isfinite(refl)  # (pixels, bands, observations)
+    rows = geometry
+    if free_index == (0,):  # w alone: the terms do not change, compute them once
+
+        def terms_of(geometry):
+            return equations.terms_from_geometry(geometry, *fixed[1:], None, False)
+
+        rows = jax.vmap(jax.vmap(terms_of))(geometry)
+    return geometry, (rows, jnp.where(use, refl, 0.0), fixed, use)
+
+
+@partial(jax.jit, static_argnames=("free_index", "key"))
+def _fit_setup(refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, key):
+    """Status, active, start and the solver's initial state of one chunk of `fit` (see
+    `solve_fit_jax`)."""
+    geometry, args = _residual_arguments(refl, to_sun, to_sensor, normal, fixed, free_index, key)
+    use = args[-1]
+    invalid = jnp.any(use & ~geometry.valid[:, None, :], axis=-1)
+    status = jnp.where(
+        invalid,
+        albedo_rules.INVALID_GEOMETRY,
+        jnp.where(jnp.sum(use, axis=-1) < min_observations, TOO_FEW_OBSERVATIONS, albedo_rules.SOLVING),
+    )
+    active = status == albedo_rules.SOLVING
+    inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
+    start = jnp.where(active[..., None], start, inside)
+    solver = ElementwiseLevenbergMarquardt(tol=0.0, lower=lower, upper=upper)  # init uses neither
+    state = solver.init(partial(_fit_residuals_and_aux, free_index=free_index, key=key), start, args,
+                        {"frozen": ~active}, None, None, None)  # fmt: skip
+    return status, active, start, state
+
+
+def _fit_residuals_and_aux(y, args, free_index, key):
+    """`_fit_residuals` as a solver calls it: (residuals, aux)."""
+    return _fit_residuals(y, args, free_index, key), None
+
+
+@partial(jax.jit, static_argnames=("steps", "free_index", "key"))
+def _lm_round(y, inputs, fixed, state, steps, tol, lower, upper, free_index, key):
+    """Up to `steps` steps of `ElementwiseLevenbergMarquardt` through `optx.least_squares`,
+    continuing from `state` at `y`, on the problems of inputs = (refl, to_sun, to_sensor,
+    normal). Returns (y, state, ok, steps taken): ok False if the solve met a non-finite
+    iterate."""
+    _, args = _residual_arguments(*inputs, fixed, free_index, key)
+    options = {"state": state}
+    solution = optx.least_squares(
+        partial(_fit_residuals, free_index=free_index, key=key),
+        ElementwiseLevenbergMarquardt(tol=tol, lower=lower, upper=upper),
+        y,
+        args=args,
+        options=options,
+        max_steps=steps,
+        throw=False,
+    )
+    ok = solution.result != optx.RESULTS.nonfinite
+    return solution.value, solution.state, ok, solution.stats["num_steps"]
+
+
+def _flat(a):
+    """(problems, 1, ...) -> (problems, ...)."""
+    return a.reshape((-1,) + a.shape[2:])
+
+
+@jax.jit
+def _gather(batch, slots, padding):
+    """The problems `slots` of batch = (y, state, inputs), all of shape (problems, 1, ...)
+    or (problems, ...), as a new batch, state and inputs with them; the `padding` slots
+    frozen (converged)."""
+    y, state, inputs = batch
+    state = jax.tree_util.tree_map(lambda a: a[slots], state)
+    state = eqx.tree_at(lambda s: s.converged, state, state.converged | padding[:, None])
+    return y[slots], state, tuple(a[slots] for a in inputs)
+
+
+@jax.jit
+def _scatter(results, batch, origin):
+    """results (flat (problems, ...) arrays: y, residual, jtj, converged, iterations) with
+    problem `origin[slot]` set from each slot of batch (origin out of range: none)."""
+    return jax.tree_util.tree_map(lambda r, p: r.at[origin].set(p, mode="drop"), results, _results_of(batch))
+
+
+def _results_of(batch):
+    """The final state of a batch's problems, flat, as `_scatter` keeps it."""
+    y, state, _ = batch
+    return tuple(_flat(a) for a in (y, state.residual, state.jtj, state.converged, state.iterations))
+
+
+@jax.jit
+def _as_problems(refl, to_sun, to_sensor, normal, start):
+    """A chunk's (pixels, bands) problems as (pixels x bands, 1): every problem with its
+    pixel's geometry, so that compacted batches are computed as the first one is."""
+    n_bands = refl.shape[1]
+    geometry = (jnp.repeat(g, n_bands, axis=0) for g in (to_sun, to_sensor, normal))
+    return (_flat(refl)[:, None], *geometry, _flat(start)[:, None])
+
+
+@jax.jit
+def _fit_outputs(status, active, results):
+    """The dict `solve_fit_jax` returns, from the flat final results."""
+    value, residual, jtj, converged, iterations = (a.reshape(status.shape + a.shape[1:]) for a in results)
+    solved = jnp.where(converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)
+    nan = jnp.nan
+    return {
+        "values": jnp.where(active[..., None], value, nan),
+        "status": jnp.where(active, solved, status).astype(jnp.int8),
+        "iterations": jnp.where(active, iterations, 0),
+        "cost": jnp.where(active, _sum_last(residual * residual), nan),
+        "jtj": jnp.where(active[..., None, None], jtj, nan),
+    }
+
+
 def solve_fit_jax(
-    refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, max_iter, tol, key
-):
-    """Solve every (pixel, band) problem of one chunk of `fit` (jitted).
+    refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, max_iter, tol, key,
+    *, compact=True, sizes=None,
+):  # fmt: skip
+    """Solve every (pixel, band) problem of one chunk of `fit`.
+
+    `ElementwiseLevenbergMarquardt` steps the chunk in rounds of a few steps
+    (`optx.least_squares` continuing from the last round's state); between rounds the
+    unconverged problems are compacted into a smaller batch of one of a few sizes
+    (`compaction.run_compacted`), so the chunk does not keep stepping converged problems
+    while it waits for its slowest. The chunk is solved as (pixels x bands, 1) problems,
+    each with its pixel's geometry (`_as_problems`), the same layout as the compacted
+    batches, and the solver's arithmetic is element-wise (`_sum_last`): so every problem
+    takes the same steps, to the bit, in any batch and any chunk. (With a first batch of
+    shape (pixels, bands), where what depends only on the geometry and the fixed
+    parameters is computed once per pixel, XLA rounded a few problems differently from
+    the compacted batches and their step counts changed.) Memory: the
+    solver's state and the geometry repeated per band, bounded by the chunk.
 
     Args:
         refl: observed r [1/sr], (pixels, bands, observations); a non-finite value leaves
@@ -385,43 +514,41 @@ def solve_fit_jax(
         start: (pixels, bands, p) starting values; free_index: static tuple of indices
             into `fixed`; lower, upper: (p,) bounds; min_observations: valid
             observations a problem needs (else TOO_FEW_OBSERVATIONS; a problem using an
-            observation whose geometry is not valid is INVALID_GEOMETRY); max_iter
-            (static), tol; key: the model configuration (static).
+            observation whose geometry is not valid is INVALID_GEOMETRY); max_iter,
+            tol; key: the model configuration (static).
+        compact: False steps the whole chunk until its slowest problem is done (the
+            same results, slower; for tests).
+        sizes: if a list, the batch size (problems) of every round is appended to it.
     Returns:
-        dict: values (pixels, bands, p), status int8, iterations int32, cost (sum of
-        squared residuals), jtj (pixels, bands, p, p) at the solution.
+        dict of jax arrays: values (pixels, bands, p), status int8, iterations int32,
+        cost (sum of squared residuals), jtj (pixels, bands, p, p) at the solution.
     """
-    equations = jax_equations_for(key)
-    per_observation = partial(jax.vmap, in_axes=(0, 0, 0))
-    geometry = jax.vmap(per_observation(equations.geometry_terms))(to_sun, to_sensor, normal)
-    use = jnp.isfinite(refl)  # (pixels, bands, observations)
-    invalid = jnp.any(use & ~geometry.valid[:, None, :], axis=-1)
-    status = jnp.where(
-        invalid,
-        albedo_rules.INVALID_GEOMETRY,
-        jnp.where(jnp.sum(use, axis=-1) < min_observations, TOO_FEW_OBSERVATIONS, albedo_rules.SOLVING),
+    shape = refl.shape[:2]
+    refl, to_sun, to_sensor, normal, start = _as_problems(refl, to_sun, to_sensor, normal, start)
+    status, active, start, state = _fit_setup(
+        refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, key
     )
-    active = status == albedo_rules.SOLVING
-    rows = geometry
-    if free_index == (0,):  # w alone: the terms do not change, compute them once
+    bounds = (tol, lower, upper)
 
-        def terms_of(geometry):
-            return equations.terms_from_geometry(geometry, *fixed[1:], None, False)
+    def run_round(batch, steps):
+        y, state, inputs = batch
+        y, state, ok, taken = _lm_round(y, inputs, fixed, state, steps, *bounds, free_index=free_index, key=key)
+        return (y, state, inputs), ok, taken
 
-        rows = jax.vmap(jax.vmap(terms_of))(geometry)
-    inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
-    start = jnp.where(active[..., None], start, inside)
-    value, state, solved = _solve_active(
-        partial(_fit_residuals, free_index=free_index, key=key),
-        start,
-        (rows, jnp.where(use, refl, 0.0), fixed, use),
-        active, tol, lower, upper, max_iter,
-    )  # fmt: skip
-    nan = jnp.nan
-    return {
-        "values": jnp.where(active[..., None], value, nan),
-        "status": jnp.where(active, solved, status).astype(jnp.int8),
-        "iterations": jnp.where(active, state.iterations, 0),
-        "cost": jnp.where(active, jnp.sum(state.residual * state.residual, axis=-1), nan),
-        "jtj": jnp.where(active[..., None, None], state.jtj, nan),
-    }
+    def scatter(results, batch, origin):
+        if results is None:
+            return _results_of(batch)
+        return _scatter(results, batch, jnp.asarray(origin))
+
+    results = run_compacted(
+        (start, state, (refl, to_sun, to_sensor, normal)),
+        converged_of=lambda batch: batch[1].converged,
+        run_round=run_round,
+        gather=lambda batch, slots, padding: _gather(batch, jnp.asarray(slots), jnp.asarray(padding)),
+        scatter=scatter,
+        n_problems=status.size,
+        max_steps=max_iter,
+        compact=compact,
+        sizes=sizes,
+    )
+    return _fit_outputs(status.reshape(shape), active.reshape(shape), results)
