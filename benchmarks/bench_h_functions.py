@@ -81,7 +81,7 @@ def _values_hapke2002(w, a0, b0, ae, be, bands, out):
 @numba.njit(parallel=True, error_model="numpy")
 def _values_exact(w, terms0, termse, bands, out):
     for p in numba.prange(terms0.shape[0]):
-        t0, te = terms0[p], termse[p]
+        t0, te = (terms0[p, 0], terms0[p, 1]), (termse[p, 0], termse[p, 1])
         for i in range(p * bands, min((p + 1) * bands, w.size)):
             h0, he, dh0, dhe = exact_values(w[i], t0, te)
             out[i] = h0 + he + dh0 + dhe
@@ -97,14 +97,16 @@ def _terms_hapke2002(mu0, mu, a0, b0, ae, be):
 @numba.njit(parallel=True, error_model="numpy")
 def _terms_exact(mu0, mu, terms0, termse):
     for p in numba.prange(mu0.size):
-        terms0[p, :] = exact_terms(mu0[p])
-        termse[p, :] = exact_terms(mu[p])
+        for k, series in enumerate(exact_terms(mu0[p])):  # P's and dP/dx's coefficients
+            terms0[p, k, :] = series
+        for k, series in enumerate(exact_terms(mu[p])):
+            termse[p, k, :] = series
 
 
 @numba.njit(parallel=True, error_model="numpy")
 def _reflectance_and_slope(w, scale, phase_sh, p0, pe, a0, b0, ae, be, bands, out):
     for p in numba.prange(a0.size):
-        terms = PixelTerms(scale[p], phase_sh[p], p0[p], pe[p], 1.1, a0[p], b0[p], ae[p], be[p])
+        terms = PixelTerms(scale[p], phase_sh[p], p0[p], pe[p], 1.1, (a0[p], b0[p]), (ae[p], be[p]))
         for i in range(p * bands, min((p + 1) * bands, w.size)):
             r, slope = reflectance_and_slope(w[i], terms)
             out[i] = r + slope
@@ -164,8 +166,8 @@ def main(argv=None):
     mu0, mu = rng.uniform(0.05, 1.0, pixels), rng.uniform(0.05, 1.0, pixels)
     out = np.empty(args.pairs)
     a0, b0, ae, be = (np.empty(pixels) for _ in range(4))
-    n_terms = exact_terms(0.5).size
-    terms0, termse = np.empty((pixels, n_terms)), np.empty((pixels, n_terms))
+    n_terms = exact_terms(0.5)[0].size
+    terms0, termse = np.empty((pixels, 2, n_terms)), np.empty((pixels, 2, n_terms))
 
     terms_seconds = {
         "hapke2002": _best(_terms_hapke2002, (mu0, mu, a0, b0, ae, be), args.repeat),
