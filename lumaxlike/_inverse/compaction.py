@@ -28,14 +28,9 @@ __all__ = ["ROUND_STEPS", "BUCKET_BASE", "SMALLEST_BUCKET", "bucket_size", "run_
 
 # Steps per round: a round ends in a host round trip (the convergence flags) and, when it
 # pays, a compaction; fewer steps waste less on converged problems, more cost more trips
-# and compile more batch sizes. Work done relative to the problems' own steps, for the
-# iteration counts of benchmarks/bench_fit.py's scene (8192-problem chunks; a simulation
-# of this loop): no compaction 5.7-7.6x; rounds of 5 steps 1.7-1.8x; of 2 steps with
-# buckets from 64, 1.16-1.22x. Measured on 2 cores, both ran at the same rate (within
-# the noise, ~10 %; a step costs 5-6 us per problem at 8192 problems, twice that at 64)
-# while rounds of 2 took twice the compile time (38 s against 21 s for w, b, c,
-# roughness): 5, which also divides the default max_iter (50, so no other round length
-# compiles).
+# and compile more batch sizes. Rounds of 2 (buckets from 64) ran no faster than rounds
+# of 5 on benchmarks/bench_fit.py's scene and took twice the compile time; 5 also
+# divides the default max_iter (50, so no other round length compiles).
 ROUND_STEPS = 5
 # Compacted batch sizes are powers of this base, from SMALLEST_BUCKET up: a problem
 # left costs at most BUCKET_BASE slots, and a chunk compiles for at most
