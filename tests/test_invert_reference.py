@@ -1,9 +1,10 @@
 """`invert` reproduces the outputs stored by `data/make_invert_reference.py` at commit
 b6da57f (before the numba kernel stepped a pixel's bands in lockstep and the JAX solver
 got its one-parameter specialisation): several model configurations, float32 and float64
-inputs, a given w0, MAX_ITER, and every status. numba bit for bit; JAX with the same
-statuses and steps, values to the last bits (`helpers.assert_reproduces_invert`; its
-float64 default case is `test_model_family`'s)."""
+inputs, a given w0, MAX_ITER, and every status. numba bit for bit (the exact H's cases to
+the last bits: its evaluation was rearranged since); JAX with the same statuses and
+steps, values to the last bits (`helpers.assert_reproduces_invert`; its float64 default
+case is `test_model_family`'s)."""
 
 import importlib.util
 from pathlib import Path
@@ -31,4 +32,11 @@ def test_invert_reproduces_the_stored_outputs(name, solver):
     assert inputs["refl"].dtype == dtype
     result = make_reference.run_case(inputs, params, kwargs, solver)
     expected = {field: REFERENCE[f"{name}/{solver}/{field}"] for field in make_reference.FIELDS}
-    assert_reproduces_invert(result, expected, inputs["refl"], solver, f"{name} {solver}")
+    # The exact H's evaluation was rearranged after the reference was stored (its
+    # quadrature sums vectorised, its Chebyshev polynomials built in interleaved chains):
+    # the same statuses and steps, its values to the last bits, as for JAX. sigma =
+    # refl_sigma / (dr/dw) takes dH/dw's series, whose coefficients grow like j^2 and
+    # cancel: rearranged, it rounds up to ~25 eps apart (measured 23 at w = 0.94).
+    exact = params.h_function == "exact"
+    assert_reproduces_invert(result, expected, inputs["refl"], solver, f"{name} {solver}",
+                             last_bits=solver == "jax" or exact, sigma_eps=64 if exact else 16)
