@@ -2,10 +2,9 @@
 
 Scalar, branch-free functions, retargeted to JAX and numba like the model's
 `equations` (same rules: `where` instead of `if` on data). Both solvers use the table,
-start and status; the numba solver's fused `prange` kernel also steps with `propose` and
-`update`, the p = 1 case of `lm_rules` that the JAX solver applies (its general
-`ElementwiseLevenbergMarquardt`, specialised to p = 1 for `invert` in `_solve_albedo_lm`).
-So the two solvers take the same steps and agree to rounding.
+start and status, and both step with `propose` and `update`, the p = 1 case of
+`lm_rules` (numba's fused `prange` kernel per band, JAX's `_solve_albedo_lm`
+element-wise over a chunk). So the two solvers take the same steps and agree to rounding.
 
 The problem: find w in (0, 1) with r(w) = r_obs, r strictly increasing in w. It is the
 one-parameter, one-observation case of `lm_rules` (whose acceptance, damping and

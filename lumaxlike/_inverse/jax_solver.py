@@ -13,9 +13,10 @@ others) give J^T J and J^T f of every problem; the p x p damped systems are solv
 unrolled Cholesky over lanes of problems. The step, acceptance, damping and convergence
 rules are `lm_rules`, the same scalar code the numba solvers run, applied element-wise;
 converged problems are frozen, and the solve ends when all are. `invert` is the case
-p = 1 with one observation, run by `_solve_albedo_lm`: the same rules and operations on
-scalars (J^T J = (dr/dw)^2, the damped step one division), without the linearisation,
-the stacked JVPs and the p x p algebra. With the pixel terms hoisted and a per-pixel
+p = 1 with one observation, run by `_solve_albedo_lm`: `albedo_rules`' `propose` and
+`update`, the p = 1 case of `lm_rules` that numba's `invert` kernel runs, applied
+element-wise, without the linearisation, the stacked JVPs and the p x p algebra
+(J^T J = (dr/dw)^2, the damped step one division). With the pixel terms hoisted and a per-pixel
 table of r and dr/dw (cubic Hermite interpolation of w(r)) every problem starts close to
 convergence, so the `while_loop` is short and lanes waste little waiting for the slowest.
 Multi-parameter fits converge less uniformly (median ~6 steps, a few need `max_iter`):
@@ -219,24 +220,13 @@ class _AlbedoState(eqx.Module):
     steps: Any  # scalar: loop steps taken
 
 
-def _damped_step(jtj, jtf, damping, held):
-    """`_solve_damped` for p = 1, the same operations on scalars (so the same bits): the
-    damped Newton step -J^T f / (J^T J + lambda max(J^T J, floor)), 0 for a held
-    parameter. Returns (step, solvable)."""
-    pivot = jnp.where(held, 1.0, _lm.damped_diagonal(jtj, jtj, damping))
-    solvable = pivot > 0.0
-    factor = jnp.sqrt(jnp.where(solvable, pivot, 1.0))
-    step = -jnp.where(held, 0.0, jtf) / factor / factor
-    return jnp.where(solvable, step, 0.0), solvable
+def _solve_albedo_lm(rules, evaluate, w, active, tol, lower, upper, max_iter):
+    """Levenberg-Marquardt in w for every problem of a chunk at once.
 
-
-def _solve_albedo_lm(evaluate, w, active, tol, lower, upper, max_iter):
-    """`ElementwiseLevenbergMarquardt` specialised to one parameter and one observation.
-
-    The same rules (`lm_rules`) and the same floating-point operations as the general
-    solver with p = 1, hence the same steps and bits, without its linearisation, stacked
-    JVPs and p x p algebra: `evaluate(w)` returns (r - r_obs, dr/dw) element-wise and
-    J^T J = slope^2, J^T f = slope residual.
+    `rules` is `albedo_rules` over jax.numpy: its `propose` and `update`, the p = 1 case of
+    `lm_rules` that numba's kernel runs too, are applied element-wise, so both solvers
+    take the same steps. `evaluate(w)` returns (r - r_obs, dr/dw) element-wise; problems
+    not `active` start converged. Returns the final `_AlbedoState`.
     """
     residual, slope = evaluate(w)
     state = _AlbedoState(
@@ -254,30 +244,20 @@ def _solve_albedo_lm(evaluate, w, active, tol, lower, upper, max_iter):
         return ~jnp.all(state.converged) & (state.steps < max_iter)
 
     def step(state):
-        w, residual, slope = state.w, state.residual, state.slope
-        jtj, jtf = slope * slope, slope * residual
-        delta, solvable = _damped_step(jtj, jtf, state.damping, _lm.pinned(w, lower, upper, jtf))
-        trial = jnp.clip(w + delta, lower, upper)
+        trial = rules.propose(state.w, state.residual, state.slope, state.damping, lower, upper)
         residual_trial, slope_trial = evaluate(trial)
-        jtj_trial, jtf_trial = slope_trial * slope_trial, slope_trial * residual_trial
-        held_at_trial = _lm.pinned(trial, lower, upper, jtf_trial)
-        newton, newton_solvable = _damped_step(jtj_trial, jtf_trial, jnp.zeros_like(w), held_at_trial)
-        newton_size = jnp.where(newton_solvable, jnp.abs(newton), jnp.inf)
-        projected = trial - w
-        predicted = -(2.0 * (projected * jtf) + projected * jtj * projected)
-        cost, cost_trial = residual * residual, residual_trial * residual_trial
-        accept = _lm.accepted(cost, cost_trial) & solvable
-        converged = _lm.converged(jnp.abs(projected), newton_size, accept, tol) & solvable
-        damping, growth = _lm.next_damping(accept, _lm.gain_ratio(cost, cost_trial, predicted), state.damping, state.growth)
-        keep = state.converged | ~accept  # problems whose point does not move
+        w, residual, slope, damping, growth, converged = rules.update(
+            state.w, state.residual, state.slope, state.damping, state.growth, trial, residual_trial, slope_trial, tol
+        )
+        done = state.converged
         return _AlbedoState(
-            w=jnp.where(keep, w, trial),
-            residual=jnp.where(keep, residual, residual_trial),
-            slope=jnp.where(keep, slope, slope_trial),
-            damping=jnp.where(state.converged, state.damping, damping),
-            growth=jnp.where(state.converged, state.growth, growth),
-            converged=state.converged | converged,
-            iterations=state.iterations + jnp.where(state.converged, 0, 1).astype(jnp.int32),
+            w=jnp.where(done, state.w, w),
+            residual=jnp.where(done, state.residual, residual),
+            slope=jnp.where(done, state.slope, slope),
+            damping=jnp.where(done, state.damping, damping),
+            growth=jnp.where(done, state.growth, growth),
+            converged=done | converged,
+            iterations=state.iterations + jnp.where(done, 0, 1).astype(jnp.int32),
             steps=state.steps + 1,
         )
 
@@ -315,15 +295,20 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
             refl, table, w_lower, w_upper
         )
     w_start = jnp.where(active, w_start, 0.5).astype(refl.dtype)
-    # the one-parameter, one-observation case of the general solver, specialised
     core = jax.vmap(jax.vmap(partial(reflectance_core, key=key), in_axes=(0, None)), in_axes=(0, 0))
+    one = jnp.asarray(tol, refl.dtype) / tol  # 1, but not a constant XLA could fold
 
     def evaluate(w):
         r, slope = jax.jvp(lambda w: core(w, terms), (w,), (jnp.ones_like(w),))
-        return r - refl, slope
+        # Dividing by a run-time 1 changes no bit, but makes r - r_obs and dr/dw the
+        # results of a division, an operation XLA does not duplicate: they are computed
+        # once per step and stored. Otherwise XLA:CPU fuses the model's last (cheap)
+        # operations into every consumer, recomputing them for each of the step's seven
+        # outputs (`lax.optimization_barrier` does not survive XLA:CPU's passes).
+        return (r - refl) / one, slope / one
 
     lower, upper = (jnp.asarray(b, refl.dtype) for b in (w_lower, w_upper))
-    state = _solve_albedo_lm(evaluate, w_start, active, tol, lower, upper, max_iter)
+    state = _solve_albedo_lm(rules, evaluate, w_start, active, tol, lower, upper, max_iter)
     nan = jnp.nan
     return {
         "w": jnp.where(active, state.w, nan),
