@@ -85,7 +85,7 @@ def cached_njit(*, inlines=(), variant: str = "", **options):
     return decorate
 
 
-def compile_variant(kernel, variant: str, *, inlines=(), **bindings):
+def compile_variant(kernel, variant: str, *, inlines=(), fastmath=None, **bindings):
     """`kernel` (made by `cached_njit`) compiled again with some of its globals rebound.
 
     How a kernel gets the functions of another model configuration (`family`): the same
@@ -96,6 +96,7 @@ def compile_variant(kernel, variant: str, *, inlines=(), **bindings):
         variant: a name unique to these bindings (e.g. the model configuration's name).
         inlines: modules the bindings compile in, beyond the kernel's own `inlines`
             (e.g. a generated module): editing them invalidates the variant's cache.
+        fastmath: numba's ``fastmath`` option for this variant (None: the kernel's own).
         **bindings: global names of the kernel's function and what they stand for here.
     """
     py_func = kernel.py_func
@@ -106,6 +107,8 @@ def compile_variant(kernel, variant: str, *, inlines=(), **bindings):
     clone.__module__ = py_func.__module__
     options = dict(getattr(kernel, "lumaxlike_compile_options", {}))
     options["inlines"] = (*options.get("inlines", ()), *inlines)
+    if fastmath is not None:
+        options["fastmath"] = fastmath
     return cached_njit(variant=variant, **options)(clone)
 
 
