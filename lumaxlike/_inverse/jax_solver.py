@@ -296,7 +296,8 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
         )
     w_start = jnp.where(active, w_start, 0.5).astype(refl.dtype)
     core = jax.vmap(jax.vmap(partial(reflectance_core, key=key), in_axes=(0, None)), in_axes=(0, 0))
-    one = jnp.asarray(tol, refl.dtype) / tol  # 1, but not a constant XLA could fold
+    lower, upper = (jnp.asarray(b, refl.dtype) for b in (w_lower, w_upper))
+    one = lower / lower  # 1 (w_lower > 0 in refl's precision), but not a constant XLA could fold
 
     def evaluate(w):
         r, slope = jax.jvp(lambda w: core(w, terms), (w,), (jnp.ones_like(w),))
@@ -307,7 +308,6 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
         # outputs (`lax.optimization_barrier` does not survive XLA:CPU's passes).
         return (r - refl) / one, slope / one
 
-    lower, upper = (jnp.asarray(b, refl.dtype) for b in (w_lower, w_upper))
     state = _solve_albedo_lm(rules, evaluate, w_start, active, tol, lower, upper, max_iter)
     nan = jnp.nan
     return {
