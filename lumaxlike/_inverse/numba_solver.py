@@ -31,8 +31,14 @@ _lm_rules = vars(retarget_to_numba(lm_rules))
 
 
 def _rules_for(equations):
-    """`albedo_rules` compiled over the model `equations` (a retargeted namespace)."""
-    return retarget_to_numba(albedo_rules, reflectance_and_slope=equations.reflectance_and_slope, **_lm_rules)
+    """`albedo_rules` compiled over the model `equations` (a retargeted namespace).
+
+    `table_point` is inlined into `albedo_table`: called, it would pass the pixel's terms,
+    and with them (for the exact H) four arrays whose reference counts each call updates
+    atomically, at each of the table's nine points."""
+    return retarget_to_numba(
+        albedo_rules, inline=("table_point",), reflectance_and_slope=equations.reflectance_and_slope, **_lm_rules
+    )
 
 
 _rules = _rules_for(numba_equations)
