@@ -53,6 +53,21 @@ def test_recovers_w_float32(solver):
     np.testing.assert_allclose(result.w[converged], w_true[converged], rtol=0, atol=1e-4)
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_tolerance_below_float32_range(solver):
+    """A tol that float32 cannot hold (it rounds to 0 there) still lets every problem step:
+    each ends converged (its step exactly 0) or at max_iter (float64 steps of an ulp), at
+    the accuracy float32 data allows. The start alone is ~1e-4 off."""
+    refl, to_sun, to_sensor, normal, w_true = synthetic_cube(200, 4, seed=2, dtype=np.float32)
+    result = lumaxlike.invert(refl, to_sun, to_sensor, normal, FULL_PARAMS, solver, tol=1e-50)
+    observable = np.isfinite(refl)
+    solved = np.isin(result.status, [Status.CONVERGED, Status.MAX_ITER])
+    assert solved[observable].all()
+    # r and w in float32 hold w to ~2e-7 here (measured, as with the default tol); 1e-6
+    # is ~8 float32 ulps of w near 1
+    np.testing.assert_allclose(result.w[solved], w_true[solved], rtol=0, atol=1e-6)
+
+
 def test_solvers_agree_float64(results64):
     jax_result, numba_result = results64["jax"], results64["numba"]
     np.testing.assert_array_equal(jax_result.status, numba_result.status)
