@@ -25,6 +25,7 @@ __all__ = [
     "bindings",
     "jax_equations_for",
     "numba_equations_for",
+    "numba_kernel_for",
 ]
 
 #: multiple-scattering choice -> bindings of `equations` names to its functions
@@ -100,3 +101,17 @@ def numba_equations_for(key: ModelKey):
     from ._backends import numba_equations, numba_h_functions, retarget_to_numba
 
     return numba_equations if key == DEFAULT_KEY else retarget_to_numba(equations, **bindings(key, numba_h_functions))
+
+
+@functools.lru_cache(maxsize=None)
+def numba_kernel_for(kernel, key: ModelKey, names: tuple[str, ...]):
+    """A numba kernel (`numba_cache.cached_njit`, written over the default configuration's
+    equations) for configuration `key`: the kernel itself for the default, else the same
+    code compiled again (`numba_cache.compile_variant`, cached under ``key.name``) with its
+    global functions `names` bound to `key`'s equations of those names."""
+    from .numba_cache import compile_variant
+
+    if key == DEFAULT_KEY:
+        return kernel
+    equations = numba_equations_for(key)
+    return compile_variant(kernel, key.name, **{name: getattr(equations, name) for name in names})

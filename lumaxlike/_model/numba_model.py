@@ -7,15 +7,13 @@ configuration (`family`) gets its own compiled variant of the same kernel code.
 
 from __future__ import annotations
 
-import functools
-
 import numba
 import numpy as np
 
 from . import _backends, _exact_h_tables, _scalar_math, equations, family, h_functions
 from ._backends import numba_equations
-from .family import DEFAULT_KEY, ModelKey, numba_equations_for
-from .numba_cache import cached_njit, compile_variant
+from .family import ModelKey, numba_kernel_for
+from .numba_cache import cached_njit
 
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
@@ -57,14 +55,8 @@ def _observation_rows_kernel(to_sun, to_sensor, normal, rows):
             row[6], row[7], row[8], row[9], row[10] = cos_psi, sin2_half_psi, psi, f_psi, 1.0 if valid else 0.0
 
 
-@functools.lru_cache(maxsize=None)
 def _amsa_pixels_kernel_for(key: ModelKey):
-    if key == DEFAULT_KEY:
-        return _amsa_pixels_kernel
-    equations = numba_equations_for(key)
-    return compile_variant(
-        _amsa_pixels_kernel, key.name, pixel_terms=equations.pixel_terms, reflectance=equations.reflectance
-    )
+    return numba_kernel_for(_amsa_pixels_kernel, key, ("pixel_terms", "reflectance"))
 
 
 def observation_rows(to_sun, to_sensor, normal):

@@ -8,16 +8,15 @@ is one more branch there.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numba
 import numpy as np
 
 from .._geometry import geometry_from_angles
-from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
+from .._model.family import ModelKey, numba_kernel_for
 from .._model._backends import numba_equations
-from .._model.numba_cache import cached_njit, compile_variant
+from .._model.numba_cache import cached_njit
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._params import HapkeParams
 
@@ -92,16 +91,9 @@ def _standard_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legend
                 r_out[k] = reflectance(w[k], terms)
 
 
-@functools.lru_cache(maxsize=None)
 def _kernel_for(key: ModelKey):
     """`_standard_kernel` compiled for configuration `key` (the same code, its equations)."""
-    if key == DEFAULT_KEY:
-        return _standard_kernel
-    equations = numba_equations_for(key)
-    return compile_variant(
-        _standard_kernel, key.name, pixel_terms=equations.pixel_terms,
-        reflectance_and_slope=equations.reflectance_and_slope, reflectance=equations.reflectance,
-    )
+    return numba_kernel_for(_standard_kernel, key, ("pixel_terms", "reflectance_and_slope", "reflectance"))
 
 
 def standard_reflectance(w, vectors, model, r_out=None, with_slope=True):

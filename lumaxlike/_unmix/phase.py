@@ -14,14 +14,13 @@ as the model does), not through a truncated series.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import numba
 import numpy as np
 
 from .._model.equations import N_LEGENDRE
-from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
-from .._model.numba_cache import cached_njit, compile_variant
+from .._model.family import ModelKey, numba_kernel_for
+from .._model.numba_cache import cached_njit
 from .._model.numba_model import MODEL_MODULES, as_kernel_array
 from .._model._backends import numba_equations
 from .._params import HapkeParams
@@ -113,15 +112,8 @@ def _phase_table_kernel(to_sun, to_sensor, normal, roughness, hs, bs0, shapes, l
             out[pixel, s, 0], out[pixel, s, 1], out[pixel, s, 2], out[pixel, s, 3] = phase_sh, p_mu0e, p_mue, p_bar
 
 
-@functools.lru_cache(maxsize=None)
 def _phase_table_kernel_for(key: ModelKey):
-    if key == DEFAULT_KEY:
-        return _phase_table_kernel
-    equations = numba_equations_for(key)
-    return compile_variant(
-        _phase_table_kernel, key.name, geometry_terms=equations.geometry_terms,
-        roughness_terms=equations.roughness_terms, phase_terms=equations.phase_terms,
-    )  # fmt: skip
+    return numba_kernel_for(_phase_table_kernel, key, ("geometry_terms", "roughness_terms", "phase_terms"))
 
 
 def phase_table(to_sun, to_sensor, normal, params: HapkeParams, phase):
