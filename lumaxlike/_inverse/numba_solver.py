@@ -9,6 +9,11 @@ ones keeping their values by selection, which the compiler can vectorise (a band
 sequence of operations is that of a band stepped alone: the same bits). Nothing is
 allocated inside the loop; the problems' state lives in the outputs, written in place,
 and in one scratch array per chunk. Computes in float64.
+
+What a band's step calls (`propose`, `reflectance_and_slope`, `update` and the LM rules
+they use) is inlined by numba, so the band loops hold no call and vectorise for every
+model configuration: LLVM would inline the default's small model itself, but not the
+exact H's (a call per band and step, and each loop then runs scalar).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import math
 import numba
 import numpy as np
 
-from .._model._backends import numba_equations, retarget_to_numba
+from .._model._backends import inlined, numba_equations, retarget_to_numba
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
@@ -27,24 +32,23 @@ from . import albedo_rules, lm_rules
 
 __all__ = ["solve_albedo_numba"]
 
-_lm_rules = vars(retarget_to_numba(lm_rules))
+_lm_rules = vars(retarget_to_numba(lm_rules, inline=tuple(lm_rules.__all__)))
 
 
 def _rules_for(equations):
-    """`albedo_rules` compiled over the model `equations` (a retargeted namespace).
-
-    `table_point` is inlined into `albedo_table`: called, it would pass the pixel's terms,
-    and with them (for the exact H) four arrays whose reference counts each call updates
-    atomically, at each of the table's nine points."""
+    """`albedo_rules` compiled over the model `equations` (a retargeted namespace), every
+    rule inlined into its caller. (`albedo_table`, once per pixel, calls the model's
+    `reflectance_and_slope` at its nine points: inlined there too, it would only compile
+    slower.)"""
     return retarget_to_numba(
-        albedo_rules, inline=("table_point",), reflectance_and_slope=equations.reflectance_and_slope, **_lm_rules
+        albedo_rules, inline=tuple(albedo_rules.__all__), reflectance_and_slope=equations.reflectance_and_slope, **_lm_rules
     )
 
 
 _rules = _rules_for(numba_equations)
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
-reflectance_and_slope = numba_equations.reflectance_and_slope
+reflectance_and_slope = inlined(numba_equations.reflectance_and_slope)
 albedo_table = _rules.albedo_table
 problem_status = _rules.problem_status
 starting_albedo = _rules.starting_albedo
@@ -161,7 +165,7 @@ def _albedo_kernel_for(key: ModelKey):
         # bits, which tests/test_invert_reference holds to stored outputs).
         fastmath={"contract"} if key.h_function == "exact" else None,
         pixel_terms=equations.pixel_terms,
-        reflectance_and_slope=equations.reflectance_and_slope,
+        reflectance_and_slope=inlined(equations.reflectance_and_slope),
         **{name: getattr(rules, name) for name in ("albedo_table", "problem_status", "starting_albedo", "propose", "update")},
     )
 

@@ -28,6 +28,7 @@ __all__ = [
     "jax_h_functions",
     "numba_h_functions",
     "h_function_bindings",
+    "inlined",
 ]
 
 
@@ -151,6 +152,15 @@ def retarget_to_numba(module, *, inline=(), **bindings) -> types.SimpleNamespace
     return _retarget(module, _numba_primitives(), decorate, bindings)
 
 
+def inlined(function):
+    """A twin of numba-compiled `function` (from `retarget_to_numba`) that numba inlines
+    into its callers (``inline="always"``): the same code and globals.
+
+    For a function called in a loop that the compiler should vectorise: LLVM inlines
+    small callees itself, but a large one (the exact H's model) stays a call, which no
+    loop around it can vectorise."""
+    return numba.njit(function.py_func, error_model="numpy", inline="always")
+
 
 # `h_functions` reads constant NumPy tables through `table_like(table, like)`: under JAX
 # the table in the dtype of `like` (a float64 NumPy constant captured while x64 is on
@@ -178,6 +188,16 @@ def _numba_matrix_vector(matrix, vector):
             total += matrix[i, j] * vector[j]
         out[i] = total
     return out
+
+
+@numba.njit(inline="always")
+def _numba_coefficients_from(vector, offset):
+    return (
+        vector[offset + 0], vector[offset + 1], vector[offset + 2], vector[offset + 3], vector[offset + 4],
+        vector[offset + 5], vector[offset + 6], vector[offset + 7], vector[offset + 8], vector[offset + 9],
+        vector[offset + 10], vector[offset + 11], vector[offset + 12], vector[offset + 13], vector[offset + 14],
+        vector[offset + 15], vector[offset + 16], vector[offset + 17], vector[offset + 18], vector[offset + 19],
+    )  # fmt: skip
 
 
 @numba.njit(inline="always")
@@ -209,6 +229,7 @@ numba_h_functions = _retarget(
         "array_expm1": np.expm1,
         "matrix_vector": _numba_matrix_vector,
         "vector_of": _numba_vector_of,
+        "coefficients_from": _numba_coefficients_from,
     },
 )
 

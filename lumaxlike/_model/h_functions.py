@@ -72,6 +72,14 @@ def vector_of(values):
     return np.array(values)
 
 
+def coefficients_from(vector, offset):
+    """The N_CHEBYSHEV coefficients vector[offset : offset + N_CHEBYSHEV] (rebound by
+    `_backends`: numba's are a tuple of scalars, which a solver's loop over a pixel's bands
+    keeps in registers rather than reading from memory: no array it must check for overlap
+    with the arrays it writes, so the loop vectorises across bands)."""
+    return vector[offset : offset + N_CHEBYSHEV]
+
+
 def matrix_vector(matrix, vector):
     """matrix @ vector (rebound by `_backends`: numba's is a plain loop, no BLAS call)."""
     return matrix @ vector
@@ -197,7 +205,7 @@ def exact_terms(x):
     # P at the nodes gamma_m: (H - 1)/(1 - gamma_m); then its Chebyshev coefficients
     p_nodes = array_expm1(log_h) * table_like(INV_ONE_MINUS_GAMMA, mu)
     coefficients = matrix_vector(table_like(COEF_FROM_NODES, mu), p_nodes)
-    return coefficients[:N_CHEBYSHEV], coefficients[N_CHEBYSHEV:]
+    return coefficients_from(coefficients, 0), coefficients_from(coefficients, N_CHEBYSHEV)
 
 
 def chebyshev_sum(coefficients, t):
