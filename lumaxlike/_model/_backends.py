@@ -174,10 +174,11 @@ def _numba_table_like(table, like):
     return table
 
 
-# Small fixed products (20 x 72, 40 x 20) as loops: numba's `@` calls BLAS, which is not
-# safe to call from numba's parallel threads once JAX's runtime is up (a segfault). Each
-# output is a dot product over a contiguous row: vectorised where the caller is compiled
-# with `reassoc` (`exact_terms`, below).
+# Small fixed products (20 x 72, 20 x 40) as loops: numba's `@` calls BLAS, which is not
+# safe to call from numba's parallel threads once JAX's runtime is up (a segfault).
+# matrix @ vector: each output a dot product over a contiguous row, vectorised where the
+# caller is compiled with `reassoc` (`exact_terms`, below); vector @ matrix: the rows,
+# scaled, accumulated into the outputs (contiguous, vectorised).
 @numba.njit(inline="always", error_model="numpy")
 def _numba_matrix_vector(matrix, vector):
     rows, columns = matrix.shape
@@ -190,6 +191,16 @@ def _numba_matrix_vector(matrix, vector):
     return out
 
 
+@numba.njit(inline="always", error_model="numpy")
+def _numba_vector_matrix(vector, matrix):
+    rows, columns = matrix.shape
+    out = np.zeros(columns)
+    for i in range(rows):
+        for j in range(columns):
+            out[j] += vector[i] * matrix[i, j]
+    return out
+
+
 @numba.njit(inline="always")
 def _numba_coefficients_from(vector, offset):
     return (
@@ -198,11 +209,6 @@ def _numba_coefficients_from(vector, offset):
         vector[offset + 10], vector[offset + 11], vector[offset + 12], vector[offset + 13], vector[offset + 14],
         vector[offset + 15], vector[offset + 16], vector[offset + 17], vector[offset + 18], vector[offset + 19],
     )  # fmt: skip
-
-
-@numba.njit(inline="always")
-def _numba_vector_of(values):
-    return np.array(values)
 
 
 def _numba_h_function(function):
@@ -218,7 +224,11 @@ def _numba_h_function(function):
 
 
 jax_h_functions = retarget_to_jax(
-    h_functions, table_like=_jnp_table_like, array_expm1=jnp.expm1, matrix_vector=jnp.matmul, vector_of=jnp.stack
+    h_functions,
+    table_like=_jnp_table_like,
+    array_expm1=jnp.expm1,
+    matrix_vector=jnp.matmul,
+    vector_matrix=jnp.matmul,
 )
 numba_h_functions = _retarget(
     h_functions,
@@ -228,7 +238,7 @@ numba_h_functions = _retarget(
         "table_like": _numba_table_like,
         "array_expm1": np.expm1,
         "matrix_vector": _numba_matrix_vector,
-        "vector_of": _numba_vector_of,
+        "vector_matrix": _numba_vector_matrix,
         "coefficients_from": _numba_coefficients_from,
     },
 )

@@ -15,10 +15,10 @@ it to 4e-14, with no exponential or logarithm left for the evaluation. The facto
 (1 - gamma) makes H(0, mu) = 1 exactly. Per angle, once per pixel: ln H at the
 N_CHEBYSHEV Chebyshev nodes gamma_m is linear in a mu-dependent weight vector,
 
-    ln H(gamma_m, mu) = (LOG_Q @ q(mu) + LOG_M @ M(mu))_m,  q = (q_t, q_s), M = (M_1..M_8),
+    ln H(gamma_m, mu) = (LOG_Q @ q(mu) + M(mu) @ LOG_M)_m,  q = (q_t, q_s), M = (M_1..M_8),
 
 whose matrices hold -ln(1 - w_m c) at fixed nodes (every logarithm is taken here, at
-import), c = t cot t; then P(gamma_m) = expm1(ln H)/(1 - gamma_m), and `COEF_FROM_NODES`
+import), c = t cot t; then P(gamma_m) = expm1(ln H)/(1 - gamma_m), and `NODES_TO_COEF`
 maps those values to the coefficients a_j and those of dP/dx:
 
 - t in [0, pi/4]: Gauss-Legendre in sigma, t = (pi/4) sigma^7 (nodes crowd toward t = 0,
@@ -55,7 +55,7 @@ __all__ = [
     "LOG_Q",
     "LOG_M",
     "INV_ONE_MINUS_GAMMA",
-    "COEF_FROM_NODES",
+    "NODES_TO_COEF",
 ]
 
 N_CHEBYSHEV = 20  # terms of the series in gamma: the evaluation's cost
@@ -119,22 +119,24 @@ def _tables():
     # (N, 2 N): p @ it; dP/dx has degree N - 2, its coefficient N - 1 is a zero column
     nodes_to_coef = np.hstack([transform.T, derivative.T, np.zeros((N_CHEBYSHEV, 1))])
     # The t and s rules as one: q_k = (mu/pi) W_k / (A_k + mu^2 B_k), A = cos^2 t or s^2,
-    # B = sin^2 t or 1. Matrices are stored (outputs, inputs): each output a contiguous
-    # dot product, which numba vectorises.
+    # B = sin^2 t or 1. LOG_Q is stored (outputs, inputs): each output a dot product over
+    # a contiguous row of 72, which numba vectorises; LOG_M and NODES_TO_COEF (inputs,
+    # outputs): their rows, of 20 and 40, are scaled and accumulated, which vectorises
+    # better than dot products of 8 or 20.
     return (
         np.concatenate([weight_t, weight_s]),
         np.concatenate([np.cos(t) ** 2, s * s]),
         np.concatenate([np.sin(t) ** 2, np.ones(N_S)]),
         np.ascontiguousarray(log_nodes[: N_T + N_S].T),
-        np.ascontiguousarray(log_nodes[N_T + N_S :].T),
+        np.ascontiguousarray(log_nodes[N_T + N_S :]),
         1.0 / (1.0 - gamma),
-        np.ascontiguousarray(nodes_to_coef.T),
+        np.ascontiguousarray(nodes_to_coef),
     )
 
 
 (WEIGHT_Q, DENOMINATOR_A, DENOMINATOR_B, LOG_Q, LOG_M, INV_ONE_MINUS_GAMMA,
- COEF_FROM_NODES) = _tables()  # fmt: skip
+ NODES_TO_COEF) = _tables()  # fmt: skip
 for _table in (WEIGHT_Q, DENOMINATOR_A, DENOMINATOR_B, LOG_Q, LOG_M, INV_ONE_MINUS_GAMMA,
-               COEF_FROM_NODES):  # fmt: skip
+               NODES_TO_COEF):  # fmt: skip
     _table.flags.writeable = False
 del _table

@@ -26,17 +26,16 @@ dH/dw is finite for w < 1; at w = 1 it is +inf for x > 0 (all three H have a
 sqrt(1 - w) branch point there) and 0 at x = 0 (where H = 1 for every w).
 """
 
-import numpy as np
 from numpy import expm1 as array_expm1  # elementwise expm1 (rebound by `_backends`)
 
 from ._exact_h_tables import (
-    COEF_FROM_NODES,
     DENOMINATOR_A,
     DENOMINATOR_B,
     INV_ONE_MINUS_GAMMA,
     LOG_M,
     LOG_Q,
     N_CHEBYSHEV,
+    NODES_TO_COEF,
     S_MAX,
     WEIGHT_Q,
 )
@@ -67,11 +66,6 @@ def table_like(table, like):
     return table
 
 
-def vector_of(values):
-    """A 1-d array of a tuple of scalars (rebound by `_backends`)."""
-    return np.array(values)
-
-
 def coefficients_from(vector, offset):
     """The N_CHEBYSHEV coefficients vector[offset : offset + N_CHEBYSHEV] (rebound by
     `_backends`: numba's are a tuple of scalars, which a solver's loop over a pixel's bands
@@ -83,6 +77,11 @@ def coefficients_from(vector, offset):
 def matrix_vector(matrix, vector):
     """matrix @ vector (rebound by `_backends`: numba's is a plain loop, no BLAS call)."""
     return matrix @ vector
+
+
+def vector_matrix(vector, matrix):
+    """vector @ matrix (rebound by `_backends`: numba's is a plain loop, no BLAS call)."""
+    return vector @ matrix
 
 
 def slope_at_branch_point(positive_gamma, slope, growing):
@@ -178,7 +177,7 @@ def exact_terms(x):
     """Per-angle coefficients of the exact H at x = mu in [0, 1]: an array of length
     2 N_CHEBYSHEV, those of P(mu, .) and of dP/dx (its last one 0; see `_exact_h_tables`).
 
-    Cost: 72 divisions, a (20 x 72) and a (40 x 20) matrix-vector product, 8 moments and
+    Cost: 72 divisions, a (20 x 72) and a (20 x 40) matrix-vector product, 8 moments and
     20 expm1; all zero at x = 0.
     """
     mu = x
@@ -201,10 +200,14 @@ def exact_terms(x):
     m6 = scale * S_MAX**5 / 5.0 - mu2 * m4
     m7 = scale * S_MAX**6 / 6.0 - mu2 * m5
     m8 = scale * S_MAX**7 / 7.0 - mu2 * m6
-    log_h = log_h + matrix_vector(table_like(LOG_M, mu), vector_of((m1, m2, m3, m4, m5, m6, m7, m8)))
-    # P at the nodes gamma_m: (H - 1)/(1 - gamma_m); then its Chebyshev coefficients
-    p_nodes = array_expm1(log_h) * table_like(INV_ONE_MINUS_GAMMA, mu)
-    coefficients = matrix_vector(table_like(COEF_FROM_NODES, mu), p_nodes)
+    log_m = table_like(LOG_M, mu)  # (N_MOMENTS, nodes)
+    # ln H at the nodes gamma_m, then P there, (H - 1)/(1 - gamma_m): one element-wise
+    # expression (numba: one loop, one array); then its Chebyshev coefficients
+    p_nodes = array_expm1(
+        log_h + log_m[0] * m1 + log_m[1] * m2 + log_m[2] * m3 + log_m[3] * m4
+        + log_m[4] * m5 + log_m[5] * m6 + log_m[6] * m7 + log_m[7] * m8
+    ) * table_like(INV_ONE_MINUS_GAMMA, mu)  # fmt: skip
+    coefficients = vector_matrix(p_nodes, table_like(NODES_TO_COEF, mu))
     return coefficients_from(coefficients, 0), coefficients_from(coefficients, N_CHEBYSHEV)
 
 
