@@ -146,6 +146,8 @@ def test_sigma_matches_monte_carlo(solver):
     np.testing.assert_allclose(np.median(result.sigma, axis=0), scatter, rtol=0.10)
     no_sigma = lumaxlike.invert(refl_true, to_sun, to_sensor, normal, FULL_PARAMS, solver)
     assert np.all(np.isnan(no_sigma.sigma))
+    assert no_sigma.sigma.shape == refl_true.shape
+    assert not no_sigma.sigma.flags.writeable and no_sigma.sigma.strides == (0,) * refl_true.ndim  # no memory
 
 
 @pytest.mark.parametrize("solver", SOLVERS)

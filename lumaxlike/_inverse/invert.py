@@ -163,7 +163,11 @@ def invert(
         "status": np.empty((n_pixels, n_bands), np.int8),
         "iterations": np.empty((n_pixels, n_bands), np.int32),
         "residual": np.empty((n_pixels, n_bands), dtype),
-        "sigma": np.full((n_pixels, n_bands), np.nan, dtype),
+        # written chunk by chunk where refl_sigma is given; else NaN everywhere, a read-only
+        # broadcast view that takes no memory
+        "sigma": np.empty((n_pixels, n_bands), dtype)
+        if band_sigma is not None
+        else np.broadcast_to(np.array(np.nan, dtype), (n_pixels, n_bands)),
     }
     bounds = albedo_bounds(dtype)
 
@@ -189,10 +193,14 @@ def invert(
             targets.pop("iterations")[...] = 0
             store(start, stop, _solve_chunk_photometric(pieces, chunk, dtype, params, solver), targets)
     elif solver == "numba":
+        # the slope and the solver's work array: one chunk's, reused by every chunk
+        slope, scratch = np.empty((chunk, n_bands)), np.empty((chunk, 2, n_bands))
         for start in range(0, n_pixels, chunk):
             start, stop, pieces, piece_w0 = pieces_of(start)
             targets = targets_of(start, stop)  # written straight into where dtypes match
-            store(start, stop, solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds, out=targets), targets)
+            solved = solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds,
+                                        out={**targets, "slope": slope[: stop - start]}, scratch=scratch[: stop - start])  # fmt: skip
+            store(start, stop, solved, targets)
     else:  # chunk k + 1 dispatched before chunk k's results are fetched (`pipelined`)
 
         def launch(start):

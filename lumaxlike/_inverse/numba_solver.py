@@ -171,7 +171,7 @@ def _albedo_kernel_for(key: ModelKey):
 
 
 def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_iter, tol, w_bounds,
-                       out=None):
+                       out=None, scratch=None):
     """Solve every (pixel, band) problem of one chunk.
 
     Args:
@@ -182,8 +182,10 @@ def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_ite
         max_iter, tol: iteration cap and step tolerance in w.
         w_bounds: (w_lower, w_upper), the projection interval inside (0, 1).
         out: optional dict of C-contiguous (pixels, bands) arrays to write into (any of
-            w and residual as float64, status as int8, iterations as int32), e.g. slices
-            of the caller's result arrays, sparing a copy; the rest are allocated.
+            w, residual and slope as float64, status as int8, iterations as int32), e.g.
+            slices of the caller's result arrays, sparing a copy; the rest are allocated.
+        scratch: optional C-contiguous (pixels, 2, bands) float64 work array (e.g. one
+            reused by every chunk); allocated if None or not of that form.
     Returns:
         dict of (pixels, bands) arrays: w, status (int8), iterations (int32), residual
         (model minus observed, 1/sr), slope (dr/dw at w, 1/sr).
@@ -194,14 +196,7 @@ def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_ite
     out = {}
     for name, dtype in dtypes.items():
         array = given.get(name)
-        usable = (
-            array is not None
-            and array.dtype == dtype
-            and array.shape == shape
-            and array.flags.c_contiguous
-            and array.flags.writeable
-        )
-        out[name] = array if usable else np.empty(shape, dtype)
+        out[name] = array if _is_writable(array, dtype, shape) else np.empty(shape, dtype)
 
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
     geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
@@ -215,6 +210,18 @@ def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_ite
         float(w_bounds[0]),
         float(w_bounds[1]),
         out["w"], out["status"], out["iterations"], out["residual"], out["slope"],
-        np.empty((shape[0], 2, shape[1])),
+        scratch if _is_writable(scratch, np.float64, (shape[0], 2, shape[1])) else np.empty((shape[0], 2, shape[1])),
     )  # fmt: skip
     return out
+
+
+def _is_writable(array, dtype, shape) -> bool:
+    """Whether `array` is a C-contiguous, writable array of `dtype` and `shape` (a kernel
+    may write into it)."""
+    return (
+        array is not None
+        and array.dtype == dtype
+        and array.shape == shape
+        and array.flags.c_contiguous
+        and array.flags.writeable
+    )

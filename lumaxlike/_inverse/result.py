@@ -29,7 +29,8 @@ class InversionResult:
             `PhotometricFunction`).
         residual: model minus observed reflectance at w [1/sr]; NaN where unsolved.
         sigma: 1-sigma uncertainty of w propagated from `refl_sigma` through dr/dw,
-            sigma_w = refl_sigma / |dr/dw|; NaN where unsolved or `refl_sigma` not given.
+            sigma_w = refl_sigma / |dr/dw|; NaN where unsolved. Without `refl_sigma`,
+            NaN everywhere: a read-only broadcast view, which takes no memory.
     """
 
     w: np.ndarray
