@@ -214,8 +214,8 @@ def _numba_coefficients_from(vector, offset):
 def _numba_h_function(function):
     """numba's compilation of one H-function piece. Inlined into its callers (a call of
     a compiled function with array arguments costs two atomic reference-count updates,
-    which made the exact H 4x slower in one thread and 12x in two), except `exact_terms`
-    (one scalar argument: no such cost), compiled on its own with `reassoc` and
+    and no call is vectorised), except `exact_terms` (once per angle and pixel, one
+    scalar argument), compiled on its own with `reassoc` and
     `contract` so that its dot products vectorise (its sums then round in another
     order than JAX's: agreement to ~1e-15, not bit for bit)."""
     if function.__name__ == "exact_terms":

@@ -174,11 +174,12 @@ def h_hapke2002(w, x):
 
 
 def exact_terms(x):
-    """Per-angle coefficients of the exact H at x = mu in [0, 1]: an array of length
-    2 N_CHEBYSHEV, those of P(mu, .) and of dP/dx (its last one 0; see `_exact_h_tables`).
+    """Per-angle coefficients of the exact H at x = mu in [0, 1]: a pair, the N_CHEBYSHEV
+    coefficients of P(mu, .) and those of dP/dx (its last one 0; see `_exact_h_tables`),
+    each an array (JAX) or a tuple of scalars (numba, `coefficients_from`).
 
-    Cost: 72 divisions, a (20 x 72) and a (20 x 40) matrix-vector product, 8 moments and
-    20 expm1; all zero at x = 0.
+    Cost: 72 divisions, a (20 x 72) matrix-vector and a (20) x (20 x 40) vector-matrix
+    product, 8 moments and 20 expm1; all zero at x = 0.
     """
     mu = x
     mu2 = mu * mu
