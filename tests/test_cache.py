@@ -209,3 +209,63 @@ def test_configurations_cached_by_different_processes_stay_apart(tmp_path):
     for model in ("amsa", "imsa"):
         np.testing.assert_array_equal(np.load(tmp_path / f"{model}-together.npy"), np.load(tmp_path / f"{model}-alone.npy"))
     assert not np.allclose(np.load(tmp_path / "amsa-alone.npy"), np.load(tmp_path / "imsa-alone.npy"))
+
+
+VARIANT_MODULE = '''
+import math, sys
+import numba
+from lumaxlike._model.numba_cache import cached_njit, compile_variant
+
+add_one = numba.njit(lambda x: x + 1.0)
+add_two = numba.njit(lambda x: x + 2.0)
+
+
+def add(x):
+    raise AssertionError("compiled only as variants")
+
+
+@cached_njit()
+def step(x):  # too large for LLVM to inline: the kernel calls it by its symbol
+{body}
+    return add(x)
+
+
+@cached_njit()
+def kernel(x):
+    return step(x) * 10.0
+
+
+def variant(name):
+    bound = compile_variant(step, name, add={{"one": add_one, "two": add_two}}[name])
+    return compile_variant(kernel, name, step=bound)
+
+
+print(" ".join(repr(variant(name)(1.0)) for name in sys.argv[1].split(",")))
+'''.format(body="\n".join(f"    x = math.sin(x * {1 + k / 100}) + math.exp(-x * {0.5 + k / 100})" for k in range(60)))
+
+
+def test_variants_cached_by_different_processes_stay_apart(tmp_path):
+    # Two variants of one kernel (`compile_variant`), each compiled in a fresh process with
+    # the same history (so numba's per-process counter gives their code the same names),
+    # their caches merged, then both loaded into one process: each must run its own code.
+    (tmp_path / "variants.py").write_text(VARIANT_MODULE)
+
+    def run(names, cache) -> list[str]:
+        env = {**os.environ, "LUMAXLIKE_CACHE_DIR": str(cache),
+               "PYTHONPATH": os.pathsep.join([str(tmp_path), str(PACKAGE_DIR.parent)])}  # fmt: skip
+        completed = subprocess.run([sys.executable, "variants.py", names], env=env, cwd=tmp_path,
+                                   capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        return completed.stdout.split()
+
+    (alone_one,), (alone_two,) = run("one", tmp_path / "one"), run("two", tmp_path / "two")
+    assert alone_one != alone_two
+    merged = tmp_path / "merged" / "numba"
+    for cache in ("one", "two"):
+        for entry in (tmp_path / cache / "numba").rglob("*"):
+            if entry.is_file():
+                target = merged / entry.relative_to(tmp_path / cache / "numba")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(entry.read_bytes())
+    assert run("one,two", tmp_path / "merged") == [alone_one, alone_two]
+    assert run("two,one", tmp_path / "merged") == [alone_two, alone_one]

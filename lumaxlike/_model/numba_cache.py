@@ -103,7 +103,13 @@ def compile_variant(kernel, variant: str, *, inlines=(), fastmath=None, **bindin
     namespace = dict(py_func.__globals__)
     namespace.update(bindings)
     clone = types.FunctionType(py_func.__code__, namespace, py_func.__name__, py_func.__defaults__, py_func.__closure__)
-    clone.__qualname__ = py_func.__qualname__
+    # numba names compiled code after the qualified name and a counter that restarts in
+    # every process, and links a called function into its caller's code under that name
+    # with one-definition linkage: two variants compiled in different processes could get
+    # the same names, and once both come from the disk cache into one process, the second
+    # would silently call the first's code. The variant's name in the qualified name keeps
+    # them apart (as `_backends` does for retargeted rules).
+    clone.__qualname__ = f"{py_func.__qualname__}__{variant}"
     clone.__module__ = py_func.__module__
     options = dict(getattr(kernel, "lumaxlike_compile_options", {}))
     options["inlines"] = (*options.get("inlines", ()), *inlines)
