@@ -23,12 +23,11 @@ scipy for each; rep 2: ...), so that the ratios are taken under the same machine
   reported separately as "compile/warm-up": numba generates and compiles the model's
   Jacobian columns per free set (~5-15 s each on 2 cores; the `invert` that gives w's
   start loads its on-disk cache).
-- lumaxlike, solver="jax", on a subsample (the first ``--jax-pixels``, 2000, pixels):
-  slower than numba on the CPU (each LM step costs more; the chunk's unconverged problems
-  are compacted between rounds of steps, so converged ones no longer wait for the
-  slowest). The warm-up also compiles the compacted batch sizes. chunk_size = min(jax pixels, 512) in the warm-up and the timed call
-  alike, and the warm-up covers enough pixels that `invert` (w's start, chunked by its
-  own default) also sees the timed call's chunk shape: JAX compiles once, in the warm-up.
+- lumaxlike, solver="jax", on a subsample (the first ``--jax-pixels``, 2000, pixels;
+  the chunk's unconverged problems are compacted between rounds of steps, so converged
+  ones do not wait for the slowest). The warm-up is the timed call itself (chunk_size =
+  min(jax pixels, 512) in both): the compacted batch sizes and round lengths a call
+  compiles depend on its data, so JAX compiles everything once, in the warm-up.
 - scipy: a per-problem `scipy.optimize.least_squares` loop over ``--scipy-problems``
   (200) problems drawn uniformly from the scene, what a user writes by hand: the
   residual evaluates the model for the problem's 16 observations in plain Python with
@@ -515,8 +514,9 @@ def main(argv=None) -> int:
             if solver == "numba":
                 warm[free][solver] = warm_up_fit(scene, free, "numba", min(NUMBA_WARMUP_PIXELS, n_pixels))
             else:
-                pixels = jax_warmup_pixels(jax_chunk, jax_pixels, args.observations, args.bands)
-                warm[free][solver] = warm_up_fit(scene, free, "jax", pixels, jax_chunk)
+                # the timed call itself: which compacted batch sizes and round lengths a
+                # call compiles depends on its data, so only the same call compiles them all
+                warm[free][solver] = warm_up_fit(scene, free, "jax", jax_pixels, jax_chunk)
             log(f"{labels[free]} {solver}: warm-up {warm[free][solver]['warmup_s']:.2f} s")
 
     runs = {free: {name: [] for name in [*solvers, *([] if args.no_scipy else ["scipy"])]} for free in free_sets}

@@ -277,3 +277,17 @@ def test_order_of_free_parameters_does_not_matter(solver):
     for name in FREE_3:
         np.testing.assert_allclose(shuffled[name], ordered[name], rtol=0, atol=1e-9)
     np.testing.assert_allclose(shuffled.covariance, ordered.covariance[..., order, :][..., :, order], rtol=1e-6)
+
+
+def test_jax_fit_in_float32():
+    # float32 data: the model's derivative program is traced and evaluated in float32
+    refl, geometry, w_true, _ = scene(40, 3, 12, seed=2)
+    free = ("w", "b", "c")
+    result = lumaxlike.fit(refl.astype(np.float32), *(g.astype(np.float32) for g in geometry), start_for(free),
+                           free=free, solver="jax", chunk_size=CHUNK)  # fmt: skip
+    assert result["w"].dtype == np.float32
+    assert result.counts()["CONVERGED"] >= 0.95 * refl.shape[0] * refl.shape[1]
+    converged = result.status == Status.CONVERGED
+    for name in free:  # float32 rounding of r (~1e-7 relative) moves the minimum by ~1e-5
+        np.testing.assert_allclose(result[name][converged], np.broadcast_to(truth_of(name, w_true), w_true.shape)[converged],
+                                   rtol=0, atol=1e-3)  # fmt: skip

@@ -15,7 +15,8 @@ def test_bucket_sizes_are_powers_of_the_base():
     assert compaction.bucket_size(1, 4096) == compaction.SMALLEST_BUCKET
     smallest, base = compaction.SMALLEST_BUCKET, compaction.BUCKET_BASE
     assert compaction.bucket_size(smallest + 1, 4096) == smallest * base
-    assert compaction.bucket_size(1100, 4096) == 4096  # no smaller bucket holds them: go on as is
+    batch = smallest * base**3
+    assert compaction.bucket_size(batch // base + 1, batch) == batch  # no smaller bucket holds them: go on as is
     assert compaction.bucket_size(10, 12) == 12  # a batch below the smallest bucket is never padded up
 
 

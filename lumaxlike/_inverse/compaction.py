@@ -28,16 +28,19 @@ __all__ = ["ROUND_STEPS", "BUCKET_BASE", "SMALLEST_BUCKET", "bucket_size", "run_
 
 # Steps per round: a round ends in a host round trip (the convergence flags) and, when it
 # pays, a compaction; fewer steps waste less on converged problems, more cost more trips
-# and compile more batch sizes. Rounds of 2 (buckets from 64) ran no faster than rounds
-# of 5 on benchmarks/bench_fit.py's scene and took twice the compile time; 5 also
-# divides the default max_iter (50, so no other round length compiles).
-ROUND_STEPS = 5
+# and compile more batch sizes. On benchmarks/bench_fit.py's scene (median 6 steps, a tail
+# to max_iter), rounds of 3 with buckets of every power of 2 from 128 solved 1.2-1.4x
+# faster than rounds of 5 with powers of 4 from 256 (1.25x for rounds of 2, where the
+# round trips start to cost), at the price of more compiled sizes: measured in one run,
+# README.md. With the default max_iter (50) the 17th round takes the 2 steps left (one
+# more compiled length, only where a problem gets that far).
+ROUND_STEPS = 3
 # Compacted batch sizes are powers of this base, from SMALLEST_BUCKET up: a problem
 # left costs at most BUCKET_BASE slots, and a chunk compiles for at most
-# log_base(chunk / SMALLEST_BUCKET) + 1 shapes (8192 problems: 8192, 4096, 1024, 256).
+# log_base(chunk / SMALLEST_BUCKET) + 1 shapes (8192 problems: 8192, 4096, ..., 128).
 # Slots are problems in `fit`.
-BUCKET_BASE = 4
-SMALLEST_BUCKET = 256
+BUCKET_BASE = 2
+SMALLEST_BUCKET = 128
 
 
 def bucket_size(remaining: int, batch: int) -> int:

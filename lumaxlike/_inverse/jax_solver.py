@@ -7,10 +7,14 @@ the whole chunk as one least-squares problem has one damping for millions of
 independent problems (some diverge). So `ElementwiseLevenbergMarquardt` is an optimistix
 solver whose `y` is a whole chunk of independent problems, each with p free parameters
 (batch + (p,)) and its own observations, with per-problem damping, acceptance and
-convergence. One linearisation of the residuals and p forward-mode JVPs (one per
-parameter, through the model's analytic `custom_jvp` rule for w and autodiff for the
-others) give J^T J and J^T f of every problem; the p x p damped systems are solved by an
-unrolled Cholesky over lanes of problems. The step, acceptance, damping and convergence
+convergence. The Jacobian's p columns give J^T J and J^T f of every problem: for `fit`,
+from the model's derivative program (`columns_program`: one JVP per free parameter,
+through the model's analytic `custom_jvp` rule for w and autodiff for the others, the
+same program numba's `fit` compiles), evaluated in parts (`jaxpr_split`) so that what
+depends on the geometry and the fixed parameters alone is computed once per chunk and
+the work the columns share once per step; for any other residual function, from one
+linearisation and p JVPs. The p x p damped systems are solved by an unrolled Cholesky
+over lanes of problems. The step, acceptance, damping and convergence
 rules are `lm_rules`, the same scalar code the numba solvers run, applied element-wise;
 converged problems are frozen, and the solve ends when all are. `invert` is the case
 p = 1 with one observation, run by `_solve_albedo_lm`: `albedo_rules`' `propose` and
@@ -41,8 +45,10 @@ import jax.numpy as jnp
 import optimistix as optx
 
 from .._model._backends import retarget_to_jax
+from .._model.columns_program import split_columns
 from .._model.family import ModelKey, jax_equations_for
 from .._model.jax_model import pixel_terms, reflectance_core
+from .._params import PARAMETER_NAMES
 from . import albedo_rules, lm_rules
 from .compaction import run_compacted
 from .status import Status
@@ -69,16 +75,25 @@ class _LMState(eqx.Module):
     iterations: Any
 
 
-def _normal_equations(fn, y, args):
-    """Residuals f, J^T J and J^T f of every problem: one linearisation, p JVPs (columns)."""
-    residual, linear = jax.linearize(lambda y: fn(y, args)[0], y)
+def _normal_equations(fn, y, args, jacobian):
+    """Residuals f, J^T J and J^T f of every problem.
+
+    The Jacobian's columns come from `jacobian` (y, args) -> (f, columns) where given,
+    else from one linearisation of `fn` and p JVPs. A column is batch + (observations,)
+    (one chunk's, never the whole image's).
+    """
     n_free = y.shape[-1]
-    columns = jnp.stack(
-        [linear(jnp.zeros_like(y).at[..., j].set(1.0)) for j in range(n_free)], axis=-1
-    )  # batch + (observations, p): one chunk's, never the whole image's
-    by_parameter = jnp.moveaxis(columns, -1, -2)  # batch + (p, observations)
-    jtj = _sum_last(by_parameter[..., :, None, :] * by_parameter[..., None, :, :])
-    jtf = _sum_last(by_parameter * residual[..., None, :])
+    if jacobian is None:
+        residual, linear = jax.linearize(lambda y: fn(y, args)[0], y)
+        columns = [linear(jnp.zeros_like(y).at[..., j].set(1.0)) for j in range(n_free)]
+    else:
+        residual, columns = jacobian(y, args)
+    jtj = [[None] * n_free for _ in range(n_free)]
+    for a in range(n_free):
+        for b in range(a, n_free):
+            jtj[a][b] = jtj[b][a] = _dot_last(columns[a], columns[b])
+    jtj = jnp.stack([jnp.stack(row, axis=-1) for row in jtj], axis=-2)
+    jtf = jnp.stack([_dot_last(column, residual) for column in columns], axis=-1)
     return residual, jtj, jtf
 
 
@@ -88,6 +103,12 @@ def _sum_last(a):
     dots round differently with the shape of the batch, which would make a problem's
     steps depend on its chunk and on compaction.)"""
     return functools.reduce(jnp.add, [a[..., k] for k in range(a.shape[-1])])
+
+
+def _dot_last(a, b):
+    """`_sum_last(a * b)`, with the products taken per slice: the same bits, but XLA
+    fuses the whole sum into one loop instead of storing the product first."""
+    return functools.reduce(jnp.add, [a[..., k] * b[..., k] for k in range(a.shape[-1])])
 
 
 def _solve_damped(jtj, jtf, damping, held):
@@ -145,11 +166,16 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     Attributes:
         tol: convergence tolerance on the step of every parameter.
         lower, upper: bounds each parameter is projected onto, shape (p,) or scalars.
+        jacobian: None (the Jacobian by `jax.linearize` of the residual function), or a
+            function (y, args) -> (residuals, columns) that gives the residuals and the
+            p columns of the Jacobian (each batch + (observations,)) together, such as
+            `fit`'s, which evaluates the model's derivative program part by part.
     """
 
     tol: float
     lower: Any
     upper: Any
+    jacobian: Any = eqx.field(static=True, default=None)
     rtol: float = 0.0  # unused: convergence is per problem, on the step (`tol`)
     atol: float = 0.0
     norm: Any = optx.max_norm
@@ -158,7 +184,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         resume = (options or {}).get("state")
         if resume is not None:  # a solve continued (`compaction`): its state at `y`
             return resume
-        residual, jtj, jtf = _normal_equations(fn, y, args)
+        residual, jtj, jtf = _normal_equations(fn, y, args, self.jacobian)
         batch = y.shape[:-1]
         frozen = (options or {}).get("frozen", jnp.zeros(batch, bool))
         return _LMState(
@@ -175,7 +201,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         lower, upper = (jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper))
         step, solvable = _solve_damped(state.jtj, state.jtf, state.damping, _lm.pinned(y, lower, upper, state.jtf))
         trial = jnp.clip(y + step, lower, upper)
-        residual_trial, jtj_trial, jtf_trial = _normal_equations(fn, trial, args)
+        residual_trial, jtj_trial, jtf_trial = _normal_equations(fn, trial, args, self.jacobian)
         held_at_trial = _lm.pinned(trial, lower, upper, jtf_trial)
         newton, newton_solvable = _solve_damped(jtj_trial, jtf_trial, jnp.zeros_like(state.damping), held_at_trial)
         newton_size = jnp.where(newton_solvable, jnp.max(jnp.abs(newton), axis=-1), jnp.inf)
@@ -319,64 +345,66 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
     }
 
 
-def _fit_residuals(y, args, free_index, key):
-    """r - r_obs, (pixels, bands, observations), for free parameters y (pixels, bands, p).
+def _fit_residuals_and_columns(y, args, free_index, key):
+    """r - r_obs and dr/d(free[j]) for free parameters y (problems, 1, p): the residuals
+    (problems, 1, observations) and the p columns of the Jacobian (each that shape).
 
-    `rows` are the observations' `GeometryTerms` (or, with only w free, their `PixelTerms`,
-    w-independent and computed once). The fixed parameters enter unbatched, so under the
-    band `vmap` whatever depends only on them and the geometry (the roughness terms when
-    roughness is fixed, ...) is computed once per observation, not once per band.
+    The model's derivative program (`columns_program.split_columns`) runs in parts: the
+    `rows` of args hold its known part, computed once per observation (`_fit_setup`);
+    here its step part runs once per problem and its lane part per observation. The step
+    values and the outputs are divided by `unit`, a run-time 1: that changes no bit, but
+    a division is an operation XLA does not duplicate, so they are computed once and
+    stored. Otherwise XLA:CPU fuses the work they share into the loop of each of their
+    consumers, and computes it again for every column and every parameter.
     An observation left out (`use` False) has a zero residual, and so a zero row of J.
     """
-    rows, refl, fixed, use = args
-    return jnp.where(use, _fit_model(y, rows, fixed, free_index, key) - refl, 0.0)
+    rows, refl, use, unit = args
+    program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, y.dtype)
+    step = program.step
+    lane = jax.vmap(program.lane, in_axes=(0, None))  # over observations
+    for _ in range(y.ndim - 1):
+        step = jax.vmap(step)
+        lane = jax.vmap(lane)
+    by_position = sorted(range(len(free_index)), key=lambda j: free_index[j])  # the program's input order
+    step_values = [v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v for v in step(*(y[..., j] for j in by_position))]
+    r, *columns = lane(rows, step_values)
+    residual = jnp.where(use, r - refl, 0.0) / unit
+    return residual, [jnp.where(use, column, 0.0) / unit for column in columns]
 
 
-def _fit_model(y, rows, fixed, free_index, key):
-    """r (pixels, bands, observations) for free parameters y (pixels, bands, p)."""
-    core = partial(reflectance_core, key=key)
-    if free_index == (0,):
-        per_observation = jax.vmap(core, in_axes=(None, 0))
-        model = jax.vmap(jax.vmap(per_observation, in_axes=(0, None)), in_axes=(0, 0))
-        return model(y[..., 0], rows)
-    equations = jax_equations_for(key)
-
-    def one(free_values, geometry):
-        values = [fixed[k] for k in range(fixed.shape[0])]
-        for j, k in enumerate(free_index):
-            values[k] = free_values[j]
-        w, *scalars = values
-        terms = equations.terms_from_geometry(geometry, *scalars, None, False)
-        return core(w, terms)
-
-    per_observation = jax.vmap(one, in_axes=(None, 0))
-    model = jax.vmap(jax.vmap(per_observation, in_axes=(0, None)), in_axes=(0, 0))
-    return model(y, rows)
+def _fit_residuals(y, args, free_index, key):
+    """`_fit_residuals_and_columns`' residuals alone: the residual function of the
+    least-squares problem (its Jacobian comes from `_fit_residuals_and_columns`)."""
+    return _fit_residuals_and_columns(y, args, free_index, key)[0]
 
 
-def _residual_arguments(refl, to_sun, to_sensor, normal, fixed, free_index, key):
-    """(geometry terms, args of `_fit_residuals`) of a batch of problems."""
-    equations = jax_equations_for(key)
-    per_observation = partial(jax.vmap, in_axes=(0, 0, 0))
-    geometry = jax.vmap(per_observation(equations.geometry_terms))(to_sun, to_sensor, normal)
-    use = jnp.isfinite(refl)  # (pixels, bands, observations)
-    rows = geometry
-    if free_index == (0,):  # w alone: the terms do not change, compute them once
-
-        def terms_of(geometry):
-            return equations.terms_from_geometry(geometry, *fixed[1:], None, False)
-
-        rows = jax.vmap(jax.vmap(terms_of))(geometry)
-    return geometry, (rows, jnp.where(use, refl, 0.0), fixed, use)
+def _fit_solver(tol, lower, upper, free_index, key):
+    return ElementwiseLevenbergMarquardt(
+        tol=tol, lower=lower, upper=upper,
+        jacobian=partial(_fit_residuals_and_columns, free_index=free_index, key=key),
+    )  # fmt: skip
 
 
 @partial(jax.jit, static_argnames=("free_index", "key"))
-def _fit_setup(refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, key):
-    """Status, active, start and the solver's initial state of one chunk of `fit` (see
-    `solve_fit_jax`)."""
-    geometry, args = _residual_arguments(refl, to_sun, to_sensor, normal, fixed, free_index, key)
-    use = args[-1]
-    invalid = jnp.any(use & ~geometry.valid[:, None, :], axis=-1)
+def _fit_setup(refl, to_sun, to_sensor, normal, fixed, start, unit, free_index, lower, upper, min_observations, key):
+    """A chunk's (pixels, bands) problems as (pixels x bands, 1) problems, every one with
+    its pixel's observations, so that compacted batches are computed as the first one is:
+    returns status, active, start, the solver's initial state and the inputs (rows,
+    refl, use) of `_fit_residuals_and_columns`. The rows (the known part of the model's
+    derivative program: what depends on the geometry and the fixed parameters alone) are
+    computed once per pixel and observation, then repeated per band."""
+    n_bands = refl.shape[1]
+    program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, refl.dtype)
+    equations = jax_equations_for(key)
+    geometry = jax.vmap(jax.vmap(equations.geometry_terms))(to_sun, to_sensor, normal)  # (pixels, observations)
+    known = [fixed[k] for k in range(fixed.shape[0]) if k not in free_index]
+    rows = jax.vmap(jax.vmap(lambda g: program.known(*known, *g)))(geometry)
+    per_problem = partial(jax.tree_util.tree_map, lambda a: jnp.repeat(a, n_bands, axis=0)[:, None])
+    rows, valid = per_problem((rows, geometry.valid))  # (pixels x bands, 1, observations)
+    refl, start = (_flat(a)[:, None] for a in (refl, start))
+    use = jnp.isfinite(refl)
+    inputs = (rows, jnp.where(use, refl, 0.0), use)
+    invalid = jnp.any(use & ~valid, axis=-1)
     status = jnp.where(
         invalid,
         albedo_rules.INVALID_GEOMETRY,
@@ -385,31 +413,24 @@ def _fit_setup(refl, to_sun, to_sensor, normal, fixed, start, free_index, lower,
     active = status == albedo_rules.SOLVING
     inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
     start = jnp.where(active[..., None], start, inside)
-    solver = ElementwiseLevenbergMarquardt(tol=0.0, lower=lower, upper=upper)  # init uses neither
-    state = solver.init(partial(_fit_residuals_and_aux, free_index=free_index, key=key), start, args,
+    solver = _fit_solver(0.0, lower, upper, free_index, key)  # init uses neither tol nor bounds
+    residuals = partial(_fit_residuals, free_index=free_index, key=key)
+    state = solver.init(lambda y, args: (residuals(y, args), None), start, (*inputs, unit),  # (f, aux), as optimistix calls it
                         {"frozen": ~active}, None, None, None)  # fmt: skip
-    return status, active, start, state
-
-
-def _fit_residuals_and_aux(y, args, free_index, key):
-    """`_fit_residuals` as a solver calls it: (residuals, aux)."""
-    return _fit_residuals(y, args, free_index, key), None
+    return status, active, start, state, inputs
 
 
 @partial(jax.jit, static_argnames=("steps", "free_index", "key"))
-def _lm_round(y, inputs, fixed, state, steps, tol, lower, upper, free_index, key):
+def _lm_round(y, inputs, state, unit, steps, tol, lower, upper, free_index, key):
     """Up to `steps` steps of `ElementwiseLevenbergMarquardt` through `optx.least_squares`,
-    continuing from `state` at `y`, on the problems of inputs = (refl, to_sun, to_sensor,
-    normal). Returns (y, state, ok, steps taken): ok False if the solve met a non-finite
-    iterate."""
-    _, args = _residual_arguments(*inputs, fixed, free_index, key)
-    options = {"state": state}
+    continuing from `state` at `y`, on the problems of `inputs` (`_fit_setup`'s). Returns
+    (y, state, ok, steps taken): ok False if the solve met a non-finite iterate."""
     solution = optx.least_squares(
         partial(_fit_residuals, free_index=free_index, key=key),
-        ElementwiseLevenbergMarquardt(tol=tol, lower=lower, upper=upper),
+        _fit_solver(tol, lower, upper, free_index, key),
         y,
-        args=args,
-        options=options,
+        args=(*inputs, unit),
+        options={"state": state},
         max_steps=steps,
         throw=False,
     )
@@ -418,7 +439,7 @@ def _lm_round(y, inputs, fixed, state, steps, tol, lower, upper, free_index, key
 
 
 def _flat(a):
-    """(problems, 1, ...) -> (problems, ...)."""
+    """(n, m, ...) -> (n m, ...): problems of (pixels, bands) or (problems, 1) flattened."""
     return a.reshape((-1,) + a.shape[2:])
 
 
@@ -430,7 +451,7 @@ def _gather(batch, slots, padding):
     y, state, inputs = batch
     state = jax.tree_util.tree_map(lambda a: a[slots], state)
     state = eqx.tree_at(lambda s: s.converged, state, state.converged | padding[:, None])
-    return y[slots], state, tuple(a[slots] for a in inputs)
+    return y[slots], state, jax.tree_util.tree_map(lambda a: a[slots], inputs)
 
 
 @jax.jit
@@ -444,15 +465,6 @@ def _results_of(batch):
     """The final state of a batch's problems, flat, as `_scatter` keeps it."""
     y, state, _ = batch
     return tuple(_flat(a) for a in (y, state.residual, state.jtj, state.converged, state.iterations))
-
-
-@jax.jit
-def _as_problems(refl, to_sun, to_sensor, normal, start):
-    """A chunk's (pixels, bands) problems as (pixels x bands, 1): every problem with its
-    pixel's geometry, so that compacted batches are computed as the first one is."""
-    n_bands = refl.shape[1]
-    geometry = (jnp.repeat(g, n_bands, axis=0) for g in (to_sun, to_sensor, normal))
-    return (_flat(refl)[:, None], *geometry, _flat(start)[:, None])
 
 
 @jax.jit
@@ -480,14 +492,13 @@ def solve_fit_jax(
     (`optx.least_squares` continuing from the last round's state); between rounds the
     unconverged problems are compacted into a smaller batch of one of a few sizes
     (`compaction.run_compacted`), so the chunk does not keep stepping converged problems
-    while it waits for its slowest. The chunk is solved as (pixels x bands, 1) problems,
-    each with its pixel's geometry (`_as_problems`), the same layout as the compacted
-    batches, and the solver's arithmetic is element-wise (`_sum_last`): so every problem
-    takes the same steps, to the bit, in any batch and any chunk. (With a first batch of
-    shape (pixels, bands), where what depends only on the geometry and the fixed
-    parameters is computed once per pixel, XLA rounded a few problems differently from
-    the compacted batches and their step counts changed.) Memory: the
-    solver's state and the geometry repeated per band, bounded by the chunk.
+    while it waits for its slowest. The chunk is solved as (pixels x bands, 1) problems
+    (`_fit_setup`), the same layout as the compacted batches, each with its pixel's
+    rows: what depends on the geometry and the fixed parameters alone, computed once per
+    pixel and observation and stored. The rest of the solver's arithmetic is element-wise
+    (`_sum_last`): so every problem takes the same steps, to the bit, in any batch and
+    any chunk. Memory: the solver's state and the rows (a few tens of values per
+    problem and observation), bounded by the chunk.
 
     Args:
         refl: observed r [1/sr], (pixels, bands, observations); a non-finite value leaves
@@ -509,15 +520,15 @@ def solve_fit_jax(
         cost (sum of squared residuals), jtj (pixels, bands, p, p) at the solution.
     """
     shape = refl.shape[:2]
-    refl, to_sun, to_sensor, normal, start = _as_problems(refl, to_sun, to_sensor, normal, start)
-    status, active, start, state = _fit_setup(
-        refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, key
+    unit = jnp.ones((), refl.dtype)  # an argument, so a value XLA cannot fold
+    status, active, start, state, inputs = _fit_setup(
+        refl, to_sun, to_sensor, normal, fixed, start, unit, free_index, lower, upper, min_observations, key
     )
     bounds = (tol, lower, upper)
 
     def run_round(batch, steps):
         y, state, inputs = batch
-        y, state, ok, taken = _lm_round(y, inputs, fixed, state, steps, *bounds, free_index=free_index, key=key)
+        y, state, ok, taken = _lm_round(y, inputs, state, unit, steps, *bounds, free_index=free_index, key=key)
         return (y, state, inputs), ok, taken
 
     def scatter(results, batch, origin):
@@ -526,7 +537,7 @@ def solve_fit_jax(
         return _scatter(results, batch, jnp.asarray(origin))
 
     results = run_compacted(
-        (start, state, (refl, to_sun, to_sensor, normal)),
+        (start, state, inputs),
         converged_of=lambda batch: batch[1].converged,
         run_round=run_round,
         gather=lambda batch, slots, padding: _gather(batch, jnp.asarray(slots), jnp.asarray(padding)),

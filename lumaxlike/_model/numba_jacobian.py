@@ -2,9 +2,10 @@
 
 The derivatives are JAX's: `jax.jvp` of the very equations the forward model evaluates
 (`equations.terms_from_geometry` then the JAX model's `reflectance_core`, whose custom JVP
-rule gives dr/dw analytically; autodiff for the others), one JVP per free parameter, traced to a scalar jaxpr, printed as straight-line Python by
-`_jaxpr_to_python` (the primal part shared by the JVPs printed once) and compiled by
-numba. So the numba solvers get exact (autodiff) derivatives of the same physics, and an
+rule gives dr/dw analytically; autodiff for the others), one JVP per free parameter,
+traced to a scalar jaxpr (`columns_program.traced_columns`, the program the JAX `fit`
+evaluates too), printed as straight-line Python by `_jaxpr_to_python` (the primal part
+shared by the JVPs printed once) and compiled by numba. So the numba solvers get exact (autodiff) derivatives of the same physics, and an
 edit to `equations` reaches them with no second copy to keep in step.
 
 The program is split by data dependence (`scalar_jaxpr_to_split_source`): everything that
@@ -39,7 +40,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numba
 import numpy as np
 
@@ -47,9 +47,9 @@ from .. import __version__
 from .._params import PARAMETER_NAMES
 from . import numba_cache
 from ._jaxpr_to_python import scalar_jaxpr_to_split_source
+from .columns_program import traced_columns
 from .equations import GeometryTerms
-from .family import DEFAULT_KEY, ModelKey, jax_equations_for
-from .jax_model import reflectance_core
+from .family import DEFAULT_KEY, ModelKey
 from .numba_cache import cached_njit, compile_variant
 
 __all__ = [
@@ -70,36 +70,10 @@ _VALID = GeometryTerms._fields.index("valid")
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 
-def _reflectance(parameters, geometry, key: ModelKey):
-    """r through the JAX model's `reflectance_core`: its custom JVP rule gives dr/dw
-    analytically, autodiff the derivatives along the other parameters."""
-    w, *scalars = parameters
-    terms = jax_equations_for(key).terms_from_geometry(geometry, *scalars, None, False)
-    return reflectance_core(w, terms, key)
-
-
 def _traced_columns(free: tuple[str, ...], key: ModelKey):
-    """The jaxpr of (r, dr/d free[0], ...) over scalar parameters and geometry terms."""
-    indices = [PARAMETER_NAMES.index(name) for name in free]
-
-    def columns(*flat):
-        parameters = flat[: len(PARAMETER_NAMES)]
-        geometry = GeometryTerms(*flat[len(PARAMETER_NAMES) :])
-        outputs = [_reflectance(parameters, geometry, key)]
-        for index in indices:  # one JVP per free parameter; the rest are constants
-
-            def along(value, index=index):
-                moved = list(parameters)
-                moved[index] = value
-                return _reflectance(moved, geometry, key)
-
-            outputs.append(jax.jvp(along, (parameters[index],), (jnp.ones_like(parameters[index]),))[1])
-        return outputs
-
+    """`columns_program.traced_columns` in float64 (its literals printed as such)."""
     with jax.enable_x64(True):  # local scope: float64 literals in the traced program
-        example = [jnp.float64(0.5)] * (len(PARAMETER_NAMES) + GEOMETRY_ROW)
-        example[len(PARAMETER_NAMES) + _VALID] = jnp.bool_(True)
-        return jax.make_jaxpr(columns)(*example)
+        return traced_columns(free, key, np.float64)
 
 
 def model_columns_source(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY):

@@ -1,0 +1,173 @@
+"""A jaxpr's equations split by data dependence, and evaluated part by part in JAX.
+
+The JAX twin of what `_jaxpr_to_python.scalar_jaxpr_to_split_source` prints for numba:
+a program evaluated for many (problem, observation) pairs over many steps, whose inputs
+are "known" (an observation's geometry and the fixed parameters: the same at every
+step) or "unknown" (the free parameters: new at every step), is cut into
+
+- the known part, everything that depends on no unknown input: run once, its values
+  that the rest needs (the "row") kept;
+- the step part, what depends on the unknown inputs alone: run once per problem and
+  step;
+- the lane part, the rest: run per problem, observation and step, from the row and the
+  step values.
+
+XLA:CPU, given the whole program at every step, recomputes the known part at every step
+and, as it fuses each of the program's outputs into its own loop, the shared work once
+per output. Here each part is its own set of arrays, so the caller can compute the row
+once and keep the step values and the outputs as materialised arrays.
+
+The parts are evaluated by binding the jaxpr's own primitives (as `jax.core.eval_jaxpr`
+does), so they run under `jax.vmap` and `jax.jit`, on any shapes the program has. Calls
+(`jit`, `custom_jvp_call`, ...) are inlined, identical equations kept once, equations of
+constants folded, and what no output needs dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import numpy as np
+from jax.extend import core as jex_core
+
+__all__ = ["SplitProgram"]
+
+_INLINED_CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call")
+_SHAPE_ONLY = ("broadcast_in_dim", "reshape", "squeeze", "copy", "copy_p")
+
+
+class _Variable:
+    """A value of the flattened program (identity is the variable)."""
+
+    __slots__ = ()
+
+
+class _Constant:
+    """A constant of the flattened program."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def key(self):
+        value = np.asarray(self.value)
+        if value.ndim == 0:
+            return ("scalar", value.dtype.str, value.tobytes())
+        return ("array", id(self.value))  # kept alive by the program's equations
+
+
+def _flatten(closed_jaxpr):
+    """(inputs, equations, outputs) of `closed_jaxpr` with calls inlined, duplicate
+    equations merged and constant equations folded. An equation is (primitive, params,
+    operands, results); operands are `_Variable` or `_Constant`."""
+    equations = []
+    seen = {}
+
+    def run(jaxpr, consts, arguments):
+        env = {}
+
+        def read(atom):
+            return _Constant(atom.val) if isinstance(atom, jex_core.Literal) else env[atom]
+
+        env.update(zip(jaxpr.constvars, (_Constant(c) for c in consts)))
+        env.update(zip(jaxpr.invars, arguments))
+        for eqn in jaxpr.eqns:
+            operands = [read(v) for v in eqn.invars]
+            name = eqn.primitive.name
+            if name in _INLINED_CALLS:
+                inner = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
+                results = run(getattr(inner, "jaxpr", inner), getattr(inner, "consts", ()), operands)
+                env.update(zip(eqn.outvars, results))
+                continue
+            if name in _SHAPE_ONLY and eqn.invars[0].aval.shape == eqn.outvars[0].aval.shape:
+                env[eqn.outvars[0]] = operands[0]  # the identity
+                continue
+            if all(isinstance(a, _Constant) for a in operands):
+                with jax.ensure_compile_time_eval():  # now, even inside a trace
+                    values = eqn.primitive.bind(*(a.value for a in operands), **eqn.params)
+                values = values if eqn.primitive.multiple_results else [values]
+                env.update(zip(eqn.outvars, (_Constant(np.asarray(v)) for v in values)))
+                continue
+            key = (
+                name,
+                repr(sorted(eqn.params.items())),
+                tuple(a.key() if isinstance(a, _Constant) else id(a) for a in operands),
+            )
+            if key not in seen:
+                seen[key] = [_Variable() for _ in eqn.outvars]
+                equations.append((eqn.primitive, eqn.params, operands, seen[key]))
+            env.update(zip(eqn.outvars, seen[key]))
+        return [read(v) for v in jaxpr.outvars]
+
+    inputs = [_Variable() for _ in closed_jaxpr.jaxpr.invars]
+    outputs = run(closed_jaxpr.jaxpr, closed_jaxpr.consts, inputs)
+    return inputs, equations, outputs
+
+
+def _evaluate(equations, env):
+    for primitive, params, operands, results in equations:
+        values = primitive.bind(*(a.value if isinstance(a, _Constant) else env[a] for a in operands), **params)
+        env.update(zip(results, values if primitive.multiple_results else [values]))
+    return env
+
+
+class SplitProgram:
+    """A closed jaxpr split into known, step and lane parts (see the module docstring).
+
+    Args:
+        closed_jaxpr: the program; tracing it under the dtype and ``jax_enable_x64``
+            setting of its use keeps its constants in that precision.
+        unknown: positions of the unknown inputs among the program's inputs.
+
+    Attributes:
+        n_row, n_step: lengths of the row and of the step values.
+    """
+
+    def __init__(self, closed_jaxpr, unknown: Sequence[int]):
+        inputs, equations, self._outputs = _flatten(closed_jaxpr)
+        unknown = sorted(set(unknown))
+        self._unknown_inputs = [inputs[i] for i in unknown]
+        self._known_inputs = [a for i, a in enumerate(inputs) if i not in unknown]
+        needed = {a for a in self._outputs if isinstance(a, _Variable)}
+        live = []
+        for equation in reversed(equations):  # what the outputs need
+            if any(r in needed for r in equation[3]):
+                live.append(equation)
+                needed.update(a for a in equation[2] if isinstance(a, _Variable))
+        live.reverse()
+        late, from_known = set(self._unknown_inputs), set(self._known_inputs)
+        parts = {"known": [], "step": [], "lane": []}
+        for equation in live:
+            operands = [a for a in equation[2] if isinstance(a, _Variable)]
+            is_late = any(a in late for a in operands)
+            uses_known = any(a in from_known for a in operands)
+            if is_late:
+                late.update(equation[3])
+            if uses_known:
+                from_known.update(equation[3])
+            parts["known" if not is_late else "lane" if uses_known else "step"].append(equation)
+        self._known, self._step, self._lane = parts["known"], parts["step"], parts["lane"]
+        lane_reads = [a for e in self._lane for a in e[2] if isinstance(a, _Variable)]
+        lane_reads += [a for a in self._outputs if isinstance(a, _Variable)]
+        self._row = list(dict.fromkeys(a for a in lane_reads if a not in late))
+        self._step_values = list(dict.fromkeys(a for a in lane_reads if a in late and a not in from_known))
+        self.n_row, self.n_step = len(self._row), len(self._step_values)
+
+    def known(self, *known_inputs) -> tuple:
+        """The row (`n_row` values) from the known inputs, in the program's input order."""
+        env = _evaluate(self._known, dict(zip(self._known_inputs, known_inputs)))
+        return tuple(env[a] for a in self._row)
+
+    def step(self, *unknown_inputs) -> tuple:
+        """The step values (`n_step`) from the unknown inputs, in the program's input order."""
+        env = _evaluate(self._step, dict(zip(self._unknown_inputs, unknown_inputs)))
+        return tuple(env[a] for a in self._step_values)
+
+    def lane(self, row: Sequence, step_values: Sequence) -> tuple:
+        """The program's outputs from a row and the step values."""
+        env = dict(zip(self._row, row))
+        env.update(zip(self._step_values, step_values))
+        env = _evaluate(self._lane, env)
+        return tuple(a.value if isinstance(a, _Constant) else env[a] for a in self._outputs)

@@ -1,0 +1,43 @@
+"""`ElementwiseLevenbergMarquardt` as a user meets it: an optimistix solver for many
+independent small least-squares problems at once, with its Jacobian by linearisation of
+the residual function or from a function that gives the columns."""
+
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+
+import lumaxlike
+
+TIMES = jnp.linspace(0.0, 3.0, 8)
+
+
+def times_for(y):
+    return jnp.broadcast_to(TIMES, y.shape[:-1] + TIMES.shape)
+
+
+def residuals(y, data):
+    """A exp(-k t) - data for y = (A, k) of every problem: batch + (observations,)."""
+    return y[..., :1] * jnp.exp(-y[..., 1:] * times_for(y)) - data
+
+
+def residuals_and_columns(y, data):
+    decay = jnp.exp(-y[..., 1:] * times_for(y))
+    return y[..., :1] * decay - data, [decay, -y[..., :1] * times_for(y) * decay]
+
+
+def test_decays_fitted_with_linearised_or_given_jacobian():
+    rng = np.random.default_rng(0)
+    truth = np.stack([rng.uniform(0.5, 2.0, (40, 3)), rng.uniform(0.2, 1.5, (40, 3))], axis=-1)
+    data = residuals(jnp.asarray(truth), 0.0)
+    start = jnp.broadcast_to(jnp.asarray([1.0, 0.8]), truth.shape)
+    solutions = {}
+    for jacobian in (None, residuals_and_columns):
+        solver = lumaxlike.ElementwiseLevenbergMarquardt(tol=1e-12, lower=jnp.asarray([0.0, 0.0]),
+                                                         upper=jnp.asarray([10.0, 10.0]), jacobian=jacobian)  # fmt: skip
+        solution = optx.least_squares(residuals, solver, start, args=data, max_steps=100, throw=False)
+        assert solution.result == optx.RESULTS.successful
+        assert bool(jnp.all(solution.state.converged))
+        np.testing.assert_allclose(solution.value, truth, rtol=1e-10)
+        solutions[jacobian] = solution
+    # the same rules on the same (up to rounding) Jacobian: the same steps
+    np.testing.assert_array_equal(solutions[None].state.iterations, solutions[residuals_and_columns].state.iterations)
