@@ -43,8 +43,9 @@ from .status import Status
 
 __all__ = ["fit", "default_bounds", "OBSERVATIONS_PER_CHUNK"]
 
-# Problem-observations per chunk: the JAX solver keeps the linearised model of each
-# (~100 floats), so 131 k of them take ~100 MB in float64.
+# Problem-observations per chunk: the JAX solver keeps, for each, the row of the model's
+# derivative program (20-40 values, `columns_program`), the observation and the p + 1
+# columns of a step (~40-50 floats), so 131 k of them take ~50 MB in float64.
 OBSERVATIONS_PER_CHUNK = 1 << 17
 
 
