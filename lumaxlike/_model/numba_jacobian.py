@@ -5,8 +5,9 @@ The derivatives are JAX's: `jax.jvp` of the very equations the forward model eva
 rule gives dr/dw analytically; autodiff for the others), one JVP per free parameter,
 traced to a scalar jaxpr (`columns_program.traced_columns`, the program the JAX `fit`
 evaluates too), printed as straight-line Python by `_jaxpr_to_python` (the primal part
-shared by the JVPs printed once) and compiled by numba. So the numba solvers get exact (autodiff) derivatives of the same physics, and an
-edit to `equations` reaches them with no second copy to keep in step.
+shared by the JVPs printed once) and compiled by numba. So the numba solvers get exact
+(autodiff) derivatives of the same physics, and an edit to `equations` reaches them with
+no second copy to keep in step.
 
 The program is split by data dependence (`scalar_jaxpr_to_split_source`): everything that
 depends only on an observation's geometry and the fixed parameters is computed once per
