@@ -30,6 +30,8 @@ from ._io.spectral_library import SpectralLibrary as SpectralLibrary, read_spect
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
 from ._inverse.status import Status as Status
+from ._sample import SampleResult as SampleResult, sample as sample
+from ._sample.xarray_sample import sample_dataarray as sample_dataarray
 from ._model.forward import amsa as amsa, h_function as h_function
 from ._normalize.normalize import NormalizationResult as NormalizationResult, normalize as normalize
 from ._io.file_normalization import normalize_file as normalize_file

@@ -42,6 +42,14 @@ class HapkeAccessor:
 
         return fit_dataarray(self._data_array, geometry, params, free, solver, **kwargs)
 
+    def sample(self, geometry, params, free=("w", "b", "c"), **kwargs) -> xr.Dataset:
+        """The posterior quantiles of the free Hapke parameters per pixel and band (HMC,
+        `lumaxlike.sample`), chunk by chunk, lazily on dask:
+        ``lumaxlike.sample_dataarray(self, geometry, params, free, **kwargs)``."""
+        from ._sample.xarray_sample import sample_dataarray
+
+        return sample_dataarray(self._data_array, geometry, params, free, **kwargs)
+
     def unmix(self, geometry, endmembers, params, solver: str = "jax", **kwargs) -> xr.Dataset:
         """``unmix_dataarray(self, geometry, endmembers, params, solver, **kwargs)``: mass
         fractions per pixel (`lumaxlike.unmix`); see ``lumaxlike._xarray.unmix_dataarray``."""

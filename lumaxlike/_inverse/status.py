@@ -6,7 +6,8 @@ __all__ = ["Status"]
 
 
 class Status(enum.IntEnum):
-    """Outcome of one pixel-band problem, stored as int8 in `InversionResult.status` and `FitResult.status`."""
+    """Outcome of one pixel-band problem, stored as int8 in `InversionResult.status`,
+    `FitResult.status` and `SampleResult.status`."""
 
     CONVERGED = 0  #: the step fell below `tol` in every free parameter
     MAX_ITER = 1  #: `max_iter` steps without convergence; the values are the last iterate
@@ -24,6 +25,10 @@ class Status(enum.IntEnum):
     #: number of free parameters plus one) once masked observations (NaN reflectance or
     #: geometry, outside `observation_limits`) are left out
     TOO_FEW_OBSERVATIONS = 6
+    #: (`sample` only) the chains did not mix: R-hat above `max_rhat` (1.01) or
+    #: effective sample size below `min_ess` in some free parameter; the posterior
+    #: summaries are not to be trusted (sample longer, or look at the draws)
+    NOT_MIXED = 7
 
     @classmethod
     def legend(cls) -> dict[int, str]:

@@ -1,0 +1,86 @@
+"""The log posterior density of one problem, in the sampler's unconstrained coordinates.
+
+log p(z | r_obs) = -1/2 sum_k (r_k(x) - r_obs,k)^2 / sigma^2  (Gaussian noise)
+                   - 1/2 sum_j prior_precision_j (x_j - prior_mean_j)^2   (Gaussian priors;
+                     precision 0: flat within the bounds)
+                   + log |dx/dz|   (`transform`), x = x(z), up to a constant.
+
+The likelihood's value and gradient come from the model's derivative program
+(`columns_program.split_columns`), the same program `fit`'s solvers use: its known part
+(what depends on the geometry and the fixed parameters) is computed once per pixel and
+observation (the "rows"), its step part once per problem and gradient evaluation, its
+lane part per observation. The gradient is sum_k residual_k dr_k/dx / sigma^2 from the
+program's columns (the analytic dr/dw, autodiff for the others): the likelihood is a
+`jax.custom_jvp` function whose rule is that gradient, so `jax.grad` (which blackjax
+calls) never differentiates the program itself.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .._model.columns_program import split_columns
+from .._model.family import jax_equations_for
+from .._params import PARAMETER_NAMES
+from . import transform
+
+__all__ = ["log_density", "log_likelihood_for", "pixel_rows"]
+
+
+def pixel_rows(program, to_sun, to_sensor, normal, fixed, free_index, key):
+    """The rows of one pixel: the known part of the derivative program for each of its
+    observations. Geometry (observations, 3) each; fixed: values of `PARAMETER_NAMES`.
+    Returns a tuple of (observations,) arrays."""
+    equations = jax_equations_for(key)
+    geometry = jax.vmap(equations.geometry_terms)(to_sun, to_sensor, normal)
+    known = [fixed[k] for k in range(fixed.shape[0]) if k not in free_index]
+    return jax.vmap(lambda g: program.known(*known, *g))(geometry)
+
+
+def log_likelihood_for(free_index: tuple[int, ...], key, dtype):
+    """The Gaussian log-likelihood of one problem, ``f(x, rows, refl, use, inv_var)``:
+    x (p,) the free parameters in the order of `free_index`; rows from `pixel_rows`;
+    refl, use (observations,) (observations with use False count for nothing);
+    inv_var 1/sigma^2 [sr^2]. A `jax.custom_jvp` function of x (its data get no
+    derivative)."""
+    program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, dtype)
+    by_position = sorted(range(len(free_index)), key=lambda j: free_index[j])
+    lane = jax.vmap(program.lane, in_axes=(0, None))  # over observations
+
+    def value_and_gradient(x, rows, refl, use, inv_var):
+        step_values = program.step(*(x[j] for j in by_position))
+        r, *columns = lane(rows, step_values)
+        residual = jnp.where(use, r - refl, 0.0)
+        value = -0.5 * inv_var * jnp.sum(residual * residual)
+        gradient = -inv_var * jnp.stack(
+            [jnp.sum(jnp.where(use, c, 0.0) * residual) for c in columns]
+        )
+        return value, gradient
+
+    @jax.custom_jvp
+    def log_likelihood(x, rows, refl, use, inv_var):
+        return value_and_gradient(x, rows, refl, use, inv_var)[0]
+
+    @log_likelihood.defjvp
+    def _jvp(primals, tangents):
+        value, gradient = value_and_gradient(*primals)
+        return value, jnp.sum(
+            gradient * tangents[0]
+        )  # the data's tangents: none wanted
+
+    return log_likelihood
+
+
+def log_density(z, data, log_likelihood, kinds, lower, upper):
+    """log p(z | r_obs) up to a constant (module docstring); z (p,), data = (rows,
+    refl, use, inv_var, prior_mean, prior_precision)."""
+    rows, refl, use, inv_var, prior_mean, prior_precision = data
+    x = transform.to_constrained(z, kinds, lower, upper)
+    deviation = x - prior_mean
+    log_prior = -0.5 * jnp.sum(prior_precision * deviation * deviation)
+    return (
+        log_likelihood(x, rows, refl, use, inv_var)
+        + log_prior
+        + transform.log_jacobian(z, kinds, lower, upper)
+    )

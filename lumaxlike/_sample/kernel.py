@@ -1,0 +1,179 @@
+"""The sampler of one problem: blackjax's HMC with a per-problem adaptation, written to
+run under `jax.vmap` over many problems and chains.
+
+The kernel is blackjax's HMC (`blackjax.mcmc.hmc.build_kernel`) with a fixed number of
+leapfrog steps, so every lane of a batch does the same work at every iteration (NUTS
+under `vmap` runs each iteration as long as the longest trajectory in the batch, as
+blackjax's documentation warns). The adaptation is per problem, shared by the problem's
+chains, in one `lax.scan` over warm-up and sampling (one copy of the kernel to compile):
+
+1. the dense metric (inverse mass matrix) starts from `fit`'s Laplace covariance in the
+   unconstrained coordinates, and the chains start from draws of that Gaussian;
+2. warm-up: the step size is tuned by blackjax's dual averaging
+   (`blackjax.adaptation.step_size.dual_averaging_adaptation`) on the mean acceptance
+   of the problem's chains; at the end of each of the `WINDOWS` the metric becomes the
+   covariance of the window's draws, pooled over the chains and shrunk toward the
+   previous metric, and dual averaging restarts from the step size reached (Stan's
+   windowed adaptation, with the Laplace covariance in place of its first guess);
+3. at every iteration the trajectory length is drawn uniform in [`MIN_TRAJECTORY`, 1] x
+   `MAX_TRAJECTORY` (whitened units) and the step size is the smaller of the tuned one
+   and that length over the leapfrog steps (so no fixed length resonates with the
+   posterior's scales).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import blackjax
+import jax
+import jax.numpy as jnp
+import numpy as np
+from blackjax.adaptation.step_size import dual_averaging_adaptation
+
+from . import transform
+from .density import log_density
+
+__all__ = [
+    "MAX_TRAJECTORY",
+    "MIN_TRAJECTORY",
+    "TARGET_ACCEPTANCE",
+    "WINDOWS",
+    "sample_problem",
+]
+
+TARGET_ACCEPTANCE = 0.8
+# Metric windows as fractions of the warm-up (the last 20 % tunes the step size alone).
+WINDOWS = ((0.1, 0.3), (0.3, 0.8))
+# Trajectory length (in the metric's whitened units) drawn per iteration, uniform in
+# [MIN_TRAJECTORY, 1] x MAX_TRAJECTORY: a Gaussian's half period is pi, its quarter period
+# (independent draws) pi/2; a fixed length near pi or 2 pi would make the draws of x or
+# of |x - median| strongly correlated.
+MAX_TRAJECTORY = float(np.pi)
+MIN_TRAJECTORY = 0.25
+# Weight of the previous metric in a window's covariance estimate, in draws.
+_SHRINKAGE_DRAWS = 20.0
+
+
+def _schedule(num_warmup: int, num_samples: int):
+    """Per iteration: the window it accumulates into (-1: none) and whether a window
+    ends there (numpy arrays, the scan's inputs)."""
+    total = num_warmup + num_samples
+    window = np.full(total, -1, np.int32)
+    ends = np.zeros(total, np.bool_)
+    for k, (start, end) in enumerate(WINDOWS):
+        first, last = int(start * num_warmup), int(end * num_warmup)
+        if last - first >= 2:
+            window[first:last] = k
+            ends[last - 1] = True
+    return window, ends
+
+
+def sample_problem(
+    rng, data, z_center, metric, *, log_likelihood, kinds, lower, upper,
+    num_chains, num_warmup, num_samples, integration_steps,
+):  # fmt: skip
+    """Draws of one problem's posterior.
+
+    Args:
+        rng: a JAX key; data: the problem's `density.log_density` data; z_center (p,):
+            the chains' starting centre (unconstrained); metric (p, p): the Laplace
+            covariance in unconstrained coordinates (positive definite).
+    Returns:
+        dict: draws (num_chains, num_samples, p) of the free parameters (constrained),
+        acceptance (mean acceptance probability while sampling), step_size,
+        divergences (count while sampling).
+    """
+    dtype = z_center.dtype
+    p = z_center.shape[0]
+    logdensity = partial(
+        log_density,
+        data=data,
+        log_likelihood=log_likelihood,
+        kinds=kinds,
+        lower=lower,
+        upper=upper,
+    )
+    kernel = blackjax.mcmc.hmc.build_kernel()
+    da_init, da_update, da_final = dual_averaging_adaptation(TARGET_ACCEPTANCE)
+    key_start, key_run = jax.random.split(rng)
+    noise = jax.random.normal(key_start, (num_chains, p), dtype)
+    positions = z_center[None, :] + noise @ jnp.linalg.cholesky(metric).T
+    states = jax.vmap(blackjax.mcmc.hmc.init, in_axes=(0, None))(positions, logdensity)
+    step0 = jnp.asarray(1.0 / p**0.25 / integration_steps**0.5, dtype)
+    window, ends = _schedule(num_warmup, num_samples)
+    zero_sums = (jnp.zeros((), dtype), jnp.zeros(p, dtype), jnp.zeros((p, p), dtype))
+
+    def body(carry, xs):
+        states, da_state, metric, step_size, sums = carry
+        i, in_window, window_ends, key = xs
+        warming = i < num_warmup
+        key_jitter, key_step = jax.random.split(key)
+        fraction = MIN_TRAJECTORY + (1.0 - MIN_TRAJECTORY) * jax.random.uniform(
+            key_jitter, (), dtype
+        )
+        length = MAX_TRAJECTORY * fraction
+        largest = jnp.where(warming, jnp.exp(da_state.log_step_size), step_size)
+        used = jnp.minimum(largest, length / integration_steps)
+
+        def one(key, state):
+            return kernel(key, state, logdensity, used, metric, integration_steps)
+
+        states, info = jax.vmap(one)(jax.random.split(key_step, num_chains), states)
+        acceptance = jnp.where(
+            jnp.isfinite(info.acceptance_rate), info.acceptance_rate, 0.0
+        )
+        da_state = jax.tree.map(
+            lambda new, old: jnp.where(warming, new, old),
+            da_update(da_state, jnp.mean(acceptance)),
+            da_state,
+        )
+        # the window's pooled sums (count, sum of z, sum of z z^T)
+        z = states.position
+        add = in_window >= 0
+        sums = (
+            sums[0] + jnp.where(add, num_chains, 0.0),
+            sums[1] + jnp.where(add, jnp.sum(z, axis=0), 0.0),
+            sums[2] + jnp.where(add, z.T @ z, 0.0),
+        )
+        n = jnp.maximum(sums[0], 2.0)
+        mean = sums[1] / n
+        estimate = (sums[2] - n * jnp.outer(mean, mean)) / (n - 1.0)
+        updated = (n * estimate + _SHRINKAGE_DRAWS * metric) / (n + _SHRINKAGE_DRAWS)
+        metric = jnp.where(window_ends, updated, metric)
+        da_state = jax.tree.map(
+            lambda new, old: jnp.where(window_ends, new, old),
+            da_init(da_final(da_state)),
+            da_state,
+        )
+        sums = jax.tree.map(
+            lambda s: jnp.where(window_ends, jnp.zeros_like(s), s), sums
+        )
+        step_size = jnp.where(i == num_warmup - 1, da_final(da_state), step_size)
+        return (states, da_state, metric, step_size, sums), (
+            z,
+            acceptance,
+            info.is_divergent,
+        )
+
+    total = num_warmup + num_samples
+    xs = (
+        jnp.arange(total),
+        jnp.asarray(window),
+        jnp.asarray(ends),
+        jax.random.split(key_run, total),
+    )
+    carry = (states, da_init(step0), metric, step0, zero_sums)
+    (_, _, _, step_size, _), (path, acceptance, divergent) = jax.lax.scan(
+        body, carry, xs
+    )
+    path, acceptance, divergent = (
+        a[num_warmup:] for a in (path, acceptance, divergent)
+    )
+    draws = transform.to_constrained(jnp.swapaxes(path, 0, 1), kinds, lower, upper)
+    return {
+        "draws": draws,
+        "acceptance": jnp.mean(acceptance),
+        "step_size": step_size,
+        "divergences": jnp.sum(divergent),
+    }

@@ -1,0 +1,118 @@
+"""`SampleResult`: the posterior summaries (and optionally the draws) of `sample`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .._inverse.result import FitResult, _status_counts
+from .program import QUANTILE_LEVELS
+
+__all__ = ["SampleResult"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleResult:
+    """Per-problem posterior of `lumaxlike.sample`; a problem is one pixel and band.
+
+    Every per-parameter array is NaN where the problem was not sampled (status
+    INVALID_GEOMETRY, NONFINITE_INPUT or TOO_FEW_OBSERVATIONS, from the warm-start `fit`).
+
+    Attributes:
+        free: names of the sampled parameters, in the order of the covariance axes and
+            of the draws' last axis.
+        quantiles: {name: array of shape ``pixels + (bands, 5)``}: the posterior
+            quantiles at `levels` (2.5, 16, 50, 84, 97.5 %), in the parameter's units
+            (w, b, c [-], roughness [rad], ...); [1] to [3] is the central 68 % interval,
+            [0] to [4] the 95 % one.
+        mean: {name: posterior mean, shape ``pixels + (bands,)``}.
+        covariance: posterior covariance of the free parameters,
+            ``pixels + (bands, p, p)``.
+        rhat: {name: rank-normalised split R-hat (Vehtari et al. 2021), the larger of
+            its bulk and tail values, ``pixels + (bands,)``}.
+        ess: {name: bulk effective sample size over all chains, ``pixels + (bands,)``}.
+        acceptance: mean acceptance probability of the HMC transitions while sampling,
+            ``pixels + (bands,)``.
+        divergences: divergent transitions while sampling (int32), ``pixels + (bands,)``.
+        status: `Status` codes (int8), ``pixels + (bands,)``: CONVERGED where every free
+            parameter's R-hat is at most `max_rhat` and its ESS at least `min_ess`,
+            NOT_MIXED where one is not (its numbers are then not to be trusted), else
+            the warm-start fit's status of a problem that was not sampled.
+        observations: valid observations of each problem (int32).
+        fit: the warm-start `FitResult` (its values and Laplace covariance).
+        draws: with ``return_samples=True``, the draws, ``pixels + (bands, chains,
+            draws, p)`` (constrained, in the parameters' units); else None.
+        levels: the quantile levels, (0.025, 0.16, 0.5, 0.84, 0.975).
+    """
+
+    free: tuple
+    quantiles: dict
+    mean: dict
+    covariance: np.ndarray
+    rhat: dict
+    ess: dict
+    acceptance: np.ndarray
+    divergences: np.ndarray
+    status: np.ndarray
+    observations: np.ndarray
+    fit: FitResult
+    draws: np.ndarray | None = None
+    levels: tuple = QUANTILE_LEVELS
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        """The posterior median of the free parameter `name`."""
+        return self.quantiles[name][..., 2]
+
+    def counts(self) -> dict[str, int]:
+        """Number of problems per status name."""
+        return _status_counts(self.status)
+
+    def draws_dataset(self, pixel_dims=None):
+        """The draws as an `xarray.Dataset` with one variable ``draws`` of dims
+        ``pixel_dims + ("band", "chain", "draw", "parameter")`` (parameter coordinate:
+        the free names), and ``status``.
+
+        Args:
+            pixel_dims: names of the pixel axes; default ``("y", "x")`` for two,
+                ``("pixel",)`` for one, ``pixel_0, pixel_1, ...`` otherwise.
+        Raises:
+            ValueError: if the result holds no draws (``return_samples=False``), or
+                pixel_dims does not name every pixel axis.
+        """
+        import xarray as xr
+
+        if self.draws is None:
+            raise ValueError(
+                "this SampleResult holds no draws: call sample(..., return_samples=True)"
+            )
+        n_pixel_axes = self.draws.ndim - 4
+        if pixel_dims is None:
+            pixel_dims = {2: ("y", "x"), 1: ("pixel",)}.get(
+                n_pixel_axes, tuple(f"pixel_{k}" for k in range(n_pixel_axes))
+            )
+        pixel_dims = tuple(pixel_dims)
+        if len(pixel_dims) != n_pixel_axes:
+            raise ValueError(
+                f"pixel_dims must name {n_pixel_axes} pixel axes, got {pixel_dims!r}"
+            )
+        dims = pixel_dims + ("band", "chain", "draw", "parameter")
+        return xr.Dataset(
+            {
+                "draws": (
+                    dims,
+                    self.draws,
+                    {"long_name": "posterior draws of the free Hapke parameters"},
+                ),
+                "status": (
+                    pixel_dims + ("band",),
+                    self.status,
+                    {"long_name": "sample status"},
+                ),
+            },
+            coords={"parameter": list(self.free)},
+        )
+
+    def to_zarr(self, store, pixel_dims=None, **kwargs):
+        """Write `draws_dataset` as a zarr store (``kwargs`` go to `xarray.Dataset.to_zarr`)."""
+        return self.draws_dataset(pixel_dims).to_zarr(store, **kwargs)

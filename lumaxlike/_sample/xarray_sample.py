@@ -1,0 +1,235 @@
+"""`sample_dataarray`: `lumaxlike.sample` on a reflectance DataArray, chunk by chunk
+(``xarray.apply_ufunc(..., dask="parallelized")``), lazily on dask; also the accessor
+``refl.hapke.sample(...)``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import numpy as np
+import xarray as xr
+
+from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .._provenance import make_provenance, python_call
+from .._xarray import (
+    _VECTOR_DIM,
+    VECTOR_NAMES,
+    _geometry_vectors,
+    _result_attrs,
+    _spectral_dim,
+)
+
+__all__ = ["QUANTILE_DIM", "sample_dataarray"]
+
+QUANTILE_DIM = "quantile"
+
+
+def _fields(free) -> tuple[str, ...]:
+    per_parameter = [
+        (name, f"mean_{name}", f"rhat_{name}", f"ess_{name}") for name in free
+    ]
+    return (
+        *(f for group in per_parameter for f in group),
+        "status",
+        "acceptance",
+        "divergences",
+        "observations",
+    )
+
+
+def _sample_chunk(
+    refl, index, to_sun, to_sensor, normal, *, units, params, free, options, seed
+):
+    """apply_ufunc kernel: refl (..., bands, observations), index (...) the pixels' linear
+    indices, vectors (..., observations, 3) -> the maps in `_fields(free)` order."""
+    from .sample import sample
+
+    pixels, n_obs = refl.shape[:-2], refl.shape[-1]
+    to_sun, to_sensor, normal = (
+        np.broadcast_to(v, pixels + (n_obs, 3)) for v in (to_sun, to_sensor, normal)
+    )
+    refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)
+    r = np.moveaxis(
+        to_bidirectional_reflectance(np.moveaxis(refl, -1, -2), units, to_sun, normal),
+        -1,
+        -2,
+    )
+    first = int(index.flat[0]) if index.size else 0
+    chunk_seed = int(
+        np.random.SeedSequence([seed, first]).generate_state(1)[0]
+    )  # one stream per chunk
+    result = sample(
+        r, to_sun, to_sensor, normal, params, free=free, seed=chunk_seed, **options
+    )
+    maps = {}
+    for name in free:
+        maps[name] = result.quantiles[name]
+        maps.update({f"mean_{name}": result.mean[name], f"rhat_{name}": result.rhat[name],
+                     f"ess_{name}": result.ess[name]})  # fmt: skip
+    maps.update(status=result.status, acceptance=result.acceptance, divergences=result.divergences,
+                observations=result.observations)  # fmt: skip
+    return tuple(maps[field] for field in _fields(free))
+
+
+def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), *, units: str,
+                     refl_sigma, observation_dim: str = "observation", spectral_dim: str | None = None,
+                     seed: int = 0, **options) -> xr.Dataset:  # fmt: skip
+    """The posterior of the free Hapke parameters per pixel and band, chunk by chunk.
+
+    `lumaxlike.sample` through ``xarray.apply_ufunc(..., dask="parallelized")``; also the
+    accessor ``refl.hapke.sample(...)``. A dask-backed `refl` gives a lazy Dataset,
+    computed chunk by chunk (each chunk's random stream from `seed` and its first pixel).
+
+    Args:
+        refl: reflectance with a spectral dim (``band``/``wavelength`` or
+            `spectral_dim`) and an observation dim (`observation_dim`); every other dim
+            is a pixel dim. NumPy- or dask-backed (the spectral and observation dims are
+            each rechunked into one chunk).
+        geometry: as for `lumaxlike.fit_dataarray` (angles [deg] or vectors).
+        params: `lumaxlike.HapkeParams`: the fixed parameters.
+        free: the sampled parameters.
+        units: ``"r"`` or ``"radf"`` (the noise model needs one scale for all
+            observations, so not ``"reff"``).
+        refl_sigma: 1-sigma noise of ``refl`` in ``units``: a number, or one per band.
+        seed: the random seed.
+        **options: passed to `lumaxlike.sample` (prior, num_samples, num_chains,
+            num_warmup, bounds, observation_limits, min_observations, min_ess,
+            max_rhat, integration_steps, chunk_size, fit_solver).
+
+    Returns:
+        Dataset with, per free parameter, ``<name>`` (its quantiles: dims of ``refl``
+        without the observation dim, plus ``quantile`` = 0.025, 0.16, 0.5, 0.84, 0.975),
+        ``mean_<name>``, ``rhat_<name>``, ``ess_<name>``; ``status`` (int8),
+        ``acceptance``, ``divergences`` (int32) and ``observations`` (int32). attrs:
+        ``refl``'s plus the ``lumaxlike_*`` record and ``lumaxlike_sample_free``.
+
+    Raises:
+        ValueError: naming the argument: not a DataArray, missing dims, bad units or
+            refl_sigma, misaligned geometry, or an option `lumaxlike.sample` refuses
+            (checked on a small problem before any chunk is computed).
+    """
+    from .._inverse.fit import check_free
+    from .._params import HapkeParams
+    from .program import QUANTILE_LEVELS
+
+    if not isinstance(refl, xr.DataArray):
+        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
+    if not isinstance(params, HapkeParams):
+        raise ValueError(
+            f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}"
+        )
+    check_units(units)
+    if units == "reff":
+        raise ValueError(
+            "sample_dataarray takes units 'r' or 'radf' (one noise scale), not 'reff'"
+        )
+    if "return_samples" in options or "shared" in options:
+        raise ValueError(
+            "sample_dataarray returns maps: call lumaxlike.sample for draws or shared"
+        )
+    free = check_free(free, params)
+    spec = _spectral_dim(refl, spectral_dim)
+    if observation_dim not in refl.dims:
+        raise ValueError(
+            f"observation_dim={observation_dim!r} is not a dim of refl {refl.dims}"
+        )
+    sigma = np.asarray(refl_sigma, float)
+    if (
+        sigma.ndim > 1
+        or (sigma.ndim == 1 and sigma.shape[0] != refl.sizes[spec])
+        or not np.all(sigma > 0)
+    ):
+        raise ValueError(
+            f"refl_sigma must be positive, a number or one per band; got {refl_sigma!r}"
+        )
+    n_obs = refl.sizes[observation_dim]
+    pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
+    to_sun, to_sensor, normal = _geometry_vectors(
+        geometry, [*pixel_dims, observation_dim]
+    )
+    try:
+        xr.align(refl, to_sun, to_sensor, normal, join="exact")
+    except ValueError as error:
+        raise ValueError(f"geometry is not aligned with refl: {error}") from None
+    vectors = []
+    for name, vector in zip(VECTOR_NAMES, (to_sun, to_sensor, normal)):
+        unknown = [
+            d
+            for d in vector.dims
+            if d not in (_VECTOR_DIM, observation_dim, *pixel_dims)
+        ]
+        if unknown:
+            raise ValueError(
+                f"geometry {name} has dims {unknown} that refl does not have"
+            )
+        if observation_dim not in vector.dims:
+            vector = vector.expand_dims({observation_dim: n_obs})
+        vectors.append(
+            vector.chunk({_VECTOR_DIM: -1, observation_dim: -1})
+            if vector.chunks is not None
+            else vector
+        )
+    index = xr.DataArray(
+        np.arange(
+            int(np.prod([refl.sizes[d] for d in pixel_dims], dtype=np.int64))
+        ).reshape([refl.sizes[d] for d in pixel_dims]),
+        dims=pixel_dims,
+    )
+    if refl.chunks is not None:
+        refl = refl.chunk({spec: -1, observation_dim: -1})
+        index = index.chunk({d: refl.chunksizes[d] for d in pixel_dims})
+    refl, index, *vectors = xr.unify_chunks(refl, index, *vectors)
+    dtype = np.result_type(refl.dtype, np.float32)
+    options = {"refl_sigma": uncertainty_to_r(sigma, units), **options}
+    _check_options(params, free, options, refl.sizes[spec], n_obs)
+    fields = _fields(free)
+    integer = {"status": np.int8, "divergences": np.int32, "observations": np.int32}
+    quantile_fields = set(free)
+    outputs = xr.apply_ufunc(
+        _sample_chunk, refl, index, *vectors,
+        input_core_dims=[[spec, observation_dim], []] + [[observation_dim, _VECTOR_DIM]] * 3,
+        output_core_dims=[[spec, QUANTILE_DIM] if f in quantile_fields else [spec] for f in fields],
+        dask="parallelized",
+        output_dtypes=[integer.get(field, dtype) for field in fields],
+        dask_gufunc_kwargs={"output_sizes": {QUANTILE_DIM: len(QUANTILE_LEVELS)}},
+        kwargs={"units": units, "params": params, "free": free, "options": options, "seed": int(seed)},
+        keep_attrs="override",
+    )  # fmt: skip
+    variables = {}
+    for field, output in zip(fields, outputs):
+        dims = [d for d in refl.dims if d != observation_dim] + (
+            [QUANTILE_DIM] if field in quantile_fields else []
+        )
+        output = output.transpose(*dims)
+        output.attrs = {"long_name": f"lumaxlike.sample {field}"}
+        if "spatial_ref" in refl.coords:
+            output.attrs["grid_mapping"] = "spatial_ref"
+        variables[field] = output
+    provenance = make_provenance(
+        params=[params] * refl.sizes[spec], units=units, solver="jax", tol=None, max_iter=None,
+        refl_sigma=float(np.max(sigma)), dtype=dtype, cube=refl.encoding.get("source"), geometry=None,
+        command=python_call("sample_dataarray", refl, geometry, params, free, units=units,
+                            refl_sigma=refl_sigma, observation_dim=observation_dim, seed=seed),
+    )  # fmt: skip
+    attrs = _result_attrs(refl.attrs, provenance)
+    attrs["lumaxlike_sample_free"] = json.dumps(list(free))
+    attrs["lumaxlike_sample_options"] = json.dumps(
+        {k: v for k, v in options.items() if isinstance(v, (int, float, str))}
+        | {"seed": int(seed)}
+    )
+    return xr.Dataset(variables, attrs=attrs).assign_coords(
+        {QUANTILE_DIM: list(QUANTILE_LEVELS)}
+    )
+
+
+def _check_options(params, free, options: Mapping, n_bands: int, n_obs: int) -> None:
+    """`lumaxlike.sample`'s argument checks, run before any chunk (a bad option raises
+    here, not inside a dask task): `sample` on one pixel without a finite observation,
+    which checks every argument and samples nothing."""
+    from .sample import sample
+
+    up = np.tile([0.0, 0.0, 1.0], (n_obs, 1))
+    sample(
+        np.full((1, n_bands, n_obs), np.nan), up, up, up, params, free=free, **options
+    )

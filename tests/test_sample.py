@@ -1,0 +1,380 @@
+"""`lumaxlike.sample`: the posterior against independent numbers (quadrature of a
+one-parameter posterior, emcee on w, b, c), coverage of its intervals, R-hat at the
+defaults, statuses, errors, and the draws' zarr store.
+
+Monte Carlo tolerances: a quantile estimated from n effective draws has standard error
+sqrt(q (1 - q) / n) / f(x_q) (f the posterior density); the tests allow a few of those.
+The sampler's own ESS is the bulk ESS, which overstates the effective draws in the tails a
+little: hence 5 standard errors where the quantile is a tail one.
+"""
+
+import numpy as np
+import pytest
+
+import lumaxlike
+from lumaxlike import Status
+from lumaxlike._profile import multi_angle_geometry, multi_angle_reflectance
+
+LEVELS = np.array([0.025, 0.16, 0.5, 0.84, 0.975])
+
+
+def _quadrature_quantiles(
+    refl, geometry, params, sigma, levels, prior=None, n_grid=40001
+):
+    """Quantiles of p(w | r) for w alone, flat prior on (0, 1) (times a Gaussian
+    `prior` (mean, sigma) if given), by quadrature on a grid (the forward model through
+    `lumaxlike.amsa`'s numba backend, not the sampler's code)."""
+    grid = np.linspace(0.0, 1.0, n_grid)[1:-1]
+    model = lumaxlike.amsa(
+        np.broadcast_to(grid, (refl.shape[-1], grid.size)),
+        *geometry,
+        params,
+        backend="numba",
+    )
+    log_p = -0.5 * np.sum((model - refl[:, None]) ** 2, axis=0) / sigma**2
+    if prior is not None:
+        log_p = log_p - 0.5 * ((grid - prior[0]) / prior[1]) ** 2
+    density = np.exp(log_p - log_p.max())
+    cdf = np.cumsum(density)
+    cdf /= cdf[-1]
+    quantiles = np.interp(levels, cdf, grid)
+    pdf_at = np.interp(quantiles, grid, density / (density.sum() * (grid[1] - grid[0])))
+    return quantiles, pdf_at
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_albedo_posterior_matches_quadrature(dtype, tmp_path):
+    rng = np.random.default_rng(3)
+    n_pixels, n_bands, n_obs = 4, 2, 5
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    geometry = multi_angle_geometry(n_pixels, n_obs, rng, opposition=False)
+    w_true = rng.uniform(0.1, 0.9, (n_pixels, n_bands))
+    sigma = 0.01  # large: the posterior of w is wide and skewed near the bounds
+    refl = multi_angle_reflectance(
+        w_true, *geometry, params
+    ) + sigma * rng.standard_normal((n_pixels, n_bands, n_obs))
+    result = lumaxlike.sample(
+        refl.astype(dtype), *(g.astype(dtype) for g in geometry), params, free=("w",), refl_sigma=sigma,
+        seed=1, return_samples=True,
+    )  # fmt: skip
+    assert result.quantiles["w"].dtype == dtype and result.quantiles["w"].shape == (
+        n_pixels,
+        n_bands,
+        5,
+    )
+    assert np.all(result.status == Status.CONVERGED)
+    for i in range(n_pixels):
+        for k in range(n_bands):
+            exact, pdf_at = _quadrature_quantiles(
+                refl[i, k], [g[i] for g in geometry], params, sigma, LEVELS
+            )
+            ess = result.ess["w"][i, k]
+            standard_error = np.sqrt(LEVELS * (1 - LEVELS) / ess) / pdf_at
+            np.testing.assert_array_less(
+                np.abs(result.quantiles["w"][i, k] - exact), 5 * standard_error + 1e-6
+            )
+    draws = result.draws
+    assert draws.shape == (n_pixels, n_bands, 4, 1000, 1)
+    np.testing.assert_allclose(np.median(draws[..., 0].reshape(n_pixels, n_bands, -1), axis=-1),
+                               result.quantiles["w"][..., 2], rtol=1e-5)  # fmt: skip
+    store = tmp_path / "draws.zarr"
+    result.to_zarr(store)
+    import xarray as xr
+
+    written = xr.open_zarr(store)
+    assert written["draws"].dims == ("pixel", "band", "chain", "draw", "parameter")
+    assert list(written["parameter"].values) == ["w"]
+    np.testing.assert_array_equal(written["draws"].values, draws)
+
+
+def test_albedo_posterior_is_laplace_at_small_noise():
+    """Many observations at small noise: the posterior of w is the Laplace Gaussian of
+    `fit` (w +- its sigma), to within the Monte Carlo error."""
+    rng = np.random.default_rng(4)
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    geometry = multi_angle_geometry(4, 5, rng, opposition=False)
+    refl = multi_angle_reflectance(np.full((4, 2), 0.4), *geometry, params)
+    refl = refl + 1e-4 * rng.standard_normal(refl.shape)
+    result = lumaxlike.sample(
+        refl, *geometry, params, free=("w",), refl_sigma=1e-4, return_samples=True
+    )
+    centre, sigma = result.fit.values["w"], result.fit.sigma("w")
+    laplace = centre[..., None] + sigma[..., None] * np.array(
+        [-1.959964, -0.994458, 0.0, 0.994458, 1.959964]
+    )
+    pdf_at = np.exp(-0.5 * ((laplace - centre[..., None]) / sigma[..., None]) ** 2) / (
+        np.sqrt(2 * np.pi) * sigma[..., None]
+    )
+    standard_error = (
+        np.sqrt(LEVELS * (1 - LEVELS) / result.ess["w"][..., None]) / pdf_at
+    )
+    np.testing.assert_array_less(
+        np.abs(result.quantiles["w"] - laplace), 5 * standard_error
+    )
+
+
+def test_albedo_posterior_with_a_gaussian_prior_matches_quadrature():
+    rng = np.random.default_rng(5)
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    geometry = multi_angle_geometry(4, 5, rng, opposition=False)
+    sigma, prior = 0.01, (0.35, 0.05)  # prior and likelihood of similar widths
+    refl = multi_angle_reflectance(
+        np.full((4, 2), 0.45), *geometry, params
+    ) + sigma * rng.standard_normal((4, 2, 5))
+    result = lumaxlike.sample(refl, *geometry, params, free=("w",), refl_sigma=sigma, prior={"w": prior},
+                              return_samples=True)  # fmt: skip
+    assert np.all(result.status == Status.CONVERGED)
+    for i in range(4):
+        for k in range(2):
+            exact, pdf_at = _quadrature_quantiles(
+                refl[i, k], [g[i] for g in geometry], params, sigma, LEVELS, prior
+            )
+            standard_error = (
+                np.sqrt(LEVELS * (1 - LEVELS) / result.ess["w"][i, k]) / pdf_at
+            )
+            np.testing.assert_array_less(
+                np.abs(result.quantiles["w"][i, k] - exact), 5 * standard_error
+            )
+    # the prior pulls the posterior median from the fit (no prior) toward its mean
+    assert np.all(
+        np.abs(result["w"] - prior[0]) < np.abs(result.fit.values["w"] - prior[0])
+    )
+
+
+# w, b, c free, 16 observations (two near the opposition): band 0 at a noise where the
+# b-c posterior is wide and curved, band 1 at a small noise (well-posed problems).
+RIDGE_SIGMA, WELL_POSED_SIGMA = 0.0015, 0.0003
+
+
+@pytest.fixture(scope="module")
+def wbc():
+    rng = np.random.default_rng(11)
+    n_pixels, n_obs = 64, 16
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    geometry = multi_angle_geometry(n_pixels, n_obs, rng)
+    w_true = np.broadcast_to(rng.uniform(0.2, 0.8, (n_pixels, 1)), (n_pixels, 2))
+    sigma = np.array([RIDGE_SIGMA, WELL_POSED_SIGMA])
+    refl = multi_angle_reflectance(w_true, *geometry, params)
+    refl = refl + sigma[:, None] * rng.standard_normal(refl.shape)
+    result = lumaxlike.sample(
+        refl, *geometry, params, free=("w", "b", "c"), refl_sigma=sigma, seed=5
+    )
+    return refl, geometry, params, result
+
+
+def _emcee_draws(
+    refl, geometry, params, sigma, start, seed, n_walkers=24, n_steps=3000, burn=1000
+):
+    """emcee's affine-invariant ensemble on p(w, b, c | r), flat within (0, 1) x [0, 1)
+    x [-1, 1], the model through the JAX forward model (`amsa_scalar`), vectorised over
+    the walkers."""
+    import emcee
+    import jax
+    import jax.numpy as jnp
+
+    from lumaxlike._model.jax_model import amsa_scalar
+
+    refl, to_sun, to_sensor, normal = (jnp.asarray(a) for a in (refl, *geometry))
+
+    @jax.jit
+    def log_posterior(theta):
+        def one(t):
+            model = lumaxlike.HapkeParams(
+                b=t[1], c=t[2], phase_function=params.phase_function
+            )
+            r = jax.vmap(amsa_scalar, in_axes=(None, 0, 0, 0, None))(
+                t[0], to_sun, to_sensor, normal, model
+            )
+            inside = (
+                (t[0] > 0)
+                & (t[0] < 1)
+                & (t[1] >= 0)
+                & (t[1] < 1)
+                & (t[2] >= -1)
+                & (t[2] <= 1)
+            )
+            return jnp.where(
+                inside, -0.5 * jnp.sum((r - refl) ** 2) / sigma**2, -jnp.inf
+            )
+
+        return jax.vmap(one)(theta)
+
+    rng = np.random.default_rng(seed)
+    walkers = np.clip(
+        start + 1e-3 * rng.standard_normal((n_walkers, 3)),
+        [0.01, 0.01, -0.99],
+        [0.99, 0.99, 0.99],
+    )
+    sampler = emcee.EnsembleSampler(n_walkers, 3, lambda t: np.asarray(log_posterior(jnp.asarray(t))),
+                                    vectorize=True, seed=seed)  # fmt: skip
+    sampler.run_mcmc(walkers, n_steps)
+    chain = sampler.get_chain(discard=burn, flat=True)
+    tau = sampler.get_autocorr_time(discard=burn, quiet=True)
+    return chain, chain.shape[0] / np.max(tau)
+
+
+def test_wbc_posterior_matches_emcee_where_laplace_does_not(wbc):
+    refl, geometry, params, result = wbc
+    # problems of band 0 whose b-c posterior is wide (Laplace sigma of c above 0.2)
+    sigma_c = result.fit.sigma("c")[:, 0]
+    candidates = np.flatnonzero(
+        (sigma_c > 0.2) & (result.status[:, 0] == Status.CONVERGED)
+    )
+    assert candidates.size >= 2
+    laplace_misses = 0
+    for i in candidates[:2]:
+        start = np.array([result.fit.values[n][i, 0] for n in result.free])
+        chain, emcee_ess = _emcee_draws(
+            refl[i, 0],
+            [g[i] for g in geometry],
+            params,
+            RIDGE_SIGMA,
+            start,
+            seed=int(i),
+        )
+        assert emcee_ess > 500
+        for j, name in enumerate(result.free):
+            reference = np.quantile(chain[:, j], LEVELS)
+            spread = np.diff(np.quantile(chain[:, j], [0.16, 0.84]))[0]
+            # standard error of a quantile with a Gaussian's density at it, for both samplers
+            pdf_at = np.exp(-0.5 * np.array([1.96, 1.0, 0.0, 1.0, 1.96]) ** 2) / (
+                np.sqrt(2 * np.pi) * spread / 2
+            )
+            ess = min(result.ess[name][i, 0], emcee_ess)
+            standard_error = np.sqrt(2 * LEVELS * (1 - LEVELS) / ess) / pdf_at
+            np.testing.assert_array_less(
+                np.abs(result.quantiles[name][i, 0] - reference), 5 * standard_error
+            )
+            sigma = result.fit.sigma(name)[i, 0]
+            laplace = result.fit.values[name][i, 0] + sigma * np.array(
+                [-1.959964, -0.994458, 0, 0.994458, 1.959964]
+            )
+            laplace_misses += np.any(np.abs(laplace - reference) > 10 * standard_error)
+    assert laplace_misses >= 2  # the Laplace quantiles are off the ridge's by far more
+
+
+def test_rhat_at_defaults_on_well_posed_problems(wbc):
+    _, _, _, result = wbc
+    # well posed: every Laplace sigma below 5 % of its parameter's interval
+    well_posed = (
+        (result.fit.sigma("w") < 0.05)
+        & (result.fit.sigma("b") < 0.05)
+        & (result.fit.sigma("c") < 0.1)
+    )
+    well_posed = well_posed[:, 1]
+    assert well_posed.sum() >= 50
+    rhat = np.max([result.rhat[name][:, 1] for name in result.free], axis=0)
+    assert np.mean(rhat[well_posed] <= 1.01) >= 0.99
+    assert np.all(
+        result.status[well_posed, 1]
+        == np.where(rhat[well_posed] <= 1.01, Status.CONVERGED, Status.NOT_MIXED)
+    )
+
+
+def test_interval_coverage_over_many_problems():
+    """1000 problems (w and b free) whose truths are drawn from the prior (flat within
+    the bounds): the posterior's 68 % and 95 % intervals contain the truth at those
+    rates, over the 2000 intervals (binomial standard errors 1.0 % and 0.5 %). A pixel
+    with no finite observation is not sampled."""
+    rng = np.random.default_rng(21)
+    n_pixels, n_bands, n_obs = 250, 4, 8
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    bounds = {"w": (0.1, 0.9), "b": (0.1, 0.5)}
+    geometry = multi_angle_geometry(n_pixels + 1, n_obs, rng)
+    truth = {name: rng.uniform(*bounds[name], (n_pixels, n_bands)) for name in bounds}
+    refl = np.empty((n_pixels + 1, n_bands, n_obs))
+    for k in range(n_bands):  # b varies per problem: one model per band and pixel
+        for i in range(n_pixels):
+            model = lumaxlike.HapkeParams(b=truth["b"][i, k], c=0.4)
+            refl[i, k] = multi_angle_reflectance(
+                truth["w"][i : i + 1, k : k + 1],
+                *(g[i : i + 1] for g in geometry),
+                model,
+            )[0, 0]
+    sigma = 0.002
+    refl += sigma * rng.standard_normal(refl.shape)
+    refl[n_pixels] = np.nan
+    result = lumaxlike.sample(
+        refl, *geometry, params, free=("w", "b"), refl_sigma=sigma, bounds=bounds,
+        num_samples=200, num_warmup=150, num_chains=2, seed=3,
+    )  # fmt: skip
+    assert np.all(result.status[n_pixels] == Status.NONFINITE_INPUT)
+    assert np.all(np.isnan(result.quantiles["w"][n_pixels]))
+    inside_68, inside_95 = [], []
+    for name in bounds:
+        q = result.quantiles[name][:n_pixels]
+        inside_68.append((q[..., 1] <= truth[name]) & (truth[name] <= q[..., 3]))
+        inside_95.append((q[..., 0] <= truth[name]) & (truth[name] <= q[..., 4]))
+    assert abs(np.mean(inside_68) - 0.68) <= 0.03
+    assert abs(np.mean(inside_95) - 0.95) <= 0.02
+
+
+def test_refuses_bad_arguments():
+    rng = np.random.default_rng(0)
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    geometry = multi_angle_geometry(2, 6, rng)
+    refl = multi_angle_reflectance(np.full((2, 1), 0.5), *geometry, params)
+    cases = [
+        ({}, "refl_sigma is required"),
+        ({"refl_sigma": 0.0}, "refl_sigma must be positive"),
+        (
+            {"refl_sigma": 1e-3, "prior": {"roughness": (0.1, 0.1)}},
+            "prior names 'roughness'",
+        ),
+        ({"refl_sigma": 1e-3, "prior": {"b": (0.1, 0.0)}}, "positive finite sigma"),
+        ({"refl_sigma": 1e-3, "prior": {"b": 0.1}}, "pair"),
+        ({"refl_sigma": 1e-3, "num_chains": 1}, "num_chains must be at least 2"),
+        ({"refl_sigma": 1e-3, "max_rhat": 1.0}, "max_rhat"),
+        ({"refl_sigma": 1e-3, "min_ess": 0}, "min_ess"),
+        ({"refl_sigma": 1e-3, "shared": ("b",)}, "shared"),
+        ({"refl_sigma": 1e-3, "free": ("w", "asymmetry")}, "asymmetry"),
+    ]
+    for options, message in cases:
+        options = {"free": ("w", "b", "c"), **options}
+        with pytest.raises(ValueError, match=message):
+            lumaxlike.sample(refl, *geometry, params, **options)
+
+
+def test_dataarray_sample_is_lazy_and_equals_sample_per_chunk():
+    """`refl.hapke.sample` on a dask-backed (y, x, band, observation) stack in radiance
+    factor: lazy; each chunk's maps are `lumaxlike.sample` of that chunk's pixels (in r,
+    with refl_sigma / pi) with the chunk's seed."""
+    import xarray as xr
+
+    rng = np.random.default_rng(8)
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    geometry = multi_angle_geometry(8, 5, rng, opposition=False)
+    refl = multi_angle_reflectance(rng.uniform(0.2, 0.8, (8, 2)), *geometry, params)
+    refl = refl + 0.01 * rng.standard_normal(refl.shape)
+    data = xr.DataArray(np.pi * refl.reshape(2, 4, 2, 5), dims=("y", "x", "band", "observation"),
+                        coords={"band": [1, 2]}, attrs={"title": "stack"})  # fmt: skip
+    vectors = xr.Dataset(
+        {name: (("y", "x", "observation", "xyz"), g.reshape(2, 4, 5, 3))
+         for name, g in zip(("to_sun", "to_sensor", "normal"), geometry)}
+    )  # fmt: skip
+    lazy = data.chunk({"y": 1}).hapke.sample(
+        vectors, params, ("w",), units="radf", refl_sigma=0.01 * np.pi, seed=4
+    )
+    assert lazy.w.chunks is not None
+    maps = lazy.compute()
+    assert (
+        maps.w.dims == ("y", "x", "band", "quantile") and maps.attrs["title"] == "stack"
+    )
+    np.testing.assert_allclose(maps["quantile"].values, LEVELS)
+    chunk_seed = int(np.random.SeedSequence([4, 0]).generate_state(1)[0])
+    first_row = lumaxlike.sample(
+        data.values[0] / np.pi, *(g[:4] for g in geometry), params, free=("w",),
+        refl_sigma=0.01 * np.pi / np.pi, seed=chunk_seed, return_samples=True,
+    )  # fmt: skip
+    np.testing.assert_allclose(maps.w.values[0], first_row.quantiles["w"], rtol=1e-12)
+    np.testing.assert_array_equal(maps.status.values[0], first_row.status)
+    assert np.all(maps.status.values == Status.CONVERGED)
+    with pytest.raises(ValueError, match="prior names 'b'"):
+        data.hapke.sample(
+            vectors,
+            params,
+            ("w",),
+            units="radf",
+            refl_sigma=0.01,
+            prior={"b": (0.3, 0.1)},
+        )
