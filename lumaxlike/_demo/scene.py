@@ -6,7 +6,7 @@ M_j become cross-section fractions f_j = M_j c_j / sum_k M_k c_k, c_j = 1 / (rho
 w = sum_j f_j w_j.
 
 Every random choice comes from one seeded ``numpy.random.Generator``, so a scene is a
-pure function of its :class:`SceneConfig`.
+pure function of its `SceneConfig`.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def synthetic_dtm(size, hills, max_slope_deg, pixel_size_m, rng) -> np.ndarray:
         size: pixels per side.
         hills: number of hills.
         max_slope_deg: steepest slope of the result [deg], measured like
-            :func:`lumaxlike._geometry.normals_from_dtm` does (central differences).
+            `lumaxlike._geometry.normals_from_dtm` does (central differences).
         pixel_size_m: ground size of a pixel [m].
         rng: ``numpy.random.Generator``.
 

@@ -346,7 +346,7 @@ def read_cube(path) -> tuple[np.ndarray, CubeInfo]:
 
     Returns:
         ``(values, info)``: values of shape ``(rows, cols, bands)`` [file units], NaN
-        where the file marks nodata; ``info`` a :class:`CubeInfo`.
+        where the file marks nodata; ``info`` a `CubeInfo`.
     """
     with CubeReader(path) as cube:
         return cube.read(), cube.info
