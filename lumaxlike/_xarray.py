@@ -465,8 +465,8 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
         geometry: as for `lumaxlike.invert_dataarray` (angles [deg] or vectors, optional
             ``normal``), with the observation dim on the variables that vary with it.
         params: `lumaxlike.HapkeParams`: fixed parameters and the free ones' start.
-        free, solver, observation_limits, min_observations, bounds, max_iter, tol: as for
-            `lumaxlike.fit` (limits in radians).
+        free: as for `lumaxlike.fit` (so are ``solver``, ``observation_limits`` in
+            radians, ``min_observations``, ``bounds``, ``max_iter`` and ``tol``).
         units: ``"r"``, ``"radf"`` or ``"reff"`` (each observation with its own cos i).
         refl_sigma: standard uncertainty of ``refl`` in ``units`` (``"r"`` or ``"radf"``).
         num_threads: numba threads per chunk; None = one inside dask workers, else all.
