@@ -4,7 +4,7 @@ A synthetic but realistic hyperspectral scene: Gaussian hills (a DTM), smooth pa
 five minerals whose single-scattering albedo spectra come from USGS splib07 laboratory
 spectra (51 bands, 450-2450 nm, vendored with the package), the sun at one direction and a
 push-broom sensor looking down across its track. Everything is a pure function of a
-`SceneConfig`::
+`SceneConfig`:
 
     import lumaxlike
     from lumaxlike.demo import SceneConfig, demo_hapke_params, make_scene, simulate_reflectance

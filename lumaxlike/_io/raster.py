@@ -281,7 +281,7 @@ def _grid(dataset, path: Path) -> RasterGrid:
 class CubeReader:
     """An open reflectance cube, read whole or window by window.
 
-    Use as a context manager::
+    Use as a context manager:
 
         with CubeReader("cube.tif") as cube:
             for rows in iter_row_slices(cube.info.grid.height, 64):

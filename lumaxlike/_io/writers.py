@@ -455,7 +455,7 @@ class ResultWriter:
     """Writes result maps for a cube block by block; publishes them atomically on success.
 
     Use as a context manager; the outputs appear at their paths only when the ``with``
-    block ends without an exception, and a failure removes every temporary file::
+    block ends without an exception, and a failure removes every temporary file:
 
         with ResultWriter("w.tif", like=cube_info, fields=("w", "status")) as writer:
             for rows, block in ...:
