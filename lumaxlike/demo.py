@@ -6,13 +6,15 @@ spectra (51 bands, 450-2450 nm, vendored with the package), the sun at one direc
 push-broom sensor looking down across its track. Everything is a pure function of a
 `SceneConfig`:
 
-    import lumaxlike
-    from lumaxlike.demo import SceneConfig, demo_hapke_params, make_scene, simulate_reflectance
+```python
+import lumaxlike
+from lumaxlike.demo import SceneConfig, demo_hapke_params, make_scene, simulate_reflectance
 
-    scene = make_scene(SceneConfig(size=32))         # truth: scene.w, (32, 32, 51)
-    r = simulate_reflectance(scene)                  # r [1/sr], (32, 32, 51)
-    result = lumaxlike.invert(r, scene.to_sun, scene.to_sensor, scene.normal,
-                              demo_hapke_params(), solver="numba")
+scene = make_scene(SceneConfig(size=32))         # truth: scene.w, (32, 32, 51)
+r = simulate_reflectance(scene)                  # r [1/sr], (32, 32, 51)
+result = lumaxlike.invert(r, scene.to_sun, scene.to_sensor, scene.normal,
+                          demo_hapke_params(), solver="numba")
+```
 
 The scene is an intimate mixture of the minerals with known mass fractions
 (``scene.abundance``; ``scene.endmembers`` for `lumaxlike.unmix`), and

@@ -79,10 +79,14 @@ class Scene:
             ``cross_section @ endmember_w``, shape ``(rows, cols, bands)``, strictly
             inside (0, 1).
         dtm: terrain heights [m], shape ``(rows, cols)``; row 0 is the northern edge.
-        to_sun_zenith_deg, to_sun_azimuth_deg: direction to the sun [deg] (azimuth
-            clockwise from north), shape ``(rows, cols)``.
-        to_sensor_zenith_deg, to_sensor_azimuth_deg: direction to the sensor [deg],
-            shape ``(rows, cols)``.
+        to_sun_zenith_deg: zenith angle of the direction to the sun [deg], shape
+            ``(rows, cols)``.
+        to_sun_azimuth_deg: azimuth of the direction to the sun [deg], clockwise from
+            north, shape ``(rows, cols)``.
+        to_sensor_zenith_deg: zenith angle of the direction to the sensor [deg], shape
+            ``(rows, cols)``.
+        to_sensor_azimuth_deg: azimuth of the direction to the sensor [deg], clockwise
+            from north, shape ``(rows, cols)``.
     """
 
     config: SceneConfig
