@@ -162,7 +162,7 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
-    from .._io.file_fit import fit_files
+    from .._io.file_fit import fit_file
     from .._io.raster import CubeReader
 
     with CubeReader(args.cubes[0]) as cube:
@@ -177,7 +177,7 @@ def run(args) -> int:
         angle: getattr(args, f"{angle}_range")
         for angle in ("incidence", "emission", "phase")
     }
-    summary = fit_files(
+    summary = fit_file(
         args.cubes,
         args.out,
         geometry=args.geometry,
