@@ -21,6 +21,10 @@ The user's JAX configuration is never changed, at import or later:
   is, with the user's own thresholds: lumaxlike adds nothing;
 - JAX's cache switched off by the user (``jax_enable_compilation_cache = False``) stays off.
 
+(JAX has one cache object per process: while a lumaxlike call is compiling in one thread,
+a program another thread of the user's compiles at the same moment can be looked up in,
+and if it takes JAX's own threshold of 1 s to compile, written to lumaxlike's folder.)
+
 Turning lumaxlike's JAX cache off: the environment variable ``LUMAXLIKE_JAX_CACHE=0``
 (also ``false``, ``no``, ``off``), read at each call. A folder that cannot be created
 means no cache, never an error. Deleting the folder is always safe (JAX keys each entry on
