@@ -114,7 +114,7 @@ def sample_problem(
         )
         length = MAX_TRAJECTORY * fraction
         largest = jnp.where(warming, jnp.exp(da_state.log_step_size), step_size)
-        used = jnp.minimum(largest, length / integration_steps)
+        used = jnp.minimum(largest, length / integration_steps).astype(dtype)  # dual averaging: float64
 
         def one(key, state):
             return kernel(key, state, logdensity, used, metric, integration_steps)
@@ -149,7 +149,7 @@ def sample_problem(
         sums = jax.tree.map(
             lambda s: jnp.where(window_ends, jnp.zeros_like(s), s), sums
         )
-        step_size = jnp.where(i == num_warmup - 1, da_final(da_state), step_size)
+        step_size = jnp.where(i == num_warmup - 1, da_final(da_state), step_size).astype(dtype)
         return (states, da_state, metric, step_size, sums), (
             z,
             acceptance,

@@ -88,7 +88,9 @@ def sample_chunk(
     # (chains, draws, pixels x bands x p): blackjax's diagnostics squeeze axes of length 1
     by_chain = jnp.moveaxis(draws, (2, 3), (0, 1)).reshape(shape[2], shape[3], -1)
     summary_shape = shape[:2] + shape[4:]
-    out["rhat"] = jnp.reshape(rhat(by_chain), summary_shape)
-    out["ess"] = jnp.reshape(ess_bulk(by_chain), summary_shape)
+    # blackjax's diagnostics broadcast by rank promotion (its own code): allowed here only
+    with jax.numpy_rank_promotion("allow"):
+        out["rhat"] = jnp.reshape(rhat(by_chain), summary_shape)
+        out["ess"] = jnp.reshape(ess_bulk(by_chain), summary_shape)
     out["draws"] = draws
     return out

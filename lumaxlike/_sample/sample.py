@@ -243,7 +243,9 @@ def sample(
     free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
     inv_var = 1.0 / np.broadcast_to(band_sigma, (n_bands,)) ** 2
     ids = np.arange(n_pixels * n_bands, dtype=np.int64).reshape(n_pixels, n_bands)
-    with precision_scope(np.empty(0, dtype)):
+    # float32: JAX's 64-bit mode off in this scope too (blackjax draws its momenta in
+    # the default float type, which would promote the float32 chains to float64)
+    with precision_scope(np.empty(0, dtype)), jax.enable_x64(dtype == np.float64):
         rng = jax.random.key(int(seed))
         constants = [
             jnp.asarray(a, dtype)
