@@ -82,9 +82,9 @@ def test_albedo_posterior_matches_quadrature(dtype, tmp_path):
     import xarray as xr
 
     written = xr.open_zarr(store)
-    assert written["draws"].dims == ("pixel", "band", "chain", "draw", "parameter")
-    assert list(written["parameter"].values) == ["w"]
-    np.testing.assert_array_equal(written["draws"].values, draws)
+    assert written["w"].dims == ("chain", "draw", "pixel", "band")
+    np.testing.assert_array_equal(written["w"].values, np.moveaxis(draws[..., 0], (2, 3), (0, 1)))
+    np.testing.assert_array_equal(written["status"].values, result.status)
 
 
 def test_albedo_posterior_is_laplace_at_small_noise():

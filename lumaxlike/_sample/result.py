@@ -69,9 +69,9 @@ class SampleResult:
         return _status_counts(self.status)
 
     def draws_dataset(self, pixel_dims=None):
-        """The draws as an `xarray.Dataset` with one variable ``draws`` of dims
-        ``pixel_dims + ("band", "chain", "draw", "parameter")`` (parameter coordinate:
-        the free names), and ``status``.
+        """The draws as an `xarray.Dataset` in ArviZ's posterior layout: one variable per
+        free parameter with dims ``("chain", "draw") + pixel_dims + ("band",)``, and
+        ``status`` (dims ``pixel_dims + ("band",)``).
 
         Args:
             pixel_dims: names of the pixel axes; default ``("y", "x")`` for two,
@@ -82,10 +82,10 @@ class SampleResult:
         """
         import xarray as xr
 
+        from .._inverse.status import Status
+
         if self.draws is None:
-            raise ValueError(
-                "this SampleResult holds no draws: call sample(..., return_samples=True)"
-            )
+            raise ValueError("this SampleResult holds no draws: call sample(..., return_samples=True)")
         n_pixel_axes = self.draws.ndim - 4
         if pixel_dims is None:
             pixel_dims = {2: ("y", "x"), 1: ("pixel",)}.get(
@@ -93,26 +93,20 @@ class SampleResult:
             )
         pixel_dims = tuple(pixel_dims)
         if len(pixel_dims) != n_pixel_axes:
-            raise ValueError(
-                f"pixel_dims must name {n_pixel_axes} pixel axes, got {pixel_dims!r}"
-            )
-        dims = pixel_dims + ("band", "chain", "draw", "parameter")
-        return xr.Dataset(
-            {
-                "draws": (
-                    dims,
-                    self.draws,
-                    {"long_name": "posterior draws of the free Hapke parameters"},
-                ),
-                "status": (
-                    pixel_dims + ("band",),
-                    self.status,
-                    {"long_name": "sample status"},
-                ),
-            },
-            coords={"parameter": list(self.free)},
-        )
+            raise ValueError(f"pixel_dims must name {n_pixel_axes} pixel axes, got {pixel_dims!r}")
+        dims = ("chain", "draw") + pixel_dims + ("band",)
+        # (pixels..., band, chain, draw) -> (chain, draw, pixels..., band)
+        order = (n_pixel_axes + 1, n_pixel_axes + 2, *range(n_pixel_axes + 1))
+        variables = {
+            name: (dims, np.transpose(self.draws[..., j], order), {"long_name": f"posterior draws of {name}"})
+            for j, name in enumerate(self.free)
+        }
+        variables["status"] = (pixel_dims + ("band",), self.status, {"long_name": "sample status", **Status.flag_attrs()})
+        return xr.Dataset(variables)
 
     def to_zarr(self, store, pixel_dims=None, **kwargs):
-        """Write `draws_dataset` as a zarr store (``kwargs`` go to `xarray.Dataset.to_zarr`)."""
-        return self.draws_dataset(pixel_dims).to_zarr(store, **kwargs)
+        """Write `draws_dataset` as a zarr store, zarr format 2 with consolidated metadata
+        (as lumaxlike's other zarr outputs; ``kwargs`` go to `xarray.Dataset.to_zarr` and
+        override those)."""
+        options = {"mode": "w", "zarr_format": 2, "consolidated": True, **kwargs}
+        return self.draws_dataset(pixel_dims).to_zarr(store, **options)

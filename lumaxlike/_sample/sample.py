@@ -100,8 +100,10 @@ def sample(
         refl: observed bidirectional reflectance r [1/sr], ``pixels + (bands,
             observations)``, float32 or float64 (the sampler's precision); non-finite
             observations are left out of their problem, as in `fit`.
-        to_sun, to_sensor, normal: direction vectors, ``pixels + (observations, 3)`` or
+        to_sun: vectors toward the light source, ``pixels + (observations, 3)`` or
             ``(observations, 3)``, as in `fit`.
+        to_sensor: vectors toward the sensor, same rule.
+        normal: outward surface normals, same rule.
         params: `HapkeParams`: the fixed parameters (and the fit's starting values).
         free: the sampled parameters, as in `fit` ("w" and any of "b", "c", "roughness",
             "hs", "bs0", "hc", "bc0", "porosity_k", "asymmetry").
@@ -115,7 +117,10 @@ def sample(
         num_warmup: adaptation transitions per chain (discarded), at least 10.
         seed: the random seed; a problem's draws depend on the seed and its position
             in the image alone (not on the chunking).
-        bounds, observation_limits, min_observations: as in `fit`.
+        bounds: {name: (lower, upper)} replacing `lumaxlike.default_bounds`, as in `fit`
+            (the flat prior's support).
+        observation_limits: {angle: (lower, upper)} [rad], as in `fit`.
+        min_observations: valid observations a problem needs, as in `fit`.
         min_ess: a problem whose bulk ESS is below this in any free parameter is
             NOT_MIXED.
         max_rhat: a problem whose R-hat exceeds this in any free parameter is NOT_MIXED.
