@@ -217,7 +217,8 @@ def read_label(label, data=None) -> Pds3Image:
                     if key in image and _is_number(_number(image[key])))
     names = image.get("BAND_NAME")
     keywords = {key: value for key, value in meta.items()
-                if not hasattr(value, "items") and not str(key).startswith("^")}
+                if (isinstance(value, dict) and "value" in value or not hasattr(value, "items"))
+                and not str(key).startswith("^")}
     return Pds3Image(
         label=label, data=path, name=name, offset=offset, lines=int(get("LINES")),
         samples=int(get("LINE_SAMPLES")), bands=int(get("BANDS", 1)), dtype=dtype,

@@ -272,7 +272,17 @@ def resolve_geometry(kind: ProductKind | None, path, geometry, dtm, shape, *,
             f"{kind.why}. Inverting it with an observed {given} gives a wrong w. Leave out "
             "--geometry/--dtm (geometry=, dtm=) to invert it flat at its standard geometry; "
             "if you have undone the normalisation yourself, add --correction-undone "
-            "(correction_undone=True)")
+            "(correction_undone=True)" + (
+                "; or let lumaxlike undo the Lambert correction: --units reff "
+                "--reff-incidence areoid with the DDR as --geometry"
+                if kind.holds == "Lambert-corrected I/F" else ""))
     return standard_geometry_arrays(standard, shape), {
         "geometry": "standard", "standard_geometry_deg": list(standard), "surface": "flat",
         "why": kind.why}
+
+
+def undoes_lambert(kind: ProductKind | None, units, reff_incidence) -> bool:
+    """True when a Lambert-corrected product (CRISM MTRDR/TER: I/F / cos i, areoid) is read
+    as REFF divided by the areoid incidence, which undoes that correction exactly."""
+    return (kind is not None and kind.holds == "Lambert-corrected I/F" and units == "reff"
+            and reff_incidence == "areoid")

@@ -375,8 +375,12 @@ class BandRaster:
         return self._dataset.count
 
     def read(self, index: int, rows: slice | None = None) -> np.ndarray:
-        """Band ``index`` (1-based) over ``rows``, NaN for nodata, shape ``(rows, cols)``."""
-        return _read_window(self._dataset, rows, [index])[0]
+        """Band ``index`` (1-based) over ``rows``, NaN for nodata (and a PDS3 label's
+        invalid/missing constants), shape ``(rows, cols)``."""
+        values = _read_window(self._dataset, rows, [index])[0]
+        if self.label is not None and self.label.special and self._dataset.scales[index - 1] == 1:
+            values[np.isin(values, np.asarray(self.label.special, values.dtype))] = np.nan
+        return values
 
     def tag_namespaces(self) -> list:
         """The metadata domains of the file (e.g. ``json:PDS`` for a PDS3 label)."""
