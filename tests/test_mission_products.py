@@ -347,3 +347,17 @@ def test_m3_label_without_its_header_reads_through_the_wrapper_objects(tmp_path,
     cube, info = read_cube(paths["img"])
     np.testing.assert_array_equal(cube, values)
     assert info.wavelengths is None
+
+
+def test_the_file_api_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w_true):
+    if_values = f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0)))
+    paths = write_m3_l2(tmp_path, if_values)
+    observed = {role: np.full((ROWS, COLS), value) for role, value in
+                (("incidence", 40.0), ("emission", 10.0), ("phase", 45.0))}
+    with pytest.raises(ValueError, match="i = 30, e = 0, g = 30 deg.*--correction-undone"):
+        lumaxlike.normalize_file(paths["lbl"], tmp_path / "n.tif", geometry=observed,
+                                 params=PARAMS, solver="numba", units="radf")
+    with pytest.raises(ValueError, match="fit needs cubes at their observed geometries"):
+        lumaxlike.fit_file([paths["lbl"], paths["img"]], tmp_path / "f.tif",
+                           geometry=[observed, observed], params=PARAMS, free=("w",), units="radf")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())

@@ -15,8 +15,7 @@ from .._provenance import make_provenance, python_call
 from .._signals import interruptible, raise_if_interrupted
 from .block_inversion import BlockPool, SolverOptions, check_solver, per_band_params
 from .geometry_rasters import GeometryReader
-from .product_cube import ProductCube, check_reff_incidence, product_options
-from .products import resolve_geometry, undoes_lambert
+from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
 from .raster import GDAL_CACHE_BYTES, CubeInfo, iter_row_slices
 from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
@@ -187,23 +186,19 @@ def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver,
             cube_path, units, **product_options(solar_spectrum, solar_distance,
                                                 wavelengths_from, thermal_bands)) as cube:
         info = cube.info
-        incidence = check_reff_incidence(units, reff_incidence, cube.kind, cube_path)
-        geometry, chosen = resolve_geometry(cube.kind, cube_path, geometry, dtm,
-                                            (info.grid.height, info.grid.width),
-                                            correction_undone=correction_undone
-                                            or undoes_lambert(cube.kind, units, incidence))
-        product = {**cube.record(), **({} if chosen is None else {"geometry": chosen}),
-                   **({} if incidence is None else {"reff_incidence": incidence})}
+        geometry_used, incidence, product = product_geometry(
+            cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,
+            correction_undone=correction_undone)
         band_params = per_band_params(params, info.bands)
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
         # one JAX chunk shape for every block (the last one is padded): compiles once
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
         options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
-        with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
+        with GeometryReader(geometry_used, info.grid, dtm, surface=surface) as geometry_reader:
             provenance = make_provenance(
                 params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
                 refl_sigma=sigma, dtype=info.dtype, cube=cube_path,
-                geometry=None if chosen is not None and chosen["geometry"] == "standard" else geometry,
+                geometry=recorded_geometry(geometry_used, product),
                 dtm=dtm, geometry_layout=geometry_reader.record(), product=product,
                 command=command or python_call("invert_file", cube_path, out_path, geometry=geometry,
                                                dtm=dtm, params=params, solver=solver, units=units,

@@ -311,3 +311,37 @@ def check_reff_incidence(units, reff_incidence, kind, path) -> str | None:
                          "divided by, --reff-incidence areoid (CRISM's Lambert correction) "
                          "or local (reff_incidence=)")
     return reff_incidence or "local"
+
+
+def product_geometry(cube: ProductCube, cube_path, geometry, dtm, *, units, reff_incidence=None,
+                     correction_undone=False) -> tuple[object, str | None, dict]:
+    """The geometry, REFF incidence and provenance record of a file run on ``cube``.
+
+    Returns:
+        ``(geometry, reff_incidence, product_record)``: the geometry to read (the
+        standard-geometry mapping for a normalised product given none), the incidence
+        REFF is divided by (None unless ``units="reff"``) and :meth:`ProductCube.record`
+        with both choices added.
+
+    Raises:
+        ValueError: see :func:`lumaxlike._io.products.resolve_geometry` and
+            :func:`check_reff_incidence`.
+    """
+    from .products import resolve_geometry, undoes_lambert
+
+    incidence = check_reff_incidence(units, reff_incidence, cube.kind, cube_path)
+    info = cube.info
+    geometry, chosen = resolve_geometry(
+        cube.kind, cube_path, geometry, dtm, (info.grid.height, info.grid.width),
+        correction_undone=correction_undone or undoes_lambert(cube.kind, units, incidence))
+    record = cube.record()
+    if chosen is not None:
+        record["geometry"] = chosen
+    if incidence is not None:
+        record["reff_incidence"] = incidence
+    return geometry, incidence, record
+
+
+def recorded_geometry(geometry, record: dict):
+    """The geometry input to record: None when it is a product's standard geometry."""
+    return None if record.get("geometry", {}).get("geometry") == "standard" else geometry

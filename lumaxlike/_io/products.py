@@ -286,3 +286,16 @@ def undoes_lambert(kind: ProductKind | None, units, reff_incidence) -> bool:
     as REFF divided by the areoid incidence, which undoes that correction exactly."""
     return (kind is not None and kind.holds == "Lambert-corrected I/F" and units == "reff"
             and reff_incidence == "areoid")
+
+
+def refuse_normalised(located: Located, command: str) -> None:
+    """Refuse a normalised product where observed geometries are needed (a multi-angle fit).
+
+    Raises:
+        ValueError: naming the file, the product and its standard geometry.
+    """
+    kind = recognise(located.data, located.label)
+    if kind is not None and kind.standard_geometry is not None:
+        raise ValueError(f"{located.data} is {kind.name}, normalised to "
+                         f"{describe_geometry(kind.standard_geometry)}: {command} needs cubes at "
+                         "their observed geometries (for M3, the L1B radiance with its OBS)")
