@@ -361,3 +361,21 @@ def test_the_file_api_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w
         lumaxlike.fit_file([paths["lbl"], paths["img"]], tmp_path / "f.tif",
                            geometry=[observed, observed], params=PARAMS, free=("w",), units="radf")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())
+
+
+def test_open_product_and_invert_dataarray_at_the_standard_geometry(tmp_path, w_true):
+    if_values = f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0)))
+    paths = write_m3_l2(tmp_path, if_values)
+    refl = lumaxlike.open_product(paths["lbl"], "radf")
+    np.testing.assert_allclose(refl["wavelength"], M3_WAVELENGTHS)
+    result = lumaxlike.invert_dataarray(refl, None, PARAMS, "numba", units="radf")
+    expected = w_true.copy()
+    expected[..., 2] = np.nan
+    np.testing.assert_allclose(result["w"].values, expected, rtol=0, atol=F32_ATOL)
+    assert (result["status"].values[..., 2] == Status.BAD_BAND).all()
+    product = lumaxlike.read_provenance(result).product
+    assert product["geometry"]["standard_geometry_deg"] == [30.0, 0.0, 30.0]
+    observed = {role: refl.isel(band=0, drop=True) * 0 + value for role, value in
+                (("incidence", 40.0), ("emission", 10.0), ("phase", 45.0))}
+    with pytest.raises(ValueError, match="i = 30, e = 0, g = 30 deg.*correction_undone=True"):
+        lumaxlike.invert_dataarray(refl, observed, PARAMS, "numba", units="radf")
