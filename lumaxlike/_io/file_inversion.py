@@ -211,6 +211,7 @@ def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver,
             with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
                               chunk_rows=rows_per_block, provenance=provenance) as writer, \
                     BlockPool(workers, scheduler) as pool:
+                cube.tell()  # every check passed: the run starts
                 bar = progress_bar(progress, info.grid.height * info.grid.width, f"inverting {Path(cube_path).name}")
                 try:
                     with interruptible():  # the CLI's stop signals raise here at once

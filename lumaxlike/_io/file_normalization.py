@@ -214,6 +214,7 @@ def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="aut
                                   chunk_rows=rows_per_block, provenance=provenance,
                                   layout=normalization_layout(units)) as writer, \
                         BlockPool(workers, scheduler, function=normalize_block) as pool:
+                    cube.tell()  # every check passed: the run starts
                     bar = progress_bar(progress, info.grid.height * info.grid.width, f"normalising {Path(cube_path).name}")
                     try:
                         with interruptible():

@@ -218,6 +218,7 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
             with ResultWriter(out_path, like=info, fields=UNMIX_FIELDS, overwrite=overwrite,
                               chunk_rows=rows_per_block, provenance=provenance, layout=layout) as writer, \
                     BlockPool(workers, scheduler, function=unmix_block) as pool:
+                cube.tell()  # every check passed: the run starts
                 bar = progress_bar(progress, info.grid.height * info.grid.width, f"unmixing {Path(cube_path).name}")
                 try:
                     with interruptible():

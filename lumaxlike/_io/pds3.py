@@ -24,23 +24,51 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-__all__ = ["Pds3Image", "find_label", "find_sibling", "read_label", "raw_vrt"]
+__all__ = ["Pds3Image", "find_label", "find_sibling", "raw_vrt", "read_label"]
 
 #: PDS3 SAMPLE_TYPE -> (NumPy kind, byte order) for the types the missions use
 SAMPLE_TYPES = {
-    "PC_REAL": ("f", "<"), "IEEE_REAL": ("f", ">"), "REAL": ("f", ">"), "FLOAT": ("f", ">"),
-    "MSB_INTEGER": ("i", ">"), "INTEGER": ("i", ">"), "SUN_INTEGER": ("i", ">"),
-    "LSB_INTEGER": ("i", "<"), "PC_INTEGER": ("i", "<"), "VAX_INTEGER": ("i", "<"),
-    "MSB_UNSIGNED_INTEGER": ("u", ">"), "UNSIGNED_INTEGER": ("u", ">"),
-    "SUN_UNSIGNED_INTEGER": ("u", ">"), "LSB_UNSIGNED_INTEGER": ("u", "<"),
-    "PC_UNSIGNED_INTEGER": ("u", "<"), "VAX_UNSIGNED_INTEGER": ("u", "<"),
+    "PC_REAL": ("f", "<"),
+    "IEEE_REAL": ("f", ">"),
+    "REAL": ("f", ">"),
+    "FLOAT": ("f", ">"),
+    "MSB_INTEGER": ("i", ">"),
+    "INTEGER": ("i", ">"),
+    "SUN_INTEGER": ("i", ">"),
+    "LSB_INTEGER": ("i", "<"),
+    "PC_INTEGER": ("i", "<"),
+    "VAX_INTEGER": ("i", "<"),
+    "MSB_UNSIGNED_INTEGER": ("u", ">"),
+    "UNSIGNED_INTEGER": ("u", ">"),
+    "SUN_UNSIGNED_INTEGER": ("u", ">"),
+    "LSB_UNSIGNED_INTEGER": ("u", "<"),
+    "PC_UNSIGNED_INTEGER": ("u", "<"),
+    "VAX_UNSIGNED_INTEGER": ("u", "<"),
 }
 #: label keywords whose values mark pixels that hold no measurement
-SPECIAL_CONSTANTS = ("INVALID_CONSTANT", "MISSING_CONSTANT", "NULL", "CORE_NULL",
-                     "CORE_LOW_REPR_SATURATION", "CORE_HIGH_REPR_SATURATION")
-_GDAL_TYPES = {"f4": "Float32", "f8": "Float64", "i2": "Int16", "i4": "Int32", "u1": "Byte",
-               "u2": "UInt16", "u4": "UInt32", "i1": "Int8"}
-_INTERLEAVE = {"BAND_SEQUENTIAL": "bsq", "LINE_INTERLEAVED": "bil", "SAMPLE_INTERLEAVED": "bip"}
+SPECIAL_CONSTANTS = (
+    "INVALID_CONSTANT",
+    "MISSING_CONSTANT",
+    "NULL",
+    "CORE_NULL",
+    "CORE_LOW_REPR_SATURATION",
+    "CORE_HIGH_REPR_SATURATION",
+)
+_GDAL_TYPES = {
+    "f4": "Float32",
+    "f8": "Float64",
+    "i2": "Int16",
+    "i4": "Int32",
+    "u1": "Byte",
+    "u2": "UInt16",
+    "u4": "UInt32",
+    "i1": "Int8",
+}
+_INTERLEAVE = {
+    "BAND_SEQUENTIAL": "bsq",
+    "LINE_INTERLEAVED": "bil",
+    "SAMPLE_INTERLEAVED": "bip",
+}
 
 
 def find_sibling(path: Path, suffix: str) -> Path | None:
@@ -118,8 +146,12 @@ def _metadata(label: Path):
 def _pointers(block, prefix=()):
     """``(object path, pointer name, pointer value, the block holding it)`` of image pointers."""
     for key, value in block.items():
-        if isinstance(key, str) and key.startswith("^") and "IMAGE" in key.upper() \
-                and "HEADER" not in key.upper():
+        if (
+            isinstance(key, str)
+            and key.startswith("^")
+            and "IMAGE" in key.upper()
+            and "HEADER" not in key.upper()
+        ):
             yield prefix, key[1:], value, block
         elif hasattr(value, "items"):
             yield from _pointers(value, (*prefix, key))
@@ -155,7 +187,9 @@ def _byte_offset(pointer, record_bytes, label: Path) -> tuple[Path, int]:
     if isinstance(where, dict) and str(where.get("units", "")).upper() == "BYTES":
         return path, int(where["value"]) - 1
     if record_bytes is None:
-        raise ValueError(f"{label}: a pointer counts records but the label has no RECORD_BYTES")
+        raise ValueError(
+            f"{label}: a pointer counts records but the label has no RECORD_BYTES"
+        )
     return path, (int(_number(where)) - 1) * int(record_bytes)
 
 
@@ -184,16 +218,27 @@ def read_label(label, data=None) -> Pds3Image:
     found = list(_pointers(meta))
     if data is not None:
         wanted = Path(data).name.lower()
-        found = [item for item in found
-                 if isinstance(item[2], str) and item[2].lower() == wanted
-                 or isinstance(item[2], (tuple, list)) and str(item[2][0]).lower() == wanted]
+        found = [
+            item
+            for item in found
+            if isinstance(item[2], str)
+            and item[2].lower() == wanted
+            or isinstance(item[2], (tuple, list))
+            and str(item[2][0]).lower() == wanted
+        ]
     if not found:
-        what = f"no image object for {Path(data).name}" if data is not None else "no image object"
+        what = (
+            f"no image object for {Path(data).name}"
+            if data is not None
+            else "no image object"
+        )
         raise ValueError(f"the PDS3 label {label} has {what}")
     _, name, pointer, holder = found[0]
     image = _find_object(holder, name) or _find_object(meta, name)
     if image is None:
-        raise ValueError(f"the PDS3 label {label} points at {name} but has no OBJECT = {name}")
+        raise ValueError(
+            f"the PDS3 label {label} points at {name} but has no OBJECT = {name}"
+        )
     record_bytes = holder.get("RECORD_BYTES", meta.get("RECORD_BYTES"))
     path, offset = _byte_offset(pointer, record_bytes, label)
 
@@ -203,34 +248,63 @@ def read_label(label, data=None) -> Pds3Image:
     sample_type = str(get("SAMPLE_TYPE", "")).upper().replace(" ", "_")
     bits = int(get("SAMPLE_BITS", 0) or 0)
     if sample_type not in SAMPLE_TYPES or bits % 8:
-        raise ValueError(f"{label}: {name} has SAMPLE_TYPE {sample_type or 'none'} with "
-                         f"SAMPLE_BITS {bits}, which lumaxlike cannot read")
+        raise ValueError(
+            f"{label}: {name} has SAMPLE_TYPE {sample_type or 'none'} with "
+            f"SAMPLE_BITS {bits}, which lumaxlike cannot read"
+        )
     kind, order = SAMPLE_TYPES[sample_type]
     dtype = np.dtype(f"{order}{kind}{bits // 8}")
     storage = str(get("BAND_STORAGE_TYPE", "BAND_SEQUENTIAL")).upper()
     if storage not in _INTERLEAVE:
-        raise ValueError(f"{label}: {name} has BAND_STORAGE_TYPE {storage}, which lumaxlike "
-                         "cannot read")
+        raise ValueError(
+            f"{label}: {name} has BAND_STORAGE_TYPE {storage}, which lumaxlike "
+            "cannot read"
+        )
     unit = get("UNIT")
-    unit = None if unit is None or str(unit).strip().upper() in ("N/A", "NONE", "") else str(unit)
-    special = tuple(float(_number(image[key])) for key in SPECIAL_CONSTANTS
-                    if key in image and _is_number(_number(image[key])))
+    unit = (
+        None
+        if unit is None or str(unit).strip().upper() in ("N/A", "NONE", "")
+        else str(unit)
+    )
+    special = tuple(
+        float(_number(image[key]))
+        for key in SPECIAL_CONSTANTS
+        if key in image and _is_number(_number(image[key]))
+    )
     names = image.get("BAND_NAME")
-    keywords = {key: value for key, value in meta.items()
-                if (isinstance(value, dict) and "value" in value or not hasattr(value, "items"))
-                and not str(key).startswith("^")}
+    keywords = {
+        key: value
+        for key, value in meta.items()
+        if (isinstance(value, dict) and "value" in value or not hasattr(value, "items"))
+        and not str(key).startswith("^")
+    }
     return Pds3Image(
-        label=label, data=path, name=name, offset=offset, lines=int(get("LINES")),
-        samples=int(get("LINE_SAMPLES")), bands=int(get("BANDS", 1)), dtype=dtype,
-        interleave=_INTERLEAVE[storage], unit=unit, special=special,
-        scale=float(get("SCALING_FACTOR", 1.0)), offset_value=float(get("OFFSET", 0.0)),
-        band_names=tuple(str(n) for n in names) if isinstance(names, (tuple, list)) else None,
+        label=label,
+        data=path,
+        name=name,
+        offset=offset,
+        lines=int(get("LINES")),
+        samples=int(get("LINE_SAMPLES")),
+        bands=int(get("BANDS", 1)),
+        dtype=dtype,
+        interleave=_INTERLEAVE[storage],
+        unit=unit,
+        special=special,
+        scale=float(get("SCALING_FACTOR", 1.0)),
+        offset_value=float(get("OFFSET", 0.0)),
+        band_names=tuple(str(n) for n in names)
+        if isinstance(names, (tuple, list))
+        else None,
         keywords=keywords,
     )
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
 
 
 def find_label(data) -> Path | None:
@@ -246,8 +320,11 @@ def find_label(data) -> Path | None:
         return same
     prefix = data.stem.rsplit("_", 1)[0].lower()
     try:
-        candidates = sorted(p for p in data.parent.iterdir()
-                            if p.suffix.lower() == ".lbl" and p.name.lower().startswith(prefix))
+        candidates = sorted(
+            p
+            for p in data.parent.iterdir()
+            if p.suffix.lower() == ".lbl" and p.name.lower().startswith(prefix)
+        )
     except OSError:
         return None
     for candidate in candidates:
@@ -276,8 +353,12 @@ def raw_vrt(image: Pds3Image) -> str:
     gdal_type = _GDAL_TYPES.get(image.dtype.str[1:])
     if gdal_type is None:
         raise ValueError(f"{image.label}: sample type {image.dtype} is not supported")
-    order = "LSB" if image.dtype.byteorder in ("<", "|") or (
-        image.dtype.byteorder == "=" and np.little_endian) else "MSB"
+    order = (
+        "LSB"
+        if image.dtype.byteorder in ("<", "|")
+        or (image.dtype.byteorder == "=" and np.little_endian)
+        else "MSB"
+    )
     source = escape(str(image.data.resolve()))
     bands = "".join(
         f'<VRTRasterBand dataType="{gdal_type}" band="{b + 1}" subClass="VRTRawRasterBand">'

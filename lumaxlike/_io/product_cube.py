@@ -31,8 +31,13 @@ from .radiance import band_irradiance, load_solar_spectrum, sun_distance_au
 from .raster import CubeReader
 from .spectral_metadata import read_wavelength_file, to_micrometers
 
-__all__ = ["THERMAL_LIMIT_UM", "THERMAL_CHOICES", "ProductCube", "check_reflectance_values",
-           "notice"]
+__all__ = [
+    "THERMAL_CHOICES",
+    "THERMAL_LIMIT_UM",
+    "ProductCube",
+    "check_reflectance_values",
+    "notice",
+]
 
 THERMAL_LIMIT_UM = 2.5
 """Band centres beyond this [um] carry thermal emission on the sunlit Moon (Clark et al.
@@ -69,18 +74,27 @@ def check_reflectance_values(values, units: str, path) -> None:
     if finite.size == 0:
         return
     scale = math.pi if units == "r" else 1.0  # to I/F
-    median, high = float(np.median(finite)) * scale, float(np.percentile(finite, 99)) * scale
+    median, high = (
+        float(np.median(finite)) * scale,
+        float(np.percentile(finite, 99)) * scale,
+    )
     if median < 0:
-        raise ValueError(f"{path} declared as {units} has a negative median ({median / scale:g}): "
-                         "not reflectance; check the file and --units")
+        raise ValueError(
+            f"{path} declared as {units} has a negative median ({median / scale:g}): "
+            "not reflectance; check the file and --units"
+        )
     if median > IF_MEDIAN_LIMIT or high > IF_HIGH_LIMIT:
         integers = bool(np.all(finite == np.round(finite)))
-        likely = ("raw counts (DN) or scaled integers" if integers else
-                  "radiance [W m^-2 um^-1 sr^-1] (then give --units radiance)")
+        likely = (
+            "raw counts (DN) or scaled integers"
+            if integers
+            else "radiance [W m^-2 um^-1 sr^-1] (then give --units radiance)"
+        )
         raise ValueError(
             f"{path} declared as {units} holds values no reflectance takes (median "
             f"{median / scale:g}, 99th percentile {high / scale:g}; I/F rarely exceeds 1): "
-            f"it looks like {likely}")
+            f"it looks like {likely}"
+        )
 
 
 class ProductCube:
@@ -112,73 +126,133 @@ class ProductCube:
             above, naming the file.
     """
 
-    def __init__(self, path, units, *, solar_spectrum=None, solar_distance=None,
-                 wavelengths_from=None, thermal_bands="keep", check_values=True):
+    def __init__(
+        self,
+        path,
+        units,
+        *,
+        solar_spectrum=None,
+        solar_distance=None,
+        wavelengths_from=None,
+        thermal_bands="keep",
+        check_values=True,
+    ):
         if units not in INPUT_UNITS:
-            raise ValueError(f"units={units!r} is not one of {', '.join(map(repr, INPUT_UNITS))}")
+            raise ValueError(
+                f"units={units!r} is not one of {', '.join(map(repr, INPUT_UNITS))}"
+            )
         if thermal_bands not in THERMAL_CHOICES:
-            raise ValueError(f"thermal_bands={thermal_bands!r} is not 'keep' or 'exclude'")
+            raise ValueError(
+                f"thermal_bands={thermal_bands!r} is not 'keep' or 'exclude'"
+            )
         self._cube = CubeReader(path)
         try:
-            self._setup(path, units, solar_spectrum, solar_distance, wavelengths_from,
-                        thermal_bands, check_values)
+            self._setup(
+                path,
+                units,
+                solar_spectrum,
+                solar_distance,
+                wavelengths_from,
+                thermal_bands,
+                check_values,
+            )
         except BaseException:
             self._cube.close()
             raise
 
-    def _setup(self, path, units, solar_spectrum, solar_distance, wavelengths_from,
-               thermal_bands, check_values):
+    def _setup(
+        self,
+        path,
+        units,
+        solar_spectrum,
+        solar_distance,
+        wavelengths_from,
+        thermal_bands,
+        check_values,
+    ):
         cube = self._cube
         located, info = cube.located, cube.info
         label = located.label
         self.kind = kind = recognise(located.data, label)
         self.declared_units = units
+        self.notices = []  # said by tell(), once the run is sure to start
         self.units = "radf" if units == "radiance" else units
-        record = {"file": str(located.data.resolve()), "read_via": located.via,
-                  "kind": None if kind is None else kind.name}
+        record = {
+            "file": str(located.data.resolve()),
+            "read_via": located.via,
+            "kind": None if kind is None else kind.name,
+        }
         if label is not None:
             record["label"] = str(label.label.resolve())
             record["label_unit"] = label.unit
             for key in ("CH1:THERMAL_CORRECTION_FLAG", "TARGET_NAME", "DATA_SET_ID"):
                 if label.keyword(key) is not None:
                     record[key.lower().replace("ch1:", "")] = str(label.keyword(key))
-            photometry = [str(v) for k, v in label.keywords.items()
-                          if "PHOTOMETR" in k.upper() and "FILE" in k.upper()]
+            photometry = [
+                str(v)
+                for k, v in label.keywords.items()
+                if "PHOTOMETR" in k.upper() and "FILE" in k.upper()
+            ]
             if photometry:
                 record["photometry_file"] = photometry[0]
-        self._special = np.asarray(kind.invalid if kind is not None else (), dtype=info.dtype)
+        self._special = np.asarray(
+            kind.invalid if kind is not None else (), dtype=info.dtype
+        )
         self._check_declared(path, units, label, kind)
         if wavelengths_from is not None:
             spectral = read_wavelength_file(wavelengths_from, info.bands)
-            info = dataclasses.replace(info, wavelengths=spectral.wavelengths,
-                                       wavelength_units=spectral.units, fwhm=None,
-                                       spectral_source=spectral.source)
+            info = dataclasses.replace(
+                info,
+                wavelengths=spectral.wavelengths,
+                wavelength_units=spectral.units,
+                fwhm=None,
+                spectral_source=spectral.source,
+            )
         wavelength_um = to_micrometers(info.wavelengths, info.wavelength_units)
         if info.wavelengths is None:
-            notice(f"{located.data} gives no band wavelengths (no ENVI wavelength, band "
-                   "metadata, ISIS3 BandBin or --wavelengths-from): bands are numbered only")
+            self.notices.append(
+                f"{located.data} gives no band wavelengths (no ENVI wavelength, band "
+                "metadata, ISIS3 BandBin or --wavelengths-from): bands are numbered only"
+            )
         elif wavelength_um is None:
-            notice(f"{located.data} gives wavelengths without a known unit "
-                   f"({info.wavelength_units!r}): thermal bands cannot be found")
-        record["wavelengths"] = info.spectral_source if info.wavelengths is not None else "unknown"
+            self.notices.append(
+                f"{located.data} gives wavelengths without a known unit "
+                f"({info.wavelength_units!r}): thermal bands cannot be found"
+            )
+        record["wavelengths"] = (
+            info.spectral_source if info.wavelengths is not None else "unknown"
+        )
         record["wavelength_units"] = info.wavelength_units
-        bad = np.zeros(info.bands, bool) if info.bad_bands is None else np.asarray(info.bad_bands)
+        bad = (
+            np.zeros(info.bands, bool)
+            if info.bad_bands is None
+            else np.asarray(info.bad_bands)
+        )
         record["bad_bands"] = [int(b) + 1 for b in np.flatnonzero(bad)]
         keep = np.ones(info.bands, bool)
-        target = str((label.keyword("TARGET_NAME") if label is not None else None)
-                     or (kind.target if kind is not None else "")).upper()
+        target = str(
+            (label.keyword("TARGET_NAME") if label is not None else None)
+            or (kind.target if kind is not None else "")
+        ).upper()
         if target == "MOON" and wavelength_um is not None:
             thermal = np.flatnonzero(wavelength_um > THERMAL_LIMIT_UM)
             record["thermal_bands"] = [int(b) + 1 for b in thermal]
             record["thermal_choice"] = thermal_bands
             if thermal.size:
-                listed = ", ".join(f"{b + 1} ({wavelength_um[b]:.3g} um)" for b in thermal)
-                action = ("left out (thermal_bands='exclude')" if thermal_bands == "exclude" else
-                          "inverted as reflectance; add --thermal-bands exclude "
-                          "(thermal_bands='exclude') to leave them out")
-                notice(f"{located.data}: bands {listed} lie beyond {THERMAL_LIMIT_UM} um, where "
-                       "lunar spectra carry thermal emission (Clark et al. 2011; Li & Milliken "
-                       f"2016): {action}")
+                listed = ", ".join(
+                    f"{b + 1} ({wavelength_um[b]:.3g} um)" for b in thermal
+                )
+                action = (
+                    "left out (thermal_bands='exclude')"
+                    if thermal_bands == "exclude"
+                    else "inverted as reflectance; add --thermal-bands exclude "
+                    "(thermal_bands='exclude') to leave them out"
+                )
+                self.notices.append(
+                    f"{located.data}: bands {listed} lie beyond {THERMAL_LIMIT_UM} um, where "
+                    "lunar spectra carry thermal emission (Clark et al. 2011; Li & Milliken "
+                    f"2016): {action}"
+                )
                 if thermal_bands == "exclude":
                     keep[thermal] = False
         self._keep = None if keep.all() else np.flatnonzero(keep)
@@ -190,52 +264,77 @@ class ProductCube:
         self.bad_bands = bad
         self._factor = None
         if units == "radiance":
-            self._factor = self._radiance_factor(path, label, wavelength_um, solar_spectrum,
-                                                 solar_distance, record)
+            self._factor = self._radiance_factor(
+                path, label, wavelength_um, solar_spectrum, solar_distance, record
+            )
         elif check_values:
             check_reflectance_values(self._sample(), units, located.data)
         self._record = record
 
     def _check_declared(self, path, units, label, kind) -> None:
         unit = label.unit if label is not None else None
-        holds_radiance = _radiance_unit(unit) or (kind is not None and kind.holds == "radiance")
+        holds_radiance = _radiance_unit(unit) or (
+            kind is not None and kind.holds == "radiance"
+        )
         if units != "radiance" and holds_radiance:
             what = f"UNIT = {unit!r}" if _radiance_unit(unit) else kind.name
-            raise ValueError(f"{path} holds radiance ({what}), not {units}: give --units "
-                             "radiance (units='radiance') with a solar spectrum, or the I/F product")
+            raise ValueError(
+                f"{path} holds radiance ({what}), not {units}: give --units "
+                "radiance (units='radiance') with a solar spectrum, or the I/F product"
+            )
         if units == "radiance" and kind is not None and kind.holds not in ("radiance",):
-            raise ValueError(f"{path} is {kind.name}, which holds {kind.holds}, not radiance: "
-                             f"give --units {kind.units}")
+            raise ValueError(
+                f"{path} is {kind.name}, which holds {kind.holds}, not radiance: "
+                f"give --units {kind.units}"
+            )
 
-    def _radiance_factor(self, path, label, wavelength_um, solar_spectrum, solar_distance,
-                         record) -> np.ndarray:
+    def _radiance_factor(
+        self, path, label, wavelength_um, solar_spectrum, solar_distance, record
+    ) -> np.ndarray:
         if wavelength_um is None:
-            raise ValueError(f"{path}: converting radiance to I/F needs the band wavelengths "
-                             "with their unit; give --wavelengths-from")
+            raise ValueError(
+                f"{path}: converting radiance to I/F needs the band wavelengths "
+                "with their unit; give --wavelengths-from"
+            )
         if solar_distance is not None:
             distance, source = float(solar_distance), "given (solar_distance)"
             if not (math.isfinite(distance) and distance > 0):
-                raise ValueError(f"solar_distance must be a positive number of au, got {solar_distance!r}")
+                raise ValueError(
+                    f"solar_distance must be a positive number of au, got {solar_distance!r}"
+                )
         else:
             raw = label.keyword("SOLAR_DISTANCE") if label is not None else None
             distance, source = sun_distance_au(raw), f"label SOLAR_DISTANCE = {raw}"
             if distance is None:
-                raise ValueError(f"{path}: converting radiance to I/F needs the sun's distance; "
-                                 "its label has no SOLAR_DISTANCE: give --solar-distance AU")
+                raise ValueError(
+                    f"{path}: converting radiance to I/F needs the sun's distance; "
+                    "its label has no SOLAR_DISTANCE: give --solar-distance AU"
+                )
         spectrum = load_solar_spectrum(solar_spectrum)
         fwhm_um = to_micrometers(self.info.fwhm, self.info.wavelength_units)
         irradiance = band_irradiance(spectrum, wavelength_um, fwhm_um)
-        record.update({"radiance_to_if": "I/F = pi L d^2 / F", "solar_spectrum": spectrum.source,
-                       "solar_spectrum_resampling": "Gaussian band response (FWHM)" if fwhm_um
-                       is not None else "linear interpolation at band centres",
-                       "solar_distance_au": distance, "solar_distance_from": source,
-                       "band_irradiance_w_m2_um": [float(v) for v in irradiance]})
+        record.update(
+            {
+                "radiance_to_if": "I/F = pi L d^2 / F",
+                "solar_spectrum": spectrum.source,
+                "solar_spectrum_resampling": "Gaussian band response (FWHM)"
+                if fwhm_um is not None
+                else "linear interpolation at band centres",
+                "solar_distance_au": distance,
+                "solar_distance_from": source,
+                "band_irradiance_w_m2_um": [float(v) for v in irradiance],
+            }
+        )
         return (math.pi * distance**2 / irradiance).astype(self.info.dtype)
 
     def _sample(self) -> np.ndarray:
         height = self.info.grid.height
-        rows = np.unique(np.linspace(0, height - 1, min(SAMPLE_ROWS, height)).astype(int))
-        return np.concatenate([self.read(slice(int(r), int(r) + 1)).ravel() for r in rows])
+        rows = np.unique(
+            np.linspace(0, height - 1, min(SAMPLE_ROWS, height)).astype(int)
+        )
+        return np.concatenate(
+            [self.read(slice(int(r), int(r) + 1)).ravel() for r in rows]
+        )
 
     @property
     def located(self):
@@ -256,6 +355,13 @@ class ProductCube:
             values = values * self._factor
         return values
 
+    def tell(self) -> None:
+        """Say the notices about this cube (thermal bands, unknown wavelengths) on stderr,
+        once: file commands call it when every check has passed and the run starts."""
+        for message in self.notices:
+            notice(message)
+        self.notices = []
+
     def record(self) -> dict:
         """What the cube is and what was done with it (JSON-able; ``lumaxlike_product``)."""
         return dict(self._record)
@@ -264,7 +370,7 @@ class ProductCube:
         """Close the file."""
         self._cube.close()
 
-    def __enter__(self) -> "ProductCube":
+    def __enter__(self) -> ProductCube:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -275,9 +381,14 @@ def _select_bands(info, keep):
     def pick(values):
         return None if values is None else np.asarray(values)[keep]
 
-    return dataclasses.replace(info, bands=len(keep), wavelengths=pick(info.wavelengths),
-                               fwhm=pick(info.fwhm), bad_bands=pick(info.bad_bands),
-                               band_names=tuple(np.asarray(info.band_names, object)[keep]))
+    return dataclasses.replace(
+        info,
+        bands=len(keep),
+        wavelengths=pick(info.wavelengths),
+        fwhm=pick(info.fwhm),
+        bad_bands=pick(info.bad_bands),
+        band_names=tuple(np.asarray(info.band_names, object)[keep]),
+    )
 
 
 REFF_INCIDENCES = ("local", "areoid")
@@ -285,11 +396,19 @@ REFF_INCIDENCES = ("local", "areoid")
 surface's (DTM facet) or the ellipsoid's (areoid, as CRISM's Lambert correction)."""
 
 
-def product_options(solar_spectrum=None, solar_distance=None, wavelengths_from=None,
-                    thermal_bands="keep") -> dict:
+def product_options(
+    solar_spectrum=None,
+    solar_distance=None,
+    wavelengths_from=None,
+    thermal_bands="keep",
+) -> dict:
     """The :class:`ProductCube` keyword arguments a file command passes through."""
-    return {"solar_spectrum": solar_spectrum, "solar_distance": solar_distance,
-            "wavelengths_from": wavelengths_from, "thermal_bands": thermal_bands}
+    return {
+        "solar_spectrum": solar_spectrum,
+        "solar_distance": solar_distance,
+        "wavelengths_from": wavelengths_from,
+        "thermal_bands": thermal_bands,
+    }
 
 
 def check_reff_incidence(units, reff_incidence, kind, path) -> str | None:
@@ -303,18 +422,30 @@ def check_reff_incidence(units, reff_incidence, kind, path) -> str | None:
         ValueError: an unknown choice, or none for a CRISM cube in reff.
     """
     if reff_incidence is not None and reff_incidence not in REFF_INCIDENCES:
-        raise ValueError(f"reff_incidence={reff_incidence!r} is not 'local' or 'areoid'")
+        raise ValueError(
+            f"reff_incidence={reff_incidence!r} is not 'local' or 'areoid'"
+        )
     if units != "reff":
         return None
     if reff_incidence is None and kind is not None and kind.target == "MARS":
-        raise ValueError(f"{path} ({kind.name}) given as reff: say which incidence it was "
-                         "divided by, --reff-incidence areoid (CRISM's Lambert correction) "
-                         "or local (reff_incidence=)")
+        raise ValueError(
+            f"{path} ({kind.name}) given as reff: say which incidence it was "
+            "divided by, --reff-incidence areoid (CRISM's Lambert correction) "
+            "or local (reff_incidence=)"
+        )
     return reff_incidence or "local"
 
 
-def product_geometry(cube: ProductCube, cube_path, geometry, dtm, *, units, reff_incidence=None,
-                     correction_undone=False) -> tuple[object, str | None, dict]:
+def product_geometry(
+    cube: ProductCube,
+    cube_path,
+    geometry,
+    dtm,
+    *,
+    units,
+    reff_incidence=None,
+    correction_undone=False,
+) -> tuple[object, str | None, dict]:
     """The geometry, REFF incidence and provenance record of a file run on ``cube``.
 
     Returns:
@@ -332,8 +463,14 @@ def product_geometry(cube: ProductCube, cube_path, geometry, dtm, *, units, reff
     incidence = check_reff_incidence(units, reff_incidence, cube.kind, cube_path)
     info = cube.info
     geometry, chosen = resolve_geometry(
-        cube.kind, cube_path, geometry, dtm, (info.grid.height, info.grid.width),
-        correction_undone=correction_undone or undoes_lambert(cube.kind, units, incidence))
+        cube.kind,
+        cube_path,
+        geometry,
+        dtm,
+        (info.grid.height, info.grid.width),
+        correction_undone=correction_undone
+        or undoes_lambert(cube.kind, units, incidence),
+    )
     record = cube.record()
     if chosen is not None:
         record["geometry"] = chosen
@@ -344,4 +481,6 @@ def product_geometry(cube: ProductCube, cube_path, geometry, dtm, *, units, reff
 
 def recorded_geometry(geometry, record: dict):
     """The geometry input to record: None when it is a product's standard geometry."""
-    return None if record.get("geometry", {}).get("geometry") == "standard" else geometry
+    return (
+        None if record.get("geometry", {}).get("geometry") == "standard" else geometry
+    )

@@ -21,7 +21,7 @@ from .._provenance import PREFIX
 from .product_cube import ProductCube, product_options
 from .products import describe_geometry
 
-__all__ = ["open_product", "product_geometry_of", "bad_bands_of"]
+__all__ = ["bad_bands_of", "open_product", "product_geometry_of"]
 
 STANDARD_KEY = PREFIX + "standard_geometry_deg"
 PRODUCT_KEY = PREFIX + "product"
@@ -29,8 +29,15 @@ UNITS_KEY = PREFIX + "input_units"
 BAD_BANDS_KEY = PREFIX + "bad_bands"
 
 
-def open_product(path, units, *, solar_spectrum=None, solar_distance=None,
-                 wavelengths_from=None, thermal_bands="keep"):
+def open_product(
+    path,
+    units,
+    *,
+    solar_spectrum=None,
+    solar_distance=None,
+    wavelengths_from=None,
+    thermal_bands="keep",
+):
     """Read a cube file (any product :func:`lumaxlike.invert_file` reads) into memory.
 
     Args:
@@ -50,18 +57,30 @@ def open_product(path, units, *, solar_spectrum=None, solar_distance=None,
     """
     import xarray as xr
 
-    with ProductCube(path, units, **product_options(solar_spectrum, solar_distance,
-                                                    wavelengths_from, thermal_bands)) as cube:
+    with ProductCube(
+        path,
+        units,
+        **product_options(
+            solar_spectrum, solar_distance, wavelengths_from, thermal_bands
+        ),
+    ) as cube:
         values = cube.read()
+        cube.tell()
         info, kind, record = cube.info, cube.kind, cube.record()
         bad = np.flatnonzero(cube.bad_bands) + 1
         effective = cube.units
     coords = {"band": np.arange(1, info.bands + 1)}
     if info.wavelengths is not None:
-        coords["wavelength"] = ("band", np.asarray(info.wavelengths),
-                                {"units": info.wavelength_units or "unknown"})
-    attrs = {UNITS_KEY: effective, PRODUCT_KEY: json.dumps(record),
-             BAD_BANDS_KEY: json.dumps([int(b) for b in bad])}
+        coords["wavelength"] = (
+            "band",
+            np.asarray(info.wavelengths),
+            {"units": info.wavelength_units or "unknown"},
+        )
+    attrs = {
+        UNITS_KEY: effective,
+        PRODUCT_KEY: json.dumps(record),
+        BAD_BANDS_KEY: json.dumps([int(b) for b in bad]),
+    }
     if kind is not None and kind.standard_geometry is not None:
         attrs[STANDARD_KEY] = json.dumps(list(kind.standard_geometry))
         attrs[PREFIX + "standard_geometry_why"] = kind.why
@@ -83,17 +102,22 @@ def product_geometry_of(refl, geometry, correction_undone=False):
     standard = None if text is None or correction_undone else json.loads(text)
     if standard is None:
         if geometry is None:
-            raise ValueError("geometry is required: refl is not a product normalised to a "
-                             "standard geometry (see lumaxlike.open_product)")
+            raise ValueError(
+                "geometry is required: refl is not a product normalised to a "
+                "standard geometry (see lumaxlike.open_product)"
+            )
         return geometry
     if geometry is not None:
         raise ValueError(
             f"refl ({refl.encoding.get('source', 'a DataArray')}) is normalised to "
             f"{describe_geometry(standard)}: {refl.attrs.get(PREFIX + 'standard_geometry_why')}."
             " Leave out geometry to invert it flat there; if you have undone the "
-            "normalisation, pass correction_undone=True")
-    return {role: xr.DataArray(float(angle)) for role, angle in
-            zip(("incidence", "emission", "phase"), standard)}
+            "normalisation, pass correction_undone=True"
+        )
+    return {
+        role: xr.DataArray(float(angle))
+        for role, angle in zip(("incidence", "emission", "phase"), standard)
+    }
 
 
 def bad_bands_of(refl) -> np.ndarray | None:
@@ -113,7 +137,10 @@ def product_record_of(refl, geometry_used_standard: bool) -> dict | None:
         return None
     record = json.loads(text)
     if geometry_used_standard:
-        record["geometry"] = {"geometry": "standard", "surface": "flat",
-                              "standard_geometry_deg": json.loads(refl.attrs[STANDARD_KEY]),
-                              "why": refl.attrs.get(PREFIX + "standard_geometry_why")}
+        record["geometry"] = {
+            "geometry": "standard",
+            "surface": "flat",
+            "standard_geometry_deg": json.loads(refl.attrs[STANDARD_KEY]),
+            "why": refl.attrs.get(PREFIX + "standard_geometry_why"),
+        }
     return record

@@ -21,8 +21,16 @@ import numpy as np
 
 from .pds3 import Pds3Image, find_label, find_sibling, raw_vrt, read_label
 
-__all__ = ["PRODUCT_KINDS", "ProductKind", "ProductWarning", "Located", "locate", "recognise",
-           "standard_geometry_arrays", "resolve_geometry"]
+__all__ = [
+    "PRODUCT_KINDS",
+    "Located",
+    "ProductKind",
+    "ProductWarning",
+    "locate",
+    "recognise",
+    "resolve_geometry",
+    "standard_geometry_arrays",
+]
 
 
 class ProductWarning(UserWarning):
@@ -56,32 +64,62 @@ class ProductKind:
 
 
 M3_L2 = ProductKind(
-    "M3 L2 reflectance (RFL)", "I/F", "radf", "MOON", (30.0, 0.0, 30.0),
+    "M3 L2 reflectance (RFL)",
+    "I/F",
+    "radf",
+    "MOON",
+    (30.0, 0.0, 30.0),
     "M3 Level 2 (CH1-ORB-L-M3-4-L2-REFLECTANCE-V1.0) is I/F photometrically corrected to "
     "i = 30, e = 0, g = 30 deg with topography removed (Besse et al. 2013, Icarus 222, 229)",
-    (-999.0,))
-M3_L1B = ProductKind("M3 L1B radiance (RDN)", "radiance", "radiance", "MOON", invalid=(-999.0,))
-M3_OBS = ProductKind("M3 L1B observation geometry (OBS)", "geometry", None, "MOON", invalid=(-999.0,))
-CRISM_TRDR = ProductKind("CRISM TRDR I/F (TRR3)", "I/F", "radf", "MARS", invalid=(65535.0,))
+    (-999.0,),
+)
+M3_L1B = ProductKind(
+    "M3 L1B radiance (RDN)", "radiance", "radiance", "MOON", invalid=(-999.0,)
+)
+M3_OBS = ProductKind(
+    "M3 L1B observation geometry (OBS)", "geometry", None, "MOON", invalid=(-999.0,)
+)
+CRISM_TRDR = ProductKind(
+    "CRISM TRDR I/F (TRR3)", "I/F", "radf", "MARS", invalid=(65535.0,)
+)
 _CRISM_LAMBERT = (
     "holds I/F / cos i (a Lambert correction with the areoid incidence) after atmospheric "
     "removal: the I/F of normal illumination (i = 0) seen from nadir (e = 0), so g = 0 "
-    "(Seelos et al. 2024, Icarus 419, 115612)")
-CRISM_MTRDR = ProductKind("CRISM MTRDR corrected I/F (MTR3)", "Lambert-corrected I/F", "radf",
-                          "MARS", (0.0, 0.0, 0.0), "CRISM MTRDR " + _CRISM_LAMBERT, (65535.0,))
-CRISM_TER = ProductKind("CRISM TER corrected I/F (TER3)", "Lambert-corrected I/F", "radf",
-                        "MARS", (0.0, 0.0, 0.0),
-                        "CRISM TER is normalised to a standard illumination geometry; it "
-                        + _CRISM_LAMBERT, (65535.0,))
-CRISM_DDR = ProductKind("CRISM DDR (geometry)", "geometry", None, "MARS", invalid=(65535.0,))
+    "(Seelos et al. 2024, Icarus 419, 115612)"
+)
+CRISM_MTRDR = ProductKind(
+    "CRISM MTRDR corrected I/F (MTR3)",
+    "Lambert-corrected I/F",
+    "radf",
+    "MARS",
+    (0.0, 0.0, 0.0),
+    "CRISM MTRDR " + _CRISM_LAMBERT,
+    (65535.0,),
+)
+CRISM_TER = ProductKind(
+    "CRISM TER corrected I/F (TER3)",
+    "Lambert-corrected I/F",
+    "radf",
+    "MARS",
+    (0.0, 0.0, 0.0),
+    "CRISM TER is normalised to a standard illumination geometry; it " + _CRISM_LAMBERT,
+    (65535.0,),
+)
+CRISM_DDR = ProductKind(
+    "CRISM DDR (geometry)", "geometry", None, "MARS", invalid=(65535.0,)
+)
 
-PRODUCT_KINDS = {kind.name: kind for kind in (M3_L2, M3_L1B, M3_OBS, CRISM_TRDR, CRISM_MTRDR,
-                                              CRISM_TER, CRISM_DDR)}
+PRODUCT_KINDS = {
+    kind.name: kind
+    for kind in (M3_L2, M3_L1B, M3_OBS, CRISM_TRDR, CRISM_MTRDR, CRISM_TER, CRISM_DDR)
+}
 """Every product lumaxlike recognises, by name."""
 
 _M3_NAME = re.compile(r"^M3[GT]\d{8}T\d{6}_V\d{2}_(RFL|RDN|OBS|L2|L1B)$", re.IGNORECASE)
-_CRISM_NAME = re.compile(r"^[A-Z]{3}[0-9A-F]{8}_[0-9A-F]{2}_([A-Z]{2})\d{3}[LSJ]_([A-Z]{3})\d$",
-                         re.IGNORECASE)
+_CRISM_NAME = re.compile(
+    r"^[A-Z]{3}[0-9A-F]{8}_[0-9A-F]{2}_([A-Z]{2})\d{3}[LSJ]_([A-Z]{3})\d$",
+    re.IGNORECASE,
+)
 
 
 def recognise(data: Path, label: Pds3Image | None = None) -> ProductKind | None:
@@ -90,8 +128,10 @@ def recognise(data: Path, label: Pds3Image | None = None) -> ProductKind | None:
     name = Path(data).stem.upper()
     text = ""
     if label is not None:
-        text = " ".join(str(label.keyword(key) or "") for key in
-                        ("DATA_SET_ID", "PRODUCT_TYPE", "INSTRUMENT_ID", "PRODUCT_ID")).upper()
+        text = " ".join(
+            str(label.keyword(key) or "")
+            for key in ("DATA_SET_ID", "PRODUCT_TYPE", "INSTRUMENT_ID", "PRODUCT_ID")
+        ).upper()
         image = label.name.upper()
         if image == "RFL_IMAGE":
             return M3_L2
@@ -106,7 +146,9 @@ def recognise(data: Path, label: Pds3Image | None = None) -> ProductKind | None:
         return {"RFL": M3_L2, "RDN": M3_L1B, "OBS": M3_OBS}.get(m3.group(1).upper())
     crism = _CRISM_NAME.match(name)
     if crism or "CRISM" in text:
-        kind, level = (crism.group(1).upper(), crism.group(2).upper()) if crism else ("", "")
+        kind, level = (
+            (crism.group(1).upper(), crism.group(2).upper()) if crism else ("", "")
+        )
         if kind == "DE" or "DDR" in level:
             return CRISM_DDR
         if level == "MTR" or "MAP_PROJECTED" in text:
@@ -155,8 +197,11 @@ def _envi_data(header: Path) -> Path:
             return found
     if not header.exists():
         raise FileNotFoundError(f"input file {header} does not exist")
-    raise FileNotFoundError(f"no data file found next to ENVI header {header} (tried "
-                            + ", ".join(tried) + ", in any case)")
+    raise FileNotFoundError(
+        f"no data file found next to ENVI header {header} (tried "
+        + ", ".join(tried)
+        + ", in any case)"
+    )
 
 
 def _gdal_opens(path: Path, bands: int) -> bool:
@@ -175,13 +220,18 @@ def _gdal_opens(path: Path, bands: int) -> bool:
 def _through_label(label_path: Path, data: Path | None) -> Located:
     image = read_label(label_path, data)
     if not image.data.is_file():
-        raise FileNotFoundError(f"the PDS3 label {label_path} points at {image.data.name}, "
-                                f"which is not beside it")
+        raise FileNotFoundError(
+            f"the PDS3 label {label_path} points at {image.data.name}, "
+            f"which is not beside it"
+        )
     header = find_sibling(image.data, ".hdr")
     if header is not None:
         return Located(str(image.data), image.data, image, "ENVI header")
-    if image.data.resolve() != label_path.resolve() and _gdal_opens(label_path, image.bands) \
-            and image.name == "IMAGE":
+    if (
+        image.data.resolve() != label_path.resolve()
+        and _gdal_opens(label_path, image.bands)
+        and image.name == "IMAGE"
+    ):
         return Located(str(label_path), image.data, image, "GDAL PDS driver")
     return Located(raw_vrt(image), image.data, image, "raw VRT from the PDS3 label")
 
@@ -227,8 +277,12 @@ def standard_geometry_arrays(angles_deg, shape) -> dict:
     """A flat-surface geometry mapping for :class:`lumaxlike.GeometryReader`: every pixel at
     ``(incidence, emission, phase)`` [deg] (read-only broadcast arrays, no memory)."""
     incidence, emission, phase = (float(a) for a in angles_deg)
-    return {role: np.broadcast_to(np.float64(value), shape)
-            for role, value in zip(("incidence", "emission", "phase"), (incidence, emission, phase))}
+    return {
+        role: np.broadcast_to(np.float64(value), shape)
+        for role, value in zip(
+            ("incidence", "emission", "phase"), (incidence, emission, phase)
+        )
+    }
 
 
 def describe_geometry(angles_deg) -> str:
@@ -236,8 +290,15 @@ def describe_geometry(angles_deg) -> str:
     return f"i = {i:g}, e = {e:g}, g = {g:g} deg"
 
 
-def resolve_geometry(kind: ProductKind | None, path, geometry, dtm, shape, *,
-                     correction_undone: bool = False) -> tuple[object, dict | None]:
+def resolve_geometry(
+    kind: ProductKind | None,
+    path,
+    geometry,
+    dtm,
+    shape,
+    *,
+    correction_undone: bool = False,
+) -> tuple[object, dict | None]:
     """The geometry to invert a product with, and the record of why.
 
     A normalised product (:attr:`ProductKind.standard_geometry`) is inverted flat at its
@@ -257,13 +318,22 @@ def resolve_geometry(kind: ProductKind | None, path, geometry, dtm, shape, *,
     if standard is None:
         if geometry is None:
             what = f" ({kind.name})" if kind is not None else ""
-            raise ValueError(f"geometry is required for {path}{what}: it is at its observed "
-                             "geometry (give the OBS/DDR backplane or angle rasters)")
+            raise ValueError(
+                f"geometry is required for {path}{what}: it is at its observed "
+                "geometry (give the OBS/DDR backplane or angle rasters)"
+            )
         record = None
-        if correction_undone and kind is not None and kind.standard_geometry is not None:
-            record = {"geometry": "observed", "why": "the user undid the product's photometric "
-                      f"normalisation to {describe_geometry(kind.standard_geometry)} "
-                      "(correction_undone)"}
+        if (
+            correction_undone
+            and kind is not None
+            and kind.standard_geometry is not None
+        ):
+            record = {
+                "geometry": "observed",
+                "why": "the user undid the product's photometric "
+                f"normalisation to {describe_geometry(kind.standard_geometry)} "
+                "(correction_undone)",
+            }
         return geometry, record
     if geometry is not None or dtm is not None:
         given = "geometry" if geometry is not None else "dtm"
@@ -272,20 +342,31 @@ def resolve_geometry(kind: ProductKind | None, path, geometry, dtm, shape, *,
             f"{kind.why}. Inverting it with an observed {given} gives a wrong w. Leave out "
             "--geometry/--dtm (geometry=, dtm=) to invert it flat at its standard geometry; "
             "if you have undone the normalisation yourself, add --correction-undone "
-            "(correction_undone=True)" + (
+            "(correction_undone=True)"
+            + (
                 "; or let lumaxlike undo the Lambert correction: --units reff "
                 "--reff-incidence areoid with the DDR as --geometry"
-                if kind.holds == "Lambert-corrected I/F" else ""))
+                if kind.holds == "Lambert-corrected I/F"
+                else ""
+            )
+        )
     return standard_geometry_arrays(standard, shape), {
-        "geometry": "standard", "standard_geometry_deg": list(standard), "surface": "flat",
-        "why": kind.why}
+        "geometry": "standard",
+        "standard_geometry_deg": list(standard),
+        "surface": "flat",
+        "why": kind.why,
+    }
 
 
 def undoes_lambert(kind: ProductKind | None, units, reff_incidence) -> bool:
     """True when a Lambert-corrected product (CRISM MTRDR/TER: I/F / cos i, areoid) is read
     as REFF divided by the areoid incidence, which undoes that correction exactly."""
-    return (kind is not None and kind.holds == "Lambert-corrected I/F" and units == "reff"
-            and reff_incidence == "areoid")
+    return (
+        kind is not None
+        and kind.holds == "Lambert-corrected I/F"
+        and units == "reff"
+        and reff_incidence == "areoid"
+    )
 
 
 def refuse_normalised(located: Located, command: str) -> None:
@@ -296,6 +377,8 @@ def refuse_normalised(located: Located, command: str) -> None:
     """
     kind = recognise(located.data, located.label)
     if kind is not None and kind.standard_geometry is not None:
-        raise ValueError(f"{located.data} is {kind.name}, normalised to "
-                         f"{describe_geometry(kind.standard_geometry)}: {command} needs cubes at "
-                         "their observed geometries (for M3, the L1B radiance with its OBS)")
+        raise ValueError(
+            f"{located.data} is {kind.name}, normalised to "
+            f"{describe_geometry(kind.standard_geometry)}: {command} needs cubes at "
+            "their observed geometries (for M3, the L1B radiance with its OBS)"
+        )

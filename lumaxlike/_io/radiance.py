@@ -29,12 +29,20 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["AU_KM", "SolarSpectrum", "band_irradiance", "load_solar_spectrum", "sun_distance_au"]
+__all__ = [
+    "AU_KM",
+    "SolarSpectrum",
+    "band_irradiance",
+    "load_solar_spectrum",
+    "sun_distance_au",
+]
 
 AU_KM = 149_597_870.7
 """The astronomical unit [km] (IAU 2012 B2)."""
 
-ASTM_G173 = "ASTM G173-03 extraterrestrial spectrum (pvlib.spectrum.get_reference_spectra)"
+ASTM_G173 = (
+    "ASTM G173-03 extraterrestrial spectrum (pvlib.spectrum.get_reference_spectra)"
+)
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays
@@ -70,7 +78,9 @@ def load_solar_spectrum(path=None) -> SolarSpectrum:
     if not path.is_file():
         raise FileNotFoundError(f"solar spectrum file {path} does not exist")
     rows = []
-    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+    for number, line in enumerate(
+        path.read_text(errors="replace").splitlines(), start=1
+    ):
         fields = line.replace(",", " ").replace(";", " ").split()
         if not fields:
             continue
@@ -78,16 +88,22 @@ def load_solar_spectrum(path=None) -> SolarSpectrum:
             rows.append((float(fields[0]), float(fields[1])))
         except (ValueError, IndexError):
             if rows:  # a header is allowed, not text among the numbers
-                raise ValueError(f"solar spectrum file {path}, line {number}: cannot read "
-                                 f"two numbers from {line.strip()!r}") from None
+                raise ValueError(
+                    f"solar spectrum file {path}, line {number}: cannot read "
+                    f"two numbers from {line.strip()!r}"
+                ) from None
     if len(rows) < 2:
-        raise ValueError(f"solar spectrum file {path} holds fewer than two (wavelength, "
-                         "irradiance) rows")
+        raise ValueError(
+            f"solar spectrum file {path} holds fewer than two (wavelength, "
+            "irradiance) rows"
+        )
     wavelength, irradiance = np.asarray(rows).T
     if np.any(np.diff(wavelength) <= 0):
         raise ValueError(f"solar spectrum file {path}: wavelengths must increase")
     if not np.all(np.isfinite(irradiance)) or np.any(irradiance <= 0):
-        raise ValueError(f"solar spectrum file {path}: irradiance must be positive and finite")
+        raise ValueError(
+            f"solar spectrum file {path}: irradiance must be positive and finite"
+        )
     if wavelength.min() > 100:  # nanometres
         wavelength = wavelength * 1e-3
     return SolarSpectrum(wavelength, irradiance, str(path.resolve()))
@@ -97,9 +113,11 @@ def _astm_g173() -> SolarSpectrum:
     try:
         from pvlib.spectrum import get_reference_spectra
     except ImportError:
-        raise ValueError("no solar spectrum given and pvlib (for the default ASTM G173-03 "
-                         'spectrum) is not installed: pip install "lumaxlike[solar]", or give '
-                         "a solar spectrum file (--solar-spectrum)") from None
+        raise ValueError(
+            "no solar spectrum given and pvlib (for the default ASTM G173-03 "
+            'spectrum) is not installed: pip install "lumaxlike[solar]", or give '
+            "a solar spectrum file (--solar-spectrum)"
+        ) from None
     table = get_reference_spectra(standard="ASTM G173-03")
     wavelength_nm = np.asarray(table.index, dtype=np.float64)
     per_nm = np.asarray(table["extraterrestrial"], dtype=np.float64)
@@ -121,16 +139,23 @@ def band_irradiance(spectrum: SolarSpectrum, wavelength_um, fwhm_um=None) -> np.
     lo, hi = spectrum.wavelength_um[0], spectrum.wavelength_um[-1]
     outside = (centre < lo) | (centre > hi)
     if np.any(outside):
-        raise ValueError(f"the solar spectrum ({spectrum.source}) covers {lo:g}-{hi:g} um; "
-                         f"bands at {', '.join(f'{c:g}' for c in centre[outside])} um lie outside")
+        raise ValueError(
+            f"the solar spectrum ({spectrum.source}) covers {lo:g}-{hi:g} um; "
+            f"bands at {', '.join(f'{c:g}' for c in centre[outside])} um lie outside"
+        )
     if fwhm_um is None:
         return np.interp(centre, spectrum.wavelength_um, spectrum.irradiance)
     values = np.empty_like(centre)
-    for band, (mid, width) in enumerate(zip(centre, np.asarray(fwhm_um, dtype=np.float64))):
+    for band, (mid, width) in enumerate(
+        zip(centre, np.asarray(fwhm_um, dtype=np.float64))
+    ):
         sigma = width / (2.0 * math.sqrt(2.0 * math.log(2.0)))
-        inside = spectrum.wavelength_um[np.abs(spectrum.wavelength_um - mid) < 3 * sigma]
-        grid = np.union1d(np.linspace(max(mid - 3 * sigma, lo), min(mid + 3 * sigma, hi), 121),
-                          inside)
+        inside = spectrum.wavelength_um[
+            np.abs(spectrum.wavelength_um - mid) < 3 * sigma
+        ]
+        grid = np.union1d(
+            np.linspace(max(mid - 3 * sigma, lo), min(mid + 3 * sigma, hi), 121), inside
+        )
         weight = np.exp(-0.5 * ((grid - mid) / sigma) ** 2)
         flux = np.interp(grid, spectrum.wavelength_um, spectrum.irradiance)
         values[band] = np.trapezoid(weight * flux, grid) / np.trapezoid(weight, grid)

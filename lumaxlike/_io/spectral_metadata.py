@@ -28,17 +28,32 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SpectralMetadata", "read_spectral_metadata", "read_wavelength_file",
-           "to_micrometers", "unit_name"]
+__all__ = [
+    "SpectralMetadata",
+    "read_spectral_metadata",
+    "read_wavelength_file",
+    "to_micrometers",
+    "unit_name",
+]
 
-_UNIT_NAMES = {"nm": "Nanometers", "nanometers": "Nanometers", "nanometer": "Nanometers",
-               "um": "Micrometers", "µm": "Micrometers", "micrometers": "Micrometers",
-               "micrometer": "Micrometers", "microns": "Micrometers", "micron": "Micrometers",
-               "mm": "Millimeters", "millimeters": "Millimeters"}
+_UNIT_NAMES = {
+    "nm": "Nanometers",
+    "nanometers": "Nanometers",
+    "nanometer": "Nanometers",
+    "um": "Micrometers",
+    "µm": "Micrometers",
+    "micrometers": "Micrometers",
+    "micrometer": "Micrometers",
+    "microns": "Micrometers",
+    "micron": "Micrometers",
+    "mm": "Millimeters",
+    "millimeters": "Millimeters",
+}
 _TO_UM = {"Nanometers": 1e-3, "Micrometers": 1.0, "Millimeters": 1e3}
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_DESCRIPTION = re.compile(rf"^\s*({_NUMBER})\s*(nm|nanometers|um|µm|micrometers|microns)?\s*$",
-                          re.IGNORECASE)
+_DESCRIPTION = re.compile(
+    rf"^\s*({_NUMBER})\s*(nm|nanometers|um|µm|micrometers|microns)?\s*$", re.IGNORECASE
+)
 
 
 def unit_name(text) -> str | None:
@@ -86,22 +101,34 @@ class SpectralMetadata:
         """Band widths [um], or None when unknown."""
         return to_micrometers(self.fwhm, self.units)
 
-    def select(self, bands) -> "SpectralMetadata":
+    def select(self, bands) -> SpectralMetadata:
         """The metadata of the chosen bands (an index array or boolean mask)."""
+
         def pick(values):
             return None if values is None else np.asarray(values)[bands]
 
-        return SpectralMetadata(pick(self.wavelengths), self.units, pick(self.fwhm),
-                                pick(self.bad_bands), self.source)
+        return SpectralMetadata(
+            pick(self.wavelengths),
+            self.units,
+            pick(self.fwhm),
+            pick(self.bad_bands),
+            self.source,
+        )
 
 
 def _numbers(text: str, count: int, what: str, path) -> np.ndarray:
     try:
-        values = [float(item) for item in str(text).strip().strip("{}").split(",") if item.strip()]
+        values = [
+            float(item)
+            for item in str(text).strip().strip("{}").split(",")
+            if item.strip()
+        ]
     except ValueError:
         raise ValueError(f"cannot parse the {what} list of {path}") from None
     if len(values) != count:
-        raise ValueError(f"{path} lists {len(values)} values of {what} for {count} bands")
+        raise ValueError(
+            f"{path} lists {len(values)} values of {what} for {count} bands"
+        )
     return np.asarray(values, dtype=np.float64)
 
 
@@ -122,11 +149,19 @@ def _envi(dataset, path) -> SpectralMetadata | None:
     if "bbl" in envi:
         bad = _numbers(envi["bbl"], count, "bbl (bad-band list)", path) == 0
     if "wavelength" not in envi:
-        return SpectralMetadata(bad_bands=bad, source="ENVI header") if bad is not None else None
+        return (
+            SpectralMetadata(bad_bands=bad, source="ENVI header")
+            if bad is not None
+            else None
+        )
     fwhm = _numbers(envi["fwhm"], count, "fwhm", path) if "fwhm" in envi else None
-    return SpectralMetadata(_numbers(envi["wavelength"], count, "wavelength", path),
-                            unit_name(envi.get("wavelength_units")) or envi.get("wavelength_units"),
-                            fwhm, bad, "ENVI header")
+    return SpectralMetadata(
+        _numbers(envi["wavelength"], count, "wavelength", path),
+        unit_name(envi.get("wavelength_units")) or envi.get("wavelength_units"),
+        fwhm,
+        bad,
+        "ENVI header",
+    )
 
 
 def _band_items(dataset, path) -> SpectralMetadata | None:
@@ -137,11 +172,19 @@ def _band_items(dataset, path) -> SpectralMetadata | None:
     try:
         values = np.asarray([float(value) for value in centres])
         widths = [_item(t, "fwhm") for t in tags]
-        fwhm = np.asarray([float(v) for v in widths]) if all(v is not None for v in widths) else None
+        fwhm = (
+            np.asarray([float(v) for v in widths])
+            if all(v is not None for v in widths)
+            else None
+        )
     except ValueError:
-        raise ValueError(f"cannot parse the per-band wavelength metadata of {path}") from None
+        raise ValueError(
+            f"cannot parse the per-band wavelength metadata of {path}"
+        ) from None
     units = _item(tags[0], "wavelength_units")
-    return SpectralMetadata(values, unit_name(units) or units, fwhm, None, "band metadata")
+    return SpectralMetadata(
+        values, unit_name(units) or units, fwhm, None, "band metadata"
+    )
 
 
 def _imagery(dataset) -> SpectralMetadata | None:
@@ -193,9 +236,13 @@ def _isis3(dataset) -> SpectralMetadata | None:
     width, width_unit = _isis_values(keys.get("width"), dataset.count)
     units = unit_name(unit) or unit_name(width_unit)
     source = "ISIS3 BandBin"
-    if units is None:  # ISIS imports of M3 (and most spectrometers) write nm without a unit
+    if (
+        units is None
+    ):  # ISIS imports of M3 (and most spectrometers) write nm without a unit
         units = "Nanometers" if np.nanmin(centre) > 100 else "Micrometers"
-        source += f" (no unit given; read as {units.lower()} from the values' magnitude)"
+        source += (
+            f" (no unit given; read as {units.lower()} from the values' magnitude)"
+        )
     return SpectralMetadata(centre, units, width, None, source)
 
 
@@ -204,9 +251,13 @@ def _descriptions(dataset) -> SpectralMetadata | None:
     if not all(matches):
         return None
     units = {unit_name(m.group(2)) for m in matches}
-    return SpectralMetadata(np.asarray([float(m.group(1)) for m in matches]),
-                            units.pop() if len(units) == 1 else None, None, None,
-                            "band descriptions")
+    return SpectralMetadata(
+        np.asarray([float(m.group(1)) for m in matches]),
+        units.pop() if len(units) == 1 else None,
+        None,
+        None,
+        "band descriptions",
+    )
 
 
 def read_spectral_metadata(dataset, path) -> SpectralMetadata:
@@ -222,12 +273,18 @@ def read_spectral_metadata(dataset, path) -> SpectralMetadata:
     envi = _envi(dataset, path)
     if envi is not None and envi.wavelengths is not None:
         return envi
-    for reader in (lambda: _band_items(dataset, path), lambda: _imagery(dataset),
-                   lambda: _isis3(dataset), lambda: _descriptions(dataset)):
+    for reader in (
+        lambda: _band_items(dataset, path),
+        lambda: _imagery(dataset),
+        lambda: _isis3(dataset),
+        lambda: _descriptions(dataset),
+    ):
         found = reader()
         if found is not None:
             bad = None if envi is None else envi.bad_bands
-            return SpectralMetadata(found.wavelengths, found.units, found.fwhm, bad, found.source)
+            return SpectralMetadata(
+                found.wavelengths, found.units, found.fwhm, bad, found.source
+            )
     return envi if envi is not None else SpectralMetadata()
 
 
@@ -260,19 +317,28 @@ def read_wavelength_file(path, bands: int) -> SpectralMetadata:
             values.append(float(first))
         except ValueError:
             if values:
-                raise ValueError(f"wavelength file {path}: cannot read {line!r}") from None
+                raise ValueError(
+                    f"wavelength file {path}: cannot read {line!r}"
+                ) from None
     if len(values) != bands:
-        raise ValueError(f"wavelength file {path} gives {len(values)} wavelengths for {bands} bands")
+        raise ValueError(
+            f"wavelength file {path} gives {len(values)} wavelengths for {bands} bands"
+        )
     values = np.asarray(values)
     units = "Nanometers" if np.nanmin(values) > 100 else "Micrometers"
     return SpectralMetadata(values, units, None, None, f"wavelength file {path}")
 
 
 def _crism_wavelength_file(path: Path, bands: int) -> SpectralMetadata:
-    from .pds3 import find_label, find_sibling, read_label, raw_vrt
     import rasterio
 
-    label = path if path.suffix.lower() == ".lbl" else (find_label(path) or find_sibling(path, ".lbl"))
+    from .pds3 import find_label, find_sibling, raw_vrt, read_label
+
+    label = (
+        path
+        if path.suffix.lower() == ".lbl"
+        else (find_label(path) or find_sibling(path, ".lbl"))
+    )
     if label is None:
         raise ValueError(f"wavelength file {path} has no PDS3 label beside it")
     image = read_label(label)
@@ -281,7 +347,14 @@ def _crism_wavelength_file(path: Path, bands: int) -> SpectralMetadata:
     for constant in (*image.special, 65535.0):
         values[values == constant] = np.nan
     if values.shape[0] != bands:
-        raise ValueError(f"wavelength file {path} has {values.shape[0]} bands for a cube of {bands}")
+        raise ValueError(
+            f"wavelength file {path} has {values.shape[0]} bands for a cube of {bands}"
+        )
     centres = np.nanmedian(values.reshape(bands, -1), axis=1)
-    return SpectralMetadata(centres, "Nanometers", None, None,
-                            f"CRISM wavelength file {path.name} (median over detector columns)")
+    return SpectralMetadata(
+        centres,
+        "Nanometers",
+        None,
+        None,
+        f"CRISM wavelength file {path.name} (median over detector columns)",
+    )
