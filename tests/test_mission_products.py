@@ -589,3 +589,81 @@ def test_open_product_and_invert_dataarray_at_the_standard_geometry(tmp_path, w_
         ValueError, match="i = 30, e = 0, g = 30 deg.*correction_undone=True"
     ):
         lumaxlike.invert_dataarray(refl, observed, PARAMS, "numba", units="radf")
+
+
+def cli(*args):
+    from lumaxlike._cli import main
+
+    return main(
+        [
+            "invert",
+            *map(str, args),
+            "--b",
+            "0.2",
+            "--c",
+            "0.4",
+            "--roughness-deg",
+            "15",
+            "--solver",
+            "numba",
+        ]
+    )
+
+
+def test_cli_m3_l2_at_its_standard_geometry_and_its_refusals(tmp_path, w_true, capsys):
+    if_values = f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0)))
+    paths = write_m3_l2(tmp_path, if_values)
+    obs = tmp_path / "obs.tif"
+    with rasterio.open(
+        obs, "w", driver="GTiff", width=COLS, height=ROWS, count=3, dtype="float32"
+    ) as dst:
+        dst.write(
+            np.stack([np.full((ROWS, COLS), v, np.float32) for v in (40.0, 10.0, 45.0)])
+        )
+        for band, name in enumerate(("incidence", "emission", "phase"), start=1):
+            dst.set_band_description(band, name)
+    out = tmp_path / "w.tif"
+    assert cli(paths["img"], "--units", "radf", "--geometry", obs, "--out", out) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "i = 30, e = 0, g = 30 deg" in err[0]
+    assert "--correction-undone" in err[0]
+    assert cli(paths["img"], "--units", "radiance", "--out", out) == 2
+    assert "holds I/F, not radiance: give --units radf" in capsys.readouterr().err
+    assert not list(tmp_path.glob("w*"))
+    assert (
+        cli(paths["lbl"], "--units", "radf", "--thermal-bands", "exclude", "--out", out)
+        == 0
+    )
+    expected = w_true[..., :4].copy()
+    expected[..., 2] = np.nan
+    assert_w(out, expected)
+
+
+def test_cli_run_where_nothing_converged_exits_1_saying_why(tmp_path, capsys):
+    path = tmp_path / "bright.tif"
+    with rasterio.open(
+        path, "w", driver="GTiff", width=COLS, height=ROWS, count=2, dtype="float32"
+    ) as dst:
+        dst.write(
+            np.full((2, ROWS, COLS), 1.0, np.float32)
+        )  # I/F 1 with the sun 85 deg low
+        dst.update_tags(1, wavelength="1000", wavelength_units="nm")
+        dst.update_tags(2, wavelength="1500", wavelength_units="nm")
+    obs = tmp_path / "obs.tif"
+    with rasterio.open(
+        obs, "w", driver="GTiff", width=COLS, height=ROWS, count=3, dtype="float32"
+    ) as dst:
+        dst.write(
+            np.stack([np.full((ROWS, COLS), v, np.float32) for v in (85.0, 0.0, 85.0)])
+        )
+        for band, name in enumerate(("incidence", "emission", "phase"), start=1):
+            dst.set_band_description(band, name)
+    code = cli(path, "--units", "radf", "--geometry", obs, "--out", tmp_path / "w.tif")
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert lines[-1] == (
+        f"lumaxlike invert: error: no problem converged (UNREACHABLE "
+        f"{ROWS * COLS * 2}): the reflectance lies outside what the model "
+        "reaches with w in (0, 1): check --units (radiance given as I/F?) "
+        "and the model parameters"
+    )

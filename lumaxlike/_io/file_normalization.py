@@ -27,7 +27,7 @@ from .block_inversion import BlockPool, SolverOptions, band_groups, check_solver
 from .file_inversion import InversionSummary, default_chunk_rows, stream_blocks
 from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
 from .geometry_rasters import GeometryReader
-from .product_cube import ProductCube, product_geometry, recorded_geometry
+from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .units import check_units
 from .writers import FIELD_ATTRS, FieldLayout, ResultWriter
@@ -144,7 +144,9 @@ class _MapReader:
 def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="auto", params, solver, units,
                    standard=DEFAULT_STANDARD, param_maps=None, chunk_rows=None, overwrite=False,
                    progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
-                   command=None, correction_undone=False, reff_incidence=None) -> InversionSummary:
+                   command=None, correction_undone=False, reff_incidence=None,
+                   solar_spectrum=None, solar_distance=None, wavelengths_from=None,
+                   thermal_bands="keep") -> InversionSummary:
     """Photometric normalisation of a reflectance cube file, block by block.
 
     Each block is read, converted to r, normalised with :func:`lumaxlike.normalize` and
@@ -153,9 +155,11 @@ def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="aut
 
     Args:
         cube_path, geometry, dtm, solver, units, chunk_rows, overwrite, progress, workers,
-            max_iter, tol, command, correction_undone, reff_incidence: as in
+            max_iter, tol, command, correction_undone, reff_incidence, wavelengths_from,
+            thermal_bands: as in
             :func:`lumaxlike.invert_file` (a product already normalised, such as M3 L2, is
-            read at its standard geometry; ``units`` not ``"radiance"``).
+            read at its standard geometry; ``units`` not ``"radiance"``, so
+            ``solar_spectrum`` and ``solar_distance`` are unused).
         out_path: output; ``OUT`` holds the normalised cube in ``units`` (REFF with the
             standard incidence), ``OUT_status`` the status and, with ``sigma``,
             ``OUT_sigma`` its uncertainty (netCDF/zarr: variables reflectance, status,
@@ -186,7 +190,9 @@ def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="aut
     check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry), *param_maps.values()],
                        main="reflectance")
 
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(cube_path, units) as cube:
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
+            cube_path, units, **product_options(solar_spectrum, solar_distance, wavelengths_from,
+                                                thermal_bands)) as cube:
         info = cube.info
         geometry, incidence, product = product_geometry(
             cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,

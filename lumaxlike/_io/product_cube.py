@@ -112,6 +112,8 @@ class ProductCube:
             text with one wavelength per band), or None.
         thermal_bands: ``"keep"`` (default) or ``"exclude"`` lunar bands beyond 2.5 um.
         check_values: refuse values no reflectance of ``units`` takes (default True).
+        convert: set up the radiance conversion (default True; False only to look at
+            the bands, as the command line does before a run).
 
     Attributes:
         info: :class:`lumaxlike.CubeInfo` of the bands read (thermal bands left out when
@@ -136,6 +138,7 @@ class ProductCube:
         wavelengths_from=None,
         thermal_bands="keep",
         check_values=True,
+        convert=True,
     ):
         if units not in INPUT_UNITS:
             raise ValueError(
@@ -146,6 +149,7 @@ class ProductCube:
                 f"thermal_bands={thermal_bands!r} is not 'keep' or 'exclude'"
             )
         self._cube = CubeReader(path)
+        self._convert = convert
         try:
             self._setup(
                 path,
@@ -263,7 +267,7 @@ class ProductCube:
         self.info = info
         self.bad_bands = bad
         self._factor = None
-        if units == "radiance":
+        if units == "radiance" and self._convert:
             self._factor = self._radiance_factor(
                 path, label, wavelength_um, solar_spectrum, solar_distance, record
             )
