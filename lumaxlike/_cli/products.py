@@ -2,7 +2,7 @@
 
 ``--units radiance`` with ``--solar-spectrum`` / ``--solar-distance``, ``--wavelengths-from``,
 ``--thermal-bands``, ``--reff-incidence`` and ``--correction-undone`` (see
-docs/mission-products.md); :func:`finish` turns a run in which no problem converged into
+docs/mission-products.md); `finish` turns a run in which no problem converged into
 exit code 1 with one line saying why.
 """
 
@@ -91,7 +91,7 @@ def add_product_options(
 
 
 def product_kwargs(args, *, radiance: bool = True) -> dict:
-    """The file function's keyword arguments for the options of :func:`add_product_options`."""
+    """The file function's keyword arguments for the options of `add_product_options`."""
     kwargs = {
         "correction_undone": args.correction_undone,
         "reff_incidence": args.reff_incidence,

@@ -126,7 +126,8 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
         sigma: standard uncertainty of the cubes' values, in ``units``; the sigma maps
             then come from it rather than from the residuals.
         chunk_rows: rows per block; None picks about 32 MiB of stacked reflectance.
-        overwrite, progress, max_iter, tol, command: as for `lumaxlike.invert_file`.
+        overwrite: as for `lumaxlike.invert_file` (so are ``progress``, ``max_iter``,
+            ``tol`` and ``command``).
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).

@@ -7,7 +7,7 @@ keywords. ``pdr`` (the Planetary Data Reader, Million Concepts) parses every PDS
 these missions (and PDS4, ISIS3, FITS), but it loads whole arrays into memory, with no
 windowed reads. So lumaxlike reads labels with ``pdr`` and streams pixels with GDAL: through
 the product's ENVI header where the archive ships one (M3), otherwise through a GDAL raw
-VRT built from the label's layout (:func:`raw_vrt`), which GDAL reads window by window.
+VRT built from the label's layout (`raw_vrt`), which GDAL reads window by window.
 
 Files are paired case-insensitively (``.IMG`` / ``.img``, ``.LBL`` / ``.lbl``, ``.HDR`` /
 ``.hdr``); an M3 image (``*_RFL.IMG``, ``*_RDN.IMG``, ``*_OBS.IMG``) is described by the
@@ -207,7 +207,7 @@ def read_label(label, data=None) -> Pds3Image:
             point at the RDN, LOC and OBS images); None for the first image object.
 
     Returns:
-        :class:`Pds3Image`.
+        `Pds3Image`.
 
     Raises:
         ValueError: naming the label, when it cannot be parsed, names no image object

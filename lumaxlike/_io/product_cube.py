@@ -1,21 +1,21 @@
 """A mission product read for an inversion: checked, converted to reflectance, recorded.
 
-:class:`ProductCube` wraps :class:`lumaxlike.CubeReader` (same ``info`` / ``read``), and
+`ProductCube` wraps `lumaxlike.CubeReader` (same ``info`` / ``read``), and
 before any work:
 
-- recognises the product (:func:`lumaxlike._io.products.recognise`) and maps its
+- recognises the product (`lumaxlike._io.products.recognise`) and maps its
   archive's special values to NaN;
 - refuses a cube declared as reflectance (``r``, ``radf``, ``reff``) whose label says it
   holds radiance, or whose values no reflectance of that unit takes (median above 1.5 I/F
   or 99th percentile above 20 I/F, or a negative median), naming the file and the likely
   unit; and refuses ``radiance`` for a product whose label says it holds I/F;
-- with ``units="radiance"`` converts to I/F = pi L d^2 / F (:mod:`lumaxlike._io.radiance`);
+- with ``units="radiance"`` converts to I/F = pi L d^2 / F (`lumaxlike._io.radiance`);
 - finds bad bands (ENVI ``bbl`` = 0: not solved, status ``BAD_BAND``) and, for lunar
   products, thermal bands (centre beyond 2.5 um): a warning on stderr naming them, kept
   by default, left out of the run and its outputs with ``thermal_bands="exclude"``;
 - says once on stderr when the cube gives no wavelengths.
 
-Everything it found and did is in :meth:`ProductCube.record` (``lumaxlike_product``).
+Everything it found and did is in `ProductCube.record` (``lumaxlike_product``).
 """
 
 from __future__ import annotations
@@ -116,15 +116,15 @@ class ProductCube:
             the bands, as the command line does before a run).
 
     Attributes:
-        info: :class:`lumaxlike.CubeInfo` of the bands read (thermal bands left out when
+        info: `lumaxlike.CubeInfo` of the bands read (thermal bands left out when
             excluded).
-        units: what :meth:`read` returns: ``"r"``, ``"radf"`` or ``"reff"`` (``"radf"``
+        units: what `read` returns: ``"r"``, ``"radf"`` or ``"reff"`` (``"radf"``
             for radiance, converted).
-        kind: the :class:`lumaxlike._io.products.ProductKind`, or None.
+        kind: the `lumaxlike._io.products.ProductKind`, or None.
         bad_bands: boolean ``(info.bands,)``: bands not to solve.
 
     Raises:
-        FileNotFoundError, ValueError: as :class:`lumaxlike.CubeReader`; and the refusals
+        FileNotFoundError, ValueError: as `lumaxlike.CubeReader`; and the refusals
             above, naming the file.
     """
 
@@ -342,11 +342,11 @@ class ProductCube:
 
     @property
     def located(self):
-        """How the file was opened (:class:`lumaxlike._io.products.Located`)."""
+        """How the file was opened (`lumaxlike._io.products.Located`)."""
         return self._cube.located
 
     def read(self, rows: slice | None = None) -> np.ndarray:
-        """Pixels of ``rows`` in :attr:`units`, shape ``(rows, cols, info.bands)``; NaN for
+        """Pixels of ``rows`` in `units`, shape ``(rows, cols, info.bands)``; NaN for
         nodata, the archive's special values and bad bands."""
         values = self._cube.read(rows)
         if self._special.size:
@@ -406,7 +406,7 @@ def product_options(
     wavelengths_from=None,
     thermal_bands="keep",
 ) -> dict:
-    """The :class:`ProductCube` keyword arguments a file command passes through."""
+    """The `ProductCube` keyword arguments a file command passes through."""
     return {
         "solar_spectrum": solar_spectrum,
         "solar_distance": solar_distance,
@@ -455,12 +455,12 @@ def product_geometry(
     Returns:
         ``(geometry, reff_incidence, product_record)``: the geometry to read (the
         standard-geometry mapping for a normalised product given none), the incidence
-        REFF is divided by (None unless ``units="reff"``) and :meth:`ProductCube.record`
+        REFF is divided by (None unless ``units="reff"``) and `ProductCube.record`
         with both choices added.
 
     Raises:
-        ValueError: see :func:`lumaxlike._io.products.resolve_geometry` and
-            :func:`check_reff_incidence`.
+        ValueError: see `lumaxlike._io.products.resolve_geometry` and
+            `check_reff_incidence`.
     """
     from .products import resolve_geometry, undoes_lambert
 

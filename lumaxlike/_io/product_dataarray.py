@@ -1,12 +1,12 @@
-"""Mission products as xarray DataArrays: :func:`open_product` and what the xarray front
+"""Mission products as xarray DataArrays: `open_product` and what the xarray front
 ends make of its attributes.
 
-:func:`open_product` reads a cube file through :class:`ProductCube` (the same checks,
-conversions and records as :func:`lumaxlike.invert_file`) into a DataArray whose attrs
+`open_product` reads a cube file through `ProductCube` (the same checks,
+conversions and records as `lumaxlike.invert_file`) into a DataArray whose attrs
 carry what the product is: ``lumaxlike_input_units`` (what the values are now: ``"radf"``
 for converted radiance), ``lumaxlike_product`` (the record, JSON) and, for a product
 normalised to a standard geometry, ``lumaxlike_standard_geometry_deg``.
-:func:`lumaxlike.invert_dataarray` then inverts it flat at that geometry when given no
+`lumaxlike.invert_dataarray` then inverts it flat at that geometry when given no
 geometry, refuses an observed one (unless ``correction_undone``), and gives bad bands the
 status ``BAD_BAND``.
 """
@@ -38,13 +38,13 @@ def open_product(
     wavelengths_from=None,
     thermal_bands="keep",
 ):
-    """Read a cube file (any product :func:`lumaxlike.invert_file` reads) into memory.
+    """Read a cube file (any product `lumaxlike.invert_file` reads) into memory.
 
     Args:
         path: the cube: GeoTIFF, ENVI, PDS3 label or image, ISIS3 cube.
         units: what the file holds: ``"r"``, ``"radf"``, ``"reff"`` or ``"radiance"``.
         solar_spectrum, solar_distance, wavelengths_from, thermal_bands: as for
-            :func:`lumaxlike.invert_file`.
+            `lumaxlike.invert_file`.
 
     Returns:
         ``xarray.DataArray`` of dims ``(y, x, band)`` (``band`` numbered from 1; a
@@ -53,7 +53,7 @@ def open_product(
         radiance); attrs as in the module docstring; ``encoding["source"]`` the file.
 
     Raises:
-        FileNotFoundError, ValueError: as :func:`lumaxlike.invert_file`'s checks.
+        FileNotFoundError, ValueError: as `lumaxlike.invert_file`'s checks.
     """
     import xarray as xr
 
@@ -130,7 +130,7 @@ def bad_bands_of(refl) -> np.ndarray | None:
 
 
 def product_record_of(refl, geometry_used_standard: bool) -> dict | None:
-    """The ``lumaxlike_product`` record of a DataArray from :func:`open_product`, with the
+    """The ``lumaxlike_product`` record of a DataArray from `open_product`, with the
     geometry choice; None for any other DataArray."""
     text = refl.attrs.get(PRODUCT_KEY)
     if text is None:

@@ -1,10 +1,10 @@
 """Mission products as archived: which product a file is, and what that means for a run.
 
-:func:`locate` pairs a path with its label and header (``.IMG`` / ``.HDR`` / ``.LBL`` in
+`locate` pairs a path with its label and header (``.IMG`` / ``.HDR`` / ``.LBL`` in
 any case; an M3 image with the ``*_L2.LBL`` / ``*_L1B.LBL`` naming it) and says how GDAL
-is to read its pixels. :func:`recognise` names the product from its label or file name
-(:data:`PRODUCT_KINDS`): what it holds (I/F, Lambert-corrected I/F, radiance), whether it
-is normalised to a standard geometry, and the body observed. :class:`ProductCube` reads
+is to read its pixels. `recognise` names the product from its label or file name
+(`PRODUCT_KINDS`): what it holds (I/F, Lambert-corrected I/F, radiance), whether it
+is normalised to a standard geometry, and the body observed. `ProductCube` reads
 such a cube for an inversion: special constants to NaN, radiance to I/F, the unit
 declared checked against the label and the values, bad and thermal bands found, and a
 record of all of it for the provenance (``lumaxlike_product``).
@@ -274,7 +274,7 @@ def _quiet_label(label: Path | None, data: Path) -> Pds3Image | None:
 
 
 def standard_geometry_arrays(angles_deg, shape) -> dict:
-    """A flat-surface geometry mapping for :class:`lumaxlike.GeometryReader`: every pixel at
+    """A flat-surface geometry mapping for `lumaxlike.GeometryReader`: every pixel at
     ``(incidence, emission, phase)`` [deg] (read-only broadcast arrays, no memory)."""
     incidence, emission, phase = (float(a) for a in angles_deg)
     return {
@@ -301,7 +301,7 @@ def resolve_geometry(
 ) -> tuple[object, dict | None]:
     """The geometry to invert a product with, and the record of why.
 
-    A normalised product (:attr:`ProductKind.standard_geometry`) is inverted flat at its
+    A normalised product (`ProductKind.standard_geometry`) is inverted flat at its
     standard geometry when no geometry is given; an observed geometry or a DTM with it is
     refused unless ``correction_undone``.
 

@@ -4,7 +4,7 @@
 spectral irradiance at 1 au [W m^-2 um^-1] averaged over each band, ``d`` the sun's
 distance [au] at the time of the observation.
 
-Solar spectra (:func:`load_solar_spectrum`):
+Solar spectra (`load_solar_spectrum`):
 
 - a CSV/text file of two columns, wavelength and irradiance at 1 au [W m^-2 um^-1]
   (comma, semicolon or blank separated; header lines skipped; wavelengths above 100 read

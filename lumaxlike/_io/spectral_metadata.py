@@ -14,8 +14,8 @@ Read, in this order (the first that gives one value per band wins):
 5. band descriptions that are plain numbers (``"1530.5"``, ``"1.53 um"``).
 
 A wavelength file given by the user (CRISM's CDR ``WA`` image, or a text file with one
-wavelength per band: :func:`read_wavelength_file`) replaces all of these.
-``bbl`` = 0 marks a bad band: lumaxlike does not solve it (see :class:`lumaxlike.Status`
+wavelength per band: `read_wavelength_file`) replaces all of these.
+``bbl`` = 0 marks a bad band: lumaxlike does not solve it (see `lumaxlike.Status`
 ``BAD_BAND``).
 """
 
@@ -264,7 +264,7 @@ def read_spectral_metadata(dataset, path) -> SpectralMetadata:
     """The spectral metadata of an open rasterio dataset (see the module docstring).
 
     Returns:
-        :class:`SpectralMetadata`; every field None when the file gives nothing.
+        `SpectralMetadata`; every field None when the file gives nothing.
 
     Raises:
         ValueError: naming ``path``, when a list is malformed or its length differs from
