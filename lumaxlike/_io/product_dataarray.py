@@ -43,8 +43,8 @@ def open_product(
     Args:
         path: the cube: GeoTIFF, ENVI, PDS3 label or image, ISIS3 cube.
         units: what the file holds: ``"r"``, ``"radf"``, ``"reff"`` or ``"radiance"``.
-        solar_spectrum, solar_distance, wavelengths_from, thermal_bands: as for
-            `lumaxlike.invert_file`.
+        solar_spectrum: as for `lumaxlike.invert_file` (so are ``solar_distance``,
+            ``wavelengths_from`` and ``thermal_bands``).
 
     Returns:
         ``xarray.DataArray`` of dims ``(y, x, band)`` (``band`` numbered from 1; a
