@@ -137,7 +137,9 @@ def fit(
     chunk_size: int | None = None,
     observation_limits: Mapping | None = None,
     min_observations: int | None = None,
-) -> FitResult:
+    shared=(),
+    prior: Mapping | None = None,
+):
     """Fit the free Hapke parameters of every pixel and band to several observations.
 
     Each (pixel, band) is its own least-squares problem over its observations: the
@@ -190,8 +192,16 @@ def fit(
             is below the local horizon is not left out but makes its problem
             INVALID_GEOMETRY (exclude such observations with `observation_limits`).
 
+        shared: names among `free` (not "w") that take one value per pixel for all its
+            bands, e.g. ``("roughness", "hs")``: each pixel is then one joint problem
+            (`JointFitResult`; docs/joint-fits.md).
+        prior: {name: (mean, sigma)} Gaussian priors on free parameters (scalars or
+            arrays broadcasting to the parameter's map), as extra residual rows
+            (x - mean) / sigma: the MAP estimate of optimal estimation. Needs
+            `refl_sigma`. Returns a `JointFitResult`.
+
     Returns:
-        `FitResult`: fitted values, status, iterations, residual norm, covariance and the
+        `FitResult` (a `JointFitResult` with `shared` or `prior`): fitted values, status, iterations, residual norm, covariance and the
         number of valid observations of every problem. Results do not depend on the
         masked observations: a problem is solved exactly as its valid subset would be.
 
@@ -203,6 +213,14 @@ def fit(
             chunk_size, a negative refl_sigma, limits that are not angles in [0, pi]
             rad, or min_observations that is not positive or exceeds the observations.
     """
+    if shared or prior:  # joint problems (shared parameters, priors): their own module
+        from .joint import fit_joint
+
+        return fit_joint(
+            refl, to_sun, to_sensor, normal, params, free, solver, bounds, shared=shared, prior=prior,
+            start=start, max_iter=max_iter, tol=tol, refl_sigma=refl_sigma, chunk_size=chunk_size,
+            observation_limits=observation_limits, min_observations=min_observations,
+        )  # fmt: skip
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction):  # linear in its albedo: nothing to fit
         raise ValueError("fit takes a lumaxlike.HapkeParams; a PhotometricFunction is linear in its "
