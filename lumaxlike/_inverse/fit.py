@@ -139,6 +139,8 @@ def fit(
     min_observations: int | None = None,
     shared=(),
     prior: Mapping | None = None,
+    regions=None,
+    regional=(),
 ):
     """Fit the free Hapke parameters of every pixel and band to several observations.
 
@@ -199,6 +201,12 @@ def fit(
             arrays broadcasting to the parameter's map), as extra residual rows
             (x - mean) / sigma: the MAP estimate of optimal estimation. Needs
             `refl_sigma`. Returns a `JointFitResult`.
+        regions: an integer label map of shape ``pixels`` (tiles, geologic units), with
+            `regional`: the parameters named in `regional` (among `free`, not "w") take
+            one value per region for all its pixels and bands, fitted jointly with every
+            pixel's own parameters; pixels labelled negative are left out
+            (TOO_FEW_OBSERVATIONS, 0 observations). Returns a `JointFitResult`.
+        regional: the names `regions` applies to, e.g. ``("roughness",)``.
 
     Returns:
         `FitResult` (a `JointFitResult` with `shared` or `prior`): fitted values, status, iterations, residual norm, covariance and the
@@ -213,13 +221,14 @@ def fit(
             chunk_size, a negative refl_sigma, limits that are not angles in [0, pi]
             rad, or min_observations that is not positive or exceeds the observations.
     """
-    if shared or prior:  # joint problems (shared parameters, priors): their own module
+    if shared or prior or regional or regions is not None:  # joint problems: their own modules
         from .joint import fit_joint
 
         return fit_joint(
             refl, to_sun, to_sensor, normal, params, free, solver, bounds, shared=shared, prior=prior,
             start=start, max_iter=max_iter, tol=tol, refl_sigma=refl_sigma, chunk_size=chunk_size,
             observation_limits=observation_limits, min_observations=min_observations,
+            regions=regions, regional=regional,
         )  # fmt: skip
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction):  # linear in its albedo: nothing to fit

@@ -35,19 +35,19 @@ from .status import Status
 __all__ = ["fit_joint", "check_shared"]
 
 
-def check_shared(shared, free) -> tuple[str, ...]:
-    """`shared` as a tuple of names among `free` (not w); ValueError naming it."""
+def check_shared(shared, free, argument: str = "shared") -> tuple[str, ...]:
+    """`shared` (or `regional`) as a tuple of names among `free` (not w); ValueError naming it."""
     if isinstance(shared, str):
         shared = tuple(s for s in shared.split(",") if s) if "," in shared else (shared,)
     shared = tuple(shared or ())
     if len(set(shared)) != len(shared):
-        raise ValueError(f"shared must name each shared parameter once, got {shared!r}")
+        raise ValueError(f"{argument} must name each parameter once, got {shared!r}")
     for name in shared:
-        check_choice("shared", name, PARAMETER_NAMES)
+        check_choice(argument, name, PARAMETER_NAMES)
         if name == "w":
-            raise ValueError("shared cannot name 'w': the albedo is fitted per band")
+            raise ValueError(f"{argument} cannot name 'w': the albedo is fitted per band")
         if name not in free:
-            raise ValueError(f"shared names {name!r}, which is not in free={free!r} (add it to free)")
+            raise ValueError(f"{argument} names {name!r}, which is not in free={free!r} (add it to free)")
     return shared
 
 
@@ -97,8 +97,9 @@ def _checked_starts(start, free, shared, params, pixel_shape, n_bands, lower, up
 
 
 def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, shared, prior, start,
-              max_iter, tol, refl_sigma, chunk_size, observation_limits, min_observations) -> JointFitResult:  # fmt: skip
-    """`fit` with `shared` parameters and/or a `prior` (see `fit` for the arguments)."""
+              max_iter, tol, refl_sigma, chunk_size, observation_limits, min_observations,
+              regions=None, regional=()) -> JointFitResult:  # fmt: skip
+    """`fit` with `shared` or `regional` parameters and/or a `prior` (see `fit`)."""
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction) or not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
@@ -106,8 +107,13 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
         raise ValueError("fit(solver='numba') does not support params.h_function='exact'; use solver='jax'")
     free = check_free(free, params)
     shared = check_shared(shared, free)
-    band_free = tuple(name for name in free if name not in shared)
-    free = band_free + shared  # per-band parameters first: the solvers' order
+    regional = check_shared(regional, free, "regional")
+    if set(shared) & set(regional):
+        raise ValueError(f"shared and regional must not both name {sorted(set(shared) & set(regional))}")
+    if (regions is None) != (not regional):
+        raise ValueError("regions (a label map) and regional (the names it applies to) go together")
+    band_free = tuple(name for name in free if name not in shared + regional)
+    free = band_free + shared + regional  # per-band parameters first: the solvers' order
     refl, geometry = _checked_geometry(refl, to_sun, to_sensor, normal)
     pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
@@ -130,8 +136,8 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
         band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
         if not np.all(band_sigma > 0.0):
             raise ValueError("refl_sigma must be positive in a joint fit (it weights each band's observations)")
-    priors = check_priors(prior, free, shared, pixel_shape, n_bands, band_sigma is not None)
-    given = _checked_starts(start, free, shared, params, pixel_shape, n_bands, lower, upper)
+    priors = check_priors(prior, free, shared + regional, pixel_shape, n_bands, band_sigma is not None)
+    given = _checked_starts(start, free, shared + regional, params, pixel_shape, n_bands, lower, upper)
     per_pixel = bool(shared)  # one problem per pixel; else per pixel and band
     default_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
     chunk = default_chunk if chunk_size is None else check_positive_int("chunk_size", chunk_size)
@@ -140,6 +146,15 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
     flat_geometry = [np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry]
     fixed = np.array([0.5] + [float(v) for v in params.scalars()])
+    if regional:
+        from .regional_fit import RegionalSetup, fit_regional
+
+        return fit_regional(RegionalSetup(
+            flat_refl=flat_refl, flat_geometry=flat_geometry, pixel_shape=pixel_shape, regions=regions,
+            free=free, band_free=band_free, shared=shared, regional=regional, params=params, solver=solver,
+            lower=lower, upper=upper, priors=priors, given=given, band_sigma=band_sigma, limits=limits,
+            chunk=chunk, dtype=dtype, fixed=fixed, min_obs=min_obs, max_iter=max_iter, tol=tol,
+        ))  # fmt: skip
     p, s = len(band_free), len(shared)
     n_problems = n_pixels if per_pixel else n_pixels * n_bands
     problem_bands = n_bands if per_pixel else 1

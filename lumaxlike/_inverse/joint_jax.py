@@ -132,14 +132,15 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
     status = jnp.where(invalid, albedo_rules.INVALID_GEOMETRY, jnp.where(too_few, _TOO_FEW, albedo_rules.SOLVING))
     active = status == albedo_rules.SOLVING
     inside = (lower + jnp.minimum(upper, lower + 1.0)) / 2.0
-    xb = jnp.where(active[:, None, None], start_b, inside[:p])
-    xs = jnp.where(active[:, None], start_s, inside[p:])
+    xb = jnp.where(active[:, None, None], start_b, jnp.broadcast_to(inside[:p], start_b.shape))
+    xs = jnp.where(active[:, None], start_s, jnp.broadcast_to(inside[p:], start_s.shape))
     inputs = (rows, jnp.where(use, refl, 0.0), use, weight, *priors)
     # a run-time 1 (w's lower bound is > 0), not a constant XLA could fold: dividing by it
     # changes no bit but keeps shared values computed once and stored (`jax_solver`)
     unit = lower[0] / lower[0]
     evaluate = partial(_normal_equations, inputs=inputs, free=free, key=key, unit=unit)
-    lower_b, upper_b, lower_s, upper_s = lower[:p], upper[:p], lower[p:], upper[p:]
+    lower_b, upper_b = (jnp.broadcast_to(a[:p], start_b.shape) for a in (lower, upper))
+    lower_s, upper_s = (jnp.broadcast_to(a[p:], start_s.shape) for a in (lower, upper))
     cost, a_blocks, c_blocks, d_block, gb, gs = evaluate(xb, xs)
     n = refl.shape[0]
     state = (
@@ -204,4 +205,6 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
         "a_blocks": masked(a_blocks),
         "c_blocks": masked(c_blocks),
         "d_block": masked(d_block),
+        "gb": masked(gb),
+        "gs": masked(gs),
     }

@@ -110,7 +110,7 @@ def _joint_kernel(
     step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b, prior_weight_b,
     prior_mean_s, prior_weight_s, parameters_fixed, band_index, shared_index, lower, upper,
     min_observations, max_iter, tol, values_b, values_s, status_out, iterations_out, cost_out,
-    a_out, c_out, d_out,
+    a_out, c_out, d_out, gb_out, gs_out,
 ):  # fmt: skip
     """Solve the joint problem of every pixel (see `solve_joint_numba` for the arrays).
 
@@ -155,6 +155,8 @@ def _joint_kernel(
             a_out[pixel] = math.nan
             c_out[pixel] = math.nan
             d_out[pixel] = math.nan
+            gb_out[pixel] = math.nan
+            gs_out[pixel] = math.nan
             continue
         xb[:] = start_b[pixel]
         xs[:] = start_s[pixel]
@@ -238,6 +240,8 @@ def _joint_kernel(
         a_out[pixel] = a_blocks
         c_out[pixel] = c_blocks
         d_out[pixel] = d_block
+        gb_out[pixel] = gb
+        gs_out[pixel] = gs
 
 
 @functools.cache
@@ -276,7 +280,8 @@ def solve_joint_numba(functions, rows, rows_valid, refl, weight, start_b, start_
         min_observations, max_iter, tol: as `solve_numba`'s.
     Returns:
         dict: values_b, values_s, status (problems,) int8, iterations int32, cost (the
-        objective), a_blocks, c_blocks, d_block (H at the solution, prior included).
+        objective), a_blocks, c_blocks, d_block (H at the solution, prior included), gb
+        (problems, bands, p), gs (problems, s): g = J^T f there (half the gradient).
     """
     n, n_bands, _ = refl.shape
     p, s = len(band_index), len(shared_index)
@@ -289,6 +294,8 @@ def solve_joint_numba(functions, rows, rows_valid, refl, weight, start_b, start_
         "a_blocks": np.empty((n, n_bands, p, p)),
         "c_blocks": np.empty((n, n_bands, p, s)),
         "d_block": np.empty((n, s, s)),
+        "gb": np.empty((n, n_bands, p)),
+        "gs": np.empty((n, s)),
     }
 
     def as_float(a):
@@ -304,5 +311,6 @@ def solve_joint_numba(functions, rows, rows_valid, refl, weight, start_b, start_
         as_int(shared_index), as_float(lower), as_float(upper), int(min_observations),
         int(max_iter), float(tol), out["values_b"], out["values_s"], out["status"],
         out["iterations"], out["cost"], out["a_blocks"], out["c_blocks"], out["d_block"],
+        out["gb"], out["gs"],
     )  # fmt: skip
     return out

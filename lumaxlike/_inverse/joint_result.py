@@ -51,6 +51,18 @@ class JointFitResult:
             the posterior), towards 0 where the prior does.
         observations: valid observations of every pixel and band (int32,
             ``pixels + (bands,)``) after masking.
+        regional: with ``regions=``: the names that take one value per region; their
+            `values` are maps (``pixels``, the region's value, NaN outside every
+            region), their covariance rows follow the shared ones in
+            `covariance_shared` and `covariance_cross` (so each pixel's blocks cover its
+            whole marginal problem: its own parameters and its region's).
+        region_labels: the labels of the regions (sorted, the non-negative ones of
+            `regions`); region_values, region_sigma: {name: (regions,)} the regional
+            parameters and their 1-sigma; region_status, region_iterations,
+            region_cost: per region (a region with no pixel it could fit is
+            TOO_FEW_OBSERVATIONS). In a regional fit `status`, `iterations` and `cost`
+            are per pixel: its region's status (UNDETERMINED where the pixel's own
+            parameters are not determined) and steps, and its part of the objective.
     """
 
     free: tuple
@@ -64,6 +76,13 @@ class JointFitResult:
     covariance_cross: np.ndarray
     dfs: dict
     observations: np.ndarray
+    regional: tuple = ()
+    region_labels: np.ndarray | None = None
+    region_values: dict = dataclasses.field(default_factory=dict)
+    region_sigma: dict = dataclasses.field(default_factory=dict)
+    region_status: np.ndarray | None = None
+    region_iterations: np.ndarray | None = None
+    region_cost: np.ndarray | None = None
 
     def __getitem__(self, name: str) -> np.ndarray:
         """The fitted values of the free parameter `name`."""
@@ -71,8 +90,8 @@ class JointFitResult:
 
     def sigma(self, name: str) -> np.ndarray:
         """1-sigma marginal uncertainty of the free parameter `name`, shaped like its values."""
-        if name in self.shared:
-            index = self.shared.index(name)
+        if name in self.shared + self.regional:
+            index = (self.shared + self.regional).index(name)
             return np.sqrt(self.covariance_shared[..., index, index])
         index = self.free.index(name)
         return np.sqrt(self.covariance_bands[..., index, index])

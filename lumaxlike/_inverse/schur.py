@@ -164,8 +164,8 @@ def arrow_step_jax(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, da
     largest = jnp.max(jnp.diagonal(a_blocks, axis1=-2, axis2=-1), axis=(-2, -1))
     if s:
         largest = jnp.maximum(largest, jnp.max(jnp.diagonal(d_block, axis1=-2, axis2=-1), axis=-1))
-    held_b = _lm.pinned(xb, lower[:p], upper[:p], gb)
-    held_s = _lm.pinned(xs, lower[p:], upper[p:], gs)
+    held_b = _lm.pinned(xb, jnp.broadcast_to(lower[:p], xb.shape), jnp.broadcast_to(upper[:p], xb.shape), gb)
+    held_s = _lm.pinned(xs, jnp.broadcast_to(lower[p:], xs.shape), jnp.broadcast_to(upper[p:], xs.shape), gs)
     band_largest, band_damping = largest[:, None], damping[:, None]
     system = [
         [jnp.where(held_b[..., a] | held_b[..., b], 0.0, a_blocks[..., a, b]) for b in range(p)]
