@@ -401,3 +401,4 @@ def test_regional_matches_scipy_and_its_covariance():
     covariance = np.linalg.inv(jacobian.T @ jacobian)
     np.testing.assert_allclose(result.region_sigma["hs"][0], np.sqrt(covariance[-1, -1]), rtol=1e-4)
     np.testing.assert_allclose(result.sigma("roughness"), np.sqrt(np.diag(covariance)[12:-1:13]), rtol=1e-4)
+
