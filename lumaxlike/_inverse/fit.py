@@ -209,8 +209,9 @@ def fit(
         regional: the names `regions` applies to, e.g. ``("roughness",)``.
 
     Returns:
-        `FitResult` (a `JointFitResult` with `shared` or `prior`): fitted values, status, iterations, residual norm, covariance and the
-        number of valid observations of every problem. Results do not depend on the
+        `FitResult` (a `JointFitResult` with `shared`, `prior` or `regions`): fitted
+        values, status, iterations, residual norm, covariance and the number of valid
+        observations of every problem. Results do not depend on the
         masked observations: a problem is solved exactly as its valid subset would be.
 
     Raises:
