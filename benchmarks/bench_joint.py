@@ -55,10 +55,17 @@ def scene(n_pixels, n_bands=16, n_obs=16, sigma=1e-4, seed=0):
     b, c = rng.uniform(0.15, 0.4, n_bands), rng.uniform(0.3, 0.7, n_bands)
     refl = np.empty((n_pixels, n_bands, n_obs))
     for k in range(n_bands):
-        params = HapkeParams(b=float(b[k]), c=float(c[k]), roughness=math.radians(20.0), hs=0.06, **FIXED)
+        params = HapkeParams(
+            b=float(b[k]), c=float(c[k]), roughness=math.radians(20.0), hs=0.06, **FIXED
+        )
         for j in range(n_obs):
             refl[:, k, j] = lumaxlike.amsa(
-                w[:, k : k + 1], geometry[0][:, j], geometry[1][:, j], geometry[2][:, j], params, backend="numba"
+                w[:, k : k + 1],
+                geometry[0][:, j],
+                geometry[1][:, j],
+                geometry[2][:, j],
+                params,
+                backend="numba",
             )[:, 0]
     return refl + rng.normal(0.0, sigma, refl.shape), geometry, sigma
 
@@ -75,7 +82,9 @@ def main():
     parser.add_argument("--jax-pixels", type=int, default=512)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--solvers", default="numba,jax")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "joint.json"))
+    parser.add_argument(
+        "--out", default=str(Path(__file__).parent / "results" / "joint.json")
+    )
     args = parser.parse_args()
     import jax
 
@@ -86,9 +95,15 @@ def main():
     for solver in args.solvers.split(","):
         n = args.pixels if solver == "numba" else min(args.jax_pixels, args.pixels)
         data = (refl[:n], *(g[:n] for g in geometry))
-        options = dict(solver=solver, refl_sigma=sigma, chunk_size=None if solver == "numba" else 256)
+        options = dict(
+            solver=solver,
+            refl_sigma=sigma,
+            chunk_size=None if solver == "numba" else 256,
+        )
         runs = {
-            "joint": lambda: lumaxlike.fit(*data, START, free=FREE, shared=SHARED, **options),
+            "joint": lambda: lumaxlike.fit(
+                *data, START, free=FREE, shared=SHARED, **options
+            ),
             "independent": lambda: lumaxlike.fit(*data, START, free=FREE, **options),
         }
         warm = {}
@@ -107,15 +122,30 @@ def main():
         entry = {
             "pixels": n,
             "first_call_s": warm,
-            "pixels_per_s": {name: n / min(w for w, _ in t) for name, t in times.items()},
-            "cpu_s_per_wall_s": {name: float(np.median([c / w for w, c in t])) for name, t in times.items()},
-            "ratio_joint_over_independent": {"median": float(np.median(ratios)), "best": float(min(ratios))},
-            "median_steps": {"joint": float(np.median(joint.iterations)),
-                             "independent": float(np.median(independent.iterations))},  # fmt: skip
-            "converged_fraction": {"joint": float(converged.mean()),
-                                   "independent": float(np.mean(independent.status == 0))},  # fmt: skip
+            "pixels_per_s": {
+                name: n / min(w for w, _ in t) for name, t in times.items()
+            },
+            "cpu_s_per_wall_s": {
+                name: float(np.median([c / w for w, c in t]))
+                for name, t in times.items()
+            },
+            "ratio_joint_over_independent": {
+                "median": float(np.median(ratios)),
+                "best": float(min(ratios)),
+            },
+            "median_steps": {
+                "joint": float(np.median(joint.iterations)),
+                "independent": float(np.median(independent.iterations)),
+            },  # fmt: skip
+            "converged_fraction": {
+                "joint": float(converged.mean()),
+                "independent": float(np.mean(independent.status == 0)),
+            },  # fmt: skip
             "shared_sigma_over_per_band": {
-                name: float(np.nanmedian(joint.sigma(name)[converged]) / np.nanmedian(independent.sigma(name)))
+                name: float(
+                    np.nanmedian(joint.sigma(name)[converged])
+                    / np.nanmedian(independent.sigma(name))
+                )
                 for name in SHARED
             },
         }

@@ -46,7 +46,12 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
     s = xs.shape[1]
     program = split_columns(free, key, xb.dtype)
     per_band = {name: xb[..., a] for a, name in enumerate(free[:p])}
-    per_band.update({name: jnp.broadcast_to(xs[:, None, q], xb.shape[:2]) for q, name in enumerate(free[p:])})
+    per_band.update(
+        {
+            name: jnp.broadcast_to(xs[:, None, q], xb.shape[:2])
+            for q, name in enumerate(free[p:])
+        }
+    )
     ordered = [per_band[name] for name in sorted(free, key=PARAMETER_NAMES.index)]
     step = jax.vmap(jax.vmap(program.step))(*ordered)
     step = [v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v for v in step]
@@ -70,20 +75,33 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
             a_blocks[a][b] = a_blocks[b][a] = _dot_last(band_cols[a], band_cols[b])
         a_blocks[a][a] = a_blocks[a][a] + weight_b[..., a] * weight_b[..., a]
     a_blocks = jnp.stack([jnp.stack(row, axis=-1) for row in a_blocks], axis=-2)
-    gb = jnp.stack([_dot_last(c, residual) for c in band_cols], axis=-1) + weight_b * prior_b
+    gb = (
+        jnp.stack([_dot_last(c, residual) for c in band_cols], axis=-1)
+        + weight_b * prior_b
+    )
     shape = xb.shape[:1]
     if s:
         c_blocks = jnp.stack(
-            [jnp.stack([_dot_last(band_cols[a], shared_cols[q]) for q in range(s)], axis=-1) for a in range(p)],
+            [
+                jnp.stack(
+                    [_dot_last(band_cols[a], shared_cols[q]) for q in range(s)], axis=-1
+                )
+                for a in range(p)
+            ],
             axis=-2,
         )
         d_block = [[None] * s for _ in range(s)]
         for q in range(s):
             for t in range(q, s):
-                d_block[q][t] = d_block[t][q] = sum_last(_dot_last(shared_cols[q], shared_cols[t]))
+                d_block[q][t] = d_block[t][q] = sum_last(
+                    _dot_last(shared_cols[q], shared_cols[t])
+                )
             d_block[q][q] = d_block[q][q] + weight_s[..., q] * weight_s[..., q]
         d_block = jnp.stack([jnp.stack(row, axis=-1) for row in d_block], axis=-2)
-        gs = jnp.stack([sum_last(_dot_last(c, residual)) for c in shared_cols], axis=-1) + weight_s * prior_s
+        gs = (
+            jnp.stack([sum_last(_dot_last(c, residual)) for c in shared_cols], axis=-1)
+            + weight_s * prior_s
+        )
     else:
         c_blocks = jnp.zeros(xb.shape + (0,), xb.dtype)
         d_block = jnp.zeros(shape + (0, 0), xb.dtype)
@@ -96,7 +114,9 @@ def _quadratic(step_b, step_s, a_blocks, c_blocks, d_block):
     """delta^T H delta of every problem, H in arrow blocks."""
     value = sum_last(sum_last(step_b * sum_last(a_blocks * step_b[..., None, :])))
     if step_s.shape[-1]:
-        value = value + 2.0 * sum_last(sum_last(step_b * sum_last(c_blocks * step_s[:, None, None, :])))
+        value = value + 2.0 * sum_last(
+            sum_last(step_b * sum_last(c_blocks * step_s[:, None, None, :]))
+        )
         value = value + sum_last(step_s * sum_last(d_block * step_s[:, None, :]))
     return value
 
@@ -129,11 +149,19 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
     use = jnp.isfinite(refl)
     invalid = jnp.any(use & ~geometry.valid[:, None, :], axis=(-2, -1))
     too_few = jnp.any(jnp.sum(use, axis=-1) < min_observations, axis=-1)
-    status = jnp.where(invalid, albedo_rules.INVALID_GEOMETRY, jnp.where(too_few, _TOO_FEW, albedo_rules.SOLVING))
+    status = jnp.where(
+        invalid,
+        albedo_rules.INVALID_GEOMETRY,
+        jnp.where(too_few, _TOO_FEW, albedo_rules.SOLVING),
+    )
     active = status == albedo_rules.SOLVING
     inside = (lower + jnp.minimum(upper, lower + 1.0)) / 2.0
-    xb = jnp.where(active[:, None, None], start_b, jnp.broadcast_to(inside[:p], start_b.shape))
-    xs = jnp.where(active[:, None], start_s, jnp.broadcast_to(inside[p:], start_s.shape))
+    xb = jnp.where(
+        active[:, None, None], start_b, jnp.broadcast_to(inside[:p], start_b.shape)
+    )
+    xs = jnp.where(
+        active[:, None], start_s, jnp.broadcast_to(inside[p:], start_s.shape)
+    )
     inputs = (rows, jnp.where(use, refl, 0.0), use, weight, *priors)
     # a run-time 1 (w's lower bound is > 0), not a constant XLA could fold: dividing by it
     # changes no bit but keeps shared values computed once and stored (`jax_solver`)
@@ -153,8 +181,24 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
         return ~jnp.all(state[10]) & (state[12] < max_iter)
 
     def step(state):
-        xb, xs, cost, a_blocks, c_blocks, d_block, gb, gs, damping, growth, done, iterations, steps = state
-        step_b, step_s, solvable = arrow_step_jax(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping)
+        (
+            xb,
+            xs,
+            cost,
+            a_blocks,
+            c_blocks,
+            d_block,
+            gb,
+            gs,
+            damping,
+            growth,
+            done,
+            iterations,
+            steps,
+        ) = state
+        step_b, step_s, solvable = arrow_step_jax(
+            xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping
+        )
         trial_b = jnp.clip(xb + step_b, lower_b, upper_b)
         trial_s = jnp.clip(xs + step_s, lower_s, upper_s)
         trial = evaluate(trial_b, trial_s)
@@ -167,10 +211,15 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
         linear = sum_last(sum_last(projected_b * gb))
         if xs.shape[-1]:
             linear = linear + sum_last(projected_s * gs)
-        predicted = -(2.0 * linear + _quadratic(projected_b, projected_s, a_blocks, c_blocks, d_block))
+        predicted = -(
+            2.0 * linear
+            + _quadratic(projected_b, projected_s, a_blocks, c_blocks, d_block)
+        )
         accept = _lm.accepted(cost, trial[0]) & solvable
         now_converged = _lm.converged(step_size, newton_size, accept, tol) & solvable
-        new_damping, new_growth = _lm.next_damping(accept, _lm.gain_ratio(cost, trial[0], predicted), damping, growth)
+        new_damping, new_growth = _lm.next_damping(
+            accept, _lm.gain_ratio(cost, trial[0], predicted), damping, growth
+        )
         keep = done | ~accept
 
         def pick(old, new):
@@ -187,8 +236,8 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
             steps + 1,
         )
 
-    xb, xs, cost, a_blocks, c_blocks, d_block, gb, gs, _, _, done, iterations, _ = jax.lax.while_loop(
-        unfinished, step, state
+    xb, xs, cost, a_blocks, c_blocks, d_block, gb, gs, _, _, done, iterations, _ = (
+        jax.lax.while_loop(unfinished, step, state)
     )
     nan = jnp.nan
     solved = jnp.where(done, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)

@@ -88,10 +88,14 @@ def _joint_normal_equations(
                     d_block[q, r] += out[1 + p + q] * out[1 + p + r]
         for a in range(p):
             if prior_weight_b[band, a] > 0.0:
-                residual = (xb[band, a] - prior_mean_b[band, a]) * prior_weight_b[band, a]
+                residual = (xb[band, a] - prior_mean_b[band, a]) * prior_weight_b[
+                    band, a
+                ]
                 cost += residual * residual
                 gb[band, a] += prior_weight_b[band, a] * residual
-                a_blocks[band, a, a] += prior_weight_b[band, a] * prior_weight_b[band, a]
+                a_blocks[band, a, a] += (
+                    prior_weight_b[band, a] * prior_weight_b[band, a]
+                )
             for b in range(a):
                 a_blocks[band, b, a] = a_blocks[band, a, b]
     for q in range(s):
@@ -105,7 +109,11 @@ def _joint_normal_equations(
     return cost
 
 
-@cached_njit(inlines=(lm_rules, _backends, _scalar_math, schur, numba_lm), parallel=True, error_model="numpy")
+@cached_njit(
+    inlines=(lm_rules, _backends, _scalar_math, schur, numba_lm),
+    parallel=True,
+    error_model="numpy",
+)
 def _joint_kernel(
     step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b, prior_weight_b,
     prior_mean_s, prior_weight_s, parameters_fixed, band_index, shared_index, lower, upper,
@@ -124,7 +132,11 @@ def _joint_kernel(
         parameters = parameters_fixed.copy()
         out = np.empty(p + s + 1)
         step_values = np.empty(max(step_length, 1))
-        xb, xb_trial, step_b = np.empty((n_bands, p)), np.empty((n_bands, p)), np.empty((n_bands, p))
+        xb, xb_trial, step_b = (
+            np.empty((n_bands, p)),
+            np.empty((n_bands, p)),
+            np.empty((n_bands, p)),
+        )
         xs, xs_trial, step_s = np.empty(s), np.empty(s), np.empty(s)
         a_blocks, a_trial = np.empty((n_bands, p, p)), np.empty((n_bands, p, p))
         c_blocks, c_trial = np.empty((n_bands, p, s)), np.empty((n_bands, p, s))
@@ -177,7 +189,9 @@ def _joint_kernel(
                 system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs, column,
                 solution, step_b, step_s,
             ):  # fmt: skip
-                damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
+                damping, growth = next_damping(
+                    False, 0.0, damping, growth
+                )  # singular: damp more
                 continue
             step_size = 0.0
             for band in range(n_bands):
@@ -200,9 +214,13 @@ def _joint_kernel(
                 for a in range(p):
                     predicted -= 2.0 * step_b[band, a] * gb[band, a]
                     for b in range(p):
-                        predicted -= step_b[band, a] * a_blocks[band, a, b] * step_b[band, b]
+                        predicted -= (
+                            step_b[band, a] * a_blocks[band, a, b] * step_b[band, b]
+                        )
                     for q in range(s):
-                        predicted -= 2.0 * step_b[band, a] * c_blocks[band, a, q] * step_s[q]
+                        predicted -= (
+                            2.0 * step_b[band, a] * c_blocks[band, a, q] * step_s[q]
+                        )
             cost_trial = _joint_normal_equations(
                 parameters, band_index, shared_index, xb_trial, xs_trial, rows[pixel], refl[pixel],
                 weight[pixel], mean_b, weight_b, mean_s, weight_s, step_values, out, a_trial,
@@ -222,7 +240,9 @@ def _joint_kernel(
                     newton_size = max(newton_size, abs(step_s[q]))
             accept = accepted(cost, cost_trial)
             done = converged(step_size, newton_size, accept, tol)
-            damping, growth = next_damping(accept, gain_ratio(cost, cost_trial, predicted), damping, growth)
+            damping, growth = next_damping(
+                accept, gain_ratio(cost, cost_trial, predicted), damping, growth
+            )
             if accept:
                 xb[:] = xb_trial
                 xs[:] = xs_trial
@@ -253,7 +273,10 @@ def joint_kernel_for(functions):
         prepare=functions.prepare, columns=functions.columns,
     )  # fmt: skip
     return compile_variant(
-        _joint_kernel, functions.name, inlines=inlines, _joint_normal_equations=normal_equations
+        _joint_kernel,
+        functions.name,
+        inlines=inlines,
+        _joint_normal_equations=normal_equations,
     )
 
 

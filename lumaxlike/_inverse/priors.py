@@ -22,7 +22,9 @@ from .._shapes import as_float_array
 __all__ = ["check_priors", "prior_arrays", "degrees_of_freedom"]
 
 
-def check_priors(prior: Mapping | None, free, shared, pixel_shape, n_bands, has_sigma: bool) -> dict:
+def check_priors(
+    prior: Mapping | None, free, shared, pixel_shape, n_bands, has_sigma: bool
+) -> dict:
     """{name: (mean, sigma)} of `prior`, checked and broadcast to flat arrays.
 
     A per-band parameter's mean and sigma broadcast to ``pixels + (bands,)`` (returned
@@ -37,7 +39,9 @@ def check_priors(prior: Mapping | None, free, shared, pixel_shape, n_bands, has_
     if not prior:
         return {}
     if not isinstance(prior, Mapping):
-        raise ValueError(f"prior must be a mapping {{name: (mean, sigma)}}, got {type(prior).__name__}")
+        raise ValueError(
+            f"prior must be a mapping {{name: (mean, sigma)}}, got {type(prior).__name__}"
+        )
     if not has_sigma:
         raise ValueError(
             "prior needs refl_sigma: a prior's weight against the observations is "
@@ -48,11 +52,15 @@ def check_priors(prior: Mapping | None, free, shared, pixel_shape, n_bands, has_
     checked = {}
     for name, pair in prior.items():
         if name not in free:
-            raise ValueError(f"prior names {name!r}, which is not in free={tuple(free)!r}")
+            raise ValueError(
+                f"prior names {name!r}, which is not in free={tuple(free)!r}"
+            )
         try:
             mean, sigma = pair
         except (TypeError, ValueError):
-            raise ValueError(f"prior[{name!r}] must be a pair (mean, sigma), got {pair!r}") from None
+            raise ValueError(
+                f"prior[{name!r}] must be a pair (mean, sigma), got {pair!r}"
+            ) from None
         shape = pixel_shape if name in shared else pixel_shape + (n_bands,)
         flat = (n_pixels,) if name in shared else (n_pixels, n_bands)
         arrays = []
@@ -64,14 +72,23 @@ def check_priors(prior: Mapping | None, free, shared, pixel_shape, n_bands, has_
                 where = "pixels" if name in shared else "pixels + (bands,)"
                 raise ValueError(
                     f"prior[{name!r}] {label} has shape {value.shape}, which does not broadcast to "
-                    f"{where} = {shape}" + (" (a shared parameter has no band axis)" if name in shared else "")
+                    f"{where} = {shape}"
+                    + (
+                        " (a shared parameter has no band axis)"
+                        if name in shared
+                        else ""
+                    )
                 ) from None
             arrays.append(value)
         mean, sigma = arrays
         if not np.all(sigma > 0.0):
-            raise ValueError(f"prior[{name!r}] sigma must be positive (inf: no prior), got min {sigma.min()!r}")
+            raise ValueError(
+                f"prior[{name!r}] sigma must be positive (inf: no prior), got min {sigma.min()!r}"
+            )
         if not np.all(np.isfinite(mean) | np.isinf(sigma)):
-            raise ValueError(f"prior[{name!r}] mean must be finite where its sigma is finite")
+            raise ValueError(
+                f"prior[{name!r}] mean must be finite where its sigma is finite"
+            )
         checked[name] = (mean, sigma)
     return checked
 

@@ -41,7 +41,11 @@ _lm = retarget_to_jax(lm_rules)
 def _np(function):
     def call(*args):
         result = function(*args)
-        return tuple(np.asarray(r) for r in result) if isinstance(result, tuple) else np.asarray(result)
+        return (
+            tuple(np.asarray(r) for r in result)
+            if isinstance(result, tuple)
+            else np.asarray(result)
+        )
 
     return call
 
@@ -80,14 +84,21 @@ def _step(state, label, n_regions, bounds, damping, prior):
     h_rr[:, range(r), range(r)] += prior_weight**2
     g_r = np.zeros((n_regions, r))
     np.add.at(g_r, label, g[:, s:])
-    g_r += prior_weight * np.where(prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0)
+    g_r += prior_weight * np.where(
+        prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0
+    )
     largest = np.zeros(n_regions)
     pixel_largest = np.max(np.diagonal(a, axis1=-2, axis2=-1), axis=(-2, -1))
     if s:
-        pixel_largest = np.maximum(pixel_largest, np.max(np.diagonal(d[:, :s, :s], axis1=-2, axis2=-1), axis=-1))
+        pixel_largest = np.maximum(
+            pixel_largest,
+            np.max(np.diagonal(d[:, :s, :s], axis1=-2, axis2=-1), axis=-1),
+        )
     np.maximum.at(largest, label, pixel_largest)
     if r:
-        largest = np.maximum(largest, np.max(np.diagonal(h_rr, axis1=-2, axis2=-1), axis=-1))
+        largest = np.maximum(
+            largest, np.max(np.diagonal(h_rr, axis1=-2, axis2=-1), axis=-1)
+        )
     held_b = _pinned(xb, lower_b, upper_b, gb)
     held_s = _pinned(xs, lower_s, upper_s, g[:, :s])
     held_r = _pinned(xr, lower_r, upper_r, g_r)
@@ -95,22 +106,36 @@ def _step(state, label, n_regions, bounds, damping, prior):
     pixel_damping, pixel_top = damping[label], largest[label]
     # level 1: the bands
     a_damped = np.where(held_b[..., :, None] | held_b[..., None, :], 0.0, a)
-    diagonal = _damped_diagonal(np.diagonal(a, axis1=-2, axis2=-1), pixel_top[:, None, None], pixel_damping[:, None, None])
+    diagonal = _damped_diagonal(
+        np.diagonal(a, axis1=-2, axis2=-1),
+        pixel_top[:, None, None],
+        pixel_damping[:, None, None],
+    )
     a_damped[..., range(p), range(p)] = np.where(held_b, 1.0, diagonal)
     c_masked = np.where(held_b[..., :, None] | held_sr[:, None, None, :], 0.0, c)
     gb_masked = np.where(held_b, 0.0, gb)
-    solved, ok_bands = _solve_pd(a_damped, np.concatenate([gb_masked[..., None], c_masked], axis=-1))
+    solved, ok_bands = _solve_pd(
+        a_damped, np.concatenate([gb_masked[..., None], c_masked], axis=-1)
+    )
     y_vector, y_blocks = solved[..., 0], solved[..., 1:]
     d_masked = np.where(held_sr[:, :, None] | held_sr[:, None, :], 0.0, d)
     if s:
-        diagonal = _damped_diagonal(np.diagonal(d[:, :s, :s], axis1=-2, axis2=-1), pixel_top[:, None], pixel_damping[:, None])
+        diagonal = _damped_diagonal(
+            np.diagonal(d[:, :s, :s], axis1=-2, axis2=-1),
+            pixel_top[:, None],
+            pixel_damping[:, None],
+        )
         d_masked[:, range(s), range(s)] = np.where(held_s, 1.0, diagonal)
     if r:  # the regional diagonal is damped once, for the region, below
-        d_masked[:, range(s, s + r), range(s, s + r)] = np.where(held_r[label], 0.0, d[:, range(s, s + r), range(s, s + r)])
+        d_masked[:, range(s, s + r), range(s, s + r)] = np.where(
+            held_r[label], 0.0, d[:, range(s, s + r), range(s, s + r)]
+        )
     schur = d_masked - np.einsum("nbpq,nbpt->nqt", c_masked, y_blocks)
     rhs = np.where(held_sr, 0.0, g) - np.einsum("nbpq,nbp->nq", c_masked, y_vector)
     # level 2: the pixel's shared parameters
-    z_all, ok_shared = _solve_pd(schur[:, :s, :s], np.concatenate([rhs[:, :s, None], schur[:, :s, s:]], axis=-1))
+    z_all, ok_shared = _solve_pd(
+        schur[:, :s, :s], np.concatenate([rhs[:, :s, None], schur[:, :s, s:]], axis=-1)
+    )
     z_vector, z_blocks = z_all[..., 0], z_all[..., 1:]  # (P, s), (P, s, r)
     reduced = schur[:, s:, s:] - np.einsum("nqr,nqt->nrt", schur[:, :s, s:], z_blocks)
     reduced_rhs = rhs[:, s:] - np.einsum("nqr,nq->nr", schur[:, :s, s:], z_vector)
@@ -122,14 +147,21 @@ def _step(state, label, n_regions, bounds, damping, prior):
     np.add.at(m, label, reduced)
     m_rhs = np.zeros((n_regions, r))
     np.add.at(m_rhs, label, reduced_rhs)
-    m_rhs += prior_weight * np.where(prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0)
+    m_rhs += prior_weight * np.where(
+        prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0
+    )
     m_rhs = np.where(held_r, 0.0, m_rhs)
     m[:, range(r), range(r)] += prior_weight**2
     m = np.where(held_r[:, :, None] | held_r[:, None, :], 0.0, m + 0.0)
     if r:
         region_diagonal = np.diagonal(h_rr, axis1=-2, axis2=-1)
-        extra = _damped_diagonal(region_diagonal, largest[:, None], damping[:, None]) - region_diagonal
-        m[:, range(r), range(r)] = np.where(held_r, 1.0, m[:, range(r), range(r)] + extra)
+        extra = (
+            _damped_diagonal(region_diagonal, largest[:, None], damping[:, None])
+            - region_diagonal
+        )
+        m[:, range(r), range(r)] = np.where(
+            held_r, 1.0, m[:, range(r), range(r)] + extra
+        )
     step_r, ok_regions = _solve_pd(m, -m_rhs[..., None])
     step_r = step_r[..., 0]
     solvable &= ok_regions
@@ -153,7 +185,9 @@ def _region_sum(values, label, n_regions):
     return total
 
 
-def solve_regions(evaluate, label, n_regions, start_b, start_s, start_r, bounds, prior, max_iter, tol):
+def solve_regions(
+    evaluate, label, n_regions, start_b, start_s, start_r, bounds, prior, max_iter, tol
+):
     """Levenberg-Marquardt over every region's whole problem at once.
 
     Args:
@@ -173,11 +207,19 @@ def solve_regions(evaluate, label, n_regions, start_b, start_s, start_r, bounds,
 
     def region_cost(pixel_cost, xr):
         prior_rows = np.where(prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0)
-        return _region_sum(pixel_cost, label, n_regions) + np.sum(prior_rows**2, axis=-1)
+        return _region_sum(pixel_cost, label, n_regions) + np.sum(
+            prior_rows**2, axis=-1
+        )
 
     def with_blocks(point):
-        blocks = evaluate(point["xb"], np.concatenate([point["xs"], point["xr"][label]], axis=1))
-        return {**point, **blocks, "region_cost": region_cost(blocks["cost"], point["xr"])}
+        blocks = evaluate(
+            point["xb"], np.concatenate([point["xs"], point["xr"][label]], axis=1)
+        )
+        return {
+            **point,
+            **blocks,
+            "region_cost": region_cost(blocks["cost"], point["xr"]),
+        }
 
     state = with_blocks(state)
     damping = np.zeros(n_regions)
@@ -187,7 +229,9 @@ def solve_regions(evaluate, label, n_regions, start_b, start_s, start_r, bounds,
     for _ in range(max_iter):
         if np.all(done):
             break
-        step_b, step_s, step_r, solvable, _ = _step(state, label, n_regions, bounds, damping, prior)
+        step_b, step_s, step_r, solvable, _ = _step(
+            state, label, n_regions, bounds, damping, prior
+        )
         (lower_b, upper_b), (lower_s, upper_s), (lower_r, upper_r) = bounds
         trial = {
             "xb": np.clip(state["xb"] + step_b, lower_b, upper_b),
@@ -196,27 +240,47 @@ def solve_regions(evaluate, label, n_regions, start_b, start_s, start_r, bounds,
         }
         moving = ~done[label]  # converged regions' pixels keep their point
         for name in ("xb", "xs"):
-            trial[name] = np.where(moving.reshape((-1,) + (1,) * (trial[name].ndim - 1)), trial[name], state[name])
+            trial[name] = np.where(
+                moving.reshape((-1,) + (1,) * (trial[name].ndim - 1)),
+                trial[name],
+                state[name],
+            )
         trial["xr"] = np.where(~done[:, None], trial["xr"], state["xr"])
         trial = with_blocks(trial)
-        newton_b, newton_s, newton_r, newton_ok, _ = _step(trial, label, n_regions, bounds, np.zeros(n_regions), prior)
+        newton_b, newton_s, newton_r, newton_ok, _ = _step(
+            trial, label, n_regions, bounds, np.zeros(n_regions), prior
+        )
         projected = {name: trial[name] - state[name] for name in ("xb", "xs", "xr")}
         step_size = _region_max(projected, label, n_regions)
-        newton_size = np.where(newton_ok, _region_max({"xb": newton_b, "xs": newton_s, "xr": newton_r}, label, n_regions), np.inf)
-        predicted = -_region_linear_and_quadratic(state, projected, label, n_regions, prior)
+        newton_size = np.where(
+            newton_ok,
+            _region_max(
+                {"xb": newton_b, "xs": newton_s, "xr": newton_r}, label, n_regions
+            ),
+            np.inf,
+        )
+        predicted = -_region_linear_and_quadratic(
+            state, projected, label, n_regions, prior
+        )
         cost, cost_trial = state["region_cost"], trial["region_cost"]
         accept = _accepted(cost, cost_trial) & solvable & ~done
         now = _converged(step_size, newton_size, accept, tol) & solvable
-        new_damping, new_growth = _next_damping(accept, _gain_ratio(cost, cost_trial, predicted), damping, growth)
+        new_damping, new_growth = _next_damping(
+            accept, _gain_ratio(cost, cost_trial, predicted), damping, growth
+        )
         damping = np.where(done, damping, new_damping)
         growth = np.where(done, growth, new_growth)
         iterations += np.where(done, 0, 1).astype(np.int32)
         take = accept[label]
         for name, value in state.items():
             if name in ("xr", "region_cost"):
-                state[name] = np.where(accept.reshape((-1,) + (1,) * (value.ndim - 1)), trial[name], value)
+                state[name] = np.where(
+                    accept.reshape((-1,) + (1,) * (value.ndim - 1)), trial[name], value
+                )
             else:
-                state[name] = np.where(take.reshape((-1,) + (1,) * (value.ndim - 1)), trial[name], value)
+                state[name] = np.where(
+                    take.reshape((-1,) + (1,) * (value.ndim - 1)), trial[name], value
+                )
         done = done | now
     return {
         **state,
@@ -241,14 +305,20 @@ def _region_max(steps, label, n_regions):
 def _region_linear_and_quadratic(state, step, label, n_regions, prior):
     """2 delta^T g + delta^T H delta of every region (its pixels' blocks and the prior)."""
     sr = np.concatenate([step["xs"], step["xr"][label]], axis=1)
-    pixel = 2.0 * np.einsum("nbp,nbp->n", step["xb"], state["gb"]) + 2.0 * np.einsum("nq,nq->n", sr, state["g"])
+    pixel = 2.0 * np.einsum("nbp,nbp->n", step["xb"], state["gb"]) + 2.0 * np.einsum(
+        "nq,nq->n", sr, state["g"]
+    )
     pixel += np.einsum("nbp,nbpq,nbq->n", step["xb"], state["a"], step["xb"])
     pixel += 2.0 * np.einsum("nbp,nbpq,nq->n", step["xb"], state["c"], sr)
     pixel += np.einsum("nq,nqt,nt->n", sr, state["d"], sr)
     total = _region_sum(pixel, label, n_regions)
     prior_mean, prior_weight = prior
-    prior_gradient = prior_weight**2 * np.where(prior_weight > 0.0, state["xr"] - prior_mean, 0.0)
-    return total + np.sum(step["xr"] ** 2 * prior_weight**2 + 2.0 * step["xr"] * prior_gradient, axis=-1)
+    prior_gradient = prior_weight**2 * np.where(
+        prior_weight > 0.0, state["xr"] - prior_mean, 0.0
+    )
+    return total + np.sum(
+        step["xr"] ** 2 * prior_weight**2 + 2.0 * step["xr"] * prior_gradient, axis=-1
+    )
 
 
 def regional_covariance(state, label, n_regions, prior, variance, solved):
@@ -269,7 +339,10 @@ def regional_covariance(state, label, n_regions, prior, variance, solved):
     """
     s = state["xs"].shape[1]
     r = state["xr"].shape[1]
-    free = tuple((np.full_like(a, -np.inf), np.full_like(a, np.inf)) for a in (state["xb"][0], state["xs"][0], state["xr"][0]))
+    free = tuple(
+        (np.full_like(a, -np.inf), np.full_like(a, np.inf))
+        for a in (state["xb"][0], state["xs"][0], state["xr"][0])
+    )
     *_, reduced = _step(state, label, n_regions, free, np.zeros(n_regions), prior)
     m = np.zeros((n_regions, r, r))
     np.add.at(m, label, reduced)
