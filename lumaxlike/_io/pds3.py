@@ -373,4 +373,5 @@ def raw_vrt(image: Pds3Image) -> str:
         f"<ByteOrder>{order}</ByteOrder></VRTRasterBand>"
         for b in range(image.bands)
     )
-    return f'<VRTDataset rasterXSize="{image.samples}" rasterYSize="{image.lines}">{bands}</VRTDataset>'
+    size_xml = f'rasterXSize="{image.samples}" rasterYSize="{image.lines}"'
+    return f"<VRTDataset {size_xml}>{bands}</VRTDataset>"
