@@ -393,3 +393,28 @@ def test_signal_below_the_noise_is_undetermined_not_a_confident_vertex():
     valid = np.all(np.isfinite(refl), axis=-1)
     assert np.all(result.status[valid] == Status.UNDETERMINED)
     assert np.all(np.isnan(result.covariance[valid]))
+
+
+@pytest.mark.parametrize("solver, route", SOLVER_ROUTES)
+def test_non_positive_reflectance_is_unreachable(solver, route):
+    """A negated cube once converged to 100 % of the darkest endmember (one-step); a band
+    with r <= 0 is reflected by no mixture, so the pixel is UNREACHABLE by either route."""
+    refl = REFL[:6].copy()
+    refl[0] = -refl[0]
+    refl[1, 3] = 0.0
+    result = lumaxlike.unmix(refl, *(g[:6] for g in GEOMETRY), ENDMEMBERS, PARAMS, solver, route=route)
+    valid = np.all(np.isfinite(refl), axis=-1)
+    expected = np.where(valid, Status.CONVERGED, Status.NONFINITE_INPUT)
+    expected[:2] = np.where(valid[:2], Status.UNREACHABLE, Status.NONFINITE_INPUT)
+    np.testing.assert_array_equal(result.status, expected)
+    assert np.all(np.isnan(result.fractions[:2]))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_float32_input_gives_float32_fractions(route):
+    refl = REFL[:4].astype(np.float32)
+    result = lumaxlike.unmix(refl, *(g[:4] for g in GEOMETRY), ENDMEMBERS, PARAMS, "numba", route=route)
+    for field in ("fractions", "covariance", "remainder", "residual_norm", "cross_section"):
+        assert getattr(result, field).dtype == np.float32, field
+    valid = np.all(np.isfinite(refl), axis=-1)
+    np.testing.assert_allclose(result.fractions[valid], MASS[:4][valid], atol=1e-3, rtol=0)  # float32 data

@@ -32,6 +32,7 @@ ALBEDO_TOLERANCE = 1e-13
 PRODUCTS_PER_CHUNK = 1 << 21
 # the worst band status decides a two-step pixel that is not solved
 _PIXEL_FAILURES = (Status.NONFINITE_INPUT, Status.INVALID_GEOMETRY, Status.UNREACHABLE)
+_SOLVED = (Status.CONVERGED, Status.MAX_ITER, Status.UNDETERMINED)
 
 
 def default_chunk_pixels(n_bands: int, n_endmembers: int) -> int:
@@ -91,7 +92,9 @@ def unmix(
 
     Args:
         refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape
-            ``pixels + (bands,)``, bands last, the endmembers' bands. Computed in float64.
+            ``pixels + (bands,)``, bands last, the endmembers' bands. Computed in float64;
+            float32 input gives float32 fractions, covariance, remainder and residuals.
+            A pixel with a band r <= 0 is UNREACHABLE (no mixture reflects it).
         to_sun, to_sensor, normal: direction vectors (east, north, up) toward the source,
             toward the observer, and the outward surface normal, shape ``pixels + (3,)``
             or ``(3,)`` for all pixels (as for `invert`).
@@ -181,6 +184,8 @@ def unmix(
         )  # fmt: skip
         outputs = {k: empty[k] for k in names}
     pixel_shape = shape.pixel_shape
+    if refl.dtype == np.float32:  # computed in float64, returned in the input's precision
+        outputs = {k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in outputs.items()}
     return UnmixResult(
         names=endmembers.names,
         route=route,
@@ -243,6 +248,10 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
         status[solve & (solved["code"] == QP_SINGULAR)] = Status.UNDETERMINED
         status[solve & (solved["code"] == QP_STALLED)] = Status.MAX_ITER
         iterations = inverted.iterations.reshape(n, n_bands).max(axis=-1, initial=0).astype(np.int32)
+    # no mixture of albedos in [0, 1] reflects r <= 0: not a reflectance to unmix (as `invert`)
+    with np.errstate(invalid="ignore"):
+        non_positive = np.any(refl <= 0.0, axis=-1)
+    status[non_positive & np.isin(status, _SOLVED)] = Status.UNREACHABLE
     return _finish(solved, status, iterations, endmembers, equality, band_sigma is not None, n_bands)
 
 
