@@ -563,6 +563,30 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
 # ------------------------------------------------------------------------ unmixing
 
 
+def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple | None:
+    """refl's band centres [um] from its ``wavelength`` coordinate along `spec` (None
+    without one), checked against the endmembers' (`band_order`: matched in any order, or
+    refused). Its ``units`` attr (nm or um) is read; without one, um and nm are tried."""
+    from ._io.file_unmixing import WAVELENGTH_UNITS_UM
+    from ._unmix.band_matching import band_order
+
+    coord = refl.coords.get("wavelength")
+    if coord is None or coord.dims != (spec,):
+        return None
+    values = np.asarray(coord.values, np.float64)
+    unit = str(coord.attrs.get("units", "")).lower()
+    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in unit), None) if unit else None
+    what = f"refl's wavelength coordinate (units {unit!r})" if unit else "refl's wavelength coordinate"
+    refused = None
+    for candidate in (scale,) if scale is not None else (1.0, 1e-3):  # no units attr: um, or nm
+        try:
+            band_order(values * candidate, endmembers, what)
+            return tuple(values * candidate)
+        except ValueError as error:
+            refused = refused or error
+    raise refused
+
+
 def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, options, sigma):
     """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> fractions, sigma
     (..., endmembers), status, iterations, residual (...)."""
@@ -587,7 +611,10 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
 
     Args:
         refl, geometry, units, spectral_dim, num_threads: as for :func:`invert_dataarray`.
-        endmembers: `lumaxlike.Endmembers` on ``refl``'s bands.
+        endmembers: `lumaxlike.Endmembers` on ``refl``'s bands; where both give band
+            centres (``Endmembers.wavelengths``, refl's ``wavelength`` coordinate along
+            its spectral dim, ``units`` "nm" or "um"), bands are matched by wavelength in
+            any order, and other centres are refused.
         params: one `lumaxlike.HapkeParams` (the mixture's).
         solver, route, sum_to_one, max_iter, tol: as for `lumaxlike.unmix`.
         refl_sigma: standard uncertainty of ``refl`` in ``units`` ("r" or "radf"), one
@@ -626,6 +653,7 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     spec = _spectral_dim(refl, spectral_dim)
     if refl.sizes[spec] != endmembers.n_bands:
         raise ValueError(f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}")
+    wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
     pixel_dims = [dim for dim in refl.dims if dim != spec]
     to_sun, to_sensor, normal = _geometry_vectors(geometry, pixel_dims)
     try:
@@ -637,7 +665,8 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     vectors = [v.chunk({_VECTOR_DIM: -1}) if v.chunks is not None else v for v in (to_sun, to_sensor, normal)]
     refl, *vectors = xr.unify_chunks(refl, *vectors)
     chunk = min(_largest_chunk_pixels(refl, pixel_dims), unmix_chunk_pixels(refl.sizes[spec], endmembers.n_endmembers))
-    options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads)
+    options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads,
+                           wavelengths=wavelengths)
 
     n_end = endmembers.n_endmembers
     outputs = xr.apply_ufunc(

@@ -29,6 +29,7 @@ from .._inverse.status import Status
 from .._params import HapkeParams
 from .._provenance import make_provenance, python_call
 from .._signals import interruptible
+from .._unmix.band_matching import band_order
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
 from .block_inversion import BlockPool, check_solver, numba_threads
@@ -51,7 +52,7 @@ _ATTRS = {
     "residual": {"long_name": "residual norm of the route's objective (r [1/sr] one-step, w two-step; "
                  "divided by sigma when given)", "units": "1"},
 }
-_WAVELENGTH_UNITS_UM = (("nano", 1e-3), ("nm", 1e-3), ("micro", 1.0), ("um", 1.0), ("µm", 1.0))
+WAVELENGTH_UNITS_UM = (("nano", 1e-3), ("nm", 1e-3), ("micro", 1.0), ("um", 1.0), ("µm", 1.0))
 
 
 def unmix_layout(names) -> FieldLayout:
@@ -78,11 +79,19 @@ def cube_wavelengths_um(info: CubeInfo, wavelengths=None) -> np.ndarray:
     if info.wavelengths is None:
         raise ValueError(f"the cube {info.path} gives no band wavelengths; give them (--wavelengths, in um)")
     units = (info.wavelength_units or "").lower()
-    scale = next((factor for key, factor in _WAVELENGTH_UNITS_UM if key in units), None)
+    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in units), None)
     if scale is None:
         raise ValueError(f"the cube {info.path} gives its wavelengths without a known unit "
                          f"({info.wavelength_units!r}); give them (--wavelengths, in um)")
     return np.asarray(info.wavelengths, np.float64) * scale
+
+
+def known_wavelengths_um(info: CubeInfo) -> np.ndarray | None:
+    """The cube's band centres [um] where the file gives them with a known unit, else None."""
+    try:
+        return cube_wavelengths_um(info)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,7 @@ class UnmixOptions:
     tol: float | None = None
     chunk_size: int | None = None
     num_threads: int | None = None
+    wavelengths: tuple | None = None  # the data's band centres [um]: matched to the endmembers'
 
 
 def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: UnmixOptions, refl_sigma=None, *,
@@ -107,7 +117,7 @@ def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: U
     with numba_threads(options.num_threads):
         result = unmix(refl, to_sun, to_sensor, normal, endmembers, params, options.solver, route=options.route,
                        sum_to_one=options.sum_to_one, refl_sigma=refl_sigma, chunk_size=options.chunk_size,
-                       **kwargs)  # fmt: skip
+                       wavelengths=options.wavelengths, **kwargs)  # fmt: skip
     with np.errstate(invalid="ignore"):  # NaN covariance where unsolved
         sigma = np.sqrt(np.diagonal(result.covariance, axis1=-2, axis2=-1))
     return {
@@ -161,7 +171,8 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
 
     Raises:
         as `invert_file`; ValueError naming the argument for bad endmembers, params or
-        a route, or a cube whose bands are not the endmembers'.
+        a route, or a cube whose bands are not the endmembers' (in number; by
+        wavelength where both give them: any order is matched, other centres refused).
     """
     start = time.perf_counter()
     check_solver(solver)
@@ -189,7 +200,10 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
             raise ValueError(f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}")
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands, endmembers.n_endmembers))
-        options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk_size)
+        wavelengths = known_wavelengths_um(info)
+        band_order(wavelengths, endmembers, f"the cube {cube_path}")  # refused here, before any work
+        options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk_size,
+                               wavelengths=None if wavelengths is None else tuple(wavelengths))
         with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
             provenance = make_provenance(
                 params=[params] * info.bands, units=units, solver=solver,

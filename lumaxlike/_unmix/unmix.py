@@ -11,6 +11,7 @@ from .._inverse.status import Status
 from .._model.forward import precision_scope
 from .._params import HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
+from .band_matching import band_order
 from .endmembers import Endmembers
 from .jax_unmix import solve_one_step_jax
 from .mixing import cross_section_per_mass
@@ -55,6 +56,7 @@ def unmix(
     max_iter: int = DEFAULT_MAX_ITER,
     tol: float | None = None,
     chunk_size: int | None = None,
+    wavelengths=None,
 ) -> UnmixResult:
     """Mass fractions of the endmembers in every pixel, through Hapke's intimate mixing.
 
@@ -125,14 +127,19 @@ def unmix(
             1e-10).
         chunk_size: pixels per chunk (memory is bounded by the chunk); default about
             2 M band-endmember products per chunk.
+        wavelengths: refl's band centres [um], shape (bands,), or None. With
+            ``endmembers.wavelengths`` also given, refl's bands are matched to the
+            endmembers' by wavelength (any order); band centres that are not the
+            endmembers' are refused. Without either, bands are taken in order.
 
     Returns:
         `UnmixResult`.
 
     Raises:
         ValueError: naming the argument, for an unknown solver or route, endmembers
-            whose bands do not match refl's, mismatched shapes, a non-positive
-            refl_sigma, tol, max_iter or chunk_size, or float16 arrays, or
+            whose bands do not match refl's (in number, or by wavelength), mismatched
+            shapes, a non-positive refl_sigma, tol, max_iter or chunk_size, or float16
+            arrays, or
             route="two_step" with per-endmember phase functions (`Endmembers.phase`).
     """
     check_choice("solver", solver, SOLVERS)
@@ -156,6 +163,16 @@ def unmix(
     if not tol > 0.0:
         raise ValueError(f"tol must be positive, got {tol!r}")
     band_sigma = check_band_sigma(refl_sigma, shape.n_bands)
+    if wavelengths is not None:
+        wavelengths = as_float_array("wavelengths", wavelengths)
+        if wavelengths.shape != (shape.n_bands,):
+            raise ValueError(f"wavelengths must hold refl's {shape.n_bands} band centres [um], got shape "
+                             f"{wavelengths.shape}")
+    order = band_order(wavelengths, endmembers)
+    if order is not None and not np.array_equal(order, np.arange(shape.n_bands)):
+        refl = refl[..., order]
+        if band_sigma is not None and band_sigma.ndim == 1:
+            band_sigma = band_sigma[order]
     if band_sigma is not None and not np.all(band_sigma > 0.0):
         raise ValueError("refl_sigma must be > 0 (the bands are weighted by 1/refl_sigma^2)")
     n_pixels, n_end = shape.n_pixels, endmembers.n_endmembers
