@@ -33,10 +33,12 @@ from ._inverse.status import Status as Status
 from ._model.forward import amsa as amsa, h_function as h_function
 from ._normalize.normalize import NormalizationResult as NormalizationResult, normalize as normalize
 from ._io.file_normalization import normalize_file as normalize_file
+from ._io.file_fit import fit_file as fit_file
 from ._params import HapkeParams as HapkeParams, porosity_k_from_filling_factor as porosity_k_from_filling_factor
 from ._provenance import Provenance as Provenance, read_provenance as read_provenance
 from ._xarray import invert_dataarray as invert_dataarray, normalize_dataarray as normalize_dataarray
 from ._xarray import unmix_dataarray as unmix_dataarray
+from ._xarray import fit_dataarray as fit_dataarray
 from ._io.file_unmixing import unmix_file as unmix_file
 from ._unmix import Endmembers as Endmembers, UnmixResult as UnmixResult, unmix as unmix
 from . import demo as demo

@@ -42,13 +42,13 @@ from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned, iter_row_slices
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter
 
-__all__ = ["fit_files", "fit_fields"]
+__all__ = ["fit_file", "fit_fields"]
 
 _PARAMETER_UNITS = {"roughness": "rad"}
 
 
 def fit_fields(free: Sequence[str]) -> tuple[tuple[str, ...], FieldLayout]:
-    """The maps `fit_files` writes for the free parameters `free` (w first): (field
+    """The maps `fit_file` writes for the free parameters `free` (w first): (field
     names, their `FieldLayout`: invert's maps, their attributes adapted, plus one map and
     one sigma map per free parameter and the count of valid observations)."""
     attrs = dict(INVERSION_LAYOUT.attrs)
@@ -96,11 +96,17 @@ def _limits_in_radians(limits_deg) -> dict:
     return limits
 
 
-def fit_files(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm=None, solver="numba",
-              observation_limits_deg: Mapping | None = None, min_observations=None, sigma=None,
-              chunk_rows=None, overwrite=False, progress=None, max_iter=None, tol=None,
-              command=None) -> InversionSummary:
-    """Fit Hapke parameters per pixel and band to a stack of co-registered cubes.
+def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm=None, solver="numba",
+             observation_limits_deg: Mapping | None = None, min_observations=None, sigma=None,
+             chunk_rows=None, overwrite=False, progress=None, max_iter=None, tol=None,
+             command=None) -> InversionSummary:
+    """Fit Hapke parameters per pixel and band to a stack of co-registered cube files.
+
+    The file front end of `lumaxlike.fit` (as `lumaxlike.invert_file` is of
+    `lumaxlike.invert`; `lumaxlike.fit_dataarray` is its xarray twin): each cube of
+    (rows, cols, bands) is one observation of every pixel; block by block of rows the
+    cubes are stacked to (rows, cols, bands, observations) and fitted; every map has the
+    cubes' (rows, cols, bands) grid. Also the command ``lumaxlike fit``.
 
     Args:
         cubes: reflectance cube files, one observation each, on one grid with the same
@@ -177,8 +183,8 @@ def fit_files(cubes, out_path, *, geometry, params: HapkeParams, free, units, dt
         base = make_provenance(
             params=[params] * info.bands, units=units, solver=solver, tol=tol, max_iter=max_iter,
             refl_sigma=sigma, dtype=info.dtype, cube=None, geometry=None, dtm=dtm,
-            command=command or python_call("fit_files", [str(p) for p in cubes], out_path, params=params,
-                                           free=free, units=units, solver=solver),
+            command=command or python_call("fit_file", [str(p) for p in cubes], out_path, params=params,
+                                          free=free, units=units, solver=solver),
         )
         provenance = _FitProvenance(**vars(base), fit_settings=settings)
         fit_options = {"free": free, "solver": solver, "observation_limits": limits,
@@ -205,6 +211,10 @@ def fit_files(cubes, out_path, *, geometry, params: HapkeParams, free, units, dt
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
     )
+
+
+# the command line's name for it (lumaxlike/_cli imports it) until the CLI imports fit_file
+fit_files = fit_file
 
 
 def _fit_block(readers, geometry_readers, rows, units, params, fit_options) -> dict:
