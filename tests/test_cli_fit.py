@@ -4,6 +4,7 @@ Small float64 cubes made from known w, b, c at random geometry; the command's ma
 `lumaxlike.fit` on the same stacked arrays, with masks (nodata, --incidence-range)."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -94,3 +95,24 @@ def test_fit_command_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, stac
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_fit_refuses_a_cube_twice_or_cubes_with_other_bands(tmp_path, capsys, stack):
+    """Both were fitted without a word: a stack of cubes whose band centres differ (same
+    count), and the same cube passed twice (one observation counted twice)."""
+    cubes, obs, _, _ = stack
+    with rasterio.open(cubes[1]) as src:
+        other = write_raster(tmp_path / "other.tif", src.read(), envi_wavelengths=WAVELENGTHS[1:BANDS + 1])
+    linked = tmp_path / "again.tif"
+    linked.symlink_to(cubes[0])
+    out = tmp_path / "fit.tif"
+    cases = [([cubes[0], other, *cubes[2:4]], rf"cube {other} has other band centres than cube {cubes[0]}"),
+             ([cubes[0], cubes[1], cubes[0], cubes[3]], rf"the cube {cubes[0]} is given twice"),
+             ([cubes[0], cubes[1], linked, cubes[3]], rf"the cube {linked} is given twice \(also as {cubes[0]}\)")]
+    for stacked, message in cases:
+        code = main([str(a) for a in ["fit", *stacked, "--geometry", *obs[:4], "--units", "r", "--out", out]])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and re.search(message, err), err
+    with pytest.raises(ValueError, match="given twice"):
+        lumaxlike.fit_file([cubes[0], cubes[0]], out, geometry=obs[:2], params=START, free="w", units="r")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again.tif", "other.tif"]

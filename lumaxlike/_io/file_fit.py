@@ -38,6 +38,7 @@ from .block_inversion import check_solver
 from .file_inversion import BLOCK_TARGET_BYTES, InversionSummary
 from .file_runs import check_not_an_input, geometry_paths, progress_bar
 from .geometry_rasters import GeometryReader
+from .stacks import check_stack
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned, iter_row_slices
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter
@@ -165,8 +166,7 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
         info = readers[0].info
         for reader in readers[1:]:
             check_aligned(info.grid, reader.info.grid, "cube")
-            if reader.info.bands != info.bands:
-                raise ValueError(f"cube {reader.info.path} has {reader.info.bands} bands, cube {info.path} {info.bands}")
+        check_stack([reader.info for reader in readers])
         geometry_readers = [stack.enter_context(GeometryReader(g, info.grid, dtm)) for g in geometries]
         n_obs, width = len(cubes), info.grid.width
         row_bytes = width * info.bands * n_obs * 8
