@@ -90,8 +90,10 @@ def main(argv=None) -> int:
         argv: arguments without the program name; None reads ``sys.argv[1:]``.
 
     Returns:
-        exit code: 0 success, 2 bad arguments or input, 1 unexpected failure, 128 + the
-        signal's number when a SIGINT (130) or SIGTERM (143) stopped it.
+        exit code: 0 success, 2 bad arguments or input, 1 a failure (an output that
+        could not be written, e.g. a full disk, or a lost cluster: one line; anything
+        unexpected: a traceback), 128 + the signal's number when a SIGINT (130) or
+        SIGTERM (143) stopped it.
     """
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     if (
@@ -156,6 +158,11 @@ def _report(command: str, run, stopped_by) -> int:
 
 
 def _is_cluster_failure(error) -> bool:
+    """A failure outside this code, reported in one line with exit code 1: the cluster
+    was lost, or an output could not be written (a full disk: nothing was published)."""
+    atomic = sys.modules.get("lumaxlike._io.atomic")
+    if atomic is not None and isinstance(error, atomic.OutputWriteError):
+        return True
     if (
         error is None or "lumaxlike._io.cluster" not in sys.modules
     ):  # no cluster was used

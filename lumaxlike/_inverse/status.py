@@ -12,7 +12,7 @@ class Status(enum.IntEnum):
     MAX_ITER = 1  #: `max_iter` steps without convergence; the values are the last iterate
     #: no w in (0, 1) fits: `invert`: observed r <= 0 or >= r(w -> 1); `fit`: every valid
     #: observation <= 0, an infinite residual, or w ended on its physical bound (eps or
-    #: 1 - eps); `unmix`: a band with r <= 0 (and, two-step, a band `invert` cannot fit)
+    #: 1 - eps); `unmix`: no band with r > 0 (two-step: any band `invert` cannot fit)
     UNREACHABLE = 2
     INVALID_GEOMETRY = 3  #: source or observer at or below the local horizon (cos i or cos e <= 0)
     #: NaN or inf reflectance or geometry (`fit`: in every observation of the problem; a

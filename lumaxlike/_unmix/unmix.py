@@ -96,7 +96,7 @@ def unmix(
         refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape
             ``pixels + (bands,)``, bands last, the endmembers' bands. Computed in float64;
             float32 input gives float32 fractions, covariance, remainder and residuals.
-            A pixel with a band r <= 0 is UNREACHABLE (no mixture reflects it).
+            A pixel with no band r > 0 is UNREACHABLE (no mixture reflects it).
         to_sun, to_sensor, normal: direction vectors (east, north, up) toward the source,
             toward the observer, and the outward surface normal, shape ``pixels + (3,)``
             or ``(3,)`` for all pixels (as for `invert`).
@@ -265,10 +265,11 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
         status[solve & (solved["code"] == QP_SINGULAR)] = Status.UNDETERMINED
         status[solve & (solved["code"] == QP_STALLED)] = Status.MAX_ITER
         iterations = inverted.iterations.reshape(n, n_bands).max(axis=-1, initial=0).astype(np.int32)
-    # no mixture of albedos in [0, 1] reflects r <= 0: not a reflectance to unmix (as `invert`)
+    # no band above 0 (a negated or zero cube): no mixture explains it, though the fit
+    # would put it on the darkest vertex (as `fit`; a noisy band <= 0 among others is data)
     with np.errstate(invalid="ignore"):
-        non_positive = np.any(refl <= 0.0, axis=-1)
-    status[non_positive & np.isin(status, _SOLVED)] = Status.UNREACHABLE
+        none_positive = ~np.any(refl > 0.0, axis=-1)
+    status[none_positive & np.isin(status, _SOLVED)] = Status.UNREACHABLE
     return _finish(solved, status, iterations, endmembers, equality, band_sigma is not None, n_bands)
 
 
