@@ -32,6 +32,12 @@ key                            value
                                ``[incidence, emission, phase]`` in degrees
 ``lumaxlike_input_param_maps`` (normalisation with parameter maps only) a list of
                                ``[field, path]`` pairs, roughness maps in degrees
+``lumaxlike_fit_<key>``        (``fit`` outputs only) ``free``, ``cubes``,
+                               ``geometries``, ``fitted_maps`` (``{name: path}``), ...;
+                               the ``param_*`` keys then hold the starting values
+``lumaxlike_unmix_<key>``      (``unmix`` outputs only) ``route``, ``sum_to_one``,
+                               ``endmembers``, ``density``, ``grain_size``,
+                               ``extinction_efficiency``, ``library``
 =============================  ========================================================
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
@@ -195,6 +201,14 @@ class Provenance:
             emission, phase) [rad]; None otherwise.
         param_maps: for a normalisation with parameter maps, ``((field, path), ...)``;
             None otherwise.
+        fit_settings: for a `fit_file` output, its ``lumaxlike_fit_*`` keys
+            (``free``, ``cubes``, ``fitted_maps`` ``{name: path}``, ...): ``params``
+            then hold the *starting* values of the free parameters, whose fitted
+            values are the per-pixel maps; None otherwise.
+        unmix_settings: for an `unmix_file` output, its ``lumaxlike_unmix_*`` keys
+            (``route``, ``sum_to_one``, ``endmembers``, ``density`` [g/cm^3],
+            ``grain_size`` [um], ``extinction_efficiency``, ``library``: the files and
+            how they were read, where the command line read them); None otherwise.
     """
 
     version: str
@@ -213,6 +227,8 @@ class Provenance:
     geometry_layout: Mapping | None = None
     standard: tuple | None = None
     param_maps: tuple | None = None
+    fit_settings: Mapping | None = None
+    unmix_settings: Mapping | None = None
 
     @property
     def surface(self) -> str | None:
@@ -261,6 +277,9 @@ class Provenance:
             values["standard_deg"] = [math.degrees(angle) for angle in self.standard]
         if self.param_maps is not None:
             values["input_param_maps"] = [list(pair) for pair in self.param_maps]
+        for kind in _SETTINGS_KINDS:
+            for key, value in (getattr(self, f"{kind}_settings") or {}).items():
+                values[f"{kind}_{key}"] = value
         if any(getattr(p, "legendre", None) is not None for p in self.params):
             values["param_legendre"] = _per_band(
                 [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
@@ -351,6 +370,11 @@ class Provenance:
         param_maps = get("input_param_maps", optional=True)
         if param_maps is not None:
             param_maps = tuple(tuple(pair) for pair in typed("input_param_maps", list, param_maps))
+        settings = {}
+        for kind in _SETTINGS_KINDS:
+            start = f"{PREFIX}{kind}_"
+            keys = sorted(str(key)[len(start):] for key in attrs if str(key).startswith(start))
+            settings[f"{kind}_settings"] = {key: get(f"{kind}_{key}") for key in keys} or None
         return cls(
             version=typed("version", str, get("version")),
             model=model,
@@ -368,6 +392,7 @@ class Provenance:
             geometry_layout=_geometry_layout(get("geometry_layout", optional=True), source),
             standard=standard,
             param_maps=param_maps,
+            **settings,
         )
 
     def check_reproducible(self, source="the output") -> None:
@@ -376,6 +401,10 @@ class Provenance:
         if dict(self.model) != expected:
             raise ValueError(f"{source} was made with the model {dict(self.model)}; this lumaxlike "
                              f"runs {expected}")
+
+
+#: operations whose outputs carry their own ``lumaxlike_<kind>_*`` settings
+_SETTINGS_KINDS = ("fit", "unmix")
 
 
 def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,

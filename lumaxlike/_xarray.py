@@ -600,7 +600,7 @@ def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, 
     fields = unmix_block(r, to_sun, to_sensor, normal, params, options,
                          refl_sigma=uncertainty_to_r(sigma, units, to_sun, normal, np.float64), endmembers=endmembers)
     return (fields["fractions"], fields["sigma"], fields["status"][..., 0], fields["iterations"][..., 0],
-            fields["residual"][..., 0])
+            fields["residual"][..., 0], fields["remainder"][..., 0])
 
 
 def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: str = "jax", *, units: str,
@@ -625,13 +625,15 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
         uncertainty [-]), each with ``refl``'s pixel dims and a last dim ``endmember``
         (coordinate: the endmembers' names), and ``status`` (int8 `lumaxlike.Status`),
         ``iterations`` (int32) and ``residual`` (the route's residual norm), each with
-        ``refl``'s pixel dims; lazy (dask) when ``refl`` is, chunked as its pixels.
+        ``refl``'s pixel dims; lazy (dask) when ``refl`` is, chunked as its pixels;
+        with ``sum_to_one`` false also ``remainder`` (the cross-section fraction of the
+        unmodelled dark remainder, `lumaxlike.UnmixResult.remainder`).
         The attrs record how it was made, as for :func:`invert_dataarray`.
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
     """
-    from ._io.file_unmixing import UnmixOptions, unmix_layout
+    from ._io.file_unmixing import UnmixOptions, unmix_layout, unmix_record
     from ._params import HapkeParams
     from ._unmix.endmembers import Endmembers
     from ._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels as unmix_chunk_pixels
@@ -672,16 +674,17 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     outputs = xr.apply_ufunc(
         _unmix_chunk, refl, *vectors,
         input_core_dims=[[spec], [_VECTOR_DIM], [_VECTOR_DIM], [_VECTOR_DIM]],
-        output_core_dims=[["endmember"], ["endmember"], [], [], []],
+        output_core_dims=[["endmember"], ["endmember"], [], [], [], []],
         dask="parallelized",
-        output_dtypes=[np.float64, np.float64, np.int8, np.int32, np.float64],
+        output_dtypes=[np.float64, np.float64, np.int8, np.int32, np.float64, np.float64],
         dask_gufunc_kwargs={"output_sizes": {"endmember": n_end}},
         kwargs={"units": units, "endmembers": endmembers, "params": params, "options": options, "sigma": refl_sigma},
         keep_attrs="override",
     )
     layout = unmix_layout(endmembers.names)
+    names = ("fractions", "sigma", "status", "iterations", "residual", "remainder")
     variables = {field: _with_map_attrs(output, layout.attrs[field], refl)
-                 for field, output in zip(("fractions", "sigma", "status", "iterations", "residual"), outputs)}
+                 for field, output in zip(names, outputs) if field != "remainder" or not sum_to_one}
     provenance = make_provenance(
         params=[params] * refl.sizes[spec], units=units, solver=solver, tol=DEFAULT_TOLERANCE if tol is None else tol,
         max_iter=max_iter, refl_sigma=refl_sigma, dtype=np.float64, cube=refl.encoding.get("source"),
@@ -690,5 +693,6 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
                             route=route, sum_to_one=sum_to_one, spectral_dim=spectral_dim, refl_sigma=refl_sigma,
                             max_iter=max_iter, tol=tol, num_threads=num_threads),
     )  # fmt: skip
+    provenance = dataclasses.replace(provenance, unmix_settings=unmix_record(endmembers, route, sum_to_one))
     dataset = xr.Dataset(variables, attrs=_result_attrs(refl.attrs, provenance))
     return dataset.assign_coords(endmember=("endmember", list(endmembers.names)))

@@ -62,6 +62,10 @@ def test_bands_are_matched_by_wavelength_or_refused():
         refl = xr.DataArray(reverse, dims=("y", "x", "wavelength"), coords={"wavelength": ("wavelength", coord, attrs)})
         result = refl.hapke.unmix(vectors, endmembers, PARAMS, "numba", units="r")
         np.testing.assert_allclose(result["fractions"].values, mass, atol=1e-6, rtol=0)
+    assert "remainder" not in result
+    loose = refl.hapke.unmix(vectors, endmembers, PARAMS, "numba", units="r", sum_to_one=False)  # once dropped
+    np.testing.assert_allclose(loose["remainder"].values, 0.0, atol=1e-6)  # no dark part in the mixture
+    assert loose.attrs["lumaxlike_unmix_sum_to_one"] == "false"
     # and in the Python function, with wavelengths=
     direct = lumaxlike.unmix(reverse, *geometry, endmembers, PARAMS, "numba", wavelengths=wavelengths[::-1])
     np.testing.assert_allclose(direct.fractions, mass, atol=1e-6, rtol=0)

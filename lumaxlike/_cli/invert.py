@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .model import model_from_options, read_record, resolve_settings
+from .model import model_from_options, read_record, refuse_fitted_record, resolve_settings
 from .options import (
     DEFAULT_SOLVER,
     EXIT_OK,
@@ -161,6 +161,7 @@ def run(args) -> int:
     from .._io.raster import CubeReader
 
     record = read_record(args)
+    refuse_fitted_record(args, record, "invert")
     settings = resolve_settings(args, record)
     with CubeReader(args.cube) as cube:
         bands = cube.info.bands

@@ -271,6 +271,16 @@ def run(args) -> int:
         tol=args.tol,
         command=args.command_line,
         surface=args.surface,
+        library={
+            "files": [str(Path(path).absolute()) for path in args.endmembers],
+            "format": args.library_format,
+            "units": args.library_units,
+            "incidence_deg": args.library_incidence,
+            "emission_deg": args.library_emission,
+            "azimuth_deg": args.library_azimuth,
+            "wavelengths_um": [float(v) for v in wavelengths],
+            "fwhm_um": args.fwhm,
+        },
     )
     print(
         f"lumaxlike unmix: {args.cube} ({args.units}) -> {args.out}, {args.route} route, solver "

@@ -15,7 +15,7 @@ Three more guarantees:
   with :class:`OutputBusyError`, so two runs never leave a mixture of their files. The kernel drops the lock when its holder dies, however it dies.
 * **Stale temporaries are removed.** Temporary names carry their writer's process id and
   start time; a new group removes the temporaries in its folders whose writer is gone
-  (e.g. killed with SIGKILL). A reused process id does not fool the check: its start time
+  (e.g. killed with SIGKILL), and the lock files no process holds any more. A reused process id does not fool the check: its start time
   differs.
 * **Signals cannot cut publication in half** (see :mod:`lumaxlike._signals`): a pending
   stop signal is checked just before publishing, and publication and clean-up run with
@@ -160,7 +160,38 @@ def remove_stale_temporaries(folder) -> list[Path]:
         if match and _writer_is_gone(int(match[1]), int(match[2])):
             _remove(path)
             removed.append(path)
+    if os.name != "nt":  # lock files a killed run left: nobody holds them
+        for path in Path(folder).glob(f".*{LOCK_MARK}"):
+            if _remove_unheld_lock(path):
+                removed.append(path)
     return removed
+
+
+def _remove_unheld_lock(path: Path) -> bool:
+    """Remove a lock file no process holds (its holder was killed); False if held.
+
+    A holder keeps its lock until it has removed the file (`_Lock.release`), so a lock
+    taken here means the file is stale; a run that opened it meanwhile finds it gone
+    after locking and retries on a new file (`_Lock`).
+    """
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        _try_lock(fd)
+    except OSError:
+        os.close(fd)
+        return False
+    try:
+        if os.path.samestat(os.fstat(fd), os.stat(path)):
+            path.unlink()
+            return True
+        return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 class _Lock:
@@ -264,6 +295,8 @@ class AtomicOutputs:
 
     Raises:
         OutputExistsError: a target or companion exists and ``overwrite`` is false.
+        IsADirectoryError: a target or companion that is a file (not a ``.zarr`` store)
+            is a folder on disk, with or without ``overwrite``.
         OutputBusyError: another process holds the group's lock.
         FileNotFoundError, NotADirectoryError, PermissionError: see
             :func:`check_output_folder`.
@@ -300,6 +333,11 @@ class AtomicOutputs:
         return target.parent / f".{stem}.{self.token}{TEMP_MARK}{suffix}"
 
     def _check_not_existing(self) -> None:
+        for path in (*self.targets, *self.companions):  # never deleted, --overwrite or not
+            if path.suffix.lower() != ".zarr" and path.is_dir() and not path.is_symlink():
+                raise IsADirectoryError(
+                    f"output {path} is a folder, where a file would be written; lumaxlike never "
+                    "removes a folder: remove or rename it, or choose another output")
         if self.overwrite:
             return
         in_order = [self.targets[-1], *self.targets[:-1], *self.companions]  # main output first

@@ -41,7 +41,7 @@ from .geometry_rasters import GeometryReader
 from .stacks import check_stack
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned, iter_row_slices
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter
+from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
 
 __all__ = ["fit_file", "fit_fields"]
 
@@ -186,7 +186,10 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
             command=command or python_call("fit_file", [str(p) for p in cubes], out_path, params=params,
                                           free=free, units=units, solver=solver),
         )
-        provenance = _FitProvenance(**vars(base), fit_settings=settings)
+        # the record's param_* keys hold the starting values; the fitted ones are the maps
+        settings["fitted_maps"] = {name: str(Path(path).absolute())
+                                   for name, path in result_paths(out_path, free, main="w").items()}
+        provenance = _FitProvenance(**{**vars(base), "fit_settings": settings})
         fit_options = {"free": free, "solver": solver, "observation_limits": limits,
                        "min_observations": min_observations, "chunk_size": chunk_size}
         fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})

@@ -18,6 +18,7 @@ the names; status, iterations and residual on (y, x).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader
 from .units import check_units
 from .writers import FieldLayout, ResultWriter
 
-__all__ = ["UNMIX_FIELDS", "UnmixOptions", "UnmixSummary", "cube_wavelengths_um", "unmix_block", "unmix_file",
+__all__ = ["UNMIX_FIELDS", "unmix_fields", "unmix_record", "UnmixOptions", "UnmixSummary", "cube_wavelengths_um", "unmix_block", "unmix_file",
            "unmix_layout"]
 
 UNMIX_FIELDS = ("fractions", "sigma", "status", "iterations", "residual")
@@ -51,13 +52,22 @@ _ATTRS = {
     "iterations": {"long_name": "solver iterations", "units": "1"},
     "residual": {"long_name": "residual norm of the route's objective (r [1/sr] one-step, w two-step; "
                  "divided by sigma when given)", "units": "1"},
+    "remainder": {"long_name": "cross-section fraction of the unmodelled, perfectly absorbing "
+                  "remainder (fractions not summing to one)", "units": "1"},
 }
 WAVELENGTH_UNITS_UM = (("nano", 1e-3), ("nm", 1e-3), ("micro", 1.0), ("um", 1.0), ("µm", 1.0))
 
 
+def unmix_fields(sum_to_one: bool = True) -> tuple[str, ...]:
+    """The maps `unmix_file` writes: :data:`UNMIX_FIELDS`, and ``remainder`` (the
+    unmodelled dark remainder, `UnmixResult.remainder`) when the fractions need not sum
+    to one."""
+    return UNMIX_FIELDS if sum_to_one else (*UNMIX_FIELDS, "remainder")
+
+
 def unmix_layout(names) -> FieldLayout:
     """The maps `unmix_file` writes for endmembers ``names``."""
-    per_pixel = {name: (name,) for name in ("status", "iterations", "residual")}
+    per_pixel = {name: (name,) for name in ("status", "iterations", "residual", "remainder")}
     return FieldLayout(main="fractions", attrs=_ATTRS,
                        band_names={"fractions": tuple(names), "sigma": tuple(names), **per_pixel},
                        integer={"status": np.int8, "iterations": np.int32},
@@ -126,6 +136,22 @@ def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: U
         "status": result.status[..., None],
         "iterations": result.iterations[..., None],
         "residual": result.residual_norm[..., None],
+        "remainder": result.remainder[..., None],
+    }
+
+
+def unmix_record(endmembers: Endmembers, route: str, sum_to_one: bool, library=None) -> dict:
+    """What an unmixing was (`Provenance.unmix_settings`): route, sum-to-one, the
+    endmembers' names, densities [g/cm^3], grain sizes [um], extinction efficiencies, and
+    ``library`` (how they were made, where known)."""
+    return {
+        "route": route,
+        "sum_to_one": bool(sum_to_one),
+        "endmembers": list(endmembers.names),
+        "density": [float(v) for v in endmembers.density],
+        "grain_size": [float(v) for v in endmembers.grain_size],
+        "extinction_efficiency": [float(v) for v in endmembers.extinction_efficiency],
+        "library": None if library is None else dict(library),
     }
 
 
@@ -152,7 +178,7 @@ class UnmixSummary:
 def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params: HapkeParams, solver: str,
                units: str, route: str = "one_step", sum_to_one: bool = True, dtm=None, chunk_rows=None,
                overwrite=False, progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
-               command=None, surface="auto") -> UnmixSummary:
+               command=None, surface="auto", library=None) -> UnmixSummary:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
     Args:
@@ -168,6 +194,12 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
         sigma: standard uncertainty of the cube's values, in ``units`` ("r" or "radf";
             a reflectance factor's uncertainty in r varies with cos i per pixel, which
             `unmix` does not take): weights the bands and scales the sigma map.
+        library: how the endmembers were made (JSON-able mapping, e.g. the library
+            files and their geometry), recorded with the route, sum-to-one, names,
+            densities, grain sizes and extinction efficiencies (``lumaxlike_unmix_*``,
+            `Provenance.unmix_settings`); None records none of the library.
+
+    With ``sum_to_one`` false the unmodelled remainder is one more map, ``OUT_remainder``.
 
     Raises:
         as `invert_file`; ValueError naming the argument for bad endmembers, params or
@@ -192,7 +224,8 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     layout = unmix_layout(endmembers.names)
-    check_not_an_input(out_path, UNMIX_FIELDS, [cube_path, dtm, *geometry_paths(geometry)], main="fractions")
+    fields = unmix_fields(bool(sum_to_one))
+    check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry)], main="fractions")
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
         info = cube.info
@@ -216,7 +249,9 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
                                                max_iter=max_iter, tol=tol, surface=surface,
                                                **parallel_call(workers, scheduler)),
             )  # fmt: skip
-            with ResultWriter(out_path, like=info, fields=UNMIX_FIELDS, overwrite=overwrite,
+            provenance = dataclasses.replace(provenance, unmix_settings=unmix_record(
+                endmembers, route, sum_to_one, library))
+            with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
                               chunk_rows=rows_per_block, provenance=provenance, layout=layout) as writer, \
                     BlockPool(workers, scheduler, function=unmix_block) as pool:
                 bar = progress_bar(progress, info.grid.height * info.grid.width, f"unmixing {Path(cube_path).name}")

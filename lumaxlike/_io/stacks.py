@@ -37,20 +37,34 @@ def check_stack(infos: list[CubeInfo]) -> None:
     for info in infos:
         key = _identity(info.path)
         if key in seen:
-            raise ValueError(f"the cube {info.path} is given twice (also as {seen[key]}): each cube is one "
-                             "observation; the same one twice would count it twice")
+            raise ValueError(
+                f"the cube {info.path} is given twice (also as {seen[key]}): each cube is one "
+                "observation; the same one twice would count it twice"
+            )
         seen[key] = info.path
     first = infos[0]
     first_um = known_wavelengths_um(first)
     for info in infos[1:]:
         if info.bands != first.bands:
-            raise ValueError(f"cube {info.path} has {info.bands} bands, cube {first.path} {first.bands}")
+            raise ValueError(
+                f"cube {info.path} has {info.bands} bands, cube {first.path} {first.bands}"
+            )
         this_um = known_wavelengths_um(info)
         if first_um is not None and this_um is not None:
             a, b, unit = first_um, this_um, "um"
-        elif first.wavelengths is not None and info.wavelengths is not None and (
-                (first.wavelength_units or "").lower() == (info.wavelength_units or "").lower()):
-            a, b, unit = first.wavelengths, info.wavelengths, first.wavelength_units or "(no unit)"
+        elif (
+            first.wavelengths is not None
+            and info.wavelengths is not None
+            and (
+                (first.wavelength_units or "").lower()
+                == (info.wavelength_units or "").lower()
+            )
+        ):
+            a, b, unit = (
+                first.wavelengths,
+                info.wavelengths,
+                first.wavelength_units or "(no unit)",
+            )
         else:
             continue
         a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)

@@ -36,8 +36,12 @@ def band_order(wavelengths_um, endmembers, what: str = "refl") -> np.ndarray | N
     data = np.asarray(wavelengths_um, np.float64).reshape(-1)
     library = np.asarray(endmembers.wavelengths, np.float64)
     if data.size == library.size and np.all(np.isfinite(data)):
-        order = np.argsort(data, kind="stable")[np.argsort(np.argsort(library, kind="stable"), kind="stable")]
-        if np.unique(data).size == data.size and np.allclose(data[order], library, rtol=RELATIVE_TOLERANCE, atol=0):
+        order = np.argsort(data, kind="stable")[
+            np.argsort(np.argsort(library, kind="stable"), kind="stable")
+        ]
+        if np.unique(data).size == data.size and np.allclose(
+            data[order], library, rtol=RELATIVE_TOLERANCE, atol=0
+        ):
             return order
     differing = next((k for k in range(min(data.size, library.size))
                       if not np.isclose(np.sort(data)[k], np.sort(library)[k], rtol=RELATIVE_TOLERANCE, atol=0)),
@@ -56,4 +60,6 @@ def _um(values, k):
 
 
 def _span(values):
-    return f"{np.nanmin(values):.6g}-{np.nanmax(values):.6g} um" if values.size else "none"
+    return (
+        f"{np.nanmin(values):.6g}-{np.nanmax(values):.6g} um" if values.size else "none"
+    )
