@@ -575,8 +575,8 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
         return None
     values = np.asarray(coord.values, np.float64)
     unit = str(coord.attrs.get("units", "")).lower()
-    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in unit), None) if unit else None
-    what = f"refl's wavelength coordinate (units {unit!r})" if unit else "refl's wavelength coordinate"
+    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in unit), None)
+    what = "refl's wavelength coordinate" + (f" (units {unit!r})" if unit else "")
     refused = None
     for candidate in (scale,) if scale is not None else (1.0, 1e-3):  # no units attr: um, or nm
         try:
@@ -693,6 +693,7 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
                             route=route, sum_to_one=sum_to_one, spectral_dim=spectral_dim, refl_sigma=refl_sigma,
                             max_iter=max_iter, tol=tol, num_threads=num_threads),
     )  # fmt: skip
-    provenance = dataclasses.replace(provenance, unmix_settings=unmix_record(endmembers, route, sum_to_one))
+    record = unmix_record(endmembers, route, sum_to_one)
+    provenance = dataclasses.replace(provenance, unmix_settings=record)
     dataset = xr.Dataset(variables, attrs=_result_attrs(refl.attrs, provenance))
     return dataset.assign_coords(endmember=("endmember", list(endmembers.names)))

@@ -284,7 +284,7 @@ def test_a_malformed_scheduler_address_is_one_line_without_a_hang(inputs, tmp_pa
 def test_a_sigterm_after_publication_exits_with_a_code_not_the_signal(inputs, tmp_path):
     """A signal landing once the outputs were published (and the run's handlers were
     restored) killed the process: exit -15 beside a complete set. Now 143 (documented in
-    lumaxlike.__main__), or 0 when it lands while the command still handles signals."""
+    lumaxlike._cli.console), or 0 when it lands while the command still handles signals."""
     script = (
         "import os, runpy, signal, sys\n"
         "import lumaxlike._cli as cli\n"

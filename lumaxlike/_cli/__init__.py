@@ -23,7 +23,7 @@ from .._signals import Interrupted, stop_on_signals
 from . import demo, fit, invert, normalize, profile, unmix
 from .options import EXIT_BAD_INPUT, EXIT_FAILURE, CommandParser, UsageError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "console", "main"]
 
 TOP_EPILOG = """\
 Run `lumaxlike COMMAND --help` for a command's options.
@@ -109,6 +109,28 @@ def main(argv=None) -> int:
         except SystemExit as done:  # --help
             return int(done.code or 0)
         return _report(args.command, lambda: args.handler(args), stopped_by)
+
+
+def console() -> None:
+    """The ``lumaxlike`` program (console script and ``python -m lumaxlike``): `main`,
+    then exit with its code.
+
+    A SIGTERM or SIGINT outside the command's own handlers (before `main` installs them,
+    or after the run has published its outputs and restored them) ends the process with
+    exit code 128 + the signal's number (143, 130), never by the signal itself (which a
+    parent sees as -15 or -2). A signal that lands after publication leaves the outputs
+    complete; the exit code is then 0 (the command reports it) or 143 / 130.
+    """
+    signal.signal(signal.SIGTERM, _exit_on_signal)  # SIGINT: KeyboardInterrupt, caught below
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = 128 + signal.SIGINT
+    sys.exit(code)
+
+
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 def _report(command: str, run, stopped_by) -> int:

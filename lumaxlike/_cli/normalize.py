@@ -163,7 +163,8 @@ def _recorded_maps(args, record) -> dict:
         maps[field] = Path(path)
     fitted = fitted_maps(args, record)
     if "roughness" in fitted:  # a fit's map is in radians, --param-map roughness-deg in degrees
-        raise ValueError(f"--params-from {args.params_from} is a fit's output with a fitted roughness "
-                         f"map in radians ({fitted['roughness']}); normalize reads roughness maps in "
-                         "degrees: convert it and give --param-map roughness-deg=RASTER")
+        raise ValueError(f"--params-from {args.params_from} is a fit's output with a fitted "
+                         f"roughness map in radians ({fitted['roughness']}); normalize reads "
+                         "roughness maps in degrees: convert it and give --param-map "
+                         "roughness-deg=RASTER")
     return {**maps, **{field: Path(path) for field, path in fitted.items()}}

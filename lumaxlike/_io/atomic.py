@@ -12,11 +12,12 @@ Three more guarantees:
   the hidden file ``.NAME.lumaxlike-lock`` beside each, taken before the existence check
   and held until the group is published or discarded. A second writer whose set shares
   any name (``out.tif`` writes ``out_sigma.tif``, another run's main output) fails at once
-  with :class:`OutputBusyError`, so two runs never leave a mixture of their files. The kernel drops the lock when its holder dies, however it dies.
+  with :class:`OutputBusyError`, so two runs never leave a mixture of their files. The
+  kernel drops the lock when its holder dies, however it dies.
 * **Stale temporaries are removed.** Temporary names carry their writer's process id and
   start time; a new group removes the temporaries in its folders whose writer is gone
-  (e.g. killed with SIGKILL), and the lock files no process holds any more. A reused process id does not fool the check: its start time
-  differs.
+  (e.g. killed with SIGKILL), and the lock files no process holds any more. A reused
+  process id does not fool the check: its start time differs.
 * **Signals cannot cut publication in half** (see :mod:`lumaxlike._signals`): a pending
   stop signal is checked just before publishing, and publication and clean-up run with
   signals deferred.

@@ -10,7 +10,8 @@ import logging
 import os
 from dataclasses import dataclass
 
-__all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "Cluster", "check_address", "open_cluster", "quiet_logs"]
+__all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "Cluster", "check_address", "open_cluster",
+           "quiet_logs"]
 
 CONNECT_TIMEOUT_S = 30.0
 """How long to try reaching a scheduler, at the start and after losing it [s]."""
@@ -119,8 +120,8 @@ def check_address(scheduler: str) -> None:
             if not host or not port:
                 raise ValueError("a host and a port are needed")
     except (ValueError, TypeError) as error:
-        raise ValueError(f"scheduler {scheduler}: not a scheduler address such as 'tcp://host:8786' "
-                         f"({_one_line(error)})") from None
+        raise ValueError(f"scheduler {scheduler}: not a scheduler address such as "
+                         f"'tcp://host:8786' ({_one_line(error)})") from None
 
 
 def _check_workers(client, scheduler: str) -> int:

@@ -41,7 +41,8 @@ from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader
 from .units import check_units
 from .writers import FieldLayout, ResultWriter
 
-__all__ = ["UNMIX_FIELDS", "unmix_fields", "unmix_record", "UnmixOptions", "UnmixSummary", "cube_wavelengths_um", "unmix_block", "unmix_file",
+__all__ = ["UNMIX_FIELDS", "unmix_fields", "unmix_record",
+           "UnmixOptions", "UnmixSummary", "cube_wavelengths_um", "unmix_block", "unmix_file",
            "unmix_layout"]
 
 UNMIX_FIELDS = ("fractions", "sigma", "status", "iterations", "residual")
@@ -225,7 +226,8 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     layout = unmix_layout(endmembers.names)
     fields = unmix_fields(bool(sum_to_one))
-    check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry)], main="fractions")
+    inputs = [cube_path, dtm, *geometry_paths(geometry)]
+    check_not_an_input(out_path, fields, inputs, main="fractions")
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
         info = cube.info
@@ -234,7 +236,7 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands, endmembers.n_endmembers))
         wavelengths = known_wavelengths_um(info)
-        band_order(wavelengths, endmembers, f"the cube {cube_path}")  # refused here, before any work
+        band_order(wavelengths, endmembers, f"the cube {cube_path}")  # refused before any work
         options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk_size,
                                wavelengths=None if wavelengths is None else tuple(wavelengths))
         with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:

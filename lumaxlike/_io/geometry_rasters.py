@@ -40,7 +40,8 @@ from .units import local_incidence_cosine
 __all__ = ["ANGLE_ROLES", "CHECK_TOLERANCE", "OBS_BAND_NAMES", "GeometryReader", "match_obs_bands",
            "normalise_band_name"]
 
-_ZENITHS = ("to_sun_zenith", "to_sensor_zenith", "incidence", "emission", "local_incidence", "local_emission")
+_ZENITHS = ("to_sun_zenith", "to_sensor_zenith", "incidence", "emission", "local_incidence",
+            "local_emission")
 _AZIMUTHS = ("to_sun_azimuth", "to_sensor_azimuth", "facet_aspect")
 ANGLE_RANGES = {
     **{role: (0.0, 180.0) for role in _ZENITHS},
@@ -219,13 +220,15 @@ class GeometryReader:
         }
 
     def read_angles(self, rows: slice) -> dict[str, np.ndarray]:
-        """The bands the plan reads over ``rows``: ``{role: (len(rows), cols) array}``, NaN = nodata.
+        """The bands the plan reads over ``rows``: ``{role: (len(rows), cols) array}``, NaN
+        = nodata.
 
         Raises:
             ValueError: naming the band, its file and the first offending pixel, for a
                 value outside its role's range (:data:`ANGLE_RANGES`).
         """
-        angles = {role: self._sources[role].read(rows) for role in self.plan.roles + self.plan.checks}
+        roles = self.plan.roles + self.plan.checks
+        angles = {role: self._sources[role].read(rows) for role in roles}
         for role, values in angles.items():
             self._check_range(role, values, rows)
         return angles
@@ -239,8 +242,10 @@ class GeometryReader:
             return
         row, col = np.argwhere(bad)[0]
         unit = "" if role == "facet_cos_i" else " deg"
-        allowed = "any finite value (wrapped)" if role in _AZIMUTHS else f"[{lower:g}, {upper:g}]{unit}"
-        below = " ([90, 180]: below the horizon, status INVALID_GEOMETRY)" if upper == 180.0 and role in _ZENITHS else ""
+        allowed = ("any finite value (wrapped)" if role in _AZIMUTHS
+                   else f"[{lower:g}, {upper:g}]{unit}")
+        below = (" ([90, 180]: below the horizon, status INVALID_GEOMETRY)"
+                 if role in _ZENITHS else "")
         raise ValueError(
             f"{self._files[role]} {self._labels[role]} ({role}) holds "
             f"{float(values[row, col]):.6g}{unit} at row {rows.start + row}, column {col} "

@@ -183,7 +183,8 @@ class SpectralLibrary:
         resampled = np.empty((len(self), centres.size))
         for row, spectrum in enumerate(self.reflectance):
             measured = np.isfinite(spectrum)
-            if fwhm is None and self.fwhm is None and _same_grid(self.wavelengths[measured], centres):
+            at_centres = _same_grid(self.wavelengths[measured], centres)
+            if fwhm is None and self.fwhm is None and at_centres:
                 resampled[row] = spectrum[measured]  # sampled at the band centres: as it is
                 continue
             self._check_coverage(row, measured, centres, widths, sample_widths)
@@ -223,7 +224,8 @@ class SpectralLibrary:
 
 def _same_grid(samples: np.ndarray, centres: np.ndarray) -> bool:
     """Whether a spectrum's samples are the band centres (to 1e-9 relative)."""
-    return samples.shape == centres.shape and bool(np.allclose(samples, centres, rtol=1e-9, atol=0.0))
+    return samples.shape == centres.shape and bool(
+        np.allclose(samples, centres, rtol=1e-9, atol=0.0))
 
 
 def _band_spacing(centres: np.ndarray) -> np.ndarray:
@@ -333,12 +335,15 @@ def _angles_rad(name, value, n, limit=None):
     azimuth within [-limit, limit]; a value only degrees can be is named as such."""
     angle = np.asarray(value, np.float64) if not isinstance(value, str) else np.array(np.nan)
     if angle.ndim > 1 or (angle.ndim == 1 and angle.size != n) or not np.all(np.isfinite(angle)):
-        raise ValueError(f"{name} must be a finite angle [rad] or one per spectrum ({n}), got {value!r}")
+        raise ValueError(
+            f"{name} must be a finite angle [rad] or one per spectrum ({n}), got {value!r}")
     upper = np.pi / 2 if limit is None else limit
     if np.any(np.abs(angle) > upper) or (limit is None and np.any((angle < 0) | (angle >= upper))):
-        looks = np.any(np.abs(angle) > upper) and np.all(np.abs(angle) <= (90.0 if limit is None else 360.0))
+        degrees_limit = 90.0 if limit is None else 360.0
+        looks = np.any(np.abs(angle) > upper) and np.all(np.abs(angle) <= degrees_limit)
         hint = f" ({value!r} looks like degrees: pass numpy.radians({value!r}))" if looks else ""
-        interval = "[0, pi/2)" if limit is None else f"[-{limit / np.pi:g} pi, {limit / np.pi:g} pi]"
+        turns = 0.0 if limit is None else limit / np.pi
+        interval = "[0, pi/2)" if limit is None else f"[-{turns:g} pi, {turns:g} pi]"
         raise ValueError(f"{name} must lie in {interval} rad, got {value!r}{hint}")
     return np.array(np.broadcast_to(angle, (n,)))
 

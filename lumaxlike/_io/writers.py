@@ -167,7 +167,8 @@ def previous_set(out, main: str = "w") -> list[Path]:
         return []
     envi = output_format(out) == "ENVI"
     members = []
-    for sibling in sorted(main_file.parent.glob(f"{glob.escape(main_file.stem)}_*{main_file.suffix}")):
+    pattern = f"{glob.escape(main_file.stem)}_*{main_file.suffix}"
+    for sibling in sorted(main_file.parent.glob(pattern)):
         if _run_of(sibling) == run:
             members.extend([sibling, sibling.with_suffix(".hdr")] if envi else [sibling])
     return members

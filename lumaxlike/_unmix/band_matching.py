@@ -43,11 +43,16 @@ def band_order(wavelengths_um, endmembers, what: str = "refl") -> np.ndarray | N
             data[order], library, rtol=RELATIVE_TOLERANCE, atol=0
         ):
             return order
-    differing = next((k for k in range(min(data.size, library.size))
-                      if not np.isclose(np.sort(data)[k], np.sort(library)[k], rtol=RELATIVE_TOLERANCE, atol=0)),
-                     min(data.size, library.size))  # fmt: skip
-    first = (f"first differing band (sorted): {what} {_um(np.sort(data), differing)}, endmembers "
-             f"{_um(np.sort(library), differing)}")  # fmt: skip
+    sorted_data, sorted_library = np.sort(data), np.sort(library)
+    common = min(data.size, library.size)
+    close = np.isclose(
+        sorted_data[:common], sorted_library[:common], rtol=RELATIVE_TOLERANCE, atol=0
+    )
+    differing = int(np.argmin(close)) if not close.all() else common
+    first = (
+        f"first differing band (sorted): {what} {_um(sorted_data, differing)}, endmembers "
+        f"{_um(sorted_library, differing)}"
+    )
     raise ValueError(
         f"{what}'s {data.size} band centres ({_span(data)}) are not the endmembers' {library.size} "
         f"({_span(library)}); {first}. Resample the library onto {what}'s bands "

@@ -166,8 +166,8 @@ def unmix(
     if wavelengths is not None:
         wavelengths = as_float_array("wavelengths", wavelengths)
         if wavelengths.shape != (shape.n_bands,):
-            raise ValueError(f"wavelengths must hold refl's {shape.n_bands} band centres [um], got shape "
-                             f"{wavelengths.shape}")
+            raise ValueError(f"wavelengths must hold refl's {shape.n_bands} band centres [um], "
+                             f"got shape {wavelengths.shape}")
     order = band_order(wavelengths, endmembers)
     if order is not None and not np.array_equal(order, np.arange(shape.n_bands)):
         refl = refl[..., order]
@@ -202,7 +202,8 @@ def unmix(
         outputs = {k: empty[k] for k in names}
     pixel_shape = shape.pixel_shape
     if refl.dtype == np.float32:  # computed in float64, returned in the input's precision
-        outputs = {k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in outputs.items()}
+        outputs = {k: v.astype(np.float32) if v.dtype == np.float64 else v
+                   for k, v in outputs.items()}
     return UnmixResult(
         names=endmembers.names,
         route=route,
