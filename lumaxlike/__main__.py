@@ -1,5 +1,5 @@
-"""``python -m lumaxlike``: the ``lumaxlike`` command line (see :mod:`lumaxlike._cli`;
-its exit codes, late signals included: :func:`lumaxlike._cli.console`)."""
+"""``python -m lumaxlike``: the ``lumaxlike`` command line (see `lumaxlike._cli`; its exit
+codes, late signals included: `lumaxlike._cli.console`)."""
 
 import signal
 import sys

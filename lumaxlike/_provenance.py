@@ -1,7 +1,7 @@
 """How an output was made: the record every lumaxlike output carries, and reading it back.
 
 Every result file (GeoTIFF and ENVI tags, netCDF and zarr global attributes) and the Dataset
-returned by :func:`lumaxlike.invert_dataarray` holds these ``lumaxlike_*`` keys, each value
+returned by `lumaxlike.invert_dataarray` holds these ``lumaxlike_*`` keys, each value
 JSON text (so numbers and lists round-trip exactly):
 
 =============================  ========================================================
@@ -11,7 +11,7 @@ key                            value
 ``lumaxlike_model``            ``{component: choice}``: ``reflectance``, ``h_function``,
                                ``roughness``, ``opposition``, ``phase_function``
 ``lumaxlike_bands``            number of spectral bands
-``lumaxlike_param_<name>``     one per :class:`lumaxlike.HapkeParams` field, in its units
+``lumaxlike_param_<name>``     one per `lumaxlike.HapkeParams` field, in its units
                                (``roughness`` in radians): a number when every band has
                                the same value, else a list with one value per band;
                                ``legendre`` only when some band uses Legendre coefficients
@@ -32,6 +32,12 @@ key                            value
                                ``[incidence, emission, phase]`` in degrees
 ``lumaxlike_input_param_maps`` (normalisation with parameter maps only) a list of
                                ``[field, path]`` pairs, roughness maps in degrees
+``lumaxlike_product``          (file inputs only) what the input cube is and what was
+                               done with it: ``kind`` (e.g. "M3 L2 reflectance (RFL)"),
+                               ``label``, ``wavelengths`` (their source, or "unknown"),
+                               ``bad_bands``, ``thermal_bands``, the radiance conversion
+                               (``solar_spectrum``, ``solar_distance_au``), the
+                               ``geometry`` used and why (see docs/mission-products.md)
 ``lumaxlike_fit_<key>``        (``fit`` outputs only) ``free``, ``cubes``,
                                ``geometries``, ``fitted_maps`` (``{name: path}``), ...;
                                the ``param_*`` keys then hold the starting values
@@ -42,14 +48,14 @@ key                            value
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
 one more value of a ``lumaxlike_model`` component plus its ``lumaxlike_param_*`` keys.
-An empirical photometric function (:class:`lumaxlike.PhotometricFunction`) is recorded
+An empirical photometric function (`lumaxlike.PhotometricFunction`) is recorded
 as the model ``{"reflectance": <its name>}`` (`PHOTOMETRIC_TEXT`) with one
 ``lumaxlike_param_<name>`` per parameter of ``PhotometricFunction`` (``limb_darkening``,
 ``minnaert_k``, ``mu1``, ``m``, ``mu2``, ``eta``) instead of the Hapke ones.
 netCDF and zarr outputs also get the CF global attributes ``Conventions``, ``source`` and
 ``history``.
 
-:func:`read_provenance` reads the record back from any output (the ``w`` map, any sibling
+`read_provenance` reads the record back from any output (the ``w`` map, any sibling
 map, a netCDF file or a zarr store); ``lumaxlike invert CUBE --params-from OLD --out NEW``
 reruns with it.
 """
@@ -177,14 +183,14 @@ def geometry_record(geometry):
 
 @dataclass(frozen=True)
 class Provenance:
-    """How a lumaxlike output was made; see :func:`lumaxlike.read_provenance`.
+    """How a lumaxlike output was made; see `lumaxlike.read_provenance`.
 
     Attributes:
         version: lumaxlike version that wrote it.
         model: ``{component: choice}`` (reflectance, h_function, roughness, opposition,
             phase_function).
-        params: one :class:`lumaxlike.HapkeParams` (roughness in radians) or
-            :class:`lumaxlike.PhotometricFunction` per band.
+        params: one `lumaxlike.HapkeParams` (roughness in radians) or
+            `lumaxlike.PhotometricFunction` per band.
         units: what the input held: ``"r"`` [1/sr], ``"radf"`` or ``"reff"``.
         solver: ``"numba"`` or ``"jax"``.
         tol: convergence tolerance on the step in w that was used [-].
@@ -196,11 +202,14 @@ class Provenance:
         command: the command line, or the Python call.
         created: when the run started, UTC ISO 8601.
         geometry_layout: how the geometry was read (surface, layout, bands read, checked
-            and not read; see :meth:`lumaxlike.GeometryReader.record`), or None.
+            and not read; see `lumaxlike.GeometryReader.record`), or None.
         standard: for a photometric normalisation, the standard geometry (incidence,
             emission, phase) [rad]; None otherwise.
         param_maps: for a normalisation with parameter maps, ``((field, path), ...)``;
             None otherwise.
+        product: for file inputs, what the cube is and what was done with it (kind,
+            label, wavelengths, bad and thermal bands, radiance conversion, geometry used
+            and why); None for in-memory data and older records.
         fit_settings: for a `fit_file` output, its ``lumaxlike_fit_*`` keys
             (``free``, ``cubes``, ``fitted_maps`` ``{name: path}``, ...): ``params``
             then hold the *starting* values of the free parameters, whose fitted
@@ -227,6 +236,7 @@ class Provenance:
     geometry_layout: Mapping | None = None
     standard: tuple | None = None
     param_maps: tuple | None = None
+    product: Mapping | None = None
     fit_settings: Mapping | None = None
     unmix_settings: Mapping | None = None
 
@@ -277,6 +287,8 @@ class Provenance:
             values["standard_deg"] = [math.degrees(angle) for angle in self.standard]
         if self.param_maps is not None:
             values["input_param_maps"] = [list(pair) for pair in self.param_maps]
+        if self.product is not None:
+            values["product"] = dict(self.product)
         for kind in _SETTINGS_KINDS:
             for key, value in (getattr(self, f"{kind}_settings") or {}).items():
                 values[f"{kind}_{key}"] = value
@@ -290,7 +302,7 @@ class Provenance:
         return encoded
 
     def cf_attrs(self) -> dict[str, str]:
-        """CF global attributes (``Conventions``, ``source``, ``history``) plus :meth:`attrs`."""
+        """CF global attributes (``Conventions``, ``source``, ``history``) plus `attrs`."""
         return {
             "Conventions": "CF-1.8",
             "source": f"lumaxlike {self.version}: {self.describe_model()}",
@@ -392,6 +404,7 @@ class Provenance:
             geometry_layout=_geometry_layout(get("geometry_layout", optional=True), source),
             standard=standard,
             param_maps=param_maps,
+            product=_product(get("product", optional=True), source),
             **settings,
         )
 
@@ -409,12 +422,13 @@ _SETTINGS_KINDS = ("fit", "unmix")
 
 def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,
                     command: str, cube=None, geometry=None, dtm=None, created: str | None = None,
-                    geometry_layout=None, standard=None, param_maps=None) -> Provenance:
+                    geometry_layout=None, standard=None, param_maps=None,
+                    product=None) -> Provenance:
     """The record of a run, with the solver defaults resolved to the values used.
 
     Args:
         params: one HapkeParams per band.
-        tol, max_iter: as given to :func:`lumaxlike.invert` (None = its default for
+        tol, max_iter: as given to `lumaxlike.invert` (None = its default for
             ``dtype``: the value recorded is the one used).
         dtype: floating type of the reflectance handed to the solver.
         cube, geometry, dtm: input paths (or a geometry mapping); recorded resolved.
@@ -422,6 +436,8 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
         geometry_layout: how the geometry was read (``GeometryReader.record()``), or None.
         standard: a normalisation's standard geometry (incidence, emission, phase) [rad].
         param_maps: a normalisation's parameter maps, ``{field: path or array}``.
+        product: what the input cube is and what was done with it (a JSON-able mapping,
+            `lumaxlike._io.product_cube.ProductCube.record`), or None.
     """
     from . import __version__
     from ._inverse.invert import DEFAULT_MAX_ITER, default_tolerance
@@ -448,6 +464,7 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
             (str(name), _input_path(value) if isinstance(value, (str, Path)) else None)
             for name, value in param_maps.items()
         ),
+        product=None if product is None else dict(product),
     )
 
 
@@ -503,6 +520,13 @@ def _geometry_layout(value, source):
     return value
 
 
+def _product(value, source):
+    """The recorded product: a mapping, or None."""
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{source}: {PREFIX}product has the unexpected value {value!r}")
+    return value
+
+
 def _is_number_list(value) -> bool:
     return isinstance(value, list) and all(isinstance(x, (int, float)) for x in value)
 
@@ -519,13 +543,13 @@ def read_provenance(path) -> Provenance:
     """Read how a lumaxlike output was made from its tags or attributes.
 
     Args:
-        path: any output of ``lumaxlike invert`` / :func:`lumaxlike.invert_file` (the w
+        path: any output of ``lumaxlike invert`` / `lumaxlike.invert_file` (the w
             map or a sibling map such as ``w_status.tif``; an ENVI data file or header; a
             ``.nc`` file; a ``.zarr`` store), or the ``xarray.Dataset`` returned by
-            :func:`lumaxlike.invert_dataarray`.
+            `lumaxlike.invert_dataarray`.
 
     Returns:
-        :class:`Provenance` with the model, Hapke parameters per band, units, solver,
+        `Provenance` with the model, Hapke parameters per band, units, solver,
         tolerance, iteration limit, uncertainty, input files, command and time.
 
     Raises:

@@ -43,7 +43,9 @@ import xarray as xr
 from ._geometry import direction_from_zenith_azimuth, geometry_from_angles
 from ._inverse.invert import default_chunk_pixels
 from ._io.block_inversion import SolverOptions, invert_block, per_band_params
+from ._inverse.status import Status
 from ._io.geometry_rasters import ANGLE_ROLES
+from ._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
 from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from ._io.writers import FIELD_ATTRS, RESULT_FIELDS
 from ._provenance import make_provenance, python_call
@@ -208,7 +210,8 @@ def _invert_chunk(refl, to_sun, to_sensor, normal, *, units, params, options, si
 def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", *, units: str,
                      spectral_dim: str | None = None, refl_sigma: float | None = None,
                      max_iter: int | None = None, tol: float | None = None,
-                     num_threads: int | None = None) -> xr.Dataset:
+                     num_threads: int | None = None,
+                     correction_undone: bool = False) -> xr.Dataset:
     """Invert a reflectance DataArray for single-scattering albedo, chunk by chunk.
 
     Args:
@@ -219,22 +222,29 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
         geometry: Dataset or dict of DataArrays aligned with ``refl`` on the pixel dims
             (coordinates must match exactly): angles [deg] or vectors, plus an optional
             ``normal`` (see the module docstring). Variables may omit pixel dims over
-            which the geometry is constant.
-        params: :class:`lumaxlike.HapkeParams` or :class:`lumaxlike.PhotometricFunction`
+            which the geometry is constant. None for a product normalised to a standard
+            geometry (opened with `lumaxlike.open_product`, e.g. M3 L2): inverted
+            flat at that geometry; such a product with a geometry is refused unless
+            ``correction_undone``.
+        params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction`
             (then ``w`` holds its albedo A, solved in closed form), or a sequence of one
             per band.
-        solver: ``"jax"`` (default, as in :func:`lumaxlike.invert`) or ``"numba"``.
+        solver: ``"jax"`` (default, as in `lumaxlike.invert`) or ``"numba"``.
         units: what ``refl`` holds: ``"r"`` [1/sr], ``"radf"`` (pi r) or ``"reff"``
             (pi r / cos i, local incidence); required, never guessed.
+        correction_undone: see ``geometry``. Bands ``refl``'s attrs mark bad
+            (``lumaxlike_bad_bands``, from `lumaxlike.open_product`) get the status
+            ``BAD_BAND``.
         spectral_dim: name of the spectral dim when it is neither ``band`` nor
             ``wavelength``.
         refl_sigma: standard uncertainty of ``refl`` in ``units`` (one number); None for
             no uncertainty (``sigma`` is then NaN).
-        max_iter, tol: passed to :func:`lumaxlike.invert` (None = its defaults).
+        max_iter: passed to `lumaxlike.invert` (None = its default).
+        tol: passed to `lumaxlike.invert` (None = its default).
         num_threads: numba threads per chunk (see the module docstring); None = automatic.
 
     Returns:
-        Dataset with ``w`` [-], ``status`` (int8 :class:`lumaxlike.Status` codes),
+        Dataset with ``w`` [-], ``status`` (int8 `lumaxlike.Status` codes),
         ``iterations`` (int32), ``residual`` [1/sr] and ``sigma`` [-], each with the dims,
         coords and chunks of ``refl``; the Dataset keeps ``refl``'s attrs, and a
         ``spatial_ref`` coordinate or ``crs`` attribute of ``refl`` is kept and referenced
@@ -242,7 +252,7 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
         record how it was made: the ``lumaxlike_*`` keys (model, Hapke parameters, units,
         solver, the tol and max_iter used, refl_sigma, source files when ``refl`` and
         ``geometry`` were opened from files, this call, the time; see
-        :func:`lumaxlike.read_provenance`), and ``history`` gains a line.
+        `lumaxlike.read_provenance`), and ``history`` gains a line.
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
@@ -250,6 +260,8 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
     if not isinstance(refl, xr.DataArray):
         raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
     check_units(units)
+    standard = geometry is None
+    geometry = product_geometry_of(refl, geometry, correction_undone)
     options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     if refl_sigma is not None and not (isinstance(refl_sigma, (int, float)) and refl_sigma > 0):
         raise ValueError(f"refl_sigma must be a positive number, got {refl_sigma!r}")
@@ -287,10 +299,17 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
     )
     variables = {field: _with_map_attrs(output.transpose(*refl.dims), FIELD_ATTRS[field], refl)
                  for field, output in zip(RESULT_FIELDS, outputs)}
+    bad = bad_bands_of(refl)
+    if bad is not None:
+        marked = xr.DataArray(np.isin(np.arange(refl.sizes[spec]), bad), dims=(spec,))
+        status = variables["status"]
+        variables["status"] = xr.where(marked, np.int8(Status.BAD_BAND), status).astype(
+            np.int8).transpose(*status.dims).assign_attrs(status.attrs)
     provenance = make_provenance(
         params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
         refl_sigma=refl_sigma, dtype=dtype, cube=refl.encoding.get("source"),
         geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
+        product=product_record_of(refl, standard),
         command=python_call("invert_dataarray", refl, geometry, params, solver, units=units,
                             spectral_dim=spectral_dim, refl_sigma=refl_sigma, max_iter=max_iter,
                             tol=tol, num_threads=num_threads),
@@ -335,23 +354,23 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
                         num_threads: int | None = None) -> xr.Dataset:
     """Photometric normalisation of a reflectance DataArray to a standard geometry, chunk by chunk.
 
-    As :func:`invert_dataarray` (same ``refl``, ``geometry``, ``params``, ``solver``,
+    As `invert_dataarray` (same ``refl``, ``geometry``, ``params``, ``solver``,
     ``units``, ``spectral_dim``, ``refl_sigma``, ``max_iter``, ``tol``, ``num_threads``),
-    with :func:`lumaxlike.normalize` per chunk.
+    with `lumaxlike.normalize` per chunk.
 
     Args:
         standard: (incidence, emission, phase) of the standard geometry [rad]; None for
             (30, 0, 30) deg.
         param_maps: optional ``{HapkeParams field: DataArray}`` of per-pixel parameters
             on ``refl``'s pixel dims (and optionally its spectral dim), in the field's
-            units (roughness [rad]); see :func:`lumaxlike.normalize`.
+            units (roughness [rad]); see `lumaxlike.normalize`.
 
     Returns:
         Dataset with ``reflectance`` (in ``units``, at the standard geometry; REFF with
         the standard incidence), ``status`` (int8, the inversion's) and ``sigma`` (in
         ``units``; NaN without ``refl_sigma``), with ``refl``'s dims, coords and chunks
         (lazy when ``refl`` is dask-backed) and the provenance attributes of
-        :func:`invert_dataarray` plus the standard geometry.
+        `invert_dataarray` plus the standard geometry.
     """
     from ._io.file_normalization import NORMALIZATION_FIELDS, normalization_attrs
     from ._normalize.standard import DEFAULT_STANDARD, standard_angles
@@ -464,8 +483,8 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
         geometry: as for `lumaxlike.invert_dataarray` (angles [deg] or vectors, optional
             ``normal``), with the observation dim on the variables that vary with it.
         params: `lumaxlike.HapkeParams`: fixed parameters and the free ones' start.
-        free, solver, observation_limits, min_observations, bounds, max_iter, tol: as for
-            `lumaxlike.fit` (limits in radians).
+        free: as for `lumaxlike.fit` (so are ``solver``, ``observation_limits`` in
+            radians, ``min_observations``, ``bounds``, ``max_iter`` and ``tol``).
         units: ``"r"``, ``"radf"`` or ``"reff"`` (each observation with its own cos i).
         refl_sigma: standard uncertainty of ``refl`` in ``units`` (``"r"`` or ``"radf"``).
         num_threads: numba threads per chunk; None = one inside dask workers, else all.
@@ -610,13 +629,15 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     """Mass fractions of an intimate mixture per pixel (`lumaxlike.unmix`), chunk by chunk.
 
     Args:
-        refl, geometry, units, spectral_dim, num_threads: as for :func:`invert_dataarray`.
+        refl: as for `invert_dataarray` (so are ``geometry``, ``units``,
+            ``spectral_dim`` and ``num_threads``).
         endmembers: `lumaxlike.Endmembers` on ``refl``'s bands; where both give band
             centres (``Endmembers.wavelengths``, refl's ``wavelength`` coordinate along
             its spectral dim, ``units`` "nm" or "um"), bands are matched by wavelength in
             any order, and other centres are refused.
         params: one `lumaxlike.HapkeParams` (the mixture's).
-        solver, route, sum_to_one, max_iter, tol: as for `lumaxlike.unmix`.
+        solver: as for `lumaxlike.unmix` (so are ``route``, ``sum_to_one``, ``max_iter``
+            and ``tol``).
         refl_sigma: standard uncertainty of ``refl`` in ``units`` ("r" or "radf"), one
             number: weights the bands and scales the covariance (see `lumaxlike.unmix`).
 
@@ -628,7 +649,7 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
         ``refl``'s pixel dims; lazy (dask) when ``refl`` is, chunked as its pixels;
         with ``sum_to_one`` false also ``remainder`` (the cross-section fraction of the
         unmodelled dark remainder, `lumaxlike.UnmixResult.remainder`).
-        The attrs record how it was made, as for :func:`invert_dataarray`.
+        The attrs record how it was made, as for `invert_dataarray`.
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.

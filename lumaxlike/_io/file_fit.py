@@ -38,6 +38,7 @@ from .block_inversion import check_solver
 from .file_inversion import BLOCK_TARGET_BYTES, InversionSummary
 from .file_runs import check_not_an_input, geometry_paths, progress_bar
 from .geometry_rasters import GeometryReader
+from .products import refuse_normalised
 from .stacks import check_stack
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned, iter_row_slices
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
@@ -126,7 +127,8 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
         sigma: standard uncertainty of the cubes' values, in ``units``; the sigma maps
             then come from it rather than from the residuals.
         chunk_rows: rows per block; None picks about 32 MiB of stacked reflectance.
-        overwrite, progress, max_iter, tol, command: as for `lumaxlike.invert_file`.
+        overwrite: as for `lumaxlike.invert_file` (so are ``progress``, ``max_iter``,
+            ``tol`` and ``command``).
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).
@@ -163,6 +165,8 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = [stack.enter_context(CubeReader(path)) for path in cubes]
+        for reader in readers:
+            refuse_normalised(reader.located, "fit")
         info = readers[0].info
         for reader in readers[1:]:
             check_aligned(info.grid, reader.info.grid, "cube")

@@ -66,9 +66,13 @@ class SpectralLibrary:
         wavelengths: sample wavelengths [um], shape ``(samples,)``, strictly increasing.
         reflectance: bidirectional reflectance r [1/sr] at the measurement geometry,
             shape ``(spectra, samples)``; NaN marks a gap (no measurement there).
-        incidence, emission, azimuth: the measurement geometry of each spectrum [rad],
-            shape ``(spectra,)``; azimuth as in `lumaxlike.geometry_from_angles` (0: the
-            observer on the source's side).
+        incidence: the incidence angle of each spectrum's measurement [rad], shape
+            ``(spectra,)``.
+        emission: the emission angle of each spectrum's measurement [rad], shape
+            ``(spectra,)``.
+        azimuth: the relative azimuth of each spectrum's measurement [rad], shape
+            ``(spectra,)``, as in `lumaxlike.geometry_from_angles` (0: the observer on
+            the source's side).
         fwhm: full width at half maximum of each sample [um], shape ``(samples,)``, or
             None (then taken as the sample spacing when resampling).
         sources: the file each spectrum was read from (tuple of str; "" when built in
@@ -162,9 +166,9 @@ class SpectralLibrary:
             A `SpectralLibrary` on the band centres (its ``fwhm`` the bands').
 
         Raises:
-            ValueError naming the spectrum and its file where a band's response
-            (centre +- fwhm/2) reaches outside the spectrum's measured range or into a
-            gap.
+            ValueError: naming the spectrum and its file where a band's response
+                (centre +- fwhm/2) reaches outside the spectrum's measured range or into
+                a gap.
         """
         from spectral import BandResampler
 
@@ -257,10 +261,11 @@ def read_spectral_library(
         format: ``"csv"``, ``"splib07"`` or ``"relab"`` (see the module docstring);
             default: from each file (``.csv`` -> csv; a first line ``splib07...`` ->
             splib07; a first line holding one integer -> relab).
-        incidence, emission: the measurement's incidence and emission angles [rad] (as
-            every angle of lumaxlike's Python API), each in [0, pi/2), a scalar or one
-            per spectrum; required except for RELAB files (default 30 and 0 deg). A
-            value above pi/2 can only be degrees and is refused (use numpy.radians).
+        incidence: the measurement's incidence angle [rad] (as every angle of
+            lumaxlike's Python API), in [0, pi/2), a scalar or one per spectrum;
+            required except for RELAB files (default 30 deg). A value above pi/2 can
+            only be degrees and is refused (use numpy.radians).
+        emission: the measurement's emission angle [rad], the same way (RELAB default 0).
         azimuth: azimuth of the observer relative to the source [rad], within
             [-2 pi, 2 pi] (0: the observer on the source's side); irrelevant when the
             emission angle is 0.
@@ -277,8 +282,8 @@ def read_spectral_library(
         spectrum has no sample.
 
     Raises:
-        ValueError naming the file for an unreadable or unrecognised file, a literal NaN
-        or a missing wavelength unit in it, and naming the argument for bad angles.
+        ValueError: naming the file for an unreadable or unrecognised file, a literal NaN
+            or a missing wavelength unit in it, and naming the argument for bad angles.
     """
     check_units(units)
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
