@@ -138,7 +138,11 @@ def fit(
     chunk_size: int | None = None,
     observation_limits: Mapping | None = None,
     min_observations: int | None = None,
-) -> FitResult:
+    shared=(),
+    prior: Mapping | None = None,
+    regions=None,
+    regional=(),
+):
     """Fit the free Hapke parameters of every pixel and band to several observations.
 
     Each (pixel, band) is its own least-squares problem over its observations: the
@@ -191,9 +195,24 @@ def fit(
             is below the local horizon is not left out but makes its problem
             INVALID_GEOMETRY (exclude such observations with `observation_limits`).
 
+        shared: names among `free` (not "w") that take one value per pixel for all its
+            bands, e.g. ``("roughness", "hs")``: each pixel is then one joint problem
+            (`JointFitResult`; docs/joint-fits.md).
+        prior: {name: (mean, sigma)} Gaussian priors on free parameters (scalars or
+            arrays broadcasting to the parameter's map), as extra residual rows
+            (x - mean) / sigma: the MAP estimate of optimal estimation. Needs
+            `refl_sigma`. Returns a `JointFitResult`.
+        regions: an integer label map of shape ``pixels`` (tiles, geologic units), with
+            `regional`: the parameters named in `regional` (among `free`, not "w") take
+            one value per region for all its pixels and bands, fitted jointly with every
+            pixel's own parameters; pixels labelled negative are left out
+            (TOO_FEW_OBSERVATIONS, 0 observations). Returns a `JointFitResult`.
+        regional: the names `regions` applies to, e.g. ``("roughness",)``.
+
     Returns:
-        `FitResult`: fitted values, status, iterations, residual norm, covariance and the
-        number of valid observations of every problem. Results do not depend on the
+        `FitResult` (a `JointFitResult` with `shared`, `prior` or `regions`): fitted
+        values, status, iterations, residual norm, covariance and the number of valid
+        observations of every problem. Results do not depend on the
         masked observations: a problem is solved exactly as its valid subset would be.
 
     Raises:
@@ -204,6 +223,15 @@ def fit(
             chunk_size, a negative refl_sigma, limits that are not angles in [0, pi]
             rad, or min_observations that is not positive or exceeds the observations.
     """
+    if shared or prior or regional or regions is not None:  # joint problems: their own modules
+        from .joint import fit_joint
+
+        return fit_joint(
+            refl, to_sun, to_sensor, normal, params, free, solver, bounds, shared=shared, prior=prior,
+            start=start, max_iter=max_iter, tol=tol, refl_sigma=refl_sigma, chunk_size=chunk_size,
+            observation_limits=observation_limits, min_observations=min_observations,
+            regions=regions, regional=regional,
+        )  # fmt: skip
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction):  # linear in its albedo: nothing to fit
         raise ValueError("fit takes a lumaxlike.HapkeParams; a PhotometricFunction is linear in its "
