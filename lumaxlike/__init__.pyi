@@ -27,8 +27,10 @@ from ._io import (
     write_result as write_result,
 )
 from ._io.spectral_library import SpectralLibrary as SpectralLibrary, read_spectral_library as read_spectral_library
+from ._io.product_dataarray import open_product as open_product
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
+from ._inverse.joint_result import JointFitResult as JointFitResult
 from ._inverse.status import Status as Status
 from ._sample import SampleResult as SampleResult, sample as sample
 from ._sample.xarray_sample import sample_dataarray as sample_dataarray

@@ -32,6 +32,18 @@ key                            value
                                ``[incidence, emission, phase]`` in degrees
 ``lumaxlike_input_param_maps`` (normalisation with parameter maps only) a list of
                                ``[field, path]`` pairs, roughness maps in degrees
+``lumaxlike_product``          (file inputs only) what the input cube is and what was
+                               done with it: ``kind`` (e.g. "M3 L2 reflectance (RFL)"),
+                               ``label``, ``wavelengths`` (their source, or "unknown"),
+                               ``bad_bands``, ``thermal_bands``, the radiance conversion
+                               (``solar_spectrum``, ``solar_distance_au``), the
+                               ``geometry`` used and why (see docs/mission-products.md)
+``lumaxlike_fit_<key>``        (``fit`` outputs only) ``free``, ``cubes``,
+                               ``geometries``, ``fitted_maps`` (``{name: path}``), ...;
+                               the ``param_*`` keys then hold the starting values
+``lumaxlike_unmix_<key>``      (``unmix`` outputs only) ``route``, ``sum_to_one``,
+                               ``endmembers``, ``density``, ``grain_size``,
+                               ``extinction_efficiency``, ``library``
 =============================  ========================================================
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
@@ -195,6 +207,17 @@ class Provenance:
             emission, phase) [rad]; None otherwise.
         param_maps: for a normalisation with parameter maps, ``((field, path), ...)``;
             None otherwise.
+        product: for file inputs, what the cube is and what was done with it (kind,
+            label, wavelengths, bad and thermal bands, radiance conversion, geometry used
+            and why); None for in-memory data and older records.
+        fit_settings: for a `fit_file` output, its ``lumaxlike_fit_*`` keys
+            (``free``, ``cubes``, ``fitted_maps`` ``{name: path}``, ...): ``params``
+            then hold the *starting* values of the free parameters, whose fitted
+            values are the per-pixel maps; None otherwise.
+        unmix_settings: for an `unmix_file` output, its ``lumaxlike_unmix_*`` keys
+            (``route``, ``sum_to_one``, ``endmembers``, ``density`` [g/cm^3],
+            ``grain_size`` [um], ``extinction_efficiency``, ``library``: the files and
+            how they were read, where the command line read them); None otherwise.
     """
 
     version: str
@@ -213,6 +236,9 @@ class Provenance:
     geometry_layout: Mapping | None = None
     standard: tuple | None = None
     param_maps: tuple | None = None
+    product: Mapping | None = None
+    fit_settings: Mapping | None = None
+    unmix_settings: Mapping | None = None
 
     @property
     def surface(self) -> str | None:
@@ -261,6 +287,11 @@ class Provenance:
             values["standard_deg"] = [math.degrees(angle) for angle in self.standard]
         if self.param_maps is not None:
             values["input_param_maps"] = [list(pair) for pair in self.param_maps]
+        if self.product is not None:
+            values["product"] = dict(self.product)
+        for kind in _SETTINGS_KINDS:
+            for key, value in (getattr(self, f"{kind}_settings") or {}).items():
+                values[f"{kind}_{key}"] = value
         if any(getattr(p, "legendre", None) is not None for p in self.params):
             values["param_legendre"] = _per_band(
                 [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
@@ -351,6 +382,11 @@ class Provenance:
         param_maps = get("input_param_maps", optional=True)
         if param_maps is not None:
             param_maps = tuple(tuple(pair) for pair in typed("input_param_maps", list, param_maps))
+        settings = {}
+        for kind in _SETTINGS_KINDS:
+            start = f"{PREFIX}{kind}_"
+            keys = sorted(str(key)[len(start):] for key in attrs if str(key).startswith(start))
+            settings[f"{kind}_settings"] = {key: get(f"{kind}_{key}") for key in keys} or None
         return cls(
             version=typed("version", str, get("version")),
             model=model,
@@ -368,6 +404,8 @@ class Provenance:
             geometry_layout=_geometry_layout(get("geometry_layout", optional=True), source),
             standard=standard,
             param_maps=param_maps,
+            product=_product(get("product", optional=True), source),
+            **settings,
         )
 
     def check_reproducible(self, source="the output") -> None:
@@ -378,9 +416,14 @@ class Provenance:
                              f"runs {expected}")
 
 
+#: operations whose outputs carry their own ``lumaxlike_<kind>_*`` settings
+_SETTINGS_KINDS = ("fit", "unmix")
+
+
 def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,
                     command: str, cube=None, geometry=None, dtm=None, created: str | None = None,
-                    geometry_layout=None, standard=None, param_maps=None) -> Provenance:
+                    geometry_layout=None, standard=None, param_maps=None,
+                    product=None) -> Provenance:
     """The record of a run, with the solver defaults resolved to the values used.
 
     Args:
@@ -393,6 +436,8 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
         geometry_layout: how the geometry was read (``GeometryReader.record()``), or None.
         standard: a normalisation's standard geometry (incidence, emission, phase) [rad].
         param_maps: a normalisation's parameter maps, ``{field: path or array}``.
+        product: what the input cube is and what was done with it (a JSON-able mapping,
+            `lumaxlike._io.product_cube.ProductCube.record`), or None.
     """
     from . import __version__
     from ._inverse.invert import DEFAULT_MAX_ITER, default_tolerance
@@ -419,6 +464,7 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
             (str(name), _input_path(value) if isinstance(value, (str, Path)) else None)
             for name, value in param_maps.items()
         ),
+        product=None if product is None else dict(product),
     )
 
 
@@ -471,6 +517,13 @@ def _geometry_layout(value, source):
         return None
     if not isinstance(value, dict) or value.get("surface") not in ("local", "ellipsoid"):
         raise ValueError(f"{source}: {PREFIX}geometry_layout has the unexpected value {value!r}")
+    return value
+
+
+def _product(value, source):
+    """The recorded product: a mapping, or None."""
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{source}: {PREFIX}product has the unexpected value {value!r}")
     return value
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from .model import model_from_options, same_params
 from .options import (
     DEFAULT_SOLVER,
-    EXIT_OK,
     add_model_options,
     add_run_options,
     number_list,
@@ -16,6 +15,13 @@ from .options import (
     positive_int,
     quiet_cluster_logs,
     scalar_or_list,
+)
+from .products import (
+    INPUT_UNITS,
+    UNITS_HELP,
+    add_product_options,
+    finish,
+    product_kwargs,
 )
 
 __all__ = ["add_parser", "run"]
@@ -66,9 +72,9 @@ def add_parser(commands, formatter) -> None:
     unmix.add_argument(
         "--geometry",
         type=Path,
-        required=True,
         metavar="OBS",
-        help="geometry backplane on the cube's grid, as for `lumaxlike invert` (required)",
+        help="geometry backplane on the cube's grid, as for `lumaxlike invert` (required, "
+        "unless the cube is a product normalised to a standard geometry, e.g. M3 L2)",
     )
     unmix.add_argument(
         "--surface",
@@ -84,9 +90,9 @@ def add_parser(commands, formatter) -> None:
     )
     unmix.add_argument(
         "--units",
-        choices=("r", "radf", "reff"),
+        choices=INPUT_UNITS,
         required=True,
-        help="what the cube holds, as for `lumaxlike invert` (required)",
+        help=UNITS_HELP + " (required)",
     )
     unmix.add_argument(
         "--endmembers",
@@ -185,6 +191,7 @@ def add_parser(commands, formatter) -> None:
         help=f"solver, as for `lumaxlike invert` (default {DEFAULT_SOLVER})",
     )
     add_model_options(unmix)
+    add_product_options(unmix)
     unmix.add_argument(
         "--tol",
         type=positive_float,
@@ -217,12 +224,19 @@ def add_parser(commands, formatter) -> None:
 def run(args) -> int:
     """Run ``lumaxlike unmix`` on parsed ``args``; return its exit code."""
     from .._io.file_unmixing import cube_wavelengths_um, unmix_file
-    from .._io.raster import CubeReader
+    from .._io.product_cube import ProductCube
     from .._io.spectral_library import read_spectral_library
     from .._params import HapkeParams
     from .._unmix.endmembers import Endmembers
 
-    with CubeReader(args.cube) as cube:
+    with ProductCube(
+        args.cube,
+        args.units,
+        thermal_bands=args.thermal_bands,
+        wavelengths_from=args.wavelengths_from,
+        check_values=False,
+        convert=False,
+    ) as cube:
         info = cube.info
     params = model_from_options(args, info.bands)
     if not isinstance(params[0], HapkeParams) or not same_params(params):
@@ -235,15 +249,15 @@ def run(args) -> int:
         args.endmembers,
         args.library_format,
         units=args.library_units,
-        incidence=scalar_or_list(args.library_incidence),
-        emission=scalar_or_list(args.library_emission),
-        azimuth=scalar_or_list(args.library_azimuth),
+        incidence=_radians(scalar_or_list(args.library_incidence)),
+        emission=_radians(scalar_or_list(args.library_emission)),
+        azimuth=_radians(scalar_or_list(args.library_azimuth)),
     )
     endmembers = Endmembers.from_library(
         library,
         params[0],
-        density=args.density,
-        grain_size=args.grain_size,
+        density=scalar_or_list(args.density),
+        grain_size=scalar_or_list(args.grain_size),
         wavelengths=wavelengths,
         fwhm=scalar_or_list(args.fwhm),
         extinction_efficiency=scalar_or_list(args.extinction_efficiency),
@@ -271,10 +285,28 @@ def run(args) -> int:
         tol=args.tol,
         command=args.command_line,
         surface=args.surface,
+        library={
+            "files": [str(Path(path).absolute()) for path in args.endmembers],
+            "format": args.library_format,
+            "units": args.library_units,
+            "incidence_deg": args.library_incidence,
+            "emission_deg": args.library_emission,
+            "azimuth_deg": args.library_azimuth,
+            "wavelengths_um": [float(v) for v in wavelengths],
+            "fwhm_um": args.fwhm,
+        },
+        **product_kwargs(args),
     )
     print(
         f"lumaxlike unmix: {args.cube} ({args.units}) -> {args.out}, {args.route} route, solver "
         f"{args.solver}: {summary.describe()}",
         file=sys.stderr,
     )
-    return EXIT_OK
+    return finish("unmix", summary)
+
+
+def _radians(degrees):
+    """A --library-* angle [deg] (a number, a list, or None) in radians, as Python takes it."""
+    import numpy as np
+
+    return None if degrees is None else np.radians(np.asarray(degrees, np.float64))

@@ -11,7 +11,10 @@ class Status(enum.IntEnum):
 
     CONVERGED = 0  #: the step fell below `tol` in every free parameter
     MAX_ITER = 1  #: `max_iter` steps without convergence; the values are the last iterate
-    UNREACHABLE = 2  #: (`invert` only) observed r <= 0 or >= r(w -> 1) here: no w in (0, 1) fits
+    #: no w in (0, 1) fits: `invert`: observed r <= 0 or >= r(w -> 1); `fit`: every valid
+    #: observation <= 0, an infinite residual, or w ended on its physical bound (eps or
+    #: 1 - eps); `unmix`: no band with r > 0 (two-step: any band `invert` cannot fit)
+    UNREACHABLE = 2
     INVALID_GEOMETRY = 3  #: source or observer at or below the local horizon (cos i or cos e <= 0)
     #: NaN or inf reflectance or geometry (`fit`: in every observation of the problem; a
     #: single non-finite observation is left out of its problem instead)
@@ -25,14 +28,17 @@ class Status(enum.IntEnum):
     #: number of free parameters plus one) once masked observations (NaN reflectance or
     #: geometry, outside `observation_limits`) are left out
     TOO_FEW_OBSERVATIONS = 6
+    #: (file inputs) the cube marks this band bad (ENVI ``bbl`` = 0, as M3 and other
+    #: spectrometer headers do): not solved, its values are NaN
+    BAD_BAND = 7
     #: (`sample` only) the chains did not mix: R-hat above `max_rhat` (1.01) or
     #: effective sample size below `min_ess` in some free parameter; the posterior
     #: summaries are not to be trusted (sample longer, or look at the draws)
-    NOT_MIXED = 7
+    NOT_MIXED = 8
 
     @classmethod
     def legend(cls) -> dict[int, str]:
-        """``{code: name}`` of every status, e.g. ``{0: "CONVERGED", ..., 6: "TOO_FEW_OBSERVATIONS"}``.
+        """``{code: name}`` of every status, e.g. ``{0: "CONVERGED", ..., 7: "BAD_BAND"}``.
 
         The one source of every status legend lumaxlike writes (GeoTIFF/ENVI
         ``status_codes`` tag, netCDF/zarr ``flag_values`` / ``flag_meanings``); use it
