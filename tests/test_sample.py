@@ -223,8 +223,9 @@ def test_wbc_posterior_matches_emcee_where_laplace_does_not(wbc):
         (sigma_c > 0.2) & (result.status[:, 0] == Status.CONVERGED)
     )
     assert candidates.size >= 2
-    laplace_misses = 0
-    for i in candidates[:2]:
+    laplace_misses = 0  # problems where the Laplace quantiles fail the sampler's test
+    for i in candidates[np.argsort(sigma_c[candidates])[-2:]]:  # the two widest
+        missed = False
         start = np.array([result.fit.values[n][i, 0] for n in result.free])
         chain, emcee_ess = _emcee_draws(
             refl[i, 0],
@@ -251,8 +252,9 @@ def test_wbc_posterior_matches_emcee_where_laplace_does_not(wbc):
             laplace = result.fit.values[name][i, 0] + sigma * np.array(
                 [-1.959964, -0.994458, 0, 0.994458, 1.959964]
             )
-            laplace_misses += np.any(np.abs(laplace - reference) > 10 * standard_error)
-    assert laplace_misses >= 2  # the Laplace quantiles are off the ridge's by far more
+            missed |= bool(np.any(np.abs(laplace - reference) > 5 * standard_error))
+        laplace_misses += missed
+    assert laplace_misses == 2
 
 
 def test_rhat_at_defaults_on_well_posed_problems(wbc):
