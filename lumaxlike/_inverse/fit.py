@@ -37,6 +37,7 @@ from .invert import (
 )
 from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
+from .reachability import mark_unreachable
 from .observation_masks import check_observation_limits, within_limits
 from .result import FitResult
 from .status import Status
@@ -291,6 +292,7 @@ def fit(
     covariance = np.empty((n_pixels, n_bands, n_free, n_free), dtype)
     observations = np.empty((n_pixels, n_bands), np.int32)
     free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
+    w_index = free.index("w")
     key = params.model_key
     for first in range(0, n_pixels, chunk):
         last = min(first + chunk, n_pixels)
@@ -308,11 +310,18 @@ def fit(
         n = last - first
         chunk_status = solved["status"][:n].copy()
         chunk_status[~any_finite] = Status.NONFINITE_INPUT  # nothing finite to fit at all
+        chunk_values = solved["values"][:n].copy()
+        unreachable = mark_unreachable(
+            chunk_status.reshape(-1), pieces[0][:n].reshape(n * n_bands, n_obs),
+            chunk_values[..., w_index].reshape(-1), solved["cost"][:n].reshape(-1),
+            (lower[w_index], upper[w_index]), albedo_bounds(dtype),
+        ).reshape(n, n_bands)  # fmt: skip
+        chunk_values[unreachable] = np.nan
         covariance[first:last] = fit_covariance(
             solved["jtj"][:n], solved["cost"][:n], chunk_status, n_valid, band_sigma
         )
         observations[first:last] = n_valid
-        values[first:last] = solved["values"][:n]
+        values[first:last] = chunk_values
         status[first:last] = chunk_status
         iterations[first:last] = solved["iterations"][:n]
         residual_norm[first:last] = np.sqrt(solved["cost"][:n])
