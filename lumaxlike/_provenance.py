@@ -517,7 +517,7 @@ def read_provenance(path) -> Provenance:
         with opener(path) as dataset:
             attrs = dict(dataset.attrs)
     else:
-        from ._io.raster import open_raster
+        from ._raster_files import open_raster
 
         with open_raster(path) as dataset:
             attrs = dict(dataset.tags())

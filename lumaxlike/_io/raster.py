@@ -26,6 +26,9 @@ import rasterio.errors
 from affine import Affine
 from rasterio.windows import Window
 
+from .._raster_files import ENVI_DATA_SUFFIXES as ENVI_DATA_SUFFIXES
+from .._raster_files import open_raster as open_raster
+
 __all__ = [
     "CubeInfo",
     "CubeReader",
@@ -38,9 +41,6 @@ __all__ = [
     "pixel_size_m",
     "read_cube",
 ]
-
-ENVI_DATA_SUFFIXES = ("", ".img", ".dat", ".raw", ".bsq", ".bil", ".bip", ".envi")
-"""Data-file names tried for an ENVI header ``name.hdr`` given as input."""
 
 GDAL_CACHE_BYTES = 128 * 2**20
 """GDAL block cache used while streaming files [bytes]; bounds the memory GDAL keeps."""
@@ -102,46 +102,6 @@ def check_aligned(reference: RasterGrid, other: RasterGrid, role: str) -> None:
             f"{role} raster {other.path} is not aligned with cube {reference.path}: "
             + "; ".join(found)
         )
-
-
-def open_raster(path) -> rasterio.io.DatasetReader:
-    """Open a raster file for reading with clear errors.
-
-    An ENVI header (``name.hdr``) may be given instead of its data file.
-
-    Args:
-        path: file path (``str`` or ``os.PathLike``).
-
-    Returns:
-        an open ``rasterio`` dataset (use it as a context manager).
-
-    Raises:
-        FileNotFoundError: the file does not exist.
-        ValueError: the file exists but GDAL cannot read it as a raster.
-    """
-    path = _data_file(Path(path))
-    try:
-        return rasterio.open(path)
-    except rasterio.errors.RasterioIOError as error:
-        raise ValueError(f"cannot read {path} as a raster (GDAL: {error})") from None
-
-
-def _data_file(path: Path) -> Path:
-    if path.suffix.lower() == ".hdr":
-        tried = [path.with_suffix(suffix) for suffix in ENVI_DATA_SUFFIXES]
-        for candidate in tried:
-            if candidate.is_file():
-                return candidate
-        if not path.exists():
-            raise FileNotFoundError(f"input file {path} does not exist")
-        raise FileNotFoundError(
-            f"no data file found next to ENVI header {path} (tried "
-            + ", ".join(p.name for p in tried)
-            + ")"
-        )
-    if not path.exists():
-        raise FileNotFoundError(f"input file {path} does not exist")
-    return path
 
 
 class RasterReadError(ValueError):
