@@ -26,7 +26,8 @@ from ._io import (
     to_bidirectional_reflectance as to_bidirectional_reflectance,
     write_result as write_result,
 )
-from ._io.spectral_library import SpectralLibrary as SpectralLibrary, read_spectral_library as read_spectral_library
+from ._spectral_library import SpectralLibrary as SpectralLibrary
+from ._io.spectral_library import read_spectral_library as read_spectral_library
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
 from ._inverse.status import Status as Status
@@ -42,5 +43,6 @@ from ._xarray import fit_dataarray as fit_dataarray
 from ._io.file_unmixing import unmix_file as unmix_file
 from ._unmix import Endmembers as Endmembers, UnmixResult as UnmixResult, unmix as unmix
 from . import demo as demo
+from . import testing as testing
 from ._model.model_forward import reflectance as reflectance
 from ._photometric import PhotometricFunction as PhotometricFunction
