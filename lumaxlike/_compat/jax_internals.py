@@ -1,7 +1,9 @@
-"""What lumaxlike's jaxpr code relies on in JAX beyond its stable API: the jaxpr data
-structures (`jax.extend.core`, which JAX documents as unstable) and the names and
-parameters of the primitives that `lumaxlike._model._jaxpr_to_python` (the numba
-derivatives) and `lumaxlike._model.jaxpr_split` (the split JAX programs) match.
+"""What lumaxlike relies on in JAX beyond its stable API: the jaxpr data structures
+(`jax.extend.core`, which JAX documents as unstable), the names and parameters of the
+primitives that `lumaxlike._model._jaxpr_to_python` (the numba derivatives) and
+`lumaxlike._model.jaxpr_split` (the split JAX programs) match, and the thread-local
+settings of JAX's persistent compilation cache (`jax._src.config`, no public API) that
+`lumaxlike._model.jax_cache` sets for lumaxlike's own programs.
 
 JAX renames primitives between releases (``pjit`` became ``jit``), so a name matched
 here is a name of some release; `PROBES` says how the operations the equations use trace
@@ -11,9 +13,13 @@ parameters read here.
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src import config as _jax_config  # the thread-local settings (no public API)
+from jax.experimental.compilation_cache import compilation_cache as _jax_cache
 from jax.extend import core as jex_core
 
 __all__ = [
@@ -21,10 +27,15 @@ __all__ = [
     "Literal",
     "PROBES",
     "SHAPE_ONLY",
+    "call_name",
     "called_jaxpr",
+    "compilation_cache_dir",
+    "compilation_cache_enabled",
+    "compilation_cache_settings",
     "converted_dtype",
     "integer_exponent",
     "problems",
+    "reset_compilation_cache",
 ]
 
 #: a literal operand of a jaxpr equation
@@ -42,6 +53,12 @@ def called_jaxpr(eqn):
     return getattr(closed, "jaxpr", closed), getattr(closed, "consts", ())
 
 
+def call_name(eqn) -> str | None:
+    """The name of the function an `INLINED_CALLS` equation calls (a jitted function's
+    ``__name__``), or None."""
+    return eqn.params.get("name")
+
+
 def integer_exponent(eqn) -> int:
     """The exponent n of an ``integer_pow`` equation (x**n)."""
     return eqn.params["y"]
@@ -50,6 +67,32 @@ def integer_exponent(eqn) -> int:
 def converted_dtype(eqn) -> np.dtype:
     """The dtype a ``convert_element_type`` equation converts to."""
     return np.dtype(eqn.params["new_dtype"])
+
+
+def compilation_cache_enabled() -> bool:
+    """Whether JAX's persistent compilation cache is on (``jax_enable_compilation_cache``)."""
+    return bool(_jax_config.enable_compilation_cache.value)
+
+
+def compilation_cache_dir() -> str | None:
+    """The folder of JAX's persistent compilation cache in force here (None: none)."""
+    return _jax_config.compilation_cache_dir.value
+
+
+@contextlib.contextmanager
+def compilation_cache_settings(folder: str, min_compile_seconds: float):
+    """JAX's cache folder and minimum compile time [s], for this thread, inside the block."""
+    with (
+        _jax_config.compilation_cache_dir(folder),
+        _jax_config.persistent_cache_min_compile_time_secs(min_compile_seconds),
+    ):
+        yield
+
+
+def reset_compilation_cache() -> None:
+    """Drop JAX's process-wide cache object (the next compilation makes a new one from the
+    settings in force then)."""
+    _jax_cache.reset_cache()
 
 
 def _nested_jit(x):
@@ -136,6 +179,10 @@ def problems() -> list[str]:
             inner, _ = called_jaxpr(eqn)
             if not hasattr(inner, "eqns") or not hasattr(inner, "invars"):
                 found.append(f"{name!r} no longer carries its jaxpr in params 'jaxpr'/'call_jaxpr'")
+            if name == "jit" and call_name(eqn) != "<lambda>":
+                found.append(
+                    f"jit has not the called function's name in params['name']: {eqn.params}"
+                )
         if name == "integer_pow" and integer_exponent(eqn) != 3:
             found.append(f"integer_pow's exponent is not in params['y']: {eqn.params}")
         if name == "convert_element_type" and converted_dtype(eqn) != np.float32:
@@ -152,4 +199,14 @@ def problems() -> list[str]:
             found.append(f"a jaxpr has no {attribute!r}")
     if not hasattr(closed, "consts"):
         found.append("a closed jaxpr has no 'consts'")
+    for setting in (
+        "enable_compilation_cache",
+        "compilation_cache_dir",
+        "persistent_cache_min_compile_time_secs",
+    ):
+        state = getattr(_jax_config, setting, None)
+        if state is None or not hasattr(state, "value") or not callable(state):
+            found.append(f"jax._src.config.{setting} is no longer a thread-local setting")
+    if not callable(getattr(_jax_cache, "reset_cache", None)):
+        found.append("jax.experimental.compilation_cache.compilation_cache.reset_cache is gone")
     return found

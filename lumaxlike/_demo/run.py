@@ -2,13 +2,14 @@
 
 Builds a scene from vendored USGS spectra, forward-models its reflectance cube, writes
 it with its OBS geometry and DTM as rasters (and as netCDF files for the xarray front end),
-inverts it through the ``lumaxlike invert`` command line with each requested solver,
-printing the Hapke parameters and the exact commands it ran, prints accuracy and
-throughput, and saves a figure. The scene is an intimate mixture of the minerals with
+inverts it with :func:`lumaxlike.invert_file` with each requested solver, printing the
+Hapke parameters and the ``lumaxlike invert`` command that does the same, prints accuracy
+and throughput, and saves a figure. The scene is an intimate mixture of the minerals with
 known mass fractions per pixel: the demo also writes the minerals' laboratory spectra as
-a library (``minerals.csv``) and recovers the mass-fraction maps with ``lumaxlike unmix``
-(two-step route), printing their error and drawing them (``abundances.png``). Needs no
-network and no arguments.
+a library (``minerals.csv``) and recovers the mass-fraction maps with
+:func:`lumaxlike.unmix_file` (two-step route; the equivalent ``lumaxlike unmix`` command is
+printed), printing their error and drawing them (``abundances.png``). Needs no network and
+no arguments. The command line is not imported: the demo is a user of the library.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .figure import RecoveredMaps, plot_abundance_figure, plot_demo_figure
-from .forward import DEMO_HAPKE, hapke_cli_args, simulate_reflectance
+from .forward import DEMO_HAPKE, demo_hapke_params, hapke_cli_args, simulate_reflectance
 from .library import LIBRARY_GEOMETRY_DEG, write_mineral_library
 from .netcdf import write_netcdf_inputs
 from .rasters import read_raster, write_demo_inputs
@@ -132,14 +133,18 @@ def run_demo(argv=None) -> int:
 
     Returns:
         0 on success (``--help`` included), 2 for bad arguments (after a message on
-        stderr), else the failing ``lumaxlike invert`` or ``lumaxlike unmix`` exit code.
+        stderr).
+
+    Raises:
+        whatever :func:`lumaxlike.invert_file` or :func:`lumaxlike.unmix_file` raise (the
+        ``lumaxlike demo`` command reports it in one line, as ``invert`` would).
     """
     try:
         args = _parse_args([] if argv is None else argv)
     except SystemExit as exit_request:  # argparse's way out of --help and usage errors
         return 0 if exit_request.code is None else int(exit_request.code)
     from .. import Status  # imported lazily: lumaxlike/__init__ may re-export run_demo
-    from .._cli import main as cli_main
+    from .._io.file_inversion import invert_file
     from .._io.writers import result_paths
 
     start = time.perf_counter()
@@ -173,11 +178,10 @@ def run_demo(argv=None) -> int:
         seconds = []
         for _ in range(2):  # the first run compiles; the second shows the warm throughput
             tic = time.perf_counter()
-            code = cli_main(command)
+            invert_file(cube, out, geometry=inputs.obs, dtm=inputs.dtm, params=demo_hapke_params(),
+                        solver=solver, units="r", overwrite=True, progress=False,
+                        command=command_line(command))
             seconds.append(time.perf_counter() - tic)
-            if code != 0:
-                print(f"  {solver}: `{command_line(command)}` failed with exit code {code}")
-                return code
         maps = RecoveredMaps(solver, read_raster(out), read_raster(result_paths(out)["status"]))
         recovered.append(maps)
         score = accuracy(scene.w, maps.w, maps.status == Status.CONVERGED)
@@ -190,9 +194,7 @@ def run_demo(argv=None) -> int:
             f"w-inversions/s (file IO included) -> {out}"
         )
 
-    unmixed = _unmix_demo(workdir, scene, inputs, cube, cli_main, Status)
-    if isinstance(unmixed, int):
-        return unmixed
+    unmixed = _unmix_demo(workdir, scene, inputs, cube, Status)
 
     if not args.no_figure:
         band = int(np.argmax(scene.w.reshape(-1, bands).std(axis=0)))
@@ -209,11 +211,15 @@ def run_demo(argv=None) -> int:
     return 0
 
 
-def _unmix_demo(workdir, scene, inputs, cube, cli_main, status_codes):
-    """Write the mineral library, run ``lumaxlike unmix`` on the cube and print the error of
-    the recovered mass fractions; return them ``(rows, cols, minerals)``, or the failing
-    exit code."""
+def _unmix_demo(workdir, scene, inputs, cube, status_codes):
+    """Write the mineral library, unmix the cube (what the printed ``lumaxlike unmix`` command
+    does) and print the error of the recovered mass fractions; return them
+    ``(rows, cols, minerals)``."""
+    from .._io.file_unmixing import cube_wavelengths_um, unmix_file
+    from .._io.raster import CubeReader
+    from .._io.spectral_library import read_spectral_library
     from .._io.writers import result_paths
+    from .._unmix.endmembers import Endmembers
 
     library = write_mineral_library(workdir / "minerals.csv", scene)
     out = workdir / "abundances.tif"
@@ -229,11 +235,20 @@ def _unmix_demo(workdir, scene, inputs, cube, cli_main, status_codes):
           f"emission {emission:g} deg, on the cube's band centres: --fwhm 0.001 takes each sample as is)")
     print(f"  running: {command_line(command)}")
     tic = time.perf_counter()
-    code = cli_main(command)
+    with CubeReader(cube) as reader:
+        wavelengths = cube_wavelengths_um(reader.info)
+    params = demo_hapke_params()
+    endmembers = Endmembers.from_library(  # the values as the printed command gives them
+        read_spectral_library([library], units="reff", incidence=_as_printed(incidence),
+                              emission=_as_printed(emission), azimuth=0.0),
+        params, density=[_as_printed(v) for v in scene.density],
+        grain_size=[_as_printed(v) for v in scene.grain_size_um],
+        wavelengths=wavelengths, fwhm=0.001, solver="numba",
+    )
+    unmix_file(cube, out, geometry=inputs.obs, dtm=inputs.dtm, endmembers=endmembers,
+               params=params, solver="numba", units="r", route="two_step", overwrite=True,
+               progress=False, command=command_line(command))
     seconds = time.perf_counter() - tic
-    if code != 0:
-        print(f"  unmix: `{command_line(command)}` failed with exit code {code}")
-        return code
     fractions = read_raster(out)
     status = read_raster(result_paths(out, ("status",), "fractions")["status"])[..., 0]
     solved = status == status_codes.CONVERGED
@@ -245,3 +260,8 @@ def _unmix_demo(workdir, scene, inputs, cube, cli_main, status_codes):
           f"median {median:.2e}; {seconds:.2f} s (with compilation) = {rows * cols / seconds:,.0f} pixels/s "
           f"-> {out}")
     return fractions
+
+
+def _as_printed(value) -> float:
+    """``value`` as the printed command gives it (``:g``, six significant digits)."""
+    return float(f"{value:g}")

@@ -125,7 +125,8 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
         sigma: standard uncertainty of the cubes' values, in ``units``; the sigma maps
             then come from it rather than from the residuals.
         chunk_rows: rows per block; None picks about 32 MiB of stacked reflectance.
-        overwrite, progress, max_iter, tol, command: as for `lumaxlike.invert_file`.
+        overwrite: as for `lumaxlike.invert_file` (so are ``progress``, ``max_iter``,
+            ``tol`` and ``command``).
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).
@@ -211,10 +212,6 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
     )
-
-
-# the command line's name for it (lumaxlike/_cli imports it) until the CLI imports fit_file
-fit_files = fit_file
 
 
 def _fit_block(readers, geometry_readers, rows, units, params, fit_options) -> dict:

@@ -92,9 +92,10 @@ def unmix(
     Args:
         refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape
             ``pixels + (bands,)``, bands last, the endmembers' bands. Computed in float64.
-        to_sun, to_sensor, normal: direction vectors (east, north, up) toward the source,
-            toward the observer, and the outward surface normal, shape ``pixels + (3,)``
-            or ``(3,)`` for all pixels (as for `invert`).
+        to_sun: direction vectors (east, north, up) toward the source, shape
+            ``pixels + (3,)`` or ``(3,)`` for all pixels (as for `invert`).
+        to_sensor: toward the observer, same rule.
+        normal: outward surface normals, same rule.
         endmembers: `Endmembers` (albedo spectra on the cube's bands, density, grain
             size, extinction efficiency). A shared dark neutral endmember is one more row
             with constant w. A free grain size per endmember is not offered: under this
@@ -112,8 +113,8 @@ def unmix(
             space-weathered part of the surface the library does not hold); its density
             and grain size being unknown, `UnmixResult.fractions` are then the mass
             fractions of the modelled endmembers relative to their total.
-        refl_sigma: 1-sigma uncertainty of refl [1/sr], a scalar or one value per band,
-            > 0: the bands are weighted by it and the covariance is scaled by it.
+        refl_sigma: 1-sigma uncertainty of refl [1/sr] (positive), a scalar or one value
+            per band: the bands are weighted by it and the covariance is scaled by it.
             Without it the bands weigh equally and the covariance is scaled by the
             residual variance.
         max_iter: Levenberg-Marquardt steps per pixel at most (and `invert`'s cap in the

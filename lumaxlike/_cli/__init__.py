@@ -1,0 +1,172 @@
+"""The ``lumaxlike`` command line (entry point ``lumaxlike._cli:main``): parses the
+command line, dispatches to the command's module and reports its failure in one line.
+
+One module per command (:mod:`.invert`, :mod:`.normalize`, :mod:`.fit`, :mod:`.unmix`,
+:mod:`.demo`, :mod:`.profile`: its parser and its body), :mod:`.options` for the option
+groups they share and :mod:`.model` for the model and settings of a run built from the
+flags or ``--params-from``. Nothing below the command line imports this package.
+
+Exit codes: 0 success; 2 bad arguments or input (a one-line message on stderr naming the
+file or argument); 1 unexpected failure (message and traceback on stderr; one line when a
+dask cluster failed mid-run); 130 / 143
+stopped by SIGINT (Ctrl-C) / SIGTERM (temporary files removed, existing outputs untouched).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import traceback
+
+from .._signals import Interrupted, stop_on_signals
+from . import demo, fit, invert, normalize, profile, unmix
+from .options import EXIT_BAD_INPUT, EXIT_FAILURE, CommandParser, UsageError
+
+__all__ = ["build_parser", "main"]
+
+TOP_EPILOG = """\
+Run `lumaxlike COMMAND --help` for a command's options.
+
+example (after `lumaxlike demo`: rerun its numba inversion from the record in its output):
+  lumaxlike invert lumaxlike-demo/reflectance.tif --params-from lumaxlike-demo/w_numba.tif --out w.tif
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the ``lumaxlike`` command."""
+    from .. import __version__
+
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = CommandParser(
+        prog="lumaxlike",
+        allow_abbrev=False,
+        formatter_class=formatter,
+        epilog=TOP_EPILOG,
+        description="Invert Hapke's AMSA model pixel by pixel over hyperspectral cubes for "
+        "single-scattering albedo maps.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"lumaxlike {__version__}",
+        help="print lumaxlike's version and exit",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    invert_parser = invert.add_parser(commands, formatter)
+    normalize.add_parser(commands, invert_parser, formatter)
+    fit.add_parser(commands)
+    unmix.add_parser(commands, formatter)
+    # demo and profile parse their own arguments (see PASS_THROUGH); listed here for --help.
+    demo.add_parser(commands)
+    profile.add_parser(commands)
+    return parser
+
+
+#: Subcommands that receive the rest of the command line unparsed.
+PASS_THROUGH = {"demo": demo.run, "profile": profile.run}
+
+
+#: Errors that mean "bad arguments or input": reported in one line, exit code 2.
+BAD_INPUT_ERRORS = (
+    ValueError,
+    FileNotFoundError,
+    FileExistsError,
+    NotADirectoryError,
+    IsADirectoryError,
+    PermissionError,
+)
+
+
+def main(argv=None) -> int:
+    """Run the ``lumaxlike`` command.
+
+    While ``invert`` or ``normalize`` runs, SIGINT and SIGTERM are handled (see
+    :mod:`lumaxlike._signals`):
+    the run stops, removes its temporary files and returns 128 + the signal's number;
+    the previous handlers are restored before it returns.
+
+    Args:
+        argv: arguments without the program name; None reads ``sys.argv[1:]``.
+
+    Returns:
+        exit code: 0 success, 2 bad arguments or input, 1 unexpected failure, 128 + the
+        signal's number when a SIGINT (130) or SIGTERM (143) stopped it.
+    """
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if (
+        argv and argv[0] in PASS_THROUGH
+    ):  # Python's own Ctrl-C handling: KeyboardInterrupt
+        return _report(argv[0], lambda: PASS_THROUGH[argv[0]](argv[1:]), lambda: None)
+    with stop_on_signals() as stopped_by:
+        try:
+            args = build_parser().parse_args(argv)
+        except UsageError as error:
+            print(error, file=sys.stderr)
+            return EXIT_BAD_INPUT
+        except SystemExit as done:  # --help
+            return int(done.code or 0)
+        return _report(args.command, lambda: args.handler(args), stopped_by)
+
+
+def _report(command: str, run, stopped_by) -> int:
+    """Run a command; report its failure in one line (a traceback if unexpected).
+
+    ``stopped_by()`` is the stop signal that arrived, or None: it decides the exit code
+    whatever else happened, since the signal may have surfaced as another error.
+    """
+    failure, code, stopped = None, None, False
+    try:
+        code = run()
+    except Interrupted:
+        stopped = True
+    except BaseException as error:  # noqa: BLE001 - the command line reports every failure
+        failure = error
+    if code is not None and stopped_by() is not None:
+        # the signal came after the run's outputs were published (its last safe point):
+        # the run is complete, its outputs are new, and the exit code says so
+        name = signal.Signals(stopped_by()).name
+        print(
+            f"lumaxlike {command}: {name} arrived after the run completed",
+            file=sys.stderr,
+        )
+        return code
+    if stopped or stopped_by() is not None:
+        name = signal.Signals(stopped_by()).name
+        print(f"lumaxlike {command}: stopped by {name}", file=sys.stderr)
+        return 128 + stopped_by()
+    if isinstance(failure, BAD_INPUT_ERRORS):
+        print(f"lumaxlike {command}: error: {_cli_message(failure)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if _is_cluster_failure(
+        failure
+    ):  # one line: the cause is the cluster, not this code
+        print(f"lumaxlike {command}: error: {_cli_message(failure)}", file=sys.stderr)
+        return EXIT_FAILURE
+    if isinstance(failure, KeyboardInterrupt):  # Ctrl-C in demo or profile
+        print(f"lumaxlike {command}: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    if failure is not None and not isinstance(failure, Exception):
+        raise failure  # SystemExit and the like
+    if failure is not None:
+        print(f"lumaxlike {command}: unexpected failure:", file=sys.stderr)
+        traceback.print_exception(failure)
+        return EXIT_FAILURE
+    return code
+
+
+def _is_cluster_failure(error) -> bool:
+    if (
+        error is None or "lumaxlike._io.cluster" not in sys.modules
+    ):  # no cluster was used
+        return False
+    return isinstance(error, sys.modules["lumaxlike._io.cluster"].ClusterError)
+
+
+def _cli_message(error: BaseException) -> str:
+    """The error's message in one line, in the command line's words."""
+    from .._io.atomic import OutputExistsError  # already imported by whatever raised it
+
+    if isinstance(error, OutputExistsError):
+        return f"output already exists: {', '.join(error.paths)}; add --overwrite to replace it"
+    return " ".join(str(error).split()) or type(error).__name__

@@ -1,0 +1,205 @@
+"""``lumaxlike fit``: several Hapke parameters fitted to a stack of cube files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .model import model_from_options, same_params
+from .options import (
+    DEFAULT_SOLVER,
+    EXIT_OK,
+    add_hapke_model_options,
+    add_run_options,
+    number_list,
+    positive_float,
+    positive_int,
+)
+
+__all__ = ["add_parser", "run"]
+
+DESCRIPTION = """\
+Fit Hapke parameters per pixel and band to a stack of co-registered cubes, one
+observation each (repeated coverage, several viewing angles), streaming them by blocks
+of rows. An observation that is NaN/nodata, or outside --incidence-range,
+--emission-range or --phase-range, is left out of its pixel-band problem; a problem with
+fewer than --min-observations valid ones gets status TOO_FEW_OBSERVATIONS.
+
+Writes OUT (w) and, for GeoTIFF/ENVI, siblings OUT_<name> for each other fitted
+parameter, OUT_sigma_<name> (1-sigma of each), OUT_status, OUT_iterations, OUT_residual
+(residual norm, 1/sr) and OUT_observations (valid observations used); netCDF (.nc) and
+zarr (.zarr) hold them all in one dataset. Every map has one band per spectral band.
+Writes are atomic; the outputs record how they were made (lumaxlike.read_provenance,
+plus lumaxlike_fit_* keys: the cubes, geometries, free parameters and limits).
+"""
+
+EPILOG = """\
+example (five cubes of one area with their OBS rasters; w, b, c need >= 4 per pixel-band):
+  lumaxlike fit day1.tif day2.tif day3.tif day4.tif day5.tif \\
+      --geometry obs1.tif obs2.tif obs3.tif obs4.tif obs5.tif \\
+      --units radf --free w,b,c --b 0.3 --c 0.4 --incidence-range 0,70 --out fit.tif
+"""
+
+
+def _range_deg(text: str) -> tuple[float, float]:
+    values = number_list(text)
+    if len(values) != 2 or not 0.0 <= values[0] <= values[1] <= 180.0:
+        raise argparse.ArgumentTypeError(
+            f"expected MIN,MAX in degrees with 0 <= MIN <= MAX <= 180, got {text!r}"
+        )
+    return values[0], values[1]
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def add_parser(commands) -> None:
+    """Add the ``fit`` subcommand to ``commands``."""
+    from .._inverse.invert import DEFAULT_MAX_ITER
+    from .._params import PARAMETER_NAMES
+
+    fit = commands.add_parser(
+        "fit",
+        help="fit several Hapke parameters to a stack of cubes",
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+    )
+    fit.add_argument(
+        "cubes",
+        type=Path,
+        nargs="+",
+        metavar="CUBE",
+        help="reflectance cubes on one grid with the same bands, one observation each",
+    )
+    fit.add_argument(
+        "--geometry",
+        type=Path,
+        nargs="+",
+        required=True,
+        metavar="OBS",
+        help="one OBS raster per cube, in the same order (band names as for "
+        "`lumaxlike invert --geometry`) (required)",
+    )
+    fit.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="OUT",
+        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, .zarr zarr (required)",
+    )
+    fit.add_argument(
+        "--free",
+        type=_name_list,
+        required=True,
+        metavar="NAME[,...]",
+        help=f"fitted parameters, w among them: any of {', '.join(PARAMETER_NAMES)} "
+        "(roughness in rad in the outputs) (required)",
+    )
+    fit.add_argument(
+        "--units",
+        choices=("r", "radf", "reff"),
+        required=True,
+        help="what the cubes hold: r [1/sr], radf = pi r, reff = pi r / cos i (required)",
+    )
+    fit.add_argument(
+        "--dtm",
+        type=Path,
+        metavar="DTM",
+        help="DTM on the cubes' grid (heights [m]) for local slopes (default: flat)",
+    )
+    fit.add_argument(
+        "--solver",
+        choices=("numba", "jax"),
+        default=DEFAULT_SOLVER,
+        help=f"numba (CPU threads, float64) or jax (CPU or GPU) (default {DEFAULT_SOLVER})",
+    )
+    add_hapke_model_options(fit)
+    for angle in ("incidence", "emission", "phase"):
+        fit.add_argument(
+            f"--{angle}-range",
+            type=_range_deg,
+            metavar="MIN,MAX",
+            help=f"leave out observations whose {angle} angle [deg] lies outside "
+            "(default: no limit)",
+        )
+    fit.add_argument(
+        "--min-observations",
+        type=positive_int,
+        metavar="N",
+        help="valid observations a pixel-band needs (default: fitted parameters + 1)",
+    )
+    fit.add_argument(
+        "--sigma",
+        type=positive_float,
+        metavar="VALUE",
+        help="standard uncertainty of the cubes' values in --units (r or radf): "
+        "the sigma maps then follow from it (default: from the residuals)",
+    )
+    fit.add_argument(
+        "--tol",
+        type=positive_float,
+        metavar="VALUE",
+        help="convergence tolerance on the step of every parameter (default 1e-10, "
+        "1e-5 for float32 cubes)",
+    )
+    fit.add_argument(
+        "--max-iter",
+        type=positive_int,
+        metavar="N",
+        help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER})",
+    )
+    add_run_options(
+        fit,
+        chunk_help="rows per block (default: about 32 MiB of stacked reflectance)",
+        parallel=False,
+    )
+    fit.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
+    from .._io.file_fit import fit_file
+    from .._io.raster import CubeReader
+
+    with CubeReader(args.cubes[0]) as cube:
+        bands = cube.info.bands
+    params = model_from_options(args, bands, cube=args.cubes[0])
+    if not same_params(params):
+        raise ValueError(
+            "lumaxlike fit takes one value per Hapke option (the start of a fitted "
+            "parameter, or the fixed value), shared by every band"
+        )
+    limits = {
+        angle: getattr(args, f"{angle}_range")
+        for angle in ("incidence", "emission", "phase")
+    }
+    summary = fit_file(
+        args.cubes,
+        args.out,
+        geometry=args.geometry,
+        params=params[0],
+        free=args.free,
+        units=args.units,
+        dtm=args.dtm,
+        solver=args.solver,
+        observation_limits_deg={k: v for k, v in limits.items() if v is not None},
+        min_observations=args.min_observations,
+        sigma=args.sigma,
+        chunk_rows=args.chunk,
+        overwrite=args.overwrite,
+        progress=args.progress,
+        max_iter=args.max_iter,
+        tol=args.tol,
+        command=args.command_line,
+    )
+    print(
+        f"lumaxlike fit: {len(args.cubes)} cubes ({args.units}) -> {args.out}, free "
+        f"{','.join(args.free)}, solver {args.solver}: "
+        f"{summary.describe().replace('inverted', 'fitted', 1)}",
+        file=sys.stderr,
+    )
+    return EXIT_OK

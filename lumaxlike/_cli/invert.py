@@ -1,0 +1,187 @@
+"""``lumaxlike invert``: a reflectance cube file to w maps."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .model import model_from_options, read_record, resolve_settings
+from .options import (
+    DEFAULT_SOLVER,
+    EXIT_OK,
+    add_model_options,
+    add_run_options,
+    positive_float,
+    positive_int,
+    quiet_cluster_logs,
+)
+
+__all__ = ["add_parser", "run"]
+
+DESCRIPTION = """\
+Invert a reflectance cube (GeoTIFF, ENVI, anything GDAL opens) for the single-scattering
+albedo w per pixel and band, streaming it by blocks of rows.
+
+Writes OUT (w) and, for GeoTIFF/ENVI, siblings OUT_status, OUT_iterations, OUT_residual
+(and OUT_sigma with --sigma); netCDF (.nc) and zarr (.zarr) hold them all in one dataset.
+Every output records how it was made (lumaxlike version, model, Hapke parameters, units,
+solver, tol, max-iter, sigma, input files, this command line, the time; see
+lumaxlike.read_provenance), and --params-from reuses that record.
+"""
+
+EPILOG = """\
+examples (on the files `lumaxlike demo` writes into lumaxlike-demo/):
+  # the demo's model: bidirectional reflectance r, its Hapke parameters, local slopes
+  lumaxlike invert lumaxlike-demo/reflectance.tif --geometry lumaxlike-demo/obs.tif \\
+      --dtm lumaxlike-demo/dtm.tif --units r --b 0.2 --c 0.4 --roughness-deg 20 \\
+      --hs 0.06 --bs0 1 --hc 0.05 --bc0 0.5 --out w.tif
+  # the same run again, every setting read from the first one's output
+  lumaxlike invert lumaxlike-demo/reflectance.tif --params-from w.tif --out w_again.tif
+"""
+
+#: appended to the default of every option --params-from can fill in
+RECORDED = "; with --params-from: the recorded value"
+
+
+def add_parser(commands, formatter) -> argparse.ArgumentParser:
+    """Add the ``invert`` subcommand to ``commands``; return its parser (``normalize``
+    shares its options)."""
+    from .._inverse.invert import DEFAULT_MAX_ITER
+
+    recorded = RECORDED
+    invert = commands.add_parser(
+        "invert",
+        help="invert a reflectance cube file for w maps",
+        allow_abbrev=False,
+        formatter_class=formatter,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+    )
+    invert.add_argument(
+        "cube", type=Path, metavar="CUBE", help="reflectance cube file (required)"
+    )
+    invert.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="OUT",
+        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, "
+        ".zarr zarr (required)",
+    )
+    invert.add_argument(
+        "--params-from",
+        type=Path,
+        metavar="OLD",
+        help="an earlier lumaxlike output (any of its files): take its model, "
+        "Hapke parameters, --units, --solver, --tol, --max-iter, --sigma, "
+        "--geometry and --dtm from the record it carries; options given here "
+        "override them (default: none)",
+    )
+    invert.add_argument(
+        "--geometry",
+        type=Path,
+        metavar="OBS",
+        help="geometry backplane on the cube's grid whose band descriptions name "
+        "its bands [deg, azimuths clockwise from north]: the to-sun and to-sensor "
+        "zenith and azimuth, or incidence, emission and phase; plus, when present, "
+        "facet slope and aspect or local incidence and emission. Names as M3, "
+        "AVIRIS-NG/AVIRIS-3/EMIT OBS, CRISM DDR and ISIS phocube spell them, matched "
+        "case-insensitively, e.g. 'To-Sun Zenith', 'To-Inst AZM', 'Facet Slope', "
+        "'INA at areoid, deg', 'Local Incidence Angle' (full list: "
+        "lumaxlike.OBS_BAND_NAMES). Required, unless --params-from gives it",
+    )
+    invert.add_argument(
+        "--surface",
+        choices=("auto", "local", "ellipsoid"),
+        help="which angles to use when the geometry carries both angles relative "
+        "to the ellipsoid and to the local surface (facet slope/aspect, local "
+        "incidence/emission): local = the local surface (an error if absent), "
+        "ellipsoid = the ellipsoid, leaving the local-surface bands out, auto = "
+        "local when present, else ellipsoid; recorded in the outputs (default "
+        "auto" + recorded + ")",
+    )
+    invert.add_argument(
+        "--dtm",
+        type=Path,
+        metavar="DTM",
+        help="DTM on the cube's grid (heights [m], projected CRS) for local "
+        "slopes (default: a flat, horizontal surface" + recorded + ")",
+    )
+    invert.add_argument(
+        "--units",
+        choices=("r", "radf", "reff"),
+        help="what the cube holds: r = bidirectional reflectance [1/sr], "
+        "radf = radiance factor I/F = pi r [-], reff = reflectance factor "
+        "pi r / cos i [-] (local incidence i). Required, unless --params-from "
+        "gives it",
+    )
+    invert.add_argument(
+        "--solver",
+        choices=("numba", "jax"),
+        help="numba: compiled Levenberg-Marquardt on the CPU, parallel threads, "
+        "always float64; jax: optimistix Levenberg-Marquardt on the CPU or a "
+        f"GPU, in the cube's precision (float32 cubes in float32) "
+        f"(default {DEFAULT_SOLVER}{recorded})",
+    )
+    add_model_options(invert, recorded)
+    invert.add_argument(
+        "--tol",
+        type=positive_float,
+        metavar="VALUE",
+        help="convergence tolerance on the solver's step in w [-] (default 1e-10 "
+        f"for float64 cubes, 1e-5 for float32 ones{recorded})",
+    )
+    invert.add_argument(
+        "--max-iter",
+        type=positive_int,
+        metavar="N",
+        help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER}"
+        f"{recorded})",
+    )
+    invert.add_argument(
+        "--sigma",
+        type=positive_float,
+        metavar="VALUE",
+        help="standard uncertainty of the cube's values, in --units; writes the "
+        f"sigma map of w too (default: none, no sigma map{recorded})",
+    )
+    add_run_options(
+        invert,
+        chunk_help="rows per block (default: about 32 MiB of reflectance)",
+        parallel=True,
+    )
+    invert.set_defaults(handler=run)
+    return invert
+
+
+def run(args) -> int:
+    """Run ``lumaxlike invert`` on parsed ``args``; return its exit code."""
+    from .._io.file_inversion import invert_file
+    from .._io.raster import CubeReader
+
+    record = read_record(args)
+    settings = resolve_settings(args, record)
+    with CubeReader(args.cube) as cube:
+        bands = cube.info.bands
+    params = model_from_options(args, bands, record)
+    quiet_cluster_logs(args)
+    summary = invert_file(
+        args.cube,
+        args.out,
+        params=params,
+        chunk_rows=args.chunk,
+        overwrite=args.overwrite,
+        progress=args.progress,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        command=args.command_line,
+        **settings,
+    )
+    # one line, once the run has succeeded (an error is then the only line on stderr)
+    print(
+        f"lumaxlike invert: {args.cube} ({settings['units']}) -> {args.out}, solver "
+        f"{settings['solver']}: {summary.describe()}",
+        file=sys.stderr,
+    )
+    return EXIT_OK

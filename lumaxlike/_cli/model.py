@@ -1,0 +1,244 @@
+"""The model and the settings of a run, from the command line's flags or ``--params-from``.
+
+One builder, :func:`model_from_options`, makes the per-band models of every command:
+Hapke parameters (:class:`lumaxlike.HapkeParams`) or an empirical photometric function
+(:class:`lumaxlike.PhotometricFunction`), each field from its flag, else from the record
+of an earlier run, else its default. :func:`resolve_settings` does the same for the other
+recorded settings (geometry, DTM, units, solver, tolerances).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .options import (
+    DEFAULT_SOLVER,
+    HAPKE_OPTIONS,
+    MODEL_OPTIONS,
+    PHOTOMETRIC_OPTIONS,
+    dest,
+)
+
+__all__ = [
+    "RECORDED_OPTIONS",
+    "model_from_options",
+    "read_record",
+    "resolve_settings",
+    "same_params",
+]
+
+#: ``lumaxlike invert`` options that --params-from can fill in: flag -> Provenance attribute.
+RECORDED_OPTIONS = {
+    "--geometry": "geometry",
+    "--dtm": "dtm",
+    "--units": "units",
+    "--solver": "solver",
+    "--tol": "tol",
+    "--max-iter": "max_iter",
+    "--sigma": "refl_sigma",
+    "--surface": "surface",
+}
+
+
+def read_record(args):
+    """The provenance record of ``--params-from`` (checked reproducible), or None."""
+    if getattr(args, "params_from", None) is None:
+        return None
+    from .._provenance import read_provenance
+
+    record = read_provenance(args.params_from)
+    record.check_reproducible(f"--params-from {args.params_from}")
+    return record
+
+
+def resolve_settings(args, record) -> dict:
+    """Settings of the run: the options given, else --params-from's record, else defaults."""
+    settings = {}
+    for flag, attribute in RECORDED_OPTIONS.items():
+        value = getattr(args, dest(flag))
+        if value is None and record is not None:
+            value = getattr(record, attribute)
+        settings[dest(flag)] = value
+    geometry = settings["geometry"]
+    if isinstance(
+        geometry, tuple
+    ):  # recorded as (role, path) pairs: usable when all are files
+        if not all(path is not None for _, path in geometry):
+            raise ValueError(
+                f"--params-from {args.params_from} records a geometry given as "
+                "arrays; give --geometry"
+            )
+        settings["geometry"] = dict(geometry)
+    for flag in ("--geometry", "--units"):
+        if settings[dest(flag)] is None:
+            raise ValueError(
+                f"{flag} is required (or --params-from an output that records it)"
+            )
+    settings["solver"] = settings["solver"] or DEFAULT_SOLVER
+    settings["surface"] = settings["surface"] or "auto"
+    return settings
+
+
+def _params_key(params) -> tuple:
+    """The values of a model, comparable and hashable (HapkeParams may hold arrays)."""
+    from .._params import HapkeParams
+
+    if not isinstance(params, HapkeParams):
+        return (params,)
+    legendre = (
+        None if params.legendre is None else tuple(float(v) for v in params.legendre)
+    )
+    fields = (float(getattr(params, name)) for _, name, _, _ in HAPKE_OPTIONS)
+    return (*fields, legendre, params.model_key)
+
+
+def same_params(params) -> bool:
+    """True when every model of the sequence has the same values."""
+    return len({_params_key(p) for p in params}) == 1
+
+
+def _photometric_kind(args, record):
+    """The photometric function's kind the run uses (--model, else the record's), or None."""
+    from .._photometric import PHOTOMETRIC_KINDS, PhotometricFunction
+
+    if getattr(args, "model", None) is not None:
+        return args.model if args.model in PHOTOMETRIC_KINDS else None
+    if record is not None and isinstance(record.params[0], PhotometricFunction):
+        return record.params[0].kind
+    return None
+
+
+def _given(args, flags) -> list[str]:
+    """The flags of ``flags`` given on the command line (a parser without one: not given)."""
+    return [flag for flag in flags if getattr(args, dest(flag), None) is not None]
+
+
+def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
+    """One model per band from the options, else ``record``'s, else the defaults.
+
+    A PhotometricFunction when --model (or the record) names one, else HapkeParams; the
+    other family's options are refused, naming them. Equal bands share one object.
+
+    Args:
+        args: parsed options (a command's parser may lack the photometric ones).
+        bands: the cube's bands.
+        record: the --params-from provenance record, or None.
+        cube: the cube named in messages (default ``args.cube``).
+
+    Returns:
+        list of ``bands`` models.
+
+    Raises:
+        ValueError: a value outside its range, a wrong number of values, an option of the
+            other family, a record for another number of bands (the message names the flag).
+    """
+    from .._params import HapkeParams
+    from .._photometric import PhotometricFunction
+
+    cube = args.cube if cube is None else cube
+    kind = _photometric_kind(args, record)
+    recorded = None if record is None else list(record.params)
+    photometric_record = recorded is not None and isinstance(
+        recorded[0], PhotometricFunction
+    )
+    if kind is None:
+        given = _given(args, [flag for flag, _, _ in PHOTOMETRIC_OPTIONS])
+        if given:
+            raise ValueError(
+                f"{given[0]} is an option of the empirical photometric functions; "
+                f"the Hapke model does not use it (give --model lunar_lambert, "
+                f"minnaert or shkuratov)"
+            )
+        base = None if photometric_record else recorded
+        options = HAPKE_OPTIONS
+
+        def check(flag, name, value, text):
+            try:
+                HapkeParams(**{"b": 0.0, "c": 0.0, name: value})
+            except ValueError:
+                shown = math.degrees(value) if name == "roughness" else value
+                raise ValueError(
+                    f"{flag} {shown:g} is outside its valid range ({text})"
+                ) from None
+
+        configuration = {}
+        for flag, field, _ in MODEL_OPTIONS:  # the same for every band
+            choice = getattr(args, dest(flag))
+            if choice is None and base is not None:
+                choice = getattr(base[0], field)
+            if choice is not None:
+                configuration[field] = choice
+
+        def make(fields, legendre):
+            return HapkeParams(**fields, legendre=legendre, **configuration)
+    else:
+        hapke_flags = [flag for flag, _, _, _ in HAPKE_OPTIONS]
+        hapke_flags += [flag for flag, _, _ in MODEL_OPTIONS if flag != "--model"]
+        given = _given(args, hapke_flags)
+        if given:
+            raise ValueError(
+                f"{given[0]} is a Hapke option; --model {kind} does not use it"
+            )
+        base = recorded if photometric_record and recorded[0].kind == kind else None
+        # no defaults: a kind refuses the fields it does not use
+        options = [(flag, name, None, text) for flag, name, text in PHOTOMETRIC_OPTIONS]
+
+        def check(flag, name, value, text):
+            try:
+                PhotometricFunction(kind, **{name: value})
+            except ValueError as error:
+                reason = (
+                    "is outside its valid range"
+                    if value < 0
+                    else f"is not used by --model {kind}"
+                )
+                raise ValueError(f"{flag} {value:g} {reason} ({text})") from error
+
+        def make(fields, legendre):
+            return PhotometricFunction(kind, **fields)
+
+    if base is not None and len(base) != bands:
+        if not same_params(base):
+            raise ValueError(
+                f"--params-from {args.params_from} records parameters for "
+                f"{len(base)} bands but the cube {cube} has {bands} bands"
+            )
+        base = [base[0]] * bands
+    per_field = {}
+    for flag, name, default, text in options:
+        values = getattr(args, dest(flag))
+        if values is None and base is not None:
+            per_field[name] = [getattr(p, name) for p in base]
+            continue
+        if values is None and default is None:
+            continue
+        values = [default] if values is None else values
+        if len(values) not in (1, bands):
+            raise ValueError(
+                f"{flag} gives {len(values)} values but the cube {cube} has "
+                f"{bands} bands (give one value, or one per band)"
+            )
+        if name == "roughness":
+            values = [math.radians(v) for v in values]
+        for (
+            value
+        ) in values:  # checked one field at a time, so the message names the flag
+            check(flag, name, value, text)
+        per_field[name] = values if len(values) == bands else values * bands
+    legendre = (
+        [getattr(p, "legendre", None) for p in base]
+        if base is not None
+        else [None] * bands
+    )
+    shared: dict[tuple, object] = {}
+    params = []
+    for band in range(bands):
+        fields = {name: values[band] for name, values in per_field.items()}
+        key = (
+            *fields.items(),
+            None if legendre[band] is None else tuple(legendre[band]),
+        )
+        if key not in shared:
+            shared[key] = make(fields, legendre[band])
+        params.append(shared[key])
+    return params
