@@ -35,7 +35,6 @@ from .._compat.jax_internals import INLINED_CALLS, SHAPE_ONLY, Literal, called_j
 __all__ = ["SplitProgram"]
 
 
-
 class _Variable:
     """A value of the flattened program (identity is the variable)."""
 
