@@ -28,6 +28,7 @@ from ._io import (
 )
 from ._spectral_library import SpectralLibrary as SpectralLibrary
 from ._io.spectral_library import read_spectral_library as read_spectral_library
+from ._io.product_dataarray import open_product as open_product
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
 from ._inverse.status import Status as Status
@@ -36,7 +37,8 @@ from ._normalize.normalize import NormalizationResult as NormalizationResult, no
 from ._io.file_normalization import normalize_file as normalize_file
 from ._io.file_fit import fit_file as fit_file
 from ._params import HapkeParams as HapkeParams, porosity_k_from_filling_factor as porosity_k_from_filling_factor
-from ._provenance import Provenance as Provenance, read_provenance as read_provenance
+from ._provenance import Provenance as Provenance
+from ._io.provenance_files import read_provenance as read_provenance
 from ._xarray import invert_dataarray as invert_dataarray, normalize_dataarray as normalize_dataarray
 from ._xarray import unmix_dataarray as unmix_dataarray
 from ._xarray import fit_dataarray as fit_dataarray

@@ -32,6 +32,12 @@ key                            value
                                ``[incidence, emission, phase]`` in degrees
 ``lumaxlike_input_param_maps`` (normalisation with parameter maps only) a list of
                                ``[field, path]`` pairs, roughness maps in degrees
+``lumaxlike_product``          (file inputs only) what the input cube is and what was
+                               done with it: ``kind`` (e.g. "M3 L2 reflectance (RFL)"),
+                               ``label``, ``wavelengths`` (their source, or "unknown"),
+                               ``bad_bands``, ``thermal_bands``, the radiance conversion
+                               (``solar_spectrum``, ``solar_distance_au``), the
+                               ``geometry`` used and why (see docs/mission-products.md)
 =============================  ========================================================
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
@@ -43,7 +49,7 @@ as the model ``{"reflectance": <its name>}`` (`PHOTOMETRIC_TEXT`) with one
 netCDF and zarr outputs also get the CF global attributes ``Conventions``, ``source`` and
 ``history``.
 
-`read_provenance` reads the record back from any output (the ``w`` map, any sibling
+`read_provenance` (`lumaxlike._io.provenance_files`) reads the record back from any output (the ``w`` map, any sibling
 map, a netCDF file or a zarr store); ``lumaxlike invert CUBE --params-from OLD --out NEW``
 reruns with it.
 """
@@ -62,7 +68,7 @@ import numpy as np
 from ._params import FIELD_NAMES, HapkeParams
 from ._photometric import PHOTOMETRIC_PARAMETERS, PhotometricFunction
 
-__all__ = ["MODEL", "PREFIX", "Provenance", "make_provenance", "model_of", "python_call", "read_provenance", "utc_now"]
+__all__ = ["MODEL", "PREFIX", "Provenance", "make_provenance", "model_of", "python_call", "utc_now"]
 
 PREFIX = "lumaxlike_"
 """Prefix of every provenance key."""
@@ -195,6 +201,9 @@ class Provenance:
             emission, phase) [rad]; None otherwise.
         param_maps: for a normalisation with parameter maps, ``((field, path), ...)``;
             None otherwise.
+        product: for file inputs, what the cube is and what was done with it (kind,
+            label, wavelengths, bad and thermal bands, radiance conversion, geometry used
+            and why); None for in-memory data and older records.
     """
 
     version: str
@@ -213,6 +222,7 @@ class Provenance:
     geometry_layout: Mapping | None = None
     standard: tuple | None = None
     param_maps: tuple | None = None
+    product: Mapping | None = None
 
     @property
     def surface(self) -> str | None:
@@ -261,6 +271,8 @@ class Provenance:
             values["standard_deg"] = [math.degrees(angle) for angle in self.standard]
         if self.param_maps is not None:
             values["input_param_maps"] = [list(pair) for pair in self.param_maps]
+        if self.product is not None:
+            values["product"] = dict(self.product)
         if any(getattr(p, "legendre", None) is not None for p in self.params):
             values["param_legendre"] = _per_band(
                 [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
@@ -368,6 +380,7 @@ class Provenance:
             geometry_layout=_geometry_layout(get("geometry_layout", optional=True), source),
             standard=standard,
             param_maps=param_maps,
+            product=_product(get("product", optional=True), source),
         )
 
     def check_reproducible(self, source="the output") -> None:
@@ -380,7 +393,8 @@ class Provenance:
 
 def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,
                     command: str, cube=None, geometry=None, dtm=None, created: str | None = None,
-                    geometry_layout=None, standard=None, param_maps=None) -> Provenance:
+                    geometry_layout=None, standard=None, param_maps=None,
+                    product=None) -> Provenance:
     """The record of a run, with the solver defaults resolved to the values used.
 
     Args:
@@ -393,6 +407,8 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
         geometry_layout: how the geometry was read (``GeometryReader.record()``), or None.
         standard: a normalisation's standard geometry (incidence, emission, phase) [rad].
         param_maps: a normalisation's parameter maps, ``{field: path or array}``.
+        product: what the input cube is and what was done with it (a JSON-able mapping,
+            `lumaxlike._io.product_cube.ProductCube.record`), or None.
     """
     from . import __version__
     from ._inverse.invert import DEFAULT_MAX_ITER, default_tolerance
@@ -419,6 +435,7 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
             (str(name), _input_path(value) if isinstance(value, (str, Path)) else None)
             for name, value in param_maps.items()
         ),
+        product=None if product is None else dict(product),
     )
 
 
@@ -474,6 +491,13 @@ def _geometry_layout(value, source):
     return value
 
 
+def _product(value, source):
+    """The recorded product: a mapping, or None."""
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{source}: {PREFIX}product has the unexpected value {value!r}")
+    return value
+
+
 def _is_number_list(value) -> bool:
     return isinstance(value, list) and all(isinstance(x, (int, float)) for x in value)
 
@@ -484,43 +508,3 @@ def _band_legendre(value: list, band: int):
         return np.asarray(value, dtype=np.float64)
     chosen = value[band]
     return None if chosen is None else np.asarray(chosen, dtype=np.float64)
-
-
-def read_provenance(path) -> Provenance:
-    """Read how a lumaxlike output was made from its tags or attributes.
-
-    Args:
-        path: any output of ``lumaxlike invert`` / `lumaxlike.invert_file` (the w
-            map or a sibling map such as ``w_status.tif``; an ENVI data file or header; a
-            ``.nc`` file; a ``.zarr`` store), or the ``xarray.Dataset`` returned by
-            `lumaxlike.invert_dataarray`.
-
-    Returns:
-        `Provenance` with the model, Hapke parameters per band, units, solver,
-        tolerance, iteration limit, uncertainty, input files, command and time.
-
-    Raises:
-        FileNotFoundError: ``path`` does not exist.
-        ValueError: ``path`` holds no lumaxlike provenance, or it is malformed (names
-            the file and the key).
-    """
-    if not isinstance(path, (str, Path)) and isinstance(getattr(path, "attrs", None), Mapping):
-        return Provenance.from_attrs(path.attrs, source=f"the {type(path).__name__}")
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix in (".nc", ".zarr"):
-        import xarray as xr
-
-        opener = xr.open_zarr if suffix == ".zarr" else xr.open_dataset
-        with opener(path) as dataset:
-            attrs = dict(dataset.attrs)
-    else:
-        from ._raster_files import open_raster
-
-        with open_raster(path) as dataset:
-            attrs = dict(dataset.tags())
-            if "ENVI" in (dataset.tag_namespaces() or []):
-                attrs.update(dataset.tags(ns="ENVI"))
-    return Provenance.from_attrs(attrs, source=str(path))

@@ -9,13 +9,13 @@ from pathlib import Path
 from .model import model_from_options, same_params
 from .options import (
     DEFAULT_SOLVER,
-    EXIT_OK,
     add_hapke_model_options,
     add_run_options,
     number_list,
     positive_float,
     positive_int,
 )
+from .products import finish
 
 __all__ = ["add_parser", "run"]
 
@@ -202,4 +202,4 @@ def run(args) -> int:
         f"{summary.describe().replace('inverted', 'fitted', 1)}",
         file=sys.stderr,
     )
-    return EXIT_OK
+    return finish("fit", summary)

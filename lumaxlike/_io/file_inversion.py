@@ -15,7 +15,8 @@ from .._provenance import make_provenance, python_call
 from .._signals import interruptible, raise_if_interrupted
 from .block_inversion import BlockPool, SolverOptions, check_solver, per_band_params
 from .geometry_rasters import GeometryReader
-from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader, iter_row_slices
+from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
+from .raster import GDAL_CACHE_BYTES, CubeInfo, iter_row_slices
 from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .writers import RESULT_FIELDS, ResultWriter
@@ -73,10 +74,12 @@ class InversionSummary:
         )
 
 
-def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, units,
+def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver, units,
                 chunk_rows=None, overwrite=False, progress=None, sigma=None, workers=1,
                 max_iter=None, tol=None, command=None, surface="auto",
-                scheduler=None) -> InversionSummary:
+                scheduler=None, correction_undone=False, reff_incidence=None,
+                solar_spectrum=None, solar_distance=None, wavelengths_from=None,
+                thermal_bands="keep") -> InversionSummary:
     """Invert a reflectance cube file for single-scattering albedo maps, block by block.
 
     Reads ``chunk_rows`` rows of the cube and of the geometry at a time, converts them to
@@ -99,7 +102,11 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             ``facet_aspect``, ``local_incidence``, ``local_emission``, ``facet_cos_i``)
             to single-band raster paths or ``(rows, cols)`` arrays; angles in degrees,
             azimuths clockwise from north (see `lumaxlike._io.backplanes`). Rasters
-            must be aligned with the cube.
+            must be aligned with the cube. None (the default) for a product normalised
+            to a standard geometry (M3 L2 ``RFL``: i = 30, e = 0, g = 30 deg; CRISM
+            MTRDR / TER), which is then inverted flat at that geometry; such a product
+            with a geometry is refused unless ``correction_undone``. See
+            docs/mission-products.md.
         dtm: optional DTM path (heights [m], projected CRS, same grid) for local normals;
             None for none.
         surface: which angles to use when the geometry carries both ellipsoid and
@@ -111,8 +118,24 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             (the w map then holds its albedo A, solved in closed form), or a sequence of
             one per band.
         solver: ``"jax"`` or ``"numba"``.
-        units: what the cube holds: ``"r"`` (1/sr), ``"radf"`` (pi r) or ``"reff"``
-            (pi r / cos i, with the local incidence); required, never guessed.
+        units: what the cube holds: ``"r"`` (1/sr), ``"radf"`` (pi r = I/F), ``"reff"``
+            (pi r / cos i) or ``"radiance"`` [W m^-2 um^-1 sr^-1], converted to I/F =
+            pi L d^2 / F; required, never guessed. A cube whose label or values
+            contradict it is refused before any work.
+        correction_undone: the product is normalised (M3 L2, CRISM MTRDR/TER) but the
+            user has undone that normalisation: invert it at the ``geometry`` given.
+        reff_incidence: for ``units="reff"``: the incidence the cube was divided by,
+            ``"local"`` (facet; the default) or ``"areoid"`` (ellipsoid, as CRISM's
+            Lambert correction; required for CRISM cubes). Recorded.
+        solar_spectrum: for ``"radiance"``: solar spectrum file (wavelength, irradiance
+            at 1 au [W m^-2 um^-1]; the M3 archive's table works), None for ASTM G173-03
+            (pvlib). Resampled to the bands; recorded.
+        solar_distance: for ``"radiance"``: the sun's distance [au]; None reads the
+            label's ``SOLAR_DISTANCE``.
+        wavelengths_from: wavelength file replacing the cube's own (CRISM CDR ``WA``, or
+            one wavelength per line).
+        thermal_bands: lunar bands beyond 2.5 um (thermal emission): ``"keep"`` (default;
+            a warning names them) or ``"exclude"`` (left out of the run and outputs).
         chunk_rows: rows per block; None picks about 32 MiB of reflectance per block.
         overwrite: replace existing outputs (otherwise ``FileExistsError`` before any work).
         progress: show a tqdm progress bar on stderr: True, False, or None for "when
@@ -148,7 +171,11 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
     """
     start = time.perf_counter()
     check_solver(solver)
-    check_units(units)
+    if units != "radiance":
+        check_units(units)
+    elif sigma is not None:
+        raise ValueError("sigma with units='radiance' is not supported: give the cube's "
+                         "uncertainty as I/F (convert first)")
     if sigma is not None and not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
         raise ValueError(f"sigma must be a positive number, got {sigma!r}")
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
@@ -156,32 +183,44 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
     fields = [f for f in RESULT_FIELDS if f != "sigma" or sigma is not None]
     check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry)])
 
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
+            cube_path, units, **product_options(solar_spectrum, solar_distance,
+                                                wavelengths_from, thermal_bands)) as cube:
         info = cube.info
+        geometry_used, incidence, product = product_geometry(
+            cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,
+            correction_undone=correction_undone)
         band_params = per_band_params(params, info.bands)
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
         # one JAX chunk shape for every block (the last one is padded): compiles once
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
         options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
-        with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
+        with GeometryReader(geometry_used, info.grid, dtm, surface=surface) as geometry_reader:
             provenance = make_provenance(
                 params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
-                refl_sigma=sigma, dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
-                geometry_layout=geometry_reader.record(),
+                refl_sigma=sigma, dtype=info.dtype, cube=cube_path,
+                geometry=recorded_geometry(geometry_used, product),
+                dtm=dtm, geometry_layout=geometry_reader.record(), product=product,
                 command=command or python_call("invert_file", cube_path, out_path, geometry=geometry,
                                                dtm=dtm, params=params, solver=solver, units=units,
                                                sigma=sigma, max_iter=max_iter, tol=tol,
-                                               surface=surface, **parallel_call(workers, scheduler)),
+                                               surface=surface, **parallel_call(workers, scheduler),
+                                               **_product_call(correction_undone, reff_incidence,
+                                                               solar_spectrum, solar_distance,
+                                                               wavelengths_from, thermal_bands)),
             )
             with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
                               chunk_rows=rows_per_block, provenance=provenance) as writer, \
                     BlockPool(workers, scheduler) as pool:
+                cube.tell()  # every check passed: the run starts
                 bar = progress_bar(progress, info.grid.height * info.grid.width, f"inverting {Path(cube_path).name}")
                 try:
                     with interruptible():  # the CLI's stop signals raise here at once
                         counts = stream_blocks(cube, geometry_reader, writer, pool, bar,
-                                                rows_per_block, units=units, sigma=sigma,
-                                                params=band_params, options=options)
+                                                rows_per_block, units=cube.units, sigma=sigma,
+                                                params=band_params, options=options,
+                                                bad_bands=cube.bad_bands,
+                                                reff_incidence=incidence)
                 finally:
                     bar.close()
     return InversionSummary(
@@ -194,10 +233,13 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
 
 
 def stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma,
-                  params, options, extra=None) -> np.ndarray:
+                  params, options, extra=None, bad_bands=None,
+                  reff_incidence=None) -> np.ndarray:
     """Read, convert, invert and write every block of rows; return counts per status code.
 
     ``extra(rows)``, when given, returns more keyword arguments of the pool's task for a block.
+    ``bad_bands`` (boolean per band) are written NaN with status ``BAD_BAND``;
+    ``reff_incidence="areoid"`` divides REFF by the ellipsoid's cos i, not the facet's.
     """
     counts = np.zeros(len(Status), dtype=np.int64)
     width = cube.info.grid.width
@@ -205,6 +247,7 @@ def stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, u
     def write_oldest():
         raise_if_interrupted()
         rows, block = pool.pop()
+        mark_bad_bands(block, bad_bands)
         writer.write(rows, block)
         counts[:] += np.bincount(block["status"].ravel().astype(np.int64), minlength=len(Status))
         bar.update((rows.stop - rows.start) * width)
@@ -212,8 +255,9 @@ def stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, u
     for rows in iter_row_slices(cube.info.grid.height, rows_per_block):
         raise_if_interrupted()  # a stop signal whose exception was lost in a callback
         to_sun, to_sensor, normal = geometry_reader.read(rows)
-        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, normal)
-        refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, refl.dtype)
+        divided_by = FLAT_NORMAL if reff_incidence == "areoid" else normal
+        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, divided_by)
+        refl_sigma = uncertainty_to_r(sigma, units, to_sun, divided_by, refl.dtype)
         pool.submit(rows, refl, to_sun, to_sensor, normal, params, options,
                     refl_sigma=refl_sigma, **({} if extra is None else extra(rows)))
         del refl, to_sun, to_sensor, normal, refl_sigma  # the pool holds what it needs
@@ -222,3 +266,32 @@ def stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, u
     while len(pool):
         write_oldest()
     return counts
+
+
+FLAT_NORMAL = np.array([0.0, 0.0, 1.0])
+"""The ellipsoid's normal in the local frame (the areoid's, for CRISM)."""
+
+
+def mark_bad_bands(block: dict, bad_bands) -> None:
+    """Set the maps of bad bands (boolean per band) to NaN (0 iterations) and status BAD_BAND."""
+    if bad_bands is None or not np.any(bad_bands):
+        return
+    for name, values in list(block.items()):
+        if values is None or np.ndim(values) == 0 or np.shape(values)[-1] != len(bad_bands):
+            continue
+        values = block[name] = np.array(values)  # solver outputs may be read-only
+        if name == "status":
+            values[..., bad_bands] = Status.BAD_BAND
+        elif np.issubdtype(values.dtype, np.floating):
+            values[..., bad_bands] = np.nan
+        else:
+            values[..., bad_bands] = 0
+
+
+def _product_call(correction_undone, reff_incidence, solar_spectrum, solar_distance,
+                  wavelengths_from, thermal_bands) -> dict:
+    """The mission-product arguments for the recorded call, when not the defaults."""
+    given = {"correction_undone": (correction_undone, False), "reff_incidence": (reff_incidence, None),
+             "solar_spectrum": (solar_spectrum, None), "solar_distance": (solar_distance, None),
+             "wavelengths_from": (wavelengths_from, None), "thermal_bands": (thermal_bands, "keep")}
+    return {name: value for name, (value, default) in given.items() if value != default}

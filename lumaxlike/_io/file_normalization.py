@@ -27,6 +27,7 @@ from .block_inversion import BlockPool, SolverOptions, band_groups, check_solver
 from .file_inversion import InversionSummary, default_chunk_rows, stream_blocks
 from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
 from .geometry_rasters import GeometryReader
+from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .units import check_units
 from .writers import FIELD_ATTRS, FieldLayout, ResultWriter
@@ -140,10 +141,12 @@ class _MapReader:
             reader.close()
 
 
-def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", params, solver, units,
+def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="auto", params, solver, units,
                    standard=DEFAULT_STANDARD, param_maps=None, chunk_rows=None, overwrite=False,
                    progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
-                   command=None) -> InversionSummary:
+                   command=None, correction_undone=False, reff_incidence=None,
+                   solar_spectrum=None, solar_distance=None, wavelengths_from=None,
+                   thermal_bands="keep") -> InversionSummary:
     """Photometric normalisation of a reflectance cube file, block by block.
 
     Each block is read, converted to r, normalised with `lumaxlike.normalize` and
@@ -153,7 +156,11 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
     Args:
         cube_path: as in `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
             ``solver``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
-            ``workers``, ``max_iter``, ``tol`` and ``command``).
+            ``workers``, ``max_iter``, ``tol``, ``command``, ``correction_undone``,
+            ``reff_incidence``, ``wavelengths_from`` and ``thermal_bands``); a product
+            already normalised, such as M3 L2, is read at its standard geometry;
+            ``units`` is not ``"radiance"``, so ``solar_spectrum`` and
+            ``solar_distance`` are unused.
         out_path: output; ``OUT`` holds the normalised cube in ``units`` (REFF with the
             standard incidence), ``OUT_status`` the status and, with ``sigma``,
             ``OUT_sigma`` its uncertainty (netCDF/zarr: variables reflectance, status,
@@ -184,8 +191,13 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
     check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry), *param_maps.values()],
                        main="reflectance")
 
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
+            cube_path, units, **product_options(solar_spectrum, solar_distance, wavelengths_from,
+                                                thermal_bands)) as cube:
         info = cube.info
+        geometry, incidence, product = product_geometry(
+            cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,
+            correction_undone=correction_undone)
         band_params = per_band_params(params, info.bands)
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
@@ -195,9 +207,10 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
             with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
                 provenance = make_provenance(
                     params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
-                    refl_sigma=sigma, dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
+                    refl_sigma=sigma, dtype=info.dtype, cube=cube_path,
+                    geometry=recorded_geometry(geometry, product), dtm=dtm,
                     geometry_layout=geometry_reader.record(), standard=standard,
-                    param_maps=param_maps or None,
+                    param_maps=param_maps or None, product=product,
                     command=command or python_call(
                         "normalize_file", cube_path, out_path, geometry=geometry, dtm=dtm, surface=surface,
                         params=params, solver=solver, units=units, standard=standard,
@@ -208,6 +221,7 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
                                   chunk_rows=rows_per_block, provenance=provenance,
                                   layout=normalization_layout(units)) as writer, \
                         BlockPool(workers, scheduler, function=normalize_block) as pool:
+                    cube.tell()  # every check passed: the run starts
                     bar = progress_bar(progress, info.grid.height * info.grid.width, f"normalising {Path(cube_path).name}")
                     try:
                         with interruptible():
@@ -215,6 +229,7 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
                                 cube, geometry_reader, writer, pool, bar, rows_per_block, units=units,
                                 sigma=sigma, params=band_params, options=options,
                                 extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)},
+                                reff_incidence=incidence,
                             )
                     finally:
                         bar.close()

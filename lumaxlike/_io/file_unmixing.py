@@ -35,7 +35,8 @@ from .block_inversion import BlockPool, check_solver, numba_threads
 from .file_inversion import default_chunk_rows, stream_blocks
 from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
 from .geometry_rasters import GeometryReader
-from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader
+from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
+from .raster import GDAL_CACHE_BYTES, CubeInfo
 from .units import check_units
 from .writers import FieldLayout, ResultWriter
 
@@ -139,16 +140,21 @@ class UnmixSummary:
                 f"status of pixels: {counts}")
 
 
-def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params: HapkeParams, solver: str,
+def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, params: HapkeParams, solver: str,
                units: str, route: str = "one_step", sum_to_one: bool = True, dtm=None, chunk_rows=None,
                overwrite=False, progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
-               command=None, surface="auto") -> UnmixSummary:
+               command=None, surface="auto", correction_undone=False, reff_incidence=None,
+               solar_spectrum=None, solar_distance=None, wavelengths_from=None,
+               thermal_bands="keep") -> UnmixSummary:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
     Args:
         cube_path: as for `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
             ``surface``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
-            ``workers``, ``scheduler`` and ``command``).
+            ``workers``, ``scheduler``, ``command``, ``correction_undone``,
+            ``reff_incidence``, ``solar_spectrum``, ``solar_distance``,
+            ``wavelengths_from`` and ``thermal_bands``); bad bands (``bbl`` = 0) are NaN
+            in every pixel: give a cube without them.
         out_path: output ``.tif``/``.tiff`` (GeoTIFF) or ``.img``/``.envi``/``.hdr``
             (ENVI); see the module docstring for the files written.
         endmembers: `lumaxlike.Endmembers` on the cube's bands (e.g.
@@ -166,7 +172,10 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
     """
     start = time.perf_counter()
     check_solver(solver)
-    check_units(units)
+    if units != "radiance":
+        check_units(units)
+    elif sigma is not None:
+        raise ValueError("sigma with units='radiance' is not supported: give it as I/F")
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     if not isinstance(endmembers, Endmembers):
@@ -184,8 +193,13 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
     layout = unmix_layout(endmembers.names)
     check_not_an_input(out_path, UNMIX_FIELDS, [cube_path, dtm, *geometry_paths(geometry)], main="fractions")
 
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
+            cube_path, units, **product_options(solar_spectrum, solar_distance, wavelengths_from,
+                                                thermal_bands)) as cube:
         info = cube.info
+        geometry, incidence, product = product_geometry(
+            cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,
+            correction_undone=correction_undone)
         if info.bands != endmembers.n_bands:
             raise ValueError(f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}")
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
@@ -195,8 +209,8 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
             provenance = make_provenance(
                 params=[params] * info.bands, units=units, solver=solver,
                 tol=DEFAULT_TOLERANCE if tol is None else tol, max_iter=max_iter, refl_sigma=sigma,
-                dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
-                geometry_layout=geometry_reader.record(),
+                dtype=info.dtype, cube=cube_path, geometry=recorded_geometry(geometry, product),
+                dtm=dtm, geometry_layout=geometry_reader.record(), product=product,
                 command=command or python_call("unmix_file", cube_path, out_path, geometry=geometry, dtm=dtm,
                                                endmembers=endmembers.names, params=params, solver=solver,
                                                units=units, route=route, sum_to_one=sum_to_one, sigma=sigma,
@@ -206,12 +220,14 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
             with ResultWriter(out_path, like=info, fields=UNMIX_FIELDS, overwrite=overwrite,
                               chunk_rows=rows_per_block, provenance=provenance, layout=layout) as writer, \
                     BlockPool(workers, scheduler, function=unmix_block) as pool:
+                cube.tell()  # every check passed: the run starts
                 bar = progress_bar(progress, info.grid.height * info.grid.width, f"unmixing {Path(cube_path).name}")
                 try:
                     with interruptible():
                         counts = stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
-                                               units=units, sigma=sigma, params=params, options=options,
-                                               extra=lambda rows: {"endmembers": endmembers})
+                                               units=cube.units, sigma=sigma, params=params, options=options,
+                                               extra=lambda rows: {"endmembers": endmembers},
+                                               reff_incidence=incidence)
                 finally:
                     bar.close()
     return UnmixSummary(
