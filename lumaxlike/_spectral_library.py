@@ -59,8 +59,7 @@ class SpectralLibrary:
         n_spectra = len(self.names)
         if wavelengths.ndim != 1 or wavelengths.size == 0:
             raise ValueError(
-                "SpectralLibrary.wavelengths must be 1-D and not empty, got shape "
-                f"{wavelengths.shape}"
+                f"SpectralLibrary.wavelengths must be 1-D and not empty, got shape {wavelengths.shape}"
             )
         if not np.all(np.isfinite(wavelengths)) or not np.all(np.diff(wavelengths) > 0):
             raise ValueError("SpectralLibrary.wavelengths must be finite and strictly increasing")
@@ -92,8 +91,7 @@ class SpectralLibrary:
         sources = tuple(self.sources) or ("",) * n_spectra
         if len(sources) != n_spectra:
             raise ValueError(
-                f"SpectralLibrary.sources must name one file per spectrum ({n_spectra}), got "
-                f"{len(sources)}"
+                f"SpectralLibrary.sources must name one file per spectrum ({n_spectra}), got {len(sources)}"
             )
         for name, value in (
             ("wavelengths", wavelengths),
@@ -142,6 +140,9 @@ class SpectralLibrary:
                 default: the band spacing (half the distance between each band's
                 neighbours).
 
+        A spectrum sampled exactly at the band centres (no ``fwhm`` given, none
+        recorded) is taken as it is: it is already on the bands.
+
         Returns:
             A `SpectralLibrary` on the band centres (its ``fwhm`` the bands').
 
@@ -169,15 +170,20 @@ class SpectralLibrary:
         resampled = np.empty((len(self), centres.size))
         for row, spectrum in enumerate(self.reflectance):
             measured = np.isfinite(spectrum)
-            self._check_coverage(row, measured, centres, widths)
+            at_centres = _same_grid(self.wavelengths[measured], centres)
+            if fwhm is None and self.fwhm is None and at_centres:
+                resampled[row] = spectrum[measured]  # sampled at the band centres: as it is
+                continue
+            self._check_coverage(row, measured, centres, widths, sample_widths)
             resampler = BandResampler(
                 self.wavelengths[measured], centres, sample_widths[measured], widths
             )
             resampled[row] = resampler(spectrum[measured])
         return dataclasses.replace(self, wavelengths=centres, reflectance=resampled, fwhm=widths)
 
-    def _check_coverage(self, row, measured, centres, widths):
-        """ValueError unless every band's response window lies on measured samples."""
+    def _check_coverage(self, row, measured, centres, widths, sample_widths):
+        """ValueError unless every band's response window lies on measured samples (each
+        sample covering its own width, as `BandResampler` takes it)."""
         lower, upper = centres - widths / 2, centres + widths / 2
         where = f"spectrum {self.names[row]!r}" + (
             f" of {self.sources[row]}" if self.sources[row] else ""
@@ -185,12 +191,16 @@ class SpectralLibrary:
         valid = self.wavelengths[measured]
         if valid.size < 2:
             raise ValueError(f"{where} has fewer than two measured values")
-        outside = (lower < valid[0]) | (upper > valid[-1])
+        half = np.asarray(sample_widths)[measured] / 2
+        first, last = valid[0] - half[0], valid[-1] + half[-1]
+        outside = (lower < first * (1 - 1e-12)) | (upper > last * (1 + 1e-12))
         if np.any(outside):
             band = int(np.argmax(outside))
             raise ValueError(
-                f"{where} covers {valid[0]:g}-{valid[-1]:g} um, which does not cover band {band} "
-                f"({centres[band]:g} um, fwhm {widths[band]:g} um) of the cube"
+                f"{where} covers {first:g}-{last:g} um (samples at {valid[0]:g}-{valid[-1]:g} um, "
+                f"each over its width), which does not cover band {band} ({centres[band]:g} um, "
+                f"fwhm {widths[band]:g} um: its response spans {lower[band]:g}-{upper[band]:g} um) "
+                "of the cube"
             )
         gaps = self.wavelengths[~measured]
         for band in range(centres.size):
@@ -199,6 +209,13 @@ class SpectralLibrary:
                     f"{where} has no measurement near band {band} ({centres[band]:g} um, fwhm "
                     f"{widths[band]:g} um) of the cube (a gap or deleted channel)"
                 )
+
+
+def _same_grid(samples: np.ndarray, centres: np.ndarray) -> bool:
+    """Whether a spectrum's samples are the band centres (to 1e-9 relative)."""
+    return samples.shape == centres.shape and bool(
+        np.allclose(samples, centres, rtol=1e-9, atol=0.0)
+    )
 
 
 def _band_spacing(centres: np.ndarray) -> np.ndarray:

@@ -76,11 +76,14 @@ def read_spectral_library(
         format: ``"csv"``, ``"splib07"`` or ``"relab"`` (see the module docstring);
             default: from each file (``.csv`` -> csv; a first line ``splib07...`` ->
             splib07; a first line holding one integer -> relab).
-        incidence: the measurement's incidence angle [deg], a scalar or one per
-            spectrum; required except for RELAB files (default 30).
-        emission: the measurement's emission angle [deg], the same way (RELAB default 0).
-        azimuth: azimuth of the observer relative to the source [deg] (0: the observer
-            on the source's side); irrelevant when the emission angle is 0.
+        incidence: the measurement's incidence angle [rad] (as every angle of
+            lumaxlike's Python API), in [0, pi/2), a scalar or one per spectrum;
+            required except for RELAB files (default 30 deg). A value above pi/2 can
+            only be degrees and is refused (use numpy.radians).
+        emission: the measurement's emission angle [rad], the same way (RELAB default 0).
+        azimuth: azimuth of the observer relative to the source [rad], within
+            [-2 pi, 2 pi] (0: the observer on the source's side); irrelevant when the
+            emission angle is 0.
         units: ``"reff"`` (reflectance factor, default), ``"radf"`` (radiance factor) or
             ``"r"`` (bidirectional reflectance [1/sr]): what the files hold.
         wavelengths_file: for splib07, the release's wavelength file for the spectra's
@@ -122,12 +125,12 @@ def read_spectral_library(
         if given is None:
             if any(kind != "relab" for kind in kinds):
                 raise ValueError(
-                    f"{name} (the measurement's {name} angle [deg]) is required for "
+                    f"{name} (the measurement's {name} angle [rad]) is required for "
                     f"{'CSV' if 'csv' in kinds else 'splib07'} spectra, whose files do not record it"
                 )
-            given = relab_default
-        angles[name] = _angles_deg(name, given, len(spectra))
-    angles["azimuth"] = _angles_deg("azimuth", azimuth, len(spectra), limit=360.0)
+            given = np.radians(relab_default)
+        angles[name] = _angles_rad(name, given, len(spectra))
+    angles["azimuth"] = _angles_rad("azimuth", azimuth, len(spectra), limit=2.0 * np.pi)
 
     grid = np.unique(np.concatenate([wl for _, wl, *_ in spectra]))
     reflectance = np.full((len(spectra), grid.size), np.nan)
@@ -147,13 +150,22 @@ def read_spectral_library(
     )
 
 
-def _angles_deg(name, value, n, limit=90.0):
+def _angles_rad(name, value, n, limit=None):
+    """Angles [rad], one per spectrum: incidence/emission in [0, pi/2) (`limit` None),
+    azimuth within [-limit, limit]; a value only degrees can be is named as such."""
     angle = np.asarray(value, np.float64) if not isinstance(value, str) else np.array(np.nan)
     if angle.ndim > 1 or (angle.ndim == 1 and angle.size != n) or not np.all(np.isfinite(angle)):
-        raise ValueError(f"{name} must be a finite angle [deg] or one per spectrum ({n}), got {value!r}")
-    if np.any(np.abs(angle) > limit) or (limit == 90.0 and np.any((angle < 0) | (angle >= 90.0))):
-        raise ValueError(f"{name} must lie in [0, {limit:g}) deg, got {value!r}")
-    return np.radians(np.broadcast_to(angle, (n,)))
+        raise ValueError(
+            f"{name} must be a finite angle [rad] or one per spectrum ({n}), got {value!r}")
+    upper = np.pi / 2 if limit is None else limit
+    if np.any(np.abs(angle) > upper) or (limit is None and np.any((angle < 0) | (angle >= upper))):
+        degrees_limit = 90.0 if limit is None else 360.0
+        looks = np.any(np.abs(angle) > upper) and np.all(np.abs(angle) <= degrees_limit)
+        hint = f" ({value!r} looks like degrees: pass numpy.radians({value!r}))" if looks else ""
+        turns = 0.0 if limit is None else limit / np.pi
+        interval = "[0, pi/2)" if limit is None else f"[-{turns:g} pi, {turns:g} pi]"
+        raise ValueError(f"{name} must lie in {interval} rad, got {value!r}{hint}")
+    return np.array(np.broadcast_to(angle, (n,)))
 
 
 def _detect_format(path: Path) -> str:
