@@ -28,6 +28,7 @@ PUBLIC = {
     "unmix_dataarray", "unmix_file",
     "fit_dataarray", "fit_file", "testing",
     "open_product",
+    "JointFitResult",
 }  # fmt: skip
 
 
