@@ -244,10 +244,6 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
     )
 
 
-# the command line's name for it (lumaxlike/_cli imports it) until the CLI imports fit_file
-fit_files = fit_file
-
-
 def _fit_block(readers, geometry_readers, rows, units, params, fit_options) -> dict:
     """Read one block of rows of every cube, fit it, return ``{field: (rows, cols, bands)}``."""
     refl, vectors = [], []
