@@ -38,7 +38,7 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 import lumaxlike
-from lumaxlike._profile import multi_angle_geometry, multi_angle_reflectance
+from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 FREE = ("w", "b", "c", "roughness")
 TRUTH = lumaxlike.HapkeParams(

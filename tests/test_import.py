@@ -29,6 +29,7 @@ PUBLIC = {
     "fit_dataarray", "fit_file", "testing",
     "open_product",
     "JointFitResult",
+    "sample", "SampleResult", "sample_dataarray",
 }  # fmt: skip
 
 

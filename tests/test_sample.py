@@ -13,7 +13,7 @@ import pytest
 
 import lumaxlike
 from lumaxlike import Status
-from lumaxlike._profile import multi_angle_geometry, multi_angle_reflectance
+from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 LEVELS = np.array([0.025, 0.16, 0.5, 0.84, 0.975])
 
