@@ -3,7 +3,7 @@ every problem's chains in one batched JAX program).
 
 The scene (the issue's): ``--pixels`` (default 512) pixels x 1 band x 16 observations,
 float64, w, b, c and roughness (theta-bar) free. Geometry from
-`lumaxlike._profile.multi_angle_geometry` (flat surface, incidence 0-60 deg, emission
+`lumaxlike.testing.multi_angle_geometry` (flat surface, incidence 0-60 deg, emission
 0-65 deg at any azimuth, two observations near opposition), truth
 ``HapkeParams(b=0.25, c=0.5, roughness=20 deg, hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)``
 with w uniform in (0.2, 0.9), Gaussian noise ``--sigma`` (1e-3) [1/sr].
