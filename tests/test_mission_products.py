@@ -789,3 +789,21 @@ def test_a_solar_table_with_one_row_per_band_is_taken_at_the_band_centres():
         spectrum, np.array([0.54084, 1.00999, 1.50897]), np.array([0.02, 0.04, 0.04])
     )
     np.testing.assert_array_equal(found, [1850.0, 700.0, 270.0])
+
+
+def test_the_xarray_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w_true):
+    paths = write_m3_l2(
+        tmp_path, f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0)))
+    )
+    refl = lumaxlike.open_product(paths["lbl"], "radf")
+    observed = {
+        role: refl.isel(band=0, drop=True) * 0 + value
+        for role, value in (("incidence", 40.0), ("emission", 10.0), ("phase", 45.0))
+    }
+    with pytest.raises(ValueError, match="i = 30, e = 0, g = 30 deg"):
+        lumaxlike.normalize_dataarray(refl, observed, PARAMS, "numba", units="radf")
+    stack = refl.expand_dims(observation=2)
+    with pytest.raises(
+        ValueError, match="fit_dataarray needs observations at their observed"
+    ):
+        lumaxlike.fit_dataarray(stack, observed, PARAMS, ("w",), "numba", units="radf")
