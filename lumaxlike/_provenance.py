@@ -38,6 +38,12 @@ key                            value
                                ``bad_bands``, ``thermal_bands``, the radiance conversion
                                (``solar_spectrum``, ``solar_distance_au``), the
                                ``geometry`` used and why (see docs/mission-products.md)
+``lumaxlike_fit_<key>``        (``fit`` outputs only) ``free``, ``cubes``,
+                               ``geometries``, ``fitted_maps`` (``{name: path}``), ...;
+                               the ``param_*`` keys then hold the starting values
+``lumaxlike_unmix_<key>``      (``unmix`` outputs only) ``route``, ``sum_to_one``,
+                               ``endmembers``, ``density``, ``grain_size``,
+                               ``extinction_efficiency``, ``library``
 =============================  ========================================================
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
@@ -49,7 +55,7 @@ as the model ``{"reflectance": <its name>}`` (`PHOTOMETRIC_TEXT`) with one
 netCDF and zarr outputs also get the CF global attributes ``Conventions``, ``source`` and
 ``history``.
 
-`read_provenance` reads the record back from any output (the ``w`` map, any sibling
+`read_provenance` (`lumaxlike._io.provenance_files`) reads the record back from any output (the ``w`` map, any sibling
 map, a netCDF file or a zarr store); ``lumaxlike invert CUBE --params-from OLD --out NEW``
 reruns with it.
 """
@@ -68,7 +74,7 @@ import numpy as np
 from ._params import FIELD_NAMES, HapkeParams
 from ._photometric import PHOTOMETRIC_PARAMETERS, PhotometricFunction
 
-__all__ = ["MODEL", "PREFIX", "Provenance", "make_provenance", "model_of", "python_call", "read_provenance", "utc_now"]
+__all__ = ["MODEL", "PREFIX", "Provenance", "make_provenance", "model_of", "python_call", "utc_now"]
 
 PREFIX = "lumaxlike_"
 """Prefix of every provenance key."""
@@ -204,6 +210,14 @@ class Provenance:
         product: for file inputs, what the cube is and what was done with it (kind,
             label, wavelengths, bad and thermal bands, radiance conversion, geometry used
             and why); None for in-memory data and older records.
+        fit_settings: for a `fit_file` output, its ``lumaxlike_fit_*`` keys
+            (``free``, ``cubes``, ``fitted_maps`` ``{name: path}``, ...): ``params``
+            then hold the *starting* values of the free parameters, whose fitted
+            values are the per-pixel maps; None otherwise.
+        unmix_settings: for an `unmix_file` output, its ``lumaxlike_unmix_*`` keys
+            (``route``, ``sum_to_one``, ``endmembers``, ``density`` [g/cm^3],
+            ``grain_size`` [um], ``extinction_efficiency``, ``library``: the files and
+            how they were read, where the command line read them); None otherwise.
     """
 
     version: str
@@ -223,6 +237,8 @@ class Provenance:
     standard: tuple | None = None
     param_maps: tuple | None = None
     product: Mapping | None = None
+    fit_settings: Mapping | None = None
+    unmix_settings: Mapping | None = None
 
     @property
     def surface(self) -> str | None:
@@ -273,6 +289,9 @@ class Provenance:
             values["input_param_maps"] = [list(pair) for pair in self.param_maps]
         if self.product is not None:
             values["product"] = dict(self.product)
+        for kind in _SETTINGS_KINDS:
+            for key, value in (getattr(self, f"{kind}_settings") or {}).items():
+                values[f"{kind}_{key}"] = value
         if any(getattr(p, "legendre", None) is not None for p in self.params):
             values["param_legendre"] = _per_band(
                 [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
@@ -363,6 +382,11 @@ class Provenance:
         param_maps = get("input_param_maps", optional=True)
         if param_maps is not None:
             param_maps = tuple(tuple(pair) for pair in typed("input_param_maps", list, param_maps))
+        settings = {}
+        for kind in _SETTINGS_KINDS:
+            start = f"{PREFIX}{kind}_"
+            keys = sorted(str(key)[len(start):] for key in attrs if str(key).startswith(start))
+            settings[f"{kind}_settings"] = {key: get(f"{kind}_{key}") for key in keys} or None
         return cls(
             version=typed("version", str, get("version")),
             model=model,
@@ -381,6 +405,7 @@ class Provenance:
             standard=standard,
             param_maps=param_maps,
             product=_product(get("product", optional=True), source),
+            **settings,
         )
 
     def check_reproducible(self, source="the output") -> None:
@@ -389,6 +414,10 @@ class Provenance:
         if dict(self.model) != expected:
             raise ValueError(f"{source} was made with the model {dict(self.model)}; this lumaxlike "
                              f"runs {expected}")
+
+
+#: operations whose outputs carry their own ``lumaxlike_<kind>_*`` settings
+_SETTINGS_KINDS = ("fit", "unmix")
 
 
 def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,
@@ -508,43 +537,3 @@ def _band_legendre(value: list, band: int):
         return np.asarray(value, dtype=np.float64)
     chosen = value[band]
     return None if chosen is None else np.asarray(chosen, dtype=np.float64)
-
-
-def read_provenance(path) -> Provenance:
-    """Read how a lumaxlike output was made from its tags or attributes.
-
-    Args:
-        path: any output of ``lumaxlike invert`` / `lumaxlike.invert_file` (the w
-            map or a sibling map such as ``w_status.tif``; an ENVI data file or header; a
-            ``.nc`` file; a ``.zarr`` store), or the ``xarray.Dataset`` returned by
-            `lumaxlike.invert_dataarray`.
-
-    Returns:
-        `Provenance` with the model, Hapke parameters per band, units, solver,
-        tolerance, iteration limit, uncertainty, input files, command and time.
-
-    Raises:
-        FileNotFoundError: ``path`` does not exist.
-        ValueError: ``path`` holds no lumaxlike provenance, or it is malformed (names
-            the file and the key).
-    """
-    if not isinstance(path, (str, Path)) and isinstance(getattr(path, "attrs", None), Mapping):
-        return Provenance.from_attrs(path.attrs, source=f"the {type(path).__name__}")
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix in (".nc", ".zarr"):
-        import xarray as xr
-
-        opener = xr.open_zarr if suffix == ".zarr" else xr.open_dataset
-        with opener(path) as dataset:
-            attrs = dict(dataset.attrs)
-    else:
-        from ._io.raster import open_raster
-
-        with open_raster(path) as dataset:
-            attrs = dict(dataset.tags())
-            if "ENVI" in (dataset.tag_namespaces() or []):
-                attrs.update(dataset.tags(ns="ENVI"))
-    return Provenance.from_attrs(attrs, source=str(path))

@@ -33,7 +33,6 @@ range of every spectrum and away from its gaps.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
@@ -41,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._spectral_library import SpectralLibrary as SpectralLibrary
 from .units import check_units
 
 __all__ = ["SpectralLibrary", "read_spectral_library", "LIBRARY_FORMATS"]
@@ -55,173 +55,6 @@ _UNIT_PATTERNS = (
     ("nm", re.compile(r"(?<![a-z])nm(?![a-z])|nanomet", re.IGNORECASE)),
     ("um", re.compile(r"(?<![a-z])um(?![a-z])|µm|μm|micron|micromet", re.IGNORECASE)),
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class SpectralLibrary:
-    """Reflectance spectra of pure materials on one wavelength grid.
-
-    Attributes:
-        names: one name per spectrum (tuple of str).
-        wavelengths: sample wavelengths [um], shape ``(samples,)``, strictly increasing.
-        reflectance: bidirectional reflectance r [1/sr] at the measurement geometry,
-            shape ``(spectra, samples)``; NaN marks a gap (no measurement there).
-        incidence: the incidence angle of each spectrum's measurement [rad], shape
-            ``(spectra,)``.
-        emission: the emission angle of each spectrum's measurement [rad], shape
-            ``(spectra,)``.
-        azimuth: the relative azimuth of each spectrum's measurement [rad], shape
-            ``(spectra,)``, as in `lumaxlike.geometry_from_angles` (0: the observer on
-            the source's side).
-        fwhm: full width at half maximum of each sample [um], shape ``(samples,)``, or
-            None (then taken as the sample spacing when resampling).
-        sources: the file each spectrum was read from (tuple of str; "" when built in
-            memory).
-    """
-
-    names: tuple
-    wavelengths: np.ndarray
-    reflectance: np.ndarray
-    incidence: np.ndarray
-    emission: np.ndarray
-    azimuth: np.ndarray
-    fwhm: np.ndarray | None = None
-    sources: tuple = ()
-
-    def __post_init__(self):
-        wavelengths = np.asarray(self.wavelengths, np.float64)
-        reflectance = np.asarray(self.reflectance, np.float64)
-        n_spectra = len(self.names)
-        if wavelengths.ndim != 1 or wavelengths.size == 0:
-            raise ValueError(f"SpectralLibrary.wavelengths must be 1-D and not empty, got shape {wavelengths.shape}")
-        if not np.all(np.isfinite(wavelengths)) or not np.all(np.diff(wavelengths) > 0):
-            raise ValueError("SpectralLibrary.wavelengths must be finite and strictly increasing")
-        if reflectance.shape != (n_spectra, wavelengths.size):
-            raise ValueError(
-                f"SpectralLibrary.reflectance must have shape (spectra, samples) = "
-                f"{(n_spectra, wavelengths.size)}, got {reflectance.shape}"
-            )
-        if np.any(np.isinf(reflectance)):
-            raise ValueError("SpectralLibrary.reflectance holds infinite values")
-        geometry = {}
-        for name in ("incidence", "emission", "azimuth"):
-            angle = np.broadcast_to(np.asarray(getattr(self, name), np.float64), (n_spectra,))
-            if not np.all(np.isfinite(angle)):
-                raise ValueError(f"SpectralLibrary.{name} must be finite, got {getattr(self, name)!r}")
-            geometry[name] = angle.copy()
-        for name in ("incidence", "emission"):
-            if not np.all((geometry[name] >= 0.0) & (geometry[name] < math.pi / 2)):
-                raise ValueError(f"SpectralLibrary.{name} must lie in [0, pi/2) rad, got {geometry[name]!r}")
-        fwhm = self.fwhm
-        if fwhm is not None:
-            fwhm = np.broadcast_to(np.asarray(fwhm, np.float64), wavelengths.shape).copy()
-            if not np.all(np.isfinite(fwhm) & (fwhm > 0)):
-                raise ValueError("SpectralLibrary.fwhm must be positive and finite")
-        sources = tuple(self.sources) or ("",) * n_spectra
-        if len(sources) != n_spectra:
-            raise ValueError(f"SpectralLibrary.sources must name one file per spectrum ({n_spectra}), got {len(sources)}")
-        for name, value in (("wavelengths", wavelengths), ("reflectance", reflectance), ("fwhm", fwhm),
-                            ("names", tuple(map(str, self.names))), ("sources", sources), *geometry.items()):
-            if isinstance(value, np.ndarray):
-                value.setflags(write=False)
-            object.__setattr__(self, name, value)
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def select(self, names) -> SpectralLibrary:
-        """The library restricted to `names` (in that order); ValueError naming a missing one."""
-        names = [names] if isinstance(names, str) else list(names)
-        missing = [name for name in names if name not in self.names]
-        if missing:
-            raise ValueError(f"names {missing} are not in the library, which holds {list(self.names)}")
-        rows = [self.names.index(name) for name in names]
-        return dataclasses.replace(
-            self,
-            names=tuple(names),
-            reflectance=self.reflectance[rows],
-            incidence=self.incidence[rows],
-            emission=self.emission[rows],
-            azimuth=self.azimuth[rows],
-            sources=tuple(self.sources[row] for row in rows),
-        )
-
-    def resample(self, wavelengths, fwhm=None) -> SpectralLibrary:
-        """The spectra resampled to a cube's bands.
-
-        Each band's value is the spectrum weighted by a Gaussian spectral response of the
-        band's centre and full width at half maximum (Spectral Python's
-        ``BandResampler``: each library sample is taken constant over its own width).
-
-        Args:
-            wavelengths: band centres [um], shape ``(bands,)``, strictly increasing.
-            fwhm: band full widths at half maximum [um], a scalar or shape ``(bands,)``;
-                default: the band spacing (half the distance between each band's
-                neighbours).
-
-        Returns:
-            A `SpectralLibrary` on the band centres (its ``fwhm`` the bands').
-
-        Raises:
-            ValueError: naming the spectrum and its file where a band's response
-                (centre +- fwhm/2) reaches outside the spectrum's measured range or into
-                a gap.
-        """
-        from spectral import BandResampler
-
-        centres = np.asarray(wavelengths, np.float64)
-        if centres.ndim != 1 or centres.size == 0 or not np.all(np.isfinite(centres)):
-            raise ValueError(f"wavelengths must be a 1-D array of finite band centres [um], got {wavelengths!r}")
-        if centres.size > 1 and not np.all(np.diff(centres) > 0):
-            raise ValueError("wavelengths must be strictly increasing")
-        if fwhm is None:
-            widths = _band_spacing(centres)
-        else:
-            widths = np.broadcast_to(np.asarray(fwhm, np.float64), centres.shape).copy()
-            if not np.all(np.isfinite(widths) & (widths > 0)):
-                raise ValueError(f"fwhm must be positive and finite [um], got {fwhm!r}")
-        sample_widths = _band_spacing(self.wavelengths) if self.fwhm is None else self.fwhm
-        resampled = np.empty((len(self), centres.size))
-        for row, spectrum in enumerate(self.reflectance):
-            measured = np.isfinite(spectrum)
-            self._check_coverage(row, measured, centres, widths)
-            resampler = BandResampler(
-                self.wavelengths[measured], centres, sample_widths[measured], widths
-            )
-            resampled[row] = resampler(spectrum[measured])
-        return dataclasses.replace(self, wavelengths=centres, reflectance=resampled, fwhm=widths)
-
-    def _check_coverage(self, row, measured, centres, widths):
-        """ValueError unless every band's response window lies on measured samples."""
-        lower, upper = centres - widths / 2, centres + widths / 2
-        where = f"spectrum {self.names[row]!r}" + (f" of {self.sources[row]}" if self.sources[row] else "")
-        valid = self.wavelengths[measured]
-        if valid.size < 2:
-            raise ValueError(f"{where} has fewer than two measured values")
-        outside = (lower < valid[0]) | (upper > valid[-1])
-        if np.any(outside):
-            band = int(np.argmax(outside))
-            raise ValueError(
-                f"{where} covers {valid[0]:g}-{valid[-1]:g} um, which does not cover band {band} "
-                f"({centres[band]:g} um, fwhm {widths[band]:g} um) of the cube"
-            )
-        gaps = self.wavelengths[~measured]
-        for band in range(centres.size):
-            if np.any((gaps >= lower[band]) & (gaps <= upper[band])):
-                raise ValueError(
-                    f"{where} has no measurement near band {band} ({centres[band]:g} um, fwhm "
-                    f"{widths[band]:g} um) of the cube (a gap or deleted channel)"
-                )
-
-
-def _band_spacing(centres: np.ndarray) -> np.ndarray:
-    """Half the distance between each sample's neighbours (the outer ones: their spacing)."""
-    if centres.size == 1:
-        raise ValueError("fwhm must be given for a single band")
-    spacing = np.empty_like(centres)
-    spacing[1:-1] = (centres[2:] - centres[:-2]) / 2
-    spacing[0], spacing[-1] = centres[1] - centres[0], centres[-1] - centres[-2]
-    return spacing
 
 
 def read_spectral_library(
@@ -243,11 +76,14 @@ def read_spectral_library(
         format: ``"csv"``, ``"splib07"`` or ``"relab"`` (see the module docstring);
             default: from each file (``.csv`` -> csv; a first line ``splib07...`` ->
             splib07; a first line holding one integer -> relab).
-        incidence: the measurement's incidence angle [deg], a scalar or one per
-            spectrum; required except for RELAB files (default 30).
-        emission: the measurement's emission angle [deg], the same way (RELAB default 0).
-        azimuth: azimuth of the observer relative to the source [deg] (0: the observer
-            on the source's side); irrelevant when the emission angle is 0.
+        incidence: the measurement's incidence angle [rad] (as every angle of
+            lumaxlike's Python API), in [0, pi/2), a scalar or one per spectrum;
+            required except for RELAB files (default 30 deg). A value above pi/2 can
+            only be degrees and is refused (use numpy.radians).
+        emission: the measurement's emission angle [rad], the same way (RELAB default 0).
+        azimuth: azimuth of the observer relative to the source [rad], within
+            [-2 pi, 2 pi] (0: the observer on the source's side); irrelevant when the
+            emission angle is 0.
         units: ``"reff"`` (reflectance factor, default), ``"radf"`` (radiance factor) or
             ``"r"`` (bidirectional reflectance [1/sr]): what the files hold.
         wavelengths_file: for splib07, the release's wavelength file for the spectra's
@@ -289,12 +125,12 @@ def read_spectral_library(
         if given is None:
             if any(kind != "relab" for kind in kinds):
                 raise ValueError(
-                    f"{name} (the measurement's {name} angle [deg]) is required for "
+                    f"{name} (the measurement's {name} angle [rad]) is required for "
                     f"{'CSV' if 'csv' in kinds else 'splib07'} spectra, whose files do not record it"
                 )
-            given = relab_default
-        angles[name] = _angles_deg(name, given, len(spectra))
-    angles["azimuth"] = _angles_deg("azimuth", azimuth, len(spectra), limit=360.0)
+            given = np.radians(relab_default)
+        angles[name] = _angles_rad(name, given, len(spectra))
+    angles["azimuth"] = _angles_rad("azimuth", azimuth, len(spectra), limit=2.0 * np.pi)
 
     grid = np.unique(np.concatenate([wl for _, wl, *_ in spectra]))
     reflectance = np.full((len(spectra), grid.size), np.nan)
@@ -314,13 +150,22 @@ def read_spectral_library(
     )
 
 
-def _angles_deg(name, value, n, limit=90.0):
+def _angles_rad(name, value, n, limit=None):
+    """Angles [rad], one per spectrum: incidence/emission in [0, pi/2) (`limit` None),
+    azimuth within [-limit, limit]; a value only degrees can be is named as such."""
     angle = np.asarray(value, np.float64) if not isinstance(value, str) else np.array(np.nan)
     if angle.ndim > 1 or (angle.ndim == 1 and angle.size != n) or not np.all(np.isfinite(angle)):
-        raise ValueError(f"{name} must be a finite angle [deg] or one per spectrum ({n}), got {value!r}")
-    if np.any(np.abs(angle) > limit) or (limit == 90.0 and np.any((angle < 0) | (angle >= 90.0))):
-        raise ValueError(f"{name} must lie in [0, {limit:g}) deg, got {value!r}")
-    return np.radians(np.broadcast_to(angle, (n,)))
+        raise ValueError(
+            f"{name} must be a finite angle [rad] or one per spectrum ({n}), got {value!r}")
+    upper = np.pi / 2 if limit is None else limit
+    if np.any(np.abs(angle) > upper) or (limit is None and np.any((angle < 0) | (angle >= upper))):
+        degrees_limit = 90.0 if limit is None else 360.0
+        looks = np.any(np.abs(angle) > upper) and np.all(np.abs(angle) <= degrees_limit)
+        hint = f" ({value!r} looks like degrees: pass numpy.radians({value!r}))" if looks else ""
+        turns = 0.0 if limit is None else limit / np.pi
+        interval = "[0, pi/2)" if limit is None else f"[-{turns:g} pi, {turns:g} pi]"
+        raise ValueError(f"{name} must lie in {interval} rad, got {value!r}{hint}")
+    return np.array(np.broadcast_to(angle, (n,)))
 
 
 def _detect_format(path: Path) -> str:

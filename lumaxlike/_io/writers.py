@@ -37,15 +37,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import rasterio
+import rasterio.errors
 from rasterio.windows import Window
 
 from .._inverse.status import Status
-from .atomic import AtomicOutputs
+from .atomic import AtomicOutputs, OutputWriteError
 from .raster import GDAL_CACHE_BYTES, CubeInfo
 
 __all__ = [
@@ -146,6 +149,49 @@ def output_files(out, fields=RESULT_FIELDS, main: str = "w") -> list[Path]:
     return files
 
 
+def previous_set(out, main: str = "w") -> list[Path]:
+    """The files of the output set now at ``out`` (GeoTIFF/ENVI): its main map and every
+    sibling ``<stem>_*`` map the same run wrote (the same lumaxlike record: command and
+    creation time), ENVI headers included; [] where ``out`` holds no lumaxlike output.
+
+    `ResultWriter` counts them as companions: ``--overwrite`` replaces the whole old set,
+    so none of its maps (a fit's ``out_c.tif`` when the new run fits no c, a fit's maps
+    under a normalisation) stays beside the new one.
+    """
+    out = Path(out)
+    if output_format(out) in ("netCDF", "zarr"):
+        return []
+    main_file = _raster_file(out, main, main)
+    run = _run_of(main_file)
+    if run is None:
+        return []
+    envi = output_format(out) == "ENVI"
+    members = []
+    pattern = f"{glob.escape(main_file.stem)}_*{main_file.suffix}"
+    for sibling in sorted(main_file.parent.glob(pattern)):
+        if _run_of(sibling) == run:
+            members.extend([sibling, sibling.with_suffix(".hdr")] if envi else [sibling])
+    return members
+
+
+def _run_of(path: Path):
+    """(command, created) of the lumaxlike output at ``path``, or None."""
+    if not path.is_file():
+        return None
+    try:
+        with warnings.catch_warnings():  # e.g. NotGeoreferencedWarning: only the tags matter
+            warnings.simplefilter("ignore")
+            dataset = rasterio.open(path)
+        with dataset:
+            tags = dict(dataset.tags())
+            if "ENVI" in (dataset.tag_namespaces() or []):
+                tags.update(dataset.tags(ns="ENVI"))
+    except rasterio.errors.RasterioError:
+        return None
+    run = (tags.get("lumaxlike_command"), tags.get("lumaxlike_created"))
+    return run if None not in run else None
+
+
 def wavelength_text(value) -> str:
     """A wavelength as the shortest text that reads back as the same float (``"500.5"``, ``"1530"``)."""
     return np.format_float_positional(float(value), trim="-")
@@ -223,11 +269,35 @@ class _RasterSink:
 
     def close(self) -> None:
         closed = self.dataset.closed
-        self.dataset.close()
-        if self.dataset.driver == "ENVI" and not closed:
+        self._close_dataset()
+        if closed:
+            return
+        if self.dataset.driver == "ENVI":
             # GDAL writes the data file's name as the ENVI "description"; name the final file
             header = self.path.with_suffix(".hdr")
             header.write_text(header.read_text().replace(self.path.name, self.final_name, 1))
+        _check_readable(self.path)
+
+    def _close_dataset(self) -> None:
+        self.dataset.close()
+
+
+def _check_readable(path: Path) -> None:
+    """Read back the last row of every band of a closed raster.
+
+    GDAL reports a full disk while closing a GeoTIFF (its last strips and directory are
+    written then) only on stderr ("No space left on device"): ``close()`` returns and the
+    file is short. Rows are written in order, so a short file lacks its last row.
+    """
+    with warnings.catch_warnings():  # e.g. NotGeoreferencedWarning: only the pixels matter
+        warnings.simplefilter("ignore")
+        written = rasterio.open(path)
+    try:
+        with written:
+            written.read(window=Window(0, written.height - 1, written.width, 1))
+    except rasterio.errors.RasterioError as error:
+        cause = error.__cause__ or error
+        raise OSError(f"the file is incomplete once closed (a full disk?): {cause}") from error
 
 
 #: CF (UDUNITS) spelling of common CRS linear units, as PROJ names them.
@@ -479,6 +549,9 @@ class ResultWriter:
         ValueError: unknown extension or field.
         FileExistsError: an output exists and ``overwrite`` is false (before any work).
         FileNotFoundError, NotADirectoryError, PermissionError: unusable output folder.
+        OutputWriteError: (an OSError) a map could not be written, while writing, closing
+            or flushing it (a full disk: GDAL's "No space left on device"); nothing is
+            published and the previous outputs are kept.
     """
 
     def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
@@ -506,8 +579,9 @@ class ResultWriter:
         if np.isinf(self.nodata):
             raise ValueError(f"nodata must be NaN or a finite number, got {nodata!r}")
         self.paths = result_paths(self.out, self.fields, main)
+        companions = [*output_files(self.out, known, main), *previous_set(self.out, main)]
         self._atomic = AtomicOutputs(output_files(self.out, self.fields, main), overwrite=overwrite,
-                                     companions=output_files(self.out, known, main))
+                                     companions=companions)
         self._stack = contextlib.ExitStack()
         self._rasters: dict[str, _RasterSink] = {}
         self._dataset = None
@@ -522,11 +596,11 @@ class ResultWriter:
                                        field, self._likes[field], self.dtypes[field], self.nodata,
                                        self.provenance, self.field_attrs[field])
                     self._rasters[field] = sink
-                    self._stack.callback(sink.close)
+                    self._stack.callback(_closing, sink.close, self.paths[field])
             elif self.format == "netCDF":
                 self._dataset = _NetCDFSink(temporary[self.out], self.fields, self.like, self.dtypes,
                                             self.chunk_rows, self.nodata, self.provenance, self.layout)
-                self._stack.callback(self._dataset.close)
+                self._stack.callback(_closing, self._dataset.close, self.out)
             else:
                 self._dataset = _ZarrSink(temporary[self.out], self.fields, self.like, self.dtypes,
                                           self.chunk_rows, self.nodata, self.provenance, self.layout)
@@ -552,12 +626,15 @@ class ResultWriter:
         values = {field: self._encode(field, block[field]) for field in self.fields}
         if self.format in ("GTiff", "ENVI"):
             for field in self.fields:
-                self._rasters[field].write(rows, values[field])
+                with _writing(self.paths[field]):
+                    self._rasters[field].write(rows, values[field])
         elif self.format == "netCDF":
-            for field in self.fields:
-                self._dataset.write(field, rows, values[field])
+            with _writing(self.out):
+                for field in self.fields:
+                    self._dataset.write(field, rows, values[field])
         else:
-            self._dataset.write_block(rows, values)
+            with _writing(self.out):
+                self._dataset.write_block(rows, values)
 
     def _encode(self, field: str, values) -> np.ndarray:
         """``values`` in the field's file type, NaN replaced by ``nodata`` for floats."""
@@ -568,6 +645,27 @@ class ResultWriter:
 
     def __exit__(self, exc_type, exc, tb):
         return self._stack.__exit__(exc_type, exc, tb)
+
+
+#: what a sink raises when its file cannot be written (GDAL through rasterio, netCDF4, zarr)
+_WRITE_ERRORS = (OSError, RuntimeError, rasterio.errors.RasterioError)
+
+
+@contextlib.contextmanager
+def _writing(path):
+    """Turn a sink's write failure (a full disk, an I/O error) into `OutputWriteError`."""
+    try:
+        yield
+    except OutputWriteError:
+        raise
+    except _WRITE_ERRORS as error:
+        cause = error.__cause__ if isinstance(error, rasterio.errors.RasterioError) else None
+        raise OutputWriteError(path, f"{error}: {cause}" if cause else error) from error
+
+
+def _closing(close, path) -> None:
+    with _writing(path):
+        close()
 
 
 def write_result(out, result, *, like: CubeInfo, fields=None, overwrite: bool = False,
