@@ -444,7 +444,8 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
 
 def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_options, num_threads):
     """apply_ufunc kernel: refl (..., bands, observations), vectors (..., observations, 3)
-    -> the fit's maps (..., bands), in `_fit_fields(free)` order."""
+    -> the fit's maps (..., bands), in `_fit_fields(free)` order (`_joint_fields` for a
+    joint fit: shared parameters and per-pixel problems' fields without the band axis)."""
     from ._inverse.fit import fit
     from ._io.block_inversion import numba_threads
 
@@ -460,8 +461,12 @@ def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_opti
         result = fit(r, to_sun, to_sensor, normal, params, free=free, **fit_options)
     maps = {name: result[name] for name in free}
     maps.update({f"sigma_{name}": result.sigma(name) for name in free})
-    maps.update(status=result.status, iterations=result.iterations, residual=result.residual_norm,
-                observations=result.observations)
+    maps.update(status=result.status, iterations=result.iterations, observations=result.observations)
+    if hasattr(result, "dfs"):  # a JointFitResult
+        maps.update({f"dfs_{name}": result.dfs[name] for name in free}, cost=result.cost)
+        fields = _joint_fields(free, fit_options.get("shared", ()))
+        return tuple(maps[field] for field, _ in fields)
+    maps["residual"] = result.residual_norm
     return tuple(maps[field] for field in _fit_fields(free))
 
 
@@ -469,12 +474,24 @@ def _fit_fields(free) -> tuple[str, ...]:
     return (*free, *(f"sigma_{name}" for name in free), "status", "iterations", "residual", "observations")
 
 
+def _joint_fields(free, shared) -> tuple[tuple[str, bool], ...]:
+    """(field, has a band axis) of a joint fit's maps, in `_fit_chunk`'s order."""
+    per_band = {name: name not in shared for name in free}
+    problem = not shared  # with shared parameters a problem is a pixel (no band axis)
+    return (
+        *((name, per_band[name]) for name in free),
+        *((f"sigma_{name}", per_band[name]) for name in free),
+        *((f"dfs_{name}", per_band[name]) for name in free),
+        ("status", problem), ("iterations", problem), ("cost", problem), ("observations", True),
+    )
+
+
 def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), solver: str = "jax", *,
                   units: str, observation_dim: str = "observation", spectral_dim: str | None = None,
                   observation_limits: Mapping | None = None, min_observations: int | None = None,
                   refl_sigma: float | None = None, bounds: Mapping | None = None,
                   max_iter: int | None = None, tol: float | None = None,
-                  num_threads: int | None = None) -> xr.Dataset:
+                  num_threads: int | None = None, shared=(), prior: Mapping | None = None) -> xr.Dataset:
     """Fit Hapke parameters per pixel and band to multi-angle observations, chunk by chunk.
 
     `lumaxlike.fit` through ``xarray.apply_ufunc(..., dask="parallelized")``; also the
@@ -494,8 +511,14 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
         units: ``"r"``, ``"radf"`` or ``"reff"`` (each observation with its own cos i).
         refl_sigma: standard uncertainty of ``refl`` in ``units`` (``"r"`` or ``"radf"``).
         num_threads: numba threads per chunk; None = one inside dask workers, else all.
+        shared: names among `free` shared by a pixel's bands (`lumaxlike.fit`): their
+            maps, and status, iterations and ``cost``, have no spectral dim.
+        prior: {name: (mean, sigma)} scalar Gaussian priors in the parameters' units
+            (`lumaxlike.fit`); needs `refl_sigma`.
 
     Returns:
+        With `shared` or `prior`: as below, plus ``dfs_<name>`` (degrees of freedom for
+        signal) and ``cost`` (the objective) in place of ``residual``. Otherwise:
         Dataset with one variable per free parameter (``w``, ``b``, ...), ``sigma_<name>``
         for each, ``status`` (int8), ``iterations`` (int32), ``residual`` (residual norm
         [1/sr]) and ``observations`` (int32, valid observations used), dims of ``refl``
@@ -555,12 +578,30 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})
     if refl_sigma is not None:
         fit_options["refl_sigma"] = float(uncertainty_to_r(refl_sigma, units))
-    fields = _fit_fields(free)
+    joint = bool(shared) or bool(prior)
+    if joint:
+        from ._inverse.joint import check_shared
+
+        shared = check_shared(shared, free)
+        for name, pair in (prior or {}).items():
+            if np.ndim(pair[0]) or np.ndim(pair[1]):
+                raise ValueError(f"prior[{name!r}]: fit_dataarray takes scalar priors (mean, sigma)")
+        if prior and refl_sigma is None:
+            raise ValueError("prior needs refl_sigma (the observations' noise weighs the prior)")
+        fit_options.update(shared=shared, prior=prior)
+        if min_observations is None:  # joint fits' default: per-band parameters + 1
+            fit_options["min_observations"] = len([n for n in free if n not in shared]) + 1
+        with_band = _joint_fields(free, shared)
+        fields = tuple(field for field, _ in with_band)
+        core_dims = [[spec] if band else [] for _, band in with_band]
+    else:
+        fields = _fit_fields(free)
+        core_dims = [[spec]] * len(fields)
     integer = {"status": np.int8, "iterations": np.int32, "observations": np.int32}
     outputs = xr.apply_ufunc(
         _fit_chunk, refl, *vectors,
         input_core_dims=[[spec, observation_dim]] + [[observation_dim, _VECTOR_DIM]] * 3,
-        output_core_dims=[[spec]] * len(fields),
+        output_core_dims=core_dims,
         dask="parallelized",
         output_dtypes=[integer.get(field, dtype) for field in fields],
         kwargs={"units": units, "params": params, "free": free, "fit_options": fit_options,
@@ -569,7 +610,7 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     )
     variables = {}
     for field, output in zip(fields, outputs):
-        output = output.transpose(*[d for d in refl.dims if d != observation_dim])
+        output = output.transpose(*[d for d in refl.dims if d != observation_dim and d in output.dims])
         output.attrs = {"long_name": f"lumaxlike.fit {field}"}
         if "spatial_ref" in refl.coords:
             output.attrs["grid_mapping"] = "spatial_ref"
@@ -583,6 +624,9 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     )
     attrs = _result_attrs(refl.attrs, provenance)
     attrs["lumaxlike_fit_free"] = json.dumps(list(free))
+    if joint:
+        attrs["lumaxlike_fit_shared"] = json.dumps(list(shared))
+        attrs["lumaxlike_fit_prior"] = json.dumps({name: [float(v) for v in pair] for name, pair in (prior or {}).items()})
     return xr.Dataset(variables, attrs=attrs)
 
 
