@@ -45,7 +45,12 @@ from ._inverse.invert import default_chunk_pixels
 from ._io.block_inversion import SolverOptions, invert_block, per_band_params
 from ._inverse.status import Status
 from ._io.geometry_rasters import ANGLE_ROLES
-from ._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
+from ._io.product_dataarray import (
+    bad_bands_of,
+    product_geometry_of,
+    product_record_of,
+    refuse_normalised_dataarray,
+)
 from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from ._io.writers import FIELD_ATTRS, RESULT_FIELDS
 from ._provenance import make_provenance, python_call
@@ -378,6 +383,7 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
     if not isinstance(refl, xr.DataArray):
         raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
     check_units(units)
+    geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
     standard = standard_angles(DEFAULT_STANDARD if standard is None else standard)
     options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     if refl_sigma is not None and not (isinstance(refl_sigma, (int, float)) and refl_sigma > 0):
@@ -534,6 +540,7 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     check_units(units)
+    refuse_normalised_dataarray(refl, "fit_dataarray")
     SolverOptions(solver)  # checks the name
     free = check_free(free, params)
     spec = _spectral_dim(refl, spectral_dim)
@@ -706,6 +713,7 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     if not isinstance(refl, xr.DataArray):
         raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
     check_units(units)
+    geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
     if not isinstance(endmembers, Endmembers):
         raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
     if not isinstance(params, HapkeParams):
