@@ -195,6 +195,9 @@ class Provenance:
             emission, phase) [rad]; None otherwise.
         param_maps: for a normalisation with parameter maps, ``((field, path), ...)``;
             None otherwise.
+        resumed: for a run resumed from the journal of a killed one (``--resume``),
+            what it took from it, e.g. ``"3 of 5 blocks from an interrupted run"``;
+            None otherwise.
     """
 
     version: str
@@ -213,6 +216,7 @@ class Provenance:
     geometry_layout: Mapping | None = None
     standard: tuple | None = None
     param_maps: tuple | None = None
+    resumed: str | None = None
 
     @property
     def surface(self) -> str | None:
@@ -261,6 +265,8 @@ class Provenance:
             values["standard_deg"] = [math.degrees(angle) for angle in self.standard]
         if self.param_maps is not None:
             values["input_param_maps"] = [list(pair) for pair in self.param_maps]
+        if self.resumed is not None:
+            values["resumed"] = self.resumed
         if any(getattr(p, "legendre", None) is not None for p in self.params):
             values["param_legendre"] = _per_band(
                 [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
@@ -368,6 +374,7 @@ class Provenance:
             geometry_layout=_geometry_layout(get("geometry_layout", optional=True), source),
             standard=standard,
             param_maps=param_maps,
+            resumed=get("resumed", optional=True),
         )
 
     def check_reproducible(self, source="the output") -> None:

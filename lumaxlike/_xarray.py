@@ -42,10 +42,10 @@ import xarray as xr
 
 from ._geometry import direction_from_zenith_azimuth, geometry_from_angles
 from ._inverse.invert import default_chunk_pixels
-from ._io.block_inversion import SolverOptions, invert_block, per_band_params
+from ._run.tasks import SolverOptions, invert_block, per_band_params
 from ._io.geometry_rasters import ANGLE_ROLES
 from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from ._io.writers import FIELD_ATTRS, RESULT_FIELDS
+from ._io.layout import FIELD_ATTRS, RESULT_FIELDS
 from ._provenance import make_provenance, python_call
 
 __all__ = ["SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray", "normalize_dataarray", "unmix_dataarray"]
@@ -421,7 +421,7 @@ def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_opti
     """apply_ufunc kernel: refl (..., bands, observations), vectors (..., observations, 3)
     -> the fit's maps (..., bands), in `_fit_fields(free)` order."""
     from ._inverse.fit import fit
-    from ._io.block_inversion import numba_threads
+    from ._run.tasks import numba_threads
 
     pixels, n_obs = refl.shape[:-2], refl.shape[-1]
     to_sun, to_sensor, normal = (np.broadcast_to(v, pixels + (n_obs, 3)) for v in (to_sun, to_sensor, normal))

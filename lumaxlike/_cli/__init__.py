@@ -157,10 +157,10 @@ def _report(command: str, run, stopped_by) -> int:
 
 def _is_cluster_failure(error) -> bool:
     if (
-        error is None or "lumaxlike._io.cluster" not in sys.modules
+        error is None or "lumaxlike._run.cluster" not in sys.modules
     ):  # no cluster was used
         return False
-    return isinstance(error, sys.modules["lumaxlike._io.cluster"].ClusterError)
+    return isinstance(error, sys.modules["lumaxlike._run.cluster"].ClusterError)
 
 
 def _cli_message(error: BaseException) -> str:

@@ -15,6 +15,7 @@ from .options import (
     number_list,
     positive_float,
     positive_int,
+    quiet_cluster_logs,
 )
 
 __all__ = ["add_parser", "run"]
@@ -155,7 +156,7 @@ def add_parser(commands) -> None:
     add_run_options(
         fit,
         chunk_help="rows per block (default: about 32 MiB of stacked reflectance)",
-        parallel=False,
+        parallel=True,
     )
     fit.set_defaults(handler=run)
 
@@ -177,6 +178,7 @@ def run(args) -> int:
         angle: getattr(args, f"{angle}_range")
         for angle in ("incidence", "emission", "phase")
     }
+    quiet_cluster_logs(args)
     summary = fit_file(
         args.cubes,
         args.out,
@@ -195,6 +197,9 @@ def run(args) -> int:
         max_iter=args.max_iter,
         tol=args.tol,
         command=args.command_line,
+        resume=args.resume,
+        workers=args.workers,
+        scheduler=args.scheduler,
     )
     print(
         f"lumaxlike fit: {len(args.cubes)} cubes ({args.units}) -> {args.out}, free "

@@ -176,6 +176,7 @@ def run(args) -> int:
         workers=args.workers,
         scheduler=args.scheduler,
         command=args.command_line,
+        resume=args.resume,
         **settings,
     )
     # one line, once the run has succeeded (an error is then the only line on stderr)

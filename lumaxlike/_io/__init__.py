@@ -7,7 +7,6 @@ Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
 """
 
 from .atomic import AtomicOutputs as AtomicOutputs
-from .block_inversion import invert_block as invert_block, per_band_params as per_band_params
 from .file_inversion import InversionSummary as InversionSummary, invert_file as invert_file
 from .geometry_rasters import (
     ANGLE_ROLES as ANGLE_ROLES,
@@ -43,11 +42,9 @@ __all__ = [
     "REFLECTANCE_UNITS",
     "RasterGrid",
     "ResultWriter",
-    "invert_block",
     "invert_file",
     "iter_cube_blocks",
     "output_format",
-    "per_band_params",
     "read_cube",
     "result_paths",
     "to_bidirectional_reflectance",

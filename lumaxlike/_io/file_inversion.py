@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -12,15 +11,18 @@ import rasterio
 from .._inverse.invert import default_chunk_pixels
 from .._inverse.status import Status
 from .._provenance import make_provenance, python_call
-from .._signals import interruptible, raise_if_interrupted
-from .block_inversion import BlockPool, SolverOptions, check_solver, per_band_params
+from .._run.journal import Journal, run_settings
+from .._run.pool import BlockPool
+from .._run.progress import InversionSummary, progress_bar
+from .._run.stream import cube_block_reader, run_blocks
+from .._run.tasks import SolverOptions, check_solver, per_band_params
 from .geometry_rasters import GeometryReader
-from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader, iter_row_slices
-from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
-from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader
+from .file_runs import check_not_an_input, geometry_paths, parallel_call
+from .units import check_units
 from .writers import RESULT_FIELDS, ResultWriter
 
-__all__ = ["InversionSummary", "default_chunk_rows", "invert_file", "stream_blocks"]
+__all__ = ["InversionSummary", "default_chunk_rows", "invert_file"]
 
 BLOCK_TARGET_BYTES = 32 * 2**20
 """Default block size: rows such that the block's reflectance in float64 is about this [bytes]."""
@@ -39,44 +41,10 @@ def default_chunk_rows(info: CubeInfo) -> int:
     return int(min(rows, info.grid.height))
 
 
-@dataclass(frozen=True)
-class InversionSummary:
-    """What :func:`invert_file` did.
-
-    Attributes:
-        outputs: ``{field: path}`` of the maps written.
-        pixels: pixels inverted (rows x cols).
-        bands: spectral bands per pixel.
-        seconds: wall time of the run [s], reading and writing included.
-        status_counts: ``{status name: number of (pixel, band) problems}``, every
-            :class:`lumaxlike.Status` member present (0 when it did not occur).
-    """
-
-    outputs: dict
-    pixels: int
-    bands: int
-    seconds: float
-    status_counts: dict = field(default_factory=dict)
-    verb: str = "inverted"  #: what was done, for :meth:`describe` ("normalised" by normalize_file)
-
-    @property
-    def pixels_per_second(self) -> float:
-        """Throughput [pixels/s] (all bands of a pixel count once)."""
-        return self.pixels / self.seconds if self.seconds > 0 else float("inf")
-
-    def describe(self) -> str:
-        """One line: pixels, bands, time, pixels/s and the count of each status."""
-        counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
-        return (
-            f"{self.verb} {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
-            f"({self.pixels_per_second:,.0f} pixels/s); status of pixel-bands: {counts}"
-        )
-
-
 def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, units,
                 chunk_rows=None, overwrite=False, progress=None, sigma=None, workers=1,
                 max_iter=None, tol=None, command=None, surface="auto",
-                scheduler=None) -> InversionSummary:
+                scheduler=None, resume=False) -> InversionSummary:
     """Invert a reflectance cube file for single-scattering albedo maps, block by block.
 
     Reads ``chunk_rows`` rows of the cube and of the geometry at a time, converts them to
@@ -131,6 +99,12 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
         max_iter, tol: solver settings passed to :func:`lumaxlike.invert` (None = default).
         command: the command line to record in the outputs' provenance (see
             :func:`lumaxlike.read_provenance`); None records this Python call.
+        resume: continue the run that a killed process (SIGKILL, power, a lost node)
+            left for these outputs, from its finished blocks (see
+            :mod:`lumaxlike._run.journal`): the maps are bit-identical to an uninterrupted
+            run's, and the provenance records ``resumed``. Refused with a
+            ``ResumeRefusedError`` (a ValueError) naming what changed when the inputs
+            or settings differ from that run's; with no such run it starts afresh.
 
     Returns:
         :class:`InversionSummary` with output paths, throughput and status counts.
@@ -172,52 +146,22 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
                                                sigma=sigma, max_iter=max_iter, tol=tol,
                                                surface=surface, **parallel_call(workers, scheduler)),
             )
-            with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                              chunk_rows=rows_per_block, provenance=provenance) as writer, \
-                    BlockPool(workers, scheduler) as pool:
-                bar = progress_bar(progress, info.grid.height * info.grid.width, f"inverting {Path(cube_path).name}")
-                try:
-                    with interruptible():  # the CLI's stop signals raise here at once
-                        counts = stream_blocks(cube, geometry_reader, writer, pool, bar,
-                                                rows_per_block, units=units, sigma=sigma,
-                                                params=band_params, options=options)
-                finally:
-                    bar.close()
+            journal = Journal(out_path, inputs=[cube_path, dtm, *geometry_paths(geometry)], resume=resume,
+                              fields=fields, settings=run_settings(provenance, out_path, fields, rows_per_block))
+            writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
+                                  chunk_rows=rows_per_block, provenance=provenance)
+            counts, resumed = run_blocks(
+                writer, lambda: BlockPool(workers, scheduler),
+                cube_block_reader(cube, geometry_reader, units=units, sigma=sigma, params=band_params,
+                                  options=options),
+                rows_per_block=rows_per_block, journal=journal,
+                bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
+                                                 f"inverting {Path(cube_path).name}"))
     return InversionSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * info.grid.width,
         bands=info.bands,
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
+        resumed=resumed,
     )
-
-
-def stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma,
-                  params, options, extra=None) -> np.ndarray:
-    """Read, convert, invert and write every block of rows; return counts per status code.
-
-    ``extra(rows)``, when given, returns more keyword arguments of the pool's task for a block.
-    """
-    counts = np.zeros(len(Status), dtype=np.int64)
-    width = cube.info.grid.width
-
-    def write_oldest():
-        raise_if_interrupted()
-        rows, block = pool.pop()
-        writer.write(rows, block)
-        counts[:] += np.bincount(block["status"].ravel().astype(np.int64), minlength=len(Status))
-        bar.update((rows.stop - rows.start) * width)
-
-    for rows in iter_row_slices(cube.info.grid.height, rows_per_block):
-        raise_if_interrupted()  # a stop signal whose exception was lost in a callback
-        to_sun, to_sensor, normal = geometry_reader.read(rows)
-        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, normal)
-        refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, refl.dtype)
-        pool.submit(rows, refl, to_sun, to_sensor, normal, params, options,
-                    refl_sigma=refl_sigma, **({} if extra is None else extra(rows)))
-        del refl, to_sun, to_sensor, normal, refl_sigma  # the pool holds what it needs
-        while pool.full():
-            write_oldest()
-    while len(pool):
-        write_oldest()
-    return counts

@@ -22,10 +22,13 @@ from .._inverse.status import Status
 from .._normalize.normalize import normalize
 from .._normalize.standard import DEFAULT_STANDARD, standard_angles
 from .._provenance import make_provenance, python_call
-from .._signals import interruptible
-from .block_inversion import BlockPool, SolverOptions, band_groups, check_solver, numba_threads, per_band_params
-from .file_inversion import InversionSummary, default_chunk_rows, stream_blocks
-from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
+from .._run.journal import Journal, run_settings
+from .._run.pool import BlockPool
+from .._run.progress import InversionSummary, progress_bar
+from .._run.stream import cube_block_reader, run_blocks
+from .._run.tasks import SolverOptions, band_groups, check_solver, numba_threads, per_band_params
+from .file_inversion import default_chunk_rows
+from .file_runs import check_not_an_input, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .units import check_units
@@ -143,7 +146,7 @@ class _MapReader:
 def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", params, solver, units,
                    standard=DEFAULT_STANDARD, param_maps=None, chunk_rows=None, overwrite=False,
                    progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
-                   command=None) -> InversionSummary:
+                   command=None, resume=False) -> InversionSummary:
     """Photometric normalisation of a reflectance cube file, block by block.
 
     Each block is read, converted to r, normalised with :func:`lumaxlike.normalize` and
@@ -152,7 +155,7 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
 
     Args:
         cube_path, geometry, dtm, solver, units, chunk_rows, overwrite, progress, workers,
-            max_iter, tol, command: as in :func:`lumaxlike.invert_file`.
+            max_iter, tol, command, resume: as in :func:`lumaxlike.invert_file`.
         out_path: output; ``OUT`` holds the normalised cube in ``units`` (REFF with the
             standard incidence), ``OUT_status`` the status and, with ``sigma``,
             ``OUT_sigma`` its uncertainty (netCDF/zarr: variables reflectance, status,
@@ -203,20 +206,20 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
                         param_maps=param_maps or None, sigma=sigma, max_iter=max_iter, tol=tol,
                         **parallel_call(workers, scheduler)),
                 )
-                with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                                  chunk_rows=rows_per_block, provenance=provenance,
-                                  layout=normalization_layout(units)) as writer, \
-                        BlockPool(workers, scheduler, function=normalize_block) as pool:
-                    bar = progress_bar(progress, info.grid.height * info.grid.width, f"normalising {Path(cube_path).name}")
-                    try:
-                        with interruptible():
-                            counts = stream_blocks(
-                                cube, geometry_reader, writer, pool, bar, rows_per_block, units=units,
-                                sigma=sigma, params=band_params, options=options,
-                                extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)},
-                            )
-                    finally:
-                        bar.close()
+                inputs = [cube_path, dtm, *geometry_paths(geometry), *param_maps.values()]
+                journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields,
+                                  settings=run_settings(provenance, out_path, fields, rows_per_block))
+                writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
+                                      chunk_rows=rows_per_block, provenance=provenance,
+                                      layout=normalization_layout(units))
+                counts, resumed = run_blocks(
+                    writer, lambda: BlockPool(workers, scheduler, function=normalize_block),
+                    cube_block_reader(
+                        cube, geometry_reader, units=units, sigma=sigma, params=band_params, options=options,
+                        extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)}),
+                    rows_per_block=rows_per_block, journal=journal,
+                    bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
+                                                     f"normalising {Path(cube_path).name}"))
         finally:
             maps.close()
     return InversionSummary(
@@ -226,4 +229,5 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
         verb="normalised",
+        resumed=resumed,
     )

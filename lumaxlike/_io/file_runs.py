@@ -1,15 +1,14 @@
-"""Helpers of the file-to-file commands (`invert_file`, `unmix_file`): output checks,
-the recorded call, the progress bar."""
+"""Helpers of the file-to-file commands (`invert_file`, `unmix_file`, ...): output checks
+and the recorded call (the progress bar is the run layer's: :mod:`lumaxlike._run.progress`)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from .writers import output_files
 
-__all__ = ["check_not_an_input", "geometry_paths", "parallel_call", "progress_bar"]
+__all__ = ["check_not_an_input", "geometry_paths", "parallel_call"]
 
 
 def check_not_an_input(out_path, fields, inputs, main: str = "w") -> None:
@@ -37,12 +36,3 @@ def parallel_call(workers, scheduler) -> dict:
     do not depend on them; the record says where the run ran)."""
     return {name: value for name, value, default in
             (("workers", workers, 1), ("scheduler", scheduler, None)) if value != default}
-
-
-def progress_bar(progress, total: int, desc: str):
-    """A tqdm bar on stderr: shown when `progress` is True, or None and stderr is a terminal."""
-    from tqdm import tqdm
-
-    disable = None if progress is None else not progress
-    return tqdm(total=total, unit="px", unit_scale=True, desc=desc,
-                disable=disable, file=sys.stderr, dynamic_ncols=True)

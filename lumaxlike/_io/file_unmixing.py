@@ -18,6 +18,7 @@ the names; status, iterations and residual on (y, x).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +29,15 @@ import rasterio
 from .._inverse.status import Status
 from .._params import HapkeParams
 from .._provenance import make_provenance, python_call
-from .._signals import interruptible
+from .._run.journal import Journal, array_digest, run_settings
+from .._run.pool import BlockPool
+from .._run.progress import progress_bar, resumed_text
+from .._run.stream import cube_block_reader, run_blocks
+from .._run.tasks import check_solver, numba_threads
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
-from .block_inversion import BlockPool, check_solver, numba_threads
-from .file_inversion import default_chunk_rows, stream_blocks
-from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
+from .file_inversion import default_chunk_rows
+from .file_runs import check_not_an_input, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
 from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader
 from .units import check_units
@@ -100,7 +104,7 @@ class UnmixOptions:
 
 def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: UnmixOptions, refl_sigma=None, *,
                 endmembers: Endmembers) -> dict[str, np.ndarray]:
-    """`lumaxlike.unmix` on a block (the signature `stream_blocks` gives a block's task);
+    """`lumaxlike.unmix` on a block (the signature `cube_block_reader` gives a block's task);
     returns the maps of :data:`UNMIX_FIELDS`, each ``pixels + (bands,)`` with one band per
     endmember (fractions, sigma) or one band."""
     kwargs = {k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None}
@@ -122,7 +126,8 @@ def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: U
 @dataclass(frozen=True)
 class UnmixSummary:
     """What :func:`unmix_file` did: ``outputs`` ``{field: path}``, ``pixels``, ``bands``,
-    ``endmembers`` (names), ``seconds`` [s], ``status_counts`` ``{status name: pixels}``."""
+    ``endmembers`` (names), ``seconds`` [s], ``status_counts`` ``{status name: pixels}``,
+    ``resumed`` (as for :class:`lumaxlike.InversionSummary`)."""
 
     outputs: dict
     pixels: int
@@ -130,24 +135,25 @@ class UnmixSummary:
     endmembers: tuple
     seconds: float
     status_counts: dict = field(default_factory=dict)
+    resumed: str | None = None
 
     def describe(self) -> str:
         counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
         rate = self.pixels / self.seconds if self.seconds > 0 else float("inf")
         return (f"unmixed {self.pixels} pixels x {self.bands} bands into {len(self.endmembers)} endmembers "
                 f"({', '.join(self.endmembers)}) in {self.seconds:.2f} s ({rate:,.0f} pixels/s); "
-                f"status of pixels: {counts}")
+                f"status of pixels: {counts}" + resumed_text(self.resumed))
 
 
 def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params: HapkeParams, solver: str,
                units: str, route: str = "one_step", sum_to_one: bool = True, dtm=None, chunk_rows=None,
                overwrite=False, progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
-               command=None, surface="auto") -> UnmixSummary:
+               command=None, surface="auto", resume=False) -> UnmixSummary:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
     Args:
         cube_path, geometry, dtm, surface, units, chunk_rows, overwrite, progress,
-            workers, scheduler, command: as for
+            workers, scheduler, command, resume: as for
             :func:`lumaxlike._io.file_inversion.invert_file`.
         out_path: output ``.tif``/``.tiff`` (GeoTIFF) or ``.img``/``.envi``/``.hdr``
             (ENVI); see the module docstring for the files written.
@@ -202,17 +208,19 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
                                                max_iter=max_iter, tol=tol, surface=surface,
                                                **parallel_call(workers, scheduler)),
             )  # fmt: skip
-            with ResultWriter(out_path, like=info, fields=UNMIX_FIELDS, overwrite=overwrite,
-                              chunk_rows=rows_per_block, provenance=provenance, layout=layout) as writer, \
-                    BlockPool(workers, scheduler, function=unmix_block) as pool:
-                bar = progress_bar(progress, info.grid.height * info.grid.width, f"unmixing {Path(cube_path).name}")
-                try:
-                    with interruptible():
-                        counts = stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
-                                               units=units, sigma=sigma, params=params, options=options,
-                                               extra=lambda rows: {"endmembers": endmembers})
-                finally:
-                    bar.close()
+            settings = run_settings(provenance, out_path, UNMIX_FIELDS, rows_per_block, route=route,
+                                    sum_to_one=bool(sum_to_one), endmembers=_endmembers_digest(endmembers))
+            journal = Journal(out_path, inputs=[cube_path, dtm, *geometry_paths(geometry)], resume=resume,
+                              fields=UNMIX_FIELDS, settings=settings)
+            writer = ResultWriter(out_path, like=info, fields=UNMIX_FIELDS, overwrite=overwrite,
+                                  chunk_rows=rows_per_block, provenance=provenance, layout=layout)
+            counts, resumed = run_blocks(
+                writer, lambda: BlockPool(workers, scheduler, function=unmix_block),
+                cube_block_reader(cube, geometry_reader, units=units, sigma=sigma, params=params,
+                                  options=options, extra=lambda rows: {"endmembers": endmembers}),
+                rows_per_block=rows_per_block, journal=journal,
+                bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
+                                                 f"unmixing {Path(cube_path).name}"))
     return UnmixSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * info.grid.width,
@@ -220,4 +228,11 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
         endmembers=endmembers.names,
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
+        resumed=resumed,
     )
+
+
+def _endmembers_digest(endmembers: Endmembers) -> str:
+    """A digest of everything the endmembers hold (names, spectra, grains, phase)."""
+    values = [getattr(endmembers, f.name) for f in dataclasses.fields(endmembers)]
+    return array_digest(*(np.asarray(v) if isinstance(v, np.ndarray) else v for v in values))
