@@ -45,7 +45,7 @@ def scene(tmp_path):
 def kill_mid_run(args, after):
     """Run the command line until ``after`` blocks are journaled, then SIGKILL it."""
     done = subprocess.run([sys.executable, "-c", KILLED_RUN.format(after=after), *map(str, args)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
