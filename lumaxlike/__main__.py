@@ -1,4 +1,4 @@
-"""``python -m lumaxlike``: the ``lumaxlike`` command line (see :mod:`lumaxlike._cli`)."""
+"""``python -m lumaxlike``: the ``lumaxlike`` command line (see `lumaxlike._cli`)."""
 
 import sys
 

@@ -61,7 +61,7 @@ def relative_azimuth(incidence, emission, phase, tolerance=PHASE_TOLERANCE):
 
     Args:
         incidence, emission, phase: angles [rad], broadcast against each other.
-        tolerance: rounding allowance [rad] (see :data:`PHASE_TOLERANCE`).
+        tolerance: rounding allowance [rad] (see `PHASE_TOLERANCE`).
 
     Returns:
         psi [rad] in ``[0, pi]``, float64, broadcast shape; NaN where an angle is NaN or
@@ -98,11 +98,11 @@ def geometry_from_angles(incidence, emission, azimuth=None, *, phase=None,
             opposite side (forward scatter).
         phase: phase angle g between the directions to the source and to the observer
             [rad]; psi then follows from cos g = cos i cos e + sin i sin e cos psi (see
-            :func:`relative_azimuth`). A triplet whose g lies outside ``[|i - e|, i + e]``
+            `relative_azimuth`). A triplet whose g lies outside ``[|i - e|, i + e]``
             by more than ``tolerance`` [rad] is inconsistent: that pixel's ``to_sun`` and
-            ``to_sensor`` are NaN (so :func:`lumaxlike.invert` gives it the status
+            ``to_sensor`` are NaN (so `lumaxlike.invert` gives it the status
             ``NONFINITE_INPUT``); within ``tolerance`` it is taken as rounding.
-        tolerance: see ``phase``; default :data:`PHASE_TOLERANCE` (1e-5 rad).
+        tolerance: see ``phase``; default `PHASE_TOLERANCE` (1e-5 rad).
 
     All angles broadcast against each other.
 
@@ -151,14 +151,15 @@ def _angle_between(a, b) -> np.ndarray:
 def angles_from_geometry(to_sun, to_sensor, normal):
     """Incidence, emission, phase and relative azimuth of direction vectors.
 
-    The inverse of :func:`geometry_from_angles`: for any vectors,
+    The inverse of `geometry_from_angles`: for any vectors,
     ``geometry_from_angles(*angles_from_geometry(s, v, n)[:3], ...)`` reproduces the
     same angles, and so the same reflectance.
 
     Args:
-        to_sun, to_sensor, normal: directions (east, north, up; any length, not zero)
-            toward the source, toward the observer and along the outward surface
-            normal, shapes ``pixels + (3,)`` broadcasting against each other.
+        to_sun: directions (east, north, up; any length, not zero) toward the source,
+            shape ``pixels + (3,)``; the three arguments broadcast against each other.
+        to_sensor: directions toward the observer, same rule.
+        normal: outward surface normals, same rule.
 
     Returns:
         ``(incidence, emission, phase, azimuth)`` [rad], each of shape ``pixels``, in the

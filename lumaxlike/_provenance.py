@@ -1,7 +1,7 @@
 """How an output was made: the record every lumaxlike output carries, and reading it back.
 
 Every result file (GeoTIFF and ENVI tags, netCDF and zarr global attributes) and the Dataset
-returned by :func:`lumaxlike.invert_dataarray` holds these ``lumaxlike_*`` keys, each value
+returned by `lumaxlike.invert_dataarray` holds these ``lumaxlike_*`` keys, each value
 JSON text (so numbers and lists round-trip exactly):
 
 =============================  ========================================================
@@ -11,7 +11,7 @@ key                            value
 ``lumaxlike_model``            ``{component: choice}``: ``reflectance``, ``h_function``,
                                ``roughness``, ``opposition``, ``phase_function``
 ``lumaxlike_bands``            number of spectral bands
-``lumaxlike_param_<name>``     one per :class:`lumaxlike.HapkeParams` field, in its units
+``lumaxlike_param_<name>``     one per `lumaxlike.HapkeParams` field, in its units
                                (``roughness`` in radians): a number when every band has
                                the same value, else a list with one value per band;
                                ``legendre`` only when some band uses Legendre coefficients
@@ -36,14 +36,14 @@ key                            value
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
 one more value of a ``lumaxlike_model`` component plus its ``lumaxlike_param_*`` keys.
-An empirical photometric function (:class:`lumaxlike.PhotometricFunction`) is recorded
+An empirical photometric function (`lumaxlike.PhotometricFunction`) is recorded
 as the model ``{"reflectance": <its name>}`` (`PHOTOMETRIC_TEXT`) with one
 ``lumaxlike_param_<name>`` per parameter of ``PhotometricFunction`` (``limb_darkening``,
 ``minnaert_k``, ``mu1``, ``m``, ``mu2``, ``eta``) instead of the Hapke ones.
 netCDF and zarr outputs also get the CF global attributes ``Conventions``, ``source`` and
 ``history``.
 
-:func:`read_provenance` reads the record back from any output (the ``w`` map, any sibling
+`read_provenance` reads the record back from any output (the ``w`` map, any sibling
 map, a netCDF file or a zarr store); ``lumaxlike invert CUBE --params-from OLD --out NEW``
 reruns with it.
 """
@@ -171,14 +171,14 @@ def geometry_record(geometry):
 
 @dataclass(frozen=True)
 class Provenance:
-    """How a lumaxlike output was made; see :func:`lumaxlike.read_provenance`.
+    """How a lumaxlike output was made; see `lumaxlike.read_provenance`.
 
     Attributes:
         version: lumaxlike version that wrote it.
         model: ``{component: choice}`` (reflectance, h_function, roughness, opposition,
             phase_function).
-        params: one :class:`lumaxlike.HapkeParams` (roughness in radians) or
-            :class:`lumaxlike.PhotometricFunction` per band.
+        params: one `lumaxlike.HapkeParams` (roughness in radians) or
+            `lumaxlike.PhotometricFunction` per band.
         units: what the input held: ``"r"`` [1/sr], ``"radf"`` or ``"reff"``.
         solver: ``"numba"`` or ``"jax"``.
         tol: convergence tolerance on the step in w that was used [-].
@@ -190,7 +190,7 @@ class Provenance:
         command: the command line, or the Python call.
         created: when the run started, UTC ISO 8601.
         geometry_layout: how the geometry was read (surface, layout, bands read, checked
-            and not read; see :meth:`lumaxlike.GeometryReader.record`), or None.
+            and not read; see `lumaxlike.GeometryReader.record`), or None.
         standard: for a photometric normalisation, the standard geometry (incidence,
             emission, phase) [rad]; None otherwise.
         param_maps: for a normalisation with parameter maps, ``((field, path), ...)``;
@@ -277,7 +277,7 @@ class Provenance:
         return encoded
 
     def cf_attrs(self) -> dict[str, str]:
-        """CF global attributes (``Conventions``, ``source``, ``history``) plus :meth:`attrs`."""
+        """CF global attributes (``Conventions``, ``source``, ``history``) plus `attrs`."""
         return {
             "Conventions": "CF-1.8",
             "source": f"lumaxlike {self.version}: {self.describe_model()}",
@@ -392,7 +392,7 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
 
     Args:
         params: one HapkeParams per band.
-        tol, max_iter: as given to :func:`lumaxlike.invert` (None = its default for
+        tol, max_iter: as given to `lumaxlike.invert` (None = its default for
             ``dtype``: the value recorded is the one used).
         dtype: floating type of the reflectance handed to the solver.
         cube, geometry, dtm: input paths (or a geometry mapping); recorded resolved.
@@ -497,13 +497,13 @@ def read_provenance(path) -> Provenance:
     """Read how a lumaxlike output was made from its tags or attributes.
 
     Args:
-        path: any output of ``lumaxlike invert`` / :func:`lumaxlike.invert_file` (the w
+        path: any output of ``lumaxlike invert`` / `lumaxlike.invert_file` (the w
             map or a sibling map such as ``w_status.tif``; an ENVI data file or header; a
             ``.nc`` file; a ``.zarr`` store), or the ``xarray.Dataset`` returned by
-            :func:`lumaxlike.invert_dataarray`.
+            `lumaxlike.invert_dataarray`.
 
     Returns:
-        :class:`Provenance` with the model, Hapke parameters per band, units, solver,
+        `Provenance` with the model, Hapke parameters per band, units, solver,
         tolerance, iteration limit, uncertainty, input files, command and time.
 
     Raises:

@@ -3,13 +3,13 @@
 Python runs a signal handler in the main thread between two bytecodes, wherever that is;
 an exception raised there is lost ("Exception ignored in ...") when it lands in a
 garbage-collection callback or a ``__del__`` (JAX registers such callbacks). So the
-handlers :func:`stop_on_signals` *record* the signal; they raise :class:`Interrupted`
-only inside :func:`interruptible` blocks (the block loop: start-up and imports, where an
-exception in a C++ callback can abort the process, only record it); long-running code calls :func:`raise_if_interrupted` at safe points
+handlers `stop_on_signals` *record* the signal; they raise `Interrupted`
+only inside `interruptible` blocks (the block loop: start-up and imports, where an
+exception in a C++ callback can abort the process, only record it); long-running code calls `raise_if_interrupted` at safe points
 (between blocks, before publishing outputs), which raises again if the first exception was
 lost (and Python's "Exception ignored" report of it is silenced). Code that must not be cut in half (moving outputs into place, removing temporary
-files, stopping workers) runs inside :func:`deferred`: a signal arriving there is only
-recorded. Without :func:`stop_on_signals` (the Python API) nothing here changes Python's
+files, stopping workers) runs inside `deferred`: a signal arriving there is only
+recorded. Without `stop_on_signals` (the Python API) nothing here changes Python's
 own handling of signals.
 """
 
@@ -73,14 +73,14 @@ def pending_signal() -> int | None:
 
 
 def raise_if_interrupted() -> None:
-    """Raise :class:`Interrupted` if a stop signal was recorded (a safe point of a run)."""
+    """Raise `Interrupted` if a stop signal was recorded (a safe point of a run)."""
     if _state.received is not None:
         raise Interrupted(_state.received)
 
 
 @contextlib.contextmanager
 def interruptible():
-    """Within: a stop signal raises :class:`Interrupted` at once (when handlers are installed).
+    """Within: a stop signal raises `Interrupted` at once (when handlers are installed).
 
     Wrap only code where an exception may land anywhere: a loop of Python and
     exception-safe extension calls (the block loop), not imports or start-up.
@@ -95,7 +95,7 @@ def interruptible():
 
 @contextlib.contextmanager
 def deferred():
-    """Within: a stop signal is recorded, not raised (see :func:`raise_if_interrupted`)."""
+    """Within: a stop signal is recorded, not raised (see `raise_if_interrupted`)."""
     raising, _state.raising = _state.raising, False
     try:
         yield
@@ -107,8 +107,8 @@ def deferred():
 def stop_on_signals():
     """Handle SIGINT and SIGTERM while the ``with`` block runs; restore the old handlers after.
 
-    Within, a stop signal is recorded, raises :class:`Interrupted` inside
-    :func:`interruptible` blocks and at :func:`raise_if_interrupted`, and is remembered until the block ends: the yielded function returns its number, or
+    Within, a stop signal is recorded, raises `Interrupted` inside
+    `interruptible` blocks and at `raise_if_interrupted`, and is remembered until the block ends: the yielded function returns its number, or
     None if none came.
     Only the main thread can install handlers; elsewhere this changes nothing.
     """

@@ -275,21 +275,22 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
             (coordinates must match exactly): angles [deg] or vectors, plus an optional
             ``normal`` (see the module docstring). Variables may omit pixel dims over
             which the geometry is constant.
-        params: :class:`lumaxlike.HapkeParams` or :class:`lumaxlike.PhotometricFunction`
+        params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction`
             (then ``w`` holds its albedo A, solved in closed form), or a sequence of one
             per band.
-        solver: ``"jax"`` (default, as in :func:`lumaxlike.invert`) or ``"numba"``.
+        solver: ``"jax"`` (default, as in `lumaxlike.invert`) or ``"numba"``.
         units: what ``refl`` holds: ``"r"`` [1/sr], ``"radf"`` (pi r) or ``"reff"``
             (pi r / cos i, local incidence); required, never guessed.
         spectral_dim: name of the spectral dim when it is neither ``band`` nor
             ``wavelength``.
         refl_sigma: standard uncertainty of ``refl`` in ``units`` (one number); None for
             no uncertainty (``sigma`` is then NaN).
-        max_iter, tol: passed to :func:`lumaxlike.invert` (None = its defaults).
+        max_iter: passed to `lumaxlike.invert` (None = its default).
+        tol: passed to `lumaxlike.invert` (None = its default).
         num_threads: numba threads per chunk (see the module docstring); None = automatic.
 
     Returns:
-        Dataset with ``w`` [-], ``status`` (int8 :class:`lumaxlike.Status` codes),
+        Dataset with ``w`` [-], ``status`` (int8 `lumaxlike.Status` codes),
         ``iterations`` (int32), ``residual`` [1/sr] and ``sigma`` [-], each with the dims,
         coords and chunks of ``refl``; the Dataset keeps ``refl``'s attrs, and a
         ``spatial_ref`` coordinate or ``crs`` attribute of ``refl`` is kept and referenced
@@ -297,7 +298,7 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
         record how it was made: the ``lumaxlike_*`` keys (model, Hapke parameters, units,
         solver, the tol and max_iter used, refl_sigma, source files when ``refl`` and
         ``geometry`` were opened from files, this call, the time; see
-        :func:`lumaxlike.read_provenance`), and ``history`` gains a line.
+        `lumaxlike.read_provenance`), and ``history`` gains a line.
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
@@ -367,23 +368,23 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
                         num_threads: int | None = None) -> xr.Dataset:
     """Photometric normalisation of a reflectance DataArray to a standard geometry, chunk by chunk.
 
-    As :func:`invert_dataarray` (same ``refl``, ``geometry``, ``params``, ``solver``,
+    As `invert_dataarray` (same ``refl``, ``geometry``, ``params``, ``solver``,
     ``units``, ``spectral_dim``, ``refl_sigma``, ``max_iter``, ``tol``, ``num_threads``),
-    with :func:`lumaxlike.normalize` per chunk.
+    with `lumaxlike.normalize` per chunk.
 
     Args:
         standard: (incidence, emission, phase) of the standard geometry [rad]; None for
             (30, 0, 30) deg.
         param_maps: optional ``{HapkeParams field: DataArray}`` of per-pixel parameters
             on ``refl``'s pixel dims (and optionally its spectral dim), in the field's
-            units (roughness [rad]); see :func:`lumaxlike.normalize`.
+            units (roughness [rad]); see `lumaxlike.normalize`.
 
     Returns:
         Dataset with ``reflectance`` (in ``units``, at the standard geometry; REFF with
         the standard incidence), ``status`` (int8, the inversion's) and ``sigma`` (in
         ``units``; NaN without ``refl_sigma``), with ``refl``'s dims, coords and chunks
         (lazy when ``refl`` is dask-backed) and the provenance attributes of
-        :func:`invert_dataarray` plus the standard geometry.
+        `invert_dataarray` plus the standard geometry.
     """
     from ._io.file_normalization import NORMALIZATION_FIELDS, normalization_attrs
     from ._normalize.standard import DEFAULT_STANDARD, standard_angles
@@ -484,8 +485,8 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
         geometry: as for `lumaxlike.invert_dataarray` (angles [deg] or vectors, optional
             ``normal``), with the observation dim on the variables that vary with it.
         params: `lumaxlike.HapkeParams`: fixed parameters and the free ones' start.
-        free, solver, observation_limits, min_observations, bounds, max_iter, tol: as for
-            `lumaxlike.fit` (limits in radians).
+        free: as for `lumaxlike.fit` (so are ``solver``, ``observation_limits`` in
+            radians, ``min_observations``, ``bounds``, ``max_iter`` and ``tol``).
         units: ``"r"``, ``"radf"`` or ``"reff"`` (each observation with its own cos i).
         refl_sigma: standard uncertainty of ``refl`` in ``units`` (``"r"`` or ``"radf"``).
         num_threads: numba threads per chunk; None = one inside dask workers, else all.
@@ -589,10 +590,12 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     """Mass fractions of an intimate mixture per pixel (`lumaxlike.unmix`), chunk by chunk.
 
     Args:
-        refl, geometry, units, spectral_dim, num_threads: as for :func:`invert_dataarray`.
+        refl: as for `invert_dataarray` (so are ``geometry``, ``units``,
+            ``spectral_dim`` and ``num_threads``).
         endmembers: `lumaxlike.Endmembers` on ``refl``'s bands.
         params: one `lumaxlike.HapkeParams` (the mixture's).
-        solver, route, sum_to_one, max_iter, tol: as for `lumaxlike.unmix`.
+        solver: as for `lumaxlike.unmix` (so are ``route``, ``sum_to_one``, ``max_iter``
+            and ``tol``).
         refl_sigma: standard uncertainty of ``refl`` in ``units`` ("r" or "radf"), one
             number: weights the bands and scales the covariance (see `lumaxlike.unmix`).
 
@@ -602,7 +605,7 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
         (coordinate: the endmembers' names), and ``status`` (int8 `lumaxlike.Status`),
         ``iterations`` (int32) and ``residual`` (the route's residual norm), each with
         ``refl``'s pixel dims; lazy (dask) when ``refl`` is, chunked as its pixels.
-        The attrs record how it was made, as for :func:`invert_dataarray`.
+        The attrs record how it was made, as for `invert_dataarray`.
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.

@@ -22,14 +22,14 @@ class HapkeAccessor:
         self._data_array = data_array
 
     def invert(self, geometry, params, solver: str = "jax", **kwargs) -> xr.Dataset:
-        """``invert_dataarray(self, geometry, params, solver, **kwargs)``; see :func:`lumaxlike.invert_dataarray`."""
+        """``invert_dataarray(self, geometry, params, solver, **kwargs)``; see `lumaxlike.invert_dataarray`."""
         from ._xarray import invert_dataarray
 
         return invert_dataarray(self._data_array, geometry, params, solver, **kwargs)
 
     def normalize(self, geometry, params, solver: str = "jax", **kwargs) -> xr.Dataset:
         """``normalize_dataarray(self, geometry, params, solver, **kwargs)``: photometric
-        normalisation to a standard geometry; see :func:`lumaxlike.normalize_dataarray`."""
+        normalisation to a standard geometry; see `lumaxlike.normalize_dataarray`."""
         from ._xarray import normalize_dataarray
 
         return normalize_dataarray(self._data_array, geometry, params, solver, **kwargs)

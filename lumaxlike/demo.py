@@ -4,15 +4,17 @@ A synthetic but realistic hyperspectral scene: Gaussian hills (a DTM), smooth pa
 five minerals whose single-scattering albedo spectra come from USGS splib07 laboratory
 spectra (51 bands, 450-2450 nm, vendored with the package), the sun at one direction and a
 push-broom sensor looking down across its track. Everything is a pure function of a
-:class:`SceneConfig`::
+`SceneConfig`:
 
-    import lumaxlike
-    from lumaxlike.demo import SceneConfig, demo_hapke_params, make_scene, simulate_reflectance
+```python
+import lumaxlike
+from lumaxlike.demo import SceneConfig, demo_hapke_params, make_scene, simulate_reflectance
 
-    scene = make_scene(SceneConfig(size=32))         # truth: scene.w, (32, 32, 51)
-    r = simulate_reflectance(scene)                  # r [1/sr], (32, 32, 51)
-    result = lumaxlike.invert(r, scene.to_sun, scene.to_sensor, scene.normal,
-                              demo_hapke_params(), solver="numba")
+scene = make_scene(SceneConfig(size=32))         # truth: scene.w, (32, 32, 51)
+r = simulate_reflectance(scene)                  # r [1/sr], (32, 32, 51)
+result = lumaxlike.invert(r, scene.to_sun, scene.to_sensor, scene.normal,
+                          demo_hapke_params(), solver="numba")
+```
 
 The scene is an intimate mixture of the minerals with known mass fractions
 (``scene.abundance``; ``scene.endmembers`` for `lumaxlike.unmix`), and

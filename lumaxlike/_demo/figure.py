@@ -43,7 +43,7 @@ def plot_demo_figure(
 
     Panels: true w and the first solver's recovered w at ``band``, its absolute error,
     its status map, the DTM, and true vs recovered w spectra (every solver) at ``pixel``.
-    Drawn on a bare :class:`matplotlib.figure.Figure` with the Agg canvas: no pyplot,
+    Drawn on a bare `matplotlib.figure.Figure` with the Agg canvas: no pyplot,
     no global backend change.
 
     Args:

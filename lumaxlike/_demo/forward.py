@@ -26,7 +26,7 @@ def demo_hapke_params() -> HapkeParams:
     """The Hapke parameters of the demo surface, shared by every pixel and band.
 
     Returns:
-        :class:`lumaxlike.HapkeParams` with b = 0.2, c = 0.4, roughness theta-bar = 20 deg
+        `lumaxlike.HapkeParams` with b = 0.2, c = 0.4, roughness theta-bar = 20 deg
         (stored in rad), h_S = 0.06, B_S0 = 1.0, h_C = 0.05, B_C0 = 0.5: the double
         Henyey-Greenstein phase function, Hapke (1984) roughness and both opposition
         effects (all dimensionless but the roughness).

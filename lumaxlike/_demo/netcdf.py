@@ -3,7 +3,7 @@
 ``reflectance.nc`` and ``w_true.nc`` hold one DataArray each with dims ``(band, y, x)``
 and a ``wavelength`` coordinate [nm] along ``band``; ``obs.nc`` holds the four OBS angles
 [deg] and the DTM's surface normals. The ``x``/``y`` coordinates are the pixel centres
-[m] of the demo rasters' grid (:data:`lumaxlike._demo.rasters.DEMO_CRS`), so every file
+[m] of the demo rasters' grid (`lumaxlike._demo.rasters.DEMO_CRS`), so every file
 aligns with the others exactly and with the GeoTIFFs.
 """
 

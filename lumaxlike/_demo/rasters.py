@@ -110,7 +110,7 @@ def write_spectral_cube(path, values, wavelength_nm, transform, quantity, units,
 def write_obs(path, scene: Scene, transform) -> Path:
     """Write the OBS raster: to-sun and to-sensor zenith and azimuth [deg] per pixel.
 
-    Azimuths are clockwise from north. Band descriptions are :data:`OBS_BANDS`.
+    Azimuths are clockwise from north. Band descriptions are `OBS_BANDS`.
     """
     bands = np.stack(
         [
@@ -142,7 +142,7 @@ class DemoInputs:
     Attributes:
         cube: reflectance r [1/sr], GeoTIFF.
         cube_envi: the same cube in ENVI format (``.img`` with its ``.hdr``).
-        obs: OBS geometry raster (see :data:`OBS_BANDS`), GeoTIFF.
+        obs: OBS geometry raster (see `OBS_BANDS`), GeoTIFF.
         dtm: heights [m], GeoTIFF.
         w_true: the true single-scattering albedo, GeoTIFF, for comparison.
     """

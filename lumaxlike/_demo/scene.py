@@ -6,7 +6,7 @@ M_j become cross-section fractions f_j = M_j c_j / sum_k M_k c_k, c_j = 1 / (rho
 w = sum_j f_j w_j.
 
 Every random choice comes from one seeded ``numpy.random.Generator``, so a scene is a
-pure function of its :class:`SceneConfig`.
+pure function of its `SceneConfig`.
 """
 
 from __future__ import annotations
@@ -79,10 +79,14 @@ class Scene:
             ``cross_section @ endmember_w``, shape ``(rows, cols, bands)``, strictly
             inside (0, 1).
         dtm: terrain heights [m], shape ``(rows, cols)``; row 0 is the northern edge.
-        to_sun_zenith_deg, to_sun_azimuth_deg: direction to the sun [deg] (azimuth
-            clockwise from north), shape ``(rows, cols)``.
-        to_sensor_zenith_deg, to_sensor_azimuth_deg: direction to the sensor [deg],
-            shape ``(rows, cols)``.
+        to_sun_zenith_deg: zenith angle of the direction to the sun [deg], shape
+            ``(rows, cols)``.
+        to_sun_azimuth_deg: azimuth of the direction to the sun [deg], clockwise from
+            north, shape ``(rows, cols)``.
+        to_sensor_zenith_deg: zenith angle of the direction to the sensor [deg], shape
+            ``(rows, cols)``.
+        to_sensor_azimuth_deg: azimuth of the direction to the sensor [deg], clockwise
+            from north, shape ``(rows, cols)``.
     """
 
     config: SceneConfig
@@ -179,7 +183,7 @@ def synthetic_dtm(size, hills, max_slope_deg, pixel_size_m, rng) -> np.ndarray:
         size: pixels per side.
         hills: number of hills.
         max_slope_deg: steepest slope of the result [deg], measured like
-            :func:`lumaxlike._geometry.normals_from_dtm` does (central differences).
+            `lumaxlike._geometry.normals_from_dtm` does (central differences).
         pixel_size_m: ground size of a pixel [m].
         rng: ``numpy.random.Generator``.
 

@@ -209,11 +209,6 @@ def fit(
                          "albedo, which lumaxlike.invert recovers in closed form: use invert")
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    if solver == "numba" and params.h_function == "exact":
-        raise ValueError(
-            "fit(solver='numba') does not support params.h_function='exact' (its per-angle "
-            "terms are arrays, which the numba derivative code does not handle); use solver='jax'"
-        )
     free = check_free(free, params)
     refl = as_float_array("refl", refl)
     geometry = {

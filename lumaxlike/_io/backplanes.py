@@ -126,7 +126,7 @@ OBS_BAND_NAMES = {
     "facet_cos_i": ("facet cos i", "facet cos", "cosine", "cosine i", "cos i",
                     "local cosine i"),
 }
-"""Accepted band descriptions per role, in normalised form (see :func:`normalise_band_name`).
+"""Accepted band descriptions per role, in normalised form (see `normalise_band_name`).
 
 Covers M3 OBS (``To-Sun AZM``, ``To-Inst Zenith``, ``Facet Slope``, ``Facet Cos i``),
 AVIRIS-NG / AVIRIS-3 / EMIT OBS (``To-sun zenith (0 to 90 degrees from zenith)``,

@@ -128,9 +128,10 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
         sigma: standard uncertainty of the cubes' values, in ``units``; the sigma maps
             then come from it rather than from the residuals.
         chunk_rows: rows per block; None picks about 32 MiB of stacked reflectance.
-        overwrite, progress, max_iter, tol, command, workers, scheduler, resume: as for
-            `lumaxlike.invert_file` (this process reads the cubes and writes the maps;
-            the fits of the blocks run where ``workers`` or ``scheduler`` say).
+        overwrite: as for `lumaxlike.invert_file` (so are ``progress``, ``max_iter``,
+            ``tol``, ``command``, ``workers``, ``scheduler`` and ``resume``; this process
+            reads the cubes and writes the maps, the fits of the blocks run where
+            ``workers`` or ``scheduler`` say).
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).

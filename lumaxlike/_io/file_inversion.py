@@ -48,9 +48,9 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
     """Invert a reflectance cube file for single-scattering albedo maps, block by block.
 
     Reads ``chunk_rows`` rows of the cube and of the geometry at a time, converts them to
-    r [1/sr], inverts them with :func:`lumaxlike.invert` and writes them into temporary
+    r [1/sr], inverts them with `lumaxlike.invert` and writes them into temporary
     output files, which replace the outputs only at the end (see
-    :mod:`lumaxlike._io.writers` for the files written). Peak memory grows with the block
+    `lumaxlike._io.writers` for the files written). Peak memory grows with the block
     size, not the image. NaN, nodata or out-of-range pixels become status codes in the
     status map, never errors.
 
@@ -61,12 +61,12 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             ENVI, ``.nc`` netCDF, ``.zarr`` zarr.
         geometry: a geometry backplane raster whose band descriptions name its bands
             (M3, AVIRIS-NG/AVIRIS-3/EMIT OBS, CRISM DDR, ISIS ``phocube``; see
-            :data:`lumaxlike.OBS_BAND_NAMES`), or a mapping of roles (``to_sun_zenith``,
+            `lumaxlike.OBS_BAND_NAMES`), or a mapping of roles (``to_sun_zenith``,
             ``to_sun_azimuth``, ``to_sensor_zenith``, ``to_sensor_azimuth``, or
             ``incidence``, ``emission``, ``phase``, plus optionally ``facet_slope``,
             ``facet_aspect``, ``local_incidence``, ``local_emission``, ``facet_cos_i``)
             to single-band raster paths or ``(rows, cols)`` arrays; angles in degrees,
-            azimuths clockwise from north (see :mod:`lumaxlike._io.backplanes`). Rasters
+            azimuths clockwise from north (see `lumaxlike._io.backplanes`). Rasters
             must be aligned with the cube.
         dtm: optional DTM path (heights [m], projected CRS, same grid) for local normals;
             None for none.
@@ -75,7 +75,7 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             the ellipsoid), ``"local"`` (required) or ``"ellipsoid"`` (local-surface bands
             left out, and recorded as such). The choice made is recorded in the outputs
             (``lumaxlike_geometry_layout``).
-        params: :class:`lumaxlike.HapkeParams` or :class:`lumaxlike.PhotometricFunction`
+        params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction`
             (the w map then holds its albedo A, solved in closed form), or a sequence of
             one per band.
         solver: ``"jax"`` or ``"numba"``.
@@ -96,18 +96,19 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             and writes every output, so the outputs are published as atomically as ever.
             A worker lost mid-run has its blocks run again elsewhere (identical maps);
             losing the scheduler fails the run (``ClusterError``), publishing nothing.
-        max_iter, tol: solver settings passed to :func:`lumaxlike.invert` (None = default).
+        max_iter: solver setting passed to `lumaxlike.invert` (None = default).
+        tol: solver setting passed to `lumaxlike.invert` (None = default).
         command: the command line to record in the outputs' provenance (see
-            :func:`lumaxlike.read_provenance`); None records this Python call.
+            `lumaxlike.read_provenance`); None records this Python call.
         resume: continue the run that a killed process (SIGKILL, power, a lost node)
-            left for these outputs, from its finished blocks (see
-            :mod:`lumaxlike._run.journal`): the maps are bit-identical to an uninterrupted
-            run's, and the provenance records ``resumed``. Refused with a
-            ``ResumeRefusedError`` (a ValueError) naming what changed when the inputs
-            or settings differ from that run's; with no such run it starts afresh.
+            left for these outputs, from its finished blocks (see "Resumable runs" in
+            the design page): the maps are bit-identical to an uninterrupted run's, and
+            the provenance records ``resumed``. Refused with a ``ResumeRefusedError`` (a
+            ValueError) naming what changed when the inputs or settings differ from
+            that run's; with no such run it starts afresh.
 
     Returns:
-        :class:`InversionSummary` with output paths, throughput and status counts.
+        `InversionSummary` with output paths, throughput and status counts.
 
     Raises:
         FileNotFoundError: an input file does not exist.

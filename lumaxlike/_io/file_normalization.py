@@ -149,18 +149,19 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
                    command=None, resume=False) -> InversionSummary:
     """Photometric normalisation of a reflectance cube file, block by block.
 
-    Each block is read, converted to r, normalised with :func:`lumaxlike.normalize` and
+    Each block is read, converted to r, normalised with `lumaxlike.normalize` and
     written to temporary files that replace the outputs only when all are written, as
-    :func:`lumaxlike.invert_file` does (same inputs, options, atomic writes and record).
+    `lumaxlike.invert_file` does (same inputs, options, atomic writes and record).
 
     Args:
-        cube_path, geometry, dtm, solver, units, chunk_rows, overwrite, progress, workers,
-            max_iter, tol, command, resume: as in :func:`lumaxlike.invert_file`.
+        cube_path: as in `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
+            ``solver``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
+            ``workers``, ``max_iter``, ``tol``, ``command`` and ``resume``).
         out_path: output; ``OUT`` holds the normalised cube in ``units`` (REFF with the
             standard incidence), ``OUT_status`` the status and, with ``sigma``,
             ``OUT_sigma`` its uncertainty (netCDF/zarr: variables reflectance, status,
             sigma).
-        params: :class:`lumaxlike.HapkeParams`, or a sequence of one per band.
+        params: `lumaxlike.HapkeParams`, or a sequence of one per band.
         standard: (incidence, emission, phase) [rad] of the standard geometry.
         param_maps: ``{HapkeParams field: raster path}``: rasters on the cube's grid with
             1 band (per pixel) or one per cube band, replacing that field (roughness in
@@ -168,7 +169,7 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
         sigma: standard uncertainty of the cube's values in ``units``; writes OUT_sigma.
 
     Returns:
-        :class:`InversionSummary` (``verb`` "normalised").
+        `InversionSummary` (``verb`` "normalised").
     """
     start = time.perf_counter()
     check_solver(solver)

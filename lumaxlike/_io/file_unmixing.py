@@ -152,22 +152,23 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
     Args:
-        cube_path, geometry, dtm, surface, units, chunk_rows, overwrite, progress,
-            workers, scheduler, command, resume: as for
-            :func:`lumaxlike._io.file_inversion.invert_file`.
+        cube_path: as for `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
+            ``surface``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
+            ``workers``, ``scheduler``, ``command`` and ``resume``).
         out_path: output ``.tif``/``.tiff`` (GeoTIFF) or ``.img``/``.envi``/``.hdr``
             (ENVI); see the module docstring for the files written.
         endmembers: `lumaxlike.Endmembers` on the cube's bands (e.g.
             `Endmembers.from_library`).
         params: one `lumaxlike.HapkeParams` for every band (the mixture's).
-        solver, route, sum_to_one, max_iter, tol: as for `lumaxlike.unmix`.
+        solver: as for `lumaxlike.unmix` (so are ``route``, ``sum_to_one``,
+            ``max_iter`` and ``tol``).
         sigma: standard uncertainty of the cube's values, in ``units`` ("r" or "radf";
             a reflectance factor's uncertainty in r varies with cos i per pixel, which
             `unmix` does not take): weights the bands and scales the sigma map.
 
     Raises:
-        as `invert_file`; ValueError naming the argument for bad endmembers, params or
-        a route, or a cube whose bands are not the endmembers'.
+        ValueError: as `invert_file` does; and naming the argument for bad endmembers,
+            params or a route, or a cube whose bands are not the endmembers'.
     """
     start = time.perf_counter()
     check_solver(solver)

@@ -107,17 +107,17 @@ class GeometryReader:
 
     Args:
         geometry: either the path of a backplane raster whose band descriptions name
-            their roles, or a mapping from roles (see :data:`OBS_BAND_NAMES`) to
+            their roles, or a mapping from roles (see `OBS_BAND_NAMES`) to
             single-band raster paths or ``(rows, cols)`` arrays; angles in degrees.
         grid: the cube's pixel grid; every raster must be aligned with it and every array
             must have its ``(rows, cols)`` shape.
         dtm: optional DTM raster path (heights [m], projected CRS, north-up) on the same
             grid, for local surface normals; None for none.
         surface: ``"auto"`` (default), ``"local"`` or ``"ellipsoid"``: which angles to read
-            when the backplane carries both (see :func:`lumaxlike._io.backplanes.plan_geometry`).
+            when the backplane carries both (see `lumaxlike._io.backplanes.plan_geometry`).
 
     Attributes:
-        plan: the :class:`~lumaxlike._io.backplanes.GeometryPlan` chosen.
+        plan: the `lumaxlike._io.backplanes.GeometryPlan` chosen.
 
     Raises:
         FileNotFoundError: a geometry or DTM file does not exist.
@@ -126,7 +126,7 @@ class GeometryReader:
             what was expected), ambiguous band, unusable local-surface bands, wrong array
             shape.
 
-    Use as a context manager, or call :meth:`close`.
+    Use as a context manager, or call `close`.
     """
 
     def __init__(self, geometry, grid: RasterGrid, dtm=None, surface: str = "auto"):
@@ -211,12 +211,12 @@ class GeometryReader:
             ``(to_sun, to_sensor, normal)``, float64 unit vectors (east, north, up) of
             shape ``(len(rows), cols, 3)``, computed from the stored angles in float64
             whatever their type (the solver works in the cube's precision); NaN where a band or the DTM is nodata, or where an
-            (i, e, g) triplet is inconsistent (see :func:`lumaxlike.geometry_from_angles`).
+            (i, e, g) triplet is inconsistent (see `lumaxlike.geometry_from_angles`).
 
         Raises:
             ValueError: a band read as a check (``facet_cos_i``, local angles) disagrees
                 with the geometry built from the others by more than
-                :data:`CHECK_TOLERANCE`.
+                `CHECK_TOLERANCE`.
         """
         angles = self.read_angles(rows)
         rad = {role: np.deg2rad(a.astype(np.float64)) for role, a in angles.items()

@@ -281,7 +281,7 @@ def _grid(dataset, path: Path) -> RasterGrid:
 class CubeReader:
     """An open reflectance cube, read whole or window by window.
 
-    Use as a context manager::
+    Use as a context manager:
 
         with CubeReader("cube.tif") as cube:
             for rows in iter_row_slices(cube.info.grid.height, 64):
@@ -346,7 +346,7 @@ def read_cube(path) -> tuple[np.ndarray, CubeInfo]:
 
     Returns:
         ``(values, info)``: values of shape ``(rows, cols, bands)`` [file units], NaN
-        where the file marks nodata; ``info`` a :class:`CubeInfo`.
+        where the file marks nodata; ``info`` a `CubeInfo`.
     """
     with CubeReader(path) as cube:
         return cube.read(), cube.info

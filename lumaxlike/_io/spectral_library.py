@@ -159,9 +159,9 @@ class SpectralLibrary:
             A `SpectralLibrary` on the band centres (its ``fwhm`` the bands').
 
         Raises:
-            ValueError naming the spectrum and its file where a band's response
-            (centre +- fwhm/2) reaches outside the spectrum's measured range or into a
-            gap.
+            ValueError: naming the spectrum and its file where a band's response
+                (centre +- fwhm/2) reaches outside the spectrum's measured range or into
+                a gap.
         """
         from spectral import BandResampler
 
@@ -239,8 +239,9 @@ def read_spectral_library(
         format: ``"csv"``, ``"splib07"`` or ``"relab"`` (see the module docstring);
             default: from each file (``.csv`` -> csv; a first line ``splib07...`` ->
             splib07; a first line holding one integer -> relab).
-        incidence, emission: the measurement's incidence and emission angles [deg], a
-            scalar or one per spectrum; required except for RELAB files (default 30, 0).
+        incidence: the measurement's incidence angle [deg], a scalar or one per
+            spectrum; required except for RELAB files (default 30).
+        emission: the measurement's emission angle [deg], the same way (RELAB default 0).
         azimuth: azimuth of the observer relative to the source [deg] (0: the observer
             on the source's side); irrelevant when the emission angle is 0.
         units: ``"reff"`` (reflectance factor, default), ``"radf"`` (radiance factor) or
@@ -256,8 +257,8 @@ def read_spectral_library(
         spectrum has no sample.
 
     Raises:
-        ValueError naming the file for an unreadable or unrecognised file, a literal NaN
-        or a missing wavelength unit in it, and naming the argument for bad angles.
+        ValueError: naming the file for an unreadable or unrecognised file, a literal NaN
+            or a missing wavelength unit in it, and naming the argument for bad angles.
     """
     check_units(units)
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)

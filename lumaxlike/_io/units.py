@@ -55,8 +55,9 @@ def to_bidirectional_reflectance(values, units, to_sun=None, normal=None) -> np.
     Args:
         values: reflectance in ``units``, shape ``pixels + (bands,)``.
         units: ``"r"``, ``"radf"`` or ``"reff"`` (see the module docstring).
-        to_sun, normal: direction to the source and surface normal, shape
-            ``pixels + (3,)``; needed for ``"reff"`` only.
+        to_sun: direction to the source, shape ``pixels + (3,)``; needed for ``"reff"``
+            only.
+        normal: surface normal, shape ``pixels + (3,)``; needed for ``"reff"`` only.
 
     Returns:
         r [1/sr], shape of ``values``; a new array unless ``units == "r"``.

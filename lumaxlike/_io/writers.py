@@ -140,7 +140,7 @@ class ResultWriter:
     """Writes result maps for a cube block by block; publishes them atomically on success.
 
     Use as a context manager; the outputs appear at their paths only when the ``with``
-    block ends without an exception, and a failure removes every temporary file::
+    block ends without an exception, and a failure removes every temporary file:
 
         with ResultWriter("w.tif", like=cube_info, fields=("w", "status")) as writer:
             for rows, block in ...:
@@ -148,17 +148,17 @@ class ResultWriter:
 
     Args:
         out: output path; its extension selects the format (see the module docstring).
-        like: :class:`~lumaxlike._io.raster.CubeInfo` of the cube (grid, bands,
+        like: `lumaxlike.CubeInfo` of the cube (grid, bands,
             wavelengths, band names, floating type).
-        fields: maps to write, among ``layout.attrs`` (default :data:`RESULT_FIELDS`).
+        fields: maps to write, among ``layout.attrs`` (default `RESULT_FIELDS`).
         overwrite: replace existing outputs.
         chunk_rows: rows per block the caller will write (zarr / netCDF chunking).
         nodata: value of the floating maps where they are NaN, and their declared nodata;
             NaN (default) or a finite number.
-        provenance: :class:`lumaxlike.Provenance` recorded in every file (tags or global
-            attributes; see :func:`lumaxlike.read_provenance`); None records none.
-        layout: the maps this kind of output has (:class:`FieldLayout`); default
-            :data:`INVERSION_LAYOUT`.
+        provenance: `lumaxlike.Provenance` recorded in every file (tags or global
+            attributes; see `lumaxlike.read_provenance`); None records none.
+        layout: the maps this kind of output has (`FieldLayout`); default
+            `INVERSION_LAYOUT`.
 
     Raises:
         ValueError: unknown extension or field.
@@ -242,18 +242,18 @@ class ResultWriter:
 
 def write_result(out, result, *, like: CubeInfo, fields=None, overwrite: bool = False,
                  nodata: float = np.nan, provenance=None) -> dict[str, Path]:
-    """Write whole in-memory result maps (e.g. from :func:`lumaxlike.invert`) atomically.
+    """Write whole in-memory result maps (e.g. from `lumaxlike.invert`) atomically.
 
     Args:
         out: output path; the extension selects the format (see the module docstring).
-        result: a :class:`lumaxlike.InversionResult` or a mapping ``{field: array}``, each
+        result: a `lumaxlike.InversionResult` or a mapping ``{field: array}``, each
             of shape ``(rows, cols, bands)`` matching ``like``.
-        like: :class:`~lumaxlike._io.raster.CubeInfo` giving grid, CRS, wavelengths.
+        like: `lumaxlike.CubeInfo` giving grid, CRS, wavelengths.
         fields: maps to write; default w, status, iterations, residual, plus sigma when
             it has any finite value.
         overwrite: replace existing outputs.
         nodata: value written where the floating maps are NaN (default NaN).
-        provenance: :class:`lumaxlike.Provenance` to record in the files (None: none).
+        provenance: `lumaxlike.Provenance` to record in the files (None: none).
 
     Returns:
         ``{field: path written}``.

@@ -10,14 +10,17 @@ then `njit`-compiled (lazily, at first call); for JAX they stay Python functions
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import types
 
+import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
 
+from . import _scalar_vector as scalar_vector
 from . import equations, h_functions
 
 __all__ = [
@@ -26,6 +29,9 @@ __all__ = [
     "jax_equations",
     "numba_equations",
     "jax_h_functions",
+    "jax_scalar_h_functions",
+    "numba_exact_terms_flat",
+    "EXACT_TERMS_CALL",
     "numba_h_functions",
     "h_function_bindings",
     "inlined",
@@ -230,6 +236,33 @@ jax_h_functions = retarget_to_jax(
     matrix_vector=jnp.matmul,
     vector_matrix=jnp.matmul,
 )
+# The same over JAX scalars: the exact H's tables as tuples of Python floats
+# (`_scalar_vector`), so a traced model is a scalar program (the numba `fit`'s derivative
+# code, `columns_program.traced_columns(..., scalar_tables=True)`).
+jax_scalar_h_functions = retarget_to_jax(
+    h_functions,
+    table_like=scalar_vector.scalar_table_like,
+    array_expm1=functools.partial(scalar_vector.scalar_expm1, expm1=jnp.expm1),
+    matrix_vector=scalar_vector.scalar_matrix_vector,
+    vector_matrix=scalar_vector.scalar_vector_matrix,
+    coefficients_from=functools.partial(scalar_vector.scalar_coefficients_from, count=h_functions.N_CHEBYSHEV),
+)
+# The exact H's per-angle terms are the bulk of that scalar program (~5 k operations per
+# angle); where they depend on known values only, the numba code calls numba's own
+# `exact_terms` instead (`_jaxpr_to_python`'s opaque calls: the nested `jit` of this name
+# is printed as a call of `numba_exact_terms_flat`).
+EXACT_TERMS_CALL = "lumaxlike_exact_terms"
+
+
+def _named_jit(function, name):
+    def call(x):
+        return function(x)
+
+    call.__name__ = call.__qualname__ = name
+    return jax.jit(call)
+
+
+jax_scalar_h_functions.exact_terms = _named_jit(jax_scalar_h_functions.exact_terms, EXACT_TERMS_CALL)
 numba_h_functions = _retarget(
     h_functions,
     _numba_primitives(),
@@ -248,6 +281,16 @@ def h_function_bindings(h_twins, kind: str) -> dict:
     """The bindings of the equations' H-function slots to one kind of `h_functions`
     (`h_twins`: its JAX or numba twins; kind: "hapke2002", "hapke1981" or "exact")."""
     return {"h_angle_terms": getattr(h_twins, f"{kind}_terms"), "h_values_and_slopes": getattr(h_twins, f"{kind}_values")}
+
+
+_numba_exact_terms = numba_h_functions.exact_terms
+
+
+@numba.njit(error_model="numpy")
+def numba_exact_terms_flat(x):
+    """numba's `exact_terms(x)` as one flat tuple: the 20 coefficients, then the 20 of dP/dx."""
+    coefficients, slopes = _numba_exact_terms(x)
+    return coefficients + slopes
 
 
 # The default configuration (AMSA, Hapke 2002 H); `family` builds the others.

@@ -79,10 +79,11 @@ def _literal(value) -> str:
 
 
 class _Printer:
-    def __init__(self):
+    def __init__(self, opaque_calls=None):
         self.statements: list[tuple[str, str]] = []  # (temporary, expression)
         self.bound: dict[str, str] = {}  # expression -> temporary holding it
         self.count = 0
+        self.opaque_calls = dict(opaque_calls or {})  # jit name -> (function, arity)
 
     def bind(self, expression: str) -> str:
         if expression in self.bound:
@@ -123,6 +124,12 @@ class _Printer:
                     raise ValueError(f"{eqn.primitive.name}: only scalar programs can be translated")
             name = eqn.primitive.name
             operands = [read(v) for v in eqn.invars]
+            opaque = self.opaque_calls.get(eqn.params.get("name")) if name in _INLINED_CALLS else None
+            if opaque is not None and len(operands) == opaque[1]:
+                call = self.bind(f"{opaque[0]}({', '.join(operands)})")
+                for k, var in enumerate(eqn.outvars):
+                    env[var] = self.bind(f"{call}[{k}]")
+                continue
             if name in _INLINED_CALLS:
                 closed = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
                 inner = getattr(closed, "jaxpr", closed)
@@ -209,7 +216,8 @@ class SplitSource(NamedTuple):
 
 
 def scalar_jaxpr_to_split_source(
-    closed_jaxpr, argument_names, unknown_names, known_name: str, step_name: str, unknown_name: str
+    closed_jaxpr, argument_names, unknown_names, known_name: str, step_name: str, unknown_name: str,
+    opaque_calls=None,
 ) -> SplitSource:
     """Three functions that together compute `closed_jaxpr`, split by data dependence.
 
@@ -223,6 +231,12 @@ def scalar_jaxpr_to_split_source(
     ``unknown_name(*residuals, *step values)`` computes the jaxpr's outputs. Arguments
     keep their order in `argument_names`.
 
+    opaque_calls: {name of a nested `jit`: (name of a function, number of inputs)}: such
+    a call with that many inputs is printed as a call of that function (which must return
+    the call's outputs as a flat tuple and be in the generated code's globals) instead of
+    being inlined. (Its JVP, a `jit` of the same name with the tangents as further
+    inputs, is inlined.)
+
     Raises:
         ValueError: for a non-scalar value, a primitive without a translation, or an
             argument name starting with '_t' (reserved for temporaries).
@@ -230,7 +244,7 @@ def scalar_jaxpr_to_split_source(
     argument_names = _checked_names(argument_names)
     unknown_names = [name for name in argument_names if name in set(unknown_names)]
     known_names = [name for name in argument_names if name not in set(unknown_names)]
-    printer = _Printer()
+    printer = _Printer(opaque_calls)
     outputs = printer.run(closed_jaxpr.jaxpr, closed_jaxpr.consts, argument_names)
     variables = set(argument_names) | {target for target, _ in printer.statements}
 

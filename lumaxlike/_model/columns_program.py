@@ -19,7 +19,7 @@ import numpy as np
 
 from .._params import PARAMETER_NAMES
 from .equations import GeometryTerms
-from .family import ModelKey, jax_equations_for
+from .family import ModelKey, jax_equations_for, jax_scalar_table_equations_for
 from .jax_model import reflectance_core
 from .jaxpr_split import SplitProgram
 
@@ -28,29 +28,34 @@ __all__ = ["traced_columns", "split_columns"]
 _VALID = GeometryTerms._fields.index("valid")
 
 
-def _reflectance(parameters, geometry, key: ModelKey):
+def _reflectance(parameters, geometry, key: ModelKey, equations):
     """r through the JAX model's `reflectance_core`: its custom JVP rule gives dr/dw
     analytically, autodiff the derivatives along the other parameters."""
     w, *scalars = parameters
-    terms = jax_equations_for(key).terms_from_geometry(geometry, *scalars, None, False)
+    terms = equations.terms_from_geometry(geometry, *scalars, None, False)
     return reflectance_core(w, terms, key)
 
 
-def traced_columns(free: tuple[str, ...], key: ModelKey, dtype=np.float64):
+def traced_columns(free: tuple[str, ...], key: ModelKey, dtype=np.float64, scalar_tables: bool = False):
     """The closed jaxpr of (r, dr/d free[0], ...) with inputs of `dtype`, traced under
-    the caller's ``jax_enable_x64`` setting (float64 needs it on)."""
+    the caller's ``jax_enable_x64`` setting (float64 needs it on).
+
+    scalar_tables: the exact H's per-angle terms computed from its tables held as
+    tuples of scalars (`family.jax_scalar_table_equations_for`), so that the program has
+    scalar operations only (for `_jaxpr_to_python`); the same model otherwise."""
     indices = [PARAMETER_NAMES.index(name) for name in free]
+    equations = jax_scalar_table_equations_for(key) if scalar_tables else jax_equations_for(key)
 
     def columns(*flat):
         parameters = flat[: len(PARAMETER_NAMES)]
         geometry = GeometryTerms(*flat[len(PARAMETER_NAMES) :])
-        outputs = [_reflectance(parameters, geometry, key)]
+        outputs = [_reflectance(parameters, geometry, key, equations)]
         for index in indices:  # one JVP per free parameter; the rest are constants
 
             def along(value, index=index):
                 moved = list(parameters)
                 moved[index] = value
-                return _reflectance(moved, geometry, key)
+                return _reflectance(moved, geometry, key, equations)
 
             outputs.append(jax.jvp(along, (parameters[index],), (jnp.ones_like(parameters[index]),))[1])
         return outputs

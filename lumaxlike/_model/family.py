@@ -24,6 +24,7 @@ __all__ = [
     "PHASE_FUNCTIONS",
     "bindings",
     "jax_equations_for",
+    "jax_scalar_table_equations_for",
     "numba_equations_for",
     "numba_kernel_for",
 ]
@@ -92,6 +93,16 @@ def jax_equations_for(key: ModelKey):
     from ._backends import jax_equations, jax_h_functions, retarget_to_jax
 
     return jax_equations if key == DEFAULT_KEY else retarget_to_jax(equations, **bindings(key, jax_h_functions))
+
+
+@functools.lru_cache(maxsize=None)
+def jax_scalar_table_equations_for(key: ModelKey):
+    """`jax_equations_for(key)` with the exact H's tables as tuples of scalars
+    (`_backends.jax_scalar_h_functions`): the same model, traced to scalar operations only."""
+    from . import equations
+    from ._backends import jax_scalar_h_functions, retarget_to_jax
+
+    return retarget_to_jax(equations, **bindings(key, jax_scalar_h_functions))
 
 
 @functools.lru_cache(maxsize=None)

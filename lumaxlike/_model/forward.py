@@ -12,6 +12,7 @@ from .._params import HapkeParams
 from .._shapes import check_choice, check_float_dtype, layout
 from . import jax_model, numba_model
 from ._backends import jax_equations, jax_h_functions
+from .jax_cache import compilation_cache_scope
 
 __all__ = ["amsa", "h_function"]
 
@@ -23,17 +24,19 @@ def _amsa_flat(w, to_sun, to_sensor, normal, params):
     return jax_model.amsa_vector(w, to_sun, to_sensor, normal, params)
 
 
+@contextlib.contextmanager
 def precision_scope(*arrays):
-    """A context in which JAX computes in the inputs' precision.
+    """A context in which JAX computes in the inputs' precision, with lumaxlike's
+    persistent compilation cache (`jax_cache.compilation_cache_scope`).
 
     Float64 inputs run under a local `jax.enable_x64(True)` scope (thread-local); global
     JAX configuration is never changed.
     """
     # The dtype attribute where there is one: np.asarray would copy device arrays to the
     # host and fails on tracers (jax.grad through `amsa`).
-    if any((a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype) == np.float64 for a in arrays):
-        return jax.enable_x64(True)
-    return contextlib.nullcontext()
+    x64 = any((a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype) == np.float64 for a in arrays)
+    with compilation_cache_scope(), (jax.enable_x64(True) if x64 else contextlib.nullcontext()):
+        yield
 
 
 def amsa(w, to_sun, to_sensor, normal, params: HapkeParams, backend: str = "jax"):

@@ -38,9 +38,10 @@ def reflectance(albedo, to_sun, to_sensor, normal, model, backend: str = "jax"):
             bands; ``pixels`` alone is one band when the geometry has that pixel shape):
             the single-scattering albedo w in [0, 1] for a `HapkeParams`, the albedo A
             (>= 0) of a `PhotometricFunction` (r = A pht / pi).
-        to_sun, to_sensor, normal: direction vectors (east, north, up) toward the light
-            source, toward the sensor, and along the outward normal, shape
+        to_sun: direction vectors (east, north, up) toward the light source, shape
             ``pixels + (3,)`` or ``(3,)`` for all pixels; any length > 0.
+        to_sensor: direction vectors toward the sensor, same rule.
+        normal: outward surface normals, same rule.
         model: `HapkeParams` (then exactly `lumaxlike.amsa`) or `PhotometricFunction`.
         backend: ``"jax"`` (CPU or GPU) or ``"numba"`` (CPU, parallel).
 

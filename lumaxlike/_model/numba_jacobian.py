@@ -47,6 +47,7 @@ import numpy as np
 from .. import __version__
 from .._params import PARAMETER_NAMES
 from . import numba_cache
+from ._backends import EXACT_TERMS_CALL, numba_exact_terms_flat
 from ._jaxpr_to_python import scalar_jaxpr_to_split_source
 from .columns_program import traced_columns
 from .equations import GeometryTerms
@@ -74,7 +75,8 @@ FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 def _traced_columns(free: tuple[str, ...], key: ModelKey):
     """`columns_program.traced_columns` in float64 (its literals printed as such)."""
     with jax.enable_x64(True):  # local scope: float64 literals in the traced program
-        return traced_columns(free, key, np.float64)
+        # the exact H's tables as scalars: a scalar program, which `_jaxpr_to_python` prints
+        return traced_columns(free, key, np.float64, scalar_tables=key.h_function == "exact")
 
 
 def model_columns_source(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY):
@@ -82,8 +84,9 @@ def model_columns_source(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY):
     (source, row length, step length)."""
     argument_names = list(PARAMETER_NAMES) + list(GeometryTerms._fields)
     split = scalar_jaxpr_to_split_source(
-        _traced_columns(free, key), argument_names, free, "_known_part", "_step_part", "_free_part"
-    )
+        _traced_columns(free, key), argument_names, free, "_known_part", "_step_part", "_free_part",
+        opaque_calls={EXACT_TERMS_CALL: ("_exact_terms_flat", 1)},
+    )  # fmt: skip
     fixed = [name for name in PARAMETER_NAMES if name not in free]
     free_in_order = [name for name in PARAMETER_NAMES if name in free]  # the split's order
     row_names = [f"row{k}" for k in range(split.n_residuals)]
@@ -175,7 +178,8 @@ def _generated_module(free: tuple[str, ...], key: ModelKey, digest: str):
     except OSError:  # cache directory not creatable or writable: generate in memory
         source, row_length, step_length = meta or model_columns_source(free, key)
         module = type(sys)(name)
-        vars(module).update(math=math, ROW_LENGTH=row_length, STEP_LENGTH=step_length)
+        vars(module).update(math=math, ROW_LENGTH=row_length, STEP_LENGTH=step_length,
+                            _exact_terms_flat=numba_exact_terms_flat)  # fmt: skip
         exec(compile(source, f"<lumaxlike columns {key.name} {free}>", "exec"), vars(module))
         return module, False
 
@@ -186,6 +190,8 @@ Safe to delete (it is generated again when needed).
 """
 
 import math
+
+from lumaxlike._model._backends import numba_exact_terms_flat as _exact_terms_flat
 
 ROW_LENGTH = {row}
 STEP_LENGTH = {step}

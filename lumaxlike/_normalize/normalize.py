@@ -72,8 +72,10 @@ def normalize(
     Args:
         refl: observed bidirectional reflectance r [1/sr], shape ``pixels + (bands,)``
             (see `lumaxlike.invert`); float32 or float64, and the results have its dtype.
-        to_sun, to_sensor, normal: direction vectors (east, north, up), shape
+        to_sun: direction vectors (east, north, up) toward the source, shape
             ``pixels + (3,)`` or ``(3,)`` (see `lumaxlike.invert`).
+        to_sensor: toward the sensor, same rule.
+        normal: outward surface normals, same rule.
         params: `HapkeParams` (every configuration) or `PhotometricFunction`: the model
             and its parameters.
         solver: ``"jax"`` or ``"numba"``, the inversion's solver (the model at the
@@ -89,7 +91,9 @@ def normalize(
             WAC's) cost a few solver calls; maps whose every pixel differs cost one call
             per pixel (bin them first for speed). NaN or inf in a map makes that problem
             NONFINITE_INPUT.
-        max_iter, tol, chunk_size: as in `lumaxlike.invert`.
+        max_iter: as in `lumaxlike.invert`.
+        tol: as in `lumaxlike.invert`.
+        chunk_size: as in `lumaxlike.invert`.
 
     Returns:
         `NormalizationResult` (reflectance, status, sigma, w), each shaped like `refl`.

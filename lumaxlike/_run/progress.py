@@ -27,7 +27,7 @@ def progress_bar(progress, total: int, desc: str):
 
 @dataclass(frozen=True)
 class InversionSummary:
-    """What :func:`lumaxlike.invert_file` (or ``normalize_file``, ``fit_file``) did.
+    """What `lumaxlike.invert_file` (or `lumaxlike.normalize_file`, `lumaxlike.fit_file`) did.
 
     Attributes:
         outputs: ``{field: path}`` of the maps written.
@@ -35,8 +35,8 @@ class InversionSummary:
         bands: spectral bands per pixel.
         seconds: wall time of the run [s], reading and writing included.
         status_counts: ``{status name: number of (pixel, band) problems}``, every
-            :class:`lumaxlike.Status` member present (0 when it did not occur).
-        verb: what was done, for :meth:`describe` ("normalised" by normalize_file).
+            `lumaxlike.Status` member present (0 when it did not occur).
+        verb: what was done, for `describe` ("normalised" by normalize_file).
         resumed: with ``resume=True``, what was taken from an interrupted run's journal
             (e.g. ``"3 of 5 blocks from an interrupted run"``, or ``"none: no
             interrupted run"``); None otherwise.

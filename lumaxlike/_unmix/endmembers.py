@@ -144,15 +144,19 @@ class Endmembers:
         Args:
             reflectance: bidirectional reflectance r [1/sr] (RADF / pi; a reflectance
                 factor REFF = pi r / cos i), shape (n_endmembers, n_bands).
-            incidence, emission: angles of the laboratory measurement [rad].
+            incidence: incidence angle of the laboratory measurement [rad].
+            emission: emission angle of the laboratory measurement [rad].
             azimuth: azimuth of the observer relative to the source psi [rad] (0:
                 backscatter side), as `lumaxlike.geometry_from_angles` takes it. One
                 geometry for every spectrum (scalars), or one per endmember (shape
                 (n_endmembers,)).
             params: the `HapkeParams` the spectra are inverted with (the same as the
                 mixture's, normally).
-            density, grain_size, extinction_efficiency, wavelengths, names: as the
-                attributes (names default to "endmember_0", ...).
+            density: as the attribute.
+            grain_size: as the attribute.
+            extinction_efficiency: as the attribute.
+            wavelengths: as the attribute.
+            names: as the attribute (default "endmember_0", ...).
             solver: `invert`'s solver.
             phase: the endmembers' own phase functions (the attribute `phase`), or None:
                 given, each spectrum is inverted with its endmember's phase function (in
@@ -249,8 +253,8 @@ class Endmembers:
             `Endmembers` named as the library's spectra, with ``wavelengths`` the cube's.
 
         Raises:
-            ValueError naming the spectrum and its file where it does not cover a band
-            of the cube or `invert` cannot fit it, or a bad argument.
+            ValueError: naming the spectrum and its file where it does not cover a band
+                of the cube or `invert` cannot fit it, or a bad argument.
         """
         from .._io.spectral_library import SpectralLibrary
 

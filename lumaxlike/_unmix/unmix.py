@@ -92,9 +92,10 @@ def unmix(
     Args:
         refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape
             ``pixels + (bands,)``, bands last, the endmembers' bands. Computed in float64.
-        to_sun, to_sensor, normal: direction vectors (east, north, up) toward the source,
-            toward the observer, and the outward surface normal, shape ``pixels + (3,)``
-            or ``(3,)`` for all pixels (as for `invert`).
+        to_sun: direction vectors (east, north, up) toward the source, shape
+            ``pixels + (3,)`` or ``(3,)`` for all pixels (as for `invert`).
+        to_sensor: toward the observer, same rule.
+        normal: outward surface normals, same rule.
         endmembers: `Endmembers` (albedo spectra on the cube's bands, density, grain
             size, extinction efficiency). A shared dark neutral endmember is one more row
             with constant w. A free grain size per endmember is not offered: under this

@@ -1,12 +1,13 @@
-"""Every example in README.md runs as written.
+"""Every example in README.md and on the documentation site (docs/**/*.md) runs as written.
 
 Each ```python block runs standalone in a fresh subprocess with a temporary working
 directory; a block that reads ``lumaxlike-demo/`` finds there the files of a small
 ``lumaxlike demo`` run. A block that compares with ``w_true`` must print its largest error
 as ``max |w - w_true| = ...``, which must be below 1e-6. Every ``lumaxlike`` command line
 of the ```bash blocks (except the ``...`` placeholders and the Set-up commands, which
-install the package) runs verbatim in one directory after the demo, in order; the
-``lumaxlike invert`` ones must recover the demo's w.
+install the package) runs verbatim in one directory after the demo, page by page and in
+order within a page; the ``lumaxlike invert`` ones must recover the demo's w. Anything
+meant to be read but not run is fenced as ```text.
 """
 
 import re
@@ -20,17 +21,22 @@ import numpy as np
 import pytest
 import rasterio
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 DEMO_ARGS = ["--size", "24", "--solver", "numba", "--no-figure"]
 DEMO_DIR = "lumaxlike-demo"
 ERROR_LINE = re.compile(r"max \|w - w_true\| = (\S+)")
 TIMEOUT_S = 600
 
 
-def code_blocks(language: str) -> list[str]:
-    """The fenced blocks of README.md in ``language``, in order."""
-    text = README.read_text(encoding="utf-8")
-    return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+def code_blocks(language: str, pages=PAGES) -> list[tuple[str, str]]:
+    """(page, block) for the fenced blocks in ``language`` of ``pages``, in order."""
+    return [
+        (page.relative_to(ROOT).as_posix(), block)
+        for page in pages
+        for block in re.findall(rf"^```{language}\n(.*?)^```", page.read_text(encoding="utf-8"),
+                                flags=re.DOTALL | re.MULTILINE)
+    ]
 
 
 def command_lines(block: str) -> list[list[str]]:
@@ -40,9 +46,9 @@ def command_lines(block: str) -> list[list[str]]:
 
 
 def cli_commands() -> list[list[str]]:
-    """Every ``lumaxlike ...`` command of the README's bash blocks that can run as written."""
+    """Every ``lumaxlike ...`` command of the pages' bash blocks that can run as written."""
     return [
-        words for block in code_blocks("bash") for words in command_lines(block)
+        words for _, block in code_blocks("bash") for words in command_lines(block)
         if words[0] == "lumaxlike" and "..." not in words and "&&" not in words
     ]
 
@@ -68,22 +74,35 @@ def demo_files(tmp_path_factory) -> Path:
 PYTHON_BLOCKS = code_blocks("python")
 
 
-def test_readme_has_the_examples():
-    assert len(PYTHON_BLOCKS) >= 6
-    assert any("xr.open_dataarray(\"lumaxlike-demo/reflectance.nc\")" in b for b in PYTHON_BLOCKS)
+def test_pages_have_the_examples():
+    pages = {page for page, _ in PYTHON_BLOCKS}
+    assert "README.md" in pages and len(pages) >= 10, pages
+    assert len(PYTHON_BLOCKS) >= 15
+    opens_the_cube = 'xr.open_dataarray("lumaxlike-demo/reflectance.nc")'
+    assert any(opens_the_cube in block for _, block in PYTHON_BLOCKS)
     inverts = [words for words in cli_commands() if words[1] == "invert" and "--out" in words]
     assert any("--params-from" not in words for words in inverts)
     assert any("--params-from" in words for words in inverts)
 
 
-@pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[f"block{k}" for k in range(len(PYTHON_BLOCKS))])
-def test_python_block_runs_standalone(block, tmp_path, request):
+def _block_ids() -> list[str]:
+    seen: dict[str, int] = {}
+    ids = []
+    for page, _ in PYTHON_BLOCKS:
+        seen[page] = seen.get(page, 0) + 1
+        ids.append(f"{page}-{seen[page]}")
+    return ids
+
+
+@pytest.mark.parametrize(("page", "block"), PYTHON_BLOCKS, ids=_block_ids())
+def test_python_block_runs_standalone(page, block, tmp_path, request):
     if f"{DEMO_DIR}/" in block:
         shutil.copytree(request.getfixturevalue("demo_files"), tmp_path / DEMO_DIR)
     script = tmp_path / "block.py"
     script.write_text(block, encoding="utf-8")
     done = run([sys.executable, str(script)], tmp_path)
-    assert done.returncode == 0, f"{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+    assert done.returncode == 0, (
+        f"{page}:\n{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
     errors = [float(value) for value in ERROR_LINE.findall(done.stdout)]
     if "w_true" in block:
         assert len(errors) == 1, f"the block must print its 'max |w - w_true| = ...':\n{done.stdout}"
