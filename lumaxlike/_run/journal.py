@@ -142,7 +142,6 @@ class Journal:
             "settings": json.loads(json.dumps(dict(settings), default=str)),
         }
         self.finished: set[tuple[int, int]] = set()
-        self.resumed_blocks = 0
         self.found = False  # a journal of an interrupted run was found (and matched)
         self._open = False
 
@@ -187,7 +186,6 @@ class Journal:
         """The recorded result maps of a finished block."""
         with np.load(self.folder / _block_name(rows), allow_pickle=False) as data:
             block = {field: data[field] for field in self.fields}
-        self.resumed_blocks += 1
         return block
 
     def record(self, rows: slice, block) -> None:
@@ -209,13 +207,6 @@ class Journal:
             with deferred():
                 _remove_tree(self.folder)
             self._open = False
-
-    def describe(self, blocks: int) -> str | None:
-        """What the run took from the journal, e.g. ``"3 of 5 blocks from an interrupted
-        run"``; None when it took nothing."""
-        if not self.found:
-            return None
-        return f"{self.resumed_blocks} of {blocks} blocks from an interrupted run"
 
 
 def _changes(recorded: dict, current: dict) -> list[str]:
