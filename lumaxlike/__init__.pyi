@@ -25,6 +25,7 @@ from ._io import (
     write_result as write_result,
 )
 from ._io.spectral_library import SpectralLibrary as SpectralLibrary, read_spectral_library as read_spectral_library
+from ._io.product_dataarray import open_product as open_product
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
 from ._inverse.status import Status as Status

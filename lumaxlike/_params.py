@@ -56,10 +56,12 @@ class HapkeParams(eqx.Module):
             p = (1+c)/2 HG(b) + (1-c)/2 HG(-b), so c > 0 is back-scattering).
         roughness: Hapke (1984) mean slope angle theta-bar [rad], 0 <= roughness < pi/2;
             0 (default) is a smooth surface.
-        hs, bs0: shadow-hiding opposition-effect width h_S [-] and amplitude B_S0 [-];
-            hs = 0 (default) switches it off.
-        hc, bc0: coherent-backscatter width h_C [-] and amplitude B_C0 [-]; hc = 0
-            (default) switches it off.
+        hs: shadow-hiding opposition-effect width h_S [-]; hs = 0 (default) switches
+            the effect off.
+        bs0: shadow-hiding opposition-effect amplitude B_S0 [-].
+        hc: coherent-backscatter opposition-effect width h_C [-]; hc = 0 (default)
+            switches the effect off.
+        bc0: coherent-backscatter opposition-effect amplitude B_C0 [-].
         legendre: optional Legendre coefficients b_0..b_15 of the phase function,
             p(g) = sum_n b_n P_n(cos g) (b_0 = 1); when given they replace the double
             Henyey-Greenstein (b and c are then unused); only with phase_function

@@ -35,17 +35,18 @@ class PhotometricFunction(eqx.Module):
 
     `lumaxlike.reflectance` evaluates it, `lumaxlike.invert` recovers A per pixel and
     band in closed form (`InversionResult.w` then holds A). A pytree (an
-    `equinox.Module`) whose `kind` is static. Each parameter is one finite real number,
-    >= 0; a parameter the kind does not use must keep its default (a ValueError naming
-    the field otherwise, so that nothing given is silently ignored).
+    `equinox.Module`) whose `kind` is static. Each parameter is one finite real
+    number, at least 0; a parameter the kind does not use must keep its default (a
+    ValueError naming the field otherwise, so that nothing given is silently ignored).
 
     Attributes:
         kind: ``"lambert"``, ``"lommel_seeliger"``, ``"lunar_lambert"``, ``"minnaert"``
             or ``"shkuratov"``.
         limb_darkening: Lunar-Lambert's L [-], >= 0 (default 1, as in ISIS).
         minnaert_k: Minnaert's exponent k [-], >= 0 (default 1, as in ISIS).
-        mu1, m, mu2: Shkuratov's phase-function parameters [1/rad, -, 1/rad], >= 0
-            (default 0: f = 1).
+        mu1: Shkuratov's phase-function parameter mu1 [1/rad], >= 0 (default 0).
+        m: Shkuratov's phase-function parameter m [-], >= 0 (default 0: f = 1).
+        mu2: Shkuratov's phase-function parameter mu2 [1/rad], >= 0 (default 0).
         eta: Shkuratov's disk-function roughness parameter [-], >= 0 (default 0: the
             Akimov function).
     """

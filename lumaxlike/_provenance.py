@@ -32,6 +32,12 @@ key                            value
                                ``[incidence, emission, phase]`` in degrees
 ``lumaxlike_input_param_maps`` (normalisation with parameter maps only) a list of
                                ``[field, path]`` pairs, roughness maps in degrees
+``lumaxlike_product``          (file inputs only) what the input cube is and what was
+                               done with it: ``kind`` (e.g. "M3 L2 reflectance (RFL)"),
+                               ``label``, ``wavelengths`` (their source, or "unknown"),
+                               ``bad_bands``, ``thermal_bands``, the radiance conversion
+                               (``solar_spectrum``, ``solar_distance_au``), the
+                               ``geometry`` used and why (see docs/mission-products.md)
 =============================  ========================================================
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
@@ -198,6 +204,9 @@ class Provenance:
         resumed: for a run resumed from the journal of a killed one (``--resume``),
             what it took from it, e.g. ``"3 of 5 blocks from an interrupted run"``;
             None otherwise.
+        product: for file inputs, what the cube is and what was done with it (kind,
+            label, wavelengths, bad and thermal bands, radiance conversion, geometry used
+            and why); None for in-memory data and older records.
     """
 
     version: str
@@ -217,6 +226,7 @@ class Provenance:
     standard: tuple | None = None
     param_maps: tuple | None = None
     resumed: str | None = None
+    product: Mapping | None = None
 
     @property
     def surface(self) -> str | None:
@@ -267,6 +277,8 @@ class Provenance:
             values["input_param_maps"] = [list(pair) for pair in self.param_maps]
         if self.resumed is not None:
             values["resumed"] = self.resumed
+        if self.product is not None:
+            values["product"] = dict(self.product)
         if any(getattr(p, "legendre", None) is not None for p in self.params):
             values["param_legendre"] = _per_band(
                 [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
@@ -375,6 +387,7 @@ class Provenance:
             standard=standard,
             param_maps=param_maps,
             resumed=get("resumed", optional=True),
+            product=_product(get("product", optional=True), source),
         )
 
     def check_reproducible(self, source="the output") -> None:
@@ -387,7 +400,8 @@ class Provenance:
 
 def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,
                     command: str, cube=None, geometry=None, dtm=None, created: str | None = None,
-                    geometry_layout=None, standard=None, param_maps=None) -> Provenance:
+                    geometry_layout=None, standard=None, param_maps=None,
+                    product=None) -> Provenance:
     """The record of a run, with the solver defaults resolved to the values used.
 
     Args:
@@ -400,6 +414,8 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
         geometry_layout: how the geometry was read (``GeometryReader.record()``), or None.
         standard: a normalisation's standard geometry (incidence, emission, phase) [rad].
         param_maps: a normalisation's parameter maps, ``{field: path or array}``.
+        product: what the input cube is and what was done with it (a JSON-able mapping,
+            `lumaxlike._io.product_cube.ProductCube.record`), or None.
     """
     from . import __version__
     from ._inverse.invert import DEFAULT_MAX_ITER, default_tolerance
@@ -426,6 +442,7 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
             (str(name), _input_path(value) if isinstance(value, (str, Path)) else None)
             for name, value in param_maps.items()
         ),
+        product=None if product is None else dict(product),
     )
 
 
@@ -478,6 +495,13 @@ def _geometry_layout(value, source):
         return None
     if not isinstance(value, dict) or value.get("surface") not in ("local", "ellipsoid"):
         raise ValueError(f"{source}: {PREFIX}geometry_layout has the unexpected value {value!r}")
+    return value
+
+
+def _product(value, source):
+    """The recorded product: a mapping, or None."""
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{source}: {PREFIX}product has the unexpected value {value!r}")
     return value
 
 

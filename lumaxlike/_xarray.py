@@ -42,8 +42,10 @@ import xarray as xr
 
 from ._geometry import direction_from_zenith_azimuth, geometry_from_angles
 from ._inverse.invert import default_chunk_pixels
+from ._inverse.status import Status
 from ._run.tasks import SolverOptions, invert_block, per_band_params
 from ._io.geometry_rasters import ANGLE_ROLES
+from ._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
 from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from ._io.layout import FIELD_ATTRS, RESULT_FIELDS
 from ._provenance import make_provenance, python_call
@@ -263,7 +265,8 @@ def _invert_chunk(refl, to_sun, to_sensor, normal, *, units, params, options, si
 def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", *, units: str,
                      spectral_dim: str | None = None, refl_sigma: float | None = None,
                      max_iter: int | None = None, tol: float | None = None,
-                     num_threads: int | None = None) -> xr.Dataset:
+                     num_threads: int | None = None,
+                     correction_undone: bool = False) -> xr.Dataset:
     """Invert a reflectance DataArray for single-scattering albedo, chunk by chunk.
 
     Args:
@@ -274,13 +277,19 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
         geometry: Dataset or dict of DataArrays aligned with ``refl`` on the pixel dims
             (coordinates must match exactly): angles [deg] or vectors, plus an optional
             ``normal`` (see the module docstring). Variables may omit pixel dims over
-            which the geometry is constant.
+            which the geometry is constant. None for a product normalised to a standard
+            geometry (opened with `lumaxlike.open_product`, e.g. M3 L2): inverted
+            flat at that geometry; such a product with a geometry is refused unless
+            ``correction_undone``.
         params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction`
             (then ``w`` holds its albedo A, solved in closed form), or a sequence of one
             per band.
         solver: ``"jax"`` (default, as in `lumaxlike.invert`) or ``"numba"``.
         units: what ``refl`` holds: ``"r"`` [1/sr], ``"radf"`` (pi r) or ``"reff"``
             (pi r / cos i, local incidence); required, never guessed.
+        correction_undone: see ``geometry``. Bands ``refl``'s attrs mark bad
+            (``lumaxlike_bad_bands``, from `lumaxlike.open_product`) get the status
+            ``BAD_BAND``.
         spectral_dim: name of the spectral dim when it is neither ``band`` nor
             ``wavelength``.
         refl_sigma: standard uncertainty of ``refl`` in ``units`` (one number); None for
@@ -304,6 +313,8 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
         ValueError: bad argument (names it), misaligned geometry.
     """
     _check_front_end(refl, units, refl_sigma)
+    standard = geometry is None
+    geometry = product_geometry_of(refl, geometry, correction_undone)
     options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     spec = _spectral_dim(refl, spectral_dim)
     pixel_dims = [dim for dim in refl.dims if dim != spec]
@@ -325,10 +336,17 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
     )
     variables = {field: _with_map_attrs(output.transpose(*refl.dims), FIELD_ATTRS[field], refl)
                  for field, output in zip(RESULT_FIELDS, outputs)}
+    bad = bad_bands_of(refl)
+    if bad is not None:
+        marked = xr.DataArray(np.isin(np.arange(refl.sizes[spec]), bad), dims=(spec,))
+        status = variables["status"]
+        variables["status"] = xr.where(marked, np.int8(Status.BAD_BAND), status).astype(
+            np.int8).transpose(*status.dims).assign_attrs(status.attrs)
     provenance = make_provenance(
         params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
         refl_sigma=refl_sigma, dtype=dtype, cube=refl.encoding.get("source"),
         geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
+        product=product_record_of(refl, standard),
         command=python_call("invert_dataarray", refl, geometry, params, solver, units=units,
                             spectral_dim=spectral_dim, refl_sigma=refl_sigma, max_iter=max_iter,
                             tol=tol, num_threads=num_threads),

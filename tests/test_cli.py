@@ -68,13 +68,16 @@ def test_sigma_progress_and_per_band_parameters(tmp_path, capsys, scene_files):
         np.testing.assert_allclose(np.moveaxis(ds.w.values, 0, -1), scene["w"], atol=1e-9)
 
 
-def test_all_nan_cube_succeeds_with_nonfinite_status(tmp_path, capsys):
+def test_all_nan_cube_writes_nonfinite_status_and_exits_1_saying_why(tmp_path, capsys):
     scene = make_scene()
     cube, obs, _ = write_scene(tmp_path, scene, cube_values=np.full(scene["r"].shape, np.nan))
     code, err = run(capsys, *invert_args(cube, obs, tmp_path / "w.tif"))
-    assert code == 0, err
+    assert code == 1, err  # nothing was solved: never exit 0 (issue 23)
     assert np.all(read_cube(tmp_path / "w_status.tif")[0] == Status.NONFINITE_INPUT)
     assert f"NONFINITE_INPUT {scene['r'].size}" in err
+    assert err.strip().splitlines()[-1] == (
+        f"lumaxlike invert: error: no problem converged (NONFINITE_INPUT {scene['r'].size}): "
+        "every pixel is nodata or NaN (in the cube or the geometry)")
 
 
 def assert_bad_input(code, err, *names):

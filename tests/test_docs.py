@@ -8,6 +8,7 @@ tutorials run in tests/test_notebooks.py, and the copies the site shows
 (docs/tutorials/, with outputs) must hold the same cells.
 """
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -135,3 +136,28 @@ def test_rendered_tutorial_matches_its_notebook(path):
     )
     errors = [o for cell in code for o in cell.outputs if o.output_type == "error"]
     assert not errors, errors
+
+
+def test_a_workflow_page_missing_from_the_nav_is_added_after_its_neighbour(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "docs_hooks", ROOT / "docs" / "hooks.py"
+    )
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    for name, title in [
+        ("fit.md", "Fit"),
+        ("sampling.md", "Posterior sampling"),
+        ("x.md", "X"),
+    ]:
+        (tmp_path / name).write_text(f"# {title}\n\ntext\n")
+    nav = [
+        {"Home": "fit.md"},
+        {"Workflows": [{"Fit": "fit.md"}, {"Other": "other.md"}]},
+    ]
+    hooks.on_config({"nav": nav, "docs_dir": str(tmp_path)})
+    assert nav[1]["Workflows"] == [
+        {"Fit": "fit.md"},
+        {"Posterior sampling": "sampling.md"},
+        {"Other": "other.md"},
+        {"X": "x.md"},
+    ]

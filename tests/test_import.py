@@ -27,6 +27,7 @@ PUBLIC = {
     "GoniometerTable", "read_goniometer_table",
     "unmix_dataarray", "unmix_file",
     "fit_dataarray", "fit_file",
+    "open_product",
 }  # fmt: skip
 
 

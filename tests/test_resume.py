@@ -16,6 +16,7 @@ from lumaxlike._io import read_cube, result_paths
 from lumaxlike._run.journal import JOURNAL_MARK
 
 from .test_cli import invert_args
+from .test_cli_fit import stack  # noqa: F401 (a fixture)
 from .test_io import make_scene, write_scene
 
 # Runs the command line in a fresh process that kills itself with SIGKILL once the journal
@@ -131,3 +132,22 @@ def test_resume_without_an_interrupted_run_starts_afresh(tmp_path, scene, capsys
     assert main(invert_args(cube, obs, out, "--resume")) == 0
     assert "resumed: nothing: no interrupted run of these outputs was found" in capsys.readouterr().err
     assert read_provenance(out).resumed is None
+
+
+def test_a_killed_fit_resumes_bit_identical(tmp_path, stack, capsys):
+    # fit reads a stack of cubes per block (its own reader), through the same journal
+    cubes, obs, _, _ = stack
+    args = ["fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b", "--chunk", "1"]
+    (tmp_path / "ref").mkdir()
+    reference = tmp_path / "ref" / "fit.tif"
+    assert main([*args, "--out", reference]) == 0
+    out = tmp_path / "fit.tif"
+    kill_mid_run([*args, "--out", out], after=2)
+    assert not out.exists() and len(journal_blocks(out)) == 2
+    capsys.readouterr()
+    assert main([*args, "--out", out, "--resume"]) == 0
+    assert "resumed: 2 of 5 blocks from an interrupted run" in capsys.readouterr().err
+    fields = ("w", "b", "sigma_w", "sigma_b", "status", "iterations", "residual", "observations")
+    for name in fields:
+        found, expected = (read_cube(result_paths(path, fields)[name])[0] for path in (out, reference))
+        assert found.dtype == expected.dtype and np.array_equal(found, expected, equal_nan=True), name

@@ -9,7 +9,6 @@ from pathlib import Path
 from .model import model_from_options, same_params
 from .options import (
     DEFAULT_SOLVER,
-    EXIT_OK,
     add_hapke_model_options,
     add_run_options,
     number_list,
@@ -17,6 +16,7 @@ from .options import (
     positive_int,
     quiet_cluster_logs,
 )
+from .products import finish
 
 __all__ = ["add_parser", "run"]
 
@@ -207,4 +207,4 @@ def run(args) -> int:
         f"{summary.describe().replace('inverted', 'fitted', 1)}",
         file=sys.stderr,
     )
-    return EXIT_OK
+    return finish("fit", summary)

@@ -9,12 +9,19 @@ from pathlib import Path
 from .model import model_from_options, read_record, resolve_settings
 from .options import (
     DEFAULT_SOLVER,
-    EXIT_OK,
     add_model_options,
     add_run_options,
     positive_float,
     positive_int,
     quiet_cluster_logs,
+)
+from .products import (
+    INPUT_UNITS,
+    UNITS_HELP,
+    add_product_options,
+    cube_bands,
+    finish,
+    product_kwargs,
 )
 
 __all__ = ["add_parser", "run"]
@@ -89,7 +96,9 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         "AVIRIS-NG/AVIRIS-3/EMIT OBS, CRISM DDR and ISIS phocube spell them, matched "
         "case-insensitively, e.g. 'To-Sun Zenith', 'To-Inst AZM', 'Facet Slope', "
         "'INA at areoid, deg', 'Local Incidence Angle' (full list: "
-        "lumaxlike.OBS_BAND_NAMES). Required, unless --params-from gives it",
+        "lumaxlike.OBS_BAND_NAMES). Required, unless --params-from gives it or the "
+        "cube is a product normalised to a standard geometry (M3 L2 RFL, CRISM "
+        "MTRDR/TER: inverted flat there; see --correction-undone)",
     )
     invert.add_argument(
         "--surface",
@@ -110,11 +119,8 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
     )
     invert.add_argument(
         "--units",
-        choices=("r", "radf", "reff"),
-        help="what the cube holds: r = bidirectional reflectance [1/sr], "
-        "radf = radiance factor I/F = pi r [-], reff = reflectance factor "
-        "pi r / cos i [-] (local incidence i). Required, unless --params-from "
-        "gives it",
+        choices=INPUT_UNITS,
+        help=UNITS_HELP + ". Required, unless --params-from gives it",
     )
     invert.add_argument(
         "--solver",
@@ -125,6 +131,7 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         f"(default {DEFAULT_SOLVER}{recorded})",
     )
     add_model_options(invert, recorded)
+    add_product_options(invert)
     invert.add_argument(
         "--tol",
         type=positive_float,
@@ -158,12 +165,10 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
 def run(args) -> int:
     """Run ``lumaxlike invert`` on parsed ``args``; return its exit code."""
     from .._io.file_inversion import invert_file
-    from .._io.raster import CubeReader
 
     record = read_record(args)
     settings = resolve_settings(args, record)
-    with CubeReader(args.cube) as cube:
-        bands = cube.info.bands
+    bands = cube_bands(args.cube, settings["units"], args)
     params = model_from_options(args, bands, record)
     quiet_cluster_logs(args)
     summary = invert_file(
@@ -177,6 +182,7 @@ def run(args) -> int:
         scheduler=args.scheduler,
         command=args.command_line,
         resume=args.resume,
+        **product_kwargs(args),
         **settings,
     )
     # one line, once the run has succeeded (an error is then the only line on stderr)
@@ -185,4 +191,4 @@ def run(args) -> int:
         f"{settings['solver']}: {summary.describe()}",
         file=sys.stderr,
     )
-    return EXIT_OK
+    return finish("invert", summary)

@@ -51,6 +51,13 @@ def read_record(args):
     return record
 
 
+def is_normalised(path) -> bool:
+    """True for a product normalised to a standard geometry (see :mod:`.products`)."""
+    from .products import is_normalised as normalised
+
+    return path is not None and normalised(path)
+
+
 def resolve_settings(args, record) -> dict:
     """Settings of the run: the options given, else --params-from's record, else defaults."""
     settings = {}
@@ -70,7 +77,9 @@ def resolve_settings(args, record) -> dict:
             )
         settings["geometry"] = dict(geometry)
     for flag in ("--geometry", "--units"):
-        if settings[dest(flag)] is None:
+        if settings[dest(flag)] is None and not (
+            flag == "--geometry" and is_normalised(getattr(args, "cube", None))
+        ):  # a normalised product (M3 L2) is inverted at its standard geometry
             raise ValueError(
                 f"{flag} is required (or --params-from an output that records it)"
             )

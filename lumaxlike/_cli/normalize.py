@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from .model import model_from_options, read_record, resolve_settings
-from .options import EXIT_OK, HAPKE_OPTIONS, number_list, quiet_cluster_logs
+from .options import HAPKE_OPTIONS, number_list, quiet_cluster_logs
+from .products import cube_bands, finish, product_kwargs
 
 __all__ = ["add_parser", "run"]
 
@@ -98,7 +99,6 @@ def add_parser(commands, invert, formatter) -> None:
 def run(args) -> int:
     """Run ``lumaxlike normalize`` on parsed ``args``; return its exit code."""
     from .._io.file_normalization import normalize_file
-    from .._io.raster import CubeReader
     from .._normalize.standard import DEFAULT_STANDARD
 
     record = read_record(args)
@@ -112,8 +112,7 @@ def run(args) -> int:
     param_maps = {PARAM_MAP_NAMES[name]: path for name, path in (args.param_map or [])}
     if len(param_maps) != len(args.param_map or []):
         raise ValueError("--param-map gives the same parameter twice")
-    with CubeReader(args.cube) as cube:
-        bands = cube.info.bands
+    bands = cube_bands(args.cube, settings["units"], args)
     params = model_from_options(args, bands, record)
     quiet_cluster_logs(args)
     try:
@@ -130,6 +129,7 @@ def run(args) -> int:
             scheduler=args.scheduler,
             command=args.command_line,
             resume=args.resume,
+            **product_kwargs(args),
             **settings,
         )
     except ValueError as error:
@@ -144,4 +144,4 @@ def run(args) -> int:
         f"{summary.describe()}",
         file=sys.stderr,
     )
-    return EXIT_OK
+    return finish("normalize", summary)

@@ -8,7 +8,6 @@ from pathlib import Path
 from .model import model_from_options, same_params
 from .options import (
     DEFAULT_SOLVER,
-    EXIT_OK,
     add_model_options,
     add_run_options,
     number_list,
@@ -16,6 +15,13 @@ from .options import (
     positive_int,
     quiet_cluster_logs,
     scalar_or_list,
+)
+from .products import (
+    INPUT_UNITS,
+    UNITS_HELP,
+    add_product_options,
+    finish,
+    product_kwargs,
 )
 
 __all__ = ["add_parser", "run"]
@@ -66,9 +72,9 @@ def add_parser(commands, formatter) -> None:
     unmix.add_argument(
         "--geometry",
         type=Path,
-        required=True,
         metavar="OBS",
-        help="geometry backplane on the cube's grid, as for `lumaxlike invert` (required)",
+        help="geometry backplane on the cube's grid, as for `lumaxlike invert` (required, "
+        "unless the cube is a product normalised to a standard geometry, e.g. M3 L2)",
     )
     unmix.add_argument(
         "--surface",
@@ -84,9 +90,9 @@ def add_parser(commands, formatter) -> None:
     )
     unmix.add_argument(
         "--units",
-        choices=("r", "radf", "reff"),
+        choices=INPUT_UNITS,
         required=True,
-        help="what the cube holds, as for `lumaxlike invert` (required)",
+        help=UNITS_HELP + " (required)",
     )
     unmix.add_argument(
         "--endmembers",
@@ -185,6 +191,7 @@ def add_parser(commands, formatter) -> None:
         help=f"solver, as for `lumaxlike invert` (default {DEFAULT_SOLVER})",
     )
     add_model_options(unmix)
+    add_product_options(unmix)
     unmix.add_argument(
         "--tol",
         type=positive_float,
@@ -217,12 +224,19 @@ def add_parser(commands, formatter) -> None:
 def run(args) -> int:
     """Run ``lumaxlike unmix`` on parsed ``args``; return its exit code."""
     from .._io.file_unmixing import cube_wavelengths_um, unmix_file
-    from .._io.raster import CubeReader
+    from .._io.product_cube import ProductCube
     from .._io.spectral_library import read_spectral_library
     from .._params import HapkeParams
     from .._unmix.endmembers import Endmembers
 
-    with CubeReader(args.cube) as cube:
+    with ProductCube(
+        args.cube,
+        args.units,
+        thermal_bands=args.thermal_bands,
+        wavelengths_from=args.wavelengths_from,
+        check_values=False,
+        convert=False,
+    ) as cube:
         info = cube.info
     params = model_from_options(args, info.bands)
     if not isinstance(params[0], HapkeParams) or not same_params(params):
@@ -272,10 +286,11 @@ def run(args) -> int:
         command=args.command_line,
         resume=args.resume,
         surface=args.surface,
+        **product_kwargs(args),
     )
     print(
         f"lumaxlike unmix: {args.cube} ({args.units}) -> {args.out}, {args.route} route, solver "
         f"{args.solver}: {summary.describe()}",
         file=sys.stderr,
     )
-    return EXIT_OK
+    return finish("unmix", summary)

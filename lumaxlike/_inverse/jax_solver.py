@@ -165,7 +165,8 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
 
     Attributes:
         tol: convergence tolerance on the step of every parameter.
-        lower, upper: bounds each parameter is projected onto, shape (p,) or scalars.
+        lower: lower bounds each parameter is projected onto, shape (p,) or a scalar.
+        upper: upper bounds, the same way.
         jacobian: None (the Jacobian by `jax.linearize` of the residual function), or a
             function (y, args) -> (residuals, columns) that gives the residuals and the
             p columns of the Jacobian (each batch + (observations,)) together, such as

@@ -24,10 +24,13 @@ class Status(enum.IntEnum):
     #: number of free parameters plus one) once masked observations (NaN reflectance or
     #: geometry, outside `observation_limits`) are left out
     TOO_FEW_OBSERVATIONS = 6
+    #: (file inputs) the cube marks this band bad (ENVI ``bbl`` = 0, as M3 and other
+    #: spectrometer headers do): not solved, its values are NaN
+    BAD_BAND = 7
 
     @classmethod
     def legend(cls) -> dict[int, str]:
-        """``{code: name}`` of every status, e.g. ``{0: "CONVERGED", ..., 6: "TOO_FEW_OBSERVATIONS"}``.
+        """``{code: name}`` of every status, e.g. ``{0: "CONVERGED", ..., 7: "BAD_BAND"}``.
 
         The one source of every status legend lumaxlike writes (GeoTIFF/ENVI
         ``status_codes`` tag, netCDF/zarr ``flag_values`` / ``flag_meanings``); use it

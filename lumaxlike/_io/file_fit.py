@@ -41,6 +41,7 @@ from .._run.tasks import check_solver
 from .file_inversion import BLOCK_TARGET_BYTES
 from .file_runs import check_not_an_input, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
+from .products import refuse_normalised
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter
@@ -168,6 +169,8 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = [stack.enter_context(CubeReader(path)) for path in cubes]
+        for reader in readers:
+            refuse_normalised(reader.located, "fit")
         info = readers[0].info
         for reader in readers[1:]:
             check_aligned(info.grid, reader.info.grid, "cube")

@@ -17,7 +17,8 @@ from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import cube_block_reader, run_blocks
 from .._run.tasks import SolverOptions, check_solver, per_band_params
 from .geometry_rasters import GeometryReader
-from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader
+from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
+from .raster import GDAL_CACHE_BYTES, CubeInfo
 from .file_runs import check_not_an_input, geometry_paths, parallel_call
 from .units import check_units
 from .writers import RESULT_FIELDS, ResultWriter
@@ -41,10 +42,12 @@ def default_chunk_rows(info: CubeInfo) -> int:
     return int(min(rows, info.grid.height))
 
 
-def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, units,
+def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver, units,
                 chunk_rows=None, overwrite=False, progress=None, sigma=None, workers=1,
                 max_iter=None, tol=None, command=None, surface="auto",
-                scheduler=None, resume=False) -> InversionSummary:
+                scheduler=None, correction_undone=False, reff_incidence=None,
+                solar_spectrum=None, solar_distance=None, wavelengths_from=None,
+                thermal_bands="keep", resume=False) -> InversionSummary:
     """Invert a reflectance cube file for single-scattering albedo maps, block by block.
 
     Reads ``chunk_rows`` rows of the cube and of the geometry at a time, converts them to
@@ -67,7 +70,11 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             ``facet_aspect``, ``local_incidence``, ``local_emission``, ``facet_cos_i``)
             to single-band raster paths or ``(rows, cols)`` arrays; angles in degrees,
             azimuths clockwise from north (see `lumaxlike._io.backplanes`). Rasters
-            must be aligned with the cube.
+            must be aligned with the cube. None (the default) for a product normalised
+            to a standard geometry (M3 L2 ``RFL``: i = 30, e = 0, g = 30 deg; CRISM
+            MTRDR / TER), which is then inverted flat at that geometry; such a product
+            with a geometry is refused unless ``correction_undone``. See
+            docs/mission-products.md.
         dtm: optional DTM path (heights [m], projected CRS, same grid) for local normals;
             None for none.
         surface: which angles to use when the geometry carries both ellipsoid and
@@ -79,8 +86,24 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
             (the w map then holds its albedo A, solved in closed form), or a sequence of
             one per band.
         solver: ``"jax"`` or ``"numba"``.
-        units: what the cube holds: ``"r"`` (1/sr), ``"radf"`` (pi r) or ``"reff"``
-            (pi r / cos i, with the local incidence); required, never guessed.
+        units: what the cube holds: ``"r"`` (1/sr), ``"radf"`` (pi r = I/F), ``"reff"``
+            (pi r / cos i) or ``"radiance"`` [W m^-2 um^-1 sr^-1], converted to I/F =
+            pi L d^2 / F; required, never guessed. A cube whose label or values
+            contradict it is refused before any work.
+        correction_undone: the product is normalised (M3 L2, CRISM MTRDR/TER) but the
+            user has undone that normalisation: invert it at the ``geometry`` given.
+        reff_incidence: for ``units="reff"``: the incidence the cube was divided by,
+            ``"local"`` (facet; the default) or ``"areoid"`` (ellipsoid, as CRISM's
+            Lambert correction; required for CRISM cubes). Recorded.
+        solar_spectrum: for ``"radiance"``: solar spectrum file (wavelength, irradiance
+            at 1 au [W m^-2 um^-1]; the M3 archive's table works), None for ASTM G173-03
+            (pvlib). Resampled to the bands; recorded.
+        solar_distance: for ``"radiance"``: the sun's distance [au]; None reads the
+            label's ``SOLAR_DISTANCE``.
+        wavelengths_from: wavelength file replacing the cube's own (CRISM CDR ``WA``, or
+            one wavelength per line).
+        thermal_bands: lunar bands beyond 2.5 um (thermal emission): ``"keep"`` (default;
+            a warning names them) or ``"exclude"`` (left out of the run and outputs).
         chunk_rows: rows per block; None picks about 32 MiB of reflectance per block.
         overwrite: replace existing outputs (otherwise ``FileExistsError`` before any work).
         progress: show a tqdm progress bar on stderr: True, False, or None for "when
@@ -122,7 +145,11 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
     """
     start = time.perf_counter()
     check_solver(solver)
-    check_units(units)
+    if units != "radiance":
+        check_units(units)
+    elif sigma is not None:
+        raise ValueError("sigma with units='radiance' is not supported: give the cube's "
+                         "uncertainty as I/F (convert first)")
     if sigma is not None and not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
         raise ValueError(f"sigma must be a positive number, got {sigma!r}")
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
@@ -130,34 +157,46 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
     fields = [f for f in RESULT_FIELDS if f != "sigma" or sigma is not None]
     check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry)])
 
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
+            cube_path, units, **product_options(solar_spectrum, solar_distance,
+                                                wavelengths_from, thermal_bands)) as cube:
         info = cube.info
+        geometry_used, incidence, product = product_geometry(
+            cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,
+            correction_undone=correction_undone)
         band_params = per_band_params(params, info.bands)
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
         # one JAX chunk shape for every block (the last one is padded): compiles once
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
         options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
-        with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
+        with GeometryReader(geometry_used, info.grid, dtm, surface=surface) as geometry_reader:
             provenance = make_provenance(
                 params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
-                refl_sigma=sigma, dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
-                geometry_layout=geometry_reader.record(),
+                refl_sigma=sigma, dtype=info.dtype, cube=cube_path,
+                geometry=recorded_geometry(geometry_used, product),
+                dtm=dtm, geometry_layout=geometry_reader.record(), product=product,
                 command=command or python_call("invert_file", cube_path, out_path, geometry=geometry,
                                                dtm=dtm, params=params, solver=solver, units=units,
                                                sigma=sigma, max_iter=max_iter, tol=tol,
-                                               surface=surface, **parallel_call(workers, scheduler)),
+                                               surface=surface, **parallel_call(workers, scheduler),
+                                               **_product_call(correction_undone, reff_incidence,
+                                                               solar_spectrum, solar_distance,
+                                                               wavelengths_from, thermal_bands)),
             )
-            journal = Journal(out_path, inputs=[cube_path, dtm, *geometry_paths(geometry)], resume=resume,
-                              fields=fields, settings=run_settings(provenance, out_path, fields, rows_per_block))
+            inputs = [cube_path, dtm, *geometry_paths(geometry_used), solar_spectrum, wavelengths_from]
+            journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields,
+                              settings=run_settings(provenance, out_path, fields, rows_per_block))
             writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
                                   chunk_rows=rows_per_block, provenance=provenance)
             counts, resumed = run_blocks(
                 writer, lambda: BlockPool(workers, scheduler),
-                cube_block_reader(cube, geometry_reader, units=units, sigma=sigma, params=band_params,
-                                  options=options),
+                cube_block_reader(cube, geometry_reader, units=cube.units, sigma=sigma, params=band_params,
+                                  options=options, reff_incidence=incidence),
                 rows_per_block=rows_per_block, journal=journal,
                 bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
-                                                 f"inverting {Path(cube_path).name}"))
+                                                 f"inverting {Path(cube_path).name}"),
+                on_start=cube.tell,  # every check passed: the run starts
+                bad_bands=cube.bad_bands)
     return InversionSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * info.grid.width,
@@ -166,3 +205,12 @@ def invert_file(cube_path, out_path, *, geometry, dtm=None, params, solver, unit
         status_counts={member.name: int(counts[member]) for member in Status},
         resumed=resumed,
     )
+
+
+def _product_call(correction_undone, reff_incidence, solar_spectrum, solar_distance,
+                  wavelengths_from, thermal_bands) -> dict:
+    """The mission-product arguments for the recorded call, when not the defaults."""
+    given = {"correction_undone": (correction_undone, False), "reff_incidence": (reff_incidence, None),
+             "solar_spectrum": (solar_spectrum, None), "solar_distance": (solar_distance, None),
+             "wavelengths_from": (wavelengths_from, None), "thermal_bands": (thermal_bands, "keep")}
+    return {name: value for name, (value, default) in given.items() if value != default}

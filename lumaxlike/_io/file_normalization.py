@@ -30,6 +30,7 @@ from .._run.tasks import SolverOptions, band_groups, check_solver, numba_threads
 from .file_inversion import default_chunk_rows
 from .file_runs import check_not_an_input, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
+from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .units import check_units
 from .writers import FIELD_ATTRS, FieldLayout, ResultWriter
@@ -143,10 +144,12 @@ class _MapReader:
             reader.close()
 
 
-def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", params, solver, units,
+def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="auto", params, solver, units,
                    standard=DEFAULT_STANDARD, param_maps=None, chunk_rows=None, overwrite=False,
                    progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
-                   command=None, resume=False) -> InversionSummary:
+                   command=None, correction_undone=False, reff_incidence=None,
+                   solar_spectrum=None, solar_distance=None, wavelengths_from=None,
+                   thermal_bands="keep", resume=False) -> InversionSummary:
     """Photometric normalisation of a reflectance cube file, block by block.
 
     Each block is read, converted to r, normalised with `lumaxlike.normalize` and
@@ -156,7 +159,11 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
     Args:
         cube_path: as in `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
             ``solver``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
-            ``workers``, ``max_iter``, ``tol``, ``command`` and ``resume``).
+            ``workers``, ``max_iter``, ``tol``, ``command``, ``resume``, ``correction_undone``,
+            ``reff_incidence``, ``wavelengths_from`` and ``thermal_bands``); a product
+            already normalised, such as M3 L2, is read at its standard geometry;
+            ``units`` is not ``"radiance"``, so ``solar_spectrum`` and
+            ``solar_distance`` are unused.
         out_path: output; ``OUT`` holds the normalised cube in ``units`` (REFF with the
             standard incidence), ``OUT_status`` the status and, with ``sigma``,
             ``OUT_sigma`` its uncertainty (netCDF/zarr: variables reflectance, status,
@@ -187,8 +194,13 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
     check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry), *param_maps.values()],
                        main="reflectance")
 
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
+            cube_path, units, **product_options(solar_spectrum, solar_distance, wavelengths_from,
+                                                thermal_bands)) as cube:
         info = cube.info
+        geometry, incidence, product = product_geometry(
+            cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,
+            correction_undone=correction_undone)
         band_params = per_band_params(params, info.bands)
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
@@ -198,16 +210,17 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
             with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
                 provenance = make_provenance(
                     params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
-                    refl_sigma=sigma, dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
+                    refl_sigma=sigma, dtype=info.dtype, cube=cube_path,
+                    geometry=recorded_geometry(geometry, product), dtm=dtm,
                     geometry_layout=geometry_reader.record(), standard=standard,
-                    param_maps=param_maps or None,
+                    param_maps=param_maps or None, product=product,
                     command=command or python_call(
                         "normalize_file", cube_path, out_path, geometry=geometry, dtm=dtm, surface=surface,
                         params=params, solver=solver, units=units, standard=standard,
                         param_maps=param_maps or None, sigma=sigma, max_iter=max_iter, tol=tol,
                         **parallel_call(workers, scheduler)),
                 )
-                inputs = [cube_path, dtm, *geometry_paths(geometry), *param_maps.values()]
+                inputs = [cube_path, dtm, *geometry_paths(geometry), *param_maps.values(), wavelengths_from]
                 journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields,
                                   settings=run_settings(provenance, out_path, fields, rows_per_block))
                 writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
@@ -217,10 +230,12 @@ def normalize_file(cube_path, out_path, *, geometry, dtm=None, surface="auto", p
                     writer, lambda: BlockPool(workers, scheduler, function=normalize_block),
                     cube_block_reader(
                         cube, geometry_reader, units=units, sigma=sigma, params=band_params, options=options,
-                        extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)}),
+                        extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)},
+                        reff_incidence=incidence),
                     rows_per_block=rows_per_block, journal=journal,
                     bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
-                                                     f"normalising {Path(cube_path).name}"))
+                                                     f"normalising {Path(cube_path).name}"),
+                    on_start=cube.tell)  # every check passed: the run starts
         finally:
             maps.close()
     return InversionSummary(

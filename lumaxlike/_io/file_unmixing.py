@@ -39,7 +39,8 @@ from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmi
 from .file_inversion import default_chunk_rows
 from .file_runs import check_not_an_input, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
-from .raster import GDAL_CACHE_BYTES, CubeInfo, CubeReader
+from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
+from .raster import GDAL_CACHE_BYTES, CubeInfo
 from .units import check_units
 from .writers import FieldLayout, ResultWriter
 
@@ -145,16 +146,21 @@ class UnmixSummary:
                 f"status of pixels: {counts}" + resumed_text(self.resumed))
 
 
-def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params: HapkeParams, solver: str,
+def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, params: HapkeParams, solver: str,
                units: str, route: str = "one_step", sum_to_one: bool = True, dtm=None, chunk_rows=None,
                overwrite=False, progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
-               command=None, surface="auto", resume=False) -> UnmixSummary:
+               command=None, surface="auto", correction_undone=False, reff_incidence=None,
+               solar_spectrum=None, solar_distance=None, wavelengths_from=None,
+               thermal_bands="keep", resume=False) -> UnmixSummary:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
     Args:
         cube_path: as for `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
             ``surface``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
-            ``workers``, ``scheduler``, ``command`` and ``resume``).
+            ``workers``, ``scheduler``, ``command``, ``resume``, ``correction_undone``,
+            ``reff_incidence``, ``solar_spectrum``, ``solar_distance``,
+            ``wavelengths_from`` and ``thermal_bands``); bad bands (``bbl`` = 0) are NaN
+            in every pixel: give a cube without them.
         out_path: output ``.tif``/``.tiff`` (GeoTIFF) or ``.img``/``.envi``/``.hdr``
             (ENVI); see the module docstring for the files written.
         endmembers: `lumaxlike.Endmembers` on the cube's bands (e.g.
@@ -172,7 +178,10 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
     """
     start = time.perf_counter()
     check_solver(solver)
-    check_units(units)
+    if units != "radiance":
+        check_units(units)
+    elif sigma is not None:
+        raise ValueError("sigma with units='radiance' is not supported: give it as I/F")
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     if not isinstance(endmembers, Endmembers):
@@ -190,8 +199,13 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
     layout = unmix_layout(endmembers.names)
     check_not_an_input(out_path, UNMIX_FIELDS, [cube_path, dtm, *geometry_paths(geometry)], main="fractions")
 
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), CubeReader(cube_path) as cube:
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
+            cube_path, units, **product_options(solar_spectrum, solar_distance, wavelengths_from,
+                                                thermal_bands)) as cube:
         info = cube.info
+        geometry, incidence, product = product_geometry(
+            cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,
+            correction_undone=correction_undone)
         if info.bands != endmembers.n_bands:
             raise ValueError(f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}")
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
@@ -201,8 +215,8 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
             provenance = make_provenance(
                 params=[params] * info.bands, units=units, solver=solver,
                 tol=DEFAULT_TOLERANCE if tol is None else tol, max_iter=max_iter, refl_sigma=sigma,
-                dtype=info.dtype, cube=cube_path, geometry=geometry, dtm=dtm,
-                geometry_layout=geometry_reader.record(),
+                dtype=info.dtype, cube=cube_path, geometry=recorded_geometry(geometry, product),
+                dtm=dtm, geometry_layout=geometry_reader.record(), product=product,
                 command=command or python_call("unmix_file", cube_path, out_path, geometry=geometry, dtm=dtm,
                                                endmembers=endmembers.names, params=params, solver=solver,
                                                units=units, route=route, sum_to_one=sum_to_one, sigma=sigma,
@@ -211,17 +225,19 @@ def unmix_file(cube_path, out_path, *, geometry, endmembers: Endmembers, params:
             )  # fmt: skip
             settings = run_settings(provenance, out_path, UNMIX_FIELDS, rows_per_block, route=route,
                                     sum_to_one=bool(sum_to_one), endmembers=_endmembers_digest(endmembers))
-            journal = Journal(out_path, inputs=[cube_path, dtm, *geometry_paths(geometry)], resume=resume,
-                              fields=UNMIX_FIELDS, settings=settings)
+            inputs = [cube_path, dtm, *geometry_paths(geometry), solar_spectrum, wavelengths_from]
+            journal = Journal(out_path, inputs=inputs, resume=resume, fields=UNMIX_FIELDS, settings=settings)
             writer = ResultWriter(out_path, like=info, fields=UNMIX_FIELDS, overwrite=overwrite,
                                   chunk_rows=rows_per_block, provenance=provenance, layout=layout)
             counts, resumed = run_blocks(
                 writer, lambda: BlockPool(workers, scheduler, function=unmix_block),
-                cube_block_reader(cube, geometry_reader, units=units, sigma=sigma, params=params,
-                                  options=options, extra=lambda rows: {"endmembers": endmembers}),
+                cube_block_reader(cube, geometry_reader, units=cube.units, sigma=sigma, params=params,
+                                  options=options, extra=lambda rows: {"endmembers": endmembers},
+                                  reff_incidence=incidence),
                 rows_per_block=rows_per_block, journal=journal,
                 bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
-                                                 f"unmixing {Path(cube_path).name}"))
+                                                 f"unmixing {Path(cube_path).name}"),
+                on_start=cube.tell)  # every check passed: the run starts
     return UnmixSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * info.grid.width,

@@ -68,10 +68,15 @@ class GoniometerTable(NamedTuple):
     Attributes:
         refl: bidirectional reflectance r [1/sr], shape (1, bands, observations): one
             "pixel", the observation axis last; NaN where the table has a gap.
-        to_sun, to_sensor, normal: direction vectors (observations, 3) on a flat sample
-            (normal straight up).
+        to_sun: direction vectors toward the source, (observations, 3), on a flat
+            sample.
+        to_sensor: direction vectors toward the detector, (observations, 3).
+        normal: the sample's normal, straight up, (observations, 3).
         wavelength: (bands,) the wavelength column headers, in the table's unit.
-        incidence, emission, azimuth, phase: (observations,) angles [rad].
+        incidence: (observations,) incidence angles [rad].
+        emission: (observations,) emission angles [rad].
+        azimuth: (observations,) relative azimuths [rad].
+        phase: (observations,) phase angles [rad].
     """
 
     refl: np.ndarray

@@ -5,11 +5,11 @@ Arrays returned here follow lumaxlike's layout: ``(rows, cols, bands)`` for cube
 a pixel as nodata (nodata value, per-band mask or alpha band). Band scale factors and
 offsets stored in the file (``rasterio`` ``scales`` / ``offsets``) are applied.
 
-Wavelengths are taken from, in this order: the ENVI header (``wavelength`` and
-``wavelength units`` in the ``ENVI`` metadata namespace), per-band ``wavelength`` /
-``wavelength_units`` tags (as lumaxlike writes them to GeoTIFF), GDAL's per-band
-``IMAGERY`` ``CENTRAL_WAVELENGTH_UM`` item, or band descriptions that are plain numbers
-(e.g. ``"1530.5"``). A cube without any of these has ``wavelengths = None``.
+Wavelengths, band widths and the bad-band list are read by
+:mod:`lumaxlike._io.spectral_metadata` (ENVI header, per-band metadata in any case, GDAL's
+``IMAGERY`` domain, ISIS3 ``BandBin``, numeric band descriptions). A cube without any of
+these has ``wavelengths = None``. PDS3 labels are paired with their images by
+:mod:`lumaxlike._io.products`.
 """
 
 from __future__ import annotations
@@ -107,7 +107,9 @@ def check_aligned(reference: RasterGrid, other: RasterGrid, role: str) -> None:
 def open_raster(path) -> rasterio.io.DatasetReader:
     """Open a raster file for reading with clear errors.
 
-    An ENVI header (``name.hdr``) may be given instead of its data file.
+    An ENVI header (``name.hdr``) may be given instead of its data file, a PDS3 label
+    (``.LBL``) instead of its image, and a PDS3 image is opened through the label beside
+    it (see :func:`lumaxlike._io.products.locate`; names paired in any case).
 
     Args:
         path: file path (``str`` or ``os.PathLike``).
@@ -119,29 +121,21 @@ def open_raster(path) -> rasterio.io.DatasetReader:
         FileNotFoundError: the file does not exist.
         ValueError: the file exists but GDAL cannot read it as a raster.
     """
-    path = _data_file(Path(path))
+    return open_located(path)[0]
+
+
+def open_located(path):
+    """:func:`open_raster` and the :class:`lumaxlike._io.products.Located` it opened."""
+    from .products import locate
+
+    located = locate(Path(path))
     try:
-        return rasterio.open(path)
+        return rasterio.open(located.source), located
     except rasterio.errors.RasterioIOError as error:
-        raise ValueError(f"cannot read {path} as a raster (GDAL: {error})") from None
-
-
-def _data_file(path: Path) -> Path:
-    if path.suffix.lower() == ".hdr":
-        tried = [path.with_suffix(suffix) for suffix in ENVI_DATA_SUFFIXES]
-        for candidate in tried:
-            if candidate.is_file():
-                return candidate
-        if not path.exists():
-            raise FileNotFoundError(f"input file {path} does not exist")
-        raise FileNotFoundError(
-            f"no data file found next to ENVI header {path} (tried "
-            + ", ".join(p.name for p in tried)
-            + ")"
-        )
-    if not path.exists():
-        raise FileNotFoundError(f"input file {path} does not exist")
-    return path
+        hint = ""
+        if located.via == "file" and Path(path).suffix.lower() == ".img":
+            hint = " (no ENVI header .hdr or PDS3 label .lbl found beside it, in any case)"
+        raise ValueError(f"cannot read {path} as a raster{hint} (GDAL: {error})") from None
 
 
 class RasterReadError(ValueError):
@@ -195,6 +189,12 @@ class CubeInfo:
         wavelength_units: e.g. ``"Nanometers"``, ``"Micrometers"``; None when unknown.
         band_names: one description per band (None where the file has none).
         block_height: rows per internal block of the file, a good multiple for windows.
+        fwhm: band widths (FWHM) in ``wavelength_units``, shape ``(bands,)``; None when
+            unknown.
+        bad_bands: boolean ``(bands,)``, True for bands the file marks bad (ENVI ``bbl``
+            = 0); None when the file has no bad-band list.
+        spectral_source: where the wavelengths came from (``"ENVI header"``, ``"ISIS3
+            BandBin"``, ...); None when unknown.
     """
 
     grid: RasterGrid
@@ -205,6 +205,9 @@ class CubeInfo:
     wavelength_units: str | None
     band_names: tuple
     block_height: int
+    fwhm: np.ndarray | None = None
+    bad_bands: np.ndarray | None = None
+    spectral_source: str | None = None
 
     @property
     def path(self) -> Path:
@@ -217,52 +220,17 @@ class CubeInfo:
         return (self.grid.height, self.grid.width, self.bands)
 
 
-def _parse_number_list(text: str) -> list[float]:
-    return [float(item) for item in text.strip().strip("{}").split(",") if item.strip()]
-
-
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_WAVELENGTH_DESCRIPTION = re.compile(
-    rf"^\s*({_NUMBER})\s*(nm|nanometers|um|µm|micrometers|microns)?\s*$", re.IGNORECASE
-)
-_DESCRIPTION_UNITS = {"nm": "Nanometers", "nanometers": "Nanometers", "um": "Micrometers",
-                      "µm": "Micrometers", "micrometers": "Micrometers", "microns": "Micrometers"}
 _GDAL_ENVI_SUFFIX = re.compile(rf"\s*\(\s*{_NUMBER}\s+[^()]*\)\s*$")
 
 
-def _read_wavelengths(dataset, path: Path) -> tuple[np.ndarray | None, str | None]:
-    count = dataset.count
-    envi = dataset.tags(ns="ENVI") if "ENVI" in (dataset.tag_namespaces() or []) else {}
-    if "wavelength" in envi:
-        try:
-            values = _parse_number_list(envi["wavelength"])
-        except ValueError:
-            raise ValueError(f"cannot parse the ENVI wavelength list of {path}") from None
-        if len(values) != count:
-            raise ValueError(
-                f"{path} lists {len(values)} wavelengths for {count} bands in its ENVI header"
-            )
-        return np.asarray(values), envi.get("wavelength_units")
-    band_tags = [dataset.tags(index) for index in dataset.indexes]
-    if all("wavelength" in tags for tags in band_tags):
-        try:
-            values = [float(tags["wavelength"]) for tags in band_tags]
-        except ValueError:
-            raise ValueError(f"cannot parse the per-band wavelength tags of {path}") from None
-        return np.asarray(values), band_tags[0].get("wavelength_units")
-    imagery = [dataset.tags(index, ns="IMAGERY") for index in dataset.indexes]
-    if all("CENTRAL_WAVELENGTH_UM" in tags for tags in imagery):
-        return np.asarray([float(tags["CENTRAL_WAVELENGTH_UM"]) for tags in imagery]), "Micrometers"
-    matches = [_WAVELENGTH_DESCRIPTION.match(d or "") for d in dataset.descriptions]
-    if all(matches):
-        units = {_DESCRIPTION_UNITS.get((m.group(2) or "").lower()) for m in matches}
-        return np.asarray([float(m.group(1)) for m in matches]), units.pop() if len(units) == 1 else None
-    return None, None
-
-
-def _band_names(dataset, wavelengths) -> tuple:
-    """Band descriptions, without the `` (500.5 Nanometers)`` GDAL appends for ENVI cubes."""
+def _band_names(dataset, wavelengths, label=None) -> tuple:
+    """Band descriptions, without the `` (500.5 Nanometers)`` GDAL appends for ENVI cubes;
+    a PDS3 label's ``BAND_NAME`` where GDAL gives none."""
     names = dataset.descriptions
+    if not any(names) and label is not None and label.band_names is not None \
+            and len(label.band_names) == dataset.count:
+        return tuple(label.band_names)
     if dataset.driver == "ENVI" and wavelengths is not None:
         names = tuple(None if n is None else _GDAL_ENVI_SUFFIX.sub("", n) for n in names)
     return tuple(names)
@@ -296,25 +264,34 @@ class CubeReader:
     """
 
     def __init__(self, path):
-        self._dataset = open_raster(path)
-        path = Path(self._dataset.name)
+        from .spectral_metadata import read_spectral_metadata
+
+        self._dataset, self.located = open_located(path)
+        path = self.located.data
         try:
             dtypes = set(self._dataset.dtypes)
             if len(dtypes) != 1:
                 raise ValueError(f"bands of {path} have different data types {sorted(dtypes)}")
             if np.dtype(self._dataset.dtypes[0]).kind == "c":
                 raise ValueError(f"{path} holds complex numbers, not reflectance")
-            wavelengths, units = _read_wavelengths(self._dataset, path)
+            spectral = read_spectral_metadata(self._dataset, path)
             nodata = self._dataset.nodata
+            label = self.located.label
+            dtype = float_dtype(self._dataset.dtypes[0])
+            if self.located.applies_label_scaling and (label.scale != 1 or label.offset_value != 0):
+                dtype = np.result_type(dtype, np.float64 if label.dtype.itemsize > 2 else np.float32)
             self.info = CubeInfo(
                 grid=_grid(self._dataset, path),
                 bands=self._dataset.count,
-                dtype=float_dtype(self._dataset.dtypes[0]),
+                dtype=dtype,
                 nodata=None if nodata is None else float(nodata),
-                wavelengths=wavelengths,
-                wavelength_units=units,
-                band_names=_band_names(self._dataset, wavelengths),
+                wavelengths=spectral.wavelengths,
+                wavelength_units=spectral.units,
+                band_names=_band_names(self._dataset, spectral.wavelengths, label),
                 block_height=int(self._dataset.block_shapes[0][0]),
+                fwhm=spectral.fwhm,
+                bad_bands=spectral.bad_bands,
+                spectral_source=spectral.source,
             )
         except BaseException:
             self._dataset.close()
@@ -323,9 +300,20 @@ class CubeReader:
     def read(self, rows: slice | None = None) -> np.ndarray:
         """Pixels of ``rows`` (all rows when None) [file units], shape ``(rows, cols, bands)``.
 
-        C-contiguous, floating point (``info.dtype``), NaN where the file marks nodata.
+        C-contiguous, floating point (``info.dtype``), NaN where the file marks nodata (and
+        where a PDS3 label's invalid/missing/null constants are stored; the label's
+        ``SCALING_FACTOR`` / ``OFFSET`` applied).
         """
-        return np.ascontiguousarray(np.moveaxis(_read_window(self._dataset, rows), 0, -1))
+        values = _read_window(self._dataset, rows)
+        label = self.located.label
+        if label is not None and label.special:
+            scaled_by_gdal = any(s != 1 for s in self._dataset.scales) or any(
+                o != 0 for o in self._dataset.offsets)
+            if not scaled_by_gdal:
+                values[np.isin(values, np.asarray(label.special, dtype=values.dtype))] = np.nan
+        if self.located.applies_label_scaling and (label.scale != 1 or label.offset_value != 0):
+            values = values.astype(self.info.dtype) * label.scale + label.offset_value
+        return np.ascontiguousarray(np.moveaxis(values, 0, -1))
 
     def close(self) -> None:
         """Close the file."""
@@ -375,10 +363,11 @@ class BandRaster:
     """
 
     def __init__(self, path):
-        self._dataset = open_raster(path)
-        self.path = Path(self._dataset.name)
+        self._dataset, located = open_located(path)
+        self.path = located.data
         self.grid = _grid(self._dataset, self.path)
-        self.descriptions = tuple(self._dataset.descriptions)
+        self.descriptions = _band_names(self._dataset, None, located.label)
+        self.label = located.label  #: the PDS3 image object describing it, or None
 
     @property
     def count(self) -> int:
@@ -386,8 +375,12 @@ class BandRaster:
         return self._dataset.count
 
     def read(self, index: int, rows: slice | None = None) -> np.ndarray:
-        """Band ``index`` (1-based) over ``rows``, NaN for nodata, shape ``(rows, cols)``."""
-        return _read_window(self._dataset, rows, [index])[0]
+        """Band ``index`` (1-based) over ``rows``, NaN for nodata (and a PDS3 label's
+        invalid/missing constants), shape ``(rows, cols)``."""
+        values = _read_window(self._dataset, rows, [index])[0]
+        if self.label is not None and self.label.special and self._dataset.scales[index - 1] == 1:
+            values[np.isin(values, np.asarray(self.label.special, values.dtype))] = np.nan
+        return values
 
     def tag_namespaces(self) -> list:
         """The metadata domains of the file (e.g. ``json:PDS`` for a PDS3 label)."""

@@ -66,9 +66,13 @@ class SpectralLibrary:
         wavelengths: sample wavelengths [um], shape ``(samples,)``, strictly increasing.
         reflectance: bidirectional reflectance r [1/sr] at the measurement geometry,
             shape ``(spectra, samples)``; NaN marks a gap (no measurement there).
-        incidence, emission, azimuth: the measurement geometry of each spectrum [rad],
-            shape ``(spectra,)``; azimuth as in `lumaxlike.geometry_from_angles` (0: the
-            observer on the source's side).
+        incidence: the incidence angle of each spectrum's measurement [rad], shape
+            ``(spectra,)``.
+        emission: the emission angle of each spectrum's measurement [rad], shape
+            ``(spectra,)``.
+        azimuth: the relative azimuth of each spectrum's measurement [rad], shape
+            ``(spectra,)``, as in `lumaxlike.geometry_from_angles` (0: the observer on
+            the source's side).
         fwhm: full width at half maximum of each sample [um], shape ``(samples,)``, or
             None (then taken as the sample spacing when resampling).
         sources: the file each spectrum was read from (tuple of str; "" when built in

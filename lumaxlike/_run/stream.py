@@ -20,29 +20,49 @@ from .._io.raster import iter_row_slices
 from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
 from .._signals import deferred, interruptible, raise_if_interrupted
 
-__all__ = ["cube_block_reader", "run_blocks", "stream_blocks"]
+__all__ = ["FLAT_NORMAL", "cube_block_reader", "mark_bad_bands", "run_blocks", "stream_blocks"]
+
+FLAT_NORMAL = np.array([0.0, 0.0, 1.0])
+"""The ellipsoid's normal in the local frame (the areoid's, for CRISM)."""
 
 
-def cube_block_reader(
-    cube, geometry_reader, *, units, sigma, params, options, extra=None
-):
+def cube_block_reader(cube, geometry_reader, *, units, sigma, params, options, extra=None,
+                      reff_incidence=None):
     """How a block of one cube is read for a block task: ``read(rows) -> (args, kwargs)``.
 
     The task is called as ``function(refl, to_sun, to_sensor, normal, params, options,
     refl_sigma=..., **extra(rows))`` with r [1/sr] and the geometry's direction vectors.
+    ``reff_incidence="areoid"`` divides REFF by the ellipsoid's cos i, not the facet's.
     """
 
     def read(rows: slice):
         to_sun, to_sensor, normal = geometry_reader.read(rows)
-        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, normal)
-        refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, refl.dtype)
+        divided_by = FLAT_NORMAL if reff_incidence == "areoid" else normal
+        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, divided_by)
+        refl_sigma = uncertainty_to_r(sigma, units, to_sun, divided_by, refl.dtype)
         kwargs = {"refl_sigma": refl_sigma, **({} if extra is None else extra(rows))}
         return (refl, to_sun, to_sensor, normal, params, options), kwargs
 
     return read
 
 
-def stream_blocks(row_slices, read, pool, writer, bar, journal=None) -> np.ndarray:
+def mark_bad_bands(block: dict, bad_bands) -> None:
+    """Set the maps of bad bands (boolean per band) to NaN (0 iterations) and status BAD_BAND."""
+    if bad_bands is None or not np.any(bad_bands):
+        return
+    for name, values in list(block.items()):
+        if values is None or np.ndim(values) == 0 or np.shape(values)[-1] != len(bad_bands):
+            continue
+        values = block[name] = np.array(values)  # solver outputs may be read-only
+        if name == "status":
+            values[..., bad_bands] = Status.BAD_BAND
+        elif np.issubdtype(values.dtype, np.floating):
+            values[..., bad_bands] = np.nan
+        else:
+            values[..., bad_bands] = 0
+
+
+def stream_blocks(row_slices, read, pool, writer, bar, journal=None, bad_bands=None) -> np.ndarray:
     """Read, solve and write every block of rows; return counts per status code.
 
     Args:
@@ -53,6 +73,8 @@ def stream_blocks(row_slices, read, pool, writer, bar, journal=None) -> np.ndarr
         bar: a progress bar (``update(pixels)``).
         journal: a :class:`~lumaxlike._run.journal.Journal`, or None: a block it records
             is taken from it instead of being solved; every block written is recorded.
+        bad_bands: boolean per band, or None: those bands' maps are written NaN with
+            status ``BAD_BAND`` (:func:`mark_bad_bands`).
     """
     counts = np.zeros(len(Status), dtype=np.int64)
     width = writer.like.grid.width
@@ -60,6 +82,7 @@ def stream_blocks(row_slices, read, pool, writer, bar, journal=None) -> np.ndarr
     def write_oldest():
         raise_if_interrupted()
         rows, block = pool.pop()
+        mark_bad_bands(block, bad_bands)
         writer.write(rows, block)
         if journal is not None:
             journal.record(rows, block)
@@ -83,9 +106,8 @@ def stream_blocks(row_slices, read, pool, writer, bar, journal=None) -> np.ndarr
     return counts
 
 
-def run_blocks(
-    writer, pool_factory, read, *, rows_per_block: int, journal, bar_factory
-):
+def run_blocks(writer, pool_factory, read, *, rows_per_block: int, journal, bar_factory,
+               on_start=None, bad_bands=None):
     """Run a whole file command's blocks into ``writer`` and publish its outputs.
 
     ``writer`` (a :class:`~lumaxlike._io.writers.ResultWriter`, constructed, so its output
@@ -101,6 +123,8 @@ def run_blocks(
         rows_per_block: rows per block.
         journal: the run's :class:`~lumaxlike._run.journal.Journal`.
         bar_factory: ``() -> progress bar`` (closed at the end).
+        on_start: called once the writer and the pool are open (every check passed).
+        bad_bands: as for :func:`stream_blocks`.
 
     Returns:
         ``(counts per status code, what was resumed)``: the second a line for the run's
@@ -126,10 +150,12 @@ def run_blocks(
         elif journal.resume:
             note = "nothing: no interrupted run of these outputs was found"
         with writer, pool_factory() as pool:
+            if on_start is not None:
+                on_start()
             bar = bar_factory()
             try:
                 with interruptible():  # the CLI's stop signals raise here at once
-                    counts = stream_blocks(row_slices, read, pool, writer, bar, journal)
+                    counts = stream_blocks(row_slices, read, pool, writer, bar, journal, bad_bands)
             finally:
                 bar.close()
     finally:

@@ -113,8 +113,8 @@ def unmix(
             space-weathered part of the surface the library does not hold); its density
             and grain size being unknown, `UnmixResult.fractions` are then the mass
             fractions of the modelled endmembers relative to their total.
-        refl_sigma: 1-sigma uncertainty of refl [1/sr], a scalar or one value per band,
-            > 0: the bands are weighted by it and the covariance is scaled by it.
+        refl_sigma: 1-sigma uncertainty of refl [1/sr] (positive), a scalar or one value
+            per band: the bands are weighted by it and the covariance is scaled by it.
             Without it the bands weigh equally and the covariance is scaled by the
             residual variance.
         max_iter: Levenberg-Marquardt steps per pixel at most (and `invert`'s cap in the

@@ -1,0 +1,490 @@
+"""A mission product read for an inversion: checked, converted to reflectance, recorded.
+
+`ProductCube` wraps `lumaxlike.CubeReader` (same ``info`` / ``read``), and
+before any work:
+
+- recognises the product (`lumaxlike._io.products.recognise`) and maps its
+  archive's special values to NaN;
+- refuses a cube declared as reflectance (``r``, ``radf``, ``reff``) whose label says it
+  holds radiance, or whose values no reflectance of that unit takes (median above 1.5 I/F
+  or 99th percentile above 20 I/F, or a negative median), naming the file and the likely
+  unit; and refuses ``radiance`` for a product whose label says it holds I/F;
+- with ``units="radiance"`` converts to I/F = pi L d^2 / F (`lumaxlike._io.radiance`);
+- finds bad bands (ENVI ``bbl`` = 0: not solved, status ``BAD_BAND``) and, for lunar
+  products, thermal bands (centre beyond 2.5 um): a warning on stderr naming them, kept
+  by default, left out of the run and its outputs with ``thermal_bands="exclude"``;
+- says once on stderr when the cube gives no wavelengths.
+
+Everything it found and did is in `ProductCube.record` (``lumaxlike_product``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+
+import numpy as np
+
+from .products import recognise
+from .radiance import band_irradiance, load_solar_spectrum, sun_distance_au
+from .raster import CubeReader
+from .spectral_metadata import read_wavelength_file, to_micrometers
+
+__all__ = [
+    "THERMAL_CHOICES",
+    "THERMAL_LIMIT_UM",
+    "ProductCube",
+    "check_reflectance_values",
+    "notice",
+]
+
+THERMAL_LIMIT_UM = 2.5
+"""Band centres beyond this [um] carry thermal emission on the sunlit Moon (Clark et al.
+2011, JGR 116, E00G16; Li & Milliken 2016, JGR Planets 121, 2081)."""
+THERMAL_CHOICES = ("keep", "exclude")
+INPUT_UNITS = ("r", "radf", "reff", "radiance")
+#: I/F no surface reaches: a median above the first or a 99th percentile above the second
+IF_MEDIAN_LIMIT, IF_HIGH_LIMIT = 1.5, 20.0
+SAMPLE_ROWS = 16
+
+
+def notice(message: str) -> None:
+    """Tell the user something about the input, once, on stderr."""
+    print(f"lumaxlike: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _radiance_unit(unit) -> bool:
+    text = str(unit or "").upper().replace(" ", "")
+    return "W" in text and "SR" in text
+
+
+def check_reflectance_values(values, units: str, path) -> None:
+    """Refuse values that no reflectance in ``units`` takes (see the module docstring).
+
+    Args:
+        values: a sample of the cube [``units``], any shape; NaN ignored.
+        units: ``"r"``, ``"radf"`` or ``"reff"``.
+        path: the file, for the message.
+
+    Raises:
+        ValueError: naming ``path``, the statistics and the likely unit.
+    """
+    finite = np.asarray(values)[np.isfinite(values)]
+    if finite.size == 0:
+        return
+    scale = math.pi if units == "r" else 1.0  # to I/F
+    median, high = (
+        float(np.median(finite)) * scale,
+        float(np.percentile(finite, 99)) * scale,
+    )
+    if median < 0:
+        raise ValueError(
+            f"{path} declared as {units} has a negative median ({median / scale:g}): "
+            "not reflectance; check the file and --units"
+        )
+    if median > IF_MEDIAN_LIMIT or high > IF_HIGH_LIMIT:
+        integers = bool(np.all(finite == np.round(finite)))
+        likely = (
+            "raw counts (DN) or scaled integers"
+            if integers
+            else "radiance [W m^-2 um^-1 sr^-1] (then give --units radiance)"
+        )
+        raise ValueError(
+            f"{path} declared as {units} holds values no reflectance takes (median "
+            f"{median / scale:g}, 99th percentile {high / scale:g}; I/F rarely exceeds 1): "
+            f"it looks like {likely}"
+        )
+
+
+class ProductCube:
+    """A cube file read for an inversion (see the module docstring).
+
+    Args:
+        path: the cube (GeoTIFF, ENVI data file or header, PDS3 label or image, ISIS3 cube).
+        units: what it holds: ``"r"``, ``"radf"``, ``"reff"`` or ``"radiance"``
+            [W m^-2 um^-1 sr^-1].
+        solar_spectrum: for ``"radiance"``: a solar spectrum file (wavelength, irradiance
+            at 1 au [W m^-2 um^-1]) or None for ASTM G173-03 (needs pvlib).
+        solar_distance: for ``"radiance"``: the sun's distance [au]; None reads the
+            label's ``SOLAR_DISTANCE``.
+        wavelengths_from: a wavelength file replacing the cube's own (CRISM CDR ``WA``, or
+            text with one wavelength per band), or None.
+        thermal_bands: ``"keep"`` (default) or ``"exclude"`` lunar bands beyond 2.5 um.
+        check_values: refuse values no reflectance of ``units`` takes (default True).
+        convert: set up the radiance conversion (default True; False only to look at
+            the bands, as the command line does before a run).
+
+    Attributes:
+        info: `lumaxlike.CubeInfo` of the bands read (thermal bands left out when
+            excluded).
+        units: what `read` returns: ``"r"``, ``"radf"`` or ``"reff"`` (``"radf"``
+            for radiance, converted).
+        kind: the `lumaxlike._io.products.ProductKind`, or None.
+        bad_bands: boolean ``(info.bands,)``: bands not to solve.
+
+    Raises:
+        FileNotFoundError, ValueError: as `lumaxlike.CubeReader`; and the refusals
+            above, naming the file.
+    """
+
+    def __init__(
+        self,
+        path,
+        units,
+        *,
+        solar_spectrum=None,
+        solar_distance=None,
+        wavelengths_from=None,
+        thermal_bands="keep",
+        check_values=True,
+        convert=True,
+    ):
+        if units not in INPUT_UNITS:
+            raise ValueError(
+                f"units={units!r} is not one of {', '.join(map(repr, INPUT_UNITS))}"
+            )
+        if thermal_bands not in THERMAL_CHOICES:
+            raise ValueError(
+                f"thermal_bands={thermal_bands!r} is not 'keep' or 'exclude'"
+            )
+        self._cube = CubeReader(path)
+        self._convert = convert
+        try:
+            self._setup(
+                path,
+                units,
+                solar_spectrum,
+                solar_distance,
+                wavelengths_from,
+                thermal_bands,
+                check_values,
+            )
+        except BaseException:
+            self._cube.close()
+            raise
+
+    def _setup(
+        self,
+        path,
+        units,
+        solar_spectrum,
+        solar_distance,
+        wavelengths_from,
+        thermal_bands,
+        check_values,
+    ):
+        cube = self._cube
+        located, info = cube.located, cube.info
+        label = located.label
+        self.kind = kind = recognise(located.data, label)
+        self.declared_units = units
+        self.notices = []  # said by tell(), once the run is sure to start
+        self.units = "radf" if units == "radiance" else units
+        record = {
+            "file": str(located.data.resolve()),
+            "read_via": located.via,
+            "kind": None if kind is None else kind.name,
+        }
+        if label is not None:
+            record["label"] = str(label.label.resolve())
+            record["label_unit"] = label.unit
+            for key in ("CH1:THERMAL_CORRECTION_FLAG", "TARGET_NAME", "DATA_SET_ID"):
+                if label.keyword(key) is not None:
+                    record[key.lower().replace("ch1:", "")] = str(label.keyword(key))
+            photometry = [
+                str(v)
+                for k, v in label.keywords.items()
+                if "PHOTOMETR" in k.upper() and "FILE" in k.upper()
+            ]
+            if photometry:
+                record["photometry_file"] = photometry[0]
+        self._special = np.asarray(
+            kind.invalid if kind is not None else (), dtype=info.dtype
+        )
+        self._check_declared(path, units, label, kind)
+        if wavelengths_from is not None:
+            spectral = read_wavelength_file(wavelengths_from, info.bands)
+            info = dataclasses.replace(
+                info,
+                wavelengths=spectral.wavelengths,
+                wavelength_units=spectral.units,
+                fwhm=None,
+                spectral_source=spectral.source,
+            )
+        wavelength_um = to_micrometers(info.wavelengths, info.wavelength_units)
+        if info.wavelengths is None:
+            self.notices.append(
+                f"{located.data} gives no band wavelengths (no ENVI wavelength, band "
+                "metadata, ISIS3 BandBin or --wavelengths-from): bands are numbered only"
+            )
+        elif wavelength_um is None:
+            self.notices.append(
+                f"{located.data} gives wavelengths without a known unit "
+                f"({info.wavelength_units!r}): thermal bands cannot be found"
+            )
+        record["wavelengths"] = (
+            info.spectral_source if info.wavelengths is not None else "unknown"
+        )
+        record["wavelength_units"] = info.wavelength_units
+        bad = (
+            np.zeros(info.bands, bool)
+            if info.bad_bands is None
+            else np.asarray(info.bad_bands)
+        )
+        record["bad_bands"] = [int(b) + 1 for b in np.flatnonzero(bad)]
+        keep = np.ones(info.bands, bool)
+        target = str(
+            (label.keyword("TARGET_NAME") if label is not None else None)
+            or (kind.target if kind is not None else "")
+        ).upper()
+        if target == "MOON" and wavelength_um is not None:
+            thermal = np.flatnonzero(wavelength_um > THERMAL_LIMIT_UM)
+            record["thermal_bands"] = [int(b) + 1 for b in thermal]
+            record["thermal_choice"] = thermal_bands
+            if thermal.size:
+                listed = ", ".join(
+                    f"{b + 1} ({wavelength_um[b]:.3g} um)" for b in thermal
+                )
+                action = (
+                    "left out (thermal_bands='exclude')"
+                    if thermal_bands == "exclude"
+                    else "inverted as reflectance; add --thermal-bands exclude "
+                    "(thermal_bands='exclude') to leave them out"
+                )
+                self.notices.append(
+                    f"{located.data}: bands {listed} lie beyond {THERMAL_LIMIT_UM} um, where "
+                    "lunar spectra carry thermal emission (Clark et al. 2011; Li & Milliken "
+                    f"2016): {action}"
+                )
+                if thermal_bands == "exclude":
+                    keep[thermal] = False
+        self._keep = None if keep.all() else np.flatnonzero(keep)
+        if self._keep is not None:
+            info = _select_bands(info, self._keep)
+            bad = bad[self._keep]
+            wavelength_um = wavelength_um[self._keep]
+        self.info = info
+        self.bad_bands = bad
+        self._factor = None
+        if units == "radiance" and self._convert:
+            self._factor = self._radiance_factor(
+                path, label, wavelength_um, solar_spectrum, solar_distance, record
+            )
+        elif check_values:
+            check_reflectance_values(self._sample(), units, located.data)
+        self._record = record
+
+    def _check_declared(self, path, units, label, kind) -> None:
+        unit = label.unit if label is not None else None
+        holds_radiance = _radiance_unit(unit) or (
+            kind is not None and kind.holds == "radiance"
+        )
+        if units != "radiance" and holds_radiance:
+            what = f"UNIT = {unit!r}" if _radiance_unit(unit) else kind.name
+            raise ValueError(
+                f"{path} holds radiance ({what}), not {units}: give --units "
+                "radiance (units='radiance') with a solar spectrum, or the I/F product"
+            )
+        if units == "radiance" and kind is not None and kind.holds not in ("radiance",):
+            raise ValueError(
+                f"{path} is {kind.name}, which holds {kind.holds}, not radiance: "
+                f"give --units {kind.units}"
+            )
+
+    def _radiance_factor(
+        self, path, label, wavelength_um, solar_spectrum, solar_distance, record
+    ) -> np.ndarray:
+        if wavelength_um is None:
+            raise ValueError(
+                f"{path}: converting radiance to I/F needs the band wavelengths "
+                "with their unit; give --wavelengths-from"
+            )
+        if solar_distance is not None:
+            distance, source = float(solar_distance), "given (solar_distance)"
+            if not (math.isfinite(distance) and distance > 0):
+                raise ValueError(
+                    f"solar_distance must be a positive number of au, got {solar_distance!r}"
+                )
+        else:
+            raw = label.keyword("SOLAR_DISTANCE") if label is not None else None
+            distance, source = sun_distance_au(raw), f"label SOLAR_DISTANCE = {raw}"
+            if distance is None:
+                raise ValueError(
+                    f"{path}: converting radiance to I/F needs the sun's distance; "
+                    "its label has no SOLAR_DISTANCE: give --solar-distance AU"
+                )
+        spectrum = load_solar_spectrum(solar_spectrum)
+        fwhm_um = to_micrometers(self.info.fwhm, self.info.wavelength_units)
+        irradiance = band_irradiance(spectrum, wavelength_um, fwhm_um)
+        record.update(
+            {
+                "radiance_to_if": "I/F = pi L d^2 / F",
+                "solar_spectrum": spectrum.source,
+                "solar_spectrum_resampling": "Gaussian band response (FWHM)"
+                if fwhm_um is not None
+                else "linear interpolation at band centres",
+                "solar_distance_au": distance,
+                "solar_distance_from": source,
+                "band_irradiance_w_m2_um": [float(v) for v in irradiance],
+            }
+        )
+        return (math.pi * distance**2 / irradiance).astype(self.info.dtype)
+
+    def _sample(self) -> np.ndarray:
+        height = self.info.grid.height
+        rows = np.unique(
+            np.linspace(0, height - 1, min(SAMPLE_ROWS, height)).astype(int)
+        )
+        return np.concatenate(
+            [self.read(slice(int(r), int(r) + 1)).ravel() for r in rows]
+        )
+
+    @property
+    def located(self):
+        """How the file was opened (`lumaxlike._io.products.Located`)."""
+        return self._cube.located
+
+    def read(self, rows: slice | None = None) -> np.ndarray:
+        """Pixels of ``rows`` in `units`, shape ``(rows, cols, info.bands)``; NaN for
+        nodata, the archive's special values and bad bands."""
+        values = self._cube.read(rows)
+        if self._special.size:
+            values[np.isin(values, self._special)] = np.nan
+        if self._keep is not None:
+            values = np.ascontiguousarray(values[..., self._keep])
+        if self.bad_bands.any():
+            values[..., self.bad_bands] = np.nan
+        if self._factor is not None:
+            values = values * self._factor
+        return values
+
+    def tell(self) -> None:
+        """Say the notices about this cube (thermal bands, unknown wavelengths) on stderr,
+        once: file commands call it when every check has passed and the run starts."""
+        for message in self.notices:
+            notice(message)
+        self.notices = []
+
+    def record(self) -> dict:
+        """What the cube is and what was done with it (JSON-able; ``lumaxlike_product``)."""
+        return dict(self._record)
+
+    def close(self) -> None:
+        """Close the file."""
+        self._cube.close()
+
+    def __enter__(self) -> ProductCube:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _select_bands(info, keep):
+    def pick(values):
+        return None if values is None else np.asarray(values)[keep]
+
+    return dataclasses.replace(
+        info,
+        bands=len(keep),
+        wavelengths=pick(info.wavelengths),
+        fwhm=pick(info.fwhm),
+        bad_bands=pick(info.bad_bands),
+        band_names=tuple(np.asarray(info.band_names, object)[keep]),
+    )
+
+
+REFF_INCIDENCES = ("local", "areoid")
+"""Which incidence a reflectance factor (REFF = I/F / cos i) was divided by: the local
+surface's (DTM facet) or the ellipsoid's (areoid, as CRISM's Lambert correction)."""
+
+
+def product_options(
+    solar_spectrum=None,
+    solar_distance=None,
+    wavelengths_from=None,
+    thermal_bands="keep",
+) -> dict:
+    """The `ProductCube` keyword arguments a file command passes through."""
+    return {
+        "solar_spectrum": solar_spectrum,
+        "solar_distance": solar_distance,
+        "wavelengths_from": wavelengths_from,
+        "thermal_bands": thermal_bands,
+    }
+
+
+def check_reff_incidence(units, reff_incidence, kind, path) -> str | None:
+    """The incidence REFF is divided by: ``reff_incidence``, or ``"local"`` by default;
+    for a CRISM product (whose Lambert correction used the areoid) it must be given.
+
+    Returns:
+        ``"local"`` or ``"areoid"`` for ``units="reff"``; None otherwise.
+
+    Raises:
+        ValueError: an unknown choice, or none for a CRISM cube in reff.
+    """
+    if reff_incidence is not None and reff_incidence not in REFF_INCIDENCES:
+        raise ValueError(
+            f"reff_incidence={reff_incidence!r} is not 'local' or 'areoid'"
+        )
+    if units != "reff":
+        return None
+    if reff_incidence is None and kind is not None and kind.target == "MARS":
+        raise ValueError(
+            f"{path} ({kind.name}) given as reff: say which incidence it was "
+            "divided by, --reff-incidence areoid (CRISM's Lambert correction) "
+            "or local (reff_incidence=)"
+        )
+    return reff_incidence or "local"
+
+
+def product_geometry(
+    cube: ProductCube,
+    cube_path,
+    geometry,
+    dtm,
+    *,
+    units,
+    reff_incidence=None,
+    correction_undone=False,
+) -> tuple[object, str | None, dict]:
+    """The geometry, REFF incidence and provenance record of a file run on ``cube``.
+
+    Returns:
+        ``(geometry, reff_incidence, product_record)``: the geometry to read (the
+        standard-geometry mapping for a normalised product given none), the incidence
+        REFF is divided by (None unless ``units="reff"``) and `ProductCube.record`
+        with both choices added.
+
+    Raises:
+        ValueError: see `lumaxlike._io.products.resolve_geometry` and
+            `check_reff_incidence`.
+    """
+    from .products import resolve_geometry, undoes_lambert
+
+    incidence = check_reff_incidence(units, reff_incidence, cube.kind, cube_path)
+    info = cube.info
+    geometry, chosen = resolve_geometry(
+        cube.kind,
+        cube_path,
+        geometry,
+        dtm,
+        (info.grid.height, info.grid.width),
+        correction_undone=correction_undone
+        or undoes_lambert(cube.kind, units, incidence),
+    )
+    record = cube.record()
+    if chosen is not None:
+        record["geometry"] = chosen
+    if incidence is not None:
+        record["reff_incidence"] = incidence
+    return geometry, incidence, record
+
+
+def recorded_geometry(geometry, record: dict):
+    """The geometry input to record: None when it is a product's standard geometry."""
+    return (
+        None if record.get("geometry", {}).get("geometry") == "standard" else geometry
+    )
