@@ -55,7 +55,6 @@ __all__ = [
     "PeakRSS",
     "ProfileConfig",
     "default_params",
-    "TABLE_NOTES",
     "format_table",
     "multi_angle_geometry",
     "multi_angle_reflectance",
@@ -654,9 +653,3 @@ def format_table(records) -> str:
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     line = lambda cells: "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths)) + " |"
     return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
-
-
-TABLE_NOTES = """\
-base: RSS after importing lumaxlike (interpreter, NumPy, JAX, numba). excess: peak -
-base - inputs - outputs (memory mode; the bound is excess <= 500 MB). bound: memory mode
-excess <= 500 MB; file mode peak RSS < 1.5 GB. Time includes compilation unless --warmup."""

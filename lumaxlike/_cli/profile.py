@@ -12,6 +12,12 @@ from .options import EXIT_OK, positive_int
 
 __all__ = ["add_parser", "run"]
 
+TABLE_NOTES = """\
+base: RSS after importing lumaxlike (interpreter, NumPy, JAX, numba). excess: peak -
+base - inputs - outputs (memory mode; the bound is excess <= 500 MB). bound: memory mode
+excess <= 500 MB; file mode peak RSS < 1.5 GB. Time includes compilation unless --warmup."""
+"""What the columns of the table mean (printed after it, and in ``--help``)."""
+
 EXAMPLE = """
 example (a 256 x 256 x 16 float32 cube, numba only, compilation timed apart):
   lumaxlike profile --pixels 256 --bands 16 --dtype float32 --solver numba --warmup
@@ -20,8 +26,6 @@ example (a 256 x 256 x 16 float32 cube, numba only, compilation timed apart):
 
 def add_parser(commands) -> argparse.ArgumentParser:
     """Add the ``profile`` subcommand to ``commands``; return its parser."""
-    from .._profile import TABLE_NOTES
-
     parser = commands.add_parser(
         "profile", help="profile the solvers (see `lumaxlike profile --help`)", allow_abbrev=False,
         description="Time and peak memory of an inversion of a synthetic cube, in a child process.",
@@ -60,7 +64,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     """Run ``lumaxlike profile`` on parsed ``args``; print the table; return 0."""
-    from .._profile import TABLE_NOTES, ProfileConfig, format_table, run_profile
+    from .._profile import ProfileConfig, format_table, run_profile
 
     solvers = ("jax", "numba") if args.solver == "both" else (args.solver,)
     records = []
