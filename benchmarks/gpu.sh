@@ -2,10 +2,14 @@
 # The GPU rows of the README in one command, on a machine with a CUDA build of jax:
 #     pip install -e ".[test]" "jax[cuda12]"
 #     benchmarks/gpu.sh
-# Checks that JAX's default device is a GPU, then runs benchmarks/bench_gpu.py (invert
-# 1024x1024x64 float32 and float64, fit on 1 M problems, forward model 1000x1000x100;
-# compile times and device peak memory) and writes benchmarks/results/gpu.json.
-# Extra arguments go to bench_gpu.py (e.g. --json PATH, --repeat N). Checking the
+# Checks that JAX's default device is a GPU, then runs benchmarks/bench_gpu.py: every row
+# in its own process under a compile-time guard (a row whose compilation passes
+# --compile-limit s, default 300, is stopped and reported; the next row runs): the XLA
+# compile time of the rough-surface kernels on the GPU and on the CPU backend, forward
+# model 1000x1000x100, invert 1024x1024x64 float32 and float64, normalize, fit on 1 M
+# problems, unmix (both routes), sample where lumaxlike has it; device peak memory per
+# row. Writes benchmarks/results/gpu.json (unattended: ~15-30 min on one GPU).
+# Extra arguments go to bench_gpu.py (e.g. --rows invert,fit --repeat 5). Checking the
 # script without a GPU: LUMAXLIKE_GPU_BENCH_CPU=1 benchmarks/gpu.sh --tiny --json /tmp/gpu.json
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -28,6 +28,7 @@ from ._io.spectral_library import SpectralLibrary as SpectralLibrary, read_spect
 from ._io.product_dataarray import open_product as open_product
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
+from ._inverse.joint_result import JointFitResult as JointFitResult
 from ._inverse.status import Status as Status
 from ._model.forward import amsa as amsa, h_function as h_function
 from ._normalize.normalize import NormalizationResult as NormalizationResult, normalize as normalize

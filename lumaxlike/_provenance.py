@@ -38,6 +38,12 @@ key                            value
                                ``bad_bands``, ``thermal_bands``, the radiance conversion
                                (``solar_spectrum``, ``solar_distance_au``), the
                                ``geometry`` used and why (see docs/mission-products.md)
+``lumaxlike_fit_<key>``        (``fit`` outputs only) ``free``, ``cubes``,
+                               ``geometries``, ``fitted_maps`` (``{name: path}``), ...;
+                               the ``param_*`` keys then hold the starting values
+``lumaxlike_unmix_<key>``      (``unmix`` outputs only) ``route``, ``sum_to_one``,
+                               ``endmembers``, ``density``, ``grain_size``,
+                               ``extinction_efficiency``, ``library``
 =============================  ========================================================
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
@@ -207,6 +213,14 @@ class Provenance:
         product: for file inputs, what the cube is and what was done with it (kind,
             label, wavelengths, bad and thermal bands, radiance conversion, geometry used
             and why); None for in-memory data and older records.
+        fit_settings: for a `fit_file` output, its ``lumaxlike_fit_*`` keys
+            (``free``, ``cubes``, ``fitted_maps`` ``{name: path}``, ...): ``params``
+            then hold the *starting* values of the free parameters, whose fitted
+            values are the per-pixel maps; None otherwise.
+        unmix_settings: for an `unmix_file` output, its ``lumaxlike_unmix_*`` keys
+            (``route``, ``sum_to_one``, ``endmembers``, ``density`` [g/cm^3],
+            ``grain_size`` [um], ``extinction_efficiency``, ``library``: the files and
+            how they were read, where the command line read them); None otherwise.
     """
 
     version: str
@@ -227,6 +241,8 @@ class Provenance:
     param_maps: tuple | None = None
     resumed: str | None = None
     product: Mapping | None = None
+    fit_settings: Mapping | None = None
+    unmix_settings: Mapping | None = None
 
     @property
     def surface(self) -> str | None:
@@ -279,6 +295,9 @@ class Provenance:
             values["resumed"] = self.resumed
         if self.product is not None:
             values["product"] = dict(self.product)
+        for kind in _SETTINGS_KINDS:
+            for key, value in (getattr(self, f"{kind}_settings") or {}).items():
+                values[f"{kind}_{key}"] = value
         if any(getattr(p, "legendre", None) is not None for p in self.params):
             values["param_legendre"] = _per_band(
                 [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
@@ -369,6 +388,11 @@ class Provenance:
         param_maps = get("input_param_maps", optional=True)
         if param_maps is not None:
             param_maps = tuple(tuple(pair) for pair in typed("input_param_maps", list, param_maps))
+        settings = {}
+        for kind in _SETTINGS_KINDS:
+            start = f"{PREFIX}{kind}_"
+            keys = sorted(str(key)[len(start):] for key in attrs if str(key).startswith(start))
+            settings[f"{kind}_settings"] = {key: get(f"{kind}_{key}") for key in keys} or None
         return cls(
             version=typed("version", str, get("version")),
             model=model,
@@ -388,6 +412,7 @@ class Provenance:
             param_maps=param_maps,
             resumed=get("resumed", optional=True),
             product=_product(get("product", optional=True), source),
+            **settings,
         )
 
     def check_reproducible(self, source="the output") -> None:
@@ -396,6 +421,10 @@ class Provenance:
         if dict(self.model) != expected:
             raise ValueError(f"{source} was made with the model {dict(self.model)}; this lumaxlike "
                              f"runs {expected}")
+
+
+#: operations whose outputs carry their own ``lumaxlike_<kind>_*`` settings
+_SETTINGS_KINDS = ("fit", "unmix")
 
 
 def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,

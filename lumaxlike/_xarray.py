@@ -588,6 +588,30 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
 # ------------------------------------------------------------------------ unmixing
 
 
+def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple | None:
+    """refl's band centres [um] from its ``wavelength`` coordinate along `spec` (None
+    without one), checked against the endmembers' (`band_order`: matched in any order, or
+    refused). Its ``units`` attr (nm or um) is read; without one, um and nm are tried."""
+    from ._io.file_unmixing import WAVELENGTH_UNITS_UM
+    from ._unmix.band_matching import band_order
+
+    coord = refl.coords.get("wavelength")
+    if coord is None or coord.dims != (spec,):
+        return None
+    values = np.asarray(coord.values, np.float64)
+    unit = str(coord.attrs.get("units", "")).lower()
+    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in unit), None)
+    what = "refl's wavelength coordinate" + (f" (units {unit!r})" if unit else "")
+    refused = None
+    for candidate in (scale,) if scale is not None else (1.0, 1e-3):  # no units attr: um, or nm
+        try:
+            band_order(values * candidate, endmembers, what)
+            return tuple(values * candidate)
+        except ValueError as error:
+            refused = refused or error
+    raise refused
+
+
 def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, options, sigma):
     """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> fractions, sigma
     (..., endmembers), status, iterations, residual (...)."""
@@ -598,7 +622,7 @@ def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, 
     fields = unmix_block(r, to_sun, to_sensor, normal, params, _chunk_options(options), refl_sigma=refl_sigma,
                          endmembers=endmembers)
     return (fields["fractions"], fields["sigma"], fields["status"][..., 0], fields["iterations"][..., 0],
-            fields["residual"][..., 0])
+            fields["residual"][..., 0], fields["remainder"][..., 0])
 
 
 def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: str = "jax", *, units: str,
@@ -610,7 +634,10 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     Args:
         refl: as for `invert_dataarray` (so are ``geometry``, ``units``,
             ``spectral_dim`` and ``num_threads``).
-        endmembers: `lumaxlike.Endmembers` on ``refl``'s bands.
+        endmembers: `lumaxlike.Endmembers` on ``refl``'s bands; where both give band
+            centres (``Endmembers.wavelengths``, refl's ``wavelength`` coordinate along
+            its spectral dim, ``units`` "nm" or "um"), bands are matched by wavelength in
+            any order, and other centres are refused.
         params: one `lumaxlike.HapkeParams` (the mixture's).
         solver: as for `lumaxlike.unmix` (so are ``route``, ``sum_to_one``, ``max_iter``
             and ``tol``).
@@ -622,13 +649,15 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
         uncertainty [-]), each with ``refl``'s pixel dims and a last dim ``endmember``
         (coordinate: the endmembers' names), and ``status`` (int8 `lumaxlike.Status`),
         ``iterations`` (int32) and ``residual`` (the route's residual norm), each with
-        ``refl``'s pixel dims; lazy (dask) when ``refl`` is, chunked as its pixels.
+        ``refl``'s pixel dims; lazy (dask) when ``refl`` is, chunked as its pixels;
+        with ``sum_to_one`` false also ``remainder`` (the cross-section fraction of the
+        unmodelled dark remainder, `lumaxlike.UnmixResult.remainder`).
         The attrs record how it was made, as for `invert_dataarray`.
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
     """
-    from ._io.file_unmixing import UnmixOptions, unmix_layout
+    from ._io.file_unmixing import UnmixOptions, unmix_layout, unmix_record
     from ._params import HapkeParams
     from ._unmix.endmembers import Endmembers
     from ._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels as unmix_chunk_pixels
@@ -646,26 +675,29 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     spec = _spectral_dim(refl, spectral_dim)
     if refl.sizes[spec] != endmembers.n_bands:
         raise ValueError(f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}")
+    wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
     pixel_dims = [dim for dim in refl.dims if dim != spec]
     inputs = _chunked_inputs(refl, _geometry_vectors(geometry, pixel_dims), spec, pixel_dims)
     refl, vectors = inputs.refl, inputs.vectors
     chunk = min(inputs.largest, unmix_chunk_pixels(refl.sizes[spec], endmembers.n_endmembers))
-    options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads)
+    options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads,
+                           wavelengths=wavelengths)
 
     n_end = endmembers.n_endmembers
     outputs = xr.apply_ufunc(
         _unmix_chunk, refl, *vectors,
         input_core_dims=[[spec], [_VECTOR_DIM], [_VECTOR_DIM], [_VECTOR_DIM]],
-        output_core_dims=[["endmember"], ["endmember"], [], [], []],
+        output_core_dims=[["endmember"], ["endmember"], [], [], [], []],
         dask="parallelized",
-        output_dtypes=[np.float64, np.float64, np.int8, np.int32, np.float64],
+        output_dtypes=[np.float64, np.float64, np.int8, np.int32, np.float64, np.float64],
         dask_gufunc_kwargs={"output_sizes": {"endmember": n_end}},
         kwargs={"units": units, "endmembers": endmembers, "params": params, "options": options, "sigma": refl_sigma},
         keep_attrs="override",
     )
     layout = unmix_layout(endmembers.names)
+    names = ("fractions", "sigma", "status", "iterations", "residual", "remainder")
     variables = {field: _with_map_attrs(output, layout.attrs[field], refl)
-                 for field, output in zip(("fractions", "sigma", "status", "iterations", "residual"), outputs)}
+                 for field, output in zip(names, outputs) if field != "remainder" or not sum_to_one}
     provenance = make_provenance(
         params=[params] * refl.sizes[spec], units=units, solver=solver, tol=DEFAULT_TOLERANCE if tol is None else tol,
         max_iter=max_iter, refl_sigma=refl_sigma, dtype=np.float64, cube=refl.encoding.get("source"),
@@ -674,5 +706,7 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
                             route=route, sum_to_one=sum_to_one, spectral_dim=spectral_dim, refl_sigma=refl_sigma,
                             max_iter=max_iter, tol=tol, num_threads=num_threads),
     )  # fmt: skip
+    record = unmix_record(endmembers, route, sum_to_one)
+    provenance = dataclasses.replace(provenance, unmix_settings=record)
     dataset = xr.Dataset(variables, attrs=_result_attrs(refl.attrs, provenance))
     return dataset.assign_coords(endmember=("endmember", list(endmembers.names)))

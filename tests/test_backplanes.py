@@ -315,3 +315,49 @@ def test_each_products_band_names_resolve_to_its_layout(names, auto, ellipsoid):
     assert set(flat.unused) == {r for r in found if r.startswith(("facet", "local"))}
     four = {"to_sun_zenith", "to_sun_azimuth", "to_sensor_zenith", "to_sensor_azimuth"}
     assert (plan_geometry(four, dtm=True).surface, plan_geometry(four, dtm=True).normals) == ("local", "dtm")
+
+
+@pytest.mark.parametrize(
+    ("band", "value", "problem"),
+    [("to_sun_zenith", 400.0, "400"), ("to_sun_zenith", -20.0, "-20"), ("to_sensor_zenith", 181.0, "181"),
+     ("to_sensor_zenith", -0.5, "-0.5"), ("facet_slope", 95.0, "95"), ("to_sun_azimuth", np.inf, "inf")],
+)
+def test_out_of_range_obs_angles_are_refused_naming_band_and_file(tmp_path, scene, band, value, problem):
+    """A zenith of 400 deg was read as 40 deg, a negative one mirrored (CONVERGED, w off):
+    every angle band's range is checked where the geometry is read."""
+    deg = {k: v.copy() for k, v in scene["deg"].items()}
+    deg[band][2, 3] = value
+    obs = write_m3_obs(tmp_path / "bad_OBS.IMG", deg)
+    grid = read_cube(write_cube(tmp_path / "c.tif", synthesise(scene["w"], scene["vectors"]), crs=CRS,
+                                transform=TRANSFORM))[1].grid
+    name = M3_OBS[("to_sun_azimuth", "to_sun_zenith", "to_sensor_azimuth", "to_sensor_zenith", "phase")
+                  .index(band)] if band != "facet_slope" else "Facet Slope"
+    with GeometryReader(obs, grid) as reader, pytest.raises(ValueError) as error:
+        reader.read(slice(0, ROWS))
+    message = str(error.value)
+    assert "bad_OBS.IMG" in message and name in message and f"{problem}" in message
+    assert "row 2, column 3" in message
+
+
+def test_zenith_beyond_90_deg_is_a_status_and_azimuths_wrap(tmp_path, scene):
+    deg = {k: v.copy() for k, v in scene["deg"].items()}
+    deg["to_sun_zenith"][0, 0] = 120.0  # the sun below the horizon: a status, not an error
+    wrapped = {k: v.copy() for k, v in deg.items()}
+    for role in ("to_sun_azimuth", "to_sensor_azimuth", "facet_aspect"):
+        wrapped[role] = deg[role].astype(np.float64) - 720.0
+    grid = read_cube(write_cube(tmp_path / "c.tif", synthesise(scene["w"], scene["vectors"]), crs=CRS,
+                                transform=TRANSFORM))[1].grid
+    with GeometryReader({r: deg[r] for r in ("to_sun_zenith", "to_sun_azimuth", "to_sensor_zenith",
+                                             "to_sensor_azimuth")}, grid) as reader:
+        plain = reader.read(slice(0, ROWS))
+    with GeometryReader({r: wrapped[r] for r in ("to_sun_zenith", "to_sun_azimuth", "to_sensor_zenith",
+                                                 "to_sensor_azimuth")}, grid) as reader:
+        turned = reader.read(slice(0, ROWS))
+    triplet = {r: deg[r] for r in ("incidence", "emission")} | {"phase": np.full((ROWS, COLS), 200.0)}
+    with GeometryReader(triplet, grid) as reader, pytest.raises(ValueError, match=r"geometry\['phase'\].*200"):
+        reader.read(slice(0, ROWS))
+    for a, b in zip(plain, turned):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)  # sin/cos of a - 4 pi: rounding only
+    result = lumaxlike.invert(np.full((ROWS, COLS, 1), 0.05), *plain, PARAMS, solver="numba")
+    assert result.status[0, 0, 0] == Status.INVALID_GEOMETRY
+    assert np.all(result.status.ravel()[1:] == Status.CONVERGED)

@@ -4,6 +4,7 @@ Small float64 cubes made from known w, b, c at random geometry; the command's ma
 `lumaxlike.fit` on the same stacked arrays, with masks (nodata, --incidence-range)."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -94,3 +95,54 @@ def test_fit_command_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, stac
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_fit_refuses_a_cube_twice_or_cubes_with_other_bands(tmp_path, capsys, stack):
+    """Both were fitted without a word: a stack of cubes whose band centres differ (same
+    count), and the same cube passed twice (one observation counted twice)."""
+    cubes, obs, _, _ = stack
+    with rasterio.open(cubes[1]) as src:
+        other = write_raster(tmp_path / "other.tif", src.read(), envi_wavelengths=WAVELENGTHS[1:BANDS + 1])
+    linked = tmp_path / "again.tif"
+    linked.symlink_to(cubes[0])
+    out = tmp_path / "fit.tif"
+    cases = [([cubes[0], other, *cubes[2:4]], rf"cube {other} has other band centres than cube {cubes[0]}"),
+             ([cubes[0], cubes[1], cubes[0], cubes[3]], rf"the cube {cubes[0]} is given twice"),
+             ([cubes[0], cubes[1], linked, cubes[3]], rf"the cube {linked} is given twice \(also as {cubes[0]}\)")]
+    for stacked, message in cases:
+        code = main([str(a) for a in ["fit", *stacked, "--geometry", *obs[:4], "--units", "r", "--free", "w",
+                                      "--out", out]])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and re.search(message, err), err
+    with pytest.raises(ValueError, match="given twice"):
+        lumaxlike.fit_file([cubes[0], cubes[0]], out, geometry=obs[:2], params=START, free="w", units="r")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again.tif", "other.tif"]
+
+
+def test_params_from_a_fit_output_uses_its_fitted_maps_or_refuses(tmp_path, capsys, stack):
+    """A fit's record held its starting values, so `invert --params-from fit.tif` used
+    b = 0.3 where fit_b.tif holds the fitted b: the record says what was fitted, invert
+    (one value per band) refuses, normalize uses the fitted maps."""
+    cubes, obs, _, _ = stack
+    out = tmp_path / "fit.tif"
+    assert main([str(a) for a in ["fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c",
+                                  "--b", "0.3", "--c", "0.4", "--out", out]]) == 0
+    record = lumaxlike.read_provenance(tmp_path / "fit_sigma_b.tif")
+    assert record.params[0].b == 0.3 and record.fit_settings["free"] == ["w", "b", "c"]
+    assert record.fit_settings["fitted_maps"] == {n: str(tmp_path / f"fit_{n}.tif") for n in ("b", "c")} | {
+        "w": str(out)}
+    capsys.readouterr()
+    code = main([str(a) for a in ["invert", cubes[0], "--params-from", out, "--geometry", obs[0], "--out",
+                                  tmp_path / "w.tif"]])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "is a fit's output" in err and "fit_b.tif" in err, err
+    # with every fitted parameter given, the record's other settings are usable
+    assert main([str(a) for a in ["invert", cubes[0], "--params-from", out, "--geometry", obs[0], "--b", "0.25",
+                                  "--c", "0.5", "--out", tmp_path / "w.tif"]]) == 0
+    common = [cubes[0], "--geometry", obs[0], "--units", "r"]
+    assert main([str(a) for a in ["normalize", *common, "--params-from", out, "--out", tmp_path / "n1.tif"]]) == 0
+    assert main([str(a) for a in ["normalize", *common, "--param-map", f"b={tmp_path / 'fit_b.tif'}", "--param-map",
+                                  f"c={tmp_path / 'fit_c.tif'}", "--out", tmp_path / "n2.tif"]]) == 0
+    np.testing.assert_array_equal(read_map(tmp_path / "n1.tif")[0], read_map(tmp_path / "n2.tif")[0])
+    assert dict(lumaxlike.read_provenance(tmp_path / "n1.tif").param_maps) == {
+        "b": str(tmp_path / "fit_b.tif"), "c": str(tmp_path / "fit_c.tif")}

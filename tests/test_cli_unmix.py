@@ -99,3 +99,33 @@ def test_unmix_cli_writes_one_netcdf_or_zarr_dataset_with_an_endmember_dimension
             assert np.all(np.isfinite(dataset["sigma"].values))
         assert lumaxlike.read_provenance(out).command.startswith("lumaxlike unmix")
         assert not (tmp_path / f"{out.stem}_status{out.suffix}").exists()  # one dataset, no companions
+
+
+def test_unmix_cli_keeps_the_remainder_and_records_the_unmixing(tmp_path, capsys):
+    """--no-sum-to-one's remainder was dropped from the GeoTIFF/netCDF outputs, and the
+    record held only the command string; one density for every endmember was refused."""
+    import xarray as xr
+
+    mass, albedo, cube, obs, dtm = mixture_files(tmp_path)
+    library = write_library(tmp_path / "minerals.csv", albedo)
+    for name in ("abund.tif", "abund.nc"):
+        out = tmp_path / name
+        code, err = run(capsys, *unmix_args(cube, obs, dtm, library, out, "--no-sum-to-one", "--route", "two_step"))
+        assert code == 0, err
+        if name.endswith(".tif"):
+            with rasterio.open(tmp_path / "abund_remainder.tif") as dataset:
+                remainder = dataset.read(1)
+        else:
+            with xr.open_dataset(out) as dataset:
+                remainder = dataset["remainder"].values
+        np.testing.assert_allclose(remainder, 0.0, atol=1e-6)  # the mixture has no dark part
+        settings = lumaxlike.read_provenance(out).unmix_settings
+        assert settings["route"] == "two_step" and settings["sum_to_one"] is False
+        assert settings["endmembers"] == list(NAMES) and settings["density"] == list(DENSITY)
+        assert settings["grain_size"] == list(GRAIN_SIZE) and settings["library"]["files"] == [str(library)]
+        assert settings["library"]["incidence_deg"] == [LIBRARY_ANGLES[0]]
+    args = unmix_args(cube, obs, dtm, library, tmp_path / "one.tif")
+    args[args.index("--density") + 1] = "2.7"
+    code, err = run(capsys, *args)
+    assert code == 0, err
+    assert lumaxlike.read_provenance(tmp_path / "one.tif").unmix_settings["density"] == [2.7] * 3

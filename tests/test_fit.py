@@ -291,3 +291,30 @@ def test_jax_fit_in_float32():
     for name in free:  # float32 rounding of r (~1e-7 relative) moves the minimum by ~1e-5
         np.testing.assert_allclose(result[name][converged], np.broadcast_to(truth_of(name, w_true), w_true.shape)[converged],
                                    rtol=0, atol=1e-3)  # fmt: skip
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_non_positive_or_overflowing_reflectance_is_unreachable_as_in_invert(solver):
+    """Negated, zero and 1e308 reflectance: no w in (0, 1) fits any of them. `fit` once
+    called them CONVERGED (w ~ 2e-16, b = 1, sigma ~ 1e-14; 1e308 with an infinite
+    residual); `invert` calls each observation UNREACHABLE, and so must `fit`."""
+    refl, geometry, w_true, _ = scene(4, 1, 9, seed=3)
+    refl[0] = -refl[0]
+    refl[1] = 0.0
+    refl[2] = 1e308
+    result = lumaxlike.fit(refl, *geometry, TRUTH, free=FREE_3, solver=solver, chunk_size=CHUNK)
+    single = lumaxlike.invert(np.moveaxis(refl[:3], -1, 1), *(g[:3] for g in geometry), TRUTH, solver=solver)
+    assert np.all(single.status == Status.UNREACHABLE)
+    np.testing.assert_array_equal(result.status[:, 0], [Status.UNREACHABLE] * 3 + [Status.CONVERGED])
+    for name in FREE_3:
+        assert np.all(np.isnan(result[name][:3])) and np.all(np.isnan(result.sigma(name)[:3]))
+    np.testing.assert_allclose(result["w"][3], w_true[3], atol=1e-6, rtol=0)
+
+
+def test_sigma_and_values_of_a_fixed_parameter_name_it():
+    refl, geometry, _, _ = scene(2, 1, 6, seed=4)
+    result = lumaxlike.fit(refl, *geometry, TRUTH, free=("w", "c"), solver="numba")
+    with pytest.raises(KeyError, match=r"'b' was not fitted \(fixed\); the free parameters are \('w', 'c'\)"):
+        result.sigma("b")
+    with pytest.raises(KeyError, match="'b' was not fitted"):
+        result["b"]

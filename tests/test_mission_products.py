@@ -364,7 +364,7 @@ def test_crism_trdr_if_with_its_ddr_through_the_labels(tmp_path, w_true):
         assert_w(out, expected)
     product = lumaxlike.read_provenance(out).product
     assert product["kind"] == "CRISM TRDR I/F (TRR3)"
-    assert product["read_via"] == "GDAL PDS driver"
+    assert product["read_via"] == "raw VRT from the PDS3 label"
     assert product["wavelengths"] == "unknown"
     # the wavelength file named by MRO:WAVELENGTH_FILE_NAME, given as text here
     wavelengths = tmp_path / "wa.txt"
@@ -667,3 +667,125 @@ def test_cli_run_where_nothing_converged_exits_1_saying_why(tmp_path, capsys):
         "reaches with w in (0, 1): check --units (radiance given as I/F?) "
         "and the model parameters"
     )
+
+
+@pytest.mark.parametrize(
+    "storage", ["BAND_SEQUENTIAL", "LINE_INTERLEAVED", "SAMPLE_INTERLEAVED"]
+)
+def test_pds3_layouts_read_through_a_raw_vrt(tmp_path, storage):
+    """Big-endian integers after a 2-record attached offset, scaled, with a null value."""
+    values = np.arange(ROWS * COLS * 3, dtype=">i2").reshape(ROWS, COLS, 3)
+    values[1, 2, 0] = -32768
+    axes = {
+        "BAND_SEQUENTIAL": (2, 0, 1),
+        "LINE_INTERLEAVED": (0, 2, 1),
+        "SAMPLE_INTERLEAVED": (0, 1, 2),
+    }[storage]
+    record = COLS * 2
+    (tmp_path / "x.img").write_bytes(
+        b"\0" * 2 * record + np.transpose(values, axes).tobytes()
+    )
+    label = tmp_path / "X.LBL"
+    label.write_text(
+        f"PDS_VERSION_ID = PDS3\nRECORD_TYPE = FIXED_LENGTH\nRECORD_BYTES = {record}\n"
+        '^IMAGE = ("X.IMG", 3)\nOBJECT = IMAGE\n'
+        f"  LINES = {ROWS}\n  LINE_SAMPLES = {COLS}\n  BANDS = 3\n"
+        f"  BAND_STORAGE_TYPE = {storage}\n  SAMPLE_TYPE = MSB_INTEGER\n  SAMPLE_BITS = 16\n"
+        "  SCALING_FACTOR = 0.5\n  OFFSET = 1.0\n  NULL = -32768\n"
+        '  BAND_NAME = ("a", "b", "c")\nEND_OBJECT = IMAGE\nEND\n'
+    )
+    cube, info = read_cube(tmp_path / "x.img")  # lower-case image, upper-case label
+    expected = values.astype(np.float64) * 0.5 + 1.0
+    expected[1, 2, 0] = np.nan
+    np.testing.assert_array_equal(cube, expected)
+    assert info.band_names == ("a", "b", "c")
+
+
+def test_crism_wavelength_file_gives_the_median_over_columns(tmp_path):
+    centres = np.array([1001.0, 1500.0, 2000.0, 2500.0, 3000.0])
+    table = (
+        np.broadcast_to(centres, (1, COLS, 5)).copy()
+        + np.arange(COLS)[None, :, None] * 0.1
+    )
+    table[0, 0, :] = 65535.0  # a column without wavelengths
+    image = tmp_path / "CDR410803692813_WA0000000L_3.IMG"
+    image.write_bytes(
+        np.ascontiguousarray(np.moveaxis(table, 2, 1)).astype("<f4").tobytes()
+    )
+    image.with_suffix(".LBL").write_text(
+        f"PDS_VERSION_ID = PDS3\nRECORD_TYPE = FIXED_LENGTH\nRECORD_BYTES = {COLS * 4}\n"
+        f'^IMAGE = "{image.name}"\nOBJECT = IMAGE\n  LINES = 1\n  LINE_SAMPLES = {COLS}\n'
+        "  BANDS = 5\n  BAND_STORAGE_TYPE = LINE_INTERLEAVED\n  SAMPLE_TYPE = PC_REAL\n"
+        "  SAMPLE_BITS = 32\nEND_OBJECT = IMAGE\nEND\n"
+    )
+    from lumaxlike._io.spectral_metadata import read_wavelength_file
+
+    found = read_wavelength_file(image, 5)
+    np.testing.assert_allclose(
+        found.wavelengths, centres + 0.2, rtol=1e-6
+    )  # columns 1-3
+    assert found.units == "Nanometers"
+    with pytest.raises(ValueError, match="5 bands for a cube of 4"):
+        read_wavelength_file(image, 4)
+
+
+def test_radiance_without_a_sun_distance_or_wavelengths_and_a_dtm_with_l2_are_refused(
+    tmp_path, w_true
+):
+    path = tmp_path / "rdn.tif"
+    with rasterio.open(
+        path, "w", driver="GTiff", width=COLS, height=ROWS, count=2, dtype="float32"
+    ) as dst:
+        dst.write(np.full((2, ROWS, COLS), 20.0, np.float32))
+    geometry = {
+        role: np.full((ROWS, COLS), value)
+        for role, value in (("incidence", 30.0), ("emission", 0.0), ("phase", 30.0))
+    }
+    with pytest.raises(ValueError, match="needs the band wavelengths"):
+        invert_file(
+            path,
+            tmp_path / "w.tif",
+            geometry=geometry,
+            params=PARAMS,
+            solver="numba",
+            units="radiance",
+        )
+    with rasterio.open(path, "r+") as dst:
+        dst.update_tags(1, wavelength="1.0", wavelength_units="um")
+        dst.update_tags(2, wavelength="1.5", wavelength_units="um")
+    with pytest.raises(
+        ValueError, match="has no SOLAR_DISTANCE: give --solar-distance"
+    ):
+        invert_file(
+            path,
+            tmp_path / "w.tif",
+            geometry=geometry,
+            params=PARAMS,
+            solver="numba",
+            units="radiance",
+        )
+    paths = write_m3_l2(
+        tmp_path, f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0)))
+    )
+    with pytest.raises(ValueError, match="with an observed dtm gives a wrong w"):
+        invert_file(
+            paths["lbl"],
+            tmp_path / "w.tif",
+            dtm=path,
+            params=PARAMS,
+            solver="numba",
+            units="radf",
+        )
+    assert not list(tmp_path.glob("w*"))
+
+
+def test_a_solar_table_with_one_row_per_band_is_taken_at_the_band_centres():
+    spectrum = lumaxlike._io.radiance.SolarSpectrum(
+        np.array([0.54084, 1.00999, 1.50897]),
+        np.array([1850.0, 700.0, 270.0]),
+        "per band",
+    )
+    found = band_irradiance(
+        spectrum, np.array([0.54084, 1.00999, 1.50897]), np.array([0.02, 0.04, 0.04])
+    )
+    np.testing.assert_array_equal(found, [1850.0, 700.0, 270.0])

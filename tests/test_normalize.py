@@ -227,6 +227,11 @@ def test_cli_round_trip_with_a_parameter_map_sigma_and_provenance(tmp_path, caps
     with xr.open_dataset(again) as dataset:
         np.testing.assert_array_equal(np.moveaxis(dataset.reflectance.values, 0, -1), normalised)
         assert dataset.reflectance.attrs["units"] == "1" and "standard geometry" in dataset.reflectance.attrs["long_name"]
+    # and without the map given again: the recorded --param-map (once dropped: the scalar
+    # b was used, up to 6 % off, and no map recorded)
+    assert main(["normalize", str(cube), "--params-from", str(out), "--out", str(tmp_path / "rerun.tif")]) == 0
+    np.testing.assert_array_equal(lumaxlike.read_cube(tmp_path / "rerun.tif")[0], normalised)
+    assert lumaxlike.read_provenance(tmp_path / "rerun.tif").param_maps == record.param_maps
 
 
 @pytest.mark.parametrize(

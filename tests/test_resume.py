@@ -134,7 +134,7 @@ def test_resume_without_an_interrupted_run_starts_afresh(tmp_path, scene, capsys
     assert read_provenance(out).resumed is None
 
 
-def test_a_killed_fit_resumes_bit_identical(tmp_path, stack, capsys):
+def test_a_killed_fit_resumes_bit_identical(tmp_path, stack, capsys):  # noqa: F811
     # fit reads a stack of cubes per block (its own reader), through the same journal
     cubes, obs, _, _ = stack
     args = ["fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b", "--chunk", "1"]

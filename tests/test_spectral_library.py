@@ -28,7 +28,7 @@ def two_spectra():
 
 def test_csv_reads_reflectance_factor_as_r_at_the_measurement_geometry(tmp_path, two_spectra):
     path = _write_csv(tmp_path / "lib.csv", GRID_NM, two_spectra)
-    library = lumaxlike.read_spectral_library(path, incidence=30.0, emission=0.0)
+    library = lumaxlike.read_spectral_library(path, incidence=np.radians(30.0), emission=0.0)
     assert library.names == ("olivine", "pyroxene")
     np.testing.assert_allclose(library.wavelengths, GRID_NM * 1e-3, rtol=1e-15)
     cos_i = np.cos(np.radians(30.0))
@@ -72,7 +72,7 @@ def test_a_band_outside_a_spectrum_or_on_its_gap_is_refused_naming_the_file(tmp_
     gappy = dict(two_spectra)
     gappy["pyroxene"] = np.where((GRID_NM > 1390) & (GRID_NM < 1410), np.nan, two_spectra["pyroxene"])
     path = _write_csv(tmp_path / "lib.csv", GRID_NM, gappy)
-    library = lumaxlike.read_spectral_library(path, incidence=30.0, emission=0.0)
+    library = lumaxlike.read_spectral_library(path, incidence=np.radians(30.0), emission=0.0)
     with pytest.raises(ValueError, match=r"'olivine' of .*lib\.csv.*does not cover band 1"):
         library.resample([1.0, 2.6], fwhm=0.01)
     with pytest.raises(ValueError, match=r"'pyroxene' of .*lib\.csv.*no measurement near band 0"):
@@ -93,7 +93,7 @@ def test_bad_csv_files_are_refused_naming_the_file(tmp_path, text, message):
     path = tmp_path / "lib.csv"
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
-        lumaxlike.read_spectral_library(path, incidence=30.0, emission=0.0)
+        lumaxlike.read_spectral_library(path, incidence=np.radians(30.0), emission=0.0)
 
 
 def test_the_measurement_geometry_is_required_where_the_file_lacks_it(tmp_path, two_spectra):
@@ -101,9 +101,13 @@ def test_the_measurement_geometry_is_required_where_the_file_lacks_it(tmp_path, 
     with pytest.raises(ValueError, match="incidence .* is required for CSV"):
         lumaxlike.read_spectral_library(path, emission=0.0)
     with pytest.raises(ValueError, match="emission must lie in"):
-        lumaxlike.read_spectral_library(path, incidence=30.0, emission=95.0)
+        lumaxlike.read_spectral_library(path, incidence=np.radians(30.0), emission=np.radians(95.0))
+    with pytest.raises(ValueError, match=r"incidence must lie in \[0, pi/2\) rad, got 30.0 \(30.0 looks like degrees"):
+        lumaxlike.read_spectral_library(path, incidence=30.0, emission=0.0)  # once read as degrees
+    with pytest.raises(ValueError, match=r"azimuth must lie in \[-2 pi, 2 pi\] rad.*looks like degrees"):
+        lumaxlike.read_spectral_library(path, incidence=0.5, emission=0.5, azimuth=180.0)
     with pytest.raises(ValueError, match="incidence must be a finite angle"):
-        lumaxlike.read_spectral_library(path, incidence=[10.0, 20.0, 30.0], emission=0.0)
+        lumaxlike.read_spectral_library(path, incidence=np.radians([10.0, 20.0, 30.0]), emission=0.0)
 
 
 def test_splib07_spectrum_with_its_wavelength_file_and_deleted_channels(tmp_path):
@@ -119,7 +123,7 @@ def test_splib07_spectrum_with_its_wavelength_file_and_deleted_channels(tmp_path
         "splib07a Record=6989: Olivine GDS70.a Fo89 165um     ASDFRa AREF\n"
         + "\n".join(f"{v:.8g}" for v in values) + "\n"
     )
-    library = lumaxlike.read_spectral_library(spectrum, incidence=0.0, emission=30.0)
+    library = lumaxlike.read_spectral_library(spectrum, incidence=0.0, emission=np.radians(30.0))
     assert library.names == ("Olivine GDS70.a Fo89 165um",)
     r = library.reflectance[0]
     assert np.isnan(r[100]) and np.sum(np.isnan(r)) == 1
@@ -147,3 +151,16 @@ def test_an_unrecognised_file_is_refused_naming_it(tmp_path):
         lumaxlike.read_spectral_library(path, incidence=0.0, emission=0.0)
     with pytest.raises(ValueError, match=r"missing\.csv: cannot read"):
         lumaxlike.read_spectral_library(tmp_path / "missing.csv", incidence=0.0, emission=0.0)
+
+
+def test_a_library_sampled_at_the_band_centres_is_taken_as_it_is(tmp_path):
+    """Refused once with "covers 0.45-2.45 um, which does not cover band 0 (0.45 um)"."""
+    centres_nm = np.arange(450.0, 2451.0, 100.0)
+    values = {"flat": np.full(centres_nm.shape, 0.3), "sloped": np.linspace(0.1, 0.5, centres_nm.size)}
+    library = lumaxlike.read_spectral_library(_write_csv(tmp_path / "lib.csv", centres_nm, values),
+                                              incidence=0.0, emission=0.0, units="r")
+    resampled = library.resample(centres_nm * 1e-3)
+    np.testing.assert_array_equal(resampled.reflectance, np.stack(list(values.values())))
+    with pytest.raises(ValueError, match=r"covers 0\.4-2\.5 um \(samples at 0\.45-2\.45 um.*does not cover band 0 "
+                                         r"\(0\.4 um"):
+        library.resample(np.array([0.4, 1.0]))

@@ -318,7 +318,8 @@ def test_endmembers_from_library_csv(tmp_path):
     lines += [f"{float(wl)!r}," + ",".join(repr(float(v)) for v in refl[:, band]) for wl, band in zip(grid_nm, band_of_sample)]
     path = tmp_path / "library.csv"
     path.write_text("\n".join(lines) + "\n")
-    library = lumaxlike.read_spectral_library(path, incidence=incidence, emission=emission, azimuth=azimuth, units="r")
+    library = lumaxlike.read_spectral_library(path, incidence=np.radians(incidence), emission=np.radians(emission),
+                                              azimuth=np.radians(azimuth), units="r")
     built = lumaxlike.Endmembers.from_library(
         library, PARAMS, density=ENDMEMBERS.density, grain_size=ENDMEMBERS.grain_size,
         wavelengths=centres_nm * 1e-3, fwhm=0.002,
@@ -393,3 +394,28 @@ def test_signal_below_the_noise_is_undetermined_not_a_confident_vertex():
     valid = np.all(np.isfinite(refl), axis=-1)
     assert np.all(result.status[valid] == Status.UNDETERMINED)
     assert np.all(np.isnan(result.covariance[valid]))
+
+
+@pytest.mark.parametrize("solver, route", SOLVER_ROUTES)
+def test_non_positive_reflectance_is_unreachable(solver, route):
+    """A negated cube once converged to 100 % of the darkest endmember (one-step); a pixel
+    with no band r > 0 is reflected by no mixture: UNREACHABLE by either route."""
+    refl = REFL[:6].copy()
+    refl[0] = -refl[0]
+    refl[1] = 0.0
+    result = lumaxlike.unmix(refl, *(g[:6] for g in GEOMETRY), ENDMEMBERS, PARAMS, solver, route=route)
+    valid = np.all(np.isfinite(refl), axis=-1)
+    expected = np.where(valid, Status.CONVERGED, Status.NONFINITE_INPUT)
+    expected[:2] = np.where(valid[:2], Status.UNREACHABLE, Status.NONFINITE_INPUT)
+    np.testing.assert_array_equal(result.status, expected)
+    assert np.all(np.isnan(result.fractions[:2]))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_float32_input_gives_float32_fractions(route):
+    refl = REFL[:4].astype(np.float32)
+    result = lumaxlike.unmix(refl, *(g[:4] for g in GEOMETRY), ENDMEMBERS, PARAMS, "numba", route=route)
+    for field in ("fractions", "covariance", "remainder", "residual_norm", "cross_section"):
+        assert getattr(result, field).dtype == np.float32, field
+    valid = np.all(np.isfinite(refl), axis=-1)
+    np.testing.assert_allclose(result.fractions[valid], MASS[:4][valid], atol=1e-3, rtol=0)  # float32 data

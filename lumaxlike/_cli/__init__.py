@@ -23,7 +23,7 @@ from .._signals import Interrupted, stop_on_signals
 from . import demo, fit, invert, normalize, profile, unmix
 from .options import EXIT_BAD_INPUT, EXIT_FAILURE, CommandParser, UsageError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "console", "main"]
 
 TOP_EPILOG = """\
 Run `lumaxlike COMMAND --help` for a command's options.
@@ -91,8 +91,10 @@ def main(argv=None) -> int:
         argv: arguments without the program name; None reads ``sys.argv[1:]``.
 
     Returns:
-        exit code: 0 success, 2 bad arguments or input, 1 unexpected failure, 128 + the
-        signal's number when a SIGINT (130) or SIGTERM (143) stopped it.
+        exit code: 0 success, 2 bad arguments or input, 1 a failure (an output that
+        could not be written, e.g. a full disk, or a lost cluster: one line; anything
+        unexpected: a traceback), 128 + the signal's number when a SIGINT (130) or
+        SIGTERM (143) stopped it.
     """
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     if argv and argv[0] in PASS_THROUGH:  # Python's own Ctrl-C handling: KeyboardInterrupt
@@ -109,6 +111,28 @@ def main(argv=None) -> int:
             return _report(args.command, lambda: args.handler(args), stopped_by)
     # a command with Python's own signal handling (profile), run once the handlers are restored
     return _report(args.command, lambda: args.handler(args), lambda: None)
+
+
+def console() -> None:
+    """The ``lumaxlike`` program (console script and ``python -m lumaxlike``): `main`,
+    then exit with its code.
+
+    A SIGTERM or SIGINT outside the command's own handlers (before `main` installs them,
+    or after the run has published its outputs and restored them) ends the process with
+    exit code 128 + the signal's number (143, 130), never by the signal itself (which a
+    parent sees as -15 or -2). A signal that lands after publication leaves the outputs
+    complete; the exit code is then 0 (the command reports it) or 143 / 130.
+    """
+    signal.signal(signal.SIGTERM, _exit_on_signal)  # SIGINT: KeyboardInterrupt, caught below
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = 128 + signal.SIGINT
+    sys.exit(code)
+
+
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 def _report(command: str, run, stopped_by) -> int:
@@ -158,6 +182,11 @@ def _report(command: str, run, stopped_by) -> int:
 
 
 def _is_cluster_failure(error) -> bool:
+    """A failure outside this code, reported in one line with exit code 1: the cluster
+    was lost, or an output could not be written (a full disk: nothing was published)."""
+    atomic = sys.modules.get("lumaxlike._io.atomic")
+    if atomic is not None and isinstance(error, atomic.OutputWriteError):
+        return True
     if (
         error is None or "lumaxlike._run.cluster" not in sys.modules
     ):  # no cluster was used

@@ -22,7 +22,9 @@ from .options import (
 __all__ = [
     "RECORDED_OPTIONS",
     "model_from_options",
+    "fitted_maps",
     "read_record",
+    "refuse_fitted_record",
     "resolve_settings",
     "same_params",
 ]
@@ -49,6 +51,41 @@ def read_record(args):
     record = read_provenance(args.params_from)
     record.check_reproducible(f"--params-from {args.params_from}")
     return record
+
+
+def fitted_maps(args, record) -> dict:
+    """``{field: path}`` of the fitted maps of a `fit` output read by ``--params-from``
+    that no option of this run replaces; {} for any other record.
+
+    A fit's record holds the *starting* values of the parameters it fitted (its
+    ``lumaxlike_param_*``); the fitted values are per-pixel maps. A run that cannot take
+    maps (``invert``) refuses such a record unless every fitted parameter is given.
+    """
+    settings = getattr(record, "fit_settings", None) or {}
+    maps = settings.get("fitted_maps") or {}
+    flags = {field: flag for flag, field, _, _ in HAPKE_OPTIONS}
+    by_name = {flag[2:]: field for flag, field, _, _ in HAPKE_OPTIONS}
+    given = {by_name[name] for name, _ in (getattr(args, "param_map", None) or [])}
+    return {
+        field: path
+        for field, path in maps.items()
+        if field != "w" and field not in given and getattr(args, dest(flags[field]), None) is None
+    }
+
+
+def refuse_fitted_record(args, record, command: str) -> None:
+    """ValueError when ``--params-from`` names a fit output whose fitted maps ``command``
+    cannot use (it takes one value per band): its record's values are the fit's start."""
+    maps = fitted_maps(args, record)
+    if maps:
+        names = ", ".join(maps)
+        raise ValueError(
+            f"--params-from {args.params_from} is a fit's output: its record holds the starting "
+            f"values of the fitted {names}, whose fitted values are per-pixel maps "
+            f"({', '.join(str(p) for p in maps.values())}) that {command} does not take; give "
+            f"{', '.join(next(f for f, d, _, _ in HAPKE_OPTIONS if d == n) for n in maps)} "
+            "or use normalize --params-from, which uses the maps"
+        )
 
 
 def is_normalised(path) -> bool:

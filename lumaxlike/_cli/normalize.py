@@ -7,8 +7,8 @@ import math
 import sys
 from pathlib import Path
 
-from .model import model_from_options, read_record, resolve_settings
-from .options import HAPKE_OPTIONS, number_list, quiet_cluster_logs
+from .model import fitted_maps, model_from_options, read_record, resolve_settings
+from .options import HAPKE_OPTIONS, dest, number_list, quiet_cluster_logs
 from .products import cube_bands, finish, product_kwargs
 
 __all__ = ["add_parser", "run"]
@@ -112,6 +112,7 @@ def run(args) -> int:
     param_maps = {PARAM_MAP_NAMES[name]: path for name, path in (args.param_map or [])}
     if len(param_maps) != len(args.param_map or []):
         raise ValueError("--param-map gives the same parameter twice")
+    param_maps = {**_recorded_maps(args, record), **param_maps}
     bands = cube_bands(args.cube, settings["units"], args)
     params = model_from_options(args, bands, record)
     quiet_cluster_logs(args)
@@ -145,3 +146,26 @@ def run(args) -> int:
         file=sys.stderr,
     )
     return finish("normalize", summary)
+
+
+def _recorded_maps(args, record) -> dict:
+    """The parameter maps --params-from's record brings, where no option replaces them:
+    a normalisation's ``--param-map``s, or a fit's fitted maps (``{field: path}``)."""
+    if record is None:
+        return {}
+    flags = {field: flag for flag, field, _, _ in HAPKE_OPTIONS}
+    maps = {}
+    for field, path in record.param_maps or ():
+        if getattr(args, dest(flags[field]), None) is not None:
+            continue  # a value given on this command line replaces the recorded map
+        if path is None:
+            raise ValueError(f"--params-from {args.params_from} records a {field} map given as an "
+                             f"array; give it again (--param-map {flags[field][2:]}=RASTER)")
+        maps[field] = Path(path)
+    fitted = fitted_maps(args, record)
+    if "roughness" in fitted:  # a fit's map is in radians, --param-map roughness-deg in degrees
+        raise ValueError(f"--params-from {args.params_from} is a fit's output with a fitted "
+                         f"roughness map in radians ({fitted['roughness']}); normalize reads "
+                         "roughness maps in degrees: convert it and give --param-map "
+                         "roughness-deg=RASTER")
+    return {**maps, **{field: Path(path) for field, path in fitted.items()}}

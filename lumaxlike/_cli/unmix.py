@@ -249,15 +249,15 @@ def run(args) -> int:
         args.endmembers,
         args.library_format,
         units=args.library_units,
-        incidence=scalar_or_list(args.library_incidence),
-        emission=scalar_or_list(args.library_emission),
-        azimuth=scalar_or_list(args.library_azimuth),
+        incidence=_radians(scalar_or_list(args.library_incidence)),
+        emission=_radians(scalar_or_list(args.library_emission)),
+        azimuth=_radians(scalar_or_list(args.library_azimuth)),
     )
     endmembers = Endmembers.from_library(
         library,
         params[0],
-        density=args.density,
-        grain_size=args.grain_size,
+        density=scalar_or_list(args.density),
+        grain_size=scalar_or_list(args.grain_size),
         wavelengths=wavelengths,
         fwhm=scalar_or_list(args.fwhm),
         extinction_efficiency=scalar_or_list(args.extinction_efficiency),
@@ -286,6 +286,16 @@ def run(args) -> int:
         command=args.command_line,
         resume=args.resume,
         surface=args.surface,
+        library={
+            "files": [str(Path(path).absolute()) for path in args.endmembers],
+            "format": args.library_format,
+            "units": args.library_units,
+            "incidence_deg": args.library_incidence,
+            "emission_deg": args.library_emission,
+            "azimuth_deg": args.library_azimuth,
+            "wavelengths_um": [float(v) for v in wavelengths],
+            "fwhm_um": args.fwhm,
+        },
         **product_kwargs(args),
     )
     print(
@@ -294,3 +304,10 @@ def run(args) -> int:
         file=sys.stderr,
     )
     return finish("unmix", summary)
+
+
+def _radians(degrees):
+    """A --library-* angle [deg] (a number, a list, or None) in radians, as Python takes it."""
+    import numpy as np
+
+    return None if degrees is None else np.radians(np.asarray(degrees, np.float64))

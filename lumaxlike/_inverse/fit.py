@@ -37,6 +37,7 @@ from .invert import (
 )
 from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
+from .reachability import mark_unreachable
 from .observation_masks import check_observation_limits, within_limits
 from .result import FitResult
 from .status import Status
@@ -137,7 +138,11 @@ def fit(
     chunk_size: int | None = None,
     observation_limits: Mapping | None = None,
     min_observations: int | None = None,
-) -> FitResult:
+    shared=(),
+    prior: Mapping | None = None,
+    regions=None,
+    regional=(),
+):
     """Fit the free Hapke parameters of every pixel and band to several observations.
 
     Each (pixel, band) is its own least-squares problem over its observations: the
@@ -190,9 +195,24 @@ def fit(
             is below the local horizon is not left out but makes its problem
             INVALID_GEOMETRY (exclude such observations with `observation_limits`).
 
+        shared: names among `free` (not "w") that take one value per pixel for all its
+            bands, e.g. ``("roughness", "hs")``: each pixel is then one joint problem
+            (`JointFitResult`; docs/joint-fits.md).
+        prior: {name: (mean, sigma)} Gaussian priors on free parameters (scalars or
+            arrays broadcasting to the parameter's map), as extra residual rows
+            (x - mean) / sigma: the MAP estimate of optimal estimation. Needs
+            `refl_sigma`. Returns a `JointFitResult`.
+        regions: an integer label map of shape ``pixels`` (tiles, geologic units), with
+            `regional`: the parameters named in `regional` (among `free`, not "w") take
+            one value per region for all its pixels and bands, fitted jointly with every
+            pixel's own parameters; pixels labelled negative are left out
+            (TOO_FEW_OBSERVATIONS, 0 observations). Returns a `JointFitResult`.
+        regional: the names `regions` applies to, e.g. ``("roughness",)``.
+
     Returns:
-        `FitResult`: fitted values, status, iterations, residual norm, covariance and the
-        number of valid observations of every problem. Results do not depend on the
+        `FitResult` (a `JointFitResult` with `shared`, `prior` or `regions`): fitted
+        values, status, iterations, residual norm, covariance and the number of valid
+        observations of every problem. Results do not depend on the
         masked observations: a problem is solved exactly as its valid subset would be.
 
     Raises:
@@ -203,6 +223,15 @@ def fit(
             chunk_size, a negative refl_sigma, limits that are not angles in [0, pi]
             rad, or min_observations that is not positive or exceeds the observations.
     """
+    if shared or prior or regional or regions is not None:  # joint problems: their own modules
+        from .joint import fit_joint
+
+        return fit_joint(
+            refl, to_sun, to_sensor, normal, params, free, solver, bounds, shared=shared, prior=prior,
+            start=start, max_iter=max_iter, tol=tol, refl_sigma=refl_sigma, chunk_size=chunk_size,
+            observation_limits=observation_limits, min_observations=min_observations,
+            regions=regions, regional=regional,
+        )  # fmt: skip
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction):  # linear in its albedo: nothing to fit
         raise ValueError("fit takes a lumaxlike.HapkeParams; a PhotometricFunction is linear in its "
@@ -263,6 +292,7 @@ def fit(
     covariance = np.empty((n_pixels, n_bands, n_free, n_free), dtype)
     observations = np.empty((n_pixels, n_bands), np.int32)
     free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
+    w_index = free.index("w")
     key = params.model_key
     for first in range(0, n_pixels, chunk):
         last = min(first + chunk, n_pixels)
@@ -280,11 +310,18 @@ def fit(
         n = last - first
         chunk_status = solved["status"][:n].copy()
         chunk_status[~any_finite] = Status.NONFINITE_INPUT  # nothing finite to fit at all
+        chunk_values = solved["values"][:n].copy()
+        unreachable = mark_unreachable(
+            chunk_status.reshape(-1), pieces[0][:n].reshape(n * n_bands, n_obs),
+            chunk_values[..., w_index].reshape(-1), solved["cost"][:n].reshape(-1),
+            (lower[w_index], upper[w_index]), albedo_bounds(dtype),
+        ).reshape(n, n_bands)  # fmt: skip
+        chunk_values[unreachable] = np.nan
         covariance[first:last] = fit_covariance(
             solved["jtj"][:n], solved["cost"][:n], chunk_status, n_valid, band_sigma
         )
         observations[first:last] = n_valid
-        values[first:last] = solved["values"][:n]
+        values[first:last] = chunk_values
         status[first:last] = chunk_status
         iterations[first:last] = solved["iterations"][:n]
         residual_norm[first:last] = np.sqrt(solved["cost"][:n])

@@ -76,11 +76,20 @@ class FitResult:
     observations: np.ndarray
 
     def __getitem__(self, name: str) -> np.ndarray:
-        """The fitted values of the free parameter `name`."""
+        """The fitted values of the free parameter `name` (KeyError naming the free ones)."""
+        if name not in self.values:
+            raise KeyError(f"{name!r} was not fitted (fixed); the free parameters are {self.free}")
         return self.values[name]
 
     def sigma(self, name: str) -> np.ndarray:
-        """1-sigma uncertainty of the free parameter `name` (sqrt of its variance)."""
+        """1-sigma uncertainty of the free parameter `name` (sqrt of its variance).
+
+        Raises:
+            KeyError: naming `name` and the free parameters, when `name` was not fitted.
+        """
+        if name not in self.free:
+            raise KeyError(f"sigma({name!r}): {name!r} was not fitted (fixed); the free "
+                           f"parameters are {self.free}")
         index = self.free.index(name)
         return np.sqrt(self.covariance[..., index, index])
 

@@ -10,7 +10,10 @@ class Status(enum.IntEnum):
 
     CONVERGED = 0  #: the step fell below `tol` in every free parameter
     MAX_ITER = 1  #: `max_iter` steps without convergence; the values are the last iterate
-    UNREACHABLE = 2  #: (`invert` only) observed r <= 0 or >= r(w -> 1) here: no w in (0, 1) fits
+    #: no w in (0, 1) fits: `invert`: observed r <= 0 or >= r(w -> 1); `fit`: every valid
+    #: observation <= 0, an infinite residual, or w ended on its physical bound (eps or
+    #: 1 - eps); `unmix`: no band with r > 0 (two-step: any band `invert` cannot fit)
+    UNREACHABLE = 2
     INVALID_GEOMETRY = 3  #: source or observer at or below the local horizon (cos i or cos e <= 0)
     #: NaN or inf reflectance or geometry (`fit`: in every observation of the problem; a
     #: single non-finite observation is left out of its problem instead)

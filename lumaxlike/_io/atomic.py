@@ -7,15 +7,17 @@ leaves no partial output and no temporary file behind.
 
 Three more guarantees:
 
-* **One writer per output set.** A group of outputs is locked by its main output (the last
-  target): an exclusive ``flock`` on the hidden file ``.NAME.lumaxlike-lock`` beside it,
-  taken before the existence check and held until the group is published or discarded.
-  A second writer fails at once with :class:`OutputBusyError`, so two runs never leave a
-  mixture of their files. The kernel drops the lock when its holder dies, however it dies.
+* **One writer per output name.** A group of outputs locks every name it publishes or
+  removes (its targets and companions, the main output first): an exclusive ``flock`` on
+  the hidden file ``.NAME.lumaxlike-lock`` beside each, taken before the existence check
+  and held until the group is published or discarded. A second writer whose set shares
+  any name (``out.tif`` writes ``out_sigma.tif``, another run's main output) fails at once
+  with :class:`OutputBusyError`, so two runs never leave a mixture of their files. The
+  kernel drops the lock when its holder dies, however it dies.
 * **Stale temporaries are removed.** Temporary names carry their writer's process id and
   start time; a new group removes the temporaries in its folders whose writer is gone
-  (e.g. killed with SIGKILL). A reused process id does not fool the check: its start time
-  differs.
+  (e.g. killed with SIGKILL), and the lock files no process holds any more. A reused
+  process id does not fool the check: its start time differs.
 * **Signals cannot cut publication in half** (see :mod:`lumaxlike._signals`): a pending
   stop signal is checked just before publishing, and publication and clean-up run with
   signals deferred.
@@ -39,6 +41,7 @@ __all__ = [
     "LOCK_MARK",
     "OutputBusyError",
     "OutputExistsError",
+    "OutputWriteError",
     "TEMP_MARK",
     "check_output_folder",
     "remove_stale_temporaries",
@@ -51,6 +54,26 @@ LOCK_MARK = ".lumaxlike-lock"
 """Suffix of the hidden lock file of an output set (``.NAME.lumaxlike-lock``)."""
 
 _OWNER = re.compile(r"\.p(\d+)t(\d+)-[0-9a-f]+" + re.escape(TEMP_MARK))
+
+
+class OutputWriteError(OSError):
+    """Writing an output failed (e.g. its disk is full): nothing of the run was published
+    and the previous outputs, if any, are kept.
+
+    Attributes:
+        path: the output whose file could not be written (its final name).
+    """
+
+    def __init__(self, path, cause: BaseException | str):
+        self.path = str(path)
+        folder = Path(path).parent
+        try:
+            free = f"; {shutil.disk_usage(folder).free:,} bytes free in {folder}"
+        except OSError:
+            free = ""
+        reason = " ".join(str(cause).split()) or type(cause).__name__
+        super().__init__(f"writing {self.path} failed ({reason}{free}): nothing was published, "
+                         "the previous outputs (if any) are kept")
 
 
 class OutputExistsError(FileExistsError):
@@ -67,10 +90,10 @@ class OutputExistsError(FileExistsError):
 
 
 class OutputBusyError(FileExistsError):
-    """Another process is writing the same output set right now.
+    """Another process is writing an output of the same name right now.
 
     Attributes:
-        path: the main output.
+        path: the contested output (the main output when that is the one).
     """
 
     def __init__(self, path, owner: str):
@@ -138,7 +161,38 @@ def remove_stale_temporaries(folder) -> list[Path]:
         if match and _writer_is_gone(int(match[1]), int(match[2])):
             _remove(path)
             removed.append(path)
+    if os.name != "nt":  # lock files a killed run left: nobody holds them
+        for path in Path(folder).glob(f".*{LOCK_MARK}"):
+            if _remove_unheld_lock(path):
+                removed.append(path)
     return removed
+
+
+def _remove_unheld_lock(path: Path) -> bool:
+    """Remove a lock file no process holds (its holder was killed); False if held.
+
+    A holder keeps its lock until it has removed the file (`_Lock.release`), so a lock
+    taken here means the file is stale; a run that opened it meanwhile finds it gone
+    after locking and retries on a new file (`_Lock`).
+    """
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        _try_lock(fd)
+    except OSError:
+        os.close(fd)
+        return False
+    try:
+        if os.path.samestat(os.fstat(fd), os.stat(path)):
+            path.unlink()
+            return True
+        return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 class _Lock:
@@ -185,6 +239,21 @@ class _Lock:
                 self.path.unlink(missing_ok=True)
 
 
+def _sync(path: Path, target: Path) -> None:
+    """Flush a written file (every file of a folder) to its device: OutputWriteError naming
+    `target` where the system reports a write error (ENOSPC, EIO) only now."""
+    files = [path] if not path.is_dir() else [p for p in path.rglob("*") if p.is_file()]
+    for name in files:
+        try:
+            fd = os.open(name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as error:
+            raise OutputWriteError(target, error) from error
+
+
 def _try_lock(fd: int) -> None:
     if os.name == "nt":  # pragma: no cover - not run on the CI machine
         import msvcrt
@@ -227,6 +296,8 @@ class AtomicOutputs:
 
     Raises:
         OutputExistsError: a target or companion exists and ``overwrite`` is false.
+        IsADirectoryError: a target or companion that is a file (not a ``.zarr`` store)
+            is a folder on disk, with or without ``overwrite``.
         OutputBusyError: another process holds the group's lock.
         FileNotFoundError, NotADirectoryError, PermissionError: see
             :func:`check_output_folder`.
@@ -242,13 +313,19 @@ class AtomicOutputs:
         main = self.targets[-1]
         for target in [main, *self.targets[:-1]]:  # messages name the main output
             check_output_folder(target)
-        self._lock = _Lock(main.parent / f".{main.name}{LOCK_MARK}", lambda owner: OutputBusyError(main, owner))
+        self._locks = []
         try:
+            # every name the group publishes or removes, the main output first: two runs
+            # whose sets share any name (out.tif's out_sigma.tif is another run's main
+            # output) never write at once
+            for path in [main, *sorted(set(self.targets[:-1]) | set(self.companions))]:
+                self._locks.append(_Lock(path.parent / f".{path.name}{LOCK_MARK}",
+                                         lambda owner, path=path: OutputBusyError(path, owner)))
             for folder in {target.parent for target in self.targets}:
                 remove_stale_temporaries(folder)
             self._check_not_existing()
         except BaseException:
-            self._lock.release()
+            self._release()
             raise
         self.temporary = {target: self._temporary_path(target) for target in self.targets}
 
@@ -257,6 +334,11 @@ class AtomicOutputs:
         return target.parent / f".{stem}.{self.token}{TEMP_MARK}{suffix}"
 
     def _check_not_existing(self) -> None:
+        for path in (*self.targets, *self.companions):  # never deleted, --overwrite or not
+            if path.suffix.lower() != ".zarr" and path.is_dir() and not path.is_symlink():
+                raise IsADirectoryError(
+                    f"output {path} is a folder, where a file would be written; lumaxlike never "
+                    "removes a folder: remove or rename it, or choose another output")
         if self.overwrite:
             return
         in_order = [self.targets[-1], *self.targets[:-1], *self.companions]  # main output first
@@ -278,6 +360,8 @@ class AtomicOutputs:
             missing = [str(tmp) for tmp in self.temporary.values() if not os.path.lexists(tmp)]
             if missing:
                 raise RuntimeError(f"internal error: temporary output {missing} was never written")
+            for target, tmp in self.temporary.items():  # a full disk may only show here
+                _sync(tmp, target)
             with deferred():
                 self._publish_all()
         finally:
@@ -313,4 +397,8 @@ class AtomicOutputs:
         for folder in {target.parent for target in self.targets}:
             for leftover in folder.glob(f".*{self.token}{TEMP_MARK}*"):
                 _remove(leftover)
-        self._lock.release()
+        self._release()
+
+    def _release(self) -> None:
+        for lock in reversed(self._locks):
+            lock.release()

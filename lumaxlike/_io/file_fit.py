@@ -42,9 +42,10 @@ from .file_inversion import BLOCK_TARGET_BYTES
 from .file_runs import check_not_an_input, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
 from .products import refuse_normalised
+from .stacks import check_stack
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter
+from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
 
 __all__ = ["fit_block", "fit_fields", "fit_file"]
 
@@ -174,8 +175,7 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
         info = readers[0].info
         for reader in readers[1:]:
             check_aligned(info.grid, reader.info.grid, "cube")
-            if reader.info.bands != info.bands:
-                raise ValueError(f"cube {reader.info.path} has {reader.info.bands} bands, cube {info.path} {info.bands}")
+        check_stack([reader.info for reader in readers])
         geometry_readers = [stack.enter_context(GeometryReader(g, info.grid, dtm)) for g in geometries]
         n_obs, width = len(cubes), info.grid.width
         row_bytes = width * info.bands * n_obs * 8
@@ -196,7 +196,10 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
                                           free=free, units=units, solver=solver,
                                           **parallel_call(workers, scheduler)),
         )
-        provenance = _FitProvenance(**vars(base), fit_settings=settings)
+        # the record's param_* keys hold the starting values; the fitted ones are the maps
+        settings["fitted_maps"] = {name: str(Path(path).absolute())
+                                   for name, path in result_paths(out_path, free, main="w").items()}
+        provenance = _FitProvenance(**{**vars(base), "fit_settings": settings})
         fit_options = {"free": free, "solver": solver, "observation_limits": limits,
                        "min_observations": min_observations, "chunk_size": chunk_size}
         fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})

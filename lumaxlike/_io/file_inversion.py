@@ -210,7 +210,8 @@ def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver,
 def _product_call(correction_undone, reff_incidence, solar_spectrum, solar_distance,
                   wavelengths_from, thermal_bands) -> dict:
     """The mission-product arguments for the recorded call, when not the defaults."""
-    given = {"correction_undone": (correction_undone, False), "reff_incidence": (reff_incidence, None),
+    given = {"correction_undone": (correction_undone, False),
+             "reff_incidence": (reff_incidence, None),
              "solar_spectrum": (solar_spectrum, None), "solar_distance": (solar_distance, None),
              "wavelengths_from": (wavelengths_from, None), "thermal_bands": (thermal_bands, "keep")}
     return {name: value for name, (value, default) in given.items() if value != default}

@@ -34,6 +34,7 @@ from .._run.pool import BlockPool
 from .._run.progress import progress_bar, resumed_text
 from .._run.stream import cube_block_reader, run_blocks
 from .._run.tasks import check_solver, numba_threads
+from .._unmix.band_matching import band_order
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
 from .file_inversion import default_chunk_rows
@@ -44,7 +45,8 @@ from .raster import GDAL_CACHE_BYTES, CubeInfo
 from .units import check_units
 from .writers import FieldLayout, ResultWriter
 
-__all__ = ["UNMIX_FIELDS", "UnmixOptions", "UnmixSummary", "cube_wavelengths_um", "unmix_block", "unmix_file",
+__all__ = ["UNMIX_FIELDS", "unmix_fields", "unmix_record",
+           "UnmixOptions", "UnmixSummary", "cube_wavelengths_um", "unmix_block", "unmix_file",
            "unmix_layout"]
 
 UNMIX_FIELDS = ("fractions", "sigma", "status", "iterations", "residual")
@@ -55,13 +57,22 @@ _ATTRS = {
     "iterations": {"long_name": "solver iterations", "units": "1"},
     "residual": {"long_name": "residual norm of the route's objective (r [1/sr] one-step, w two-step; "
                  "divided by sigma when given)", "units": "1"},
+    "remainder": {"long_name": "cross-section fraction of the unmodelled, perfectly absorbing "
+                  "remainder (fractions not summing to one)", "units": "1"},
 }
-_WAVELENGTH_UNITS_UM = (("nano", 1e-3), ("nm", 1e-3), ("micro", 1.0), ("um", 1.0), ("µm", 1.0))
+WAVELENGTH_UNITS_UM = (("nano", 1e-3), ("nm", 1e-3), ("micro", 1.0), ("um", 1.0), ("µm", 1.0))
+
+
+def unmix_fields(sum_to_one: bool = True) -> tuple[str, ...]:
+    """The maps `unmix_file` writes: :data:`UNMIX_FIELDS`, and ``remainder`` (the
+    unmodelled dark remainder, `UnmixResult.remainder`) when the fractions need not sum
+    to one."""
+    return UNMIX_FIELDS if sum_to_one else (*UNMIX_FIELDS, "remainder")
 
 
 def unmix_layout(names) -> FieldLayout:
     """The maps `unmix_file` writes for endmembers ``names``."""
-    per_pixel = {name: (name,) for name in ("status", "iterations", "residual")}
+    per_pixel = {name: (name,) for name in ("status", "iterations", "residual", "remainder")}
     return FieldLayout(main="fractions", attrs=_ATTRS,
                        band_names={"fractions": tuple(names), "sigma": tuple(names), **per_pixel},
                        integer={"status": np.int8, "iterations": np.int32},
@@ -83,11 +94,19 @@ def cube_wavelengths_um(info: CubeInfo, wavelengths=None) -> np.ndarray:
     if info.wavelengths is None:
         raise ValueError(f"the cube {info.path} gives no band wavelengths; give them (--wavelengths, in um)")
     units = (info.wavelength_units or "").lower()
-    scale = next((factor for key, factor in _WAVELENGTH_UNITS_UM if key in units), None)
+    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in units), None)
     if scale is None:
         raise ValueError(f"the cube {info.path} gives its wavelengths without a known unit "
                          f"({info.wavelength_units!r}); give them (--wavelengths, in um)")
     return np.asarray(info.wavelengths, np.float64) * scale
+
+
+def known_wavelengths_um(info: CubeInfo) -> np.ndarray | None:
+    """The cube's band centres [um] where the file gives them with a known unit, else None."""
+    try:
+        return cube_wavelengths_um(info)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -101,6 +120,7 @@ class UnmixOptions:
     tol: float | None = None
     chunk_size: int | None = None
     num_threads: int | None = None
+    wavelengths: tuple | None = None  # the data's band centres [um]: matched to the endmembers'
 
 
 def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: UnmixOptions, refl_sigma=None, *,
@@ -112,7 +132,7 @@ def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: U
     with numba_threads(options.num_threads):
         result = unmix(refl, to_sun, to_sensor, normal, endmembers, params, options.solver, route=options.route,
                        sum_to_one=options.sum_to_one, refl_sigma=refl_sigma, chunk_size=options.chunk_size,
-                       **kwargs)  # fmt: skip
+                       wavelengths=options.wavelengths, **kwargs)  # fmt: skip
     with np.errstate(invalid="ignore"):  # NaN covariance where unsolved
         sigma = np.sqrt(np.diagonal(result.covariance, axis1=-2, axis2=-1))
     return {
@@ -121,6 +141,22 @@ def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: U
         "status": result.status[..., None],
         "iterations": result.iterations[..., None],
         "residual": result.residual_norm[..., None],
+        "remainder": result.remainder[..., None],
+    }
+
+
+def unmix_record(endmembers: Endmembers, route: str, sum_to_one: bool, library=None) -> dict:
+    """What an unmixing was (`Provenance.unmix_settings`): route, sum-to-one, the
+    endmembers' names, densities [g/cm^3], grain sizes [um], extinction efficiencies, and
+    ``library`` (how they were made, where known)."""
+    return {
+        "route": route,
+        "sum_to_one": bool(sum_to_one),
+        "endmembers": list(endmembers.names),
+        "density": [float(v) for v in endmembers.density],
+        "grain_size": [float(v) for v in endmembers.grain_size],
+        "extinction_efficiency": [float(v) for v in endmembers.extinction_efficiency],
+        "library": None if library is None else dict(library),
     }
 
 
@@ -151,7 +187,7 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
                overwrite=False, progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
                command=None, surface="auto", correction_undone=False, reff_incidence=None,
                solar_spectrum=None, solar_distance=None, wavelengths_from=None,
-               thermal_bands="keep", resume=False) -> UnmixSummary:
+               thermal_bands="keep", library=None, resume=False) -> UnmixSummary:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
     Args:
@@ -171,10 +207,18 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
         sigma: standard uncertainty of the cube's values, in ``units`` ("r" or "radf";
             a reflectance factor's uncertainty in r varies with cos i per pixel, which
             `unmix` does not take): weights the bands and scales the sigma map.
+        library: how the endmembers were made (JSON-able mapping, e.g. the library
+            files and their geometry), recorded with the route, sum-to-one, names,
+            densities, grain sizes and extinction efficiencies (``lumaxlike_unmix_*``,
+            `Provenance.unmix_settings`); None records none of the library.
+
+    With ``sum_to_one`` false the unmodelled remainder is one more map, ``OUT_remainder``.
 
     Raises:
         ValueError: as `invert_file` does; and naming the argument for bad endmembers,
-            params or a route, or a cube whose bands are not the endmembers'.
+            params or a route, or a cube whose bands are not the endmembers' (in number;
+            by wavelength where both give them: any order is matched, other centres
+            refused).
     """
     start = time.perf_counter()
     check_solver(solver)
@@ -197,7 +241,9 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     layout = unmix_layout(endmembers.names)
-    check_not_an_input(out_path, UNMIX_FIELDS, [cube_path, dtm, *geometry_paths(geometry)], main="fractions")
+    fields = unmix_fields(bool(sum_to_one))
+    inputs = [cube_path, dtm, *geometry_paths(geometry)]
+    check_not_an_input(out_path, fields, inputs, main="fractions")
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
             cube_path, units, **product_options(solar_spectrum, solar_distance, wavelengths_from,
@@ -210,7 +256,10 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
             raise ValueError(f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}")
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands, endmembers.n_endmembers))
-        options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk_size)
+        wavelengths = known_wavelengths_um(info)
+        band_order(wavelengths, endmembers, f"the cube {cube_path}")  # refused before any work
+        options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk_size,
+                               wavelengths=None if wavelengths is None else tuple(wavelengths))
         with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
             provenance = make_provenance(
                 params=[params] * info.bands, units=units, solver=solver,
@@ -223,11 +272,13 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
                                                max_iter=max_iter, tol=tol, surface=surface,
                                                **parallel_call(workers, scheduler)),
             )  # fmt: skip
-            settings = run_settings(provenance, out_path, UNMIX_FIELDS, rows_per_block, route=route,
+            provenance = dataclasses.replace(provenance, unmix_settings=unmix_record(
+                endmembers, route, sum_to_one, library))
+            settings = run_settings(provenance, out_path, fields, rows_per_block, route=route,
                                     sum_to_one=bool(sum_to_one), endmembers=_endmembers_digest(endmembers))
             inputs = [cube_path, dtm, *geometry_paths(geometry), solar_spectrum, wavelengths_from]
-            journal = Journal(out_path, inputs=inputs, resume=resume, fields=UNMIX_FIELDS, settings=settings)
-            writer = ResultWriter(out_path, like=info, fields=UNMIX_FIELDS, overwrite=overwrite,
+            journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields, settings=settings)
+            writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
                                   chunk_rows=rows_per_block, provenance=provenance, layout=layout)
             counts, resumed = run_blocks(
                 writer, lambda: BlockPool(workers, scheduler, function=unmix_block),

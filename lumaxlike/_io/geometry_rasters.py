@@ -40,6 +40,22 @@ from .units import local_incidence_cosine
 __all__ = ["ANGLE_ROLES", "CHECK_TOLERANCE", "OBS_BAND_NAMES", "GeometryReader", "match_obs_bands",
            "normalise_band_name"]
 
+_ZENITHS = ("to_sun_zenith", "to_sensor_zenith", "incidence", "emission", "local_incidence",
+            "local_emission")
+_AZIMUTHS = ("to_sun_azimuth", "to_sensor_azimuth", "facet_aspect")
+ANGLE_RANGES = {
+    **{role: (0.0, 180.0) for role in _ZENITHS},
+    "phase": (0.0, 180.0),
+    "facet_slope": (0.0, 90.0),
+    "facet_cos_i": (-1.0, 1.0),
+    **{role: (-np.inf, np.inf) for role in _AZIMUTHS},
+}
+"""The values each band may hold (degrees; ``facet_cos_i`` a cosine); NaN is nodata.
+Zenith angles (of the sun, of the sensor; incidence, emission) in [0, 90] are usable,
+in (90, 180] the source or observer is below the horizon (status INVALID_GEOMETRY);
+azimuths may be any finite value (wrapped). Anything else stops the run naming the band
+and its file: a zenith of 400 deg is not 40 deg, a negative one is not its mirror."""
+
 CHECK_TOLERANCE = {"facet_cos_i": 0.01, "local_incidence": 0.5, "local_emission": 0.5}
 """How far a band read only as a check may differ from the geometry built from the others
 (cosine for ``facet_cos_i``, degrees for the local angles). Larger differences mean the
@@ -162,6 +178,7 @@ class GeometryReader:
             bands = find_roles(descriptions, raster.path)
             sources = {role: _RasterAngles(raster, index) for role, index in bands.items()}
             labels = {role: f"band {index}: {descriptions[index - 1]}" for role, index in bands.items()}
+            self._files = {role: f"geometry raster {raster.path}" for role in bands}
             found_text = (f"bands {list(descriptions)} (roles recognised: "
                           f"{', '.join(bands) if bands else 'none'})")
             return sources, labels, f"geometry raster {raster.path}", found_text
@@ -174,12 +191,14 @@ class GeometryReader:
         if unknown:
             raise ValueError(f"geometry mapping has unknown keys {unknown}; the roles are {', '.join(ROLES)}")
         sources, labels = {}, {}
+        self._files = {role: f"geometry[{role!r}]" for role in geometry}
         for role, source in geometry.items():
             if isinstance(source, (str, Path)):
                 raster = self._open_raster(source, f"geometry ({role})")
                 if raster.count != 1:
                     raise ValueError(f"geometry raster {raster.path} for {role} must have one band, it has {raster.count}")
                 sources[role], labels[role] = _RasterAngles(raster, 1), str(raster.path)
+                self._files[role] = "geometry raster"
             else:
                 sources[role], labels[role] = _ArrayAngles(role, source), "array"
                 shape = sources[role].values.shape
@@ -201,8 +220,38 @@ class GeometryReader:
         }
 
     def read_angles(self, rows: slice) -> dict[str, np.ndarray]:
-        """The bands the plan reads over ``rows``: ``{role: (len(rows), cols) array}``, NaN = nodata."""
-        return {role: self._sources[role].read(rows) for role in self.plan.roles + self.plan.checks}
+        """The bands the plan reads over ``rows``: ``{role: (len(rows), cols) array}``, NaN
+        = nodata.
+
+        Raises:
+            ValueError: naming the band, its file and the first offending pixel, for a
+                value outside its role's range (:data:`ANGLE_RANGES`).
+        """
+        roles = self.plan.roles + self.plan.checks
+        angles = {role: self._sources[role].read(rows) for role in roles}
+        for role, values in angles.items():
+            self._check_range(role, values, rows)
+        return angles
+
+    def _check_range(self, role, values, rows) -> None:
+        lower, upper = ANGLE_RANGES.get(role, (-np.inf, np.inf))
+        values = np.asarray(values, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isnan(values) & ~((values >= lower) & (values <= upper) & np.isfinite(values))
+        if not bad.any():
+            return
+        row, col = np.argwhere(bad)[0]
+        unit = "" if role == "facet_cos_i" else " deg"
+        allowed = ("any finite value (wrapped)" if role in _AZIMUTHS
+                   else f"[{lower:g}, {upper:g}]{unit}")
+        below = (" ([90, 180]: below the horizon, status INVALID_GEOMETRY)"
+                 if role in _ZENITHS else "")
+        raise ValueError(
+            f"{self._files[role]} {self._labels[role]} ({role}) holds "
+            f"{float(values[row, col]):.6g}{unit} at row {rows.start + row}, column {col} "
+            f"({int(bad.sum())} pixels of rows {rows.start}-{rows.stop - 1} out of range): "
+            f"{role} must be {allowed}{below}; NaN marks nodata"
+        )
 
     def read(self, rows: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Direction vectors over ``rows``.

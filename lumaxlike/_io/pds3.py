@@ -105,6 +105,8 @@ class Pds3Image:
         scale, offset_value: ``SCALING_FACTOR`` and ``OFFSET`` (value = stored * scale +
             offset_value).
         band_names: the object's ``BAND_NAME`` list, or None.
+        prefix_bytes: ``LINE_PREFIX_BYTES`` + ``LINE_SUFFIX_BYTES`` (0 for a plain
+            image; `raw_vrt` does not read lines with prefixes).
         keywords: the label's top-level keywords (strings, numbers, ``{value, units}``).
     """
 
@@ -122,6 +124,7 @@ class Pds3Image:
     scale: float = 1.0
     offset_value: float = 0.0
     band_names: tuple | None = None
+    prefix_bytes: int = 0
     keywords: dict = field(default_factory=dict)
 
     def keyword(self, name: str):
@@ -292,6 +295,8 @@ def read_label(label, data=None) -> Pds3Image:
         special=special,
         scale=float(get("SCALING_FACTOR", 1.0)),
         offset_value=float(get("OFFSET", 0.0)),
+        prefix_bytes=int(get("LINE_PREFIX_BYTES", 0) or 0)
+        + int(get("LINE_SUFFIX_BYTES", 0) or 0),
         band_names=tuple(str(n) for n in names)
         if isinstance(names, (tuple, list))
         else None,
@@ -368,4 +373,5 @@ def raw_vrt(image: Pds3Image) -> str:
         f"<ByteOrder>{order}</ByteOrder></VRTRasterBand>"
         for b in range(image.bands)
     )
-    return f'<VRTDataset rasterXSize="{image.samples}" rasterYSize="{image.lines}">{bands}</VRTDataset>'
+    size_xml = f'rasterXSize="{image.samples}" rasterYSize="{image.lines}"'
+    return f"<VRTDataset {size_xml}>{bands}</VRTDataset>"

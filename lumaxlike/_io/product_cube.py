@@ -321,7 +321,10 @@ class ProductCube:
             {
                 "radiance_to_if": "I/F = pi L d^2 / F",
                 "solar_spectrum": spectrum.source,
-                "solar_spectrum_resampling": "Gaussian band response (FWHM)"
+                "solar_spectrum_resampling": (
+                    "Gaussian band response (FWHM); the centre value where the "
+                    "spectrum is sampled more coarsely than FWHM / 4"
+                )
                 if fwhm_um is not None
                 else "linear interpolation at band centres",
                 "solar_distance_au": distance,

@@ -168,8 +168,9 @@ class Located:
         source: what to pass to ``rasterio.open`` (a path, or a VRT's XML text).
         data: the pixel file.
         label: the PDS3 image object describing it, or None.
-        via: how it is read: ``"file"``, ``"ENVI header"``, ``"GDAL PDS driver"`` or
-            ``"raw VRT from the PDS3 label"``.
+        via: how it is read: ``"file"``, ``"ENVI header"``, ``"raw VRT from the PDS3
+            label"`` (offset, interleave and sample type from the label, read by GDAL
+            window by window), or ``"GDAL PDS driver"`` (lines with prefix bytes).
     """
 
     source: str
@@ -227,13 +228,14 @@ def _through_label(label_path: Path, data: Path | None) -> Located:
     header = find_sibling(image.data, ".hdr")
     if header is not None:
         return Located(str(image.data), image.data, image, "ENVI header")
-    if (
-        image.data.resolve() != label_path.resolve()
-        and _gdal_opens(label_path, image.bands)
-        and image.name == "IMAGE"
-    ):
+    if image.prefix_bytes == 0:  # lumaxlike reads the layout itself, as the label says
+        return Located(raw_vrt(image), image.data, image, "raw VRT from the PDS3 label")
+    if _gdal_opens(label_path, image.bands):  # lines with prefixes: GDAL's PDS driver
         return Located(str(label_path), image.data, image, "GDAL PDS driver")
-    return Located(raw_vrt(image), image.data, image, "raw VRT from the PDS3 label")
+    raise ValueError(
+        f"{label_path}: {image.name} has line prefix or suffix bytes, which "
+        "neither lumaxlike nor GDAL's PDS driver reads here"
+    )
 
 
 def locate(path) -> Located:

@@ -17,8 +17,10 @@ Solar spectra (`load_solar_spectrum`):
 
 Resampling: with band widths (FWHM) known, F of a band is the spectrum averaged over a
 Gaussian response of that FWHM (trapezoidal rule on the spectrum's own samples, refined
-to at least 20 points per FWHM by linear interpolation); without them, the spectrum
-interpolated linearly at the band centre.
+to at least 20 points per FWHM by linear interpolation); without them, or where the
+spectrum is sampled more coarsely than a quarter of the FWHM (a table already averaged
+over the bands, one row per band), the spectrum interpolated linearly at the band
+centre.
 """
 
 from __future__ import annotations
@@ -146,9 +148,14 @@ def band_irradiance(spectrum: SolarSpectrum, wavelength_um, fwhm_um=None) -> np.
     if fwhm_um is None:
         return np.interp(centre, spectrum.wavelength_um, spectrum.irradiance)
     values = np.empty_like(centre)
+    spacing = np.diff(spectrum.wavelength_um)
     for band, (mid, width) in enumerate(
         zip(centre, np.asarray(fwhm_um, dtype=np.float64))
     ):
+        near = min(np.searchsorted(spectrum.wavelength_um, mid), len(spacing)) - 1
+        if spacing[max(near, 0)] > width / 4:  # already band-averaged: one row per band
+            values[band] = np.interp(mid, spectrum.wavelength_um, spectrum.irradiance)
+            continue
         sigma = width / (2.0 * math.sqrt(2.0 * math.log(2.0)))
         inside = spectrum.wavelength_um[
             np.abs(spectrum.wavelength_um - mid) < 3 * sigma

@@ -279,7 +279,8 @@ class CubeReader:
             label = self.located.label
             dtype = float_dtype(self._dataset.dtypes[0])
             if self.located.applies_label_scaling and (label.scale != 1 or label.offset_value != 0):
-                dtype = np.result_type(dtype, np.float64 if label.dtype.itemsize > 2 else np.float32)
+                wide = np.float64 if label.dtype.itemsize > 2 else np.float32
+                dtype = np.result_type(dtype, wide)
             self.info = CubeInfo(
                 grid=_grid(self._dataset, path),
                 bands=self._dataset.count,

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 import rasterio
+import rasterio.errors
 from rasterio.windows import Window
 
 from .._inverse.status import Status
@@ -29,6 +31,7 @@ from .layout import (
     result_template,
     wavelength_text,
 )
+from .atomic import OutputWriteError
 from .raster import GDAL_CACHE_BYTES, CubeInfo
 
 __all__ = ["FORMATS", "OutputFormat", "Sink", "SinkSpec"]
@@ -77,7 +80,7 @@ class SinkSpec:
         return tuple(self.paths)
 
 
-class _RasterFile:
+class _RasterSink:
     """One result map written as a GeoTIFF or ENVI file through a temporary path."""
 
     def __init__(
@@ -163,13 +166,57 @@ class _RasterFile:
 
     def close(self) -> None:
         closed = self.dataset.closed
-        self.dataset.close()
-        if self.dataset.driver == "ENVI" and not closed:
+        self._close_dataset()
+        if closed:
+            return
+        if self.dataset.driver == "ENVI":
             # GDAL writes the data file's name as the ENVI "description"; name the final file
             header = self.path.with_suffix(".hdr")
-            header.write_text(
-                header.read_text().replace(self.path.name, self.final_name, 1)
-            )
+            header.write_text(header.read_text().replace(self.path.name, self.final_name, 1))
+        _check_readable(self.path)
+
+    def _close_dataset(self) -> None:
+        self.dataset.close()
+
+
+def _check_readable(path: Path) -> None:
+    """Read back the last row of every band of a closed raster.
+
+    GDAL reports a full disk while closing a GeoTIFF (its last strips and directory are
+    written then) only on stderr ("No space left on device"): ``close()`` returns and the
+    file is short. Rows are written in order, so a short file lacks its last row.
+    """
+    with warnings.catch_warnings():  # e.g. NotGeoreferencedWarning: only the pixels matter
+        warnings.simplefilter("ignore")
+        written = rasterio.open(path)
+    try:
+        with written:
+            written.read(window=Window(0, written.height - 1, written.width, 1))
+    except rasterio.errors.RasterioError as error:
+        cause = error.__cause__ or error
+        raise OSError(f"the file is incomplete once closed (a full disk?): {cause}") from error
+
+
+#: what a sink raises when its file cannot be written (GDAL through rasterio, netCDF4, zarr)
+_WRITE_ERRORS = (OSError, RuntimeError, rasterio.errors.RasterioError)
+
+
+@contextlib.contextmanager
+def _writing(path):
+    """Turn a sink's write failure (a full disk, an I/O error) into `OutputWriteError`,
+    naming the final path."""
+    try:
+        yield
+    except OutputWriteError:
+        raise
+    except _WRITE_ERRORS as error:
+        cause = error.__cause__ if isinstance(error, rasterio.errors.RasterioError) else None
+        raise OutputWriteError(path, f"{error}: {cause}" if cause else error) from error
+
+
+def _closing(close, path) -> None:
+    with _writing(path):
+        close()
 
 
 class RasterFilesSink:
@@ -178,10 +225,11 @@ class RasterFilesSink:
     def __init__(self, spec: SinkSpec):
         self._env = rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_PAM_ENABLED="NO")
         self._env.__enter__()
-        self._files: list[tuple[str, _RasterFile]] = []
+        self._fields = tuple(spec.paths)
+        self._files: list[tuple[Path, _RasterSink]] = []
         try:
             for field, path in spec.paths.items():
-                raster = _RasterFile(
+                raster = _RasterSink(
                     spec.temporary[path],
                     path.name,
                     spec.format,
@@ -192,14 +240,15 @@ class RasterFilesSink:
                     spec.provenance,
                     spec.layout.attrs[field],
                 )
-                self._files.append((field, raster))
+                self._files.append((path, raster))
         except BaseException:
             self.close()
             raise
 
     def write(self, rows: slice, block: Mapping) -> None:
-        for field, raster in self._files:
-            raster.write(rows, block[field])
+        for (path, raster), field in zip(self._files, self._fields):
+            with _writing(path):
+                raster.write(rows, block[field])
 
     def close(self) -> None:
         files, self._files = self._files, []
@@ -207,8 +256,8 @@ class RasterFilesSink:
         with contextlib.ExitStack() as stack:  # every file closed even if one fails
             if env is not None:
                 stack.callback(env.__exit__, None, None, None)
-            for _, raster in files:  # closed last opened first
-                stack.callback(raster.close)
+            for path, raster in files:  # closed last opened first
+                stack.callback(_closing, raster.close, path)
 
 
 class NetCDFSink:
@@ -238,6 +287,7 @@ class NetCDFSink:
         )
         self.dataset = netCDF4.Dataset(path, "a")
         self.layout = layout
+        self.out = spec.paths[layout.main]  # the final path, named in errors
         rows = min(chunk_rows, like.grid.height)
         for field in fields:
             dtype = dtypes[field]
@@ -255,14 +305,15 @@ class NetCDFSink:
             variable.setncatts(attrs)
 
     def write(self, rows: slice, block: Mapping) -> None:
-        for field, values in block.items():
-            if len(self.layout.dims(field)) == 2:  # a per-pixel map: its one band
-                self.dataset[field][rows, :] = values[..., 0]
-            else:
-                self.dataset[field][:, rows, :] = np.moveaxis(values, -1, 0)
+        with _writing(self.out):
+            for field, values in block.items():
+                if len(self.layout.dims(field)) == 2:  # a per-pixel map: its one band
+                    self.dataset[field][rows, :] = values[..., 0]
+                else:
+                    self.dataset[field][:, rows, :] = np.moveaxis(values, -1, 0)
 
     def close(self) -> None:
-        self.dataset.close()
+        _closing(self.dataset.close, self.out)
 
 
 class ZarrSink:
@@ -289,6 +340,7 @@ class ZarrSink:
                 f"writing {path.name}: zarr output needs the zarr package"
             ) from None
         self.path = path
+        self.out = spec.paths[layout.main]  # the final path, named in errors
         self.layout = layout
         grid = (like.grid.height, like.grid.width)
         rows = min(chunk_rows, like.grid.height)
@@ -324,9 +376,10 @@ class ZarrSink:
                 dims,
                 values[..., 0] if len(dims) == 2 else np.moveaxis(values, -1, 0),
             )
-        xr.Dataset(variables).to_zarr(
-            self.path, region={"y": rows}, mode="r+", zarr_format=2, consolidated=False
-        )
+        with _writing(self.out):
+            xr.Dataset(variables).to_zarr(
+                self.path, region={"y": rows}, mode="r+", zarr_format=2, consolidated=False
+            )
 
     def close(self) -> None:
         """Nothing to finish: every block was written through to the store."""

@@ -159,6 +159,9 @@ class SpectralLibrary:
                 default: the band spacing (half the distance between each band's
                 neighbours).
 
+        A spectrum sampled exactly at the band centres (no ``fwhm`` given, none
+        recorded) is taken as it is: it is already on the bands.
+
         Returns:
             A `SpectralLibrary` on the band centres (its ``fwhm`` the bands').
 
@@ -184,26 +187,35 @@ class SpectralLibrary:
         resampled = np.empty((len(self), centres.size))
         for row, spectrum in enumerate(self.reflectance):
             measured = np.isfinite(spectrum)
-            self._check_coverage(row, measured, centres, widths)
+            at_centres = _same_grid(self.wavelengths[measured], centres)
+            if fwhm is None and self.fwhm is None and at_centres:
+                resampled[row] = spectrum[measured]  # sampled at the band centres: as it is
+                continue
+            self._check_coverage(row, measured, centres, widths, sample_widths)
             resampler = BandResampler(
                 self.wavelengths[measured], centres, sample_widths[measured], widths
             )
             resampled[row] = resampler(spectrum[measured])
         return dataclasses.replace(self, wavelengths=centres, reflectance=resampled, fwhm=widths)
 
-    def _check_coverage(self, row, measured, centres, widths):
-        """ValueError unless every band's response window lies on measured samples."""
+    def _check_coverage(self, row, measured, centres, widths, sample_widths):
+        """ValueError unless every band's response window lies on measured samples (each
+        sample covering its own width, as `BandResampler` takes it)."""
         lower, upper = centres - widths / 2, centres + widths / 2
         where = f"spectrum {self.names[row]!r}" + (f" of {self.sources[row]}" if self.sources[row] else "")
         valid = self.wavelengths[measured]
         if valid.size < 2:
             raise ValueError(f"{where} has fewer than two measured values")
-        outside = (lower < valid[0]) | (upper > valid[-1])
+        half = np.asarray(sample_widths)[measured] / 2
+        first, last = valid[0] - half[0], valid[-1] + half[-1]
+        outside = (lower < first * (1 - 1e-12)) | (upper > last * (1 + 1e-12))
         if np.any(outside):
             band = int(np.argmax(outside))
             raise ValueError(
-                f"{where} covers {valid[0]:g}-{valid[-1]:g} um, which does not cover band {band} "
-                f"({centres[band]:g} um, fwhm {widths[band]:g} um) of the cube"
+                f"{where} covers {first:g}-{last:g} um (samples at {valid[0]:g}-{valid[-1]:g} um, "
+                f"each over its width), which does not cover band {band} ({centres[band]:g} um, "
+                f"fwhm {widths[band]:g} um: its response spans {lower[band]:g}-{upper[band]:g} um) "
+                "of the cube"
             )
         gaps = self.wavelengths[~measured]
         for band in range(centres.size):
@@ -212,6 +224,12 @@ class SpectralLibrary:
                     f"{where} has no measurement near band {band} ({centres[band]:g} um, fwhm "
                     f"{widths[band]:g} um) of the cube (a gap or deleted channel)"
                 )
+
+
+def _same_grid(samples: np.ndarray, centres: np.ndarray) -> bool:
+    """Whether a spectrum's samples are the band centres (to 1e-9 relative)."""
+    return samples.shape == centres.shape and bool(
+        np.allclose(samples, centres, rtol=1e-9, atol=0.0))
 
 
 def _band_spacing(centres: np.ndarray) -> np.ndarray:
@@ -243,11 +261,14 @@ def read_spectral_library(
         format: ``"csv"``, ``"splib07"`` or ``"relab"`` (see the module docstring);
             default: from each file (``.csv`` -> csv; a first line ``splib07...`` ->
             splib07; a first line holding one integer -> relab).
-        incidence: the measurement's incidence angle [deg], a scalar or one per
-            spectrum; required except for RELAB files (default 30).
-        emission: the measurement's emission angle [deg], the same way (RELAB default 0).
-        azimuth: azimuth of the observer relative to the source [deg] (0: the observer
-            on the source's side); irrelevant when the emission angle is 0.
+        incidence: the measurement's incidence angle [rad] (as every angle of
+            lumaxlike's Python API), in [0, pi/2), a scalar or one per spectrum;
+            required except for RELAB files (default 30 deg). A value above pi/2 can
+            only be degrees and is refused (use numpy.radians).
+        emission: the measurement's emission angle [rad], the same way (RELAB default 0).
+        azimuth: azimuth of the observer relative to the source [rad], within
+            [-2 pi, 2 pi] (0: the observer on the source's side); irrelevant when the
+            emission angle is 0.
         units: ``"reff"`` (reflectance factor, default), ``"radf"`` (radiance factor) or
             ``"r"`` (bidirectional reflectance [1/sr]): what the files hold.
         wavelengths_file: for splib07, the release's wavelength file for the spectra's
@@ -289,12 +310,12 @@ def read_spectral_library(
         if given is None:
             if any(kind != "relab" for kind in kinds):
                 raise ValueError(
-                    f"{name} (the measurement's {name} angle [deg]) is required for "
+                    f"{name} (the measurement's {name} angle [rad]) is required for "
                     f"{'CSV' if 'csv' in kinds else 'splib07'} spectra, whose files do not record it"
                 )
-            given = relab_default
-        angles[name] = _angles_deg(name, given, len(spectra))
-    angles["azimuth"] = _angles_deg("azimuth", azimuth, len(spectra), limit=360.0)
+            given = np.radians(relab_default)
+        angles[name] = _angles_rad(name, given, len(spectra))
+    angles["azimuth"] = _angles_rad("azimuth", azimuth, len(spectra), limit=2.0 * np.pi)
 
     grid = np.unique(np.concatenate([wl for _, wl, *_ in spectra]))
     reflectance = np.full((len(spectra), grid.size), np.nan)
@@ -314,13 +335,22 @@ def read_spectral_library(
     )
 
 
-def _angles_deg(name, value, n, limit=90.0):
+def _angles_rad(name, value, n, limit=None):
+    """Angles [rad], one per spectrum: incidence/emission in [0, pi/2) (`limit` None),
+    azimuth within [-limit, limit]; a value only degrees can be is named as such."""
     angle = np.asarray(value, np.float64) if not isinstance(value, str) else np.array(np.nan)
     if angle.ndim > 1 or (angle.ndim == 1 and angle.size != n) or not np.all(np.isfinite(angle)):
-        raise ValueError(f"{name} must be a finite angle [deg] or one per spectrum ({n}), got {value!r}")
-    if np.any(np.abs(angle) > limit) or (limit == 90.0 and np.any((angle < 0) | (angle >= 90.0))):
-        raise ValueError(f"{name} must lie in [0, {limit:g}) deg, got {value!r}")
-    return np.radians(np.broadcast_to(angle, (n,)))
+        raise ValueError(
+            f"{name} must be a finite angle [rad] or one per spectrum ({n}), got {value!r}")
+    upper = np.pi / 2 if limit is None else limit
+    if np.any(np.abs(angle) > upper) or (limit is None and np.any((angle < 0) | (angle >= upper))):
+        degrees_limit = 90.0 if limit is None else 360.0
+        looks = np.any(np.abs(angle) > upper) and np.all(np.abs(angle) <= degrees_limit)
+        hint = f" ({value!r} looks like degrees: pass numpy.radians({value!r}))" if looks else ""
+        turns = 0.0 if limit is None else limit / np.pi
+        interval = "[0, pi/2)" if limit is None else f"[-{turns:g} pi, {turns:g} pi]"
+        raise ValueError(f"{name} must lie in {interval} rad, got {value!r}{hint}")
+    return np.array(np.broadcast_to(angle, (n,)))
 
 
 def _detect_format(path: Path) -> str:

@@ -36,12 +36,17 @@ Nothing appears at the output paths until every block has been written (see
 from __future__ import annotations
 
 import contextlib
+import glob
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from .atomic import AtomicOutputs
+import rasterio
+import rasterio.errors
+
+from .atomic import AtomicOutputs, OutputWriteError  # noqa: F401 (OutputWriteError: documented here)
 from .layout import (  # re-exported: the writers' layout, named here as before
     FIELD_ATTRS,
     INVERSION_LAYOUT,
@@ -53,7 +58,7 @@ from .layout import (  # re-exported: the writers' layout, named here as before
     wavelength_text,
 )
 from .raster import CubeInfo
-from .sinks import FORMATS, SinkSpec
+from .sinks import FORMATS, SinkSpec, _RasterSink  # noqa: F401 (_RasterSink: the GeoTIFF/ENVI file)
 
 __all__ = [
     "FIELD_ATTRS",
@@ -136,6 +141,49 @@ def output_files(out, fields=RESULT_FIELDS, main: str = "w") -> list[Path]:
     return files
 
 
+def previous_set(out, main: str = "w") -> list[Path]:
+    """The files of the output set now at ``out`` (GeoTIFF/ENVI): its main map and every
+    sibling ``<stem>_*`` map the same run wrote (the same lumaxlike record: command and
+    creation time), ENVI headers included; [] where ``out`` holds no lumaxlike output.
+
+    `ResultWriter` counts them as companions: ``--overwrite`` replaces the whole old set,
+    so none of its maps (a fit's ``out_c.tif`` when the new run fits no c, a fit's maps
+    under a normalisation) stays beside the new one.
+    """
+    out = Path(out)
+    if output_format(out) in ("netCDF", "zarr"):
+        return []
+    main_file = _raster_file(out, main, main)
+    run = _run_of(main_file)
+    if run is None:
+        return []
+    envi = output_format(out) == "ENVI"
+    members = []
+    pattern = f"{glob.escape(main_file.stem)}_*{main_file.suffix}"
+    for sibling in sorted(main_file.parent.glob(pattern)):
+        if _run_of(sibling) == run:
+            members.extend([sibling, sibling.with_suffix(".hdr")] if envi else [sibling])
+    return members
+
+
+def _run_of(path: Path):
+    """(command, created) of the lumaxlike output at ``path``, or None."""
+    if not path.is_file():
+        return None
+    try:
+        with warnings.catch_warnings():  # e.g. NotGeoreferencedWarning: only the tags matter
+            warnings.simplefilter("ignore")
+            dataset = rasterio.open(path)
+        with dataset:
+            tags = dict(dataset.tags())
+            if "ENVI" in (dataset.tag_namespaces() or []):
+                tags.update(dataset.tags(ns="ENVI"))
+    except rasterio.errors.RasterioError:
+        return None
+    run = (tags.get("lumaxlike_command"), tags.get("lumaxlike_created"))
+    return run if None not in run else None
+
+
 class ResultWriter:
     """Writes result maps for a cube block by block; publishes them atomically on success.
 
@@ -164,6 +212,9 @@ class ResultWriter:
         ValueError: unknown extension or field.
         FileExistsError: an output exists and ``overwrite`` is false (before any work).
         FileNotFoundError, NotADirectoryError, PermissionError: unusable output folder.
+        OutputWriteError: (an OSError) a map could not be written, while writing, closing
+            or flushing it (a full disk: GDAL's "No space left on device"); nothing is
+            published and the previous outputs are kept.
     """
 
     def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
@@ -191,8 +242,9 @@ class ResultWriter:
         if np.isinf(self.nodata):
             raise ValueError(f"nodata must be NaN or a finite number, got {nodata!r}")
         self.paths = result_paths(self.out, self.fields, main)
+        companions = [*output_files(self.out, known, main), *previous_set(self.out, main)]
         self._atomic = AtomicOutputs(output_files(self.out, self.fields, main), overwrite=overwrite,
-                                     companions=output_files(self.out, known, main))
+                                     companions=companions)
         self._stack = contextlib.ExitStack()
         self._sink = None
 

@@ -10,7 +10,8 @@ import logging
 import os
 from dataclasses import dataclass
 
-__all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "Cluster", "open_cluster", "quiet_logs"]
+__all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "Cluster", "check_address", "open_cluster",
+           "quiet_logs"]
 
 CONNECT_TIMEOUT_S = 30.0
 """How long to try reaching a scheduler, at the start and after losing it [s]."""
@@ -61,7 +62,8 @@ def open_cluster(workers: int = 1, scheduler: str | None = None) -> Cluster:
             its workers need lumaxlike installed (the same version as here).
 
     Raises:
-        ValueError: naming ``scheduler``, when it cannot be reached in
+        ClusterError: the local cluster failed to start (e.g. a worker was killed).
+        ValueError: naming ``scheduler``, when it is not an address, cannot be reached in
             :data:`CONNECT_TIMEOUT_S`, has no worker after as long, or its workers lack
             lumaxlike or run another version of it.
     """
@@ -69,21 +71,29 @@ def open_cluster(workers: int = 1, scheduler: str | None = None) -> Cluster:
 
     if scheduler is None:
         numba_threads = max(1, (os.cpu_count() or 1) // workers)
-        local = distributed.LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address=None,  # no dashboard, and its bare HTTP server on any free port
-            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-            silence_logs=logging.ERROR, preload=[WORKER_SETUP],
-        )
+        try:  # a worker killed while starting: one line, not dask's traceback
+            local = distributed.LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address=None,  # no dashboard, and its bare HTTP server on any free port
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                silence_logs=logging.ERROR, preload=[WORKER_SETUP],
+            )
+        except Exception as error:
+            raise ClusterError(f"the local cluster of {workers} workers failed to start "
+                               f"({_one_line(error)}); nothing was written") from error
         try:
             client = distributed.Client(local, set_as_default=False)
-        except BaseException:
+        except BaseException as error:
             local.close()
+            if isinstance(error, Exception):
+                raise ClusterError(f"cannot connect to the local cluster ({_one_line(error)}); "
+                                   "nothing was written") from error
             raise
         return Cluster(client, local, workers, numba_threads, local.scheduler_address)
     if not isinstance(scheduler, str) or not scheduler:
         raise ValueError(f"scheduler must be a scheduler address such as 'tcp://host:8786', "
                          f"got {scheduler!r}")
+    check_address(scheduler)
     try:
         client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, TimeoutError, ValueError, TypeError) as error:
@@ -94,6 +104,24 @@ def open_cluster(workers: int = 1, scheduler: str | None = None) -> Cluster:
         client.close()
         raise
     return Cluster(client, None, threads, None, scheduler)
+
+
+def check_address(scheduler: str) -> None:
+    """ValueError naming ``scheduler`` unless it parses as a scheduler address (a tcp/tls
+    address needs a host and a port). Checked before any ``distributed.Client`` exists: a
+    client built on a malformed address failed, then hung 60 s closing itself and printed
+    an "Exception ignored ... TimeoutError" traceback."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(scheduler)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            host, port = parse_host_port(location)
+            if not host or not port:
+                raise ValueError("a host and a port are needed")
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"scheduler {scheduler}: not a scheduler address such as "
+                         f"'tcp://host:8786' ({_one_line(error)})") from None
 
 
 def _check_workers(client, scheduler: str) -> int:

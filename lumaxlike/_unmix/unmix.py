@@ -11,6 +11,7 @@ from .._inverse.status import Status
 from .._model.forward import precision_scope
 from .._params import HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
+from .band_matching import band_order
 from .endmembers import Endmembers
 from .jax_unmix import solve_one_step_jax
 from .mixing import cross_section_per_mass
@@ -32,6 +33,7 @@ ALBEDO_TOLERANCE = 1e-13
 PRODUCTS_PER_CHUNK = 1 << 21
 # the worst band status decides a two-step pixel that is not solved
 _PIXEL_FAILURES = (Status.NONFINITE_INPUT, Status.INVALID_GEOMETRY, Status.UNREACHABLE)
+_SOLVED = (Status.CONVERGED, Status.MAX_ITER, Status.UNDETERMINED)
 
 
 def default_chunk_pixels(n_bands: int, n_endmembers: int) -> int:
@@ -54,6 +56,7 @@ def unmix(
     max_iter: int = DEFAULT_MAX_ITER,
     tol: float | None = None,
     chunk_size: int | None = None,
+    wavelengths=None,
 ) -> UnmixResult:
     """Mass fractions of the endmembers in every pixel, through Hapke's intimate mixing.
 
@@ -91,7 +94,9 @@ def unmix(
 
     Args:
         refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape
-            ``pixels + (bands,)``, bands last, the endmembers' bands. Computed in float64.
+            ``pixels + (bands,)``, bands last, the endmembers' bands. Computed in float64;
+            float32 input gives float32 fractions, covariance, remainder and residuals.
+            A pixel with no band r > 0 is UNREACHABLE (no mixture reflects it).
         to_sun: direction vectors (east, north, up) toward the source, shape
             ``pixels + (3,)`` or ``(3,)`` for all pixels (as for `invert`).
         to_sensor: toward the observer, same rule.
@@ -123,14 +128,19 @@ def unmix(
             1e-10).
         chunk_size: pixels per chunk (memory is bounded by the chunk); default about
             2 M band-endmember products per chunk.
+        wavelengths: refl's band centres [um], shape (bands,), or None. With
+            ``endmembers.wavelengths`` also given, refl's bands are matched to the
+            endmembers' by wavelength (any order); band centres that are not the
+            endmembers' are refused. Without either, bands are taken in order.
 
     Returns:
         `UnmixResult`.
 
     Raises:
         ValueError: naming the argument, for an unknown solver or route, endmembers
-            whose bands do not match refl's, mismatched shapes, a non-positive
-            refl_sigma, tol, max_iter or chunk_size, or float16 arrays, or
+            whose bands do not match refl's (in number, or by wavelength), mismatched
+            shapes, a non-positive refl_sigma, tol, max_iter or chunk_size, or float16
+            arrays, or
             route="two_step" with per-endmember phase functions (`Endmembers.phase`).
     """
     check_choice("solver", solver, SOLVERS)
@@ -154,6 +164,16 @@ def unmix(
     if not tol > 0.0:
         raise ValueError(f"tol must be positive, got {tol!r}")
     band_sigma = check_band_sigma(refl_sigma, shape.n_bands)
+    if wavelengths is not None:
+        wavelengths = as_float_array("wavelengths", wavelengths)
+        if wavelengths.shape != (shape.n_bands,):
+            raise ValueError(f"wavelengths must hold refl's {shape.n_bands} band centres [um], "
+                             f"got shape {wavelengths.shape}")
+    order = band_order(wavelengths, endmembers)
+    if order is not None and not np.array_equal(order, np.arange(shape.n_bands)):
+        refl = refl[..., order]
+        if band_sigma is not None and band_sigma.ndim == 1:
+            band_sigma = band_sigma[order]
     if band_sigma is not None and not np.all(band_sigma > 0.0):
         raise ValueError("refl_sigma must be > 0 (the bands are weighted by 1/refl_sigma^2)")
     n_pixels, n_end = shape.n_pixels, endmembers.n_endmembers
@@ -182,6 +202,9 @@ def unmix(
         )  # fmt: skip
         outputs = {k: empty[k] for k in names}
     pixel_shape = shape.pixel_shape
+    if refl.dtype == np.float32:  # computed in float64, returned in the input's precision
+        outputs = {k: v.astype(np.float32) if v.dtype == np.float64 else v
+                   for k, v in outputs.items()}
     return UnmixResult(
         names=endmembers.names,
         route=route,
@@ -244,6 +267,11 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
         status[solve & (solved["code"] == QP_SINGULAR)] = Status.UNDETERMINED
         status[solve & (solved["code"] == QP_STALLED)] = Status.MAX_ITER
         iterations = inverted.iterations.reshape(n, n_bands).max(axis=-1, initial=0).astype(np.int32)
+    # no band above 0 (a negated or zero cube): no mixture explains it, though the fit
+    # would put it on the darkest vertex (as `fit`; a noisy band <= 0 among others is data)
+    with np.errstate(invalid="ignore"):
+        none_positive = ~np.any(refl > 0.0, axis=-1)
+    status[none_positive & np.isin(status, _SOLVED)] = Status.UNREACHABLE
     return _finish(solved, status, iterations, endmembers, equality, band_sigma is not None, n_bands)
 
 

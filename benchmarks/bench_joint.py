@@ -1,0 +1,158 @@
+"""Joint-fit benchmark: a pixel's joint problem (16 bands, w, b, c per band, roughness and
+hs shared, 16 observations) against the independent per-band fit of the same data.
+
+The scene: ``--pixels`` (default 2000) pixels x 16 bands x 16 observations, float64,
+geometry from `lumaxlike._profile.multi_angle_geometry` (the first two observations near
+opposition), truth w uniform in (0.2, 0.8) per pixel and band, b and c per band (b in
+0.15-0.4, c in 0.3-0.7), roughness 20 deg and hs 0.06 for all bands, bs0 0.9, hc 0.03,
+bc0 0.5; Gaussian noise sigma = 1e-4 [1/sr] (fixed seed). Start: b 0.3, c 0.4, roughness
+15 deg, hs 0.08; w at `fit`'s default.
+
+Timed, interleaved per repetition (same load for the ratio), each call warm (a first,
+untimed call compiles):
+
+- joint: ``fit(..., free=("w", "b", "c", "roughness", "hs"), shared=("roughness", "hs"),
+  refl_sigma=1e-4)``: one problem of 16 x 3 + 2 = 50 parameters per pixel, solved by the
+  Schur complement;
+- independent: ``fit(..., free=("w", "b", "c", "roughness", "hs"), refl_sigma=1e-4)``:
+  16 problems of 5 parameters per pixel (each band its own roughness and hs).
+
+Both solvers (``--solvers``); JAX on the first ``--jax-pixels`` (512) pixels with
+chunk_size 256. Reported: pixels/s of each, the ratio joint time / independent time per
+repetition (median and best), Levenberg-Marquardt steps (median), and the joint fit's
+shared-parameter sigma against the per-band fits'. Results go to
+``benchmarks/results/joint.json``.
+
+Run: ``python benchmarks/bench_joint.py [--pixels N] [--reps R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+import lumaxlike
+from lumaxlike import HapkeParams
+from lumaxlike._profile import multi_angle_geometry
+
+FREE = ("w", "b", "c", "roughness", "hs")
+SHARED = ("roughness", "hs")
+FIXED = dict(bs0=0.9, hc=0.03, bc0=0.5)
+START = HapkeParams(b=0.3, c=0.4, roughness=math.radians(15.0), hs=0.08, **FIXED)
+
+
+def scene(n_pixels, n_bands=16, n_obs=16, sigma=1e-4, seed=0):
+    rng = np.random.default_rng(seed)
+    geometry = multi_angle_geometry(n_pixels, n_obs, rng)
+    w = rng.uniform(0.2, 0.8, (n_pixels, n_bands))
+    b, c = rng.uniform(0.15, 0.4, n_bands), rng.uniform(0.3, 0.7, n_bands)
+    refl = np.empty((n_pixels, n_bands, n_obs))
+    for k in range(n_bands):
+        params = HapkeParams(
+            b=float(b[k]), c=float(c[k]), roughness=math.radians(20.0), hs=0.06, **FIXED
+        )
+        for j in range(n_obs):
+            refl[:, k, j] = lumaxlike.amsa(
+                w[:, k : k + 1],
+                geometry[0][:, j],
+                geometry[1][:, j],
+                geometry[2][:, j],
+                params,
+                backend="numba",
+            )[:, 0]
+    return refl + rng.normal(0.0, sigma, refl.shape), geometry, sigma
+
+
+def timed(call):
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = call()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pixels", type=int, default=2000)
+    parser.add_argument("--jax-pixels", type=int, default=512)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--solvers", default="numba,jax")
+    parser.add_argument(
+        "--out", default=str(Path(__file__).parent / "results" / "joint.json")
+    )
+    args = parser.parse_args()
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # the benchmark process's own setting
+    refl, geometry, sigma = scene(args.pixels)
+    report = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count()}, "pixels": args.pixels,
+              "bands": 16, "observations": 16, "solvers": {}}  # fmt: skip
+    for solver in args.solvers.split(","):
+        n = args.pixels if solver == "numba" else min(args.jax_pixels, args.pixels)
+        data = (refl[:n], *(g[:n] for g in geometry))
+        options = dict(
+            solver=solver,
+            refl_sigma=sigma,
+            chunk_size=None if solver == "numba" else 256,
+        )
+        runs = {
+            "joint": lambda: lumaxlike.fit(
+                *data, START, free=FREE, shared=SHARED, **options
+            ),
+            "independent": lambda: lumaxlike.fit(*data, START, free=FREE, **options),
+        }
+        warm = {}
+        for name, run in runs.items():
+            _, wall, _ = timed(run)
+            warm[name] = wall
+        times = {name: [] for name in runs}
+        results = {}
+        for _ in range(args.reps):
+            for name, run in runs.items():
+                results[name], wall, cpu = timed(run)
+                times[name].append((wall, cpu))
+        ratios = [j[0] / i[0] for j, i in zip(times["joint"], times["independent"])]
+        joint, independent = results["joint"], results["independent"]
+        converged = joint.status == lumaxlike.Status.CONVERGED
+        entry = {
+            "pixels": n,
+            "first_call_s": warm,
+            "pixels_per_s": {
+                name: n / min(w for w, _ in t) for name, t in times.items()
+            },
+            "cpu_s_per_wall_s": {
+                name: float(np.median([c / w for w, c in t]))
+                for name, t in times.items()
+            },
+            "ratio_joint_over_independent": {
+                "median": float(np.median(ratios)),
+                "best": float(min(ratios)),
+            },
+            "median_steps": {
+                "joint": float(np.median(joint.iterations)),
+                "independent": float(np.median(independent.iterations)),
+            },  # fmt: skip
+            "converged_fraction": {
+                "joint": float(converged.mean()),
+                "independent": float(np.mean(independent.status == 0)),
+            },  # fmt: skip
+            "shared_sigma_over_per_band": {
+                name: float(
+                    np.nanmedian(joint.sigma(name)[converged])
+                    / np.nanmedian(independent.sigma(name))
+                )
+                for name in SHARED
+            },
+        }
+        report["solvers"][solver] = entry
+        print(solver, json.dumps(entry, indent=1), flush=True)
+    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

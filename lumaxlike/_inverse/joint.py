@@ -1,0 +1,413 @@
+"""Joint fits: parameters shared by a pixel's bands, and Gaussian priors (`fit`'s
+``shared=`` and ``prior=``).
+
+With `shared` names, each pixel is one Levenberg-Marquardt problem over all its bands
+and observations: the per-band parameters of every band and the shared ones, solved by
+the Schur complement of its arrow-structured normal equations (`schur`) in both solvers
+(`joint_numba`, `joint_jax`). With a `prior` and nothing shared, each (pixel, band) is
+its own problem as in `fit`, with the prior rows. Priors are optimal estimation's
+(`priors`); the covariance covers every parameter of a problem (`joint_covariance`).
+Masks, starting values, bounds and statuses are `fit`'s.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._model.forward import precision_scope
+from .._model.numba_jacobian import hoisted_rows, model_columns
+from .._model.numba_model import observation_rows
+from .._params import PARAMETER_NAMES, HapkeParams
+from .._photometric import PhotometricFunction
+from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int
+from .fit import (
+    OBSERVATIONS_PER_CHUNK,
+    _albedo_start,
+    _check_bounds,
+    _masked,
+    check_free,
+)
+from .invert import SOLVERS, default_tolerance, pad_pixels
+from .joint_covariance import arrow_covariance
+from .joint_jax import solve_joint_jax
+from .joint_numba import solve_joint_numba
+from .joint_result import JointFitResult
+from .observation_masks import check_observation_limits
+from .priors import check_priors, degrees_of_freedom, prior_arrays
+from .status import Status
+
+__all__ = ["fit_joint", "check_shared"]
+
+
+def check_shared(shared, free, argument: str = "shared") -> tuple[str, ...]:
+    """`shared` (or `regional`) as a tuple of names among `free` (not w); ValueError naming it."""
+    if isinstance(shared, str):
+        shared = (
+            tuple(s for s in shared.split(",") if s) if "," in shared else (shared,)
+        )
+    shared = tuple(shared or ())
+    if len(set(shared)) != len(shared):
+        raise ValueError(f"{argument} must name each parameter once, got {shared!r}")
+    for name in shared:
+        check_choice(argument, name, PARAMETER_NAMES)
+        if name == "w":
+            raise ValueError(
+                f"{argument} cannot name 'w': the albedo is fitted per band"
+            )
+        if name not in free:
+            raise ValueError(
+                f"{argument} names {name!r}, which is not in free={free!r} (add it to free)"
+            )
+    return shared
+
+
+def _checked_geometry(refl, to_sun, to_sensor, normal):
+    refl = as_float_array("refl", refl)
+    geometry = {
+        "to_sun": as_float_array("to_sun", to_sun),
+        "to_sensor": as_float_array("to_sensor", to_sensor),
+        "normal": as_float_array("normal", normal),
+    }
+    if refl.ndim < 2:
+        raise ValueError(
+            f"refl must have shape pixels + (bands, observations), got {refl.shape}"
+        )
+    pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
+    if n_obs == 0 or n_bands == 0:
+        raise ValueError(f"refl has no observations or no bands (shape {refl.shape})")
+    for name, array in geometry.items():
+        if array.shape not in ((n_obs, 3), pixel_shape + (n_obs, 3)):
+            raise ValueError(
+                f"{name} must have shape pixels + (observations, 3) = {pixel_shape + (n_obs, 3)} "
+                f"or (observations, 3) = {(n_obs, 3)}, got {array.shape}"
+            )
+    return refl, list(geometry.values())
+
+
+def _checked_starts(start, free, shared, params, pixel_shape, n_bands, lower, upper):
+    """{name: flat array} of the given starting values: (pixels, bands) or (pixels,) shared."""
+    n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
+    checked = {}
+    for name, value in dict(start or {}).items():
+        if name not in free:
+            raise ValueError(f"start names {name!r}, which is not in free={free!r}")
+        j = free.index(name)
+        shape = pixel_shape if name in shared else pixel_shape + (n_bands,)
+        value = as_float_array(f"start[{name!r}]", value)
+        try:
+            value = np.broadcast_to(value, shape).reshape(
+                (n_pixels,) + shape[len(pixel_shape) :]
+            )
+        except ValueError:
+            where = "pixels" if name in shared else "pixels + (bands,)"
+            raise ValueError(
+                f"start[{name!r}] has shape {value.shape}, which does not broadcast to {where} = {shape}"
+            ) from None
+        if not np.all((value >= lower[j]) & (value <= upper[j])):
+            raise ValueError(
+                f"start[{name!r}] must lie within its bounds [{lower[j]}, {upper[j]}]"
+            )
+        checked[name] = value
+    for j, name in enumerate(free):
+        if (
+            name not in checked
+            and name != "w"
+            and not lower[j] <= float(getattr(params, name)) <= upper[j]
+        ):
+            raise ValueError(
+                f"params.{name} = {getattr(params, name)} lies outside its bounds [{lower[j]}, {upper[j]}]"
+            )
+    return checked
+
+
+def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, shared, prior, start,
+              max_iter, tol, refl_sigma, chunk_size, observation_limits, min_observations,
+              regions=None, regional=()) -> JointFitResult:  # fmt: skip
+    """`fit` with `shared` or `regional` parameters and/or a `prior` (see `fit`)."""
+    check_choice("solver", solver, SOLVERS)
+    if isinstance(params, PhotometricFunction) or not isinstance(params, HapkeParams):
+        raise ValueError(
+            f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}"
+        )
+    if solver == "numba" and params.h_function == "exact":
+        raise ValueError(
+            "fit(solver='numba') does not support params.h_function='exact'; use solver='jax'"
+        )
+    free = check_free(free, params)
+    shared = check_shared(shared, free)
+    regional = check_shared(regional, free, "regional")
+    if set(shared) & set(regional):
+        raise ValueError(
+            f"shared and regional must not both name {sorted(set(shared) & set(regional))}"
+        )
+    if (regions is None) != (not regional):
+        raise ValueError(
+            "regions (a label map) and regional (the names it applies to) go together"
+        )
+    band_free = tuple(name for name in free if name not in shared + regional)
+    free = (
+        band_free + shared + regional
+    )  # per-band parameters first: the solvers' order
+    refl, geometry = _checked_geometry(refl, to_sun, to_sensor, normal)
+    pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
+    dtype = np.float32 if refl.dtype == np.float32 else np.float64
+    max_iter = check_positive_int("max_iter", max_iter)
+    tol = default_tolerance(dtype) if tol is None else float(tol)
+    if not tol > 0.0:
+        raise ValueError(f"tol must be positive, got {tol!r}")
+    lower, upper = _check_bounds(bounds, free, dtype)
+    n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
+    limits = check_observation_limits(observation_limits)
+    default_min = len(band_free) + 1
+    min_obs = (
+        default_min
+        if min_observations is None
+        else check_positive_int("min_observations", min_observations)
+    )
+    if min_obs > n_obs:
+        raise ValueError(
+            f"min_observations = {min_obs} exceeds the {n_obs} observations of every band: "
+            f"none could be fitted (pass min_observations to fit with fewer)"
+        )
+    band_sigma = check_band_sigma(refl_sigma, n_bands)
+    if band_sigma is not None:
+        band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
+        if not np.all(band_sigma > 0.0):
+            raise ValueError(
+                "refl_sigma must be positive in a joint fit (it weights each band's observations)"
+            )
+    priors = check_priors(
+        prior, free, shared + regional, pixel_shape, n_bands, band_sigma is not None
+    )
+    given = _checked_starts(
+        start, free, shared + regional, params, pixel_shape, n_bands, lower, upper
+    )
+    per_pixel = bool(shared)  # one problem per pixel; else per pixel and band
+    default_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
+    chunk = (
+        default_chunk
+        if chunk_size is None
+        else check_positive_int("chunk_size", chunk_size)
+    )
+    chunk = min(chunk, max(n_pixels, 1))
+
+    flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
+    flat_geometry = [
+        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3)
+        for g in geometry
+    ]
+    fixed = np.array([0.5] + [float(v) for v in params.scalars()])
+    if regional:
+        from .regional_fit import RegionalSetup, fit_regional
+
+        return fit_regional(RegionalSetup(
+            flat_refl=flat_refl, flat_geometry=flat_geometry, pixel_shape=pixel_shape, regions=regions,
+            free=free, band_free=band_free, shared=shared, regional=regional, params=params, solver=solver,
+            lower=lower, upper=upper, priors=priors, given=given, band_sigma=band_sigma, limits=limits,
+            chunk=chunk, dtype=dtype, fixed=fixed, min_obs=min_obs, max_iter=max_iter, tol=tol,
+        ))  # fmt: skip
+    p, s = len(band_free), len(shared)
+    n_problems = n_pixels if per_pixel else n_pixels * n_bands
+    problem_bands = n_bands if per_pixel else 1
+    out = {
+        "values_b": np.empty((n_problems, problem_bands, p)),
+        "values_s": np.empty((n_problems, s)),
+        "status": np.empty(n_problems, np.int8),
+        "iterations": np.empty(n_problems, np.int32),
+        "cost": np.empty(n_problems),
+        "cov_b": np.empty((n_problems, problem_bands, p, p)),
+        "cov_s": np.empty((n_problems, s, s)),
+        "cov_x": np.empty((n_problems, problem_bands, p, s)),
+    }
+    observations = np.empty((n_pixels, n_bands), np.int32)
+    weight_of_band = np.ones(n_bands) if band_sigma is None else 1.0 / band_sigma
+    setup = dict(free=free, n_band_free=p, fixed=fixed, lower=lower, upper=upper, min_obs=min_obs,
+                 max_iter=max_iter, tol=tol, key=params.model_key, dtype=dtype)  # fmt: skip
+    for first in range(0, n_pixels, chunk):
+        last = min(first + chunk, n_pixels)
+        n = last - first
+        pieces, any_finite = _masked(
+            flat_refl[first:last], [g[first:last] for g in flat_geometry], limits
+        )
+        n_valid = np.sum(np.isfinite(pieces[0]), axis=-1)
+        observations[first:last] = n_valid
+        start_b, start_s = _chunk_starts(
+            given, first, last, free, shared, params, pieces, solver, lower, upper
+        )
+        chunk_priors = prior_arrays(priors, band_free, shared, first, last, n_bands)
+        weight = np.broadcast_to(weight_of_band, (n, n_bands))
+        arrays = [pieces[0], weight, start_b, start_s, *chunk_priors]
+        geometry_chunk = pieces[1:]
+        per_problem = n_problems // n_pixels  # bands per pixel, or 1
+        if not per_pixel:  # every (pixel, band) its own problem with one band
+            refl_c, weight_c, start_b_c, _, mean_b, weight_b, _, _ = arrays
+            empty = np.zeros((n * n_bands, 0))
+
+            def one_band(a):
+                return a.reshape((n * n_bands, 1) + a.shape[2:])
+
+            arrays = [one_band(refl_c), one_band(weight_c), one_band(start_b_c), empty,
+                      one_band(mean_b), one_band(weight_b), empty, empty]  # fmt: skip
+            geometry_chunk = [np.repeat(g, n_bands, axis=0) for g in geometry_chunk]
+        solved = _solve(solver, arrays, geometry_chunk, chunk * per_problem, setup)
+        rows = slice(first * per_problem, last * per_problem)
+        status = solved["status"]
+        no_data = ~np.any(any_finite, axis=1) if per_pixel else ~any_finite.reshape(-1)
+        status[no_data] = Status.NONFINITE_INPUT
+        valid_count = np.sum(n_valid, axis=1) if per_pixel else n_valid.reshape(-1)
+        if band_sigma is not None:
+            variance = np.ones(status.shape)
+        else:
+            dof = valid_count - (problem_bands * p + s)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                variance = np.where(
+                    dof > 0, solved["cost"] / np.maximum(dof, 1), np.nan
+                )
+        is_solved = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
+        cov_b, cov_s, cov_x, determined = arrow_covariance(
+            solved["a_blocks"],
+            solved["c_blocks"],
+            solved["d_block"],
+            variance,
+            is_solved,
+        )
+        status[(status == Status.CONVERGED) & ~determined] = Status.UNDETERMINED
+        for name, value in (("values_b", solved["values_b"]), ("values_s", solved["values_s"]),
+                            ("status", status), ("iterations", solved["iterations"]),
+                            ("cost", solved["cost"]), ("cov_b", cov_b), ("cov_s", cov_s),
+                            ("cov_x", cov_x)):  # fmt: skip
+            out[name][rows] = value
+    return _result(
+        out,
+        observations,
+        free,
+        shared,
+        band_free,
+        priors,
+        pixel_shape,
+        n_bands,
+        per_pixel,
+        dtype,
+    )
+
+
+def _chunk_starts(
+    given, first, last, free, shared, params, pieces, solver, lower, upper
+):
+    """(pixels, bands, p) per-band and (pixels, s) shared starting values of a chunk."""
+    refl = pieces[0]
+    n, n_bands, _ = refl.shape
+    band_columns, shared_columns = [], []
+    for j, name in enumerate(free):
+        if name in given:
+            value = given[name][first:last]
+        elif name == "w":
+            value = _albedo_start(refl, pieces[1:], params, solver, lower[j], upper[j])
+        else:
+            value = np.full(
+                (n,) if name in shared else (n, n_bands), float(getattr(params, name))
+            )
+        (shared_columns if name in shared else band_columns).append(value)
+    start_b = np.stack(band_columns, axis=-1)
+    start_s = np.stack(shared_columns, axis=-1) if shared_columns else np.zeros((n, 0))
+    return start_b, start_s
+
+
+def _solve(solver, arrays, geometry, padded_problems, setup):
+    """One chunk's problems through the chosen solver: the dict of `solve_joint_numba`."""
+    refl, weight, start_b, start_s, *priors = arrays
+    n = refl.shape[0]
+    if solver == "numba":
+        geometry_rows, valid = observation_rows(*geometry)
+        functions = model_columns(setup["free"], setup["key"])
+        rows = hoisted_rows(functions, geometry_rows, setup["fixed"])
+        p = setup["n_band_free"]
+        index = np.array(
+            [PARAMETER_NAMES.index(name) for name in setup["free"]], np.int64
+        )
+        return solve_joint_numba(
+            functions, rows, valid, refl, weight, start_b, start_s, priors, setup["fixed"],
+            index[:p], index[p:], setup["lower"], setup["upper"], setup["min_obs"],
+            setup["max_iter"], setup["tol"],
+        )  # fmt: skip
+    dtype = setup["dtype"]
+    # one chunk shape, so the JAX program compiles once; padded problems have no data
+    padded = [
+        pad_pixels(np.asarray(a), padded_problems, np.nan if i == 0 else 1.0)
+        for i, a in enumerate([refl, *geometry])
+    ]
+    rest = [
+        pad_pixels(np.asarray(a), padded_problems, 0.0)
+        for a in (weight, start_b, start_s, *priors)
+    ]
+    with precision_scope(np.empty(0, dtype)):
+        solved = solve_joint_jax(
+            *(jnp.asarray(a, dtype) for a in padded),
+            *(jnp.asarray(a, dtype) for a in rest[:3]),
+            tuple(jnp.asarray(a, dtype) for a in rest[3:]),
+            jnp.asarray(setup["fixed"], dtype),
+            jnp.asarray(setup["lower"], dtype),
+            jnp.asarray(setup["upper"], dtype),
+            setup["min_obs"],
+            setup["max_iter"],
+            setup["tol"],
+            free=setup["free"],
+            n_band_free=setup["n_band_free"],
+            key=setup["key"],
+        )
+        solved = jax.device_get(solved)
+    return {
+        name: np.array(
+            value[:n], np.float64 if value.dtype.kind == "f" else value.dtype
+        )
+        for name, value in solved.items()
+    }
+
+
+def _result(
+    out,
+    observations,
+    free,
+    shared,
+    band_free,
+    priors,
+    pixel_shape,
+    n_bands,
+    per_pixel,
+    dtype,
+):
+    problem_shape = pixel_shape if per_pixel else pixel_shape + (n_bands,)
+    values, dfs = {}, {}
+    cov_b = out["cov_b"].reshape(pixel_shape + (n_bands,) + out["cov_b"].shape[-2:])
+    cov_x = out["cov_x"].reshape(pixel_shape + (n_bands,) + out["cov_x"].shape[-2:])
+    cov_s = out["cov_s"].reshape(problem_shape + out["cov_s"].shape[-2:])
+    for j, name in enumerate(band_free):
+        values[name] = (
+            out["values_b"][..., j].reshape(pixel_shape + (n_bands,)).astype(dtype)
+        )
+        variance = cov_b[..., j, j]
+        sigma = (
+            None
+            if name not in priors
+            else priors[name][1].reshape(pixel_shape + (n_bands,))
+        )
+        dfs[name] = degrees_of_freedom(variance, sigma).astype(dtype)
+    for q, name in enumerate(shared):
+        values[name] = out["values_s"][:, q].reshape(pixel_shape).astype(dtype)
+        sigma = None if name not in priors else priors[name][1].reshape(pixel_shape)
+        dfs[name] = degrees_of_freedom(cov_s[..., q, q], sigma).astype(dtype)
+    return JointFitResult(
+        free=free,
+        shared=shared,
+        values=values,
+        status=out["status"].reshape(problem_shape),
+        iterations=out["iterations"].reshape(problem_shape),
+        cost=out["cost"].reshape(problem_shape).astype(dtype),
+        covariance_bands=cov_b.astype(dtype),
+        covariance_shared=cov_s.astype(dtype),
+        covariance_cross=cov_x.astype(dtype),
+        dfs=dfs,
+        observations=observations.reshape(pixel_shape + (n_bands,)),
+    )

@@ -1,0 +1,339 @@
+"""The numba solver of joint problems: one Levenberg-Marquardt problem per pixel over all
+its bands and observations, parallel over pixels.
+
+A problem has per-band parameters (p per band) and shared ones (s, one value for all its
+bands); its normal equations are accumulated as the arrow blocks of `schur` (A_k, C_k,
+D, g) and solved by the Schur complement (`schur.arrow_step`), so the work grows
+linearly with the bands. Each row is weighted by its band's 1 / refl_sigma; Gaussian
+priors enter as extra rows (x - mu) / sigma_prior (`priors`). Otherwise the iteration
+is `numba_lm`'s: the rules of `lm_rules`, the model's columns from the generated
+`ColumnFunctions` of all the free parameters (per-band ones first, then the shared
+ones), compiled as a variant per set of free parameters and cached on disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+
+from .._model import _backends, _scalar_math
+from .._model._backends import retarget_to_numba
+from .._model.numba_cache import cached_njit, compile_variant
+from . import lm_rules, numba_lm, schur
+from .schur import arrow_step
+from .status import Status
+
+__all__ = ["solve_joint_numba"]
+
+_rules = retarget_to_numba(lm_rules)
+accepted = _rules.accepted
+next_damping = _rules.next_damping
+gain_ratio = _rules.gain_ratio
+converged = _rules.converged
+SOLVING = -1
+CONVERGED = int(Status.CONVERGED)
+MAX_ITER = int(Status.MAX_ITER)
+INVALID_GEOMETRY = int(Status.INVALID_GEOMETRY)
+TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
+
+
+@cached_njit(error_model="numpy")
+def _joint_normal_equations(
+    parameters, band_index, shared_index, xb, xs, rows, refl, weight, prior_mean_b, prior_weight_b,
+    prior_mean_s, prior_weight_s, step_values, out, a_blocks, c_blocks, d_block, gb, gs,
+):  # fmt: skip
+    """The cost (weighted sum of squares, prior rows included) and the arrow blocks.
+
+    Compiled only as variants (`joint_kernel_for`), with `prepare` and `columns` bound
+    to generated code. refl (bands, observations), NaN where left out; weight (bands,).
+    """
+    n_bands, p = xb.shape
+    s = xs.shape[0]
+    cost = 0.0
+    for q in range(s):
+        parameters[shared_index[q]] = xs[q]
+        gs[q] = 0.0
+        for r in range(s):
+            d_block[q, r] = 0.0
+    for band in range(n_bands):
+        for a in range(p):
+            parameters[band_index[a]] = xb[band, a]
+            gb[band, a] = 0.0
+            for b in range(p):
+                a_blocks[band, a, b] = 0.0
+            for q in range(s):
+                c_blocks[band, a, q] = 0.0
+        prepare(parameters, step_values)  # noqa: F821  # the free parameters alone: once per band
+        scale = weight[band]
+        for k in range(refl.shape[1]):
+            if not math.isfinite(refl[band, k]):  # a masked observation: a zero row
+                continue
+            columns(step_values, rows[k], out)  # noqa: F821
+            residual = (out[0] - refl[band, k]) * scale
+            cost += residual * residual
+            for j in range(p + s):
+                out[1 + j] *= scale
+            for a in range(p):
+                gb[band, a] += out[1 + a] * residual
+                for b in range(a + 1):
+                    a_blocks[band, a, b] += out[1 + a] * out[1 + b]
+                for q in range(s):
+                    c_blocks[band, a, q] += out[1 + a] * out[1 + p + q]
+            for q in range(s):
+                gs[q] += out[1 + p + q] * residual
+                for r in range(q + 1):
+                    d_block[q, r] += out[1 + p + q] * out[1 + p + r]
+        for a in range(p):
+            if prior_weight_b[band, a] > 0.0:
+                residual = (xb[band, a] - prior_mean_b[band, a]) * prior_weight_b[
+                    band, a
+                ]
+                cost += residual * residual
+                gb[band, a] += prior_weight_b[band, a] * residual
+                a_blocks[band, a, a] += (
+                    prior_weight_b[band, a] * prior_weight_b[band, a]
+                )
+            for b in range(a):
+                a_blocks[band, b, a] = a_blocks[band, a, b]
+    for q in range(s):
+        if prior_weight_s[q] > 0.0:
+            residual = (xs[q] - prior_mean_s[q]) * prior_weight_s[q]
+            cost += residual * residual
+            gs[q] += prior_weight_s[q] * residual
+            d_block[q, q] += prior_weight_s[q] * prior_weight_s[q]
+        for r in range(q):
+            d_block[r, q] = d_block[q, r]
+    return cost
+
+
+@cached_njit(
+    inlines=(lm_rules, _backends, _scalar_math, schur, numba_lm),
+    parallel=True,
+    error_model="numpy",
+)
+def _joint_kernel(
+    step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b, prior_weight_b,
+    prior_mean_s, prior_weight_s, parameters_fixed, band_index, shared_index, lower, upper,
+    min_observations, max_iter, tol, values_b, values_s, status_out, iterations_out, cost_out,
+    a_out, c_out, d_out, gb_out, gs_out,
+):  # fmt: skip
+    """Solve the joint problem of every pixel (see `solve_joint_numba` for the arrays).
+
+    Compiled only as variants (`joint_kernel_for`), with `_joint_normal_equations` bound
+    to its variant for the generated code.
+    """
+    n_pixels, n_bands, n_obs = refl.shape
+    p = band_index.shape[0]
+    s = shared_index.shape[0]
+    for pixel in numba.prange(n_pixels):
+        parameters = parameters_fixed.copy()
+        out = np.empty(p + s + 1)
+        step_values = np.empty(max(step_length, 1))
+        xb, xb_trial, step_b = (
+            np.empty((n_bands, p)),
+            np.empty((n_bands, p)),
+            np.empty((n_bands, p)),
+        )
+        xs, xs_trial, step_s = np.empty(s), np.empty(s), np.empty(s)
+        a_blocks, a_trial = np.empty((n_bands, p, p)), np.empty((n_bands, p, p))
+        c_blocks, c_trial = np.empty((n_bands, p, s)), np.empty((n_bands, p, s))
+        d_block, d_trial = np.empty((s, s)), np.empty((s, s))
+        gb, gb_trial = np.empty((n_bands, p)), np.empty((n_bands, p))
+        gs, gs_trial = np.empty(s), np.empty(s)
+        held_b, held_s = np.empty((n_bands, p), np.bool_), np.empty(s, np.bool_)
+        system, factor = np.empty((p, p)), np.empty((p, p))
+        y_blocks, y_vector = np.empty((n_bands, p, s)), np.empty((n_bands, p))
+        schur_matrix, schur_factor = np.empty((s, s)), np.empty((s, s))
+        rhs, column, solution = np.empty(s), np.empty(p), np.empty(p)
+        status = SOLVING
+        for band in range(n_bands):
+            used = 0
+            for k in range(n_obs):
+                if math.isfinite(refl[pixel, band, k]):
+                    used += 1
+                    if not rows_valid[pixel, k]:
+                        status = INVALID_GEOMETRY
+            if status == SOLVING and used < min_observations:
+                status = TOO_FEW_OBSERVATIONS
+        if status != SOLVING:
+            status_out[pixel] = status
+            iterations_out[pixel] = 0
+            cost_out[pixel] = math.nan
+            values_b[pixel] = math.nan
+            values_s[pixel] = math.nan
+            a_out[pixel] = math.nan
+            c_out[pixel] = math.nan
+            d_out[pixel] = math.nan
+            gb_out[pixel] = math.nan
+            gs_out[pixel] = math.nan
+            continue
+        xb[:] = start_b[pixel]
+        xs[:] = start_s[pixel]
+        mean_b, weight_b = prior_mean_b[pixel], prior_weight_b[pixel]
+        mean_s, weight_s = prior_mean_s[pixel], prior_weight_s[pixel]
+        cost = _joint_normal_equations(
+            parameters, band_index, shared_index, xb, xs, rows[pixel], refl[pixel], weight[pixel],
+            mean_b, weight_b, mean_s, weight_s, step_values, out, a_blocks, c_blocks, d_block, gb, gs,
+        )  # fmt: skip
+        damping = 0.0
+        growth = 2.0
+        done = cost == 0.0
+        iteration = 0
+        while not done and iteration < max_iter:
+            iteration += 1
+            if not arrow_step(
+                xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping, held_b, held_s,
+                system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs, column,
+                solution, step_b, step_s,
+            ):  # fmt: skip
+                damping, growth = next_damping(
+                    False, 0.0, damping, growth
+                )  # singular: damp more
+                continue
+            step_size = 0.0
+            for band in range(n_bands):
+                for a in range(p):
+                    value = min(upper[a], max(lower[a], xb[band, a] + step_b[band, a]))
+                    xb_trial[band, a] = value
+                    step_b[band, a] = value - xb[band, a]  # the projected step
+                    step_size = max(step_size, abs(step_b[band, a]))
+            for q in range(s):
+                value = min(upper[p + q], max(lower[p + q], xs[q] + step_s[q]))
+                xs_trial[q] = value
+                step_s[q] = value - xs[q]
+                step_size = max(step_size, abs(step_s[q]))
+            predicted = 0.0  # decrease of the linearised cost along the step
+            for q in range(s):
+                predicted -= 2.0 * step_s[q] * gs[q]
+                for r in range(s):
+                    predicted -= step_s[q] * d_block[q, r] * step_s[r]
+            for band in range(n_bands):
+                for a in range(p):
+                    predicted -= 2.0 * step_b[band, a] * gb[band, a]
+                    for b in range(p):
+                        predicted -= (
+                            step_b[band, a] * a_blocks[band, a, b] * step_b[band, b]
+                        )
+                    for q in range(s):
+                        predicted -= (
+                            2.0 * step_b[band, a] * c_blocks[band, a, q] * step_s[q]
+                        )
+            cost_trial = _joint_normal_equations(
+                parameters, band_index, shared_index, xb_trial, xs_trial, rows[pixel], refl[pixel],
+                weight[pixel], mean_b, weight_b, mean_s, weight_s, step_values, out, a_trial,
+                c_trial, d_trial, gb_trial, gs_trial,
+            )  # fmt: skip
+            newton_size = math.inf
+            if arrow_step(
+                xb_trial, xs_trial, lower, upper, a_trial, c_trial, d_trial, gb_trial, gs_trial, 0.0,
+                held_b, held_s, system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs,
+                column, solution, step_b, step_s,
+            ):  # fmt: skip
+                newton_size = 0.0
+                for band in range(n_bands):
+                    for a in range(p):
+                        newton_size = max(newton_size, abs(step_b[band, a]))
+                for q in range(s):
+                    newton_size = max(newton_size, abs(step_s[q]))
+            accept = accepted(cost, cost_trial)
+            done = converged(step_size, newton_size, accept, tol)
+            damping, growth = next_damping(
+                accept, gain_ratio(cost, cost_trial, predicted), damping, growth
+            )
+            if accept:
+                xb[:] = xb_trial
+                xs[:] = xs_trial
+                a_blocks[:] = a_trial
+                c_blocks[:] = c_trial
+                d_block[:] = d_trial
+                gb[:] = gb_trial
+                gs[:] = gs_trial
+                cost = cost_trial
+        status_out[pixel] = CONVERGED if done else MAX_ITER
+        iterations_out[pixel] = iteration
+        cost_out[pixel] = cost
+        values_b[pixel] = xb
+        values_s[pixel] = xs
+        a_out[pixel] = a_blocks
+        c_out[pixel] = c_blocks
+        d_out[pixel] = d_block
+        gb_out[pixel] = gb
+        gs_out[pixel] = gs
+
+
+@functools.cache
+def joint_kernel_for(functions):
+    """`_joint_kernel` compiled over the generated functions of one set of free parameters."""
+    inlines = () if functions.module is None else (functions.module,)
+    normal_equations = compile_variant(
+        _joint_normal_equations, functions.name, inlines=inlines,
+        prepare=functions.prepare, columns=functions.columns,
+    )  # fmt: skip
+    return compile_variant(
+        _joint_kernel,
+        functions.name,
+        inlines=inlines,
+        _joint_normal_equations=normal_equations,
+    )
+
+
+def solve_joint_numba(functions, rows, rows_valid, refl, weight, start_b, start_s, priors,
+                      parameters_fixed, band_index, shared_index, lower, upper, min_observations,
+                      max_iter, tol):  # fmt: skip
+    """Solve one chunk of joint problems with the numba kernel (float64).
+
+    Args:
+        functions: the `ColumnFunctions` of the free parameters, per-band ones first.
+        rows: (problems, observations, row length) observation rows (`hoisted_rows`).
+        rows_valid: (problems, observations) bool: geometry valid.
+        refl: (problems, bands, observations) observed r [1/sr], NaN where left out. A
+            problem using an observation whose geometry is not valid gets
+            INVALID_GEOMETRY; one with a band of fewer than `min_observations`
+            observations, TOO_FEW_OBSERVATIONS.
+        weight: (problems, bands) 1 / refl_sigma of each band's rows (1 for none).
+        start_b: (problems, bands, p), start_s: (problems, s) starting values.
+        priors: (mean_b, weight_b, mean_s, weight_s): prior means and 1 / sigma_prior of
+            shapes (problems, bands, p) and (problems, s); a weight of 0 is no prior.
+        parameters_fixed: values of all `PARAMETER_NAMES` (the free ones overwritten).
+        band_index (p,), shared_index (s,): the free parameters' indices in
+            `PARAMETER_NAMES`; lower, upper: (p + s,) bounds, per-band ones first.
+        min_observations, max_iter, tol: as `solve_numba`'s.
+    Returns:
+        dict: values_b, values_s, status (problems,) int8, iterations int32, cost (the
+        objective), a_blocks, c_blocks, d_block (H at the solution, prior included), gb
+        (problems, bands, p), gs (problems, s): g = J^T f there (half the gradient).
+    """
+    n, n_bands, _ = refl.shape
+    p, s = len(band_index), len(shared_index)
+    out = {
+        "values_b": np.empty((n, n_bands, p)),
+        "values_s": np.empty((n, s)),
+        "status": np.empty(n, np.int8),
+        "iterations": np.empty(n, np.int32),
+        "cost": np.empty(n),
+        "a_blocks": np.empty((n, n_bands, p, p)),
+        "c_blocks": np.empty((n, n_bands, p, s)),
+        "d_block": np.empty((n, s, s)),
+        "gb": np.empty((n, n_bands, p)),
+        "gs": np.empty((n, s)),
+    }
+
+    def as_float(a):
+        return np.require(a, np.float64, ("C", "W"))
+
+    def as_int(a):
+        return np.require(np.asarray(a, np.int64).reshape(-1), np.int64, ("C", "W"))
+
+    joint_kernel_for(functions)(
+        functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
+        as_float(refl), as_float(weight), as_float(start_b), as_float(start_s),
+        *(as_float(a) for a in priors), as_float(parameters_fixed), as_int(band_index),
+        as_int(shared_index), as_float(lower), as_float(upper), int(min_observations),
+        int(max_iter), float(tol), out["values_b"], out["values_s"], out["status"],
+        out["iterations"], out["cost"], out["a_blocks"], out["c_blocks"], out["d_block"],
+        out["gb"], out["gs"],
+    )  # fmt: skip
+    return out

@@ -1,0 +1,347 @@
+"""`fit(..., regions=labels, regional=(...))`: the driver of regional fits (`regional`).
+
+The pixels of every region (label >= 0) are evaluated in chunks by the joint solvers for
+0 steps (the arrow blocks of the model at a point, in either solver), and the regions'
+Levenberg-Marquardt (`regional.solve_regions`) steps them all. Pixels that cannot be
+fitted on their own terms (INVALID_GEOMETRY, TOO_FEW_OBSERVATIONS, NONFINITE_INPUT) are
+left out of their region; so are pixels labelled negative (TOO_FEW_OBSERVATIONS, with 0
+observations counted). A region left with no pixel gets TOO_FEW_OBSERVATIONS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .fit import _masked
+from .joint import _chunk_starts, _solve
+from .joint_result import JointFitResult
+from .priors import degrees_of_freedom, prior_arrays
+from .regional import regional_covariance, solve_regions
+from .status import Status
+
+__all__ = ["RegionalSetup", "fit_regional"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionalSetup:
+    """The checked arguments of a regional `fit` (from `joint.fit_joint`)."""
+
+    flat_refl: Any
+    flat_geometry: Any
+    pixel_shape: tuple
+    regions: Any
+    free: tuple
+    band_free: tuple
+    shared: tuple
+    regional: tuple
+    params: Any
+    solver: str
+    lower: Any
+    upper: Any
+    priors: dict
+    given: dict
+    band_sigma: Any
+    limits: Any
+    chunk: int
+    dtype: Any
+    fixed: Any
+    min_obs: int
+    max_iter: int
+    tol: float
+
+
+def _labels(regions, pixel_shape):
+    labels = np.asarray(regions)
+    if labels.shape != pixel_shape:
+        raise ValueError(
+            f"regions must be a label map of shape pixels = {pixel_shape}, got {labels.shape}"
+        )
+    if labels.dtype.kind not in "iu":
+        if labels.dtype.kind != "f" or not np.all(
+            np.isfinite(labels) & (labels == np.round(labels))
+        ):
+            raise ValueError(
+                f"regions must hold integer labels, got dtype {labels.dtype}"
+            )
+        labels = labels.astype(np.int64)
+    return labels.reshape(-1).astype(np.int64)
+
+
+def _per_region(values, label, n_regions, name, what):
+    """The one value of every region of a per-pixel array (constant within a region)."""
+    out = np.full(n_regions, np.nan)
+    out[label[::-1]] = values[::-1]  # the first pixel's value
+    if not np.all(values == out[label]):
+        raise ValueError(
+            f"{what}[{name!r}] of a regional parameter must be one value per region"
+        )
+    return out
+
+
+def fit_regional(setup: RegionalSetup) -> JointFitResult:
+    """Solve a regional fit (see the module docstring); returns its `JointFitResult`."""
+    n_pixels, n_bands, n_obs = setup.flat_refl.shape
+    labels = _labels(setup.regions, setup.pixel_shape)
+    region_labels = np.unique(labels[labels >= 0])
+    pixels = np.nonzero(labels >= 0)[0]
+    region_of = np.searchsorted(
+        region_labels, labels[pixels]
+    )  # (M,) region of each pixel
+    p, s, r = len(setup.band_free), len(setup.shared), len(setup.regional)
+    shared_all = setup.shared + setup.regional
+    config = dict(free=setup.free, n_band_free=p, fixed=setup.fixed, lower=setup.lower, upper=setup.upper,
+                  min_obs=setup.min_obs, max_iter=0, tol=setup.tol, key=setup.params.model_key,
+                  dtype=setup.dtype)  # fmt: skip
+    weight_of_band = (
+        np.ones(n_bands) if setup.band_sigma is None else 1.0 / setup.band_sigma
+    )
+    # the region pixels' masked inputs, starts and priors, once
+    pieces, any_finite, starts, priors = [], [], [], []
+    chunk = setup.chunk
+    for first in range(0, len(pixels), chunk):
+        index = pixels[first : first + chunk]
+        piece, finite = _masked(
+            setup.flat_refl[index],
+            [g[index] for g in setup.flat_geometry],
+            setup.limits,
+        )
+        pieces.append(piece)
+        any_finite.append(finite)
+        given = {name: value[index] for name, value in setup.given.items()}
+        starts.append(_chunk_starts(given, 0, len(index), setup.free, shared_all, setup.params, piece,
+                                    setup.solver, setup.lower, setup.upper))  # fmt: skip
+        priors.append(prior_arrays({n: tuple(a[index] for a in v) for n, v in setup.priors.items()},
+                                   setup.band_free, shared_all, 0, len(index), n_bands))  # fmt: skip
+    any_finite = np.concatenate(any_finite) if pieces else np.zeros((0, n_bands), bool)
+    start_b = (
+        np.concatenate([a for a, _ in starts]) if pieces else np.zeros((0, n_bands, p))
+    )
+    start_sr = (
+        np.concatenate([b for _, b in starts]) if pieces else np.zeros((0, s + r))
+    )
+    prior_all = (
+        [np.concatenate([c[k] for c in priors]) for k in range(4)] if pieces else None
+    )
+    n_valid = (
+        np.concatenate([np.sum(np.isfinite(pc[0]), axis=-1) for pc in pieces])
+        if pieces
+        else np.zeros((0, n_bands))
+    )
+    masked = (
+        [np.concatenate([pc[k] for pc in pieces]) for k in range(4)] if pieces else None
+    )
+    del pieces
+
+    def evaluate(which, xb, xsr):
+        """The arrow blocks (0 solver steps) of the region pixels `which` at (xb, xsr)."""
+        outputs = []
+        for first in range(0, len(which), chunk):
+            rows = which[first : first + chunk]
+            refl, *geometry = (a[rows] for a in masked)
+            mean_b, weight_b, mean_s, weight_s = (a[rows] for a in prior_all)
+            weight_s = weight_s.copy()
+            weight_s[:, s:] = (
+                0.0  # a regional prior counts once per region, not per pixel
+            )
+            weight = np.broadcast_to(weight_of_band, (len(rows), n_bands))
+            arrays = [
+                refl,
+                weight,
+                xb[first : first + chunk],
+                xsr[first : first + chunk],
+                mean_b,
+                weight_b,
+                mean_s,
+                weight_s,
+            ]
+            outputs.append(_solve(setup.solver, arrays, geometry, chunk, config))
+        return (
+            {name: np.concatenate([o[name] for o in outputs]) for name in outputs[0]}
+            if outputs
+            else None
+        )
+
+    everything = np.arange(len(pixels))
+    first_look = evaluate(everything, start_b, start_sr) if len(pixels) else None
+    status = first_look["status"].copy() if first_look else np.zeros(0, np.int8)
+    status[~np.any(any_finite, axis=1)] = Status.NONFINITE_INPUT
+    active = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
+    used_regions, label = np.unique(region_of[active], return_inverse=True)
+    n_used = len(used_regions)
+    start_r = np.empty((n_used, r))
+    prior_mean_r, prior_weight_r = np.zeros((n_used, r)), np.zeros((n_used, r))
+    for q, name in enumerate(setup.regional):
+        start_r[:, q] = _per_region(
+            start_sr[active, s + q], label, n_used, name, "start"
+        )
+        if name in setup.priors:
+            mean, sigma = (a[pixels][active] for a in setup.priors[name])
+            prior_mean_r[:, q] = np.nan_to_num(
+                _per_region(mean, label, n_used, name, "prior")
+            )
+            prior_weight_r[:, q] = 1.0 / _per_region(
+                sigma, label, n_used, name, "prior"
+            )
+    which = np.nonzero(active)[0]
+
+    def blocks(xb, xsr):
+        solved = evaluate(which, xb, xsr)
+        return {"cost": solved["cost"], "a": solved["a_blocks"], "c": solved["c_blocks"], "d": solved["d_block"],
+                "gb": solved["gb"], "g": solved["gs"]}  # fmt: skip
+
+    lower, upper = setup.lower, setup.upper
+    bounds = (
+        (lower[:p], upper[:p]),
+        (lower[p : p + s], upper[p : p + s]),
+        (lower[p + s :], upper[p + s :]),
+    )
+    region_prior = (prior_mean_r, prior_weight_r)
+    if len(which):
+        state = solve_regions(blocks, label, n_used, start_b[active], start_sr[active, :s], start_r, bounds,
+                              region_prior, setup.max_iter, setup.tol)  # fmt: skip
+    else:
+        state = None
+    # covariance and statuses of the active pixels
+    n_active = len(which)
+    cov_b = np.full((len(pixels), n_bands, p, p), np.nan)
+    cov_sr = np.full((len(pixels), s + r, s + r), np.nan)
+    cov_x = np.full((len(pixels), n_bands, p, s + r), np.nan)
+    values_b = np.full((len(pixels), n_bands, p), np.nan)
+    values_sr = np.full((len(pixels), s + r), np.nan)
+    iterations = np.zeros(len(pixels), np.int32)
+    pixel_cost = np.full(len(pixels), np.nan)
+    region_status = np.full(len(region_labels), Status.TOO_FEW_OBSERVATIONS, np.int8)
+    region_iterations = np.zeros(len(region_labels), np.int32)
+    region_values = {
+        name: np.full(len(region_labels), np.nan) for name in setup.regional
+    }
+    region_cost = np.full(len(region_labels), np.nan)
+    region_sigma = {
+        name: np.full(len(region_labels), np.nan) for name in setup.regional
+    }
+    if n_active:
+        if setup.band_sigma is not None:
+            variance = np.ones(n_active)
+        else:
+            observations = np.zeros(n_used)
+            np.add.at(observations, label, np.sum(n_valid[active], axis=1))
+            parameters = np.bincount(label, minlength=n_used) * (n_bands * p + s) + r
+            with np.errstate(invalid="ignore", divide="ignore"):
+                region_variance = np.where(
+                    observations > parameters,
+                    state["cost"] / (observations - parameters),
+                    np.nan,
+                )
+            variance = region_variance[label]
+        solved = np.isin(state["status"][label], [Status.CONVERGED, Status.MAX_ITER])
+        a_cov_b, a_cov_sr, a_cov_x, determined = regional_covariance(
+            state, label, n_used, region_prior, variance, solved
+        )
+        pixel_status = state["status"][label].copy()
+        pixel_status[(pixel_status == Status.CONVERGED) & ~determined] = (
+            Status.UNDETERMINED
+        )
+        status[which] = pixel_status
+        cov_b[which], cov_sr[which], cov_x[which] = a_cov_b, a_cov_sr, a_cov_x
+        values_b[which] = state["xb"]
+        values_sr[which, :s] = state["xs"]
+        values_sr[which, s:] = state["xr"][label]
+        iterations[which] = state["iterations"][label]
+        pixel_cost[which] = state["pixel_cost"]
+        for q, name in enumerate(setup.regional):
+            region_sigma[name][used_regions] = np.sqrt(
+                _first_of_region(a_cov_sr[:, s + q, s + q], label, n_used)
+            )
+        region_state = state["status"].copy()
+        any_determined = np.zeros(n_used, bool)
+        np.logical_or.at(any_determined, label, determined)
+        region_state[(region_state == Status.CONVERGED) & ~any_determined] = (
+            Status.UNDETERMINED
+        )
+        region_status[used_regions] = region_state
+        region_iterations[used_regions] = state["iterations"]
+        region_cost[used_regions] = state["cost"]
+        for q, name in enumerate(setup.regional):
+            region_values[name][used_regions] = state["xr"][:, q]
+    return _regional_result(setup, labels, pixels, status, values_b, values_sr, iterations, pixel_cost,
+                            cov_b, cov_sr, cov_x, n_valid, region_labels, region_values, region_status,
+                            region_iterations, region_cost, region_sigma)  # fmt: skip
+
+
+def _first_of_region(values, label, n_regions):
+    out = np.full(n_regions, np.nan)
+    out[label[::-1]] = values[::-1]
+    return out
+
+
+def _regional_result(setup, labels, pixels, status, values_b, values_sr, iterations, pixel_cost, cov_b,
+                     cov_sr, cov_x, n_valid, region_labels, region_values, region_status,
+                     region_iterations, region_cost, region_sigma):  # fmt: skip
+    n_pixels, n_bands, _ = setup.flat_refl.shape
+    p, s, r = len(setup.band_free), len(setup.shared), len(setup.regional)
+    shape = setup.pixel_shape
+
+    def full(array, fill):
+        out = np.full((n_pixels,) + array.shape[1:], fill, array.dtype)
+        out[pixels] = array
+        return out
+
+    all_status = full(status, np.int8(Status.TOO_FEW_OBSERVATIONS))
+    all_b, all_sr = full(values_b, np.nan), full(values_sr, np.nan)
+    all_cov_b, all_cov_sr, all_cov_x = (
+        full(cov_b, np.nan),
+        full(cov_sr, np.nan),
+        full(cov_x, np.nan),
+    )
+    observations = full(n_valid.astype(np.int32), np.int32(0))
+    values, dfs = {}, {}
+    for j, name in enumerate(setup.band_free):
+        values[name] = all_b[..., j].reshape(shape + (n_bands,)).astype(setup.dtype)
+        sigma = (
+            None
+            if name not in setup.priors
+            else setup.priors[name][1].reshape(shape + (n_bands,))
+        )
+        dfs[name] = degrees_of_freedom(
+            all_cov_b[..., j, j].reshape(shape + (n_bands,)), sigma
+        ).astype(setup.dtype)
+    for q, name in enumerate(setup.shared + setup.regional):
+        values[name] = all_sr[:, q].reshape(shape).astype(setup.dtype)
+        sigma = (
+            None if name not in setup.priors else setup.priors[name][1].reshape(shape)
+        )
+        dfs[name] = degrees_of_freedom(
+            all_cov_sr[:, q, q].reshape(shape), sigma
+        ).astype(setup.dtype)
+    del p, s, r
+    return JointFitResult(
+        free=setup.free,
+        shared=setup.shared,
+        values=values,
+        status=all_status.reshape(shape),
+        iterations=full(iterations, np.int32(0)).reshape(shape),
+        cost=full(pixel_cost, np.nan).reshape(shape).astype(setup.dtype),
+        covariance_bands=all_cov_b.reshape(shape + all_cov_b.shape[1:]).astype(
+            setup.dtype
+        ),
+        covariance_shared=all_cov_sr.reshape(shape + all_cov_sr.shape[1:]).astype(
+            setup.dtype
+        ),
+        covariance_cross=all_cov_x.reshape(shape + all_cov_x.shape[1:]).astype(
+            setup.dtype
+        ),
+        dfs=dfs,
+        observations=observations.reshape(shape + (n_bands,)),
+        regional=setup.regional,
+        region_labels=region_labels,
+        region_values={
+            name: v.astype(setup.dtype) for name, v in region_values.items()
+        },
+        region_status=region_status,
+        region_iterations=region_iterations,
+        region_cost=region_cost.astype(setup.dtype),
+        region_sigma={name: v.astype(setup.dtype) for name, v in region_sigma.items()},
+    )

@@ -1,0 +1,84 @@
+"""Checks on a stack of cubes read as several observations of one scene (`fit_file`).
+
+A stack is a list of co-registered cube files, one observation each. Its cubes must be
+distinct files (the same cube twice would count one observation twice and shrink every
+uncertainty) with the same bands: the same count and, where the files give them, the
+same band centres (a stack of cubes whose bands differ would fit each band to
+observations of different wavelengths).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .raster import CubeInfo
+
+__all__ = ["check_stack"]
+
+#: band centres agree to this relative difference (float32 headers, nm/um conversion)
+_RELATIVE_TOLERANCE = 1e-6
+
+
+def check_stack(infos: list[CubeInfo]) -> None:
+    """Refuse a stack whose cubes repeat a file or differ in bands, naming the files.
+
+    Raises:
+        ValueError: the same file twice (also through another path or a link); a cube
+            whose band count or band centres (compared in um where both files give a
+            known unit, else as written when their units are the same) differ from the
+            first cube's.
+    """
+    from .file_unmixing import known_wavelengths_um
+
+    seen: dict[tuple, Path] = {}
+    for info in infos:
+        key = _identity(info.path)
+        if key in seen:
+            raise ValueError(
+                f"the cube {info.path} is given twice (also as {seen[key]}): each cube is one "
+                "observation; the same one twice would count it twice"
+            )
+        seen[key] = info.path
+    first = infos[0]
+    first_um = known_wavelengths_um(first)
+    for info in infos[1:]:
+        if info.bands != first.bands:
+            raise ValueError(
+                f"cube {info.path} has {info.bands} bands, cube {first.path} {first.bands}"
+            )
+        this_um = known_wavelengths_um(info)
+        if first_um is not None and this_um is not None:
+            a, b, unit = first_um, this_um, "um"
+        elif (
+            first.wavelengths is not None
+            and info.wavelengths is not None
+            and (
+                (first.wavelength_units or "").lower()
+                == (info.wavelength_units or "").lower()
+            )
+        ):
+            a, b, unit = (
+                first.wavelengths,
+                info.wavelengths,
+                first.wavelength_units or "(no unit)",
+            )
+        else:
+            continue
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        if not np.allclose(a, b, rtol=_RELATIVE_TOLERANCE, atol=0.0):
+            k = int(np.argmax(~np.isclose(a, b, rtol=_RELATIVE_TOLERANCE, atol=0.0)))
+            raise ValueError(
+                f"cube {info.path} has other band centres than cube {first.path} (band {k + 1}: "
+                f"{b[k]:.6g} against {a[k]:.6g} {unit}): a stack's cubes must hold the same bands"
+            )
+
+
+def _identity(path) -> tuple:
+    try:
+        status = os.stat(path)
+        return (status.st_dev, status.st_ino)
+    except OSError:
+        return (str(Path(path).resolve()),)

@@ -1,0 +1,309 @@
+"""Every file command through the same faults, in-process on a 6 x 5 scene.
+
+Rows: a full disk when a map is closed, out-of-range OBS angles, stale companions of an
+earlier set, an overlapping output name held by another run, a stop signal during
+publication. Columns: invert, fit, unmix, normalize. Each cell checks the exit code, the
+one-line message and that the outputs are exactly the old set or exactly the new one.
+Plus, by subprocess: a malformed --scheduler, and a SIGTERM after publication.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lumaxlike._cli import main
+from lumaxlike._io import atomic, read_cube, writers
+
+from .test_cli import PARAM_FLAGS
+from .test_cli_unmix import (
+    DENSITY,
+    GRAIN_SIZE,
+    LIBRARY_ANGLES,
+    mixture_files,
+    write_library,
+)
+from .test_io import OBS_DESCRIPTIONS, digest, temporary_leftovers, write_raster
+
+COMMANDS = ("invert", "fit", "unmix", "normalize")
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """A mixture cube (r), its OBS, a copy as a second observation, a library; and one
+    OBS with a to-sun zenith of 400 deg."""
+    folder = tmp_path_factory.mktemp("inputs")
+    _, albedo, cube, obs, _ = mixture_files(folder)
+    library = write_library(folder / "minerals.csv", albedo)
+    second = folder / "cube2.tif"
+    shutil.copy(cube, second)
+    import rasterio
+
+    with rasterio.open(obs) as src:
+        angles = src.read()
+    angles[0, 2, 3] = 400.0
+    bad_obs = write_raster(
+        folder / "bad_obs.tif", angles, descriptions=OBS_DESCRIPTIONS
+    )
+    return {
+        "cube": cube,
+        "obs": obs,
+        "second": second,
+        "library": library,
+        "bad_obs": bad_obs,
+    }
+
+
+def args_for(command, inputs, out, *extra, obs=None):
+    obs = obs or inputs["obs"]
+    if command == "fit":
+        return [
+            "fit",
+            inputs["cube"],
+            inputs["second"],
+            "--geometry",
+            obs,
+            obs,
+            "--units",
+            "r",
+            "--free",
+            "w",
+            *PARAM_FLAGS,
+            "--out",
+            out,
+            *extra,
+        ]
+    common = [
+        inputs["cube"],
+        "--geometry",
+        obs,
+        "--units",
+        "r",
+        *PARAM_FLAGS,
+        "--out",
+        out,
+        *extra,
+    ]
+    if command == "unmix":
+        return [
+            "unmix",
+            *common,
+            "--endmembers",
+            inputs["library"],
+            "--library-units",
+            "r",
+            "--library-incidence",
+            LIBRARY_ANGLES[0],
+            "--library-emission",
+            LIBRARY_ANGLES[1],
+            "--density",
+            ",".join(map(str, DENSITY)),
+            "--grain-size",
+            ",".join(map(str, GRAIN_SIZE)),
+            "--fwhm",
+            0.01,
+        ]
+    return [command, *common, "--solver", "numba"]
+
+
+def run(capsys, *args):
+    code = main([str(a) for a in args])
+    return code, [line for line in capsys.readouterr().err.strip().splitlines() if line]
+
+
+def state(folder):
+    """{name: digest} of every file in ``folder``."""
+    return {p.name: digest(p) for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def new_sets(inputs, tmp_path_factory):
+    """The names each command's run publishes into an empty folder, as ``x.tif``."""
+    names = {}
+    for command in COMMANDS:
+        folder = tmp_path_factory.mktemp(command)
+        assert main([str(a) for a in args_for(command, inputs, folder / "x.tif")]) == 0
+        names[command] = sorted(p.name for p in folder.iterdir())
+    return names
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_disk_full_when_a_map_is_closed_publishes_nothing_and_keeps_the_old_set(
+    command, inputs, new_sets, tmp_path, capsys, monkeypatch
+):
+    """GDAL reports a full disk at a GeoTIFF's close only on stderr and the file is short:
+    once, exit 0 with unreadable outputs and, with --overwrite, the good old set gone."""
+    out = tmp_path / "x.tif"
+    assert run(capsys, *args_for(command, inputs, out))[0] == 0
+    before = state(tmp_path)
+    close = writers._RasterSink._close_dataset
+
+    def close_on_a_full_disk(sink):
+        close(sink)
+        if sink.final_name == "x_status.tif":  # as GDAL leaves it: the last strip short
+            size = os.path.getsize(sink.path)
+            os.truncate(sink.path, size - 64)
+
+    monkeypatch.setattr(writers._RasterSink, "_close_dataset", close_on_a_full_disk)
+    code, lines = run(capsys, *args_for(command, inputs, out, "--overwrite"))
+    assert code == 1 and len(lines) == 1, lines
+    assert (
+        f"error: writing {tmp_path / 'x_status.tif'} failed" in lines[0]
+        and "nothing was published" in lines[0]
+    )
+    assert state(tmp_path) == before and temporary_leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_an_out_of_range_obs_angle_stops_the_run_naming_band_and_file(
+    command, inputs, tmp_path, capsys
+):
+    """A to-sun zenith of 400 deg was read as 40 deg (CONVERGED, w off by 0.02)."""
+    code, lines = run(
+        capsys, *args_for(command, inputs, tmp_path / "x.tif", obs=inputs["bad_obs"])
+    )
+    assert code == 2 and len(lines) == 1, lines
+    assert (
+        str(inputs["bad_obs"]) in lines[0]
+        and "To-sun zenith" in lines[0]
+        and "holds 400 deg" in lines[0]
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+# the earlier set at the output: another command's (a fit's maps under an invert, ...)
+EARLIER = {"invert": "fit", "unmix": "fit", "normalize": "fit", "fit": "invert"}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_overwrite_replaces_the_whole_old_set(
+    command, inputs, new_sets, tmp_path, capsys
+):
+    """Once, `normalize --overwrite` onto a fit's output kept all of the fit's maps, and
+    a fit of fewer parameters kept x_c.tif and x_sigma_c.tif: the published set must be
+    exactly the new run's."""
+    out = tmp_path / "x.tif"
+    earlier = EARLIER[command]
+    extra = ("--sigma", "0.001") if earlier == "invert" else ()
+    assert run(capsys, *args_for(earlier, inputs, out, *extra))[0] == 0
+    stale = {p.name for p in tmp_path.iterdir()} - set(new_sets[command])
+    assert stale  # e.g. x_sigma_w.tif, x_observations.tif of the fit
+    unrelated = tmp_path / "x_notes.txt"
+    unrelated.write_text("not a lumaxlike output")
+    code, lines = run(capsys, *args_for(command, inputs, out, "--overwrite"))
+    assert code == 0, lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [*new_sets[command], unrelated.name]
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_name_another_run_is_writing_is_refused(command, inputs, tmp_path, capsys):
+    """`--out x.tif` (which writes x_status.tif) beside a run writing `--out x_status.tif`:
+    both once exited 0 with one set mixing both runs' maps."""
+    holder = atomic.AtomicOutputs(
+        [tmp_path / "x_status.tif"], overwrite=True
+    )  # the other run
+    try:
+        code, lines = run(
+            capsys, *args_for(command, inputs, tmp_path / "x.tif", "--overwrite")
+        )
+    finally:
+        holder.discard()
+    assert code == 2 and len(lines) == 1, lines
+    assert (
+        f"output {tmp_path / 'x_status.tif'} is being written by another lumaxlike run"
+        in lines[0]
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_signal_during_publication_puts_the_old_set_back(
+    command, inputs, tmp_path, capsys, monkeypatch
+):
+    out = tmp_path / "x.tif"
+    assert run(capsys, *args_for(command, inputs, out))[0] == 0
+    before = state(tmp_path)
+    replace, sent = os.replace, []
+
+    def replace_then_signal(source, target):
+        replace(source, target)
+        if (
+            str(target) == str(out) and not sent
+        ):  # the main map is in place: publication half done
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(atomic.os, "replace", replace_then_signal)
+    code, lines = run(capsys, *args_for(command, inputs, out, "--overwrite"))
+    assert (
+        sent and code == 143 and lines == [f"lumaxlike {command}: stopped by SIGTERM"]
+    ), lines
+    assert state(tmp_path) == before and temporary_leftovers(tmp_path) == []
+
+
+def test_a_folder_named_like_an_output_is_never_removed(inputs, tmp_path, capsys):
+    folder = tmp_path / "x.tif"
+    (folder / "inside").mkdir(parents=True)
+    code, lines = run(capsys, *args_for("invert", inputs, folder, "--overwrite"))
+    assert (
+        code == 2 and len(lines) == 1 and f"output {folder} is a folder" in lines[0]
+    ), lines
+    assert (folder / "inside").is_dir()
+
+
+def _cli_process(*args, **kwargs):
+    return subprocess.run(
+        [sys.executable, *map(str, args)],
+        check=False,
+        capture_output=True,
+        text=True,
+        **kwargs,
+    )
+
+
+def test_a_malformed_scheduler_address_is_one_line_without_a_hang(inputs, tmp_path):
+    """`--scheduler notanaddress`: the right line, then a 60 s hang and an "Exception
+    ignored ... TimeoutError" traceback while the half-made client closed itself."""
+    done = _cli_process(
+        "-m",
+        "lumaxlike",
+        *args_for("invert", inputs, tmp_path / "x.tif", "--scheduler", "notanaddress"),
+        timeout=50,
+    )  # a hang fails here
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, lines
+    assert "scheduler notanaddress: not a scheduler address" in lines[0]
+
+
+def test_a_sigterm_after_publication_exits_with_a_code_not_the_signal(inputs, tmp_path):
+    """A signal landing once the outputs were published (and the run's handlers were
+    restored) killed the process: exit -15 beside a complete set. Now 143 (documented in
+    lumaxlike._cli.console), or 0 when it lands while the command still handles signals."""
+    script = (
+        "import os, runpy, signal, sys\n"
+        "import lumaxlike._cli as cli\n"
+        "real = cli.main\n"
+        "def main(argv=None):\n"
+        "    code = real(argv)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return code\n"
+        "cli.main = main\n"
+        "sys.argv = ['lumaxlike', *sys.argv[1:]]\n"
+        "runpy.run_module('lumaxlike', run_name='__main__')\n"
+    )
+    out = tmp_path / "x.tif"
+    done = _cli_process("-c", script, *args_for("invert", inputs, out), timeout=120)
+    assert done.returncode == 143, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "x.tif",
+        "x_iterations.tif",
+        "x_residual.tif",
+        "x_status.tif",
+    ]
+    assert np.isfinite(np.nanmax(read_cube(out)[0]))
