@@ -3,7 +3,7 @@ band) against a per-problem `scipy.optimize.least_squares` loop.
 
 The scene: 100 k pixels x 16 bands x 16 observations, float64 (1.6 M problems; a problem
 is one (pixel, band): its free parameters fitted to its 16 observations). Geometry from
-`lumaxlike._profile.multi_angle_geometry` (flat surface, incidence 0-60 deg, emission
+`lumaxlike.testing.multi_angle_geometry` (flat surface, incidence 0-60 deg, emission
 0-65 deg at any azimuth; the first two observations of every pixel near opposition, phase
 ~2 and ~8 deg). Truth: ``HapkeParams(b=0.25, c=0.5, roughness=20 deg, hs=0.06, bs0=0.9,
 hc=0.03, bc0=0.5)``, w_true uniform in (0.2, 0.9) per pixel and band; reflectance from
@@ -93,7 +93,7 @@ from lumaxlike import HapkeParams, Status
 from lumaxlike._inverse.invert import default_chunk_pixels
 from lumaxlike._model import equations as E
 from lumaxlike._params import FIELD_NAMES
-from lumaxlike._profile import multi_angle_geometry, multi_angle_reflectance
+from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 RESULTS = bench_invert.RESULTS
 TARGET_NUMBA = 50_000.0  # problems/s on 2 cores, from the issue

@@ -74,7 +74,7 @@ from helpers import FULL_PARAMS, random_geometry
 import lumaxlike
 from lumaxlike._inverse.invert import solver_chunk_pixels
 from lumaxlike._model import equations
-from lumaxlike._profile import synthetic_cube
+from lumaxlike.testing import synthetic_cube
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"numba": 40.0, "jax": 35.0}  # lumaxlike / refmod, from issue 15
@@ -142,7 +142,7 @@ def _git_commit() -> str | None:
 
 
 def make_cube(side: int, bands: int, dtype=np.float64, seed: int = 0) -> dict:
-    """The benchmark cube (`lumaxlike._profile.synthetic_cube` with the tests' geometry and
+    """The benchmark cube (`lumaxlike.testing.synthetic_cube` with the tests' geometry and
     FULL_PARAMS), with ``w_true``, flattened to (pixels, bands) / (pixels, 3)."""
     cube = synthetic_cube(side, bands, dtype, params=FULL_PARAMS, seed=seed, geometry=random_geometry, truth=True)
     n = side * side

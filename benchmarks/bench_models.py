@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_invert import machine_info  # noqa: E402
 
 import lumaxlike  # noqa: E402
-from lumaxlike._profile import random_geometry  # noqa: E402
+from lumaxlike.testing import random_geometry  # noqa: E402
 
 CONFIGURATIONS = [  # (multiple scattering, H-function, phase function)
     ("amsa", "hapke2002", "dhg"),

@@ -1,7 +1,7 @@
 """Issue 5 benchmark suite: forward model and inversion, JAX and numba, float32 and float64.
 
 What it measures (every lumaxlike number in a spawned child process, through
-`lumaxlike._profile.run_profiles`, on `lumaxlike._profile.synthetic_cube` data: per-pixel
+`lumaxlike._profile.run_profiles`, on `lumaxlike.testing.synthetic_cube` data: per-pixel
 random geometry, roughness and both opposition effects):
 
 1. size sweep, 32 bands: {forward model `amsa`, inversion `invert`} x {numba, jax} x

@@ -4,7 +4,7 @@ The scene: side x side pixels (1000 x 1000; ``--quick``: 200 x 200) x 64 bands x
 endmembers, float64. Library: four smooth synthetic albedo spectra (a sloped continuum
 with one Gaussian absorption each, in (0.05, 0.95)), densities 2.7-4.4 g/cm^3, grain sizes
 40-110 um. Mass fractions: Dirichlet(1, 1, 1, 4 times) per pixel, one endmember absent in
-a fifth of the pixels. Geometry from `lumaxlike._profile.random_geometry` (incidence 0-80
+a fifth of the pixels. Geometry from `lumaxlike.testing.random_geometry` (incidence 0-80
 deg, emission 0-70 deg, normals tilted up to 30 deg: a few percent of pixels are below the
 horizon and come back INVALID_GEOMETRY / NONFINITE_INPUT). Model: ``HapkeParams(b=0.3,
 c=0.4, roughness=0.3, hs=0.06, bs0=0.9)``. Reflectance from `lumaxlike.amsa` plus
@@ -57,7 +57,8 @@ from bench_invert import finish, fmt_rate, machine_info
 import lumaxlike
 from lumaxlike import HapkeParams, Status
 from lumaxlike._model import equations as E
-from lumaxlike._profile import PeakRSS, random_geometry
+from lumaxlike._memory import PeakRSS
+from lumaxlike.testing import random_geometry
 from lumaxlike._unmix.mixing import cross_section_fractions, cross_section_per_mass, mixed_albedo
 from lumaxlike._unmix.numba_unmix import two_step_numba
 from lumaxlike._unmix.simplex_qp import max_qp_steps

@@ -24,7 +24,8 @@ from ._io import (
     to_bidirectional_reflectance as to_bidirectional_reflectance,
     write_result as write_result,
 )
-from ._io.spectral_library import SpectralLibrary as SpectralLibrary, read_spectral_library as read_spectral_library
+from ._spectral_library import SpectralLibrary as SpectralLibrary
+from ._io.spectral_library import read_spectral_library as read_spectral_library
 from ._io.product_dataarray import open_product as open_product
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
@@ -37,12 +38,14 @@ from ._io.file_inversion import invert_file as invert_file
 from ._run.progress import InversionSummary as InversionSummary
 from ._io.file_fit import fit_file as fit_file
 from ._params import HapkeParams as HapkeParams, porosity_k_from_filling_factor as porosity_k_from_filling_factor
-from ._provenance import Provenance as Provenance, read_provenance as read_provenance
+from ._provenance import Provenance as Provenance
+from ._io.provenance_files import read_provenance as read_provenance
 from ._xarray import invert_dataarray as invert_dataarray, normalize_dataarray as normalize_dataarray
 from ._xarray import unmix_dataarray as unmix_dataarray
 from ._xarray import fit_dataarray as fit_dataarray
 from ._io.file_unmixing import unmix_file as unmix_file
 from ._unmix import Endmembers as Endmembers, UnmixResult as UnmixResult, unmix as unmix
 from . import demo as demo
+from . import testing as testing
 from ._model.model_forward import reflectance as reflectance
 from ._photometric import PhotometricFunction as PhotometricFunction

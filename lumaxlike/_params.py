@@ -8,8 +8,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ._model.equations import N_LEGENDRE
-from ._model.family import H_FUNCTIONS, MULTIPLE_SCATTERING, PHASE_FUNCTIONS, ModelKey
+from ._configuration import H_FUNCTIONS, MULTIPLE_SCATTERING, N_LEGENDRE, PHASE_FUNCTIONS, ModelKey
 from ._validation import finite_scalar as _finite_scalar
 
 __all__ = ["HapkeParams", "FIELD_NAMES", "PARAMETER_NAMES", "porosity_k_from_filling_factor"]

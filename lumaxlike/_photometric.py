@@ -5,7 +5,9 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 
-from ._model.photometric import DEFAULTS, KINDS, PARAMETER_NAMES
+from ._configuration import PHOTOMETRIC_DEFAULTS as DEFAULTS
+from ._configuration import PHOTOMETRIC_KINDS as KINDS
+from ._configuration import PHOTOMETRIC_PARAMETER_NAMES as PARAMETER_NAMES
 from ._validation import finite_scalar
 
 __all__ = ["PhotometricFunction", "PHOTOMETRIC_KINDS", "PHOTOMETRIC_PARAMETERS", "DEFAULTS"]

@@ -55,7 +55,7 @@ as the model ``{"reflectance": <its name>}`` (`PHOTOMETRIC_TEXT`) with one
 netCDF and zarr outputs also get the CF global attributes ``Conventions``, ``source`` and
 ``history``.
 
-`read_provenance` reads the record back from any output (the ``w`` map, any sibling
+`read_provenance` (`lumaxlike._io.provenance_files`) reads the record back from any output (the ``w`` map, any sibling
 map, a netCDF file or a zarr store); ``lumaxlike invert CUBE --params-from OLD --out NEW``
 reruns with it.
 """
@@ -74,7 +74,7 @@ import numpy as np
 from ._params import FIELD_NAMES, HapkeParams
 from ._photometric import PHOTOMETRIC_PARAMETERS, PhotometricFunction
 
-__all__ = ["MODEL", "PREFIX", "Provenance", "make_provenance", "model_of", "python_call", "read_provenance", "utc_now"]
+__all__ = ["MODEL", "PREFIX", "Provenance", "make_provenance", "model_of", "python_call", "utc_now"]
 
 PREFIX = "lumaxlike_"
 """Prefix of every provenance key."""
@@ -544,43 +544,3 @@ def _band_legendre(value: list, band: int):
         return np.asarray(value, dtype=np.float64)
     chosen = value[band]
     return None if chosen is None else np.asarray(chosen, dtype=np.float64)
-
-
-def read_provenance(path) -> Provenance:
-    """Read how a lumaxlike output was made from its tags or attributes.
-
-    Args:
-        path: any output of ``lumaxlike invert`` / `lumaxlike.invert_file` (the w
-            map or a sibling map such as ``w_status.tif``; an ENVI data file or header; a
-            ``.nc`` file; a ``.zarr`` store), or the ``xarray.Dataset`` returned by
-            `lumaxlike.invert_dataarray`.
-
-    Returns:
-        `Provenance` with the model, Hapke parameters per band, units, solver,
-        tolerance, iteration limit, uncertainty, input files, command and time.
-
-    Raises:
-        FileNotFoundError: ``path`` does not exist.
-        ValueError: ``path`` holds no lumaxlike provenance, or it is malformed (names
-            the file and the key).
-    """
-    if not isinstance(path, (str, Path)) and isinstance(getattr(path, "attrs", None), Mapping):
-        return Provenance.from_attrs(path.attrs, source=f"the {type(path).__name__}")
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix in (".nc", ".zarr"):
-        import xarray as xr
-
-        opener = xr.open_zarr if suffix == ".zarr" else xr.open_dataset
-        with opener(path) as dataset:
-            attrs = dict(dataset.attrs)
-    else:
-        from ._io.raster import open_raster
-
-        with open_raster(path) as dataset:
-            attrs = dict(dataset.tags())
-            if "ENVI" in (dataset.tag_namespaces() or []):
-                attrs.update(dataset.tags(ns="ENVI"))
-    return Provenance.from_attrs(attrs, source=str(path))

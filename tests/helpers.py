@@ -4,7 +4,7 @@ the recovery check every model configuration must pass."""
 import numpy as np
 
 import lumaxlike
-from lumaxlike._profile import default_params, random_geometry
+from lumaxlike.testing import default_params, random_geometry
 
 __all__ = ["SOLVERS", "BACKENDS", "FULL_PARAMS", "random_geometry", "assert_both_solvers_recover_w", "assert_reproduces_invert"]
 

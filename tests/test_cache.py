@@ -23,7 +23,7 @@ FIRST_CALLS = textwrap.dedent(
     import math, sys
     import numpy as np
     import lumaxlike
-    from lumaxlike._profile import default_params, multi_angle_geometry, multi_angle_reflectance, random_geometry
+    from lumaxlike.testing import default_params, multi_angle_geometry, multi_angle_reflectance, random_geometry
 
     rng = np.random.default_rng(0)
     params = default_params()
@@ -185,7 +185,7 @@ FORWARD_CALLS = textwrap.dedent(
     import sys
     import numpy as np
     import lumaxlike
-    from lumaxlike._profile import random_geometry
+    from lumaxlike.testing import random_geometry
 
     rng = np.random.default_rng(0)
     geometry = random_geometry(20, rng)

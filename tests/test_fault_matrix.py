@@ -307,3 +307,27 @@ def test_a_sigterm_after_publication_exits_with_a_code_not_the_signal(inputs, tm
         "x_status.tif",
     ]
     assert np.isfinite(np.nanmax(read_cube(out)[0]))
+
+
+def test_a_local_cluster_failing_to_start_is_one_line(
+    inputs, tmp_path, capsys, monkeypatch
+):
+    """A worker SIGKILLed while the cluster started gave dask's 55-line traceback; the
+    failure (as dask raises it then) is now one line, exit 1, nothing written."""
+    import distributed
+
+    def dying_cluster(*args, **kwargs):
+        raise RuntimeError(
+            "Worker failed to start: Nanny failed to start (killed by signal 9)"
+        )
+
+    monkeypatch.setattr(distributed, "LocalCluster", dying_cluster)
+    code, lines = run(
+        capsys, *args_for("invert", inputs, tmp_path / "x.tif", "--workers", "2")
+    )
+    assert code == 1 and len(lines) == 1, lines
+    assert (
+        "the local cluster of 2 workers failed to start (Worker failed to start"
+        in lines[0]
+    )
+    assert list(tmp_path.iterdir()) == []

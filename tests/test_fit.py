@@ -12,7 +12,7 @@ import pytest
 
 import lumaxlike
 from lumaxlike import HapkeParams, Status
-from lumaxlike._profile import multi_angle_geometry, multi_angle_reflectance
+from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 from .helpers import SOLVERS
 

@@ -32,13 +32,9 @@ def stack(tmp_path_factory):
         to_sun = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[:2]))
         to_sensor = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[2:]))
         normal = np.broadcast_to([0.0, 0.0, 1.0], to_sun.shape)
-        r = np.asarray(
-            lumaxlike.amsa(w, to_sun, to_sensor, normal, TRUTH, backend="numba")
-        )
+        r = np.asarray(lumaxlike.amsa(w, to_sun, to_sensor, normal, TRUTH, backend="numba"))
         cubes.append(write_raster(folder / f"cube{k}.tif", np.moveaxis(r, -1, 0)))
-        obs.append(
-            write_raster(folder / f"obs{k}.tif", angles, descriptions=OBS_DESCRIPTIONS)
-        )
+        obs.append(write_raster(folder / f"obs{k}.tif", angles, descriptions=OBS_DESCRIPTIONS))
         refl.append(r)
         vectors.append((to_sun, to_sensor, normal))
     arrays = (
@@ -86,14 +82,8 @@ def test_fit_file_and_fit_dataarray_give_fit_s_maps(tmp_path, stack):
             "normal": (dims, normal),
         }
     )
-    maps = lumaxlike.fit_dataarray(
-        data, geometry, START, FREE, solver="numba", units="r"
-    )
+    maps = lumaxlike.fit_dataarray(data, geometry, START, FREE, solver="numba", units="r")
     for name in FREE:
-        np.testing.assert_allclose(
-            maps[name].values, expected[name], rtol=0, atol=1e-12
-        )
-        np.testing.assert_allclose(
-            maps[f"sigma_{name}"].values, expected.sigma(name), rtol=1e-9
-        )
+        np.testing.assert_allclose(maps[name].values, expected[name], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(maps[f"sigma_{name}"].values, expected.sigma(name), rtol=1e-9)
     np.testing.assert_array_equal(maps.status.values, expected.status)

@@ -26,8 +26,9 @@ PUBLIC = {
     "normalize", "NormalizationResult", "normalize_dataarray", "normalize_file",
     "GoniometerTable", "read_goniometer_table",
     "unmix_dataarray", "unmix_file",
-    "fit_dataarray", "fit_file",
+    "fit_dataarray", "fit_file", "testing",
     "open_product",
+    "JointFitResult",
 }  # fmt: skip
 
 

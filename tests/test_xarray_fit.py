@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 import lumaxlike
-from lumaxlike._profile import multi_angle_geometry, multi_angle_reflectance
+from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 TRUTH = lumaxlike.HapkeParams(b=0.25, c=0.5, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)
 START = lumaxlike.HapkeParams(b=0.32, c=0.38, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)

@@ -184,9 +184,12 @@ class Located:
         return self.via == "raw VRT from the PDS3 label"
 
 
-def _envi_data(header: Path) -> Path:
-    from .raster import ENVI_DATA_SUFFIXES
+ENVI_DATA_SUFFIXES = ("", ".img", ".dat", ".raw", ".bsq", ".bil", ".bip", ".envi")
+"""Data-file names tried for an ENVI header ``name.hdr`` given as input (here, not in
+`raster`, which imports this module: `_envi_data` is their one user)."""
 
+
+def _envi_data(header: Path) -> Path:
     tried = []
     for suffix in ENVI_DATA_SUFFIXES:
         if suffix:

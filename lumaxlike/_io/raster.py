@@ -39,9 +39,6 @@ __all__ = [
     "read_cube",
 ]
 
-ENVI_DATA_SUFFIXES = ("", ".img", ".dat", ".raw", ".bsq", ".bil", ".bip", ".envi")
-"""Data-file names tried for an ENVI header ``name.hdr`` given as input."""
-
 GDAL_CACHE_BYTES = 128 * 2**20
 """GDAL block cache used while streaming files [bytes]; bounds the memory GDAL keeps."""
 

@@ -22,7 +22,16 @@ import re
 from typing import NamedTuple
 
 import numpy as np
-from jax.extend import core as jex_core
+
+from .._compat.jax_internals import (
+    INLINED_CALLS,
+    SHAPE_ONLY,
+    Literal,
+    call_name,
+    called_jaxpr,
+    converted_dtype,
+    integer_exponent,
+)
 
 __all__ = ["scalar_jaxpr_to_split_source", "SplitSource"]
 
@@ -59,7 +68,6 @@ _UNARY = {
     "square": "({0} * {0})",
     "not": "(not {0})",
 }
-_INLINED_CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call")
 
 
 def _literal(value) -> str:
@@ -110,7 +118,7 @@ class _Printer:
         env = {}
 
         def read(atom):
-            if isinstance(atom, jex_core.Literal):
+            if isinstance(atom, Literal):
                 return _literal(atom.val)
             return env[atom]
 
@@ -124,16 +132,14 @@ class _Printer:
                     raise ValueError(f"{eqn.primitive.name}: only scalar programs can be translated")
             name = eqn.primitive.name
             operands = [read(v) for v in eqn.invars]
-            opaque = self.opaque_calls.get(eqn.params.get("name")) if name in _INLINED_CALLS else None
+            opaque = self.opaque_calls.get(call_name(eqn)) if name in INLINED_CALLS else None
             if opaque is not None and len(operands) == opaque[1]:
                 call = self.bind(f"{opaque[0]}({', '.join(operands)})")
                 for k, var in enumerate(eqn.outvars):
                     env[var] = self.bind(f"{call}[{k}]")
                 continue
-            if name in _INLINED_CALLS:
-                closed = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
-                inner = getattr(closed, "jaxpr", closed)
-                inner_consts = getattr(closed, "consts", ())
+            if name in INLINED_CALLS:
+                inner, inner_consts = called_jaxpr(eqn)
                 results = self.run(inner, inner_consts, operands)
                 for var, value in zip(eqn.outvars, results):
                     env[var] = value
@@ -143,14 +149,14 @@ class _Printer:
             elif name in _UNARY:
                 expression = _UNARY[name].format(*operands)
             elif name == "integer_pow":
-                expression = self.integer_power(operands[0], eqn.params["y"])
+                expression = self.integer_power(operands[0], integer_exponent(eqn))
             elif name == "select_n":
                 if len(operands) != 3:
                     raise ValueError("select_n: only two-way selects can be translated")
                 predicate, if_false, if_true = operands
                 expression = f"({if_true} if {predicate} else {if_false})"
             elif name == "convert_element_type":
-                dtype = np.dtype(eqn.params["new_dtype"])
+                dtype = converted_dtype(eqn)
                 from_bool = getattr(eqn.invars[0].aval, "dtype", None) == np.bool_
                 if dtype == np.bool_:
                     expression = f"({operands[0]} != 0)"
@@ -158,7 +164,7 @@ class _Printer:
                     expression = f"(1 if {operands[0]} else 0)" if from_bool else f"int({operands[0]})"
                 else:  # numba has no float(bool)
                     expression = f"(1.0 if {operands[0]} else 0.0)" if from_bool else f"float({operands[0]})"
-            elif name in ("broadcast_in_dim", "reshape", "squeeze", "copy", "copy_p"):
+            elif name in SHAPE_ONLY:
                 env[eqn.outvars[0]] = operands[0]  # the identity on scalars
                 continue
             else:

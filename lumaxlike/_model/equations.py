@@ -26,6 +26,7 @@ Reflectance r is the bidirectional reflectance [1/sr] (RADF = pi r).
 
 from typing import NamedTuple
 
+from .._configuration import N_LEGENDRE  # highest Legendre order of P, P-bar (a constant)
 from ._scalar_math import NAN, atan2, exp, expm1, maximum, sqrt, tan, where
 
 # The H-function of the model: two slots that `family` binds, per configuration, to one
@@ -68,7 +69,6 @@ __all__ = [
 ]
 
 PI = 3.141592653589793
-N_LEGENDRE = 15  # highest Legendre order of the P, P-bar expansions (Hapke 2002, eq. 27 ff.)
 # Below this z = tan(g/2)/h_C the coherent-backscatter term uses its Taylor series:
 # (1 - exp(-z))/z = 1 - z/2 + z^2/6 - ..., truncation error z^3/24 < 5e-11.
 CB_SERIES_LIMIT = 1e-3

@@ -14,7 +14,15 @@ values.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+
+# the configurations (shared with the parameter types: `lumaxlike._configuration`)
+from .._configuration import (
+    DEFAULT_KEY,
+    H_FUNCTIONS,
+    MULTIPLE_SCATTERING,
+    PHASE_FUNCTIONS,
+    ModelKey,
+)
 
 __all__ = [
     "ModelKey",
@@ -28,50 +36,6 @@ __all__ = [
     "numba_equations_for",
     "numba_kernel_for",
 ]
-
-#: multiple-scattering choice -> bindings of `equations` names to its functions
-MULTIPLE_SCATTERING = {
-    "amsa": {"multiple_scattering_sums": "legendre_sums"},
-    "imsa": {"multiple_scattering_sums": "isotropic_sums"},
-}
-
-#: H-function choice -> its description (the functions are `h_functions`' ``<choice>_terms``
-#: and ``<choice>_values``)
-H_FUNCTIONS = {
-    "hapke2002": "Hapke (2002, eq. 13) approximation",
-    "hapke1981": "Hapke (1981) two-stream approximation",
-    "exact": "Chandrasekhar's exact H for isotropic scattering",
-}
-
-#: phase-function choice -> bindings of `equations` names to its closed form p(g) and its
-#: Legendre coefficients b_n (user-given Legendre coefficients go with "dhg" only)
-PHASE_FUNCTIONS = {
-    "dhg": {"phase_closed_form": "double_hg_phase", "phase_closed_coefficient": "hg_legendre_coefficient"},
-    "hg": {"phase_closed_form": "single_hg_phase", "phase_closed_coefficient": "single_hg_legendre_coefficient"},
-    "cornette_shanks": {
-        "phase_closed_form": "cornette_shanks_phase",
-        "phase_closed_coefficient": "cornette_shanks_legendre_coefficient",
-    },
-}
-
-
-class ModelKey(NamedTuple):
-    """A model configuration (hashable: one compiled model per configuration)."""
-
-    multiple_scattering: str = "amsa"
-    h_function: str = "hapke2002"
-    phase_function: str = "dhg"
-
-    @property
-    def name(self) -> str:
-        """A short identifier, e.g. ``"imsa-hapke1981"`` or ``"amsa-hapke2002-hg"`` (cache
-        file names, metadata); the default phase function "dhg" adds nothing (no choice
-        contains "-", so the names are unique)."""
-        phase = "" if self.phase_function == "dhg" else f"-{self.phase_function}"
-        return f"{self.multiple_scattering}-{self.h_function}{phase}"
-
-
-DEFAULT_KEY = ModelKey()
 
 
 def bindings(key: ModelKey, h_twins) -> dict:

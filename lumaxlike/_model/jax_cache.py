@@ -43,9 +43,13 @@ import os
 import threading
 from pathlib import Path
 
-from jax._src import config as _jax_config  # the thread-local settings (no public API)
-from jax.experimental.compilation_cache import compilation_cache as _jax_cache
-
+# JAX's thread-local cache settings have no public API: `lumaxlike._compat.jax_internals`
+from .._compat.jax_internals import (
+    compilation_cache_dir,
+    compilation_cache_enabled,
+    compilation_cache_settings,
+    reset_compilation_cache,
+)
 from .numba_cache import cache_dir
 
 __all__ = [
@@ -75,13 +79,9 @@ def _folder_for_scope() -> str | None:
     """lumaxlike's JAX cache folder if this scope should use it, else None."""
     if os.environ.get(JAX_CACHE_VARIABLE, "").strip().lower() in _OFF:
         return None
-    if (
-        not _jax_config.enable_compilation_cache.value
-    ):  # the user turned JAX's cache off
+    if not compilation_cache_enabled():  # the user turned JAX's cache off
         return None
-    if (
-        _jax_config.compilation_cache_dir.value is not None
-    ):  # the user's own, or ours above
+    if compilation_cache_dir() is not None:  # the user's own, or ours above
         return None
     folder = jax_cache_dir()
     try:
@@ -109,10 +109,7 @@ def compilation_cache_scope():
     with _lock:
         _active_scopes += 1
     try:
-        with (
-            _jax_config.compilation_cache_dir(folder),
-            _jax_config.persistent_cache_min_compile_time_secs(MIN_COMPILE_SECONDS),
-        ):
+        with compilation_cache_settings(folder, MIN_COMPILE_SECONDS):
             yield
     finally:
         with _lock:
@@ -121,4 +118,4 @@ def compilation_cache_scope():
                 # JAX's cache object, created at the scope's first compilation, points at
                 # lumaxlike's folder; dropped, JAX creates the next one from the settings
                 # in force then (none outside a scope, unless the user sets some).
-                _jax_cache.reset_cache()
+                reset_compilation_cache()

@@ -29,12 +29,10 @@ from collections.abc import Sequence
 
 import jax
 import numpy as np
-from jax.extend import core as jex_core
+
+from .._compat.jax_internals import INLINED_CALLS, SHAPE_ONLY, Literal, called_jaxpr
 
 __all__ = ["SplitProgram"]
-
-_INLINED_CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call")
-_SHAPE_ONLY = ("broadcast_in_dim", "reshape", "squeeze", "copy", "copy_p")
 
 
 class _Variable:
@@ -69,19 +67,18 @@ def _flatten(closed_jaxpr):
         env = {}
 
         def read(atom):
-            return _Constant(atom.val) if isinstance(atom, jex_core.Literal) else env[atom]
+            return _Constant(atom.val) if isinstance(atom, Literal) else env[atom]
 
         env.update(zip(jaxpr.constvars, (_Constant(c) for c in consts)))
         env.update(zip(jaxpr.invars, arguments))
         for eqn in jaxpr.eqns:
             operands = [read(v) for v in eqn.invars]
             name = eqn.primitive.name
-            if name in _INLINED_CALLS:
-                inner = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
-                results = run(getattr(inner, "jaxpr", inner), getattr(inner, "consts", ()), operands)
+            if name in INLINED_CALLS:
+                results = run(*called_jaxpr(eqn), operands)
                 env.update(zip(eqn.outvars, results))
                 continue
-            if name in _SHAPE_ONLY and eqn.invars[0].aval.shape == eqn.outvars[0].aval.shape:
+            if name in SHAPE_ONLY and eqn.invars[0].aval.shape == eqn.outvars[0].aval.shape:
                 env[eqn.outvars[0]] = operands[0]  # the identity
                 continue
             if all(isinstance(a, _Constant) for a in operands):

@@ -35,11 +35,19 @@ from pathlib import Path
 
 import numba
 import platformdirs
-# numba's caching classes (numba.core.caching; what numba's own locators build on, not a
-# stable API): tests/test_cache.py checks that kernels are saved and loaded through them.
-from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
 
 from .. import __version__
+
+# numba's caching classes (numba.core.caching; what numba's own locators build on, not a
+# stable API), behind `lumaxlike._compat.numba_internals`: tests/test_cache.py checks that
+# kernels are saved and loaded through them, tests/test_compat.py that they are there.
+from .._compat.numba_internals import (
+    CacheLocator,
+    CompileResultCacheImpl,
+    FunctionCache,
+    can_cache,
+    set_cache,
+)
 
 __all__ = ["CACHE_DIR_VARIABLE", "cache_dir", "cached_njit", "compile_variant"]
 
@@ -71,7 +79,7 @@ def cached_njit(*, inlines=(), variant: str = "", **options):
 
     def decorate(py_func):
         kernel = numba.njit(**options)(py_func)
-        if not hasattr(kernel, "enable_caching"):  # NUMBA_DISABLE_JIT: a plain function
+        if not can_cache(kernel):  # NUMBA_DISABLE_JIT: a plain function
             return kernel
         kernel.lumaxlike_compile_options = {"inlines": inlines, **options}
         try:
@@ -79,7 +87,7 @@ def cached_njit(*, inlines=(), variant: str = "", **options):
             locator.ensure_cache_path()
         except OSError:  # directory not creatable or writable, or sources unreadable (zip):
             return kernel  # no cache, the kernel compiles at its first call in each process
-        kernel._cache = _KernelCache(py_func, locator)
+        set_cache(kernel, _KernelCache(py_func, locator))
         return kernel
 
     return decorate
@@ -125,7 +133,7 @@ def _source_stamp(py_func, inlines) -> str:
     return digest.hexdigest()
 
 
-class _KernelLocator(_CacheLocator):
+class _KernelLocator(CacheLocator):
     """numba's cache locator for one kernel: a folder of lumaxlike's cache directory."""
 
     def __init__(self, py_func, source_stamp: str, variant: str = ""):

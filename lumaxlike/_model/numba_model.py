@@ -10,6 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .. import _configuration
 from . import _backends, _exact_h_tables, _scalar_math, equations, family, h_functions
 from ._backends import numba_equations
 from .family import ModelKey, numba_kernel_for
@@ -23,8 +24,9 @@ geometry_terms = numba_equations.geometry_terms
 __all__ = ["MODEL_MODULES", "amsa_pixels", "as_kernel_array", "kernel_params", "observation_rows"]
 
 
-#: The modules whose code the model kernels compile in: editing one invalidates their cache.
-MODEL_MODULES = (equations, h_functions, _exact_h_tables, family, _backends, _scalar_math)
+#: The modules whose code the model kernels compile in: editing one invalidates their cache
+#: (`_configuration` holds N_LEGENDRE, a constant of the equations).
+MODEL_MODULES = (equations, h_functions, _exact_h_tables, family, _backends, _scalar_math, _configuration)
 
 
 @cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")

@@ -21,6 +21,12 @@ mu1, m, mu2, eta) with mu0 = cos i > 0, mu = cos e > 0 (the caller substitutes s
 values where the geometry is invalid) and returns pht [-].
 """
 
+# the kinds, the parameters (in the order `photometric_scale` takes them) and their
+# defaults, shared with `lumaxlike._photometric`: `lumaxlike._configuration`'s, also read
+# from here (`photometric_backends`, the command line)
+from .._configuration import PHOTOMETRIC_DEFAULTS as DEFAULTS  # noqa: F401
+from .._configuration import PHOTOMETRIC_KINDS as KINDS  # noqa: F401
+from .._configuration import PHOTOMETRIC_PARAMETER_NAMES as PARAMETER_NAMES  # noqa: F401
 from ._scalar_math import NAN, atan2, cos, exp, minimum, sqrt, where
 from .equations import geometry_terms
 
@@ -38,19 +44,6 @@ __all__ = [
 ]
 
 PI = 3.141592653589793
-
-#: kind -> (the function bound to `photometric_function`, the parameters it uses), the
-#: parameters in the order `photometric_scale` takes them: `PARAMETER_NAMES`.
-KINDS = {
-    "lambert": ("lambert_function", ()),
-    "lommel_seeliger": ("lommel_seeliger_function", ()),
-    "lunar_lambert": ("lunar_lambert_function", ("limb_darkening",)),
-    "minnaert": ("minnaert_function", ("minnaert_k",)),
-    "shkuratov": ("shkuratov_function", ("mu1", "m", "mu2", "eta")),
-}
-PARAMETER_NAMES = ("limb_darkening", "minnaert_k", "mu1", "m", "mu2", "eta")
-#: each parameter's default (ISIS3's defaults L = 1 and k = 1; Shkuratov's terms off)
-DEFAULTS = {"limb_darkening": 1.0, "minnaert_k": 1.0, "mu1": 0.0, "m": 0.0, "mu2": 0.0, "eta": 0.0}
 
 
 def lambert_function(mu0, mu, cos_g, tan_half_g, limb_darkening, minnaert_k, mu1, m, mu2, eta):

@@ -12,6 +12,7 @@ import functools
 
 import numpy as np
 
+from .. import _configuration
 from . import _backends, _scalar_math, equations, photometric
 from ._backends import jax_equations, numba_equations, retarget_to_jax, retarget_to_numba
 from .numba_cache import cached_njit, compile_variant
@@ -19,7 +20,7 @@ from .numba_cache import cached_njit, compile_variant
 __all__ = ["MODULES", "jax_photometric_for", "numba_photometric_for", "kernel_scalars", "scale_numba", "reflectance_numba"]
 
 #: The modules the photometric kernels compile in: editing one invalidates their cache.
-MODULES = (photometric, equations, _backends, _scalar_math)
+MODULES = (photometric, equations, _backends, _scalar_math, _configuration)
 
 
 @functools.lru_cache(maxsize=None)

@@ -256,7 +256,7 @@ class Endmembers:
             ValueError: naming the spectrum and its file where it does not cover a band
                 of the cube or `invert` cannot fit it, or a bad argument.
         """
-        from .._io.spectral_library import SpectralLibrary
+        from .._spectral_library import SpectralLibrary
 
         if not isinstance(library, SpectralLibrary):
             raise ValueError(f"library must be a lumaxlike.SpectralLibrary, got {type(library).__name__}")
