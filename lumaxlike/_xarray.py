@@ -45,7 +45,12 @@ from ._inverse.invert import default_chunk_pixels
 from ._inverse.status import Status
 from ._run.tasks import SolverOptions, invert_block, per_band_params
 from ._io.geometry_rasters import ANGLE_ROLES
-from ._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
+from ._io.product_dataarray import (
+    bad_bands_of,
+    product_geometry_of,
+    product_record_of,
+    refuse_normalised_dataarray,
+)
 from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from ._io.layout import FIELD_ATTRS, RESULT_FIELDS
 from ._provenance import make_provenance, python_call
@@ -408,6 +413,7 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
     from ._normalize.standard import DEFAULT_STANDARD, standard_angles
 
     _check_front_end(refl, units, refl_sigma)
+    geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
     standard = standard_angles(DEFAULT_STANDARD if standard is None else standard)
     options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     spec = _spectral_dim(refl, spectral_dim)
@@ -458,7 +464,8 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
 
 def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_options, num_threads):
     """apply_ufunc kernel: refl (..., bands, observations), vectors (..., observations, 3)
-    -> the fit's maps (..., bands), in `_fit_fields(free)` order."""
+    -> the fit's maps (..., bands), in `_fit_fields(free)` order (`_joint_fields` for a
+    joint fit: shared parameters and per-pixel problems' fields without the band axis)."""
     from ._inverse.fit import fit
     from ._run.tasks import numba_threads
 
@@ -474,8 +481,12 @@ def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_opti
         result = fit(r, to_sun, to_sensor, normal, params, free=free, **fit_options)
     maps = {name: result[name] for name in free}
     maps.update({f"sigma_{name}": result.sigma(name) for name in free})
-    maps.update(status=result.status, iterations=result.iterations, residual=result.residual_norm,
-                observations=result.observations)
+    maps.update(status=result.status, iterations=result.iterations, observations=result.observations)
+    if hasattr(result, "dfs"):  # a JointFitResult
+        maps.update({f"dfs_{name}": result.dfs[name] for name in free}, cost=result.cost)
+        fields = _joint_fields(free, fit_options.get("shared", ()))
+        return tuple(maps[field] for field, _ in fields)
+    maps["residual"] = result.residual_norm
     return tuple(maps[field] for field in _fit_fields(free))
 
 
@@ -483,12 +494,24 @@ def _fit_fields(free) -> tuple[str, ...]:
     return (*free, *(f"sigma_{name}" for name in free), "status", "iterations", "residual", "observations")
 
 
+def _joint_fields(free, shared) -> tuple[tuple[str, bool], ...]:
+    """(field, has a band axis) of a joint fit's maps, in `_fit_chunk`'s order."""
+    per_band = {name: name not in shared for name in free}
+    problem = not shared  # with shared parameters a problem is a pixel (no band axis)
+    return (
+        *((name, per_band[name]) for name in free),
+        *((f"sigma_{name}", per_band[name]) for name in free),
+        *((f"dfs_{name}", per_band[name]) for name in free),
+        ("status", problem), ("iterations", problem), ("cost", problem), ("observations", True),
+    )
+
+
 def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), solver: str = "jax", *,
                   units: str, observation_dim: str = "observation", spectral_dim: str | None = None,
                   observation_limits: Mapping | None = None, min_observations: int | None = None,
                   refl_sigma: float | None = None, bounds: Mapping | None = None,
                   max_iter: int | None = None, tol: float | None = None,
-                  num_threads: int | None = None) -> xr.Dataset:
+                  num_threads: int | None = None, shared=(), prior: Mapping | None = None) -> xr.Dataset:
     """Fit Hapke parameters per pixel and band to multi-angle observations, chunk by chunk.
 
     `lumaxlike.fit` through ``xarray.apply_ufunc(..., dask="parallelized")``; also the
@@ -508,8 +531,14 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
         units: ``"r"``, ``"radf"`` or ``"reff"`` (each observation with its own cos i).
         refl_sigma: standard uncertainty of ``refl`` in ``units`` (``"r"`` or ``"radf"``).
         num_threads: numba threads per chunk; None = one inside dask workers, else all.
+        shared: names among `free` shared by a pixel's bands (`lumaxlike.fit`): their
+            maps, and status, iterations and ``cost``, have no spectral dim.
+        prior: {name: (mean, sigma)} scalar Gaussian priors in the parameters' units
+            (`lumaxlike.fit`); needs `refl_sigma`.
 
     Returns:
+        With `shared` or `prior`: as below, plus ``dfs_<name>`` (degrees of freedom for
+        signal) and ``cost`` (the objective) in place of ``residual``. Otherwise:
         Dataset with one variable per free parameter (``w``, ``b``, ...), ``sigma_<name>``
         for each, ``status`` (int8), ``iterations`` (int32), ``residual`` (residual norm
         [1/sr]) and ``observations`` (int32, valid observations used), dims of ``refl``
@@ -531,6 +560,7 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     _check_front_end(refl, units, None)
+    refuse_normalised_dataarray(refl, "fit_dataarray")
     SolverOptions(solver)  # checks the name
     free = check_free(free, params)
     spec = _spectral_dim(refl, spectral_dim)
@@ -554,12 +584,30 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})
     if refl_sigma is not None:
         fit_options["refl_sigma"] = float(uncertainty_to_r(refl_sigma, units))
-    fields = _fit_fields(free)
+    joint = bool(shared) or bool(prior)
+    if joint:
+        from ._inverse.joint import check_shared
+
+        shared = check_shared(shared, free)
+        for name, pair in (prior or {}).items():
+            if np.ndim(pair[0]) or np.ndim(pair[1]):
+                raise ValueError(f"prior[{name!r}]: fit_dataarray takes scalar priors (mean, sigma)")
+        if prior and refl_sigma is None:
+            raise ValueError("prior needs refl_sigma (the observations' noise weighs the prior)")
+        fit_options.update(shared=shared, prior=prior)
+        if min_observations is None:  # joint fits' default: per-band parameters + 1
+            fit_options["min_observations"] = len([n for n in free if n not in shared]) + 1
+        with_band = _joint_fields(free, shared)
+        fields = tuple(field for field, _ in with_band)
+        core_dims = [[spec] if band else [] for _, band in with_band]
+    else:
+        fields = _fit_fields(free)
+        core_dims = [[spec]] * len(fields)
     integer = {"status": np.int8, "iterations": np.int32, "observations": np.int32}
     outputs = xr.apply_ufunc(
         _fit_chunk, refl, *vectors,
         input_core_dims=[[spec, observation_dim]] + [[observation_dim, _VECTOR_DIM]] * 3,
-        output_core_dims=[[spec]] * len(fields),
+        output_core_dims=core_dims,
         dask="parallelized",
         output_dtypes=[integer.get(field, dtype) for field in fields],
         kwargs={"units": units, "params": params, "free": free, "fit_options": fit_options,
@@ -568,7 +616,7 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     )
     variables = {}
     for field, output in zip(fields, outputs):
-        output = output.transpose(*[d for d in refl.dims if d != observation_dim])
+        output = output.transpose(*[d for d in refl.dims if d != observation_dim and d in output.dims])
         output.attrs = {"long_name": f"lumaxlike.fit {field}"}
         if "spatial_ref" in refl.coords:
             output.attrs["grid_mapping"] = "spatial_ref"
@@ -582,6 +630,9 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     )
     attrs = _result_attrs(refl.attrs, provenance)
     attrs["lumaxlike_fit_free"] = json.dumps(list(free))
+    if joint:
+        attrs["lumaxlike_fit_shared"] = json.dumps(list(shared))
+        attrs["lumaxlike_fit_prior"] = json.dumps({name: [float(v) for v in pair] for name, pair in (prior or {}).items()})
     return xr.Dataset(variables, attrs=attrs)
 
 
@@ -663,6 +714,7 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     from ._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels as unmix_chunk_pixels
 
     _check_front_end(refl, units, refl_sigma)
+    geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
     if not isinstance(endmembers, Endmembers):
         raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
     if not isinstance(params, HapkeParams):

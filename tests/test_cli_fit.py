@@ -146,3 +146,25 @@ def test_params_from_a_fit_output_uses_its_fitted_maps_or_refuses(tmp_path, caps
     np.testing.assert_array_equal(read_map(tmp_path / "n1.tif")[0], read_map(tmp_path / "n2.tif")[0])
     assert dict(lumaxlike.read_provenance(tmp_path / "n1.tif").param_maps) == {
         "b": str(tmp_path / "fit_b.tif"), "c": str(tmp_path / "fit_c.tif")}
+
+
+def test_fit_command_joint_shared_and_prior(tmp_path, capsys, stack):
+    """--shared c --prior b=0.3:0.1: the maps of `lumaxlike.fit(..., shared=, prior=)`, a
+    shared map repeated in every band layer, dfs and cost maps, and the settings recorded."""
+    cubes, obs, arrays, _ = stack
+    out = tmp_path / "joint.tif"
+    code = main(["fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c", "--b", "0.3", "--c", "0.4",
+                 "--shared", "c", "--prior", "b=0.3:0.1", "--sigma", "1e-4", "--out", out])
+    assert code == 0, capsys.readouterr().err
+    expected = lumaxlike.fit(*arrays, START, free=("w", "b", "c"), shared=("c",), prior={"b": (0.3, 0.1)},
+                             refl_sigma=1e-4, solver="numba")
+    np.testing.assert_allclose(read_map(out)[0], expected["w"], rtol=0, atol=1e-12)
+    c_map = read_map(tmp_path / "joint_c.tif")[0]
+    np.testing.assert_allclose(c_map, np.repeat(expected["c"][..., None], BANDS, axis=-1), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(read_map(tmp_path / "joint_dfs_b.tif")[0], expected.dfs["b"], rtol=1e-9)
+    status = read_map(tmp_path / "joint_status.tif")[0]
+    np.testing.assert_array_equal(status, np.repeat(expected.status[..., None], BANDS, axis=-1))
+    assert np.any(expected.status == Status.CONVERGED)
+    tags = read_map(out)[1]
+    assert tags["lumaxlike_fit_shared"] == '["c"]' and tags["lumaxlike_fit_prior"] == '{"b": [0.3, 0.1]}'
+    assert not (tmp_path / "joint_residual.tif").exists() and (tmp_path / "joint_cost.tif").exists()

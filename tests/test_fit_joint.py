@@ -530,3 +530,29 @@ def test_regional_matches_scipy_and_its_covariance():
     np.testing.assert_allclose(
         result.sigma("roughness"), np.sqrt(np.diag(covariance)[12:-1:13]), rtol=1e-4
     )
+
+
+def test_xarray_joint_fit_equals_fit_on_the_arrays():
+    """`DataArray.hapke.fit(..., shared=, prior=)` chunk by chunk (dask) equals `fit` on
+    the arrays; shared maps and the pixels' status have no band dim."""
+    xr = pytest.importorskip("xarray")
+    refl, geometry, _, _ = scene(8, seed=1)
+    rng = np.random.default_rng(12)
+    noisy = refl + rng.normal(0.0, 2e-4, refl.shape)
+    data = xr.DataArray(noisy.reshape(2, 4, N_BANDS, N_OBS), dims=("y", "x", "band", "observation"),
+                        coords={"band": np.arange(N_BANDS)})  # fmt: skip
+    vectors = xr.Dataset(
+        {name: (("y", "x", "observation", "xyz"), g.reshape(2, 4, N_OBS, 3))
+         for name, g in zip(("to_sun", "to_sensor", "normal"), geometry)}
+    )  # fmt: skip
+    prior = {"b": (0.3, 0.1), "hs": (0.05, 0.02)}
+    maps = data.chunk({"y": 1}).hapke.fit(vectors, START, FREE, solver="numba", units="r", shared=SHARED,
+                                          prior=prior, refl_sigma=2e-4).compute()  # fmt: skip
+    expected = lumaxlike.fit(noisy, *geometry, START, free=FREE, shared=SHARED, prior=prior, refl_sigma=2e-4,
+                             solver="numba")  # fmt: skip
+    for name in FREE:
+        np.testing.assert_allclose(maps[name].values.reshape(expected[name].shape), expected[name], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(maps[f"dfs_{name}"].values.reshape(expected[name].shape), expected.dfs[name], rtol=1e-9)
+    assert maps.w.dims == ("y", "x", "band") and maps.roughness.dims == ("y", "x") and maps.status.dims == ("y", "x")
+    np.testing.assert_array_equal(maps.status.values.reshape(-1), expected.status)
+    assert "hs" in maps.attrs["lumaxlike_fit_prior"]

@@ -32,8 +32,10 @@ pytestmark = pytest.mark.filterwarnings(
 )
 PARAMS = lumaxlike.HapkeParams(b=0.2, c=0.4, roughness=math.radians(15.0))
 BANDS = len(M3_WAVELENGTHS)
-# float32 files: r carries a relative rounding error of 2^-24 (6e-8); |dw/dr| r / w stays
-# below ~30 over these geometries and w, so w is good to ~2e-6 absolute (measured: 4e-7)
+# float32 files: the stored I/F carries a relative rounding error up to 2^-24 (6e-8), which
+# |dw/dr| r / w (below ~30 for these w and geometries) turns into ~2e-6 in w at most; the
+# solver itself (numba, float64) converges to 1e-10, so this is float32's precision
+# (float64 files recover w to 1e-8 in tests/test_backplanes.py)
 F32_ATOL = 2e-6
 
 
@@ -789,3 +791,21 @@ def test_a_solar_table_with_one_row_per_band_is_taken_at_the_band_centres():
         spectrum, np.array([0.54084, 1.00999, 1.50897]), np.array([0.02, 0.04, 0.04])
     )
     np.testing.assert_array_equal(found, [1850.0, 700.0, 270.0])
+
+
+def test_the_xarray_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w_true):
+    paths = write_m3_l2(
+        tmp_path, f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0)))
+    )
+    refl = lumaxlike.open_product(paths["lbl"], "radf")
+    observed = {
+        role: refl.isel(band=0, drop=True) * 0 + value
+        for role, value in (("incidence", 40.0), ("emission", 10.0), ("phase", 45.0))
+    }
+    with pytest.raises(ValueError, match="i = 30, e = 0, g = 30 deg"):
+        lumaxlike.normalize_dataarray(refl, observed, PARAMS, "numba", units="radf")
+    stack = refl.expand_dims(observation=2)
+    with pytest.raises(
+        ValueError, match="fit_dataarray needs observations at their observed"
+    ):
+        lumaxlike.fit_dataarray(stack, observed, PARAMS, ("w",), "numba", units="radf")

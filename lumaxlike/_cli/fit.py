@@ -56,6 +56,19 @@ def _name_list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
+def _prior(text: str) -> tuple[str, tuple[float, float]]:
+    """NAME=MEAN:SIGMA -> (name, (mean, sigma))."""
+    name, _, value = text.partition("=")
+    mean, _, sigma = value.partition(":")
+    try:
+        pair = (float(mean), float(sigma))
+    except ValueError:
+        pair = None
+    if not name.strip() or pair is None or not pair[1] > 0.0:
+        raise argparse.ArgumentTypeError(f"expected NAME=MEAN:SIGMA with SIGMA > 0 (e.g. b=0.3:0.1), got {text!r}")
+    return name.strip(), pair
+
+
 def add_parser(commands) -> None:
     """Add the ``fit`` subcommand to ``commands``."""
     from .._inverse.invert import DEFAULT_MAX_ITER
@@ -141,6 +154,23 @@ def add_parser(commands) -> None:
         "the sigma maps then follow from it (default: from the residuals)",
     )
     fit.add_argument(
+        "--shared",
+        type=_name_list,
+        default=(),
+        metavar="NAME[,...]",
+        help="fitted parameters that take one value per pixel for all its bands (e.g. "
+        "roughness,hs): each pixel is one joint problem; their maps repeat in every band "
+        "layer, and OUT_dfs_<name> and OUT_cost are written (default: none)",
+    )
+    fit.add_argument(
+        "--prior",
+        type=_prior,
+        action="append",
+        metavar="NAME=MEAN:SIGMA",
+        help="Gaussian prior on a fitted parameter (repeat for several; needs --sigma), "
+        "e.g. --prior b=0.3:0.1 (optimal estimation's MAP)",
+    )
+    fit.add_argument(
         "--tol",
         type=positive_float,
         metavar="VALUE",
@@ -200,6 +230,8 @@ def run(args) -> int:
         resume=args.resume,
         workers=args.workers,
         scheduler=args.scheduler,
+        shared=args.shared,
+        prior=dict(args.prior or ()),
     )
     print(
         f"lumaxlike fit: {len(args.cubes)} cubes ({args.units}) -> {args.out}, free "

@@ -52,10 +52,12 @@ __all__ = ["fit_block", "fit_fields", "fit_file"]
 _PARAMETER_UNITS = {"roughness": "rad"}
 
 
-def fit_fields(free: Sequence[str]) -> tuple[tuple[str, ...], FieldLayout]:
+def fit_fields(free: Sequence[str], joint: bool = False) -> tuple[tuple[str, ...], FieldLayout]:
     """The maps `fit_file` writes for the free parameters `free` (w first): (field
     names, their `FieldLayout`: invert's maps, their attributes adapted, plus one map and
-    one sigma map per free parameter and the count of valid observations)."""
+    one sigma map per free parameter and the count of valid observations). A `joint`
+    fit (shared parameters or priors) writes ``dfs_<name>`` (degrees of freedom for
+    signal) per free parameter and ``cost`` (the objective) in place of ``residual``."""
     attrs = dict(INVERSION_LAYOUT.attrs)
     for name in free:
         unit = _PARAMETER_UNITS.get(name, "1")
@@ -70,6 +72,14 @@ def fit_fields(free: Sequence[str]) -> tuple[tuple[str, ...], FieldLayout]:
                                  integer={**INVERSION_LAYOUT.integer, "observations": np.int32})
     fields = ("w", *(n for n in free if n != "w"), *(f"sigma_{n}" for n in free), "status", "iterations",
               "residual", "observations")
+    if joint:
+        for name in free:
+            attrs[f"dfs_{name}"] = {"long_name": f"degrees of freedom for signal of {name} (averaging "
+                                                 "kernel diagonal)", "units": "1"}
+        attrs["cost"] = {"long_name": "objective at the solution: sum of ((model - observed r) / sigma)^2 "
+                                      "plus the prior rows' squares (without sigma: of the residuals, sr-2)",
+                         "units": "1"}
+        fields = (*fields[: -2], *(f"dfs_{n}" for n in free), "cost", "observations")
     return fields, layout
 
 
@@ -104,7 +114,8 @@ def _limits_in_radians(limits_deg) -> dict:
 def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm=None, solver="numba",
              observation_limits_deg: Mapping | None = None, min_observations=None, sigma=None,
              chunk_rows=None, overwrite=False, progress=None, max_iter=None, tol=None,
-             command=None, workers=1, scheduler=None, resume=False) -> InversionSummary:
+             command=None, shared=(), prior: Mapping | None = None, workers=1, scheduler=None,
+             resume=False) -> InversionSummary:
     """Fit Hapke parameters per pixel and band to a stack of co-registered cube files.
 
     The file front end of `lumaxlike.fit` (as `lumaxlike.invert_file` is of
@@ -134,6 +145,12 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
             ``tol``, ``command``, ``workers``, ``scheduler`` and ``resume``; this process
             reads the cubes and writes the maps, the fits of the blocks run where
             ``workers`` or ``scheduler`` say).
+        shared: names among `free` shared by a pixel's bands (`lumaxlike.fit`); their
+            maps, and a pixel's status, iterations and cost, are the same in every band
+            layer of the outputs (the file layout has one layer per band).
+        prior: {name: (mean, sigma)} scalar Gaussian priors (`lumaxlike.fit`); need
+            `sigma`. With `shared` or `prior` the outputs add ``OUT_dfs_<name>`` and write
+            ``OUT_cost`` in place of ``OUT_residual`` (see `fit_fields`).
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).
@@ -165,7 +182,10 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
                          "differs per observation; give it for 'r' or 'radf' data")
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-    fields, layout = fit_fields(free)
+    joint = bool(shared) or bool(prior)
+    if prior and sigma is None:
+        raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
+    fields, layout = fit_fields(free, joint)
     check_not_an_input(out_path, fields, [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))])
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
@@ -189,6 +209,9 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
             "observation_limits_deg": {k: list(map(float, v)) for k, v in (observation_limits_deg or {}).items()},
             "min_observations": min_observations,
         }
+        if joint:
+            settings["shared"] = list(shared)
+            settings["prior"] = {name: [float(v) for v in pair] for name, pair in (prior or {}).items()}
         base = make_provenance(
             params=[params] * info.bands, units=units, solver=solver, tol=tol, max_iter=max_iter,
             refl_sigma=sigma, dtype=info.dtype, cube=None, geometry=None, dtm=dtm,
@@ -205,6 +228,8 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
         fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})
         if sigma is not None:
             fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
+        if joint:
+            fit_options.update(shared=tuple(shared), prior=dict(prior or {}))
         inputs = [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))]
         journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields,
                           settings=run_settings(provenance, out_path, fields, rows_per_block))
@@ -249,6 +274,12 @@ def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
     block = {name: result[name] for name in result.free}
     for name in result.free:
         block[f"sigma_{name}"] = result.sigma(name)
-    block.update(status=result.status, iterations=result.iterations, residual=result.residual_norm,
-                 observations=result.observations)
+    block.update(status=result.status, iterations=result.iterations, observations=result.observations)
+    if hasattr(result, "dfs"):  # a JointFitResult: per-pixel maps repeated in every band layer
+        block.update({f"dfs_{name}": result.dfs[name] for name in result.free}, cost=result.cost)
+        shape = refl.shape[:3]
+        block = {name: np.ascontiguousarray(np.broadcast_to(value[..., None] if value.ndim == 2 else value, shape))
+                 for name, value in block.items()}  # fmt: skip
+    else:
+        block["residual"] = result.residual_norm
     return block

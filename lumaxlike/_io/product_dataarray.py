@@ -144,3 +144,17 @@ def product_record_of(refl, geometry_used_standard: bool) -> dict | None:
             "why": refl.attrs.get(PREFIX + "standard_geometry_why"),
         }
     return record
+
+
+def refuse_normalised_dataarray(refl, command: str) -> None:
+    """Refuse a normalised product where observed geometries are needed (a multi-angle fit).
+
+    Raises:
+        ValueError: naming the product's standard geometry.
+    """
+    text = refl.attrs.get(STANDARD_KEY)
+    if text is not None:
+        raise ValueError(
+            f"refl is normalised to {describe_geometry(json.loads(text))}: {command} needs "
+            "observations at their observed geometries (for M3, the L1B radiance with its OBS)"
+        )
