@@ -32,13 +32,13 @@ from .._provenance import make_provenance, python_call
 from .._run.journal import Journal, array_digest, run_settings
 from .._run.pool import BlockPool
 from .._run.progress import progress_bar, resumed_text
-from .._run.stream import cube_block_reader, run_blocks
+from .._run.stream import run_blocks
 from .._run.tasks import check_solver, numba_threads
 from .._unmix.band_matching import band_order
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
 from .file_inversion import default_chunk_rows
-from .file_runs import check_not_an_input, geometry_paths, parallel_call
+from .file_runs import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
 from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
 from .raster import GDAL_CACHE_BYTES, CubeInfo

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._inverse.result import RESULT_FIELDS  # re-exported: the maps of an inversion
 from .._inverse.status import Status
 from .raster import CubeInfo
 
@@ -29,8 +30,6 @@ __all__ = [
     "wavelength_text",
 ]
 
-RESULT_FIELDS = ("w", "status", "iterations", "residual", "sigma")
-"""Maps an inversion produces, in :class:`lumaxlike.InversionResult` order."""
 
 FIELD_ATTRS = {
     "w": {"long_name": "single-scattering albedo w", "units": "1"},

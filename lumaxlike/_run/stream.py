@@ -5,8 +5,8 @@
 :class:`~lumaxlike._run.pool.BlockPool`, writes the results that come back, in order,
 into a :class:`~lumaxlike._io.writers.ResultWriter`, journals each finished block (see
 :mod:`lumaxlike._run.journal`) and counts the status codes. The front ends only open
-their readers and writer and say how a block is read (:func:`cube_block_reader` for the
-commands on one cube).
+their readers and writer and say how a block is read
+(:func:`lumaxlike._io.file_runs.cube_block_reader` for the commands on one cube).
 """
 
 from __future__ import annotations
@@ -16,34 +16,11 @@ import dataclasses
 import numpy as np
 
 from .._inverse.status import Status
-from .._io.raster import iter_row_slices
-from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
 from .._signals import deferred, interruptible, raise_if_interrupted
 
-__all__ = ["FLAT_NORMAL", "cube_block_reader", "mark_bad_bands", "run_blocks", "stream_blocks"]
-
-FLAT_NORMAL = np.array([0.0, 0.0, 1.0])
-"""The ellipsoid's normal in the local frame (the areoid's, for CRISM)."""
+__all__ = ["mark_bad_bands", "run_blocks", "stream_blocks"]
 
 
-def cube_block_reader(cube, geometry_reader, *, units, sigma, params, options, extra=None,
-                      reff_incidence=None):
-    """How a block of one cube is read for a block task: ``read(rows) -> (args, kwargs)``.
-
-    The task is called as ``function(refl, to_sun, to_sensor, normal, params, options,
-    refl_sigma=..., **extra(rows))`` with r [1/sr] and the geometry's direction vectors.
-    ``reff_incidence="areoid"`` divides REFF by the ellipsoid's cos i, not the facet's.
-    """
-
-    def read(rows: slice):
-        to_sun, to_sensor, normal = geometry_reader.read(rows)
-        divided_by = FLAT_NORMAL if reff_incidence == "areoid" else normal
-        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, divided_by)
-        refl_sigma = uncertainty_to_r(sigma, units, to_sun, divided_by, refl.dtype)
-        kwargs = {"refl_sigma": refl_sigma, **({} if extra is None else extra(rows))}
-        return (refl, to_sun, to_sensor, normal, params, options), kwargs
-
-    return read
 
 
 def mark_bad_bands(block: dict, bad_bands) -> None:
@@ -133,7 +110,8 @@ def run_blocks(writer, pool_factory, read, *, rows_per_block: int, journal, bar_
     Raises:
         ResumeRefusedError: resuming with other inputs or settings (nothing written).
     """
-    row_slices = list(iter_row_slices(writer.like.grid.height, rows_per_block))
+    height = writer.like.grid.height
+    row_slices = [slice(start, min(start + rows_per_block, height)) for start in range(0, height, rows_per_block)]
     try:
         journal.open()
     except BaseException:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._inverse.invert import SOLVERS, invert
-from .._io.layout import RESULT_FIELDS
+from .._inverse.result import RESULT_FIELDS
 from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import check_choice
