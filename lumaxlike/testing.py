@@ -13,13 +13,12 @@ arguments and files; reflectance r is the bidirectional reflectance [1/sr] compu
 Only NumPy is imported with this module; JAX, numba and rasterio load when a function
 needs them (so a profiling child can set its thread limits first).
 
-Examples
---------
->>> import numpy as np
->>> from lumaxlike.testing import random_geometry
->>> to_sun, to_sensor, normal = random_geometry(4, np.random.default_rng(0))
->>> to_sun.shape
-(4, 3)
+Examples:
+    >>> import numpy as np
+    >>> from lumaxlike.testing import random_geometry
+    >>> to_sun, to_sensor, normal = random_geometry(4, np.random.default_rng(0))
+    >>> to_sun.shape
+    (4, 3)
 """
 
 from __future__ import annotations
@@ -65,8 +64,9 @@ def random_geometry(
     Args:
         n_pixels: number of pixels.
         rng: `numpy.random.Generator` the angles are drawn from.
-        max_incidence_deg, max_emission_deg: largest zenith angles of the directions to
-            the sun and to the sensor [deg] (in the frame, before the tilt).
+        max_incidence_deg: largest zenith angle of the directions to the sun [deg] (in
+            the frame, before the tilt).
+        max_emission_deg: largest zenith angle of the directions to the sensor [deg].
         max_tilt_deg: largest tilt of the normal from the frame's z axis [deg].
 
     Returns:
@@ -136,8 +136,10 @@ def multi_angle_reflectance(w, to_sun, to_sensor, normal, params):
 
     Args:
         w: single-scattering albedos [-], (pixels, bands).
-        to_sun, to_sensor, normal: unit vectors, (pixels, observations, 3), e.g. from
+        to_sun: unit vectors toward the sun, (pixels, observations, 3), e.g. from
             `multi_angle_geometry`.
+        to_sensor: unit vectors toward the sensor, the same shape.
+        normal: surface normals, the same shape.
         params: `lumaxlike.HapkeParams` shared by every pixel.
 
     Returns:

@@ -3,7 +3,9 @@
 Each ```python block runs standalone in a fresh subprocess with a temporary working
 directory; a block that reads ``lumaxlike-demo/`` finds there the files of a small
 ``lumaxlike demo`` run. A block that compares with ``w_true`` must print its largest error
-as ``max |w - w_true| = ...``, which must be below 1e-6. Every ``lumaxlike`` command line
+as ``max |w - w_true| = ...``, which must be below 1e-6, or, on noisy data, the median of
+its errors in units of their sigma as ``median |w - w_true| / sigma_w = ...``, which must
+be near 0.67. Every ``lumaxlike`` command line
 of the ```bash blocks (except the ``...`` placeholders and the Set-up commands, which
 install the package) runs verbatim in one directory after the demo, page by page and in
 order within a page; the ``lumaxlike invert`` ones must recover the demo's w. Anything
@@ -26,6 +28,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 DEMO_ARGS = ["--size", "24", "--solver", "numba", "--no-figure"]
 DEMO_DIR = "lumaxlike-demo"
 ERROR_LINE = re.compile(r"max \|w - w_true\| = (\S+)")
+Z_LINE = re.compile(r"median \|w - w_true\| / sigma_w = (\S+)")
 TIMEOUT_S = 600
 
 
@@ -104,7 +107,14 @@ def test_python_block_runs_standalone(page, block, tmp_path, request):
     assert done.returncode == 0, (
         f"{page}:\n{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
     errors = [float(value) for value in ERROR_LINE.findall(done.stdout)]
-    if "w_true" in block:
+    z_medians = [float(value) for value in Z_LINE.findall(done.stdout)]
+    if "w_true" in block and z_medians:
+        # noisy data: the errors in units of their sigma. The median of |z| is 0.67 for
+        # calibrated sigmas; over the ~80 problems of an example it scatters by ~0.08, so
+        # (0.4, 1.0) is 3-4 of those either side and fails a sigma off by 1.5x.
+        assert len(z_medians) == 1 and not errors, done.stdout
+        assert 0.4 < z_medians[0] < 1.0, done.stdout
+    elif "w_true" in block:
         assert len(errors) == 1, f"the block must print its 'max |w - w_true| = ...':\n{done.stdout}"
         assert errors[0] < 1e-6, done.stdout
 
