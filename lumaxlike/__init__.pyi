@@ -18,9 +18,7 @@ from ._io import (
     CubeInfo as CubeInfo,
     CubeReader as CubeReader,
     GeometryReader as GeometryReader,
-    InversionSummary as InversionSummary,
     ResultWriter as ResultWriter,
-    invert_file as invert_file,
     iter_cube_blocks as iter_cube_blocks,
     read_cube as read_cube,
     to_bidirectional_reflectance as to_bidirectional_reflectance,
@@ -38,6 +36,8 @@ from ._sample.xarray_sample import sample_dataarray as sample_dataarray
 from ._model.forward import amsa as amsa, h_function as h_function
 from ._normalize.normalize import NormalizationResult as NormalizationResult, normalize as normalize
 from ._io.file_normalization import normalize_file as normalize_file
+from ._io.file_inversion import invert_file as invert_file
+from ._run.progress import InversionSummary as InversionSummary
 from ._io.file_fit import fit_file as fit_file
 from ._params import HapkeParams as HapkeParams, porosity_k_from_filling_factor as porosity_k_from_filling_factor
 from ._provenance import Provenance as Provenance

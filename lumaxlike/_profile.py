@@ -1,4 +1,5 @@
-"""`lumaxlike profile`: time and peak memory of an inversion of a synthetic cube.
+"""Time and peak memory of an inversion of a synthetic cube (the measuring behind
+`lumaxlike profile`, whose command is :mod:`lumaxlike._cli.profile`).
 
 Every measurement runs in a fresh child process (multiprocessing "spawn": JAX is not
 fork-safe), so the numbers belong to that one inversion and nothing else:
@@ -26,7 +27,7 @@ Two modes:
     GeoTIFF maps. Peak RSS is the child's whole-life peak. Target: < 1.5 GB for a
     2048 x 2048 x 32 float32 cube with either solver.
 
-Run ``python -m lumaxlike._profile --help`` (or ``lumaxlike profile --help``).
+Run ``lumaxlike profile --help``.
 
 This module imports NumPy only at the top (with the memory meters, `lumaxlike._memory`,
 and the synthetic scenes, `lumaxlike.testing`, which import no more): JAX, numba and
@@ -36,12 +37,9 @@ the rest of lumaxlike are imported inside the child after its thread settings
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import multiprocessing
 import os
-import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -60,7 +58,7 @@ from ._memory import (
 )
 from .testing import default_params, synthetic_cube, write_geotiff_inputs
 
-__all__ = ["ProfileConfig", "format_table", "main", "run_profile", "run_profiles"]
+__all__ = ["ProfileConfig", "format_table", "run_profile", "run_profiles"]
 
 MiB = 2**20
 MEMORY_MARGIN_BYTES = 500 * 10**6  # the in-memory bound: inputs + outputs + 500 MB
@@ -353,80 +351,3 @@ def format_table(records) -> str:
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     line = lambda cells: "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths)) + " |"
     return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
-
-
-TABLE_NOTES = """\
-base: RSS after importing lumaxlike (interpreter, NumPy, JAX, numba). excess: peak -
-base - inputs - outputs (memory mode; the bound is excess <= 500 MB). bound: memory mode
-excess <= 500 MB; file mode peak RSS < 1.5 GB. Time includes compilation unless --warmup."""
-
-
-PROFILE_EXAMPLE = """
-example (a 256 x 256 x 16 float32 cube, numba only, compilation timed apart):
-  lumaxlike profile --pixels 256 --bands 16 --dtype float32 --solver numba --warmup
-"""
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="lumaxlike profile",
-        description="Time and peak memory of an inversion of a synthetic cube, in a child process.",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TABLE_NOTES + "\n" + PROFILE_EXAMPLE,
-    )
-    parser.add_argument("--pixels", type=int, default=512,
-                        help="pixels per side of the square image [pixels] (default 512)")
-    parser.add_argument("--bands", type=int, default=32, help="spectral bands (default 32)")
-    parser.add_argument("--solver", choices=("jax", "numba", "both"), default="both",
-                        help="solver(s) to profile: numba (CPU), jax (CPU or GPU) or both (default both)")
-    parser.add_argument("--dtype", choices=("float32", "float64"), default="float64",
-                        help="floating type of the cube (default float64)")
-    parser.add_argument("--chunk-size", type=int, default=None,
-                        help="pixels per chunk of invert (file mode: rows per block = this // pixels) "
-                        "(default: invert's, about 262 k pixel-bands per chunk)")
-    parser.add_argument("--mode", choices=("memory", "file"), default="memory",
-                        help="memory: invert() on arrays; file: GeoTIFF to GeoTIFF via "
-                        "lumaxlike.invert_file() (default memory)")
-    parser.add_argument("--memray", action="store_true",
-                        help="also report memray's heap peak (default: off)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="numba threads and CPU cores of the child (default: all cores)")
-    parser.add_argument("--warmup", action="store_true",
-                        help="run once on one chunk first (compile), report it separately "
-                        "(default: off, the time includes compilation)")
-    parser.add_argument("--max-iter", type=int, default=None,
-                        help="solver iterations per pixel-band at most (default: invert's, 50)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the synthetic cube (default 0)")
-    parser.add_argument("--json", type=Path, default=None,
-                        help="write the records as JSON to this file (default: none)")
-    return parser
-
-
-def main(argv=None) -> int:
-    """Entry point of ``lumaxlike profile`` and ``python -m lumaxlike._profile``; returns 0."""
-    args = _parser().parse_args(argv)
-    for name in ("pixels", "bands", "chunk_size", "threads", "max_iter"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            _parser().error(f"--{name.replace('_', '-')} must be a positive integer")
-    solvers = ("jax", "numba") if args.solver == "both" else (args.solver,)
-    records = []
-    for solver in solvers:
-        config = ProfileConfig(
-            side=args.pixels, bands=args.bands, solver=solver, dtype=args.dtype,
-            chunk_size=args.chunk_size, mode=args.mode, memray=args.memray, threads=args.threads,
-            warmup=args.warmup, max_iter=args.max_iter, seed=args.seed,
-        )  # fmt: skip
-        records.append(run_profile(config))
-        print(f"{solver}: {records[-1]['seconds']:.2f} s, peak RSS {_mb(records[-1]['peak_rss'])} MB",
-              file=sys.stderr)
-    print(format_table(records))
-    print(TABLE_NOTES)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(records, indent=2, default=str) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

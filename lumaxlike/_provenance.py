@@ -207,6 +207,9 @@ class Provenance:
             emission, phase) [rad]; None otherwise.
         param_maps: for a normalisation with parameter maps, ``((field, path), ...)``;
             None otherwise.
+        resumed: for a run resumed from the journal of a killed one (``--resume``),
+            what it took from it, e.g. ``"3 of 5 blocks from an interrupted run"``;
+            None otherwise.
         product: for file inputs, what the cube is and what was done with it (kind,
             label, wavelengths, bad and thermal bands, radiance conversion, geometry used
             and why); None for in-memory data and older records.
@@ -236,6 +239,7 @@ class Provenance:
     geometry_layout: Mapping | None = None
     standard: tuple | None = None
     param_maps: tuple | None = None
+    resumed: str | None = None
     product: Mapping | None = None
     fit_settings: Mapping | None = None
     unmix_settings: Mapping | None = None
@@ -287,6 +291,8 @@ class Provenance:
             values["standard_deg"] = [math.degrees(angle) for angle in self.standard]
         if self.param_maps is not None:
             values["input_param_maps"] = [list(pair) for pair in self.param_maps]
+        if self.resumed is not None:
+            values["resumed"] = self.resumed
         if self.product is not None:
             values["product"] = dict(self.product)
         for kind in _SETTINGS_KINDS:
@@ -404,6 +410,7 @@ class Provenance:
             geometry_layout=_geometry_layout(get("geometry_layout", optional=True), source),
             standard=standard,
             param_maps=param_maps,
+            resumed=get("resumed", optional=True),
             product=_product(get("product", optional=True), source),
             **settings,
         )

@@ -42,8 +42,8 @@ import xarray as xr
 
 from ._geometry import direction_from_zenith_azimuth, geometry_from_angles
 from ._inverse.invert import default_chunk_pixels
-from ._io.block_inversion import SolverOptions, invert_block, per_band_params
 from ._inverse.status import Status
+from ._run.tasks import SolverOptions, invert_block, per_band_params
 from ._io.geometry_rasters import ANGLE_ROLES
 from ._io.product_dataarray import (
     bad_bands_of,
@@ -52,7 +52,7 @@ from ._io.product_dataarray import (
     refuse_normalised_dataarray,
 )
 from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from ._io.writers import FIELD_ATTRS, RESULT_FIELDS
+from ._io.layout import FIELD_ATTRS, RESULT_FIELDS
 from ._provenance import make_provenance, python_call
 
 __all__ = ["SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray", "normalize_dataarray", "unmix_dataarray"]
@@ -197,18 +197,73 @@ def _with_map_attrs(output: xr.DataArray, attrs: Mapping, refl: xr.DataArray) ->
     return output
 
 
+def _check_front_end(refl, units, refl_sigma) -> None:
+    """The checks every front end makes first (each message names its argument)."""
+    if not isinstance(refl, xr.DataArray):
+        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
+    check_units(units)
+    if refl_sigma is not None and not (isinstance(refl_sigma, (int, float)) and refl_sigma > 0):
+        raise ValueError(f"refl_sigma must be a positive number, got {refl_sigma!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _ChunkedInputs:
+    """A front end's inputs aligned with ``refl`` and chunked for ``apply_ufunc``: the
+    core dims (spectral, observation, vector) in one chunk each, the pixel dims chunked
+    alike; ``largest``: pixels in the largest chunk."""
+
+    refl: xr.DataArray
+    vectors: list
+    extra: list
+    largest: int
+
+
+def _chunked_inputs(refl, vectors, spec, pixel_dims, *, observation_dim=None, extra=(),
+                    what="geometry") -> _ChunkedInputs:
+    """Align ``refl``, the geometry ``vectors`` and ``extra`` arrays (exactly), check the
+    vectors' dims, put every core dim in one chunk and unify the pixel dims' chunks."""
+    try:
+        xr.align(refl, *vectors, *extra, join="exact")
+    except ValueError as error:
+        raise ValueError(f"{what} is not aligned with refl: {error}") from None
+    core = [spec] if observation_dim is None else [spec, observation_dim]
+    vector_core = {_VECTOR_DIM: -1} if observation_dim is None else {_VECTOR_DIM: -1, observation_dim: -1}
+    chunked = []
+    for name, vector in zip(VECTOR_NAMES, vectors):
+        unknown = [d for d in vector.dims if d not in (_VECTOR_DIM, *core[1:], *pixel_dims)]
+        if unknown:
+            raise ValueError(f"geometry {name} has dims {unknown} that refl does not have")
+        if observation_dim is not None and observation_dim not in vector.dims:
+            vector = vector.expand_dims({observation_dim: refl.sizes[observation_dim]})
+        chunked.append(vector.chunk(vector_core) if vector.chunks is not None else vector)
+    if refl.chunks is not None and any(len(refl.chunksizes[d]) > 1 for d in core):
+        refl = refl.chunk(dict.fromkeys(core, -1))
+    extra = [a.chunk({spec: -1}) if a.chunks is not None and spec in a.dims else a for a in extra]
+    refl, *rest = xr.unify_chunks(refl, *chunked, *extra)
+    return _ChunkedInputs(refl, rest[:3], rest[3:], _largest_chunk_pixels(refl, pixel_dims))
+
+
+def _chunk_geometry(refl, to_sun, to_sensor, normal, units, sigma, pixels=None):
+    """In a kernel: the chunk's vectors broadcast to its pixels, its reflectance as r
+    [1/sr] (at least float32, as declared to dask) and sigma in r."""
+    pixels = refl.shape[:-1] if pixels is None else pixels
+    to_sun, to_sensor, normal = (np.broadcast_to(v, pixels + (3,)) for v in (to_sun, to_sensor, normal))
+    refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)
+    r = to_bidirectional_reflectance(refl, units, to_sun, normal)
+    return r, to_sun, to_sensor, normal, uncertainty_to_r(sigma, units, to_sun, normal, r.dtype)
+
+
+def _chunk_options(options):
+    """The block options in a kernel: one numba thread inside a dask worker unless given."""
+    if options.num_threads is None and options.solver == "numba" and _in_worker_thread():
+        return dataclasses.replace(options, num_threads=1)
+    return options
+
+
 def _invert_chunk(refl, to_sun, to_sensor, normal, *, units, params, options, sigma):
     """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> 5 result arrays."""
-    pixels = refl.shape[:-1]
-    to_sun, to_sensor, normal = (
-        np.broadcast_to(v, pixels + (3,)) for v in (to_sun, to_sensor, normal)
-    )
-    if options.num_threads is None and options.solver == "numba" and _in_worker_thread():
-        options = dataclasses.replace(options, num_threads=1)
-    refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)  # as declared to dask
-    r = to_bidirectional_reflectance(refl, units, to_sun, normal)
-    refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, r.dtype)
-    fields = invert_block(r, to_sun, to_sensor, normal, params, options, refl_sigma=refl_sigma)
+    r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(refl, to_sun, to_sensor, normal, units, sigma)
+    fields = invert_block(r, to_sun, to_sensor, normal, params, _chunk_options(options), refl_sigma=refl_sigma)
     return tuple(fields[field] for field in RESULT_FIELDS)
 
 
@@ -262,35 +317,17 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
     """
-    if not isinstance(refl, xr.DataArray):
-        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
-    check_units(units)
+    _check_front_end(refl, units, refl_sigma)
     standard = geometry is None
     geometry = product_geometry_of(refl, geometry, correction_undone)
     options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
-    if refl_sigma is not None and not (isinstance(refl_sigma, (int, float)) and refl_sigma > 0):
-        raise ValueError(f"refl_sigma must be a positive number, got {refl_sigma!r}")
     spec = _spectral_dim(refl, spectral_dim)
     pixel_dims = [dim for dim in refl.dims if dim != spec]
     band_params = per_band_params(params, refl.sizes[spec])
-    to_sun, to_sensor, normal = _geometry_vectors(geometry, pixel_dims)
-    try:
-        xr.align(refl, to_sun, to_sensor, normal, join="exact")
-    except ValueError as error:
-        raise ValueError(f"geometry is not aligned with refl: {error}") from None
-    for name, vector in zip(VECTOR_NAMES, (to_sun, to_sensor, normal)):
-        unknown = [d for d in vector.dims if d != _VECTOR_DIM and d not in pixel_dims]
-        if unknown:
-            raise ValueError(f"geometry {name} has dims {unknown} that refl does not have")
-    if refl.chunks is not None and len(refl.chunksizes[spec]) > 1:
-        refl = refl.chunk({spec: -1})
-    vectors = [v.chunk({_VECTOR_DIM: -1}) if v.chunks is not None else v for v in (to_sun, to_sensor, normal)]
-    refl, *vectors = xr.unify_chunks(refl, *vectors)
+    inputs = _chunked_inputs(refl, _geometry_vectors(geometry, pixel_dims), spec, pixel_dims)
+    refl, vectors = inputs.refl, inputs.vectors
     # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
-    largest = _largest_chunk_pixels(refl, pixel_dims)
-    options = dataclasses.replace(
-        options, chunk_size=min(largest, default_chunk_pixels(refl.sizes[spec]))
-    )
+    options = dataclasses.replace(options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec])))
 
     dtype = np.result_type(refl.dtype, np.float32)
     outputs = xr.apply_ufunc(
@@ -339,15 +376,10 @@ def _normalize_chunk(refl, to_sun, to_sensor, normal, *maps, names, per_band, un
     from ._io.file_normalization import NORMALIZATION_FIELDS, normalize_block
 
     pixels = refl.shape[:-1]
-    to_sun, to_sensor, normal = (np.broadcast_to(v, pixels + (3,)) for v in (to_sun, to_sensor, normal))
-    if options.num_threads is None and options.solver == "numba" and _in_worker_thread():
-        options = dataclasses.replace(options, num_threads=1)
-    refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)
-    r = to_bidirectional_reflectance(refl, units, to_sun, normal)
-    refl_sigma = uncertainty_to_r(sigma, units, to_sun, normal, r.dtype)
+    r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(refl, to_sun, to_sensor, normal, units, sigma)
     param_maps = {name: np.broadcast_to(values, refl.shape if band else pixels)
                   for name, values, band in zip(names, maps, per_band)}
-    fields = normalize_block(r, to_sun, to_sensor, normal, params, options, refl_sigma=refl_sigma,
+    fields = normalize_block(r, to_sun, to_sensor, normal, params, _chunk_options(options), refl_sigma=refl_sigma,
                              standard=standard, units=units, param_maps=param_maps or None)
     return tuple(fields[field] for field in NORMALIZATION_FIELDS)
 
@@ -380,14 +412,10 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
     from ._io.file_normalization import NORMALIZATION_FIELDS, normalization_attrs
     from ._normalize.standard import DEFAULT_STANDARD, standard_angles
 
-    if not isinstance(refl, xr.DataArray):
-        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
-    check_units(units)
+    _check_front_end(refl, units, refl_sigma)
     geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
     standard = standard_angles(DEFAULT_STANDARD if standard is None else standard)
     options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
-    if refl_sigma is not None and not (isinstance(refl_sigma, (int, float)) and refl_sigma > 0):
-        raise ValueError(f"refl_sigma must be a positive number, got {refl_sigma!r}")
     spec = _spectral_dim(refl, spectral_dim)
     pixel_dims = [dim for dim in refl.dims if dim != spec]
     band_params = per_band_params(params, refl.sizes[spec])
@@ -399,18 +427,10 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
     for name, values in maps.items():
         if not isinstance(values, xr.DataArray) or not set(values.dims) <= set(refl.dims):
             raise ValueError(f"param_maps[{name!r}] must be a DataArray on refl's dims {refl.dims}")
-    try:
-        xr.align(refl, to_sun, to_sensor, normal, *maps.values(), join="exact")
-    except ValueError as error:
-        raise ValueError(f"geometry or param_maps is not aligned with refl: {error}") from None
-    if refl.chunks is not None and len(refl.chunksizes[spec]) > 1:
-        refl = refl.chunk({spec: -1})
-    vectors = [v.chunk({_VECTOR_DIM: -1}) if v.chunks is not None else v for v in (to_sun, to_sensor, normal)]
-    map_arrays = [m.chunk({spec: -1}) if m.chunks is not None and spec in m.dims else m for m in maps.values()]
-    refl, *rest = xr.unify_chunks(refl, *vectors, *map_arrays)
-    vectors, map_arrays = rest[:3], rest[3:]
-    largest = _largest_chunk_pixels(refl, pixel_dims)
-    options = dataclasses.replace(options, chunk_size=min(largest, default_chunk_pixels(refl.sizes[spec])))
+    inputs = _chunked_inputs(refl, (to_sun, to_sensor, normal), spec, pixel_dims, extra=list(maps.values()),
+                             what="geometry or param_maps")
+    refl, vectors, map_arrays = inputs.refl, inputs.vectors, inputs.extra
+    options = dataclasses.replace(options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec])))
     per_band = [spec in m.dims for m in map_arrays]
 
     dtype = np.result_type(refl.dtype, np.float32)
@@ -447,13 +467,13 @@ def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_opti
     -> the fit's maps (..., bands), in `_fit_fields(free)` order (`_joint_fields` for a
     joint fit: shared parameters and per-pixel problems' fields without the band axis)."""
     from ._inverse.fit import fit
-    from ._io.block_inversion import numba_threads
+    from ._run.tasks import numba_threads
 
     pixels, n_obs = refl.shape[:-2], refl.shape[-1]
-    to_sun, to_sensor, normal = (np.broadcast_to(v, pixels + (n_obs, 3)) for v in (to_sun, to_sensor, normal))
-    refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)
     # units are per observation (reff: its own cos i): convert with observations before bands
-    r = np.moveaxis(to_bidirectional_reflectance(np.moveaxis(refl, -1, -2), units, to_sun, normal), -1, -2)
+    r, to_sun, to_sensor, normal, _ = _chunk_geometry(np.moveaxis(refl, -1, -2), to_sun, to_sensor, normal,
+                                                      units, None, pixels + (n_obs,))
+    r = np.moveaxis(r, -1, -2)
     if num_threads is None and fit_options["solver"] == "numba" and _in_worker_thread():
         num_threads = 1
     context = numba_threads(num_threads) if fit_options["solver"] == "numba" else contextlib.nullcontext()
@@ -539,7 +559,7 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
         raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    check_units(units)
+    _check_front_end(refl, units, None)
     refuse_normalised_dataarray(refl, "fit_dataarray")
     SolverOptions(solver)  # checks the name
     free = check_free(free, params)
@@ -554,24 +574,10 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     if refl_sigma is not None and (units == "reff" or not refl_sigma > 0):
         raise ValueError(f"refl_sigma must be a positive number, for units 'r' or 'radf'; got {refl_sigma!r}, {units!r}")
     pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
-    to_sun, to_sensor, normal = _geometry_vectors(geometry, [*pixel_dims, observation_dim])
-    try:
-        xr.align(refl, to_sun, to_sensor, normal, join="exact")
-    except ValueError as error:
-        raise ValueError(f"geometry is not aligned with refl: {error}") from None
-    vectors = []
-    for name, vector in zip(VECTOR_NAMES, (to_sun, to_sensor, normal)):
-        unknown = [d for d in vector.dims if d not in (_VECTOR_DIM, observation_dim, *pixel_dims)]
-        if unknown:
-            raise ValueError(f"geometry {name} has dims {unknown} that refl does not have")
-        if observation_dim not in vector.dims:
-            vector = vector.expand_dims({observation_dim: n_obs})
-        vectors.append(vector.chunk({_VECTOR_DIM: -1, observation_dim: -1}) if vector.chunks is not None else vector)
-    if refl.chunks is not None:
-        refl = refl.chunk({spec: -1, observation_dim: -1})
-    refl, *vectors = xr.unify_chunks(refl, *vectors)
+    inputs = _chunked_inputs(refl, _geometry_vectors(geometry, [*pixel_dims, observation_dim]), spec,
+                             pixel_dims, observation_dim=observation_dim)
+    refl, vectors, largest = inputs.refl, inputs.vectors, inputs.largest
     dtype = np.result_type(refl.dtype, np.float32)
-    largest = _largest_chunk_pixels(refl, pixel_dims)
     per_chunk = max(1, (1 << 17) // max(1, refl.sizes[spec] * n_obs))  # fit's OBSERVATIONS_PER_CHUNK
     fit_options = {"solver": solver, "observation_limits": limits, "min_observations": minimum,
                    "chunk_size": min(largest, per_chunk), "bounds": bounds}
@@ -662,13 +668,10 @@ def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, 
     (..., endmembers), status, iterations, residual (...)."""
     from ._io.file_unmixing import unmix_block
 
-    pixels = refl.shape[:-1]
-    to_sun, to_sensor, normal = (np.broadcast_to(v, pixels + (3,)) for v in (to_sun, to_sensor, normal))
-    if options.num_threads is None and options.solver == "numba" and _in_worker_thread():
-        options = dataclasses.replace(options, num_threads=1)
-    r = to_bidirectional_reflectance(np.asarray(refl, np.float64), units, to_sun, normal)
-    fields = unmix_block(r, to_sun, to_sensor, normal, params, options,
-                         refl_sigma=uncertainty_to_r(sigma, units, to_sun, normal, np.float64), endmembers=endmembers)
+    r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(np.asarray(refl, np.float64), to_sun, to_sensor,
+                                                               normal, units, sigma)
+    fields = unmix_block(r, to_sun, to_sensor, normal, params, _chunk_options(options), refl_sigma=refl_sigma,
+                         endmembers=endmembers)
     return (fields["fractions"], fields["sigma"], fields["status"][..., 0], fields["iterations"][..., 0],
             fields["residual"][..., 0], fields["remainder"][..., 0])
 
@@ -710,9 +713,7 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     from ._unmix.endmembers import Endmembers
     from ._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels as unmix_chunk_pixels
 
-    if not isinstance(refl, xr.DataArray):
-        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
-    check_units(units)
+    _check_front_end(refl, units, refl_sigma)
     geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
     if not isinstance(endmembers, Endmembers):
         raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
@@ -720,8 +721,6 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
         raise ValueError(f"params must be one lumaxlike.HapkeParams, got {type(params).__name__}")
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
-    if refl_sigma is not None and not (isinstance(refl_sigma, (int, float)) and refl_sigma > 0):
-        raise ValueError(f"refl_sigma must be a positive number, got {refl_sigma!r}")
     if refl_sigma is not None and units == "reff":
         raise ValueError("refl_sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
                          "with cos i per pixel); give refl as r or radf")
@@ -730,16 +729,9 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
         raise ValueError(f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}")
     wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
     pixel_dims = [dim for dim in refl.dims if dim != spec]
-    to_sun, to_sensor, normal = _geometry_vectors(geometry, pixel_dims)
-    try:
-        xr.align(refl, to_sun, to_sensor, normal, join="exact")
-    except ValueError as error:
-        raise ValueError(f"geometry is not aligned with refl: {error}") from None
-    if refl.chunks is not None and len(refl.chunksizes[spec]) > 1:
-        refl = refl.chunk({spec: -1})
-    vectors = [v.chunk({_VECTOR_DIM: -1}) if v.chunks is not None else v for v in (to_sun, to_sensor, normal)]
-    refl, *vectors = xr.unify_chunks(refl, *vectors)
-    chunk = min(_largest_chunk_pixels(refl, pixel_dims), unmix_chunk_pixels(refl.sizes[spec], endmembers.n_endmembers))
+    inputs = _chunked_inputs(refl, _geometry_vectors(geometry, pixel_dims), spec, pixel_dims)
+    refl, vectors = inputs.refl, inputs.vectors
+    chunk = min(inputs.largest, unmix_chunk_pixels(refl.sizes[spec], endmembers.n_endmembers))
     options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads,
                            wavelengths=wavelengths)
 

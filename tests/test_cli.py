@@ -2,13 +2,11 @@
 
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
 from affine import Affine
 
-import lumaxlike
 from lumaxlike import Status
 from lumaxlike._cli import main
 from lumaxlike._io import read_cube
@@ -178,13 +176,12 @@ def test_unexpected_failure_exits_1_with_traceback(tmp_path, capsys, scene_files
 def test_demo_and_profile_subcommands_dispatch_lazily(monkeypatch):
     calls = []
     monkeypatch.setattr("lumaxlike._demo.run_demo", lambda argv: calls.append(("demo", argv)) or 0)
-    profile = types.ModuleType("lumaxlike._profile")
-    profile.main = lambda argv: calls.append(("profile", argv)) or 3
-    monkeypatch.setitem(sys.modules, "lumaxlike._profile", profile)
-    monkeypatch.setattr(lumaxlike, "_profile", profile, raising=False)
+    # profile is parsed like the file commands (its body in lumaxlike._cli.profile)
+    monkeypatch.setattr("lumaxlike._cli.profile.run", lambda args: calls.append(("profile", args.pixels)) or 3)
     assert main(["demo", "--size", "8", "--help"]) == 0
-    assert main(["profile", "--x"]) == 3
-    assert calls == [("demo", ["--size", "8", "--help"]), ("profile", ["--x"])]
+    assert main(["profile", "--pixels", "8"]) == 3
+    assert main(["profile", "--x"]) == 2  # an unknown option: a usage error, as for any command
+    assert calls == [("demo", ["--size", "8", "--help"]), ("profile", 8)]
 
 
 def test_python_dash_m_entry_point(tmp_path, scene_files):

@@ -9,7 +9,6 @@ import pytest
 import lumaxlike
 from lumaxlike._cli import build_parser, main
 from lumaxlike._demo.run import _parser as demo_parser
-from lumaxlike._profile import _parser as profile_parser
 
 
 def subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
@@ -17,7 +16,7 @@ def subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
     top = build_parser()
     (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
     return {"lumaxlike": top, "invert": commands.choices["invert"], "demo": demo_parser(),
-            "profile": profile_parser()}
+            "profile": commands.choices["profile"]}
 
 
 PARSERS = subcommand_parsers()

@@ -11,8 +11,8 @@ import pytest
 
 from lumaxlike._cli import main
 from lumaxlike._io import read_cube
-from lumaxlike._io import cluster as cluster_module
-from lumaxlike._io.block_inversion import BlockPool
+from lumaxlike._run import cluster as cluster_module
+from lumaxlike._run.pool import BlockPool
 
 from .test_cli import invert_args
 from .test_io import make_scene, write_scene

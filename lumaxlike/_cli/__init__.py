@@ -57,14 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     normalize.add_parser(commands, invert_parser, formatter)
     fit.add_parser(commands)
     unmix.add_parser(commands, formatter)
-    # demo and profile parse their own arguments (see PASS_THROUGH); listed here for --help.
+    # demo parses its own arguments (see PASS_THROUGH); listed here for --help.
     demo.add_parser(commands)
     profile.add_parser(commands)
     return parser
 
 
 #: Subcommands that receive the rest of the command line unparsed.
-PASS_THROUGH = {"demo": demo.run, "profile": profile.run}
+PASS_THROUGH = {"demo": demo.run}
 
 
 #: Errors that mean "bad arguments or input": reported in one line, exit code 2.
@@ -81,10 +81,11 @@ BAD_INPUT_ERRORS = (
 def main(argv=None) -> int:
     """Run the ``lumaxlike`` command.
 
-    While ``invert`` or ``normalize`` runs, SIGINT and SIGTERM are handled (see
-    :mod:`lumaxlike._signals`):
-    the run stops, removes its temporary files and returns 128 + the signal's number;
-    the previous handlers are restored before it returns.
+    While a file command (``invert``, ``normalize``, ``fit``, ``unmix``) runs, SIGINT and
+    SIGTERM are handled (see :mod:`lumaxlike._signals`): the run stops, removes its
+    temporary files and returns 128 + the signal's number; the previous handlers are
+    restored before it returns. ``demo`` and ``profile`` keep Python's own handling
+    (Ctrl-C: KeyboardInterrupt, exit code 130).
 
     Args:
         argv: arguments without the program name; None reads ``sys.argv[1:]``.
@@ -96,9 +97,7 @@ def main(argv=None) -> int:
         SIGTERM (143) stopped it.
     """
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    if (
-        argv and argv[0] in PASS_THROUGH
-    ):  # Python's own Ctrl-C handling: KeyboardInterrupt
+    if argv and argv[0] in PASS_THROUGH:  # Python's own Ctrl-C handling: KeyboardInterrupt
         return _report(argv[0], lambda: PASS_THROUGH[argv[0]](argv[1:]), lambda: None)
     with stop_on_signals() as stopped_by:
         try:
@@ -108,7 +107,10 @@ def main(argv=None) -> int:
             return EXIT_BAD_INPUT
         except SystemExit as done:  # --help
             return int(done.code or 0)
-        return _report(args.command, lambda: args.handler(args), stopped_by)
+        if getattr(args, "stop_on_signals", True):
+            return _report(args.command, lambda: args.handler(args), stopped_by)
+    # a command with Python's own signal handling (profile), run once the handlers are restored
+    return _report(args.command, lambda: args.handler(args), lambda: None)
 
 
 def console() -> None:
@@ -186,10 +188,10 @@ def _is_cluster_failure(error) -> bool:
     if atomic is not None and isinstance(error, atomic.OutputWriteError):
         return True
     if (
-        error is None or "lumaxlike._io.cluster" not in sys.modules
+        error is None or "lumaxlike._run.cluster" not in sys.modules
     ):  # no cluster was used
         return False
-    return isinstance(error, sys.modules["lumaxlike._io.cluster"].ClusterError)
+    return isinstance(error, sys.modules["lumaxlike._run.cluster"].ClusterError)
 
 
 def _cli_message(error: BaseException) -> str:

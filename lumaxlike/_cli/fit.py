@@ -14,6 +14,7 @@ from .options import (
     number_list,
     positive_float,
     positive_int,
+    quiet_cluster_logs,
 )
 from .products import finish
 
@@ -185,7 +186,7 @@ def add_parser(commands) -> None:
     add_run_options(
         fit,
         chunk_help="rows per block (default: about 32 MiB of stacked reflectance)",
-        parallel=False,
+        parallel=True,
     )
     fit.set_defaults(handler=run)
 
@@ -207,6 +208,7 @@ def run(args) -> int:
         angle: getattr(args, f"{angle}_range")
         for angle in ("incidence", "emission", "phase")
     }
+    quiet_cluster_logs(args)
     summary = fit_file(
         args.cubes,
         args.out,
@@ -225,6 +227,9 @@ def run(args) -> int:
         max_iter=args.max_iter,
         tol=args.tol,
         command=args.command_line,
+        resume=args.resume,
+        workers=args.workers,
+        scheduler=args.scheduler,
         shared=args.shared,
         prior=dict(args.prior or ()),
     )

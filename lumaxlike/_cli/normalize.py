@@ -129,6 +129,7 @@ def run(args) -> int:
             workers=args.workers,
             scheduler=args.scheduler,
             command=args.command_line,
+            resume=args.resume,
             **product_kwargs(args),
             **settings,
         )

@@ -248,8 +248,8 @@ def add_parallel_options(parser: argparse.ArgumentParser) -> None:
 def add_run_options(
     parser: argparse.ArgumentParser, *, chunk_help: str, parallel: bool
 ) -> None:
-    """``--chunk`` (``chunk_help``), the parallel options when ``parallel``, ``--overwrite``
-    and ``--progress``: how a file command streams its blocks."""
+    """``--chunk`` (``chunk_help``), the parallel options when ``parallel``, ``--overwrite``,
+    ``--progress`` and ``--resume``: how a file command streams its blocks."""
     parser.add_argument("--chunk", type=positive_int, metavar="ROWS", help=chunk_help)
     if parallel:
         add_parallel_options(parser)
@@ -263,6 +263,14 @@ def add_run_options(
         action=argparse.BooleanOptionalAction,
         default=None,
         help="progress bar on stderr (default: when stderr is a terminal)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run that a killed process (SIGKILL, power, a lost node) left for "
+        "these outputs from the blocks it finished, kept in a hidden journal beside them; "
+        "refused (exit 2, naming what changed) when the inputs or settings differ from that "
+        "run's; the maps are those of an uninterrupted run (default: start afresh)",
     )
 
 
@@ -343,6 +351,6 @@ def quiet_cluster_logs(args) -> None:
     logs nothing more on stderr (the command's own line says what happened, a failure of
     the cluster included)."""
     if args.workers > 1 or args.scheduler is not None:
-        from .._io.cluster import quiet_logs
+        from .._run.cluster import quiet_logs
 
         quiet_logs()

@@ -284,6 +284,7 @@ def run(args) -> int:
         max_iter=args.max_iter,
         tol=args.tol,
         command=args.command_line,
+        resume=args.resume,
         surface=args.surface,
         library={
             "files": [str(Path(path).absolute()) for path in args.endmembers],

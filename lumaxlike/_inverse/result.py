@@ -8,7 +8,10 @@ import numpy as np
 
 from .status import Status
 
-__all__ = ["InversionResult", "FitResult"]
+__all__ = ["RESULT_FIELDS", "InversionResult", "FitResult"]
+
+RESULT_FIELDS = ("w", "status", "iterations", "residual", "sigma")
+"""Maps an inversion produces, in `InversionResult` order (the fields of a result map file)."""
 
 
 def _status_counts(status: np.ndarray) -> dict[str, int]:

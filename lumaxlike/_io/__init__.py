@@ -7,8 +7,6 @@ Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
 """
 
 from .atomic import AtomicOutputs as AtomicOutputs
-from .block_inversion import invert_block as invert_block, per_band_params as per_band_params
-from .file_inversion import InversionSummary as InversionSummary, invert_file as invert_file
 from .geometry_rasters import (
     ANGLE_ROLES as ANGLE_ROLES,
     OBS_BAND_NAMES as OBS_BAND_NAMES,
@@ -43,13 +41,22 @@ __all__ = [
     "REFLECTANCE_UNITS",
     "RasterGrid",
     "ResultWriter",
-    "invert_block",
     "invert_file",
     "iter_cube_blocks",
     "output_format",
-    "per_band_params",
     "read_cube",
     "result_paths",
     "to_bidirectional_reflectance",
     "write_result",
 ]
+
+
+def __getattr__(name: str):
+    """``invert_file`` and ``InversionSummary``, imported at first use: the file front end
+    uses the run layer (:mod:`lumaxlike._run`), which uses these readers and writers, so
+    importing this package must not import it."""
+    if name in ("InversionSummary", "invert_file"):
+        from . import file_inversion
+
+        return getattr(file_inversion, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

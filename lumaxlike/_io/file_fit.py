@@ -33,18 +33,21 @@ from .._inverse.observation_masks import LIMITED_ANGLES
 from .._inverse.status import Status
 from .._params import HapkeParams
 from .._provenance import PREFIX, Provenance, make_provenance, python_call
-from .._signals import interruptible, raise_if_interrupted
-from .block_inversion import check_solver
-from .file_inversion import BLOCK_TARGET_BYTES, InversionSummary
-from .file_runs import check_not_an_input, geometry_paths, progress_bar
+from .._run.journal import Journal, run_settings
+from .._run.pool import BlockPool
+from .._run.progress import InversionSummary, progress_bar
+from .._run.stream import run_blocks
+from .._run.tasks import check_solver
+from .file_inversion import BLOCK_TARGET_BYTES
+from .file_runs import check_not_an_input, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
 from .products import refuse_normalised
 from .stacks import check_stack
-from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned, iter_row_slices
+from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
 
-__all__ = ["fit_file", "fit_fields"]
+__all__ = ["fit_block", "fit_fields", "fit_file"]
 
 _PARAMETER_UNITS = {"roughness": "rad"}
 
@@ -111,7 +114,8 @@ def _limits_in_radians(limits_deg) -> dict:
 def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm=None, solver="numba",
              observation_limits_deg: Mapping | None = None, min_observations=None, sigma=None,
              chunk_rows=None, overwrite=False, progress=None, max_iter=None, tol=None,
-             command=None, shared=(), prior: Mapping | None = None) -> InversionSummary:
+             command=None, shared=(), prior: Mapping | None = None, workers=1, scheduler=None,
+             resume=False) -> InversionSummary:
     """Fit Hapke parameters per pixel and band to a stack of co-registered cube files.
 
     The file front end of `lumaxlike.fit` (as `lumaxlike.invert_file` is of
@@ -138,7 +142,9 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
             then come from it rather than from the residuals.
         chunk_rows: rows per block; None picks about 32 MiB of stacked reflectance.
         overwrite: as for `lumaxlike.invert_file` (so are ``progress``, ``max_iter``,
-            ``tol`` and ``command``).
+            ``tol``, ``command``, ``workers``, ``scheduler`` and ``resume``; this process
+            reads the cubes and writes the maps, the fits of the blocks run where
+            ``workers`` or ``scheduler`` say).
         shared: names among `free` shared by a pixel's bands (`lumaxlike.fit`); their
             maps, and a pixel's status, iterations and cost, are the same in every band
             layer of the outputs (the file layout has one layer per band).
@@ -210,7 +216,8 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
             params=[params] * info.bands, units=units, solver=solver, tol=tol, max_iter=max_iter,
             refl_sigma=sigma, dtype=info.dtype, cube=None, geometry=None, dtm=dtm,
             command=command or python_call("fit_file", [str(p) for p in cubes], out_path, params=params,
-                                          free=free, units=units, solver=solver),
+                                          free=free, units=units, solver=solver,
+                                          **parallel_call(workers, scheduler)),
         )
         # the record's param_* keys hold the starting values; the fitted ones are the maps
         settings["fitted_maps"] = {name: str(Path(path).absolute())
@@ -223,29 +230,32 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
             fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
         if joint:
             fit_options.update(shared=tuple(shared), prior=dict(prior or {}))
-        writer = stack.enter_context(ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                                                  chunk_rows=rows_per_block, provenance=provenance,
-                                                  layout=layout))
-        counts = np.zeros(len(Status), np.int64)
-        bar = stack.enter_context(contextlib.closing(progress_bar(progress, info.grid.height * width, f"fitting {Path(cubes[0]).name}")))
-        with interruptible():
-            for rows in iter_row_slices(info.grid.height, rows_per_block):
-                raise_if_interrupted()
-                block = _fit_block(readers, geometry_readers, rows, units, params, fit_options)
-                writer.write(rows, block)
-                counts += np.bincount(block["status"].ravel().astype(np.int64), minlength=len(Status))
-                bar.update((rows.stop - rows.start) * width)
+        inputs = [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))]
+        journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields,
+                          settings=run_settings(provenance, out_path, fields, rows_per_block))
+        writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
+                              chunk_rows=rows_per_block, provenance=provenance, layout=layout)
+
+        def read(rows):
+            return _read_block(readers, geometry_readers, rows, units) + (params, fit_options), {}
+
+        counts, resumed = run_blocks(
+            writer, lambda: BlockPool(workers, scheduler, function=fit_block), read,
+            rows_per_block=rows_per_block, journal=journal,
+            bar_factory=lambda: progress_bar(progress, info.grid.height * width, f"fitting {Path(cubes[0]).name}"))
     return InversionSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * width,
         bands=info.bands,
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
+        resumed=resumed,
     )
 
 
-def _fit_block(readers, geometry_readers, rows, units, params, fit_options) -> dict:
-    """Read one block of rows of every cube, fit it, return ``{field: (rows, cols, bands)}``."""
+def _read_block(readers, geometry_readers, rows, units) -> tuple:
+    """One block of rows of every cube, stacked: r ``(rows, cols, bands, observations)``
+    and to_sun, to_sensor, normal ``(rows, cols, observations, 3)``."""
     refl, vectors = [], []
     for reader, geometry_reader in zip(readers, geometry_readers):
         to_sun, to_sensor, normal = geometry_reader.read(rows)
@@ -254,17 +264,22 @@ def _fit_block(readers, geometry_readers, rows, units, params, fit_options) -> d
     stacked = np.stack(refl, axis=-1)  # (rows, cols, bands, observations)
     del refl
     geometry = [np.stack([v[k] for v in vectors], axis=-2) for k in range(3)]  # (rows, cols, observations, 3)
-    result = fit(stacked, *geometry, params, **fit_options)
+    return (stacked, *geometry)
+
+
+def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
+    """The task of a block: `lumaxlike.fit` on stacked observations; returns
+    ``{field: (rows, cols, bands)}`` of the maps `fit_files` writes."""
+    result = fit(refl, to_sun, to_sensor, normal, params, **fit_options)
     block = {name: result[name] for name in result.free}
     for name in result.free:
         block[f"sigma_{name}"] = result.sigma(name)
     block.update(status=result.status, iterations=result.iterations, observations=result.observations)
     if hasattr(result, "dfs"):  # a JointFitResult: per-pixel maps repeated in every band layer
         block.update({f"dfs_{name}": result.dfs[name] for name in result.free}, cost=result.cost)
-        shape = stacked.shape[:3]
+        shape = refl.shape[:3]
         block = {name: np.ascontiguousarray(np.broadcast_to(value[..., None] if value.ndim == 2 else value, shape))
                  for name, value in block.items()}  # fmt: skip
     else:
         block["residual"] = result.residual_norm
     return block
-

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -12,16 +11,19 @@ import rasterio
 from .._inverse.invert import default_chunk_pixels
 from .._inverse.status import Status
 from .._provenance import make_provenance, python_call
-from .._signals import interruptible, raise_if_interrupted
-from .block_inversion import BlockPool, SolverOptions, check_solver, per_band_params
+from .._run.journal import Journal, run_settings
+from .._run.pool import BlockPool
+from .._run.progress import InversionSummary, progress_bar
+from .._run.stream import run_blocks
+from .._run.tasks import SolverOptions, check_solver, per_band_params
 from .geometry_rasters import GeometryReader
 from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
-from .raster import GDAL_CACHE_BYTES, CubeInfo, iter_row_slices
-from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
-from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .raster import GDAL_CACHE_BYTES, CubeInfo
+from .file_runs import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
+from .units import check_units
 from .writers import RESULT_FIELDS, ResultWriter
 
-__all__ = ["InversionSummary", "default_chunk_rows", "invert_file", "stream_blocks"]
+__all__ = ["InversionSummary", "default_chunk_rows", "invert_file"]
 
 BLOCK_TARGET_BYTES = 32 * 2**20
 """Default block size: rows such that the block's reflectance in float64 is about this [bytes]."""
@@ -40,46 +42,12 @@ def default_chunk_rows(info: CubeInfo) -> int:
     return int(min(rows, info.grid.height))
 
 
-@dataclass(frozen=True)
-class InversionSummary:
-    """What `invert_file` did.
-
-    Attributes:
-        outputs: ``{field: path}`` of the maps written.
-        pixels: pixels inverted (rows x cols).
-        bands: spectral bands per pixel.
-        seconds: wall time of the run [s], reading and writing included.
-        status_counts: ``{status name: number of (pixel, band) problems}``, every
-            `lumaxlike.Status` member present (0 when it did not occur).
-    """
-
-    outputs: dict
-    pixels: int
-    bands: int
-    seconds: float
-    status_counts: dict = field(default_factory=dict)
-    verb: str = "inverted"  #: what was done, for :meth:`describe` ("normalised" by normalize_file)
-
-    @property
-    def pixels_per_second(self) -> float:
-        """Throughput [pixels/s] (all bands of a pixel count once)."""
-        return self.pixels / self.seconds if self.seconds > 0 else float("inf")
-
-    def describe(self) -> str:
-        """One line: pixels, bands, time, pixels/s and the count of each status."""
-        counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
-        return (
-            f"{self.verb} {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
-            f"({self.pixels_per_second:,.0f} pixels/s); status of pixel-bands: {counts}"
-        )
-
-
 def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver, units,
                 chunk_rows=None, overwrite=False, progress=None, sigma=None, workers=1,
                 max_iter=None, tol=None, command=None, surface="auto",
                 scheduler=None, correction_undone=False, reff_incidence=None,
                 solar_spectrum=None, solar_distance=None, wavelengths_from=None,
-                thermal_bands="keep") -> InversionSummary:
+                thermal_bands="keep", resume=False) -> InversionSummary:
     """Invert a reflectance cube file for single-scattering albedo maps, block by block.
 
     Reads ``chunk_rows`` rows of the cube and of the geometry at a time, converts them to
@@ -155,6 +123,12 @@ def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver,
         tol: solver setting passed to `lumaxlike.invert` (None = default).
         command: the command line to record in the outputs' provenance (see
             `lumaxlike.read_provenance`); None records this Python call.
+        resume: continue the run that a killed process (SIGKILL, power, a lost node)
+            left for these outputs, from its finished blocks (see "Resumable runs" in
+            the design page): the maps are bit-identical to an uninterrupted run's, and
+            the provenance records ``resumed``. Refused with a ``ResumeRefusedError`` (a
+            ValueError) naming what changed when the inputs or settings differ from
+            that run's; with no such run it starts afresh.
 
     Returns:
         `InversionSummary` with output paths, throughput and status counts.
@@ -209,83 +183,28 @@ def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver,
                                                                solar_spectrum, solar_distance,
                                                                wavelengths_from, thermal_bands)),
             )
-            with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                              chunk_rows=rows_per_block, provenance=provenance) as writer, \
-                    BlockPool(workers, scheduler) as pool:
-                cube.tell()  # every check passed: the run starts
-                bar = progress_bar(progress, info.grid.height * info.grid.width, f"inverting {Path(cube_path).name}")
-                try:
-                    with interruptible():  # the CLI's stop signals raise here at once
-                        counts = stream_blocks(cube, geometry_reader, writer, pool, bar,
-                                                rows_per_block, units=cube.units, sigma=sigma,
-                                                params=band_params, options=options,
-                                                bad_bands=cube.bad_bands,
-                                                reff_incidence=incidence)
-                finally:
-                    bar.close()
+            inputs = [cube_path, dtm, *geometry_paths(geometry_used), solar_spectrum, wavelengths_from]
+            journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields,
+                              settings=run_settings(provenance, out_path, fields, rows_per_block))
+            writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
+                                  chunk_rows=rows_per_block, provenance=provenance)
+            counts, resumed = run_blocks(
+                writer, lambda: BlockPool(workers, scheduler),
+                cube_block_reader(cube, geometry_reader, units=cube.units, sigma=sigma, params=band_params,
+                                  options=options, reff_incidence=incidence),
+                rows_per_block=rows_per_block, journal=journal,
+                bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
+                                                 f"inverting {Path(cube_path).name}"),
+                on_start=cube.tell,  # every check passed: the run starts
+                bad_bands=cube.bad_bands)
     return InversionSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * info.grid.width,
         bands=info.bands,
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
+        resumed=resumed,
     )
-
-
-def stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block, *, units, sigma,
-                  params, options, extra=None, bad_bands=None,
-                  reff_incidence=None) -> np.ndarray:
-    """Read, convert, invert and write every block of rows; return counts per status code.
-
-    ``extra(rows)``, when given, returns more keyword arguments of the pool's task for a block.
-    ``bad_bands`` (boolean per band) are written NaN with status ``BAD_BAND``;
-    ``reff_incidence="areoid"`` divides REFF by the ellipsoid's cos i, not the facet's.
-    """
-    counts = np.zeros(len(Status), dtype=np.int64)
-    width = cube.info.grid.width
-
-    def write_oldest():
-        raise_if_interrupted()
-        rows, block = pool.pop()
-        mark_bad_bands(block, bad_bands)
-        writer.write(rows, block)
-        counts[:] += np.bincount(block["status"].ravel().astype(np.int64), minlength=len(Status))
-        bar.update((rows.stop - rows.start) * width)
-
-    for rows in iter_row_slices(cube.info.grid.height, rows_per_block):
-        raise_if_interrupted()  # a stop signal whose exception was lost in a callback
-        to_sun, to_sensor, normal = geometry_reader.read(rows)
-        divided_by = FLAT_NORMAL if reff_incidence == "areoid" else normal
-        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, divided_by)
-        refl_sigma = uncertainty_to_r(sigma, units, to_sun, divided_by, refl.dtype)
-        pool.submit(rows, refl, to_sun, to_sensor, normal, params, options,
-                    refl_sigma=refl_sigma, **({} if extra is None else extra(rows)))
-        del refl, to_sun, to_sensor, normal, refl_sigma  # the pool holds what it needs
-        while pool.full():
-            write_oldest()
-    while len(pool):
-        write_oldest()
-    return counts
-
-
-FLAT_NORMAL = np.array([0.0, 0.0, 1.0])
-"""The ellipsoid's normal in the local frame (the areoid's, for CRISM)."""
-
-
-def mark_bad_bands(block: dict, bad_bands) -> None:
-    """Set the maps of bad bands (boolean per band) to NaN (0 iterations) and status BAD_BAND."""
-    if bad_bands is None or not np.any(bad_bands):
-        return
-    for name, values in list(block.items()):
-        if values is None or np.ndim(values) == 0 or np.shape(values)[-1] != len(bad_bands):
-            continue
-        values = block[name] = np.array(values)  # solver outputs may be read-only
-        if name == "status":
-            values[..., bad_bands] = Status.BAD_BAND
-        elif np.issubdtype(values.dtype, np.floating):
-            values[..., bad_bands] = np.nan
-        else:
-            values[..., bad_bands] = 0
 
 
 def _product_call(correction_undone, reff_incidence, solar_spectrum, solar_distance,

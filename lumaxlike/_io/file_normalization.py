@@ -22,10 +22,13 @@ from .._inverse.status import Status
 from .._normalize.normalize import normalize
 from .._normalize.standard import DEFAULT_STANDARD, standard_angles
 from .._provenance import make_provenance, python_call
-from .._signals import interruptible
-from .block_inversion import BlockPool, SolverOptions, band_groups, check_solver, numba_threads, per_band_params
-from .file_inversion import InversionSummary, default_chunk_rows, stream_blocks
-from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
+from .._run.journal import Journal, run_settings
+from .._run.pool import BlockPool
+from .._run.progress import InversionSummary, progress_bar
+from .._run.stream import run_blocks
+from .._run.tasks import SolverOptions, band_groups, check_solver, numba_threads, per_band_params
+from .file_inversion import default_chunk_rows
+from .file_runs import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
 from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
@@ -146,7 +149,7 @@ def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="aut
                    progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
                    command=None, correction_undone=False, reff_incidence=None,
                    solar_spectrum=None, solar_distance=None, wavelengths_from=None,
-                   thermal_bands="keep") -> InversionSummary:
+                   thermal_bands="keep", resume=False) -> InversionSummary:
     """Photometric normalisation of a reflectance cube file, block by block.
 
     Each block is read, converted to r, normalised with `lumaxlike.normalize` and
@@ -156,7 +159,7 @@ def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="aut
     Args:
         cube_path: as in `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
             ``solver``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
-            ``workers``, ``max_iter``, ``tol``, ``command``, ``correction_undone``,
+            ``workers``, ``max_iter``, ``tol``, ``command``, ``resume``, ``correction_undone``,
             ``reff_incidence``, ``wavelengths_from`` and ``thermal_bands``); a product
             already normalised, such as M3 L2, is read at its standard geometry;
             ``units`` is not ``"radiance"``, so ``solar_spectrum`` and
@@ -217,22 +220,22 @@ def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="aut
                         param_maps=param_maps or None, sigma=sigma, max_iter=max_iter, tol=tol,
                         **parallel_call(workers, scheduler)),
                 )
-                with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                                  chunk_rows=rows_per_block, provenance=provenance,
-                                  layout=normalization_layout(units)) as writer, \
-                        BlockPool(workers, scheduler, function=normalize_block) as pool:
-                    cube.tell()  # every check passed: the run starts
-                    bar = progress_bar(progress, info.grid.height * info.grid.width, f"normalising {Path(cube_path).name}")
-                    try:
-                        with interruptible():
-                            counts = stream_blocks(
-                                cube, geometry_reader, writer, pool, bar, rows_per_block, units=units,
-                                sigma=sigma, params=band_params, options=options,
-                                extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)},
-                                reff_incidence=incidence,
-                            )
-                    finally:
-                        bar.close()
+                inputs = [cube_path, dtm, *geometry_paths(geometry), *param_maps.values(), wavelengths_from]
+                journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields,
+                                  settings=run_settings(provenance, out_path, fields, rows_per_block))
+                writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
+                                      chunk_rows=rows_per_block, provenance=provenance,
+                                      layout=normalization_layout(units))
+                counts, resumed = run_blocks(
+                    writer, lambda: BlockPool(workers, scheduler, function=normalize_block),
+                    cube_block_reader(
+                        cube, geometry_reader, units=units, sigma=sigma, params=band_params, options=options,
+                        extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)},
+                        reff_incidence=incidence),
+                    rows_per_block=rows_per_block, journal=journal,
+                    bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
+                                                     f"normalising {Path(cube_path).name}"),
+                    on_start=cube.tell)  # every check passed: the run starts
         finally:
             maps.close()
     return InversionSummary(
@@ -242,4 +245,5 @@ def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="aut
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
         verb="normalised",
+        resumed=resumed,
     )

@@ -1,16 +1,17 @@
-"""Helpers of the file-to-file commands (`invert_file`, `unmix_file`): output checks,
-the recorded call, the progress bar."""
+"""Helpers of the file-to-file commands (`invert_file`, `unmix_file`, ...): output checks
+and the recorded call (the progress bar is the run layer's: :mod:`lumaxlike._run.progress`)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+
+from .units import to_bidirectional_reflectance, uncertainty_to_r
 from .writers import output_files
 
-__all__ = ["check_not_an_input", "geometry_paths", "nothing_converged", "parallel_call",
-           "progress_bar"]
+__all__ = ["FLAT_NORMAL", "STATUS_CAUSES", "cube_block_reader", "check_not_an_input", "geometry_paths", "nothing_converged", "parallel_call"]
 
 
 def check_not_an_input(out_path, fields, inputs, main: str = "w") -> None:
@@ -38,15 +39,6 @@ def parallel_call(workers, scheduler) -> dict:
     do not depend on them; the record says where the run ran)."""
     return {name: value for name, value, default in
             (("workers", workers, 1), ("scheduler", scheduler, None)) if value != default}
-
-
-def progress_bar(progress, total: int, desc: str):
-    """A tqdm bar on stderr: shown when `progress` is True, or None and stderr is a terminal."""
-    from tqdm import tqdm
-
-    disable = None if progress is None else not progress
-    return tqdm(total=total, unit="px", unit_scale=True, desc=desc,
-                disable=disable, file=sys.stderr, dynamic_ncols=True)
 
 
 #: What each status most often means in a file run, for the one-line summary of a run in
@@ -78,3 +70,27 @@ def nothing_converged(status_counts) -> str | None:
     listed = ", ".join(f"{name} {count}" for name, count in ranked)
     cause = STATUS_CAUSES.get(ranked[0][0], "")
     return f"no problem converged ({listed}){': ' + cause if cause else ''}"
+
+
+FLAT_NORMAL = np.array([0.0, 0.0, 1.0])
+"""The ellipsoid's normal in the local frame (the areoid's, for CRISM)."""
+
+
+def cube_block_reader(cube, geometry_reader, *, units, sigma, params, options, extra=None,
+                      reff_incidence=None):
+    """How a block of one cube is read for a block task: ``read(rows) -> (args, kwargs)``.
+
+    The task is called as ``function(refl, to_sun, to_sensor, normal, params, options,
+    refl_sigma=..., **extra(rows))`` with r [1/sr] and the geometry's direction vectors.
+    ``reff_incidence="areoid"`` divides REFF by the ellipsoid's cos i, not the facet's.
+    """
+
+    def read(rows: slice):
+        to_sun, to_sensor, normal = geometry_reader.read(rows)
+        divided_by = FLAT_NORMAL if reff_incidence == "areoid" else normal
+        refl = to_bidirectional_reflectance(cube.read(rows), units, to_sun, divided_by)
+        refl_sigma = uncertainty_to_r(sigma, units, to_sun, divided_by, refl.dtype)
+        kwargs = {"refl_sigma": refl_sigma, **({} if extra is None else extra(rows))}
+        return (refl, to_sun, to_sensor, normal, params, options), kwargs
+
+    return read

@@ -29,13 +29,16 @@ import rasterio
 from .._inverse.status import Status
 from .._params import HapkeParams
 from .._provenance import make_provenance, python_call
-from .._signals import interruptible
+from .._run.journal import Journal, array_digest, run_settings
+from .._run.pool import BlockPool
+from .._run.progress import progress_bar, resumed_text
+from .._run.stream import run_blocks
+from .._run.tasks import check_solver, numba_threads
 from .._unmix.band_matching import band_order
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
-from .block_inversion import BlockPool, check_solver, numba_threads
-from .file_inversion import default_chunk_rows, stream_blocks
-from .file_runs import check_not_an_input, geometry_paths, parallel_call, progress_bar
+from .file_inversion import default_chunk_rows
+from .file_runs import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
 from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
 from .raster import GDAL_CACHE_BYTES, CubeInfo
@@ -122,7 +125,7 @@ class UnmixOptions:
 
 def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: UnmixOptions, refl_sigma=None, *,
                 endmembers: Endmembers) -> dict[str, np.ndarray]:
-    """`lumaxlike.unmix` on a block (the signature `stream_blocks` gives a block's task);
+    """`lumaxlike.unmix` on a block (the signature `cube_block_reader` gives a block's task);
     returns the maps of :data:`UNMIX_FIELDS`, each ``pixels + (bands,)`` with one band per
     endmember (fractions, sigma) or one band."""
     kwargs = {k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None}
@@ -160,7 +163,8 @@ def unmix_record(endmembers: Endmembers, route: str, sum_to_one: bool, library=N
 @dataclass(frozen=True)
 class UnmixSummary:
     """What :func:`unmix_file` did: ``outputs`` ``{field: path}``, ``pixels``, ``bands``,
-    ``endmembers`` (names), ``seconds`` [s], ``status_counts`` ``{status name: pixels}``."""
+    ``endmembers`` (names), ``seconds`` [s], ``status_counts`` ``{status name: pixels}``,
+    ``resumed`` (as for :class:`lumaxlike.InversionSummary`)."""
 
     outputs: dict
     pixels: int
@@ -168,13 +172,14 @@ class UnmixSummary:
     endmembers: tuple
     seconds: float
     status_counts: dict = field(default_factory=dict)
+    resumed: str | None = None
 
     def describe(self) -> str:
         counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
         rate = self.pixels / self.seconds if self.seconds > 0 else float("inf")
         return (f"unmixed {self.pixels} pixels x {self.bands} bands into {len(self.endmembers)} endmembers "
                 f"({', '.join(self.endmembers)}) in {self.seconds:.2f} s ({rate:,.0f} pixels/s); "
-                f"status of pixels: {counts}")
+                f"status of pixels: {counts}" + resumed_text(self.resumed))
 
 
 def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, params: HapkeParams, solver: str,
@@ -182,13 +187,13 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
                overwrite=False, progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
                command=None, surface="auto", correction_undone=False, reff_incidence=None,
                solar_spectrum=None, solar_distance=None, wavelengths_from=None,
-               thermal_bands="keep", library=None) -> UnmixSummary:
+               thermal_bands="keep", library=None, resume=False) -> UnmixSummary:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
     Args:
         cube_path: as for `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
             ``surface``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
-            ``workers``, ``scheduler``, ``command``, ``correction_undone``,
+            ``workers``, ``scheduler``, ``command``, ``resume``, ``correction_undone``,
             ``reff_incidence``, ``solar_spectrum``, ``solar_distance``,
             ``wavelengths_from`` and ``thermal_bands``); bad bands (``bbl`` = 0) are NaN
             in every pixel: give a cube without them.
@@ -269,19 +274,21 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
             )  # fmt: skip
             provenance = dataclasses.replace(provenance, unmix_settings=unmix_record(
                 endmembers, route, sum_to_one, library))
-            with ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                              chunk_rows=rows_per_block, provenance=provenance, layout=layout) as writer, \
-                    BlockPool(workers, scheduler, function=unmix_block) as pool:
-                cube.tell()  # every check passed: the run starts
-                bar = progress_bar(progress, info.grid.height * info.grid.width, f"unmixing {Path(cube_path).name}")
-                try:
-                    with interruptible():
-                        counts = stream_blocks(cube, geometry_reader, writer, pool, bar, rows_per_block,
-                                               units=cube.units, sigma=sigma, params=params, options=options,
-                                               extra=lambda rows: {"endmembers": endmembers},
-                                               reff_incidence=incidence)
-                finally:
-                    bar.close()
+            settings = run_settings(provenance, out_path, fields, rows_per_block, route=route,
+                                    sum_to_one=bool(sum_to_one), endmembers=_endmembers_digest(endmembers))
+            inputs = [cube_path, dtm, *geometry_paths(geometry), solar_spectrum, wavelengths_from]
+            journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields, settings=settings)
+            writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
+                                  chunk_rows=rows_per_block, provenance=provenance, layout=layout)
+            counts, resumed = run_blocks(
+                writer, lambda: BlockPool(workers, scheduler, function=unmix_block),
+                cube_block_reader(cube, geometry_reader, units=cube.units, sigma=sigma, params=params,
+                                  options=options, extra=lambda rows: {"endmembers": endmembers},
+                                  reff_incidence=incidence),
+                rows_per_block=rows_per_block, journal=journal,
+                bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
+                                                 f"unmixing {Path(cube_path).name}"),
+                on_start=cube.tell)  # every check passed: the run starts
     return UnmixSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * info.grid.width,
@@ -289,4 +296,11 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
         endmembers=endmembers.names,
         seconds=time.perf_counter() - start,
         status_counts={member.name: int(counts[member]) for member in Status},
+        resumed=resumed,
     )
+
+
+def _endmembers_digest(endmembers: Endmembers) -> str:
+    """A digest of everything the endmembers hold (names, spectra, grains, phase)."""
+    values = [getattr(endmembers, f.name) for f in dataclasses.fields(endmembers)]
+    return array_digest(*(np.asarray(v) if isinstance(v, np.ndarray) else v for v in values))

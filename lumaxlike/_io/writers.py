@@ -36,32 +36,44 @@ Nothing appears at the output paths until every block has been written (see
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import glob
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+
 import rasterio
 import rasterio.errors
-from rasterio.windows import Window
 
-from .._inverse.status import Status
-from .atomic import AtomicOutputs, OutputWriteError
-from .raster import GDAL_CACHE_BYTES, CubeInfo
+from .atomic import AtomicOutputs, OutputWriteError  # noqa: F401 (OutputWriteError: documented here)
+from .layout import (  # re-exported: the writers' layout, named here as before
+    FIELD_ATTRS,
+    INVERSION_LAYOUT,
+    RESULT_FIELDS,
+    FieldLayout,
+    coordinate_attrs,
+    result_template,
+    spatial_ref_attrs,
+    wavelength_text,
+)
+from .raster import CubeInfo
+from .sinks import FORMATS, SinkSpec, _RasterSink  # noqa: F401 (_RasterSink: the GeoTIFF/ENVI file)
 
 __all__ = [
+    "FIELD_ATTRS",
+    "INVERSION_LAYOUT",
     "OUTPUT_FORMATS",
     "RESULT_FIELDS",
-    "FIELD_ATTRS",
     "FieldLayout",
-    "INVERSION_LAYOUT",
     "ResultWriter",
+    "coordinate_attrs",
     "output_files",
     "output_format",
     "result_paths",
     "result_template",
+    "spatial_ref_attrs",
+    "wavelength_text",
     "write_result",
 ]
 
@@ -74,26 +86,7 @@ OUTPUT_FORMATS = {
     ".nc": "netCDF",
     ".zarr": "zarr",
 }
-"""Output extension -> format."""
-
-RESULT_FIELDS = ("w", "status", "iterations", "residual", "sigma")
-"""Maps an inversion produces, in :class:`lumaxlike.InversionResult` order."""
-
-FIELD_ATTRS = {
-    "w": {"long_name": "single-scattering albedo w", "units": "1"},
-    "status": {
-        "long_name": "inversion status (lumaxlike.Status)",
-        **Status.flag_attrs(),
-    },
-    "iterations": {"long_name": "solver iterations", "units": "1"},
-    "residual": {
-        "long_name": "model minus observed bidirectional reflectance r at the solution",
-        "units": "sr-1",
-    },
-    "sigma": {"long_name": "standard uncertainty of w", "units": "1"},
-}
-"""CF-style attributes of each result variable (also used as raster tags)."""
-
+"""Output extension -> format (a key of :data:`SINKS`)."""
 
 def output_format(path) -> str:
     """Format of an output path from its extension: ``GTiff``, ``ENVI``, ``netCDF`` or ``zarr``.
@@ -129,7 +122,7 @@ def result_paths(out, fields=RESULT_FIELDS, main: str = "w") -> dict[str, Path]:
         header is the same path with ``.hdr``), for netCDF/zarr ``out`` for every field.
     """
     out = Path(out)
-    if output_format(out) in ("netCDF", "zarr"):
+    if FORMATS[output_format(out)].one_dataset:
         return {field: out for field in fields}
     return {field: _raster_file(out, field, main) for field in fields}
 
@@ -137,15 +130,14 @@ def result_paths(out, fields=RESULT_FIELDS, main: str = "w") -> dict[str, Path]:
 def output_files(out, fields=RESULT_FIELDS, main: str = "w") -> list[Path]:
     """Every file or folder written for output ``out`` (ENVI headers included), ``main`` last."""
     out = Path(out)
-    kind = output_format(out)
-    if kind in ("netCDF", "zarr"):
+    sink = FORMATS[output_format(out)]
+    if sink.one_dataset:
         return [out]
     files = []
     for field in [f for f in fields if f != main] + [main]:
         path = _raster_file(out, field, main)
         files.append(path)
-        if kind == "ENVI":
-            files.append(path.with_suffix(".hdr"))
+        files.extend(path.with_suffix(suffix) for suffix in sink.sidecars)
     return files
 
 
@@ -192,335 +184,6 @@ def _run_of(path: Path):
     return run if None not in run else None
 
 
-def wavelength_text(value) -> str:
-    """A wavelength as the shortest text that reads back as the same float (``"500.5"``, ``"1530"``)."""
-    return np.format_float_positional(float(value), trim="-")
-
-
-def _band_descriptions(like: CubeInfo) -> list[str | None]:
-    """The cube's band names; when it has none, its wavelengths (e.g. ``"500.5 Nanometers"``)."""
-    names = list(like.band_names)
-    if like.wavelengths is not None and not any(names):
-        units = f" {like.wavelength_units}" if like.wavelength_units else ""
-        return [f"{wavelength_text(wavelength)}{units}" for wavelength in like.wavelengths]
-    return names
-
-
-class _RasterSink:
-    """One result map written as a GeoTIFF or ENVI file through a temporary path."""
-
-    def __init__(self, path: Path, final_name: str, driver: str, field: str, like: CubeInfo,
-                 dtype, nodata: float, provenance=None, attrs=None):
-        self.path, self.final_name = path, final_name
-        grid = like.grid
-        profile = dict(
-            driver=driver,
-            width=grid.width,
-            height=grid.height,
-            count=like.bands,
-            dtype=np.dtype(dtype).name,
-            crs=grid.crs,
-            transform=grid.transform,
-            nodata=nodata if np.dtype(dtype).kind == "f" else None,
-        )
-        if driver == "GTiff":
-            profile.update(BIGTIFF="IF_SAFER")
-        self.dataset = rasterio.open(path, "w", **profile)
-        try:
-            self._describe(field, like, driver, provenance, FIELD_ATTRS[field] if attrs is None else attrs)
-        except BaseException:
-            self.dataset.close()
-            raise
-
-    def _describe(self, field: str, like: CubeInfo, driver: str, provenance, attrs) -> None:
-        ds = self.dataset
-        envi = driver == "ENVI"  # GDAL keeps only the ENVI domain in headers, and no "=" there
-        tags = {"quantity": attrs["long_name"]}
-        if "units" in attrs:
-            tags["units"] = attrs["units"]
-        if field == "status":
-            tags["status_codes"] = Status.codes_text(": " if envi else "=")
-        if provenance is not None:
-            tags.update(provenance.attrs(envi=envi))
-        if envi:
-            ds.update_tags(ns="ENVI", **tags)
-        else:
-            ds.update_tags(**tags)
-        for index, description in enumerate(_band_descriptions(like), start=1):
-            if description:
-                ds.set_band_description(index, description)
-        if like.wavelengths is not None:
-            labels = [wavelength_text(value) for value in like.wavelengths]
-            if driver == "ENVI":
-                envi = {"wavelength": "{" + ", ".join(labels) + "}"}
-                if like.wavelength_units:
-                    envi["wavelength_units"] = like.wavelength_units
-                ds.update_tags(ns="ENVI", **envi)
-            else:
-                for index, label in enumerate(labels, start=1):
-                    tags = {"wavelength": label}
-                    if like.wavelength_units:
-                        tags["wavelength_units"] = like.wavelength_units
-                    ds.update_tags(index, **tags)
-
-    def write(self, rows: slice, values: np.ndarray) -> None:
-        window = Window(0, rows.start, self.dataset.width, rows.stop - rows.start)
-        self.dataset.write(np.moveaxis(values, -1, 0).astype(self.dataset.dtypes[0], copy=False), window=window)
-
-    def close(self) -> None:
-        closed = self.dataset.closed
-        self._close_dataset()
-        if closed:
-            return
-        if self.dataset.driver == "ENVI":
-            # GDAL writes the data file's name as the ENVI "description"; name the final file
-            header = self.path.with_suffix(".hdr")
-            header.write_text(header.read_text().replace(self.path.name, self.final_name, 1))
-        _check_readable(self.path)
-
-    def _close_dataset(self) -> None:
-        self.dataset.close()
-
-
-def _check_readable(path: Path) -> None:
-    """Read back the last row of every band of a closed raster.
-
-    GDAL reports a full disk while closing a GeoTIFF (its last strips and directory are
-    written then) only on stderr ("No space left on device"): ``close()`` returns and the
-    file is short. Rows are written in order, so a short file lacks its last row.
-    """
-    with warnings.catch_warnings():  # e.g. NotGeoreferencedWarning: only the pixels matter
-        warnings.simplefilter("ignore")
-        written = rasterio.open(path)
-    try:
-        with written:
-            written.read(window=Window(0, written.height - 1, written.width, 1))
-    except rasterio.errors.RasterioError as error:
-        cause = error.__cause__ or error
-        raise OSError(f"the file is incomplete once closed (a full disk?): {cause}") from error
-
-
-#: CF (UDUNITS) spelling of common CRS linear units, as PROJ names them.
-_CF_LINEAR_UNITS = {"metre": "m", "meter": "m", "kilometre": "km", "foot": "ft",
-                    "US survey foot": "US_survey_foot"}
-
-
-def coordinate_attrs(crs) -> tuple[dict, dict]:
-    """CF attributes of the ``x`` and ``y`` coordinates for a CRS (rasterio ``CRS`` or None).
-
-    Projected: ``standard_name`` ``projection_x_coordinate`` / ``projection_y_coordinate``
-    and ``units`` from the CRS's linear unit (``"m"`` for metres); geographic:
-    ``longitude`` / ``latitude`` in ``degrees_east`` / ``degrees_north``; no CRS: only a
-    ``long_name`` (the unit is unknown).
-    """
-    if crs is not None and crs.is_geographic:
-        return ({"standard_name": "longitude", "long_name": "longitude", "units": "degrees_east"},
-                {"standard_name": "latitude", "long_name": "latitude", "units": "degrees_north"})
-    x = {"long_name": "x coordinate of pixel centre"}
-    y = {"long_name": "y coordinate of pixel centre"}
-    if crs is not None and crs.is_projected:
-        unit = crs.linear_units
-        unit = _CF_LINEAR_UNITS.get(unit, unit)
-        x.update(standard_name="projection_x_coordinate", units=unit)
-        y.update(standard_name="projection_y_coordinate", units=unit)
-    return x, y
-
-
-def _map_coordinates(like: CubeInfo) -> dict:
-    """``x`` and ``y`` pixel-centre coordinates of a north-up grid (none for rotated grids)."""
-    t = like.grid.transform
-    if t.b != 0 or t.d != 0:
-        return {}
-    cols = np.arange(like.grid.width) + 0.5
-    rows = np.arange(like.grid.height) + 0.5
-    x_attrs, y_attrs = coordinate_attrs(like.grid.crs)
-    return {"x": ("x", t.c + t.a * cols, x_attrs), "y": ("y", t.f + t.e * rows, y_attrs)}
-
-
-def spatial_ref_attrs(crs, transform) -> dict:
-    """Attributes of a CF ``spatial_ref`` grid-mapping variable (CRS WKT, GDAL GeoTransform)."""
-    attrs = {"GeoTransform": " ".join(repr(float(v)) for v in transform.to_gdal())}
-    if crs is not None:
-        wkt = crs.to_wkt()
-        attrs.update(crs_wkt=wkt, spatial_ref=wkt)
-    return attrs
-
-
-def result_template(like: CubeInfo, fields=RESULT_FIELDS, data: Mapping | None = None, provenance=None,
-                    field_attrs: Mapping | None = None, layout: "FieldLayout | None" = None):
-    """An ``xarray.Dataset`` with lumaxlike's result layout on the grid of a cube.
-
-    Args:
-        like: the cube's :class:`~lumaxlike._io.raster.CubeInfo`.
-        fields: result variables to include.
-        data: ``{field: array}`` of shape ``(band, y, x)`` (NumPy or dask); variables
-            missing from it are left out.
-        provenance: :class:`lumaxlike.Provenance` of the run, written as CF global
-            attributes plus the ``lumaxlike_*`` keys; None writes only ``source`` (the cube).
-        field_attrs: ``{field: attributes}`` of fields beyond :data:`FIELD_ATTRS` (or
-            replacing them).
-        layout: the maps' :class:`FieldLayout` when some have their own bands (its
-            ``dimensions``: a coordinate of band names per such dimension, and the
-            variables' dimensions); None: every field has the cube's bands.
-
-    Returns:
-        Dataset with coords ``band`` (1-based), ``wavelength`` (when known), ``x``/``y``
-        (with CF units) and ``spatial_ref``, and one variable per field present in ``data``.
-    """
-    import xarray as xr
-
-    coords = {"band": ("band", np.arange(1, like.bands + 1))}
-    for field, dimension in (layout.dimensions.items() if layout is not None else ()):
-        if dimension is not None:
-            coords[dimension] = (dimension, np.asarray(layout.band_names[field], dtype=str))
-    if like.wavelengths is not None:
-        attrs = {"units": like.wavelength_units} if like.wavelength_units else {}
-        coords["wavelength"] = xr.Variable("band", np.asarray(like.wavelengths), attrs)
-    coords.update(_map_coordinates(like))
-    coords["spatial_ref"] = xr.Variable((), np.int32(0), spatial_ref_attrs(like.grid.crs, like.grid.transform))
-    variables = {}
-    all_attrs = {**FIELD_ATTRS, **(field_attrs or {})}
-    for field in fields:
-        if data is not None and field in data:
-            attrs = dict(all_attrs[field], grid_mapping="spatial_ref")
-            dims = layout.dims(field) if layout is not None else ("band", "y", "x")
-            variables[field] = xr.Variable(dims, data[field], attrs)
-    attrs = {"source": str(like.path)} if provenance is None else provenance.cf_attrs()
-    return xr.Dataset(variables, coords=coords, attrs=attrs)
-
-
-def _fill_value(dtype, nodata: float):
-    """netCDF/zarr ``_FillValue`` of a result variable: ``nodata`` for floats, none for integers."""
-    return np.array(nodata, dtype) if np.dtype(dtype).kind == "f" else None
-
-
-class _NetCDFSink:
-    """All result maps in one netCDF-4 file: xarray writes coords, netCDF4 writes blocks."""
-
-    def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float,
-                 provenance=None, layout: "FieldLayout" = None):
-        try:
-            import netCDF4
-        except ImportError:  # pragma: no cover - depends on the environment
-            raise ValueError(f"writing {path.name}: netCDF output needs the netCDF4 package") from None
-        layout = layout or INVERSION_LAYOUT
-        result_template(like, provenance=provenance, layout=layout).to_netcdf(path, engine="netcdf4", format="NETCDF4")
-        self.dataset = netCDF4.Dataset(path, "a")
-        self.layout = layout
-        rows = min(chunk_rows, like.grid.height)
-        for field in fields:
-            dtype = dtypes[field]
-            dims = layout.dims(field)
-            chunks = (1,) * (len(dims) - 2) + (rows, like.grid.width)
-            variable = self.dataset.createVariable(
-                field, dtype, dims, fill_value=_fill_value(dtype, nodata), chunksizes=chunks
-            )
-            variable.set_auto_mask(False)  # blocks arrive with nodata already in place
-            attrs = dict(layout.attrs[field], grid_mapping="spatial_ref")
-            variable.setncatts(attrs)
-
-    def write(self, field: str, rows: slice, values: np.ndarray) -> None:
-        if len(self.layout.dims(field)) == 2:  # a per-pixel map: its one band
-            self.dataset[field][rows, :] = values[..., 0]
-        else:
-            self.dataset[field][:, rows, :] = np.moveaxis(values, -1, 0)
-
-    def close(self) -> None:
-        self.dataset.close()
-
-
-class _ZarrSink:
-    """All result maps in one zarr store: metadata first, then region writes per block."""
-
-    def __init__(self, path: Path, fields, like: CubeInfo, dtypes, chunk_rows: int, nodata: float,
-                 provenance=None, layout: "FieldLayout" = None):
-        try:
-            import dask.array as da
-            import zarr  # noqa: F401
-        except ImportError:  # pragma: no cover - depends on the environment
-            raise ValueError(f"writing {path.name}: zarr output needs the zarr package") from None
-        self.path = path
-        self.layout = layout = layout or INVERSION_LAYOUT
-        grid = (like.grid.height, like.grid.width)
-        rows = min(chunk_rows, like.grid.height)
-        data = {}
-        for field in fields:
-            bands = layout.like(field, like).bands
-            leading = (bands,) if len(layout.dims(field)) == 3 else ()
-            data[field] = da.zeros(leading + grid, dtype=dtypes[field], chunks=leading + (rows, like.grid.width))
-        encoding = {field: {"_FillValue": _fill_value(dtypes[field], nodata)} for field in fields}
-        template = result_template(like, fields, data, provenance, layout.attrs, layout)
-        template.to_zarr(path, mode="w", compute=False, encoding=encoding, zarr_format=2, consolidated=True)
-
-    def write_block(self, rows: slice, block: Mapping) -> None:
-        import xarray as xr
-
-        variables = {}
-        for field, values in block.items():
-            dims = self.layout.dims(field)
-            variables[field] = (dims, values[..., 0] if len(dims) == 2 else np.moveaxis(values, -1, 0))
-        xr.Dataset(variables).to_zarr(self.path, region={"y": rows}, mode="r+", zarr_format=2, consolidated=False)
-
-
-@dataclasses.dataclass(frozen=True)
-class FieldLayout:
-    """Which maps a kind of output has, for :class:`ResultWriter`: `INVERSION_LAYOUT`
-    (w, status, iterations, residual, sigma) unless given (normalised reflectance,
-    `lumaxlike fit`'s parameter maps, `lumaxlike unmix`'s fractions).
-
-    Attributes:
-        main: the field written at the output path itself (the others at ``OUT_<field>``).
-        attrs: ``{field: CF-style attributes}`` (``long_name``, ``units``, ...), every
-            field that may be written, in order (the stale files of those not written are
-            removed on overwrite).
-        band_names: ``{field: band names}`` for fields whose bands are not the cube's
-            (e.g. one per endmember, or ``("status",)`` for a per-pixel map); their maps
-            carry no wavelengths.
-        integer: ``{field: NumPy integer type}`` (status: int8, uint8 in ENVI); the
-            others have the cube's floating type.
-        dimensions: for netCDF and zarr, ``{field: dimension}`` of each field in
-            ``band_names``: the name of the dimension of its bands (a coordinate of the
-            band names; fields with the same bands share it), or None for a per-pixel map
-            (a ``(y, x)`` variable). Without it such maps are written as GeoTIFF or ENVI
-            only.
-    """
-
-    main: str
-    attrs: Mapping
-    band_names: Mapping
-    integer: Mapping
-    dimensions: Mapping = dataclasses.field(default_factory=dict)
-
-    def dims(self, field: str) -> tuple[str, ...]:
-        """The dimensions of ``field``'s variable in netCDF / zarr."""
-        if field not in self.band_names:
-            return ("band", "y", "x")
-        dimension = self.dimensions[field]
-        return ("y", "x") if dimension is None else (dimension, "y", "x")
-
-    def like(self, field: str, cube: CubeInfo) -> CubeInfo:
-        """The cube's description with the bands of ``field``'s map."""
-        if field not in self.band_names:
-            return cube
-        names = tuple(self.band_names[field])
-        return dataclasses.replace(cube, bands=len(names), band_names=names, wavelengths=None, wavelength_units=None)
-
-    def dtypes(self, float_dtype, kind: str) -> dict[str, np.dtype]:
-        types = {field: np.dtype(self.integer.get(field, float_dtype)) for field in self.attrs}
-        if kind == "ENVI" and "status" in types:
-            types["status"] = np.dtype(np.uint8)  # ENVI has no signed byte
-        return types
-
-
-#: The maps of an inversion (`lumaxlike invert`): w at the output path, the others beside it.
-INVERSION_LAYOUT = FieldLayout(
-    main="w",
-    attrs={field: FIELD_ATTRS[field] for field in RESULT_FIELDS},
-    band_names={},
-    integer={"status": np.int8, "iterations": np.int32},
-)
-
-
 class ResultWriter:
     """Writes result maps for a cube block by block; publishes them atomically on success.
 
@@ -565,7 +228,7 @@ class ResultWriter:
         unknown = [f for f in self.fields if f not in known]
         if unknown or main not in self.fields:
             raise ValueError(f"fields must include {main!r} and be among {known}, got {self.fields}")
-        if self.format not in ("GTiff", "ENVI") and any(f not in layout.dimensions for f in layout.band_names):
+        if FORMATS[self.format].one_dataset and any(f not in layout.dimensions for f in layout.band_names):
             raise ValueError(f"output {self.out}: these maps are written as GeoTIFF (.tif) or ENVI (.img), "
                              f"not {self.format}")
         self.main = main
@@ -583,31 +246,24 @@ class ResultWriter:
         self._atomic = AtomicOutputs(output_files(self.out, self.fields, main), overwrite=overwrite,
                                      companions=companions)
         self._stack = contextlib.ExitStack()
-        self._rasters: dict[str, _RasterSink] = {}
-        self._dataset = None
+        self._sink = None
 
     def __enter__(self) -> "ResultWriter":
         temporary = self._stack.enter_context(self._atomic)
         try:
-            if self.format in ("GTiff", "ENVI"):
-                self._stack.enter_context(rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_PAM_ENABLED="NO"))
-                for field in self.fields:
-                    sink = _RasterSink(temporary[self.paths[field]], self.paths[field].name, self.format,
-                                       field, self._likes[field], self.dtypes[field], self.nodata,
-                                       self.provenance, self.field_attrs[field])
-                    self._rasters[field] = sink
-                    self._stack.callback(_closing, sink.close, self.paths[field])
-            elif self.format == "netCDF":
-                self._dataset = _NetCDFSink(temporary[self.out], self.fields, self.like, self.dtypes,
-                                            self.chunk_rows, self.nodata, self.provenance, self.layout)
-                self._stack.callback(_closing, self._dataset.close, self.out)
-            else:
-                self._dataset = _ZarrSink(temporary[self.out], self.fields, self.like, self.dtypes,
-                                          self.chunk_rows, self.nodata, self.provenance, self.layout)
+            spec = SinkSpec(format=self.format, paths=self.paths, temporary=temporary, like=self.like,
+                            likes=self._likes, dtypes=self.dtypes, chunk_rows=self.chunk_rows,
+                            nodata=self.nodata, provenance=self.provenance, layout=self.layout)
+            self._sink = FORMATS[self.format].sink(spec)
+            self._stack.callback(self._sink.close)
         except BaseException as error:
             self._stack.__exit__(type(error), error, error.__traceback__)
             raise
         return self
+
+    def discard(self) -> None:
+        """Give up before entering: release the output set's lock, write nothing."""
+        self._atomic.discard()
 
     def write(self, rows: slice, block: Mapping) -> None:
         """Write one block of rows.
@@ -623,18 +279,7 @@ class ResultWriter:
             expected = (rows.stop - rows.start, self.like.grid.width, self._likes[field].bands)
             if np.shape(block[field]) != expected:
                 raise ValueError(f"block {field} has shape {np.shape(block[field])}, expected {expected}")
-        values = {field: self._encode(field, block[field]) for field in self.fields}
-        if self.format in ("GTiff", "ENVI"):
-            for field in self.fields:
-                with _writing(self.paths[field]):
-                    self._rasters[field].write(rows, values[field])
-        elif self.format == "netCDF":
-            with _writing(self.out):
-                for field in self.fields:
-                    self._dataset.write(field, rows, values[field])
-        else:
-            with _writing(self.out):
-                self._dataset.write_block(rows, values)
+        self._sink.write(rows, {field: self._encode(field, block[field]) for field in self.fields})
 
     def _encode(self, field: str, values) -> np.ndarray:
         """``values`` in the field's file type, NaN replaced by ``nodata`` for floats."""
@@ -645,27 +290,6 @@ class ResultWriter:
 
     def __exit__(self, exc_type, exc, tb):
         return self._stack.__exit__(exc_type, exc, tb)
-
-
-#: what a sink raises when its file cannot be written (GDAL through rasterio, netCDF4, zarr)
-_WRITE_ERRORS = (OSError, RuntimeError, rasterio.errors.RasterioError)
-
-
-@contextlib.contextmanager
-def _writing(path):
-    """Turn a sink's write failure (a full disk, an I/O error) into `OutputWriteError`."""
-    try:
-        yield
-    except OutputWriteError:
-        raise
-    except _WRITE_ERRORS as error:
-        cause = error.__cause__ if isinstance(error, rasterio.errors.RasterioError) else None
-        raise OutputWriteError(path, f"{error}: {cause}" if cause else error) from error
-
-
-def _closing(close, path) -> None:
-    with _writing(path):
-        close()
 
 
 def write_result(out, result, *, like: CubeInfo, fields=None, overwrite: bool = False,

@@ -1,6 +1,6 @@
 """dask.distributed clusters for block inversion: a local one, or an existing one.
 
-:class:`lumaxlike._io.block_inversion.BlockPool` sends blocks here when it runs on more
+:class:`lumaxlike._run.pool.BlockPool` sends blocks here when it runs on more
 than one process. ``distributed`` is imported only when a cluster is asked for.
 """
 
@@ -16,8 +16,8 @@ __all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "Cluster", "check_address", "ope
 CONNECT_TIMEOUT_S = 30.0
 """How long to try reaching a scheduler, at the start and after losing it [s]."""
 
-WORKER_SETUP = "lumaxlike._io.dask_worker"
-"""Module every worker of a local cluster preloads (see :mod:`lumaxlike._io.dask_worker`)."""
+WORKER_SETUP = "lumaxlike._run.dask_worker"
+"""Module every worker of a local cluster preloads (see :mod:`lumaxlike._run.dask_worker`)."""
 
 
 class ClusterError(RuntimeError):

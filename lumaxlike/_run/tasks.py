@@ -1,31 +1,30 @@
-"""Inverting one block of pixels: per-band parameters, solver threads, a pool of blocks.
+"""The task of a block: solver options, per-band parameters, numba threads, inverting a block.
 
-Shared by the file pipeline (:mod:`lumaxlike._io.file_inversion`) and the xarray API
-(:mod:`lumaxlike._xarray`). Everything here works on NumPy arrays in lumaxlike's layout:
-reflectance ``(..., bands)`` in r [1/sr], geometry ``(..., 3)``.
+Shared by the file runs (:mod:`lumaxlike._run.stream`, through a
+:class:`~lumaxlike._run.pool.BlockPool`) and the xarray front ends
+(:mod:`lumaxlike._xarray`, one task per dask chunk). Everything here works on NumPy
+arrays in lumaxlike's layout: reflectance ``(..., bands)`` in r [1/sr], geometry
+``(..., 3)``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._inverse.invert import SOLVERS, invert
+from .._inverse.result import RESULT_FIELDS
 from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import check_choice
-from .._signals import deferred
-from .writers import RESULT_FIELDS
 
 __all__ = [
     "SOLVERS",
     "SolverOptions",
-    "BlockPool",
     "band_groups",
     "check_solver",
     "invert_block",
@@ -155,7 +154,7 @@ def invert_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions
         w0: optional starting albedo, broadcastable to ``refl``.
 
     Returns:
-        ``{field: array}`` for :data:`~lumaxlike._io.writers.RESULT_FIELDS`, each of the
+        ``{field: array}`` for :data:`~lumaxlike._io.layout.RESULT_FIELDS`, each of the
         shape of ``refl`` (see :class:`lumaxlike.InversionResult`).
     """
     refl = np.asarray(refl)
@@ -193,149 +192,3 @@ def invert_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions
     if sigma_scale is not None:
         fields["sigma"] = (fields["sigma"] * sigma_scale).astype(fields["sigma"].dtype, copy=False)
     return fields
-
-
-class _Done:
-    """An already computed result with the future's ``result`` method."""
-
-    def __init__(self, value):
-        self._value = value
-
-    def result(self):
-        return self._value
-
-
-def _run_block(function, numba_thread_count, *args, **kwargs):
-    """``function(*args, **kwargs)`` on a cluster worker, with ``numba_thread_count`` numba
-    threads in this task's thread (None: the worker's setting)."""
-    if numba_thread_count is None:
-        return function(*args, **kwargs)
-    import numba
-
-    previous = numba.get_num_threads()  # thread-local: this task's thread only
-    numba.set_num_threads(min(int(numba_thread_count), numba.config.NUMBA_NUM_THREADS))
-    try:
-        return function(*args, **kwargs)
-    finally:
-        numba.set_num_threads(previous)
-
-
-class BlockPool:
-    """Runs :func:`invert_block` here or on a dask.distributed cluster, results in order.
-
-    With ``workers == 1`` and no ``scheduler``, blocks are inverted here, one at a time.
-    With ``workers > 1``, a ``distributed.LocalCluster`` of ``workers`` processes (spawned,
-    one task thread and ``cpu_count // workers`` numba threads each, no dashboard, logs
-    below ERROR silenced) runs them; its processes end with this one, however it ends.
-    With ``scheduler``, blocks go to that existing cluster (its workers need lumaxlike;
-    numba's thread count is theirs). At most ``2 *`` the cluster's worker threads blocks
-    are in flight, so memory stays bounded by a few blocks. The caller stays the only
-    writer: results come back here, in submission order.
-
-    A worker lost mid-run (killed, out of memory) is replaced and its blocks run again
-    elsewhere; the run fails with :class:`lumaxlike._io.cluster.ClusterError` when the
-    scheduler is lost or a block's task kills every worker that tries it (dask's
-    ``distributed.scheduler.allowed-failures``). An exception raised by the task itself
-    comes back unchanged.
-
-    Use :meth:`submit`, :meth:`full`, :meth:`pop` and ``len()``; close with :meth:`close`
-    or a ``with`` block.
-
-    Args:
-        workers: processes of a local cluster (1 = in this process); ignored with
-            ``scheduler``.
-        scheduler: address of an existing cluster's scheduler (``"tcp://host:8786"``),
-            or None.
-        function: what a block runs (default :func:`invert_block`); it must be importable
-            by the workers.
-    """
-
-    def __init__(self, workers: int = 1, scheduler: str | None = None, function=None):
-        if isinstance(workers, bool) or int(workers) != workers or workers < 1:
-            raise ValueError(f"workers must be a positive integer, got {workers!r}")
-        self.workers = int(workers)
-        self.scheduler = scheduler
-        self.function = invert_block if function is None else function
-        self._pending: deque = deque()
-        self._cluster = None
-        if scheduler is not None or self.workers > 1:
-            from .cluster import open_cluster
-
-            self._cluster = open_cluster(self.workers, scheduler)
-
-    @property
-    def max_in_flight(self) -> int:
-        """Blocks that may be queued before the caller must collect a result."""
-        return 2 * self._cluster.threads if self._cluster is not None else 1
-
-    def submit(self, key, *args, **kwargs) -> None:
-        """Queue ``function(*args, **kwargs)``; ``key`` comes back with its result."""
-        if self._cluster is None:
-            future = _Done(self.function(*args, **kwargs))
-        else:
-            import dask
-
-            # the block's arrays travel inside its task (so the scheduler can run it again
-            # if its worker dies), bigger than dask's "large graph" warning expects
-            with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 TiB"}):
-                future = self._cluster.client.submit(
-                    _run_block, self.function, self._cluster.numba_threads, *args,
-                    pure=False, **kwargs,
-                )
-        self._pending.append((key, future))
-
-    def full(self) -> bool:
-        """True when the caller should collect a result before submitting more."""
-        return len(self._pending) >= self.max_in_flight
-
-    def pop(self):
-        """``(key, fields)`` of the oldest submitted block, waiting for it if needed.
-
-        Raises:
-            ClusterError: the cluster failed (see the class description).
-        """
-        key, future = self._pending.popleft()
-        if self._cluster is None:
-            return key, future.result()
-        try:
-            return key, future.result()
-        except Exception as error:
-            from distributed import KilledWorker
-
-            from .cluster import ClusterError
-
-            if future.status == "error" and not isinstance(error, KilledWorker):
-                raise  # the task's own exception
-            raise ClusterError(f"the dask cluster at {self._cluster.address} failed: "
-                               f"{_describe(error)}") from error
-
-    def __len__(self) -> int:
-        return len(self._pending)
-
-    def close(self, *, terminate: bool = False) -> None:
-        """Stop: pending blocks are cancelled, and a local cluster's processes end.
-
-        ``terminate`` is accepted for the interface's sake: a local cluster's workers are
-        stopped the same way either way, and an existing cluster keeps running.
-        """
-        self._pending.clear()
-        if self._cluster is None:
-            return
-        cluster, self._cluster = self._cluster, None
-        cluster.close()
-
-    def __enter__(self) -> "BlockPool":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        with deferred():
-            self.close(terminate=exc_type is not None)
-
-
-def _describe(error: BaseException) -> str:
-    from distributed import KilledWorker
-
-    if isinstance(error, KilledWorker):
-        return f"a block's task ended every worker that ran it ({error})"
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -1,0 +1,18 @@
+"""The run layer: how a file command's blocks are streamed, solved and written.
+
+Between the front ends (``invert_file``, ``normalize_file``, ``fit_file``, ``unmix_file``
+and their xarray twins) and the IO layer (:mod:`lumaxlike._io`: readers, writers,
+formats) and the solvers (:mod:`lumaxlike._inverse`, :mod:`lumaxlike._unmix`,
+:mod:`lumaxlike._normalize`):
+
+* :mod:`.tasks`: the task of a block on NumPy arrays (:func:`~.tasks.invert_block`),
+  solver options, per-band parameters, numba threads; shared with the xarray front
+  ends' chunks;
+* :mod:`.pool`: :class:`~.pool.BlockPool`, blocks solved here or on a dask.distributed
+  cluster (:mod:`.cluster`; :mod:`.dask_worker` is what its workers preload), results
+  in order;
+* :mod:`.stream`: :func:`~.stream.run_blocks`, the block loop every file command runs:
+  read, solve, write, journal, publish;
+* :mod:`.journal`: what a killed run finished, for ``--resume``;
+* :mod:`.progress`: the progress bar and the run summary.
+"""

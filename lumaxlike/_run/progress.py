@@ -1,0 +1,72 @@
+"""Progress and the run summary of a file run: the progress bar on stderr, and what the
+run did (:class:`InversionSummary`)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+__all__ = ["InversionSummary", "progress_bar"]
+
+
+def progress_bar(progress, total: int, desc: str):
+    """A tqdm bar on stderr: shown when `progress` is True, or None and stderr is a terminal."""
+    from tqdm import tqdm
+
+    disable = None if progress is None else not progress
+    return tqdm(
+        total=total,
+        unit="px",
+        unit_scale=True,
+        desc=desc,
+        disable=disable,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+
+
+@dataclass(frozen=True)
+class InversionSummary:
+    """What `lumaxlike.invert_file` (or `lumaxlike.normalize_file`, `lumaxlike.fit_file`) did.
+
+    Attributes:
+        outputs: ``{field: path}`` of the maps written.
+        pixels: pixels inverted (rows x cols).
+        bands: spectral bands per pixel.
+        seconds: wall time of the run [s], reading and writing included.
+        status_counts: ``{status name: number of (pixel, band) problems}``, every
+            `lumaxlike.Status` member present (0 when it did not occur).
+        verb: what was done, for `describe` ("normalised" by normalize_file).
+        resumed: with ``resume=True``, what was taken from an interrupted run's journal
+            (e.g. ``"3 of 5 blocks from an interrupted run"``, or ``"none: no
+            interrupted run"``); None otherwise.
+    """
+
+    outputs: dict
+    pixels: int
+    bands: int
+    seconds: float
+    status_counts: dict = field(default_factory=dict)
+    verb: str = "inverted"
+    resumed: str | None = None
+
+    @property
+    def pixels_per_second(self) -> float:
+        """Throughput [pixels/s] (all bands of a pixel count once)."""
+        return self.pixels / self.seconds if self.seconds > 0 else float("inf")
+
+    def describe(self) -> str:
+        """One line: pixels, bands, time, pixels/s and the count of each status."""
+        counts = ", ".join(
+            f"{name} {count}" for name, count in self.status_counts.items()
+        )
+        return (
+            f"{self.verb} {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
+            f"({self.pixels_per_second:,.0f} pixels/s); status of pixel-bands: {counts}"
+            + resumed_text(self.resumed)
+        )
+
+
+def resumed_text(resumed: str | None) -> str:
+    """The summary line's ending for a resumed run ("" for another)."""
+    return "" if resumed is None else f"; resumed: {resumed}"
