@@ -2,7 +2,7 @@
 hs shared, 16 observations) against the independent per-band fit of the same data.
 
 The scene: ``--pixels`` (default 2000) pixels x 16 bands x 16 observations, float64,
-geometry from `lumaxlike._profile.multi_angle_geometry` (the first two observations near
+geometry from `lumaxlike.testing.multi_angle_geometry` (the first two observations near
 opposition), truth w uniform in (0.2, 0.8) per pixel and band, b and c per band (b in
 0.15-0.4, c in 0.3-0.7), roughness 20 deg and hs 0.06 for all bands, bs0 0.9, hc 0.03,
 bc0 0.5; Gaussian noise sigma = 1e-4 [1/sr] (fixed seed). Start: b 0.3, c 0.4, roughness
@@ -40,7 +40,7 @@ import numpy as np
 
 import lumaxlike
 from lumaxlike import HapkeParams
-from lumaxlike._profile import multi_angle_geometry
+from lumaxlike.testing import multi_angle_geometry
 
 FREE = ("w", "b", "c", "roughness", "hs")
 SHARED = ("roughness", "hs")

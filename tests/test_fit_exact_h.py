@@ -8,7 +8,7 @@ import numpy as np
 
 import lumaxlike
 from lumaxlike import HapkeParams, Status
-from lumaxlike._profile import multi_angle_geometry
+from lumaxlike.testing import multi_angle_geometry
 
 TRUTH = HapkeParams(
     b=0.25, c=0.5, roughness=math.radians(20.0), hs=0.06, bs0=0.9, h_function="exact"

@@ -18,7 +18,7 @@ import lumaxlike
 from lumaxlike import HapkeParams, Status
 from lumaxlike._model.numba_model import _amsa_pixels_kernel_for, kernel_params
 from lumaxlike._params import FIELD_NAMES
-from lumaxlike._profile import multi_angle_geometry
+from lumaxlike.testing import multi_angle_geometry
 
 from .helpers import SOLVERS
 
