@@ -126,9 +126,7 @@ def print_report(report: dict) -> None:
     )
     print("|---|---|---|---|---|")
     for operation, runs in report["operations"].items():
-        rows = [("off", runs["off"]), ("cold", runs["cold"])] + [
-            ("warm", r) for r in runs["warm"]
-        ]
+        rows = [("off", runs["off"]), ("cold", runs["cold"])] + [("warm", r) for r in runs["warm"]]
         for name, r in rows:
             print(f"| {operation} | {name} | {r['first_s']:.2f} ({r['first_cpu_s']:.2f}) | "
                   f"{r['second_s']:.2f} ({r['second_cpu_s']:.2f}) | {r['cache_hits']} / {r['cache_writes']} |")  # fmt: skip
@@ -138,9 +136,7 @@ def print_report(report: dict) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--only", choices=sorted(BOUNDS_S), default=None, help="one operation only"
-    )
+    parser.add_argument("--only", choices=sorted(BOUNDS_S), default=None, help="one operation only")
     parser.add_argument(
         "--repeat", type=int, default=2, help="warm processes per operation (default 2)"
     )

@@ -97,7 +97,9 @@ from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 RESULTS = bench_invert.RESULTS
 TARGET_NUMBA = 50_000.0  # problems/s on 2 cores, from the issue
-REFERENCE_GPU_FITS_PER_S = 3e6  # the issue's scale: 5-parameter models, 25 points, 2017 consumer GPU
+REFERENCE_GPU_FITS_PER_S = (
+    3e6  # the issue's scale: 5-parameter models, 25 points, 2017 consumer GPU
+)
 NOISE_SIGMA = 1e-4  # [1/sr]
 TRUTH = HapkeParams(b=0.25, c=0.5, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)
 FREE_SETS = {"roughness": ("w", "b", "c", "roughness"), "hs": ("w", "b", "c", "hs")}
@@ -123,7 +125,13 @@ def make_scene(n_pixels: int, n_bands: int, n_obs: int, seed: int = 0) -> dict:
     w_true = rng.uniform(*W_RANGE, (n_pixels, n_bands))
     refl = multi_angle_reflectance(w_true, to_sun, to_sensor, normal, TRUTH)
     refl = refl + rng.normal(0.0, NOISE_SIGMA, refl.shape)
-    return {"refl": refl, "to_sun": to_sun, "to_sensor": to_sensor, "normal": normal, "w_true": w_true}
+    return {
+        "refl": refl,
+        "to_sun": to_sun,
+        "to_sensor": to_sensor,
+        "normal": normal,
+        "w_true": w_true,
+    }
 
 
 def start_params(free) -> HapkeParams:
@@ -206,12 +214,16 @@ def time_fit(scene: dict, free, solver: str, n_pixels: int, chunk_size=None):
         "converged_fraction": float(converged.mean()),
         "status_counts": result.counts(),
         "mean_iterations": float(result.iterations[converged].mean()) if converged.any() else None,
-        "accuracy": accuracy(result.values, {n: result.sigma(n) for n in free}, scene["w_true"][piece], converged),
+        "accuracy": accuracy(
+            result.values, {n: result.sigma(n) for n in free}, scene["w_true"][piece], converged
+        ),
     }
     return summary, result
 
 
-def agreement(values_a: dict, ok_a: np.ndarray, values_b: dict, ok_b: np.ndarray, sigma: dict) -> dict:
+def agreement(
+    values_a: dict, ok_a: np.ndarray, values_b: dict, ok_b: np.ndarray, sigma: dict
+) -> dict:
     """Max |a - b| per parameter (and in units of b's sigma) over problems ok in both."""
     both = ok_a & ok_b
     out = {"problems_compared": int(both.sum())}
@@ -268,7 +280,10 @@ def scipy_baseline(sample: dict, free) -> dict:
     start_seconds = time.perf_counter() - t0
     fixed = {name: float(getattr(params, name)) for name in FIELD_NAMES}
     bounds = lumaxlike.default_bounds()
-    lower, upper = (np.array([np.inf if bounds[n][i] == math.inf else bounds[n][i] for n in free]) for i in (0, 1))
+    lower, upper = (
+        np.array([np.inf if bounds[n][i] == math.inf else bounds[n][i] for n in free])
+        for i in (0, 1)
+    )
     n, n_obs = sample["refl"].shape
     values = np.full((n, len(free)), np.nan)
     success = np.zeros(n, bool)
@@ -369,13 +384,19 @@ def fmt_z(a: dict) -> str:
 
 def print_report(report: dict) -> None:
     machine = report["machine"]
-    print(f"\nmachine: {machine['cpu']}, {machine['cores_available']} cores, numba threads "
-          f"{machine['numba_threads']}, jax {machine['versions']['jax']} ({machine['jax_device']})")
+    print(
+        f"\nmachine: {machine['cpu']}, {machine['cores_available']} cores, numba threads "
+        f"{machine['numba_threads']}, jax {machine['versions']['jax']} ({machine['jax_device']})"
+    )
     s = report["scene"]
-    print(f"scene: {s['pixels']:,} pixels x {s['bands']} bands x {s['observations']} observations float64 = "
-          f"{s['problems']:,} problems; noise sigma {s['noise_sigma']:g} 1/sr\n")
-    print("| free | solver | problems | compile/warm-up s | run s | problems/s (best) | median | per CPU-second "
-          "| CPU s / wall s | converged | mean iterations |")
+    print(
+        f"scene: {s['pixels']:,} pixels x {s['bands']} bands x {s['observations']} observations float64 = "
+        f"{s['problems']:,} problems; noise sigma {s['noise_sigma']:g} 1/sr\n"
+    )
+    print(
+        "| free | solver | problems | compile/warm-up s | run s | problems/s (best) | median | per CPU-second "
+        "| CPU s / wall s | converged | mean iterations |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for label, by_solver in report["results"].items():
         for solver, r in by_solver.items():
@@ -385,10 +406,12 @@ def print_report(report: dict) -> None:
             iters = "-" if r.get("mean_iterations") is None else f"{r['mean_iterations']:.1f}"
             if solver == "scipy":
                 iters = f"{r['mean_jacobian_evaluations']:.1f} Jacobians, {r['mean_residual_calls']:.0f} residual calls"
-            print(f"| {label} | {solver} | {r['problems']:,} | {warm} | {r['seconds']:.2f} | "
-                  f"{fmt_rate(r['problems_per_s'])} | {fmt_rate(r['median_problems_per_s'])} | "
-                  f"{fmt_rate(r['problems_per_cpu_s'])} | {r['cpu_seconds'] / r['seconds']:.2f} | "
-                  f"{r['converged_fraction']:.2%} | {iters} |")
+            print(
+                f"| {label} | {solver} | {r['problems']:,} | {warm} | {r['seconds']:.2f} | "
+                f"{fmt_rate(r['problems_per_s'])} | {fmt_rate(r['median_problems_per_s'])} | "
+                f"{fmt_rate(r['problems_per_cpu_s'])} | {r['cpu_seconds'] / r['seconds']:.2f} | "
+                f"{r['converged_fraction']:.2%} | {iters} |"
+            )
     print("\nstatus counts (last run):")
     for label, by_solver in report["results"].items():
         for solver, r in by_solver.items():
@@ -418,27 +441,37 @@ def print_report(report: dict) -> None:
             for name, d in a.items():
                 if name == "problems_compared" or d["max_abs_difference"] is None:
                     continue
-                print(f"| {label} | {pair} | {a['problems_compared']} | {name} | {d['max_abs_difference']:.1e} | "
-                      f"{d['max_difference_in_sigma']:.1e} |")
+                print(
+                    f"| {label} | {pair} | {a['problems_compared']} | {name} | {d['max_abs_difference']:.1e} | "
+                    f"{d['max_difference_in_sigma']:.1e} |"
+                )
     print("\n| free | ratio | median of same-rep ratios | best / best | target |")
     print("|---|---|---|---|---|")
     for label, table in report["ratios"].items():
         for key, value in table.items():
-            print(f"| {label} | {key} | {value['median_same_rep']:,.1f}x | {value['best_over_best']:,.1f}x | |")
+            print(
+                f"| {label} | {key} | {value['median_same_rep']:,.1f}x | {value['best_over_best']:,.1f}x | |"
+            )
         numba = report["results"][label].get("numba")
         if numba:
             rate = numba["problems_per_s"]
             verdict = "met" if rate >= TARGET_NUMBA else "NOT met"
-            print(f"| {label} | numba problems/s | {fmt_rate(numba['median_problems_per_s'])} | {fmt_rate(rate)} | "
-                  f">= {TARGET_NUMBA / 1e3:g} k/s: {verdict} |")
+            print(
+                f"| {label} | numba problems/s | {fmt_rate(numba['median_problems_per_s'])} | {fmt_rate(rate)} | "
+                f">= {TARGET_NUMBA / 1e3:g} k/s: {verdict} |"
+            )
     for label, g in (report.get("gpu") or {}).items():
         if not g or "problems_per_s" not in g:
             print(f"\nGPU ({label}): {'-' if not g else g.get('error')}")
             continue
-        peak = "-" if g.get("device_peak_bytes") is None else f"{g['device_peak_bytes'] / 1e9:.2f} GB"
-        print(f"\nGPU {g['device']} ({label}): {g['pixels']:,} pixels, {fmt_rate(g['problems_per_s'])} "
-              f"(issue's scale: ~{REFERENCE_GPU_FITS_PER_S / 1e6:g} M fits/s, 5 parameters on 25 points, 2017 GPU), "
-              f"compile {g['warmup_s']:.1f} s, converged {g['converged_fraction']:.2%}, device peak {peak}")
+        peak = (
+            "-" if g.get("device_peak_bytes") is None else f"{g['device_peak_bytes'] / 1e9:.2f} GB"
+        )
+        print(
+            f"\nGPU {g['device']} ({label}): {g['pixels']:,} pixels, {fmt_rate(g['problems_per_s'])} "
+            f"(issue's scale: ~{REFERENCE_GPU_FITS_PER_S / 1e6:g} M fits/s, 5 parameters on 25 points, 2017 GPU), "
+            f"compile {g['warmup_s']:.1f} s, converged {g['converged_fraction']:.2%}, device peak {peak}"
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -452,10 +485,17 @@ def run_gpu(scene: dict, free, chunk: int):
         return None
     n_pixels, n_bands, n_obs = scene["refl"].shape
     chunk = min(chunk, n_pixels)
-    warm = warm_up_fit(scene, free, "jax", jax_warmup_pixels(chunk, n_pixels, n_obs, n_bands), chunk)
+    warm = warm_up_fit(
+        scene, free, "jax", jax_warmup_pixels(chunk, n_pixels, n_obs, n_bands), chunk
+    )
     run, _ = time_fit(scene, free, "jax", n_pixels, chunk)
     stats = device.memory_stats() or {}
-    return {"device": str(device), **warm, **run, "device_peak_bytes": stats.get("peak_bytes_in_use")}
+    return {
+        "device": str(device),
+        **warm,
+        **run,
+        "device_peak_bytes": stats.get("peak_bytes_in_use"),
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -474,17 +514,32 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pixels", type=int, default=100_000, help="pixels (default 100000)")
     parser.add_argument("--bands", type=int, default=16, help="bands (default 16)")
-    parser.add_argument("--observations", type=int, default=16, help="observations per pixel (default 16)")
+    parser.add_argument(
+        "--observations", type=int, default=16, help="observations per pixel (default 16)"
+    )
     parser.add_argument("--free", action="append", type=parse_free, default=None,
                         help="free parameters, comma-separated (e.g. w,b,c,hs), or 'roughness' / 'hs' for the two "
                              "standard sets; repeat for several (default: both standard sets)")  # fmt: skip
-    parser.add_argument("--repeat", type=int, default=2, help="timed runs per solver, interleaved (default 2)")
-    parser.add_argument("--jax-pixels", type=int, default=2000, help="JAX subsample, pixels (default 2000)")
-    parser.add_argument("--scipy-problems", type=int, default=200, help="scipy subsample, problems (default 200)")
-    parser.add_argument("--solvers", default="numba,jax", help="lumaxlike solvers to time (default numba,jax)")
+    parser.add_argument(
+        "--repeat", type=int, default=2, help="timed runs per solver, interleaved (default 2)"
+    )
+    parser.add_argument(
+        "--jax-pixels", type=int, default=2000, help="JAX subsample, pixels (default 2000)"
+    )
+    parser.add_argument(
+        "--scipy-problems", type=int, default=200, help="scipy subsample, problems (default 200)"
+    )
+    parser.add_argument(
+        "--solvers", default="numba,jax", help="lumaxlike solvers to time (default numba,jax)"
+    )
     parser.add_argument("--no-scipy", action="store_true")
     parser.add_argument("--gpu", action="store_true", help="also JAX on the whole scene (if a GPU)")
-    parser.add_argument("--gpu-chunk", type=int, default=8192, help="chunk_size (pixels) of the GPU run (default 8192)")
+    parser.add_argument(
+        "--gpu-chunk",
+        type=int,
+        default=8192,
+        help="chunk_size (pixels) of the GPU run (default 8192)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=RESULTS / "fit.json")
     return parser.parse_args(argv)
@@ -512,14 +567,19 @@ def main(argv=None) -> int:
     for free in free_sets:
         for solver in solvers:
             if solver == "numba":
-                warm[free][solver] = warm_up_fit(scene, free, "numba", min(NUMBA_WARMUP_PIXELS, n_pixels))
+                warm[free][solver] = warm_up_fit(
+                    scene, free, "numba", min(NUMBA_WARMUP_PIXELS, n_pixels)
+                )
             else:
                 # the timed call itself: which compacted batch sizes and round lengths a
                 # call compiles depends on its data, so only the same call compiles them all
                 warm[free][solver] = warm_up_fit(scene, free, "jax", jax_pixels, jax_chunk)
             log(f"{labels[free]} {solver}: warm-up {warm[free][solver]['warmup_s']:.2f} s")
 
-    runs = {free: {name: [] for name in [*solvers, *([] if args.no_scipy else ["scipy"])]} for free in free_sets}
+    runs = {
+        free: {name: [] for name in [*solvers, *([] if args.no_scipy else ["scipy"])]}
+        for free in free_sets
+    }
     agree = {free: {} for free in free_sets}
     for rep in range(args.repeat):
         tag = f"[{rep + 1}/{args.repeat}]"
@@ -535,7 +595,9 @@ def main(argv=None) -> int:
             for free in free_sets:
                 summary, values, success = scipy_baseline(sample, free)
                 runs[free]["scipy"].append(summary)
-                log(f"{tag} {labels[free]} scipy: {fmt_rate(summary['problems_per_s'])} ({summary['seconds']:.1f} s)")
+                log(
+                    f"{tag} {labels[free]} scipy: {fmt_rate(summary['problems_per_s'])} ({summary['seconds']:.1f} s)"
+                )
                 numba = last.get((free, "numba"))
                 if numba is not None:  # on the same problems, from this rep's full-scene numba run
                     at = (sample["pixel"], sample["band"])
@@ -555,7 +617,9 @@ def main(argv=None) -> int:
         del last
 
     report["results"] = {
-        labels[free]: {name: {**warm[free].get(name, {}), **summarize(r)} for name, r in by_solver.items() if r}
+        labels[free]: {
+            name: {**warm[free].get(name, {}), **summarize(r)} for name, r in by_solver.items() if r
+        }
         for free, by_solver in runs.items()
     }
     report["agreement"] = {labels[free]: a for free, a in agree.items()}

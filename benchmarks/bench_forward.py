@@ -57,9 +57,13 @@ TARGET_SECONDS = {"numba": 1.0, "jax": 3.0}
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pixels", type=int, default=1_000_000, help="number of pixels (default 1000 x 1000)")
+    parser.add_argument(
+        "--pixels", type=int, default=1_000_000, help="number of pixels (default 1000 x 1000)"
+    )
     parser.add_argument("--bands", type=int, default=100, help="bands per pixel (default 100)")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per backend; the best counts (default 3)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="timed runs per backend; the best counts (default 3)"
+    )
     parser.add_argument("--refmod-problems", type=int, default=1_000_000,
                         help="reflectances in refmod's subsample (default 1e6; 0 or --no-refmod skips it)")  # fmt: skip
     parser.add_argument("--no-refmod", action="store_true")
@@ -92,7 +96,9 @@ def machine_info() -> dict:
     model = platform.machine()
     try:
         with open("/proc/cpuinfo") as cpuinfo:
-            model = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
+            model = next(
+                line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")
+            )
     except (OSError, StopIteration):
         pass
     from importlib.metadata import PackageNotFoundError, version
@@ -105,7 +111,9 @@ def machine_info() -> dict:
             versions[name] = None
     return {
         "cpu": model,
-        "cores_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cores_available": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
         "numba_threads": numba.get_num_threads(),
         "jax_device": str(jax.devices()[0]),
         "python": platform.python_version(),
@@ -155,7 +163,9 @@ def lumaxlike_cases(w, geometry, params) -> tuple[dict, dict, dict]:
     out, out_one = np.empty(w.shape), np.empty(one_band.shape)
 
     def numba_kernel(w_, out_):
-        return lambda: numba_model._amsa_pixels_kernel(w_, *prepared, scalars, legendre, use_legendre, out_)
+        return lambda: numba_model._amsa_pixels_kernel(
+            w_, *prepared, scalars, legendre, use_legendre, out_
+        )
 
     cases["numba_kernel"] = numba_kernel(w, out)
     cases["numba_kernel_one_band"] = numba_kernel(one_band, out_one)
@@ -177,7 +187,9 @@ def lumaxlike_cases(w, geometry, params) -> tuple[dict, dict, dict]:
 
     cases["jax"] = lambda: lumaxlike.amsa(w, *geometry, params, backend="jax").block_until_ready()
     cases["jax_kernel"] = in_x64(lambda: forward._amsa_flat(*device, params).block_until_ready())
-    cases["jax_kernel_one_band"] = in_x64(lambda: forward._amsa_flat(*device_one, params).block_until_ready())
+    cases["jax_kernel_one_band"] = in_x64(
+        lambda: forward._amsa_flat(*device_one, params).block_until_ready()
+    )
     cases["jax_copy_w_to_device"] = in_x64(lambda: jax.device_put(w).block_until_ready())
     results["jax"] = np.asarray(cases["jax"]())  # also fills amsa's jit cache (AOT does not)
     for name in ("jax_kernel", "jax_kernel_one_band"):
@@ -201,7 +213,9 @@ def refmod_legendre(params, n_max: int = 15) -> np.ndarray:
     return b_n
 
 
-def refmod_cases(w, geometry, params, problems: int, lumaxlike_r: np.ndarray) -> tuple[dict, dict, dict]:
+def refmod_cases(
+    w, geometry, params, problems: int, lumaxlike_r: np.ndarray
+) -> tuple[dict, dict, dict]:
     """refmod's `amsa` as published (eager vmap) and jitted, on the first pixels of the cube."""
     from refmod.hapke.amsa import amsa as refmod_amsa
 
@@ -215,7 +229,9 @@ def refmod_cases(w, geometry, params, problems: int, lumaxlike_r: np.ndarray) ->
                "h_cb": float(params.hc), "b0_cb": float(params.bc0)}  # fmt: skip
     jitted = jax.jit(lambda w_, i, e, n: refmod_amsa(w_, b_n, i, e, n, **scalars))
     cases = {
-        "refmod_eager": lambda: _x64(lambda: refmod_amsa(flat_w, b_n, *flat_geometry, **scalars).block_until_ready()),
+        "refmod_eager": lambda: _x64(
+            lambda: refmod_amsa(flat_w, b_n, *flat_geometry, **scalars).block_until_ready()
+        ),
         "refmod_jit": lambda: _x64(lambda: jitted(flat_w, *flat_geometry).block_until_ready()),
     }
     warmup_s = {}
@@ -229,7 +245,9 @@ def refmod_cases(w, geometry, params, problems: int, lumaxlike_r: np.ndarray) ->
     info = {
         "problems": int(flat_w.size),
         "pixels": pixels,
-        "max_relative_model_difference": float(np.max(np.abs(r[both] / ours[both] - 1))) if both.any() else None,
+        "max_relative_model_difference": float(np.max(np.abs(r[both] / ours[both] - 1)))
+        if both.any()
+        else None,
         "refmod_finite_where_lumaxlike_nan": int((np.isfinite(r) & np.isnan(ours)).sum()),
         "refmod_nan_where_lumaxlike_finite": int((np.isnan(r) & np.isfinite(ours)).sum()),
     }
@@ -265,7 +283,11 @@ def print_report(report: dict) -> None:
           "cpu s / cores estimates the wall time of an idle one".format(repeat=s["repeat"]))  # fmt: skip
     refmod = r["cases"].get("refmod_eager") is not None
     header = f"{'':28s}{'compile s':>10s}{'wall s':>8s}{'cpu s':>8s}{'M eval/s':>10s}"
-    print(header + (f"{'x refmod (published/jit)':>26s}" if refmod else "") + "  target (wall per 1e8 evaluations)")
+    print(
+        header
+        + (f"{'x refmod (published/jit)':>26s}" if refmod else "")
+        + "  target (wall per 1e8 evaluations)"
+    )
     for case, label, compile_key, target_key in ROWS:
         row = r["cases"].get(case)
         if row is None:
@@ -301,25 +323,37 @@ def print_report(report: dict) -> None:
                 f"amsa's own {c[public]['wall_s'] - c[kernel]['wall_s']:.3f} s{extra}")  # fmt: skip
 
     print("where the wall time goes:")
-    print("  numba: " + split("numba_kernel", "numba_kernel_one_band", "numba", " (output allocation + first touch)"))
+    print(
+        "  numba: "
+        + split(
+            "numba_kernel", "numba_kernel_one_band", "numba", " (output allocation + first touch)"
+        )
+    )
     print("  jax:   " + split("jax_kernel", "jax_kernel_one_band", "jax",
                               f" (copying w to the device alone {c['jax_copy_w_to_device']['wall_s']:.3f} s)"))  # fmt: skip
 
 
 def main(argv=None) -> int:
     args = ARGS if argv is None and ARGS is not None else parse_args(argv)
-    report = {"machine": machine_info(), "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    report = {
+        "machine": machine_info(),
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+    }
     params = FULL_PARAMS
     w, geometry = make_cube(args.pixels, args.bands, args.seed)
     print("compiling and warming up ...", file=sys.stderr)
     cases, compile_s, outputs = lumaxlike_cases(w, geometry, params)
     results = {"compile_s": compile_s}
     finite = np.isfinite(outputs["jax"])
-    results["numba_vs_jax_max_rel"] = float(np.max(np.abs(outputs["numba"][finite] / outputs["jax"][finite] - 1)))
+    results["numba_vs_jax_max_rel"] = float(
+        np.max(np.abs(outputs["numba"][finite] / outputs["jax"][finite] - 1))
+    )
     results["nan_agreement"] = bool(np.array_equal(np.isnan(outputs["numba"]), ~finite))
     results["nan_fraction"] = float((~finite).mean())
     if not args.no_refmod and args.refmod_problems > 0 and refmod_available():
-        refmod, warmup_s, results["refmod"] = refmod_cases(w, geometry, params, args.refmod_problems, outputs["jax"])
+        refmod, warmup_s, results["refmod"] = refmod_cases(
+            w, geometry, params, args.refmod_problems, outputs["jax"]
+        )
         cases.update(refmod)
         compile_s.update(warmup_s)
     del outputs
@@ -333,11 +367,20 @@ def main(argv=None) -> int:
     for name, runs in times.items():
         wall, cpu = min(runs)
         problems = results["refmod"]["problems"] if name.startswith("refmod") else w.size
-        results["cases"][name] = {"wall_s": wall, "cpu_s": cpu, "runs": runs, "evaluations_per_s": problems / wall}
+        results["cases"][name] = {
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "runs": runs,
+            "evaluations_per_s": problems / wall,
+        }
     if "refmod_eager" in results["cases"]:
-        for name, row in results["cases"].items():
-            row["x_refmod_published"] = row["evaluations_per_s"] / results["cases"]["refmod_eager"]["evaluations_per_s"]
-            row["x_refmod_jit"] = row["evaluations_per_s"] / results["cases"]["refmod_jit"]["evaluations_per_s"]
+        for row in results["cases"].values():
+            row["x_refmod_published"] = (
+                row["evaluations_per_s"] / results["cases"]["refmod_eager"]["evaluations_per_s"]
+            )
+            row["x_refmod_jit"] = (
+                row["evaluations_per_s"] / results["cases"]["refmod_jit"]["evaluations_per_s"]
+            )
     report["results"] = results
     report["machine"]["load_average_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     print_report(report)

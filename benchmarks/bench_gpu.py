@@ -137,7 +137,9 @@ def normalize_row(side: int, bands: int, dtype, repeat: int) -> dict:
             "converged_fraction": float(converged.mean())}  # fmt: skip
 
 
-def fit_row(pixels: int, bands: int, observations: int, dtype, repeat: int, chunk_size: int | None) -> dict:
+def fit_row(
+    pixels: int, bands: int, observations: int, dtype, repeat: int, chunk_size: int | None
+) -> dict:
     scene = make_scene(pixels, bands, observations)
     pieces = [scene[k].astype(dtype) for k in ("refl", "to_sun", "to_sensor", "normal")]
     results = {}
@@ -191,7 +193,9 @@ def sample_row(pixels: int, bands: int, repeat: int) -> dict:
     pieces = [scene[k] for k in ("refl", "to_sun", "to_sensor", "normal")]
 
     def call():
-        lumaxlike.sample(*pieces, start_params(("w", "b", "c")), free=("w", "b", "c"), refl_sigma=NOISE_SIGMA)
+        lumaxlike.sample(
+            *pieces, start_params(("w", "b", "c")), free=("w", "b", "c"), refl_sigma=NOISE_SIGMA
+        )
         return pixels * bands
 
     return {**timed(call, repeat), "pixels": pixels, "bands": bands, "dtype": "float64"}
@@ -214,8 +218,13 @@ def compile_reference_row(pixels: int, bands: int) -> dict:
             continue  # the same backend
         for dtype in (np.float32, np.float64):
             with jax.enable_x64(dtype == np.float64):
-                put = lambda a, dtype=dtype, device=device: jax.device_put(np.asarray(a, dtype), device)
-                refl, to_sun, to_sensor, normal = (put(cube[k]) for k in ("refl", "to_sun", "to_sensor", "normal"))
+
+                def put(a, dtype=dtype, device=device):
+                    return jax.device_put(np.asarray(a, dtype), device)
+
+                refl, to_sun, to_sensor, normal = (
+                    put(cube[k]) for k in ("refl", "to_sun", "to_sensor", "normal")
+                )
                 kernels = {
                     "amsa": (_amsa_flat, (put(cube["w_true"]), to_sun, to_sensor, normal, FULL_PARAMS), {}),
                     "invert_solver": (solve_albedo_jax, (refl, to_sun, to_sensor, normal, FULL_PARAMS, None),
@@ -241,7 +250,10 @@ def plan_rows(sizes: dict, args) -> dict:
     wanted = [r for r in args.rows.split(",") if r]
     if "compile" in wanted:
         pixels, bands = sizes["compile"]
-        rows["compile reference"] = (f"{pixels} pixels x {bands} bands", lambda: compile_reference_row(pixels, bands))
+        rows["compile reference"] = (
+            f"{pixels} pixels x {bands} bands",
+            lambda: compile_reference_row(pixels, bands),
+        )
     for dtype in (np.float32, np.float64):
         name = np.dtype(dtype).name
         if "forward" in wanted:
@@ -268,26 +280,41 @@ def plan_rows(sizes: dict, args) -> dict:
                                               lambda route=route: unmix_row(side, route, args.repeat))  # fmt: skip
     if "sample" in wanted:
         pixels, bands = sizes["sample"]
-        rows["sample float64"] = (f"{pixels}x{bands} problems x 16 obs", lambda: sample_row(pixels, bands, args.repeat))
+        rows["sample float64"] = (
+            f"{pixels}x{bands} problems x 16 obs",
+            lambda: sample_row(pixels, bands, args.repeat),
+        )
     return rows
 
 
 def print_report(report: dict) -> None:
     print(f"\ndevice: {report['device']} ({report['device_kind']})\n")
-    print("| row | shape | dtype | compile s | run s (median) | problems/s (median) | best | device peak |")
+    print(
+        "| row | shape | dtype | compile s | run s (median) | problems/s (median) | best | device peak |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name, row in report["rows"].items():
         if name == "compile reference" and "error" not in row:
             continue
         if "error" in row or "skipped" in row:
-            print(f"| {name} | {row.get('shape', '')} | | {row.get('error') or row.get('skipped')} | | | | |")
+            print(
+                f"| {name} | {row.get('shape', '')} | | {row.get('error') or row.get('skipped')} | | | | |"
+            )
             continue
-        peak = "-" if row.get("device_peak_bytes") is None else f"{row['device_peak_bytes'] / 1e9:.2f} GB"
-        print(f"| {name} | {row['shape']} | {row['dtype']} | {row['compile_s']:.2f} | {row['seconds']:.3f} | "
-              f"{fmt_rate(row['problems_per_s'])} | {fmt_rate(row['best_problems_per_s'])} | {peak} |")
+        peak = (
+            "-"
+            if row.get("device_peak_bytes") is None
+            else f"{row['device_peak_bytes'] / 1e9:.2f} GB"
+        )
+        print(
+            f"| {name} | {row['shape']} | {row['dtype']} | {row['compile_s']:.2f} | {row['seconds']:.3f} | "
+            f"{fmt_rate(row['problems_per_s'])} | {fmt_rate(row['best_problems_per_s'])} | {peak} |"
+        )
     reference = report["rows"].get("compile reference", {})
     if "error" not in reference:
-        print("\n| kernel (FULL_PARAMS: roughness, SHOE, CBOE) | trace + lower s | XLA compile s | its CPU s |")
+        print(
+            "\n| kernel (FULL_PARAMS: roughness, SHOE, CBOE) | trace + lower s | XLA compile s | its CPU s |"
+        )
         print("|---|---|---|---|")
         for name, times in reference.items():
             if isinstance(times, dict) and "xla_compile_s" in times:
@@ -300,7 +327,15 @@ def run_guarded(name: str, argv: list[str], compile_limit: float, run_limit: flo
     seconds, or the rest `run_limit` seconds."""
     with tempfile.TemporaryDirectory(prefix="lumaxlike-gpu-row-") as folder:
         out = Path(folder) / "row.json"
-        command = [sys.executable, str(Path(__file__).resolve()), *argv, "--child", name, "--json", str(out)]
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            *argv,
+            "--child",
+            name,
+            "--json",
+            str(out),
+        ]
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  start_new_session=True)  # fmt: skip
         lines: queue.Queue = queue.Queue()
@@ -312,14 +347,26 @@ def run_guarded(name: str, argv: list[str], compile_limit: float, run_limit: flo
             lines.put(None)
 
         threading.Thread(target=pump, daemon=True).start()
-        start, compiled_at, limit, phase = time.monotonic(), None, compile_limit, "warm-up (data, compile)"
+        start, compiled_at, limit, phase = (
+            time.monotonic(),
+            None,
+            compile_limit,
+            "warm-up (data, compile)",
+        )
         while True:
-            left = start + limit - time.monotonic() if compiled_at is None else compiled_at + limit - time.monotonic()
+            left = (
+                start + limit - time.monotonic()
+                if compiled_at is None
+                else compiled_at + limit - time.monotonic()
+            )
             try:
                 line = lines.get(timeout=max(left, 0.0))
             except queue.Empty:
                 _stop(child)
-                return {"error": f"stopped: {phase} not finished after {limit:.0f} s", "log_tail": tail[-20:]}
+                return {
+                    "error": f"stopped: {phase} not finished after {limit:.0f} s",
+                    "log_tail": tail[-20:],
+                }
             if line is None:
                 break
             tail.append(line.rstrip())
@@ -344,13 +391,21 @@ def _stop(child: subprocess.Popen) -> None:
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="timed calls per row (default 3)")
-    parser.add_argument("--fit-chunk", type=int, default=8192, help="fit's chunk_size in pixels (default 8192)")
+    parser.add_argument(
+        "--fit-chunk", type=int, default=8192, help="fit's chunk_size in pixels (default 8192)"
+    )
     parser.add_argument("--rows", default="compile,forward,invert,normalize,fit,unmix,sample",
                         help="rows to run, comma-separated (default all)")  # fmt: skip
     parser.add_argument("--tiny", action="store_true", help="tiny sizes (checking the script)")
-    parser.add_argument("--allow-cpu", action="store_true", help="run even where the device is not a GPU")
-    parser.add_argument("--compile-limit", type=float, default=300.0, help="s a row's warm-up may take (300)")
-    parser.add_argument("--run-limit", type=float, default=900.0, help="s a row may run after its warm-up (900)")
+    parser.add_argument(
+        "--allow-cpu", action="store_true", help="run even where the device is not a GPU"
+    )
+    parser.add_argument(
+        "--compile-limit", type=float, default=300.0, help="s a row's warm-up may take (300)"
+    )
+    parser.add_argument(
+        "--run-limit", type=float, default=900.0, help="s a row may run after its warm-up (900)"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)  # one row, in this process
     parser.add_argument("--json", type=Path, default=RESULTS / "gpu.json")
     return parser.parse_args(argv)
@@ -371,7 +426,11 @@ def main(argv=None) -> int:
         args.json.write_text(json.dumps(row, default=str) + "\n")
         return 0
     forwarded = [a for a in (argv if argv is not None else sys.argv[1:])]
-    forwarded = [a for i, a in enumerate(forwarded) if a != "--json" and (i == 0 or forwarded[i - 1] != "--json")]
+    forwarded = [
+        a
+        for i, a in enumerate(forwarded)
+        if a != "--json" and (i == 0 or forwarded[i - 1] != "--json")
+    ]
     report = {"machine": machine_info(), "device": str(device), "device_kind": device.device_kind,
               "settings": vars(args) | {"json": str(args.json)}, "rows": {}}  # fmt: skip
     for name, (shape, _) in rows.items():
@@ -380,9 +439,15 @@ def main(argv=None) -> int:
         row.setdefault("shape", shape)
         report["rows"][name] = row
         if "problems_per_s" in row:
-            print(f"  {fmt_rate(row['problems_per_s'])}, compile {row['compile_s']:.2f} s", file=sys.stderr, flush=True)
+            print(
+                f"  {fmt_rate(row['problems_per_s'])}, compile {row['compile_s']:.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
         else:
-            print(f"  {row.get('error') or row.get('skipped') or 'done'}", file=sys.stderr, flush=True)
+            print(
+                f"  {row.get('error') or row.get('skipped') or 'done'}", file=sys.stderr, flush=True
+            )
     finish(report, print_report, args.json)
     return 0
 

@@ -149,12 +149,16 @@ def _invert_estimate(values_seconds, terms_seconds, pairs, pixels):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=10_000_000, help="(w, terms) pairs (default 10 M)")
+    parser.add_argument(
+        "--pairs", type=int, default=10_000_000, help="(w, terms) pairs (default 10 M)"
+    )
     parser.add_argument(
         "--bands", type=int, default=100, help="pairs sharing one pixel's terms (default 100)"
     )
     parser.add_argument("--repeat", type=int, default=3, help="timed runs, best kept (default 3)")
-    parser.add_argument("--json", type=Path, default=RESULTS / "h_functions.json", help="output file")
+    parser.add_argument(
+        "--json", type=Path, default=RESULTS / "h_functions.json", help="output file"
+    )
     return parser.parse_args(argv)
 
 

@@ -29,14 +29,18 @@ TIMED = (
 
 def import_once() -> tuple[float, list[str]]:
     """(seconds to import lumaxlike, heavy modules loaded) in a fresh process."""
-    out = subprocess.run([sys.executable, "-c", TIMED], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", TIMED], capture_output=True, text=True, check=True
+    ).stdout
     seconds, loaded = out.split(" ")
     return float(seconds), [name for name in loaded.strip().split(",") if name]
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="fresh processes timed; the best counts (default 5)")
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="fresh processes timed; the best counts (default 5)"
+    )
     parser.add_argument("--json", type=Path, default=RESULTS / "import.json")
     args = parser.parse_args(argv)
 

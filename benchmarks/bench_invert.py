@@ -101,7 +101,17 @@ def machine_info() -> dict:
     except OSError:
         pass
     versions = {"python": platform.python_version()}
-    for name in ("lumaxlike", "numpy", "scipy", "jax", "jaxlib", "numba", "optimistix", "equinox", "refmod"):
+    for name in (
+        "lumaxlike",
+        "numpy",
+        "scipy",
+        "jax",
+        "jaxlib",
+        "numba",
+        "optimistix",
+        "equinox",
+        "refmod",
+    ):
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -109,7 +119,9 @@ def machine_info() -> dict:
     info = {
         "cpu": model,
         "cores": os.cpu_count(),
-        "cores_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cores_available": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
         "numba_threads": numba.get_num_threads(),
         "jax_device": str(jax.devices()[0]),
         "platform": platform.platform(),
@@ -144,9 +156,13 @@ def _git_commit() -> str | None:
 def make_cube(side: int, bands: int, dtype=np.float64, seed: int = 0) -> dict:
     """The benchmark cube (`lumaxlike.testing.synthetic_cube` with the tests' geometry and
     FULL_PARAMS), with ``w_true``, flattened to (pixels, bands) / (pixels, 3)."""
-    cube = synthetic_cube(side, bands, dtype, params=FULL_PARAMS, seed=seed, geometry=random_geometry, truth=True)
+    cube = synthetic_cube(
+        side, bands, dtype, params=FULL_PARAMS, seed=seed, geometry=random_geometry, truth=True
+    )
     n = side * side
-    flat = {key: cube[key].reshape(n, -1) for key in ("refl", "to_sun", "to_sensor", "normal", "w_true")}
+    flat = {
+        key: cube[key].reshape(n, -1) for key in ("refl", "to_sun", "to_sensor", "normal", "w_true")
+    }
     flat["params"] = cube["params"]
     return flat
 
@@ -167,7 +183,10 @@ def _cpu_seconds() -> float:
 def warm_up_lumaxlike(cube, solver: str, chunk_size=None) -> dict:
     """Compile (JAX) or load the cache (numba) on the first chunk's pixels of `cube`."""
     n_bands = cube["refl"].shape[1]
-    chunk = min(chunk_size or solver_chunk_pixels(solver, n_bands, cube["refl"].dtype), cube["refl"].shape[0])
+    chunk = min(
+        chunk_size or solver_chunk_pixels(solver, n_bands, cube["refl"].dtype),
+        cube["refl"].shape[0],
+    )
     piece = slice(0, chunk)  # exactly one chunk: the timed run's chunk shape
     start = time.perf_counter()
     lumaxlike.invert(cube["refl"][piece], *(g[piece] for g in geometry(cube)), cube["params"],
@@ -317,7 +336,9 @@ def refmod_call(sample: dict, params):
     from refmod.hapke.inverse import invert_amsa
 
     with jax.enable_x64(True):
-        arrays = [jnp.asarray(sample[k], jnp.float64) for k in ("refl", "to_sun", "to_sensor", "normal")]
+        arrays = [
+            jnp.asarray(sample[k], jnp.float64) for k in ("refl", "to_sun", "to_sensor", "normal")
+        ]
         w = invert_amsa(
             arrays[0], jnp.asarray(refmod_legendre(params)), arrays[1], arrays[2], arrays[3],
             roughness=float(params.roughness), h_sh=float(params.hs), b0_sh=float(params.bs0),
@@ -409,11 +430,17 @@ def fmt_rate(rate: float) -> str:
 
 def print_report(report: dict) -> None:
     machine = report["machine"]
-    print(f"\nmachine: {machine['cpu']}, {machine['cores_available']} cores, numba threads "
-          f"{machine['numba_threads']}, jax {machine['versions']['jax']} ({machine['jax_device']})")
+    print(
+        f"\nmachine: {machine['cpu']}, {machine['cores_available']} cores, numba threads "
+        f"{machine['numba_threads']}, jax {machine['versions']['jax']} ({machine['jax_device']})"
+    )
     cube = report["cube"]
-    print(f"cube: {cube['side']} x {cube['side']} x {cube['bands']} {cube['dtype']} = {cube['problems']:,} problems\n")
-    print("| solver | problems | compile/warm-up s | run s | problems/s (median) | best | per CPU-second | max abs w error |")
+    print(
+        f"cube: {cube['side']} x {cube['side']} x {cube['bands']} {cube['dtype']} = {cube['problems']:,} problems\n"
+    )
+    print(
+        "| solver | problems | compile/warm-up s | run s | problems/s (median) | best | per CPU-second | max abs w error |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name, r in report["results"].items():
         if r is None:
@@ -422,16 +449,22 @@ def print_report(report: dict) -> None:
         error = "-" if r.get("max_abs_w_error") is None else f"{r['max_abs_w_error']:.1e}"
         best = fmt_rate(r.get("best_problems_per_s", r["problems_per_s"]))
         per_cpu = fmt_rate(r["problems_per_cpu_s"]) if "problems_per_cpu_s" in r else "-"
-        print(f"| {name} | {r['problems']:,} | {warm} | {r['seconds']:.2f} | "
-              f"{fmt_rate(r['problems_per_s'])} | {best} | {per_cpu} | {error} |")
+        print(
+            f"| {name} | {r['problems']:,} | {warm} | {r['seconds']:.2f} | "
+            f"{fmt_rate(r['problems_per_s'])} | {best} | {per_cpu} | {error} |"
+        )
     refmod = report["results"].get("refmod")
     if refmod:
-        print(f"\nrefmod accuracy: on lumaxlike's reflectance max |dw| {refmod['max_abs_w_error']:.1e} "
-              f"(median {refmod['median_abs_w_error']:.1e}; the models differ by up to "
-              f"{refmod['max_relative_model_difference']:.1%} in r); on its own forward model max |dw| "
-              f"{refmod['self_max_abs_w_error']:.1e} (median {refmod['self_median_abs_w_error']:.1e})")
+        print(
+            f"\nrefmod accuracy: on lumaxlike's reflectance max |dw| {refmod['max_abs_w_error']:.1e} "
+            f"(median {refmod['median_abs_w_error']:.1e}; the models differ by up to "
+            f"{refmod['max_relative_model_difference']:.1%} in r); on its own forward model max |dw| "
+            f"{refmod['self_max_abs_w_error']:.1e} (median {refmod['self_median_abs_w_error']:.1e})"
+        )
     if report.get("forward_units"):
-        print("\n| solver | invert time per problem, in forward evaluations (median over repetitions) |")
+        print(
+            "\n| solver | invert time per problem, in forward evaluations (median over repetitions) |"
+        )
         print("|---|---|")
         for solver, units in report["forward_units"].items():
             print(f"| {solver} | {units['median']:.2f} |")
@@ -440,13 +473,19 @@ def print_report(report: dict) -> None:
     for key, value in report["ratios"].items():
         solver, base = key.split("/")
         target = TARGETS.get(solver) if base == "refmod" else None
-        verdict = "" if target is None else f">= {target:g}x: {'met' if value >= target else 'NOT met'}"
+        verdict = (
+            "" if target is None else f">= {target:g}x: {'met' if value >= target else 'NOT met'}"
+        )
         print(f"| {key} | {value:,.1f}x | {verdict} |")
     if report.get("gpu"):
         g = report["gpu"]
-        peak = "-" if g.get("device_peak_bytes") is None else f"{g['device_peak_bytes'] / 1e9:.2f} GB"
-        print(f"\nGPU {g['device']}: {g['side']}x{g['side']}x{g['bands']} float32, {fmt_rate(g['problems_per_s'])}, "
-              f"compile {g['warmup_s']:.1f} s, max abs w error {g['max_abs_w_error']:.1e}, device peak {peak}")
+        peak = (
+            "-" if g.get("device_peak_bytes") is None else f"{g['device_peak_bytes'] / 1e9:.2f} GB"
+        )
+        print(
+            f"\nGPU {g['device']}: {g['side']}x{g['side']}x{g['bands']} float32, {fmt_rate(g['problems_per_s'])}, "
+            f"compile {g['warmup_s']:.1f} s, max abs w error {g['max_abs_w_error']:.1e}, device peak {peak}"
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -474,14 +513,26 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--side", type=int, default=512, help="pixels per side (default 512)")
     parser.add_argument("--bands", type=int, default=64, help="bands (default 64)")
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per solver, interleaved (default 5)")
-    parser.add_argument("--scipy-problems", type=int, default=2000, help="scipy subsample (default 2000)")
-    parser.add_argument("--refmod-problems", type=int, default=200_000, help="refmod subsample (default 200k)")
-    parser.add_argument("--chunk-size", type=int, default=None, help="invert's chunk_size (default: its own)")
-    parser.add_argument("--solvers", default="numba,jax", help="lumaxlike solvers to time (default numba,jax)")
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="timed runs per solver, interleaved (default 5)"
+    )
+    parser.add_argument(
+        "--scipy-problems", type=int, default=2000, help="scipy subsample (default 2000)"
+    )
+    parser.add_argument(
+        "--refmod-problems", type=int, default=200_000, help="refmod subsample (default 200k)"
+    )
+    parser.add_argument(
+        "--chunk-size", type=int, default=None, help="invert's chunk_size (default: its own)"
+    )
+    parser.add_argument(
+        "--solvers", default="numba,jax", help="lumaxlike solvers to time (default numba,jax)"
+    )
     parser.add_argument("--no-scipy", action="store_true")
     parser.add_argument("--no-refmod", action="store_true")
-    parser.add_argument("--gpu", action="store_true", help="also the 1024x1024x64 float32 GPU run (if a GPU)")
+    parser.add_argument(
+        "--gpu", action="store_true", help="also the 1024x1024x64 float32 GPU run (if a GPU)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=RESULTS / "invert.json")
     return parser.parse_args(argv)
@@ -496,7 +547,11 @@ def main(argv=None) -> int:
     report["cube"] = {"side": args.side, "bands": args.bands, "dtype": "float64", "problems": cube["refl"].size,
                       "finite_fraction": float(np.isfinite(cube["refl"]).mean())}  # fmt: skip
     use_refmod = not args.no_refmod and refmod_available()
-    refmod_sample = sample_problems(cube, args.refmod_problems, args.seed + 1, solvable_only=False) if use_refmod else None
+    refmod_sample = (
+        sample_problems(cube, args.refmod_problems, args.seed + 1, solvable_only=False)
+        if use_refmod
+        else None
+    )
 
     warm = {}
     for solver in solvers:
@@ -511,11 +566,17 @@ def main(argv=None) -> int:
     for rep in range(args.repeat):
         for solver in solvers:
             runs[solver].append(time_lumaxlike(cube, solver, args.chunk_size))
-            print(f"[{rep + 1}/{args.repeat}] {solver}: {fmt_rate(runs[solver][-1]['problems_per_s'])}", file=sys.stderr)
+            print(
+                f"[{rep + 1}/{args.repeat}] {solver}: {fmt_rate(runs[solver][-1]['problems_per_s'])}",
+                file=sys.stderr,
+            )
             runs[f"forward-{solver}"].append(time_forward(cube, solver))
         if use_refmod:
             runs["refmod"].append(time_refmod(refmod_sample, cube["params"]))
-            print(f"[{rep + 1}/{args.repeat}] refmod: {fmt_rate(runs['refmod'][-1]['problems_per_s'])}", file=sys.stderr)
+            print(
+                f"[{rep + 1}/{args.repeat}] refmod: {fmt_rate(runs['refmod'][-1]['problems_per_s'])}",
+                file=sys.stderr,
+            )
 
     results = {name: {**warm[name], **summarize(r)} for name, r in runs.items()}
     # invert's time per problem in forward evaluations of the same backend, same repetition
@@ -531,7 +592,11 @@ def main(argv=None) -> int:
             results[name] = scipy_baseline(sample, cube["params"], hoisted)
             print(f"{name}: {fmt_rate(results[name]['problems_per_s'])}", file=sys.stderr)
     report["results"] = results
-    baselines = {name: results.get(name) for name in ("refmod", "scipy", "scipy-hoisted") if results.get(name)}
+    baselines = {
+        name: results.get(name)
+        for name in ("refmod", "scipy", "scipy-hoisted")
+        if results.get(name)
+    }
     report["ratios"] = ratio_table({s: results[s]["problems_per_s"] for s in solvers}, baselines)
     if args.gpu:
         del cube

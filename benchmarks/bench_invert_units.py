@@ -55,9 +55,7 @@ def main(argv=None) -> int:
     parser.add_argument("--side", type=int, default=256)
     parser.add_argument("--bands", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument(
-        "--json", type=Path, default=HERE / "results" / "invert_units.json"
-    )
+    parser.add_argument("--json", type=Path, default=HERE / "results" / "invert_units.json")
     args = parser.parse_args(argv)
     cube = make_cube(args.side, args.bands)
     vectors, params, refl = geometry(cube), cube["params"], cube["refl"]

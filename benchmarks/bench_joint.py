@@ -82,9 +82,7 @@ def main():
     parser.add_argument("--jax-pixels", type=int, default=512)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--solvers", default="numba,jax")
-    parser.add_argument(
-        "--out", default=str(Path(__file__).parent / "results" / "joint.json")
-    )
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "joint.json"))
     args = parser.parse_args()
     import jax
 
@@ -101,10 +99,8 @@ def main():
             chunk_size=None if solver == "numba" else 256,
         )
         runs = {
-            "joint": lambda: lumaxlike.fit(
-                *data, START, free=FREE, shared=SHARED, **options
-            ),
-            "independent": lambda: lumaxlike.fit(*data, START, free=FREE, **options),
+            "joint": lambda: lumaxlike.fit(*data, START, free=FREE, shared=SHARED, **options),  # noqa: B023 (called in this iteration)
+            "independent": lambda: lumaxlike.fit(*data, START, free=FREE, **options),  # noqa: B023 (called in this iteration)
         }
         warm = {}
         for name, run in runs.items():
@@ -122,12 +118,9 @@ def main():
         entry = {
             "pixels": n,
             "first_call_s": warm,
-            "pixels_per_s": {
-                name: n / min(w for w, _ in t) for name, t in times.items()
-            },
+            "pixels_per_s": {name: n / min(w for w, _ in t) for name, t in times.items()},
             "cpu_s_per_wall_s": {
-                name: float(np.median([c / w for w, c in t]))
-                for name, t in times.items()
+                name: float(np.median([c / w for w, c in t])) for name, t in times.items()
             },
             "ratio_joint_over_independent": {
                 "median": float(np.median(ratios)),

@@ -72,9 +72,18 @@ def params_for(multiple_scattering: str, h_function: str, phase_function: str):
         return PHOTOMETRIC[h_function]
     default = (multiple_scattering, h_function, phase_function) == CONFIGURATIONS[0]
     return lumaxlike.HapkeParams(
-        b=0.21, c=0.45, roughness=math.radians(20.0), hs=0.06, bs0=1.0, hc=0.05, bc0=0.5,
-        porosity_k=1.0 if default else 1.5, asymmetry=0.0 if phase_function == "dhg" else -0.3,
-        multiple_scattering=multiple_scattering, h_function=h_function, phase_function=phase_function,
+        b=0.21,
+        c=0.45,
+        roughness=math.radians(20.0),
+        hs=0.06,
+        bs0=1.0,
+        hc=0.05,
+        bc0=0.5,
+        porosity_k=1.0 if default else 1.5,
+        asymmetry=0.0 if phase_function == "dhg" else -0.3,
+        multiple_scattering=multiple_scattering,
+        h_function=h_function,
+        phase_function=phase_function,
     )
 
 
@@ -83,7 +92,9 @@ def main(argv=None) -> int:
     parser.add_argument("--side", type=int, default=256, help="pixels per side (default 256)")
     parser.add_argument("--bands", type=int, default=32, help="bands (default 32)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per case (default 3)")
-    parser.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "models.json")
+    parser.add_argument(
+        "--json", type=Path, default=Path(__file__).parent / "results" / "models.json"
+    )
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(12)
@@ -96,11 +107,13 @@ def main(argv=None) -> int:
         refl = lumaxlike.reflectance(w_true, *geometry, params, backend="numba")
         for solver in ("numba", "jax"):
             start = time.perf_counter()
-            chunk = lumaxlike.invert(refl[: 1 << 13], *(g[: 1 << 13] for g in geometry), params, solver=solver)
+            chunk = lumaxlike.invert(
+                refl[: 1 << 13], *(g[: 1 << 13] for g in geometry), params, solver=solver
+            )
             cases[(configuration, solver)] = {"refl": refl, "params": params, "warmup_s": time.perf_counter() - start,
                                               "times": [], "chunk_status": chunk.counts()}  # fmt: skip
     for _ in range(args.repeat):
-        for (configuration, solver), case in cases.items():
+        for (_configuration, solver), case in cases.items():
             start = time.perf_counter()
             result = lumaxlike.invert(case["refl"], *geometry, case["params"], solver=solver)
             case["times"].append(time.perf_counter() - start)
@@ -121,9 +134,11 @@ def main(argv=None) -> int:
             "warmup_s": case["warmup_s"], "mean_iterations": case["mean_iterations"],
             "converged": case["converged"], "max_abs_w_error": case["max_error"],
         })  # fmt: skip
-        print(f"{configuration[0]:11s} {configuration[1]:15s} {configuration[2]:16s} {solver:6s} {rate / 1e6:7.2f} M/s "
-              f"({rate / default_rate:5.2f} x default)  {case['mean_iterations']:.2f} steps  "
-              f"max|dw| {case['max_error']:.1e}  warm-up {case['warmup_s']:.1f} s")
+        print(
+            f"{configuration[0]:11s} {configuration[1]:15s} {configuration[2]:16s} {solver:6s} {rate / 1e6:7.2f} M/s "
+            f"({rate / default_rate:5.2f} x default)  {case['mean_iterations']:.2f} steps  "
+            f"max|dw| {case['max_error']:.1e}  warm-up {case['warmup_s']:.1f} s"
+        )
     report = {"cube": {"pixels": n_pixels, "bands": args.bands, "dtype": "float64"}, "repeat": args.repeat,
               "machine": machine_info(), "rows": rows}  # fmt: skip
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -64,9 +64,7 @@ def main():
     parser.add_argument("--sigma", type=float, default=1e-3)
     args = parser.parse_args()
     refl, geometry = scene(args.pixels, args.sigma)
-    print(
-        f"device: {jax.devices()[0]}, cpus: {os.cpu_count()}, load before: {os.getloadavg()}"
-    )
+    print(f"device: {jax.devices()[0]}, cpus: {os.cpu_count()}, load before: {os.getloadavg()}")
     print(f"{args.pixels} problems, 16 observations, free {FREE}, sigma {args.sigma}")
     for name, options in SETTINGS.items():
         start = time.perf_counter()
@@ -78,9 +76,7 @@ def main():
             refl_sigma=args.sigma,
             **options,
         )
-        first = (
-            time.perf_counter() - start
-        )  # compiles the 8-pixel chunk shape (and the fit)
+        first = time.perf_counter() - start  # compiles the 8-pixel chunk shape (and the fit)
         start = time.perf_counter()
         result = lumaxlike.sample(
             refl, *geometry, TRUTH, free=FREE, refl_sigma=args.sigma, seed=1, **options

@@ -87,7 +87,9 @@ def size_sweep(sizes, bands=32) -> list[dict]:
                 group = run_profiles(configs)
                 records += group
                 rates = ", ".join(f"{r['side']}: {r['problems_per_s'] / 1e6:.2f}" for r in group)
-                log(f"sizes {task} {backend} {dtype} ({time.perf_counter() - start:.0f} s): M problems/s {rates}")
+                log(
+                    f"sizes {task} {backend} {dtype} ({time.perf_counter() - start:.0f} s): M problems/s {rates}"
+                )
     return records
 
 
@@ -98,7 +100,10 @@ def band_sweep(side, band_counts) -> list[dict]:
                    for b in sorted(band_counts)]  # fmt: skip
         group = run_profiles(configs)
         records += group
-        log(f"bands {solver}: " + ", ".join(f"{r['bands']}: {r['problems_per_s'] / 1e6:.2f}" for r in group))
+        log(
+            f"bands {solver}: "
+            + ", ".join(f"{r['bands']}: {r['problems_per_s'] / 1e6:.2f}" for r in group)
+        )
     return records
 
 
@@ -112,7 +117,9 @@ def thread_scaling(side, bands=32) -> list[dict]:
                 record = run_profile(ProfileConfig(side=side, bands=bands, solver=solver, dtype="float64",
                                                    threads=n, warmup=True))  # fmt: skip
                 runs.setdefault((solver, n), []).append(record)
-                log(f"threads {solver} {n} (run {repeat + 1}): {record['problems_per_s'] / 1e6:.2f} M problems/s")
+                log(
+                    f"threads {solver} {n} (run {repeat + 1}): {record['problems_per_s'] / 1e6:.2f} M problems/s"
+                )
     records = []
     for group in runs.values():
         best = dict(max(group, key=lambda r: r["problems_per_s"]))
@@ -131,7 +138,9 @@ def baselines(scipy_problems, refmod_problems, seed=0) -> dict:
         log(f"{name}: {bench_invert.fmt_rate(out[name]['problems_per_s'])}")
     if bench_invert.refmod_available():
         # refmod's rate does not depend on the image: its problems are independent
-        big = bench_invert.make_cube(int(np.ceil(np.sqrt(refmod_problems / 32))), 32, np.float64, seed)
+        big = bench_invert.make_cube(
+            int(np.ceil(np.sqrt(refmod_problems / 32))), 32, np.float64, seed
+        )
         sample = bench_invert.sample_problems(big, refmod_problems, seed + 1, solvable_only=False)
         warm = bench_invert.warm_up_refmod(sample, cube["params"])
         runs = [bench_invert.time_refmod(sample, cube["params"]) for _ in range(3)]
@@ -232,11 +241,17 @@ def plot(report, path: Path) -> None:
     axes[0, 0].legend(fontsize=7)
     axes[0, 1].legend(fontsize=7)
     for solver in BACKENDS:
-        rows = sorted((r for r in report.get("bands") or [] if r["solver"] == solver), key=lambda r: r["bands"])
+        rows = sorted(
+            (r for r in report.get("bands") or [] if r["solver"] == solver),
+            key=lambda r: r["bands"],
+        )
         if rows:
             axes[1, 0].plot([r["bands"] for r in rows], [r["problems_per_s"] for r in rows],
                             linestyle=styles[solver], marker="o", label=f"invert {solver} float64")  # fmt: skip
-        rows = sorted((r for r in report.get("threads") or [] if r["solver"] == solver), key=lambda r: r["threads"])
+        rows = sorted(
+            (r for r in report.get("threads") or [] if r["solver"] == solver),
+            key=lambda r: r["threads"],
+        )
         if rows:
             axes[1, 1].plot([r["threads"] for r in rows], [r["problems_per_s"] for r in rows],
                             linestyle=styles[solver], marker="o", label=f"invert {solver} float64")  # fmt: skip
@@ -261,10 +276,18 @@ def plot(report, path: Path) -> None:
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="sizes 64..256, band sweep at 128^2 (1.5-2 min)")
-    parser.add_argument("--sizes", default=None, help="comma-separated image sides, overriding the plan's")
-    parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run, of {','.join(SECTIONS)}")
-    parser.add_argument("--json", type=Path, default=None, help="default results/suite[_quick].json")
+    parser.add_argument(
+        "--quick", action="store_true", help="sizes 64..256, band sweep at 128^2 (1.5-2 min)"
+    )
+    parser.add_argument(
+        "--sizes", default=None, help="comma-separated image sides, overriding the plan's"
+    )
+    parser.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"sections to run, of {','.join(SECTIONS)}"
+    )
+    parser.add_argument(
+        "--json", type=Path, default=None, help="default results/suite[_quick].json"
+    )
     parser.add_argument("--png", type=Path, default=None, help="default results/suite[_quick].png")
     return parser.parse_args(argv)
 
@@ -310,7 +333,9 @@ def main(argv=None) -> int:
         print("\n## Baselines (float64)\n")
         for name, b in report["baselines"].items():
             if b is not None:
-                print(f"- {name}: {bench_invert.fmt_rate(b['problems_per_s'])} ({b['problems']:,} problems)")
+                print(
+                    f"- {name}: {bench_invert.fmt_rate(b['problems_per_s'])} ({b['problems']:,} problems)"
+                )
     if report["ratios"]:
         print("\n| ratio (float64, median over sizes) | value |\n|---|---|")
         for key, value in report["ratios"].items():

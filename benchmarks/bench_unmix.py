@@ -56,13 +56,13 @@ from bench_invert import finish, fmt_rate, machine_info
 
 import lumaxlike
 from lumaxlike import HapkeParams, Status
-from lumaxlike._model import equations as E
 from lumaxlike._memory import PeakRSS
-from lumaxlike.testing import random_geometry
+from lumaxlike._model import equations as E
 from lumaxlike._unmix.mixing import cross_section_fractions, cross_section_per_mass, mixed_albedo
 from lumaxlike._unmix.numba_unmix import two_step_numba
 from lumaxlike._unmix.simplex_qp import max_qp_steps
 from lumaxlike._unmix.unmix import ALBEDO_TOLERANCE, _finish, default_chunk_pixels
+from lumaxlike.testing import random_geometry
 
 RESULTS = bench_invert.RESULTS
 PARAMS = HapkeParams(b=0.3, c=0.4, roughness=0.3, hs=0.06, bs0=0.9)
@@ -78,7 +78,11 @@ def make_library(seed=0) -> lumaxlike.Endmembers:
     albedo = np.empty((N_END, N_BANDS))
     for j in range(N_END):
         continuum = rng.uniform(0.5, 0.9) + rng.uniform(-0.2, 0.2) * wavelength
-        depth, centre, width = rng.uniform(0.2, 0.4), 0.15 + 0.7 * j / (N_END - 1), rng.uniform(0.08, 0.2)
+        depth, centre, width = (
+            rng.uniform(0.2, 0.4),
+            0.15 + 0.7 * j / (N_END - 1),
+            rng.uniform(0.08, 0.2),
+        )
         albedo[j] = continuum - depth * np.exp(-(((wavelength - centre) / width) ** 2))
     return lumaxlike.Endmembers(
         names=tuple(f"mineral_{j}" for j in range(N_END)),
@@ -96,18 +100,28 @@ def make_scene(side: int, endmembers, seed=1) -> dict:
     absent = rng.uniform(size=n) < 0.2
     mass[absent, rng.integers(0, N_END, absent.sum())] = 0.0
     mass /= mass.sum(axis=-1, keepdims=True)
-    per_mass = cross_section_per_mass(endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency)
+    per_mass = cross_section_per_mass(
+        endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency
+    )
     w = mixed_albedo(cross_section_fractions(mass, per_mass), endmembers.albedo)
-    refl = lumaxlike.amsa(w, *geometry, PARAMS, backend="numba") + rng.normal(0.0, SIGMA, (n, N_BANDS))
+    refl = lumaxlike.amsa(w, *geometry, PARAMS, backend="numba") + rng.normal(
+        0.0, SIGMA, (n, N_BANDS)
+    )
     return {"refl": refl, "geometry": geometry, "mass": mass}
 
 
 def subset(scene: dict, index) -> dict:
-    return {"refl": scene["refl"][index], "geometry": [g[index] for g in scene["geometry"]], "mass": scene["mass"][index]}
+    return {
+        "refl": scene["refl"][index],
+        "geometry": [g[index] for g in scene["geometry"]],
+        "mass": scene["mass"][index],
+    }
 
 
 def call_unmix(scene, endmembers, solver, route):
-    return lumaxlike.unmix(scene["refl"], *scene["geometry"], endmembers, PARAMS, solver, route=route, refl_sigma=SIGMA)
+    return lumaxlike.unmix(
+        scene["refl"], *scene["geometry"], endmembers, PARAMS, solver, route=route, refl_sigma=SIGMA
+    )
 
 
 def timed(function, repeats: int) -> tuple[list[float], object, int]:
@@ -134,19 +148,38 @@ def accuracy(result, mass) -> dict:
         "counts": result.counts(),
         "max_abs_error": float(error.max()) if error.size else None,
         "median_z": float(np.median(z[free])) if free.any() else None,
-        "absent_at_bound_fraction": float(result.at_bound[ok][mass[ok] == 0.0].mean()) if (mass[ok] == 0.0).any() else None,
+        "absent_at_bound_fraction": float(result.at_bound[ok][mass[ok] == 0.0].mean())
+        if (mass[ok] == 0.0).any()
+        else None,
     }
 
 
 def w_space_step(inverted, endmembers, n_pixels):
     """The two-step route after the inversion, chunked as `unmix` chunks (numba)."""
     chunk = default_chunk_pixels(N_BANDS, N_END)
-    status = np.where(np.all(inverted.status == Status.CONVERGED, axis=-1), Status.CONVERGED, Status.UNREACHABLE)
+    status = np.where(
+        np.all(inverted.status == Status.CONVERGED, axis=-1), Status.CONVERGED, Status.UNREACHABLE
+    )
     for first in range(0, n_pixels, chunk):
         piece = slice(first, min(first + chunk, n_pixels))
         solve = status[piece] == Status.CONVERGED
-        solved = two_step_numba(inverted.w[piece], inverted.sigma[piece], solve, endmembers.albedo, True, max_qp_steps(N_END))
-        _finish(solved, status[piece].astype(np.int8), np.zeros(solve.shape, np.int32), endmembers, True, True, N_BANDS)
+        solved = two_step_numba(
+            inverted.w[piece],
+            inverted.sigma[piece],
+            solve,
+            endmembers.albedo,
+            True,
+            max_qp_steps(N_END),
+        )
+        _finish(
+            solved,
+            status[piece].astype(np.int8),
+            np.zeros(solve.shape, np.int32),
+            endmembers,
+            True,
+            True,
+            N_BANDS,
+        )
 
 
 def scipy_one_step(sample, endmembers) -> tuple[float, np.ndarray]:
@@ -156,7 +189,9 @@ def scipy_one_step(sample, endmembers) -> tuple[float, np.ndarray]:
     for i in range(sample["refl"].shape[0]):
         sun, sensor, normal = (tuple(g[i]) for g in sample["geometry"])
         legendre, use_legendre = PARAMS.legendre_coefficients(np)
-        terms = E.pixel_terms(sun, sensor, normal, *(float(v) for v in PARAMS.scalars()), legendre, use_legendre)
+        terms = E.pixel_terms(
+            sun, sensor, normal, *(float(v) for v in PARAMS.scalars()), legendre, use_legendre
+        )
         if not np.isfinite(terms.scale) or not np.all(np.isfinite(sample["refl"][i])):
             continue
         observed = sample["refl"][i]
@@ -167,7 +202,12 @@ def scipy_one_step(sample, endmembers) -> tuple[float, np.ndarray]:
             return np.append((np.array(model) - observed) / SIGMA, SUM_WEIGHT * (f.sum() - 1.0))
 
         fit = scipy.optimize.least_squares(
-            residual, np.full(N_END, 1.0 / N_END), bounds=(0.0, 1.0), xtol=1e-12, ftol=1e-12, gtol=1e-12
+            residual,
+            np.full(N_END, 1.0 / N_END),
+            bounds=(0.0, 1.0),
+            xtol=1e-12,
+            ftol=1e-12,
+            gtol=1e-12,
         )
         fractions[i] = fit.x
     return time.perf_counter() - start, fractions
@@ -185,9 +225,13 @@ def scipy_two_step(w, sigma_w, albedo) -> tuple[float, np.ndarray]:
 
 def print_report(report: dict) -> None:
     machine = report["machine"]
-    print(f"\nmachine: {machine['cpu']}, {machine['cores_available']} cores, numba threads {machine['numba_threads']}")
+    print(
+        f"\nmachine: {machine['cpu']}, {machine['cores_available']} cores, numba threads {machine['numba_threads']}"
+    )
     scene = report["scene"]
-    print(f"scene: {scene['side']} x {scene['side']} x {N_BANDS} bands x {N_END} endmembers, float64\n")
+    print(
+        f"scene: {scene['side']} x {scene['side']} x {N_BANDS} bands x {N_END} endmembers, float64\n"
+    )
     print("| run | pixels | best s | pixels/s | peak RSS MB | max abs error | median z |")
     print("|---|---|---|---|---|---|---|")
     for name, r in report["results"].items():
@@ -195,7 +239,9 @@ def print_report(report: dict) -> None:
         peak = f"{r['peak_rss'] / 1e6:.0f}" if r.get("peak_rss") else "-"
         error = f"{acc['max_abs_error']:.1e}" if acc.get("max_abs_error") is not None else "-"
         z = f"{acc['median_z']:.2f}" if acc.get("median_z") is not None else "-"
-        print(f"| {name} | {r['pixels']:,} | {r['best_s']:.3f} | {fmt_rate(r['rate'])} | {peak} | {error} | {z} |")
+        print(
+            f"| {name} | {r['pixels']:,} | {r['best_s']:.3f} | {fmt_rate(r['rate'])} | {peak} | {error} | {z} |"
+        )
     print()
     for name, value in report["ratios"].items():
         print(f"{name}: {value:,.0f} x")
@@ -203,7 +249,9 @@ def print_report(report: dict) -> None:
         print(f"max |{name}|: {value:.1e}")
     for name, target in TARGETS.items():
         rate = report["results"][name]["rate"]
-        print(f"target {name} >= {fmt_rate(target)}: {fmt_rate(rate)} ({'met' if rate >= target else 'NOT met'})")
+        print(
+            f"target {name} >= {fmt_rate(target)}: {fmt_rate(rate)} ({'met' if rate >= target else 'NOT met'})"
+        )
 
 
 def main(argv=None) -> int:
@@ -236,11 +284,22 @@ def main(argv=None) -> int:
                          "peak_rss": peak, "accuracy": accuracy(result, mass) if result is not None else None}  # fmt: skip
         print(f"{name}: {fmt_rate(pixels / min(times))}", file=sys.stderr)
 
-    times, one_step, peak = timed(lambda: call_unmix(scene, endmembers, "numba", "one_step"), args.repeats)
+    times, one_step, peak = timed(
+        lambda: call_unmix(scene, endmembers, "numba", "one_step"), args.repeats
+    )
     record("one_step numba", times, n, one_step, scene["mass"], peak)
-    times, two_step, peak = timed(lambda: call_unmix(scene, endmembers, "numba", "two_step"), args.repeats)
+    times, two_step, peak = timed(
+        lambda: call_unmix(scene, endmembers, "numba", "two_step"), args.repeats
+    )
     record("two_step numba (with invert)", times, n, two_step, scene["mass"], peak)
-    inverted = lumaxlike.invert(scene["refl"], *scene["geometry"], PARAMS, solver="numba", refl_sigma=SIGMA, tol=ALBEDO_TOLERANCE)
+    inverted = lumaxlike.invert(
+        scene["refl"],
+        *scene["geometry"],
+        PARAMS,
+        solver="numba",
+        refl_sigma=SIGMA,
+        tol=ALBEDO_TOLERANCE,
+    )
     times, _, peak = timed(lambda: w_space_step(inverted, endmembers, n), args.repeats)
     record("two_step after inversion", times, n, peak=peak)
 
@@ -248,10 +307,14 @@ def main(argv=None) -> int:
     agreement = {}
     for route in ("one_step", "two_step"):
         call_unmix(jax_scene, endmembers, "jax", route)  # compile
-        times, result, _ = timed(lambda route=route: call_unmix(jax_scene, endmembers, "jax", route), 1)
+        times, result, _ = timed(
+            lambda route=route: call_unmix(jax_scene, endmembers, "jax", route), 1
+        )
         record(f"{route} jax", times, jax_scene["refl"].shape[0], result, jax_scene["mass"])
         reference = one_step if route == "one_step" else two_step
-        agreement[f"{route} jax - numba"] = float(np.nanmax(np.abs(result.fractions - reference.fractions[: len(result.fractions)])))
+        agreement[f"{route} jax - numba"] = float(
+            np.nanmax(np.abs(result.fractions - reference.fractions[: len(result.fractions)]))
+        )
 
     sample = rng.choice(n, min(scipy_pixels, n), replace=False)
     seconds, scipy_cross = scipy_one_step(subset(scene, sample), endmembers)
@@ -259,21 +322,27 @@ def main(argv=None) -> int:
                                                "rate": len(sample) / seconds, "peak_rss": None, "accuracy": None}  # fmt: skip
     both = np.all(np.isfinite(scipy_cross), axis=-1) & (one_step.status[sample] == Status.CONVERGED)
     agreement["one_step scipy - numba (cross-section fractions)"] = float(
-        np.max(np.abs(scipy_cross[both] - one_step.cross_section[sample][both])) if both.any() else np.nan
+        np.max(np.abs(scipy_cross[both] - one_step.cross_section[sample][both]))
+        if both.any()
+        else np.nan
     )
     solved = np.flatnonzero(np.all(inverted.status == Status.CONVERGED, axis=-1))
     sample = rng.choice(solved, min(nnls_pixels, solved.size), replace=False)
-    seconds, nnls_cross = scipy_two_step(inverted.w[sample], inverted.sigma[sample], endmembers.albedo)
+    seconds, nnls_cross = scipy_two_step(
+        inverted.w[sample], inverted.sigma[sample], endmembers.albedo
+    )
     results["two_step scipy nnls"] = {"pixels": len(sample), "times_s": [seconds], "best_s": seconds,
                                       "rate": len(sample) / seconds, "peak_rss": None, "accuracy": None}  # fmt: skip
     ok = two_step.status[sample] == Status.CONVERGED
-    agreement["two_step scipy nnls - numba (cross-section fractions; nnls's sum row is weighted, not exact)"] = float(
-        np.max(np.abs(nnls_cross[ok] - two_step.cross_section[sample][ok]))
-    )
+    agreement[
+        "two_step scipy nnls - numba (cross-section fractions; nnls's sum row is weighted, not exact)"
+    ] = float(np.max(np.abs(nnls_cross[ok] - two_step.cross_section[sample][ok])))
     report["results"] = results
     report["ratios"] = {
-        "one_step numba / scipy least_squares": results["one_step numba"]["rate"] / results["one_step scipy least_squares"]["rate"],
-        "two_step after inversion / scipy nnls": results["two_step after inversion"]["rate"] / results["two_step scipy nnls"]["rate"],
+        "one_step numba / scipy least_squares": results["one_step numba"]["rate"]
+        / results["one_step scipy least_squares"]["rate"],
+        "two_step after inversion / scipy nnls": results["two_step after inversion"]["rate"]
+        / results["two_step scipy nnls"]["rate"],
     }
     report["agreement"] = agreement
     report["chunk_pixels"] = default_chunk_pixels(N_BANDS, N_END)

@@ -37,11 +37,7 @@ def listed_pages(nav) -> set[str]:
 
 def page_title(path: Path) -> str:
     heading = re.search(r"^# (.+)$", path.read_text(encoding="utf-8"), re.MULTILINE)
-    return (
-        heading.group(1).strip()
-        if heading
-        else path.stem.replace("-", " ").capitalize()
-    )
+    return heading.group(1).strip() if heading else path.stem.replace("-", " ").capitalize()
 
 
 def on_config(config):
@@ -55,9 +51,7 @@ def on_config(config):
     for name in unlisted:
         position = len(workflows)
         for after in (AFTER.get(name), AFTER.get(AFTER.get(name, ""))):
-            index = [
-                k for k, item in enumerate(workflows) if after in listed_pages(item)
-            ]
+            index = [k for k, item in enumerate(workflows) if after in listed_pages(item)]
             if index:
                 position = index[0] + 1
                 break
@@ -70,9 +64,7 @@ def public_names() -> list[str]:
     names = re.findall(r"\bas (\w+)", (ROOT / "lumaxlike" / "__init__.pyi").read_text())
     for module in OPTIONAL_MODULES:
         package = ROOT / "lumaxlike"
-        if (package / f"{module}.py").exists() or (
-            package / module / "__init__.py"
-        ).exists():
+        if (package / f"{module}.py").exists() or (package / module / "__init__.py").exists():
             names.append(module)
     return list(dict.fromkeys(names))
 
@@ -80,9 +72,7 @@ def public_names() -> list[str]:
 def ungrouped_names(api_dir: Path) -> list[str]:
     rendered = set()
     for page in api_dir.glob("*.md"):
-        rendered |= set(
-            re.findall(r"^::: lumaxlike\.(\w+)\s*$", page.read_text(), re.MULTILINE)
-        )
+        rendered |= set(re.findall(r"^::: lumaxlike\.(\w+)\s*$", page.read_text(), re.MULTILINE))
     return [name for name in public_names() if name not in rendered]
 
 

@@ -38,6 +38,7 @@ def __getattr__(name: str):
         return value
     return _public_getattr(name)
 
+
 # DataArray.hapke, registered when xarray is imported (at once if it already is); the
 # accessor's module is imported only then.
 _wrapt.register_post_import_hook("lumaxlike._xarray_accessor:register", "xarray")

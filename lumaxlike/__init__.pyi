@@ -3,51 +3,97 @@
 
 __version__: str
 
-from ._geometry import (
-    angles_from_geometry as angles_from_geometry,
-    direction_from_zenith_azimuth as direction_from_zenith_azimuth,
-    geometry_from_angles as geometry_from_angles,
-    normal_from_slope_aspect as normal_from_slope_aspect,
-    normals_from_dtm as normals_from_dtm,
-)
-from ._inverse.fit import default_bounds as default_bounds, fit as fit
-from ._inverse.invert import invert as invert
-from ._io.goniometer import GoniometerTable as GoniometerTable, read_goniometer_table as read_goniometer_table
-from ._io import (
-    OBS_BAND_NAMES as OBS_BAND_NAMES,
-    CubeInfo as CubeInfo,
-    CubeReader as CubeReader,
-    GeometryReader as GeometryReader,
-    ResultWriter as ResultWriter,
-    iter_cube_blocks as iter_cube_blocks,
-    read_cube as read_cube,
-    to_bidirectional_reflectance as to_bidirectional_reflectance,
-    write_result as write_result,
-)
-from ._spectral_library import SpectralLibrary as SpectralLibrary
-from ._io.spectral_library import read_spectral_library as read_spectral_library
-from ._io.product_dataarray import open_product as open_product
-from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
-from ._inverse.result import FitResult as FitResult, InversionResult as InversionResult
-from ._inverse.joint_result import JointFitResult as JointFitResult
-from ._inverse.status import Status as Status
-from ._sample import SampleResult as SampleResult, sample as sample
-from ._sample.xarray_sample import sample_dataarray as sample_dataarray
-from ._model.forward import amsa as amsa, h_function as h_function
-from ._normalize.normalize import NormalizationResult as NormalizationResult, normalize as normalize
-from ._io.file_normalization import normalize_file as normalize_file
-from ._io.file_inversion import invert_file as invert_file
-from ._run.progress import InversionSummary as InversionSummary
-from ._io.file_fit import fit_file as fit_file
-from ._params import HapkeParams as HapkeParams, porosity_k_from_filling_factor as porosity_k_from_filling_factor
-from ._provenance import Provenance as Provenance
-from ._io.provenance_files import read_provenance as read_provenance
-from ._xarray import invert_dataarray as invert_dataarray, normalize_dataarray as normalize_dataarray
-from ._xarray import unmix_dataarray as unmix_dataarray
-from ._xarray import fit_dataarray as fit_dataarray
-from ._io.file_unmixing import unmix_file as unmix_file
-from ._unmix import Endmembers as Endmembers, UnmixResult as UnmixResult, unmix as unmix
 from . import demo as demo
 from . import testing as testing
+from ._geometry import (
+    angles_from_geometry as angles_from_geometry,
+)
+from ._geometry import (
+    direction_from_zenith_azimuth as direction_from_zenith_azimuth,
+)
+from ._geometry import (
+    geometry_from_angles as geometry_from_angles,
+)
+from ._geometry import (
+    normal_from_slope_aspect as normal_from_slope_aspect,
+)
+from ._geometry import (
+    normals_from_dtm as normals_from_dtm,
+)
+from ._inverse.fit import default_bounds as default_bounds
+from ._inverse.fit import fit as fit
+from ._inverse.invert import invert as invert
+from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
+from ._inverse.joint_result import JointFitResult as JointFitResult
+from ._inverse.result import FitResult as FitResult
+from ._inverse.result import InversionResult as InversionResult
+from ._inverse.status import Status as Status
+from ._io import (
+    OBS_BAND_NAMES as OBS_BAND_NAMES,
+)
+from ._io import (
+    CubeInfo as CubeInfo,
+)
+from ._io import (
+    CubeReader as CubeReader,
+)
+from ._io import (
+    GeometryReader as GeometryReader,
+)
+from ._io import (
+    ResultWriter as ResultWriter,
+)
+from ._io import (
+    iter_cube_blocks as iter_cube_blocks,
+)
+from ._io import (
+    read_cube as read_cube,
+)
+from ._io import (
+    to_bidirectional_reflectance as to_bidirectional_reflectance,
+)
+from ._io import (
+    write_result as write_result,
+)
+from ._io.file_fit import fit_file as fit_file
+from ._io.file_inversion import invert_file as invert_file
+from ._io.file_normalization import normalize_file as normalize_file
+from ._io.file_unmixing import unmix_file as unmix_file
+from ._io.goniometer import (
+    GoniometerTable as GoniometerTable,
+)
+from ._io.goniometer import (
+    read_goniometer_table as read_goniometer_table,
+)
+from ._io.product_dataarray import open_product as open_product
+from ._io.provenance_files import read_provenance as read_provenance
+from ._io.spectral_library import read_spectral_library as read_spectral_library
+from ._model.forward import amsa as amsa
+from ._model.forward import h_function as h_function
 from ._model.model_forward import reflectance as reflectance
+from ._normalize.normalize import NormalizationResult as NormalizationResult
+from ._normalize.normalize import normalize as normalize
+from ._params import (
+    HapkeParams as HapkeParams,
+)
+from ._params import (
+    porosity_k_from_filling_factor as porosity_k_from_filling_factor,
+)
 from ._photometric import PhotometricFunction as PhotometricFunction
+from ._provenance import Provenance as Provenance
+from ._run.progress import InversionSummary as InversionSummary
+from ._sample import SampleResult as SampleResult
+from ._sample import sample as sample
+from ._sample.xarray_sample import sample_dataarray as sample_dataarray
+from ._spectral_library import SpectralLibrary as SpectralLibrary
+from ._unmix import Endmembers as Endmembers
+from ._unmix import UnmixResult as UnmixResult
+from ._unmix import unmix as unmix
+from ._xarray import fit_dataarray as fit_dataarray
+from ._xarray import (
+    invert_dataarray as invert_dataarray,
+)
+from ._xarray import (
+    normalize_dataarray as normalize_dataarray,
+)
+from ._xarray import unmix_dataarray as unmix_dataarray

@@ -68,7 +68,9 @@ def relative_azimuth(incidence, emission, phase, tolerance=PHASE_TOLERANCE):
         the triplet is inconsistent: g outside ``[|i - e|, i + e]``, i + e + g > 2 pi,
         or an angle outside ``[0, pi]``, each by more than ``tolerance``.
     """
-    i, e, g = (np.asarray(a, dtype=np.float64) for a in np.broadcast_arrays(incidence, emission, phase))
+    i, e, g = (
+        np.asarray(a, dtype=np.float64) for a in np.broadcast_arrays(incidence, emission, phase)
+    )
     x1, x2 = (g - i + e) / 2, (g + i - e) / 2
     x3, x4 = (i + e - g) / 2, (i + e + g) / 2
     with np.errstate(invalid="ignore"):
@@ -83,8 +85,9 @@ def relative_azimuth(incidence, emission, phase, tolerance=PHASE_TOLERANCE):
     return np.where(inconsistent, np.nan, 2.0 * np.arctan2(across, along))
 
 
-def geometry_from_angles(incidence, emission, azimuth=None, *, phase=None,
-                         tolerance=PHASE_TOLERANCE):
+def geometry_from_angles(
+    incidence, emission, azimuth=None, *, phase=None, tolerance=PHASE_TOLERANCE
+):
     """Direction vectors for a flat surface from incidence, emission and azimuth or phase.
 
     Give exactly one of ``azimuth`` and ``phase``: ``geometry_from_angles(i, e, psi)`` or
@@ -115,17 +118,21 @@ def geometry_from_angles(incidence, emission, azimuth=None, *, phase=None,
         ValueError: both or neither of ``azimuth`` and ``phase`` given.
     """
     if (azimuth is None) == (phase is None):
-        raise ValueError("geometry_from_angles takes exactly one of azimuth and phase, "
-                         f"got {'both' if azimuth is not None else 'neither'}")
+        raise ValueError(
+            "geometry_from_angles takes exactly one of azimuth and phase, "
+            f"got {'both' if azimuth is not None else 'neither'}"
+        )
     if phase is not None:
         incidence, emission, phase = np.broadcast_arrays(
-            np.asarray(incidence), np.asarray(emission), np.asarray(phase))
+            np.asarray(incidence), np.asarray(emission), np.asarray(phase)
+        )
         dtype = np.result_type(incidence.dtype, emission.dtype, phase.dtype, np.float32)
         azimuth = relative_azimuth(incidence, emission, phase, tolerance)
         incidence, emission = incidence.astype(np.float64), emission.astype(np.float64)
     else:
         incidence, emission, azimuth = np.broadcast_arrays(
-            np.asarray(incidence), np.asarray(emission), np.asarray(azimuth))
+            np.asarray(incidence), np.asarray(emission), np.asarray(azimuth)
+        )
         dtype = np.result_type(incidence.dtype, emission.dtype, azimuth.dtype, np.float32)
     to_sun = direction_from_zenith_azimuth(incidence, np.zeros_like(incidence))
     to_sensor = direction_from_zenith_azimuth(emission, azimuth)
@@ -174,8 +181,12 @@ def angles_from_geometry(to_sun, to_sensor, normal):
     s, v, n = np.broadcast_arrays(*(_unit(a) for a in arrays))
     s_flat = s - np.sum(s * n, axis=-1, keepdims=True) * n
     v_flat = v - np.sum(v * n, axis=-1, keepdims=True) * n
-    angles = (_angle_between(n, s), _angle_between(n, v), _angle_between(s, v),
-              _angle_between(s_flat, v_flat))
+    angles = (
+        _angle_between(n, s),
+        _angle_between(n, v),
+        _angle_between(s, v),
+        _angle_between(s_flat, v_flat),
+    )
     return tuple(a.astype(dtype, copy=False) for a in angles)
 
 
@@ -211,7 +222,9 @@ def normals_from_dtm(dtm, pixel_size):
     """
     dtm = np.asarray(dtm)
     if dtm.ndim != 2 or min(dtm.shape) < 2:
-        raise ValueError(f"dtm must be a 2-D array of at least 2 x 2 heights, got shape {dtm.shape}")
+        raise ValueError(
+            f"dtm must be a 2-D array of at least 2 x 2 heights, got shape {dtm.shape}"
+        )
     dx, dy = np.broadcast_to(np.asarray(pixel_size, dtype=np.float64), (2,))
     if not (dx > 0 and dy > 0):
         raise ValueError(f"pixel_size must be positive, got {pixel_size!r}")

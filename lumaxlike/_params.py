@@ -16,7 +16,7 @@ __all__ = ["HapkeParams", "FIELD_NAMES", "PARAMETER_NAMES", "porosity_k_from_fil
 FIELD_NAMES = ("b", "c", "roughness", "hs", "bs0", "hc", "bc0", "porosity_k", "asymmetry")
 PARAMETER_NAMES = ("w",) + FIELD_NAMES  # every parameter `fit` can free
 # Largest filling factor of Hapke's (2008) porosity factor: 1.209 phi^(2/3) < 1.
-MAX_FILLING_FACTOR = 1.209 ** -1.5
+MAX_FILLING_FACTOR = 1.209**-1.5
 
 
 def porosity_k_from_filling_factor(filling_factor) -> float:
@@ -32,7 +32,9 @@ def porosity_k_from_filling_factor(filling_factor) -> float:
     """
     phi = _finite_scalar("filling_factor", filling_factor)
     if not 0.0 <= phi < MAX_FILLING_FACTOR:
-        raise ValueError(f"filling_factor must lie in [0, {MAX_FILLING_FACTOR:.4f}), got {filling_factor!r}")
+        raise ValueError(
+            f"filling_factor must lie in [0, {MAX_FILLING_FACTOR:.4f}), got {filling_factor!r}"
+        )
     if phi == 0.0:
         return 1.0
     x = 1.209 * phi ** (2.0 / 3.0)
@@ -135,7 +137,9 @@ class HapkeParams(eqx.Module):
         }
         for name, ok in checks.items():
             if not ok:
-                raise ValueError(f"HapkeParams.{name}={concrete[name]!r} is outside its valid range")
+                raise ValueError(
+                    f"HapkeParams.{name}={concrete[name]!r} is outside its valid range"
+                )
         if self.legendre is not None and not isinstance(self.legendre, jax.core.Tracer):
             shape = np.shape(self.legendre)
             if len(shape) != 1 or not 1 <= shape[0] <= N_LEGENDRE + 1:
@@ -145,7 +149,9 @@ class HapkeParams(eqx.Module):
                 )
             coefficients = np.asarray(self.legendre)
             if coefficients.dtype.kind not in "fiu" or not np.all(np.isfinite(coefficients)):
-                raise ValueError(f"HapkeParams.legendre must hold finite numbers, got {self.legendre!r}")
+                raise ValueError(
+                    f"HapkeParams.legendre must hold finite numbers, got {self.legendre!r}"
+                )
 
     def legendre_coefficients(self, xp=np, dtype=np.float64):
         """(coefficients of length 16 in `dtype`, use_legendre flag) for the equations."""

@@ -73,7 +73,9 @@ class PhotometricFunction(eqx.Module):
                 return
             number = finite_scalar(f"PhotometricFunction.{name}", value)
             if number < 0.0:
-                raise ValueError(f"PhotometricFunction.{name}={number!r} is outside its valid range (>= 0)")
+                raise ValueError(
+                    f"PhotometricFunction.{name}={number!r} is outside its valid range (>= 0)"
+                )
             if name not in used and number != DEFAULTS[name]:
                 users = [kind for kind, (_, names) in KINDS.items() if name in names]
                 raise ValueError(

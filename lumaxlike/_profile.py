@@ -144,7 +144,9 @@ def _child(config: ProfileConfig, folder: str) -> dict:
     if config.mode == "file":
         return _child_file(config, folder, rss_start)
     rss_imports = current_rss()
-    cube = synthetic_cube(config.side, config.bands, config.dtype, seed=config.seed, truth=config.truth)
+    cube = synthetic_cube(
+        config.side, config.bands, config.dtype, seed=config.seed, truth=config.truth
+    )
     params = cube["params"]
     geometry = (cube["to_sun"], cube["to_sensor"], cube["normal"])
     w_true = cube.pop("w_true", None)
@@ -152,7 +154,11 @@ def _child(config: ProfileConfig, folder: str) -> dict:
     out = {"numba_threads": numba.get_num_threads()}
 
     if config.task == "forward":
-        w = np.random.default_rng(config.seed + 1).uniform(0.05, 0.95, cube["refl"].shape).astype(config.dtype)
+        w = (
+            np.random.default_rng(config.seed + 1)
+            .uniform(0.05, 0.95, cube["refl"].shape)
+            .astype(config.dtype)
+        )
 
         def call(pixels=None):
             r = lumaxlike.amsa(w, *geometry, params, backend=config.solver)
@@ -200,7 +206,9 @@ def _child(config: ProfileConfig, folder: str) -> dict:
         output_bytes = _nbytes(*dataclasses.astuple(result))
         converged = result.status == int(lumaxlike.Status.CONVERGED)
         out["converged_fraction"] = float(converged.mean())
-        out["mean_iterations"] = float(result.iterations[converged].mean()) if converged.any() else None
+        out["mean_iterations"] = (
+            float(result.iterations[converged].mean()) if converged.any() else None
+        )
         out["status_counts"] = result.counts()
         if w_true is not None:
             err = np.abs(result.w.astype(np.float64) - w_true)[converged]
@@ -223,7 +231,9 @@ def _child(config: ProfileConfig, folder: str) -> dict:
         jax_device=str(jax.devices()[0]),  # after the measurement: starts JAX's backend
     )
     if config.warmup:
-        out["compile_s"] = max(0.0, out["warmup_s"] - out["warmup_problems"] / out["problems_per_s"])
+        out["compile_s"] = max(
+            0.0, out["warmup_s"] - out["warmup_problems"] / out["problems_per_s"]
+        )
     return out
 
 
@@ -239,9 +249,16 @@ def _child_file(config: ProfileConfig, folder: str, rss_start: int) -> dict:
     # No reset of the high-water mark: the target is the whole process's peak.
     with memray_peak(config.memray, str(folder), out):
         summary = invert_file(
-            folder / "cube.tif", folder / "w.tif", geometry=str(folder / "obs.tif"),
-            params=default_params(), solver=config.solver, units="r", chunk_rows=chunk_rows,
-            overwrite=True, progress=False, max_iter=config.max_iter,
+            folder / "cube.tif",
+            folder / "w.tif",
+            geometry=str(folder / "obs.tif"),
+            params=default_params(),
+            solver=config.solver,
+            units="r",
+            chunk_rows=chunk_rows,
+            overwrite=True,
+            progress=False,
+            max_iter=config.max_iter,
         )
     problems = summary.pixels * summary.bands
     outputs = [Path(p) for p in summary.outputs.values()]
@@ -349,5 +366,10 @@ def format_table(records) -> str:
     header = [name for name, _ in TABLE_COLUMNS]
     rows = [[cell(r) for _, cell in TABLE_COLUMNS] for r in records]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    line = lambda cells: "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths)) + " |"
-    return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+
+    def line(cells):
+        return "| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths)) + " |"
+
+    return "\n".join(
+        [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)]
+    )

@@ -66,7 +66,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -93,12 +93,22 @@ LEGENDRE_PHASE_FUNCTION = "Legendre series"
 #: How each configuration choice of `HapkeParams` is recorded: field -> {choice: text}.
 CONFIGURATION_TEXT = {
     "multiple_scattering": {"amsa": "Hapke 2002 AMSA", "imsa": "Hapke 1981/1993 IMSA"},
-    "h_function": {"hapke2002": "Hapke 2002 eq. 13 approximation", "hapke1981": "Hapke 1981 two-stream",
-                   "exact": "exact Chandrasekhar H (isotropic scattering)"},
-    "phase_function": {"dhg": "double Henyey-Greenstein", "hg": "single Henyey-Greenstein",
-                       "cornette_shanks": "Cornette-Shanks 1992"},
+    "h_function": {
+        "hapke2002": "Hapke 2002 eq. 13 approximation",
+        "hapke1981": "Hapke 1981 two-stream",
+        "exact": "exact Chandrasekhar H (isotropic scattering)",
+    },
+    "phase_function": {
+        "dhg": "double Henyey-Greenstein",
+        "hg": "single Henyey-Greenstein",
+        "cornette_shanks": "Cornette-Shanks 1992",
+    },
 }
-_COMPONENT = {"multiple_scattering": "reflectance", "h_function": "h_function", "phase_function": "phase_function"}
+_COMPONENT = {
+    "multiple_scattering": "reflectance",
+    "h_function": "h_function",
+    "phase_function": "phase_function",
+}
 # Legendre coefficients replace the double Henyey-Greenstein (HapkeParams.phase_function "dhg")
 _RECORDED_ALSO = {"phase_function": {LEGENDRE_PHASE_FUNCTION: "dhg"}}
 
@@ -137,7 +147,9 @@ def model_of(params) -> dict[str, str]:
         return {"reflectance": PHOTOMETRIC_TEXT[params[0].kind]}
     keys = {p.model_key for p in params}
     if len(keys) > 1:
-        raise ValueError(f"the bands' HapkeParams mix model configurations {sorted(k.name for k in keys)}")
+        raise ValueError(
+            f"the bands' HapkeParams mix model configurations {sorted(k.name for k in keys)}"
+        )
     model = dict(MODEL)
     for field, texts in CONFIGURATION_TEXT.items():
         model[_COMPONENT[field]] = texts[getattr(params[0], field)]
@@ -152,17 +164,21 @@ def configuration_of(model: Mapping, source) -> dict[str, str]:
     for field, texts in CONFIGURATION_TEXT.items():
         recorded = model.get(_COMPONENT[field])
         choices = [choice for choice, text in texts.items() if text == recorded]
-        choices += [choice for text, choice in _RECORDED_ALSO.get(field, {}).items() if text == recorded]
+        choices += [
+            choice for text, choice in _RECORDED_ALSO.get(field, {}).items() if text == recorded
+        ]
         if not choices:
-            raise ValueError(f"{source} records the {_COMPONENT[field]} {recorded!r}, which this "
-                             f"lumaxlike does not know ({', '.join(texts.values())})")
+            raise ValueError(
+                f"{source} records the {_COMPONENT[field]} {recorded!r}, which this "
+                f"lumaxlike does not know ({', '.join(texts.values())})"
+            )
         configuration[field] = choices[0]
     return configuration
 
 
 def utc_now() -> str:
     """The current time, UTC ISO 8601 to the second (e.g. ``2026-11-30T06:14:30Z``)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _input_path(path) -> str | None:
@@ -272,15 +288,21 @@ class Provenance:
             "version": self.version,
             "model": dict(self.model),
             "bands": len(self.params),
-            **{f"param_{name}": _per_band([getattr(p, name) for p in self.params])
-               for name in (PHOTOMETRIC_PARAMETERS if _is_photometric(self.params) else FIELD_NAMES)},
+            **{
+                f"param_{name}": _per_band([getattr(p, name) for p in self.params])
+                for name in (
+                    PHOTOMETRIC_PARAMETERS if _is_photometric(self.params) else FIELD_NAMES
+                )
+            },
             "units": self.units,
             "solver": self.solver,
             "tol": self.tol,
             "max_iter": self.max_iter,
             "refl_sigma": self.refl_sigma,
             "input_cube": self.cube,
-            "input_geometry": [list(pair) for pair in self.geometry] if isinstance(self.geometry, tuple) else self.geometry,
+            "input_geometry": [list(pair) for pair in self.geometry]
+            if isinstance(self.geometry, tuple)
+            else self.geometry,
             "input_dtm": self.dtm,
             "command": self.command,
             "created": self.created,
@@ -300,9 +322,14 @@ class Provenance:
                 values[f"{kind}_{key}"] = value
         if any(getattr(p, "legendre", None) is not None for p in self.params):
             values["param_legendre"] = _per_band(
-                [None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)] for p in self.params]
+                [
+                    None if p.legendre is None else [float(v) for v in np.ravel(p.legendre)]
+                    for p in self.params
+                ]
             )
-        encoded = {PREFIX + key: json.dumps(value, allow_nan=False) for key, value in values.items()}
+        encoded = {
+            PREFIX + key: json.dumps(value, allow_nan=False) for key, value in values.items()
+        }
         if envi:
             encoded = {key: text.replace("=", "\\u003d") for key, text in encoded.items()}
         return encoded
@@ -317,15 +344,17 @@ class Provenance:
         }
 
     @classmethod
-    def from_attrs(cls, attrs: Mapping, source="attributes") -> "Provenance":
+    def from_attrs(cls, attrs: Mapping, source="attributes") -> Provenance:
         """Read the record from ``lumaxlike_*`` keys (other keys are ignored).
 
         Raises:
             ValueError: naming ``source`` and the key, when a key is missing or malformed.
         """
         if not any(str(key).startswith(PREFIX) for key in attrs):
-            raise ValueError(f"{source} holds no lumaxlike provenance ({PREFIX}* keys): "
-                             "was it written by lumaxlike?")
+            raise ValueError(
+                f"{source} holds no lumaxlike provenance ({PREFIX}* keys): "
+                "was it written by lumaxlike?"
+            )
 
         def get(key, optional=False):
             name = PREFIX + key
@@ -350,8 +379,10 @@ class Provenance:
         optional = {"porosity_k": 1.0, "asymmetry": 0.0} if kind is None else {}
         names = FIELD_NAMES if kind is None else PHOTOMETRIC_PARAMETERS
         per_field = {name: get(f"param_{name}", optional=name in optional) for name in names}
-        per_field = {name: optional[name] if value is None and name in optional else value
-                     for name, value in per_field.items()}
+        per_field = {
+            name: optional[name] if value is None and name in optional else value
+            for name, value in per_field.items()
+        }
         legendre = get("param_legendre", optional=True) if kind is None else None
         bands = typed("bands", int, get("bands"))
         if bands < 1:
@@ -363,16 +394,21 @@ class Provenance:
             per_band["param_legendre"] = legendre
         for key, value in per_band.items():
             if isinstance(value, list) and len(value) != bands:
-                raise ValueError(f"{source}: {PREFIX}{key} gives {len(value)} values for "
-                                 f"{PREFIX}bands = {bands}")
+                raise ValueError(
+                    f"{source}: {PREFIX}{key} gives {len(value)} values for {PREFIX}bands = {bands}"
+                )
         params = []
         for band in range(bands):
-            fields = {name: _band_value(value, band, source, name) for name, value in per_field.items()}
+            fields = {
+                name: _band_value(value, band, source, name) for name, value in per_field.items()
+            }
             fields.update(configuration)
             if legendre is not None:
                 fields["legendre"] = _band_legendre(legendre, band)
             try:
-                params.append(HapkeParams(**fields) if kind is None else PhotometricFunction(kind, **fields))
+                params.append(
+                    HapkeParams(**fields) if kind is None else PhotometricFunction(kind, **fields)
+                )
             except (TypeError, ValueError) as error:
                 raise ValueError(f"{source}: its model parameters are invalid: {error}") from None
         geometry = get("input_geometry")
@@ -383,7 +419,9 @@ class Provenance:
         standard = get("standard_deg", optional=True)
         if standard is not None:
             if not (_is_number_list(standard) and len(standard) == 3):
-                raise ValueError(f"{source}: {PREFIX}standard_deg has the unexpected value {standard!r}")
+                raise ValueError(
+                    f"{source}: {PREFIX}standard_deg has the unexpected value {standard!r}"
+                )
             standard = tuple(math.radians(angle) for angle in standard)
         param_maps = get("input_param_maps", optional=True)
         if param_maps is not None:
@@ -391,7 +429,7 @@ class Provenance:
         settings = {}
         for kind in _SETTINGS_KINDS:
             start = f"{PREFIX}{kind}_"
-            keys = sorted(str(key)[len(start):] for key in attrs if str(key).startswith(start))
+            keys = sorted(str(key)[len(start) :] for key in attrs if str(key).startswith(start))
             settings[f"{kind}_settings"] = {key: get(f"{kind}_{key}") for key in keys} or None
         return cls(
             version=typed("version", str, get("version")),
@@ -419,18 +457,35 @@ class Provenance:
         """Raise ValueError, naming ``source``, unless this lumaxlike runs the recorded model."""
         expected = model_of(self.params)
         if dict(self.model) != expected:
-            raise ValueError(f"{source} was made with the model {dict(self.model)}; this lumaxlike "
-                             f"runs {expected}")
+            raise ValueError(
+                f"{source} was made with the model {dict(self.model)}; this lumaxlike "
+                f"runs {expected}"
+            )
 
 
 #: operations whose outputs carry their own ``lumaxlike_<kind>_*`` settings
 _SETTINGS_KINDS = ("fit", "unmix")
 
 
-def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigma, dtype,
-                    command: str, cube=None, geometry=None, dtm=None, created: str | None = None,
-                    geometry_layout=None, standard=None, param_maps=None,
-                    product=None) -> Provenance:
+def make_provenance(
+    *,
+    params,
+    units: str,
+    solver: str,
+    tol,
+    max_iter,
+    refl_sigma,
+    dtype,
+    command: str,
+    cube=None,
+    geometry=None,
+    dtm=None,
+    created: str | None = None,
+    geometry_layout=None,
+    standard=None,
+    param_maps=None,
+    product=None,
+) -> Provenance:
     """The record of a run, with the solver defaults resolved to the values used.
 
     Args:
@@ -467,7 +522,9 @@ def make_provenance(*, params, units: str, solver: str, tol, max_iter, refl_sigm
         created=utc_now() if created is None else created,
         geometry_layout=None if geometry_layout is None else dict(geometry_layout),
         standard=None if standard is None else tuple(float(angle) for angle in standard),
-        param_maps=None if param_maps is None else tuple(
+        param_maps=None
+        if param_maps is None
+        else tuple(
             (str(name), _input_path(value) if isinstance(value, (str, Path)) else None)
             for name, value in param_maps.items()
         ),
@@ -490,7 +547,9 @@ def _call_repr(value) -> str:
     if value is None or isinstance(value, (str, bool, int, float)):
         return repr(value)
     if isinstance(value, PhotometricFunction):
-        fields = ", ".join(f"{name}={float(getattr(value, name))!r}" for name in value.used_parameters)
+        fields = ", ".join(
+            f"{name}={float(getattr(value, name))!r}" for name in value.used_parameters
+        )
         return f"PhotometricFunction({value.kind!r}{', ' if fields else ''}{fields})"
     if isinstance(value, HapkeParams):
         fields = ", ".join(f"{name}={float(getattr(value, name))!r}" for name in FIELD_NAMES)
@@ -513,7 +572,11 @@ def _per_band(values: list):
 
 def _band_value(value, band: int, source, name: str) -> float:
     chosen = value[band] if isinstance(value, list) else value
-    if isinstance(chosen, bool) or not isinstance(chosen, (int, float)) or not math.isfinite(chosen):
+    if (
+        isinstance(chosen, bool)
+        or not isinstance(chosen, (int, float))
+        or not math.isfinite(chosen)
+    ):
         raise ValueError(f"{source}: {PREFIX}param_{name} has the unexpected value {value!r}")
     return float(chosen)
 

@@ -70,7 +70,9 @@ def check_band_sigma(refl_sigma, n_bands: int):
         return None
     band_sigma = as_float_array("refl_sigma", refl_sigma)
     if band_sigma.ndim > 1 or (band_sigma.ndim == 1 and band_sigma.shape[0] != n_bands):
-        raise ValueError(f"refl_sigma must be a scalar or one value per band ({n_bands}), got shape {band_sigma.shape}")
+        raise ValueError(
+            f"refl_sigma must be a scalar or one value per band ({n_bands}), got shape {band_sigma.shape}"
+        )
     if not np.all(np.isfinite(band_sigma) & (band_sigma >= 0.0)):
         raise ValueError("refl_sigma must be non-negative and finite")
     return band_sigma

@@ -43,8 +43,8 @@ import xarray as xr
 from ._geometry import direction_from_zenith_azimuth, geometry_from_angles
 from ._inverse.invert import default_chunk_pixels
 from ._inverse.status import Status
-from ._run.tasks import SolverOptions, invert_block, per_band_params
 from ._io.geometry_rasters import ANGLE_ROLES
+from ._io.layout import FIELD_ATTRS, RESULT_FIELDS
 from ._io.product_dataarray import (
     bad_bands_of,
     product_geometry_of,
@@ -52,10 +52,16 @@ from ._io.product_dataarray import (
     refuse_normalised_dataarray,
 )
 from ._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from ._io.layout import FIELD_ATTRS, RESULT_FIELDS
 from ._provenance import make_provenance, python_call
+from ._run.tasks import SolverOptions, invert_block, per_band_params
 
-__all__ = ["SPECTRAL_DIMS", "VECTOR_NAMES", "invert_dataarray", "normalize_dataarray", "unmix_dataarray"]
+__all__ = [
+    "SPECTRAL_DIMS",
+    "VECTOR_NAMES",
+    "invert_dataarray",
+    "normalize_dataarray",
+    "unmix_dataarray",
+]
 
 SPECTRAL_DIMS = ("band", "wavelength")
 """Names recognised as the spectral dim of a reflectance DataArray."""
@@ -87,7 +93,9 @@ def _spectral_dim(refl: xr.DataArray, spectral_dim) -> str:
 def _angle_radians(geometry: Mapping, role: str) -> xr.DataArray:
     angle = geometry[role]
     if not isinstance(angle, xr.DataArray):
-        raise ValueError(f"geometry[{role!r}] must be an xarray.DataArray, got {type(angle).__name__}")
+        raise ValueError(
+            f"geometry[{role!r}] must be an xarray.DataArray, got {type(angle).__name__}"
+        )
     units = str(angle.attrs.get("units", "degrees")).lower()
     if units in ("deg", "degree", "degrees", "degrees_east", "degrees_north"):
         return np.deg2rad(angle)
@@ -98,7 +106,9 @@ def _angle_radians(geometry: Mapping, role: str) -> xr.DataArray:
 
 def _directions(zenith: xr.DataArray, azimuth: xr.DataArray) -> xr.DataArray:
     return xr.apply_ufunc(
-        direction_from_zenith_azimuth, zenith, azimuth,
+        direction_from_zenith_azimuth,
+        zenith,
+        azimuth,
         output_core_dims=[[_VECTOR_DIM]],
         dask="parallelized",
         output_dtypes=[np.result_type(zenith.dtype, azimuth.dtype, np.float32)],
@@ -114,7 +124,8 @@ def _triplet_vectors(incidence, emission, phase):
 def _triplet_directions(rad: dict) -> tuple:
     dtype = np.result_type(*(rad[r].dtype for r in TRIPLET_NAMES), np.float32)
     return xr.apply_ufunc(
-        _triplet_vectors, *(rad[r] for r in TRIPLET_NAMES),
+        _triplet_vectors,
+        *(rad[r] for r in TRIPLET_NAMES),
         output_core_dims=[[_VECTOR_DIM]] * 3,
         dask="parallelized",
         output_dtypes=[dtype] * 3,
@@ -125,7 +136,9 @@ def _triplet_directions(rad: dict) -> tuple:
 def _vector(geometry: Mapping, name: str, pixel_dims) -> xr.DataArray:
     vector = geometry[name]
     if not isinstance(vector, xr.DataArray):
-        raise ValueError(f"geometry[{name!r}] must be an xarray.DataArray, got {type(vector).__name__}")
+        raise ValueError(
+            f"geometry[{name!r}] must be an xarray.DataArray, got {type(vector).__name__}"
+        )
     extra = [dim for dim in vector.dims if dim not in pixel_dims]
     if len(extra) != 1 or vector.sizes[extra[0]] != 3:
         raise ValueError(
@@ -138,7 +151,9 @@ def _vector(geometry: Mapping, name: str, pixel_dims) -> xr.DataArray:
 def _geometry_vectors(geometry, pixel_dims) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
     """(to_sun, to_sensor, normal) DataArrays with a trailing vector dim of size 3."""
     if not isinstance(geometry, (xr.Dataset, Mapping)):
-        raise ValueError(f"geometry must be an xarray.Dataset or a dict of DataArrays, got {type(geometry).__name__}")
+        raise ValueError(
+            f"geometry must be an xarray.Dataset or a dict of DataArrays, got {type(geometry).__name__}"
+        )
     names = set(geometry.data_vars if isinstance(geometry, xr.Dataset) else geometry)
     has_angles = set(ANGLE_ROLES) <= names
     has_vectors = {"to_sun", "to_sensor"} <= names
@@ -151,8 +166,10 @@ def _geometry_vectors(geometry, pixel_dims) -> tuple[xr.DataArray, xr.DataArray,
         )
     if has_triplet:
         if "normal" in names:
-            raise ValueError("geometry's incidence, emission and phase are relative to the surface: "
-                             "a normal cannot be given with them")
+            raise ValueError(
+                "geometry's incidence, emission and phase are relative to the surface: "
+                "a normal cannot be given with them"
+            )
         return _triplet_directions({role: _angle_radians(geometry, role) for role in TRIPLET_NAMES})
     if has_angles:
         rad = {role: _angle_radians(geometry, role) for role in ANGLE_ROLES}
@@ -218,8 +235,9 @@ class _ChunkedInputs:
     largest: int
 
 
-def _chunked_inputs(refl, vectors, spec, pixel_dims, *, observation_dim=None, extra=(),
-                    what="geometry") -> _ChunkedInputs:
+def _chunked_inputs(
+    refl, vectors, spec, pixel_dims, *, observation_dim=None, extra=(), what="geometry"
+) -> _ChunkedInputs:
     """Align ``refl``, the geometry ``vectors`` and ``extra`` arrays (exactly), check the
     vectors' dims, put every core dim in one chunk and unify the pixel dims' chunks."""
     try:
@@ -227,7 +245,9 @@ def _chunked_inputs(refl, vectors, spec, pixel_dims, *, observation_dim=None, ex
     except ValueError as error:
         raise ValueError(f"{what} is not aligned with refl: {error}") from None
     core = [spec] if observation_dim is None else [spec, observation_dim]
-    vector_core = {_VECTOR_DIM: -1} if observation_dim is None else {_VECTOR_DIM: -1, observation_dim: -1}
+    vector_core = (
+        {_VECTOR_DIM: -1} if observation_dim is None else {_VECTOR_DIM: -1, observation_dim: -1}
+    )
     chunked = []
     for name, vector in zip(VECTOR_NAMES, vectors):
         unknown = [d for d in vector.dims if d not in (_VECTOR_DIM, *core[1:], *pixel_dims)]
@@ -247,7 +267,9 @@ def _chunk_geometry(refl, to_sun, to_sensor, normal, units, sigma, pixels=None):
     """In a kernel: the chunk's vectors broadcast to its pixels, its reflectance as r
     [1/sr] (at least float32, as declared to dask) and sigma in r."""
     pixels = refl.shape[:-1] if pixels is None else pixels
-    to_sun, to_sensor, normal = (np.broadcast_to(v, pixels + (3,)) for v in (to_sun, to_sensor, normal))
+    to_sun, to_sensor, normal = (
+        np.broadcast_to(v, pixels + (3,)) for v in (to_sun, to_sensor, normal)
+    )
     refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)
     r = to_bidirectional_reflectance(refl, units, to_sun, normal)
     return r, to_sun, to_sensor, normal, uncertainty_to_r(sigma, units, to_sun, normal, r.dtype)
@@ -262,16 +284,29 @@ def _chunk_options(options):
 
 def _invert_chunk(refl, to_sun, to_sensor, normal, *, units, params, options, sigma):
     """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> 5 result arrays."""
-    r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(refl, to_sun, to_sensor, normal, units, sigma)
-    fields = invert_block(r, to_sun, to_sensor, normal, params, _chunk_options(options), refl_sigma=refl_sigma)
+    r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(
+        refl, to_sun, to_sensor, normal, units, sigma
+    )
+    fields = invert_block(
+        r, to_sun, to_sensor, normal, params, _chunk_options(options), refl_sigma=refl_sigma
+    )
     return tuple(fields[field] for field in RESULT_FIELDS)
 
 
-def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", *, units: str,
-                     spectral_dim: str | None = None, refl_sigma: float | None = None,
-                     max_iter: int | None = None, tol: float | None = None,
-                     num_threads: int | None = None,
-                     correction_undone: bool = False) -> xr.Dataset:
+def invert_dataarray(
+    refl: xr.DataArray,
+    geometry,
+    params,
+    solver: str = "jax",
+    *,
+    units: str,
+    spectral_dim: str | None = None,
+    refl_sigma: float | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    num_threads: int | None = None,
+    correction_undone: bool = False,
+) -> xr.Dataset:
     """Invert a reflectance DataArray for single-scattering albedo, chunk by chunk.
 
     Args:
@@ -327,11 +362,15 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
     inputs = _chunked_inputs(refl, _geometry_vectors(geometry, pixel_dims), spec, pixel_dims)
     refl, vectors = inputs.refl, inputs.vectors
     # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
-    options = dataclasses.replace(options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec])))
+    options = dataclasses.replace(
+        options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec]))
+    )
 
     dtype = np.result_type(refl.dtype, np.float32)
     outputs = xr.apply_ufunc(
-        _invert_chunk, refl, *vectors,
+        _invert_chunk,
+        refl,
+        *vectors,
         input_core_dims=[[spec], [_VECTOR_DIM], [_VECTOR_DIM], [_VECTOR_DIM]],
         output_core_dims=[[spec]] * len(RESULT_FIELDS),
         dask="parallelized",
@@ -339,22 +378,44 @@ def invert_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", 
         kwargs={"units": units, "params": band_params, "options": options, "sigma": refl_sigma},
         keep_attrs="override",  # keeps coordinate attrs (spatial_ref); variable attrs set below
     )
-    variables = {field: _with_map_attrs(output.transpose(*refl.dims), FIELD_ATTRS[field], refl)
-                 for field, output in zip(RESULT_FIELDS, outputs)}
+    variables = {
+        field: _with_map_attrs(output.transpose(*refl.dims), FIELD_ATTRS[field], refl)
+        for field, output in zip(RESULT_FIELDS, outputs)
+    }
     bad = bad_bands_of(refl)
     if bad is not None:
         marked = xr.DataArray(np.isin(np.arange(refl.sizes[spec]), bad), dims=(spec,))
         status = variables["status"]
-        variables["status"] = xr.where(marked, np.int8(Status.BAD_BAND), status).astype(
-            np.int8).transpose(*status.dims).assign_attrs(status.attrs)
+        variables["status"] = (
+            xr.where(marked, np.int8(Status.BAD_BAND), status)
+            .astype(np.int8)
+            .transpose(*status.dims)
+            .assign_attrs(status.attrs)
+        )
     provenance = make_provenance(
-        params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
-        refl_sigma=refl_sigma, dtype=dtype, cube=refl.encoding.get("source"),
+        params=band_params,
+        units=units,
+        solver=solver,
+        tol=tol,
+        max_iter=max_iter,
+        refl_sigma=refl_sigma,
+        dtype=dtype,
+        cube=refl.encoding.get("source"),
         geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
         product=product_record_of(refl, standard),
-        command=python_call("invert_dataarray", refl, geometry, params, solver, units=units,
-                            spectral_dim=spectral_dim, refl_sigma=refl_sigma, max_iter=max_iter,
-                            tol=tol, num_threads=num_threads),
+        command=python_call(
+            "invert_dataarray",
+            refl,
+            geometry,
+            params,
+            solver,
+            units=units,
+            spectral_dim=spectral_dim,
+            refl_sigma=refl_sigma,
+            max_iter=max_iter,
+            tol=tol,
+            num_threads=num_threads,
+        ),
     )
     return xr.Dataset(variables, attrs=_result_attrs(refl.attrs, provenance))
 
@@ -370,25 +431,50 @@ def _result_attrs(attrs: Mapping, provenance) -> dict:
 # Photometric normalisation: DataArray.hapke.normalize
 
 
-def _normalize_chunk(refl, to_sun, to_sensor, normal, *maps, names, per_band, units, params, options,
-                     sigma, standard):
+def _normalize_chunk(
+    refl, to_sun, to_sensor, normal, *maps, names, per_band, units, params, options, sigma, standard
+):
     """apply_ufunc kernel: NumPy blocks -> normalised reflectance, status, sigma."""
     from ._io.file_normalization import NORMALIZATION_FIELDS, normalize_block
 
     pixels = refl.shape[:-1]
-    r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(refl, to_sun, to_sensor, normal, units, sigma)
-    param_maps = {name: np.broadcast_to(values, refl.shape if band else pixels)
-                  for name, values, band in zip(names, maps, per_band)}
-    fields = normalize_block(r, to_sun, to_sensor, normal, params, _chunk_options(options), refl_sigma=refl_sigma,
-                             standard=standard, units=units, param_maps=param_maps or None)
+    r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(
+        refl, to_sun, to_sensor, normal, units, sigma
+    )
+    param_maps = {
+        name: np.broadcast_to(values, refl.shape if band else pixels)
+        for name, values, band in zip(names, maps, per_band)
+    }
+    fields = normalize_block(
+        r,
+        to_sun,
+        to_sensor,
+        normal,
+        params,
+        _chunk_options(options),
+        refl_sigma=refl_sigma,
+        standard=standard,
+        units=units,
+        param_maps=param_maps or None,
+    )
     return tuple(fields[field] for field in NORMALIZATION_FIELDS)
 
 
-def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax", *, units: str,
-                        standard=None, param_maps: Mapping | None = None,
-                        spectral_dim: str | None = None, refl_sigma: float | None = None,
-                        max_iter: int | None = None, tol: float | None = None,
-                        num_threads: int | None = None) -> xr.Dataset:
+def normalize_dataarray(
+    refl: xr.DataArray,
+    geometry,
+    params,
+    solver: str = "jax",
+    *,
+    units: str,
+    standard=None,
+    param_maps: Mapping | None = None,
+    spectral_dim: str | None = None,
+    refl_sigma: float | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    num_threads: int | None = None,
+) -> xr.Dataset:
     """Photometric normalisation of a reflectance DataArray to a standard geometry, chunk by chunk.
 
     As `invert_dataarray` (same ``refl``, ``geometry``, ``params``, ``solver``,
@@ -421,40 +507,82 @@ def normalize_dataarray(refl: xr.DataArray, geometry, params, solver: str = "jax
     band_params = per_band_params(params, refl.sizes[spec])
     to_sun, to_sensor, normal = _geometry_vectors(geometry, pixel_dims)
     if param_maps is not None and not isinstance(param_maps, Mapping):
-        raise ValueError(f"param_maps must be a mapping of HapkeParams fields to DataArrays, got "
-                         f"{type(param_maps).__name__}")
+        raise ValueError(
+            f"param_maps must be a mapping of HapkeParams fields to DataArrays, got "
+            f"{type(param_maps).__name__}"
+        )
     maps = dict(param_maps or {})
     for name, values in maps.items():
         if not isinstance(values, xr.DataArray) or not set(values.dims) <= set(refl.dims):
             raise ValueError(f"param_maps[{name!r}] must be a DataArray on refl's dims {refl.dims}")
-    inputs = _chunked_inputs(refl, (to_sun, to_sensor, normal), spec, pixel_dims, extra=list(maps.values()),
-                             what="geometry or param_maps")
+    inputs = _chunked_inputs(
+        refl,
+        (to_sun, to_sensor, normal),
+        spec,
+        pixel_dims,
+        extra=list(maps.values()),
+        what="geometry or param_maps",
+    )
     refl, vectors, map_arrays = inputs.refl, inputs.vectors, inputs.extra
-    options = dataclasses.replace(options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec])))
+    options = dataclasses.replace(
+        options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec]))
+    )
     per_band = [spec in m.dims for m in map_arrays]
 
     dtype = np.result_type(refl.dtype, np.float32)
     outputs = xr.apply_ufunc(
-        _normalize_chunk, refl, *vectors, *map_arrays,
-        input_core_dims=[[spec], [_VECTOR_DIM], [_VECTOR_DIM], [_VECTOR_DIM]] + [[spec] if b else [] for b in per_band],
+        _normalize_chunk,
+        refl,
+        *vectors,
+        *map_arrays,
+        input_core_dims=[[spec], [_VECTOR_DIM], [_VECTOR_DIM], [_VECTOR_DIM]]
+        + [[spec] if b else [] for b in per_band],
         output_core_dims=[[spec]] * len(NORMALIZATION_FIELDS),
         dask="parallelized",
         output_dtypes=[_OUTPUT_DTYPES.get(field, dtype) for field in NORMALIZATION_FIELDS],
-        kwargs={"names": list(maps), "per_band": per_band, "units": units, "params": band_params,
-                "options": options, "sigma": refl_sigma, "standard": standard},
+        kwargs={
+            "names": list(maps),
+            "per_band": per_band,
+            "units": units,
+            "params": band_params,
+            "options": options,
+            "sigma": refl_sigma,
+            "standard": standard,
+        },
         keep_attrs="override",
     )
     attrs_of = normalization_attrs(units)
-    variables = {field: _with_map_attrs(output.transpose(*refl.dims), attrs_of[field], refl)
-                 for field, output in zip(NORMALIZATION_FIELDS, outputs)}
+    variables = {
+        field: _with_map_attrs(output.transpose(*refl.dims), attrs_of[field], refl)
+        for field, output in zip(NORMALIZATION_FIELDS, outputs)
+    }
     provenance = make_provenance(
-        params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
-        refl_sigma=refl_sigma, dtype=dtype, cube=refl.encoding.get("source"),
+        params=band_params,
+        units=units,
+        solver=solver,
+        tol=tol,
+        max_iter=max_iter,
+        refl_sigma=refl_sigma,
+        dtype=dtype,
+        cube=refl.encoding.get("source"),
         geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
-        standard=standard, param_maps={name: None for name in maps} or None,
-        command=python_call("normalize_dataarray", refl, geometry, params, solver, units=units,
-                            standard=standard, param_maps=param_maps, spectral_dim=spectral_dim,
-                            refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, num_threads=num_threads),
+        standard=standard,
+        param_maps={name: None for name in maps} or None,
+        command=python_call(
+            "normalize_dataarray",
+            refl,
+            geometry,
+            params,
+            solver,
+            units=units,
+            standard=standard,
+            param_maps=param_maps,
+            spectral_dim=spectral_dim,
+            refl_sigma=refl_sigma,
+            max_iter=max_iter,
+            tol=tol,
+            num_threads=num_threads,
+        ),
     )
     return xr.Dataset(variables, attrs=_result_attrs(refl.attrs, provenance))
 
@@ -471,17 +599,22 @@ def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_opti
 
     pixels, n_obs = refl.shape[:-2], refl.shape[-1]
     # units are per observation (reff: its own cos i): convert with observations before bands
-    r, to_sun, to_sensor, normal, _ = _chunk_geometry(np.moveaxis(refl, -1, -2), to_sun, to_sensor, normal,
-                                                      units, None, pixels + (n_obs,))
+    r, to_sun, to_sensor, normal, _ = _chunk_geometry(
+        np.moveaxis(refl, -1, -2), to_sun, to_sensor, normal, units, None, pixels + (n_obs,)
+    )
     r = np.moveaxis(r, -1, -2)
     if num_threads is None and fit_options["solver"] == "numba" and _in_worker_thread():
         num_threads = 1
-    context = numba_threads(num_threads) if fit_options["solver"] == "numba" else contextlib.nullcontext()
+    context = (
+        numba_threads(num_threads) if fit_options["solver"] == "numba" else contextlib.nullcontext()
+    )
     with context:
         result = fit(r, to_sun, to_sensor, normal, params, free=free, **fit_options)
     maps = {name: result[name] for name in free}
     maps.update({f"sigma_{name}": result.sigma(name) for name in free})
-    maps.update(status=result.status, iterations=result.iterations, observations=result.observations)
+    maps.update(
+        status=result.status, iterations=result.iterations, observations=result.observations
+    )
     if hasattr(result, "dfs"):  # a JointFitResult
         maps.update({f"dfs_{name}": result.dfs[name] for name in free}, cost=result.cost)
         fields = _joint_fields(free, fit_options.get("shared", ()))
@@ -491,7 +624,14 @@ def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_opti
 
 
 def _fit_fields(free) -> tuple[str, ...]:
-    return (*free, *(f"sigma_{name}" for name in free), "status", "iterations", "residual", "observations")
+    return (
+        *free,
+        *(f"sigma_{name}" for name in free),
+        "status",
+        "iterations",
+        "residual",
+        "observations",
+    )
 
 
 def _joint_fields(free, shared) -> tuple[tuple[str, bool], ...]:
@@ -502,16 +642,33 @@ def _joint_fields(free, shared) -> tuple[tuple[str, bool], ...]:
         *((name, per_band[name]) for name in free),
         *((f"sigma_{name}", per_band[name]) for name in free),
         *((f"dfs_{name}", per_band[name]) for name in free),
-        ("status", problem), ("iterations", problem), ("cost", problem), ("observations", True),
+        ("status", problem),
+        ("iterations", problem),
+        ("cost", problem),
+        ("observations", True),
     )
 
 
-def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), solver: str = "jax", *,
-                  units: str, observation_dim: str = "observation", spectral_dim: str | None = None,
-                  observation_limits: Mapping | None = None, min_observations: int | None = None,
-                  refl_sigma: float | None = None, bounds: Mapping | None = None,
-                  max_iter: int | None = None, tol: float | None = None,
-                  num_threads: int | None = None, shared=(), prior: Mapping | None = None) -> xr.Dataset:
+def fit_dataarray(
+    refl: xr.DataArray,
+    geometry,
+    params,
+    free=("w", "b", "c"),
+    solver: str = "jax",
+    *,
+    units: str,
+    observation_dim: str = "observation",
+    spectral_dim: str | None = None,
+    observation_limits: Mapping | None = None,
+    min_observations: int | None = None,
+    refl_sigma: float | None = None,
+    bounds: Mapping | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    num_threads: int | None = None,
+    shared=(),
+    prior: Mapping | None = None,
+) -> xr.Dataset:
     """Fit Hapke parameters per pixel and band to multi-angle observations, chunk by chunk.
 
     `lumaxlike.fit` through ``xarray.apply_ufunc(..., dask="parallelized")``; also the
@@ -570,17 +727,33 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
     limits = check_observation_limits(observation_limits)
     minimum = len(free) + 1 if min_observations is None else int(min_observations)
     if minimum < 1 or minimum > n_obs:
-        raise ValueError(f"min_observations = {minimum} must lie in [1, {n_obs}] (the observations of refl)")
+        raise ValueError(
+            f"min_observations = {minimum} must lie in [1, {n_obs}] (the observations of refl)"
+        )
     if refl_sigma is not None and (units == "reff" or not refl_sigma > 0):
-        raise ValueError(f"refl_sigma must be a positive number, for units 'r' or 'radf'; got {refl_sigma!r}, {units!r}")
+        raise ValueError(
+            f"refl_sigma must be a positive number, for units 'r' or 'radf'; got {refl_sigma!r}, {units!r}"
+        )
     pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
-    inputs = _chunked_inputs(refl, _geometry_vectors(geometry, [*pixel_dims, observation_dim]), spec,
-                             pixel_dims, observation_dim=observation_dim)
+    inputs = _chunked_inputs(
+        refl,
+        _geometry_vectors(geometry, [*pixel_dims, observation_dim]),
+        spec,
+        pixel_dims,
+        observation_dim=observation_dim,
+    )
     refl, vectors, largest = inputs.refl, inputs.vectors, inputs.largest
     dtype = np.result_type(refl.dtype, np.float32)
-    per_chunk = max(1, (1 << 17) // max(1, refl.sizes[spec] * n_obs))  # fit's OBSERVATIONS_PER_CHUNK
-    fit_options = {"solver": solver, "observation_limits": limits, "min_observations": minimum,
-                   "chunk_size": min(largest, per_chunk), "bounds": bounds}
+    per_chunk = max(
+        1, (1 << 17) // max(1, refl.sizes[spec] * n_obs)
+    )  # fit's OBSERVATIONS_PER_CHUNK
+    fit_options = {
+        "solver": solver,
+        "observation_limits": limits,
+        "min_observations": minimum,
+        "chunk_size": min(largest, per_chunk),
+        "bounds": bounds,
+    }
     fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})
     if refl_sigma is not None:
         fit_options["refl_sigma"] = float(uncertainty_to_r(refl_sigma, units))
@@ -591,7 +764,9 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
         shared = check_shared(shared, free)
         for name, pair in (prior or {}).items():
             if np.ndim(pair[0]) or np.ndim(pair[1]):
-                raise ValueError(f"prior[{name!r}]: fit_dataarray takes scalar priors (mean, sigma)")
+                raise ValueError(
+                    f"prior[{name!r}]: fit_dataarray takes scalar priors (mean, sigma)"
+                )
         if prior and refl_sigma is None:
             raise ValueError("prior needs refl_sigma (the observations' noise weighs the prior)")
         fit_options.update(shared=shared, prior=prior)
@@ -605,34 +780,62 @@ def fit_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), so
         core_dims = [[spec]] * len(fields)
     integer = {"status": np.int8, "iterations": np.int32, "observations": np.int32}
     outputs = xr.apply_ufunc(
-        _fit_chunk, refl, *vectors,
+        _fit_chunk,
+        refl,
+        *vectors,
         input_core_dims=[[spec, observation_dim]] + [[observation_dim, _VECTOR_DIM]] * 3,
         output_core_dims=core_dims,
         dask="parallelized",
         output_dtypes=[integer.get(field, dtype) for field in fields],
-        kwargs={"units": units, "params": params, "free": free, "fit_options": fit_options,
-                "num_threads": num_threads},
+        kwargs={
+            "units": units,
+            "params": params,
+            "free": free,
+            "fit_options": fit_options,
+            "num_threads": num_threads,
+        },
         keep_attrs="override",
     )
     variables = {}
     for field, output in zip(fields, outputs):
-        output = output.transpose(*[d for d in refl.dims if d != observation_dim and d in output.dims])
+        output = output.transpose(
+            *[d for d in refl.dims if d != observation_dim and d in output.dims]
+        )
         output.attrs = {"long_name": f"lumaxlike.fit {field}"}
         if "spatial_ref" in refl.coords:
             output.attrs["grid_mapping"] = "spatial_ref"
         variables[field] = output
     provenance = make_provenance(
-        params=[params] * refl.sizes[spec], units=units, solver=solver, tol=tol, max_iter=max_iter,
-        refl_sigma=refl_sigma, dtype=dtype, cube=refl.encoding.get("source"), geometry=None,
-        command=python_call("fit_dataarray", refl, geometry, params, free, solver, units=units,
-                            observation_dim=observation_dim, observation_limits=observation_limits,
-                            min_observations=min_observations, refl_sigma=refl_sigma),
+        params=[params] * refl.sizes[spec],
+        units=units,
+        solver=solver,
+        tol=tol,
+        max_iter=max_iter,
+        refl_sigma=refl_sigma,
+        dtype=dtype,
+        cube=refl.encoding.get("source"),
+        geometry=None,
+        command=python_call(
+            "fit_dataarray",
+            refl,
+            geometry,
+            params,
+            free,
+            solver,
+            units=units,
+            observation_dim=observation_dim,
+            observation_limits=observation_limits,
+            min_observations=min_observations,
+            refl_sigma=refl_sigma,
+        ),
     )
     attrs = _result_attrs(refl.attrs, provenance)
     attrs["lumaxlike_fit_free"] = json.dumps(list(free))
     if joint:
         attrs["lumaxlike_fit_shared"] = json.dumps(list(shared))
-        attrs["lumaxlike_fit_prior"] = json.dumps({name: [float(v) for v in pair] for name, pair in (prior or {}).items()})
+        attrs["lumaxlike_fit_prior"] = json.dumps(
+            {name: [float(v) for v in pair] for name, pair in (prior or {}).items()}
+        )
     return xr.Dataset(variables, attrs=attrs)
 
 
@@ -668,18 +871,45 @@ def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, 
     (..., endmembers), status, iterations, residual (...)."""
     from ._io.file_unmixing import unmix_block
 
-    r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(np.asarray(refl, np.float64), to_sun, to_sensor,
-                                                               normal, units, sigma)
-    fields = unmix_block(r, to_sun, to_sensor, normal, params, _chunk_options(options), refl_sigma=refl_sigma,
-                         endmembers=endmembers)
-    return (fields["fractions"], fields["sigma"], fields["status"][..., 0], fields["iterations"][..., 0],
-            fields["residual"][..., 0], fields["remainder"][..., 0])
+    r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(
+        np.asarray(refl, np.float64), to_sun, to_sensor, normal, units, sigma
+    )
+    fields = unmix_block(
+        r,
+        to_sun,
+        to_sensor,
+        normal,
+        params,
+        _chunk_options(options),
+        refl_sigma=refl_sigma,
+        endmembers=endmembers,
+    )
+    return (
+        fields["fractions"],
+        fields["sigma"],
+        fields["status"][..., 0],
+        fields["iterations"][..., 0],
+        fields["residual"][..., 0],
+        fields["remainder"][..., 0],
+    )
 
 
-def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: str = "jax", *, units: str,
-                    route: str = "one_step", sum_to_one: bool = True, spectral_dim: str | None = None,
-                    refl_sigma: float | None = None, max_iter: int | None = None, tol: float | None = None,
-                    num_threads: int | None = None) -> xr.Dataset:
+def unmix_dataarray(
+    refl: xr.DataArray,
+    geometry,
+    endmembers,
+    params,
+    solver: str = "jax",
+    *,
+    units: str,
+    route: str = "one_step",
+    sum_to_one: bool = True,
+    spectral_dim: str | None = None,
+    refl_sigma: float | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    num_threads: int | None = None,
+) -> xr.Dataset:
     """Mass fractions of an intimate mixture per pixel (`lumaxlike.unmix`), chunk by chunk.
 
     Args:
@@ -711,45 +941,64 @@ def unmix_dataarray(refl: xr.DataArray, geometry, endmembers, params, solver: st
     from ._io.file_unmixing import UnmixOptions, unmix_layout, unmix_record
     from ._params import HapkeParams
     from ._unmix.endmembers import Endmembers
-    from ._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels as unmix_chunk_pixels
+    from ._unmix.unmix import DEFAULT_TOLERANCE, ROUTES
+    from ._unmix.unmix import default_chunk_pixels as unmix_chunk_pixels
 
     _check_front_end(refl, units, refl_sigma)
     geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
     if not isinstance(endmembers, Endmembers):
-        raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
+        raise ValueError(
+            f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
+        )
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be one lumaxlike.HapkeParams, got {type(params).__name__}")
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     if refl_sigma is not None and units == "reff":
-        raise ValueError("refl_sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
-                         "with cos i per pixel); give refl as r or radf")
+        raise ValueError(
+            "refl_sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
+            "with cos i per pixel); give refl as r or radf"
+        )
     spec = _spectral_dim(refl, spectral_dim)
     if refl.sizes[spec] != endmembers.n_bands:
-        raise ValueError(f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}")
+        raise ValueError(
+            f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}"
+        )
     wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
     pixel_dims = [dim for dim in refl.dims if dim != spec]
     inputs = _chunked_inputs(refl, _geometry_vectors(geometry, pixel_dims), spec, pixel_dims)
     refl, vectors = inputs.refl, inputs.vectors
     chunk = min(inputs.largest, unmix_chunk_pixels(refl.sizes[spec], endmembers.n_endmembers))
-    options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads,
-                           wavelengths=wavelengths)
+    options = UnmixOptions(
+        solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads, wavelengths=wavelengths
+    )
 
     n_end = endmembers.n_endmembers
     outputs = xr.apply_ufunc(
-        _unmix_chunk, refl, *vectors,
+        _unmix_chunk,
+        refl,
+        *vectors,
         input_core_dims=[[spec], [_VECTOR_DIM], [_VECTOR_DIM], [_VECTOR_DIM]],
         output_core_dims=[["endmember"], ["endmember"], [], [], [], []],
         dask="parallelized",
         output_dtypes=[np.float64, np.float64, np.int8, np.int32, np.float64, np.float64],
         dask_gufunc_kwargs={"output_sizes": {"endmember": n_end}},
-        kwargs={"units": units, "endmembers": endmembers, "params": params, "options": options, "sigma": refl_sigma},
+        kwargs={
+            "units": units,
+            "endmembers": endmembers,
+            "params": params,
+            "options": options,
+            "sigma": refl_sigma,
+        },
         keep_attrs="override",
     )
     layout = unmix_layout(endmembers.names)
     names = ("fractions", "sigma", "status", "iterations", "residual", "remainder")
-    variables = {field: _with_map_attrs(output, layout.attrs[field], refl)
-                 for field, output in zip(names, outputs) if field != "remainder" or not sum_to_one}
+    variables = {
+        field: _with_map_attrs(output, layout.attrs[field], refl)
+        for field, output in zip(names, outputs)
+        if field != "remainder" or not sum_to_one
+    }
     provenance = make_provenance(
         params=[params] * refl.sizes[spec], units=units, solver=solver, tol=DEFAULT_TOLERANCE if tol is None else tol,
         max_iter=max_iter, refl_sigma=refl_sigma, dtype=np.float64, cube=refl.encoding.get("source"),

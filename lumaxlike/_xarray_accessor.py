@@ -34,7 +34,9 @@ class HapkeAccessor:
 
         return normalize_dataarray(self._data_array, geometry, params, solver, **kwargs)
 
-    def fit(self, geometry, params, free=("w", "b", "c"), solver: str = "jax", **kwargs) -> xr.Dataset:
+    def fit(
+        self, geometry, params, free=("w", "b", "c"), solver: str = "jax", **kwargs
+    ) -> xr.Dataset:
         """Fit Hapke parameters to multi-angle observations (an ``observation`` dim), chunk
         by chunk: ``lumaxlike._xarray.fit_dataarray(self, geometry, params, free, solver,
         **kwargs)`` (`lumaxlike.fit` through ``xarray.apply_ufunc``; see its docstring)."""

@@ -29,7 +29,16 @@ from ._demo.forward import demo_hapke_params as demo_hapke_params
 from ._demo.forward import simulate_reflectance as simulate_reflectance
 from ._demo.library import LIBRARY_GEOMETRY_DEG as LIBRARY_GEOMETRY_DEG
 from ._demo.library import write_mineral_library as write_mineral_library
-from ._demo.scene import Scene as Scene, SceneConfig as SceneConfig, make_scene as make_scene
+from ._demo.scene import Scene as Scene
+from ._demo.scene import SceneConfig as SceneConfig
+from ._demo.scene import make_scene as make_scene
 
-__all__ = ["LIBRARY_GEOMETRY_DEG", "Scene", "SceneConfig", "demo_hapke_params", "make_scene", "simulate_reflectance",
-           "write_mineral_library"]
+__all__ = [
+    "LIBRARY_GEOMETRY_DEG",
+    "Scene",
+    "SceneConfig",
+    "demo_hapke_params",
+    "make_scene",
+    "simulate_reflectance",
+    "write_mineral_library",
+]

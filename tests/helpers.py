@@ -6,7 +6,14 @@ import numpy as np
 import lumaxlike
 from lumaxlike.testing import default_params, random_geometry
 
-__all__ = ["SOLVERS", "BACKENDS", "FULL_PARAMS", "random_geometry", "assert_both_solvers_recover_w", "assert_reproduces_invert"]
+__all__ = [
+    "SOLVERS",
+    "BACKENDS",
+    "FULL_PARAMS",
+    "random_geometry",
+    "assert_both_solvers_recover_w",
+    "assert_reproduces_invert",
+]
 
 SOLVERS = ("jax", "numba")
 BACKENDS = ("jax", "numba")
@@ -23,7 +30,9 @@ def assert_both_solvers_recover_w(params, seed, n_pixels=300, n_bands=3):
     geometry = random_geometry(n_pixels, rng)
     w_true = rng.uniform(0.02, 0.98, (n_pixels, n_bands))
     refl = lumaxlike.amsa(w_true, *geometry, params, backend="numba")
-    results = {solver: lumaxlike.invert(refl, *geometry, params, solver=solver) for solver in SOLVERS}
+    results = {
+        solver: lumaxlike.invert(refl, *geometry, params, solver=solver) for solver in SOLVERS
+    }
     for result in results.values():
         converged = result.status == lumaxlike.Status.CONVERGED
         assert converged.mean() > 0.9
@@ -33,7 +42,9 @@ def assert_both_solvers_recover_w(params, seed, n_pixels=300, n_bands=3):
     np.testing.assert_allclose(results["jax"].w, results["numba"].w, atol=1e-9, rtol=0)
 
 
-def assert_reproduces_invert(result, expected, refl, solver, label="", last_bits=None, sigma_eps=16):
+def assert_reproduces_invert(
+    result, expected, refl, solver, label="", last_bits=None, sigma_eps=16
+):
     """`invert`'s `result` equals `expected` (a mapping of its fields' stored arrays).
 
     numba: bit for bit. JAX: the same statuses and iterations, the values to their last
@@ -46,7 +57,11 @@ def assert_reproduces_invert(result, expected, refl, solver, label="", last_bits
     """
     last_bits = solver != "numba" if last_bits is None else last_bits
     eps = np.finfo(result.w.dtype).eps
-    tolerance = {"w": (2 * eps, 0.0), "residual": (8 * eps * np.abs(refl), 0.0), "sigma": (0.0, sigma_eps * eps)}
+    tolerance = {
+        "w": (2 * eps, 0.0),
+        "residual": (8 * eps * np.abs(refl), 0.0),
+        "sigma": (0.0, sigma_eps * eps),
+    }
     for field in ("w", "status", "iterations", "residual", "sigma"):
         actual, wanted = getattr(result, field), expected[field]
         assert actual.dtype == wanted.dtype, f"{label} {field}"
@@ -54,6 +69,8 @@ def assert_reproduces_invert(result, expected, refl, solver, label="", last_bits
             np.testing.assert_array_equal(actual, wanted, err_msg=f"{label} {field}")
             continue
         atol, rtol = tolerance[field]
-        np.testing.assert_array_equal(np.isnan(actual), np.isnan(wanted), err_msg=f"{label} {field}")
+        np.testing.assert_array_equal(
+            np.isnan(actual), np.isnan(wanted), err_msg=f"{label} {field}"
+        )
         close = np.abs(actual - wanted) <= atol + rtol * np.abs(wanted)
         assert np.all(close | np.isnan(wanted)), f"{label} {field}"

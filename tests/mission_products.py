@@ -52,9 +52,7 @@ def _bsq(cube) -> bytes:
     return np.ascontiguousarray(np.moveaxis(np.asarray(cube, "<f4"), 2, 0)).tobytes()
 
 
-def _envi_header(
-    bands, *, wavelengths=None, fwhm=None, bbl=None, names=None, ignore=-999
-):
+def _envi_header(bands, *, wavelengths=None, fwhm=None, bbl=None, names=None, ignore=-999):
     lines = [
         "ENVI",
         "description = {M3 product}",
@@ -82,9 +80,7 @@ def _envi_header(
     return "\n".join(lines) + "\n"
 
 
-def _image_object(
-    name, bands, unit, storage="LINE_INTERLEAVED", invalid=-999.0, indent="  "
-):
+def _image_object(name, bands, unit, storage="LINE_INTERLEAVED", invalid=-999.0, indent="  "):
     return (
         "\n".join(
             f"{indent}{line}"
@@ -128,9 +124,7 @@ def write_m3_l2(folder, if_values, *, lower_case=False):
     paths = {key: folder / name for key, name in names.items()}
     paths["img"].write_bytes(_bil(if_values))
     paths["hdr"].write_text(
-        _envi_header(
-            len(M3_WAVELENGTHS), wavelengths=M3_WAVELENGTHS, fwhm=M3_FWHM, bbl=M3_BBL
-        )
+        _envi_header(len(M3_WAVELENGTHS), wavelengths=M3_WAVELENGTHS, fwhm=M3_FWHM, bbl=M3_BBL)
     )
     paths["lbl"].write_text(
         'PDS_VERSION_ID = PDS3\nDATA_SET_ID = "CH1-ORB-L-M3-4-L2-REFLECTANCE-V1.0"\n'
@@ -159,9 +153,7 @@ def write_m3_l1b(folder, radiance, obs):
     paths["rdn_hdr"].write_text(
         _envi_header(len(M3_WAVELENGTHS), wavelengths=M3_WAVELENGTHS, fwhm=M3_FWHM)
     )
-    obs_cube = np.stack(
-        [obs.get(name, np.zeros((ROWS, COLS))) for name in M3_OBS], axis=-1
-    )
+    obs_cube = np.stack([obs.get(name, np.zeros((ROWS, COLS))) for name in M3_OBS], axis=-1)
     paths["obs"].write_bytes(_bil(obs_cube))
     paths["obs_hdr"].write_text(_envi_header(len(M3_OBS), names=M3_OBS))
     paths["lbl"].write_text(
@@ -175,9 +167,7 @@ def write_m3_l1b(folder, radiance, obs):
     return paths
 
 
-def write_crism(
-    folder, values, product="FRT00003E12_07_IF166L_TRR3", wavelengths_file=True
-):
+def write_crism(folder, values, product="FRT00003E12_07_IF166L_TRR3", wavelengths_file=True):
     """A CRISM I/F image (TRDR ``_TRR3``, MTRDR ``_MTR3`` or TER ``_TER3``): a BIL float32
     ``.IMG`` and its detached ``.LBL`` (no header; 65535 invalid). Returns the label."""
     image = folder / f"{product}.IMG"
@@ -203,9 +193,7 @@ def write_crism(
 def write_crism_ddr(folder, deg, product="FRT00003E12_07_DE166L_DDR1"):
     """A CRISM DDR: 14 bands named by ``BAND_NAME``, BSQ float32, 65535 where not given.
     ``deg``: ``{band name: (rows, cols) array}``. Returns the ``.IMG`` path."""
-    cube = np.stack(
-        [deg.get(name, np.full((ROWS, COLS), 65535.0)) for name in CRISM_DDR], -1
-    )
+    cube = np.stack([deg.get(name, np.full((ROWS, COLS), 65535.0)) for name in CRISM_DDR], -1)
     image = folder / f"{product}.IMG"
     image.write_bytes(_bsq(cube))
     names = ", ".join(f'"{name}"' for name in CRISM_DDR)

@@ -48,7 +48,9 @@ FIRST_CALLS = textwrap.dedent(
 
 def package_files() -> dict[Path, tuple[int, int]]:
     """(modification time, size) of every file under the package directory."""
-    return {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in PACKAGE_DIR.rglob("*") if p.is_file()}
+    return {
+        p: (p.stat().st_mtime_ns, p.stat().st_size) for p in PACKAGE_DIR.rglob("*") if p.is_file()
+    }
 
 
 def is_python_bytecode(path: Path) -> bool:
@@ -65,12 +67,20 @@ def is_python_bytecode(path: Path) -> bool:
 def written_in_package(before: dict[Path, tuple[int, int]]) -> list[Path]:
     """Files added or changed under the package since `before`, other than Python's bytecode."""
     after = package_files()
-    return sorted(p for p, stat in after.items() if before.get(p) != stat and not is_python_bytecode(p))
+    return sorted(
+        p for p, stat in after.items() if before.get(p) != stat and not is_python_bytecode(p)
+    )
 
 
 def run_python(args, cache_dir, numba_cache_dir, cwd) -> None:
-    env = {**os.environ, "LUMAXLIKE_CACHE_DIR": str(cache_dir), "NUMBA_CACHE_DIR": str(numba_cache_dir)}
-    completed = subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "LUMAXLIKE_CACHE_DIR": str(cache_dir),
+        "NUMBA_CACHE_DIR": str(numba_cache_dir),
+    }
+    completed = subprocess.run(
+        [sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
 
 
@@ -84,12 +94,25 @@ def test_first_runs_cache_in_the_user_cache_dir_only(tmp_path):
     numba_cache_dir.mkdir()
     before = package_files()
     run_python(["-c", FIRST_CALLS, "numba,jax", "fit"], cache_dir, numba_cache_dir, tmp_path)
-    demo = ["-m", "lumaxlike", "demo", "--size", "12", "--no-figure", "--workdir", str(tmp_path / "demo")]
+    demo = [
+        "-m",
+        "lumaxlike",
+        "demo",
+        "--size",
+        "12",
+        "--no-figure",
+        "--workdir",
+        str(tmp_path / "demo"),
+    ]
     run_python(demo, cache_dir, numba_cache_dir, tmp_path)
 
     assert written_in_package(before) == []
-    assert {"_amsa_pixels_kernel", "_albedo_kernel", "_covariance_kernel"} <= cached_kernels(cache_dir / "numba")
-    assert not any(numba_cache_dir.iterdir())  # numba's own cache setting does not move lumaxlike's kernels
+    assert {"_amsa_pixels_kernel", "_albedo_kernel", "_covariance_kernel"} <= cached_kernels(
+        cache_dir / "numba"
+    )
+    assert not any(
+        numba_cache_dir.iterdir()
+    )  # numba's own cache setting does not move lumaxlike's kernels
 
     # a second process loads the kernel instead of compiling it
     load = (
@@ -168,7 +191,9 @@ def test_editing_an_inlined_module_recompiles_the_kernel(tmp_path):
     }
 
     def run_kernel() -> list[str]:
-        completed = subprocess.run([sys.executable, "kernel.py"], env=env, cwd=tmp_path, capture_output=True, text=True)
+        completed = subprocess.run(
+            [sys.executable, "kernel.py"], env=env, cwd=tmp_path, capture_output=True, text=True
+        )
         assert completed.returncode == 0, completed.stderr[-3000:]
         return completed.stdout.split()  # [result, cache hits]
 
@@ -207,11 +232,15 @@ def test_configurations_cached_by_different_processes_stay_apart(tmp_path):
     run_python(["-c", FORWARD_CALLS, "imsa", "alone"], cache_dir, numba_cache_dir, tmp_path)
     run_python(["-c", FORWARD_CALLS, "amsa,imsa", "together"], cache_dir, numba_cache_dir, tmp_path)
     for model in ("amsa", "imsa"):
-        np.testing.assert_array_equal(np.load(tmp_path / f"{model}-together.npy"), np.load(tmp_path / f"{model}-alone.npy"))
-    assert not np.allclose(np.load(tmp_path / "amsa-alone.npy"), np.load(tmp_path / "imsa-alone.npy"))
+        np.testing.assert_array_equal(
+            np.load(tmp_path / f"{model}-together.npy"), np.load(tmp_path / f"{model}-alone.npy")
+        )
+    assert not np.allclose(
+        np.load(tmp_path / "amsa-alone.npy"), np.load(tmp_path / "imsa-alone.npy")
+    )
 
 
-VARIANT_MODULE = '''
+VARIANT_MODULE = """
 import math, sys
 import numba
 from lumaxlike._model.numba_cache import cached_njit, compile_variant
@@ -241,7 +270,11 @@ def variant(name):
 
 
 print(" ".join(repr(variant(name)(1.0)) for name in sys.argv[1].split(",")))
-'''.format(body="\n".join(f"    x = math.sin(x * {1 + k / 100}) + math.exp(-x * {0.5 + k / 100})" for k in range(60)))
+""".format(
+    body="\n".join(
+        f"    x = math.sin(x * {1 + k / 100}) + math.exp(-x * {0.5 + k / 100})" for k in range(60)
+    )
+)
 
 
 def test_variants_cached_by_different_processes_stay_apart(tmp_path):

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import lumaxlike
-from lumaxlike._inverse import chunking, invert as invert_module
+from lumaxlike._inverse import chunking
+from lumaxlike._inverse import invert as invert_module
 
 from .helpers import FULL_PARAMS, random_geometry
 
@@ -31,7 +32,9 @@ def test_accelerator_chunks_follow_device_memory(dtype):
     # more memory never gives smaller chunks; float32 chunks hold at least float64's
     sizes = [chunking.chunk_problems(dtype, m * gib) for m in (1, 2, 4, 8, 16, 32, 64, 141)]
     assert sizes == sorted(sizes)
-    assert chunking.chunk_problems(np.float32, 4 * gib) == 2 * chunking.chunk_problems(np.float64, 4 * gib)
+    assert chunking.chunk_problems(np.float32, 4 * gib) == 2 * chunking.chunk_problems(
+        np.float64, 4 * gib
+    )
     # bounded on both sides: a huge device stops at the cap, a tiny one at the floor
     assert chunking.chunk_problems(dtype, 1 << 50) == chunking.ACCELERATOR_MAX_PROBLEMS
     assert chunking.chunk_problems(dtype, 1 << 20) == chunking.PROBLEMS_PER_CHUNK // 16
@@ -41,17 +44,33 @@ def test_accelerator_chunks_follow_device_memory(dtype):
 
 
 def test_device_memory_is_read_from_the_accelerators_stats_only():
-    gpu = SimpleNamespace(platform="gpu", memory_stats=lambda: {"bytes_limit": 80 * 2**30, "bytes_in_use": 0})
+    gpu = SimpleNamespace(
+        platform="gpu", memory_stats=lambda: {"bytes_limit": 80 * 2**30, "bytes_in_use": 0}
+    )
     assert chunking.device_memory_bytes(gpu) == 80 * 2**30
-    assert chunking.device_memory_bytes(SimpleNamespace(platform="gpu", memory_stats=lambda: None)) is None
+    assert (
+        chunking.device_memory_bytes(SimpleNamespace(platform="gpu", memory_stats=lambda: None))
+        is None
+    )
     cpu = SimpleNamespace(platform="cpu", memory_stats=lambda: {"bytes_limit": 1})
     assert chunking.device_memory_bytes(cpu) is None
 
 
 def test_pipeline_launches_one_chunk_ahead_of_each_collect():
     events = []
-    chunking.pipelined(range(3), lambda k: events.append(("launch", k)) or k, lambda k: events.append(("collect", k)))
-    assert events == [("launch", 0), ("launch", 1), ("collect", 0), ("launch", 2), ("collect", 1), ("collect", 2)]
+    chunking.pipelined(
+        range(3),
+        lambda k: events.append(("launch", k)) or k,
+        lambda k: events.append(("collect", k)),
+    )
+    assert events == [
+        ("launch", 0),
+        ("launch", 1),
+        ("collect", 0),
+        ("launch", 2),
+        ("collect", 1),
+        ("collect", 2),
+    ]
     events.clear()
     chunking.pipelined([], lambda k: events.append(k), lambda k: events.append(k))
     assert events == []
@@ -64,7 +83,9 @@ def test_invert_sizes_jax_chunks_from_the_device_and_pipelines_them(monkeypatch)
     n_pixels, n_bands = 300, 64
     rng = np.random.default_rng(3)
     geometry = random_geometry(n_pixels, rng)
-    refl = lumaxlike.amsa(rng.uniform(0.05, 0.95, (n_pixels, n_bands)), *geometry, FULL_PARAMS, backend="numba")
+    refl = lumaxlike.amsa(
+        rng.uniform(0.05, 0.95, (n_pixels, n_bands)), *geometry, FULL_PARAMS, backend="numba"
+    )
     events = []
     launch, fetch = invert_module._launch_chunk_jax, invert_module._fetch
 
@@ -81,7 +102,12 @@ def test_invert_sizes_jax_chunks_from_the_device_and_pipelines_them(monkeypatch)
     monkeypatch.setattr(invert_module, "_fetch", recording_fetch)
     result = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver="jax", refl_sigma=1e-3)
     chunk = chunking.PROBLEMS_PER_CHUNK // 16 // n_bands
-    assert events == [("launch", chunk, chunk), ("launch", n_pixels - chunk, chunk), ("collect", True), ("collect", True)]
+    assert events == [
+        ("launch", chunk, chunk),
+        ("launch", n_pixels - chunk, chunk),
+        ("collect", True),
+        ("collect", True),
+    ]
     numba = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver="numba", refl_sigma=1e-3)
     np.testing.assert_array_equal(result.status, numba.status)
     np.testing.assert_array_equal(result.iterations, numba.iterations)

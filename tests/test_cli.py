@@ -30,16 +30,32 @@ def run(capsys, *args):
 
 
 def invert_args(cube, obs, out, *extra, solver="numba", units="r"):
-    return ["invert", cube, "--geometry", obs, "--solver", solver, "--out", out,
-            "--units", units, *PARAM_FLAGS, *extra]
+    return [
+        "invert",
+        cube,
+        "--geometry",
+        obs,
+        "--solver",
+        solver,
+        "--out",
+        out,
+        "--units",
+        units,
+        *PARAM_FLAGS,
+        *extra,
+    ]
 
 
 @pytest.mark.parametrize("solver", ["numba", "jax"])
-def test_invert_writes_maps_and_reports_throughput_and_status_counts(tmp_path, capsys, scene_files, solver):
+def test_invert_writes_maps_and_reports_throughput_and_status_counts(
+    tmp_path, capsys, scene_files, solver
+):
     scene, cube, obs, dtm = scene_files
     hashes = {p: digest(p) for p in (cube, obs, dtm)}
     out = tmp_path / "w.tif"
-    code, err = run(capsys, *invert_args(cube, obs, out, "--dtm", dtm, "--chunk", "3", solver=solver))
+    code, err = run(
+        capsys, *invert_args(cube, obs, out, "--dtm", dtm, "--chunk", "3", solver=solver)
+    )
     assert code == 0, err
     w, _ = read_cube(out)
     np.testing.assert_allclose(w, scene["w"], atol=1e-9)
@@ -55,8 +71,21 @@ def test_invert_writes_maps_and_reports_throughput_and_status_counts(tmp_path, c
 def test_sigma_progress_and_per_band_parameters(tmp_path, capsys, scene_files):
     scene, cube, obs, dtm = scene_files
     out = tmp_path / "w.nc"
-    code, err = run(capsys, *invert_args(cube, obs, out, "--dtm", dtm, "--sigma", "0.001",
-                                         "--progress", "--c", "0.4,0.4,0.4,0.4,0.4"))
+    code, err = run(
+        capsys,
+        *invert_args(
+            cube,
+            obs,
+            out,
+            "--dtm",
+            dtm,
+            "--sigma",
+            "0.001",
+            "--progress",
+            "--c",
+            "0.4,0.4,0.4,0.4,0.4",
+        ),
+    )
     assert code == 0, err
     assert "100%" in err
     import xarray as xr
@@ -75,7 +104,8 @@ def test_all_nan_cube_writes_nonfinite_status_and_exits_1_saying_why(tmp_path, c
     assert f"NONFINITE_INPUT {scene['r'].size}" in err
     assert err.strip().splitlines()[-1] == (
         f"lumaxlike invert: error: no problem converged (NONFINITE_INPUT {scene['r'].size}): "
-        "every pixel is nodata or NaN (in the cube or the geometry)")
+        "every pixel is nodata or NaN (in the cube or the geometry)"
+    )
 
 
 def assert_bad_input(code, err, *names):
@@ -91,19 +121,26 @@ def test_missing_and_unreadable_files_exit_2_naming_the_file(tmp_path, capsys, s
     missing = tmp_path / "missing.tif"
     assert_bad_input(*run(capsys, *invert_args(missing, obs, tmp_path / "w.tif")), missing)
     assert_bad_input(*run(capsys, *invert_args(cube, missing, tmp_path / "w.tif")), missing)
-    assert_bad_input(*run(capsys, *invert_args(cube, obs, tmp_path / "w.tif", "--dtm", missing)), missing)
+    assert_bad_input(
+        *run(capsys, *invert_args(cube, obs, tmp_path / "w.tif", "--dtm", missing)), missing
+    )
     garbage = tmp_path / "garbage.img"
     garbage.write_bytes(b"\x00\x01 not a raster at all")
     assert_bad_input(*run(capsys, *invert_args(garbage, obs, tmp_path / "w.tif")), garbage)
     assert not (tmp_path / "w.tif").exists()
 
 
-@pytest.mark.parametrize("what, kwargs", [
-    ("shape", {"bands": np.zeros((4, 7, 6))}),
-    ("transform", {"transform": Affine(30.0, 0.0, 499000.0, 0.0, -30.0, 4100000.0)}),
-    ("CRS", {"crs": "EPSG:32633"}),
-])
-def test_misaligned_geometry_or_dtm_exits_2_naming_both_files(tmp_path, capsys, scene_files, what, kwargs):
+@pytest.mark.parametrize(
+    "what, kwargs",
+    [
+        ("shape", {"bands": np.zeros((4, 7, 6))}),
+        ("transform", {"transform": Affine(30.0, 0.0, 499000.0, 0.0, -30.0, 4100000.0)}),
+        ("CRS", {"crs": "EPSG:32633"}),
+    ],
+)
+def test_misaligned_geometry_or_dtm_exits_2_naming_both_files(
+    tmp_path, capsys, scene_files, what, kwargs
+):
     scene, cube, obs, _ = scene_files
     kwargs = dict(kwargs)
     bands = kwargs.pop("bands", scene["angles"])
@@ -111,7 +148,9 @@ def test_misaligned_geometry_or_dtm_exits_2_naming_both_files(tmp_path, capsys, 
     bad_dtm = write_raster(tmp_path / "bad_dtm.tif", bands[:1], **kwargs)
     out = tmp_path / "w.tif"
     assert_bad_input(*run(capsys, *invert_args(cube, bad_obs, out)), bad_obs, cube, what)
-    assert_bad_input(*run(capsys, *invert_args(cube, obs, out, "--dtm", bad_dtm)), bad_dtm, cube, what)
+    assert_bad_input(
+        *run(capsys, *invert_args(cube, obs, out, "--dtm", bad_dtm)), bad_dtm, cube, what
+    )
     assert not out.exists()
 
 
@@ -126,7 +165,9 @@ def test_existing_output_without_overwrite_exits_2_and_keeps_it(tmp_path, capsys
     out = tmp_path / "w.img"
     assert run(capsys, *invert_args(cube, obs, out))[0] == 0
     before = {p.name: digest(p) for p in tmp_path.iterdir() if p.is_file()}
-    assert_bad_input(*run(capsys, *invert_args(cube, obs, out, "--b", "0.3")), out.name, "--overwrite")
+    assert_bad_input(
+        *run(capsys, *invert_args(cube, obs, out, "--b", "0.3")), out.name, "--overwrite"
+    )
     assert {p.name: digest(p) for p in tmp_path.iterdir() if p.is_file()} == before
     code, err = run(capsys, *invert_args(cube, obs, out, "--b", "0.3", "--overwrite"))
     assert code == 0, err
@@ -138,18 +179,23 @@ def test_unwritable_output_location_exits_2_naming_it(tmp_path, capsys, scene_fi
     not_a_folder = tmp_path / "file.txt"
     not_a_folder.write_text("a regular file")
     assert_bad_input(*run(capsys, *invert_args(cube, obs, not_a_folder / "w.tif")), not_a_folder)
-    assert_bad_input(*run(capsys, *invert_args(cube, obs, tmp_path / "no" / "w.tif")), tmp_path / "no")
+    assert_bad_input(
+        *run(capsys, *invert_args(cube, obs, tmp_path / "no" / "w.tif")), tmp_path / "no"
+    )
     assert_bad_input(*run(capsys, *invert_args(cube, obs, tmp_path / "w.jpg")), "w.jpg")
 
 
-@pytest.mark.parametrize("args, name", [
-    (["--units", "percent"], "--units"),
-    (["--chunk", "0"], "--chunk"),
-    (["--b", "1.5"], "--b"),
-    (["--roughness-deg", "95"], "--roughness-deg"),
-    (["--sigma", "-1"], "--sigma"),
-    (["--workers", "two"], "--workers"),
-])
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (["--units", "percent"], "--units"),
+        (["--chunk", "0"], "--chunk"),
+        (["--b", "1.5"], "--b"),
+        (["--roughness-deg", "95"], "--roughness-deg"),
+        (["--sigma", "-1"], "--sigma"),
+        (["--workers", "two"], "--workers"),
+    ],
+)
 def test_bad_option_values_exit_2_naming_the_option(tmp_path, capsys, scene_files, args, name):
     _, cube, obs, _ = scene_files
     assert_bad_input(*run(capsys, *invert_args(cube, obs, tmp_path / "w.tif", *args)), name)
@@ -157,7 +203,9 @@ def test_bad_option_values_exit_2_naming_the_option(tmp_path, capsys, scene_file
 
 def test_missing_required_options_exit_2(tmp_path, capsys, scene_files):
     _, cube, obs, _ = scene_files
-    code, err = run(capsys, "invert", cube, "--geometry", obs, "--solver", "numba", "--out", tmp_path / "w.tif")
+    code, err = run(
+        capsys, "invert", cube, "--geometry", obs, "--solver", "numba", "--out", tmp_path / "w.tif"
+    )
     assert_bad_input(code, err, "--units")
     assert_bad_input(*run(capsys, "frobnicate"), "frobnicate")
 
@@ -177,7 +225,9 @@ def test_demo_and_profile_subcommands_dispatch_lazily(monkeypatch):
     calls = []
     monkeypatch.setattr("lumaxlike._demo.run_demo", lambda argv: calls.append(("demo", argv)) or 0)
     # profile is parsed like the file commands (its body in lumaxlike._cli.profile)
-    monkeypatch.setattr("lumaxlike._cli.profile.run", lambda args: calls.append(("profile", args.pixels)) or 3)
+    monkeypatch.setattr(
+        "lumaxlike._cli.profile.run", lambda args: calls.append(("profile", args.pixels)) or 3
+    )
     assert main(["demo", "--size", "8", "--help"]) == 0
     assert main(["profile", "--pixels", "8"]) == 3
     assert main(["profile", "--x"]) == 2  # an unknown option: a usage error, as for any command
@@ -187,17 +237,34 @@ def test_demo_and_profile_subcommands_dispatch_lazily(monkeypatch):
 def test_python_dash_m_entry_point(tmp_path, scene_files):
     _, cube, obs, _ = scene_files
     missing = tmp_path / "absent.tif"
-    done = subprocess.run([sys.executable, "-m", "lumaxlike", *map(str, invert_args(missing, obs, tmp_path / "w.tif"))],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lumaxlike",
+            *map(str, invert_args(missing, obs, tmp_path / "w.tif")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "absent.tif" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_worker_processes_give_the_same_maps(tmp_path, capsys, scene_files):
     _, cube, obs, dtm = scene_files
-    assert run(capsys, *invert_args(cube, obs, tmp_path / "one.tif", "--dtm", dtm, "--chunk", "2"))[0] == 0
-    code, err = run(capsys, *invert_args(cube, obs, tmp_path / "two.tif", "--dtm", dtm, "--chunk", "2",
-                                         "--workers", "2"))
+    assert (
+        run(capsys, *invert_args(cube, obs, tmp_path / "one.tif", "--dtm", dtm, "--chunk", "2"))[0]
+        == 0
+    )
+    code, err = run(
+        capsys,
+        *invert_args(
+            cube, obs, tmp_path / "two.tif", "--dtm", dtm, "--chunk", "2", "--workers", "2"
+        ),
+    )
     assert code == 0, err
     for suffix in ("", "_status", "_iterations"):
-        np.testing.assert_array_equal(read_cube(tmp_path / f"two{suffix}.tif")[0],
-                                      read_cube(tmp_path / f"one{suffix}.tif")[0])
+        np.testing.assert_array_equal(
+            read_cube(tmp_path / f"two{suffix}.tif")[0], read_cube(tmp_path / f"one{suffix}.tif")[0]
+        )

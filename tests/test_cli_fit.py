@@ -30,19 +30,32 @@ def stack(tmp_path_factory):
     w = rng.uniform(0.2, 0.9, (ROWS, COLS, BANDS))
     cubes, obs, refl, geometry = [], [], [], []
     for k in range(CUBES):
-        angles = np.stack([rng.uniform(0.0, 60.0, (ROWS, COLS)), rng.uniform(0.0, 360.0, (ROWS, COLS)),
-                           rng.uniform(0.0, 60.0, (ROWS, COLS)), rng.uniform(0.0, 360.0, (ROWS, COLS))])
+        angles = np.stack(
+            [
+                rng.uniform(0.0, 60.0, (ROWS, COLS)),
+                rng.uniform(0.0, 360.0, (ROWS, COLS)),
+                rng.uniform(0.0, 60.0, (ROWS, COLS)),
+                rng.uniform(0.0, 360.0, (ROWS, COLS)),
+            ]
+        )
         to_sun = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[:2]))
         to_sensor = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[2:]))
         normal = np.broadcast_to([0.0, 0.0, 1.0], to_sun.shape)
         r = np.asarray(lumaxlike.amsa(w, to_sun, to_sensor, normal, TRUTH, backend="numba"))
         if k == 2:
             r[0, 0] = np.nan
-        cubes.append(write_raster(folder / f"cube{k}.tif", np.moveaxis(r, -1, 0), envi_wavelengths=WAVELENGTHS[:BANDS]))
+        cubes.append(
+            write_raster(
+                folder / f"cube{k}.tif", np.moveaxis(r, -1, 0), envi_wavelengths=WAVELENGTHS[:BANDS]
+            )
+        )
         obs.append(write_raster(folder / f"obs{k}.tif", angles, descriptions=OBS_DESCRIPTIONS))
         refl.append(r)
         geometry.append((to_sun, to_sensor, normal))
-    arrays = (np.stack(refl, axis=-1), *(np.stack([g[j] for g in geometry], axis=-2) for j in range(3)))
+    arrays = (
+        np.stack(refl, axis=-1),
+        *(np.stack([g[j] for g in geometry], axis=-2) for j in range(3)),
+    )
     return cubes, obs, arrays, w
 
 
@@ -55,13 +68,37 @@ def test_fit_command_writes_the_maps_fit_computes(tmp_path, capsys, stack):
     cubes, obs, arrays, w = stack
     out = tmp_path / "fit.tif"
     limit = ["--incidence-range", "0,50"]
-    code = main(["fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c", "--b", "0.3", "--c", "0.4",
-                 *limit, "--chunk", "2", "--out", out])
+    code = main(
+        [
+            "fit",
+            *cubes,
+            "--geometry",
+            *obs,
+            "--units",
+            "r",
+            "--free",
+            "w,b,c",
+            "--b",
+            "0.3",
+            "--c",
+            "0.4",
+            *limit,
+            "--chunk",
+            "2",
+            "--out",
+            out,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 0, err
     assert "lumaxlike fit: 6 cubes" in err and "CONVERGED" in err
-    expected = lumaxlike.fit(*arrays, START, free=("w", "b", "c"), solver="numba",
-                             observation_limits={"incidence": (0.0, math.radians(50.0))})
+    expected = lumaxlike.fit(
+        *arrays,
+        START,
+        free=("w", "b", "c"),
+        solver="numba",
+        observation_limits={"incidence": (0.0, math.radians(50.0))},
+    )
     names = {"w": out, "b": tmp_path / "fit_b.tif", "c": tmp_path / "fit_c.tif"}
     for name, path in names.items():
         np.testing.assert_allclose(read_map(path)[0], expected[name], rtol=0, atol=1e-12)
@@ -69,13 +106,19 @@ def test_fit_command_writes_the_maps_fit_computes(tmp_path, capsys, stack):
         np.testing.assert_allclose(sigma, expected.sigma(name), rtol=1e-9, equal_nan=True)
     status, tags = read_map(tmp_path / "fit_status.tif")
     np.testing.assert_array_equal(status, expected.status)
-    np.testing.assert_array_equal(read_map(tmp_path / "fit_observations.tif")[0], expected.observations)
+    np.testing.assert_array_equal(
+        read_map(tmp_path / "fit_observations.tif")[0], expected.observations
+    )
     assert "6=too_few_observations" in tags["status_codes"]
     assert expected.observations.min() < 6 and np.any(expected.status == Status.CONVERGED)
     converged = expected.status == Status.CONVERGED
     np.testing.assert_allclose(read_map(out)[0][converged], w[converged], rtol=0, atol=1e-6)
     record = lumaxlike.read_provenance(out)
-    assert record.solver == "numba" and record.units == "r" and record.command.startswith("lumaxlike fit")
+    assert (
+        record.solver == "numba"
+        and record.units == "r"
+        and record.command.startswith("lumaxlike fit")
+    )
     assert read_map(out)[1]["lumaxlike_fit_free"] == '["w", "b", "c"]'
     assert temporary_leftovers(tmp_path) == []
 
@@ -88,7 +131,10 @@ def test_fit_command_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, stac
         ([*base, "--geometry", *obs[:3]], "3 rasters for 4 cubes"),
         ([*base, "--geometry", *obs[:4], "--phase-range", "10"], "--phase-range"),
         ([*base, "--geometry", *obs[:4], "--free", "w,albedo"], "albedo"),
-        ([*base, "--geometry", *obs[:4], "--min-observations", "5"], "min_observations = 5 exceeds the 4"),
+        (
+            [*base, "--geometry", *obs[:4], "--min-observations", "5"],
+            "min_observations = 5 exceeds the 4",
+        ),
     ]
     for args, message in cases:
         assert main([str(a) for a in args]) == 2
@@ -102,20 +148,47 @@ def test_fit_refuses_a_cube_twice_or_cubes_with_other_bands(tmp_path, capsys, st
     count), and the same cube passed twice (one observation counted twice)."""
     cubes, obs, _, _ = stack
     with rasterio.open(cubes[1]) as src:
-        other = write_raster(tmp_path / "other.tif", src.read(), envi_wavelengths=WAVELENGTHS[1:BANDS + 1])
+        other = write_raster(
+            tmp_path / "other.tif", src.read(), envi_wavelengths=WAVELENGTHS[1 : BANDS + 1]
+        )
     linked = tmp_path / "again.tif"
     linked.symlink_to(cubes[0])
     out = tmp_path / "fit.tif"
-    cases = [([cubes[0], other, *cubes[2:4]], rf"cube {other} has other band centres than cube {cubes[0]}"),
-             ([cubes[0], cubes[1], cubes[0], cubes[3]], rf"the cube {cubes[0]} is given twice"),
-             ([cubes[0], cubes[1], linked, cubes[3]], rf"the cube {linked} is given twice \(also as {cubes[0]}\)")]
+    cases = [
+        (
+            [cubes[0], other, *cubes[2:4]],
+            rf"cube {other} has other band centres than cube {cubes[0]}",
+        ),
+        ([cubes[0], cubes[1], cubes[0], cubes[3]], rf"the cube {cubes[0]} is given twice"),
+        (
+            [cubes[0], cubes[1], linked, cubes[3]],
+            rf"the cube {linked} is given twice \(also as {cubes[0]}\)",
+        ),
+    ]
     for stacked, message in cases:
-        code = main([str(a) for a in ["fit", *stacked, "--geometry", *obs[:4], "--units", "r", "--free", "w",
-                                      "--out", out]])
+        code = main(
+            [
+                str(a)
+                for a in [
+                    "fit",
+                    *stacked,
+                    "--geometry",
+                    *obs[:4],
+                    "--units",
+                    "r",
+                    "--free",
+                    "w",
+                    "--out",
+                    out,
+                ]
+            ]
+        )
         err = capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1 and re.search(message, err), err
     with pytest.raises(ValueError, match="given twice"):
-        lumaxlike.fit_file([cubes[0], cubes[0]], out, geometry=obs[:2], params=START, free="w", units="r")
+        lumaxlike.fit_file(
+            [cubes[0], cubes[0]], out, geometry=obs[:2], params=START, free="w", units="r"
+        )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["again.tif", "other.tif"]
 
 
@@ -125,27 +198,113 @@ def test_params_from_a_fit_output_uses_its_fitted_maps_or_refuses(tmp_path, caps
     (one value per band) refuses, normalize uses the fitted maps."""
     cubes, obs, _, _ = stack
     out = tmp_path / "fit.tif"
-    assert main([str(a) for a in ["fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c",
-                                  "--b", "0.3", "--c", "0.4", "--out", out]]) == 0
+    assert (
+        main(
+            [
+                str(a)
+                for a in [
+                    "fit",
+                    *cubes,
+                    "--geometry",
+                    *obs,
+                    "--units",
+                    "r",
+                    "--free",
+                    "w,b,c",
+                    "--b",
+                    "0.3",
+                    "--c",
+                    "0.4",
+                    "--out",
+                    out,
+                ]
+            ]
+        )
+        == 0
+    )
     record = lumaxlike.read_provenance(tmp_path / "fit_sigma_b.tif")
     assert record.params[0].b == 0.3 and record.fit_settings["free"] == ["w", "b", "c"]
-    assert record.fit_settings["fitted_maps"] == {n: str(tmp_path / f"fit_{n}.tif") for n in ("b", "c")} | {
-        "w": str(out)}
+    assert record.fit_settings["fitted_maps"] == {
+        n: str(tmp_path / f"fit_{n}.tif") for n in ("b", "c")
+    } | {"w": str(out)}
     capsys.readouterr()
-    code = main([str(a) for a in ["invert", cubes[0], "--params-from", out, "--geometry", obs[0], "--out",
-                                  tmp_path / "w.tif"]])
+    code = main(
+        [
+            str(a)
+            for a in [
+                "invert",
+                cubes[0],
+                "--params-from",
+                out,
+                "--geometry",
+                obs[0],
+                "--out",
+                tmp_path / "w.tif",
+            ]
+        ]
+    )
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "is a fit's output" in err and "fit_b.tif" in err, err
+    assert (
+        code == 2 and err.count("\n") == 1 and "is a fit's output" in err and "fit_b.tif" in err
+    ), err
     # with every fitted parameter given, the record's other settings are usable
-    assert main([str(a) for a in ["invert", cubes[0], "--params-from", out, "--geometry", obs[0], "--b", "0.25",
-                                  "--c", "0.5", "--out", tmp_path / "w.tif"]]) == 0
+    assert (
+        main(
+            [
+                str(a)
+                for a in [
+                    "invert",
+                    cubes[0],
+                    "--params-from",
+                    out,
+                    "--geometry",
+                    obs[0],
+                    "--b",
+                    "0.25",
+                    "--c",
+                    "0.5",
+                    "--out",
+                    tmp_path / "w.tif",
+                ]
+            ]
+        )
+        == 0
+    )
     common = [cubes[0], "--geometry", obs[0], "--units", "r"]
-    assert main([str(a) for a in ["normalize", *common, "--params-from", out, "--out", tmp_path / "n1.tif"]]) == 0
-    assert main([str(a) for a in ["normalize", *common, "--param-map", f"b={tmp_path / 'fit_b.tif'}", "--param-map",
-                                  f"c={tmp_path / 'fit_c.tif'}", "--out", tmp_path / "n2.tif"]]) == 0
-    np.testing.assert_array_equal(read_map(tmp_path / "n1.tif")[0], read_map(tmp_path / "n2.tif")[0])
+    assert (
+        main(
+            [
+                str(a)
+                for a in ["normalize", *common, "--params-from", out, "--out", tmp_path / "n1.tif"]
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                str(a)
+                for a in [
+                    "normalize",
+                    *common,
+                    "--param-map",
+                    f"b={tmp_path / 'fit_b.tif'}",
+                    "--param-map",
+                    f"c={tmp_path / 'fit_c.tif'}",
+                    "--out",
+                    tmp_path / "n2.tif",
+                ]
+            ]
+        )
+        == 0
+    )
+    np.testing.assert_array_equal(
+        read_map(tmp_path / "n1.tif")[0], read_map(tmp_path / "n2.tif")[0]
+    )
     assert dict(lumaxlike.read_provenance(tmp_path / "n1.tif").param_maps) == {
-        "b": str(tmp_path / "fit_b.tif"), "c": str(tmp_path / "fit_c.tif")}
+        "b": str(tmp_path / "fit_b.tif"),
+        "c": str(tmp_path / "fit_c.tif"),
+    }
 
 
 def test_fit_command_joint_shared_and_prior(tmp_path, capsys, stack):
@@ -153,18 +312,54 @@ def test_fit_command_joint_shared_and_prior(tmp_path, capsys, stack):
     shared map repeated in every band layer, dfs and cost maps, and the settings recorded."""
     cubes, obs, arrays, _ = stack
     out = tmp_path / "joint.tif"
-    code = main(["fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c", "--b", "0.3", "--c", "0.4",
-                 "--shared", "c", "--prior", "b=0.3:0.1", "--sigma", "1e-4", "--out", out])
+    code = main(
+        [
+            "fit",
+            *cubes,
+            "--geometry",
+            *obs,
+            "--units",
+            "r",
+            "--free",
+            "w,b,c",
+            "--b",
+            "0.3",
+            "--c",
+            "0.4",
+            "--shared",
+            "c",
+            "--prior",
+            "b=0.3:0.1",
+            "--sigma",
+            "1e-4",
+            "--out",
+            out,
+        ]
+    )
     assert code == 0, capsys.readouterr().err
-    expected = lumaxlike.fit(*arrays, START, free=("w", "b", "c"), shared=("c",), prior={"b": (0.3, 0.1)},
-                             refl_sigma=1e-4, solver="numba")
+    expected = lumaxlike.fit(
+        *arrays,
+        START,
+        free=("w", "b", "c"),
+        shared=("c",),
+        prior={"b": (0.3, 0.1)},
+        refl_sigma=1e-4,
+        solver="numba",
+    )
     np.testing.assert_allclose(read_map(out)[0], expected["w"], rtol=0, atol=1e-12)
     c_map = read_map(tmp_path / "joint_c.tif")[0]
-    np.testing.assert_allclose(c_map, np.repeat(expected["c"][..., None], BANDS, axis=-1), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(read_map(tmp_path / "joint_dfs_b.tif")[0], expected.dfs["b"], rtol=1e-9)
+    np.testing.assert_allclose(
+        c_map, np.repeat(expected["c"][..., None], BANDS, axis=-1), rtol=0, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        read_map(tmp_path / "joint_dfs_b.tif")[0], expected.dfs["b"], rtol=1e-9
+    )
     status = read_map(tmp_path / "joint_status.tif")[0]
     np.testing.assert_array_equal(status, np.repeat(expected.status[..., None], BANDS, axis=-1))
     assert np.any(expected.status == Status.CONVERGED)
     tags = read_map(out)[1]
-    assert tags["lumaxlike_fit_shared"] == '["c"]' and tags["lumaxlike_fit_prior"] == '{"b": [0.3, 0.1]}'
+    assert (
+        tags["lumaxlike_fit_shared"] == '["c"]'
+        and tags["lumaxlike_fit_prior"] == '{"b": [0.3, 0.1]}'
+    )
     assert not (tmp_path / "joint_residual.tif").exists() and (tmp_path / "joint_cost.tif").exists()

@@ -15,8 +15,12 @@ def subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
     """Every parser behind ``lumaxlike [COMMAND] --help``."""
     top = build_parser()
     (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
-    return {"lumaxlike": top, "invert": commands.choices["invert"], "demo": demo_parser(),
-            "profile": commands.choices["profile"]}
+    return {
+        "lumaxlike": top,
+        "invert": commands.choices["invert"],
+        "demo": demo_parser(),
+        "profile": commands.choices["profile"],
+    }
 
 
 PARSERS = subcommand_parsers()
@@ -25,20 +29,29 @@ PARSERS = subcommand_parsers()
 def test_version_prints_the_version(capsys):
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"lumaxlike {lumaxlike.__version__}"
-    done = subprocess.run([sys.executable, "-m", "lumaxlike", "--version"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "lumaxlike", "--version"], capture_output=True, text=True
+    )
     assert done.returncode == 0 and done.stdout.strip() == f"lumaxlike {lumaxlike.__version__}"
 
 
 @pytest.mark.parametrize("command", list(PARSERS))
 def test_every_option_says_its_default_unless_a_flag_or_required(command):
     for action in PARSERS[command]._actions:
-        if isinstance(action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
+        if isinstance(
+            action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)
+        ):
             continue
         is_flag = action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction)
-        required = action.required or not action.option_strings or "required" in (action.help or "").lower()
+        required = (
+            action.required
+            or not action.option_strings
+            or "required" in (action.help or "").lower()
+        )
         assert action.help, f"{command} {action.option_strings or action.dest} has no help"
         assert is_flag or required or "default" in action.help.lower(), (
-            f"{command} {action.option_strings}: help does not say its default: {action.help!r}")
+            f"{command} {action.option_strings}: help does not say its default: {action.help!r}"
+        )
 
 
 @pytest.mark.parametrize("command", list(PARSERS))

@@ -26,7 +26,10 @@ def write_library(path, albedo, first_nm=400.0):
     grid = np.arange(first_nm, centres[-1] + 20.0)
     band = np.searchsorted((centres[1:] + centres[:-1]) / 2, grid)
     lines = ["wavelength (nm)," + ",".join(NAMES)]
-    lines += [f"{float(wl)!r}," + ",".join(repr(float(v)) for v in refl[:, k]) for wl, k in zip(grid, band)]
+    lines += [
+        f"{float(wl)!r}," + ",".join(repr(float(v)) for v in refl[:, k])
+        for wl, k in zip(grid, band)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -36,18 +39,47 @@ def mixture_files(tmp_path):
     rng = np.random.default_rng(4)
     albedo = rng.uniform(0.15, 0.9, (len(NAMES), 5))
     mass = rng.dirichlet(np.ones(len(NAMES)), scene["w"].shape[:2])
-    w = mixed_albedo(cross_section_fractions(mass, cross_section_per_mass(DENSITY, GRAIN_SIZE, 1.0)), albedo)
-    scene["r"] = np.asarray(lumaxlike.amsa(w, scene["to_sun"], scene["to_sensor"], scene["normal"], PARAMS,
-                                           backend="numba"))
+    w = mixed_albedo(
+        cross_section_fractions(mass, cross_section_per_mass(DENSITY, GRAIN_SIZE, 1.0)), albedo
+    )
+    scene["r"] = np.asarray(
+        lumaxlike.amsa(
+            w, scene["to_sun"], scene["to_sensor"], scene["normal"], PARAMS, backend="numba"
+        )
+    )
     cube, obs, dtm = write_scene(tmp_path, scene)
     return mass, albedo, cube, obs, dtm
 
 
 def unmix_args(cube, obs, dtm, library, out, *extra):
-    return ["unmix", cube, "--geometry", obs, "--dtm", dtm, "--units", "r", "--endmembers", library,
-            "--library-units", "r", "--library-incidence", LIBRARY_ANGLES[0], "--library-emission",
-            LIBRARY_ANGLES[1], "--density", ",".join(map(str, DENSITY)), "--grain-size",
-            ",".join(map(str, GRAIN_SIZE)), "--fwhm", FWHM_UM, *PARAM_FLAGS, "--out", out, *extra]
+    return [
+        "unmix",
+        cube,
+        "--geometry",
+        obs,
+        "--dtm",
+        dtm,
+        "--units",
+        "r",
+        "--endmembers",
+        library,
+        "--library-units",
+        "r",
+        "--library-incidence",
+        LIBRARY_ANGLES[0],
+        "--library-emission",
+        LIBRARY_ANGLES[1],
+        "--density",
+        ",".join(map(str, DENSITY)),
+        "--grain-size",
+        ",".join(map(str, GRAIN_SIZE)),
+        "--fwhm",
+        FWHM_UM,
+        *PARAM_FLAGS,
+        "--out",
+        out,
+        *extra,
+    ]
 
 
 def test_unmix_cli_recovers_the_fractions(tmp_path, capsys):
@@ -71,11 +103,15 @@ def test_unmix_cli_recovers_the_fractions(tmp_path, capsys):
 
 def test_unmix_cli_library_not_covering_the_cube_exits_2_naming_the_file(tmp_path, capsys):
     mass, albedo, cube, obs, dtm = mixture_files(tmp_path)
-    library = write_library(tmp_path / "short.csv", albedo, first_nm=500.0)  # the cube starts at 450 nm
+    library = write_library(
+        tmp_path / "short.csv", albedo, first_nm=500.0
+    )  # the cube starts at 450 nm
     out = tmp_path / "abund.tif"
     code, err = run(capsys, *unmix_args(cube, obs, dtm, library, out))
     assert code == 2
-    assert len(err.strip().splitlines()) == 1 and "short.csv" in err and "does not cover band 0" in err
+    assert (
+        len(err.strip().splitlines()) == 1 and "short.csv" in err and "does not cover band 0" in err
+    )
     assert not out.exists()
 
 
@@ -94,11 +130,15 @@ def test_unmix_cli_writes_one_netcdf_or_zarr_dataset_with_an_endmember_dimension
             assert tuple(dataset["endmember"].values) == NAMES
             for field in ("status", "iterations", "residual"):
                 assert dataset[field].dims == ("y", "x"), field
-            np.testing.assert_allclose(np.moveaxis(dataset["fractions"].values, 0, -1), mass, atol=1e-6, rtol=0)
+            np.testing.assert_allclose(
+                np.moveaxis(dataset["fractions"].values, 0, -1), mass, atol=1e-6, rtol=0
+            )
             assert np.all(dataset["status"].values == Status.CONVERGED)
             assert np.all(np.isfinite(dataset["sigma"].values))
         assert lumaxlike.read_provenance(out).command.startswith("lumaxlike unmix")
-        assert not (tmp_path / f"{out.stem}_status{out.suffix}").exists()  # one dataset, no companions
+        assert not (
+            tmp_path / f"{out.stem}_status{out.suffix}"
+        ).exists()  # one dataset, no companions
 
 
 def test_unmix_cli_keeps_the_remainder_and_records_the_unmixing(tmp_path, capsys):
@@ -110,7 +150,10 @@ def test_unmix_cli_keeps_the_remainder_and_records_the_unmixing(tmp_path, capsys
     library = write_library(tmp_path / "minerals.csv", albedo)
     for name in ("abund.tif", "abund.nc"):
         out = tmp_path / name
-        code, err = run(capsys, *unmix_args(cube, obs, dtm, library, out, "--no-sum-to-one", "--route", "two_step"))
+        code, err = run(
+            capsys,
+            *unmix_args(cube, obs, dtm, library, out, "--no-sum-to-one", "--route", "two_step"),
+        )
         assert code == 0, err
         if name.endswith(".tif"):
             with rasterio.open(tmp_path / "abund_remainder.tif") as dataset:
@@ -122,7 +165,9 @@ def test_unmix_cli_keeps_the_remainder_and_records_the_unmixing(tmp_path, capsys
         settings = lumaxlike.read_provenance(out).unmix_settings
         assert settings["route"] == "two_step" and settings["sum_to_one"] is False
         assert settings["endmembers"] == list(NAMES) and settings["density"] == list(DENSITY)
-        assert settings["grain_size"] == list(GRAIN_SIZE) and settings["library"]["files"] == [str(library)]
+        assert settings["grain_size"] == list(GRAIN_SIZE) and settings["library"]["files"] == [
+            str(library)
+        ]
         assert settings["library"]["incidence_deg"] == [LIBRARY_ANGLES[0]]
     args = unmix_args(cube, obs, dtm, library, tmp_path / "one.tif")
     args[args.index("--density") + 1] = "2.7"

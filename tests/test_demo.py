@@ -10,11 +10,14 @@ import rasterio
 from lumaxlike._demo import run_demo
 from lumaxlike._demo.figure import RecoveredMaps, plot_demo_figure
 from lumaxlike._demo.netcdf import write_netcdf_inputs
-from lumaxlike._demo.spectra import albedo_from_diffusive_reflectance, load_mineral_spectra
-from lumaxlike.demo import SceneConfig, make_scene, simulate_reflectance
 from lumaxlike._demo.rasters import OBS_BANDS, read_raster, write_demo_inputs
+from lumaxlike._demo.spectra import (
+    DEMO_SPECTRA_FILE,
+    albedo_from_diffusive_reflectance,
+    load_mineral_spectra,
+)
 from lumaxlike._io.writers import result_paths
-from lumaxlike._demo.spectra import DEMO_SPECTRA_FILE
+from lumaxlike.demo import SceneConfig, make_scene, simulate_reflectance
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -44,7 +47,9 @@ def test_albedo_inverts_isotropic_diffusive_reflectance():
     w = np.linspace(0.01, 0.99, 50)
     gamma = np.sqrt(1.0 - w)
     diffusive_reflectance = (1.0 - gamma) / (1.0 + gamma)
-    np.testing.assert_allclose(albedo_from_diffusive_reflectance(diffusive_reflectance), w, rtol=1e-12)
+    np.testing.assert_allclose(
+        albedo_from_diffusive_reflectance(diffusive_reflectance), w, rtol=1e-12
+    )
     assert albedo_from_diffusive_reflectance(0.0, margin=1e-3) == 1e-3
     assert albedo_from_diffusive_reflectance(1.0, margin=1e-3) == 1.0 - 1e-3
     with pytest.raises(ValueError, match="margin"):
@@ -54,7 +59,10 @@ def test_albedo_inverts_isotropic_diffusive_reflectance():
 
 
 def test_scene_is_a_pure_function_of_its_config():
-    first, second = make_scene(SceneConfig(size=20, seed=3)), make_scene(SceneConfig(size=20, seed=3))
+    first, second = (
+        make_scene(SceneConfig(size=20, seed=3)),
+        make_scene(SceneConfig(size=20, seed=3)),
+    )
     for name in ("w", "abundance", "dtm", "to_sensor_zenith_deg", "to_sensor_azimuth_deg"):
         np.testing.assert_array_equal(getattr(first, name), getattr(second, name))
     assert not np.array_equal(first.w, make_scene(SceneConfig(size=20, seed=4)).w)
@@ -70,10 +78,14 @@ def test_scene_is_an_intimate_mixture_strictly_inside_zero_one():
     weights = scene.abundance / (scene.density * scene.grain_size_um)
     cross_section = weights / weights.sum(axis=-1, keepdims=True)
     np.testing.assert_allclose(scene.cross_section, cross_section, rtol=1e-13)
-    np.testing.assert_allclose(scene.w, np.einsum("yxm,mb->yxb", cross_section, scene.endmember_w), rtol=1e-13)
+    np.testing.assert_allclose(
+        scene.w, np.einsum("yxm,mb->yxb", cross_section, scene.endmember_w), rtol=1e-13
+    )
     assert scene.endmembers.names == scene.mineral_names
     # patches: every mineral dominates somewhere
-    assert set(np.unique(np.argmax(scene.abundance, axis=-1))) == set(range(len(scene.mineral_names)))
+    assert set(np.unique(np.argmax(scene.abundance, axis=-1))) == set(
+        range(len(scene.mineral_names))
+    )
 
 
 def test_scene_terrain_and_view_geometry_are_realistic_and_lit():
@@ -130,7 +142,9 @@ def test_figure_is_a_png(tmp_path):
     status = np.zeros(scene.w.shape, dtype=np.int16)
     status[0, 0] = 1
     recovered = [RecoveredMaps("numba", scene.w + 1e-9, status)]
-    path = plot_demo_figure(tmp_path / "f.png", scene, recovered, {0: "CONVERGED", 1: "FAILED"}, 3, (2, 5))
+    path = plot_demo_figure(
+        tmp_path / "f.png", scene, recovered, {0: "CONVERGED", 1: "FAILED"}, 3, (2, 5)
+    )
     assert path.read_bytes().startswith(PNG_SIGNATURE)
     with pytest.raises(ValueError, match="status codes"):
         plot_demo_figure(tmp_path / "g.png", scene, recovered, {0: "CONVERGED"}, 3, (2, 5))
@@ -162,14 +176,25 @@ def test_demo_end_to_end_recovers_the_true_w(tmp_path, capsys):
         out = workdir / f"w_{solver}.tif"
         np.testing.assert_array_equal(read_raster(result_paths(out)["status"]), Status.CONVERGED)
         np.testing.assert_allclose(read_raster(out), truth, rtol=0, atol=1e-6)
-    for name in ("reflectance.tif", "reflectance.img", "reflectance.hdr", "obs.tif", "dtm.tif", "w_true.tif",
-                 "reflectance.nc", "obs.nc", "w_true.nc", "minerals.csv"):
+    for name in (
+        "reflectance.tif",
+        "reflectance.img",
+        "reflectance.hdr",
+        "obs.tif",
+        "dtm.tif",
+        "w_true.tif",
+        "reflectance.nc",
+        "obs.nc",
+        "w_true.nc",
+        "minerals.csv",
+    ):
         assert (workdir / name).stat().st_size > 0
     # the intimate mixture's mass fractions, recovered by `lumaxlike unmix` (noise-free)
     assert "unmix: converged 100.00 % of pixels" in printed
     abundances = workdir / "abundances.tif"
-    np.testing.assert_array_equal(read_raster(result_paths(abundances, ("status",), "fractions")["status"]),
-                                  Status.CONVERGED)
+    np.testing.assert_array_equal(
+        read_raster(result_paths(abundances, ("status",), "fractions")["status"]), Status.CONVERGED
+    )
     np.testing.assert_allclose(read_raster(abundances), scene.abundance, rtol=0, atol=1e-6)
     for figure in (workdir / "demo.png", workdir / "abundances.png"):
         assert figure.stat().st_size > 10_000
@@ -180,8 +205,19 @@ def test_demo_with_noise_from_envi_input_stays_within_the_noise(tmp_path):
     from lumaxlike import Status
 
     noise = 0.01
-    args = ["--workdir", str(tmp_path), "--size", "12", "--solver", "numba", "--noise", str(noise),
-            "--input-format", "envi", "--no-figure"]
+    args = [
+        "--workdir",
+        str(tmp_path),
+        "--size",
+        "12",
+        "--solver",
+        "numba",
+        "--noise",
+        str(noise),
+        "--input-format",
+        "envi",
+        "--no-figure",
+    ]
     assert run_demo(args) == 0
     assert not (tmp_path / "demo.png").exists()
     truth = make_scene(SceneConfig(size=12)).w
@@ -201,7 +237,14 @@ def test_public_demo_module_exposes_the_scene_with_docstrings():
     for name in lumaxlike.demo.__all__:
         assert getattr(lumaxlike.demo, name).__doc__, name
     params = lumaxlike.demo.demo_hapke_params()
-    assert (params.b, params.c, params.hs, params.bs0, params.hc, params.bc0) == (0.2, 0.4, 0.06, 1.0, 0.05, 0.5)
+    assert (params.b, params.c, params.hs, params.bs0, params.hc, params.bc0) == (
+        0.2,
+        0.4,
+        0.06,
+        1.0,
+        0.05,
+        0.5,
+    )
     np.testing.assert_allclose(params.roughness, np.radians(20.0), rtol=1e-15)
 
 
@@ -210,8 +253,11 @@ def test_demo_netcdf_inputs_align_with_the_rasters(tmp_path):
     scene = make_scene(SceneConfig(size=10))
     reflectance = simulate_reflectance(scene)
     paths = write_netcdf_inputs(tmp_path, scene, reflectance)
-    with xr.open_dataarray(paths.cube) as cube, xr.open_dataset(paths.obs) as obs, \
-            xr.open_dataarray(paths.w_true) as w_true:
+    with (
+        xr.open_dataarray(paths.cube) as cube,
+        xr.open_dataset(paths.obs) as obs,
+        xr.open_dataarray(paths.w_true) as w_true,
+    ):
         assert cube.dims == ("band", "y", "x") and w_true.dims == ("band", "y", "x")
         np.testing.assert_array_equal(cube.wavelength, scene.wavelength_nm)
         assert cube.wavelength.attrs["units"] == "nm" and cube.attrs["units"] == "sr-1"
@@ -234,9 +280,13 @@ def test_demo_prints_its_parameters_and_commands_that_rerun_verbatim(tmp_path, m
     monkeypatch.chdir(tmp_path)
     assert run_demo(["--size", "8", "--solver", "numba", "--no-figure"]) == 0
     printed = capsys.readouterr().out
-    assert "Hapke parameters (every pixel and band): b=0.2, c=0.4, roughness=20 deg, hs=0.06, bs0=1, " \
-           "hc=0.05, bc0=0.5" in printed
-    commands = [line.split("running: ", 1)[1] for line in printed.splitlines() if "running: " in line]
+    assert (
+        "Hapke parameters (every pixel and band): b=0.2, c=0.4, roughness=20 deg, hs=0.06, bs0=1, "
+        "hc=0.05, bc0=0.5" in printed
+    )
+    commands = [
+        line.split("running: ", 1)[1] for line in printed.splitlines() if "running: " in line
+    ]
     assert commands[0] == (
         "lumaxlike invert lumaxlike-demo/reflectance.tif --geometry lumaxlike-demo/obs.tif "
         "--dtm lumaxlike-demo/dtm.tif --solver numba --out lumaxlike-demo/w_numba.tif --units r "
@@ -252,6 +302,8 @@ def test_demo_prints_its_parameters_and_commands_that_rerun_verbatim(tmp_path, m
     np.testing.assert_array_equal(read_raster("lumaxlike-demo/abundances.tif"), abundances)
     first = read_raster("lumaxlike-demo/w_numba.tif")
     words = shlex.split(commands[0])
-    assert words[0] == "lumaxlike" and main(words[1:]) == 0  # pasted into a shell, from the same folder
+    assert (
+        words[0] == "lumaxlike" and main(words[1:]) == 0
+    )  # pasted into a shell, from the same folder
     np.testing.assert_array_equal(read_raster("lumaxlike-demo/w_numba.tif"), first)
     np.testing.assert_allclose(first, make_scene(SceneConfig(size=8)).w, rtol=0, atol=1e-6)

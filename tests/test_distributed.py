@@ -33,10 +33,15 @@ def scene(tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster():
     """A local cluster of two worker processes, as another program would start it."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None,
-                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                                  silence_logs=logging.ERROR) as local:
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        silence_logs=logging.ERROR,
+    ) as local:
         with distributed.Client(local, set_as_default=False) as client:
             yield local, client
 
@@ -48,8 +53,11 @@ def read_maps(folder, prefix="w"):
 def kill_a_busy_worker(pool, cluster_client):
     """SIGKILL the process of a worker that holds or runs blocks of ``pool``; return its pid."""
     futures = [future for _, future in pool._pending]
-    busy = {address for addresses in pool._cluster.client.who_has(futures).values()
-            for address in addresses}
+    busy = {
+        address
+        for addresses in pool._cluster.client.who_has(futures).values()
+        for address in addresses
+    }
     busy |= {address for address, keys in pool._cluster.client.processing().items() if keys}
     assert busy, "no worker had blocks in flight"
     pids = cluster_client.run(os.getpid)
@@ -58,8 +66,9 @@ def kill_a_busy_worker(pool, cluster_client):
     return pid
 
 
-def test_a_worker_killed_mid_run_leaves_the_maps_of_a_serial_run(tmp_path, capfd, scene, cluster,
-                                                                 monkeypatch):
+def test_a_worker_killed_mid_run_leaves_the_maps_of_a_serial_run(
+    tmp_path, capfd, scene, cluster, monkeypatch
+):
     cube, obs = scene
     local, client = cluster
     assert main(invert_args(cube, obs, tmp_path / "serial.tif", "--chunk", "2")) == 0
@@ -74,8 +83,11 @@ def test_a_worker_killed_mid_run_leaves_the_maps_of_a_serial_run(tmp_path, capfd
         return result
 
     monkeypatch.setattr(BlockPool, "pop", pop_then_kill)
-    code = main(invert_args(cube, obs, tmp_path / "w.tif", "--chunk", "2",
-                            "--scheduler", local.scheduler_address))
+    code = main(
+        invert_args(
+            cube, obs, tmp_path / "w.tif", "--chunk", "2", "--scheduler", local.scheduler_address
+        )
+    )
     err = capfd.readouterr().err
     assert code == 0, err
     assert killed and not psutil.pid_exists(killed[0])
@@ -92,14 +104,21 @@ def read_provenance_command(path):
     return read_provenance(path).command
 
 
-def test_a_lost_scheduler_fails_the_run_in_one_line_publishing_nothing(tmp_path, capfd, scene,
-                                                                       monkeypatch):
+def test_a_lost_scheduler_fails_the_run_in_one_line_publishing_nothing(
+    tmp_path, capfd, scene, monkeypatch
+):
     cube, obs = scene
     monkeypatch.setattr(cluster_module, "CONNECT_TIMEOUT_S", 1.0)  # reconnection attempts
-    doomed = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
-                                      host="127.0.0.1", dashboard_address=None,
-                                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                                      silence_logs=False)  # would restore handler levels
+    doomed = distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        silence_logs=False,
+    )  # would restore handler levels
     pop = BlockPool.pop
 
     def pop_then_lose(self):
@@ -109,14 +128,24 @@ def test_a_lost_scheduler_fails_the_run_in_one_line_publishing_nothing(tmp_path,
 
     monkeypatch.setattr(BlockPool, "pop", pop_then_lose)
     try:
-        code = main(invert_args(cube, obs, tmp_path / "w.tif", "--chunk", "2",
-                                "--scheduler", doomed.scheduler_address))
+        code = main(
+            invert_args(
+                cube,
+                obs,
+                tmp_path / "w.tif",
+                "--chunk",
+                "2",
+                "--scheduler",
+                doomed.scheduler_address,
+            )
+        )
     finally:
         doomed.close()
     lines = capfd.readouterr().err.strip().splitlines()
     assert code == 1 and len(lines) == 1, lines
-    assert lines[0].startswith(f"lumaxlike invert: error: the dask cluster at "
-                               f"{doomed.scheduler_address} failed"), lines
+    assert lines[0].startswith(
+        f"lumaxlike invert: error: the dask cluster at {doomed.scheduler_address} failed"
+    ), lines
     assert list(tmp_path.iterdir()) == []  # no map, no temporary, no lock
 
 
@@ -129,6 +158,8 @@ def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path, capfd, scene, mo
     assert code == 2 and len(lines) == 1, lines
     assert lines[0].startswith(f"lumaxlike invert: error: scheduler {address}: cannot connect")
     assert list(tmp_path.iterdir()) == []
-    code = main(invert_args(cube, obs, tmp_path / "w.tif", "--scheduler", address, "--workers", "2"))
+    code = main(
+        invert_args(cube, obs, tmp_path / "w.tif", "--scheduler", address, "--workers", "2")
+    )
     lines = capfd.readouterr().err.strip().splitlines()
     assert code == 2 and "not allowed with argument" in lines[0], lines

@@ -23,9 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_TIMEOUT_S = 600
 # what __init__.pyi imports "as" a public name (lazy_loader.attach_stub reads the same)
-PUBLIC_NAMES = re.findall(
-    r"\bas (\w+)", (ROOT / "lumaxlike" / "__init__.pyi").read_text()
-)
+PUBLIC_NAMES = re.findall(r"\bas (\w+)", (ROOT / "lumaxlike" / "__init__.pyi").read_text())
 OPTIONAL_PUBLIC_MODULES = ["lumaxlike.testing"]  # documented once they exist
 
 
@@ -42,9 +40,7 @@ def inventory_names(path: Path) -> set[str]:
     """The object names in a Sphinx ``objects.inv`` (version 2) as mkdocstrings writes it."""
     data = path.read_bytes()
     header_end = 0
-    for _ in range(
-        4
-    ):  # four comment lines, then zlib-compressed "name domain:role ..." lines
+    for _ in range(4):  # four comment lines, then zlib-compressed "name domain:role ..." lines
         header_end = data.index(b"\n", header_end) + 1
     lines = zlib.decompress(data[header_end:]).decode("utf-8").splitlines()
     return {line.split(" ", 1)[0] for line in lines if line}
@@ -87,9 +83,7 @@ def test_site_builds_strict_with_every_page(site):
         "search/search_index.json",
     ]:
         assert (site / page).is_file(), page
-    notebook = (site / "tutorials/02_inverting_a_cube/index.html").read_text(
-        encoding="utf-8"
-    )
+    notebook = (site / "tutorials/02_inverting_a_cube/index.html").read_text(encoding="utf-8")
     assert "data:image/png;base64" in notebook  # rendered with its stored figures
 
 
@@ -107,9 +101,7 @@ def test_every_public_name_has_a_docstring():
         docstring_parser="google",
         allow_inspection=False,
     )
-    names = PUBLIC_NAMES + [
-        module.removeprefix("lumaxlike.") for module in public_modules()
-    ]
+    names = PUBLIC_NAMES + [module.removeprefix("lumaxlike.") for module in public_modules()]
     undocumented = []
     for name in names:
         obj = package[name]
@@ -119,9 +111,7 @@ def test_every_public_name_has_a_docstring():
     assert not undocumented, f"public names without a docstring: {undocumented}"
 
 
-@pytest.mark.parametrize(
-    "path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem
-)
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
 def test_rendered_tutorial_matches_its_notebook(path):
     rendered = ROOT / "docs" / "tutorials" / path.name
     assert rendered.is_file(), f"run: python docs/render_tutorials.py {path.stem}"
@@ -131,17 +121,13 @@ def test_rendered_tutorial_matches_its_notebook(path):
         f"docs/tutorials/{path.name} is out of date: python docs/render_tutorials.py {path.stem}"
     )
     code = [cell for cell in shown.cells if cell.cell_type == "code"]
-    assert all(cell.execution_count is not None for cell in code), (
-        "rendered without running"
-    )
+    assert all(cell.execution_count is not None for cell in code), "rendered without running"
     errors = [o for cell in code for o in cell.outputs if o.output_type == "error"]
     assert not errors, errors
 
 
 def test_a_workflow_page_missing_from_the_nav_is_added_after_its_neighbour(tmp_path):
-    spec = importlib.util.spec_from_file_location(
-        "docs_hooks", ROOT / "docs" / "hooks.py"
-    )
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
     hooks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hooks)
     for name, title in [

@@ -34,10 +34,14 @@ def test_decays_fitted_with_linearised_or_given_jacobian():
     for jacobian in (None, residuals_and_columns):
         solver = lumaxlike.ElementwiseLevenbergMarquardt(tol=1e-12, lower=jnp.asarray([0.0, 0.0]),
                                                          upper=jnp.asarray([10.0, 10.0]), jacobian=jacobian)  # fmt: skip
-        solution = optx.least_squares(residuals, solver, start, args=data, max_steps=100, throw=False)
+        solution = optx.least_squares(
+            residuals, solver, start, args=data, max_steps=100, throw=False
+        )
         assert solution.result == optx.RESULTS.successful
         assert bool(jnp.all(solution.state.converged))
         np.testing.assert_allclose(solution.value, truth, rtol=1e-10)
         solutions[jacobian] = solution
     # the same rules on the same (up to rounding) Jacobian: the same steps
-    np.testing.assert_array_equal(solutions[None].state.iterations, solutions[residuals_and_columns].state.iterations)
+    np.testing.assert_array_equal(
+        solutions[None].state.iterations, solutions[residuals_and_columns].state.iterations
+    )

@@ -52,7 +52,9 @@ def _jax(name):
     function = getattr(jax_equations, name)
 
     def call(*args):
-        args = [jnp.asarray(a, jnp.float64) if isinstance(a, (float, np.ndarray)) else a for a in args]
+        args = [
+            jnp.asarray(a, jnp.float64) if isinstance(a, (float, np.ndarray)) else a for a in args
+        ]
         result = function(*args)
         return tuple(float(r) for r in result) if isinstance(result, tuple) else float(result)
 
@@ -103,7 +105,10 @@ def test_phase_function_against_reference(backend):
     """Closed-form double HG p(g) at cos g = linspace(0, 1, 10) (reference README)."""
     phase_function = BACKENDS[backend]("phase_function")
     for cos_g, expected in zip(X_REF, P_G_REF):
-        assert abs(phase_function(float(cos_g), B_REF, C_REF, 0.0, NO_LEGENDRE, False) - expected) <= 1e-14
+        assert (
+            abs(phase_function(float(cos_g), B_REF, C_REF, 0.0, NO_LEGENDRE, False) - expected)
+            <= 1e-14
+        )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -231,7 +236,9 @@ def test_zero_phase_through_geometry():
     B_CB = 1 + B_C0 exactly."""
     params = FULL_PARAMS
     with_opposition = _terms(0.5, 0.5, 0.0, params)
-    without = _terms(0.5, 0.5, 0.0, lumaxlike.HapkeParams(b=params.b, c=params.c, roughness=params.roughness))
+    without = _terms(
+        0.5, 0.5, 0.0, lumaxlike.HapkeParams(b=params.b, c=params.c, roughness=params.roughness)
+    )
     p_g = equations.phase_function(1.0, params.b, params.c, 0.0, NO_LEGENDRE, False)
     np.testing.assert_allclose(with_opposition.phase_sh, p_g * (1.0 + params.bs0), rtol=1e-14)
     np.testing.assert_allclose(with_opposition.scale / without.scale, 1.0 + params.bc0, rtol=1e-15)
@@ -246,7 +253,9 @@ def _extrapolate_to_zero(f, step):
     return (8.0 * f(step) - 6.0 * f(2.0 * step) + f(4.0 * step)) / 3.0
 
 
-NADIR_CASES = [(other, azimuth) for other in (0.0, 0.3, 1.0, 1.4) for azimuth in (0.0, 0.7, 2.0, np.pi)]
+NADIR_CASES = [
+    (other, azimuth) for other in (0.0, 0.3, 1.0, 1.4) for azimuth in (0.0, 0.7, 2.0, np.pi)
+]
 
 
 @pytest.mark.parametrize("which", ["incidence", "emission"])
@@ -255,9 +264,12 @@ def test_roughness_continuous_at_nadir(which):
     r(delta) -> r(0) linearly, and the extrapolation to delta = 0 from delta = 1e-5..4e-5
     matches r(0) within 1e-9 relative (measured 2e-11; a special case forcing mu0e = cos i
     at nadir is off by ~10 %). r(1e-6) itself differs by O(1e-6): r has a slope in sin i."""
-    params = lumaxlike.HapkeParams(b=0.21, c=0.45, roughness=np.radians(25.0), hs=0.06, bs0=1.0, hc=0.05, bc0=0.5)
+    params = lumaxlike.HapkeParams(
+        b=0.21, c=0.45, roughness=np.radians(25.0), hs=0.06, bs0=1.0, hc=0.05, bc0=0.5
+    )
 
     for other, azimuth in NADIR_CASES:
+
         def r_at(delta, other=other, azimuth=azimuth):
             angles = (delta, other) if which == "incidence" else (other, delta)
             return _r_flat(*angles, azimuth, params=params)
@@ -275,7 +287,9 @@ def test_nadir_effective_cosines():
     roughness = np.radians(25.0)
     chi = 1.0 / math.sqrt(1.0 + math.pi * math.tan(roughness) ** 2)
     e = 0.5
-    mu0e, mue, shadowing = equations.roughness_terms(1.0, 0.0, math.cos(e), math.sin(e), 1.0, 0.0, 0.0, 1.0, roughness)
+    mu0e, mue, shadowing = equations.roughness_terms(
+        1.0, 0.0, math.cos(e), math.sin(e), 1.0, 0.0, 0.0, 1.0, roughness
+    )
     assert abs(mu0e - chi) <= 1e-15
     assert abs(shadowing - 1.0) <= 1e-15
     # mue at nadir incidence is eta(e) = chi (cos e + sin e tan tb E2(e) / (2 - E1(e)))
@@ -294,7 +308,9 @@ def test_roughness_branches_meet_at_equal_angles(azimuth):
     params = lumaxlike.HapkeParams(b=0.21, c=0.45, roughness=np.radians(30.0))
     at_equal = _r_flat(0.7, 0.7, azimuth, params=params)
     for delta in (1e-5, -1e-5, 1e-8, -1e-8):
-        np.testing.assert_allclose(_r_flat(0.7 + delta, 0.7, azimuth, params=params), at_equal, rtol=2 * abs(delta))
+        np.testing.assert_allclose(
+            _r_flat(0.7 + delta, 0.7, azimuth, params=params), at_equal, rtol=2 * abs(delta)
+        )
 
 
 def test_psi_denominator_in_both_effective_cosines():
@@ -372,7 +388,9 @@ def test_slope_matches_finite_difference():
         terms = _terms(incidence, emission, azimuth)
         for w in (1e-6, 0.1, 0.5, 0.9, 0.999):
             h = 1e-6 * min(w, 1 - w)
-            central = (equations.reflectance(w + h, terms) - equations.reflectance(w - h, terms)) / (2 * h)
+            central = (
+                equations.reflectance(w + h, terms) - equations.reflectance(w - h, terms)
+            ) / (2 * h)
             _, slope = equations.reflectance_and_slope(w, terms)
             np.testing.assert_allclose(slope, central, rtol=1e-7)
 
@@ -385,7 +403,12 @@ def test_user_legendre_coefficients_match_double_hg():
     rest = {"roughness": np.radians(20.0), "hs": 0.06, "bs0": 1.0, "hc": 0.05, "bc0": 0.5}
     closed = lumaxlike.HapkeParams(b=b, c=c, **rest)
     series = lumaxlike.HapkeParams(b=0.9, c=-1.0, legendre=coefficients, **rest)  # b, c unused
-    for incidence, emission, azimuth in [(0.3, 0.7, 0.4), (1.2, 0.1, 2.9), (0.5, 0.5, 0.0), (0.0, 0.9, 1.0)]:
+    for incidence, emission, azimuth in [
+        (0.3, 0.7, 0.4),
+        (1.2, 0.1, 2.9),
+        (0.5, 0.5, 0.0),
+        (0.0, 0.9, 1.0),
+    ]:
         for w in (0.05, 0.5, 0.95):
             np.testing.assert_allclose(
                 _r_flat(incidence, emission, azimuth, w, series),

@@ -37,8 +37,11 @@ def code_blocks(language: str, pages=PAGES) -> list[tuple[str, str]]:
     return [
         (page.relative_to(ROOT).as_posix(), block)
         for page in pages
-        for block in re.findall(rf"^```{language}\n(.*?)^```", page.read_text(encoding="utf-8"),
-                                flags=re.DOTALL | re.MULTILINE)
+        for block in re.findall(
+            rf"^```{language}\n(.*?)^```",
+            page.read_text(encoding="utf-8"),
+            flags=re.DOTALL | re.MULTILINE,
+        )
     ]
 
 
@@ -51,7 +54,9 @@ def command_lines(block: str) -> list[list[str]]:
 def cli_commands() -> list[list[str]]:
     """Every ``lumaxlike ...`` command of the pages' bash blocks that can run as written."""
     return [
-        words for _, block in code_blocks("bash") for words in command_lines(block)
+        words
+        for _, block in code_blocks("bash")
+        for words in command_lines(block)
         if words[0] == "lumaxlike" and "..." not in words and "&&" not in words
     ]
 
@@ -105,7 +110,8 @@ def test_python_block_runs_standalone(page, block, tmp_path, request):
     script.write_text(block, encoding="utf-8")
     done = run([sys.executable, str(script)], tmp_path)
     assert done.returncode == 0, (
-        f"{page}:\n{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
+        f"{page}:\n{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+    )
     errors = [float(value) for value in ERROR_LINE.findall(done.stdout)]
     z_medians = [float(value) for value in Z_LINE.findall(done.stdout)]
     if "w_true" in block and z_medians:
@@ -115,7 +121,9 @@ def test_python_block_runs_standalone(page, block, tmp_path, request):
         assert len(z_medians) == 1 and not errors, done.stdout
         assert 0.4 < z_medians[0] < 1.0, done.stdout
     elif "w_true" in block:
-        assert len(errors) == 1, f"the block must print its 'max |w - w_true| = ...':\n{done.stdout}"
+        assert len(errors) == 1, (
+            f"the block must print its 'max |w - w_true| = ...':\n{done.stdout}"
+        )
         assert errors[0] < 1e-6, done.stdout
 
 

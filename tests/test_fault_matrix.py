@@ -46,9 +46,7 @@ def inputs(tmp_path_factory):
     with rasterio.open(obs) as src:
         angles = src.read()
     angles[0, 2, 3] = 400.0
-    bad_obs = write_raster(
-        folder / "bad_obs.tif", angles, descriptions=OBS_DESCRIPTIONS
-    )
+    bad_obs = write_raster(folder / "bad_obs.tif", angles, descriptions=OBS_DESCRIPTIONS)
     return {
         "cube": cube,
         "obs": obs,
@@ -163,9 +161,7 @@ def test_an_out_of_range_obs_angle_stops_the_run_naming_band_and_file(
     command, inputs, tmp_path, capsys
 ):
     """A to-sun zenith of 400 deg was read as 40 deg (CONVERGED, w off by 0.02)."""
-    code, lines = run(
-        capsys, *args_for(command, inputs, tmp_path / "x.tif", obs=inputs["bad_obs"])
-    )
+    code, lines = run(capsys, *args_for(command, inputs, tmp_path / "x.tif", obs=inputs["bad_obs"]))
     assert code == 2 and len(lines) == 1, lines
     assert (
         str(inputs["bad_obs"]) in lines[0]
@@ -180,9 +176,7 @@ EARLIER = {"invert": "fit", "unmix": "fit", "normalize": "fit", "fit": "invert"}
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_overwrite_replaces_the_whole_old_set(
-    command, inputs, new_sets, tmp_path, capsys
-):
+def test_overwrite_replaces_the_whole_old_set(command, inputs, new_sets, tmp_path, capsys):
     """Once, `normalize --overwrite` onto a fit's output kept all of the fit's maps, and
     a fit of fewer parameters kept x_c.tif and x_sigma_c.tif: the published set must be
     exactly the new run's."""
@@ -205,19 +199,14 @@ def test_overwrite_replaces_the_whole_old_set(
 def test_a_name_another_run_is_writing_is_refused(command, inputs, tmp_path, capsys):
     """`--out x.tif` (which writes x_status.tif) beside a run writing `--out x_status.tif`:
     both once exited 0 with one set mixing both runs' maps."""
-    holder = atomic.AtomicOutputs(
-        [tmp_path / "x_status.tif"], overwrite=True
-    )  # the other run
+    holder = atomic.AtomicOutputs([tmp_path / "x_status.tif"], overwrite=True)  # the other run
     try:
-        code, lines = run(
-            capsys, *args_for(command, inputs, tmp_path / "x.tif", "--overwrite")
-        )
+        code, lines = run(capsys, *args_for(command, inputs, tmp_path / "x.tif", "--overwrite"))
     finally:
         holder.discard()
     assert code == 2 and len(lines) == 1, lines
     assert (
-        f"output {tmp_path / 'x_status.tif'} is being written by another lumaxlike run"
-        in lines[0]
+        f"output {tmp_path / 'x_status.tif'} is being written by another lumaxlike run" in lines[0]
     )
     assert list(tmp_path.iterdir()) == []
 
@@ -233,17 +222,13 @@ def test_a_signal_during_publication_puts_the_old_set_back(
 
     def replace_then_signal(source, target):
         replace(source, target)
-        if (
-            str(target) == str(out) and not sent
-        ):  # the main map is in place: publication half done
+        if str(target) == str(out) and not sent:  # the main map is in place: publication half done
             sent.append(True)
             os.kill(os.getpid(), signal.SIGTERM)
 
     monkeypatch.setattr(atomic.os, "replace", replace_then_signal)
     code, lines = run(capsys, *args_for(command, inputs, out, "--overwrite"))
-    assert (
-        sent and code == 143 and lines == [f"lumaxlike {command}: stopped by SIGTERM"]
-    ), lines
+    assert sent and code == 143 and lines == [f"lumaxlike {command}: stopped by SIGTERM"], lines
     assert state(tmp_path) == before and temporary_leftovers(tmp_path) == []
 
 
@@ -251,9 +236,7 @@ def test_a_folder_named_like_an_output_is_never_removed(inputs, tmp_path, capsys
     folder = tmp_path / "x.tif"
     (folder / "inside").mkdir(parents=True)
     code, lines = run(capsys, *args_for("invert", inputs, folder, "--overwrite"))
-    assert (
-        code == 2 and len(lines) == 1 and f"output {folder} is a folder" in lines[0]
-    ), lines
+    assert code == 2 and len(lines) == 1 and f"output {folder} is a folder" in lines[0], lines
     assert (folder / "inside").is_dir()
 
 
@@ -309,25 +292,16 @@ def test_a_sigterm_after_publication_exits_with_a_code_not_the_signal(inputs, tm
     assert np.isfinite(np.nanmax(read_cube(out)[0]))
 
 
-def test_a_local_cluster_failing_to_start_is_one_line(
-    inputs, tmp_path, capsys, monkeypatch
-):
+def test_a_local_cluster_failing_to_start_is_one_line(inputs, tmp_path, capsys, monkeypatch):
     """A worker SIGKILLed while the cluster started gave dask's 55-line traceback; the
     failure (as dask raises it then) is now one line, exit 1, nothing written."""
     import distributed
 
     def dying_cluster(*args, **kwargs):
-        raise RuntimeError(
-            "Worker failed to start: Nanny failed to start (killed by signal 9)"
-        )
+        raise RuntimeError("Worker failed to start: Nanny failed to start (killed by signal 9)")
 
     monkeypatch.setattr(distributed, "LocalCluster", dying_cluster)
-    code, lines = run(
-        capsys, *args_for("invert", inputs, tmp_path / "x.tif", "--workers", "2")
-    )
+    code, lines = run(capsys, *args_for("invert", inputs, tmp_path / "x.tif", "--workers", "2"))
     assert code == 1 and len(lines) == 1, lines
-    assert (
-        "the local cluster of 2 workers failed to start (Worker failed to start"
-        in lines[0]
-    )
+    assert "the local cluster of 2 workers failed to start (Worker failed to start" in lines[0]
     assert list(tmp_path.iterdir()) == []

@@ -42,8 +42,12 @@ def large(tmp_path_factory):
 
 
 def start(*args):
-    return subprocess.Popen([sys.executable, "-m", "lumaxlike", *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "lumaxlike", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def error_lines(err):
@@ -87,8 +91,10 @@ def test_two_runs_into_one_output_leave_one_consistent_set(tmp_path, capsys, sma
         folder = tmp_path / f"trial{trial}"
         folder.mkdir()
         overwrite = ["--overwrite"] if trial % 2 else []
-        runs = [start(*invert_args(cube, obs, folder / "w.tif", *extra, *overwrite))
-                for extra in options.values()]
+        runs = [
+            start(*invert_args(cube, obs, folder / "w.tif", *extra, *overwrite))
+            for extra in options.values()
+        ]
         done = [(run.wait(timeout=300), run.communicate(timeout=60)[1]) for run in runs]
         codes = sorted(code for code, _ in done)
         assert codes in ([0, 0], [0, 2]) if overwrite else codes == [0, 2], done
@@ -97,8 +103,11 @@ def test_two_runs_into_one_output_leave_one_consistent_set(tmp_path, capsys, sma
                 assert len(error_lines(err)) == 1 and "w.tif" in err, err
         assert sorted(p.name for p in folder.iterdir()) == sorted(MAPS)
         found = read_set(folder)
-        origins = [key for key, maps in expected.items()
-                   if all(np.array_equal(a, b, equal_nan=True) for a, b in zip(found, maps))]
+        origins = [
+            key
+            for key, maps in expected.items()
+            if all(np.array_equal(a, b, equal_nan=True) for a, b in zip(found, maps))
+        ]
         assert len(origins) == 1, f"trial {trial}: the files come from different runs"
 
 
@@ -177,8 +186,14 @@ def test_sigint_and_sigterm_at_any_moment_leave_old_outputs_and_no_temporaries(t
             writing = time.monotonic() - began
     before = {p.name: digest(p) for p in tmp_path.iterdir()}
     assert sorted(before) == sorted(MAPS)
-    moments = [(signal.SIGTERM, "start-up"), (signal.SIGINT, "locked"), (signal.SIGTERM, "locked"),
-               (signal.SIGINT, "mid"), (signal.SIGTERM, "mid"), (signal.SIGINT, "late")]
+    moments = [
+        (signal.SIGTERM, "start-up"),
+        (signal.SIGINT, "locked"),
+        (signal.SIGTERM, "locked"),
+        (signal.SIGINT, "mid"),
+        (signal.SIGTERM, "mid"),
+        (signal.SIGINT, "late"),
+    ]
     for signum, moment in moments:
         with start(*args) as run:
             stop_at(run, moment, tmp_path, writing)
@@ -199,7 +214,9 @@ def test_sigint_and_sigterm_at_any_moment_leave_old_outputs_and_no_temporaries(t
         # a shell shows 128 + n for both
         assert code in (128 + signum, -signum), (signum, moment, code, err)
         if code > 0:
-            assert error_lines(err) == [f"lumaxlike invert: stopped by {signal.Signals(signum).name}"]
+            assert error_lines(err) == [
+                f"lumaxlike invert: stopped by {signal.Signals(signum).name}"
+            ]
         assert {p.name: digest(p) for p in tmp_path.iterdir()} == before, (signum, moment)
 
 
@@ -289,10 +306,22 @@ def test_truncated_cube_exits_2_naming_the_file_and_rows(tmp_path, capsys, small
 # ----------------------------------------------------------------------------- one-line errors
 
 
-@pytest.mark.parametrize("case", ["missing cube", "missing geometry", "cube not a raster",
-                                  "misaligned geometry", "misaligned dtm", "existing output",
-                                  "bad units", "output under a file", "missing output folder",
-                                  "unknown output format", "output replaces input"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing cube",
+        "missing geometry",
+        "cube not a raster",
+        "misaligned geometry",
+        "misaligned dtm",
+        "existing output",
+        "bad units",
+        "output under a file",
+        "missing output folder",
+        "unknown output format",
+        "output replaces input",
+    ],
+)
 def test_every_cli_error_is_one_line_naming_files_in_order(tmp_path, capsys, small, case):
     _, cube, obs = small
     out = tmp_path / "w.tif"
@@ -380,4 +409,7 @@ def test_a_signal_during_publication_puts_the_old_outputs_back(tmp_path, monkeyp
     assert caught.value.exit_code == 143
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.tif", "w_sigma.tif", "w_status.tif"]
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {
-        "w.tif": "old w.tif", "w_status.tif": "old w_status.tif", "w_sigma.tif": "old sigma"}
+        "w.tif": "old w.tif",
+        "w_status.tif": "old w_status.tif",
+        "w_sigma.tif": "old sigma",
+    }

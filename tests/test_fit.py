@@ -18,7 +18,9 @@ from .helpers import SOLVERS
 
 TRUTH = HapkeParams(b=0.25, c=0.5, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)
 # realistic starting values: off by 20-30 % in every free parameter
-START = HapkeParams(b=0.32, c=0.38, roughness=math.radians(15.0), hs=0.08, bs0=0.7, hc=0.03, bc0=0.5)
+START = HapkeParams(
+    b=0.32, c=0.38, roughness=math.radians(15.0), hs=0.08, bs0=0.7, hc=0.03, bc0=0.5
+)
 FREE_3 = ("w", "b", "c")
 FREE_5 = ("w", "b", "c", "roughness", "hs")
 CHUNK = 64  # pixels per chunk in every JAX call here: one compiled shape per setup
@@ -26,7 +28,10 @@ CHUNK = 64  # pixels per chunk in every JAX call here: one compiled shape per se
 
 def start_for(free):
     """START for the free parameters, TRUTH for the fixed ones (the model is then exact)."""
-    values = {name: getattr(START if name in free else TRUTH, name) for name in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")}
+    values = {
+        name: getattr(START if name in free else TRUTH, name)
+        for name in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")
+    }
     return HapkeParams(**values)
 
 
@@ -46,10 +51,14 @@ def scene(n_pixels, n_bands, n_obs, seed, **geometry_options):
 @pytest.mark.parametrize(("free", "n_obs"), [(FREE_3, 9), (FREE_3, 30), (FREE_5, 12), (FREE_5, 30)])
 def test_recovers_parameters_noise_free(solver, free, n_obs):
     refl, geometry, w_true, _ = scene(40, 3, n_obs, seed=n_obs)
-    result = lumaxlike.fit(refl, *geometry, start_for(free), free=free, solver=solver, chunk_size=CHUNK)
+    result = lumaxlike.fit(
+        refl, *geometry, start_for(free), free=free, solver=solver, chunk_size=CHUNK
+    )
     assert result.counts()["CONVERGED"] == refl.shape[0] * refl.shape[1]
     for name in free:
-        np.testing.assert_allclose(result[name], np.broadcast_to(truth_of(name, w_true), w_true.shape), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(
+            result[name], np.broadcast_to(truth_of(name, w_true), w_true.shape), rtol=0, atol=1e-6
+        )
     assert np.all(result.residual_norm < 1e-10)
 
 
@@ -94,7 +103,15 @@ def test_solvers_agree_with_noise():
     noisy = refl + rng.normal(0.0, 1e-4, refl.shape)
     free = ("w", "b", "c", "roughness")
     results = {
-        solver: lumaxlike.fit(noisy, *geometry, start_for(free), free=free, solver=solver, refl_sigma=1e-4, chunk_size=CHUNK)
+        solver: lumaxlike.fit(
+            noisy,
+            *geometry,
+            start_for(free),
+            free=free,
+            solver=solver,
+            refl_sigma=1e-4,
+            chunk_size=CHUNK,
+        )
         for solver in SOLVERS
     }
     jax_result, numba_result = results["jax"], results["numba"]
@@ -106,7 +123,9 @@ def test_solvers_agree_with_noise():
         # both end within tol = 1e-10 of their minimum, but rounding differences in J
         # (numba's derivative code is fast-math) move the minimum of these correlated,
         # noisy problems by up to ~2e-9
-        np.testing.assert_allclose(jax_result[name][solved], numba_result[name][solved], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(
+            jax_result[name][solved], numba_result[name][solved], rtol=0, atol=1e-8
+        )
     np.testing.assert_allclose(jax_result.covariance, numba_result.covariance, rtol=1e-6)
     np.testing.assert_allclose(jax_result.residual_norm, numba_result.residual_norm, rtol=1e-8)
 
@@ -118,7 +137,9 @@ def test_opposition_width_without_small_phase_angles_is_not_confident(solver):
     larger than with observations near the opposition."""
     free = ("w", "b", "c", "hs", "bs0")
     sigma = 1e-4
-    far_refl, far_geometry, w_true, rng = scene(40, 2, 20, seed=5, min_phase_deg=30.0, opposition=False)
+    far_refl, far_geometry, w_true, rng = scene(
+        40, 2, 20, seed=5, min_phase_deg=30.0, opposition=False
+    )
     near_refl, near_geometry, _, _ = scene(40, 2, 20, seed=6)
     far = lumaxlike.fit(
         far_refl + rng.normal(0.0, sigma, far_refl.shape), *far_geometry, start_for(free), free=free,
@@ -143,7 +164,13 @@ def test_degenerate_parameters_are_undetermined(solver):
     rank 1 and the problem is reported UNDETERMINED (or unconverged), never CONVERGED."""
     refl, geometry, _, _ = scene(10, 2, 1, seed=8, opposition=False)
     result = lumaxlike.fit(
-        refl, *geometry, start_for(FREE_3), free=FREE_3, solver=solver, chunk_size=CHUNK, min_observations=1
+        refl,
+        *geometry,
+        start_for(FREE_3),
+        free=FREE_3,
+        solver=solver,
+        chunk_size=CHUNK,
+        min_observations=1,
     )
     assert np.all(np.isin(result.status, [Status.UNDETERMINED, Status.MAX_ITER]))
     assert np.all(np.isnan(result.covariance))
@@ -171,7 +198,13 @@ def test_status_codes_per_problem(solver):
     expected[4, 2] = Status.TOO_FEW_OBSERVATIONS
     np.testing.assert_array_equal(result.status, expected)
     observations = np.full(result.status.shape, 10)
-    observations[0, 1], observations[1], observations[3, 0], observations[4, 2], observations[5, 1] = 9, 9, 0, 3, 4
+    (
+        observations[0, 1],
+        observations[1],
+        observations[3, 0],
+        observations[4, 2],
+        observations[5, 1],
+    ) = 9, 9, 0, 3, 4
     np.testing.assert_array_equal(result.observations, observations)
     solved = expected == Status.CONVERGED
     for name in FREE_3:
@@ -184,9 +217,18 @@ def test_status_codes_per_problem(solver):
 def test_invert_is_the_one_parameter_one_observation_case(solver):
     refl, geometry, w_true, _ = scene(50, 4, 1, seed=10, opposition=False)
     to_sun, to_sensor, normal = (g[:, 0] for g in geometry)
-    inverted = lumaxlike.invert(refl[..., 0], to_sun, to_sensor, normal, TRUTH, solver=solver, w0=0.3)
+    inverted = lumaxlike.invert(
+        refl[..., 0], to_sun, to_sensor, normal, TRUTH, solver=solver, w0=0.3
+    )
     fitted = lumaxlike.fit(
-        refl, *geometry, TRUTH, free=("w",), solver=solver, start={"w": 0.3}, chunk_size=CHUNK, min_observations=1
+        refl,
+        *geometry,
+        TRUTH,
+        free=("w",),
+        solver=solver,
+        start={"w": 0.3},
+        chunk_size=CHUNK,
+        min_observations=1,
     )
     np.testing.assert_array_equal(fitted.status, inverted.status)
     np.testing.assert_array_equal(fitted.iterations, inverted.iterations)
@@ -206,8 +248,12 @@ def test_geometry_shared_by_all_pixels_and_pixel_axes():
     rng = np.random.default_rng(13)
     geometry = [g[0] for g in multi_angle_geometry(1, 10, rng)]
     w_true = rng.uniform(0.2, 0.8, (2, 3, 2))  # a 2 x 3 image, 2 bands
-    refl = multi_angle_reflectance(w_true.reshape(6, 2), *(np.broadcast_to(g, (6,) + g.shape) for g in geometry), TRUTH)
-    result = lumaxlike.fit(refl.reshape(2, 3, 2, 10), *geometry, start_for(FREE_3), free=FREE_3, solver="numba")
+    refl = multi_angle_reflectance(
+        w_true.reshape(6, 2), *(np.broadcast_to(g, (6,) + g.shape) for g in geometry), TRUTH
+    )
+    result = lumaxlike.fit(
+        refl.reshape(2, 3, 2, 10), *geometry, start_for(FREE_3), free=FREE_3, solver="numba"
+    )
     assert result["w"].shape == (2, 3, 2)
     assert result.covariance.shape == (2, 3, 2, 3, 3)
     np.testing.assert_allclose(result["w"], w_true, atol=1e-6)
@@ -216,7 +262,15 @@ def test_geometry_shared_by_all_pixels_and_pixel_axes():
 def test_bounds_are_respected():
     refl, geometry, _, _ = scene(10, 2, 10, seed=14)
     bounds = {"b": (0.3, 0.6)}  # the truth, 0.25, lies outside
-    result = lumaxlike.fit(refl, *geometry, start_for(FREE_3), free=FREE_3, solver="numba", bounds=bounds, start={"b": 0.4})
+    result = lumaxlike.fit(
+        refl,
+        *geometry,
+        start_for(FREE_3),
+        free=FREE_3,
+        solver="numba",
+        bounds=bounds,
+        start={"b": 0.4},
+    )
     assert np.all(result["b"] >= 0.3) and np.all(result["b"] <= 0.6)
     np.testing.assert_allclose(result["b"], 0.3, atol=1e-9)  # pinned at the bound nearest the truth
 
@@ -238,7 +292,13 @@ def test_default_bounds_are_physical():
         ({"free": ("b", "c")}, "include 'w'"),
         ({"solver": "scipy"}, "solver"),
         ({"params": HapkeParams(b=0.2, c=0.4, legendre=np.r_[1.0, np.zeros(15)])}, "legendre"),
-        ({"params": HapkeParams(b=0.2, c=0.4, legendre=np.r_[1.0, np.zeros(15)]), "free": ("w",)}, "legendre"),
+        (
+            {
+                "params": HapkeParams(b=0.2, c=0.4, legendre=np.r_[1.0, np.zeros(15)]),
+                "free": ("w",),
+            },
+            "legendre",
+        ),
         ({"params": HapkeParams(b=0.2, c=0.4), "free": ("w", "hs")}, "params.hs"),
         ({"params": HapkeParams(b=0.2, c=0.4), "free": ("w", "roughness")}, "params.roughness"),
         ({"bounds": {"b": (0.5, 0.1)}}, "bounds"),
@@ -259,7 +319,14 @@ def test_default_bounds_are_physical():
 )
 def test_bad_arguments_name_the_argument(change, message):
     refl, geometry, _, _ = scene(5, 2, 10, seed=15)
-    arguments = {"refl": refl, "to_sun": geometry[0], "to_sensor": geometry[1], "normal": geometry[2], "params": START, "free": FREE_3}
+    arguments = {
+        "refl": refl,
+        "to_sun": geometry[0],
+        "to_sensor": geometry[1],
+        "normal": geometry[2],
+        "params": START,
+        "free": FREE_3,
+    }
     arguments.update(change)
     with pytest.raises(ValueError, match=message):
         lumaxlike.fit(**arguments)
@@ -269,14 +336,20 @@ def test_bad_arguments_name_the_argument(change, message):
 def test_order_of_free_parameters_does_not_matter(solver):
     refl, geometry, _, rng = scene(8, 2, 12, seed=16)
     noisy = refl + rng.normal(0.0, 1e-4, refl.shape)
-    ordered = lumaxlike.fit(noisy, *geometry, start_for(FREE_3), free=FREE_3, solver=solver, chunk_size=CHUNK)
+    ordered = lumaxlike.fit(
+        noisy, *geometry, start_for(FREE_3), free=FREE_3, solver=solver, chunk_size=CHUNK
+    )
     shuffled_free = ("c", "w", "b")
-    shuffled = lumaxlike.fit(noisy, *geometry, start_for(FREE_3), free=shuffled_free, solver=solver, chunk_size=CHUNK)
+    shuffled = lumaxlike.fit(
+        noisy, *geometry, start_for(FREE_3), free=shuffled_free, solver=solver, chunk_size=CHUNK
+    )
     assert shuffled.free == shuffled_free
     order = [FREE_3.index(name) for name in shuffled_free]
     for name in FREE_3:
         np.testing.assert_allclose(shuffled[name], ordered[name], rtol=0, atol=1e-9)
-    np.testing.assert_allclose(shuffled.covariance, ordered.covariance[..., order, :][..., :, order], rtol=1e-6)
+    np.testing.assert_allclose(
+        shuffled.covariance, ordered.covariance[..., order, :][..., :, order], rtol=1e-6
+    )
 
 
 def test_jax_fit_in_float32():
@@ -303,9 +376,13 @@ def test_non_positive_or_overflowing_reflectance_is_unreachable_as_in_invert(sol
     refl[1] = 0.0
     refl[2] = 1e308
     result = lumaxlike.fit(refl, *geometry, TRUTH, free=FREE_3, solver=solver, chunk_size=CHUNK)
-    single = lumaxlike.invert(np.moveaxis(refl[:3], -1, 1), *(g[:3] for g in geometry), TRUTH, solver=solver)
+    single = lumaxlike.invert(
+        np.moveaxis(refl[:3], -1, 1), *(g[:3] for g in geometry), TRUTH, solver=solver
+    )
     assert np.all(single.status == Status.UNREACHABLE)
-    np.testing.assert_array_equal(result.status[:, 0], [Status.UNREACHABLE] * 3 + [Status.CONVERGED])
+    np.testing.assert_array_equal(
+        result.status[:, 0], [Status.UNREACHABLE] * 3 + [Status.CONVERGED]
+    )
     for name in FREE_3:
         assert np.all(np.isnan(result[name][:3])) and np.all(np.isnan(result.sigma(name)[:3]))
     np.testing.assert_allclose(result["w"][3], w_true[3], atol=1e-6, rtol=0)
@@ -314,7 +391,9 @@ def test_non_positive_or_overflowing_reflectance_is_unreachable_as_in_invert(sol
 def test_sigma_and_values_of_a_fixed_parameter_name_it():
     refl, geometry, _, _ = scene(2, 1, 6, seed=4)
     result = lumaxlike.fit(refl, *geometry, TRUTH, free=("w", "c"), solver="numba")
-    with pytest.raises(KeyError, match=r"'b' was not fitted \(fixed\); the free parameters are \('w', 'c'\)"):
+    with pytest.raises(
+        KeyError, match=r"'b' was not fitted \(fixed\); the free parameters are \('w', 'c'\)"
+    ):
         result.sigma("b")
     with pytest.raises(KeyError, match="'b' was not fitted"):
         result["b"]

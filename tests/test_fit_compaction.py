@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import lumaxlike
-from lumaxlike._inverse import compaction, fit as fit_module, jax_solver
+from lumaxlike._inverse import compaction, jax_solver
+from lumaxlike._inverse import fit as fit_module
 
 from .test_fit import CHUNK, scene, start_for
 
@@ -16,8 +17,12 @@ def test_bucket_sizes_are_powers_of_the_base():
     smallest, base = compaction.SMALLEST_BUCKET, compaction.BUCKET_BASE
     assert compaction.bucket_size(smallest + 1, 4096) == smallest * base
     batch = smallest * base**3
-    assert compaction.bucket_size(batch // base + 1, batch) == batch  # no smaller bucket holds them: go on as is
-    assert compaction.bucket_size(10, 12) == 12  # a batch below the smallest bucket is never padded up
+    assert (
+        compaction.bucket_size(batch // base + 1, batch) == batch
+    )  # no smaller bucket holds them: go on as is
+    assert (
+        compaction.bucket_size(10, 12) == 12
+    )  # a batch below the smallest bucket is never padded up
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +36,15 @@ def compacted_and_not():
         sizes[compact] = []
 
         def solve(*args, _compact=compact, **kwargs):
-            return jax_solver.solve_fit_jax(*args, compact=_compact, sizes=sizes[_compact], **kwargs)
+            return jax_solver.solve_fit_jax(
+                *args, compact=_compact, sizes=sizes[_compact], **kwargs
+            )
 
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(fit_module, "solve_fit_jax", solve)
-            results[compact] = lumaxlike.fit(noisy, *geometry, start_for(free), free=free, chunk_size=CHUNK)
+            results[compact] = lumaxlike.fit(
+                noisy, *geometry, start_for(free), free=free, chunk_size=CHUNK
+            )
     return results, sizes, noisy.shape[0] * noisy.shape[1]
 
 
@@ -49,6 +58,8 @@ def test_compaction_takes_the_same_steps(compacted_and_not):
     for name in compacted.free:
         np.testing.assert_array_equal(compacted[name], whole[name])
     np.testing.assert_array_equal(compacted.covariance, whole.covariance)
-    bucket_set = {n_problems} | {compaction.SMALLEST_BUCKET * compaction.BUCKET_BASE**k for k in range(8)}
+    bucket_set = {n_problems} | {
+        compaction.SMALLEST_BUCKET * compaction.BUCKET_BASE**k for k in range(8)
+    }
     assert set(sizes[True]) <= bucket_set
     assert set(sizes[False]) == {n_problems}

@@ -70,6 +70,4 @@ def test_numba_fit_with_exact_h_agrees_with_jax():
             np.testing.assert_allclose(
                 jax_result[parameter], numba_result[parameter], rtol=0, atol=1e-8
             )
-        np.testing.assert_allclose(
-            jax_result.covariance, numba_result.covariance, rtol=1e-6
-        )
+        np.testing.assert_allclose(jax_result.covariance, numba_result.covariance, rtol=1e-6)

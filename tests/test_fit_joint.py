@@ -43,10 +43,7 @@ def forward(w, to_sun, to_sensor, normal, b, c, roughness=THETA, hs=HS):
     ) = roughness, hs
     out = np.empty((w.shape[0], 1))
     kernel = _amsa_pixels_kernel_for(START.model_key)
-    arrays = [
-        np.ascontiguousarray(a, np.float64)
-        for a in (w[:, None], to_sun, to_sensor, normal)
-    ]
+    arrays = [np.ascontiguousarray(a, np.float64) for a in (w[:, None], to_sun, to_sensor, normal)]
     kernel(*arrays, scalars, legendre, use_legendre, out)
     return out[:, 0]
 
@@ -112,9 +109,7 @@ def test_recovers_truth_noise_free(noise_free, solver):
     assert result.status.shape == refl.shape[:1]  # one problem per pixel
     assert result.counts()["CONVERGED"] == refl.shape[0]
     for name in FREE:
-        assert (
-            result[name].shape == truth[name].shape
-        )  # shared ones without a band axis
+        assert result[name].shape == truth[name].shape  # shared ones without a band axis
         np.testing.assert_allclose(result[name], truth[name], rtol=0, atol=1e-6)
     assert np.all(result.cost < 1e-20)
 
@@ -125,9 +120,7 @@ def test_solvers_agree(noise_free):
     np.testing.assert_array_equal(jax_result.status, numba_result.status)
     np.testing.assert_array_equal(jax_result.iterations, numba_result.iterations)
     for name in FREE:
-        np.testing.assert_allclose(
-            jax_result[name], numba_result[name], rtol=0, atol=1e-11
-        )
+        np.testing.assert_allclose(jax_result[name], numba_result[name], rtol=0, atol=1e-11)
 
 
 def _scipy_map(refl, geometry, sigma, prior, x0):
@@ -142,19 +135,13 @@ def _scipy_map(refl, geometry, sigma, prior, x0):
         per_band, (roughness, hs) = unpack(x)
         rows = []
         for k, (w, b, c) in enumerate(per_band):
-            model = forward(
-                np.full(N_OBS, w), to_sun, to_sensor, normal, b, c, roughness, hs
-            )
+            model = forward(np.full(N_OBS, w), to_sun, to_sensor, normal, b, c, roughness, hs)
             rows.append((model - refl[k]) / sigma)
         for name, (mean, prior_sigma) in prior.items():
             if name in SHARED:
-                rows.append(
-                    [(x[3 * N_BANDS + SHARED.index(name)] - mean) / prior_sigma]
-                )
+                rows.append([(x[3 * N_BANDS + SHARED.index(name)] - mean) / prior_sigma])
             else:
-                rows.append(
-                    (per_band[:, ("w", "b", "c").index(name)] - mean) / prior_sigma
-                )
+                rows.append((per_band[:, ("w", "b", "c").index(name)] - mean) / prior_sigma)
         return np.concatenate([np.atleast_1d(r) for r in rows])
 
     solution = scipy.optimize.least_squares(
@@ -183,12 +170,8 @@ def test_map_matches_scipy_least_squares(solver):
             "c": prior["c"],
             "hs": prior["hs"],
         }
-        x0 = x_lm + rng.normal(
-            0.0, 1e-3, x_lm.shape
-        )  # scipy starts near, not at, the optimum
-        x_scipy = _scipy_map(
-            noisy[pixel], [g[pixel] for g in geometry], sigma, pixel_prior, x0
-        )
+        x0 = x_lm + rng.normal(0.0, 1e-3, x_lm.shape)  # scipy starts near, not at, the optimum
+        x_scipy = _scipy_map(noisy[pixel], [g[pixel] for g in geometry], sigma, pixel_prior, x0)
         np.testing.assert_allclose(x_lm, x_scipy, rtol=0, atol=1e-6)
 
 
@@ -198,13 +181,8 @@ def noisy_fits():
     refl, geometry, truth, rng = scene(400, seed=3)
     sigma = 2e-4
     noisy = refl + rng.normal(0.0, sigma, refl.shape)
-    joint = {
-        solver: joint_fit(noisy, geometry, solver, refl_sigma=sigma)
-        for solver in SOLVERS
-    }
-    per_band = lumaxlike.fit(
-        noisy, *geometry, START, free=FREE, solver="numba", refl_sigma=sigma
-    )
+    joint = {solver: joint_fit(noisy, geometry, solver, refl_sigma=sigma) for solver in SOLVERS}
+    per_band = lumaxlike.fit(noisy, *geometry, START, free=FREE, solver="numba", refl_sigma=sigma)
     return truth, joint, per_band
 
 
@@ -230,9 +208,7 @@ def test_shared_sigma_combines_the_bands(noisy_fits):
         per_band.status == Status.CONVERGED, axis=1
     )
     for name in SHARED:
-        ratio = np.median(joint["numba"].sigma(name)[both]) / np.median(
-            per_band.sigma(name)[both]
-        )
+        ratio = np.median(joint["numba"].sigma(name)[both]) / np.median(per_band.sigma(name)[both])
         assert 0.7 / math.sqrt(N_BANDS) < ratio < 1.3 / math.sqrt(N_BANDS), name
 
 
@@ -244,15 +220,11 @@ def test_shared_information_is_the_sum_over_bands(noise_free, solver):
     refl, geometry, _, _ = noise_free
     sigma = 1e-3
     joint = joint_fit(refl, geometry, solver, refl_sigma=sigma)
-    per_band = lumaxlike.fit(
-        refl, *geometry, START, free=FREE, solver="numba", refl_sigma=sigma
-    )
+    per_band = lumaxlike.fit(refl, *geometry, START, free=FREE, solver="numba", refl_sigma=sigma)
     index = [FREE.index(name) for name in SHARED]
     marginal = per_band.covariance[..., index, :][..., index]  # (pixels, bands, 2, 2)
     summed = np.sum(np.linalg.inv(marginal), axis=1)
-    np.testing.assert_allclose(
-        np.linalg.inv(joint.covariance_shared), summed, rtol=1e-6
-    )
+    np.testing.assert_allclose(np.linalg.inv(joint.covariance_shared), summed, rtol=1e-6)
     full = joint.full_covariance()
     assert full.shape == (refl.shape[0], 3 * N_BANDS + 2, 3 * N_BANDS + 2)
     np.testing.assert_allclose(full, np.swapaxes(full, -1, -2), rtol=1e-8, atol=0)
@@ -283,9 +255,7 @@ def test_weak_prior_changes_nothing_strong_prior_pins(solver):
     )
     pinned = strong.status == Status.CONVERGED
     assert pinned.mean() > 0.9
-    np.testing.assert_allclose(
-        strong["roughness"][pinned], math.radians(25.0), rtol=0, atol=1e-7
-    )
+    np.testing.assert_allclose(strong["roughness"][pinned], math.radians(25.0), rtol=0, atol=1e-7)
     assert np.all(strong.dfs["roughness"][pinned] < 1e-3)
     assert np.all(strong.dfs["w"][pinned] == 1.0)  # no prior on w: the data alone
 
@@ -295,9 +265,7 @@ def test_undetermined_unless_a_prior_determines_it(solver):
     """Two observations per band for w, b, c of every band: singular (UNDETERMINED or no
     convergence); priors on b and c make the same problem determined."""
     refl, geometry, truth, _ = scene(8, seed=5)
-    refl[..., 2:] = (
-        np.nan
-    )  # same shapes as everywhere here: two valid observations left
+    refl[..., 2:] = np.nan  # same shapes as everywhere here: two valid observations left
     sigma = 1e-3
     bare = joint_fit(refl, geometry, solver, refl_sigma=sigma, min_observations=2)
     assert np.all(np.isin(bare.status, [Status.UNDETERMINED, Status.MAX_ITER]))
@@ -331,9 +299,7 @@ def test_statuses_and_masks(noise_free, solver):
     assert result.status[0] == Status.TOO_FEW_OBSERVATIONS
     assert result.status[1] == Status.NONFINITE_INPUT
     assert result.status[2] == Status.INVALID_GEOMETRY
-    assert np.all(np.isnan(result["w"][:3])) and np.all(
-        np.isnan(result["roughness"][:3])
-    )
+    assert np.all(np.isnan(result["w"][:3])) and np.all(np.isnan(result["roughness"][:3]))
     assert result.observations[3, 2] == N_OBS - 1
     np.testing.assert_array_equal(result.status[3:], Status.CONVERGED)
     for name in FREE:
@@ -347,9 +313,7 @@ def test_prior_without_sharing_is_per_band(solver):
     refl, geometry, truth, rng = scene(8, seed=6)
     sigma = 2e-4
     noisy = refl + rng.normal(0.0, sigma, refl.shape)
-    plain = lumaxlike.fit(
-        noisy, *geometry, START, free=FREE, solver="numba", refl_sigma=sigma
-    )
+    plain = lumaxlike.fit(noisy, *geometry, START, free=FREE, solver="numba", refl_sigma=sigma)
     with_prior = lumaxlike.fit(noisy, *geometry, START, free=FREE, solver=solver, refl_sigma=sigma,
                                chunk_size=CHUNK, prior={"b": (0.3, 1e6)})  # fmt: skip
     assert with_prior.status.shape == refl.shape[:2]
@@ -457,13 +421,9 @@ def test_regional_recovers_truth_noise_free(regional_fits, solver):
         result.status[~inside] == Status.TOO_FEW_OBSERVATIONS
         and result.observations[~inside].sum() == 0
     )
-    assert (
-        np.all(np.isnan(result["w"][~inside])) and np.isnan(result["hs"][~inside]).all()
-    )
+    assert np.all(np.isnan(result["w"][~inside])) and np.isnan(result["hs"][~inside]).all()
     for name in FREE:
-        np.testing.assert_allclose(
-            result[name][inside], truth[name][inside], rtol=0, atol=1e-6
-        )
+        np.testing.assert_allclose(result[name][inside], truth[name][inside], rtol=0, atol=1e-6)
     np.testing.assert_array_equal(result.region_labels, [10, 11, 12, 13])
     np.testing.assert_allclose(
         result.region_values["hs"], [0.04, 0.05, 0.065, 0.08], rtol=0, atol=1e-6
@@ -474,13 +434,9 @@ def test_regional_recovers_truth_noise_free(regional_fits, solver):
 def test_regional_solvers_agree(regional_fits):
     fits = regional_fits[3]
     np.testing.assert_array_equal(fits["jax"].status, fits["numba"].status)
-    np.testing.assert_array_equal(
-        fits["jax"].region_iterations, fits["numba"].region_iterations
-    )
+    np.testing.assert_array_equal(fits["jax"].region_iterations, fits["numba"].region_iterations)
     for name in FREE:
-        np.testing.assert_allclose(
-            fits["jax"][name], fits["numba"][name], rtol=0, atol=1e-10
-        )
+        np.testing.assert_allclose(fits["jax"][name], fits["numba"][name], rtol=0, atol=1e-10)
 
 
 def test_regional_matches_scipy_and_its_covariance():
@@ -504,9 +460,7 @@ def test_regional_matches_scipy_and_its_covariance():
             per_band = x[i * 13 : i * 13 + 12].reshape(N_BANDS, 3)
             roughness = x[i * 13 + 12]
             for k, (w, b, c) in enumerate(per_band):
-                model = forward(
-                    np.full(N_OBS, w), *(g[i] for g in geometry), b, c, roughness, hs
-                )
+                model = forward(np.full(N_OBS, w), *(g[i] for g in geometry), b, c, roughness, hs)
                 rows.append((model - noisy[i, k]) / sigma)
             rows.append((per_band[:, 1] - 0.3) / 0.1)
         return np.concatenate(rows)
@@ -520,13 +474,9 @@ def test_regional_matches_scipy_and_its_covariance():
         residuals, x0, jac="3-point", xtol=1e-15, ftol=1e-15, gtol=1e-15
     ).x
     np.testing.assert_allclose(x_fit, x_scipy, rtol=0, atol=1e-6)
-    jacobian = scipy.optimize._numdiff.approx_derivative(
-        residuals, x_fit, method="3-point"
-    )
+    jacobian = scipy.optimize._numdiff.approx_derivative(residuals, x_fit, method="3-point")
     covariance = np.linalg.inv(jacobian.T @ jacobian)
-    np.testing.assert_allclose(
-        result.region_sigma["hs"][0], np.sqrt(covariance[-1, -1]), rtol=1e-4
-    )
+    np.testing.assert_allclose(result.region_sigma["hs"][0], np.sqrt(covariance[-1, -1]), rtol=1e-4)
     np.testing.assert_allclose(
         result.sigma("roughness"), np.sqrt(np.diag(covariance)[12:-1:13]), rtol=1e-4
     )
@@ -551,8 +501,16 @@ def test_xarray_joint_fit_equals_fit_on_the_arrays():
     expected = lumaxlike.fit(noisy, *geometry, START, free=FREE, shared=SHARED, prior=prior, refl_sigma=2e-4,
                              solver="numba")  # fmt: skip
     for name in FREE:
-        np.testing.assert_allclose(maps[name].values.reshape(expected[name].shape), expected[name], rtol=0, atol=1e-12)
-        np.testing.assert_allclose(maps[f"dfs_{name}"].values.reshape(expected[name].shape), expected.dfs[name], rtol=1e-9)
-    assert maps.w.dims == ("y", "x", "band") and maps.roughness.dims == ("y", "x") and maps.status.dims == ("y", "x")
+        np.testing.assert_allclose(
+            maps[name].values.reshape(expected[name].shape), expected[name], rtol=0, atol=1e-12
+        )
+        np.testing.assert_allclose(
+            maps[f"dfs_{name}"].values.reshape(expected[name].shape), expected.dfs[name], rtol=1e-9
+        )
+    assert (
+        maps.w.dims == ("y", "x", "band")
+        and maps.roughness.dims == ("y", "x")
+        and maps.status.dims == ("y", "x")
+    )
     np.testing.assert_array_equal(maps.status.values.reshape(-1), expected.status)
     assert "hs" in maps.attrs["lumaxlike_fit_prior"]

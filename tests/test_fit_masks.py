@@ -14,7 +14,9 @@ from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 from .helpers import SOLVERS
 
 TRUTH = HapkeParams(b=0.25, c=0.5, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)
-START = HapkeParams(b=0.32, c=0.38, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)
+START = HapkeParams(
+    b=0.32, c=0.38, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5
+)
 FREE = ("w", "b", "c")
 CHUNK = 64  # as in tests/test_fit.py (6 pixels: the chunk is 6 pixels there and here)
 
@@ -53,8 +55,15 @@ def masked_fits(masked_scene):
     solver's subset fit would compile another chunk shape: it agrees with numba's masked
     fit to 1e-9 below, and numba's masked fit is its subset's to 1e-12)."""
     masked, subset, _ = masked_scene
-    fits = {(solver, "masked"): lumaxlike.fit(*masked, START, free=FREE, solver=solver, chunk_size=CHUNK) for solver in SOLVERS}
-    fits["numba", "subset"] = lumaxlike.fit(*subset, START, free=FREE, solver="numba", chunk_size=CHUNK)
+    fits = {
+        (solver, "masked"): lumaxlike.fit(
+            *masked, START, free=FREE, solver=solver, chunk_size=CHUNK
+        )
+        for solver in SOLVERS
+    }
+    fits["numba", "subset"] = lumaxlike.fit(
+        *subset, START, free=FREE, solver="numba", chunk_size=CHUNK
+    )
     return fits
 
 
@@ -102,9 +111,13 @@ def test_covariance_uses_the_valid_observations(masked_scene):
     ]
     np.testing.assert_allclose(results[0].covariance, results[1].covariance, rtol=1e-9)
     # and that is cost / (8 - 3) times (J^T J)^-1: rescaling by a known sigma undoes it
-    with_sigma = lumaxlike.fit(noisy_masked, *masked[1:], START, free=FREE, solver="numba", refl_sigma=1.0)
-    variance = results[0].residual_norm**2 / (8 - 3)
-    np.testing.assert_allclose(results[0].covariance, with_sigma.covariance * variance[..., None, None], rtol=1e-9)
+    with_sigma = lumaxlike.fit(
+        noisy_masked, *masked[1:], START, free=FREE, solver="numba", refl_sigma=1.0
+    )
+    variance = results[0].residual_norm ** 2 / (8 - 3)
+    np.testing.assert_allclose(
+        results[0].covariance, with_sigma.covariance * variance[..., None, None], rtol=1e-9
+    )
 
 
 def test_observation_limits_leave_out_what_they_exclude():
@@ -117,16 +130,23 @@ def test_observation_limits_leave_out_what_they_exclude():
     azimuth = rng.uniform(0.0, 2.0 * np.pi, (n_pixels, n_obs))
     incidence[5, :8] = np.radians(72.0)  # leaves 2 of 10: too few for 3 free parameters
     geometry = lumaxlike.geometry_from_angles(incidence, emission, azimuth)
-    phase = np.arccos(np.cos(incidence) * np.cos(emission) + np.sin(incidence) * np.sin(emission) * np.cos(azimuth))
+    phase = np.arccos(
+        np.cos(incidence) * np.cos(emission)
+        + np.sin(incidence) * np.sin(emission) * np.cos(azimuth)
+    )
     limits = {"incidence": (0.0, np.radians(60.0)), "phase": (np.radians(10.0), np.pi)}
     outside = (incidence > limits["incidence"][1]) | (phase < limits["phase"][0])
     assert 0 < outside[:5].sum() < 5 * n_obs // 2
     w_true = rng.uniform(0.2, 0.8, (n_pixels, 2))
     refl = multi_angle_reflectance(w_true, *geometry, TRUTH)
-    limited = lumaxlike.fit(refl, *geometry, START, free=FREE, solver="numba", observation_limits=limits)
+    limited = lumaxlike.fit(
+        refl, *geometry, START, free=FREE, solver="numba", observation_limits=limits
+    )
     dropped = np.where(outside[:, None, :], np.nan, refl)
     by_nan = lumaxlike.fit(dropped, *geometry, START, free=FREE, solver="numba")
-    np.testing.assert_array_equal(limited.observations, np.broadcast_to((~outside).sum(axis=1)[:, None], (n_pixels, 2)))
+    np.testing.assert_array_equal(
+        limited.observations, np.broadcast_to((~outside).sum(axis=1)[:, None], (n_pixels, 2))
+    )
     np.testing.assert_array_equal(limited.status, by_nan.status)
     assert np.all(limited.status[5] == Status.TOO_FEW_OBSERVATIONS)
     assert np.all(limited.status[:5] == Status.CONVERGED)
@@ -134,7 +154,15 @@ def test_observation_limits_leave_out_what_they_exclude():
         np.testing.assert_array_equal(limited[name], by_nan[name])
     np.testing.assert_allclose(limited["w"][:5], w_true[:5], rtol=0, atol=1e-6)
     # a lower min_observations lets the 2-observation problems through
-    relaxed = lumaxlike.fit(refl, *geometry, START, free=FREE, solver="numba", observation_limits=limits, min_observations=2)
+    relaxed = lumaxlike.fit(
+        refl,
+        *geometry,
+        START,
+        free=FREE,
+        solver="numba",
+        observation_limits=limits,
+        min_observations=2,
+    )
     assert not np.any(relaxed.status == Status.TOO_FEW_OBSERVATIONS)
 
 
@@ -148,13 +176,21 @@ def test_observation_limits_leave_out_what_they_exclude():
         ({"observation_limits": [(0.0, 1.0)]}, "mapping"),
         ({"min_observations": 0}, "min_observations"),
         ({"min_observations": 11}, "min_observations = 11 exceeds the 10 observations"),
-        ({"free": ("w", "b", "c", "roughness"), "refl": np.ones((2, 1, 4))}, r"min_observations = 5 \(free parameters \+ 1\)"),
+        (
+            {"free": ("w", "b", "c", "roughness"), "refl": np.ones((2, 1, 4))},
+            r"min_observations = 5 \(free parameters \+ 1\)",
+        ),
     ],
 )
 def test_bad_mask_arguments_name_the_argument(change, message):
     rng = np.random.default_rng(24)
     geometry = multi_angle_geometry(2, 10, rng)
-    arguments = {"refl": np.full((2, 1, 10), 0.05), "to_sun": geometry[0], "to_sensor": geometry[1], "normal": geometry[2]}
+    arguments = {
+        "refl": np.full((2, 1, 10), 0.05),
+        "to_sun": geometry[0],
+        "to_sensor": geometry[1],
+        "normal": geometry[2],
+    }
     arguments.update(change)
     if arguments["refl"].shape[-1] != 10:
         arguments.update(zip(("to_sun", "to_sensor", "normal"), (g[:, :4] for g in geometry)))
@@ -176,6 +212,8 @@ def test_generated_code_without_a_usable_cache_directory(tmp_path, monkeypatch):
     monkeypatch.setenv("LUMAXLIKE_CACHE_DIR", str(tmp_path / "cache"))
     on_disk, in_file = numba_jacobian._generated_module(("w",), key, digest)
     assert in_file and on_disk.ROW_LENGTH == module.ROW_LENGTH
-    assert [p.name for p in (tmp_path / "cache" / "generated").glob("*.py")] == [f"columns_{digest}.py"]
+    assert [p.name for p in (tmp_path / "cache" / "generated").glob("*.py")] == [
+        f"columns_{digest}.py"
+    ]
     # the digest follows what the code is made of
     assert numba_jacobian._generation_digest(("w", "b"), key) != digest

@@ -75,7 +75,9 @@ def test_shapes(backend):
     """w of shape pixels or pixels + (bands,); geometry per pixel or one (3,) for all;
     the result has w's shape and pixel-by-pixel the same values."""
     rng = np.random.default_rng(2)
-    source, observer, normal = (a.reshape(2, 3, 3) for a in random_geometry(6, rng, max_tilt_deg=0.0))
+    source, observer, normal = (
+        a.reshape(2, 3, 3) for a in random_geometry(6, rng, max_tilt_deg=0.0)
+    )
     w_bands = rng.uniform(0.1, 0.9, (2, 3, 4))
     amsa = functools.partial(lumaxlike.amsa, params=FULL_PARAMS, backend=backend)
 
@@ -115,7 +117,9 @@ def test_numba_agrees_with_jax():
     "params",
     [
         lumaxlike.HapkeParams(b=0.3, c=-0.4),
-        lumaxlike.HapkeParams(b=0.2, c=0.0, legendre=[1.0, 0.5, 0.2, 0.05], roughness=0.4, hs=0.1, bs0=0.8),
+        lumaxlike.HapkeParams(
+            b=0.2, c=0.0, legendre=[1.0, 0.5, 0.2, 0.05], roughness=0.4, hs=0.1, bs0=0.8
+        ),
     ],
     ids=["smooth", "legendre"],
 )
@@ -152,9 +156,18 @@ def _edge_geometries():
     for incidence, emission in ((0.5, 0.6), (0.5, 0.5), (1.2, 0.2), (0.2, 1.2)):
         source = np.array([np.sin(incidence), 0.0, np.cos(incidence)])
         observer = np.array([-np.sin(emission), 0.0, np.cos(emission)])
-        cases.append((f"psi_pi_exact_{incidence}_{emission}", source, observer, np.array([0.0, 0.0, 1.0])))
+        cases.append(
+            (f"psi_pi_exact_{incidence}_{emission}", source, observer, np.array([0.0, 0.0, 1.0]))
+        )
     # tilted normal, still valid
-    cases.append(("tilted_zero_phase", np.array([0.2, 0.1, 1.0]), np.array([0.2, 0.1, 1.0]), np.array([0.3, -0.2, 1.0])))
+    cases.append(
+        (
+            "tilted_zero_phase",
+            np.array([0.2, 0.1, 1.0]),
+            np.array([0.2, 0.1, 1.0]),
+            np.array([0.3, -0.2, 1.0]),
+        )
+    )
     return cases
 
 
@@ -183,7 +196,11 @@ def test_float32_edge_geometries(backend):
     names, w32, *geometry32 = _edge_arrays(np.float32)
     r32 = lumaxlike.amsa(w32, *geometry32, FULL_PARAMS, backend=backend)
     assert r32.dtype == np.float32
-    r64 = np.asarray(lumaxlike.amsa(w32.astype(np.float64), *(g.astype(np.float64) for g in geometry32), FULL_PARAMS))
+    r64 = np.asarray(
+        lumaxlike.amsa(
+            w32.astype(np.float64), *(g.astype(np.float64) for g in geometry32), FULL_PARAMS
+        )
+    )
     r32 = np.asarray(r32)
     for name, row32, row64 in zip(names, r32, r64):
         assert np.all(np.isfinite(row32)) and np.all(row32 > 0), (name, row32)
@@ -199,7 +216,11 @@ def test_float32_random_geometry():
     w32 = w.astype(np.float32)
     r32 = np.asarray(lumaxlike.amsa(w32, *geometry32, FULL_PARAMS))
     assert r32.dtype == np.float32
-    r64 = np.asarray(lumaxlike.amsa(w32.astype(np.float64), *(g.astype(np.float64) for g in geometry32), FULL_PARAMS))
+    r64 = np.asarray(
+        lumaxlike.amsa(
+            w32.astype(np.float64), *(g.astype(np.float64) for g in geometry32), FULL_PARAMS
+        )
+    )
     np.testing.assert_array_equal(np.isnan(r32), np.isnan(r64))
     assert np.all(np.isfinite(r32[~np.isnan(r64)]))
     cos_i, cos_e, _ = _valid(*(g.astype(np.float64) for g in geometry32))
@@ -216,7 +237,11 @@ def test_float32_near_nadir():
         rng.uniform(0, 1e-3, n), rng.uniform(0, 1.4, n), rng.uniform(0, 2 * np.pi, n))]  # fmt: skip
     w = rng.uniform(0.01, 1.0, n).astype(np.float32)
     r32 = np.asarray(lumaxlike.amsa(w, *geometry32, FULL_PARAMS))
-    r64 = np.asarray(lumaxlike.amsa(w.astype(np.float64), *(g.astype(np.float64) for g in geometry32), FULL_PARAMS))
+    r64 = np.asarray(
+        lumaxlike.amsa(
+            w.astype(np.float64), *(g.astype(np.float64) for g in geometry32), FULL_PARAMS
+        )
+    )
     assert np.all(np.isfinite(r32))
     np.testing.assert_allclose(r32, r64, rtol=1e-4)
 
@@ -229,7 +254,12 @@ def _principal_plane(n_pixels, seed, azimuth_offset=0.0):
     emission = rng.uniform(0.05, 1.45, n_pixels)
     source = np.stack([np.zeros(n_pixels), np.sin(incidence), np.cos(incidence)], -1)
     observer = np.stack(
-        [np.sin(emission) * np.sin(azimuth_offset), -np.sin(emission) * np.cos(azimuth_offset), np.cos(emission)], -1
+        [
+            np.sin(emission) * np.sin(azimuth_offset),
+            -np.sin(emission) * np.cos(azimuth_offset),
+            np.cos(emission),
+        ],
+        -1,
     )
     return source, observer, np.array([0.0, 0.0, 1.0])
 
@@ -243,7 +273,9 @@ def test_opposite_azimuth_is_the_limit(backend):
     was off by up to 1.6 % in r on 1.5 % of such geometries."""
     w = np.full((2000, 2), [0.3, 0.9])
     exact = np.asarray(lumaxlike.amsa(w, *_principal_plane(2000, 7), FULL_PARAMS, backend=backend))
-    nearby = np.asarray(lumaxlike.amsa(w, *_principal_plane(2000, 7, 1e-6), FULL_PARAMS, backend=backend))
+    nearby = np.asarray(
+        lumaxlike.amsa(w, *_principal_plane(2000, 7, 1e-6), FULL_PARAMS, backend=backend)
+    )
     assert np.all(np.isfinite(exact))
     np.testing.assert_allclose(exact, nearby, rtol=1e-7)
 
@@ -255,7 +287,11 @@ def test_float32_opposite_azimuth():
     for offset in (0.0, 1e-4):
         geometry32 = [g.astype(np.float32) for g in _principal_plane(500, 8, offset)]
         r32 = np.asarray(lumaxlike.amsa(w, *geometry32, FULL_PARAMS))
-        r64 = np.asarray(lumaxlike.amsa(w.astype(np.float64), *(g.astype(np.float64) for g in geometry32), FULL_PARAMS))
+        r64 = np.asarray(
+            lumaxlike.amsa(
+                w.astype(np.float64), *(g.astype(np.float64) for g in geometry32), FULL_PARAMS
+            )
+        )
         assert r32.dtype == np.float32 and np.all(np.isfinite(r32))
         np.testing.assert_allclose(r32, r64, rtol=1e-4)
 
@@ -280,7 +316,9 @@ def test_invalid_geometry_is_nan_never_negative(backend, dtype):
     source = np.repeat(directions, n, axis=0).astype(dtype)
     observer = np.tile(directions, (n, 1)).astype(dtype)
     w = np.full((n * n, 3), [0.05, 0.5, 0.99], dtype)
-    r = np.asarray(lumaxlike.amsa(w, source, observer, normal.astype(dtype), FULL_PARAMS, backend=backend))
+    r = np.asarray(
+        lumaxlike.amsa(w, source, observer, normal.astype(dtype), FULL_PARAMS, backend=backend)
+    )
     _, _, valid = _valid(source.astype(np.float64), observer.astype(np.float64), normal)
     assert (~valid).sum() > 0 and valid.sum() > 0
     assert np.all(np.isnan(r[~valid])), r[~valid]
@@ -299,15 +337,23 @@ def test_source_on_the_horizon_is_nan(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_nan_w_gives_nan(backend):
     source, observer, normal = lumaxlike.geometry_from_angles(0.4, 0.7, 1.0)
-    r = np.asarray(lumaxlike.amsa(np.array([np.nan, 0.5]), source, observer, normal, FULL_PARAMS, backend=backend))
+    r = np.asarray(
+        lumaxlike.amsa(
+            np.array([np.nan, 0.5]), source, observer, normal, FULL_PARAMS, backend=backend
+        )
+    )
     assert np.isnan(r[0]) and np.isfinite(r[1])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_both_backends_return_numpy_in_the_input_dtype(backend, dtype):
-    source, observer, normal = (g.astype(dtype) for g in lumaxlike.geometry_from_angles(0.4, 0.7, 1.0))
-    r = lumaxlike.amsa(np.full(3, 0.5, dtype), source, observer, normal, FULL_PARAMS, backend=backend)
+    source, observer, normal = (
+        g.astype(dtype) for g in lumaxlike.geometry_from_angles(0.4, 0.7, 1.0)
+    )
+    r = lumaxlike.amsa(
+        np.full(3, 0.5, dtype), source, observer, normal, FULL_PARAMS, backend=backend
+    )
     assert type(r) is np.ndarray and r.dtype == dtype and r.shape == (3,)
     # JAX inputs are accepted too, and give NumPy back
     r = lumaxlike.amsa(jnp.full((2,), 0.5, dtype), jnp.asarray(source), jnp.asarray(observer), jnp.asarray(normal),
@@ -321,7 +367,9 @@ def test_jax_backend_is_differentiable_inside_transformations():
     step = 1e-6
     central = (lumaxlike.amsa(0.5 + step, source, observer, normal, FULL_PARAMS)
                - lumaxlike.amsa(0.5 - step, source, observer, normal, FULL_PARAMS)) / (2 * step)  # fmt: skip
-    np.testing.assert_allclose(float(slope), float(central), rtol=1e-7)  # central difference: O(step^2) ~ 1e-12
+    np.testing.assert_allclose(
+        float(slope), float(central), rtol=1e-7
+    )  # central difference: O(step^2) ~ 1e-12
 
 
 @pytest.mark.parametrize("argument", ["w", "to_sun", "to_sensor", "normal"])
@@ -347,7 +395,13 @@ def test_bands_are_the_last_axis_with_shared_geometry():
 
 def _good_call():
     source, observer, normal = lumaxlike.geometry_from_angles(np.full(4, 0.4), 0.7, 1.0)
-    return {"w": np.full((4, 2), 0.5), "to_sun": source, "to_sensor": observer, "normal": normal, "params": FULL_PARAMS}
+    return {
+        "w": np.full((4, 2), 0.5),
+        "to_sun": source,
+        "to_sensor": observer,
+        "normal": normal,
+        "params": FULL_PARAMS,
+    }
 
 
 def test_unknown_backend():
@@ -376,7 +430,9 @@ def test_hapke_params_out_of_range(field, value):
 
 
 @pytest.mark.parametrize("field", ["b", "c", "roughness", "hs", "bs0", "hc", "bc0"])
-@pytest.mark.parametrize("value", ["x", "0.2", None, np.array([0.1, 0.2]), np.inf, -np.inf, np.nan, True])
+@pytest.mark.parametrize(
+    "value", ["x", "0.2", None, np.array([0.1, 0.2]), np.inf, -np.inf, np.nan, True]
+)
 def test_hapke_params_refuse_what_is_not_one_finite_number(field, value):
     fields = {"b": 0.2, "c": 0.3}
     fields[field] = value
@@ -384,7 +440,9 @@ def test_hapke_params_refuse_what_is_not_one_finite_number(field, value):
         lumaxlike.HapkeParams(**fields)
 
 
-@pytest.mark.parametrize("legendre", [np.ones(17), np.ones((2, 3)), [], [1.0, np.nan], [1.0, np.inf], ["1", "0"]])
+@pytest.mark.parametrize(
+    "legendre", [np.ones(17), np.ones((2, 3)), [], [1.0, np.nan], [1.0, np.inf], ["1", "0"]]
+)
 def test_hapke_params_bad_legendre(legendre):
     with pytest.raises(ValueError, match=r"HapkeParams\.legendre"):
         lumaxlike.HapkeParams(b=0.2, c=0.3, legendre=legendre)

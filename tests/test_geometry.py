@@ -15,8 +15,9 @@ D = np.radians
 
 def test_hand_computed_triplets_give_the_expected_directions():
     # i = e = 45, g = 90: cos g = 0 = 1/2 + 1/2 cos psi -> psi = 180 (forward scatter)
-    to_sun, to_sensor, normal = lumaxlike.geometry_from_angles(incidence=D(45.0), emission=D(45.0),
-                                                               phase=D(90.0))
+    to_sun, to_sensor, normal = lumaxlike.geometry_from_angles(
+        incidence=D(45.0), emission=D(45.0), phase=D(90.0)
+    )
     h = math.sqrt(0.5)
     np.testing.assert_allclose(to_sun, [0.0, h, h], atol=1e-16)
     np.testing.assert_allclose(to_sensor, [0.0, -h, h], atol=1e-16)
@@ -57,7 +58,11 @@ def test_inconsistent_triplets_get_nan_directions_per_pixel():
     g = np.array([D(20.0) - 10 * PHASE_TOLERANCE, D(41.0), np.nan, D(25.0)])
     to_sun, to_sensor, normal = lumaxlike.geometry_from_angles(incidence=i, emission=e, phase=g)
     assert np.isnan(to_sun[:3]).all() and np.isnan(to_sensor[:3]).all()
-    assert np.isfinite(to_sun[3]).all() and np.isfinite(to_sensor[3]).all() and np.isfinite(normal).all()
+    assert (
+        np.isfinite(to_sun[3]).all()
+        and np.isfinite(to_sensor[3]).all()
+        and np.isfinite(normal).all()
+    )
     # within the tolerance: clamped onto psi = 0
     assert relative_azimuth(D(30.0), D(10.0), D(20.0) - 0.1 * PHASE_TOLERANCE) == 0.0
     with pytest.raises(ValueError, match="exactly one of azimuth and phase.*both"):
@@ -70,9 +75,15 @@ def test_inconsistent_triplets_get_nan_directions_per_pixel():
 
 def random_tilted_geometry(n, rng):
     """Directions above tilted facets: sun zenith < 55, sensor zenith < 30, slopes < 25 deg."""
-    to_sun = lumaxlike.direction_from_zenith_azimuth(rng.uniform(0, D(55.0), n), rng.uniform(0, 2 * np.pi, n))
-    to_sensor = lumaxlike.direction_from_zenith_azimuth(rng.uniform(0, D(30.0), n), rng.uniform(0, 2 * np.pi, n))
-    normal = lumaxlike.normal_from_slope_aspect(rng.uniform(0, D(25.0), n), rng.uniform(0, 2 * np.pi, n))
+    to_sun = lumaxlike.direction_from_zenith_azimuth(
+        rng.uniform(0, D(55.0), n), rng.uniform(0, 2 * np.pi, n)
+    )
+    to_sensor = lumaxlike.direction_from_zenith_azimuth(
+        rng.uniform(0, D(30.0), n), rng.uniform(0, 2 * np.pi, n)
+    )
+    normal = lumaxlike.normal_from_slope_aspect(
+        rng.uniform(0, D(25.0), n), rng.uniform(0, 2 * np.pi, n)
+    )
     return to_sun * rng.uniform(0.5, 2.0, (n, 1)), to_sensor, normal  # lengths need not be 1
 
 
@@ -85,8 +96,13 @@ def test_vectors_to_angles_to_vectors_round_trip_and_keep_the_reflectance():
     np.testing.assert_allclose(i, np.arccos(np.sum(unit[0] * unit[2], -1)), atol=1e-12)
     np.testing.assert_allclose(e, np.arccos(np.sum(unit[1] * unit[2], -1)), atol=1e-12)
     np.testing.assert_allclose(g, np.arccos(np.sum(unit[0] * unit[1], -1)), atol=1e-12)
-    np.testing.assert_allclose(np.cos(g), np.cos(i) * np.cos(e) + np.sin(i) * np.sin(e) * np.cos(psi), atol=1e-14)
-    for back in (lumaxlike.geometry_from_angles(i, e, phase=g), lumaxlike.geometry_from_angles(i, e, psi)):
+    np.testing.assert_allclose(
+        np.cos(g), np.cos(i) * np.cos(e) + np.sin(i) * np.sin(e) * np.cos(psi), atol=1e-14
+    )
+    for back in (
+        lumaxlike.geometry_from_angles(i, e, phase=g),
+        lumaxlike.geometry_from_angles(i, e, psi),
+    ):
         again = lumaxlike.angles_from_geometry(*back)
         for before, after in zip((i, e, g, psi), again):
             np.testing.assert_allclose(after, before, atol=1e-12)  # psi near 0 or pi: ~1e-13
@@ -103,11 +119,17 @@ def test_slope_aspect_normals_match_a_planar_dtm():
     north = -np.arange(rows)[:, None] * dy  # row 0 is the northern edge
     dtm = -math.tan(slope) * (east * math.sin(aspect) + north * math.cos(aspect))
     expected = lumaxlike.normal_from_slope_aspect(slope, aspect)
-    np.testing.assert_allclose(lumaxlike.normals_from_dtm(dtm, (dx, dy)), np.broadcast_to(expected, (rows, cols, 3)),
-                               atol=1e-15)
+    np.testing.assert_allclose(
+        lumaxlike.normals_from_dtm(dtm, (dx, dy)),
+        np.broadcast_to(expected, (rows, cols, 3)),
+        atol=1e-15,
+    )
     # hand-computed: 30 deg slope facing east
-    np.testing.assert_allclose(lumaxlike.normal_from_slope_aspect(D(30.0), D(90.0)), [0.5, 0.0, math.sqrt(0.75)],
-                               atol=1e-16)
+    np.testing.assert_allclose(
+        lumaxlike.normal_from_slope_aspect(D(30.0), D(90.0)),
+        [0.5, 0.0, math.sqrt(0.75)],
+        atol=1e-16,
+    )
 
 
 def test_xarray_geometry_as_incidence_emission_phase():
@@ -119,10 +141,18 @@ def test_xarray_geometry_as_incidence_emission_phase():
     w = rng.uniform(0.2, 0.8, (3, 4, 2))
     r = lumaxlike.amsa(w, *geometry, PARAMS, backend="numba")
     refl = xr.DataArray(r, dims=("y", "x", "band"))
-    angles = xr.Dataset({name: (("y", "x"), np.degrees(value)) for name, value in
-                         (("incidence", i), ("emission", e), ("phase", g))})
+    angles = xr.Dataset(
+        {
+            name: (("y", "x"), np.degrees(value))
+            for name, value in (("incidence", i), ("emission", e), ("phase", g))
+        }
+    )
     result = refl.hapke.invert(angles, PARAMS, solver="numba", units="r")
     np.testing.assert_allclose(result["w"].values, w, atol=1e-8)
     with pytest.raises(ValueError, match="normal"):
-        refl.hapke.invert(angles.assign(normal=(("y", "x", "v"), np.ones((3, 4, 3)))), PARAMS,
-                          solver="numba", units="r")
+        refl.hapke.invert(
+            angles.assign(normal=(("y", "x", "v"), np.ones((3, 4, 3)))),
+            PARAMS,
+            solver="numba",
+            units="r",
+        )

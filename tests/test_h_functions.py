@@ -18,7 +18,12 @@ import pytest
 
 import lumaxlike
 from lumaxlike._model import equations
-from lumaxlike._model._backends import jax_equations, jax_h_functions, numba_equations, numba_h_functions
+from lumaxlike._model._backends import (
+    jax_equations,
+    jax_h_functions,
+    numba_equations,
+    numba_h_functions,
+)
 
 REFERENCE = pathlib.Path(__file__).parent / "data"
 KINDS = ("hapke1981", "hapke2002", "exact")

@@ -34,7 +34,9 @@ PUBLIC = {
 
 
 def run_python(code: str) -> str:
-    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     return completed.stdout
 
@@ -51,7 +53,12 @@ def test_import_leaves_heavy_dependencies_unloaded():
 
 
 @pytest.mark.parametrize(
-    "imports", ["import lumaxlike; import xarray", "import xarray; import lumaxlike", "import lumaxlike._xarray"]
+    "imports",
+    [
+        "import lumaxlike; import xarray",
+        "import xarray; import lumaxlike",
+        "import lumaxlike._xarray",
+    ],
 )
 def test_accessor_registered_whatever_the_import_order(imports):
     out = run_python(

@@ -15,7 +15,9 @@ def synthetic_cube(n_pixels, n_bands, seed, dtype=np.float64):
     rng = np.random.default_rng(seed)
     to_sun, to_sensor, normal = random_geometry(n_pixels, rng)
     w_true = rng.uniform(0.01, 0.99, (n_pixels, n_bands))
-    refl = np.asarray(lumaxlike.amsa(w_true, to_sun, to_sensor, normal, FULL_PARAMS, backend="numba"))
+    refl = np.asarray(
+        lumaxlike.amsa(w_true, to_sun, to_sensor, normal, FULL_PARAMS, backend="numba")
+    )
     return tuple(a.astype(dtype) for a in (refl, to_sun, to_sensor, normal)) + (w_true,)
 
 
@@ -81,12 +83,16 @@ def test_solvers_agree_float64(results64):
 def test_residual_is_model_minus_observed(cube64, results64, solver):
     refl, to_sun, to_sensor, normal, _ = cube64
     result = results64[solver]
-    model = np.asarray(lumaxlike.amsa(np.nan_to_num(result.w, nan=0.5), to_sun, to_sensor, normal, FULL_PARAMS))
+    model = np.asarray(
+        lumaxlike.amsa(np.nan_to_num(result.w, nan=0.5), to_sun, to_sensor, normal, FULL_PARAMS)
+    )
     solved = result.status == Status.CONVERGED
     np.testing.assert_allclose(result.residual[solved], (model - refl)[solved], rtol=0, atol=1e-15)
     # converged means the Newton estimate of the distance left, |residual / (dr/dw)|, is
     # below tol = 1e-10 (default for float64)
-    slope = np.asarray(lumaxlike.amsa(result.w + 1e-7, to_sun, to_sensor, normal, FULL_PARAMS)) - model
+    slope = (
+        np.asarray(lumaxlike.amsa(result.w + 1e-7, to_sun, to_sensor, normal, FULL_PARAMS)) - model
+    )
     slope = slope / 1e-7
     assert np.all(np.abs(result.residual[solved]) <= 1.01e-10 * np.abs(slope[solved]))
 
@@ -120,7 +126,9 @@ def test_every_status_code(solver):
         Status.NONFINITE_INPUT: (np.nan, to_sun, {}),
     }
     for expected, (refl, to_sun, options) in cases.items():
-        result = lumaxlike.invert(np.array([refl]), to_sun, to_sensor, normal, FULL_PARAMS, solver, **options)
+        result = lumaxlike.invert(
+            np.array([refl]), to_sun, to_sensor, normal, FULL_PARAMS, solver, **options
+        )
         assert result.status[0] == expected, expected.name
         solved = expected in (Status.CONVERGED, Status.MAX_ITER)
         assert np.isfinite(result.w[0]) == solved, expected.name
@@ -129,7 +137,9 @@ def test_every_status_code(solver):
         expected = Status.NONFINITE_INPUT if np.isinf(refl) else Status.UNREACHABLE
         assert result.status[0] == expected and np.isnan(result.w[0])
     nan_geometry = np.array([np.nan, 0.0, 1.0])
-    result = lumaxlike.invert(np.array([r_mid]), nan_geometry, to_sensor, normal, FULL_PARAMS, solver)
+    result = lumaxlike.invert(
+        np.array([r_mid]), nan_geometry, to_sensor, normal, FULL_PARAMS, solver
+    )
     assert result.status[0] == Status.NONFINITE_INPUT and np.isnan(result.w[0])
 
 
@@ -140,14 +150,18 @@ def test_sigma_matches_monte_carlo(solver):
     refl_true = np.asarray(lumaxlike.amsa(w_true, to_sun, to_sensor, normal, FULL_PARAMS))
     rng = np.random.default_rng(3)
     draws = refl_true + noise * rng.standard_normal((4000, 3))
-    result = lumaxlike.invert(draws, to_sun, to_sensor, normal, FULL_PARAMS, solver, refl_sigma=noise)
+    result = lumaxlike.invert(
+        draws, to_sun, to_sensor, normal, FULL_PARAMS, solver, refl_sigma=noise
+    )
     assert np.all(result.status == Status.CONVERGED)
     scatter = result.w.std(axis=0)
     np.testing.assert_allclose(np.median(result.sigma, axis=0), scatter, rtol=0.10)
     no_sigma = lumaxlike.invert(refl_true, to_sun, to_sensor, normal, FULL_PARAMS, solver)
     assert np.all(np.isnan(no_sigma.sigma))
     assert no_sigma.sigma.shape == refl_true.shape
-    assert not no_sigma.sigma.flags.writeable and no_sigma.sigma.strides == (0,) * refl_true.ndim  # no memory
+    assert (
+        not no_sigma.sigma.flags.writeable and no_sigma.sigma.strides == (0,) * refl_true.ndim
+    )  # no memory
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -207,9 +221,15 @@ def test_bands_are_the_last_axis_with_shared_geometry(solver):
     """One geometry for all pixels: refl's last axis is still the bands (per-band sigma)."""
     refl, to_sun, to_sensor, normal, _ = synthetic_cube(4, 3, seed=7)
     band_sigma = [1e-3, 2e-3, 4e-3]
-    one_pixel = refl[:1] * 0.0 + lumaxlike.amsa(np.array([[0.2, 0.5, 0.8]]), to_sun[0], to_sensor[0], normal[0], FULL_PARAMS)
-    shared = lumaxlike.invert(one_pixel, to_sun[0], to_sensor[0], normal[0], FULL_PARAMS, solver, refl_sigma=band_sigma)
-    per_pixel = lumaxlike.invert(one_pixel, to_sun[:1], to_sensor[:1], normal[:1], FULL_PARAMS, solver, refl_sigma=band_sigma)
+    one_pixel = refl[:1] * 0.0 + lumaxlike.amsa(
+        np.array([[0.2, 0.5, 0.8]]), to_sun[0], to_sensor[0], normal[0], FULL_PARAMS
+    )
+    shared = lumaxlike.invert(
+        one_pixel, to_sun[0], to_sensor[0], normal[0], FULL_PARAMS, solver, refl_sigma=band_sigma
+    )
+    per_pixel = lumaxlike.invert(
+        one_pixel, to_sun[:1], to_sensor[:1], normal[:1], FULL_PARAMS, solver, refl_sigma=band_sigma
+    )
     assert shared.w.shape == (1, 3)
     np.testing.assert_allclose(shared.w, [[0.2, 0.5, 0.8]], atol=1e-9, rtol=0)
     np.testing.assert_array_equal(shared.sigma, per_pixel.sigma)

@@ -11,10 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from .helpers import assert_reproduces_invert
 
 DATA = Path(__file__).resolve().parent / "data"
-_spec = importlib.util.spec_from_file_location("make_invert_reference", DATA / "make_invert_reference.py")
+_spec = importlib.util.spec_from_file_location(
+    "make_invert_reference", DATA / "make_invert_reference.py"
+)
 make_reference = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_reference)
 REFERENCE = np.load(DATA / "invert_reference.npz")
@@ -28,7 +31,10 @@ JAX_CASES = ("default_f32", "default_w0_max_iter")
 )
 def test_invert_reproduces_the_stored_outputs(name, solver):
     params, dtype, kwargs = make_reference.CASES[name]
-    inputs = {key: REFERENCE[f"{name}/{key}"] for key in ("refl", "to_sun", "to_sensor", "normal", "w0_far")}
+    inputs = {
+        key: REFERENCE[f"{name}/{key}"]
+        for key in ("refl", "to_sun", "to_sensor", "normal", "w0_far")
+    }
     assert inputs["refl"].dtype == dtype
     result = make_reference.run_case(inputs, params, kwargs, solver)
     expected = {field: REFERENCE[f"{name}/{solver}/{field}"] for field in make_reference.FIELDS}
@@ -38,5 +44,12 @@ def test_invert_reproduces_the_stored_outputs(name, solver):
     # refl_sigma / (dr/dw) takes dH/dw's series, whose coefficients grow like j^2 and
     # cancel: rearranged, it rounds up to ~25 eps apart (measured 23 at w = 0.94).
     exact = params.h_function == "exact"
-    assert_reproduces_invert(result, expected, inputs["refl"], solver, f"{name} {solver}",
-                             last_bits=solver == "jax" or exact, sigma_eps=64 if exact else 16)
+    assert_reproduces_invert(
+        result,
+        expected,
+        inputs["refl"],
+        solver,
+        f"{name} {solver}",
+        last_bits=solver == "jax" or exact,
+        sigma_eps=64 if exact else 16,
+    )

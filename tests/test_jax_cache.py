@@ -48,11 +48,7 @@ print(json.dumps({
 
 
 def run_child(cache: Path, **env_vars) -> dict:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("JAX_", "LUMAXLIKE_JAX"))
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "LUMAXLIKE_JAX"))}
     env.update(LUMAXLIKE_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT), **env_vars)
     done = subprocess.run(
         [sys.executable, "-c", CHILD],
@@ -79,9 +75,7 @@ def test_second_process_loads_the_cache_and_leaves_the_user_alone(tmp_path):
     second = run_child(tmp_path)
     assert second["hits"] >= 1 and second["writes"] == 0
     assert entries(folder) == written  # nothing new: everything came from the cache
-    assert (
-        second["w"] == first["w"] and second["status"] == first["status"]
-    )  # same bits
+    assert second["w"] == first["w"] and second["status"] == first["status"]  # same bits
     for run in (first, second):
         # the user's JAX configuration is as they left it, during and after the call ...
         assert run["cache_dir"] is None and run["min_compile_s"] == 0.0
@@ -103,9 +97,7 @@ def test_users_own_cache_folder_is_used_instead(tmp_path):
     assert not (tmp_path / "jax").exists()  # lumaxlike's folder not made, not used
     names = entries(users)
     assert any(name.startswith("jit_solve_albedo_jax-") for name in names), names
-    assert any(name.startswith("jit_user_program-") for name in names), (
-        names
-    )  # theirs: all
+    assert any(name.startswith("jit_user_program-") for name in names), names  # theirs: all
 
 
 def test_scope_sets_thread_local_settings_only(tmp_path, monkeypatch):
@@ -121,10 +113,7 @@ def test_scope_sets_thread_local_settings_only(tmp_path, monkeypatch):
         from jax._src import config
 
         assert config.compilation_cache_dir.value == str(tmp_path / "jax")
-        assert (
-            config.persistent_cache_min_compile_time_secs.value
-            == jax_cache.MIN_COMPILE_SECONDS
-        )
+        assert config.persistent_cache_min_compile_time_secs.value == jax_cache.MIN_COMPILE_SECONDS
         with jax_cache.compilation_cache_scope():  # nested: unchanged
             assert config.compilation_cache_dir.value == str(tmp_path / "jax")
     after = (

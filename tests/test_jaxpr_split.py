@@ -64,7 +64,9 @@ def test_model_columns_in_parts_equal_jax_derivatives_of_the_model(h_function):
     program = split_columns(free, key, np.float64)
     equations = jax_equations_for(key)
     rng = np.random.default_rng(1)
-    geometry = jax.vmap(equations.geometry_terms)(*(jnp.asarray(g) for g in random_geometry(30, rng)))
+    geometry = jax.vmap(equations.geometry_terms)(
+        *(jnp.asarray(g) for g in random_geometry(30, rng))
+    )
     known = [values[k] for k, name in enumerate(PARAMETER_NAMES) if name not in free]
     rows = jax.vmap(lambda g: program.known(*known, *g))(geometry)
     step = program.step(*(values[PARAMETER_NAMES.index(name)] for name in free))

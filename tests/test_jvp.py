@@ -56,7 +56,9 @@ def _r_autodiff(w, source, observer, normal, theta):
     """r through plain autodiff of `equations.reflectance` (no custom rule)."""
     params = _params_from(theta)
     legendre, use_legendre = params.legendre_coefficients(jnp)
-    terms = jax_equations.pixel_terms(source, observer, normal, *params.scalars(), legendre, use_legendre)
+    terms = jax_equations.pixel_terms(
+        source, observer, normal, *params.scalars(), legendre, use_legendre
+    )
     return jax_equations.reflectance(w, terms)
 
 
@@ -68,7 +70,13 @@ def test_check_grads_in_w(point, w):
     # Central-difference step well inside (0, 1) and, near w = 1 where r'''/r' grows like
     # (1 - w)^-2, small enough for check_grads' default float64 tolerance (1e-5).
     eps = min(1e-4, w / 10, (1 - w) / 300)
-    check_grads(lambda w_: _r_model(w_, *geometry, THETA), (jnp.float64(w),), order=1, modes=("fwd", "rev"), eps=eps)
+    check_grads(
+        lambda w_: _r_model(w_, *geometry, THETA),
+        (jnp.float64(w),),
+        order=1,
+        modes=("fwd", "rev"),
+        eps=eps,
+    )
 
 
 @pytest.mark.parametrize("point", ["ordinary", "zero_phase", "grazing"])
@@ -76,7 +84,13 @@ def test_check_grads_reflectance_core(point):
     """check_grads on `reflectance_core(w, terms)` in w and in the terms together."""
     terms = jax_model.pixel_terms(*_geometry(point), FULL_PARAMS)
     for w in (1e-3, 0.5, 0.99):
-        check_grads(jax_model.reflectance_core, (jnp.float64(w), terms), order=1, modes=("fwd", "rev"), eps=1e-5)
+        check_grads(
+            jax_model.reflectance_core,
+            (jnp.float64(w), terms),
+            order=1,
+            modes=("fwd", "rev"),
+            eps=1e-5,
+        )
 
 
 ALL_ARGS = (0, 1, 2, 3, 4)  # w, source, observer, normal, theta
@@ -108,8 +122,13 @@ def _edge_and_random_points():
     source, observer, normal = random_geometry(40, rng)
     valid = (np.sum(source * normal, -1) > 0) & (np.sum(observer * normal, -1) > 0)
     points = [(w, *_geometry(name)) for name in POINTS for w in W_VALUES]
-    points += [(rng.uniform(1e-6, 0.9999), s, o, n) for s, o, n in zip(source[valid], observer[valid], normal[valid])]
-    return [(jnp.float64(w), jnp.asarray(s), jnp.asarray(o), jnp.asarray(n)) for w, s, o, n in points]
+    points += [
+        (rng.uniform(1e-6, 0.9999), s, o, n)
+        for s, o, n in zip(source[valid], observer[valid], normal[valid])
+    ]
+    return [
+        (jnp.float64(w), jnp.asarray(s), jnp.asarray(o), jnp.asarray(n)) for w, s, o, n in points
+    ]
 
 
 def test_custom_rule_equals_autodiff():
@@ -124,8 +143,12 @@ def test_custom_rule_equals_autodiff():
         reverse = GRAD_MODEL(*primals)
         for argnum in ALL_ARGS:
             # atol: derivatives that vanish (e.g. d/dhs at g = 0) carry rounding only
-            np.testing.assert_allclose(model[argnum], autodiff[argnum], rtol=1e-12, atol=1e-16, err_msg=f"arg {argnum}")
-            np.testing.assert_allclose(reverse[argnum], model[argnum], rtol=1e-12, atol=1e-16, err_msg=f"arg {argnum}")
+            np.testing.assert_allclose(
+                model[argnum], autodiff[argnum], rtol=1e-12, atol=1e-16, err_msg=f"arg {argnum}"
+            )
+            np.testing.assert_allclose(
+                reverse[argnum], model[argnum], rtol=1e-12, atol=1e-16, err_msg=f"arg {argnum}"
+            )
 
 
 def _central_difference(f, x, step):
@@ -160,7 +183,12 @@ def test_params_derivatives_match_finite_differences(point):
 def test_geometry_derivatives_match_finite_differences():
     """Forward (JVP) and reverse (grad) derivatives in the three direction vectors, on a
     tilted-normal pixel."""
-    args = [jnp.float64(0.7), jnp.array([0.3, -0.2, 0.9]), jnp.array([-0.4, 0.5, 0.8]), jnp.array([0.1, 0.15, 1.0])]
+    args = [
+        jnp.float64(0.7),
+        jnp.array([0.3, -0.2, 0.9]),
+        jnp.array([-0.4, 0.5, 0.8]),
+        jnp.array([0.1, 0.15, 1.0]),
+    ]
     forward = _jacobian_by_jvp(JVP_MODEL, (*args, THETA))
     reverse = GRAD_MODEL(*args, THETA)
     for argnum in (1, 2, 3):
@@ -194,8 +222,12 @@ def test_grad_through_public_amsa():
     rng = np.random.default_rng(5)
     source, observer, normal = random_geometry(16, rng, max_tilt_deg=0.0)
     w = jnp.asarray(rng.uniform(0.1, 0.9, 16))
-    r_of_w = functools.partial(lumaxlike.amsa, to_sun=source, to_sensor=observer, normal=normal, params=FULL_PARAMS)
+    r_of_w = functools.partial(
+        lumaxlike.amsa, to_sun=source, to_sensor=observer, normal=normal, params=FULL_PARAMS
+    )
     grad = jax.grad(lambda w_: jnp.sum(r_of_w(w_)))(w)
-    expected = [GRAD_MODEL(w_, jnp.asarray(s), jnp.asarray(o), jnp.asarray(n), THETA)[0]
-                for w_, s, o, n in zip(w, source, observer, normal)]
+    expected = [
+        GRAD_MODEL(w_, jnp.asarray(s), jnp.asarray(o), jnp.asarray(n), THETA)[0]
+        for w_, s, o, n in zip(w, source, observer, normal)
+    ]
     np.testing.assert_allclose(grad, expected, rtol=1e-13)

@@ -31,11 +31,20 @@ CHUNK_PIXELS = 4096
 MARGIN_BYTES_PER_PROBLEM = 4.0
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="exact peak RSS needs Linux's VmHWM")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="exact peak RSS needs Linux's VmHWM"
+)
 @pytest.mark.parametrize("solver", ["numba", "jax"])
 def test_in_memory_peak_grows_only_with_inputs_and_outputs(solver):
     configs = [
-        ProfileConfig(side=side, bands=BANDS, solver=solver, dtype="float64", chunk_size=CHUNK_PIXELS, warmup=True)
+        ProfileConfig(
+            side=side,
+            bands=BANDS,
+            solver=solver,
+            dtype="float64",
+            chunk_size=CHUNK_PIXELS,
+            warmup=True,
+        )
         for side in (BURN_IN_SIDE, SMALL_SIDE, LARGE_SIDE)
     ]
     _, small, large = run_profiles(configs)
@@ -43,10 +52,14 @@ def test_in_memory_peak_grows_only_with_inputs_and_outputs(solver):
     assert large["chunk_pixels"] == small["chunk_pixels"] == CHUNK_PIXELS
 
     peak_growth = large["peak_rss"] - small["peak_rss"]
-    io_growth = (large["input_bytes"] + large["output_bytes"]) - (small["input_bytes"] + small["output_bytes"])
+    io_growth = (large["input_bytes"] + large["output_bytes"]) - (
+        small["input_bytes"] + small["output_bytes"]
+    )
     added_problems = large["problems"] - small["problems"]
     margin = MARGIN_BYTES_PER_PROBLEM * added_problems
-    working = [r["peak_rss"] - r["rss_before_call"] for r in (small, large)]  # inputs are resident before
+    working = [
+        r["peak_rss"] - r["rss_before_call"] for r in (small, large)
+    ]  # inputs are resident before
     assert peak_growth <= io_growth + margin, (
         f"{solver}: peak RSS grew by {peak_growth / 1e6:.1f} MB from {small['problems']:,} to "
         f"{large['problems']:,} problems, inputs + outputs by {io_growth / 1e6:.1f} MB "

@@ -27,9 +27,7 @@ from .mission_products import (
 )
 
 # the products are in sensor geometry (no map projection): GDAL says so when opening them
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::rasterio.errors.NotGeoreferencedWarning"
-)
+pytestmark = pytest.mark.filterwarnings("ignore::rasterio.errors.NotGeoreferencedWarning")
 PARAMS = lumaxlike.HapkeParams(b=0.2, c=0.4, roughness=math.radians(15.0))
 BANDS = len(M3_WAVELENGTHS)
 # float32 files: the stored I/F carries a relative rounding error up to 2^-24 (6e-8), which
@@ -79,9 +77,7 @@ def test_m3_l2_is_inverted_flat_at_its_standard_geometry(tmp_path, w_true, capsy
         "img",
     ):  # the label, the ENVI header, the image: the same run
         out = tmp_path / f"w_{given}.tif"
-        summary = invert_file(
-            paths[given], out, params=PARAMS, solver="numba", units="radf"
-        )
+        summary = invert_file(paths[given], out, params=PARAMS, solver="numba", units="radf")
         assert_w(out, expected)
         status, _ = read_cube(tmp_path / f"w_{given}_status.tif")
         assert (status[..., 2] == Status.BAD_BAND).all()
@@ -96,10 +92,7 @@ def test_m3_l2_is_inverted_flat_at_its_standard_geometry(tmp_path, w_true, capsy
     assert product["photometry_file"] == "M3G20111109_RFL_F_ALPHA_HIL.TAB"
     assert product["wavelengths"] == "ENVI header"
     err = capsys.readouterr().err
-    assert (
-        "bands 5 (2.98 um) lie beyond 2.5 um" in err
-        and "--thermal-bands exclude" in err
-    )
+    assert "bands 5 (2.98 um) lie beyond 2.5 um" in err and "--thermal-bands exclude" in err
 
 
 def test_m3_l2_lower_case_names_and_thermal_bands_left_out(tmp_path, w_true, capsys):
@@ -196,9 +189,7 @@ def m3_obs(zenith_sun, azimuth_sun, zenith_inst, azimuth_inst):
     to_sensor = lumaxlike.direction_from_zenith_azimuth(
         rad(deg["To-Inst Zenith"]), rad(deg["To-Inst AZM"])
     )
-    deg["Phase"] = f32(
-        np.degrees(np.arccos(np.clip(np.sum(to_sun * to_sensor, -1), -1, 1)))
-    )
+    deg["Phase"] = f32(np.degrees(np.arccos(np.clip(np.sum(to_sun * to_sensor, -1), -1, 1))))
     deg["Facet Cos i"] = f32(np.cos(rad(deg["To-Sun Zenith"])))
     deg["To-Sun Path Length"] = np.full((ROWS, COLS), 0.98)
     deg["To-Inst Path Length"] = np.full((ROWS, COLS), 1.0e5)
@@ -216,9 +207,7 @@ def solar_csv(path):
     return path
 
 
-def test_m3_l1b_radiance_is_converted_with_its_solar_spectrum_and_obs(
-    tmp_path, w_true, capsys
-):
+def test_m3_l1b_radiance_is_converted_with_its_solar_spectrum_and_obs(tmp_path, w_true, capsys):
     rng = np.random.default_rng(5)
     deg, geometry = m3_obs(
         rng.uniform(20, 60, (ROWS, COLS)),
@@ -232,9 +221,7 @@ def test_m3_l1b_radiance_is_converted_with_its_solar_spectrum_and_obs(
         spectrum, np.asarray(M3_WAVELENGTHS) * 1e-3, np.asarray(M3_FWHM) * 1e-3
     )
     distance = 0.9837  # the label's SOLAR_DISTANCE [au]
-    radiance = f32(
-        reflectance(w_true, geometry) * irradiance / distance**2
-    )  # L = r F / d^2
+    radiance = f32(reflectance(w_true, geometry) * irradiance / distance**2)  # L = r F / d^2
     paths = write_m3_l1b(tmp_path, radiance, deg)
     out = tmp_path / "w.tif"
     invert_file(
@@ -252,13 +239,9 @@ def test_m3_l1b_radiance_is_converted_with_its_solar_spectrum_and_obs(
     assert product["solar_spectrum"] == str(spectrum_path.resolve())
     assert product["solar_distance_au"] == distance
     assert product["label_unit"] == "W/(m^2 um sr)"
-    np.testing.assert_allclose(
-        product["band_irradiance_w_m2_um"], irradiance, rtol=1e-15
-    )
+    np.testing.assert_allclose(product["band_irradiance_w_m2_um"], irradiance, rtol=1e-15)
     # declared as I/F: refused from the label's UNIT before anything is written
-    with pytest.raises(
-        ValueError, match=r"_RDN.IMG holds radiance \(UNIT = 'W/\(m\^2 um sr\)'\)"
-    ):
+    with pytest.raises(ValueError, match=r"_RDN.IMG holds radiance \(UNIT = 'W/\(m\^2 um sr\)'\)"):
         invert_file(
             paths["rdn"],
             tmp_path / "x.tif",
@@ -288,15 +271,11 @@ def test_astm_g173_default_spectrum_is_pvlibs_extraterrestrial_column():
     spectrum = load_solar_spectrum(None)
     assert "ASTM G173-03" in spectrum.source
     # 500 nm: 1.9160 W m^-2 nm^-1 in the standard's table
-    assert band_irradiance(spectrum, np.array([0.5]))[0] == pytest.approx(
-        1916.0, rel=1e-12
-    )
+    assert band_irradiance(spectrum, np.array([0.5]))[0] == pytest.approx(1916.0, rel=1e-12)
 
 
 def test_values_no_reflectance_takes_are_refused_naming_the_likely_unit(tmp_path):
-    counts = (
-        np.random.default_rng(2).integers(200, 4000, (ROWS, COLS, 2)).astype(np.float32)
-    )
+    counts = np.random.default_rng(2).integers(200, 4000, (ROWS, COLS, 2)).astype(np.float32)
     radiance = counts / 37.0
     for name, values, likely in (
         ("dn.tif", counts, "DN"),
@@ -331,8 +310,7 @@ def ddr_backplanes(rng):
         "EMA at areoid, deg": rng.uniform(0, 20, (ROWS, COLS)),
     }
     deg["Phase angle, deg"] = (
-        deg["INA at areoid, deg"]
-        + rng.uniform(-0.9, 0.9, (ROWS, COLS)) * deg["EMA at areoid, deg"]
+        deg["INA at areoid, deg"] + rng.uniform(-0.9, 0.9, (ROWS, COLS)) * deg["EMA at areoid, deg"]
     )
     deg["INA at surface from MOLA, deg"] = deg["INA at areoid, deg"]  # a flat surface
     deg["EMA at surface from MOLA, deg"] = deg["EMA at areoid, deg"]
@@ -360,9 +338,7 @@ def test_crism_trdr_if_with_its_ddr_through_the_labels(tmp_path, w_true):
         label.with_suffix(".IMG"),
     ):  # the .IMG opens through the .LBL beside it
         out = tmp_path / f"w_{cube.suffix[1:]}.tif"
-        invert_file(
-            cube, out, geometry=ddr, params=PARAMS, solver="numba", units="radf"
-        )
+        invert_file(cube, out, geometry=ddr, params=PARAMS, solver="numba", units="radf")
         assert_w(out, expected)
     product = lumaxlike.read_provenance(out).product
     assert product["kind"] == "CRISM TRDR I/F (TRR3)"
@@ -370,9 +346,7 @@ def test_crism_trdr_if_with_its_ddr_through_the_labels(tmp_path, w_true):
     assert product["wavelengths"] == "unknown"
     # the wavelength file named by MRO:WAVELENGTH_FILE_NAME, given as text here
     wavelengths = tmp_path / "wa.txt"
-    wavelengths.write_text(
-        "".join(f"{v}\n" for v in (1001.2, 1500.0, 2000.5, 2500.1, 3000.7))
-    )
+    wavelengths.write_text("".join(f"{v}\n" for v in (1001.2, 1500.0, 2000.5, 2500.1, 3000.7)))
     invert_file(
         label,
         tmp_path / "wl.tif",
@@ -389,27 +363,17 @@ def test_crism_trdr_if_with_its_ddr_through_the_labels(tmp_path, w_true):
     )
 
 
-def test_crism_mtrdr_flat_at_its_standard_geometry_or_undone_with_areoid_reff(
-    tmp_path, w_true
-):
+def test_crism_mtrdr_flat_at_its_standard_geometry_or_undone_with_areoid_reff(tmp_path, w_true):
     deg, geometry = ddr_backplanes(np.random.default_rng(8))
     ddr = write_crism_ddr(tmp_path, deg, product="FRT00003E12_07_DE166L_DDR1")
     cos_i = np.cos(rad(deg["INA at areoid, deg"]))[..., None]
-    lambert = f32(
-        math.pi * reflectance(w_true, geometry) / cos_i
-    )  # I/F / cos i (areoid)
+    lambert = f32(math.pi * reflectance(w_true, geometry) / cos_i)  # I/F / cos i (areoid)
     label = write_crism(tmp_path, lambert, product="FRT00003E12_07_IF166J_MTR3")
     out = tmp_path / "w.tif"
-    with pytest.raises(
-        ValueError, match="i = 0, e = 0, g = 0 deg.*--reff-incidence areoid"
-    ):
-        invert_file(
-            label, out, geometry=ddr, params=PARAMS, solver="numba", units="radf"
-        )
+    with pytest.raises(ValueError, match="i = 0, e = 0, g = 0 deg.*--reff-incidence areoid"):
+        invert_file(label, out, geometry=ddr, params=PARAMS, solver="numba", units="radf")
     with pytest.raises(ValueError, match="say which incidence"):
-        invert_file(
-            label, out, geometry=ddr, params=PARAMS, solver="numba", units="reff"
-        )
+        invert_file(label, out, geometry=ddr, params=PARAMS, solver="numba", units="reff")
     invert_file(
         label,
         out,
@@ -431,9 +395,7 @@ def test_crism_mtrdr_flat_at_its_standard_geometry_or_undone_with_areoid_reff(
     assert product["geometry"]["standard_geometry_deg"] == [0.0, 0.0, 0.0]
 
 
-def test_isis3_bandbin_wavelengths_without_a_unit_are_nanometres(
-    tmp_path, w_true, capsys
-):
+def test_isis3_bandbin_wavelengths_without_a_unit_are_nanometres(tmp_path, w_true, capsys):
     geometry_deg = {
         "incidence": np.full((ROWS, COLS), 35.0),
         "emission": np.full((ROWS, COLS), 5.0),
@@ -442,18 +404,12 @@ def test_isis3_bandbin_wavelengths_without_a_unit_are_nanometres(
     if_values = f32(math.pi * reflectance(w_true, flat(35.0, 5.0, 38.0)))
     cube = write_isis3(tmp_path / "m3.cub", if_values, M3_WAVELENGTHS)
     out = tmp_path / "w.tif"
-    invert_file(
-        cube, out, geometry=geometry_deg, params=PARAMS, solver="numba", units="radf"
-    )
+    invert_file(cube, out, geometry=geometry_deg, params=PARAMS, solver="numba", units="radf")
     assert_w(out, w_true)
     _, info = read_cube(cube)
     np.testing.assert_allclose(info.wavelengths, M3_WAVELENGTHS)
     assert info.wavelength_units == "Nanometers"
-    assert (
-        lumaxlike.read_provenance(out)
-        .product["wavelengths"]
-        .startswith("ISIS3 BandBin")
-    )
+    assert lumaxlike.read_provenance(out).product["wavelengths"].startswith("ISIS3 BandBin")
     with_unit = write_isis3(
         tmp_path / "u.cub",
         if_values,
@@ -472,9 +428,7 @@ def test_gdal_band_wavelength_items_in_any_case(tmp_path, key):
     ) as dst:
         dst.write(np.full((2, ROWS, COLS), 0.1, np.float32))
         for band, value in ((1, 1000.0), (2, 1500.0)):
-            dst.update_tags(
-                band, **{key: str(value), f"{key}_UNITS": "nm", "FWHM": "10"}
-            )
+            dst.update_tags(band, **{key: str(value), f"{key}_UNITS": "nm", "FWHM": "10"})
     info = read_cube(path)[1]
     np.testing.assert_array_equal(info.wavelengths, [1000.0, 1500.0])
     assert info.wavelength_units == "Nanometers"
@@ -513,25 +467,16 @@ def test_unknown_wavelengths_are_said_once(tmp_path, capsys):
         units="radf",
     )
     assert capsys.readouterr().err.count("gives no band wavelengths") == 1
-    assert (
-        lumaxlike.read_provenance(tmp_path / "w.tif").product["wavelengths"]
-        == "unknown"
-    )
+    assert lumaxlike.read_provenance(tmp_path / "w.tif").product["wavelengths"] == "unknown"
 
 
-def test_m3_label_without_its_header_reads_through_the_wrapper_objects(
-    tmp_path, w_true
-):
+def test_m3_label_without_its_header_reads_through_the_wrapper_objects(tmp_path, w_true):
     values = f32(w_true)
     paths = write_m3_l2(tmp_path, values)
     paths["hdr"].unlink()  # GDAL's PDS driver cannot read RFL_FILE/RFL_IMAGE
     from lumaxlike._io.products import locate
 
-    assert (
-        locate(paths["lbl"]).via
-        == locate(paths["img"]).via
-        == "raw VRT from the PDS3 label"
-    )
+    assert locate(paths["lbl"]).via == locate(paths["img"]).via == "raw VRT from the PDS3 label"
     cube, info = read_cube(paths["img"])
     np.testing.assert_array_equal(cube, values)
     assert info.wavelengths is None
@@ -544,9 +489,7 @@ def test_the_file_api_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w
         role: np.full((ROWS, COLS), value)
         for role, value in (("incidence", 40.0), ("emission", 10.0), ("phase", 45.0))
     }
-    with pytest.raises(
-        ValueError, match="i = 30, e = 0, g = 30 deg.*--correction-undone"
-    ):
+    with pytest.raises(ValueError, match="i = 30, e = 0, g = 30 deg.*--correction-undone"):
         lumaxlike.normalize_file(
             paths["lbl"],
             tmp_path / "n.tif",
@@ -555,9 +498,7 @@ def test_the_file_api_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w
             solver="numba",
             units="radf",
         )
-    with pytest.raises(
-        ValueError, match="fit needs cubes at their observed geometries"
-    ):
+    with pytest.raises(ValueError, match="fit needs cubes at their observed geometries"):
         lumaxlike.fit_file(
             [paths["lbl"], paths["img"]],
             tmp_path / "f.tif",
@@ -566,9 +507,7 @@ def test_the_file_api_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w
             free=("w",),
             units="radf",
         )
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        p.name for p in paths.values()
-    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())
 
 
 def test_open_product_and_invert_dataarray_at_the_standard_geometry(tmp_path, w_true):
@@ -587,9 +526,7 @@ def test_open_product_and_invert_dataarray_at_the_standard_geometry(tmp_path, w_
         role: refl.isel(band=0, drop=True) * 0 + value
         for role, value in (("incidence", 40.0), ("emission", 10.0), ("phase", 45.0))
     }
-    with pytest.raises(
-        ValueError, match="i = 30, e = 0, g = 30 deg.*correction_undone=True"
-    ):
+    with pytest.raises(ValueError, match="i = 30, e = 0, g = 30 deg.*correction_undone=True"):
         lumaxlike.invert_dataarray(refl, observed, PARAMS, "numba", units="radf")
 
 
@@ -619,9 +556,7 @@ def test_cli_m3_l2_at_its_standard_geometry_and_its_refusals(tmp_path, w_true, c
     with rasterio.open(
         obs, "w", driver="GTiff", width=COLS, height=ROWS, count=3, dtype="float32"
     ) as dst:
-        dst.write(
-            np.stack([np.full((ROWS, COLS), v, np.float32) for v in (40.0, 10.0, 45.0)])
-        )
+        dst.write(np.stack([np.full((ROWS, COLS), v, np.float32) for v in (40.0, 10.0, 45.0)]))
         for band, name in enumerate(("incidence", "emission", "phase"), start=1):
             dst.set_band_description(band, name)
     out = tmp_path / "w.tif"
@@ -632,10 +567,7 @@ def test_cli_m3_l2_at_its_standard_geometry_and_its_refusals(tmp_path, w_true, c
     assert cli(paths["img"], "--units", "radiance", "--out", out) == 2
     assert "holds I/F, not radiance: give --units radf" in capsys.readouterr().err
     assert not list(tmp_path.glob("w*"))
-    assert (
-        cli(paths["lbl"], "--units", "radf", "--thermal-bands", "exclude", "--out", out)
-        == 0
-    )
+    assert cli(paths["lbl"], "--units", "radf", "--thermal-bands", "exclude", "--out", out) == 0
     expected = w_true[..., :4].copy()
     expected[..., 2] = np.nan
     assert_w(out, expected)
@@ -646,18 +578,14 @@ def test_cli_run_where_nothing_converged_exits_1_saying_why(tmp_path, capsys):
     with rasterio.open(
         path, "w", driver="GTiff", width=COLS, height=ROWS, count=2, dtype="float32"
     ) as dst:
-        dst.write(
-            np.full((2, ROWS, COLS), 1.0, np.float32)
-        )  # I/F 1 with the sun 85 deg low
+        dst.write(np.full((2, ROWS, COLS), 1.0, np.float32))  # I/F 1 with the sun 85 deg low
         dst.update_tags(1, wavelength="1000", wavelength_units="nm")
         dst.update_tags(2, wavelength="1500", wavelength_units="nm")
     obs = tmp_path / "obs.tif"
     with rasterio.open(
         obs, "w", driver="GTiff", width=COLS, height=ROWS, count=3, dtype="float32"
     ) as dst:
-        dst.write(
-            np.stack([np.full((ROWS, COLS), v, np.float32) for v in (85.0, 0.0, 85.0)])
-        )
+        dst.write(np.stack([np.full((ROWS, COLS), v, np.float32) for v in (85.0, 0.0, 85.0)]))
         for band, name in enumerate(("incidence", "emission", "phase"), start=1):
             dst.set_band_description(band, name)
     code = cli(path, "--units", "radf", "--geometry", obs, "--out", tmp_path / "w.tif")
@@ -671,9 +599,7 @@ def test_cli_run_where_nothing_converged_exits_1_saying_why(tmp_path, capsys):
     )
 
 
-@pytest.mark.parametrize(
-    "storage", ["BAND_SEQUENTIAL", "LINE_INTERLEAVED", "SAMPLE_INTERLEAVED"]
-)
+@pytest.mark.parametrize("storage", ["BAND_SEQUENTIAL", "LINE_INTERLEAVED", "SAMPLE_INTERLEAVED"])
 def test_pds3_layouts_read_through_a_raw_vrt(tmp_path, storage):
     """Big-endian integers after a 2-record attached offset, scaled, with a null value."""
     values = np.arange(ROWS * COLS * 3, dtype=">i2").reshape(ROWS, COLS, 3)
@@ -684,9 +610,7 @@ def test_pds3_layouts_read_through_a_raw_vrt(tmp_path, storage):
         "SAMPLE_INTERLEAVED": (0, 1, 2),
     }[storage]
     record = COLS * 2
-    (tmp_path / "x.img").write_bytes(
-        b"\0" * 2 * record + np.transpose(values, axes).tobytes()
-    )
+    (tmp_path / "x.img").write_bytes(b"\0" * 2 * record + np.transpose(values, axes).tobytes())
     label = tmp_path / "X.LBL"
     label.write_text(
         f"PDS_VERSION_ID = PDS3\nRECORD_TYPE = FIXED_LENGTH\nRECORD_BYTES = {record}\n"
@@ -705,15 +629,10 @@ def test_pds3_layouts_read_through_a_raw_vrt(tmp_path, storage):
 
 def test_crism_wavelength_file_gives_the_median_over_columns(tmp_path):
     centres = np.array([1001.0, 1500.0, 2000.0, 2500.0, 3000.0])
-    table = (
-        np.broadcast_to(centres, (1, COLS, 5)).copy()
-        + np.arange(COLS)[None, :, None] * 0.1
-    )
+    table = np.broadcast_to(centres, (1, COLS, 5)).copy() + np.arange(COLS)[None, :, None] * 0.1
     table[0, 0, :] = 65535.0  # a column without wavelengths
     image = tmp_path / "CDR410803692813_WA0000000L_3.IMG"
-    image.write_bytes(
-        np.ascontiguousarray(np.moveaxis(table, 2, 1)).astype("<f4").tobytes()
-    )
+    image.write_bytes(np.ascontiguousarray(np.moveaxis(table, 2, 1)).astype("<f4").tobytes())
     image.with_suffix(".LBL").write_text(
         f"PDS_VERSION_ID = PDS3\nRECORD_TYPE = FIXED_LENGTH\nRECORD_BYTES = {COLS * 4}\n"
         f'^IMAGE = "{image.name}"\nOBJECT = IMAGE\n  LINES = 1\n  LINE_SAMPLES = {COLS}\n'
@@ -723,9 +642,7 @@ def test_crism_wavelength_file_gives_the_median_over_columns(tmp_path):
     from lumaxlike._io.spectral_metadata import read_wavelength_file
 
     found = read_wavelength_file(image, 5)
-    np.testing.assert_allclose(
-        found.wavelengths, centres + 0.2, rtol=1e-6
-    )  # columns 1-3
+    np.testing.assert_allclose(found.wavelengths, centres + 0.2, rtol=1e-6)  # columns 1-3
     assert found.units == "Nanometers"
     with pytest.raises(ValueError, match="5 bands for a cube of 4"):
         read_wavelength_file(image, 4)
@@ -755,9 +672,7 @@ def test_radiance_without_a_sun_distance_or_wavelengths_and_a_dtm_with_l2_are_re
     with rasterio.open(path, "r+") as dst:
         dst.update_tags(1, wavelength="1.0", wavelength_units="um")
         dst.update_tags(2, wavelength="1.5", wavelength_units="um")
-    with pytest.raises(
-        ValueError, match="has no SOLAR_DISTANCE: give --solar-distance"
-    ):
+    with pytest.raises(ValueError, match="has no SOLAR_DISTANCE: give --solar-distance"):
         invert_file(
             path,
             tmp_path / "w.tif",
@@ -766,9 +681,7 @@ def test_radiance_without_a_sun_distance_or_wavelengths_and_a_dtm_with_l2_are_re
             solver="numba",
             units="radiance",
         )
-    paths = write_m3_l2(
-        tmp_path, f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0)))
-    )
+    paths = write_m3_l2(tmp_path, f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0))))
     with pytest.raises(ValueError, match="with an observed dtm gives a wrong w"):
         invert_file(
             paths["lbl"],
@@ -794,9 +707,7 @@ def test_a_solar_table_with_one_row_per_band_is_taken_at_the_band_centres():
 
 
 def test_the_xarray_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w_true):
-    paths = write_m3_l2(
-        tmp_path, f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0)))
-    )
+    paths = write_m3_l2(tmp_path, f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0))))
     refl = lumaxlike.open_product(paths["lbl"], "radf")
     observed = {
         role: refl.isel(band=0, drop=True) * 0 + value
@@ -805,7 +716,5 @@ def test_the_xarray_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w_t
     with pytest.raises(ValueError, match="i = 30, e = 0, g = 30 deg"):
         lumaxlike.normalize_dataarray(refl, observed, PARAMS, "numba", units="radf")
     stack = refl.expand_dims(observation=2)
-    with pytest.raises(
-        ValueError, match="fit_dataarray needs observations at their observed"
-    ):
+    with pytest.raises(ValueError, match="fit_dataarray needs observations at their observed"):
         lumaxlike.fit_dataarray(stack, observed, PARAMS, ("w",), "numba", units="radf")

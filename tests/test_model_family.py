@@ -16,7 +16,13 @@ import pytest
 import lumaxlike
 from lumaxlike._model.jax_model import amsa_scalar
 
-from .helpers import FULL_PARAMS, SOLVERS, assert_both_solvers_recover_w, assert_reproduces_invert, random_geometry
+from .helpers import (
+    FULL_PARAMS,
+    SOLVERS,
+    assert_both_solvers_recover_w,
+    assert_reproduces_invert,
+    random_geometry,
+)
 
 DATA = Path(__file__).parent / "data"
 CONFIGURATIONS = [
@@ -31,7 +37,10 @@ IDS = [f"{c['multiple_scattering']}-{c['h_function']}" for c in CONFIGURATIONS]
 
 
 def full_params(**changes):
-    fields = {name: getattr(FULL_PARAMS, name) for name in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")}
+    fields = {
+        name: getattr(FULL_PARAMS, name)
+        for name in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")
+    }
     return lumaxlike.HapkeParams(**{**fields, **changes})
 
 
@@ -50,8 +59,9 @@ def angles_to_vectors(incidence_deg, emission_deg, phase_deg):
 REFERENCE = np.load(DATA / "default_model_reference.npz")
 REFERENCE_PARAMS = {
     "full": FULL_PARAMS,
-    "legendre": lumaxlike.HapkeParams(b=0.3, c=0.2, roughness=0.2, hs=0.05, bs0=0.8,
-                                      legendre=np.r_[1.0, 0.4, 0.3, 0.1]),  # fmt: skip
+    "legendre": lumaxlike.HapkeParams(
+        b=0.3, c=0.2, roughness=0.2, hs=0.05, bs0=0.8, legendre=np.r_[1.0, 0.4, 0.3, 0.1]
+    ),  # fmt: skip
 }
 
 
@@ -64,7 +74,9 @@ def test_default_model_reproduces_the_previous_implementation(name, backend):
         "porosity_k": 1.0, "multiple_scattering": "amsa", "h_function": "hapke2002"})):  # fmt: skip
         r = lumaxlike.amsa(REFERENCE["w"], *geometry, params, backend=backend)
         np.testing.assert_array_equal(r, REFERENCE[f"r_{backend}_{name}"])
-        result = lumaxlike.invert(REFERENCE[f"refl_{name}"], *geometry, params, solver=backend, refl_sigma=1e-3)
+        result = lumaxlike.invert(
+            REFERENCE[f"refl_{name}"], *geometry, params, solver=backend, refl_sigma=1e-3
+        )
         fields = ("w", "status", "iterations", "residual", "sigma")
         expected = {field: REFERENCE[f"invert_{backend}_{name}_{field}"] for field in fields}
         assert_reproduces_invert(result, expected, REFERENCE[f"refl_{name}"], backend, name)
@@ -79,14 +91,18 @@ def test_default_model_reproduces_the_previous_implementation(name, backend):
     "phase, incidence, emission, isis_radf",
     [(0.0, 0.0, 0.0, 0.158749), (60.0, 45.0, 30.0, 0.0911799)],
 )
-def test_imsa_with_hapke1981_h_matches_isis3_hapkehen(backend, phase, incidence, emission, isis_radf):
+def test_imsa_with_hapke1981_h_matches_isis3_hapkehen(
+    backend, phase, incidence, emission, isis_radf
+):
     """USGS ISIS3 HapkeHen's unit test (isis/src/base/objs/HapkeHen/HapkeHen.truth in
     DOI-USGS/ISIS3): Wh = 0.52, Theta = 30 deg, Hg1 = 0.213, Hg2 = 1, no opposition
     effect. ISIS returns the radiance factor pi r; its Hg1 is b and Hg2 = (1 + c)/2, so
     c = 1; it uses the Hapke 1981 H-function and isotropic multiple scattering."""
     params = lumaxlike.HapkeParams(b=0.213, c=1.0, roughness=math.radians(30.0),
                                    multiple_scattering="imsa", h_function="hapke1981")  # fmt: skip
-    r = lumaxlike.amsa(0.52, *angles_to_vectors(incidence, emission, phase), params, backend=backend)
+    r = lumaxlike.amsa(
+        0.52, *angles_to_vectors(incidence, emission, phase), params, backend=backend
+    )
     # the truth file prints 6 significant digits: within half a unit of the last one
     half_unit = 0.5 * 10.0 ** (math.floor(math.log10(isis_radf)) - 5)
     np.testing.assert_allclose(math.pi * float(r), isis_radf, rtol=0, atol=half_unit)
@@ -108,18 +124,36 @@ def hapke_imsa_smooth(w, incidence, emission, azimuth, b, c, porosity_k, h_funct
     else:
         r0 = (1 - gamma) / (1 + gamma)
         h = lambda x: 1 / (1 - w * x * (r0 + (1 - 2 * r0 * x) / 2 * math.log((1 + x) / x)))  # noqa: E731
-    return porosity_k * w / (4 * math.pi) * mu0 / (mu0 + mu) * (p + h(mu0 / porosity_k) * h(mu / porosity_k) - 1)
+    return (
+        porosity_k
+        * w
+        / (4 * math.pi)
+        * mu0
+        / (mu0 + mu)
+        * (p + h(mu0 / porosity_k) * h(mu / porosity_k) - 1)
+    )
 
 
 @pytest.mark.parametrize("h_function", ["hapke2002", "hapke1981", "exact"])
 @pytest.mark.parametrize("porosity_k", [1.0, 1.35, 2.8])
 @pytest.mark.parametrize("backend", ["jax", "numba"])
 def test_imsa_with_porosity_matches_an_independent_formula(h_function, porosity_k, backend):
-    params = lumaxlike.HapkeParams(b=0.3, c=0.6, porosity_k=porosity_k, multiple_scattering="imsa", h_function=h_function)
-    for w, incidence, emission, azimuth in [(0.3, 0.4, 0.9, 0.5), (0.85, 1.1, 0.2, 2.5), (0.6, 0.0, 0.5, 0.0), (0.97, 0.7, 0.7, 3.0)]:
-        expected = hapke_imsa_smooth(w, incidence, emission, azimuth, 0.3, 0.6, porosity_k, h_function)
+    params = lumaxlike.HapkeParams(
+        b=0.3, c=0.6, porosity_k=porosity_k, multiple_scattering="imsa", h_function=h_function
+    )
+    for w, incidence, emission, azimuth in [
+        (0.3, 0.4, 0.9, 0.5),
+        (0.85, 1.1, 0.2, 2.5),
+        (0.6, 0.0, 0.5, 0.0),
+        (0.97, 0.7, 0.7, 3.0),
+    ]:
+        expected = hapke_imsa_smooth(
+            w, incidence, emission, azimuth, 0.3, 0.6, porosity_k, h_function
+        )
         vectors = lumaxlike.geometry_from_angles(incidence, emission, azimuth)
-        np.testing.assert_allclose(float(lumaxlike.amsa(w, *vectors, params, backend=backend)), expected, rtol=1e-13)
+        np.testing.assert_allclose(
+            float(lumaxlike.amsa(w, *vectors, params, backend=backend)), expected, rtol=1e-13
+        )
 
 
 @pytest.mark.parametrize("h_function", ["hapke2002", "hapke1981", "exact"])
@@ -128,10 +162,17 @@ def test_imsa_equals_amsa_without_odd_legendre_terms(h_function):
     coefficients whose odd terms vanish) AMSA is IMSA exactly."""
     geometry = random_geometry(300, np.random.default_rng(1))
     w = np.random.default_rng(2).uniform(0.05, 0.99, (300, 2))
-    for extra in ({"b": 0.4, "c": 0.0}, {"b": 0.4, "c": 0.5, "legendre": np.r_[1.0, 0.0, 0.5, 0.0, 0.2]}):
+    for extra in (
+        {"b": 0.4, "c": 0.0},
+        {"b": 0.4, "c": 0.5, "legendre": np.r_[1.0, 0.0, 0.5, 0.0, 0.2]},
+    ):
         amsa = full_params(**extra, h_function=h_function, porosity_k=1.4)
-        imsa = full_params(**extra, h_function=h_function, porosity_k=1.4, multiple_scattering="imsa")
-        np.testing.assert_allclose(lumaxlike.amsa(w, *geometry, amsa), lumaxlike.amsa(w, *geometry, imsa), rtol=1e-14)
+        imsa = full_params(
+            **extra, h_function=h_function, porosity_k=1.4, multiple_scattering="imsa"
+        )
+        np.testing.assert_allclose(
+            lumaxlike.amsa(w, *geometry, amsa), lumaxlike.amsa(w, *geometry, imsa), rtol=1e-14
+        )
 
 
 @pytest.mark.parametrize("configuration", CONFIGURATIONS, ids=IDS)
@@ -156,14 +197,19 @@ def test_porosity_factor_from_filling_factor():
     values = [lumaxlike.porosity_k_from_filling_factor(phi) for phi in (0.01, 0.1, 0.3, 0.41, 0.6)]
     assert np.all(np.diff(values) > 0) and values[0] > 1.0
     x = 1.209 * 0.41 ** (2 / 3)
-    assert lumaxlike.porosity_k_from_filling_factor(0.41) == pytest.approx(-math.log(1 - x) / x, rel=1e-15)
+    assert lumaxlike.porosity_k_from_filling_factor(0.41) == pytest.approx(
+        -math.log(1 - x) / x, rel=1e-15
+    )
     assert 1.6 < values[3] < 1.8
     for bad in (-0.1, 0.76, np.nan, "0.4"):
         with pytest.raises(ValueError, match="filling_factor"):
             lumaxlike.porosity_k_from_filling_factor(bad)
 
 
-@pytest.mark.parametrize("field, value", [("multiple_scattering", "mimsa"), ("h_function", "chandrasekhar"), ("porosity_k", 0.9)])
+@pytest.mark.parametrize(
+    "field, value",
+    [("multiple_scattering", "mimsa"), ("h_function", "chandrasekhar"), ("porosity_k", 0.9)],
+)
 def test_bad_configuration_is_refused_naming_the_field(field, value):
     with pytest.raises(ValueError, match=rf"HapkeParams\.{field}"):
         lumaxlike.HapkeParams(b=0.2, c=0.3, **{field: value})
@@ -187,7 +233,9 @@ def test_backends_agree(configuration):
 @pytest.mark.parametrize("configuration", CONFIGURATIONS, ids=IDS)
 def test_analytic_dr_dw_matches_finite_differences(configuration):
     params = full_params(porosity_k=1.3, **configuration)
-    geometry = [jnp.asarray(g) for g in random_geometry(30, np.random.default_rng(6), max_tilt_deg=0.0)]
+    geometry = [
+        jnp.asarray(g) for g in random_geometry(30, np.random.default_rng(6), max_tilt_deg=0.0)
+    ]
     slope = jax.jit(jax.vmap(jax.grad(amsa_scalar), in_axes=(0, 0, 0, 0, None)))
     r = jax.jit(jax.vmap(amsa_scalar, in_axes=(0, 0, 0, 0, None)))
     for w in (0.05, 0.5, 0.95):
@@ -209,7 +257,9 @@ def test_float32_is_finite_where_the_geometry_is_valid(configuration, backend):
     assert r32.dtype == np.float32
     valid = np.isfinite(r64)
     assert np.all(np.isfinite(r32[valid]))
-    np.testing.assert_allclose(r32[valid], r64[valid], rtol=1e-4, atol=1e-6)  # float32 rounding of the inputs
+    np.testing.assert_allclose(
+        r32[valid], r64[valid], rtol=1e-4, atol=1e-6
+    )  # float32 rounding of the inputs
 
 
 # ---------------------------------------------------------------------------------------
@@ -232,7 +282,9 @@ def test_fit_recovers_the_porosity_factor(solver):
     azimuth = np.radians(rng.uniform(0, 180, 16))
     geometry = lumaxlike.geometry_from_angles(incidence, emission, azimuth)
     w_true = rng.uniform(0.1, 0.9, (20, 2))
-    refl = np.stack([lumaxlike.amsa(w_true, *(g[k] for g in geometry), truth) for k in range(16)], axis=-1)
+    refl = np.stack(
+        [lumaxlike.amsa(w_true, *(g[k] for g in geometry), truth) for k in range(16)], axis=-1
+    )
     result = lumaxlike.fit(refl, *geometry, start, free=("w", "porosity_k"), solver=solver)
     assert np.all(result.status == lumaxlike.Status.CONVERGED)
     np.testing.assert_allclose(result["porosity_k"], 1.8, rtol=1e-6)
@@ -246,7 +298,9 @@ def test_fit_with_the_exact_h_function_recovers_k_with_jax_and_says_numba_cannot
     geometry = lumaxlike.geometry_from_angles(np.radians(rng.uniform(0, 70, 12)), np.radians(rng.uniform(0, 70, 12)),
                                               np.radians(rng.uniform(0, 180, 12)))  # fmt: skip
     w_true = rng.uniform(0.1, 0.9, (6, 2))
-    refl = np.stack([lumaxlike.amsa(w_true, *(g[k] for g in geometry), truth) for k in range(12)], axis=-1)
+    refl = np.stack(
+        [lumaxlike.amsa(w_true, *(g[k] for g in geometry), truth) for k in range(12)], axis=-1
+    )
     result = lumaxlike.fit(refl, *geometry, start, free=("w", "porosity_k"), solver="jax")
     assert np.all(result.status == lumaxlike.Status.CONVERGED)
     np.testing.assert_allclose(result["porosity_k"], 1.8, rtol=1e-6)

@@ -11,12 +11,18 @@ import numpy as np
 import pytest
 
 import lumaxlike
-from lumaxlike._normalize.standard import differentiated_at_standard, standard_reflectance, standard_vectors
+from lumaxlike._normalize.standard import (
+    differentiated_at_standard,
+    standard_reflectance,
+    standard_vectors,
+)
 
 from .helpers import FULL_PARAMS, SOLVERS, random_geometry
 
 DEFAULT_STANDARD = np.radians([30.0, 0.0, 30.0])
-FIELDS = {name: getattr(FULL_PARAMS, name) for name in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")}
+FIELDS = {
+    name: getattr(FULL_PARAMS, name) for name in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")
+}
 
 # One small case per member of the model family (the hg case also moves the standard),
 # each with the configuration and array shapes (pixels, bands) of the inversion tests
@@ -27,9 +33,16 @@ CASES = {
     "imsa": ({"multiple_scattering": "imsa", "porosity_k": 1.5}, DEFAULT_STANDARD, (300, 4)),
     "hapke1981": ({"h_function": "hapke1981", "porosity_k": 1.5}, DEFAULT_STANDARD, (300, 4)),
     "exact": ({"h_function": "exact", "porosity_k": 1.5}, DEFAULT_STANDARD, (300, 4)),
-    "hg": ({"phase_function": "hg", "asymmetry": -0.35, "porosity_k": 1.2}, np.radians([45.0, 20.0, 60.0]), (300, 3)),
-    "cornette_shanks": ({"phase_function": "cornette_shanks", "asymmetry": -0.35, "porosity_k": 1.2},
-                        DEFAULT_STANDARD, (300, 3)),
+    "hg": (
+        {"phase_function": "hg", "asymmetry": -0.35, "porosity_k": 1.2},
+        np.radians([45.0, 20.0, 60.0]),
+        (300, 3),
+    ),
+    "cornette_shanks": (
+        {"phase_function": "cornette_shanks", "asymmetry": -0.35, "porosity_k": 1.2},
+        DEFAULT_STANDARD,
+        (300, 3),
+    ),
     "porosity_k": ({"porosity_k": 1.8}, DEFAULT_STANDARD, (1500, 8)),
 }
 
@@ -51,7 +64,10 @@ def test_normalised_cube_equals_the_cube_synthesised_at_the_standard_geometry(ca
     params = lumaxlike.HapkeParams(**{**FIELDS, **changes})
     w_true, geometry, refl = synthesise(params, n_pixels, n_bands)
     truth = at_standard(w_true, params, standard)
-    results = {solver: lumaxlike.normalize(refl, *geometry, params, solver, standard=standard) for solver in SOLVERS}
+    results = {
+        solver: lumaxlike.normalize(refl, *geometry, params, solver, standard=standard)
+        for solver in SOLVERS
+    }
     for result in results.values():
         solved = result.status <= lumaxlike.Status.MAX_ITER
         assert solved.mean() > 0.9  # a few tilted facets face away from the sun or sensor
@@ -59,16 +75,31 @@ def test_normalised_cube_equals_the_cube_synthesised_at_the_standard_geometry(ca
         assert np.all(np.isnan(result.reflectance[~solved]))
         assert result.reflectance.dtype == np.float64 and result.reflectance.shape == refl.shape
     np.testing.assert_array_equal(results["jax"].status, results["numba"].status)
-    np.testing.assert_allclose(results["jax"].reflectance, results["numba"].reflectance, rtol=0, atol=1e-9)
-    np.testing.assert_array_equal(results["numba"].w, lumaxlike.invert(refl, *geometry, params, "numba").w)
+    np.testing.assert_allclose(
+        results["jax"].reflectance, results["numba"].reflectance, rtol=0, atol=1e-9
+    )
+    np.testing.assert_array_equal(
+        results["numba"].w, lumaxlike.invert(refl, *geometry, params, "numba").w
+    )
 
 
 def test_standard_geometry_has_the_requested_angles():
-    for standard in ([0.5, 0.2, 0.6], [0.5, 0.0, 0.5], [0.0, 0.3, 0.3], [0.4, 0.4, 0.0], [0.3, 0.5, 0.8]):
+    for standard in (
+        [0.5, 0.2, 0.6],
+        [0.5, 0.0, 0.5],
+        [0.0, 0.3, 0.3],
+        [0.4, 0.4, 0.0],
+        [0.3, 0.5, 0.8],
+    ):
         to_sun, to_sensor, normal = standard_vectors(*standard)
-        angle = lambda a, b: math.acos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1))  # noqa: E731
+
+        def angle(a, b):
+            return math.acos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1))
+
         got = (angle(to_sun, normal), angle(to_sensor, normal), angle(to_sun, to_sensor))
-        np.testing.assert_allclose(got, standard, rtol=0, atol=1e-7)  # acos near 0 loses half the digits
+        np.testing.assert_allclose(
+            got, standard, rtol=0, atol=1e-7
+        )  # acos near 0 loses half the digits
 
 
 def test_fused_kernel_equals_jvp_of_the_forward_model_at_the_standard_geometry():
@@ -79,9 +110,13 @@ def test_fused_kernel_equals_jvp_of_the_forward_model_at_the_standard_geometry()
     np.testing.assert_allclose(r, r_jvp, rtol=1e-13)
     np.testing.assert_allclose(slope, slope_jvp, rtol=1e-12)
     step = 1e-6
-    central = (standard_reflectance(w + step, vectors, FULL_PARAMS)[0]
-               - standard_reflectance(w - step, vectors, FULL_PARAMS)[0]) / (2 * step)
-    np.testing.assert_allclose(slope, central, rtol=1e-7)  # central differences: O(step^2) + rounding
+    central = (
+        standard_reflectance(w + step, vectors, FULL_PARAMS)[0]
+        - standard_reflectance(w - step, vectors, FULL_PARAMS)[0]
+    ) / (2 * step)
+    np.testing.assert_allclose(
+        slope, central, rtol=1e-7
+    )  # central differences: O(step^2) + rounding
 
 
 def test_sigma_is_the_finite_difference_propagation_of_refl_sigma():
@@ -108,7 +143,9 @@ def test_float32_in_float32_out_and_inputs_untouched():
     np.testing.assert_array_equal(refl32, before)
     solved = result.status == lumaxlike.Status.CONVERGED
     truth = at_standard(w_true, FULL_PARAMS, DEFAULT_STANDARD)
-    np.testing.assert_allclose(result.reflectance[solved], truth[solved], rtol=1e-5)  # float32 input rounding
+    np.testing.assert_allclose(
+        result.reflectance[solved], truth[solved], rtol=1e-5
+    )  # float32 input rounding
 
 
 def test_parameter_maps_equal_per_pixel_normalisation():
@@ -123,15 +160,25 @@ def test_parameter_maps_equal_per_pixel_normalisation():
     truth = np.empty((n_pixels, n_bands))
     for p in range(n_pixels):
         for band in range(n_bands):
-            here = lumaxlike.HapkeParams(**{**FIELDS, "b": b_map[p], "roughness": np.nan_to_num(roughness_map[p, band])})
+            here = lumaxlike.HapkeParams(
+                **{**FIELDS, "b": b_map[p], "roughness": np.nan_to_num(roughness_map[p, band])}
+            )
             pixel = [g[p] for g in geometry]
-            refl[p, band] = lumaxlike.amsa(w_true[p, band : band + 1], *pixel, here, backend="numba")[0]
+            refl[p, band] = lumaxlike.amsa(
+                w_true[p, band : band + 1], *pixel, here, backend="numba"
+            )[0]
             truth[p, band] = at_standard(w_true[p, band : band + 1], here, DEFAULT_STANDARD)[0]
     maps = {"b": b_map, "roughness": roughness_map}
-    results = {solver: lumaxlike.normalize(refl, *geometry, FULL_PARAMS, solver, param_maps=maps, refl_sigma=1e-3)
-               for solver in SOLVERS}
+    results = {
+        solver: lumaxlike.normalize(
+            refl, *geometry, FULL_PARAMS, solver, param_maps=maps, refl_sigma=1e-3
+        )
+        for solver in SOLVERS
+    }
     for result in results.values():
-        assert result.status[0, 1] == lumaxlike.Status.NONFINITE_INPUT and np.isnan(result.reflectance[0, 1])
+        assert result.status[0, 1] == lumaxlike.Status.NONFINITE_INPUT and np.isnan(
+            result.reflectance[0, 1]
+        )
         solved = result.status == lumaxlike.Status.CONVERGED
         assert solved.sum() >= 0.8 * n_pixels * n_bands
         np.testing.assert_allclose(result.reflectance[solved], truth[solved], rtol=0, atol=1e-8)
@@ -142,11 +189,19 @@ def test_parameter_maps_equal_per_pixel_normalisation():
         for band in range(n_bands):
             if np.isnan(roughness_map[p, band]):
                 continue
-            here = lumaxlike.HapkeParams(**{**FIELDS, "b": b_map[p], "roughness": roughness_map[p, band]})
-            one = lumaxlike.normalize(refl[p, band : band + 1], *(g[p] for g in geometry), here, "numba", refl_sigma=1e-3)
+            here = lumaxlike.HapkeParams(
+                **{**FIELDS, "b": b_map[p], "roughness": roughness_map[p, band]}
+            )
+            one = lumaxlike.normalize(
+                refl[p, band : band + 1], *(g[p] for g in geometry), here, "numba", refl_sigma=1e-3
+            )
             np.testing.assert_array_equal(one.status, results["numba"].status[p, band : band + 1])
-            np.testing.assert_allclose(one.reflectance, results["numba"].reflectance[p, band : band + 1], rtol=1e-12)
-            np.testing.assert_allclose(one.sigma, results["numba"].sigma[p, band : band + 1], rtol=1e-12)
+            np.testing.assert_allclose(
+                one.reflectance, results["numba"].reflectance[p, band : band + 1], rtol=1e-12
+            )
+            np.testing.assert_allclose(
+                one.sigma, results["numba"].sigma[p, band : band + 1], rtol=1e-12
+            )
 
 
 @pytest.mark.parametrize(
@@ -192,23 +247,50 @@ def test_cli_round_trip_with_a_parameter_map_sigma_and_provenance(tmp_path, caps
     for b in (0.1, 0.3):
         params = lumaxlike.HapkeParams(b=b, c=PARAMS.c, roughness=PARAMS.roughness)
         here = b_map == b
-        r[here] = lumaxlike.amsa(scene["w"][here], *(scene[k][here] for k in ("to_sun", "to_sensor", "normal")),
-                                 params, backend="numba")
+        r[here] = lumaxlike.amsa(
+            scene["w"][here],
+            *(scene[k][here] for k in ("to_sun", "to_sensor", "normal")),
+            params,
+            backend="numba",
+        )
         truth[here] = np.pi * at_standard(scene["w"][here], params, standard)
     cube, obs, dtm = write_scene(tmp_path, scene, cube_values=np.pi * r)  # I/F
     b_path = write_raster(tmp_path / "b.tif", b_map[None])
     hashes = {p: p.read_bytes() for p in (cube, obs, dtm, b_path)}
     out = tmp_path / "norm.tif"
-    args = ["normalize", cube, "--geometry", obs, "--dtm", dtm, "--units", "radf", "--c", "0.4",
-            "--roughness-deg", "15", "--param-map", f"b={b_path}", "--standard", "40,10,35",
-            "--sigma", "0.001", "--chunk", "3", "--out", out]
+    args = [
+        "normalize",
+        cube,
+        "--geometry",
+        obs,
+        "--dtm",
+        dtm,
+        "--units",
+        "radf",
+        "--c",
+        "0.4",
+        "--roughness-deg",
+        "15",
+        "--param-map",
+        f"b={b_path}",
+        "--standard",
+        "40,10,35",
+        "--sigma",
+        "0.001",
+        "--chunk",
+        "3",
+        "--out",
+        out,
+    ]
     assert main([str(a) for a in args]) == 0
     assert "normalised 48 pixels x 5 bands" in capsys.readouterr().err
     normalised, info = lumaxlike.read_cube(out)
     status, _ = lumaxlike.read_cube(tmp_path / "norm_status.tif")
     sigma, _ = lumaxlike.read_cube(tmp_path / "norm_sigma.tif")
     assert info.wavelengths is not None and normalised.shape == scene["r"].shape
-    assert np.all(status[0, 0] == lumaxlike.Status.NONFINITE_INPUT) and np.all(np.isnan(normalised[0, 0]))
+    assert np.all(status[0, 0] == lumaxlike.Status.NONFINITE_INPUT) and np.all(
+        np.isnan(normalised[0, 0])
+    )
     solved = status == lumaxlike.Status.CONVERGED
     assert solved.sum() == normalised.size - bands
     np.testing.assert_allclose(normalised[solved], truth[solved], rtol=0, atol=1e-8)
@@ -220,16 +302,44 @@ def test_cli_round_trip_with_a_parameter_map_sigma_and_provenance(tmp_path, caps
     assert {p: p.read_bytes() for p in hashes} == hashes
     # the record reruns it (same model, standard and maps given again)
     again = tmp_path / "again.nc"
-    assert main(["normalize", str(cube), "--params-from", str(out), "--param-map", f"b={b_path}",
-                 "--out", str(again)]) == 0
+    assert (
+        main(
+            [
+                "normalize",
+                str(cube),
+                "--params-from",
+                str(out),
+                "--param-map",
+                f"b={b_path}",
+                "--out",
+                str(again),
+            ]
+        )
+        == 0
+    )
     import xarray as xr
 
     with xr.open_dataset(again) as dataset:
         np.testing.assert_array_equal(np.moveaxis(dataset.reflectance.values, 0, -1), normalised)
-        assert dataset.reflectance.attrs["units"] == "1" and "standard geometry" in dataset.reflectance.attrs["long_name"]
+        assert (
+            dataset.reflectance.attrs["units"] == "1"
+            and "standard geometry" in dataset.reflectance.attrs["long_name"]
+        )
     # and without the map given again: the recorded --param-map (once dropped: the scalar
     # b was used, up to 6 % off, and no map recorded)
-    assert main(["normalize", str(cube), "--params-from", str(out), "--out", str(tmp_path / "rerun.tif")]) == 0
+    assert (
+        main(
+            [
+                "normalize",
+                str(cube),
+                "--params-from",
+                str(out),
+                "--out",
+                str(tmp_path / "rerun.tif"),
+            ]
+        )
+        == 0
+    )
     np.testing.assert_array_equal(lumaxlike.read_cube(tmp_path / "rerun.tif")[0], normalised)
     assert lumaxlike.read_provenance(tmp_path / "rerun.tif").param_maps == record.param_maps
 
@@ -249,8 +359,22 @@ def test_cli_bad_input_exits_2_naming_it(tmp_path, capsys, extra, names):
     from .test_io import make_scene, write_scene
 
     cube, obs, _ = write_scene(tmp_path, make_scene(rows=2, cols=2, bands=1))
-    code = main([str(a) for a in ["normalize", cube, "--geometry", obs, "--units", "r", *extra,
-                                  "--out", tmp_path / "out.tif"]])
+    code = main(
+        [
+            str(a)
+            for a in [
+                "normalize",
+                cube,
+                "--geometry",
+                obs,
+                "--units",
+                "r",
+                *extra,
+                "--out",
+                tmp_path / "out.tif",
+            ]
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert all(name in err for name in names), err
@@ -266,11 +390,18 @@ def test_accessor_on_dask_equals_normalize_with_a_parameter_map():
 
     rng = np.random.default_rng(5)
     rows, cols, bands = 4, 5, 2
-    angles = {"to_sun_zenith": rng.uniform(10, 60, (rows, cols)), "to_sun_azimuth": rng.uniform(0, 360, (rows, cols)),
-              "to_sensor_zenith": rng.uniform(0, 40, (rows, cols)), "to_sensor_azimuth": rng.uniform(0, 360, (rows, cols))}
-    to_sun = lumaxlike.direction_from_zenith_azimuth(np.radians(angles["to_sun_zenith"]), np.radians(angles["to_sun_azimuth"]))
-    to_sensor = lumaxlike.direction_from_zenith_azimuth(np.radians(angles["to_sensor_zenith"]),
-                                                        np.radians(angles["to_sensor_azimuth"]))
+    angles = {
+        "to_sun_zenith": rng.uniform(10, 60, (rows, cols)),
+        "to_sun_azimuth": rng.uniform(0, 360, (rows, cols)),
+        "to_sensor_zenith": rng.uniform(0, 40, (rows, cols)),
+        "to_sensor_azimuth": rng.uniform(0, 360, (rows, cols)),
+    }
+    to_sun = lumaxlike.direction_from_zenith_azimuth(
+        np.radians(angles["to_sun_zenith"]), np.radians(angles["to_sun_azimuth"])
+    )
+    to_sensor = lumaxlike.direction_from_zenith_azimuth(
+        np.radians(angles["to_sensor_zenith"]), np.radians(angles["to_sensor_azimuth"])
+    )
     normal = np.array([0.0, 0.0, 1.0])
     w = rng.uniform(0.1, 0.9, (rows, cols, bands))
     roughness = np.where(np.arange(cols) < 2, 0.1, 0.3) * np.ones((rows, 1))
@@ -278,19 +409,39 @@ def test_accessor_on_dask_equals_normalize_with_a_parameter_map():
     refl = np.empty((rows, cols, bands))
     for value in (0.1, 0.3):
         here = roughness == value
-        refl[here] = lumaxlike.amsa(w[here], to_sun[here], to_sensor[here], normal,
-                                    lumaxlike.HapkeParams(b=0.25, c=0.5, roughness=value), backend="numba")
-    expected = lumaxlike.normalize(refl, to_sun, to_sensor, normal, params, "numba", refl_sigma=1e-3,
-                                   param_maps={"roughness": roughness})
+        refl[here] = lumaxlike.amsa(
+            w[here],
+            to_sun[here],
+            to_sensor[here],
+            normal,
+            lumaxlike.HapkeParams(b=0.25, c=0.5, roughness=value),
+            backend="numba",
+        )
+    expected = lumaxlike.normalize(
+        refl,
+        to_sun,
+        to_sensor,
+        normal,
+        params,
+        "numba",
+        refl_sigma=1e-3,
+        param_maps={"roughness": roughness},
+    )
     dims = ("y", "x")
     cube = xr.DataArray(np.moveaxis(np.pi * refl, -1, 0), dims=("band",) + dims).chunk({"y": 2})
     geometry = xr.Dataset({name: (dims, values) for name, values in angles.items()})
     maps = {"roughness": xr.DataArray(roughness, dims=dims)}
-    result = cube.hapke.normalize(geometry, params, "numba", units="radf", refl_sigma=np.pi * 1e-3, param_maps=maps)
+    result = cube.hapke.normalize(
+        geometry, params, "numba", units="radf", refl_sigma=np.pi * 1e-3, param_maps=maps
+    )
     assert result.reflectance.chunks is not None  # lazy
     computed = result.compute()
-    np.testing.assert_allclose(np.moveaxis(computed.reflectance.values, 0, -1), np.pi * expected.reflectance, rtol=1e-12)
-    np.testing.assert_allclose(np.moveaxis(computed.sigma.values, 0, -1), np.pi * expected.sigma, rtol=1e-12)
+    np.testing.assert_allclose(
+        np.moveaxis(computed.reflectance.values, 0, -1), np.pi * expected.reflectance, rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        np.moveaxis(computed.sigma.values, 0, -1), np.pi * expected.sigma, rtol=1e-12
+    )
     np.testing.assert_array_equal(np.moveaxis(computed.status.values, 0, -1), expected.status)
     assert np.all(expected.status == lumaxlike.Status.CONVERGED)
     record = lumaxlike.read_provenance(computed)
@@ -307,8 +458,10 @@ def test_photometric_functions_normalise_to_their_standard_geometry(solver):
     albedo = rng.uniform(0.05, 0.6, (30, 2))
     standard = np.radians((30.0, 0.0, 30.0))
     at_standard = lumaxlike.geometry_from_angles(*standard[:2], phase=standard[2])
-    for model in (lumaxlike.PhotometricFunction("lunar_lambert", limb_darkening=0.4),
-                  lumaxlike.PhotometricFunction("minnaert", minnaert_k=0.7)):
+    for model in (
+        lumaxlike.PhotometricFunction("lunar_lambert", limb_darkening=0.4),
+        lumaxlike.PhotometricFunction("minnaert", minnaert_k=0.7),
+    ):
         refl = lumaxlike.reflectance(albedo, *geometry, model)
         result = lumaxlike.normalize(refl, *geometry, model, solver=solver, refl_sigma=1e-3)
         valid = result.status == lumaxlike.Status.CONVERGED

@@ -39,11 +39,15 @@ def test_notebook_stored_clean(path):
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     for cell in code_cells:
         assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
-    assert "parameters" in code_cells[0].metadata.get("tags", []), "first code cell must hold the sizes"
+    assert "parameters" in code_cells[0].metadata.get("tags", []), (
+        "first code cell must hold the sizes"
+    )
 
 
 def _code_without_magics(cell) -> str:
-    return "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    return "\n".join(
+        line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
@@ -58,14 +62,22 @@ def test_notebook_uses_the_public_api_only(path):
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                modules = [node.module or ""] + [f"{node.module}.{alias.name}" for alias in node.names]
+                modules = [node.module or ""] + [
+                    f"{node.module}.{alias.name}" for alias in node.names
+                ]
             else:
                 continue
-            private = [m for m in modules if m.startswith("lumaxlike.") and any(
-                part.startswith("_") for part in m.split(".")[1:])]
+            private = [
+                m
+                for m in modules
+                if m.startswith("lumaxlike.")
+                and any(part.startswith("_") for part in m.split(".")[1:])
+            ]
             assert not private, f"{path.name} imports {private}: {cell.source[:80]!r}"
         # attribute access or a module run by name (python -m lumaxlike._x) counts too
-        assert not re.search(r"\blumaxlike\._", code), f"{path.name} uses a private name: {cell.source[:80]!r}"
+        assert not re.search(r"\blumaxlike\._", code), (
+            f"{path.name} uses a private name: {cell.source[:80]!r}"
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)

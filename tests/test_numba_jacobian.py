@@ -60,8 +60,12 @@ def test_columns_match_jax_autodiff(all_columns):
         evaluate(all_columns, PARAMETERS, row, out)
         expected = np.asarray(gradient(jnp.asarray(PARAMETERS), jnp.asarray(row)))
         # fast-math code (reassociated sums, shared reciprocals): last-bits differences
-        np.testing.assert_allclose(out[0], float(value(jnp.asarray(PARAMETERS), jnp.asarray(row))), rtol=1e-12)
-        np.testing.assert_allclose(out[1:], expected, rtol=1e-9, atol=1e-12 * np.max(np.abs(expected)))
+        np.testing.assert_allclose(
+            out[0], float(value(jnp.asarray(PARAMETERS), jnp.asarray(row))), rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            out[1:], expected, rtol=1e-9, atol=1e-12 * np.max(np.abs(expected))
+        )
 
 
 def test_columns_match_finite_differences(all_columns):
@@ -79,7 +83,10 @@ def test_columns_match_finite_differences(all_columns):
             evaluate(all_columns, shifted, row, minus)
             central = (plus[0] - minus[0]) / (2 * step)
             # central differences: truncation ~ step^2 r''' and rounding ~ eps r / step
-            assert abs(out[1 + j] - central) <= 1e-6 * abs(out[1 + j]) + 1e-9, (PARAMETER_NAMES[j], row)
+            assert abs(out[1 + j] - central) <= 1e-6 * abs(out[1 + j]) + 1e-9, (
+                PARAMETER_NAMES[j],
+                row,
+            )
 
 
 def test_subset_columns_equal_full_columns(all_columns):
@@ -103,7 +110,9 @@ def test_albedo_alone_hoists_every_w_independent_term():
         geometry = numba_equations.GeometryTerms(*row[:-1], row[-1] != 0.0)
         terms = numba_equations.terms_from_geometry(geometry, *PARAMETERS[1:], legendre, False)
         evaluate(functions, PARAMETERS, row, out)
-        np.testing.assert_allclose(out, numba_equations.reflectance_and_slope(PARAMETERS[0], terms), rtol=1e-12)
+        np.testing.assert_allclose(
+            out, numba_equations.reflectance_and_slope(PARAMETERS[0], terms), rtol=1e-12
+        )
     # the hoisted row: the terms' scalars (the H-function pieces are tuples) + 2 as before
     # + the two H-functions' branch-point flags (x > 0: dH/dw is +inf at w = 1 there)
     n_scalars = len(jax.tree_util.tree_leaves(tuple(terms)))
@@ -121,7 +130,9 @@ def test_split_source_puts_each_statement_where_its_inputs_allow():
     split = scalar_jaxpr_to_split_source(jaxpr, ["x", "y"], ["y"], "known", "step", "rest")
     namespace = {"math": math}
     exec(split.source, namespace)
-    known, step, rest = (split.source.split(f"def {name}(")[1].split("def ")[0] for name in ("known", "step", "rest"))
+    known, step, rest = (
+        split.source.split(f"def {name}(")[1].split("def ")[0] for name in ("known", "step", "rest")
+    )
     assert "exp" in known and "log1p" in step
     assert "exp" not in step + rest and "log1p" not in known + rest
     residuals, step_values = namespace["known"](0.3), namespace["step"](0.7)

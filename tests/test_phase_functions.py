@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 import lumaxlike
-from lumaxlike._model import equations
-from lumaxlike._model.family import ModelKey, jax_equations_for, numba_equations_for
-from lumaxlike._model.jax_model import amsa_scalar
 from lumaxlike import read_provenance
 from lumaxlike._cli import main
 from lumaxlike._io import read_cube, result_paths
+from lumaxlike._model import equations
+from lumaxlike._model.family import ModelKey, jax_equations_for, numba_equations_for
+from lumaxlike._model.jax_model import amsa_scalar
 from lumaxlike._provenance import Provenance, make_provenance
 
 from .helpers import FULL_PARAMS, SOLVERS, assert_both_solvers_recover_w, random_geometry
@@ -40,12 +40,19 @@ NODES, WEIGHTS = np.polynomial.legendre.leggauss(100)
 
 
 def params(phase_function, asymmetry, **changes):
-    fields = {name: getattr(FULL_PARAMS, name) for name in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")}
-    return lumaxlike.HapkeParams(**{**fields, "phase_function": phase_function, "asymmetry": asymmetry, **changes})
+    fields = {
+        name: getattr(FULL_PARAMS, name)
+        for name in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")
+    }
+    return lumaxlike.HapkeParams(
+        **{**fields, "phase_function": phase_function, "asymmetry": asymmetry, **changes}
+    )
 
 
 def closed_form(phase_function, cos_g, asymmetry):
-    return np.array([CLOSED_FORMS[phase_function](float(x), 0.0, 0.0, asymmetry) for x in np.atleast_1d(cos_g)])
+    return np.array(
+        [CLOSED_FORMS[phase_function](float(x), 0.0, 0.0, asymmetry) for x in np.atleast_1d(cos_g)]
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -79,14 +86,18 @@ def refmod_cornette_shanks(cos_g, xi):
     cos_alpha of the incidence and emission directions). Its denominator has
     -2 xi cos g, so refmod's xi > 0 back-scatters: refmod's xi is lumaxlike's -asymmetry
     (lumaxlike keeps Cornette & Shanks' own sign, the mean cosine of the scattering angle)."""
-    return 1.5 * (1 - xi**2) / (2 + xi**2) * (1 + cos_g**2) / np.power(1 + xi**2 - 2 * xi * cos_g, 1.5)
+    return (
+        1.5 * (1 - xi**2) / (2 + xi**2) * (1 + cos_g**2) / np.power(1 + xi**2 - 2 * xi * cos_g, 1.5)
+    )
 
 
 @pytest.mark.parametrize("asymmetry", ASYMMETRIES)
 def test_cornette_shanks_matches_refmod_with_its_sign_of_xi(asymmetry):
     cos_g = np.linspace(-1.0, 1.0, 41)
     np.testing.assert_allclose(
-        closed_form("cornette_shanks", cos_g, asymmetry), refmod_cornette_shanks(cos_g, -asymmetry), rtol=1e-14
+        closed_form("cornette_shanks", cos_g, asymmetry),
+        refmod_cornette_shanks(cos_g, -asymmetry),
+        rtol=1e-14,
     )
 
 
@@ -106,9 +117,9 @@ def test_single_hg_is_one_lobe_of_the_double_hg(backend):
             rtol=1e-14,
         )
         for n in range(16):
-            assert equations.single_hg_legendre_coefficient(n, 0.0, 0.0, asymmetry) == pytest.approx(
-                equations.hg_legendre_coefficient(n, b, c, 0.0), rel=1e-15, abs=0.0
-            )
+            assert equations.single_hg_legendre_coefficient(
+                n, 0.0, 0.0, asymmetry
+            ) == pytest.approx(equations.hg_legendre_coefficient(n, b, c, 0.0), rel=1e-15, abs=0.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -121,7 +132,9 @@ def test_legendre_coefficients_match_a_projection_of_the_closed_form(phase_funct
     """b_n = (2n+1)/2 int p(x) P_n(x) dx by 100-point Gauss-Legendre quadrature."""
     p = closed_form(phase_function, NODES, asymmetry)
     for n in range(16):
-        projected = (2 * n + 1) / 2 * np.sum(WEIGHTS * p * np.polynomial.legendre.Legendre.basis(n)(NODES))
+        projected = (
+            (2 * n + 1) / 2 * np.sum(WEIGHTS * p * np.polynomial.legendre.Legendre.basis(n)(NODES))
+        )
         assert abs(COEFFICIENTS[phase_function](n, 0.0, 0.0, asymmetry) - projected) < 1e-12, n
 
 
@@ -133,9 +146,9 @@ def test_backends_bind_the_configured_phase_function(phase_function, backend):
     namespace = equations_for(ModelKey(phase_function=phase_function))
     b, c, asymmetry = 0.35, 0.4, -0.35
     for cos_g in (-0.9, 0.1, 0.8):
-        expected = (equations.double_hg_phase if phase_function == "dhg" else CLOSED_FORMS[phase_function])(
-            cos_g, b, c, asymmetry
-        )
+        expected = (
+            equations.double_hg_phase if phase_function == "dhg" else CLOSED_FORMS[phase_function]
+        )(cos_g, b, c, asymmetry)
         value = namespace.phase_function(cos_g, b, c, asymmetry, np.zeros(16), False)
         assert float(value) == pytest.approx(expected, rel=1e-14)
 
@@ -207,9 +220,13 @@ def test_fit_recovers_the_asymmetry(phase_function, solver):
     truth = lumaxlike.HapkeParams(b=0.0, c=0.0, phase_function=phase_function, asymmetry=-0.4)
     start = lumaxlike.HapkeParams(b=0.0, c=0.0, phase_function=phase_function, asymmetry=-0.1)
     rng = np.random.default_rng(24)
-    geometry = lumaxlike.geometry_from_angles(*(np.radians(rng.uniform(0, high, 16)) for high in (70, 70, 180)))
+    geometry = lumaxlike.geometry_from_angles(
+        *(np.radians(rng.uniform(0, high, 16)) for high in (70, 70, 180))
+    )
     w_true = rng.uniform(0.1, 0.9, (10, 2))
-    refl = np.stack([lumaxlike.amsa(w_true, *(g[k] for g in geometry), truth) for k in range(16)], axis=-1)
+    refl = np.stack(
+        [lumaxlike.amsa(w_true, *(g[k] for g in geometry), truth) for k in range(16)], axis=-1
+    )
     result = lumaxlike.fit(refl, *geometry, start, free=("w", "asymmetry"), solver=solver)
     assert np.all(result.status == lumaxlike.Status.CONVERGED)
     np.testing.assert_allclose(result["asymmetry"], -0.4, rtol=1e-6)
@@ -227,14 +244,23 @@ def test_bad_phase_configuration_is_refused_naming_the_fields():
         with pytest.raises(ValueError, match="asymmetry"):
             lumaxlike.HapkeParams(b=0.2, c=0.3, phase_function="hg", asymmetry=asymmetry)
     with pytest.raises(ValueError, match="legendre.*phase_function='cornette_shanks'"):
-        lumaxlike.HapkeParams(b=0.2, c=0.3, phase_function="cornette_shanks", legendre=np.r_[1.0, 0.3])
+        lumaxlike.HapkeParams(
+            b=0.2, c=0.3, phase_function="cornette_shanks", legendre=np.r_[1.0, 0.3]
+        )
 
 
 def test_fit_refuses_a_parameter_the_phase_function_does_not_use():
-    geometry = lumaxlike.geometry_from_angles(np.radians([10.0, 30.0, 50.0]), np.radians([0.0, 20.0, 40.0]), 0.0)
+    geometry = lumaxlike.geometry_from_angles(
+        np.radians([10.0, 30.0, 50.0]), np.radians([0.0, 20.0, 40.0]), 0.0
+    )
     refl = np.full((1, 3), 0.05)
     with pytest.raises(ValueError, match="b is free but params.phase_function='hg'"):
-        lumaxlike.fit(refl, *geometry, lumaxlike.HapkeParams(b=0.2, c=0.3, phase_function="hg"), free=("w", "b"))
+        lumaxlike.fit(
+            refl,
+            *geometry,
+            lumaxlike.HapkeParams(b=0.2, c=0.3, phase_function="hg"),
+            free=("w", "b"),
+        )
     with pytest.raises(ValueError, match="asymmetry is free but params.phase_function='dhg'"):
         lumaxlike.fit(refl, *geometry, lumaxlike.HapkeParams(b=0.2, c=0.3), free=("w", "asymmetry"))
 
@@ -264,8 +290,13 @@ def test_phase_choice_goes_through_the_cli_and_is_reproduced(tmp_path, capsys):
     assert {(p.phase_function, p.asymmetry) for p in record.params} == {("hg", -0.3)}
     assert record.model["phase_function"] == "single Henyey-Greenstein"
     again = tmp_path / "again.tif"
-    assert main(["invert", cube, "--params-from", first, "--out", again, "--no-progress"]) == 0, capsys.readouterr().err
-    assert read_cube(result_paths(again)["w"])[0].tobytes() == read_cube(result_paths(first)["w"])[0].tobytes()
+    assert main(["invert", cube, "--params-from", first, "--out", again, "--no-progress"]) == 0, (
+        capsys.readouterr().err
+    )
+    assert (
+        read_cube(result_paths(again)["w"])[0].tobytes()
+        == read_cube(result_paths(first)["w"])[0].tobytes()
+    )
     assert main(["invert", cube, "--geometry", obs, "--units", "radf", "--asymmetry", "1.5",
                  "--out", tmp_path / "bad.tif", "--no-progress"]) == 2  # fmt: skip
     assert "--asymmetry 1.5 is outside its valid range" in capsys.readouterr().err

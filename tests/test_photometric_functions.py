@@ -68,7 +68,9 @@ def test_isis3_truth_values(backend):
     for model, normal_value, oblique_value in ISIS_TRUTH:
         values = pht(model, geometry, backend)
         # 6 printed significant digits: half a unit of the last one is <= 5e-6 relative
-        np.testing.assert_allclose(values[:2], [normal_value, oblique_value], rtol=5e-6, err_msg=str(model))
+        np.testing.assert_allclose(
+            values[:2], [normal_value, oblique_value], rtol=5e-6, err_msg=str(model)
+        )
         assert np.isnan(values[2])
 
 
@@ -76,9 +78,15 @@ def test_limits_between_the_functions():
     geometry = random_geometry(40, np.random.default_rng(1))
     lambert = pht(MODELS["lambert"], geometry)
     lommel = pht(MODELS["lommel_seeliger"], geometry)
-    np.testing.assert_allclose(pht(PhotometricFunction("lunar_lambert", limb_darkening=0.0), geometry), lambert, rtol=1e-15)
-    np.testing.assert_allclose(pht(PhotometricFunction("lunar_lambert", limb_darkening=1.0), geometry), lommel, rtol=1e-15)
-    np.testing.assert_allclose(pht(PhotometricFunction("minnaert", minnaert_k=1.0), geometry), lambert, rtol=1e-15)
+    np.testing.assert_allclose(
+        pht(PhotometricFunction("lunar_lambert", limb_darkening=0.0), geometry), lambert, rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        pht(PhotometricFunction("lunar_lambert", limb_darkening=1.0), geometry), lommel, rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        pht(PhotometricFunction("minnaert", minnaert_k=1.0), geometry), lambert, rtol=1e-15
+    )
     # Shkuratov at zero phase: f = 1, D = 1 (no limb darkening), A = A_N everywhere
     sun, _, normal = geometry
     at_opposition = pht(MODELS["shkuratov"], (sun, sun, normal))
@@ -95,7 +103,9 @@ def test_lommel_seeliger_is_hapkes_single_scattering_limit():
     r = w/(4 pi) mu0/(mu0 + mu) (1 + O(w)), i.e. Lommel-Seeliger with A = w/8."""
     geometry = random_geometry(40, np.random.default_rng(2))
     w = 1e-9
-    hapke = lumaxlike.amsa(np.full(40, w), *geometry, lumaxlike.HapkeParams(b=0.0, c=0.0), backend="numba")
+    hapke = lumaxlike.amsa(
+        np.full(40, w), *geometry, lumaxlike.HapkeParams(b=0.0, c=0.0), backend="numba"
+    )
     lommel = lumaxlike.reflectance(np.full(40, w / 8.0), *geometry, MODELS["lommel_seeliger"])
     ok = np.isfinite(hapke)
     assert ok.mean() > 0.8 and np.array_equal(ok, np.isfinite(lommel))
@@ -147,7 +157,9 @@ def test_shkuratov_and_lambert_match_refmod():
     r = lumaxlike.reflectance(albedo, *geometry, MODELS["lambert"])
     np.testing.assert_allclose(r, REFMOD["lambert"], rtol=1e-14)
     mu1, eta, m, mu2 = REFMOD["shkuratov_a_params"]  # eta = 0: refmod and the paper agree
-    r = lumaxlike.reflectance(albedo, *geometry, PhotometricFunction("shkuratov", mu1=mu1, m=m, mu2=mu2))
+    r = lumaxlike.reflectance(
+        albedo, *geometry, PhotometricFunction("shkuratov", mu1=mu1, m=m, mu2=mu2)
+    )
     refmod_r = REFMOD["shkuratov_a"] * cos_i / np.pi
     # pixels 0, 1 are at zero phase, where refmod's arccos(cos g) gives g ~ 1e-8, not 0
     np.testing.assert_allclose(r[2:], refmod_r[2:], rtol=1e-13)
@@ -156,7 +168,9 @@ def test_shkuratov_and_lambert_match_refmod():
     mu1, eta, m, mu2 = REFMOD["shkuratov_b_params"]
     tilted = [g[2:] for g in geometry]  # the reference needs a plane of sun and sensor
     refmod_form = shkuratov_reference(*tilted, mu1, m, mu2, eta, refmod_exponent=True)
-    np.testing.assert_allclose(albedo[2:] * refmod_form, REFMOD["shkuratov_b"][2:] * cos_i[2:], rtol=1e-12)
+    np.testing.assert_allclose(
+        albedo[2:] * refmod_form, REFMOD["shkuratov_b"][2:] * cos_i[2:], rtol=1e-12
+    )
     ours = pht(PhotometricFunction("shkuratov", mu1=mu1, m=m, mu2=mu2, eta=eta), tilted)
     assert np.max(np.abs(ours / refmod_form - 1.0)) > 0.1  # the difference is not negligible
 
@@ -181,12 +195,16 @@ def test_backends_agree_and_reflectance_of_hapke_params_is_amsa():
         by_numba = lumaxlike.reflectance(albedo, *geometry, model, backend="numba")
         assert np.array_equal(np.isnan(by_jax), np.isnan(by_numba)) and np.isnan(by_jax).any()
         np.testing.assert_allclose(by_jax, by_numba, rtol=1e-12, err_msg=model.kind)
-    single = lumaxlike.reflectance(albedo.astype(np.float32), *(g.astype(np.float32) for g in geometry), model)
+    single = lumaxlike.reflectance(
+        albedo.astype(np.float32), *(g.astype(np.float32) for g in geometry), model
+    )
     assert single.dtype == np.float32 and np.array_equal(np.isfinite(single), np.isfinite(by_jax))
     np.testing.assert_allclose(single, by_jax, rtol=1e-5)  # float32 rounding
     params = lumaxlike.HapkeParams(b=0.2, c=0.4)
     hapke = lumaxlike.reflectance(albedo, *geometry, params, backend="numba")
-    assert np.array_equal(hapke, lumaxlike.amsa(albedo, *geometry, params, backend="numba"), equal_nan=True)
+    assert np.array_equal(
+        hapke, lumaxlike.amsa(albedo, *geometry, params, backend="numba"), equal_nan=True
+    )
 
 
 def test_invert_recovers_the_albedo_in_closed_form_with_both_solvers():
@@ -204,7 +222,10 @@ def test_invert_recovers_the_albedo_in_closed_form_with_both_solvers():
         refl[nan, 0], refl[negative, 1], refl[zero, 2] = np.nan, -1e-3, 0.0
         broken = [g.copy() for g in geometry]
         broken[1][infinite, 2] = np.inf
-        results = {s: lumaxlike.invert(refl, *broken, model, solver=s, refl_sigma=[1e-3, 2e-3, 0]) for s in SOLVERS}
+        results = {
+            s: lumaxlike.invert(refl, *broken, model, solver=s, refl_sigma=[1e-3, 2e-3, 0])
+            for s in SOLVERS
+        }
         expected = np.full(refl.shape, int(Status.CONVERGED))
         expected[invalid_geometry] = Status.INVALID_GEOMETRY
         expected[negative, 1] = Status.UNREACHABLE
@@ -268,31 +289,66 @@ def test_xarray_invert_file_cli_and_provenance(tmp_path, capsys):
     scene = make_scene(rows=4, cols=3, bands=2, seed=7)
     model = PhotometricFunction("lunar_lambert", limb_darkening=0.3)
     refl = xr.DataArray(scene["r"], dims=("y", "x", "band"))
-    vectors = xr.Dataset({name: (("y", "x", "xyz"), scene[name]) for name in ("to_sun", "to_sensor", "normal")})
+    vectors = xr.Dataset(
+        {name: (("y", "x", "xyz"), scene[name]) for name in ("to_sun", "to_sensor", "normal")}
+    )
     result = refl.hapke.invert(vectors, model, "numba", units="r")
-    expected = lumaxlike.invert(scene["r"], scene["to_sun"], scene["to_sensor"], scene["normal"], model, "numba")
+    expected = lumaxlike.invert(
+        scene["r"], scene["to_sun"], scene["to_sensor"], scene["normal"], model, "numba"
+    )
     np.testing.assert_array_equal(result.w.values, expected.w)
     assert lumaxlike.read_provenance(result).params == (model, model)
-    assert "PhotometricFunction('lunar_lambert', limb_darkening=0.3)" in result.attrs["lumaxlike_command"]
+    assert (
+        "PhotometricFunction('lunar_lambert', limb_darkening=0.3)"
+        in result.attrs["lumaxlike_command"]
+    )
 
     cube, obs, dtm = write_scene(tmp_path, scene)
     by_python = tmp_path / "python.tif"
     per_band = [PhotometricFunction("lunar_lambert", limb_darkening=v) for v in (0.3, 0.8)]
-    lumaxlike.invert_file(cube, by_python, geometry=obs, dtm=dtm, params=per_band, solver="numba", units="radf")
+    lumaxlike.invert_file(
+        cube, by_python, geometry=obs, dtm=dtm, params=per_band, solver="numba", units="radf"
+    )
     common = ["--geometry", obs, "--dtm", dtm, "--units", "radf", "--no-progress"]
     first = tmp_path / "cli.tif"
     assert main(["invert", cube, *common, "--model", "lunar_lambert", "--limb-darkening", "0.3,0.8",
                  "--out", first]) == 0, capsys.readouterr().err  # fmt: skip
     assert map_bytes(first) == map_bytes(by_python)
     record = lumaxlike.read_provenance(first)
-    assert record.params == tuple(per_band) and record.model == {"reflectance": "Lunar-Lambert (McEwen 1991, ISIS3 photomet)"}
+    assert record.params == tuple(per_band) and record.model == {
+        "reflectance": "Lunar-Lambert (McEwen 1991, ISIS3 photomet)"
+    }
     again = tmp_path / "again.tif"
-    assert main(["invert", cube, "--params-from", first, "--out", again, "--no-progress"]) == 0, capsys.readouterr().err
+    assert main(["invert", cube, "--params-from", first, "--out", again, "--no-progress"]) == 0, (
+        capsys.readouterr().err
+    )
     assert map_bytes(again) == map_bytes(first)
     shkuratov = tmp_path / "shkuratov.tif"
-    assert main(["invert", cube, *common, "--model", "shkuratov", "--shkuratov-mu1", "0.4", "--shkuratov-m", "0.2",
-                 "--shkuratov-mu2", "3", "--shkuratov-eta", "0.5", "--out", shkuratov]) == 0, capsys.readouterr().err
-    assert lumaxlike.read_provenance(shkuratov).params[0] == PhotometricFunction("shkuratov", mu1=0.4, m=0.2, mu2=3.0, eta=0.5)
+    assert (
+        main(
+            [
+                "invert",
+                cube,
+                *common,
+                "--model",
+                "shkuratov",
+                "--shkuratov-mu1",
+                "0.4",
+                "--shkuratov-m",
+                "0.2",
+                "--shkuratov-mu2",
+                "3",
+                "--shkuratov-eta",
+                "0.5",
+                "--out",
+                shkuratov,
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
+    assert lumaxlike.read_provenance(shkuratov).params[0] == PhotometricFunction(
+        "shkuratov", mu1=0.4, m=0.2, mu2=3.0, eta=0.5
+    )
     for bad, named in [(["--model", "lambert", "--b", "0.3"], "--b"),
                        (["--model", "lambert", "--minnaert-k", "0.5"], "--minnaert-k"),
                        (["--model", "minnaert", "--minnaert-k", "-1"], "--minnaert-k"),
@@ -320,4 +376,6 @@ def test_jax_gradients_through_the_parameters_are_finite_and_match_finite_differ
             low = (0.3 - step, 0.5) if k == 0 else (0.3, 0.5 - step)
             central = (total(*point) - total(*low)) / (2 * step)
             assert np.isfinite(gradient[k])
-            np.testing.assert_allclose(gradient[k], central, rtol=1e-7)  # central difference, step 1e-6
+            np.testing.assert_allclose(
+                gradient[k], central, rtol=1e-7
+            )  # central difference, step 1e-6

@@ -45,8 +45,12 @@ def scene(tmp_path):
 
 def kill_mid_run(args, after):
     """Run the command line until ``after`` blocks are journaled, then SIGKILL it."""
-    done = subprocess.run([sys.executable, "-c", KILLED_RUN.format(after=after), *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_RUN.format(after=after), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
@@ -64,8 +68,9 @@ def assert_bit_identical(found, expected):
         assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
 
 
-def test_a_killed_run_resumes_bit_identical_and_refuses_changed_inputs(tmp_path, scene, capsys,
-                                                                         monkeypatch):
+def test_a_killed_run_resumes_bit_identical_and_refuses_changed_inputs(
+    tmp_path, scene, capsys, monkeypatch
+):
     cube, obs = scene
     (tmp_path / "ref").mkdir()
     reference = tmp_path / "ref" / "w.tif"
@@ -130,7 +135,9 @@ def test_resume_without_an_interrupted_run_starts_afresh(tmp_path, scene, capsys
     cube, obs = scene
     out = tmp_path / "w.tif"
     assert main(invert_args(cube, obs, out, "--resume")) == 0
-    assert "resumed: nothing: no interrupted run of these outputs was found" in capsys.readouterr().err
+    assert (
+        "resumed: nothing: no interrupted run of these outputs was found" in capsys.readouterr().err
+    )
     assert read_provenance(out).resumed is None
 
 
@@ -149,5 +156,9 @@ def test_a_killed_fit_resumes_bit_identical(tmp_path, stack, capsys):  # noqa: F
     assert "resumed: 2 of 5 blocks from an interrupted run" in capsys.readouterr().err
     fields = ("w", "b", "sigma_w", "sigma_b", "status", "iterations", "residual", "observations")
     for name in fields:
-        found, expected = (read_cube(result_paths(path, fields)[name])[0] for path in (out, reference))
-        assert found.dtype == expected.dtype and np.array_equal(found, expected, equal_nan=True), name
+        found, expected = (
+            read_cube(result_paths(path, fields)[name])[0] for path in (out, reference)
+        )
+        assert found.dtype == expected.dtype and np.array_equal(found, expected, equal_nan=True), (
+            name
+        )

@@ -18,9 +18,7 @@ from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 LEVELS = np.array([0.025, 0.16, 0.5, 0.84, 0.975])
 
 
-def _quadrature_quantiles(
-    refl, geometry, params, sigma, levels, prior=None, n_grid=40001
-):
+def _quadrature_quantiles(refl, geometry, params, sigma, levels, prior=None, n_grid=40001):
     """Quantiles of p(w | r) for w alone, flat prior on (0, 1) (times a Gaussian
     `prior` (mean, sigma) if given), by quadrature on a grid (the forward model through
     `lumaxlike.amsa`'s numba backend, not the sampler's code)."""
@@ -50,9 +48,9 @@ def test_albedo_posterior_matches_quadrature(dtype, tmp_path):
     geometry = multi_angle_geometry(n_pixels, n_obs, rng, opposition=False)
     w_true = rng.uniform(0.1, 0.9, (n_pixels, n_bands))
     sigma = 0.01  # large: the posterior of w is wide and skewed near the bounds
-    refl = multi_angle_reflectance(
-        w_true, *geometry, params
-    ) + sigma * rng.standard_normal((n_pixels, n_bands, n_obs))
+    refl = multi_angle_reflectance(w_true, *geometry, params) + sigma * rng.standard_normal(
+        (n_pixels, n_bands, n_obs)
+    )
     result = lumaxlike.sample(
         refl.astype(dtype), *(g.astype(dtype) for g in geometry), params, free=("w",), refl_sigma=sigma,
         seed=1, return_samples=True,
@@ -105,12 +103,8 @@ def test_albedo_posterior_is_laplace_at_small_noise():
     pdf_at = np.exp(-0.5 * ((laplace - centre[..., None]) / sigma[..., None]) ** 2) / (
         np.sqrt(2 * np.pi) * sigma[..., None]
     )
-    standard_error = (
-        np.sqrt(LEVELS * (1 - LEVELS) / result.ess["w"][..., None]) / pdf_at
-    )
-    np.testing.assert_array_less(
-        np.abs(result.quantiles["w"] - laplace), 5 * standard_error
-    )
+    standard_error = np.sqrt(LEVELS * (1 - LEVELS) / result.ess["w"][..., None]) / pdf_at
+    np.testing.assert_array_less(np.abs(result.quantiles["w"] - laplace), 5 * standard_error)
 
 
 def test_albedo_posterior_with_a_gaussian_prior_matches_quadrature():
@@ -129,16 +123,12 @@ def test_albedo_posterior_with_a_gaussian_prior_matches_quadrature():
             exact, pdf_at = _quadrature_quantiles(
                 refl[i, k], [g[i] for g in geometry], params, sigma, LEVELS, prior
             )
-            standard_error = (
-                np.sqrt(LEVELS * (1 - LEVELS) / result.ess["w"][i, k]) / pdf_at
-            )
+            standard_error = np.sqrt(LEVELS * (1 - LEVELS) / result.ess["w"][i, k]) / pdf_at
             np.testing.assert_array_less(
                 np.abs(result.quantiles["w"][i, k] - exact), 5 * standard_error
             )
     # the prior pulls the posterior median from the fit (no prior) toward its mean
-    assert np.all(
-        np.abs(result["w"] - prior[0]) < np.abs(result.fit.values["w"] - prior[0])
-    )
+    assert np.all(np.abs(result["w"] - prior[0]) < np.abs(result.fit.values["w"] - prior[0]))
 
 
 # w, b, c free, 16 observations (two near the opposition): band 0 at a noise where the
@@ -162,9 +152,7 @@ def wbc():
     return refl, geometry, params, result
 
 
-def _emcee_draws(
-    refl, geometry, params, sigma, start, seed, n_walkers=24, n_steps=3000, burn=1000
-):
+def _emcee_draws(refl, geometry, params, sigma, start, seed, n_walkers=24, n_steps=3000, burn=1000):
     """emcee's affine-invariant ensemble on p(w, b, c | r), flat within (0, 1) x [0, 1)
     x [-1, 1], the model through the JAX forward model (`amsa_scalar`), vectorised over
     the walkers."""
@@ -179,23 +167,12 @@ def _emcee_draws(
     @jax.jit
     def log_posterior(theta):
         def one(t):
-            model = lumaxlike.HapkeParams(
-                b=t[1], c=t[2], phase_function=params.phase_function
-            )
+            model = lumaxlike.HapkeParams(b=t[1], c=t[2], phase_function=params.phase_function)
             r = jax.vmap(amsa_scalar, in_axes=(None, 0, 0, 0, None))(
                 t[0], to_sun, to_sensor, normal, model
             )
-            inside = (
-                (t[0] > 0)
-                & (t[0] < 1)
-                & (t[1] >= 0)
-                & (t[1] < 1)
-                & (t[2] >= -1)
-                & (t[2] <= 1)
-            )
-            return jnp.where(
-                inside, -0.5 * jnp.sum((r - refl) ** 2) / sigma**2, -jnp.inf
-            )
+            inside = (t[0] > 0) & (t[0] < 1) & (t[1] >= 0) & (t[1] < 1) & (t[2] >= -1) & (t[2] <= 1)
+            return jnp.where(inside, -0.5 * jnp.sum((r - refl) ** 2) / sigma**2, -jnp.inf)
 
         return jax.vmap(one)(theta)
 
@@ -219,9 +196,7 @@ def test_wbc_posterior_matches_emcee_where_laplace_does_not(wbc):
     refl, geometry, params, result = wbc
     # problems of band 0 whose b-c posterior is wide (Laplace sigma of c above 0.2)
     sigma_c = result.fit.sigma("c")[:, 0]
-    candidates = np.flatnonzero(
-        (sigma_c > 0.2) & (result.status[:, 0] == Status.CONVERGED)
-    )
+    candidates = np.flatnonzero((sigma_c > 0.2) & (result.status[:, 0] == Status.CONVERGED))
     assert candidates.size >= 2
     laplace_misses = 0  # problems where the Laplace quantiles fail the sampler's test
     for i in candidates[np.argsort(sigma_c[candidates])[-2:]]:  # the two widest
@@ -363,9 +338,7 @@ def test_dataarray_sample_is_lazy_and_equals_sample_per_chunk():
     )
     assert lazy.w.chunks is not None
     maps = lazy.compute()
-    assert (
-        maps.w.dims == ("y", "x", "band", "quantile") and maps.attrs["title"] == "stack"
-    )
+    assert maps.w.dims == ("y", "x", "band", "quantile") and maps.attrs["title"] == "stack"
     np.testing.assert_allclose(maps["quantile"].values, LEVELS)
     chunk_seed = int(np.random.SeedSequence([4, 0]).generate_state(1)[0])
     first_row = lumaxlike.sample(

@@ -59,7 +59,9 @@ def scene(endmembers, n_pixels, seed, absent=0):
     mass = rng.dirichlet(np.ones(endmembers.n_endmembers), n_pixels)
     mass[: n_pixels // 2, :absent] = 0.0
     mass /= mass.sum(axis=-1, keepdims=True)
-    per_mass = cross_section_per_mass(endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency)
+    per_mass = cross_section_per_mass(
+        endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency
+    )
     w = mixed_albedo(cross_section_fractions(mass, per_mass), endmembers.albedo)
     return geometry, mass, lumaxlike.amsa(w, *geometry, PARAMS, backend="numba")
 
@@ -72,7 +74,7 @@ ENDMEMBERS = library(4, 40, seed=1)
 GEOMETRY, MASS, REFL = scene(ENDMEMBERS, 40, seed=2, absent=1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def shared_result(solver, route):
     return lumaxlike.unmix(REFL, *GEOMETRY, ENDMEMBERS, PARAMS, solver, route=route)
 
@@ -130,14 +132,20 @@ def test_library_sizes_numba(n_end, n_bands):
     for route in ROUTES:
         result = lumaxlike.unmix(refl, *geometry, endmembers, PARAMS, "numba", route=route)
         assert_recovers(result, mass, refl)
-        assert result.fractions.shape == (20, n_end) and result.covariance.shape == (20, n_end, n_end)
+        assert result.fractions.shape == (20, n_end) and result.covariance.shape == (
+            20,
+            n_end,
+            n_end,
+        )
 
 
 def noisy_copies(endmembers, mass, n, sigma, seed):
     """n noisy observations of one mixture at one geometry."""
     rng = np.random.default_rng(seed)
     geometry = [np.broadcast_to(g, (n, 3)) for g in lumaxlike.geometry_from_angles(0.5, 0.3, 0.4)]
-    per_mass = cross_section_per_mass(endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency)
+    per_mass = cross_section_per_mass(
+        endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency
+    )
     w = mixed_albedo(cross_section_fractions(mass, per_mass), endmembers.albedo)
     refl = lumaxlike.amsa(np.broadcast_to(w, (n, w.shape[-1])), *geometry, PARAMS, backend="numba")
     return geometry, refl + rng.normal(0.0, sigma, refl.shape)
@@ -149,15 +157,21 @@ def test_covariance_matches_monte_carlo(route):
     mass = np.array([0.4, 0.3, 0.2, 0.1])
     sigma = 2e-4
     geometry, refl = noisy_copies(ENDMEMBERS, mass, 400, sigma, seed=3)
-    result = lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, "numba", route=route, refl_sigma=sigma)
+    result = lumaxlike.unmix(
+        refl, *geometry, ENDMEMBERS, PARAMS, "numba", route=route, refl_sigma=sigma
+    )
     assert np.all(result.status == Status.CONVERGED) and not result.at_bound.any()
     scatter = np.cov(result.fractions, rowvar=False)
     predicted = np.median(result.covariance, axis=0)
     np.testing.assert_allclose(np.diag(predicted), np.diag(scatter), rtol=0.2)
     # the sum constraint: fractions and their variance along (1, ..., 1) vanish
-    np.testing.assert_allclose(result.covariance.sum(axis=(-1, -2)), 0.0, atol=1e-12 * np.trace(predicted))
+    np.testing.assert_allclose(
+        result.covariance.sum(axis=(-1, -2)), 0.0, atol=1e-12 * np.trace(predicted)
+    )
     # without refl_sigma the covariance is scaled by the residual variance: about the same
-    unscaled = lumaxlike.unmix(refl[:40], *(g[:40] for g in geometry), ENDMEMBERS, PARAMS, "numba", route=route)
+    unscaled = lumaxlike.unmix(
+        refl[:40], *(g[:40] for g in geometry), ENDMEMBERS, PARAMS, "numba", route=route
+    )
     if route == "one_step":  # residual variance estimates sigma^2 (36 dof): within ~25 %
         ratio = np.median(unscaled.covariance[:, 0, 0]) / np.median(result.covariance[:40, 0, 0])
         assert 0.6 < ratio < 1.5
@@ -181,10 +195,16 @@ def test_absent_endmember_with_noise_is_at_its_bound(solver):
 def test_solvers_agree_on_noisy_data_and_covariance():
     mass = np.array([0.0, 0.5, 0.3, 0.2])
     geometry, refl = noisy_copies(ENDMEMBERS, mass, 40, 2e-4, seed=5)
-    results = {s: lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, s, refl_sigma=2e-4) for s in SOLVERS}
+    results = {
+        s: lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, s, refl_sigma=2e-4) for s in SOLVERS
+    }
     np.testing.assert_array_equal(results["numba"].status, results["jax"].status)
-    np.testing.assert_allclose(results["numba"].fractions, results["jax"].fractions, atol=1e-8, rtol=0)
-    np.testing.assert_allclose(results["numba"].covariance, results["jax"].covariance, rtol=1e-6, atol=1e-14)
+    np.testing.assert_allclose(
+        results["numba"].fractions, results["jax"].fractions, atol=1e-8, rtol=0
+    )
+    np.testing.assert_allclose(
+        results["numba"].covariance, results["jax"].covariance, rtol=1e-6, atol=1e-14
+    )
 
 
 @pytest.mark.parametrize("kind", ["identical", "collinear"])
@@ -220,13 +240,23 @@ def test_unmodelled_dark_remainder(solver):
     w = mixed_albedo(fractions, ENDMEMBERS.albedo)
     refl = lumaxlike.amsa(np.broadcast_to(w, (40, w.shape[-1])), *geometry, PARAMS, backend="numba")
     valid = np.all(np.isfinite(refl), axis=-1)
-    for route in ROUTES if solver == "numba" else ("one_step",):  # JAX two-step: see the module docstring
-        result = lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, solver, route=route, sum_to_one=False)
+    for route in (
+        ROUTES if solver == "numba" else ("one_step",)
+    ):  # JAX two-step: see the module docstring
+        result = lumaxlike.unmix(
+            refl, *geometry, ENDMEMBERS, PARAMS, solver, route=route, sum_to_one=False
+        )
         assert np.all(result.status[valid] == Status.CONVERGED)
         np.testing.assert_allclose(result.remainder[valid], 0.25, atol=1e-6)
-        np.testing.assert_allclose(result.cross_section[valid], np.broadcast_to(fractions, (valid.sum(), 4)), atol=1e-6)
-        per_mass = cross_section_per_mass(ENDMEMBERS.density, ENDMEMBERS.grain_size, ENDMEMBERS.extinction_efficiency)
-        np.testing.assert_allclose(result.fractions[valid][0], mass_fractions(fractions, per_mass), atol=1e-6)
+        np.testing.assert_allclose(
+            result.cross_section[valid], np.broadcast_to(fractions, (valid.sum(), 4)), atol=1e-6
+        )
+        per_mass = cross_section_per_mass(
+            ENDMEMBERS.density, ENDMEMBERS.grain_size, ENDMEMBERS.extinction_efficiency
+        )
+        np.testing.assert_allclose(
+            result.fractions[valid][0], mass_fractions(fractions, per_mass), atol=1e-6
+        )
         assert np.all(result.at_bound[valid][:, 1])
     # with the sum held at one the dark remainder is not representable: a poorer fit
     held = lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, solver)
@@ -272,7 +302,11 @@ def test_mixing_rule():
     # the Jacobian of f -> M against central differences
     step = 1e-6
     numeric = np.stack(
-        [(mass_fractions(f + step * e, per_mass) - mass_fractions(f - step * e, per_mass)) / (2 * step) for e in np.eye(3)],
+        [
+            (mass_fractions(f + step * e, per_mass) - mass_fractions(f - step * e, per_mass))
+            / (2 * step)
+            for e in np.eye(3)
+        ],
         axis=-1,
     )
     jacobian = mass_fraction_jacobian(f, per_mass)
@@ -281,7 +315,9 @@ def test_mixing_rule():
     root = np.random.default_rng(0).normal(size=(3, 3))
     covariance = root @ root.T
     mass_out, covariance_out = np.empty(3), np.empty((3, 3))
-    pixel_mass_fractions(f, per_mass, covariance, mass_out, covariance_out, np.empty(3))  # the kernels' form
+    pixel_mass_fractions(
+        f, per_mass, covariance, mass_out, covariance_out, np.empty(3)
+    )  # the kernels' form
     np.testing.assert_allclose(mass_out, mass, rtol=1e-14)
     np.testing.assert_allclose(covariance_out, jacobian @ covariance @ jacobian.T, rtol=1e-12)
 
@@ -300,7 +336,14 @@ def test_endmembers_from_reflectance():
     bad[2, 5] = 1.0  # above r(w -> 1)
     with pytest.raises(ValueError, match="endmember 'm2'.*UNREACHABLE"):
         lumaxlike.Endmembers.from_reflectance(
-            bad, incidence, emission, azimuth, PARAMS, density=3.0, grain_size=50.0, names=ENDMEMBERS.names
+            bad,
+            incidence,
+            emission,
+            azimuth,
+            PARAMS,
+            density=3.0,
+            grain_size=50.0,
+            names=ENDMEMBERS.names,
         )
 
 
@@ -309,17 +352,31 @@ def test_endmembers_from_library_csv(tmp_path):
     # grid, r constant around each band centre (steps half-way between bands, ~12 sigma
     # of the band response away), so resampling gives r at the centre to rounding.
     centres_nm = 500.0 + 20.0 * np.arange(ENDMEMBERS.n_bands)
-    incidence, emission, azimuth = np.array([10.0, 30.0, 45.0, 60.0]), np.array([0.0, 20.0, 35.0, 5.0]), np.array([0.0, 90.0, 180.0, 30.0])
+    incidence, emission, azimuth = (
+        np.array([10.0, 30.0, 45.0, 60.0]),
+        np.array([0.0, 20.0, 35.0, 5.0]),
+        np.array([0.0, 90.0, 180.0, 30.0]),
+    )
     geometry = lumaxlike.geometry_from_angles(*np.radians([incidence, emission, azimuth]))
     refl = lumaxlike.amsa(ENDMEMBERS.albedo, *geometry, PARAMS, backend="numba")
     grid_nm = np.arange(centres_nm[0] - 10.0, centres_nm[-1] + 10.0)
-    band_of_sample = np.clip(np.round((grid_nm - centres_nm[0]) / 20.0).astype(int), 0, ENDMEMBERS.n_bands - 1)
+    band_of_sample = np.clip(
+        np.round((grid_nm - centres_nm[0]) / 20.0).astype(int), 0, ENDMEMBERS.n_bands - 1
+    )
     lines = ["wavelength_nm," + ",".join(ENDMEMBERS.names)]
-    lines += [f"{float(wl)!r}," + ",".join(repr(float(v)) for v in refl[:, band]) for wl, band in zip(grid_nm, band_of_sample)]
+    lines += [
+        f"{float(wl)!r}," + ",".join(repr(float(v)) for v in refl[:, band])
+        for wl, band in zip(grid_nm, band_of_sample)
+    ]
     path = tmp_path / "library.csv"
     path.write_text("\n".join(lines) + "\n")
-    library = lumaxlike.read_spectral_library(path, incidence=np.radians(incidence), emission=np.radians(emission),
-                                              azimuth=np.radians(azimuth), units="r")
+    library = lumaxlike.read_spectral_library(
+        path,
+        incidence=np.radians(incidence),
+        emission=np.radians(emission),
+        azimuth=np.radians(azimuth),
+        units="r",
+    )
     built = lumaxlike.Endmembers.from_library(
         library, PARAMS, density=ENDMEMBERS.density, grain_size=ENDMEMBERS.grain_size,
         wavelengths=centres_nm * 1e-3, fwhm=0.002,
@@ -328,7 +385,9 @@ def test_endmembers_from_library_csv(tmp_path):
     assert built.names == ENDMEMBERS.names
     np.testing.assert_array_equal(built.wavelengths, centres_nm * 1e-3)
     with pytest.raises(ValueError, match="library.csv.*does not cover band"):
-        lumaxlike.Endmembers.from_library(library, PARAMS, density=3.0, grain_size=50.0, wavelengths=[0.45, 0.6])
+        lumaxlike.Endmembers.from_library(
+            library, PARAMS, density=3.0, grain_size=50.0, wavelengths=[0.45, 0.6]
+        )
 
 
 @pytest.mark.parametrize(
@@ -344,7 +403,13 @@ def test_endmembers_from_library_csv(tmp_path):
     ],
 )
 def test_endmembers_refuse_bad_values(change, match):
-    fields = {"names": ("a", "b"), "albedo": np.full((2, 3), 0.5), "density": 3.0, "grain_size": 50.0, **change}
+    fields = {
+        "names": ("a", "b"),
+        "albedo": np.full((2, 3), 0.5),
+        "density": 3.0,
+        "grain_size": 50.0,
+        **change,
+    }
     with pytest.raises(ValueError, match=match):
         lumaxlike.Endmembers(**fields)
 
@@ -365,7 +430,11 @@ def test_endmembers_refuse_bad_values(change, match):
 )
 def test_unmix_refuses_bad_arguments(change, match):
     arguments = {"refl": REFL, "endmembers": ENDMEMBERS, "solver": "numba", **change}
-    refl, endmembers, solver = arguments.pop("refl"), arguments.pop("endmembers"), arguments.pop("solver")
+    refl, endmembers, solver = (
+        arguments.pop("refl"),
+        arguments.pop("endmembers"),
+        arguments.pop("solver"),
+    )
     with pytest.raises(ValueError, match=match):
         lumaxlike.unmix(refl, *GEOMETRY, endmembers, PARAMS, solver, **arguments)
 
@@ -373,7 +442,9 @@ def test_unmix_refuses_bad_arguments(change, match):
 def test_result_shapes_follow_refl():
     refl = REFL[:12].reshape(3, 4, 40)
     geometry = [g[:12].reshape(3, 4, 3) for g in GEOMETRY]
-    result = lumaxlike.unmix(refl, *geometry, ENDMEMBERS, PARAMS, "numba", route="two_step", chunk_size=5)
+    result = lumaxlike.unmix(
+        refl, *geometry, ENDMEMBERS, PARAMS, "numba", route="two_step", chunk_size=5
+    )
     assert result.fractions.shape == (3, 4, 4) and result.covariance.shape == (3, 4, 4, 4)
     assert result.status.shape == result.remainder.shape == result.residual_norm.shape == (3, 4)
     flat = shared_result("numba", "two_step")
@@ -403,7 +474,9 @@ def test_non_positive_reflectance_is_unreachable(solver, route):
     refl = REFL[:6].copy()
     refl[0] = -refl[0]
     refl[1] = 0.0
-    result = lumaxlike.unmix(refl, *(g[:6] for g in GEOMETRY), ENDMEMBERS, PARAMS, solver, route=route)
+    result = lumaxlike.unmix(
+        refl, *(g[:6] for g in GEOMETRY), ENDMEMBERS, PARAMS, solver, route=route
+    )
     valid = np.all(np.isfinite(refl), axis=-1)
     expected = np.where(valid, Status.CONVERGED, Status.NONFINITE_INPUT)
     expected[:2] = np.where(valid[:2], Status.UNREACHABLE, Status.NONFINITE_INPUT)
@@ -414,8 +487,12 @@ def test_non_positive_reflectance_is_unreachable(solver, route):
 @pytest.mark.parametrize("route", ROUTES)
 def test_float32_input_gives_float32_fractions(route):
     refl = REFL[:4].astype(np.float32)
-    result = lumaxlike.unmix(refl, *(g[:4] for g in GEOMETRY), ENDMEMBERS, PARAMS, "numba", route=route)
+    result = lumaxlike.unmix(
+        refl, *(g[:4] for g in GEOMETRY), ENDMEMBERS, PARAMS, "numba", route=route
+    )
     for field in ("fractions", "covariance", "remainder", "residual_norm", "cross_section"):
         assert getattr(result, field).dtype == np.float32, field
     valid = np.all(np.isfinite(refl), axis=-1)
-    np.testing.assert_allclose(result.fractions[valid], MASS[:4][valid], atol=1e-3, rtol=0)  # float32 data
+    np.testing.assert_allclose(
+        result.fractions[valid], MASS[:4][valid], atol=1e-3, rtol=0
+    )  # float32 data

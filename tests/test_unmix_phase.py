@@ -49,7 +49,9 @@ def hand_mixed_reflectance(mass, legendre):
     """r of every pixel and band by `lumaxlike.amsa` with a `HapkeParams` whose Legendre
     coefficients are mixed here, b_n,mix = sum_j f_j w_j b_n,j / w_mix (independent of
     the solvers' mixing of the phase terms)."""
-    per_mass = cross_section_per_mass(ENDMEMBERS.density, ENDMEMBERS.grain_size, ENDMEMBERS.extinction_efficiency)
+    per_mass = cross_section_per_mass(
+        ENDMEMBERS.density, ENDMEMBERS.grain_size, ENDMEMBERS.extinction_efficiency
+    )
     f = cross_section_fractions(mass, per_mass)
     w = mixed_albedo(f, ENDMEMBERS.albedo)
     refl = np.empty_like(w)
@@ -59,14 +61,16 @@ def hand_mixed_reflectance(mass, legendre):
             weighted = f[pixel] * ENDMEMBERS.albedo[:, k]
             mixed = weighted @ legendre[:, k] / w[pixel, k]
             params = dataclasses.replace(PARAMS, legendre=mixed)
-            refl[pixel, k] = lumaxlike.amsa(w[pixel, k : k + 1], *geometry, params, backend="numba")[0]
+            refl[pixel, k] = lumaxlike.amsa(
+                w[pixel, k : k + 1], *geometry, params, backend="numba"
+            )[0]
     return refl
 
 
 PHASED_REFL = hand_mixed_reflectance(MASS, LEGENDRE)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def phased_result(solver):
     return lumaxlike.unmix(PHASED_REFL, *GEOMETRY, PHASED, PARAMS, solver)
 
@@ -91,7 +95,9 @@ def test_solvers_agree_with_per_endmember_phase_functions():
 
 
 def test_equal_phase_functions_reproduce_the_shared_result():
-    same = dataclasses.replace(ENDMEMBERS, phase=(PARAMS,) * N_END)  # the closed form of PARAMS for each
+    same = dataclasses.replace(
+        ENDMEMBERS, phase=(PARAMS,) * N_END
+    )  # the closed form of PARAMS for each
     result = lumaxlike.unmix(REFL, *GEOMETRY, same, PARAMS, "numba")
     shared = shared_result("numba", "one_step")
     np.testing.assert_array_equal(result.status, shared.status)
@@ -114,7 +120,12 @@ def test_phase_table_is_the_models_phase_terms():
     assert table.shape == (40, N_END, 1, 4)
     for j, kind in enumerate(kinds):
         full = dataclasses.replace(
-            kind, roughness=PARAMS.roughness, hs=PARAMS.hs, bs0=PARAMS.bs0, hc=PARAMS.hc, bc0=PARAMS.bc0
+            kind,
+            roughness=PARAMS.roughness,
+            hs=PARAMS.hs,
+            bs0=PARAMS.bs0,
+            hc=PARAMS.hc,
+            bc0=PARAMS.bc0,
         )
         terms = jax.vmap(jax_pixel_terms, in_axes=(0, 0, 0, None))(*GEOMETRY, full)
         valid = np.isfinite(terms.scale)  # invalid geometry: not used by the solvers
@@ -130,7 +141,9 @@ def test_mixed_phase_derivatives_match_finite_differences():
     pixel = int(np.argmax(np.all(np.isfinite(PHASED_REFL), axis=-1)))
     geometry = [g[pixel] for g in GEOMETRY]
     legendre, use_legendre = PARAMS.legendre_coefficients()
-    terms = numba_equations.pixel_terms(*geometry, *(float(v) for v in PARAMS.scalars()), legendre, use_legendre)
+    terms = numba_equations.pixel_terms(
+        *geometry, *(float(v) for v in PARAMS.scalars()), legendre, use_legendre
+    )
     phase = phase_table(*(g[pixel : pixel + 1] for g in GEOMETRY), PARAMS, PHASED.phase)[0]
     x = np.array([0.1, 0.4, 0.3, 0.2])
     hessian, gradient, column = np.empty((N_END, N_END)), np.empty(N_END), np.empty(N_END)
@@ -145,7 +158,10 @@ def test_mixed_phase_derivatives_match_finite_differences():
     step = 1e-6
     for k in (0, 17, 39):
         r, slope = band(k, x)
-        numeric = [(band(k, x + step * e)[0] - band(k, x - step * e)[0]) / (2 * step) for e in np.eye(N_END)]
+        numeric = [
+            (band(k, x + step * e)[0] - band(k, x - step * e)[0]) / (2 * step)
+            for e in np.eye(N_END)
+        ]
         np.testing.assert_allclose(slope, numeric, rtol=1e-7)
         # without the phase functions' change with f_j, the slopes would be w_jk dr/dw
         own_phase_part = slope / ENDMEMBERS.albedo[:, k]
@@ -158,7 +174,10 @@ def test_mixed_phase_derivatives_match_finite_differences():
         (np.ones((3, 5)), r"phase as Legendre coefficients must have shape"),
         (np.ones((4, 7, 5)), r"phase as Legendre coefficients must have shape"),
         (np.ones((4, 17)), r"phase as Legendre coefficients must have shape"),
-        (np.where(np.arange(5) == 2, np.nan, 1.0) * np.ones((4, 5)), r"phase holds NaN or inf \(endmember 0\)"),
+        (
+            np.where(np.arange(5) == 2, np.nan, 1.0) * np.ones((4, 5)),
+            r"phase holds NaN or inf \(endmember 0\)",
+        ),
         (np.full((4, 3), 2.0), r"phase: b_0 must be 1"),
         ((PARAMS,) * 3, r"phase as HapkeParams must be a sequence of 4 HapkeParams"),
         (PARAMS, r"phase must hold one phase function per endmember"),
@@ -171,7 +190,9 @@ def test_endmembers_refuse_bad_phase(phase, match):
 
 
 def test_two_step_refuses_per_endmember_phase_functions():
-    with pytest.raises(ValueError, match=r"route='two_step' cannot unmix .*endmembers\.phase.*route='one_step'"):
+    with pytest.raises(
+        ValueError, match=r"route='two_step' cannot unmix .*endmembers\.phase.*route='one_step'"
+    ):
         lumaxlike.unmix(PHASED_REFL, *GEOMETRY, PHASED, PARAMS, "numba", route="two_step")
 
 
@@ -194,7 +215,9 @@ def test_endmembers_from_reflectance_with_their_own_phase_functions(phase):
         for k in range(N_BANDS):
             own = (dataclasses.replace(PARAMS, b=phase[j].b, c=phase[j].c) if isinstance(phase, tuple)
                    else dataclasses.replace(PARAMS, legendre=phase[j, k]))  # fmt: skip
-            refl[j, k] = lumaxlike.amsa(ENDMEMBERS.albedo[j, k : k + 1], *geometry, own, backend="numba")[0]
+            refl[j, k] = lumaxlike.amsa(
+                ENDMEMBERS.albedo[j, k : k + 1], *geometry, own, backend="numba"
+            )[0]
     built = lumaxlike.Endmembers.from_reflectance(
         refl, incidence, emission, azimuth, PARAMS, density=ENDMEMBERS.density, grain_size=ENDMEMBERS.grain_size,
         phase=phase,

@@ -17,8 +17,8 @@ SOLVERS = ("jax", "numba")
 @pytest.fixture(scope="module")
 def scene():
     scene = make_scene(rows=ROWS, cols=COLS, bands=BANDS, seed=3)
-    scene["r"][0, 0, :] = np.nan     # a NaN pixel
-    scene["r"][1, 1, 2] = -0.5       # an unreachable value
+    scene["r"][0, 0, :] = np.nan  # a NaN pixel
+    scene["r"][1, 1, 2] = -0.5  # an unreachable value
     return scene
 
 
@@ -33,28 +33,37 @@ def reflectance(scene, dims=("band", "y", "x")):
         "wavelength": ("band", np.linspace(500.0, 900.0, BANDS)),
         "spatial_ref": ((), 0, {"crs_wkt": "EPSG:32612"}),
     }
-    return xr.DataArray(np.transpose(values, order), dims=dims, coords=coords,
-                        attrs={"units": "sr-1", "crs": "EPSG:32612", "title": "test cube"})
+    return xr.DataArray(
+        np.transpose(values, order),
+        dims=dims,
+        coords=coords,
+        attrs={"units": "sr-1", "crs": "EPSG:32612", "title": "test cube"},
+    )
 
 
 def vector_geometry(scene, refl):
     def vector(name):
         return (("y", "x", "xyz"), scene[name])
 
-    return xr.Dataset({name: vector(name) for name in ("to_sun", "to_sensor", "normal")},
-                      coords={"y": refl.y, "x": refl.x})
+    return xr.Dataset(
+        {name: vector(name) for name in ("to_sun", "to_sensor", "normal")},
+        coords={"y": refl.y, "x": refl.x},
+    )
 
 
 def angle_geometry(scene, refl):
     names = ("to_sun_zenith", "to_sun_azimuth", "to_sensor_zenith", "to_sensor_azimuth")
-    angles = {name: (("y", "x"), scene["angles"][i], {"units": "degrees"}) for i, name in enumerate(names)}
+    angles = {
+        name: (("y", "x"), scene["angles"][i], {"units": "degrees"}) for i, name in enumerate(names)
+    }
     normal = xr.DataArray(scene["normal"], dims=("y", "x", "component"))
     return xr.Dataset({**angles, "normal": normal}, coords={"y": refl.y, "x": refl.x})
 
 
 def expected_result(scene, solver):
-    return lumaxlike.invert(scene["r"], scene["to_sun"], scene["to_sensor"], scene["normal"],
-                            PARAMS, solver)
+    return lumaxlike.invert(
+        scene["r"], scene["to_sun"], scene["to_sensor"], scene["normal"], PARAMS, solver
+    )
 
 
 def as_pixels_bands(dataarray):
@@ -104,8 +113,13 @@ def test_dask_chunks_are_inverted_lazily_and_match_in_memory(scene):
     refl = reflectance(scene)
     geometry = vector_geometry(scene, refl)
     in_memory = invert_dataarray(refl, geometry, PARAMS, "numba", units="r")
-    lazy = invert_dataarray(refl.chunk({"y": 5, "x": 7, "band": 2}), geometry.chunk({"y": 8}),
-                            PARAMS, "numba", units="r")
+    lazy = invert_dataarray(
+        refl.chunk({"y": 5, "x": 7, "band": 2}),
+        geometry.chunk({"y": 8}),
+        PARAMS,
+        "numba",
+        units="r",
+    )
     assert lazy.w.chunks is not None and lazy.w.chunksizes["band"] == (BANDS,)  # rechunked
     computed = lazy.compute(scheduler="threads")
     np.testing.assert_array_equal(computed.w.values, in_memory.w.values)
@@ -134,8 +148,9 @@ def test_bad_arguments_are_named(scene):
 @pytest.fixture(scope="module")
 def dask_client():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
         with distributed.Client(cluster) as client:
             yield client
 
@@ -145,8 +160,9 @@ def test_distributed_cluster_gives_identical_results(scene, dask_client, solver)
     refl = reflectance(scene)
     geometry = vector_geometry(scene, refl)
     in_memory = invert_dataarray(refl, geometry, PARAMS, solver, units="r")
-    lazy = refl.chunk({"y": 8, "x": 6}).hapke.invert(geometry.chunk({"y": 8, "x": 6}), PARAMS,
-                                                      solver, units="r")
+    lazy = refl.chunk({"y": 8, "x": 6}).hapke.invert(
+        geometry.chunk({"y": 8, "x": 6}), PARAMS, solver, units="r"
+    )
     computed = dask_client.compute(lazy).result()
     np.testing.assert_array_equal(computed.w.values, in_memory.w.values)  # NaN-aware
     np.testing.assert_array_equal(computed.status.values, in_memory.status.values)

@@ -164,9 +164,7 @@ def _report(command: str, run, stopped_by) -> int:
     if isinstance(failure, BAD_INPUT_ERRORS):
         print(f"lumaxlike {command}: error: {_cli_message(failure)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if _is_cluster_failure(
-        failure
-    ):  # one line: the cause is the cluster, not this code
+    if _is_cluster_failure(failure):  # one line: the cause is the cluster, not this code
         print(f"lumaxlike {command}: error: {_cli_message(failure)}", file=sys.stderr)
         return EXIT_FAILURE
     if isinstance(failure, KeyboardInterrupt):  # Ctrl-C in demo or profile
@@ -187,9 +185,7 @@ def _is_cluster_failure(error) -> bool:
     atomic = sys.modules.get("lumaxlike._io.atomic")
     if atomic is not None and isinstance(error, atomic.OutputWriteError):
         return True
-    if (
-        error is None or "lumaxlike._run.cluster" not in sys.modules
-    ):  # no cluster was used
+    if error is None or "lumaxlike._run.cluster" not in sys.modules:  # no cluster was used
         return False
     return isinstance(error, sys.modules["lumaxlike._run.cluster"].ClusterError)
 

@@ -8,9 +8,7 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(commands) -> None:
     """List ``demo`` in ``lumaxlike --help`` (its own parser reads its arguments)."""
-    commands.add_parser(
-        "demo", help="run the end-to-end demo (see `lumaxlike demo --help`)"
-    )
+    commands.add_parser("demo", help="run the end-to-end demo (see `lumaxlike demo --help`)")
 
 
 def run(argv: list[str]) -> int:

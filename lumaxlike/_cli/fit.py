@@ -65,7 +65,9 @@ def _prior(text: str) -> tuple[str, tuple[float, float]]:
     except ValueError:
         pair = None
     if not name.strip() or pair is None or not pair[1] > 0.0:
-        raise argparse.ArgumentTypeError(f"expected NAME=MEAN:SIGMA with SIGMA > 0 (e.g. b=0.3:0.1), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=MEAN:SIGMA with SIGMA > 0 (e.g. b=0.3:0.1), got {text!r}"
+        )
     return name.strip(), pair
 
 
@@ -205,8 +207,7 @@ def run(args) -> int:
             "parameter, or the fixed value), shared by every band"
         )
     limits = {
-        angle: getattr(args, f"{angle}_range")
-        for angle in ("incidence", "emission", "phase")
+        angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
     }
     quiet_cluster_logs(args)
     summary = fit_file(

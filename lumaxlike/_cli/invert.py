@@ -65,16 +65,13 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    invert.add_argument(
-        "cube", type=Path, metavar="CUBE", help="reflectance cube file (required)"
-    )
+    invert.add_argument("cube", type=Path, metavar="CUBE", help="reflectance cube file (required)")
     invert.add_argument(
         "--out",
         type=Path,
         required=True,
         metavar="OUT",
-        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, "
-        ".zarr zarr (required)",
+        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, .zarr zarr (required)",
     )
     invert.add_argument(
         "--params-from",
@@ -143,8 +140,7 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         "--max-iter",
         type=positive_int,
         metavar="N",
-        help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER}"
-        f"{recorded})",
+        help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER}{recorded})",
     )
     invert.add_argument(
         "--sigma",

@@ -104,9 +104,7 @@ def resolve_settings(args, record) -> dict:
             value = getattr(record, attribute)
         settings[dest(flag)] = value
     geometry = settings["geometry"]
-    if isinstance(
-        geometry, tuple
-    ):  # recorded as (role, path) pairs: usable when all are files
+    if isinstance(geometry, tuple):  # recorded as (role, path) pairs: usable when all are files
         if not all(path is not None for _, path in geometry):
             raise ValueError(
                 f"--params-from {args.params_from} records a geometry given as "
@@ -117,9 +115,7 @@ def resolve_settings(args, record) -> dict:
         if settings[dest(flag)] is None and not (
             flag == "--geometry" and is_normalised(getattr(args, "cube", None))
         ):  # a normalised product (M3 L2) is inverted at its standard geometry
-            raise ValueError(
-                f"{flag} is required (or --params-from an output that records it)"
-            )
+            raise ValueError(f"{flag} is required (or --params-from an output that records it)")
     settings["solver"] = settings["solver"] or DEFAULT_SOLVER
     settings["surface"] = settings["surface"] or "auto"
     return settings
@@ -131,9 +127,7 @@ def _params_key(params) -> tuple:
 
     if not isinstance(params, HapkeParams):
         return (params,)
-    legendre = (
-        None if params.legendre is None else tuple(float(v) for v in params.legendre)
-    )
+    legendre = None if params.legendre is None else tuple(float(v) for v in params.legendre)
     fields = (float(getattr(params, name)) for _, name, _, _ in HAPKE_OPTIONS)
     return (*fields, legendre, params.model_key)
 
@@ -184,9 +178,7 @@ def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
     cube = args.cube if cube is None else cube
     kind = _photometric_kind(args, record)
     recorded = None if record is None else list(record.params)
-    photometric_record = recorded is not None and isinstance(
-        recorded[0], PhotometricFunction
-    )
+    photometric_record = recorded is not None and isinstance(recorded[0], PhotometricFunction)
     if kind is None:
         given = _given(args, [flag for flag, _, _ in PHOTOMETRIC_OPTIONS])
         if given:
@@ -203,9 +195,7 @@ def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
                 HapkeParams(**{"b": 0.0, "c": 0.0, name: value})
             except ValueError:
                 shown = math.degrees(value) if name == "roughness" else value
-                raise ValueError(
-                    f"{flag} {shown:g} is outside its valid range ({text})"
-                ) from None
+                raise ValueError(f"{flag} {shown:g} is outside its valid range ({text})") from None
 
         configuration = {}
         for flag, field, _ in MODEL_OPTIONS:  # the same for every band
@@ -222,9 +212,7 @@ def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
         hapke_flags += [flag for flag, _, _ in MODEL_OPTIONS if flag != "--model"]
         given = _given(args, hapke_flags)
         if given:
-            raise ValueError(
-                f"{given[0]} is a Hapke option; --model {kind} does not use it"
-            )
+            raise ValueError(f"{given[0]} is a Hapke option; --model {kind} does not use it")
         base = recorded if photometric_record and recorded[0].kind == kind else None
         # no defaults: a kind refuses the fields it does not use
         options = [(flag, name, None, text) for flag, name, text in PHOTOMETRIC_OPTIONS]
@@ -234,9 +222,7 @@ def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
                 PhotometricFunction(kind, **{name: value})
             except ValueError as error:
                 reason = (
-                    "is outside its valid range"
-                    if value < 0
-                    else f"is not used by --model {kind}"
+                    "is outside its valid range" if value < 0 else f"is not used by --model {kind}"
                 )
                 raise ValueError(f"{flag} {value:g} {reason} ({text})") from error
 
@@ -266,16 +252,10 @@ def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
             )
         if name == "roughness":
             values = [math.radians(v) for v in values]
-        for (
-            value
-        ) in values:  # checked one field at a time, so the message names the flag
+        for value in values:  # checked one field at a time, so the message names the flag
             check(flag, name, value, text)
         per_field[name] = values if len(values) == bands else values * bands
-    legendre = (
-        [getattr(p, "legendre", None) for p in base]
-        if base is not None
-        else [None] * bands
-    )
+    legendre = [getattr(p, "legendre", None) for p in base] if base is not None else [None] * bands
     shared: dict[tuple, object] = {}
     params = []
     for band in range(bands):

@@ -42,9 +42,7 @@ PARAM_MAP_NAMES = {flag[2:]: field for flag, field, _, _ in HAPKE_OPTIONS}
 def _angle_triple(text: str) -> tuple[float, float, float]:
     values = number_list(text)
     if len(values) != 3:
-        raise argparse.ArgumentTypeError(
-            f"expected three angles I,E,G in degrees, got {text!r}"
-        )
+        raise argparse.ArgumentTypeError(f"expected three angles I,E,G in degrees, got {text!r}")
     return tuple(values)
 
 
@@ -54,8 +52,7 @@ def _param_map(text: str) -> tuple[str, Path]:
         raise argparse.ArgumentTypeError(f"expected NAME=RASTER, got {text!r}")
     if name not in PARAM_MAP_NAMES:
         raise argparse.ArgumentTypeError(
-            f"unknown parameter {name!r} in {text!r}; one of "
-            f"{', '.join(PARAM_MAP_NAMES)}"
+            f"unknown parameter {name!r} in {text!r}; one of {', '.join(PARAM_MAP_NAMES)}"
         )
     return name, Path(path)
 
@@ -70,9 +67,7 @@ def add_parser(commands, invert, formatter) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    for (
-        action
-    ) in invert._actions:  # the same Action objects, as argparse's parents= shares them
+    for action in invert._actions:  # the same Action objects, as argparse's parents= shares them
         if not isinstance(action, argparse._HelpAction):
             normalize._add_action(action)
     normalize.add_argument(
@@ -159,13 +154,17 @@ def _recorded_maps(args, record) -> dict:
         if getattr(args, dest(flags[field]), None) is not None:
             continue  # a value given on this command line replaces the recorded map
         if path is None:
-            raise ValueError(f"--params-from {args.params_from} records a {field} map given as an "
-                             f"array; give it again (--param-map {flags[field][2:]}=RASTER)")
+            raise ValueError(
+                f"--params-from {args.params_from} records a {field} map given as an "
+                f"array; give it again (--param-map {flags[field][2:]}=RASTER)"
+            )
         maps[field] = Path(path)
     fitted = fitted_maps(args, record)
     if "roughness" in fitted:  # a fit's map is in radians, --param-map roughness-deg in degrees
-        raise ValueError(f"--params-from {args.params_from} is a fit's output with a fitted "
-                         f"roughness map in radians ({fitted['roughness']}); normalize reads "
-                         "roughness maps in degrees: convert it and give --param-map "
-                         "roughness-deg=RASTER")
+        raise ValueError(
+            f"--params-from {args.params_from} is a fit's output with a fitted "
+            f"roughness map in radians ({fitted['roughness']}); normalize reads "
+            "roughness maps in degrees: convert it and give --param-map "
+            "roughness-deg=RASTER"
+        )
     return {**maps, **{field: Path(path) for field, path in fitted.items()}}

@@ -176,9 +176,7 @@ def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive integer, got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
@@ -189,9 +187,7 @@ def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive number, got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
@@ -245,9 +241,7 @@ def add_parallel_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_run_options(
-    parser: argparse.ArgumentParser, *, chunk_help: str, parallel: bool
-) -> None:
+def add_run_options(parser: argparse.ArgumentParser, *, chunk_help: str, parallel: bool) -> None:
     """``--chunk`` (``chunk_help``), the parallel options when ``parallel``, ``--overwrite``,
     ``--progress`` and ``--resume``: how a file command streams its blocks."""
     parser.add_argument("--chunk", type=positive_int, metavar="ROWS", help=chunk_help)
@@ -341,8 +335,7 @@ def add_hapke_model_options(parser: argparse.ArgumentParser) -> None:
             flag,
             type=number_list,
             metavar="VALUE",
-            help=f"{text}; fixed value, or the start of a fitted parameter "
-            f"(default {default:g})",
+            help=f"{text}; fixed value, or the start of a fitted parameter (default {default:g})",
         )
 
 

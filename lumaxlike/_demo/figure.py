@@ -64,7 +64,10 @@ def plot_demo_figure(
     extent_m = (0.0, size * scene.config.pixel_size_m, 0.0, size * scene.config.pixel_size_m)
     wavelength = scene.wavelength_nm[band]
     row, col = pixel
-    marker_xy = ((col + 0.5) * scene.config.pixel_size_m, (size - row - 0.5) * scene.config.pixel_size_m)
+    marker_xy = (
+        (col + 0.5) * scene.config.pixel_size_m,
+        (size - row - 0.5) * scene.config.pixel_size_m,
+    )
 
     fig = Figure(figsize=(16.0, 9.5), layout="constrained")
     axes = fig.subplots(2, 3)
@@ -78,23 +81,50 @@ def plot_demo_figure(
         return fig.colorbar(mappable, ax=ax, label=colorbar_label)
 
     w_range = {"vmin": float(scene.w[..., band].min()), "vmax": float(scene.w[..., band].max())}
-    show_map(axes[0, 0], scene.w[..., band], f"true w at {wavelength:.0f} nm", "w [-]",
-             cmap="viridis", **w_range)
-    show_map(axes[0, 1], first.w[..., band], f"recovered w at {wavelength:.0f} nm ({first.solver})",
-             "w [-]", cmap="viridis", **w_range)
+    show_map(
+        axes[0, 0],
+        scene.w[..., band],
+        f"true w at {wavelength:.0f} nm",
+        "w [-]",
+        cmap="viridis",
+        **w_range,
+    )
+    show_map(
+        axes[0, 1],
+        first.w[..., band],
+        f"recovered w at {wavelength:.0f} nm ({first.solver})",
+        "w [-]",
+        cmap="viridis",
+        **w_range,
+    )
     error = np.abs(first.w[..., band] - scene.w[..., band])
-    show_map(axes[0, 2], error, f"|recovered - true| w at {wavelength:.0f} nm ({first.solver})",
-             "|w error| [-]", cmap="magma", vmin=0.0)
+    show_map(
+        axes[0, 2],
+        error,
+        f"|recovered - true| w at {wavelength:.0f} nm ({first.solver})",
+        "|w error| [-]",
+        cmap="magma",
+        vmin=0.0,
+    )
 
     codes = sorted(status_names)
     unknown = set(np.unique(first.status).tolist()) - set(codes)
     if unknown:
         raise ValueError(f"status codes {sorted(unknown)} have no name in status_names")
-    status_cmap = ListedColormap([_STATUS_COLORS[k % len(_STATUS_COLORS)] for k in range(len(codes))])
+    status_cmap = ListedColormap(
+        [_STATUS_COLORS[k % len(_STATUS_COLORS)] for k in range(len(codes))]
+    )
     status_norm = BoundaryNorm(np.arange(len(codes) + 1) - 0.5, len(codes))
     status_index = np.searchsorted(codes, first.status[..., band])
-    colorbar = show_map(axes[1, 0], status_index, f"solver status at {wavelength:.0f} nm ({first.solver})",
-                        "", cmap=status_cmap, norm=status_norm, interpolation="nearest")
+    colorbar = show_map(
+        axes[1, 0],
+        status_index,
+        f"solver status at {wavelength:.0f} nm ({first.solver})",
+        "",
+        cmap=status_cmap,
+        norm=status_norm,
+        interpolation="nearest",
+    )
     colorbar.set_ticks(np.arange(len(codes)), labels=[status_names[code] for code in codes])
 
     show_map(axes[1, 1], scene.dtm, "terrain (DTM)", "height [m]", cmap="terrain")
@@ -102,23 +132,41 @@ def plot_demo_figure(
     ax = axes[1, 2]
     ax.plot(scene.wavelength_nm, scene.w[row, col], color="black", linewidth=2.5, label="true")
     for maps, style in zip(recovered, ("o", "x", "s", "^")):
-        ax.plot(scene.wavelength_nm, maps.w[row, col], linestyle="none", marker=style,
-                markerfacecolor="none", label=f"recovered ({maps.solver})")
+        ax.plot(
+            scene.wavelength_nm,
+            maps.w[row, col],
+            linestyle="none",
+            marker=style,
+            markerfacecolor="none",
+            label=f"recovered ({maps.solver})",
+        )
     ax.axvline(wavelength, color="grey", linestyle=":", linewidth=1)
     ax.set_title(f"spectrum at row {row}, column {col} (red +)")
     ax.set_xlabel("wavelength [nm]")
     ax.set_ylabel("single-scattering albedo w [-]")
     ax.legend()
 
-    fig.suptitle("lumaxlike demo: Hapke AMSA inversion of a synthetic scene "
-                 "mixed from USGS splib07 mineral spectra")
+    fig.suptitle(
+        "lumaxlike demo: Hapke AMSA inversion of a synthetic scene "
+        "mixed from USGS splib07 mineral spectra"
+    )
     path = Path(path)
     fig.savefig(path, dpi=90, format="png")
     return path
 
 
-_STATUS_COLORS = ("#2ca02c", "#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                  "#bcbd22", "#17becf", "#1f77b4")
+_STATUS_COLORS = (
+    "#2ca02c",
+    "#d62728",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#1f77b4",
+)
 
 
 def plot_abundance_figure(path, scene: Scene, fractions: np.ndarray, label: str) -> Path:
@@ -136,8 +184,10 @@ def plot_abundance_figure(path, scene: Scene, fractions: np.ndarray, label: str)
     """
     fractions = np.asarray(fractions)
     if fractions.shape != scene.abundance.shape:
-        raise ValueError(f"fractions must have the shape of scene.abundance {scene.abundance.shape}, "
-                         f"got {fractions.shape}")
+        raise ValueError(
+            f"fractions must have the shape of scene.abundance {scene.abundance.shape}, "
+            f"got {fractions.shape}"
+        )
     size = scene.config.size * scene.config.pixel_size_m
     minerals = len(scene.mineral_names)
     fig = Figure(figsize=(3.4 * minerals, 9.0), layout="constrained")
@@ -151,13 +201,18 @@ def plot_abundance_figure(path, scene: Scene, fractions: np.ndarray, label: str)
             (error[..., j], f"|recovered - true| {name}", "magma", top),
         )):  # fmt: skip
             ax = axes[row, j]
-            mappable = ax.imshow(image, extent=(0.0, size, 0.0, size), origin="upper", cmap=cmap, vmin=0.0,
-                                 vmax=vmax)
+            mappable = ax.imshow(
+                image, extent=(0.0, size, 0.0, size), origin="upper", cmap=cmap, vmin=0.0, vmax=vmax
+            )
             ax.set_title(title)
             ax.set_xticks([])
             ax.set_yticks([])
-            fig.colorbar(mappable, ax=ax, label="mass fraction [-]" if row < 2 else "error [-]", shrink=0.8)
-    fig.suptitle(f"lumaxlike demo: mineral mass fractions of the intimate mixture, true vs recovered ({label})")
+            fig.colorbar(
+                mappable, ax=ax, label="mass fraction [-]" if row < 2 else "error [-]", shrink=0.8
+            )
+    fig.suptitle(
+        f"lumaxlike demo: mineral mass fractions of the intimate mixture, true vs recovered ({label})"
+    )
     path = Path(path)
     fig.savefig(path, dpi=70, format="png")
     return path

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .scene import Scene
 from .._model.forward import amsa
 from .._params import HapkeParams
+from .scene import Scene
 
 __all__ = ["DEMO_HAPKE", "demo_hapke_params", "hapke_cli_args", "simulate_reflectance"]
 
@@ -63,7 +63,14 @@ def simulate_reflectance(scene: Scene, noise: float = 0.0, backend: str = "jax")
     if not noise >= 0.0:
         raise ValueError(f"noise must be >= 0, got {noise!r}")
     r = np.asarray(
-        amsa(scene.w, scene.to_sun, scene.to_sensor, scene.normal, demo_hapke_params(), backend=backend),
+        amsa(
+            scene.w,
+            scene.to_sun,
+            scene.to_sensor,
+            scene.normal,
+            demo_hapke_params(),
+            backend=backend,
+        ),
         dtype=np.float64,
     )
     if not np.all(np.isfinite(r) & (r > 0)):

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .forward import demo_hapke_params
-from .scene import Scene
 from .._geometry import geometry_from_angles
 from .._model.forward import amsa
+from .forward import demo_hapke_params
+from .scene import Scene
 
 __all__ = ["LIBRARY_GEOMETRY_DEG", "write_mineral_library"]
 
@@ -32,7 +32,9 @@ def write_mineral_library(path, scene: Scene) -> Path:
     """
     incidence, emission, azimuth = np.radians(LIBRARY_GEOMETRY_DEG)
     geometry = geometry_from_angles(incidence, emission, azimuth)
-    r = np.asarray(amsa(scene.endmember_w, *geometry, demo_hapke_params(), backend="numba"), np.float64)
+    r = np.asarray(
+        amsa(scene.endmember_w, *geometry, demo_hapke_params(), backend="numba"), np.float64
+    )
     reff = np.pi * r / np.cos(incidence)
     lines = [
         "# lumaxlike demo: reflectance factor of the demo's minerals (true w spectra from USGS splib07,",
@@ -40,7 +42,9 @@ def write_mineral_library(path, scene: Scene) -> Path:
         f"{LIBRARY_GEOMETRY_DEG[1]:g} deg, azimuth {LIBRARY_GEOMETRY_DEG[2]:g} deg",
         "wavelength (nm)," + ",".join(scene.mineral_names),
     ]
-    wavelength_nm = np.concatenate([[scene.wavelength_nm[0] - 10.0], scene.wavelength_nm, [scene.wavelength_nm[-1] + 10.0]])
+    wavelength_nm = np.concatenate(
+        [[scene.wavelength_nm[0] - 10.0], scene.wavelength_nm, [scene.wavelength_nm[-1] + 10.0]]
+    )
     reff = np.concatenate([reff[:, :1], reff, reff[:, -1:]], axis=1)
     for band, wavelength in enumerate(wavelength_nm):
         lines.append(f"{float(wavelength)!r}," + ",".join(repr(float(v)) for v in reff[:, band]))

@@ -41,10 +41,16 @@ def scene_coords(scene: Scene) -> dict:
     transform = demo_transform(scene.config.pixel_size_m)
     index = np.arange(scene.config.size) + 0.5
     return {
-        "y": ("y", transform.f + transform.e * index,
-              {"standard_name": "projection_y_coordinate", "units": "m"}),
-        "x": ("x", transform.c + transform.a * index,
-              {"standard_name": "projection_x_coordinate", "units": "m"}),
+        "y": (
+            "y",
+            transform.f + transform.e * index,
+            {"standard_name": "projection_y_coordinate", "units": "m"},
+        ),
+        "x": (
+            "x",
+            transform.c + transform.a * index,
+            {"standard_name": "projection_x_coordinate", "units": "m"},
+        ),
     }
 
 
@@ -53,9 +59,14 @@ def _spectral(scene: Scene, values, name: str, attrs: dict):
 
     bands = len(scene.wavelength_nm)
     return xr.DataArray(
-        np.moveaxis(values, -1, 0), dims=("band", "y", "x"), name=name,
-        coords={**scene_coords(scene), "band": ("band", np.arange(1, bands + 1)),
-                "wavelength": ("band", scene.wavelength_nm, {"units": "nm"})},
+        np.moveaxis(values, -1, 0),
+        dims=("band", "y", "x"),
+        name=name,
+        coords={
+            **scene_coords(scene),
+            "band": ("band", np.arange(1, bands + 1)),
+            "wavelength": ("band", scene.wavelength_nm, {"units": "nm"}),
+        },
         attrs={**attrs, "crs": DEMO_CRS},
     )
 
@@ -75,21 +86,37 @@ def write_netcdf_inputs(workdir, scene: Scene, reflectance) -> NetcdfInputs:
 
     workdir = Path(workdir)
     cube = workdir / "reflectance.nc"
-    _spectral(scene, reflectance, "r",
-              {"long_name": "bidirectional reflectance", "units": "sr-1"}).to_netcdf(cube)
-    angles = (scene.to_sun_zenith_deg, scene.to_sun_azimuth_deg,
-              scene.to_sensor_zenith_deg, scene.to_sensor_azimuth_deg)
+    _spectral(
+        scene, reflectance, "r", {"long_name": "bidirectional reflectance", "units": "sr-1"}
+    ).to_netcdf(cube)
+    angles = (
+        scene.to_sun_zenith_deg,
+        scene.to_sun_azimuth_deg,
+        scene.to_sensor_zenith_deg,
+        scene.to_sensor_azimuth_deg,
+    )
     azimuth_note = {"comment": "azimuth clockwise from north"}
     obs_vars = {
-        name: (("y", "x"), values, {"units": "degrees", **(azimuth_note if "azimuth" in name else {})})
+        name: (
+            ("y", "x"),
+            values,
+            {"units": "degrees", **(azimuth_note if "azimuth" in name else {})},
+        )
         for name, values in zip(OBS_BANDS, angles)
     }
-    obs_vars["normal"] = (("y", "x", "component"), scene.normal,
-                          {"long_name": "outward surface normal from the DTM (east, north, up)",
-                           "units": "1"})
+    obs_vars["normal"] = (
+        ("y", "x", "component"),
+        scene.normal,
+        {"long_name": "outward surface normal from the DTM (east, north, up)", "units": "1"},
+    )
     obs = workdir / "obs.nc"
-    xr.Dataset(obs_vars, coords={**scene_coords(scene), "component": ["east", "north", "up"]},
-               attrs={"crs": DEMO_CRS}).to_netcdf(obs)
+    xr.Dataset(
+        obs_vars,
+        coords={**scene_coords(scene), "component": ["east", "north", "up"]},
+        attrs={"crs": DEMO_CRS},
+    ).to_netcdf(obs)
     w_true = workdir / "w_true.nc"
-    _spectral(scene, scene.w, "w", {"long_name": "single-scattering albedo", "units": "1"}).to_netcdf(w_true)
+    _spectral(
+        scene, scene.w, "w", {"long_name": "single-scattering albedo", "units": "1"}
+    ).to_netcdf(w_true)
     return NetcdfInputs(cube=cube, obs=obs, w_true=w_true)

@@ -73,7 +73,9 @@ def _write(path, bands, transform, driver, descriptions, tags=None, band_tags=No
     return Path(path)
 
 
-def write_spectral_cube(path, values, wavelength_nm, transform, quantity, units, driver="GTiff") -> Path:
+def write_spectral_cube(
+    path, values, wavelength_nm, transform, quantity, units, driver="GTiff"
+) -> Path:
     """Write a spectral cube (reflectance, albedo ...) with its band wavelengths.
 
     Wavelengths go into the ENVI metadata domain (``wavelength = {...}``,
@@ -174,13 +176,21 @@ def write_demo_inputs(workdir, scene: Scene, reflectance) -> DemoInputs:
             workdir / "reflectance.tif", reflectance, wavelength_nm, transform, **reflectance_tags
         ),
         cube_envi=write_spectral_cube(
-            workdir / "reflectance.img", reflectance, wavelength_nm, transform, **reflectance_tags,
+            workdir / "reflectance.img",
+            reflectance,
+            wavelength_nm,
+            transform,
+            **reflectance_tags,
             driver="ENVI",
         ),
         obs=write_obs(workdir / "obs.tif", scene, transform),
         dtm=write_dtm(workdir / "dtm.tif", scene.dtm, transform),
         w_true=write_spectral_cube(
-            workdir / "w_true.tif", scene.w, wavelength_nm, transform,
-            quantity="single-scattering albedo w", units="1",
+            workdir / "w_true.tif",
+            scene.w,
+            wavelength_nm,
+            transform,
+            quantity="single-scattering albedo w",
+            units="1",
         ),
     )

@@ -91,24 +91,51 @@ def _parser() -> argparse.ArgumentParser:
         prog="lumaxlike demo",
         description="Invert a synthetic hyperspectral scene built from USGS mineral spectra "
         "and compare the recovered single-scattering albedo with the truth.",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=DEMO_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=DEMO_EPILOG,
     )
-    parser.add_argument("--workdir", type=Path, default=Path("lumaxlike-demo"),
-                        help="directory for the rasters and the figure (default: ./lumaxlike-demo)")
-    parser.add_argument("--size", type=int, default=96,
-                        help="pixels per side of the square scene [pixels] (default: 96)")
-    parser.add_argument("--solver", choices=tuple(SOLVER_CHOICES), default="both",
-                        help="solver(s) to run: numba (CPU), jax (CPU or GPU) or both "
-                        "(default: both)")
-    parser.add_argument("--no-figure", action="store_true",
-                        help="do not draw the PNG figure (default: draw lumaxlike-demo/demo.png)")
-    parser.add_argument("--seed", type=int, default=SceneConfig.seed,
-                        help=f"seed of the scene and the noise (default: {SceneConfig.seed})")
-    parser.add_argument("--noise", type=float, default=0.0,
-                        help="relative standard deviation of Gaussian noise on the reflectance "
-                        "[-, fraction of the value] (default: 0, exact data)")
-    parser.add_argument("--input-format", choices=("gtiff", "envi"), default="gtiff",
-                        help="which copy of the reflectance cube to invert (default: gtiff)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("lumaxlike-demo"),
+        help="directory for the rasters and the figure (default: ./lumaxlike-demo)",
+    )
+    parser.add_argument(
+        "--size",
+        type=int,
+        default=96,
+        help="pixels per side of the square scene [pixels] (default: 96)",
+    )
+    parser.add_argument(
+        "--solver",
+        choices=tuple(SOLVER_CHOICES),
+        default="both",
+        help="solver(s) to run: numba (CPU), jax (CPU or GPU) or both (default: both)",
+    )
+    parser.add_argument(
+        "--no-figure",
+        action="store_true",
+        help="do not draw the PNG figure (default: draw lumaxlike-demo/demo.png)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=SceneConfig.seed,
+        help=f"seed of the scene and the noise (default: {SceneConfig.seed})",
+    )
+    parser.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        help="relative standard deviation of Gaussian noise on the reflectance "
+        "[-, fraction of the value] (default: 0, exact data)",
+    )
+    parser.add_argument(
+        "--input-format",
+        choices=("gtiff", "envi"),
+        default="gtiff",
+        help="which copy of the reflectance cube to invert (default: gtiff)",
+    )
     return parser
 
 
@@ -161,26 +188,53 @@ def run_demo(argv=None) -> int:
         f"({scene.wavelength_nm[0]:.0f}-{scene.wavelength_nm[-1]:.0f} nm), w an intimate mixture of "
         f"{', '.join(scene.mineral_names)} (USGS splib07); seed {args.seed}, noise {args.noise:g}"
     )
-    print(f"  inputs: {inputs.cube} (ENVI copy {inputs.cube_envi}), {inputs.obs}, {inputs.dtm}; "
-          f"truth {inputs.w_true}")
+    print(
+        f"  inputs: {inputs.cube} (ENVI copy {inputs.cube_envi}), {inputs.obs}, {inputs.dtm}; "
+        f"truth {inputs.w_true}"
+    )
     print(f"  netCDF copies for xarray: {netcdf.cube}, {netcdf.obs}; truth {netcdf.w_true}")
-    print(f"  Hapke parameters (every pixel and band): {describe_hapke()}; "
-          "the cube holds r [1/sr] (--units r)")
+    print(
+        f"  Hapke parameters (every pixel and band): {describe_hapke()}; "
+        "the cube holds r [1/sr] (--units r)"
+    )
 
     cube = inputs.cube if args.input_format == "gtiff" else inputs.cube_envi
     recovered = []
     for solver in SOLVER_CHOICES[args.solver]:
         out = workdir / f"w_{solver}.tif"
-        command = ["invert", str(cube), "--geometry", str(inputs.obs), "--dtm", str(inputs.dtm),
-                   "--solver", solver, "--out", str(out), "--units", "r", *hapke_cli_args(),
-                   "--overwrite", "--no-progress"]
+        command = [
+            "invert",
+            str(cube),
+            "--geometry",
+            str(inputs.obs),
+            "--dtm",
+            str(inputs.dtm),
+            "--solver",
+            solver,
+            "--out",
+            str(out),
+            "--units",
+            "r",
+            *hapke_cli_args(),
+            "--overwrite",
+            "--no-progress",
+        ]
         print(f"  running: {command_line(command)}")
         seconds = []
         for _ in range(2):  # the first run compiles; the second shows the warm throughput
             tic = time.perf_counter()
-            invert_file(cube, out, geometry=inputs.obs, dtm=inputs.dtm, params=demo_hapke_params(),
-                        solver=solver, units="r", overwrite=True, progress=False,
-                        command=command_line(command))
+            invert_file(
+                cube,
+                out,
+                geometry=inputs.obs,
+                dtm=inputs.dtm,
+                params=demo_hapke_params(),
+                solver=solver,
+                units="r",
+                overwrite=True,
+                progress=False,
+                command=command_line(command),
+            )
             seconds.append(time.perf_counter() - tic)
         maps = RecoveredMaps(solver, read_raster(out), read_raster(result_paths(out)["status"]))
         recovered.append(maps)
@@ -202,10 +256,18 @@ def run_demo(argv=None) -> int:
         error = np.where(first.status == Status.CONVERGED, np.abs(first.w - scene.w), -1.0)
         pixel = np.unravel_index(int(np.argmax(error.max(axis=-1))), (rows, cols))
         status_names = Status.legend()
-        figure = plot_demo_figure(workdir / "demo.png", scene, recovered, status_names, band,
-                                  (int(pixel[0]), int(pixel[1])))
+        figure = plot_demo_figure(
+            workdir / "demo.png",
+            scene,
+            recovered,
+            status_names,
+            band,
+            (int(pixel[0]), int(pixel[1])),
+        )
         print(f"  figure: {figure} (spectrum at the pixel of largest {first.solver} error)")
-        figure = plot_abundance_figure(workdir / "abundances.png", scene, unmixed, "unmix two_step, numba")
+        figure = plot_abundance_figure(
+            workdir / "abundances.png", scene, unmixed, "unmix two_step, numba"
+        )
         print(f"  figure: {figure} (true vs recovered mass fractions)")
     print(f"  done in {time.perf_counter() - start:.1f} s")
     return 0
@@ -231,23 +293,44 @@ def _unmix_demo(workdir, scene, inputs, cube, status_codes):
                "--grain-size", ",".join(f"{v:g}" for v in scene.grain_size_um),
                "--fwhm", "0.001", *hapke_cli_args(), "--route", "two_step", "--solver", "numba",
                "--out", str(out), "--overwrite", "--no-progress"]  # fmt: skip
-    print(f"  library: {library} (the minerals' reflectance factor at incidence {incidence:g} deg, "
-          f"emission {emission:g} deg, on the cube's band centres: --fwhm 0.001 takes each sample as is)")
+    print(
+        f"  library: {library} (the minerals' reflectance factor at incidence {incidence:g} deg, "
+        f"emission {emission:g} deg, on the cube's band centres: --fwhm 0.001 takes each sample as is)"
+    )
     print(f"  running: {command_line(command)}")
     tic = time.perf_counter()
     with CubeReader(cube) as reader:
         wavelengths = cube_wavelengths_um(reader.info)
     params = demo_hapke_params()
     endmembers = Endmembers.from_library(  # the values as the printed command gives them
-        read_spectral_library([library], units="reff", incidence=_as_printed(incidence),
-                              emission=_as_printed(emission), azimuth=0.0),
-        params, density=[_as_printed(v) for v in scene.density],
+        read_spectral_library(
+            [library],
+            units="reff",
+            incidence=_as_printed(incidence),
+            emission=_as_printed(emission),
+            azimuth=0.0,
+        ),
+        params,
+        density=[_as_printed(v) for v in scene.density],
         grain_size=[_as_printed(v) for v in scene.grain_size_um],
-        wavelengths=wavelengths, fwhm=0.001, solver="numba",
+        wavelengths=wavelengths,
+        fwhm=0.001,
+        solver="numba",
     )
-    unmix_file(cube, out, geometry=inputs.obs, dtm=inputs.dtm, endmembers=endmembers,
-               params=params, solver="numba", units="r", route="two_step", overwrite=True,
-               progress=False, command=command_line(command))
+    unmix_file(
+        cube,
+        out,
+        geometry=inputs.obs,
+        dtm=inputs.dtm,
+        endmembers=endmembers,
+        params=params,
+        solver="numba",
+        units="r",
+        route="two_step",
+        overwrite=True,
+        progress=False,
+        command=command_line(command),
+    )
     seconds = time.perf_counter() - tic
     fractions = read_raster(out)
     status = read_raster(result_paths(out, ("status",), "fractions")["status"])[..., 0]
@@ -256,9 +339,11 @@ def _unmix_demo(workdir, scene, inputs, cube, status_codes):
     worst = float(error.max()) if error.size else float("nan")
     median = float(np.median(error)) if error.size else float("nan")
     rows, cols = status.shape
-    print(f"  unmix: converged {100 * solved.mean():.2f} % of pixels; |mass fraction error| max {worst:.2e}, "
-          f"median {median:.2e}; {seconds:.2f} s (with compilation) = {rows * cols / seconds:,.0f} pixels/s "
-          f"-> {out}")
+    print(
+        f"  unmix: converged {100 * solved.mean():.2f} % of pixels; |mass fraction error| max {worst:.2e}, "
+        f"median {median:.2e}; {seconds:.2f} s (with compilation) = {rows * cols / seconds:,.0f} pixels/s "
+        f"-> {out}"
+    )
     return fractions
 
 

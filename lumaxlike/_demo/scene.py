@@ -15,9 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .spectra import MINERAL_DENSITY, MINERAL_GRAIN_SIZE_UM, albedo_from_diffusive_reflectance, load_mineral_spectra
 from .._geometry import direction_from_zenith_azimuth, normals_from_dtm
 from .._unmix.mixing import cross_section_fractions, cross_section_per_mass
+from .spectra import (
+    MINERAL_DENSITY,
+    MINERAL_GRAIN_SIZE_UM,
+    albedo_from_diffusive_reflectance,
+    load_mineral_spectra,
+)
 
 __all__ = ["SceneConfig", "Scene", "make_scene", "synthetic_dtm", "smooth_abundances"]
 
@@ -57,7 +62,9 @@ class SceneConfig:
         if self.size < 4:
             raise ValueError(f"size must be at least 4 pixels, got {self.size}")
         if not 0.0 <= self.max_slope_deg < 90.0 - self.sun_zenith_deg - 5.0:
-            raise ValueError("max_slope_deg must leave every facet lit (slope + sun zenith < 85 deg)")
+            raise ValueError(
+                "max_slope_deg must leave every facet lit (slope + sun zenith < 85 deg)"
+            )
 
 
 @dataclass(frozen=True)
@@ -124,8 +131,13 @@ class Scene:
         sizes, band centres [um]), for `lumaxlike.unmix`."""
         from .._unmix.endmembers import Endmembers
 
-        return Endmembers(names=self.mineral_names, albedo=self.endmember_w, density=self.density,
-                          grain_size=self.grain_size_um, wavelengths=self.wavelength_nm * 1e-3)
+        return Endmembers(
+            names=self.mineral_names,
+            albedo=self.endmember_w,
+            density=self.density,
+            grain_size=self.grain_size_um,
+            wavelengths=self.wavelength_nm * 1e-3,
+        )
 
     @property
     def normal(self) -> np.ndarray:
@@ -157,7 +169,9 @@ def make_scene(config: SceneConfig = SceneConfig()) -> Scene:
     sensor_zenith, sensor_azimuth = _pushbroom_view_angles(dtm, config)
     density = np.array([MINERAL_DENSITY[name] for name in spectra.names])
     grain_size = np.array([MINERAL_GRAIN_SIZE_UM[name] for name in spectra.names])
-    cross_section = cross_section_fractions(abundance, cross_section_per_mass(density, grain_size, 1.0))
+    cross_section = cross_section_fractions(
+        abundance, cross_section_per_mass(density, grain_size, 1.0)
+    )
     return Scene(
         config=config,
         wavelength_nm=spectra.wavelength_nm,

@@ -23,10 +23,22 @@ DEMO_SPECTRA_FILE = "usgs_splib07_demo_minerals.csv"
 
 #: Solid densities of the demo's minerals [g/cm^3] (typical handbook values: Anthony et
 #: al., Handbook of Mineralogy), for the intimate-mixing rule.
-MINERAL_DENSITY = {"calcite": 2.71, "siderite": 3.96, "chlorite": 2.65, "buddingtonite": 2.32, "antigorite": 2.6}
+MINERAL_DENSITY = {
+    "calcite": 2.71,
+    "siderite": 3.96,
+    "chlorite": 2.65,
+    "buddingtonite": 2.32,
+    "antigorite": 2.6,
+}
 
 #: Grain sizes of the demo's minerals [um] (a choice: a fine sand to silt regolith).
-MINERAL_GRAIN_SIZE_UM = {"calcite": 60.0, "siderite": 40.0, "chlorite": 80.0, "buddingtonite": 50.0, "antigorite": 70.0}
+MINERAL_GRAIN_SIZE_UM = {
+    "calcite": 60.0,
+    "siderite": 40.0,
+    "chlorite": 80.0,
+    "buddingtonite": 50.0,
+    "antigorite": 70.0,
+}
 
 #: Single-scattering albedos are clipped into ``[W_MARGIN, 1 - W_MARGIN]``.
 W_MARGIN = 1e-4
@@ -63,7 +75,9 @@ def load_mineral_spectra() -> MineralSpectra:
     ]
     header, *rows = list(csv.reader(lines))
     if header[0] != "wavelength_nm":
-        raise ValueError(f"{DEMO_SPECTRA_FILE}: first column must be wavelength_nm, got {header[0]!r}")
+        raise ValueError(
+            f"{DEMO_SPECTRA_FILE}: first column must be wavelength_nm, got {header[0]!r}"
+        )
     table = np.array(rows, dtype=np.float64)
     wavelength_nm = table[:, 0]
     reflectance = table[:, 1:].T.copy()

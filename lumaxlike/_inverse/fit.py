@@ -37,8 +37,8 @@ from .invert import (
 )
 from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
-from .reachability import mark_unreachable
 from .observation_masks import check_observation_limits, within_limits
+from .reachability import mark_unreachable
 from .result import FitResult
 from .status import Status
 
@@ -85,14 +85,18 @@ def check_free(free, params: HapkeParams) -> tuple[str, ...]:
     for name in free:
         check_choice("free", name, PARAMETER_NAMES)
     if "w" not in free:
-        raise ValueError(f"free must include 'w' (HapkeParams holds no albedo to fix it at), got {free!r}")
+        raise ValueError(
+            f"free must include 'w' (HapkeParams holds no albedo to fix it at), got {free!r}"
+        )
     if params.legendre is not None:
         raise ValueError(
             "fit needs a closed-form phase function: params.legendre must be "
             "None (invert takes Legendre coefficients)"
         )
     # a phase-function parameter the chosen phase function does not use: zero derivative
-    used, unused = (("b, c", ("asymmetry",)) if params.phase_function == "dhg" else ("asymmetry", ("b", "c")))
+    used, unused = (
+        ("b, c", ("asymmetry",)) if params.phase_function == "dhg" else ("asymmetry", ("b", "c"))
+    )
     for name in free:
         if name in unused:
             raise ValueError(
@@ -234,8 +238,10 @@ def fit(
         )  # fmt: skip
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction):  # linear in its albedo: nothing to fit
-        raise ValueError("fit takes a lumaxlike.HapkeParams; a PhotometricFunction is linear in its "
-                         "albedo, which lumaxlike.invert recovers in closed form: use invert")
+        raise ValueError(
+            "fit takes a lumaxlike.HapkeParams; a PhotometricFunction is linear in its "
+            "albedo, which lumaxlike.invert recovers in closed form: use invert"
+        )
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     free = check_free(free, params)
@@ -249,7 +255,9 @@ def fit(
         raise ValueError(f"refl must have shape pixels + (bands, observations), got {refl.shape}")
     pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
     if n_obs == 0:
-        raise ValueError(f"refl has no observations (its last axis has length 0, shape {refl.shape})")
+        raise ValueError(
+            f"refl has no observations (its last axis has length 0, shape {refl.shape})"
+        )
     for name, array in geometry.items():
         if array.shape not in ((n_obs, 3), pixel_shape + (n_obs, 3)):
             raise ValueError(
@@ -265,7 +273,11 @@ def fit(
     n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
     n_free = len(free)
     limits = check_observation_limits(observation_limits)
-    min_obs = n_free + 1 if min_observations is None else check_positive_int("min_observations", min_observations)
+    min_obs = (
+        n_free + 1
+        if min_observations is None
+        else check_positive_int("min_observations", min_observations)
+    )
     if min_obs > n_obs:
         raise ValueError(
             f"min_observations = {min_obs}{' (free parameters + 1)' if min_observations is None else ''} "
@@ -280,7 +292,10 @@ def fit(
         band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
 
     flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
-    flat_geometry = [np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry.values()]
+    flat_geometry = [
+        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3)
+        for g in geometry.values()
+    ]
     given_start = _given_starts(start, free, params, pixel_shape, n_bands, lower, upper)
     # all of PARAMETER_NAMES; w's entry is a placeholder (w is always free)
     fixed = np.array([0.5] + [float(v) for v in params.scalars()])
@@ -296,16 +311,32 @@ def fit(
     key = params.model_key
     for first in range(0, n_pixels, chunk):
         last = min(first + chunk, n_pixels)
-        pieces, any_finite = _masked(flat_refl[first:last], [g[first:last] for g in flat_geometry], limits)
+        pieces, any_finite = _masked(
+            flat_refl[first:last], [g[first:last] for g in flat_geometry], limits
+        )
         n_valid = np.sum(np.isfinite(pieces[0]), axis=-1)
         if solver == "jax":  # one chunk shape: each JAX program compiles once
             pieces = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
-        piece_start = _chunk_start(given_start, first, last, free, params, pieces, solver, lower, upper)
+        piece_start = _chunk_start(
+            given_start, first, last, free, params, pieces, solver, lower, upper
+        )
         if solver == "numba":
-            solved = _solve_chunk_numba(pieces, piece_start, fixed, free_index, lower, upper, min_obs, max_iter, tol, key)
+            solved = _solve_chunk_numba(
+                pieces, piece_start, fixed, free_index, lower, upper, min_obs, max_iter, tol, key
+            )
         else:
             solved = _solve_chunk_jax(
-                pieces, piece_start, dtype, fixed, free_index, lower, upper, min_obs, max_iter, tol, key
+                pieces,
+                piece_start,
+                dtype,
+                fixed,
+                free_index,
+                lower,
+                upper,
+                min_obs,
+                max_iter,
+                tol,
+                key,
             )
         n = last - first
         chunk_status = solved["status"][:n].copy()
@@ -359,7 +390,10 @@ def _masked(refl, geometry, limits):
     if not use.all():
         refl = np.where(use[:, None, :], refl, np.nan)
     if not geometry_finite.all():
-        geometry = [np.where(geometry_finite[..., None], g, _PLACEHOLDER_VECTOR.astype(g.dtype)) for g in geometry]
+        geometry = [
+            np.where(geometry_finite[..., None], g, _PLACEHOLDER_VECTOR.astype(g.dtype))
+            for g in geometry
+        ]
     return [refl, *geometry], any_finite
 
 
@@ -384,8 +418,14 @@ def _given_starts(start, free, params, pixel_shape, n_bands, lower, upper) -> di
             raise ValueError(f"start[{name!r}] must lie within its bounds [{lower[j]}, {upper[j]}]")
         checked[name] = value
     for j, name in enumerate(free):
-        if name not in checked and name != "w" and not lower[j] <= float(getattr(params, name)) <= upper[j]:
-            raise ValueError(f"params.{name} = {getattr(params, name)} lies outside its bounds [{lower[j]}, {upper[j]}]")
+        if (
+            name not in checked
+            and name != "w"
+            and not lower[j] <= float(getattr(params, name)) <= upper[j]
+        ):
+            raise ValueError(
+                f"params.{name} = {getattr(params, name)} lies outside its bounds [{lower[j]}, {upper[j]}]"
+            )
     return checked
 
 
@@ -428,11 +468,24 @@ def _solve_chunk_numba(pieces, start, fixed, free_index, lower, upper, min_obs, 
     functions = model_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key)
     rows = hoisted_rows(functions, geometry_rows, fixed)  # once per observation
     return solve_numba(
-        functions, rows, valid, refl, start, fixed, np.array(free_index), lower, upper, min_obs, max_iter, tol
+        functions,
+        rows,
+        valid,
+        refl,
+        start,
+        fixed,
+        np.array(free_index),
+        lower,
+        upper,
+        min_obs,
+        max_iter,
+        tol,
     )
 
 
-def _solve_chunk_jax(pieces, start, dtype, fixed, free_index, lower, upper, min_obs, max_iter, tol, key):
+def _solve_chunk_jax(
+    pieces, start, dtype, fixed, free_index, lower, upper, min_obs, max_iter, tol, key
+):
     """One chunk (already padded to the chunk shape) through the JAX solver."""
     refl, to_sun, to_sensor, normal = pieces
     with precision_scope(np.empty(0, dtype)):

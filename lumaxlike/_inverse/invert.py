@@ -151,11 +151,15 @@ def invert(
     if w0 is not None:
         w0 = as_float_array("w0", w0)
         if not np.all((w0 > 0.0) & (w0 < 1.0)):
-            raise ValueError(f"w0 must lie strictly inside (0, 1), got values in [{np.nanmin(w0)}, {np.nanmax(w0)}]")
+            raise ValueError(
+                f"w0 must lie strictly inside (0, 1), got values in [{np.nanmin(w0)}, {np.nanmax(w0)}]"
+            )
         try:
             flat_w0 = np.broadcast_to(w0, refl.shape).reshape(n_pixels, n_bands)
         except ValueError:
-            raise ValueError(f"w0 has shape {w0.shape}, which does not broadcast to refl's {refl.shape}") from None
+            raise ValueError(
+                f"w0 has shape {w0.shape}, which does not broadcast to refl's {refl.shape}"
+            ) from None
     band_sigma = check_band_sigma(refl_sigma, n_bands)
 
     outputs = {
@@ -177,7 +181,9 @@ def invert(
         return start, stop, pieces, None if flat_w0 is None else flat_w0[start:stop]
 
     def targets_of(start, stop):
-        return {name: outputs[name][start:stop] for name in ("w", "status", "iterations", "residual")}
+        return {
+            name: outputs[name][start:stop] for name in ("w", "status", "iterations", "residual")
+        }
 
     def store(start, stop, solved, targets):
         for name, target in targets.items():
@@ -191,7 +197,9 @@ def invert(
             start, stop, pieces, _ = pieces_of(start)
             targets = targets_of(start, stop)
             targets.pop("iterations")[...] = 0
-            store(start, stop, _solve_chunk_photometric(pieces, chunk, dtype, params, solver), targets)
+            store(
+                start, stop, _solve_chunk_photometric(pieces, chunk, dtype, params, solver), targets
+            )
     elif solver == "numba":
         # the slope and the solver's work array: one chunk's, reused by every chunk
         slope, scratch = np.empty((chunk, n_bands)), np.empty((chunk, 2, n_bands))
@@ -205,7 +213,11 @@ def invert(
 
         def launch(start):
             start, stop, pieces, piece_w0 = pieces_of(start)
-            return start, stop, _launch_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds)
+            return (
+                start,
+                stop,
+                _launch_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds),
+            )
 
         def collect(launched):
             start, stop, solved = launched
@@ -221,8 +233,6 @@ def invert(
         residual=outputs["residual"].reshape(out_shape),
         sigma=outputs["sigma"].reshape(out_shape),
     )
-
-
 
 
 def _solve_chunk_photometric(pieces, chunk, dtype, params, solver):

@@ -59,10 +59,14 @@ _lm = retarget_to_jax(lm_rules)
 TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rules_for(key: ModelKey):
     """`albedo_rules` over jax.numpy for model configuration `key`."""
-    return retarget_to_jax(albedo_rules, reflectance_and_slope=jax_equations_for(key).reflectance_and_slope, **vars(_lm))
+    return retarget_to_jax(
+        albedo_rules,
+        reflectance_and_slope=jax_equations_for(key).reflectance_and_slope,
+        **vars(_lm),
+    )
 
 
 class _LMState(eqx.Module):
@@ -199,12 +203,18 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         )
 
     def step(self, fn, y, args, options, state, tags):
-        lower, upper = (jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper))
-        step, solvable = _solve_damped(state.jtj, state.jtf, state.damping, _lm.pinned(y, lower, upper, state.jtf))
+        lower, upper = (
+            jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper)
+        )
+        step, solvable = _solve_damped(
+            state.jtj, state.jtf, state.damping, _lm.pinned(y, lower, upper, state.jtf)
+        )
         trial = jnp.clip(y + step, lower, upper)
         residual_trial, jtj_trial, jtf_trial = _normal_equations(fn, trial, args, self.jacobian)
         held_at_trial = _lm.pinned(trial, lower, upper, jtf_trial)
-        newton, newton_solvable = _solve_damped(jtj_trial, jtf_trial, jnp.zeros_like(state.damping), held_at_trial)
+        newton, newton_solvable = _solve_damped(
+            jtj_trial, jtf_trial, jnp.zeros_like(state.damping), held_at_trial
+        )
         newton_size = jnp.where(newton_solvable, jnp.max(jnp.abs(newton), axis=-1), jnp.inf)
         projected = trial - y
         step_size = jnp.max(jnp.abs(projected), axis=-1)
@@ -216,7 +226,9 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         cost_trial = _sum_last(residual_trial * residual_trial)
         accept = _lm.accepted(cost, cost_trial) & solvable
         converged = _lm.converged(step_size, newton_size, accept, self.tol) & solvable
-        damping, growth = _lm.next_damping(accept, _lm.gain_ratio(cost, cost_trial, predicted), state.damping, state.growth)
+        damping, growth = _lm.next_damping(
+            accept, _lm.gain_ratio(cost, cost_trial, predicted), state.damping, state.growth
+        )
         keep = state.converged | ~accept  # problems whose point does not move
         new_state = _LMState(
             residual=jnp.where(keep[..., None], state.residual, residual_trial),
@@ -274,7 +286,15 @@ def _solve_albedo_lm(rules, evaluate, w, active, tol, lower, upper, max_iter):
         trial = rules.propose(state.w, state.residual, state.slope, state.damping, lower, upper)
         residual_trial, slope_trial = evaluate(trial)
         w, residual, slope, damping, growth, converged = rules.update(
-            state.w, state.residual, state.slope, state.damping, state.growth, trial, residual_trial, slope_trial, tol
+            state.w,
+            state.residual,
+            state.slope,
+            state.damping,
+            state.growth,
+            trial,
+            residual_trial,
+            slope_trial,
+            tol,
         )
         done = state.converged
         return _AlbedoState(
@@ -315,7 +335,9 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
         jnp.isfinite(to_sun) & jnp.isfinite(to_sensor) & jnp.isfinite(normal), axis=-1
     )
     per_band = partial(jax.vmap, in_axes=(0, None, None, None))
-    status = jax.vmap(per_band(rules.problem_status))(refl, geometry_finite, terms.scale, table[albedo_rules.N_TABLE - 1])
+    status = jax.vmap(per_band(rules.problem_status))(
+        refl, geometry_finite, terms.scale, table[albedo_rules.N_TABLE - 1]
+    )
     active = status == albedo_rules.SOLVING
     if w_start is None:
         w_start = jax.vmap(per_band(rules.starting_albedo), in_axes=(0, 0, None, None))(
@@ -339,10 +361,16 @@ def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter,
     nan = jnp.nan
     return {
         "w": jnp.where(active, state.w, nan),
-        "status": jnp.where(active, jnp.where(state.converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER), status).astype(jnp.int8),
+        "status": jnp.where(
+            active,
+            jnp.where(state.converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER),
+            status,
+        ).astype(jnp.int8),
         "iterations": jnp.where(active, state.iterations, 0),
         "residual": jnp.where(active, state.residual, nan),
-        "slope": jnp.where(active, jnp.sqrt(state.slope * state.slope), nan),  # dr/dw > 0, as sqrt(J^T J)
+        "slope": jnp.where(
+            active, jnp.sqrt(state.slope * state.slope), nan
+        ),  # dr/dw > 0, as sqrt(J^T J)
     }
 
 
@@ -366,8 +394,13 @@ def _fit_residuals_and_columns(y, args, free_index, key):
     for _ in range(y.ndim - 1):
         step = jax.vmap(step)
         lane = jax.vmap(lane)
-    by_position = sorted(range(len(free_index)), key=lambda j: free_index[j])  # the program's input order
-    step_values = [v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v for v in step(*(y[..., j] for j in by_position))]
+    by_position = sorted(
+        range(len(free_index)), key=lambda j: free_index[j]
+    )  # the program's input order
+    step_values = [
+        v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v
+        for v in step(*(y[..., j] for j in by_position))
+    ]
     r, *columns = lane(rows, step_values)
     residual = jnp.where(use, r - refl, 0.0) / unit
     return residual, [jnp.where(use, column, 0.0) / unit for column in columns]
@@ -387,7 +420,20 @@ def _fit_solver(tol, lower, upper, free_index, key):
 
 
 @partial(jax.jit, static_argnames=("free_index", "key"))
-def _fit_setup(refl, to_sun, to_sensor, normal, fixed, start, unit, free_index, lower, upper, min_observations, key):
+def _fit_setup(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    fixed,
+    start,
+    unit,
+    free_index,
+    lower,
+    upper,
+    min_observations,
+    key,
+):
     """A chunk's (pixels, bands) problems as (pixels x bands, 1) problems, every one with
     its pixel's observations, so that compacted batches are computed as the first one is:
     returns status, active, start, the solver's initial state and the inputs (rows,
@@ -397,7 +443,9 @@ def _fit_setup(refl, to_sun, to_sensor, normal, fixed, start, unit, free_index, 
     n_bands = refl.shape[1]
     program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, refl.dtype)
     equations = jax_equations_for(key)
-    geometry = jax.vmap(jax.vmap(equations.geometry_terms))(to_sun, to_sensor, normal)  # (pixels, observations)
+    geometry = jax.vmap(jax.vmap(equations.geometry_terms))(
+        to_sun, to_sensor, normal
+    )  # (pixels, observations)
     known = [fixed[k] for k in range(fixed.shape[0]) if k not in free_index]
     rows = jax.vmap(jax.vmap(lambda g: program.known(*known, *g)))(geometry)
     per_problem = partial(jax.tree_util.tree_map, lambda a: jnp.repeat(a, n_bands, axis=0)[:, None])
@@ -409,7 +457,9 @@ def _fit_setup(refl, to_sun, to_sensor, normal, fixed, start, unit, free_index, 
     status = jnp.where(
         invalid,
         albedo_rules.INVALID_GEOMETRY,
-        jnp.where(jnp.sum(use, axis=-1) < min_observations, TOO_FEW_OBSERVATIONS, albedo_rules.SOLVING),
+        jnp.where(
+            jnp.sum(use, axis=-1) < min_observations, TOO_FEW_OBSERVATIONS, albedo_rules.SOLVING
+        ),
     )
     active = status == albedo_rules.SOLVING
     inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
@@ -459,19 +509,25 @@ def _gather(batch, slots, padding):
 def _scatter(results, batch, origin):
     """results (flat (problems, ...) arrays: y, residual, jtj, converged, iterations) with
     problem `origin[slot]` set from each slot of batch (origin out of range: none)."""
-    return jax.tree_util.tree_map(lambda r, p: r.at[origin].set(p, mode="drop"), results, _results_of(batch))
+    return jax.tree_util.tree_map(
+        lambda r, p: r.at[origin].set(p, mode="drop"), results, _results_of(batch)
+    )
 
 
 def _results_of(batch):
     """The final state of a batch's problems, flat, as `_scatter` keeps it."""
     y, state, _ = batch
-    return tuple(_flat(a) for a in (y, state.residual, state.jtj, state.converged, state.iterations))
+    return tuple(
+        _flat(a) for a in (y, state.residual, state.jtj, state.converged, state.iterations)
+    )
 
 
 @jax.jit
 def _fit_outputs(status, active, results):
     """The dict `solve_fit_jax` returns, from the flat final results."""
-    value, residual, jtj, converged, iterations = (a.reshape(status.shape + a.shape[1:]) for a in results)
+    value, residual, jtj, converged, iterations = (
+        a.reshape(status.shape + a.shape[1:]) for a in results
+    )
     solved = jnp.where(converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)
     nan = jnp.nan
     return {
@@ -523,13 +579,26 @@ def solve_fit_jax(
     shape = refl.shape[:2]
     unit = jnp.ones((), refl.dtype)  # an argument, so a value XLA cannot fold
     status, active, start, state, inputs = _fit_setup(
-        refl, to_sun, to_sensor, normal, fixed, start, unit, free_index, lower, upper, min_observations, key
+        refl,
+        to_sun,
+        to_sensor,
+        normal,
+        fixed,
+        start,
+        unit,
+        free_index,
+        lower,
+        upper,
+        min_observations,
+        key,
     )
     bounds = (tol, lower, upper)
 
     def run_round(batch, steps):
         y, state, inputs = batch
-        y, state, ok, taken = _lm_round(y, inputs, state, unit, steps, *bounds, free_index=free_index, key=key)
+        y, state, ok, taken = _lm_round(
+            y, inputs, state, unit, steps, *bounds, free_index=free_index, key=key
+        )
         return (y, state, inputs), ok, taken
 
     def scatter(results, batch, origin):
@@ -541,7 +610,9 @@ def solve_fit_jax(
         (start, state, inputs),
         converged_of=lambda batch: batch[1].converged,
         run_round=run_round,
-        gather=lambda batch, slots, padding: _gather(batch, jnp.asarray(slots), jnp.asarray(padding)),
+        gather=lambda batch, slots, padding: _gather(
+            batch, jnp.asarray(slots), jnp.asarray(padding)
+        ),
         scatter=scatter,
         n_problems=status.size,
         max_steps=max_iter,

@@ -44,18 +44,14 @@ __all__ = ["fit_joint", "check_shared"]
 def check_shared(shared, free, argument: str = "shared") -> tuple[str, ...]:
     """`shared` (or `regional`) as a tuple of names among `free` (not w); ValueError naming it."""
     if isinstance(shared, str):
-        shared = (
-            tuple(s for s in shared.split(",") if s) if "," in shared else (shared,)
-        )
+        shared = tuple(s for s in shared.split(",") if s) if "," in shared else (shared,)
     shared = tuple(shared or ())
     if len(set(shared)) != len(shared):
         raise ValueError(f"{argument} must name each parameter once, got {shared!r}")
     for name in shared:
         check_choice(argument, name, PARAMETER_NAMES)
         if name == "w":
-            raise ValueError(
-                f"{argument} cannot name 'w': the albedo is fitted per band"
-            )
+            raise ValueError(f"{argument} cannot name 'w': the albedo is fitted per band")
         if name not in free:
             raise ValueError(
                 f"{argument} names {name!r}, which is not in free={free!r} (add it to free)"
@@ -71,9 +67,7 @@ def _checked_geometry(refl, to_sun, to_sensor, normal):
         "normal": as_float_array("normal", normal),
     }
     if refl.ndim < 2:
-        raise ValueError(
-            f"refl must have shape pixels + (bands, observations), got {refl.shape}"
-        )
+        raise ValueError(f"refl must have shape pixels + (bands, observations), got {refl.shape}")
     pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
     if n_obs == 0 or n_bands == 0:
         raise ValueError(f"refl has no observations or no bands (shape {refl.shape})")
@@ -97,18 +91,14 @@ def _checked_starts(start, free, shared, params, pixel_shape, n_bands, lower, up
         shape = pixel_shape if name in shared else pixel_shape + (n_bands,)
         value = as_float_array(f"start[{name!r}]", value)
         try:
-            value = np.broadcast_to(value, shape).reshape(
-                (n_pixels,) + shape[len(pixel_shape) :]
-            )
+            value = np.broadcast_to(value, shape).reshape((n_pixels,) + shape[len(pixel_shape) :])
         except ValueError:
             where = "pixels" if name in shared else "pixels + (bands,)"
             raise ValueError(
                 f"start[{name!r}] has shape {value.shape}, which does not broadcast to {where} = {shape}"
             ) from None
         if not np.all((value >= lower[j]) & (value <= upper[j])):
-            raise ValueError(
-                f"start[{name!r}] must lie within its bounds [{lower[j]}, {upper[j]}]"
-            )
+            raise ValueError(f"start[{name!r}] must lie within its bounds [{lower[j]}, {upper[j]}]")
         checked[name] = value
     for j, name in enumerate(free):
         if (
@@ -128,9 +118,7 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     """`fit` with `shared` or `regional` parameters and/or a `prior` (see `fit`)."""
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction) or not isinstance(params, HapkeParams):
-        raise ValueError(
-            f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}"
-        )
+        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     if solver == "numba" and params.h_function == "exact":
         raise ValueError(
             "fit(solver='numba') does not support params.h_function='exact'; use solver='jax'"
@@ -143,13 +131,9 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
             f"shared and regional must not both name {sorted(set(shared) & set(regional))}"
         )
     if (regions is None) != (not regional):
-        raise ValueError(
-            "regions (a label map) and regional (the names it applies to) go together"
-        )
+        raise ValueError("regions (a label map) and regional (the names it applies to) go together")
     band_free = tuple(name for name in free if name not in shared + regional)
-    free = (
-        band_free + shared + regional
-    )  # per-band parameters first: the solvers' order
+    free = band_free + shared + regional  # per-band parameters first: the solvers' order
     refl, geometry = _checked_geometry(refl, to_sun, to_sensor, normal)
     pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
@@ -186,17 +170,12 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     )
     per_pixel = bool(shared)  # one problem per pixel; else per pixel and band
     default_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
-    chunk = (
-        default_chunk
-        if chunk_size is None
-        else check_positive_int("chunk_size", chunk_size)
-    )
+    chunk = default_chunk if chunk_size is None else check_positive_int("chunk_size", chunk_size)
     chunk = min(chunk, max(n_pixels, 1))
 
     flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
     flat_geometry = [
-        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3)
-        for g in geometry
+        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry
     ]
     fixed = np.array([0.5] + [float(v) for v in params.scalars()])
     if regional:
@@ -246,7 +225,7 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
             empty = np.zeros((n * n_bands, 0))
 
             def one_band(a):
-                return a.reshape((n * n_bands, 1) + a.shape[2:])
+                return a.reshape((n * n_bands, 1) + a.shape[2:])  # noqa: B023 (called in this iteration)
 
             arrays = [one_band(refl_c), one_band(weight_c), one_band(start_b_c), empty,
                       one_band(mean_b), one_band(weight_b), empty, empty]  # fmt: skip
@@ -262,9 +241,7 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
         else:
             dof = valid_count - (problem_bands * p + s)
             with np.errstate(invalid="ignore", divide="ignore"):
-                variance = np.where(
-                    dof > 0, solved["cost"] / np.maximum(dof, 1), np.nan
-                )
+                variance = np.where(dof > 0, solved["cost"] / np.maximum(dof, 1), np.nan)
         is_solved = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
         cov_b, cov_s, cov_x, determined = arrow_covariance(
             solved["a_blocks"],
@@ -293,9 +270,7 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     )
 
 
-def _chunk_starts(
-    given, first, last, free, shared, params, pieces, solver, lower, upper
-):
+def _chunk_starts(given, first, last, free, shared, params, pieces, solver, lower, upper):
     """(pixels, bands, p) per-band and (pixels, s) shared starting values of a chunk."""
     refl = pieces[0]
     n, n_bands, _ = refl.shape
@@ -306,9 +281,7 @@ def _chunk_starts(
         elif name == "w":
             value = _albedo_start(refl, pieces[1:], params, solver, lower[j], upper[j])
         else:
-            value = np.full(
-                (n,) if name in shared else (n, n_bands), float(getattr(params, name))
-            )
+            value = np.full((n,) if name in shared else (n, n_bands), float(getattr(params, name)))
         (shared_columns if name in shared else band_columns).append(value)
     start_b = np.stack(band_columns, axis=-1)
     start_s = np.stack(shared_columns, axis=-1) if shared_columns else np.zeros((n, 0))
@@ -324,9 +297,7 @@ def _solve(solver, arrays, geometry, padded_problems, setup):
         functions = model_columns(setup["free"], setup["key"])
         rows = hoisted_rows(functions, geometry_rows, setup["fixed"])
         p = setup["n_band_free"]
-        index = np.array(
-            [PARAMETER_NAMES.index(name) for name in setup["free"]], np.int64
-        )
+        index = np.array([PARAMETER_NAMES.index(name) for name in setup["free"]], np.int64)
         return solve_joint_numba(
             functions, rows, valid, refl, weight, start_b, start_s, priors, setup["fixed"],
             index[:p], index[p:], setup["lower"], setup["upper"], setup["min_obs"],
@@ -339,8 +310,7 @@ def _solve(solver, arrays, geometry, padded_problems, setup):
         for i, a in enumerate([refl, *geometry])
     ]
     rest = [
-        pad_pixels(np.asarray(a), padded_problems, 0.0)
-        for a in (weight, start_b, start_s, *priors)
+        pad_pixels(np.asarray(a), padded_problems, 0.0) for a in (weight, start_b, start_s, *priors)
     ]
     with precision_scope(np.empty(0, dtype)):
         solved = solve_joint_jax(
@@ -359,9 +329,7 @@ def _solve(solver, arrays, geometry, padded_problems, setup):
         )
         solved = jax.device_get(solved)
     return {
-        name: np.array(
-            value[:n], np.float64 if value.dtype.kind == "f" else value.dtype
-        )
+        name: np.array(value[:n], np.float64 if value.dtype.kind == "f" else value.dtype)
         for name, value in solved.items()
     }
 
@@ -384,15 +352,9 @@ def _result(
     cov_x = out["cov_x"].reshape(pixel_shape + (n_bands,) + out["cov_x"].shape[-2:])
     cov_s = out["cov_s"].reshape(problem_shape + out["cov_s"].shape[-2:])
     for j, name in enumerate(band_free):
-        values[name] = (
-            out["values_b"][..., j].reshape(pixel_shape + (n_bands,)).astype(dtype)
-        )
+        values[name] = out["values_b"][..., j].reshape(pixel_shape + (n_bands,)).astype(dtype)
         variance = cov_b[..., j, j]
-        sigma = (
-            None
-            if name not in priors
-            else priors[name][1].reshape(pixel_shape + (n_bands,))
-        )
+        sigma = None if name not in priors else priors[name][1].reshape(pixel_shape + (n_bands,))
         dfs[name] = degrees_of_freedom(variance, sigma).astype(dtype)
     for q, name in enumerate(shared):
         values[name] = out["values_s"][:, q].reshape(pixel_shape).astype(dtype)

@@ -34,9 +34,7 @@ def _positive_definite(matrix):
         root = np.sqrt(np.where(pivot > 0.0, pivot, 1.0))
         factor[..., j, j] = root
         for i in range(j + 1, m):
-            value = matrix[..., i, j] - np.sum(
-                factor[..., i, :j] * factor[..., j, :j], axis=-1
-            )
+            value = matrix[..., i, j] - np.sum(factor[..., i, :j] * factor[..., j, :j], axis=-1)
             factor[..., i, j] = value / root
     return ok
 
@@ -59,11 +57,7 @@ def arrow_covariance(a_blocks, c_blocks, d_block, variance, solved):
     with np.errstate(invalid="ignore", divide="ignore"):
         scale_b = np.sqrt(np.diagonal(a_blocks, axis1=-2, axis2=-1))  # (n, bands, p)
         scale_s = np.sqrt(np.diagonal(d_block, axis1=-2, axis2=-1))  # (n, s)
-        usable = (
-            solved
-            & np.all(scale_b > 0.0, axis=(-2, -1))
-            & np.all(scale_s > 0.0, axis=-1)
-        )
+        usable = solved & np.all(scale_b > 0.0, axis=(-2, -1)) & np.all(scale_s > 0.0, axis=-1)
         usable &= np.all(np.isfinite(scale_b), axis=(-2, -1)) & np.all(
             np.isfinite(scale_s), axis=-1
         )
@@ -86,28 +80,16 @@ def arrow_covariance(a_blocks, c_blocks, d_block, variance, solved):
     schur_inverse = np.linalg.inv(schur) if s else schur
     cov_s = schur_inverse
     cov_x = -y_blocks @ schur_inverse[:, None]
-    cov_b = a_inverse + y_blocks @ schur_inverse[:, None] @ np.swapaxes(
-        y_blocks, -1, -2
-    )
+    cov_b = a_inverse + y_blocks @ schur_inverse[:, None] @ np.swapaxes(y_blocks, -1, -2)
     inflation = np.max(np.diagonal(cov_b, axis1=-2, axis2=-1), axis=(-2, -1))
     if s:
-        inflation = np.maximum(
-            inflation, np.max(np.diagonal(cov_s, axis1=-2, axis2=-1), axis=-1)
-        )
+        inflation = np.maximum(inflation, np.max(np.diagonal(cov_s, axis1=-2, axis2=-1), axis=-1))
     determined = usable & bands_ok & shared_ok & (inflation <= MAX_VARIANCE_INFLATION)
     variance = np.where(determined, variance, np.nan)
-    cov_b = (
-        cov_b
-        / (scale_b[..., :, None] * scale_b[..., None, :])
-        * variance[:, None, None, None]
-    )
-    cov_s = (
-        cov_s / (scale_s[:, :, None] * scale_s[:, None, :]) * variance[:, None, None]
-    )
+    cov_b = cov_b / (scale_b[..., :, None] * scale_b[..., None, :]) * variance[:, None, None, None]
+    cov_s = cov_s / (scale_s[:, :, None] * scale_s[:, None, :]) * variance[:, None, None]
     cov_x = (
-        cov_x
-        / (scale_b[..., :, None] * scale_s[:, None, None, :])
-        * variance[:, None, None, None]
+        cov_x / (scale_b[..., :, None] * scale_s[:, None, None, :]) * variance[:, None, None, None]
     )
     return cov_b, cov_s, cov_x, determined
 
@@ -135,12 +117,8 @@ def full_covariance(cov_bands, cov_shared, cov_cross):
             )  # (..., bands, s, p)
             coupled = np.einsum("...kps,...lsq->...kplq", cov_cross, left)
             coupled = np.where(finite[..., None, None, None, None], coupled, np.nan)
-        out[..., : n_bands * p, : n_bands * p] = coupled.reshape(
-            *lead, n_bands * p, n_bands * p
-        )
-        out[..., : n_bands * p, n_bands * p :] = cov_cross.reshape(
-            *lead, n_bands * p, s
-        )
+        out[..., : n_bands * p, : n_bands * p] = coupled.reshape(*lead, n_bands * p, n_bands * p)
+        out[..., : n_bands * p, n_bands * p :] = cov_cross.reshape(*lead, n_bands * p, s)
         out[..., n_bands * p :, : n_bands * p] = np.swapaxes(
             cov_cross.reshape(*lead, n_bands * p, s), -1, -2
         )

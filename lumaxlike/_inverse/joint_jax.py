@@ -47,10 +47,7 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
     program = split_columns(free, key, xb.dtype)
     per_band = {name: xb[..., a] for a, name in enumerate(free[:p])}
     per_band.update(
-        {
-            name: jnp.broadcast_to(xs[:, None, q], xb.shape[:2])
-            for q, name in enumerate(free[p:])
-        }
+        {name: jnp.broadcast_to(xs[:, None, q], xb.shape[:2]) for q, name in enumerate(free[p:])}
     )
     ordered = [per_band[name] for name in sorted(free, key=PARAMETER_NAMES.index)]
     step = jax.vmap(jax.vmap(program.step))(*ordered)
@@ -75,17 +72,12 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
             a_blocks[a][b] = a_blocks[b][a] = _dot_last(band_cols[a], band_cols[b])
         a_blocks[a][a] = a_blocks[a][a] + weight_b[..., a] * weight_b[..., a]
     a_blocks = jnp.stack([jnp.stack(row, axis=-1) for row in a_blocks], axis=-2)
-    gb = (
-        jnp.stack([_dot_last(c, residual) for c in band_cols], axis=-1)
-        + weight_b * prior_b
-    )
+    gb = jnp.stack([_dot_last(c, residual) for c in band_cols], axis=-1) + weight_b * prior_b
     shape = xb.shape[:1]
     if s:
         c_blocks = jnp.stack(
             [
-                jnp.stack(
-                    [_dot_last(band_cols[a], shared_cols[q]) for q in range(s)], axis=-1
-                )
+                jnp.stack([_dot_last(band_cols[a], shared_cols[q]) for q in range(s)], axis=-1)
                 for a in range(p)
             ],
             axis=-2,
@@ -93,9 +85,7 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
         d_block = [[None] * s for _ in range(s)]
         for q in range(s):
             for t in range(q, s):
-                d_block[q][t] = d_block[t][q] = sum_last(
-                    _dot_last(shared_cols[q], shared_cols[t])
-                )
+                d_block[q][t] = d_block[t][q] = sum_last(_dot_last(shared_cols[q], shared_cols[t]))
             d_block[q][q] = d_block[q][q] + weight_s[..., q] * weight_s[..., q]
         d_block = jnp.stack([jnp.stack(row, axis=-1) for row in d_block], axis=-2)
         gs = (
@@ -156,12 +146,8 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
     )
     active = status == albedo_rules.SOLVING
     inside = (lower + jnp.minimum(upper, lower + 1.0)) / 2.0
-    xb = jnp.where(
-        active[:, None, None], start_b, jnp.broadcast_to(inside[:p], start_b.shape)
-    )
-    xs = jnp.where(
-        active[:, None], start_s, jnp.broadcast_to(inside[p:], start_s.shape)
-    )
+    xb = jnp.where(active[:, None, None], start_b, jnp.broadcast_to(inside[:p], start_b.shape))
+    xs = jnp.where(active[:, None], start_s, jnp.broadcast_to(inside[p:], start_s.shape))
     inputs = (rows, jnp.where(use, refl, 0.0), use, weight, *priors)
     # a run-time 1 (w's lower bound is > 0), not a constant XLA could fold: dividing by it
     # changes no bit but keeps shared values computed once and stored (`jax_solver`)
@@ -212,8 +198,7 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
         if xs.shape[-1]:
             linear = linear + sum_last(projected_s * gs)
         predicted = -(
-            2.0 * linear
-            + _quadratic(projected_b, projected_s, a_blocks, c_blocks, d_block)
+            2.0 * linear + _quadratic(projected_b, projected_s, a_blocks, c_blocks, d_block)
         )
         accept = _lm.accepted(cost, trial[0]) & solvable
         now_converged = _lm.converged(step_size, newton_size, accept, tol) & solvable

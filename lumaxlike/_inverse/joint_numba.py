@@ -88,14 +88,10 @@ def _joint_normal_equations(
                     d_block[q, r] += out[1 + p + q] * out[1 + p + r]
         for a in range(p):
             if prior_weight_b[band, a] > 0.0:
-                residual = (xb[band, a] - prior_mean_b[band, a]) * prior_weight_b[
-                    band, a
-                ]
+                residual = (xb[band, a] - prior_mean_b[band, a]) * prior_weight_b[band, a]
                 cost += residual * residual
                 gb[band, a] += prior_weight_b[band, a] * residual
-                a_blocks[band, a, a] += (
-                    prior_weight_b[band, a] * prior_weight_b[band, a]
-                )
+                a_blocks[band, a, a] += prior_weight_b[band, a] * prior_weight_b[band, a]
             for b in range(a):
                 a_blocks[band, b, a] = a_blocks[band, a, b]
     for q in range(s):
@@ -189,9 +185,7 @@ def _joint_kernel(
                 system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs, column,
                 solution, step_b, step_s,
             ):  # fmt: skip
-                damping, growth = next_damping(
-                    False, 0.0, damping, growth
-                )  # singular: damp more
+                damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
                 continue
             step_size = 0.0
             for band in range(n_bands):
@@ -214,13 +208,9 @@ def _joint_kernel(
                 for a in range(p):
                     predicted -= 2.0 * step_b[band, a] * gb[band, a]
                     for b in range(p):
-                        predicted -= (
-                            step_b[band, a] * a_blocks[band, a, b] * step_b[band, b]
-                        )
+                        predicted -= step_b[band, a] * a_blocks[band, a, b] * step_b[band, b]
                     for q in range(s):
-                        predicted -= (
-                            2.0 * step_b[band, a] * c_blocks[band, a, q] * step_s[q]
-                        )
+                        predicted -= 2.0 * step_b[band, a] * c_blocks[band, a, q] * step_s[q]
             cost_trial = _joint_normal_equations(
                 parameters, band_index, shared_index, xb_trial, xs_trial, rows[pixel], refl[pixel],
                 weight[pixel], mean_b, weight_b, mean_s, weight_s, step_values, out, a_trial,

@@ -107,9 +107,7 @@ class JointFitResult:
         """
         if not self.shared:
             return self.covariance_bands
-        return full_covariance(
-            self.covariance_bands, self.covariance_shared, self.covariance_cross
-        )
+        return full_covariance(self.covariance_bands, self.covariance_shared, self.covariance_cross)
 
     def counts(self) -> dict[str, int]:
         """Number of problems per status name."""

@@ -48,7 +48,9 @@ def gain_ratio(cost, cost_trial, predicted_decrease):
     linearised cost along the (projected) step delta.
     """
     positive = predicted_decrease > 0.0
-    return where(positive, (cost - cost_trial) / where(positive, predicted_decrease, 1.0), -1.0 + 0.0 * cost)
+    return where(
+        positive, (cost - cost_trial) / where(positive, predicted_decrease, 1.0), -1.0 + 0.0 * cost
+    )
 
 
 def next_damping(accept, ratio, damping, growth):

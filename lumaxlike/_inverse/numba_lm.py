@@ -113,7 +113,9 @@ def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, 
 
 
 @numba.njit(error_model="numpy")
-def _damped_step(parameters, free_index, lower, upper, jtj, jtf, damping, system, factor, rhs, step):
+def _damped_step(
+    parameters, free_index, lower, upper, jtj, jtf, damping, system, factor, rhs, step
+):
     """Solve the damped system (`lm_rules.damped_diagonal`) for the step, parameters at a
     bound held there (`lm_rules.pinned`, step 0); False if singular."""
     p = jtf.shape[0]
@@ -187,7 +189,9 @@ def _lm_kernel(
                 continue
             for a in range(p):
                 parameters[free_index[a]] = start[pixel, band, a]
-            cost = _cost_and_normal_equations(parameters, rows[pixel], refl_problem, p, step_values, out, jtj, jtf)
+            cost = _cost_and_normal_equations(
+                parameters, rows[pixel], refl_problem, p, step_values, out, jtj, jtf
+            )
             damping = 0.0
             growth = 2.0
             done = cost == 0.0
@@ -196,8 +200,22 @@ def _lm_kernel(
                 iteration += 1
                 for a in range(p):
                     trial[free_index[a]] = parameters[free_index[a]]
-                if not _damped_step(parameters, free_index, lower, upper, jtj, jtf, damping, system, factor, rhs, step):
-                    damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
+                if not _damped_step(
+                    parameters,
+                    free_index,
+                    lower,
+                    upper,
+                    jtj,
+                    jtf,
+                    damping,
+                    system,
+                    factor,
+                    rhs,
+                    step,
+                ):
+                    damping, growth = next_damping(
+                        False, 0.0, damping, growth
+                    )  # singular: damp more
                     continue
                 step_size = 0.0
                 for a in range(p):
@@ -215,13 +233,27 @@ def _lm_kernel(
                     trial, rows[pixel], refl_problem, p, step_values, out, jtj_trial, jtf_trial
                 )
                 newton_size = math.inf
-                if _damped_step(trial, free_index, lower, upper, jtj_trial, jtf_trial, 0.0, system, factor, rhs, step):
+                if _damped_step(
+                    trial,
+                    free_index,
+                    lower,
+                    upper,
+                    jtj_trial,
+                    jtf_trial,
+                    0.0,
+                    system,
+                    factor,
+                    rhs,
+                    step,
+                ):
                     newton_size = 0.0
                     for a in range(p):
                         newton_size = max(newton_size, abs(step[a]))
                 accept = accepted(cost, cost_trial)
                 done = converged(step_size, newton_size, accept, tol)
-                damping, growth = next_damping(accept, gain_ratio(cost, cost_trial, predicted), damping, growth)
+                damping, growth = next_damping(
+                    accept, gain_ratio(cost, cost_trial, predicted), damping, growth
+                )
                 if accept:
                     for a in range(p):
                         parameters[free_index[a]] = trial[free_index[a]]
@@ -243,15 +275,34 @@ def lm_kernel_for(functions):
     """`_lm_kernel` compiled over the generated functions of one set of free parameters."""
     inlines = () if functions.module is None else (functions.module,)
     cost_and_normal_equations = compile_variant(
-        _cost_and_normal_equations, functions.name, inlines=inlines, prepare=functions.prepare, columns=functions.columns
+        _cost_and_normal_equations,
+        functions.name,
+        inlines=inlines,
+        prepare=functions.prepare,
+        columns=functions.columns,
     )
     return compile_variant(
-        _lm_kernel, functions.name, inlines=inlines, _cost_and_normal_equations=cost_and_normal_equations
+        _lm_kernel,
+        functions.name,
+        inlines=inlines,
+        _cost_and_normal_equations=cost_and_normal_equations,
     )
 
 
-def solve_numba(functions, rows, rows_valid, refl, start, parameters_fixed, free_index,
-                lower, upper, min_observations, max_iter, tol):
+def solve_numba(
+    functions,
+    rows,
+    rows_valid,
+    refl,
+    start,
+    parameters_fixed,
+    free_index,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+):
     """Solve one chunk of problems with the numba kernel (float64).
 
     Args:

@@ -41,7 +41,10 @@ def _rules_for(equations):
     `reflectance_and_slope` at its nine points: inlined there too, the exact H's kernel
     would compile several times slower for a few percent of speed.)"""
     return retarget_to_numba(
-        albedo_rules, inline=tuple(albedo_rules.__all__), reflectance_and_slope=equations.reflectance_and_slope, **_lm_rules
+        albedo_rules,
+        inline=tuple(albedo_rules.__all__),
+        reflectance_and_slope=equations.reflectance_and_slope,
+        **_lm_rules,
     )
 
 
@@ -60,9 +63,7 @@ CONVERGED = albedo_rules.CONVERGED
 N_TABLE = albedo_rules.N_TABLE
 
 
-@cached_njit(
-    inlines=(albedo_rules, lm_rules, *MODEL_MODULES), parallel=True, error_model="numpy"
-)
+@cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), parallel=True, error_model="numpy")
 def _albedo_kernel(
     refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
     max_iter, tol, w_lower, w_upper,
@@ -130,7 +131,15 @@ def _albedo_kernel(
                 w_trial = propose(w, residual, slope, damping, w_lower, w_upper)
                 r_trial, slope_trial = reflectance_and_slope(w_trial, terms)
                 w_new, residual_new, slope_new, damping_new, growth_new, converged = update(
-                    w, residual, slope, damping, growth, w_trial, r_trial - r_obs_row[band], slope_trial, tol
+                    w,
+                    residual,
+                    slope,
+                    damping,
+                    growth,
+                    w_trial,
+                    r_trial - r_obs_row[band],
+                    slope_trial,
+                    tol,
                 )
                 w_row[band] = w_new if solving else w
                 residual_row[band] = residual_new if solving else residual
@@ -148,7 +157,7 @@ def _albedo_kernel(
                     status_row[band] = MAX_ITER
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _albedo_kernel_for(key: ModelKey):
     """The fused kernel compiled for model configuration `key` (the default's is cached
     at import; another configuration's is the same code over its equations)."""
@@ -166,12 +175,26 @@ def _albedo_kernel_for(key: ModelKey):
         fastmath={"contract"} if key.h_function == "exact" else None,
         pixel_terms=equations.pixel_terms,
         reflectance_and_slope=inlined(equations.reflectance_and_slope),
-        **{name: getattr(rules, name) for name in ("albedo_table", "problem_status", "starting_albedo", "propose", "update")},
+        **{
+            name: getattr(rules, name)
+            for name in ("albedo_table", "problem_status", "starting_albedo", "propose", "update")
+        },
     )
 
 
-def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_iter, tol, w_bounds,
-                       out=None, scratch=None):
+def solve_albedo_numba(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    w_start,
+    max_iter,
+    tol,
+    w_bounds,
+    out=None,
+    scratch=None,
+):
     """Solve every (pixel, band) problem of one chunk.
 
     Args:
@@ -191,7 +214,13 @@ def solve_albedo_numba(refl, to_sun, to_sensor, normal, params, w_start, max_ite
         (model minus observed, 1/sr), slope (dr/dw at w, 1/sr).
     """
     shape = refl.shape
-    dtypes = {"w": np.float64, "status": np.int8, "iterations": np.int32, "residual": np.float64, "slope": np.float64}
+    dtypes = {
+        "w": np.float64,
+        "status": np.int8,
+        "iterations": np.int32,
+        "residual": np.float64,
+        "slope": np.float64,
+    }
     given = out or {}
     out = {}
     for name, dtype in dtypes.items():

@@ -23,7 +23,9 @@ __all__ = ["LIMITED_ANGLES", "check_observation_limits", "observation_angles", "
 LIMITED_ANGLES = ("incidence", "emission", "phase")
 
 
-def check_observation_limits(limits, name: str = "observation_limits") -> dict[str, tuple[float, float]]:
+def check_observation_limits(
+    limits, name: str = "observation_limits"
+) -> dict[str, tuple[float, float]]:
     """{angle: (lower, upper)} [rad], checked: known angle names, finite, 0 <= lower <= upper <= pi.
 
     None or an empty mapping means no limits. A bound above pi is refused with a hint
@@ -32,17 +34,25 @@ def check_observation_limits(limits, name: str = "observation_limits") -> dict[s
     if limits is None:
         return {}
     if not isinstance(limits, Mapping):
-        raise ValueError(f"{name} must be a mapping {{angle: (lower, upper)}} in radians, got {type(limits).__name__}")
+        raise ValueError(
+            f"{name} must be a mapping {{angle: (lower, upper)}} in radians, got {type(limits).__name__}"
+        )
     checked = {}
     for angle, interval in limits.items():
         if angle not in LIMITED_ANGLES:
-            raise ValueError(f"{name} has unknown angle {angle!r}; expected some of {LIMITED_ANGLES}")
+            raise ValueError(
+                f"{name} has unknown angle {angle!r}; expected some of {LIMITED_ANGLES}"
+            )
         try:
             lower, upper = (float(v) for v in interval)
         except (TypeError, ValueError):
-            raise ValueError(f"{name}[{angle!r}] must be a pair (lower, upper) of numbers [rad], got {interval!r}") from None
+            raise ValueError(
+                f"{name}[{angle!r}] must be a pair (lower, upper) of numbers [rad], got {interval!r}"
+            ) from None
         if not (math.isfinite(lower) and math.isfinite(upper) and 0.0 <= lower <= upper):
-            raise ValueError(f"{name}[{angle!r}] must be finite with 0 <= lower <= upper [rad], got {interval!r}")
+            raise ValueError(
+                f"{name}[{angle!r}] must be finite with 0 <= lower <= upper [rad], got {interval!r}"
+            )
         if upper > math.pi:
             raise ValueError(
                 f"{name}[{angle!r}] = {interval!r}: angles are in radians, within [0, pi] "

@@ -50,13 +50,19 @@ def solve_photometric_jax(refl, to_sun, to_sensor, normal, model):
     return _solve_jax(refl, to_sun, to_sensor, normal, model)
 
 
-@cached_njit(inlines=(photometric_rules, _scalar_math, _backends), parallel=True, error_model="numpy")
-def _solve_kernel(refl, to_sun, to_sensor, normal, scale, w_out, status_out, residual_out, slope_out):
+@cached_njit(
+    inlines=(photometric_rules, _scalar_math, _backends), parallel=True, error_model="numpy"
+)
+def _solve_kernel(
+    refl, to_sun, to_sensor, normal, scale, w_out, status_out, residual_out, slope_out
+):
     n_pixels, n_bands = refl.shape
     for pixel in numba.prange(n_pixels):
         finite = geometry_finite(to_sun[pixel], to_sensor[pixel], normal[pixel])
         for band in range(n_bands):
-            albedo, status, residual, slope = albedo_closed_form(refl[pixel, band], finite, scale[pixel])
+            albedo, status, residual, slope = albedo_closed_form(
+                refl[pixel, band], finite, scale[pixel]
+            )
             w_out[pixel, band] = albedo
             status_out[pixel, band] = status
             residual_out[pixel, band] = residual
@@ -77,5 +83,13 @@ def solve_photometric_numba(refl, to_sun, to_sensor, normal, model):
     }
     geometry = [as_kernel_array(a) for a in (to_sun, to_sensor, normal)]
     scale = scale_numba(*geometry, model)
-    _solve_kernel(as_kernel_array(refl), *geometry, scale, out["w"], out["status"], out["residual"], out["slope"])
+    _solve_kernel(
+        as_kernel_array(refl),
+        *geometry,
+        scale,
+        out["w"],
+        out["status"],
+        out["residual"],
+        out["slope"],
+    )
     return out

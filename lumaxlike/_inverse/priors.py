@@ -52,9 +52,7 @@ def check_priors(
     checked = {}
     for name, pair in prior.items():
         if name not in free:
-            raise ValueError(
-                f"prior names {name!r}, which is not in free={tuple(free)!r}"
-            )
+            raise ValueError(f"prior names {name!r}, which is not in free={tuple(free)!r}")
         try:
             mean, sigma = pair
         except (TypeError, ValueError):
@@ -73,11 +71,7 @@ def check_priors(
                 raise ValueError(
                     f"prior[{name!r}] {label} has shape {value.shape}, which does not broadcast to "
                     f"{where} = {shape}"
-                    + (
-                        " (a shared parameter has no band axis)"
-                        if name in shared
-                        else ""
-                    )
+                    + (" (a shared parameter has no band axis)" if name in shared else "")
                 ) from None
             arrays.append(value)
         mean, sigma = arrays
@@ -86,9 +80,7 @@ def check_priors(
                 f"prior[{name!r}] sigma must be positive (inf: no prior), got min {sigma.min()!r}"
             )
         if not np.all(np.isfinite(mean) | np.isinf(sigma)):
-            raise ValueError(
-                f"prior[{name!r}] mean must be finite where its sigma is finite"
-            )
+            raise ValueError(f"prior[{name!r}] mean must be finite where its sigma is finite")
         checked[name] = (mean, sigma)
     return checked
 

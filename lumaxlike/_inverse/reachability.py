@@ -37,9 +37,7 @@ def mark_unreachable(status, refl, w, cost, w_bounds, physical_bounds):
     """
     solved = np.isin(status, _SOLVED)
     with np.errstate(invalid="ignore"):
-        none_positive = ~np.any(refl > 0.0, axis=-1) & np.any(
-            np.isfinite(refl), axis=-1
-        )
+        none_positive = ~np.any(refl > 0.0, axis=-1) & np.any(np.isfinite(refl), axis=-1)
         pinned = np.zeros_like(solved)
         for bound, physical in zip(w_bounds, physical_bounds):
             if bound == physical:

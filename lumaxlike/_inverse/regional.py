@@ -84,9 +84,7 @@ def _step(state, label, n_regions, bounds, damping, prior):
     h_rr[:, range(r), range(r)] += prior_weight**2
     g_r = np.zeros((n_regions, r))
     np.add.at(g_r, label, g[:, s:])
-    g_r += prior_weight * np.where(
-        prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0
-    )
+    g_r += prior_weight * np.where(prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0)
     largest = np.zeros(n_regions)
     pixel_largest = np.max(np.diagonal(a, axis1=-2, axis2=-1), axis=(-2, -1))
     if s:
@@ -96,9 +94,7 @@ def _step(state, label, n_regions, bounds, damping, prior):
         )
     np.maximum.at(largest, label, pixel_largest)
     if r:
-        largest = np.maximum(
-            largest, np.max(np.diagonal(h_rr, axis1=-2, axis2=-1), axis=-1)
-        )
+        largest = np.maximum(largest, np.max(np.diagonal(h_rr, axis1=-2, axis2=-1), axis=-1))
     held_b = _pinned(xb, lower_b, upper_b, gb)
     held_s = _pinned(xs, lower_s, upper_s, g[:, :s])
     held_r = _pinned(xr, lower_r, upper_r, g_r)
@@ -147,21 +143,16 @@ def _step(state, label, n_regions, bounds, damping, prior):
     np.add.at(m, label, reduced)
     m_rhs = np.zeros((n_regions, r))
     np.add.at(m_rhs, label, reduced_rhs)
-    m_rhs += prior_weight * np.where(
-        prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0
-    )
+    m_rhs += prior_weight * np.where(prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0)
     m_rhs = np.where(held_r, 0.0, m_rhs)
     m[:, range(r), range(r)] += prior_weight**2
     m = np.where(held_r[:, :, None] | held_r[:, None, :], 0.0, m + 0.0)
     if r:
         region_diagonal = np.diagonal(h_rr, axis1=-2, axis2=-1)
         extra = (
-            _damped_diagonal(region_diagonal, largest[:, None], damping[:, None])
-            - region_diagonal
+            _damped_diagonal(region_diagonal, largest[:, None], damping[:, None]) - region_diagonal
         )
-        m[:, range(r), range(r)] = np.where(
-            held_r, 1.0, m[:, range(r), range(r)] + extra
-        )
+        m[:, range(r), range(r)] = np.where(held_r, 1.0, m[:, range(r), range(r)] + extra)
     step_r, ok_regions = _solve_pd(m, -m_rhs[..., None])
     step_r = step_r[..., 0]
     solvable &= ok_regions
@@ -207,14 +198,10 @@ def solve_regions(
 
     def region_cost(pixel_cost, xr):
         prior_rows = np.where(prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0)
-        return _region_sum(pixel_cost, label, n_regions) + np.sum(
-            prior_rows**2, axis=-1
-        )
+        return _region_sum(pixel_cost, label, n_regions) + np.sum(prior_rows**2, axis=-1)
 
     def with_blocks(point):
-        blocks = evaluate(
-            point["xb"], np.concatenate([point["xs"], point["xr"][label]], axis=1)
-        )
+        blocks = evaluate(point["xb"], np.concatenate([point["xs"], point["xr"][label]], axis=1))
         return {
             **point,
             **blocks,
@@ -229,9 +216,7 @@ def solve_regions(
     for _ in range(max_iter):
         if np.all(done):
             break
-        step_b, step_s, step_r, solvable, _ = _step(
-            state, label, n_regions, bounds, damping, prior
-        )
+        step_b, step_s, step_r, solvable, _ = _step(state, label, n_regions, bounds, damping, prior)
         (lower_b, upper_b), (lower_s, upper_s), (lower_r, upper_r) = bounds
         trial = {
             "xb": np.clip(state["xb"] + step_b, lower_b, upper_b),
@@ -254,14 +239,10 @@ def solve_regions(
         step_size = _region_max(projected, label, n_regions)
         newton_size = np.where(
             newton_ok,
-            _region_max(
-                {"xb": newton_b, "xs": newton_s, "xr": newton_r}, label, n_regions
-            ),
+            _region_max({"xb": newton_b, "xs": newton_s, "xr": newton_r}, label, n_regions),
             np.inf,
         )
-        predicted = -_region_linear_and_quadratic(
-            state, projected, label, n_regions, prior
-        )
+        predicted = -_region_linear_and_quadratic(state, projected, label, n_regions, prior)
         cost, cost_trial = state["region_cost"], trial["region_cost"]
         accept = _accepted(cost, cost_trial) & solvable & ~done
         now = _converged(step_size, newton_size, accept, tol) & solvable
@@ -313,9 +294,7 @@ def _region_linear_and_quadratic(state, step, label, n_regions, prior):
     pixel += np.einsum("nq,nqt,nt->n", sr, state["d"], sr)
     total = _region_sum(pixel, label, n_regions)
     prior_mean, prior_weight = prior
-    prior_gradient = prior_weight**2 * np.where(
-        prior_weight > 0.0, state["xr"] - prior_mean, 0.0
-    )
+    prior_gradient = prior_weight**2 * np.where(prior_weight > 0.0, state["xr"] - prior_mean, 0.0)
     return total + np.sum(
         step["xr"] ** 2 * prior_weight**2 + 2.0 * step["xr"] * prior_gradient, axis=-1
     )

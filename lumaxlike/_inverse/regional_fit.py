@@ -63,9 +63,7 @@ def _labels(regions, pixel_shape):
         if labels.dtype.kind != "f" or not np.all(
             np.isfinite(labels) & (labels == np.round(labels))
         ):
-            raise ValueError(
-                f"regions must hold integer labels, got dtype {labels.dtype}"
-            )
+            raise ValueError(f"regions must hold integer labels, got dtype {labels.dtype}")
         labels = labels.astype(np.int64)
     return labels.reshape(-1).astype(np.int64)
 
@@ -75,9 +73,7 @@ def _per_region(values, label, n_regions, name, what):
     out = np.full(n_regions, np.nan)
     out[label[::-1]] = values[::-1]  # the first pixel's value
     if not np.all(values == out[label]):
-        raise ValueError(
-            f"{what}[{name!r}] of a regional parameter must be one value per region"
-        )
+        raise ValueError(f"{what}[{name!r}] of a regional parameter must be one value per region")
     return out
 
 
@@ -87,17 +83,13 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
     labels = _labels(setup.regions, setup.pixel_shape)
     region_labels = np.unique(labels[labels >= 0])
     pixels = np.nonzero(labels >= 0)[0]
-    region_of = np.searchsorted(
-        region_labels, labels[pixels]
-    )  # (M,) region of each pixel
+    region_of = np.searchsorted(region_labels, labels[pixels])  # (M,) region of each pixel
     p, s, r = len(setup.band_free), len(setup.shared), len(setup.regional)
     shared_all = setup.shared + setup.regional
     config = dict(free=setup.free, n_band_free=p, fixed=setup.fixed, lower=setup.lower, upper=setup.upper,
                   min_obs=setup.min_obs, max_iter=0, tol=setup.tol, key=setup.params.model_key,
                   dtype=setup.dtype)  # fmt: skip
-    weight_of_band = (
-        np.ones(n_bands) if setup.band_sigma is None else 1.0 / setup.band_sigma
-    )
+    weight_of_band = np.ones(n_bands) if setup.band_sigma is None else 1.0 / setup.band_sigma
     # the region pixels' masked inputs, starts and priors, once
     pieces, any_finite, starts, priors = [], [], [], []
     chunk = setup.chunk
@@ -116,23 +108,15 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
         priors.append(prior_arrays({n: tuple(a[index] for a in v) for n, v in setup.priors.items()},
                                    setup.band_free, shared_all, 0, len(index), n_bands))  # fmt: skip
     any_finite = np.concatenate(any_finite) if pieces else np.zeros((0, n_bands), bool)
-    start_b = (
-        np.concatenate([a for a, _ in starts]) if pieces else np.zeros((0, n_bands, p))
-    )
-    start_sr = (
-        np.concatenate([b for _, b in starts]) if pieces else np.zeros((0, s + r))
-    )
-    prior_all = (
-        [np.concatenate([c[k] for c in priors]) for k in range(4)] if pieces else None
-    )
+    start_b = np.concatenate([a for a, _ in starts]) if pieces else np.zeros((0, n_bands, p))
+    start_sr = np.concatenate([b for _, b in starts]) if pieces else np.zeros((0, s + r))
+    prior_all = [np.concatenate([c[k] for c in priors]) for k in range(4)] if pieces else None
     n_valid = (
         np.concatenate([np.sum(np.isfinite(pc[0]), axis=-1) for pc in pieces])
         if pieces
         else np.zeros((0, n_bands))
     )
-    masked = (
-        [np.concatenate([pc[k] for pc in pieces]) for k in range(4)] if pieces else None
-    )
+    masked = [np.concatenate([pc[k] for pc in pieces]) for k in range(4)] if pieces else None
     del pieces
 
     def evaluate(which, xb, xsr):
@@ -143,9 +127,7 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
             refl, *geometry = (a[rows] for a in masked)
             mean_b, weight_b, mean_s, weight_s = (a[rows] for a in prior_all)
             weight_s = weight_s.copy()
-            weight_s[:, s:] = (
-                0.0  # a regional prior counts once per region, not per pixel
-            )
+            weight_s[:, s:] = 0.0  # a regional prior counts once per region, not per pixel
             weight = np.broadcast_to(weight_of_band, (len(rows), n_bands))
             arrays = [
                 refl,
@@ -174,17 +156,11 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
     start_r = np.empty((n_used, r))
     prior_mean_r, prior_weight_r = np.zeros((n_used, r)), np.zeros((n_used, r))
     for q, name in enumerate(setup.regional):
-        start_r[:, q] = _per_region(
-            start_sr[active, s + q], label, n_used, name, "start"
-        )
+        start_r[:, q] = _per_region(start_sr[active, s + q], label, n_used, name, "start")
         if name in setup.priors:
             mean, sigma = (a[pixels][active] for a in setup.priors[name])
-            prior_mean_r[:, q] = np.nan_to_num(
-                _per_region(mean, label, n_used, name, "prior")
-            )
-            prior_weight_r[:, q] = 1.0 / _per_region(
-                sigma, label, n_used, name, "prior"
-            )
+            prior_mean_r[:, q] = np.nan_to_num(_per_region(mean, label, n_used, name, "prior"))
+            prior_weight_r[:, q] = 1.0 / _per_region(sigma, label, n_used, name, "prior")
     which = np.nonzero(active)[0]
 
     def blocks(xb, xsr):
@@ -215,13 +191,9 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
     pixel_cost = np.full(len(pixels), np.nan)
     region_status = np.full(len(region_labels), Status.TOO_FEW_OBSERVATIONS, np.int8)
     region_iterations = np.zeros(len(region_labels), np.int32)
-    region_values = {
-        name: np.full(len(region_labels), np.nan) for name in setup.regional
-    }
+    region_values = {name: np.full(len(region_labels), np.nan) for name in setup.regional}
     region_cost = np.full(len(region_labels), np.nan)
-    region_sigma = {
-        name: np.full(len(region_labels), np.nan) for name in setup.regional
-    }
+    region_sigma = {name: np.full(len(region_labels), np.nan) for name in setup.regional}
     if n_active:
         if setup.band_sigma is not None:
             variance = np.ones(n_active)
@@ -241,9 +213,7 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
             state, label, n_used, region_prior, variance, solved
         )
         pixel_status = state["status"][label].copy()
-        pixel_status[(pixel_status == Status.CONVERGED) & ~determined] = (
-            Status.UNDETERMINED
-        )
+        pixel_status[(pixel_status == Status.CONVERGED) & ~determined] = Status.UNDETERMINED
         status[which] = pixel_status
         cov_b[which], cov_sr[which], cov_x[which] = a_cov_b, a_cov_sr, a_cov_x
         values_b[which] = state["xb"]
@@ -258,9 +228,7 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
         region_state = state["status"].copy()
         any_determined = np.zeros(n_used, bool)
         np.logical_or.at(any_determined, label, determined)
-        region_state[(region_state == Status.CONVERGED) & ~any_determined] = (
-            Status.UNDETERMINED
-        )
+        region_state[(region_state == Status.CONVERGED) & ~any_determined] = Status.UNDETERMINED
         region_status[used_regions] = region_state
         region_iterations[used_regions] = state["iterations"]
         region_cost[used_regions] = state["cost"]
@@ -301,21 +269,17 @@ def _regional_result(setup, labels, pixels, status, values_b, values_sr, iterati
     for j, name in enumerate(setup.band_free):
         values[name] = all_b[..., j].reshape(shape + (n_bands,)).astype(setup.dtype)
         sigma = (
-            None
-            if name not in setup.priors
-            else setup.priors[name][1].reshape(shape + (n_bands,))
+            None if name not in setup.priors else setup.priors[name][1].reshape(shape + (n_bands,))
         )
         dfs[name] = degrees_of_freedom(
             all_cov_b[..., j, j].reshape(shape + (n_bands,)), sigma
         ).astype(setup.dtype)
     for q, name in enumerate(setup.shared + setup.regional):
         values[name] = all_sr[:, q].reshape(shape).astype(setup.dtype)
-        sigma = (
-            None if name not in setup.priors else setup.priors[name][1].reshape(shape)
+        sigma = None if name not in setup.priors else setup.priors[name][1].reshape(shape)
+        dfs[name] = degrees_of_freedom(all_cov_sr[:, q, q].reshape(shape), sigma).astype(
+            setup.dtype
         )
-        dfs[name] = degrees_of_freedom(
-            all_cov_sr[:, q, q].reshape(shape), sigma
-        ).astype(setup.dtype)
     del p, s, r
     return JointFitResult(
         free=setup.free,
@@ -324,22 +288,14 @@ def _regional_result(setup, labels, pixels, status, values_b, values_sr, iterati
         status=all_status.reshape(shape),
         iterations=full(iterations, np.int32(0)).reshape(shape),
         cost=full(pixel_cost, np.nan).reshape(shape).astype(setup.dtype),
-        covariance_bands=all_cov_b.reshape(shape + all_cov_b.shape[1:]).astype(
-            setup.dtype
-        ),
-        covariance_shared=all_cov_sr.reshape(shape + all_cov_sr.shape[1:]).astype(
-            setup.dtype
-        ),
-        covariance_cross=all_cov_x.reshape(shape + all_cov_x.shape[1:]).astype(
-            setup.dtype
-        ),
+        covariance_bands=all_cov_b.reshape(shape + all_cov_b.shape[1:]).astype(setup.dtype),
+        covariance_shared=all_cov_sr.reshape(shape + all_cov_sr.shape[1:]).astype(setup.dtype),
+        covariance_cross=all_cov_x.reshape(shape + all_cov_x.shape[1:]).astype(setup.dtype),
         dfs=dfs,
         observations=observations.reshape(shape + (n_bands,)),
         regional=setup.regional,
         region_labels=region_labels,
-        region_values={
-            name: v.astype(setup.dtype) for name, v in region_values.items()
-        },
+        region_values={name: v.astype(setup.dtype) for name, v in region_values.items()},
         region_status=region_status,
         region_iterations=region_iterations,
         region_cost=region_cost.astype(setup.dtype),

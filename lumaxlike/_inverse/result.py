@@ -91,8 +91,10 @@ class FitResult:
             KeyError: naming `name` and the free parameters, when `name` was not fitted.
         """
         if name not in self.free:
-            raise KeyError(f"sigma({name!r}): {name!r} was not fitted (fixed); the free "
-                           f"parameters are {self.free}")
+            raise KeyError(
+                f"sigma({name!r}): {name!r} was not fitted (fixed); the free "
+                f"parameters are {self.free}"
+            )
         index = self.free.index(name)
         return np.sqrt(self.covariance[..., index, index])
 

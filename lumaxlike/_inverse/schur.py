@@ -70,9 +70,7 @@ def arrow_step(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, dampin
         rhs[q] = 0.0 if held_s[q] else gs[q]
         for r in range(s):
             schur[q, r] = 0.0 if held_s[q] or held_s[r] else d_block[q, r]
-        schur[q, q] = (
-            1.0 if held_s[q] else _damped_diagonal(d_block[q, q], largest, damping)
-        )
+        schur[q, q] = 1.0 if held_s[q] else _damped_diagonal(d_block[q, q], largest, damping)
     for band in range(n_bands):
         for a in range(p):
             for b in range(p):
@@ -89,15 +87,11 @@ def arrow_step(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, dampin
             y_vector[band, a] = solution[a]
         for q in range(s):
             for a in range(p):
-                column[a] = (
-                    0.0 if held_b[band, a] or held_s[q] else c_blocks[band, a, q]
-                )
+                column[a] = 0.0 if held_b[band, a] or held_s[q] else c_blocks[band, a, q]
             cholesky_solve(factor, column, solution)
             for a in range(p):
                 y_blocks[band, a, q] = solution[a]
-        for q in range(
-            s
-        ):  # S -= C_k^T A_k^-1 C_k, rhs -= C_k^T A_k^-1 g_k (C_k masked)
+        for q in range(s):  # S -= C_k^T A_k^-1 C_k, rhs -= C_k^T A_k^-1 g_k (C_k masked)
             if held_s[q]:
                 continue
             for a in range(p):
@@ -140,9 +134,7 @@ def _cholesky(system):
         ok = (pivot > 0.0) if ok is None else ok & (pivot > 0.0)
         factor[j][j] = jnp.sqrt(jnp.where(pivot > 0.0, pivot, 1.0))
         for i in range(j + 1, p):
-            value = system[i][j] - sum(
-                (factor[i][k] * factor[j][k] for k in range(j)), 0.0
-            )
+            value = system[i][j] - sum((factor[i][k] * factor[j][k] for k in range(j)), 0.0)
             factor[i][j] = value / factor[j][j]
     return factor, ok
 
@@ -156,9 +148,7 @@ def _cholesky_solve(factor, rhs):
         forward.append(value / factor[i][i])
     solution = [None] * p
     for i in reversed(range(p)):
-        value = forward[i] - sum(
-            (factor[k][i] * solution[k] for k in range(i + 1, p)), 0.0
-        )
+        value = forward[i] - sum((factor[k][i] * solution[k] for k in range(i + 1, p)), 0.0)
         solution[i] = value / factor[i][i]
     return solution
 
@@ -173,9 +163,7 @@ def arrow_step_jax(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, da
     p, s = xb.shape[-1], xs.shape[-1]
     largest = jnp.max(jnp.diagonal(a_blocks, axis1=-2, axis2=-1), axis=(-2, -1))
     if s:
-        largest = jnp.maximum(
-            largest, jnp.max(jnp.diagonal(d_block, axis1=-2, axis2=-1), axis=-1)
-        )
+        largest = jnp.maximum(largest, jnp.max(jnp.diagonal(d_block, axis1=-2, axis2=-1), axis=-1))
     held_b = _lm.pinned(
         xb,
         jnp.broadcast_to(lower[:p], xb.shape),
@@ -190,10 +178,7 @@ def arrow_step_jax(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, da
     )
     band_largest, band_damping = largest[:, None], damping[:, None]
     system = [
-        [
-            jnp.where(held_b[..., a] | held_b[..., b], 0.0, a_blocks[..., a, b])
-            for b in range(p)
-        ]
+        [jnp.where(held_b[..., a] | held_b[..., b], 0.0, a_blocks[..., a, b]) for b in range(p)]
         for a in range(p)
     ]
     for a in range(p):
@@ -204,15 +189,10 @@ def arrow_step_jax(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, da
         factor, [jnp.where(held_b[..., a], 0.0, gb[..., a]) for a in range(p)]
     )
     couplings = [
-        [
-            jnp.where(held_b[..., a] | held_s[:, None, q], 0.0, c_blocks[..., a, q])
-            for a in range(p)
-        ]
+        [jnp.where(held_b[..., a] | held_s[:, None, q], 0.0, c_blocks[..., a, q]) for a in range(p)]
         for q in range(s)
     ]
-    y_blocks = [
-        _cholesky_solve(factor, couplings[q]) for q in range(s)
-    ]  # [q][a]: (n, bands)
+    y_blocks = [_cholesky_solve(factor, couplings[q]) for q in range(s)]  # [q][a]: (n, bands)
     schur = [[None] * s for _ in range(s)]
     rhs = []
     for q in range(s):
@@ -234,9 +214,7 @@ def arrow_step_jax(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, da
         step_s = []
     step_b = []
     for a in range(p):
-        value = y_vector[a] + sum(
-            (y_blocks[q][a] * step_s[q][:, None] for q in range(s)), 0.0
-        )
+        value = y_vector[a] + sum((y_blocks[q][a] * step_s[q][:, None] for q in range(s)), 0.0)
         step_b.append(-value)
     step_b = jnp.stack(step_b, axis=-1)
     step_s = jnp.stack(step_s, axis=-1) if s else jnp.zeros_like(xs)

@@ -9,24 +9,44 @@ Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
 from .atomic import AtomicOutputs as AtomicOutputs
 from .geometry_rasters import (
     ANGLE_ROLES as ANGLE_ROLES,
+)
+from .geometry_rasters import (
     OBS_BAND_NAMES as OBS_BAND_NAMES,
+)
+from .geometry_rasters import (
     GeometryReader as GeometryReader,
 )
 from .raster import (
     CubeInfo as CubeInfo,
+)
+from .raster import (
     CubeReader as CubeReader,
+)
+from .raster import (
     RasterGrid as RasterGrid,
+)
+from .raster import (
     iter_cube_blocks as iter_cube_blocks,
+)
+from .raster import (
     read_cube as read_cube,
 )
 from .units import (
     REFLECTANCE_UNITS as REFLECTANCE_UNITS,
+)
+from .units import (
     to_bidirectional_reflectance as to_bidirectional_reflectance,
 )
 from .writers import (
     ResultWriter as ResultWriter,
+)
+from .writers import (
     output_format as output_format,
+)
+from .writers import (
     result_paths as result_paths,
+)
+from .writers import (
     write_result as write_result,
 )
 

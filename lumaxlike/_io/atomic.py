@@ -72,8 +72,10 @@ class OutputWriteError(OSError):
         except OSError:
             free = ""
         reason = " ".join(str(cause).split()) or type(cause).__name__
-        super().__init__(f"writing {self.path} failed ({reason}{free}): nothing was published, "
-                         "the previous outputs (if any) are kept")
+        super().__init__(
+            f"writing {self.path} failed ({reason}{free}): nothing was published, "
+            "the previous outputs (if any) are kept"
+        )
 
 
 class OutputExistsError(FileExistsError):
@@ -85,8 +87,9 @@ class OutputExistsError(FileExistsError):
 
     def __init__(self, paths):
         self.paths = [str(path) for path in paths]
-        super().__init__(f"output already exists: {', '.join(self.paths)}; "
-                         "pass overwrite=True to replace it")
+        super().__init__(
+            f"output already exists: {', '.join(self.paths)}; pass overwrite=True to replace it"
+        )
 
 
 class OutputBusyError(FileExistsError):
@@ -98,8 +101,10 @@ class OutputBusyError(FileExistsError):
 
     def __init__(self, path, owner: str):
         self.path = str(path)
-        super().__init__(f"output {path} is being written by another lumaxlike run{owner}; "
-                         "wait for it to end or choose another output")
+        super().__init__(
+            f"output {path} is being written by another lumaxlike run{owner}; "
+            "wait for it to end or choose another output"
+        )
 
 
 def check_output_folder(target: Path) -> None:
@@ -319,8 +324,12 @@ class AtomicOutputs:
             # whose sets share any name (out.tif's out_sigma.tif is another run's main
             # output) never write at once
             for path in [main, *sorted(set(self.targets[:-1]) | set(self.companions))]:
-                self._locks.append(_Lock(path.parent / f".{path.name}{LOCK_MARK}",
-                                         lambda owner, path=path: OutputBusyError(path, owner)))
+                self._locks.append(
+                    _Lock(
+                        path.parent / f".{path.name}{LOCK_MARK}",
+                        lambda owner, path=path: OutputBusyError(path, owner),
+                    )
+                )
             for folder in {target.parent for target in self.targets}:
                 remove_stale_temporaries(folder)
             self._check_not_existing()
@@ -338,7 +347,8 @@ class AtomicOutputs:
             if path.suffix.lower() != ".zarr" and path.is_dir() and not path.is_symlink():
                 raise IsADirectoryError(
                     f"output {path} is a folder, where a file would be written; lumaxlike never "
-                    "removes a folder: remove or rename it, or choose another output")
+                    "removes a folder: remove or rename it, or choose another output"
+                )
         if self.overwrite:
             return
         in_order = [self.targets[-1], *self.targets[:-1], *self.companions]  # main output first

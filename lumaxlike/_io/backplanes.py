@@ -97,23 +97,53 @@ SURFACES = ("auto", "local", "ellipsoid")
 #   the zenith/azimuth layout and is read as incidence/emission/phase.
 OBS_BAND_NAMES = {
     "to_sun_zenith": (
-        "to sun zenith", "to sun zenith angle", "sun zenith", "sun zenith angle",
-        "solar zenith", "solar zenith angle", "to sun zen", "sza",
+        "to sun zenith",
+        "to sun zenith angle",
+        "sun zenith",
+        "sun zenith angle",
+        "solar zenith",
+        "solar zenith angle",
+        "to sun zen",
+        "sza",
     ),
     "to_sun_azimuth": (
-        "to sun azimuth", "to sun azimuth angle", "to sun azm", "to sun az", "sun azimuth",
+        "to sun azimuth",
+        "to sun azimuth angle",
+        "to sun azm",
+        "to sun az",
+        "sun azimuth",
         "sun azimuth angle",
-        "solar azimuth", "solar azimuth angle", "saa",
+        "solar azimuth",
+        "solar azimuth angle",
+        "saa",
     ),
     "to_sensor_zenith": (
-        "to sensor zenith", "to sensor zenith angle", "sensor zenith", "sensor zenith angle",
-        "to inst zenith", "to instrument zenith", "to m3 zenith", "view zenith", "viewing zenith",
-        "view zenith angle", "vza",
+        "to sensor zenith",
+        "to sensor zenith angle",
+        "sensor zenith",
+        "sensor zenith angle",
+        "to inst zenith",
+        "to instrument zenith",
+        "to m3 zenith",
+        "view zenith",
+        "viewing zenith",
+        "view zenith angle",
+        "vza",
     ),
     "to_sensor_azimuth": (
-        "to sensor azimuth", "to sensor azimuth angle", "to sensor azm", "sensor azimuth",
-        "sensor azimuth angle", "to inst azm", "to inst azimuth", "to instrument azimuth",
-        "to m3 azimuth", "view azimuth", "viewing azimuth", "view azimuth angle", "vaa",
+        "to sensor azimuth",
+        "to sensor azimuth angle",
+        "to sensor azm",
+        "sensor azimuth",
+        "sensor azimuth angle",
+        "to inst azm",
+        "to inst azimuth",
+        "to instrument azimuth",
+        "to m3 azimuth",
+        "view azimuth",
+        "viewing azimuth",
+        "view azimuth angle",
+        "vaa",
     ),
     "incidence": ("incidence", "incidence angle", "ina at areoid", "ina", "inc"),
     "emission": ("emission", "emission angle", "ema at areoid", "ema", "emi"),
@@ -121,10 +151,14 @@ OBS_BAND_NAMES = {
     "local_incidence": ("local incidence", "local incidence angle", "ina at surface from mola"),
     "local_emission": ("local emission", "local emission angle", "ema at surface from mola"),
     "facet_slope": ("facet slope", "slope", "surface slope", "slope magnitude from mola"),
-    "facet_aspect": ("facet aspect", "aspect", "surface aspect", "mola slope azimuth",
-                     "slope azimuth"),
-    "facet_cos_i": ("facet cos i", "facet cos", "cosine", "cosine i", "cos i",
-                    "local cosine i"),
+    "facet_aspect": (
+        "facet aspect",
+        "aspect",
+        "surface aspect",
+        "mola slope azimuth",
+        "slope azimuth",
+    ),
+    "facet_cos_i": ("facet cos i", "facet cos", "cosine", "cosine i", "cos i", "local cosine i"),
 }
 """Accepted band descriptions per role, in normalised form (see `normalise_band_name`).
 
@@ -166,12 +200,16 @@ def find_roles(descriptions, path) -> dict[str, int]:
             found.setdefault(role, []).append(index)
     for role, indexes in found.items():
         if len(indexes) > 1:
-            raise ValueError(f"geometry raster {path} has several bands for {role}: bands {indexes}")
+            raise ValueError(
+                f"geometry raster {path} has several bands for {role}: bands {indexes}"
+            )
     return {role: indexes[0] for role, indexes in found.items()}
 
 
 def _accepted(role: str) -> str:
-    return f"{role} (accepted, case-insensitive: {', '.join(repr(n) for n in OBS_BAND_NAMES[role])})"
+    return (
+        f"{role} (accepted, case-insensitive: {', '.join(repr(n) for n in OBS_BAND_NAMES[role])})"
+    )
 
 
 def match_obs_bands(descriptions, path) -> dict[str, int]:
@@ -186,8 +224,10 @@ def match_obs_bands(descriptions, path) -> dict[str, int]:
     found = find_roles(descriptions, path)
     for role in ANGLE_ROLES:
         if role not in found:
-            raise ValueError(f"geometry raster {path} has no band named like {_accepted(role)}; "
-                             f"its band descriptions are {list(descriptions)}")
+            raise ValueError(
+                f"geometry raster {path} has no band named like {_accepted(role)}; "
+                f"its band descriptions are {list(descriptions)}"
+            )
     return {role: found[role] for role in ANGLE_ROLES}
 
 
@@ -216,20 +256,26 @@ class GeometryPlan:
     checks: tuple = ()
     unused: tuple = ()
 
-    def with_unused(self, found) -> "GeometryPlan":
+    def with_unused(self, found) -> GeometryPlan:
         """This plan, listing the local-surface roles of ``found`` it neither reads nor checks."""
         unused = tuple(r for r in LOCAL_ROLES if r in found and r not in self.roles + self.checks)
-        return GeometryPlan(self.surface, self.angles, self.normals, self.roles, self.checks, unused)
+        return GeometryPlan(
+            self.surface, self.angles, self.normals, self.roles, self.checks, unused
+        )
 
     def describe(self) -> str:
         """One line, e.g. ``"to-sun/to-sensor zenith and azimuth; normals from facet slope and aspect"``."""
         if self.angles == "zenith_azimuth":
-            normals = {"flat": "a flat surface", "dtm": "normals from the DTM",
-                       "facets": "normals from facet slope and aspect"}[self.normals]
+            normals = {
+                "flat": "a flat surface",
+                "dtm": "normals from the DTM",
+                "facets": "normals from facet slope and aspect",
+            }[self.normals]
             text = f"to-sun/to-sensor zenith and azimuth; {normals}"
         elif self.surface == "local":
             text = "local incidence and emission, phase" + (
-                "" if "phase" in self.roles else " from the zenith/azimuth angles")
+                "" if "phase" in self.roles else " from the zenith/azimuth angles"
+            )
         else:
             text = "incidence, emission and phase relative to the ellipsoid"
         if self.checks:
@@ -248,8 +294,14 @@ def _layouts_text() -> str:
     )
 
 
-def plan_geometry(found, *, surface: str = "auto", dtm: bool = False, source="geometry",
-                  found_text: str | None = None) -> GeometryPlan:
+def plan_geometry(
+    found,
+    *,
+    surface: str = "auto",
+    dtm: bool = False,
+    source="geometry",
+    found_text: str | None = None,
+) -> GeometryPlan:
     """Choose the bands that make the geometry, from the roles a backplane carries.
 
     Args:
@@ -302,18 +354,23 @@ def _choose(found, surface, dtm, source, found_text) -> GeometryPlan:
             + "; ".join(_accepted(r) for r in missing_triplet)
         )
     if dtm and not has_azimuths:
-        raise ValueError(f"a DTM needs the sun's and the sensor's azimuths to tilt the surface, "
-                         f"but {source} holds {holds}: give the four zenith/azimuth angles, or no DTM")
+        raise ValueError(
+            f"a DTM needs the sun's and the sensor's azimuths to tilt the surface, "
+            f"but {source} holds {holds}: give the four zenith/azimuth angles, or no DTM"
+        )
     if dtm and local_present and surface != "ellipsoid":
         raise ValueError(
             f"{source} carries local-surface bands ({', '.join(local_present)}) and a DTM was "
             "given: two sources of local slopes. Drop the DTM to use the backplane's, or pass "
-            "surface='ellipsoid' (--surface ellipsoid) to use the DTM with the ellipsoid angles")
+            "surface='ellipsoid' (--surface ellipsoid) to use the DTM with the ellipsoid angles"
+        )
 
     if surface == "ellipsoid" or (surface == "auto" and not local_present):
         if not (has_azimuths or has_triplet):
-            raise ValueError(f"surface={surface!r} needs the ellipsoid angles, but {source} holds "
-                             f"{holds}. Expected {_layouts_text()}")
+            raise ValueError(
+                f"surface={surface!r} needs the ellipsoid angles, but {source} holds "
+                f"{holds}. Expected {_layouts_text()}"
+            )
         if has_azimuths:
             # a DTM makes the surface local, unless the user asked for the ellipsoid's angles
             chosen = "local" if dtm and surface == "auto" else "ellipsoid"
@@ -323,18 +380,29 @@ def _choose(found, surface, dtm, source, found_text) -> GeometryPlan:
     if dtm:  # surface "local" with a DTM and no local-surface bands
         return GeometryPlan("local", "zenith_azimuth", "dtm", ANGLE_ROLES)
     if local is None:
-        what = (f"its local-surface bands ({', '.join(local_present)}) cannot be used alone"
-                if local_present else "it has no local-surface bands")
+        what = (
+            f"its local-surface bands ({', '.join(local_present)}) cannot be used alone"
+            if local_present
+            else "it has no local-surface bands"
+        )
         raise ValueError(
             f"surface={surface!r}: {source} holds {holds}; {what}. Local-surface angles need "
             "the four zenith/azimuth angles plus facet_slope and facet_aspect, or "
             "local_incidence and local_emission plus phase"
-            + ("; pass surface='ellipsoid' (--surface ellipsoid) to use the ellipsoid angles "
-               "and leave them out" if local_present else "")
+            + (
+                "; pass surface='ellipsoid' (--surface ellipsoid) to use the ellipsoid angles "
+                "and leave them out"
+                if local_present
+                else ""
+            )
         )
     if local == "facets":
         checks = tuple(r for r in (*LOCAL_ANGLE_ROLES, "facet_cos_i") if r in found)
-        return GeometryPlan("local", "zenith_azimuth", "facets", (*ANGLE_ROLES, *FACET_ROLES), checks)
-    roles = (*LOCAL_ANGLE_ROLES, "phase") if "phase" in found else (*LOCAL_ANGLE_ROLES, *ANGLE_ROLES)
+        return GeometryPlan(
+            "local", "zenith_azimuth", "facets", (*ANGLE_ROLES, *FACET_ROLES), checks
+        )
+    roles = (
+        (*LOCAL_ANGLE_ROLES, "phase") if "phase" in found else (*LOCAL_ANGLE_ROLES, *ANGLE_ROLES)
+    )
     checks = tuple(r for r in ("facet_cos_i",) if r in found)
     return GeometryPlan("local", "triplet", "flat", roles, checks)

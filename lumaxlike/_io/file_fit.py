@@ -42,8 +42,8 @@ from .file_inversion import BLOCK_TARGET_BYTES
 from .file_runs import check_not_an_input, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
 from .products import refuse_normalised
-from .stacks import check_stack
 from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
+from .stacks import check_stack
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
 
@@ -64,22 +64,39 @@ def fit_fields(free: Sequence[str], joint: bool = False) -> tuple[tuple[str, ...
         if name != "w":
             attrs[name] = {"long_name": f"fitted Hapke parameter {name}", "units": unit}
         attrs[f"sigma_{name}"] = {"long_name": f"standard uncertainty of {name}", "units": unit}
-    attrs["residual"] = {"long_name": "residual norm: sqrt of the sum over valid observations of "
-                                      "(model - observed r)^2", "units": "sr-1"}
+    attrs["residual"] = {
+        "long_name": "residual norm: sqrt of the sum over valid observations of "
+        "(model - observed r)^2",
+        "units": "sr-1",
+    }
     attrs["status"] = {**FIELD_ATTRS["status"], "long_name": "fit status (lumaxlike.Status)"}
     attrs["observations"] = {"long_name": "valid observations fitted", "units": "1"}
-    layout = dataclasses.replace(INVERSION_LAYOUT, attrs=attrs,
-                                 integer={**INVERSION_LAYOUT.integer, "observations": np.int32})
-    fields = ("w", *(n for n in free if n != "w"), *(f"sigma_{n}" for n in free), "status", "iterations",
-              "residual", "observations")
+    layout = dataclasses.replace(
+        INVERSION_LAYOUT,
+        attrs=attrs,
+        integer={**INVERSION_LAYOUT.integer, "observations": np.int32},
+    )
+    fields = (
+        "w",
+        *(n for n in free if n != "w"),
+        *(f"sigma_{n}" for n in free),
+        "status",
+        "iterations",
+        "residual",
+        "observations",
+    )
     if joint:
         for name in free:
-            attrs[f"dfs_{name}"] = {"long_name": f"degrees of freedom for signal of {name} (averaging "
-                                                 "kernel diagonal)", "units": "1"}
-        attrs["cost"] = {"long_name": "objective at the solution: sum of ((model - observed r) / sigma)^2 "
-                                      "plus the prior rows' squares (without sigma: of the residuals, sr-2)",
-                         "units": "1"}
-        fields = (*fields[: -2], *(f"dfs_{n}" for n in free), "cost", "observations")
+            attrs[f"dfs_{name}"] = {
+                "long_name": f"degrees of freedom for signal of {name} (averaging kernel diagonal)",
+                "units": "1",
+            }
+        attrs["cost"] = {
+            "long_name": "objective at the solution: sum of ((model - observed r) / sigma)^2 "
+            "plus the prior rows' squares (without sigma: of the residuals, sr-2)",
+            "units": "1",
+        }
+        fields = (*fields[:-2], *(f"dfs_{n}" for n in free), "cost", "observations")
     return fields, layout
 
 
@@ -103,19 +120,43 @@ def _limits_in_radians(limits_deg) -> dict:
     limits = {}
     for angle, interval in (limits_deg or {}).items():
         if angle not in LIMITED_ANGLES:
-            raise ValueError(f"observation limits: unknown angle {angle!r}; expected some of {LIMITED_ANGLES}")
+            raise ValueError(
+                f"observation limits: unknown angle {angle!r}; expected some of {LIMITED_ANGLES}"
+            )
         lower, upper = (float(v) for v in interval)
         if not (0.0 <= lower <= upper <= 180.0):
-            raise ValueError(f"observation limits: {angle} range must satisfy 0 <= min <= max <= 180 deg, got {interval!r}")
+            raise ValueError(
+                f"observation limits: {angle} range must satisfy 0 <= min <= max <= 180 deg, got {interval!r}"
+            )
         limits[angle] = (math.radians(lower), math.radians(upper))
     return limits
 
 
-def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm=None, solver="numba",
-             observation_limits_deg: Mapping | None = None, min_observations=None, sigma=None,
-             chunk_rows=None, overwrite=False, progress=None, max_iter=None, tol=None,
-             command=None, shared=(), prior: Mapping | None = None, workers=1, scheduler=None,
-             resume=False) -> InversionSummary:
+def fit_file(
+    cubes,
+    out_path,
+    *,
+    geometry,
+    params: HapkeParams,
+    free,
+    units,
+    dtm=None,
+    solver="numba",
+    observation_limits_deg: Mapping | None = None,
+    min_observations=None,
+    sigma=None,
+    chunk_rows=None,
+    overwrite=False,
+    progress=None,
+    max_iter=None,
+    tol=None,
+    command=None,
+    shared=(),
+    prior: Mapping | None = None,
+    workers=1,
+    scheduler=None,
+    resume=False,
+) -> InversionSummary:
     """Fit Hapke parameters per pixel and band to a stack of co-registered cube files.
 
     The file front end of `lumaxlike.fit` (as `lumaxlike.invert_file` is of
@@ -168,25 +209,33 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
     if not cubes:
         raise ValueError("give at least one cube")
     if len(geometries) != len(cubes):
-        raise ValueError(f"--geometry gives {len(geometries)} rasters for {len(cubes)} cubes (one per cube, in order)")
+        raise ValueError(
+            f"--geometry gives {len(geometries)} rasters for {len(cubes)} cubes (one per cube, in order)"
+        )
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     free = (free,) if isinstance(free, str) else tuple(free)
     if "w" not in free:
         raise ValueError(f"free must include 'w', got {free!r}")
     limits = _limits_in_radians(observation_limits_deg)
-    if sigma is not None and not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
+    if sigma is not None and not (
+        isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0
+    ):
         raise ValueError(f"sigma must be a positive number, got {sigma!r}")
     if sigma is not None and units == "reff":  # its r would differ per observation (cos i)
-        raise ValueError("sigma with units 'reff' is not supported by fit: the uncertainty of r then "
-                         "differs per observation; give it for 'r' or 'radf' data")
+        raise ValueError(
+            "sigma with units 'reff' is not supported by fit: the uncertainty of r then "
+            "differs per observation; give it for 'r' or 'radf' data"
+        )
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     joint = bool(shared) or bool(prior)
     if prior and sigma is None:
         raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
     fields, layout = fit_fields(free, joint)
-    check_not_an_input(out_path, fields, [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))])
+    check_not_an_input(
+        out_path, fields, [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))]
+    )
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = [stack.enter_context(CubeReader(path)) for path in cubes]
@@ -196,53 +245,110 @@ def fit_file(cubes, out_path, *, geometry, params: HapkeParams, free, units, dtm
         for reader in readers[1:]:
             check_aligned(info.grid, reader.info.grid, "cube")
         check_stack([reader.info for reader in readers])
-        geometry_readers = [stack.enter_context(GeometryReader(g, info.grid, dtm)) for g in geometries]
+        geometry_readers = [
+            stack.enter_context(GeometryReader(g, info.grid, dtm)) for g in geometries
+        ]
         n_obs, width = len(cubes), info.grid.width
         row_bytes = width * info.bands * n_obs * 8
-        rows_per_block = int(chunk_rows) if chunk_rows is not None else int(max(1, min(BLOCK_TARGET_BYTES // row_bytes, info.grid.height)))
+        rows_per_block = (
+            int(chunk_rows)
+            if chunk_rows is not None
+            else int(max(1, min(BLOCK_TARGET_BYTES // row_bytes, info.grid.height)))
+        )
         # one JAX chunk shape for every block (the last is padded): compiles once
-        chunk_size = min(rows_per_block * width, max(1, OBSERVATIONS_PER_CHUNK // (info.bands * n_obs)))
+        chunk_size = min(
+            rows_per_block * width, max(1, OBSERVATIONS_PER_CHUNK // (info.bands * n_obs))
+        )
         settings = {
             "cubes": [str(p.absolute()) for p in cubes],
-            "geometries": [str(Path(g).absolute()) if isinstance(g, (str, Path)) else None for g in geometries],
+            "geometries": [
+                str(Path(g).absolute()) if isinstance(g, (str, Path)) else None for g in geometries
+            ],
             "free": list(free),
-            "observation_limits_deg": {k: list(map(float, v)) for k, v in (observation_limits_deg or {}).items()},
+            "observation_limits_deg": {
+                k: list(map(float, v)) for k, v in (observation_limits_deg or {}).items()
+            },
             "min_observations": min_observations,
         }
         if joint:
             settings["shared"] = list(shared)
-            settings["prior"] = {name: [float(v) for v in pair] for name, pair in (prior or {}).items()}
+            settings["prior"] = {
+                name: [float(v) for v in pair] for name, pair in (prior or {}).items()
+            }
         base = make_provenance(
-            params=[params] * info.bands, units=units, solver=solver, tol=tol, max_iter=max_iter,
-            refl_sigma=sigma, dtype=info.dtype, cube=None, geometry=None, dtm=dtm,
-            command=command or python_call("fit_file", [str(p) for p in cubes], out_path, params=params,
-                                          free=free, units=units, solver=solver,
-                                          **parallel_call(workers, scheduler)),
+            params=[params] * info.bands,
+            units=units,
+            solver=solver,
+            tol=tol,
+            max_iter=max_iter,
+            refl_sigma=sigma,
+            dtype=info.dtype,
+            cube=None,
+            geometry=None,
+            dtm=dtm,
+            command=command
+            or python_call(
+                "fit_file",
+                [str(p) for p in cubes],
+                out_path,
+                params=params,
+                free=free,
+                units=units,
+                solver=solver,
+                **parallel_call(workers, scheduler),
+            ),
         )
         # the record's param_* keys hold the starting values; the fitted ones are the maps
-        settings["fitted_maps"] = {name: str(Path(path).absolute())
-                                   for name, path in result_paths(out_path, free, main="w").items()}
+        settings["fitted_maps"] = {
+            name: str(Path(path).absolute())
+            for name, path in result_paths(out_path, free, main="w").items()
+        }
         provenance = _FitProvenance(**{**vars(base), "fit_settings": settings})
-        fit_options = {"free": free, "solver": solver, "observation_limits": limits,
-                       "min_observations": min_observations, "chunk_size": chunk_size}
-        fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})
+        fit_options = {
+            "free": free,
+            "solver": solver,
+            "observation_limits": limits,
+            "min_observations": min_observations,
+            "chunk_size": chunk_size,
+        }
+        fit_options.update(
+            {k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None}
+        )
         if sigma is not None:
             fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
         if joint:
             fit_options.update(shared=tuple(shared), prior=dict(prior or {}))
         inputs = [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))]
-        journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields,
-                          settings=run_settings(provenance, out_path, fields, rows_per_block))
-        writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                              chunk_rows=rows_per_block, provenance=provenance, layout=layout)
+        journal = Journal(
+            out_path,
+            inputs=inputs,
+            resume=resume,
+            fields=fields,
+            settings=run_settings(provenance, out_path, fields, rows_per_block),
+        )
+        writer = ResultWriter(
+            out_path,
+            like=info,
+            fields=fields,
+            overwrite=overwrite,
+            chunk_rows=rows_per_block,
+            provenance=provenance,
+            layout=layout,
+        )
 
         def read(rows):
             return _read_block(readers, geometry_readers, rows, units) + (params, fit_options), {}
 
         counts, resumed = run_blocks(
-            writer, lambda: BlockPool(workers, scheduler, function=fit_block), read,
-            rows_per_block=rows_per_block, journal=journal,
-            bar_factory=lambda: progress_bar(progress, info.grid.height * width, f"fitting {Path(cubes[0]).name}"))
+            writer,
+            lambda: BlockPool(workers, scheduler, function=fit_block),
+            read,
+            rows_per_block=rows_per_block,
+            journal=journal,
+            bar_factory=lambda: progress_bar(
+                progress, info.grid.height * width, f"fitting {Path(cubes[0]).name}"
+            ),
+        )
     return InversionSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * width,
@@ -263,7 +369,9 @@ def _read_block(readers, geometry_readers, rows, units) -> tuple:
         vectors.append((to_sun, to_sensor, normal))
     stacked = np.stack(refl, axis=-1)  # (rows, cols, bands, observations)
     del refl
-    geometry = [np.stack([v[k] for v in vectors], axis=-2) for k in range(3)]  # (rows, cols, observations, 3)
+    geometry = [
+        np.stack([v[k] for v in vectors], axis=-2) for k in range(3)
+    ]  # (rows, cols, observations, 3)
     return (stacked, *geometry)
 
 
@@ -274,7 +382,9 @@ def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
     block = {name: result[name] for name in result.free}
     for name in result.free:
         block[f"sigma_{name}"] = result.sigma(name)
-    block.update(status=result.status, iterations=result.iterations, observations=result.observations)
+    block.update(
+        status=result.status, iterations=result.iterations, observations=result.observations
+    )
     if hasattr(result, "dfs"):  # a JointFitResult: per-pixel maps repeated in every band layer
         block.update({f"dfs_{name}": result.dfs[name] for name in result.free}, cost=result.cost)
         shape = refl.shape[:3]

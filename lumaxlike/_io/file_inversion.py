@@ -16,10 +16,10 @@ from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
 from .._run.tasks import SolverOptions, check_solver, per_band_params
+from .file_runs import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
 from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
 from .raster import GDAL_CACHE_BYTES, CubeInfo
-from .file_runs import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
 from .units import check_units
 from .writers import RESULT_FIELDS, ResultWriter
 
@@ -42,12 +42,33 @@ def default_chunk_rows(info: CubeInfo) -> int:
     return int(min(rows, info.grid.height))
 
 
-def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver, units,
-                chunk_rows=None, overwrite=False, progress=None, sigma=None, workers=1,
-                max_iter=None, tol=None, command=None, surface="auto",
-                scheduler=None, correction_undone=False, reff_incidence=None,
-                solar_spectrum=None, solar_distance=None, wavelengths_from=None,
-                thermal_bands="keep", resume=False) -> InversionSummary:
+def invert_file(
+    cube_path,
+    out_path,
+    *,
+    geometry=None,
+    dtm=None,
+    params,
+    solver,
+    units,
+    chunk_rows=None,
+    overwrite=False,
+    progress=None,
+    sigma=None,
+    workers=1,
+    max_iter=None,
+    tol=None,
+    command=None,
+    surface="auto",
+    scheduler=None,
+    correction_undone=False,
+    reff_incidence=None,
+    solar_spectrum=None,
+    solar_distance=None,
+    wavelengths_from=None,
+    thermal_bands="keep",
+    resume=False,
+) -> InversionSummary:
     """Invert a reflectance cube file for single-scattering albedo maps, block by block.
 
     Reads ``chunk_rows`` rows of the cube and of the geometry at a time, converts them to
@@ -148,22 +169,37 @@ def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver,
     if units != "radiance":
         check_units(units)
     elif sigma is not None:
-        raise ValueError("sigma with units='radiance' is not supported: give the cube's "
-                         "uncertainty as I/F (convert first)")
-    if sigma is not None and not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
+        raise ValueError(
+            "sigma with units='radiance' is not supported: give the cube's "
+            "uncertainty as I/F (convert first)"
+        )
+    if sigma is not None and not (
+        isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0
+    ):
         raise ValueError(f"sigma must be a positive number, got {sigma!r}")
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     fields = [f for f in RESULT_FIELDS if f != "sigma" or sigma is not None]
     check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry)])
 
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
-            cube_path, units, **product_options(solar_spectrum, solar_distance,
-                                                wavelengths_from, thermal_bands)) as cube:
+    with (
+        rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES),
+        ProductCube(
+            cube_path,
+            units,
+            **product_options(solar_spectrum, solar_distance, wavelengths_from, thermal_bands),
+        ) as cube,
+    ):
         info = cube.info
         geometry_used, incidence, product = product_geometry(
-            cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,
-            correction_undone=correction_undone)
+            cube,
+            cube_path,
+            geometry,
+            dtm,
+            units=units,
+            reff_incidence=reff_incidence,
+            correction_undone=correction_undone,
+        )
         band_params = per_band_params(params, info.bands)
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
         # one JAX chunk shape for every block (the last one is padded): compiles once
@@ -171,32 +207,87 @@ def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver,
         options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
         with GeometryReader(geometry_used, info.grid, dtm, surface=surface) as geometry_reader:
             provenance = make_provenance(
-                params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
-                refl_sigma=sigma, dtype=info.dtype, cube=cube_path,
+                params=band_params,
+                units=units,
+                solver=solver,
+                tol=tol,
+                max_iter=max_iter,
+                refl_sigma=sigma,
+                dtype=info.dtype,
+                cube=cube_path,
                 geometry=recorded_geometry(geometry_used, product),
-                dtm=dtm, geometry_layout=geometry_reader.record(), product=product,
-                command=command or python_call("invert_file", cube_path, out_path, geometry=geometry,
-                                               dtm=dtm, params=params, solver=solver, units=units,
-                                               sigma=sigma, max_iter=max_iter, tol=tol,
-                                               surface=surface, **parallel_call(workers, scheduler),
-                                               **_product_call(correction_undone, reff_incidence,
-                                                               solar_spectrum, solar_distance,
-                                                               wavelengths_from, thermal_bands)),
+                dtm=dtm,
+                geometry_layout=geometry_reader.record(),
+                product=product,
+                command=command
+                or python_call(
+                    "invert_file",
+                    cube_path,
+                    out_path,
+                    geometry=geometry,
+                    dtm=dtm,
+                    params=params,
+                    solver=solver,
+                    units=units,
+                    sigma=sigma,
+                    max_iter=max_iter,
+                    tol=tol,
+                    surface=surface,
+                    **parallel_call(workers, scheduler),
+                    **_product_call(
+                        correction_undone,
+                        reff_incidence,
+                        solar_spectrum,
+                        solar_distance,
+                        wavelengths_from,
+                        thermal_bands,
+                    ),
+                ),
             )
-            inputs = [cube_path, dtm, *geometry_paths(geometry_used), solar_spectrum, wavelengths_from]
-            journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields,
-                              settings=run_settings(provenance, out_path, fields, rows_per_block))
-            writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                                  chunk_rows=rows_per_block, provenance=provenance)
+            inputs = [
+                cube_path,
+                dtm,
+                *geometry_paths(geometry_used),
+                solar_spectrum,
+                wavelengths_from,
+            ]
+            journal = Journal(
+                out_path,
+                inputs=inputs,
+                resume=resume,
+                fields=fields,
+                settings=run_settings(provenance, out_path, fields, rows_per_block),
+            )
+            writer = ResultWriter(
+                out_path,
+                like=info,
+                fields=fields,
+                overwrite=overwrite,
+                chunk_rows=rows_per_block,
+                provenance=provenance,
+            )
             counts, resumed = run_blocks(
-                writer, lambda: BlockPool(workers, scheduler),
-                cube_block_reader(cube, geometry_reader, units=cube.units, sigma=sigma, params=band_params,
-                                  options=options, reff_incidence=incidence),
-                rows_per_block=rows_per_block, journal=journal,
-                bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
-                                                 f"inverting {Path(cube_path).name}"),
+                writer,
+                lambda: BlockPool(workers, scheduler),
+                cube_block_reader(
+                    cube,
+                    geometry_reader,
+                    units=cube.units,
+                    sigma=sigma,
+                    params=band_params,
+                    options=options,
+                    reff_incidence=incidence,
+                ),
+                rows_per_block=rows_per_block,
+                journal=journal,
+                bar_factory=lambda: progress_bar(
+                    progress,
+                    info.grid.height * info.grid.width,
+                    f"inverting {Path(cube_path).name}",
+                ),
                 on_start=cube.tell,  # every check passed: the run starts
-                bad_bands=cube.bad_bands)
+                bad_bands=cube.bad_bands,
+            )
     return InversionSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * info.grid.width,
@@ -207,11 +298,21 @@ def invert_file(cube_path, out_path, *, geometry=None, dtm=None, params, solver,
     )
 
 
-def _product_call(correction_undone, reff_incidence, solar_spectrum, solar_distance,
-                  wavelengths_from, thermal_bands) -> dict:
+def _product_call(
+    correction_undone,
+    reff_incidence,
+    solar_spectrum,
+    solar_distance,
+    wavelengths_from,
+    thermal_bands,
+) -> dict:
     """The mission-product arguments for the recorded call, when not the defaults."""
-    given = {"correction_undone": (correction_undone, False),
-             "reff_incidence": (reff_incidence, None),
-             "solar_spectrum": (solar_spectrum, None), "solar_distance": (solar_distance, None),
-             "wavelengths_from": (wavelengths_from, None), "thermal_bands": (thermal_bands, "keep")}
+    given = {
+        "correction_undone": (correction_undone, False),
+        "reff_incidence": (reff_incidence, None),
+        "solar_spectrum": (solar_spectrum, None),
+        "solar_distance": (solar_distance, None),
+        "wavelengths_from": (wavelengths_from, None),
+        "thermal_bands": (thermal_bands, "keep"),
+    }
     return {name: value for name, (value, default) in given.items() if value != default}

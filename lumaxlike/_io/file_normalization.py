@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import rasterio
@@ -40,8 +40,11 @@ __all__ = ["NORMALIZATION_FIELDS", "normalization_attrs", "normalize_block", "no
 NORMALIZATION_FIELDS = ("reflectance", "status", "sigma")
 """Maps a normalisation writes: the normalised cube (at ``OUT`` itself), status, sigma."""
 
-_UNIT_TEXT = {"r": ("bidirectional reflectance r", "sr-1"), "radf": ("radiance factor I/F = pi r", "1"),
-              "reff": ("reflectance factor pi r / cos i", "1")}
+_UNIT_TEXT = {
+    "r": ("bidirectional reflectance r", "sr-1"),
+    "radf": ("radiance factor I/F = pi r", "1"),
+    "reff": ("reflectance factor pi r / cos i", "1"),
+}
 
 
 def normalization_attrs(units: str) -> dict:
@@ -50,16 +53,22 @@ def normalization_attrs(units: str) -> dict:
     return {
         "reflectance": {"long_name": f"{quantity} at the standard geometry", "units": unit},
         "status": FIELD_ATTRS["status"],
-        "sigma": {"long_name": f"standard uncertainty of the {quantity} at the standard geometry",
-                  "units": unit},
+        "sigma": {
+            "long_name": f"standard uncertainty of the {quantity} at the standard geometry",
+            "units": unit,
+        },
     }
 
 
 def normalization_layout(units: str) -> FieldLayout:
     """The maps a normalisation writes (`ResultWriter`): the normalised cube at the output
     path, its status and sigma beside it."""
-    return FieldLayout(main="reflectance", attrs=normalization_attrs(units), band_names={},
-                       integer={"status": np.int8})
+    return FieldLayout(
+        main="reflectance",
+        attrs=normalization_attrs(units),
+        band_names={},
+        integer={"status": np.int8},
+    )
 
 
 def from_r_at_standard(values, units: str, standard) -> np.ndarray:
@@ -70,8 +79,19 @@ def from_r_at_standard(values, units: str, standard) -> np.ndarray:
     return (values * factor).astype(values.dtype, copy=False)
 
 
-def normalize_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions, refl_sigma=None, *,
-                    standard, units: str, param_maps=None) -> dict[str, np.ndarray]:
+def normalize_block(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    options: SolverOptions,
+    refl_sigma=None,
+    *,
+    standard,
+    units: str,
+    param_maps=None,
+) -> dict[str, np.ndarray]:
     """Normalise a block of pixels, band groups with their own parameters.
 
     Args:
@@ -95,15 +115,31 @@ def normalize_block(refl, to_sun, to_sensor, normal, params, options: SolverOpti
         sigma_scale = np.broadcast_to(refl_sigma, refl.shape)
         refl_sigma = 1.0
     fields = {}
-    solver_context = numba_threads(options.num_threads) if options.solver == "numba" else contextlib.nullcontext()
+    solver_context = (
+        numba_threads(options.num_threads)
+        if options.solver == "numba"
+        else contextlib.nullcontext()
+    )
     with solver_context:
         for group_params, bands in band_groups(params):
             maps = None
             if param_maps:
-                maps = {name: (values[..., bands] if values.ndim == refl.ndim else values)
-                        for name, values in param_maps.items()}
-            result = normalize(refl[..., bands], to_sun, to_sensor, normal, group_params, options.solver,
-                               standard=standard, refl_sigma=refl_sigma, param_maps=maps, **kwargs)
+                maps = {
+                    name: (values[..., bands] if values.ndim == refl.ndim else values)
+                    for name, values in param_maps.items()
+                }
+            result = normalize(
+                refl[..., bands],
+                to_sun,
+                to_sensor,
+                normal,
+                group_params,
+                options.solver,
+                standard=standard,
+                refl_sigma=refl_sigma,
+                param_maps=maps,
+                **kwargs,
+            )
             for field in NORMALIZATION_FIELDS:
                 values = getattr(result, field)
                 fields.setdefault(field, np.empty(refl.shape, values.dtype))[..., bands] = values
@@ -125,8 +161,10 @@ class _MapReader:
                 self._readers[name] = reader
                 check_aligned(cube_info.grid, reader.info.grid, f"param_maps[{name!r}]")
                 if reader.info.bands not in (1, cube_info.bands):
-                    raise ValueError(f"param_maps[{name!r}] raster {path} has {reader.info.bands} bands; "
-                                     f"expected 1 (per pixel) or the cube's {cube_info.bands} (per band)")
+                    raise ValueError(
+                        f"param_maps[{name!r}] raster {path} has {reader.info.bands} bands; "
+                        f"expected 1 (per pixel) or the cube's {cube_info.bands} (per band)"
+                    )
         except BaseException:
             self.close()
             raise
@@ -144,12 +182,35 @@ class _MapReader:
             reader.close()
 
 
-def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="auto", params, solver, units,
-                   standard=DEFAULT_STANDARD, param_maps=None, chunk_rows=None, overwrite=False,
-                   progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
-                   command=None, correction_undone=False, reff_incidence=None,
-                   solar_spectrum=None, solar_distance=None, wavelengths_from=None,
-                   thermal_bands="keep", resume=False) -> InversionSummary:
+def normalize_file(
+    cube_path,
+    out_path,
+    *,
+    geometry=None,
+    dtm=None,
+    surface="auto",
+    params,
+    solver,
+    units,
+    standard=DEFAULT_STANDARD,
+    param_maps=None,
+    chunk_rows=None,
+    overwrite=False,
+    progress=None,
+    sigma=None,
+    workers=1,
+    scheduler=None,
+    max_iter=None,
+    tol=None,
+    command=None,
+    correction_undone=False,
+    reff_incidence=None,
+    solar_spectrum=None,
+    solar_distance=None,
+    wavelengths_from=None,
+    thermal_bands="keep",
+    resume=False,
+) -> InversionSummary:
     """Photometric normalisation of a reflectance cube file, block by block.
 
     Each block is read, converted to r, normalised with `lumaxlike.normalize` and
@@ -182,25 +243,44 @@ def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="aut
     check_solver(solver)
     check_units(units)
     standard = standard_angles(standard)
-    if sigma is not None and not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
+    if sigma is not None and not (
+        isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0
+    ):
         raise ValueError(f"sigma must be a positive number, got {sigma!r}")
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     if param_maps is not None and not isinstance(param_maps, Mapping):
-        raise ValueError(f"param_maps must be a mapping of HapkeParams fields to raster paths, got "
-                         f"{type(param_maps).__name__}")
+        raise ValueError(
+            f"param_maps must be a mapping of HapkeParams fields to raster paths, got "
+            f"{type(param_maps).__name__}"
+        )
     param_maps = dict(param_maps or {})
     fields = [f for f in NORMALIZATION_FIELDS if f != "sigma" or sigma is not None]
-    check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry), *param_maps.values()],
-                       main="reflectance")
+    check_not_an_input(
+        out_path,
+        fields,
+        [cube_path, dtm, *geometry_paths(geometry), *param_maps.values()],
+        main="reflectance",
+    )
 
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
-            cube_path, units, **product_options(solar_spectrum, solar_distance, wavelengths_from,
-                                                thermal_bands)) as cube:
+    with (
+        rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES),
+        ProductCube(
+            cube_path,
+            units,
+            **product_options(solar_spectrum, solar_distance, wavelengths_from, thermal_bands),
+        ) as cube,
+    ):
         info = cube.info
         geometry, incidence, product = product_geometry(
-            cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,
-            correction_undone=correction_undone)
+            cube,
+            cube_path,
+            geometry,
+            dtm,
+            units=units,
+            reff_incidence=reff_incidence,
+            correction_undone=correction_undone,
+        )
         band_params = per_band_params(params, info.bands)
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
@@ -209,33 +289,88 @@ def normalize_file(cube_path, out_path, *, geometry=None, dtm=None, surface="aut
         try:
             with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
                 provenance = make_provenance(
-                    params=band_params, units=units, solver=solver, tol=tol, max_iter=max_iter,
-                    refl_sigma=sigma, dtype=info.dtype, cube=cube_path,
-                    geometry=recorded_geometry(geometry, product), dtm=dtm,
-                    geometry_layout=geometry_reader.record(), standard=standard,
-                    param_maps=param_maps or None, product=product,
-                    command=command or python_call(
-                        "normalize_file", cube_path, out_path, geometry=geometry, dtm=dtm, surface=surface,
-                        params=params, solver=solver, units=units, standard=standard,
-                        param_maps=param_maps or None, sigma=sigma, max_iter=max_iter, tol=tol,
-                        **parallel_call(workers, scheduler)),
+                    params=band_params,
+                    units=units,
+                    solver=solver,
+                    tol=tol,
+                    max_iter=max_iter,
+                    refl_sigma=sigma,
+                    dtype=info.dtype,
+                    cube=cube_path,
+                    geometry=recorded_geometry(geometry, product),
+                    dtm=dtm,
+                    geometry_layout=geometry_reader.record(),
+                    standard=standard,
+                    param_maps=param_maps or None,
+                    product=product,
+                    command=command
+                    or python_call(
+                        "normalize_file",
+                        cube_path,
+                        out_path,
+                        geometry=geometry,
+                        dtm=dtm,
+                        surface=surface,
+                        params=params,
+                        solver=solver,
+                        units=units,
+                        standard=standard,
+                        param_maps=param_maps or None,
+                        sigma=sigma,
+                        max_iter=max_iter,
+                        tol=tol,
+                        **parallel_call(workers, scheduler),
+                    ),
                 )
-                inputs = [cube_path, dtm, *geometry_paths(geometry), *param_maps.values(), wavelengths_from]
-                journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields,
-                                  settings=run_settings(provenance, out_path, fields, rows_per_block))
-                writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                                      chunk_rows=rows_per_block, provenance=provenance,
-                                      layout=normalization_layout(units))
+                inputs = [
+                    cube_path,
+                    dtm,
+                    *geometry_paths(geometry),
+                    *param_maps.values(),
+                    wavelengths_from,
+                ]
+                journal = Journal(
+                    out_path,
+                    inputs=inputs,
+                    resume=resume,
+                    fields=fields,
+                    settings=run_settings(provenance, out_path, fields, rows_per_block),
+                )
+                writer = ResultWriter(
+                    out_path,
+                    like=info,
+                    fields=fields,
+                    overwrite=overwrite,
+                    chunk_rows=rows_per_block,
+                    provenance=provenance,
+                    layout=normalization_layout(units),
+                )
                 counts, resumed = run_blocks(
-                    writer, lambda: BlockPool(workers, scheduler, function=normalize_block),
+                    writer,
+                    lambda: BlockPool(workers, scheduler, function=normalize_block),
                     cube_block_reader(
-                        cube, geometry_reader, units=units, sigma=sigma, params=band_params, options=options,
-                        extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)},
-                        reff_incidence=incidence),
-                    rows_per_block=rows_per_block, journal=journal,
-                    bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
-                                                     f"normalising {Path(cube_path).name}"),
-                    on_start=cube.tell)  # every check passed: the run starts
+                        cube,
+                        geometry_reader,
+                        units=units,
+                        sigma=sigma,
+                        params=band_params,
+                        options=options,
+                        extra=lambda rows: {
+                            "standard": standard,
+                            "units": units,
+                            **maps.read(rows),
+                        },
+                        reff_incidence=incidence,
+                    ),
+                    rows_per_block=rows_per_block,
+                    journal=journal,
+                    bar_factory=lambda: progress_bar(
+                        progress,
+                        info.grid.height * info.grid.width,
+                        f"normalising {Path(cube_path).name}",
+                    ),
+                    on_start=cube.tell,
+                )  # every check passed: the run starts
         finally:
             maps.close()
     return InversionSummary(

@@ -11,7 +11,15 @@ import numpy as np
 from .units import to_bidirectional_reflectance, uncertainty_to_r
 from .writers import output_files
 
-__all__ = ["FLAT_NORMAL", "STATUS_CAUSES", "cube_block_reader", "check_not_an_input", "geometry_paths", "nothing_converged", "parallel_call"]
+__all__ = [
+    "FLAT_NORMAL",
+    "STATUS_CAUSES",
+    "cube_block_reader",
+    "check_not_an_input",
+    "geometry_paths",
+    "nothing_converged",
+    "parallel_call",
+]
 
 
 def check_not_an_input(out_path, fields, inputs, main: str = "w") -> None:
@@ -23,7 +31,9 @@ def check_not_an_input(out_path, fields, inputs, main: str = "w") -> None:
                 protected[candidate.resolve()] = path
     for output in output_files(out_path, fields, main):
         if output.resolve() in protected:
-            raise ValueError(f"output {output} would replace the input file {protected[output.resolve()]}")
+            raise ValueError(
+                f"output {output} would replace the input file {protected[output.resolve()]}"
+            )
 
 
 def geometry_paths(geometry) -> list:
@@ -37,17 +47,20 @@ def geometry_paths(geometry) -> list:
 def parallel_call(workers, scheduler) -> dict:
     """``workers``/``scheduler`` for the recorded call, when not the defaults (the maps
     do not depend on them; the record says where the run ran)."""
-    return {name: value for name, value, default in
-            (("workers", workers, 1), ("scheduler", scheduler, None)) if value != default}
+    return {
+        name: value
+        for name, value, default in (("workers", workers, 1), ("scheduler", scheduler, None))
+        if value != default
+    }
 
 
 #: What each status most often means in a file run, for the one-line summary of a run in
 #: which nothing converged
 STATUS_CAUSES = {
     "UNREACHABLE": "the reflectance lies outside what the model reaches with w in (0, 1): "
-                   "check --units (radiance given as I/F?) and the model parameters",
+    "check --units (radiance given as I/F?) and the model parameters",
     "INVALID_GEOMETRY": "the sun or the sensor is below the local horizon everywhere: check "
-                        "the geometry's angles and conventions",
+    "the geometry's angles and conventions",
     "NONFINITE_INPUT": "every pixel is nodata or NaN (in the cube or the geometry)",
     "MAX_ITER": "the solver ran out of iterations: raise --max-iter or check the inputs",
     "BAD_BAND": "every band is marked bad (bbl = 0)",
@@ -76,8 +89,9 @@ FLAT_NORMAL = np.array([0.0, 0.0, 1.0])
 """The ellipsoid's normal in the local frame (the areoid's, for CRISM)."""
 
 
-def cube_block_reader(cube, geometry_reader, *, units, sigma, params, options, extra=None,
-                      reff_incidence=None):
+def cube_block_reader(
+    cube, geometry_reader, *, units, sigma, params, options, extra=None, reff_incidence=None
+):
     """How a block of one cube is read for a block task: ``read(rows) -> (args, kwargs)``.
 
     The task is called as ``function(refl, to_sun, to_sensor, normal, params, options,

@@ -45,9 +45,17 @@ from .raster import GDAL_CACHE_BYTES, CubeInfo
 from .units import check_units
 from .writers import FieldLayout, ResultWriter
 
-__all__ = ["UNMIX_FIELDS", "unmix_fields", "unmix_record",
-           "UnmixOptions", "UnmixSummary", "cube_wavelengths_um", "unmix_block", "unmix_file",
-           "unmix_layout"]
+__all__ = [
+    "UNMIX_FIELDS",
+    "unmix_fields",
+    "unmix_record",
+    "UnmixOptions",
+    "UnmixSummary",
+    "cube_wavelengths_um",
+    "unmix_block",
+    "unmix_file",
+    "unmix_layout",
+]
 
 UNMIX_FIELDS = ("fractions", "sigma", "status", "iterations", "residual")
 _ATTRS = {
@@ -55,10 +63,16 @@ _ATTRS = {
     "sigma": {"long_name": "standard uncertainty of the mass fraction", "units": "1"},
     "status": {"long_name": "unmixing status (lumaxlike.Status)", **Status.flag_attrs()},
     "iterations": {"long_name": "solver iterations", "units": "1"},
-    "residual": {"long_name": "residual norm of the route's objective (r [1/sr] one-step, w two-step; "
-                 "divided by sigma when given)", "units": "1"},
-    "remainder": {"long_name": "cross-section fraction of the unmodelled, perfectly absorbing "
-                  "remainder (fractions not summing to one)", "units": "1"},
+    "residual": {
+        "long_name": "residual norm of the route's objective (r [1/sr] one-step, w two-step; "
+        "divided by sigma when given)",
+        "units": "1",
+    },
+    "remainder": {
+        "long_name": "cross-section fraction of the unmodelled, perfectly absorbing "
+        "remainder (fractions not summing to one)",
+        "units": "1",
+    },
 }
 WAVELENGTH_UNITS_UM = (("nano", 1e-3), ("nm", 1e-3), ("micro", 1.0), ("um", 1.0), ("µm", 1.0))
 
@@ -73,10 +87,13 @@ def unmix_fields(sum_to_one: bool = True) -> tuple[str, ...]:
 def unmix_layout(names) -> FieldLayout:
     """The maps `unmix_file` writes for endmembers ``names``."""
     per_pixel = {name: (name,) for name in ("status", "iterations", "residual", "remainder")}
-    return FieldLayout(main="fractions", attrs=_ATTRS,
-                       band_names={"fractions": tuple(names), "sigma": tuple(names), **per_pixel},
-                       integer={"status": np.int8, "iterations": np.int32},
-                       dimensions={"fractions": "endmember", "sigma": "endmember", **dict.fromkeys(per_pixel)})
+    return FieldLayout(
+        main="fractions",
+        attrs=_ATTRS,
+        band_names={"fractions": tuple(names), "sigma": tuple(names), **per_pixel},
+        integer={"status": np.int8, "iterations": np.int32},
+        dimensions={"fractions": "endmember", "sigma": "endmember", **dict.fromkeys(per_pixel)},
+    )
 
 
 def cube_wavelengths_um(info: CubeInfo, wavelengths=None) -> np.ndarray:
@@ -89,15 +106,21 @@ def cube_wavelengths_um(info: CubeInfo, wavelengths=None) -> np.ndarray:
     if wavelengths is not None:
         values = np.asarray(wavelengths, np.float64)
         if values.shape != (info.bands,):
-            raise ValueError(f"wavelengths gives {values.size} values but the cube {info.path} has {info.bands} bands")
+            raise ValueError(
+                f"wavelengths gives {values.size} values but the cube {info.path} has {info.bands} bands"
+            )
         return values
     if info.wavelengths is None:
-        raise ValueError(f"the cube {info.path} gives no band wavelengths; give them (--wavelengths, in um)")
+        raise ValueError(
+            f"the cube {info.path} gives no band wavelengths; give them (--wavelengths, in um)"
+        )
     units = (info.wavelength_units or "").lower()
     scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in units), None)
     if scale is None:
-        raise ValueError(f"the cube {info.path} gives its wavelengths without a known unit "
-                         f"({info.wavelength_units!r}); give them (--wavelengths, in um)")
+        raise ValueError(
+            f"the cube {info.path} gives its wavelengths without a known unit "
+            f"({info.wavelength_units!r}); give them (--wavelengths, in um)"
+        )
     return np.asarray(info.wavelengths, np.float64) * scale
 
 
@@ -123,12 +146,23 @@ class UnmixOptions:
     wavelengths: tuple | None = None  # the data's band centres [um]: matched to the endmembers'
 
 
-def unmix_block(refl, to_sun, to_sensor, normal, params: HapkeParams, options: UnmixOptions, refl_sigma=None, *,
-                endmembers: Endmembers) -> dict[str, np.ndarray]:
+def unmix_block(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params: HapkeParams,
+    options: UnmixOptions,
+    refl_sigma=None,
+    *,
+    endmembers: Endmembers,
+) -> dict[str, np.ndarray]:
     """`lumaxlike.unmix` on a block (the signature `cube_block_reader` gives a block's task);
     returns the maps of :data:`UNMIX_FIELDS`, each ``pixels + (bands,)`` with one band per
     endmember (fractions, sigma) or one band."""
-    kwargs = {k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None}
+    kwargs = {
+        k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None
+    }
     with numba_threads(options.num_threads):
         result = unmix(refl, to_sun, to_sensor, normal, endmembers, params, options.solver, route=options.route,
                        sum_to_one=options.sum_to_one, refl_sigma=refl_sigma, chunk_size=options.chunk_size,
@@ -177,17 +211,44 @@ class UnmixSummary:
     def describe(self) -> str:
         counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
         rate = self.pixels / self.seconds if self.seconds > 0 else float("inf")
-        return (f"unmixed {self.pixels} pixels x {self.bands} bands into {len(self.endmembers)} endmembers "
-                f"({', '.join(self.endmembers)}) in {self.seconds:.2f} s ({rate:,.0f} pixels/s); "
-                f"status of pixels: {counts}" + resumed_text(self.resumed))
+        return (
+            f"unmixed {self.pixels} pixels x {self.bands} bands into {len(self.endmembers)} endmembers "
+            f"({', '.join(self.endmembers)}) in {self.seconds:.2f} s ({rate:,.0f} pixels/s); "
+            f"status of pixels: {counts}" + resumed_text(self.resumed)
+        )
 
 
-def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, params: HapkeParams, solver: str,
-               units: str, route: str = "one_step", sum_to_one: bool = True, dtm=None, chunk_rows=None,
-               overwrite=False, progress=None, sigma=None, workers=1, scheduler=None, max_iter=None, tol=None,
-               command=None, surface="auto", correction_undone=False, reff_incidence=None,
-               solar_spectrum=None, solar_distance=None, wavelengths_from=None,
-               thermal_bands="keep", library=None, resume=False) -> UnmixSummary:
+def unmix_file(
+    cube_path,
+    out_path,
+    *,
+    geometry=None,
+    endmembers: Endmembers,
+    params: HapkeParams,
+    solver: str,
+    units: str,
+    route: str = "one_step",
+    sum_to_one: bool = True,
+    dtm=None,
+    chunk_rows=None,
+    overwrite=False,
+    progress=None,
+    sigma=None,
+    workers=1,
+    scheduler=None,
+    max_iter=None,
+    tol=None,
+    command=None,
+    surface="auto",
+    correction_undone=False,
+    reff_incidence=None,
+    solar_spectrum=None,
+    solar_distance=None,
+    wavelengths_from=None,
+    thermal_bands="keep",
+    library=None,
+    resume=False,
+) -> UnmixSummary:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
     Args:
@@ -229,15 +290,21 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     if not isinstance(endmembers, Endmembers):
-        raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
+        raise ValueError(
+            f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
+        )
     if not isinstance(params, HapkeParams):
-        raise ValueError(f"params must be one lumaxlike.HapkeParams for every band, got {type(params).__name__}")
+        raise ValueError(
+            f"params must be one lumaxlike.HapkeParams for every band, got {type(params).__name__}"
+        )
     if sigma is not None:
         if not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
             raise ValueError(f"sigma must be a positive number, got {sigma!r}")
         if units == "reff":
-            raise ValueError("sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
-                             "with cos i per pixel); give the cube as r or radf")
+            raise ValueError(
+                "sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
+                "with cos i per pixel); give the cube as r or radf"
+            )
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     layout = unmix_layout(endmembers.names)
@@ -245,21 +312,44 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
     inputs = [cube_path, dtm, *geometry_paths(geometry)]
     check_not_an_input(out_path, fields, inputs, main="fractions")
 
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), ProductCube(
-            cube_path, units, **product_options(solar_spectrum, solar_distance, wavelengths_from,
-                                                thermal_bands)) as cube:
+    with (
+        rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES),
+        ProductCube(
+            cube_path,
+            units,
+            **product_options(solar_spectrum, solar_distance, wavelengths_from, thermal_bands),
+        ) as cube,
+    ):
         info = cube.info
         geometry, incidence, product = product_geometry(
-            cube, cube_path, geometry, dtm, units=units, reff_incidence=reff_incidence,
-            correction_undone=correction_undone)
+            cube,
+            cube_path,
+            geometry,
+            dtm,
+            units=units,
+            reff_incidence=reff_incidence,
+            correction_undone=correction_undone,
+        )
         if info.bands != endmembers.n_bands:
-            raise ValueError(f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}")
+            raise ValueError(
+                f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}"
+            )
         rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
-        chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands, endmembers.n_endmembers))
+        chunk_size = min(
+            rows_per_block * info.grid.width,
+            default_chunk_pixels(info.bands, endmembers.n_endmembers),
+        )
         wavelengths = known_wavelengths_um(info)
         band_order(wavelengths, endmembers, f"the cube {cube_path}")  # refused before any work
-        options = UnmixOptions(solver, route, bool(sum_to_one), max_iter, tol, chunk_size,
-                               wavelengths=None if wavelengths is None else tuple(wavelengths))
+        options = UnmixOptions(
+            solver,
+            route,
+            bool(sum_to_one),
+            max_iter,
+            tol,
+            chunk_size,
+            wavelengths=None if wavelengths is None else tuple(wavelengths),
+        )
         with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
             provenance = make_provenance(
                 params=[params] * info.bands, units=units, solver=solver,
@@ -272,23 +362,51 @@ def unmix_file(cube_path, out_path, *, geometry=None, endmembers: Endmembers, pa
                                                max_iter=max_iter, tol=tol, surface=surface,
                                                **parallel_call(workers, scheduler)),
             )  # fmt: skip
-            provenance = dataclasses.replace(provenance, unmix_settings=unmix_record(
-                endmembers, route, sum_to_one, library))
-            settings = run_settings(provenance, out_path, fields, rows_per_block, route=route,
-                                    sum_to_one=bool(sum_to_one), endmembers=_endmembers_digest(endmembers))
+            provenance = dataclasses.replace(
+                provenance, unmix_settings=unmix_record(endmembers, route, sum_to_one, library)
+            )
+            settings = run_settings(
+                provenance,
+                out_path,
+                fields,
+                rows_per_block,
+                route=route,
+                sum_to_one=bool(sum_to_one),
+                endmembers=_endmembers_digest(endmembers),
+            )
             inputs = [cube_path, dtm, *geometry_paths(geometry), solar_spectrum, wavelengths_from]
-            journal = Journal(out_path, inputs=inputs, resume=resume, fields=fields, settings=settings)
-            writer = ResultWriter(out_path, like=info, fields=fields, overwrite=overwrite,
-                                  chunk_rows=rows_per_block, provenance=provenance, layout=layout)
+            journal = Journal(
+                out_path, inputs=inputs, resume=resume, fields=fields, settings=settings
+            )
+            writer = ResultWriter(
+                out_path,
+                like=info,
+                fields=fields,
+                overwrite=overwrite,
+                chunk_rows=rows_per_block,
+                provenance=provenance,
+                layout=layout,
+            )
             counts, resumed = run_blocks(
-                writer, lambda: BlockPool(workers, scheduler, function=unmix_block),
-                cube_block_reader(cube, geometry_reader, units=cube.units, sigma=sigma, params=params,
-                                  options=options, extra=lambda rows: {"endmembers": endmembers},
-                                  reff_incidence=incidence),
-                rows_per_block=rows_per_block, journal=journal,
-                bar_factory=lambda: progress_bar(progress, info.grid.height * info.grid.width,
-                                                 f"unmixing {Path(cube_path).name}"),
-                on_start=cube.tell)  # every check passed: the run starts
+                writer,
+                lambda: BlockPool(workers, scheduler, function=unmix_block),
+                cube_block_reader(
+                    cube,
+                    geometry_reader,
+                    units=cube.units,
+                    sigma=sigma,
+                    params=params,
+                    options=options,
+                    extra=lambda rows: {"endmembers": endmembers},
+                    reff_incidence=incidence,
+                ),
+                rows_per_block=rows_per_block,
+                journal=journal,
+                bar_factory=lambda: progress_bar(
+                    progress, info.grid.height * info.grid.width, f"unmixing {Path(cube_path).name}"
+                ),
+                on_start=cube.tell,
+            )  # every check passed: the run starts
     return UnmixSummary(
         outputs=dict(writer.paths),
         pixels=info.grid.height * info.grid.width,

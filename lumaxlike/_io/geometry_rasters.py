@@ -37,11 +37,23 @@ from .backplanes import (
 from .raster import BandRaster, RasterGrid, check_aligned, pixel_size_m
 from .units import local_incidence_cosine
 
-__all__ = ["ANGLE_ROLES", "CHECK_TOLERANCE", "OBS_BAND_NAMES", "GeometryReader", "match_obs_bands",
-           "normalise_band_name"]
+__all__ = [
+    "ANGLE_ROLES",
+    "CHECK_TOLERANCE",
+    "OBS_BAND_NAMES",
+    "GeometryReader",
+    "match_obs_bands",
+    "normalise_band_name",
+]
 
-_ZENITHS = ("to_sun_zenith", "to_sensor_zenith", "incidence", "emission", "local_incidence",
-            "local_emission")
+_ZENITHS = (
+    "to_sun_zenith",
+    "to_sensor_zenith",
+    "incidence",
+    "emission",
+    "local_incidence",
+    "local_emission",
+)
 _AZIMUTHS = ("to_sun_azimuth", "to_sensor_azimuth", "facet_aspect")
 ANGLE_RANGES = {
     **{role: (0.0, 180.0) for role in _ZENITHS},
@@ -100,9 +112,13 @@ class _ArrayAngles:
     def __init__(self, role: str, values):
         self.values = np.asarray(values)
         if self.values.ndim != 2:
-            raise ValueError(f"geometry[{role!r}] must be a (rows, cols) array, got shape {self.values.shape}")
+            raise ValueError(
+                f"geometry[{role!r}] must be a (rows, cols) array, got shape {self.values.shape}"
+            )
         if not np.issubdtype(self.values.dtype, np.number) or np.iscomplexobj(self.values):
-            raise ValueError(f"geometry[{role!r}] must hold real numbers, got dtype {self.values.dtype}")
+            raise ValueError(
+                f"geometry[{role!r}] must hold real numbers, got dtype {self.values.dtype}"
+            )
 
     def read(self, rows: slice) -> np.ndarray:
         return self.values[rows]
@@ -150,16 +166,25 @@ class GeometryReader:
         self._rasters: list[BandRaster] = []
         try:
             self._sources, self._labels, source, found_text = self._open_sources(geometry)
-            self.plan = plan_geometry(self._sources, surface=surface, dtm=dtm is not None,
-                                      source=source, found_text=found_text)
+            self.plan = plan_geometry(
+                self._sources,
+                surface=surface,
+                dtm=dtm is not None,
+                source=source,
+                found_text=found_text,
+            )
             self._dtm = None
             if dtm is not None:
                 self._dtm = self._open_raster(dtm, "DTM")
                 if self._dtm.count != 1:
-                    raise ValueError(f"DTM {self._dtm.path} must have one band, it has {self._dtm.count}")
+                    raise ValueError(
+                        f"DTM {self._dtm.path} must have one band, it has {self._dtm.count}"
+                    )
                 self._pixel_size = pixel_size_m(self._dtm.grid)
                 if grid.height < 2 or grid.width < 2:
-                    raise ValueError(f"DTM {self._dtm.path} must be at least 2 x 2 pixels for slopes")
+                    raise ValueError(
+                        f"DTM {self._dtm.path} must be at least 2 x 2 pixels for slopes"
+                    )
         except BaseException:
             self.close()
             raise
@@ -177,10 +202,14 @@ class GeometryReader:
             descriptions = band_descriptions(raster)
             bands = find_roles(descriptions, raster.path)
             sources = {role: _RasterAngles(raster, index) for role, index in bands.items()}
-            labels = {role: f"band {index}: {descriptions[index - 1]}" for role, index in bands.items()}
+            labels = {
+                role: f"band {index}: {descriptions[index - 1]}" for role, index in bands.items()
+            }
             self._files = {role: f"geometry raster {raster.path}" for role in bands}
-            found_text = (f"bands {list(descriptions)} (roles recognised: "
-                          f"{', '.join(bands) if bands else 'none'})")
+            found_text = (
+                f"bands {list(descriptions)} (roles recognised: "
+                f"{', '.join(bands) if bands else 'none'})"
+            )
             return sources, labels, f"geometry raster {raster.path}", found_text
         if not isinstance(geometry, Mapping):
             raise ValueError(
@@ -189,14 +218,18 @@ class GeometryReader:
             )
         unknown = sorted(str(key) for key in geometry if key not in ROLES)
         if unknown:
-            raise ValueError(f"geometry mapping has unknown keys {unknown}; the roles are {', '.join(ROLES)}")
+            raise ValueError(
+                f"geometry mapping has unknown keys {unknown}; the roles are {', '.join(ROLES)}"
+            )
         sources, labels = {}, {}
         self._files = {role: f"geometry[{role!r}]" for role in geometry}
         for role, source in geometry.items():
             if isinstance(source, (str, Path)):
                 raster = self._open_raster(source, f"geometry ({role})")
                 if raster.count != 1:
-                    raise ValueError(f"geometry raster {raster.path} for {role} must have one band, it has {raster.count}")
+                    raise ValueError(
+                        f"geometry raster {raster.path} for {role} must have one band, it has {raster.count}"
+                    )
                 sources[role], labels[role] = _RasterAngles(raster, 1), str(raster.path)
                 self._files[role] = "geometry raster"
             else:
@@ -242,10 +275,12 @@ class GeometryReader:
             return
         row, col = np.argwhere(bad)[0]
         unit = "" if role == "facet_cos_i" else " deg"
-        allowed = ("any finite value (wrapped)" if role in _AZIMUTHS
-                   else f"[{lower:g}, {upper:g}]{unit}")
-        below = (" ([90, 180]: below the horizon, status INVALID_GEOMETRY)"
-                 if role in _ZENITHS else "")
+        allowed = (
+            "any finite value (wrapped)" if role in _AZIMUTHS else f"[{lower:g}, {upper:g}]{unit}"
+        )
+        below = (
+            " ([90, 180]: below the horizon, status INVALID_GEOMETRY)" if role in _ZENITHS else ""
+        )
         raise ValueError(
             f"{self._files[role]} {self._labels[role]} ({role}) holds "
             f"{float(values[row, col]):.6g}{unit} at row {rows.start + row}, column {col} "
@@ -268,11 +303,16 @@ class GeometryReader:
                 `CHECK_TOLERANCE`.
         """
         angles = self.read_angles(rows)
-        rad = {role: np.deg2rad(a.astype(np.float64)) for role, a in angles.items()
-               if role != "facet_cos_i"}
+        rad = {
+            role: np.deg2rad(a.astype(np.float64))
+            for role, a in angles.items()
+            if role != "facet_cos_i"
+        }
         if self.plan.angles == "zenith_azimuth":
             to_sun = direction_from_zenith_azimuth(rad["to_sun_zenith"], rad["to_sun_azimuth"])
-            to_sensor = direction_from_zenith_azimuth(rad["to_sensor_zenith"], rad["to_sensor_azimuth"])
+            to_sensor = direction_from_zenith_azimuth(
+                rad["to_sensor_zenith"], rad["to_sensor_azimuth"]
+            )
             if self.plan.normals == "facets":
                 normal = normal_from_slope_aspect(rad["facet_slope"], rad["facet_aspect"])
             else:
@@ -285,8 +325,11 @@ class GeometryReader:
             if phase is None:  # from the zenith/azimuth directions (phase is the same locally)
                 phase = angles_from_geometry(
                     direction_from_zenith_azimuth(rad["to_sun_zenith"], rad["to_sun_azimuth"]),
-                    direction_from_zenith_azimuth(rad["to_sensor_zenith"], rad["to_sensor_azimuth"]),
-                    np.array([0.0, 0.0, 1.0]))[2]
+                    direction_from_zenith_azimuth(
+                        rad["to_sensor_zenith"], rad["to_sensor_azimuth"]
+                    ),
+                    np.array([0.0, 0.0, 1.0]),
+                )[2]
             to_sun, to_sensor, normal = geometry_from_angles(incidence, emission, phase=phase)
         self._check(rows, angles, to_sun, to_sensor, normal)
         return tuple(np.asarray(v, dtype=np.float64) for v in (to_sun, to_sensor, normal))
@@ -294,9 +337,14 @@ class GeometryReader:
     def _check(self, rows, angles, to_sun, to_sensor, normal) -> None:
         if not self.plan.checks:
             return
-        local_i, local_e = (np.rad2deg(a) for a in angles_from_geometry(to_sun, to_sensor, normal)[:2])
-        computed = {"facet_cos_i": local_incidence_cosine(to_sun, normal),
-                    "local_incidence": local_i, "local_emission": local_e}
+        local_i, local_e = (
+            np.rad2deg(a) for a in angles_from_geometry(to_sun, to_sensor, normal)[:2]
+        )
+        computed = {
+            "facet_cos_i": local_incidence_cosine(to_sun, normal),
+            "local_incidence": local_i,
+            "local_emission": local_e,
+        }
         for role in self.plan.checks:
             with np.errstate(invalid="ignore"):
                 difference = np.abs(computed[role] - angles[role].astype(np.float64))
@@ -341,7 +389,7 @@ class GeometryReader:
             raster.close()
         self._rasters = []
 
-    def __enter__(self) -> "GeometryReader":
+    def __enter__(self) -> GeometryReader:
         return self
 
     def __exit__(self, *exc) -> None:

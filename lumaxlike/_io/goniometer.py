@@ -130,22 +130,35 @@ def read_goniometer_table(path, units: str) -> GoniometerTable:
     units = check_units(units)
     path = Path(path)
     text = path.read_text()
-    lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip() and not line.lstrip().startswith("#")]
+    lines = [
+        (number, line)
+        for number, line in enumerate(text.splitlines(), 1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     if len(lines) < 2:
         raise ValueError(f"{path}: a goniometer table needs a header row and at least one data row")
     try:
         dialect = csv.Sniffer().sniff(lines[0][1], delimiters=",;\t")
     except csv.Error:
         dialect = csv.excel
-    rows = [(number, row) for (number, _), row in zip(lines, csv.reader(io.StringIO("\n".join(line for _, line in lines)), dialect))]
+    rows = [
+        (number, row)
+        for (number, _), row in zip(
+            lines, csv.reader(io.StringIO("\n".join(line for _, line in lines)), dialect)
+        )
+    ]
     (_, header), data = rows[0], rows[1:]
     header = [h.strip() for h in header]
     roles = [_role(h) for h in header]
     for role in ("incidence", "emission"):
         if role not in roles:
-            raise ValueError(f"{path}: no {role} column (expected one of {_ALIASES[role]}); found {header}")
+            raise ValueError(
+                f"{path}: no {role} column (expected one of {_ALIASES[role]}); found {header}"
+            )
     if "azimuth" not in roles and "phase" not in roles:
-        raise ValueError(f"{path}: needs an azimuth column ({_ALIASES['azimuth']}) or a phase column ({_ALIASES['phase']}); found {header}")
+        raise ValueError(
+            f"{path}: needs an azimuth column ({_ALIASES['azimuth']}) or a phase column ({_ALIASES['phase']}); found {header}"
+        )
     for number, row in data:
         if len(row) != len(header):
             raise ValueError(f"{path}, line {number}: {len(row)} values for {len(header)} columns")
@@ -158,7 +171,15 @@ def read_goniometer_table(path, units: str) -> GoniometerTable:
     to_sun, to_sensor, normal = geometry_from_angles(incidence, emission, azimuth)
     refl = to_bidirectional_reflectance(values, units, to_sun, normal)  # (observations, bands)
     return GoniometerTable(
-        np.ascontiguousarray(refl.T[None]), to_sun, to_sensor, normal, wavelength, incidence, emission, azimuth, phase
+        np.ascontiguousarray(refl.T[None]),
+        to_sun,
+        to_sensor,
+        normal,
+        wavelength,
+        incidence,
+        emission,
+        azimuth,
+        phase,
     )
 
 
@@ -176,12 +197,26 @@ def _wide_layout(path, header, roles, data):
     if len(columns) != sum(role is not None for role in roles):
         raise ValueError(f"{path}: a column appears twice: {header}")
     if not bands:
-        raise ValueError(f"{path}: no wavelength columns (headers that are numbers) besides {header}")
-    wavelength = np.array([_number(header[j], f"{path}, column header {header[j]!r} (a wavelength)") for j in bands])
+        raise ValueError(
+            f"{path}: no wavelength columns (headers that are numbers) besides {header}"
+        )
+    wavelength = np.array(
+        [_number(header[j], f"{path}, column header {header[j]!r} (a wavelength)") for j in bands]
+    )
     if not np.all(np.isfinite(wavelength)):
-        raise ValueError(f"{path}: every column besides the angles must be headed by its wavelength, got {header}")
-    angles = {role: np.array([_number(row[j], f"{path}, line {n}, {role}") for n, row in data]) for role, j in columns.items()}
-    values = np.array([[_number(row[j], f"{path}, line {n}, column {header[j]!r}") for j in bands] for n, row in data])
+        raise ValueError(
+            f"{path}: every column besides the angles must be headed by its wavelength, got {header}"
+        )
+    angles = {
+        role: np.array([_number(row[j], f"{path}, line {n}, {role}") for n, row in data])
+        for role, j in columns.items()
+    }
+    values = np.array(
+        [
+            [_number(row[j], f"{path}, line {n}, column {header[j]!r}") for j in bands]
+            for n, row in data
+        ]
+    )
     return angles, wavelength, values
 
 
@@ -189,10 +224,14 @@ def _long_layout(path, header, roles, data):
     columns = _angle_columns(roles)
     for role in ("wavelength", "reflectance"):
         if role not in roles:
-            raise ValueError(f"{path}: the long layout needs a {role} column ({_ALIASES[role]}); found {header}")
+            raise ValueError(
+                f"{path}: the long layout needs a {role} column ({_ALIASES[role]}); found {header}"
+            )
     unknown = [h for h, role in zip(header, roles) if role is None]
     if unknown:
-        raise ValueError(f"{path}: unknown columns {unknown} in the long layout (expected angles, wavelength, reflectance)")
+        raise ValueError(
+            f"{path}: unknown columns {unknown} in the long layout (expected angles, wavelength, reflectance)"
+        )
     wl_column, value_column = roles.index("wavelength"), roles.index("reflectance")
     geometries: dict[tuple, int] = {}
     entries = {}
@@ -200,7 +239,9 @@ def _long_layout(path, header, roles, data):
         key = tuple(_number(row[j], f"{path}, line {n}, {role}") for role, j in columns.items())
         wl = _number(row[wl_column], f"{path}, line {n}, wavelength")
         if (key, wl) in entries:
-            raise ValueError(f"{path}, line {n}: a second value for wavelength {wl} at the same geometry")
+            raise ValueError(
+                f"{path}, line {n}: a second value for wavelength {wl} at the same geometry"
+            )
         geometries.setdefault(key, len(geometries))
         entries[key, wl] = _number(row[value_column], f"{path}, line {n}, reflectance")
     wavelength = np.array(sorted({wl for _, wl in entries}))
@@ -230,7 +271,11 @@ def _checked_angles(path, angles):
     inc, emi = np.radians(incidence), np.radians(emission)
     if "azimuth" in angles:
         azimuth = np.radians(angles["azimuth"])
-        phase = np.arccos(np.clip(np.cos(inc) * np.cos(emi) + np.sin(inc) * np.sin(emi) * np.cos(azimuth), -1.0, 1.0))
+        phase = np.arccos(
+            np.clip(
+                np.cos(inc) * np.cos(emi) + np.sin(inc) * np.sin(emi) * np.cos(azimuth), -1.0, 1.0
+            )
+        )
         if "phase" in angles:
             mismatch = np.abs(np.degrees(phase) - angles["phase"])
             if np.any(mismatch > PHASE_TOLERANCE_DEG):
@@ -247,8 +292,12 @@ def _checked_angles(path, angles):
         np.degrees(phase) > incidence + emission + PHASE_TOLERANCE_DEG
     )
     if np.any(out_of_range):
-        raise ValueError(f"{path}: phase angles outside |i - e| <= g <= i + e: no azimuth gives them")
+        raise ValueError(
+            f"{path}: phase angles outside |i - e| <= g <= i + e: no azimuth gives them"
+        )
     azimuth = relative_azimuth(inc, emi, phase, tolerance=np.radians(PHASE_TOLERANCE_DEG))
     # the phase angle of the geometry built (the tabulated one, up to rounding)
-    phase = np.arccos(np.clip(np.cos(inc) * np.cos(emi) + np.sin(inc) * np.sin(emi) * np.cos(azimuth), -1.0, 1.0))
+    phase = np.arccos(
+        np.clip(np.cos(inc) * np.cos(emi) + np.sin(inc) * np.sin(emi) * np.cos(azimuth), -1.0, 1.0)
+    )
     return inc, emi, azimuth, phase

@@ -57,9 +57,7 @@ def band_descriptions(like: CubeInfo) -> list[str | None]:
     names = list(like.band_names)
     if like.wavelengths is not None and not any(names):
         units = f" {like.wavelength_units}" if like.wavelength_units else ""
-        return [
-            f"{wavelength_text(wavelength)}{units}" for wavelength in like.wavelengths
-        ]
+        return [f"{wavelength_text(wavelength)}{units}" for wavelength in like.wavelengths]
     return names
 
 
@@ -236,10 +234,7 @@ class FieldLayout:
         )
 
     def dtypes(self, float_dtype, kind: str) -> dict[str, np.dtype]:
-        types = {
-            field: np.dtype(self.integer.get(field, float_dtype))
-            for field in self.attrs
-        }
+        types = {field: np.dtype(self.integer.get(field, float_dtype)) for field in self.attrs}
         if kind == "ENVI" and "status" in types:
             types["status"] = np.dtype(np.uint8)  # ENVI has no signed byte
         return types

@@ -190,9 +190,7 @@ def _byte_offset(pointer, record_bytes, label: Path) -> tuple[Path, int]:
     if isinstance(where, dict) and str(where.get("units", "")).upper() == "BYTES":
         return path, int(where["value"]) - 1
     if record_bytes is None:
-        raise ValueError(
-            f"{label}: a pointer counts records but the label has no RECORD_BYTES"
-        )
+        raise ValueError(f"{label}: a pointer counts records but the label has no RECORD_BYTES")
     return path, (int(_number(where)) - 1) * int(record_bytes)
 
 
@@ -230,18 +228,12 @@ def read_label(label, data=None) -> Pds3Image:
             and str(item[2][0]).lower() == wanted
         ]
     if not found:
-        what = (
-            f"no image object for {Path(data).name}"
-            if data is not None
-            else "no image object"
-        )
+        what = f"no image object for {Path(data).name}" if data is not None else "no image object"
         raise ValueError(f"the PDS3 label {label} has {what}")
     _, name, pointer, holder = found[0]
     image = _find_object(holder, name) or _find_object(meta, name)
     if image is None:
-        raise ValueError(
-            f"the PDS3 label {label} points at {name} but has no OBJECT = {name}"
-        )
+        raise ValueError(f"the PDS3 label {label} points at {name} but has no OBJECT = {name}")
     record_bytes = holder.get("RECORD_BYTES", meta.get("RECORD_BYTES"))
     path, offset = _byte_offset(pointer, record_bytes, label)
 
@@ -260,15 +252,10 @@ def read_label(label, data=None) -> Pds3Image:
     storage = str(get("BAND_STORAGE_TYPE", "BAND_SEQUENTIAL")).upper()
     if storage not in _INTERLEAVE:
         raise ValueError(
-            f"{label}: {name} has BAND_STORAGE_TYPE {storage}, which lumaxlike "
-            "cannot read"
+            f"{label}: {name} has BAND_STORAGE_TYPE {storage}, which lumaxlike cannot read"
         )
     unit = get("UNIT")
-    unit = (
-        None
-        if unit is None or str(unit).strip().upper() in ("N/A", "NONE", "")
-        else str(unit)
-    )
+    unit = None if unit is None or str(unit).strip().upper() in ("N/A", "NONE", "") else str(unit)
     special = tuple(
         float(_number(image[key]))
         for key in SPECIAL_CONSTANTS
@@ -295,21 +282,14 @@ def read_label(label, data=None) -> Pds3Image:
         special=special,
         scale=float(get("SCALING_FACTOR", 1.0)),
         offset_value=float(get("OFFSET", 0.0)),
-        prefix_bytes=int(get("LINE_PREFIX_BYTES", 0) or 0)
-        + int(get("LINE_SUFFIX_BYTES", 0) or 0),
-        band_names=tuple(str(n) for n in names)
-        if isinstance(names, (tuple, list))
-        else None,
+        prefix_bytes=int(get("LINE_PREFIX_BYTES", 0) or 0) + int(get("LINE_SUFFIX_BYTES", 0) or 0),
+        band_names=tuple(str(n) for n in names) if isinstance(names, (tuple, list)) else None,
         keywords=keywords,
     )
 
 
 def _is_number(value) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def find_label(data) -> Path | None:

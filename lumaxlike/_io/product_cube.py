@@ -141,13 +141,9 @@ class ProductCube:
         convert=True,
     ):
         if units not in INPUT_UNITS:
-            raise ValueError(
-                f"units={units!r} is not one of {', '.join(map(repr, INPUT_UNITS))}"
-            )
+            raise ValueError(f"units={units!r} is not one of {', '.join(map(repr, INPUT_UNITS))}")
         if thermal_bands not in THERMAL_CHOICES:
-            raise ValueError(
-                f"thermal_bands={thermal_bands!r} is not 'keep' or 'exclude'"
-            )
+            raise ValueError(f"thermal_bands={thermal_bands!r} is not 'keep' or 'exclude'")
         self._cube = CubeReader(path)
         self._convert = convert
         try:
@@ -199,9 +195,7 @@ class ProductCube:
             ]
             if photometry:
                 record["photometry_file"] = photometry[0]
-        self._special = np.asarray(
-            kind.invalid if kind is not None else (), dtype=info.dtype
-        )
+        self._special = np.asarray(kind.invalid if kind is not None else (), dtype=info.dtype)
         self._check_declared(path, units, label, kind)
         if wavelengths_from is not None:
             spectral = read_wavelength_file(wavelengths_from, info.bands)
@@ -223,15 +217,9 @@ class ProductCube:
                 f"{located.data} gives wavelengths without a known unit "
                 f"({info.wavelength_units!r}): thermal bands cannot be found"
             )
-        record["wavelengths"] = (
-            info.spectral_source if info.wavelengths is not None else "unknown"
-        )
+        record["wavelengths"] = info.spectral_source if info.wavelengths is not None else "unknown"
         record["wavelength_units"] = info.wavelength_units
-        bad = (
-            np.zeros(info.bands, bool)
-            if info.bad_bands is None
-            else np.asarray(info.bad_bands)
-        )
+        bad = np.zeros(info.bands, bool) if info.bad_bands is None else np.asarray(info.bad_bands)
         record["bad_bands"] = [int(b) + 1 for b in np.flatnonzero(bad)]
         keep = np.ones(info.bands, bool)
         target = str(
@@ -243,9 +231,7 @@ class ProductCube:
             record["thermal_bands"] = [int(b) + 1 for b in thermal]
             record["thermal_choice"] = thermal_bands
             if thermal.size:
-                listed = ", ".join(
-                    f"{b + 1} ({wavelength_um[b]:.3g} um)" for b in thermal
-                )
+                listed = ", ".join(f"{b + 1} ({wavelength_um[b]:.3g} um)" for b in thermal)
                 action = (
                     "left out (thermal_bands='exclude')"
                     if thermal_bands == "exclude"
@@ -277,9 +263,7 @@ class ProductCube:
 
     def _check_declared(self, path, units, label, kind) -> None:
         unit = label.unit if label is not None else None
-        holds_radiance = _radiance_unit(unit) or (
-            kind is not None and kind.holds == "radiance"
-        )
+        holds_radiance = _radiance_unit(unit) or (kind is not None and kind.holds == "radiance")
         if units != "radiance" and holds_radiance:
             what = f"UNIT = {unit!r}" if _radiance_unit(unit) else kind.name
             raise ValueError(
@@ -336,12 +320,8 @@ class ProductCube:
 
     def _sample(self) -> np.ndarray:
         height = self.info.grid.height
-        rows = np.unique(
-            np.linspace(0, height - 1, min(SAMPLE_ROWS, height)).astype(int)
-        )
-        return np.concatenate(
-            [self.read(slice(int(r), int(r) + 1)).ravel() for r in rows]
-        )
+        rows = np.unique(np.linspace(0, height - 1, min(SAMPLE_ROWS, height)).astype(int))
+        return np.concatenate([self.read(slice(int(r), int(r) + 1)).ravel() for r in rows])
 
     @property
     def located(self):
@@ -429,9 +409,7 @@ def check_reff_incidence(units, reff_incidence, kind, path) -> str | None:
         ValueError: an unknown choice, or none for a CRISM cube in reff.
     """
     if reff_incidence is not None and reff_incidence not in REFF_INCIDENCES:
-        raise ValueError(
-            f"reff_incidence={reff_incidence!r} is not 'local' or 'areoid'"
-        )
+        raise ValueError(f"reff_incidence={reff_incidence!r} is not 'local' or 'areoid'")
     if units != "reff":
         return None
     if reff_incidence is None and kind is not None and kind.target == "MARS":
@@ -475,8 +453,7 @@ def product_geometry(
         geometry,
         dtm,
         (info.grid.height, info.grid.width),
-        correction_undone=correction_undone
-        or undoes_lambert(cube.kind, units, incidence),
+        correction_undone=correction_undone or undoes_lambert(cube.kind, units, incidence),
     )
     record = cube.record()
     if chosen is not None:
@@ -488,6 +465,4 @@ def product_geometry(
 
 def recorded_geometry(geometry, record: dict):
     """The geometry input to record: None when it is a product's standard geometry."""
-    return (
-        None if record.get("geometry", {}).get("geometry") == "standard" else geometry
-    )
+    return None if record.get("geometry", {}).get("geometry") == "standard" else geometry

@@ -60,9 +60,7 @@ def open_product(
     with ProductCube(
         path,
         units,
-        **product_options(
-            solar_spectrum, solar_distance, wavelengths_from, thermal_bands
-        ),
+        **product_options(solar_spectrum, solar_distance, wavelengths_from, thermal_bands),
     ) as cube:
         values = cube.read()
         cube.tell()

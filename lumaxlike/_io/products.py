@@ -73,15 +73,11 @@ M3_L2 = ProductKind(
     "i = 30, e = 0, g = 30 deg with topography removed (Besse et al. 2013, Icarus 222, 229)",
     (-999.0,),
 )
-M3_L1B = ProductKind(
-    "M3 L1B radiance (RDN)", "radiance", "radiance", "MOON", invalid=(-999.0,)
-)
+M3_L1B = ProductKind("M3 L1B radiance (RDN)", "radiance", "radiance", "MOON", invalid=(-999.0,))
 M3_OBS = ProductKind(
     "M3 L1B observation geometry (OBS)", "geometry", None, "MOON", invalid=(-999.0,)
 )
-CRISM_TRDR = ProductKind(
-    "CRISM TRDR I/F (TRR3)", "I/F", "radf", "MARS", invalid=(65535.0,)
-)
+CRISM_TRDR = ProductKind("CRISM TRDR I/F (TRR3)", "I/F", "radf", "MARS", invalid=(65535.0,))
 _CRISM_LAMBERT = (
     "holds I/F / cos i (a Lambert correction with the areoid incidence) after atmospheric "
     "removal: the I/F of normal illumination (i = 0) seen from nadir (e = 0), so g = 0 "
@@ -105,9 +101,7 @@ CRISM_TER = ProductKind(
     "CRISM TER is normalised to a standard illumination geometry; it " + _CRISM_LAMBERT,
     (65535.0,),
 )
-CRISM_DDR = ProductKind(
-    "CRISM DDR (geometry)", "geometry", None, "MARS", invalid=(65535.0,)
-)
+CRISM_DDR = ProductKind("CRISM DDR (geometry)", "geometry", None, "MARS", invalid=(65535.0,))
 
 PRODUCT_KINDS = {
     kind.name: kind
@@ -146,9 +140,7 @@ def recognise(data: Path, label: Pds3Image | None = None) -> ProductKind | None:
         return {"RFL": M3_L2, "RDN": M3_L1B, "OBS": M3_OBS}.get(m3.group(1).upper())
     crism = _CRISM_NAME.match(name)
     if crism or "CRISM" in text:
-        kind, level = (
-            (crism.group(1).upper(), crism.group(2).upper()) if crism else ("", "")
-        )
+        kind, level = (crism.group(1).upper(), crism.group(2).upper()) if crism else ("", "")
         if kind == "DE" or "DDR" in level:
             return CRISM_DDR
         if level == "MTR" or "MAP_PROJECTED" in text:
@@ -225,8 +217,7 @@ def _through_label(label_path: Path, data: Path | None) -> Located:
     image = read_label(label_path, data)
     if not image.data.is_file():
         raise FileNotFoundError(
-            f"the PDS3 label {label_path} points at {image.data.name}, "
-            f"which is not beside it"
+            f"the PDS3 label {label_path} points at {image.data.name}, which is not beside it"
         )
     header = find_sibling(image.data, ".hdr")
     if header is not None:
@@ -284,9 +275,7 @@ def standard_geometry_arrays(angles_deg, shape) -> dict:
     incidence, emission, phase = (float(a) for a in angles_deg)
     return {
         role: np.broadcast_to(np.float64(value), shape)
-        for role, value in zip(
-            ("incidence", "emission", "phase"), (incidence, emission, phase)
-        )
+        for role, value in zip(("incidence", "emission", "phase"), (incidence, emission, phase))
     }
 
 
@@ -328,11 +317,7 @@ def resolve_geometry(
                 "geometry (give the OBS/DDR backplane or angle rasters)"
             )
         record = None
-        if (
-            correction_undone
-            and kind is not None
-            and kind.standard_geometry is not None
-        ):
+        if correction_undone and kind is not None and kind.standard_geometry is not None:
             record = {
                 "geometry": "observed",
                 "why": "the user undid the product's photometric "

@@ -42,9 +42,7 @@ __all__ = [
 AU_KM = 149_597_870.7
 """The astronomical unit [km] (IAU 2012 B2)."""
 
-ASTM_G173 = (
-    "ASTM G173-03 extraterrestrial spectrum (pvlib.spectrum.get_reference_spectra)"
-)
+ASTM_G173 = "ASTM G173-03 extraterrestrial spectrum (pvlib.spectrum.get_reference_spectra)"
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays
@@ -80,9 +78,7 @@ def load_solar_spectrum(path=None) -> SolarSpectrum:
     if not path.is_file():
         raise FileNotFoundError(f"solar spectrum file {path} does not exist")
     rows = []
-    for number, line in enumerate(
-        path.read_text(errors="replace").splitlines(), start=1
-    ):
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
         fields = line.replace(",", " ").replace(";", " ").split()
         if not fields:
             continue
@@ -96,16 +92,13 @@ def load_solar_spectrum(path=None) -> SolarSpectrum:
                 ) from None
     if len(rows) < 2:
         raise ValueError(
-            f"solar spectrum file {path} holds fewer than two (wavelength, "
-            "irradiance) rows"
+            f"solar spectrum file {path} holds fewer than two (wavelength, irradiance) rows"
         )
     wavelength, irradiance = np.asarray(rows).T
     if np.any(np.diff(wavelength) <= 0):
         raise ValueError(f"solar spectrum file {path}: wavelengths must increase")
     if not np.all(np.isfinite(irradiance)) or np.any(irradiance <= 0):
-        raise ValueError(
-            f"solar spectrum file {path}: irradiance must be positive and finite"
-        )
+        raise ValueError(f"solar spectrum file {path}: irradiance must be positive and finite")
     if wavelength.min() > 100:  # nanometres
         wavelength = wavelength * 1e-3
     return SolarSpectrum(wavelength, irradiance, str(path.resolve()))
@@ -149,17 +142,13 @@ def band_irradiance(spectrum: SolarSpectrum, wavelength_um, fwhm_um=None) -> np.
         return np.interp(centre, spectrum.wavelength_um, spectrum.irradiance)
     values = np.empty_like(centre)
     spacing = np.diff(spectrum.wavelength_um)
-    for band, (mid, width) in enumerate(
-        zip(centre, np.asarray(fwhm_um, dtype=np.float64))
-    ):
+    for band, (mid, width) in enumerate(zip(centre, np.asarray(fwhm_um, dtype=np.float64))):
         near = min(np.searchsorted(spectrum.wavelength_um, mid), len(spacing)) - 1
         if spacing[max(near, 0)] > width / 4:  # already band-averaged: one row per band
             values[band] = np.interp(mid, spectrum.wavelength_um, spectrum.irradiance)
             continue
         sigma = width / (2.0 * math.sqrt(2.0 * math.log(2.0)))
-        inside = spectrum.wavelength_um[
-            np.abs(spectrum.wavelength_um - mid) < 3 * sigma
-        ]
+        inside = spectrum.wavelength_um[np.abs(spectrum.wavelength_um - mid) < 3 * sigma]
         grid = np.union1d(
             np.linspace(max(mid - 3 * sigma, lo), min(mid + 3 * sigma, hi), 121), inside
         )

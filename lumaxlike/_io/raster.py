@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import rasterio
@@ -60,7 +60,7 @@ class RasterGrid:
     crs: object
     transform: Affine
 
-    def differences(self, other: "RasterGrid") -> list[str]:
+    def differences(self, other: RasterGrid) -> list[str]:
         """Human-readable list of what differs between two grids (empty when aligned)."""
         found = []
         if (self.height, self.width) != (other.height, other.width):
@@ -153,8 +153,10 @@ def _read_window(dataset, rows: slice | None, indexes=None) -> np.ndarray:
     except rasterio.errors.RasterioError as error:
         where = "" if rows is None else f" rows {rows.start} to {rows.stop - 1} (0-based) of"
         cause = error.__cause__ or error.__context__ or error
-        raise RasterReadError(f"cannot read{where} {dataset.name}, the file may be truncated or "
-                              f"damaged (GDAL: {cause})") from None
+        raise RasterReadError(
+            f"cannot read{where} {dataset.name}, the file may be truncated or "
+            f"damaged (GDAL: {cause})"
+        ) from None
     dtype = float_dtype(dataset.dtypes[indexes[0] - 1])
     values = np.ma.filled(data.astype(dtype), np.nan)
     scales = np.asarray([dataset.scales[i - 1] for i in indexes], dtype=dtype)
@@ -225,8 +227,12 @@ def _band_names(dataset, wavelengths, label=None) -> tuple:
     """Band descriptions, without the `` (500.5 Nanometers)`` GDAL appends for ENVI cubes;
     a PDS3 label's ``BAND_NAME`` where GDAL gives none."""
     names = dataset.descriptions
-    if not any(names) and label is not None and label.band_names is not None \
-            and len(label.band_names) == dataset.count:
+    if (
+        not any(names)
+        and label is not None
+        and label.band_names is not None
+        and len(label.band_names) == dataset.count
+    ):
         return tuple(label.band_names)
     if dataset.driver == "ENVI" and wavelengths is not None:
         names = tuple(None if n is None else _GDAL_ENVI_SUFFIX.sub("", n) for n in names)
@@ -306,7 +312,8 @@ class CubeReader:
         label = self.located.label
         if label is not None and label.special:
             scaled_by_gdal = any(s != 1 for s in self._dataset.scales) or any(
-                o != 0 for o in self._dataset.offsets)
+                o != 0 for o in self._dataset.offsets
+            )
             if not scaled_by_gdal:
                 values[np.isin(values, np.asarray(label.special, dtype=values.dtype))] = np.nan
         if self.located.applies_label_scaling and (label.scale != 1 or label.offset_value != 0):
@@ -317,7 +324,7 @@ class CubeReader:
         """Close the file."""
         self._dataset.close()
 
-    def __enter__(self) -> "CubeReader":
+    def __enter__(self) -> CubeReader:
         return self
 
     def __exit__(self, *exc) -> None:

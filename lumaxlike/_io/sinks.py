@@ -23,6 +23,7 @@ import rasterio.errors
 from rasterio.windows import Window
 
 from .._inverse.status import Status
+from .atomic import OutputWriteError
 from .layout import (
     FIELD_ATTRS,
     FieldLayout,
@@ -31,7 +32,6 @@ from .layout import (
     result_template,
     wavelength_text,
 )
-from .atomic import OutputWriteError
 from .raster import GDAL_CACHE_BYTES, CubeInfo
 
 __all__ = ["FORMATS", "OutputFormat", "Sink", "SinkSpec"]
@@ -122,13 +122,9 @@ class _RasterSink:
             self.dataset.close()
             raise
 
-    def _describe(
-        self, field: str, like: CubeInfo, driver: str, provenance, attrs
-    ) -> None:
+    def _describe(self, field: str, like: CubeInfo, driver: str, provenance, attrs) -> None:
         ds = self.dataset
-        envi = (
-            driver == "ENVI"
-        )  # GDAL keeps only the ENVI domain in headers, and no "=" there
+        envi = driver == "ENVI"  # GDAL keeps only the ENVI domain in headers, and no "=" there
         tags = {"quantity": attrs["long_name"]}
         if "units" in attrs:
             tags["units"] = attrs["units"]
@@ -336,9 +332,7 @@ class ZarrSink:
             import dask.array as da
             import zarr  # noqa: F401
         except ImportError:  # pragma: no cover - depends on the environment
-            raise ValueError(
-                f"writing {path.name}: zarr output needs the zarr package"
-            ) from None
+            raise ValueError(f"writing {path.name}: zarr output needs the zarr package") from None
         self.path = path
         self.out = spec.paths[layout.main]  # the final path, named in errors
         self.layout = layout
@@ -353,9 +347,7 @@ class ZarrSink:
                 dtype=dtypes[field],
                 chunks=leading + (rows, like.grid.width),
             )
-        encoding = {
-            field: {"_FillValue": fill_value(dtypes[field], nodata)} for field in fields
-        }
+        encoding = {field: {"_FillValue": fill_value(dtypes[field], nodata)} for field in fields}
         template = result_template(like, fields, data, provenance, layout.attrs, layout)
         template.to_zarr(
             path,

@@ -120,8 +120,10 @@ def read_spectral_library(
 
     kinds = [kind for *_, kind in spectra]
     angles = {}
-    for name, given, relab_default in (("incidence", incidence, RELAB_GEOMETRY_DEG[0]),
-                                       ("emission", emission, RELAB_GEOMETRY_DEG[1])):
+    for name, given, relab_default in (
+        ("incidence", incidence, RELAB_GEOMETRY_DEG[0]),
+        ("emission", emission, RELAB_GEOMETRY_DEG[1]),
+    ):
         if given is None:
             if any(kind != "relab" for kind in kinds):
                 raise ValueError(
@@ -156,7 +158,8 @@ def _angles_rad(name, value, n, limit=None):
     angle = np.asarray(value, np.float64) if not isinstance(value, str) else np.array(np.nan)
     if angle.ndim > 1 or (angle.ndim == 1 and angle.size != n) or not np.all(np.isfinite(angle)):
         raise ValueError(
-            f"{name} must be a finite angle [rad] or one per spectrum ({n}), got {value!r}")
+            f"{name} must be a finite angle [rad] or one per spectrum ({n}), got {value!r}"
+        )
     upper = np.pi / 2 if limit is None else limit
     if np.any(np.abs(angle) > upper) or (limit is None and np.any((angle < 0) | (angle >= upper))):
         degrees_limit = 90.0 if limit is None else 360.0
@@ -187,7 +190,9 @@ def _lines(path: Path) -> list[str]:
     try:
         return path.read_text(encoding="latin-1").splitlines()
     except OSError as error:
-        raise ValueError(f"{path}: cannot read the spectral library file ({error.strerror})") from None
+        raise ValueError(
+            f"{path}: cannot read the spectral library file ({error.strerror})"
+        ) from None
 
 
 def _number(path, line_number, text) -> float:
@@ -196,7 +201,9 @@ def _number(path, line_number, text) -> float:
     except ValueError:
         raise ValueError(f"{path}, line {line_number}: {text!r} is not a number") from None
     if math.isnan(value):
-        raise ValueError(f"{path}, line {line_number}: NaN in a spectrum (leave the value empty for a gap)")
+        raise ValueError(
+            f"{path}, line {line_number}: NaN in a spectrum (leave the value empty for a gap)"
+        )
     return value
 
 
@@ -216,18 +223,26 @@ def _sorted_spectrum(path, wavelengths, values):
 
 
 def _read_csv(path: Path):
-    lines = [(n, line) for n, line in enumerate(_lines(path), 1) if line.strip() and not line.lstrip().startswith("#")]
+    lines = [
+        (n, line)
+        for n, line in enumerate(_lines(path), 1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     if len(lines) < 3:
         raise ValueError(f"{path}: a CSV library needs a header line and at least two rows")
     header = [cell.strip() for cell in lines[0][1].split(",")]
     if len(header) < 2 or not header[0].lower().startswith("wavelength"):
-        raise ValueError(f"{path}: the first column must be the wavelength (e.g. 'wavelength_um'), got {header[0]!r}")
+        raise ValueError(
+            f"{path}: the first column must be the wavelength (e.g. 'wavelength_um'), got {header[0]!r}"
+        )
     scale = _unit_scale(path, header[0])
     table = np.full((len(lines) - 1, len(header)), np.nan)
     for row, (line_number, line) in enumerate(lines[1:]):
         cells = line.split(",")
         if len(cells) != len(header):
-            raise ValueError(f"{path}, line {line_number}: {len(cells)} cells, the header has {len(header)}")
+            raise ValueError(
+                f"{path}, line {line_number}: {len(cells)} cells, the header has {len(header)}"
+            )
         for column, cell in enumerate(cells):
             if cell.strip():
                 table[row, column] = _number(path, line_number, cell.strip())
@@ -246,16 +261,30 @@ def _read_splib07(path: Path, wavelengths_file):
     match = re.match(r"splib\S*\s+Record=\d+:\s*(.+)$", title)
     if not match:
         raise ValueError(f"{path}: not a splib07 spectrum (its first line is {title!r})")
-    values = np.array([_number(path, n, line) for n, line in enumerate(lines[1:], 2) if line.strip()])
+    values = np.array(
+        [_number(path, n, line) for n, line in enumerate(lines[1:], 2) if line.strip()]
+    )
     words = match.group(1).split()
     name = " ".join(words[:-2]) if len(words) > 2 else match.group(1)
     if wavelengths_file is None:
         wavelengths_file = _find_splib07_wavelengths(path, words[-2] if len(words) >= 2 else "")
     wl_lines = _lines(Path(wavelengths_file))
-    scale = _unit_scale(wavelengths_file, wl_lines[0]) if wl_lines and re.search(r"[a-zA-Z]", wl_lines[0]) else None
+    scale = (
+        _unit_scale(wavelengths_file, wl_lines[0])
+        if wl_lines and re.search(r"[a-zA-Z]", wl_lines[0])
+        else None
+    )
     if scale is None:
-        raise ValueError(f"{wavelengths_file}: not a splib07 wavelength file (no title line naming the unit)")
-    wavelengths = np.array([_number(wavelengths_file, n, line) for n, line in enumerate(wl_lines[1:], 2) if line.strip()])
+        raise ValueError(
+            f"{wavelengths_file}: not a splib07 wavelength file (no title line naming the unit)"
+        )
+    wavelengths = np.array(
+        [
+            _number(wavelengths_file, n, line)
+            for n, line in enumerate(wl_lines[1:], 2)
+            if line.strip()
+        ]
+    )
     if wavelengths.size != values.size:
         raise ValueError(
             f"{path} has {values.size} channels but its wavelength file {wavelengths_file} has {wavelengths.size}"
@@ -271,7 +300,9 @@ def _find_splib07_wavelengths(path: Path, spectrometer_tag: str) -> Path:
     """The release's wavelength file for the spectrometer named in the title's tag
     (``BECKb`` -> BECK, ``ASDFRa`` -> ASD, ``NIC4bb`` -> NIC4, ``AVIRIS13aa`` -> AVIRIS)."""
     instrument = re.match(r"(BECK|ASD|NIC4|AVIRIS)", spectrometer_tag)
-    candidates = sorted(path.parent.glob(f"*Wavelengths*{instrument.group(1)}*")) if instrument else []
+    candidates = (
+        sorted(path.parent.glob(f"*Wavelengths*{instrument.group(1)}*")) if instrument else []
+    )
     if len(candidates) != 1:
         raise ValueError(
             f"{path}: give wavelengths_file= (the splib07 wavelength file of its spectrometer "
@@ -285,7 +316,9 @@ def _read_relab(path: Path):
     try:
         count = int(lines[0])
     except (IndexError, ValueError):
-        raise ValueError(f"{path}: not a RELAB spectrum (its first line must be the number of data lines)") from None
+        raise ValueError(
+            f"{path}: not a RELAB spectrum (its first line must be the number of data lines)"
+        ) from None
     if len(lines) < count + 1:
         raise ValueError(f"{path}: announces {count} data lines but has {len(lines) - 1}")
     rows = []

@@ -118,17 +118,11 @@ class SpectralMetadata:
 
 def _numbers(text: str, count: int, what: str, path) -> np.ndarray:
     try:
-        values = [
-            float(item)
-            for item in str(text).strip().strip("{}").split(",")
-            if item.strip()
-        ]
+        values = [float(item) for item in str(text).strip().strip("{}").split(",") if item.strip()]
     except ValueError:
         raise ValueError(f"cannot parse the {what} list of {path}") from None
     if len(values) != count:
-        raise ValueError(
-            f"{path} lists {len(values)} values of {what} for {count} bands"
-        )
+        raise ValueError(f"{path} lists {len(values)} values of {what} for {count} bands")
     return np.asarray(values, dtype=np.float64)
 
 
@@ -149,11 +143,7 @@ def _envi(dataset, path) -> SpectralMetadata | None:
     if "bbl" in envi:
         bad = _numbers(envi["bbl"], count, "bbl (bad-band list)", path) == 0
     if "wavelength" not in envi:
-        return (
-            SpectralMetadata(bad_bands=bad, source="ENVI header")
-            if bad is not None
-            else None
-        )
+        return SpectralMetadata(bad_bands=bad, source="ENVI header") if bad is not None else None
     fwhm = _numbers(envi["fwhm"], count, "fwhm", path) if "fwhm" in envi else None
     return SpectralMetadata(
         _numbers(envi["wavelength"], count, "wavelength", path),
@@ -173,18 +163,12 @@ def _band_items(dataset, path) -> SpectralMetadata | None:
         values = np.asarray([float(value) for value in centres])
         widths = [_item(t, "fwhm") for t in tags]
         fwhm = (
-            np.asarray([float(v) for v in widths])
-            if all(v is not None for v in widths)
-            else None
+            np.asarray([float(v) for v in widths]) if all(v is not None for v in widths) else None
         )
     except ValueError:
-        raise ValueError(
-            f"cannot parse the per-band wavelength metadata of {path}"
-        ) from None
+        raise ValueError(f"cannot parse the per-band wavelength metadata of {path}") from None
     units = _item(tags[0], "wavelength_units")
-    return SpectralMetadata(
-        values, unit_name(units) or units, fwhm, None, "band metadata"
-    )
+    return SpectralMetadata(values, unit_name(units) or units, fwhm, None, "band metadata")
 
 
 def _imagery(dataset) -> SpectralMetadata | None:
@@ -236,13 +220,9 @@ def _isis3(dataset) -> SpectralMetadata | None:
     width, width_unit = _isis_values(keys.get("width"), dataset.count)
     units = unit_name(unit) or unit_name(width_unit)
     source = "ISIS3 BandBin"
-    if (
-        units is None
-    ):  # ISIS imports of M3 (and most spectrometers) write nm without a unit
+    if units is None:  # ISIS imports of M3 (and most spectrometers) write nm without a unit
         units = "Nanometers" if np.nanmin(centre) > 100 else "Micrometers"
-        source += (
-            f" (no unit given; read as {units.lower()} from the values' magnitude)"
-        )
+        source += f" (no unit given; read as {units.lower()} from the values' magnitude)"
     return SpectralMetadata(centre, units, width, None, source)
 
 
@@ -282,9 +262,7 @@ def read_spectral_metadata(dataset, path) -> SpectralMetadata:
         found = reader()
         if found is not None:
             bad = None if envi is None else envi.bad_bands
-            return SpectralMetadata(
-                found.wavelengths, found.units, found.fwhm, bad, found.source
-            )
+            return SpectralMetadata(found.wavelengths, found.units, found.fwhm, bad, found.source)
     return envi if envi is not None else SpectralMetadata()
 
 
@@ -317,9 +295,7 @@ def read_wavelength_file(path, bands: int) -> SpectralMetadata:
             values.append(float(first))
         except ValueError:
             if values:
-                raise ValueError(
-                    f"wavelength file {path}: cannot read {line!r}"
-                ) from None
+                raise ValueError(f"wavelength file {path}: cannot read {line!r}") from None
     if len(values) != bands:
         raise ValueError(
             f"wavelength file {path} gives {len(values)} wavelengths for {bands} bands"
@@ -335,9 +311,7 @@ def _crism_wavelength_file(path: Path, bands: int) -> SpectralMetadata:
     from .pds3 import find_label, find_sibling, raw_vrt, read_label
 
     label = (
-        path
-        if path.suffix.lower() == ".lbl"
-        else (find_label(path) or find_sibling(path, ".lbl"))
+        path if path.suffix.lower() == ".lbl" else (find_label(path) or find_sibling(path, ".lbl"))
     )
     if label is None:
         raise ValueError(f"wavelength file {path} has no PDS3 label beside it")

@@ -55,10 +55,7 @@ def check_stack(infos: list[CubeInfo]) -> None:
         elif (
             first.wavelengths is not None
             and info.wavelengths is not None
-            and (
-                (first.wavelength_units or "").lower()
-                == (info.wavelength_units or "").lower()
-            )
+            and ((first.wavelength_units or "").lower() == (info.wavelength_units or "").lower())
         ):
             a, b, unit = (
                 first.wavelengths,

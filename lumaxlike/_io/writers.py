@@ -42,7 +42,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-
 import rasterio
 import rasterio.errors
 
@@ -88,6 +87,7 @@ OUTPUT_FORMATS = {
 }
 """Output extension -> format (a key of :data:`SINKS`)."""
 
+
 def output_format(path) -> str:
     """Format of an output path from its extension: ``GTiff``, ``ENVI``, ``netCDF`` or ``zarr``.
 
@@ -97,8 +97,7 @@ def output_format(path) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in OUTPUT_FORMATS:
         raise ValueError(
-            f"output {path}: unknown extension {suffix!r}; use one of "
-            + ", ".join(OUTPUT_FORMATS)
+            f"output {path}: unknown extension {suffix!r}; use one of " + ", ".join(OUTPUT_FORMATS)
         )
     return OUTPUT_FORMATS[suffix]
 
@@ -217,9 +216,18 @@ class ResultWriter:
             published and the previous outputs are kept.
     """
 
-    def __init__(self, out, *, like: CubeInfo, fields=RESULT_FIELDS, overwrite: bool = False,
-                 chunk_rows: int | None = None, nodata: float = np.nan, provenance=None,
-                 layout: FieldLayout = INVERSION_LAYOUT):
+    def __init__(
+        self,
+        out,
+        *,
+        like: CubeInfo,
+        fields=RESULT_FIELDS,
+        overwrite: bool = False,
+        chunk_rows: int | None = None,
+        nodata: float = np.nan,
+        provenance=None,
+        layout: FieldLayout = INVERSION_LAYOUT,
+    ):
         self.out = Path(out)
         self.provenance = provenance
         self.format = output_format(self.out)
@@ -227,10 +235,16 @@ class ResultWriter:
         main, known = layout.main, tuple(layout.attrs)
         unknown = [f for f in self.fields if f not in known]
         if unknown or main not in self.fields:
-            raise ValueError(f"fields must include {main!r} and be among {known}, got {self.fields}")
-        if FORMATS[self.format].one_dataset and any(f not in layout.dimensions for f in layout.band_names):
-            raise ValueError(f"output {self.out}: these maps are written as GeoTIFF (.tif) or ENVI (.img), "
-                             f"not {self.format}")
+            raise ValueError(
+                f"fields must include {main!r} and be among {known}, got {self.fields}"
+            )
+        if FORMATS[self.format].one_dataset and any(
+            f not in layout.dimensions for f in layout.band_names
+        ):
+            raise ValueError(
+                f"output {self.out}: these maps are written as GeoTIFF (.tif) or ENVI (.img), "
+                f"not {self.format}"
+            )
         self.main = main
         self.layout = layout
         self.field_attrs = layout.attrs
@@ -243,17 +257,27 @@ class ResultWriter:
             raise ValueError(f"nodata must be NaN or a finite number, got {nodata!r}")
         self.paths = result_paths(self.out, self.fields, main)
         companions = [*output_files(self.out, known, main), *previous_set(self.out, main)]
-        self._atomic = AtomicOutputs(output_files(self.out, self.fields, main), overwrite=overwrite,
-                                     companions=companions)
+        self._atomic = AtomicOutputs(
+            output_files(self.out, self.fields, main), overwrite=overwrite, companions=companions
+        )
         self._stack = contextlib.ExitStack()
         self._sink = None
 
-    def __enter__(self) -> "ResultWriter":
+    def __enter__(self) -> ResultWriter:
         temporary = self._stack.enter_context(self._atomic)
         try:
-            spec = SinkSpec(format=self.format, paths=self.paths, temporary=temporary, like=self.like,
-                            likes=self._likes, dtypes=self.dtypes, chunk_rows=self.chunk_rows,
-                            nodata=self.nodata, provenance=self.provenance, layout=self.layout)
+            spec = SinkSpec(
+                format=self.format,
+                paths=self.paths,
+                temporary=temporary,
+                like=self.like,
+                likes=self._likes,
+                dtypes=self.dtypes,
+                chunk_rows=self.chunk_rows,
+                nodata=self.nodata,
+                provenance=self.provenance,
+                layout=self.layout,
+            )
             self._sink = FORMATS[self.format].sink(spec)
             self._stack.callback(self._sink.close)
         except BaseException as error:
@@ -278,7 +302,9 @@ class ResultWriter:
         for field in self.fields:
             expected = (rows.stop - rows.start, self.like.grid.width, self._likes[field].bands)
             if np.shape(block[field]) != expected:
-                raise ValueError(f"block {field} has shape {np.shape(block[field])}, expected {expected}")
+                raise ValueError(
+                    f"block {field} has shape {np.shape(block[field])}, expected {expected}"
+                )
         self._sink.write(rows, {field: self._encode(field, block[field]) for field in self.fields})
 
     def _encode(self, field: str, values) -> np.ndarray:
@@ -292,8 +318,16 @@ class ResultWriter:
         return self._stack.__exit__(exc_type, exc, tb)
 
 
-def write_result(out, result, *, like: CubeInfo, fields=None, overwrite: bool = False,
-                 nodata: float = np.nan, provenance=None) -> dict[str, Path]:
+def write_result(
+    out,
+    result,
+    *,
+    like: CubeInfo,
+    fields=None,
+    overwrite: bool = False,
+    nodata: float = np.nan,
+    provenance=None,
+) -> dict[str, Path]:
     """Write whole in-memory result maps (e.g. from `lumaxlike.invert`) atomically.
 
     Args:
@@ -311,12 +345,15 @@ def write_result(out, result, *, like: CubeInfo, fields=None, overwrite: bool = 
         ``{field: path written}``.
     """
     if not isinstance(result, Mapping):
-        result = {field: getattr(result, field) for field in RESULT_FIELDS if hasattr(result, field)}
+        result = {
+            field: getattr(result, field) for field in RESULT_FIELDS if hasattr(result, field)
+        }
     if fields is None:
         fields = [f for f in RESULT_FIELDS if f in result and f != "sigma"]
         if "sigma" in result and np.any(np.isfinite(result["sigma"])):
             fields.append("sigma")
-    with ResultWriter(out, like=like, fields=fields, overwrite=overwrite, nodata=nodata,
-                      provenance=provenance) as writer:
+    with ResultWriter(
+        out, like=like, fields=fields, overwrite=overwrite, nodata=nodata, provenance=provenance
+    ) as writer:
         writer.write(slice(0, like.grid.height), result)
     return writer.paths

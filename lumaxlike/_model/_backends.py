@@ -51,7 +51,12 @@ def _binding_tag(bindings: dict) -> str:
     if not bindings:
         return ""
     described = sorted(
-        (name, value if isinstance(value, str) else getattr(getattr(value, "py_func", value), "__qualname__", repr(value)))
+        (
+            name,
+            value
+            if isinstance(value, str)
+            else getattr(getattr(value, "py_func", value), "__qualname__", repr(value)),
+        )
         for name, value in bindings.items()
     )
     return hashlib.sha1(repr(described).encode()).hexdigest()[:10]
@@ -75,7 +80,12 @@ def _retarget(module, primitives: dict, decorate, bindings: dict) -> types.Simpl
         else:
             rebuilt[name] = original
     # A binding given as a string names another function of the module: its twin.
-    rebuilt.update({name: rebuilt[value] if isinstance(value, str) else value for name, value in bindings.items()})
+    rebuilt.update(
+        {
+            name: rebuilt[value] if isinstance(value, str) else value
+            for name, value in bindings.items()
+        }
+    )
     namespace.update(rebuilt)
     return types.SimpleNamespace(**rebuilt)
 
@@ -245,7 +255,9 @@ jax_scalar_h_functions = retarget_to_jax(
     array_expm1=functools.partial(scalar_vector.scalar_expm1, expm1=jnp.expm1),
     matrix_vector=scalar_vector.scalar_matrix_vector,
     vector_matrix=scalar_vector.scalar_vector_matrix,
-    coefficients_from=functools.partial(scalar_vector.scalar_coefficients_from, count=h_functions.N_CHEBYSHEV),
+    coefficients_from=functools.partial(
+        scalar_vector.scalar_coefficients_from, count=h_functions.N_CHEBYSHEV
+    ),
 )
 # The exact H's per-angle terms are the bulk of that scalar program (~5 k operations per
 # angle); where they depend on known values only, the numba code calls numba's own
@@ -262,7 +274,9 @@ def _named_jit(function, name):
     return jax.jit(call)
 
 
-jax_scalar_h_functions.exact_terms = _named_jit(jax_scalar_h_functions.exact_terms, EXACT_TERMS_CALL)
+jax_scalar_h_functions.exact_terms = _named_jit(
+    jax_scalar_h_functions.exact_terms, EXACT_TERMS_CALL
+)
 numba_h_functions = _retarget(
     h_functions,
     _numba_primitives(),
@@ -280,7 +294,10 @@ numba_h_functions = _retarget(
 def h_function_bindings(h_twins, kind: str) -> dict:
     """The bindings of the equations' H-function slots to one kind of `h_functions`
     (`h_twins`: its JAX or numba twins; kind: "hapke2002", "hapke1981" or "exact")."""
-    return {"h_angle_terms": getattr(h_twins, f"{kind}_terms"), "h_values_and_slopes": getattr(h_twins, f"{kind}_values")}
+    return {
+        "h_angle_terms": getattr(h_twins, f"{kind}_terms"),
+        "h_values_and_slopes": getattr(h_twins, f"{kind}_values"),
+    }
 
 
 _numba_exact_terms = numba_h_functions.exact_terms
@@ -296,8 +313,12 @@ def numba_exact_terms_flat(x):
 # The default configuration (AMSA, Hapke 2002 H); `family` builds the others.
 # (`h_function`, the 2002 H at one angle, is h_functions' own: bound, not copied.)
 jax_equations = retarget_to_jax(
-    equations, h_function=jax_h_functions.h_hapke2002, **h_function_bindings(jax_h_functions, "hapke2002")
+    equations,
+    h_function=jax_h_functions.h_hapke2002,
+    **h_function_bindings(jax_h_functions, "hapke2002"),
 )
 numba_equations = retarget_to_numba(
-    equations, h_function=numba_h_functions.h_hapke2002, **h_function_bindings(numba_h_functions, "hapke2002")
+    equations,
+    h_function=numba_h_functions.h_hapke2002,
+    **h_function_bindings(numba_h_functions, "hapke2002"),
 )

@@ -129,7 +129,9 @@ class _Printer:
         for eqn in jaxpr.eqns:
             for var in (*eqn.invars, *eqn.outvars):
                 if getattr(var.aval, "shape", ()) != ():
-                    raise ValueError(f"{eqn.primitive.name}: only scalar programs can be translated")
+                    raise ValueError(
+                        f"{eqn.primitive.name}: only scalar programs can be translated"
+                    )
             name = eqn.primitive.name
             operands = [read(v) for v in eqn.invars]
             opaque = self.opaque_calls.get(call_name(eqn)) if name in INLINED_CALLS else None
@@ -161,9 +163,13 @@ class _Printer:
                 if dtype == np.bool_:
                     expression = f"({operands[0]} != 0)"
                 elif np.issubdtype(dtype, np.integer):
-                    expression = f"(1 if {operands[0]} else 0)" if from_bool else f"int({operands[0]})"
+                    expression = (
+                        f"(1 if {operands[0]} else 0)" if from_bool else f"int({operands[0]})"
+                    )
                 else:  # numba has no float(bool)
-                    expression = f"(1.0 if {operands[0]} else 0.0)" if from_bool else f"float({operands[0]})"
+                    expression = (
+                        f"(1.0 if {operands[0]} else 0.0)" if from_bool else f"float({operands[0]})"
+                    )
             elif name in SHAPE_ONLY:
                 env[eqn.outvars[0]] = operands[0]  # the identity on scalars
                 continue
@@ -182,9 +188,12 @@ def _checked_names(argument_names) -> list[str]:
 
 def _function(name: str, arguments, statements, outputs) -> str:
     body = [f"    {target} = {expression}" for target, expression in statements]
-    return "\n".join(
-        [f"def {name}({', '.join(arguments)}):", *body, f"    return ({', '.join(outputs)},)"]
-    ) + "\n"
+    return (
+        "\n".join(
+            [f"def {name}({', '.join(arguments)}):", *body, f"    return ({', '.join(outputs)},)"]
+        )
+        + "\n"
+    )
 
 
 def _split(statements, outputs, late_roots, operands):
@@ -222,7 +231,12 @@ class SplitSource(NamedTuple):
 
 
 def scalar_jaxpr_to_split_source(
-    closed_jaxpr, argument_names, unknown_names, known_name: str, step_name: str, unknown_name: str,
+    closed_jaxpr,
+    argument_names,
+    unknown_names,
+    known_name: str,
+    step_name: str,
+    unknown_name: str,
     opaque_calls=None,
 ) -> SplitSource:
     """Three functions that together compute `closed_jaxpr`, split by data dependence.
@@ -257,8 +271,12 @@ def scalar_jaxpr_to_split_source(
     def operands(expression):
         return [n for n in _NAME.findall(expression) if n in variables and not keyword.iskeyword(n)]
 
-    known_statements, unknown_statements, residuals = _split(printer.statements, outputs, unknown_names, operands)
-    step_statements, lane_statements, step_values = _split(unknown_statements, outputs, residuals, operands)
+    known_statements, unknown_statements, residuals = _split(
+        printer.statements, outputs, unknown_names, operands
+    )
+    step_statements, lane_statements, step_values = _split(
+        unknown_statements, outputs, residuals, operands
+    )
     source = "\n\n".join([
         _function(known_name, known_names, known_statements, residuals or ["0.0"]),
         _function(step_name, unknown_names, step_statements, step_values or ["0.0"]),

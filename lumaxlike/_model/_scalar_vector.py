@@ -41,9 +41,7 @@ class ScalarVector:
 
     def _map(self, other, op):
         if isinstance(other, ScalarVector):
-            return ScalarVector(
-                op(a, b) for a, b in zip(self.items, other.items, strict=True)
-            )
+            return ScalarVector(op(a, b) for a, b in zip(self.items, other.items, strict=True))
         return ScalarVector(op(a, other) for a in self.items)
 
     def __add__(self, other):
@@ -93,18 +91,14 @@ def _dot(pairs):
 
 def scalar_matrix_vector(matrix, vector):
     """matrix @ vector, each entry summed in column order."""
-    return ScalarVector(
-        _dot(zip(row.items, vector.items, strict=True)) for row in matrix.items
-    )
+    return ScalarVector(_dot(zip(row.items, vector.items, strict=True)) for row in matrix.items)
 
 
 def scalar_vector_matrix(vector, matrix):
     """vector @ matrix, each entry summed in row order."""
     columns = len(matrix.items[0])
     return ScalarVector(
-        _dot(
-            (v, row.items[j]) for v, row in zip(vector.items, matrix.items, strict=True)
-        )
+        _dot((v, row.items[j]) for v, row in zip(vector.items, matrix.items, strict=True))
         for j in range(columns)
     )
 

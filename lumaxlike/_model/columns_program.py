@@ -36,7 +36,9 @@ def _reflectance(parameters, geometry, key: ModelKey, equations):
     return reflectance_core(w, terms, key)
 
 
-def traced_columns(free: tuple[str, ...], key: ModelKey, dtype=np.float64, scalar_tables: bool = False):
+def traced_columns(
+    free: tuple[str, ...], key: ModelKey, dtype=np.float64, scalar_tables: bool = False
+):
     """The closed jaxpr of (r, dr/d free[0], ...) with inputs of `dtype`, traced under
     the caller's ``jax_enable_x64`` setting (float64 needs it on).
 
@@ -57,7 +59,9 @@ def traced_columns(free: tuple[str, ...], key: ModelKey, dtype=np.float64, scala
                 moved[index] = value
                 return _reflectance(moved, geometry, key, equations)
 
-            outputs.append(jax.jvp(along, (parameters[index],), (jnp.ones_like(parameters[index]),))[1])
+            outputs.append(
+                jax.jvp(along, (parameters[index],), (jnp.ones_like(parameters[index]),))[1]
+            )
         return outputs
 
     example = [jnp.asarray(0.5, dtype)] * (len(PARAMETER_NAMES) + len(GeometryTerms._fields))

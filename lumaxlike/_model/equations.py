@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 from .._configuration import N_LEGENDRE  # highest Legendre order of P, P-bar (a constant)
 from ._scalar_math import NAN, atan2, exp, expm1, maximum, sqrt, tan, where
+from .h_functions import h_hapke2002 as h_function  # noqa: F401  (H(w, x) at one angle; a slot family binds)
 
 # The H-function of the model: two slots that `family` binds, per configuration, to one
 # kind of `h_functions` (per-angle terms computed once per pixel; H and dH/dw from w and
@@ -35,7 +36,6 @@ from ._scalar_math import NAN, atan2, exp, expm1, maximum, sqrt, tan, where
 from .h_functions import hapke2002_terms as h_angle_terms
 from .h_functions import hapke2002_terms as h_function_terms
 from .h_functions import hapke2002_values as h_values_and_slopes
-from .h_functions import h_hapke2002 as h_function  # H(w, x) at one angle, Hapke 2002
 
 __all__ = [
     "GeometryTerms",
@@ -143,9 +143,15 @@ def cornette_shanks_legendre_coefficient(n, b, c, asymmetry):
     """
     t = 0.0 - asymmetry
     two_n = 2.0 * n
-    beta = (n + 1.0) ** 2 / ((two_n + 1.0) * (two_n + 3.0)) + n * n / ((two_n + 1.0) * (two_n - 1.0))
+    beta = (n + 1.0) ** 2 / ((two_n + 1.0) * (two_n + 3.0)) + n * n / (
+        (two_n + 1.0) * (two_n - 1.0)
+    )
     lower = n * (n - 1.0) / (two_n - 1.0) * t ** ((n - 2) * (n >= 2))  # 0 for n < 2
-    series = (two_n + 1.0) * (1.0 + beta) * t**n + (n + 1.0) * (n + 2.0) / (two_n + 3.0) * t ** (n + 2) + lower
+    series = (
+        (two_n + 1.0) * (1.0 + beta) * t**n
+        + (n + 1.0) * (n + 2.0) / (two_n + 3.0) * t ** (n + 2)
+        + lower
+    )
     return 1.5 / (2.0 + asymmetry * asymmetry) * series
 
 
@@ -234,7 +240,13 @@ def cornette_shanks_phase(cos_g, b, c, asymmetry):
     scattering angle pi - g). (b, c are not used.)"""
     xi = asymmetry
     xi2 = xi * xi
-    return 1.5 * (1.0 - xi2) / (2.0 + xi2) * (1.0 + cos_g * cos_g) / (1.0 + 2.0 * xi * cos_g + xi2) ** 1.5
+    return (
+        1.5
+        * (1.0 - xi2)
+        / (2.0 + xi2)
+        * (1.0 + cos_g * cos_g)
+        / (1.0 + 2.0 * xi * cos_g + xi2) ** 1.5
+    )
 
 
 # The closed-form phase function of the model: the double Henyey-Greenstein unless a
@@ -352,7 +364,9 @@ def geometry_terms(to_sun, to_sensor, normal):
     scale_psi = sin_i * sin_e
     has_psi = scale_psi > 0.0
     psi_defined = (sin_psi_scaled > 0.0) | (cos_psi_scaled != 0.0)  # not atan2(0, 0)
-    psi = where(psi_defined, atan2(sin_psi_scaled, where(psi_defined, cos_psi_scaled, 1.0)), 0.0 * cos_g)
+    psi = where(
+        psi_defined, atan2(sin_psi_scaled, where(psi_defined, cos_psi_scaled, 1.0)), 0.0 * cos_g
+    )
     cos_psi = where(has_psi, cos_psi_scaled / where(has_psi, scale_psi, 1.0), 1.0 + 0.0 * cos_g)
     sin2_half_psi = 0.5 * (1.0 - cos_psi)
     # f(psi) = exp(-2 tan(psi/2)) >= 0, f -> 0 as psi -> 180 deg, no overflow. tan(psi/2) =
@@ -369,7 +383,9 @@ def geometry_terms(to_sun, to_sensor, normal):
     )
 
     valid = (cos_i > 0.0) & (cos_e > 0.0)
-    return GeometryTerms(cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid)
+    return GeometryTerms(
+        cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid
+    )
 
 
 def terms_from_geometry(
@@ -389,12 +405,18 @@ def terms_from_geometry(
     Returns:
         `PixelTerms`; its `scale` is NaN unless the geometry is valid (cos i, cos e > 0).
     """
-    cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid = geometry
+    cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid = (
+        geometry
+    )
     mu0e, mue, shadowing = roughness_terms(
         cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness
     )
-    p_mu0e, p_mue, p_bar = multiple_scattering_sums(mu0e, mue, b, c, asymmetry, legendre, use_legendre)
-    phase_sh = phase_function(cos_g, b, c, asymmetry, legendre, use_legendre) * shadow_hiding(tan_half_g, hs, bs0)
+    p_mu0e, p_mue, p_bar = multiple_scattering_sums(
+        mu0e, mue, b, c, asymmetry, legendre, use_legendre
+    )
+    phase_sh = phase_function(cos_g, b, c, asymmetry, legendre, use_legendre) * shadow_hiding(
+        tan_half_g, hs, bs0
+    )
     b_cb = coherent_backscatter(tan_half_g, hc, bc0)
     mu_sum = mu0e + mue
     scale = where(
@@ -408,7 +430,20 @@ def terms_from_geometry(
 
 
 def pixel_terms(
-    to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre
+    to_sun,
+    to_sensor,
+    normal,
+    b,
+    c,
+    roughness,
+    hs,
+    bs0,
+    hc,
+    bc0,
+    porosity_k,
+    asymmetry,
+    legendre,
+    use_legendre,
 ):
     """All w-independent terms of r for one pixel (see `PixelTerms`).
 
@@ -432,7 +467,9 @@ def reflectance(w, terms):
     M = P(mu0e)(H(mue) - 1) + P(mue)(H(mu0e) - 1) + P-bar (H(mu0e) - 1)(H(mue) - 1),
     the H-functions at mu0e/K and mue/K (IMSA: P = P-bar = 1, so M = H H - 1).
     """
-    h_mu0e, h_mue, _, _ = h_values_and_slopes(w, terms.h_mu0e, terms.h_mue)  # slopes unused: compiled away
+    h_mu0e, h_mue, _, _ = h_values_and_slopes(
+        w, terms.h_mu0e, terms.h_mue
+    )  # slopes unused: compiled away
     multiple = (
         terms.p_mu0e * (h_mue - 1.0)
         + terms.p_mue * (h_mu0e - 1.0)
@@ -480,8 +517,12 @@ def phase_terms(mu0e, mue, cos_g, tan_half_g, b, c, hs, bs0, asymmetry, legendre
     Returns:
         (p(g) B_SH, P(mu0e), P(mue), P-bar), as `terms_from_geometry` computes them.
     """
-    p_mu0e, p_mue, p_bar = multiple_scattering_sums(mu0e, mue, b, c, asymmetry, legendre, use_legendre)
-    phase_sh = phase_function(cos_g, b, c, asymmetry, legendre, use_legendre) * shadow_hiding(tan_half_g, hs, bs0)
+    p_mu0e, p_mue, p_bar = multiple_scattering_sums(
+        mu0e, mue, b, c, asymmetry, legendre, use_legendre
+    )
+    phase_sh = phase_function(cos_g, b, c, asymmetry, legendre, use_legendre) * shadow_hiding(
+        tan_half_g, hs, bs0
+    )
     return phase_sh, p_mu0e, p_mue, p_bar
 
 
@@ -503,7 +544,9 @@ def mixture_reflectance_and_slope(w, sum_sh, sum_mu0e, sum_mue, sum_bar, terms):
     h_mu0e, h_mue, dh_mu0e, dh_mue = h_values_and_slopes(w, terms.h_mu0e, terms.h_mue)
     h_mu0e_m1 = h_mu0e - 1.0
     h_mue_m1 = h_mue - 1.0
-    r = terms.scale * (sum_sh + sum_mu0e * h_mue_m1 + sum_mue * h_mu0e_m1 + sum_bar * h_mu0e_m1 * h_mue_m1)
+    r = terms.scale * (
+        sum_sh + sum_mu0e * h_mue_m1 + sum_mue * h_mu0e_m1 + sum_bar * h_mu0e_m1 * h_mue_m1
+    )
     common = terms.scale * (
         sum_mu0e * dh_mue + sum_mue * dh_mu0e + sum_bar * (dh_mu0e * h_mue_m1 + h_mu0e_m1 * dh_mue)
     )

@@ -50,16 +50,20 @@ def bindings(key: ModelKey, h_twins) -> dict:
     }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jax_equations_for(key: ModelKey):
     """`equations` over jax.numpy for configuration `key` (a namespace of functions)."""
     from . import equations
     from ._backends import jax_equations, jax_h_functions, retarget_to_jax
 
-    return jax_equations if key == DEFAULT_KEY else retarget_to_jax(equations, **bindings(key, jax_h_functions))
+    return (
+        jax_equations
+        if key == DEFAULT_KEY
+        else retarget_to_jax(equations, **bindings(key, jax_h_functions))
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jax_scalar_table_equations_for(key: ModelKey):
     """`jax_equations_for(key)` with the exact H's tables as tuples of scalars
     (`_backends.jax_scalar_h_functions`): the same model, traced to scalar operations only."""
@@ -69,16 +73,20 @@ def jax_scalar_table_equations_for(key: ModelKey):
     return retarget_to_jax(equations, **bindings(key, jax_scalar_h_functions))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def numba_equations_for(key: ModelKey):
     """`equations` compiled by numba for configuration `key` (a namespace of functions)."""
     from . import equations
     from ._backends import numba_equations, numba_h_functions, retarget_to_numba
 
-    return numba_equations if key == DEFAULT_KEY else retarget_to_numba(equations, **bindings(key, numba_h_functions))
+    return (
+        numba_equations
+        if key == DEFAULT_KEY
+        else retarget_to_numba(equations, **bindings(key, numba_h_functions))
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def numba_kernel_for(kernel, key: ModelKey, names: tuple[str, ...]):
     """A numba kernel (`numba_cache.cached_njit`, written over the default configuration's
     equations) for configuration `key`: the kernel itself for the default, else the same

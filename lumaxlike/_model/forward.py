@@ -34,8 +34,10 @@ def precision_scope(*arrays):
     """
     # The dtype attribute where there is one: np.asarray would copy device arrays to the
     # host and fails on tracers (jax.grad through `amsa`).
-    x64 = any((a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype) == np.float64 for a in arrays)
-    with compilation_cache_scope(), (jax.enable_x64(True) if x64 else contextlib.nullcontext()):
+    x64 = any(
+        (a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype) == np.float64 for a in arrays
+    )
+    with compilation_cache_scope(), jax.enable_x64(True) if x64 else contextlib.nullcontext():
         yield
 
 

@@ -58,7 +58,9 @@ __all__ = [
 PI = 3.141592653589793
 INF = float("inf")
 if N_CHEBYSHEV != 20:  # `exact_values` and `chebyshev_sum` are written out for 20 terms
-    raise ImportError(f"h_functions: the exact H's series has {N_CHEBYSHEV} terms, its evaluation 20")
+    raise ImportError(
+        f"h_functions: the exact H's series has {N_CHEBYSHEV} terms, its evaluation 20"
+    )
 
 
 def table_like(table, like):
@@ -186,7 +188,9 @@ def exact_terms(x):
     scale = mu / PI
     weight, denominator_a = table_like(WEIGHT_Q, mu), table_like(DENOMINATOR_A, mu)
     denominator_b = table_like(DENOMINATOR_B, mu)
-    log_h = matrix_vector(table_like(LOG_Q, mu), scale * weight / (denominator_a + mu2 * denominator_b))
+    log_h = matrix_vector(
+        table_like(LOG_Q, mu), scale * weight / (denominator_a + mu2 * denominator_b)
+    )
     # Moments M_k = (mu/pi) integral_0^S s^k/(s^2 + mu^2) ds, k = 1..8 (N_MOMENTS), by
     # M_k = (mu/pi) S^(k-1)/(k-1) - mu^2 M_(k-2) from M_0 (which only feeds it) and M_1,
     # written with logs so that tiny mu neither overflows nor divides by zero.
@@ -245,7 +249,28 @@ def exact_values(w, terms_mu0e, terms_mue):
     t8, t9, t10, t11 = c * t4 - 1.0, c * t5 - x, c * t6 - t2, c * t7 - t3
     t12, t13, t14, t15 = c * t8 - t4, c * t9 - t5, c * t10 - t6, c * t11 - t7
     t16, t17, t18, t19 = c * t12 - t8, c * t13 - t9, c * t14 - t10, c * t15 - t11
-    t = (1.0 + 0.0 * x, x, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, t16, t17, t18, t19)
+    t = (
+        1.0 + 0.0 * x,
+        x,
+        t2,
+        t3,
+        t4,
+        t5,
+        t6,
+        t7,
+        t8,
+        t9,
+        t10,
+        t11,
+        t12,
+        t13,
+        t14,
+        t15,
+        t16,
+        t17,
+        t18,
+        t19,
+    )
     p0 = chebyshev_sum(terms_mu0e[0], t)
     pe = chebyshev_sum(terms_mue[0], t)
     dp0 = chebyshev_sum(terms_mu0e[1], t)  # dP/dx: degree n - 2, its last coefficient 0

@@ -51,7 +51,7 @@ def reflectance_core(w, terms, key: ModelKey = DEFAULT_KEY):
     return _reflectance_core_for(key)(w, terms)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reflectance_core_for(key: ModelKey):
     equations = jax_equations_for(key)
 
@@ -71,7 +71,9 @@ def _reflectance_core_for(key: ModelKey):
                 terms_dot,
                 is_leaf=lambda t: isinstance(t, SymbolicZero),
             )
-            r_dot = r_dot + jax.jvp(lambda t: equations.reflectance(w, t), (terms,), (terms_dot,))[1]
+            r_dot = (
+                r_dot + jax.jvp(lambda t: equations.reflectance(w, t), (terms,), (terms_dot,))[1]
+            )
         return r, r_dot
 
     # Symbolic zeros: when only w carries a tangent (the solvers' case), no work is spent

@@ -105,7 +105,9 @@ def _flatten(closed_jaxpr):
 
 def _evaluate(equations, env):
     for primitive, params, operands, results in equations:
-        values = primitive.bind(*(a.value if isinstance(a, _Constant) else env[a] for a in operands), **params)
+        values = primitive.bind(
+            *(a.value if isinstance(a, _Constant) else env[a] for a in operands), **params
+        )
         env.update(zip(results, values if primitive.multiple_results else [values]))
     return env
 
@@ -149,7 +151,9 @@ class SplitProgram:
         lane_reads = [a for e in self._lane for a in e[2] if isinstance(a, _Variable)]
         lane_reads += [a for a in self._outputs if isinstance(a, _Variable)]
         self._row = list(dict.fromkeys(a for a in lane_reads if a not in late))
-        self._step_values = list(dict.fromkeys(a for a in lane_reads if a in late and a not in from_known))
+        self._step_values = list(
+            dict.fromkeys(a for a in lane_reads if a in late and a not in from_known)
+        )
         self.n_row, self.n_step = len(self._row), len(self._step_values)
 
     def known(self, *known_inputs) -> tuple:

@@ -21,12 +21,16 @@ __all__ = ["reflectance", "photometric_scale_jax"]
 def photometric_scale_jax(to_sun, to_sensor, normal, model: PhotometricFunction):
     """pht/pi [1/sr] of one pixel (vectors of shape (3,)) in JAX; NaN where the
     geometry is invalid."""
-    return jax_photometric_for(model.kind).photometric_scale(to_sun, to_sensor, normal, *model.scalars())
+    return jax_photometric_for(model.kind).photometric_scale(
+        to_sun, to_sensor, normal, *model.scalars()
+    )
 
 
 @jax.jit
 def _photometric_flat(albedo, to_sun, to_sensor, normal, model):
-    scale = jax.vmap(photometric_scale_jax, in_axes=(0, 0, 0, None))(to_sun, to_sensor, normal, model)
+    scale = jax.vmap(photometric_scale_jax, in_axes=(0, 0, 0, None))(
+        to_sun, to_sensor, normal, model
+    )
     return albedo * scale[:, None]
 
 
@@ -83,7 +87,9 @@ def reflectance(albedo, to_sun, to_sensor, normal, model, backend: str = "jax"):
         return r.astype(dtype, copy=False).reshape(albedo.shape)
     with precision_scope(albedo, *geometry.values()):
         flat_geometry = [
-            jnp.broadcast_to(jnp.asarray(g, dtype), shape.pixel_shape + (3,)).reshape(shape.n_pixels, 3)
+            jnp.broadcast_to(jnp.asarray(g, dtype), shape.pixel_shape + (3,)).reshape(
+                shape.n_pixels, 3
+            )
             for g in geometry.values()
         ]
         flat = jnp.asarray(albedo, dtype).reshape(shape.n_pixels, shape.n_bands)

@@ -110,7 +110,9 @@ def compile_variant(kernel, variant: str, *, inlines=(), fastmath=None, **bindin
     py_func = kernel.py_func
     namespace = dict(py_func.__globals__)
     namespace.update(bindings)
-    clone = types.FunctionType(py_func.__code__, namespace, py_func.__name__, py_func.__defaults__, py_func.__closure__)
+    clone = types.FunctionType(
+        py_func.__code__, namespace, py_func.__name__, py_func.__defaults__, py_func.__closure__
+    )
     # numba names compiled code after the qualified name and a counter that restarts in
     # every process, and links a called function into its caller's code under that name
     # with one-definition linkage: two variants compiled in different processes could get

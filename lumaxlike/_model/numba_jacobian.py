@@ -165,9 +165,13 @@ def _generated_module(free: tuple[str, ...], key: ModelKey, digest: str):
     try:
         if not path.is_file():
             meta = model_columns_source(free, key)
-            text = _MODULE_TEMPLATE.format(free=free, key=key.name, row=meta[1], step=meta[2], source=meta[0])
+            text = _MODULE_TEMPLATE.format(
+                free=free, key=key.name, row=meta[1], step=meta[2], source=meta[0]
+            )
             path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".tmp-", suffix=".py", delete=False) as file:
+            with tempfile.NamedTemporaryFile(
+                "w", dir=path.parent, prefix=".tmp-", suffix=".py", delete=False
+            ) as file:
                 file.write(text)
             os.replace(file.name, path)  # atomic: another process sees the whole file or none
         spec = importlib.util.spec_from_file_location(name, path)
@@ -206,7 +210,9 @@ def model_columns(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY) -> ColumnF
     `key` (generated and compiled on first use, or loaded from the cache directory)."""
     unknown = [name for name in free if name not in PARAMETER_NAMES]
     if unknown:
-        raise ValueError(f"unknown parameter names {unknown}; expected names from {PARAMETER_NAMES}")
+        raise ValueError(
+            f"unknown parameter names {unknown}; expected names from {PARAMETER_NAMES}"
+        )
     free = tuple(free)
     digest = _generation_digest(free, key)
     module, in_file = _generated_module(free, key, digest)

@@ -26,7 +26,15 @@ __all__ = ["MODEL_MODULES", "amsa_pixels", "as_kernel_array", "kernel_params", "
 
 #: The modules whose code the model kernels compile in: editing one invalidates their cache
 #: (`_configuration` holds N_LEGENDRE, a constant of the equations).
-MODEL_MODULES = (equations, h_functions, _exact_h_tables, family, _backends, _scalar_math, _configuration)
+MODEL_MODULES = (
+    equations,
+    h_functions,
+    _exact_h_tables,
+    family,
+    _backends,
+    _scalar_math,
+    _configuration,
+)
 
 
 @cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
@@ -51,10 +59,35 @@ def _observation_rows_kernel(to_sun, to_sensor, normal, rows):
         for k in range(n_obs):
             geometry = geometry_terms(to_sun[pixel, k], to_sensor[pixel, k], normal[pixel, k])
             # GeometryTerms mixes floats and a bool: no indexing by a variable
-            cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid = geometry
+            (
+                cos_i,
+                sin_i,
+                cos_e,
+                sin_e,
+                cos_g,
+                tan_half_g,
+                cos_psi,
+                sin2_half_psi,
+                psi,
+                f_psi,
+                valid,
+            ) = geometry
             row = rows[pixel, k]
-            row[0], row[1], row[2], row[3], row[4], row[5] = cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g
-            row[6], row[7], row[8], row[9], row[10] = cos_psi, sin2_half_psi, psi, f_psi, 1.0 if valid else 0.0
+            row[0], row[1], row[2], row[3], row[4], row[5] = (
+                cos_i,
+                sin_i,
+                cos_e,
+                sin_e,
+                cos_g,
+                tan_half_g,
+            )
+            row[6], row[7], row[8], row[9], row[10] = (
+                cos_psi,
+                sin2_half_psi,
+                psi,
+                f_psi,
+                1.0 if valid else 0.0,
+            )
 
 
 def _amsa_pixels_kernel_for(key: ModelKey):

@@ -51,14 +51,18 @@ def lambert_function(mu0, mu, cos_g, tan_half_g, limb_darkening, minnaert_k, mu1
     return mu0 + 0.0 * mu
 
 
-def lommel_seeliger_function(mu0, mu, cos_g, tan_half_g, limb_darkening, minnaert_k, mu1, m, mu2, eta):
+def lommel_seeliger_function(
+    mu0, mu, cos_g, tan_half_g, limb_darkening, minnaert_k, mu1, m, mu2, eta
+):
     """Lommel-Seeliger: pht = 2 mu0/(mu0 + mu) (ISIS3 ``LommelSeeliger.cpp``; 1 at
     i = e = 0). The single-scattering limit of Hapke's model with an isotropic phase
     function, r = w/(4 pi) mu0/(mu0 + mu), is this with A = w/8."""
     return 2.0 * mu0 / (mu0 + mu)
 
 
-def lunar_lambert_function(mu0, mu, cos_g, tan_half_g, limb_darkening, minnaert_k, mu1, m, mu2, eta):
+def lunar_lambert_function(
+    mu0, mu, cos_g, tan_half_g, limb_darkening, minnaert_k, mu1, m, mu2, eta
+):
     """Lunar-Lambert (McEwen 1991): pht = mu0 [(1 - L) + 2 L/(mu0 + mu)] (ISIS3
     ``LunarLambert.cpp``), L = `limb_darkening`: L = 0 is Lambert, L = 1 Lommel-Seeliger."""
     L = limb_darkening
@@ -126,7 +130,9 @@ def photometric_scale(to_sun, to_sensor, normal, limb_darkening, minnaert_k, mu1
     mu = where(valid, geometry.cos_e, 1.0)
     cos_g = where(valid, geometry.cos_g, 1.0)
     tan_half_g = where(valid, geometry.tan_half_g, 0.0)
-    pht = photometric_function(mu0, mu, cos_g, tan_half_g, limb_darkening, minnaert_k, mu1, m, mu2, eta)
+    pht = photometric_function(
+        mu0, mu, cos_g, tan_half_g, limb_darkening, minnaert_k, mu1, m, mu2, eta
+    )
     return where(valid, pht / PI, NAN + 0.0 * pht)
 
 

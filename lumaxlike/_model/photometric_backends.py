@@ -17,25 +17,36 @@ from . import _backends, _scalar_math, equations, photometric
 from ._backends import jax_equations, numba_equations, retarget_to_jax, retarget_to_numba
 from .numba_cache import cached_njit, compile_variant
 
-__all__ = ["MODULES", "jax_photometric_for", "numba_photometric_for", "kernel_scalars", "scale_numba", "reflectance_numba"]
+__all__ = [
+    "MODULES",
+    "jax_photometric_for",
+    "numba_photometric_for",
+    "kernel_scalars",
+    "scale_numba",
+    "reflectance_numba",
+]
 
 #: The modules the photometric kernels compile in: editing one invalidates their cache.
 MODULES = (photometric, equations, _backends, _scalar_math, _configuration)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jax_photometric_for(kind: str):
     """`photometric` over jax.numpy with kind `kind` bound (a namespace of functions)."""
     return retarget_to_jax(
-        photometric, geometry_terms=jax_equations.geometry_terms, photometric_function=photometric.KINDS[kind][0]
+        photometric,
+        geometry_terms=jax_equations.geometry_terms,
+        photometric_function=photometric.KINDS[kind][0],
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def numba_photometric_for(kind: str):
     """`photometric` compiled by numba with kind `kind` bound."""
     return retarget_to_numba(
-        photometric, geometry_terms=numba_equations.geometry_terms, photometric_function=photometric.KINDS[kind][0]
+        photometric,
+        geometry_terms=numba_equations.geometry_terms,
+        photometric_function=photometric.KINDS[kind][0],
     )
 
 
@@ -58,16 +69,26 @@ def _scale_kernel(to_sun, to_sensor, normal, scalars, out):
     )  # fmt: skip
     for pixel in range(to_sun.shape[0]):
         out[pixel] = photometric_scale(
-            to_sun[pixel], to_sensor[pixel], normal[pixel], limb_darkening, minnaert_k, mu1, m, mu2, eta
+            to_sun[pixel],
+            to_sensor[pixel],
+            normal[pixel],
+            limb_darkening,
+            minnaert_k,
+            mu1,
+            m,
+            mu2,
+            eta,
         )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _scale_kernel_for(kind: str):
     if kind == "lambert":
         return _scale_kernel
     return compile_variant(
-        _scale_kernel, f"photometric-{kind}", photometric_scale=numba_photometric_for(kind).photometric_scale
+        _scale_kernel,
+        f"photometric-{kind}",
+        photometric_scale=numba_photometric_for(kind).photometric_scale,
     )
 
 

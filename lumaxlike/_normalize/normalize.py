@@ -108,12 +108,16 @@ def normalize(
             f"params must be a lumaxlike.HapkeParams or PhotometricFunction, got {type(params).__name__}"
         )
     if param_maps is not None and not isinstance(params, HapkeParams):
-        raise ValueError("param_maps are maps of HapkeParams fields; params is a PhotometricFunction")
+        raise ValueError(
+            "param_maps are maps of HapkeParams fields; params is a PhotometricFunction"
+        )
     angles = standard_angles(standard)
     vectors = standard_vectors(*angles)
     refl = as_float_array("refl", refl)
-    geometry = [as_float_array(name, value) for name, value in
-                (("to_sun", to_sun), ("to_sensor", to_sensor), ("normal", normal))]
+    geometry = [
+        as_float_array(name, value)
+        for name, value in (("to_sun", to_sun), ("to_sensor", to_sensor), ("normal", normal))
+    ]
     shape = layout("refl", refl, dict(zip(("to_sun", "to_sensor", "normal"), geometry)))
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
     band_sigma = check_band_sigma(refl_sigma, shape.n_bands)
@@ -121,7 +125,9 @@ def normalize(
     options = {"max_iter": max_iter, "tol": tol, "chunk_size": chunk_size}
 
     if maps is None:
-        outputs = _normalize_flat(refl, geometry, params, solver, band_sigma, vectors, options, dtype)
+        outputs = _normalize_flat(
+            refl, geometry, params, solver, band_sigma, vectors, options, dtype
+        )
         return NormalizationResult(**outputs, standard=angles)
 
     n_pixels, n_bands = shape.n_pixels, shape.n_bands
@@ -141,17 +147,29 @@ def normalize(
     if solver == "jax":
         largest = max(len(pixels) for pixels, _, _ in groups)
         bands_per_call = 1 if maps.per_band else n_bands
-        cap = default_chunk_pixels(bands_per_call) if chunk_size is None else check_positive_int("chunk_size", chunk_size)
+        cap = (
+            default_chunk_pixels(bands_per_call)
+            if chunk_size is None
+            else check_positive_int("chunk_size", chunk_size)
+        )
         options["chunk_size"] = min(cap, 1 << (largest - 1).bit_length())
     for pixels, bands, group_params in groups:
-        pieces = _padded(flat_refl[np.ix_(pixels, bands)], [g if g.ndim == 1 else g[pixels] for g in flat_geometry],
-                         options["chunk_size"] if solver == "jax" else None)
-        sigma = None if band_sigma is None else (band_sigma if band_sigma.ndim == 0 else band_sigma[bands])
+        pieces = _padded(
+            flat_refl[np.ix_(pixels, bands)],
+            [g if g.ndim == 1 else g[pixels] for g in flat_geometry],
+            options["chunk_size"] if solver == "jax" else None,
+        )
+        sigma = (
+            None
+            if band_sigma is None
+            else (band_sigma if band_sigma.ndim == 0 else band_sigma[bands])
+        )
         solved = _normalize_flat(*pieces, group_params, solver, sigma, vectors, options, dtype)
         for name, target in outputs.items():
             target[np.ix_(pixels, bands)] = solved[name][: len(pixels)]
-    return NormalizationResult(**{name: value.reshape(refl.shape) for name, value in outputs.items()},
-                               standard=angles)
+    return NormalizationResult(
+        **{name: value.reshape(refl.shape) for name, value in outputs.items()}, standard=angles
+    )
 
 
 def _normalize_flat(refl, geometry, params, solver, band_sigma, vectors, options, dtype) -> dict:
@@ -161,9 +179,17 @@ def _normalize_flat(refl, geometry, params, solver, band_sigma, vectors, options
     # buffer takes r at the standard geometry, so no new full-size array is first touched.
     spare = result.residual.dtype == np.float64 and result.residual.flags.c_contiguous
     r_standard, slope = standard_reflectance(
-        result.w, vectors, params, r_out=result.residual if spare else None, with_slope=band_sigma is not None
+        result.w,
+        vectors,
+        params,
+        r_out=result.residual if spare else None,
+        with_slope=band_sigma is not None,
     )
-    outputs = {"reflectance": r_standard.astype(dtype, copy=False), "status": result.status, "w": result.w}
+    outputs = {
+        "reflectance": r_standard.astype(dtype, copy=False),
+        "status": result.status,
+        "w": result.w,
+    }
     if band_sigma is None:
         outputs["sigma"] = result.sigma  # NaN, as invert leaves it
     else:
@@ -179,5 +205,7 @@ def _padded(refl, geometry, multiple):
     if padding == 0:
         return refl, geometry
     refl = np.concatenate([refl, np.full((padding, refl.shape[1]), np.nan, refl.dtype)])
-    geometry = [g if g.ndim == 1 else np.concatenate([g, np.ones((padding, 3), g.dtype)]) for g in geometry]
+    geometry = [
+        g if g.ndim == 1 else np.concatenate([g, np.ones((padding, 3), g.dtype)]) for g in geometry
+    ]
     return refl, geometry

@@ -50,7 +50,7 @@ class ParameterMaps:
         widths = [self.values[name].shape[1] for name in names]
         n_bands = self.invalid.shape[1]
         for group, key in enumerate(keys):
-            pixels = order[bounds[group]:bounds[group + 1]]
+            pixels = order[bounds[group] : bounds[group + 1]]
             per_name = np.split(key, np.cumsum(widths)[:-1])
             by_values: dict[tuple, list[int]] = {}
             for band in range(n_bands):
@@ -63,7 +63,9 @@ class ParameterMaps:
                     yield pixels, np.asarray(band_set), group_params
 
 
-def check_param_maps(param_maps, params: HapkeParams, pixel_shape: tuple, n_bands: int) -> ParameterMaps | None:
+def check_param_maps(
+    param_maps, params: HapkeParams, pixel_shape: tuple, n_bands: int
+) -> ParameterMaps | None:
     """``param_maps`` checked against the call's shapes and the fields' ranges.
 
     Args:
@@ -79,8 +81,10 @@ def check_param_maps(param_maps, params: HapkeParams, pixel_shape: tuple, n_band
     if param_maps is None:
         return None
     if not isinstance(param_maps, Mapping):
-        raise ValueError(f"param_maps must be a mapping of HapkeParams field names to arrays, "
-                         f"got {type(param_maps).__name__}")
+        raise ValueError(
+            f"param_maps must be a mapping of HapkeParams field names to arrays, "
+            f"got {type(param_maps).__name__}"
+        )
     if not param_maps:
         return None
     n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
@@ -97,8 +101,10 @@ def check_param_maps(param_maps, params: HapkeParams, pixel_shape: tuple, n_band
         elif array.shape == tuple(pixel_shape) + (n_bands,):
             flat = array.reshape(n_pixels, n_bands).astype(np.float64)
         else:
-            raise ValueError(f"{label} has shape {array.shape}; expected the pixel shape "
-                             f"{tuple(pixel_shape)} or pixels + (bands,) {tuple(pixel_shape) + (n_bands,)}")
+            raise ValueError(
+                f"{label} has shape {array.shape}; expected the pixel shape "
+                f"{tuple(pixel_shape)} or pixels + (bands,) {tuple(pixel_shape) + (n_bands,)}"
+            )
         finite = np.isfinite(flat)
         if np.any(finite):
             for extreme in (flat[finite].min(), flat[finite].max()):  # every range is an interval

@@ -14,13 +14,19 @@ import numba
 import numpy as np
 
 from .._geometry import geometry_from_angles
-from .._model.family import ModelKey, numba_kernel_for
 from .._model._backends import numba_equations
+from .._model.family import ModelKey, numba_kernel_for
 from .._model.numba_cache import cached_njit
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._params import HapkeParams
 
-__all__ = ["DEFAULT_STANDARD", "differentiated_at_standard", "standard_angles", "standard_reflectance", "standard_vectors"]
+__all__ = [
+    "DEFAULT_STANDARD",
+    "differentiated_at_standard",
+    "standard_angles",
+    "standard_reflectance",
+    "standard_vectors",
+]
 
 DEFAULT_STANDARD = (math.radians(30.0), 0.0, math.radians(30.0))
 """(incidence, emission, phase) [rad] of the usual standard geometry (ISIS photomet, M3,
@@ -51,10 +57,16 @@ def standard_angles(standard) -> tuple[float, float, float]:
     except (TypeError, ValueError):
         values = None
     if values is None or values.shape != (3,) or not np.all(np.isfinite(values)):
-        raise ValueError(f"standard must be three finite numbers (incidence, emission, phase) "
-                         f"in radians, got {standard!r}")
+        raise ValueError(
+            f"standard must be three finite numbers (incidence, emission, phase) "
+            f"in radians, got {standard!r}"
+        )
     incidence, emission, phase = (float(v) for v in values)
-    hint = "; angles are in radians (numpy.radians((30, 0, 30)) for degrees)" if max(values) > 1.6 else ""
+    hint = (
+        "; angles are in radians (numpy.radians((30, 0, 30)) for degrees)"
+        if max(values) > 1.6
+        else ""
+    )
     for name, value in (("incidence", incidence), ("emission", emission)):
         if not 0.0 <= value < math.pi / 2:
             raise ValueError(f"standard {name} must lie in [0, pi/2) rad, got {value!r}{hint}")
@@ -70,11 +82,15 @@ def standard_vectors(incidence: float, emission: float, phase: float):
     """(to_sun, to_sensor, normal), each (3,) float64, of a flat surface seen at the standard
     geometry; the relative azimuth psi from cos g = cos i cos e + sin i sin e cos psi
     (0 when i or e is 0, where psi does not matter)."""
-    return tuple(np.asarray(v, np.float64) for v in geometry_from_angles(incidence, emission, phase=phase))
+    return tuple(
+        np.asarray(v, np.float64) for v in geometry_from_angles(incidence, emission, phase=phase)
+    )
 
 
 @cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
-def _standard_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, r_out, slope_out, with_slope):
+def _standard_kernel(
+    w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, r_out, slope_out, with_slope
+):
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
         scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
     )  # fmt: skip
@@ -93,7 +109,9 @@ def _standard_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legend
 
 def _kernel_for(key: ModelKey):
     """`_standard_kernel` compiled for configuration `key` (the same code, its equations)."""
-    return numba_kernel_for(_standard_kernel, key, ("pixel_terms", "reflectance_and_slope", "reflectance"))
+    return numba_kernel_for(
+        _standard_kernel, key, ("pixel_terms", "reflectance_and_slope", "reflectance")
+    )
 
 
 def standard_reflectance(w, vectors, model, r_out=None, with_slope=True):
@@ -118,7 +136,12 @@ def standard_reflectance(w, vectors, model, r_out=None, with_slope=True):
     r = np.empty(flat.shape) if r_out is None else _flat_float64(r_out)
     slope = np.empty(flat.shape if with_slope else 1)
     _kernel_for(model.model_key)(
-        flat, *(as_kernel_array(v) for v in vectors), *kernel_params(model), r, slope, bool(with_slope)
+        flat,
+        *(as_kernel_array(v) for v in vectors),
+        *kernel_params(model),
+        r,
+        slope,
+        bool(with_slope),
     )
     shape = np.shape(w)
     return r.reshape(shape), slope.reshape(shape) if with_slope else None

@@ -10,8 +10,14 @@ import logging
 import os
 from dataclasses import dataclass
 
-__all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "Cluster", "check_address", "open_cluster",
-           "quiet_logs"]
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "ClusterError",
+    "Cluster",
+    "check_address",
+    "open_cluster",
+    "quiet_logs",
+]
 
 CONNECT_TIMEOUT_S = 30.0
 """How long to try reaching a scheduler, at the start and after losing it [s]."""
@@ -73,26 +79,34 @@ def open_cluster(workers: int = 1, scheduler: str | None = None) -> Cluster:
         numba_threads = max(1, (os.cpu_count() or 1) // workers)
         try:  # a worker killed while starting: one line, not dask's traceback
             local = distributed.LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
                 dashboard_address=None,  # no dashboard, and its bare HTTP server on any free port
                 scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                silence_logs=logging.ERROR, preload=[WORKER_SETUP],
+                silence_logs=logging.ERROR,
+                preload=[WORKER_SETUP],
             )
         except Exception as error:
-            raise ClusterError(f"the local cluster of {workers} workers failed to start "
-                               f"({_one_line(error)}); nothing was written") from error
+            raise ClusterError(
+                f"the local cluster of {workers} workers failed to start "
+                f"({_one_line(error)}); nothing was written"
+            ) from error
         try:
             client = distributed.Client(local, set_as_default=False)
         except BaseException as error:
             local.close()
             if isinstance(error, Exception):
-                raise ClusterError(f"cannot connect to the local cluster ({_one_line(error)}); "
-                                   "nothing was written") from error
+                raise ClusterError(
+                    f"cannot connect to the local cluster ({_one_line(error)}); nothing was written"
+                ) from error
             raise
         return Cluster(client, local, workers, numba_threads, local.scheduler_address)
     if not isinstance(scheduler, str) or not scheduler:
-        raise ValueError(f"scheduler must be a scheduler address such as 'tcp://host:8786', "
-                         f"got {scheduler!r}")
+        raise ValueError(
+            f"scheduler must be a scheduler address such as 'tcp://host:8786', got {scheduler!r}"
+        )
     check_address(scheduler)
     try:
         client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
@@ -120,8 +134,10 @@ def check_address(scheduler: str) -> None:
             if not host or not port:
                 raise ValueError("a host and a port are needed")
     except (ValueError, TypeError) as error:
-        raise ValueError(f"scheduler {scheduler}: not a scheduler address such as "
-                         f"'tcp://host:8786' ({_one_line(error)})") from None
+        raise ValueError(
+            f"scheduler {scheduler}: not a scheduler address such as "
+            f"'tcp://host:8786' ({_one_line(error)})"
+        ) from None
 
 
 def _check_workers(client, scheduler: str) -> int:
@@ -131,14 +147,21 @@ def _check_workers(client, scheduler: str) -> int:
     try:  # workers of a batch job may still be starting
         client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
     except TimeoutError:
-        raise ValueError(f"scheduler {scheduler}: the cluster has no workers "
-                         f"(none came in {CONNECT_TIMEOUT_S:g} s)") from None
+        raise ValueError(
+            f"scheduler {scheduler}: the cluster has no workers "
+            f"(none came in {CONNECT_TIMEOUT_S:g} s)"
+        ) from None
     versions = client.get_versions(packages=["lumaxlike"])["workers"]
-    wrong = {address: info["packages"].get("lumaxlike") for address, info in versions.items()
-             if info["packages"].get("lumaxlike") != __version__}
+    wrong = {
+        address: info["packages"].get("lumaxlike")
+        for address, info in versions.items()
+        if info["packages"].get("lumaxlike") != __version__
+    }
     if wrong:
-        found = ", ".join(f"{address} ({version or 'not installed'})"
-                          for address, version in sorted(wrong.items()))
+        found = ", ".join(
+            f"{address} ({version or 'not installed'})"
+            for address, version in sorted(wrong.items())
+        )
         raise ValueError(f"scheduler {scheduler}: workers need lumaxlike {__version__}: {found}")
     return sum(info["nthreads"] for info in client.scheduler_info(n_workers=-1)["workers"].values())
 

@@ -103,9 +103,7 @@ def run_settings(provenance, out, fields, rows_per_block: int, **extra) -> dict:
     attrs = {} if provenance is None else provenance.attrs()
     skipped = {PREFIX + key for key in ("command", "created", "resumed")}
     settings = {
-        key[len(PREFIX) :]: json.loads(text)
-        for key, text in attrs.items()
-        if key not in skipped
+        key[len(PREFIX) :]: json.loads(text) for key, text in attrs.items() if key not in skipped
     }
     settings.update(
         output=str(Path(out).absolute()),
@@ -167,9 +165,7 @@ class Journal:
             self.found = True
             self.finished = {
                 (int(a), int(b))
-                for a, b in (
-                    p.stem.split("-")[1:] for p in self.folder.glob("rows-*.npz")
-                )
+                for a, b in (p.stem.split("-")[1:] for p in self.folder.glob("rows-*.npz"))
             }
             self._open = True
             return

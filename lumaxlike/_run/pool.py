@@ -99,8 +99,12 @@ class BlockPool:
             # if its worker dies), bigger than dask's "large graph" warning expects
             with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 TiB"}):
                 future = self._cluster.client.submit(
-                    _run_block, self.function, self._cluster.numba_threads, *args,
-                    pure=False, **kwargs,
+                    _run_block,
+                    self.function,
+                    self._cluster.numba_threads,
+                    *args,
+                    pure=False,
+                    **kwargs,
                 )
         self._pending.append((key, future))
 
@@ -131,8 +135,9 @@ class BlockPool:
 
             if future.status == "error" and not isinstance(error, KilledWorker):
                 raise  # the task's own exception
-            raise ClusterError(f"the dask cluster at {self._cluster.address} failed: "
-                               f"{_describe(error)}") from error
+            raise ClusterError(
+                f"the dask cluster at {self._cluster.address} failed: {_describe(error)}"
+            ) from error
 
     def __len__(self) -> int:
         return len(self._pending)

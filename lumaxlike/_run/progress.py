@@ -57,9 +57,7 @@ class InversionSummary:
 
     def describe(self) -> str:
         """One line: pixels, bands, time, pixels/s and the count of each status."""
-        counts = ", ".join(
-            f"{name} {count}" for name, count in self.status_counts.items()
-        )
+        counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
         return (
             f"{self.verb} {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
             f"({self.pixels_per_second:,.0f} pixels/s); status of pixel-bands: {counts}"

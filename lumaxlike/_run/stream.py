@@ -21,8 +21,6 @@ from .._signals import deferred, interruptible, raise_if_interrupted
 __all__ = ["mark_bad_bands", "run_blocks", "stream_blocks"]
 
 
-
-
 def mark_bad_bands(block: dict, bad_bands) -> None:
     """Set the maps of bad bands (boolean per band) to NaN (0 iterations) and status BAD_BAND."""
     if bad_bands is None or not np.any(bad_bands):
@@ -83,8 +81,17 @@ def stream_blocks(row_slices, read, pool, writer, bar, journal=None, bad_bands=N
     return counts
 
 
-def run_blocks(writer, pool_factory, read, *, rows_per_block: int, journal, bar_factory,
-               on_start=None, bad_bands=None):
+def run_blocks(
+    writer,
+    pool_factory,
+    read,
+    *,
+    rows_per_block: int,
+    journal,
+    bar_factory,
+    on_start=None,
+    bad_bands=None,
+):
     """Run a whole file command's blocks into ``writer`` and publish its outputs.
 
     ``writer`` (a :class:`~lumaxlike._io.writers.ResultWriter`, constructed, so its output
@@ -111,7 +118,10 @@ def run_blocks(writer, pool_factory, read, *, rows_per_block: int, journal, bar_
         ResumeRefusedError: resuming with other inputs or settings (nothing written).
     """
     height = writer.like.grid.height
-    row_slices = [slice(start, min(start + rows_per_block, height)) for start in range(0, height, rows_per_block)]
+    row_slices = [
+        slice(start, min(start + rows_per_block, height))
+        for start in range(0, height, rows_per_block)
+    ]
     try:
         journal.open()
     except BaseException:

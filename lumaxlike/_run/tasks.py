@@ -32,6 +32,7 @@ __all__ = [
     "per_band_params",
 ]
 
+
 def check_solver(solver) -> str:
     """Return ``solver`` if it is ``"jax"`` or ``"numba"``, else raise ValueError naming it."""
     check_choice("solver", solver, SOLVERS)
@@ -81,14 +82,18 @@ def per_band_params(params, bands: int, name: str = "params") -> list:
     if isinstance(params, models):
         return [params] * bands
     if not isinstance(params, Sequence) or isinstance(params, (str, bytes)):
-        raise ValueError(f"{name} must be a lumaxlike.HapkeParams or PhotometricFunction, or a sequence "
-                         f"of one per band, got {type(params).__name__}")
+        raise ValueError(
+            f"{name} must be a lumaxlike.HapkeParams or PhotometricFunction, or a sequence "
+            f"of one per band, got {type(params).__name__}"
+        )
     if len(params) != bands:
         raise ValueError(f"{name} gives {len(params)} per-band parameter sets for {bands} bands")
     for item in params:
         if not isinstance(item, models):
-            raise ValueError(f"{name} must hold lumaxlike.HapkeParams or PhotometricFunction, "
-                             f"got {type(item).__name__}")
+            raise ValueError(
+                f"{name} must hold lumaxlike.HapkeParams or PhotometricFunction, "
+                f"got {type(item).__name__}"
+            )
     if len({type(item) for item in params}) > 1:
         raise ValueError(f"{name} mixes lumaxlike.HapkeParams and PhotometricFunction across bands")
     return list(params)
@@ -139,8 +144,9 @@ def numba_threads(count: int | None):
             numba.set_num_threads(previous)
 
 
-def invert_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions,
-                 refl_sigma=None, w0=None) -> dict[str, np.ndarray]:
+def invert_block(
+    refl, to_sun, to_sensor, normal, params, options: SolverOptions, refl_sigma=None, w0=None
+) -> dict[str, np.ndarray]:
     """Invert a block of pixels for w, band groups with their own parameters.
 
     Args:
@@ -170,13 +176,22 @@ def invert_block(refl, to_sun, to_sensor, normal, params, options: SolverOptions
     if w0 is not None:
         w0 = np.broadcast_to(w0, refl.shape)
     fields: dict[str, np.ndarray] = {}
-    solver_context = numba_threads(options.num_threads) if options.solver == "numba" else contextlib.nullcontext()
+    solver_context = (
+        numba_threads(options.num_threads)
+        if options.solver == "numba"
+        else contextlib.nullcontext()
+    )
     with solver_context:
         for group_params, bands in groups:
             whole = len(groups) == 1
-            pick = (lambda a: a) if whole else (lambda a: np.ascontiguousarray(a[..., bands]))
+            pick = (lambda a: a) if whole else (lambda a: np.ascontiguousarray(a[..., bands]))  # noqa: B023 (called in this iteration)
             result = invert(
-                pick(refl), to_sun, to_sensor, normal, group_params, options.solver,
+                pick(refl),
+                to_sun,
+                to_sensor,
+                normal,
+                group_params,
+                options.solver,
                 w0=None if w0 is None else pick(w0),
                 refl_sigma=refl_sigma,
                 **kwargs,

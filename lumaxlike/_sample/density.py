@@ -65,9 +65,7 @@ def log_likelihood_for(free_index: tuple[int, ...], key, dtype):
     @log_likelihood.defjvp
     def _jvp(primals, tangents):
         value, gradient = value_and_gradient(*primals)
-        return value, jnp.sum(
-            gradient * tangents[0]
-        )  # the data's tangents: none wanted
+        return value, jnp.sum(gradient * tangents[0])  # the data's tangents: none wanted
 
     return log_likelihood
 

@@ -114,15 +114,15 @@ def sample_problem(
         )
         length = MAX_TRAJECTORY * fraction
         largest = jnp.where(warming, jnp.exp(da_state.log_step_size), step_size)
-        used = jnp.minimum(largest, length / integration_steps).astype(dtype)  # dual averaging: float64
+        used = jnp.minimum(largest, length / integration_steps).astype(
+            dtype
+        )  # dual averaging: float64
 
         def one(key, state):
             return kernel(key, state, logdensity, used, metric, integration_steps)
 
         states, info = jax.vmap(one)(jax.random.split(key_step, num_chains), states)
-        acceptance = jnp.where(
-            jnp.isfinite(info.acceptance_rate), info.acceptance_rate, 0.0
-        )
+        acceptance = jnp.where(jnp.isfinite(info.acceptance_rate), info.acceptance_rate, 0.0)
         da_state = jax.tree.map(
             lambda new, old: jnp.where(warming, new, old),
             da_update(da_state, jnp.mean(acceptance)),
@@ -146,9 +146,7 @@ def sample_problem(
             da_init(da_final(da_state)),
             da_state,
         )
-        sums = jax.tree.map(
-            lambda s: jnp.where(window_ends, jnp.zeros_like(s), s), sums
-        )
+        sums = jax.tree.map(lambda s: jnp.where(window_ends, jnp.zeros_like(s), s), sums)
         step_size = jnp.where(i == num_warmup - 1, da_final(da_state), step_size).astype(dtype)
         return (states, da_state, metric, step_size, sums), (
             z,
@@ -164,12 +162,8 @@ def sample_problem(
         jax.random.split(key_run, total),
     )
     carry = (states, da_init(step0), metric, step0, zero_sums)
-    (_, _, _, step_size, _), (path, acceptance, divergent) = jax.lax.scan(
-        body, carry, xs
-    )
-    path, acceptance, divergent = (
-        a[num_warmup:] for a in (path, acceptance, divergent)
-    )
+    (_, _, _, step_size, _), (path, acceptance, divergent) = jax.lax.scan(body, carry, xs)
+    path, acceptance, divergent = (a[num_warmup:] for a in (path, acceptance, divergent))
     draws = transform.to_constrained(jnp.swapaxes(path, 0, 1), kinds, lower, upper)
     return {
         "draws": draws,

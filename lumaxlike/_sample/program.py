@@ -49,9 +49,9 @@ def sample_chunk(
     """
     dtype = refl.dtype
     program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, dtype)
-    rows = jax.vmap(
-        partial(pixel_rows, program, fixed=fixed, free_index=free_index, key=key)
-    )(to_sun, to_sensor, normal)
+    rows = jax.vmap(partial(pixel_rows, program, fixed=fixed, free_index=free_index, key=key))(
+        to_sun, to_sensor, normal
+    )
     use = jnp.isfinite(refl)
     refl = jnp.where(use, refl, 0.0)
     run = partial(
@@ -82,9 +82,7 @@ def sample_chunk(
     )
     out["mean"] = jnp.mean(pooled, axis=2)
     centred = pooled - out["mean"][:, :, None, :]
-    out["covariance"] = jnp.einsum("...ki,...kj->...ij", centred, centred) / (
-        pooled.shape[2] - 1
-    )
+    out["covariance"] = jnp.einsum("...ki,...kj->...ij", centred, centred) / (pooled.shape[2] - 1)
     # (chains, draws, pixels x bands x p): blackjax's diagnostics squeeze axes of length 1
     by_chain = jnp.moveaxis(draws, (2, 3), (0, 1)).reshape(shape[2], shape[3], -1)
     summary_shape = shape[:2] + shape[4:]

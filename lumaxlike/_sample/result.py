@@ -85,7 +85,9 @@ class SampleResult:
         from .._inverse.status import Status
 
         if self.draws is None:
-            raise ValueError("this SampleResult holds no draws: call sample(..., return_samples=True)")
+            raise ValueError(
+                "this SampleResult holds no draws: call sample(..., return_samples=True)"
+            )
         n_pixel_axes = self.draws.ndim - 4
         if pixel_dims is None:
             pixel_dims = {2: ("y", "x"), 1: ("pixel",)}.get(
@@ -98,10 +100,18 @@ class SampleResult:
         # (pixels..., band, chain, draw) -> (chain, draw, pixels..., band)
         order = (n_pixel_axes + 1, n_pixel_axes + 2, *range(n_pixel_axes + 1))
         variables = {
-            name: (dims, np.transpose(self.draws[..., j], order), {"long_name": f"posterior draws of {name}"})
+            name: (
+                dims,
+                np.transpose(self.draws[..., j], order),
+                {"long_name": f"posterior draws of {name}"},
+            )
             for j, name in enumerate(self.free)
         }
-        variables["status"] = (pixel_dims + ("band",), self.status, {"long_name": "sample status", **Status.flag_attrs()})
+        variables["status"] = (
+            pixel_dims + ("band",),
+            self.status,
+            {"long_name": "sample status", **Status.flag_attrs()},
+        )
         return xr.Dataset(variables)
 
     def to_zarr(self, store, pixel_dims=None, **kwargs):

@@ -150,28 +150,20 @@ def sample(
             "sample(shared=...) is not supported yet: sample each band's problem on its own"
         )
     if not isinstance(params, HapkeParams):
-        raise ValueError(
-            f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}"
-        )
+        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     free = check_free(free, params)
     refl = as_float_array("refl", refl)
     if refl.ndim < 2:
-        raise ValueError(
-            f"refl must have shape pixels + (bands, observations), got {refl.shape}"
-        )
+        raise ValueError(f"refl must have shape pixels + (bands, observations), got {refl.shape}")
     pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
     if refl_sigma is None:
-        raise ValueError(
-            "refl_sigma is required: the 1-sigma noise of the observations [1/sr]"
-        )
+        raise ValueError("refl_sigma is required: the 1-sigma noise of the observations [1/sr]")
     band_sigma = check_band_sigma(refl_sigma, n_bands)
     if not np.all(band_sigma > 0.0):
         raise ValueError("refl_sigma must be positive")
     num_chains = check_positive_int("num_chains", num_chains)
     if num_chains < 2:
-        raise ValueError(
-            f"num_chains must be at least 2 (R-hat compares chains), got {num_chains}"
-        )
+        raise ValueError(f"num_chains must be at least 2 (R-hat compares chains), got {num_chains}")
     num_samples = check_positive_int("num_samples", num_samples)
     num_warmup = check_positive_int("num_warmup", num_warmup)
     if num_samples < 4 or num_warmup < 10:
@@ -197,9 +189,10 @@ def sample(
     )  # fmt: skip
     n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
     n_free = len(free)
-    flat = lambda a: np.reshape(
-        a, (n_pixels, n_bands) + np.shape(a)[len(pixel_shape) + 1 :]
-    )
+
+    def flat(a):
+        return np.reshape(a, (n_pixels, n_bands) + np.shape(a)[len(pixel_shape) + 1 :])
+
     values = np.stack([flat(warm.values[name]) for name in free], axis=-1)
     z_center, metric = _laplace_start(
         values, flat(warm.covariance), kinds, lower, upper, prior_mean, prior_precision
@@ -212,16 +205,11 @@ def sample(
     ]
     flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
     flat_geometry = [
-        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3)
-        for g in geometry
+        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry
     ]
     limits = check_observation_limits(observation_limits)
     per_pixel = (
-        n_bands
-        * num_chains
-        * (num_samples + num_warmup)
-        * n_free
-        * np.dtype(dtype).itemsize
+        n_bands * num_chains * (num_samples + num_warmup) * n_free * np.dtype(dtype).itemsize
     )
     chunk = (
         max(1, CHUNK_BYTES // per_pixel)
@@ -265,13 +253,8 @@ def sample(
             )
             active = sampled[first:last]
             pieces[0] = np.where(active[..., None], pieces[0], np.nan)
-            padded = [
-                pad_pixels(p, chunk, np.nan if i == 0 else 1.0)
-                for i, p in enumerate(pieces)
-            ]
-            centre = pad_pixels(
-                np.where(active[..., None], z_center[first:last], 0.0), chunk, 0.0
-            )
+            padded = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
+            centre = pad_pixels(np.where(active[..., None], z_center[first:last], 0.0), chunk, 0.0)
             eye = np.broadcast_to(np.eye(n_free), metric[first:last].shape)
             scale = pad_pixels(
                 np.where(active[..., None, None], metric[first:last], eye), chunk, 0.0
@@ -285,7 +268,9 @@ def sample(
                 num_warmup=num_warmup, num_samples=num_samples,
                 integration_steps=integration_steps,
             )  # fmt: skip
-            solved = jax.device_get({k: v for k, v in solved.items() if k != "draws" or return_samples})
+            solved = jax.device_get(
+                {k: v for k, v in solved.items() if k != "draws" or return_samples}
+            )
             n = last - first
             for name, array in outputs.items():
                 value = np.asarray(solved[name][:n])
@@ -298,14 +283,14 @@ def sample(
     )
     status[sampled] = np.where(mixed[sampled], Status.CONVERGED, Status.NOT_MIXED)
     shape = pixel_shape + (n_bands,)
-    by_name = lambda a: {
-        name: a[..., j].reshape(shape + a.shape[3:]) for j, name in enumerate(free)
-    }
+
+    def by_name(a):
+        return {name: a[..., j].reshape(shape + a.shape[3:]) for j, name in enumerate(free)}
+
     return SampleResult(
         free=free,
         quantiles={
-            name: outputs["quantiles"][:, :, j].reshape(shape + (5,))
-            for j, name in enumerate(free)
+            name: outputs["quantiles"][:, :, j].reshape(shape + (5,)) for j, name in enumerate(free)
         },
         mean=by_name(outputs["mean"]),
         covariance=outputs["covariance"].reshape(shape + (n_free, n_free)),
@@ -322,9 +307,7 @@ def sample(
     )
 
 
-def _laplace_start(
-    values, covariance, kinds, lower, upper, prior_mean, prior_precision
-):
+def _laplace_start(values, covariance, kinds, lower, upper, prior_mean, prior_precision):
     """The chains' Gaussian start in unconstrained coordinates from the fit: (centre (n,
     bands, p), covariance (n, bands, p, p)).
 
@@ -350,9 +333,7 @@ def _laplace_start(
         centre = np.where(
             np.isfinite(values), values, 0.5 * (lower + np.minimum(upper, lower + 1.0))
         )
-        shift = np.einsum(
-            "...ij,...j->...i", posterior, prior_precision * (prior_mean - centre)
-        )
+        shift = np.einsum("...ij,...j->...i", posterior, prior_precision * (prior_mean - centre))
         centre = centre + np.where(usable[..., None], shift, 0.0)
         span = np.where(np.isfinite(upper - lower), upper - lower, 1.0)
         sigma = np.sqrt(np.diagonal(posterior, axis1=-2, axis2=-1))

@@ -31,9 +31,7 @@ def kinds_of(lower, upper) -> tuple[int, ...]:
         elif lo == -np.inf and hi == np.inf:
             kinds.append(FREE)
         else:
-            raise ValueError(
-                f"bounds ({lo}, {hi}): an upper bound alone is not supported"
-            )
+            raise ValueError(f"bounds ({lo}, {hi}): an upper bound alone is not supported")
     return tuple(kinds)
 
 
@@ -70,11 +68,7 @@ def log_jacobian(z, kinds, lower, upper):
     terms = _each(
         kinds,
         z,
-        lambda v, j: (
-            jnp.log(upper[j] - lower[j])
-            + jax.nn.log_sigmoid(v)
-            + jax.nn.log_sigmoid(-v)
-        ),
+        lambda v, j: jnp.log(upper[j] - lower[j]) + jax.nn.log_sigmoid(v) + jax.nn.log_sigmoid(-v),
         lambda v, j: v,
         lambda v, j: jnp.zeros_like(v),
     )

@@ -26,9 +26,7 @@ QUANTILE_DIM = "quantile"
 
 
 def _fields(free) -> tuple[str, ...]:
-    per_parameter = [
-        (name, f"mean_{name}", f"rhat_{name}", f"ess_{name}") for name in free
-    ]
+    per_parameter = [(name, f"mean_{name}", f"rhat_{name}", f"ess_{name}") for name in free]
     return (
         *(f for group in per_parameter for f in group),
         "status",
@@ -38,9 +36,7 @@ def _fields(free) -> tuple[str, ...]:
     )
 
 
-def _sample_chunk(
-    refl, index, to_sun, to_sensor, normal, *, units, params, free, options, seed
-):
+def _sample_chunk(refl, index, to_sun, to_sensor, normal, *, units, params, free, options, seed):
     """apply_ufunc kernel: refl (..., bands, observations), index (...) the pixels' linear
     indices, vectors (..., observations, 3) -> the maps in `_fields(free)` order."""
     from .sample import sample
@@ -59,9 +55,7 @@ def _sample_chunk(
     chunk_seed = int(
         np.random.SeedSequence([seed, first]).generate_state(1)[0]
     )  # one stream per chunk
-    result = sample(
-        r, to_sun, to_sensor, normal, params, free=free, seed=chunk_seed, **options
-    )
+    result = sample(r, to_sun, to_sensor, normal, params, free=free, seed=chunk_seed, **options)
     maps = {}
     for name in free:
         maps[name] = result.quantiles[name]
@@ -116,24 +110,16 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     if not isinstance(refl, xr.DataArray):
         raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
     if not isinstance(params, HapkeParams):
-        raise ValueError(
-            f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}"
-        )
+        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     check_units(units)
     if units == "reff":
-        raise ValueError(
-            "sample_dataarray takes units 'r' or 'radf' (one noise scale), not 'reff'"
-        )
+        raise ValueError("sample_dataarray takes units 'r' or 'radf' (one noise scale), not 'reff'")
     if "return_samples" in options or "shared" in options:
-        raise ValueError(
-            "sample_dataarray returns maps: call lumaxlike.sample for draws or shared"
-        )
+        raise ValueError("sample_dataarray returns maps: call lumaxlike.sample for draws or shared")
     free = check_free(free, params)
     spec = _spectral_dim(refl, spectral_dim)
     if observation_dim not in refl.dims:
-        raise ValueError(
-            f"observation_dim={observation_dim!r} is not a dim of refl {refl.dims}"
-        )
+        raise ValueError(f"observation_dim={observation_dim!r} is not a dim of refl {refl.dims}")
     sigma = np.asarray(refl_sigma, float)
     if (
         sigma.ndim > 1
@@ -145,24 +131,16 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
         )
     n_obs = refl.sizes[observation_dim]
     pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
-    to_sun, to_sensor, normal = _geometry_vectors(
-        geometry, [*pixel_dims, observation_dim]
-    )
+    to_sun, to_sensor, normal = _geometry_vectors(geometry, [*pixel_dims, observation_dim])
     try:
         xr.align(refl, to_sun, to_sensor, normal, join="exact")
     except ValueError as error:
         raise ValueError(f"geometry is not aligned with refl: {error}") from None
     vectors = []
     for name, vector in zip(VECTOR_NAMES, (to_sun, to_sensor, normal)):
-        unknown = [
-            d
-            for d in vector.dims
-            if d not in (_VECTOR_DIM, observation_dim, *pixel_dims)
-        ]
+        unknown = [d for d in vector.dims if d not in (_VECTOR_DIM, observation_dim, *pixel_dims)]
         if unknown:
-            raise ValueError(
-                f"geometry {name} has dims {unknown} that refl does not have"
-            )
+            raise ValueError(f"geometry {name} has dims {unknown} that refl does not have")
         if observation_dim not in vector.dims:
             vector = vector.expand_dims({observation_dim: n_obs})
         vectors.append(
@@ -171,9 +149,9 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
             else vector
         )
     index = xr.DataArray(
-        np.arange(
-            int(np.prod([refl.sizes[d] for d in pixel_dims], dtype=np.int64))
-        ).reshape([refl.sizes[d] for d in pixel_dims]),
+        np.arange(int(np.prod([refl.sizes[d] for d in pixel_dims], dtype=np.int64))).reshape(
+            [refl.sizes[d] for d in pixel_dims]
+        ),
         dims=pixel_dims,
     )
     if refl.chunks is not None:
@@ -215,12 +193,9 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     attrs = _result_attrs(refl.attrs, provenance)
     attrs["lumaxlike_sample_free"] = json.dumps(list(free))
     attrs["lumaxlike_sample_options"] = json.dumps(
-        {k: v for k, v in options.items() if isinstance(v, (int, float, str))}
-        | {"seed": int(seed)}
+        {k: v for k, v in options.items() if isinstance(v, (int, float, str))} | {"seed": int(seed)}
     )
-    return xr.Dataset(variables, attrs=attrs).assign_coords(
-        {QUANTILE_DIM: list(QUANTILE_LEVELS)}
-    )
+    return xr.Dataset(variables, attrs=attrs).assign_coords({QUANTILE_DIM: list(QUANTILE_LEVELS)})
 
 
 def _check_options(params, free, options: Mapping, n_bands: int, n_obs: int) -> None:
@@ -230,6 +205,4 @@ def _check_options(params, free, options: Mapping, n_bands: int, n_obs: int) -> 
     from .sample import sample
 
     up = np.tile([0.0, 0.0, 1.0], (n_obs, 1))
-    sample(
-        np.full((1, n_bands, n_obs), np.nan), up, up, up, params, free=free, **options
-    )
+    sample(np.full((1, n_bands, n_obs), np.nan), up, up, up, params, free=free, **options)

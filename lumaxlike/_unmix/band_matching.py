@@ -65,6 +65,4 @@ def _um(values, k):
 
 
 def _span(values):
-    return (
-        f"{np.nanmin(values):.6g}-{np.nanmax(values):.6g} um" if values.size else "none"
-    )
+    return f"{np.nanmin(values):.6g}-{np.nanmax(values):.6g} um" if values.size else "none"

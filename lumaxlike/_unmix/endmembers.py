@@ -17,9 +17,15 @@ def _positive_vector(name: str, value, n: int) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype.kind not in "fiu":
         raise ValueError(f"Endmembers.{name} must be numeric, got dtype {array.dtype}")
-    array = np.broadcast_to(array.astype(np.float64), (n,)) if array.ndim == 0 else array.astype(np.float64)
+    array = (
+        np.broadcast_to(array.astype(np.float64), (n,))
+        if array.ndim == 0
+        else array.astype(np.float64)
+    )
     if array.shape != (n,):
-        raise ValueError(f"Endmembers.{name} must have one value per endmember, shape ({n},), got {array.shape}")
+        raise ValueError(
+            f"Endmembers.{name} must have one value per endmember, shape ({n},), got {array.shape}"
+        )
     bad = ~(np.isfinite(array) & (array > 0.0))
     if np.any(bad):
         raise ValueError(
@@ -74,7 +80,9 @@ class Endmembers:
     def __post_init__(self):
         names = (self.names,) if isinstance(self.names, str) else tuple(self.names)
         if not names or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
-            raise ValueError(f"Endmembers.names must be unique strings, at least one, got {self.names!r}")
+            raise ValueError(
+                f"Endmembers.names must be unique strings, at least one, got {self.names!r}"
+            )
         albedo = np.asarray(self.albedo)
         if albedo.dtype.kind not in "fiu":
             raise ValueError(f"Endmembers.albedo must be numeric, got dtype {albedo.dtype}")
@@ -87,7 +95,9 @@ class Endmembers:
         for j, name in enumerate(names):
             spectrum = albedo[j]
             if not np.all(np.isfinite(spectrum)):
-                raise ValueError(f"Endmembers.albedo of {name!r} holds NaN or inf (band {int(np.argmin(np.isfinite(spectrum)))})")
+                raise ValueError(
+                    f"Endmembers.albedo of {name!r} holds NaN or inf (band {int(np.argmin(np.isfinite(spectrum)))})"
+                )
             if not np.all((spectrum > 0.0) & (spectrum < 1.0)):
                 raise ValueError(
                     f"Endmembers.albedo of {name!r} must lie strictly inside (0, 1), got values in "
@@ -99,7 +109,9 @@ class Endmembers:
         wavelengths = self.wavelengths
         if wavelengths is not None:
             wavelengths = np.array(wavelengths, np.float64)
-            if wavelengths.shape != (albedo.shape[1],) or not np.all(np.isfinite(wavelengths) & (wavelengths > 0)):
+            if wavelengths.shape != (albedo.shape[1],) or not np.all(
+                np.isfinite(wavelengths) & (wavelengths > 0)
+            ):
                 raise ValueError(
                     f"Endmembers.wavelengths must be ({albedo.shape[1]},) finite positive band centres [um], "
                     f"got shape {wavelengths.shape}"
@@ -110,7 +122,9 @@ class Endmembers:
         set_field(self, "albedo", albedo)
         set_field(self, "density", _positive_vector("density", self.density, n))
         set_field(self, "grain_size", _positive_vector("grain_size", self.grain_size, n))
-        set_field(self, "extinction_efficiency", _positive_vector("extinction_efficiency", efficiency, n))
+        set_field(
+            self, "extinction_efficiency", _positive_vector("extinction_efficiency", efficiency, n)
+        )
         set_field(self, "wavelengths", wavelengths)
         set_field(self, "phase", check_phase(self.phase, n, albedo.shape[1]))
 
@@ -138,7 +152,7 @@ class Endmembers:
         wavelengths=None,
         solver: str = "numba",
         phase=None,
-    ) -> "Endmembers":
+    ) -> Endmembers:
         """Endmembers from laboratory reflectance spectra, w_j by `lumaxlike.invert`.
 
         Args:
@@ -172,13 +186,17 @@ class Endmembers:
 
         refl = np.asarray(reflectance)
         if refl.ndim != 2:
-            raise ValueError(f"reflectance must have shape (n_endmembers, n_bands), got {refl.shape}")
+            raise ValueError(
+                f"reflectance must have shape (n_endmembers, n_bands), got {refl.shape}"
+            )
         n = refl.shape[0]
         names = tuple(f"endmember_{j}" for j in range(n)) if names is None else names
         angles = [np.asarray(a, np.float64) for a in (incidence, emission, azimuth)]
         for label, angle in zip(("incidence", "emission", "azimuth"), angles):
             if angle.shape not in ((), (n,)):
-                raise ValueError(f"{label} must be a scalar or one angle per endmember ({n},), got {angle.shape}")
+                raise ValueError(
+                    f"{label} must be a scalar or one angle per endmember ({n},), got {angle.shape}"
+                )
         to_sun, to_sensor, normal = (
             np.broadcast_to(v, (n, 3)) for v in geometry_from_angles(*np.broadcast_arrays(*angles))
         )
@@ -193,7 +211,9 @@ class Endmembers:
                 for slot in range(slots):
                     bands = slice(None) if slots == 1 else slice(slot, slot + 1)
                     own = endmember_params(params, own_phase, j, slot)
-                    result = invert(refl[j, bands], to_sun[j], to_sensor[j], normal[j], own, solver=solver)
+                    result = invert(
+                        refl[j, bands], to_sun[j], to_sensor[j], normal[j], own, solver=solver
+                    )
                     albedo[j, bands], status[j, bands] = result.w, result.status
         labels = names if not isinstance(names, str) else (names,)
         for j in range(n):
@@ -229,7 +249,7 @@ class Endmembers:
         extinction_efficiency=None,
         solver: str = "numba",
         phase=None,
-    ) -> "Endmembers":
+    ) -> Endmembers:
         """Endmembers from a `SpectralLibrary` (laboratory spectra read from files).
 
         The spectra are resampled to the cube's bands (`SpectralLibrary.resample`:
@@ -259,7 +279,9 @@ class Endmembers:
         from .._spectral_library import SpectralLibrary
 
         if not isinstance(library, SpectralLibrary):
-            raise ValueError(f"library must be a lumaxlike.SpectralLibrary, got {type(library).__name__}")
+            raise ValueError(
+                f"library must be a lumaxlike.SpectralLibrary, got {type(library).__name__}"
+            )
         resampled = library.resample(wavelengths, fwhm)
         try:
             return cls.from_reflectance(

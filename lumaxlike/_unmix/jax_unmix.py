@@ -25,7 +25,14 @@ from .._inverse.status import Status
 from .._model._backends import retarget_to_jax
 from .._model.family import jax_equations_for
 from .._model.jax_model import pixel_terms
-from .simplex_qp import FRACTION_FLOOR, MULTIPLIER_FLOOR, PIVOT_FLOOR, QP_OK, QP_SINGULAR, QP_STALLED
+from .simplex_qp import (
+    FRACTION_FLOOR,
+    MULTIPLIER_FLOOR,
+    PIVOT_FLOOR,
+    QP_OK,
+    QP_SINGULAR,
+    QP_STALLED,
+)
 
 __all__ = ["simplex_qp_lanes", "solve_one_step_jax"]
 
@@ -43,12 +50,16 @@ def _scaled_cholesky_solve(system, rhs):
         scale.append(jnp.sqrt(jnp.where(diagonal[a] > 0.0, diagonal[a], 1.0)))
     factor = [[None] * p for _ in range(p)]
     for j in range(p):
-        pivot = system[..., j, j] / (scale[j] * scale[j]) - sum((factor[j][k] * factor[j][k] for k in range(j)), 0.0)
+        pivot = system[..., j, j] / (scale[j] * scale[j]) - sum(
+            (factor[j][k] * factor[j][k] for k in range(j)), 0.0
+        )
         ok = ok & (pivot > PIVOT_FLOOR)
         root = jnp.sqrt(jnp.where(pivot > PIVOT_FLOOR, pivot, 1.0))
         factor[j][j] = root
         for i in range(j + 1, p):
-            value = system[..., i, j] / (scale[i] * scale[j]) - sum((factor[i][k] * factor[j][k] for k in range(j)), 0.0)
+            value = system[..., i, j] / (scale[i] * scale[j]) - sum(
+                (factor[i][k] * factor[j][k] for k in range(j)), 0.0
+            )
             factor[i][j] = value / root
     forward = []
     for i in range(p):
@@ -103,7 +114,9 @@ def simplex_qp_lanes(a_matrix, c, x, free, sum_active, active, equality, max_ste
         # inner phase: step toward z until a variable (or the sum) reaches its bound
         candidate = free & (z <= FRACTION_FLOOR)
         gap = x - z
-        ratio = jnp.where(candidate, jnp.where(gap > 0.0, x / jnp.where(gap > 0.0, gap, 1.0), 0.0), jnp.inf)
+        ratio = jnp.where(
+            candidate, jnp.where(gap > 0.0, x / jnp.where(gap > 0.0, gap, 1.0), 0.0), jnp.inf
+        )
         block = jnp.argmin(ratio, axis=-1)
         bound_blocked = jnp.any(candidate, axis=-1)
         alpha = jnp.minimum(jnp.min(ratio, axis=-1), 1.0)
@@ -116,7 +129,9 @@ def simplex_qp_lanes(a_matrix, c, x, free, sum_active, active, equality, max_ste
         alpha = jnp.where(sum_first, jnp.minimum(t_sum, 1.0), alpha)
         blocked = bound_blocked | sum_candidate
         stepped = jnp.where(free, x + alpha[:, None] * (z - x), x)
-        stepped = jnp.where((index == block[:, None]) & (bound_blocked & ~sum_first)[:, None], 0.0, stepped)
+        stepped = jnp.where(
+            (index == block[:, None]) & (bound_blocked & ~sum_first)[:, None], 0.0, stepped
+        )
         drop = free & (stepped <= 0.0)
         x_inner = jnp.where(blocked[:, None], jnp.where(drop, 0.0, stepped), z)
         free_inner = jnp.where(blocked[:, None], free & ~drop, free)
@@ -125,7 +140,9 @@ def simplex_qp_lanes(a_matrix, c, x, free, sum_active, active, equality, max_ste
         gradient = jnp.einsum("nab,nb->na", a_matrix, x) - c
         count = jnp.sum(free, axis=-1)
         nu = jnp.where(
-            sum_active & (count > 0), -jnp.sum(jnp.where(free, gradient, 0.0), axis=-1) / jnp.maximum(count, 1), 0.0
+            sum_active & (count > 0),
+            -jnp.sum(jnp.where(free, gradient, 0.0), axis=-1) / jnp.maximum(count, 1),
+            0.0,
         )
         multiplier = jnp.where(free, jnp.inf, gradient + nu[:, None])
         best = jnp.min(multiplier, axis=-1)
@@ -139,7 +156,9 @@ def simplex_qp_lanes(a_matrix, c, x, free, sum_active, active, equality, max_ste
         singular = inner & ~ok
         moving = ~done
         new_x = jnp.where((moving & inner & ok)[:, None], x_inner, x)
-        new_free = jnp.where(moving[:, None], jnp.where(inner[:, None], free_inner, free_outer), free)
+        new_free = jnp.where(
+            moving[:, None], jnp.where(inner[:, None], free_inner, free_outer), free
+        )
         new_sum = jnp.where(moving, jnp.where(inner, sum_inner, sum_outer), sum_active)
         finished = jnp.where(inner, singular, optimal)
         new_inner = jnp.where(moving, jnp.where(inner, blocked, ~optimal), inner)
@@ -166,7 +185,7 @@ def _subproblem(hessian, gradient, x0, damping):
     return a_matrix, jnp.einsum("nab,nb->na", a_matrix, x0) - gradient
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _model_for(key):
     equations = jax_equations_for(key)
     return jax.vmap(jax.vmap(equations.reflectance_and_slope, in_axes=(0, None)), in_axes=(0, 0))
@@ -183,7 +202,7 @@ def _normal_equations(x, terms, albedo, refl, weights, key):
     return jnp.sum(residual * residual, axis=-1), hessian, gradient
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mixture_model_for(key):
     equations = jax_equations_for(key)
     per_band = jax.vmap(equations.mixture_reflectance_and_slope, in_axes=(0, 0, 0, 0, 0, None))
@@ -197,13 +216,23 @@ def _normal_equations_mixed(x, terms, albedo, refl, weights, key, phase):
     weighted = (x[:, :, None] * albedo[None, :, :])[..., None]  # (n, p, bands, 1)
     sums = jnp.sum(weighted * phase, axis=1)  # (n, bands, 4): elementwise, fused (no small dots)
     mixture, mixture_slope = _mixture_model_for(key)
-    r, h_mu0e_m1, h_mue_m1, common = mixture(w_mix, sums[..., 0], sums[..., 1], sums[..., 2], sums[..., 3], terms)
+    r, h_mu0e_m1, h_mue_m1, common = mixture(
+        w_mix, sums[..., 0], sums[..., 1], sums[..., 2], sums[..., 3], terms
+    )
     slope = mixture_slope(
-        phase[..., 0], phase[..., 1], phase[..., 2], phase[..., 3], h_mu0e_m1[:, None, :], h_mue_m1[:, None, :],
-        common[:, None, :], terms.scale[:, None, None],
+        phase[..., 0],
+        phase[..., 1],
+        phase[..., 2],
+        phase[..., 3],
+        h_mu0e_m1[:, None, :],
+        h_mue_m1[:, None, :],
+        common[:, None, :],
+        terms.scale[:, None, None],
     )  # (n, p, bands)
     residual = (r - refl) * weights[None, :]
-    columns = jnp.swapaxes(slope * albedo[None, :, :] * weights[None, None, :], 1, 2)  # (n, bands, p)
+    columns = jnp.swapaxes(
+        slope * albedo[None, :, :] * weights[None, None, :], 1, 2
+    )  # (n, bands, p)
     hessian = jnp.einsum("nka,nkb->nab", columns, columns)
     gradient = jnp.einsum("nka,nk->na", columns, residual)
     return jnp.sum(residual * residual, axis=-1), hessian, gradient
@@ -224,13 +253,17 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
     finite = jnp.all(jnp.isfinite(to_sun) & jnp.isfinite(to_sensor) & jnp.isfinite(normal), axis=-1)
     finite = finite & jnp.all(jnp.isfinite(refl), axis=-1)
     status = jnp.where(
-        finite, jnp.where(jnp.isfinite(terms.scale), -1, int(Status.INVALID_GEOMETRY)), int(Status.NONFINITE_INPUT)
+        finite,
+        jnp.where(jnp.isfinite(terms.scale), -1, int(Status.INVALID_GEOMETRY)),
+        int(Status.NONFINITE_INPUT),
     )
     active = status < 0
     refl = jnp.where(active[:, None], refl, 0.0)
     x = jnp.broadcast_to(start[None, :], (n, p))
     sum_active = jnp.broadcast_to(equality, (n,))
-    normal_equations = _normal_equations if phase is None else partial(_normal_equations_mixed, phase=phase)
+    normal_equations = (
+        _normal_equations if phase is None else partial(_normal_equations_mixed, phase=phase)
+    )
     cost, hessian, gradient = normal_equations(x, terms, albedo, refl, band_weights, key)
 
     def cond(state):
@@ -240,20 +273,33 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
         x, sum_active, cost, hessian, gradient, damping, growth, done, iterations, count = state
         moving = ~done
         a_matrix, c = _subproblem(hessian, gradient, x, damping)
-        trial, trial_free, trial_sum, code = simplex_qp_lanes(a_matrix, c, x, x > 0.0, sum_active, moving, equality, max_steps)
+        trial, trial_free, trial_sum, code = simplex_qp_lanes(
+            a_matrix, c, x, x > 0.0, sum_active, moving, equality, max_steps
+        )
         solvable = code == QP_OK
         step = trial - x
         step_size = jnp.max(jnp.abs(step), axis=-1)
-        predicted = -(2.0 * jnp.sum(step * gradient, axis=-1) + jnp.einsum("na,nab,nb->n", step, hessian, step))
-        cost_trial, hessian_trial, gradient_trial = normal_equations(trial, terms, albedo, refl, band_weights, key)
-        a_newton, c_newton = _subproblem(hessian_trial, gradient_trial, trial, jnp.zeros_like(damping))
+        predicted = -(
+            2.0 * jnp.sum(step * gradient, axis=-1)
+            + jnp.einsum("na,nab,nb->n", step, hessian, step)
+        )
+        cost_trial, hessian_trial, gradient_trial = normal_equations(
+            trial, terms, albedo, refl, band_weights, key
+        )
+        a_newton, c_newton = _subproblem(
+            hessian_trial, gradient_trial, trial, jnp.zeros_like(damping)
+        )
         newton, _, _, newton_code = simplex_qp_lanes(
             a_newton, c_newton, trial, trial_free, trial_sum, moving & solvable, equality, max_steps
         )
-        newton_size = jnp.where(newton_code == QP_OK, jnp.max(jnp.abs(newton - trial), axis=-1), jnp.inf)
+        newton_size = jnp.where(
+            newton_code == QP_OK, jnp.max(jnp.abs(newton - trial), axis=-1), jnp.inf
+        )
         accept = _lm.accepted(cost, cost_trial) & solvable
         converged = _lm.converged(step_size, newton_size, accept, tol) & solvable
-        new_damping, new_growth = _lm.next_damping(accept, _lm.gain_ratio(cost, cost_trial, predicted), damping, growth)
+        new_damping, new_growth = _lm.next_damping(
+            accept, _lm.gain_ratio(cost, cost_trial, predicted), damping, growth
+        )
         take = moving & accept
         return (
             jnp.where(take[:, None], trial, x),
@@ -272,7 +318,9 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
         x, sum_active, cost, hessian, gradient, jnp.zeros(n, refl.dtype), jnp.full(n, 2.0, refl.dtype),
         ~active | (cost == 0.0), jnp.zeros(n, jnp.int32), 0,
     )  # fmt: skip
-    x, sum_active, cost, hessian, gradient, _, _, done, iterations, _ = jax.lax.while_loop(cond, body, init)
+    x, sum_active, cost, hessian, gradient, _, _, done, iterations, _ = jax.lax.while_loop(
+        cond, body, init
+    )
     solved_status = jnp.where(done, int(Status.CONVERGED), int(Status.MAX_ITER))
     nan = jnp.nan
     return {

@@ -99,7 +99,9 @@ def pixel_mass_fractions(fractions, per_mass, covariance, mass_out, covariance_o
         grand += rows[a]
     for a in range(n):
         for b in range(n):
-            covariance_out[a, b] += grand * mass_out[a] * mass_out[b] - mass_out[a] * rows[b] - rows[a] * mass_out[b]
+            covariance_out[a, b] += (
+                grand * mass_out[a] * mass_out[b] - mass_out[a] * rows[b] - rows[a] * mass_out[b]
+            )
 
 
 def mixed_albedo(fractions, albedo):

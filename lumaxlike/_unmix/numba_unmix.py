@@ -19,7 +19,14 @@ from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from . import mixing
 from . import simplex_qp as _qp_module
-from .simplex_qp import QP_OK, QP_SINGULAR, interior_start, reduced_covariance, simplex_qp, vertex_start
+from .simplex_qp import (
+    QP_OK,
+    QP_SINGULAR,
+    interior_start,
+    reduced_covariance,
+    simplex_qp,
+    vertex_start,
+)
 
 __all__ = ["two_step_numba", "one_step_numba", "finish_numba", "BLOCK"]
 
@@ -107,17 +114,25 @@ def _two_step_block(block, w, sigma_w, solve, albedo, shared_hessian, equality, 
         # interior (most pixels); if that system is singular (collinear endmembers), from
         # the best vertex, which frees only what the data ask for
         interior_start(x, free, sum_state, equality)
-        code = simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, factor, scale, rhs, z)
+        code = simplex_qp(
+            a_matrix, c, x, free, sum_state, equality, max_steps, system, factor, scale, rhs, z
+        )
         if code == QP_SINGULAR:
             vertex_start(a_matrix, c, x, free, sum_state, equality)
-            code = simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, factor, scale, rhs, z)
+            code = simplex_qp(
+                a_matrix, c, x, free, sum_state, equality, max_steps, system, factor, scale, rhs, z
+            )
         code_out[pixel] = code
         cost = 0.0
         for k in range(n_bands):
             residual = -w[pixel, k]
             for a in range(p):
                 residual += x[a] * albedo[a, k]
-            cost += residual * residual * (1.0 / (sigma_w[pixel, k] * sigma_w[pixel, k]) if weighted else 1.0)
+            cost += (
+                residual
+                * residual
+                * (1.0 / (sigma_w[pixel, k] * sigma_w[pixel, k]) if weighted else 1.0)
+            )
         cost_out[pixel] = cost
         sum_out[pixel] = sum_state[0]
         for a in range(p):
@@ -127,13 +142,28 @@ def _two_step_block(block, w, sigma_w, solve, albedo, shared_hessian, equality, 
                 hessian_out[pixel, a, b] = a_matrix[a, b]
                 gradient_out[pixel, a] += a_matrix[a, b] * x[b]
 
+
 @cached_njit(inlines=(_qp_module,), parallel=True, error_model="numpy")
 def _two_step_kernel(w, sigma_w, solve, albedo, shared_hessian, equality, max_steps,
                      fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out):  # fmt: skip
     n_pixels = w.shape[0]
     for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
-        _two_step_block(block, w, sigma_w, solve, albedo, shared_hessian, equality, max_steps,
-                        fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out)
+        _two_step_block(
+            block,
+            w,
+            sigma_w,
+            solve,
+            albedo,
+            shared_hessian,
+            equality,
+            max_steps,
+            fractions_out,
+            cost_out,
+            hessian_out,
+            gradient_out,
+            sum_out,
+            code_out,
+        )
 
 
 def two_step_numba(w, sigma_w, solve, albedo, equality, max_steps):
@@ -228,7 +258,9 @@ def _normal_equations_mixed(x, terms, albedo, phase, refl, weights, hessian, gra
             sum_mu0e += weighted * phase[a, slot, 1]
             sum_mue += weighted * phase[a, slot, 2]
             sum_bar += weighted * phase[a, slot, 3]
-        r, h_mu0e_m1, h_mue_m1, common = mixture_reflectance_and_slope(w_mix, sum_sh, sum_mu0e, sum_mue, sum_bar, terms)
+        r, h_mu0e_m1, h_mue_m1, common = mixture_reflectance_and_slope(
+            w_mix, sum_sh, sum_mu0e, sum_mue, sum_bar, terms
+        )
         weight = weights[k]
         residual = (r - refl[k]) * weight
         cost += residual * residual
@@ -253,7 +285,9 @@ def _pixel_normal_equations(x, terms, albedo, phase, refl, weights, hessian, gra
     pixel's `phase` has a row per endmember), `_normal_equations` otherwise (no rows):
     one kernel serves both, the shared case running exactly its own code."""
     if phase.shape[0] > 0:
-        return _normal_equations_mixed(x, terms, albedo, phase, refl, weights, hessian, gradient, column)
+        return _normal_equations_mixed(
+            x, terms, albedo, phase, refl, weights, hessian, gradient, column
+        )
     return _normal_equations(x, terms, albedo, phase, refl, weights, hessian, gradient, column)
 
 
@@ -340,7 +374,9 @@ def _one_step_block(
         for a in range(p):
             x[a] = start[a]
             free[a] = x[a] > 0.0
-        cost = _pixel_normal_equations(x, terms, albedo, phase[pixel], refl[pixel], band_weights, hessian, gradient, column)
+        cost = _pixel_normal_equations(
+            x, terms, albedo, phase[pixel], refl[pixel], band_weights, hessian, gradient, column
+        )
         damping = 0.0
         growth = 2.0
         done = cost == 0.0
@@ -381,7 +417,9 @@ def _one_step_block(
                     newton_size = max(newton_size, abs(newton[a] - trial[a]))
             accept = accepted(cost, cost_trial)
             done = converged(step_size, newton_size, accept, tol)
-            damping, growth = next_damping(accept, gain_ratio(cost, cost_trial, predicted), damping, growth)
+            damping, growth = next_damping(
+                accept, gain_ratio(cost, cost_trial, predicted), damping, growth
+            )
             if accept:
                 for a in range(p):
                     x[a] = trial[a]
@@ -401,6 +439,7 @@ def _one_step_block(
             gradient_out[pixel, a] = gradient[a]
             for b in range(p):
                 hessian_out[pixel, a, b] = hessian[a, b]
+
 
 @cached_njit(inlines=(_qp_module, lm_rules, *MODEL_MODULES), parallel=True, error_model="numpy")
 def _one_step_kernel(
@@ -427,7 +466,7 @@ def _rebound(function, tag, **bindings):
     return numba.njit(error_model="numpy")(clone)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _one_step_kernel_for(key: ModelKey):
     if key == DEFAULT_KEY:
         return _one_step_kernel
@@ -438,8 +477,12 @@ def _one_step_kernel_for(key: ModelKey):
         _normal_equations_mixed, tag, mixture_reflectance_and_slope=equations.mixture_reflectance_and_slope,
         mixture_slope=equations.mixture_slope,
     )  # fmt: skip
-    either = _rebound(_pixel_normal_equations, tag, _normal_equations=shared, _normal_equations_mixed=mixed)
-    block = _rebound(_one_step_block, tag, pixel_terms=equations.pixel_terms, _pixel_normal_equations=either)
+    either = _rebound(
+        _pixel_normal_equations, tag, _normal_equations=shared, _normal_equations_mixed=mixed
+    )
+    block = _rebound(
+        _one_step_block, tag, pixel_terms=equations.pixel_terms, _pixel_normal_equations=either
+    )
     return compile_variant(_one_step_kernel, key.name, _one_step_block=block)
 
 
@@ -524,7 +567,17 @@ def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_m
                 for b in range(p):
                     pixel_hessian[a, b] = hessian[pixel, a, b]
             determined = reduced_covariance(
-                pixel_hessian, pixel_gradient, x, sum_active[pixel], system, factor, scale, rhs, column, free, tested,
+                pixel_hessian,
+                pixel_gradient,
+                x,
+                sum_active[pixel],
+                system,
+                factor,
+                scale,
+                rhs,
+                column,
+                free,
+                tested,
                 covariance,
             )
             if code == CONVERGED and not determined:
@@ -543,8 +596,18 @@ def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_m
                 for a in range(p):
                     released[a] = 1.0 / p
                 if not reduced_covariance(
-                    pixel_hessian, pixel_gradient, released, sum_active[pixel], system, factor, scale, rhs, column,
-                    free, tested, released_covariance,
+                    pixel_hessian,
+                    pixel_gradient,
+                    released,
+                    sum_active[pixel],
+                    system,
+                    factor,
+                    scale,
+                    rhs,
+                    column,
+                    free,
+                    tested,
+                    released_covariance,
                 ):
                     status[pixel] = UNDETERMINED
                 else:

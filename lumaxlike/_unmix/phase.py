@@ -18,11 +18,11 @@ import dataclasses
 import numba
 import numpy as np
 
+from .._model._backends import numba_equations
 from .._model.equations import N_LEGENDRE
 from .._model.family import ModelKey, numba_kernel_for
 from .._model.numba_cache import cached_njit
 from .._model.numba_model import MODEL_MODULES, as_kernel_array
-from .._model._backends import numba_equations
 from .._params import HapkeParams
 
 __all__ = ["check_phase", "endmember_params", "phase_table", "N_PHASE_TERMS"]
@@ -46,7 +46,9 @@ def check_phase(phase, n_endmembers: int, n_bands: int):
     if phase is None:
         return None
     if isinstance(phase, HapkeParams):
-        raise ValueError("Endmembers.phase must hold one phase function per endmember, got one HapkeParams")
+        raise ValueError(
+            "Endmembers.phase must hold one phase function per endmember, got one HapkeParams"
+        )
     items = list(phase) if isinstance(phase, (list, tuple)) else None
     if items is not None and any(isinstance(item, HapkeParams) for item in items):
         if len(items) != n_endmembers or not all(isinstance(item, HapkeParams) for item in items):
@@ -57,7 +59,9 @@ def check_phase(phase, n_endmembers: int, n_bands: int):
         return tuple(items)
     coefficients = np.asarray(phase)
     if coefficients.dtype.kind not in "fiu":
-        raise ValueError(f"Endmembers.phase must be HapkeParams or numeric Legendre coefficients, got dtype {coefficients.dtype}")
+        raise ValueError(
+            f"Endmembers.phase must be HapkeParams or numeric Legendre coefficients, got dtype {coefficients.dtype}"
+        )
     coefficients = np.array(coefficients, np.float64)
     if coefficients.ndim == 2:
         coefficients = coefficients[:, None, :]
@@ -90,30 +94,48 @@ def endmember_params(params: HapkeParams, phase, endmember: int, slot: int = 0) 
     if isinstance(phase, tuple):
         own = phase[endmember]
         return dataclasses.replace(
-            params, phase_function=own.phase_function, b=own.b, c=own.c, asymmetry=own.asymmetry, legendre=own.legendre
+            params,
+            phase_function=own.phase_function,
+            b=own.b,
+            c=own.c,
+            asymmetry=own.asymmetry,
+            legendre=own.legendre,
         )
     return dataclasses.replace(params, phase_function="dhg", legendre=phase[endmember, slot])
 
 
 @cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
-def _phase_table_kernel(to_sun, to_sensor, normal, roughness, hs, bs0, shapes, legendre, use_legendre, out):
+def _phase_table_kernel(
+    to_sun, to_sensor, normal, roughness, hs, bs0, shapes, legendre, use_legendre, out
+):
     """out[pixel, s] = `equations.phase_terms` of phase function s (shapes[s] = b, c,
     asymmetry; legendre[s], use_legendre[s]) at every pixel."""
     n_pixels, n_sets = to_sun.shape[0], shapes.shape[0]
     for pixel in numba.prange(n_pixels):
         geometry = geometry_terms(to_sun[pixel], to_sensor[pixel], normal[pixel])
-        cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid = geometry
-        mu0e, mue, _ = roughness_terms(cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness)
+        cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid = (
+            geometry
+        )
+        mu0e, mue, _ = roughness_terms(
+            cos_i, sin_i, cos_e, sin_e, cos_psi, sin2_half_psi, psi, f_psi, roughness
+        )
         for s in range(n_sets):
             phase_sh, p_mu0e, p_mue, p_bar = phase_terms(
                 mu0e, mue, cos_g, tan_half_g, shapes[s, 0], shapes[s, 1], hs, bs0, shapes[s, 2], legendre[s],
                 use_legendre[s],
             )  # fmt: skip
-            out[pixel, s, 0], out[pixel, s, 1], out[pixel, s, 2], out[pixel, s, 3] = phase_sh, p_mu0e, p_mue, p_bar
+            out[pixel, s, 0], out[pixel, s, 1], out[pixel, s, 2], out[pixel, s, 3] = (
+                phase_sh,
+                p_mu0e,
+                p_mue,
+                p_bar,
+            )
 
 
 def _phase_table_kernel_for(key: ModelKey):
-    return numba_kernel_for(_phase_table_kernel, key, ("geometry_terms", "roughness_terms", "phase_terms"))
+    return numba_kernel_for(
+        _phase_table_kernel, key, ("geometry_terms", "roughness_terms", "phase_terms")
+    )
 
 
 def phase_table(to_sun, to_sensor, normal, params: HapkeParams, phase):
@@ -130,11 +152,17 @@ def phase_table(to_sun, to_sensor, normal, params: HapkeParams, phase):
     """
     n = to_sun.shape[0]
     if isinstance(phase, tuple):  # HapkeParams: one set per endmember, grouped by closed form
-        sets = [(item.phase_function, (item.b, item.c, item.asymmetry), *item.legendre_coefficients(np)) for item in phase]
+        sets = [
+            (item.phase_function, (item.b, item.c, item.asymmetry), *item.legendre_coefficients(np))
+            for item in phase
+        ]
         n_end, n_slots = len(phase), 1
     else:
         n_end, n_slots = phase.shape[:2]
-        sets = [("dhg", (0.0, 0.0, 0.0), coefficients, True) for coefficients in phase.reshape(-1, N_LEGENDRE + 1)]
+        sets = [
+            ("dhg", (0.0, 0.0, 0.0), coefficients, True)
+            for coefficients in phase.reshape(-1, N_LEGENDRE + 1)
+        ]
     table = np.empty((n, len(sets), N_PHASE_TERMS))
     geometry = [as_kernel_array(g) for g in (to_sun, to_sensor, normal)]
     for kind in dict.fromkeys(s[0] for s in sets):

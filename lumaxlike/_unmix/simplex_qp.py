@@ -191,7 +191,9 @@ def simplex_qp(a_matrix, c, x, free, sum_state, equality, max_steps, system, fac
     inner = True
     for _ in range(max_steps):
         if inner:
-            if not equality_solve(a_matrix, c, x, free, sum_state[0], system, factor, scale, rhs, z):
+            if not equality_solve(
+                a_matrix, c, x, free, sum_state[0], system, factor, scale, rhs, z
+            ):
                 return QP_SINGULAR
             alpha = 1.0
             blocked = False
@@ -293,7 +295,9 @@ def vertex_start(a_matrix, c, x, free, sum_state, equality):
 
 
 @numba.njit(error_model="numpy", inline="always")
-def reduced_covariance(hessian, gradient, x, sum_active, system, factor, scale, rhs, column, free, tested, out):
+def reduced_covariance(
+    hessian, gradient, x, sum_active, system, factor, scale, rhs, column, free, tested, out
+):
     """Covariance (p, p) of x with its active set held: the inverse of `hessian` on the
     free variables (x_j > 0) in the null space of the sum constraint, mapped back (rows
     and columns of variables at their bound are 0).
@@ -324,7 +328,9 @@ def reduced_covariance(hessian, gradient, x, sum_active, system, factor, scale, 
         for b in range(p):
             out[a, b] = math.nan
     if extended:  # else the test is the factorisation below
-        _reduced_system(hessian, column, _reference(x, tested, sum_active), tested, system, rhs)  # rhs unused
+        _reduced_system(
+            hessian, column, _reference(x, tested, sum_active), tested, system, rhs
+        )  # rhs unused
         if not scaled_cholesky(system, factor, scale):
             return False
     reference = _reference(x, free, sum_active)

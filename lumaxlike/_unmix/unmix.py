@@ -146,16 +146,25 @@ def unmix(
     check_choice("solver", solver, SOLVERS)
     check_choice("route", route, ROUTES)
     if not isinstance(endmembers, Endmembers):
-        raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
+        raise ValueError(
+            f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
+        )
     _refuse_two_step_with_own_phases(route, endmembers)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     if not isinstance(sum_to_one, (bool, np.bool_)):
         raise ValueError(f"sum_to_one must be True or False, got {sum_to_one!r}")
     refl = as_float_array("refl", refl)
-    geometry = {name: as_float_array(name, g) for name, g in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))}
+    geometry = {
+        name: as_float_array(name, g)
+        for name, g in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))
+    }
     shape = layout("refl", refl, geometry)
-    if refl.ndim == 0 or refl.shape[-1:] != (endmembers.n_bands,) or shape.n_bands != endmembers.n_bands:
+    if (
+        refl.ndim == 0
+        or refl.shape[-1:] != (endmembers.n_bands,)
+        or shape.n_bands != endmembers.n_bands
+    ):
         raise ValueError(
             f"refl has shape {refl.shape}: its last axis must hold the endmembers' {endmembers.n_bands} bands"
         )
@@ -167,8 +176,10 @@ def unmix(
     if wavelengths is not None:
         wavelengths = as_float_array("wavelengths", wavelengths)
         if wavelengths.shape != (shape.n_bands,):
-            raise ValueError(f"wavelengths must hold refl's {shape.n_bands} band centres [um], "
-                             f"got shape {wavelengths.shape}")
+            raise ValueError(
+                f"wavelengths must hold refl's {shape.n_bands} band centres [um], "
+                f"got shape {wavelengths.shape}"
+            )
     order = band_order(wavelengths, endmembers)
     if order is not None and not np.array_equal(order, np.arange(shape.n_bands)):
         refl = refl[..., order]
@@ -177,12 +188,27 @@ def unmix(
     if band_sigma is not None and not np.all(band_sigma > 0.0):
         raise ValueError("refl_sigma must be > 0 (the bands are weighted by 1/refl_sigma^2)")
     n_pixels, n_end = shape.n_pixels, endmembers.n_endmembers
-    chunk = default_chunk_pixels(shape.n_bands, n_end) if chunk_size is None else check_positive_int("chunk_size", chunk_size)
+    chunk = (
+        default_chunk_pixels(shape.n_bands, n_end)
+        if chunk_size is None
+        else check_positive_int("chunk_size", chunk_size)
+    )
     chunk = min(chunk, max(n_pixels, 1))
 
     flat_refl = refl.reshape(n_pixels, shape.n_bands)
-    flat_geometry = [np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(n_pixels, 3) for g in geometry.values()]
-    names = ("fractions", "covariance", "at_bound", "cross_section", "remainder", "status", "iterations", "residual_norm")
+    flat_geometry = [
+        np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(n_pixels, 3) for g in geometry.values()
+    ]
+    names = (
+        "fractions",
+        "covariance",
+        "at_bound",
+        "cross_section",
+        "remainder",
+        "status",
+        "iterations",
+        "residual_norm",
+    )
     outputs = {}
     for start in range(0, n_pixels, chunk):
         stop = min(start + chunk, n_pixels)
@@ -192,7 +218,9 @@ def unmix(
             pad_to=chunk,
         )  # fmt: skip
         if not outputs:
-            outputs = {k: np.empty((n_pixels,) + solved[k].shape[1:], solved[k].dtype) for k in names}
+            outputs = {
+                k: np.empty((n_pixels,) + solved[k].shape[1:], solved[k].dtype) for k in names
+            }
         for k in names:
             outputs[k][start:stop] = solved[k]
     if not outputs:  # no pixels
@@ -203,8 +231,9 @@ def unmix(
         outputs = {k: empty[k] for k in names}
     pixel_shape = shape.pixel_shape
     if refl.dtype == np.float32:  # computed in float64, returned in the input's precision
-        outputs = {k: v.astype(np.float32) if v.dtype == np.float64 else v
-                   for k, v in outputs.items()}
+        outputs = {
+            k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in outputs.items()
+        }
     return UnmixResult(
         names=endmembers.names,
         route=route,
@@ -240,11 +269,19 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
     p = albedo.shape[0]
     max_steps = max_qp_steps(p)
     if route == "one_step":
-        weights = np.ones(n_bands) if band_sigma is None else np.broadcast_to(1.0 / np.asarray(band_sigma, np.float64), (n_bands,))
+        weights = (
+            np.ones(n_bands)
+            if band_sigma is None
+            else np.broadcast_to(1.0 / np.asarray(band_sigma, np.float64), (n_bands,))
+        )
         start = np.full(p, 1.0 / p if equality else 1.0 / (p + 1))
         # per-endmember phase functions: their terms at every pixel, once per chunk (numba,
         # for both solvers: a CPU step before the solve)
-        phase = None if endmembers.phase is None else phase_table(to_sun, to_sensor, normal, params, endmembers.phase)
+        phase = (
+            None
+            if endmembers.phase is None
+            else phase_table(to_sun, to_sensor, normal, params, endmembers.phase)
+        )
         if solver == "numba":
             solved = one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, weights, start, equality, max_iter, tol,
                                     max_steps, phase)  # fmt: skip
@@ -258,26 +295,37 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
         inverted = invert(refl, to_sun, to_sensor, normal, params, solver=solver, refl_sigma=band_sigma,
                           max_iter=max_iter, tol=ALBEDO_TOLERANCE, chunk_size=max(1, pad_to or n))  # fmt: skip
         band_status = inverted.status.reshape(n, n_bands)
-        status = np.where(np.any(band_status == Status.MAX_ITER, axis=-1), Status.MAX_ITER, Status.CONVERGED).astype(np.int8)
+        status = np.where(
+            np.any(band_status == Status.MAX_ITER, axis=-1), Status.MAX_ITER, Status.CONVERGED
+        ).astype(np.int8)
         for failure in reversed(_PIXEL_FAILURES):  # the first in the list wins
             status[np.any(band_status == failure, axis=-1)] = failure
         solve = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
         sigma_w = None if band_sigma is None else inverted.sigma.reshape(n, n_bands)
-        solved = two_step_numba(inverted.w.reshape(n, n_bands), sigma_w, solve, albedo, equality, max_steps)
+        solved = two_step_numba(
+            inverted.w.reshape(n, n_bands), sigma_w, solve, albedo, equality, max_steps
+        )
         status[solve & (solved["code"] == QP_SINGULAR)] = Status.UNDETERMINED
         status[solve & (solved["code"] == QP_STALLED)] = Status.MAX_ITER
-        iterations = inverted.iterations.reshape(n, n_bands).max(axis=-1, initial=0).astype(np.int32)
+        iterations = (
+            inverted.iterations.reshape(n, n_bands).max(axis=-1, initial=0).astype(np.int32)
+        )
     # no band above 0 (a negated or zero cube): no mixture explains it, though the fit
     # would put it on the darkest vertex (as `fit`; a noisy band <= 0 among others is data)
     with np.errstate(invalid="ignore"):
         none_positive = ~np.any(refl > 0.0, axis=-1)
     status[none_positive & np.isin(status, _SOLVED)] = Status.UNREACHABLE
-    return _finish(solved, status, iterations, endmembers, equality, band_sigma is not None, n_bands)
+    return _finish(
+        solved, status, iterations, endmembers, equality, band_sigma is not None, n_bands
+    )
 
 
 def _one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, weights, start, equality, max_iter, tol, max_steps, pad_to,
                   phase=None):  # fmt: skip
-    pieces = [pad_pixels(a, pad_to, np.nan if i == 0 else 1.0) for i, a in enumerate((refl, to_sun, to_sensor, normal))]
+    pieces = [
+        pad_pixels(a, pad_to, np.nan if i == 0 else 1.0)
+        for i, a in enumerate((refl, to_sun, to_sensor, normal))
+    ]
     with precision_scope(np.empty(0, np.float64)):
         arrays = [jnp.asarray(a, jnp.float64) for a in (*pieces, albedo, weights, start)]
         if phase is not None:
@@ -293,7 +341,9 @@ def _finish(solved, status, iterations, endmembers, equality, weighted, n_bands)
     """The covariance, the UNDETERMINED status, and the conversion to mass fractions."""
     solved = dict(solved, fractions=np.require(solved["fractions"], np.float64, ("C", "W")).copy())
     status = np.require(status, np.int8, ("C", "W"))
-    per_mass = cross_section_per_mass(endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency)
+    per_mass = cross_section_per_mass(
+        endmembers.density, endmembers.grain_size, endmembers.extinction_efficiency
+    )
     finished = finish_numba(solved, status, per_mass, weighted, equality, n_bands)
     return {
         **finished,

@@ -36,7 +36,9 @@ def ln_h(w, mu):
         return mp.mpf(0)
 
     def integrand(t):
-        return mp.log((1 - w) + w * one_minus_t_cot_t(t)) / (mp.cos(t) ** 2 + mu**2 * mp.sin(t) ** 2)
+        return mp.log((1 - w) + w * one_minus_t_cot_t(t)) / (
+            mp.cos(t) ** 2 + mu**2 * mp.sin(t) ** 2
+        )
 
     near_zero = [x for x in (mp.sqrt(1 - w) / 10, mp.sqrt(1 - w), mp.mpf("0.3")) if 0 < x < 0.5]
     near_end = [mp.pi / 2 - m for m in (100 * mu, 10 * mu, mu, mu / 10) if m < mp.pi / 2 - 0.9]

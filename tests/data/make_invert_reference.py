@@ -23,8 +23,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import lumaxlike  # noqa: E402
 from helpers import FULL_PARAMS, random_geometry  # noqa: E402
+
+import lumaxlike  # noqa: E402
 
 N_PIXELS, N_BANDS = 40, 4
 
@@ -35,25 +36,47 @@ CASES = {
     "default_w0_max_iter": (FULL_PARAMS, np.float64, {"w0": "far", "max_iter": 3}),
     # configurations whose numba kernels the rest of the suite compiles anyway
     "imsa_1981": (
-        lumaxlike.HapkeParams(b=0.3, c=0.6, roughness=0.3, hs=0.08, bs0=0.7, multiple_scattering="imsa",
-                              h_function="hapke1981"),  # fmt: skip
+        lumaxlike.HapkeParams(
+            b=0.3,
+            c=0.6,
+            roughness=0.3,
+            hs=0.08,
+            bs0=0.7,
+            multiple_scattering="imsa",
+            h_function="hapke1981",
+        ),  # fmt: skip
         np.float64,
         {},
     ),
     "exact_porosity": (
-        lumaxlike.HapkeParams(b=0.25, c=0.4, roughness=math.radians(25.0), hc=0.04, bc0=0.6, porosity_k=1.4,
-                              h_function="exact"),  # fmt: skip
+        lumaxlike.HapkeParams(
+            b=0.25,
+            c=0.4,
+            roughness=math.radians(25.0),
+            hc=0.04,
+            bc0=0.6,
+            porosity_k=1.4,
+            h_function="exact",
+        ),  # fmt: skip
         np.float64,
         {},
     ),
-    "hg": (lumaxlike.HapkeParams(b=0.0, c=0.0, asymmetry=-0.3, roughness=0.2, phase_function="hg"), np.float64, {}),
+    "hg": (
+        lumaxlike.HapkeParams(b=0.0, c=0.0, asymmetry=-0.3, roughness=0.2, phase_function="hg"),
+        np.float64,
+        {},
+    ),
     "cornette_shanks": (
-        lumaxlike.HapkeParams(b=0.0, c=0.0, asymmetry=0.2, hs=0.05, bs0=0.5, phase_function="cornette_shanks"),
+        lumaxlike.HapkeParams(
+            b=0.0, c=0.0, asymmetry=0.2, hs=0.05, bs0=0.5, phase_function="cornette_shanks"
+        ),
         np.float64,
         {},
     ),
     "legendre_f32": (
-        lumaxlike.HapkeParams(b=0.3, c=0.2, roughness=0.2, hs=0.05, bs0=0.8, legendre=np.r_[1.0, 0.4, 0.3, 0.1]),
+        lumaxlike.HapkeParams(
+            b=0.3, c=0.2, roughness=0.2, hs=0.05, bs0=0.8, legendre=np.r_[1.0, 0.4, 0.3, 0.1]
+        ),
         np.float32,
         {},
     ),
@@ -81,7 +104,9 @@ def case_inputs(seed: int, params, dtype):
         "to_sensor": to_sensor.astype(dtype),
         "normal": normal.astype(dtype),
         # far from w_true in the even bands (MAX_ITER with a small max_iter), 0.5 in the odd ones
-        "w0_far": np.where(np.arange(N_BANDS) % 2 == 0, np.where(w_true > 0.5, 0.03, 0.97), 0.5).astype(dtype),
+        "w0_far": np.where(
+            np.arange(N_BANDS) % 2 == 0, np.where(w_true > 0.5, 0.03, 0.97), 0.5
+        ).astype(dtype),
     }
 
 
@@ -90,7 +115,9 @@ def run_case(inputs, params, kwargs, solver):
     if kwargs.get("w0") == "far":
         kwargs["w0"] = inputs["w0_far"]
     geometry = (inputs["to_sun"], inputs["to_sensor"], inputs["normal"])
-    return lumaxlike.invert(inputs["refl"], *geometry, params, solver=solver, refl_sigma=1e-3, **kwargs)
+    return lumaxlike.invert(
+        inputs["refl"], *geometry, params, solver=solver, refl_sigma=1e-3, **kwargs
+    )
 
 
 def main() -> None:
@@ -102,7 +129,11 @@ def main() -> None:
             result = run_case(inputs, params, kwargs, solver)
             for field in FIELDS:
                 arrays[f"{name}/{solver}/{field}"] = getattr(result, field)
-            counts = {str(s): int(n) for s, n in result.counts().items()} if hasattr(result, "counts") else {}
+            counts = (
+                {str(s): int(n) for s, n in result.counts().items()}
+                if hasattr(result, "counts")
+                else {}
+            )
             print(name, solver, counts)
     np.savez_compressed(HERE / "invert_reference.npz", **arrays)
 

@@ -30,7 +30,9 @@ from refmod.shkuratov import shkuratov  # noqa: E402
 
 
 def direction(zenith, azimuth):
-    return np.stack([np.sin(zenith) * np.sin(azimuth), np.sin(zenith) * np.cos(azimuth), np.cos(zenith)], -1)
+    return np.stack(
+        [np.sin(zenith) * np.sin(azimuth), np.sin(zenith) * np.cos(azimuth), np.cos(zenith)], -1
+    )
 
 
 def main():
@@ -45,7 +47,9 @@ def main():
     out["lambert"] = np.asarray(lambert(albedo, to_sun, to_sensor, normal))
     for case, (mu1, eta, m0, mu2) in {"a": (0.6, 0.0, 0.4, 3.0), "b": (0.6, 0.5, 0.4, 3.0)}.items():
         out[f"shkuratov_{case}_params"] = np.array([mu1, eta, m0, mu2])
-        out[f"shkuratov_{case}"] = np.asarray(shkuratov(albedo, mu1, eta, to_sun, to_sensor, normal, m0, mu2))
+        out[f"shkuratov_{case}"] = np.asarray(
+            shkuratov(albedo, mu1, eta, to_sun, to_sensor, normal, m0, mu2)
+        )
     b_n = np.array([1.0, 0.45, 0.3, 0.12, 0.05])
     out["mimsa_b_n"] = b_n
     out["mimsa"] = np.asarray(mimsa(albedo, b_n, to_sun, to_sensor, normal, 0.0))
