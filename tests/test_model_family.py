@@ -291,7 +291,7 @@ def test_fit_recovers_the_porosity_factor(solver):
     np.testing.assert_allclose(result["w"], w_true, rtol=1e-6)
 
 
-def test_fit_with_the_exact_h_function_recovers_k_with_jax_and_says_numba_cannot():
+def test_fit_with_the_exact_h_function_recovers_k_with_both_solvers():
     truth = lumaxlike.HapkeParams(b=0.3, c=0.5, porosity_k=1.8, h_function="exact")
     start = lumaxlike.HapkeParams(b=0.3, c=0.5, porosity_k=1.2, h_function="exact")
     rng = np.random.default_rng(11)
@@ -301,8 +301,13 @@ def test_fit_with_the_exact_h_function_recovers_k_with_jax_and_says_numba_cannot
     refl = np.stack(
         [lumaxlike.amsa(w_true, *(g[k] for g in geometry), truth) for k in range(12)], axis=-1
     )
-    result = lumaxlike.fit(refl, *geometry, start, free=("w", "porosity_k"), solver="jax")
-    assert np.all(result.status == lumaxlike.Status.CONVERGED)
-    np.testing.assert_allclose(result["porosity_k"], 1.8, rtol=1e-6)
-    with pytest.raises(ValueError, match="solver='jax'"):
-        lumaxlike.fit(refl, *geometry, start, free=("w", "porosity_k"), solver="numba")
+    results = {
+        solver: lumaxlike.fit(refl, *geometry, start, free=("w", "porosity_k"), solver=solver)
+        for solver in SOLVERS
+    }
+    for result in results.values():
+        assert np.all(result.status == lumaxlike.Status.CONVERGED)
+        np.testing.assert_allclose(result["porosity_k"], 1.8, rtol=1e-6)
+        np.testing.assert_allclose(result["w"], w_true, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(results["numba"]["porosity_k"], results["jax"]["porosity_k"],
+                               rtol=1e-8)  # fmt: skip

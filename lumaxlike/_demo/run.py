@@ -306,8 +306,8 @@ def _unmix_demo(workdir, scene, inputs, cube, status_codes):
         read_spectral_library(
             [library],
             units="reff",
-            incidence=_as_printed(incidence),
-            emission=_as_printed(emission),
+            incidence=np.radians(_as_printed(incidence)),  # the command's degrees, as it converts
+            emission=np.radians(_as_printed(emission)),
             azimuth=0.0,
         ),
         params,
