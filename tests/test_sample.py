@@ -192,7 +192,7 @@ def _emcee_draws(refl, geometry, params, sigma, start, seed, n_walkers=24, n_ste
     return chain, chain.shape[0] / np.max(tau)
 
 
-def test_wbc_posterior_matches_emcee_where_laplace_does_not(wbc):
+def test_wbc_posterior_matches_emcee(wbc):
     refl, geometry, params, result = wbc
     # problems of band 0 whose b-c posterior is wide (Laplace sigma of c above 0.2)
     sigma_c = result.fit.sigma("c")[:, 0]
@@ -231,7 +231,9 @@ def test_wbc_posterior_matches_emcee_where_laplace_does_not(wbc):
         laplace_misses += missed
     # Of the two widest posteriors the Laplace quantiles fail the sampler's test on at
     # least one (measured: one of the two; the other is close enough to a Gaussian)
-    assert laplace_misses >= 1
+    # Not asserted: that the Laplace quantiles miss at least one of these posteriors held in
+    # some runs and not in others (0 of 2 in CI's run); the b-c ridge claim is unproven.
+    del laplace_misses
 
 
 def test_rhat_at_defaults_on_well_posed_problems(wbc):
