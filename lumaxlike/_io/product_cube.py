@@ -10,9 +10,11 @@ before any work:
   or 99th percentile above 20 I/F, or a negative median), naming the file and the likely
   unit; and refuses ``radiance`` for a product whose label says it holds I/F;
 - with ``units="radiance"`` converts to I/F = pi L d^2 / F (`lumaxlike._io.radiance`);
-- finds bad bands (ENVI ``bbl`` = 0: not solved, status ``BAD_BAND``) and, for lunar
-  products, thermal bands (centre beyond 2.5 um): a warning on stderr naming them, kept
-  by default, left out of the run and its outputs with ``thermal_bands="exclude"``;
+- finds bad bands (ENVI ``bbl`` = 0: not solved, status ``BAD_BAND``, or left out of the
+  bands read with ``bad_bands="exclude"``, as unmixing does: its maps are per endmember)
+  and, for lunar products, thermal bands (centre beyond 2.5 um): a warning on stderr
+  naming them, kept by default, left out of the run and its outputs with
+  ``thermal_bands="exclude"``;
 - says once on stderr when the cube gives no wavelengths.
 
 Everything it found and did is in `ProductCube.record` (``lumaxlike_product``).
@@ -43,6 +45,7 @@ THERMAL_LIMIT_UM = 2.5
 """Band centres beyond this [um] carry thermal emission on the sunlit Moon (Clark et al.
 2011, JGR 116, E00G16; Li & Milliken 2016, JGR Planets 121, 2081)."""
 THERMAL_CHOICES = ("keep", "exclude")
+BAD_BAND_CHOICES = ("mark", "exclude")
 INPUT_UNITS = ("r", "radf", "reff", "radiance")
 #: I/F no surface reaches: a median above the first or a 99th percentile above the second
 IF_MEDIAN_LIMIT, IF_HIGH_LIMIT = 1.5, 20.0
@@ -114,10 +117,16 @@ class ProductCube:
         check_values: refuse values no reflectance of ``units`` takes (default True).
         convert: set up the radiance conversion (default True; False only to look at
             the bands, as the command line does before a run).
+        bad_bands: ``"mark"`` (default: bad bands are read as NaN and flagged in
+            `bad_bands`, for per-band maps with status ``BAD_BAND``) or ``"exclude"``
+            (left out of the bands read, as thermal bands are; for a run whose maps are
+            not per band, as unmixing).
 
     Attributes:
-        info: `lumaxlike.CubeInfo` of the bands read (thermal bands left out when
+        info: `lumaxlike.CubeInfo` of the bands read (thermal or bad bands left out when
             excluded).
+        file_info: `lumaxlike.CubeInfo` of all the file's bands.
+        band_indices: 0-based indices, among the file's bands, of the bands read.
         units: what `read` returns: ``"r"``, ``"radf"`` or ``"reff"`` (``"radf"``
             for radiance, converted).
         kind: the `lumaxlike._io.products.ProductKind`, or None.
@@ -139,13 +148,17 @@ class ProductCube:
         thermal_bands="keep",
         check_values=True,
         convert=True,
+        bad_bands="mark",
     ):
         if units not in INPUT_UNITS:
             raise ValueError(f"units={units!r} is not one of {', '.join(map(repr, INPUT_UNITS))}")
         if thermal_bands not in THERMAL_CHOICES:
             raise ValueError(f"thermal_bands={thermal_bands!r} is not 'keep' or 'exclude'")
+        if bad_bands not in BAD_BAND_CHOICES:
+            raise ValueError(f"bad_bands={bad_bands!r} is not 'mark' or 'exclude'")
         self._cube = CubeReader(path)
         self._convert = convert
+        self._bad_choice = bad_bands
         try:
             self._setup(
                 path,
@@ -245,7 +258,23 @@ class ProductCube:
                 )
                 if thermal_bands == "exclude":
                     keep[thermal] = False
-        self._keep = None if keep.all() else np.flatnonzero(keep)
+        if self._bad_choice == "exclude" and bad.any():
+            keep &= ~bad
+            record["bad_bands_choice"] = "left out of the bands solved"
+            self.notices.append(
+                f"{located.data}: bands {', '.join(str(int(b) + 1) for b in np.flatnonzero(bad))} "
+                "are marked bad (bbl = 0): left out of the bands solved"
+            )
+        elif bad.any():
+            record["bad_bands_choice"] = "not solved (status BAD_BAND)"
+        if not keep.any():
+            raise ValueError(
+                f"{path}: no band is left to solve (every band is marked bad or left out "
+                "as thermal)"
+            )
+        self.file_info = info
+        self.band_indices = np.flatnonzero(keep)
+        self._keep = None if keep.all() else self.band_indices
         if self._keep is not None:
             info = _select_bands(info, self._keep)
             bad = bad[self._keep]

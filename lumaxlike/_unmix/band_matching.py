@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["RELATIVE_TOLERANCE", "band_order"]
+__all__ = ["RELATIVE_TOLERANCE", "band_order", "endmembers_on_bands"]
 
 #: Band centres agree when they differ by at most this fraction (float32 storage and a
 #: nm -> um conversion round at ~1e-7; real band spacings are ~1e-3 of the centre).
@@ -66,3 +66,49 @@ def _um(values, k):
 
 def _span(values):
     return f"{np.nanmin(values):.6g}-{np.nanmax(values):.6g} um" if values.size else "none"
+
+
+def endmembers_on_bands(endmembers, band_indices, file_bands: int, wavelengths_um, what: str):
+    """The endmembers on the bands a run solves: ``band_indices`` of the file's
+    ``file_bands`` bands (bad or thermal bands left out).
+
+    Args:
+        endmembers: `Endmembers` on the file's bands (matched by wavelength where both give
+            them, as `band_order`), or already on the solved bands only.
+        band_indices: 0-based indices of the solved bands among the file's, increasing.
+        file_bands: the file's band count.
+        wavelengths_um: the file's band centres [um], shape (file_bands,), or None.
+        what: the data, for messages.
+
+    Returns:
+        `Endmembers` with one band per solved band, in the file's band order (their
+        spectra, wavelengths and per-band phase functions cut to those bands); the
+        given endmembers when nothing is left out or they are on the solved bands.
+
+    Raises:
+        ValueError: naming `what`, when the endmembers have neither band count, or their
+            band centres are not the file's.
+    """
+    import dataclasses
+
+    kept = np.asarray(band_indices, dtype=np.int64)
+    if kept.size == file_bands:
+        return endmembers
+    if endmembers.n_bands == kept.size:
+        return endmembers
+    if endmembers.n_bands != file_bands:
+        raise ValueError(
+            f"{what} has {file_bands} bands ({kept.size} solved: bad or thermal bands left "
+            f"out), the endmembers {endmembers.n_bands}: give endmembers on its bands"
+        )
+    order = band_order(wavelengths_um, endmembers, what)  # endmember band j is data order[j]
+    select = kept if order is None else np.argsort(order)[kept]
+    phase = endmembers.phase
+    if isinstance(phase, np.ndarray) and phase.shape[1] > 1:  # per-band phase functions
+        phase = phase[:, select]
+    return dataclasses.replace(
+        endmembers,
+        albedo=endmembers.albedo[:, select],
+        wavelengths=None if endmembers.wavelengths is None else endmembers.wavelengths[select],
+        phase=phase,
+    )
