@@ -138,10 +138,11 @@ def write_m3_l2(folder, if_values, *, lower_case=False):
     return paths
 
 
-def write_m3_l1b(folder, radiance, obs):
+def write_m3_l1b(folder, radiance, obs, *, bbl=None):
     """An M3 L1B product: ``*_RDN.IMG``/``.HDR`` [W m^-2 um^-1 sr^-1], ``*_OBS.IMG``/``.HDR``
     (10 bands, ``M3_OBS`` names), ``*_L1B.LBL`` with ``RDN_FILE`` and ``OBS_FILE``.
-    ``obs``: ``{band name: (rows, cols) array}``. Returns the paths."""
+    ``obs``: ``{band name: (rows, cols) array}``; ``bbl``: an ENVI bad-band list for the
+    radiance header (the format's, as L2's header carries one). Returns the paths."""
     paths = {
         key: folder / f"{M3_BASE}_{key.upper()}.{ext}"
         for key, ext in (("rdn", "IMG"), ("obs", "IMG"))
@@ -151,7 +152,7 @@ def write_m3_l1b(folder, radiance, obs):
     paths["lbl"] = folder / f"{M3_BASE}_L1B.LBL"
     paths["rdn"].write_bytes(_bil(radiance))
     paths["rdn_hdr"].write_text(
-        _envi_header(len(M3_WAVELENGTHS), wavelengths=M3_WAVELENGTHS, fwhm=M3_FWHM)
+        _envi_header(len(M3_WAVELENGTHS), wavelengths=M3_WAVELENGTHS, fwhm=M3_FWHM, bbl=bbl)
     )
     obs_cube = np.stack([obs.get(name, np.zeros((ROWS, COLS))) for name in M3_OBS], axis=-1)
     paths["obs"].write_bytes(_bil(obs_cube))
