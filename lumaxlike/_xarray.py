@@ -435,7 +435,7 @@ def _normalize_chunk(
     refl, to_sun, to_sensor, normal, *maps, names, per_band, units, params, options, sigma, standard
 ):
     """apply_ufunc kernel: NumPy blocks -> normalised reflectance, status, sigma."""
-    from ._io.file_normalization import NORMALIZATION_FIELDS, normalize_block
+    from ._files.normalize import NORMALIZATION_FIELDS, normalize_block
 
     pixels = refl.shape[:-1]
     r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(
@@ -495,7 +495,7 @@ def normalize_dataarray(
         (lazy when ``refl`` is dask-backed) and the provenance attributes of
         `invert_dataarray` plus the standard geometry.
     """
-    from ._io.file_normalization import NORMALIZATION_FIELDS, normalization_attrs
+    from ._files.normalize import NORMALIZATION_FIELDS, normalization_attrs
     from ._normalize.standard import DEFAULT_STANDARD, standard_angles
 
     _check_front_end(refl, units, refl_sigma)
@@ -846,7 +846,7 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
     """refl's band centres [um] from its ``wavelength`` coordinate along `spec` (None
     without one), checked against the endmembers' (`band_order`: matched in any order, or
     refused). Its ``units`` attr (nm or um) is read; without one, um and nm are tried."""
-    from ._io.file_unmixing import WAVELENGTH_UNITS_UM
+    from ._files.unmix import WAVELENGTH_UNITS_UM
     from ._unmix.band_matching import band_order
 
     coord = refl.coords.get("wavelength")
@@ -869,7 +869,7 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
 def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, options, sigma):
     """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> fractions, sigma
     (..., endmembers), status, iterations, residual (...)."""
-    from ._io.file_unmixing import unmix_block
+    from ._files.unmix import unmix_block
 
     r, to_sun, to_sensor, normal, refl_sigma = _chunk_geometry(
         np.asarray(refl, np.float64), to_sun, to_sensor, normal, units, sigma
@@ -938,7 +938,7 @@ def unmix_dataarray(
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
     """
-    from ._io.file_unmixing import UnmixOptions, unmix_layout, unmix_record
+    from ._files.unmix import UnmixOptions, unmix_layout, unmix_record
     from ._params import HapkeParams
     from ._unmix.endmembers import Endmembers
     from ._unmix.unmix import DEFAULT_TOLERANCE, ROUTES

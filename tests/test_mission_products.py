@@ -9,8 +9,8 @@ import pytest
 import rasterio
 
 import lumaxlike
-from lumaxlike import Status
-from lumaxlike._io import invert_file, read_cube
+from lumaxlike import Status, invert_file
+from lumaxlike._io import read_cube
 from lumaxlike._io.radiance import band_irradiance, load_solar_spectrum
 
 from .mission_products import (
