@@ -106,7 +106,10 @@ def test_each_file_command_reads_m3_radiance_the_same_way(tmp_path, command, cap
         product = product["cubes"][0]
     assert product["kind"] == "M3 L1B radiance (RDN)"
     assert "M3 L2 solar spectrum table" in product["solar_spectrum"]
-    np.testing.assert_array_equal(product["band_irradiance_w_m2_um"], M3_TABLE_IRRADIANCE[:4])
+    solved = [0, 1, 3] if command == "unmix" else [0, 1, 2, 3]  # each band its table row
+    np.testing.assert_array_equal(
+        product["band_irradiance_w_m2_um"], np.asarray(M3_TABLE_IRRADIANCE)[solved]
+    )
     assert product["solar_distance_au"] == DISTANCE
     assert product["bad_bands"] == [3] and product["thermal_bands"] == [5]
     assert product["thermal_choice"] == "exclude"
@@ -148,7 +151,7 @@ def _garbage(tmp_path):
     return path, geometry
 
 
-def _call(command, cube, out, geometry, units):
+def _call(command, cube, out, geometry, units, bands=2):
     """``command``'s file function on ``cube`` (fit: on it and a copy of its folder)."""
     common = {"params": PARAMS, "units": units}
     if command == "fit":
@@ -157,7 +160,7 @@ def _call(command, cube, out, geometry, units):
         cubes = [cube, copy / cube.name]
         return lumaxlike.fit_file(cubes, out, geometry=[geometry] * 2, free=("w",), **common)
     endmembers = lumaxlike.Endmembers(
-        ("a", "b"), [[0.3, 0.4], [0.8, 0.9]], density=3.0, grain_size=50.0
+        ("a", "b"), np.full((2, bands), [[0.3], [0.8]]), density=3.0, grain_size=50.0
     )
     function = {
         "invert": lumaxlike.invert_file,
@@ -177,7 +180,7 @@ def test_each_file_command_refuses_radiance_or_counts_given_as_reflectance(tmp_p
     (tmp_path / "l1b").mkdir()
     paths = write_m3_l1b(tmp_path / "l1b", f32(np.full((ROWS, COLS, 5), 50.0)), deg)
     with pytest.raises(ValueError, match=r"_RDN\.IMG holds radiance \(UNIT = "):
-        _call(command, paths["rdn"], tmp_path / "out.tif", paths["obs"], "radf")
+        _call(command, paths["rdn"], tmp_path / "out.tif", paths["obs"], "radf", bands=5)
     assert not list(tmp_path.glob("out*"))
 
 
@@ -189,7 +192,7 @@ def test_unmixing_refuses_an_observed_geometry_with_m3_l2(tmp_path):
         for role, value in (("incidence", 40.0), ("emission", 10.0), ("phase", 45.0))
     }
     with pytest.raises(ValueError, match="i = 30, e = 0, g = 30 deg.*--correction-undone"):
-        _call("unmix", paths["lbl"], tmp_path / "out.tif", observed, "radf")
+        _call("unmix", paths["lbl"], tmp_path / "out.tif", observed, "radf", bands=5)
     refl = lumaxlike.open_product(paths["lbl"], "radf")
     endmembers = lumaxlike.Endmembers(
         ("a", "b"), ENDMEMBER_W, density=3.0, grain_size=50.0,

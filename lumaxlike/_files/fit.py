@@ -32,8 +32,9 @@ from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
 from .._inverse.observation_masks import LIMITED_ANGLES
 from .._inverse.status import Status
 from .._io.geometry_rasters import GeometryReader
+from .._io.product_cube import ProductCube, check_reff_incidence, product_options
 from .._io.products import refuse_normalised
-from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
+from .._io.raster import GDAL_CACHE_BYTES, check_aligned
 from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .._io.writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
 from .._params import HapkeParams
@@ -43,8 +44,8 @@ from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
 from .._run.tasks import check_solver
-from .common import check_not_an_input, geometry_paths, parallel_call
-from .invert import BLOCK_TARGET_BYTES
+from .common import FLAT_NORMAL, check_not_an_input, geometry_paths, parallel_call
+from .invert import BLOCK_TARGET_BYTES, _product_call
 from .stacks import check_stack
 
 __all__ = ["fit_block", "fit_fields", "fit_file"]
@@ -156,6 +157,12 @@ def fit_file(
     workers=1,
     scheduler=None,
     resume=False,
+    correction_undone=False,
+    reff_incidence=None,
+    solar_spectrum=None,
+    solar_distance=None,
+    wavelengths_from=None,
+    thermal_bands="keep",
 ) -> InversionSummary:
     """Fit Hapke parameters per pixel and band to a stack of co-registered cube files.
 
@@ -167,13 +174,20 @@ def fit_file(
 
     Args:
         cubes: reflectance cube files, one observation each, on one grid with the same
-            bands (any raster GDAL opens); nodata pixels are missing observations.
+            bands (any raster GDAL opens, or a mission product as `lumaxlike.invert_file`
+            reads it); nodata pixels are missing observations. A band any cube marks bad
+            (``bbl`` = 0) is not solved: NaN with status ``BAD_BAND``. A product
+            normalised to a standard geometry (M3 L2) is refused: a fit needs observed
+            geometries (unless ``correction_undone``).
         out_path: output path (``.tif``, ``.img``/``.hdr``, ``.nc``, ``.zarr``); the
             maps written are listed in the module docstring.
         geometry: one OBS raster per cube (see `lumaxlike.invert_file`), aligned with it.
         params: `lumaxlike.HapkeParams`: the fixed parameters and the free ones' start.
         free: names of the fitted parameters (see `lumaxlike.fit`); w is always fitted.
-        units: what the cubes hold: ``"r"``, ``"radf"`` or ``"reff"``.
+        units: what the cubes hold: ``"r"``, ``"radf"``, ``"reff"`` or ``"radiance"``
+            (each cube converted to I/F with its own sun distance, as `invert_file` does;
+            so are ``solar_spectrum``, ``solar_distance``, ``wavelengths_from``,
+            ``thermal_bands``, ``reff_incidence`` and ``correction_undone``).
         dtm: optional DTM on the grid for local normals (shared by all observations).
         solver: ``"numba"`` (default) or ``"jax"``.
         observation_limits_deg: {angle: (min, max)} in degrees for "incidence",
@@ -203,7 +217,13 @@ def fit_file(
     """
     start = time.perf_counter()
     check_solver(solver)
-    check_units(units)
+    if units != "radiance":
+        check_units(units)
+    elif sigma is not None:
+        raise ValueError(
+            "sigma with units='radiance' is not supported: give the cubes' "
+            "uncertainty as I/F (convert first)"
+        )
     cubes = [Path(c) for c in cubes]
     geometries = list(geometry)
     if not cubes:
@@ -238,13 +258,25 @@ def fit_file(
     )
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
-        readers = [stack.enter_context(CubeReader(path)) for path in cubes]
-        for reader in readers:
-            refuse_normalised(reader.located, "fit")
+        readers = []
+        for path in cubes:
+            cube = ProductCube(
+                path,
+                units,
+                **product_options(solar_spectrum, solar_distance, wavelengths_from, thermal_bands),
+            )
+            readers.append(stack.enter_context(cube))
+            if not correction_undone:
+                refuse_normalised(cube.located, "fit")
         info = readers[0].info
         for reader in readers[1:]:
             check_aligned(info.grid, reader.info.grid, "cube")
         check_stack([reader.info for reader in readers])
+        incidence = check_reff_incidence(units, reff_incidence, readers[0].kind, cubes[0])
+        bad_bands = np.any([reader.bad_bands for reader in readers], axis=0)
+        product = {"cubes": [reader.record() for reader in readers]}
+        if incidence is not None:
+            product["reff_incidence"] = incidence
         geometry_readers = [
             stack.enter_context(GeometryReader(g, info.grid, dtm)) for g in geometries
         ]
@@ -286,6 +318,7 @@ def fit_file(
             cube=None,
             geometry=None,
             dtm=dtm,
+            product=product,
             command=command
             or python_call(
                 "fit_file",
@@ -296,6 +329,14 @@ def fit_file(
                 units=units,
                 solver=solver,
                 **parallel_call(workers, scheduler),
+                **_product_call(
+                    correction_undone,
+                    reff_incidence,
+                    solar_spectrum,
+                    solar_distance,
+                    wavelengths_from,
+                    thermal_bands,
+                ),
             ),
         )
         # the record's param_* keys hold the starting values; the fitted ones are the maps
@@ -318,7 +359,13 @@ def fit_file(
             fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
         if joint:
             fit_options.update(shared=tuple(shared), prior=dict(prior or {}))
-        inputs = [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))]
+        inputs = [
+            *cubes,
+            dtm,
+            *(p for g in geometries for p in geometry_paths(g)),
+            solar_spectrum,
+            wavelengths_from,
+        ]
         journal = Journal(
             out_path,
             inputs=inputs,
@@ -337,7 +384,12 @@ def fit_file(
         )
 
         def read(rows):
-            return _read_block(readers, geometry_readers, rows, units) + (params, fit_options), {}
+            block = _read_block(readers, geometry_readers, rows, readers[0].units, incidence)
+            return block + (params, fit_options), {}
+
+        def tell():  # every check passed: the run starts
+            for reader in readers:
+                reader.tell()
 
         counts, resumed = run_blocks(
             writer,
@@ -348,6 +400,8 @@ def fit_file(
             bar_factory=lambda: progress_bar(
                 progress, info.grid.height * width, f"fitting {Path(cubes[0]).name}"
             ),
+            on_start=tell,
+            bad_bands=bad_bands,
         )
     return InversionSummary(
         outputs=dict(writer.paths),
@@ -359,13 +413,15 @@ def fit_file(
     )
 
 
-def _read_block(readers, geometry_readers, rows, units) -> tuple:
+def _read_block(readers, geometry_readers, rows, units, reff_incidence=None) -> tuple:
     """One block of rows of every cube, stacked: r ``(rows, cols, bands, observations)``
-    and to_sun, to_sensor, normal ``(rows, cols, observations, 3)``."""
+    and to_sun, to_sensor, normal ``(rows, cols, observations, 3)``. ``reff_incidence``
+    ``"areoid"`` divides REFF by the ellipsoid's cos i, not the facet's."""
     refl, vectors = [], []
     for reader, geometry_reader in zip(readers, geometry_readers):
         to_sun, to_sensor, normal = geometry_reader.read(rows)
-        refl.append(to_bidirectional_reflectance(reader.read(rows), units, to_sun, normal))
+        divided_by = FLAT_NORMAL if reff_incidence == "areoid" else normal
+        refl.append(to_bidirectional_reflectance(reader.read(rows), units, to_sun, divided_by))
         vectors.append((to_sun, to_sensor, normal))
     stacked = np.stack(refl, axis=-1)  # (rows, cols, bands, observations)
     del refl

@@ -33,7 +33,7 @@ from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
 from .._run.tasks import SolverOptions, band_groups, check_solver, numba_threads, per_band_params
 from .common import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
-from .invert import default_chunk_rows
+from .invert import _product_call, default_chunk_rows
 
 __all__ = ["NORMALIZATION_FIELDS", "normalization_attrs", "normalize_block", "normalize_file"]
 
@@ -221,14 +221,15 @@ def normalize_file(
         cube_path: as in `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
             ``solver``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
             ``workers``, ``max_iter``, ``tol``, ``command``, ``resume``, ``correction_undone``,
-            ``reff_incidence``, ``wavelengths_from`` and ``thermal_bands``); a product
-            already normalised, such as M3 L2, is read at its standard geometry;
-            ``units`` is not ``"radiance"``, so ``solar_spectrum`` and
-            ``solar_distance`` are unused.
+            ``reff_incidence``, ``solar_spectrum``, ``solar_distance``,
+            ``wavelengths_from`` and ``thermal_bands``); a product already normalised,
+            such as M3 L2, is read at its standard geometry; radiance
+            (``units="radiance"``) is converted to I/F as `invert_file` does; bad bands
+            (``bbl`` = 0) are not solved: NaN with status ``BAD_BAND``.
         out_path: output; ``OUT`` holds the normalised cube in ``units`` (REFF with the
-            standard incidence), ``OUT_status`` the status and, with ``sigma``,
-            ``OUT_sigma`` its uncertainty (netCDF/zarr: variables reflectance, status,
-            sigma).
+            standard incidence; I/F for radiance), ``OUT_status`` the status and, with
+            ``sigma``, ``OUT_sigma`` its uncertainty (netCDF/zarr: variables reflectance,
+            status, sigma).
         params: `lumaxlike.HapkeParams`, or a sequence of one per band.
         standard: (incidence, emission, phase) [rad] of the standard geometry.
         param_maps: ``{HapkeParams field: raster path}``: rasters on the cube's grid with
@@ -241,7 +242,13 @@ def normalize_file(
     """
     start = time.perf_counter()
     check_solver(solver)
-    check_units(units)
+    if units != "radiance":
+        check_units(units)
+    elif sigma is not None:
+        raise ValueError(
+            "sigma with units='radiance' is not supported: give the cube's "
+            "uncertainty as I/F (convert first)"
+        )
     standard = standard_angles(standard)
     if sigma is not None and not (
         isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0
@@ -320,6 +327,14 @@ def normalize_file(
                         max_iter=max_iter,
                         tol=tol,
                         **parallel_call(workers, scheduler),
+                        **_product_call(
+                            correction_undone,
+                            reff_incidence,
+                            solar_spectrum,
+                            solar_distance,
+                            wavelengths_from,
+                            thermal_bands,
+                        ),
                     ),
                 )
                 inputs = [
@@ -343,7 +358,7 @@ def normalize_file(
                     overwrite=overwrite,
                     chunk_rows=rows_per_block,
                     provenance=provenance,
-                    layout=normalization_layout(units),
+                    layout=normalization_layout(cube.units),
                 )
                 counts, resumed = run_blocks(
                     writer,
@@ -351,13 +366,13 @@ def normalize_file(
                     cube_block_reader(
                         cube,
                         geometry_reader,
-                        units=units,
+                        units=cube.units,
                         sigma=sigma,
                         params=band_params,
                         options=options,
                         extra=lambda rows: {
                             "standard": standard,
-                            "units": units,
+                            "units": cube.units,
                             **maps.read(rows),
                         },
                         reff_incidence=incidence,
@@ -370,6 +385,7 @@ def normalize_file(
                         f"normalising {Path(cube_path).name}",
                     ),
                     on_start=cube.tell,
+                    bad_bands=cube.bad_bands,
                 )  # every check passed: the run starts
         finally:
             maps.close()

@@ -39,11 +39,11 @@ from .._run.pool import BlockPool
 from .._run.progress import progress_bar, resumed_text
 from .._run.stream import run_blocks
 from .._run.tasks import check_solver, numba_threads
-from .._unmix.band_matching import band_order
+from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
 from .common import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
-from .invert import default_chunk_rows
+from .invert import _product_call, default_chunk_rows
 
 __all__ = [
     "UNMIX_FIELDS",
@@ -256,12 +256,15 @@ def unmix_file(
             ``surface``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
             ``workers``, ``scheduler``, ``command``, ``resume``, ``correction_undone``,
             ``reff_incidence``, ``solar_spectrum``, ``solar_distance``,
-            ``wavelengths_from`` and ``thermal_bands``); bad bands (``bbl`` = 0) are NaN
-            in every pixel: give a cube without them.
+            ``wavelengths_from`` and ``thermal_bands``); bad bands (``bbl`` = 0) are
+            left out of the bands unmixed (the maps are per endmember, not per band),
+            as excluded thermal bands are; said on stderr and recorded
+            (``lumaxlike_product``: ``bad_bands``, ``bad_bands_choice``).
         out_path: output ``.tif``/``.tiff`` (GeoTIFF) or ``.img``/``.envi``/``.hdr``
             (ENVI); see the module docstring for the files written.
         endmembers: `lumaxlike.Endmembers` on the cube's bands (e.g.
-            `Endmembers.from_library`).
+            `Endmembers.from_library`): on all the file's bands (cut to those unmixed,
+            matched by wavelength where both give them) or on the unmixed bands only.
         params: one `lumaxlike.HapkeParams` for every band (the mixture's).
         solver: as for `lumaxlike.unmix` (so are ``route``, ``sum_to_one``,
             ``max_iter`` and ``tol``).
@@ -318,6 +321,7 @@ def unmix_file(
             cube_path,
             units,
             **product_options(solar_spectrum, solar_distance, wavelengths_from, thermal_bands),
+            bad_bands="exclude",
         ) as cube,
     ):
         info = cube.info
@@ -329,6 +333,13 @@ def unmix_file(
             units=units,
             reff_incidence=reff_incidence,
             correction_undone=correction_undone,
+        )
+        endmembers = endmembers_on_bands(
+            endmembers,
+            cube.band_indices,
+            cube.file_info.bands,
+            known_wavelengths_um(cube.file_info),
+            f"the cube {cube_path}",
         )
         if info.bands != endmembers.n_bands:
             raise ValueError(
@@ -360,7 +371,9 @@ def unmix_file(
                                                endmembers=endmembers.names, params=params, solver=solver,
                                                units=units, route=route, sum_to_one=sum_to_one, sigma=sigma,
                                                max_iter=max_iter, tol=tol, surface=surface,
-                                               **parallel_call(workers, scheduler)),
+                                               **parallel_call(workers, scheduler),
+                                               **_product_call(correction_undone, reff_incidence, solar_spectrum,
+                                                               solar_distance, wavelengths_from, thermal_bands)),
             )  # fmt: skip
             provenance = dataclasses.replace(
                 provenance, unmix_settings=unmix_record(endmembers, route, sum_to_one, library)
