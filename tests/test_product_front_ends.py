@@ -202,3 +202,23 @@ def test_unmixing_refuses_an_observed_geometry_with_m3_l2(tmp_path):
     with pytest.raises(ValueError, match="i = 30, e = 0, g = 30 deg"):
         lumaxlike.unmix_dataarray(refl, grid, endmembers, PARAMS, "numba", units="radf")
     assert not list(tmp_path.glob("out*"))
+
+
+def test_cli_fit_takes_the_product_options_and_refuses_radiance_as_radf(tmp_path, capsys):
+    from lumaxlike._cli import main
+
+    deg, _ = m3_obs(*(np.full((ROWS, COLS), v) for v in (30.0, 0.0, 5.0, 0.0)))
+    cubes, obs = [], []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        paths = write_m3_l1b(tmp_path / name, f32(np.full((ROWS, COLS, 5), 50.0)), deg)
+        cubes.append(paths["rdn"])
+        obs.append(paths["obs"])
+    out = tmp_path / "fit.tif"
+    args = ["fit", *map(str, cubes), "--geometry", *map(str, obs), "--free", "w"]
+    assert main([*args, "--units", "radf", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "_RDN.IMG holds radiance (UNIT = " in err[0]
+    code = main([*args, "--units", "radiance", "--solar-distance", "0", "--out", str(out)])
+    assert code == 2 and "--solar-distance" in capsys.readouterr().err  # the option exists
+    assert not list(tmp_path.glob("fit*"))

@@ -16,7 +16,14 @@ from .options import (
     positive_int,
     quiet_cluster_logs,
 )
-from .products import finish
+from .products import (
+    INPUT_UNITS,
+    UNITS_HELP,
+    add_product_options,
+    cube_bands,
+    finish,
+    product_kwargs,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -117,9 +124,9 @@ def add_parser(commands) -> None:
     )
     fit.add_argument(
         "--units",
-        choices=("r", "radf", "reff"),
+        choices=INPUT_UNITS,
         required=True,
-        help="what the cubes hold: r [1/sr], radf = pi r, reff = pi r / cos i (required)",
+        help=UNITS_HELP.replace("the cube holds", "the cubes hold") + " (required)",
     )
     fit.add_argument(
         "--dtm",
@@ -185,6 +192,7 @@ def add_parser(commands) -> None:
         metavar="N",
         help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER})",
     )
+    add_product_options(fit)
     add_run_options(
         fit,
         chunk_help="rows per block (default: about 32 MiB of stacked reflectance)",
@@ -196,10 +204,8 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
     from .._files.fit import fit_file
-    from .._io.raster import CubeReader
 
-    with CubeReader(args.cubes[0]) as cube:
-        bands = cube.info.bands
+    bands = cube_bands(args.cubes[0], args.units, args)
     params = model_from_options(args, bands, cube=args.cubes[0])
     if not same_params(params):
         raise ValueError(
@@ -233,6 +239,7 @@ def run(args) -> int:
         scheduler=args.scheduler,
         shared=args.shared,
         prior=dict(args.prior or ()),
+        **product_kwargs(args),
     )
     print(
         f"lumaxlike fit: {len(args.cubes)} cubes ({args.units}) -> {args.out}, free "

@@ -57,10 +57,11 @@ def add_product_options(parser: argparse.ArgumentParser, *, radiance: bool = Tru
             "--solar-spectrum",
             type=Path,
             metavar="FILE",
-            help="with --units radiance: solar irradiance at 1 au, two columns "
-            "(wavelength [um, or nm above 100], W m^-2 um^-1), e.g. the M3 archive's "
-            "solar spectrum table; averaged over each band's Gaussian response "
-            "(default: ASTM G173-03 extraterrestrial, from pvlib)",
+            help="with --units radiance: solar irradiance at 1 au: the M3 archive's "
+            "table (M3G20110224_RFL_SOLAR_SPEC.TAB global, M3T... target: nm, "
+            "W m^-2 um^-1, one row per band, each band taking its own), or two columns "
+            "(wavelength [um, or nm above 100], W m^-2 um^-1) averaged over each band's "
+            "Gaussian response (default: ASTM G173-03 extraterrestrial, from pvlib)",
         )
         group.add_argument(
             "--solar-distance",
