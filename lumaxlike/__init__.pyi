@@ -5,6 +5,10 @@ __version__: str
 
 from . import demo as demo
 from . import testing as testing
+from ._files import fit_file as fit_file
+from ._files import invert_file as invert_file
+from ._files import normalize_file as normalize_file
+from ._files import unmix_file as unmix_file
 from ._geometry import (
     angles_from_geometry as angles_from_geometry,
 )
@@ -55,10 +59,6 @@ from ._io import (
 from ._io import (
     write_result as write_result,
 )
-from ._io.file_fit import fit_file as fit_file
-from ._io.file_inversion import invert_file as invert_file
-from ._io.file_normalization import normalize_file as normalize_file
-from ._io.file_unmixing import unmix_file as unmix_file
 from ._io.goniometer import (
     GoniometerTable as GoniometerTable,
 )

@@ -45,7 +45,7 @@ def stack(tmp_path_factory):
 
 
 def test_fit_front_ends_are_public_and_documented():
-    from lumaxlike._io.file_fit import fit_file
+    from lumaxlike._files.fit import fit_file
     from lumaxlike._xarray.fit import fit_dataarray
 
     assert {"fit_file", "fit_dataarray"} <= set(lumaxlike.__all__)

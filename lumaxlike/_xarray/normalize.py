@@ -34,7 +34,7 @@ def _normalize_chunk(
     refl, to_sun, to_sensor, normal, *maps, names, per_band, units, params, options, sigma, standard
 ):
     """apply_ufunc kernel: NumPy blocks -> normalised reflectance, status, sigma."""
-    from .._io.file_normalization import NORMALIZATION_FIELDS, normalize_block
+    from .._files.normalize import NORMALIZATION_FIELDS, normalize_block
 
     pixels = refl.shape[:-1]
     r, to_sun, to_sensor, normal, refl_sigma = chunk_geometry(
@@ -94,7 +94,7 @@ def normalize_dataarray(
         (lazy when ``refl`` is dask-backed) and the provenance attributes of
         `invert_dataarray` plus the standard geometry.
     """
-    from .._io.file_normalization import NORMALIZATION_FIELDS, normalization_attrs
+    from .._files.normalize import NORMALIZATION_FIELDS, normalization_attrs
     from .._normalize.standard import DEFAULT_STANDARD, standard_angles
 
     check_front_end(refl, units, refl_sigma)

@@ -31,7 +31,7 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
     """refl's band centres [um] from its ``wavelength`` coordinate along `spec` (None
     without one), checked against the endmembers' (`band_order`: matched in any order, or
     refused). Its ``units`` attr (nm or um) is read; without one, um and nm are tried."""
-    from .._io.file_unmixing import WAVELENGTH_UNITS_UM
+    from .._files.unmix import WAVELENGTH_UNITS_UM
     from .._unmix.band_matching import band_order
 
     coord = refl.coords.get("wavelength")
@@ -54,7 +54,7 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
 def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, options, sigma):
     """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> fractions, sigma
     (..., endmembers), status, iterations, residual (...)."""
-    from .._io.file_unmixing import unmix_block
+    from .._files.unmix import unmix_block
 
     r, to_sun, to_sensor, normal, refl_sigma = chunk_geometry(
         np.asarray(refl, np.float64), to_sun, to_sensor, normal, units, sigma
@@ -123,7 +123,7 @@ def unmix_dataarray(
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
     """
-    from .._io.file_unmixing import UnmixOptions, unmix_layout, unmix_record
+    from .._files.unmix import UnmixOptions, unmix_layout, unmix_record
     from .._params import HapkeParams
     from .._unmix.endmembers import Endmembers
     from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES
