@@ -160,7 +160,7 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     """Run ``lumaxlike invert`` on parsed ``args``; return its exit code."""
-    from .._io.file_inversion import invert_file
+    from .._files.invert import invert_file
 
     record = read_record(args)
     refuse_fitted_record(args, record, "invert")
