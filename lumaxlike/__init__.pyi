@@ -89,11 +89,7 @@ from ._spectral_library import SpectralLibrary as SpectralLibrary
 from ._unmix import Endmembers as Endmembers
 from ._unmix import UnmixResult as UnmixResult
 from ._unmix import unmix as unmix
-from ._xarray import fit_dataarray as fit_dataarray
-from ._xarray import (
-    invert_dataarray as invert_dataarray,
-)
-from ._xarray import (
-    normalize_dataarray as normalize_dataarray,
-)
-from ._xarray import unmix_dataarray as unmix_dataarray
+from ._xarray.fit import fit_dataarray as fit_dataarray
+from ._xarray.invert import invert_dataarray as invert_dataarray
+from ._xarray.normalize import normalize_dataarray as normalize_dataarray
+from ._xarray.unmix import unmix_dataarray as unmix_dataarray

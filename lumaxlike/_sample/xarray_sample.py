@@ -13,13 +13,11 @@ import xarray as xr
 from .._io.product_dataarray import refuse_normalised_dataarray
 from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .._provenance import make_provenance, python_call
-from .._xarray import (
-    _VECTOR_DIM,
-    VECTOR_NAMES,
-    _geometry_vectors,
-    _result_attrs,
-    _spectral_dim,
-)
+from .._xarray.chunks import result_attrs as _result_attrs
+from .._xarray.chunks import spectral_dim_of as _spectral_dim
+from .._xarray.geometry import VECTOR_DIM as _VECTOR_DIM
+from .._xarray.geometry import VECTOR_NAMES
+from .._xarray.geometry import geometry_vectors as _geometry_vectors
 
 __all__ = ["QUANTILE_DIM", "sample_dataarray"]
 
