@@ -222,3 +222,73 @@ def test_cli_fit_takes_the_product_options_and_refuses_radiance_as_radf(tmp_path
     code = main([*args, "--units", "radiance", "--solar-distance", "0", "--out", str(out)])
     assert code == 2 and "--solar-distance" in capsys.readouterr().err  # the option exists
     assert not list(tmp_path.glob("fit*"))
+
+
+def _opened(tmp_path, w, seed, name):
+    """An M3 L1B product opened as radiance with the archive's table, and its geometry
+    as the xarray front ends take it (angles [deg] on the pixel dims)."""
+    import xarray as xr
+
+    table = write_m3_solar_table(tmp_path, M3_WAVELENGTHS, M3_TABLE_IRRADIANCE)
+    paths = _l1b(tmp_path / name, w, seed)
+    refl = lumaxlike.open_product(
+        paths["rdn"], "radiance", solar_spectrum=table, thermal_bands="exclude"
+    )
+    obs, _ = read_cube(paths["obs"])
+    names = ("To-Sun AZM", "To-Sun Zenith", "To-Inst AZM", "To-Inst Zenith", "Phase")
+    band = {name: obs[..., k] for k, name in enumerate(names)}
+    angles = {
+        "to_sun_zenith": band["To-Sun Zenith"],
+        "to_sun_azimuth": band["To-Sun AZM"],
+        "to_sensor_zenith": band["To-Inst Zenith"],
+        "to_sensor_azimuth": band["To-Inst AZM"],
+    }
+    geometry = {role: xr.DataArray(v, dims=("y", "x")) for role, v in angles.items()}
+    return refl, geometry
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_xarray_front_end_reads_m3_radiance_the_same_way(tmp_path, command):
+    import xarray as xr
+
+    fractions, w = _mixture()
+    refl, geometry = _opened(tmp_path, w, 5, "a")
+    assert refl.sizes["band"] == 4  # thermal band 5 left out when reading
+    if command == "fit":
+        other, other_geometry = _opened(tmp_path, w, 6, "b")
+        refl = xr.concat([refl, other], dim="observation", combine_attrs="override")
+        geometry = {
+            role: xr.concat([geometry[role], other_geometry[role]], dim="observation")
+            for role in geometry
+        }
+        result = lumaxlike.fit_dataarray(refl, geometry, PARAMS, ("w",), "numba", units="radf")
+    elif command == "unmix":
+        endmembers = lumaxlike.Endmembers(
+            ("dark", "bright"), ENDMEMBER_W[:, :4], density=3.0, grain_size=50.0,
+            wavelengths=np.asarray(M3_WAVELENGTHS[:4]) * 1e-3,
+        )  # fmt: skip
+        result = lumaxlike.unmix_dataarray(
+            refl, geometry, endmembers, PARAMS, "numba", units="radf"
+        )
+    else:
+        function = {
+            "invert": lumaxlike.invert_dataarray,
+            "normalize": lumaxlike.normalize_dataarray,
+        }
+        result = function[command](refl, geometry, PARAMS, "numba", units="radf")
+    product = lumaxlike.read_provenance(result).product
+    assert product["kind"] == "M3 L1B radiance (RDN)" and product["bad_bands"] == [3]
+    assert "M3 L2 solar spectrum table" in product["solar_spectrum"]
+    if command == "unmix":  # bad band left out, as unmix_file does
+        assert product["bad_bands_choice"] == "left out of the bands solved"
+        np.testing.assert_allclose(result["fractions"].values, fractions, rtol=0, atol=3e-5)
+        return
+    status = result["status"].values
+    assert (status[..., 2] == Status.BAD_BAND).all()
+    good = [0, 1, 3]
+    if command == "normalize":
+        values = result["reflectance"].values[..., good]
+        expected = math.pi * reflectance(w, flat(30.0, 0.0, 30.0))[..., KEPT]
+        np.testing.assert_allclose(values, expected, rtol=1e-5)
+    else:
+        np.testing.assert_allclose(result["w"].values[..., good], w[..., KEPT], atol=F32_ATOL)

@@ -127,6 +127,26 @@ def bad_bands_of(refl) -> np.ndarray | None:
     return bands if bands.size else None
 
 
+def with_bad_band_status(status, refl, spec: str):
+    """``status`` (a per-band `lumaxlike.Status` map along ``spec``) with the bands
+    ``refl``'s attrs mark bad (`bad_bands_of`) set to ``BAD_BAND``; unchanged when none
+    is marked or the map has no ``spec`` dim (a joint fit's per-pixel status)."""
+    import xarray as xr
+
+    from .._inverse.status import Status
+
+    bad = bad_bands_of(refl)
+    if bad is None or spec not in status.dims:
+        return status
+    marked = xr.DataArray(np.isin(np.arange(refl.sizes[spec]), bad), dims=(spec,))
+    return (
+        xr.where(marked, np.int8(Status.BAD_BAND), status)
+        .astype(np.int8)
+        .transpose(*status.dims)
+        .assign_attrs(status.attrs)
+    )
+
+
 def product_record_of(refl, geometry_used_standard: bool) -> dict | None:
     """The ``lumaxlike_product`` record of a DataArray from `open_product`, with the
     geometry choice; None for any other DataArray."""

@@ -11,7 +11,9 @@ import numpy as np
 import xarray as xr
 
 from .._io.product_dataarray import (
+    product_record_of,
     refuse_normalised_dataarray,
+    with_bad_band_status,
 )
 from .._io.units import uncertainty_to_r
 from .._provenance import make_provenance, python_call
@@ -118,7 +120,9 @@ def fit_dataarray(
             `spectral_dim`) and an observation dim (`observation_dim`); every other dim
             is a pixel dim. NumPy- or dask-backed (the spectral and observation dims are
             each rechunked into one chunk). NaN observations are left out of their
-            problem (`lumaxlike.fit`'s masks).
+            problem (`lumaxlike.fit`'s masks). Bands its attrs mark bad (from
+            `lumaxlike.open_product`) get the status ``BAD_BAND``; a product normalised
+            to a standard geometry is refused.
         geometry: as for `lumaxlike.invert_dataarray` (angles [deg] or vectors, optional
             ``normal``), with the observation dim on the variables that vary with it.
         params: `lumaxlike.HapkeParams`: fixed parameters and the free ones' start.
@@ -243,6 +247,7 @@ def fit_dataarray(
         if "spatial_ref" in refl.coords:
             output.attrs["grid_mapping"] = "spatial_ref"
         variables[field] = output
+    variables["status"] = with_bad_band_status(variables["status"], refl, spec)
     provenance = make_provenance(
         params=[params] * refl.sizes[spec],
         units=units,
@@ -253,6 +258,7 @@ def fit_dataarray(
         dtype=dtype,
         cube=refl.encoding.get("source"),
         geometry=None,
+        product=product_record_of(refl, False),
         command=python_call(
             "fit_dataarray",
             refl,

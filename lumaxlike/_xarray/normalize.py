@@ -12,6 +12,8 @@ import xarray as xr
 from .._inverse.invert import default_chunk_pixels
 from .._io.product_dataarray import (
     product_geometry_of,
+    product_record_of,
+    with_bad_band_status,
 )
 from .._provenance import make_provenance, python_call
 from .._run.tasks import SolverOptions, per_band_params
@@ -98,6 +100,7 @@ def normalize_dataarray(
     from .._normalize.standard import DEFAULT_STANDARD, standard_angles
 
     check_front_end(refl, units, refl_sigma)
+    used_standard = geometry is None
     geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
     standard = standard_angles(DEFAULT_STANDARD if standard is None else standard)
     options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
@@ -155,6 +158,7 @@ def normalize_dataarray(
         field: with_map_attrs(output.transpose(*refl.dims), attrs_of[field], refl)
         for field, output in zip(NORMALIZATION_FIELDS, outputs)
     }
+    variables["status"] = with_bad_band_status(variables["status"], refl, spec)
     provenance = make_provenance(
         params=band_params,
         units=units,
@@ -167,6 +171,7 @@ def normalize_dataarray(
         geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
         standard=standard,
         param_maps={name: None for name in maps} or None,
+        product=product_record_of(refl, used_standard),
         command=python_call(
             "normalize_dataarray",
             refl,

@@ -10,7 +10,9 @@ import numpy as np
 import xarray as xr
 
 from .._io.product_dataarray import (
+    bad_bands_of,
     product_geometry_of,
+    product_record_of,
 )
 from .._provenance import make_provenance, python_call
 from .chunks import (
@@ -49,6 +51,26 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
         except ValueError as error:
             refused = refused or error
     raise refused
+
+
+def _without_bad_bands(refl: xr.DataArray, spec: str, endmembers):
+    """refl without the bands its attrs mark bad (`lumaxlike.open_product`'s
+    ``lumaxlike_bad_bands``), and the endmembers cut to the rest where they are on all of
+    refl's bands (matched by wavelength where both give them): unmixing's maps are per
+    endmember, so bad bands are left out of the bands unmixed, as `unmix_file` does."""
+    from .._unmix.band_matching import endmembers_on_bands
+
+    bad = bad_bands_of(refl)
+    if bad is None:
+        return refl, endmembers
+    bands = refl.sizes[spec]
+    good = np.setdiff1d(np.arange(bands), bad)
+    if good.size == 0:
+        raise ValueError("every band of refl is marked bad (lumaxlike_bad_bands)")
+    if endmembers.n_bands == bands:
+        wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
+        endmembers = endmembers_on_bands(endmembers, good, bands, wavelengths, "refl")
+    return refl.isel({spec: good}), endmembers
 
 
 def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, options, sigma):
@@ -99,8 +121,10 @@ def unmix_dataarray(
 
     Args:
         refl: as for `invert_dataarray` (so are ``geometry``, ``units``,
-            ``spectral_dim`` and ``num_threads``).
-        endmembers: `lumaxlike.Endmembers` on ``refl``'s bands; where both give band
+            ``spectral_dim`` and ``num_threads``); bands its attrs mark bad (from
+            `lumaxlike.open_product`) are left out of the bands unmixed, and recorded.
+        endmembers: `lumaxlike.Endmembers` on ``refl``'s bands (all, or those not
+            marked bad); where both give band
             centres (``Endmembers.wavelengths``, refl's ``wavelength`` coordinate along
             its spectral dim, ``units`` "nm" or "um"), bands are matched by wavelength in
             any order, and other centres are refused.
@@ -130,6 +154,7 @@ def unmix_dataarray(
     from .._unmix.unmix import default_chunk_pixels as unmix_chunk_pixels
 
     check_front_end(refl, units, refl_sigma)
+    used_standard = geometry is None
     geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
     if not isinstance(endmembers, Endmembers):
         raise ValueError(
@@ -145,6 +170,11 @@ def unmix_dataarray(
             "with cos i per pixel); give refl as r or radf"
         )
     spec = spectral_dim_of(refl, spectral_dim)
+    product = product_record_of(refl, used_standard)
+    left_out = bad_bands_of(refl) is not None
+    refl, endmembers = _without_bad_bands(refl, spec, endmembers)
+    if product is not None and left_out:
+        product["bad_bands_choice"] = "left out of the bands solved"
     if refl.sizes[spec] != endmembers.n_bands:
         raise ValueError(
             f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}"
@@ -188,6 +218,7 @@ def unmix_dataarray(
         params=[params] * refl.sizes[spec], units=units, solver=solver, tol=DEFAULT_TOLERANCE if tol is None else tol,
         max_iter=max_iter, refl_sigma=refl_sigma, dtype=np.float64, cube=refl.encoding.get("source"),
         geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
+        product=product,
         command=python_call("unmix_dataarray", refl, geometry, endmembers.names, params, solver, units=units,
                             route=route, sum_to_one=sum_to_one, spectral_dim=spectral_dim, refl_sigma=refl_sigma,
                             max_iter=max_iter, tol=tol, num_threads=num_threads),
