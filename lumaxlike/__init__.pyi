@@ -84,6 +84,7 @@ from ._provenance import Provenance as Provenance
 from ._run.progress import InversionSummary as InversionSummary
 from ._sample import SampleResult as SampleResult
 from ._sample import sample as sample
+from ._sample.file_sample import sample_file as sample_file
 from ._sample.xarray_sample import sample_dataarray as sample_dataarray
 from ._spectral_library import SpectralLibrary as SpectralLibrary
 from ._unmix import Endmembers as Endmembers
