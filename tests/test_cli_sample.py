@@ -8,9 +8,12 @@ child, and with test_sample.py's xarray test, whose chunks have the same shape).
 are compared with `lumaxlike.sample` on the same stacked arrays, each block with its own
 seed; the sampler's correctness is tests/test_sample.py's."""
 
+import warnings
+
 import numpy as np
 import pytest
 import rasterio
+import rasterio.errors
 
 import lumaxlike
 from lumaxlike import Status
@@ -154,11 +157,13 @@ def test_a_killed_sample_run_resumes_bit_identical(stack, reference, tmp_path, c
 def test_nothing_mixed_exits_1_with_one_line_and_writes_the_maps(stack, tmp_path, capsys):
     args, _ = stack
     out = tmp_path / "post.nc"
-    # an ESS floor above the 4 x 1000 draws: no problem can pass it
-    assert main([*args, "--min-ess", "5000", "--out", out]) == 1
+    # an ESS floor far above the 4 x 1000 draws (HMC's bulk ESS may exceed the draws, not
+    # 250-fold): no problem can pass it
+    assert main([*args, "--min-ess", "1e6", "--out", out]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("lumaxlike sample: error: no problem converged (NOT_MIXED 18, ")
-    assert "the chains did not mix" in err[-1]
+    assert err[-1].startswith(
+        "lumaxlike sample: error: no problem converged (NOT_MIXED 18): the chains did not mix"
+    )
     import xarray as xr
 
     with xr.open_dataset(out) as maps:
@@ -184,6 +189,8 @@ def test_sample_command_refuses_bad_input_before_sampling(stack, tmp_path, capsy
 
 def test_sample_file_refuses_a_normalised_product(tmp_path):
     from .mission_products import write_m3_l2
+
+    warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)  # M3 L2: no CRS
 
     paths = write_m3_l2(tmp_path, np.full((3, 2, 4), 0.1, np.float32))
     observed = {role: np.full((3, 2), 30.0) for role in ("incidence", "emission", "phase")}
