@@ -186,8 +186,8 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike sample`` on parsed ``args``; return its exit code."""
+    from .._files.sample import sample_file
     from .._io.raster import CubeReader
-    from .._sample.file_sample import sample_file
 
     with CubeReader(args.cubes[0]) as cube:
         bands = cube.info.bands

@@ -19,12 +19,9 @@ import numpy as np
 import rasterio
 
 from .._inverse.status import Status
-from .._io.file_fit import _limits_in_radians, _read_block
-from .._io.file_runs import check_not_an_input, geometry_paths, parallel_call
 from .._io.geometry_rasters import GeometryReader
 from .._io.products import refuse_normalised
 from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
-from .._io.stacks import check_stack
 from .._io.units import check_units, uncertainty_to_r
 from .._io.writers import ResultWriter, result_paths
 from .._params import HapkeParams
@@ -33,9 +30,18 @@ from .._run.journal import Journal, run_settings
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
-from .maps import check_sample_options, quantile_field, sample_block, sample_fields, sample_layout
-from .program import QUANTILE_LEVELS
-from .sample import CHUNK_BYTES, DEFAULT_INTEGRATION_STEPS
+from .._sample.maps import (
+    check_sample_options,
+    quantile_field,
+    sample_block,
+    sample_fields,
+    sample_layout,
+)
+from .._sample.program import QUANTILE_LEVELS
+from .._sample.sample import CHUNK_BYTES, DEFAULT_INTEGRATION_STEPS
+from .common import check_not_an_input, geometry_paths, parallel_call
+from .fit import _limits_in_radians, _read_block
+from .stacks import check_stack
 
 __all__ = ["sample_file"]
 

@@ -31,6 +31,11 @@ import rasterio
 from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
 from .._inverse.observation_masks import LIMITED_ANGLES
 from .._inverse.status import Status
+from .._io.geometry_rasters import GeometryReader
+from .._io.products import refuse_normalised
+from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
+from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .._io.writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
 from .._params import HapkeParams
 from .._provenance import PREFIX, Provenance, make_provenance, python_call
 from .._run.journal import Journal, run_settings
@@ -38,14 +43,9 @@ from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
 from .._run.tasks import check_solver
-from .file_inversion import BLOCK_TARGET_BYTES
-from .file_runs import check_not_an_input, geometry_paths, parallel_call
-from .geometry_rasters import GeometryReader
-from .products import refuse_normalised
-from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
+from .common import check_not_an_input, geometry_paths, parallel_call
+from .invert import BLOCK_TARGET_BYTES
 from .stacks import check_stack
-from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
 
 __all__ = ["fit_block", "fit_fields", "fit_file"]
 
