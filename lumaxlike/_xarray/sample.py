@@ -12,12 +12,12 @@ import xarray as xr
 from .._io.product_dataarray import refuse_normalised_dataarray
 from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .._provenance import make_provenance, python_call
-from .._xarray.chunks import result_attrs as _result_attrs
-from .._xarray.chunks import spectral_dim_of as _spectral_dim
-from .._xarray.geometry import VECTOR_DIM as _VECTOR_DIM
-from .._xarray.geometry import VECTOR_NAMES
-from .._xarray.geometry import geometry_vectors as _geometry_vectors
-from .maps import check_sample_options, chunk_seed, x64_for
+from .._sample.maps import check_sample_options, chunk_seed, x64_for
+from .chunks import result_attrs as _result_attrs
+from .chunks import spectral_dim_of as _spectral_dim
+from .geometry import VECTOR_DIM as _VECTOR_DIM
+from .geometry import VECTOR_NAMES
+from .geometry import geometry_vectors as _geometry_vectors
 
 __all__ = ["QUANTILE_DIM", "sample_dataarray"]
 
@@ -38,7 +38,7 @@ def _fields(free) -> tuple[str, ...]:
 def _sample_chunk(refl, index, to_sun, to_sensor, normal, *, units, params, free, options, seed):
     """apply_ufunc kernel: refl (..., bands, observations), index (...) the pixels' linear
     indices, vectors (..., observations, 3) -> the maps in `_fields(free)` order."""
-    from .sample import sample
+    from .._sample.sample import sample
 
     pixels, n_obs = refl.shape[:-2], refl.shape[-1]
     to_sun, to_sensor, normal = (
@@ -106,7 +106,7 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     """
     from .._inverse.fit import check_free
     from .._params import HapkeParams
-    from .program import QUANTILE_LEVELS
+    from .._sample.program import QUANTILE_LEVELS
 
     if not isinstance(refl, xr.DataArray):
         raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
