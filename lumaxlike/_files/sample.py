@@ -18,18 +18,15 @@ from pathlib import Path
 import numpy as np
 import rasterio
 
-from .._inverse.status import Status
 from .._io.geometry_rasters import GeometryReader
 from .._io.products import refuse_normalised
 from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .._io.units import check_units, uncertainty_to_r
-from .._io.writers import ResultWriter, result_paths
+from .._io.writers import result_paths
 from .._params import HapkeParams
-from .._provenance import make_provenance, python_call
-from .._run.journal import Journal, run_settings
+from .._provenance import make_provenance
 from .._run.pool import BlockPool
-from .._run.progress import InversionSummary, progress_bar
-from .._run.stream import run_blocks
+from .._run.progress import InversionSummary
 from .._sample.maps import (
     check_sample_options,
     quantile_field,
@@ -39,8 +36,10 @@ from .._sample.maps import (
 )
 from .._sample.program import QUANTILE_LEVELS
 from .._sample.sample import CHUNK_BYTES, DEFAULT_INTEGRATION_STEPS
-from .common import check_not_an_input, geometry_paths, parallel_call
+from .arguments import check_not_an_input, geometry_paths
 from .fit import _limits_in_radians, _read_block
+from .outputs import stream_to_outputs
+from .records import recorded_command
 from .stacks import check_stack
 
 __all__ = ["sample_file"]
@@ -252,8 +251,8 @@ def sample_file(
             cube=None,
             geometry=None,
             dtm=dtm,
-            command=command
-            or python_call(
+            command=recorded_command(
+                command,
                 "sample_file",
                 [str(p) for p in cubes],
                 out_path,
@@ -262,26 +261,11 @@ def sample_file(
                 units=units,
                 refl_sigma=refl_sigma,
                 seed=seed,
-                **parallel_call(workers, scheduler),
+                workers=workers,
+                scheduler=scheduler,
             ),
         )
         provenance = _with_settings(provenance, settings)
-        journal = Journal(
-            out_path,
-            inputs=inputs,
-            resume=resume,
-            fields=fields,
-            settings=run_settings(provenance, out_path, fields, rows_per_block),
-        )
-        writer = ResultWriter(
-            out_path,
-            like=info,
-            fields=fields,
-            overwrite=overwrite,
-            chunk_rows=rows_per_block,
-            provenance=provenance,
-            layout=sample_layout(free),
-        )
 
         def read(rows):
             block = _read_block(readers, geometry_readers, rows, units)
@@ -290,24 +274,29 @@ def sample_file(
                 "pixels": block_pixels,
             }
 
-        counts, resumed = run_blocks(
-            writer,
-            lambda: BlockPool(workers, scheduler, function=sample_block),
-            read,
+        run = stream_to_outputs(
+            out_path,
+            like=info,
+            fields=fields,
+            provenance=provenance,
             rows_per_block=rows_per_block,
-            journal=journal,
-            bar_factory=lambda: progress_bar(
-                progress, info.grid.height * width, f"sampling {Path(cubes[0]).name}"
-            ),
+            inputs=inputs,
+            overwrite=overwrite,
+            resume=resume,
+            pool_factory=lambda: BlockPool(workers, scheduler, function=sample_block),
+            read=read,
+            progress=progress,
+            description=f"sampling {Path(cubes[0]).name}",
+            layout=sample_layout(free),
         )
     return InversionSummary(
-        outputs=dict(writer.paths),
+        outputs=run.outputs,
         pixels=info.grid.height * width,
         bands=info.bands,
         seconds=time.perf_counter() - start,
-        status_counts={member.name: int(counts[member]) for member in Status},
+        status_counts=run.status_counts,
         verb="sampled",
-        resumed=resumed,
+        resumed=run.resumed,
     )
 
 
