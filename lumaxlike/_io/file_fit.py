@@ -38,11 +38,20 @@ from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
 from .._run.tasks import check_solver
+from .._signals import raise_if_interrupted
 from .file_inversion import BLOCK_TARGET_BYTES
+from .file_regions import (
+    REGION_MEMORY_BYTES,
+    RegionStore,
+    assembled_block,
+    fit_region_group,
+    plan_regions,
+    region_pixel_bytes,
+)
 from .file_runs import check_not_an_input, geometry_paths, parallel_call
 from .geometry_rasters import GeometryReader
 from .products import refuse_normalised
-from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
+from .raster import GDAL_CACHE_BYTES, BandRaster, CubeReader, check_aligned
 from .stacks import check_stack
 from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
@@ -156,6 +165,9 @@ def fit_file(
     workers=1,
     scheduler=None,
     resume=False,
+    regions=None,
+    regional=(),
+    region_memory=REGION_MEMORY_BYTES,
 ) -> InversionSummary:
     """Fit Hapke parameters per pixel and band to a stack of co-registered cube files.
 
@@ -192,6 +204,15 @@ def fit_file(
         prior: {name: (mean, sigma)} scalar Gaussian priors (`lumaxlike.fit`); need
             `sigma`. With `shared` or `prior` the outputs add ``OUT_dfs_<name>`` and write
             ``OUT_cost`` in place of ``OUT_residual`` (see `fit_fields`).
+        regions: a label raster on the cubes' grid (one band of integers: tiles,
+            geologic units; negative or nodata: left out), with `regional`: the names
+            among `free` that take one value per region for all its pixels and bands
+            (`lumaxlike.fit`'s ``regions=``), written as maps like the shared ones. Each
+            region is fitted in memory from its pixels gathered over the rows it spans
+            (see :mod:`lumaxlike._io.file_regions`), the maps then streamed by blocks;
+            runs in this process (not with `workers` or `scheduler`).
+        region_memory: cap on the memory of the regions fitted at once [bytes]
+            (default 4 GiB); a region that needs more is refused before any fit.
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).
@@ -229,12 +250,25 @@ def fit_file(
         )
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-    joint = bool(shared) or bool(prior)
+    regional = (regional,) if isinstance(regional, str) else tuple(regional)
+    if (regions is None) != (not regional):
+        raise ValueError(
+            "regions (a label raster) and regional (the names it applies to) go together"
+        )
+    if regions is not None and (workers != 1 or scheduler is not None):
+        raise ValueError(
+            "regions: regional fits run in this process; workers and scheduler do not apply"
+        )
+    if regions is not None and not (isinstance(region_memory, (int, float)) and region_memory > 0):
+        raise ValueError(f"region_memory must be a positive number of bytes, got {region_memory!r}")
+    joint = bool(shared) or bool(prior) or bool(regional)
     if prior and sigma is None:
         raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
     fields, layout = fit_fields(free, joint)
     check_not_an_input(
-        out_path, fields, [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))]
+        out_path,
+        fields,
+        [*cubes, dtm, regions, *(p for g in geometries for p in geometry_paths(g))],
     )
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
@@ -270,6 +304,9 @@ def fit_file(
             },
             "min_observations": min_observations,
         }
+        if regional:
+            settings["regions"] = str(Path(regions).absolute())
+            settings["regional"] = list(regional)
         if joint:
             settings["shared"] = list(shared)
             settings["prior"] = {
@@ -318,7 +355,17 @@ def fit_file(
             fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
         if joint:
             fit_options.update(shared=tuple(shared), prior=dict(prior or {}))
-        inputs = [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))]
+        plan = None
+        if regional:
+            fit_options["regional"] = regional
+            label_raster = BandRaster(regions)
+            stack.callback(label_raster.close)
+            n_band_free = len([n for n in free if n not in tuple(shared) + regional])
+            pixel_bytes = region_pixel_bytes(
+                info.bands, n_obs, n_band_free, len(shared) + len(regional)
+            )
+            plan = plan_regions(label_raster, info.grid, rows_per_block, pixel_bytes, region_memory)
+        inputs = [*cubes, dtm, regions, *(p for g in geometries for p in geometry_paths(g))]
         journal = Journal(
             out_path,
             inputs=inputs,
@@ -339,10 +386,35 @@ def fit_file(
         def read(rows):
             return _read_block(readers, geometry_readers, rows, units) + (params, fit_options), {}
 
+        pool_factory, on_start = lambda: BlockPool(workers, scheduler, function=fit_block), None
+        if plan is not None:
+            store = RegionStore(journal.folder, plan.groups, fields)
+
+            def on_start():  # the regions, group by group, before the maps' blocks
+                bar = progress_bar(progress, int(np.sum(plan.pixels)), "fitting regions")
+                try:
+                    for number, group in enumerate(plan.groups):
+                        raise_if_interrupted()
+                        if number not in store:
+                            index, block = fit_region_group(
+                                lambda rows: _read_block(readers, geometry_readers, rows, units),
+                                label_raster, group, rows_per_block, width, params, fit_options,
+                            )  # fmt: skip
+                            store.save(number, index, block)
+                        bar.update(int(np.sum(plan.pixels[np.isin(plan.labels, group[0])])))
+                finally:
+                    bar.close()
+
+            def read(rows):  # noqa: F811  # the stored regions' maps of the block
+                return (store.assemble(rows, width, info.bands),), {}
+
+            pool_factory = lambda: BlockPool(1, None, function=assembled_block)  # noqa: E731
+
         counts, resumed = run_blocks(
             writer,
-            lambda: BlockPool(workers, scheduler, function=fit_block),
+            pool_factory,
             read,
+            on_start=on_start,
             rows_per_block=rows_per_block,
             journal=journal,
             bar_factory=lambda: progress_bar(
