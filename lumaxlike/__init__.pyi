@@ -5,6 +5,10 @@ __version__: str
 
 from . import demo as demo
 from . import testing as testing
+from ._files import fit_file as fit_file
+from ._files import invert_file as invert_file
+from ._files import normalize_file as normalize_file
+from ._files import unmix_file as unmix_file
 from ._geometry import (
     angles_from_geometry as angles_from_geometry,
 )
@@ -55,10 +59,6 @@ from ._io import (
 from ._io import (
     write_result as write_result,
 )
-from ._io.file_fit import fit_file as fit_file
-from ._io.file_inversion import invert_file as invert_file
-from ._io.file_normalization import normalize_file as normalize_file
-from ._io.file_unmixing import unmix_file as unmix_file
 from ._io.goniometer import (
     GoniometerTable as GoniometerTable,
 )
@@ -89,11 +89,7 @@ from ._spectral_library import SpectralLibrary as SpectralLibrary
 from ._unmix import Endmembers as Endmembers
 from ._unmix import UnmixResult as UnmixResult
 from ._unmix import unmix as unmix
-from ._xarray import fit_dataarray as fit_dataarray
-from ._xarray import (
-    invert_dataarray as invert_dataarray,
-)
-from ._xarray import (
-    normalize_dataarray as normalize_dataarray,
-)
-from ._xarray import unmix_dataarray as unmix_dataarray
+from ._xarray.fit import fit_dataarray as fit_dataarray
+from ._xarray.invert import invert_dataarray as invert_dataarray
+from ._xarray.normalize import normalize_dataarray as normalize_dataarray
+from ._xarray.unmix import unmix_dataarray as unmix_dataarray

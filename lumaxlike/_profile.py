@@ -22,7 +22,7 @@ Two modes:
     The bound to check: peak <= RSS before the inputs (interpreter + libraries) + inputs
     + outputs + 500 MB, whatever the image size.
 ``--mode file``
-    ``lumaxlike._io.invert_file``: a GeoTIFF cube plus a GeoTIFF OBS raster of per-pixel
+    ``lumaxlike.invert_file``: a GeoTIFF cube plus a GeoTIFF OBS raster of per-pixel
     angles (written by the parent, block by block, into a temporary folder) streamed to
     GeoTIFF maps. Peak RSS is the child's whole-life peak. Target: < 1.5 GB for a
     2048 x 2048 x 32 float32 cube with either solver.
@@ -240,7 +240,7 @@ def _child(config: ProfileConfig, folder: str) -> dict:
 def _child_file(config: ProfileConfig, folder: str, rss_start: int) -> dict:
     import numba
 
-    from ._io import invert_file
+    from ._files.invert import invert_file
 
     rss_imports = current_rss()
     folder = Path(folder)

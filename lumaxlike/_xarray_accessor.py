@@ -1,8 +1,9 @@
 """The ``DataArray.hapke`` accessor, light enough to register whenever xarray is imported.
 
 `lumaxlike/__init__.py` registers it from a post-import hook on xarray, so it is there
-whatever the import order, without `import lumaxlike` importing xarray. The inversion
-machinery (`lumaxlike._xarray`) is imported at the accessor's first call.
+whatever the import order, without `import lumaxlike` importing xarray. The front ends
+(`lumaxlike._xarray.invert` and the others, and `lumaxlike._sample.xarray_sample`) are
+imported at the accessor's first call: the accessor sits above both packages.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ class HapkeAccessor:
 
     def invert(self, geometry, params, solver: str = "jax", **kwargs) -> xr.Dataset:
         """``invert_dataarray(self, geometry, params, solver, **kwargs)``; see `lumaxlike.invert_dataarray`."""
-        from ._xarray import invert_dataarray
+        from ._xarray.invert import invert_dataarray
 
         return invert_dataarray(self._data_array, geometry, params, solver, **kwargs)
 
     def normalize(self, geometry, params, solver: str = "jax", **kwargs) -> xr.Dataset:
         """``normalize_dataarray(self, geometry, params, solver, **kwargs)``: photometric
         normalisation to a standard geometry; see `lumaxlike.normalize_dataarray`."""
-        from ._xarray import normalize_dataarray
+        from ._xarray.normalize import normalize_dataarray
 
         return normalize_dataarray(self._data_array, geometry, params, solver, **kwargs)
 
@@ -38,9 +39,9 @@ class HapkeAccessor:
         self, geometry, params, free=("w", "b", "c"), solver: str = "jax", **kwargs
     ) -> xr.Dataset:
         """Fit Hapke parameters to multi-angle observations (an ``observation`` dim), chunk
-        by chunk: ``lumaxlike._xarray.fit_dataarray(self, geometry, params, free, solver,
+        by chunk: ``lumaxlike.fit_dataarray(self, geometry, params, free, solver,
         **kwargs)`` (`lumaxlike.fit` through ``xarray.apply_ufunc``; see its docstring)."""
-        from ._xarray import fit_dataarray
+        from ._xarray.fit import fit_dataarray
 
         return fit_dataarray(self._data_array, geometry, params, free, solver, **kwargs)
 
@@ -54,8 +55,8 @@ class HapkeAccessor:
 
     def unmix(self, geometry, endmembers, params, solver: str = "jax", **kwargs) -> xr.Dataset:
         """``unmix_dataarray(self, geometry, endmembers, params, solver, **kwargs)``: mass
-        fractions per pixel (`lumaxlike.unmix`); see ``lumaxlike._xarray.unmix_dataarray``."""
-        from ._xarray import unmix_dataarray
+        fractions per pixel (`lumaxlike.unmix`); see `lumaxlike.unmix_dataarray`."""
+        from ._xarray.unmix import unmix_dataarray
 
         return unmix_dataarray(self._data_array, geometry, endmembers, params, solver, **kwargs)
 

@@ -167,6 +167,19 @@ def write_m3_l1b(folder, radiance, obs):
     return paths
 
 
+def write_m3_solar_table(folder, wavelength_nm, irradiance, name="M3G20110224_RFL_SOLAR_SPEC"):
+    """An M3 L2 solar-spectrum table as its archive label describes it (PDS4 migration:
+    MillionConcepts/m3-conversion, ``m3g20110224_rfl_solar_spec.xml``): CRLF records of 26
+    bytes, "Wavelength" [nm] in bytes 1-11 and "Solar Irradiance" [W/(m^2 um)] in bytes
+    14-24, one row per band (as in the archive's target-mode table, `` 446.019989
+    1915.545166``). Returns the ``.TAB`` path."""
+    rows = "".join(f"{x:11.6f}  {y:11.6f}\r\n" for x, y in zip(wavelength_nm, irradiance))
+    assert all(len(record) == 26 for record in rows.splitlines(keepends=True))
+    table = folder / f"{name}.TAB"
+    table.write_bytes(rows.encode("ascii"))
+    return table
+
+
 def write_crism(folder, values, product="FRT00003E12_07_IF166L_TRR3", wavelengths_file=True):
     """A CRISM I/F image (TRDR ``_TRR3``, MTRDR ``_MTR3`` or TER ``_TER3``): a BIL float32
     ``.IMG`` and its detached ``.LBL`` (no header; 65535 invalid). Returns the label."""

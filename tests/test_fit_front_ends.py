@@ -45,8 +45,8 @@ def stack(tmp_path_factory):
 
 
 def test_fit_front_ends_are_public_and_documented():
-    from lumaxlike._io.file_fit import fit_file
-    from lumaxlike._xarray import fit_dataarray
+    from lumaxlike._files.fit import fit_file
+    from lumaxlike._xarray.fit import fit_dataarray
 
     assert {"fit_file", "fit_dataarray"} <= set(lumaxlike.__all__)
     assert lumaxlike.fit_file is fit_file and lumaxlike.fit_dataarray is fit_dataarray

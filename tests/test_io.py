@@ -12,12 +12,11 @@ import xarray as xr
 from affine import Affine
 
 import lumaxlike
-from lumaxlike import Status
+from lumaxlike import Status, invert_file
 from lumaxlike._io import (
     CubeReader,
     GeometryReader,
     ResultWriter,
-    invert_file,
     iter_cube_blocks,
     read_cube,
     result_paths,

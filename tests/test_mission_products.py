@@ -9,8 +9,8 @@ import pytest
 import rasterio
 
 import lumaxlike
-from lumaxlike import Status
-from lumaxlike._io import invert_file, read_cube
+from lumaxlike import Status, invert_file
+from lumaxlike._io import read_cube
 from lumaxlike._io.radiance import band_irradiance, load_solar_spectrum
 
 from .mission_products import (
@@ -24,6 +24,7 @@ from .mission_products import (
     write_isis3,
     write_m3_l1b,
     write_m3_l2,
+    write_m3_solar_table,
 )
 
 # the products are in sensor geometry (no map projection): GDAL says so when opening them
@@ -207,7 +208,15 @@ def solar_csv(path):
     return path
 
 
-def test_m3_l1b_radiance_is_converted_with_its_solar_spectrum_and_obs(tmp_path, w_true, capsys):
+# the archive's global-mode table has one row per band; these are its rows at the test bands
+# (values of the order of the MODTRAN spectrum's there, W m^-2 um^-1)
+M3_TABLE_IRRADIANCE = (1860.052124, 720.850098, 285.972168, 51.043320, 26.823870)
+
+
+@pytest.mark.parametrize("spectrum_file", ["csv", "m3_table"])
+def test_m3_l1b_radiance_is_converted_with_its_solar_spectrum_and_obs(
+    tmp_path, w_true, spectrum_file
+):
     rng = np.random.default_rng(5)
     deg, geometry = m3_obs(
         rng.uniform(20, 60, (ROWS, COLS)),
@@ -215,11 +224,15 @@ def test_m3_l1b_radiance_is_converted_with_its_solar_spectrum_and_obs(tmp_path, 
         rng.uniform(0, 20, (ROWS, COLS)),
         rng.uniform(0, 360, (ROWS, COLS)),
     )
-    spectrum_path = solar_csv(tmp_path / "solar.csv")
-    spectrum = load_solar_spectrum(spectrum_path)
-    irradiance = band_irradiance(
-        spectrum, np.asarray(M3_WAVELENGTHS) * 1e-3, np.asarray(M3_FWHM) * 1e-3
-    )
+    if spectrum_file == "csv":
+        spectrum_path = solar_csv(tmp_path / "solar.csv")
+        spectrum = load_solar_spectrum(spectrum_path)
+        irradiance = band_irradiance(
+            spectrum, np.asarray(M3_WAVELENGTHS) * 1e-3, np.asarray(M3_FWHM) * 1e-3
+        )
+    else:  # the archive's table, read at each band's own row (no resampling)
+        spectrum_path = write_m3_solar_table(tmp_path, M3_WAVELENGTHS, M3_TABLE_IRRADIANCE)
+        irradiance = np.asarray(M3_TABLE_IRRADIANCE)
     distance = 0.9837  # the label's SOLAR_DISTANCE [au]
     radiance = f32(reflectance(w_true, geometry) * irradiance / distance**2)  # L = r F / d^2
     paths = write_m3_l1b(tmp_path, radiance, deg)
@@ -236,7 +249,7 @@ def test_m3_l1b_radiance_is_converted_with_its_solar_spectrum_and_obs(tmp_path, 
     assert_w(out, w_true)
     product = lumaxlike.read_provenance(out).product
     assert product["kind"] == "M3 L1B radiance (RDN)"
-    assert product["solar_spectrum"] == str(spectrum_path.resolve())
+    assert product["solar_spectrum"].startswith(str(spectrum_path.resolve()))
     assert product["solar_distance_au"] == distance
     assert product["label_unit"] == "W/(m^2 um sr)"
     np.testing.assert_allclose(product["band_irradiance_w_m2_um"], irradiance, rtol=1e-15)
@@ -694,6 +707,26 @@ def test_radiance_without_a_sun_distance_or_wavelengths_and_a_dtm_with_l2_are_re
     assert not list(tmp_path.glob("w*"))
 
 
+def test_the_m3_solar_table_is_read_as_its_label_describes_it(tmp_path):
+    centres = np.array([500.92, 540.84, 1009.99, 1508.97, 2976.20])  # nm, one row per band
+    irradiance = np.array([1950.1, 1860.052124, 720.850098, 285.972168, 26.823870])
+    table = write_m3_solar_table(tmp_path, centres, irradiance)
+    label = tmp_path / "M3G20110224_RFL_SOLAR_SPEC.LBL"  # given the label, the table is read
+    label.write_text('PDS_VERSION_ID = PDS3\n^TABLE = "M3G20110224_RFL_SOLAR_SPEC.TAB"\nEND\n')
+    for path in (table, label):
+        spectrum = load_solar_spectrum(path)
+        assert spectrum.per_band and spectrum.source.startswith(str(table.resolve()))
+        # wavelengths in nm even where a generic file would read them as um; each band
+        # its own row, whatever the FWHM (no Gaussian resampling of band-averaged rows)
+        found = band_irradiance(spectrum, centres[1:4] * 1e-3, np.full(3, 0.2))
+        np.testing.assert_array_equal(found, irradiance[1:4])
+    with pytest.raises(ValueError, match=r"none at the bands at 0\.52 um: give the table"):
+        band_irradiance(spectrum, np.array([0.52]))  # a band of the other mode
+    table.write_bytes(b" 500.920000  1950.100000  3.0\r\n")
+    with pytest.raises(ValueError, match=r"line 1: not the archive's two fields"):
+        load_solar_spectrum(table)
+
+
 def test_a_solar_table_with_one_row_per_band_is_taken_at_the_band_centres():
     spectrum = lumaxlike._io.radiance.SolarSpectrum(
         np.array([0.54084, 1.00999, 1.50897]),
@@ -718,3 +751,5 @@ def test_the_xarray_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w_t
     stack = refl.expand_dims(observation=2)
     with pytest.raises(ValueError, match="fit_dataarray needs observations at their observed"):
         lumaxlike.fit_dataarray(stack, observed, PARAMS, ("w",), "numba", units="radf")
+    with pytest.raises(ValueError, match="sample_dataarray needs observations at their obs"):
+        lumaxlike.sample_dataarray(stack, observed, PARAMS, ("w",), units="radf", refl_sigma=0.01)

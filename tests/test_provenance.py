@@ -12,10 +12,10 @@ import rasterio
 import xarray as xr
 
 import lumaxlike
-from lumaxlike import Provenance, Status, read_provenance
+from lumaxlike import Provenance, Status, invert_file, read_provenance
 from lumaxlike._cli import main
 from lumaxlike._inverse.invert import DEFAULT_MAX_ITER
-from lumaxlike._io import invert_file, read_cube, result_paths, write_result
+from lumaxlike._io import read_cube, result_paths, write_result
 from lumaxlike._provenance import MODEL, make_provenance
 
 from .test_io import PARAMS, fake_result, make_scene, write_raster, write_scene

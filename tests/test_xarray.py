@@ -6,7 +6,7 @@ import xarray as xr
 
 import lumaxlike
 from lumaxlike import Status
-from lumaxlike._xarray import invert_dataarray
+from lumaxlike._xarray.invert import invert_dataarray
 
 from .test_io import PARAMS, make_scene
 

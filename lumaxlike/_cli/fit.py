@@ -218,7 +218,7 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
-    from .._io.file_fit import fit_file
+    from .._files.fit import fit_file
     from .._io.raster import CubeReader
 
     with CubeReader(args.cubes[0]) as cube:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .model import model_from_options, read_record, refuse_fitted_record, resolve_settings
+from .model import model_from_options, read_record, refuse_recorded_maps, resolve_settings
 from .options import (
     DEFAULT_SOLVER,
     add_model_options,
@@ -160,10 +160,10 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     """Run ``lumaxlike invert`` on parsed ``args``; return its exit code."""
-    from .._io.file_inversion import invert_file
+    from .._files.invert import invert_file
 
     record = read_record(args)
-    refuse_fitted_record(args, record, "invert")
+    refuse_recorded_maps(args, record, "invert")
     settings = resolve_settings(args, record)
     bands = cube_bands(args.cube, settings["units"], args)
     params = model_from_options(args, bands, record)

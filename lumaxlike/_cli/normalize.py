@@ -93,7 +93,7 @@ def add_parser(commands, invert, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike normalize`` on parsed ``args``; return its exit code."""
-    from .._io.file_normalization import normalize_file
+    from .._files.normalize import normalize_file
     from .._normalize.standard import DEFAULT_STANDARD
 
     record = read_record(args)

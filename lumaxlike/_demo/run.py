@@ -171,7 +171,7 @@ def run_demo(argv=None) -> int:
     except SystemExit as exit_request:  # argparse's way out of --help and usage errors
         return 0 if exit_request.code is None else int(exit_request.code)
     from .. import Status  # imported lazily: lumaxlike/__init__ may re-export run_demo
-    from .._io.file_inversion import invert_file
+    from .._files.invert import invert_file
     from .._io.writers import result_paths
 
     start = time.perf_counter()
@@ -277,7 +277,7 @@ def _unmix_demo(workdir, scene, inputs, cube, status_codes):
     """Write the mineral library, unmix the cube (what the printed ``lumaxlike unmix`` command
     does) and print the error of the recovered mass fractions; return them
     ``(rows, cols, minerals)``."""
-    from .._io.file_unmixing import cube_wavelengths_um, unmix_file
+    from .._files.unmix import cube_wavelengths_um, unmix_file
     from .._io.raster import CubeReader
     from .._io.spectral_library import read_spectral_library
     from .._io.writers import result_paths

@@ -1,9 +1,10 @@
-"""Files and arrays in, albedo maps out: rasterio reading, atomic writing, streaming inversion.
+"""Files in and out: cube and geometry readers, result writers and their formats.
 
-Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
-:class:`InversionSummary`, :func:`read_cube`, :func:`iter_cube_blocks`, :class:`CubeReader`,
-:class:`CubeInfo`, :class:`GeometryReader`, :func:`write_result`, :class:`ResultWriter`,
-:func:`to_bidirectional_reflectance`, :data:`OBS_BAND_NAMES`.
+The file front ends that use them (`invert_file`, ...) are :mod:`lumaxlike._files`.
+
+Public names (re-exported by :mod:`lumaxlike`): :func:`read_cube`, :func:`iter_cube_blocks`,
+:class:`CubeReader`, :class:`CubeInfo`, :class:`GeometryReader`, :func:`write_result`,
+:class:`ResultWriter`, :func:`to_bidirectional_reflectance`, :data:`OBS_BAND_NAMES`.
 """
 
 from .atomic import AtomicOutputs as AtomicOutputs
@@ -56,12 +57,10 @@ __all__ = [
     "CubeInfo",
     "CubeReader",
     "GeometryReader",
-    "InversionSummary",
     "OBS_BAND_NAMES",
     "REFLECTANCE_UNITS",
     "RasterGrid",
     "ResultWriter",
-    "invert_file",
     "iter_cube_blocks",
     "output_format",
     "read_cube",
@@ -69,14 +68,3 @@ __all__ = [
     "to_bidirectional_reflectance",
     "write_result",
 ]
-
-
-def __getattr__(name: str):
-    """``invert_file`` and ``InversionSummary``, imported at first use: the file front end
-    uses the run layer (:mod:`lumaxlike._run`), which uses these readers and writers, so
-    importing this package must not import it."""
-    if name in ("InversionSummary", "invert_file"):
-        from . import file_inversion
-
-        return getattr(file_inversion, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -299,6 +299,13 @@ class ProductCube:
                     "its label has no SOLAR_DISTANCE: give --solar-distance AU"
                 )
         spectrum = load_solar_spectrum(solar_spectrum)
+        if solar_spectrum is None and self.kind is not None and self.kind.target == "MOON":
+            self.notices.append(
+                f"{path}: converting with the default {spectrum.source}; the M3 team's "
+                "Level 2 used the archive's own table (M3G20110224_RFL_SOLAR_SPEC.TAB for "
+                "global mode, M3T20110224_RFL_SOLAR_SPEC.TAB for target mode, in the L2 "
+                "volume's CALIB directory): give it with --solar-spectrum to match L2"
+            )
         fwhm_um = to_micrometers(self.info.fwhm, self.info.wavelength_units)
         irradiance = band_irradiance(spectrum, wavelength_um, fwhm_um)
         record.update(

@@ -78,10 +78,28 @@ M3_OBS = ProductKind(
     "M3 L1B observation geometry (OBS)", "geometry", None, "MOON", invalid=(-999.0,)
 )
 CRISM_TRDR = ProductKind("CRISM TRDR I/F (TRR3)", "I/F", "radf", "MARS", invalid=(65535.0,))
+# What the CRISM archive documents (sources cited where the geometry is chosen):
+# - the data set descriptions: MTRDR (MRO-M-CRISM-5-RDR-MPTARGETED-V1.0) holds "spectral
+#   reflectance (I/F) data corrected for photometric, atmospheric, and instrumental
+#   effects"; TER (MRO-M-CRISM-4-RDR-TARGETED-V1.0, Seelos 2016) "attempts to represent the
+#   spectrum the instrument would have measured looking at the surface of Mars at a
+#   standard illumination geometry, in the absence of atmospheric gases, with aerosol
+#   scattering normalized to that at the geometry within the observation that is closest
+#   to nadir";
+# - the CRISM team's description of these corrections (crism.jhuapl.edu, "corrected"
+#   TRR3 browse products): "a simple photometric correction (division by the cosine of
+#   the incidence angle)".
+# So the correction normalises the illumination only (to i = 0: a Lambert surface's I/F at
+# normal incidence); the emission stays as observed (near nadir: the products come from a
+# targeted observation's central scan). lumaxlike takes e = 0, hence g = 0 (with i = 0,
+# g = e): an assumption of its own, said in the record; the exact alternative undoes the
+# correction with the DDR's incidence and inverts at the observed geometry.
 _CRISM_LAMBERT = (
-    "holds I/F / cos i (a Lambert correction with the areoid incidence) after atmospheric "
-    "removal: the I/F of normal illumination (i = 0) seen from nadir (e = 0), so g = 0 "
-    "(Seelos et al. 2024, Icarus 419, 115612)"
+    "holds I/F divided by cos i (the CRISM team's Lambert photometric correction, "
+    "areoid incidence; Seelos et al. 2024, Icarus 419, 115612) after atmospheric "
+    "removal: normalised to normal illumination, i = 0; its emission is not normalised "
+    "(a near-nadir central scan), and lumaxlike takes e = 0, so g = 0: for the observed "
+    "emission use the DDR with --units reff --reff-incidence areoid"
 )
 CRISM_MTRDR = ProductKind(
     "CRISM MTRDR corrected I/F (MTR3)",
@@ -89,7 +107,8 @@ CRISM_MTRDR = ProductKind(
     "radf",
     "MARS",
     (0.0, 0.0, 0.0),
-    "CRISM MTRDR " + _CRISM_LAMBERT,
+    "CRISM MTRDR (I/F corrected for photometric, atmospheric and instrumental effects) "
+    + _CRISM_LAMBERT,
     (65535.0,),
 )
 CRISM_TER = ProductKind(
@@ -98,7 +117,8 @@ CRISM_TER = ProductKind(
     "radf",
     "MARS",
     (0.0, 0.0, 0.0),
-    "CRISM TER is normalised to a standard illumination geometry; it " + _CRISM_LAMBERT,
+    "CRISM TER (the spectrum at a standard illumination geometry, without atmospheric "
+    "gases) " + _CRISM_LAMBERT,
     (65535.0,),
 )
 CRISM_DDR = ProductKind("CRISM DDR (geometry)", "geometry", None, "MARS", invalid=(65535.0,))

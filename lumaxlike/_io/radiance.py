@@ -9,8 +9,13 @@ Solar spectra (`load_solar_spectrum`):
 - a CSV/text file of two columns, wavelength and irradiance at 1 au [W m^-2 um^-1]
   (comma, semicolon or blank separated; header lines skipped; wavelengths above 100 read
   as nm, others as um);
-- the solar-spectrum table delivered with the M3 archive (``*_SOLAR_SPEC.TAB``: wavelength
-  [nm] and irradiance [W m^-2 um^-1] columns), which is such a file;
+- the solar-spectrum tables delivered with the M3 Level 2 archive
+  (``M3G20110224_RFL_SOLAR_SPEC.TAB`` for global mode, ``M3T20110224_RFL_SOLAR_SPEC.TAB``
+  for target mode, in the volume's ``CALIB`` directory; the L2 label names the one used
+  in ``CH1:SOLAR_SPECTRUM_FILE_NAME``), read as their labels describe them
+  (`read_m3_solar_table`): one row per band of that mode, two ASCII reals, wavelength
+  [nm] and irradiance at 1 au [W m^-2 um^-1] ("an exo-atmospheric solar spectrum at 1 AU
+  as determined with MODTRAN"), each band's row taken at its centre;
 - by default, the extraterrestrial column of ASTM G173-03 as shipped by ``pvlib``
   (``pip install "lumaxlike[solar]"``), 280-4000 nm, W m^-2 nm^-1 converted to
   W m^-2 um^-1.
@@ -26,6 +31,7 @@ centre.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +42,7 @@ __all__ = [
     "SolarSpectrum",
     "band_irradiance",
     "load_solar_spectrum",
+    "read_m3_solar_table",
     "sun_distance_au",
 ]
 
@@ -53,11 +60,19 @@ class SolarSpectrum:
         wavelength_um: increasing wavelengths [um], shape ``(n,)``.
         irradiance: irradiance at those wavelengths [W m^-2 um^-1], shape ``(n,)``.
         source: what it is, for the provenance (a file path or the standard's name).
+        per_band: True for a table of one row per band of an instrument (the M3
+            tables): each band takes the row at its centre, and a band with no row
+            there is refused (`band_irradiance`).
     """
 
     wavelength_um: np.ndarray
     irradiance: np.ndarray
     source: str
+    per_band: bool = False
+
+
+M3_SOLAR_TABLE = re.compile(r"^M3[GT]\d{8}_RFL_SOLAR_SPEC$", re.IGNORECASE)
+"""The names of the M3 Level 2 archive's solar-spectrum tables (without suffix)."""
 
 
 def load_solar_spectrum(path=None) -> SolarSpectrum:
@@ -75,6 +90,8 @@ def load_solar_spectrum(path=None) -> SolarSpectrum:
     if path is None:
         return _astm_g173()
     path = Path(path)
+    if M3_SOLAR_TABLE.match(path.stem):
+        return read_m3_solar_table(path)
     if not path.is_file():
         raise FileNotFoundError(f"solar spectrum file {path} does not exist")
     rows = []
@@ -102,6 +119,55 @@ def load_solar_spectrum(path=None) -> SolarSpectrum:
     if wavelength.min() > 100:  # nanometres
         wavelength = wavelength * 1e-3
     return SolarSpectrum(wavelength, irradiance, str(path.resolve()))
+
+
+def read_m3_solar_table(path) -> SolarSpectrum:
+    """Read an M3 Level 2 solar-spectrum table (``M3[GT]20110224_RFL_SOLAR_SPEC.TAB``, or
+    its ``.LBL``: the ``.TAB`` beside it is read).
+
+    The layout is the archive's (its label, as carried into the PDS4 migration of the M3
+    archive: MillionConcepts/m3-conversion, ``src/labels/m3/calibration_labels/
+    m3g20110224_rfl_solar_spec.xml`` and ``m3t20110224_rfl_solar_spec.xml``): a table of
+    85 (global mode) or 256 (target mode) CRLF-delimited records of 26 bytes, two
+    ASCII_Real fields, "Wavelength" [nm] (bytes 1-11) and "Solar Irradiance"
+    [W/(m^2 um)] (bytes 14-24), "the wavelength-dependent solar spectrum for converting
+    ... radiance data to reflectance ... an exo-atmospheric solar spectrum at 1 AU as
+    determined with MODTRAN", "interpolated to [that mode's] bandpasses" (the same
+    repository's ``readmes/document_readme.md``): one row per band, so each band takes
+    its own row.
+
+    Raises:
+        FileNotFoundError: neither ``path`` nor its ``.TAB`` exists.
+        ValueError: naming the file and line, a record that is not two numbers, or
+            wavelengths that do not increase, or irradiance not positive.
+    """
+    from .pds3 import find_sibling
+
+    path = Path(path)
+    table = find_sibling(path, ".tab") if path.suffix.lower() == ".lbl" else path
+    if table is None or not table.is_file():
+        raise FileNotFoundError(f"M3 solar spectrum table {table or path} does not exist")
+    rows = []
+    for number, line in enumerate(table.read_text(errors="replace").splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        try:
+            if len(fields) != 2:
+                raise ValueError
+            rows.append((float(fields[0]), float(fields[1])))
+        except ValueError:
+            raise ValueError(
+                f"M3 solar spectrum table {table}, line {number}: not the archive's two "
+                f"fields (wavelength [nm], irradiance [W m^-2 um^-1]): {line.strip()!r}"
+            ) from None
+    wavelength_nm, irradiance = np.asarray(rows, dtype=np.float64).reshape(-1, 2).T
+    if wavelength_nm.size < 2 or np.any(np.diff(wavelength_nm) <= 0):
+        raise ValueError(f"M3 solar spectrum table {table}: wavelengths must increase")
+    if not np.all(np.isfinite(irradiance)) or np.any(irradiance <= 0):
+        raise ValueError(f"M3 solar spectrum table {table}: irradiance must be positive")
+    source = f"{table.resolve()} (M3 L2 solar spectrum table: nm, W m^-2 um^-1, per band)"
+    return SolarSpectrum(wavelength_nm * 1e-3, irradiance, source, per_band=True)
 
 
 def _astm_g173() -> SolarSpectrum:
@@ -138,6 +204,8 @@ def band_irradiance(spectrum: SolarSpectrum, wavelength_um, fwhm_um=None) -> np.
             f"the solar spectrum ({spectrum.source}) covers {lo:g}-{hi:g} um; "
             f"bands at {', '.join(f'{c:g}' for c in centre[outside])} um lie outside"
         )
+    if spectrum.per_band:
+        return _rows_at(spectrum, centre)
     if fwhm_um is None:
         return np.interp(centre, spectrum.wavelength_um, spectrum.irradiance)
     values = np.empty_like(centre)
@@ -156,6 +224,31 @@ def band_irradiance(spectrum: SolarSpectrum, wavelength_um, fwhm_um=None) -> np.
         flux = np.interp(grid, spectrum.wavelength_um, spectrum.irradiance)
         values[band] = np.trapezoid(weight * flux, grid) / np.trapezoid(weight, grid)
     return values
+
+
+def _rows_at(spectrum: SolarSpectrum, centre: np.ndarray) -> np.ndarray:
+    """Each band's row of a per-band table: the row nearest its centre, within a quarter
+    of the table's spacing there; a band without one is refused."""
+    table = spectrum.wavelength_um
+    nearest = np.clip(np.searchsorted(table, centre), 1, table.size - 1)
+    nearest = np.where(
+        np.abs(table[nearest - 1] - centre) <= np.abs(table[nearest] - centre),
+        nearest - 1,
+        nearest,
+    )
+    spacing = np.diff(table)
+    local = np.minimum(
+        spacing[np.clip(nearest - 1, 0, spacing.size - 1)],
+        spacing[np.clip(nearest, 0, spacing.size - 1)],
+    )
+    missing = np.abs(table[nearest] - centre) > local / 4
+    if np.any(missing):
+        raise ValueError(
+            f"the solar spectrum ({spectrum.source}) has one row per band of one M3 mode "
+            f"and none at the bands at {', '.join(f'{c:g}' for c in centre[missing])} um: "
+            "give the table of the cube's mode (M3G... for global, M3T... for target)"
+        )
+    return spectrum.irradiance[nearest]
 
 
 def sun_distance_au(value) -> float | None:

@@ -10,15 +10,14 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
+from .._io.product_dataarray import refuse_normalised_dataarray
 from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .._provenance import make_provenance, python_call
-from .._xarray import (
-    _VECTOR_DIM,
-    VECTOR_NAMES,
-    _geometry_vectors,
-    _result_attrs,
-    _spectral_dim,
-)
+from .._xarray.chunks import result_attrs as _result_attrs
+from .._xarray.chunks import spectral_dim_of as _spectral_dim
+from .._xarray.geometry import VECTOR_DIM as _VECTOR_DIM
+from .._xarray.geometry import VECTOR_NAMES
+from .._xarray.geometry import geometry_vectors as _geometry_vectors
 
 __all__ = ["QUANTILE_DIM", "sample_dataarray"]
 
@@ -99,7 +98,8 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
         ``refl``'s plus the ``lumaxlike_*`` record and ``lumaxlike_sample_free``.
 
     Raises:
-        ValueError: naming the argument: not a DataArray, missing dims, bad units or
+        ValueError: naming the argument: not a DataArray, a product normalised to a
+            standard geometry (`lumaxlike.open_product`), missing dims, bad units or
             refl_sigma, misaligned geometry, or an option `lumaxlike.sample` refuses
             (checked on a small problem before any chunk is computed).
     """
@@ -112,6 +112,7 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     check_units(units)
+    refuse_normalised_dataarray(refl, "sample_dataarray")
     if units == "reff":
         raise ValueError("sample_dataarray takes units 'r' or 'radf' (one noise scale), not 'reff'")
     if "return_samples" in options or "shared" in options:

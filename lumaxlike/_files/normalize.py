@@ -19,6 +19,11 @@ import rasterio
 
 from .._inverse.invert import default_chunk_pixels
 from .._inverse.status import Status
+from .._io.geometry_rasters import GeometryReader
+from .._io.product_cube import ProductCube, product_geometry, product_options, recorded_geometry
+from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
+from .._io.units import check_units
+from .._io.writers import FIELD_ATTRS, FieldLayout, ResultWriter
 from .._normalize.normalize import normalize
 from .._normalize.standard import DEFAULT_STANDARD, standard_angles
 from .._provenance import make_provenance, python_call
@@ -27,13 +32,8 @@ from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
 from .._run.tasks import SolverOptions, band_groups, check_solver, numba_threads, per_band_params
-from .file_inversion import default_chunk_rows
-from .file_runs import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
-from .geometry_rasters import GeometryReader
-from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
-from .raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
-from .units import check_units
-from .writers import FIELD_ATTRS, FieldLayout, ResultWriter
+from .common import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
+from .invert import default_chunk_rows
 
 __all__ = ["NORMALIZATION_FIELDS", "normalization_attrs", "normalize_block", "normalize_file"]
 

@@ -10,18 +10,18 @@ import rasterio
 
 from .._inverse.invert import default_chunk_pixels
 from .._inverse.status import Status
+from .._io.geometry_rasters import GeometryReader
+from .._io.product_cube import ProductCube, product_geometry, product_options, recorded_geometry
+from .._io.raster import GDAL_CACHE_BYTES, CubeInfo
+from .._io.units import check_units
+from .._io.writers import RESULT_FIELDS, ResultWriter
 from .._provenance import make_provenance, python_call
 from .._run.journal import Journal, run_settings
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
 from .._run.tasks import SolverOptions, check_solver, per_band_params
-from .file_runs import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
-from .geometry_rasters import GeometryReader
-from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
-from .raster import GDAL_CACHE_BYTES, CubeInfo
-from .units import check_units
-from .writers import RESULT_FIELDS, ResultWriter
+from .common import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
 
 __all__ = ["InversionSummary", "default_chunk_rows", "invert_file"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .raster import CubeInfo
+from .._io.raster import CubeInfo
 
 __all__ = ["check_stack"]
 
@@ -31,7 +31,7 @@ def check_stack(infos: list[CubeInfo]) -> None:
             known unit, else as written when their units are the same) differ from the
             first cube's.
     """
-    from .file_unmixing import known_wavelengths_um
+    from .unmix import known_wavelengths_um
 
     seen: dict[tuple, Path] = {}
     for info in infos:

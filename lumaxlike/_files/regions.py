@@ -38,7 +38,7 @@ import numpy as np
 
 from .._inverse.fit import fit
 from .._inverse.status import Status
-from .raster import BandRaster, check_aligned, iter_row_slices
+from .._io.raster import BandRaster, check_aligned, iter_row_slices
 
 __all__ = [
     "REGION_MEMORY_BYTES",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .units import to_bidirectional_reflectance, uncertainty_to_r
-from .writers import output_files
+from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
+from .._io.writers import output_files
 
 __all__ = [
     "FLAT_NORMAL",

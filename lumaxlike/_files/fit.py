@@ -31,6 +31,11 @@ import rasterio
 from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
 from .._inverse.observation_masks import LIMITED_ANGLES
 from .._inverse.status import Status
+from .._io.geometry_rasters import GeometryReader
+from .._io.products import refuse_normalised
+from .._io.raster import GDAL_CACHE_BYTES, BandRaster, CubeReader, check_aligned
+from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .._io.writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
 from .._params import HapkeParams
 from .._provenance import PREFIX, Provenance, make_provenance, python_call
 from .._run.journal import Journal, run_settings
@@ -39,8 +44,9 @@ from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
 from .._run.tasks import check_solver
 from .._signals import raise_if_interrupted
-from .file_inversion import BLOCK_TARGET_BYTES
-from .file_regions import (
+from .common import check_not_an_input, geometry_paths, parallel_call
+from .invert import BLOCK_TARGET_BYTES
+from .regions import (
     REGION_MEMORY_BYTES,
     RegionStore,
     assembled_block,
@@ -48,13 +54,7 @@ from .file_regions import (
     plan_regions,
     region_pixel_bytes,
 )
-from .file_runs import check_not_an_input, geometry_paths, parallel_call
-from .geometry_rasters import GeometryReader
-from .products import refuse_normalised
-from .raster import GDAL_CACHE_BYTES, BandRaster, CubeReader, check_aligned
 from .stacks import check_stack
-from .units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from .writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
 
 __all__ = ["fit_block", "fit_fields", "fit_file"]
 
@@ -209,7 +209,7 @@ def fit_file(
             among `free` that take one value per region for all its pixels and bands
             (`lumaxlike.fit`'s ``regions=``), written as maps like the shared ones. Each
             region is fitted in memory from its pixels gathered over the rows it spans
-            (see :mod:`lumaxlike._io.file_regions`), the maps then streamed by blocks;
+            (see :mod:`lumaxlike._files.regions`), the maps then streamed by blocks;
             runs in this process (not with `workers` or `scheduler`).
         region_memory: cap on the memory of the regions fitted at once [bytes]
             (default 4 GiB); a region that needs more is refused before any fit.

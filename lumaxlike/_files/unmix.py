@@ -1,6 +1,6 @@
 """File-to-file unmixing: a reflectance cube to mass-fraction maps, streamed by blocks of rows.
 
-The same pipeline as :func:`lumaxlike._io.file_inversion.invert_file` (blocks of rows,
+The same pipeline as :func:`lumaxlike._files.invert.invert_file` (blocks of rows,
 `BlockPool` here or on a dask cluster, atomic `ResultWriter`, provenance), with
 :func:`lumaxlike.unmix` per block. Writes, as GeoTIFF or ENVI:
 
@@ -27,6 +27,11 @@ import numpy as np
 import rasterio
 
 from .._inverse.status import Status
+from .._io.geometry_rasters import GeometryReader
+from .._io.product_cube import ProductCube, product_geometry, product_options, recorded_geometry
+from .._io.raster import GDAL_CACHE_BYTES, CubeInfo
+from .._io.units import check_units
+from .._io.writers import FieldLayout, ResultWriter
 from .._params import HapkeParams
 from .._provenance import make_provenance, python_call
 from .._run.journal import Journal, array_digest, run_settings
@@ -37,13 +42,8 @@ from .._run.tasks import check_solver, numba_threads
 from .._unmix.band_matching import band_order
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
-from .file_inversion import default_chunk_rows
-from .file_runs import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
-from .geometry_rasters import GeometryReader
-from .product_cube import ProductCube, product_geometry, product_options, recorded_geometry
-from .raster import GDAL_CACHE_BYTES, CubeInfo
-from .units import check_units
-from .writers import FieldLayout, ResultWriter
+from .common import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
+from .invert import default_chunk_rows
 
 __all__ = [
     "UNMIX_FIELDS",

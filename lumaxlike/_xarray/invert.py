@@ -1,0 +1,170 @@
+"""`invert_dataarray`: `lumaxlike.invert` on a reflectance DataArray, chunk by chunk."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import xarray as xr
+
+from .._inverse.invert import default_chunk_pixels
+from .._inverse.status import Status
+from .._io.layout import FIELD_ATTRS, RESULT_FIELDS
+from .._io.product_dataarray import (
+    bad_bands_of,
+    product_geometry_of,
+    product_record_of,
+)
+from .._provenance import make_provenance, python_call
+from .._run.tasks import SolverOptions, invert_block, per_band_params
+from .chunks import (
+    OUTPUT_DTYPES,
+    check_front_end,
+    chunk_geometry,
+    chunk_options,
+    chunked_inputs,
+    result_attrs,
+    spectral_dim_of,
+    with_map_attrs,
+)
+from .geometry import VECTOR_DIM, geometry_vectors
+
+__all__ = ["invert_dataarray"]
+
+
+def _invert_chunk(refl, to_sun, to_sensor, normal, *, units, params, options, sigma):
+    """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> 5 result arrays."""
+    r, to_sun, to_sensor, normal, refl_sigma = chunk_geometry(
+        refl, to_sun, to_sensor, normal, units, sigma
+    )
+    fields = invert_block(
+        r, to_sun, to_sensor, normal, params, chunk_options(options), refl_sigma=refl_sigma
+    )
+    return tuple(fields[field] for field in RESULT_FIELDS)
+
+
+def invert_dataarray(
+    refl: xr.DataArray,
+    geometry,
+    params,
+    solver: str = "jax",
+    *,
+    units: str,
+    spectral_dim: str | None = None,
+    refl_sigma: float | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    num_threads: int | None = None,
+    correction_undone: bool = False,
+) -> xr.Dataset:
+    """Invert a reflectance DataArray for single-scattering albedo, chunk by chunk.
+
+    Args:
+        refl: reflectance with one spectral dim (``band`` or ``wavelength``, any position,
+            or named by ``spectral_dim``); every other dim is a pixel dim (usually
+            ``y``, ``x``). NumPy- or dask-backed; a spectral dim split into several dask
+            chunks is rechunked into one.
+        geometry: Dataset or dict of DataArrays aligned with ``refl`` on the pixel dims
+            (coordinates must match exactly): angles [deg] or vectors, plus an optional
+            ``normal`` (see the module docstring). Variables may omit pixel dims over
+            which the geometry is constant. None for a product normalised to a standard
+            geometry (opened with `lumaxlike.open_product`, e.g. M3 L2): inverted
+            flat at that geometry; such a product with a geometry is refused unless
+            ``correction_undone``.
+        params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction`
+            (then ``w`` holds its albedo A, solved in closed form), or a sequence of one
+            per band.
+        solver: ``"jax"`` (default, as in `lumaxlike.invert`) or ``"numba"``.
+        units: what ``refl`` holds: ``"r"`` [1/sr], ``"radf"`` (pi r) or ``"reff"``
+            (pi r / cos i, local incidence); required, never guessed.
+        correction_undone: see ``geometry``. Bands ``refl``'s attrs mark bad
+            (``lumaxlike_bad_bands``, from `lumaxlike.open_product`) get the status
+            ``BAD_BAND``.
+        spectral_dim: name of the spectral dim when it is neither ``band`` nor
+            ``wavelength``.
+        refl_sigma: standard uncertainty of ``refl`` in ``units`` (one number); None for
+            no uncertainty (``sigma`` is then NaN).
+        max_iter: passed to `lumaxlike.invert` (None = its default).
+        tol: passed to `lumaxlike.invert` (None = its default).
+        num_threads: numba threads per chunk (see the module docstring); None = automatic.
+
+    Returns:
+        Dataset with ``w`` [-], ``status`` (int8 `lumaxlike.Status` codes),
+        ``iterations`` (int32), ``residual`` [1/sr] and ``sigma`` [-], each with the dims,
+        coords and chunks of ``refl``; the Dataset keeps ``refl``'s attrs, and a
+        ``spatial_ref`` coordinate or ``crs`` attribute of ``refl`` is kept and referenced
+        by every variable. Lazy (dask) when ``refl`` is. The Dataset's attrs also
+        record how it was made: the ``lumaxlike_*`` keys (model, Hapke parameters, units,
+        solver, the tol and max_iter used, refl_sigma, source files when ``refl`` and
+        ``geometry`` were opened from files, this call, the time; see
+        `lumaxlike.read_provenance`), and ``history`` gains a line.
+
+    Raises:
+        ValueError: bad argument (names it), misaligned geometry.
+    """
+    check_front_end(refl, units, refl_sigma)
+    standard = geometry is None
+    geometry = product_geometry_of(refl, geometry, correction_undone)
+    options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    spec = spectral_dim_of(refl, spectral_dim)
+    pixel_dims = [dim for dim in refl.dims if dim != spec]
+    band_params = per_band_params(params, refl.sizes[spec])
+    inputs = chunked_inputs(refl, geometry_vectors(geometry, pixel_dims), spec, pixel_dims)
+    refl, vectors = inputs.refl, inputs.vectors
+    # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
+    options = dataclasses.replace(
+        options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec]))
+    )
+
+    dtype = np.result_type(refl.dtype, np.float32)
+    outputs = xr.apply_ufunc(
+        _invert_chunk,
+        refl,
+        *vectors,
+        input_core_dims=[[spec], [VECTOR_DIM], [VECTOR_DIM], [VECTOR_DIM]],
+        output_core_dims=[[spec]] * len(RESULT_FIELDS),
+        dask="parallelized",
+        output_dtypes=[OUTPUT_DTYPES.get(field, dtype) for field in RESULT_FIELDS],
+        kwargs={"units": units, "params": band_params, "options": options, "sigma": refl_sigma},
+        keep_attrs="override",  # keeps coordinate attrs (spatial_ref); variable attrs set below
+    )
+    variables = {
+        field: with_map_attrs(output.transpose(*refl.dims), FIELD_ATTRS[field], refl)
+        for field, output in zip(RESULT_FIELDS, outputs)
+    }
+    bad = bad_bands_of(refl)
+    if bad is not None:
+        marked = xr.DataArray(np.isin(np.arange(refl.sizes[spec]), bad), dims=(spec,))
+        status = variables["status"]
+        variables["status"] = (
+            xr.where(marked, np.int8(Status.BAD_BAND), status)
+            .astype(np.int8)
+            .transpose(*status.dims)
+            .assign_attrs(status.attrs)
+        )
+    provenance = make_provenance(
+        params=band_params,
+        units=units,
+        solver=solver,
+        tol=tol,
+        max_iter=max_iter,
+        refl_sigma=refl_sigma,
+        dtype=dtype,
+        cube=refl.encoding.get("source"),
+        geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
+        product=product_record_of(refl, standard),
+        command=python_call(
+            "invert_dataarray",
+            refl,
+            geometry,
+            params,
+            solver,
+            units=units,
+            spectral_dim=spectral_dim,
+            refl_sigma=refl_sigma,
+            max_iter=max_iter,
+            tol=tol,
+            num_threads=num_threads,
+        ),
+    )
+    return xr.Dataset(variables, attrs=result_attrs(refl.attrs, provenance))

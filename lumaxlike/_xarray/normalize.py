@@ -1,0 +1,186 @@
+"""`normalize_dataarray`: photometric normalisation of a reflectance DataArray
+(`lumaxlike.normalize`), chunk by chunk; also ``DataArray.hapke.normalize``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+import xarray as xr
+
+from .._inverse.invert import default_chunk_pixels
+from .._io.product_dataarray import (
+    product_geometry_of,
+)
+from .._provenance import make_provenance, python_call
+from .._run.tasks import SolverOptions, per_band_params
+from .chunks import (
+    OUTPUT_DTYPES,
+    check_front_end,
+    chunk_geometry,
+    chunk_options,
+    chunked_inputs,
+    result_attrs,
+    spectral_dim_of,
+    with_map_attrs,
+)
+from .geometry import VECTOR_DIM, geometry_vectors
+
+__all__ = ["normalize_dataarray"]
+
+
+def _normalize_chunk(
+    refl, to_sun, to_sensor, normal, *maps, names, per_band, units, params, options, sigma, standard
+):
+    """apply_ufunc kernel: NumPy blocks -> normalised reflectance, status, sigma."""
+    from .._files.normalize import NORMALIZATION_FIELDS, normalize_block
+
+    pixels = refl.shape[:-1]
+    r, to_sun, to_sensor, normal, refl_sigma = chunk_geometry(
+        refl, to_sun, to_sensor, normal, units, sigma
+    )
+    param_maps = {
+        name: np.broadcast_to(values, refl.shape if band else pixels)
+        for name, values, band in zip(names, maps, per_band)
+    }
+    fields = normalize_block(
+        r,
+        to_sun,
+        to_sensor,
+        normal,
+        params,
+        chunk_options(options),
+        refl_sigma=refl_sigma,
+        standard=standard,
+        units=units,
+        param_maps=param_maps or None,
+    )
+    return tuple(fields[field] for field in NORMALIZATION_FIELDS)
+
+
+def normalize_dataarray(
+    refl: xr.DataArray,
+    geometry,
+    params,
+    solver: str = "jax",
+    *,
+    units: str,
+    standard=None,
+    param_maps: Mapping | None = None,
+    spectral_dim: str | None = None,
+    refl_sigma: float | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    num_threads: int | None = None,
+) -> xr.Dataset:
+    """Photometric normalisation of a reflectance DataArray to a standard geometry, chunk by chunk.
+
+    As `invert_dataarray` (same ``refl``, ``geometry``, ``params``, ``solver``,
+    ``units``, ``spectral_dim``, ``refl_sigma``, ``max_iter``, ``tol``, ``num_threads``),
+    with `lumaxlike.normalize` per chunk.
+
+    Args:
+        standard: (incidence, emission, phase) of the standard geometry [rad]; None for
+            (30, 0, 30) deg.
+        param_maps: optional ``{HapkeParams field: DataArray}`` of per-pixel parameters
+            on ``refl``'s pixel dims (and optionally its spectral dim), in the field's
+            units (roughness [rad]); see `lumaxlike.normalize`.
+
+    Returns:
+        Dataset with ``reflectance`` (in ``units``, at the standard geometry; REFF with
+        the standard incidence), ``status`` (int8, the inversion's) and ``sigma`` (in
+        ``units``; NaN without ``refl_sigma``), with ``refl``'s dims, coords and chunks
+        (lazy when ``refl`` is dask-backed) and the provenance attributes of
+        `invert_dataarray` plus the standard geometry.
+    """
+    from .._files.normalize import NORMALIZATION_FIELDS, normalization_attrs
+    from .._normalize.standard import DEFAULT_STANDARD, standard_angles
+
+    check_front_end(refl, units, refl_sigma)
+    geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
+    standard = standard_angles(DEFAULT_STANDARD if standard is None else standard)
+    options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    spec = spectral_dim_of(refl, spectral_dim)
+    pixel_dims = [dim for dim in refl.dims if dim != spec]
+    band_params = per_band_params(params, refl.sizes[spec])
+    to_sun, to_sensor, normal = geometry_vectors(geometry, pixel_dims)
+    if param_maps is not None and not isinstance(param_maps, Mapping):
+        raise ValueError(
+            f"param_maps must be a mapping of HapkeParams fields to DataArrays, got "
+            f"{type(param_maps).__name__}"
+        )
+    maps = dict(param_maps or {})
+    for name, values in maps.items():
+        if not isinstance(values, xr.DataArray) or not set(values.dims) <= set(refl.dims):
+            raise ValueError(f"param_maps[{name!r}] must be a DataArray on refl's dims {refl.dims}")
+    inputs = chunked_inputs(
+        refl,
+        (to_sun, to_sensor, normal),
+        spec,
+        pixel_dims,
+        extra=list(maps.values()),
+        what="geometry or param_maps",
+    )
+    refl, vectors, map_arrays = inputs.refl, inputs.vectors, inputs.extra
+    options = dataclasses.replace(
+        options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec]))
+    )
+    per_band = [spec in m.dims for m in map_arrays]
+
+    dtype = np.result_type(refl.dtype, np.float32)
+    outputs = xr.apply_ufunc(
+        _normalize_chunk,
+        refl,
+        *vectors,
+        *map_arrays,
+        input_core_dims=[[spec], [VECTOR_DIM], [VECTOR_DIM], [VECTOR_DIM]]
+        + [[spec] if b else [] for b in per_band],
+        output_core_dims=[[spec]] * len(NORMALIZATION_FIELDS),
+        dask="parallelized",
+        output_dtypes=[OUTPUT_DTYPES.get(field, dtype) for field in NORMALIZATION_FIELDS],
+        kwargs={
+            "names": list(maps),
+            "per_band": per_band,
+            "units": units,
+            "params": band_params,
+            "options": options,
+            "sigma": refl_sigma,
+            "standard": standard,
+        },
+        keep_attrs="override",
+    )
+    attrs_of = normalization_attrs(units)
+    variables = {
+        field: with_map_attrs(output.transpose(*refl.dims), attrs_of[field], refl)
+        for field, output in zip(NORMALIZATION_FIELDS, outputs)
+    }
+    provenance = make_provenance(
+        params=band_params,
+        units=units,
+        solver=solver,
+        tol=tol,
+        max_iter=max_iter,
+        refl_sigma=refl_sigma,
+        dtype=dtype,
+        cube=refl.encoding.get("source"),
+        geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
+        standard=standard,
+        param_maps={name: None for name in maps} or None,
+        command=python_call(
+            "normalize_dataarray",
+            refl,
+            geometry,
+            params,
+            solver,
+            units=units,
+            standard=standard,
+            param_maps=param_maps,
+            spectral_dim=spectral_dim,
+            refl_sigma=refl_sigma,
+            max_iter=max_iter,
+            tol=tol,
+            num_threads=num_threads,
+        ),
+    )
+    return xr.Dataset(variables, attrs=result_attrs(refl.attrs, provenance))

@@ -1,0 +1,198 @@
+"""`unmix_dataarray`: the mass fractions of an intimate mixture per pixel
+(`lumaxlike.unmix`) on a reflectance DataArray, chunk by chunk; also
+``DataArray.hapke.unmix``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import xarray as xr
+
+from .._io.product_dataarray import (
+    product_geometry_of,
+)
+from .._provenance import make_provenance, python_call
+from .chunks import (
+    check_front_end,
+    chunk_geometry,
+    chunk_options,
+    chunked_inputs,
+    result_attrs,
+    spectral_dim_of,
+    with_map_attrs,
+)
+from .geometry import VECTOR_DIM, geometry_vectors
+
+__all__ = ["unmix_dataarray"]
+
+
+def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple | None:
+    """refl's band centres [um] from its ``wavelength`` coordinate along `spec` (None
+    without one), checked against the endmembers' (`band_order`: matched in any order, or
+    refused). Its ``units`` attr (nm or um) is read; without one, um and nm are tried."""
+    from .._files.unmix import WAVELENGTH_UNITS_UM
+    from .._unmix.band_matching import band_order
+
+    coord = refl.coords.get("wavelength")
+    if coord is None or coord.dims != (spec,):
+        return None
+    values = np.asarray(coord.values, np.float64)
+    unit = str(coord.attrs.get("units", "")).lower()
+    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in unit), None)
+    what = "refl's wavelength coordinate" + (f" (units {unit!r})" if unit else "")
+    refused = None
+    for candidate in (scale,) if scale is not None else (1.0, 1e-3):  # no units attr: um, or nm
+        try:
+            band_order(values * candidate, endmembers, what)
+            return tuple(values * candidate)
+        except ValueError as error:
+            refused = refused or error
+    raise refused
+
+
+def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, options, sigma):
+    """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> fractions, sigma
+    (..., endmembers), status, iterations, residual (...)."""
+    from .._files.unmix import unmix_block
+
+    r, to_sun, to_sensor, normal, refl_sigma = chunk_geometry(
+        np.asarray(refl, np.float64), to_sun, to_sensor, normal, units, sigma
+    )
+    fields = unmix_block(
+        r,
+        to_sun,
+        to_sensor,
+        normal,
+        params,
+        chunk_options(options),
+        refl_sigma=refl_sigma,
+        endmembers=endmembers,
+    )
+    return (
+        fields["fractions"],
+        fields["sigma"],
+        fields["status"][..., 0],
+        fields["iterations"][..., 0],
+        fields["residual"][..., 0],
+        fields["remainder"][..., 0],
+    )
+
+
+def unmix_dataarray(
+    refl: xr.DataArray,
+    geometry,
+    endmembers,
+    params,
+    solver: str = "jax",
+    *,
+    units: str,
+    route: str = "one_step",
+    sum_to_one: bool = True,
+    spectral_dim: str | None = None,
+    refl_sigma: float | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    num_threads: int | None = None,
+) -> xr.Dataset:
+    """Mass fractions of an intimate mixture per pixel (`lumaxlike.unmix`), chunk by chunk.
+
+    Args:
+        refl: as for `invert_dataarray` (so are ``geometry``, ``units``,
+            ``spectral_dim`` and ``num_threads``).
+        endmembers: `lumaxlike.Endmembers` on ``refl``'s bands; where both give band
+            centres (``Endmembers.wavelengths``, refl's ``wavelength`` coordinate along
+            its spectral dim, ``units`` "nm" or "um"), bands are matched by wavelength in
+            any order, and other centres are refused.
+        params: one `lumaxlike.HapkeParams` (the mixture's).
+        solver: as for `lumaxlike.unmix` (so are ``route``, ``sum_to_one``, ``max_iter``
+            and ``tol``).
+        refl_sigma: standard uncertainty of ``refl`` in ``units`` ("r" or "radf"), one
+            number: weights the bands and scales the covariance (see `lumaxlike.unmix`).
+
+    Returns:
+        Dataset with ``fractions`` (mass fractions [-]) and ``sigma`` (their 1-sigma
+        uncertainty [-]), each with ``refl``'s pixel dims and a last dim ``endmember``
+        (coordinate: the endmembers' names), and ``status`` (int8 `lumaxlike.Status`),
+        ``iterations`` (int32) and ``residual`` (the route's residual norm), each with
+        ``refl``'s pixel dims; lazy (dask) when ``refl`` is, chunked as its pixels;
+        with ``sum_to_one`` false also ``remainder`` (the cross-section fraction of the
+        unmodelled dark remainder, `lumaxlike.UnmixResult.remainder`).
+        The attrs record how it was made, as for `invert_dataarray`.
+
+    Raises:
+        ValueError: bad argument (names it), misaligned geometry.
+    """
+    from .._files.unmix import UnmixOptions, unmix_layout, unmix_record
+    from .._params import HapkeParams
+    from .._unmix.endmembers import Endmembers
+    from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES
+    from .._unmix.unmix import default_chunk_pixels as unmix_chunk_pixels
+
+    check_front_end(refl, units, refl_sigma)
+    geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
+    if not isinstance(endmembers, Endmembers):
+        raise ValueError(
+            f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
+        )
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be one lumaxlike.HapkeParams, got {type(params).__name__}")
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+    if refl_sigma is not None and units == "reff":
+        raise ValueError(
+            "refl_sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
+            "with cos i per pixel); give refl as r or radf"
+        )
+    spec = spectral_dim_of(refl, spectral_dim)
+    if refl.sizes[spec] != endmembers.n_bands:
+        raise ValueError(
+            f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}"
+        )
+    wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
+    pixel_dims = [dim for dim in refl.dims if dim != spec]
+    inputs = chunked_inputs(refl, geometry_vectors(geometry, pixel_dims), spec, pixel_dims)
+    refl, vectors = inputs.refl, inputs.vectors
+    chunk = min(inputs.largest, unmix_chunk_pixels(refl.sizes[spec], endmembers.n_endmembers))
+    options = UnmixOptions(
+        solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads, wavelengths=wavelengths
+    )
+
+    n_end = endmembers.n_endmembers
+    outputs = xr.apply_ufunc(
+        _unmix_chunk,
+        refl,
+        *vectors,
+        input_core_dims=[[spec], [VECTOR_DIM], [VECTOR_DIM], [VECTOR_DIM]],
+        output_core_dims=[["endmember"], ["endmember"], [], [], [], []],
+        dask="parallelized",
+        output_dtypes=[np.float64, np.float64, np.int8, np.int32, np.float64, np.float64],
+        dask_gufunc_kwargs={"output_sizes": {"endmember": n_end}},
+        kwargs={
+            "units": units,
+            "endmembers": endmembers,
+            "params": params,
+            "options": options,
+            "sigma": refl_sigma,
+        },
+        keep_attrs="override",
+    )
+    layout = unmix_layout(endmembers.names)
+    names = ("fractions", "sigma", "status", "iterations", "residual", "remainder")
+    variables = {
+        field: with_map_attrs(output, layout.attrs[field], refl)
+        for field, output in zip(names, outputs)
+        if field != "remainder" or not sum_to_one
+    }
+    provenance = make_provenance(
+        params=[params] * refl.sizes[spec], units=units, solver=solver, tol=DEFAULT_TOLERANCE if tol is None else tol,
+        max_iter=max_iter, refl_sigma=refl_sigma, dtype=np.float64, cube=refl.encoding.get("source"),
+        geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
+        command=python_call("unmix_dataarray", refl, geometry, endmembers.names, params, solver, units=units,
+                            route=route, sum_to_one=sum_to_one, spectral_dim=spectral_dim, refl_sigma=refl_sigma,
+                            max_iter=max_iter, tol=tol, num_threads=num_threads),
+    )  # fmt: skip
+    record = unmix_record(endmembers, route, sum_to_one)
+    provenance = dataclasses.replace(provenance, unmix_settings=record)
+    dataset = xr.Dataset(variables, attrs=result_attrs(refl.attrs, provenance))
+    return dataset.assign_coords(endmember=("endmember", list(endmembers.names)))
