@@ -101,7 +101,12 @@ def test_a_region_above_the_memory_cap_is_refused_before_any_fit(tmp_path, capsy
     out = tmp_path / "fit.tif"
     assert main(args_of(cubes, obs, out, labels_path, "--region-memory", "1e-6")) == 2
     err = capsys.readouterr().err
-    assert "region 0 of" in err and "above the cap" in err and "--region-memory" in err
+    assert (
+        "region 1 of" in err
+        and "has 8 pixels" in err
+        and "above the cap" in err
+        and "--region-memory" in err
+    )
     assert not list(tmp_path.iterdir())
     assert main([*args_of(cubes, obs, out, labels_path)[:-2], "--workers", "2", "--out", out]) == 2
     assert "regional fits run in this process" in capsys.readouterr().err

@@ -142,8 +142,8 @@ def plan_regions(
     if pixels[largest] * pixel_bytes > memory:
         raise ValueError(
             f"region {labels[largest]} of {raster.path} has {pixels[largest]} pixels: its "
-            f"fit needs about {pixels[largest] * pixel_bytes / 2**30:.2f} GiB, above the cap "
-            f"of {memory / 2**30:.2f} GiB (region_memory, --region-memory); raise the cap "
+            f"fit needs about {pixels[largest] * pixel_bytes / 2**20:.4g} MiB, above the cap "
+            f"of {memory / 2**20:.4g} MiB (region_memory, --region-memory); raise the cap "
             "or split the region"
         )
     groups, members, total = [], [], 0
