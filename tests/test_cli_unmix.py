@@ -313,3 +313,35 @@ def test_unmix_params_from_another_command_needs_the_unmixing_options(
     assert run(capsys, *invert_args(cube, obs, w))[0] == 0
     code, err = run(capsys, "unmix", cube, "--params-from", w, "--out", tmp_path / "a.tif")
     assert code == 2 and "--endmembers is required (or --params-from an unmix output)" in err
+
+
+def test_unmix_file_matches_the_endmembers_bands_by_wavelength_or_refuses(tmp_path):
+    """Item 8 on files: endmembers given in another band order than the cube's are matched
+    by wavelength (the cube's from its header); other band centres are refused, naming
+    the cube, before anything is written."""
+    mass, albedo, cube, obs, dtm = mixture_files(tmp_path)
+    centres_um = np.asarray(WAVELENGTHS[:5]) * 1e-3
+
+    def endmembers(wavelengths):
+        return lumaxlike.Endmembers(
+            names=NAMES,
+            albedo=albedo[:, ::-1],
+            density=DENSITY,
+            grain_size=GRAIN_SIZE,
+            wavelengths=wavelengths,
+        )
+
+    common = dict(geometry=obs, dtm=dtm, params=PARAMS, solver="numba", units="r")
+    out = tmp_path / "abund.tif"
+    lumaxlike.unmix_file(
+        cube, out, endmembers=endmembers(centres_um[::-1]), route="two_step", **common
+    )
+    with rasterio.open(out) as dataset:
+        np.testing.assert_allclose(np.moveaxis(dataset.read(), 0, -1), mass, atol=1e-6, rtol=0)
+    shifted = centres_um[::-1].copy()
+    shifted[0] += 0.1
+    with pytest.raises(ValueError, match=f"the cube {cube}"):
+        lumaxlike.unmix_file(
+            cube, tmp_path / "refused.tif", endmembers=endmembers(shifted), **common
+        )
+    assert not (tmp_path / "refused.tif").exists()

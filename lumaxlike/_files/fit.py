@@ -30,22 +30,21 @@ import rasterio
 
 from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
 from .._inverse.observation_masks import LIMITED_ANGLES
-from .._inverse.status import Status
 from .._io.geometry_rasters import GeometryReader
 from .._io.products import refuse_normalised
 from .._io.raster import GDAL_CACHE_BYTES, BandRaster, CubeReader, check_aligned
-from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from .._io.writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
+from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
+from .._io.writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, result_paths
 from .._params import HapkeParams
-from .._provenance import PREFIX, Provenance, make_provenance, python_call
-from .._run.journal import Journal, run_settings
+from .._provenance import PREFIX, Provenance, make_provenance
+from .._run.journal import journal_folder
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
-from .._run.stream import run_blocks
-from .._run.tasks import check_solver
 from .._signals import raise_if_interrupted
-from .common import check_not_an_input, geometry_paths, parallel_call
-from .invert import BLOCK_TARGET_BYTES
+from .arguments import check_not_an_input, check_run_arguments, geometry_paths
+from .blocks import BLOCK_TARGET_BYTES
+from .outputs import stream_to_outputs
+from .records import recorded_command
 from .regions import (
     REGION_MEMORY_BYTES,
     RegionStore,
@@ -223,8 +222,7 @@ def fit_file(
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
     """
     start = time.perf_counter()
-    check_solver(solver)
-    check_units(units)
+    check_run_arguments(solver, units, sigma, chunk_rows)
     cubes = [Path(c) for c in cubes]
     geometries = list(geometry)
     if not cubes:
@@ -239,17 +237,11 @@ def fit_file(
     if "w" not in free:
         raise ValueError(f"free must include 'w', got {free!r}")
     limits = _limits_in_radians(observation_limits_deg)
-    if sigma is not None and not (
-        isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0
-    ):
-        raise ValueError(f"sigma must be a positive number, got {sigma!r}")
     if sigma is not None and units == "reff":  # its r would differ per observation (cos i)
         raise ValueError(
             "sigma with units 'reff' is not supported by fit: the uncertainty of r then "
             "differs per observation; give it for 'r' or 'radf' data"
         )
-    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
-        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     regional = (regional,) if isinstance(regional, str) else tuple(regional)
     if (regions is None) != (not regional):
         raise ValueError(
@@ -265,11 +257,8 @@ def fit_file(
     if prior and sigma is None:
         raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
     fields, layout = fit_fields(free, joint)
-    check_not_an_input(
-        out_path,
-        fields,
-        [*cubes, dtm, regions, *(p for g in geometries for p in geometry_paths(g))],
-    )
+    inputs = [*cubes, dtm, regions, *(p for g in geometries for p in geometry_paths(g))]
+    check_not_an_input(out_path, fields, inputs)
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = [stack.enter_context(CubeReader(path)) for path in cubes]
@@ -323,8 +312,8 @@ def fit_file(
             cube=None,
             geometry=None,
             dtm=dtm,
-            command=command
-            or python_call(
+            command=recorded_command(
+                command,
                 "fit_file",
                 [str(p) for p in cubes],
                 out_path,
@@ -332,7 +321,8 @@ def fit_file(
                 free=free,
                 units=units,
                 solver=solver,
-                **parallel_call(workers, scheduler),
+                workers=workers,
+                scheduler=scheduler,
             ),
         )
         # the record's param_* keys hold the starting values; the fitted ones are the maps
@@ -355,7 +345,11 @@ def fit_file(
             fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
         if joint:
             fit_options.update(shared=tuple(shared), prior=dict(prior or {}))
-        plan = None
+
+        def read(rows):
+            return _read_block(readers, geometry_readers, rows, units) + (params, fit_options), {}
+
+        pool_factory, on_start = lambda: BlockPool(workers, scheduler, function=fit_block), None
         if regional:
             fit_options["regional"] = regional
             label_raster = BandRaster(regions)
@@ -365,30 +359,7 @@ def fit_file(
                 info.bands, n_obs, n_band_free, len(shared) + len(regional)
             )
             plan = plan_regions(label_raster, info.grid, rows_per_block, pixel_bytes, region_memory)
-        inputs = [*cubes, dtm, regions, *(p for g in geometries for p in geometry_paths(g))]
-        journal = Journal(
-            out_path,
-            inputs=inputs,
-            resume=resume,
-            fields=fields,
-            settings=run_settings(provenance, out_path, fields, rows_per_block),
-        )
-        writer = ResultWriter(
-            out_path,
-            like=info,
-            fields=fields,
-            overwrite=overwrite,
-            chunk_rows=rows_per_block,
-            provenance=provenance,
-            layout=layout,
-        )
-
-        def read(rows):
-            return _read_block(readers, geometry_readers, rows, units) + (params, fit_options), {}
-
-        pool_factory, on_start = lambda: BlockPool(workers, scheduler, function=fit_block), None
-        if plan is not None:
-            store = RegionStore(journal.folder, plan.groups, fields)
+            store = RegionStore(journal_folder(out_path), plan.groups, fields)
 
             def on_start():  # the regions, group by group, before the maps' blocks
                 bar = progress_bar(progress, int(np.sum(plan.pixels)), "fitting regions")
@@ -410,24 +381,31 @@ def fit_file(
 
             pool_factory = lambda: BlockPool(1, None, function=assembled_block)  # noqa: E731
 
-        counts, resumed = run_blocks(
-            writer,
-            pool_factory,
-            read,
-            on_start=on_start,
+        run = stream_to_outputs(
+            out_path,
+            like=info,
+            fields=fields,
+            provenance=provenance,
             rows_per_block=rows_per_block,
-            journal=journal,
-            bar_factory=lambda: progress_bar(
-                progress, info.grid.height * width, f"fitting {Path(cubes[0]).name}"
-            ),
+            inputs=inputs,
+            overwrite=overwrite,
+            resume=resume,
+            pool_factory=pool_factory,
+            on_start=on_start,
+            # the groups a resumed run finds in the journal were packed under this cap
+            settings={"region_memory": float(region_memory)} if regional else None,
+            read=read,
+            progress=progress,
+            description=f"fitting {Path(cubes[0]).name}",
+            layout=layout,
         )
     return InversionSummary(
-        outputs=dict(writer.paths),
+        outputs=run.outputs,
         pixels=info.grid.height * width,
         bands=info.bands,
         seconds=time.perf_counter() - start,
-        status_counts={member.name: int(counts[member]) for member in Status},
-        resumed=resumed,
+        status_counts=run.status_counts,
+        resumed=run.resumed,
     )
 
 
