@@ -131,18 +131,27 @@ def sample_file(
             or one per band (required: it sets the posterior's width).
         prior: {name: (mean, sigma)}: Gaussian priors on free parameters (their units),
             as in `lumaxlike.sample`; the others flat within their bounds.
-        num_samples, num_chains, num_warmup, seed, min_ess, max_rhat: as in
-            `lumaxlike.sample` (draws per chain, chains per problem, adaptation
-            transitions, random seed, the ESS floor and R-hat ceiling of CONVERGED).
+        num_samples: draws kept per chain (`lumaxlike.sample`).
+        num_chains: chains per problem, at least 2.
+        num_warmup: adaptation transitions per chain (discarded).
+        seed: the random seed; each block's stream comes from it and its first pixel.
+        min_ess: a problem whose bulk ESS is below this in any parameter is NOT_MIXED.
+        max_rhat: a problem whose R-hat exceeds this in any parameter is NOT_MIXED.
         dtm: optional DTM on the grid for local normals (shared by all observations).
         observation_limits_deg: {angle: (min, max)} in degrees for "incidence",
             "emission", "phase": observations outside are left out.
         min_observations: valid observations a problem needs (default: free + 1).
         chunk_rows: rows per block; None picks blocks of about `lumaxlike.sample`'s
             chunk (64 MB of draws), at least one row.
-        overwrite, progress, command, workers, scheduler, resume: as for
-            `lumaxlike.invert_file` (``resume=True`` continues a killed run from its
-            finished blocks; the maps are then those of an uninterrupted run).
+        overwrite: as for `lumaxlike.invert_file` (so are ``progress``, ``command``,
+            ``workers``, ``scheduler`` and ``resume``: ``resume=True`` continues a killed
+            run from its finished blocks, and the maps are then those of an
+            uninterrupted run).
+        progress: progress bar on stderr (None: when stderr is a terminal).
+        command: the command line recorded (None: the Python call).
+        workers: processes of a local dask cluster running the blocks (1: here).
+        scheduler: address of an existing dask.distributed scheduler, or None.
+        resume: continue a killed run of these outputs from its journal.
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).
