@@ -165,6 +165,29 @@ def add_parser(commands) -> None:
         "layer, and OUT_dfs_<name> and OUT_cost are written (default: none)",
     )
     fit.add_argument(
+        "--regions",
+        type=Path,
+        metavar="LABELS",
+        help="label raster on the cubes' grid (integers: tiles, geologic units; negative "
+        "or nodata: left out), with --regional (default: none)",
+    )
+    fit.add_argument(
+        "--regional",
+        type=_name_list,
+        default=(),
+        metavar="NAME[,...]",
+        help="fitted parameters that take one value per region of --regions for all its "
+        "pixels and bands (e.g. roughness); maps as for --shared",
+    )
+    fit.add_argument(
+        "--region-memory",
+        type=positive_float,
+        default=4.0,
+        metavar="GIB",
+        help="memory cap of the regions fitted at once [GiB]; a region needing more is "
+        "refused (default 4)",
+    )
+    fit.add_argument(
         "--prior",
         type=_prior,
         action="append",
@@ -233,6 +256,9 @@ def run(args) -> int:
         scheduler=args.scheduler,
         shared=args.shared,
         prior=dict(args.prior or ()),
+        regions=args.regions,
+        regional=args.regional,
+        region_memory=args.region_memory * 2**30,
     )
     print(
         f"lumaxlike fit: {len(args.cubes)} cubes ({args.units}) -> {args.out}, free "
