@@ -146,7 +146,7 @@ def fit_dataarray(
             misaligned geometry, limits or min_observations (checked before any work).
     """
 
-    from .._inverse.fit import check_free
+    from .._inverse.fit_arguments import check_free
     from .._inverse.observation_masks import check_observation_limits
     from .._params import HapkeParams
 
