@@ -1,13 +1,15 @@
 """`lumaxlike unmix`: a tiny mixture cube and its endmember library written as files."""
 
 import numpy as np
+import pytest
 import rasterio
 
 import lumaxlike
 from lumaxlike import Status
+from lumaxlike._cli import main
 from lumaxlike._unmix.mixing import cross_section_fractions, cross_section_per_mass, mixed_albedo
 
-from .test_cli import PARAM_FLAGS, run
+from .test_cli import PARAM_FLAGS, invert_args, run
 from .test_io import PARAMS, WAVELENGTHS, make_scene, write_scene
 
 NAMES = ("olivine", "pyroxene", "plagioclase")
@@ -174,3 +176,172 @@ def test_unmix_cli_keeps_the_remainder_and_records_the_unmixing(tmp_path, capsys
     code, err = run(capsys, *args)
     assert code == 0, err
     assert lumaxlike.read_provenance(tmp_path / "one.tif").unmix_settings["density"] == [2.7] * 3
+
+
+MAPS = ("", "_sigma", "_status", "_iterations", "_residual", "_remainder")
+
+
+def maps_of(out):
+    """{suffix: array} of every map an unmix GeoTIFF output ``out`` published."""
+    found = {}
+    for suffix in MAPS:
+        path = out.with_name(f"{out.stem}{suffix}.tif")
+        if path.exists():
+            with rasterio.open(path) as dataset:
+                found[suffix] = dataset.read()
+    return found
+
+
+def set_tag(path, key, value):
+    """Replace one provenance key of the GeoTIFF ``path`` (a record another way made)."""
+    with rasterio.open(path, "r+") as dataset:
+        dataset.update_tags(**{f"lumaxlike_{key}": value})
+
+
+@pytest.fixture(scope="module")
+def recorded_run(tmp_path_factory):
+    """An unmix output made with no default of the unmixing's options (two-step, no
+    sum-to-one, its own tolerance, iterations and sigma), and its inputs."""
+    folder = tmp_path_factory.mktemp("unmix_record")
+    mass, albedo, cube, obs, dtm = mixture_files(folder)
+    library = write_library(folder / "minerals.csv", albedo)
+    out = folder / "abund.tif"
+    extra = ("--route", "two_step", "--no-sum-to-one", "--library-azimuth", "10")
+    extra += ("--tol", "1e-9", "--max-iter", "30", "--sigma", "0.001", "--solver", "numba")
+    assert main([str(a) for a in unmix_args(cube, obs, dtm, library, out, *extra)]) == 0
+    return {"cube": cube, "obs": obs, "dtm": dtm, "library": library, "albedo": albedo, "out": out}
+
+
+def test_unmix_params_from_reruns_the_record_bit_for_bit(recorded_run, tmp_path, capsys):
+    """The unmix record held route, sum-to-one, library, densities and grain sizes, but
+    `unmix --params-from` did not exist: the rerun takes every setting from it."""
+    old, again = recorded_run["out"], tmp_path / "again.tif"
+    code, err = run(capsys, "unmix", recorded_run["cube"], "--params-from", old, "--out", again)
+    assert code == 0, err
+    assert "two_step route" in err
+    first, second = maps_of(old), maps_of(again)
+    assert set(first) == set(MAPS)  # the remainder of --no-sum-to-one included
+    for suffix, values in first.items():
+        np.testing.assert_array_equal(second[suffix], values, err_msg=suffix)
+    before, after = lumaxlike.read_provenance(old), lumaxlike.read_provenance(again)
+    assert after.unmix_settings == before.unmix_settings
+    assert after.unmix_settings["library"]["azimuth_deg"] == [10.0]
+    for name in ("params", "units", "solver", "tol", "max_iter", "refl_sigma", "geometry", "dtm"):
+        assert getattr(after, name) == getattr(before, name), name
+    assert after.surface == before.surface and after.tol == 1e-9 and after.max_iter == 30
+
+
+def test_unmix_params_from_takes_options_given_over_the_record(recorded_run, tmp_path, capsys):
+    """Options given beside --params-from replace the recorded values, --sum-to-one
+    included; the rest stays the record's."""
+    out = tmp_path / "over.tif"
+    code, err = run(
+        capsys,
+        *("unmix", recorded_run["cube"], "--params-from", recorded_run["out"]),
+        *("--sum-to-one", "--density", "3.0", "--max-iter", "20", "--out", out),
+    )
+    assert code == 0, err
+    settings = lumaxlike.read_provenance(out).unmix_settings
+    assert settings["sum_to_one"] is True and settings["route"] == "two_step"
+    assert settings["density"] == [3.0] * 3 and settings["grain_size"] == list(GRAIN_SIZE)
+    assert lumaxlike.read_provenance(out).max_iter == 20
+    assert "_remainder" not in maps_of(out)
+
+
+def test_unmix_params_from_takes_recorded_values_by_endmember_name(recorded_run, tmp_path, capsys):
+    """A library holding the recorded endmembers in another order gets each one's recorded
+    density and grain size; one holding an endmember the record does not name is refused."""
+    albedo = recorded_run["albedo"]
+    order = [2, 0, 1]
+    library = write_library(tmp_path / "reordered.csv", albedo[order])
+    text = library.read_text().splitlines()
+    text[0] = "wavelength (nm)," + ",".join(NAMES[k] for k in order)
+    library.write_text("\n".join(text) + "\n")
+    out = tmp_path / "reordered.tif"
+    base = ("unmix", recorded_run["cube"], "--params-from", recorded_run["out"])
+    code, err = run(capsys, *base, "--endmembers", library, "--out", out)
+    assert code == 0, err
+    settings = lumaxlike.read_provenance(out).unmix_settings
+    assert settings["density"] == [DENSITY[k] for k in order]
+    assert settings["grain_size"] == [GRAIN_SIZE[k] for k in order]
+    np.testing.assert_allclose(maps_of(out)[""], maps_of(recorded_run["out"])[""][order], atol=1e-9)
+    text[0] = "wavelength (nm),olivine,pyroxene,basalt"
+    library.write_text("\n".join(text) + "\n")
+    code, err = run(capsys, *base, "--endmembers", library, "--out", tmp_path / "refused.tif")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "records --density for the endmembers olivine, pyroxene, plagioclase" in err
+    assert "holds olivine, pyroxene, basalt: give --density" in err
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("unmix_library", "null", "records no library: its endmembers were given to unmix_file"),
+        ("unmix_library", '{"files": ["/x.csv"]}', "records its library without 'format'"),
+        ("unmix_route", '"three_step"', "lumaxlike_unmix_route has the unexpected value"),
+        ("input_param_maps", '[["b", "/maps/b.tif"]]', "was made with the parameter maps b"),
+    ],
+)
+def test_unmix_params_from_refuses_a_record_it_cannot_rerun(
+    recorded_run, tmp_path, capsys, key, value, message
+):
+    """A record unmix cannot reproduce (endmembers given in Python, a library not made by
+    the command line, a malformed key, a normalisation's parameter maps) is refused in one
+    line saying why, before any work."""
+    import shutil
+
+    old = tmp_path / "old.tif"
+    shutil.copy(recorded_run["out"], old)
+    set_tag(old, key, value)
+    out = tmp_path / "new.tif"
+    code, err = run(capsys, "unmix", recorded_run["cube"], "--params-from", old, "--out", out)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"--params-from {old}" in err and message in err, err
+    assert not out.exists()
+    if key == "input_param_maps":  # invert takes one value per band as unmix does
+        code, err = run(capsys, "invert", recorded_run["cube"], "--params-from", old, "--out", out)
+        assert code == 2 and "was made with the parameter maps b (/maps/b.tif)" in err, err
+        assert "give --b or use normalize --params-from" in err
+
+
+def test_unmix_params_from_another_command_needs_the_unmixing_options(
+    recorded_run, tmp_path, capsys
+):
+    """An invert output gives its model and inputs, not endmembers."""
+    w = tmp_path / "w.tif"
+    cube, obs = recorded_run["cube"], recorded_run["obs"]
+    assert run(capsys, *invert_args(cube, obs, w))[0] == 0
+    code, err = run(capsys, "unmix", cube, "--params-from", w, "--out", tmp_path / "a.tif")
+    assert code == 2 and "--endmembers is required (or --params-from an unmix output)" in err
+
+
+def test_unmix_file_matches_the_endmembers_bands_by_wavelength_or_refuses(tmp_path):
+    """Item 8 on files: endmembers given in another band order than the cube's are matched
+    by wavelength (the cube's from its header); other band centres are refused, naming
+    the cube, before anything is written."""
+    mass, albedo, cube, obs, dtm = mixture_files(tmp_path)
+    centres_um = np.asarray(WAVELENGTHS[:5]) * 1e-3
+
+    def endmembers(wavelengths):
+        return lumaxlike.Endmembers(
+            names=NAMES,
+            albedo=albedo[:, ::-1],
+            density=DENSITY,
+            grain_size=GRAIN_SIZE,
+            wavelengths=wavelengths,
+        )
+
+    common = dict(geometry=obs, dtm=dtm, params=PARAMS, solver="numba", units="r")
+    out = tmp_path / "abund.tif"
+    lumaxlike.unmix_file(
+        cube, out, endmembers=endmembers(centres_um[::-1]), route="two_step", **common
+    )
+    with rasterio.open(out) as dataset:
+        np.testing.assert_allclose(np.moveaxis(dataset.read(), 0, -1), mass, atol=1e-6, rtol=0)
+    shifted = centres_um[::-1].copy()
+    shifted[0] += 0.1
+    with pytest.raises(ValueError, match=f"the cube {cube}"):
+        lumaxlike.unmix_file(
+            cube, tmp_path / "refused.tif", endmembers=endmembers(shifted), **common
+        )
+    assert not (tmp_path / "refused.tif").exists()

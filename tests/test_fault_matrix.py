@@ -12,12 +12,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
 from lumaxlike._cli import main
 from lumaxlike._io import atomic, read_cube, writers
+from lumaxlike._io.provenance_files import read_provenance
 
 from .test_cli import PARAM_FLAGS
 from .test_cli_unmix import (
@@ -120,13 +122,24 @@ def state(folder):
 
 @pytest.fixture(scope="module")
 def new_sets(inputs, tmp_path_factory):
-    """The names each command's run publishes into an empty folder, as ``x.tif``."""
-    names = {}
+    """{command: folder} of each command's run into an empty folder, as ``x.tif``: the
+    set it publishes, copied where a test needs an earlier set (the same files a run
+    writes, without solving again)."""
+    folders = {}
     for command in COMMANDS:
-        folder = tmp_path_factory.mktemp(command)
-        assert main([str(a) for a in args_for(command, inputs, folder / "x.tif")]) == 0
-        names[command] = sorted(p.name for p in folder.iterdir())
-    return names
+        folders[command] = tmp_path_factory.mktemp(command)
+        assert main([str(a) for a in args_for(command, inputs, folders[command] / "x.tif")]) == 0
+    return folders
+
+
+def names_of(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def copy_set(source, folder):
+    """An earlier run's set, published: a copy of each file of ``source`` into ``folder``."""
+    for path in source.iterdir():
+        shutil.copy2(path, folder / path.name)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -136,7 +149,7 @@ def test_disk_full_when_a_map_is_closed_publishes_nothing_and_keeps_the_old_set(
     """GDAL reports a full disk at a GeoTIFF's close only on stderr and the file is short:
     once, exit 0 with unreadable outputs and, with --overwrite, the good old set gone."""
     out = tmp_path / "x.tif"
-    assert run(capsys, *args_for(command, inputs, out))[0] == 0
+    copy_set(new_sets[command], tmp_path)
     before = state(tmp_path)
     close = writers._RasterSink._close_dataset
 
@@ -182,17 +195,17 @@ def test_overwrite_replaces_the_whole_old_set(command, inputs, new_sets, tmp_pat
     exactly the new run's."""
     out = tmp_path / "x.tif"
     earlier = EARLIER[command]
-    extra = ("--sigma", "0.001") if earlier == "invert" else ()
-    assert run(capsys, *args_for(earlier, inputs, out, *extra))[0] == 0
-    stale = {p.name for p in tmp_path.iterdir()} - set(new_sets[command])
+    if earlier == "invert":  # with its sigma map, which a fit does not write
+        assert run(capsys, *args_for(earlier, inputs, out, "--sigma", "0.001"))[0] == 0
+    else:
+        copy_set(new_sets[earlier], tmp_path)
+    stale = {p.name for p in tmp_path.iterdir()} - set(names_of(new_sets[command]))
     assert stale  # e.g. x_sigma_w.tif, x_observations.tif of the fit
     unrelated = tmp_path / "x_notes.txt"
     unrelated.write_text("not a lumaxlike output")
     code, lines = run(capsys, *args_for(command, inputs, out, "--overwrite"))
     assert code == 0, lines
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [*new_sets[command], unrelated.name]
-    )
+    assert names_of(tmp_path) == sorted([*names_of(new_sets[command]), unrelated.name])
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -213,10 +226,10 @@ def test_a_name_another_run_is_writing_is_refused(command, inputs, tmp_path, cap
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_signal_during_publication_puts_the_old_set_back(
-    command, inputs, tmp_path, capsys, monkeypatch
+    command, inputs, new_sets, tmp_path, capsys, monkeypatch
 ):
     out = tmp_path / "x.tif"
-    assert run(capsys, *args_for(command, inputs, out))[0] == 0
+    copy_set(new_sets[command], tmp_path)
     before = state(tmp_path)
     replace, sent = os.replace, []
 
@@ -248,6 +261,60 @@ def _cli_process(*args, **kwargs):
         text=True,
         **kwargs,
     )
+
+
+def test_a_run_in_another_process_keeps_its_companion_names(inputs, tmp_path, capsys):
+    """The race of item 12 with two processes, made deterministic: run A (`--out x.tif
+    --sigma`, which writes x_sigma.tif) is held in its own process after writing its
+    first block; run B (`--out x_sigma.tif --overwrite`) meanwhile is refused naming
+    x_sigma.tif, and A then publishes exactly its own set."""
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    script = (
+        "import pathlib, runpy, sys, time\n"
+        "from lumaxlike._io import writers\n"
+        "real = writers.ResultWriter.write\n"
+        "ready, go = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
+        "def write(self, rows, block):\n"
+        "    real(self, rows, block)\n"
+        "    ready.touch()\n"
+        "    held = time.monotonic()\n"
+        "    while not go.exists() and time.monotonic() - held < 120:  # never orphaned\n"
+        "        time.sleep(0.01)\n"
+        "writers.ResultWriter.write = write\n"
+        "sys.argv = ['lumaxlike', *sys.argv[3:]]\n"
+        "runpy.run_module('lumaxlike', run_name='__main__')\n"
+    )
+    outputs = tmp_path / "out"
+    outputs.mkdir()
+    a_args = args_for("invert", inputs, outputs / "x.tif", "--sigma", "0.001", "--chunk", "2")
+    a = subprocess.Popen(
+        [sys.executable, "-c", script, ready, go, *map(str, a_args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert a.poll() is None, a.communicate()[1]
+            assert time.monotonic() < deadline, "run A never wrote a block"
+            time.sleep(0.02)
+        contested = outputs / "x_sigma.tif"
+        code, lines = run(capsys, *args_for("invert", inputs, contested, "--overwrite"))
+        assert code == 2 and len(lines) == 1, lines
+        assert f"output {contested} is being written by another lumaxlike run" in lines[0]
+    finally:
+        go.touch()
+        err = a.communicate(timeout=120)[1]
+    assert a.returncode == 0, err
+    assert names_of(outputs) == [
+        "x.tif",
+        "x_iterations.tif",
+        "x_residual.tif",
+        "x_sigma.tif",
+        "x_status.tif",
+    ]
+    assert read_provenance(contested).refl_sigma == 0.001  # A's sigma map, not B's w
 
 
 def test_a_malformed_scheduler_address_is_one_line_without_a_hang(inputs, tmp_path):

@@ -108,10 +108,14 @@ def test_albedo_posterior_is_laplace_at_small_noise():
 
 
 def test_albedo_posterior_with_a_gaussian_prior_matches_quadrature():
+    """A prior map (one mean per pixel and band, as `fit` takes): each problem's
+    posterior is the quadrature's with its own prior."""
     rng = np.random.default_rng(5)
     params = lumaxlike.HapkeParams(b=0.3, c=0.4)
     geometry = multi_angle_geometry(4, 5, rng, opposition=False)
-    sigma, prior = 0.01, (0.35, 0.05)  # prior and likelihood of similar widths
+    sigma = 0.01
+    prior_mean = np.array([[0.35, 0.55]] * 4)  # prior and likelihood of similar widths
+    prior = (prior_mean, 0.05)
     refl = multi_angle_reflectance(
         np.full((4, 2), 0.45), *geometry, params
     ) + sigma * rng.standard_normal((4, 2, 5))
@@ -121,14 +125,52 @@ def test_albedo_posterior_with_a_gaussian_prior_matches_quadrature():
     for i in range(4):
         for k in range(2):
             exact, pdf_at = _quadrature_quantiles(
-                refl[i, k], [g[i] for g in geometry], params, sigma, LEVELS, prior
-            )
+                refl[i, k], [g[i] for g in geometry], params, sigma, LEVELS,
+                (prior_mean[i, k], prior[1]),
+            )  # fmt: skip
             standard_error = np.sqrt(LEVELS * (1 - LEVELS) / result.ess["w"][i, k]) / pdf_at
             np.testing.assert_array_less(
                 np.abs(result.quantiles["w"][i, k] - exact), 5 * standard_error
             )
-    # the prior pulls the posterior median from the fit (no prior) toward its mean
-    assert np.all(np.abs(result["w"] - prior[0]) < np.abs(result.fit.values["w"] - prior[0]))
+    # the prior pulls the posterior median from the fit without prior toward its mean
+    plain = lumaxlike.fit(refl, *geometry, params, free=("w",), solver="numba", refl_sigma=sigma)
+    assert np.all(np.abs(result["w"] - prior_mean) < np.abs(plain.values["w"] - prior_mean))
+
+
+def test_shared_posterior_is_the_joint_laplace_at_small_noise():
+    """b shared by a pixel's three bands (w per band), many observations at small
+    noise: the joint posterior is the Laplace Gaussian of `fit(shared=("b",))`, whose
+    b is pinned by all three bands (a sampler that used one band's likelihood for b
+    would be sqrt(3) too wide). Shared parameters drop the band axis."""
+    rng = np.random.default_rng(4)
+    n_pixels, n_bands = 4, 3
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    geometry = multi_angle_geometry(n_pixels, 12, rng, opposition=False)
+    refl = multi_angle_reflectance(np.array([[0.3, 0.5, 0.7]] * n_pixels), *geometry, params)
+    sigma = 1e-4
+    refl = refl + sigma * rng.standard_normal(refl.shape)
+    result = lumaxlike.sample(
+        refl, *geometry, params, free=("w", "b"), shared=("b",), refl_sigma=sigma,
+        num_samples=300, num_warmup=150, return_samples=True,
+    )  # fmt: skip
+    assert result.shared == ("b",) and result.status.shape == (n_pixels,)
+    assert result.quantiles["b"].shape == (n_pixels, 5)
+    assert result.quantiles["w"].shape == (n_pixels, n_bands, 5)
+    assert result.covariance.shape == (n_pixels, n_bands + 1, n_bands + 1)
+    assert np.all(result.status == Status.CONVERGED)
+    z = np.array([-1.959964, -0.994458, 0.0, 0.994458, 1.959964])
+    for name in ("w", "b"):
+        centre, spread = result.fit.values[name][..., None], result.fit.sigma(name)[..., None]
+        laplace = centre + spread * z
+        pdf_at = np.exp(-0.5 * z**2) / (np.sqrt(2 * np.pi) * spread)
+        standard_error = np.sqrt(LEVELS * (1 - LEVELS) / result.ess[name][..., None]) / pdf_at
+        np.testing.assert_array_less(np.abs(result.quantiles[name] - laplace), 5 * standard_error)
+    draws = result.draws_dataset()
+    assert draws["b"].dims == ("chain", "draw", "pixel")
+    assert draws["w"].dims == ("chain", "draw", "pixel", "band")
+    np.testing.assert_allclose(
+        np.median(draws["w"].values[:, :, 1, 2]), result.quantiles["w"][1, 2, 2], rtol=1e-6
+    )
 
 
 # w, b, c free, 16 observations (two near the opposition): band 0 at a noise where the
@@ -304,12 +346,13 @@ def test_refuses_bad_arguments():
             {"refl_sigma": 1e-3, "prior": {"roughness": (0.1, 0.1)}},
             "prior names 'roughness'",
         ),
-        ({"refl_sigma": 1e-3, "prior": {"b": (0.1, 0.0)}}, "positive finite sigma"),
+        ({"refl_sigma": 1e-3, "prior": {"b": (0.1, 0.0)}}, "sigma must be positive"),
         ({"refl_sigma": 1e-3, "prior": {"b": 0.1}}, "pair"),
         ({"refl_sigma": 1e-3, "num_chains": 1}, "num_chains must be at least 2"),
         ({"refl_sigma": 1e-3, "max_rhat": 1.0}, "max_rhat"),
         ({"refl_sigma": 1e-3, "min_ess": 0}, "min_ess"),
-        ({"refl_sigma": 1e-3, "shared": ("b",)}, "shared"),
+        ({"refl_sigma": 1e-3, "shared": ("w",)}, "shared cannot name 'w'"),
+        ({"refl_sigma": 1e-3, "shared": ("roughness",)}, "shared names 'roughness'"),
         ({"refl_sigma": 1e-3, "free": ("w", "asymmetry")}, "asymmetry"),
     ]
     for options, message in cases:

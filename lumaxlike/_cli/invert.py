@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .model import model_from_options, read_record, refuse_fitted_record, resolve_settings
+from .model import model_from_options, read_record, refuse_recorded_maps, resolve_settings
 from .options import (
     DEFAULT_SOLVER,
     add_model_options,
@@ -163,7 +163,7 @@ def run(args) -> int:
     from .._files.invert import invert_file
 
     record = read_record(args)
-    refuse_fitted_record(args, record, "invert")
+    refuse_recorded_maps(args, record, "invert")
     settings = resolve_settings(args, record)
     bands = cube_bands(args.cube, settings["units"], args)
     params = model_from_options(args, bands, record)

@@ -24,7 +24,8 @@ __all__ = [
     "model_from_options",
     "fitted_maps",
     "read_record",
-    "refuse_fitted_record",
+    "normalisation_maps",
+    "refuse_recorded_maps",
     "resolve_settings",
     "same_params",
 ]
@@ -73,9 +74,23 @@ def fitted_maps(args, record) -> dict:
     }
 
 
-def refuse_fitted_record(args, record, command: str) -> None:
-    """ValueError when ``--params-from`` names a fit output whose fitted maps ``command``
-    cannot use (it takes one value per band): its record's values are the fit's start."""
+def normalisation_maps(args, record) -> dict:
+    """``{field: path}`` of the ``--param-map``s a normalisation's record (read by
+    ``--params-from``) holds that no option of this run replaces; {} for any other record.
+    A path is None for a map given as an array."""
+    flags = {field: flag for flag, field, _, _ in HAPKE_OPTIONS}
+    return {
+        field: path
+        for field, path in getattr(record, "param_maps", None) or ()
+        if getattr(args, dest(flags[field]), None) is None
+    }
+
+
+def refuse_recorded_maps(args, record, command: str) -> None:
+    """ValueError when ``--params-from`` names an output made with per-pixel parameter
+    maps that ``command`` cannot use (it takes one value per band): a fit's fitted maps
+    (its record's values are the fit's start) or a normalisation's ``--param-map``s (its
+    record's values are the scalars the maps replaced)."""
     maps = fitted_maps(args, record)
     if maps:
         names = ", ".join(maps)
@@ -85,6 +100,16 @@ def refuse_fitted_record(args, record, command: str) -> None:
             f"({', '.join(str(p) for p in maps.values())}) that {command} does not take; give "
             f"{', '.join(next(f for f, d, _, _ in HAPKE_OPTIONS if d == n) for n in maps)} "
             "or use normalize --params-from, which uses the maps"
+        )
+    maps = normalisation_maps(args, record)
+    if maps:
+        flags = {field: flag for flag, field, _, _ in HAPKE_OPTIONS}
+        raise ValueError(
+            f"--params-from {args.params_from} was made with the parameter maps "
+            f"{', '.join(f'{field} ({path})' for field, path in maps.items())}, which "
+            f"{command} does not take (one value per band); give "
+            f"{', '.join(flags[field] for field in maps)} or use normalize --params-from, "
+            "which uses the maps"
         )
 
 

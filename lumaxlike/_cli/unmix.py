@@ -5,7 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .model import model_from_options, same_params
+from .model import (
+    model_from_options,
+    read_record,
+    refuse_recorded_maps,
+    resolve_settings,
+    same_params,
+)
 from .options import (
     DEFAULT_SOLVER,
     add_model_options,
@@ -23,6 +29,7 @@ from .products import (
     finish,
     product_kwargs,
 )
+from .unmix_settings import is_unmix_record, library_record, unmix_settings
 
 __all__ = ["add_parser", "run"]
 
@@ -35,7 +42,9 @@ The endmembers' albedo spectra come from laboratory spectra (--endmembers: CSV, 
 splib07 or RELAB files), resampled to the cube's bands (its wavelengths, or --wavelengths)
 and inverted at their measurement geometry with the same model. Writes OUT (one band per
 endmember), OUT_sigma (their 1-sigma uncertainty), OUT_status, OUT_iterations and
-OUT_residual (GeoTIFF or ENVI), each recording how it was made.
+OUT_residual (GeoTIFF or ENVI), each recording how it was made (the route, sum-to-one,
+the library and the endmembers' densities and grain sizes included), and --params-from
+reruns that record.
 """
 
 EPILOG = """\
@@ -46,11 +55,18 @@ at the cube's band centres, so --fwhm 0.001 takes each sample as is):
       --library-incidence 30 --library-emission 0 --density 2.71,3.96,2.65,2.32,2.6 \\
       --grain-size 60,40,80,50,70 --fwhm 0.001 --b 0.2 --c 0.4 --roughness-deg 20 \\
       --hs 0.06 --bs0 1 --hc 0.05 --bc0 0.5 --route two_step --out abundances.tif
+  # the same run again, every setting read from the first one's output
+  lumaxlike unmix lumaxlike-demo/reflectance.tif --params-from abundances.tif --out again.tif
 """
+
+#: appended to the default of every option --params-from can fill in
+RECORDED = "; with --params-from: the recorded value"
 
 
 def add_parser(commands, formatter) -> None:
     """Add the ``unmix`` subcommand to ``commands``."""
+    from .._inverse.invert import DEFAULT_MAX_ITER
+
     unmix = commands.add_parser(
         "unmix",
         help="unmix a reflectance cube file into mass-fraction maps",
@@ -68,139 +84,155 @@ def add_parser(commands, formatter) -> None:
         help="output: .tif/.tiff GeoTIFF or .img/.envi/.hdr ENVI (required)",
     )
     unmix.add_argument(
+        "--params-from",
+        type=Path,
+        metavar="OLD",
+        help="an earlier lumaxlike unmix output (any of its files): take its route, "
+        "sum-to-one, library (files, format, units, angles), --wavelengths, --fwhm, "
+        "densities, grain sizes, extinction efficiencies, Hapke parameters, --units, "
+        "--solver, --tol, --max-iter, --sigma, --geometry, --surface and --dtm from the "
+        "record it carries; options given here override them. Another command's output "
+        "gives its model and inputs only (default: none)",
+    )
+    unmix.add_argument(
         "--geometry",
         type=Path,
         metavar="OBS",
         help="geometry backplane on the cube's grid, as for `lumaxlike invert` (required, "
-        "unless the cube is a product normalised to a standard geometry, e.g. M3 L2)",
+        "unless --params-from gives it or the cube is a product normalised to a standard "
+        "geometry, e.g. M3 L2)",
     )
     unmix.add_argument(
         "--surface",
         choices=("auto", "local", "ellipsoid"),
-        default="auto",
-        help="which angles to use, as for `lumaxlike invert` (default auto)",
+        help="which angles to use, as for `lumaxlike invert` (default auto" + RECORDED + ")",
     )
     unmix.add_argument(
         "--dtm",
         type=Path,
         metavar="DTM",
-        help="DTM on the cube's grid for local slopes (default: a flat surface)",
+        help="DTM on the cube's grid for local slopes (default: a flat surface" + RECORDED + ")",
     )
     unmix.add_argument(
         "--units",
         choices=INPUT_UNITS,
-        required=True,
-        help=UNITS_HELP + " (required)",
+        help=UNITS_HELP + " (required, unless --params-from gives it)",
     )
     unmix.add_argument(
         "--endmembers",
         type=Path,
         nargs="+",
-        required=True,
         metavar="LIB",
         help="laboratory reflectance spectra of the endmembers: CSV files (a "
         "wavelength column naming its unit, one column per spectrum), USGS splib07 "
-        "or RELAB spectrum files (required)",
+        "or RELAB spectrum files (required, unless --params-from gives them)",
     )
     unmix.add_argument(
         "--library-format",
         choices=("csv", "splib07", "relab"),
-        help="format of the --endmembers files (default: from each file)",
+        help="format of the --endmembers files (default: from each file" + RECORDED + ")",
     )
     unmix.add_argument(
         "--library-units",
         choices=("r", "radf", "reff"),
-        default="reff",
-        help="what the library files hold (default reff, as splib07 and RELAB)",
+        help="what the library files hold (default reff, as splib07 and RELAB" + RECORDED + ")",
     )
     unmix.add_argument(
         "--library-incidence",
         type=number_list,
         metavar="DEG[,...]",
         help="incidence angle of the library's measurements [deg], one or one per "
-        "spectrum (required unless every file is RELAB: 30)",
+        "spectrum (required unless every file is RELAB: 30" + RECORDED + ")",
     )
     unmix.add_argument(
         "--library-emission",
         type=number_list,
         metavar="DEG[,...]",
         help="emission angle of the library's measurements [deg] (required unless "
-        "every file is RELAB: 0)",
+        "every file is RELAB: 0" + RECORDED + ")",
     )
     unmix.add_argument(
         "--library-azimuth",
         type=number_list,
-        default=[0.0],
         metavar="DEG[,...]",
         help="azimuth of the observer relative to the source in the library's "
-        "measurements [deg] (default 0)",
+        "measurements [deg] (default 0" + RECORDED + ")",
     )
     unmix.add_argument(
         "--density",
         type=number_list,
-        required=True,
         metavar="G_CM3[,...]",
-        help="solid density of each endmember [g/cm^3], one or one per endmember (required)",
+        help="solid density of each endmember [g/cm^3], one or one per endmember (required, "
+        "unless --params-from gives them)",
     )
     unmix.add_argument(
         "--grain-size",
         type=number_list,
-        required=True,
         metavar="UM[,...]",
-        help="grain size of each endmember [um], one or one per endmember (required)",
+        help="grain size of each endmember [um], one or one per endmember (required, unless "
+        "--params-from gives them)",
     )
     unmix.add_argument(
         "--extinction-efficiency",
         type=number_list,
         metavar="Q[,...]",
-        help="extinction efficiency of each endmember [-] (default 1)",
+        help="extinction efficiency of each endmember [-] (default 1" + RECORDED + ")",
     )
     unmix.add_argument(
         "--wavelengths",
         type=number_list,
         metavar="UM,...",
-        help="the cube's band centres [um] (default: read from the cube)",
+        help="the cube's band centres [um] (default: read from the cube" + RECORDED + ")",
     )
     unmix.add_argument(
         "--fwhm",
         type=number_list,
         metavar="UM[,...]",
-        help="the cube's band widths [um] (default: the band spacing)",
+        help="the cube's band widths [um] (default: the band spacing" + RECORDED + ")",
     )
     unmix.add_argument(
         "--route",
         choices=("one_step", "two_step"),
-        default="one_step",
         help="one_step: Levenberg-Marquardt in reflectance space (weights the noise "
         "correctly); two_step: invert to w, then constrained least squares in w "
-        "(faster) (default one_step)",
+        "(faster) (default one_step" + RECORDED + ")",
     )
-    unmix.add_argument(
+    closure = unmix.add_mutually_exclusive_group()
+    closure.add_argument(
         "--no-sum-to-one",
         dest="sum_to_one",
-        action="store_false",
+        action="store_const",
+        const=False,
         help="let the fractions sum to less than one: fit an unmodelled, perfectly "
-        "absorbing remainder (default: they sum to one)",
+        "absorbing remainder (default: they sum to one" + RECORDED + ")",
+    )
+    closure.add_argument(
+        "--sum-to-one",
+        dest="sum_to_one",
+        action="store_const",
+        const=True,
+        help="the fractions sum to one (the default; with --params-from of a "
+        "--no-sum-to-one output: replaces the recorded choice)",
     )
     unmix.add_argument(
         "--solver",
         choices=("numba", "jax"),
-        default=DEFAULT_SOLVER,
-        help=f"solver, as for `lumaxlike invert` (default {DEFAULT_SOLVER})",
+        help=f"solver, as for `lumaxlike invert` (default {DEFAULT_SOLVER}{RECORDED})",
     )
-    add_model_options(unmix)
+    add_model_options(unmix, RECORDED)
     add_product_options(unmix)
     unmix.add_argument(
         "--tol",
         type=positive_float,
         metavar="VALUE",
-        help="convergence tolerance on the step of every cross-section fraction (default 1e-10)",
+        help="convergence tolerance on the step of every cross-section fraction (default "
+        "1e-10" + RECORDED + ")",
     )
     unmix.add_argument(
         "--max-iter",
         type=positive_int,
         metavar="N",
-        help="solver iterations per pixel at most",
+        help=f"solver iterations per pixel at most (default {DEFAULT_MAX_ITER}{RECORDED})",
     )
     unmix.add_argument(
         "--sigma",
@@ -208,7 +240,7 @@ def add_parser(commands, formatter) -> None:
         metavar="VALUE",
         help="standard uncertainty of the cube's values in --units (r or radf): "
         "weights the bands and scales the sigma map (default: scaled by the "
-        "residual variance)",
+        "residual variance" + RECORDED + ")",
     )
     add_run_options(
         unmix,
@@ -226,78 +258,70 @@ def run(args) -> int:
     from .._params import HapkeParams
     from .._unmix.endmembers import Endmembers
 
+    record = read_record(args)
+    refuse_recorded_maps(args, record, "unmix")
+    settings = resolve_settings(args, record)
+    if not is_unmix_record(record):  # another operation's tolerances are on another quantity
+        settings.update(tol=args.tol, max_iter=args.max_iter)
+    unmixing = unmix_settings(args, record)
     with ProductCube(
         args.cube,
-        args.units,
+        settings["units"],
         thermal_bands=args.thermal_bands,
         wavelengths_from=args.wavelengths_from,
         check_values=False,
         convert=False,
     ) as cube:
         info = cube.info
-    params = model_from_options(args, info.bands)
+    params = model_from_options(args, info.bands, record)
     if not isinstance(params[0], HapkeParams) or not same_params(params):
         raise ValueError(
             "unmix takes one set of Hapke parameters for every band (no per-band "
             "values, no empirical photometric function)"
         )
-    wavelengths = cube_wavelengths_um(info, args.wavelengths)
+    options = unmixing.library
+    wavelengths = cube_wavelengths_um(info, options["--wavelengths"])
     library = read_spectral_library(
-        args.endmembers,
-        args.library_format,
-        units=args.library_units,
-        incidence=_radians(scalar_or_list(args.library_incidence)),
-        emission=_radians(scalar_or_list(args.library_emission)),
-        azimuth=_radians(scalar_or_list(args.library_azimuth)),
+        options["--endmembers"],
+        options["--library-format"],
+        units=options["--library-units"],
+        incidence=_radians(scalar_or_list(options["--library-incidence"])),
+        emission=_radians(scalar_or_list(options["--library-emission"])),
+        azimuth=_radians(scalar_or_list(options["--library-azimuth"])),
     )
+    per_endmember = unmixing.endmember_values(library.names)
     endmembers = Endmembers.from_library(
         library,
         params[0],
-        density=scalar_or_list(args.density),
-        grain_size=scalar_or_list(args.grain_size),
+        density=scalar_or_list(per_endmember["--density"]),
+        grain_size=scalar_or_list(per_endmember["--grain-size"]),
         wavelengths=wavelengths,
-        fwhm=scalar_or_list(args.fwhm),
-        extinction_efficiency=scalar_or_list(args.extinction_efficiency),
-        solver=args.solver,
+        fwhm=scalar_or_list(options["--fwhm"]),
+        extinction_efficiency=scalar_or_list(per_endmember["--extinction-efficiency"]),
+        solver=settings["solver"],
     )
     quiet_cluster_logs(args)
     summary = unmix_file(
         args.cube,
         args.out,
-        geometry=args.geometry,
         endmembers=endmembers,
         params=params[0],
-        solver=args.solver,
-        units=args.units,
-        route=args.route,
-        sum_to_one=args.sum_to_one,
-        dtm=args.dtm,
+        route=unmixing.route,
+        sum_to_one=unmixing.sum_to_one,
         chunk_rows=args.chunk,
         overwrite=args.overwrite,
         progress=args.progress,
-        sigma=args.sigma,
         workers=args.workers,
         scheduler=args.scheduler,
-        max_iter=args.max_iter,
-        tol=args.tol,
         command=args.command_line,
         resume=args.resume,
-        surface=args.surface,
-        library={
-            "files": [str(Path(path).absolute()) for path in args.endmembers],
-            "format": args.library_format,
-            "units": args.library_units,
-            "incidence_deg": args.library_incidence,
-            "emission_deg": args.library_emission,
-            "azimuth_deg": args.library_azimuth,
-            "wavelengths_um": [float(v) for v in wavelengths],
-            "fwhm_um": args.fwhm,
-        },
+        library=library_record(unmixing, wavelengths),
+        **settings,
         **product_kwargs(args),
     )
     print(
-        f"lumaxlike unmix: {args.cube} ({args.units}) -> {args.out}, {args.route} route, solver "
-        f"{args.solver}: {summary.describe()}",
+        f"lumaxlike unmix: {args.cube} ({settings['units']}) -> {args.out}, {unmixing.route} "
+        f"route, solver {settings['solver']}: {summary.describe()}",
         file=sys.stderr,
     )
     return finish("unmix", summary)

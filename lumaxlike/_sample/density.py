@@ -25,7 +25,7 @@ from .._model.family import jax_equations_for
 from .._params import PARAMETER_NAMES
 from . import transform
 
-__all__ = ["log_density", "log_likelihood_for", "pixel_rows"]
+__all__ = ["joint_log_density", "log_density", "log_likelihood_for", "pixel_rows"]
 
 
 def pixel_rows(program, to_sun, to_sensor, normal, fixed, free_index, key):
@@ -82,3 +82,24 @@ def log_density(z, data, log_likelihood, kinds, lower, upper):
         + log_prior
         + transform.log_jacobian(z, kinds, lower, upper)
     )
+
+
+def joint_log_density(z, data, log_likelihood, kinds, lower, upper, n_band_free):
+    """log p(z | r_obs) of a pixel's joint problem (parameters shared by its bands) up
+    to a constant. z (bands p + s,): band 0's p per-band parameters (p =
+    `n_band_free`), band 1's, ..., then the s shared ones; data = (rows, refl (bands,
+    observations), use (bands, observations), inv_var (bands,), prior_mean,
+    prior_precision (bands p + s,)). The likelihood is the sum of the bands' own, each
+    of its per-band parameters and the shared ones (in that order: `log_likelihood`'s)."""
+    rows, refl, use, inv_var, prior_mean, prior_precision = data
+    n_bands = refl.shape[0]
+    x = transform.to_constrained(z, kinds, lower, upper)
+    n_per_band = n_bands * n_band_free
+    per_band = jnp.reshape(x[:n_per_band], (n_bands, n_band_free))
+    shared = jnp.broadcast_to(x[n_per_band:], (n_bands, x.shape[0] - n_per_band))
+    likelihood = jax.vmap(log_likelihood, in_axes=(0, None, 0, 0, 0))(
+        jnp.concatenate([per_band, shared], axis=1), rows, refl, use, inv_var
+    )
+    deviation = x - prior_mean
+    log_prior = -0.5 * jnp.sum(prior_precision * deviation * deviation)
+    return jnp.sum(likelihood) + log_prior + transform.log_jacobian(z, kinds, lower, upper)

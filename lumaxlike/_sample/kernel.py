@@ -23,16 +23,11 @@ chains, in one `lax.scan` over warm-up and sampling (one copy of the kernel to c
 
 from __future__ import annotations
 
-from functools import partial
-
 import blackjax
 import jax
 import jax.numpy as jnp
 import numpy as np
 from blackjax.adaptation.step_size import dual_averaging_adaptation
-
-from . import transform
-from .density import log_density
 
 __all__ = [
     "MAX_TRAJECTORY",
@@ -70,30 +65,22 @@ def _schedule(num_warmup: int, num_samples: int):
 
 
 def sample_problem(
-    rng, data, z_center, metric, *, log_likelihood, kinds, lower, upper,
-    num_chains, num_warmup, num_samples, integration_steps,
+    rng, logdensity, z_center, metric, *, num_chains, num_warmup, num_samples,
+    integration_steps,
 ):  # fmt: skip
     """Draws of one problem's posterior.
 
     Args:
-        rng: a JAX key; data: the problem's `density.log_density` data; z_center (p,):
-            the chains' starting centre (unconstrained); metric (p, p): the Laplace
-            covariance in unconstrained coordinates (positive definite).
+        rng: a JAX key; logdensity: z (p,) -> the problem's log density (unconstrained
+            coordinates); z_center (p,): the chains' starting centre; metric (p, p): the
+            Laplace covariance in unconstrained coordinates (positive definite).
     Returns:
-        dict: draws (num_chains, num_samples, p) of the free parameters (constrained),
-        acceptance (mean acceptance probability while sampling), step_size,
-        divergences (count while sampling).
+        dict: path (num_chains, num_samples, p), the draws in unconstrained
+        coordinates; acceptance (mean acceptance probability while sampling),
+        step_size, divergences (count while sampling).
     """
     dtype = z_center.dtype
     p = z_center.shape[0]
-    logdensity = partial(
-        log_density,
-        data=data,
-        log_likelihood=log_likelihood,
-        kinds=kinds,
-        lower=lower,
-        upper=upper,
-    )
     kernel = blackjax.mcmc.hmc.build_kernel()
     da_init, da_update, da_final = dual_averaging_adaptation(TARGET_ACCEPTANCE)
     key_start, key_run = jax.random.split(rng)
@@ -164,9 +151,8 @@ def sample_problem(
     carry = (states, da_init(step0), metric, step0, zero_sums)
     (_, _, _, step_size, _), (path, acceptance, divergent) = jax.lax.scan(body, carry, xs)
     path, acceptance, divergent = (a[num_warmup:] for a in (path, acceptance, divergent))
-    draws = transform.to_constrained(jnp.swapaxes(path, 0, 1), kinds, lower, upper)
     return {
-        "draws": draws,
+        "path": jnp.swapaxes(path, 0, 1),
         "acceptance": jnp.mean(acceptance),
         "step_size": step_size,
         "divergences": jnp.sum(divergent),

@@ -1,5 +1,7 @@
-"""One chunk of `sample`: every (pixel, band) problem's chains and their summaries, in
-one jitted program (`kernel.sample_problem` under `jax.vmap` over bands and pixels)."""
+"""One chunk of `sample`: every problem's chains and their summaries, in one jitted
+program (`kernel.sample_problem` under `jax.vmap`): over pixels and bands where each
+(pixel, band) is its own problem (`sample_chunk`), over pixels where a pixel's bands
+share parameters (`sample_joint_chunk`)."""
 
 from __future__ import annotations
 
@@ -11,27 +13,34 @@ from blackjax.diagnostics import ess_bulk, rhat
 
 from .._model.columns_program import split_columns
 from .._params import PARAMETER_NAMES
-from .density import log_likelihood_for, pixel_rows
+from . import transform
+from .density import joint_log_density, log_density, log_likelihood_for, pixel_rows
 from .kernel import sample_problem
 
-__all__ = ["QUANTILE_LEVELS", "sample_chunk"]
+__all__ = ["QUANTILE_LEVELS", "sample_chunk", "sample_joint_chunk"]
 
 QUANTILE_LEVELS = (0.025, 0.16, 0.5, 0.84, 0.975)
-
-
-@partial(
-    jax.jit,
-    static_argnames=(
-        "free_index", "key", "kinds", "num_chains", "num_warmup", "num_samples",
-        "integration_steps",
-    ),
+_STATIC = (
+    "free_index", "key", "kinds", "num_chains", "num_warmup", "num_samples",
+    "integration_steps",
 )  # fmt: skip
+
+
+def _rows_and_likelihood(to_sun, to_sensor, normal, fixed, free_index, key, dtype):
+    program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, dtype)
+    rows = jax.vmap(partial(pixel_rows, program, fixed=fixed, free_index=free_index, key=key))(
+        to_sun, to_sensor, normal
+    )
+    return rows, log_likelihood_for(free_index, key, dtype)
+
+
+@partial(jax.jit, static_argnames=_STATIC)
 def sample_chunk(
     rng, problem_ids, refl, to_sun, to_sensor, normal, fixed, z_center, metric, inv_var,
     prior_mean, prior_precision, lower, upper, *, free_index, key, kinds, num_chains,
     num_warmup, num_samples, integration_steps,
 ):  # fmt: skip
-    """Sample every problem of a chunk and summarise its draws.
+    """Sample every (pixel, band) problem of a chunk and summarise its draws.
 
     Args:
         rng: the run's JAX key; problem_ids (pixels, bands) int: each problem's index in
@@ -40,7 +49,8 @@ def sample_chunk(
             left out; geometry (pixels, observations, 3) each; fixed: values of
             `PARAMETER_NAMES`; z_center (pixels, bands, p) and metric (pixels, bands,
             p, p): the Laplace start in unconstrained coordinates; inv_var (bands,)
-            1/refl_sigma^2; prior_mean, prior_precision, lower, upper (p,).
+            1/refl_sigma^2; prior_mean, prior_precision (pixels, bands, p); lower,
+            upper (p,).
     Returns:
         dict of arrays over (pixels, bands): quantiles (..., p, 5), mean (..., p),
         covariance (..., p, p), rhat, ess (..., p), acceptance, step_size, divergences;
@@ -48,44 +58,98 @@ def sample_chunk(
         them or not).
     """
     dtype = refl.dtype
-    program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, dtype)
-    rows = jax.vmap(partial(pixel_rows, program, fixed=fixed, free_index=free_index, key=key))(
-        to_sun, to_sensor, normal
+    rows, log_likelihood = _rows_and_likelihood(
+        to_sun, to_sensor, normal, fixed, free_index, key, dtype
     )
     use = jnp.isfinite(refl)
     refl = jnp.where(use, refl, 0.0)
+    density = partial(
+        log_density, log_likelihood=log_likelihood, kinds=kinds, lower=lower, upper=upper
+    )
     run = partial(
-        sample_problem,
-        log_likelihood=log_likelihood_for(free_index, key, dtype),
-        kinds=kinds,
-        lower=lower,
-        upper=upper,
-        num_chains=num_chains,
-        num_warmup=num_warmup,
-        num_samples=num_samples,
-        integration_steps=integration_steps,
-    )
+        sample_problem, num_chains=num_chains, num_warmup=num_warmup,
+        num_samples=num_samples, integration_steps=integration_steps,
+    )  # fmt: skip
 
-    def problem(problem_id, rows, refl, use, inv_var, z_center, metric):
-        data = (rows, refl, use, inv_var, prior_mean, prior_precision)
-        return run(jax.random.fold_in(rng, problem_id), data, z_center, metric)
+    def problem(problem_id, rows, refl, use, inv_var, z_center, metric, mean, precision):
+        data = (rows, refl, use, inv_var, mean, precision)
+        return run(
+            jax.random.fold_in(rng, problem_id), partial(density, data=data), z_center, metric
+        )
 
-    per_band = jax.vmap(problem, in_axes=(0, None, 0, 0, 0, 0, 0))
-    out = jax.vmap(per_band, in_axes=(0, 0, 0, 0, None, 0, 0))(
-        problem_ids, rows, refl, use, inv_var, z_center, metric
+    per_band = jax.vmap(problem, in_axes=(0, None, 0, 0, 0, 0, 0, 0, 0))
+    out = jax.vmap(per_band, in_axes=(0, 0, 0, 0, None, 0, 0, 0, 0))(
+        problem_ids, rows, refl, use, inv_var, z_center, metric, prior_mean, prior_precision
     )
-    draws = out.pop("draws")  # (pixels, bands, chains, draws, p)
+    draws = transform.to_constrained(out.pop("path"), kinds, lower, upper)
+    return _summaries(out, draws, dtype)
+
+
+@partial(jax.jit, static_argnames=_STATIC + ("n_band_free",))
+def sample_joint_chunk(
+    rng, problem_ids, refl, to_sun, to_sensor, normal, fixed, z_center, metric, inv_var,
+    prior_mean, prior_precision, lower, upper, *, free_index, key, kinds, n_band_free,
+    num_chains, num_warmup, num_samples, integration_steps,
+):  # fmt: skip
+    """Sample every pixel's joint problem of a chunk (parameters shared by its bands).
+
+    Args:
+        As `sample_chunk`, with a problem per pixel: problem_ids (pixels,); z_center
+        (pixels, D) and metric (pixels, D, D), D = bands p + s (band 0's per-band
+        parameters, band 1's, ..., the shared ones; `n_band_free` = p); prior_mean,
+        prior_precision (pixels, D); lower, upper and `kinds` (D,); `free_index` the
+        parameters of one band's likelihood (per-band ones, then shared).
+    Returns:
+        dict of arrays over pixels: quantiles (..., D, 5), mean (..., D), covariance
+        (..., D, D), rhat, ess (..., D), acceptance, step_size, divergences; draws
+        (..., chains, draws, D).
+    """
+    dtype = refl.dtype
+    rows, log_likelihood = _rows_and_likelihood(
+        to_sun, to_sensor, normal, fixed, free_index, key, dtype
+    )
+    use = jnp.isfinite(refl)
+    refl = jnp.where(use, refl, 0.0)
+    density = partial(
+        joint_log_density, log_likelihood=log_likelihood, kinds=kinds, lower=lower,
+        upper=upper, n_band_free=n_band_free,
+    )  # fmt: skip
+    run = partial(
+        sample_problem, num_chains=num_chains, num_warmup=num_warmup,
+        num_samples=num_samples, integration_steps=integration_steps,
+    )  # fmt: skip
+
+    def problem(problem_id, rows, refl, use, z_center, metric, mean, precision):
+        data = (rows, refl, use, inv_var, mean, precision)
+        return run(
+            jax.random.fold_in(rng, problem_id), partial(density, data=data), z_center, metric
+        )
+
+    out = jax.vmap(problem)(
+        problem_ids, rows, refl, use, z_center, metric, prior_mean, prior_precision
+    )
+    draws = transform.to_constrained(out.pop("path"), kinds, lower, upper)
+    return _summaries(out, draws, dtype)
+
+
+def _summaries(out, draws, dtype):
+    """`out` with the summaries of `draws` (problems..., chains, draws, p) added."""
+    batch = draws.ndim - 3
     shape = draws.shape
-    pooled = draws.reshape(shape[:2] + (shape[2] * shape[3], shape[4]))
+    pooled = draws.reshape(shape[:batch] + (shape[batch] * shape[batch + 1], shape[-1]))
     out["quantiles"] = jnp.moveaxis(
-        jnp.quantile(pooled, jnp.asarray(QUANTILE_LEVELS, dtype), axis=2), 0, -1
+        jnp.quantile(pooled, jnp.asarray(QUANTILE_LEVELS, dtype), axis=batch), 0, -1
     )
-    out["mean"] = jnp.mean(pooled, axis=2)
-    centred = pooled - out["mean"][:, :, None, :]
-    out["covariance"] = jnp.einsum("...ki,...kj->...ij", centred, centred) / (pooled.shape[2] - 1)
-    # (chains, draws, pixels x bands x p): blackjax's diagnostics squeeze axes of length 1
-    by_chain = jnp.moveaxis(draws, (2, 3), (0, 1)).reshape(shape[2], shape[3], -1)
-    summary_shape = shape[:2] + shape[4:]
+    out["mean"] = jnp.mean(pooled, axis=batch)
+    centred = pooled - jnp.expand_dims(out["mean"], batch)
+    out["covariance"] = jnp.einsum("...ki,...kj->...ij", centred, centred) / (
+        pooled.shape[batch] - 1
+    )
+    # (chains, draws, problems x p): blackjax's diagnostics squeeze axes of length 1
+    by_chain = jnp.moveaxis(draws, (batch, batch + 1), (0, 1)).reshape(
+        shape[batch], shape[batch + 1], -1
+    )
+    summary_shape = shape[:batch] + shape[-1:]
     # blackjax's diagnostics broadcast by rank promotion (its own code): allowed here only
     with jax.numpy_rank_promotion("allow"):
         out["rhat"] = jnp.reshape(rhat(by_chain), summary_shape)

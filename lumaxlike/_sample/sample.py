@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import jax
@@ -14,15 +13,19 @@ from .._inverse.fit import fit
 from .._inverse.fit_arguments import check_bounds as _check_bounds
 from .._inverse.fit_arguments import check_free
 from .._inverse.invert import pad_pixels
+from .._inverse.joint import check_shared
 from .._inverse.observation_masks import check_observation_limits
 from .._inverse.observation_masks import masked_chunk as _masked
+from .._inverse.priors import check_priors
 from .._inverse.status import Status
 from .._model.forward import precision_scope
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_positive_int
 from . import transform
-from .program import sample_chunk
+from .layout import ProblemLayout
+from .program import sample_chunk, sample_joint_chunk
 from .result import SampleResult
+from .start import laplace_start
 
 __all__ = ["CHUNK_BYTES", "DEFAULT_INTEGRATION_STEPS", "sample"]
 
@@ -32,33 +35,7 @@ __all__ = ["CHUNK_BYTES", "DEFAULT_INTEGRATION_STEPS", "sample"]
 DEFAULT_INTEGRATION_STEPS = 8
 # Bytes of draws a chunk holds (its memory bound: the draws and the warm-up's path).
 CHUNK_BYTES = 1 << 26
-# Margin inside a finite interval where a start on its bound is moved to (relative).
-_START_MARGIN = 1e-4
-# Largest standard deviation of the start in unconstrained coordinates (a logistic
-# distribution, a flat prior's image in logit coordinates, has 1.8).
-_MAX_START_SIGMA = 2.0
 _SAMPLED = (Status.CONVERGED, Status.MAX_ITER, Status.UNDETERMINED)
-
-
-def _check_prior(prior, free):
-    mean = np.zeros(len(free))
-    precision = np.zeros(len(free))
-    for name, value in (prior or {}).items():
-        if name not in free:
-            raise ValueError(f"prior names {name!r}, which is not in free={free!r}")
-        try:
-            centre, sigma = (float(v) for v in value)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"prior[{name!r}] must be a pair (mean, sigma), got {value!r}"
-            ) from None
-        if not (math.isfinite(centre) and math.isfinite(sigma) and sigma > 0.0):
-            raise ValueError(
-                f"prior[{name!r}] needs a finite mean and a positive finite sigma, got {value!r}"
-            )
-        j = free.index(name)
-        mean[j], precision[j] = centre, 1.0 / sigma**2
-    return mean, precision
 
 
 def sample(
@@ -71,7 +48,7 @@ def sample(
     *,
     refl_sigma=None,
     prior: Mapping | None = None,
-    shared=None,
+    shared=(),
     num_samples: int = 1000,
     num_chains: int = 4,
     num_warmup: int = 300,
@@ -89,7 +66,9 @@ def sample(
     """Sample the posterior of the free Hapke parameters of every pixel and band.
 
     The problems are `fit`'s: each (pixel, band) with its observations, the parameters in
-    `free` unknown, the others fixed at `params`. The posterior is
+    `free` unknown, the others fixed at `params`; with `shared`, each pixel is one joint
+    problem over all its bands (the shared parameters take one value for all of them,
+    as in `fit(shared=...)`). The posterior is
     p(x | r_obs) proportional to exp(-sum_k (r_k(x) - r_obs,k)^2 / (2 refl_sigma^2))
     times the prior: flat within the bounds (`lumaxlike.default_bounds`, or `bounds`),
     times a Gaussian for each parameter in `prior`. It is sampled by HMC (blackjax) in
@@ -113,8 +92,13 @@ def sample(
         refl_sigma: 1-sigma Gaussian noise of every observation [1/sr], a scalar or one
             value per band (required: the posterior's width is set by it).
         prior: {name: (mean, sigma)}: a Gaussian prior on that free parameter (in its
-            units), within its bounds; the others are flat within their bounds.
-        shared: not supported yet (a ValueError if given).
+            units), within its bounds, as in `fit`: mean and sigma scalars or arrays
+            broadcasting to the parameter's map (``pixels + (bands,)``, ``pixels`` for a
+            shared one; sigma inf: no prior there); the others are flat within their
+            bounds. The warm-start fit is then `fit`'s maximum a posteriori.
+        shared: names among `free` (not "w") that take one value per pixel for all its
+            bands, e.g. ``("roughness",)``: each pixel's bands are then sampled jointly
+            (the warm start is `fit`'s joint solution and covariance).
         num_samples: draws per chain kept after warm-up.
         num_chains: chains per problem (at least 2, for R-hat).
         num_warmup: adaptation transitions per chain (discarded), at least 10.
@@ -140,21 +124,22 @@ def sample(
     Returns:
         `SampleResult`: per problem, quantiles at 2.5, 16, 50, 84 and 97.5 %, mean,
         covariance, R-hat, ESS, acceptance rate, divergences and status (CONVERGED or
-        NOT_MIXED where sampled), and the warm-start fit.
+        NOT_MIXED where sampled), and the warm-start fit. Shared parameters' arrays
+        have no band axis (``pixels + ...``), and so do the per-problem ones (status,
+        acceptance, divergences, covariance) of a joint call.
 
     Raises:
-        ValueError: naming the argument, for anything `fit` refuses, a missing or
-            non-positive refl_sigma, a prior on a parameter not in `free` or without a
-            positive sigma, fewer than 2 chains, fewer than 10 warm-up or 4 samples,
-            non-positive min_ess, max_rhat not above 1, or `shared`.
+        ValueError: naming the argument, for anything `fit` refuses (including a
+            `shared` or `prior` it refuses), a missing or non-positive refl_sigma, fewer
+            than 2 chains, fewer than 10 warm-up or 4 samples, non-positive min_ess, or
+            max_rhat not above 1.
     """
-    if shared:
-        raise ValueError(
-            "sample(shared=...) is not supported yet: sample each band's problem on its own"
-        )
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     free = check_free(free, params)
+    shared = check_shared(shared, free)
+    band_free = tuple(name for name in free if name not in shared)
+    free = band_free + shared  # per-band parameters first, as in fit's joint problems
     refl = as_float_array("refl", refl)
     if refl.ndim < 2:
         raise ValueError(f"refl must have shape pixels + (bands, observations), got {refl.shape}")
@@ -178,29 +163,25 @@ def sample(
         raise ValueError(f"min_ess must be positive, got {min_ess!r}")
     if not float(max_rhat) > 1.0:
         raise ValueError(f"max_rhat must exceed 1, got {max_rhat!r}")
-    prior_mean, prior_precision = _check_prior(prior, free)
+    priors = check_priors(prior, free, shared, pixel_shape, n_bands, True)
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
     lower, upper = _check_bounds(bounds, free, dtype)
-    kinds = transform.kinds_of(lower, upper)
     if fit_solver is None:
         fit_solver = "jax" if params.h_function == "exact" else "numba"
 
     warm = fit(
         refl, to_sun, to_sensor, normal, params, free=free, solver=fit_solver, bounds=bounds,
         refl_sigma=band_sigma, observation_limits=observation_limits,
-        min_observations=min_observations,
+        min_observations=min_observations, shared=shared, prior=prior,
     )  # fmt: skip
-    n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
-    n_free = len(free)
-
-    def flat(a):
-        return np.reshape(a, (n_pixels, n_bands) + np.shape(a)[len(pixel_shape) + 1 :])
-
-    values = np.stack([flat(warm.values[name]) for name in free], axis=-1)
-    z_center, metric = _laplace_start(
-        values, flat(warm.covariance), kinds, lower, upper, prior_mean, prior_precision
-    )
-    sampled = np.isin(flat(warm.status), np.array(_SAMPLED, np.int8))
+    layout = ProblemLayout(pixel_shape, n_bands, band_free, shared)
+    n_pixels = layout.n_pixels
+    values, covariance = layout.fit_start(warm)
+    prior_mean, prior_precision = layout.prior_vectors(priors)
+    lower, upper = layout.per_problem(lower), layout.per_problem(upper)
+    kinds = transform.kinds_of(lower, upper)
+    z_center, metric = laplace_start(values, covariance, kinds, lower, upper)
+    sampled = np.isin(layout.flat_status(warm.status), np.array(_SAMPLED, np.int8))
 
     geometry = [
         as_float_array(n, g)
@@ -211,9 +192,12 @@ def sample(
         np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry
     ]
     limits = check_observation_limits(observation_limits)
+    n_dims = z_center.shape[-1]
+    problem_axes = z_center.shape[1:-1]  # (bands,), or () for joint problems
     per_pixel = (
-        n_bands * num_chains * (num_samples + num_warmup) * n_free * np.dtype(dtype).itemsize
-    )
+        int(np.prod(problem_axes, dtype=np.int64)) * num_chains * (num_samples + num_warmup)
+        * n_dims * np.dtype(dtype).itemsize
+    )  # fmt: skip
     chunk = (
         max(1, CHUNK_BYTES // per_pixel)
         if chunk_size is None
@@ -223,30 +207,35 @@ def sample(
     chunk = min(chunk, 1 << max(n_pixels - 1, 0).bit_length())
 
     outputs = {
-        "quantiles": np.full((n_pixels, n_bands, n_free, 5), np.nan, dtype),
-        "mean": np.full((n_pixels, n_bands, n_free), np.nan, dtype),
-        "covariance": np.full((n_pixels, n_bands, n_free, n_free), np.nan, dtype),
-        "rhat": np.full((n_pixels, n_bands, n_free), np.nan, dtype),
-        "ess": np.full((n_pixels, n_bands, n_free), np.nan, dtype),
-        "acceptance": np.full((n_pixels, n_bands), np.nan, dtype),
-        "divergences": np.zeros((n_pixels, n_bands), np.int32),
+        "quantiles": np.full(z_center.shape + (5,), np.nan, dtype),
+        "mean": np.full(z_center.shape, np.nan, dtype),
+        "covariance": np.full(metric.shape, np.nan, dtype),
+        "rhat": np.full(z_center.shape, np.nan, dtype),
+        "ess": np.full(z_center.shape, np.nan, dtype),
+        "acceptance": np.full(z_center.shape[:-1], np.nan, dtype),
+        "divergences": np.zeros(z_center.shape[:-1], np.int32),
     }
     if return_samples:
         outputs["draws"] = np.full(
-            (n_pixels, n_bands, num_chains, num_samples, n_free), np.nan, dtype
+            z_center.shape[:-1] + (num_chains, num_samples, n_dims), np.nan, dtype
         )
     fixed = np.array([0.5] + [float(v) for v in params.scalars()])
     free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
     inv_var = 1.0 / np.broadcast_to(band_sigma, (n_bands,)) ** 2
-    ids = np.arange(n_pixels * n_bands, dtype=np.int64).reshape(n_pixels, n_bands)
+    ids = np.arange(sampled.size, dtype=np.int64).reshape(sampled.shape)
+    eye = np.eye(n_dims)
+    program = sample_joint_chunk if shared else sample_chunk
+    static = dict(
+        free_index=free_index, key=params.model_key, kinds=kinds, num_chains=num_chains,
+        num_warmup=num_warmup, num_samples=num_samples, integration_steps=integration_steps,
+    )  # fmt: skip
+    if shared:
+        static["n_band_free"] = len(band_free)
     # float32: JAX's 64-bit mode off in this scope too (blackjax draws its momenta in
     # the default float type, which would promote the float32 chains to float64)
     with precision_scope(np.empty(0, dtype)), jax.enable_x64(dtype == np.float64):
         rng = jax.random.key(int(seed))
-        constants = [
-            jnp.asarray(a, dtype)
-            for a in (fixed, inv_var, prior_mean, prior_precision, lower, upper)
-        ]
+        constants = [jnp.asarray(a, dtype) for a in (fixed, inv_var, lower, upper)]
         for first in range(0, n_pixels, chunk):
             last = min(first + chunk, n_pixels)
             if not sampled[first:last].any():
@@ -255,21 +244,29 @@ def sample(
                 flat_refl[first:last], [g[first:last] for g in flat_geometry], limits
             )
             active = sampled[first:last]
-            pieces[0] = np.where(active[..., None], pieces[0], np.nan)
+            pieces[0] = np.where(active.reshape(active.shape[:1] + (-1, 1)), pieces[0], np.nan)
             padded = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
-            centre = pad_pixels(np.where(active[..., None], z_center[first:last], 0.0), chunk, 0.0)
-            eye = np.broadcast_to(np.eye(n_free), metric[first:last].shape)
-            scale = pad_pixels(
-                np.where(active[..., None, None], metric[first:last], eye), chunk, 0.0
+
+            def chunk_of(a, fill, active=active, first=first, last=last):
+                """A per-problem array of the chunk, padded, fill where not sampled."""
+                mask = active.reshape(active.shape + (1,) * (a.ndim - active.ndim))
+                return jnp.asarray(
+                    pad_pixels(np.where(mask, a[first:last], fill), chunk, fill), dtype
+                )
+
+            centre = chunk_of(z_center, 0.0)
+            scale = np.where(active[..., None, None], metric[first:last], eye)
+            scale = jnp.asarray(
+                np.concatenate(
+                    [scale, np.broadcast_to(eye, (chunk - (last - first),) + scale.shape[1:])]
+                ),
+                dtype,
             )
-            scale[last - first :] = np.eye(n_free)
-            chunk_ids = pad_pixels(ids[first:last], chunk, 0)
-            solved = sample_chunk(
-                rng, jnp.asarray(chunk_ids), *(jnp.asarray(p, dtype) for p in padded),
-                constants[0], jnp.asarray(centre, dtype), jnp.asarray(scale, dtype), *constants[1:],
-                free_index=free_index, key=params.model_key, kinds=kinds, num_chains=num_chains,
-                num_warmup=num_warmup, num_samples=num_samples,
-                integration_steps=integration_steps,
+            solved = program(
+                rng, jnp.asarray(pad_pixels(ids[first:last], chunk, 0)),
+                *(jnp.asarray(p, dtype) for p in padded), constants[0], centre, scale,
+                constants[1], chunk_of(prior_mean, 0.0), chunk_of(prior_precision, 0.0),
+                *constants[2:], **static,
             )  # fmt: skip
             solved = jax.device_get(
                 {k: v for k, v in solved.items() if k != "draws" or return_samples}
@@ -277,83 +274,26 @@ def sample(
             n = last - first
             for name, array in outputs.items():
                 value = np.asarray(solved[name][:n])
-                mask = active.reshape(active.shape + (1,) * (value.ndim - 2))
+                mask = active.reshape(active.shape + (1,) * (value.ndim - active.ndim))
                 array[first:last] = np.where(mask, value, array[first:last])
 
-    status = flat(warm.status).copy()
+    status = layout.flat_status(warm.status).copy()
     mixed = np.all(outputs["rhat"] <= max_rhat, axis=-1) & np.all(
         outputs["ess"] >= min_ess, axis=-1
     )
     status[sampled] = np.where(mixed[sampled], Status.CONVERGED, Status.NOT_MIXED)
-    shape = pixel_shape + (n_bands,)
-
-    def by_name(a):
-        return {name: a[..., j].reshape(shape + a.shape[3:]) for j, name in enumerate(free)}
-
     return SampleResult(
         free=free,
-        quantiles={
-            name: outputs["quantiles"][:, :, j].reshape(shape + (5,)) for j, name in enumerate(free)
-        },
-        mean=by_name(outputs["mean"]),
-        covariance=outputs["covariance"].reshape(shape + (n_free, n_free)),
-        rhat=by_name(outputs["rhat"]),
-        ess=by_name(outputs["ess"]),
-        acceptance=outputs["acceptance"].reshape(shape),
-        divergences=outputs["divergences"].reshape(shape),
-        status=status.reshape(shape),
+        shared=shared,
+        quantiles=layout.by_name(outputs["quantiles"]),
+        mean=layout.by_name(outputs["mean"]),
+        covariance=layout.problem_array(outputs["covariance"]),
+        rhat=layout.by_name(outputs["rhat"]),
+        ess=layout.by_name(outputs["ess"]),
+        acceptance=layout.problem_array(outputs["acceptance"]),
+        divergences=layout.problem_array(outputs["divergences"]),
+        status=layout.problem_array(status),
         observations=warm.observations,
         fit=warm,
-        draws=outputs["draws"].reshape(shape + outputs["draws"].shape[2:])
-        if return_samples
-        else None,
+        draws=layout.problem_array(outputs["draws"]) if return_samples else None,
     )
-
-
-def _laplace_start(values, covariance, kinds, lower, upper, prior_mean, prior_precision):
-    """The chains' Gaussian start in unconstrained coordinates from the fit: (centre (n,
-    bands, p), covariance (n, bands, p, p)).
-
-    The fit's Laplace precision plus the prior's gives the start's precision; its centre
-    is the Gaussian product's mean (one Newton step from the fit toward the maximum a
-    posteriori), moved inside the bounds by its standard deviation (between
-    `_START_MARGIN` and 5 % of the interval: a fit on a bound, where the Laplace
-    Gaussian says little), and both are mapped through the transform (the covariance by
-    its Jacobian at the centre), each unconstrained standard deviation at most
-    `_MAX_START_SIGMA`. Where the fit gave no usable covariance (UNDETERMINED, or not
-    positive definite) the start is the unit Gaussian around the centre.
-    """
-    p = values.shape[-1]
-    eye = np.eye(p)
-    bounds = [jnp.asarray(b) for b in (lower, upper)]
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        finite = np.all(np.isfinite(values), axis=-1)
-        usable = np.all(np.isfinite(covariance), axis=(-2, -1)) & finite
-        safe = np.where(usable[..., None, None], covariance, eye)
-        usable &= np.all(np.linalg.eigvalsh(safe) > 0.0, axis=-1)
-        safe = np.where(usable[..., None, None], covariance, eye)
-        posterior = np.linalg.inv(np.linalg.inv(safe) + prior_precision * eye)
-        centre = np.where(
-            np.isfinite(values), values, 0.5 * (lower + np.minimum(upper, lower + 1.0))
-        )
-        shift = np.einsum("...ij,...j->...i", posterior, prior_precision * (prior_mean - centre))
-        centre = centre + np.where(usable[..., None], shift, 0.0)
-        span = np.where(np.isfinite(upper - lower), upper - lower, 1.0)
-        sigma = np.sqrt(np.diagonal(posterior, axis1=-2, axis2=-1))
-        margin = np.clip(
-            np.where(usable[..., None], sigma, 0.05 * span),
-            _START_MARGIN * span,
-            0.05 * span,
-        )
-        centre = np.clip(
-            centre, lower + margin, np.where(np.isfinite(upper), upper - margin, np.inf)
-        )
-        slope = np.asarray(transform.dz_dx(jnp.asarray(centre), kinds, *bounds))
-        metric = slope[..., :, None] * posterior * slope[..., None, :]
-        z = np.asarray(transform.to_unconstrained(jnp.asarray(centre), kinds, *bounds))
-        z_sigma = np.sqrt(np.diagonal(metric, axis1=-2, axis2=-1))
-        capped = np.minimum(z_sigma, _MAX_START_SIGMA) / z_sigma
-        metric = capped[..., :, None] * metric * capped[..., None, :]
-    good = usable & np.all(np.isfinite(metric), axis=(-2, -1))
-    metric = np.where(good[..., None, None], metric, eye)
-    return z, metric
