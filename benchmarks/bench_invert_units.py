@@ -9,11 +9,21 @@ w_true):
 
 - invert: `invert(..., "numba")` as a user calls it (start from the per-pixel table);
 - from w_true: ``w0=w_true`` (no start table; the first step finds the solution);
-- max_iter=1: the start table and one step.
+- max_iter=1: the start table and one step;
+- kernel alone: the numba solver's kernel on the whole cube as one chunk, writing into
+  outputs allocated (and first touched) before the timing: `invert` minus its output
+  allocation, first touch and chunk loop.
+
+Every case runs with numba's threads at the machine's count (2 on CI), then again with 1
+thread, in the same run: with one thread the CPU time is the work alone; with two it
+also holds the time a thread spends waiting (spinning, with the OpenMP threading layer)
+at the end of each chunk's parallel loop for the other, which grows with the machine's
+load and with the number of chunks (`invert` runs 16 chunks of 262 k problems here, the
+forward model one parallel loop).
 
 Usage::
 
-    python benchmarks/bench_invert_units.py [--side 256] [--repeat 3]
+    python benchmarks/bench_invert_units.py [--side 256] [--repeat 5]
 
 Writes ``benchmarks/results/invert_units.json`` (``--json`` to change).
 """
@@ -28,9 +38,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import numba
+import numpy as np
 from bench_invert import finish, geometry, machine_info, make_cube
 
 import lumaxlike
+from lumaxlike._inverse.invert import albedo_bounds, default_tolerance
+from lumaxlike._inverse.numba_solver import solve_albedo_numba
 
 
 def least_cpu(call, repeat: int) -> float:
@@ -43,18 +57,39 @@ def least_cpu(call, repeat: int) -> float:
     return min(times)
 
 
+def kernel_call(refl, vectors, params):
+    """The numba kernel on the whole cube as one chunk, into outputs allocated and first
+    touched here (not in the timed call)."""
+    n_bands = refl.shape[-1]
+    flat = np.ascontiguousarray(refl.reshape(-1, n_bands))
+    geometry = [
+        np.ascontiguousarray(np.broadcast_to(g, refl.shape[:-1] + (3,)).reshape(-1, 3))
+        for g in vectors
+    ]
+    dtypes = {"w": float, "status": np.int8, "iterations": np.int32, "residual": float}
+    out = {name: np.zeros(flat.shape, dtype) for name, dtype in {**dtypes, "slope": float}.items()}
+    scratch = np.zeros((flat.shape[0], 2, n_bands))
+    tol, bounds = default_tolerance(np.float64), albedo_bounds(np.float64)
+    return lambda: solve_albedo_numba(
+        flat, *geometry, params, None, 50, tol, bounds, out=out, scratch=scratch
+    )
+
+
 def print_report(report: dict) -> None:
-    print("| case | CPU s (least of the repeats) | forward units |")
-    print("|---|---|---|")
-    for name, row in report["cases"].items():
-        print(f"| {name} | {row['cpu_s']:.3f} | {row['forward_units']:.2f} |")
+    columns = list(report["threads"])
+    print("| case | " + " | ".join(f"{t}: CPU s, forward units" for t in columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    for name in report["threads"][columns[0]]:
+        cells = [report["threads"][t][name] for t in columns]
+        row = " | ".join(f"{c['cpu_s']:.3f}, {c['forward_units']:.2f}" for c in cells)
+        print(f"| {name} | {row} |")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--side", type=int, default=256)
     parser.add_argument("--bands", type=int, default=64)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path, default=HERE / "results" / "invert_units.json")
     args = parser.parse_args(argv)
     cube = make_cube(args.side, args.bands)
@@ -70,17 +105,18 @@ def main(argv=None) -> int:
         "invert, max_iter=1 (start table + one step)": lambda: lumaxlike.invert(
             refl, *vectors, params, "numba", max_iter=1
         ),
+        "kernel alone (outputs allocated and touched before)": kernel_call(refl, vectors, params),
     }
-    cpu = {name: least_cpu(call, args.repeat) for name, call in calls.items()}
-    forward = cpu["forward (amsa, numba)"]
-    report = {
-        "machine": machine_info(),
-        "problems": int(refl.size),
-        "cases": {
+    threads = {}
+    for n_threads in dict.fromkeys((numba.config.NUMBA_NUM_THREADS, 1)):
+        numba.set_num_threads(n_threads)
+        cpu = {name: least_cpu(call, args.repeat) for name, call in calls.items()}
+        forward = cpu["forward (amsa, numba)"]
+        threads[f"{n_threads} thread{'s' if n_threads > 1 else ''}"] = {
             name: {"cpu_s": seconds, "forward_units": seconds / forward}
             for name, seconds in cpu.items()
-        },
-    }
+        }
+    report = {"machine": machine_info(), "problems": int(refl.size), "threads": threads}
     finish(report, print_report, args.json)
     return 0
 

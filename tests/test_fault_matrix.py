@@ -359,6 +359,26 @@ def test_a_sigterm_after_publication_exits_with_a_code_not_the_signal(inputs, tm
     assert np.isfinite(np.nanmax(read_cube(out)[0]))
 
 
+def test_a_sigint_after_publication_exits_130_not_by_the_signal(monkeypatch):
+    """The SIGINT half of the test above, in-process: a KeyboardInterrupt escaping `main`
+    (a SIGINT after the command restored its handlers) once left Python to end the
+    process by the signal (-2); `console` exits 130."""
+    import lumaxlike._cli as cli
+
+    def main(argv=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "main", main)
+    previous, ended = signal.getsignal(signal.SIGTERM), None
+    try:
+        cli.console()
+    except BaseException as error:  # caught here: an escaping KeyboardInterrupt ends pytest
+        ended = error
+    finally:
+        signal.signal(signal.SIGTERM, previous)  # console installs its own
+    assert isinstance(ended, SystemExit) and ended.code == 128 + signal.SIGINT, repr(ended)
+
+
 def test_a_local_cluster_failing_to_start_is_one_line(inputs, tmp_path, capsys, monkeypatch):
     """A worker SIGKILLed while the cluster started gave dask's 55-line traceback; the
     failure (as dask raises it then) is now one line, exit 1, nothing written."""

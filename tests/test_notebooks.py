@@ -28,6 +28,8 @@ def test_notebooks_found():
         "04_fitting_several_parameters.ipynb",
         "05_mineral_abundances.ipynb",
         "06_photometric_normalisation.ipynb",
+        "07_joint_retrieval.ipynb",
+        "08_posterior_sampling.ipynb",
     ]
 
 

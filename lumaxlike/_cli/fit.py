@@ -11,11 +11,13 @@ from .options import (
     DEFAULT_SOLVER,
     add_hapke_model_options,
     add_run_options,
-    number_list,
     positive_float,
     positive_int,
     quiet_cluster_logs,
 )
+from .options import name_list as _name_list
+from .options import prior_option as _prior
+from .options import range_deg as _range_deg
 from .products import finish
 
 __all__ = ["add_parser", "run"]
@@ -41,34 +43,6 @@ example (five cubes of one area with their OBS rasters; w, b, c need >= 4 per pi
       --geometry obs1.tif obs2.tif obs3.tif obs4.tif obs5.tif \\
       --units radf --free w,b,c --b 0.3 --c 0.4 --incidence-range 0,70 --out fit.tif
 """
-
-
-def _range_deg(text: str) -> tuple[float, float]:
-    values = number_list(text)
-    if len(values) != 2 or not 0.0 <= values[0] <= values[1] <= 180.0:
-        raise argparse.ArgumentTypeError(
-            f"expected MIN,MAX in degrees with 0 <= MIN <= MAX <= 180, got {text!r}"
-        )
-    return values[0], values[1]
-
-
-def _name_list(text: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in text.split(",") if item.strip())
-
-
-def _prior(text: str) -> tuple[str, tuple[float, float]]:
-    """NAME=MEAN:SIGMA -> (name, (mean, sigma))."""
-    name, _, value = text.partition("=")
-    mean, _, sigma = value.partition(":")
-    try:
-        pair = (float(mean), float(sigma))
-    except ValueError:
-        pair = None
-    if not name.strip() or pair is None or not pair[1] > 0.0:
-        raise argparse.ArgumentTypeError(
-            f"expected NAME=MEAN:SIGMA with SIGMA > 0 (e.g. b=0.3:0.1), got {text!r}"
-        )
-    return name.strip(), pair
 
 
 def add_parser(commands) -> None:
@@ -165,6 +139,29 @@ def add_parser(commands) -> None:
         "layer, and OUT_dfs_<name> and OUT_cost are written (default: none)",
     )
     fit.add_argument(
+        "--regions",
+        type=Path,
+        metavar="LABELS",
+        help="label raster on the cubes' grid (integers: tiles, geologic units; negative "
+        "or nodata: left out), with --regional (default: none)",
+    )
+    fit.add_argument(
+        "--regional",
+        type=_name_list,
+        default=(),
+        metavar="NAME[,...]",
+        help="fitted parameters that take one value per region of --regions for all its "
+        "pixels and bands (e.g. roughness); maps as for --shared",
+    )
+    fit.add_argument(
+        "--region-memory",
+        type=positive_float,
+        default=4.0,
+        metavar="GIB",
+        help="memory cap of the regions fitted at once [GiB]; a region needing more is "
+        "refused (default 4)",
+    )
+    fit.add_argument(
         "--prior",
         type=_prior,
         action="append",
@@ -233,6 +230,9 @@ def run(args) -> int:
         scheduler=args.scheduler,
         shared=args.shared,
         prior=dict(args.prior or ()),
+        regions=args.regions,
+        regional=args.regional,
+        region_memory=args.region_memory * 2**30,
     )
     print(
         f"lumaxlike fit: {len(args.cubes)} cubes ({args.units}) -> {args.out}, free "

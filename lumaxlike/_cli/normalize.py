@@ -7,8 +7,14 @@ import math
 import sys
 from pathlib import Path
 
-from .model import fitted_maps, model_from_options, read_record, resolve_settings
-from .options import HAPKE_OPTIONS, dest, number_list, quiet_cluster_logs
+from .model import (
+    fitted_maps,
+    model_from_options,
+    normalisation_maps,
+    read_record,
+    resolve_settings,
+)
+from .options import HAPKE_OPTIONS, number_list, quiet_cluster_logs
 from .products import cube_bands, finish, product_kwargs
 
 __all__ = ["add_parser", "run"]
@@ -150,9 +156,7 @@ def _recorded_maps(args, record) -> dict:
         return {}
     flags = {field: flag for flag, field, _, _ in HAPKE_OPTIONS}
     maps = {}
-    for field, path in record.param_maps or ():
-        if getattr(args, dest(flags[field]), None) is not None:
-            continue  # a value given on this command line replaces the recorded map
+    for field, path in normalisation_maps(args, record).items():  # those no option replaces
         if path is None:
             raise ValueError(
                 f"--params-from {args.params_from} records a {field} map given as an "

@@ -134,7 +134,7 @@ def cube_bands(path, units, args) -> int:
 def finish(command: str, summary) -> int:
     """Exit code of a completed file run: 1, with one line on stderr saying why, when no
     problem converged (its outputs are written, status maps included); else 0."""
-    from .._files.common import nothing_converged
+    from .._files.summaries import nothing_converged
 
     why = nothing_converged(summary.status_counts)
     if why is None:

@@ -252,7 +252,8 @@ def add_parser(commands, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike unmix`` on parsed ``args``; return its exit code."""
-    from .._files.unmix import cube_wavelengths_um, unmix_file
+    from .._files.unmix import unmix_file
+    from .._files.wavelengths import cube_wavelengths_um
     from .._io.product_cube import ProductCube
     from .._io.spectral_library import read_spectral_library
     from .._params import HapkeParams

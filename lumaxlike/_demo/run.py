@@ -277,7 +277,8 @@ def _unmix_demo(workdir, scene, inputs, cube, status_codes):
     """Write the mineral library, unmix the cube (what the printed ``lumaxlike unmix`` command
     does) and print the error of the recovered mass fractions; return them
     ``(rows, cols, minerals)``."""
-    from .._files.unmix import cube_wavelengths_um, unmix_file
+    from .._files.unmix import unmix_file
+    from .._files.wavelengths import cube_wavelengths_um
     from .._io.raster import CubeReader
     from .._io.spectral_library import read_spectral_library
     from .._io.writers import result_paths

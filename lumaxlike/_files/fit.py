@@ -30,21 +30,29 @@ import rasterio
 
 from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
 from .._inverse.observation_masks import LIMITED_ANGLES
-from .._inverse.status import Status
 from .._io.geometry_rasters import GeometryReader
 from .._io.products import refuse_normalised
-from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
-from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from .._io.writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, ResultWriter, result_paths
+from .._io.raster import GDAL_CACHE_BYTES, BandRaster, CubeReader, check_aligned
+from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
+from .._io.writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, result_paths
 from .._params import HapkeParams
-from .._provenance import PREFIX, Provenance, make_provenance, python_call
-from .._run.journal import Journal, run_settings
+from .._provenance import PREFIX, Provenance, make_provenance
+from .._run.journal import journal_folder
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
-from .._run.stream import run_blocks
-from .._run.tasks import check_solver
-from .common import check_not_an_input, geometry_paths, parallel_call
-from .invert import BLOCK_TARGET_BYTES
+from .._signals import raise_if_interrupted
+from .arguments import check_not_an_input, check_run_arguments, geometry_paths
+from .blocks import BLOCK_TARGET_BYTES
+from .outputs import stream_to_outputs
+from .records import recorded_command
+from .regions import (
+    REGION_MEMORY_BYTES,
+    RegionStore,
+    assembled_block,
+    fit_region_group,
+    plan_regions,
+    region_pixel_bytes,
+)
 from .stacks import check_stack
 
 __all__ = ["fit_block", "fit_fields", "fit_file"]
@@ -156,6 +164,9 @@ def fit_file(
     workers=1,
     scheduler=None,
     resume=False,
+    regions=None,
+    regional=(),
+    region_memory=REGION_MEMORY_BYTES,
 ) -> InversionSummary:
     """Fit Hapke parameters per pixel and band to a stack of co-registered cube files.
 
@@ -192,6 +203,15 @@ def fit_file(
         prior: {name: (mean, sigma)} scalar Gaussian priors (`lumaxlike.fit`); need
             `sigma`. With `shared` or `prior` the outputs add ``OUT_dfs_<name>`` and write
             ``OUT_cost`` in place of ``OUT_residual`` (see `fit_fields`).
+        regions: a label raster on the cubes' grid (one band of integers: tiles,
+            geologic units; negative or nodata: left out), with `regional`: the names
+            among `free` that take one value per region for all its pixels and bands
+            (`lumaxlike.fit`'s ``regions=``), written as maps like the shared ones. Each
+            region is fitted in memory from its pixels gathered over the rows it spans
+            (see :mod:`lumaxlike._files.regions`), the maps then streamed by blocks;
+            runs in this process (not with `workers` or `scheduler`).
+        region_memory: cap on the memory of the regions fitted at once [bytes]
+            (default 4 GiB); a region that needs more is refused before any fit.
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).
@@ -202,8 +222,7 @@ def fit_file(
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
     """
     start = time.perf_counter()
-    check_solver(solver)
-    check_units(units)
+    check_run_arguments(solver, units, sigma, chunk_rows)
     cubes = [Path(c) for c in cubes]
     geometries = list(geometry)
     if not cubes:
@@ -218,24 +237,28 @@ def fit_file(
     if "w" not in free:
         raise ValueError(f"free must include 'w', got {free!r}")
     limits = _limits_in_radians(observation_limits_deg)
-    if sigma is not None and not (
-        isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0
-    ):
-        raise ValueError(f"sigma must be a positive number, got {sigma!r}")
     if sigma is not None and units == "reff":  # its r would differ per observation (cos i)
         raise ValueError(
             "sigma with units 'reff' is not supported by fit: the uncertainty of r then "
             "differs per observation; give it for 'r' or 'radf' data"
         )
-    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
-        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-    joint = bool(shared) or bool(prior)
+    regional = (regional,) if isinstance(regional, str) else tuple(regional)
+    if (regions is None) != (not regional):
+        raise ValueError(
+            "regions (a label raster) and regional (the names it applies to) go together"
+        )
+    if regions is not None and (workers != 1 or scheduler is not None):
+        raise ValueError(
+            "regions: regional fits run in this process; workers and scheduler do not apply"
+        )
+    if regions is not None and not (isinstance(region_memory, (int, float)) and region_memory > 0):
+        raise ValueError(f"region_memory must be a positive number of bytes, got {region_memory!r}")
+    joint = bool(shared) or bool(prior) or bool(regional)
     if prior and sigma is None:
         raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
     fields, layout = fit_fields(free, joint)
-    check_not_an_input(
-        out_path, fields, [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))]
-    )
+    inputs = [*cubes, dtm, regions, *(p for g in geometries for p in geometry_paths(g))]
+    check_not_an_input(out_path, fields, inputs)
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = [stack.enter_context(CubeReader(path)) for path in cubes]
@@ -270,6 +293,9 @@ def fit_file(
             },
             "min_observations": min_observations,
         }
+        if regional:
+            settings["regions"] = str(Path(regions).absolute())
+            settings["regional"] = list(regional)
         if joint:
             settings["shared"] = list(shared)
             settings["prior"] = {
@@ -286,8 +312,8 @@ def fit_file(
             cube=None,
             geometry=None,
             dtm=dtm,
-            command=command
-            or python_call(
+            command=recorded_command(
+                command,
                 "fit_file",
                 [str(p) for p in cubes],
                 out_path,
@@ -295,7 +321,8 @@ def fit_file(
                 free=free,
                 units=units,
                 solver=solver,
-                **parallel_call(workers, scheduler),
+                workers=workers,
+                scheduler=scheduler,
             ),
         )
         # the record's param_* keys hold the starting values; the fitted ones are the maps
@@ -318,44 +345,67 @@ def fit_file(
             fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
         if joint:
             fit_options.update(shared=tuple(shared), prior=dict(prior or {}))
-        inputs = [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))]
-        journal = Journal(
-            out_path,
-            inputs=inputs,
-            resume=resume,
-            fields=fields,
-            settings=run_settings(provenance, out_path, fields, rows_per_block),
-        )
-        writer = ResultWriter(
-            out_path,
-            like=info,
-            fields=fields,
-            overwrite=overwrite,
-            chunk_rows=rows_per_block,
-            provenance=provenance,
-            layout=layout,
-        )
 
         def read(rows):
             return _read_block(readers, geometry_readers, rows, units) + (params, fit_options), {}
 
-        counts, resumed = run_blocks(
-            writer,
-            lambda: BlockPool(workers, scheduler, function=fit_block),
-            read,
+        pool_factory, on_start = lambda: BlockPool(workers, scheduler, function=fit_block), None
+        if regional:
+            fit_options["regional"] = regional
+            label_raster = BandRaster(regions)
+            stack.callback(label_raster.close)
+            n_band_free = len([n for n in free if n not in tuple(shared) + regional])
+            pixel_bytes = region_pixel_bytes(
+                info.bands, n_obs, n_band_free, len(shared) + len(regional)
+            )
+            plan = plan_regions(label_raster, info.grid, rows_per_block, pixel_bytes, region_memory)
+            store = RegionStore(journal_folder(out_path), plan.groups, fields)
+
+            def on_start():  # the regions, group by group, before the maps' blocks
+                bar = progress_bar(progress, int(np.sum(plan.pixels)), "fitting regions")
+                try:
+                    for number, group in enumerate(plan.groups):
+                        raise_if_interrupted()
+                        if number not in store:
+                            index, block = fit_region_group(
+                                lambda rows: _read_block(readers, geometry_readers, rows, units),
+                                label_raster, group, rows_per_block, width, params, fit_options,
+                            )  # fmt: skip
+                            store.save(number, index, block)
+                        bar.update(int(np.sum(plan.pixels[np.isin(plan.labels, group[0])])))
+                finally:
+                    bar.close()
+
+            def read(rows):  # noqa: F811  # the stored regions' maps of the block
+                return (store.assemble(rows, width, info.bands),), {}
+
+            pool_factory = lambda: BlockPool(1, None, function=assembled_block)  # noqa: E731
+
+        run = stream_to_outputs(
+            out_path,
+            like=info,
+            fields=fields,
+            provenance=provenance,
             rows_per_block=rows_per_block,
-            journal=journal,
-            bar_factory=lambda: progress_bar(
-                progress, info.grid.height * width, f"fitting {Path(cubes[0]).name}"
-            ),
+            inputs=inputs,
+            overwrite=overwrite,
+            resume=resume,
+            pool_factory=pool_factory,
+            on_start=on_start,
+            # the groups a resumed run finds in the journal were packed under this cap
+            settings={"region_memory": float(region_memory)} if regional else None,
+            read=read,
+            progress=progress,
+            description=f"fitting {Path(cubes[0]).name}",
+            layout=layout,
         )
     return InversionSummary(
-        outputs=dict(writer.paths),
+        outputs=run.outputs,
         pixels=info.grid.height * width,
         bands=info.bands,
         seconds=time.perf_counter() - start,
-        status_counts={member.name: int(counts[member]) for member in Status},
-        resumed=resumed,
+        status_counts=run.status_counts,
+        resumed=run.resumed,
     )
 
 

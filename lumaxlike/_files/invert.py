@@ -5,41 +5,20 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
-import rasterio
-
 from .._inverse.invert import default_chunk_pixels
-from .._inverse.status import Status
 from .._io.geometry_rasters import GeometryReader
-from .._io.product_cube import ProductCube, product_geometry, product_options, recorded_geometry
-from .._io.raster import GDAL_CACHE_BYTES, CubeInfo
-from .._io.units import check_units
-from .._io.writers import RESULT_FIELDS, ResultWriter
-from .._provenance import make_provenance, python_call
-from .._run.journal import Journal, run_settings
+from .._io.writers import RESULT_FIELDS
+from .._provenance import make_provenance
 from .._run.pool import BlockPool
-from .._run.progress import InversionSummary, progress_bar
-from .._run.stream import run_blocks
-from .._run.tasks import SolverOptions, check_solver, per_band_params
-from .common import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
+from .._run.progress import InversionSummary
+from .._run.tasks import SolverOptions, per_band_params
+from .arguments import check_not_an_input, check_run_arguments, geometry_paths
+from .blocks import block_rows, cube_block_reader
+from .outputs import stream_to_outputs
+from .products import ProductArguments, open_product
+from .records import recorded_command
 
-__all__ = ["InversionSummary", "default_chunk_rows", "invert_file"]
-
-BLOCK_TARGET_BYTES = 32 * 2**20
-"""Default block size: rows such that the block's reflectance in float64 is about this [bytes]."""
-
-
-def default_chunk_rows(info: CubeInfo) -> int:
-    """Rows per block for a cube: about :data:`BLOCK_TARGET_BYTES` of float64 reflectance.
-
-    Rounded down to a multiple of the file's internal block height when larger than it,
-    so windows do not re-read the file's blocks.
-    """
-    row_bytes = info.grid.width * info.bands * 8
-    rows = max(1, BLOCK_TARGET_BYTES // row_bytes)
-    if rows > info.block_height:
-        rows -= rows % info.block_height
-    return int(min(rows, info.grid.height))
+__all__ = ["InversionSummary", "invert_file"]
 
 
 def invert_file(
@@ -165,47 +144,26 @@ def invert_file(
             the layouts expected), local-surface bands that cannot be used.
     """
     start = time.perf_counter()
-    check_solver(solver)
-    if units != "radiance":
-        check_units(units)
-    elif sigma is not None:
-        raise ValueError(
-            "sigma with units='radiance' is not supported: give the cube's "
-            "uncertainty as I/F (convert first)"
-        )
-    if sigma is not None and not (
-        isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0
-    ):
-        raise ValueError(f"sigma must be a positive number, got {sigma!r}")
-    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
-        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    check_run_arguments(solver, units, sigma, chunk_rows, radiance=True)
     fields = [f for f in RESULT_FIELDS if f != "sigma" or sigma is not None]
     check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry)])
+    product = ProductArguments(
+        correction_undone,
+        reff_incidence,
+        solar_spectrum,
+        solar_distance,
+        wavelengths_from,
+        thermal_bands,
+    )
 
-    with (
-        rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES),
-        ProductCube(
-            cube_path,
-            units,
-            **product_options(solar_spectrum, solar_distance, wavelengths_from, thermal_bands),
-        ) as cube,
-    ):
-        info = cube.info
-        geometry_used, incidence, product = product_geometry(
-            cube,
-            cube_path,
-            geometry,
-            dtm,
-            units=units,
-            reff_incidence=reff_incidence,
-            correction_undone=correction_undone,
-        )
+    with open_product(cube_path, units, geometry, dtm, product) as opened:
+        cube, info = opened.cube, opened.cube.info
         band_params = per_band_params(params, info.bands)
-        rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
+        rows_per_block = block_rows(chunk_rows, info)
         # one JAX chunk shape for every block (the last one is padded): compiles once
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
         options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
-        with GeometryReader(geometry_used, info.grid, dtm, surface=surface) as geometry_reader:
+        with GeometryReader(opened.geometry, info.grid, dtm, surface=surface) as geometry_reader:
             provenance = make_provenance(
                 params=band_params,
                 units=units,
@@ -215,12 +173,12 @@ def invert_file(
                 refl_sigma=sigma,
                 dtype=info.dtype,
                 cube=cube_path,
-                geometry=recorded_geometry(geometry_used, product),
+                geometry=opened.recorded_geometry,
                 dtm=dtm,
                 geometry_layout=geometry_reader.record(),
-                product=product,
-                command=command
-                or python_call(
+                product=opened.record,
+                command=recorded_command(
+                    command,
                     "invert_file",
                     cube_path,
                     out_path,
@@ -233,86 +191,40 @@ def invert_file(
                     max_iter=max_iter,
                     tol=tol,
                     surface=surface,
-                    **parallel_call(workers, scheduler),
-                    **_product_call(
-                        correction_undone,
-                        reff_incidence,
-                        solar_spectrum,
-                        solar_distance,
-                        wavelengths_from,
-                        thermal_bands,
-                    ),
+                    workers=workers,
+                    scheduler=scheduler,
+                    product=product,
                 ),
             )
-            inputs = [
-                cube_path,
-                dtm,
-                *geometry_paths(geometry_used),
-                solar_spectrum,
-                wavelengths_from,
-            ]
-            journal = Journal(
-                out_path,
-                inputs=inputs,
-                resume=resume,
-                fields=fields,
-                settings=run_settings(provenance, out_path, fields, rows_per_block),
-            )
-            writer = ResultWriter(
+            run = stream_to_outputs(
                 out_path,
                 like=info,
                 fields=fields,
-                overwrite=overwrite,
-                chunk_rows=rows_per_block,
                 provenance=provenance,
-            )
-            counts, resumed = run_blocks(
-                writer,
-                lambda: BlockPool(workers, scheduler),
-                cube_block_reader(
+                rows_per_block=rows_per_block,
+                inputs=[cube_path, dtm, *geometry_paths(opened.geometry), *product.files()],
+                overwrite=overwrite,
+                resume=resume,
+                pool_factory=lambda: BlockPool(workers, scheduler),
+                read=cube_block_reader(
                     cube,
                     geometry_reader,
                     units=cube.units,
                     sigma=sigma,
                     params=band_params,
                     options=options,
-                    reff_incidence=incidence,
+                    reff_incidence=opened.reff_incidence,
                 ),
-                rows_per_block=rows_per_block,
-                journal=journal,
-                bar_factory=lambda: progress_bar(
-                    progress,
-                    info.grid.height * info.grid.width,
-                    f"inverting {Path(cube_path).name}",
-                ),
+                progress=progress,
+                description=f"inverting {Path(cube_path).name}",
                 on_start=cube.tell,  # every check passed: the run starts
                 bad_bands=cube.bad_bands,
             )
     return InversionSummary(
-        outputs=dict(writer.paths),
+        outputs=run.outputs,
         pixels=info.grid.height * info.grid.width,
         bands=info.bands,
         seconds=time.perf_counter() - start,
-        status_counts={member.name: int(counts[member]) for member in Status},
-        resumed=resumed,
+        status_counts=run.status_counts,
+        resumed=run.resumed,
     )
-
-
-def _product_call(
-    correction_undone,
-    reff_incidence,
-    solar_spectrum,
-    solar_distance,
-    wavelengths_from,
-    thermal_bands,
-) -> dict:
-    """The mission-product arguments for the recorded call, when not the defaults."""
-    given = {
-        "correction_undone": (correction_undone, False),
-        "reff_incidence": (reff_incidence, None),
-        "solar_spectrum": (solar_spectrum, None),
-        "solar_distance": (solar_distance, None),
-        "wavelengths_from": (wavelengths_from, None),
-        "thermal_bands": (thermal_bands, "keep"),
-    }
-    return {name: value for name, (value, default) in given.items() if value != default}

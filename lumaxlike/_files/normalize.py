@@ -15,25 +15,22 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-import rasterio
 
 from .._inverse.invert import default_chunk_pixels
-from .._inverse.status import Status
 from .._io.geometry_rasters import GeometryReader
-from .._io.product_cube import ProductCube, product_geometry, product_options, recorded_geometry
-from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
-from .._io.units import check_units
-from .._io.writers import FIELD_ATTRS, FieldLayout, ResultWriter
+from .._io.raster import CubeReader, check_aligned
+from .._io.writers import FIELD_ATTRS, FieldLayout
 from .._normalize.normalize import normalize
 from .._normalize.standard import DEFAULT_STANDARD, standard_angles
-from .._provenance import make_provenance, python_call
-from .._run.journal import Journal, run_settings
+from .._provenance import make_provenance
 from .._run.pool import BlockPool
-from .._run.progress import InversionSummary, progress_bar
-from .._run.stream import run_blocks
-from .._run.tasks import SolverOptions, band_groups, check_solver, numba_threads, per_band_params
-from .common import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
-from .invert import default_chunk_rows
+from .._run.progress import InversionSummary
+from .._run.tasks import SolverOptions, band_groups, numba_threads, per_band_params
+from .arguments import check_not_an_input, check_run_arguments, geometry_paths
+from .blocks import block_rows, cube_block_reader
+from .outputs import stream_to_outputs
+from .products import ProductArguments, open_product
+from .records import recorded_command
 
 __all__ = ["NORMALIZATION_FIELDS", "normalization_attrs", "normalize_block", "normalize_file"]
 
@@ -240,15 +237,8 @@ def normalize_file(
         `InversionSummary` (``verb`` "normalised").
     """
     start = time.perf_counter()
-    check_solver(solver)
-    check_units(units)
+    check_run_arguments(solver, units, sigma, chunk_rows)
     standard = standard_angles(standard)
-    if sigma is not None and not (
-        isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0
-    ):
-        raise ValueError(f"sigma must be a positive number, got {sigma!r}")
-    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
-        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     if param_maps is not None and not isinstance(param_maps, Mapping):
         raise ValueError(
             f"param_maps must be a mapping of HapkeParams fields to raster paths, got "
@@ -262,32 +252,26 @@ def normalize_file(
         [cube_path, dtm, *geometry_paths(geometry), *param_maps.values()],
         main="reflectance",
     )
+    product = ProductArguments(
+        correction_undone,
+        reff_incidence,
+        solar_spectrum,
+        solar_distance,
+        wavelengths_from,
+        thermal_bands,
+    )
 
-    with (
-        rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES),
-        ProductCube(
-            cube_path,
-            units,
-            **product_options(solar_spectrum, solar_distance, wavelengths_from, thermal_bands),
-        ) as cube,
-    ):
-        info = cube.info
-        geometry, incidence, product = product_geometry(
-            cube,
-            cube_path,
-            geometry,
-            dtm,
-            units=units,
-            reff_incidence=reff_incidence,
-            correction_undone=correction_undone,
-        )
+    with open_product(cube_path, units, geometry, dtm, product) as opened:
+        cube, info = opened.cube, opened.cube.info
         band_params = per_band_params(params, info.bands)
-        rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
+        rows_per_block = block_rows(chunk_rows, info)
         chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
         options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
         maps = _MapReader(param_maps, info)
         try:
-            with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
+            with GeometryReader(
+                opened.geometry, info.grid, dtm, surface=surface
+            ) as geometry_reader:
                 provenance = make_provenance(
                     params=band_params,
                     units=units,
@@ -297,14 +281,14 @@ def normalize_file(
                     refl_sigma=sigma,
                     dtype=info.dtype,
                     cube=cube_path,
-                    geometry=recorded_geometry(geometry, product),
+                    geometry=opened.recorded_geometry,
                     dtm=dtm,
                     geometry_layout=geometry_reader.record(),
                     standard=standard,
                     param_maps=param_maps or None,
-                    product=product,
-                    command=command
-                    or python_call(
+                    product=opened.record,
+                    command=recorded_command(
+                        command,
                         "normalize_file",
                         cube_path,
                         out_path,
@@ -319,36 +303,28 @@ def normalize_file(
                         sigma=sigma,
                         max_iter=max_iter,
                         tol=tol,
-                        **parallel_call(workers, scheduler),
+                        workers=workers,
+                        scheduler=scheduler,
+                        product=product,
                     ),
                 )
-                inputs = [
-                    cube_path,
-                    dtm,
-                    *geometry_paths(geometry),
-                    *param_maps.values(),
-                    wavelengths_from,
-                ]
-                journal = Journal(
-                    out_path,
-                    inputs=inputs,
-                    resume=resume,
-                    fields=fields,
-                    settings=run_settings(provenance, out_path, fields, rows_per_block),
-                )
-                writer = ResultWriter(
+                run = stream_to_outputs(
                     out_path,
                     like=info,
                     fields=fields,
-                    overwrite=overwrite,
-                    chunk_rows=rows_per_block,
                     provenance=provenance,
-                    layout=normalization_layout(units),
-                )
-                counts, resumed = run_blocks(
-                    writer,
-                    lambda: BlockPool(workers, scheduler, function=normalize_block),
-                    cube_block_reader(
+                    rows_per_block=rows_per_block,
+                    inputs=[
+                        cube_path,
+                        dtm,
+                        *geometry_paths(opened.geometry),
+                        *param_maps.values(),
+                        wavelengths_from,
+                    ],
+                    overwrite=overwrite,
+                    resume=resume,
+                    pool_factory=lambda: BlockPool(workers, scheduler, function=normalize_block),
+                    read=cube_block_reader(
                         cube,
                         geometry_reader,
                         units=units,
@@ -360,25 +336,21 @@ def normalize_file(
                             "units": units,
                             **maps.read(rows),
                         },
-                        reff_incidence=incidence,
+                        reff_incidence=opened.reff_incidence,
                     ),
-                    rows_per_block=rows_per_block,
-                    journal=journal,
-                    bar_factory=lambda: progress_bar(
-                        progress,
-                        info.grid.height * info.grid.width,
-                        f"normalising {Path(cube_path).name}",
-                    ),
-                    on_start=cube.tell,
-                )  # every check passed: the run starts
+                    progress=progress,
+                    description=f"normalising {Path(cube_path).name}",
+                    layout=normalization_layout(units),
+                    on_start=cube.tell,  # every check passed: the run starts
+                )
         finally:
             maps.close()
     return InversionSummary(
-        outputs=dict(writer.paths),
+        outputs=run.outputs,
         pixels=info.grid.height * info.grid.width,
         bands=info.bands,
         seconds=time.perf_counter() - start,
-        status_counts={member.name: int(counts[member]) for member in Status},
+        status_counts=run.status_counts,
         verb="normalised",
-        resumed=resumed,
+        resumed=run.resumed,
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .._io.raster import CubeInfo
+from .wavelengths import known_wavelengths_um
 
 __all__ = ["check_stack"]
 
@@ -31,8 +32,6 @@ def check_stack(infos: list[CubeInfo]) -> None:
             known unit, else as written when their units are the same) differ from the
             first cube's.
     """
-    from .unmix import known_wavelengths_um
-
     seen: dict[tuple, Path] = {}
     for info in infos:
         key = _identity(info.path)

@@ -24,26 +24,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import rasterio
 
 from .._inverse.status import Status
 from .._io.geometry_rasters import GeometryReader
-from .._io.product_cube import ProductCube, product_geometry, product_options, recorded_geometry
-from .._io.raster import GDAL_CACHE_BYTES, CubeInfo
-from .._io.units import check_units
-from .._io.writers import FieldLayout, ResultWriter
+from .._io.writers import FieldLayout
 from .._params import HapkeParams
-from .._provenance import make_provenance, python_call
-from .._run.journal import Journal, array_digest, run_settings
+from .._provenance import make_provenance
+from .._run.journal import array_digest
 from .._run.pool import BlockPool
-from .._run.progress import progress_bar, resumed_text
-from .._run.stream import run_blocks
-from .._run.tasks import check_solver, numba_threads
+from .._run.progress import resumed_text
+from .._run.tasks import numba_threads
 from .._unmix.band_matching import band_order
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
-from .common import check_not_an_input, cube_block_reader, geometry_paths, parallel_call
-from .invert import default_chunk_rows
+from .arguments import check_not_an_input, check_run_arguments, geometry_paths
+from .blocks import block_rows, cube_block_reader
+from .outputs import stream_to_outputs
+from .products import ProductArguments, open_product
+from .records import recorded_command
+from .wavelengths import known_wavelengths_um
 
 __all__ = [
     "UNMIX_FIELDS",
@@ -51,7 +50,6 @@ __all__ = [
     "unmix_record",
     "UnmixOptions",
     "UnmixSummary",
-    "cube_wavelengths_um",
     "unmix_block",
     "unmix_file",
     "unmix_layout",
@@ -74,7 +72,6 @@ _ATTRS = {
         "units": "1",
     },
 }
-WAVELENGTH_UNITS_UM = (("nano", 1e-3), ("nm", 1e-3), ("micro", 1.0), ("um", 1.0), ("µm", 1.0))
 
 
 def unmix_fields(sum_to_one: bool = True) -> tuple[str, ...]:
@@ -94,42 +91,6 @@ def unmix_layout(names) -> FieldLayout:
         integer={"status": np.int8, "iterations": np.int32},
         dimensions={"fractions": "endmember", "sigma": "endmember", **dict.fromkeys(per_pixel)},
     )
-
-
-def cube_wavelengths_um(info: CubeInfo, wavelengths=None) -> np.ndarray:
-    """The cube's band centres [um]: ``wavelengths`` [um] when given, else the file's.
-
-    Raises:
-        ValueError naming the cube when it gives no wavelengths or no unit for them, or
-        ``wavelengths`` when it does not hold one value per band.
-    """
-    if wavelengths is not None:
-        values = np.asarray(wavelengths, np.float64)
-        if values.shape != (info.bands,):
-            raise ValueError(
-                f"wavelengths gives {values.size} values but the cube {info.path} has {info.bands} bands"
-            )
-        return values
-    if info.wavelengths is None:
-        raise ValueError(
-            f"the cube {info.path} gives no band wavelengths; give them (--wavelengths, in um)"
-        )
-    units = (info.wavelength_units or "").lower()
-    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in units), None)
-    if scale is None:
-        raise ValueError(
-            f"the cube {info.path} gives its wavelengths without a known unit "
-            f"({info.wavelength_units!r}); give them (--wavelengths, in um)"
-        )
-    return np.asarray(info.wavelengths, np.float64) * scale
-
-
-def known_wavelengths_um(info: CubeInfo) -> np.ndarray | None:
-    """The cube's band centres [um] where the file gives them with a known unit, else None."""
-    try:
-        return cube_wavelengths_um(info)
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -282,11 +243,7 @@ def unmix_file(
             refused).
     """
     start = time.perf_counter()
-    check_solver(solver)
-    if units != "radiance":
-        check_units(units)
-    elif sigma is not None:
-        raise ValueError("sigma with units='radiance' is not supported: give it as I/F")
+    check_run_arguments(solver, units, sigma, chunk_rows, radiance=True)
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     if not isinstance(endmembers, Endmembers):
@@ -297,44 +254,32 @@ def unmix_file(
         raise ValueError(
             f"params must be one lumaxlike.HapkeParams for every band, got {type(params).__name__}"
         )
-    if sigma is not None:
-        if not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
-            raise ValueError(f"sigma must be a positive number, got {sigma!r}")
-        if units == "reff":
-            raise ValueError(
-                "sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
-                "with cos i per pixel); give the cube as r or radf"
-            )
-    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
-        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    if sigma is not None and units == "reff":
+        raise ValueError(
+            "sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
+            "with cos i per pixel); give the cube as r or radf"
+        )
     layout = unmix_layout(endmembers.names)
     fields = unmix_fields(bool(sum_to_one))
-    inputs = [cube_path, dtm, *geometry_paths(geometry)]
-    check_not_an_input(out_path, fields, inputs, main="fractions")
+    check_not_an_input(
+        out_path, fields, [cube_path, dtm, *geometry_paths(geometry)], main="fractions"
+    )
+    product = ProductArguments(
+        correction_undone,
+        reff_incidence,
+        solar_spectrum,
+        solar_distance,
+        wavelengths_from,
+        thermal_bands,
+    )
 
-    with (
-        rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES),
-        ProductCube(
-            cube_path,
-            units,
-            **product_options(solar_spectrum, solar_distance, wavelengths_from, thermal_bands),
-        ) as cube,
-    ):
-        info = cube.info
-        geometry, incidence, product = product_geometry(
-            cube,
-            cube_path,
-            geometry,
-            dtm,
-            units=units,
-            reff_incidence=reff_incidence,
-            correction_undone=correction_undone,
-        )
+    with open_product(cube_path, units, geometry, dtm, product) as opened:
+        cube, info = opened.cube, opened.cube.info
         if info.bands != endmembers.n_bands:
             raise ValueError(
                 f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}"
             )
-        rows_per_block = int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
+        rows_per_block = block_rows(chunk_rows, info)
         chunk_size = min(
             rows_per_block * info.grid.width,
             default_chunk_pixels(info.bands, endmembers.n_endmembers),
@@ -350,47 +295,33 @@ def unmix_file(
             chunk_size,
             wavelengths=None if wavelengths is None else tuple(wavelengths),
         )
-        with GeometryReader(geometry, info.grid, dtm, surface=surface) as geometry_reader:
+        with GeometryReader(opened.geometry, info.grid, dtm, surface=surface) as geometry_reader:
             provenance = make_provenance(
                 params=[params] * info.bands, units=units, solver=solver,
                 tol=DEFAULT_TOLERANCE if tol is None else tol, max_iter=max_iter, refl_sigma=sigma,
-                dtype=info.dtype, cube=cube_path, geometry=recorded_geometry(geometry, product),
-                dtm=dtm, geometry_layout=geometry_reader.record(), product=product,
-                command=command or python_call("unmix_file", cube_path, out_path, geometry=geometry, dtm=dtm,
-                                               endmembers=endmembers.names, params=params, solver=solver,
-                                               units=units, route=route, sum_to_one=sum_to_one, sigma=sigma,
-                                               max_iter=max_iter, tol=tol, surface=surface,
-                                               **parallel_call(workers, scheduler)),
+                dtype=info.dtype, cube=cube_path, geometry=opened.recorded_geometry,
+                dtm=dtm, geometry_layout=geometry_reader.record(), product=opened.record,
+                command=recorded_command(command, "unmix_file", cube_path, out_path, geometry=geometry,
+                                         dtm=dtm, endmembers=endmembers.names, params=params,
+                                         solver=solver, units=units, route=route,
+                                         sum_to_one=sum_to_one, sigma=sigma, max_iter=max_iter,
+                                         tol=tol, surface=surface, workers=workers,
+                                         scheduler=scheduler, product=product),
             )  # fmt: skip
             provenance = dataclasses.replace(
                 provenance, unmix_settings=unmix_record(endmembers, route, sum_to_one, library)
             )
-            settings = run_settings(
-                provenance,
-                out_path,
-                fields,
-                rows_per_block,
-                route=route,
-                sum_to_one=bool(sum_to_one),
-                endmembers=_endmembers_digest(endmembers),
-            )
-            inputs = [cube_path, dtm, *geometry_paths(geometry), solar_spectrum, wavelengths_from]
-            journal = Journal(
-                out_path, inputs=inputs, resume=resume, fields=fields, settings=settings
-            )
-            writer = ResultWriter(
+            run = stream_to_outputs(
                 out_path,
                 like=info,
                 fields=fields,
-                overwrite=overwrite,
-                chunk_rows=rows_per_block,
                 provenance=provenance,
-                layout=layout,
-            )
-            counts, resumed = run_blocks(
-                writer,
-                lambda: BlockPool(workers, scheduler, function=unmix_block),
-                cube_block_reader(
+                rows_per_block=rows_per_block,
+                inputs=[cube_path, dtm, *geometry_paths(opened.geometry), *product.files()],
+                overwrite=overwrite,
+                resume=resume,
+                pool_factory=lambda: BlockPool(workers, scheduler, function=unmix_block),
+                read=cube_block_reader(
                     cube,
                     geometry_reader,
                     units=cube.units,
@@ -398,23 +329,26 @@ def unmix_file(
                     params=params,
                     options=options,
                     extra=lambda rows: {"endmembers": endmembers},
-                    reff_incidence=incidence,
+                    reff_incidence=opened.reff_incidence,
                 ),
-                rows_per_block=rows_per_block,
-                journal=journal,
-                bar_factory=lambda: progress_bar(
-                    progress, info.grid.height * info.grid.width, f"unmixing {Path(cube_path).name}"
-                ),
-                on_start=cube.tell,
-            )  # every check passed: the run starts
+                progress=progress,
+                description=f"unmixing {Path(cube_path).name}",
+                layout=layout,
+                settings={
+                    "route": route,
+                    "sum_to_one": bool(sum_to_one),
+                    "endmembers": _endmembers_digest(endmembers),
+                },
+                on_start=cube.tell,  # every check passed: the run starts
+            )
     return UnmixSummary(
-        outputs=dict(writer.paths),
+        outputs=run.outputs,
         pixels=info.grid.height * info.grid.width,
         bands=info.bands,
         endmembers=endmembers.names,
         seconds=time.perf_counter() - start,
-        status_counts={member.name: int(counts[member]) for member in Status},
-        resumed=resumed,
+        status_counts=run.status_counts,
+        resumed=run.resumed,
     )
 
 

@@ -61,10 +61,6 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction) or not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    if solver == "numba" and params.h_function == "exact":
-        raise ValueError(
-            "fit(solver='numba') does not support params.h_function='exact'; use solver='jax'"
-        )
     free = check_free(free, params)
     shared = check_shared(shared, free)
     regional = check_shared(regional, free, "regional")

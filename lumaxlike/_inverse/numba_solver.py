@@ -91,33 +91,32 @@ def _albedo_kernel(
         w_row, residual_row, slope_row = w_out[pixel], residual_out[pixel], slope_out[pixel]
         status_row, iterations_row = status_out[pixel], iterations_out[pixel]
         damping_row, growth_row = scratch[pixel, 0], scratch[pixel, 1]
+        # The starts, then every band's status and first evaluation: branch-free loops
+        # over the bands (vectorised; a problem that is not solved computes a value
+        # that is selected away).
+        if use_w_start:
+            w_start_row = w_start[pixel]
+            for band in range(n_bands):
+                w_row[band] = w_start_row[band]
+        else:
+            for band in range(n_bands):
+                w_row[band] = starting_albedo(r_obs_row[band], table, w_lower, w_upper)
         unfinished = 0
         for band in range(n_bands):
             r_obs = r_obs_row[band]
             status = problem_status(r_obs, geometry_finite, terms.scale, table[N_TABLE - 1])
+            solving = status == SOLVING
+            w = w_row[band]
+            r, slope = reflectance_and_slope(w, terms)
+            residual = r - r_obs
             iterations_row[band] = 0
             damping_row[band] = 0.0
             growth_row[band] = 2.0
-            if status != SOLVING:
-                w_row[band] = math.nan
-                status_row[band] = status
-                residual_row[band] = math.nan
-                slope_row[band] = math.nan
-                continue
-            if use_w_start:
-                w = w_start[pixel, band]
-            else:
-                w = starting_albedo(r_obs, table, w_lower, w_upper)
-            r, slope = reflectance_and_slope(w, terms)
-            residual = r - r_obs
-            w_row[band] = w
-            residual_row[band] = residual
-            slope_row[band] = slope
-            if residual == 0.0:
-                status_row[band] = CONVERGED
-            else:
-                status_row[band] = SOLVING
-                unfinished += 1
+            w_row[band] = w if solving else math.nan
+            residual_row[band] = residual if solving else math.nan
+            slope_row[band] = slope if solving else math.nan
+            status_row[band] = (CONVERGED if residual == 0.0 else SOLVING) if solving else status
+            unfinished += 1 if solving and residual != 0.0 else 0
         # Every unfinished band of the pixel takes its step together: one branch-free
         # loop over the bands per iteration, which the compiler can vectorise; a finished
         # band's values are kept (selected, not branched around).

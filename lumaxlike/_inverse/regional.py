@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._model._backends import retarget_to_jax
+from .._model._backends import retarget_to_numpy
 from . import lm_rules
 from .joint_covariance import _positive_definite, arrow_covariance
 from .status import Status
 
 __all__ = ["solve_regions"]
 
-_lm = retarget_to_jax(lm_rules)
+_lm = retarget_to_numpy(lm_rules)  # float64 NumPy, whatever JAX's x64 flag
 
 
 def _np(function):

@@ -151,6 +151,20 @@ def retarget_to_jax(module, **bindings) -> types.SimpleNamespace:
     return _retarget(module, _jnp_primitives(), lambda f: f, bindings)
 
 
+def retarget_to_numpy(module, **bindings) -> types.SimpleNamespace:
+    """The functions of `module.__all__` over NumPy primitives, elementwise on arrays.
+
+    For the NumPy parts of a solver (the regional steps): float64 whatever JAX's
+    configuration (its x64 flag), and no dispatch to JAX. `bindings` as for
+    `retarget_to_jax`.
+    """
+    primitives = {
+        name: getattr(np, {"atan2": "arctan2", "NAN": "nan"}.get(name, name))
+        for name in _jnp_primitives()
+    }
+    return _retarget(module, primitives, lambda f: f, bindings)
+
+
 def retarget_to_numba(module, *, inline=(), **bindings) -> types.SimpleNamespace:
     """The functions of `module.__all__` compiled by numba over `math` primitives.
 

@@ -44,6 +44,10 @@ key                            value
 ``lumaxlike_unmix_<key>``      (``unmix`` outputs only) ``route``, ``sum_to_one``,
                                ``endmembers``, ``density``, ``grain_size``,
                                ``extinction_efficiency``, ``library``
+``lumaxlike_sample_<key>``     (``sample`` outputs only) ``free``, ``cubes``, ``prior``,
+                               ``refl_sigma``, ``num_samples``, ``num_chains``,
+                               ``num_warmup``, ``seed``, ``median_maps``, ...; the
+                               ``param_*`` keys then hold the warm start's values
 =============================  ========================================================
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is

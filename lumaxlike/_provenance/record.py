@@ -68,6 +68,10 @@ class Provenance:
             (``route``, ``sum_to_one``, ``endmembers``, ``density`` [g/cm^3],
             ``grain_size`` [um], ``extinction_efficiency``, ``library``: the files and
             how they were read, where the command line read them); None otherwise.
+        sample_settings: for a `sample_file` output, its ``lumaxlike_sample_*`` keys
+            (``free``, ``cubes``, ``prior``, ``refl_sigma``, ``num_samples``, ``seed``,
+            ``median_maps`` ``{name: path}``, ...): ``params`` then hold the warm
+            start's values of the free parameters; None otherwise.
     """
 
     version: str
@@ -90,6 +94,7 @@ class Provenance:
     product: Mapping | None = None
     fit_settings: Mapping | None = None
     unmix_settings: Mapping | None = None
+    sample_settings: Mapping | None = None
 
     @property
     def surface(self) -> str | None:
@@ -293,7 +298,7 @@ class Provenance:
 
 
 #: operations whose outputs carry their own ``lumaxlike_<kind>_*`` settings
-_SETTINGS_KINDS = ("fit", "unmix")
+_SETTINGS_KINDS = ("fit", "unmix", "sample")
 
 
 def make_provenance(

@@ -54,6 +54,7 @@ __all__ = [
     "ResumeRefusedError",
     "array_digest",
     "input_fingerprint",
+    "journal_folder",
     "run_settings",
 ]
 
@@ -114,6 +115,12 @@ def run_settings(provenance, out, fields, rows_per_block: int, **extra) -> dict:
     return settings
 
 
+def journal_folder(out) -> Path:
+    """The journal folder of the output set whose main output is ``out``."""
+    out = Path(out)
+    return out.parent / f".{out.name}{JOURNAL_MARK}"
+
+
 def _block_name(rows: slice) -> str:
     return f"rows-{rows.start:09d}-{rows.stop:09d}.npz"
 
@@ -130,8 +137,7 @@ class Journal:
     """
 
     def __init__(self, out, *, inputs, settings, fields, resume: bool):
-        out = Path(out)
-        self.folder = out.parent / f".{out.name}{JOURNAL_MARK}"
+        self.folder = journal_folder(out)
         self.fields = tuple(fields)
         self.resume = bool(resume)
         self.fingerprint = {

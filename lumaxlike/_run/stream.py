@@ -6,7 +6,7 @@
 into a :class:`~lumaxlike._io.writers.ResultWriter`, journals each finished block (see
 :mod:`lumaxlike._run.journal`) and counts the status codes. The front ends only open
 their readers and writer and say how a block is read
-(:func:`lumaxlike._files.common.cube_block_reader` for the commands on one cube).
+(:func:`lumaxlike._files.blocks.cube_block_reader` for the commands on one cube).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
     """refl's band centres [um] from its ``wavelength`` coordinate along `spec` (None
     without one), checked against the endmembers' (`band_order`: matched in any order, or
     refused). Its ``units`` attr (nm or um) is read; without one, um and nm are tried."""
-    from .._files.unmix import WAVELENGTH_UNITS_UM
+    from .._files.wavelengths import WAVELENGTH_UNITS_UM
     from .._unmix.band_matching import band_order
 
     coord = refl.coords.get("wavelength")

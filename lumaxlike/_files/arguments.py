@@ -1,0 +1,70 @@
+"""The argument checks every file command makes the same way, before any work: the solver,
+the units and sigma, the rows per block, and that no output would replace an input."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from .._io.units import check_units
+from .._io.writers import output_files
+from .._run.tasks import check_solver
+
+__all__ = ["check_not_an_input", "check_run_arguments", "geometry_paths"]
+
+RADIANCE_SIGMA = (
+    "sigma with units='radiance' is not supported: give the cube's uncertainty as I/F "
+    "(convert first)"
+)
+
+
+def check_run_arguments(solver, units, sigma, chunk_rows, *, radiance: bool = False) -> None:
+    """Refuse a bad solver, units, sigma or rows per block, naming the argument.
+
+    Args:
+        solver: ``"jax"`` or ``"numba"``.
+        units: ``"r"``, ``"radf"``, ``"reff"``, or with ``radiance`` also ``"radiance"``.
+        sigma: None or a positive finite number (not with ``units="radiance"``).
+        chunk_rows: None or a positive integer.
+        radiance: whether the command reads radiance (converted to I/F).
+
+    Raises:
+        ValueError: naming the argument that is wrong.
+    """
+    check_solver(solver)
+    if not (radiance and units == "radiance"):
+        check_units(units)
+    elif sigma is not None:
+        raise ValueError(RADIANCE_SIGMA)
+    if sigma is not None and not (
+        isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0
+    ):
+        raise ValueError(f"sigma must be a positive number, got {sigma!r}")
+    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+
+
+def check_not_an_input(out_path, fields, inputs, main: str = "w") -> None:
+    """Refuse an output that would replace an input file or its ENVI header."""
+    protected = {}
+    for path in (Path(p) for p in inputs if p is not None):
+        for candidate in (path, path.with_suffix(".hdr")):
+            if candidate.exists():
+                protected[candidate.resolve()] = path
+    for output in output_files(out_path, fields, main):
+        if output.resolve() in protected:
+            raise ValueError(
+                f"output {output} would replace the input file {protected[output.resolve()]}"
+            )
+
+
+def geometry_paths(geometry) -> list:
+    """The files of a ``geometry`` argument: the raster's path, or the paths of a mapping
+    of roles (arrays are not files)."""
+    if isinstance(geometry, (str, Path)):
+        return [geometry]
+    if isinstance(geometry, Mapping):
+        return [v for v in geometry.values() if isinstance(v, (str, Path))]
+    return []

@@ -1,0 +1,34 @@
+"""The call a file command records in its outputs' provenance (``lumaxlike_command``)."""
+
+from __future__ import annotations
+
+from .._provenance import python_call
+
+__all__ = ["parallel_call", "recorded_command"]
+
+
+def parallel_call(workers, scheduler) -> dict:
+    """``workers``/``scheduler`` for the recorded call, when not the defaults (the maps
+    do not depend on them; the record says where the run ran)."""
+    return {
+        name: value
+        for name, value, default in (("workers", workers, 1), ("scheduler", scheduler, None))
+        if value != default
+    }
+
+
+def recorded_command(
+    command, function: str, *args, workers=1, scheduler=None, product=None, **kwargs
+) -> str:
+    """``command`` when given (the command line), else the Python call
+    ``lumaxlike.<function>(*args, **kwargs)``, with ``workers``/``scheduler`` and the
+    ``product`` arguments (a `ProductArguments`) where they are not the defaults."""
+    if command:
+        return command
+    return python_call(
+        function,
+        *args,
+        **kwargs,
+        **parallel_call(workers, scheduler),
+        **({} if product is None else product.call()),
+    )

@@ -1,0 +1,112 @@
+"""`lumaxlike fit --regions LABELS --regional NAME`: a regional fit of a stack of cube
+files, streamed (regions spanning blocks, fitted group by group) and resumable; its maps
+equal the in-memory `lumaxlike.fit(regions=...)` on the same stacked arrays."""
+
+import numpy as np
+import pytest
+
+import lumaxlike
+from lumaxlike import Status
+from lumaxlike._cli import main
+from lumaxlike._io import read_cube, result_paths
+
+from .test_cli_fit import BANDS, COLS, ROWS, START, read_map, stack  # noqa: F401 (a fixture)
+from .test_io import write_raster
+from .test_resume import journal_blocks, kill_mid_run
+
+FIELDS = (
+    "w", "b", "c", "sigma_w", "sigma_b", "sigma_c", "status", "iterations",
+    "dfs_w", "dfs_b", "dfs_c", "cost", "observations",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def labels(tmp_path_factory):
+    """3 regions of 2 rows each but the last (1 row) on the 5 x 4 grid, one pixel left
+    out (-1): with one row per block every region spans blocks."""
+    regions = np.repeat(np.arange(ROWS) // 2, COLS).reshape(ROWS, COLS).astype(np.int16)
+    regions[1, 2] = -1
+    path = write_raster(tmp_path_factory.mktemp("labels") / "tiles.tif", regions[None])
+    return path, regions
+
+
+def args_of(cubes, obs, out, labels_path, *extra):
+    return [
+        "fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c", "--b", "0.3",
+        "--c", "0.4", "--regions", labels_path, "--regional", "c", "--sigma", "1e-4",
+        "--chunk", "1", *extra, "--out", out,
+    ]  # fmt: skip
+
+
+def test_fit_command_regional_maps_equal_the_in_memory_fit(tmp_path, capsys, stack, labels):  # noqa: F811
+    cubes, obs, arrays, _ = stack
+    labels_path, regions = labels
+    out = tmp_path / "regional.tif"
+    # a cap of 3e-5 GiB (32 kB) holds one region at a time: three groups, each read over
+    # its rows block by block
+    code = main(args_of(cubes, obs, out, labels_path, "--region-memory", "3e-5"))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    expected = lumaxlike.fit(
+        *arrays, START, free=("w", "b", "c"), regions=regions, regional=("c",),
+        refl_sigma=1e-4, solver="numba",
+    )  # fmt: skip
+    assert len(expected.region_labels) == 3 and np.all(expected.region_status == Status.CONVERGED)
+    paths = result_paths(out, FIELDS)
+    per_pixel = {"status": expected.status, "iterations": expected.iterations,
+                 "cost": expected.cost, "c": expected["c"], "sigma_c": expected.sigma("c"),
+                 "dfs_c": expected.dfs["c"]}  # fmt: skip
+    for name in FIELDS:
+        if name in per_pixel:
+            want = np.repeat(np.asarray(per_pixel[name])[..., None], BANDS, axis=-1)
+        elif name == "observations":
+            want = expected.observations
+        elif name.startswith("sigma_"):
+            want = expected.sigma(name[6:])
+        elif name.startswith("dfs_"):
+            want = expected.dfs[name[4:]]
+        else:
+            want = expected[name]
+        found = read_map(paths[name])[0]
+        # the same computation on the same pixels in the same order: equal to the bit
+        np.testing.assert_array_equal(found, want, err_msg=name)
+    assert read_map(paths["status"])[0][1, 2, 0] == Status.TOO_FEW_OBSERVATIONS
+    tags = read_map(out)[1]
+    assert tags["lumaxlike_fit_regional"] == '["c"]'
+    assert tags["lumaxlike_fit_regions"] == f'"{labels_path.absolute()}"'
+
+
+def test_a_killed_regional_fit_resumes_bit_identical(tmp_path, capsys, stack, labels):  # noqa: F811
+    cubes, obs, _, _ = stack
+    labels_path, _ = labels
+    (tmp_path / "ref").mkdir()
+    reference = tmp_path / "ref" / "fit.tif"
+    assert main(args_of(cubes, obs, reference, labels_path)) == 0
+    out = tmp_path / "fit.tif"
+    kill_mid_run(args_of(cubes, obs, out, labels_path), after=2)
+    folder = out.parent / f".{out.name}.lumaxlike-journal" / "regions"
+    assert not out.exists() and len(journal_blocks(out)) == 2
+    assert [p.name for p in folder.iterdir()] == ["group-00000"]  # the regions, kept
+    capsys.readouterr()
+    assert main([*args_of(cubes, obs, out, labels_path), "--resume"]) == 0
+    assert "resumed: 2 of 5 blocks from an interrupted run" in capsys.readouterr().err
+    for name in FIELDS:
+        found, expected = (read_cube(result_paths(p, FIELDS)[name])[0] for p in (out, reference))
+        assert found.dtype == expected.dtype and np.array_equal(found, expected, equal_nan=True)
+
+
+def test_a_region_above_the_memory_cap_is_refused_before_any_fit(tmp_path, capsys, stack, labels):  # noqa: F811
+    cubes, obs, _, _ = stack
+    labels_path, _ = labels
+    out = tmp_path / "fit.tif"
+    assert main(args_of(cubes, obs, out, labels_path, "--region-memory", "1e-6")) == 2
+    err = capsys.readouterr().err
+    assert (
+        "region 1 of" in err
+        and "has 8 pixels" in err
+        and "above the cap" in err
+        and "--region-memory" in err
+    )
+    assert not list(tmp_path.iterdir())
+    assert main([*args_of(cubes, obs, out, labels_path)[:-2], "--workers", "2", "--out", out]) == 2
+    assert "regional fits run in this process" in capsys.readouterr().err
