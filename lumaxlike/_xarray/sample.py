@@ -13,10 +13,10 @@ from .._io.product_dataarray import refuse_normalised_dataarray
 from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .._provenance import make_provenance, python_call
 from .._sample.maps import check_sample_options, chunk_seed, x64_for
+from .chunks import chunked_inputs
 from .chunks import result_attrs as _result_attrs
 from .chunks import spectral_dim_of as _spectral_dim
 from .geometry import VECTOR_DIM as _VECTOR_DIM
-from .geometry import VECTOR_NAMES
 from .geometry import geometry_vectors as _geometry_vectors
 
 __all__ = ["QUANTILE_DIM", "sample_dataarray"]
@@ -134,32 +134,19 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     n_obs = refl.sizes[observation_dim]
     pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
     to_sun, to_sensor, normal = _geometry_vectors(geometry, [*pixel_dims, observation_dim])
-    try:
-        xr.align(refl, to_sun, to_sensor, normal, join="exact")
-    except ValueError as error:
-        raise ValueError(f"geometry is not aligned with refl: {error}") from None
-    vectors = []
-    for name, vector in zip(VECTOR_NAMES, (to_sun, to_sensor, normal)):
-        unknown = [d for d in vector.dims if d not in (_VECTOR_DIM, observation_dim, *pixel_dims)]
-        if unknown:
-            raise ValueError(f"geometry {name} has dims {unknown} that refl does not have")
-        if observation_dim not in vector.dims:
-            vector = vector.expand_dims({observation_dim: n_obs})
-        vectors.append(
-            vector.chunk({_VECTOR_DIM: -1, observation_dim: -1})
-            if vector.chunks is not None
-            else vector
-        )
-    index = xr.DataArray(
+    index = xr.DataArray(  # each pixel's linear index: a chunk's random stream
         np.arange(int(np.prod([refl.sizes[d] for d in pixel_dims], dtype=np.int64))).reshape(
             [refl.sizes[d] for d in pixel_dims]
         ),
         dims=pixel_dims,
     )
     if refl.chunks is not None:
-        refl = refl.chunk({spec: -1, observation_dim: -1})
         index = index.chunk({d: refl.chunksizes[d] for d in pixel_dims})
-    refl, index, *vectors = xr.unify_chunks(refl, index, *vectors)
+    inputs = chunked_inputs(
+        refl, [to_sun, to_sensor, normal], spec, pixel_dims, observation_dim=observation_dim,
+        extra=[index],
+    )  # fmt: skip
+    refl, vectors, (index,) = inputs.refl, inputs.vectors, inputs.extra
     dtype = np.result_type(refl.dtype, np.float32)
     options = {"refl_sigma": uncertainty_to_r(sigma, units), **options}
     check_sample_options(params, {"free": free, **options}, refl.sizes[spec], n_obs)
