@@ -29,7 +29,8 @@ from .geometry import VECTOR_DIM, geometry_vectors
 __all__ = ["fit_dataarray"]
 
 
-def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_options, num_threads):
+def _fit_chunk(refl, to_sun, to_sensor, normal, *regions, units, params, free, fit_options,
+               num_threads):  # fmt: skip
     """apply_ufunc kernel: refl (..., bands, observations), vectors (..., observations, 3)
     -> the fit's maps (..., bands), in `_fit_fields(free)` order (`_joint_fields` for a
     joint fit: shared parameters and per-pixel problems' fields without the band axis)."""
@@ -48,6 +49,8 @@ def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_opti
         numba_threads(num_threads) if fit_options["solver"] == "numba" else contextlib.nullcontext()
     )
     with context:
+        if regions:  # the label map of a regional fit (the whole image: one chunk)
+            fit_options = {**fit_options, "regions": regions[0]}
         result = fit(r, to_sun, to_sensor, normal, params, free=free, **fit_options)
     maps = {name: result[name] for name in free}
     maps.update({f"sigma_{name}": result.sigma(name) for name in free})
@@ -56,8 +59,8 @@ def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_opti
     )
     if hasattr(result, "dfs"):  # a JointFitResult
         maps.update({f"dfs_{name}": result.dfs[name] for name in free}, cost=result.cost)
-        fields = _joint_fields(free, fit_options.get("shared", ()))
-        return tuple(maps[field] for field, _ in fields)
+        no_band = tuple(fit_options.get("shared", ())) + tuple(fit_options.get("regional", ()))
+        return tuple(maps[field] for field, _ in _joint_fields(free, no_band))
     maps["residual"] = result.residual_norm
     return tuple(maps[field] for field in _fit_fields(free))
 
@@ -107,6 +110,8 @@ def fit_dataarray(
     num_threads: int | None = None,
     shared=(),
     prior: Mapping | None = None,
+    regions: xr.DataArray | None = None,
+    regional=(),
 ) -> xr.Dataset:
     """Fit Hapke parameters per pixel and band to multi-angle observations, chunk by chunk.
 
@@ -131,6 +136,12 @@ def fit_dataarray(
             maps, and status, iterations and ``cost``, have no spectral dim.
         prior: {name: (mean, sigma)} scalar Gaussian priors in the parameters' units
             (`lumaxlike.fit`); needs `refl_sigma`.
+        regions: integer labels over the pixel dims (a DataArray with those dims; tiles,
+            geologic units; negative: left out), with `regional`: the names among `free`
+            taking one value per region for all its pixels and bands (`lumaxlike.fit`);
+            their maps have no spectral dim, as the shared ones. A region couples all its
+            pixels, so the pixel dims are fitted as one chunk (in memory; for images
+            larger than memory, `lumaxlike fit --regions` streams them from files).
 
     Returns:
         With `shared` or `prior`: as below, plus ``dfs_<name>`` (degrees of freedom for
@@ -173,6 +184,17 @@ def fit_dataarray(
             f"refl_sigma must be a positive number, for units 'r' or 'radf'; got {refl_sigma!r}, {units!r}"
         )
     pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
+    regional = (regional,) if isinstance(regional, str) else tuple(regional)
+    if (regions is None) != (not regional):
+        raise ValueError("regions (a label map) and regional (the names it applies to) go together")
+    if regions is not None:
+        if not isinstance(regions, xr.DataArray) or set(regions.dims) != set(pixel_dims):
+            raise ValueError(
+                f"regions must be a DataArray over the pixel dims {tuple(pixel_dims)}, got "
+                f"{getattr(regions, 'dims', type(regions).__name__)}"
+            )
+        # one chunk over the pixels: a region's problem needs all its pixels at once
+        refl = refl.chunk({dim: -1 for dim in refl.dims}) if refl.chunks else refl
     inputs = chunked_inputs(
         refl,
         geometry_vectors(geometry, [*pixel_dims, observation_dim]),
@@ -195,11 +217,14 @@ def fit_dataarray(
     fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})
     if refl_sigma is not None:
         fit_options["refl_sigma"] = float(uncertainty_to_r(refl_sigma, units))
-    joint = bool(shared) or bool(prior)
+    joint = bool(shared) or bool(prior) or bool(regional)
     if joint:
         from .._inverse.joint import check_shared
 
         shared = check_shared(shared, free)
+        if regional:
+            regional = check_shared(regional, free, "regional")
+            fit_options["regional"] = regional
         for name, pair in (prior or {}).items():
             if np.ndim(pair[0]) or np.ndim(pair[1]):
                 raise ValueError(
@@ -209,19 +234,30 @@ def fit_dataarray(
             raise ValueError("prior needs refl_sigma (the observations' noise weighs the prior)")
         fit_options.update(shared=shared, prior=prior)
         if min_observations is None:  # joint fits' default: per-band parameters + 1
-            fit_options["min_observations"] = len([n for n in free if n not in shared]) + 1
-        with_band = _joint_fields(free, shared)
+            fit_options["min_observations"] = (
+                len([n for n in free if n not in shared + regional]) + 1
+            )
+        with_band = _joint_fields(free, shared + regional)
         fields = tuple(field for field, _ in with_band)
         core_dims = [[spec] if band else [] for _, band in with_band]
     else:
         fields = _fit_fields(free)
         core_dims = [[spec]] * len(fields)
     integer = {"status": np.int8, "iterations": np.int32, "observations": np.int32}
+    labels = []
+    if regions is not None:
+        labels = [regions.transpose(*[d for d in refl.dims if d in pixel_dims])]
+        vectors = [v.chunk({dim: -1 for dim in v.dims}) if v.chunks else v for v in vectors]
+        if refl.chunks:
+            labels = [labels[0].chunk({dim: -1 for dim in labels[0].dims})]
     outputs = xr.apply_ufunc(
         _fit_chunk,
         refl,
         *vectors,
-        input_core_dims=[[spec, observation_dim]] + [[observation_dim, VECTOR_DIM]] * 3,
+        *labels,
+        input_core_dims=[[spec, observation_dim]]
+        + [[observation_dim, VECTOR_DIM]] * 3
+        + [[]] * len(labels),
         output_core_dims=core_dims,
         dask="parallelized",
         output_dtypes=[integer.get(field, dtype) for field in fields],
@@ -271,6 +307,8 @@ def fit_dataarray(
     attrs["lumaxlike_fit_free"] = json.dumps(list(free))
     if joint:
         attrs["lumaxlike_fit_shared"] = json.dumps(list(shared))
+        if regional:
+            attrs["lumaxlike_fit_regional"] = json.dumps(list(regional))
         attrs["lumaxlike_fit_prior"] = json.dumps(
             {name: [float(v) for v in pair] for name, pair in (prior or {}).items()}
         )
