@@ -44,6 +44,10 @@ key                            value
 ``lumaxlike_unmix_<key>``      (``unmix`` outputs only) ``route``, ``sum_to_one``,
                                ``endmembers``, ``density``, ``grain_size``,
                                ``extinction_efficiency``, ``library``
+``lumaxlike_sample_<key>``     (``sample`` outputs only) ``free``, ``cubes``, ``prior``,
+                               ``refl_sigma``, ``num_samples``, ``num_chains``,
+                               ``num_warmup``, ``seed``, ``median_maps``, ...; the
+                               ``param_*`` keys then hold the warm start's values
 =============================  ========================================================
 
 A new model choice (another H-function, phase function or multiple-scattering scheme) is
@@ -237,6 +241,10 @@ class Provenance:
             (``route``, ``sum_to_one``, ``endmembers``, ``density`` [g/cm^3],
             ``grain_size`` [um], ``extinction_efficiency``, ``library``: the files and
             how they were read, where the command line read them); None otherwise.
+        sample_settings: for a `sample_file` output, its ``lumaxlike_sample_*`` keys
+            (``free``, ``cubes``, ``prior``, ``refl_sigma``, ``num_samples``, ``seed``,
+            ``median_maps`` ``{name: path}``, ...): ``params`` then hold the warm
+            start's values of the free parameters; None otherwise.
     """
 
     version: str
@@ -259,6 +267,7 @@ class Provenance:
     product: Mapping | None = None
     fit_settings: Mapping | None = None
     unmix_settings: Mapping | None = None
+    sample_settings: Mapping | None = None
 
     @property
     def surface(self) -> str | None:
@@ -464,7 +473,7 @@ class Provenance:
 
 
 #: operations whose outputs carry their own ``lumaxlike_<kind>_*`` settings
-_SETTINGS_KINDS = ("fit", "unmix")
+_SETTINGS_KINDS = ("fit", "unmix", "sample")
 
 
 def make_provenance(
