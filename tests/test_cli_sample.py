@@ -130,7 +130,7 @@ def test_sample_command_writes_the_maps_sample_computes(stack, reference):
     settings = record.sample_settings
     assert settings["free"] == list(FREE) and settings["seed"] == SEED
     assert settings["num_samples"] == 1000 and settings["refl_sigma"] == SIGMA
-    assert settings["median_maps"]["w_q500"] == str(out.absolute())
+    assert settings["median_maps"] == {"w": str(out.absolute())}
     assert temporary_leftovers(out.parent) == []
 
 
@@ -205,3 +205,22 @@ def test_sample_file_refuses_a_normalised_product(tmp_path):
             refl_sigma=0.01,
         )
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())
+
+
+def test_params_from_a_sample_output_takes_its_median_maps_or_refuses():
+    """A sample output's record holds the warm start's values of the sampled parameters;
+    `--params-from` gives their posterior median maps (as a fit's fitted maps) to the
+    commands that take maps, and `invert` refuses them."""
+    import argparse
+
+    from lumaxlike._cli.model import fitted_maps, refuse_recorded_maps
+
+    record = argparse.Namespace(
+        fit_settings=None, sample_settings={"median_maps": {"w": "s.tif", "b": "s_b_q500.tif"}}
+    )
+    args = argparse.Namespace(params_from="s.tif", b=None, param_map=None)
+    assert fitted_maps(args, record) == {"b": "s_b_q500.tif"}
+    with pytest.raises(ValueError, match="starting values of the fitted b"):
+        refuse_recorded_maps(args, record, "invert")
+    args.b = [0.3]  # given on the command line: the map is not needed
+    assert fitted_maps(args, record) == {}

@@ -515,24 +515,3 @@ def test_xarray_joint_fit_equals_fit_on_the_arrays():
     np.testing.assert_array_equal(maps.status.values.reshape(-1), expected.status)
     assert "hs" in maps.attrs["lumaxlike_fit_prior"]
 
-
-def test_xarray_regional_fit_equals_fit_on_the_arrays(regional_fits):
-    """`DataArray.hapke.fit(..., regions=, regional=)` on a dask array in several chunks
-    (fitted as one: a region couples its pixels) equals `fit(regions=...)`."""
-    xr = pytest.importorskip("xarray")
-    refl, labels, _, fits = regional_fits
-    geometry = regional_scene(seed=9)[1]
-    data = xr.DataArray(refl, dims=("pixel", "band", "observation"))
-    vectors = xr.Dataset({name: (("pixel", "observation", "xyz"), g)
-                          for name, g in zip(("to_sun", "to_sensor", "normal"), geometry)})  # fmt: skip
-    regions = xr.DataArray(labels, dims=("pixel",))
-    maps = data.chunk({"pixel": 5}).hapke.fit(vectors, START, FREE, solver="numba", units="r",
-                                              shared=("roughness",), regions=regions,
-                                              regional=("hs",)).compute()  # fmt: skip
-    expected = fits["numba"]
-    for name in FREE:  # the same computation on the same pixels in the same order
-        np.testing.assert_array_equal(maps[name].values, expected[name])
-        np.testing.assert_array_equal(maps[f"sigma_{name}"].values, expected.sigma(name))
-    np.testing.assert_array_equal(maps.status.values, expected.status)
-    assert maps.hs.dims == ("pixel",) and maps.w.dims == ("pixel", "band")
-    assert maps.attrs["lumaxlike_fit_regional"] == '["hs"]'

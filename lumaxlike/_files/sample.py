@@ -116,7 +116,7 @@ def sample_file(
     chains mixed, NOT_MIXED where not, else the warm-start fit's reason for not
     sampling), ``acceptance``, ``divergences`` and ``observations``. The record holds
     ``lumaxlike_sample_*`` keys (cubes, geometries, free, prior, refl_sigma, num_samples,
-    num_chains, num_warmup, seed, min_ess, max_rhat, the median maps).
+    num_chains, num_warmup, seed, min_ess, max_rhat, ``median_maps`` ``{name: path}``).
 
     Args:
         cubes: reflectance cube files, one observation each, on one grid with the same
@@ -243,10 +243,8 @@ def sample_file(
             # the record's param_* keys hold the warm start's values; the posterior's
             # medians are these maps
             "median_maps": {
-                name: str(Path(path).absolute())
-                for name, path in result_paths(
-                    out_path, [quantile_field(n, 2) for n in free], main=median
-                ).items()
+                name: str(Path(result_paths(out_path, [field], main=median)[field]).absolute())
+                for name, field in ((n, quantile_field(n, 2)) for n in free)
             },
         }
         provenance = make_provenance(
