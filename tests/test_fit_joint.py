@@ -514,4 +514,3 @@ def test_xarray_joint_fit_equals_fit_on_the_arrays():
     )
     np.testing.assert_array_equal(maps.status.values.reshape(-1), expected.status)
     assert "hs" in maps.attrs["lumaxlike_fit_prior"]
-
