@@ -31,6 +31,12 @@ Usage::
 
     python benchmarks/bench_first_call.py             # ~3-6 min on an idle 2-core machine
     python benchmarks/bench_first_call.py --only invert --repeat 1   # smoke
+    python benchmarks/bench_first_call.py --warm-only ~/.cache/lumaxlike  # later processes
+
+Each child also records, for its first call, the wall seconds JAX spends per phase
+(its monitoring events): tracing to a jaxpr, lowering to StableHLO, XLA compile or
+loading from the cache (which includes reading the entry); as the first call's work is
+single-threaded, their shares of its wall time apportion its CPU time.
 
 Writes ``benchmarks/results/first_call.json`` (``--json`` to change).
 """
@@ -69,6 +75,16 @@ else:
         bench_invert.warm_up_lumaxlike(cube, "jax")
 compiles = []
 jax.monitoring.register_event_listener(lambda event, **kw: compiles.append(event))
+PHASES = {{"/jax/core/compile/jaxpr_trace_duration": "trace",
+          "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+          "/jax/core/compile/backend_compile_duration": "compile_or_load",
+          "/jax/compilation_cache/cache_retrieval_time_sec": "cache_read"}}
+phases = {{name: [0, 0.0] for name in PHASES.values()}}  # programs, wall s (first call)
+def on_duration(event, duration_secs, **kw):
+    if event in PHASES and len(times) == 0:
+        phases[PHASES[event]][0] += 1
+        phases[PHASES[event]][1] += duration_secs
+jax.monitoring.register_event_duration_secs_listener(on_duration)
 times = []
 for _ in range(2):
     wall, cpu = time.perf_counter(), time.process_time()
@@ -77,7 +93,8 @@ for _ in range(2):
 hits = compiles.count("/jax/compilation_cache/cache_hits")
 misses = compiles.count("/jax/compilation_cache/cache_misses")
 print(json.dumps({{"first_s": times[0][0], "first_cpu_s": times[0][1], "second_s": times[1][0],
-                  "second_cpu_s": times[1][1], "cache_hits": hits, "cache_writes": misses}}))
+                  "second_cpu_s": times[1][1], "cache_hits": hits, "cache_writes": misses,
+                  "first_call_phases_wall_s": phases}}))
 """
 
 
@@ -120,18 +137,39 @@ def measure(operation: str, cache: Path, repeat: int) -> dict:
     return runs
 
 
+def measure_warm(operation: str, cache: Path, repeat: int) -> dict:
+    """`--warm-only`: one untimed process on the cache folder `cache` (not cleared; it
+    writes what the folder lacks), then `repeat` timed ones."""
+    run_child(operation, cache, jax_cache=True)
+    runs = {"warm": [run_child(operation, cache, jax_cache=True) for _ in range(repeat)]}
+    runs["bound_s"] = BOUNDS_S[operation]
+    runs["warm_best_first_cpu_s"] = min(r["first_cpu_s"] for r in runs["warm"])
+    return runs
+
+
 def print_report(report: dict) -> None:
     print(
         "| operation | process | first call s (CPU s) | second call s (CPU s) | cache hits / writes |"
     )
     print("|---|---|---|---|---|")
     for operation, runs in report["operations"].items():
-        rows = [("off", runs["off"]), ("cold", runs["cold"])] + [("warm", r) for r in runs["warm"]]
+        rows = [(name, runs[name]) for name in ("off", "cold") if name in runs]
+        rows += [("warm", r) for r in runs["warm"]]
         for name, r in rows:
             print(f"| {operation} | {name} | {r['first_s']:.2f} ({r['first_cpu_s']:.2f}) | "
                   f"{r['second_s']:.2f} ({r['second_cpu_s']:.2f}) | {r['cache_hits']} / {r['cache_writes']} |")  # fmt: skip
-        print(f"| {operation} | cache | {runs['cache_entries']} entries, {runs['cache_bytes'] / 1e6:.1f} MB "
-              f"| bound {runs['bound_s']:.0f} s | |")  # fmt: skip
+        if "cache_entries" in runs:
+            print(f"| {operation} | cache | {runs['cache_entries']} entries, {runs['cache_bytes'] / 1e6:.1f} MB "
+                  f"| bound {runs['bound_s']:.0f} s | |")  # fmt: skip
+    print()
+    print(
+        "first call's JAX phases, wall s (programs): trace | lower | compile or load | cache read"
+    )
+    for operation, runs in report["operations"].items():
+        for r in runs["warm"]:
+            p = r["first_call_phases_wall_s"]
+            cells = " | ".join(f"{p[k][1]:.2f} ({p[k][0]})" for k in p)
+            print(f"| {operation} warm | {cells} |")
 
 
 def main(argv=None) -> int:
@@ -140,13 +178,30 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=2, help="warm processes per operation (default 2)"
     )
-    parser.add_argument("--json", type=Path, default=RESULTS / "first_call.json")
+    parser.add_argument("--json", type=Path, default=None, help="default results/first_call.json"
+                        " (first_call_warm.json with --warm-only)")  # fmt: skip
+    parser.add_argument(
+        "--warm-only",
+        type=Path,
+        default=None,
+        metavar="CACHE_DIR",
+        help="only later processes, on this lumaxlike cache folder (kept; one untimed process first)",
+    )
     args = parser.parse_args(argv)
+    if args.json is None:
+        name = "first_call_warm.json" if args.warm_only else "first_call.json"
+        args.json = RESULTS / name
     sys.path.insert(0, str(HERE))
     from bench_invert import finish, machine_info
 
     operations = [args.only] if args.only else ["invert", "fit"]
     report = {"machine": machine_info(), "operations": {}}
+    if args.warm_only is not None:
+        for operation in operations:
+            print(f"{operation} ...", file=sys.stderr, flush=True)
+            report["operations"][operation] = measure_warm(operation, args.warm_only, args.repeat)
+        finish(report, print_report, args.json)
+        return 0
     with tempfile.TemporaryDirectory(prefix="lumaxlike-first-call-") as folder:
         cache = Path(folder)
         # numba's kernels (the scenes are built with numba) cached once, before any timing

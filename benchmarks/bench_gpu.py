@@ -207,7 +207,7 @@ def compile_reference_row(pixels: int, bands: int) -> dict:
     sys.path.insert(0, str(HERE.parent / "tests"))
     from helpers import FULL_PARAMS
 
-    from lumaxlike._inverse.jax_solver import solve_albedo_jax
+    from lumaxlike._inverse.jax_albedo import solve_albedo_jax
     from lumaxlike._model.forward import _amsa_flat
 
     cube = make_cube(int(np.sqrt(pixels)), bands)

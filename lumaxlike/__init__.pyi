@@ -8,6 +8,7 @@ from . import testing as testing
 from ._files import fit_file as fit_file
 from ._files import invert_file as invert_file
 from ._files import normalize_file as normalize_file
+from ._files import sample_file as sample_file
 from ._files import unmix_file as unmix_file
 from ._geometry import (
     angles_from_geometry as angles_from_geometry,
@@ -24,8 +25,8 @@ from ._geometry import (
 from ._geometry import (
     normals_from_dtm as normals_from_dtm,
 )
-from ._inverse.fit import default_bounds as default_bounds
 from ._inverse.fit import fit as fit
+from ._inverse.fit_arguments import default_bounds as default_bounds
 from ._inverse.invert import invert as invert
 from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.joint_result import JointFitResult as JointFitResult
@@ -84,7 +85,6 @@ from ._provenance import Provenance as Provenance
 from ._run.progress import InversionSummary as InversionSummary
 from ._sample import SampleResult as SampleResult
 from ._sample import sample as sample
-from ._sample.xarray_sample import sample_dataarray as sample_dataarray
 from ._spectral_library import SpectralLibrary as SpectralLibrary
 from ._unmix import Endmembers as Endmembers
 from ._unmix import UnmixResult as UnmixResult
@@ -92,4 +92,5 @@ from ._unmix import unmix as unmix
 from ._xarray.fit import fit_dataarray as fit_dataarray
 from ._xarray.invert import invert_dataarray as invert_dataarray
 from ._xarray.normalize import normalize_dataarray as normalize_dataarray
+from ._xarray.sample import sample_dataarray as sample_dataarray
 from ._xarray.unmix import unmix_dataarray as unmix_dataarray

@@ -2,7 +2,7 @@
 
 `lumaxlike/__init__.py` registers it from a post-import hook on xarray, so it is there
 whatever the import order, without `import lumaxlike` importing xarray. The front ends
-(`lumaxlike._xarray.invert` and the others, and `lumaxlike._sample.xarray_sample`) are
+(`lumaxlike._xarray.invert` and the others, `lumaxlike._xarray.sample` included) are
 imported at the accessor's first call: the accessor sits above both packages.
 """
 
@@ -49,7 +49,7 @@ class HapkeAccessor:
         """The posterior quantiles of the free Hapke parameters per pixel and band (HMC,
         `lumaxlike.sample`), chunk by chunk, lazily on dask:
         ``lumaxlike.sample_dataarray(self, geometry, params, free, **kwargs)``."""
-        from ._sample.xarray_sample import sample_dataarray
+        from ._xarray.sample import sample_dataarray
 
         return sample_dataarray(self._data_array, geometry, params, free, **kwargs)
 

@@ -318,7 +318,8 @@ def test_unmix_params_from_another_command_needs_the_unmixing_options(
 def test_unmix_file_matches_the_endmembers_bands_by_wavelength_or_refuses(tmp_path):
     """Item 8 on files: endmembers given in another band order than the cube's are matched
     by wavelength (the cube's from its header); other band centres are refused, naming
-    the cube, before anything is written."""
+    the cube, before anything is written. The recorded call names the mission-product
+    arguments given (thermal_bands; it changes nothing off the Moon)."""
     mass, albedo, cube, obs, dtm = mixture_files(tmp_path)
     centres_um = np.asarray(WAVELENGTHS[:5]) * 1e-3
 
@@ -334,10 +335,17 @@ def test_unmix_file_matches_the_endmembers_bands_by_wavelength_or_refuses(tmp_pa
     common = dict(geometry=obs, dtm=dtm, params=PARAMS, solver="numba", units="r")
     out = tmp_path / "abund.tif"
     lumaxlike.unmix_file(
-        cube, out, endmembers=endmembers(centres_um[::-1]), route="two_step", **common
+        cube,
+        out,
+        endmembers=endmembers(centres_um[::-1]),
+        route="two_step",
+        thermal_bands="exclude",
+        **common,
     )
     with rasterio.open(out) as dataset:
         np.testing.assert_allclose(np.moveaxis(dataset.read(), 0, -1), mass, atol=1e-6, rtol=0)
+    recorded = lumaxlike.read_provenance(out).command
+    assert recorded.startswith("lumaxlike.unmix_file(") and "thermal_bands='exclude'" in recorded
     shifted = centres_um[::-1].copy()
     shifted[0] += 0.1
     with pytest.raises(ValueError, match=f"the cube {cube}"):

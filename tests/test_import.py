@@ -29,7 +29,7 @@ PUBLIC = {
     "fit_dataarray", "fit_file", "testing",
     "open_product",
     "JointFitResult",
-    "sample", "SampleResult", "sample_dataarray",
+    "sample", "SampleResult", "sample_dataarray", "sample_file",
 }  # fmt: skip
 
 

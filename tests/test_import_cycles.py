@@ -7,12 +7,12 @@ the source draws. An edge ``a -> b`` means a module of ``a`` imports one of ``b`
 importing ``lumaxlike._io.raster`` also runs ``lumaxlike._io``'s ``__init__``, so it counts
 as importing that package too (from outside it). The graph between the package's
 top-level parts (``_io``, ``_model``, ``_provenance``, ...: each subpackage one node) is
-checked; a failure names each cycle and the import lines that make it. (`import_graph`
-also draws the graph between single modules; its check joins when the cycle inside
-``_inverse``, ``fit`` <-> ``joint`` <-> ``regional_fit``, is broken.)
+checked, and so is the graph between single modules (a package's ``__init__`` one node,
+its modules others); a failure names each cycle and the import lines that make it.
 """
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -86,6 +86,7 @@ def imported_modules(name: str, path: Path, modules: dict) -> dict[str, int]:
     return found
 
 
+@functools.cache  # read once for the three tests (they do not change it)
 def import_graph() -> tuple[dict, dict]:
     """(module graph, top-level graph): {node: {node: "file:line" of an import}}."""
     modules = module_files()
@@ -214,3 +215,9 @@ def test_no_import_cycles_between_the_package_s_parts():
     _, parts = import_graph()
     found = [describe(parts, cycle) for cycle in cycles(parts)]
     assert not found, "import cycles between lumaxlike's parts:\n" + "\n".join(found)
+
+
+def test_no_import_cycles_between_modules():
+    graph, _ = import_graph()
+    found = [describe(graph, cycle) for cycle in cycles(graph)]
+    assert not found, "import cycles between lumaxlike's modules:\n" + "\n".join(found)

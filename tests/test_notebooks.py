@@ -29,6 +29,7 @@ def test_notebooks_found():
         "05_mineral_abundances.ipynb",
         "06_photometric_normalisation.ipynb",
         "07_joint_retrieval.ipynb",
+        "08_posterior_sampling.ipynb",
     ]
 
 

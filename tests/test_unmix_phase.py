@@ -17,7 +17,7 @@ import lumaxlike
 from lumaxlike._model._backends import numba_equations
 from lumaxlike._model.jax_model import pixel_terms as jax_pixel_terms
 from lumaxlike._unmix.mixing import cross_section_fractions, cross_section_per_mass, mixed_albedo
-from lumaxlike._unmix.numba_unmix import _normal_equations_mixed
+from lumaxlike._unmix.numba_one_step import _normal_equations_mixed
 from lumaxlike._unmix.phase import phase_table
 
 from .helpers import SOLVERS

@@ -1,7 +1,7 @@
 """The ``lumaxlike`` command line (entry point ``lumaxlike._cli:main``): parses the
 command line, dispatches to the command's module and reports its failure in one line.
 
-One module per command (:mod:`.invert`, :mod:`.normalize`, :mod:`.fit`, :mod:`.unmix`,
+One module per command (:mod:`.invert`, :mod:`.normalize`, :mod:`.fit`, :mod:`.sample`, :mod:`.unmix`,
 :mod:`.demo`, :mod:`.profile`: its parser and its body), :mod:`.options` for the option
 groups they share and :mod:`.model` for the model and settings of a run built from the
 flags or ``--params-from``. Nothing below the command line imports this package.
@@ -20,7 +20,7 @@ import sys
 import traceback
 
 from .._signals import Interrupted, stop_on_signals
-from . import demo, fit, invert, normalize, profile, unmix
+from . import demo, fit, invert, normalize, profile, sample, unmix
 from .options import EXIT_BAD_INPUT, EXIT_FAILURE, CommandParser, UsageError
 
 __all__ = ["build_parser", "console", "main"]
@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     invert_parser = invert.add_parser(commands, formatter)
     normalize.add_parser(commands, invert_parser, formatter)
     fit.add_parser(commands)
+    sample.add_parser(commands)
     unmix.add_parser(commands, formatter)
     # demo parses its own arguments (see PASS_THROUGH); listed here for --help.
     demo.add_parser(commands)
@@ -81,7 +82,7 @@ BAD_INPUT_ERRORS = (
 def main(argv=None) -> int:
     """Run the ``lumaxlike`` command.
 
-    While a file command (``invert``, ``normalize``, ``fit``, ``unmix``) runs, SIGINT and
+    While a file command (``invert``, ``normalize``, ``fit``, ``sample``, ``unmix``) runs, SIGINT and
     SIGTERM are handled (see :mod:`lumaxlike._signals`): the run stops, removes its
     temporary files and returns 128 + the signal's number; the previous handlers are
     restored before it returns. ``demo`` and ``profile`` keep Python's own handling

@@ -11,11 +11,13 @@ from .options import (
     DEFAULT_SOLVER,
     add_hapke_model_options,
     add_run_options,
-    number_list,
     positive_float,
     positive_int,
     quiet_cluster_logs,
 )
+from .options import name_list as _name_list
+from .options import prior_option as _prior
+from .options import range_deg as _range_deg
 from .products import finish
 
 __all__ = ["add_parser", "run"]
@@ -41,34 +43,6 @@ example (five cubes of one area with their OBS rasters; w, b, c need >= 4 per pi
       --geometry obs1.tif obs2.tif obs3.tif obs4.tif obs5.tif \\
       --units radf --free w,b,c --b 0.3 --c 0.4 --incidence-range 0,70 --out fit.tif
 """
-
-
-def _range_deg(text: str) -> tuple[float, float]:
-    values = number_list(text)
-    if len(values) != 2 or not 0.0 <= values[0] <= values[1] <= 180.0:
-        raise argparse.ArgumentTypeError(
-            f"expected MIN,MAX in degrees with 0 <= MIN <= MAX <= 180, got {text!r}"
-        )
-    return values[0], values[1]
-
-
-def _name_list(text: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in text.split(",") if item.strip())
-
-
-def _prior(text: str) -> tuple[str, tuple[float, float]]:
-    """NAME=MEAN:SIGMA -> (name, (mean, sigma))."""
-    name, _, value = text.partition("=")
-    mean, _, sigma = value.partition(":")
-    try:
-        pair = (float(mean), float(sigma))
-    except ValueError:
-        pair = None
-    if not name.strip() or pair is None or not pair[1] > 0.0:
-        raise argparse.ArgumentTypeError(
-            f"expected NAME=MEAN:SIGMA with SIGMA > 0 (e.g. b=0.3:0.1), got {text!r}"
-        )
-    return name.strip(), pair
 
 
 def add_parser(commands) -> None:

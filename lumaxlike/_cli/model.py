@@ -55,15 +55,19 @@ def read_record(args):
 
 
 def fitted_maps(args, record) -> dict:
-    """``{field: path}`` of the fitted maps of a `fit` output read by ``--params-from``
-    that no option of this run replaces; {} for any other record.
+    """``{field: path}`` of the fitted maps of a `fit` output (or the posterior median maps
+    of a `sample` output) read by ``--params-from`` that no option of this run replaces;
+    {} for any other record.
 
     A fit's record holds the *starting* values of the parameters it fitted (its
     ``lumaxlike_param_*``); the fitted values are per-pixel maps. A run that cannot take
     maps (``invert``) refuses such a record unless every fitted parameter is given.
     """
+    # a sample output's record is the same: the warm start's values, and median maps
     settings = getattr(record, "fit_settings", None) or {}
     maps = settings.get("fitted_maps") or {}
+    if not maps:
+        maps = (getattr(record, "sample_settings", None) or {}).get("median_maps") or {}
     flags = {field: flag for flag, field, _, _ in HAPKE_OPTIONS}
     by_name = {flag[2:]: field for flag, field, _, _ in HAPKE_OPTIONS}
     given = {by_name[name] for name, _ in (getattr(args, "param_map", None) or [])}

@@ -26,10 +26,13 @@ __all__ = [
     "add_parallel_options",
     "add_run_options",
     "dest",
+    "name_list",
     "number_list",
     "positive_float",
     "positive_int",
+    "prior_option",
     "quiet_cluster_logs",
+    "range_deg",
     "scalar_or_list",
 ]
 
@@ -204,6 +207,36 @@ def number_list(text: str) -> list[float]:
     if not all(math.isfinite(v) for v in values):
         raise argparse.ArgumentTypeError(f"expected finite numbers, got {text!r}")
     return values
+
+
+def range_deg(text: str) -> tuple[float, float]:
+    """An argparse type: ``MIN,MAX`` in degrees, 0 <= MIN <= MAX <= 180."""
+    values = number_list(text)
+    if len(values) != 2 or not 0.0 <= values[0] <= values[1] <= 180.0:
+        raise argparse.ArgumentTypeError(
+            f"expected MIN,MAX in degrees with 0 <= MIN <= MAX <= 180, got {text!r}"
+        )
+    return values[0], values[1]
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    """An argparse type: comma-separated names (``w,b,c``)."""
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def prior_option(text: str) -> tuple[str, tuple[float, float]]:
+    """An argparse type: ``NAME=MEAN:SIGMA`` -> (name, (mean, sigma)), SIGMA > 0."""
+    name, _, value = text.partition("=")
+    mean, _, sigma = value.partition(":")
+    try:
+        pair = (float(mean), float(sigma))
+    except ValueError:
+        pair = None
+    if not name.strip() or pair is None or not pair[1] > 0.0:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=MEAN:SIGMA with SIGMA > 0 (e.g. b=0.3:0.1), got {text!r}"
+        )
+    return name.strip(), pair
 
 
 def scalar_or_list(values):

@@ -2,7 +2,7 @@
 
 One module per command, each the file twin of an operation: :mod:`.invert`
 (:func:`invert_file`), :mod:`.normalize` (:func:`normalize_file`), :mod:`.unmix`
-(:func:`unmix_file`), :mod:`.fit` (:func:`fit_file`). Each checks its arguments, opens the
+(:func:`unmix_file`), :mod:`.fit` (:func:`fit_file`), :mod:`.sample` (:func:`sample_file`). Each checks its arguments, opens the
 readers and the writer (:mod:`lumaxlike._io`) and says how a block is read; the run layer
 (:mod:`lumaxlike._run`) streams the blocks. What the commands share is written once, a
 module each: :mod:`.arguments` (the argument checks), :mod:`.products` (a mission product
@@ -12,13 +12,14 @@ call), :mod:`.summaries` (status counts, why nothing converged), :mod:`.waveleng
 centres in um); :mod:`.stacks` checks `fit_file`'s stack of cubes.
 
 Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
-:func:`normalize_file`, :func:`unmix_file`, :func:`fit_file`.
+:func:`normalize_file`, :func:`unmix_file`, :func:`fit_file`, :func:`sample_file`.
 """
 
 from .fit import fit_file as fit_file
 from .invert import invert_file as invert_file
 from .normalize import normalize_file as normalize_file
+from .sample import sample_file as sample_file
 from .unmix import UnmixSummary as UnmixSummary
 from .unmix import unmix_file as unmix_file
 
-__all__ = ["UnmixSummary", "fit_file", "invert_file", "normalize_file", "unmix_file"]
+__all__ = ["UnmixSummary", "fit_file", "invert_file", "normalize_file", "sample_file", "unmix_file"]

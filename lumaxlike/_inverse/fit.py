@@ -13,7 +13,6 @@ valid subset would be, with no per-problem branching in the solvers.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import jax
@@ -25,104 +24,33 @@ from .._model.numba_jacobian import hoisted_rows, model_columns
 from .._model.numba_model import observation_rows
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._photometric import PhotometricFunction
-from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int
+from .._shapes import check_band_sigma, check_choice, check_positive_int
 from .covariance import covariance as fit_covariance
+from .fit_arguments import (
+    OBSERVATIONS_PER_CHUNK,
+    albedo_start,
+    check_arrays,
+    check_bounds,
+    check_free,
+    check_iterations,
+    checked_starts,
+    default_bounds,
+    default_chunk,
+)
 from .invert import (
     DEFAULT_MAX_ITER,
     SOLVERS,
     albedo_bounds,
-    default_tolerance,
-    invert,
     pad_pixels,
 )
 from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
-from .observation_masks import check_observation_limits, within_limits
+from .observation_masks import check_observation_limits, masked_chunk
 from .reachability import mark_unreachable
 from .result import FitResult
 from .status import Status
 
-__all__ = ["fit", "default_bounds", "OBSERVATIONS_PER_CHUNK"]
-
-# Problem-observations per chunk: the JAX solver keeps, for each, the row of the model's
-# derivative program (20-40 values, `columns_program`), the observation and the p + 1
-# columns of a step (~40-50 floats), so 131 k of them take ~50 MB in float64.
-OBSERVATIONS_PER_CHUNK = 1 << 17
-
-
-def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
-    """The physical bounds every free parameter is projected onto (closed intervals).
-
-    w in (0, 1) (eps inside); b in [0, 1); c in [-1, 1]; roughness theta-bar in
-    [1e-3 rad, 45 deg]; hs, hc >= 1e-6; bs0 >= 0; bc0 in [0, 1]; porosity_k >= 1;
-    asymmetry in (-1, 1) (as b, eps inside).
-    theta-bar, h_S and h_C
-    stay off 0, where their effect switches off: at theta-bar = 0 the derivative of r
-    vanishes, and a fit projected there could never leave (1e-3 rad = 0.06 deg is
-    smooth for any purpose).
-    """
-    w_lower, w_upper = albedo_bounds(dtype)
-    return {
-        "w": (w_lower, w_upper),
-        "b": (0.0, w_upper),
-        "c": (-1.0, 1.0),
-        "roughness": (1e-3, math.radians(45.0)),
-        "hs": (1e-6, math.inf),
-        "bs0": (0.0, math.inf),
-        "hc": (1e-6, math.inf),
-        "bc0": (0.0, 1.0),
-        "porosity_k": (1.0, math.inf),
-        "asymmetry": (-w_upper, w_upper),
-    }
-
-
-def check_free(free, params: HapkeParams) -> tuple[str, ...]:
-    if isinstance(free, str):
-        free = (free,)
-    free = tuple(free)
-    if not free or len(set(free)) != len(free):
-        raise ValueError(f"free must name each fitted parameter once, got {free!r}")
-    for name in free:
-        check_choice("free", name, PARAMETER_NAMES)
-    if "w" not in free:
-        raise ValueError(
-            f"free must include 'w' (HapkeParams holds no albedo to fix it at), got {free!r}"
-        )
-    if params.legendre is not None:
-        raise ValueError(
-            "fit needs a closed-form phase function: params.legendre must be "
-            "None (invert takes Legendre coefficients)"
-        )
-    # a phase-function parameter the chosen phase function does not use: zero derivative
-    used, unused = (
-        ("b, c", ("asymmetry",)) if params.phase_function == "dhg" else ("asymmetry", ("b", "c"))
-    )
-    for name in free:
-        if name in unused:
-            raise ValueError(
-                f"{name} is free but params.phase_function={params.phase_function!r} does not "
-                f"use it (zero derivative); its parameters are {used}"
-            )
-    switches = {"hs": "hs", "bs0": "hs", "hc": "hc", "bc0": "hc", "roughness": "roughness"}
-    for name in free:
-        switch = switches.get(name)
-        if switch is not None and not getattr(params, switch) > 0.0:
-            raise ValueError(
-                f"{name} is free but params.{switch} = 0 switches its effect off (zero "
-                f"derivative); start from params.{switch} > 0"
-            )
-    return free
-
-
-def _check_bounds(bounds, free, dtype):
-    merged = default_bounds(dtype)
-    for name, interval in (bounds or {}).items():
-        check_choice("bounds", name, PARAMETER_NAMES)
-        lower, upper = (float(v) for v in interval)
-        if not lower < upper:
-            raise ValueError(f"bounds[{name!r}] must have lower < upper, got {interval!r}")
-        merged[name] = (lower, upper)
-    return np.array([merged[n][0] for n in free]), np.array([merged[n][1] for n in free])
+__all__ = ["fit", "default_bounds", "OBSERVATIONS_PER_CHUNK"]  # the last two re-exported
 
 
 def fit(
@@ -245,31 +173,11 @@ def fit(
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     free = check_free(free, params)
-    refl = as_float_array("refl", refl)
-    geometry = {
-        "to_sun": as_float_array("to_sun", to_sun),
-        "to_sensor": as_float_array("to_sensor", to_sensor),
-        "normal": as_float_array("normal", normal),
-    }
-    if refl.ndim < 2:
-        raise ValueError(f"refl must have shape pixels + (bands, observations), got {refl.shape}")
+    refl, geometry = check_arrays(refl, to_sun, to_sensor, normal)
     pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
-    if n_obs == 0:
-        raise ValueError(
-            f"refl has no observations (its last axis has length 0, shape {refl.shape})"
-        )
-    for name, array in geometry.items():
-        if array.shape not in ((n_obs, 3), pixel_shape + (n_obs, 3)):
-            raise ValueError(
-                f"{name} must have shape pixels + (observations, 3) = {pixel_shape + (n_obs, 3)} "
-                f"or (observations, 3) = {(n_obs, 3)}, got {array.shape}"
-            )
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
-    max_iter = check_positive_int("max_iter", max_iter)
-    tol = default_tolerance(dtype) if tol is None else float(tol)
-    if not tol > 0.0:
-        raise ValueError(f"tol must be positive, got {tol!r}")
-    lower, upper = _check_bounds(bounds, free, dtype)
+    max_iter, tol = check_iterations(max_iter, tol, dtype)
+    lower, upper = check_bounds(bounds, free, dtype)
     n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
     n_free = len(free)
     limits = check_observation_limits(observation_limits)
@@ -284,19 +192,16 @@ def fit(
             f"exceeds the {n_obs} observations of every problem: none could be fitted "
             f"(pass min_observations to fit with fewer)"
         )
-    default_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
-    chunk = default_chunk if chunk_size is None else check_positive_int("chunk_size", chunk_size)
-    chunk = min(chunk, max(n_pixels, 1))
+    chunk = default_chunk(chunk_size, n_bands, n_obs, n_pixels)
     band_sigma = check_band_sigma(refl_sigma, n_bands)
     if band_sigma is not None:
         band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
 
     flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
     flat_geometry = [
-        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3)
-        for g in geometry.values()
+        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry
     ]
-    given_start = _given_starts(start, free, params, pixel_shape, n_bands, lower, upper)
+    given_start = checked_starts(start, free, (), params, pixel_shape, n_bands, lower, upper)
     # all of PARAMETER_NAMES; w's entry is a placeholder (w is always free)
     fixed = np.array([0.5] + [float(v) for v in params.scalars()])
 
@@ -311,7 +216,7 @@ def fit(
     key = params.model_key
     for first in range(0, n_pixels, chunk):
         last = min(first + chunk, n_pixels)
-        pieces, any_finite = _masked(
+        pieces, any_finite = masked_chunk(
             flat_refl[first:last], [g[first:last] for g in flat_geometry], limits
         )
         n_valid = np.sum(np.isfinite(pieces[0]), axis=-1)
@@ -369,66 +274,6 @@ def fit(
     )
 
 
-# Where an observation's geometry is not finite it is left out; its vectors are replaced
-# by these (a valid nadir geometry), so that no solver computes with NaN.
-_PLACEHOLDER_VECTOR = np.array([0.0, 0.0, 1.0])
-
-
-def _masked(refl, geometry, limits):
-    """One chunk with its masked observations left out: (refl, *geometry), any_finite.
-
-    refl (pixels, bands, observations) comes back with NaN for every observation left
-    out (non-finite reflectance or geometry, outside `limits`; a copy only when there is
-    one), the geometry (pixels, observations, 3) each with non-finite vectors replaced by
-    `_PLACEHOLDER_VECTOR`. any_finite (pixels, bands): whether the problem had any
-    observation with finite reflectance and geometry before the limits applied.
-    """
-    geometry_finite = np.all([np.all(np.isfinite(g), axis=-1) for g in geometry], axis=0)
-    use = within_limits(*geometry, limits)  # also False where the geometry is not finite
-    finite = np.isfinite(refl)
-    any_finite = np.any(finite & geometry_finite[:, None, :], axis=-1)
-    if not use.all():
-        refl = np.where(use[:, None, :], refl, np.nan)
-    if not geometry_finite.all():
-        geometry = [
-            np.where(geometry_finite[..., None], g, _PLACEHOLDER_VECTOR.astype(g.dtype))
-            for g in geometry
-        ]
-    return [refl, *geometry], any_finite
-
-
-def _given_starts(start, free, params, pixel_shape, n_bands, lower, upper) -> dict:
-    """{name: (pixels, bands) array or view} of the starting values `start` gives, checked."""
-    n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
-    start = dict(start or {})
-    checked = {}
-    for name, value in start.items():
-        if name not in free:
-            raise ValueError(f"start names {name!r}, which is not in free={free!r}")
-        j = free.index(name)
-        value = as_float_array(f"start[{name!r}]", value)
-        try:
-            value = np.broadcast_to(value, pixel_shape + (n_bands,)).reshape(n_pixels, n_bands)
-        except ValueError:
-            raise ValueError(
-                f"start[{name!r}] has shape {value.shape}, which does not broadcast to "
-                f"pixels + (bands,) = {pixel_shape + (n_bands,)}"
-            ) from None
-        if not np.all((value >= lower[j]) & (value <= upper[j])):
-            raise ValueError(f"start[{name!r}] must lie within its bounds [{lower[j]}, {upper[j]}]")
-        checked[name] = value
-    for j, name in enumerate(free):
-        if (
-            name not in checked
-            and name != "w"
-            and not lower[j] <= float(getattr(params, name)) <= upper[j]
-        ):
-            raise ValueError(
-                f"params.{name} = {getattr(params, name)} lies outside its bounds [{lower[j]}, {upper[j]}]"
-            )
-    return checked
-
-
 def _chunk_start(given, first, last, free, params, pieces, solver, lower, upper):
     """(pixels of the chunk, bands, p) starting values; padded pixels get w's default."""
     refl, *geometry = pieces
@@ -439,27 +284,11 @@ def _chunk_start(given, first, last, free, params, pieces, solver, lower, upper)
             value = np.full((n_pixels, n_bands), 0.5 * (lower[j] + min(upper[j], lower[j] + 1.0)))
             value[: last - first] = given[name][first:last]
         elif name == "w":
-            value = _albedo_start(refl, geometry, params, solver, lower[j], upper[j])
+            value = albedo_start(refl, geometry, params, solver, lower[j], upper[j])
         else:
             value = np.full((n_pixels, n_bands), float(getattr(params, name)))
         columns.append(value)
     return np.stack(columns, axis=-1)
-
-
-def _albedo_start(refl, geometry, params, solver, lower, upper):
-    """Median over observations of w from each observation alone (`invert`).
-
-    refl: (pixels, bands, observations); geometry: (pixels, observations, 3) each.
-    """
-    per_observation = np.moveaxis(refl, -1, 1)  # (pixels, observations, bands)
-    # a start needs no more than ~1e-6 (the fit's first step does better)
-    single = invert(per_observation, *geometry, params, solver=solver, tol=1e-6)
-    w = np.sort(np.where(single.status == Status.CONVERGED, single.w, np.nan), axis=1)  # NaN last
-    n_solved = np.sum(np.isfinite(w), axis=1, keepdims=True)
-    low = np.take_along_axis(w, np.maximum(n_solved - 1, 0) // 2, axis=1)[:, 0]
-    high = np.take_along_axis(w, n_solved // 2 - (n_solved == 0), axis=1)[:, 0]
-    median = np.where(n_solved[:, 0] > 0, 0.5 * (low + high), 0.5)  # 0.5 where none solved
-    return np.clip(median, lower, upper)
 
 
 def _solve_chunk_numba(pieces, start, fixed, free_index, lower, upper, min_obs, max_iter, tol, key):

@@ -12,7 +12,7 @@ from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
 from .chunking import chunk_problems, device_memory_bytes, pipelined
-from .jax_solver import solve_albedo_jax
+from .jax_albedo import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .photometric_solver import solve_photometric_jax, solve_photometric_numba
 from .result import InversionResult

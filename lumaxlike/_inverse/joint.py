@@ -12,29 +12,24 @@ Masks, starting values, bounds and statuses are `fit`'s.
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .._model.forward import precision_scope
-from .._model.numba_jacobian import hoisted_rows, model_columns
-from .._model.numba_model import observation_rows
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._photometric import PhotometricFunction
-from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int
-from .fit import (
-    OBSERVATIONS_PER_CHUNK,
-    _albedo_start,
-    _check_bounds,
-    _masked,
+from .._shapes import check_band_sigma, check_choice, check_positive_int
+from .fit_arguments import (
+    check_arrays,
+    check_bounds,
     check_free,
+    check_iterations,
+    checked_starts,
+    default_chunk,
 )
-from .invert import SOLVERS, default_tolerance, pad_pixels
+from .invert import SOLVERS
+from .joint_chunk import chunk_starts, solve_chunk
 from .joint_covariance import arrow_covariance
-from .joint_jax import solve_joint_jax
-from .joint_numba import solve_joint_numba
 from .joint_result import JointFitResult
-from .observation_masks import check_observation_limits
+from .observation_masks import check_observation_limits, masked_chunk
 from .priors import check_priors, degrees_of_freedom, prior_arrays
 from .status import Status
 
@@ -59,59 +54,6 @@ def check_shared(shared, free, argument: str = "shared") -> tuple[str, ...]:
     return shared
 
 
-def _checked_geometry(refl, to_sun, to_sensor, normal):
-    refl = as_float_array("refl", refl)
-    geometry = {
-        "to_sun": as_float_array("to_sun", to_sun),
-        "to_sensor": as_float_array("to_sensor", to_sensor),
-        "normal": as_float_array("normal", normal),
-    }
-    if refl.ndim < 2:
-        raise ValueError(f"refl must have shape pixels + (bands, observations), got {refl.shape}")
-    pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
-    if n_obs == 0 or n_bands == 0:
-        raise ValueError(f"refl has no observations or no bands (shape {refl.shape})")
-    for name, array in geometry.items():
-        if array.shape not in ((n_obs, 3), pixel_shape + (n_obs, 3)):
-            raise ValueError(
-                f"{name} must have shape pixels + (observations, 3) = {pixel_shape + (n_obs, 3)} "
-                f"or (observations, 3) = {(n_obs, 3)}, got {array.shape}"
-            )
-    return refl, list(geometry.values())
-
-
-def _checked_starts(start, free, shared, params, pixel_shape, n_bands, lower, upper):
-    """{name: flat array} of the given starting values: (pixels, bands) or (pixels,) shared."""
-    n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
-    checked = {}
-    for name, value in dict(start or {}).items():
-        if name not in free:
-            raise ValueError(f"start names {name!r}, which is not in free={free!r}")
-        j = free.index(name)
-        shape = pixel_shape if name in shared else pixel_shape + (n_bands,)
-        value = as_float_array(f"start[{name!r}]", value)
-        try:
-            value = np.broadcast_to(value, shape).reshape((n_pixels,) + shape[len(pixel_shape) :])
-        except ValueError:
-            where = "pixels" if name in shared else "pixels + (bands,)"
-            raise ValueError(
-                f"start[{name!r}] has shape {value.shape}, which does not broadcast to {where} = {shape}"
-            ) from None
-        if not np.all((value >= lower[j]) & (value <= upper[j])):
-            raise ValueError(f"start[{name!r}] must lie within its bounds [{lower[j]}, {upper[j]}]")
-        checked[name] = value
-    for j, name in enumerate(free):
-        if (
-            name not in checked
-            and name != "w"
-            and not lower[j] <= float(getattr(params, name)) <= upper[j]
-        ):
-            raise ValueError(
-                f"params.{name} = {getattr(params, name)} lies outside its bounds [{lower[j]}, {upper[j]}]"
-            )
-    return checked
-
-
 def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, shared, prior, start,
               max_iter, tol, refl_sigma, chunk_size, observation_limits, min_observations,
               regions=None, regional=()) -> JointFitResult:  # fmt: skip
@@ -130,14 +72,13 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
         raise ValueError("regions (a label map) and regional (the names it applies to) go together")
     band_free = tuple(name for name in free if name not in shared + regional)
     free = band_free + shared + regional  # per-band parameters first: the solvers' order
-    refl, geometry = _checked_geometry(refl, to_sun, to_sensor, normal)
+    refl, geometry = check_arrays(refl, to_sun, to_sensor, normal)
     pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
+    if n_bands == 0:
+        raise ValueError(f"refl has no bands (shape {refl.shape})")
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
-    max_iter = check_positive_int("max_iter", max_iter)
-    tol = default_tolerance(dtype) if tol is None else float(tol)
-    if not tol > 0.0:
-        raise ValueError(f"tol must be positive, got {tol!r}")
-    lower, upper = _check_bounds(bounds, free, dtype)
+    max_iter, tol = check_iterations(max_iter, tol, dtype)
+    lower, upper = check_bounds(bounds, free, dtype)
     n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
     limits = check_observation_limits(observation_limits)
     default_min = len(band_free) + 1
@@ -161,13 +102,11 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     priors = check_priors(
         prior, free, shared + regional, pixel_shape, n_bands, band_sigma is not None
     )
-    given = _checked_starts(
+    given = checked_starts(
         start, free, shared + regional, params, pixel_shape, n_bands, lower, upper
     )
     per_pixel = bool(shared)  # one problem per pixel; else per pixel and band
-    default_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
-    chunk = default_chunk if chunk_size is None else check_positive_int("chunk_size", chunk_size)
-    chunk = min(chunk, max(n_pixels, 1))
+    chunk = default_chunk(chunk_size, n_bands, n_obs, n_pixels)
 
     flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
     flat_geometry = [
@@ -203,12 +142,12 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     for first in range(0, n_pixels, chunk):
         last = min(first + chunk, n_pixels)
         n = last - first
-        pieces, any_finite = _masked(
+        pieces, any_finite = masked_chunk(
             flat_refl[first:last], [g[first:last] for g in flat_geometry], limits
         )
         n_valid = np.sum(np.isfinite(pieces[0]), axis=-1)
         observations[first:last] = n_valid
-        start_b, start_s = _chunk_starts(
+        start_b, start_s = chunk_starts(
             given, first, last, free, shared, params, pieces, solver, lower, upper
         )
         chunk_priors = prior_arrays(priors, band_free, shared, first, last, n_bands)
@@ -226,7 +165,7 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
             arrays = [one_band(refl_c), one_band(weight_c), one_band(start_b_c), empty,
                       one_band(mean_b), one_band(weight_b), empty, empty]  # fmt: skip
             geometry_chunk = [np.repeat(g, n_bands, axis=0) for g in geometry_chunk]
-        solved = _solve(solver, arrays, geometry_chunk, chunk * per_problem, setup)
+        solved = solve_chunk(solver, arrays, geometry_chunk, chunk * per_problem, setup)
         rows = slice(first * per_problem, last * per_problem)
         status = solved["status"]
         no_data = ~np.any(any_finite, axis=1) if per_pixel else ~any_finite.reshape(-1)
@@ -264,70 +203,6 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
         per_pixel,
         dtype,
     )
-
-
-def _chunk_starts(given, first, last, free, shared, params, pieces, solver, lower, upper):
-    """(pixels, bands, p) per-band and (pixels, s) shared starting values of a chunk."""
-    refl = pieces[0]
-    n, n_bands, _ = refl.shape
-    band_columns, shared_columns = [], []
-    for j, name in enumerate(free):
-        if name in given:
-            value = given[name][first:last]
-        elif name == "w":
-            value = _albedo_start(refl, pieces[1:], params, solver, lower[j], upper[j])
-        else:
-            value = np.full((n,) if name in shared else (n, n_bands), float(getattr(params, name)))
-        (shared_columns if name in shared else band_columns).append(value)
-    start_b = np.stack(band_columns, axis=-1)
-    start_s = np.stack(shared_columns, axis=-1) if shared_columns else np.zeros((n, 0))
-    return start_b, start_s
-
-
-def _solve(solver, arrays, geometry, padded_problems, setup):
-    """One chunk's problems through the chosen solver: the dict of `solve_joint_numba`."""
-    refl, weight, start_b, start_s, *priors = arrays
-    n = refl.shape[0]
-    if solver == "numba":
-        geometry_rows, valid = observation_rows(*geometry)
-        functions = model_columns(setup["free"], setup["key"])
-        rows = hoisted_rows(functions, geometry_rows, setup["fixed"])
-        p = setup["n_band_free"]
-        index = np.array([PARAMETER_NAMES.index(name) for name in setup["free"]], np.int64)
-        return solve_joint_numba(
-            functions, rows, valid, refl, weight, start_b, start_s, priors, setup["fixed"],
-            index[:p], index[p:], setup["lower"], setup["upper"], setup["min_obs"],
-            setup["max_iter"], setup["tol"],
-        )  # fmt: skip
-    dtype = setup["dtype"]
-    # one chunk shape, so the JAX program compiles once; padded problems have no data
-    padded = [
-        pad_pixels(np.asarray(a), padded_problems, np.nan if i == 0 else 1.0)
-        for i, a in enumerate([refl, *geometry])
-    ]
-    rest = [
-        pad_pixels(np.asarray(a), padded_problems, 0.0) for a in (weight, start_b, start_s, *priors)
-    ]
-    with precision_scope(np.empty(0, dtype)):
-        solved = solve_joint_jax(
-            *(jnp.asarray(a, dtype) for a in padded),
-            *(jnp.asarray(a, dtype) for a in rest[:3]),
-            tuple(jnp.asarray(a, dtype) for a in rest[3:]),
-            jnp.asarray(setup["fixed"], dtype),
-            jnp.asarray(setup["lower"], dtype),
-            jnp.asarray(setup["upper"], dtype),
-            setup["min_obs"],
-            setup["max_iter"],
-            setup["tol"],
-            free=setup["free"],
-            n_band_free=setup["n_band_free"],
-            key=setup["key"],
-        )
-        solved = jax.device_get(solved)
-    return {
-        name: np.array(value[:n], np.float64 if value.dtype.kind == "f" else value.dtype)
-        for name, value in solved.items()
-    }
 
 
 def _result(

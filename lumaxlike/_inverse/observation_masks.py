@@ -2,7 +2,7 @@
 
 An observation is left out of its problem (its residual row becomes a zero row) when its
 reflectance or its geometry is not finite, or when its incidence, emission or phase
-angle lies outside the user's `observation_limits`. Shared by `fit` and the `lumaxlike
+angle lies outside the user's `observation_limits`. Shared by `fit`, the joint fits, `sample` and the `lumaxlike
 fit` command line (which takes the limits in degrees and converts them).
 """
 
@@ -15,7 +15,13 @@ import numpy as np
 
 from .._geometry import angles_from_geometry
 
-__all__ = ["LIMITED_ANGLES", "check_observation_limits", "observation_angles", "within_limits"]
+__all__ = [
+    "LIMITED_ANGLES",
+    "check_observation_limits",
+    "masked_chunk",
+    "observation_angles",
+    "within_limits",
+]
 
 #: The angles `observation_limits` may bound, all measured from the given vectors: incidence
 #: between `to_sun` and `normal`, emission between `to_sensor` and `normal`, phase between
@@ -79,3 +85,31 @@ def within_limits(to_sun, to_sensor, normal, limits: dict[str, tuple[float, floa
             with np.errstate(invalid="ignore"):
                 inside &= (angles[angle] >= lower) & (angles[angle] <= upper)
     return inside
+
+
+# Where an observation's geometry is not finite it is left out; its vectors are replaced
+# by these (a valid nadir geometry), so that no solver computes with NaN.
+_PLACEHOLDER_VECTOR = np.array([0.0, 0.0, 1.0])
+
+
+def masked_chunk(refl, geometry, limits):
+    """One chunk with its masked observations left out: (refl, *geometry), any_finite.
+
+    refl (pixels, bands, observations) comes back with NaN for every observation left
+    out (non-finite reflectance or geometry, outside `limits`; a copy only when there is
+    one), the geometry (pixels, observations, 3) each with non-finite vectors replaced by
+    `_PLACEHOLDER_VECTOR`. any_finite (pixels, bands): whether the problem had any
+    observation with finite reflectance and geometry before the limits applied.
+    """
+    geometry_finite = np.all([np.all(np.isfinite(g), axis=-1) for g in geometry], axis=0)
+    use = within_limits(*geometry, limits)  # also False where the geometry is not finite
+    finite = np.isfinite(refl)
+    any_finite = np.any(finite & geometry_finite[:, None, :], axis=-1)
+    if not use.all():
+        refl = np.where(use[:, None, :], refl, np.nan)
+    if not geometry_finite.all():
+        geometry = [
+            np.where(geometry_finite[..., None], g, _PLACEHOLDER_VECTOR.astype(g.dtype))
+            for g in geometry
+        ]
+    return [refl, *geometry], any_finite

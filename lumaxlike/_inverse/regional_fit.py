@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .fit import _masked
-from .joint import _chunk_starts, _solve
+from .joint_chunk import chunk_starts, solve_chunk
 from .joint_result import JointFitResult
+from .observation_masks import masked_chunk
 from .priors import degrees_of_freedom, prior_arrays
 from .regional import regional_covariance, solve_regions
 from .status import Status
@@ -95,7 +95,7 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
     chunk = setup.chunk
     for first in range(0, len(pixels), chunk):
         index = pixels[first : first + chunk]
-        piece, finite = _masked(
+        piece, finite = masked_chunk(
             setup.flat_refl[index],
             [g[index] for g in setup.flat_geometry],
             setup.limits,
@@ -103,7 +103,7 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
         pieces.append(piece)
         any_finite.append(finite)
         given = {name: value[index] for name, value in setup.given.items()}
-        starts.append(_chunk_starts(given, 0, len(index), setup.free, shared_all, setup.params, piece,
+        starts.append(chunk_starts(given, 0, len(index), setup.free, shared_all, setup.params, piece,
                                     setup.solver, setup.lower, setup.upper))  # fmt: skip
         priors.append(prior_arrays({n: tuple(a[index] for a in v) for n, v in setup.priors.items()},
                                    setup.band_free, shared_all, 0, len(index), n_bands))  # fmt: skip
@@ -139,7 +139,7 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
                 mean_s,
                 weight_s,
             ]
-            outputs.append(_solve(setup.solver, arrays, geometry, chunk, config))
+            outputs.append(solve_chunk(setup.solver, arrays, geometry, chunk, config))
         return (
             {name: np.concatenate([o[name] for o in outputs]) for name in outputs[0]}
             if outputs

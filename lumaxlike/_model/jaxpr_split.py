@@ -155,6 +155,14 @@ class SplitProgram:
             dict.fromkeys(a for a in lane_reads if a in late and a not in from_known)
         )
         self.n_row, self.n_step = len(self._row), len(self._step_values)
+        # the lane equations the first output alone needs (`lane_first`)
+        needed = {self._outputs[0]} if isinstance(self._outputs[0], _Variable) else set()
+        self._lane_first = []
+        for equation in reversed(self._lane):
+            if any(r in needed for r in equation[3]):
+                self._lane_first.append(equation)
+                needed.update(a for a in equation[2] if isinstance(a, _Variable))
+        self._lane_first.reverse()
 
     def known(self, *known_inputs) -> tuple:
         """The row (`n_row` values) from the known inputs, in the program's input order."""
@@ -172,3 +180,12 @@ class SplitProgram:
         env.update(zip(self._step_values, step_values))
         env = _evaluate(self._lane, env)
         return tuple(a.value if isinstance(a, _Constant) else env[a] for a in self._outputs)
+
+    def lane_first(self, row: Sequence, step_values: Sequence):
+        """The program's first output alone, from a row and the step values (the lane
+        equations it needs: cheaper to trace than `lane`)."""
+        env = dict(zip(self._row, row))
+        env.update(zip(self._step_values, step_values))
+        env = _evaluate(self._lane_first, env)
+        first = self._outputs[0]
+        return first.value if isinstance(first, _Constant) else env[first]

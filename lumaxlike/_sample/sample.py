@@ -9,10 +9,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._inverse.fit import _check_bounds, _masked, check_free, fit
+from .._inverse.fit import fit
+from .._inverse.fit_arguments import check_bounds as _check_bounds
+from .._inverse.fit_arguments import check_free
 from .._inverse.invert import pad_pixels
 from .._inverse.joint import check_shared
 from .._inverse.observation_masks import check_observation_limits
+from .._inverse.observation_masks import masked_chunk as _masked
 from .._inverse.priors import check_priors
 from .._inverse.status import Status
 from .._model.forward import precision_scope

@@ -1,7 +1,7 @@
 """The JAX solver of `unmix`'s one-step route: Levenberg-Marquardt in reflectance space on
 lanes of pixels, with the simplex programme of `simplex_qp` as its subproblem.
 
-The same rules as the numba kernel (`numba_unmix._one_step_kernel`), step for step:
+The same rules as the numba kernel (`numba_one_step._one_step_kernel`), step for step:
 the LM acceptance, damping and convergence of `lm_rules` (retargeted to JAX), and the
 Lawson-Hanson active set of `simplex_qp` written over lanes (`simplex_qp_lanes`: every
 lane keeps its own working set and phase; the `while_loop` ends when all lanes are done).
@@ -175,7 +175,7 @@ def simplex_qp_lanes(a_matrix, c, x, free, sum_active, active, equality, max_ste
 
 
 def _subproblem(hessian, gradient, x0, damping):
-    """`numba_unmix._subproblem` on lanes: (A, c) of the damped linearised programme."""
+    """`numba_one_step._subproblem` on lanes: (A, c) of the damped linearised programme."""
     diagonal = jnp.diagonal(hessian, axis1=-2, axis2=-1)
     largest = jnp.max(diagonal, axis=-1, keepdims=True)
     damped = _lm.damped_diagonal(diagonal, largest, damping[:, None])
@@ -210,7 +210,7 @@ def _mixture_model_for(key):
 
 
 def _normal_equations_mixed(x, terms, albedo, refl, weights, key, phase):
-    """`_normal_equations` with per-endmember phase functions (`numba_unmix.
+    """`_normal_equations` with per-endmember phase functions (`numba_one_step.
     _normal_equations_mixed` on lanes); phase: (n, p, 1 or bands, 4) `phase.phase_table`."""
     w_mix = jnp.einsum("np,pk->nk", x, albedo)
     weighted = (x[:, :, None] * albedo[None, :, :])[..., None]  # (n, p, bands, 1)
@@ -241,7 +241,7 @@ def _normal_equations_mixed(x, terms, albedo, refl, weights, key, phase):
 @partial(jax.jit, static_argnames=("max_iter", "max_steps", "key"))
 def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_weights, start,
                        equality, max_iter, tol, max_steps, key, phase=None):  # fmt: skip
-    """One chunk of the one-step route (jitted; the contract of `numba_unmix.one_step_numba`;
+    """One chunk of the one-step route (jitted; the contract of `numba_one_step.one_step_numba`;
     `phase`: None, or the endmembers' own phase terms (n, p, 1 or bands, 4)).
 
     Returns:

@@ -15,7 +15,8 @@ from .band_matching import band_order
 from .endmembers import Endmembers
 from .jax_unmix import solve_one_step_jax
 from .mixing import cross_section_per_mass
-from .numba_unmix import finish_numba, one_step_numba, two_step_numba
+from .numba_one_step import one_step_numba
+from .numba_unmix import finish_numba, two_step_numba
 from .phase import phase_table
 from .result import UnmixResult
 from .simplex_qp import QP_SINGULAR, QP_STALLED, max_qp_steps

@@ -9,6 +9,7 @@ chunk (on whatever scheduler computes it: threads, processes, a dask.distributed
 * :mod:`.normalize`: `normalize_dataarray` (`lumaxlike.normalize`);
 * :mod:`.fit`: `fit_dataarray` (`lumaxlike.fit`, an observation dim);
 * :mod:`.unmix`: `unmix_dataarray` (`lumaxlike.unmix`);
+* :mod:`.sample`: `sample_dataarray` (`lumaxlike.sample`, an observation dim);
 * :mod:`.chunks`: what they share (argument checks, inputs aligned and chunked, a
   chunk's reflectance and geometry, attrs and provenance); :mod:`.geometry`: the
   geometry Dataset turned into vectors;

@@ -10,43 +10,35 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from .._io.product_dataarray import (
-    refuse_normalised_dataarray,
-)
+from .._io.product_dataarray import refuse_normalised_dataarray
 from .._io.units import uncertainty_to_r
-from .._provenance import make_provenance, python_call
+from .._provenance import python_call
 from .._run.tasks import SolverOptions
 from .chunks import (
+    ChunkMap,
+    apply_to_chunks,
     check_front_end,
-    chunk_geometry,
     chunked_inputs,
-    in_worker_thread,
-    result_attrs,
+    provenance_of,
+    result_dataset,
     spectral_dim_of,
+    worker_num_threads,
 )
-from .geometry import VECTOR_DIM, geometry_vectors
 
 __all__ = ["fit_dataarray"]
 
 
-def _fit_chunk(refl, to_sun, to_sensor, normal, *, units, params, free, fit_options, num_threads):
-    """apply_ufunc kernel: refl (..., bands, observations), vectors (..., observations, 3)
-    -> the fit's maps (..., bands), in `_fit_fields(free)` order (`_joint_fields` for a
-    joint fit: shared parameters and per-pixel problems' fields without the band axis)."""
+def _fit_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, free, fit_options, num_threads):
+    """One chunk (`apply_to_chunks`): r (..., bands, observations), vectors (...,
+    observations, 3) -> the fit's maps (..., bands), in `_fit_fields(free)` order
+    (`_joint_fields` for a joint fit: shared parameters and per-pixel problems' fields
+    without the band axis). The noise is in `fit_options` (`refl_sigma` is None)."""
     from .._inverse.fit import fit
     from .._run.tasks import numba_threads
 
-    pixels, n_obs = refl.shape[:-2], refl.shape[-1]
-    # units are per observation (reff: its own cos i): convert with observations before bands
-    r, to_sun, to_sensor, normal, _ = chunk_geometry(
-        np.moveaxis(refl, -1, -2), to_sun, to_sensor, normal, units, None, pixels + (n_obs,)
-    )
-    r = np.moveaxis(r, -1, -2)
-    if num_threads is None and fit_options["solver"] == "numba" and in_worker_thread():
-        num_threads = 1
-    context = (
-        numba_threads(num_threads) if fit_options["solver"] == "numba" else contextlib.nullcontext()
-    )
+    solver = fit_options["solver"]
+    num_threads = worker_num_threads(solver, num_threads)
+    context = numba_threads(num_threads) if solver == "numba" else contextlib.nullcontext()
     with context:
         result = fit(r, to_sun, to_sensor, normal, params, free=free, **fit_options)
     maps = {name: result[name] for name in free}
@@ -146,7 +138,7 @@ def fit_dataarray(
             misaligned geometry, limits or min_observations (checked before any work).
     """
 
-    from .._inverse.fit import check_free
+    from .._inverse.fit_arguments import OBSERVATIONS_PER_CHUNK, check_free
     from .._inverse.observation_masks import check_observation_limits
     from .._params import HapkeParams
 
@@ -172,24 +164,15 @@ def fit_dataarray(
         raise ValueError(
             f"refl_sigma must be a positive number, for units 'r' or 'radf'; got {refl_sigma!r}, {units!r}"
         )
-    pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
-    inputs = chunked_inputs(
-        refl,
-        geometry_vectors(geometry, [*pixel_dims, observation_dim]),
-        spec,
-        pixel_dims,
-        observation_dim=observation_dim,
-    )
-    refl, vectors, largest = inputs.refl, inputs.vectors, inputs.largest
+    inputs = chunked_inputs(refl, geometry, spec, observation_dim=observation_dim)
+    refl = inputs.refl
     dtype = np.result_type(refl.dtype, np.float32)
-    per_chunk = max(
-        1, (1 << 17) // max(1, refl.sizes[spec] * n_obs)
-    )  # fit's OBSERVATIONS_PER_CHUNK
+    per_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, refl.sizes[spec] * n_obs))
     fit_options = {
         "solver": solver,
         "observation_limits": limits,
         "min_observations": minimum,
-        "chunk_size": min(largest, per_chunk),
+        "chunk_size": min(inputs.largest, per_chunk),
         "bounds": bounds,
     }
     fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})
@@ -211,39 +194,33 @@ def fit_dataarray(
         if min_observations is None:  # joint fits' default: per-band parameters + 1
             fit_options["min_observations"] = len([n for n in free if n not in shared]) + 1
         with_band = _joint_fields(free, shared)
-        fields = tuple(field for field, _ in with_band)
-        core_dims = [[spec] if band else [] for _, band in with_band]
     else:
-        fields = _fit_fields(free)
-        core_dims = [[spec]] * len(fields)
+        with_band = tuple((field, True) for field in _fit_fields(free))
     integer = {"status": np.int8, "iterations": np.int32, "observations": np.int32}
-    outputs = xr.apply_ufunc(
-        _fit_chunk,
-        refl,
-        *vectors,
-        input_core_dims=[[spec, observation_dim]] + [[observation_dim, VECTOR_DIM]] * 3,
-        output_core_dims=core_dims,
-        dask="parallelized",
-        output_dtypes=[integer.get(field, dtype) for field in fields],
+    maps = [
+        ChunkMap(
+            field,
+            integer.get(field, dtype),
+            (spec,) if band else (),
+            {"long_name": f"lumaxlike.fit {field}"},
+        )
+        for field, band in with_band
+    ]
+    variables = apply_to_chunks(
+        _fit_block,
+        inputs,
+        maps,
+        units=units,
         kwargs={
-            "units": units,
             "params": params,
             "free": free,
             "fit_options": fit_options,
             "num_threads": num_threads,
         },
-        keep_attrs="override",
     )
-    variables = {}
-    for field, output in zip(fields, outputs):
-        output = output.transpose(
-            *[d for d in refl.dims if d != observation_dim and d in output.dims]
-        )
-        output.attrs = {"long_name": f"lumaxlike.fit {field}"}
-        if "spatial_ref" in refl.coords:
-            output.attrs["grid_mapping"] = "spatial_ref"
-        variables[field] = output
-    provenance = make_provenance(
+    provenance = provenance_of(
+        refl,
+        geometry,
         params=[params] * refl.sizes[spec],
         units=units,
         solver=solver,
@@ -251,8 +228,6 @@ def fit_dataarray(
         max_iter=max_iter,
         refl_sigma=refl_sigma,
         dtype=dtype,
-        cube=refl.encoding.get("source"),
-        geometry=None,
         command=python_call(
             "fit_dataarray",
             refl,
@@ -267,11 +242,10 @@ def fit_dataarray(
             refl_sigma=refl_sigma,
         ),
     )
-    attrs = result_attrs(refl.attrs, provenance)
-    attrs["lumaxlike_fit_free"] = json.dumps(list(free))
+    attrs = {"lumaxlike_fit_free": json.dumps(list(free))}
     if joint:
         attrs["lumaxlike_fit_shared"] = json.dumps(list(shared))
         attrs["lumaxlike_fit_prior"] = json.dumps(
             {name: [float(v) for v in pair] for name, pair in (prior or {}).items()}
         )
-    return xr.Dataset(variables, attrs=attrs)
+    return result_dataset(variables, refl, provenance, attrs)

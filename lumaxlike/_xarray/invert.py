@@ -10,33 +10,26 @@ import xarray as xr
 from .._inverse.invert import default_chunk_pixels
 from .._inverse.status import Status
 from .._io.layout import FIELD_ATTRS, RESULT_FIELDS
-from .._io.product_dataarray import (
-    bad_bands_of,
-    product_geometry_of,
-    product_record_of,
-)
-from .._provenance import make_provenance, python_call
+from .._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
+from .._provenance import python_call
 from .._run.tasks import SolverOptions, invert_block, per_band_params
 from .chunks import (
     OUTPUT_DTYPES,
+    ChunkMap,
+    apply_to_chunks,
     check_front_end,
-    chunk_geometry,
     chunk_options,
     chunked_inputs,
-    result_attrs,
+    provenance_of,
+    result_dataset,
     spectral_dim_of,
-    with_map_attrs,
 )
-from .geometry import VECTOR_DIM, geometry_vectors
 
 __all__ = ["invert_dataarray"]
 
 
-def _invert_chunk(refl, to_sun, to_sensor, normal, *, units, params, options, sigma):
-    """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> 5 result arrays."""
-    r, to_sun, to_sensor, normal, refl_sigma = chunk_geometry(
-        refl, to_sun, to_sensor, normal, units, sigma
-    )
+def _invert_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, options):
+    """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) -> 5 result arrays."""
     fields = invert_block(
         r, to_sun, to_sensor, normal, params, chunk_options(options), refl_sigma=refl_sigma
     )
@@ -107,31 +100,26 @@ def invert_dataarray(
     geometry = product_geometry_of(refl, geometry, correction_undone)
     options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     spec = spectral_dim_of(refl, spectral_dim)
-    pixel_dims = [dim for dim in refl.dims if dim != spec]
     band_params = per_band_params(params, refl.sizes[spec])
-    inputs = chunked_inputs(refl, geometry_vectors(geometry, pixel_dims), spec, pixel_dims)
-    refl, vectors = inputs.refl, inputs.vectors
+    inputs = chunked_inputs(refl, geometry, spec)
+    refl = inputs.refl
     # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
     options = dataclasses.replace(
         options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec]))
     )
-
     dtype = np.result_type(refl.dtype, np.float32)
-    outputs = xr.apply_ufunc(
-        _invert_chunk,
-        refl,
-        *vectors,
-        input_core_dims=[[spec], [VECTOR_DIM], [VECTOR_DIM], [VECTOR_DIM]],
-        output_core_dims=[[spec]] * len(RESULT_FIELDS),
-        dask="parallelized",
-        output_dtypes=[OUTPUT_DTYPES.get(field, dtype) for field in RESULT_FIELDS],
-        kwargs={"units": units, "params": band_params, "options": options, "sigma": refl_sigma},
-        keep_attrs="override",  # keeps coordinate attrs (spatial_ref); variable attrs set below
+    maps = [
+        ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), FIELD_ATTRS[field])
+        for field in RESULT_FIELDS
+    ]
+    variables = apply_to_chunks(
+        _invert_block,
+        inputs,
+        maps,
+        units=units,
+        refl_sigma=refl_sigma,
+        kwargs={"params": band_params, "options": options},
     )
-    variables = {
-        field: with_map_attrs(output.transpose(*refl.dims), FIELD_ATTRS[field], refl)
-        for field, output in zip(RESULT_FIELDS, outputs)
-    }
     bad = bad_bands_of(refl)
     if bad is not None:
         marked = xr.DataArray(np.isin(np.arange(refl.sizes[spec]), bad), dims=(spec,))
@@ -142,7 +130,9 @@ def invert_dataarray(
             .transpose(*status.dims)
             .assign_attrs(status.attrs)
         )
-    provenance = make_provenance(
+    provenance = provenance_of(
+        refl,
+        geometry,
         params=band_params,
         units=units,
         solver=solver,
@@ -150,8 +140,6 @@ def invert_dataarray(
         max_iter=max_iter,
         refl_sigma=refl_sigma,
         dtype=dtype,
-        cube=refl.encoding.get("source"),
-        geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
         product=product_record_of(refl, standard),
         command=python_call(
             "invert_dataarray",
@@ -167,4 +155,4 @@ def invert_dataarray(
             num_threads=num_threads,
         ),
     )
-    return xr.Dataset(variables, attrs=result_attrs(refl.attrs, provenance))
+    return result_dataset(variables, refl, provenance)

@@ -10,38 +10,45 @@ import numpy as np
 import xarray as xr
 
 from .._inverse.invert import default_chunk_pixels
-from .._io.product_dataarray import (
-    product_geometry_of,
-)
-from .._provenance import make_provenance, python_call
+from .._io.product_dataarray import product_geometry_of
+from .._provenance import python_call
 from .._run.tasks import SolverOptions, per_band_params
 from .chunks import (
     OUTPUT_DTYPES,
+    ChunkMap,
+    apply_to_chunks,
     check_front_end,
-    chunk_geometry,
     chunk_options,
     chunked_inputs,
-    result_attrs,
+    provenance_of,
+    result_dataset,
     spectral_dim_of,
-    with_map_attrs,
 )
-from .geometry import VECTOR_DIM, geometry_vectors
 
 __all__ = ["normalize_dataarray"]
 
 
-def _normalize_chunk(
-    refl, to_sun, to_sensor, normal, *maps, names, per_band, units, params, options, sigma, standard
+def _normalize_block(
+    r,
+    to_sun,
+    to_sensor,
+    normal,
+    refl_sigma,
+    *maps,
+    names,
+    per_band,
+    units,
+    params,
+    options,
+    standard,
 ):
-    """apply_ufunc kernel: NumPy blocks -> normalised reflectance, status, sigma."""
+    """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) and the parameter
+    maps -> normalised reflectance, status, sigma."""
     from .._files.normalize import NORMALIZATION_FIELDS, normalize_block
 
-    pixels = refl.shape[:-1]
-    r, to_sun, to_sensor, normal, refl_sigma = chunk_geometry(
-        refl, to_sun, to_sensor, normal, units, sigma
-    )
+    pixels = r.shape[:-1]
     param_maps = {
-        name: np.broadcast_to(values, refl.shape if band else pixels)
+        name: np.broadcast_to(values, r.shape if band else pixels)
         for name, values, band in zip(names, maps, per_band)
     }
     fields = normalize_block(
@@ -102,9 +109,7 @@ def normalize_dataarray(
     standard = standard_angles(DEFAULT_STANDARD if standard is None else standard)
     options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     spec = spectral_dim_of(refl, spectral_dim)
-    pixel_dims = [dim for dim in refl.dims if dim != spec]
     band_params = per_band_params(params, refl.sizes[spec])
-    to_sun, to_sensor, normal = geometry_vectors(geometry, pixel_dims)
     if param_maps is not None and not isinstance(param_maps, Mapping):
         raise ValueError(
             f"param_maps must be a mapping of HapkeParams fields to DataArrays, got "
@@ -115,47 +120,35 @@ def normalize_dataarray(
         if not isinstance(values, xr.DataArray) or not set(values.dims) <= set(refl.dims):
             raise ValueError(f"param_maps[{name!r}] must be a DataArray on refl's dims {refl.dims}")
     inputs = chunked_inputs(
-        refl,
-        (to_sun, to_sensor, normal),
-        spec,
-        pixel_dims,
-        extra=list(maps.values()),
-        what="geometry or param_maps",
+        refl, geometry, spec, extra=list(maps.values()), what="geometry or param_maps"
     )
-    refl, vectors, map_arrays = inputs.refl, inputs.vectors, inputs.extra
+    refl = inputs.refl
     options = dataclasses.replace(
         options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec]))
     )
-    per_band = [spec in m.dims for m in map_arrays]
-
     dtype = np.result_type(refl.dtype, np.float32)
-    outputs = xr.apply_ufunc(
-        _normalize_chunk,
-        refl,
-        *vectors,
-        *map_arrays,
-        input_core_dims=[[spec], [VECTOR_DIM], [VECTOR_DIM], [VECTOR_DIM]]
-        + [[spec] if b else [] for b in per_band],
-        output_core_dims=[[spec]] * len(NORMALIZATION_FIELDS),
-        dask="parallelized",
-        output_dtypes=[OUTPUT_DTYPES.get(field, dtype) for field in NORMALIZATION_FIELDS],
+    attrs_of = normalization_attrs(units)
+    variables = apply_to_chunks(
+        _normalize_block,
+        inputs,
+        [
+            ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), attrs_of[field])
+            for field in NORMALIZATION_FIELDS
+        ],
+        units=units,
+        refl_sigma=refl_sigma,
         kwargs={
             "names": list(maps),
-            "per_band": per_band,
+            "per_band": [spec in m.dims for m in inputs.extra],
             "units": units,
             "params": band_params,
             "options": options,
-            "sigma": refl_sigma,
             "standard": standard,
         },
-        keep_attrs="override",
     )
-    attrs_of = normalization_attrs(units)
-    variables = {
-        field: with_map_attrs(output.transpose(*refl.dims), attrs_of[field], refl)
-        for field, output in zip(NORMALIZATION_FIELDS, outputs)
-    }
-    provenance = make_provenance(
+    provenance = provenance_of(
+        refl,
+        geometry,
         params=band_params,
         units=units,
         solver=solver,
@@ -163,8 +156,6 @@ def normalize_dataarray(
         max_iter=max_iter,
         refl_sigma=refl_sigma,
         dtype=dtype,
-        cube=refl.encoding.get("source"),
-        geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
         standard=standard,
         param_maps={name: None for name in maps} or None,
         command=python_call(
@@ -183,4 +174,4 @@ def normalize_dataarray(
             num_threads=num_threads,
         ),
     )
-    return xr.Dataset(variables, attrs=result_attrs(refl.attrs, provenance))
+    return result_dataset(variables, refl, provenance)

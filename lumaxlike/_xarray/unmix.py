@@ -9,22 +9,22 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
-from .._io.product_dataarray import (
-    product_geometry_of,
-)
-from .._provenance import make_provenance, python_call
+from .._io.product_dataarray import product_geometry_of
+from .._provenance import python_call
 from .chunks import (
+    ChunkMap,
+    apply_to_chunks,
     check_front_end,
-    chunk_geometry,
     chunk_options,
     chunked_inputs,
-    result_attrs,
+    provenance_of,
+    result_dataset,
     spectral_dim_of,
-    with_map_attrs,
 )
-from .geometry import VECTOR_DIM, geometry_vectors
 
 __all__ = ["unmix_dataarray"]
+
+_FIELDS = ("fractions", "sigma", "status", "iterations", "residual", "remainder")
 
 
 def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple | None:
@@ -51,14 +51,11 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
     raise refused
 
 
-def _unmix_chunk(refl, to_sun, to_sensor, normal, *, units, endmembers, params, options, sigma):
-    """apply_ufunc kernel: NumPy blocks (..., bands) and (..., 3) -> fractions, sigma
-    (..., endmembers), status, iterations, residual (...)."""
+def _unmix_block(r, to_sun, to_sensor, normal, refl_sigma, *, endmembers, params, options):
+    """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) -> fractions, sigma
+    (..., endmembers), status, iterations, residual, remainder (...)."""
     from .._files.unmix import unmix_block
 
-    r, to_sun, to_sensor, normal, refl_sigma = chunk_geometry(
-        np.asarray(refl, np.float64), to_sun, to_sensor, normal, units, sigma
-    )
     fields = unmix_block(
         r,
         to_sun,
@@ -150,49 +147,64 @@ def unmix_dataarray(
             f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}"
         )
     wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
-    pixel_dims = [dim for dim in refl.dims if dim != spec]
-    inputs = chunked_inputs(refl, geometry_vectors(geometry, pixel_dims), spec, pixel_dims)
-    refl, vectors = inputs.refl, inputs.vectors
+    inputs = chunked_inputs(refl, geometry, spec)
+    refl = inputs.refl
     chunk = min(inputs.largest, unmix_chunk_pixels(refl.sizes[spec], endmembers.n_endmembers))
     options = UnmixOptions(
         solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads, wavelengths=wavelengths
     )
-
-    n_end = endmembers.n_endmembers
-    outputs = xr.apply_ufunc(
-        _unmix_chunk,
-        refl,
-        *vectors,
-        input_core_dims=[[spec], [VECTOR_DIM], [VECTOR_DIM], [VECTOR_DIM]],
-        output_core_dims=[["endmember"], ["endmember"], [], [], [], []],
-        dask="parallelized",
-        output_dtypes=[np.float64, np.float64, np.int8, np.int32, np.float64, np.float64],
-        dask_gufunc_kwargs={"output_sizes": {"endmember": n_end}},
-        kwargs={
-            "units": units,
-            "endmembers": endmembers,
-            "params": params,
-            "options": options,
-            "sigma": refl_sigma,
-        },
-        keep_attrs="override",
-    )
     layout = unmix_layout(endmembers.names)
-    names = ("fractions", "sigma", "status", "iterations", "residual", "remainder")
-    variables = {
-        field: with_map_attrs(output, layout.attrs[field], refl)
-        for field, output in zip(names, outputs)
-        if field != "remainder" or not sum_to_one
-    }
-    provenance = make_provenance(
-        params=[params] * refl.sizes[spec], units=units, solver=solver, tol=DEFAULT_TOLERANCE if tol is None else tol,
-        max_iter=max_iter, refl_sigma=refl_sigma, dtype=np.float64, cube=refl.encoding.get("source"),
-        geometry=geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None,
-        command=python_call("unmix_dataarray", refl, geometry, endmembers.names, params, solver, units=units,
-                            route=route, sum_to_one=sum_to_one, spectral_dim=spectral_dim, refl_sigma=refl_sigma,
-                            max_iter=max_iter, tol=tol, num_threads=num_threads),
-    )  # fmt: skip
+    dtypes = (np.float64, np.float64, np.int8, np.int32, np.float64, np.float64)
+    per_endmember = ("endmember",)
+    maps = [
+        ChunkMap(
+            field,
+            dtype,
+            per_endmember if field in ("fractions", "sigma") else (),
+            layout.attrs.get(field, {}),
+        )
+        for field, dtype in zip(_FIELDS, dtypes)
+    ]
+    variables = apply_to_chunks(
+        _unmix_block,
+        inputs,
+        maps,
+        units=units,
+        refl_sigma=refl_sigma,
+        refl_dtype=np.float64,
+        sizes={"endmember": endmembers.n_endmembers},
+        kwargs={"endmembers": endmembers, "params": params, "options": options},
+    )
+    if sum_to_one:
+        del variables["remainder"]
+    provenance = provenance_of(
+        refl,
+        geometry,
+        params=[params] * refl.sizes[spec],
+        units=units,
+        solver=solver,
+        tol=DEFAULT_TOLERANCE if tol is None else tol,
+        max_iter=max_iter,
+        refl_sigma=refl_sigma,
+        dtype=np.float64,
+        command=python_call(
+            "unmix_dataarray",
+            refl,
+            geometry,
+            endmembers.names,
+            params,
+            solver,
+            units=units,
+            route=route,
+            sum_to_one=sum_to_one,
+            spectral_dim=spectral_dim,
+            refl_sigma=refl_sigma,
+            max_iter=max_iter,
+            tol=tol,
+            num_threads=num_threads,
+        ),
+    )
     record = unmix_record(endmembers, route, sum_to_one)
     provenance = dataclasses.replace(provenance, unmix_settings=record)
-    dataset = xr.Dataset(variables, attrs=result_attrs(refl.attrs, provenance))
+    dataset = result_dataset(variables, refl, provenance)
     return dataset.assign_coords(endmember=("endmember", list(endmembers.names)))

@@ -1,64 +1,6 @@
-"""How an output was made: the record every lumaxlike output carries, and reading it back.
-
-Every result file (GeoTIFF and ENVI tags, netCDF and zarr global attributes) and the Dataset
-returned by `lumaxlike.invert_dataarray` holds these ``lumaxlike_*`` keys, each value
-JSON text (so numbers and lists round-trip exactly):
-
-=============================  ========================================================
-key                            value
-=============================  ========================================================
-``lumaxlike_version``          lumaxlike's version, e.g. ``"0.1.0"``
-``lumaxlike_model``            ``{component: choice}``: ``reflectance``, ``h_function``,
-                               ``roughness``, ``opposition``, ``phase_function``
-``lumaxlike_bands``            number of spectral bands
-``lumaxlike_param_<name>``     one per `lumaxlike.HapkeParams` field, in its units
-                               (``roughness`` in radians): a number when every band has
-                               the same value, else a list with one value per band;
-                               ``legendre`` only when some band uses Legendre coefficients
-``lumaxlike_units``            what the input held: ``"r"``, ``"radf"`` or ``"reff"``
-``lumaxlike_solver``           ``"numba"`` or ``"jax"``
-``lumaxlike_tol``              convergence tolerance on the step in w (the value used)
-``lumaxlike_max_iter``         iteration limit (the value used)
-``lumaxlike_refl_sigma``       standard uncertainty of the input, in its units; ``null``
-``lumaxlike_input_cube``       input file (absolute path; ``null`` for in-memory data)
-``lumaxlike_input_geometry``   OBS raster path, a list of ``[role, path]`` pairs, or null
-``lumaxlike_input_dtm``        DTM path or ``null`` (flat surface)
-``lumaxlike_geometry_layout``  (file inputs only) how the geometry was read: ``surface``
-                               (``"local"`` or ``"ellipsoid"``), ``layout`` (one line),
-                               ``bands`` / ``checked`` / ``not_read``: ``{role: band}``
-``lumaxlike_command``          the command line, or the Python call
-``lumaxlike_created``          when the run started, UTC ISO 8601
-``lumaxlike_standard_deg``     (photometric normalisation only) the standard geometry
-                               ``[incidence, emission, phase]`` in degrees
-``lumaxlike_input_param_maps`` (normalisation with parameter maps only) a list of
-                               ``[field, path]`` pairs, roughness maps in degrees
-``lumaxlike_product``          (file inputs only) what the input cube is and what was
-                               done with it: ``kind`` (e.g. "M3 L2 reflectance (RFL)"),
-                               ``label``, ``wavelengths`` (their source, or "unknown"),
-                               ``bad_bands``, ``thermal_bands``, the radiance conversion
-                               (``solar_spectrum``, ``solar_distance_au``), the
-                               ``geometry`` used and why (see docs/mission-products.md)
-``lumaxlike_fit_<key>``        (``fit`` outputs only) ``free``, ``cubes``,
-                               ``geometries``, ``fitted_maps`` (``{name: path}``), ...;
-                               the ``param_*`` keys then hold the starting values
-``lumaxlike_unmix_<key>``      (``unmix`` outputs only) ``route``, ``sum_to_one``,
-                               ``endmembers``, ``density``, ``grain_size``,
-                               ``extinction_efficiency``, ``library``
-=============================  ========================================================
-
-A new model choice (another H-function, phase function or multiple-scattering scheme) is
-one more value of a ``lumaxlike_model`` component plus its ``lumaxlike_param_*`` keys.
-An empirical photometric function (`lumaxlike.PhotometricFunction`) is recorded
-as the model ``{"reflectance": <its name>}`` (`PHOTOMETRIC_TEXT`) with one
-``lumaxlike_param_<name>`` per parameter of ``PhotometricFunction`` (``limb_darkening``,
-``minnaert_k``, ``mu1``, ``m``, ``mu2``, ``eta``) instead of the Hapke ones.
-netCDF and zarr outputs also get the CF global attributes ``Conventions``, ``source`` and
-``history``.
-
-`read_provenance` (`lumaxlike._io.provenance_files`) reads the record back from any output (the ``w`` map, any sibling
-map, a netCDF file or a zarr store); ``lumaxlike invert CUBE --params-from OLD --out NEW``
-reruns with it.
-"""
+"""The provenance record of an output (`lumaxlike.Provenance`): made for a run
+(`make_provenance`), written as ``lumaxlike_*`` keys and read back from them; the keys
+are listed in `lumaxlike._provenance`."""
 
 from __future__ import annotations
 
@@ -66,135 +8,24 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from ._params import FIELD_NAMES, HapkeParams
-from ._photometric import PHOTOMETRIC_PARAMETERS, PhotometricFunction
+from .._params import FIELD_NAMES, HapkeParams
+from .._photometric import PHOTOMETRIC_PARAMETERS, PhotometricFunction
+from .describe import (
+    PREFIX,
+    configuration_of,
+    geometry_record,
+    input_path,
+    is_photometric,
+    model_of,
+    photometric_kind,
+    utc_now,
+)
 
-__all__ = ["MODEL", "PREFIX", "Provenance", "make_provenance", "model_of", "python_call", "utc_now"]
-
-PREFIX = "lumaxlike_"
-"""Prefix of every provenance key."""
-
-MODEL = {
-    "reflectance": "Hapke 2002 AMSA",
-    "h_function": "Hapke 2002 eq. 13 approximation",
-    "roughness": "Hapke 1984",
-    "opposition": "SHOE + CBOE (Hapke 2002)",
-    "phase_function": "double Henyey-Greenstein",
-}
-"""The default model: component -> choice (the phase function may be a Legendre series)."""
-
-LEGENDRE_PHASE_FUNCTION = "Legendre series"
-
-#: How each configuration choice of `HapkeParams` is recorded: field -> {choice: text}.
-CONFIGURATION_TEXT = {
-    "multiple_scattering": {"amsa": "Hapke 2002 AMSA", "imsa": "Hapke 1981/1993 IMSA"},
-    "h_function": {
-        "hapke2002": "Hapke 2002 eq. 13 approximation",
-        "hapke1981": "Hapke 1981 two-stream",
-        "exact": "exact Chandrasekhar H (isotropic scattering)",
-    },
-    "phase_function": {
-        "dhg": "double Henyey-Greenstein",
-        "hg": "single Henyey-Greenstein",
-        "cornette_shanks": "Cornette-Shanks 1992",
-    },
-}
-_COMPONENT = {
-    "multiple_scattering": "reflectance",
-    "h_function": "h_function",
-    "phase_function": "phase_function",
-}
-# Legendre coefficients replace the double Henyey-Greenstein (HapkeParams.phase_function "dhg")
-_RECORDED_ALSO = {"phase_function": {LEGENDRE_PHASE_FUNCTION: "dhg"}}
-
-
-#: How each kind of `PhotometricFunction` is recorded (the model's ``reflectance``).
-PHOTOMETRIC_TEXT = {
-    "lambert": "Lambert (ISIS3 photomet)",
-    "lommel_seeliger": "Lommel-Seeliger (ISIS3 photomet)",
-    "lunar_lambert": "Lunar-Lambert (McEwen 1991, ISIS3 photomet)",
-    "minnaert": "Minnaert (ISIS3 photomet)",
-    "shkuratov": "Shkuratov et al. 2011",
-}
-
-
-def _photometric_kind(model: Mapping):
-    """The `PhotometricFunction` kind a recorded ``model`` stands for, or None (Hapke)."""
-    kinds = [kind for kind, text in PHOTOMETRIC_TEXT.items() if model.get("reflectance") == text]
-    return kinds[0] if kinds else None
-
-
-def _is_photometric(params) -> bool:
-    return isinstance(params[0], PhotometricFunction)
-
-
-def model_of(params) -> dict[str, str]:
-    """The ``{component: choice}`` model a sequence of per-band HapkeParams (or
-    PhotometricFunction) runs.
-
-    Raises:
-        ValueError: the bands do not share one model configuration.
-    """
-    if any(isinstance(p, PhotometricFunction) for p in params):
-        kinds = {p.kind if isinstance(p, PhotometricFunction) else "hapke" for p in params}
-        if len(kinds) > 1:
-            raise ValueError(f"the bands' models mix {sorted(kinds)}")
-        return {"reflectance": PHOTOMETRIC_TEXT[params[0].kind]}
-    keys = {p.model_key for p in params}
-    if len(keys) > 1:
-        raise ValueError(
-            f"the bands' HapkeParams mix model configurations {sorted(k.name for k in keys)}"
-        )
-    model = dict(MODEL)
-    for field, texts in CONFIGURATION_TEXT.items():
-        model[_COMPONENT[field]] = texts[getattr(params[0], field)]
-    if any(p.legendre is not None for p in params):
-        model["phase_function"] = LEGENDRE_PHASE_FUNCTION
-    return model
-
-
-def configuration_of(model: Mapping, source) -> dict[str, str]:
-    """The `HapkeParams` configuration fields a recorded ``model`` stands for."""
-    configuration = {}
-    for field, texts in CONFIGURATION_TEXT.items():
-        recorded = model.get(_COMPONENT[field])
-        choices = [choice for choice, text in texts.items() if text == recorded]
-        choices += [
-            choice for text, choice in _RECORDED_ALSO.get(field, {}).items() if text == recorded
-        ]
-        if not choices:
-            raise ValueError(
-                f"{source} records the {_COMPONENT[field]} {recorded!r}, which this "
-                f"lumaxlike does not know ({', '.join(texts.values())})"
-            )
-        configuration[field] = choices[0]
-    return configuration
-
-
-def utc_now() -> str:
-    """The current time, UTC ISO 8601 to the second (e.g. ``2026-11-30T06:14:30Z``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _input_path(path) -> str | None:
-    return None if path is None else str(Path(path).resolve())
-
-
-def geometry_record(geometry):
-    """What ``lumaxlike_input_geometry`` records for a geometry argument."""
-    if isinstance(geometry, (str, Path)):
-        return _input_path(geometry)
-    if isinstance(geometry, Mapping):
-        return tuple(
-            (str(role), _input_path(value) if isinstance(value, (str, Path)) else None)
-            for role, value in geometry.items()
-        )
-    return None
+__all__ = ["Provenance", "make_provenance"]
 
 
 @dataclass(frozen=True)
@@ -237,6 +68,10 @@ class Provenance:
             (``route``, ``sum_to_one``, ``endmembers``, ``density`` [g/cm^3],
             ``grain_size`` [um], ``extinction_efficiency``, ``library``: the files and
             how they were read, where the command line read them); None otherwise.
+        sample_settings: for a `sample_file` output, its ``lumaxlike_sample_*`` keys
+            (``free``, ``cubes``, ``prior``, ``refl_sigma``, ``num_samples``, ``seed``,
+            ``median_maps`` ``{name: path}``, ...): ``params`` then hold the warm
+            start's values of the free parameters; None otherwise.
     """
 
     version: str
@@ -259,6 +94,7 @@ class Provenance:
     product: Mapping | None = None
     fit_settings: Mapping | None = None
     unmix_settings: Mapping | None = None
+    sample_settings: Mapping | None = None
 
     @property
     def surface(self) -> str | None:
@@ -290,9 +126,7 @@ class Provenance:
             "bands": len(self.params),
             **{
                 f"param_{name}": _per_band([getattr(p, name) for p in self.params])
-                for name in (
-                    PHOTOMETRIC_PARAMETERS if _is_photometric(self.params) else FIELD_NAMES
-                )
+                for name in (PHOTOMETRIC_PARAMETERS if is_photometric(self.params) else FIELD_NAMES)
             },
             "units": self.units,
             "solver": self.solver,
@@ -373,7 +207,7 @@ class Provenance:
             return value
 
         model = typed("model", dict, get("model"))
-        kind = _photometric_kind(model)  # None: a Hapke model
+        kind = photometric_kind(model)  # None: a Hapke model
         configuration = configuration_of(model, source) if kind is None else {}
         # recorded since they exist; older records mean their defaults (K = 1, xi = 0)
         optional = {"porosity_k": 1.0, "asymmetry": 0.0} if kind is None else {}
@@ -464,7 +298,7 @@ class Provenance:
 
 
 #: operations whose outputs carry their own ``lumaxlike_<kind>_*`` settings
-_SETTINGS_KINDS = ("fit", "unmix")
+_SETTINGS_KINDS = ("fit", "unmix", "sample")
 
 
 def make_provenance(
@@ -501,8 +335,8 @@ def make_provenance(
         product: what the input cube is and what was done with it (a JSON-able mapping,
             `lumaxlike._io.product_cube.ProductCube.record`), or None.
     """
-    from . import __version__
-    from ._inverse.invert import DEFAULT_MAX_ITER, default_tolerance
+    from .. import __version__
+    from .._inverse.invert import DEFAULT_MAX_ITER, default_tolerance
 
     compute_dtype = np.float32 if np.dtype(dtype) == np.float32 else np.float64  # as invert decides
     params = tuple(params)
@@ -515,9 +349,9 @@ def make_provenance(
         tol=float(default_tolerance(compute_dtype) if tol is None else tol),
         max_iter=int(DEFAULT_MAX_ITER if max_iter is None else max_iter),
         refl_sigma=None if refl_sigma is None else float(refl_sigma),
-        cube=None if cube is None else _input_path(cube),
+        cube=None if cube is None else input_path(cube),
         geometry=geometry_record(geometry),
-        dtm=None if dtm is None else _input_path(dtm),
+        dtm=None if dtm is None else input_path(dtm),
         command=command,
         created=utc_now() if created is None else created,
         geometry_layout=None if geometry_layout is None else dict(geometry_layout),
@@ -525,41 +359,11 @@ def make_provenance(
         param_maps=None
         if param_maps is None
         else tuple(
-            (str(name), _input_path(value) if isinstance(value, (str, Path)) else None)
+            (str(name), input_path(value) if isinstance(value, (str, Path)) else None)
             for name, value in param_maps.items()
         ),
         product=None if product is None else dict(product),
     )
-
-
-def python_call(function: str, *args, **kwargs) -> str:
-    """``lumaxlike.<function>(...)`` as called, for the record: paths and scalars as written,
-    a HapkeParams by its fields, anything bulky (arrays, DataArrays, mappings, per-band
-    parameter lists) by its type and shape (the values are recorded apart)."""
-    arguments = [_call_repr(value) for value in args]
-    arguments += [f"{name}={_call_repr(value)}" for name, value in kwargs.items()]
-    return f"lumaxlike.{function}({', '.join(arguments)})"
-
-
-def _call_repr(value) -> str:
-    if isinstance(value, Path):
-        return repr(str(value))
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return repr(value)
-    if isinstance(value, PhotometricFunction):
-        fields = ", ".join(
-            f"{name}={float(getattr(value, name))!r}" for name in value.used_parameters
-        )
-        return f"PhotometricFunction({value.kind!r}{', ' if fields else ''}{fields})"
-    if isinstance(value, HapkeParams):
-        fields = ", ".join(f"{name}={float(getattr(value, name))!r}" for name in FIELD_NAMES)
-        return f"HapkeParams({fields}{', legendre=...' if value.legendre is not None else ''})"
-    if isinstance(value, Mapping):
-        return f"<{type(value).__name__} of {', '.join(map(str, value))}>"
-    shape = getattr(value, "shape", None)
-    if shape is None and hasattr(value, "__len__"):
-        shape = (len(value),)
-    return f"<{type(value).__name__}{'' if shape is None else ' of shape ' + str(tuple(shape))}>"
 
 
 def _per_band(values: list):

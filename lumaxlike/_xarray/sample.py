@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 
 import numpy as np
 import xarray as xr
@@ -13,11 +12,12 @@ import xarray as xr
 from .._io.product_dataarray import refuse_normalised_dataarray
 from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .._provenance import make_provenance, python_call
-from .._xarray.chunks import result_attrs as _result_attrs
-from .._xarray.chunks import spectral_dim_of as _spectral_dim
-from .._xarray.geometry import VECTOR_DIM as _VECTOR_DIM
-from .._xarray.geometry import VECTOR_NAMES
-from .._xarray.geometry import geometry_vectors as _geometry_vectors
+from .._sample.maps import check_sample_options, chunk_seed, x64_for
+from .chunks import chunked_inputs
+from .chunks import result_attrs as _result_attrs
+from .chunks import spectral_dim_of as _spectral_dim
+from .geometry import VECTOR_DIM as _VECTOR_DIM
+from .geometry import geometry_vectors as _geometry_vectors
 
 __all__ = ["QUANTILE_DIM", "sample_dataarray"]
 
@@ -38,7 +38,7 @@ def _fields(free) -> tuple[str, ...]:
 def _sample_chunk(refl, index, to_sun, to_sensor, normal, *, units, params, free, options, seed):
     """apply_ufunc kernel: refl (..., bands, observations), index (...) the pixels' linear
     indices, vectors (..., observations, 3) -> the maps in `_fields(free)` order."""
-    from .sample import sample
+    from .._sample.sample import sample
 
     pixels, n_obs = refl.shape[:-2], refl.shape[-1]
     to_sun, to_sensor, normal = (
@@ -50,11 +50,12 @@ def _sample_chunk(refl, index, to_sun, to_sensor, normal, *, units, params, free
         -1,
         -2,
     )
-    first = int(index.flat[0]) if index.size else 0
-    chunk_seed = int(
-        np.random.SeedSequence([seed, first]).generate_state(1)[0]
-    )  # one stream per chunk
-    result = sample(r, to_sun, to_sensor, normal, params, free=free, seed=chunk_seed, **options)
+    first = int(index.flat[0]) if index.size else 0  # one stream per chunk
+    with x64_for(r):
+        result = sample(
+            r, to_sun, to_sensor, normal, params, free=free, seed=chunk_seed(seed, first),
+            **options,
+        )  # fmt: skip
     maps = {}
     for name in free:
         maps[name] = result.quantiles[name]
@@ -105,7 +106,7 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     """
     from .._inverse.fit import check_free
     from .._params import HapkeParams
-    from .program import QUANTILE_LEVELS
+    from .._sample.program import QUANTILE_LEVELS
 
     if not isinstance(refl, xr.DataArray):
         raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
@@ -133,35 +134,22 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     n_obs = refl.sizes[observation_dim]
     pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
     to_sun, to_sensor, normal = _geometry_vectors(geometry, [*pixel_dims, observation_dim])
-    try:
-        xr.align(refl, to_sun, to_sensor, normal, join="exact")
-    except ValueError as error:
-        raise ValueError(f"geometry is not aligned with refl: {error}") from None
-    vectors = []
-    for name, vector in zip(VECTOR_NAMES, (to_sun, to_sensor, normal)):
-        unknown = [d for d in vector.dims if d not in (_VECTOR_DIM, observation_dim, *pixel_dims)]
-        if unknown:
-            raise ValueError(f"geometry {name} has dims {unknown} that refl does not have")
-        if observation_dim not in vector.dims:
-            vector = vector.expand_dims({observation_dim: n_obs})
-        vectors.append(
-            vector.chunk({_VECTOR_DIM: -1, observation_dim: -1})
-            if vector.chunks is not None
-            else vector
-        )
-    index = xr.DataArray(
+    index = xr.DataArray(  # each pixel's linear index: a chunk's random stream
         np.arange(int(np.prod([refl.sizes[d] for d in pixel_dims], dtype=np.int64))).reshape(
             [refl.sizes[d] for d in pixel_dims]
         ),
         dims=pixel_dims,
     )
     if refl.chunks is not None:
-        refl = refl.chunk({spec: -1, observation_dim: -1})
         index = index.chunk({d: refl.chunksizes[d] for d in pixel_dims})
-    refl, index, *vectors = xr.unify_chunks(refl, index, *vectors)
+    inputs = chunked_inputs(
+        refl, [to_sun, to_sensor, normal], spec, pixel_dims, observation_dim=observation_dim,
+        extra=[index],
+    )  # fmt: skip
+    refl, vectors, (index,) = inputs.refl, inputs.vectors, inputs.extra
     dtype = np.result_type(refl.dtype, np.float32)
     options = {"refl_sigma": uncertainty_to_r(sigma, units), **options}
-    _check_options(params, free, options, refl.sizes[spec], n_obs)
+    check_sample_options(params, {"free": free, **options}, refl.sizes[spec], n_obs)
     fields = _fields(free)
     integer = {"status": np.int8, "divergences": np.int32, "observations": np.int32}
     quantile_fields = set(free)
@@ -197,13 +185,3 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
         {k: v for k, v in options.items() if isinstance(v, (int, float, str))} | {"seed": int(seed)}
     )
     return xr.Dataset(variables, attrs=attrs).assign_coords({QUANTILE_DIM: list(QUANTILE_LEVELS)})
-
-
-def _check_options(params, free, options: Mapping, n_bands: int, n_obs: int) -> None:
-    """`lumaxlike.sample`'s argument checks, run before any chunk (a bad option raises
-    here, not inside a dask task): `sample` on one pixel without a finite observation,
-    which checks every argument and samples nothing."""
-    from .sample import sample
-
-    up = np.tile([0.0, 0.0, 1.0], (n_obs, 1))
-    sample(np.full((1, n_bands, n_obs), np.nan), up, up, up, params, free=free, **options)
