@@ -23,6 +23,14 @@ repetition (median and best), Levenberg-Marquardt steps (median), and the joint 
 shared-parameter sigma against the per-band fits'. Results go to
 ``benchmarks/results/joint.json``.
 
+Regional row (``--regions R``, default 4; numba): the first ``--regional-pixels`` (500)
+pixels in R regions of consecutive pixels, ``fit(..., shared=("roughness",),
+regions=labels, regional=("hs",))`` (hs one value per region), timed warm against the
+joint fit of the same pixels, with its peak traced memory (`tracemalloc`: the NumPy
+arrays the fit allocates, inputs excluded) against
+`lumaxlike._files.regions.region_pixel_bytes`, the estimate the file front end's cap
+uses. ``--regional-only`` runs that row alone.
+
 Run: ``python benchmarks/bench_joint.py [--pixels N] [--reps R]``.
 """
 
@@ -82,6 +90,9 @@ def main():
     parser.add_argument("--jax-pixels", type=int, default=512)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--solvers", default="numba,jax")
+    parser.add_argument("--regions", type=int, default=4)
+    parser.add_argument("--regional-pixels", type=int, default=500)
+    parser.add_argument("--regional-only", action="store_true")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "joint.json"))
     args = parser.parse_args()
     import jax
@@ -90,7 +101,7 @@ def main():
     refl, geometry, sigma = scene(args.pixels)
     report = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count()}, "pixels": args.pixels,
               "bands": 16, "observations": 16, "solvers": {}}  # fmt: skip
-    for solver in args.solvers.split(","):
+    for solver in [] if args.regional_only else args.solvers.split(","):
         n = args.pixels if solver == "numba" else min(args.jax_pixels, args.pixels)
         data = (refl[:n], *(g[:n] for g in geometry))
         options = dict(
@@ -144,7 +155,54 @@ def main():
         }
         report["solvers"][solver] = entry
         print(solver, json.dumps(entry, indent=1), flush=True)
+    if args.regions:
+        report["regional"] = regional_row(refl, geometry, sigma, args)
+        print("regional", json.dumps(report["regional"], indent=1), flush=True)
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+
+
+def regional_row(refl, geometry, sigma, args):
+    """The regional fit's time against the joint fit's, and its peak memory (numba)."""
+    import tracemalloc
+
+    from lumaxlike._files.regions import region_pixel_bytes
+
+    n = min(args.regional_pixels, len(refl))
+    data = (refl[:n], *(g[:n] for g in geometry))
+    labels = np.arange(n) * args.regions // n
+    options = dict(free=FREE, solver="numba", refl_sigma=sigma, shared=("roughness",))
+    runs = {
+        "regional": lambda: lumaxlike.fit(
+            *data, START, regions=labels, regional=("hs",), **options
+        ),
+        "joint": lambda: lumaxlike.fit(*data, START, **options),
+    }
+    for run in runs.values():  # compile
+        run()
+    times = {name: [] for name in runs}
+    for _ in range(args.reps):
+        for name, run in runs.items():
+            result, wall, _ = timed(run)
+            times[name].append(wall)
+            if name == "regional":
+                regional = result
+    tracemalloc.start()
+    runs["regional"]()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    estimate = region_pixel_bytes(refl.shape[1], refl.shape[2], 3, 2)
+    return {
+        "pixels": n,
+        "regions": args.regions,
+        "seconds": {name: float(np.median(t)) for name, t in times.items()},
+        "ratio_regional_over_joint": float(
+            np.median([r / j for r, j in zip(times["regional"], times["joint"])])
+        ),
+        "region_iterations": regional.region_iterations.tolist(),
+        "region_status": regional.region_status.tolist(),
+        "peak_traced_bytes_per_pixel": peak / n,
+        "estimated_bytes_per_pixel": estimate,
+    }
 
 
 if __name__ == "__main__":

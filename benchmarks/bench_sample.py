@@ -9,25 +9,34 @@ float64, w, b, c and roughness (theta-bar) free. Geometry from
 with w uniform in (0.2, 0.9), Gaussian noise ``--sigma`` (1e-3) [1/sr].
 
 For each setting (the defaults: 4 chains x (300 warm-up + 1000) transitions of 8
-leapfrog steps; and a shorter one: 4 x (200 + 400)) it reports, from the second call
-in the process (the first compiles; its time is reported as "first call"):
+leapfrog steps; the same in float32; and a shorter one: 4 x (200 + 400)) and each noise
+level in ``--sigmas`` (1e-3: c and theta-bar wide, filling their bounds; 3e-4: near-
+Gaussian posteriors) it reports, from the second call in the process on the same
+scene (the first compiles the chunk's program; its time is reported as "first call"):
 
 - wall time, problems/s;
 - per problem, the smallest bulk ESS over the four parameters: its median, and the
-  fraction of problems with ESS >= 400 in every parameter;
+  fraction of problems with ESS >= 400 in every parameter, and with R-hat <= 1.01;
 - effective samples per second per problem: median min-ESS x problems / wall time;
 - problems/s at ESS >= 400: problems/s x (fraction of problems with ESS >= 400 in every
-  parameter) -- the problems that reached the issue's bar per second of sampling.
+  parameter) -- the problems that reached the issue's bar per second of sampling;
+- where the time goes: gradient evaluations of the log density per second inside the
+  sampler (chains x transitions x leapfrog steps x problems / wall time) against the
+  same gradient alone in a fused `fori_loop` over the same problems (its ceiling: the
+  forward model and its derivative columns); their ratio is the share of the run spent
+  in the model's gradient.
 
 Timing on a shared machine is noisy: say which machine, and how loaded, with the
-figures (the script prints ``os.getloadavg()`` before and after).
+figures (the script prints ``os.getloadavg()`` before and after), and compare ratios
+measured in one run.
 
-    python benchmarks/bench_sample.py [--pixels 512] [--sigma 1e-3]
+    python benchmarks/bench_sample.py [--pixels 512] [--sigmas 1e-3 3e-4] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import time
@@ -46,6 +55,7 @@ TRUTH = lumaxlike.HapkeParams(
 )
 SETTINGS = {
     "defaults": {},
+    "defaults-f32": {"dtype": "float32"},
     "short": {"num_warmup": 200, "num_samples": 400},
 }
 
@@ -58,42 +68,104 @@ def scene(n_pixels, sigma, seed=0):
     return refl + sigma * rng.standard_normal(refl.shape), geometry
 
 
+def gradient_rate(refl, geometry, dtype, repeats=500):
+    """Gradient evaluations of the log likelihood per second, alone: `repeats` of them
+    for every problem in one fused `fori_loop` (the sampler's density code)."""
+    from functools import partial
+
+    import jax.numpy as jnp
+
+    from lumaxlike._model.columns_program import split_columns
+    from lumaxlike._params import PARAMETER_NAMES
+    from lumaxlike._sample.density import log_likelihood_for, pixel_rows
+
+    with jax.enable_x64(dtype == np.float64):
+        free_index = tuple(PARAMETER_NAMES.index(k) for k in FREE)
+        program = split_columns(FREE, TRUTH.model_key, dtype)
+        fixed = jnp.asarray(np.array([0.5] + [float(v) for v in TRUTH.scalars()]), dtype)
+        rows = jax.vmap(
+            partial(pixel_rows, program, fixed=fixed, free_index=free_index, key=TRUTH.model_key)
+        )(*[jnp.asarray(g, dtype) for g in geometry])
+        observed = jnp.asarray(refl[:, 0], dtype)
+        use = jnp.isfinite(observed)
+        gradient = jax.vmap(
+            jax.grad(log_likelihood_for(free_index, TRUTH.model_key, dtype)),
+            in_axes=(0, 0, 0, 0, None),
+        )
+        x = jnp.tile(jnp.asarray([0.5, 0.25, 0.5, 0.35], dtype), (refl.shape[0], 1))
+
+        @jax.jit
+        def loop(x):
+            def body(_, x):
+                return x + 1e-12 * gradient(x, rows, observed, use, jnp.asarray(1e6, dtype))
+
+            return jax.lax.fori_loop(0, repeats, body, x)
+
+        jax.block_until_ready(loop(x))
+        start = time.perf_counter()
+        jax.block_until_ready(loop(x))
+        return repeats * refl.shape[0] / (time.perf_counter() - start)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pixels", type=int, default=512)
-    parser.add_argument("--sigma", type=float, default=1e-3)
+    parser.add_argument("--sigmas", type=float, nargs="+", default=[1e-3, 3e-4])
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS))
+    parser.add_argument("--json", help="write the rows to this file")
     args = parser.parse_args()
-    refl, geometry = scene(args.pixels, args.sigma)
     print(f"device: {jax.devices()[0]}, cpus: {os.cpu_count()}, load before: {os.getloadavg()}")
-    print(f"{args.pixels} problems, 16 observations, free {FREE}, sigma {args.sigma}")
-    for name, options in SETTINGS.items():
-        start = time.perf_counter()
-        lumaxlike.sample(
-            refl[:8],
-            *(g[:8] for g in geometry),
-            TRUTH,
-            free=FREE,
-            refl_sigma=args.sigma,
-            **options,
-        )
-        first = time.perf_counter() - start  # compiles the 8-pixel chunk shape (and the fit)
-        start = time.perf_counter()
-        result = lumaxlike.sample(
-            refl, *geometry, TRUTH, free=FREE, refl_sigma=args.sigma, seed=1, **options
-        )
-        wall = time.perf_counter() - start
-        ess = np.min([result.ess[n][:, 0] for n in FREE], axis=0)
-        sampled = np.isfinite(ess)
-        rate = args.pixels / wall
-        reached = np.mean(ess[sampled] >= 400)
-        print(
-            f"{name:9s} first call {first:6.1f} s (compile, 8 pixels) | {wall:6.1f} s for {args.pixels} problems: "
-            f"{rate:7.1f} problems/s | min-ESS median {np.median(ess[sampled]):6.0f}, "
-            f"ESS >= 400 in all four: {100 * reached:5.1f} % | "
-            f"ESS/s per problem {np.median(ess[sampled]) * rate:8.0f} | "
-            f"problems/s at ESS >= 400: {rate * reached:7.1f} | statuses {result.counts()}"
-        )
+    print(f"{args.pixels} problems, 16 observations, free {FREE}")
+    rows = []
+    for sigma in args.sigmas:
+        refl, geometry = scene(args.pixels, sigma)
+        for name in args.settings:
+            options = dict(SETTINGS[name])
+            dtype = np.dtype(options.pop("dtype", "float64")).type
+            data = [refl.astype(dtype)] + [g.astype(dtype) for g in geometry]
+            start = time.perf_counter()
+            lumaxlike.sample(*data, TRUTH, free=FREE, refl_sigma=sigma, **options)
+            first = time.perf_counter() - start  # compiles the chunk shape (and the fit)
+            start = time.perf_counter()
+            result = lumaxlike.sample(*data, TRUTH, free=FREE, refl_sigma=sigma, seed=1, **options)
+            wall = time.perf_counter() - start
+            ess = np.min([result.ess[n][:, 0] for n in FREE], axis=0)
+            rhat = np.max([result.rhat[n][:, 0] for n in FREE], axis=0)
+            sampled = np.isfinite(ess)
+            rate = args.pixels / wall
+            reached = float(np.mean(ess[sampled] >= 400))
+            steps = options.get("integration_steps", 8)
+            transitions = options.get("num_warmup", 300) + options.get("num_samples", 1000)
+            in_sampler = options.get("num_chains", 4) * transitions * steps * rate
+            alone = gradient_rate(data[0], data[1:], dtype)
+            row = {
+                "sigma": sigma, "setting": name, "dtype": np.dtype(dtype).name,
+                "first_call_s": first, "wall_s": wall, "problems_per_s": rate,
+                "min_ess_median": float(np.median(ess[sampled])),
+                "fraction_ess_400": reached,
+                "fraction_rhat_101": float(np.mean(rhat[sampled] <= 1.01)),
+                "ess_per_s_per_problem": float(np.median(ess[sampled]) * rate),
+                "problems_per_s_at_ess_400": rate * reached,
+                "gradients_per_s_in_sampler": in_sampler, "gradients_per_s_alone": alone,
+                "divergences": int(result.divergences.sum()), "statuses": result.counts(),
+            }  # fmt: skip
+            rows.append(row)
+            print(
+                f"sigma {sigma:g} {name:12s} first call {first:6.1f} s | {wall:6.1f} s: "
+                f"{rate:7.2f} problems/s | min-ESS median {row['min_ess_median']:6.0f}, "
+                f"ESS >= 400 in all four {100 * reached:5.1f} %, R-hat <= 1.01 "
+                f"{100 * row['fraction_rhat_101']:5.1f} % | ESS/s per problem "
+                f"{row['ess_per_s_per_problem']:7.0f} | problems/s at ESS >= 400 "
+                f"{rate * reached:6.2f} | gradients/s in sampler {in_sampler:.3g}, alone "
+                f"{alone:.3g} ({100 * in_sampler / alone:3.0f} %)",
+                flush=True,
+            )
     print(f"load after: {os.getloadavg()}")
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(
+                {"load": os.getloadavg(), "pixels": args.pixels, "rows": rows}, file, indent=1
+            )
 
 
 if __name__ == "__main__":

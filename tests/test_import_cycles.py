@@ -12,6 +12,7 @@ its modules others); a failure names each cycle and the import lines that make i
 """
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -85,6 +86,7 @@ def imported_modules(name: str, path: Path, modules: dict) -> dict[str, int]:
     return found
 
 
+@functools.cache  # read once for the three tests (they do not change it)
 def import_graph() -> tuple[dict, dict]:
     """(module graph, top-level graph): {node: {node: "file:line" of an import}}."""
     modules = module_files()

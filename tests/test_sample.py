@@ -219,10 +219,13 @@ def _emcee_draws(refl, geometry, params, sigma, start, seed, n_walkers=24, n_ste
         return jax.vmap(one)(theta)
 
     rng = np.random.default_rng(seed)
+    # walkers around the start moved 0.05 inside the bounds (a fit on a bound, c = 1,
+    # would give walkers all at one value of c: an ensemble that cannot move in it)
+    inside = np.clip(start, [0.05, 0.05, -0.95], [0.95, 0.95, 0.95])
     walkers = np.clip(
-        start + 1e-3 * rng.standard_normal((n_walkers, 3)),
-        [0.01, 0.01, -0.99],
-        [0.99, 0.99, 0.99],
+        inside + 1e-2 * rng.standard_normal((n_walkers, 3)),
+        [0.001, 0.001, -0.999],
+        [0.999, 0.999, 0.999],
     )
     sampler = emcee.EnsembleSampler(
         n_walkers, 3, lambda t: np.asarray(log_posterior(jnp.asarray(t))), vectorize=True
@@ -234,48 +237,53 @@ def _emcee_draws(refl, geometry, params, sigma, start, seed, n_walkers=24, n_ste
     return chain, chain.shape[0] / np.max(tau)
 
 
-def test_wbc_posterior_matches_emcee(wbc):
+def test_wbc_posterior_matches_emcee_where_laplace_misses_the_ridge(wbc):
+    """The b-c ridge: problems of band 0 (16 observations at a noise where c is barely
+    constrained) whose Laplace 95 % interval of c reaches more than 0.3 past a bound of
+    c, i.e. where the posterior runs along the b-c ridge into the bound (chosen from the
+    fit, which is deterministic), and whose chains mixed (R-hat <= 1.01: which of them
+    do depends on the realisation); of those the (up to) two best mixed. There the
+    sampler's quantiles of w, b and c and its b-c correlation agree with emcee's within
+    Monte Carlo error, and the Laplace quantiles of c miss emcee's by more than 5
+    standard errors (the Laplace one reaches at least 0.3 past the bound, which emcee's
+    cannot; the standard errors are near 0.03-0.05)."""
     refl, geometry, params, result = wbc
-    # problems of band 0 whose b-c posterior is wide (Laplace sigma of c above 0.2)
-    sigma_c = result.fit.sigma("c")[:, 0]
-    candidates = np.flatnonzero((sigma_c > 0.2) & (result.status[:, 0] == Status.CONVERGED))
-    assert candidates.size >= 2
-    laplace_misses = 0  # problems where the Laplace quantiles fail the sampler's test
-    for i in candidates[np.argsort(sigma_c[candidates])[-2:]]:  # the two widest
-        missed = False
-        start = np.array([result.fit.values[n][i, 0] for n in result.free])
+    z = np.array([-1.959964, -0.994458, 0, 0.994458, 1.959964])
+    fit = result.fit
+    reach = np.maximum(
+        fit.values["c"][:, 0] + 1.959964 * fit.sigma("c")[:, 0] - 1.0,
+        -1.0 - (fit.values["c"][:, 0] - 1.959964 * fit.sigma("c")[:, 0]),
+    )
+    rhat = np.max([result.rhat[name][:, 0] for name in result.free], axis=0)
+    ess = np.min([result.ess[name][:, 0] for name in result.free], axis=0)
+    candidates = np.flatnonzero((reach > 0.3) & (rhat <= 1.01))
+    assert candidates.size >= 1
+    for i in candidates[np.argsort(ess[candidates])[-2:]]:  # the two best mixed
+        assert ess[i] >= 100
+        start = np.array([fit.values[n][i, 0] for n in result.free])
         chain, emcee_ess = _emcee_draws(
-            refl[i, 0],
-            [g[i] for g in geometry],
-            params,
-            RIDGE_SIGMA,
-            start,
-            seed=int(i),
+            refl[i, 0], [g[i] for g in geometry], params, RIDGE_SIGMA, start, seed=int(i)
         )
         assert emcee_ess > 500
+        effective = min(ess[i], emcee_ess)
+        laplace_misses = []
         for j, name in enumerate(result.free):
             reference = np.quantile(chain[:, j], LEVELS)
             spread = np.diff(np.quantile(chain[:, j], [0.16, 0.84]))[0]
             # standard error of a quantile with a Gaussian's density at it, for both samplers
-            pdf_at = np.exp(-0.5 * np.array([1.96, 1.0, 0.0, 1.0, 1.96]) ** 2) / (
-                np.sqrt(2 * np.pi) * spread / 2
-            )
-            ess = min(result.ess[name][i, 0], emcee_ess)
-            standard_error = np.sqrt(2 * LEVELS * (1 - LEVELS) / ess) / pdf_at
+            pdf_at = np.exp(-0.5 * z**2) / (np.sqrt(2 * np.pi) * spread / 2)
+            standard_error = np.sqrt(2 * LEVELS * (1 - LEVELS) / effective) / pdf_at
             np.testing.assert_array_less(
                 np.abs(result.quantiles[name][i, 0] - reference), 5 * standard_error
             )
-            sigma = result.fit.sigma(name)[i, 0]
-            laplace = result.fit.values[name][i, 0] + sigma * np.array(
-                [-1.959964, -0.994458, 0, 0.994458, 1.959964]
-            )
-            missed |= bool(np.any(np.abs(laplace - reference) > 5 * standard_error))
-        laplace_misses += missed
-    # Of the two widest posteriors the Laplace quantiles fail the sampler's test on at
-    # least one (measured: one of the two; the other is close enough to a Gaussian)
-    # Not asserted: that the Laplace quantiles miss at least one of these posteriors held in
-    # some runs and not in others (0 of 2 in CI's run); the b-c ridge claim is unproven.
-    del laplace_misses
+            laplace = fit.values[name][i, 0] + fit.sigma(name)[i, 0] * z
+            laplace_misses.append(np.any(np.abs(laplace - reference) > 5 * standard_error))
+        assert laplace_misses[2]  # c
+        # the ridge's shape: the b-c correlation, standard error (1 - rho^2) / sqrt(n)
+        reference = np.corrcoef(chain[:, 1], chain[:, 2])[0, 1]
+        covariance = result.covariance[i, 0]
+        correlation = covariance[1, 2] / np.sqrt(covariance[1, 1] * covariance[2, 2])
+        assert abs(correlation - reference) < 5 * (1 - reference**2) / np.sqrt(effective)
 
 
 def test_rhat_at_defaults_on_well_posed_problems(wbc):

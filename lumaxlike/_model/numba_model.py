@@ -7,6 +7,8 @@ configuration (`family`) gets its own compiled variant of the same kernel code.
 
 from __future__ import annotations
 
+import types
+
 import numba
 import numpy as np
 
@@ -26,7 +28,7 @@ __all__ = ["MODEL_MODULES", "amsa_pixels", "as_kernel_array", "kernel_params", "
 
 #: The modules whose code the model kernels compile in: editing one invalidates their cache
 #: (`_configuration` holds N_LEGENDRE, a constant of the equations).
-MODEL_MODULES = (
+MODEL_MODULES: tuple[types.ModuleType, ...] = (
     equations,
     h_functions,
     _exact_h_tables,

@@ -198,13 +198,12 @@ def sample(
         int(np.prod(problem_axes, dtype=np.int64)) * num_chains * (num_samples + num_warmup)
         * n_dims * np.dtype(dtype).itemsize
     )  # fmt: skip
-    chunk = (
+    largest = (
         max(1, CHUNK_BYTES // per_pixel)
         if chunk_size is None
         else check_positive_int("chunk_size", chunk_size)
     )
-    # one chunk shape per power of two: calls with a few pixels share their compilation
-    chunk = min(chunk, 1 << max(n_pixels - 1, 0).bit_length())
+    chunk = _balanced_chunk(n_pixels, largest)
 
     outputs = {
         "quantiles": np.full(z_center.shape + (5,), np.nan, dtype),
@@ -297,3 +296,14 @@ def sample(
         fit=warm,
         draws=layout.problem_array(outputs["draws"]) if return_samples else None,
     )
+
+
+def _balanced_chunk(n_pixels: int, largest: int) -> int:
+    """Pixels per chunk: the chunks of a call equal (a padded last chunk costs as much
+    as a full one), at most `largest`, rounded up to a power of two below 64 pixels and
+    to a multiple of 64 above (few shapes to compile: calls with a few pixels share
+    theirs), never above `largest`."""
+    n_chunks = -(-max(n_pixels, 1) // largest)
+    balanced = -(-max(n_pixels, 1) // n_chunks)
+    rounded = 1 << (balanced - 1).bit_length() if balanced <= 64 else -(-balanced // 64) * 64
+    return min(rounded, largest)
