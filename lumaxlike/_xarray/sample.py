@@ -17,7 +17,6 @@ from .chunks import chunked_inputs
 from .chunks import result_attrs as _result_attrs
 from .chunks import spectral_dim_of as _spectral_dim
 from .geometry import VECTOR_DIM as _VECTOR_DIM
-from .geometry import geometry_vectors as _geometry_vectors
 
 __all__ = ["QUANTILE_DIM", "sample_dataarray"]
 
@@ -133,7 +132,6 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
         )
     n_obs = refl.sizes[observation_dim]
     pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
-    to_sun, to_sensor, normal = _geometry_vectors(geometry, [*pixel_dims, observation_dim])
     index = xr.DataArray(  # each pixel's linear index: a chunk's random stream
         np.arange(int(np.prod([refl.sizes[d] for d in pixel_dims], dtype=np.int64))).reshape(
             [refl.sizes[d] for d in pixel_dims]
@@ -142,10 +140,7 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     )
     if refl.chunks is not None:
         index = index.chunk({d: refl.chunksizes[d] for d in pixel_dims})
-    inputs = chunked_inputs(
-        refl, [to_sun, to_sensor, normal], spec, pixel_dims, observation_dim=observation_dim,
-        extra=[index],
-    )  # fmt: skip
+    inputs = chunked_inputs(refl, geometry, spec, observation_dim=observation_dim, extra=[index])
     refl, vectors, (index,) = inputs.refl, inputs.vectors, inputs.extra
     dtype = np.result_type(refl.dtype, np.float32)
     options = {"refl_sigma": uncertainty_to_r(sigma, units), **options}
