@@ -22,6 +22,7 @@ import jax.numpy as jnp
 
 from .._model._backends import retarget_to_jax
 from .._model.family import ModelKey, jax_equations_for
+from .._model.jax_executables import stored_jit
 from .._model.jax_model import pixel_terms, reflectance_core
 from . import albedo_rules, lm_rules
 
@@ -103,7 +104,7 @@ def _solve_albedo_lm(rules, evaluate, w, active, tol, lower, upper, max_iter):
     return jax.lax.while_loop(unfinished, step, state)
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
+@stored_jit(static_argnames=("max_iter",))
 def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter, tol, w_bounds):
     """Solve every (pixel, band) problem of one chunk (jitted; same contract as numba's).
 

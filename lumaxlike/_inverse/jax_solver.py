@@ -31,16 +31,18 @@ from __future__ import annotations
 
 import functools
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 
 from .._model._backends import retarget_to_jax
 from .._model.columns_program import split_columns
 from .._model.family import jax_equations_for
+from .._model.jax_executables import stored_jit
 from .._params import PARAMETER_NAMES
 from . import albedo_rules, lm_rules
 from .compaction import run_compacted
@@ -52,7 +54,9 @@ _lm = retarget_to_jax(lm_rules)
 TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
 
-class _LMState(eqx.Module):
+class _LMState(NamedTuple):
+    # a named tuple, not an equinox module: its tree survives pickling, so the programs
+    # that return it can be stored compiled (`jax_executables`)
     residual: Any  # batch + (observations,)
     jtj: Any  # batch + (p, p)
     jtf: Any  # batch + (p,)
@@ -283,7 +287,7 @@ def _fit_solver(tol, lower, upper, free_index, key):
     )  # fmt: skip
 
 
-@partial(jax.jit, static_argnames=("free_index", "key"))
+@stored_jit(static_argnames=("free_index", "key"))
 def _fit_setup(
     refl,
     to_sun,
@@ -335,7 +339,7 @@ def _fit_setup(
     return status, active, start, state, inputs
 
 
-@partial(jax.jit, static_argnames=("steps", "free_index", "key"))
+@stored_jit(static_argnames=("steps", "free_index", "key"))
 def _lm_round(y, inputs, state, unit, steps, tol, lower, upper, free_index, key):
     """Up to `steps` steps of `ElementwiseLevenbergMarquardt` through `optx.least_squares`,
     continuing from `state` at `y`, on the problems of `inputs` (`_fit_setup`'s). Returns
@@ -358,18 +362,18 @@ def _flat(a):
     return a.reshape((-1,) + a.shape[2:])
 
 
-@jax.jit
+@stored_jit
 def _gather(batch, slots, padding):
     """The problems `slots` of batch = (y, state, inputs), all of shape (problems, 1, ...)
     or (problems, ...), as a new batch, state and inputs with them; the `padding` slots
     frozen (converged)."""
     y, state, inputs = batch
     state = jax.tree_util.tree_map(lambda a: a[slots], state)
-    state = eqx.tree_at(lambda s: s.converged, state, state.converged | padding[:, None])
+    state = state._replace(converged=state.converged | padding[:, None])
     return y[slots], state, jax.tree_util.tree_map(lambda a: a[slots], inputs)
 
 
-@jax.jit
+@stored_jit
 def _scatter(results, batch, origin):
     """results (flat (problems, ...) arrays: y, residual, jtj, converged, iterations) with
     problem `origin[slot]` set from each slot of batch (origin out of range: none)."""
@@ -386,7 +390,10 @@ def _results_of(batch):
     )
 
 
-@jax.jit
+_all_results = stored_jit(_results_of)  # the first batch's results, which hold every problem
+
+
+@stored_jit
 def _fit_outputs(status, active, results):
     """The dict `solve_fit_jax` returns, from the flat final results."""
     value, residual, jtj, converged, iterations = (
@@ -441,7 +448,7 @@ def solve_fit_jax(
         cost (sum of squared residuals), jtj (pixels, bands, p, p) at the solution.
     """
     shape = refl.shape[:2]
-    unit = jnp.ones((), refl.dtype)  # an argument, so a value XLA cannot fold
+    unit = np.ones((), refl.dtype)  # an argument, so a value XLA cannot fold
     status, active, start, state, inputs = _fit_setup(
         refl,
         to_sun,
@@ -467,16 +474,14 @@ def solve_fit_jax(
 
     def scatter(results, batch, origin):
         if results is None:
-            return _results_of(batch)
-        return _scatter(results, batch, jnp.asarray(origin))
+            return _all_results(batch)
+        return _scatter(results, batch, origin)
 
     results = run_compacted(
         (start, state, inputs),
         converged_of=lambda batch: batch[1].converged,
         run_round=run_round,
-        gather=lambda batch, slots, padding: _gather(
-            batch, jnp.asarray(slots), jnp.asarray(padding)
-        ),
+        gather=_gather,
         scatter=scatter,
         n_problems=status.size,
         max_steps=max_iter,

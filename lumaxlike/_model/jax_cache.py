@@ -30,6 +30,11 @@ Turning lumaxlike's JAX cache off: the environment variable ``LUMAXLIKE_JAX_CACH
 means no cache, never an error. Deleting the folder is always safe (JAX keys each entry on
 the program, the JAX and XLA versions, the device and the compile options).
 
+Inside the scope, lumaxlike's solver programs are also stored compiled, in the folder's
+``executables`` subfolder, so that a later process neither traces nor lowers them
+(`jax_executables.stored_jit`, used where `active_folder` is set); the cache's switch and
+folder are theirs too.
+
 Only programs that took at least `MIN_COMPILE_SECONDS` to compile are written: the
 solvers' programs (0.1-20 s each), not the millisecond element-wise programs that JAX
 compiles for every array shape it meets, which would fill the folder with one entry per
@@ -55,6 +60,7 @@ from .numba_cache import cache_dir
 __all__ = [
     "JAX_CACHE_VARIABLE",
     "MIN_COMPILE_SECONDS",
+    "active_folder",
     "compilation_cache_scope",
     "jax_cache_dir",
 ]
@@ -68,11 +74,18 @@ MIN_COMPILE_SECONDS = 0.05
 _OFF = {"0", "false", "no", "off"}
 _lock = threading.Lock()
 _active_scopes = 0  # scopes using lumaxlike's folder, over all threads
+_this_thread = threading.local()  # .folder: the folder of this thread's scope, if any
 
 
 def jax_cache_dir() -> Path:
     """The folder of lumaxlike's JAX compilation cache (it may not exist yet)."""
     return cache_dir() / "jax"
+
+
+def active_folder() -> Path | None:
+    """lumaxlike's JAX cache folder if this thread is inside a `compilation_cache_scope`
+    that uses it, else None (the cache off, the user's own folder, or no scope)."""
+    return getattr(_this_thread, "folder", None)
 
 
 def _folder_for_scope() -> str | None:
@@ -108,10 +121,12 @@ def compilation_cache_scope():
         return
     with _lock:
         _active_scopes += 1
+    _this_thread.folder = Path(folder)
     try:
         with compilation_cache_settings(folder, MIN_COMPILE_SECONDS):
             yield
     finally:
+        _this_thread.folder = None
         with _lock:
             _active_scopes -= 1
             if _active_scopes == 0:
