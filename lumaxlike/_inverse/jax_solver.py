@@ -393,9 +393,11 @@ def _results_of(batch):
 _all_results = stored_jit(_results_of)  # the first batch's results, which hold every problem
 
 
-@stored_jit
-def _fit_outputs(status, active, results):
-    """The dict `solve_fit_jax` returns, from the flat final results."""
+@stored_jit(static_argnames=("shape",))
+def _fit_outputs(status, active, results, shape):
+    """The dict `solve_fit_jax` returns, from the flat final results; `shape` is the
+    chunk's (pixels, bands)."""
+    status, active = status.reshape(shape), active.reshape(shape)
     value, residual, jtj, converged, iterations = (
         a.reshape(status.shape + a.shape[1:]) for a in results
     )
@@ -488,4 +490,4 @@ def solve_fit_jax(
         compact=compact,
         sizes=sizes,
     )
-    return _fit_outputs(status.reshape(shape), active.reshape(shape), results)
+    return _fit_outputs(status, active, results, shape=shape)

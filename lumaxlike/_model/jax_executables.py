@@ -38,6 +38,7 @@ import functools
 import hashlib
 import importlib.metadata
 import inspect
+import math
 import os
 import pickle
 import platform
@@ -51,6 +52,7 @@ from typing import Any
 import jax
 from jax.experimental import serialize_executable
 
+from .._compat.jax_internals import compilation_cache_settings
 from .jax_cache import active_folder
 
 __all__ = ["EXECUTABLES_FOLDER", "stored_jit", "store_events"]
@@ -228,9 +230,35 @@ def _compile_and_write(path: Path, fun, static: dict, treedef, leaves):
         out_trees.append(out_tree)
         return out_leaves
 
-    flat.__name__ = flat.__qualname__ = fun.__name__  # the program's name, as jax.jit's
-    compiled = jax.jit(flat).lower(*leaves).compile()
+    # A name of its own, and never written to JAX's cache (an infinite threshold), so
+    # that JAX's cache never holds this program: an executable JAX loaded from its cache
+    # serializes without its object code (XLA:CPU, jaxlib 0.10: the entry then fails
+    # with "Function ... not found" when run), so only a fresh compile may be stored.
+    flat.__name__ = flat.__qualname__ = f"{fun.__name__}_stored"
+    with compilation_cache_settings(str(path.parents[1]), math.inf):
+        lowered = jax.jit(flat).lower(*leaves)  # (tracing may compile small programs)
+        hits = _cache_hits_here()
+        compiled = lowered.compile()
     store_events["compiled"] += 1
-    if _write(path, compiled, out_trees[0]):
+    if _cache_hits_here() == hits and _write(path, compiled, out_trees[0]):
         store_events["written"] += 1
     return compiled, out_trees[0]
+
+
+_this_thread = threading.local()  # .cache_hits: JAX cache hits of this thread's compiles
+_listening = []
+
+
+def _cache_hits_here() -> int:
+    """JAX cache hits in this thread so far (from JAX's monitoring events; the listener
+    is registered at the store's first compile, never at import)."""
+    with _memory_lock:
+        if not _listening:
+            jax.monitoring.register_event_listener(_count_cache_hit)
+            _listening.append(True)
+    return getattr(_this_thread, "cache_hits", 0)
+
+
+def _count_cache_hit(event: str, **kwargs) -> None:
+    if event == "/jax/compilation_cache/cache_hits":
+        _this_thread.cache_hits = getattr(_this_thread, "cache_hits", 0) + 1
