@@ -1,9 +1,11 @@
-"""lumaxlike's JAX persistent compilation cache (`lumaxlike._model.jax_cache`): a second
-process loads what the first compiled; off, it writes nothing; a cache folder the user
-configured is used instead; the user's own programs and JAX configuration are left alone.
+"""lumaxlike's JAX caches (`lumaxlike._model.jax_cache`, `jax_executables`): a second
+process loads the solver program the first compiled, without tracing it; off, nothing is
+written; a cache folder the user configured is used instead (and no executables are
+stored); the user's own programs and JAX configuration are left alone; a damaged stored
+executable is compiled again.
 
-Each case runs fresh processes (JAX's cache is per process) on a tiny `invert` with
-solver="jax", whose solver program compiles in ~0.5-2 s (above the cache's threshold)."""
+The process cases run fresh processes (the caches load in a new process) on a tiny
+`invert` with solver="jax", whose solver program compiles in ~0.5-2 s."""
 
 import json
 import os
@@ -11,7 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lumaxlike._model import jax_cache
+import pytest
+
+from lumaxlike._model import jax_cache, jax_executables
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,6 +29,11 @@ jax.monitoring.register_event_listener(lambda event, **kw: events.append(event))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # the user's setting
 import lumaxlike
 from lumaxlike import HapkeParams
+from lumaxlike._model import jax_executables
+traced = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **kw: traced.append(kw.get("fun_name"))
+    if event == "/jax/core/compile/jaxpr_trace_duration" else None)
 rng = np.random.default_rng(0)
 normal = np.tile([0.0, 0.0, 1.0], (6, 1))
 to_sun = np.column_stack([np.sin(rng.uniform(0.2, 0.9, 6)), np.zeros(6), np.ones(6)])
@@ -32,13 +41,15 @@ to_sensor = np.column_stack([np.zeros(6), np.sin(rng.uniform(0.0, 0.5, 6)), np.o
 params = HapkeParams(b=0.3, c=0.4)
 refl = rng.uniform(0.02, 0.08, (6, 3))  # [1/sr]
 result = lumaxlike.invert(refl, to_sun, to_sensor, normal, params, solver="jax")
-solver_events = list(events)
+solver_events, solver_traced = list(events), list(traced)
 def user_program(x):
     return jnp.sin(x) * 3.0 + 1.0
 jax.jit(user_program)(jnp.ones(7)).block_until_ready()
 print(json.dumps({
     "hits": solver_events.count("/jax/compilation_cache/cache_hits"),
     "writes": solver_events.count("/jax/compilation_cache/cache_misses"),
+    "stored": dict(jax_executables.store_events),
+    "traced": solver_traced,
     "w": result.w.tolist(),
     "status": result.status.tolist(),
     "cache_dir": jax.config.jax_compilation_cache_dir,
@@ -66,15 +77,26 @@ def entries(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.glob("*-cache")) if folder.exists() else []
 
 
+def stored(folder: Path) -> list[str]:
+    executables = folder / jax_executables.EXECUTABLES_FOLDER
+    return sorted(p.name for p in executables.iterdir()) if executables.exists() else []
+
+
 def test_second_process_loads_the_cache_and_leaves_the_user_alone(tmp_path):
     folder = tmp_path / "jax"
     first = run_child(tmp_path)
-    written = entries(folder)
-    assert first["hits"] == 0 and first["writes"] >= 1
-    assert any(name.startswith("jit_solve_albedo_jax-") for name in written), written
+    written, executables = entries(folder), stored(folder)
+    # the solver program compiled and stored as an executable (and not in JAX's cache:
+    # an executable JAX loads from there cannot be stored again)
+    assert first["stored"] == {"loaded": 0, "written": 1, "compiled": 1}
+    assert "solve_albedo_jax_stored" in first["traced"] and len(executables) == 1
+    assert not any("solve_albedo_jax" in name for name in written), written
     second = run_child(tmp_path)
-    assert second["hits"] >= 1 and second["writes"] == 0
-    assert entries(folder) == written  # nothing new: everything came from the cache
+    # ... loaded by the second process: neither traced nor compiled again
+    assert second["stored"] == {"loaded": 1, "written": 0, "compiled": 0}
+    assert not any("solve_albedo_jax" in name for name in second["traced"] if name)
+    assert second["writes"] == 0
+    assert entries(folder) == written and stored(folder) == executables  # nothing new
     assert second["w"] == first["w"] and second["status"] == first["status"]  # same bits
     for run in (first, second):
         # the user's JAX configuration is as they left it, during and after the call ...
@@ -87,6 +109,8 @@ def test_second_process_loads_the_cache_and_leaves_the_user_alone(tmp_path):
 def test_cache_off_writes_nothing(tmp_path):
     run = run_child(tmp_path, LUMAXLIKE_JAX_CACHE="off")
     assert run["hits"] == 0 and run["writes"] == 0
+    assert run["stored"] == {"loaded": 0, "written": 0, "compiled": 0}
+    assert "solve_albedo_jax" in run["traced"]  # compiled by jax.jit, as without caches
     assert not (tmp_path / "jax").exists()
 
 
@@ -95,6 +119,7 @@ def test_users_own_cache_folder_is_used_instead(tmp_path):
     run = run_child(tmp_path, JAX_COMPILATION_CACHE_DIR=str(users))
     assert run["cache_dir"] == str(users)
     assert not (tmp_path / "jax").exists()  # lumaxlike's folder not made, not used
+    assert run["stored"] == {"loaded": 0, "written": 0, "compiled": 0}  # no executables
     names = entries(users)
     assert any(name.startswith("jit_solve_albedo_jax-") for name in names), names
     assert any(name.startswith("jit_user_program-") for name in names), names  # theirs: all
@@ -125,3 +150,40 @@ def test_scope_sets_thread_local_settings_only(tmp_path, monkeypatch):
     assert jax_cache._folder_for_scope() is None
     with jax_cache.compilation_cache_scope():
         assert config.compilation_cache_dir.value is None
+
+
+def test_a_damaged_stored_executable_is_compiled_again(tmp_path, monkeypatch):
+    import jax.numpy as jnp
+    import numpy as np
+
+    monkeypatch.setenv("LUMAXLIKE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(jax_cache.JAX_CACHE_VARIABLE, raising=False)
+    monkeypatch.setattr(jax_executables, "_memory", {})  # this process's programs: none
+    monkeypatch.setattr(
+        jax_executables, "store_events", dict.fromkeys(["loaded", "written", "compiled"], 0)
+    )
+
+    @jax_executables.stored_jit(static_argnames=("power",))
+    def program(x, pair, power):
+        return {"sum": pair[0] + pair[1] * x**power, "x": x}
+
+    x, pair = np.linspace(0.0, 1.0, 5), (np.float32(2.0), jnp.ones(5))
+    expected = 2.0 + np.linspace(0.0, 1.0, 5, dtype=np.float32) ** 3
+    assert program(x, pair, power=3)["sum"].tolist() == pytest.approx(expected.tolist())
+    assert jax_executables.store_events["compiled"] == 0  # outside a scope: jax.jit
+    assert not (tmp_path / "jax").exists()
+
+    def call_in_scope():
+        with jax_cache.compilation_cache_scope():
+            result = program(x, pair, power=3)
+        np.testing.assert_allclose(result["sum"], expected, rtol=1e-6)
+        np.testing.assert_array_equal(result["x"], x.astype(np.float32))
+        jax_executables._memory.clear()  # as a new process would start
+        return dict(jax_executables.store_events)
+
+    assert call_in_scope() == {"loaded": 0, "written": 1, "compiled": 1}
+    (entry,) = (tmp_path / "jax" / jax_executables.EXECUTABLES_FOLDER).iterdir()
+    assert call_in_scope() == {"loaded": 1, "written": 1, "compiled": 1}
+    entry.write_bytes(entry.read_bytes()[:100])  # damaged: cut short
+    assert call_in_scope() == {"loaded": 1, "written": 2, "compiled": 2}  # rewritten
+    assert call_in_scope() == {"loaded": 2, "written": 2, "compiled": 2}
