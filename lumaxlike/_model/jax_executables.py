@@ -3,7 +3,7 @@ later process loads them without tracing or lowering them.
 
 JAX's persistent compilation cache (`jax_cache`) saves the XLA compile, but a process
 still traces every program to a jaxpr and lowers it to StableHLO before it can look the
-program up: for `fit`'s solver, ~70 % of a later process's first-call time (the model's
+program up: for `fit`'s solver, ~60 % of a later process's first-call time (the model's
 derivative program, traced per free parameter set and batch size). `stored_jit` is
 `jax.jit` with a second store in front: the compiled executable itself
 (`jax.experimental.serialize_executable`), one file per program, shape and dtype, in
