@@ -42,7 +42,6 @@ import optimistix as optx
 from .._model._backends import retarget_to_jax
 from .._model.columns_program import split_columns
 from .._model.family import jax_equations_for
-from .._model.jax_executables import stored_jit
 from .._params import PARAMETER_NAMES
 from . import albedo_rules, lm_rules
 from .compaction import run_compacted
@@ -55,8 +54,8 @@ TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
 
 class _LMState(NamedTuple):
-    # a named tuple, not an equinox module: its tree survives pickling, so the programs
-    # that return it can be stored compiled (`jax_executables`)
+    # a named tuple, not an equinox module: its tree survives pickling, as
+    # `jax_executables.stored_jit` needs (fit's programs are not stored: see there)
     residual: Any  # batch + (observations,)
     jtj: Any  # batch + (p, p)
     jtf: Any  # batch + (p,)
@@ -287,7 +286,7 @@ def _fit_solver(tol, lower, upper, free_index, key):
     )  # fmt: skip
 
 
-@stored_jit(static_argnames=("free_index", "key"))
+@partial(jax.jit, static_argnames=("free_index", "key"))
 def _fit_setup(
     refl,
     to_sun,
@@ -339,7 +338,7 @@ def _fit_setup(
     return status, active, start, state, inputs
 
 
-@stored_jit(static_argnames=("steps", "free_index", "key"))
+@partial(jax.jit, static_argnames=("steps", "free_index", "key"))
 def _lm_round(y, inputs, state, unit, steps, tol, lower, upper, free_index, key):
     """Up to `steps` steps of `ElementwiseLevenbergMarquardt` through `optx.least_squares`,
     continuing from `state` at `y`, on the problems of `inputs` (`_fit_setup`'s). Returns
@@ -362,7 +361,7 @@ def _flat(a):
     return a.reshape((-1,) + a.shape[2:])
 
 
-@stored_jit
+@jax.jit
 def _gather(batch, slots, padding):
     """The problems `slots` of batch = (y, state, inputs), all of shape (problems, 1, ...)
     or (problems, ...), as a new batch, state and inputs with them; the `padding` slots
@@ -373,7 +372,7 @@ def _gather(batch, slots, padding):
     return y[slots], state, jax.tree_util.tree_map(lambda a: a[slots], inputs)
 
 
-@stored_jit
+@jax.jit
 def _scatter(results, batch, origin):
     """results (flat (problems, ...) arrays: y, residual, jtj, converged, iterations) with
     problem `origin[slot]` set from each slot of batch (origin out of range: none)."""
@@ -390,10 +389,10 @@ def _results_of(batch):
     )
 
 
-_all_results = stored_jit(_results_of)  # the first batch's results, which hold every problem
+_all_results = jax.jit(_results_of)  # the first batch's results, which hold every problem
 
 
-@stored_jit(static_argnames=("shape",))
+@partial(jax.jit, static_argnames=("shape",))
 def _fit_outputs(status, active, results, shape):
     """The dict `solve_fit_jax` returns, from the flat final results; `shape` is the
     chunk's (pixels, bands)."""

@@ -3,8 +3,7 @@ later process loads them without tracing or lowering them.
 
 JAX's persistent compilation cache (`jax_cache`) saves the XLA compile, but a process
 still traces every program to a jaxpr and lowers it to StableHLO before it can look the
-program up: for `fit`'s solver, ~60 % of a later process's first-call time (the model's
-derivative program, traced per free parameter set and batch size). `stored_jit` is
+program up (for `fit`'s solver ~60 % of a later process's first-call time). `stored_jit` is
 `jax.jit` with a second store in front: the compiled executable itself
 (`jax.experimental.serialize_executable`), one file per program, shape and dtype, in
 ``<lumaxlike's JAX cache folder>/executables``. A later process deserializes it and calls
@@ -27,6 +26,15 @@ cannot be read or loaded is compiled again and rewritten; writes are atomic (a t
 file renamed). Deleting the folder is always safe. Only programs whose output tree
 survives pickling (tuples, lists, dicts, named tuples, None: not equinox modules) are
 written; the others are compiled as `jax.jit` does, in every process.
+
+Used by `invert`'s solver (`jax_albedo.solve_albedo_jax`). Not by `fit`'s: its programs
+(optimistix loops around the model's derivative program) load and give the same bits, and
+a later process's first `fit` fell from 6.3-7.2 to 3.0-3.5 CPU s, but the loaded
+executables then ran single-threaded: 1.67 s of wall time for `bench_first_call`'s fit
+against 0.97 s for the same programs compiled in the process (2 cores; the same CPU
+seconds; deserializing with JAX's compile options changed nothing), a steady-state cost
+larger than the first-call gain beyond ~150 k problems. (A straight-line program loaded
+the same way keeps its threads; `invert`'s loaded solver runs as fast as the compiled.)
 
 Loading an entry runs code it holds (as JAX's own cache does): the folder is the user's
 own cache folder, never shared input.
