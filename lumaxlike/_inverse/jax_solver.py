@@ -42,6 +42,7 @@ import optimistix as optx
 from .._model._backends import retarget_to_jax
 from .._model.columns_program import split_columns
 from .._model.family import jax_equations_for
+from .._model.jax_executables import stored_jit
 from .._params import PARAMETER_NAMES
 from . import albedo_rules, lm_rules
 from .compaction import run_compacted
@@ -54,8 +55,8 @@ TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
 
 class _LMState(NamedTuple):
-    # a named tuple, not an equinox module: its tree survives pickling, as
-    # `jax_executables.stored_jit` needs (fit's programs are not stored: see there)
+    # a named tuple, not an equinox module: its tree survives pickling, so the programs
+    # that return it can be stored compiled (`jax_executables`)
     residual: Any  # batch + (observations,)
     jtj: Any  # batch + (p, p)
     jtf: Any  # batch + (p,)
@@ -286,7 +287,7 @@ def _fit_solver(tol, lower, upper, free_index, key):
     )  # fmt: skip
 
 
-@partial(jax.jit, static_argnames=("free_index", "key"))
+@stored_jit(static_argnames=("free_index", "key"))
 def _fit_setup(
     refl,
     to_sun,
@@ -338,7 +339,7 @@ def _fit_setup(
     return status, active, start, state, inputs
 
 
-@partial(jax.jit, static_argnames=("steps", "free_index", "key"))
+@stored_jit(static_argnames=("steps", "free_index", "key"))
 def _lm_round(y, inputs, state, unit, steps, tol, lower, upper, free_index, key):
     """Up to `steps` steps of `ElementwiseLevenbergMarquardt` through `optx.least_squares`,
     continuing from `state` at `y`, on the problems of `inputs` (`_fit_setup`'s). Returns
@@ -361,7 +362,7 @@ def _flat(a):
     return a.reshape((-1,) + a.shape[2:])
 
 
-@jax.jit
+@stored_jit
 def _gather(batch, slots, padding):
     """The problems `slots` of batch = (y, state, inputs), all of shape (problems, 1, ...)
     or (problems, ...), as a new batch, state and inputs with them; the `padding` slots
@@ -372,7 +373,7 @@ def _gather(batch, slots, padding):
     return y[slots], state, jax.tree_util.tree_map(lambda a: a[slots], inputs)
 
 
-@jax.jit
+@stored_jit
 def _scatter(results, batch, origin):
     """results (flat (problems, ...) arrays: y, residual, jtj, converged, iterations) with
     problem `origin[slot]` set from each slot of batch (origin out of range: none)."""
@@ -389,10 +390,10 @@ def _results_of(batch):
     )
 
 
-_all_results = jax.jit(_results_of)  # the first batch's results, which hold every problem
+_all_results = stored_jit(_results_of)  # the first batch's results, which hold every problem
 
 
-@partial(jax.jit, static_argnames=("shape",))
+@stored_jit(static_argnames=("shape",))
 def _fit_outputs(status, active, results, shape):
     """The dict `solve_fit_jax` returns, from the flat final results; `shape` is the
     chunk's (pixels, bands)."""

@@ -27,15 +27,6 @@ file renamed). Deleting the folder is always safe. Only programs whose output tr
 survives pickling (tuples, lists, dicts, named tuples, None: not equinox modules) are
 written; the others are compiled as `jax.jit` does, in every process.
 
-Used by `invert`'s solver (`jax_albedo.solve_albedo_jax`). Not by `fit`'s: its programs
-(optimistix loops around the model's derivative program) load and give the same bits, and
-a later process's first `fit` fell from 6.3-7.2 to 3.0-3.5 CPU s, but the loaded
-executables then ran single-threaded: 1.67 s of wall time for `bench_first_call`'s fit
-against 0.97 s for the same programs compiled in the process (2 cores; the same CPU
-seconds; deserializing with JAX's compile options changed nothing), a steady-state cost
-larger than the first-call gain beyond ~150 k problems. (A straight-line program loaded
-the same way keeps its threads; `invert`'s loaded solver runs as fast as the compiled.)
-
 Loading an entry runs code it holds (as JAX's own cache does): the folder is the user's
 own cache folder, never shared input.
 """
