@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .._inverse.invert import default_chunk_pixels
 from .._io.geometry_rasters import GeometryReader
 from .._io.raster import CubeReader, check_aligned
 from .._io.writers import FIELD_ATTRS, FieldLayout
@@ -27,9 +26,9 @@ from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
 from .._run.tasks import SolverOptions, band_groups, numba_threads, per_band_params
 from .arguments import check_not_an_input, check_run_arguments, geometry_paths
-from .blocks import block_rows, cube_block_reader
+from .blocks import block_setup, cube_block_reader
 from .outputs import stream_to_outputs
-from .products import ProductArguments, open_product
+from .products import ProductArguments
 from .records import recorded_command
 
 __all__ = ["NORMALIZATION_FIELDS", "normalization_attrs", "normalize_block", "normalize_file"]
@@ -254,20 +253,16 @@ def normalize_file(
         main="reflectance",
     )
     product = ProductArguments(
-        correction_undone,
-        reff_incidence,
-        solar_spectrum,
-        solar_distance,
-        wavelengths_from,
+        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
-    )
+    )  # fmt: skip
 
-    with open_product(cube_path, units, geometry, dtm, product) as opened:
-        cube, info = opened.cube, opened.cube.info
+    with block_setup(
+        cube_path, units, geometry, dtm, product,
+        chunk_rows=chunk_rows, solver=solver, max_iter=max_iter, tol=tol,
+    ) as setup:  # fmt: skip
+        opened, cube, info = setup.opened, setup.cube, setup.info
         band_params = per_band_params(params, info.bands)
-        rows_per_block = block_rows(chunk_rows, info)
-        chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
-        options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
         maps = _MapReader(param_maps, info)
         try:
             with GeometryReader(
@@ -314,7 +309,7 @@ def normalize_file(
                     like=info,
                     fields=fields,
                     provenance=provenance,
-                    rows_per_block=rows_per_block,
+                    rows_per_block=setup.rows_per_block,
                     inputs=[
                         cube_path,
                         dtm,
@@ -331,7 +326,7 @@ def normalize_file(
                         units=cube.units,
                         sigma=sigma,
                         params=band_params,
-                        options=options,
+                        options=setup.options,
                         extra=lambda rows: {
                             "standard": standard,
                             "units": cube.units,

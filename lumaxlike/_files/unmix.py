@@ -38,9 +38,9 @@ from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
 from .arguments import check_not_an_input, check_run_arguments, geometry_paths
-from .blocks import block_rows, cube_block_reader
+from .blocks import block_setup, cube_block_reader
 from .outputs import stream_to_outputs
-from .products import ProductArguments, open_product
+from .products import ProductArguments
 from .records import recorded_command
 from .wavelengths import known_wavelengths_um
 
@@ -268,16 +268,17 @@ def unmix_file(
         out_path, fields, [cube_path, dtm, *geometry_paths(geometry)], main="fractions"
     )
     product = ProductArguments(
-        correction_undone,
-        reff_incidence,
-        solar_spectrum,
-        solar_distance,
-        wavelengths_from,
+        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
-    )
+    )  # fmt: skip
 
-    with open_product(cube_path, units, geometry, dtm, product, bad_bands="exclude") as opened:
-        cube, info = opened.cube, opened.cube.info
+    n_endmembers = endmembers.n_endmembers
+    with block_setup(
+        cube_path, units, geometry, dtm, product,
+        chunk_rows=chunk_rows, solver=solver, max_iter=max_iter, tol=tol,
+        chunk_pixels=lambda bands: default_chunk_pixels(bands, n_endmembers), bad_bands="exclude",
+    ) as setup:  # fmt: skip
+        opened, cube, info = setup.opened, setup.cube, setup.info
         endmembers = endmembers_on_bands(
             endmembers,
             cube.band_indices,
@@ -289,11 +290,6 @@ def unmix_file(
             raise ValueError(
                 f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}"
             )
-        rows_per_block = block_rows(chunk_rows, info)
-        chunk_size = min(
-            rows_per_block * info.grid.width,
-            default_chunk_pixels(info.bands, endmembers.n_endmembers),
-        )
         wavelengths = known_wavelengths_um(info)
         band_order(wavelengths, endmembers, f"the cube {cube_path}")  # refused before any work
         options = UnmixOptions(
@@ -302,7 +298,7 @@ def unmix_file(
             bool(sum_to_one),
             max_iter,
             tol,
-            chunk_size,
+            setup.chunk_size,
             wavelengths=None if wavelengths is None else tuple(wavelengths),
         )
         with GeometryReader(opened.geometry, info.grid, dtm, surface=surface) as geometry_reader:
@@ -326,7 +322,7 @@ def unmix_file(
                 like=info,
                 fields=fields,
                 provenance=provenance,
-                rows_per_block=rows_per_block,
+                rows_per_block=setup.rows_per_block,
                 inputs=[cube_path, dtm, *geometry_paths(opened.geometry), *product.files()],
                 overwrite=overwrite,
                 resume=resume,
