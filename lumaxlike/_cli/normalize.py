@@ -49,7 +49,8 @@ def _angle_triple(text: str) -> tuple[float, float, float]:
     values = number_list(text)
     if len(values) != 3:
         raise argparse.ArgumentTypeError(f"expected three angles I,E,G in degrees, got {text!r}")
-    return tuple(values)
+    incidence, emission, phase = values
+    return incidence, emission, phase
 
 
 def _param_map(text: str) -> tuple[str, Path]:
