@@ -44,6 +44,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -151,7 +152,7 @@ def _child(config: ProfileConfig, folder: str) -> dict:
     geometry = (cube["to_sun"], cube["to_sensor"], cube["normal"])
     w_true = cube.pop("w_true", None)
     n_pixels = config.side * config.side
-    out = {"numba_threads": numba.get_num_threads()}
+    out: dict[str, Any] = {"numba_threads": numba.get_num_threads()}
 
     if config.task == "forward":
         w = (
@@ -245,7 +246,7 @@ def _child_file(config: ProfileConfig, folder: str, rss_start: int) -> dict:
     rss_imports = current_rss()
     root = Path(folder)
     chunk_rows = None if config.chunk_size is None else max(1, config.chunk_size // config.side)
-    out = {}
+    out: dict[str, Any] = {}
     # No reset of the high-water mark: the target is the whole process's peak.
     with memray_peak(config.memray, str(root), out):
         summary = invert_file(

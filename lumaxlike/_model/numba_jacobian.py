@@ -216,8 +216,10 @@ def model_columns(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY) -> ColumnF
     free = tuple(free)
     digest = _generation_digest(free, key)
     module, in_file = _generated_module(free, key, digest)
-    options = {"error_model": "numpy", "fastmath": FASTMATH}
-    jit = cached_njit(**options) if in_file else numba.njit(**options)
+    if in_file:
+        jit = cached_njit(error_model="numpy", fastmath=FASTMATH)
+    else:
+        jit = numba.njit(error_model="numpy", fastmath=FASTMATH)
     for name in ("_known_part", "_step_part", "_free_part", "hoist", "prepare", "columns"):
         setattr(module, name, jit(getattr(module, name)))  # the wrappers call the parts as globals
     return ColumnFunctions(
