@@ -232,8 +232,10 @@ def _isis3(dataset) -> SpectralMetadata | None:
 
 
 def _descriptions(dataset) -> SpectralMetadata | None:
-    matches = [_DESCRIPTION.match(d or "") for d in dataset.descriptions]
-    if not all(matches):
+    matches = [
+        match for match in (_DESCRIPTION.match(d or "") for d in dataset.descriptions) if match
+    ]
+    if len(matches) != len(dataset.descriptions):
         return None
     units = {unit_name(m.group(2)) for m in matches}
     return SpectralMetadata(

@@ -175,6 +175,8 @@ def _generated_module(free: tuple[str, ...], key: ModelKey, digest: str):
                 file.write(text)
             os.replace(file.name, path)  # atomic: another process sees the whole file or none
         spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:  # not for a .py file; said plainly if ever
+            raise ImportError(f"cannot load the generated module {path}")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         sys.modules[name] = module
