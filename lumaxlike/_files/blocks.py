@@ -14,6 +14,7 @@ from .._inverse.invert import default_chunk_pixels
 from .._io.product_cube import ProductCube
 from .._io.raster import CubeInfo
 from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
+from .._provenance import Provenance, make_provenance
 from .._run.tasks import SolverOptions
 from .products import OpenedProduct, ProductArguments, open_product
 
@@ -54,6 +55,7 @@ class BlockSetup:
     """A cube opened for a run on one cube, and how the run cuts it (`block_setup`).
 
     Attributes:
+        cube_path, dtm: the cube file and the DTM (or None) as given.
         opened: the product opened (`OpenedProduct`: cube, geometry, REFF incidence, record).
         rows_per_block: rows of the cube read, solved and written at a time.
         chunk_size: pixels per solver chunk, the same for every block (the last block's
@@ -61,6 +63,8 @@ class BlockSetup:
         options: the block task's `SolverOptions` (solver, max_iter, tol, chunk_size).
     """
 
+    cube_path: object
+    dtm: object
     opened: OpenedProduct
     rows_per_block: int
     chunk_size: int
@@ -76,6 +80,34 @@ class BlockSetup:
         """The cube's grid, bands and data type (the bands run, bad ones left out where
         the product was opened with ``bad_bands="exclude"``)."""
         return self.opened.cube.info
+
+    def provenance(self, geometry_reader, **settings) -> Provenance:
+        """The run's record (`make_provenance`): this cube, its geometry (as recorded), the
+        DTM, how ``geometry_reader`` reads the geometry and the product record, with
+        ``settings`` (params, units, solver, tol, max_iter, refl_sigma, command, ...)."""
+        return make_provenance(
+            dtype=self.info.dtype,
+            cube=self.cube_path,
+            geometry=self.opened.recorded_geometry,
+            dtm=self.dtm,
+            geometry_layout=geometry_reader.record(),
+            product=self.opened.record,
+            **settings,
+        )
+
+    def block_reader(self, geometry_reader, *, sigma, params, options=None, extra=None):
+        """`cube_block_reader` of this cube (its units and REFF incidence), with this run's
+        `SolverOptions` unless ``options`` replaces them."""
+        return cube_block_reader(
+            self.cube,
+            geometry_reader,
+            units=self.cube.units,
+            sigma=sigma,
+            params=params,
+            options=self.options if options is None else options,
+            extra=extra,
+            reff_incidence=self.opened.reff_incidence,
+        )
 
 
 @contextlib.contextmanager
@@ -113,7 +145,7 @@ def block_setup(
         rows_per_block = block_rows(chunk_rows, info)
         chunk_size = min(rows_per_block * info.grid.width, chunk_pixels(info.bands))
         options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
-        yield BlockSetup(opened, rows_per_block, chunk_size, options)
+        yield BlockSetup(cube_path, dtm, opened, rows_per_block, chunk_size, options)
 
 
 FLAT_NORMAL = np.array([0.0, 0.0, 1.0])

@@ -7,12 +7,11 @@ from pathlib import Path
 
 from .._io.geometry_rasters import GeometryReader
 from .._io.writers import RESULT_FIELDS
-from .._provenance import make_provenance
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
 from .._run.tasks import per_band_params
 from .arguments import check_not_an_input, check_run_arguments, geometry_paths
-from .blocks import block_setup, cube_block_reader
+from .blocks import block_setup
 from .outputs import stream_to_outputs
 from .products import ProductArguments
 from .records import recorded_command
@@ -158,19 +157,14 @@ def invert_file(
         opened, cube, info = setup.opened, setup.cube, setup.info
         band_params = per_band_params(params, info.bands)
         with GeometryReader(opened.geometry, info.grid, dtm, surface=surface) as geometry_reader:
-            provenance = make_provenance(
+            provenance = setup.provenance(
+                geometry_reader,
                 params=band_params,
                 units=units,
                 solver=solver,
                 tol=tol,
                 max_iter=max_iter,
                 refl_sigma=sigma,
-                dtype=info.dtype,
-                cube=cube_path,
-                geometry=opened.recorded_geometry,
-                dtm=dtm,
-                geometry_layout=geometry_reader.record(),
-                product=opened.record,
                 command=recorded_command(
                     command,
                     "invert_file",
@@ -200,15 +194,7 @@ def invert_file(
                 overwrite=overwrite,
                 resume=resume,
                 pool_factory=lambda: BlockPool(workers, scheduler),
-                read=cube_block_reader(
-                    cube,
-                    geometry_reader,
-                    units=cube.units,
-                    sigma=sigma,
-                    params=band_params,
-                    options=setup.options,
-                    reff_incidence=opened.reff_incidence,
-                ),
+                read=setup.block_reader(geometry_reader, sigma=sigma, params=band_params),
                 progress=progress,
                 description=f"inverting {Path(cube_path).name}",
                 on_start=cube.tell,  # every check passed: the run starts

@@ -19,13 +19,12 @@ from .._io.geometry_rasters import GeometryReader
 from .._io.raster import CubeReader, check_aligned
 from .._io.writers import FieldLayout
 from .._normalize.standard import DEFAULT_STANDARD, standard_angles
-from .._provenance import make_provenance
 from .._run.normalize_task import NORMALIZATION_FIELDS, normalization_attrs, normalize_block
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
 from .._run.tasks import per_band_params
 from .arguments import check_not_an_input, check_run_arguments, geometry_paths
-from .blocks import block_setup, cube_block_reader
+from .blocks import block_setup
 from .outputs import stream_to_outputs
 from .products import ProductArguments
 from .records import recorded_command
@@ -166,21 +165,16 @@ def normalize_file(
             with GeometryReader(
                 opened.geometry, info.grid, dtm, surface=surface
             ) as geometry_reader:
-                provenance = make_provenance(
+                provenance = setup.provenance(
+                    geometry_reader,
                     params=band_params,
                     units=units,
                     solver=solver,
                     tol=tol,
                     max_iter=max_iter,
                     refl_sigma=sigma,
-                    dtype=info.dtype,
-                    cube=cube_path,
-                    geometry=opened.recorded_geometry,
-                    dtm=dtm,
-                    geometry_layout=geometry_reader.record(),
                     standard=standard,
                     param_maps=param_maps or None,
-                    product=opened.record,
                     command=recorded_command(
                         command,
                         "normalize_file",
@@ -218,19 +212,15 @@ def normalize_file(
                     overwrite=overwrite,
                     resume=resume,
                     pool_factory=lambda: BlockPool(workers, scheduler, function=normalize_block),
-                    read=cube_block_reader(
-                        cube,
+                    read=setup.block_reader(
                         geometry_reader,
-                        units=cube.units,
                         sigma=sigma,
                         params=band_params,
-                        options=setup.options,
                         extra=lambda rows: {
                             "standard": standard,
                             "units": cube.units,
                             **maps.read(rows),
                         },
-                        reff_incidence=opened.reff_incidence,
                     ),
                     progress=progress,
                     description=f"normalising {Path(cube_path).name}",

@@ -28,7 +28,6 @@ import numpy as np
 
 from .._io.geometry_rasters import GeometryReader
 from .._params import HapkeParams
-from .._provenance import make_provenance
 from .._run.journal import array_digest
 from .._run.pool import BlockPool
 from .._run.progress import resumed_text
@@ -37,7 +36,7 @@ from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels
 from .arguments import check_not_an_input, check_run_arguments, geometry_paths
-from .blocks import block_setup, cube_block_reader
+from .blocks import block_setup
 from .outputs import stream_to_outputs
 from .products import ProductArguments
 from .records import recorded_command
@@ -193,11 +192,9 @@ def unmix_file(
             wavelengths=None if wavelengths is None else tuple(wavelengths),
         )
         with GeometryReader(opened.geometry, info.grid, dtm, surface=surface) as geometry_reader:
-            provenance = make_provenance(
-                params=[params] * info.bands, units=units, solver=solver,
+            provenance = setup.provenance(
+                geometry_reader, params=[params] * info.bands, units=units, solver=solver,
                 tol=DEFAULT_TOLERANCE if tol is None else tol, max_iter=max_iter, refl_sigma=sigma,
-                dtype=info.dtype, cube=cube_path, geometry=opened.recorded_geometry,
-                dtm=dtm, geometry_layout=geometry_reader.record(), product=opened.record,
                 command=recorded_command(command, "unmix_file", cube_path, out_path, geometry=geometry,
                                          dtm=dtm, endmembers=endmembers.names, params=params,
                                          solver=solver, units=units, route=route,
@@ -218,15 +215,12 @@ def unmix_file(
                 overwrite=overwrite,
                 resume=resume,
                 pool_factory=lambda: BlockPool(workers, scheduler, function=unmix_block),
-                read=cube_block_reader(
-                    cube,
+                read=setup.block_reader(
                     geometry_reader,
-                    units=cube.units,
                     sigma=sigma,
                     params=params,
                     options=options,
                     extra=lambda rows: {"endmembers": endmembers},
-                    reff_incidence=opened.reff_incidence,
                 ),
                 progress=progress,
                 description=f"unmixing {Path(cube_path).name}",
