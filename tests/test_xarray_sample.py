@@ -81,21 +81,22 @@ def test_dataarray_sample_shared_is_lazy_and_equals_sample_per_chunk(stack):
             )
     assert maps.observations.values[1, 1].tolist() == [5, 4]
     assert np.all(np.isin(maps.status.values, [Status.CONVERGED, Status.NOT_MIXED]))
-    # the in-memory (NumPy-backed) DataArray: one chunk, the whole image in one call
-    whole = data.hapke.sample(
-        vectors, PARAMS, ("w", "b"), shared=("b",), units="radf", refl_sigma=SIGMA * np.pi,
-        seed=SEED, **SAMPLER,
+    # NumPy-backed: computed at once (the first row alone: a chunk of 4 pixels again)
+    first = data.isel(y=[0]).hapke.sample(
+        vectors.isel(y=[0]), PARAMS, ("w", "b"), shared=("b",), units="radf",
+        refl_sigma=SIGMA * np.pi, seed=SEED, **SAMPLER,
     )  # fmt: skip
-    assert whole.b.chunks is None and whole.b.dims == ("y", "x", "quantile")
-    expected = lumaxlike.sample(
-        np.pi * refl / np.pi, *geometry, PARAMS, free=("w", "b"), shared=("b",),
-        refl_sigma=SIGMA * np.pi / np.pi, seed=chunk_seed(SEED, 0), **SAMPLER,
-    )  # fmt: skip
-    np.testing.assert_array_equal(whole.b.values.reshape(8, 5), expected.quantiles["b"])
+    assert first.b.chunks is None and first.b.dims == ("y", "x", "quantile")
     # a problem's draws are keyed by the seed and its index in the call, not by the
-    # chunking: the first row (indices 0-3, the same seed) is the lazy run's first chunk
-    for name in ("w", "b", "mean_w", "ess_b", "status"):
-        np.testing.assert_array_equal(whole[name].values[0], maps[name].values[0], err_msg=name)
+    # chunking: the whole image in chunks of 4 with the first row's seed gives that row's
+    whole = lumaxlike.sample(
+        np.pi * refl / np.pi, *geometry, PARAMS, free=("w", "b"), shared=("b",),
+        refl_sigma=SIGMA * np.pi / np.pi, seed=chunk_seed(SEED, 0), chunk_size=4, **SAMPLER,
+    )  # fmt: skip
+    for name in ("w", "b"):
+        np.testing.assert_array_equal(first[name].values[0], maps[name].values[0])
+        np.testing.assert_array_equal(whole.quantiles[name][:4], maps[name].values[0])
+    np.testing.assert_array_equal(whole.status[:4], maps.status.values[0])
 
 
 def test_dataarray_sample_refuses_bad_shared_and_prior_maps(stack):
