@@ -179,6 +179,8 @@ def test_sample_command_refuses_bad_input_before_sampling(stack, tmp_path, capsy
         (["--prior", "b=0.4:0.1"], "prior names 'b', which is not in free"),
         (["--refl-sigma", "0.01,0.02,0.03"], "refl_sigma must be a positive number or one per"),
         (["--num-chains", "1"], "num_chains must be at least 2"),
+        (["--shared", "b"], "shared names 'b', which is not in free"),
+        (["--shared", "w"], "shared cannot name 'w'"),
         (["--units", "reff"], "invalid choice: 'reff'"),
     ]
     for extra, message in cases:

@@ -167,8 +167,9 @@ def sample_file(
     Raises:
         ValueError: naming the file or argument: misaligned cubes or rasters, a count of
             geometry rasters that differs from the cubes', a product normalised to a
-            standard geometry, units ``"reff"``, a missing or bad refl_sigma, or an
-            option `lumaxlike.sample` refuses (checked before any block is read).
+            standard geometry, units ``"reff"``, a missing or bad refl_sigma, a prior
+            map (not scalars), or an option `lumaxlike.sample` refuses, `shared` included
+            (checked before any block is read).
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
     """
     start = time.perf_counter()
