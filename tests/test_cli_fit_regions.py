@@ -137,6 +137,8 @@ def test_region_groups_on_two_workers_equal_the_serial_run(tmp_path, capsys, sta
         assert found.dtype == expected.dtype, name
         if name in ("status", "iterations", "observations"):
             np.testing.assert_array_equal(found, expected, err_msg=name)
+        elif name == "cost":  # noise-free cubes: the cost at the optimum is rounding, ~1e-23
+            np.testing.assert_allclose(found, expected, rtol=0, atol=1e-20, err_msg=name)
         else:
             # the workers load the joint kernel from numba's cache, this process may have
             # compiled it afresh: the two can differ in the last bits (see the resume test)
