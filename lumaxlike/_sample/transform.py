@@ -18,10 +18,10 @@ prior on the closed and on the open interval is the same density).
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import jax.scipy.special as jax_special
 import numpy as np
-import scipy.special as scipy_special
 
 __all__ = ["dz_dx", "kinds_of", "log_jacobian", "to_constrained", "to_unconstrained"]
 
@@ -65,12 +65,19 @@ def to_constrained(z, kinds, lower, upper):
 def to_unconstrained(x, kinds, lower, upper, xp=jnp):
     """z from x (x strictly inside its bounds), (..., p) -> (..., p); `xp` the array
     module (`numpy`: computed on the host in x's precision, whatever JAX's 64-bit mode)."""
-    special = scipy_special if xp is np else jax_special
 
     def interval(v, j):
-        return special.ndtri((v - lower[j]) / (upper[j] - lower[j]))
+        u = (v - lower[j]) / (upper[j] - lower[j])
+        return _host_ndtri(u) if xp is np else jax_special.ndtri(u)
 
     return _each(kinds, x, interval, lambda v, j: xp.log(v - lower[j]), lambda v, j: v, xp)
+
+
+def _host_ndtri(u):
+    """The inverse of Phi on a numpy array, in its precision (JAX's, in a local 64-bit
+    scope: scipy is no dependency of the package)."""
+    with jax.enable_x64(True):
+        return np.asarray(jax_special.ndtri(jnp.asarray(u)))
 
 
 def log_jacobian(z, kinds, lower, upper):
