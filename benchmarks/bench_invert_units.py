@@ -67,11 +67,10 @@ def kernel_call(refl, vectors, params):
         for g in vectors
     ]
     dtypes = {"w": float, "status": np.int8, "iterations": np.int32, "residual": float}
-    out = {name: np.zeros(flat.shape, dtype) for name, dtype in {**dtypes, "slope": float}.items()}
-    scratch = np.zeros((flat.shape[0], 2, n_bands))
+    out = {name: np.zeros(flat.shape, dtype) for name, dtype in dtypes.items()}
     tol, bounds = default_tolerance(np.float64), albedo_bounds(np.float64)
     return lambda: solve_albedo_numba(
-        flat, *geometry, params, None, 50, tol, bounds, out=out, scratch=scratch
+        flat, *geometry, params, None, 50, tol, bounds, out=out, keep_slope=False
     )
 
 
