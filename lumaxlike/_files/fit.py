@@ -274,13 +274,9 @@ def fit_file(
     check_not_an_input(out_path, fields, inputs)
 
     product = ProductArguments(
-        correction_undone,
-        reff_incidence,
-        solar_spectrum,
-        solar_distance,
-        wavelengths_from,
+        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
-    )
+    )  # fmt: skip
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = []
         for path in cubes:
