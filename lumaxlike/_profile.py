@@ -171,9 +171,9 @@ def _child(config: ProfileConfig, folder: str) -> dict:
         input_bytes = _nbytes(w, *geometry)
         del cube
     else:
-        from ._inverse.invert import default_chunk_pixels
+        from ._inverse.invert import solver_chunk_pixels
 
-        chunk = config.chunk_size or default_chunk_pixels(config.bands)
+        chunk = config.chunk_size or solver_chunk_pixels(config.solver, config.bands, config.dtype)
         chunk = min(chunk, n_pixels)
         kwargs = {"chunk_size": config.chunk_size}
         if config.max_iter is not None:
