@@ -34,7 +34,6 @@ from .._sample.maps import (
     result_maps,
     sample_fields,
     sample_layout,
-    x64_for,
 )
 from .._sample.program import QUANTILE_LEVELS
 from .._sample.sample import CHUNK_BYTES, DEFAULT_INTEGRATION_STEPS
@@ -363,8 +362,7 @@ def sample_file_block(
             flat[i] = np.concatenate(
                 [flat[i], np.broadcast_to(flat[i][:1], (pixels - n, n_obs, 3))]
             )
-    with x64_for(flat[0]):
-        result = sample(*flat, params, seed=seed, **options)
+    result = sample(*flat, params, seed=seed, **options)
     maps = {}
     for field, values in result_maps(result, result.free).items():
         values = values[:n].reshape((rows, cols) + values.shape[1:])

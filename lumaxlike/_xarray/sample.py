@@ -12,7 +12,7 @@ import xarray as xr
 from .._io.product_dataarray import refuse_normalised_dataarray
 from .._io.units import check_units, uncertainty_to_r
 from .._provenance import python_call
-from .._sample.maps import check_sample_options, chunk_seed, x64_for
+from .._sample.maps import check_sample_options, chunk_seed
 from .chunks import (
     ChunkMap,
     apply_to_chunks,
@@ -51,11 +51,10 @@ def _sample_block(r, to_sun, to_sensor, normal, refl_sigma, index, *, params, fr
     from .._sample.sample import sample
 
     first = int(index.flat[0]) if index.size else 0  # one stream per chunk
-    with x64_for(r):
-        result = sample(
-            r, to_sun, to_sensor, normal, params, free=free, shared=shared,
-            seed=chunk_seed(seed, first), **options,
-        )  # fmt: skip
+    result = sample(
+        r, to_sun, to_sensor, normal, params, free=free, shared=shared,
+        seed=chunk_seed(seed, first), **options,
+    )  # fmt: skip
     maps = {"status": result.status, "acceptance": result.acceptance,
             "divergences": result.divergences, "observations": result.observations}  # fmt: skip
     for name in free:
