@@ -30,7 +30,10 @@ that the ratios are taken under the same machine load:
 
 Each timed run also records the process's CPU time (all threads): "per CPU-second" is
 problems / CPU-seconds, a measure of efficiency that load from other processes on a
-shared machine disturbs less than wall time (the timed numbers are wall time).
+shared machine disturbs less than wall time (the timed numbers are wall time), and its
+system part: in a virtual machine whose freed memory goes back to the host (a balloon),
+the first touch of fresh pages (`invert`'s outputs) can cost ~2 s per GB there, the
+"half-speed" runs (plain NumPy `np.ones` shows the same).
 
 Accuracy: max |w - w_true| over the problems each solver reports converged.
 Forward model: `amsa` on the whole cube at w_true, per backend, timed right after each
@@ -58,6 +61,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -176,6 +180,11 @@ def _cpu_seconds() -> float:
     return time.process_time()
 
 
+def _system_seconds() -> float:
+    """System (kernel) CPU time of this process [s]: page faults on fresh memory land here."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_stime
+
+
 # ---------------------------------------------------------------------------------------
 # lumaxlike
 
@@ -197,14 +206,16 @@ def warm_up_lumaxlike(cube, solver: str, chunk_size=None) -> dict:
 def time_lumaxlike(cube, solver: str, chunk_size=None) -> dict:
     """One timed `invert` of the whole cube; throughput and accuracy."""
     refl = cube["refl"]
-    cpu, start = _cpu_seconds(), time.perf_counter()
+    cpu, system, start = _cpu_seconds(), _system_seconds(), time.perf_counter()
     result = lumaxlike.invert(refl, *geometry(cube), cube["params"], solver, chunk_size=chunk_size)
     seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
+    system = _system_seconds() - system
     converged = result.status == lumaxlike.Status.CONVERGED
     error = np.abs(result.w.astype(np.float64) - cube["w_true"])[converged]
     return {
         "seconds": seconds,
         "cpu_seconds": cpu,
+        "system_seconds": system,
         "problems": refl.size,
         "problems_per_s": refl.size / seconds,
         "problems_per_cpu_s": refl.size / cpu,
@@ -225,18 +236,22 @@ def warm_up_forward(cube, backend: str) -> dict:
 def time_forward(cube, backend: str) -> dict:
     """One forward-model evaluation of the whole cube at w_true (`amsa`): evaluations/s."""
     w = cube["w_true"]
-    cpu, start = _cpu_seconds(), time.perf_counter()
+    cpu, system, start = _cpu_seconds(), _system_seconds(), time.perf_counter()
     lumaxlike.amsa(w, *geometry(cube), cube["params"], backend=backend)
     seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
-    return {"seconds": seconds, "cpu_seconds": cpu, "problems": w.size, "problems_per_s": w.size / seconds,
+    system = _system_seconds() - system
+    return {"seconds": seconds, "cpu_seconds": cpu, "system_seconds": system, "problems": w.size, "problems_per_s": w.size / seconds,
             "problems_per_cpu_s": w.size / cpu}  # fmt: skip
 
 
 def forward_units(invert_runs: list[dict], forward_runs: list[dict]) -> dict:
     """`invert`'s time per problem in units of one forward evaluation's, per repetition
-    (the two timed back to back), and their median."""
+    (the two timed back to back), and their median: in wall time and in CPU time (all
+    threads; less disturbed by other processes on a shared machine)."""
     units = [f["problems_per_s"] / i["problems_per_s"] for i, f in zip(invert_runs, forward_runs)]
-    return {"median": statistics.median(units), "all": units}
+    cpu = [i["cpu_seconds"] / f["cpu_seconds"] for i, f in zip(invert_runs, forward_runs)]
+    return {"median": statistics.median(units), "all": units,
+            "cpu_median": statistics.median(cpu), "cpu_all": cpu}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------
@@ -382,14 +397,16 @@ def warm_up_refmod(sample, params) -> dict:
 
 def time_refmod(sample: dict, params) -> dict:
     """Throughput of refmod on the sample; accuracy where the reflectance is finite."""
-    cpu, start = _cpu_seconds(), time.perf_counter()
+    cpu, system, start = _cpu_seconds(), _system_seconds(), time.perf_counter()
     w = refmod_call(sample, params)
     seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
+    system = _system_seconds() - system
     valid = np.isfinite(sample["refl"])
     error = np.abs(w - sample["w_true"])[valid & np.isfinite(w)]
     return {
         "seconds": seconds,
         "cpu_seconds": cpu,
+        "system_seconds": system,
         "problems": int(w.size),
         "problems_per_s": w.size / seconds,
         "problems_per_cpu_s": w.size / cpu,
@@ -411,6 +428,8 @@ def summarize(runs: list[dict]) -> dict:
                    all_problems_per_s=rates, repeats=len(runs))  # fmt: skip
     if all("problems_per_cpu_s" in r for r in runs):
         summary["problems_per_cpu_s"] = statistics.median(r["problems_per_cpu_s"] for r in runs)
+        summary["all_cpu_seconds"] = [r["cpu_seconds"] for r in runs]
+        summary["all_system_seconds"] = [r["system_seconds"] for r in runs]
     return summary
 
 
@@ -463,11 +482,12 @@ def print_report(report: dict) -> None:
         )
     if report.get("forward_units"):
         print(
-            "\n| solver | invert time per problem, in forward evaluations (median over repetitions) |"
+            "\n| solver | invert per problem, in forward evaluations (median over repetitions): "
+            "wall time | CPU time |"
         )
-        print("|---|---|")
+        print("|---|---|---|")
         for solver, units in report["forward_units"].items():
-            print(f"| {solver} | {units['median']:.2f} |")
+            print(f"| {solver} | {units['median']:.2f} | {units['cpu_median']:.2f} |")
     print("\n| ratio (median rates) | value | target |")
     print("|---|---|---|")
     for key, value in report["ratios"].items():

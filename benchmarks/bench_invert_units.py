@@ -12,14 +12,14 @@ w_true):
 - max_iter=1: the start table and one step;
 - kernel alone: the numba solver's kernel on the whole cube as one chunk, writing into
   outputs allocated (and first touched) before the timing: `invert` minus its output
-  allocation, first touch and chunk loop.
+  allocation and first touch.
 
 Every case runs with numba's threads at the machine's count (2 on CI), then again with 1
 thread, in the same run: with one thread the CPU time is the work alone; with two it
 also holds the time a thread spends waiting (spinning, with the OpenMP threading layer)
 at the end of each chunk's parallel loop for the other, which grows with the machine's
-load and with the number of chunks (`invert` runs 16 chunks of 262 k problems here, the
-forward model one parallel loop).
+load and with the number of chunks (`invert` runs one chunk here, the numba solver's
+default of 4.2 M problems; the forward model one parallel loop).
 
 Usage::
 
@@ -67,11 +67,10 @@ def kernel_call(refl, vectors, params):
         for g in vectors
     ]
     dtypes = {"w": float, "status": np.int8, "iterations": np.int32, "residual": float}
-    out = {name: np.zeros(flat.shape, dtype) for name, dtype in {**dtypes, "slope": float}.items()}
-    scratch = np.zeros((flat.shape[0], 2, n_bands))
+    out = {name: np.zeros(flat.shape, dtype) for name, dtype in dtypes.items()}
     tol, bounds = default_tolerance(np.float64), albedo_bounds(np.float64)
     return lambda: solve_albedo_numba(
-        flat, *geometry, params, None, 50, tol, bounds, out=out, scratch=scratch
+        flat, *geometry, params, None, 50, tol, bounds, out=out, keep_slope=False
     )
 
 

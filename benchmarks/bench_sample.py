@@ -8,7 +8,7 @@ float64, w, b, c and roughness (theta-bar) free. Geometry from
 ``HapkeParams(b=0.25, c=0.5, roughness=20 deg, hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)``
 with w uniform in (0.2, 0.9), Gaussian noise ``--sigma`` (1e-3) [1/sr].
 
-For each setting (the defaults: 4 chains x (300 warm-up + 1000) transitions of 8
+For each setting (the defaults: 4 chains x (300 warm-up + 1000) transitions of 16
 leapfrog steps; the same in float32; and a shorter one: 4 x (200 + 400)) and each noise
 level in ``--sigmas`` (1e-3: c and theta-bar wide, filling their bounds; 3e-4: near-
 Gaussian posteriors) it reports, from the second call in the process on the same
@@ -31,6 +31,7 @@ figures (the script prints ``os.getloadavg()`` before and after), and compare ra
 measured in one run.
 
     python benchmarks/bench_sample.py [--pixels 512] [--sigmas 1e-3 3e-4] [--json FILE]
+        [--chunk PIXELS] [--settings defaults defaults-f32 short] [--label TEXT]
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 import lumaxlike
+from lumaxlike._sample.sample import DEFAULT_INTEGRATION_STEPS
 from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 FREE = ("w", "b", "c", "roughness")
@@ -107,12 +109,24 @@ def gradient_rate(refl, geometry, dtype, repeats=500):
         return repeats * refl.shape[0] / (time.perf_counter() - start)
 
 
+def versions():
+    import blackjax
+
+    return {"lumaxlike": lumaxlike.__version__, "jax": jax.__version__,
+            "blackjax": blackjax.__version__, "numpy": np.__version__}  # fmt: skip
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pixels", type=int, default=512)
     parser.add_argument("--sigmas", type=float, nargs="+", default=[1e-3, 3e-4])
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS))
     parser.add_argument("--json", help="write the rows to this file")
+    parser.add_argument("--label", default="", help="a label stored with the rows")
+    parser.add_argument(
+        "--chunk", type=int, default=None,
+        help="pixels per chunk (the first call, which compiles, then samples one chunk)",
+    )  # fmt: skip
     args = parser.parse_args()
     print(f"device: {jax.devices()[0]}, cpus: {os.cpu_count()}, load before: {os.getloadavg()}")
     print(f"{args.pixels} problems, 16 observations, free {FREE}")
@@ -123,24 +137,29 @@ def main():
             options = dict(SETTINGS[name])
             dtype = np.dtype(options.pop("dtype", "float64")).type
             data = [refl.astype(dtype)] + [g.astype(dtype) for g in geometry]
+            if args.chunk:
+                options["chunk_size"] = args.chunk
             start = time.perf_counter()
-            lumaxlike.sample(*data, TRUTH, free=FREE, refl_sigma=sigma, **options)
+            warm = [a[: args.chunk] for a in data] if args.chunk else data
+            lumaxlike.sample(*warm, TRUTH, free=FREE, refl_sigma=sigma, **options)
             first = time.perf_counter() - start  # compiles the chunk shape (and the fit)
-            start = time.perf_counter()
+            load_before = os.getloadavg()[0]
+            start, cpu_start = time.perf_counter(), time.process_time()
             result = lumaxlike.sample(*data, TRUTH, free=FREE, refl_sigma=sigma, seed=1, **options)
-            wall = time.perf_counter() - start
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
             ess = np.min([result.ess[n][:, 0] for n in FREE], axis=0)
             rhat = np.max([result.rhat[n][:, 0] for n in FREE], axis=0)
             sampled = np.isfinite(ess)
             rate = args.pixels / wall
             reached = float(np.mean(ess[sampled] >= 400))
-            steps = options.get("integration_steps", 8)
+            steps = options.get("integration_steps", DEFAULT_INTEGRATION_STEPS)
             transitions = options.get("num_warmup", 300) + options.get("num_samples", 1000)
             in_sampler = options.get("num_chains", 4) * transitions * steps * rate
             alone = gradient_rate(data[0], data[1:], dtype)
             row = {
                 "sigma": sigma, "setting": name, "dtype": np.dtype(dtype).name,
-                "first_call_s": first, "wall_s": wall, "problems_per_s": rate,
+                "first_call_s": first, "wall_s": wall, "cpu_s": cpu,
+                "load_1min": [load_before, os.getloadavg()[0]], "problems_per_s": rate,
                 "min_ess_median": float(np.median(ess[sampled])),
                 "fraction_ess_400": reached,
                 "fraction_rhat_101": float(np.mean(rhat[sampled] <= 1.01)),
@@ -164,7 +183,18 @@ def main():
     if args.json:
         with open(args.json, "w") as file:
             json.dump(
-                {"load": os.getloadavg(), "pixels": args.pixels, "rows": rows}, file, indent=1
+                {
+                    "label": args.label,
+                    "chunk": args.chunk,
+                    "machine": f"{os.cpu_count()} cpus, shared",
+                    "versions": versions(),
+                    "load": os.getloadavg(),
+                    "pixels": args.pixels,
+                    "integration_steps": DEFAULT_INTEGRATION_STEPS,
+                    "rows": rows,
+                },
+                file,
+                indent=1,
             )
 
 

@@ -44,6 +44,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -151,7 +152,7 @@ def _child(config: ProfileConfig, folder: str) -> dict:
     geometry = (cube["to_sun"], cube["to_sensor"], cube["normal"])
     w_true = cube.pop("w_true", None)
     n_pixels = config.side * config.side
-    out = {"numba_threads": numba.get_num_threads()}
+    out: dict[str, Any] = {"numba_threads": numba.get_num_threads()}
 
     if config.task == "forward":
         w = (
@@ -170,9 +171,9 @@ def _child(config: ProfileConfig, folder: str) -> dict:
         input_bytes = _nbytes(w, *geometry)
         del cube
     else:
-        from ._inverse.invert import default_chunk_pixels
+        from ._inverse.invert import solver_chunk_pixels
 
-        chunk = config.chunk_size or default_chunk_pixels(config.bands)
+        chunk = config.chunk_size or solver_chunk_pixels(config.solver, config.bands, config.dtype)
         chunk = min(chunk, n_pixels)
         kwargs = {"chunk_size": config.chunk_size}
         if config.max_iter is not None:
@@ -243,15 +244,15 @@ def _child_file(config: ProfileConfig, folder: str, rss_start: int) -> dict:
     from ._files.invert import invert_file
 
     rss_imports = current_rss()
-    folder = Path(folder)
+    root = Path(folder)
     chunk_rows = None if config.chunk_size is None else max(1, config.chunk_size // config.side)
-    out = {}
+    out: dict[str, Any] = {}
     # No reset of the high-water mark: the target is the whole process's peak.
-    with memray_peak(config.memray, str(folder), out):
+    with memray_peak(config.memray, str(root), out):
         summary = invert_file(
-            folder / "cube.tif",
-            folder / "w.tif",
-            geometry=str(folder / "obs.tif"),
+            root / "cube.tif",
+            root / "w.tif",
+            geometry=str(root / "obs.tif"),
             params=default_params(),
             solver=config.solver,
             units="r",
@@ -270,7 +271,7 @@ def _child_file(config: ProfileConfig, folder: str, rss_start: int) -> dict:
         problems_per_s=problems / summary.seconds,
         chunk_rows=chunk_rows,
         status_counts=summary.status_counts,
-        input_bytes=sum(p.stat().st_size for p in (folder / "cube.tif", folder / "obs.tif")),
+        input_bytes=sum(p.stat().st_size for p in (root / "cube.tif", root / "obs.tif")),
         output_bytes=sum(p.stat().st_size for p in outputs if p.is_file()),
         rss_start=rss_start,
         rss_imports=rss_imports,

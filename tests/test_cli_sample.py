@@ -179,6 +179,8 @@ def test_sample_command_refuses_bad_input_before_sampling(stack, tmp_path, capsy
         (["--prior", "b=0.4:0.1"], "prior names 'b', which is not in free"),
         (["--refl-sigma", "0.01,0.02,0.03"], "refl_sigma must be a positive number or one per"),
         (["--num-chains", "1"], "num_chains must be at least 2"),
+        (["--shared", "b"], "shared names 'b', which is not in free"),
+        (["--shared", "w"], "shared cannot name 'w'"),
         (["--units", "reff"], "invalid choice: 'reff'"),
     ]
     for extra, message in cases:
@@ -224,3 +226,111 @@ def test_params_from_a_sample_output_takes_its_median_maps_or_refuses():
         refuse_recorded_maps(args, record, "invert")
     args.b = [0.3]  # given on the command line: the map is not needed
     assert fitted_maps(args, record) == {}
+
+
+# b shared by a pixel's two bands (w per band): each pixel one joint problem (2 w + 1 b
+# from 10 observations); fewer draws than the defaults to keep the joint program cheap
+# (tests/test_xarray_sample.py runs the same program: 4-pixel chunks, 2 bands, 5
+# observations, these settings)
+JOINT_FREE = ("w", "b")
+JOINT_SAMPLER = ["--num-samples", "200", "--num-warmup", "100", "--num-chains", "4"]
+JOINT_SAMPLER += ["--min-ess", "50", "--seed", str(SEED)]
+
+
+def joint_args(args):
+    """The stack's command line with w, b free and b shared, and the shorter sampler."""
+    start = args.index("--free")
+    args = args[:start] + ["--free", ",".join(JOINT_FREE), "--shared", "b"] + args[start + 2 :]
+    start = args.index("--num-samples")
+    return args[:start] + JOINT_SAMPLER + args[start + len(SAMPLER) :]
+
+
+def read_joint_maps(out):
+    maps = {}
+    for name, path in result_paths(out, sample_fields(JOINT_FREE), main="w_q500").items():
+        with rasterio.open(path) as src:
+            maps[name] = np.moveaxis(src.read(), 0, -1)
+    return maps
+
+
+@pytest.fixture(scope="module")
+def joint_reference(stack, tmp_path_factory):
+    """An uninterrupted run with --shared b: its GeoTIFF maps' path."""
+    args, _ = stack
+    out = tmp_path_factory.mktemp("sample_joint") / "joint.tif"
+    assert main([*joint_args(args), "--out", out]) == 0
+    return out
+
+
+def test_shared_parameters_are_sampled_jointly_per_pixel(stack, joint_reference, capsys):
+    """Each block (one row) is `lumaxlike.sample(shared=("b",))` of its pixels with the
+    block's seed, bit for bit: b's quantile, mean, R-hat and ESS maps and the per-pixel
+    status, acceptance and divergences are one value per pixel, repeated in both band
+    layers; w's are per band. The record says what was shared."""
+    _, arrays = stack
+    maps = read_joint_maps(joint_reference)
+    sampled = 0
+    for row in range(ROWS):
+        expected = lumaxlike.sample(
+            *(a[row] for a in arrays), TRUTH, free=JOINT_FREE, shared=("b",),
+            refl_sigma=SIGMA, num_samples=200, num_warmup=100, min_ess=50,
+            seed=chunk_seed(SEED, row * COLS),
+        )  # fmt: skip
+        assert expected.quantiles["b"].shape == (COLS, 5) and expected.status.shape == (COLS,)
+        for name in JOINT_FREE:
+            one = (lambda a: a[:, None]) if name == "b" else (lambda a: a)
+            for k, suffix in enumerate(("q025", "q160", "q500", "q840", "q975")):
+                found = maps[f"{name}_{suffix}"][row]
+                np.testing.assert_array_equal(found, np.broadcast_to(
+                    one(expected.quantiles[name][..., k]), found.shape))  # fmt: skip
+            for kind, values in (("mean", expected.mean), ("rhat", expected.rhat),
+                                 ("ess", expected.ess)):  # fmt: skip
+                found = maps[f"{kind}_{name}"][row]
+                np.testing.assert_array_equal(
+                    found, np.broadcast_to(one(values[name]), found.shape)
+                )
+        for field in ("status", "acceptance", "divergences"):
+            found = maps[field][row]
+            np.testing.assert_array_equal(
+                found, np.broadcast_to(getattr(expected, field)[:, None], found.shape)
+            )
+        np.testing.assert_array_equal(maps["observations"][row], expected.observations)
+        sampled += np.sum(np.isin(expected.status, [Status.CONVERGED, Status.NOT_MIXED]))
+    assert sampled == ROWS * COLS  # every joint problem sampled (200 draws: some NOT_MIXED)
+    # b differs between pixels (it is each pixel's own), w between bands
+    assert np.unique(maps["b_q500"][..., 0]).size == ROWS * COLS
+    assert np.all(maps["w_q500"][..., 0] != maps["w_q500"][..., 1])
+    settings = lumaxlike.read_provenance(joint_reference).sample_settings
+    assert settings["shared"] == ["b"] and settings["free"] == list(JOINT_FREE)
+    assert lumaxlike.read_provenance(joint_reference).command.count("--shared b") == 1
+
+
+def test_a_killed_shared_run_resumes_bit_identical(stack, joint_reference, tmp_path, capsys):
+    args, _ = stack
+    args = joint_args(args)
+    out = tmp_path / "joint.tif"
+    kill_mid_run([*args, "--out", out], after=1)
+    assert not out.exists() and len(journal_blocks(out)) == 1
+    capsys.readouterr()
+    unshared = [a for a in args if a not in ("--shared", "b")]  # the settings changed
+    assert main([*unshared, "--out", out, "--resume"]) == 2
+    assert "the settings changed: sample_shared" in capsys.readouterr().err
+    assert main([*args, "--out", out, "--resume"]) == 0
+    assert "resumed: 1 of 3 blocks from an interrupted run" in capsys.readouterr().err
+    found, expected = read_joint_maps(out), read_joint_maps(joint_reference)
+    for name in expected:
+        assert found[name].dtype == expected[name].dtype, name
+        assert np.array_equal(found[name], expected[name], equal_nan=True), name
+
+
+def test_sample_with_workers_equals_the_serial_run(stack, reference, tmp_path, capsys):
+    """--workers 2: the blocks run on a local dask cluster of two processes; each block
+    keeps its own random stream, so the maps are the serial run's, bit for bit."""
+    args, _ = stack
+    out = tmp_path / "post.tif"
+    assert main([*args, "--workers", "2", "--out", out]) == 0, capsys.readouterr().err
+    found, expected = read_maps(out), read_maps(reference[0])
+    for name in expected:
+        assert found[name].dtype == expected[name].dtype, name
+        assert np.array_equal(found[name], expected[name], equal_nan=True), name
+    assert lumaxlike.read_provenance(out).command.endswith("--workers 2 --out " + str(out))

@@ -18,6 +18,7 @@ import lumaxlike
 from lumaxlike import HapkeParams, Status
 from lumaxlike._model.numba_model import _amsa_pixels_kernel_for, kernel_params
 from lumaxlike._params import FIELD_NAMES
+from lumaxlike._run.tasks import numba_threads
 from lumaxlike.testing import multi_angle_geometry
 
 from .helpers import SOLVERS
@@ -44,7 +45,10 @@ def forward(w, to_sun, to_sensor, normal, b, c, roughness=THETA, hs=HS):
     out = np.empty((w.shape[0], 1))
     kernel = _amsa_pixels_kernel_for(START.model_key)
     arrays = [np.ascontiguousarray(a, np.float64) for a in (w[:, None], to_sun, to_sensor, normal)]
-    kernel(*arrays, scalars, legendre, use_legendre, out)
+    # one thread: scipy calls this on 12 observations thousands of times, where starting
+    # numba's parallel threads costs ~70x the model itself on a loaded 2-core machine
+    with numba_threads(1):
+        kernel(*arrays, scalars, legendre, use_legendre, out)
     return out[:, 0]
 
 

@@ -292,3 +292,32 @@ def test_each_xarray_front_end_reads_m3_radiance_the_same_way(tmp_path, command)
         np.testing.assert_allclose(values, expected, rtol=1e-5)
     else:
         np.testing.assert_allclose(result["w"].values[..., good], w[..., KEPT], atol=F32_ATOL)
+
+
+def test_params_from_carries_the_product_options_of_the_recorded_run(tmp_path, capsys):
+    from lumaxlike._cli import main
+
+    _, w = _mixture()
+    first = tmp_path / "first.tif"
+    _run("invert", tmp_path, w, first)  # radiance, the archive's table, thermal band excluded
+    cube = str(next((tmp_path / "a").glob("*_RDN.IMG")))
+    recorded = lumaxlike.read_provenance(first).product
+    assert recorded["arguments"] == {
+        "solar_spectrum": str(tmp_path / "M3G20110224_RFL_SOLAR_SPEC.TAB"),
+        "thermal_bands": "exclude",
+    }
+    again = tmp_path / "again.tif"
+    assert main(["invert", cube, "--params-from", str(first), "--out", str(again)]) == 0
+    product = lumaxlike.read_provenance(again).product
+    assert product["arguments"] == recorded["arguments"]
+    assert product["solar_spectrum"] == recorded["solar_spectrum"]
+    assert product["thermal_choice"] == "exclude"
+    np.testing.assert_array_equal(read_cube(again)[0], read_cube(first)[0])  # bit for bit
+    kept = tmp_path / "kept.tif"  # an option given replaces the recorded one
+    args = ["invert", cube, "--params-from", str(first), "--thermal-bands", "keep"]
+    assert main([*args, "--out", str(kept)]) == 0
+    assert lumaxlike.read_provenance(kept).product["arguments"] == {
+        "solar_spectrum": recorded["arguments"]["solar_spectrum"]
+    }
+    assert read_cube(kept)[0].shape == (ROWS, COLS, 5)
+    capsys.readouterr()

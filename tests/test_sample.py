@@ -173,28 +173,40 @@ def test_shared_posterior_is_the_joint_laplace_at_small_noise():
     )
 
 
-# w, b, c free, 16 observations (two near the opposition): band 0 at a noise where the
-# b-c posterior is wide and curved, band 1 at a small noise (well-posed problems).
+# w, b, c free, 16 observations (two near the opposition): at RIDGE_SIGMA the b-c
+# posterior is wide and curved, at WELL_POSED_SIGMA the problems are well posed.
 RIDGE_SIGMA, WELL_POSED_SIGMA = 0.0015, 0.0003
+WBC = lumaxlike.HapkeParams(b=0.3, c=0.4)
+
+
+def _wbc_scene(n_pixels, seed):
+    rng = np.random.default_rng(seed)
+    geometry = multi_angle_geometry(n_pixels, 16, rng)
+    w_true = rng.uniform(0.2, 0.8, (n_pixels, 1))
+    return rng, geometry, multi_angle_reflectance(w_true, *geometry, WBC)
 
 
 @pytest.fixture(scope="module")
-def wbc():
-    rng = np.random.default_rng(11)
-    n_pixels, n_obs = 64, 16
-    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
-    geometry = multi_angle_geometry(n_pixels, n_obs, rng)
-    w_true = np.broadcast_to(rng.uniform(0.2, 0.8, (n_pixels, 1)), (n_pixels, 2))
-    sigma = np.array([RIDGE_SIGMA, WELL_POSED_SIGMA])
-    refl = multi_angle_reflectance(w_true, *geometry, params)
-    refl = refl + sigma[:, None] * rng.standard_normal(refl.shape)
+def ridge():
+    """Problems built to lie on the b-c ridge: noise-free reflectance (the posterior is
+    then centred on the truth, whatever the realisation) of the pixels of a fixed
+    geometry whose Laplace 95 % interval of c reaches 0.5-1 past a bound of c at
+    RIDGE_SIGMA (the fit is deterministic), the first two of them."""
+    _, geometry, refl = _wbc_scene(64, 11)
+    fit = lumaxlike.fit(refl, *geometry, WBC, free=("w", "b", "c"), solver="numba",
+                        refl_sigma=RIDGE_SIGMA)  # fmt: skip
+    c, spread = fit.values["c"][:, 0], fit.sigma("c")[:, 0]
+    reach = np.maximum(c + 1.959964 * spread - 1.0, -1.0 - (c - 1.959964 * spread))
+    pick = np.flatnonzero((reach > 0.5) & (reach < 1.0))[:2]
+    assert pick.size == 2
+    geometry = [g[pick] for g in geometry]
     result = lumaxlike.sample(
-        refl, *geometry, params, free=("w", "b", "c"), refl_sigma=sigma, seed=5
+        refl[pick], *geometry, WBC, free=("w", "b", "c"), refl_sigma=RIDGE_SIGMA, seed=5
     )
-    return refl, geometry, params, result
+    return refl[pick], geometry, result
 
 
-def _emcee_draws(refl, geometry, params, sigma, start, seed, n_walkers=24, n_steps=3000, burn=1000):
+def _emcee_draws(refl, geometry, params, sigma, start, seed, n_walkers=24, n_steps=4000, burn=1000):
     """emcee's affine-invariant ensemble on p(w, b, c | r), flat within (0, 1) x [0, 1)
     x [-1, 1], the model through the JAX forward model (`amsa_scalar`), vectorised over
     the walkers."""
@@ -237,35 +249,27 @@ def _emcee_draws(refl, geometry, params, sigma, start, seed, n_walkers=24, n_ste
     return chain, chain.shape[0] / np.max(tau)
 
 
-def test_wbc_posterior_matches_emcee_where_laplace_misses_the_ridge(wbc):
-    """The b-c ridge: problems of band 0 (16 observations at a noise where c is barely
-    constrained) whose Laplace 95 % interval of c reaches more than 0.3 past a bound of
-    c, i.e. where the posterior runs along the b-c ridge into the bound (chosen from the
-    fit, which is deterministic), and whose chains mixed (R-hat <= 1.01: which of them
-    do depends on the realisation); of those the (up to) two best mixed. There the
-    sampler's quantiles of w, b and c and its b-c correlation agree with emcee's within
-    Monte Carlo error, and the Laplace quantiles of c miss emcee's by more than 5
-    standard errors (the Laplace one reaches at least 0.3 past the bound, which emcee's
-    cannot; the standard errors are near 0.03-0.05)."""
-    refl, geometry, params, result = wbc
+def test_wbc_posterior_matches_emcee_where_laplace_misses_the_ridge(ridge):
+    """The b-c ridge (the `ridge` problems: c barely constrained, the Laplace 95 %
+    interval of c reaching 0.5-1 past a bound). At the defaults the chains mix there
+    (R-hat <= 1.01, ESS >= 100 in w, b and c), and the sampler's quantiles of w, b and c
+    and its b-c correlation agree with emcee's within Monte Carlo error, where the
+    Laplace quantiles of c miss emcee's by more than 5 standard errors (the Laplace
+    interval reaches past the bound, which emcee's cannot; the standard errors are near
+    0.03-0.05)."""
+    refl, geometry, result = ridge
     z = np.array([-1.959964, -0.994458, 0, 0.994458, 1.959964])
     fit = result.fit
-    reach = np.maximum(
-        fit.values["c"][:, 0] + 1.959964 * fit.sigma("c")[:, 0] - 1.0,
-        -1.0 - (fit.values["c"][:, 0] - 1.959964 * fit.sigma("c")[:, 0]),
-    )
-    rhat = np.max([result.rhat[name][:, 0] for name in result.free], axis=0)
-    ess = np.min([result.ess[name][:, 0] for name in result.free], axis=0)
-    candidates = np.flatnonzero((reach > 0.3) & (rhat <= 1.01))
-    assert candidates.size >= 1
-    for i in candidates[np.argsort(ess[candidates])[-2:]]:  # the two best mixed
-        assert ess[i] >= 100
+    for i in range(refl.shape[0]):
+        assert max(result.rhat[name][i, 0] for name in result.free) <= 1.01
+        ess = min(result.ess[name][i, 0] for name in result.free)
+        assert ess >= 100
         start = np.array([fit.values[n][i, 0] for n in result.free])
         chain, emcee_ess = _emcee_draws(
-            refl[i, 0], [g[i] for g in geometry], params, RIDGE_SIGMA, start, seed=int(i)
+            refl[i, 0], [g[i] for g in geometry], WBC, RIDGE_SIGMA, start, seed=i
         )
         assert emcee_ess > 500
-        effective = min(ess[i], emcee_ess)
+        effective = min(ess, emcee_ess)
         laplace_misses = []
         for j, name in enumerate(result.free):
             reference = np.quantile(chain[:, j], LEVELS)
@@ -286,22 +290,36 @@ def test_wbc_posterior_matches_emcee_where_laplace_misses_the_ridge(wbc):
         assert abs(correlation - reference) < 5 * (1 - reference**2) / np.sqrt(effective)
 
 
-def test_rhat_at_defaults_on_well_posed_problems(wbc):
-    _, _, _, result = wbc
-    # well posed: every Laplace sigma below 5 % of its parameter's interval
+def test_rhat_at_defaults_on_well_posed_problems():
+    """The claim: at the defaults, R-hat <= 1.01 for at least 99 % of well-posed
+    problems (w, b, c free, 16 observations at WELL_POSED_SIGMA, every Laplace sigma
+    below 5 % of its parameter's interval). Tested as a binomial bound on ~100 such
+    problems (what the suite affords: they take most of this file's time): a sampler
+    failing on exactly 1 % of them has more than `allowed` (3) failures with
+    probability 2 %, so a change of realisation fails the test about that rarely; one
+    failing on 3 % or 5 % passes with probability ~0.63 or ~0.24 (scipy.stats.binom).
+    The statuses follow R-hat and ESS."""
+    from scipy.stats import binom
+
+    rng, geometry, refl = _wbc_scene(128, 12)
+    refl = refl + WELL_POSED_SIGMA * rng.standard_normal(refl.shape)
+    result = lumaxlike.sample(
+        refl, *geometry, WBC, free=("w", "b", "c"), refl_sigma=WELL_POSED_SIGMA, seed=5
+    )
     well_posed = (
         (result.fit.sigma("w") < 0.05)
         & (result.fit.sigma("b") < 0.05)
         & (result.fit.sigma("c") < 0.1)
-    )
-    well_posed = well_posed[:, 1]
-    assert well_posed.sum() >= 50
-    rhat = np.max([result.rhat[name][:, 1] for name in result.free], axis=0)
-    assert np.mean(rhat[well_posed] <= 1.01) >= 0.99
-    assert np.all(
-        result.status[well_posed, 1]
-        == np.where(rhat[well_posed] <= 1.01, Status.CONVERGED, Status.NOT_MIXED)
-    )
+    )[:, 0]
+    n = int(well_posed.sum())
+    assert n >= 100
+    allowed = int(binom.ppf(0.98, n, 0.01))  # P(more failures | 1 %) <= 2 %
+    rhat = np.max([result.rhat[name][:, 0] for name in result.free], axis=0)
+    failures = int(np.sum(rhat[well_posed] > 1.01))
+    assert failures <= allowed, (failures, n, allowed)
+    ess = np.min([result.ess[name][:, 0] for name in result.free], axis=0)
+    mixed = (rhat <= 1.01) & (ess >= 400)
+    assert np.all(result.status[:, 0] == np.where(mixed, Status.CONVERGED, Status.NOT_MIXED))
 
 
 def test_interval_coverage_over_many_problems():
@@ -340,6 +358,29 @@ def test_interval_coverage_over_many_problems():
         inside_95.append((q[..., 0] <= truth[name]) & (truth[name] <= q[..., 4]))
     assert abs(np.mean(inside_68) - 0.68) <= 0.03
     assert abs(np.mean(inside_95) - 0.95) <= 0.02
+
+
+def test_float64_draws_do_not_depend_on_the_process_x64_mode():
+    """Float64 input in a scope with JAX's 64-bit mode off (a process that never turned
+    it on): every step in float64, the chains' start included, so the draws equal bit
+    for bit those of a process with 64-bit mode on (the tests' conftest turns it on); a
+    start computed in float32 changes them from the 8th digit on."""
+    import jax
+
+    rng = np.random.default_rng(6)
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    geometry = multi_angle_geometry(2, 8, rng, opposition=False)
+    refl = multi_angle_reflectance(np.array([[0.3], [0.6]]), *geometry, params)
+    refl = refl + 0.005 * rng.standard_normal(refl.shape)
+    options = dict(free=("w", "b"), refl_sigma=0.005, num_samples=40, num_warmup=20,
+                   return_samples=True)  # fmt: skip
+    with jax.enable_x64(False):
+        assert jax.numpy.zeros(1).dtype == np.float32  # the scope is one without x64
+        without = lumaxlike.sample(refl, *geometry, params, **options)
+    with_x64 = lumaxlike.sample(refl, *geometry, params, **options)
+    assert without.draws.dtype == np.float64 and without.quantiles["w"].dtype == np.float64
+    assert np.all(np.isfinite(without.draws))
+    np.testing.assert_array_equal(without.draws, with_x64.draws)
 
 
 def test_refuses_bad_arguments():

@@ -18,6 +18,7 @@ import argparse
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 
 from .._signals import Interrupted, stop_on_signals
 from . import demo, fit, invert, normalize, profile, sample, unmix
@@ -136,13 +137,15 @@ def _exit_on_signal(signum, frame):
     raise SystemExit(128 + signum)
 
 
-def _report(command: str, run, stopped_by) -> int:
+def _report(command: str, run: Callable[[], int], stopped_by) -> int:
     """Run a command; report its failure in one line (a traceback if unexpected).
 
     ``stopped_by()`` is the stop signal that arrived, or None: it decides the exit code
     whatever else happened, since the signal may have surfaced as another error.
     """
-    failure, code, stopped = None, None, False
+    failure: BaseException | None = None
+    code: int | None = None
+    stopped = False
     try:
         code = run()
     except Interrupted:
@@ -177,6 +180,7 @@ def _report(command: str, run, stopped_by) -> int:
         print(f"lumaxlike {command}: unexpected failure:", file=sys.stderr)
         traceback.print_exception(failure)
         return EXIT_FAILURE
+    assert code is not None  # run() returned its exit code
     return code
 
 

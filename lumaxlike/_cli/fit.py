@@ -9,15 +9,15 @@ from pathlib import Path
 from .model import model_from_options, same_params
 from .options import (
     DEFAULT_SOLVER,
-    add_hapke_model_options,
     add_run_options,
+    add_stack_inputs,
+    add_stack_selection,
     positive_float,
     positive_int,
     quiet_cluster_logs,
 )
 from .options import name_list as _name_list
 from .options import prior_option as _prior
-from .options import range_deg as _range_deg
 from .products import (
     INPUT_UNITS,
     UNITS_HELP,
@@ -55,7 +55,6 @@ example (five cubes of one area with their OBS rasters; w, b, c need >= 4 per pi
 def add_parser(commands) -> None:
     """Add the ``fit`` subcommand to ``commands``."""
     from .._inverse.invert import DEFAULT_MAX_ITER
-    from .._params import PARAMETER_NAMES
 
     fit = commands.add_parser(
         "fit",
@@ -65,48 +64,11 @@ def add_parser(commands) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    fit.add_argument(
-        "cubes",
-        type=Path,
-        nargs="+",
-        metavar="CUBE",
-        help="reflectance cubes on one grid with the same bands, one observation each",
-    )
-    fit.add_argument(
-        "--geometry",
-        type=Path,
-        nargs="+",
-        required=True,
-        metavar="OBS",
-        help="one OBS raster per cube, in the same order (band names as for "
-        "`lumaxlike invert --geometry`) (required)",
-    )
-    fit.add_argument(
-        "--out",
-        type=Path,
-        required=True,
-        metavar="OUT",
-        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, .zarr zarr (required)",
-    )
-    fit.add_argument(
-        "--free",
-        type=_name_list,
-        required=True,
-        metavar="NAME[,...]",
-        help=f"fitted parameters, w among them: any of {', '.join(PARAMETER_NAMES)} "
-        "(roughness in rad in the outputs) (required)",
-    )
-    fit.add_argument(
-        "--units",
-        choices=INPUT_UNITS,
-        required=True,
-        help=UNITS_HELP.replace("the cube holds", "the cubes hold") + " (required)",
-    )
-    fit.add_argument(
-        "--dtm",
-        type=Path,
-        metavar="DTM",
-        help="DTM on the cubes' grid (heights [m]) for local slopes (default: flat)",
+    add_stack_inputs(
+        fit,
+        verb="fitted",
+        units_choices=INPUT_UNITS,
+        units_help=UNITS_HELP.replace("the cube holds", "the cubes hold") + " (required)",
     )
     fit.add_argument(
         "--solver",
@@ -114,21 +76,7 @@ def add_parser(commands) -> None:
         default=DEFAULT_SOLVER,
         help=f"numba (CPU threads, float64) or jax (CPU or GPU) (default {DEFAULT_SOLVER})",
     )
-    add_hapke_model_options(fit)
-    for angle in ("incidence", "emission", "phase"):
-        fit.add_argument(
-            f"--{angle}-range",
-            type=_range_deg,
-            metavar="MIN,MAX",
-            help=f"leave out observations whose {angle} angle [deg] lies outside "
-            "(default: no limit)",
-        )
-    fit.add_argument(
-        "--min-observations",
-        type=positive_int,
-        metavar="N",
-        help="valid observations a pixel-band needs (default: fitted parameters + 1)",
-    )
+    add_stack_selection(fit, verb="fitted")
     fit.add_argument(
         "--sigma",
         type=positive_float,

@@ -22,6 +22,7 @@ from .products import (
     cube_bands,
     finish,
     product_kwargs,
+    resolve_product_options,
 )
 
 __all__ = ["add_parser", "run"]
@@ -165,6 +166,7 @@ def run(args) -> int:
     record = read_record(args)
     refuse_recorded_maps(args, record, "invert")
     settings = resolve_settings(args, record)
+    resolve_product_options(args, record, settings["units"])
     bands = cube_bands(args.cube, settings["units"], args)
     params = model_from_options(args, bands, record)
     quiet_cluster_logs(args)

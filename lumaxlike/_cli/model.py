@@ -242,7 +242,8 @@ def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
         given = _given(args, hapke_flags)
         if given:
             raise ValueError(f"{given[0]} is a Hapke option; --model {kind} does not use it")
-        base = recorded if photometric_record and recorded[0].kind == kind else None
+        photometric_base = recorded is not None and photometric_record and recorded[0].kind == kind
+        base = recorded if photometric_base else None
         # no defaults: a kind refuses the fields it does not use
         options = [(flag, name, None, text) for flag, name, text in PHOTOMETRIC_OPTIONS]
 

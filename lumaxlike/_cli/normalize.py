@@ -15,7 +15,7 @@ from .model import (
     resolve_settings,
 )
 from .options import HAPKE_OPTIONS, number_list, quiet_cluster_logs
-from .products import cube_bands, finish, product_kwargs
+from .products import cube_bands, finish, product_kwargs, resolve_product_options
 
 __all__ = ["add_parser", "run"]
 
@@ -49,7 +49,8 @@ def _angle_triple(text: str) -> tuple[float, float, float]:
     values = number_list(text)
     if len(values) != 3:
         raise argparse.ArgumentTypeError(f"expected three angles I,E,G in degrees, got {text!r}")
-    return tuple(values)
+    incidence, emission, phase = values
+    return incidence, emission, phase
 
 
 def _param_map(text: str) -> tuple[str, Path]:
@@ -104,6 +105,7 @@ def run(args) -> int:
 
     record = read_record(args)
     settings = resolve_settings(args, record)
+    resolve_product_options(args, record, settings["units"])
     if args.standard is not None:
         standard = tuple(math.radians(v) for v in args.standard)
     elif record is not None and record.standard is not None:

@@ -25,6 +25,8 @@ __all__ = [
     "add_model_options",
     "add_parallel_options",
     "add_run_options",
+    "add_stack_inputs",
+    "add_stack_selection",
     "dest",
     "name_list",
     "number_list",
@@ -298,6 +300,78 @@ def add_run_options(parser: argparse.ArgumentParser, *, chunk_help: str, paralle
         "these outputs from the blocks it finished, kept in a hidden journal beside them; "
         "refused (exit 2, naming what changed) when the inputs or settings differ from that "
         "run's; the maps are those of an uninterrupted run (default: start afresh)",
+    )
+
+
+def add_stack_inputs(
+    parser: argparse.ArgumentParser, *, verb: str, units_choices, units_help: str
+) -> None:
+    """The inputs of a command on a stack of co-registered cubes (``lumaxlike fit``,
+    ``lumaxlike sample``): the cubes, ``--geometry`` (one OBS raster per cube), ``--out``,
+    ``--free`` (the parameters the command ``verb``, e.g. "fitted"), ``--units``
+    (``units_choices``, ``units_help``) and ``--dtm``."""
+    from pathlib import Path
+
+    from .._params import PARAMETER_NAMES
+
+    parser.add_argument(
+        "cubes",
+        type=Path,
+        nargs="+",
+        metavar="CUBE",
+        help="reflectance cubes on one grid with the same bands, one observation each",
+    )
+    parser.add_argument(
+        "--geometry",
+        type=Path,
+        nargs="+",
+        required=True,
+        metavar="OBS",
+        help="one OBS raster per cube, in the same order (band names as for "
+        "`lumaxlike invert --geometry`) (required)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="OUT",
+        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, .zarr zarr (required)",
+    )
+    parser.add_argument(
+        "--free",
+        type=name_list,
+        required=True,
+        metavar="NAME[,...]",
+        help=f"{verb} parameters, w among them: any of {', '.join(PARAMETER_NAMES)} "
+        "(roughness in rad in the outputs) (required)",
+    )
+    parser.add_argument("--units", choices=units_choices, required=True, help=units_help)
+    parser.add_argument(
+        "--dtm",
+        type=Path,
+        metavar="DTM",
+        help="DTM on the cubes' grid (heights [m]) for local slopes (default: flat)",
+    )
+
+
+def add_stack_selection(parser: argparse.ArgumentParser, *, verb: str) -> None:
+    """The Hapke model options of a stack command (`add_hapke_model_options`), the angle
+    ranges that leave observations out and ``--min-observations`` (default: the ``verb``
+    parameters + 1)."""
+    add_hapke_model_options(parser)
+    for angle in ("incidence", "emission", "phase"):
+        parser.add_argument(
+            f"--{angle}-range",
+            type=range_deg,
+            metavar="MIN,MAX",
+            help=f"leave out observations whose {angle} angle [deg] lies outside "
+            "(default: no limit)",
+        )
+    parser.add_argument(
+        "--min-observations",
+        type=positive_int,
+        metavar="N",
+        help=f"valid observations a pixel-band needs (default: {verb} parameters + 1)",
     )
 
 

@@ -2,7 +2,8 @@
 
 ``--units radiance`` with ``--solar-spectrum`` / ``--solar-distance``, ``--wavelengths-from``,
 ``--thermal-bands``, ``--reff-incidence`` and ``--correction-undone`` (see
-docs/mission-products.md); `finish` turns a run in which no problem converged into
+docs/mission-products.md), each taken from ``--params-from``'s record where not given
+(`resolve_product_options`); `finish` turns a run in which no problem converged into
 exit code 1 with one line saying why.
 """
 
@@ -20,6 +21,7 @@ __all__ = [
     "finish",
     "is_normalised",
     "product_kwargs",
+    "resolve_product_options",
 ]
 
 INPUT_UNITS = ("r", "radf", "reff", "radiance")
@@ -34,12 +36,29 @@ UNITS_HELP = (
 )
 
 
+#: the mission-product options: attribute -> (default, the units they apply to or None)
+PRODUCT_OPTIONS = {
+    "correction_undone": (False, None),
+    "reff_incidence": (None, "reff"),
+    "solar_spectrum": (None, "radiance"),
+    "solar_distance": (None, "radiance"),
+    "thermal_bands": ("keep", None),
+    "wavelengths_from": (None, None),
+}
+_FILE_OPTIONS = ("solar_spectrum", "wavelengths_from")
+
+
 def add_product_options(parser: argparse.ArgumentParser, *, radiance: bool = True) -> None:
-    """Add the mission-product options to a file command's parser."""
-    group = parser.add_argument_group("mission products (docs/mission-products.md)")
+    """Add the mission-product options to a file command's parser (each None when not
+    given: `resolve_product_options` and `product_kwargs` fill in the defaults)."""
+    group = parser.add_argument_group(
+        "mission products (docs/mission-products.md; with --params-from, an option not "
+        "given takes the recorded run's value)"
+    )
     group.add_argument(
         "--correction-undone",
         action="store_true",
+        default=None,
         help="the cube is a product normalised to a standard geometry (M3 L2 RFL: i = 30, "
         "e = 0, g = 30 deg; CRISM MTRDR/TER) whose normalisation you have undone: invert "
         "it at --geometry (without this, such a product is inverted flat at its standard "
@@ -73,7 +92,6 @@ def add_product_options(parser: argparse.ArgumentParser, *, radiance: bool = Tru
         group.add_argument(
             "--thermal-bands",
             choices=("keep", "exclude"),
-            default="keep",
             help="lunar bands centred beyond 2.5 um carry thermal emission: keep them "
             "(a warning names them) or exclude them from the run and its outputs "
             "(default keep)",
@@ -89,20 +107,40 @@ def add_product_options(parser: argparse.ArgumentParser, *, radiance: bool = Tru
     )
 
 
+def resolve_product_options(args, record, units) -> None:
+    """Set each mission-product option on ``args``: the one given, else the one
+    ``--params-from``'s record gives (its product's ``arguments``, as `invert_file` and the
+    other commands on one cube record them), else the default. An option for other units
+    (``--reff-incidence`` without reff, the solar ones without radiance) is not taken
+    from the record.
+
+    Args:
+        args: the parsed options (changed in place).
+        record: the `Provenance` of ``--params-from``, or None.
+        units: the run's units (as given, or recorded).
+    """
+    product = getattr(record, "product", None) or {}
+    recorded = product.get("arguments") or {}
+    for name, (default, applies_to) in PRODUCT_OPTIONS.items():
+        if not hasattr(args, name):  # a parser without the radiance options
+            continue
+        value = getattr(args, name)
+        if value is None and (applies_to is None or applies_to == units):
+            value = recorded.get(name)
+            if value is not None and name in _FILE_OPTIONS:
+                value = Path(value)
+        setattr(args, name, default if value is None else value)
+
+
 def product_kwargs(args, *, radiance: bool = True) -> dict:
-    """The file function's keyword arguments for the options of `add_product_options`."""
-    kwargs = {
-        "correction_undone": args.correction_undone,
-        "reff_incidence": args.reff_incidence,
-        "wavelengths_from": args.wavelengths_from,
+    """The file function's keyword arguments for the options of `add_product_options`
+    (the defaults for those not given)."""
+    radiance_only = ("solar_spectrum", "solar_distance", "thermal_bands")
+    names = [name for name in PRODUCT_OPTIONS if radiance or name not in radiance_only]
+    return {
+        name: PRODUCT_OPTIONS[name][0] if getattr(args, name) is None else getattr(args, name)
+        for name in names
     }
-    if radiance:
-        kwargs.update(
-            solar_spectrum=args.solar_spectrum,
-            solar_distance=args.solar_distance,
-            thermal_bands=args.thermal_bands,
-        )
-    return kwargs
 
 
 def is_normalised(path) -> bool:
@@ -125,7 +163,7 @@ def cube_bands(path, units, args) -> int:
     with ProductCube(
         path,
         units,
-        thermal_bands=getattr(args, "thermal_bands", "keep"),
+        thermal_bands=getattr(args, "thermal_bands", None) or "keep",
         check_values=False,
         convert=False,
     ) as cube:

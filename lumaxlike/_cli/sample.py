@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from .model import model_from_options, same_params
 from .options import (
-    add_hapke_model_options,
     add_run_options,
+    add_stack_inputs,
+    add_stack_selection,
     name_list,
     number_list,
     positive_float,
     positive_int,
     prior_option,
     quiet_cluster_logs,
-    range_deg,
     scalar_or_list,
 )
 from .products import finish
@@ -35,9 +34,10 @@ per map: per sampled parameter NAME_q025, NAME_q160, NAME_q500, NAME_q840, NAME_
 (the quantiles at 2.5, 16, 50, 84, 97.5 %), mean_NAME, rhat_NAME, ess_NAME; status
 (CONVERGED where the chains mixed, NOT_MIXED where R-hat > --max-rhat or ESS <
 --min-ess), acceptance, divergences, observations; netCDF (.nc) and zarr (.zarr) hold
-them all in one dataset. Every map has one band per spectral band. Writes are atomic;
-the outputs record how they were made (lumaxlike_sample_* keys). Exit code 1, with one
-line saying why, when no problem mixed.
+them all in one dataset. Every map has one band per spectral band (with --shared, a
+pixel's shared parameters and its status, acceptance and divergences repeat in each).
+Writes are atomic; the outputs record how they were made (lumaxlike_sample_* keys).
+Exit code 1, with one line saying why, when no problem mixed.
 """
 
 EPILOG = """\
@@ -50,8 +50,6 @@ example (five cubes of one area with their OBS rasters, noise 0.002 in I/F):
 
 def add_parser(commands) -> None:
     """Add the ``sample`` subcommand to ``commands``."""
-    from .._params import PARAMETER_NAMES
-
     sample = commands.add_parser(
         "sample",
         help="sample the posterior of Hapke parameters on a stack of cubes (quantile maps)",
@@ -60,42 +58,11 @@ def add_parser(commands) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    sample.add_argument(
-        "cubes",
-        type=Path,
-        nargs="+",
-        metavar="CUBE",
-        help="reflectance cubes on one grid with the same bands, one observation each",
-    )
-    sample.add_argument(
-        "--geometry",
-        type=Path,
-        nargs="+",
-        required=True,
-        metavar="OBS",
-        help="one OBS raster per cube, in the same order (band names as for "
-        "`lumaxlike invert --geometry`) (required)",
-    )
-    sample.add_argument(
-        "--out",
-        type=Path,
-        required=True,
-        metavar="OUT",
-        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, .zarr zarr (required)",
-    )
-    sample.add_argument(
-        "--free",
-        type=name_list,
-        required=True,
-        metavar="NAME[,...]",
-        help=f"sampled parameters, w among them: any of {', '.join(PARAMETER_NAMES)} "
-        "(roughness in rad in the outputs) (required)",
-    )
-    sample.add_argument(
-        "--units",
-        choices=("r", "radf"),
-        required=True,
-        help="what the cubes hold: r [1/sr] or radf = pi r (required)",
+    add_stack_inputs(
+        sample,
+        verb="sampled",
+        units_choices=("r", "radf"),
+        units_help="what the cubes hold: r [1/sr] or radf = pi r (required)",
     )
     sample.add_argument(
         "--refl-sigma",
@@ -112,6 +79,15 @@ def add_parser(commands) -> None:
         metavar="NAME=MEAN:SIGMA",
         help="Gaussian prior on a sampled parameter, in its units (repeat for several), "
         "e.g. --prior b=0.3:0.1 (default: flat within the bounds)",
+    )
+    sample.add_argument(
+        "--shared",
+        type=name_list,
+        default=(),
+        metavar="NAME[,...]",
+        help="sampled parameters that take one value per pixel for all its bands (e.g. "
+        "roughness,hs): each pixel's bands are one joint problem; their maps, and status, "
+        "acceptance and divergences, repeat in every band layer (default: none)",
     )
     sample.add_argument(
         "--num-samples",
@@ -155,27 +131,7 @@ def add_parser(commands) -> None:
         metavar="VALUE",
         help="a pixel-band whose R-hat exceeds VALUE in any parameter is NOT_MIXED (default 1.01)",
     )
-    sample.add_argument(
-        "--dtm",
-        type=Path,
-        metavar="DTM",
-        help="DTM on the cubes' grid (heights [m]) for local slopes (default: flat)",
-    )
-    add_hapke_model_options(sample)
-    for angle in ("incidence", "emission", "phase"):
-        sample.add_argument(
-            f"--{angle}-range",
-            type=range_deg,
-            metavar="MIN,MAX",
-            help=f"leave out observations whose {angle} angle [deg] lies outside "
-            "(default: no limit)",
-        )
-    sample.add_argument(
-        "--min-observations",
-        type=positive_int,
-        metavar="N",
-        help="valid observations a pixel-band needs (default: sampled parameters + 1)",
-    )
+    add_stack_selection(sample, verb="sampled")
     add_run_options(
         sample,
         chunk_help="rows per block (default: about 64 MB of draws, at least one row)",
@@ -210,6 +166,7 @@ def run(args) -> int:
         units=args.units,
         refl_sigma=scalar_or_list(args.refl_sigma),
         prior=dict(args.prior or ()),
+        shared=args.shared,
         num_samples=args.num_samples,
         num_chains=args.num_chains,
         num_warmup=args.num_warmup,

@@ -28,6 +28,7 @@ from .products import (
     add_product_options,
     finish,
     product_kwargs,
+    resolve_product_options,
 )
 from .unmix_settings import is_unmix_record, library_record, unmix_settings
 
@@ -262,6 +263,7 @@ def run(args) -> int:
     record = read_record(args)
     refuse_recorded_maps(args, record, "unmix")
     settings = resolve_settings(args, record)
+    resolve_product_options(args, record, settings["units"])
     if not is_unmix_record(record):  # another operation's tolerances are on another quantity
         settings.update(tol=args.tol, max_iter=args.max_iter)
     unmixing = unmix_settings(args, record)

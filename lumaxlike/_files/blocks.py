@@ -1,19 +1,31 @@
-"""How a file command cuts a cube into blocks of rows, and how a block of one cube is read
-for its task (r [1/sr] and the geometry's direction vectors)."""
+"""How a file command cuts a cube into blocks of rows (`block_setup`: the product opened,
+rows per block, pixels per solver chunk, solver options), and how a block of one cube is
+read for its task (r [1/sr] and the geometry's direction vectors)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
 import numpy as np
 
+from .._inverse.invert import default_chunk_pixels
+from .._io.product_cube import ProductCube
 from .._io.raster import CubeInfo
 from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
+from .._provenance import Provenance, make_provenance
+from .._run.tasks import SolverOptions
+from .products import OpenedProduct, ProductArguments, open_product
 
 __all__ = [
     "BLOCK_TARGET_BYTES",
     "FLAT_NORMAL",
+    "BlockSetup",
+    "block_rows",
+    "block_setup",
     "cube_block_reader",
     "default_chunk_rows",
-    "block_rows",
 ]
 
 BLOCK_TARGET_BYTES = 32 * 2**20
@@ -36,6 +48,104 @@ def default_chunk_rows(info: CubeInfo) -> int:
 def block_rows(chunk_rows, info: CubeInfo) -> int:
     """The rows of a block: ``chunk_rows`` when given, else `default_chunk_rows`."""
     return int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
+
+
+@dataclass(frozen=True)
+class BlockSetup:
+    """A cube opened for a run on one cube, and how the run cuts it (`block_setup`).
+
+    Attributes:
+        cube_path, dtm: the cube file and the DTM (or None) as given.
+        opened: the product opened (`OpenedProduct`: cube, geometry, REFF incidence, record).
+        rows_per_block: rows of the cube read, solved and written at a time.
+        chunk_size: pixels per solver chunk, the same for every block (the last block's
+            chunk is padded), so the JAX solver compiles once.
+        options: the block task's `SolverOptions` (solver, max_iter, tol, chunk_size).
+    """
+
+    cube_path: object
+    dtm: object
+    opened: OpenedProduct
+    rows_per_block: int
+    chunk_size: int
+    options: SolverOptions
+
+    @property
+    def cube(self) -> ProductCube:
+        """The cube (`ProductCube`)."""
+        return self.opened.cube
+
+    @property
+    def info(self) -> CubeInfo:
+        """The cube's grid, bands and data type (the bands run, bad ones left out where
+        the product was opened with ``bad_bands="exclude"``)."""
+        return self.opened.cube.info
+
+    def provenance(self, geometry_reader, **settings) -> Provenance:
+        """The run's record (`make_provenance`): this cube, its geometry (as recorded), the
+        DTM, how ``geometry_reader`` reads the geometry and the product record, with
+        ``settings`` (params, units, solver, tol, max_iter, refl_sigma, command, ...)."""
+        return make_provenance(
+            dtype=self.info.dtype,
+            cube=self.cube_path,
+            geometry=self.opened.recorded_geometry,
+            dtm=self.dtm,
+            geometry_layout=geometry_reader.record(),
+            product=self.opened.record,
+            **settings,
+        )
+
+    def block_reader(self, geometry_reader, *, sigma, params, options=None, extra=None):
+        """`cube_block_reader` of this cube (its units and REFF incidence), with this run's
+        `SolverOptions` unless ``options`` replaces them."""
+        return cube_block_reader(
+            self.cube,
+            geometry_reader,
+            units=self.cube.units,
+            sigma=sigma,
+            params=params,
+            options=self.options if options is None else options,
+            extra=extra,
+            reff_incidence=self.opened.reff_incidence,
+        )
+
+
+@contextlib.contextmanager
+def block_setup(
+    cube_path,
+    units,
+    geometry,
+    dtm,
+    product: ProductArguments,
+    *,
+    chunk_rows,
+    solver: str,
+    max_iter=None,
+    tol=None,
+    chunk_pixels: Callable[[int], int] = default_chunk_pixels,
+    bad_bands: str = "mark",
+) -> Iterator[BlockSetup]:
+    """Open ``cube_path`` as a product (`open_product`) and cut it into blocks.
+
+    Args:
+        cube_path, units, geometry, dtm, product, bad_bands: as `open_product` takes them.
+        chunk_rows: rows per block, None for `default_chunk_rows`.
+        solver, max_iter, tol: the block task's solver settings (`SolverOptions`).
+        chunk_pixels: the solver's pixels per chunk for a number of bands; a chunk is
+            never larger than a block.
+
+    Yields:
+        `BlockSetup`, valid while the context is open (the cube is closed after).
+
+    Raises:
+        ValueError: as `open_product` does.
+    """
+    with open_product(cube_path, units, geometry, dtm, product, bad_bands=bad_bands) as opened:
+        info = opened.cube.info
+        rows_per_block = block_rows(chunk_rows, info)
+        chunk_size = min(rows_per_block * info.grid.width, chunk_pixels(info.bands))
+        options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
+        yield BlockSetup(cube_path, dtm, opened, rows_per_block, chunk_size, options)
 
 
 FLAT_NORMAL = np.array([0.0, 0.0, 1.0])

@@ -41,7 +41,6 @@ from .._provenance import PREFIX, Provenance, make_provenance
 from .._run.journal import journal_folder
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
-from .._signals import raise_if_interrupted
 from .arguments import check_not_an_input, check_run_arguments, geometry_paths
 from .blocks import BLOCK_TARGET_BYTES, FLAT_NORMAL
 from .outputs import stream_to_outputs
@@ -51,7 +50,9 @@ from .regions import (
     REGION_MEMORY_BYTES,
     RegionStore,
     assembled_block,
-    fit_region_group,
+    fit_gathered_group,
+    fit_region_groups,
+    gather_region_group,
     plan_regions,
     region_pixel_bytes,
 )
@@ -224,9 +225,10 @@ def fit_file(
             (`lumaxlike.fit`'s ``regions=``), written as maps like the shared ones. Each
             region is fitted in memory from its pixels gathered over the rows it spans
             (see :mod:`lumaxlike._files.regions`), the maps then streamed by blocks;
-            runs in this process (not with `workers` or `scheduler`).
+            each group of regions is one task of `workers` or `scheduler`'s cluster.
         region_memory: cap on the memory of the regions fitted at once [bytes]
-            (default 4 GiB); a region that needs more is refused before any fit.
+            (default 4 GiB), by this process or by each worker; a region that needs
+            more is refused before any fit.
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).
@@ -262,10 +264,6 @@ def fit_file(
         raise ValueError(
             "regions (a label raster) and regional (the names it applies to) go together"
         )
-    if regions is not None and (workers != 1 or scheduler is not None):
-        raise ValueError(
-            "regions: regional fits run in this process; workers and scheduler do not apply"
-        )
     if regions is not None and not (isinstance(region_memory, (int, float)) and region_memory > 0):
         raise ValueError(f"region_memory must be a positive number of bytes, got {region_memory!r}")
     joint = bool(shared) or bool(prior) or bool(regional)
@@ -276,13 +274,9 @@ def fit_file(
     check_not_an_input(out_path, fields, inputs)
 
     product = ProductArguments(
-        correction_undone,
-        reff_incidence,
-        solar_spectrum,
-        solar_distance,
-        wavelengths_from,
+        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
-    )
+    )  # fmt: skip
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = []
         for path in cubes:
@@ -403,21 +397,24 @@ def fit_file(
             plan = plan_regions(label_raster, info.grid, rows_per_block, pixel_bytes, region_memory)
             store = RegionStore(journal_folder(out_path), plan.groups, fields)
 
-            def on_start():  # the regions, group by group, before the maps' blocks
+            def on_start():  # the regions, group by group (on the workers), then the maps
                 tell()
                 bar = progress_bar(progress, int(np.sum(plan.pixels)), "fitting regions")
+                read_cubes = lambda rows: _read_block(  # noqa: E731
+                    readers, geometry_readers, rows, readers[0].units, incidence
+                )
                 try:
-                    for number, group in enumerate(plan.groups):
-                        raise_if_interrupted()
-                        if number not in store:
-                            index, block = fit_region_group(
-                                lambda rows: _read_block(
-                                    readers, geometry_readers, rows, readers[0].units, incidence
-                                ),
-                                label_raster, group, rows_per_block, width, params, fit_options,
-                            )  # fmt: skip
-                            store.save(number, index, block)
-                        bar.update(int(np.sum(plan.pixels[np.isin(plan.labels, group[0])])))
+                    with BlockPool(workers, scheduler, function=fit_gathered_group) as pool:
+                        fit_region_groups(
+                            plan, store,
+                            lambda group: gather_region_group(
+                                read_cubes, label_raster, group, rows_per_block, width
+                            ),
+                            pool, params, fit_options,
+                            lambda number: bar.update(int(np.sum(
+                                plan.pixels[np.isin(plan.labels, plan.groups[number][0])]
+                            ))),
+                        )  # fmt: skip
                 finally:
                     bar.close()
 

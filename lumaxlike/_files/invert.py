@@ -5,17 +5,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .._inverse.invert import default_chunk_pixels
 from .._io.geometry_rasters import GeometryReader
 from .._io.writers import RESULT_FIELDS
-from .._provenance import make_provenance
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
-from .._run.tasks import SolverOptions, per_band_params
+from .._run.tasks import per_band_params
 from .arguments import check_not_an_input, check_run_arguments, geometry_paths
-from .blocks import block_rows, cube_block_reader
+from .blocks import block_setup
 from .outputs import stream_to_outputs
-from .products import ProductArguments, open_product
+from .products import ProductArguments
 from .records import recorded_command
 
 __all__ = ["InversionSummary", "invert_file"]
@@ -148,35 +146,25 @@ def invert_file(
     fields = [f for f in RESULT_FIELDS if f != "sigma" or sigma is not None]
     check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry)])
     product = ProductArguments(
-        correction_undone,
-        reff_incidence,
-        solar_spectrum,
-        solar_distance,
-        wavelengths_from,
+        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
-    )
+    )  # fmt: skip
 
-    with open_product(cube_path, units, geometry, dtm, product) as opened:
-        cube, info = opened.cube, opened.cube.info
+    with block_setup(
+        cube_path, units, geometry, dtm, product,
+        chunk_rows=chunk_rows, solver=solver, max_iter=max_iter, tol=tol,
+    ) as setup:  # fmt: skip
+        opened, cube, info = setup.opened, setup.cube, setup.info
         band_params = per_band_params(params, info.bands)
-        rows_per_block = block_rows(chunk_rows, info)
-        # one JAX chunk shape for every block (the last one is padded): compiles once
-        chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
-        options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
         with GeometryReader(opened.geometry, info.grid, dtm, surface=surface) as geometry_reader:
-            provenance = make_provenance(
+            provenance = setup.provenance(
+                geometry_reader,
                 params=band_params,
                 units=units,
                 solver=solver,
                 tol=tol,
                 max_iter=max_iter,
                 refl_sigma=sigma,
-                dtype=info.dtype,
-                cube=cube_path,
-                geometry=opened.recorded_geometry,
-                dtm=dtm,
-                geometry_layout=geometry_reader.record(),
-                product=opened.record,
                 command=recorded_command(
                     command,
                     "invert_file",
@@ -201,20 +189,12 @@ def invert_file(
                 like=info,
                 fields=fields,
                 provenance=provenance,
-                rows_per_block=rows_per_block,
+                rows_per_block=setup.rows_per_block,
                 inputs=[cube_path, dtm, *geometry_paths(opened.geometry), *product.files()],
                 overwrite=overwrite,
                 resume=resume,
                 pool_factory=lambda: BlockPool(workers, scheduler),
-                read=cube_block_reader(
-                    cube,
-                    geometry_reader,
-                    units=cube.units,
-                    sigma=sigma,
-                    params=band_params,
-                    options=options,
-                    reff_incidence=opened.reff_incidence,
-                ),
+                read=setup.block_reader(geometry_reader, sigma=sigma, params=band_params),
                 progress=progress,
                 description=f"inverting {Path(cube_path).name}",
                 on_start=cube.tell,  # every check passed: the run starts

@@ -1,60 +1,35 @@
 """File-to-file photometric normalisation, streamed by blocks of rows like `invert_file`.
 
 Reuses the inversion's streaming, process pool, atomic writer and provenance: only the
-work per block (`normalize_block`) and the maps written differ. Outputs: ``OUT`` the
+work per block (`lumaxlike._run.normalize_task.normalize_block`, shared with
+`normalize_dataarray`) and the maps written differ. Outputs: ``OUT`` the
 normalised cube (in the input's units, at the standard geometry), ``OUT_status`` the
 inversion's status, and with ``sigma`` ``OUT_sigma`` (see :mod:`lumaxlike._io.writers`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from .._inverse.invert import default_chunk_pixels
 from .._io.geometry_rasters import GeometryReader
 from .._io.raster import CubeReader, check_aligned
-from .._io.writers import FIELD_ATTRS, FieldLayout
-from .._normalize.normalize import normalize
+from .._io.writers import FieldLayout
 from .._normalize.standard import DEFAULT_STANDARD, standard_angles
-from .._provenance import make_provenance
+from .._run.normalize_task import NORMALIZATION_FIELDS, normalization_attrs, normalize_block
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
-from .._run.tasks import SolverOptions, band_groups, numba_threads, per_band_params
+from .._run.tasks import per_band_params
 from .arguments import check_not_an_input, check_run_arguments, geometry_paths
-from .blocks import block_rows, cube_block_reader
+from .blocks import block_setup
 from .outputs import stream_to_outputs
-from .products import ProductArguments, open_product
+from .products import ProductArguments
 from .records import recorded_command
 
-__all__ = ["NORMALIZATION_FIELDS", "normalization_attrs", "normalize_block", "normalize_file"]
-
-NORMALIZATION_FIELDS = ("reflectance", "status", "sigma")
-"""Maps a normalisation writes: the normalised cube (at ``OUT`` itself), status, sigma."""
-
-_UNIT_TEXT = {
-    "r": ("bidirectional reflectance r", "sr-1"),
-    "radf": ("radiance factor I/F = pi r", "1"),
-    "reff": ("reflectance factor pi r / cos i", "1"),
-}
-
-
-def normalization_attrs(units: str) -> dict:
-    """CF-style attributes of the normalisation's maps for a cube in ``units``."""
-    quantity, unit = _UNIT_TEXT[units]
-    return {
-        "reflectance": {"long_name": f"{quantity} at the standard geometry", "units": unit},
-        "status": FIELD_ATTRS["status"],
-        "sigma": {
-            "long_name": f"standard uncertainty of the {quantity} at the standard geometry",
-            "units": unit,
-        },
-    }
+__all__ = ["normalization_layout", "normalize_file"]
 
 
 def normalization_layout(units: str) -> FieldLayout:
@@ -66,85 +41,6 @@ def normalization_layout(units: str) -> FieldLayout:
         band_names={},
         integer={"status": np.int8},
     )
-
-
-def from_r_at_standard(values, units: str, standard) -> np.ndarray:
-    """r [1/sr] at the standard geometry in ``units`` (REFF with the standard incidence)."""
-    if units == "r":
-        return values
-    factor = math.pi if units == "radf" else math.pi / math.cos(standard[0])
-    return (values * factor).astype(values.dtype, copy=False)
-
-
-def normalize_block(
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    params,
-    options: SolverOptions,
-    refl_sigma=None,
-    *,
-    standard,
-    units: str,
-    param_maps=None,
-) -> dict[str, np.ndarray]:
-    """Normalise a block of pixels, band groups with their own parameters.
-
-    Args:
-        refl: r [1/sr], shape ``pixels + (bands,)``.
-        to_sun, to_sensor, normal: direction vectors, shape ``pixels + (3,)``.
-        params: one `HapkeParams` per band (see `per_band_params`).
-        options: solver and its settings.
-        refl_sigma: standard uncertainty of r [1/sr], a scalar or an array broadcastable
-            to ``refl``; None for none.
-        standard: (incidence, emission, phase) [rad].
-        units: the units the outputs are returned in (``"r"``, ``"radf"``, ``"reff"``).
-        param_maps: ``{field: array of shape pixels (+ (bands,))}`` or None.
-    Returns:
-        ``{field: array}`` for :data:`NORMALIZATION_FIELDS`, each shaped like ``refl``.
-    """
-    refl = np.asarray(refl)
-    kwargs = {"max_iter": options.max_iter, "tol": options.tol, "chunk_size": options.chunk_size}
-    kwargs = {key: value for key, value in kwargs.items() if value is not None}
-    sigma_scale = None  # sigma is linear in refl_sigma: a per-pixel one scales the result
-    if refl_sigma is not None and np.ndim(refl_sigma) > 0:
-        sigma_scale = np.broadcast_to(refl_sigma, refl.shape)
-        refl_sigma = 1.0
-    fields = {}
-    solver_context = (
-        numba_threads(options.num_threads)
-        if options.solver == "numba"
-        else contextlib.nullcontext()
-    )
-    with solver_context:
-        for group_params, bands in band_groups(params):
-            maps = None
-            if param_maps:
-                maps = {
-                    name: (values[..., bands] if values.ndim == refl.ndim else values)
-                    for name, values in param_maps.items()
-                }
-            result = normalize(
-                refl[..., bands],
-                to_sun,
-                to_sensor,
-                normal,
-                group_params,
-                options.solver,
-                standard=standard,
-                refl_sigma=refl_sigma,
-                param_maps=maps,
-                **kwargs,
-            )
-            for field in NORMALIZATION_FIELDS:
-                values = getattr(result, field)
-                fields.setdefault(field, np.empty(refl.shape, values.dtype))[..., bands] = values
-    if sigma_scale is not None:
-        fields["sigma"] = (fields["sigma"] * sigma_scale).astype(fields["sigma"].dtype, copy=False)
-    for field in ("reflectance", "sigma"):
-        fields[field] = from_r_at_standard(fields[field], units, standard)
-    return fields
 
 
 class _MapReader:
@@ -254,40 +150,31 @@ def normalize_file(
         main="reflectance",
     )
     product = ProductArguments(
-        correction_undone,
-        reff_incidence,
-        solar_spectrum,
-        solar_distance,
-        wavelengths_from,
+        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
-    )
+    )  # fmt: skip
 
-    with open_product(cube_path, units, geometry, dtm, product) as opened:
-        cube, info = opened.cube, opened.cube.info
+    with block_setup(
+        cube_path, units, geometry, dtm, product,
+        chunk_rows=chunk_rows, solver=solver, max_iter=max_iter, tol=tol,
+    ) as setup:  # fmt: skip
+        opened, cube, info = setup.opened, setup.cube, setup.info
         band_params = per_band_params(params, info.bands)
-        rows_per_block = block_rows(chunk_rows, info)
-        chunk_size = min(rows_per_block * info.grid.width, default_chunk_pixels(info.bands))
-        options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
         maps = _MapReader(param_maps, info)
         try:
             with GeometryReader(
                 opened.geometry, info.grid, dtm, surface=surface
             ) as geometry_reader:
-                provenance = make_provenance(
+                provenance = setup.provenance(
+                    geometry_reader,
                     params=band_params,
                     units=units,
                     solver=solver,
                     tol=tol,
                     max_iter=max_iter,
                     refl_sigma=sigma,
-                    dtype=info.dtype,
-                    cube=cube_path,
-                    geometry=opened.recorded_geometry,
-                    dtm=dtm,
-                    geometry_layout=geometry_reader.record(),
                     standard=standard,
                     param_maps=param_maps or None,
-                    product=opened.record,
                     command=recorded_command(
                         command,
                         "normalize_file",
@@ -314,7 +201,7 @@ def normalize_file(
                     like=info,
                     fields=fields,
                     provenance=provenance,
-                    rows_per_block=rows_per_block,
+                    rows_per_block=setup.rows_per_block,
                     inputs=[
                         cube_path,
                         dtm,
@@ -325,19 +212,15 @@ def normalize_file(
                     overwrite=overwrite,
                     resume=resume,
                     pool_factory=lambda: BlockPool(workers, scheduler, function=normalize_block),
-                    read=cube_block_reader(
-                        cube,
+                    read=setup.block_reader(
                         geometry_reader,
-                        units=cube.units,
                         sigma=sigma,
                         params=band_params,
-                        options=options,
                         extra=lambda rows: {
                             "standard": standard,
                             "units": cube.units,
                             **maps.read(rows),
                         },
-                        reff_incidence=opened.reff_incidence,
                     ),
                     progress=progress,
                     description=f"normalising {Path(cube_path).name}",

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import rasterio
 
@@ -15,6 +16,9 @@ from .._io.product_cube import ProductCube, product_geometry, product_options, r
 from .._io.raster import GDAL_CACHE_BYTES
 
 __all__ = ["OpenedProduct", "ProductArguments", "open_product"]
+
+
+_FILE_ARGUMENTS = ("solar_spectrum", "wavelengths_from")
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,14 @@ class ProductArguments:
             if getattr(self, field.name) != field.default
         }
 
+    def record(self) -> dict:
+        """The arguments that are not the defaults, JSON-able (files as absolute paths):
+        the product record's ``arguments``, which ``--params-from`` takes back."""
+        return {
+            name: str(Path(value).absolute()) if name in _FILE_ARGUMENTS else value
+            for name, value in self.call().items()
+        }
+
     def files(self) -> list:
         """The input files among them (None where not given), for the run's journal."""
         return [self.solar_spectrum, self.wavelengths_from]
@@ -52,7 +64,9 @@ class OpenedProduct:
         geometry: the geometry to read: the one given, or a normalised product's standard
             geometry as a mapping of arrays.
         reff_incidence: what REFF is divided by (None unless ``units="reff"``).
-        record: the product's provenance record (``lumaxlike_product``).
+        record: the product's provenance record (``lumaxlike_product``), with the
+            product arguments that are not the defaults (``arguments``,
+            `ProductArguments.record`).
     """
 
     cube: ProductCube
@@ -102,4 +116,4 @@ def open_product(
             reff_incidence=product.reff_incidence,
             correction_undone=product.correction_undone,
         )
-        yield OpenedProduct(cube, geometry, incidence, record)
+        yield OpenedProduct(cube, geometry, incidence, {**record, "arguments": product.record()})

@@ -11,7 +11,8 @@ block. The run has two passes, each bounded in memory:
    are taken in the order of their first row and packed into groups that fit the cap;
    for each group the rows it spans are read block by block, the group's pixels are
    gathered (in raster order) and `lumaxlike.fit` solves them with ``regions=`` in
-   memory, exactly as the in-memory call on the whole image would (a region's
+   memory (:func:`fit_region_groups`: here, or one group per task on the run's
+   workers), exactly as the in-memory call on the whole image would (a region's
    Levenberg-Marquardt is its own: its steps, damping and statuses do not depend on the
    other regions solved with it, and its pixels are summed in the same order). A
    group's result maps are kept on disk in the run's journal (:class:`RegionStore`),
@@ -21,7 +22,9 @@ block. The run has two passes, each bounded in memory:
    TOO_FEW_OBSERVATIONS, NaN maps and 0 observations, as in `lumaxlike.fit`), written
    and journaled.
 
-Memory is bounded by the cap (the largest group) plus a block; the cubes are read once
+Memory is bounded by the cap (the largest group) plus a block; with workers, each
+worker fits one group at a time under the cap, and this process holds the gathered
+observations of at most the pool's ``max_in_flight`` groups. The cubes are read once
 per group over the rows the group spans (once in all for tiles in raster order; a
 scattered unit spanning the whole image costs a pass of its own).
 """
@@ -39,13 +42,16 @@ import numpy as np
 from .._inverse.fit import fit
 from .._inverse.status import Status
 from .._io.raster import BandRaster, check_aligned, iter_row_slices
+from .._signals import raise_if_interrupted
 
 __all__ = [
     "REGION_MEMORY_BYTES",
     "RegionPlan",
     "RegionStore",
     "assembled_block",
-    "fit_region_group",
+    "fit_gathered_group",
+    "fit_region_groups",
+    "gather_region_group",
     "plan_regions",
     "read_labels",
     "region_pixel_bytes",
@@ -168,27 +174,20 @@ def plan_regions(
     )
 
 
-def fit_region_group(
-    read_block: Callable,
-    raster: BandRaster,
-    group: tuple,
-    rows_per_block: int,
-    width: int,
-    params,
-    fit_options: dict,
-) -> tuple[np.ndarray, dict]:
-    """Gather one group's pixels over the rows it spans and fit them with ``regions=``.
+def gather_region_group(
+    read_block: Callable, raster: BandRaster, group: tuple, rows_per_block: int, width: int
+) -> tuple:
+    """One group's pixels, gathered over the rows it spans, block by block.
 
     Args:
         read_block: ``rows -> (refl (rows, cols, bands, obs), to_sun, to_sensor,
             normal (rows, cols, obs, 3))``.
         raster: the label raster; group: ``(labels, rows)`` of `RegionPlan.groups`.
         rows_per_block: rows read at a time; width: the grid's columns.
-        params, fit_options: of `lumaxlike.fit` (``regional`` among the options).
 
     Returns:
-        ``(flat pixel indices (M,) ascending, {field: (M, bands)})``: the maps of
-        `regional_block_fields`.
+        ``(flat pixel indices (M,) ascending, labels (M,), refl (M, bands, obs),
+        to_sun, to_sensor, normal (M, obs, 3))``: the arguments of `fit_gathered_group`.
     """
     labels_of_group, span = group
     index, labels, refl, geometry = [], [], [], ([], [], [])
@@ -206,14 +205,56 @@ def fit_region_group(
         for k in range(3):
             geometry[k].append(vectors[k][inside])
         del cube, vectors
-    result = fit(
+    return (
+        np.concatenate(index),
+        np.concatenate(labels),
         np.concatenate(refl),
         *(np.concatenate(g) for g in geometry),
-        params,
-        regions=np.concatenate(labels),
-        **fit_options,
     )
-    return np.concatenate(index), regional_block_fields(result)
+
+
+def fit_gathered_group(
+    index, labels, refl, to_sun, to_sensor, normal, params, fit_options: dict
+) -> tuple[np.ndarray, dict]:
+    """The task of a group of regions (here or on a worker): `lumaxlike.fit` with
+    ``regions=labels`` on its gathered pixels (`gather_region_group`).
+
+    Returns:
+        ``(index, {field: (M, bands)})``: the maps of `regional_block_fields`.
+    """
+    result = fit(refl, to_sun, to_sensor, normal, params, regions=labels, **fit_options)
+    return index, regional_block_fields(result)
+
+
+def fit_region_groups(
+    plan: RegionPlan, store, gather: Callable, pool, params, fit_options, on_done
+):
+    """Fit every group of `plan` not in `store` yet, as tasks of `pool`, and save each.
+
+    Groups are gathered here (`gather`: ``group -> gather_region_group``'s tuple) and
+    submitted to `pool` (a `lumaxlike._run.pool.BlockPool` running `fit_gathered_group`:
+    here, or on its workers, each fitting one group at a time under the memory cap); at
+    most ``pool.max_in_flight`` gathered groups wait at once, so memory here is bounded
+    by that many groups' observations. Results are saved in submission order;
+    ``on_done(number)`` follows each group, a stored one included.
+    """
+
+    def collect():
+        number, (index, block) = pool.pop()
+        store.save(number, index, block)
+        on_done(number)
+
+    for number, group in enumerate(plan.groups):
+        raise_if_interrupted()
+        if number in store:
+            on_done(number)
+            continue
+        while pool.full():
+            collect()
+        pool.submit(number, *gather(group), params, fit_options)
+    while len(pool):
+        raise_if_interrupted()
+        collect()
 
 
 def regional_block_fields(result) -> dict:

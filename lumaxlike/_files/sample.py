@@ -29,8 +29,9 @@ from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
 from .._sample.maps import (
     check_sample_options,
+    chunk_seed,
     quantile_field,
-    sample_block,
+    result_maps,
     sample_fields,
     sample_layout,
 )
@@ -79,6 +80,7 @@ def sample_file(
     units: str,
     refl_sigma,
     prior=None,
+    shared=(),
     num_samples: int = 1000,
     num_chains: int = 4,
     num_warmup: int = 300,
@@ -115,7 +117,7 @@ def sample_file(
     ``mean_<name>``, ``rhat_<name>``, ``ess_<name>``; ``status`` (CONVERGED where the
     chains mixed, NOT_MIXED where not, else the warm-start fit's reason for not
     sampling), ``acceptance``, ``divergences`` and ``observations``. The record holds
-    ``lumaxlike_sample_*`` keys (cubes, geometries, free, prior, refl_sigma, num_samples,
+    ``lumaxlike_sample_*`` keys (cubes, geometries, free, shared, prior, refl_sigma, num_samples,
     num_chains, num_warmup, seed, min_ess, max_rhat, ``median_maps`` ``{name: path}``).
 
     Args:
@@ -129,8 +131,13 @@ def sample_file(
         units: what the cubes hold: ``"r"`` [1/sr] or ``"radf"`` (I/F = pi r).
         refl_sigma: 1-sigma Gaussian noise of the cubes' values in ``units``: a number,
             or one per band (required: it sets the posterior's width).
-        prior: {name: (mean, sigma)}: Gaussian priors on free parameters (their units),
-            as in `lumaxlike.sample`; the others flat within their bounds.
+        prior: {name: (mean, sigma)}: scalar Gaussian priors on free parameters (their
+            units), as in `lumaxlike.sample`; the others flat within their bounds.
+        shared: names among `free` (not w) that take one value per pixel for all its
+            bands (`lumaxlike.sample`'s ``shared``: each pixel's bands are one joint
+            problem); their maps, and a pixel's status, acceptance and divergences,
+            are the same in every band layer of the outputs (the file layout has one
+            layer per band, as `lumaxlike.fit_file`'s with ``shared``).
         num_samples: draws kept per chain (`lumaxlike.sample`).
         num_chains: chains per problem, at least 2.
         num_warmup: adaptation transitions per chain (discarded).
@@ -159,8 +166,9 @@ def sample_file(
     Raises:
         ValueError: naming the file or argument: misaligned cubes or rasters, a count of
             geometry rasters that differs from the cubes', a product normalised to a
-            standard geometry, units ``"reff"``, a missing or bad refl_sigma, or an
-            option `lumaxlike.sample` refuses (checked before any block is read).
+            standard geometry, units ``"reff"``, a missing or bad refl_sigma, a prior
+            map (not scalars), or an option `lumaxlike.sample` refuses, `shared` included
+            (checked before any block is read).
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
     """
     start = time.perf_counter()
@@ -177,6 +185,14 @@ def sample_file(
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     free = (free,) if isinstance(free, str) else tuple(free)
+    shared = (shared,) if isinstance(shared, str) else tuple(shared)
+    for name, pair in (prior or {}).items():
+        if (
+            not isinstance(pair, (tuple, list))
+            or len(pair) != 2
+            or np.ndim(pair[0]) + np.ndim(pair[1])
+        ):
+            raise ValueError(f"prior[{name!r}]: sample_file takes scalar priors (mean, sigma)")
     limits = _limits_in_radians(observation_limits_deg)
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
@@ -198,6 +214,7 @@ def sample_file(
             "free": free,
             "refl_sigma": sigma_r,
             "prior": dict(prior or {}),
+            "shared": shared,
             "num_samples": num_samples,
             "num_chains": num_chains,
             "num_warmup": num_warmup,
@@ -227,6 +244,7 @@ def sample_file(
                 str(Path(g).absolute()) if isinstance(g, (str, Path)) else None for g in geometries
             ],
             "free": list(free),
+            "shared": list(shared),
             "prior": {name: [float(v) for v in pair] for name, pair in (prior or {}).items()},
             "refl_sigma": sigma_record,
             "num_samples": int(num_samples),
@@ -265,6 +283,7 @@ def sample_file(
                 out_path,
                 params=params,
                 free=free,
+                **({"shared": shared} if shared else {}),
                 units=units,
                 refl_sigma=refl_sigma,
                 seed=seed,
@@ -290,7 +309,7 @@ def sample_file(
             inputs=inputs,
             overwrite=overwrite,
             resume=resume,
-            pool_factory=lambda: BlockPool(workers, scheduler, function=sample_block),
+            pool_factory=lambda: BlockPool(workers, scheduler, function=sample_file_block),
             read=read,
             progress=progress,
             description=f"sampling {Path(cubes[0]).name}",
@@ -305,6 +324,53 @@ def sample_file(
         verb="sampled",
         resumed=run.resumed,
     )
+
+
+def sample_file_block(
+    refl, to_sun, to_sensor, normal, params, options, *, first_pixel: int, pixels: int
+) -> dict[str, np.ndarray]:
+    """The task of a block of `sample_file`: `lumaxlike.sample` on stacked observations.
+
+    Args:
+        refl: r [1/sr], ``(rows, cols, bands, observations)``.
+        to_sun, to_sensor, normal: ``(rows, cols, observations, 3)``.
+        params: `lumaxlike.HapkeParams`.
+        options: keyword arguments of `lumaxlike.sample` (free, shared, refl_sigma, ...;
+            ``seed`` is the run's, made the block's by `chunk_seed`).
+        first_pixel: linear index of the block's first pixel in the image.
+        pixels: pixels of a full block: a shorter (last) block is padded with pixels
+            without observations (not sampled, then dropped), so that every block runs
+            the same compiled program.
+
+    Returns:
+        ``{field: (rows, cols, bands)}`` of the maps of `sample_fields`; the per-pixel
+        maps of a joint problem (shared parameters, status, acceptance, divergences)
+        repeated in every band layer.
+    """
+    from .._sample.sample import sample
+
+    options = dict(options)
+    seed = chunk_seed(options.pop("seed", 0), first_pixel)
+    rows, cols, bands, n_obs = refl.shape
+    n = rows * cols
+    flat = [refl.reshape(n, bands, n_obs)] + [
+        v.reshape(n, n_obs, 3) for v in (to_sun, to_sensor, normal)
+    ]
+    if n < pixels:  # padding: no finite observation (NONFINITE_INPUT, not sampled)
+        flat[0] = np.concatenate([flat[0], np.full((pixels - n, bands, n_obs), np.nan)])
+        for i in (1, 2, 3):
+            flat[i] = np.concatenate(
+                [flat[i], np.broadcast_to(flat[i][:1], (pixels - n, n_obs, 3))]
+            )
+    result = sample(*flat, params, seed=seed, **options)
+    maps = {}
+    for field, values in result_maps(result, result.free).items():
+        values = values[:n].reshape((rows, cols) + values.shape[1:])
+        per_pixel = values.ndim == 2  # a joint problem's: one value for all bands
+        maps[field] = np.ascontiguousarray(
+            np.broadcast_to(values[..., None] if per_pixel else values, (rows, cols, bands))
+        )
+    return maps
 
 
 def _with_settings(provenance, settings):

@@ -2,7 +2,8 @@
 
 The same pipeline as :func:`lumaxlike._files.invert.invert_file` (blocks of rows,
 `BlockPool` here or on a dask cluster, atomic `ResultWriter`, provenance), with
-:func:`lumaxlike.unmix` per block. Writes, as GeoTIFF or ENVI:
+:func:`lumaxlike.unmix` per block (`lumaxlike._run.unmix_task.unmix_block`, shared with
+`unmix_dataarray`). Writes, as GeoTIFF or ENVI:
 
 ``OUT``            mass fractions, one band per endmember (band names: the endmembers)
 ``OUT_sigma``      their 1-sigma uncertainty (scaled by ``sigma`` when given, else by
@@ -25,134 +26,23 @@ from pathlib import Path
 
 import numpy as np
 
-from .._inverse.status import Status
 from .._io.geometry_rasters import GeometryReader
-from .._io.writers import FieldLayout
 from .._params import HapkeParams
-from .._provenance import make_provenance
 from .._run.journal import array_digest
 from .._run.pool import BlockPool
 from .._run.progress import resumed_text
-from .._run.tasks import numba_threads
+from .._run.unmix_task import UnmixOptions, unmix_block, unmix_fields, unmix_layout, unmix_record
 from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
-from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels, unmix
+from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels
 from .arguments import check_not_an_input, check_run_arguments, geometry_paths
-from .blocks import block_rows, cube_block_reader
+from .blocks import block_setup
 from .outputs import stream_to_outputs
-from .products import ProductArguments, open_product
+from .products import ProductArguments
 from .records import recorded_command
 from .wavelengths import known_wavelengths_um
 
-__all__ = [
-    "UNMIX_FIELDS",
-    "unmix_fields",
-    "unmix_record",
-    "UnmixOptions",
-    "UnmixSummary",
-    "unmix_block",
-    "unmix_file",
-    "unmix_layout",
-]
-
-UNMIX_FIELDS = ("fractions", "sigma", "status", "iterations", "residual")
-_ATTRS = {
-    "fractions": {"long_name": "mass fraction of each endmember", "units": "1"},
-    "sigma": {"long_name": "standard uncertainty of the mass fraction", "units": "1"},
-    "status": {"long_name": "unmixing status (lumaxlike.Status)", **Status.flag_attrs()},
-    "iterations": {"long_name": "solver iterations", "units": "1"},
-    "residual": {
-        "long_name": "residual norm of the route's objective (r [1/sr] one-step, w two-step; "
-        "divided by sigma when given)",
-        "units": "1",
-    },
-    "remainder": {
-        "long_name": "cross-section fraction of the unmodelled, perfectly absorbing "
-        "remainder (fractions not summing to one)",
-        "units": "1",
-    },
-}
-
-
-def unmix_fields(sum_to_one: bool = True) -> tuple[str, ...]:
-    """The maps `unmix_file` writes: :data:`UNMIX_FIELDS`, and ``remainder`` (the
-    unmodelled dark remainder, `UnmixResult.remainder`) when the fractions need not sum
-    to one."""
-    return UNMIX_FIELDS if sum_to_one else (*UNMIX_FIELDS, "remainder")
-
-
-def unmix_layout(names) -> FieldLayout:
-    """The maps `unmix_file` writes for endmembers ``names``."""
-    per_pixel = {name: (name,) for name in ("status", "iterations", "residual", "remainder")}
-    return FieldLayout(
-        main="fractions",
-        attrs=_ATTRS,
-        band_names={"fractions": tuple(names), "sigma": tuple(names), **per_pixel},
-        integer={"status": np.int8, "iterations": np.int32},
-        dimensions={"fractions": "endmember", "sigma": "endmember", **dict.fromkeys(per_pixel)},
-    )
-
-
-@dataclass(frozen=True)
-class UnmixOptions:
-    """How `unmix_block` runs `lumaxlike.unmix` (see its arguments)."""
-
-    solver: str
-    route: str = "one_step"
-    sum_to_one: bool = True
-    max_iter: int | None = None
-    tol: float | None = None
-    chunk_size: int | None = None
-    num_threads: int | None = None
-    wavelengths: tuple | None = None  # the data's band centres [um]: matched to the endmembers'
-
-
-def unmix_block(
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    params: HapkeParams,
-    options: UnmixOptions,
-    refl_sigma=None,
-    *,
-    endmembers: Endmembers,
-) -> dict[str, np.ndarray]:
-    """`lumaxlike.unmix` on a block (the signature `cube_block_reader` gives a block's task);
-    returns the maps of :data:`UNMIX_FIELDS`, each ``pixels + (bands,)`` with one band per
-    endmember (fractions, sigma) or one band."""
-    kwargs = {
-        k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None
-    }
-    with numba_threads(options.num_threads):
-        result = unmix(refl, to_sun, to_sensor, normal, endmembers, params, options.solver, route=options.route,
-                       sum_to_one=options.sum_to_one, refl_sigma=refl_sigma, chunk_size=options.chunk_size,
-                       wavelengths=options.wavelengths, **kwargs)  # fmt: skip
-    with np.errstate(invalid="ignore"):  # NaN covariance where unsolved
-        sigma = np.sqrt(np.diagonal(result.covariance, axis1=-2, axis2=-1))
-    return {
-        "fractions": result.fractions,
-        "sigma": sigma,
-        "status": result.status[..., None],
-        "iterations": result.iterations[..., None],
-        "residual": result.residual_norm[..., None],
-        "remainder": result.remainder[..., None],
-    }
-
-
-def unmix_record(endmembers: Endmembers, route: str, sum_to_one: bool, library=None) -> dict:
-    """What an unmixing was (`Provenance.unmix_settings`): route, sum-to-one, the
-    endmembers' names, densities [g/cm^3], grain sizes [um], extinction efficiencies, and
-    ``library`` (how they were made, where known)."""
-    return {
-        "route": route,
-        "sum_to_one": bool(sum_to_one),
-        "endmembers": list(endmembers.names),
-        "density": [float(v) for v in endmembers.density],
-        "grain_size": [float(v) for v in endmembers.grain_size],
-        "extinction_efficiency": [float(v) for v in endmembers.extinction_efficiency],
-        "library": None if library is None else dict(library),
-    }
+__all__ = ["UnmixSummary", "unmix_file"]
 
 
 @dataclass(frozen=True)
@@ -268,16 +158,17 @@ def unmix_file(
         out_path, fields, [cube_path, dtm, *geometry_paths(geometry)], main="fractions"
     )
     product = ProductArguments(
-        correction_undone,
-        reff_incidence,
-        solar_spectrum,
-        solar_distance,
-        wavelengths_from,
+        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
-    )
+    )  # fmt: skip
 
-    with open_product(cube_path, units, geometry, dtm, product, bad_bands="exclude") as opened:
-        cube, info = opened.cube, opened.cube.info
+    n_endmembers = endmembers.n_endmembers
+    with block_setup(
+        cube_path, units, geometry, dtm, product,
+        chunk_rows=chunk_rows, solver=solver, max_iter=max_iter, tol=tol,
+        chunk_pixels=lambda bands: default_chunk_pixels(bands, n_endmembers), bad_bands="exclude",
+    ) as setup:  # fmt: skip
+        opened, cube, info = setup.opened, setup.cube, setup.info
         endmembers = endmembers_on_bands(
             endmembers,
             cube.band_indices,
@@ -289,11 +180,6 @@ def unmix_file(
             raise ValueError(
                 f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}"
             )
-        rows_per_block = block_rows(chunk_rows, info)
-        chunk_size = min(
-            rows_per_block * info.grid.width,
-            default_chunk_pixels(info.bands, endmembers.n_endmembers),
-        )
         wavelengths = known_wavelengths_um(info)
         band_order(wavelengths, endmembers, f"the cube {cube_path}")  # refused before any work
         options = UnmixOptions(
@@ -302,15 +188,13 @@ def unmix_file(
             bool(sum_to_one),
             max_iter,
             tol,
-            chunk_size,
+            setup.chunk_size,
             wavelengths=None if wavelengths is None else tuple(wavelengths),
         )
         with GeometryReader(opened.geometry, info.grid, dtm, surface=surface) as geometry_reader:
-            provenance = make_provenance(
-                params=[params] * info.bands, units=units, solver=solver,
+            provenance = setup.provenance(
+                geometry_reader, params=[params] * info.bands, units=units, solver=solver,
                 tol=DEFAULT_TOLERANCE if tol is None else tol, max_iter=max_iter, refl_sigma=sigma,
-                dtype=info.dtype, cube=cube_path, geometry=opened.recorded_geometry,
-                dtm=dtm, geometry_layout=geometry_reader.record(), product=opened.record,
                 command=recorded_command(command, "unmix_file", cube_path, out_path, geometry=geometry,
                                          dtm=dtm, endmembers=endmembers.names, params=params,
                                          solver=solver, units=units, route=route,
@@ -326,20 +210,17 @@ def unmix_file(
                 like=info,
                 fields=fields,
                 provenance=provenance,
-                rows_per_block=rows_per_block,
+                rows_per_block=setup.rows_per_block,
                 inputs=[cube_path, dtm, *geometry_paths(opened.geometry), *product.files()],
                 overwrite=overwrite,
                 resume=resume,
                 pool_factory=lambda: BlockPool(workers, scheduler, function=unmix_block),
-                read=cube_block_reader(
-                    cube,
+                read=setup.block_reader(
                     geometry_reader,
-                    units=cube.units,
                     sigma=sigma,
                     params=params,
                     options=options,
                     extra=lambda rows: {"endmembers": endmembers},
-                    reff_incidence=opened.reff_incidence,
                 ),
                 progress=progress,
                 description=f"unmixing {Path(cube_path).name}",

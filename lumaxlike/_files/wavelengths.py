@@ -6,11 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._io.raster import CubeInfo
+from .._io.spectral_metadata import WAVELENGTH_UNITS_UM
 
 __all__ = ["WAVELENGTH_UNITS_UM", "cube_wavelengths_um", "known_wavelengths_um"]
-
-#: micrometres per wavelength unit, by a part of the unit's name (first match wins)
-WAVELENGTH_UNITS_UM = (("nano", 1e-3), ("nm", 1e-3), ("micro", 1.0), ("um", 1.0), ("µm", 1.0))
 
 
 def cube_wavelengths_um(info: CubeInfo, wavelengths=None) -> np.ndarray:

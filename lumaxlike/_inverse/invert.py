@@ -29,6 +29,14 @@ __all__ = [
 
 SOLVERS = ("jax", "numba")
 DEFAULT_MAX_ITER = 50
+# The numba solver's default chunk, in problems (pixels x bands). It writes float64
+# results straight into `invert`'s arrays and keeps its work in a few rows per thread,
+# so a chunk costs memory only for float32 input (a float64 copy of the chunk's refl and
+# its w and residual: 24 B per problem, 100 MB) or with refl_sigma (the slope, 8 B). Each
+# chunk is one parallel loop, at whose end numba's (OpenMP) threads spin-wait for the next:
+# a few large chunks spend less CPU time waiting than `PROBLEMS_PER_CHUNK`'s many
+# (benchmarks/bench_invert_units.py).
+NUMBA_PROBLEMS_PER_CHUNK = 1 << 22
 
 
 def default_tolerance(dtype) -> float:
@@ -50,9 +58,11 @@ def default_chunk_pixels(n_bands: int, dtype=np.float64, memory_bytes: int | Non
 
 def solver_chunk_pixels(solver: str, n_bands: int, dtype) -> int:
     """`invert`'s default pixels per chunk for `solver`: the JAX solver's follow the
-    memory of JAX's default device (a CPU's do not), the numba solver's are a CPU's."""
-    memory = device_memory_bytes(jax.devices()[0]) if solver == "jax" else None
-    return default_chunk_pixels(n_bands, dtype, memory)
+    memory of JAX's default device (a CPU's do not), the numba solver's are about
+    `NUMBA_PROBLEMS_PER_CHUNK` problems."""
+    if solver == "numba":
+        return max(1, NUMBA_PROBLEMS_PER_CHUNK // max(1, n_bands))
+    return default_chunk_pixels(n_bands, dtype, device_memory_bytes(jax.devices()[0]))
 
 
 def invert(
@@ -105,7 +115,9 @@ def invert(
         refl_sigma: 1-sigma uncertainty of `refl` [1/sr], a scalar or one value per band;
             propagated to `InversionResult.sigma`.
         chunk_size: pixels per chunk (memory is bounded by the chunk); default about
-            262 k problems per chunk on a CPU; the JAX solver on an accelerator sizes its
+            262 k problems per chunk for the JAX solver on a CPU, 4.2 M for the numba
+            solver (whose chunks cost memory only for float32 input or refl_sigma, 24 and
+            8 bytes per problem); the JAX solver on an accelerator sizes its
             chunks from the device's memory (`chunking.chunk_problems`) and overlaps
             each chunk's transfers with the previous chunk's solve. On a GPU, float32
             input is the fast choice (float64 is supported).
@@ -201,13 +213,14 @@ def invert(
                 start, stop, _solve_chunk_photometric(pieces, chunk, dtype, params, solver), targets
             )
     elif solver == "numba":
-        # the slope and the solver's work array: one chunk's, reused by every chunk
-        slope, scratch = np.empty((chunk, n_bands)), np.empty((chunk, 2, n_bands))
+        # the slope only where sigma needs it: one chunk's, reused by every chunk
+        slope = np.empty((chunk, n_bands)) if band_sigma is not None else None
         for start in range(0, n_pixels, chunk):
             start, stop, pieces, piece_w0 = pieces_of(start)
             targets = targets_of(start, stop)  # written straight into where dtypes match
+            given = targets if slope is None else {**targets, "slope": slope[: stop - start]}
             solved = solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds,
-                                        out={**targets, "slope": slope[: stop - start]}, scratch=scratch[: stop - start])  # fmt: skip
+                                        out=given, keep_slope=slope is not None)  # fmt: skip
             store(start, stop, solved, targets)
     else:  # chunk k + 1 dispatched before chunk k's results are fetched (`pipelined`)
 

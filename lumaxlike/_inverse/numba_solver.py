@@ -8,7 +8,8 @@ pixel step in lockstep: each iteration is one branch-free loop over the bands, f
 ones keeping their values by selection, which the compiler can vectorise (a band's own
 sequence of operations is that of a band stepped alone: the same bits). Nothing is
 allocated inside the loop; the problems' state lives in the outputs, written in place,
-and in one scratch array per chunk. Computes in float64.
+and in a few rows per thread (`numba.get_thread_id`), so a call's working memory does not
+grow with its pixels and one call can take a whole image. Computes in float64.
 
 What a band's step calls (`propose`, `reflectance_and_slope`, `update` and the LM rules
 they use) is inlined by numba, so the band loops hold no call and vectorise for every
@@ -74,6 +75,7 @@ def _albedo_kernel(
     )  # fmt: skip
     n_pixels, n_bands = refl.shape
     use_w_start = w_start.shape[0] > 0
+    keep_slope = slope_out.shape[0] > 0
     for pixel in numba.prange(n_pixels):
         geometry_finite = True
         for k in range(3):
@@ -86,11 +88,14 @@ def _albedo_kernel(
         )  # fmt: skip
         table = albedo_table(terms)
         # The pixel's problems live in its rows of the outputs (status SOLVING while
-        # unfinished) and of `scratch` (damping, growth).
+        # unfinished) and in its thread's rows of `scratch` (damping, growth, and the
+        # slope where the caller does not keep it).
+        thread = numba.get_thread_id()
         r_obs_row = refl[pixel]
-        w_row, residual_row, slope_row = w_out[pixel], residual_out[pixel], slope_out[pixel]
+        w_row, residual_row = w_out[pixel], residual_out[pixel]
+        slope_row = slope_out[pixel] if keep_slope else scratch[thread, 2]
         status_row, iterations_row = status_out[pixel], iterations_out[pixel]
-        damping_row, growth_row = scratch[pixel, 0], scratch[pixel, 1]
+        damping_row, growth_row = scratch[thread, 0], scratch[thread, 1]
         # The starts, then every band's status and first evaluation: branch-free loops
         # over the bands (vectorised; a problem that is not solved computes a value
         # that is selected away).
@@ -192,7 +197,7 @@ def solve_albedo_numba(
     tol,
     w_bounds,
     out=None,
-    scratch=None,
+    keep_slope=True,
 ):
     """Solve every (pixel, band) problem of one chunk.
 
@@ -206,11 +211,10 @@ def solve_albedo_numba(
         out: optional dict of C-contiguous (pixels, bands) arrays to write into (any of
             w, residual and slope as float64, status as int8, iterations as int32), e.g.
             slices of the caller's result arrays, sparing a copy; the rest are allocated.
-        scratch: optional C-contiguous (pixels, 2, bands) float64 work array (e.g. one
-            reused by every chunk); allocated if None or not of that form.
+        keep_slope: whether to return the slope (False: no (pixels, bands) array for it).
     Returns:
         dict of (pixels, bands) arrays: w, status (int8), iterations (int32), residual
-        (model minus observed, 1/sr), slope (dr/dw at w, 1/sr).
+        (model minus observed, 1/sr), and with `keep_slope` slope (dr/dw at w, 1/sr).
     """
     shape = refl.shape
     dtypes = {
@@ -220,6 +224,8 @@ def solve_albedo_numba(
         "residual": np.float64,
         "slope": np.float64,
     }
+    if not keep_slope:
+        del dtypes["slope"]
     given = out or {}
     out = {}
     for name, dtype in dtypes.items():
@@ -228,6 +234,8 @@ def solve_albedo_numba(
 
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
     geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
+    # a thread's rows (damping, growth, slope); ids run below numba's thread count
+    scratch = np.empty((numba.config.NUMBA_NUM_THREADS, 3, shape[1]))
     _albedo_kernel_for(params.model_key)(
         as_kernel_array(refl),
         *geometry,
@@ -237,8 +245,9 @@ def solve_albedo_numba(
         float(tol),
         float(w_bounds[0]),
         float(w_bounds[1]),
-        out["w"], out["status"], out["iterations"], out["residual"], out["slope"],
-        scratch if _is_writable(scratch, np.float64, (shape[0], 2, shape[1])) else np.empty((shape[0], 2, shape[1])),
+        out["w"], out["status"], out["iterations"], out["residual"],
+        out["slope"] if keep_slope else np.empty((0, shape[1])),
+        scratch,
     )  # fmt: skip
     return out
 

@@ -30,6 +30,7 @@ import os
 import re
 import secrets
 import shutil
+import sys
 from pathlib import Path
 
 import psutil
@@ -260,7 +261,7 @@ def _sync(path: Path, target: Path) -> None:
 
 
 def _try_lock(fd: int) -> None:
-    if os.name == "nt":  # pragma: no cover - not run on the CI machine
+    if sys.platform == "win32":  # pragma: no cover - not run on the CI machine
         import msvcrt
 
         msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)

@@ -332,7 +332,11 @@ class GeometryReader:
                 )[2]
             to_sun, to_sensor, normal = geometry_from_angles(incidence, emission, phase=phase)
         self._check(rows, angles, to_sun, to_sensor, normal)
-        return tuple(np.asarray(v, dtype=np.float64) for v in (to_sun, to_sensor, normal))
+        return (
+            np.asarray(to_sun, dtype=np.float64),
+            np.asarray(to_sensor, dtype=np.float64),
+            np.asarray(normal, dtype=np.float64),
+        )
 
     def _check(self, rows, angles, to_sun, to_sensor, normal) -> None:
         if not self.plan.checks:

@@ -220,7 +220,7 @@ def _wide_layout(path, header, roles, data):
     return angles, wavelength, values
 
 
-def _long_layout(path, header, roles, data):
+def _long_layout(path, header, roles, data) -> tuple[dict, np.ndarray, np.ndarray]:
     columns = _angle_columns(roles)
     for role in ("wavelength", "reflectance"):
         if role not in roles:
@@ -234,7 +234,7 @@ def _long_layout(path, header, roles, data):
         )
     wl_column, value_column = roles.index("wavelength"), roles.index("reflectance")
     geometries: dict[tuple, int] = {}
-    entries = {}
+    entries: dict[tuple, float] = {}
     for n, row in data:
         key = tuple(_number(row[j], f"{path}, line {n}, {role}") for role, j in columns.items())
         wl = _number(row[wl_column], f"{path}, line {n}, wavelength")

@@ -155,12 +155,11 @@ def result_template(
     import xarray as xr
 
     coords = {"band": ("band", np.arange(1, like.bands + 1))}
-    for field, dimension in layout.dimensions.items() if layout is not None else ():
+    dimensions = {} if layout is None else layout.dimensions
+    band_names = {} if layout is None else layout.band_names
+    for field, dimension in dimensions.items():
         if dimension is not None:
-            coords[dimension] = (
-                dimension,
-                np.asarray(layout.band_names[field], dtype=str),
-            )
+            coords[dimension] = (dimension, np.asarray(band_names[field], dtype=str))
     if like.wavelengths is not None:
         attrs = {"units": like.wavelength_units} if like.wavelength_units else {}
         coords["wavelength"] = xr.Variable("band", np.asarray(like.wavelengths), attrs)

@@ -329,7 +329,7 @@ def resolve_geometry(
             given for a product at its observed geometry.
     """
     standard = None if kind is None or correction_undone else kind.standard_geometry
-    if standard is None:
+    if kind is None or standard is None:  # (standard is None whenever kind is)
         if geometry is None:
             what = f" ({kind.name})" if kind is not None else ""
             raise ValueError(

@@ -24,6 +24,7 @@ import numpy as np
 import rasterio
 import rasterio.errors
 from affine import Affine
+from rasterio.crs import CRS
 from rasterio.windows import Window
 
 __all__ = [
@@ -57,7 +58,7 @@ class RasterGrid:
     path: Path
     height: int
     width: int
-    crs: object
+    crs: CRS | None
     transform: Affine
 
     def differences(self, other: RasterGrid) -> list[str]:

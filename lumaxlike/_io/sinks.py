@@ -142,10 +142,10 @@ class _RasterSink:
         if like.wavelengths is not None:
             labels = [wavelength_text(value) for value in like.wavelengths]
             if driver == "ENVI":
-                envi = {"wavelength": "{" + ", ".join(labels) + "}"}
+                envi_tags = {"wavelength": "{" + ", ".join(labels) + "}"}
                 if like.wavelength_units:
-                    envi["wavelength_units"] = like.wavelength_units
-                ds.update_tags(ns="ENVI", **envi)
+                    envi_tags["wavelength_units"] = like.wavelength_units
+                ds.update_tags(ns="ENVI", **envi_tags)
             else:
                 for index, label in enumerate(labels, start=1):
                     tags = {"wavelength": label}

@@ -106,11 +106,13 @@ def read_spectral_library(
         raise ValueError("paths names no file")
     if format is not None and format not in LIBRARY_FORMATS:
         raise ValueError(f"format={format!r} is not one of {', '.join(map(repr, LIBRARY_FORMATS))}")
-    spectra = []  # (name, wavelengths [um], values, source, kind)
+    spectra: list[tuple] = []  # (name, wavelengths [um], values, source, kind)
     for path in map(Path, paths):
         kind = format or _detect_format(path)
-        reader = {"csv": _read_csv, "splib07": _read_splib07, "relab": _read_relab}[kind]
-        found = reader(path, wavelengths_file) if kind == "splib07" else reader(path)
+        if kind == "splib07":
+            found = _read_splib07(path, wavelengths_file)
+        else:
+            found = {"csv": _read_csv, "relab": _read_relab}[kind](path)
         spectra.extend((name, wl, values, str(path), kind) for name, wl, values in found)
     if names is not None:
         names = [names] if isinstance(names, str) else list(names)

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
+    "WAVELENGTH_UNITS_UM",
     "SpectralMetadata",
     "read_spectral_metadata",
     "read_wavelength_file",
@@ -50,6 +51,10 @@ _UNIT_NAMES = {
     "millimeters": "Millimeters",
 }
 _TO_UM = {"Nanometers": 1e-3, "Micrometers": 1.0, "Millimeters": 1e3}
+
+#: micrometres per wavelength unit, by a part of the unit's name (first match wins): how
+#: the commands that match bands by wavelength read a cube's or a DataArray's unit
+WAVELENGTH_UNITS_UM = (("nano", 1e-3), ("nm", 1e-3), ("micro", 1.0), ("um", 1.0), ("µm", 1.0))
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _DESCRIPTION = re.compile(
     rf"^\s*({_NUMBER})\s*(nm|nanometers|um|µm|micrometers|microns)?\s*$", re.IGNORECASE
@@ -227,8 +232,10 @@ def _isis3(dataset) -> SpectralMetadata | None:
 
 
 def _descriptions(dataset) -> SpectralMetadata | None:
-    matches = [_DESCRIPTION.match(d or "") for d in dataset.descriptions]
-    if not all(matches):
+    matches = [
+        match for match in (_DESCRIPTION.match(d or "") for d in dataset.descriptions) if match
+    ]
+    if len(matches) != len(dataset.descriptions):
         return None
     units = {unit_name(m.group(2)) for m in matches}
     return SpectralMetadata(

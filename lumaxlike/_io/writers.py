@@ -57,7 +57,7 @@ from .layout import (  # re-exported: the writers' layout, named here as before
     wavelength_text,
 )
 from .raster import CubeInfo
-from .sinks import FORMATS, SinkSpec, _RasterSink  # noqa: F401 (_RasterSink: the GeoTIFF/ENVI file)
+from .sinks import FORMATS, Sink, SinkSpec, _RasterSink  # noqa: F401 (_RasterSink: the GeoTIFF/ENVI file)
 
 __all__ = [
     "FIELD_ATTRS",
@@ -261,7 +261,7 @@ class ResultWriter:
             output_files(self.out, self.fields, main), overwrite=overwrite, companions=companions
         )
         self._stack = contextlib.ExitStack()
-        self._sink = None
+        self._sink: Sink | None = None
 
     def __enter__(self) -> ResultWriter:
         temporary = self._stack.enter_context(self._atomic)
@@ -278,8 +278,9 @@ class ResultWriter:
                 provenance=self.provenance,
                 layout=self.layout,
             )
-            self._sink = FORMATS[self.format].sink(spec)
-            self._stack.callback(self._sink.close)
+            sink = FORMATS[self.format].sink(spec)
+            self._sink = sink
+            self._stack.callback(sink.close)
         except BaseException as error:
             self._stack.__exit__(type(error), error, error.__traceback__)
             raise
@@ -305,6 +306,8 @@ class ResultWriter:
                 raise ValueError(
                     f"block {field} has shape {np.shape(block[field])}, expected {expected}"
                 )
+        if self._sink is None:
+            raise RuntimeError("ResultWriter.write outside its with block")
         self._sink.write(rows, {field: self._encode(field, block[field]) for field in self.fields})
 
     def _encode(self, field: str, values) -> np.ndarray:

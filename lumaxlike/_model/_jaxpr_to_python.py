@@ -87,7 +87,7 @@ def _literal(value) -> str:
 
 
 class _Printer:
-    def __init__(self, opaque_calls=None):
+    def __init__(self, opaque_calls=None) -> None:
         self.statements: list[tuple[str, str]] = []  # (temporary, expression)
         self.bound: dict[str, str] = {}  # expression -> temporary holding it
         self.count = 0

@@ -72,7 +72,8 @@ def traced_columns(
 def split_columns(free: tuple[str, ...], key: ModelKey, dtype) -> SplitProgram:
     """`traced_columns` split into known (fixed parameters and geometry), step (free
     parameters) and lane parts, for the dtype and ``jax_enable_x64`` setting in effect."""
-    return _split_columns(tuple(free), key, np.dtype(dtype).name, bool(jax.config.jax_enable_x64))
+    x64 = jax.dtypes.canonicalize_dtype(np.float64) == np.dtype(np.float64)  # jax_enable_x64
+    return _split_columns(tuple(free), key, np.dtype(dtype).name, bool(x64))
 
 
 @functools.cache

@@ -175,6 +175,8 @@ def _generated_module(free: tuple[str, ...], key: ModelKey, digest: str):
                 file.write(text)
             os.replace(file.name, path)  # atomic: another process sees the whole file or none
         spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:  # not for a .py file; said plainly if ever
+            raise ImportError(f"cannot load the generated module {path}")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         sys.modules[name] = module
@@ -216,8 +218,10 @@ def model_columns(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY) -> ColumnF
     free = tuple(free)
     digest = _generation_digest(free, key)
     module, in_file = _generated_module(free, key, digest)
-    options = {"error_model": "numpy", "fastmath": FASTMATH}
-    jit = cached_njit(**options) if in_file else numba.njit(**options)
+    if in_file:
+        jit = cached_njit(error_model="numpy", fastmath=FASTMATH)
+    else:
+        jit = numba.njit(error_model="numpy", fastmath=FASTMATH)
     for name in ("_known_part", "_step_part", "_free_part", "hoist", "prepare", "columns"):
         setattr(module, name, jit(getattr(module, name)))  # the wrappers call the parts as globals
     return ColumnFunctions(

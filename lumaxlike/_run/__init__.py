@@ -5,7 +5,8 @@ and their xarray twins) and the IO layer (:mod:`lumaxlike._io`: readers, writers
 formats) and the solvers (:mod:`lumaxlike._inverse`, :mod:`lumaxlike._unmix`,
 :mod:`lumaxlike._normalize`):
 
-* :mod:`.tasks`: the task of a block on NumPy arrays (:func:`~.tasks.invert_block`),
+* :mod:`.tasks`, :mod:`.normalize_task`, :mod:`.unmix_task`: the task of a block on NumPy
+  arrays (:func:`~.tasks.invert_block`, `normalize_block`, `unmix_block`),
   solver options, per-band parameters, numba threads; shared with the xarray front
   ends' chunks;
 * :mod:`.pool`: :class:`~.pool.BlockPool`, blocks solved here or on a dask.distributed

@@ -9,6 +9,10 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # distributed is imported when a cluster is used, not with this module
+    from distributed import Client, LocalCluster
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -43,8 +47,8 @@ class Cluster:
         address: the scheduler's address.
     """
 
-    client: object
-    local: object | None
+    client: Client
+    local: LocalCluster | None
     threads: int
     numba_threads: int | None
     address: str

@@ -137,7 +137,8 @@ def numba_threads(count: int | None):
             yield
             return
         previous = numba.get_num_threads()
-        numba.set_num_threads(min(int(count), numba.config.NUMBA_NUM_THREADS))
+        # NUMBA_NUM_THREADS, the most threads numba starts (numba.config sets it at run time)
+        numba.set_num_threads(min(int(count), vars(numba.config)["NUMBA_NUM_THREADS"]))
         try:
             yield
         finally:

@@ -1,7 +1,6 @@
 """The maps of a `SampleResult` as the front ends write them: per free parameter its five
 quantiles, mean, R-hat and ESS, then status, acceptance, divergences and observations;
-the random stream of a block or chunk of pixels; and `sample_block`, the task of one
-block of a file run (``lumaxlike sample``).
+and the random stream of a block or chunk of pixels.
 
 Shared by the file front end (`lumaxlike.sample_file`, one map per field) and the xarray
 front end (`lumaxlike.sample_dataarray`, the five quantiles on a ``quantile`` dim).
@@ -23,11 +22,9 @@ __all__ = [
     "chunk_seed",
     "quantile_field",
     "result_maps",
-    "sample_block",
     "sample_field_attrs",
     "sample_fields",
     "sample_layout",
-    "x64_for",
 ]
 
 QUANTILE_SUFFIXES = tuple(f"q{round(1000 * level):03d}" for level in QUANTILE_LEVELS)
@@ -112,62 +109,6 @@ def result_maps(result, free: Sequence[str]) -> dict[str, np.ndarray]:
         observations=result.observations,
     )
     return maps
-
-
-def sample_block(
-    refl, to_sun, to_sensor, normal, params, options: Mapping, *, first_pixel: int, pixels: int
-) -> dict[str, np.ndarray]:
-    """The task of a block of a file run: `lumaxlike.sample` on stacked observations.
-
-    Args:
-        refl: r [1/sr], ``(rows, cols, bands, observations)``.
-        to_sun, to_sensor, normal: ``(rows, cols, observations, 3)``.
-        params: `lumaxlike.HapkeParams`.
-        options: keyword arguments of `lumaxlike.sample` (free, refl_sigma, ...; ``seed``
-            is the run's, made the block's by `chunk_seed`).
-        first_pixel: linear index of the block's first pixel in the image.
-        pixels: pixels of a full block: a shorter (last) block is padded with pixels
-            without observations (not sampled, then dropped), so that every block runs
-            the same compiled program.
-
-    Returns:
-        ``{field: (rows, cols, bands)}`` of the maps of `sample_fields`.
-    """
-    from .sample import sample
-
-    options = dict(options)
-    seed = chunk_seed(options.pop("seed", 0), first_pixel)
-    rows, cols, bands, n_obs = refl.shape
-    n = rows * cols
-    flat = [refl.reshape(n, bands, n_obs)] + [
-        v.reshape(n, n_obs, 3) for v in (to_sun, to_sensor, normal)
-    ]
-    if n < pixels:  # padding: no finite observation (NONFINITE_INPUT, not sampled)
-        flat[0] = np.concatenate([flat[0], np.full((pixels - n, bands, n_obs), np.nan)])
-        for i in (1, 2, 3):
-            flat[i] = np.concatenate(
-                [flat[i], np.broadcast_to(flat[i][:1], (pixels - n, n_obs, 3))]
-            )
-    with x64_for(flat[0]):
-        result = sample(*flat, params, seed=seed, **options)
-    return {
-        field: np.ascontiguousarray(values[:n].reshape(rows, cols, bands))
-        for field, values in result_maps(result, result.free).items()
-    }
-
-
-def x64_for(refl):
-    """JAX's 64-bit mode for float64 ``refl`` (thread-local), so that every step of
-    `lumaxlike.sample` runs in its precision whatever the process's JAX configuration:
-    its chains' start (`fit`'s solution mapped to unconstrained coordinates) is computed
-    with JAX before its own precision scope, and in float32 where 64-bit mode is off
-    (the default), which changed the draws in the 12th digit between a process that had
-    turned it on and one that had not (a resumed run's blocks must be bit-identical)."""
-    import contextlib
-
-    import jax
-
-    return jax.enable_x64(True) if refl.dtype == np.float64 else contextlib.nullcontext()
 
 
 def sample_layout(free: Sequence[str]):

@@ -3,7 +3,6 @@ sampler's unconstrained coordinates."""
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from . import transform
@@ -12,8 +11,8 @@ __all__ = ["laplace_start"]
 
 # Margin inside a finite interval where a start on its bound is moved to (relative).
 _START_MARGIN = 1e-4
-# Largest standard deviation of the start in unconstrained coordinates (a logistic
-# distribution, a flat prior's image in logit coordinates, has 1.8).
+# Largest standard deviation of the start in unconstrained coordinates (a flat prior's
+# image in the probit coordinates of `transform` has 1).
 _MAX_START_SIGMA = 2.0
 
 
@@ -36,7 +35,7 @@ def laplace_start(values, covariance, kinds, lower, upper):
     """
     p = values.shape[-1]
     eye = np.eye(p)
-    bounds = [jnp.asarray(b) for b in (lower, upper)]
+    bounds = [np.asarray(b) for b in (lower, upper)]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         finite = np.all(np.isfinite(values), axis=-1)
         usable = np.all(np.isfinite(covariance), axis=(-2, -1)) & finite
@@ -61,9 +60,11 @@ def laplace_start(values, covariance, kinds, lower, upper):
         centre = np.clip(
             centre, lower + margin, np.where(np.isfinite(upper), upper - margin, np.inf)
         )
-        slope = np.asarray(transform.dz_dx(jnp.asarray(centre), kinds, *bounds))
+        # numpy (the host, in the fit's precision): JAX here would compute in float32
+        # in a process without 64-bit mode, whatever the input's precision
+        slope = transform.dz_dx(centre, kinds, *bounds, xp=np)
         metric = slope[..., :, None] * posterior * slope[..., None, :]
-        z = np.asarray(transform.to_unconstrained(jnp.asarray(centre), kinds, *bounds))
+        z = transform.to_unconstrained(centre, kinds, *bounds, xp=np)
         z_sigma = np.sqrt(np.diagonal(metric, axis1=-2, axis2=-1))
         capped = np.minimum(z_sigma, _MAX_START_SIGMA) / z_sigma
         metric = capped[..., :, None] * metric * capped[..., None, :]

@@ -304,8 +304,10 @@ def _one_step_kernel(
 ):  # fmt: skip
     n_pixels = refl.shape[0]
     for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
+        # int64: the parallel loop's index is int64 when typed, uint64 when lowered, and
+        # the block function would compile once for each
         _one_step_block(
-            block,
+            np.int64(block),
             refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, phase, band_weights, start,
             equality, max_iter, tol, max_steps,
             fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,

@@ -132,8 +132,10 @@ def _two_step_kernel(w, sigma_w, solve, albedo, shared_hessian, equality, max_st
                      fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out):  # fmt: skip
     n_pixels = w.shape[0]
     for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
+        # int64: the parallel loop's index is int64 when typed, uint64 when lowered, and
+        # the block function would compile once for each
         _two_step_block(
-            block,
+            np.int64(block),
             w,
             sigma_w,
             solve,

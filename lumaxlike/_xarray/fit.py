@@ -84,6 +84,38 @@ def _joint_fields(free, shared) -> tuple[tuple[str, bool], ...]:
     )
 
 
+def _fit_regional(
+    inputs, regions, regional, region_memory, maps, units, params, free, fit_options, num_threads
+) -> dict:
+    """`fit_dataarray`'s regional fit (`lumaxlike._xarray.regions`): labels checked,
+    regions grouped under the cap (refused above it), the groups fitted in this process."""
+    from .._files.regions import REGION_MEMORY_BYTES, region_pixel_bytes
+    from .._inverse.fit_arguments import OBSERVATIONS_PER_CHUNK
+    from .._run.tasks import numba_threads
+    from .regions import checked_labels, fit_regions, region_groups
+
+    memory = REGION_MEMORY_BYTES if region_memory is None else region_memory
+    if isinstance(memory, bool) or not (isinstance(memory, (int, float)) and memory > 0):
+        raise ValueError(f"region_memory must be a positive number of bytes, got {memory!r}")
+    labels = checked_labels(regions, inputs.refl, inputs.pixel_dims)
+    n_bands = inputs.refl.sizes[inputs.spec]
+    n_obs = inputs.refl.sizes[inputs.observation_dim]
+    shared = fit_options.get("shared", ())
+    n_band_free = len([n for n in free if n not in shared + regional])
+    pixel_bytes = region_pixel_bytes(n_bands, n_obs, n_band_free, len(shared) + len(regional))
+    groups = region_groups(labels, pixel_bytes, memory)
+    per_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
+    # one chunk size for every group: the JAX programs compile once
+    options = {**fit_options, "free": free, "regional": regional,
+               "chunk_size": min(per_chunk, max(len(g) for g in groups))}  # fmt: skip
+    solver = fit_options["solver"]
+    context = numba_threads(num_threads) if solver == "numba" else contextlib.nullcontext()
+    with context:
+        return fit_regions(
+            inputs, labels, groups, maps, units=units, params=params, fit_options=options
+        )
+
+
 def fit_dataarray(
     refl: xr.DataArray,
     geometry,
@@ -103,6 +135,9 @@ def fit_dataarray(
     num_threads: int | None = None,
     shared=(),
     prior: Mapping | None = None,
+    regions: xr.DataArray | None = None,
+    regional=(),
+    region_memory: float | None = None,
 ) -> xr.Dataset:
     """Fit Hapke parameters per pixel and band to multi-angle observations, chunk by chunk.
 
@@ -129,10 +164,25 @@ def fit_dataarray(
             maps, and status, iterations and ``cost``, have no spectral dim.
         prior: {name: (mean, sigma)} scalar Gaussian priors in the parameters' units
             (`lumaxlike.fit`); needs `refl_sigma`.
+        regions: an integer DataArray of region labels on ``refl``'s pixel dims (same
+            names, sizes and coordinates; negative, or NaN, = left out), with
+            `regional`: `lumaxlike.fit`'s ``regions=``. A region couples all its
+            pixels, so it is not fitted chunk by chunk: the regions are fitted in groups
+            under `region_memory`, each group's pixels gathered from ``refl`` (from
+            every dask chunk they lie in), and the result is computed at the call
+            (NumPy-backed, also for a dask-backed ``refl``); docs/joint-fits.md.
+        regional: the names among `free` (not "w") that take one value per region.
+        region_memory: cap on the memory of the regions fitted at once [bytes]
+            (default 4 GiB, as ``lumaxlike fit --regions``); a region whose fit needs
+            more is refused before any fit.
 
     Returns:
-        With `shared` or `prior`: as below, plus ``dfs_<name>`` (degrees of freedom for
-        signal) and ``cost`` (the objective) in place of ``residual``. Otherwise:
+        With `shared`, `prior` or `regions`: as below, plus ``dfs_<name>`` (degrees of
+        freedom for signal) and ``cost`` (the objective) in place of ``residual``; with
+        `regions` also, on a ``region`` dim (the labels, ascending), ``region_<name>``
+        and ``region_sigma_<name>`` of each regional parameter, ``region_status``,
+        ``region_iterations`` and ``region_cost`` (a regional parameter's map holds its
+        region's value at each pixel, NaN outside every region). Otherwise:
         Dataset with one variable per free parameter (``w``, ``b``, ...), ``sigma_<name>``
         for each, ``status`` (int8), ``iterations`` (int32), ``residual`` (residual norm
         [1/sr]) and ``observations`` (int32, valid observations used), dims of ``refl``
@@ -141,7 +191,9 @@ def fit_dataarray(
 
     Raises:
         ValueError: naming the argument: not a DataArray, missing dims, bad units,
-            misaligned geometry, limits or min_observations (checked before any work).
+            misaligned geometry, limits or min_observations, `regions` not on refl's
+            pixel dims or not integer, a region above `region_memory` (checked before
+            any work).
     """
 
     from .._inverse.fit_arguments import OBSERVATIONS_PER_CHUNK, check_free
@@ -184,11 +236,20 @@ def fit_dataarray(
     fit_options.update({k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None})
     if refl_sigma is not None:
         fit_options["refl_sigma"] = float(uncertainty_to_r(refl_sigma, units))
-    joint = bool(shared) or bool(prior)
+    if (regions is None) != (not regional):
+        raise ValueError(
+            "regions (a label DataArray) and regional (the names it applies to) go together"
+        )
+    joint = bool(shared) or bool(prior) or bool(regional)
     if joint:
         from .._inverse.joint import check_shared
 
         shared = check_shared(shared, free)
+        regional = check_shared(regional, free, "regional")
+        if set(shared) & set(regional):
+            raise ValueError(
+                f"shared and regional must not both name {sorted(set(shared) & set(regional))}"
+            )
         for name, pair in (prior or {}).items():
             if np.ndim(pair[0]) or np.ndim(pair[1]):
                 raise ValueError(
@@ -198,8 +259,9 @@ def fit_dataarray(
             raise ValueError("prior needs refl_sigma (the observations' noise weighs the prior)")
         fit_options.update(shared=shared, prior=prior)
         if min_observations is None:  # joint fits' default: per-band parameters + 1
-            fit_options["min_observations"] = len([n for n in free if n not in shared]) + 1
-        with_band = _joint_fields(free, shared)
+            per_band = [n for n in free if n not in shared + regional]
+            fit_options["min_observations"] = len(per_band) + 1
+        with_band = _joint_fields(free, shared + regional)
     else:
         with_band = tuple((field, True) for field in _fit_fields(free))
     integer = {"status": np.int8, "iterations": np.int32, "observations": np.int32}
@@ -212,18 +274,24 @@ def fit_dataarray(
         )
         for field, band in with_band
     ]
-    variables = apply_to_chunks(
-        _fit_block,
-        inputs,
-        maps,
-        units=units,
-        kwargs={
-            "params": params,
-            "free": free,
-            "fit_options": fit_options,
-            "num_threads": num_threads,
-        },
-    )
+    if regional:
+        variables = _fit_regional(
+            inputs, regions, regional, region_memory, maps, units, params, free, fit_options,
+            num_threads,
+        )  # fmt: skip
+    else:
+        variables = apply_to_chunks(
+            _fit_block,
+            inputs,
+            maps,
+            units=units,
+            kwargs={
+                "params": params,
+                "free": free,
+                "fit_options": fit_options,
+                "num_threads": num_threads,
+            },
+        )
     variables["status"] = with_bad_band_status(variables["status"], refl, spec)
     provenance = provenance_of(
         refl,
@@ -256,4 +324,6 @@ def fit_dataarray(
         attrs["lumaxlike_fit_prior"] = json.dumps(
             {name: [float(v) for v in pair] for name, pair in (prior or {}).items()}
         )
+    if regional:
+        attrs["lumaxlike_fit_regional"] = json.dumps(list(regional))
     return result_dataset(variables, refl, provenance, attrs)

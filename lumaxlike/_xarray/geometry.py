@@ -32,7 +32,8 @@ def _angle_radians(geometry: Mapping, role: str) -> xr.DataArray:
         )
     units = str(angle.attrs.get("units", "degrees")).lower()
     if units in ("deg", "degree", "degrees", "degrees_east", "degrees_north"):
-        return np.deg2rad(angle)
+        # as np.deg2rad(angle) (a ufunc on a DataArray): attrs kept, dask arrays lazy
+        return xr.apply_ufunc(np.deg2rad, angle, dask="allowed", keep_attrs=True)
     if units in ("rad", "radian", "radians"):
         return angle
     raise ValueError(f"geometry[{role!r}] has units {units!r}; expected degrees or radians")

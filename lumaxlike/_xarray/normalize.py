@@ -48,7 +48,7 @@ def _normalize_block(
 ):
     """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) and the parameter
     maps -> normalised reflectance, status, sigma."""
-    from .._files.normalize import NORMALIZATION_FIELDS, normalize_block
+    from .._run.normalize_task import NORMALIZATION_FIELDS, normalize_block
 
     pixels = r.shape[:-1]
     param_maps = {
@@ -105,8 +105,8 @@ def normalize_dataarray(
         (lazy when ``refl`` is dask-backed) and the provenance attributes of
         `invert_dataarray` plus the standard geometry.
     """
-    from .._files.normalize import NORMALIZATION_FIELDS, normalization_attrs
     from .._normalize.standard import DEFAULT_STANDARD, standard_angles
+    from .._run.normalize_task import NORMALIZATION_FIELDS, normalization_attrs
 
     check_front_end(refl, units, refl_sigma)
     used_standard = geometry is None

@@ -1,6 +1,6 @@
 """`sample_dataarray`: `lumaxlike.sample` on a reflectance DataArray, chunk by chunk
-(``xarray.apply_ufunc(..., dask="parallelized")``), lazily on dask; also the accessor
-``refl.hapke.sample(...)``."""
+(`apply_to_chunks`: ``xarray.apply_ufunc(..., dask="parallelized")``), lazily on dask;
+also the accessor ``refl.hapke.sample(...)``."""
 
 from __future__ import annotations
 
@@ -10,64 +10,62 @@ import numpy as np
 import xarray as xr
 
 from .._io.product_dataarray import refuse_normalised_dataarray
-from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
-from .._provenance import make_provenance, python_call
-from .._sample.maps import check_sample_options, chunk_seed, x64_for
-from .chunks import chunked_inputs
-from .chunks import result_attrs as _result_attrs
-from .chunks import spectral_dim_of as _spectral_dim
-from .geometry import VECTOR_DIM as _VECTOR_DIM
+from .._io.units import check_units, uncertainty_to_r
+from .._provenance import python_call
+from .._sample.maps import check_sample_options, chunk_seed
+from .chunks import (
+    ChunkMap,
+    apply_to_chunks,
+    chunked_inputs,
+    provenance_of,
+    result_dataset,
+    spectral_dim_of,
+)
 
 __all__ = ["QUANTILE_DIM", "sample_dataarray"]
 
 QUANTILE_DIM = "quantile"
 
-
-def _fields(free) -> tuple[str, ...]:
-    per_parameter = [(name, f"mean_{name}", f"rhat_{name}", f"ess_{name}") for name in free]
-    return (
-        *(f for group in per_parameter for f in group),
-        "status",
-        "acceptance",
-        "divergences",
-        "observations",
-    )
+_INTEGER = {"status": np.int8, "divergences": np.int32, "observations": np.int32}
 
 
-def _sample_chunk(refl, index, to_sun, to_sensor, normal, *, units, params, free, options, seed):
-    """apply_ufunc kernel: refl (..., bands, observations), index (...) the pixels' linear
-    indices, vectors (..., observations, 3) -> the maps in `_fields(free)` order."""
+def _fields(free, shared) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(map, its dims after the pixel dims: "band" for the spectral dim, "quantile") of
+    `_sample_block`'s maps, in order; a shared parameter's and a joint problem's
+    (status, acceptance, divergences) without the spectral dim."""
+    fields = []
+    for name in free:
+        band = () if name in shared else ("band",)
+        fields += [(name, band + (QUANTILE_DIM,))]
+        fields += [(f"{kind}_{name}", band) for kind in ("mean", "rhat", "ess")]
+    problem = () if shared else ("band",)
+    fields += [("status", problem), ("acceptance", problem), ("divergences", problem)]
+    return (*fields, ("observations", ("band",)))
+
+
+def _sample_block(r, to_sun, to_sensor, normal, refl_sigma, index, *, params, free, shared,
+                  options, seed):  # fmt: skip
+    """One chunk (`apply_to_chunks`): r [1/sr] (..., bands, observations), vectors (...,
+    observations, 3), index (...) the pixels' linear indices -> the maps of
+    `_fields(free, shared)`. The noise is in `options` (`refl_sigma` is None)."""
     from .._sample.sample import sample
 
-    pixels, n_obs = refl.shape[:-2], refl.shape[-1]
-    to_sun, to_sensor, normal = (
-        np.broadcast_to(v, pixels + (n_obs, 3)) for v in (to_sun, to_sensor, normal)
-    )
-    refl = refl.astype(np.result_type(refl.dtype, np.float32), copy=False)
-    r = np.moveaxis(
-        to_bidirectional_reflectance(np.moveaxis(refl, -1, -2), units, to_sun, normal),
-        -1,
-        -2,
-    )
     first = int(index.flat[0]) if index.size else 0  # one stream per chunk
-    with x64_for(r):
-        result = sample(
-            r, to_sun, to_sensor, normal, params, free=free, seed=chunk_seed(seed, first),
-            **options,
-        )  # fmt: skip
-    maps = {}
+    result = sample(
+        r, to_sun, to_sensor, normal, params, free=free, shared=shared,
+        seed=chunk_seed(seed, first), **options,
+    )  # fmt: skip
+    maps = {"status": result.status, "acceptance": result.acceptance,
+            "divergences": result.divergences, "observations": result.observations}  # fmt: skip
     for name in free:
-        maps[name] = result.quantiles[name]
-        maps.update({f"mean_{name}": result.mean[name], f"rhat_{name}": result.rhat[name],
-                     f"ess_{name}": result.ess[name]})  # fmt: skip
-    maps.update(status=result.status, acceptance=result.acceptance, divergences=result.divergences,
-                observations=result.observations)  # fmt: skip
-    return tuple(maps[field] for field in _fields(free))
+        maps.update({name: result.quantiles[name], f"mean_{name}": result.mean[name],
+                     f"rhat_{name}": result.rhat[name], f"ess_{name}": result.ess[name]})  # fmt: skip
+    return tuple(maps[field] for field, _ in _fields(free, shared))
 
 
 def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), *, units: str,
                      refl_sigma, observation_dim: str = "observation", spectral_dim: str | None = None,
-                     seed: int = 0, **options) -> xr.Dataset:  # fmt: skip
+                     seed: int = 0, shared=(), **options) -> xr.Dataset:  # fmt: skip
     """The posterior of the free Hapke parameters per pixel and band, chunk by chunk.
 
     `lumaxlike.sample` through ``xarray.apply_ufunc(..., dask="parallelized")``; also the
@@ -86,24 +84,31 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
             observations, so not ``"reff"``).
         refl_sigma: 1-sigma noise of ``refl`` in ``units``: a number, or one per band.
         seed: the random seed.
-        **options: passed to `lumaxlike.sample` (prior, num_samples, num_chains,
-            num_warmup, bounds, observation_limits, min_observations, min_ess,
-            max_rhat, integration_steps, chunk_size, fit_solver).
+        shared: names among `free` (not w) that take one value per pixel for all its
+            bands (`lumaxlike.sample`): each pixel's bands are one joint problem; their
+            maps, and status, acceptance and divergences, have no spectral dim.
+        **options: passed to `lumaxlike.sample` (prior: scalar (mean, sigma) pairs,
+            num_samples, num_chains, num_warmup, bounds, observation_limits,
+            min_observations, min_ess, max_rhat, integration_steps, chunk_size,
+            fit_solver).
 
     Returns:
         Dataset with, per free parameter, ``<name>`` (its quantiles: dims of ``refl``
         without the observation dim, plus ``quantile`` = 0.025, 0.16, 0.5, 0.84, 0.975),
         ``mean_<name>``, ``rhat_<name>``, ``ess_<name>``; ``status`` (int8),
         ``acceptance``, ``divergences`` (int32) and ``observations`` (int32). attrs:
-        ``refl``'s plus the ``lumaxlike_*`` record and ``lumaxlike_sample_free``.
+        ``refl``'s plus the ``lumaxlike_*`` record, ``lumaxlike_sample_free`` and
+        ``lumaxlike_sample_shared``.
 
     Raises:
         ValueError: naming the argument: not a DataArray, a product normalised to a
             standard geometry (`lumaxlike.open_product`), missing dims, bad units or
-            refl_sigma, misaligned geometry, or an option `lumaxlike.sample` refuses
-            (checked on a small problem before any chunk is computed).
+            refl_sigma, misaligned geometry, a prior map (not scalars), or an option
+            `lumaxlike.sample` refuses (checked on a small problem before any chunk is
+            computed).
     """
     from .._inverse.fit import check_free
+    from .._inverse.joint import check_shared
     from .._params import HapkeParams
     from .._sample.program import QUANTILE_LEVELS
 
@@ -115,10 +120,18 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     refuse_normalised_dataarray(refl, "sample_dataarray")
     if units == "reff":
         raise ValueError("sample_dataarray takes units 'r' or 'radf' (one noise scale), not 'reff'")
-    if "return_samples" in options or "shared" in options:
-        raise ValueError("sample_dataarray returns maps: call lumaxlike.sample for draws or shared")
+    if "return_samples" in options:
+        raise ValueError("sample_dataarray returns maps: call lumaxlike.sample for the draws")
     free = check_free(free, params)
-    spec = _spectral_dim(refl, spectral_dim)
+    shared = check_shared(shared, free)
+    for name, pair in (options.get("prior") or {}).items():
+        if (
+            not isinstance(pair, (tuple, list))
+            or len(pair) != 2
+            or np.ndim(pair[0]) + np.ndim(pair[1])
+        ):
+            raise ValueError(f"prior[{name!r}]: sample_dataarray takes scalar priors (mean, sigma)")
+    spec = spectral_dim_of(refl, spectral_dim)
     if observation_dim not in refl.dims:
         raise ValueError(f"observation_dim={observation_dim!r} is not a dim of refl {refl.dims}")
     sigma = np.asarray(refl_sigma, float)
@@ -130,7 +143,6 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
         raise ValueError(
             f"refl_sigma must be positive, a number or one per band; got {refl_sigma!r}"
         )
-    n_obs = refl.sizes[observation_dim]
     pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
     index = xr.DataArray(  # each pixel's linear index: a chunk's random stream
         np.arange(int(np.prod([refl.sizes[d] for d in pixel_dims], dtype=np.int64))).reshape(
@@ -141,42 +153,37 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     if refl.chunks is not None:
         index = index.chunk({d: refl.chunksizes[d] for d in pixel_dims})
     inputs = chunked_inputs(refl, geometry, spec, observation_dim=observation_dim, extra=[index])
-    refl, vectors, (index,) = inputs.refl, inputs.vectors, inputs.extra
+    refl = inputs.refl
     dtype = np.result_type(refl.dtype, np.float32)
     options = {"refl_sigma": uncertainty_to_r(sigma, units), **options}
-    check_sample_options(params, {"free": free, **options}, refl.sizes[spec], n_obs)
-    fields = _fields(free)
-    integer = {"status": np.int8, "divergences": np.int32, "observations": np.int32}
-    quantile_fields = set(free)
-    outputs = xr.apply_ufunc(
-        _sample_chunk, refl, index, *vectors,
-        input_core_dims=[[spec, observation_dim], []] + [[observation_dim, _VECTOR_DIM]] * 3,
-        output_core_dims=[[spec, QUANTILE_DIM] if f in quantile_fields else [spec] for f in fields],
-        dask="parallelized",
-        output_dtypes=[integer.get(field, dtype) for field in fields],
-        dask_gufunc_kwargs={"output_sizes": {QUANTILE_DIM: len(QUANTILE_LEVELS)}},
-        kwargs={"units": units, "params": params, "free": free, "options": options, "seed": int(seed)},
-        keep_attrs="override",
+    check_sample_options(
+        params, {"free": free, "shared": shared, **options}, refl.sizes[spec],
+        refl.sizes[observation_dim],
     )  # fmt: skip
-    variables = {}
-    for field, output in zip(fields, outputs):
-        dims = [d for d in refl.dims if d != observation_dim] + (
-            [QUANTILE_DIM] if field in quantile_fields else []
-        )
-        output = output.transpose(*dims)
-        output.attrs = {"long_name": f"lumaxlike.sample {field}"}
-        if "spatial_ref" in refl.coords:
-            output.attrs["grid_mapping"] = "spatial_ref"
-        variables[field] = output
-    provenance = make_provenance(
-        params=[params] * refl.sizes[spec], units=units, solver="jax", tol=None, max_iter=None,
-        refl_sigma=float(np.max(sigma)), dtype=dtype, cube=refl.encoding.get("source"), geometry=None,
+    maps = [
+        ChunkMap(field, _INTEGER.get(field, dtype), tuple(spec if d == "band" else d for d in dims),
+                 {"long_name": f"lumaxlike.sample {field}"})
+        for field, dims in _fields(free, shared)
+    ]  # fmt: skip
+    variables = apply_to_chunks(
+        _sample_block, inputs, maps, units=units, sizes={QUANTILE_DIM: len(QUANTILE_LEVELS)},
+        kwargs={"params": params, "free": free, "shared": shared, "options": options,
+                "seed": int(seed)},
+    )  # fmt: skip
+    provenance = provenance_of(
+        refl, geometry, params=[params] * refl.sizes[spec], units=units, solver="jax", tol=None,
+        max_iter=None, refl_sigma=float(np.max(sigma)), dtype=dtype,
         command=python_call("sample_dataarray", refl, geometry, params, free, units=units,
-                            refl_sigma=refl_sigma, observation_dim=observation_dim, seed=seed),
+                            refl_sigma=refl_sigma, observation_dim=observation_dim, seed=seed,
+                            **({"shared": shared} if shared else {})),
     )  # fmt: skip
-    attrs = _result_attrs(refl.attrs, provenance)
-    attrs["lumaxlike_sample_free"] = json.dumps(list(free))
-    attrs["lumaxlike_sample_options"] = json.dumps(
-        {k: v for k, v in options.items() if isinstance(v, (int, float, str))} | {"seed": int(seed)}
-    )
-    return xr.Dataset(variables, attrs=attrs).assign_coords({QUANTILE_DIM: list(QUANTILE_LEVELS)})
+    attrs = {
+        "lumaxlike_sample_free": json.dumps(list(free)),
+        "lumaxlike_sample_shared": json.dumps(list(shared)),
+        "lumaxlike_sample_options": json.dumps(
+            {k: v for k, v in options.items() if isinstance(v, (int, float, str))}
+            | {"seed": int(seed)}
+        ),
+    }
+    dataset = result_dataset(variables, refl, provenance, attrs)
+    return dataset.assign_coords({QUANTILE_DIM: list(QUANTILE_LEVELS)})

@@ -31,7 +31,7 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
     """refl's band centres [um] from its ``wavelength`` coordinate along `spec` (None
     without one), checked against the endmembers' (`band_order`: matched in any order, or
     refused). Its ``units`` attr (nm or um) is read; without one, um and nm are tried."""
-    from .._files.wavelengths import WAVELENGTH_UNITS_UM
+    from .._io.spectral_metadata import WAVELENGTH_UNITS_UM
     from .._unmix.band_matching import band_order
 
     coord = refl.coords.get("wavelength")
@@ -74,7 +74,7 @@ def _without_bad_bands(refl: xr.DataArray, spec: str, endmembers):
 def _unmix_block(r, to_sun, to_sensor, normal, refl_sigma, *, endmembers, params, options):
     """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) -> fractions, sigma
     (..., endmembers), status, iterations, residual, remainder (...)."""
-    from .._files.unmix import unmix_block
+    from .._run.unmix_task import unmix_block
 
     fields = unmix_block(
         r,
@@ -142,8 +142,8 @@ def unmix_dataarray(
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
     """
-    from .._files.unmix import UnmixOptions, unmix_layout, unmix_record
     from .._params import HapkeParams
+    from .._run.unmix_task import UnmixOptions, unmix_layout, unmix_record
     from .._unmix.endmembers import Endmembers
     from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES
     from .._unmix.unmix import default_chunk_pixels as unmix_chunk_pixels

@@ -1,0 +1,123 @@
+"""The task of a photometric normalisation's block (`normalize_block`), shared by
+`lumaxlike.normalize_file`'s blocks and `lumaxlike.normalize_dataarray`'s chunks: NumPy
+arrays in lumaxlike's layout, reflectance ``(..., bands)`` in r [1/sr], geometry
+``(..., 3)``; the maps it returns (`NORMALIZATION_FIELDS`) and their attributes."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+
+from .._io.writers import FIELD_ATTRS
+from .._normalize.normalize import normalize
+from .tasks import SolverOptions, band_groups, numba_threads
+
+__all__ = [
+    "NORMALIZATION_FIELDS",
+    "from_r_at_standard",
+    "normalization_attrs",
+    "normalize_block",
+]
+
+NORMALIZATION_FIELDS = ("reflectance", "status", "sigma")
+"""Maps a normalisation writes: the normalised cube (at ``OUT`` itself), status, sigma."""
+
+_UNIT_TEXT = {
+    "r": ("bidirectional reflectance r", "sr-1"),
+    "radf": ("radiance factor I/F = pi r", "1"),
+    "reff": ("reflectance factor pi r / cos i", "1"),
+}
+
+
+def normalization_attrs(units: str) -> dict:
+    """CF-style attributes of the normalisation's maps for a cube in ``units``."""
+    quantity, unit = _UNIT_TEXT[units]
+    return {
+        "reflectance": {"long_name": f"{quantity} at the standard geometry", "units": unit},
+        "status": FIELD_ATTRS["status"],
+        "sigma": {
+            "long_name": f"standard uncertainty of the {quantity} at the standard geometry",
+            "units": unit,
+        },
+    }
+
+
+def from_r_at_standard(values, units: str, standard) -> np.ndarray:
+    """r [1/sr] at the standard geometry in ``units`` (REFF with the standard incidence)."""
+    if units == "r":
+        return values
+    factor = math.pi if units == "radf" else math.pi / math.cos(standard[0])
+    return (values * factor).astype(values.dtype, copy=False)
+
+
+def normalize_block(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    options: SolverOptions,
+    refl_sigma=None,
+    *,
+    standard,
+    units: str,
+    param_maps=None,
+) -> dict[str, np.ndarray]:
+    """Normalise a block of pixels, band groups with their own parameters.
+
+    Args:
+        refl: r [1/sr], shape ``pixels + (bands,)``.
+        to_sun, to_sensor, normal: direction vectors, shape ``pixels + (3,)``.
+        params: one `HapkeParams` per band (see `per_band_params`).
+        options: solver and its settings.
+        refl_sigma: standard uncertainty of r [1/sr], a scalar or an array broadcastable
+            to ``refl``; None for none.
+        standard: (incidence, emission, phase) [rad].
+        units: the units the outputs are returned in (``"r"``, ``"radf"``, ``"reff"``).
+        param_maps: ``{field: array of shape pixels (+ (bands,))}`` or None.
+    Returns:
+        ``{field: array}`` for :data:`NORMALIZATION_FIELDS`, each shaped like ``refl``.
+    """
+    refl = np.asarray(refl)
+    kwargs = {"max_iter": options.max_iter, "tol": options.tol, "chunk_size": options.chunk_size}
+    kwargs = {key: value for key, value in kwargs.items() if value is not None}
+    sigma_scale = None  # sigma is linear in refl_sigma: a per-pixel one scales the result
+    if refl_sigma is not None and np.ndim(refl_sigma) > 0:
+        sigma_scale = np.broadcast_to(refl_sigma, refl.shape)
+        refl_sigma = 1.0
+    fields = {}
+    solver_context = (
+        numba_threads(options.num_threads)
+        if options.solver == "numba"
+        else contextlib.nullcontext()
+    )
+    with solver_context:
+        for group_params, bands in band_groups(params):
+            maps = None
+            if param_maps:
+                maps = {
+                    name: (values[..., bands] if values.ndim == refl.ndim else values)
+                    for name, values in param_maps.items()
+                }
+            result = normalize(
+                refl[..., bands],
+                to_sun,
+                to_sensor,
+                normal,
+                group_params,
+                options.solver,
+                standard=standard,
+                refl_sigma=refl_sigma,
+                param_maps=maps,
+                **kwargs,
+            )
+            for field in NORMALIZATION_FIELDS:
+                values = getattr(result, field)
+                fields.setdefault(field, np.empty(refl.shape, values.dtype))[..., bands] = values
+    if sigma_scale is not None:
+        fields["sigma"] = (fields["sigma"] * sigma_scale).astype(fields["sigma"].dtype, copy=False)
+    for field in ("reflectance", "sigma"):
+        fields[field] = from_r_at_standard(fields[field], units, standard)
+    return fields
