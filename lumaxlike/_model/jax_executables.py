@@ -122,6 +122,11 @@ def _aval(leaf) -> str:
     return f"{aval.str_short()}{'~' if getattr(aval, 'weak_type', False) else ''}"
 
 
+def _setting(name: str):
+    """A JAX setting's value in force in this thread (`jax.config`'s attribute)."""
+    return getattr(jax.config, name)
+
+
 def _entry_name(name: str, static: dict, treedef, leaves) -> str:
     """The entry's file name: a hash of the call's program-defining parts."""
     parts = [
@@ -130,8 +135,8 @@ def _entry_name(name: str, static: dict, treedef, leaves) -> str:
         repr(sorted(static.items())),
         str(treedef),
         *(_aval(leaf) for leaf in leaves),
-        f"x64={jax.config.jax_enable_x64}",  # thread-local settings read as in force here
-        f"matmul={jax.config.jax_default_matmul_precision}",
+        f"x64={_setting('jax_enable_x64')}",  # thread-local settings, as in force here
+        f"matmul={_setting('jax_default_matmul_precision')}",
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:40]
 
@@ -196,7 +201,7 @@ def stored_jit(fun: Callable | None = None, *, static_argnames: tuple[str, ...] 
     @functools.wraps(fun)
     def call(*args, **kwargs):
         folder = active_folder()
-        if folder is None or jax.config.jax_disable_jit or jax.config.jax_debug_nans:
+        if folder is None or _setting("jax_disable_jit") or _setting("jax_debug_nans"):
             return jitted(*args, **kwargs)
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
