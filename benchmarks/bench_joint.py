@@ -28,7 +28,7 @@ pixels in R regions of consecutive pixels, ``fit(..., shared=("roughness",),
 regions=labels, regional=("hs",))`` (hs one value per region), timed warm against the
 joint fit of the same pixels, with its peak traced memory (`tracemalloc`: the NumPy
 arrays the fit allocates, inputs excluded) against
-`lumaxlike._files.regions.region_pixel_bytes`, the estimate the file front end's cap
+`lumaxlike._run.region_groups.region_pixel_bytes`, the estimate the file front end's cap
 uses. ``--regional-only`` runs that row alone.
 
 Run: ``python benchmarks/bench_joint.py [--pixels N] [--reps R]``.
@@ -165,7 +165,7 @@ def regional_row(refl, geometry, sigma, args):
     """The regional fit's time against the joint fit's, and its peak memory (numba)."""
     import tracemalloc
 
-    from lumaxlike._files.regions import region_pixel_bytes
+    from lumaxlike._run.region_groups import region_pixel_bytes
 
     n = min(args.regional_pixels, len(refl))
     data = (refl[:n], *(g[:n] for g in geometry))

@@ -145,7 +145,7 @@ def test_regional_fit_equals_fit_on_the_arrays(r_cube, regional_expected):
 def test_regional_fit_of_dask_chunks_in_groups_equals_fit(r_cube, regional_expected):
     """A dask-backed refl whose regions span chunks, with a cap holding one region at a
     time (two groups, each gathered from the chunks it lies in): the same maps, computed."""
-    from lumaxlike._files.regions import region_pixel_bytes
+    from lumaxlike._run.region_groups import region_pixel_bytes
 
     data, vectors, _ = r_cube
     cap = 3 * region_pixel_bytes(2, 10, 2, 1)  # region 1's 3 pixels, not both regions' 5

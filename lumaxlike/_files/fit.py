@@ -41,20 +41,19 @@ from .._provenance import PREFIX, Provenance, make_provenance
 from .._run.journal import journal_folder
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
+from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
 from .arguments import check_not_an_input, check_run_arguments, geometry_paths
 from .blocks import BLOCK_TARGET_BYTES, FLAT_NORMAL
 from .outputs import stream_to_outputs
 from .products import ProductArguments
 from .records import recorded_command
 from .regions import (
-    REGION_MEMORY_BYTES,
     RegionStore,
     assembled_block,
     fit_gathered_group,
     fit_region_groups,
     gather_region_group,
     plan_regions,
-    region_pixel_bytes,
 )
 from .stacks import check_stack
 

@@ -6,7 +6,7 @@ block. The run has two passes, each bounded in memory:
 
 1. The regions, in groups: the label raster is read once by blocks of rows to count
    every region's pixels and the rows it spans (:func:`plan_regions`). A region whose
-   fit would need more memory than the cap (:func:`region_pixel_bytes` per pixel,
+   fit would need more memory than the cap (`region_pixel_bytes` per pixel,
    ``region_memory`` in all) is refused before anything is fitted, naming it. Regions
    are taken in the order of their first row and packed into groups that fit the cap;
    for each group the rows it spans are read block by block, the group's pixels are
@@ -42,10 +42,10 @@ import numpy as np
 from .._inverse.fit import fit
 from .._inverse.status import Status
 from .._io.raster import BandRaster, check_aligned, iter_row_slices
+from .._run.region_groups import pack_regions
 from .._signals import raise_if_interrupted
 
 __all__ = [
-    "REGION_MEMORY_BYTES",
     "RegionPlan",
     "RegionStore",
     "assembled_block",
@@ -54,29 +54,7 @@ __all__ = [
     "gather_region_group",
     "plan_regions",
     "read_labels",
-    "region_pixel_bytes",
 ]
-
-REGION_MEMORY_BYTES = 4 * 2**30
-"""Default cap on the memory of one group of regions fitted at once [bytes] (4 GiB)."""
-
-
-def region_pixel_bytes(n_bands: int, n_obs: int, n_band_free: int, n_shared: int) -> int:
-    """Memory a regional fit needs per pixel of its region [bytes], an upper estimate.
-
-    The gathered and masked observations (reflectance: bands x observations; three
-    direction vectors per observation), the Levenberg-Marquardt state's arrow blocks
-    (bands x p x (p + s + r) and their right-hand sides, at the point, the trial and
-    the step's temporaries) and the result's covariance blocks, in float64.
-
-    Args:
-        n_bands, n_obs: bands and observations of a pixel.
-        n_band_free: per-band free parameters p; n_shared: shared plus regional ones.
-    """
-    p, s = n_band_free, n_shared
-    observations = 3 * n_bands * n_obs + 3 * 9 * n_obs
-    blocks = n_bands * p * (p + s + 1) + (s + 1) * s
-    return int(8 * (observations + 10 * blocks + 4 * n_bands * (p + s)))
 
 
 def read_labels(raster: BandRaster, rows: slice) -> np.ndarray:
@@ -144,30 +122,20 @@ def plan_regions(
         raise ValueError(f"regions raster {raster.path} holds no region (no label >= 0)")
     labels = np.array(sorted(counts), np.int64)
     pixels = np.array([counts[k] for k in labels.tolist()], np.int64)
-    largest = int(np.argmax(pixels))
-    if pixels[largest] * pixel_bytes > memory:
-        raise ValueError(
-            f"region {labels[largest]} of {raster.path} has {pixels[largest]} pixels: its "
-            f"fit needs about {pixels[largest] * pixel_bytes / 2**20:.4g} MiB, above the cap "
-            f"of {memory / 2**20:.4g} MiB (region_memory, --region-memory); raise the cap "
-            "or split the region"
-        )
-    groups, members, total = [], [], 0
-    for label in sorted(counts, key=lambda k: (first[k], k)):
-        size = counts[label] * pixel_bytes
-        if members and total + size > memory:
-            groups.append(members)
-            members, total = [], 0
-        members.append(label)
-        total += size
-    groups.append(members)
+    order = np.array(sorted(range(len(labels)), key=lambda i: (first[int(labels[i])], i)))
+    groups = pack_regions(
+        labels, pixels, order, pixel_bytes, memory,
+        source=f" of {raster.path}", cap_name="region_memory, --region-memory",
+    )  # fmt: skip
     return RegionPlan(
         labels=labels,
         pixels=pixels,
         groups=tuple(
             (
-                np.array(sorted(group), np.int64),
-                slice(min(first[k] for k in group), max(last[k] for k in group) + 1),
+                group,
+                slice(
+                    min(first[k] for k in group.tolist()), 1 + max(last[k] for k in group.tolist())
+                ),
             )
             for group in groups
         ),

@@ -14,6 +14,7 @@ formats) and the solvers (:mod:`lumaxlike._inverse`, :mod:`lumaxlike._unmix`,
   in order;
 * :mod:`.stream`: :func:`~.stream.run_blocks`, the block loop every file command runs:
   read, solve, write, journal, publish;
+* :mod:`.region_groups`: regional fits' regions packed into groups under a memory cap;
 * :mod:`.journal`: what a killed run finished, for ``--resume``;
 * :mod:`.progress`: the progress bar and the run summary.
 """

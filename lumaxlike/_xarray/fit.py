@@ -89,8 +89,8 @@ def _fit_regional(
 ) -> dict:
     """`fit_dataarray`'s regional fit (`lumaxlike._xarray.regions`): labels checked,
     regions grouped under the cap (refused above it), the groups fitted in this process."""
-    from .._files.regions import REGION_MEMORY_BYTES, region_pixel_bytes
     from .._inverse.fit_arguments import OBSERVATIONS_PER_CHUNK
+    from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
     from .._run.tasks import numba_threads
     from .regions import checked_labels, fit_regions, region_groups
 

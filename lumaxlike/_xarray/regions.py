@@ -3,7 +3,7 @@
 A region's problem couples all its pixels (its regional parameters are one value for all
 of them), so it cannot be solved chunk by chunk as the other fits are. The labels are
 read whole (an integer per pixel), the regions packed into groups under a memory cap
-(``region_memory``, with `lumaxlike._files.regions.region_pixel_bytes` per pixel, as
+(``region_memory``, with `lumaxlike._run.region_groups.region_pixel_bytes` per pixel, as
 ``lumaxlike fit --regions`` does; a region above the cap is refused before any fit),
 and for each group its pixels are gathered from ``refl`` and its geometry (a dask-backed
 array computes only those pixels, from every chunk they lie in), converted to r and
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from .._run.region_groups import pack_regions
 from .chunks import ChunkedInputs, ChunkMap, _chunk_kernel, _with_map_attrs
 from .geometry import VECTOR_DIM
 
@@ -66,28 +67,15 @@ def checked_labels(regions, refl: xr.DataArray, pixel_dims: Sequence[str]) -> np
 
 def region_groups(labels: np.ndarray, pixel_bytes: int, memory: float) -> list[np.ndarray]:
     """The flat pixel indices (ascending) of each group of regions fitted at once: the
-    regions in the order of their first pixel, packed under ``memory`` bytes.
+    regions in the order of their first pixel, packed under ``memory`` bytes
+    (`pack_regions`).
 
     Raises:
         ValueError: naming ``region_memory``, for a region whose fit needs more.
     """
     found, first, counts = np.unique(labels[labels >= 0], return_index=True, return_counts=True)
-    largest = int(np.argmax(counts))
-    if counts[largest] * pixel_bytes > memory:
-        raise ValueError(
-            f"region {found[largest]} has {counts[largest]} pixels: its fit needs about "
-            f"{counts[largest] * pixel_bytes / 2**20:.4g} MiB, above region_memory = "
-            f"{memory / 2**20:.4g} MiB; raise region_memory or split the region"
-        )
-    groups, members, total = [], [], 0
-    for k in np.argsort(first, kind="stable"):
-        size = int(counts[k]) * pixel_bytes
-        if members and total + size > memory:
-            groups.append(members)
-            members, total = [], 0
-        members.append(found[k])
-        total += size
-    groups.append(members)
+    order = np.argsort(first, kind="stable")
+    groups = pack_regions(found, counts, order, pixel_bytes, memory)
     return [np.nonzero(np.isin(labels, group))[0] for group in groups]
 
 
