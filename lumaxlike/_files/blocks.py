@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._inverse.invert import default_chunk_pixels
+from .._inverse.invert import solver_chunk_pixels
 from .._io.product_cube import ProductCube
 from .._io.raster import CubeInfo
 from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
@@ -122,7 +122,7 @@ def block_setup(
     solver: str,
     max_iter=None,
     tol=None,
-    chunk_pixels: Callable[[int], int] = default_chunk_pixels,
+    chunk_pixels: Callable[[int], int] | None = None,
     bad_bands: str = "mark",
 ) -> Iterator[BlockSetup]:
     """Open ``cube_path`` as a product (`open_product`) and cut it into blocks.
@@ -131,8 +131,9 @@ def block_setup(
         cube_path, units, geometry, dtm, product, bad_bands: as `open_product` takes them.
         chunk_rows: rows per block, None for `default_chunk_rows`.
         solver, max_iter, tol: the block task's solver settings (`SolverOptions`).
-        chunk_pixels: the solver's pixels per chunk for a number of bands; a chunk is
-            never larger than a block.
+        chunk_pixels: the solver's pixels per chunk for a number of bands, None for
+            `invert`'s default for ``solver`` (`solver_chunk_pixels`); a chunk is never
+            larger than a block.
 
     Yields:
         `BlockSetup`, valid while the context is open (the cube is closed after).
@@ -143,7 +144,12 @@ def block_setup(
     with open_product(cube_path, units, geometry, dtm, product, bad_bands=bad_bands) as opened:
         info = opened.cube.info
         rows_per_block = block_rows(chunk_rows, info)
-        chunk_size = min(rows_per_block * info.grid.width, chunk_pixels(info.bands))
+        per_chunk = (
+            solver_chunk_pixels(solver, info.bands, np.result_type(info.dtype, np.float32))
+            if chunk_pixels is None
+            else chunk_pixels(info.bands)
+        )
+        chunk_size = min(rows_per_block * info.grid.width, per_chunk)
         options = SolverOptions(solver, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
         yield BlockSetup(cube_path, dtm, opened, rows_per_block, chunk_size, options)
 

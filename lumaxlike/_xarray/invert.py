@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
-from .._inverse.invert import default_chunk_pixels
+from .._inverse.invert import solver_chunk_pixels
 from .._inverse.status import Status
 from .._io.layout import FIELD_ATTRS, RESULT_FIELDS
 from .._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
@@ -105,7 +105,11 @@ def invert_dataarray(
     refl = inputs.refl
     # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
     options = dataclasses.replace(
-        options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec]))
+        options,
+        chunk_size=min(
+            inputs.largest,
+            solver_chunk_pixels(solver, refl.sizes[spec], np.result_type(refl.dtype, np.float32)),
+        ),
     )
     dtype = np.result_type(refl.dtype, np.float32)
     maps = [
