@@ -4,12 +4,14 @@ One fused kernel, `prange` over pixels: the pixel's w-independent terms and its 
 r(w) are computed once and reused for every band and every iteration; each band is its
 own problem with its own damping, acceptance and early exit (`albedo_rules`); r and
 dr/dw come together from the analytic `equations.reflectance_and_slope`. The bands of a
-pixel step in lockstep: each iteration is one branch-free loop over the bands, finished
-ones keeping their values by selection, which the compiler can vectorise (a band's own
-sequence of operations is that of a band stepped alone: the same bits). Nothing is
-allocated inside the loop; the problems' state lives in the outputs, written in place,
-and in a few rows per thread (`numba.get_thread_id`), so a call's working memory does not
-grow with its pixels and one call can take a whole image. Computes in float64.
+pixel step in lockstep, `BLOCK` at a time: each iteration is one branch-free loop over the
+block, finished bands keeping their values by selection, which the compiler vectorises (a
+band's own sequence of operations is that of a band stepped alone: the same bits). A
+block's state (w, residual, slope, damping, growth, observed r, status, iterations) lives
+in one contiguous row per thread (`numba.get_thread_id`), so the loops touch one array and
+the compiler needs no runtime overlap checks between them; the outputs are written once,
+when the block is done. Nothing is allocated inside the loop, so a call's working memory
+does not grow with its pixels and one call can take a whole image. Computes in float64.
 
 What a band's step calls (`propose`, `reflectance_and_slope`, `update` and the LM rules
 they use) is inlined by numba, so the band loops hold no call and vectorise for every
@@ -62,6 +64,8 @@ SOLVING = albedo_rules.SOLVING
 MAX_ITER = albedo_rules.MAX_ITER
 CONVERGED = albedo_rules.CONVERGED
 N_TABLE = albedo_rules.N_TABLE
+# Bands solved together (the rows of a thread's scratch): one pixel's, for most cubes.
+BLOCK = 64
 
 
 @cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), parallel=True, error_model="numpy")
@@ -87,78 +91,94 @@ def _albedo_kernel(
             b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
         )  # fmt: skip
         table = albedo_table(terms)
-        # The pixel's problems live in its rows of the outputs (status SOLVING while
-        # unfinished) and in its thread's rows of `scratch` (damping, growth, and the
-        # slope where the caller does not keep it).
         thread = numba.get_thread_id()
+        # The pixel's problems, BLOCK bands at a time, live in its thread's row of
+        # `scratch` (one contiguous block of rows: w, residual, slope, damping, growth,
+        # observed r, status and iterations as floats) and reach the outputs once, when
+        # the block is done.
+        st = scratch[thread]
         r_obs_row = refl[pixel]
-        w_row, residual_row = w_out[pixel], residual_out[pixel]
-        slope_row = slope_out[pixel] if keep_slope else scratch[thread, 2]
-        status_row, iterations_row = status_out[pixel], iterations_out[pixel]
-        damping_row, growth_row = scratch[thread, 0], scratch[thread, 1]
-        # The starts, then every band's status and first evaluation: branch-free loops
-        # over the bands (vectorised; a problem that is not solved computes a value
-        # that is selected away).
-        if use_w_start:
-            w_start_row = w_start[pixel]
-            for band in range(n_bands):
-                w_row[band] = w_start_row[band]
-        else:
-            for band in range(n_bands):
-                w_row[band] = starting_albedo(r_obs_row[band], table, w_lower, w_upper)
-        unfinished = 0
-        for band in range(n_bands):
-            r_obs = r_obs_row[band]
-            status = problem_status(r_obs, geometry_finite, terms.scale, table[N_TABLE - 1])
-            solving = status == SOLVING
-            w = w_row[band]
-            r, slope = reflectance_and_slope(w, terms)
-            residual = r - r_obs
-            iterations_row[band] = 0
-            damping_row[band] = 0.0
-            growth_row[band] = 2.0
-            w_row[band] = w if solving else math.nan
-            residual_row[band] = residual if solving else math.nan
-            slope_row[band] = slope if solving else math.nan
-            status_row[band] = (CONVERGED if residual == 0.0 else SOLVING) if solving else status
-            unfinished += 1 if solving and residual != 0.0 else 0
-        # Every unfinished band of the pixel takes its step together: one branch-free
-        # loop over the bands per iteration, which the compiler can vectorise; a finished
-        # band's values are kept (selected, not branched around).
-        iteration = 0
-        while unfinished > 0 and iteration < max_iter:
-            unfinished = 0
-            for band in range(n_bands):
-                solving = status_row[band] == SOLVING
-                w, residual, slope = w_row[band], residual_row[band], slope_row[band]
-                damping, growth = damping_row[band], growth_row[band]
-                w_trial = propose(w, residual, slope, damping, w_lower, w_upper)
-                r_trial, slope_trial = reflectance_and_slope(w_trial, terms)
-                w_new, residual_new, slope_new, damping_new, growth_new, converged = update(
-                    w,
-                    residual,
-                    slope,
-                    damping,
-                    growth,
-                    w_trial,
-                    r_trial - r_obs_row[band],
-                    slope_trial,
-                    tol,
+        for block in range(0, n_bands, BLOCK):
+            size = min(BLOCK, n_bands - block)
+            # The starts, every band's status and first evaluation: branch-free loops over
+            # the block (vectorised; a problem that is not solved computes a value that
+            # is selected away).
+            for j in range(size):
+                r_obs = r_obs_row[block + j]
+                st[5 * BLOCK + j] = r_obs
+                status = problem_status(r_obs, geometry_finite, terms.scale, table[N_TABLE - 1])
+                solving = status == SOLVING
+                w = (
+                    w_start[pixel, block + j]
+                    if use_w_start
+                    else starting_albedo(r_obs, table, w_lower, w_upper)
                 )
-                w_row[band] = w_new if solving else w
-                residual_row[band] = residual_new if solving else residual
-                slope_row[band] = slope_new if solving else slope
-                damping_row[band] = damping_new if solving else damping
-                growth_row[band] = growth_new if solving else growth
-                iterations_row[band] += 1 if solving else 0
-                done = solving and converged
-                status_row[band] = CONVERGED if done else status_row[band]
-                unfinished += 1 if solving and not converged else 0
-            iteration += 1
-        if unfinished > 0:
-            for band in range(n_bands):
-                if status_row[band] == SOLVING:
-                    status_row[band] = MAX_ITER
+                r, slope = reflectance_and_slope(w, terms)
+                residual = r - r_obs
+                st[j] = w if solving else math.nan
+                st[BLOCK + j] = residual if solving else math.nan
+                st[2 * BLOCK + j] = slope if solving else math.nan
+                st[3 * BLOCK + j] = 0.0
+                st[4 * BLOCK + j] = 2.0
+                st[6 * BLOCK + j] = (
+                    (CONVERGED if residual == 0.0 else SOLVING) if solving else status
+                )
+            for j in range(size):
+                st[7 * BLOCK + j] = 0.0
+            unfinished = 0
+            for j in range(size):
+                unfinished += 1 if st[6 * BLOCK + j] == SOLVING else 0
+            # Every unfinished band of the block takes its step together: one branch-free
+            # loop per iteration; a finished band's values are kept (selected).
+            iteration = 0
+            while unfinished > 0 and iteration < max_iter:
+                unfinished = 0
+                for j in range(size):
+                    status = st[6 * BLOCK + j]
+                    solving = status == SOLVING
+                    w, residual, slope = st[j], st[BLOCK + j], st[2 * BLOCK + j]
+                    damping, growth = st[3 * BLOCK + j], st[4 * BLOCK + j]
+                    w_trial = propose(w, residual, slope, damping, w_lower, w_upper)
+                    r_trial, slope_trial = reflectance_and_slope(w_trial, terms)
+                    w_new, residual_new, slope_new, damping_new, growth_new, converged = update(
+                        w,
+                        residual,
+                        slope,
+                        damping,
+                        growth,
+                        w_trial,
+                        r_trial - st[5 * BLOCK + j],
+                        slope_trial,
+                        tol,
+                    )
+                    st[j] = w_new if solving else w
+                    st[BLOCK + j] = residual_new if solving else residual
+                    st[2 * BLOCK + j] = slope_new if solving else slope
+                    st[3 * BLOCK + j] = damping_new if solving else damping
+                    st[4 * BLOCK + j] = growth_new if solving else growth
+                    st[7 * BLOCK + j] += 1.0 if solving else 0.0
+                    st[6 * BLOCK + j] = CONVERGED if solving and converged else status
+                for j in range(size):
+                    unfinished += 1 if st[6 * BLOCK + j] == SOLVING else 0
+                iteration += 1
+            # The outputs, written once, one loop each (vectorised).
+            w_row = w_out[pixel]
+            for j in range(size):
+                w_row[block + j] = st[j]
+            residual_row = residual_out[pixel]
+            for j in range(size):
+                residual_row[block + j] = st[BLOCK + j]
+            if keep_slope:
+                slope_row = slope_out[pixel]
+                for j in range(size):
+                    slope_row[block + j] = st[2 * BLOCK + j]
+            status_row = status_out[pixel]
+            for j in range(size):
+                s = st[6 * BLOCK + j]
+                status_row[block + j] = MAX_ITER if s == SOLVING else int(s)
+            iterations_row = iterations_out[pixel]
+            for j in range(size):
+                iterations_row[block + j] = int(st[7 * BLOCK + j])
 
 
 @functools.cache
@@ -234,8 +254,8 @@ def solve_albedo_numba(
 
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
     geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
-    # a thread's rows (damping, growth, slope); ids run below numba's thread count
-    scratch = np.empty((numba.config.NUMBA_NUM_THREADS, 3, shape[1]))
+    # a thread's rows (`_albedo_kernel`); ids run below numba's thread count
+    scratch = np.empty((numba.config.NUMBA_NUM_THREADS, 8 * BLOCK))
     _albedo_kernel_for(params.model_key)(
         as_kernel_array(refl),
         *geometry,
