@@ -42,8 +42,9 @@ from .._run.journal import journal_folder
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
-from .arguments import check_not_an_input, check_run_arguments, geometry_paths
+from .arguments import check_not_an_input, check_run_arguments
 from .blocks import BLOCK_TARGET_BYTES, FLAT_NORMAL
+from .inputs import run_inputs
 from .outputs import stream_to_outputs
 from .products import ProductArguments
 from .records import recorded_command
@@ -269,13 +270,12 @@ def fit_file(
     if prior and sigma is None:
         raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
     fields, layout = fit_fields(free, joint)
-    inputs = [*cubes, dtm, regions, *(p for g in geometries for p in geometry_paths(g))]
-    check_not_an_input(out_path, fields, inputs)
-
     product = ProductArguments(
         correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
     )  # fmt: skip
+    inputs = run_inputs(cubes, dtm=dtm, geometries=geometries, product=product, extra=[regions])
+    check_not_an_input(out_path, fields, inputs)
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = []
         for path in cubes:
@@ -428,7 +428,7 @@ def fit_file(
             fields=fields,
             provenance=provenance,
             rows_per_block=rows_per_block,
-            inputs=[*inputs, *product.files()],
+            inputs=inputs,
             overwrite=overwrite,
             resume=resume,
             pool_factory=pool_factory,

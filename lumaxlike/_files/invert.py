@@ -10,8 +10,9 @@ from .._io.writers import RESULT_FIELDS
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
 from .._run.tasks import per_band_params
-from .arguments import check_not_an_input, check_run_arguments, geometry_paths
+from .arguments import check_not_an_input, check_run_arguments
 from .blocks import block_setup
+from .inputs import run_inputs
 from .outputs import stream_to_outputs
 from .products import ProductArguments
 from .records import recorded_command
@@ -144,11 +145,12 @@ def invert_file(
     start = time.perf_counter()
     check_run_arguments(solver, units, sigma, chunk_rows, radiance=True)
     fields = [f for f in RESULT_FIELDS if f != "sigma" or sigma is not None]
-    check_not_an_input(out_path, fields, [cube_path, dtm, *geometry_paths(geometry)])
     product = ProductArguments(
         correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
     )  # fmt: skip
+    inputs = run_inputs([cube_path], dtm=dtm, geometries=[geometry], product=product)
+    check_not_an_input(out_path, fields, inputs)
 
     with block_setup(
         cube_path, units, geometry, dtm, product,
@@ -190,7 +192,7 @@ def invert_file(
                 fields=fields,
                 provenance=provenance,
                 rows_per_block=setup.rows_per_block,
-                inputs=[cube_path, dtm, *geometry_paths(opened.geometry), *product.files()],
+                inputs=inputs,
                 overwrite=overwrite,
                 resume=resume,
                 pool_factory=lambda: BlockPool(workers, scheduler),

@@ -23,8 +23,9 @@ from .._run.normalize_task import NORMALIZATION_FIELDS, normalization_attrs, nor
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
 from .._run.tasks import per_band_params
-from .arguments import check_not_an_input, check_run_arguments, geometry_paths
+from .arguments import check_not_an_input, check_run_arguments
 from .blocks import block_setup
+from .inputs import run_inputs
 from .outputs import stream_to_outputs
 from .products import ProductArguments
 from .records import recorded_command
@@ -143,16 +144,14 @@ def normalize_file(
         )
     param_maps = dict(param_maps or {})
     fields = [f for f in NORMALIZATION_FIELDS if f != "sigma" or sigma is not None]
-    check_not_an_input(
-        out_path,
-        fields,
-        [cube_path, dtm, *geometry_paths(geometry), *param_maps.values()],
-        main="reflectance",
-    )
     product = ProductArguments(
         correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
     )  # fmt: skip
+    inputs = run_inputs(
+        [cube_path], dtm=dtm, geometries=[geometry], product=product, extra=param_maps.values()
+    )
+    check_not_an_input(out_path, fields, inputs, main="reflectance")
 
     with block_setup(
         cube_path, units, geometry, dtm, product,
@@ -202,13 +201,7 @@ def normalize_file(
                     fields=fields,
                     provenance=provenance,
                     rows_per_block=setup.rows_per_block,
-                    inputs=[
-                        cube_path,
-                        dtm,
-                        *geometry_paths(opened.geometry),
-                        *param_maps.values(),
-                        wavelengths_from,
-                    ],
+                    inputs=inputs,
                     overwrite=overwrite,
                     resume=resume,
                     pool_factory=lambda: BlockPool(workers, scheduler, function=normalize_block),

@@ -11,6 +11,7 @@ from .._io.writers import ResultWriter
 from .._run.journal import Journal, run_settings
 from .._run.progress import progress_bar
 from .._run.stream import run_blocks
+from .inputs import read_files
 from .summaries import status_counts
 
 __all__ = ["RunOutputs", "stream_to_outputs"]
@@ -54,7 +55,8 @@ def stream_to_outputs(
         provenance: the record written with the maps (and fingerprinted for a resume,
             with ``settings``: what else the maps depend on).
         rows_per_block: rows per block.
-        inputs: the input files (None where not given), fingerprinted for a resume.
+        inputs: the input files (None where not given; `run_inputs`), fingerprinted for
+            a resume with the files each stands for (`read_files`).
         overwrite, resume: as the file commands take them.
         pool_factory, read, on_start, bad_bands: as for `run_blocks`.
         progress: the progress bar's switch (True, False, None: when stderr is a terminal).
@@ -66,7 +68,7 @@ def stream_to_outputs(
     """
     journal = Journal(
         out_path,
-        inputs=inputs,
+        inputs=read_files(inputs),
         resume=resume,
         fields=fields,
         settings=run_settings(provenance, out_path, fields, rows_per_block, **(settings or {})),

@@ -37,8 +37,9 @@ from .._sample.maps import (
 )
 from .._sample.program import QUANTILE_LEVELS
 from .._sample.sample import CHUNK_BYTES, DEFAULT_INTEGRATION_STEPS
-from .arguments import check_not_an_input, geometry_paths
+from .arguments import check_not_an_input
 from .fit import _limits_in_radians, _read_block
+from .inputs import run_inputs
 from .outputs import stream_to_outputs
 from .records import recorded_command
 from .stacks import check_stack
@@ -197,7 +198,7 @@ def sample_file(
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     fields = sample_fields(free)
-    inputs = [*cubes, dtm, *(p for g in geometries for p in geometry_paths(g))]
+    inputs = run_inputs(cubes, dtm=dtm, geometries=geometries)
     check_not_an_input(out_path, fields, inputs, main=sample_layout(free).main)
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:

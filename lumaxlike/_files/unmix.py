@@ -35,8 +35,9 @@ from .._run.unmix_task import UnmixOptions, unmix_block, unmix_fields, unmix_lay
 from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels
-from .arguments import check_not_an_input, check_run_arguments, geometry_paths
+from .arguments import check_not_an_input, check_run_arguments
 from .blocks import block_setup
+from .inputs import run_inputs
 from .outputs import stream_to_outputs
 from .products import ProductArguments
 from .records import recorded_command
@@ -154,13 +155,12 @@ def unmix_file(
         )
     layout = unmix_layout(endmembers.names)
     fields = unmix_fields(bool(sum_to_one))
-    check_not_an_input(
-        out_path, fields, [cube_path, dtm, *geometry_paths(geometry)], main="fractions"
-    )
     product = ProductArguments(
         correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
         thermal_bands,
     )  # fmt: skip
+    inputs = run_inputs([cube_path], dtm=dtm, geometries=[geometry], product=product)
+    check_not_an_input(out_path, fields, inputs, main="fractions")
 
     n_endmembers = endmembers.n_endmembers
     with block_setup(
@@ -211,7 +211,7 @@ def unmix_file(
                 fields=fields,
                 provenance=provenance,
                 rows_per_block=setup.rows_per_block,
-                inputs=[cube_path, dtm, *geometry_paths(opened.geometry), *product.files()],
+                inputs=inputs,
                 overwrite=overwrite,
                 resume=resume,
                 pool_factory=lambda: BlockPool(workers, scheduler, function=unmix_block),

@@ -20,8 +20,11 @@ as any run's.
 
 The inputs' fingerprint is each input file's resolved path, size and modification time
 in nanoseconds (and its ENVI header's, when it has one), the test ``make`` and ``rsync``
-use: it costs nothing, where hashing a multi-gigabyte cube would cost a full extra read
-of it. An edit that keeps a file's size and modification time is not seen. The
+use. The file commands list their input files in one place
+(:mod:`lumaxlike._files.inputs`: cubes, DTM, geometry rasters, parameter maps, region
+raster, solar spectrum and wavelength files), each with the files it stands for (a
+product's data file, ENVI header and PDS3 label, in any case). The test costs nothing,
+where hashing a multi-gigabyte cube would cost a full extra read of it. An edit that keeps a file's size and modification time is not seen. The
 settings' fingerprint is every ``lumaxlike_*`` key of the run's provenance record but the
 time and the command line (model, parameters per band, units, solver, tolerances,
 sigma, geometry layout, standard geometry, ...), plus the output, its maps, the rows per
