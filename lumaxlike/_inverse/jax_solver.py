@@ -20,7 +20,7 @@ converged problems are frozen, and the solve ends when all are. `invert` is the 
 p = 1 with one observation, specialised in `jax_albedo`. Multi-parameter fits converge less uniformly (median ~6 steps, a few need `max_iter`):
 `solve_fit_jax` runs rounds of a few steps and compacts the problems still unconverged
 into smaller batches between them (`compaction`). Sums over observations and parameters
-are written as additions in index order (`_sum_last`), not XLA reductions, whose rounding
+are written as additions in index order (`sum_last`), not XLA reductions, whose rounding
 depends on the batch's shape: a problem's steps are the same in any chunk or batch.
 Chunks have one fixed shape (the last is padded), so each (chunk shape, dtype, model
 configuration) compiles once, and each compacted size once more. Measured rates:
@@ -29,7 +29,6 @@ README.md, `benchmarks/results/`.
 
 from __future__ import annotations
 
-import functools
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -46,6 +45,8 @@ from .._model.jax_executables import stored_jit
 from .._params import PARAMETER_NAMES
 from . import albedo_rules, lm_rules
 from .compaction import run_compacted
+from .ordered_sums import dot_last, sum_last
+from .residual_columns import residuals_and_columns
 from .status import Status
 
 __all__ = ["ElementwiseLevenbergMarquardt", "solve_fit_jax"]
@@ -82,24 +83,10 @@ def _normal_equations(fn, y, args, jacobian):
     jtj = [[None] * n_free for _ in range(n_free)]
     for a in range(n_free):
         for b in range(a, n_free):
-            jtj[a][b] = jtj[b][a] = _dot_last(columns[a], columns[b])
+            jtj[a][b] = jtj[b][a] = dot_last(columns[a], columns[b])
     jtj = jnp.stack([jnp.stack(row, axis=-1) for row in jtj], axis=-2)
-    jtf = jnp.stack([_dot_last(column, residual) for column in columns], axis=-1)
+    jtf = jnp.stack([dot_last(column, residual) for column in columns], axis=-1)
     return residual, jtj, jtf
-
-
-def _sum_last(a):
-    """The sum over the last axis, as additions in index order: element-wise operations,
-    so a problem's sum has the same bits in a batch of any shape. (XLA's reductions and
-    dots round differently with the shape of the batch, which would make a problem's
-    steps depend on its chunk and on compaction.)"""
-    return functools.reduce(jnp.add, [a[..., k] for k in range(a.shape[-1])])
-
-
-def _dot_last(a, b):
-    """`_sum_last(a * b)`, with the products taken per slice: the same bits, but XLA
-    fuses the whole sum into one loop instead of storing the product first."""
-    return functools.reduce(jnp.add, [a[..., k] * b[..., k] for k in range(a.shape[-1])])
 
 
 def _solve_damped(jtj, jtf, damping, held):
@@ -206,11 +193,11 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         projected = trial - y
         step_size = jnp.max(jnp.abs(projected), axis=-1)
         predicted = -(
-            2.0 * _sum_last(projected * state.jtf)
-            + _sum_last(projected * _sum_last(state.jtj * projected[..., None, :]))
+            2.0 * sum_last(projected * state.jtf)
+            + sum_last(projected * sum_last(state.jtj * projected[..., None, :]))
         )
-        cost = _sum_last(state.residual * state.residual)
-        cost_trial = _sum_last(residual_trial * residual_trial)
+        cost = sum_last(state.residual * state.residual)
+        cost_trial = sum_last(residual_trial * residual_trial)
         accept = _lm.accepted(cost, cost_trial) & solvable
         converged = _lm.converged(step_size, newton_size, accept, self.tol) & solvable
         damping, growth = _lm.next_damping(
@@ -235,55 +222,20 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         return y, aux, {}
 
 
-def _fit_residuals_and_columns(y, args, free_index, key, with_columns=True):
-    """r - r_obs and dr/d(free[j]) for free parameters y (problems, 1, p): the residuals
-    (problems, 1, observations) and the p columns of the Jacobian (each that shape).
-
-    The model's derivative program (`columns_program.split_columns`) runs in parts: the
-    `rows` of args hold its known part, computed once per observation (`_fit_setup`);
-    here its step part runs once per problem and its lane part per observation. The step
-    values and the outputs are divided by `unit`, a run-time 1: that changes no bit, but
-    a division is an operation XLA does not duplicate, so they are computed once and
-    stored. Otherwise XLA:CPU fuses the work they share into the loop of each of their
-    consumers, and computes it again for every column and every parameter.
-    An observation left out (`use` False) has a zero residual, and so a zero row of J.
-    `with_columns` False: the residuals alone (and no columns), from the lane equations
-    they need.
-    """
-    rows, refl, use, unit = args
-    program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, y.dtype)
-    step = program.step
-    lane = program.lane if with_columns else lambda *a: (program.lane_first(*a),)
-    lane = jax.vmap(lane, in_axes=(0, None))  # over observations
-    for _ in range(y.ndim - 1):
-        step = jax.vmap(step)
-        lane = jax.vmap(lane)
-    by_position = sorted(
-        range(len(free_index)), key=lambda j: free_index[j]
-    )  # the program's input order
-    step_values = [
-        v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v
-        for v in step(*(y[..., j] for j in by_position))
-    ]
-    r, *columns = lane(rows, step_values)
-    residual = jnp.where(use, r - refl, 0.0) / unit
-    return residual, [jnp.where(use, column, 0.0) / unit for column in columns]
-
-
 def _fit_residuals(y, args, free_index, key):
-    """`_fit_residuals_and_columns`' residuals alone: the residual function of the
-    least-squares problem (its Jacobian comes from `_fit_residuals_and_columns`).
+    """`residuals_and_columns`' residuals alone: the residual function of the
+    least-squares problem (its Jacobian comes from `residuals_and_columns`).
     `ElementwiseLevenbergMarquardt` with a `jacobian` never evaluates it: optimistix
     traces it (for the residuals' shape, and to close it over its constants) in every
     program that calls `optx.least_squares`, so it evaluates only the lane equations the
     residuals need, the cheaper to trace."""
-    return _fit_residuals_and_columns(y, args, free_index, key, with_columns=False)[0]
+    return residuals_and_columns(y, args, free_index, key, with_columns=False)[0]
 
 
 def _fit_solver(tol, lower, upper, free_index, key):
     return ElementwiseLevenbergMarquardt(
         tol=tol, lower=lower, upper=upper,
-        jacobian=partial(_fit_residuals_and_columns, free_index=free_index, key=key),
+        jacobian=partial(residuals_and_columns, free_index=free_index, key=key),
     )  # fmt: skip
 
 
@@ -305,7 +257,7 @@ def _fit_setup(
     """A chunk's (pixels, bands) problems as (pixels x bands, 1) problems, every one with
     its pixel's observations, so that compacted batches are computed as the first one is:
     returns status, active, start, the solver's initial state and the inputs (rows,
-    refl, use) of `_fit_residuals_and_columns`. The rows (the known part of the model's
+    refl, use) of `residuals_and_columns`. The rows (the known part of the model's
     derivative program: what depends on the geometry and the fixed parameters alone) are
     computed once per pixel and observation, then repeated per band."""
     n_bands = refl.shape[1]
@@ -407,7 +359,7 @@ def _fit_outputs(status, active, results, shape):
         "values": jnp.where(active[..., None], value, nan),
         "status": jnp.where(active, solved, status).astype(jnp.int8),
         "iterations": jnp.where(active, iterations, 0),
-        "cost": jnp.where(active, _sum_last(residual * residual), nan),
+        "cost": jnp.where(active, sum_last(residual * residual), nan),
         "jtj": jnp.where(active[..., None, None], jtj, nan),
     }
 
@@ -426,7 +378,7 @@ def solve_fit_jax(
     (`_fit_setup`), the same layout as the compacted batches, each with its pixel's
     rows: what depends on the geometry and the fixed parameters alone, computed once per
     pixel and observation and stored. The rest of the solver's arithmetic is element-wise
-    (`_sum_last`): so every problem takes the same steps, to the bit, in any batch and
+    (`sum_last`): so every problem takes the same steps, to the bit, in any batch and
     any chunk. Memory: the solver's state and the rows (a few tens of values per
     problem and observation), bounded by the chunk.
 

@@ -6,7 +6,7 @@ are frozen and the `while_loop` ends when all are, or after `max_iter` steps. Th
 derivative program (`columns_program.split_columns`, the one numba's solvers compile) is
 evaluated in parts as in `jax_solver`: its known part once per pixel and observation, its
 step part per pixel and band, its lane part per pixel, band and observation. The arrow
-blocks of the normal equations are sums in index order (`schur.sum_last`), so a
+blocks of the normal equations are sums in index order (`ordered_sums.sum_last`), so a
 problem's steps do not depend on the batch; the damped step is `schur.arrow_step_jax`.
 """
 
@@ -22,21 +22,14 @@ from .._model.columns_program import split_columns
 from .._model.family import jax_equations_for
 from .._params import PARAMETER_NAMES
 from . import albedo_rules, lm_rules
-from .schur import arrow_step_jax, sum_last
+from .ordered_sums import dot_last, sum_last
+from .schur import arrow_step_jax
 from .status import Status
 
 __all__ = ["solve_joint_jax"]
 
 _lm = retarget_to_jax(lm_rules)
 _TOO_FEW = int(Status.TOO_FEW_OBSERVATIONS)
-
-
-def _dot_last(a, b):
-    """sum_last(a * b), the products taken per slice (fused by XLA)."""
-    total = a[..., 0] * b[..., 0]
-    for k in range(1, a.shape[-1]):
-        total = total + a[..., k] * b[..., k]
-    return total
 
 
 def _normal_equations(xb, xs, inputs, free, key, unit):
@@ -60,7 +53,7 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
     residual = jnp.where(use, (r - refl) * scale, 0.0) / unit
     columns = [jnp.where(use, column * scale, 0.0) / unit for column in columns]
     band_cols, shared_cols = columns[:p], columns[p:]
-    cost = sum_last(_dot_last(residual, residual))
+    cost = sum_last(dot_last(residual, residual))
     prior_b = jnp.where(weight_b > 0.0, (xb - mean_b) * weight_b, 0.0)
     prior_s = jnp.where(weight_s > 0.0, (xs - mean_s) * weight_s, 0.0)
     cost = cost + sum_last(sum_last(prior_b * prior_b))
@@ -69,15 +62,15 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
     a_blocks = [[None] * p for _ in range(p)]
     for a in range(p):
         for b in range(a, p):
-            a_blocks[a][b] = a_blocks[b][a] = _dot_last(band_cols[a], band_cols[b])
+            a_blocks[a][b] = a_blocks[b][a] = dot_last(band_cols[a], band_cols[b])
         a_blocks[a][a] = a_blocks[a][a] + weight_b[..., a] * weight_b[..., a]
     a_blocks = jnp.stack([jnp.stack(row, axis=-1) for row in a_blocks], axis=-2)
-    gb = jnp.stack([_dot_last(c, residual) for c in band_cols], axis=-1) + weight_b * prior_b
+    gb = jnp.stack([dot_last(c, residual) for c in band_cols], axis=-1) + weight_b * prior_b
     shape = xb.shape[:1]
     if s:
         c_blocks = jnp.stack(
             [
-                jnp.stack([_dot_last(band_cols[a], shared_cols[q]) for q in range(s)], axis=-1)
+                jnp.stack([dot_last(band_cols[a], shared_cols[q]) for q in range(s)], axis=-1)
                 for a in range(p)
             ],
             axis=-2,
@@ -85,11 +78,11 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
         d_block = [[None] * s for _ in range(s)]
         for q in range(s):
             for t in range(q, s):
-                d_block[q][t] = d_block[t][q] = sum_last(_dot_last(shared_cols[q], shared_cols[t]))
+                d_block[q][t] = d_block[t][q] = sum_last(dot_last(shared_cols[q], shared_cols[t]))
             d_block[q][q] = d_block[q][q] + weight_s[..., q] * weight_s[..., q]
         d_block = jnp.stack([jnp.stack(row, axis=-1) for row in d_block], axis=-2)
         gs = (
-            jnp.stack([sum_last(_dot_last(c, residual)) for c in shared_cols], axis=-1)
+            jnp.stack([sum_last(dot_last(c, residual)) for c in shared_cols], axis=-1)
             + weight_s * prior_s
         )
     else:

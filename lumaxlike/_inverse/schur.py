@@ -32,8 +32,9 @@ import numba
 from .._model._backends import retarget_to_jax, retarget_to_numba
 from . import lm_rules
 from .numba_lm import cholesky, cholesky_solve
+from .ordered_sums import sum_last
 
-__all__ = ["arrow_step", "arrow_step_jax", "sum_last"]
+__all__ = ["arrow_step", "arrow_step_jax"]
 
 _numba_rules = retarget_to_numba(lm_rules)
 _pinned = _numba_rules.pinned
@@ -113,15 +114,6 @@ def arrow_step(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, dampin
                 value += y_blocks[band, a, q] * step_s[q]
             step_b[band, a] = -value
     return True
-
-
-def sum_last(a):
-    """The sum over the last axis as additions in index order (`jax_solver._sum_last`):
-    a problem's sums have the same bits in a batch of any shape."""
-    total = a[..., 0]
-    for k in range(1, a.shape[-1]):
-        total = total + a[..., k]
-    return total
 
 
 def _cholesky(system):

@@ -6,9 +6,9 @@ log p(z | r_obs) = -1/2 sum_k (r_k(x) - r_obs,k)^2 / sigma^2  (Gaussian noise)
                    + log |dx/dz|   (`transform`), x = x(z), up to a constant.
 
 The likelihood's value and gradient come from the model's derivative program
-(`columns_program.split_columns`), the same program `fit`'s solvers use: its known part
-(what depends on the geometry and the fixed parameters) is computed once per pixel and
-observation (the "rows"), its step part once per problem and gradient evaluation, its
+(`columns_program.split_columns`) through `fit`'s own `residuals_and_columns`: its known
+part (what depends on the geometry and the fixed parameters) is computed once per pixel
+and observation (the "rows"), its step part once per problem and gradient evaluation, its
 lane part per observation. The gradient is sum_k residual_k dr_k/dx / sigma^2 from the
 program's columns (the analytic dr/dw, autodiff for the others): the likelihood is a
 `jax.custom_jvp` function whose rule is that gradient, so `jax.grad` (which blackjax
@@ -20,9 +20,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .._model.columns_program import split_columns
+from .._inverse.ordered_sums import dot_last
+from .._inverse.residual_columns import residuals_and_columns
 from .._model.family import jax_equations_for
-from .._params import PARAMETER_NAMES
 from . import transform
 
 __all__ = ["joint_log_density", "log_density", "log_likelihood_for", "pixel_rows"]
@@ -44,18 +44,16 @@ def log_likelihood_for(free_index: tuple[int, ...], key, dtype):
     refl, use (observations,) (observations with use False count for nothing);
     inv_var 1/sigma^2 [sr^2]. A `jax.custom_jvp` function of x (its data get no
     derivative)."""
-    program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, dtype)
-    by_position = sorted(range(len(free_index)), key=lambda j: free_index[j])
-    lane = jax.vmap(program.lane, in_axes=(0, None))  # over observations
 
     def value_and_gradient(x, rows, refl, use, inv_var):
-        step_values = program.step(*(x[j] for j in by_position))
-        r, *columns = lane(rows, step_values)
-        residual = jnp.where(use, r - refl, 0.0)
-        value = -0.5 * inv_var * jnp.sum(residual * residual)
-        gradient = -inv_var * jnp.stack(
-            [jnp.sum(jnp.where(use, c, 0.0) * residual) for c in columns]
-        )
+        # `fit`'s residuals and columns, with its run-time 1 (`unit`; x / x is exactly
+        # 1): the work its outputs share is then stored once, where XLA:CPU otherwise
+        # fused it into the sum of each column and computed it again there (4x the
+        # gradient's time inside the sampler's loops; benchmarks/bench_sample.py)
+        unit = inv_var / inv_var
+        residual, columns = residuals_and_columns(x, (rows, refl, use, unit), free_index, key)
+        value = -0.5 * inv_var * dot_last(residual, residual)
+        gradient = -inv_var * jnp.stack([dot_last(c, residual) for c in columns])
         return value, gradient
 
     @jax.custom_jvp
