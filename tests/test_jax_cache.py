@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -183,6 +184,8 @@ def test_a_damaged_stored_executable_is_compiled_again(tmp_path, monkeypatch):
 
     assert call_in_scope() == {"loaded": 0, "written": 1, "compiled": 1}
     (entry,) = (tmp_path / "jax" / jax_executables.EXECUTABLES_FOLDER).iterdir()
+    stored_bytes = entry.read_bytes()
+    assert len(stored_bytes) < len(zlib.decompress(stored_bytes))  # stored compressed
     assert call_in_scope() == {"loaded": 1, "written": 1, "compiled": 1}
     entry.write_bytes(entry.read_bytes()[:100])  # damaged: cut short
     assert call_in_scope() == {"loaded": 1, "written": 2, "compiled": 2}  # rewritten

@@ -119,3 +119,19 @@ def test_the_files_a_product_path_stands_for_are_fingerprinted(tmp_path, monkeyp
         os.utime(paths[name], ns=(stat.st_atime_ns, stat.st_mtime_ns))
     summary = run(resume=True)  # all as it was: resumed
     assert summary.resumed == "1 of 3 blocks from an interrupted run"
+
+
+def test_a_gdal_sidecar_is_fingerprinted(tmp_path, monkeypatch):
+    # GDAL reads NAME.aux.xml beside a raster (nodata, scale, offset): a resume after it
+    # changed is refused, naming it
+    table = write_m3_solar_table(tmp_path, M3_WAVELENGTHS, M3_TABLE_IRRADIANCE)
+    out = tmp_path / "out.tif"
+    run, paths = command_run("invert", tmp_path, out, table)
+    sidecar = paths["rdn"].with_name(paths["rdn"].name + ".aux.xml")
+    sidecar.write_text("<PAMDataset>\n</PAMDataset>\n")
+    interrupt(monkeypatch, run)
+    touch(sidecar)
+    with pytest.raises(ResumeRefusedError) as refused:
+        run(resume=True)
+    assert f"the input {sidecar.resolve()} changed (modification time)" in str(refused.value)
+    assert not out.exists()

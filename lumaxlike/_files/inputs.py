@@ -38,7 +38,8 @@ def run_inputs(cubes, *, dtm=None, geometries=(), product=None, extra=()) -> lis
 def read_files(paths) -> list[Path]:
     """``paths`` (None skipped) with the files reading each opens too: the data file and
     PDS3 label `lumaxlike._io.products.locate` pairs a raster with, the table or image a
-    label describes, and each one's ENVI header, their names in any case."""
+    label describes, and each one's ENVI header, their names in any case, and GDAL's
+    ``NAME.aux.xml`` sidecar of any of them that has one."""
     files = []
     for path in (Path(p) for p in paths if p is not None):
         files.append(path)
@@ -62,4 +63,7 @@ def _companions(path: Path) -> list[Path]:
         found.extend(find_sibling(path, suffix) for suffix in (".tab", ".img"))
     found = [f for f in found if f is not None]
     found.extend(find_sibling(f, ".hdr") for f in [path, *found])
-    return [f for f in found if f is not None]
+    found = [f for f in found if f is not None]
+    # GDAL's own sidecar (PAM) of each: it can hold nodata, scale, offset, band metadata
+    sidecars = (f.with_name(f.name + ".aux.xml") for f in [path, *found])
+    return found + [f for f in sidecars if f.is_file()]
