@@ -91,7 +91,7 @@ def gradient_rate(refl, geometry, dtype, repeats=500):
         observed = jnp.asarray(refl[:, 0], dtype)
         use = jnp.isfinite(observed)
         gradient = jax.vmap(
-            jax.grad(log_likelihood_for(free_index, TRUTH.model_key, dtype)),
+            jax.grad(log_likelihood_for(free_index, TRUTH.model_key)),
             in_axes=(0, 0, 0, 0, None),
         )
         x = jnp.tile(jnp.asarray([0.5, 0.25, 0.5, 0.35], dtype), (refl.shape[0], 1))

@@ -18,8 +18,9 @@ def residuals_and_columns(y, args, free_index, key, with_columns=True):
     (problems..., observations) and the p columns of the Jacobian (each that shape).
 
     The model's derivative program (`columns_program.split_columns`) runs in parts: the
-    `rows` of args hold its known part, computed once per observation (`jax_solver._fit_setup`, `sample`'s `density.pixel_rows`);
-    here its step part runs once per problem and its lane part per observation. The step
+    `rows` of args hold its known part, computed once per observation
+    (`jax_solver._fit_setup`, `sample`'s `density.pixel_rows`); here its step part runs
+    once per problem and its lane part per observation. The step
     values and the outputs are divided by `unit`, a run-time 1: that changes no bit, but
     a division is an operation XLA does not duplicate, so they are computed once and
     stored. Otherwise XLA:CPU fuses the work they share into the loop of each of their

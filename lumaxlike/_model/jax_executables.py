@@ -5,9 +5,10 @@ JAX's persistent compilation cache (`jax_cache`) saves the XLA compile, but a pr
 still traces every program to a jaxpr and lowers it to StableHLO before it can look the
 program up (for `fit`'s solver ~60 % of a later process's first-call time). `stored_jit` is
 `jax.jit` with a second store in front: the compiled executable itself
-(`jax.experimental.serialize_executable`), one zlib-compressed file per program, shape and
-dtype, in ``<lumaxlike's JAX cache folder>/executables``. A later process deserializes it and calls
-it: no tracing, no lowering, the same executable (so the same bits) as the one compiled.
+(`jax.experimental.serialize_executable`), one zlib-compressed file per program, shape
+and dtype, in ``<lumaxlike's JAX cache folder>/executables``. A later process deserializes
+it and calls it: no tracing, no lowering, the same executable (so the same bits) as the
+one compiled.
 
 The store is used exactly where lumaxlike's JAX cache is (`jax_cache.active_folder`:
 inside a lumaxlike call, the cache on, no cache folder of the user's); elsewhere, and

@@ -38,16 +38,16 @@ def pixel_rows(program, to_sun, to_sensor, normal, fixed, free_index, key):
     return jax.vmap(lambda g: program.known(*known, *g))(geometry)
 
 
-def log_likelihood_for(free_index: tuple[int, ...], key, dtype):
+def log_likelihood_for(free_index: tuple[int, ...], key):
     """The Gaussian log-likelihood of one problem, ``f(x, rows, refl, use, inv_var)``:
     x (p,) the free parameters in the order of `free_index`; rows from `pixel_rows`;
     refl, use (observations,) (observations with use False count for nothing);
     inv_var 1/sigma^2 [sr^2]. A `jax.custom_jvp` function of x (its data get no
-    derivative)."""
+    derivative). The program runs in the precision of x."""
 
     def value_and_gradient(x, rows, refl, use, inv_var):
-        # `fit`'s residuals and columns, with its run-time 1 (`unit`; x / x is exactly
-        # 1): the work its outputs share is then stored once, where XLA:CPU otherwise
+        # `fit`'s residuals and columns, with its run-time 1 (`unit`: inv_var / inv_var
+        # is exactly 1): the work its outputs share is then stored once, where XLA:CPU otherwise
         # fused it into the sum of each column and computed it again there (4x the
         # gradient's time inside the sampler's loops; benchmarks/bench_sample.py)
         unit = inv_var / inv_var

@@ -31,7 +31,7 @@ def _rows_and_likelihood(to_sun, to_sensor, normal, fixed, free_index, key, dtyp
     rows = jax.vmap(partial(pixel_rows, program, fixed=fixed, free_index=free_index, key=key))(
         to_sun, to_sensor, normal
     )
-    return rows, log_likelihood_for(free_index, key, dtype)
+    return rows, log_likelihood_for(free_index, key)
 
 
 @partial(jax.jit, static_argnames=_STATIC)
