@@ -93,9 +93,9 @@ def reference(stack, tmp_path_factory):
     return out, err.getvalue()
 
 
-def read_maps(out):
+def read_maps(out, free=FREE):
     maps = {}
-    for name, path in result_paths(out, sample_fields(FREE), main="w_q500").items():
+    for name, path in result_paths(out, sample_fields(free), main="w_q500").items():
         with rasterio.open(path) as src:
             maps[name] = np.moveaxis(src.read(), 0, -1)
     return maps
@@ -245,14 +245,6 @@ def joint_args(args):
     return args[:start] + JOINT_SAMPLER + args[start + len(SAMPLER) :]
 
 
-def read_joint_maps(out):
-    maps = {}
-    for name, path in result_paths(out, sample_fields(JOINT_FREE), main="w_q500").items():
-        with rasterio.open(path) as src:
-            maps[name] = np.moveaxis(src.read(), 0, -1)
-    return maps
-
-
 @pytest.fixture(scope="module")
 def joint_reference(stack, tmp_path_factory):
     """An uninterrupted run with --shared b: its GeoTIFF maps' path."""
@@ -268,7 +260,7 @@ def test_shared_parameters_are_sampled_jointly_per_pixel(stack, joint_reference,
     status, acceptance and divergences are one value per pixel, repeated in both band
     layers; w's are per band. The record says what was shared."""
     _, arrays = stack
-    maps = read_joint_maps(joint_reference)
+    maps = read_maps(joint_reference, JOINT_FREE)
     sampled = 0
     for row in range(ROWS):
         expected = lumaxlike.sample(
@@ -317,7 +309,7 @@ def test_a_killed_shared_run_resumes_bit_identical(stack, joint_reference, tmp_p
     assert "the settings changed: sample_shared" in capsys.readouterr().err
     assert main([*args, "--out", out, "--resume"]) == 0
     assert "resumed: 1 of 3 blocks from an interrupted run" in capsys.readouterr().err
-    found, expected = read_joint_maps(out), read_joint_maps(joint_reference)
+    found, expected = read_maps(out, JOINT_FREE), read_maps(joint_reference, JOINT_FREE)
     for name in expected:
         assert found[name].dtype == expected[name].dtype, name
         assert np.array_equal(found[name], expected[name], equal_nan=True), name
