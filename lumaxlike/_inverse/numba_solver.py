@@ -14,8 +14,9 @@ when the block is done. Every input and output row is sliced to the block first 
 by the loop counter alone: an index like `block + j` is a signed sum that numba wraps when
 negative, so LLVM could not prove the accesses consecutive and turned each such loop into
 AVX-512 gathers (the observed r, the given starts) and scatters (every output), which cost
-about a fifth of the kernel's time on Zen 5. Nothing is allocated inside the loop, so a call's working memory
-does not grow with its pixels and one call can take a whole image. Computes in float64.
+about a fifth of the kernel's time on Zen 5. Nothing is allocated inside the loop, so a
+call's working memory does not grow with its pixels and one call can take a whole image.
+Computes in float64.
 
 What a band's step calls (`propose`, `reflectance_and_slope`, `update` and the LM rules
 they use) is inlined by numba, so the band loops hold no call and vectorise for every
@@ -70,6 +71,11 @@ CONVERGED = albedo_rules.CONVERGED
 N_TABLE = albedo_rules.N_TABLE
 # Bands solved together (the rows of a thread's scratch): one pixel's, for most cubes.
 BLOCK = 64
+# Where each field of a block's state starts in its thread's scratch row (BLOCK each).
+_W, _RESIDUAL, _SLOPE, _DAMPING, _GROWTH, _R_OBS, _STATUS, _ITERATIONS = (
+    k * BLOCK for k in range(8)
+)
+_STATE_LENGTH = 8 * BLOCK
 
 
 @cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), parallel=True, error_model="numpy")
@@ -111,41 +117,39 @@ def _albedo_kernel(
             if use_w_start:
                 w_start_block = w_start[pixel, block : block + size]
                 for j in range(size):
-                    st[j] = w_start_block[j]
+                    st[_W + j] = w_start_block[j]
             else:
                 for j in range(size):
-                    st[j] = starting_albedo(r_obs_block[j], table, w_lower, w_upper)
+                    st[_W + j] = starting_albedo(r_obs_block[j], table, w_lower, w_upper)
             for j in range(size):
                 r_obs = r_obs_block[j]
-                st[5 * BLOCK + j] = r_obs
+                st[_R_OBS + j] = r_obs
                 status = problem_status(r_obs, geometry_finite, terms.scale, table[N_TABLE - 1])
                 solving = status == SOLVING
-                w = st[j]
+                w = st[_W + j]
                 r, slope = reflectance_and_slope(w, terms)
                 residual = r - r_obs
-                st[j] = w if solving else math.nan
-                st[BLOCK + j] = residual if solving else math.nan
-                st[2 * BLOCK + j] = slope if solving else math.nan
-                st[3 * BLOCK + j] = 0.0
-                st[4 * BLOCK + j] = 2.0
-                st[6 * BLOCK + j] = (
-                    (CONVERGED if residual == 0.0 else SOLVING) if solving else status
-                )
+                st[_W + j] = w if solving else math.nan
+                st[_RESIDUAL + j] = residual if solving else math.nan
+                st[_SLOPE + j] = slope if solving else math.nan
+                st[_DAMPING + j] = 0.0
+                st[_GROWTH + j] = 2.0
+                st[_STATUS + j] = (CONVERGED if residual == 0.0 else SOLVING) if solving else status
             for j in range(size):
-                st[7 * BLOCK + j] = 0.0
+                st[_ITERATIONS + j] = 0.0
             unfinished = 0
             for j in range(size):
-                unfinished += 1 if st[6 * BLOCK + j] == SOLVING else 0
+                unfinished += 1 if st[_STATUS + j] == SOLVING else 0
             # Every unfinished band of the block takes its step together: one branch-free
             # loop per iteration; a finished band's values are kept (selected).
             iteration = 0
             while unfinished > 0 and iteration < max_iter:
                 unfinished = 0
                 for j in range(size):
-                    status = st[6 * BLOCK + j]
+                    status = st[_STATUS + j]
                     solving = status == SOLVING
-                    w, residual, slope = st[j], st[BLOCK + j], st[2 * BLOCK + j]
-                    damping, growth = st[3 * BLOCK + j], st[4 * BLOCK + j]
+                    w, residual, slope = st[_W + j], st[_RESIDUAL + j], st[_SLOPE + j]
+                    damping, growth = st[_DAMPING + j], st[_GROWTH + j]
                     w_trial = propose(w, residual, slope, damping, w_lower, w_upper)
                     r_trial, slope_trial = reflectance_and_slope(w_trial, terms)
                     w_new, residual_new, slope_new, damping_new, growth_new, converged = update(
@@ -155,39 +159,39 @@ def _albedo_kernel(
                         damping,
                         growth,
                         w_trial,
-                        r_trial - st[5 * BLOCK + j],
+                        r_trial - st[_R_OBS + j],
                         slope_trial,
                         tol,
                     )
-                    st[j] = w_new if solving else w
-                    st[BLOCK + j] = residual_new if solving else residual
-                    st[2 * BLOCK + j] = slope_new if solving else slope
-                    st[3 * BLOCK + j] = damping_new if solving else damping
-                    st[4 * BLOCK + j] = growth_new if solving else growth
-                    st[7 * BLOCK + j] += 1.0 if solving else 0.0
-                    st[6 * BLOCK + j] = CONVERGED if solving and converged else status
+                    st[_W + j] = w_new if solving else w
+                    st[_RESIDUAL + j] = residual_new if solving else residual
+                    st[_SLOPE + j] = slope_new if solving else slope
+                    st[_DAMPING + j] = damping_new if solving else damping
+                    st[_GROWTH + j] = growth_new if solving else growth
+                    st[_ITERATIONS + j] += 1.0 if solving else 0.0
+                    st[_STATUS + j] = CONVERGED if solving and converged else status
                 for j in range(size):
-                    unfinished += 1 if st[6 * BLOCK + j] == SOLVING else 0
+                    unfinished += 1 if st[_STATUS + j] == SOLVING else 0
                 iteration += 1
             # The outputs, written once, one loop each (vectorised: plain stores into the
             # block's slices, no scatters).
             w_row = w_out[pixel, block : block + size]
             for j in range(size):
-                w_row[j] = st[j]
+                w_row[j] = st[_W + j]
             residual_row = residual_out[pixel, block : block + size]
             for j in range(size):
-                residual_row[j] = st[BLOCK + j]
+                residual_row[j] = st[_RESIDUAL + j]
             if keep_slope:
                 slope_row = slope_out[pixel, block : block + size]
                 for j in range(size):
-                    slope_row[j] = st[2 * BLOCK + j]
+                    slope_row[j] = st[_SLOPE + j]
             status_row = status_out[pixel, block : block + size]
             for j in range(size):
-                s = st[6 * BLOCK + j]
+                s = st[_STATUS + j]
                 status_row[j] = MAX_ITER if s == SOLVING else int(s)
             iterations_row = iterations_out[pixel, block : block + size]
             for j in range(size):
-                iterations_row[j] = int(st[7 * BLOCK + j])
+                iterations_row[j] = int(st[_ITERATIONS + j])
 
 
 @functools.cache
@@ -264,7 +268,7 @@ def solve_albedo_numba(
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
     geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
     # a thread's rows (`_albedo_kernel`); ids run below numba's thread count
-    scratch = np.empty((numba.config.NUMBA_NUM_THREADS, 8 * BLOCK))
+    scratch = np.empty((numba.config.NUMBA_NUM_THREADS, _STATE_LENGTH))
     _albedo_kernel_for(params.model_key)(
         as_kernel_array(refl),
         *geometry,
