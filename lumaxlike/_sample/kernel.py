@@ -7,20 +7,24 @@ under `vmap` runs each iteration as long as the longest trajectory in the batch,
 blackjax's documentation warns). The adaptation is per problem, shared by the problem's
 chains, in one `lax.scan` over warm-up and sampling (one copy of the kernel to compile):
 
-1. the dense metric (inverse mass matrix) starts from `fit`'s Laplace covariance in the
-   unconstrained coordinates, and the chains start from draws of that Gaussian;
+1. the chains start from draws of `fit`'s Laplace Gaussian in the unconstrained
+   coordinates z, and HMC moves first in z with the Laplace covariance as its dense
+   metric (inverse mass matrix);
 2. warm-up: the step size is tuned by blackjax's dual averaging
    (`blackjax.adaptation.step_size.dual_averaging_adaptation`) on the mean acceptance
    of the problem's chains; at the end of each of the `WINDOWS` a chain stuck in a
-   local mode of negligible mass restarts from the best chain (`_window_end`), the
-   metric becomes the covariance of the window's draws, pooled over the other chains
-   and shrunk toward the previous metric, and dual averaging restarts from the step
-   size reached (Stan's windowed adaptation, with the Laplace covariance in place of
-   its first guess);
+   local mode of negligible mass restarts from the best chain (`_window_end`), HMC's
+   coordinates become `transport`'s map estimated from the window's draws of the other
+   chains (whitening and a quadratic shear that straightens the b-c ridge), the metric
+   the covariance of those draws in the new coordinates, and dual averaging restarts
+   from the step size reached (Stan's windowed adaptation, with the Laplace covariance
+   in place of its first guess and a map in place of a linear metric alone);
 3. at every iteration the trajectory length is drawn uniform in [`MIN_TRAJECTORY`, 1] x
    `MAX_TRAJECTORY` (whitened units) and the step size is the smaller of the tuned one
    and that length over the leapfrog steps (so no fixed length resonates with the
    posterior's scales).
+
+The draws are returned in z.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from blackjax.adaptation.step_size import dual_averaging_adaptation
+
+from . import transport
 
 __all__ = [
     "MAX_TRAJECTORY",
@@ -61,17 +67,23 @@ _SHRINKAGE_DRAWS = 20.0
 
 
 def _schedule(num_warmup: int, num_samples: int):
-    """Per iteration: the window it accumulates into (-1: none) and whether a window
-    ends there (numpy arrays, the scan's inputs)."""
+    """Per iteration (numpy arrays, the scan's inputs): whether it is in a window, its
+    index in the window's draws (the longest window's length where none: a scratch
+    slot), and whether a window ends there; and the longest window's length."""
     total = num_warmup + num_samples
-    window = np.full(total, -1, np.int32)
+    in_window = np.zeros(total, np.bool_)
+    offset = np.zeros(total, np.int32)
     ends = np.zeros(total, np.bool_)
-    for k, (start, end) in enumerate(WINDOWS):
+    longest = 1
+    for start, end in WINDOWS:
         first, last = int(start * num_warmup), int(end * num_warmup)
         if last - first >= 2:
-            window[first:last] = k
+            in_window[first:last] = True
+            offset[first:last] = np.arange(last - first)
             ends[last - 1] = True
-    return window, ends
+            longest = max(longest, last - first)
+    offset[~in_window] = longest
+    return in_window, offset, ends, longest
 
 
 def sample_problem(
@@ -96,20 +108,18 @@ def sample_problem(
     key_start, key_run = jax.random.split(rng)
     noise = jax.random.normal(key_start, (num_chains, p), dtype)
     positions = z_center[None, :] + noise @ jnp.linalg.cholesky(metric).T
+    coordinates = transport.identity(p, dtype)
     states = jax.vmap(blackjax.mcmc.hmc.init, in_axes=(0, None))(positions, logdensity)
     step0 = jnp.asarray(1.0 / p**0.25 / integration_steps**0.5, dtype)
-    window, ends = _schedule(num_warmup, num_samples)
-    # a window's per-chain sums: count, log density, z, z z^T
-    zero_sums = (
-        jnp.zeros((), dtype),
-        jnp.zeros(num_chains, dtype),
-        jnp.zeros((num_chains, p), dtype),
-        jnp.zeros((num_chains, p, p), dtype),
-    )
+    in_window, slot, ends, longest = _schedule(num_warmup, num_samples)
+    # a window's draws of z (and a scratch slot for the iterations outside windows),
+    # and its per-chain sums: count, log density
+    window_draws = jnp.zeros((longest + 1, num_chains, p), dtype)
+    zero_sums = (jnp.zeros((), dtype), jnp.zeros(num_chains, dtype))
 
     def body(carry, xs):
-        states, da_state, metric, step_size, sums = carry
-        i, in_window, window_ends, key = xs
+        states, da_state, metric, z_covariance, coordinates, step_size, sums, draws = carry
+        i, add, at, window_ends, key = xs
         warming = i < num_warmup
         key_jitter, key_step = jax.random.split(key)
         fraction = MIN_TRAJECTORY + (1.0 - MIN_TRAJECTORY) * jax.random.uniform(
@@ -121,8 +131,11 @@ def sample_problem(
             dtype
         )  # dual averaging: float64
 
+        def density(u):
+            return logdensity(transport.to_z(u, coordinates))
+
         def one(key, state):
-            return kernel(key, state, logdensity, used, metric, integration_steps)
+            return kernel(key, state, density, used, metric, integration_steps)
 
         states, info = jax.vmap(one)(jax.random.split(key_step, num_chains), states)
         acceptance = jnp.where(jnp.isfinite(info.acceptance_rate), info.acceptance_rate, 0.0)
@@ -131,15 +144,15 @@ def sample_problem(
             da_update(da_state, jnp.mean(acceptance)),
             da_state,
         )
-        z = states.position
-        add = in_window >= 0
+        z = jax.vmap(transport.to_z, in_axes=(0, None))(states.position, coordinates)
         sums = (
             sums[0] + jnp.where(add, 1.0, 0.0),
             sums[1] + jnp.where(add, states.logdensity, 0.0),
-            sums[2] + jnp.where(add, z, 0.0),
-            sums[3] + jnp.where(add, z[:, :, None] * z[:, None, :], 0.0),
         )
-        states, metric = _window_end(states, metric, sums, window_ends)
+        draws = jax.lax.dynamic_update_index_in_dim(draws, z, at, 0)
+        states, metric, z_covariance, coordinates = _window_end(
+            states, metric, z_covariance, coordinates, sums, draws[:-1], window_ends
+        )
         da_state = jax.tree.map(
             lambda new, old: jnp.where(window_ends, new, old),
             da_init(da_final(da_state)),
@@ -147,34 +160,32 @@ def sample_problem(
         )
         sums = jax.tree.map(lambda a: jnp.where(window_ends, jnp.zeros_like(a), a), sums)
         step_size = jnp.where(i == num_warmup - 1, da_final(da_state), step_size).astype(dtype)
-        return (states, da_state, metric, step_size, sums), (
-            z,
-            acceptance,
-            info.is_divergent,
-        )
+        carry = (states, da_state, metric, z_covariance, coordinates, step_size, sums, draws)
+        return carry, (z, acceptance, info.is_divergent)
 
     total = num_warmup + num_samples
     xs = (
         jnp.arange(total),
-        jnp.asarray(window),
+        jnp.asarray(in_window),
+        jnp.asarray(slot),
         jnp.asarray(ends),
         jax.random.split(key_run, total),
     )
-    carry = (states, da_init(step0), metric, step0, zero_sums)
-    (_, _, _, step_size, _), (path, acceptance, divergent) = jax.lax.scan(body, carry, xs)
+    carry = (states, da_init(step0), metric, metric, coordinates, step0, zero_sums, window_draws)
+    carry, (path, acceptance, divergent) = jax.lax.scan(body, carry, xs)
     path, acceptance, divergent = (a[num_warmup:] for a in (path, acceptance, divergent))
     return {
         "path": jnp.swapaxes(path, 0, 1),
         "acceptance": jnp.mean(acceptance),
-        "step_size": step_size,
+        "step_size": carry[5],
         "divergences": jnp.sum(divergent),
     }
 
 
-def _window_end(states, metric, sums, window_ends):
+def _window_end(states, metric, z_covariance, coordinates, sums, draws, window_ends):
     """At the end of a metric window (else unchanged): the chains stuck where the
-    posterior has almost no mass restarted from the best chain, and the metric from the
-    window's draws of the others.
+    posterior has almost no mass restarted from the best chain, and HMC's coordinates
+    and metric from the window's draws of the others (`transport.fit_coordinates`).
 
     A chain is stuck where its mean log density over the window is more than
     `REJOIN_LOG_DENSITY` below the best chain's: a local mode (the posterior's b-c
@@ -182,8 +193,11 @@ def _window_end(states, metric, sums, window_ends):
     volume relative to the best chain's (chains in one mode differ in that mean by a
     fraction of sqrt(p / 2)). It continues from the best chain's state (its own
     momenta make it a chain of its own within a few transitions).
+
+    draws (longest window, chains, p): the window's draws of z, its first `count` rows
+    filled.
     """
-    count, log_density, z_sum, zz_sum = sums
+    count, log_density = sums
     n_per_chain = jnp.maximum(count, 1.0)
     mean_log_density = log_density / n_per_chain
     best = jnp.argmax(mean_log_density)
@@ -193,10 +207,18 @@ def _window_end(states, metric, sums, window_ends):
         lambda a: jnp.where(restart.reshape((-1,) + (1,) * (a.ndim - 1)), a[best][None], a),
         states,
     )
-    weight = kept.astype(z_sum.dtype)
-    n = jnp.maximum(count * jnp.sum(weight), 2.0)
-    mean = jnp.einsum("c,ci->i", weight, z_sum) / n
-    second = jnp.einsum("c,cij->ij", weight, zz_sum)
-    estimate = (second - n * jnp.outer(mean, mean)) / (n - 1.0)
-    updated = (n * estimate + _SHRINKAGE_DRAWS * metric) / (n + _SHRINKAGE_DRAWS)
-    return states, jnp.where(window_ends, updated, metric)
+    weight = ((jnp.arange(draws.shape[0]) < count)[:, None] & kept[None, :]).astype(draws.dtype)
+    new_coordinates, new_covariance, new_metric = transport.fit_coordinates(
+        draws, weight, z_covariance, _SHRINKAGE_DRAWS
+    )
+    moved = transport.move_states(states, coordinates, new_coordinates)
+
+    def pick(new, old):
+        return jnp.where(window_ends, new, old)
+
+    return (
+        jax.tree.map(pick, moved, states),
+        pick(new_metric, metric),
+        pick(new_covariance, z_covariance),
+        jax.tree.map(pick, new_coordinates, coordinates),
+    )
