@@ -8,7 +8,7 @@ float64, w, b, c and roughness (theta-bar) free. Geometry from
 ``HapkeParams(b=0.25, c=0.5, roughness=20 deg, hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)``
 with w uniform in (0.2, 0.9), Gaussian noise ``--sigma`` (1e-3) [1/sr].
 
-For each setting (the defaults: 4 chains x (300 warm-up + 1000) transitions of 16
+For each setting (the defaults: 4 chains x (300 warm-up + 1000) transitions of 12
 leapfrog steps; the same in float32; and a shorter one: 4 x (200 + 400)) and each noise
 level in ``--sigmas`` (1e-3: c and theta-bar wide, filling their bounds; 3e-4: near-
 Gaussian posteriors) it reports, from the second call in the process on the same

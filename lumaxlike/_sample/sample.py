@@ -79,7 +79,8 @@ def sample(
     its Jacobian), every problem's chains in one batched, jitted JAX program (CPU or
     GPU, in the precision of `refl`), warm-started from `fit`'s solution and Laplace
     covariance, with a per-problem step size (dual averaging) and dense metric (the
-    Laplace covariance, then the warm-up draws' covariance).
+    Laplace covariance, then the warm-up draws' covariance in coordinates that whiten
+    those draws and straighten their curved ridges: a quadratic transport map).
 
     Args:
         refl: observed bidirectional reflectance r [1/sr], ``pixels + (bands,
