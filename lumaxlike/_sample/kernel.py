@@ -150,8 +150,12 @@ def sample_problem(
             sums[1] + jnp.where(add, states.logdensity, 0.0),
         )
         draws = jax.lax.dynamic_update_index_in_dim(draws, z, at, 0)
-        states, metric, z_covariance, coordinates = _window_end(
-            states, metric, z_covariance, coordinates, sums, draws[:-1], window_ends
+        # a real branch (its predicate is the same for every lane): the map's estimate
+        # runs at the ends of the windows only, not at every iteration
+        states, metric, z_covariance, coordinates = jax.lax.cond(
+            window_ends,
+            lambda: _window_end(states, metric, z_covariance, coordinates, sums, draws[:-1]),
+            lambda: (states, metric, z_covariance, coordinates),
         )
         da_state = jax.tree.map(
             lambda new, old: jnp.where(window_ends, new, old),
@@ -182,8 +186,8 @@ def sample_problem(
     }
 
 
-def _window_end(states, metric, z_covariance, coordinates, sums, draws, window_ends):
-    """At the end of a metric window (else unchanged): the chains stuck where the
+def _window_end(states, metric, z_covariance, coordinates, sums, draws):
+    """At the end of a metric window: the chains stuck where the
     posterior has almost no mass restarted from the best chain, and HMC's coordinates
     and metric from the window's draws of the others (`transport.fit_coordinates`).
 
@@ -202,7 +206,7 @@ def _window_end(states, metric, z_covariance, coordinates, sums, draws, window_e
     mean_log_density = log_density / n_per_chain
     best = jnp.argmax(mean_log_density)
     kept = mean_log_density >= mean_log_density[best] - REJOIN_LOG_DENSITY
-    restart = window_ends & ~kept
+    restart = ~kept
     states = jax.tree.map(
         lambda a: jnp.where(restart.reshape((-1,) + (1,) * (a.ndim - 1)), a[best][None], a),
         states,
@@ -212,13 +216,4 @@ def _window_end(states, metric, z_covariance, coordinates, sums, draws, window_e
         draws, weight, z_covariance, _SHRINKAGE_DRAWS
     )
     moved = transport.move_states(states, coordinates, new_coordinates)
-
-    def pick(new, old):
-        return jnp.where(window_ends, new, old)
-
-    return (
-        jax.tree.map(pick, moved, states),
-        pick(new_metric, metric),
-        pick(new_covariance, z_covariance),
-        jax.tree.map(pick, new_coordinates, coordinates),
-    )
+    return moved, new_metric, new_covariance, new_coordinates
