@@ -154,7 +154,7 @@ def sample_problem(
         # runs at the ends of the windows only, not at every iteration
         states, metric, z_covariance, coordinates = jax.lax.cond(
             window_ends,
-            lambda: _window_end(states, metric, z_covariance, coordinates, sums, draws[:-1]),
+            lambda: _window_end(states, z_covariance, coordinates, sums, draws[:-1]),
             lambda: (states, metric, z_covariance, coordinates),
         )
         da_state = jax.tree.map(
@@ -186,7 +186,7 @@ def sample_problem(
     }
 
 
-def _window_end(states, metric, z_covariance, coordinates, sums, draws):
+def _window_end(states, z_covariance, coordinates, sums, draws):
     """At the end of a metric window: the chains stuck where the
     posterior has almost no mass restarted from the best chain, and HMC's coordinates
     and metric from the window's draws of the others (`transport.fit_coordinates`).

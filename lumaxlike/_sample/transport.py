@@ -85,9 +85,7 @@ def fit_coordinates(draws, weight, previous_covariance, shrinkage_draws):
     dtype = draws.dtype
     p = draws.shape[-1]
     n = jnp.maximum(jnp.sum(weight), 2.0)
-    mean = jnp.einsum("tc,tci->i", weight, draws) / n
-    centred = (draws - mean[None, None]) * weight[..., None]
-    estimate = jnp.einsum("tci,tcj->ij", centred, centred) / (n - 1.0)
+    mean, estimate = _weighted_moments(draws, weight, n)
     covariance = (n * estimate + shrinkage_draws * previous_covariance) / (n + shrinkage_draws)
     covariance = 0.5 * (covariance + covariance.T)
     eigenvalues, vectors = jnp.linalg.eigh(covariance)
@@ -99,11 +97,17 @@ def fit_coordinates(draws, weight, previous_covariance, shrinkage_draws):
     shear = _shear(y, weight, k) if k else jnp.zeros((p, 0), dtype)
     coordinates = Coordinates(mean, whiten, unwhiten, shear)
     u = y - jnp.einsum("jk,tck->tcj", shear, y[..., :k] ** 2 - 1.0)
-    u_mean = jnp.einsum("tc,tci->i", weight, u) / n
-    u_centred = (u - u_mean[None, None]) * weight[..., None]
-    u_estimate = jnp.einsum("tci,tcj->ij", u_centred, u_centred) / (n - 1.0)
+    _, u_estimate = _weighted_moments(u, weight, n)
     metric = (n * u_estimate + shrinkage_draws * jnp.eye(p, dtype=dtype)) / (n + shrinkage_draws)
     return coordinates, covariance, metric
+
+
+def _weighted_moments(x, weight, n):
+    """Mean (p,) and covariance (p, p) of draws x (n, chains, p) weighted by 0/1
+    `weight` (n, chains), n = the weights' sum."""
+    mean = jnp.einsum("tc,tci->i", weight, x) / n
+    centred = (x - mean[None, None]) * weight[..., None]
+    return mean, jnp.einsum("tci,tcj->ij", centred, centred) / (n - 1.0)
 
 
 def _shear(y, weight, k):
