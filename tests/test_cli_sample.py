@@ -119,6 +119,7 @@ def test_sample_command_writes_the_maps_sample_computes(stack, reference):
             np.testing.assert_array_equal(maps[f"mean_{name}"][row], expected.mean[name])
             np.testing.assert_array_equal(maps[f"rhat_{name}"][row], expected.rhat[name])
             np.testing.assert_array_equal(maps[f"ess_{name}"][row], expected.ess[name])
+            np.testing.assert_array_equal(maps[f"ess_tail_{name}"][row], expected.ess_tail[name])
         np.testing.assert_array_equal(maps["status"][row], expected.status)
         np.testing.assert_array_equal(maps["acceptance"][row], expected.acceptance)
         np.testing.assert_array_equal(maps["observations"][row], expected.observations)
@@ -276,7 +277,7 @@ def test_shared_parameters_are_sampled_jointly_per_pixel(stack, joint_reference,
                 np.testing.assert_array_equal(found, np.broadcast_to(
                     one(expected.quantiles[name][..., k]), found.shape))  # fmt: skip
             for kind, values in (("mean", expected.mean), ("rhat", expected.rhat),
-                                 ("ess", expected.ess)):  # fmt: skip
+                                 ("ess", expected.ess), ("ess_tail", expected.ess_tail)):  # fmt: skip
                 found = maps[f"{kind}_{name}"][row]
                 np.testing.assert_array_equal(
                     found, np.broadcast_to(one(values[name]), found.shape)

@@ -38,6 +38,29 @@ def _quantile_ess(result, name):
     return np.array(ess).reshape(draws.shape[2:] + (5,))
 
 
+def _tail_ess(result, name):
+    """The tail ESS of `name`'s draws per problem, from its definition: on split chains,
+    the smaller of the ESS of the indicators draw <= q05 and draw > q95 (blackjax's
+    estimator of each)."""
+    import jax.numpy as jnp
+    from blackjax.diagnostics import effective_sample_size
+
+    draws = result.draws_dataset()[name].values  # (chain, draw, problems...)
+    half = draws.shape[1] // 2
+    split = np.concatenate([draws[:, :half], draws[:, half : 2 * half]])
+    flat = split.reshape(split.shape[:2] + (-1,))
+    ess = []
+    for d in np.moveaxis(flat, -1, 0):
+        low, high = np.quantile(d, [0.05, 0.95])
+        ess.append(
+            min(
+                float(effective_sample_size(jnp.asarray((d <= low).astype(np.float32)))),
+                float(effective_sample_size(jnp.asarray((d > high).astype(np.float32)))),
+            )
+        )
+    return np.array(ess).reshape(draws.shape[2:])
+
+
 def _quadrature_quantiles(refl, geometry, params, sigma, levels, prior=None, n_grid=40001):
     """Quantiles of p(w | r) for w alone, flat prior on (0, 1) (times a Gaussian
     `prior` (mean, sigma) if given), by quadrature on a grid (the forward model through
@@ -126,6 +149,10 @@ def test_albedo_posterior_is_laplace_at_small_noise():
     )
     standard_error = np.sqrt(LEVELS * (1 - LEVELS) / _quantile_ess(result, "w")) / pdf_at
     np.testing.assert_array_less(np.abs(result.quantiles["w"] - laplace), 5 * standard_error)
+    # the tail ESS is the smaller ESS of the indicators of the 5 % and 95 % quantiles on
+    # split chains (Vehtari et al. 2021); 2 % apart at most: a draw at the quantile may
+    # fall on either side of it under another quantile rule
+    np.testing.assert_allclose(result.ess_tail["w"], _tail_ess(result, "w"), rtol=0.02)
 
 
 def test_albedo_posterior_with_a_gaussian_prior_matches_quadrature():
@@ -345,7 +372,8 @@ def test_rhat_at_defaults_on_well_posed_problems():
     failures = int(np.sum(rhat[well_posed] > 1.01))
     assert failures <= allowed, (failures, n, allowed)
     ess = np.min([result.ess[name][:, 0] for name in result.free], axis=0)
-    mixed = (rhat <= 1.01) & (ess >= 400)
+    ess_tail = np.min([result.ess_tail[name][:, 0] for name in result.free], axis=0)
+    mixed = (rhat <= 1.01) & (ess >= 400) & (ess_tail >= 400)
     assert np.all(result.status[:, 0] == np.where(mixed, Status.CONVERGED, Status.NOT_MIXED))
 
 

@@ -57,7 +57,8 @@ def test_dataarray_sample_shared_is_lazy_and_equals_sample_per_chunk(stack):
     )  # fmt: skip
     assert lazy.b.chunks is not None and lazy.w.chunks is not None
     assert lazy.b.dims == ("y", "x", "quantile") and lazy.w.dims == ("y", "x", "band", "quantile")
-    for name in ("mean_b", "rhat_b", "ess_b", "status", "acceptance", "divergences"):
+    for name in ("mean_b", "rhat_b", "ess_b", "ess_tail_b", "status", "acceptance",
+                 "divergences"):  # fmt: skip
         assert lazy[name].dims == ("y", "x"), name
     assert lazy.mean_w.dims == lazy.observations.dims == ("y", "x", "band")
     assert json.loads(lazy.attrs["lumaxlike_sample_shared"]) == ["b"]
@@ -73,7 +74,7 @@ def test_dataarray_sample_shared_is_lazy_and_equals_sample_per_chunk(stack):
         for name in ("w", "b"):
             np.testing.assert_array_equal(maps[name].values[row], expected.quantiles[name])
             for kind, values in (("mean", expected.mean), ("rhat", expected.rhat),
-                                 ("ess", expected.ess)):  # fmt: skip
+                                 ("ess", expected.ess), ("ess_tail", expected.ess_tail)):  # fmt: skip
                 np.testing.assert_array_equal(maps[f"{kind}_{name}"].values[row], values[name])
         for field in ("status", "acceptance", "divergences", "observations"):
             np.testing.assert_array_equal(

@@ -31,10 +31,10 @@ that are NaN/nodata or outside the angle ranges are left out, as by `lumaxlike f
 
 Writes OUT (the posterior median of w) and, for GeoTIFF/ENVI, siblings OUT_<field>, one
 per map: per sampled parameter NAME_q025, NAME_q160, NAME_q500, NAME_q840, NAME_q975
-(the quantiles at 2.5, 16, 50, 84, 97.5 %), mean_NAME, rhat_NAME, ess_NAME; status
-(CONVERGED where the chains mixed, NOT_MIXED where R-hat > --max-rhat or ESS <
---min-ess), acceptance, divergences, observations; netCDF (.nc) and zarr (.zarr) hold
-them all in one dataset. Every map has one band per spectral band (with --shared, a
+(the quantiles at 2.5, 16, 50, 84, 97.5 %), mean_NAME, rhat_NAME, ess_NAME (bulk),
+ess_tail_NAME; status (CONVERGED where the chains mixed, NOT_MIXED where R-hat >
+--max-rhat or the bulk or tail ESS < --min-ess), acceptance, divergences,
+observations; netCDF (.nc) and zarr (.zarr) hold them all in one dataset. Every map has one band per spectral band (with --shared, a
 pixel's shared parameters and its status, acceptance and divergences repeat in each).
 Writes are atomic; the outputs record how they were made (lumaxlike_sample_* keys).
 Exit code 1, with one line saying why, when no problem mixed.
@@ -122,7 +122,8 @@ def add_parser(commands) -> None:
         type=positive_float,
         default=400.0,
         metavar="N",
-        help="a pixel-band whose bulk ESS is below N in any parameter is NOT_MIXED (default 400)",
+        help="a pixel-band whose bulk or tail ESS is below N in any parameter is NOT_MIXED "
+        "(default 400)",
     )
     sample.add_argument(
         "--max-rhat",

@@ -115,9 +115,9 @@ def sample_file(
     posterior median of w (field ``w_q500``); per free parameter ``<name>_q025``,
     ``<name>_q160``, ``<name>_q500``, ``<name>_q840``, ``<name>_q975`` (the quantiles at
     2.5, 16, 50, 84, 97.5 %, in the parameter's units: roughness in rad),
-    ``mean_<name>``, ``rhat_<name>``, ``ess_<name>``; ``status`` (CONVERGED where the
-    chains mixed, NOT_MIXED where not, else the warm-start fit's reason for not
-    sampling), ``acceptance``, ``divergences`` and ``observations``. The record holds
+    ``mean_<name>``, ``rhat_<name>``, ``ess_<name>`` (bulk), ``ess_tail_<name>``;
+    ``status`` (CONVERGED where the chains mixed, NOT_MIXED where not, else the
+    warm-start fit's reason for not sampling), ``acceptance``, ``divergences`` and ``observations``. The record holds
     ``lumaxlike_sample_*`` keys (cubes, geometries, free, shared, prior, refl_sigma, num_samples,
     num_chains, num_warmup, seed, min_ess, max_rhat, ``median_maps`` ``{name: path}``).
 
@@ -143,7 +143,8 @@ def sample_file(
         num_chains: chains per problem, at least 2.
         num_warmup: adaptation transitions per chain (discarded).
         seed: the random seed; each block's stream comes from it and its first pixel.
-        min_ess: a problem whose bulk ESS is below this in any parameter is NOT_MIXED.
+        min_ess: a problem whose bulk or tail ESS is below this in any parameter is
+            NOT_MIXED.
         max_rhat: a problem whose R-hat exceeds this in any parameter is NOT_MIXED.
         dtm: optional DTM on the grid for local normals (shared by all observations).
         observation_limits_deg: {angle: (min, max)} in degrees for "incidence",

@@ -18,8 +18,8 @@ STATUS_CAUSES = {
     "MAX_ITER": "the solver ran out of iterations: raise --max-iter or check the inputs",
     "BAD_BAND": "every band is marked bad (bbl = 0)",
     "TOO_FEW_OBSERVATIONS": "too few valid observations per pixel",
-    "NOT_MIXED": "the chains did not mix (R-hat above --max-rhat or ESS below --min-ess): "
-    "sample longer (--num-samples, --num-warmup) or check the model and --refl-sigma",
+    "NOT_MIXED": "the chains did not mix (R-hat above --max-rhat or bulk or tail ESS below "
+    "--min-ess): sample longer (--num-samples, --num-warmup) or check the model and --refl-sigma",
 }
 SOLVED = ("CONVERGED", "UNDETERMINED")
 """Statuses of problems that were solved (UNDETERMINED: converged, not all determined)."""

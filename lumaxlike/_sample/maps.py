@@ -1,5 +1,5 @@
 """The maps of a `SampleResult` as the front ends write them: per free parameter its five
-quantiles, mean, R-hat and ESS, then status, acceptance, divergences and observations;
+quantiles, mean, R-hat, bulk and tail ESS, then status, acceptance, divergences and observations;
 and the random stream of a block or chunk of pixels.
 
 Shared by the file front end (`lumaxlike.sample_file`, one map per field) and the xarray
@@ -54,12 +54,12 @@ def chunk_seed(seed: int, first_pixel: int) -> int:
 def sample_fields(free: Sequence[str]) -> tuple[str, ...]:
     """The maps a file run writes, in order: per free parameter ``<name>_q025``,
     ``<name>_q160``, ``<name>_q500``, ``<name>_q840``, ``<name>_q975``, ``mean_<name>``,
-    ``rhat_<name>``, ``ess_<name>``; then ``status``, ``acceptance``, ``divergences``,
+    ``rhat_<name>``, ``ess_<name>``, ``ess_tail_<name>``; then ``status``, ``acceptance``, ``divergences``,
     ``observations``."""
     fields = []
     for name in free:
         fields += [quantile_field(name, k) for k in range(len(QUANTILE_LEVELS))]
-        fields += [f"mean_{name}", f"rhat_{name}", f"ess_{name}"]
+        fields += [f"mean_{name}", f"rhat_{name}", f"ess_{name}", f"ess_tail_{name}"]
     return (*fields, "status", "acceptance", "divergences", "observations")
 
 
@@ -82,6 +82,10 @@ def sample_field_attrs(free: Sequence[str]) -> dict[str, dict]:
             "long_name": f"bulk effective sample size of {name} over all chains",
             "units": "1",
         }
+        attrs[f"ess_tail_{name}"] = {
+            "long_name": f"tail effective sample size of {name} (5 % and 95 % quantiles)",
+            "units": "1",
+        }
     attrs["status"] = {
         "long_name": "sample status (lumaxlike.Status): CONVERGED where the chains mixed, "
         "NOT_MIXED where they did not, else why the problem was not sampled",
@@ -102,6 +106,7 @@ def result_maps(result, free: Sequence[str]) -> dict[str, np.ndarray]:
         maps[f"mean_{name}"] = result.mean[name]
         maps[f"rhat_{name}"] = result.rhat[name]
         maps[f"ess_{name}"] = result.ess[name]
+        maps[f"ess_tail_{name}"] = result.ess_tail[name]
     maps.update(
         status=result.status,
         acceptance=result.acceptance,

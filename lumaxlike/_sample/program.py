@@ -9,7 +9,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-from blackjax.diagnostics import ess_bulk, rhat
+from blackjax.diagnostics import ess_bulk, ess_tail, rhat
 
 from .._model.columns_program import split_columns
 from .._params import PARAMETER_NAMES
@@ -53,7 +53,7 @@ def sample_chunk(
             upper (p,).
     Returns:
         dict of arrays over (pixels, bands): quantiles (..., p, 5), mean (..., p),
-        covariance (..., p, p), rhat, ess (..., p), acceptance, step_size, divergences;
+        covariance (..., p, p), rhat, ess, ess_tail (..., p), acceptance, step_size, divergences;
         draws (..., chains, draws, p) (always: one program whether the caller keeps
         them or not).
     """
@@ -101,7 +101,7 @@ def sample_joint_chunk(
         parameters of one band's likelihood (per-band ones, then shared).
     Returns:
         dict of arrays over pixels: quantiles (..., D, 5), mean (..., D), covariance
-        (..., D, D), rhat, ess (..., D), acceptance, step_size, divergences; draws
+        (..., D, D), rhat, ess, ess_tail (..., D), acceptance, step_size, divergences; draws
         (..., chains, draws, D).
     """
     dtype = refl.dtype
@@ -154,5 +154,6 @@ def _summaries(out, draws, dtype):
     with jax.numpy_rank_promotion("allow"):
         out["rhat"] = jnp.reshape(rhat(by_chain), summary_shape)
         out["ess"] = jnp.reshape(ess_bulk(by_chain), summary_shape)
+        out["ess_tail"] = jnp.reshape(ess_tail(by_chain), summary_shape)
     out["draws"] = draws
     return out

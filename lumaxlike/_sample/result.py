@@ -38,12 +38,19 @@ class SampleResult:
             `JointFitResult.full_covariance`).
         rhat: {name: rank-normalised split R-hat (Vehtari et al. 2021), the larger of
             its bulk and tail values, ``pixels + (bands,)``}.
-        ess: {name: bulk effective sample size over all chains, ``pixels + (bands,)``}.
+        ess: {name: bulk effective sample size over all chains (rank-normalised,
+            Vehtari et al. 2021: how well the centre of the posterior is sampled; the
+            Monte Carlo error of the mean and median), ``pixels + (bands,)``}.
+        ess_tail: {name: tail effective sample size, the smaller of the ESS of the
+            indicators of the 5 % and 95 % quantiles (Vehtari et al. 2021; ArviZ's
+            ``ess(method="tail")``): how well the tails, and so the 95 % interval, are
+            sampled, ``pixels + (bands,)``}.
         acceptance: mean acceptance probability of the HMC transitions while sampling,
             ``pixels + (bands,)``.
         divergences: divergent transitions while sampling (int32), ``pixels + (bands,)``.
         status: `Status` codes (int8), ``pixels + (bands,)``: CONVERGED where every free
-            parameter's R-hat is at most `max_rhat` and its ESS at least `min_ess`,
+            parameter's R-hat is at most `max_rhat` and its bulk and tail ESS at least
+            `min_ess`,
             NOT_MIXED where one is not (its numbers are then not to be trusted), else
             the warm-start fit's status of a problem that was not sampled.
         observations: valid observations of each problem (int32).
@@ -62,6 +69,7 @@ class SampleResult:
     covariance: np.ndarray
     rhat: dict
     ess: dict
+    ess_tail: dict
     acceptance: np.ndarray
     divergences: np.ndarray
     status: np.ndarray

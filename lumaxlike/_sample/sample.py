@@ -112,8 +112,8 @@ def sample(
             (the flat prior's support).
         observation_limits: {angle: (lower, upper)} [rad], as in `fit`.
         min_observations: valid observations a problem needs, as in `fit`.
-        min_ess: a problem whose bulk ESS is below this in any free parameter is
-            NOT_MIXED.
+        min_ess: a problem whose bulk or tail ESS is below this in any free parameter
+            is NOT_MIXED (both above 400: Vehtari et al. 2021, ArviZ, Stan).
         max_rhat: a problem whose R-hat exceeds this in any free parameter is NOT_MIXED.
         integration_steps: leapfrog steps per HMC transition.
         chunk_size: pixels per chunk (memory is bounded by the chunk: its draws take
@@ -127,8 +127,8 @@ def sample(
 
     Returns:
         `SampleResult`: per problem, quantiles at 2.5, 16, 50, 84 and 97.5 %, mean,
-        covariance, R-hat, ESS, acceptance rate, divergences and status (CONVERGED or
-        NOT_MIXED where sampled), and the warm-start fit. Shared parameters' arrays
+        covariance, R-hat, bulk and tail ESS, acceptance rate, divergences and status
+        (CONVERGED or NOT_MIXED where sampled), and the warm-start fit. Shared parameters' arrays
         have no band axis (``pixels + ...``), and so do the per-problem ones (status,
         acceptance, divergences, covariance) of a joint call.
 
@@ -215,6 +215,7 @@ def sample(
         "covariance": np.full(metric.shape, np.nan, dtype),
         "rhat": np.full(z_center.shape, np.nan, dtype),
         "ess": np.full(z_center.shape, np.nan, dtype),
+        "ess_tail": np.full(z_center.shape, np.nan, dtype),
         "acceptance": np.full(z_center.shape[:-1], np.nan, dtype),
         "divergences": np.zeros(z_center.shape[:-1], np.int32),
     }
@@ -281,8 +282,11 @@ def sample(
                 array[first:last] = np.where(mask, value, array[first:last])
 
     status = layout.flat_status(warm.status).copy()
-    mixed = np.all(outputs["rhat"] <= max_rhat, axis=-1) & np.all(
-        outputs["ess"] >= min_ess, axis=-1
+    mixed = np.all(
+        (outputs["rhat"] <= max_rhat)
+        & (outputs["ess"] >= min_ess)
+        & (outputs["ess_tail"] >= min_ess),
+        axis=-1,
     )
     status[sampled] = np.where(mixed[sampled], Status.CONVERGED, Status.NOT_MIXED)
     return SampleResult(
@@ -293,6 +297,7 @@ def sample(
         covariance=layout.problem_array(outputs["covariance"]),
         rhat=layout.by_name(outputs["rhat"]),
         ess=layout.by_name(outputs["ess"]),
+        ess_tail=layout.by_name(outputs["ess_tail"]),
         acceptance=layout.problem_array(outputs["acceptance"]),
         divergences=layout.problem_array(outputs["divergences"]),
         status=layout.problem_array(status),

@@ -37,7 +37,7 @@ def _fields(free, shared) -> tuple[tuple[str, tuple[str, ...]], ...]:
     for name in free:
         band = () if name in shared else ("band",)
         fields += [(name, band + (QUANTILE_DIM,))]
-        fields += [(f"{kind}_{name}", band) for kind in ("mean", "rhat", "ess")]
+        fields += [(f"{kind}_{name}", band) for kind in ("mean", "rhat", "ess", "ess_tail")]
     problem = () if shared else ("band",)
     fields += [("status", problem), ("acceptance", problem), ("divergences", problem)]
     return (*fields, ("observations", ("band",)))
@@ -59,7 +59,8 @@ def _sample_block(r, to_sun, to_sensor, normal, refl_sigma, index, *, params, fr
             "divergences": result.divergences, "observations": result.observations}  # fmt: skip
     for name in free:
         maps.update({name: result.quantiles[name], f"mean_{name}": result.mean[name],
-                     f"rhat_{name}": result.rhat[name], f"ess_{name}": result.ess[name]})  # fmt: skip
+                     f"rhat_{name}": result.rhat[name], f"ess_{name}": result.ess[name],
+                     f"ess_tail_{name}": result.ess_tail[name]})  # fmt: skip
     return tuple(maps[field] for field, _ in _fields(free, shared))
 
 
@@ -95,7 +96,8 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     Returns:
         Dataset with, per free parameter, ``<name>`` (its quantiles: dims of ``refl``
         without the observation dim, plus ``quantile`` = 0.025, 0.16, 0.5, 0.84, 0.975),
-        ``mean_<name>``, ``rhat_<name>``, ``ess_<name>``; ``status`` (int8),
+        ``mean_<name>``, ``rhat_<name>``, ``ess_<name>`` (bulk), ``ess_tail_<name>``;
+        ``status`` (int8),
         ``acceptance``, ``divergences`` (int32) and ``observations`` (int32). attrs:
         ``refl``'s plus the ``lumaxlike_*`` record, ``lumaxlike_sample_free`` and
         ``lumaxlike_sample_shared``.
