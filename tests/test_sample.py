@@ -20,44 +20,35 @@ from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 LEVELS = np.array([0.025, 0.16, 0.5, 0.84, 0.975])
 
 
-def _quantile_ess(result, name):
-    """The ESS of each of the `LEVELS` quantiles of `name`'s draws, per problem (the
-    indicator's ESS by blackjax's estimator): shape (problems..., 5)."""
+def _indicator_ess(draws, threshold):
+    """The ESS of the indicator draw <= threshold, draws (chains, draws), by blackjax's
+    estimator (the indicator draw > threshold, 1 minus it, has the same ESS)."""
     import jax.numpy as jnp
     from blackjax.diagnostics import effective_sample_size
 
+    return float(effective_sample_size(jnp.asarray((draws <= threshold).astype(np.float32))))
+
+
+def _quantile_ess(result, name):
+    """The ESS of each of the `LEVELS` quantiles of `name`'s draws, per problem:
+    shape (problems..., 5)."""
     draws = result.draws_dataset()[name].values  # (chain, draw, problems...)
     flat = draws.reshape(draws.shape[:2] + (-1,))
-    ess = [
-        [
-            float(effective_sample_size(jnp.asarray((d <= q).astype(np.float32))))
-            for q in np.quantile(d, LEVELS)
-        ]
-        for d in np.moveaxis(flat, -1, 0)
-    ]
+    ess = [[_indicator_ess(d, q) for q in np.quantile(d, LEVELS)] for d in np.moveaxis(flat, -1, 0)]
     return np.array(ess).reshape(draws.shape[2:] + (5,))
 
 
 def _tail_ess(result, name):
     """The tail ESS of `name`'s draws per problem, from its definition: on split chains,
-    the smaller of the ESS of the indicators draw <= q05 and draw > q95 (blackjax's
-    estimator of each)."""
-    import jax.numpy as jnp
-    from blackjax.diagnostics import effective_sample_size
-
+    the smaller of the ESS of the indicators of the 5 % and 95 % quantiles."""
     draws = result.draws_dataset()[name].values  # (chain, draw, problems...)
     half = draws.shape[1] // 2
     split = np.concatenate([draws[:, :half], draws[:, half : 2 * half]])
     flat = split.reshape(split.shape[:2] + (-1,))
-    ess = []
-    for d in np.moveaxis(flat, -1, 0):
-        low, high = np.quantile(d, [0.05, 0.95])
-        ess.append(
-            min(
-                float(effective_sample_size(jnp.asarray((d <= low).astype(np.float32)))),
-                float(effective_sample_size(jnp.asarray((d > high).astype(np.float32)))),
-            )
-        )
+    ess = [
+        min(_indicator_ess(d, q) for q in np.quantile(d, [0.05, 0.95]))
+        for d in np.moveaxis(flat, -1, 0)
+    ]
     return np.array(ess).reshape(draws.shape[2:])
 
 

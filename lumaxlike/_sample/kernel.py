@@ -187,9 +187,9 @@ def sample_problem(
 
 
 def _window_end(states, z_covariance, coordinates, sums, draws):
-    """At the end of a metric window: the chains stuck where the
-    posterior has almost no mass restarted from the best chain, and HMC's coordinates
-    and metric from the window's draws of the others (`transport.fit_coordinates`).
+    """At the end of a metric window: the chains stuck where the posterior has almost no
+    mass restarted from the best chain, and HMC's coordinates and metric from the
+    window's draws of the others (`transport.fit_coordinates`).
 
     A chain is stuck where its mean log density over the window is more than
     `REJOIN_LOG_DENSITY` below the best chain's: a local mode (the posterior's b-c

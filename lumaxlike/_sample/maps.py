@@ -16,6 +16,7 @@ from .._inverse.status import Status
 from .program import QUANTILE_LEVELS
 
 __all__ = [
+    "PARAMETER_SUMMARIES",
     "QUANTILE_SUFFIXES",
     "SAMPLE_LAYOUT_INTEGERS",
     "check_sample_options",
@@ -30,6 +31,10 @@ __all__ = [
 QUANTILE_SUFFIXES = tuple(f"q{round(1000 * level):03d}" for level in QUANTILE_LEVELS)
 """The file maps' names for the quantile levels, in per mille: q025, q160, q500, q840,
 q975 (2.5, 16, 50, 84, 97.5 %)."""
+
+PARAMETER_SUMMARIES = ("mean", "rhat", "ess", "ess_tail")
+"""The per-parameter summaries both front ends write besides the quantiles, each the
+`SampleResult` field of that name (``{name: array}``), as the map ``<summary>_<name>``."""
 
 SAMPLE_LAYOUT_INTEGERS = {"status": np.int8, "divergences": np.int32, "observations": np.int32}
 """The integer maps of a sample output and their types (the others are floating)."""
@@ -54,12 +59,12 @@ def chunk_seed(seed: int, first_pixel: int) -> int:
 def sample_fields(free: Sequence[str]) -> tuple[str, ...]:
     """The maps a file run writes, in order: per free parameter ``<name>_q025``,
     ``<name>_q160``, ``<name>_q500``, ``<name>_q840``, ``<name>_q975``, ``mean_<name>``,
-    ``rhat_<name>``, ``ess_<name>``, ``ess_tail_<name>``; then ``status``, ``acceptance``, ``divergences``,
-    ``observations``."""
+    ``rhat_<name>``, ``ess_<name>``, ``ess_tail_<name>`` (`PARAMETER_SUMMARIES`); then
+    ``status``, ``acceptance``, ``divergences``, ``observations``."""
     fields = []
     for name in free:
         fields += [quantile_field(name, k) for k in range(len(QUANTILE_LEVELS))]
-        fields += [f"mean_{name}", f"rhat_{name}", f"ess_{name}", f"ess_tail_{name}"]
+        fields += [f"{summary}_{name}" for summary in PARAMETER_SUMMARIES]
     return (*fields, "status", "acceptance", "divergences", "observations")
 
 
@@ -103,10 +108,8 @@ def result_maps(result, free: Sequence[str]) -> dict[str, np.ndarray]:
     for name in free:
         for k in range(len(QUANTILE_LEVELS)):
             maps[quantile_field(name, k)] = result.quantiles[name][..., k]
-        maps[f"mean_{name}"] = result.mean[name]
-        maps[f"rhat_{name}"] = result.rhat[name]
-        maps[f"ess_{name}"] = result.ess[name]
-        maps[f"ess_tail_{name}"] = result.ess_tail[name]
+        for summary in PARAMETER_SUMMARIES:
+            maps[f"{summary}_{name}"] = getattr(result, summary)[name]
     maps.update(
         status=result.status,
         acceptance=result.acceptance,

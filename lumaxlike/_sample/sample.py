@@ -128,9 +128,9 @@ def sample(
     Returns:
         `SampleResult`: per problem, quantiles at 2.5, 16, 50, 84 and 97.5 %, mean,
         covariance, R-hat, bulk and tail ESS, acceptance rate, divergences and status
-        (CONVERGED or NOT_MIXED where sampled), and the warm-start fit. Shared parameters' arrays
-        have no band axis (``pixels + ...``), and so do the per-problem ones (status,
-        acceptance, divergences, covariance) of a joint call.
+        (CONVERGED or NOT_MIXED where sampled), and the warm-start fit. Shared
+        parameters' arrays have no band axis (``pixels + ...``), and so do the
+        per-problem ones (status, acceptance, divergences, covariance) of a joint call.
 
     Raises:
         ValueError: naming the argument, for anything `fit` refuses (including a

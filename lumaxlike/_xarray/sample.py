@@ -12,7 +12,7 @@ import xarray as xr
 from .._io.product_dataarray import refuse_normalised_dataarray
 from .._io.units import check_units, uncertainty_to_r
 from .._provenance import python_call
-from .._sample.maps import check_sample_options, chunk_seed
+from .._sample.maps import PARAMETER_SUMMARIES, check_sample_options, chunk_seed
 from .chunks import (
     ChunkMap,
     apply_to_chunks,
@@ -37,7 +37,7 @@ def _fields(free, shared) -> tuple[tuple[str, tuple[str, ...]], ...]:
     for name in free:
         band = () if name in shared else ("band",)
         fields += [(name, band + (QUANTILE_DIM,))]
-        fields += [(f"{kind}_{name}", band) for kind in ("mean", "rhat", "ess", "ess_tail")]
+        fields += [(f"{summary}_{name}", band) for summary in PARAMETER_SUMMARIES]
     problem = () if shared else ("band",)
     fields += [("status", problem), ("acceptance", problem), ("divergences", problem)]
     return (*fields, ("observations", ("band",)))
@@ -58,9 +58,9 @@ def _sample_block(r, to_sun, to_sensor, normal, refl_sigma, index, *, params, fr
     maps = {"status": result.status, "acceptance": result.acceptance,
             "divergences": result.divergences, "observations": result.observations}  # fmt: skip
     for name in free:
-        maps.update({name: result.quantiles[name], f"mean_{name}": result.mean[name],
-                     f"rhat_{name}": result.rhat[name], f"ess_{name}": result.ess[name],
-                     f"ess_tail_{name}": result.ess_tail[name]})  # fmt: skip
+        maps[name] = result.quantiles[name]
+        for summary in PARAMETER_SUMMARIES:
+            maps[f"{summary}_{name}"] = getattr(result, summary)[name]
     return tuple(maps[field] for field, _ in _fields(free, shared))
 
 
@@ -97,10 +97,9 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
         Dataset with, per free parameter, ``<name>`` (its quantiles: dims of ``refl``
         without the observation dim, plus ``quantile`` = 0.025, 0.16, 0.5, 0.84, 0.975),
         ``mean_<name>``, ``rhat_<name>``, ``ess_<name>`` (bulk), ``ess_tail_<name>``;
-        ``status`` (int8),
-        ``acceptance``, ``divergences`` (int32) and ``observations`` (int32). attrs:
-        ``refl``'s plus the ``lumaxlike_*`` record, ``lumaxlike_sample_free`` and
-        ``lumaxlike_sample_shared``.
+        ``status`` (int8), ``acceptance``, ``divergences`` (int32) and ``observations``
+        (int32). attrs: ``refl``'s plus the ``lumaxlike_*`` record,
+        ``lumaxlike_sample_free`` and ``lumaxlike_sample_shared``.
 
     Raises:
         ValueError: naming the argument: not a DataArray, a product normalised to a
