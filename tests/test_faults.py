@@ -197,8 +197,12 @@ def test_sigint_and_sigterm_at_any_moment_leave_old_outputs_and_no_temporaries(t
     for signum, moment in moments:
         with start(*args) as run:
             stop_at(run, moment, tmp_path, writing)
-            assert run.poll() is None, f"{moment}: the run ended before the signal"
-            run.send_signal(signum)
+            # "late" may come after a run on a machine less loaded than when `writing`
+            # was timed: the complete run is then checked below as one signalled too late
+            ended = run.poll() is not None
+            assert not ended or moment == "late", f"{moment}: the run ended before the signal"
+            if not ended:
+                run.send_signal(signum)
             code = run.wait(timeout=120)
             err = run.communicate(timeout=60)[1]
         if moment == "late" and completed(err):

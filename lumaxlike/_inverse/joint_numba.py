@@ -105,6 +105,147 @@ def _joint_normal_equations(
     return cost
 
 
+@cached_njit(inlines=(lm_rules, _backends, _scalar_math, schur, numba_lm), error_model="numpy")
+def _solve_joint_pixel(
+    pixel,
+    step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b, prior_weight_b,
+    prior_mean_s, prior_weight_s, parameters_fixed, band_index, shared_index, lower, upper,
+    min_observations, max_iter, tol, values_b, values_s, status_out, iterations_out, cost_out,
+    a_out, c_out, d_out, gb_out, gs_out,
+):  # fmt: skip
+    """One pixel's joint problem (`_joint_kernel`'s loop body; arguments as there)."""
+    n_bands, n_obs = refl.shape[1], refl.shape[2]
+    p = band_index.shape[0]
+    s = shared_index.shape[0]
+    parameters = parameters_fixed.copy()
+    out = np.empty(p + s + 1)
+    step_values = np.empty(max(step_length, 1))
+    xb, xb_trial, step_b = (
+        np.empty((n_bands, p)),
+        np.empty((n_bands, p)),
+        np.empty((n_bands, p)),
+    )
+    xs, xs_trial, step_s = np.empty(s), np.empty(s), np.empty(s)
+    a_blocks, a_trial = np.empty((n_bands, p, p)), np.empty((n_bands, p, p))
+    c_blocks, c_trial = np.empty((n_bands, p, s)), np.empty((n_bands, p, s))
+    d_block, d_trial = np.empty((s, s)), np.empty((s, s))
+    gb, gb_trial = np.empty((n_bands, p)), np.empty((n_bands, p))
+    gs, gs_trial = np.empty(s), np.empty(s)
+    held_b, held_s = np.empty((n_bands, p), np.bool_), np.empty(s, np.bool_)
+    system, factor = np.empty((p, p)), np.empty((p, p))
+    y_blocks, y_vector = np.empty((n_bands, p, s)), np.empty((n_bands, p))
+    schur_matrix, schur_factor = np.empty((s, s)), np.empty((s, s))
+    rhs, column, solution = np.empty(s), np.empty(p), np.empty(p)
+    status = SOLVING
+    for band in range(n_bands):
+        used = 0
+        for k in range(n_obs):
+            if math.isfinite(refl[pixel, band, k]):
+                used += 1
+                if not rows_valid[pixel, k]:
+                    status = INVALID_GEOMETRY
+        if status == SOLVING and used < min_observations:
+            status = TOO_FEW_OBSERVATIONS
+    if status != SOLVING:
+        status_out[pixel] = status
+        iterations_out[pixel] = 0
+        cost_out[pixel] = math.nan
+        values_b[pixel] = math.nan
+        values_s[pixel] = math.nan
+        a_out[pixel] = math.nan
+        c_out[pixel] = math.nan
+        d_out[pixel] = math.nan
+        gb_out[pixel] = math.nan
+        gs_out[pixel] = math.nan
+        return
+    xb[:] = start_b[pixel]
+    xs[:] = start_s[pixel]
+    mean_b, weight_b = prior_mean_b[pixel], prior_weight_b[pixel]
+    mean_s, weight_s = prior_mean_s[pixel], prior_weight_s[pixel]
+    cost = _joint_normal_equations(
+        parameters, band_index, shared_index, xb, xs, rows[pixel], refl[pixel], weight[pixel],
+        mean_b, weight_b, mean_s, weight_s, step_values, out, a_blocks, c_blocks, d_block, gb, gs,
+    )  # fmt: skip
+    damping = 0.0
+    growth = 2.0
+    done = cost == 0.0
+    iteration = 0
+    while not done and iteration < max_iter:
+        iteration += 1
+        if not arrow_step(
+            xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping, held_b, held_s,
+            system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs, column,
+            solution, step_b, step_s,
+        ):  # fmt: skip
+            damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
+            continue
+        step_size = 0.0
+        for band in range(n_bands):
+            for a in range(p):
+                value = min(upper[a], max(lower[a], xb[band, a] + step_b[band, a]))
+                xb_trial[band, a] = value
+                step_b[band, a] = value - xb[band, a]  # the projected step
+                step_size = max(step_size, abs(step_b[band, a]))
+        for q in range(s):
+            value = min(upper[p + q], max(lower[p + q], xs[q] + step_s[q]))
+            xs_trial[q] = value
+            step_s[q] = value - xs[q]
+            step_size = max(step_size, abs(step_s[q]))
+        predicted = 0.0  # decrease of the linearised cost along the step
+        for q in range(s):
+            predicted -= 2.0 * step_s[q] * gs[q]
+            for r in range(s):
+                predicted -= step_s[q] * d_block[q, r] * step_s[r]
+        for band in range(n_bands):
+            for a in range(p):
+                predicted -= 2.0 * step_b[band, a] * gb[band, a]
+                for b in range(p):
+                    predicted -= step_b[band, a] * a_blocks[band, a, b] * step_b[band, b]
+                for q in range(s):
+                    predicted -= 2.0 * step_b[band, a] * c_blocks[band, a, q] * step_s[q]
+        cost_trial = _joint_normal_equations(
+            parameters, band_index, shared_index, xb_trial, xs_trial, rows[pixel], refl[pixel],
+            weight[pixel], mean_b, weight_b, mean_s, weight_s, step_values, out, a_trial,
+            c_trial, d_trial, gb_trial, gs_trial,
+        )  # fmt: skip
+        newton_size = math.inf
+        if arrow_step(
+            xb_trial, xs_trial, lower, upper, a_trial, c_trial, d_trial, gb_trial, gs_trial, 0.0,
+            held_b, held_s, system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs,
+            column, solution, step_b, step_s,
+        ):  # fmt: skip
+            newton_size = 0.0
+            for band in range(n_bands):
+                for a in range(p):
+                    newton_size = max(newton_size, abs(step_b[band, a]))
+            for q in range(s):
+                newton_size = max(newton_size, abs(step_s[q]))
+        accept = accepted(cost, cost_trial)
+        done = converged(step_size, newton_size, accept, tol)
+        damping, growth = next_damping(
+            accept, gain_ratio(cost, cost_trial, predicted), damping, growth
+        )
+        if accept:
+            xb[:] = xb_trial
+            xs[:] = xs_trial
+            a_blocks[:] = a_trial
+            c_blocks[:] = c_trial
+            d_block[:] = d_trial
+            gb[:] = gb_trial
+            gs[:] = gs_trial
+            cost = cost_trial
+    status_out[pixel] = CONVERGED if done else MAX_ITER
+    iterations_out[pixel] = iteration
+    cost_out[pixel] = cost
+    values_b[pixel] = xb
+    values_s[pixel] = xs
+    a_out[pixel] = a_blocks
+    c_out[pixel] = c_blocks
+    d_out[pixel] = d_block
+    gb_out[pixel] = gb
+    gs_out[pixel] = gs
+
+
 @cached_njit(
     inlines=(lm_rules, _backends, _scalar_math, schur, numba_lm),
     parallel=True,
@@ -121,137 +262,15 @@ def _joint_kernel(
     Compiled only as variants (`joint_kernel_for`), with `_joint_normal_equations` bound
     to its variant for the generated code.
     """
-    n_pixels, n_bands, n_obs = refl.shape
-    p = band_index.shape[0]
-    s = shared_index.shape[0]
-    for pixel in numba.prange(n_pixels):
-        parameters = parameters_fixed.copy()
-        out = np.empty(p + s + 1)
-        step_values = np.empty(max(step_length, 1))
-        xb, xb_trial, step_b = (
-            np.empty((n_bands, p)),
-            np.empty((n_bands, p)),
-            np.empty((n_bands, p)),
-        )
-        xs, xs_trial, step_s = np.empty(s), np.empty(s), np.empty(s)
-        a_blocks, a_trial = np.empty((n_bands, p, p)), np.empty((n_bands, p, p))
-        c_blocks, c_trial = np.empty((n_bands, p, s)), np.empty((n_bands, p, s))
-        d_block, d_trial = np.empty((s, s)), np.empty((s, s))
-        gb, gb_trial = np.empty((n_bands, p)), np.empty((n_bands, p))
-        gs, gs_trial = np.empty(s), np.empty(s)
-        held_b, held_s = np.empty((n_bands, p), np.bool_), np.empty(s, np.bool_)
-        system, factor = np.empty((p, p)), np.empty((p, p))
-        y_blocks, y_vector = np.empty((n_bands, p, s)), np.empty((n_bands, p))
-        schur_matrix, schur_factor = np.empty((s, s)), np.empty((s, s))
-        rhs, column, solution = np.empty(s), np.empty(p), np.empty(p)
-        status = SOLVING
-        for band in range(n_bands):
-            used = 0
-            for k in range(n_obs):
-                if math.isfinite(refl[pixel, band, k]):
-                    used += 1
-                    if not rows_valid[pixel, k]:
-                        status = INVALID_GEOMETRY
-            if status == SOLVING and used < min_observations:
-                status = TOO_FEW_OBSERVATIONS
-        if status != SOLVING:
-            status_out[pixel] = status
-            iterations_out[pixel] = 0
-            cost_out[pixel] = math.nan
-            values_b[pixel] = math.nan
-            values_s[pixel] = math.nan
-            a_out[pixel] = math.nan
-            c_out[pixel] = math.nan
-            d_out[pixel] = math.nan
-            gb_out[pixel] = math.nan
-            gs_out[pixel] = math.nan
-            continue
-        xb[:] = start_b[pixel]
-        xs[:] = start_s[pixel]
-        mean_b, weight_b = prior_mean_b[pixel], prior_weight_b[pixel]
-        mean_s, weight_s = prior_mean_s[pixel], prior_weight_s[pixel]
-        cost = _joint_normal_equations(
-            parameters, band_index, shared_index, xb, xs, rows[pixel], refl[pixel], weight[pixel],
-            mean_b, weight_b, mean_s, weight_s, step_values, out, a_blocks, c_blocks, d_block, gb, gs,
+    for pixel in numba.prange(refl.shape[0]):
+        # int64: the parallel loop's index is int64 when typed, uint64 when lowered, and
+        # the pixel function would compile once for each
+        _solve_joint_pixel(
+            np.int64(pixel), step_length, rows, rows_valid, refl, weight, start_b, start_s,
+            prior_mean_b, prior_weight_b, prior_mean_s, prior_weight_s, parameters_fixed,
+            band_index, shared_index, lower, upper, min_observations, max_iter, tol, values_b,
+            values_s, status_out, iterations_out, cost_out, a_out, c_out, d_out, gb_out, gs_out,
         )  # fmt: skip
-        damping = 0.0
-        growth = 2.0
-        done = cost == 0.0
-        iteration = 0
-        while not done and iteration < max_iter:
-            iteration += 1
-            if not arrow_step(
-                xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping, held_b, held_s,
-                system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs, column,
-                solution, step_b, step_s,
-            ):  # fmt: skip
-                damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
-                continue
-            step_size = 0.0
-            for band in range(n_bands):
-                for a in range(p):
-                    value = min(upper[a], max(lower[a], xb[band, a] + step_b[band, a]))
-                    xb_trial[band, a] = value
-                    step_b[band, a] = value - xb[band, a]  # the projected step
-                    step_size = max(step_size, abs(step_b[band, a]))
-            for q in range(s):
-                value = min(upper[p + q], max(lower[p + q], xs[q] + step_s[q]))
-                xs_trial[q] = value
-                step_s[q] = value - xs[q]
-                step_size = max(step_size, abs(step_s[q]))
-            predicted = 0.0  # decrease of the linearised cost along the step
-            for q in range(s):
-                predicted -= 2.0 * step_s[q] * gs[q]
-                for r in range(s):
-                    predicted -= step_s[q] * d_block[q, r] * step_s[r]
-            for band in range(n_bands):
-                for a in range(p):
-                    predicted -= 2.0 * step_b[band, a] * gb[band, a]
-                    for b in range(p):
-                        predicted -= step_b[band, a] * a_blocks[band, a, b] * step_b[band, b]
-                    for q in range(s):
-                        predicted -= 2.0 * step_b[band, a] * c_blocks[band, a, q] * step_s[q]
-            cost_trial = _joint_normal_equations(
-                parameters, band_index, shared_index, xb_trial, xs_trial, rows[pixel], refl[pixel],
-                weight[pixel], mean_b, weight_b, mean_s, weight_s, step_values, out, a_trial,
-                c_trial, d_trial, gb_trial, gs_trial,
-            )  # fmt: skip
-            newton_size = math.inf
-            if arrow_step(
-                xb_trial, xs_trial, lower, upper, a_trial, c_trial, d_trial, gb_trial, gs_trial, 0.0,
-                held_b, held_s, system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs,
-                column, solution, step_b, step_s,
-            ):  # fmt: skip
-                newton_size = 0.0
-                for band in range(n_bands):
-                    for a in range(p):
-                        newton_size = max(newton_size, abs(step_b[band, a]))
-                for q in range(s):
-                    newton_size = max(newton_size, abs(step_s[q]))
-            accept = accepted(cost, cost_trial)
-            done = converged(step_size, newton_size, accept, tol)
-            damping, growth = next_damping(
-                accept, gain_ratio(cost, cost_trial, predicted), damping, growth
-            )
-            if accept:
-                xb[:] = xb_trial
-                xs[:] = xs_trial
-                a_blocks[:] = a_trial
-                c_blocks[:] = c_trial
-                d_block[:] = d_trial
-                gb[:] = gb_trial
-                gs[:] = gs_trial
-                cost = cost_trial
-        status_out[pixel] = CONVERGED if done else MAX_ITER
-        iterations_out[pixel] = iteration
-        cost_out[pixel] = cost
-        values_b[pixel] = xb
-        values_s[pixel] = xs
-        a_out[pixel] = a_blocks
-        c_out[pixel] = c_blocks
-        d_out[pixel] = d_block
-        gb_out[pixel] = gb
-        gs_out[pixel] = gs
 
 
 @functools.cache
@@ -262,11 +281,14 @@ def joint_kernel_for(functions):
         _joint_normal_equations, functions.name, inlines=inlines,
         prepare=functions.prepare, columns=functions.columns,
     )  # fmt: skip
-    return compile_variant(
-        _joint_kernel,
+    solve_pixel = compile_variant(
+        _solve_joint_pixel,
         functions.name,
         inlines=inlines,
         _joint_normal_equations=normal_equations,
+    )
+    return compile_variant(
+        _joint_kernel, functions.name, inlines=inlines, _solve_joint_pixel=solve_pixel
     )
 
 

@@ -137,6 +137,130 @@ def _damped_step(
     return True
 
 
+@cached_njit(inlines=(lm_rules, _backends, _scalar_math), error_model="numpy")
+def _solve_lm_pixel(
+    pixel, step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower,
+    upper, min_observations, max_iter, tol, values_out, status_out, iterations_out, cost_out,
+    jtj_out,
+):  # fmt: skip
+    """Every band of one pixel (`_lm_kernel`'s loop body; arguments as there)."""
+    n_bands, n_obs = refl.shape[1], refl.shape[2]
+    p = free_index.shape[0]
+    parameters = parameters_fixed.copy()
+    trial = parameters_fixed.copy()
+    out = np.empty(p + 1)
+    step_values = np.empty(max(step_length, 1))
+    jtj = np.empty((p, p))
+    jtf = np.empty(p)
+    jtj_trial = np.empty((p, p))
+    jtf_trial = np.empty(p)
+    system = np.empty((p, p))
+    factor = np.empty((p, p))
+    rhs = np.empty(p)
+    step = np.empty(p)
+    for band in range(n_bands):
+        refl_problem = refl[pixel, band]
+        used = 0
+        invalid = False
+        for k in range(n_obs):
+            if math.isfinite(refl_problem[k]):
+                used += 1
+                invalid = invalid or not rows_valid[pixel, k]
+        status = SOLVING
+        if invalid:
+            status = INVALID_GEOMETRY
+        elif used < min_observations:
+            status = TOO_FEW_OBSERVATIONS
+        if status != SOLVING:
+            status_out[pixel, band] = status
+            iterations_out[pixel, band] = 0
+            cost_out[pixel, band] = math.nan
+            for a in range(p):
+                values_out[pixel, band, a] = math.nan
+                for b in range(p):
+                    jtj_out[pixel, band, a, b] = math.nan
+            continue
+        for a in range(p):
+            parameters[free_index[a]] = start[pixel, band, a]
+        cost = _cost_and_normal_equations(
+            parameters, rows[pixel], refl_problem, p, step_values, out, jtj, jtf
+        )
+        damping = 0.0
+        growth = 2.0
+        done = cost == 0.0
+        iteration = 0
+        while not done and iteration < max_iter:
+            iteration += 1
+            for a in range(p):
+                trial[free_index[a]] = parameters[free_index[a]]
+            if not _damped_step(
+                parameters,
+                free_index,
+                lower,
+                upper,
+                jtj,
+                jtf,
+                damping,
+                system,
+                factor,
+                rhs,
+                step,
+            ):
+                damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
+                continue
+            step_size = 0.0
+            for a in range(p):
+                index = free_index[a]
+                value = min(upper[a], max(lower[a], parameters[index] + step[a]))
+                trial[index] = value
+                step[a] = value - parameters[index]  # the projected step
+                step_size = max(step_size, abs(step[a]))
+            predicted = 0.0  # decrease of the linearised cost along the step
+            for a in range(p):
+                predicted -= 2.0 * step[a] * jtf[a]
+                for b in range(p):
+                    predicted -= step[a] * jtj[a, b] * step[b]
+            cost_trial = _cost_and_normal_equations(
+                trial, rows[pixel], refl_problem, p, step_values, out, jtj_trial, jtf_trial
+            )
+            newton_size = math.inf
+            if _damped_step(
+                trial,
+                free_index,
+                lower,
+                upper,
+                jtj_trial,
+                jtf_trial,
+                0.0,
+                system,
+                factor,
+                rhs,
+                step,
+            ):
+                newton_size = 0.0
+                for a in range(p):
+                    newton_size = max(newton_size, abs(step[a]))
+            accept = accepted(cost, cost_trial)
+            done = converged(step_size, newton_size, accept, tol)
+            damping, growth = next_damping(
+                accept, gain_ratio(cost, cost_trial, predicted), damping, growth
+            )
+            if accept:
+                for a in range(p):
+                    parameters[free_index[a]] = trial[free_index[a]]
+                    jtf[a] = jtf_trial[a]
+                    for b in range(p):
+                        jtj[a, b] = jtj_trial[a, b]
+                cost = cost_trial
+        status_out[pixel, band] = CONVERGED if done else MAX_ITER
+        iterations_out[pixel, band] = iteration
+        cost_out[pixel, band] = cost
+        for a in range(p):
+            values_out[pixel, band, a] = parameters[free_index[a]]
+            for b in range(p):
+                jtj_out[pixel, band, a, b] = jtj[a, b]
+
+
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math), parallel=True, error_model="numpy")
 def _lm_kernel(
     step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower, upper,
@@ -150,124 +274,14 @@ def _lm_kernel(
     left out; start: (pixels, bands, p); values_out: (pixels, bands, p); jtj_out:
     (pixels, bands, p, p) J^T J at the solution.
     """
-    n_pixels, n_bands, n_obs = refl.shape
-    p = free_index.shape[0]
-    for pixel in numba.prange(n_pixels):
-        parameters = parameters_fixed.copy()
-        trial = parameters_fixed.copy()
-        out = np.empty(p + 1)
-        step_values = np.empty(max(step_length, 1))
-        jtj = np.empty((p, p))
-        jtf = np.empty(p)
-        jtj_trial = np.empty((p, p))
-        jtf_trial = np.empty(p)
-        system = np.empty((p, p))
-        factor = np.empty((p, p))
-        rhs = np.empty(p)
-        step = np.empty(p)
-        for band in range(n_bands):
-            refl_problem = refl[pixel, band]
-            used = 0
-            invalid = False
-            for k in range(n_obs):
-                if math.isfinite(refl_problem[k]):
-                    used += 1
-                    invalid = invalid or not rows_valid[pixel, k]
-            status = SOLVING
-            if invalid:
-                status = INVALID_GEOMETRY
-            elif used < min_observations:
-                status = TOO_FEW_OBSERVATIONS
-            if status != SOLVING:
-                status_out[pixel, band] = status
-                iterations_out[pixel, band] = 0
-                cost_out[pixel, band] = math.nan
-                for a in range(p):
-                    values_out[pixel, band, a] = math.nan
-                    for b in range(p):
-                        jtj_out[pixel, band, a, b] = math.nan
-                continue
-            for a in range(p):
-                parameters[free_index[a]] = start[pixel, band, a]
-            cost = _cost_and_normal_equations(
-                parameters, rows[pixel], refl_problem, p, step_values, out, jtj, jtf
-            )
-            damping = 0.0
-            growth = 2.0
-            done = cost == 0.0
-            iteration = 0
-            while not done and iteration < max_iter:
-                iteration += 1
-                for a in range(p):
-                    trial[free_index[a]] = parameters[free_index[a]]
-                if not _damped_step(
-                    parameters,
-                    free_index,
-                    lower,
-                    upper,
-                    jtj,
-                    jtf,
-                    damping,
-                    system,
-                    factor,
-                    rhs,
-                    step,
-                ):
-                    damping, growth = next_damping(
-                        False, 0.0, damping, growth
-                    )  # singular: damp more
-                    continue
-                step_size = 0.0
-                for a in range(p):
-                    index = free_index[a]
-                    value = min(upper[a], max(lower[a], parameters[index] + step[a]))
-                    trial[index] = value
-                    step[a] = value - parameters[index]  # the projected step
-                    step_size = max(step_size, abs(step[a]))
-                predicted = 0.0  # decrease of the linearised cost along the step
-                for a in range(p):
-                    predicted -= 2.0 * step[a] * jtf[a]
-                    for b in range(p):
-                        predicted -= step[a] * jtj[a, b] * step[b]
-                cost_trial = _cost_and_normal_equations(
-                    trial, rows[pixel], refl_problem, p, step_values, out, jtj_trial, jtf_trial
-                )
-                newton_size = math.inf
-                if _damped_step(
-                    trial,
-                    free_index,
-                    lower,
-                    upper,
-                    jtj_trial,
-                    jtf_trial,
-                    0.0,
-                    system,
-                    factor,
-                    rhs,
-                    step,
-                ):
-                    newton_size = 0.0
-                    for a in range(p):
-                        newton_size = max(newton_size, abs(step[a]))
-                accept = accepted(cost, cost_trial)
-                done = converged(step_size, newton_size, accept, tol)
-                damping, growth = next_damping(
-                    accept, gain_ratio(cost, cost_trial, predicted), damping, growth
-                )
-                if accept:
-                    for a in range(p):
-                        parameters[free_index[a]] = trial[free_index[a]]
-                        jtf[a] = jtf_trial[a]
-                        for b in range(p):
-                            jtj[a, b] = jtj_trial[a, b]
-                    cost = cost_trial
-            status_out[pixel, band] = CONVERGED if done else MAX_ITER
-            iterations_out[pixel, band] = iteration
-            cost_out[pixel, band] = cost
-            for a in range(p):
-                values_out[pixel, band, a] = parameters[free_index[a]]
-                for b in range(p):
-                    jtj_out[pixel, band, a, b] = jtj[a, b]
+    for pixel in numba.prange(refl.shape[0]):
+        # int64: the parallel loop's index is int64 when typed, uint64 when lowered, and
+        # the pixel function would compile once for each
+        _solve_lm_pixel(
+            np.int64(pixel), step_length, rows, rows_valid, refl, start, parameters_fixed,
+            free_index, lower, upper, min_observations, max_iter, tol, values_out, status_out,
+            iterations_out, cost_out, jtj_out,
+        )  # fmt: skip
 
 
 @functools.cache
@@ -281,12 +295,13 @@ def lm_kernel_for(functions):
         prepare=functions.prepare,
         columns=functions.columns,
     )
-    return compile_variant(
-        _lm_kernel,
+    solve_pixel = compile_variant(
+        _solve_lm_pixel,
         functions.name,
         inlines=inlines,
         _cost_and_normal_equations=cost_and_normal_equations,
     )
+    return compile_variant(_lm_kernel, functions.name, inlines=inlines, _solve_lm_pixel=solve_pixel)
 
 
 def solve_numba(
