@@ -31,6 +31,7 @@ __all__ = [
     "jax_h_functions",
     "jax_scalar_h_functions",
     "numba_exact_terms_flat",
+    "numba_exact_terms_and_slopes_flat",
     "EXACT_TERMS_CALL",
     "numba_h_functions",
     "h_function_bindings",
@@ -276,7 +277,8 @@ jax_scalar_h_functions = retarget_to_jax(
 # The exact H's per-angle terms are the bulk of that scalar program (~5 k operations per
 # angle); where they depend on known values only, the numba code calls numba's own
 # `exact_terms` instead (`_jaxpr_to_python`'s opaque calls: the nested `jit` of this name
-# is printed as a call of `numba_exact_terms_flat`).
+# is printed as a call of `numba_exact_terms_flat`); where they depend on a free parameter
+# (roughness, porosity K), its JVP as a call of `numba_exact_terms_and_slopes_flat`.
 EXACT_TERMS_CALL = "lumaxlike_exact_terms"
 
 
@@ -322,6 +324,17 @@ def numba_exact_terms_flat(x):
     """numba's `exact_terms(x)` as one flat tuple: the 20 coefficients, then the 20 of dP/dx."""
     coefficients, slopes = _numba_exact_terms(x)
     return coefficients + slopes
+
+
+_numba_exact_terms_and_slopes = numba_h_functions.exact_terms_and_slopes
+
+
+@numba.njit(error_model="numpy")
+def numba_exact_terms_and_slopes_flat(x):
+    """numba's `exact_terms_and_slopes(x)` as one flat tuple: `numba_exact_terms_flat`'s
+    40 values, then their derivatives with respect to x."""
+    coefficients, slopes, d_coefficients, d_slopes = _numba_exact_terms_and_slopes(x)
+    return coefficients + slopes + d_coefficients + d_slopes
 
 
 # The default configuration (AMSA, Hapke 2002 H); `family` builds the others.

@@ -87,11 +87,12 @@ def _literal(value) -> str:
 
 
 class _Printer:
-    def __init__(self, opaque_calls=None) -> None:
+    def __init__(self, opaque_calls=None, opaque_jvps=None) -> None:
         self.statements: list[tuple[str, str]] = []  # (temporary, expression)
         self.bound: dict[str, str] = {}  # expression -> temporary holding it
         self.count = 0
         self.opaque_calls = dict(opaque_calls or {})  # jit name -> (function, arity)
+        self.opaque_jvps = dict(opaque_jvps or {})  # jit name -> function of its input
 
     def bind(self, expression: str) -> str:
         if expression in self.bound:
@@ -139,6 +140,17 @@ class _Printer:
                 call = self.bind(f"{opaque[0]}({', '.join(operands)})")
                 for k, var in enumerate(eqn.outvars):
                     env[var] = self.bind(f"{call}[{k}]")
+                continue
+            slopes = self.opaque_jvps.get(call_name(eqn)) if name in INLINED_CALLS else None
+            if slopes is not None and len(operands) == 2 and len(eqn.outvars) % 2 == 0:
+                # the JVP of a one-input call (x, dx) -> (outputs, their tangents):
+                # outputs and d outputs/dx from one call of `slopes(x)`, the same for every
+                # tangent dx (bound once), each tangent its slope times dx
+                x, dx = operands
+                call = self.bind(f"{slopes}({x})")
+                for k, var in enumerate(eqn.outvars):
+                    value = self.bind(f"{call}[{k}]")
+                    env[var] = value if 2 * k < len(eqn.outvars) else self.bind(f"({value} * {dx})")
                 continue
             if name in INLINED_CALLS:
                 inner, inner_consts = called_jaxpr(eqn)
@@ -238,6 +250,7 @@ def scalar_jaxpr_to_split_source(
     step_name: str,
     unknown_name: str,
     opaque_calls=None,
+    opaque_jvps=None,
 ) -> SplitSource:
     """Three functions that together compute `closed_jaxpr`, split by data dependence.
 
@@ -255,7 +268,12 @@ def scalar_jaxpr_to_split_source(
     a call with that many inputs is printed as a call of that function (which must return
     the call's outputs as a flat tuple and be in the generated code's globals) instead of
     being inlined. (Its JVP, a `jit` of the same name with the tangents as further
-    inputs, is inlined.)
+    inputs, is inlined, unless `opaque_jvps` names it.)
+
+    opaque_jvps: {name of a nested one-input `jit`: name of a function}: the call's JVP
+    (inputs x and its tangent dx; outputs, then their tangents) is printed as one call of
+    that function with x, which must return the outputs and then their derivatives with
+    respect to x as one flat tuple, each tangent its derivative times dx.
 
     Raises:
         ValueError: for a non-scalar value, a primitive without a translation, or an
@@ -264,7 +282,7 @@ def scalar_jaxpr_to_split_source(
     argument_names = _checked_names(argument_names)
     unknown_names = [name for name in argument_names if name in set(unknown_names)]
     known_names = [name for name in argument_names if name not in set(unknown_names)]
-    printer = _Printer(opaque_calls)
+    printer = _Printer(opaque_calls, opaque_jvps)
     outputs = printer.run(closed_jaxpr.jaxpr, closed_jaxpr.consts, argument_names)
     variables = set(argument_names) | {target for target, _ in printer.statements}
 

@@ -47,7 +47,11 @@ import numpy as np
 from .. import __version__
 from .._params import PARAMETER_NAMES
 from . import numba_cache
-from ._backends import EXACT_TERMS_CALL, numba_exact_terms_flat
+from ._backends import (
+    EXACT_TERMS_CALL,
+    numba_exact_terms_and_slopes_flat,
+    numba_exact_terms_flat,
+)
 from ._jaxpr_to_python import scalar_jaxpr_to_split_source
 from .columns_program import traced_columns
 from .equations import GeometryTerms
@@ -86,6 +90,7 @@ def model_columns_source(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY):
     split = scalar_jaxpr_to_split_source(
         _traced_columns(free, key), argument_names, free, "_known_part", "_step_part", "_free_part",
         opaque_calls={EXACT_TERMS_CALL: ("_exact_terms_flat", 1)},
+        opaque_jvps={EXACT_TERMS_CALL: "_exact_terms_and_slopes_flat"},
     )  # fmt: skip
     fixed = [name for name in PARAMETER_NAMES if name not in free]
     free_in_order = [name for name in PARAMETER_NAMES if name in free]  # the split's order
@@ -185,7 +190,8 @@ def _generated_module(free: tuple[str, ...], key: ModelKey, digest: str):
         source, row_length, step_length = meta or model_columns_source(free, key)
         module = type(sys)(name)
         vars(module).update(math=math, ROW_LENGTH=row_length, STEP_LENGTH=step_length,
-                            _exact_terms_flat=numba_exact_terms_flat)  # fmt: skip
+                            _exact_terms_flat=numba_exact_terms_flat,
+                            _exact_terms_and_slopes_flat=numba_exact_terms_and_slopes_flat)  # fmt: skip
         exec(compile(source, f"<lumaxlike columns {key.name} {free}>", "exec"), vars(module))
         return module, False
 
@@ -198,6 +204,9 @@ Safe to delete (it is generated again when needed).
 import math
 
 from lumaxlike._model._backends import numba_exact_terms_flat as _exact_terms_flat
+from lumaxlike._model._backends import (
+    numba_exact_terms_and_slopes_flat as _exact_terms_and_slopes_flat,
+)
 
 ROW_LENGTH = {row}
 STEP_LENGTH = {step}

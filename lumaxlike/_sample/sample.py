@@ -122,8 +122,10 @@ def sample(
         return_samples: keep the draws in the result (`SampleResult.draws`; write them
             with `SampleResult.to_zarr`); memory then grows with the image: use it for a
             region of interest.
-        fit_solver: the solver of the warm-start `fit`: default "numba" ("jax" for
-            ``params.h_function="exact"``, which numba's fit does not support).
+        fit_solver: the solver of the warm-start `fit`: default "numba" (compiled once
+            per set of free parameters whatever the chunk's shape, and cached on disk),
+            "jax" for ``params.h_function="exact"`` (whose numba derivative code is
+            slower to compile).
 
     Returns:
         `SampleResult`: per problem, quantiles at 2.5, 16, 50, 84 and 97.5 %, mean,
