@@ -64,13 +64,14 @@ def test_model_columns_in_parts_equal_jax_derivatives_of_the_model(h_function):
     program = split_columns(free, key, np.float64)
     equations = jax_equations_for(key)
     rng = np.random.default_rng(1)
-    geometry = jax.vmap(equations.geometry_terms)(
+    # each step jitted: run eagerly, its primitives compile one by one (~180 programs)
+    geometry = jax.jit(jax.vmap(equations.geometry_terms))(
         *(jnp.asarray(g) for g in random_geometry(30, rng))
     )
     known = [values[k] for k, name in enumerate(PARAMETER_NAMES) if name not in free]
-    rows = jax.vmap(lambda g: program.known(*known, *g))(geometry)
-    step = program.step(*(values[PARAMETER_NAMES.index(name)] for name in free))
-    r, *columns = jax.vmap(program.lane, in_axes=(0, None))(rows, step)
+    rows = jax.jit(jax.vmap(lambda g: program.known(*known, *g)))(geometry)
+    step = jax.jit(program.step)(*(values[PARAMETER_NAMES.index(name)] for name in free))
+    r, *columns = jax.jit(jax.vmap(program.lane, in_axes=(0, None)))(rows, step)
 
     def reflectance(free_values, g):
         parameters = list(values)
@@ -80,8 +81,10 @@ def test_model_columns_in_parts_equal_jax_derivatives_of_the_model(h_function):
         return equations.reflectance(w, equations.terms_from_geometry(g, *scalars, None, False))
 
     free_values = jnp.asarray([values[PARAMETER_NAMES.index(name)] for name in free])
-    expected_r = jax.vmap(reflectance, in_axes=(None, 0))(free_values, geometry)
-    expected_columns = jax.vmap(jax.jacfwd(reflectance), in_axes=(None, 0))(free_values, geometry)
+    expected_r = jax.jit(jax.vmap(reflectance, in_axes=(None, 0)))(free_values, geometry)
+    expected_columns = jax.jit(jax.vmap(jax.jacfwd(reflectance), in_axes=(None, 0)))(
+        free_values, geometry
+    )
     valid = np.asarray(geometry.valid)
     assert valid.sum() > 20
     np.testing.assert_allclose(np.asarray(r)[valid], np.asarray(expected_r)[valid], rtol=1e-13)

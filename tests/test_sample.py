@@ -10,6 +10,10 @@ the bulk ESS exceeds the number of draws, and not in the tails. The tests allow 
 errors.
 """
 
+import functools
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -20,13 +24,23 @@ from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 LEVELS = np.array([0.025, 0.16, 0.5, 0.84, 0.975])
 
 
-def _indicator_ess(draws, threshold):
-    """The ESS of the indicator draw <= threshold, draws (chains, draws), by blackjax's
-    estimator (the indicator draw > threshold, 1 minus it, has the same ESS)."""
-    import jax.numpy as jnp
+@functools.cache
+def _effective_sample_size():
+    """blackjax's ESS estimator, jitted once: over (chains, draws, ...) arrays, each
+    trailing index its own series (called eagerly, its loops compile at every call)."""
     from blackjax.diagnostics import effective_sample_size
 
-    return float(effective_sample_size(jnp.asarray((draws <= threshold).astype(np.float32))))
+    return jax.jit(effective_sample_size)
+
+
+def _indicator_ess(draws, thresholds):
+    """The ESS of the indicators draw <= threshold, by blackjax's estimator (the
+    indicator draw > threshold, 1 minus it, has the same ESS). draws (chains, draws,
+    problems); thresholds (problems, k) -> (problems, k)."""
+    indicators = (draws[..., None] <= thresholds).astype(np.float32)
+    # blackjax's diagnostics broadcast by rank promotion (its own code): allowed here only
+    with jax.numpy_rank_promotion("allow"):
+        return np.asarray(_effective_sample_size()(jnp.asarray(indicators)), np.float64)
 
 
 def _quantile_ess(result, name):
@@ -34,8 +48,8 @@ def _quantile_ess(result, name):
     shape (problems..., 5)."""
     draws = result.draws_dataset()[name].values  # (chain, draw, problems...)
     flat = draws.reshape(draws.shape[:2] + (-1,))
-    ess = [[_indicator_ess(d, q) for q in np.quantile(d, LEVELS)] for d in np.moveaxis(flat, -1, 0)]
-    return np.array(ess).reshape(draws.shape[2:] + (5,))
+    quantiles = np.quantile(flat, LEVELS, axis=(0, 1)).T  # (problems, 5)
+    return _indicator_ess(flat, quantiles).reshape(draws.shape[2:] + (5,))
 
 
 def _tail_ess(result, name):
@@ -45,11 +59,8 @@ def _tail_ess(result, name):
     half = draws.shape[1] // 2
     split = np.concatenate([draws[:, :half], draws[:, half : 2 * half]])
     flat = split.reshape(split.shape[:2] + (-1,))
-    ess = [
-        min(_indicator_ess(d, q) for q in np.quantile(d, [0.05, 0.95]))
-        for d in np.moveaxis(flat, -1, 0)
-    ]
-    return np.array(ess).reshape(draws.shape[2:])
+    quantiles = np.quantile(flat, [0.05, 0.95], axis=(0, 1)).T  # (problems, 2)
+    return np.min(_indicator_ess(flat, quantiles), axis=-1).reshape(draws.shape[2:])
 
 
 def _quadrature_quantiles(refl, geometry, params, sigma, levels, prior=None, n_grid=40001):
