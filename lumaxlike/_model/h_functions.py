@@ -10,7 +10,9 @@ Each kind is a pair, so that a model hoists the per-angle work out of its per-ba
   dh_mue_dw)``: H at both angles and its analytic derivative with respect to w, sharing
   the work that depends on w alone.
 
-``h_<kind>(w, x)`` is H at one angle (for the public `lumaxlike.h_function`).
+``h_<kind>(w, x)`` is H at one angle (for the public `lumaxlike.h_function`);
+``exact_terms_and_slopes(x)`` is `exact_terms` with the derivatives of its coefficients
+with respect to x (its tangent rule, for the numba `fit`'s derivative code).
 
 Kinds (gamma = sqrt(1 - w); w in [0, 1], x in [0, 1]; H(w, 0) = H(0, x) = 1):
 
