@@ -51,6 +51,8 @@ __all__ = [
     "hapke2002_terms",
     "hapke2002_values",
     "h_hapke2002",
+    "exact_moments",
+    "exact_node_exponent",
     "exact_terms",
     "exact_terms_and_slopes",
     "chebyshev_sum",
@@ -178,6 +180,38 @@ def h_hapke2002(w, x):
 # Exact (Chandrasekhar 1960), isotropic scattering
 
 
+def exact_moments(mu):
+    """The moments (M_0, ..., M_8) of `exact_terms` at mu:
+    M_k = (mu/pi) integral_0^S s^k/(s^2 + mu^2) ds, by M_k = (mu/pi) S^(k-1)/(k-1) -
+    mu^2 M_(k-2) from M_0 (which only feeds it) and M_1, written with logs so that tiny mu
+    neither overflows nor divides by zero."""
+    mu2 = mu * mu
+    scale = mu / PI
+    positive = mu > 0.0
+    mu_safe = where(positive, mu, 1.0)
+    m0 = atan2(S_MAX + 0.0 * mu, mu) / PI
+    m1 = where(positive, scale / 2.0 * (log(mu2 + S_MAX * S_MAX) - 2.0 * log(mu_safe)), 0.0 * mu)
+    m2 = scale * S_MAX - mu2 * m0
+    m3 = scale * S_MAX**2 / 2.0 - mu2 * m1
+    m4 = scale * S_MAX**3 / 3.0 - mu2 * m2
+    m5 = scale * S_MAX**4 / 4.0 - mu2 * m3
+    m6 = scale * S_MAX**5 / 5.0 - mu2 * m4
+    m7 = scale * S_MAX**6 / 6.0 - mu2 * m5
+    m8 = scale * S_MAX**7 / 7.0 - mu2 * m6
+    return m0, m1, m2, m3, m4, m5, m6, m7, m8
+
+
+def exact_node_exponent(log_h, moments, log_m):
+    """ln H at the nodes gamma_m, log_h + sum_k LOG_M[k - 1] M_k (k = 1..8): one element-wise
+    expression (numba: one loop, one array). Linear in (log_h, moments): given their
+    derivatives, it is the exponent's derivative."""
+    m = moments
+    return (
+        log_h + log_m[0] * m[1] + log_m[1] * m[2] + log_m[2] * m[3] + log_m[3] * m[4]
+        + log_m[4] * m[5] + log_m[5] * m[6] + log_m[6] * m[7] + log_m[7] * m[8]
+    )  # fmt: skip
+
+
 def exact_terms(x):
     """Per-angle coefficients of the exact H at x = mu in [0, 1]: a pair, the N_CHEBYSHEV
     coefficients of P(mu, .) and those of dP/dx (its last one 0; see `_exact_h_tables`),
@@ -194,27 +228,9 @@ def exact_terms(x):
     log_h = matrix_vector(
         table_like(LOG_Q, mu), scale * weight / (denominator_a + mu2 * denominator_b)
     )
-    # Moments M_k = (mu/pi) integral_0^S s^k/(s^2 + mu^2) ds, k = 1..8 (N_MOMENTS), by
-    # M_k = (mu/pi) S^(k-1)/(k-1) - mu^2 M_(k-2) from M_0 (which only feeds it) and M_1,
-    # written with logs so that tiny mu neither overflows nor divides by zero.
-    positive = mu > 0.0
-    mu_safe = where(positive, mu, 1.0)
-    m0 = atan2(S_MAX + 0.0 * mu, mu) / PI
-    m1 = where(positive, scale / 2.0 * (log(mu2 + S_MAX * S_MAX) - 2.0 * log(mu_safe)), 0.0 * mu)
-    m2 = scale * S_MAX - mu2 * m0
-    m3 = scale * S_MAX**2 / 2.0 - mu2 * m1
-    m4 = scale * S_MAX**3 / 3.0 - mu2 * m2
-    m5 = scale * S_MAX**4 / 4.0 - mu2 * m3
-    m6 = scale * S_MAX**5 / 5.0 - mu2 * m4
-    m7 = scale * S_MAX**6 / 6.0 - mu2 * m5
-    m8 = scale * S_MAX**7 / 7.0 - mu2 * m6
-    log_m = table_like(LOG_M, mu)  # (N_MOMENTS, nodes)
-    # ln H at the nodes gamma_m, then P there, (H - 1)/(1 - gamma_m): one element-wise
-    # expression (numba: one loop, one array); then its Chebyshev coefficients
-    p_nodes = array_expm1(
-        log_h + log_m[0] * m1 + log_m[1] * m2 + log_m[2] * m3 + log_m[3] * m4
-        + log_m[4] * m5 + log_m[5] * m6 + log_m[6] * m7 + log_m[7] * m8
-    ) * table_like(INV_ONE_MINUS_GAMMA, mu)  # fmt: skip
+    # ln H at the nodes, then P there, (H - 1)/(1 - gamma_m); then its Chebyshev coefficients
+    exponent = exact_node_exponent(log_h, exact_moments(mu), table_like(LOG_M, mu))
+    p_nodes = array_expm1(exponent) * table_like(INV_ONE_MINUS_GAMMA, mu)
     coefficients = vector_matrix(p_nodes, table_like(NODES_TO_COEF, mu))
     return coefficients_from(coefficients, 0), coefficients_from(coefficients, N_CHEBYSHEV)
 
@@ -222,61 +238,51 @@ def exact_terms(x):
 def exact_terms_and_slopes(x):
     """`exact_terms(x)` and the derivative of each of its coefficients with respect to x:
     (coefficients of P, of dP/dx, their d/dx, the same). The tangent rule of `exact_terms`
-    (forward mode, by hand: the same steps with their derivatives alongside), for code
-    that cannot differentiate: the numba `fit`'s derivative code calls it where the
-    angles depend on a free parameter (roughness, porosity K), instead of JAX's derivative
-    of `exact_terms` printed out (~10 k operations per angle to compile).
+    (forward mode, by hand: its steps with their derivatives alongside), for code that
+    cannot differentiate: the numba `fit`'s derivative code calls it where the angles
+    depend on a free parameter (roughness, porosity K), instead of JAX's derivative of
+    `exact_terms` printed out (~10 k operations per angle to compile).
 
     At x = 0 the derivative is that of JAX's `exact_terms` there (its selects pass no
     derivative through the branch not taken): d M_1/dx = 0.
     """
     mu = x
     mu2 = mu * mu
-    scale = mu / PI  # d scale/dx = 1/pi
     weight, denominator_a = table_like(WEIGHT_Q, mu), table_like(DENOMINATOR_A, mu)
     denominator_b = table_like(DENOMINATOR_B, mu)
     denominator = denominator_a + mu2 * denominator_b
     log_q = table_like(LOG_Q, mu)
-    log_h = matrix_vector(log_q, scale * weight / denominator)
+    log_h = matrix_vector(log_q, mu / PI * weight / denominator)
     # d/dmu [(mu/pi) W/(A + mu^2 B)] = (W/pi) (A - mu^2 B)/(A + mu^2 B)^2
     d_log_h = matrix_vector(
         log_q, weight * (denominator_a - mu2 * denominator_b) / (PI * denominator * denominator)
     )
+    moments = exact_moments(mu)
+    m = moments
     s2 = S_MAX * S_MAX
     positive = mu > 0.0
     mu_safe = where(positive, mu, 1.0)
-    m0 = atan2(S_MAX + 0.0 * mu, mu) / PI
+    # d M_0 = d atan2(S, mu)/pi; d M_1 from M_1 = (mu/2pi) (ln(mu^2 + S^2) - 2 ln mu)
     d_m0 = -S_MAX / (PI * (mu2 + s2))
-    log_ratio = log(mu2 + s2) - 2.0 * log(mu_safe)
-    m1 = where(positive, scale / 2.0 * log_ratio, 0.0 * mu)
-    d_log_ratio = 2.0 * mu / (mu2 + s2) - 2.0 / mu_safe
-    d_m1 = where(positive, log_ratio / (2.0 * PI) + scale / 2.0 * d_log_ratio, 0.0 * mu)
-    # M_k = scale S^(k-1)/(k-1) - mu^2 M_(k-2): its derivative alongside
-    m2 = scale * S_MAX - mu2 * m0
-    d_m2 = S_MAX / PI - 2.0 * mu * m0 - mu2 * d_m0
-    m3 = scale * S_MAX**2 / 2.0 - mu2 * m1
-    d_m3 = S_MAX**2 / (2.0 * PI) - 2.0 * mu * m1 - mu2 * d_m1
-    m4 = scale * S_MAX**3 / 3.0 - mu2 * m2
-    d_m4 = S_MAX**3 / (3.0 * PI) - 2.0 * mu * m2 - mu2 * d_m2
-    m5 = scale * S_MAX**4 / 4.0 - mu2 * m3
-    d_m5 = S_MAX**4 / (4.0 * PI) - 2.0 * mu * m3 - mu2 * d_m3
-    m6 = scale * S_MAX**5 / 5.0 - mu2 * m4
-    d_m6 = S_MAX**5 / (5.0 * PI) - 2.0 * mu * m4 - mu2 * d_m4
-    m7 = scale * S_MAX**6 / 6.0 - mu2 * m5
-    d_m7 = S_MAX**6 / (6.0 * PI) - 2.0 * mu * m5 - mu2 * d_m5
-    m8 = scale * S_MAX**7 / 7.0 - mu2 * m6
-    d_m8 = S_MAX**7 / (7.0 * PI) - 2.0 * mu * m6 - mu2 * d_m6
+    d_m1 = where(
+        positive,
+        m[1] / mu_safe + mu / (2.0 * PI) * (2.0 * mu / (mu2 + s2) - 2.0 / mu_safe),
+        0.0 * mu,
+    )
+    # d M_k = S^(k-1)/((k-1) pi) - 2 mu M_(k-2) - mu^2 d M_(k-2)
+    d_m2 = S_MAX / PI - 2.0 * mu * m[0] - mu2 * d_m0
+    d_m3 = S_MAX**2 / (2.0 * PI) - 2.0 * mu * m[1] - mu2 * d_m1
+    d_m4 = S_MAX**3 / (3.0 * PI) - 2.0 * mu * m[2] - mu2 * d_m2
+    d_m5 = S_MAX**4 / (4.0 * PI) - 2.0 * mu * m[3] - mu2 * d_m3
+    d_m6 = S_MAX**5 / (5.0 * PI) - 2.0 * mu * m[4] - mu2 * d_m4
+    d_m7 = S_MAX**6 / (6.0 * PI) - 2.0 * mu * m[5] - mu2 * d_m5
+    d_m8 = S_MAX**7 / (7.0 * PI) - 2.0 * mu * m[6] - mu2 * d_m6
+    d_moments = (d_m0, d_m1, d_m2, d_m3, d_m4, d_m5, d_m6, d_m7, d_m8)
     log_m = table_like(LOG_M, mu)
     inv_one_minus_gamma = table_like(INV_ONE_MINUS_GAMMA, mu)
     # P at the nodes = expm1(E)/(1 - gamma_m); dP = (expm1(E) + 1) dE/(1 - gamma_m)
-    growth = array_expm1(
-        log_h + log_m[0] * m1 + log_m[1] * m2 + log_m[2] * m3 + log_m[3] * m4
-        + log_m[4] * m5 + log_m[5] * m6 + log_m[6] * m7 + log_m[7] * m8
-    )  # fmt: skip
-    d_exponent = (
-        d_log_h + log_m[0] * d_m1 + log_m[1] * d_m2 + log_m[2] * d_m3 + log_m[3] * d_m4
-        + log_m[4] * d_m5 + log_m[5] * d_m6 + log_m[6] * d_m7 + log_m[7] * d_m8
-    )  # fmt: skip
+    growth = array_expm1(exact_node_exponent(log_h, moments, log_m))
+    d_exponent = exact_node_exponent(d_log_h, d_moments, log_m)
     nodes_to_coef = table_like(NODES_TO_COEF, mu)
     coefficients = vector_matrix(growth * inv_one_minus_gamma, nodes_to_coef)
     slopes = vector_matrix((growth + 1.0) * d_exponent * inv_one_minus_gamma, nodes_to_coef)
