@@ -92,7 +92,7 @@ class _Printer:
         self.bound: dict[str, str] = {}  # expression -> temporary holding it
         self.count = 0
         self.opaque_calls = dict(opaque_calls or {})  # jit name -> (function, arity)
-        self.opaque_jvps = dict(opaque_jvps or {})  # jit name -> function of its input
+        self.opaque_jvps = dict(opaque_jvps or {})  # jit name -> (function, outputs)
 
     def bind(self, expression: str) -> str:
         if expression in self.bound:
@@ -141,16 +141,17 @@ class _Printer:
                 for k, var in enumerate(eqn.outvars):
                     env[var] = self.bind(f"{call}[{k}]")
                 continue
-            slopes = self.opaque_jvps.get(call_name(eqn)) if name in INLINED_CALLS else None
-            if slopes is not None and len(operands) == 2 and len(eqn.outvars) % 2 == 0:
-                # the JVP of a one-input call (x, dx) -> (outputs, their tangents):
-                # outputs and d outputs/dx from one call of `slopes(x)`, the same for every
-                # tangent dx (bound once), each tangent its slope times dx
+            jvp = self.opaque_jvps.get(call_name(eqn)) if name in INLINED_CALLS else None
+            if jvp is not None and len(operands) == 2 and len(eqn.outvars) == 2 * jvp[1]:
+                # the JVP of a one-input call (x, dx) -> (outputs, their tangents), none of
+                # them a symbolic zero (JAX drops those): outputs and d outputs/dx from one
+                # call of `jvp[0](x)`, the same for every tangent dx (bound once), each
+                # tangent its slope times dx
                 x, dx = operands
-                call = self.bind(f"{slopes}({x})")
+                call = self.bind(f"{jvp[0]}({x})")
                 for k, var in enumerate(eqn.outvars):
                     value = self.bind(f"{call}[{k}]")
-                    env[var] = value if 2 * k < len(eqn.outvars) else self.bind(f"({value} * {dx})")
+                    env[var] = value if k < jvp[1] else self.bind(f"({value} * {dx})")
                 continue
             if name in INLINED_CALLS:
                 inner, inner_consts = called_jaxpr(eqn)
@@ -270,10 +271,12 @@ def scalar_jaxpr_to_split_source(
     being inlined. (Its JVP, a `jit` of the same name with the tangents as further
     inputs, is inlined, unless `opaque_jvps` names it.)
 
-    opaque_jvps: {name of a nested one-input `jit`: name of a function}: the call's JVP
-    (inputs x and its tangent dx; outputs, then their tangents) is printed as one call of
-    that function with x, which must return the outputs and then their derivatives with
-    respect to x as one flat tuple, each tangent its derivative times dx.
+    opaque_jvps: {name of a nested one-input `jit`: (name of a function, number of
+    outputs n)}: the call's JVP (inputs x and its tangent dx; the n outputs, then their n
+    tangents) is printed as one call of that function with x, which must return the
+    outputs and then their derivatives with respect to x as one flat tuple, each tangent
+    its derivative times dx. (A JVP with fewer tangents, some of them symbolic zeros, is
+    inlined.)
 
     Raises:
         ValueError: for a non-scalar value, a primitive without a translation, or an

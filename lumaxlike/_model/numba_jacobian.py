@@ -52,6 +52,7 @@ from ._backends import (
     numba_exact_terms_and_slopes_flat,
     numba_exact_terms_flat,
 )
+from ._exact_h_tables import N_CHEBYSHEV
 from ._jaxpr_to_python import scalar_jaxpr_to_split_source
 from .columns_program import traced_columns
 from .equations import GeometryTerms
@@ -90,7 +91,7 @@ def model_columns_source(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY):
     split = scalar_jaxpr_to_split_source(
         _traced_columns(free, key), argument_names, free, "_known_part", "_step_part", "_free_part",
         opaque_calls={EXACT_TERMS_CALL: ("_exact_terms_flat", 1)},
-        opaque_jvps={EXACT_TERMS_CALL: "_exact_terms_and_slopes_flat"},
+        opaque_jvps={EXACT_TERMS_CALL: ("_exact_terms_and_slopes_flat", 2 * N_CHEBYSHEV)},
     )  # fmt: skip
     fixed = [name for name in PARAMETER_NAMES if name not in free]
     free_in_order = [name for name in PARAMETER_NAMES if name in free]  # the split's order
