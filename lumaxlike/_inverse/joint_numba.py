@@ -16,12 +16,12 @@ from __future__ import annotations
 import functools
 import math
 
-import numba
 import numpy as np
 
 from .._model import _backends, _scalar_math
 from .._model._backends import retarget_to_numba
 from .._model.numba_cache import cached_njit, compile_variant
+from .._model.numba_threads import run_in_blocks
 from . import lm_rules, numba_lm, schur
 from .schur import arrow_step
 from .status import Status
@@ -248,25 +248,24 @@ def _solve_joint_pixel(
 
 @cached_njit(
     inlines=(lm_rules, _backends, _scalar_math, schur, numba_lm),
-    parallel=True,
+    nogil=True,
     error_model="numpy",
 )
 def _joint_kernel(
-    step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b, prior_weight_b,
+    first, last, step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b, prior_weight_b,
     prior_mean_s, prior_weight_s, parameters_fixed, band_index, shared_index, lower, upper,
     min_observations, max_iter, tol, values_b, values_s, status_out, iterations_out, cost_out,
     a_out, c_out, d_out, gb_out, gs_out,
 ):  # fmt: skip
-    """Solve the joint problem of every pixel (see `solve_joint_numba` for the arrays).
+    """Solve the joint problems of pixels first to last - 1 (see `solve_joint_numba` for
+    the arrays; `numba_threads.run_in_blocks` runs the blocks).
 
     Compiled only as variants (`joint_kernel_for`), with `_joint_normal_equations` bound
     to its variant for the generated code.
     """
-    for pixel in numba.prange(refl.shape[0]):
-        # int64: the parallel loop's index is int64 when typed, uint64 when lowered, and
-        # the pixel function would compile once for each
+    for pixel in range(first, last):
         _solve_joint_pixel(
-            np.int64(pixel), step_length, rows, rows_valid, refl, weight, start_b, start_s,
+            pixel, step_length, rows, rows_valid, refl, weight, start_b, start_s,
             prior_mean_b, prior_weight_b, prior_mean_s, prior_weight_s, parameters_fixed,
             band_index, shared_index, lower, upper, min_observations, max_iter, tol, values_b,
             values_s, status_out, iterations_out, cost_out, a_out, c_out, d_out, gb_out, gs_out,
@@ -339,8 +338,8 @@ def solve_joint_numba(functions, rows, rows_valid, refl, weight, start_b, start_
     def as_int(a):
         return np.require(np.asarray(a, np.int64).reshape(-1), np.int64, ("C", "W"))
 
-    joint_kernel_for(functions)(
-        functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
+    run_in_blocks(
+        joint_kernel_for(functions), n, functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
         as_float(refl), as_float(weight), as_float(start_b), as_float(start_s),
         *(as_float(a) for a in priors), as_float(parameters_fixed), as_int(band_index),
         as_int(shared_index), as_float(lower), as_float(upper), int(min_observations),

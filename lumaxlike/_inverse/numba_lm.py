@@ -27,6 +27,7 @@ import numpy as np
 from .._model import _backends, _scalar_math
 from .._model._backends import retarget_to_numba
 from .._model.numba_cache import cached_njit, compile_variant
+from .._model.numba_threads import run_in_blocks
 from . import lm_rules
 from .status import Status
 
@@ -261,9 +262,9 @@ def _solve_lm_pixel(
                 jtj_out[pixel, band, a, b] = jtj[a, b]
 
 
-@cached_njit(inlines=(lm_rules, _backends, _scalar_math), parallel=True, error_model="numpy")
+@cached_njit(inlines=(lm_rules, _backends, _scalar_math), nogil=True, error_model="numpy")
 def _lm_kernel(
-    step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower, upper,
+    first, last, step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower, upper,
     min_observations, max_iter, tol, values_out, status_out, iterations_out, cost_out, jtj_out,
 ):  # fmt: skip
     """Solve problems (pixel, band) with observations along the last axis of `refl`.
@@ -272,13 +273,12 @@ def _lm_kernel(
     to its variant for the generated code. rows: (pixels, observations, row length); rows_valid: (pixels,
     observations) bool; refl: (pixels, bands, observations), NaN where an observation is
     left out; start: (pixels, bands, p); values_out: (pixels, bands, p); jtj_out:
-    (pixels, bands, p, p) J^T J at the solution.
+    (pixels, bands, p, p) J^T J at the solution. Solves pixels first to last - 1
+    (`numba_threads.run_in_blocks`).
     """
-    for pixel in numba.prange(refl.shape[0]):
-        # int64: the parallel loop's index is int64 when typed, uint64 when lowered, and
-        # the pixel function would compile once for each
+    for pixel in range(first, last):
         _solve_lm_pixel(
-            np.int64(pixel), step_length, rows, rows_valid, refl, start, parameters_fixed,
+            pixel, step_length, rows, rows_valid, refl, start, parameters_fixed,
             free_index, lower, upper, min_observations, max_iter, tol, values_out, status_out,
             iterations_out, cost_out, jtj_out,
         )  # fmt: skip
@@ -348,8 +348,8 @@ def solve_numba(
         "jtj": np.empty((n_pixels, n_bands, p, p)),
     }
     as_float = lambda a: np.require(a, np.float64, ("C", "W"))  # noqa: E731
-    lm_kernel_for(functions)(
-        functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
+    run_in_blocks(
+        lm_kernel_for(functions), n_pixels, functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
         as_float(refl), as_float(start), as_float(parameters_fixed), np.require(free_index, np.int64, ("C", "W")),
         as_float(lower), as_float(upper), int(min_observations), int(max_iter), float(tol),
         out["values"], out["status"], out["iterations"], out["cost"], out["jtj"],

@@ -1,8 +1,8 @@
 """The numba kernel of `unmix`'s one-step route: Levenberg-Marquardt in reflectance space
 over the mixture's cross-section fractions, each step a programme on the simplex
-(`simplex_qp`); parallel over pixels (`prange` over blocks of `numba_unmix.BLOCK` pixels,
-scratch allocated once per block). float64. The two-step route and the covariance are
-`numba_unmix`'s.
+(`simplex_qp`); parallel over blocks of `numba_unmix.BLOCK` pixels
+(`numba_threads.run_in_blocks`; scratch allocated once per block). float64. The two-step
+route and the covariance are `numba_unmix`'s.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .._model._backends import numba_equations, retarget_to_numba
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
+from .._model.numba_threads import run_in_blocks
 from . import numba_unmix
 from . import simplex_qp as _qp_module
 from .numba_unmix import BLOCK
@@ -295,19 +296,17 @@ def _one_step_block(
 
 
 @cached_njit(
-    inlines=(_qp_module, lm_rules, *MODEL_MODULES, numba_unmix), parallel=True, error_model="numpy"
+    inlines=(_qp_module, lm_rules, *MODEL_MODULES, numba_unmix), nogil=True, error_model="numpy"
 )
 def _one_step_kernel(
-    refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, phase, band_weights, start,
+    first, last, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, phase, band_weights, start,
     equality, max_iter, tol, max_steps,
     fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
 ):  # fmt: skip
-    n_pixels = refl.shape[0]
-    for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
-        # int64: the parallel loop's index is int64 when typed, uint64 when lowered, and
-        # the block function would compile once for each
+    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
+    for block in range(first, last):
         _one_step_block(
-            np.int64(block),
+            block,
             refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, phase, band_weights, start,
             equality, max_iter, tol, max_steps,
             fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
@@ -371,8 +370,8 @@ def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights
         "sum_active": np.empty(n, np.bool_),
     }
     phase = np.empty((n, 0, 1, 4)) if phase is None else as_kernel_array(phase)
-    _one_step_kernel_for(params.model_key)(
-        as_kernel_array(refl), *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)), *kernel_params(params),
+    run_in_blocks(
+        _one_step_kernel_for(params.model_key), (n + BLOCK - 1) // BLOCK, as_kernel_array(refl), *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)), *kernel_params(params),
         as_kernel_array(albedo), phase, as_kernel_array(band_weights), as_kernel_array(start),
         bool(equality), int(max_iter), float(tol), int(max_steps),
         out["fractions"], out["status"], out["iterations"], out["cost"], out["hessian"], out["gradient"],

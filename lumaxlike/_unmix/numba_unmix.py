@@ -1,6 +1,7 @@
 """The numba kernels of `unmix`'s two-step route (the w-space programme after a per-band
 inversion) and of the covariance and mass fractions both routes finish with; parallel
-over pixels (`prange` over blocks of `BLOCK` pixels, scratch allocated once per block).
+over blocks of `BLOCK` pixels (`numba_threads.run_in_blocks`; scratch allocated once per
+block).
 float64. The one-step route's kernel is `numba_one_step`.
 """
 
@@ -14,6 +15,7 @@ import numpy as np
 from .._inverse.status import Status
 from .._model.numba_cache import cached_njit
 from .._model.numba_model import as_kernel_array
+from .._model.numba_threads import run_in_blocks
 from . import mixing
 from . import simplex_qp as _qp_module
 from .simplex_qp import (
@@ -27,7 +29,7 @@ from .simplex_qp import (
 
 __all__ = ["BLOCK", "finish_numba", "two_step_numba"]
 
-BLOCK = 64  # pixels per prange task: scratch arrays are allocated once per block
+BLOCK = 64  # pixels per block: scratch arrays are allocated once per block
 CONVERGED = int(Status.CONVERGED)
 MAX_ITER = int(Status.MAX_ITER)
 UNDETERMINED = int(Status.UNDETERMINED)
@@ -127,15 +129,13 @@ def _two_step_block(block, w, sigma_w, solve, albedo, shared_hessian, equality, 
                 gradient_out[pixel, a] += a_matrix[a, b] * x[b]
 
 
-@cached_njit(inlines=(_qp_module,), parallel=True, error_model="numpy")
-def _two_step_kernel(w, sigma_w, solve, albedo, shared_hessian, equality, max_steps,
+@cached_njit(inlines=(_qp_module,), nogil=True, error_model="numpy")
+def _two_step_kernel(first, last, w, sigma_w, solve, albedo, shared_hessian, equality, max_steps,
                      fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out):  # fmt: skip
-    n_pixels = w.shape[0]
-    for block in numba.prange((n_pixels + BLOCK - 1) // BLOCK):
-        # int64: the parallel loop's index is int64 when typed, uint64 when lowered, and
-        # the block function would compile once for each
+    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
+    for block in range(first, last):
         _two_step_block(
-            np.int64(block),
+            block,
             w,
             sigma_w,
             solve,
@@ -177,8 +177,8 @@ def two_step_numba(w, sigma_w, solve, albedo, equality, max_steps):
         "code": np.empty(n, np.int8),
     }
     sigma_w = np.empty((0, 0)) if sigma_w is None else as_kernel_array(sigma_w)
-    _two_step_kernel(
-        as_kernel_array(w), sigma_w, np.require(solve, np.bool_, ("C", "W")), albedo, albedo @ albedo.T,
+    run_in_blocks(
+        _two_step_kernel, (n + BLOCK - 1) // BLOCK, as_kernel_array(w), sigma_w, np.require(solve, np.bool_, ("C", "W")), albedo, albedo @ albedo.T,
         bool(equality), int(max_steps),
         out["fractions"], out["cost"], out["hessian"], out["gradient"], out["sum_active"], out["code"],
     )  # fmt: skip
@@ -196,9 +196,9 @@ def _finish_pixel(
     x, pixel_hessian, pixel_gradient, mass, mass_covariance,
 ):  # fmt: skip
     """One pixel of `_finish_kernel`, with its block's scratch arrays: the loop body as a
-    function of its own, because numba's parallel passes grow with the body of a prange
-    loop and this one inlines `reduced_covariance` twice (measured: the kernel compiled
-    in 35 s with the body inline, 19 s so)."""
+    function of its own (when the loop was numba's prange, whose parallel passes grow with
+    its body, and this one inlines `reduced_covariance` twice: the kernel compiled in
+    35 s with the body inline, 19 s so)."""
     p = fractions.shape[1]
     code = status[pixel]
     if not (code == CONVERGED or code == MAX_ITER or code == UNDETERMINED):
@@ -279,14 +279,15 @@ def _finish_pixel(
             covariance_out[pixel, a, b] = mass_covariance[a, b]
 
 
-@cached_njit(inlines=(_qp_module, mixing), parallel=True, error_model="numpy")
-def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_mass, weighted, equality, n_bands,
+@cached_njit(inlines=(_qp_module, mixing), nogil=True, error_model="numpy")
+def _finish_kernel(first, last, hessian, gradient, fractions, sum_active, cost, status, per_mass, weighted, equality, n_bands,
                    mass_out, covariance_out, at_bound_out, remainder_out):  # fmt: skip
+    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
     n, p = fractions.shape
-    for block in numba.prange((n + BLOCK - 1) // BLOCK):
+    for block in range(first, last):
         # Per-block scratch; a pixel's rows are copied in and out (a view of a shared
-        # array in a parallel loop updates the array's one reference count from every
-        # thread: contention that cost more than the covariance itself).
+        # array updated by parallel threads updates the array's one reference count from
+        # every thread: contention that cost more than the covariance itself).
         system = np.empty((p, p))
         factor = np.empty((p, p))
         scale = np.empty(p)
@@ -303,10 +304,8 @@ def _finish_kernel(hessian, gradient, fractions, sum_active, cost, status, per_m
         mass = np.empty(p)
         mass_covariance = np.empty((p, p))
         for pixel in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
-            # int64: the parallel loop's index is int64 when typed, uint64 when lowered,
-            # and the pixel function would compile once for each
             _finish_pixel(
-                np.int64(pixel), hessian, gradient, fractions, sum_active, cost, status, per_mass, weighted,
+                pixel, hessian, gradient, fractions, sum_active, cost, status, per_mass, weighted,
                 equality, n_bands, mass_out, covariance_out, at_bound_out, remainder_out,
                 system, factor, scale, rhs, column, covariance, released, released_covariance,
                 free, tested, x, pixel_hessian, pixel_gradient, mass, mass_covariance,
@@ -331,8 +330,8 @@ def finish_numba(solved, status, per_mass, weighted, equality, n_bands):
         "at_bound": np.empty((n, p), np.bool_),
         "remainder": np.empty(n),
     }
-    _finish_kernel(
-        as_kernel_array(solved["hessian"]), as_kernel_array(solved["gradient"]), solved["fractions"],
+    run_in_blocks(
+        _finish_kernel, (n + BLOCK - 1) // BLOCK, as_kernel_array(solved["hessian"]), as_kernel_array(solved["gradient"]), solved["fractions"],
         np.require(solved["sum_active"], np.bool_, ("C", "W")), as_kernel_array(solved["cost"]), status,
         as_kernel_array(per_mass), bool(weighted), bool(equality), int(n_bands),
         out["fractions"], out["covariance"], out["at_bound"], out["remainder"],
