@@ -3,7 +3,7 @@
 Scalar, branch-free functions, retargeted to JAX and numba like the model's
 `equations` (same rules: `where` instead of `if` on data). Both solvers use the table,
 start and status, and both step with `propose` and `update`, the p = 1 case of
-`lm_rules` (numba's fused `prange` kernel per band, JAX's `_solve_albedo_lm`
+`lm_rules` (numba's fused kernel per band, JAX's `_solve_albedo_lm`
 element-wise over a chunk). So the two solvers take the same steps and agree to rounding.
 
 The problem: find w in (0, 1) with r(w) = r_obs, r strictly increasing in w. It is the

@@ -30,12 +30,13 @@ __all__ = [
 SOLVERS = ("jax", "numba")
 DEFAULT_MAX_ITER = 50
 # The numba solver's default chunk, in problems (pixels x bands). It writes float64
-# results straight into `invert`'s arrays and keeps its work in a few rows per thread,
-# so a chunk costs memory only for float32 input (a float64 copy of the chunk's refl and
-# its w and residual: 24 B per problem, 100 MB) or with refl_sigma (the slope, 8 B). Each
-# chunk is one parallel loop, at whose end numba's (OpenMP) threads spin-wait for the next:
-# a few large chunks spend less CPU time waiting than `PROBLEMS_PER_CHUNK`'s many
-# (benchmarks/bench_invert_units.py).
+# results straight into `invert`'s arrays and keeps its work in a row per block of
+# pixels, so a chunk costs memory only for float32 input (a float64 copy of the chunk's
+# refl and its w and residual: 24 B per problem, 100 MB) or with refl_sigma (the slope,
+# 8 B). Each chunk is one parallel loop (`numba_threads.run_in_blocks`), whose start and
+# end cost about a millisecond: a few large chunks spend less time there than
+# `PROBLEMS_PER_CHUNK`'s many (measured when the loop was numba's prange, whose OpenMP
+# threads spin-waited between chunks: benchmarks/bench_invert_units.py).
 NUMBA_PROBLEMS_PER_CHUNK = 1 << 22
 
 

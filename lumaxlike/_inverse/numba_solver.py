@@ -1,6 +1,8 @@
 """The numba solver: a hand-written Levenberg-Marquardt in w, parallel over pixels.
 
-One fused kernel, `prange` over pixels (each pixel one call of `_solve_albedo_pixel`): the pixel's w-independent terms and its table of
+One fused kernel, serial over a range of pixels (each pixel one call of
+`_solve_albedo_pixel`), run over blocks of pixels on threads
+(`numba_threads.run_in_blocks`): the pixel's w-independent terms and its table of
 r(w) are computed once and reused for every band and every iteration; each band is its
 own problem with its own damping, acceptance and early exit (`albedo_rules`); r and
 dr/dw come together from the analytic `equations.reflectance_and_slope`. The bands of a
@@ -8,7 +10,7 @@ pixel step in lockstep, `BLOCK` at a time: each iteration is one branch-free loo
 block, finished bands keeping their values by selection, which the compiler vectorises (a
 band's own sequence of operations is that of a band stepped alone: the same bits). A
 block's state (w, residual, slope, damping, growth, observed r, status, iterations) lives
-in one contiguous row per thread (`numba.get_thread_id`), so the loops touch one array and
+in one contiguous row per block of pixels (`state`), so the loops touch one array and
 the compiler needs no runtime overlap checks between them; the outputs are written once,
 when the block is done. Every input and output row is sliced to the block first and indexed
 by the loop counter alone: an index like `block + j` is a signed sum that numba wraps when
@@ -29,13 +31,13 @@ from __future__ import annotations
 import functools
 import math
 
-import numba
 import numpy as np
 
 from .._model._backends import inlined, numba_equations, retarget_to_numba
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
+from .._model.numba_threads import run_in_blocks
 from . import albedo_rules, lm_rules
 
 __all__ = ["solve_albedo_numba"]
@@ -69,9 +71,9 @@ SOLVING = albedo_rules.SOLVING
 MAX_ITER = albedo_rules.MAX_ITER
 CONVERGED = albedo_rules.CONVERGED
 N_TABLE = albedo_rules.N_TABLE
-# Bands solved together (the rows of a thread's scratch): one pixel's, for most cubes.
+# Bands solved together (the rows of a block's state): one pixel's, for most cubes.
 BLOCK = 64
-# Where each field of a block's state starts in its thread's scratch row (BLOCK each).
+# Where each field of a block of bands starts in the state row (BLOCK each).
 _W, _RESIDUAL, _SLOPE, _DAMPING, _GROWTH, _R_OBS, _STATUS, _ITERATIONS = (
     k * BLOCK for k in range(8)
 )
@@ -82,7 +84,7 @@ _STATE_LENGTH = 8 * BLOCK
 def _solve_albedo_pixel(
     pixel, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
     max_iter, tol, w_lower, w_upper,
-    w_out, status_out, iterations_out, residual_out, slope_out, scratch,
+    w_out, status_out, iterations_out, residual_out, slope_out, st,
 ):  # fmt: skip
     """Every band of one pixel (`_albedo_kernel`'s loop body; arguments as there)."""
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
@@ -101,12 +103,10 @@ def _solve_albedo_pixel(
         b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
     )  # fmt: skip
     table = albedo_table(terms)
-    thread = numba.get_thread_id()
-    # The pixel's problems, BLOCK bands at a time, live in its thread's row of
-    # `scratch` (one contiguous block of rows: w, residual, slope, damping, growth,
+    # The pixel's problems, BLOCK bands at a time, live in the state row `st` of its
+    # block of pixels (one contiguous block of rows: w, residual, slope, damping, growth,
     # observed r, status and iterations as floats) and reach the outputs once, when
     # the block is done.
-    st = scratch[thread]
     r_obs_row = refl[pixel]
     for block in range(0, n_bands, BLOCK):
         size = min(BLOCK, n_bands - block)
@@ -194,22 +194,22 @@ def _solve_albedo_pixel(
             iterations_row[j] = int(st[_ITERATIONS + j])
 
 
-@cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), parallel=True, error_model="numpy")
+@cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), nogil=True, error_model="numpy")
 def _albedo_kernel(
-    refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
+    first, last, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
     max_iter, tol, w_lower, w_upper,
-    w_out, status_out, iterations_out, residual_out, slope_out, scratch,
+    w_out, status_out, iterations_out, residual_out, slope_out,
 ):  # fmt: skip
-    # The loop body is a function of its own: numba's parallel passes grow with the body
-    # of a prange loop (measured: the imsa-hapke1981 kernel compiled in 12.6 s with the
-    # body inline, 5.3 s so; amsa-exact 22.5 s and 13 s), and its speed is the same.
-    for pixel in numba.prange(refl.shape[0]):
-        # int64: the parallel loop's index is int64 when typed, uint64 when lowered, and
-        # the pixel function would compile once for each
+    """Pixels first to last - 1 (`numba_threads.run_in_blocks`), with one state row."""
+    # The loop body is a function of its own (when this loop was numba's prange, whose
+    # parallel passes grow with its body: the imsa-hapke1981 kernel compiled in 12.6 s
+    # with the body inline, 5.3 s so; amsa-exact 22.5 s and 13 s; the same speed).
+    state = np.empty(_STATE_LENGTH)
+    for pixel in range(first, last):
         _solve_albedo_pixel(
-            np.int64(pixel), refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
+            pixel, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
             max_iter, tol, w_lower, w_upper,
-            w_out, status_out, iterations_out, residual_out, slope_out, scratch,
+            w_out, status_out, iterations_out, residual_out, slope_out, state,
         )  # fmt: skip
 
 
@@ -287,10 +287,8 @@ def solve_albedo_numba(
 
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
     geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
-    # a thread's rows (`_albedo_kernel`); ids run below numba's thread count
-    scratch = np.empty((numba.config.NUMBA_NUM_THREADS, _STATE_LENGTH))
-    _albedo_kernel_for(params.model_key)(
-        as_kernel_array(refl),
+    run_in_blocks(
+        _albedo_kernel_for(params.model_key), shape[0], as_kernel_array(refl),
         *geometry,
         *kernel_params(params),
         start,
@@ -300,7 +298,6 @@ def solve_albedo_numba(
         float(w_bounds[1]),
         out["w"], out["status"], out["iterations"], out["residual"],
         out["slope"] if keep_slope else np.empty((0, shape[1])),
-        scratch,
     )  # fmt: skip
     return out
 
