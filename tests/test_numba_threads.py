@@ -1,5 +1,5 @@
-"""`_model.numba_threads.run_in_blocks`: the parallel loop of the LM, joint, unmix and
-albedo kernels (serial kernels over blocks of items on threads)."""
+"""`_model.numba_threads.run_in_blocks`: the parallel loop of every numba kernel (serial
+kernels over blocks of items on threads)."""
 
 import threading
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from .._model.numba_cache import cached_njit
+from .._model.numba_threads import run_in_blocks
 from . import numba_lm
 from .numba_lm import cholesky, cholesky_solve
 from .status import Status
@@ -20,10 +20,11 @@ __all__ = ["covariance", "MAX_VARIANCE_INFLATION"]
 MAX_VARIANCE_INFLATION = 1e12
 
 
-@cached_njit(inlines=(numba_lm,), parallel=True, error_model="numpy")  # numba_lm: its Cholesky
-def _covariance_kernel(jtj, variance, solved, out, determined):
-    n, p = jtj.shape[0], jtj.shape[1]
-    for i in numba.prange(n):
+@cached_njit(inlines=(numba_lm,), nogil=True, error_model="numpy")  # numba_lm: its Cholesky
+def _covariance_kernel(first, last, jtj, variance, solved, out, determined):
+    """Problems first to last - 1 (`numba_threads.run_in_blocks`)."""
+    p = jtj.shape[1]
+    for i in range(first, last):
         determined[i] = False
         for a in range(p):
             for b in range(p):
@@ -87,7 +88,9 @@ def covariance(jtj, cost, status, n_obs, band_sigma):
             variance = np.where(n_obs > n_free, cost / np.maximum(n_obs - n_free, 1), np.nan)
     out = np.empty((int(np.prod(shape)), n_free, n_free))
     determined = np.empty(out.shape[0], np.bool_)
-    _covariance_kernel(
+    run_in_blocks(
+        _covariance_kernel,
+        out.shape[0],
         np.require(jtj.reshape(-1, n_free, n_free), np.float64, ("C", "W")),
         np.require(np.reshape(variance, -1), np.float64, ("C", "W")),
         np.require(solved.reshape(-1), np.bool_, ("C", "W")),

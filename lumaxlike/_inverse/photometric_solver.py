@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numba
 import numpy as np
 
 from .._model import _backends, _scalar_math
@@ -14,6 +13,7 @@ from .._model._backends import retarget_to_jax, retarget_to_numba
 from .._model.model_forward import photometric_scale_jax
 from .._model.numba_cache import cached_njit
 from .._model.numba_model import as_kernel_array
+from .._model.numba_threads import run_in_blocks
 from .._model.photometric_backends import scale_numba
 from . import photometric_rules
 
@@ -50,14 +50,13 @@ def solve_photometric_jax(refl, to_sun, to_sensor, normal, model):
     return _solve_jax(refl, to_sun, to_sensor, normal, model)
 
 
-@cached_njit(
-    inlines=(photometric_rules, _scalar_math, _backends), parallel=True, error_model="numpy"
-)
+@cached_njit(inlines=(photometric_rules, _scalar_math, _backends), nogil=True, error_model="numpy")
 def _solve_kernel(
-    refl, to_sun, to_sensor, normal, scale, w_out, status_out, residual_out, slope_out
+    first, last, refl, to_sun, to_sensor, normal, scale, w_out, status_out, residual_out, slope_out
 ):
-    n_pixels, n_bands = refl.shape
-    for pixel in numba.prange(n_pixels):
+    """Pixels first to last - 1 (`numba_threads.run_in_blocks`)."""
+    n_bands = refl.shape[1]
+    for pixel in range(first, last):
         finite = geometry_finite(to_sun[pixel], to_sensor[pixel], normal[pixel])
         for band in range(n_bands):
             albedo, status, residual, slope = albedo_closed_form(
@@ -83,7 +82,9 @@ def solve_photometric_numba(refl, to_sun, to_sensor, normal, model):
     }
     geometry = [as_kernel_array(a) for a in (to_sun, to_sensor, normal)]
     scale = scale_numba(*geometry, model)
-    _solve_kernel(
+    run_in_blocks(
+        _solve_kernel,
+        shape[0],
         as_kernel_array(refl),
         *geometry,
         scale,

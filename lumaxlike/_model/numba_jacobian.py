@@ -58,6 +58,7 @@ from .columns_program import traced_columns
 from .equations import GeometryTerms
 from .family import DEFAULT_KEY, ModelKey
 from .numba_cache import cached_njit, compile_variant
+from .numba_threads import run_in_blocks
 
 __all__ = [
     "PARAMETER_NAMES",
@@ -240,11 +241,12 @@ def model_columns(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY) -> ColumnF
     )  # fmt: skip
 
 
-@cached_njit(parallel=True, error_model="numpy")
-def _hoist_kernel(geometry_rows, parameters, rows):
-    """Compiled only as variants (`_hoist_kernel_for`), with `hoist` bound to generated code."""
-    n_pixels, n_obs, _ = geometry_rows.shape
-    for pixel in numba.prange(n_pixels):
+@cached_njit(nogil=True, error_model="numpy")
+def _hoist_kernel(first, last, geometry_rows, parameters, rows):
+    """Pixels first to last - 1 (`numba_threads.run_in_blocks`). Compiled only as
+    variants (`_hoist_kernel_for`), with `hoist` bound to generated code."""
+    n_obs = geometry_rows.shape[1]
+    for pixel in range(first, last):
         for k in range(n_obs):
             hoist(parameters, geometry_rows[pixel, k], rows[pixel, k])  # noqa: F821 (bound per variant)
 
@@ -258,7 +260,9 @@ def _hoist_kernel_for(functions: ColumnFunctions):
 def hoisted_rows(functions: ColumnFunctions, geometry_rows, parameters):
     """(pixels, observations, row_length) rows from (pixels, observations, 11) geometry rows."""
     rows = np.empty(geometry_rows.shape[:2] + (max(functions.row_length, 1),))
-    _hoist_kernel_for(functions)(
+    run_in_blocks(
+        _hoist_kernel_for(functions),
+        rows.shape[0],
         np.require(geometry_rows, np.float64, ("C", "W")),
         np.require(parameters, np.float64, ("C", "W")),
         rows,

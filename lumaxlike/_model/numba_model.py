@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import types
 
-import numba
 import numpy as np
 
 from .. import _configuration
@@ -17,6 +16,7 @@ from . import _backends, _exact_h_tables, _scalar_math, equations, family, h_fun
 from ._backends import numba_equations
 from .family import ModelKey, numba_kernel_for
 from .numba_cache import cached_njit
+from .numba_threads import run_in_blocks
 
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
@@ -39,13 +39,16 @@ MODEL_MODULES: tuple[types.ModuleType, ...] = (
 )
 
 
-@cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
-def _amsa_pixels_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, out):
+@cached_njit(inlines=MODEL_MODULES, nogil=True, error_model="numpy")
+def _amsa_pixels_kernel(
+    first, last, w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, out
+):
+    """Pixels first to last - 1 (`numba_threads.run_in_blocks`)."""
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
         scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
     )  # fmt: skip
-    n_pixels, n_bands = w.shape
-    for pixel in numba.prange(n_pixels):
+    n_bands = w.shape[1]
+    for pixel in range(first, last):
         terms = pixel_terms(
             to_sun[pixel], to_sensor[pixel], normal[pixel],
             b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
@@ -54,10 +57,11 @@ def _amsa_pixels_kernel(w, to_sun, to_sensor, normal, scalars, legendre, use_leg
             out[pixel, band] = reflectance(w[pixel, band], terms)
 
 
-@cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
-def _observation_rows_kernel(to_sun, to_sensor, normal, rows):
-    n_pixels, n_obs, _ = to_sun.shape
-    for pixel in numba.prange(n_pixels):
+@cached_njit(inlines=MODEL_MODULES, nogil=True, error_model="numpy")
+def _observation_rows_kernel(first, last, to_sun, to_sensor, normal, rows):
+    """Pixels first to last - 1 (`numba_threads.run_in_blocks`)."""
+    n_obs = to_sun.shape[1]
+    for pixel in range(first, last):
         for k in range(n_obs):
             geometry = geometry_terms(to_sun[pixel, k], to_sensor[pixel, k], normal[pixel, k])
             # GeometryTerms mixes floats and a bool: no indexing by a variable
@@ -107,7 +111,12 @@ def observation_rows(to_sun, to_sensor, normal):
     """
     fields = equations.GeometryTerms._fields
     rows = np.empty(to_sun.shape[:2] + (len(fields),))
-    _observation_rows_kernel(*(as_kernel_array(a) for a in (to_sun, to_sensor, normal)), rows)
+    run_in_blocks(
+        _observation_rows_kernel,
+        rows.shape[0],
+        *(as_kernel_array(a) for a in (to_sun, to_sensor, normal)),
+        rows,
+    )
     return rows, rows[..., fields.index("valid")] != 0.0
 
 
@@ -141,5 +150,5 @@ def amsa_pixels(w, to_sun, to_sensor, normal, params):
     out = np.empty(w.shape, dtype=np.float64)
     geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
     kernel = _amsa_pixels_kernel_for(params.model_key)
-    kernel(as_kernel_array(w), *geometry, *kernel_params(params), out)
+    run_in_blocks(kernel, out.shape[0], as_kernel_array(w), *geometry, *kernel_params(params), out)
     return out

@@ -1,4 +1,4 @@
-"""The parallel loop of lumaxlike's heaviest numba kernels: a serial kernel over a range
+"""The parallel loop of lumaxlike's numba kernels: a serial kernel over a range
 of items, ``kernel(first, last, *args)`` compiled with ``nogil=True``, run over blocks of
 the range on Python threads, as many as ``numba.get_num_threads()`` says in the calling
 thread (thread-local: the run layer's per-task counts hold).
@@ -8,7 +8,8 @@ compiles the loop's callees into it again. Measured on a fresh cache (2-core VM)
 prange loop around `unmix`'s one-step block function took 6.2 s to compile on top of the
 block function's 8.4 s, a serial loop around it 1.4 s; the threads run the same machine
 code on the same items, so the results are the same bits. The items of one call are
-independent (each writes its own rows of the outputs).
+independent (each writes its own rows of the outputs). No kernel uses numba's threading
+layers, so threads of a caller (dask's threaded scheduler) may run kernels at once.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from .._geometry import geometry_from_angles
@@ -18,6 +17,7 @@ from .._model._backends import numba_equations
 from .._model.family import ModelKey, numba_kernel_for
 from .._model.numba_cache import cached_njit
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
+from .._model.numba_threads import run_in_blocks
 from .._params import HapkeParams
 
 __all__ = [
@@ -35,7 +35,6 @@ LROC WAC): i = 30 deg, e = 0 deg, g = 30 deg."""
 # slack for a phase angle computed from the other two in floating point [rad]
 _ANGLE_SLACK = 1e-9
 
-_BLOCK = 4096  # values per parallel task of the standard-geometry kernel
 
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
@@ -87,24 +86,23 @@ def standard_vectors(incidence: float, emission: float, phase: float):
     )
 
 
-@cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
+@cached_njit(inlines=MODEL_MODULES, nogil=True, error_model="numpy")
 def _standard_kernel(
-    w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, r_out, slope_out, with_slope
-):
+    first, last, w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, r_out,
+    slope_out, with_slope,
+):  # fmt: skip
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
         scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
     )  # fmt: skip
-    n = w.shape[0]
-    for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
-        # the terms once per block of values (a tuple cannot enter a parallel loop from outside)
-        terms = pixel_terms(
-            to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
-        )  # fmt: skip
-        for k in range(block * _BLOCK, min(n, (block + 1) * _BLOCK)):
-            if with_slope:
-                r_out[k], slope_out[k] = reflectance_and_slope(w[k], terms)
-            else:
-                r_out[k] = reflectance(w[k], terms)
+    # values first to last - 1 (`numba_threads.run_in_blocks`), the terms once per block
+    terms = pixel_terms(
+        to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
+    )  # fmt: skip
+    for k in range(first, last):
+        if with_slope:
+            r_out[k], slope_out[k] = reflectance_and_slope(w[k], terms)
+        else:
+            r_out[k] = reflectance(w[k], terms)
 
 
 def _kernel_for(key: ModelKey):
@@ -135,7 +133,9 @@ def standard_reflectance(w, vectors, model, r_out=None, with_slope=True):
     flat = as_kernel_array(np.reshape(w, -1))
     r = np.empty(flat.shape) if r_out is None else _flat_float64(r_out)
     slope = np.empty(flat.shape if with_slope else 1)
-    _kernel_for(model.model_key)(
+    run_in_blocks(
+        _kernel_for(model.model_key),
+        flat.shape[0],
         flat,
         *(as_kernel_array(v) for v in vectors),
         *kernel_params(model),

@@ -10,7 +10,6 @@ arrays in lumaxlike's layout: reflectance ``(..., bands)`` in r [1/sr], geometry
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -107,42 +106,27 @@ def band_groups(params: list[HapkeParams]) -> list[tuple[HapkeParams, np.ndarray
     return [(item, np.asarray(bands)) for item, bands in groups.values()]
 
 
-_WORKQUEUE_LOCK = threading.Lock()
-
-
-def _workqueue_guard():
-    """A lock for numba calls from worker threads when numba's threading layer is
-    ``workqueue`` (or not chosen yet): that layer aborts the process on concurrent use."""
-    import numba
-
-    if threading.current_thread() is threading.main_thread():
-        return contextlib.nullcontext()
-    try:
-        layer = numba.threading_layer()
-    except ValueError:  # no parallel kernel has run yet: the layer is still undecided
-        layer = None
-    return _WORKQUEUE_LOCK if layer in (None, "workqueue") else contextlib.nullcontext()
-
-
 @contextlib.contextmanager
 def numba_threads(count: int | None):
     """Run the enclosed numba calls with ``count`` threads (None: numba's setting).
 
     ``numba.set_num_threads`` is thread-local; the previous value is restored after.
+    lumaxlike's kernels read it in the calling thread (`numba_threads.run_in_blocks`)
+    and use none of numba's threading layers, so tasks on several threads may call
+    them at once.
     """
     import numba
 
-    with _workqueue_guard():
-        if count is None:
-            yield
-            return
-        previous = numba.get_num_threads()
-        # NUMBA_NUM_THREADS, the most threads numba starts (numba.config sets it at run time)
-        numba.set_num_threads(min(int(count), vars(numba.config)["NUMBA_NUM_THREADS"]))
-        try:
-            yield
-        finally:
-            numba.set_num_threads(previous)
+    if count is None:
+        yield
+        return
+    previous = numba.get_num_threads()
+    # NUMBA_NUM_THREADS, the most threads numba starts (numba.config sets it at run time)
+    numba.set_num_threads(min(int(count), vars(numba.config)["NUMBA_NUM_THREADS"]))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 def invert_block(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numba
 import numpy as np
 
 from .._model._backends import numba_equations
@@ -23,6 +22,7 @@ from .._model.equations import N_LEGENDRE
 from .._model.family import ModelKey, numba_kernel_for
 from .._model.numba_cache import cached_njit
 from .._model.numba_model import MODEL_MODULES, as_kernel_array
+from .._model.numba_threads import run_in_blocks
 from .._params import HapkeParams
 
 __all__ = ["check_phase", "endmember_params", "phase_table", "N_PHASE_TERMS"]
@@ -104,14 +104,15 @@ def endmember_params(params: HapkeParams, phase, endmember: int, slot: int = 0) 
     return dataclasses.replace(params, phase_function="dhg", legendre=phase[endmember, slot])
 
 
-@cached_njit(inlines=MODEL_MODULES, parallel=True, error_model="numpy")
+@cached_njit(inlines=MODEL_MODULES, nogil=True, error_model="numpy")
 def _phase_table_kernel(
-    to_sun, to_sensor, normal, roughness, hs, bs0, shapes, legendre, use_legendre, out
+    first, last, to_sun, to_sensor, normal, roughness, hs, bs0, shapes, legendre, use_legendre, out
 ):
     """out[pixel, s] = `equations.phase_terms` of phase function s (shapes[s] = b, c,
-    asymmetry; legendre[s], use_legendre[s]) at every pixel."""
-    n_pixels, n_sets = to_sun.shape[0], shapes.shape[0]
-    for pixel in numba.prange(n_pixels):
+    asymmetry; legendre[s], use_legendre[s]) at pixels first to last - 1
+    (`numba_threads.run_in_blocks`)."""
+    n_sets = shapes.shape[0]
+    for pixel in range(first, last):
         geometry = geometry_terms(to_sun[pixel], to_sensor[pixel], normal[pixel])
         cos_i, sin_i, cos_e, sin_e, cos_g, tan_half_g, cos_psi, sin2_half_psi, psi, f_psi, valid = (
             geometry
@@ -168,7 +169,8 @@ def phase_table(to_sun, to_sensor, normal, params: HapkeParams, phase):
     for kind in dict.fromkeys(s[0] for s in sets):
         members = [i for i, s in enumerate(sets) if s[0] == kind]
         out = np.empty((n, len(members), N_PHASE_TERMS))
-        _phase_table_kernel_for(ModelKey(params.multiple_scattering, "hapke2002", kind))(
+        run_in_blocks(
+            _phase_table_kernel_for(ModelKey(params.multiple_scattering, "hapke2002", kind)), n,
             *geometry, float(params.roughness), float(params.hs), float(params.bs0),
             np.array([sets[i][1] for i in members], np.float64), np.array([sets[i][2] for i in members], np.float64),
             np.array([sets[i][3] for i in members], np.bool_), out,
