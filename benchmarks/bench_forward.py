@@ -144,6 +144,7 @@ def measure(call) -> tuple[float, float]:
 def lumaxlike_cases(w, geometry, params) -> tuple[dict, dict, dict]:
     """{name: call}, compile times, and the public calls' results (for the cross-checks)."""
     from lumaxlike._model import numba_model
+    from lumaxlike._model.numba_threads import run_in_blocks
 
     cases, compile_s, results = {}, {}, {}
 
@@ -163,9 +164,10 @@ def lumaxlike_cases(w, geometry, params) -> tuple[dict, dict, dict]:
     out, out_one = np.empty(w.shape), np.empty(one_band.shape)
 
     def numba_kernel(w_, out_):
-        return lambda: numba_model._amsa_pixels_kernel(
-            w_, *prepared, scalars, legendre, use_legendre, out_
-        )
+        return lambda: run_in_blocks(
+            numba_model._amsa_pixels_kernel, w_.shape[0], w_, *prepared, scalars, legendre,
+            use_legendre, out_,
+        )  # fmt: skip
 
     cases["numba_kernel"] = numba_kernel(w, out)
     cases["numba_kernel_one_band"] = numba_kernel(one_band, out_one)
@@ -185,7 +187,9 @@ def lumaxlike_cases(w, geometry, params) -> tuple[dict, dict, dict]:
 
         return run
 
-    cases["jax"] = lambda: lumaxlike.amsa(w, *geometry, params, backend="jax").block_until_ready()
+    cases["jax"] = lambda: jax.block_until_ready(
+        lumaxlike.amsa(w, *geometry, params, backend="jax")
+    )
     cases["jax_kernel"] = in_x64(lambda: forward._amsa_flat(*device, params).block_until_ready())
     cases["jax_kernel_one_band"] = in_x64(
         lambda: forward._amsa_flat(*device_one, params).block_until_ready()

@@ -18,7 +18,6 @@ import lumaxlike
 from lumaxlike import HapkeParams, Status
 from lumaxlike._model.numba_model import _amsa_pixels_kernel_for, kernel_params
 from lumaxlike._params import FIELD_NAMES
-from lumaxlike._run.tasks import numba_threads
 from lumaxlike.testing import multi_angle_geometry
 
 from .helpers import SOLVERS
@@ -45,10 +44,10 @@ def forward(w, to_sun, to_sensor, normal, b, c, roughness=THETA, hs=HS):
     out = np.empty((w.shape[0], 1))
     kernel = _amsa_pixels_kernel_for(START.model_key)
     arrays = [np.ascontiguousarray(a, np.float64) for a in (w[:, None], to_sun, to_sensor, normal)]
-    # one thread: scipy calls this on 12 observations thousands of times, where starting
-    # numba's parallel threads costs ~70x the model itself on a loaded 2-core machine
-    with numba_threads(1):
-        kernel(*arrays, scalars, legendre, use_legendre, out)
+    # every row in this thread (the kernel serial over rows first to last - 1): scipy
+    # calls this on 12 observations thousands of times, where handing the rows to threads
+    # would cost more than the model itself
+    kernel(0, w.shape[0], *arrays, scalars, legendre, use_legendre, out)
     return out[:, 0]
 
 
