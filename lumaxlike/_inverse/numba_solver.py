@@ -84,9 +84,10 @@ _STATE_LENGTH = 8 * BLOCK
 def _solve_albedo_pixel(
     pixel, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
     max_iter, tol, w_lower, w_upper,
-    w_out, status_out, iterations_out, residual_out, slope_out, st,
+    w_out, status_out, iterations_out, residual_out, slope_out, st, sun, sensor, up,
 ):  # fmt: skip
-    """Every band of one pixel (`_albedo_kernel`'s loop body; arguments as there)."""
+    """Every band of one pixel (`_albedo_kernel`'s loop body; arguments as there; st,
+    sun, sensor, up: its block's state row and 3-vectors)."""
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
         scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
     )  # fmt: skip
@@ -98,8 +99,12 @@ def _solve_albedo_pixel(
         geometry_finite = geometry_finite and math.isfinite(to_sun[pixel, k])
         geometry_finite = geometry_finite and math.isfinite(to_sensor[pixel, k])
         geometry_finite = geometry_finite and math.isfinite(normal[pixel, k])
+    # the pixel's vectors copied into its block's own arrays: a view of a shared array
+    # (to_sun[pixel]) updates that array's one reference count from every thread
+    for k in range(3):
+        sun[k], sensor[k], up[k] = to_sun[pixel, k], to_sensor[pixel, k], normal[pixel, k]
     terms = pixel_terms(
-        to_sun[pixel], to_sensor[pixel], normal[pixel],
+        sun, sensor, up,
         b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
     )  # fmt: skip
     table = albedo_table(terms)
@@ -205,11 +210,12 @@ def _albedo_kernel(
     # parallel passes grow with its body: the imsa-hapke1981 kernel compiled in 12.6 s
     # with the body inline, 5.3 s so; amsa-exact 22.5 s and 13 s; the same speed).
     state = np.empty(_STATE_LENGTH)
+    sun, sensor, up = np.empty(3), np.empty(3), np.empty(3)
     for pixel in range(first, last):
         _solve_albedo_pixel(
             pixel, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
             max_iter, tol, w_lower, w_upper,
-            w_out, status_out, iterations_out, residual_out, slope_out, state,
+            w_out, status_out, iterations_out, residual_out, slope_out, state, sun, sensor, up,
         )  # fmt: skip
 
 
