@@ -252,8 +252,8 @@ def _solve_joint_pixel(
     error_model="numpy",
 )
 def _joint_kernel(
-    first, last, step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b, prior_weight_b,
-    prior_mean_s, prior_weight_s, parameters_fixed, band_index, shared_index, lower, upper,
+    first, last, step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b,
+    prior_weight_b, prior_mean_s, prior_weight_s, parameters_fixed, band_index, shared_index, lower, upper,
     min_observations, max_iter, tol, values_b, values_s, status_out, iterations_out, cost_out,
     a_out, c_out, d_out, gb_out, gs_out,
 ):  # fmt: skip
@@ -339,7 +339,8 @@ def solve_joint_numba(functions, rows, rows_valid, refl, weight, start_b, start_
         return np.require(np.asarray(a, np.int64).reshape(-1), np.int64, ("C", "W"))
 
     run_in_blocks(
-        joint_kernel_for(functions), n, functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
+        joint_kernel_for(functions), n,
+        functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
         as_float(refl), as_float(weight), as_float(start_b), as_float(start_s),
         *(as_float(a) for a in priors), as_float(parameters_fixed), as_int(band_index),
         as_int(shared_index), as_float(lower), as_float(upper), int(min_observations),

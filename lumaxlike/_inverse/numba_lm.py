@@ -264,8 +264,8 @@ def _solve_lm_pixel(
 
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math), nogil=True, error_model="numpy")
 def _lm_kernel(
-    first, last, step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower, upper,
-    min_observations, max_iter, tol, values_out, status_out, iterations_out, cost_out, jtj_out,
+    first, last, step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower,
+    upper, min_observations, max_iter, tol, values_out, status_out, iterations_out, cost_out, jtj_out,
 ):  # fmt: skip
     """Solve problems (pixel, band) with observations along the last axis of `refl`.
 
@@ -349,7 +349,8 @@ def solve_numba(
     }
     as_float = lambda a: np.require(a, np.float64, ("C", "W"))  # noqa: E731
     run_in_blocks(
-        lm_kernel_for(functions), n_pixels, functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
+        lm_kernel_for(functions), n_pixels,
+        functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
         as_float(refl), as_float(start), as_float(parameters_fixed), np.require(free_index, np.int64, ("C", "W")),
         as_float(lower), as_float(upper), int(min_observations), int(max_iter), float(tol),
         out["values"], out["status"], out["iterations"], out["cost"], out["jtj"],

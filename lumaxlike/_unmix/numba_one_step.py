@@ -371,7 +371,8 @@ def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights
     }
     phase = np.empty((n, 0, 1, 4)) if phase is None else as_kernel_array(phase)
     run_in_blocks(
-        _one_step_kernel_for(params.model_key), (n + BLOCK - 1) // BLOCK, as_kernel_array(refl), *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)), *kernel_params(params),
+        _one_step_kernel_for(params.model_key), (n + BLOCK - 1) // BLOCK,
+        as_kernel_array(refl), *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)), *kernel_params(params),
         as_kernel_array(albedo), phase, as_kernel_array(band_weights), as_kernel_array(start),
         bool(equality), int(max_iter), float(tol), int(max_steps),
         out["fractions"], out["status"], out["iterations"], out["cost"], out["hessian"], out["gradient"],

@@ -178,7 +178,8 @@ def two_step_numba(w, sigma_w, solve, albedo, equality, max_steps):
     }
     sigma_w = np.empty((0, 0)) if sigma_w is None else as_kernel_array(sigma_w)
     run_in_blocks(
-        _two_step_kernel, (n + BLOCK - 1) // BLOCK, as_kernel_array(w), sigma_w, np.require(solve, np.bool_, ("C", "W")), albedo, albedo @ albedo.T,
+        _two_step_kernel, (n + BLOCK - 1) // BLOCK,
+        as_kernel_array(w), sigma_w, np.require(solve, np.bool_, ("C", "W")), albedo, albedo @ albedo.T,
         bool(equality), int(max_steps),
         out["fractions"], out["cost"], out["hessian"], out["gradient"], out["sum_active"], out["code"],
     )  # fmt: skip
@@ -280,7 +281,8 @@ def _finish_pixel(
 
 
 @cached_njit(inlines=(_qp_module, mixing), nogil=True, error_model="numpy")
-def _finish_kernel(first, last, hessian, gradient, fractions, sum_active, cost, status, per_mass, weighted, equality, n_bands,
+def _finish_kernel(first, last, hessian, gradient, fractions, sum_active, cost, status, per_mass, weighted,
+                   equality, n_bands,
                    mass_out, covariance_out, at_bound_out, remainder_out):  # fmt: skip
     """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
     n, p = fractions.shape
@@ -331,7 +333,8 @@ def finish_numba(solved, status, per_mass, weighted, equality, n_bands):
         "remainder": np.empty(n),
     }
     run_in_blocks(
-        _finish_kernel, (n + BLOCK - 1) // BLOCK, as_kernel_array(solved["hessian"]), as_kernel_array(solved["gradient"]), solved["fractions"],
+        _finish_kernel, (n + BLOCK - 1) // BLOCK,
+        as_kernel_array(solved["hessian"]), as_kernel_array(solved["gradient"]), solved["fractions"],
         np.require(solved["sum_active"], np.bool_, ("C", "W")), as_kernel_array(solved["cost"]), status,
         as_kernel_array(per_mass), bool(weighted), bool(equality), int(n_bands),
         out["fractions"], out["covariance"], out["at_bound"], out["remainder"],
