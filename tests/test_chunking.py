@@ -1,6 +1,7 @@
-"""The JAX solver's chunking for accelerators, tested on the CPU: chunk sizes as a pure
-function of device memory and dtype, the two-deep pipeline's order, and `invert` using
-both with a stand-in device memory."""
+"""The solvers' chunking, tested on the CPU: the JAX solvers' chunk shapes (equal chunks of
+a few sizes, shared by calls of nearby sizes), chunk sizes as a pure function of device
+memory and dtype, the two-deep pipeline's order, and `invert` using them with a
+stand-in device memory."""
 
 import math
 from types import SimpleNamespace
@@ -11,8 +12,62 @@ import pytest
 import lumaxlike
 from lumaxlike._inverse import chunking
 from lumaxlike._inverse import invert as invert_module
+from lumaxlike._model import jax_cache, jax_executables
+from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 from .helpers import FULL_PARAMS, random_geometry
+
+
+def test_balanced_chunks_are_equal_few_and_within_the_limit():
+    for largest in (1, 37, 64, 512, 5000):
+        for n_pixels in range(0, 3 * largest + 2):
+            chunk = chunking.balanced_chunk(n_pixels, largest)
+            assert 1 <= chunk <= largest
+            # as many chunks as the limit needs, no more
+            assert -(-max(n_pixels, 1) // chunk) == -(-max(n_pixels, 1) // largest)
+            if n_pixels > 64:  # at most 63 padded pixels per chunk
+                n_chunks = -(-n_pixels // chunk)
+                assert chunk * n_chunks - n_pixels < 64 * n_chunks
+    # calls of up to 512 pixels: 15 shapes in all, each compiled once
+    shapes = {chunking.balanced_chunk(n_pixels, 512) for n_pixels in range(1, 513)}
+    assert sorted(shapes) == [1, 2, 4, 8, 16, 32, 64] + list(range(128, 513, 64))
+    assert chunking.balanced_chunk(40, 512) == 64
+    assert chunking.balanced_chunk(600, 512) == 320  # two chunks of 300
+    assert chunking.balanced_chunk(100, 37) == 37  # three of 34, rounded up to 64: capped
+
+
+def test_fit_and_invert_calls_of_nearby_sizes_share_their_compiled_programs(monkeypatch):
+    """40 and 50 pixels are both one chunk of 64 for the JAX solvers: the second call
+    compiles and loads nothing; the padding changes no result (the 50 pixels in a chunk
+    of their own size)."""
+    monkeypatch.delenv(jax_cache.JAX_CACHE_VARIABLE, raising=False)  # the store in use
+    monkeypatch.setattr(jax_executables, "_memory", {})  # none compiled in this process
+    rng = np.random.default_rng(11)
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    geometry = multi_angle_geometry(50, 7, rng)
+    refl = multi_angle_reflectance(rng.uniform(0.2, 0.8, (50, 1)), *geometry, params)
+    single = [a[:, 0] for a in (refl, *geometry)]  # invert: one observation per pixel
+
+    def calls(n_pixels, chunk_size=None):
+        part = [a[:n_pixels] for a in (refl, *geometry)]
+        fitted = lumaxlike.fit(*part, params, free=("w", "c"), solver="jax", chunk_size=chunk_size)
+        part = [a[:n_pixels] for a in single]
+        inverted = lumaxlike.invert(*part, params, "jax", chunk_size=chunk_size)
+        return fitted, inverted
+
+    calls(40)
+    first = dict(jax_executables.store_events)
+    assert first["compiled"] + first["loaded"] > 0  # the first call went through the store
+    fitted, inverted = calls(50)
+    assert jax_executables.store_events == first
+    alone_fitted, alone_inverted = calls(50, chunk_size=50)  # no padding
+    np.testing.assert_array_equal(fitted.status, alone_fitted.status)
+    np.testing.assert_array_equal(inverted.status, alone_inverted.status)
+    assert np.all(fitted.status == lumaxlike.Status.CONVERGED)
+    # XLA vectorises each chunk shape differently (SIMD body vs. remainder): ulp changes
+    for name in ("w", "c"):
+        np.testing.assert_allclose(fitted.values[name], alone_fitted.values[name], rtol=1e-14)
+    np.testing.assert_allclose(inverted.w, alone_inverted.w, rtol=1e-14)
 
 
 def test_cpu_chunks_are_the_fixed_default():
@@ -101,7 +156,9 @@ def test_invert_sizes_jax_chunks_from_the_device_and_pipelines_them(monkeypatch)
     monkeypatch.setattr(invert_module, "_launch_chunk_jax", recording_launch)
     monkeypatch.setattr(invert_module, "_fetch", recording_fetch)
     result = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver="jax", refl_sigma=1e-3)
-    chunk = chunking.PROBLEMS_PER_CHUNK // 16 // n_bands
+    largest = chunking.PROBLEMS_PER_CHUNK // 16 // n_bands  # 256 pixels fit the device
+    chunk = 192  # two equal chunks of 150 pixels, rounded up to a multiple of 64
+    assert chunking.balanced_chunk(n_pixels, largest) == chunk
     assert events == [
         ("launch", chunk, chunk),
         ("launch", n_pixels - chunk, chunk),

@@ -1,10 +1,11 @@
-"""How `invert` cuts its problems into chunks for the JAX solver, and how it keeps the
-device busy between them: chunk sizes from the device's memory, and a two-deep pipeline
-(chunk k + 1 dispatched before chunk k's results are fetched).
+"""How the solvers cut a call's problems into chunks: the JAX solvers' chunk shapes (each
+a compiled program), chunk sizes from a device's memory, padding a chunk to its shape,
+and a two-deep pipeline that keeps the device busy between chunks (chunk k + 1
+dispatched before chunk k's results are fetched).
 
-Device-independent on purpose: the sizes are a pure function of the device's memory and
-the dtype, and the pipeline takes its launch and collect steps as functions, so both are
-tested on a CPU.
+Device-independent on purpose: the sizes are a pure function of the pixel count, the
+device's memory and the dtype, and the pipeline takes its launch and collect steps as
+functions, so all are tested on a CPU.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ __all__ = [
     "PROBLEMS_PER_CHUNK",
     "ACCELERATOR_MAX_PROBLEMS",
     "BYTES_PER_PROBLEM",
+    "balanced_chunk",
     "chunk_problems",
     "device_memory_bytes",
+    "pad_pixels",
     "pipelined",
 ]
 
@@ -54,6 +57,42 @@ def chunk_problems(dtype, memory_bytes: int | None) -> int:
     fitting = int(memory_bytes * DEVICE_MEMORY_FRACTION) // per_problem
     problems = min(max(fitting, PROBLEMS_PER_CHUNK // 16), ACCELERATOR_MAX_PROBLEMS)
     return 1 << (problems.bit_length() - 1)
+
+
+def balanced_chunk(n_pixels: int, largest: int) -> int:
+    """Pixels per chunk of a JAX solver's call over `n_pixels` pixels.
+
+    A JAX solver compiles one program per chunk shape (`fit`'s take 5-20 s), and pads a
+    call's last chunk to that shape. The chunks of a call are made equal (a padded slot
+    costs as much as a filled one), then rounded up to a power of two up to 64 pixels and
+    to a multiple of 64 above: calls of nearby sizes (regions of interest, the last block
+    of a streamed file) share one compiled program, at the price of padding a small call
+    by less than itself.
+
+    Args:
+        n_pixels: pixels of the call (0 counts as 1).
+        largest: the most pixels a chunk may hold (memory is bounded by it), >= 1.
+    Returns:
+        Pixels per chunk, in [1, largest]: ceil(n_pixels / chunks) rounded as above, with
+        chunks = ceil(n_pixels / largest); never above `largest`.
+    """
+    n_chunks = -(-max(n_pixels, 1) // largest)
+    balanced = -(-max(n_pixels, 1) // n_chunks)
+    rounded = 1 << (balanced - 1).bit_length() if balanced <= 64 else -(-balanced // 64) * 64
+    return min(rounded, largest)
+
+
+def pad_pixels(array, n_pixels, value):
+    """`array` padded along its first (pixel) axis to `n_pixels` entries of `value`.
+
+    The JAX solvers see one chunk shape, so each compiles once; padded pixels get NaN
+    reflectance, which makes them inert (status NONFINITE_INPUT).
+    """
+    padding = n_pixels - array.shape[0]
+    if padding == 0:
+        return array
+    widths = [(0, padding)] + [(0, 0)] * (array.ndim - 1)
+    return np.pad(array, widths, constant_values=value)
 
 
 def device_memory_bytes(device) -> int | None:

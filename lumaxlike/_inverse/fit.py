@@ -25,6 +25,7 @@ from .._model.numba_model import observation_rows
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import check_band_sigma, check_choice, check_positive_int
+from .chunking import pad_pixels
 from .covariance import covariance as fit_covariance
 from .fit_arguments import (
     OBSERVATIONS_PER_CHUNK,
@@ -37,12 +38,7 @@ from .fit_arguments import (
     default_bounds,
     default_chunk,
 )
-from .invert import (
-    DEFAULT_MAX_ITER,
-    SOLVERS,
-    albedo_bounds,
-    pad_pixels,
-)
+from .invert import DEFAULT_MAX_ITER, SOLVERS, albedo_bounds
 from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
 from .observation_masks import check_observation_limits, masked_chunk
@@ -114,8 +110,11 @@ def fit(
         refl_sigma: 1-sigma uncertainty of every observation [1/sr], a scalar or one value
             per band; the covariance is then (J^T J)^-1 refl_sigma^2 instead of being
             scaled by the residual variance.
-        chunk_size: pixels per chunk (memory is bounded by the chunk); default about
-            131 k problem-observations per chunk.
+        chunk_size: the most pixels per chunk (memory is bounded by the chunk); default
+            about 131 k problem-observations per chunk. The JAX solver makes a call's
+            chunks equal and rounds them up to one of a few sizes
+            (`chunking.balanced_chunk`), so that calls of nearby sizes share their
+            compiled programs.
         observation_limits: {angle: (lower, upper)} in radians, closed intervals, for
             any of "incidence" (between `to_sun` and `normal`), "emission" (`to_sensor`
             and `normal`) and "phase" (`to_sun` and `to_sensor`): an observation outside
@@ -192,7 +191,7 @@ def fit(
             f"exceeds the {n_obs} observations of every problem: none could be fitted "
             f"(pass min_observations to fit with fewer)"
         )
-    chunk = default_chunk(chunk_size, n_bands, n_obs, n_pixels)
+    chunk = default_chunk(chunk_size, n_bands, n_obs, n_pixels, solver)
     band_sigma = check_band_sigma(refl_sigma, n_bands)
     if band_sigma is not None:
         band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))

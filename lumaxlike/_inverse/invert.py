@@ -11,7 +11,7 @@ from .._model.forward import precision_scope
 from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
-from .chunking import chunk_problems, device_memory_bytes, pipelined
+from .chunking import balanced_chunk, chunk_problems, device_memory_bytes, pad_pixels, pipelined
 from .jax_albedo import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .photometric_solver import solve_photometric_jax, solve_photometric_numba
@@ -23,7 +23,6 @@ __all__ = [
     "default_chunk_pixels",
     "solver_chunk_pixels",
     "albedo_bounds",
-    "pad_pixels",
     "SOLVERS",
 ]
 
@@ -115,8 +114,11 @@ def invert(
             (float32).
         refl_sigma: 1-sigma uncertainty of `refl` [1/sr], a scalar or one value per band;
             propagated to `InversionResult.sigma`.
-        chunk_size: pixels per chunk (memory is bounded by the chunk); default about
-            262 k problems per chunk for the JAX solver on a CPU, 4.2 M for the numba
+        chunk_size: the most pixels per chunk (memory is bounded by the chunk; the JAX
+            solver makes a call's chunks equal and rounds them up to one of a few sizes,
+            `chunking.balanced_chunk`, so that calls of nearby sizes share their
+            compiled programs); default about 262 k problems per chunk for the JAX
+            solver on a CPU, 4.2 M for the numba
             solver (whose chunks cost memory only for float32 input or refl_sigma, 24 and
             8 bytes per problem); the JAX solver on an accelerator sizes its
             chunks from the device's memory (`chunking.chunk_problems`) and overlaps
@@ -154,7 +156,8 @@ def invert(
         chunk = solver_chunk_pixels(solver, n_bands, dtype)
     else:
         chunk = check_positive_int("chunk_size", chunk_size)
-    chunk = min(chunk, max(n_pixels, 1))
+    # JAX: equal chunks of a few shapes, each compiled once; numba: as large as allowed
+    chunk = balanced_chunk(n_pixels, chunk) if solver == "jax" else min(chunk, max(n_pixels, 1))
 
     flat_refl = refl.reshape(n_pixels, n_bands)
     flat_geometry = [
@@ -259,19 +262,6 @@ def _solve_chunk_photometric(pieces, chunk, dtype, params, solver):
         arrays = [jnp.asarray(a, dtype) for a in padded]
         solved = solve_photometric_jax(*arrays, params)
         return {name: np.asarray(value) for name, value in jax.device_get(solved).items()}
-
-
-def pad_pixels(array, n_pixels, value):
-    """`array` padded along its first (pixel) axis to `n_pixels` entries of `value`.
-
-    The JAX solvers see one chunk shape, so each compiles once; padded pixels get NaN
-    reflectance, which makes them inert (status NONFINITE_INPUT).
-    """
-    padding = n_pixels - array.shape[0]
-    if padding == 0:
-        return array
-    widths = [(0, padding)] + [(0, 0)] * (array.ndim - 1)
-    return np.pad(array, widths, constant_values=value)
 
 
 def _launch_chunk_jax(pieces, w0, chunk, dtype, params, max_iter, tol, bounds):

@@ -106,7 +106,7 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
         start, free, shared + regional, params, pixel_shape, n_bands, lower, upper
     )
     per_pixel = bool(shared)  # one problem per pixel; else per pixel and band
-    chunk = default_chunk(chunk_size, n_bands, n_obs, n_pixels)
+    chunk = default_chunk(chunk_size, n_bands, n_obs, n_pixels, solver)
 
     flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
     flat_geometry = [

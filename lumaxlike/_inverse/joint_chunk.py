@@ -11,8 +11,8 @@ from .._model.forward import precision_scope
 from .._model.numba_jacobian import hoisted_rows, model_columns
 from .._model.numba_model import observation_rows
 from .._params import PARAMETER_NAMES
+from .chunking import pad_pixels
 from .fit_arguments import albedo_start
-from .invert import pad_pixels
 from .joint_jax import solve_joint_jax
 from .joint_numba import solve_joint_numba
 

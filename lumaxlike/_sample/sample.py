@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._inverse.chunking import balanced_chunk, pad_pixels
 from .._inverse.fit import fit
 from .._inverse.fit_arguments import check_bounds as _check_bounds
 from .._inverse.fit_arguments import check_free
-from .._inverse.invert import pad_pixels
 from .._inverse.joint import check_shared
 from .._inverse.observation_masks import check_observation_limits
 from .._inverse.observation_masks import masked_chunk as _masked
@@ -116,7 +116,7 @@ def sample(
             is NOT_MIXED (both above 400: Vehtari et al. 2021, ArviZ, Stan).
         max_rhat: a problem whose R-hat exceeds this in any free parameter is NOT_MIXED.
         integration_steps: leapfrog steps per HMC transition.
-        chunk_size: pixels per chunk (memory is bounded by the chunk: its draws take
+        chunk_size: the most pixels per chunk (memory is bounded by the chunk: its draws take
             pixels x bands x chains x (num_samples + num_warmup) x p floats); default
             about 64 MB of draws.
         return_samples: keep the draws in the result (`SampleResult.draws`; write them
@@ -209,7 +209,7 @@ def sample(
         if chunk_size is None
         else check_positive_int("chunk_size", chunk_size)
     )
-    chunk = _balanced_chunk(n_pixels, largest)
+    chunk = balanced_chunk(n_pixels, largest)
 
     outputs = {
         "quantiles": np.full(z_center.shape + (5,), np.nan, dtype),
@@ -307,14 +307,3 @@ def sample(
         fit=warm,
         draws=layout.problem_array(outputs["draws"]) if return_samples else None,
     )
-
-
-def _balanced_chunk(n_pixels: int, largest: int) -> int:
-    """Pixels per chunk: the chunks of a call equal (a padded last chunk costs as much
-    as a full one), at most `largest`, rounded up to a power of two below 64 pixels and
-    to a multiple of 64 above (few shapes to compile: calls with a few pixels share
-    theirs), never above `largest`."""
-    n_chunks = -(-max(n_pixels, 1) // largest)
-    balanced = -(-max(n_pixels, 1) // n_chunks)
-    rounded = 1 << (balanced - 1).bit_length() if balanced <= 64 else -(-balanced // 64) * 64
-    return min(rounded, largest)

@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._inverse.invert import DEFAULT_MAX_ITER, SOLVERS, invert, pad_pixels
+from .._inverse.chunking import balanced_chunk, pad_pixels
+from .._inverse.invert import DEFAULT_MAX_ITER, SOLVERS, invert
 from .._inverse.status import Status
 from .._model.forward import precision_scope
 from .._params import HapkeParams
@@ -127,7 +128,9 @@ def unmix(
             two-step route).
         tol: convergence tolerance on the step of every cross-section fraction (default
             1e-10).
-        chunk_size: pixels per chunk (memory is bounded by the chunk); default about
+        chunk_size: the most pixels per chunk (memory is bounded by the chunk; the JAX
+            solver makes a call's chunks equal and rounds them up to one of a few sizes,
+            so that calls of nearby sizes share their compiled programs); default about
             2 M band-endmember products per chunk.
         wavelengths: refl's band centres [um], shape (bands,), or None. With
             ``endmembers.wavelengths`` also given, refl's bands are matched to the
@@ -194,7 +197,8 @@ def unmix(
         if chunk_size is None
         else check_positive_int("chunk_size", chunk_size)
     )
-    chunk = min(chunk, max(n_pixels, 1))
+    # JAX: equal chunks of a few shapes, each compiled once; numba: as large as allowed
+    chunk = balanced_chunk(n_pixels, chunk) if solver == "jax" else min(chunk, max(n_pixels, 1))
 
     flat_refl = refl.reshape(n_pixels, shape.n_bands)
     flat_geometry = [
