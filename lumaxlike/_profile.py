@@ -171,10 +171,13 @@ def _child(config: ProfileConfig, folder: str) -> dict:
         input_bytes = _nbytes(w, *geometry)
         del cube
     else:
+        from ._inverse.chunking import call_chunk
         from ._inverse.invert import solver_chunk_pixels
 
-        chunk = config.chunk_size or solver_chunk_pixels(config.solver, config.bands, config.dtype)
-        chunk = min(chunk, n_pixels)
+        largest = config.chunk_size or solver_chunk_pixels(
+            config.solver, config.bands, config.dtype
+        )
+        chunk = call_chunk(config.solver, n_pixels, largest)  # the measured call's chunks
         kwargs = {"chunk_size": config.chunk_size}
         if config.max_iter is not None:
             kwargs["max_iter"] = config.max_iter
@@ -182,8 +185,8 @@ def _child(config: ProfileConfig, folder: str) -> dict:
         def call(pixels=None):
             if pixels is None:
                 return lumaxlike.invert(cube["refl"], *geometry, params, config.solver, **kwargs)
-            rows = -(-pixels // config.side)  # whole rows covering `pixels`, >= one chunk
-            piece = [a[:rows] for a in (cube["refl"], *geometry)]
+            # exactly one chunk's pixels: a call of one chunk has the same chunk shape
+            piece = [a.reshape((-1,) + a.shape[2:])[:pixels] for a in (cube["refl"], *geometry)]
             return lumaxlike.invert(*piece, params, config.solver, **kwargs)
 
         input_bytes = _nbytes(cube["refl"], *geometry)

@@ -34,6 +34,10 @@ def test_balanced_chunks_are_equal_few_and_within_the_limit():
     assert chunking.balanced_chunk(40, 512) == 64
     assert chunking.balanced_chunk(600, 512) == 320  # two chunks of 300
     assert chunking.balanced_chunk(100, 37) == 37  # three of 34, rounded up to 64: capped
+    # numba's kernels compile once for every shape: its chunks are as large as allowed
+    assert chunking.call_chunk("jax", 40, 512) == 64
+    assert chunking.call_chunk("numba", 40, 512) == 40
+    assert chunking.call_chunk("numba", 600, 512) == 512
 
 
 def test_fit_and_invert_calls_of_nearby_sizes_share_their_compiled_programs(monkeypatch):

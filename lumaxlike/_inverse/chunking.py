@@ -17,6 +17,7 @@ __all__ = [
     "ACCELERATOR_MAX_PROBLEMS",
     "BYTES_PER_PROBLEM",
     "balanced_chunk",
+    "call_chunk",
     "chunk_problems",
     "device_memory_bytes",
     "pad_pixels",
@@ -80,6 +81,13 @@ def balanced_chunk(n_pixels: int, largest: int) -> int:
     balanced = -(-max(n_pixels, 1) // n_chunks)
     rounded = 1 << (balanced - 1).bit_length() if balanced <= 64 else -(-balanced // 64) * 64
     return min(rounded, largest)
+
+
+def call_chunk(solver: str, n_pixels: int, largest: int) -> int:
+    """Pixels per chunk of a `solver` ("jax" or "numba") call over `n_pixels` pixels, at
+    most `largest`: JAX's `balanced_chunk` (few shapes to compile); numba's as large as
+    allowed (its kernels compile once for every shape), never more than the pixels."""
+    return balanced_chunk(n_pixels, largest) if solver == "jax" else min(largest, max(n_pixels, 1))
 
 
 def pad_pixels(array, n_pixels, value):

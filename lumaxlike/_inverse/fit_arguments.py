@@ -14,7 +14,7 @@ import numpy as np
 
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._shapes import as_float_array, check_choice, check_positive_int
-from .chunking import balanced_chunk
+from .chunking import call_chunk
 from .invert import albedo_bounds, default_tolerance, invert
 from .status import Status
 
@@ -155,12 +155,10 @@ def check_iterations(max_iter, tol, dtype) -> tuple[int, float]:
 
 def default_chunk(chunk_size, n_bands: int, n_obs: int, n_pixels: int, solver: str) -> int:
     """Pixels per chunk: at most `chunk_size`, checked, or about `OBSERVATIONS_PER_CHUNK`
-    problem-observations; for the JAX solver equal chunks of a few shapes
-    (`chunking.balanced_chunk`: each shape is a compiled program), for numba the largest
-    allowed, never more than the pixels."""
+    problem-observations, cut for `solver` by `chunking.call_chunk`."""
     default = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
     chunk = default if chunk_size is None else check_positive_int("chunk_size", chunk_size)
-    return balanced_chunk(n_pixels, chunk) if solver == "jax" else min(chunk, max(n_pixels, 1))
+    return call_chunk(solver, n_pixels, chunk)
 
 
 def checked_starts(start, free, shared, params, pixel_shape, n_bands, lower, upper) -> dict:

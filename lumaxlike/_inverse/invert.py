@@ -11,7 +11,7 @@ from .._model.forward import precision_scope
 from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
-from .chunking import balanced_chunk, chunk_problems, device_memory_bytes, pad_pixels, pipelined
+from .chunking import call_chunk, chunk_problems, device_memory_bytes, pad_pixels, pipelined
 from .jax_albedo import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .photometric_solver import solve_photometric_jax, solve_photometric_numba
@@ -156,8 +156,7 @@ def invert(
         chunk = solver_chunk_pixels(solver, n_bands, dtype)
     else:
         chunk = check_positive_int("chunk_size", chunk_size)
-    # JAX: equal chunks of a few shapes, each compiled once; numba: as large as allowed
-    chunk = balanced_chunk(n_pixels, chunk) if solver == "jax" else min(chunk, max(n_pixels, 1))
+    chunk = call_chunk(solver, n_pixels, chunk)
 
     flat_refl = refl.reshape(n_pixels, n_bands)
     flat_geometry = [

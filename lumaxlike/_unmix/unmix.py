@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._inverse.chunking import balanced_chunk, pad_pixels
+from .._inverse.chunking import call_chunk, pad_pixels
 from .._inverse.invert import DEFAULT_MAX_ITER, SOLVERS, invert
 from .._inverse.status import Status
 from .._model.forward import precision_scope
@@ -197,8 +197,7 @@ def unmix(
         if chunk_size is None
         else check_positive_int("chunk_size", chunk_size)
     )
-    # JAX: equal chunks of a few shapes, each compiled once; numba: as large as allowed
-    chunk = balanced_chunk(n_pixels, chunk) if solver == "jax" else min(chunk, max(n_pixels, 1))
+    chunk = call_chunk(solver, n_pixels, chunk)
 
     flat_refl = refl.reshape(n_pixels, shape.n_bands)
     flat_geometry = [
