@@ -90,7 +90,7 @@ from bench_invert import _cpu_seconds, finish, fmt_rate, machine_info
 
 import lumaxlike
 from lumaxlike import HapkeParams, Status
-from lumaxlike._inverse.invert import default_chunk_pixels
+from lumaxlike._inverse.chunking import call_chunk
 from lumaxlike._model import equations as E
 from lumaxlike._params import FIELD_NAMES
 from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
@@ -173,15 +173,12 @@ def accuracy(values: dict, sigma: dict, w_true: np.ndarray, converged: np.ndarra
 # lumaxlike
 
 
-def jax_warmup_pixels(chunk: int, n_pixels: int, n_obs: int, n_bands: int) -> int:
-    """Pixels for a JAX warm-up that compiles every shape of a `fit` over `n_pixels`.
-
-    `fit` pads its chunks to `chunk` pixels; the `invert` that gives w's start sees
-    (pixels x observations) "pixels" and pads to its own default chunk, or fewer if the
-    input is smaller: the warm-up needs at least that chunk's worth (or all the pixels).
-    """
-    invert_chunk_pixels = -(-default_chunk_pixels(n_bands) // n_obs)
-    return min(n_pixels, max(chunk, invert_chunk_pixels))
+def jax_warmup_pixels(chunk: int, n_pixels: int) -> int:
+    """Pixels for a JAX warm-up that compiles the first-round shapes of a `fit` over
+    `n_pixels` pixels with chunk_size `chunk`: one chunk of that call (`fit` cuts it into
+    equal chunks, `chunking.call_chunk`; a call of one chunk keeps its shape, and so does
+    the `invert` that gives each chunk's w start)."""
+    return call_chunk("jax", n_pixels, chunk)
 
 
 def warm_up_fit(scene: dict, free, solver: str, n_pixels: int, chunk_size=None) -> dict:
@@ -483,11 +480,9 @@ def run_gpu(scene: dict, free, chunk: int):
     device = jax.devices()[0]
     if device.platform != "gpu":
         return None
-    n_pixels, n_bands, n_obs = scene["refl"].shape
+    n_pixels = scene["refl"].shape[0]
     chunk = min(chunk, n_pixels)
-    warm = warm_up_fit(
-        scene, free, "jax", jax_warmup_pixels(chunk, n_pixels, n_obs, n_bands), chunk
-    )
+    warm = warm_up_fit(scene, free, "jax", jax_warmup_pixels(chunk, n_pixels), chunk)
     run, _ = time_fit(scene, free, "jax", n_pixels, chunk)
     stats = device.memory_stats() or {}
     return {

@@ -115,10 +115,11 @@ def invert_row(side: int, bands: int, dtype, repeat: int) -> dict:
     result = results["last"]
     converged = result.status == lumaxlike.Status.CONVERGED
     error = np.abs(result.w.astype(np.float64) - cube["w_true"])[converged]
+    from lumaxlike._inverse.chunking import call_chunk
     from lumaxlike._inverse.invert import solver_chunk_pixels
 
-    return {**row, "side": side, "bands": bands, "dtype": np.dtype(dtype).name,
-            "chunk_pixels": solver_chunk_pixels("jax", bands, dtype),
+    chunk = call_chunk("jax", side * side, solver_chunk_pixels("jax", bands, dtype))
+    return {**row, "side": side, "bands": bands, "dtype": np.dtype(dtype).name, "chunk_pixels": chunk,
             "converged_fraction": float(converged.mean()), "max_abs_w_error": float(error.max())}  # fmt: skip
 
 

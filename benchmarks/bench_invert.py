@@ -76,6 +76,7 @@ import jax
 from helpers import FULL_PARAMS, random_geometry
 
 import lumaxlike
+from lumaxlike._inverse.chunking import call_chunk
 from lumaxlike._inverse.invert import solver_chunk_pixels
 from lumaxlike._model import equations
 from lumaxlike.testing import synthetic_cube
@@ -192,10 +193,8 @@ def _system_seconds() -> float:
 def warm_up_lumaxlike(cube, solver: str, chunk_size=None) -> dict:
     """Compile (JAX) or load the cache (numba) on the first chunk's pixels of `cube`."""
     n_bands = cube["refl"].shape[1]
-    chunk = min(
-        chunk_size or solver_chunk_pixels(solver, n_bands, cube["refl"].dtype),
-        cube["refl"].shape[0],
-    )
+    largest = chunk_size or solver_chunk_pixels(solver, n_bands, cube["refl"].dtype)
+    chunk = call_chunk(solver, cube["refl"].shape[0], largest)  # the timed run's chunks
     piece = slice(0, chunk)  # exactly one chunk: the timed run's chunk shape
     start = time.perf_counter()
     lumaxlike.invert(cube["refl"][piece], *(g[piece] for g in geometry(cube)), cube["params"],
