@@ -199,7 +199,8 @@ def warm_up_lumaxlike(cube, solver: str, chunk_size=None) -> dict:
     start = time.perf_counter()
     lumaxlike.invert(cube["refl"][piece], *(g[piece] for g in geometry(cube)), cube["params"],
                      solver, chunk_size=chunk_size)  # fmt: skip
-    return {"warmup_s": time.perf_counter() - start, "warmup_problems": chunk * n_bands}
+    warmup_problems = cube["refl"][piece].shape[0] * n_bands  # the chunk may be padded
+    return {"warmup_s": time.perf_counter() - start, "warmup_problems": warmup_problems}
 
 
 def time_lumaxlike(cube, solver: str, chunk_size=None) -> dict:
