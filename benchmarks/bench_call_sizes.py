@@ -1,8 +1,8 @@
 """Calls of several sizes in one process: which compile. `fit` and `invert` with
 solver="jax", one call per pixel count, each timed, with the XLA compiles it ran.
 
-The JAX solvers compile a set of programs per chunk shape. A call is cut into equal
-chunks, rounded up to a power of two up to 64 pixels and to a multiple of 64 above
+The JAX solvers compile a set of programs per chunk shape. A call smaller than one chunk
+is one chunk rounded up to a power of two up to 64 pixels and to a multiple of 64 above
 (`lumaxlike._inverse.chunking.call_chunk`), so calls whose chunks round to one size share
 their programs: a region of interest of 50 pixels after one of 40 compiles nothing.
 

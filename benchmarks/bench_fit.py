@@ -175,9 +175,9 @@ def accuracy(values: dict, sigma: dict, w_true: np.ndarray, converged: np.ndarra
 
 def jax_warmup_pixels(chunk: int, n_pixels: int) -> int:
     """Pixels for a JAX warm-up that compiles the first-round shapes of a `fit` over
-    `n_pixels` pixels with chunk_size `chunk`: one chunk of that call (`fit` cuts it into
-    equal chunks, `chunking.call_chunk`; a call of one chunk keeps its shape, and so does
-    the `invert` that gives each chunk's w start)."""
+    `n_pixels` pixels with chunk_size `chunk`: one chunk of that call
+    (`chunking.call_chunk`; a call of one chunk keeps its shape, and so does the `invert`
+    that gives each chunk's w start)."""
     return call_chunk("jax", n_pixels, chunk)
 
 

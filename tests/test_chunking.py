@@ -1,5 +1,5 @@
-"""The solvers' chunking, tested on the CPU: the JAX solvers' chunk shapes (equal chunks of
-a few sizes, shared by calls of nearby sizes), chunk sizes as a pure function of device
+"""The solvers' chunking, tested on the CPU: the JAX solvers' chunk shapes (a few sizes,
+shared by calls of nearby sizes), chunk sizes as a pure function of device
 memory and dtype, the two-deep pipeline's order, and `invert` using them with a
 stand-in device memory."""
 
@@ -34,10 +34,26 @@ def test_balanced_chunks_are_equal_few_and_within_the_limit():
     assert chunking.balanced_chunk(40, 512) == 64
     assert chunking.balanced_chunk(600, 512) == 320  # two chunks of 300
     assert chunking.balanced_chunk(100, 37) == 37  # three of 34, rounded up to 64: capped
-    # numba's kernels compile once for every shape: its chunks are as large as allowed
+
+
+def test_solver_chunks_share_one_shape_per_size_class():
+    for largest in (1, 37, 64, 512, 5000):
+        shapes = set()
+        for n_pixels in range(0, 3 * largest + 2):
+            chunk = chunking.call_chunk("jax", n_pixels, largest)
+            assert 1 <= chunk <= largest
+            if n_pixels >= largest:  # every call of a chunk or more: one shape
+                assert chunk == largest
+            else:  # one chunk, padded by less than the call (and by < 64 above 64)
+                assert max(n_pixels, 1) <= chunk < 2 * max(n_pixels, 1)
+                assert n_pixels <= 64 or chunk - n_pixels < 64
+            shapes.add(chunk)
+            # numba's kernels compile once for any shape: as large as allowed
+            assert chunking.call_chunk("numba", n_pixels, largest) == min(largest, max(n_pixels, 1))
+        assert len(shapes) <= 7 + largest // 64 + 1  # 1, 2, ..., 64, then multiples of 64
     assert chunking.call_chunk("jax", 40, 512) == 64
-    assert chunking.call_chunk("numba", 40, 512) == 40
-    assert chunking.call_chunk("numba", 600, 512) == 512
+    assert chunking.call_chunk("jax", 600, 512) == 512  # two chunks of 512, the second padded
+    assert chunking.call_chunk("jax", 300, 512) == 320
 
 
 def test_fit_and_invert_calls_of_nearby_sizes_share_their_compiled_programs(monkeypatch):
@@ -154,9 +170,7 @@ def test_invert_sizes_jax_chunks_from_the_device_and_pipelines_them(monkeypatch)
     monkeypatch.setattr(invert_module, "_launch_chunk_jax", recording_launch)
     monkeypatch.setattr(invert_module, "_fetch", recording_fetch)
     result = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver="jax", refl_sigma=1e-3)
-    largest = chunking.PROBLEMS_PER_CHUNK // 16 // n_bands  # 256 pixels fit the device
-    chunk = 192  # two equal chunks of 150 pixels, rounded up to a multiple of 64
-    assert chunking.balanced_chunk(n_pixels, largest) == chunk
+    chunk = chunking.PROBLEMS_PER_CHUNK // 16 // n_bands  # 256 pixels fit the device
     assert events == [
         ("launch", chunk, chunk),
         ("launch", n_pixels - chunk, chunk),

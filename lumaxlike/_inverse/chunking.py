@@ -61,14 +61,12 @@ def chunk_problems(dtype, memory_bytes: int | None) -> int:
 
 
 def balanced_chunk(n_pixels: int, largest: int) -> int:
-    """Pixels per chunk of a JAX solver's call over `n_pixels` pixels.
+    """Pixels per chunk of a call over `n_pixels` pixels whose padded pixels cost as much
+    as its compiles (`sample`: each problem is thousands of gradient evaluations).
 
-    A JAX solver compiles one program per chunk shape (`fit`'s take 5-20 s), and pads a
-    call's last chunk to that shape. The chunks of a call are made equal (a padded slot
-    costs as much as a filled one), then rounded up to a power of two up to 64 pixels and
-    to a multiple of 64 above: calls of nearby sizes (regions of interest, the last block
-    of a streamed file) share one compiled program, at the price of padding a small call
-    by less than itself.
+    The chunks of a call are made equal (a padded slot costs as much as a filled one),
+    then rounded up to a power of two up to 64 pixels and to a multiple of 64 above (few
+    shapes to compile: calls of nearby sizes share theirs).
 
     Args:
         n_pixels: pixels of the call (0 counts as 1).
@@ -84,10 +82,21 @@ def balanced_chunk(n_pixels: int, largest: int) -> int:
 
 
 def call_chunk(solver: str, n_pixels: int, largest: int) -> int:
-    """Pixels per chunk of a `solver` ("jax" or "numba") call over `n_pixels` pixels, at
-    most `largest`: JAX's `balanced_chunk` (few shapes to compile); numba's as large as
-    allowed (its kernels compile once for every shape), never more than the pixels."""
-    return balanced_chunk(n_pixels, largest) if solver == "jax" else min(largest, max(n_pixels, 1))
+    """Pixels per chunk of an `invert`, `fit` or `unmix` call over `n_pixels` pixels with
+    `solver` ("jax" or "numba"), at most `largest`.
+
+    JAX compiles a set of programs per chunk shape (`fit`'s take 5-20 s on 2 cores), which
+    costs more than solving the pixels a chunk is padded with. A call of at least
+    `largest` pixels runs chunks of `largest` (the last padded): one shape for every such
+    call, the blocks of a streamed file included. A smaller call is one chunk, rounded up
+    as `balanced_chunk` rounds (a power of two up to 64 pixels, a multiple of 64 above,
+    at most `largest`), so calls of nearby sizes (regions of interest, a file's short last
+    block) share their programs. numba's kernels compile once for any shape: its chunks
+    are as large as allowed, never more than the pixels.
+    """
+    if solver != "jax":
+        return min(largest, max(n_pixels, 1))
+    return largest if n_pixels >= largest else balanced_chunk(n_pixels, largest)
 
 
 def pad_pixels(array, n_pixels, value):

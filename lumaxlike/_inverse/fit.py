@@ -110,11 +110,10 @@ def fit(
         refl_sigma: 1-sigma uncertainty of every observation [1/sr], a scalar or one value
             per band; the covariance is then (J^T J)^-1 refl_sigma^2 instead of being
             scaled by the residual variance.
-        chunk_size: the most pixels per chunk (memory is bounded by the chunk); default
-            about 131 k problem-observations per chunk. The JAX solver makes a call's
-            chunks equal and rounds them up to one of a few sizes
-            (`chunking.balanced_chunk`), so that calls of nearby sizes share their
-            compiled programs.
+        chunk_size: pixels per chunk (memory is bounded by the chunk); default about
+            131 k problem-observations per chunk. The JAX solver runs a smaller call as
+            one chunk rounded up to one of a few sizes (`chunking.call_chunk`), so that
+            calls of nearby sizes share their compiled programs.
         observation_limits: {angle: (lower, upper)} in radians, closed intervals, for
             any of "incidence" (between `to_sun` and `normal`), "emission" (`to_sensor`
             and `normal`) and "phase" (`to_sun` and `to_sensor`): an observation outside

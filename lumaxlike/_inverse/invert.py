@@ -114,10 +114,10 @@ def invert(
             (float32).
         refl_sigma: 1-sigma uncertainty of `refl` [1/sr], a scalar or one value per band;
             propagated to `InversionResult.sigma`.
-        chunk_size: the most pixels per chunk (memory is bounded by the chunk; the JAX
-            solver makes a call's chunks equal and rounds them up to one of a few sizes,
-            `chunking.balanced_chunk`, so that calls of nearby sizes share their
-            compiled programs); default about 262 k problems per chunk for the JAX
+        chunk_size: pixels per chunk (memory is bounded by the chunk; the JAX solver
+            runs a smaller call as one chunk rounded up to one of a few sizes,
+            `chunking.call_chunk`, so that calls of nearby sizes share their compiled
+            programs); default about 262 k problems per chunk for the JAX
             solver on a CPU, 4.2 M for the numba
             solver (whose chunks cost memory only for float32 input or refl_sigma, 24 and
             8 bytes per problem); the JAX solver on an accelerator sizes its

@@ -128,9 +128,9 @@ def unmix(
             two-step route).
         tol: convergence tolerance on the step of every cross-section fraction (default
             1e-10).
-        chunk_size: the most pixels per chunk (memory is bounded by the chunk; the JAX
-            solver makes a call's chunks equal and rounds them up to one of a few sizes,
-            so that calls of nearby sizes share their compiled programs); default about
+        chunk_size: pixels per chunk (memory is bounded by the chunk; the JAX solver
+            runs a smaller call as one chunk rounded up to one of a few sizes, so that
+            calls of nearby sizes share their compiled programs); default about
             2 M band-endmember products per chunk.
         wavelengths: refl's band centres [um], shape (bands,), or None. With
             ``endmembers.wavelengths`` also given, refl's bands are matched to the
