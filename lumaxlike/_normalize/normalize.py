@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 
+from .._inverse.chunking import call_chunk, pad_pixels
 from .._inverse.invert import DEFAULT_MAX_ITER, SOLVERS, default_chunk_pixels, invert
 from .._inverse.status import Status
 from .._params import HapkeParams
@@ -141,8 +142,9 @@ def normalize(
         "sigma": np.empty((n_pixels, n_bands), dtype),
         "w": np.empty((n_pixels, n_bands), dtype),
     }
-    # The JAX solver compiles once per chunk shape: every group is padded to one pixel
-    # count and, when some map has a band axis, solved one band at a time.
+    # The JAX solver compiles once per chunk shape: every group is padded to a multiple
+    # of the largest group's chunk (`call_chunk`) and, when some map has a band axis,
+    # solved one band at a time.
     groups = list(maps.groups(params, split_bands=solver == "jax" and maps.per_band))
     if solver == "jax":
         largest = max(len(pixels) for pixels, _, _ in groups)
@@ -152,7 +154,7 @@ def normalize(
             if chunk_size is None
             else check_positive_int("chunk_size", chunk_size)
         )
-        options["chunk_size"] = min(cap, 1 << (largest - 1).bit_length())
+        options["chunk_size"] = call_chunk("jax", largest, cap)
     for pixels, bands, group_params in groups:
         pieces = _padded(
             flat_refl[np.ix_(pixels, bands)],
@@ -204,8 +206,5 @@ def _padded(refl, geometry, multiple):
     padding = 0 if multiple is None else -n % multiple
     if padding == 0:
         return refl, geometry
-    refl = np.concatenate([refl, np.full((padding, refl.shape[1]), np.nan, refl.dtype)])
-    geometry = [
-        g if g.ndim == 1 else np.concatenate([g, np.ones((padding, 3), g.dtype)]) for g in geometry
-    ]
-    return refl, geometry
+    geometry = [g if g.ndim == 1 else pad_pixels(g, n + padding, 1.0) for g in geometry]
+    return pad_pixels(refl, n + padding, np.nan), geometry
