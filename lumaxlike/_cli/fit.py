@@ -54,7 +54,7 @@ example (five cubes of one area with their OBS rasters; w, b, c need >= 4 per pi
 
 def add_parser(commands) -> None:
     """Add the ``fit`` subcommand to ``commands``."""
-    from .._inverse.invert import DEFAULT_MAX_ITER
+    from .._inverse.invert import DEFAULT_FIT_MAX_ITER
 
     fit = commands.add_parser(
         "fit",
@@ -135,7 +135,7 @@ def add_parser(commands) -> None:
         "--max-iter",
         type=positive_int,
         metavar="N",
-        help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER})",
+        help=f"solver iterations per problem at most (default {DEFAULT_FIT_MAX_ITER})",
     )
     add_product_options(fit)
     add_run_options(

@@ -29,6 +29,7 @@ import numpy as np
 import rasterio
 
 from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
+from .._inverse.invert import DEFAULT_FIT_MAX_ITER
 from .._inverse.observation_masks import LIMITED_ANGLES
 from .._io.geometry_rasters import GeometryReader
 from .._io.product_cube import ProductCube, check_reff_incidence, product_options
@@ -334,7 +335,7 @@ def fit_file(
             units=units,
             solver=solver,
             tol=tol,
-            max_iter=max_iter,
+            max_iter=DEFAULT_FIT_MAX_ITER if max_iter is None else max_iter,
             refl_sigma=sigma,
             dtype=info.dtype,
             cube=None,

@@ -19,7 +19,15 @@ from .._model.equations import reflectance_and_slope
 from .lm_rules import accepted, converged, damped_diagonal, gain_ratio, next_damping
 from .status import Status
 
-__all__ = ["table_point", "albedo_table", "problem_status", "starting_albedo", "propose", "update"]
+__all__ = [
+    "table_point",
+    "albedo_table",
+    "problem_status",
+    "starting_albedo",
+    "propose",
+    "newton_size",
+    "update",
+]
 
 # Albedos of the starting table, denser toward 1 where r(w) bends: w_k = 1 - (1 - k/8)^2.
 TABLE_ALBEDOS = (0.234375, 0.4375, 0.609375, 0.75, 0.859375, 0.9375, 0.984375, 1.0)
@@ -117,6 +125,11 @@ def propose(w, residual, slope, damping, w_lower, w_upper):
     return maximum(w_lower, minimum(w_upper, w + where(positive, step, 0.0 * step)))
 
 
+def newton_size(residual, slope):
+    """|f / f'|, the length of the Newton step (inf where f' = 0)."""
+    return abs(residual) / where(slope != 0.0, abs(slope), 0.0 * slope)
+
+
 def update(w, residual, slope, damping, growth, w_trial, residual_trial, slope_trial, tol):
     """Accept or reject the trial point (`lm_rules`).
 
@@ -127,14 +140,15 @@ def update(w, residual, slope, damping, growth, w_trial, residual_trial, slope_t
     step = w_trial - w
     predicted = -(2.0 * step * slope * residual + step * slope * slope * step)
     accept = accepted(cost, cost_trial)
+    # the Newton step at the trial point takes its residual to 0 in the linear model
+    newton = newton_size(residual_trial, slope_trial)
+    done = converged(abs(step), newton, cost_trial, cost_trial, accept, damping, tol)
     damping, growth = next_damping(accept, gain_ratio(cost, cost_trial, predicted), damping, growth)
-    # |f / f'| at the trial point, the Newton step there (inf where f' = 0)
-    newton = abs(residual_trial) / where(slope_trial != 0.0, abs(slope_trial), 0.0 * slope_trial)
     return (
         where(accept, w_trial, w),
         where(accept, residual_trial, residual),
         where(accept, slope_trial, slope),
         damping,
         growth,
-        converged(abs(step), newton, accept, tol),
+        done,
     )

@@ -38,7 +38,7 @@ from .fit_arguments import (
     default_bounds,
     default_chunk,
 )
-from .invert import DEFAULT_MAX_ITER, SOLVERS, albedo_bounds
+from .invert import DEFAULT_FIT_MAX_ITER, SOLVERS, albedo_bounds
 from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
 from .observation_masks import check_observation_limits, masked_chunk
@@ -60,7 +60,7 @@ def fit(
     bounds: Mapping | None = None,
     *,
     start: Mapping | None = None,
-    max_iter: int = DEFAULT_MAX_ITER,
+    max_iter: int = DEFAULT_FIT_MAX_ITER,
     tol: float | None = None,
     refl_sigma=None,
     chunk_size: int | None = None,
@@ -104,7 +104,7 @@ def fit(
             shape ``pixels + (bands,)``. By default every parameter but w starts at
             `params`, and w at the median over observations of the one-observation
             `invert` with the other parameters at `params`.
-        max_iter: Levenberg-Marquardt steps per problem at most.
+        max_iter: Levenberg-Marquardt steps per problem at most (default 200).
         tol: convergence tolerance on the step of every free parameter; default 1e-10
             (float64) or 1e-5 (float32).
         refl_sigma: 1-sigma uncertainty of every observation [1/sr], a scalar or one value

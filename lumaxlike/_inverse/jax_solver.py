@@ -55,6 +55,11 @@ _lm = retarget_to_jax(lm_rules)
 TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
 
+def _linear_decrease(step, jtj, jtf):
+    """Decrease of the linearised cost along `step`: -(2 step.J^T f + step.J^T J step)."""
+    return -(2.0 * sum_last(step * jtf) + sum_last(step * sum_last(jtj * step[..., None, :])))
+
+
 class _LMState(NamedTuple):
     # a named tuple, not an equinox module: its tree survives pickling, so the programs
     # that return it can be stored compiled (`jax_executables`)
@@ -190,16 +195,19 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             jtj_trial, jtf_trial, jnp.zeros_like(state.damping), held_at_trial
         )
         newton_size = jnp.where(newton_solvable, jnp.max(jnp.abs(newton), axis=-1), jnp.inf)
+        newton_decrease = jnp.where(
+            newton_solvable, _linear_decrease(newton, jtj_trial, jtf_trial), jnp.inf
+        )
         projected = trial - y
         step_size = jnp.max(jnp.abs(projected), axis=-1)
-        predicted = -(
-            2.0 * sum_last(projected * state.jtf)
-            + sum_last(projected * sum_last(state.jtj * projected[..., None, :]))
-        )
+        predicted = _linear_decrease(projected, state.jtj, state.jtf)
         cost = sum_last(state.residual * state.residual)
         cost_trial = sum_last(residual_trial * residual_trial)
         accept = _lm.accepted(cost, cost_trial) & solvable
-        converged = _lm.converged(step_size, newton_size, accept, self.tol) & solvable
+        converged = _lm.converged(
+            step_size, newton_size, newton_decrease, cost_trial, accept, state.damping, self.tol
+        )
+        converged = converged & solvable
         damping, growth = _lm.next_damping(
             accept, _lm.gain_ratio(cost, cost_trial, predicted), state.damping, state.growth
         )

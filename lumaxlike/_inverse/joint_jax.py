@@ -104,6 +104,14 @@ def _quadratic(step_b, step_s, a_blocks, c_blocks, d_block):
     return value
 
 
+def _linear_decrease(step_b, step_s, a_blocks, c_blocks, d_block, gb, gs):
+    """Decrease of the linearised cost along (step_b, step_s): -(2 delta^T g + delta^T H delta)."""
+    linear = sum_last(sum_last(step_b * gb))
+    if step_s.shape[-1]:
+        linear = linear + sum_last(step_s * gs)
+    return -(2.0 * linear + _quadratic(step_b, step_s, a_blocks, c_blocks, d_block))
+
+
 def _largest_step(step_b, step_s):
     size = jnp.max(jnp.abs(step_b), axis=(-2, -1))
     if step_s.shape[-1]:
@@ -185,16 +193,17 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
             trial_b, trial_s, lower, upper, *trial[1:], jnp.zeros_like(damping)
         )
         newton_size = jnp.where(newton_ok, _largest_step(newton_b, newton_s), jnp.inf)
+        newton_decrease = jnp.where(
+            newton_ok, _linear_decrease(newton_b, newton_s, *trial[1:]), jnp.inf
+        )
         projected_b, projected_s = trial_b - xb, trial_s - xs
         step_size = _largest_step(projected_b, projected_s)
-        linear = sum_last(sum_last(projected_b * gb))
-        if xs.shape[-1]:
-            linear = linear + sum_last(projected_s * gs)
-        predicted = -(
-            2.0 * linear + _quadratic(projected_b, projected_s, a_blocks, c_blocks, d_block)
-        )
+        predicted = _linear_decrease(projected_b, projected_s, a_blocks, c_blocks, d_block, gb, gs)
         accept = _lm.accepted(cost, trial[0]) & solvable
-        now_converged = _lm.converged(step_size, newton_size, accept, tol) & solvable
+        now_converged = _lm.converged(
+            step_size, newton_size, newton_decrease, trial[0], accept, damping, tol
+        )
+        now_converged = now_converged & solvable
         new_damping, new_growth = _lm.next_damping(
             accept, _lm.gain_ratio(cost, trial[0], predicted), damping, growth
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 
+import numba
 import numpy as np
 
 from .._model import _backends, _scalar_math
@@ -105,6 +106,30 @@ def _joint_normal_equations(
     return cost
 
 
+@numba.njit(error_model="numpy")
+def _size_and_decrease(step_b, step_s, a_blocks, c_blocks, d_block, gb, gs):
+    """The largest |step| of (step_b, step_s), and the decrease of the linearised cost along
+    it, -(2 delta^T g + delta^T H delta), H and g as the arrow blocks."""
+    n_bands, p = step_b.shape
+    s = step_s.shape[0]
+    size = 0.0
+    decrease = 0.0
+    for q in range(s):
+        size = max(size, abs(step_s[q]))
+        decrease -= 2.0 * step_s[q] * gs[q]
+        for r in range(s):
+            decrease -= step_s[q] * d_block[q, r] * step_s[r]
+    for band in range(n_bands):
+        for a in range(p):
+            size = max(size, abs(step_b[band, a]))
+            decrease -= 2.0 * step_b[band, a] * gb[band, a]
+            for b in range(p):
+                decrease -= step_b[band, a] * a_blocks[band, a, b] * step_b[band, b]
+            for q in range(s):
+                decrease -= 2.0 * step_b[band, a] * c_blocks[band, a, q] * step_s[q]
+    return size, decrease
+
+
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math, schur, numba_lm), error_model="numpy")
 def _solve_joint_pixel(
     pixel,
@@ -179,49 +204,34 @@ def _solve_joint_pixel(
         ):  # fmt: skip
             damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
             continue
-        step_size = 0.0
         for band in range(n_bands):
             for a in range(p):
                 value = min(upper[a], max(lower[a], xb[band, a] + step_b[band, a]))
                 xb_trial[band, a] = value
                 step_b[band, a] = value - xb[band, a]  # the projected step
-                step_size = max(step_size, abs(step_b[band, a]))
         for q in range(s):
             value = min(upper[p + q], max(lower[p + q], xs[q] + step_s[q]))
             xs_trial[q] = value
             step_s[q] = value - xs[q]
-            step_size = max(step_size, abs(step_s[q]))
-        predicted = 0.0  # decrease of the linearised cost along the step
-        for q in range(s):
-            predicted -= 2.0 * step_s[q] * gs[q]
-            for r in range(s):
-                predicted -= step_s[q] * d_block[q, r] * step_s[r]
-        for band in range(n_bands):
-            for a in range(p):
-                predicted -= 2.0 * step_b[band, a] * gb[band, a]
-                for b in range(p):
-                    predicted -= step_b[band, a] * a_blocks[band, a, b] * step_b[band, b]
-                for q in range(s):
-                    predicted -= 2.0 * step_b[band, a] * c_blocks[band, a, q] * step_s[q]
+        step_size, predicted = _size_and_decrease(
+            step_b, step_s, a_blocks, c_blocks, d_block, gb, gs
+        )
         cost_trial = _joint_normal_equations(
             parameters, band_index, shared_index, xb_trial, xs_trial, rows[pixel], refl[pixel],
             weight[pixel], mean_b, weight_b, mean_s, weight_s, step_values, out, a_trial,
             c_trial, d_trial, gb_trial, gs_trial,
         )  # fmt: skip
-        newton_size = math.inf
+        newton_size, newton_decrease = math.inf, math.inf
         if arrow_step(
             xb_trial, xs_trial, lower, upper, a_trial, c_trial, d_trial, gb_trial, gs_trial, 0.0,
             held_b, held_s, system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs,
             column, solution, step_b, step_s,
         ):  # fmt: skip
-            newton_size = 0.0
-            for band in range(n_bands):
-                for a in range(p):
-                    newton_size = max(newton_size, abs(step_b[band, a]))
-            for q in range(s):
-                newton_size = max(newton_size, abs(step_s[q]))
+            newton_size, newton_decrease = _size_and_decrease(
+                step_b, step_s, a_trial, c_trial, d_trial, gb_trial, gs_trial
+            )
         accept = accepted(cost, cost_trial)
-        done = converged(step_size, newton_size, accept, tol)
+        done = converged(step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol)
         damping, growth = next_damping(
             accept, gain_ratio(cost, cost_trial, predicted), damping, growth
         )

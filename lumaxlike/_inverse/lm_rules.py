@@ -12,16 +12,25 @@ for non-linear least squares problems", eq. 3.16 with Marquardt's scaling): afte
 accepted step lambda *= max(1/3, 1 - (2 rho - 1)^3), rho being the ratio of the actual
 to the predicted decrease of F, and the growth factor nu resets to 2; after a rejected one
 lambda *= nu (from at least `MIN_DAMPING`) and nu doubles. lambda starts at 0: the first
-step is plain Gauss-Newton. The problem has converged when the trial step is no longer
-than `tol` in every parameter, or when the trial is accepted and the undamped
-Gauss-Newton step at the trial point is no longer than `tol` (it estimates the remaining distance to the minimum; this saves the one extra
-evaluation that would only confirm a step of ~tol). For one parameter and one
+step is plain Gauss-Newton. The problem has converged when an undamped
+(lambda = 0) trial step is no longer than `tol` in every parameter, or when the trial is
+accepted and the undamped Gauss-Newton step at the trial point is no longer than `tol`
+(it estimates the remaining distance to the minimum; this saves the one extra evaluation
+that would only confirm a step of ~tol). A damped step, however short, is no test of
+convergence: its length is set by lambda. For one parameter and one
 observation (`invert`) the step is the damped Newton step -f / (f' (1 + lambda)).
 """
 
 from .._model._scalar_math import maximum, where
 
-__all__ = ["accepted", "gain_ratio", "next_damping", "converged", "damped_diagonal", "pinned"]
+__all__ = [
+    "accepted",
+    "gain_ratio",
+    "next_damping",
+    "converged",
+    "damped_diagonal",
+    "pinned",
+]
 
 MIN_DAMPING = 1e-3
 # Damping never scales a diagonal entry of J^T J below this fraction of the largest one, so
@@ -63,13 +72,29 @@ def next_damping(accept, ratio, damping, growth):
     )
 
 
-def converged(step_size, newton_size_at_trial, accept, tol):
-    """Convergence from the largest |step| of the trial and of the Gauss-Newton step there.
+def converged(step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol):
+    """Whether the problem has converged, from its trial step and the Gauss-Newton step there.
 
-    The second test counts only for an accepted trial: a rejected one leaves the problem
-    at its previous point, up to |step| away.
+    `step_size` is the largest |step| of the trial, computed with damping `damping`;
+    `newton_size` the largest |step| of the undamped Gauss-Newton step at the trial point
+    (the parameters held at their bounds, `pinned`, left out), and `newton_decrease` the
+    decrease of the linearised cost it predicts, g^T H^-1 g >= 0 over the parameters not
+    held; `cost_trial` the cost at the trial point. Converged:
+
+    - an undamped trial step no longer than `tol`: the minimum is within tol. A damped
+      step, however short, says nothing: its length is set by lambda;
+    - or an accepted trial whose Gauss-Newton step is no longer than `tol`, or whose
+      Gauss-Newton step would lower the cost by less than `COST_TIE` of it: no step can
+      then make a decrease that is not a tie, i.e. the gradient of the whole problem is
+      zero to rounding in the metric of J^T J (g^T (J^T J)^-1 g <= COST_TIE F). This ends
+      ill-conditioned problems with a residual, whose Gauss-Newton step at the minimum is
+      rounding amplified by the conditioning and can stay above `tol`.
+
+    A rejected trial leaves the problem at its previous point, which was tested when it
+    was accepted.
     """
-    return (step_size <= tol) | (accept & (newton_size_at_trial <= tol))
+    at_minimum = (newton_size <= tol) | (newton_decrease <= COST_TIE * cost_trial)
+    return ((damping == 0.0) & (step_size <= tol)) | (accept & at_minimum)
 
 
 def damped_diagonal(jtj_diagonal, largest_diagonal, damping):

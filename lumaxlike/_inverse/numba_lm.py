@@ -84,6 +84,19 @@ def cholesky_solve(factor, rhs, solution):
         solution[i] = value / factor[i, i]
 
 
+@numba.njit(error_model="numpy")
+def _size_and_decrease(step, jtj, jtf):
+    """The largest |step|, and the decrease of the linearised cost along `step`."""
+    size = 0.0
+    decrease = 0.0
+    for a in range(step.shape[0]):
+        size = max(size, abs(step[a]))
+        decrease -= 2.0 * step[a] * jtf[a]
+        for b in range(step.shape[0]):
+            decrease -= step[a] * jtj[a, b] * step[b]
+    return size, decrease
+
+
 @cached_njit(error_model="numpy")
 def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, out, jtj, jtf):
     """sum_k f_k^2, and J^T J, J^T f accumulated over the observations (lower triangle).
@@ -225,6 +238,7 @@ def _solve_lm_pixel(
                 trial, rows[pixel], refl_problem, p, step_values, out, jtj_trial, jtf_trial
             )
             newton_size = math.inf
+            newton_decrease = math.inf
             if _damped_step(
                 trial,
                 free_index,
@@ -238,11 +252,11 @@ def _solve_lm_pixel(
                 rhs,
                 step,
             ):
-                newton_size = 0.0
-                for a in range(p):
-                    newton_size = max(newton_size, abs(step[a]))
+                newton_size, newton_decrease = _size_and_decrease(step, jtj_trial, jtf_trial)
             accept = accepted(cost, cost_trial)
-            done = converged(step_size, newton_size, accept, tol)
+            done = converged(
+                step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol
+            )
             damping, growth = next_damping(
                 accept, gain_ratio(cost, cost_trial, predicted), damping, growth
             )

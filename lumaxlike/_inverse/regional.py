@@ -237,15 +237,16 @@ def solve_regions(
         )
         projected = {name: trial[name] - state[name] for name in ("xb", "xs", "xr")}
         step_size = _region_max(projected, label, n_regions)
-        newton_size = np.where(
-            newton_ok,
-            _region_max({"xb": newton_b, "xs": newton_s, "xr": newton_r}, label, n_regions),
-            np.inf,
+        newton = {"xb": newton_b, "xs": newton_s, "xr": newton_r}
+        newton_size = np.where(newton_ok, _region_max(newton, label, n_regions), np.inf)
+        newton_decrease = np.where(
+            newton_ok, -_region_linear_and_quadratic(trial, newton, label, n_regions, prior), np.inf
         )
         predicted = -_region_linear_and_quadratic(state, projected, label, n_regions, prior)
         cost, cost_trial = state["region_cost"], trial["region_cost"]
         accept = _accepted(cost, cost_trial) & solvable & ~done
-        now = _converged(step_size, newton_size, accept, tol) & solvable
+        now = _converged(step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol)
+        now = now & solvable
         new_damping, new_growth = _next_damping(
             accept, _gain_ratio(cost, cost_trial, predicted), damping, growth
         )

@@ -39,6 +39,13 @@ __all__ = ["simplex_qp_lanes", "solve_one_step_jax"]
 _lm = retarget_to_jax(lm_rules)
 
 
+def _linear_decrease(step, hessian, gradient):
+    """Decrease of the linearised cost along `step`: -(2 step.g + step.H step)."""
+    return -(
+        2.0 * jnp.sum(step * gradient, axis=-1) + jnp.einsum("na,nab,nb->n", step, hessian, step)
+    )
+
+
 def _scaled_cholesky_solve(system, rhs):
     """`simplex_qp.scaled_cholesky` + `scaled_solve` on lanes: system (n, p, p), rhs (n, p)."""
     p = rhs.shape[-1]
@@ -279,10 +286,7 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
         solvable = code == QP_OK
         step = trial - x
         step_size = jnp.max(jnp.abs(step), axis=-1)
-        predicted = -(
-            2.0 * jnp.sum(step * gradient, axis=-1)
-            + jnp.einsum("na,nab,nb->n", step, hessian, step)
-        )
+        predicted = _linear_decrease(step, hessian, gradient)
         cost_trial, hessian_trial, gradient_trial = normal_equations(
             trial, terms, albedo, refl, band_weights, key
         )
@@ -292,11 +296,17 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
         newton, _, _, newton_code = simplex_qp_lanes(
             a_newton, c_newton, trial, trial_free, trial_sum, moving & solvable, equality, max_steps
         )
-        newton_size = jnp.where(
-            newton_code == QP_OK, jnp.max(jnp.abs(newton - trial), axis=-1), jnp.inf
+        newton_step = newton - trial
+        newton_ok = newton_code == QP_OK
+        newton_size = jnp.where(newton_ok, jnp.max(jnp.abs(newton_step), axis=-1), jnp.inf)
+        newton_decrease = jnp.where(
+            newton_ok, _linear_decrease(newton_step, hessian_trial, gradient_trial), jnp.inf
         )
         accept = _lm.accepted(cost, cost_trial) & solvable
-        converged = _lm.converged(step_size, newton_size, accept, tol) & solvable
+        converged = _lm.converged(
+            step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol
+        )
+        converged = converged & solvable
         new_damping, new_growth = _lm.next_damping(
             accept, _lm.gain_ratio(cost, cost_trial, predicted), damping, growth
         )

@@ -259,18 +259,24 @@ def _one_step_block(
                                                  hessian_trial, gradient_trial, column)  # fmt: skip
             # the undamped step from the trial point, to test convergence
             _subproblem(hessian_trial, gradient_trial, trial, 0.0, a_matrix, c)
-            newton_size = math.inf
+            newton_size, newton_decrease = math.inf, math.inf
             for a in range(p):
                 newton[a] = trial[a]
                 newton_free[a] = trial_free[a]
             newton_sum[0] = trial_sum[0]
             if simplex_qp(a_matrix, c, newton, newton_free, newton_sum, equality, max_steps,
                           system, factor, scale, rhs, z) == QP_OK:  # fmt: skip
-                newton_size = 0.0
+                newton_size, newton_decrease = 0.0, 0.0
                 for a in range(p):
-                    newton_size = max(newton_size, abs(newton[a] - trial[a]))
+                    newton_a = newton[a] - trial[a]
+                    newton_size = max(newton_size, abs(newton_a))
+                    newton_decrease -= 2.0 * newton_a * gradient_trial[a]
+                    for b in range(p):
+                        newton_decrease -= newton_a * hessian_trial[a, b] * (newton[b] - trial[b])
             accept = accepted(cost, cost_trial)
-            done = converged(step_size, newton_size, accept, tol)
+            done = converged(
+                step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol
+            )
             damping, growth = next_damping(
                 accept, gain_ratio(cost, cost_trial, predicted), damping, growth
             )
