@@ -145,6 +145,13 @@ def test_site_builds_strict_with_every_page(site):
 def test_every_internal_link_and_anchor_of_the_built_site_resolves(site):
     broken = broken_links(site.resolve())
     assert not broken, "\n".join(broken[:40])
+    # the notebooks' links, written from notebooks/ in a clone, lead to the site's pages
+    for page, href in [
+        ("01_forward_model", "../02_inverting_a_cube/"),
+        ("07_joint_retrieval", "../../joint-fits/"),
+    ]:
+        links = parse_page(site / "tutorials" / page / "index.html").links
+        assert ("a", href) in links, page
 
 
 def test_the_link_check_finds_a_missing_page_a_missing_anchor_and_a_cdn_script(tmp_path):
