@@ -25,7 +25,7 @@ kernels are warm (a first process loads them):
 - "warm" (``--repeat`` processes): reads what "cold" wrote: the solvers' executables,
   loaded without tracing or lowering, and JAX's cache for the rest.
 
-The issue's bounds (not asserted): a process after the first pays at most 3 s (fit) and
+The bounds (not asserted): a process after the first pays at most 3 s (fit) and
 1 s (invert) for its first call. On a shared machine the wall times grow with the load;
 the CPU seconds are the better measure there (the first call's work is single-threaded).
 

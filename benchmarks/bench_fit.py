@@ -54,9 +54,8 @@ and 99th percentile of the z-score |value - truth| / sigma, sigma from
 |scipy - numba| per parameter on the scipy subsample (problems converged in both), and
 max |jax - numba| on the JAX subsample.
 
-Target of the issue (not asserted): numba >= 50 k problems/s on 2 cores. For scale, the
-issue cites a GPU code fitting 5-parameter models on 25 points at about 3 M fits/s on a
-2017 consumer GPU.
+Target (not asserted): numba >= 50 k problems/s on 2 cores. For scale, a published GPU
+code runs 5-parameter fits on 25 points at about 3 M fits/s on a 2017 consumer GPU.
 
 ``--gpu``: where ``jax.devices()[0]`` is a GPU, also solver="jax" on the whole scene
 (chunk_size ``--gpu-chunk``, 8192 pixels): problems/s, accuracy and the device's
@@ -96,9 +95,9 @@ from lumaxlike._params import FIELD_NAMES
 from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 RESULTS = bench_invert.RESULTS
-TARGET_NUMBA = 50_000.0  # problems/s on 2 cores, from the issue
+TARGET_NUMBA = 50_000.0  # problems/s on 2 cores: the target
 REFERENCE_GPU_FITS_PER_S = (
-    3e6  # the issue's scale: 5-parameter models, 25 points, 2017 consumer GPU
+    3e6  # a published GPU code's scale: 5-parameter models, 25 points, 2017 consumer GPU
 )
 NOISE_SIGMA = 1e-4  # [1/sr]
 TRUTH = HapkeParams(b=0.25, c=0.5, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)
@@ -466,7 +465,7 @@ def print_report(report: dict) -> None:
         )
         print(
             f"\nGPU {g['device']} ({label}): {g['pixels']:,} pixels, {fmt_rate(g['problems_per_s'])} "
-            f"(issue's scale: ~{REFERENCE_GPU_FITS_PER_S / 1e6:g} M fits/s, 5 parameters on 25 points, 2017 GPU), "
+            f"(a published GPU code: ~{REFERENCE_GPU_FITS_PER_S / 1e6:g} M fits/s, 5 parameters on 25 points, 2017 GPU), "
             f"compile {g['warmup_s']:.1f} s, converged {g['converged_fraction']:.2%}, device peak {peak}"
         )
 

@@ -1,6 +1,6 @@
 """`lumaxlike fit` on a stack of cube files: wall time, rate and peak RSS of the streamed run.
 
-The issue's size: 8 cubes of 1024 x 1024 pixels x 32 bands (float32 GeoTIFF, 128 MiB
+The size: 8 cubes of 1024 x 1024 pixels x 32 bands (float32 GeoTIFF, 128 MiB
 each, 1 GiB in all), each with its OBS raster (float32, per-pixel to-sun and to-sensor
 zenith and azimuth: incidence 0-60 deg, emission 0-60 deg, any azimuths), a flat surface,
 reflectance r of ``HapkeParams(b=0.25, c=0.5)`` with w uniform in (0.2, 0.9) per pixel

@@ -1,4 +1,4 @@
-"""Issue 2 benchmark: the forward model `lumaxlike.amsa` on a hyperspectral cube.
+"""Benchmark: the forward model `lumaxlike.amsa` on a hyperspectral cube.
 
 The cube (defaults): 1000 x 1000 = 1 M pixels x 100 bands, float64 (1e8 reflectances),
 per-pixel geometry from the tests' `random_geometry` (incidence 0-80 deg, emission 0-70 deg,
@@ -27,7 +27,7 @@ Measured:
   lumaxlike's (series p(g); a roughness denominator; an epsilon in B_CB): the largest
   relative difference in r is reported, not hidden.
 
-Targets of the issue (not asserted): numba within 1 s and JAX within 3 s for the default
+Targets (not asserted): numba within 1 s and JAX within 3 s for the default
 cube on 2 cores.
 
 Usage::

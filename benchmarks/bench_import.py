@@ -1,11 +1,13 @@
-"""Time of `import lumaxlike` in a fresh interpreter (issue 11 target: <= 0.5 s).
+"""Time of `import lumaxlike` in a fresh interpreter (target: <= 0.5 s).
 
 Each repetition starts a new Python process and times the import statement alone
 (`time.perf_counter` around `import lumaxlike`, so interpreter start-up is excluded);
 the best of ``--repeat`` counts, as other load on the machine only ever adds time. Also
 records which heavy dependencies the import loaded (none, by design).
 
-Writes ``benchmarks/results/import.json`` (``--json`` to change).
+Writes its JSON report to a temporary file (its path is printed), so a run never
+overwrites the results stored in the repository: ``--save`` writes
+``benchmarks/results/import.json``, ``--out PATH`` any other file.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results"
@@ -36,13 +39,25 @@ def import_once() -> tuple[float, list[str]]:
     return float(seconds), [name for name in loaded.strip().split(",") if name]
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--repeat", type=int, default=5, help="fresh processes timed; the best counts (default 5)"
     )
-    parser.add_argument("--json", type=Path, default=RESULTS / "import.json")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--save",
+        action="store_const",
+        const=RESULTS / "import.json",
+        dest="out",
+        help="write the stored results, benchmarks/results/import.json",
+    )
+    where.add_argument(
+        "--out", type=Path, help="write the JSON report here (default: a temporary file)"
+    )
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = Path(tempfile.gettempdir()) / "lumaxlike-bench-import.json"
 
     runs = [import_once() for _ in range(args.repeat)]
     seconds = [s for s, _ in runs]
@@ -61,8 +76,10 @@ def main(argv=None) -> None:
             "platform": platform.platform(),
         },
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"report: {args.out}")
+    return args.out
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Issue 3 benchmark: throughput of `lumaxlike.invert` against the baselines a user has.
+"""Benchmark: throughput of `lumaxlike.invert` against the baselines a user has.
 
 The cube: 512 x 512 pixels x 64 bands, float64 (16.8 M scalar problems, one w per pixel
 and band), per-pixel geometry from the tests' `random_geometry` (incidence 0-80 deg,
@@ -40,7 +40,7 @@ Forward model: `amsa` on the whole cube at w_true, per backend, timed right afte
 `invert` run ("forward-numba", "forward-jax": evaluations/s); ``forward_units`` is
 invert's time per problem in units of one evaluation's, per repetition, and its median.
 
-Targets of issue 15 (not asserted): numba >= 40x refmod, JAX on CPU >= 35x refmod.
+Targets (not asserted): numba >= 40x refmod, JAX on CPU >= 35x refmod.
 
 ``--gpu``: where ``jax.devices()[0]`` is a GPU, also a 1024 x 1024 x 64 float32 cube
 through solver="jax": problems/s and the device's ``peak_bytes_in_use``.
@@ -82,7 +82,7 @@ from lumaxlike._model import equations
 from lumaxlike.testing import synthetic_cube
 
 RESULTS = Path(__file__).resolve().parent / "results"
-TARGETS = {"numba": 40.0, "jax": 35.0}  # lumaxlike / refmod, from issue 15
+TARGETS = {"numba": 40.0, "jax": 35.0}  # lumaxlike / refmod: the targets
 # scipy's defaults (1e-8) stop up to 3e-4 away in w here; 1e-12 brings it to ~1e-8 for
 # ~10 % more function evaluations, so the baseline is timed at a comparable accuracy.
 SCIPY_TOLERANCES = {"xtol": 1e-12, "ftol": 1e-12, "gtol": 1e-12}

@@ -1,4 +1,4 @@
-"""Issue 12 benchmark: `invert`'s rate for every model configuration, in one run.
+"""Benchmark: `invert`'s rate for every model configuration, in one run.
 
 The cube: 256 x 256 pixels x 32 bands float64 (2.1 M problems), per-pixel geometry from
 the tests' `random_geometry`, roughness 20 deg and both opposition effects, w_true uniform
@@ -15,7 +15,7 @@ Lunar-Lambert, Minnaert, Shkuratov 2011) are timed the same way on the same cube
 albedo A drawn like w; they invert in closed form (0 iterations), so their rate is that
 of reading the geometry and one division per problem.
 
-The issue's target (not asserted): the exact H-function costs at most 3x the Hapke 2002
+The target (not asserted): the exact H-function costs at most 3x the Hapke 2002
 approximation in `invert`, i.e. rate(amsa-exact) >= rate(amsa-hapke2002) / 3.
 
 Usage::

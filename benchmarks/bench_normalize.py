@@ -1,4 +1,4 @@
-"""Issue 14 benchmark: photometric normalisation's rate against the inversion's, in one run.
+"""Benchmark: photometric normalisation's rate against the inversion's, in one run.
 
 The cube of ``bench_invert.py`` (per-pixel geometry from the tests' `random_geometry`,
 roughness 20 deg and both opposition effects, float64; default 512 x 512 x 64 = 16.8 M
@@ -8,7 +8,7 @@ ratio is taken under the same machine load. Also timed: `normalize` with a binne
 roughness map (``--bins`` distinct values, one per pixel), the LROC WAC case.
 
 Reported per solver: problems/s of `invert` and of `normalize` (median), their ratio
-(the issue's target, not asserted: normalize within 20 % of invert, ratio >= 0.8), the
+(the target, not asserted: normalize within 20 % of invert, ratio >= 0.8), the
 binned-map rate, and max |normalised - r at the standard geometry from w_true| over
 converged problems.
 

@@ -1,7 +1,7 @@
 """`sample` benchmark: posterior sampling throughput of `lumaxlike.sample` (blackjax HMC,
 every problem's chains in one batched JAX program).
 
-The scene (the issue's): ``--pixels`` (default 512) pixels x 1 band x 16 observations,
+The scene: ``--pixels`` (default 512) pixels x 1 band x 16 observations,
 float64, w, b, c and roughness (theta-bar) free. Geometry from
 `lumaxlike.testing.multi_angle_geometry` (flat surface, incidence 0-60 deg, emission
 0-65 deg at any azimuth, two observations near opposition), truth
@@ -21,7 +21,7 @@ scene (the first compiles the chunk's program; its time is reported as "first ca
   ESS >= 400 in every parameter, and with R-hat <= 1.01;
 - effective samples per second per problem: median min-ESS x problems / wall time;
 - problems/s at ESS >= 400: problems/s x (fraction of problems with ESS >= 400 in every
-  parameter) -- the problems that reached the issue's bar per second of sampling;
+  parameter) -- the problems that reached the ESS bar per second of sampling;
 - where the time goes: gradient evaluations of the log density per second inside the
   sampler (chains x transitions x leapfrog steps x problems / wall time) against the
   same gradient alone in a fused `fori_loop` over the same problems (its ceiling: the

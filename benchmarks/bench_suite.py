@@ -1,4 +1,4 @@
-"""Issue 5 benchmark suite: forward model and inversion, JAX and numba, float32 and float64.
+"""Benchmark suite: forward model and inversion, JAX and numba, float32 and float64.
 
 What it measures (every lumaxlike number in a spawned child process, through
 `lumaxlike._profile.run_profiles`, on `lumaxlike.testing.synthetic_cube` data: per-pixel

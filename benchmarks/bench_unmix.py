@@ -16,7 +16,7 @@ compiles or loads every kernel):
 - one-step, numba: ``unmix(..., solver="numba", route="one_step")`` on the whole scene.
 - two-step, numba: the whole route (``invert`` + the w-space programme), and the w-space
   step alone ("after inversion": `numba_unmix.two_step_numba` and the covariance on the
-  inverted w, chunked as `unmix` chunks), the figure the issue's target is about.
+  inverted w, chunked as `unmix` chunks), the figure the two-step target is about.
 - both routes with solver="jax" on the first ``--jax-pixels`` pixels (JAX on a CPU is
   much slower than numba; its place is a GPU).
 - scipy, one-step: a per-pixel `scipy.optimize.least_squares` loop over ``--scipy-pixels``
@@ -35,7 +35,7 @@ z-score |fraction - truth| / sigma; agreement of scipy and JAX with numba on the
 Peak memory: the peak RSS of each timed numba call (Linux VmHWM, reset before it;
 includes the interpreter, libraries and the inputs), with the chunk size.
 
-Targets of the issue (2 cores, not asserted): one-step numba >= 100 k pixels/s, two-step
+Targets (2 cores, not asserted): one-step numba >= 100 k pixels/s, two-step
 >= 1 M pixels/s after inversion. Writes ``benchmarks/results/unmix.json`` (``--json``).
 """
 

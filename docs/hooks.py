@@ -10,14 +10,36 @@ once it exists). A name that no page of ``docs/api/`` renders (``::: lumaxlike.N
 is appended to the API reference's index page under "Not yet grouped", so a new public
 name is documented, and its docstring checked by the strict build, the moment it is
 added; move it to the page where it belongs.
+
+Math is typeset in the browser by MathJax 3 served from the site itself, never from a
+CDN: ``on_files`` adds MathJax's single-file ``tex-svg.js`` (and its licence) from the
+``django-static-mathjax`` package of the docs extra to ``assets/mathjax/``;
+``docs/javascripts/mathjax.js`` configures it for the workflow pages' ``$...$``
+(pymdownx.arithmatex) and the notebooks' markdown cells.
+
+The tutorials (docs/tutorials/*.ipynb, copies of notebooks/*.ipynb) link to each other and
+to the workflow pages as seen from notebooks/ in a clone (``02_inverting_a_cube.ipynb``,
+``../docs/joint-fits.md#anchor``), so the links work in Jupyter and on the repository's
+web pages; ``on_page_content`` turns them into the site's URLs, and drops the MathJax 2
+loader (an empty ``<script src="">``) that mkdocs-jupyter puts in every notebook page.
 """
 
+import html
+import posixpath
 import re
 from pathlib import Path
+
+from mkdocs.structure.files import File
+from mkdocs.utils import get_relative_url
 
 ROOT = Path(__file__).resolve().parent.parent
 OPTIONAL_MODULES = ["testing"]
 WORKFLOWS = "Workflows"
+MATHJAX_DIR = "assets/mathjax"  # in the built site
+NBCONVERT_MATHJAX = re.compile(
+    r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL
+)
+HREF = re.compile(r'href="([^"]*)"')
 # where a workflow page goes when mkdocs.yml does not list it: after this page
 AFTER = {
     "joint-fits.md": "fit.md",
@@ -84,3 +106,52 @@ def on_page_markdown(markdown, page, config, files):
         return markdown
     blocks = "\n\n".join(f"::: lumaxlike.{name}" for name in missing)
     return f"{markdown}\n\n## Not yet grouped\n\n{blocks}\n"
+
+
+def mathjax_sources() -> dict[str, Path]:
+    """MathJax 3's one-file TeX-to-SVG bundle and its licence, from django-static-mathjax."""
+    try:
+        import mathjax  # django-static-mathjax (docs extra): MathJax 3.2 as package data
+    except ImportError as error:
+        raise RuntimeError(
+            "the documentation needs MathJax from the django-static-mathjax package: "
+            'pip install -e ".[docs]"'
+        ) from error
+    root = Path(mathjax.__file__).parent / "static" / "mathjax"
+    return {"tex-svg.js": root / "es5" / "tex-svg.js", "LICENSE": root / "LICENSE"}
+
+
+def on_files(files, config):
+    for name, path in mathjax_sources().items():
+        if not path.is_file():
+            raise RuntimeError(f"MathJax file missing from django-static-mathjax: {path}")
+        files.append(File.generated(config, f"{MATHJAX_DIR}/{name}", abs_src_path=str(path)))
+    return files
+
+
+def site_href(href: str, page, files) -> str:
+    """A notebook's link (relative to notebooks/ in a clone) as a URL of the site.
+
+    ``NN_name.ipynb`` is the tutorial page of that notebook, ``../docs/PAGE.md`` the
+    workflow page; other links (absolute, in-page, or to files the site lacks) are kept,
+    and the site's link check reports those that do not resolve.
+    """
+    target, hash_, anchor = html.unescape(href).partition("#")
+    if not target or "://" in target or target.startswith(("/", "mailto:")):
+        return href
+    in_clone = posixpath.normpath(posixpath.join("notebooks", target))
+    if in_clone.startswith("notebooks/") and in_clone.endswith(".ipynb"):
+        in_clone = "docs/tutorials/" + in_clone.removeprefix("notebooks/")
+    if not in_clone.startswith("docs/"):
+        return href
+    file = files.get_file_from_path(in_clone.removeprefix("docs/"))
+    if file is None:
+        return href
+    return html.escape(get_relative_url(file.url, page.url) + hash_ + anchor)
+
+
+def on_page_content(html_text, page, config, files):
+    if not page.file.src_uri.endswith(".ipynb"):
+        return html_text
+    html_text = NBCONVERT_MATHJAX.sub("", html_text)
+    return HREF.sub(lambda m: f'href="{site_href(m.group(1), page, files)}"', html_text)

