@@ -416,6 +416,30 @@ def test_flat_prior_mode_at_b_one_is_flagged_multimodal():
     assert abs(result.quantiles["b"][1, 0, -1] - exact) < 5 * standard_error + 1.0 / 121
 
 
+def test_missed_mode_rule():
+    """`_sample/modes.py`'s rule on made-up numbers: a probe counts where its optimum is
+    solved, within LOG_DENSITY_GAP of the warm start's log posterior and outside the
+    draws' box widened by VISIT_MARGIN; probes start near both bounds of every bounded
+    parameter but w."""
+    from lumaxlike._sample import modes
+
+    starts = modes.probe_starts(
+        ("w", "b", "c", "hs"), [0.0, 0.0, -1.0, 0.0], [1.0, 1.0, 1.0, np.inf]
+    )
+    assert starts == [{"b": 1e-3}, {"b": 1.0 - 1e-3}, {"c": -1.0 + 2e-3}, {"c": 1.0 - 2e-3}]
+    minimum = np.array([[0.2, 0.0]] * 5)  # 5 problems, 2 parameters: draws in [0.2, 0.6] x [0, 1]
+    maximum = np.array([[0.6, 1.0]] * 5)
+    best = np.zeros(5)
+    gap = modes.LOG_DENSITY_GAP
+    values = np.array([[0.99, 0.5], [0.63, 0.5], [0.99, 0.5], [0.99, 0.5], [0.99, 0.5]])
+    level = np.array([-1.0, -1.0, -gap - 0.1, 3.0, -1.0])
+    status = np.array([0, 0, 0, 0, Status.UNREACHABLE], np.int8)
+    missed = modes.missed_mode(best, [(values, level, status)], minimum, maximum)
+    # outside and close: missed; inside the margin (0.6 + 0.04); too far below; higher
+    # than the warm start (missed); unsolved
+    np.testing.assert_array_equal(missed, [True, False, False, True, False])
+
+
 def test_rhat_at_defaults_on_well_posed_problems():
     """The claim: at the defaults, R-hat <= 1.01 for at least 99 % of well-posed
     problems (w, b, c free, 16 observations at WELL_POSED_SIGMA, every Laplace sigma

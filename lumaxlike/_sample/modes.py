@@ -24,7 +24,10 @@ import numpy as np
 
 from .._inverse.status import Status
 
-__all__ = ["LOG_DENSITY_GAP", "PROBE_START", "VISIT_MARGIN", "missed_mode", "probe_starts"]
+__all__ = [
+    "LOG_DENSITY_GAP", "PROBE_START", "VISIT_MARGIN", "log_posterior", "missed_mode",
+    "probe_starts",
+]  # fmt: skip
 
 # Where a probe starts inside a bound, relative to the interval.
 PROBE_START = 1e-3
@@ -49,33 +52,30 @@ def probe_starts(free, lower, upper) -> list[dict]:
     return starts
 
 
-def _log_posterior(values, residual_norm, inv_var, prior_mean, prior_precision):
-    """Log posterior (up to the constant) of fits: values (problems..., p),
-    residual_norm (problems...), inv_var (bands,) broadcasting to it."""
-    deviation = values - prior_mean
-    return -0.5 * residual_norm**2 * inv_var - 0.5 * np.sum(
-        prior_precision * deviation * deviation, axis=-1
-    )
+def log_posterior(result, inv_var):
+    """The log posterior (up to its constant) at a `fit` result's values, shaped like
+    its status: -cost / 2 of a `JointFitResult` (priors included), else
+    -residual_norm^2 / (2 refl_sigma^2); inv_var 1/refl_sigma^2 (bands,)."""
+    if hasattr(result, "cost"):
+        return -0.5 * result.cost
+    return -0.5 * result.residual_norm**2 * inv_var
 
 
-def missed_mode(warm, probes, minimum, maximum, inv_var, prior_mean, prior_precision):
+def missed_mode(best, probes, minimum, maximum):
     """Where a probe found a mode the chains did not visit (module docstring).
 
     Args:
-        warm: (values (problems..., p), residual_norm (problems...)) of the warm start;
-        probes: a list of (values, residual_norm, status (problems...)) of the probe
-            fits; minimum, maximum (problems..., p): the draws' extent; inv_var
-            1/refl_sigma^2 broadcasting to the problems; prior_mean, prior_precision
-            (problems..., p) (precision 0: flat).
+        best: (problems...) the warm start's log posterior (`log_posterior`);
+        probes: a list of (values (problems..., p), log posterior, status
+            (problems...)) of the probe fits; minimum, maximum (problems..., p): the
+            draws' extent.
     Returns:
         bool (problems...).
     """
-    best = _log_posterior(warm[0], warm[1], inv_var, prior_mean, prior_precision)
     width = VISIT_MARGIN * (maximum - minimum)
     missed = np.zeros(best.shape, bool)
     with np.errstate(invalid="ignore"):
-        for values, residual_norm, status in probes:
-            level = _log_posterior(values, residual_norm, inv_var, prior_mean, prior_precision)
+        for values, level, status in probes:
             outside = np.any((values < minimum - width) | (values > maximum + width), axis=-1)
             solved = np.isin(status, np.array(_SOLVED, np.int8))
             missed |= solved & (level >= best - LOG_DENSITY_GAP) & outside

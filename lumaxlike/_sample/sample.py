@@ -23,7 +23,7 @@ from .._params import PARAMETER_NAMES, HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_positive_int
 from . import transform
 from .layout import ProblemLayout
-from .modes import missed_mode, probe_starts
+from .modes import log_posterior, missed_mode, probe_starts
 from .program import sample_chunk, sample_joint_chunk
 from .result import SampleResult
 from .start import laplace_start
@@ -298,10 +298,7 @@ def sample(
     )
     status[sampled] = np.where(mixed[sampled], Status.CONVERGED, Status.NOT_MIXED)
     if not shared and sampled.any():
-        missed = _missed_modes(
-            warm_fit, warm, layout, outputs, inv_var, prior_mean, prior_precision,
-            (free, lower, upper),
-        )  # fmt: skip
+        missed = _missed_modes(warm_fit, warm, layout, outputs, inv_var, (free, lower, upper))
         status[sampled & missed] = Status.MULTIMODAL
     return SampleResult(
         free=free,
@@ -321,17 +318,14 @@ def sample(
     )
 
 
-def _missed_modes(warm_fit, warm, layout, outputs, inv_var, prior_mean, prior_precision, bounds):
+def _missed_modes(warm_fit, warm, layout, outputs, inv_var, bounds):
     """Where `modes`' probe fits (`warm_fit(start)`) found a mode the chains missed,
-    (pixels, bands) bool; bounds = (free, lower, upper)."""
+    (pixels, bands) bool; bounds = (free, lower, upper) (per-band problems only)."""
     probes = []
+    shape = outputs["minimum"].shape[:-1]  # (pixels, bands)
     for start in probe_starts(*bounds):
         probe = warm_fit(start)
-        values, _ = layout.fit_start(probe)
-        norm = probe.residual_norm.reshape(values.shape[:-1])
-        probes.append((values, norm, layout.flat_status(probe.status)))
-    values, _ = layout.fit_start(warm)
-    return missed_mode(
-        (values, warm.residual_norm.reshape(values.shape[:-1])), probes, outputs["minimum"],
-        outputs["maximum"], inv_var, prior_mean, prior_precision,
-    )  # fmt: skip
+        level = np.reshape(log_posterior(probe, inv_var), shape)
+        probes.append((layout.fit_start(probe)[0], level, layout.flat_status(probe.status)))
+    best = np.reshape(log_posterior(warm, inv_var), shape)
+    return missed_mode(best, probes, outputs["minimum"], outputs["maximum"])
