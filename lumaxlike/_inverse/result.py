@@ -72,8 +72,8 @@ class FitResult:
             one of the parameter's bounds (the solver projects onto the closed
             interval, e.g. c = 1). There the optimum is not a stationary point: its
             `sigma` (the Laplace approximation from J^T J) describes a Gaussian that
-            reaches past the bound and is no measure of the posterior's width (measured
-            8-13 times the posterior sd for c = 1); use `sample`. False where unsolved.
+            reaches past the bound and is no measure of the posterior's width (an audit
+            found it 8-13 times the posterior sd for c = 1); use `sample`. False where unsolved.
     """
 
     free: tuple
