@@ -397,3 +397,31 @@ def test_sigma_and_values_of_a_fixed_parameter_name_it():
         result.sigma("b")
     with pytest.raises(KeyError, match="'b' was not fitted"):
         result["b"]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_at_bound_flags_an_optimum_on_a_bound(solver):
+    """b = 0.08 true, 16 observations at 1e-3 noise, c free in [-1, 1]: the least-squares
+    optimum of the first problem is at c = 1 (the data prefer c past its bound), where
+    the Laplace sigma means nothing: `at_bound["c"]` says so there, and nowhere in the
+    second problem (noise-free, the truth inside every bound)."""
+    rng = np.random.default_rng(0)
+    geometry = multi_angle_geometry(1, 16, rng, opposition=False)
+    refl = multi_angle_reflectance(np.array([[0.7]]), *geometry, HapkeParams(b=0.08, c=0.45))
+    refl = refl + 1e-3 * rng.standard_normal(refl.shape)
+    interior_geometry = multi_angle_geometry(1, 16, rng)
+    interior = multi_angle_reflectance(
+        np.array([[0.5]]), *interior_geometry, HapkeParams(b=0.25, c=0.5)
+    )
+    result = lumaxlike.fit(
+        np.concatenate([refl, interior]), *(np.concatenate(g) for g in zip(geometry, interior_geometry)),
+        HapkeParams(b=0.3, c=0.4), free=FREE_3, solver=solver, refl_sigma=1e-3,
+    )  # fmt: skip
+    assert np.all(result.status == Status.CONVERGED)
+    assert result["c"][0, 0] == 1.0 and result.at_bound["c"][0, 0]
+    for name in FREE_3:
+        assert result.at_bound[name].shape == result[name].shape
+        assert result.at_bound[name].dtype == np.bool_
+        assert not result.at_bound[name][1, 0]
+    assert not result.at_bound["w"][0, 0] and not result.at_bound["b"][0, 0]
+    np.testing.assert_allclose(result["c"][1, 0], 0.5, atol=1e-8)  # interior: the truth

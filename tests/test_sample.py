@@ -346,6 +346,100 @@ def test_wbc_posterior_matches_emcee_where_laplace_misses_the_ridge(ridge):
         assert abs(correlation - reference) < 5 * (1 - reference**2) / np.sqrt(effective)
 
 
+def _bc_grid_posterior(refl, geometry, sigma, n_grid=(121, 121, 61)):
+    """p(w, b, c | r) on a cell-centred grid over (0, 1) x (0, 1) x (-1, 1), flat prior,
+    the model through the JAX forward model (`amsa_scalar`, not the sampler's code):
+    the marginal of b at the grid's b values, (b grid, probabilities)."""
+    from lumaxlike._model.jax_model import amsa_scalar
+
+    w_grid, b_grid = ((np.arange(n) + 0.5) / n for n in n_grid[:2])
+    c_grid = -1.0 + 2.0 * (np.arange(n_grid[2]) + 0.5) / n_grid[2]
+    to_sun, to_sensor, normal = (jnp.asarray(g) for g in geometry)
+
+    def log_likelihood(w, b, c):
+        model = lumaxlike.HapkeParams(b=b, c=c)
+        r = jax.vmap(amsa_scalar, in_axes=(None, 0, 0, 0, None))(
+            w, to_sun, to_sensor, normal, model
+        )
+        return -0.5 * jnp.sum((r - jnp.asarray(refl)) ** 2) / sigma**2
+
+    over_w = jax.vmap(log_likelihood, in_axes=(0, None, None))
+    over_wb = jax.vmap(over_w, in_axes=(None, 0, None))
+    grid = jax.jit(jax.vmap(over_wb, in_axes=(None, None, 0)))
+    log_p = np.asarray(grid(*(jnp.asarray(g) for g in (w_grid, b_grid, c_grid))))  # (c, b, w)
+    density = np.exp(log_p - log_p.max())
+    return b_grid, density.sum(axis=(0, 2)) / density.sum()
+
+
+def test_flat_prior_mode_at_b_one_is_flagged_multimodal():
+    """Flat priors on b and c, b = 0.08 true, 16 observations at 1e-3: the posterior of
+    the first problem has a second mode at b -> 1 (4 % of its mass at b > 0.9 by
+    quadrature). This seed's chains, started from the fit, never reach it and agree with
+    each other (R-hat <= 1.01, ESS above `min_ess`: before the bound probes of
+    `_sample/modes.py` it was CONVERGED with P(b > 0.9) = 0); the problem must be
+    MULTIMODAL. (Of seeds 2-7, 5 missed the mode that way; in the others one chain
+    reached it and the problem was NOT_MIXED.) The second problem has no such mode: it
+    stays CONVERGED and its 97.5 % quantile of b matches the quadrature's."""
+    sigma = 1e-3
+    refl, geometry = [], []
+    for seed, w in ((2, 0.3), (0, 0.7)):
+        rng = np.random.default_rng(seed)
+        pixel_geometry = multi_angle_geometry(1, 16, rng, opposition=False)
+        truth = lumaxlike.HapkeParams(b=0.08, c=0.45)
+        pixel_refl = multi_angle_reflectance(np.array([[w]]), *pixel_geometry, truth)
+        refl.append(pixel_refl + sigma * rng.standard_normal(pixel_refl.shape))
+        geometry.append(pixel_geometry)
+    refl = np.concatenate(refl)
+    geometry = [np.concatenate([g[i] for g in geometry]) for i in range(3)]
+    result = lumaxlike.sample(
+        refl, *geometry, WBC, free=("w", "b", "c"), refl_sigma=sigma, seed=2,
+        num_warmup=200, num_samples=500, return_samples=True,
+    )  # fmt: skip
+    marginals = [_bc_grid_posterior(refl[i, 0], [g[i] for g in geometry], sigma) for i in range(2)]
+    tails = [marginal[b_grid > 0.9].sum() for b_grid, marginal in marginals]
+    assert tails[0] > 0.02 and tails[1] < 1e-4  # the problems are what they are built to be
+    draws = result.draws_dataset()["b"].values  # (chain, draw, pixel, band)
+    assert np.max(draws[:, :, 0, 0]) < 0.9  # the chains missed the mode at b -> 1
+    mixed = all(
+        result.rhat[n][0, 0] <= 1.01 and min(result.ess[n][0, 0], result.ess_tail[n][0, 0]) >= 400
+        for n in result.free
+    )
+    assert mixed  # R-hat and ESS alone would have called it CONVERGED
+    assert result.status[0, 0] == Status.MULTIMODAL
+    assert result.status[1, 0] == Status.CONVERGED
+    b_grid, marginal = marginals[1]
+    exact = np.interp(0.975, np.cumsum(marginal), b_grid + 0.5 / b_grid.size)  # cells' tops
+    density = np.interp(exact, b_grid, marginal * b_grid.size)
+    ess = _quantile_ess(result, "b")[1, 0, -1]
+    standard_error = np.sqrt(0.975 * 0.025 / ess) / density
+    # 5 standard errors and the grid's cell (1/121) for the quadrature's own error
+    assert abs(result.quantiles["b"][1, 0, -1] - exact) < 5 * standard_error + 1.0 / 121
+
+
+def test_missed_mode_rule():
+    """`_sample/modes.py`'s rule on made-up numbers: a probe counts where its optimum is
+    solved, within LOG_DENSITY_GAP of the warm start's log posterior and outside the
+    draws' box widened by VISIT_MARGIN; probes start near both bounds of every bounded
+    parameter but w."""
+    from lumaxlike._sample import modes
+
+    starts = modes.probe_starts(
+        ("w", "b", "c", "hs"), [0.0, 0.0, -1.0, 0.0], [1.0, 1.0, 1.0, np.inf]
+    )
+    assert starts == [{"b": 1e-3}, {"b": 1.0 - 1e-3}, {"c": -1.0 + 2e-3}, {"c": 1.0 - 2e-3}]
+    minimum = np.array([[0.2, 0.0]] * 5)  # 5 problems, 2 parameters: draws in [0.2, 0.6] x [0, 1]
+    maximum = np.array([[0.6, 1.0]] * 5)
+    best = np.zeros(5)
+    gap = modes.LOG_DENSITY_GAP
+    values = np.array([[0.99, 0.5], [0.63, 0.5], [0.99, 0.5], [0.99, 0.5], [0.99, 0.5]])
+    level = np.array([-1.0, -1.0, -gap - 0.1, 3.0, -1.0])
+    status = np.array([0, 0, 0, 0, Status.UNREACHABLE], np.int8)
+    missed = modes.missed_mode(best, [(values, level, status)], minimum, maximum)
+    # outside and close: missed; inside the margin (0.6 + 0.04); too far below; higher
+    # than the warm start (missed); unsolved
+    np.testing.assert_array_equal(missed, [True, False, False, True, False])
+
+
 def test_rhat_at_defaults_on_well_posed_problems():
     """The claim: at the defaults, R-hat <= 1.01 for at least 99 % of well-posed
     problems (w, b, c free, 16 observations at WELL_POSED_SIGMA, every Laplace sigma

@@ -60,6 +60,11 @@ def test_dask_fit_equals_fit_on_the_arrays(cube):
         )
     np.testing.assert_array_equal(maps.status.values.reshape(6, 2), expected.status)
     np.testing.assert_array_equal(maps.observations.values.reshape(6, 2), expected.observations)
+    for name in FREE:
+        assert maps[f"at_bound_{name}"].dtype == np.bool_
+        np.testing.assert_array_equal(
+            maps[f"at_bound_{name}"].values.reshape(6, 2), expected.at_bound[name]
+        )
     assert maps.observations.values.min() == 9
     np.testing.assert_allclose(maps.w.values.reshape(6, 2), w, rtol=0, atol=1e-6)
     assert maps.w.dims == ("y", "x", "band") and maps.attrs["title"] == "stack"

@@ -33,7 +33,8 @@ Writes OUT (the posterior median of w) and, for GeoTIFF/ENVI, siblings OUT_<fiel
 per map: per sampled parameter NAME_q025, NAME_q160, NAME_q500, NAME_q840, NAME_q975
 (the quantiles at 2.5, 16, 50, 84, 97.5 %), mean_NAME, rhat_NAME, ess_NAME (bulk),
 ess_tail_NAME; status (CONVERGED where the chains mixed, NOT_MIXED where R-hat >
---max-rhat or the bulk or tail ESS < --min-ess), acceptance, divergences,
+--max-rhat or the bulk or tail ESS < --min-ess, MULTIMODAL where they missed a mode
+near a bound), acceptance, divergences,
 observations; netCDF (.nc) and zarr (.zarr) hold them all in one dataset. Every map has
 one band per spectral band (with --shared, a pixel's shared parameters and its status,
 acceptance and divergences repeat in each).

@@ -116,8 +116,9 @@ def sample_file(
     ``<name>_q160``, ``<name>_q500``, ``<name>_q840``, ``<name>_q975`` (the quantiles at
     2.5, 16, 50, 84, 97.5 %, in the parameter's units: roughness in rad),
     ``mean_<name>``, ``rhat_<name>``, ``ess_<name>`` (bulk), ``ess_tail_<name>``;
-    ``status`` (CONVERGED where the chains mixed, NOT_MIXED where not, else the
-    warm-start fit's reason for not sampling), ``acceptance``, ``divergences`` and
+    ``status`` (CONVERGED where the chains mixed, NOT_MIXED where not, MULTIMODAL
+    where they missed a mode near a bound, else the warm-start fit's reason for not
+    sampling), ``acceptance``, ``divergences`` and
     ``observations``. The record holds ``lumaxlike_sample_*`` keys (cubes, geometries,
     free, shared, prior, refl_sigma, num_samples, num_chains, num_warmup, seed, min_ess,
     max_rhat, ``median_maps`` ``{name: path}``).

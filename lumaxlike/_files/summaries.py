@@ -20,6 +20,8 @@ STATUS_CAUSES = {
     "TOO_FEW_OBSERVATIONS": "too few valid observations per pixel",
     "NOT_MIXED": "the chains did not mix (R-hat above --max-rhat or bulk or tail ESS below "
     "--min-ess): sample longer (--num-samples, --num-warmup) or check the model and --refl-sigma",
+    "MULTIMODAL": "the posterior has a second mode near a bound (e.g. b -> 1) that the chains "
+    "did not visit: give b and c priors (--prior), or fit from the bounds",
 }
 SOLVED = ("CONVERGED", "UNDETERMINED")
 """Statuses of problems that were solved (UNDETERMINED: converged, not all determined)."""

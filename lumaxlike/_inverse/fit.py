@@ -43,7 +43,7 @@ from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
 from .observation_masks import check_observation_limits, masked_chunk
 from .reachability import mark_unreachable
-from .result import FitResult
+from .result import FitResult, at_bound_flags
 from .status import Status
 
 __all__ = ["fit", "default_bounds", "OBSERVATIONS_PER_CHUNK"]  # the last two re-exported
@@ -261,14 +261,16 @@ def fit(
         residual_norm[first:last] = np.sqrt(solved["cost"][:n])
 
     out_shape = pixel_shape + (n_bands,)
+    by_name = {name: values[..., j].reshape(out_shape) for j, name in enumerate(free)}
     return FitResult(
         free=free,
-        values={name: values[..., j].reshape(out_shape) for j, name in enumerate(free)},
+        values=by_name,
         status=status.reshape(out_shape),
         iterations=iterations.reshape(out_shape),
         residual_norm=residual_norm.reshape(out_shape),
         covariance=covariance.reshape(out_shape + (n_free, n_free)),
         observations=observations.reshape(out_shape),
+        at_bound=at_bound_flags(free, by_name, lower, upper),
     )
 
 

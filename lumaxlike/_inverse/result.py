@@ -8,7 +8,7 @@ import numpy as np
 
 from .status import Status
 
-__all__ = ["RESULT_FIELDS", "InversionResult", "FitResult"]
+__all__ = ["RESULT_FIELDS", "InversionResult", "FitResult", "at_bound_flags"]
 
 RESULT_FIELDS = ("w", "status", "iterations", "residual", "sigma")
 """Maps an inversion produces, in `InversionResult` order (the fields of a result map file)."""
@@ -68,6 +68,12 @@ class FitResult:
         observations: valid observations each problem was fitted to (int32, shape
             ``pixels + (bands,)``): those left after masking (non-finite reflectance or
             geometry, outside `observation_limits`).
+        at_bound: {name: bool array shaped like `values[name]`}: the fitted value sits on
+            one of the parameter's bounds (the solver projects onto the closed
+            interval, e.g. c = 1). There the optimum is not a stationary point: its
+            `sigma` (the Laplace approximation from J^T J) describes a Gaussian that
+            reaches past the bound and is no measure of the posterior's width (an audit
+            found it 8-13 times the posterior sd for c = 1); use `sample`. False where unsolved.
     """
 
     free: tuple
@@ -77,6 +83,7 @@ class FitResult:
     residual_norm: np.ndarray
     covariance: np.ndarray
     observations: np.ndarray
+    at_bound: dict
 
     def __getitem__(self, name: str) -> np.ndarray:
         """The fitted values of the free parameter `name` (KeyError naming the free ones)."""
@@ -101,3 +108,15 @@ class FitResult:
     def counts(self) -> dict[str, int]:
         """Number of problems per status name."""
         return _status_counts(self.status)
+
+
+def at_bound_flags(free, values, lower, upper) -> dict:
+    """{name: values[name] == lower or upper} of each free parameter (False where NaN).
+
+    Args:
+        free: the names; values: {name: array}; lower, upper: (len(free),) bounds in
+            `free` order.
+    """
+    return {
+        name: (values[name] == lower[j]) | (values[name] == upper[j]) for j, name in enumerate(free)
+    }

@@ -93,7 +93,8 @@ def sample_field_attrs(free: Sequence[str]) -> dict[str, dict]:
         }
     attrs["status"] = {
         "long_name": "sample status (lumaxlike.Status): CONVERGED where the chains mixed, "
-        "NOT_MIXED where they did not, else why the problem was not sampled",
+        "NOT_MIXED where they did not, MULTIMODAL where they missed a mode near a bound, "
+        "else why the problem was not sampled",
         **Status.flag_attrs(),
     }
     attrs["acceptance"] = {"long_name": "mean HMC acceptance probability", "units": "1"}

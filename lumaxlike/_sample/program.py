@@ -52,8 +52,8 @@ def sample_chunk(
             1/refl_sigma^2; prior_mean, prior_precision (pixels, bands, p); lower,
             upper (p,).
     Returns:
-        dict of arrays over (pixels, bands): quantiles (..., p, 5), mean (..., p),
-        covariance (..., p, p), rhat, ess, ess_tail (..., p), acceptance, step_size, divergences;
+        dict of arrays over (pixels, bands): quantiles (..., p, 5), mean, minimum,
+        maximum (..., p), covariance (..., p, p), rhat, ess, ess_tail (..., p), acceptance, step_size, divergences;
         draws (..., chains, draws, p) (always: one program whether the caller keeps
         them or not).
     """
@@ -100,7 +100,8 @@ def sample_joint_chunk(
         prior_precision (pixels, D); lower, upper and `kinds` (D,); `free_index` the
         parameters of one band's likelihood (per-band ones, then shared).
     Returns:
-        dict of arrays over pixels: quantiles (..., D, 5), mean (..., D), covariance
+        dict of arrays over pixels: quantiles (..., D, 5), mean, minimum, maximum
+        (..., D), covariance
         (..., D, D), rhat, ess, ess_tail (..., D), acceptance, step_size, divergences; draws
         (..., chains, draws, D).
     """
@@ -141,6 +142,8 @@ def _summaries(out, draws, dtype):
         jnp.quantile(pooled, jnp.asarray(QUANTILE_LEVELS, dtype), axis=batch), 0, -1
     )
     out["mean"] = jnp.mean(pooled, axis=batch)
+    out["minimum"] = jnp.min(pooled, axis=batch)
+    out["maximum"] = jnp.max(pooled, axis=batch)
     centred = pooled - jnp.expand_dims(out["mean"], batch)
     out["covariance"] = jnp.einsum("...ki,...kj->...ij", centred, centred) / (
         pooled.shape[batch] - 1

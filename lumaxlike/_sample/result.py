@@ -51,8 +51,9 @@ class SampleResult:
         status: `Status` codes (int8), ``pixels + (bands,)``: CONVERGED where every free
             parameter's R-hat is at most `max_rhat` and its bulk and tail ESS at least
             `min_ess`, NOT_MIXED where one is not (its numbers are then not to be
-            trusted), else the warm-start fit's status of a problem that was not
-            sampled.
+            trusted), MULTIMODAL where a fit started near a bound found a mode the
+            chains did not visit (the numbers describe the other mode only), else the
+            warm-start fit's status of a problem that was not sampled.
         observations: valid observations of each problem (int32).
         fit: the warm-start `FitResult` (its values and Laplace covariance), a
             `JointFitResult` with `shared` or `prior`.

@@ -23,6 +23,7 @@ from .._params import PARAMETER_NAMES, HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_positive_int
 from . import transform
 from .layout import ProblemLayout
+from .modes import log_posterior, missed_mode, probe_starts
 from .program import sample_chunk, sample_joint_chunk
 from .result import SampleResult
 from .start import laplace_start
@@ -130,7 +131,7 @@ def sample(
     Returns:
         `SampleResult`: per problem, quantiles at 2.5, 16, 50, 84 and 97.5 %, mean,
         covariance, R-hat, bulk and tail ESS, acceptance rate, divergences and status
-        (CONVERGED or NOT_MIXED where sampled), and the warm-start fit. Shared
+        (CONVERGED, NOT_MIXED or MULTIMODAL where sampled), and the warm-start fit. Shared
         parameters' arrays have no band axis (``pixels + ...``), and so do the
         per-problem ones (status, acceptance, divergences, covariance) of a joint call.
 
@@ -175,11 +176,14 @@ def sample(
     if fit_solver is None:
         fit_solver = "jax" if params.h_function == "exact" else "numba"
 
-    warm = fit(
-        refl, to_sun, to_sensor, normal, params, free=free, solver=fit_solver, bounds=bounds,
-        refl_sigma=band_sigma, observation_limits=observation_limits,
-        min_observations=min_observations, shared=shared, prior=prior,
-    )  # fmt: skip
+    def warm_fit(start=None):
+        return fit(
+            refl, to_sun, to_sensor, normal, params, free=free, solver=fit_solver,
+            bounds=bounds, refl_sigma=band_sigma, observation_limits=observation_limits,
+            min_observations=min_observations, shared=shared, prior=prior, start=start,
+        )  # fmt: skip
+
+    warm = warm_fit()
     layout = ProblemLayout(pixel_shape, n_bands, band_free, shared)
     n_pixels = layout.n_pixels
     values, covariance = layout.fit_start(warm)
@@ -220,6 +224,8 @@ def sample(
         "ess_tail": np.full(z_center.shape, np.nan, dtype),
         "acceptance": np.full(z_center.shape[:-1], np.nan, dtype),
         "divergences": np.zeros(z_center.shape[:-1], np.int32),
+        "minimum": np.full(z_center.shape, np.nan, dtype),
+        "maximum": np.full(z_center.shape, np.nan, dtype),
     }
     if return_samples:
         outputs["draws"] = np.full(
@@ -291,6 +297,9 @@ def sample(
         axis=-1,
     )
     status[sampled] = np.where(mixed[sampled], Status.CONVERGED, Status.NOT_MIXED)
+    if not shared and sampled.any():
+        missed = _missed_modes(warm_fit, warm, layout, outputs, inv_var, (free, lower, upper))
+        status[sampled & missed] = Status.MULTIMODAL
     return SampleResult(
         free=free,
         shared=shared,
@@ -307,3 +316,16 @@ def sample(
         fit=warm,
         draws=layout.problem_array(outputs["draws"]) if return_samples else None,
     )
+
+
+def _missed_modes(warm_fit, warm, layout, outputs, inv_var, bounds):
+    """Where `modes`' probe fits (`warm_fit(start)`) found a mode the chains missed,
+    (pixels, bands) bool; bounds = (free, lower, upper) (per-band problems only)."""
+    probes = []
+    shape = outputs["minimum"].shape[:-1]  # (pixels, bands)
+    for start in probe_starts(*bounds):
+        probe = warm_fit(start)
+        level = np.reshape(log_posterior(probe, inv_var), shape)
+        probes.append((layout.fit_start(probe)[0], level, layout.flat_status(probe.status)))
+    best = np.reshape(log_posterior(warm, inv_var), shape)
+    return missed_mode(best, probes, outputs["minimum"], outputs["maximum"])

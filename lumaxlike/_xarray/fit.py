@@ -55,6 +55,7 @@ def _fit_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, free, fit_op
         fields = _joint_fields(free, fit_options.get("shared", ()))
         return tuple(maps[field] for field, _ in fields)
     maps["residual"] = result.residual_norm
+    maps.update({f"at_bound_{name}": result.at_bound[name] for name in free})
     return tuple(maps[field] for field in _fit_fields(free))
 
 
@@ -66,6 +67,7 @@ def _fit_fields(free) -> tuple[str, ...]:
         "iterations",
         "residual",
         "observations",
+        *(f"at_bound_{name}" for name in free),
     )
 
 
@@ -185,7 +187,9 @@ def fit_dataarray(
         region's value at each pixel, NaN outside every region). Otherwise:
         Dataset with one variable per free parameter (``w``, ``b``, ...), ``sigma_<name>``
         for each, ``status`` (int8), ``iterations`` (int32), ``residual`` (residual norm
-        [1/sr]) and ``observations`` (int32, valid observations used), dims of ``refl``
+        [1/sr]), ``observations`` (int32, valid observations used) and
+        ``at_bound_<name>`` for each (bool: the value sits on its bound, where
+        ``sigma_<name>`` is no measure of its uncertainty), dims of ``refl``
         without the observation dim; lazy when ``refl`` is dask-backed. attrs: ``refl``'s
         plus the ``lumaxlike_*`` record and ``lumaxlike_fit_free``.
 
@@ -265,6 +269,7 @@ def fit_dataarray(
     else:
         with_band = tuple((field, True) for field in _fit_fields(free))
     integer = {"status": np.int8, "iterations": np.int32, "observations": np.int32}
+    integer.update({f"at_bound_{name}": np.bool_ for name in free})
     maps = [
         ChunkMap(
             field,
