@@ -351,3 +351,40 @@ def test_demo_prints_its_parameters_and_commands_that_rerun_verbatim(tmp_path, m
     )  # pasted into a shell, from the same folder
     np.testing.assert_array_equal(read_raster("lumaxlike-demo/w_numba.tif"), first)
     np.testing.assert_allclose(first, make_scene(SceneConfig(size=8)).w, rtol=0, atol=1e-6)
+
+
+def test_multi_angle_demo_prints_fit_and_sample_commands_that_recover_the_truth(
+    tmp_path, monkeypatch, capfd
+):
+    """`lumaxlike demo --multi-angle` writes a stack and prints the `fit` and `sample`
+    commands; run as printed, they recover the truth (noise 0.5 % of the median r)."""
+    from lumaxlike import Status
+    from lumaxlike._cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert run_demo(["--multi-angle", "--size", "4"]) == 0
+    printed = capfd.readouterr().out
+    commands = [
+        shlex.split(line.strip()) for line in printed.splitlines() if "    lumaxlike " in line
+    ]
+    assert [words[:2] for words in commands] == [["lumaxlike", "fit"], ["lumaxlike", "sample"]]
+    truth = read_raster("lumaxlike-demo/w_true.tif")
+    assert main(commands[0][1:]) == 0
+    fitted = {name: read_raster(f"lumaxlike-demo/fit{suffix}.tif") for name, suffix in
+              (("w", ""), ("b", "_b"), ("c", "_c"), ("status", "_status"))}  # fmt: skip
+    assert np.all(fitted["status"] == Status.CONVERGED)
+    # roughly: w, b and c per pixel-band from 7 noisy observations (the median error
+    # of w is ~2e-3; b and c are less well determined than w, single pixels off by 0.1+)
+    assert np.median(np.abs(fitted["w"] - truth)) < 0.01
+    assert abs(np.median(fitted["b"]) - 0.2) < 0.05 and abs(np.median(fitted["c"]) - 0.4) < 0.1
+    capfd.readouterr()
+    assert main(commands[1][1:]) == 0
+    summary = capfd.readouterr().err
+    assert "Very slow compile" not in summary
+    rate = float(summary.split(" pixels/s)")[0].rsplit("(", 1)[1].replace(",", ""))
+    assert rate > 0  # the summary's throughput: a slow run is not "0 pixels/s"
+    median = read_raster("lumaxlike-demo/posterior.tif")
+    status = read_raster("lumaxlike-demo/posterior_status.tif")
+    assert np.mean(status == Status.CONVERGED) > 0.5
+    # the posterior median of w, within a few posterior widths (~1e-3) of the truth
+    assert np.median(np.abs(median - truth)) < 0.01

@@ -328,6 +328,10 @@ def test_summaries_list_the_statuses_that_occurred():
     assert line.endswith("status of pixels: CONVERGED 95, MAX_ITER 5")
     line = InversionSummary({}, 0, 10, 1.0, dict.fromkeys(counts, 0)).describe()
     assert line.endswith("status of pixel-bands: none")
+    # a slow run (sample: a few pixels/s, or fewer) shows its real rate, not "0 pixels/s"
+    assert "(0.256 pixels/s)" in InversionSummary({}, 64, 3, 250.0, counts).describe()
+    assert "(12,345 pixels/s)" in InversionSummary({}, 12345, 3, 1.0, counts).describe()
+    assert "(0.5 pixels/s)" in UnmixSummary({}, 1, 3, ("a",), 2.0, counts).describe()
 
 
 def test_malformed_record_is_refused_naming_the_key():

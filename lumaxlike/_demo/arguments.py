@@ -102,4 +102,6 @@ def parse_args(argv) -> argparse.Namespace:
         demo.error(f"--size/--seed: {error}")
     if not (math.isfinite(args.noise) and args.noise >= 0.0):
         demo.error("--noise must be a finite number >= 0")
+    if args.multi_angle and args.noise == 0.0:
+        demo.error("--noise must be > 0 with --multi-angle: `lumaxlike sample` needs its sigma")
     return args

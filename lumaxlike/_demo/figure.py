@@ -128,24 +128,14 @@ def demo_figure(
         vmin=0.0,
     )
 
-    unknown = set(np.unique(first.status).tolist()) - set(status_names)
-    if unknown:
-        raise ValueError(f"status codes {sorted(unknown)} have no name in status_names")
-    codes = np.unique(first.status[..., band]).tolist()  # only the statuses on the map
-    order = sorted(status_names)  # each status keeps its colour whichever others occur
-    status_cmap = ListedColormap(
-        [_STATUS_COLORS[order.index(code) % len(_STATUS_COLORS)] for code in codes]
-    )
-    status_norm = BoundaryNorm(np.arange(len(codes) + 1) - 0.5, len(codes))
-    status_index = np.searchsorted(codes, first.status[..., band])
+    codes, status_index, status_style = _status_map(first.status, status_names, band)
     colorbar = show_map(
         axes[1, 0],
         status_index,
         f"solver status at {wavelength:.0f} nm ({first.solver})",
         "",
-        cmap=status_cmap,
-        norm=status_norm,
         interpolation="nearest",
+        **status_style,
     )
     colorbar.set_ticks(np.arange(len(codes)), labels=[status_names[code] for code in codes])
 
@@ -173,6 +163,25 @@ def demo_figure(
         "mixed from USGS splib07 mineral spectra"
     )
     return fig
+
+
+def _status_map(status, status_names: Mapping[int, str], band: int):
+    """(the status codes on ``band``'s map, the map as indices into them, its cmap and
+    norm): only the statuses that occur, each in its own colour whichever others do.
+
+    Raises:
+        ValueError: a status code (on any band) that ``status_names`` does not name.
+    """
+    unknown = set(np.unique(status).tolist()) - set(status_names)
+    if unknown:
+        raise ValueError(f"status codes {sorted(unknown)} have no name in status_names")
+    codes = np.unique(status[..., band]).tolist()
+    order = sorted(status_names)
+    cmap = ListedColormap(
+        [_STATUS_COLORS[order.index(code) % len(_STATUS_COLORS)] for code in codes]
+    )
+    norm = BoundaryNorm(np.arange(len(codes) + 1) - 0.5, len(codes))
+    return codes, np.searchsorted(codes, status[..., band]), {"cmap": cmap, "norm": norm}
 
 
 #: resolution of the demo's PNG figures [dots per inch]

@@ -106,8 +106,6 @@ def run_parsed(args) -> int:
     """The inversion demo for parsed arguments (`lumaxlike._demo.arguments.parse_args`);
     returns 0."""
     from .. import Status  # imported lazily: lumaxlike/__init__ may re-export run_demo
-    from .._files.invert import invert_file
-    from .._io.writers import result_paths
 
     start = time.perf_counter()
     workdir = args.workdir
@@ -134,54 +132,9 @@ def run_parsed(args) -> int:
     )
 
     cube = inputs.cube if args.input_format == "gtiff" else inputs.cube_envi
-    recovered = []
-    for solver in SOLVER_CHOICES[args.solver]:
-        out = workdir / f"w_{solver}.tif"
-        command = [
-            "invert",
-            str(cube),
-            "--geometry",
-            str(inputs.obs),
-            "--dtm",
-            str(inputs.dtm),
-            "--solver",
-            solver,
-            "--out",
-            str(out),
-            "--units",
-            "r",
-            *hapke_cli_args(),
-            "--overwrite",
-            "--no-progress",
-        ]
-        print(f"  running: {command_line(command)}")
-        seconds = []
-        for _ in range(2):  # the first run compiles; the second shows the warm throughput
-            tic = time.perf_counter()
-            invert_file(
-                cube,
-                out,
-                geometry=inputs.obs,
-                dtm=inputs.dtm,
-                params=demo_hapke_params(),
-                solver=solver,
-                units="r",
-                overwrite=True,
-                progress=False,
-                command=command_line(command),
-            )
-            seconds.append(time.perf_counter() - tic)
-        maps = RecoveredMaps(solver, read_raster(out), read_raster(result_paths(out)["status"]))
-        recovered.append(maps)
-        score = accuracy(scene.w, maps.w, maps.status == Status.CONVERGED)
-        cold, warm = seconds
-        print(
-            f"  {solver:>5}: converged {100 * score.fraction_converged:.2f} % of pixel-bands; "
-            f"|w error| max {score.max_error:.2e}, median {score.median_error:.2e}; "
-            f"first run {cold:.2f} s (with compilation), second {warm:.2f} s = "
-            f"{rows * cols / warm:,.0f} pixels/s, {rows * cols * bands / warm / 1e6:.2f} M "
-            f"w-inversions/s (file IO included) -> {out}"
-        )
+    recovered = [
+        _invert_demo(solver, workdir, scene, inputs, cube) for solver in SOLVER_CHOICES[args.solver]
+    ]
 
     unmixed = _unmix_demo(workdir, scene, inputs, cube, Status)
 
@@ -206,6 +159,62 @@ def run_parsed(args) -> int:
         print(f"  figure: {figure} (true vs recovered mass fractions)")
     print(f"  done in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _invert_demo(solver, workdir, scene, inputs, cube) -> RecoveredMaps:
+    """Invert the demo cube with ``solver`` twice (what the printed ``lumaxlike invert``
+    does; the first run compiles), print its accuracy and throughput; return its maps."""
+    from .. import Status
+    from .._files.invert import invert_file
+    from .._io.writers import result_paths
+
+    rows, cols, bands = scene.w.shape
+    out = workdir / f"w_{solver}.tif"
+    command = [
+        "invert",
+        str(cube),
+        "--geometry",
+        str(inputs.obs),
+        "--dtm",
+        str(inputs.dtm),
+        "--solver",
+        solver,
+        "--out",
+        str(out),
+        "--units",
+        "r",
+        *hapke_cli_args(),
+        "--overwrite",
+        "--no-progress",
+    ]
+    print(f"  running: {command_line(command)}")
+    seconds = []
+    for _ in range(2):  # the first run compiles; the second shows the warm throughput
+        tic = time.perf_counter()
+        invert_file(
+            cube,
+            out,
+            geometry=inputs.obs,
+            dtm=inputs.dtm,
+            params=demo_hapke_params(),
+            solver=solver,
+            units="r",
+            overwrite=True,
+            progress=False,
+            command=command_line(command),
+        )
+        seconds.append(time.perf_counter() - tic)
+    maps = RecoveredMaps(solver, read_raster(out), read_raster(result_paths(out)["status"]))
+    score = accuracy(scene.w, maps.w, maps.status == Status.CONVERGED)
+    cold, warm = seconds
+    print(
+        f"  {solver:>5}: converged {100 * score.fraction_converged:.2f} % of pixel-bands; "
+        f"|w error| max {score.max_error:.2e}, median {score.median_error:.2e}; "
+        f"first run {cold:.2f} s (with compilation), second {warm:.2f} s = "
+        f"{rows * cols / warm:,.0f} pixels/s, {rows * cols * bands / warm / 1e6:.2f} M "
+        f"w-inversions/s (file IO included) -> {out}"
+    )
+    return maps
 
 
 def _unmix_demo(workdir, scene, inputs, cube, status_codes):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-__all__ = ["InversionSummary", "occurred_statuses", "progress_bar"]
+__all__ = ["InversionSummary", "occurred_statuses", "progress_bar", "rate_text"]
 
 
 def progress_bar(progress, total: int, desc: str):
@@ -61,7 +61,7 @@ class InversionSummary:
         counts = occurred_statuses(self.status_counts)
         return (
             f"{self.verb} {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
-            f"({self.pixels_per_second:,.0f} pixels/s); status of pixel-bands: {counts}"
+            f"({rate_text(self.pixels_per_second)} pixels/s); status of pixel-bands: {counts}"
             + resumed_text(self.resumed)
         )
 
@@ -76,3 +76,9 @@ def occurred_statuses(status_counts) -> str:
     occurred (count above 0), in its order; ``"none"`` when none did (nothing solved)."""
     counts = [f"{name} {count}" for name, count in dict(status_counts).items() if count]
     return ", ".join(counts) or "none"
+
+
+def rate_text(per_second: float) -> str:
+    """A throughput for the summary line: whole numbers from 100 up (``"12,345"``), three
+    significant digits below (``"0.256"``: a slow run, e.g. ``sample``, is not "0")."""
+    return f"{per_second:,.0f}" if per_second >= 100 else f"{per_second:.3g}"
