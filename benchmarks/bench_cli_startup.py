@@ -51,9 +51,13 @@ CASES = {
 
 
 def run_once(args: list[str], env: dict) -> float:
-    """Wall time [s] of one fresh ``python ARGS`` process."""
+    """Wall time [s] of one fresh ``python ARGS`` process, run in the source folder (whose
+    package ``-c`` and ``-m`` then find first, whatever PYTHONPATH or the working
+    directory of this script)."""
     tic = time.perf_counter()
-    subprocess.run([sys.executable, *args], env=env, capture_output=True, check=True)
+    subprocess.run(
+        [sys.executable, *args], env=env, cwd=env["PYTHONPATH"], capture_output=True, check=True
+    )
     return time.perf_counter() - tic
 
 
@@ -61,7 +65,12 @@ def heavy_loaded(argv: list[str], env: dict) -> list[str]:
     """The heavy modules loaded by ``lumaxlike ARGV`` (a --help or --version)."""
     code = LOADED.format(argv=argv)
     out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=env["PYTHONPATH"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return [name for name in out.strip().split(",") if name]
 

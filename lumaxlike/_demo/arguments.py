@@ -7,11 +7,11 @@ import argparse
 import math
 from pathlib import Path
 
+from .defaults import DEFAULT_SEED
+
 __all__ = ["DEFAULT_SEED", "SOLVER_CHOICES", "parse_args", "parser"]
 
 SOLVER_CHOICES = {"both": ("jax", "numba"), "jax": ("jax",), "numba": ("numba",)}
-#: the default seed of the scene and the noise (`lumaxlike.demo.SceneConfig`'s)
-DEFAULT_SEED = 20240607
 
 DEMO_EPILOG = """\
 example (a small scene, the numba solver only, files in ./lumaxlike-demo):

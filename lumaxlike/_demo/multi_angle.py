@@ -16,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .forward import DEMO_HAPKE, simulate_reflectance
+from .forward import DEMO_HAPKE, command_line, describe_hapke, simulate_reflectance
 from .rasters import demo_transform, write_dtm, write_obs, write_spectral_cube
-from .run import command_line, describe_hapke
 from .scene import Scene, make_scene
 
 __all__ = [

@@ -14,7 +14,6 @@ no arguments. The command line is not imported: the demo is a user of the librar
 
 from __future__ import annotations
 
-import shlex
 import time
 from dataclasses import dataclass
 
@@ -23,7 +22,13 @@ import numpy as np
 from .arguments import SOLVER_CHOICES, parse_args
 from .arguments import parser as _parser  # noqa: F401 (tests read its help)
 from .figure import RecoveredMaps, plot_abundance_figure, plot_demo_figure
-from .forward import DEMO_HAPKE, demo_hapke_params, hapke_cli_args, simulate_reflectance
+from .forward import (
+    command_line,
+    demo_hapke_params,
+    describe_hapke,
+    hapke_cli_args,
+    simulate_reflectance,
+)
 from .library import LIBRARY_GEOMETRY_DEG, library_record, write_mineral_library
 from .netcdf import write_netcdf_inputs
 from .rasters import read_raster, write_demo_inputs
@@ -61,19 +66,6 @@ def accuracy(w_true, w_recovered, converged) -> Accuracy:
     if error.size == 0:
         return Accuracy(float("nan"), float("nan"), 0.0)
     return Accuracy(float(error.max()), float(np.median(error)), float(np.mean(converged)))
-
-
-def command_line(argv) -> str:
-    """``argv`` (after ``lumaxlike``) as a line to paste into a shell."""
-    return "lumaxlike " + shlex.join(str(arg) for arg in argv)
-
-
-def describe_hapke() -> str:
-    """The demo's Hapke parameters in one line, e.g. ``b=0.2, c=0.4, roughness=20 deg, ...``."""
-    return ", ".join(
-        f"roughness={value:g} deg" if name == "roughness_deg" else f"{name}={value:g}"
-        for name, value in DEMO_HAPKE.items()
-    )
 
 
 def run_demo(argv=None) -> int:

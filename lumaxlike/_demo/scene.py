@@ -17,7 +17,7 @@ import numpy as np
 
 from .._geometry import direction_from_zenith_azimuth, normals_from_dtm
 from .._unmix.mixing import cross_section_fractions, cross_section_per_mass
-from .arguments import DEFAULT_SEED
+from .defaults import DEFAULT_SEED
 from .spectra import (
     MINERAL_DENSITY,
     MINERAL_GRAIN_SIZE_UM,
