@@ -22,7 +22,14 @@ __all__ = [
     "PHOTOMETRIC_KINDS",
     "PHOTOMETRIC_PARAMETER_NAMES",
     "PHOTOMETRIC_DEFAULTS",
+    "HAPKE_FIELD_NAMES",
+    "HAPKE_PARAMETER_NAMES",
 ]
+
+#: `lumaxlike.HapkeParams`' parameter fields (``lumaxlike._params.FIELD_NAMES``), and with w
+#: every parameter `fit` can free (``PARAMETER_NAMES``)
+HAPKE_FIELD_NAMES = ("b", "c", "roughness", "hs", "bs0", "hc", "bc0", "porosity_k", "asymmetry")
+HAPKE_PARAMETER_NAMES = ("w",) + HAPKE_FIELD_NAMES
 
 N_LEGENDRE = 15  # highest Legendre order of the P, P-bar expansions (Hapke 2002, eq. 27 ff.)
 

@@ -9,12 +9,12 @@ import jax
 import numpy as np
 
 from ._configuration import H_FUNCTIONS, MULTIPLE_SCATTERING, N_LEGENDRE, PHASE_FUNCTIONS, ModelKey
+from ._configuration import HAPKE_FIELD_NAMES as FIELD_NAMES
+from ._configuration import HAPKE_PARAMETER_NAMES as PARAMETER_NAMES
 from ._validation import finite_scalar as _finite_scalar
 
 __all__ = ["HapkeParams", "FIELD_NAMES", "PARAMETER_NAMES", "porosity_k_from_filling_factor"]
 
-FIELD_NAMES = ("b", "c", "roughness", "hs", "bs0", "hc", "bc0", "porosity_k", "asymmetry")
-PARAMETER_NAMES = ("w",) + FIELD_NAMES  # every parameter `fit` can free
 # Largest filling factor of Hapke's (2008) porosity factor: 1.209 phi^(2/3) < 1.
 MAX_FILLING_FACTOR = 1.209**-1.5
 

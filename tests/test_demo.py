@@ -9,7 +9,14 @@ import pytest
 import rasterio
 
 from lumaxlike._demo import run_demo
-from lumaxlike._demo.figure import RecoveredMaps, plot_demo_figure
+from lumaxlike._demo.figure import (
+    FIGURE_DPI,
+    RecoveredMaps,
+    abundance_figure,
+    demo_figure,
+    plot_abundance_figure,
+    plot_demo_figure,
+)
 from lumaxlike._demo.netcdf import write_netcdf_inputs
 from lumaxlike._demo.rasters import OBS_BANDS, read_raster, write_demo_inputs
 from lumaxlike._demo.spectra import (
@@ -155,6 +162,37 @@ def test_figure_is_a_png(tmp_path):
     assert path.read_bytes().startswith(PNG_SIGNATURE)
     with pytest.raises(ValueError, match="status codes"):
         plot_demo_figure(tmp_path / "g.png", scene, recovered, {0: "CONVERGED"}, 3, (2, 5))
+
+
+def test_figures_show_only_statuses_present_with_spatial_axes_and_no_offset_text(tmp_path):
+    scene = make_scene(SceneConfig(size=8))
+    status = np.zeros(scene.w.shape, dtype=np.int16)
+    status[0, 0, 3] = 2  # on the band shown; code 1 occurs on another band only
+    status[1, 1, 4] = 1
+    names = {0: "CONVERGED", 1: "MAX_ITER", 2: "UNREACHABLE", 3: "NOT_MIXED"}
+    fig = demo_figure(scene, [RecoveredMaps("numba", scene.w + 1e-12, status)], names, 3, (2, 5))
+    fig.canvas.draw()
+    status_map = next(ax for ax in fig.axes if ax.get_title().startswith("solver status"))
+    labels = [t.get_text() for t in status_map.images[0].colorbar.ax.get_yticklabels()]
+    assert labels == ["CONVERGED", "UNREACHABLE"]
+    for ax in fig.axes:  # a colorbar's shared offset text (e.g. "1e-12") collides with titles
+        assert ax.yaxis.get_offset_text().get_text() == "", ax.get_ylabel()
+
+    fractions = scene.abundance + 1e-10
+    fig = abundance_figure(scene, fractions, "test")
+    fig.canvas.draw()
+    maps = [ax for ax in fig.axes if ax.images]
+    assert len(maps) == 3 * len(scene.mineral_names)
+    assert {ax.get_xlabel() for ax in maps} == {"east [m]", ""}
+    assert {ax.get_ylabel() for ax in maps} == {"north [m]", ""}
+    assert all(ax.get_xticks().size > 1 for ax in maps)  # axes with ticks, in metres
+    assert all(ax.yaxis.get_offset_text().get_text() == "" for ax in fig.axes)
+    assert fig.get_layout_engine() is not None  # constrained: titles and colorbars apart
+    path = plot_abundance_figure(tmp_path / "a.png", scene, fractions, "test")
+    width, height = np.frombuffer(path.read_bytes()[16:24], ">u4")
+    assert FIGURE_DPI >= 150 and (width, height) == tuple(
+        round(v * FIGURE_DPI) for v in fig.get_size_inches()
+    )
 
 
 def test_demo_rejects_bad_arguments_with_exit_code_2(capsys, tmp_path):
@@ -304,6 +342,12 @@ def test_demo_prints_its_parameters_and_commands_that_rerun_verbatim(tmp_path, m
         "--dtm lumaxlike-demo/dtm.tif --units r --endmembers lumaxlike-demo/minerals.csv "
     )
     abundances = read_raster("lumaxlike-demo/abundances.tif")
+    # docs/cli.md: the demo's record reruns its unmixing (library, densities, grain sizes)
+    rerun = ["unmix", "lumaxlike-demo/reflectance.tif", "--geometry", "lumaxlike-demo/obs.tif",
+             "--dtm", "lumaxlike-demo/dtm.tif", "--params-from", "lumaxlike-demo/abundances.tif",
+             "--out", "again.tif", "--no-progress"]  # fmt: skip
+    assert main(rerun) == 0
+    np.testing.assert_array_equal(read_raster("again.tif"), abundances)
     words = shlex.split(commands[1])
     assert main(words[1:]) == 0  # the unmix command reruns verbatim too
     np.testing.assert_array_equal(read_raster("lumaxlike-demo/abundances.tif"), abundances)
@@ -314,3 +358,40 @@ def test_demo_prints_its_parameters_and_commands_that_rerun_verbatim(tmp_path, m
     )  # pasted into a shell, from the same folder
     np.testing.assert_array_equal(read_raster("lumaxlike-demo/w_numba.tif"), first)
     np.testing.assert_allclose(first, make_scene(SceneConfig(size=8)).w, rtol=0, atol=1e-6)
+
+
+def test_multi_angle_demo_prints_fit_and_sample_commands_that_recover_the_truth(
+    tmp_path, monkeypatch, capfd
+):
+    """`lumaxlike demo --multi-angle` writes a stack and prints the `fit` and `sample`
+    commands; run as printed, they recover the truth (noise 0.5 % of the median r)."""
+    from lumaxlike import Status
+    from lumaxlike._cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert run_demo(["--multi-angle", "--size", "4"]) == 0
+    printed = capfd.readouterr().out
+    commands = [
+        shlex.split(line.strip()) for line in printed.splitlines() if "    lumaxlike " in line
+    ]
+    assert [words[:2] for words in commands] == [["lumaxlike", "fit"], ["lumaxlike", "sample"]]
+    truth = read_raster("lumaxlike-demo/w_true.tif")
+    assert main(commands[0][1:]) == 0
+    fitted = {name: read_raster(f"lumaxlike-demo/fit{suffix}.tif") for name, suffix in
+              (("w", ""), ("b", "_b"), ("c", "_c"), ("status", "_status"))}  # fmt: skip
+    assert np.all(fitted["status"] == Status.CONVERGED)
+    # roughly: w, b and c per pixel-band from 7 noisy observations (the median error
+    # of w is ~2e-3; b and c are less well determined than w, single pixels off by 0.1+)
+    assert np.median(np.abs(fitted["w"] - truth)) < 0.01
+    assert abs(np.median(fitted["b"]) - 0.2) < 0.05 and abs(np.median(fitted["c"]) - 0.4) < 0.1
+    capfd.readouterr()
+    assert main(commands[1][1:]) == 0
+    summary = capfd.readouterr().err
+    assert "Very slow compile" not in summary
+    rate = float(summary.split(" pixels/s)")[0].rsplit("(", 1)[1].replace(",", ""))
+    assert rate > 0  # the summary's throughput: a slow run is not "0 pixels/s"
+    median = read_raster("lumaxlike-demo/posterior.tif")
+    status = read_raster("lumaxlike-demo/posterior_status.tif")
+    assert np.mean(status == Status.CONVERGED) > 0.5
+    # the posterior median of w, within a few posterior widths (~1e-3) of the truth
+    assert np.median(np.abs(median - truth)) < 0.01

@@ -86,3 +86,23 @@ def test_public_names_resolve():
     assert isinstance(lumaxlike.__version__, str)
     with pytest.raises(AttributeError, match="not_a_name"):
         lumaxlike.not_a_name  # noqa: B018
+
+
+def test_command_line_help_and_version_leave_heavy_dependencies_unloaded():
+    """`lumaxlike --help`, `--version` and each command's `--help` build the parsers only:
+    JAX, numba and the rest load when a command runs (benchmarks/bench_cli_startup.py
+    measures what that saves)."""
+    out = run_python(
+        f"""
+        import contextlib, io, sys
+        from lumaxlike._cli import main
+        for argv in (["--help"], ["--version"], ["invert", "--help"], ["normalize", "--help"],
+                     ["fit", "--help"], ["sample", "--help"], ["unmix", "--help"],
+                     ["profile", "--help"], ["demo", "--help"]):
+            with contextlib.redirect_stdout(io.StringIO()) as printed:
+                code = main(argv)
+            assert code == 0 and "usage" in printed.getvalue() or "lumaxlike " in printed.getvalue(), argv
+        print(",".join(name for name in {HEAVY!r} + ("numpy",) if name in sys.modules))
+        """
+    )
+    assert out.strip() == ""

@@ -291,6 +291,49 @@ def test_record_round_trips_legendre_and_escapes_for_envi():
         assert dataclasses.replace(back, params=()) == dataclasses.replace(record, params=())
 
 
+def test_printed_record_collapses_bands_that_share_their_parameters():
+    same = lumaxlike.HapkeParams(b=0.2, c=0.4)
+    other = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    record = make_provenance(
+        params=[same] * 85 + [other, same, same],
+        units="r",
+        solver="numba",
+        tol=None,
+        max_iter=None,
+        refl_sigma=None,
+        dtype=np.float64,
+        command="lumaxlike invert",
+    )
+    text = str(record)
+    assert text.count("HapkeParams(") == 3 and len(text.splitlines()) < 40
+    assert "bands 1-85: HapkeParams(b=0.2, c=0.4, " in text
+    assert "band 86: HapkeParams(b=0.3, c=0.4, " in text
+    assert "bands 87-88: HapkeParams(b=0.2, c=0.4, " in text
+    assert "units='r'" in text and "solver='numba'" in text  # the other fields as before
+    legendre = lumaxlike.HapkeParams(b=0.2, c=0.4, legendre=np.array([1.0, 0.3]))
+    record = dataclasses.replace(record, params=(same, legendre, legendre))
+    assert "band 1: HapkeParams(" in str(record) and "bands 2-3: HapkeParams(" in str(record)
+    assert "legendre=..." in str(record)
+
+
+def test_summaries_list_the_statuses_that_occurred():
+    from lumaxlike._files.unmix import UnmixSummary
+    from lumaxlike._run.progress import InversionSummary
+
+    counts = {status.name: 0 for status in Status}
+    counts.update(CONVERGED=95, MAX_ITER=5)
+    line = InversionSummary({}, 10, 10, 1.0, counts).describe()
+    assert line.endswith("status of pixel-bands: CONVERGED 95, MAX_ITER 5")
+    line = UnmixSummary({}, 100, 10, ("a", "b"), 1.0, counts).describe()
+    assert line.endswith("status of pixels: CONVERGED 95, MAX_ITER 5")
+    line = InversionSummary({}, 0, 10, 1.0, dict.fromkeys(counts, 0)).describe()
+    assert line.endswith("status of pixel-bands: none")
+    # a slow run (sample: a few pixels/s, or fewer) shows its real rate, not "0 pixels/s"
+    assert "(0.256 pixels/s)" in InversionSummary({}, 64, 3, 250.0, counts).describe()
+    assert "(12,345 pixels/s)" in InversionSummary({}, 12345, 3, 1.0, counts).describe()
+    assert "(0.5 pixels/s)" in UnmixSummary({}, 1, 3, ("a",), 2.0, counts).describe()
+
+
 def test_malformed_record_is_refused_naming_the_key():
     record = make_provenance(
         params=[PARAMS],

@@ -54,7 +54,7 @@ example (five cubes of one area with their OBS rasters; w, b, c need >= 4 per pi
 
 def add_parser(commands) -> None:
     """Add the ``fit`` subcommand to ``commands``."""
-    from .._inverse.invert import DEFAULT_FIT_MAX_ITER
+    from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
 
     fit = commands.add_parser(
         "fit",

@@ -55,7 +55,7 @@ RECORDED = "; with --params-from: the recorded value"
 def add_parser(commands, formatter) -> argparse.ArgumentParser:
     """Add the ``invert`` subcommand to ``commands``; return its parser (``normalize``
     shares its options)."""
-    from .._inverse.invert import DEFAULT_MAX_ITER
+    from .._inverse.defaults import DEFAULT_MAX_ITER
 
     recorded = RECORDED
     invert = commands.add_parser(

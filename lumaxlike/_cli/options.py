@@ -312,7 +312,7 @@ def add_stack_inputs(
     (``units_choices``, ``units_help``) and ``--dtm``."""
     from pathlib import Path
 
-    from .._params import PARAMETER_NAMES
+    from .._configuration import HAPKE_PARAMETER_NAMES as PARAMETER_NAMES
 
     parser.add_argument(
         "cubes",
@@ -389,9 +389,9 @@ def hapke_model_choices() -> dict:
 def add_model_options(parser: argparse.ArgumentParser, recorded: str = "") -> None:
     """The model options (--model, --h-function, --phase, the Hapke and photometric
     parameters) of a subcommand; ``recorded``: text appended to each default."""
+    from .._configuration import PHOTOMETRIC_DEFAULTS
+    from .._configuration import PHOTOMETRIC_KINDS as KINDS
     from .._model.family import DEFAULT_KEY
-    from .._model.photometric import DEFAULTS as PHOTOMETRIC_DEFAULTS
-    from .._model.photometric import KINDS
 
     model_choices = hapke_model_choices()
     photometric_kinds = tuple(KINDS)

@@ -66,7 +66,7 @@ RECORDED = "; with --params-from: the recorded value"
 
 def add_parser(commands, formatter) -> None:
     """Add the ``unmix`` subcommand to ``commands``."""
-    from .._inverse.invert import DEFAULT_MAX_ITER
+    from .._inverse.defaults import DEFAULT_MAX_ITER
 
     unmix = commands.add_parser(
         "unmix",

@@ -11,10 +11,21 @@ by the submodules that need them, when the demo runs.
 
 
 def run_demo(argv=None) -> int:
-    """Run ``lumaxlike demo``; see `lumaxlike._demo.run.run_demo`."""
-    from .run import run_demo as _run_demo
+    """Run ``lumaxlike demo``; see `lumaxlike._demo.run.run_demo`. The arguments are
+    parsed first: ``--help`` and a bad argument import nothing heavy."""
+    from .arguments import parse_args
 
-    return _run_demo(argv)
+    try:
+        args = parse_args([] if argv is None else argv)
+    except SystemExit as exit_request:  # argparse's way out of --help and usage errors
+        return 0 if exit_request.code is None else int(exit_request.code)
+    if args.multi_angle:
+        from .multi_angle import run_multi_angle
+
+        return run_multi_angle(args)
+    from .run import run_parsed
+
+    return run_parsed(args)
 
 
 __all__ = ["run_demo"]

@@ -12,7 +12,14 @@ from matplotlib.figure import Figure
 
 from .scene import Scene
 
-__all__ = ["RecoveredMaps", "plot_abundance_figure", "plot_demo_figure"]
+__all__ = [
+    "FIGURE_DPI",
+    "RecoveredMaps",
+    "abundance_figure",
+    "demo_figure",
+    "plot_abundance_figure",
+    "plot_demo_figure",
+]
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,20 @@ def plot_demo_figure(
     Returns:
         The path written.
     """
+    fig = demo_figure(scene, recovered, status_names, band, pixel)
+    path = Path(path)
+    fig.savefig(path, dpi=FIGURE_DPI, format="png")
+    return path
+
+
+def demo_figure(
+    scene: Scene,
+    recovered: list[RecoveredMaps],
+    status_names: Mapping[int, str],
+    band: int,
+    pixel: tuple[int, int],
+) -> Figure:
+    """`plot_demo_figure`'s figure, not saved (its arguments but ``path``)."""
     if not recovered:
         raise ValueError("need at least one solver's recovered maps")
     first = recovered[0]
@@ -78,7 +99,7 @@ def plot_demo_figure(
         ax.set_xlabel("east [m]")
         ax.set_ylabel("north [m]")
         ax.plot(*marker_xy, marker="+", color="red", markersize=12, markeredgewidth=2)
-        return fig.colorbar(mappable, ax=ax, label=colorbar_label)
+        return fig.colorbar(mappable, ax=ax, label=colorbar_label, format=_colorbar_format(image))
 
     w_range = {"vmin": float(scene.w[..., band].min()), "vmax": float(scene.w[..., band].max())}
     show_map(
@@ -107,23 +128,14 @@ def plot_demo_figure(
         vmin=0.0,
     )
 
-    codes = sorted(status_names)
-    unknown = set(np.unique(first.status).tolist()) - set(codes)
-    if unknown:
-        raise ValueError(f"status codes {sorted(unknown)} have no name in status_names")
-    status_cmap = ListedColormap(
-        [_STATUS_COLORS[k % len(_STATUS_COLORS)] for k in range(len(codes))]
-    )
-    status_norm = BoundaryNorm(np.arange(len(codes) + 1) - 0.5, len(codes))
-    status_index = np.searchsorted(codes, first.status[..., band])
+    codes, status_index, status_style = _status_map(first.status, status_names, band)
     colorbar = show_map(
         axes[1, 0],
         status_index,
         f"solver status at {wavelength:.0f} nm ({first.solver})",
         "",
-        cmap=status_cmap,
-        norm=status_norm,
         interpolation="nearest",
+        **status_style,
     )
     colorbar.set_ticks(np.arange(len(codes)), labels=[status_names[code] for code in codes])
 
@@ -150,9 +162,40 @@ def plot_demo_figure(
         "lumaxlike demo: Hapke AMSA inversion of a synthetic scene "
         "mixed from USGS splib07 mineral spectra"
     )
-    path = Path(path)
-    fig.savefig(path, dpi=90, format="png")
-    return path
+    return fig
+
+
+def _status_map(status, status_names: Mapping[int, str], band: int):
+    """(the status codes on ``band``'s map, the map as indices into them, its cmap and
+    norm): only the statuses that occur, each in its own colour whichever others do.
+
+    Raises:
+        ValueError: a status code (on any band) that ``status_names`` does not name.
+    """
+    unknown = set(np.unique(status).tolist()) - set(status_names)
+    if unknown:
+        raise ValueError(f"status codes {sorted(unknown)} have no name in status_names")
+    codes = np.unique(status[..., band]).tolist()
+    order = sorted(status_names)
+    cmap = ListedColormap(
+        [_STATUS_COLORS[order.index(code) % len(_STATUS_COLORS)] for code in codes]
+    )
+    norm = BoundaryNorm(np.arange(len(codes) + 1) - 0.5, len(codes))
+    return codes, np.searchsorted(codes, status[..., band]), {"cmap": cmap, "norm": norm}
+
+
+#: resolution of the demo's PNG figures [dots per inch]
+FIGURE_DPI = 150
+
+
+def _colorbar_format(image) -> str | None:
+    """A colorbar tick format for ``image``'s values: each tick written in full
+    (``1.0e-10``) when they are tiny, never as a shared offset text over the colorbar
+    (which collides with the panel's title); None (matplotlib's own) otherwise."""
+    finite = np.abs(np.asarray(image, dtype=np.float64))
+    finite = finite[np.isfinite(finite)]
+    top = float(finite.max()) if finite.size else 0.0
+    return "%.1e" if 0.0 < top < 1e-2 else None
 
 
 _STATUS_COLORS = (
@@ -182,6 +225,14 @@ def plot_abundance_figure(path, scene: Scene, fractions: np.ndarray, label: str)
     Returns:
         The path written.
     """
+    fig = abundance_figure(scene, fractions, label)
+    path = Path(path)
+    fig.savefig(path, dpi=FIGURE_DPI, format="png")
+    return path
+
+
+def abundance_figure(scene: Scene, fractions: np.ndarray, label: str) -> Figure:
+    """`plot_abundance_figure`'s figure, not saved (its arguments but ``path``)."""
     fractions = np.asarray(fractions)
     if fractions.shape != scene.abundance.shape:
         raise ValueError(
@@ -190,29 +241,33 @@ def plot_abundance_figure(path, scene: Scene, fractions: np.ndarray, label: str)
         )
     size = scene.config.size * scene.config.pixel_size_m
     minerals = len(scene.mineral_names)
-    fig = Figure(figsize=(3.4 * minerals, 9.0), layout="constrained")
-    axes = fig.subplots(3, minerals, squeeze=False)
+    fig = Figure(figsize=(3.6 * minerals, 10.0), layout="constrained")
+    axes = fig.subplots(3, minerals, squeeze=False, sharex=True, sharey=True)
     error = np.abs(fractions - scene.abundance)
     top = float(np.nanmax(error)) if np.any(np.isfinite(error)) else 1.0
     for j, name in enumerate(scene.mineral_names):
         for row, (image, title, cmap, vmax) in enumerate((
-            (scene.abundance[..., j], f"true {name}", "viridis", 1.0),
-            (fractions[..., j], f"recovered {name}", "viridis", 1.0),
-            (error[..., j], f"|recovered - true| {name}", "magma", top),
+            (scene.abundance[..., j], f"{name}: true", "viridis", 1.0),
+            (fractions[..., j], f"{name}: recovered", "viridis", 1.0),
+            (error[..., j], f"{name}: |recovered - true|", "magma", top),
         )):  # fmt: skip
             ax = axes[row, j]
             mappable = ax.imshow(
                 image, extent=(0.0, size, 0.0, size), origin="upper", cmap=cmap, vmin=0.0, vmax=vmax
             )
-            ax.set_title(title)
-            ax.set_xticks([])
-            ax.set_yticks([])
+            ax.set_title(title, fontsize="medium")
+            if row == 2:
+                ax.set_xlabel("east [m]")
+            if j == 0:
+                ax.set_ylabel("north [m]")
             fig.colorbar(
-                mappable, ax=ax, label="mass fraction [-]" if row < 2 else "error [-]", shrink=0.8
+                mappable,
+                ax=ax,
+                label="mass fraction [-]" if row < 2 else "error [-]",
+                shrink=0.8,
+                format=_colorbar_format(image if row == 2 else np.array([vmax])),
             )
     fig.suptitle(
         f"lumaxlike demo: mineral mass fractions of the intimate mixture, true vs recovered ({label})"
     )
-    path = Path(path)
-    fig.savefig(path, dpi=70, format="png")
-    return path
+    return fig

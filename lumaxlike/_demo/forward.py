@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import shlex
+
 import numpy as np
 
 from .._model.forward import amsa
 from .._params import HapkeParams
 from .scene import Scene
 
-__all__ = ["DEMO_HAPKE", "demo_hapke_params", "hapke_cli_args", "simulate_reflectance"]
+__all__ = [
+    "DEMO_HAPKE",
+    "command_line",
+    "demo_hapke_params",
+    "describe_hapke",
+    "hapke_cli_args",
+    "simulate_reflectance",
+]
 
 #: Hapke parameters of the demo surface (roughness in degrees), named like the CLI flags.
 DEMO_HAPKE = {
@@ -79,3 +88,16 @@ def simulate_reflectance(scene: Scene, noise: float = 0.0, backend: str = "jax")
         rng = np.random.default_rng([scene.config.seed, 1])
         r = r * (1.0 + noise * rng.standard_normal(r.shape))
     return r
+
+
+def command_line(argv) -> str:
+    """``argv`` (after ``lumaxlike``) as a line to paste into a shell."""
+    return "lumaxlike " + shlex.join(str(arg) for arg in argv)
+
+
+def describe_hapke() -> str:
+    """The demo's Hapke parameters in one line, e.g. ``b=0.2, c=0.4, roughness=20 deg, ...``."""
+    return ", ".join(
+        f"roughness={value:g} deg" if name == "roughness_deg" else f"{name}={value:g}"
+        for name, value in DEMO_HAPKE.items()
+    )

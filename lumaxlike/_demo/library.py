@@ -11,7 +11,7 @@ from .._model.forward import amsa
 from .forward import demo_hapke_params
 from .scene import Scene
 
-__all__ = ["LIBRARY_GEOMETRY_DEG", "write_mineral_library"]
+__all__ = ["LIBRARY_GEOMETRY_DEG", "library_record", "write_mineral_library"]
 
 #: The library's measurement geometry: incidence, emission, azimuth [deg] (a common
 #: laboratory bidirectional geometry).
@@ -51,3 +51,33 @@ def write_mineral_library(path, scene: Scene) -> Path:
     path = Path(path)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def library_record(path, wavelengths_um, *, fwhm_um: float) -> dict:
+    """How the demo's endmembers were made, as ``lumaxlike unmix`` records it
+    (``library`` of `lumaxlike.unmix_file`, the ``lumaxlike_unmix_library`` key): what
+    its options ``--endmembers PATH --library-incidence 30 --library-emission 0
+    --fwhm FWHM_UM`` give, so that ``lumaxlike unmix CUBE --params-from OUT`` reruns the
+    unmixing.
+
+    Args:
+        path: the library file `write_mineral_library` wrote (recorded absolute).
+        wavelengths_um: the cube's band centres the library was resampled to [um],
+            shape ``(bands,)``.
+        fwhm_um: the band width the library was resampled with [um].
+
+    Returns:
+        The JSON-able record.
+    """
+    incidence, emission, azimuth = LIBRARY_GEOMETRY_DEG
+    return {
+        "files": [str(Path(path).absolute())],
+        "format": None,
+        "units": "reff",
+        "incidence_deg": [float(f"{incidence:g}")],
+        "emission_deg": [float(f"{emission:g}")],
+        "azimuth_deg": [float(f"{azimuth:g}")],
+        "wavelengths_given_um": None,
+        "fwhm_um": [float(fwhm_um)],
+        "wavelengths_um": [float(v) for v in np.asarray(wavelengths_um).ravel()],
+    }

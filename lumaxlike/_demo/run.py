@@ -14,25 +14,27 @@ no arguments. The command line is not imported: the demo is a user of the librar
 
 from __future__ import annotations
 
-import argparse
-import math
-import shlex
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
+from .arguments import SOLVER_CHOICES, parse_args
+from .arguments import parser as _parser  # noqa: F401 (tests read its help)
 from .figure import RecoveredMaps, plot_abundance_figure, plot_demo_figure
-from .forward import DEMO_HAPKE, demo_hapke_params, hapke_cli_args, simulate_reflectance
-from .library import LIBRARY_GEOMETRY_DEG, write_mineral_library
+from .forward import (
+    command_line,
+    demo_hapke_params,
+    describe_hapke,
+    hapke_cli_args,
+    simulate_reflectance,
+)
+from .library import LIBRARY_GEOMETRY_DEG, library_record, write_mineral_library
 from .netcdf import write_netcdf_inputs
 from .rasters import read_raster, write_demo_inputs
-from .scene import SceneConfig, make_scene
+from .scene import make_scene
 
 __all__ = ["run_demo", "Accuracy", "accuracy", "command_line", "describe_hapke"]
-
-SOLVER_CHOICES = {"both": ("jax", "numba"), "jax": ("jax",), "numba": ("numba",)}
 
 
 @dataclass(frozen=True)
@@ -66,91 +68,6 @@ def accuracy(w_true, w_recovered, converged) -> Accuracy:
     return Accuracy(float(error.max()), float(np.median(error)), float(np.mean(converged)))
 
 
-def command_line(argv) -> str:
-    """``argv`` (after ``lumaxlike``) as a line to paste into a shell."""
-    return "lumaxlike " + shlex.join(str(arg) for arg in argv)
-
-
-def describe_hapke() -> str:
-    """The demo's Hapke parameters in one line, e.g. ``b=0.2, c=0.4, roughness=20 deg, ...``."""
-    return ", ".join(
-        f"roughness={value:g} deg" if name == "roughness_deg" else f"{name}={value:g}"
-        for name, value in DEMO_HAPKE.items()
-    )
-
-
-DEMO_EPILOG = """\
-example (a small scene, the numba solver only, files in ./lumaxlike-demo):
-  lumaxlike demo --size 32 --solver numba
-"""
-
-
-def _parser() -> argparse.ArgumentParser:
-    """The argparse parser of ``lumaxlike demo``."""
-    parser = argparse.ArgumentParser(
-        prog="lumaxlike demo",
-        description="Invert a synthetic hyperspectral scene built from USGS mineral spectra "
-        "and compare the recovered single-scattering albedo with the truth.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=DEMO_EPILOG,
-    )
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path("lumaxlike-demo"),
-        help="directory for the rasters and the figure (default: ./lumaxlike-demo)",
-    )
-    parser.add_argument(
-        "--size",
-        type=int,
-        default=96,
-        help="pixels per side of the square scene [pixels] (default: 96)",
-    )
-    parser.add_argument(
-        "--solver",
-        choices=tuple(SOLVER_CHOICES),
-        default="both",
-        help="solver(s) to run: numba (CPU), jax (CPU or GPU) or both (default: both)",
-    )
-    parser.add_argument(
-        "--no-figure",
-        action="store_true",
-        help="do not draw the PNG figure (default: draw lumaxlike-demo/demo.png)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=SceneConfig.seed,
-        help=f"seed of the scene and the noise (default: {SceneConfig.seed})",
-    )
-    parser.add_argument(
-        "--noise",
-        type=float,
-        default=0.0,
-        help="relative standard deviation of Gaussian noise on the reflectance "
-        "[-, fraction of the value] (default: 0, exact data)",
-    )
-    parser.add_argument(
-        "--input-format",
-        choices=("gtiff", "envi"),
-        default="gtiff",
-        help="which copy of the reflectance cube to invert (default: gtiff)",
-    )
-    return parser
-
-
-def _parse_args(argv):
-    parser = _parser()
-    args = parser.parse_args(argv)
-    try:
-        args.scene = SceneConfig(size=args.size, seed=args.seed)
-    except ValueError as error:
-        parser.error(f"--size/--seed: {error}")
-    if not (math.isfinite(args.noise) and args.noise >= 0.0):
-        parser.error("--noise must be a finite number >= 0")
-    return args
-
-
 def run_demo(argv=None) -> int:
     """Run the demo; the entry point of ``lumaxlike demo``.
 
@@ -167,12 +84,20 @@ def run_demo(argv=None) -> int:
         ``lumaxlike demo`` command reports it in one line, as ``invert`` would).
     """
     try:
-        args = _parse_args([] if argv is None else argv)
+        args = parse_args([] if argv is None else argv)
     except SystemExit as exit_request:  # argparse's way out of --help and usage errors
         return 0 if exit_request.code is None else int(exit_request.code)
+    if args.multi_angle:
+        from .multi_angle import run_multi_angle
+
+        return run_multi_angle(args)
+    return run_parsed(args)
+
+
+def run_parsed(args) -> int:
+    """The inversion demo for parsed arguments (`lumaxlike._demo.arguments.parse_args`);
+    returns 0."""
     from .. import Status  # imported lazily: lumaxlike/__init__ may re-export run_demo
-    from .._files.invert import invert_file
-    from .._io.writers import result_paths
 
     start = time.perf_counter()
     workdir = args.workdir
@@ -199,54 +124,9 @@ def run_demo(argv=None) -> int:
     )
 
     cube = inputs.cube if args.input_format == "gtiff" else inputs.cube_envi
-    recovered = []
-    for solver in SOLVER_CHOICES[args.solver]:
-        out = workdir / f"w_{solver}.tif"
-        command = [
-            "invert",
-            str(cube),
-            "--geometry",
-            str(inputs.obs),
-            "--dtm",
-            str(inputs.dtm),
-            "--solver",
-            solver,
-            "--out",
-            str(out),
-            "--units",
-            "r",
-            *hapke_cli_args(),
-            "--overwrite",
-            "--no-progress",
-        ]
-        print(f"  running: {command_line(command)}")
-        seconds = []
-        for _ in range(2):  # the first run compiles; the second shows the warm throughput
-            tic = time.perf_counter()
-            invert_file(
-                cube,
-                out,
-                geometry=inputs.obs,
-                dtm=inputs.dtm,
-                params=demo_hapke_params(),
-                solver=solver,
-                units="r",
-                overwrite=True,
-                progress=False,
-                command=command_line(command),
-            )
-            seconds.append(time.perf_counter() - tic)
-        maps = RecoveredMaps(solver, read_raster(out), read_raster(result_paths(out)["status"]))
-        recovered.append(maps)
-        score = accuracy(scene.w, maps.w, maps.status == Status.CONVERGED)
-        cold, warm = seconds
-        print(
-            f"  {solver:>5}: converged {100 * score.fraction_converged:.2f} % of pixel-bands; "
-            f"|w error| max {score.max_error:.2e}, median {score.median_error:.2e}; "
-            f"first run {cold:.2f} s (with compilation), second {warm:.2f} s = "
-            f"{rows * cols / warm:,.0f} pixels/s, {rows * cols * bands / warm / 1e6:.2f} M "
-            f"w-inversions/s (file IO included) -> {out}"
-        )
+    recovered = [
+        _invert_demo(solver, workdir, scene, inputs, cube) for solver in SOLVER_CHOICES[args.solver]
+    ]
 
     unmixed = _unmix_demo(workdir, scene, inputs, cube, Status)
 
@@ -271,6 +151,62 @@ def run_demo(argv=None) -> int:
         print(f"  figure: {figure} (true vs recovered mass fractions)")
     print(f"  done in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _invert_demo(solver, workdir, scene, inputs, cube) -> RecoveredMaps:
+    """Invert the demo cube with ``solver`` twice (what the printed ``lumaxlike invert``
+    does; the first run compiles), print its accuracy and throughput; return its maps."""
+    from .. import Status
+    from .._files.invert import invert_file
+    from .._io.writers import result_paths
+
+    rows, cols, bands = scene.w.shape
+    out = workdir / f"w_{solver}.tif"
+    command = [
+        "invert",
+        str(cube),
+        "--geometry",
+        str(inputs.obs),
+        "--dtm",
+        str(inputs.dtm),
+        "--solver",
+        solver,
+        "--out",
+        str(out),
+        "--units",
+        "r",
+        *hapke_cli_args(),
+        "--overwrite",
+        "--no-progress",
+    ]
+    print(f"  running: {command_line(command)}")
+    seconds = []
+    for _ in range(2):  # the first run compiles; the second shows the warm throughput
+        tic = time.perf_counter()
+        invert_file(
+            cube,
+            out,
+            geometry=inputs.obs,
+            dtm=inputs.dtm,
+            params=demo_hapke_params(),
+            solver=solver,
+            units="r",
+            overwrite=True,
+            progress=False,
+            command=command_line(command),
+        )
+        seconds.append(time.perf_counter() - tic)
+    maps = RecoveredMaps(solver, read_raster(out), read_raster(result_paths(out)["status"]))
+    score = accuracy(scene.w, maps.w, maps.status == Status.CONVERGED)
+    cold, warm = seconds
+    print(
+        f"  {solver:>5}: converged {100 * score.fraction_converged:.2f} % of pixel-bands; "
+        f"|w error| max {score.max_error:.2e}, median {score.median_error:.2e}; "
+        f"first run {cold:.2f} s (with compilation), second {warm:.2f} s = "
+        f"{rows * cols / warm:,.0f} pixels/s, {rows * cols * bands / warm / 1e6:.2f} M "
+        f"w-inversions/s (file IO included) -> {out}"
+    )
+    return maps
 
 
 def _unmix_demo(workdir, scene, inputs, cube, status_codes):
@@ -331,6 +267,7 @@ def _unmix_demo(workdir, scene, inputs, cube, status_codes):
         overwrite=True,
         progress=False,
         command=command_line(command),
+        library=library_record(library, wavelengths, fwhm_um=0.001),
     )
     seconds = time.perf_counter() - tic
     fractions = read_raster(out)

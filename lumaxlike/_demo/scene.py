@@ -17,6 +17,7 @@ import numpy as np
 
 from .._geometry import direction_from_zenith_azimuth, normals_from_dtm
 from .._unmix.mixing import cross_section_fractions, cross_section_per_mass
+from .defaults import DEFAULT_SEED
 from .spectra import (
     MINERAL_DENSITY,
     MINERAL_GRAIN_SIZE_UM,
@@ -47,7 +48,7 @@ class SceneConfig:
     """
 
     size: int = 96
-    seed: int = 20240607
+    seed: int = DEFAULT_SEED
     pixel_size_m: float = 10.0
     max_slope_deg: float = 25.0
     hills: int = 7

@@ -15,11 +15,36 @@ Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
 :func:`normalize_file`, :func:`unmix_file`, :func:`fit_file`, :func:`sample_file`.
 """
 
-from .fit import fit_file as fit_file
-from .invert import invert_file as invert_file
-from .normalize import normalize_file as normalize_file
-from .sample import sample_file as sample_file
-from .unmix import UnmixSummary as UnmixSummary
-from .unmix import unmix_file as unmix_file
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .fit import fit_file as fit_file
+    from .invert import invert_file as invert_file
+    from .normalize import normalize_file as normalize_file
+    from .sample import sample_file as sample_file
+    from .unmix import UnmixSummary as UnmixSummary
+    from .unmix import unmix_file as unmix_file
 
 __all__ = ["UnmixSummary", "fit_file", "invert_file", "normalize_file", "sample_file", "unmix_file"]
+
+#: public name -> its module: each imported at its first use, so that a command imports
+#: its own front end only (``lumaxlike invert`` neither fit's nor the sampler's blackjax)
+_MODULES = {
+    "fit_file": "fit",
+    "invert_file": "invert",
+    "normalize_file": "normalize",
+    "sample_file": "sample",
+    "UnmixSummary": "unmix",
+    "unmix_file": "unmix",
+}
+
+
+def __getattr__(name: str):
+    """A public name, imported from its module at its first use."""
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{_MODULES[name]}", __name__), name)
+    globals()[name] = value
+    return value

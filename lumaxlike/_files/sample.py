@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import rasterio
 
+from .._compat.xla_log import without_slow_compile_banner
 from .._io.geometry_rasters import GeometryReader
 from .._io.products import refuse_normalised
 from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
@@ -304,21 +305,24 @@ def sample_file(
                 "pixels": block_pixels,
             }
 
-        run = stream_to_outputs(
-            out_path,
-            like=info,
-            fields=fields,
-            provenance=provenance,
-            rows_per_block=rows_per_block,
-            inputs=inputs,
-            overwrite=overwrite,
-            resume=resume,
-            pool_factory=lambda: BlockPool(workers, scheduler, function=sample_file_block),
-            read=read,
-            progress=progress,
-            description=f"sampling {Path(cubes[0]).name}",
-            layout=sample_layout(free),
-        )
+        # the sampler's programs are slow to compile: XLA's banner about it is noise
+        quiet = workers == 1 and scheduler is None  # compiled here, not in a worker
+        with without_slow_compile_banner() if quiet else contextlib.nullcontext():
+            run = stream_to_outputs(
+                out_path,
+                like=info,
+                fields=fields,
+                provenance=provenance,
+                rows_per_block=rows_per_block,
+                inputs=inputs,
+                overwrite=overwrite,
+                resume=resume,
+                pool_factory=lambda: BlockPool(workers, scheduler, function=sample_file_block),
+                read=read,
+                progress=progress,
+                description=f"sampling {Path(cubes[0]).name}",
+                layout=sample_layout(free),
+            )
     return InversionSummary(
         outputs=run.outputs,
         pixels=info.grid.height * width,

@@ -30,7 +30,7 @@ from .._io.geometry_rasters import GeometryReader
 from .._params import HapkeParams
 from .._run.journal import array_digest
 from .._run.pool import BlockPool
-from .._run.progress import resumed_text
+from .._run.progress import occurred_statuses, rate_text, resumed_text
 from .._run.unmix_task import UnmixOptions, unmix_block, unmix_fields, unmix_layout, unmix_record
 from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
@@ -61,11 +61,11 @@ class UnmixSummary:
     resumed: str | None = None
 
     def describe(self) -> str:
-        counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
+        counts = occurred_statuses(self.status_counts)
         rate = self.pixels / self.seconds if self.seconds > 0 else float("inf")
         return (
             f"unmixed {self.pixels} pixels x {self.bands} bands into {len(self.endmembers)} endmembers "
-            f"({', '.join(self.endmembers)}) in {self.seconds:.2f} s ({rate:,.0f} pixels/s); "
+            f"({', '.join(self.endmembers)}) in {self.seconds:.2f} s ({rate_text(rate)} pixels/s); "
             f"status of pixels: {counts}" + resumed_text(self.resumed)
         )
 

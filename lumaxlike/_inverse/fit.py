@@ -38,7 +38,8 @@ from .fit_arguments import (
     default_bounds,
     default_chunk,
 )
-from .invert import DEFAULT_FIT_MAX_ITER, SOLVERS, albedo_bounds
+from .defaults import DEFAULT_FIT_MAX_ITER
+from .invert import SOLVERS, albedo_bounds
 from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
 from .observation_masks import check_observation_limits, masked_chunk

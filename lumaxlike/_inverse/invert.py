@@ -12,6 +12,7 @@ from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
 from .chunking import call_chunk, chunk_problems, device_memory_bytes, pad_pixels, pipelined
+from .defaults import DEFAULT_MAX_ITER, SOLVERS
 from .jax_albedo import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .photometric_solver import solve_photometric_jax, solve_photometric_numba
@@ -26,12 +27,6 @@ __all__ = [
     "SOLVERS",
 ]
 
-SOLVERS = ("jax", "numba")
-DEFAULT_MAX_ITER = 50
-# fit's problems (several parameters, joint, regional) converge linearly where their residual
-# is not zero: measured on 5-parameter fits with noise 1e-4 and 1e-3, 1-2 % need more than
-# 50 steps, 0.1 % more than 200 (docs/fit.md)
-DEFAULT_FIT_MAX_ITER = 200
 # The numba solver's default chunk, in problems (pixels x bands). It writes float64
 # results straight into `invert`'s arrays and keeps its work in a row per block of
 # pixels, so a chunk costs memory only for float32 input (a float64 copy of the chunk's

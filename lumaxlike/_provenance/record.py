@@ -4,6 +4,7 @@ are listed in `lumaxlike._provenance`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -12,9 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .._configuration import DEFAULT_KEY
 from .._params import FIELD_NAMES, HapkeParams
 from .._photometric import PHOTOMETRIC_PARAMETERS, PhotometricFunction
 from .describe import (
+    CONFIGURATION_TEXT,
     PREFIX,
     configuration_of,
     geometry_record,
@@ -25,7 +28,7 @@ from .describe import (
     utc_now,
 )
 
-__all__ = ["Provenance", "make_provenance"]
+__all__ = ["Provenance", "make_provenance", "params_text"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,21 @@ class Provenance:
     def bands(self) -> int:
         """Number of spectral bands."""
         return len(self.params)
+
+    def __repr__(self) -> str:
+        """One line per field; the per-band ``params`` collapsed to runs of bands that share
+        one value (``bands 1-85: HapkeParams(b=0.2, ...)``)."""
+        lines = [
+            f"  {item.name}="
+            + (
+                params_text(self.params)
+                if item.name == "params"
+                else repr(getattr(self, item.name))
+            )
+            + ","
+            for item in dataclasses.fields(self)
+        ]
+        return "Provenance(\n" + "\n".join(lines) + "\n)"
 
     def describe_model(self) -> str:
         """One line, e.g. ``"Hapke 2002 AMSA, Hapke 1984 roughness, SHOE + CBOE (Hapke 2002), ..."``."""
@@ -411,3 +429,43 @@ def _band_legendre(value: list, band: int):
         return np.asarray(value, dtype=np.float64)
     chosen = value[band]
     return None if chosen is None else np.asarray(chosen, dtype=np.float64)
+
+
+def params_text(params) -> str:
+    """Per-band parameters in a few lines: each run of consecutive bands with equal values
+    once, ``[bands 1-85: HapkeParams(b=0.2, ...); band 86: HapkeParams(b=0.3, ...)]``
+    (bands counted from 1; roughness in radians, as `lumaxlike.HapkeParams` holds it)."""
+    runs: list[list] = []  # [first band, last band, key, text]
+    for band, value in enumerate(params, start=1):
+        key, text = _band_key_text(value)
+        if runs and runs[-1][2] == key:
+            runs[-1][1] = band
+        else:
+            runs.append([band, band, key, text])
+    items = [
+        f"band {first}: {text}" if first == last else f"bands {first}-{last}: {text}"
+        for first, last, _, text in runs
+    ]
+    return "[" + ";\n    ".join(items) + "]"
+
+
+def _band_key_text(value) -> tuple:
+    """(a key equal for equal parameters, their one-line text)."""
+    if isinstance(value, PhotometricFunction):
+        numbers = tuple(float(getattr(value, name)) for name in value.used_parameters)
+        fields = ", ".join(f"{n}={v!r}" for n, v in zip(value.used_parameters, numbers))
+        return (
+            value.kind,
+            numbers,
+        ), f"PhotometricFunction({value.kind!r}{', ' * bool(fields)}{fields})"
+    if isinstance(value, HapkeParams):
+        numbers = tuple(float(getattr(value, name)) for name in FIELD_NAMES)
+        legendre = None if value.legendre is None else tuple(np.ravel(value.legendre).tolist())
+        settings = {name: getattr(value, name) for name in CONFIGURATION_TEXT}
+        fields = ", ".join(f"{n}={v!r}" for n, v in zip(FIELD_NAMES, numbers))
+        configured = "".join(
+            f", {n}={v!r}" for n, v in settings.items() if v != getattr(DEFAULT_KEY, n)
+        )
+        text = f"HapkeParams({fields}{configured}{', legendre=...' if legendre else ''})"
+        return (numbers, legendre, tuple(settings.items())), text
+    return repr(value), repr(value)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-__all__ = ["InversionSummary", "progress_bar"]
+__all__ = ["InversionSummary", "occurred_statuses", "progress_bar", "rate_text"]
 
 
 def progress_bar(progress, total: int, desc: str):
@@ -56,11 +56,12 @@ class InversionSummary:
         return self.pixels / self.seconds if self.seconds > 0 else float("inf")
 
     def describe(self) -> str:
-        """One line: pixels, bands, time, pixels/s and the count of each status."""
-        counts = ", ".join(f"{name} {count}" for name, count in self.status_counts.items())
+        """One line: pixels, bands, time, pixels/s and the count of each status that
+        occurred."""
+        counts = occurred_statuses(self.status_counts)
         return (
             f"{self.verb} {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
-            f"({self.pixels_per_second:,.0f} pixels/s); status of pixel-bands: {counts}"
+            f"({rate_text(self.pixels_per_second)} pixels/s); status of pixel-bands: {counts}"
             + resumed_text(self.resumed)
         )
 
@@ -68,3 +69,16 @@ class InversionSummary:
 def resumed_text(resumed: str | None) -> str:
     """The summary line's ending for a resumed run ("" for another)."""
     return "" if resumed is None else f"; resumed: {resumed}"
+
+
+def occurred_statuses(status_counts) -> str:
+    """``"CONVERGED 95, MAX_ITER 5"``: the statuses of ``{status name: count}`` that
+    occurred (count above 0), in its order; ``"none"`` when none did (nothing solved)."""
+    counts = [f"{name} {count}" for name, count in dict(status_counts).items() if count]
+    return ", ".join(counts) or "none"
+
+
+def rate_text(per_second: float) -> str:
+    """A throughput for the summary line: whole numbers from 100 up (``"12,345"``), three
+    significant digits below (``"0.256"``: a slow run, e.g. ``sample``, is not "0")."""
+    return f"{per_second:,.0f}" if per_second >= 100 else f"{per_second:.3g}"
