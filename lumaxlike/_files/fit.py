@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import rasterio
 
-from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
 from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
+from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
 from .._inverse.observation_masks import LIMITED_ANGLES
 from .._io.geometry_rasters import GeometryReader
 from .._io.product_cube import ProductCube, check_reff_incidence, product_options

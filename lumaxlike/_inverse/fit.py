@@ -27,6 +27,7 @@ from .._photometric import PhotometricFunction
 from .._shapes import check_band_sigma, check_choice, check_positive_int
 from .chunking import pad_pixels
 from .covariance import covariance as fit_covariance
+from .defaults import DEFAULT_FIT_MAX_ITER
 from .fit_arguments import (
     OBSERVATIONS_PER_CHUNK,
     albedo_start,
@@ -38,7 +39,6 @@ from .fit_arguments import (
     default_bounds,
     default_chunk,
 )
-from .defaults import DEFAULT_FIT_MAX_ITER
 from .invert import SOLVERS, albedo_bounds
 from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
