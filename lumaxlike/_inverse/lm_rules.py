@@ -43,6 +43,8 @@ DIAGONAL_FLOOR = 1e-12
 # step is taken turns on rounding, and the damping grows until the steps fall below tol
 # wherever they are in a flat valley.
 COST_TIE = 1e-12
+# `newton_size` where the Gauss-Newton system at the trial point is singular.
+INFINITY = float("inf")
 
 
 def accepted(cost, cost_trial):
@@ -88,13 +90,18 @@ def converged(step_size, newton_size, newton_decrease, cost_trial, accept, dampi
       then make a decrease that is not a tie, i.e. the gradient of the whole problem is
       zero to rounding in the metric of J^T J (g^T (J^T J)^-1 g <= COST_TIE F). This ends
       ill-conditioned problems with a residual, whose Gauss-Newton step at the minimum is
-      rounding amplified by the conditioning and can stay above `tol`.
+      rounding amplified by the conditioning and can stay above `tol`;
+    - or, where the Gauss-Newton system at the trial point is singular (`newton_size`
+      infinite: the minimum is not a point, e.g. collinear endmembers), an accepted trial
+      step no longer than `tol`. Such a problem is reported UNDETERMINED by its
+      covariance, never as a determined minimum.
 
     A rejected trial leaves the problem at its previous point, which was tested when it
     was accepted.
     """
     at_minimum = (newton_size <= tol) | (newton_decrease <= COST_TIE * cost_trial)
-    return ((damping == 0.0) & (step_size <= tol)) | (accept & at_minimum)
+    singular_and_short = (newton_size == INFINITY) & (step_size <= tol)
+    return ((damping == 0.0) & (step_size <= tol)) | (accept & (at_minimum | singular_and_short))
 
 
 def damped_diagonal(jtj_diagonal, largest_diagonal, damping):
