@@ -3,6 +3,7 @@ documented layouts): each is inverted the way its archive means it and recovers 
 was made from; each wrong use is refused before any output is written."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -753,3 +754,30 @@ def test_the_xarray_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w_t
         lumaxlike.fit_dataarray(stack, observed, PARAMS, ("w",), "numba", units="radf")
     with pytest.raises(ValueError, match="sample_dataarray needs observations at their obs"):
         lumaxlike.sample_dataarray(stack, observed, PARAMS, ("w",), units="radf", refl_sigma=0.01)
+
+
+# ----------------------------------------------------------------------------- file sizes
+
+
+@pytest.mark.parametrize("fault", ["bands 4", "bands 6", "short by 10 bytes", "short by half"])
+def test_an_m3_image_its_header_does_not_describe_is_refused_through_the_label(
+    tmp_path, w_true, fault
+):
+    """GDAL reads a wrong band count with the wrong stride, a short file with zeros."""
+    paths = write_m3_l2(tmp_path, f32(w_true))
+    full = ROWS * COLS * BANDS * 4
+    size, expected = full, full
+    if fault.startswith("bands"):
+        bands = int(fault.split()[1])
+        paths["hdr"].write_text(paths["hdr"].read_text().replace("bands = 5", f"bands = {bands}"))
+        expected = ROWS * COLS * bands * 4
+    else:
+        size = full - 10 if "10" in fault else full // 2
+        os.truncate(paths["img"], size)
+    for given in (paths["lbl"], paths["hdr"], paths["img"]):
+        with pytest.raises(ValueError) as error:
+            read_cube(given)
+        message = str(error.value)
+        assert f"ENVI header {paths['hdr']} " in message
+        assert f"data file {paths['img']} " in message
+        assert f"= {expected} bytes" in message and f"holds {size} bytes" in message
