@@ -781,3 +781,61 @@ def test_an_m3_image_its_header_does_not_describe_is_refused_through_the_label(
         assert f"ENVI header {paths['hdr']} " in message
         assert f"data file {paths['img']} " in message
         assert f"= {expected} bytes" in message and f"holds {size} bytes" in message
+
+
+def crism_after_a_record(tmp_path, values, record_bytes):
+    """A CRISM MTRDR whose image starts at record 2 (16 bytes of another object first),
+    its label giving ``record_bytes``."""
+    label = write_crism(tmp_path, values, product="FRT00003E12_07_IF166J_MTR3")
+    image = label.with_suffix(".IMG")
+    image.write_bytes(b"\x7f" * 16 + image.read_bytes())
+    bands = np.shape(values)[-1]
+    text = label.read_text()
+    text = text.replace(f'^IMAGE = "{image.name}"', f'^IMAGE = ("{image.name}", 2)')
+    text = text.replace(f"RECORD_BYTES = {COLS * 4}", f"RECORD_BYTES = {record_bytes}")
+    text = text.replace(f"FILE_RECORDS = {ROWS * bands}", f"FILE_RECORDS = {ROWS * bands + 1}")
+    label.write_text(text)
+    return label, image
+
+
+@pytest.mark.parametrize("record_bytes", [8, 32])
+def test_a_pds3_label_with_a_wrong_record_bytes_is_refused(tmp_path, w_true, record_bytes):
+    assert COLS * 4 == 16  # the right RECORD_BYTES
+    label, image = crism_after_a_record(tmp_path, f32(w_true), 16)
+    np.testing.assert_array_equal(read_cube(label)[0], f32(w_true))
+    label, image = crism_after_a_record(tmp_path, f32(w_true), record_bytes)
+    size = 16 + ROWS * COLS * BANDS * 4
+    with pytest.raises(ValueError) as error:
+        read_cube(label)
+    message = str(error.value)
+    assert f"PDS3 label {label} " in message and f"{image} " in message
+    assert f"holds {size} bytes" in message
+    records = ROWS * BANDS + 1
+    assert f"FILE_RECORDS = {records} of RECORD_BYTES = {record_bytes} " in message
+    assert f"({records * record_bytes} bytes)" in message
+    if record_bytes == 32:  # and the image would end past the file's end
+        assert f"IMAGE at bytes 32 to {32 + size - 16} " in message
+
+
+def test_a_truncated_pds3_image_is_refused(tmp_path, w_true):
+    label = write_crism(tmp_path, f32(w_true))
+    image = label.with_suffix(".IMG")
+    size = ROWS * COLS * BANDS * 4 - 20
+    os.truncate(image, size)
+    for given in (label, image):
+        with pytest.raises(ValueError) as error:
+            read_cube(given)
+        message = str(error.value)
+        assert f"PDS3 label {label} " in message and f"data file {image} " in message
+        assert f"IMAGE at bytes 0 to {size + 20} " in message
+        assert f"({size + 20} bytes)" in message and f"holds {size} bytes" in message
+
+
+def test_cli_a_truncated_cube_exits_2_naming_it(tmp_path, w_true, capsys):
+    """docs/cli.md: exit 2, one line naming the file; nothing written."""
+    paths = write_m3_l2(tmp_path, f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0))))
+    os.truncate(paths["img"], ROWS * COLS * BANDS * 4 - 10)
+    assert cli(paths["lbl"], "--units", "radf", "--out", tmp_path / "w.tif") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(paths["img"]) in err[0] and "truncated" in err[0], err
+    assert not list(tmp_path.glob("w*"))

@@ -315,7 +315,7 @@ def read_wavelength_file(path, bands: int) -> SpectralMetadata:
 def _crism_wavelength_file(path: Path, bands: int) -> SpectralMetadata:
     import rasterio
 
-    from .pds3 import find_label, find_sibling, raw_vrt, read_label
+    from .pds3 import check_extent, find_label, find_sibling, raw_vrt, read_label
 
     label = (
         path if path.suffix.lower() == ".lbl" else (find_label(path) or find_sibling(path, ".lbl"))
@@ -323,6 +323,7 @@ def _crism_wavelength_file(path: Path, bands: int) -> SpectralMetadata:
     if label is None:
         raise ValueError(f"wavelength file {path} has no PDS3 label beside it")
     image = read_label(label)
+    check_extent(image)
     with rasterio.open(raw_vrt(image)) as dataset:
         values = dataset.read().astype(np.float64)  # (bands, 1, columns): small
     for constant in (*image.special, 65535.0):
