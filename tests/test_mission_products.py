@@ -4,6 +4,7 @@ was made from; each wrong use is refused before any output is written."""
 
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import rasterio
 import lumaxlike
 from lumaxlike import Status, invert_file
 from lumaxlike._io import read_cube
+from lumaxlike._io.product_cube import ProductCube
 from lumaxlike._io.radiance import band_irradiance, load_solar_spectrum
 
 from .mission_products import (
@@ -839,3 +841,32 @@ def test_cli_a_truncated_cube_exits_2_naming_it(tmp_path, w_true, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(paths["img"]) in err[0] and "truncated" in err[0], err
     assert not list(tmp_path.glob("w*"))
+
+
+# ----------------------------------------------------------------------------- wavelength units
+
+
+@pytest.mark.parametrize(
+    "scale, stated, likely", [(1e-3, "Nanometers", "micrometres"), (1.0, "Micrometers", "nanom")]
+)
+def test_wavelengths_in_a_unit_they_cannot_be_in_are_refused(tmp_path, scale, stated, likely):
+    """Micrometres labelled nm would make --thermal-bands exclude leave nothing out."""
+    paths = write_m3_l2(tmp_path, np.full((ROWS, COLS, BANDS), 0.2, np.float32))
+    text = paths["hdr"].read_text()
+    listed = "{" + ", ".join(f"{v * scale:.6g}" for v in M3_WAVELENGTHS) + "}"
+    text = re.sub(r"(?m)^wavelength = \{.*\}$", f"wavelength = {listed}", text)
+    paths["hdr"].write_text(
+        text.replace("wavelength units = Nanometers", f"wavelength units = {stated}")
+    )
+    with pytest.raises(ValueError) as error:
+        ProductCube(paths["lbl"], "radf", thermal_bands="exclude")
+    message = str(error.value)
+    assert message.startswith(f"{paths['hdr']} gives band centres") and stated in message
+    assert f"look like {likely}" in message
+    # the right wavelengths given in a file replace the header's
+    listing = tmp_path / "nm.txt"
+    listing.write_text("".join(f"{v}\n" for v in M3_WAVELENGTHS))
+    with ProductCube(
+        paths["lbl"], "radf", thermal_bands="exclude", wavelengths_from=listing
+    ) as cube:
+        assert cube.info.bands == BANDS - 1  # 2976 nm left out (beyond 2.5 um)

@@ -31,7 +31,7 @@ import numpy as np
 from .products import recognise
 from .radiance import band_irradiance, load_solar_spectrum, sun_distance_au
 from .raster import CubeReader
-from .spectral_metadata import read_wavelength_file, to_micrometers
+from .spectral_metadata import check_wavelength_unit, read_wavelength_file, to_micrometers
 
 __all__ = [
     "THERMAL_CHOICES",
@@ -218,7 +218,10 @@ class ProductCube:
                 wavelength_units=spectral.units,
                 fwhm=None,
                 spectral_source=spectral.source,
+                spectral_header=None,
             )
+        stated_in = wavelengths_from if wavelengths_from is not None else info.spectral_file
+        check_wavelength_unit(info.wavelengths, info.wavelength_units, stated_in)
         wavelength_um = to_micrometers(info.wavelengths, info.wavelength_units)
         if info.wavelengths is None:
             self.notices.append(

@@ -255,6 +255,8 @@ class CubeInfo:
             = 0); None when the file has no bad-band list.
         spectral_source: where the wavelengths came from (``"ENVI header"``, ``"ISIS3
             BandBin"``, ...); None when unknown.
+        spectral_header: the ENVI header the wavelengths came from; None when they
+            came from elsewhere (the cube file itself) or are unknown.
     """
 
     grid: RasterGrid
@@ -268,11 +270,17 @@ class CubeInfo:
     fwhm: np.ndarray | None = None
     bad_bands: np.ndarray | None = None
     spectral_source: str | None = None
+    spectral_header: Path | None = None
 
     @property
     def path(self) -> Path:
         """The cube file."""
         return self.grid.path
+
+    @property
+    def spectral_file(self) -> Path:
+        """The file stating the wavelengths (ENVI header or the cube), for messages."""
+        return self.spectral_header if self.spectral_header is not None else self.grid.path
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -357,6 +365,9 @@ class CubeReader:
                 fwhm=spectral.fwhm,
                 bad_bands=spectral.bad_bands,
                 spectral_source=spectral.source,
+                spectral_header=(
+                    envi_header(self._dataset) if spectral.source == "ENVI header" else None
+                ),
             )
         except BaseException:
             self._dataset.close()
