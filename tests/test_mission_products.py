@@ -870,3 +870,62 @@ def test_wavelengths_in_a_unit_they_cannot_be_in_are_refused(tmp_path, scale, st
         paths["lbl"], "radf", thermal_bands="exclude", wavelengths_from=listing
     ) as cube:
         assert cube.info.bands == BANDS - 1  # 2976 nm left out (beyond 2.5 um)
+
+
+# ----------------------------------------------------------------------------- solar spectrum units
+
+
+def gueymard_like(path, header):
+    """A spectrum from 0.5 nm to 1 mm in nm and W m^-2 nm^-1, as Gueymard (2004) is."""
+    wavelength_nm = np.concatenate([[0.5, 10.0, 100.0], np.arange(200.0, 4000.0, 5.0), [1e6]])
+    irradiance = 2.0 / (1.0 + ((wavelength_nm - 500.0) / 300.0) ** 2)  # smooth, positive
+    path.write_text(
+        header + "".join(f"{float(x)!r},{float(y)!r}\n" for x, y in zip(wavelength_nm, irradiance))
+    )
+    return wavelength_nm, irradiance
+
+
+def test_a_solar_spectrum_in_nm_from_0_5_nm_is_read_in_the_unit_its_header_names(tmp_path):
+    path = tmp_path / "gueymard.csv"
+    wavelength_nm, irradiance = gueymard_like(path, "Wavelength (nm), Irradiance (W m-2 nm-1)\n")
+    spectrum = load_solar_spectrum(path)
+    np.testing.assert_array_equal(spectrum.wavelength_um, wavelength_nm * 1e-3)
+    np.testing.assert_array_equal(spectrum.irradiance, irradiance * 1e3)  # per um
+    assert "wavelengths in nm, from its header" in spectrum.source
+    # no unit anywhere: refused, naming the file, never guessed from the first value
+    wavelength_nm, irradiance = gueymard_like(path, "")
+    with pytest.raises(
+        ValueError, match=rf"solar spectrum file {re.escape(str(path))}: .*0\.5 to 1e\+06"
+    ):
+        load_solar_spectrum(path)
+    spectrum = load_solar_spectrum(path, wavelength_unit="nm")  # said by the caller
+    np.testing.assert_array_equal(spectrum.wavelength_um, wavelength_nm * 1e-3)
+    np.testing.assert_array_equal(spectrum.irradiance, irradiance)
+    gueymard_like(path, "wavelength_um,irradiance\n")
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}: its header gives .* in um"):
+        load_solar_spectrum(path, wavelength_unit="nm")
+
+
+OBS_RANGES = ((20, 60), (0, 360), (0, 20), (0, 360))  # sun zenith, azimuth, sensor's [deg]
+
+
+def test_radiance_converted_to_implausible_i_over_f_names_the_solar_spectrum(tmp_path, w_true):
+    rng = np.random.default_rng(5)
+    deg, geometry = m3_obs(*(rng.uniform(a, b, (ROWS, COLS)) for a, b in OBS_RANGES))
+    spectrum = solar_csv(tmp_path / "solar.csv")
+    irradiance = band_irradiance(
+        load_solar_spectrum(spectrum), np.asarray(M3_WAVELENGTHS) * 1e-3, np.asarray(M3_FWHM) * 1e-3
+    )
+    radiance = f32(reflectance(w_true, geometry) * irradiance / 0.9837**2)
+    paths = write_m3_l1b(tmp_path, radiance, deg)
+    with ProductCube(paths["rdn"], "radiance", solar_spectrum=spectrum) as cube:
+        assert cube.info.bands == BANDS
+    # the same spectrum in W m^-2 nm^-1 without saying so: I/F a thousand times too high
+    text = spectrum.read_text().splitlines()
+    per_nm = [text[0]] + [f"{x},{float(y) * 1e-3:.9g}" for x, y in (r.split(",") for r in text[1:])]
+    spectrum.write_text("\n".join(per_nm) + "\n")
+    with pytest.raises(ValueError) as error:
+        ProductCube(paths["rdn"], "radiance", solar_spectrum=spectrum)
+    message = str(error.value)
+    assert f"with the solar spectrum {spectrum.resolve()} " in message
+    assert "no reflectance takes" in message
