@@ -3,6 +3,7 @@
 import hashlib
 import math
 import os
+import re
 import tracemalloc
 
 import numpy as np
@@ -198,6 +199,31 @@ def test_envi_cube_opens_from_data_file_or_header(tmp_path):
     np.testing.assert_array_equal(from_header, from_data)
     assert info.band_names == ("a", "b", "c")  # without GDAL's " (1 Nanometers)" suffix
     np.testing.assert_array_equal(info.wavelengths, [1, 2, 3])
+
+
+@pytest.mark.parametrize("fault", ["truncated by half", "header bands 4", "header bands 6"])
+def test_an_envi_header_that_disagrees_with_its_data_file_is_refused(tmp_path, fault):
+    """GDAL reads such a file without complaint (missing bytes as 0, a wrong band count
+    with the wrong stride): the data file's size must be what the header describes."""
+    values = np.random.default_rng(1).uniform(size=(5, 3, 4)).astype(np.float32)
+    path = write_raster(tmp_path / "cube.img", values, driver="ENVI")
+    header = tmp_path / "cube.hdr"
+    size, expected = 240, 240  # 4 samples x 3 lines x 5 bands x 4 bytes
+    if fault == "truncated by half":
+        os.truncate(path, 120)
+        size = 120
+    else:
+        bands = int(fault.split()[-1])
+        text, count = re.subn(r"(?m)^bands\s*=\s*5$", f"bands = {bands}", header.read_text())
+        assert count == 1
+        header.write_text(text)
+        expected = 48 * bands
+    for given in (path, header):
+        with pytest.raises(ValueError) as error:
+            read_cube(given)
+        message = str(error.value)
+        assert f"ENVI header {header} " in message and f"data file {path} " in message
+        assert f"= {expected} bytes" in message and f"holds {size} bytes" in message
 
 
 def test_row_blocks_reassemble_the_cube_and_apply_scale_offset(tmp_path):

@@ -3,6 +3,8 @@ documented layouts): each is inverted the way its archive means it and recovers 
 was made from; each wrong use is refused before any output is written."""
 
 import math
+import os
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import rasterio
 import lumaxlike
 from lumaxlike import Status, invert_file
 from lumaxlike._io import read_cube
+from lumaxlike._io.product_cube import ProductCube
 from lumaxlike._io.radiance import band_irradiance, load_solar_spectrum
 
 from .mission_products import (
@@ -753,3 +756,176 @@ def test_the_xarray_friends_refuse_an_observed_geometry_with_m3_l2(tmp_path, w_t
         lumaxlike.fit_dataarray(stack, observed, PARAMS, ("w",), "numba", units="radf")
     with pytest.raises(ValueError, match="sample_dataarray needs observations at their obs"):
         lumaxlike.sample_dataarray(stack, observed, PARAMS, ("w",), units="radf", refl_sigma=0.01)
+
+
+# ----------------------------------------------------------------------------- file sizes
+
+
+@pytest.mark.parametrize("fault", ["bands 4", "bands 6", "short by 10 bytes", "short by half"])
+def test_an_m3_image_its_header_does_not_describe_is_refused_through_the_label(
+    tmp_path, w_true, fault
+):
+    """GDAL reads a wrong band count with the wrong stride, a short file with zeros."""
+    paths = write_m3_l2(tmp_path, f32(w_true))
+    full = ROWS * COLS * BANDS * 4
+    size, expected = full, full
+    if fault.startswith("bands"):
+        bands = int(fault.split()[1])
+        paths["hdr"].write_text(paths["hdr"].read_text().replace("bands = 5", f"bands = {bands}"))
+        expected = ROWS * COLS * bands * 4
+    else:
+        size = full - 10 if "10" in fault else full // 2
+        os.truncate(paths["img"], size)
+    for given in (paths["lbl"], paths["hdr"], paths["img"]):
+        with pytest.raises(ValueError) as error:
+            read_cube(given)
+        message = str(error.value)
+        assert f"ENVI header {paths['hdr']} " in message
+        assert f"data file {paths['img']} " in message
+        assert f"= {expected} bytes" in message and f"holds {size} bytes" in message
+
+
+def crism_after_a_record(tmp_path, values, record_bytes):
+    """A CRISM MTRDR whose image starts at record 2 (16 bytes of another object first),
+    its label giving ``record_bytes``."""
+    label = write_crism(tmp_path, values, product="FRT00003E12_07_IF166J_MTR3")
+    image = label.with_suffix(".IMG")
+    image.write_bytes(b"\x7f" * 16 + image.read_bytes())
+    bands = np.shape(values)[-1]
+    text = label.read_text()
+    text = text.replace(f'^IMAGE = "{image.name}"', f'^IMAGE = ("{image.name}", 2)')
+    text = text.replace(f"RECORD_BYTES = {COLS * 4}", f"RECORD_BYTES = {record_bytes}")
+    text = text.replace(f"FILE_RECORDS = {ROWS * bands}", f"FILE_RECORDS = {ROWS * bands + 1}")
+    label.write_text(text)
+    return label, image
+
+
+@pytest.mark.parametrize("record_bytes", [8, 32])
+def test_a_pds3_label_with_a_wrong_record_bytes_is_refused(tmp_path, w_true, record_bytes):
+    assert COLS * 4 == 16  # the right RECORD_BYTES
+    label, image = crism_after_a_record(tmp_path, f32(w_true), 16)
+    np.testing.assert_array_equal(read_cube(label)[0], f32(w_true))
+    label, image = crism_after_a_record(tmp_path, f32(w_true), record_bytes)
+    size = 16 + ROWS * COLS * BANDS * 4
+    with pytest.raises(ValueError) as error:
+        read_cube(label)
+    message = str(error.value)
+    assert f"PDS3 label {label} " in message and f"{image} " in message
+    assert f"holds {size} bytes" in message
+    records = ROWS * BANDS + 1
+    assert f"FILE_RECORDS = {records} of RECORD_BYTES = {record_bytes} " in message
+    assert f"({records * record_bytes} bytes)" in message
+    if record_bytes == 32:  # and the image would end past the file's end
+        assert f"IMAGE at bytes 32 to {32 + size - 16} " in message
+
+
+def test_a_truncated_pds3_image_is_refused(tmp_path, w_true):
+    label = write_crism(tmp_path, f32(w_true))
+    image = label.with_suffix(".IMG")
+    size = ROWS * COLS * BANDS * 4 - 20
+    os.truncate(image, size)
+    for given in (label, image):
+        with pytest.raises(ValueError) as error:
+            read_cube(given)
+        message = str(error.value)
+        assert f"PDS3 label {label} " in message and f"data file {image} " in message
+        assert f"IMAGE at bytes 0 to {size + 20} " in message
+        assert f"({size + 20} bytes)" in message and f"holds {size} bytes" in message
+
+
+def test_cli_a_truncated_cube_exits_2_naming_it(tmp_path, w_true, capsys):
+    """docs/cli.md: exit 2, one line naming the file; nothing written."""
+    paths = write_m3_l2(tmp_path, f32(math.pi * reflectance(w_true, flat(30.0, 0.0, 30.0))))
+    os.truncate(paths["img"], ROWS * COLS * BANDS * 4 - 10)
+    assert cli(paths["lbl"], "--units", "radf", "--out", tmp_path / "w.tif") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(paths["img"]) in err[0] and "truncated" in err[0], err
+    assert not list(tmp_path.glob("w*"))
+
+
+# ----------------------------------------------------------------------------- wavelength units
+
+
+@pytest.mark.parametrize(
+    "scale, stated, likely", [(1e-3, "Nanometers", "micrometres"), (1.0, "Micrometers", "nanom")]
+)
+def test_wavelengths_in_a_unit_they_cannot_be_in_are_refused(tmp_path, scale, stated, likely):
+    """Micrometres labelled nm would make --thermal-bands exclude leave nothing out."""
+    paths = write_m3_l2(tmp_path, np.full((ROWS, COLS, BANDS), 0.2, np.float32))
+    text = paths["hdr"].read_text()
+    listed = "{" + ", ".join(f"{v * scale:.6g}" for v in M3_WAVELENGTHS) + "}"
+    text = re.sub(r"(?m)^wavelength = \{.*\}$", f"wavelength = {listed}", text)
+    paths["hdr"].write_text(
+        text.replace("wavelength units = Nanometers", f"wavelength units = {stated}")
+    )
+    with pytest.raises(ValueError) as error:
+        ProductCube(paths["lbl"], "radf", thermal_bands="exclude")
+    message = str(error.value)
+    assert message.startswith(f"{paths['hdr']} gives band centres") and stated in message
+    assert f"look like {likely}" in message
+    # the right wavelengths given in a file replace the header's
+    listing = tmp_path / "nm.txt"
+    listing.write_text("".join(f"{v}\n" for v in M3_WAVELENGTHS))
+    with ProductCube(
+        paths["lbl"], "radf", thermal_bands="exclude", wavelengths_from=listing
+    ) as cube:
+        assert cube.info.bands == BANDS - 1  # 2976 nm left out (beyond 2.5 um)
+
+
+# ----------------------------------------------------------------------------- solar spectrum units
+
+
+def gueymard_like(path, header):
+    """A spectrum from 0.5 nm to 1 mm in nm and W m^-2 nm^-1, as Gueymard (2004) is."""
+    wavelength_nm = np.concatenate([[0.5, 10.0, 100.0], np.arange(200.0, 4000.0, 5.0), [1e6]])
+    irradiance = 2.0 / (1.0 + ((wavelength_nm - 500.0) / 300.0) ** 2)  # smooth, positive
+    path.write_text(
+        header + "".join(f"{float(x)!r},{float(y)!r}\n" for x, y in zip(wavelength_nm, irradiance))
+    )
+    return wavelength_nm, irradiance
+
+
+def test_a_solar_spectrum_in_nm_from_0_5_nm_is_read_in_the_unit_its_header_names(tmp_path):
+    path = tmp_path / "gueymard.csv"
+    wavelength_nm, irradiance = gueymard_like(path, "Wavelength (nm), Irradiance (W m-2 nm-1)\n")
+    spectrum = load_solar_spectrum(path)
+    np.testing.assert_array_equal(spectrum.wavelength_um, wavelength_nm * 1e-3)
+    np.testing.assert_array_equal(spectrum.irradiance, irradiance * 1e3)  # per um
+    assert "wavelengths in nm, from its header" in spectrum.source
+    # no unit anywhere: refused, naming the file, never guessed from the first value
+    wavelength_nm, irradiance = gueymard_like(path, "")
+    with pytest.raises(
+        ValueError, match=rf"solar spectrum file {re.escape(str(path))}: .*0\.5 to 1e\+06"
+    ):
+        load_solar_spectrum(path)
+    spectrum = load_solar_spectrum(path, wavelength_unit="nm")  # said by the caller
+    np.testing.assert_array_equal(spectrum.wavelength_um, wavelength_nm * 1e-3)
+    np.testing.assert_array_equal(spectrum.irradiance, irradiance)
+    gueymard_like(path, "wavelength_um,irradiance\n")
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}: its header gives .* in um"):
+        load_solar_spectrum(path, wavelength_unit="nm")
+
+
+OBS_RANGES = ((20, 60), (0, 360), (0, 20), (0, 360))  # sun zenith, azimuth, sensor's [deg]
+
+
+def test_radiance_converted_to_implausible_i_over_f_names_the_solar_spectrum(tmp_path, w_true):
+    rng = np.random.default_rng(5)
+    deg, geometry = m3_obs(*(rng.uniform(a, b, (ROWS, COLS)) for a, b in OBS_RANGES))
+    spectrum = solar_csv(tmp_path / "solar.csv")
+    irradiance = band_irradiance(
+        load_solar_spectrum(spectrum), np.asarray(M3_WAVELENGTHS) * 1e-3, np.asarray(M3_FWHM) * 1e-3
+    )
+    radiance = f32(reflectance(w_true, geometry) * irradiance / 0.9837**2)
+    paths = write_m3_l1b(tmp_path, radiance, deg)
+    with ProductCube(paths["rdn"], "radiance", solar_spectrum=spectrum) as cube:
+        assert cube.info.bands == BANDS
+    # the same spectrum in W m^-2 nm^-1 without saying so: I/F a thousand times too high
+    text = spectrum.read_text().splitlines()
+    per_nm = [text[0]] + [f"{x},{float(y) * 1e-3:.9g}" for x, y in (r.split(",") for r in text[1:])]
+    spectrum.write_text("\n".join(per_nm) + "\n")
+    with pytest.raises(ValueError) as error:
+        ProductCube(paths["rdn"], "radiance", solar_spectrum=spectrum)
+    message = str(error.value)
+    assert f"with the solar spectrum {spectrum.resolve()} " in message
+    assert "no reflectance takes" in message

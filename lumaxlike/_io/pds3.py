@@ -24,7 +24,14 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-__all__ = ["Pds3Image", "find_label", "find_sibling", "raw_vrt", "read_label"]
+__all__ = [
+    "Pds3Image",
+    "check_extent",
+    "find_label",
+    "find_sibling",
+    "raw_vrt",
+    "read_label",
+]
 
 #: PDS3 SAMPLE_TYPE -> (NumPy kind, byte order) for the types the missions use
 SAMPLE_TYPES = {
@@ -108,6 +115,9 @@ class Pds3Image:
         prefix_bytes: ``LINE_PREFIX_BYTES`` + ``LINE_SUFFIX_BYTES`` (0 for a plain
             image; `raw_vrt` does not read lines with prefixes).
         keywords: the label's top-level keywords (strings, numbers, ``{value, units}``).
+        record_bytes, file_records: ``RECORD_BYTES`` and ``FILE_RECORDS`` of the file
+            holding the image (None when the label has none).
+        record_type: ``RECORD_TYPE`` (``"FIXED_LENGTH"``, ...; None when absent).
     """
 
     label: Path
@@ -126,6 +136,18 @@ class Pds3Image:
     band_names: tuple | None = None
     prefix_bytes: int = 0
     keywords: dict = field(default_factory=dict)
+    record_bytes: int | None = None
+    file_records: int | None = None
+    record_type: str | None = None
+
+    @property
+    def extent(self) -> int:
+        """Bytes the image occupies in ``data`` from ``offset``: LINES x LINE_SAMPLES x
+        BANDS x SAMPLE_BITS / 8, plus the prefix and suffix bytes of each line (of each
+        band, but in a sample-interleaved image)."""
+        records = self.lines * (1 if self.interleave == "bip" else self.bands)
+        pixels = self.lines * self.samples * self.bands * self.dtype.itemsize
+        return pixels + self.prefix_bytes * records
 
     def keyword(self, name: str):
         """A top-level label keyword (case-insensitive; a ``{value, units}`` quantity as is)."""
@@ -235,6 +257,8 @@ def read_label(label, data=None) -> Pds3Image:
     if image is None:
         raise ValueError(f"the PDS3 label {label} points at {name} but has no OBJECT = {name}")
     record_bytes = holder.get("RECORD_BYTES", meta.get("RECORD_BYTES"))
+    file_records = holder.get("FILE_RECORDS", meta.get("FILE_RECORDS"))
+    record_type = holder.get("RECORD_TYPE", meta.get("RECORD_TYPE"))
     path, offset = _byte_offset(pointer, record_bytes, label)
 
     def get(key, default=None):
@@ -285,7 +309,54 @@ def read_label(label, data=None) -> Pds3Image:
         prefix_bytes=int(get("LINE_PREFIX_BYTES", 0) or 0) + int(get("LINE_SUFFIX_BYTES", 0) or 0),
         band_names=tuple(str(n) for n in names) if isinstance(names, (tuple, list)) else None,
         keywords=keywords,
+        record_bytes=_count(record_bytes),
+        file_records=_count(file_records),
+        record_type=None if record_type is None else str(record_type).strip().upper(),
     )
+
+
+def _count(value) -> int | None:
+    value = _number(value)
+    return int(value) if _is_number(value) and value == int(value) and value > 0 else None
+
+
+def check_extent(image: Pds3Image) -> None:
+    """Refuse an image whose label disagrees with the size of its data file.
+
+    Checked: that the image (``offset`` + `Pds3Image.extent`) lies inside the file, and,
+    for fixed-length records, that ``FILE_RECORDS`` x ``RECORD_BYTES`` is the file's
+    size. Either fails for a truncated file or a wrong ``RECORD_BYTES`` (the image then
+    read from a wrong offset), which GDAL would read without complaint (missing bytes
+    as 0).
+
+    Raises:
+        ValueError: naming the label, the data file, its size and what the label says
+            [bytes].
+    """
+    try:
+        size = image.data.stat().st_size
+    except OSError as error:
+        raise ValueError(f"cannot read the size of {image.data} ({error})") from None
+    found = []
+    fixed = image.record_type in (None, "FIXED_LENGTH")
+    if fixed and image.record_bytes is not None and image.file_records is not None:
+        expected = image.record_bytes * image.file_records
+        if expected != size:
+            found.append(
+                f"FILE_RECORDS = {image.file_records} of RECORD_BYTES = "
+                f"{image.record_bytes} ({expected} bytes)"
+            )
+    end = image.offset + image.extent
+    if end > size:
+        found.append(
+            f"{image.name} at bytes {image.offset} to {end} ({image.lines} lines x "
+            f"{image.samples} samples x {image.bands} bands x {image.dtype.itemsize} bytes)"
+        )
+    if found:
+        raise ValueError(
+            f"the PDS3 label {image.label} gives {'; '.join(found)}, but its data file "
+            f"{image.data} holds {size} bytes: the file is truncated or the label is wrong"
+        )
 
 
 def _is_number(value) -> bool:

@@ -31,7 +31,7 @@ import numpy as np
 from .products import recognise
 from .radiance import band_irradiance, load_solar_spectrum, sun_distance_au
 from .raster import CubeReader
-from .spectral_metadata import read_wavelength_file, to_micrometers
+from .spectral_metadata import check_wavelength_unit, read_wavelength_file, to_micrometers
 
 __all__ = [
     "THERMAL_CHOICES",
@@ -218,7 +218,10 @@ class ProductCube:
                 wavelength_units=spectral.units,
                 fwhm=None,
                 spectral_source=spectral.source,
+                spectral_header=None,
             )
+        stated_in = wavelengths_from if wavelengths_from is not None else info.spectral_file
+        check_wavelength_unit(info.wavelengths, info.wavelength_units, stated_in)
         wavelength_um = to_micrometers(info.wavelengths, info.wavelength_units)
         if info.wavelengths is None:
             self.notices.append(
@@ -286,6 +289,8 @@ class ProductCube:
             self._factor = self._radiance_factor(
                 path, label, wavelength_um, solar_spectrum, solar_distance, record
             )
+            if check_values:
+                self._check_converted(located.data, record)
         elif check_values:
             check_reflectance_values(self._sample(), units, located.data)
         self._record = record
@@ -353,6 +358,24 @@ class ProductCube:
             }
         )
         return (math.pi * distance**2 / irradiance).astype(self.info.dtype)
+
+    def _check_converted(self, path, record) -> None:
+        """Refuse radiance whose I/F, converted with the solar spectrum, no reflectance
+        takes, naming the spectrum (a spectrum read in the wrong unit gives such I/F)."""
+        values = self._sample()
+        finite = values[np.isfinite(values)]
+        if finite.size == 0:
+            return
+        median, high = float(np.median(finite)), float(np.percentile(finite, 99))
+        if median < 0 or median > IF_MEDIAN_LIMIT or high > IF_HIGH_LIMIT:
+            raise ValueError(
+                f"{path} converted from radiance to I/F with the solar spectrum "
+                f"{record['solar_spectrum']} and d = {record['solar_distance_au']:g} au "
+                f"gives values no reflectance takes (I/F median {median:g}, 99th "
+                f"percentile {high:g}): check the spectrum's units (wavelength; "
+                "irradiance in W m^-2 um^-1 at 1 au), the sun's distance and the cube's "
+                "radiance unit (W m^-2 um^-1 sr^-1)"
+            )
 
     def _sample(self) -> np.ndarray:
         height = self.info.grid.height

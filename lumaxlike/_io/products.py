@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .pds3 import Pds3Image, find_label, find_sibling, raw_vrt, read_label
+from .pds3 import Pds3Image, check_extent, find_label, find_sibling, raw_vrt, read_label
 
 __all__ = [
     "PRODUCT_KINDS",
@@ -240,8 +240,9 @@ def _through_label(label_path: Path, data: Path | None) -> Located:
             f"the PDS3 label {label_path} points at {image.data.name}, which is not beside it"
         )
     header = find_sibling(image.data, ".hdr")
-    if header is not None:
+    if header is not None:  # the header's size check is `raster.open_located`'s
         return Located(str(image.data), image.data, image, "ENVI header")
+    check_extent(image)
     if image.prefix_bytes == 0:  # lumaxlike reads the layout itself, as the label says
         return Located(raw_vrt(image), image.data, image, "raw VRT from the PDS3 label")
     if _gdal_opens(label_path, image.bands):  # lines with prefixes: GDAL's PDS driver

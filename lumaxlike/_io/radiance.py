@@ -6,9 +6,12 @@ distance [au] at the time of the observation.
 
 Solar spectra (`load_solar_spectrum`):
 
-- a CSV/text file of two columns, wavelength and irradiance at 1 au [W m^-2 um^-1]
-  (comma, semicolon or blank separated; header lines skipped; wavelengths above 100 read
-  as nm, others as um);
+- a CSV/text file of two columns, wavelength and irradiance at 1 au (comma, semicolon or
+  blank separated). Header lines before the numbers give the units where they name them
+  (``wavelength_nm, irradiance``, ``Wavelength (um)``; irradiance ``W/m2/nm`` or
+  ``W m-2 nm-1`` per nm, otherwise W m^-2 um^-1), as does the ``wavelength_unit``
+  argument; without either, wavelengths all above 100 are nm, all below 100 um, and a
+  file whose wavelengths span both (0.5 nm to 1 mm, as Gueymard 2004) is refused;
 - the solar-spectrum tables delivered with the M3 Level 2 archive
   (``M3G20110224_RFL_SOLAR_SPEC.TAB`` for global mode, ``M3T20110224_RFL_SOLAR_SPEC.TAB``
   for target mode, in the volume's ``CALIB`` directory; the L2 label names the one used
@@ -36,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .spectral_metadata import unit_name
 
 __all__ = [
     "AU_KM",
@@ -75,26 +80,64 @@ M3_SOLAR_TABLE = re.compile(r"^M3[GT]\d{8}_RFL_SOLAR_SPEC$", re.IGNORECASE)
 """The names of the M3 Level 2 archive's solar-spectrum tables (without suffix)."""
 
 
-def load_solar_spectrum(path=None) -> SolarSpectrum:
+#: how a header names a unit of wavelength (after ``_`` -> blank, lower case)
+_NM = r"(?:nm|nanomet(?:er|re)s?)"
+_UM = r"(?:um|µm|μm|microns?|micromet(?:er|re)s?)"
+#: "per nm" / "per um" in an irradiance unit: ``/nm``, ``/(m2 nm)``, ``nm-1``, ``nm^-1``,
+#: ``per nm``
+_PER = r"(?:/\s*{unit}\b|/\s*\(\s*m\s*(?:\^|\*\*)?\s*2\s*{unit}\s*\)|\b{unit}\s*(?:\^|\*\*)?\s*-\s*1\b|\b{unit}⁻¹|\bper\s+{unit}\b)"
+
+
+def _header_units(header: list[str]) -> tuple[str | None, str | None]:
+    """``(wavelength unit, irradiance per)``, each ``"nm"``, ``"um"`` or None, from the
+    header lines of a spectrum file: the irradiance's "per nm" / "per um" first, then the
+    first unit left as the wavelength's."""
+    wavelength = per = None
+    for line in header:
+        text = line.replace("_", " ").lower()
+        for name, unit in (("nm", _NM), ("um", _UM)):
+            pattern = _PER.format(unit=unit)
+            if re.search(pattern, text):
+                per = per or name
+                text = re.sub(pattern, " ", text)
+        found = re.search(rf"(?<![\w/]){_NM}(?!\w)|(?<![\w/]){_UM}(?!\w)", text)
+        if found is not None and wavelength is None:
+            wavelength = "nm" if re.fullmatch(_NM, found.group(0)) else "um"
+    return wavelength, per
+
+
+def load_solar_spectrum(path=None, wavelength_unit=None) -> SolarSpectrum:
     """Read a solar spectrum file, or the default ASTM G173-03 extraterrestrial spectrum.
 
     Args:
         path: a two-column text/CSV file (see the module docstring), or None for the
             default (needs ``pvlib``).
+        wavelength_unit: ``"nm"`` or ``"um"``, the unit of the file's wavelengths; None
+            to read it from the file's header (see the module docstring).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
         ValueError: naming ``path``, when it does not hold two increasing numeric columns
-            of positive irradiance; or when ``path`` is None and pvlib is not installed.
+            of positive irradiance, when its wavelength unit is neither stated nor clear
+            from its values, or when ``wavelength_unit`` contradicts its header; or when
+            ``path`` is None and pvlib is not installed.
     """
     if path is None:
         return _astm_g173()
     path = Path(path)
+    given = None
+    if wavelength_unit is not None:
+        given = {"Nanometers": "nm", "Micrometers": "um"}.get(
+            unit_name(wavelength_unit) or "", None
+        )
+        if given is None:
+            raise ValueError(f"wavelength_unit={wavelength_unit!r} is not 'nm' or 'um'")
     if M3_SOLAR_TABLE.match(path.stem):
         return read_m3_solar_table(path)
     if not path.is_file():
         raise FileNotFoundError(f"solar spectrum file {path} does not exist")
     rows = []
+    header = []
     for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
         fields = line.replace(",", " ").replace(";", " ").split()
         if not fields:
@@ -107,6 +150,7 @@ def load_solar_spectrum(path=None) -> SolarSpectrum:
                     f"solar spectrum file {path}, line {number}: cannot read "
                     f"two numbers from {line.strip()!r}"
                 ) from None
+            header.append(line)
     if len(rows) < 2:
         raise ValueError(
             f"solar spectrum file {path} holds fewer than two (wavelength, irradiance) rows"
@@ -116,9 +160,35 @@ def load_solar_spectrum(path=None) -> SolarSpectrum:
         raise ValueError(f"solar spectrum file {path}: wavelengths must increase")
     if not np.all(np.isfinite(irradiance)) or np.any(irradiance <= 0):
         raise ValueError(f"solar spectrum file {path}: irradiance must be positive and finite")
-    if wavelength.min() > 100:  # nanometres
+    stated, per = _header_units(header)
+    if given is not None and stated is not None and given != stated:
+        raise ValueError(
+            f"solar spectrum file {path}: its header gives wavelengths in {stated}, "
+            f"but wavelength_unit={wavelength_unit!r}"
+        )
+    unit = given or stated
+    how = "given" if given else "from its header"
+    lo, hi = float(wavelength.min()), float(wavelength.max())
+    if unit is None:  # from the values only where they leave no doubt
+        if lo > 100:  # no solar spectrum in um starts beyond 100 um
+            unit, how = "nm", "all above 100, no unit stated"
+        elif hi < 100:  # nor one in nm ends below 100 nm (extreme ultraviolet)
+            unit, how = "um", "all below 100, no unit stated"
+        else:
+            raise ValueError(
+                f"solar spectrum file {path}: its wavelengths run from {lo:g} to {hi:g}, "
+                "which could be nm or um, and no header line names the unit: add one "
+                "(e.g. 'wavelength_nm, irradiance_W_m2_um')"
+            )
+    if unit == "nm":
         wavelength = wavelength * 1e-3
-    return SolarSpectrum(wavelength, irradiance, str(path.resolve()))
+    if per == "nm":  # W m^-2 nm^-1 -> W m^-2 um^-1
+        irradiance = irradiance * 1e3
+    source = (
+        f"{path.resolve()} (wavelengths in {unit}, {how}; irradiance per "
+        f"{per or 'um'}{' from its header' if per else ''})"
+    )
+    return SolarSpectrum(wavelength, irradiance, source)
 
 
 def read_m3_solar_table(path) -> SolarSpectrum:

@@ -128,12 +128,72 @@ def open_located(path):
 
     located = locate(Path(path))
     try:
-        return rasterio.open(located.source), located
+        dataset = rasterio.open(located.source)
     except rasterio.errors.RasterioIOError as error:
         hint = ""
         if located.via == "file" and Path(path).suffix.lower() == ".img":
             hint = " (no ENVI header .hdr or PDS3 label .lbl found beside it, in any case)"
         raise ValueError(f"cannot read {path} as a raster{hint} (GDAL: {error})") from None
+    try:
+        check_envi_size(dataset)
+    except BaseException:
+        dataset.close()
+        raise
+    return dataset, located
+
+
+#: bytes per value of each ENVI ``data type``
+ENVI_DATA_TYPE_BYTES = {1: 1, 2: 2, 3: 4, 4: 4, 5: 8, 6: 8, 9: 16, 12: 2, 13: 4, 14: 8, 15: 8}
+
+
+def envi_header(dataset) -> Path | None:
+    """The ENVI header (``.hdr`` in any case) GDAL read ``dataset`` through, or None."""
+    if dataset.driver != "ENVI":
+        return None
+    for name in dataset.files:
+        if str(name).lower().endswith(".hdr"):
+            return Path(name)
+    return None
+
+
+def check_envi_size(dataset) -> None:
+    """Refuse an ENVI raster whose header disagrees with the size of its data file.
+
+    GDAL reads the pixels at the offsets the header's ``samples``, ``lines``, ``bands``,
+    ``data type`` and ``header offset`` give, whatever the file's size: a header with a
+    wrong band count scrambles the pixels, and a truncated file reads as zeros. So the
+    data file must hold exactly ``header offset`` + samples x lines x bands x bytes.
+    Other formats, and compressed ENVI files, are left alone.
+
+    Raises:
+        ValueError: naming the header, the data file and both sizes [bytes].
+    """
+    header = envi_header(dataset)
+    if header is None:
+        return
+    tags = {key.lower(): value for key, value in dataset.tags(ns="ENVI").items()}
+    try:
+        if int(tags.get("file_compression", 0) or 0):
+            return
+        dims = [int(tags[key]) for key in ("samples", "lines", "bands")]
+        item = ENVI_DATA_TYPE_BYTES[int(tags["data_type"])]
+        offset = int(tags.get("header_offset", 0) or 0)
+    except (KeyError, ValueError):
+        return  # GDAL opened it from defaults it chose: nothing to compare
+    data = Path(dataset.name)
+    try:
+        size = data.stat().st_size
+    except OSError:
+        return  # not a plain file (a /vsi path)
+    expected = offset + math.prod(dims) * item
+    if size != expected:
+        samples, lines, bands = dims
+        raise ValueError(
+            f"the ENVI header {header} describes {samples} samples x {lines} lines x "
+            f"{bands} bands x {item} bytes + {offset} header bytes = {expected} bytes, "
+            f"but its data file {data} holds {size} bytes: the file is truncated or the "
+            "header is wrong (check bands, samples, lines, data type, header offset)"
+        )
 
 
 class RasterReadError(ValueError):
@@ -195,6 +255,8 @@ class CubeInfo:
             = 0); None when the file has no bad-band list.
         spectral_source: where the wavelengths came from (``"ENVI header"``, ``"ISIS3
             BandBin"``, ...); None when unknown.
+        spectral_header: the ENVI header the wavelengths came from; None when they
+            came from elsewhere (the cube file itself) or are unknown.
     """
 
     grid: RasterGrid
@@ -208,11 +270,17 @@ class CubeInfo:
     fwhm: np.ndarray | None = None
     bad_bands: np.ndarray | None = None
     spectral_source: str | None = None
+    spectral_header: Path | None = None
 
     @property
     def path(self) -> Path:
         """The cube file."""
         return self.grid.path
+
+    @property
+    def spectral_file(self) -> Path:
+        """The file stating the wavelengths (ENVI header or the cube), for messages."""
+        return self.spectral_header if self.spectral_header is not None else self.grid.path
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -297,6 +365,9 @@ class CubeReader:
                 fwhm=spectral.fwhm,
                 bad_bands=spectral.bad_bands,
                 spectral_source=spectral.source,
+                spectral_header=(
+                    envi_header(self._dataset) if spectral.source == "ENVI header" else None
+                ),
             )
         except BaseException:
             self._dataset.close()

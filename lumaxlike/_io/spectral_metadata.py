@@ -31,6 +31,7 @@ import numpy as np
 __all__ = [
     "WAVELENGTH_UNITS_UM",
     "SpectralMetadata",
+    "check_wavelength_unit",
     "read_spectral_metadata",
     "read_wavelength_file",
     "to_micrometers",
@@ -75,6 +76,47 @@ def to_micrometers(values, units) -> np.ndarray | None:
     if values is None or name is None:
         return None
     return np.asarray(values, dtype=np.float64) * _TO_UM[name]
+
+
+#: band centres no reflectance spectrometer has, by unit: (lowest largest centre, highest
+#: smallest centre) it may have, and the unit such values are in. All centres below 50 nm
+#: are extreme ultraviolet (the far-UV spectrographs start near 57 nm), so micrometres
+#: labelled nm (0.3-5 um: 0.3-5 "nm"); all above 100 um are beyond the thermal infrared,
+#: so nanometres labelled um (300-5000 "um").
+_IMPLAUSIBLE = {
+    "Nanometers": (50.0, None, "micrometres (Micrometers)"),
+    "Micrometers": (None, 100.0, "nanometres (Nanometers)"),
+}
+
+
+def check_wavelength_unit(wavelengths, units, where) -> None:
+    """Refuse band centres whose stated unit cannot be theirs (micrometres labelled nm,
+    nanometres labelled um): read in the wrong unit, bands would be matched, resampled
+    or left out at wavelengths a thousand times off, without a word.
+
+    Args:
+        wavelengths: band centres in ``units``, or None (nothing to check).
+        units: their unit as the file states it (any spelling `unit_name` knows).
+        where: the file that states them (ENVI header, wavelength file), for the message.
+
+    Raises:
+        ValueError: naming ``where``, the values' range, the stated and the likely unit.
+    """
+    name = unit_name(units) or units
+    if wavelengths is None or name not in _IMPLAUSIBLE:
+        return
+    values = np.asarray(wavelengths, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return
+    lo, hi = float(values.min()), float(values.max())
+    below, above, likely = _IMPLAUSIBLE[name]
+    if (below is not None and hi < below) or (above is not None and lo > above):
+        raise ValueError(
+            f"{where} gives band centres {lo:g} to {hi:g} in {units}, which no reflectance "
+            f"spectrometer measures: they look like {likely}; correct the wavelength unit "
+            "(ENVI: wavelength units) or give the wavelengths with --wavelengths-from"
+        )
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays
@@ -315,7 +357,7 @@ def read_wavelength_file(path, bands: int) -> SpectralMetadata:
 def _crism_wavelength_file(path: Path, bands: int) -> SpectralMetadata:
     import rasterio
 
-    from .pds3 import find_label, find_sibling, raw_vrt, read_label
+    from .pds3 import check_extent, find_label, find_sibling, raw_vrt, read_label
 
     label = (
         path if path.suffix.lower() == ".lbl" else (find_label(path) or find_sibling(path, ".lbl"))
@@ -323,6 +365,7 @@ def _crism_wavelength_file(path: Path, bands: int) -> SpectralMetadata:
     if label is None:
         raise ValueError(f"wavelength file {path} has no PDS3 label beside it")
     image = read_label(label)
+    check_extent(image)
     with rasterio.open(raw_vrt(image)) as dataset:
         values = dataset.read().astype(np.float64)  # (bands, 1, columns): small
     for constant in (*image.special, 65535.0):
