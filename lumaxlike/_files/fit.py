@@ -45,6 +45,7 @@ from .._run.progress import InversionSummary, progress_bar
 from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
 from .arguments import check_not_an_input, check_run_arguments
 from .blocks import BLOCK_TARGET_BYTES, FLAT_NORMAL
+from .good_bands import BAD_BANDS_OPTION, good_bands_only, spread_to_all_bands
 from .inputs import run_inputs
 from .outputs import stream_to_outputs
 from .products import ProductArguments
@@ -376,6 +377,8 @@ def fit_file(
             fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
         if joint:
             fit_options.update(shared=tuple(shared), prior=dict(prior or {}))
+            # a joint problem spans a pixel's bands: the bad ones are left out of it
+            fit_options[BAD_BANDS_OPTION] = bad_bands
 
         def read(rows):
             block = _read_block(readers, geometry_readers, rows, readers[0].units, incidence)
@@ -473,6 +476,8 @@ def _read_block(readers, geometry_readers, rows, units, reff_incidence=None) -> 
 def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
     """The task of a block: `lumaxlike.fit` on stacked observations; returns
     ``{field: (rows, cols, bands)}`` of the maps `fit_files` writes."""
+    n_bands = refl.shape[-2]
+    refl, fit_options, good = good_bands_only(refl, fit_options)
     result = fit(refl, to_sun, to_sensor, normal, params, **fit_options)
     block = {name: result[name] for name in result.free}
     for name in result.free:
@@ -487,4 +492,4 @@ def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
                  for name, value in block.items()}  # fmt: skip
     else:
         block["residual"] = result.residual_norm
-    return block
+    return spread_to_all_bands(block, good, n_bands)

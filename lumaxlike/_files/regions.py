@@ -44,6 +44,7 @@ from .._inverse.status import Status
 from .._io.raster import BandRaster, check_aligned, iter_row_slices
 from .._run.region_groups import pack_regions
 from .._signals import raise_if_interrupted
+from .good_bands import good_bands_only, spread_to_all_bands
 
 __all__ = [
     "RegionPlan",
@@ -190,8 +191,10 @@ def fit_gathered_group(
     Returns:
         ``(index, {field: (M, bands)})``: the maps of `regional_block_fields`.
     """
+    n_bands = refl.shape[-2]
+    refl, fit_options, good = good_bands_only(refl, fit_options)  # bad bands left out
     result = fit(refl, to_sun, to_sensor, normal, params, regions=labels, **fit_options)
-    return index, regional_block_fields(result)
+    return index, spread_to_all_bands(regional_block_fields(result), good, n_bands)
 
 
 def fit_region_groups(

@@ -21,11 +21,22 @@ Three more guarantees:
 * **Signals cannot cut publication in half** (see :mod:`lumaxlike._signals`): a pending
   stop signal is checked just before publishing, and publication and clean-up run with
   signals deferred.
+* **Nor can a kill.** Publication follows a journal, the hidden file
+  ``.NAME.<owner>.lumaxlike-publish`` beside the main output, written (and flushed)
+  before any file is moved: it lists every target, its temporary, and where its old file
+  (and each companion) is moved aside. The old files are moved aside, the new ones
+  renamed in, then the old ones deleted and the journal last. A process killed on the
+  way (SIGKILL, power) leaves the journal; the next group that looks in the folder (any
+  run writing there, see :func:`remove_stale_temporaries`) finishes that publication if
+  every new file is in place, and otherwise puts the old set back and removes the new
+  files; so the folder holds the whole old set or the whole new set, never a mixture,
+  and a moved-aside old file is never deleted as a stale temporary.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -40,6 +51,7 @@ from .._signals import Interrupted, deferred, pending_signal, raise_if_interrupt
 __all__ = [
     "AtomicOutputs",
     "LOCK_MARK",
+    "PUBLISH_MARK",
     "OutputBusyError",
     "OutputExistsError",
     "OutputWriteError",
@@ -54,7 +66,12 @@ TEMP_MARK = ".lumaxlike-tmp"
 LOCK_MARK = ".lumaxlike-lock"
 """Suffix of the hidden lock file of an output set (``.NAME.lumaxlike-lock``)."""
 
+PUBLISH_MARK = ".lumaxlike-publish"
+"""Suffix of the hidden journal of a publication under way
+(``.NAME.p<pid>t<start>-<token>.lumaxlike-publish``)."""
+
 _OWNER = re.compile(r"\.p(\d+)t(\d+)-[0-9a-f]+" + re.escape(TEMP_MARK))
+_JOURNAL_OWNER = re.compile(r"\.(p(\d+)t(\d+)-[0-9a-f]+)" + re.escape(PUBLISH_MARK) + "$")
 
 
 class OutputWriteError(OSError):
@@ -156,13 +173,16 @@ def _remove(path: Path) -> None:
 
 
 def remove_stale_temporaries(folder) -> list[Path]:
-    """Remove the temporary files in ``folder`` whose writing process is gone.
+    """Finish or undo the publications in ``folder`` whose process was killed on the way
+    (their journals), then remove the temporary files whose writing process is gone.
 
     Returns:
-        the paths removed.
+        the paths removed (the journals of the publications finished or undone included).
     """
-    removed = []
+    removed, unfinished = _recover_publications(Path(folder))
     for path in Path(folder).glob(f".*{TEMP_MARK}*"):
+        if any(token in path.name for token in unfinished):  # its journal needs it
+            continue
         match = _OWNER.search(path.name)
         if match and _writer_is_gone(int(match[1]), int(match[2])):
             _remove(path)
@@ -172,6 +192,143 @@ def remove_stale_temporaries(folder) -> list[Path]:
             if _remove_unheld_lock(path):
                 removed.append(path)
     return removed
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush a folder's entries (renames) to its device, where the system allows it."""
+    if os.name == "nt":  # pragma: no cover - a folder cannot be opened there
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _Move:
+    """One name of a publication: ``path``, the temporary ``new`` renamed onto it (None
+    for a companion, only removed), and ``old``, where the file found at ``path`` is
+    moved aside (None when there was none)."""
+
+    def __init__(self, path: Path, new: Path | None, old: Path | None):
+        self.path, self.new, self.old = path, new, old
+
+    def record(self, folder: Path) -> dict:
+        name = lambda p: None if p is None else os.path.relpath(p, folder)  # noqa: E731
+        return {"path": name(self.path), "new": name(self.new), "old": name(self.old)}
+
+    @classmethod
+    def from_record(cls, folder: Path, record: dict) -> _Move:
+        path = lambda key: None if record[key] is None else folder / record[key]  # noqa: E731
+        return cls(folder / record["path"], path("new"), path("old"))
+
+
+def _write_journal(path: Path, moves: list[_Move], temporary: Path) -> None:
+    """Write the journal of a publication at ``path`` (through ``temporary``), flushed."""
+    data = json.dumps({"moves": [move.record(path.parent) for move in moves]}, indent=1)
+    with open(temporary, "w", encoding="utf-8") as stream:
+        stream.write(data)
+        stream.flush()
+        os.fsync(stream.fileno())
+    os.replace(temporary, path)
+    _sync_folder(path.parent)
+
+
+def _new_set_complete(moves: list[_Move]) -> bool:
+    """Every new file was renamed into place (what is left is deleting the old ones)."""
+    return all(
+        move.new is None or (not os.path.lexists(move.new) and os.path.lexists(move.path))
+        for move in moves
+    )
+
+
+def _finish(moves: list[_Move]) -> None:
+    """The new set is in place: delete the old files moved aside."""
+    for move in moves:
+        if move.old is not None:
+            _remove(move.old)
+
+
+def _undo(moves: list[_Move]) -> None:
+    """Put the old files back and remove the new ones and their temporaries.
+
+    Safe to repeat after being cut short: a name with an old file gets it back while its
+    moved-aside copy exists (then holds it); a name without one holds a new file exactly
+    when its temporary is gone, and the temporaries are removed last.
+    """
+    for move in moves:
+        if move.old is not None:
+            if os.path.lexists(move.old):
+                if move.path.is_dir() and not move.path.is_symlink():
+                    _remove(move.path)  # a new zarr store: os.replace cannot replace a folder
+                os.replace(move.old, move.path)
+        elif move.new is not None and not os.path.lexists(move.new):
+            _remove(move.path)  # moved in by the publication
+    for move in moves:
+        if move.new is not None:
+            _remove(move.new)
+
+
+def _lock_blocking(fd: int) -> None:
+    if sys.platform == "win32":  # pragma: no cover - not run on the CI machine
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _recover_publications(folder: Path) -> tuple[list[Path], set[str]]:
+    """Finish (every new file in place) or undo (otherwise) the publications in
+    ``folder`` whose process is gone, then delete their journals.
+
+    Returns:
+        the journals dealt with, and the owner tokens of the publications still under way
+        (their process alive) or that could not be dealt with: their files must stay.
+    """
+    done, unfinished = [], set()
+    for path in folder.glob(f".*{PUBLISH_MARK}"):
+        match = _JOURNAL_OWNER.search(path.name)
+        if not match:
+            continue
+        if not _writer_is_gone(int(match[2]), int(match[3])):
+            unfinished.add(match[1])
+            continue
+        try:
+            if _recover_publication(path):
+                done.append(path)
+        except (OSError, ValueError, KeyError, TypeError):
+            unfinished.add(match[1])  # unreadable or stuck: leave its files as they are
+    return done, unfinished
+
+
+def _recover_publication(path: Path) -> bool:
+    """Finish or undo the publication of the journal ``path``; False if another process
+    did it meanwhile. Two runs that find the journal at once take turns on its lock."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        _lock_blocking(fd)
+        try:
+            if not os.path.samestat(os.fstat(fd), os.stat(path)):
+                return False
+        except FileNotFoundError:
+            return False
+        with open(path, encoding="utf-8") as stream:
+            moves = [_Move.from_record(path.parent, r) for r in json.load(stream)["moves"]]
+        with deferred():
+            if _new_set_complete(moves):
+                _finish(moves)
+            else:
+                _undo(moves)
+            path.unlink()
+        return True
+    finally:
+        os.close(fd)
 
 
 def _remove_unheld_lock(path: Path) -> bool:
@@ -313,7 +470,9 @@ class AtomicOutputs:
         self.targets = [Path(target) for target in targets]
         if not self.targets or len(set(self.targets)) != len(self.targets):
             raise ValueError(f"output paths are empty or repeat: {[str(t) for t in self.targets]}")
-        self.companions = [Path(p) for p in companions if Path(p) not in self.targets]
+        self.companions = [  # each once, and none that is a target
+            p for p in dict.fromkeys(map(Path, companions)) if p not in self.targets
+        ]
         self.overwrite = bool(overwrite)
         self.token = f"{_owner_tag()}-{secrets.token_hex(3)}"
         main = self.targets[-1]
@@ -379,35 +538,63 @@ class AtomicOutputs:
             with deferred():
                 self.discard()
 
+    @property
+    def journal(self) -> Path:
+        """The journal of this group's publication (present only while it is under way,
+        or where it was cut short and could not be undone)."""
+        main = self.targets[-1]
+        return main.parent / f".{main.name}.{self.token}{PUBLISH_MARK}"
+
     def _publish_all(self) -> None:
-        """Move the old outputs (targets and companions) aside, the new ones into place, and
-        delete the old ones; a stop signal that arrived meanwhile puts the old ones back
-        (and raises `Interrupted`), so a stopped run never leaves new outputs behind."""
-        old = {}
+        """Write the journal, move the old outputs (targets and companions) aside, the new
+        ones into place, delete the old ones and the journal. A failure on the way (or a
+        stop signal that arrived meanwhile, then raising `Interrupted`) puts the old ones
+        back, so a failed or stopped run never leaves new outputs behind; a kill leaves
+        the journal, by which the next run finishes or undoes the publication."""
+        moves = []
         for path in (*self.targets, *self.companions):
+            aside = None
             if os.path.lexists(path):
-                old[path] = path.parent / f".{path.name}.{self.token}{TEMP_MARK}.old"
-                os.replace(path, old[path])  # a folder (zarr) cannot be replaced by os.replace
-        published = []
-        for target in self.targets:
-            os.replace(self.temporary[target], target)
-            published.append(target)
+                aside = path.parent / f".{path.name}.{self.token}{TEMP_MARK}.old"
+            moves.append(_Move(path, self.temporary.get(path), aside))
+        journal, main = self.journal, self.targets[-1]
+        try:
+            _write_journal(
+                journal, moves, main.parent / f".{main.name}.{self.token}{TEMP_MARK}.publish"
+            )
+            for move in moves:
+                if move.old is not None:  # a folder (zarr) cannot be replaced by os.replace
+                    os.replace(move.path, move.old)
+            for move in moves:
+                if move.new is not None:
+                    os.replace(move.new, move.path)
+            for folder in {move.path.parent for move in moves}:
+                _sync_folder(folder)
+        except BaseException:
+            self._undo_publication(moves)
+            raise
         signum = pending_signal()
         if signum is not None:
-            for target in published:
-                _remove(target)
-            for path, aside in old.items():
-                os.replace(aside, path)
+            self._undo_publication(moves)
             raise Interrupted(signum)
-        for aside in old.values():
-            _remove(aside)
+        _finish(moves)
+        journal.unlink()
+
+    def _undo_publication(self, moves: list[_Move]) -> None:
+        """Put the old set back and delete the journal; where that fails too, the journal
+        stays for the next run to finish the undoing."""
+        with contextlib.suppress(OSError):
+            _undo(moves)
+            self.journal.unlink(missing_ok=True)  # missing: writing it failed
 
     def discard(self) -> None:
         """Remove every temporary file and folder of this group and release its lock
-        (safe to call twice)."""
-        for folder in {target.parent for target in self.targets}:
-            for leftover in folder.glob(f".*{self.token}{TEMP_MARK}*"):
-                _remove(leftover)
+        (safe to call twice). A publication cut short whose undoing failed keeps its
+        files (the old set among them) for its journal."""
+        if not os.path.lexists(self.journal):
+            for folder in {target.parent for target in self.targets}:
+                for leftover in folder.glob(f".*{self.token}{TEMP_MARK}*"):
+                    _remove(leftover)
         self._release()
 
     def _release(self) -> None:
