@@ -30,7 +30,9 @@ import rasterio
 
 from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
 from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
+from .._inverse.fit_arguments import default_bounds
 from .._inverse.observation_masks import LIMITED_ANGLES
+from .._inverse.priors import check_file_priors
 from .._io.geometry_rasters import GeometryReader
 from .._io.product_cube import ProductCube, check_reff_incidence, product_options
 from .._io.products import refuse_normalised
@@ -270,6 +272,9 @@ def fit_file(
     joint = bool(shared) or bool(prior) or bool(regional)
     if prior and sigma is None:
         raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
+    # before anything is read or written: a NaN would stop the record's JSON mid-run, a
+    # mean outside the bounds pin its parameter there
+    check_file_priors(prior, free, tuple(shared) + regional, default_bounds())
     fields, layout = fit_fields(free, joint)
     product = ProductArguments(
         correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
