@@ -391,6 +391,7 @@ def fit_file(
                 reader.tell()
 
         pool_factory, on_start = lambda: BlockPool(workers, scheduler, function=fit_block), tell
+        resumed_work = None
         if regional:
             fit_options["regional"] = regional
             label_raster = BandRaster(regions)
@@ -428,6 +429,10 @@ def fit_file(
 
             pool_factory = lambda: BlockPool(1, None, function=assembled_block)  # noqa: E731
 
+            def resumed_work():  # the region groups the journal holds, fitted already
+                stored = sum(number in store for number in range(len(plan.groups)))
+                return f"{stored} of {len(plan.groups)} region groups"
+
         run = stream_to_outputs(
             out_path,
             like=info,
@@ -446,6 +451,7 @@ def fit_file(
             description=f"fitting {Path(cubes[0]).name}",
             layout=layout,
             bad_bands=bad_bands,
+            resumed_work=resumed_work,
         )
     return InversionSummary(
         outputs=run.outputs,
