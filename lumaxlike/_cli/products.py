@@ -31,8 +31,8 @@ UNITS_HELP = (
     "what the cube holds: r = bidirectional reflectance [1/sr], radf = radiance factor "
     "I/F = pi r [-], reff = reflectance factor pi r / cos i [-] (see --reff-incidence), "
     "radiance = spectral radiance [W m^-2 um^-1 sr^-1], converted to I/F = pi L d^2 / F "
-    "(see --solar-spectrum, --solar-distance). A cube whose label or values contradict it "
-    "is refused"
+    "(see --solar-spectrum, --solar-distance). A cube whose label, units tag (1/sr, sr-1: "
+    "r) or values contradict it is refused"
 )
 
 

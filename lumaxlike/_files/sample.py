@@ -22,6 +22,7 @@ from .._compat.xla_log import without_slow_compile_banner
 from .._inverse.fit_arguments import default_bounds
 from .._inverse.priors import check_file_priors
 from .._io.geometry_rasters import GeometryReader
+from .._io.product_cube import check_unit_tag
 from .._io.products import refuse_normalised
 from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .._io.units import check_units, uncertainty_to_r
@@ -202,8 +203,9 @@ def sample_file(
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = [stack.enter_context(CubeReader(path)) for path in cubes]
-        for reader in readers:
+        for path, reader in zip(cubes, readers):
             refuse_normalised(reader.located, "sample")
+            check_unit_tag(reader, units, path)
         info = readers[0].info
         for reader in readers[1:]:
             check_aligned(info.grid, reader.info.grid, "cube")
