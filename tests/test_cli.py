@@ -80,7 +80,7 @@ def test_sigma_progress_and_per_band_parameters(tmp_path, capsys, scene_files):
             out,
             "--dtm",
             dtm,
-            "--sigma",
+            "--refl-sigma",
             "0.001",
             "--progress",
             "--c",
@@ -210,7 +210,7 @@ def test_unwritable_output_location_exits_2_naming_it(tmp_path, capsys, scene_fi
         (["--chunk", "0"], "--chunk"),
         (["--b", "1.5"], "--b"),
         (["--roughness-deg", "95"], "--roughness-deg"),
-        (["--sigma", "-1"], "--sigma"),
+        (["--refl-sigma", "-1"], "--refl-sigma"),
         (["--workers", "two"], "--workers"),
     ],
 )
