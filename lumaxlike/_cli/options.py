@@ -51,8 +51,8 @@ DEFAULT_SOLVER = "numba"
 
 #: why the commands' default solver differs from the Python array functions'
 SOLVER_NOTE = (
-    "the commands and file functions default to numba (CPU threads, float64); "
-    "lumaxlike.invert, fit and the other functions on arrays to jax, which also runs on a GPU"
+    "the Python functions on arrays (lumaxlike.invert, fit, ...) default to jax instead, "
+    "which also runs on a GPU"
 )
 
 #: ``--out`` of every file command: the formats it writes
