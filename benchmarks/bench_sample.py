@@ -6,7 +6,7 @@ float64, w, b, c and roughness (theta-bar) free. Geometry from
 `lumaxlike.testing.multi_angle_geometry` (flat surface, incidence 0-60 deg, emission
 0-65 deg at any azimuth, two observations near opposition), truth
 ``HapkeParams(b=0.25, c=0.5, roughness=20 deg, hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)``
-with w uniform in (0.2, 0.9), Gaussian noise ``--sigma`` (1e-3) [1/sr].
+with w uniform in (0.2, 0.9), Gaussian noise ``--refl-sigma`` (1e-3) [1/sr].
 
 For each setting (the defaults: 4 chains x (300 warm-up + 1000) transitions of 12
 leapfrog steps; the same in float32; and a shorter one: 4 x (200 + 400)) and each noise

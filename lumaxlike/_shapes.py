@@ -20,6 +20,7 @@ __all__ = [
     "as_float_array",
     "check_positive_int",
     "check_band_sigma",
+    "refl_sigma_error",
 ]
 
 
@@ -65,17 +66,32 @@ def check_positive_int(name: str, value) -> int:
 
 
 def check_band_sigma(refl_sigma, n_bands: int):
-    """`refl_sigma` as a scalar or (bands,) float array, or None; ValueError naming it."""
+    """`refl_sigma` as a scalar or (bands,) float array, or None; ValueError naming it.
+
+    Every bad value (zero, negative, NaN, infinite, a shape that is neither a scalar nor
+    one per band) gets the one message of `refl_sigma_error`."""
     if refl_sigma is None:
         return None
-    band_sigma = as_float_array("refl_sigma", refl_sigma)
-    if band_sigma.ndim > 1 or (band_sigma.ndim == 1 and band_sigma.shape[0] != n_bands):
-        raise ValueError(
-            f"refl_sigma must be a scalar or one value per band ({n_bands}), got shape {band_sigma.shape}"
-        )
-    if not np.all(np.isfinite(band_sigma) & (band_sigma >= 0.0)):
-        raise ValueError("refl_sigma must be non-negative and finite")
+    try:
+        band_sigma = as_float_array("refl_sigma", refl_sigma)
+    except ValueError:
+        raise refl_sigma_error(refl_sigma, n_bands) from None
+    if (
+        band_sigma.ndim > 1
+        or (band_sigma.ndim == 1 and band_sigma.shape[0] != n_bands)
+        or not np.all(np.isfinite(band_sigma) & (band_sigma > 0.0))
+    ):
+        raise refl_sigma_error(refl_sigma, n_bands)
     return band_sigma
+
+
+def refl_sigma_error(refl_sigma, n_bands: int) -> ValueError:
+    """The error of a bad `refl_sigma` (the noise of the observations), for every value."""
+    shown = np.asarray(refl_sigma).tolist() if np.ndim(refl_sigma) else refl_sigma
+    return ValueError(
+        f"refl_sigma must be positive and finite, one number or one per band ({n_bands}); "
+        f"got {shown!r}"
+    )
 
 
 class Layout(NamedTuple):

@@ -80,7 +80,7 @@ def test_sigma_progress_and_per_band_parameters(tmp_path, capsys, scene_files):
             out,
             "--dtm",
             dtm,
-            "--sigma",
+            "--refl-sigma",
             "0.001",
             "--progress",
             "--c",
@@ -115,6 +115,23 @@ def assert_bad_input(code, err, *names):
     assert "Traceback" not in err and lines
     for name in names:
         assert str(name) in lines[-1], (name, lines[-1])
+
+
+@pytest.mark.parametrize("tag, units", [("1/sr", "radf"), ("sr-1", "reff")])
+def test_units_contradicting_the_cube_tag_exit_2_naming_both(
+    tmp_path, capsys, scene_files, tag, units
+):
+    """A cube that tags its values as r (1/sr) given as I/F (a factor pi off) or REFF."""
+    import rasterio
+
+    _, cube, obs, _ = scene_files
+    with rasterio.open(cube, "r+") as dataset:
+        dataset.update_tags(units=tag)
+    out = tmp_path / "w.tif"
+    code, err = run(capsys, *invert_args(cube, obs, out, units=units))
+    assert_bad_input(code, err, f"units = {tag!r}", f"contradicts --units {units}", cube.name)
+    assert not out.exists()
+    assert run(capsys, *invert_args(cube, obs, out))[0] == 0  # --units r agrees
 
 
 def test_missing_and_unreadable_files_exit_2_naming_the_file(tmp_path, capsys, scene_files):
@@ -193,7 +210,7 @@ def test_unwritable_output_location_exits_2_naming_it(tmp_path, capsys, scene_fi
         (["--chunk", "0"], "--chunk"),
         (["--b", "1.5"], "--b"),
         (["--roughness-deg", "95"], "--roughness-deg"),
-        (["--sigma", "-1"], "--sigma"),
+        (["--refl-sigma", "-1"], "--refl-sigma"),
         (["--workers", "two"], "--workers"),
     ],
 )

@@ -143,6 +143,44 @@ def test_fit_command_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, stac
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_fit_command_refuses_bad_priors_before_writing(tmp_path, capsys, stack):
+    """A prior mean outside the parameter's bounds (roughness in degrees, as its start), a
+    NaN or infinite value, or a parameter given twice: exit 2, one line, nothing written."""
+    cubes, obs, _, _ = stack
+    out = tmp_path / "fit.tif"
+    base = ["fit", *cubes[:4], "--geometry", *obs[:4], "--units", "r", "--out", out]
+    base += ["--free", "w,b,roughness", "--roughness-deg", "15", "--refl-sigma", "1e-4"]
+    cases = [
+        (["--prior", "roughness=50:5"], "the mean 50 deg lies outside roughness's bounds"),
+        (["--prior", "b=5:0.001"], "--prior b=5:0.001: the mean 5 lies outside b's bounds [0, 1]"),
+        (["--prior", "b=nan:0.1"], "with a finite MEAN and a finite SIGMA > 0"),
+        (["--prior", "b=0.3:inf"], "with a finite MEAN and a finite SIGMA > 0"),
+        (["--prior", "b=0.3:0.1", "--prior", "b=0.4:0.1"], "--prior gives b twice"),
+    ]
+    for extra, message in cases:
+        assert main([str(a) for a in [*base, *extra]]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_prior_option_takes_roughness_in_degrees():
+    from lumaxlike._cli.options import prior_dict
+
+    prior = prior_dict([("roughness", (20.0, 5.0)), ("b", (0.3, 0.1))])
+    assert prior == {"roughness": (math.radians(20.0), math.radians(5.0)), "b": (0.3, 0.1)}
+
+
+def test_fit_file_refuses_a_nan_prior_before_writing(tmp_path, stack):
+    cubes, obs, _, _ = stack
+    with pytest.raises(ValueError, match=r"prior\['b'\] mean must be finite"):
+        lumaxlike.fit_file(
+            cubes[:4], tmp_path / "fit.tif", geometry=obs[:4], params=START,
+            free=("w", "b"), units="r", sigma=1e-4, prior={"b": (math.nan, 0.1)},
+        )  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_fit_refuses_a_cube_twice_or_cubes_with_other_bands(tmp_path, capsys, stack):
     """Both were fitted without a word: a stack of cubes whose band centres differ (same
     count), and the same cube passed twice (one observation counted twice)."""
@@ -330,7 +368,7 @@ def test_fit_command_joint_shared_and_prior(tmp_path, capsys, stack):
             "c",
             "--prior",
             "b=0.3:0.1",
-            "--sigma",
+            "--refl-sigma",
             "1e-4",
             "--out",
             out,

@@ -36,7 +36,7 @@ def labels(tmp_path_factory):
 def args_of(cubes, obs, out, labels_path, *extra):
     return [
         "fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c", "--b", "0.3",
-        "--c", "0.4", "--regions", labels_path, "--regional", "c", "--sigma", "1e-4",
+        "--c", "0.4", "--regions", labels_path, "--regional", "c", "--refl-sigma", "1e-4",
         "--chunk", "1", *extra, "--out", out,
     ]  # fmt: skip
 
@@ -101,10 +101,41 @@ def test_a_killed_regional_fit_resumes_bit_identical(tmp_path, capsys, stack, la
     assert [p.name for p in folder.iterdir()] == ["group-00000"]  # the regions, kept
     capsys.readouterr()
     assert main([*args_of(cubes, obs, out, labels_path), "--resume"]) == 0
-    assert "resumed: 2 of 5 blocks from an interrupted run" in capsys.readouterr().err
+    assert (
+        "resumed: 1 of 1 region groups and 2 of 5 blocks from an interrupted run"
+        in capsys.readouterr().err
+    )
     for name in FIELDS:
         found, expected = (read_cube(result_paths(p, FIELDS)[name])[0] for p in (out, reference))
         assert found.dtype == expected.dtype and np.array_equal(found, expected, equal_nan=True)
+
+
+def test_a_resume_counts_the_region_groups_it_took(tmp_path, capsys, stack, labels, monkeypatch):  # noqa: F811
+    """A run that died after its first region group (its journal kept, as by a SIGKILL):
+    the resume says it took that group, not "0 of 5 blocks"."""
+    from lumaxlike._files.regions import RegionStore
+    from lumaxlike._run.journal import Journal
+
+    cubes, obs, _, _ = stack
+    labels_path, _ = labels
+    out = tmp_path / "fit.tif"
+    args = args_of(cubes, obs, out, labels_path, "--region-memory", "3e-5")  # 3 groups
+    save = RegionStore.save
+
+    def save_then_die(self, number, index, block):
+        save(self, number, index, block)
+        raise RuntimeError("died")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RegionStore, "save", save_then_die)
+        patch.setattr(Journal, "remove", lambda self: None)  # kept, as after a SIGKILL
+        assert main(args) == 1
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 0
+    assert (
+        "resumed: 1 of 3 region groups and 0 of 5 blocks from an interrupted run"
+        in capsys.readouterr().err
+    )
 
 
 def test_a_region_above_the_memory_cap_is_refused_before_any_fit(tmp_path, capsys, stack, labels):  # noqa: F811

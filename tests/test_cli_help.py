@@ -1,6 +1,7 @@
 """The command line explains itself: --version, units and defaults, one example per command."""
 
 import argparse
+import re
 import subprocess
 import sys
 
@@ -38,10 +39,10 @@ def test_version_prints_the_version(capsys):
 @pytest.mark.parametrize("command", list(PARSERS))
 def test_every_option_says_its_default_unless_a_flag_or_required(command):
     for action in PARSERS[command]._actions:
-        if isinstance(
+        if action.help == argparse.SUPPRESS or isinstance(
             action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)
         ):
-            continue
+            continue  # (a hidden deprecated spelling)
         is_flag = action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction)
         required = (
             action.required
@@ -72,3 +73,56 @@ def test_solver_defaults_to_numba_and_explains_each_choice():
     (solver,) = [a for a in PARSERS["invert"]._actions if "--solver" in a.option_strings]
     assert not solver.required and "default numba" in solver.help
     assert "numba: " in solver.help and "jax: " in solver.help and "GPU" in solver.help
+
+
+#: the least command line each command parses (files need not exist to parse)
+MINIMAL = {
+    "invert": ["invert", "c.tif", "--out", "o.tif"],
+    "normalize": ["normalize", "c.tif", "--out", "o.tif"],
+    "unmix": ["unmix", "c.tif", "--out", "o.tif"],
+    "fit": ["fit", "c.tif", "--geometry", "g.tif", "--units", "r", "--free", "w", "--out", "o.tif"],
+    "sample": [
+        "sample", "c.tif", "--geometry", "g.tif", "--units", "r", "--free", "w",
+        "--refl-sigma", "0.01", "--out", "o.tif",
+    ],
+}  # fmt: skip
+
+
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    top = build_parser()
+    (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(commands.choices)
+
+
+def test_help_is_consistent_across_commands():
+    """One spelling of the noise option (--refl-sigma), --chunk in rows, every --out listing
+    the formats the file commands write, --workers exclusive of --scheduler, and no option
+    group that names an option its command lacks."""
+    from lumaxlike._cli.options import UsageError
+
+    parsers = command_parsers()
+    assert set(MINIMAL) < set(parsers)
+    for name, parser in parsers.items():
+        options = {flag: a for a in parser._actions for flag in a.option_strings}
+        visible = {flag for flag, a in options.items() if a.help != argparse.SUPPRESS}
+        noise = {flag for flag in visible if "sigma" in flag}
+        assert noise <= {"--refl-sigma"}, (name, noise)
+        chunks = {flag: options[flag].metavar for flag in visible if "chunk" in flag}
+        assert chunks in ({}, {"--chunk": "ROWS"}, {"--chunk-pixels": "PIXELS"}), (name, chunks)
+        if name in MINIMAL:
+            assert "--refl-sigma" in visible and chunks == {"--chunk": "ROWS"}, name
+            for suffix in (".tif", ".img", ".nc", ".zarr"):
+                assert suffix in options["--out"].help, (name, suffix)
+            with pytest.raises(UsageError, match="not allowed with argument"):
+                build_parser().parse_args(
+                    [*MINIMAL[name], "--workers", "2", "--scheduler", "tcp://h:8786"]
+                )
+        for group in parser._action_groups:
+            for flag in re.findall(r"--[a-z][a-z-]*", group.title or ""):
+                assert flag in options, (name, group.title)
+
+
+def test_the_old_sigma_spelling_still_works_with_a_warning(capsys):
+    args = build_parser().parse_args([*MINIMAL["invert"], "--sigma", "0.01"])
+    assert args.sigma == 0.01
+    assert "--sigma is deprecated; use --refl-sigma" in capsys.readouterr().err

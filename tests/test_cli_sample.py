@@ -178,7 +178,10 @@ def test_sample_command_refuses_bad_input_before_sampling(stack, tmp_path, capsy
     out = tmp_path / "post.tif"
     cases = [
         (["--prior", "b=0.4:0.1"], "prior names 'b', which is not in free"),
-        (["--refl-sigma", "0.01,0.02,0.03"], "refl_sigma must be a positive number or one per"),
+        (
+            ["--refl-sigma", "0.01,0.02,0.03"],
+            "refl_sigma must be positive and finite, one number or one per band",
+        ),
         (["--num-chains", "1"], "num_chains must be at least 2"),
         (["--shared", "b"], "shared names 'b', which is not in free"),
         (["--shared", "w"], "shared cannot name 'w'"),

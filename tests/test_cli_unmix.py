@@ -207,7 +207,7 @@ def recorded_run(tmp_path_factory):
     library = write_library(folder / "minerals.csv", albedo)
     out = folder / "abund.tif"
     extra = ("--route", "two_step", "--no-sum-to-one", "--library-azimuth", "10")
-    extra += ("--tol", "1e-9", "--max-iter", "30", "--sigma", "0.001", "--solver", "numba")
+    extra += ("--tol", "1e-9", "--max-iter", "30", "--refl-sigma", "0.001", "--solver", "numba")
     assert main([str(a) for a in unmix_args(cube, obs, dtm, library, out, *extra)]) == 0
     return {"cube": cube, "obs": obs, "dtm": dtm, "library": library, "albedo": albedo, "out": out}
 

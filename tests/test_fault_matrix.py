@@ -196,7 +196,7 @@ def test_overwrite_replaces_the_whole_old_set(command, inputs, new_sets, tmp_pat
     out = tmp_path / "x.tif"
     earlier = EARLIER[command]
     if earlier == "invert":  # with its sigma map, which a fit does not write
-        assert run(capsys, *args_for(earlier, inputs, out, "--sigma", "0.001"))[0] == 0
+        assert run(capsys, *args_for(earlier, inputs, out, "--refl-sigma", "0.001"))[0] == 0
     else:
         copy_set(new_sets[earlier], tmp_path)
     stale = {p.name for p in tmp_path.iterdir()} - set(names_of(new_sets[command]))
@@ -265,7 +265,7 @@ def _cli_process(*args, **kwargs):
 
 def test_a_run_in_another_process_keeps_its_companion_names(inputs, tmp_path, capsys):
     """The race of item 12 with two processes, made deterministic: run A (`--out x.tif
-    --sigma`, which writes x_sigma.tif) is held in its own process after writing its
+    --refl-sigma`, which writes x_sigma.tif) is held in its own process after writing its
     first block; run B (`--out x_sigma.tif --overwrite`) meanwhile is refused naming
     x_sigma.tif, and A then publishes exactly its own set."""
     ready, go = tmp_path / "ready", tmp_path / "go"
@@ -286,7 +286,7 @@ def test_a_run_in_another_process_keeps_its_companion_names(inputs, tmp_path, ca
     )
     outputs = tmp_path / "out"
     outputs.mkdir()
-    a_args = args_for("invert", inputs, outputs / "x.tif", "--sigma", "0.001", "--chunk", "2")
+    a_args = args_for("invert", inputs, outputs / "x.tif", "--refl-sigma", "0.001", "--chunk", "2")
     a = subprocess.Popen(
         [sys.executable, "-c", script, ready, go, *map(str, a_args)],
         stdout=subprocess.DEVNULL,

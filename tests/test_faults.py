@@ -381,7 +381,7 @@ def test_every_cli_error_is_one_line_naming_files_in_order(tmp_path, capsys, sma
 def test_overwrite_removes_companions_the_new_run_does_not_write(tmp_path, capsys, small):
     _, cube, obs = small
     out = tmp_path / "w.tif"
-    assert main(invert_args(cube, obs, out, "--sigma", "0.001")) == 0
+    assert main(invert_args(cube, obs, out, "--refl-sigma", "0.001")) == 0
     assert (tmp_path / "w_sigma.tif").exists()
     assert main(invert_args(cube, obs, out, "--overwrite")) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(MAPS)

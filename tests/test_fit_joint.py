@@ -356,8 +356,15 @@ def test_argument_errors():
         call(prior={"b": (0.3, 0.0)}, refl_sigma=1e-3)
     with pytest.raises(ValueError, match=r"pair \(mean, sigma\)"):
         call(prior={"b": 0.3}, refl_sigma=1e-3)
-    with pytest.raises(ValueError, match="refl_sigma must be positive"):
-        call(refl_sigma=0.0)
+    with pytest.raises(ValueError, match=r"prior\['b'\] mean 5.0 lies outside b's bounds"):
+        call(prior={"b": (5.0, 1e-3)}, refl_sigma=1e-3)
+    with pytest.raises(ValueError, match=r"prior\['roughness'\] mean 20.0 lies outside"):
+        call(prior={"roughness": (20.0, 0.1)}, refl_sigma=1e-3)
+    for bad in (0.0, -1.0, np.nan, [1e-3] * (N_BANDS + 1)):  # one message for every value
+        with pytest.raises(
+            ValueError, match="refl_sigma must be positive and finite, one number or one per band"
+        ):
+            call(refl_sigma=bad)
     with pytest.raises(ValueError, match=r"start\['roughness'\]"):
         call(start={"roughness": np.full((8, N_BANDS), 0.3)})
 

@@ -275,7 +275,7 @@ def test_cli_round_trip_with_a_parameter_map_sigma_and_provenance(tmp_path, caps
         f"b={b_path}",
         "--standard",
         "40,10,35",
-        "--sigma",
+        "--refl-sigma",
         "0.001",
         "--chunk",
         "3",

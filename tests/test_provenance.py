@@ -84,7 +84,7 @@ def test_cli_run_is_reproduced_from_its_output_alone(tmp_path, capsys, scene_fil
         "0.05",
         "--bs0",
         "0.8",
-        "--sigma",
+        "--refl-sigma",
         "0.002",
         "--max-iter",
         "30",

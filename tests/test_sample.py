@@ -534,6 +534,9 @@ def test_float64_draws_do_not_depend_on_the_process_x64_mode():
     np.testing.assert_array_equal(without.draws, with_x64.draws)
 
 
+BAD_SIGMA = "refl_sigma must be positive and finite, one number or one per band"
+
+
 def test_refuses_bad_arguments():
     rng = np.random.default_rng(0)
     params = lumaxlike.HapkeParams(b=0.3, c=0.4)
@@ -541,13 +544,20 @@ def test_refuses_bad_arguments():
     refl = multi_angle_reflectance(np.full((2, 1), 0.5), *geometry, params)
     cases = [
         ({}, "refl_sigma is required"),
-        ({"refl_sigma": 0.0}, "refl_sigma must be positive"),
+        *(
+            ({"refl_sigma": bad}, rf"{BAD_SIGMA} \(1\); got {text}")
+            for bad, text in ((0.0, "0.0"), (-1.0, "-1.0"), (np.nan, "nan"), (np.inf, "inf"))
+        ),
         (
             {"refl_sigma": 1e-3, "prior": {"roughness": (0.1, 0.1)}},
             "prior names 'roughness'",
         ),
         ({"refl_sigma": 1e-3, "prior": {"b": (0.1, 0.0)}}, "sigma must be positive"),
         ({"refl_sigma": 1e-3, "prior": {"b": 0.1}}, "pair"),
+        (
+            {"refl_sigma": 1e-3, "prior": {"b": (5.0, 0.1)}},
+            r"prior\['b'\] mean 5.0 lies outside b's bounds \[0, 1\]",
+        ),
         ({"refl_sigma": 1e-3, "num_chains": 1}, "num_chains must be at least 2"),
         ({"refl_sigma": 1e-3, "max_rhat": 1.0}, "max_rhat"),
         ({"refl_sigma": 1e-3, "min_ess": 0}, "min_ess"),

@@ -420,8 +420,11 @@ def test_endmembers_refuse_bad_values(change, match):
         ({"refl": REFL[:, :30]}, "last axis must hold the endmembers' 40 bands"),
         ({"solver": "cuda"}, "solver="),
         ({"route": "three_step"}, "route="),
-        ({"refl_sigma": 0.0}, "refl_sigma must be > 0"),
-        ({"refl_sigma": np.ones(3)}, "refl_sigma must be a scalar or one value per band"),
+        ({"refl_sigma": 0.0}, "refl_sigma must be positive and finite, one number or one per band"),
+        (
+            {"refl_sigma": np.ones(3)},
+            "refl_sigma must be positive and finite, one number or one per band",
+        ),
         ({"endmembers": ENDMEMBERS.albedo}, "endmembers must be a lumaxlike.Endmembers"),
         ({"tol": 0.0}, "tol must be positive"),
         ({"max_iter": 0}, "max_iter must be a positive integer"),

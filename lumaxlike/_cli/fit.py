@@ -9,11 +9,15 @@ from pathlib import Path
 from .model import model_from_options, same_params
 from .options import (
     DEFAULT_SOLVER,
+    PRIOR_HELP,
+    SOLVER_NOTE,
+    add_refl_sigma_option,
     add_run_options,
     add_stack_inputs,
     add_stack_selection,
     positive_float,
     positive_int,
+    prior_dict,
     quiet_cluster_logs,
 )
 from .options import name_list as _name_list
@@ -74,14 +78,13 @@ def add_parser(commands) -> None:
         "--solver",
         choices=("numba", "jax"),
         default=DEFAULT_SOLVER,
-        help=f"numba (CPU threads, float64) or jax (CPU or GPU) (default {DEFAULT_SOLVER})",
+        help=f"numba (CPU threads, float64) or jax (CPU or GPU) (default {DEFAULT_SOLVER}; "
+        f"{SOLVER_NOTE})",
     )
     add_stack_selection(fit, verb="fitted")
-    fit.add_argument(
-        "--sigma",
-        type=positive_float,
-        metavar="VALUE",
-        help="standard uncertainty of the cubes' values in --units (r or radf): "
+    add_refl_sigma_option(
+        fit,
+        "standard uncertainty of the cubes' values in --units (r or radf): "
         "the sigma maps then follow from it (default: from the residuals)",
     )
     fit.add_argument(
@@ -121,8 +124,8 @@ def add_parser(commands) -> None:
         type=_prior,
         action="append",
         metavar="NAME=MEAN:SIGMA",
-        help="Gaussian prior on a fitted parameter (repeat for several; needs --sigma), "
-        "e.g. --prior b=0.3:0.1 (optimal estimation's MAP)",
+        help=PRIOR_HELP.format(verb="fitted")
+        + "; needs --refl-sigma (optimal estimation's MAP) (default: none)",
     )
     fit.add_argument(
         "--tol",
@@ -137,7 +140,7 @@ def add_parser(commands) -> None:
         metavar="N",
         help=f"solver iterations per problem at most (default {DEFAULT_FIT_MAX_ITER})",
     )
-    add_product_options(fit)
+    add_product_options(fit, params_from=False)
     add_run_options(
         fit,
         chunk_help="rows per block (default: about 32 MiB of stacked reflectance)",
@@ -150,6 +153,7 @@ def run(args) -> int:
     """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
     from .._files.fit import fit_file
 
+    prior = prior_dict(args.prior)
     bands = cube_bands(args.cubes[0], args.units, args)
     params = model_from_options(args, bands, cube=args.cubes[0])
     if not same_params(params):
@@ -183,7 +187,7 @@ def run(args) -> int:
         workers=args.workers,
         scheduler=args.scheduler,
         shared=args.shared,
-        prior=dict(args.prior or ()),
+        prior=prior,
         regions=args.regions,
         regional=args.regional,
         region_memory=args.region_memory * 2**30,

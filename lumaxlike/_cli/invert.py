@@ -9,7 +9,10 @@ from pathlib import Path
 from .model import model_from_options, read_record, refuse_recorded_maps, resolve_settings
 from .options import (
     DEFAULT_SOLVER,
+    OUT_HELP,
+    SOLVER_NOTE,
     add_model_options,
+    add_refl_sigma_option,
     add_run_options,
     positive_float,
     positive_int,
@@ -32,7 +35,7 @@ Invert a reflectance cube (GeoTIFF, ENVI, anything GDAL opens) for the single-sc
 albedo w per pixel and band, streaming it by blocks of rows.
 
 Writes OUT (w) and, for GeoTIFF/ENVI, siblings OUT_status, OUT_iterations, OUT_residual
-(and OUT_sigma with --sigma); netCDF (.nc) and zarr (.zarr) hold them all in one dataset.
+(and OUT_sigma with --refl-sigma); netCDF (.nc) and zarr (.zarr) hold them all in one dataset.
 Every output records how it was made (lumaxlike version, model, Hapke parameters, units,
 solver, tol, max-iter, sigma, input files, this command line, the time; see
 lumaxlike.read_provenance), and --params-from reuses that record.
@@ -72,14 +75,14 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         type=Path,
         required=True,
         metavar="OUT",
-        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, .zarr zarr (required)",
+        help=OUT_HELP,
     )
     invert.add_argument(
         "--params-from",
         type=Path,
         metavar="OLD",
         help="an earlier lumaxlike output (any of its files): take its model, "
-        "Hapke parameters, --units, --solver, --tol, --max-iter, --sigma, "
+        "Hapke parameters, --units, --solver, --tol, --max-iter, --refl-sigma, "
         "--geometry and --dtm from the record it carries; options given here "
         "override them (default: none)",
     )
@@ -126,7 +129,7 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         help="numba: compiled Levenberg-Marquardt on the CPU, parallel threads, "
         "always float64; jax: optimistix Levenberg-Marquardt on the CPU or a "
         f"GPU, in the cube's precision (float32 cubes in float32) "
-        f"(default {DEFAULT_SOLVER}{recorded})",
+        f"(default {DEFAULT_SOLVER}{recorded}; {SOLVER_NOTE})",
     )
     add_model_options(invert, recorded)
     add_product_options(invert)
@@ -143,11 +146,9 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         metavar="N",
         help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER}{recorded})",
     )
-    invert.add_argument(
-        "--sigma",
-        type=positive_float,
-        metavar="VALUE",
-        help="standard uncertainty of the cube's values, in --units; writes the "
+    add_refl_sigma_option(
+        invert,
+        "standard uncertainty of the cube's values, in --units; writes the "
         f"sigma map of w too (default: none, no sigma map{recorded})",
     )
     add_run_options(

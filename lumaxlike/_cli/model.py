@@ -38,7 +38,7 @@ RECORDED_OPTIONS = {
     "--solver": "solver",
     "--tol": "tol",
     "--max-iter": "max_iter",
-    "--sigma": "refl_sigma",
+    "--refl-sigma": "refl_sigma",
     "--surface": "surface",
 }
 
@@ -128,10 +128,11 @@ def resolve_settings(args, record) -> dict:
     """Settings of the run: the options given, else --params-from's record, else defaults."""
     settings = {}
     for flag, attribute in RECORDED_OPTIONS.items():
-        value = getattr(args, dest(flag))
+        key = "sigma" if flag == "--refl-sigma" else dest(flag)  # the file functions' name
+        value = getattr(args, key)
         if value is None and record is not None:
             value = getattr(record, attribute)
-        settings[dest(flag)] = value
+        settings[key] = value
     geometry = settings["geometry"]
     if isinstance(geometry, tuple):  # recorded as (role, path) pairs: usable when all are files
         if not all(path is not None for _, path in geometry):

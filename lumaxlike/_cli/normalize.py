@@ -26,7 +26,7 @@ and the M3 and LROC WAC pipelines use), through the albedo w inverted at the pix
 geometry with the given Hapke model, streamed by blocks of rows.
 
 Writes OUT (the normalised cube, in --units, REFF with the standard incidence) and, for
-GeoTIFF/ENVI, siblings OUT_status (the inversion's status) and with --sigma OUT_sigma;
+GeoTIFF/ENVI, siblings OUT_status (the inversion's status) and with --refl-sigma OUT_sigma;
 netCDF (.nc) and zarr (.zarr) hold them as reflectance, status, sigma. Every option of
 `lumaxlike invert` works the same here; outputs record how they were made, the standard
 geometry and parameter maps included.
@@ -74,9 +74,24 @@ def add_parser(commands, invert, formatter) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    for action in invert._actions:  # the same Action objects, as argparse's parents= shares them
-        if not isinstance(action, argparse._HelpAction):
+    # the same Action objects, as argparse's parents= shares them, and the same exclusive
+    # groups (--workers or --scheduler)
+    exclusive = {
+        id(action): group
+        for group in invert._mutually_exclusive_groups
+        for action in group._group_actions
+    }
+    groups: dict = {}
+    for action in invert._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        group = exclusive.get(id(action))
+        if group is None:
             normalize._add_action(action)
+            continue
+        if id(group) not in groups:
+            groups[id(group)] = normalize.add_mutually_exclusive_group(required=group.required)
+        groups[id(group)]._add_action(action)
     normalize.add_argument(
         "--standard",
         type=_angle_triple,

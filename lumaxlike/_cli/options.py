@@ -20,10 +20,16 @@ __all__ = [
     "HAPKE_OPTIONS",
     "MODEL_OPTIONS",
     "PHOTOMETRIC_OPTIONS",
+    "DEGREE_PARAMETERS",
+    "PRIOR_HELP",
+    "OUT_HELP",
+    "SOLVER_NOTE",
     "CommandParser",
+    "DeprecatedAlias",
     "UsageError",
     "add_model_options",
     "add_parallel_options",
+    "add_refl_sigma_option",
     "add_run_options",
     "add_stack_inputs",
     "add_stack_selection",
@@ -32,6 +38,7 @@ __all__ = [
     "number_list",
     "positive_float",
     "positive_int",
+    "prior_dict",
     "prior_option",
     "quiet_cluster_logs",
     "range_deg",
@@ -41,6 +48,15 @@ __all__ = [
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 DEFAULT_SOLVER = "numba"
+
+#: why the commands' default solver differs from the Python array functions'
+SOLVER_NOTE = (
+    "the Python functions on arrays (lumaxlike.invert, fit, ...) default to jax instead, "
+    "which also runs on a GPU"
+)
+
+#: ``--out`` of every file command: the formats it writes
+OUT_HELP = "output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, .zarr zarr (required)"
 
 #: Hapke options: (flag, HapkeParams field, default, help). Each takes one value for every
 #: band or a comma-separated list of one value per band.
@@ -227,18 +243,62 @@ def name_list(text: str) -> tuple[str, ...]:
 
 
 def prior_option(text: str) -> tuple[str, tuple[float, float]]:
-    """An argparse type: ``NAME=MEAN:SIGMA`` -> (name, (mean, sigma)), SIGMA > 0."""
+    """An argparse type: ``NAME=MEAN:SIGMA`` -> (name, (mean, sigma)), MEAN finite,
+    SIGMA finite and > 0 (in the units of the parameter's option: see `prior_dict`)."""
     name, _, value = text.partition("=")
     mean, _, sigma = value.partition(":")
     try:
         pair = (float(mean), float(sigma))
     except ValueError:
         pair = None
-    if not name.strip() or pair is None or not pair[1] > 0.0:
+    if (
+        not name.strip()
+        or pair is None
+        or not (math.isfinite(pair[0]) and math.isfinite(pair[1]) and pair[1] > 0.0)
+    ):
         raise argparse.ArgumentTypeError(
-            f"expected NAME=MEAN:SIGMA with SIGMA > 0 (e.g. b=0.3:0.1), got {text!r}"
+            "expected NAME=MEAN:SIGMA with a finite MEAN and a finite SIGMA > 0 "
+            f"(e.g. b=0.3:0.1), got {text!r}"
         )
     return name.strip(), pair
+
+
+#: parameters whose option takes degrees (--roughness-deg), and so does --prior
+DEGREE_PARAMETERS = frozenset(field for flag, field, _, _ in HAPKE_OPTIONS if flag.endswith("-deg"))
+
+PRIOR_HELP = (
+    "Gaussian prior on a {verb} parameter, in the units of its option (roughness in "
+    "degrees, as --roughness-deg; the others unitless); MEAN within the parameter's bounds "
+    "(e.g. roughness 0.0573 to 45 deg, b 0 to 1, c -1 to 1); one --prior per parameter, repeat for "
+    "several, e.g. --prior b=0.3:0.1 --prior roughness=20:5"
+)
+
+
+def prior_dict(pairs) -> dict[str, tuple[float, float]]:
+    """``--prior``'s (name, (mean, sigma)) pairs as the Python API's ``prior``
+    {name: (mean, sigma)}: roughness from degrees to radians; ValueError, in the command
+    line's words, for a name given twice or a mean outside the parameter's bounds."""
+    from .._inverse.fit_arguments import default_bounds
+
+    bounds = default_bounds()
+    prior: dict[str, tuple[float, float]] = {}
+    for name, (mean, sigma) in pairs or ():
+        if name in prior:
+            raise ValueError(f"--prior gives {name} twice: give one --prior per parameter")
+        if name in bounds:
+            lower, upper = bounds[name]
+            unit = ""
+            if name in DEGREE_PARAMETERS:
+                lower, upper, unit = math.degrees(lower), math.degrees(upper), " deg"
+            if not lower <= mean <= upper:
+                raise ValueError(
+                    f"--prior {name}={mean:g}:{sigma:g}: the mean {mean:g}{unit} lies outside "
+                    f"{name}'s bounds [{lower:.4g}, {upper:.6g}]{unit}"
+                )
+        if name in DEGREE_PARAMETERS:
+            mean, sigma = math.radians(mean), math.radians(sigma)
+        prior[name] = (mean, sigma)
+    return prior
 
 
 def scalar_or_list(values):
@@ -251,6 +311,39 @@ def scalar_or_list(values):
 def dest(flag: str) -> str:
     """The ``args`` attribute of a flag: ``--max-iter`` -> ``max_iter``."""
     return flag[2:].replace("-", "_")
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old spelling of an option, hidden from ``--help``: sets the new option's
+    ``dest`` and says on stderr which spelling to use."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(
+            f"lumaxlike: warning: {option_string} is deprecated; use {self.new}",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
+
+
+def add_refl_sigma_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--refl-sigma VALUE`` (``args.sigma``): the noise of the cube's values, one number
+    (`lumaxlike sample`'s takes one per band); ``--sigma``, its old spelling, still works
+    (hidden, with a warning)."""
+    parser.add_argument(
+        "--refl-sigma", dest="sigma", type=positive_float, metavar="VALUE", help=help
+    )
+    parser.add_argument(
+        "--sigma",
+        dest="sigma",
+        type=positive_float,
+        action=DeprecatedAlias,
+        new="--refl-sigma",
+        help=argparse.SUPPRESS,
+    )
 
 
 def add_parallel_options(parser: argparse.ArgumentParser) -> None:
@@ -335,7 +428,7 @@ def add_stack_inputs(
         type=Path,
         required=True,
         metavar="OUT",
-        help="output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, .zarr zarr (required)",
+        help=OUT_HELP,
     )
     parser.add_argument(
         "--free",

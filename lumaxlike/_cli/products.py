@@ -31,8 +31,8 @@ UNITS_HELP = (
     "what the cube holds: r = bidirectional reflectance [1/sr], radf = radiance factor "
     "I/F = pi r [-], reff = reflectance factor pi r / cos i [-] (see --reff-incidence), "
     "radiance = spectral radiance [W m^-2 um^-1 sr^-1], converted to I/F = pi L d^2 / F "
-    "(see --solar-spectrum, --solar-distance). A cube whose label or values contradict it "
-    "is refused"
+    "(see --solar-spectrum, --solar-distance). A cube whose label, units tag (1/sr, sr-1: "
+    "r) or values contradict it is refused"
 )
 
 
@@ -48,13 +48,16 @@ PRODUCT_OPTIONS = {
 _FILE_OPTIONS = ("solar_spectrum", "wavelengths_from")
 
 
-def add_product_options(parser: argparse.ArgumentParser, *, radiance: bool = True) -> None:
+def add_product_options(
+    parser: argparse.ArgumentParser, *, radiance: bool = True, params_from: bool = True
+) -> None:
     """Add the mission-product options to a file command's parser (each None when not
-    given: `resolve_product_options` and `product_kwargs` fill in the defaults)."""
-    group = parser.add_argument_group(
-        "mission products (docs/mission-products.md; with --params-from, an option not "
-        "given takes the recorded run's value)"
-    )
+    given: `resolve_product_options` and `product_kwargs` fill in the defaults);
+    ``params_from``: the command has ``--params-from`` (the group's title says so)."""
+    title = "mission products (docs/mission-products.md"
+    if params_from:
+        title += "; with --params-from, an option not given takes the recorded run's value"
+    group = parser.add_argument_group(title + ")")
     group.add_argument(
         "--correction-undone",
         action="store_true",

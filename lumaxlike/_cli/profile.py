@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from .options import EXIT_OK, positive_int
+from .options import EXIT_OK, DeprecatedAlias, positive_int
 
 __all__ = ["add_parser", "run"]
 
@@ -53,12 +53,22 @@ def add_parser(commands) -> argparse.ArgumentParser:
         help="floating type of the cube (default float64)",
     )
     parser.add_argument(
-        "--chunk-size",
+        "--chunk-pixels",
+        dest="chunk_size",
         type=positive_int,
         default=None,
-        help="pixels per chunk of invert (file mode: rows per block = this // "
-        "pixels) (default: invert's, about 262 k pixel-bands per chunk for JAX, 4.2 M "
-        "for numba)",
+        metavar="PIXELS",
+        help="pixels per chunk of invert, unlike the file commands' --chunk (rows): file "
+        "mode writes blocks of PIXELS // --pixels rows (default: invert's, about 262 k "
+        "pixel-bands per chunk for JAX, 4.2 M for numba)",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        dest="chunk_size",
+        type=positive_int,
+        action=DeprecatedAlias,
+        new="--chunk-pixels",
+        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--mode",

@@ -7,6 +7,7 @@ import sys
 
 from .model import model_from_options, same_params
 from .options import (
+    PRIOR_HELP,
     add_run_options,
     add_stack_inputs,
     add_stack_selection,
@@ -14,6 +15,7 @@ from .options import (
     number_list,
     positive_float,
     positive_int,
+    prior_dict,
     prior_option,
     quiet_cluster_logs,
     scalar_or_list,
@@ -64,7 +66,8 @@ def add_parser(commands) -> None:
         sample,
         verb="sampled",
         units_choices=("r", "radf"),
-        units_help="what the cubes hold: r [1/sr] or radf = pi r (required)",
+        units_help="what the cubes hold: r [1/sr] or radf = pi r; a cube whose units tag "
+        "contradicts it (1/sr, sr-1: r) is refused (required)",
     )
     sample.add_argument(
         "--refl-sigma",
@@ -79,8 +82,7 @@ def add_parser(commands) -> None:
         type=prior_option,
         action="append",
         metavar="NAME=MEAN:SIGMA",
-        help="Gaussian prior on a sampled parameter, in its units (repeat for several), "
-        "e.g. --prior b=0.3:0.1 (default: flat within the bounds)",
+        help=PRIOR_HELP.format(verb="sampled") + " (default: flat within the bounds)",
     )
     sample.add_argument(
         "--shared",
@@ -148,6 +150,7 @@ def run(args) -> int:
     from .._files.sample import sample_file
     from .._io.raster import CubeReader
 
+    prior = prior_dict(args.prior)
     with CubeReader(args.cubes[0]) as cube:
         bands = cube.info.bands
     params = model_from_options(args, bands, cube=args.cubes[0])
@@ -168,7 +171,7 @@ def run(args) -> int:
         free=args.free,
         units=args.units,
         refl_sigma=scalar_or_list(args.refl_sigma),
-        prior=dict(args.prior or ()),
+        prior=prior,
         shared=args.shared,
         num_samples=args.num_samples,
         num_chains=args.num_chains,

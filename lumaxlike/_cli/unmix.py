@@ -14,7 +14,9 @@ from .model import (
 )
 from .options import (
     DEFAULT_SOLVER,
+    OUT_HELP,
     add_model_options,
+    add_refl_sigma_option,
     add_run_options,
     number_list,
     positive_float,
@@ -43,7 +45,8 @@ The endmembers' albedo spectra come from laboratory spectra (--endmembers: CSV, 
 splib07 or RELAB files), resampled to the cube's bands (its wavelengths, or --wavelengths)
 and inverted at their measurement geometry with the same model. Writes OUT (one band per
 endmember), OUT_sigma (their 1-sigma uncertainty), OUT_status, OUT_iterations and
-OUT_residual (GeoTIFF or ENVI), each recording how it was made (the route, sum-to-one,
+OUT_residual (GeoTIFF or ENVI; netCDF (.nc) and zarr (.zarr) hold them all in one
+dataset), each recording how it was made (the route, sum-to-one,
 the library and the endmembers' densities and grain sizes included), and --params-from
 reruns that record.
 """
@@ -82,7 +85,7 @@ def add_parser(commands, formatter) -> None:
         type=Path,
         required=True,
         metavar="OUT",
-        help="output: .tif/.tiff GeoTIFF or .img/.envi/.hdr ENVI (required)",
+        help=OUT_HELP,
     )
     unmix.add_argument(
         "--params-from",
@@ -91,7 +94,7 @@ def add_parser(commands, formatter) -> None:
         help="an earlier lumaxlike unmix output (any of its files): take its route, "
         "sum-to-one, library (files, format, units, angles), --wavelengths, --fwhm, "
         "densities, grain sizes, extinction efficiencies, Hapke parameters, --units, "
-        "--solver, --tol, --max-iter, --sigma, --geometry, --surface and --dtm from the "
+        "--solver, --tol, --max-iter, --refl-sigma, --geometry, --surface and --dtm from the "
         "record it carries; options given here override them. Another command's output "
         "gives its model and inputs only (default: none)",
     )
@@ -235,11 +238,9 @@ def add_parser(commands, formatter) -> None:
         metavar="N",
         help=f"solver iterations per pixel at most (default {DEFAULT_MAX_ITER}{RECORDED})",
     )
-    unmix.add_argument(
-        "--sigma",
-        type=positive_float,
-        metavar="VALUE",
-        help="standard uncertainty of the cube's values in --units (r or radf): "
+    add_refl_sigma_option(
+        unmix,
+        "standard uncertainty of the cube's values in --units (r or radf): "
         "weights the bands and scales the sigma map (default: scaled by the "
         "residual variance" + RECORDED + ")",
     )

@@ -30,7 +30,9 @@ import rasterio
 
 from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
 from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
+from .._inverse.fit_arguments import default_bounds
 from .._inverse.observation_masks import LIMITED_ANGLES
+from .._inverse.priors import check_file_priors
 from .._io.geometry_rasters import GeometryReader
 from .._io.product_cube import ProductCube, check_reff_incidence, product_options
 from .._io.products import refuse_normalised
@@ -271,6 +273,9 @@ def fit_file(
     joint = bool(shared) or bool(prior) or bool(regional)
     if prior and sigma is None:
         raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
+    # before anything is read or written: a NaN would stop the record's JSON mid-run, a
+    # mean outside the bounds pin its parameter there
+    check_file_priors(prior, free, tuple(shared) + regional, default_bounds())
     fields, layout = fit_fields(free, joint)
     product = ProductArguments(
         correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
@@ -389,6 +394,7 @@ def fit_file(
                 reader.tell()
 
         pool_factory, on_start = lambda: BlockPool(workers, scheduler, function=fit_block), tell
+        resumed_work = None
         if regional:
             fit_options["regional"] = regional
             label_raster = BandRaster(regions)
@@ -426,6 +432,10 @@ def fit_file(
 
             pool_factory = lambda: BlockPool(1, None, function=assembled_block)  # noqa: E731
 
+            def resumed_work():  # the region groups the journal holds, fitted already
+                stored = sum(number in store for number in range(len(plan.groups)))
+                return f"{stored} of {len(plan.groups)} region groups"
+
         run = stream_to_outputs(
             out_path,
             like=info,
@@ -444,6 +454,7 @@ def fit_file(
             description=f"fitting {Path(cubes[0]).name}",
             layout=layout,
             bad_bands=bad_bands,
+            resumed_work=resumed_work,
         )
     return InversionSummary(
         outputs=run.outputs,

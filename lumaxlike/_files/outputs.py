@@ -45,6 +45,7 @@ def stream_to_outputs(
     settings: dict | None = None,
     on_start=None,
     bad_bands=None,
+    resumed_work=None,
 ) -> RunOutputs:
     """Run every block of a file command into its outputs and publish them.
 
@@ -58,7 +59,7 @@ def stream_to_outputs(
         inputs: the input files (None where not given; `run_inputs`), fingerprinted for
             a resume with the files each stands for (`read_files`).
         overwrite, resume: as the file commands take them.
-        pool_factory, read, on_start, bad_bands: as for `run_blocks`.
+        pool_factory, read, on_start, bad_bands, resumed_work: as for `run_blocks`.
         progress: the progress bar's switch (True, False, None: when stderr is a terminal).
         description: the bar's label, e.g. ``"inverting cube.tif"``.
 
@@ -91,5 +92,6 @@ def stream_to_outputs(
         bar_factory=lambda: progress_bar(progress, like.grid.height * like.grid.width, description),
         on_start=on_start,
         bad_bands=bad_bands,
+        resumed_work=resumed_work,
     )
     return RunOutputs(dict(writer.paths), status_counts(counts), resumed)

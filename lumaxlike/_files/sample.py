@@ -19,7 +19,10 @@ import numpy as np
 import rasterio
 
 from .._compat.xla_log import without_slow_compile_banner
+from .._inverse.fit_arguments import default_bounds
+from .._inverse.priors import check_file_priors
 from .._io.geometry_rasters import GeometryReader
+from .._io.product_cube import check_unit_tag
 from .._io.products import refuse_normalised
 from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .._io.units import check_units, uncertainty_to_r
@@ -38,6 +41,7 @@ from .._sample.maps import (
 )
 from .._sample.program import QUANTILE_LEVELS
 from .._sample.sample import CHUNK_BYTES, DEFAULT_INTEGRATION_STEPS
+from .._shapes import refl_sigma_error
 from .arguments import check_not_an_input
 from .fit import _limits_in_radians, _read_block
 from .inputs import run_inputs
@@ -63,9 +67,7 @@ def _check_sigma(refl_sigma, units: str, bands: int):
         or (sigma.ndim == 1 and sigma.shape[0] not in (1, bands))
         or not np.all(np.isfinite(sigma) & (sigma > 0.0))
     ):
-        raise ValueError(
-            f"refl_sigma must be a positive number or one per band ({bands}), got {refl_sigma!r}"
-        )
+        raise refl_sigma_error(refl_sigma, bands)
     if sigma.ndim == 1 and sigma.shape[0] == 1:
         sigma = sigma[0]
     record = float(sigma) if sigma.ndim == 0 else [float(v) for v in sigma]
@@ -191,13 +193,7 @@ def sample_file(
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     free = (free,) if isinstance(free, str) else tuple(free)
     shared = (shared,) if isinstance(shared, str) else tuple(shared)
-    for name, pair in (prior or {}).items():
-        if (
-            not isinstance(pair, (tuple, list))
-            or len(pair) != 2
-            or np.ndim(pair[0]) + np.ndim(pair[1])
-        ):
-            raise ValueError(f"prior[{name!r}]: sample_file takes scalar priors (mean, sigma)")
+    check_file_priors(prior, free, shared, default_bounds())
     limits = _limits_in_radians(observation_limits_deg)
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
@@ -207,8 +203,9 @@ def sample_file(
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         readers = [stack.enter_context(CubeReader(path)) for path in cubes]
-        for reader in readers:
+        for path, reader in zip(cubes, readers):
             refuse_normalised(reader.located, "sample")
+            check_unit_tag(reader, units, path)
         info = readers[0].info
         for reader in readers[1:]:
             check_aligned(info.grid, reader.info.grid, "cube")

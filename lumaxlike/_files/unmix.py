@@ -112,8 +112,9 @@ def unmix_file(
             left out of the bands unmixed (the maps are per endmember, not per band),
             as excluded thermal bands are; said on stderr and recorded
             (``lumaxlike_product``: ``bad_bands``, ``bad_bands_choice``).
-        out_path: output ``.tif``/``.tiff`` (GeoTIFF) or ``.img``/``.envi``/``.hdr``
-            (ENVI); see the module docstring for the files written.
+        out_path: output ``.tif``/``.tiff`` (GeoTIFF), ``.img``/``.envi``/``.hdr``
+            (ENVI), ``.nc`` (netCDF) or ``.zarr``; see the module docstring for the
+            files written.
         endmembers: `lumaxlike.Endmembers` on the cube's bands (e.g.
             `Endmembers.from_library`): on all the file's bands (cut to those unmixed,
             matched by wavelength where both give them) or on the unmixed bands only.

@@ -98,7 +98,9 @@ def fit(
         free: names of the fitted parameters: "w" and any of "b", "c", "roughness",
             "hs", "bs0", "hc", "bc0", "porosity_k", "asymmetry" ("b", "c" with
             params.phase_function "dhg", "asymmetry" with "hg" or "cornette_shanks").
-        solver: ``"jax"`` (optimistix; CPU or GPU) or ``"numba"`` (CPU, parallel).
+        solver: ``"jax"`` (optimistix; CPU or GPU; the default here) or ``"numba"``
+            (CPU, parallel; the default of the file functions and the command line,
+            which stream files on the CPU).
         bounds: {name: (lower, upper)} replacing `default_bounds` for those parameters;
             the iterates are projected onto the bounds.
         start: {name: starting value} for free parameters, each a scalar or an array of

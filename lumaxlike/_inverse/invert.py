@@ -105,7 +105,9 @@ def invert(
         to_sensor: vectors toward the sensor (the observer), same rule.
         normal: outward surface normals, same rule.
         params: `HapkeParams` or `PhotometricFunction`.
-        solver: ``"jax"`` (optimistix; CPU or GPU) or ``"numba"`` (CPU, parallel).
+        solver: ``"jax"`` (optimistix; CPU or GPU; the default here) or ``"numba"``
+            (CPU, parallel; the default of the file functions and the command line,
+            which stream files on the CPU).
         w0: optional starting albedo in (0, 1), a scalar or an array shaped like `refl`;
             by default each pixel's table of r(w) gives the start.
         max_iter: Levenberg-Marquardt steps per problem at most.

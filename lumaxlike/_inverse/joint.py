@@ -95,13 +95,10 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     band_sigma = check_band_sigma(refl_sigma, n_bands)
     if band_sigma is not None:
         band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
-        if not np.all(band_sigma > 0.0):
-            raise ValueError(
-                "refl_sigma must be positive in a joint fit (it weights each band's observations)"
-            )
     priors = check_priors(
-        prior, free, shared + regional, pixel_shape, n_bands, band_sigma is not None
-    )
+        prior, free, shared + regional, pixel_shape, n_bands, band_sigma is not None,
+        dict(zip(free, zip(lower, upper))),
+    )  # fmt: skip
     given = checked_starts(
         start, free, shared + regional, params, pixel_shape, n_bands, lower, upper
     )

@@ -19,22 +19,32 @@ import numpy as np
 
 from .._shapes import as_float_array
 
-__all__ = ["check_priors", "prior_arrays", "degrees_of_freedom"]
+__all__ = ["check_file_priors", "check_priors", "prior_arrays", "degrees_of_freedom"]
 
 
 def check_priors(
-    prior: Mapping | None, free, shared, pixel_shape, n_bands, has_sigma: bool
+    prior: Mapping | None,
+    free,
+    shared,
+    pixel_shape,
+    n_bands,
+    has_sigma: bool,
+    bounds: Mapping | None = None,
 ) -> dict:
     """{name: (mean, sigma)} of `prior`, checked and broadcast to flat arrays.
 
     A per-band parameter's mean and sigma broadcast to ``pixels + (bands,)`` (returned
     as (pixels, bands)), a shared one's to ``pixels`` (returned as (pixels,)).
+    ``bounds``: {name: (lower, upper)} of the free parameters (the fit's); a mean outside
+    them (where its sigma is finite) is refused: the fit would pin the parameter at the
+    bound and call it converged.
 
     Raises:
         ValueError: naming `prior`, for a name that is not free, a value that is not a
             (mean, sigma) pair, a shape that does not broadcast, a non-finite mean, a
-            sigma that is not positive (inf is allowed: no prior there), or priors
-            without `refl_sigma` (their weight against the data needs the data's noise).
+            mean outside the parameter's `bounds`, a sigma that is not positive (inf is
+            allowed: no prior there), or priors without `refl_sigma` (their weight
+            against the data needs the data's noise).
     """
     if not prior:
         return {}
@@ -81,8 +91,46 @@ def check_priors(
             )
         if not np.all(np.isfinite(mean) | np.isinf(sigma)):
             raise ValueError(f"prior[{name!r}] mean must be finite where its sigma is finite")
+        if bounds is not None and name in bounds:
+            lower, upper = (float(v) for v in bounds[name])
+            outside = np.isfinite(sigma) & ((mean < lower) | (mean > upper))
+            if np.any(outside):
+                raise ValueError(
+                    f"prior[{name!r}] mean {float(mean[outside][0])!r} lies outside {name}'s "
+                    f"bounds [{lower:.6g}, {upper:.6g}]"
+                    + (" (rad)" if name == "roughness" else "")
+                    + ": the fit would pin it at the bound"
+                )
         checked[name] = (mean, sigma)
     return checked
+
+
+def check_file_priors(prior: Mapping | None, free, shared, bounds: Mapping) -> None:
+    """Check the scalar priors of a file front end (`fit_file`, `sample_file`) before
+    anything is read or written: as `check_priors`, and each a pair of numbers with a
+    finite mean and a finite, positive sigma (they are recorded in the outputs).
+
+    Raises:
+        ValueError: naming `prior`, as `check_priors`, for a value that is not a pair of
+            scalars or a sigma that is not finite and positive.
+    """
+    if not prior:
+        return
+    if not isinstance(prior, Mapping):
+        raise ValueError(
+            f"prior must be a mapping {{name: (mean, sigma)}}, got {type(prior).__name__}"
+        )
+    for name, pair in prior.items():
+        if (
+            not isinstance(pair, (tuple, list))
+            or len(pair) != 2
+            or np.ndim(pair[0]) + np.ndim(pair[1])
+        ):
+            raise ValueError(f"prior[{name!r}]: the file commands take scalar priors (mean, sigma)")
+        sigma = float(pair[1])
+        if not (np.isfinite(sigma) and sigma > 0.0):
+            raise ValueError(f"prior[{name!r}] sigma must be positive and finite, got {sigma!r}")
+    check_priors(prior, free, shared, (), 1, True, bounds)
 
 
 def prior_arrays(priors: dict, band_free, shared, first: int, last: int, n_bands: int):

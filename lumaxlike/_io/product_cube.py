@@ -8,7 +8,8 @@ before any work:
 - refuses a cube declared as reflectance (``r``, ``radf``, ``reff``) whose label says it
   holds radiance, or whose values no reflectance of that unit takes (median above 1.5 I/F
   or 99th percentile above 20 I/F, or a negative median), naming the file and the likely
-  unit; and refuses ``radiance`` for a product whose label says it holds I/F;
+  unit; and refuses ``radiance`` for a product whose label says it holds I/F, and any
+  ``units`` that contradict the file's own ``units`` tag (`check_unit_tag`: 1/sr is r);
 - with ``units="radiance"`` converts to I/F = pi L d^2 / F (`lumaxlike._io.radiance`);
 - finds bad bands (ENVI ``bbl`` = 0: not solved, status ``BAD_BAND``, or left out of the
   bands read with ``bad_bands="exclude"``, as unmixing does: its maps are per endmember)
@@ -38,6 +39,7 @@ __all__ = [
     "THERMAL_LIMIT_UM",
     "ProductCube",
     "check_reflectance_values",
+    "check_unit_tag",
     "notice",
 ]
 
@@ -55,6 +57,32 @@ SAMPLE_ROWS = 16
 def notice(message: str) -> None:
     """Tell the user something about the input, once, on stderr."""
     print(f"lumaxlike: warning: {message}", file=sys.stderr, flush=True)
+
+
+#: unit tags of bidirectional reflectance r (spaces removed, lower case)
+R_UNIT_TAGS = ("1/sr", "sr-1", "sr^-1", "sr**-1", "/sr", "1/steradian", "steradian-1")
+
+
+def check_unit_tag(cube: CubeReader, units: str, path) -> None:
+    """Refuse ``units`` that contradict the unit the file tags its values with (see
+    `CubeReader.unit_tag`): a cube tagged 1/sr (r) given as radf, reff or radiance (a
+    factor pi or more off), or one tagged as radiance (W ... sr-1) given as reflectance.
+
+    Raises:
+        ValueError: naming the file, its tag and ``units``.
+    """
+    tag = cube.unit_tag()
+    text = str(tag or "").lower().replace(" ", "")
+    if text in R_UNIT_TAGS and units != "r":
+        raise ValueError(
+            f"{path} tags its values units = {tag!r} (bidirectional reflectance r), which "
+            f"contradicts --units {units} (units={units!r}): give --units r, or correct the tag"
+        )
+    if _radiance_unit(tag) and units != "radiance":
+        raise ValueError(
+            f"{path} tags its values units = {tag!r} (radiance), which contradicts --units "
+            f"{units} (units={units!r}): give --units radiance, or correct the tag"
+        )
 
 
 def _radiance_unit(unit) -> bool:
@@ -210,6 +238,7 @@ class ProductCube:
                 record["photometry_file"] = photometry[0]
         self._special = np.asarray(kind.invalid if kind is not None else (), dtype=info.dtype)
         self._check_declared(path, units, label, kind)
+        check_unit_tag(cube, units, path)
         if wavelengths_from is not None:
             spectral = read_wavelength_file(wavelengths_from, info.bands)
             info = dataclasses.replace(

@@ -373,6 +373,19 @@ class CubeReader:
             self._dataset.close()
             raise
 
+    def unit_tag(self) -> str | None:
+        """The unit the file's own metadata gives its values, or None: a GeoTIFF's or an
+        ENVI header's ``units`` item, or the netCDF variable's ``units`` attribute (as
+        lumaxlike's writers and `lumaxlike demo` tag them, e.g. ``1/sr``, ``sr-1``)."""
+        band = self._dataset.tags(1) if self._dataset.count else {}
+        variable = band.get("NETCDF_VARNAME")
+        for ns in (None, "ENVI"):
+            tags = {key.lower(): value for key, value in self._dataset.tags(ns=ns).items()}
+            for key in ("units", "data_units", f"{variable}#units".lower() if variable else ""):
+                if tags.get(key, "").strip():
+                    return tags[key].strip()
+        return None
+
     def read(self, rows: slice | None = None) -> np.ndarray:
         """Pixels of ``rows`` (all rows when None) [file units], shape ``(rows, cols, bands)``.
 

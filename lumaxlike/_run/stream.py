@@ -91,6 +91,7 @@ def run_blocks(
     bar_factory,
     on_start=None,
     bad_bands=None,
+    resumed_work=None,
 ):
     """Run a whole file command's blocks into ``writer`` and publish its outputs.
 
@@ -109,6 +110,9 @@ def run_blocks(
         bar_factory: ``() -> progress bar`` (closed at the end).
         on_start: called once the writer and the pool are open (every check passed).
         bad_bands: as for :func:`stream_blocks`.
+        resumed_work: ``() -> str`` or None: what else a resumed run took from the
+            journal, counted once it is open (a regional fit's ``"2 of 3 region
+            groups"``), said before its blocks.
 
     Returns:
         ``(counts per status code, what was resumed)``: the second a line for the run's
@@ -133,6 +137,8 @@ def run_blocks(
         note = None
         if journal.found:
             note = f"{resumed} of {len(row_slices)} blocks from an interrupted run"
+            if resumed_work is not None:
+                note = f"{resumed_work()} and {note}"
             if writer.provenance is not None:
                 writer.provenance = dataclasses.replace(writer.provenance, resumed=note)
         elif journal.resume:

@@ -154,8 +154,6 @@ def sample(
     if refl_sigma is None:
         raise ValueError("refl_sigma is required: the 1-sigma noise of the observations [1/sr]")
     band_sigma = check_band_sigma(refl_sigma, n_bands)
-    if not np.all(band_sigma > 0.0):
-        raise ValueError("refl_sigma must be positive")
     num_chains = check_positive_int("num_chains", num_chains)
     if num_chains < 2:
         raise ValueError(f"num_chains must be at least 2 (R-hat compares chains), got {num_chains}")
@@ -170,9 +168,11 @@ def sample(
         raise ValueError(f"min_ess must be positive, got {min_ess!r}")
     if not float(max_rhat) > 1.0:
         raise ValueError(f"max_rhat must exceed 1, got {max_rhat!r}")
-    priors = check_priors(prior, free, shared, pixel_shape, n_bands, True)
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
     lower, upper = _check_bounds(bounds, free, dtype)
+    priors = check_priors(
+        prior, free, shared, pixel_shape, n_bands, True, dict(zip(free, zip(lower, upper)))
+    )
     if fit_solver is None:
         fit_solver = "jax" if params.h_function == "exact" else "numba"
 

@@ -189,8 +189,6 @@ def unmix(
         refl = refl[..., order]
         if band_sigma is not None and band_sigma.ndim == 1:
             band_sigma = band_sigma[order]
-    if band_sigma is not None and not np.all(band_sigma > 0.0):
-        raise ValueError("refl_sigma must be > 0 (the bands are weighted by 1/refl_sigma^2)")
     n_pixels, n_end = shape.n_pixels, endmembers.n_endmembers
     chunk = (
         default_chunk_pixels(shape.n_bands, n_end)

@@ -13,6 +13,7 @@ from .._io.product_dataarray import refuse_normalised_dataarray
 from .._io.units import check_units, uncertainty_to_r
 from .._provenance import python_call
 from .._sample.maps import PARAMETER_SUMMARIES, check_sample_options, chunk_seed
+from .._shapes import check_band_sigma
 from .chunks import (
     ChunkMap,
     apply_to_chunks,
@@ -135,15 +136,9 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     spec = spectral_dim_of(refl, spectral_dim)
     if observation_dim not in refl.dims:
         raise ValueError(f"observation_dim={observation_dim!r} is not a dim of refl {refl.dims}")
-    sigma = np.asarray(refl_sigma, float)
-    if (
-        sigma.ndim > 1
-        or (sigma.ndim == 1 and sigma.shape[0] != refl.sizes[spec])
-        or not np.all(sigma > 0)
-    ):
-        raise ValueError(
-            f"refl_sigma must be positive, a number or one per band; got {refl_sigma!r}"
-        )
+    if refl_sigma is None:
+        raise ValueError("refl_sigma is required: the 1-sigma noise of the observations")
+    sigma = np.asarray(check_band_sigma(refl_sigma, refl.sizes[spec]), float)
     pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
     index = xr.DataArray(  # each pixel's linear index: a chunk's random stream
         np.arange(int(np.prod([refl.sizes[d] for d in pixel_dims], dtype=np.int64))).reshape(
