@@ -134,6 +134,9 @@ def console() -> None:
 
 
 def _exit_on_signal(signum, frame):
+    """Before `main`'s handlers (start-up) or after them: exit 128 + n, saying why."""
+    command = " ".join(["lumaxlike", *sys.argv[1:2]])
+    print(f"{command}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
     raise SystemExit(128 + signum)
 
 
