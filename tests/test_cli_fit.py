@@ -401,3 +401,23 @@ def test_fit_command_joint_shared_and_prior(tmp_path, capsys, stack):
         and tags["lumaxlike_fit_prior"] == '{"b": [0.3, 0.1]}'
     )
     assert not (tmp_path / "joint_residual.tif").exists() and (tmp_path / "joint_cost.tif").exists()
+
+
+def test_fit_command_starts(tmp_path, capsys, stack):
+    """--starts 3 with --shared c: the maps of `lumaxlike.fit(..., starts=3)`, recorded;
+    refused, naming it, without --shared or --prior."""
+    cubes, obs, arrays, _ = stack
+    out = tmp_path / "starts.tif"
+    argv = ["fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c", "--b", "0.3",
+            "--c", "0.4", "--sigma", "1e-4", "--starts", "3", "--out", out]  # fmt: skip
+    code = main([*argv, "--shared", "c"])
+    assert code == 0, capsys.readouterr().err
+    expected = lumaxlike.fit(*arrays, START, free=("w", "b", "c"), shared=("c",),
+                             refl_sigma=1e-4, solver="numba", starts=3)  # fmt: skip
+    np.testing.assert_allclose(read_map(out)[0], expected["w"], rtol=0, atol=1e-12)
+    status = read_map(tmp_path / "starts_status.tif")[0]
+    np.testing.assert_array_equal(status, np.repeat(expected.status[..., None], BANDS, axis=-1))
+    assert read_map(out)[1]["lumaxlike_fit_starts"] == "3"
+    code = main([str(a) for a in argv[:-1]] + [str(tmp_path / "plain.tif")])
+    err = capsys.readouterr().err
+    assert code == 2 and "starts needs a joint fit" in err, err

@@ -97,6 +97,14 @@ def add_parser(commands) -> None:
         "layer, and OUT_dfs_<name> and OUT_cost are written (default: none)",
     )
     fit.add_argument(
+        "--starts",
+        type=positive_int,
+        metavar="N",
+        help="with --shared or --prior: N fits from the usual start and a coarse grid over "
+        "the shared parameters' bounds; each pixel keeps its lowest converged minimum, "
+        "MULTIMODAL where another is within chi^2 4 of it (default 1)",
+    )
+    fit.add_argument(
         "--regions",
         type=Path,
         metavar="LABELS",
@@ -188,6 +196,7 @@ def run(args) -> int:
         scheduler=args.scheduler,
         shared=args.shared,
         prior=prior,
+        starts=args.starts,
         regions=args.regions,
         regional=args.regional,
         region_memory=args.region_memory * 2**30,

@@ -33,6 +33,7 @@ from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
 from .._inverse.fit_arguments import default_bounds
 from .._inverse.observation_masks import LIMITED_ANGLES
 from .._inverse.priors import check_file_priors
+from .._inverse.restarts import check_starts
 from .._io.geometry_rasters import GeometryReader
 from .._io.product_cube import ProductCube, check_reff_incidence, product_options
 from .._io.products import refuse_normalised
@@ -168,6 +169,7 @@ def fit_file(
     command=None,
     shared=(),
     prior: Mapping | None = None,
+    starts: int | None = None,
     workers=1,
     scheduler=None,
     resume=False,
@@ -223,6 +225,9 @@ def fit_file(
         prior: {name: (mean, sigma)} scalar Gaussian priors (`lumaxlike.fit`); need
             `sigma`. With `shared` or `prior` the outputs add ``OUT_dfs_<name>`` and write
             ``OUT_cost`` in place of ``OUT_residual`` (see `fit_fields`).
+        starts: with `shared` or `prior`: fits from that many starts (`lumaxlike.fit`'s
+            ``starts=``), each pixel keeping its lowest converged minimum (MULTIMODAL
+            where another lies within chi^2 4); recorded as ``lumaxlike_fit_starts``.
         regions: a label raster on the cubes' grid (one band of integers: tiles,
             geologic units; negative or nodata: left out), with `regional`: the names
             among `free` that take one value per region for all its pixels and bands
@@ -271,6 +276,7 @@ def fit_file(
     if regions is not None and not (isinstance(region_memory, (int, float)) and region_memory > 0):
         raise ValueError(f"region_memory must be a positive number of bytes, got {region_memory!r}")
     joint = bool(shared) or bool(prior) or bool(regional)
+    starts = check_starts(starts, bool(shared) or bool(prior), bool(regional))
     if prior and sigma is None:
         raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
     # before anything is read or written: a NaN would stop the record's JSON mid-run, a
@@ -336,6 +342,8 @@ def fit_file(
             settings["prior"] = {
                 name: [float(v) for v in pair] for name, pair in (prior or {}).items()
             }
+        if starts is not None:
+            settings["starts"] = starts
         base = make_provenance(
             params=[params] * info.bands,
             units=units,
@@ -384,6 +392,8 @@ def fit_file(
             fit_options.update(shared=tuple(shared), prior=dict(prior or {}))
             # a joint problem spans a pixel's bands: the bad ones are left out of it
             fit_options[BAD_BANDS_OPTION] = bad_bands
+            if starts is not None:
+                fit_options["starts"] = starts
 
         def read(rows):
             block = _read_block(readers, geometry_readers, rows, readers[0].units, incidence)

@@ -71,6 +71,7 @@ def fit(
     prior: Mapping | None = None,
     regions=None,
     regional=(),
+    starts=None,
 ):
     """Fit the free Hapke parameters of every pixel and band to several observations.
 
@@ -141,6 +142,21 @@ def fit(
             pixel's own parameters; pixels labelled negative are left out
             (TOO_FEW_OBSERVATIONS, 0 observations). Returns a `JointFitResult`.
         regional: the names `regions` applies to, e.g. ``("roughness",)``.
+        starts: restarts of a joint fit (`shared` or `prior`; not `regions`), for
+            problems with more than one minimum: an int n for n whole fits, the usual
+            start then n - 1 points of a coarse grid over the shared parameters'
+            bounds (with nothing shared, over the free parameters but w): k =
+            ceil((n - 1)^(1/s)) levels per parameter at the cell midpoints lower +
+            (i + 1/2) (upper - lower) / k, an infinite upper bound of hs, hc (bs0,
+            porosity_k) taken as 0.2 (3.0); n - 1 of the k^s points, evenly spaced,
+            all where n - 1 = k^s (e.g. 5, 10). Or a sequence of {name: value}
+            mappings (values as in `start`), each laid over `start`. Per problem the
+            CONVERGED result of lowest cost is kept (values, covariance, cost and
+            iterations of that start); it is MULTIMODAL where another start converged
+            to a distinct minimum (some parameter more than 3 of the kept one's
+            sigma away) with chi^2 less than 4 above it (without `refl_sigma`, the
+            cost divided by the kept fit's residual variance). Default None (or 1):
+            one start. docs/joint-fits.md#restarts.
 
     Returns:
         `FitResult` (a `JointFitResult` with `shared`, `prior` or `regions`): fitted
@@ -154,8 +170,27 @@ def fit(
             whose effect is switched off in `params` or that its phase function does
             not use, non-positive tol, max_iter or
             chunk_size, a negative refl_sigma, limits that are not angles in [0, pi]
-            rad, or min_observations that is not positive or exceeds the observations.
+            rad, min_observations that is not positive or exceeds the observations, or
+            starts that is not a positive int or a sequence of mappings of free names,
+            grids an infinite bound, or is given to a fit that is not joint.
     """
+    if starts is not None:  # several starts of a joint fit: `restarts`
+        from .restarts import check_starts, run_starts
+
+        joint, regional_fit = bool(shared or prior), bool(regional) or regions is not None
+        starts = check_starts(starts, joint, regional_fit)
+        if starts is not None:
+
+            def fit_once(start):
+                return fit(
+                    refl, to_sun, to_sensor, normal, params, free, solver, bounds, start=start,
+                    max_iter=max_iter, tol=tol, refl_sigma=refl_sigma, chunk_size=chunk_size,
+                    observation_limits=observation_limits, min_observations=min_observations,
+                    shared=shared, prior=prior,
+                )  # fmt: skip
+
+            return run_starts(fit_once, starts, refl, params, free, bounds, shared, start,
+                              max_iter, tol, refl_sigma is not None)  # fmt: skip
     if shared or prior or regional or regions is not None:  # joint problems: their own modules
         from .joint import fit_joint
 

@@ -25,12 +25,15 @@ class JointFitResult:
         values: {name: fitted value}: shape ``pixels + (bands,)`` for a per-band
             parameter, ``pixels`` for a shared one (w [-], b [-], c [-], roughness
             [rad], hs, bs0, hc, bc0 [-]); NaN where the problem was not solved (status
-            other than CONVERGED, MAX_ITER or UNDETERMINED).
+            other than CONVERGED, MAX_ITER, UNDETERMINED or MULTIMODAL).
         status: `Status` codes (int8) of every problem (problem shape). A pixel whose
             joint problem has a band with fewer than `min_observations` valid ones is
             TOO_FEW_OBSERVATIONS, one that uses an observation below the horizon
             INVALID_GEOMETRY, one with no finite observation in any band
             NONFINITE_INPUT, one whose H (priors included) is singular UNDETERMINED.
+            With `fit`'s ``starts=``, MULTIMODAL where the kept (lowest) minimum
+            converged and another start converged to a distinct one within chi^2 4 of
+            it: the values are the lowest minimum's.
         iterations: Levenberg-Marquardt steps taken (int32, problem shape).
         cost: the objective at the solution (problem shape): the sum over the problem's
             bands and observations of ((model - observed) / refl_sigma)^2 plus the prior

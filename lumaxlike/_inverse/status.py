@@ -35,10 +35,12 @@ class Status(enum.IntEnum):
     #: effective sample size below `min_ess` in some free parameter; the posterior
     #: summaries are not to be trusted (sample longer, or look at the draws)
     NOT_MIXED = 8
-    #: (`sample` only) the chains mixed, but a fit started near a bound found a second
+    #: (`sample`) the chains mixed, but a fit started near a bound found a second
     #: mode of the posterior (a log posterior within 5 of the warm start's, e.g. at
     #: b -> 1) that no chain visited: the summaries describe one mode and miss the other's
-    #: mass (give b and c priors, or look at the fits from the bounds)
+    #: mass (give b and c priors, or look at the fits from the bounds). (`fit` with
+    #: ``starts=``) the kept, lowest minimum converged, and another start converged to a
+    #: distinct minimum with chi^2 within 4 of it; the values are the lowest minimum's
     MULTIMODAL = 9
 
     @classmethod
