@@ -17,18 +17,28 @@ CDN: ``on_files`` adds MathJax's single-file ``tex-svg.js`` (and its licence) fr
 ``docs/javascripts/mathjax.js`` configures it for the workflow pages' ``$...$``
 (pymdownx.arithmatex) and the notebooks' markdown cells.
 
-The tutorials (docs/tutorials/*.ipynb, copies of notebooks/*.ipynb) link to each other and
-to the workflow pages as seen from notebooks/ in a clone (``02_inverting_a_cube.ipynb``,
-``../docs/joint-fits.md#anchor``), so the links work in Jupyter and on the repository's
-web pages; ``on_page_content`` turns them into the site's URLs, and drops the MathJax 2
-loader (an empty ``<script src="">``) that mkdocs-jupyter puts in every notebook page.
+The tutorials are stored once, with their outputs, in notebooks/ (docs/render_tutorials.py
+runs them): ``on_files`` copies each ``notebooks/NAME.ipynb`` into a temporary folder as
+``tutorials/NAME.ipynb`` and adds it to the site there (the page ``tutorials/NAME/``),
+before mkdocs-jupyter renders it (its ``include`` pattern, ``tutorials/*.ipynb``, needs
+that path, and its pages read the file from where it lies); ``mkdocs serve`` watches
+notebooks/. They link to each other and to the workflow pages as seen from notebooks/ in
+a clone (``02_inverting_a_cube.ipynb``, ``../docs/joint-fits.md#anchor``), so the links
+work in Jupyter and on the repository's web pages; ``on_page_content`` turns them into
+the site's URLs, and drops the MathJax 2 loader (an empty ``<script src="">``) that
+mkdocs-jupyter puts in every notebook page. The pages of docs/ link to a notebook where it
+lies in a clone too (``../notebooks/NAME.ipynb``), and ``on_page_markdown`` turns those
+links into links to its tutorial page.
 """
 
 import html
 import posixpath
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
+from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 
@@ -36,10 +46,14 @@ ROOT = Path(__file__).resolve().parent.parent
 OPTIONAL_MODULES = ["testing"]
 WORKFLOWS = "Workflows"
 MATHJAX_DIR = "assets/mathjax"  # in the built site
+NOTEBOOKS_DIR = ROOT / "notebooks"  # the tutorials, with their outputs
+TUTORIALS_DIR = "tutorials"  # where the site shows them
+_staging: list[tempfile.TemporaryDirectory] = []  # this build's copies of the notebooks
 NBCONVERT_MATHJAX = re.compile(
     r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL
 )
 HREF = re.compile(r'href="([^"]*)"')
+MARKDOWN_NOTEBOOK_LINK = re.compile(r"\]\(([^()\s]*\.ipynb)((?:#[^()\s]*)?)\)")
 # where a workflow page goes when mkdocs.yml does not list it: after this page
 AFTER = {
     "joint-fits.md": "fit.md",
@@ -98,7 +112,24 @@ def ungrouped_names(api_dir: Path) -> list[str]:
     return [name for name in public_names() if name not in rendered]
 
 
+def tutorial_links(markdown: str, src_uri: str) -> str:
+    """A page's markdown links to ``notebooks/NAME.ipynb`` (relative to the page in a clone)
+    as links to the tutorial ``tutorials/NAME.ipynb`` (relative to the page in docs/)."""
+    page_dir = posixpath.dirname(src_uri)
+
+    def link(match):
+        target, anchor = match.groups()
+        in_clone = posixpath.normpath(posixpath.join("docs", page_dir, target))
+        if posixpath.dirname(in_clone) != "notebooks":
+            return match.group(0)
+        tutorial = f"{TUTORIALS_DIR}/{posixpath.basename(in_clone)}"
+        return f"]({posixpath.relpath(tutorial, page_dir or '.')}{anchor})"
+
+    return MARKDOWN_NOTEBOOK_LINK.sub(link, markdown)
+
+
 def on_page_markdown(markdown, page, config, files):
+    markdown = tutorial_links(markdown, page.file.src_uri)
     if page.file.src_uri != "api/index.md":
         return markdown
     missing = ungrouped_names(Path(config["docs_dir"]) / "api")
@@ -121,12 +152,51 @@ def mathjax_sources() -> dict[str, Path]:
     return {"tex-svg.js": root / "es5" / "tex-svg.js", "LICENSE": root / "LICENSE"}
 
 
+def add_tutorials(files, config) -> None:
+    """notebooks/*.ipynb as the site's tutorials/*.ipynb, copied to a temporary folder."""
+    release_staging()
+    staging = tempfile.TemporaryDirectory(prefix="lumaxlike-tutorials-")
+    _staging.append(staging)
+    (Path(staging.name) / TUTORIALS_DIR).mkdir()
+    for path in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
+        src_uri = f"{TUTORIALS_DIR}/{path.name}"
+        if files.get_file_from_path(src_uri) is not None:
+            raise RuntimeError(
+                f"docs/{src_uri}: the tutorials live in notebooks/ only; remove this copy"
+            )
+        shutil.copyfile(path, Path(staging.name) / src_uri)
+        files.append(
+            File(
+                src_uri,
+                src_dir=staging.name,
+                dest_dir=config["site_dir"],
+                use_directory_urls=config["use_directory_urls"],
+            )
+        )
+
+
+def release_staging() -> None:
+    while _staging:
+        _staging.pop().cleanup()
+
+
+@event_priority(50)  # before mkdocs-jupyter's on_files (priority 0), which renders notebooks
 def on_files(files, config):
     for name, path in mathjax_sources().items():
         if not path.is_file():
             raise RuntimeError(f"MathJax file missing from django-static-mathjax: {path}")
         files.append(File.generated(config, f"{MATHJAX_DIR}/{name}", abs_src_path=str(path)))
+    add_tutorials(files, config)
     return files
+
+
+def on_post_build(config):
+    release_staging()
+
+
+def on_serve(server, config, builder):
+    server.watch(str(NOTEBOOKS_DIR))
+    return server
 
 
 def site_href(href: str, page, files) -> str:
@@ -141,7 +211,7 @@ def site_href(href: str, page, files) -> str:
         return href
     in_clone = posixpath.normpath(posixpath.join("notebooks", target))
     if in_clone.startswith("notebooks/") and in_clone.endswith(".ipynb"):
-        in_clone = "docs/tutorials/" + in_clone.removeprefix("notebooks/")
+        in_clone = f"docs/{TUTORIALS_DIR}/" + in_clone.removeprefix("notebooks/")
     if not in_clone.startswith("docs/"):
         return href
     file = files.get_file_from_path(in_clone.removeprefix("docs/"))

@@ -1,14 +1,20 @@
-"""Run the tutorials (notebooks/*.ipynb) and store copies with their outputs in
-docs/tutorials/, which the documentation site shows (mkdocs-jupyter, execute: false).
+"""Run the tutorials (notebooks/*.ipynb) and store them in place with their outputs, which
+the documentation site shows (docs/hooks.py takes them from notebooks/; mkdocs-jupyter
+with execute: false).
 
-The notebooks themselves are stored without outputs and run in the test suite
-(tests/test_notebooks.py); tests/test_docs.py checks that these copies hold the same
-cells. Rerun this after editing a notebook, from the repository root:
+Each notebook runs in a fresh ``python3`` kernel with notebooks/ as its working
+directory, as in the test suite (tests/test_notebooks.py, which also runs them), and is
+written back with its outputs, without the cells' execution timestamps, and with the
+fingerprint of its code cells (``code_fingerprint``) in its metadata: the test suite
+checks that the stored outputs come from the code stored beside them. Rerun this after
+editing a notebook's code, from the repository root:
 
     python docs/render_tutorials.py            # all eight, a few minutes on 2 cores
     python docs/render_tutorials.py 02_inverting_a_cube
 """
 
+import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -17,12 +23,20 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS_DIR = ROOT / "notebooks"
-RENDERED_DIR = ROOT / "docs" / "tutorials"
 CELL_TIMEOUT_S = 600
+METADATA_KEY = "lumaxlike"  # notebook metadata: {"outputs_from_code": code_fingerprint(...)}
+
+
+def code_fingerprint(notebook) -> str:
+    """SHA-256 of the notebook's code cells' sources, in order (markdown cells left out:
+    editing the prose does not change the outputs)."""
+    sources = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    return "sha256:" + hashlib.sha256(json.dumps(sources).encode("utf-8")).hexdigest()
 
 
 def render(path: Path) -> Path:
-    """Execute one notebook in notebooks/ (its working directory) and write the copy."""
+    """Execute one notebook of notebooks/ (its working directory) and store it with its
+    outputs, in place."""
     notebook = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         notebook,
@@ -33,9 +47,9 @@ def render(path: Path) -> Path:
     client.execute()
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)  # timestamps: they would change every run
-    out = RENDERED_DIR / path.name
-    nbformat.write(notebook, out)
-    return out
+    notebook.metadata[METADATA_KEY] = {"outputs_from_code": code_fingerprint(notebook)}
+    nbformat.write(notebook, path)
+    return path
 
 
 def main(names: list[str]) -> None:
@@ -43,7 +57,7 @@ def main(names: list[str]) -> None:
     if names:
         paths = [path for path in paths if path.stem in names]
     for path in paths:
-        print(f"{path.name} -> {render(path).relative_to(ROOT)}", flush=True)
+        print(f"{render(path).relative_to(ROOT)}: executed, outputs stored", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,13 @@
 
 Each notebook runs in a fresh ``python3`` kernel with ``notebooks/`` as its working
 directory, at the small sizes set in its parameter cell (together about two minutes on a
-2-core machine). The notebooks are stored without outputs; that is checked too.
+2-core machine); the run ignores the stored outputs and compares nothing with them. The
+notebooks are stored with the outputs the documentation site shows, written by
+docs/render_tutorials.py; that they come from the stored code is checked too.
 """
 
 import ast
+import importlib.util
 import re
 import warnings
 from pathlib import Path
@@ -15,7 +18,8 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 CELL_TIMEOUT_S = 300  # per cell; the slowest cell takes well under a minute on 2 cores
 
@@ -33,17 +37,35 @@ def test_notebooks_found():
     ]
 
 
+def _render_tutorials():
+    spec = importlib.util.spec_from_file_location(
+        "render_tutorials", ROOT / "docs/render_tutorials.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
-def test_notebook_stored_clean(path):
-    """No outputs or execution counts in the repository, and a parameter cell at the top."""
+def test_notebook_stored_with_the_outputs_of_its_code(path):
+    """Stored as docs/render_tutorials.py writes it: every code cell run once, top to
+    bottom, without an error, from the code stored now; a parameter cell at the top."""
+    render = _render_tutorials()
     notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    for cell in code_cells:
-        assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
     assert "parameters" in code_cells[0].metadata.get("tags", []), (
         "first code cell must hold the sizes"
     )
+    rerun = f"run: python docs/render_tutorials.py {path.stem}"
+    stored = notebook.metadata.get(render.METADATA_KEY, {}).get("outputs_from_code")
+    assert stored == render.code_fingerprint(notebook), f"code edited since its outputs: {rerun}"
+    counts = [cell.execution_count for cell in code_cells]
+    assert counts == list(range(1, len(code_cells) + 1)), f"not one run, top to bottom: {rerun}"
+    errors = [o for cell in code_cells for o in cell.outputs if o.output_type == "error"]
+    assert not errors, errors
+    timestamps = [cell.source[:60] for cell in notebook.cells if "execution" in cell.metadata]
+    assert not timestamps, f"execution timestamps stored: {rerun}"
 
 
 def _code_without_magics(cell) -> str:
