@@ -117,6 +117,45 @@ def site(tmp_path_factory) -> Path:
     return out
 
 
+def module_map(design: str) -> list[str]:
+    """The module paths the "Module map" section of docs/design.md lists, one per item
+    (``- `_inverse/lm_rules.py`: ...``), in order."""
+    section = re.search(r"^## Module map\n(.*?)(?=^## )", design, re.M | re.S)
+    assert section, 'docs/design.md has no "## Module map" section'
+    return re.findall(r"^- `([^`]+)`:", section.group(1), re.M)
+
+
+def test_design_module_map_names_every_module_and_no_other():
+    """docs/design.md's module map names every module of the package, by its path under
+    lumaxlike/: every ``.py`` file, ``__init__.py`` included (several hold code:
+    ``_cli/__init__.py`` its ``main``, ``_demo/__init__.py`` its ``run_demo``), generated
+    and data-table modules included; and every path it or the rest of the page names
+    exists, so that a removed module leaves the map."""
+    package = ROOT / "lumaxlike"
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    modules = {path.relative_to(package).as_posix() for path in package.rglob("*.py")}
+    listed = module_map(design)
+    duplicated = sorted({path for path in listed if listed.count(path) > 1})
+    assert not duplicated, f"listed twice in docs/design.md's module map: {duplicated}"
+    missing = sorted(modules - set(listed))
+    assert not missing, f"add to docs/design.md's module map, one line each: {missing}"
+    gone = sorted(set(listed) - modules)
+    assert not gone, f"remove from docs/design.md's module map (no such module): {gone}"
+    # paths with a folder named anywhere on the page: `_x/y.py` under lumaxlike/, others
+    # (`lumaxlike/...`, `tests/...`, `benchmarks/...`) from the repository's root
+    named = set(re.findall(r"`([\w./-]+/[\w.-]+\.pyi?)`", design))
+    absent = sorted(
+        path for path in named if not ((package if path.startswith("_") else ROOT) / path).is_file()
+    )
+    assert not absent, f"docs/design.md names files that do not exist: {absent}"
+
+
+def test_the_module_map_check_reads_the_map_section_only():
+    design = "# D\n\nSee `_a/b.py`.\n\n## Module map\n\n- `_a/b.py`: x\n- `c.py`: y\n\n## Next\n"
+    assert module_map(design) == ["_a/b.py", "c.py"]
+    assert module_map(design.replace("- `c.py`: y\n", "")) == ["_a/b.py"]
+
+
 def test_public_names_found():
     assert len(PUBLIC_NAMES) >= 40 and {
         "invert",

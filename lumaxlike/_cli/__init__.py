@@ -1,15 +1,18 @@
-"""The ``lumaxlike`` command line (entry point ``lumaxlike._cli:main``): parses the
-command line, dispatches to the command's module and reports its failure in one line.
+"""The ``lumaxlike`` command line (entry point ``lumaxlike._cli:console``, which runs
+`main` and exits with its code): parses the command line, dispatches to the command's
+module and reports its failure in one line.
 
-One module per command (:mod:`.invert`, :mod:`.normalize`, :mod:`.fit`, :mod:`.sample`, :mod:`.unmix`,
-:mod:`.demo`, :mod:`.profile`: its parser and its body), :mod:`.options` for the option
-groups they share and :mod:`.model` for the model and settings of a run built from the
-flags or ``--params-from``. Nothing below the command line imports this package.
+One module per command (:mod:`.invert`, :mod:`.normalize`, :mod:`.fit`, :mod:`.sample`,
+:mod:`.unmix`, :mod:`.demo`, :mod:`.profile`: its parser and its body), :mod:`.options`
+for the option groups they share, :mod:`.model` for the model and settings of a run built
+from the flags or ``--params-from``, :mod:`.products` for the mission-product options and
+how a file run ends, and :mod:`.unmix_settings` for ``unmix``'s settings. Nothing below
+the command line imports this package.
 
 Exit codes: 0 success; 2 bad arguments or input (a one-line message on stderr naming the
 file or argument); 1 unexpected failure (message and traceback on stderr; one line when a
-dask cluster failed mid-run); 130 / 143
-stopped by SIGINT (Ctrl-C) / SIGTERM (temporary files removed, existing outputs untouched).
+dask cluster failed mid-run); 130 / 143 stopped by SIGINT (Ctrl-C) / SIGTERM (temporary
+files removed, existing outputs untouched).
 """
 
 from __future__ import annotations

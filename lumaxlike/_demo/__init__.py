@@ -1,9 +1,11 @@
 """The ``lumaxlike demo`` command: the whole job on an embedded, synthetic scene.
 
-Entry point: `run_demo`. The building blocks live in the submodules: the scene
-(``scene``), its forward model and Hapke parameters (``forward``), the vendored spectra
-(``spectra``), the input files (``rasters``), the figure (``figure``) and the run itself
-(``run``). Their user-facing part is the public module `lumaxlike.demo`.
+Entry point: `run_demo`. The building blocks live in the submodules: the arguments
+(``arguments``, with ``defaults``), the scene (``scene``), its forward model and Hapke
+parameters (``forward``), the vendored spectra (``spectra``), the input files
+(``rasters``, ``netcdf``, the endmember library ``library``), the figure (``figure``),
+the run itself (``run``) and the multi-angle stack of ``--multi-angle``
+(``multi_angle``). Their user-facing part is the public module `lumaxlike.demo`.
 
 This package imports nothing heavy at import: rasterio, xarray and matplotlib are imported
 by the submodules that need them, when the demo runs.

@@ -2,14 +2,17 @@
 
 One module per command, each the file twin of an operation: :mod:`.invert`
 (:func:`invert_file`), :mod:`.normalize` (:func:`normalize_file`), :mod:`.unmix`
-(:func:`unmix_file`), :mod:`.fit` (:func:`fit_file`), :mod:`.sample` (:func:`sample_file`). Each checks its arguments, opens the
-readers and the writer (:mod:`lumaxlike._io`) and says how a block is read; the run layer
+(:func:`unmix_file`), :mod:`.fit` (:func:`fit_file`; its regional fits :mod:`.regions`),
+:mod:`.sample` (:func:`sample_file`). Each checks its arguments, opens the readers and
+the writer (:mod:`lumaxlike._io`) and says how a block is read; the run layer
 (:mod:`lumaxlike._run`) streams the blocks. What the commands share is written once, a
 module each: :mod:`.arguments` (the argument checks), :mod:`.products` (a mission product
 opened, its geometry resolved), :mod:`.blocks` (blocks of rows, how a block of a cube is
 read), :mod:`.outputs` (journal, writer and block loop), :mod:`.records` (the recorded
 call), :mod:`.summaries` (status counts, why nothing converged), :mod:`.wavelengths` (band
-centres in um); :mod:`.stacks` checks `fit_file`'s stack of cubes.
+centres in um), :mod:`.inputs` (the input files no output may replace and ``--resume``
+fingerprints); :mod:`.stacks` checks `fit_file`'s stack of cubes, :mod:`.good_bands`
+leaves its bad bands out of joint and regional fits.
 
 Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
 :func:`normalize_file`, :func:`unmix_file`, :func:`fit_file`, :func:`sample_file`.

@@ -1,10 +1,14 @@
-"""Files in and out: cube and geometry readers, result writers and their formats.
+"""Files in and out: cube and geometry readers, mission products, laboratory spectra and
+goniometer tables, result writers and their formats, and the provenance read back.
 
 The file front ends that use them (`invert_file`, ...) are :mod:`lumaxlike._files`.
 
 Public names (re-exported by :mod:`lumaxlike`): :func:`read_cube`, :func:`iter_cube_blocks`,
 :class:`CubeReader`, :class:`CubeInfo`, :class:`GeometryReader`, :func:`write_result`,
-:class:`ResultWriter`, :func:`to_bidirectional_reflectance`, :data:`OBS_BAND_NAMES`.
+:class:`ResultWriter`, :func:`to_bidirectional_reflectance`, :data:`OBS_BAND_NAMES`;
+from their modules: `open_product` (:mod:`.product_dataarray`), `read_provenance`
+(:mod:`.provenance_files`), `read_spectral_library` (:mod:`.spectral_library`),
+`read_goniometer_table` and `GoniometerTable` (:mod:`.goniometer`).
 """
 
 from .atomic import AtomicOutputs as AtomicOutputs

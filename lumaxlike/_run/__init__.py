@@ -1,9 +1,10 @@
 """The run layer: how a file command's blocks are streamed, solved and written.
 
-Between the front ends (``invert_file``, ``normalize_file``, ``fit_file``, ``unmix_file``
-and their xarray twins) and the IO layer (:mod:`lumaxlike._io`: readers, writers,
-formats) and the solvers (:mod:`lumaxlike._inverse`, :mod:`lumaxlike._unmix`,
-:mod:`lumaxlike._normalize`):
+Between the front ends (``invert_file``, ``normalize_file``, ``fit_file``,
+``unmix_file``, ``sample_file`` and their xarray twins) and the IO layer
+(:mod:`lumaxlike._io`: readers, writers, formats) and the operations
+(:mod:`lumaxlike._inverse`, :mod:`lumaxlike._unmix`, :mod:`lumaxlike._normalize`,
+:mod:`lumaxlike._sample`):
 
 * :mod:`.tasks`, :mod:`.normalize_task`, :mod:`.unmix_task`: the task of a block on NumPy
   arrays (:func:`~.tasks.invert_block`, `normalize_block`, `unmix_block`),

@@ -7,12 +7,13 @@ chunk (on whatever scheduler computes it: threads, processes, a dask.distributed
 
 * :mod:`.invert`: `invert_dataarray` (`lumaxlike.invert`);
 * :mod:`.normalize`: `normalize_dataarray` (`lumaxlike.normalize`);
-* :mod:`.fit`: `fit_dataarray` (`lumaxlike.fit`, an observation dim);
+* :mod:`.fit`: `fit_dataarray` (`lumaxlike.fit`, an observation dim; its regional fits
+  :mod:`.regions`);
 * :mod:`.unmix`: `unmix_dataarray` (`lumaxlike.unmix`);
 * :mod:`.sample`: `sample_dataarray` (`lumaxlike.sample`, an observation dim);
 * :mod:`.chunks`: what they share (argument checks, inputs aligned and chunked, a
   chunk's reflectance and geometry, attrs and provenance); :mod:`.geometry`: the
-  geometry Dataset turned into vectors;
+  geometry Dataset turned into vectors.
 
 The ``DataArray.hapke`` accessor (``refl.hapke.invert(...)`` and the others, `sample`
 included) is :mod:`lumaxlike._xarray_accessor`, above this package and `lumaxlike._sample`.
