@@ -4,9 +4,9 @@ Written from the papers, not from lumaxlike's equations, so that tests can gener
 and check fits against numbers that share none of lumaxlike's code: Hapke's (2002, Icarus
 157:523) anisotropic multiple-scattering approximation (AMSA) with his eq. 13 H-function,
 the double Henyey-Greenstein phase function, the shadow-hiding and coherent-backscatter
-opposition effects (Hapke 2002, eqs. 29-31; Hapke 2012, *Theory of Reflectance and
-Emittance Spectroscopy*, 2nd ed., ch. 9), Hapke's (1984, Icarus 59:41) macroscopic
-roughness (Hapke 2012, eqs. 12.46-12.55) and the porosity factor K (Hapke 2008, Icarus
+opposition effects (Hapke 2002, eq. 31; Hapke 2012, *Theory of Reflectance and Emittance
+Spectroscopy*, 2nd ed., ch. 9), Hapke's (1984, Icarus 59:41) macroscopic roughness
+(Hapke 2012, ch. 12) and the porosity factor K (Hapke 2008, Icarus
 195:918), K = 1 by default as in lumaxlike.
 
 Conventions (those of lumaxlike, read from its documentation, not its code paths): the
@@ -69,7 +69,7 @@ def henyey_greenstein_legendre(b, c, order=ORDER):
     sum_n b^n P_n(x), differentiated in b gives (1 - b^2)/(1 - 2 b x + b^2)^(3/2) =
     sum_n (2n + 1) b^n P_n(x), so HG(g; b) has b_n = (2n+1) b^n in cos g and HG(g; -b)
     has (2n+1) (-b)^n; the mixture (1+c)/2, (1-c)/2 keeps the even terms and scales the
-    odd ones by c (Hapke 2012, eq. 6.18 ff.).
+    odd ones by c (Hapke 2012, ch. 6).
 
     Returns:
         (order, ...) array: row n - 1 holds b_n.
@@ -79,7 +79,7 @@ def henyey_greenstein_legendre(b, c, order=ORDER):
 
 
 def _amsa_a(order=ORDER):
-    """Hapke's (2002, eq. 27) A_n: 0 for even n, for odd n
+    """Hapke's (2002, eqs. 23-27) A_n: 0 for even n, for odd n
     A_n = (-1)^((n+1)/2) / n * (1 3 5 ... n) / (2 4 6 ... (n+1))."""
     a = np.zeros(order)
     for n in range(1, order + 1, 2):
@@ -111,7 +111,7 @@ def h_function(w, x):
 def _roughness(cos_i, cos_e, psi, theta_bar):
     """Hapke's (1984) rough-surface effective cosines and shadowing function.
 
-    Hapke 2012, eqs. 12.45-12.55: chi = 1/sqrt(1 + pi tan^2 theta-bar),
+    Hapke 1984, eqs. 46-51 (Hapke 2012, ch. 12): chi = 1/sqrt(1 + pi tan^2 theta-bar),
     E1(x) = exp(-2/pi cot theta-bar cot x), E2(x) = exp(-1/pi cot^2 theta-bar cot^2 x),
     eta(x) = chi [cos x + sin x tan theta-bar E2(x)/(2 - E1(x))], f(psi) = exp(-2 tan(psi/2));
     for i <= e
@@ -168,13 +168,13 @@ def _roughness(cos_i, cos_e, psi, theta_bar):
 
 def reflectance(w, to_sun, to_sensor, normal, b, c, roughness=0.0, hs=0.0, bs0=0.0, hc=0.0,
                 bc0=0.0, porosity_k=1.0):  # fmt: skip
-    """Bidirectional reflectance r [1/sr] of Hapke's AMSA model (Hapke 2002, eq. 38 with
-    roughness, Hapke 2012 eq. 12.55, and porosity, Hapke 2008):
+    """Bidirectional reflectance r [1/sr] of Hapke's AMSA model (Hapke 2002, eq. 38, with
+    the roughness of Hapke 1984 and the porosity factor of Hapke 2008):
 
         r = K w/(4 pi) mu0e/(mu0e + mue) [p(g) B_SH(g) + M] B_CB(g) S,
         M = P(mu0e) [H(mue/K) - 1] + P(mue) [H(mu0e/K) - 1] + P-bar [H(mu0e/K) - 1] [H(mue/K) - 1],
         P(mu) = 1 + sum_n A_n b_n P_n(mu), P-bar = 1 + sum_n A_n^2 b_n (Hapke 2002, eqs. 23-27),
-        B_SH = 1 + B_S0 / (1 + tan(g/2)/h_S) (Hapke 2012, eq. 9.22),
+        B_SH = 1 + B_S0 / (1 + tan(g/2)/h_S) (Hapke 2012, ch. 9),
         B_CB = 1 + B_C0 [1 + (1 - exp(-z))/z] / (2 (1 + z)^2), z = tan(g/2)/h_C (Hapke 2002,
         eq. 31; its limit 1 + B_C0 at z = 0),
 
