@@ -142,8 +142,10 @@ def update(w, residual, slope, damping, growth, w_trial, residual_trial, slope_t
     accept = accepted(cost, cost_trial)
     # the Newton step at the trial point takes its residual to 0 in the linear model
     newton = newton_size(residual_trial, slope_trial)
-    done = converged(abs(step), newton, cost_trial, cost_trial, accept, damping, tol)
-    damping, growth = next_damping(accept, gain_ratio(cost, cost_trial, predicted), damping, growth)
+    done = converged(abs(step), predicted, cost, newton, accept, damping, tol)
+    damping, growth = next_damping(
+        accept, gain_ratio(cost, cost_trial, predicted), damping, growth, cost_trial, cost_trial
+    )
     return (
         where(accept, w_trial, w),
         where(accept, residual_trial, residual),

@@ -205,11 +205,16 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         cost_trial = sum_last(residual_trial * residual_trial)
         accept = _lm.accepted(cost, cost_trial) & solvable
         converged = _lm.converged(
-            step_size, newton_size, newton_decrease, cost_trial, accept, state.damping, self.tol
+            step_size, predicted, cost, newton_size, accept, state.damping, self.tol
         )
         converged = converged & solvable
         damping, growth = _lm.next_damping(
-            accept, _lm.gain_ratio(cost, cost_trial, predicted), state.damping, state.growth
+            accept,
+            _lm.gain_ratio(cost, cost_trial, predicted),
+            state.damping,
+            state.growth,
+            newton_decrease,
+            cost_trial,
         )
         keep = state.converged | ~accept  # problems whose point does not move
         new_state = _LMState(

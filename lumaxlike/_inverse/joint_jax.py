@@ -200,12 +200,15 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
         step_size = _largest_step(projected_b, projected_s)
         predicted = _linear_decrease(projected_b, projected_s, a_blocks, c_blocks, d_block, gb, gs)
         accept = _lm.accepted(cost, trial[0]) & solvable
-        now_converged = _lm.converged(
-            step_size, newton_size, newton_decrease, trial[0], accept, damping, tol
-        )
+        now_converged = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
         now_converged = now_converged & solvable
         new_damping, new_growth = _lm.next_damping(
-            accept, _lm.gain_ratio(cost, trial[0], predicted), damping, growth
+            accept,
+            _lm.gain_ratio(cost, trial[0], predicted),
+            damping,
+            growth,
+            newton_decrease,
+            trial[0],
         )
         keep = done | ~accept
 

@@ -202,7 +202,9 @@ def _solve_joint_pixel(
             system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs, column,
             solution, step_b, step_s,
         ):  # fmt: skip
-            damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
+            damping, growth = next_damping(
+                False, 0.0, damping, growth, math.inf, 0.0
+            )  # singular: damp more
             continue
         for band in range(n_bands):
             for a in range(p):
@@ -231,9 +233,14 @@ def _solve_joint_pixel(
                 step_b, step_s, a_trial, c_trial, d_trial, gb_trial, gs_trial
             )
         accept = accepted(cost, cost_trial)
-        done = converged(step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol)
+        done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
         damping, growth = next_damping(
-            accept, gain_ratio(cost, cost_trial, predicted), damping, growth
+            accept,
+            gain_ratio(cost, cost_trial, predicted),
+            damping,
+            growth,
+            newton_decrease,
+            cost_trial,
         )
         if accept:
             xb[:] = xb_trial

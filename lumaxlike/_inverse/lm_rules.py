@@ -13,10 +13,11 @@ accepted step lambda *= max(1/3, 1 - (2 rho - 1)^3), rho being the ratio of the 
 to the predicted decrease of F, and the growth factor nu resets to 2; after a rejected one
 lambda *= nu (from at least `MIN_DAMPING`) and nu doubles. lambda starts at 0: the first
 step is plain Gauss-Newton. The problem has converged when an undamped
-(lambda = 0) trial step is no longer than `tol` in every parameter, or when the trial is
-accepted and the undamped Gauss-Newton step at the trial point is no longer than `tol`
-(it estimates the remaining distance to the minimum; this saves the one extra evaluation
-that would only confirm a step of ~tol). A damped step, however short, is no test of
+(lambda = 0) trial step is no longer than `tol` in every parameter or can no longer
+lower the cost beyond rounding, or when the trial is accepted and the undamped
+Gauss-Newton step at the trial point is no longer than `tol` (it estimates the remaining
+distance to the minimum; this saves the one extra evaluation that would only confirm a
+step of ~tol); see `converged`. A damped step, however short, is no test of
 convergence: its length is set by lambda. For one parameter and one
 observation (`invert`) the step is the damped Newton step -f / (f' (1 + lambda)).
 """
@@ -64,33 +65,47 @@ def gain_ratio(cost, cost_trial, predicted_decrease):
     )
 
 
-def next_damping(accept, ratio, damping, growth):
-    """(lambda, nu) after an accepted or a rejected trial (Nielsen's rule)."""
+def next_damping(accept, ratio, damping, growth, newton_decrease, cost_trial):
+    """(lambda, nu) after an accepted or a rejected trial (Nielsen's rule).
+
+    After an accepted trial whose Gauss-Newton step could lower the cost by no more than a
+    tie (`newton_decrease` <= `COST_TIE` `cost_trial`), lambda is 0: that step is the last
+    one (`converged`), taken undamped, so the problem ends at the minimum, not one step
+    short of it.
+    """
     centred = 2.0 * ratio - 1.0
     shrink = maximum(1.0 / 3.0, 1.0 - centred * centred * centred)
+    last_step = accept & (newton_decrease <= COST_TIE * cost_trial)
     return (
-        where(accept, damping * shrink, maximum(damping * growth, MIN_DAMPING)),
+        where(
+            last_step,
+            0.0 * damping,
+            where(accept, damping * shrink, maximum(damping * growth, MIN_DAMPING)),
+        ),
         where(accept, 2.0 + 0.0 * growth, 2.0 * growth),
     )
 
 
-def converged(step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol):
+def converged(step_size, predicted, cost, newton_size, accept, damping, tol):
     """Whether the problem has converged, from its trial step and the Gauss-Newton step there.
 
-    `step_size` is the largest |step| of the trial, computed with damping `damping`;
-    `newton_size` the largest |step| of the undamped Gauss-Newton step at the trial point
-    (the parameters held at their bounds, `pinned`, left out), and `newton_decrease` the
-    decrease of the linearised cost it predicts, g^T H^-1 g >= 0 over the parameters not
-    held; `cost_trial` the cost at the trial point. Converged:
+    `step_size` is the largest |step| of the trial, computed with damping `damping`, and
+    `predicted` the decrease of the linearised cost along it from the current point, of
+    cost `cost`; `newton_size` the largest |step| of the undamped Gauss-Newton step at the
+    trial point (the parameters held at their bounds, `pinned`, left out; infinite where
+    its system is singular). Converged:
 
-    - an undamped trial step no longer than `tol`: the minimum is within tol. A damped
-      step, however short, says nothing: its length is set by lambda;
-    - or an accepted trial whose Gauss-Newton step is no longer than `tol`, or whose
-      Gauss-Newton step would lower the cost by less than `COST_TIE` of it: no step can
-      then make a decrease that is not a tie, i.e. the gradient of the whole problem is
-      zero to rounding in the metric of J^T J (g^T (J^T J)^-1 g <= COST_TIE F). This ends
-      ill-conditioned problems with a residual, whose Gauss-Newton step at the minimum is
-      rounding amplified by the conditioning and can stay above `tol`;
+    - an undamped trial step (the Gauss-Newton step) no longer than `tol`, or one that
+      could lower the cost by no more than `COST_TIE` of it: no step can then make a
+      decrease that is not a tie, i.e. the gradient of the whole problem is zero to
+      rounding in the metric of J^T J (g^T (J^T J)^-1 g <= COST_TIE F). The trial is taken
+      if accepted. This ends ill-conditioned problems with a residual, whose Gauss-Newton
+      step at the minimum is rounding amplified by the conditioning and can stay above
+      `tol`. An accepted trial whose own Gauss-Newton step is such a tie sets lambda to 0
+      (`next_damping`), so that this last step follows: stopping at the tie instead would
+      leave the problem up to sqrt(COST_TIE F / curvature) from its minimum (2e-7 seen).
+      A damped step, however short, says nothing: its length is set by lambda;
+    - or an accepted trial whose Gauss-Newton step is no longer than `tol`;
     - or, where the Gauss-Newton system at the trial point is singular (`newton_size`
       infinite: the minimum is not a point, e.g. collinear endmembers), an accepted trial
       step no longer than `tol`. Such a problem is reported UNDETERMINED by its
@@ -99,9 +114,10 @@ def converged(step_size, newton_size, newton_decrease, cost_trial, accept, dampi
     A rejected trial leaves the problem at its previous point, which was tested when it
     was accepted.
     """
-    at_minimum = (newton_size <= tol) | (newton_decrease <= COST_TIE * cost_trial)
+    no_gain = (0.0 <= predicted) & (predicted <= COST_TIE * cost)
+    last_step = (damping == 0.0) & ((step_size <= tol) | no_gain)
     singular_and_short = (newton_size == INFINITY) & (step_size <= tol)
-    return ((damping == 0.0) & (step_size <= tol)) | (accept & (at_minimum | singular_and_short))
+    return last_step | (accept & ((newton_size <= tol) | singular_and_short))
 
 
 def damped_diagonal(jtj_diagonal, largest_diagonal, damping):

@@ -220,7 +220,9 @@ def _solve_lm_pixel(
                 rhs,
                 step,
             ):
-                damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
+                damping, growth = next_damping(
+                    False, 0.0, damping, growth, math.inf, 0.0
+                )  # singular: damp more
                 continue
             step_size = 0.0
             for a in range(p):
@@ -254,11 +256,14 @@ def _solve_lm_pixel(
             ):
                 newton_size, newton_decrease = _size_and_decrease(step, jtj_trial, jtf_trial)
             accept = accepted(cost, cost_trial)
-            done = converged(
-                step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol
-            )
+            done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
             damping, growth = next_damping(
-                accept, gain_ratio(cost, cost_trial, predicted), damping, growth
+                accept,
+                gain_ratio(cost, cost_trial, predicted),
+                damping,
+                growth,
+                newton_decrease,
+                cost_trial,
             )
             if accept:
                 for a in range(p):

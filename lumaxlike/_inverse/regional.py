@@ -245,10 +245,15 @@ def solve_regions(
         predicted = -_region_linear_and_quadratic(state, projected, label, n_regions, prior)
         cost, cost_trial = state["region_cost"], trial["region_cost"]
         accept = _accepted(cost, cost_trial) & solvable & ~done
-        now = _converged(step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol)
+        now = _converged(step_size, predicted, cost, newton_size, accept, damping, tol)
         now = now & solvable
         new_damping, new_growth = _next_damping(
-            accept, _gain_ratio(cost, cost_trial, predicted), damping, growth
+            accept,
+            _gain_ratio(cost, cost_trial, predicted),
+            damping,
+            growth,
+            newton_decrease,
+            cost_trial,
         )
         damping = np.where(done, damping, new_damping)
         growth = np.where(done, growth, new_growth)

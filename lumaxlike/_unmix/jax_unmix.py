@@ -303,12 +303,15 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
             newton_ok, _linear_decrease(newton_step, hessian_trial, gradient_trial), jnp.inf
         )
         accept = _lm.accepted(cost, cost_trial) & solvable
-        converged = _lm.converged(
-            step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol
-        )
+        converged = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
         converged = converged & solvable
         new_damping, new_growth = _lm.next_damping(
-            accept, _lm.gain_ratio(cost, cost_trial, predicted), damping, growth
+            accept,
+            _lm.gain_ratio(cost, cost_trial, predicted),
+            damping,
+            growth,
+            newton_decrease,
+            cost_trial,
         )
         take = moving & accept
         return (

@@ -245,7 +245,9 @@ def _one_step_block(
             code = simplex_qp(a_matrix, c, trial, trial_free, trial_sum, equality, max_steps,
                               system, factor, scale, rhs, z)  # fmt: skip
             if code != QP_OK:
-                damping, growth = next_damping(False, 0.0, damping, growth)  # singular: damp more
+                damping, growth = next_damping(
+                    False, 0.0, damping, growth, math.inf, 0.0
+                )  # singular: damp more
                 continue
             step_size = 0.0
             predicted = 0.0  # decrease of the linearised cost along the step
@@ -274,11 +276,14 @@ def _one_step_block(
                     for b in range(p):
                         newton_decrease -= newton_a * hessian_trial[a, b] * (newton[b] - trial[b])
             accept = accepted(cost, cost_trial)
-            done = converged(
-                step_size, newton_size, newton_decrease, cost_trial, accept, damping, tol
-            )
+            done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
             damping, growth = next_damping(
-                accept, gain_ratio(cost, cost_trial, predicted), damping, growth
+                accept,
+                gain_ratio(cost, cost_trial, predicted),
+                damping,
+                growth,
+                newton_decrease,
+                cost_trial,
             )
             if accept:
                 for a in range(p):
