@@ -241,6 +241,12 @@ def model_columns(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY) -> ColumnF
     )  # fmt: skip
 
 
+def hoist(parameters, geometry_row, row):
+    """The name `_hoist_kernel` calls: a `ColumnFunctions.hoist` (generated code) in each
+    of its variants (`_hoist_kernel_for` binds it); never called itself."""
+    raise NotImplementedError("_hoist_kernel is compiled only as variants (_hoist_kernel_for)")
+
+
 @cached_njit(nogil=True, error_model="numpy")
 def _hoist_kernel(first, last, geometry_rows, parameters, rows):
     """Pixels first to last - 1 (`numba_threads.run_in_blocks`). Compiled only as
@@ -248,7 +254,7 @@ def _hoist_kernel(first, last, geometry_rows, parameters, rows):
     n_obs = geometry_rows.shape[1]
     for pixel in range(first, last):
         for k in range(n_obs):
-            hoist(parameters, geometry_rows[pixel, k], rows[pixel, k])  # noqa: F821 (bound per variant)
+            hoist(parameters, geometry_rows[pixel, k], rows[pixel, k])
 
 
 @functools.cache
