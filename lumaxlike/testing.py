@@ -201,11 +201,13 @@ def synthetic_cube(
     for start in range(0, n_pixels, block_pixels):
         stop = min(start + block_pixels, n_pixels)
         block = [np.asarray(v, dtype) for v in geometry(stop - start, rng)]
-        w = rng.uniform(*w_range, (stop - start, bands))
-        refl[start:stop] = amsa(w, *(b.astype(np.float64) for b in block), params, backend="numba")
+        low, high = w_range
+        w = rng.uniform(low, high, (stop - start, bands))
+        to_sun, to_sensor, normal = (b.astype(np.float64) for b in block)
+        refl[start:stop] = amsa(w, to_sun, to_sensor, normal, params, backend="numba")
         for target, values in zip(vectors, block):
             target[start:stop] = values
-        if truth:
+        if w_true is not None:  # truth
             w_true[start:stop] = w
     cube = {
         "refl": refl.reshape(side, side, bands),
@@ -214,7 +216,7 @@ def synthetic_cube(
         "normal": vectors[2].reshape(side, side, 3),
         "params": params,
     }
-    if truth:
+    if w_true is not None:  # truth
         cube["w_true"] = w_true.reshape(side, side, bands)
     return cube
 

@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import rasterio
@@ -306,7 +307,7 @@ def fit_file(
         check_stack([reader.info for reader in readers])
         incidence = check_reff_incidence(units, reff_incidence, readers[0].kind, cubes[0])
         bad_bands = np.any([reader.bad_bands for reader in readers], axis=0)
-        record = {"cubes": [reader.record() for reader in readers]}
+        record: dict[str, Any] = {"cubes": [reader.record() for reader in readers]}
         if incidence is not None:
             record["reff_incidence"] = incidence
         geometry_readers = [

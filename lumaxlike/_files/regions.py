@@ -159,7 +159,8 @@ def gather_region_group(
         to_sun, to_sensor, normal (M, obs, 3))``: the arguments of `fit_gathered_group`.
     """
     labels_of_group, span = group
-    index, labels, refl, geometry = [], [], [], ([], [], [])
+    index, labels, refl = [], [], []
+    geometry: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
     for rows in iter_row_slices(span.stop - span.start, rows_per_block):
         rows = slice(rows.start + span.start, rows.stop + span.start)
         block_labels = read_labels(raster, rows)

@@ -116,7 +116,7 @@ class _Printer:
         return square if power % 2 == 0 else f"({self.bind(square)} * {base})"
 
     def run(self, jaxpr, consts, args) -> list[str]:
-        env = {}
+        env: dict[object, str] = {}
 
         def read(atom):
             if isinstance(atom, Literal):

@@ -77,12 +77,17 @@ def standard_angles(standard) -> tuple[float, float, float]:
     return incidence, emission, phase
 
 
-def standard_vectors(incidence: float, emission: float, phase: float):
+def standard_vectors(
+    incidence: float, emission: float, phase: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(to_sun, to_sensor, normal), each (3,) float64, of a flat surface seen at the standard
     geometry; the relative azimuth psi from cos g = cos i cos e + sin i sin e cos psi
     (0 when i or e is 0, where psi does not matter)."""
-    return tuple(
-        np.asarray(v, np.float64) for v in geometry_from_angles(incidence, emission, phase=phase)
+    to_sun, to_sensor, normal = geometry_from_angles(incidence, emission, phase=phase)
+    return (
+        np.asarray(to_sun, np.float64),
+        np.asarray(to_sensor, np.float64),
+        np.asarray(normal, np.float64),
     )
 
 
@@ -166,8 +171,13 @@ def differentiated_at_standard(w, vectors, model):
 
     from .._model.model_forward import reflectance as forward
 
+    to_sun, to_sensor, normal = vectors
     flat = np.reshape(np.asarray(w, np.float64), (1, -1))  # one pixel: the terms once
     with jax.enable_x64(True):
         w_jax = jnp.asarray(flat)
-        r, slope = jax.jvp(lambda x: forward(x, *vectors, model), (w_jax,), (jnp.ones_like(w_jax),))
+        r, slope = jax.jvp(
+            lambda x: forward(x, to_sun, to_sensor, normal, model),
+            (w_jax,),
+            (jnp.ones_like(w_jax),),
+        )
         return np.asarray(r).reshape(np.shape(w)), np.asarray(slope).reshape(np.shape(w))

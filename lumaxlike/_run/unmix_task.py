@@ -7,6 +7,7 @@ maps it returns (`unmix_fields`, `unmix_layout`) and the record of an unmixing
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -92,7 +93,7 @@ def unmix_block(
     """`lumaxlike.unmix` on a block (the signature `cube_block_reader` gives a block's task);
     returns the maps of :data:`UNMIX_FIELDS`, each ``pixels + (bands,)`` with one band per
     endmember (fractions, sigma) or one band."""
-    kwargs = {
+    kwargs: dict[str, Any] = {
         k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None
     }
     with numba_threads(options.num_threads):

@@ -267,10 +267,13 @@ def sample(
                 )
 
             centre = chunk_of(z_center, 0.0)
-            scale = np.where(active[..., None, None], metric[first:last], eye)
+            metric_chunk = np.where(active[..., None, None], metric[first:last], eye)
             scale = jnp.asarray(
                 np.concatenate(
-                    [scale, np.broadcast_to(eye, (chunk - (last - first),) + scale.shape[1:])]
+                    [
+                        metric_chunk,
+                        np.broadcast_to(eye, (chunk - (last - first),) + metric_chunk.shape[1:]),
+                    ]
                 ),
                 dtype,
             )

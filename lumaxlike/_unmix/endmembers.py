@@ -73,7 +73,8 @@ class Endmembers:
     albedo: np.ndarray
     density: np.ndarray
     grain_size: np.ndarray
-    extinction_efficiency: np.ndarray = None
+    # None (the default) means Q_j = 1 for all; __post_init__ always stores an array
+    extinction_efficiency: np.ndarray = None  # type: ignore[assignment]
     wavelengths: np.ndarray | None = None
     phase: tuple | np.ndarray | None = None
 
@@ -220,9 +221,9 @@ class Endmembers:
             failed = status[j] != Status.CONVERGED
             if np.any(failed):
                 band = int(np.argmax(failed))
-                label = labels[j] if j < len(labels) else j
+                name = labels[j] if j < len(labels) else j
                 raise ValueError(
-                    f"reflectance of endmember {label!r}: invert fails in {int(failed.sum())} band(s), first "
+                    f"reflectance of endmember {name!r}: invert fails in {int(failed.sum())} band(s), first "
                     f"band {band} with status {Status(int(status[j, band])).name} "
                     f"(r = {refl[j, band]!r})"
                 )

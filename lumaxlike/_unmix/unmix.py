@@ -198,9 +198,9 @@ def unmix(
     chunk = call_chunk(solver, n_pixels, chunk)
 
     flat_refl = refl.reshape(n_pixels, shape.n_bands)
-    flat_geometry = [
+    to_sun, to_sensor, normal = (
         np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(n_pixels, 3) for g in geometry.values()
-    ]
+    )
     names = (
         "fractions",
         "covariance",
@@ -211,11 +211,12 @@ def unmix(
         "iterations",
         "residual_norm",
     )
-    outputs = {}
+    outputs: dict[str, np.ndarray] = {}
     for start in range(0, n_pixels, chunk):
         stop = min(start + chunk, n_pixels)
         solved = unmix_flat(
-            flat_refl[start:stop], *(g[start:stop] for g in flat_geometry), endmembers, params, solver,
+            flat_refl[start:stop], to_sun[start:stop], to_sensor[start:stop], normal[start:stop],
+            endmembers, params, solver,
             route=route, sum_to_one=bool(sum_to_one), band_sigma=band_sigma, max_iter=max_iter, tol=tol,
             pad_to=chunk,
         )  # fmt: skip

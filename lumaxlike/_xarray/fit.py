@@ -268,7 +268,11 @@ def fit_dataarray(
         with_band = _joint_fields(free, shared + regional)
     else:
         with_band = tuple((field, True) for field in _fit_fields(free))
-    integer = {"status": np.int8, "iterations": np.int32, "observations": np.int32}
+    integer: dict[str, type[np.generic]] = {
+        "status": np.int8,
+        "iterations": np.int32,
+        "observations": np.int32,
+    }
     integer.update({f"at_bound_{name}": np.bool_ for name in free})
     maps = [
         ChunkMap(

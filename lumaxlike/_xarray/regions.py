@@ -129,7 +129,7 @@ def fit_regions(
     n_bands = refl.sizes[spec]
     out = {}
     for m in maps:
-        fill = Status.TOO_FEW_OBSERVATIONS if m.name == "status" else 0
+        fill: float = Status.TOO_FEW_OBSERVATIONS if m.name == "status" else 0
         if np.issubdtype(m.dtype, np.floating):
             fill = np.nan
         out[m.name] = np.full((n_pixels,) + ((n_bands,) if m.dims else ()), fill, m.dtype)
