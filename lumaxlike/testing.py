@@ -250,10 +250,16 @@ def write_geotiff_inputs(folder, side, bands, dtype="float32", seed=0, block_row
     params = default_params()
     rng = np.random.default_rng(seed)
     profile = {
-        "driver": "GTiff", "width": side, "height": side, "dtype": dtype,
-        "transform": from_origin(0.0, float(side), 1.0, 1.0), "crs": "EPSG:32633",
-        "tiled": True, "blockxsize": 256, "blockysize": 256,
-    }  # fmt: skip
+        "driver": "GTiff",
+        "width": side,
+        "height": side,
+        "dtype": dtype,
+        "transform": from_origin(0.0, float(side), 1.0, 1.0),
+        "crs": "EPSG:32633",
+        "tiled": True,
+        "blockxsize": 256,
+        "blockysize": 256,
+    }
     names = ("To-sun zenith", "To-sun azimuth", "To-sensor zenith", "To-sensor azimuth")
     with (
         rasterio.open(folder / "cube.tif", "w", count=bands, nodata=None, **profile) as cube,
@@ -264,8 +270,12 @@ def write_geotiff_inputs(folder, side, bands, dtype="float32", seed=0, block_row
         for row in range(0, side, block_rows):
             rows = min(block_rows, side - row)
             shape = (rows, side)
-            angles = [rng.uniform(0, 80, shape), rng.uniform(0, 360, shape),
-                      rng.uniform(0, 70, shape), rng.uniform(0, 360, shape)]  # fmt: skip
+            angles = [
+                rng.uniform(0, 80, shape),
+                rng.uniform(0, 360, shape),
+                rng.uniform(0, 70, shape),
+                rng.uniform(0, 360, shape),
+            ]
             angles = [a.astype(dtype) for a in angles]
             to_sun = direction_from_zenith_azimuth(
                 np.deg2rad(angles[0].astype(np.float64)), np.deg2rad(angles[1].astype(np.float64))

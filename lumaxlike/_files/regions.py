@@ -125,9 +125,14 @@ def plan_regions(
     pixels = np.array([counts[k] for k in labels.tolist()], np.int64)
     order = np.array(sorted(range(len(labels)), key=lambda i: (first[int(labels[i])], i)))
     groups = pack_regions(
-        labels, pixels, order, pixel_bytes, memory,
-        source=f" of {raster.path}", cap_name="region_memory, --region-memory",
-    )  # fmt: skip
+        labels,
+        pixels,
+        order,
+        pixel_bytes,
+        memory,
+        source=f" of {raster.path}",
+        cap_name="region_memory, --region-memory",
+    )
     return RegionPlan(
         labels=labels,
         pixels=pixels,

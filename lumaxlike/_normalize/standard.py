@@ -93,16 +93,47 @@ def standard_vectors(
 
 @cached_njit(inlines=MODEL_MODULES, nogil=True, error_model="numpy")
 def _standard_kernel(
-    first, last, w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, r_out,
-    slope_out, with_slope,
-):  # fmt: skip
+    first,
+    last,
+    w,
+    to_sun,
+    to_sensor,
+    normal,
+    scalars,
+    legendre,
+    use_legendre,
+    r_out,
+    slope_out,
+    with_slope,
+):
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
-        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
-    )  # fmt: skip
+        scalars[0],
+        scalars[1],
+        scalars[2],
+        scalars[3],
+        scalars[4],
+        scalars[5],
+        scalars[6],
+        scalars[7],
+        scalars[8],
+    )
     # values first to last - 1 (`numba_threads.run_in_blocks`), the terms once per block
     terms = pixel_terms(
-        to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
-    )  # fmt: skip
+        to_sun,
+        to_sensor,
+        normal,
+        b,
+        c,
+        roughness,
+        hs,
+        bs0,
+        hc,
+        bc0,
+        porosity_k,
+        asymmetry,
+        legendre,
+        use_legendre,
+    )
     for k in range(first, last):
         if with_slope:
             r_out[k], slope_out[k] = reflectance_and_slope(w[k], terms)

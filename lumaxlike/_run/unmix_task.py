@@ -97,9 +97,21 @@ def unmix_block(
         k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None
     }
     with numba_threads(options.num_threads):
-        result = unmix(refl, to_sun, to_sensor, normal, endmembers, params, options.solver, route=options.route,
-                       sum_to_one=options.sum_to_one, refl_sigma=refl_sigma, chunk_size=options.chunk_size,
-                       wavelengths=options.wavelengths, **kwargs)  # fmt: skip
+        result = unmix(
+            refl,
+            to_sun,
+            to_sensor,
+            normal,
+            endmembers,
+            params,
+            options.solver,
+            route=options.route,
+            sum_to_one=options.sum_to_one,
+            refl_sigma=refl_sigma,
+            chunk_size=options.chunk_size,
+            wavelengths=options.wavelengths,
+            **kwargs,
+        )
     with np.errstate(invalid="ignore"):  # NaN covariance where unsolved
         sigma = np.sqrt(np.diagonal(result.covariance, axis1=-2, axis2=-1))
     return {

@@ -286,13 +286,25 @@ class Endmembers:
         resampled = library.resample(wavelengths, fwhm)
         try:
             return cls.from_reflectance(
-                resampled.reflectance, resampled.incidence, resampled.emission, resampled.azimuth, params,
-                density, grain_size, names=resampled.names, extinction_efficiency=extinction_efficiency,
-                wavelengths=resampled.wavelengths, solver=solver, phase=phase,
-            )  # fmt: skip
+                resampled.reflectance,
+                resampled.incidence,
+                resampled.emission,
+                resampled.azimuth,
+                params,
+                density,
+                grain_size,
+                names=resampled.names,
+                extinction_efficiency=extinction_efficiency,
+                wavelengths=resampled.wavelengths,
+                solver=solver,
+                phase=phase,
+            )
         except ValueError as error:  # name the file of the spectrum invert could not fit
-            failed = [f"{name!r} ({source})" for name, source in zip(resampled.names, resampled.sources)
-                      if source and repr(name) in str(error)]  # fmt: skip
+            failed = [
+                f"{name!r} ({source})"
+                for name, source in zip(resampled.names, resampled.sources)
+                if source and repr(name) in str(error)
+            ]
             if failed:
                 raise ValueError(f"{error}; spectrum {failed[0]}") from error
             raise

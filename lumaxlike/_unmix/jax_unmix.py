@@ -247,8 +247,22 @@ def _normal_equations_mixed(x, terms, albedo, refl, weights, key, phase):
 
 
 @partial(jax.jit, static_argnames=("max_iter", "max_steps", "key"))
-def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_weights, start,
-                       equality, max_iter, tol, max_steps, key, phase=None):  # fmt: skip
+def solve_one_step_jax(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    albedo,
+    band_weights,
+    start,
+    equality,
+    max_iter,
+    tol,
+    max_steps,
+    key,
+    phase=None,
+):
     """One chunk of the one-step route (jitted; the contract of `numba_one_step.one_step_numba`;
     `phase`: None, or the endmembers' own phase terms (n, p, 1 or bands, 4)).
 
@@ -326,9 +340,17 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
         )
 
     init = (
-        x, sum_active, cost, hessian, gradient, jnp.zeros(n, refl.dtype), jnp.full(n, 2.0, refl.dtype),
-        ~active | (cost == 0.0), jnp.zeros(n, jnp.int32), 0,
-    )  # fmt: skip
+        x,
+        sum_active,
+        cost,
+        hessian,
+        gradient,
+        jnp.zeros(n, refl.dtype),
+        jnp.full(n, 2.0, refl.dtype),
+        ~active | (cost == 0.0),
+        jnp.zeros(n, jnp.int32),
+        0,
+    )
     x, sum_active, cost, hessian, gradient, _, _, done, iterations, _ = jax.lax.while_loop(
         cond, body, init
     )
