@@ -87,7 +87,7 @@ def relative_azimuth(incidence, emission, phase, tolerance=PHASE_TOLERANCE):
 
 def geometry_from_angles(
     incidence, emission, azimuth=None, *, phase=None, tolerance=PHASE_TOLERANCE
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Direction vectors for a flat surface from incidence, emission and azimuth or phase.
 
     Give exactly one of ``azimuth`` and ``phase``: ``geometry_from_angles(i, e, psi)`` or
@@ -141,7 +141,11 @@ def geometry_from_angles(
         to_sensor[np.isnan(azimuth)] = np.nan
     normal = np.zeros_like(to_sun)
     normal[..., 2] = 1.0
-    return tuple(v.astype(dtype, copy=False) for v in (to_sun, to_sensor, normal))
+    return (
+        to_sun.astype(dtype, copy=False),
+        to_sensor.astype(dtype, copy=False),
+        normal.astype(dtype, copy=False),
+    )
 
 
 def _unit(vector) -> np.ndarray:

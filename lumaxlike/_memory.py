@@ -79,9 +79,9 @@ class PeakRSS:
     def __init__(self, interval: float = 0.001):
         self.interval = interval
         self.peak = 0
-        self.method = None
+        self.method: str | None = None
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
     def __enter__(self):
         try:
@@ -104,9 +104,12 @@ class PeakRSS:
 
     def __exit__(self, *exc):
         if self.method == "VmHWM":
-            self.peak = proc_status_kib("VmHWM") * 1024
+            high_water = proc_status_kib("VmHWM")
+            assert high_water is not None  # __enter__ read it
+            self.peak = high_water * 1024
         else:
             self._stop.set()
+            assert self._thread is not None  # started by __enter__
             self._thread.join()
             self.peak = max(self.peak, current_rss())
         return False

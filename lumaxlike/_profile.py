@@ -75,7 +75,9 @@ def _limit_threads(threads):
         os.sched_setaffinity(0, available[: max(1, threads)])
     import numba
 
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(
+        min(threads, numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # numba.config sets its options at import
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -178,7 +180,7 @@ def _child(config: ProfileConfig, folder: str) -> dict:
             config.solver, config.bands, config.dtype
         )
         chunk = call_chunk(config.solver, n_pixels, largest)  # the measured call's chunks
-        kwargs = {"chunk_size": config.chunk_size}
+        kwargs: dict[str, Any] = {"chunk_size": config.chunk_size}
         if config.max_iter is not None:
             kwargs["max_iter"] = config.max_iter
 
@@ -186,8 +188,12 @@ def _child(config: ProfileConfig, folder: str) -> dict:
             if pixels is None:
                 return lumaxlike.invert(cube["refl"], *geometry, params, config.solver, **kwargs)
             # exactly one chunk's pixels: a call of one chunk has the same chunk shape
-            piece = [a.reshape((-1,) + a.shape[2:])[:pixels] for a in (cube["refl"], *geometry)]
-            return lumaxlike.invert(*piece, params, config.solver, **kwargs)
+            refl, to_sun, to_sensor, normal = (
+                a.reshape((-1,) + a.shape[2:])[:pixels] for a in (cube["refl"], *geometry)
+            )
+            return lumaxlike.invert(
+                refl, to_sun, to_sensor, normal, params, config.solver, **kwargs
+            )
 
         input_bytes = _nbytes(cube["refl"], *geometry)
 

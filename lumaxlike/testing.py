@@ -201,11 +201,13 @@ def synthetic_cube(
     for start in range(0, n_pixels, block_pixels):
         stop = min(start + block_pixels, n_pixels)
         block = [np.asarray(v, dtype) for v in geometry(stop - start, rng)]
-        w = rng.uniform(*w_range, (stop - start, bands))
-        refl[start:stop] = amsa(w, *(b.astype(np.float64) for b in block), params, backend="numba")
+        low, high = w_range
+        w = rng.uniform(low, high, (stop - start, bands))
+        to_sun, to_sensor, normal = (b.astype(np.float64) for b in block)
+        refl[start:stop] = amsa(w, to_sun, to_sensor, normal, params, backend="numba")
         for target, values in zip(vectors, block):
             target[start:stop] = values
-        if truth:
+        if w_true is not None:  # truth
             w_true[start:stop] = w
     cube = {
         "refl": refl.reshape(side, side, bands),
@@ -214,7 +216,7 @@ def synthetic_cube(
         "normal": vectors[2].reshape(side, side, 3),
         "params": params,
     }
-    if truth:
+    if w_true is not None:  # truth
         cube["w_true"] = w_true.reshape(side, side, bands)
     return cube
 
@@ -248,10 +250,16 @@ def write_geotiff_inputs(folder, side, bands, dtype="float32", seed=0, block_row
     params = default_params()
     rng = np.random.default_rng(seed)
     profile = {
-        "driver": "GTiff", "width": side, "height": side, "dtype": dtype,
-        "transform": from_origin(0.0, float(side), 1.0, 1.0), "crs": "EPSG:32633",
-        "tiled": True, "blockxsize": 256, "blockysize": 256,
-    }  # fmt: skip
+        "driver": "GTiff",
+        "width": side,
+        "height": side,
+        "dtype": dtype,
+        "transform": from_origin(0.0, float(side), 1.0, 1.0),
+        "crs": "EPSG:32633",
+        "tiled": True,
+        "blockxsize": 256,
+        "blockysize": 256,
+    }
     names = ("To-sun zenith", "To-sun azimuth", "To-sensor zenith", "To-sensor azimuth")
     with (
         rasterio.open(folder / "cube.tif", "w", count=bands, nodata=None, **profile) as cube,
@@ -262,8 +270,12 @@ def write_geotiff_inputs(folder, side, bands, dtype="float32", seed=0, block_row
         for row in range(0, side, block_rows):
             rows = min(block_rows, side - row)
             shape = (rows, side)
-            angles = [rng.uniform(0, 80, shape), rng.uniform(0, 360, shape),
-                      rng.uniform(0, 70, shape), rng.uniform(0, 360, shape)]  # fmt: skip
+            angles = [
+                rng.uniform(0, 80, shape),
+                rng.uniform(0, 360, shape),
+                rng.uniform(0, 70, shape),
+                rng.uniform(0, 360, shape),
+            ]
             angles = [a.astype(dtype) for a in angles]
             to_sun = direction_from_zenith_azimuth(
                 np.deg2rad(angles[0].astype(np.float64)), np.deg2rad(angles[1].astype(np.float64))

@@ -174,7 +174,8 @@ def _report(command: str, run: Callable[[], int], stopped_by) -> int:
     if isinstance(failure, BAD_INPUT_ERRORS):
         print(f"lumaxlike {command}: error: {_cli_message(failure)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if _is_cluster_failure(failure):  # one line: the cause is the cluster, not this code
+    # one line: the cause is the cluster, not this code
+    if failure is not None and _is_cluster_failure(failure):
         print(f"lumaxlike {command}: error: {_cli_message(failure)}", file=sys.stderr)
         return EXIT_FAILURE
     if isinstance(failure, KeyboardInterrupt):  # Ctrl-C in demo or profile

@@ -10,6 +10,7 @@ recorded settings (geometry, DTM, units, solver, tolerances).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from .options import (
     DEFAULT_SOLVER,
@@ -218,7 +219,7 @@ def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
                 f"minnaert or shkuratov)"
             )
         base = None if photometric_record else recorded
-        options = HAPKE_OPTIONS
+        options: Sequence[tuple[str, str, float | None, str]] = HAPKE_OPTIONS
 
         def check(flag, name, value, text):
             try:
@@ -291,11 +292,12 @@ def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
     params = []
     for band in range(bands):
         fields = {name: values[band] for name, values in per_field.items()}
+        band_legendre = legendre[band]
         key = (
             *fields.items(),
-            None if legendre[band] is None else tuple(legendre[band]),
+            None if band_legendre is None else tuple(band_legendre),
         )
         if key not in shared:
-            shared[key] = make(fields, legendre[band])
+            shared[key] = make(fields, band_legendre)
         params.append(shared[key])
     return params

@@ -27,10 +27,13 @@ example (a 256 x 256 x 16 float32 cube, numba only, compilation timed apart):
 def add_parser(commands) -> argparse.ArgumentParser:
     """Add the ``profile`` subcommand to ``commands``; return its parser."""
     parser = commands.add_parser(
-        "profile", help="profile the solvers (see `lumaxlike profile --help`)", allow_abbrev=False,
+        "profile",
+        help="profile the solvers (see `lumaxlike profile --help`)",
+        allow_abbrev=False,
         description="Time and peak memory of an inversion of a synthetic cube, in a child process.",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TABLE_NOTES + "\n" + EXAMPLE,
-    )  # fmt: skip
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=TABLE_NOTES + "\n" + EXAMPLE,
+    )
     parser.add_argument(
         "--pixels",
         type=positive_int,
@@ -108,7 +111,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
         help="write the records as JSON to this file (default: none)",
     )
     parser.set_defaults(handler=run, stop_on_signals=False)  # Ctrl-C: KeyboardInterrupt
-    return parser  # fmt: skip
+    return parser
 
 
 def run(args) -> int:
@@ -119,10 +122,18 @@ def run(args) -> int:
     records = []
     for solver in solvers:
         config = ProfileConfig(
-            side=args.pixels, bands=args.bands, solver=solver, dtype=args.dtype,
-            chunk_size=args.chunk_size, mode=args.mode, memray=args.memray, threads=args.threads,
-            warmup=args.warmup, max_iter=args.max_iter, seed=args.seed,
-        )  # fmt: skip
+            side=args.pixels,
+            bands=args.bands,
+            solver=solver,
+            dtype=args.dtype,
+            chunk_size=args.chunk_size,
+            mode=args.mode,
+            memray=args.memray,
+            threads=args.threads,
+            warmup=args.warmup,
+            max_iter=args.max_iter,
+            seed=args.seed,
+        )
         records.append(run_profile(config))
         peak = records[-1]["peak_rss"]
         peak_mb = "-" if peak is None else f"{peak / 1e6:,.0f}"

@@ -246,11 +246,13 @@ def abundance_figure(scene: Scene, fractions: np.ndarray, label: str) -> Figure:
     error = np.abs(fractions - scene.abundance)
     top = float(np.nanmax(error)) if np.any(np.isfinite(error)) else 1.0
     for j, name in enumerate(scene.mineral_names):
-        for row, (image, title, cmap, vmax) in enumerate((
-            (scene.abundance[..., j], f"{name}: true", "viridis", 1.0),
-            (fractions[..., j], f"{name}: recovered", "viridis", 1.0),
-            (error[..., j], f"{name}: |recovered - true|", "magma", top),
-        )):  # fmt: skip
+        for row, (image, title, cmap, vmax) in enumerate(
+            (
+                (scene.abundance[..., j], f"{name}: true", "viridis", 1.0),
+                (fractions[..., j], f"{name}: recovered", "viridis", 1.0),
+                (error[..., j], f"{name}: |recovered - true|", "magma", top),
+            )
+        ):
             ax = axes[row, j]
             mappable = ax.imshow(
                 image, extent=(0.0, size, 0.0, size), origin="upper", cmap=cmap, vmin=0.0, vmax=vmax

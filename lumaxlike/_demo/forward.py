@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def demo_hapke_params() -> HapkeParams:
         Henyey-Greenstein phase function, Hapke (1984) roughness and both opposition
         effects (all dimensionless but the roughness).
     """
-    values = dict(DEMO_HAPKE)
+    values: dict[str, Any] = dict(DEMO_HAPKE)
     roughness = np.deg2rad(values.pop("roughness_deg"))
     return HapkeParams(roughness=float(roughness), **values)
 

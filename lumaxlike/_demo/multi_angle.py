@@ -149,11 +149,25 @@ def fit_command(stack: MultiAngleStack, out) -> list[str]:
     """``lumaxlike fit`` (without the program name) fitting w, b and c per pixel and band,
     from a start away from the truth (b 0.3, c 0.6; the other parameters the demo's)."""
     fixed = [
-        arg for name, value in DEMO_HAPKE.items() if name not in ("b", "c")
+        arg
+        for name, value in DEMO_HAPKE.items()
+        if name not in ("b", "c")
         for arg in (f"--{name.replace('_', '-')}", f"{value:g}")
-    ]  # fmt: skip
-    return ["fit", *_stack_args(stack), "--free", "w,b,c", "--b", "0.3", "--c", "0.6", *fixed,
-            "--out", str(out), "--overwrite"]  # fmt: skip
+    ]
+    return [
+        "fit",
+        *_stack_args(stack),
+        "--free",
+        "w,b,c",
+        "--b",
+        "0.3",
+        "--c",
+        "0.6",
+        *fixed,
+        "--out",
+        str(out),
+        "--overwrite",
+    ]
 
 
 def sample_command(stack: MultiAngleStack, out) -> list[str]:
@@ -162,12 +176,28 @@ def sample_command(stack: MultiAngleStack, out) -> list[str]:
     than the defaults (a quick look; raise them for a publication), two rows per block
     (the progress bar moves block by block)."""
     fixed = [
-        arg for name, value in DEMO_HAPKE.items()
+        arg
+        for name, value in DEMO_HAPKE.items()
         for arg in (f"--{name.replace('_', '-')}", f"{value:g}")
-    ]  # fmt: skip
-    return ["sample", *_stack_args(stack), "--free", "w", *fixed,
-            "--refl-sigma", f"{stack.sigma:g}", "--num-samples", "300", "--num-warmup", "200",
-            "--chunk", "2", "--out", str(out), "--overwrite"]  # fmt: skip
+    ]
+    return [
+        "sample",
+        *_stack_args(stack),
+        "--free",
+        "w",
+        *fixed,
+        "--refl-sigma",
+        f"{stack.sigma:g}",
+        "--num-samples",
+        "300",
+        "--num-warmup",
+        "200",
+        "--chunk",
+        "2",
+        "--out",
+        str(out),
+        "--overwrite",
+    ]
 
 
 def run_multi_angle(args) -> int:

@@ -96,7 +96,7 @@ def write_netcdf_inputs(workdir, scene: Scene, reflectance) -> NetcdfInputs:
         scene.to_sensor_azimuth_deg,
     )
     azimuth_note = {"comment": "azimuth clockwise from north"}
-    obs_vars = {
+    obs_vars: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = {
         name: (
             ("y", "x"),
             values,

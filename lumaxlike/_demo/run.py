@@ -223,13 +223,37 @@ def _unmix_demo(workdir, scene, inputs, cube, status_codes):
     library = write_mineral_library(workdir / "minerals.csv", scene)
     out = workdir / "abundances.tif"
     incidence, emission, _ = LIBRARY_GEOMETRY_DEG
-    command = ["unmix", str(cube), "--geometry", str(inputs.obs), "--dtm", str(inputs.dtm), "--units", "r",
-               "--endmembers", str(library), "--library-incidence", f"{incidence:g}",
-               "--library-emission", f"{emission:g}",
-               "--density", ",".join(f"{v:g}" for v in scene.density),
-               "--grain-size", ",".join(f"{v:g}" for v in scene.grain_size_um),
-               "--fwhm", "0.001", *hapke_cli_args(), "--route", "two_step", "--solver", "numba",
-               "--out", str(out), "--overwrite", "--no-progress"]  # fmt: skip
+    command = [
+        "unmix",
+        str(cube),
+        "--geometry",
+        str(inputs.obs),
+        "--dtm",
+        str(inputs.dtm),
+        "--units",
+        "r",
+        "--endmembers",
+        str(library),
+        "--library-incidence",
+        f"{incidence:g}",
+        "--library-emission",
+        f"{emission:g}",
+        "--density",
+        ",".join(f"{v:g}" for v in scene.density),
+        "--grain-size",
+        ",".join(f"{v:g}" for v in scene.grain_size_um),
+        "--fwhm",
+        "0.001",
+        *hapke_cli_args(),
+        "--route",
+        "two_step",
+        "--solver",
+        "numba",
+        "--out",
+        str(out),
+        "--overwrite",
+        "--no-progress",
+    ]
     print(
         f"  library: {library} (the minerals' reflectance factor at incidence {incidence:g} deg, "
         f"emission {emission:g} deg, on the cube's band centres: --fwhm 0.001 takes each sample as is)"

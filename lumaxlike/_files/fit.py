@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import rasterio
@@ -284,9 +285,13 @@ def fit_file(
     check_file_priors(prior, free, tuple(shared) + regional, default_bounds())
     fields, layout = fit_fields(free, joint)
     product = ProductArguments(
-        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
+        correction_undone,
+        reff_incidence,
+        solar_spectrum,
+        solar_distance,
+        wavelengths_from,
         thermal_bands,
-    )  # fmt: skip
+    )
     inputs = run_inputs(cubes, dtm=dtm, geometries=geometries, product=product, extra=[regions])
     check_not_an_input(out_path, fields, inputs)
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
@@ -306,7 +311,7 @@ def fit_file(
         check_stack([reader.info for reader in readers])
         incidence = check_reff_incidence(units, reff_incidence, readers[0].kind, cubes[0])
         bad_bands = np.any([reader.bad_bands for reader in readers], axis=0)
-        record = {"cubes": [reader.record() for reader in readers]}
+        record: dict[str, Any] = {"cubes": [reader.record() for reader in readers]}
         if incidence is not None:
             record["reff_incidence"] = incidence
         geometry_readers = [
@@ -425,15 +430,22 @@ def fit_file(
                 try:
                     with BlockPool(workers, scheduler, function=fit_gathered_group) as pool:
                         fit_region_groups(
-                            plan, store,
+                            plan,
+                            store,
                             lambda group: gather_region_group(
                                 read_cubes, label_raster, group, rows_per_block, width
                             ),
-                            pool, params, fit_options,
-                            lambda number: bar.update(int(np.sum(
-                                plan.pixels[np.isin(plan.labels, plan.groups[number][0])]
-                            ))),
-                        )  # fmt: skip
+                            pool,
+                            params,
+                            fit_options,
+                            lambda number: bar.update(
+                                int(
+                                    np.sum(
+                                        plan.pixels[np.isin(plan.labels, plan.groups[number][0])]
+                                    )
+                                )
+                            ),
+                        )
                 finally:
                     bar.close()
 
@@ -509,8 +521,12 @@ def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
     if hasattr(result, "dfs"):  # a JointFitResult: per-pixel maps repeated in every band layer
         block.update({f"dfs_{name}": result.dfs[name] for name in result.free}, cost=result.cost)
         shape = refl.shape[:3]
-        block = {name: np.ascontiguousarray(np.broadcast_to(value[..., None] if value.ndim == 2 else value, shape))
-                 for name, value in block.items()}  # fmt: skip
+        block = {
+            name: np.ascontiguousarray(
+                np.broadcast_to(value[..., None] if value.ndim == 2 else value, shape)
+            )
+            for name, value in block.items()
+        }
     else:
         block["residual"] = result.residual_norm
     return spread_to_all_bands(block, good, n_bands)

@@ -42,6 +42,7 @@ def spread_to_all_bands(block: dict, good: np.ndarray | None, n_bands: int) -> d
     spread = {}
     for name, values in block.items():
         values = np.asarray(values)
+        fill: float
         if name == "status":
             fill = Status.BAD_BAND
         else:

@@ -54,16 +54,16 @@ def _companions(path: Path) -> list[Path]:
             located = locate(path)
         except (OSError, ValueError):  # not a raster (a table's label), or not there
             located = None
-    found = []
+    candidates: list[Path | None] = []
     if located is not None:
-        found.append(located.data)
+        candidates.append(located.data)
         if located.label is not None:
-            found.append(located.label.label)
+            candidates.append(located.label.label)
     if path.suffix.lower() == ".lbl":  # a table's or an image's label: the data beside it
-        found.extend(find_sibling(path, suffix) for suffix in (".tab", ".img"))
-    found = [f for f in found if f is not None]
-    found.extend(find_sibling(f, ".hdr") for f in [path, *found])
-    found = [f for f in found if f is not None]
+        candidates.extend(find_sibling(path, suffix) for suffix in (".tab", ".img"))
+    found = [f for f in candidates if f is not None]
+    headers = [find_sibling(f, ".hdr") for f in [path, *found]]
+    found.extend(f for f in headers if f is not None)
     # GDAL's own sidecar (PAM) of each: it can hold nodata, scale, offset, band metadata
     sidecars = (f.with_name(f.name + ".aux.xml") for f in [path, *found])
     return found + [f for f in sidecars if f.is_file()]

@@ -146,16 +146,27 @@ def invert_file(
     check_run_arguments(solver, units, sigma, chunk_rows, radiance=True)
     fields = [f for f in RESULT_FIELDS if f != "sigma" or sigma is not None]
     product = ProductArguments(
-        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
+        correction_undone,
+        reff_incidence,
+        solar_spectrum,
+        solar_distance,
+        wavelengths_from,
         thermal_bands,
-    )  # fmt: skip
+    )
     inputs = run_inputs([cube_path], dtm=dtm, geometries=[geometry], product=product)
     check_not_an_input(out_path, fields, inputs)
 
     with block_setup(
-        cube_path, units, geometry, dtm, product,
-        chunk_rows=chunk_rows, solver=solver, max_iter=max_iter, tol=tol,
-    ) as setup:  # fmt: skip
+        cube_path,
+        units,
+        geometry,
+        dtm,
+        product,
+        chunk_rows=chunk_rows,
+        solver=solver,
+        max_iter=max_iter,
+        tol=tol,
+    ) as setup:
         opened, cube, info = setup.opened, setup.cube, setup.info
         band_params = per_band_params(params, info.bands)
         with GeometryReader(opened.geometry, info.grid, dtm, surface=surface) as geometry_reader:

@@ -145,18 +145,29 @@ def normalize_file(
     param_maps = dict(param_maps or {})
     fields = [f for f in NORMALIZATION_FIELDS if f != "sigma" or sigma is not None]
     product = ProductArguments(
-        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
+        correction_undone,
+        reff_incidence,
+        solar_spectrum,
+        solar_distance,
+        wavelengths_from,
         thermal_bands,
-    )  # fmt: skip
+    )
     inputs = run_inputs(
         [cube_path], dtm=dtm, geometries=[geometry], product=product, extra=param_maps.values()
     )
     check_not_an_input(out_path, fields, inputs, main="reflectance")
 
     with block_setup(
-        cube_path, units, geometry, dtm, product,
-        chunk_rows=chunk_rows, solver=solver, max_iter=max_iter, tol=tol,
-    ) as setup:  # fmt: skip
+        cube_path,
+        units,
+        geometry,
+        dtm,
+        product,
+        chunk_rows=chunk_rows,
+        solver=solver,
+        max_iter=max_iter,
+        tol=tol,
+    ) as setup:
         opened, cube, info = setup.opened, setup.cube, setup.info
         band_params = per_band_params(params, info.bands)
         maps = _MapReader(param_maps, info)

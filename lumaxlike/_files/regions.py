@@ -125,9 +125,14 @@ def plan_regions(
     pixels = np.array([counts[k] for k in labels.tolist()], np.int64)
     order = np.array(sorted(range(len(labels)), key=lambda i: (first[int(labels[i])], i)))
     groups = pack_regions(
-        labels, pixels, order, pixel_bytes, memory,
-        source=f" of {raster.path}", cap_name="region_memory, --region-memory",
-    )  # fmt: skip
+        labels,
+        pixels,
+        order,
+        pixel_bytes,
+        memory,
+        source=f" of {raster.path}",
+        cap_name="region_memory, --region-memory",
+    )
     return RegionPlan(
         labels=labels,
         pixels=pixels,
@@ -159,7 +164,8 @@ def gather_region_group(
         to_sun, to_sensor, normal (M, obs, 3))``: the arguments of `fit_gathered_group`.
     """
     labels_of_group, span = group
-    index, labels, refl, geometry = [], [], [], ([], [], [])
+    index, labels, refl = [], [], []
+    geometry: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
     for rows in iter_row_slices(span.stop - span.start, rows_per_block):
         rows = slice(rows.start + span.start, rows.stop + span.start)
         block_labels = read_labels(raster, rows)

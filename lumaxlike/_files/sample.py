@@ -367,7 +367,10 @@ def sample_file_block(
             flat[i] = np.concatenate(
                 [flat[i], np.broadcast_to(flat[i][:1], (pixels - n, n_obs, 3))]
             )
-    result = sample(*flat, params, seed=seed, **options)
+    flat_refl, flat_to_sun, flat_to_sensor, flat_normal = flat
+    result = sample(
+        flat_refl, flat_to_sun, flat_to_sensor, flat_normal, params, seed=seed, **options
+    )
     maps = {}
     for field, values in result_maps(result, result.free).items():
         values = values[:n].reshape((rows, cols) + values.shape[1:])

@@ -157,18 +157,30 @@ def unmix_file(
     layout = unmix_layout(endmembers.names)
     fields = unmix_fields(bool(sum_to_one))
     product = ProductArguments(
-        correction_undone, reff_incidence, solar_spectrum, solar_distance, wavelengths_from,
+        correction_undone,
+        reff_incidence,
+        solar_spectrum,
+        solar_distance,
+        wavelengths_from,
         thermal_bands,
-    )  # fmt: skip
+    )
     inputs = run_inputs([cube_path], dtm=dtm, geometries=[geometry], product=product)
     check_not_an_input(out_path, fields, inputs, main="fractions")
 
     n_endmembers = endmembers.n_endmembers
     with block_setup(
-        cube_path, units, geometry, dtm, product,
-        chunk_rows=chunk_rows, solver=solver, max_iter=max_iter, tol=tol,
-        chunk_pixels=lambda bands: default_chunk_pixels(bands, n_endmembers), bad_bands="exclude",
-    ) as setup:  # fmt: skip
+        cube_path,
+        units,
+        geometry,
+        dtm,
+        product,
+        chunk_rows=chunk_rows,
+        solver=solver,
+        max_iter=max_iter,
+        tol=tol,
+        chunk_pixels=lambda bands: default_chunk_pixels(bands, n_endmembers),
+        bad_bands="exclude",
+    ) as setup:
         opened, cube, info = setup.opened, setup.cube, setup.info
         endmembers = endmembers_on_bands(
             endmembers,
@@ -194,15 +206,35 @@ def unmix_file(
         )
         with GeometryReader(opened.geometry, info.grid, dtm, surface=surface) as geometry_reader:
             provenance = setup.provenance(
-                geometry_reader, params=[params] * info.bands, units=units, solver=solver,
-                tol=DEFAULT_TOLERANCE if tol is None else tol, max_iter=max_iter, refl_sigma=sigma,
-                command=recorded_command(command, "unmix_file", cube_path, out_path, geometry=geometry,
-                                         dtm=dtm, endmembers=endmembers.names, params=params,
-                                         solver=solver, units=units, route=route,
-                                         sum_to_one=sum_to_one, sigma=sigma, max_iter=max_iter,
-                                         tol=tol, surface=surface, workers=workers,
-                                         scheduler=scheduler, product=product),
-            )  # fmt: skip
+                geometry_reader,
+                params=[params] * info.bands,
+                units=units,
+                solver=solver,
+                tol=DEFAULT_TOLERANCE if tol is None else tol,
+                max_iter=max_iter,
+                refl_sigma=sigma,
+                command=recorded_command(
+                    command,
+                    "unmix_file",
+                    cube_path,
+                    out_path,
+                    geometry=geometry,
+                    dtm=dtm,
+                    endmembers=endmembers.names,
+                    params=params,
+                    solver=solver,
+                    units=units,
+                    route=route,
+                    sum_to_one=sum_to_one,
+                    sigma=sigma,
+                    max_iter=max_iter,
+                    tol=tol,
+                    surface=surface,
+                    workers=workers,
+                    scheduler=scheduler,
+                    product=product,
+                ),
+            )
             provenance = dataclasses.replace(
                 provenance, unmix_settings=unmix_record(endmembers, route, sum_to_one, library)
             )

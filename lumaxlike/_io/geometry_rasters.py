@@ -197,6 +197,8 @@ class GeometryReader:
 
     def _open_sources(self, geometry):
         """``({role: reader}, {role: label}, source name, what it holds)`` of a geometry input."""
+        sources: dict[str, _RasterAngles | _ArrayAngles]
+        labels: dict[str, str]
         if isinstance(geometry, (str, Path)):
             raster = self._open_raster(geometry, "geometry")
             descriptions = band_descriptions(raster)
@@ -233,8 +235,9 @@ class GeometryReader:
                 sources[role], labels[role] = _RasterAngles(raster, 1), str(raster.path)
                 self._files[role] = "geometry raster"
             else:
-                sources[role], labels[role] = _ArrayAngles(role, source), "array"
-                shape = sources[role].values.shape
+                angles = _ArrayAngles(role, source)
+                sources[role], labels[role] = angles, "array"
+                shape = angles.values.shape
                 if shape != (self.grid.height, self.grid.width):
                     raise ValueError(
                         f"geometry[{role!r}] has shape {shape}, cube {self.grid.path} has "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -154,7 +155,7 @@ def result_template(
     """
     import xarray as xr
 
-    coords = {"band": ("band", np.arange(1, like.bands + 1))}
+    coords: dict[str, Any] = {"band": ("band", np.arange(1, like.bands + 1))}
     dimensions = {} if layout is None else layout.dimensions
     band_names = {} if layout is None else layout.band_names
     for field, dimension in dimensions.items():

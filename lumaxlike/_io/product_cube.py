@@ -310,7 +310,7 @@ class ProductCube:
         if self._keep is not None:
             info = _select_bands(info, self._keep)
             bad = bad[self._keep]
-            wavelength_um = wavelength_um[self._keep]
+            wavelength_um = None if wavelength_um is None else wavelength_um[self._keep]
         self.info = info
         self.bad_bands = bad
         self._factor = None
@@ -347,6 +347,7 @@ class ProductCube:
                 f"{path}: converting radiance to I/F needs the band wavelengths "
                 "with their unit; give --wavelengths-from"
             )
+        distance: float | None
         if solar_distance is not None:
             distance, source = float(solar_distance), "given (solar_distance)"
             if not (math.isfinite(distance) and distance > 0):

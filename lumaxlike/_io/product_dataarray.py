@@ -14,6 +14,7 @@ status ``BAD_BAND``.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,7 @@ def open_product(
         info, kind, record = cube.info, cube.kind, cube.record()
         bad = np.flatnonzero(cube.bad_bands) + 1
         effective = cube.units
-    coords = {"band": np.arange(1, info.bands + 1)}
+    coords: dict[str, Any] = {"band": np.arange(1, info.bands + 1)}
     if info.wavelengths is not None:
         coords["wavelength"] = (
             "band",

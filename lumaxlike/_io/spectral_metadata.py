@@ -335,7 +335,7 @@ def read_wavelength_file(path, bands: int) -> SpectralMetadata:
         raise FileNotFoundError(f"wavelength file {path} does not exist")
     if path.suffix.lower() in (".img", ".lbl"):
         return _crism_wavelength_file(path, bands)
-    values = []
+    values: list[float] = []
     for line in path.read_text().splitlines():
         first = line.replace(";", ",").split(",")[0].strip()
         if not first:
@@ -349,9 +349,9 @@ def read_wavelength_file(path, bands: int) -> SpectralMetadata:
         raise ValueError(
             f"wavelength file {path} gives {len(values)} wavelengths for {bands} bands"
         )
-    values = np.asarray(values)
-    units = "Nanometers" if np.nanmin(values) > 100 else "Micrometers"
-    return SpectralMetadata(values, units, None, None, f"wavelength file {path}")
+    centres = np.asarray(values)
+    units = "Nanometers" if np.nanmin(centres) > 100 else "Micrometers"
+    return SpectralMetadata(centres, units, None, None, f"wavelength file {path}")
 
 
 def _crism_wavelength_file(path: Path, bands: int) -> SpectralMetadata:

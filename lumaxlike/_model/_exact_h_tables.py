@@ -70,8 +70,10 @@ S_MAX = 1.0  # cot(T_SPLIT)
 def _one_minus_t_cot_t(t):
     """1 - t cot t without cancellation at small t (its Taylor series below t = 0.2)."""
     t2 = t * t
-    series = t2 * (1 / 3 + t2 * (1 / 45 + t2 * (2 / 945 + t2 * (1 / 4725 + t2 * (
-        2 / 93555 + t2 * (1382 / 638512875 + t2 * 4 / 18243225))))))  # fmt: skip
+    tail = 1382 / 638512875 + t2 * 4 / 18243225  # the two last terms' Horner step
+    series = t2 * (
+        1 / 3 + t2 * (1 / 45 + t2 * (2 / 945 + t2 * (1 / 4725 + t2 * (2 / 93555 + t2 * tail))))
+    )
     safe = np.where(t < 0.2, 1.0, t)
     return np.where(t < 0.2, series, 1 - safe / np.tan(safe))
 
@@ -134,9 +136,17 @@ def _tables():
     )
 
 
-(WEIGHT_Q, DENOMINATOR_A, DENOMINATOR_B, LOG_Q, LOG_M, INV_ONE_MINUS_GAMMA,
- NODES_TO_COEF) = _tables()  # fmt: skip
-for _table in (WEIGHT_Q, DENOMINATOR_A, DENOMINATOR_B, LOG_Q, LOG_M, INV_ONE_MINUS_GAMMA,
-               NODES_TO_COEF):  # fmt: skip
+(WEIGHT_Q, DENOMINATOR_A, DENOMINATOR_B, LOG_Q, LOG_M, INV_ONE_MINUS_GAMMA, NODES_TO_COEF) = (
+    _tables()
+)
+for _table in (
+    WEIGHT_Q,
+    DENOMINATOR_A,
+    DENOMINATOR_B,
+    LOG_Q,
+    LOG_M,
+    INV_ONE_MINUS_GAMMA,
+    NODES_TO_COEF,
+):
     _table.flags.writeable = False
 del _table

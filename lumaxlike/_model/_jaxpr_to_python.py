@@ -116,7 +116,7 @@ class _Printer:
         return square if power % 2 == 0 else f"({self.bind(square)} * {base})"
 
     def run(self, jaxpr, consts, args) -> list[str]:
-        env = {}
+        env: dict[object, str] = {}
 
         def read(atom):
             if isinstance(atom, Literal):
@@ -298,9 +298,11 @@ def scalar_jaxpr_to_split_source(
     step_statements, lane_statements, step_values = _split(
         unknown_statements, outputs, residuals, operands
     )
-    source = "\n\n".join([
-        _function(known_name, known_names, known_statements, residuals or ["0.0"]),
-        _function(step_name, unknown_names, step_statements, step_values or ["0.0"]),
-        _function(unknown_name, residuals + step_values, lane_statements, outputs),
-    ])  # fmt: skip
+    source = "\n\n".join(
+        [
+            _function(known_name, known_names, known_statements, residuals or ["0.0"]),
+            _function(step_name, unknown_names, step_statements, step_values or ["0.0"]),
+            _function(unknown_name, residuals + step_values, lane_statements, outputs),
+        ]
+    )
     return SplitSource(source, len(residuals), len(step_values))

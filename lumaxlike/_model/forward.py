@@ -76,12 +76,12 @@ def amsa(w, to_sun, to_sensor, normal, params: HapkeParams, backend: str = "jax"
     shape = layout("w", w, geometry)
     dtype = np.result_type(w.dtype, *(g.dtype for g in geometry.values()), np.float32)
     if backend == "numba":
-        flat_geometry = [
+        to_sun, to_sensor, normal = (
             np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(shape.n_pixels, 3)
             for g in geometry.values()
-        ]
-        flat_w = np.asarray(w).reshape(shape.n_pixels, shape.n_bands)
-        r = numba_model.amsa_pixels(flat_w, *flat_geometry, params)
+        )
+        w_rows = np.asarray(w).reshape(shape.n_pixels, shape.n_bands)
+        r = numba_model.amsa_pixels(w_rows, to_sun, to_sensor, normal, params)
         return r.astype(dtype, copy=False).reshape(w.shape)
     with precision_scope(w, *geometry.values()):
         flat_geometry = [

@@ -207,9 +207,16 @@ def exact_node_exponent(log_h, moments, log_m):
     derivatives, it is the exponent's derivative."""
     m = moments
     return (
-        log_h + log_m[0] * m[1] + log_m[1] * m[2] + log_m[2] * m[3] + log_m[3] * m[4]
-        + log_m[4] * m[5] + log_m[5] * m[6] + log_m[6] * m[7] + log_m[7] * m[8]
-    )  # fmt: skip
+        log_h
+        + log_m[0] * m[1]
+        + log_m[1] * m[2]
+        + log_m[2] * m[3]
+        + log_m[3] * m[4]
+        + log_m[4] * m[5]
+        + log_m[5] * m[6]
+        + log_m[6] * m[7]
+        + log_m[7] * m[8]
+    )
 
 
 def exact_terms(x):

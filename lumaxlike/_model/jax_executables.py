@@ -254,7 +254,7 @@ def _compile_and_write(path: Path, fun, static: dict, treedef, leaves):
 
 
 _this_thread = threading.local()  # .cache_hits: JAX cache hits of this thread's compiles
-_listening = []
+_listening: list[bool] = []
 
 
 def _cache_hits_here() -> int:

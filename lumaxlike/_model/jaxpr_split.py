@@ -64,7 +64,7 @@ def _flatten(closed_jaxpr):
     seen = {}
 
     def run(jaxpr, consts, arguments):
-        env = {}
+        env: dict[object, _Variable | _Constant] = {}
 
         def read(atom):
             return _Constant(atom.val) if isinstance(atom, Literal) else env[atom]
@@ -75,7 +75,8 @@ def _flatten(closed_jaxpr):
             operands = [read(v) for v in eqn.invars]
             name = eqn.primitive.name
             if name in INLINED_CALLS:
-                results = run(*called_jaxpr(eqn), operands)
+                inner, inner_consts = called_jaxpr(eqn)
+                results = run(inner, inner_consts, operands)
                 env.update(zip(eqn.outvars, results))
                 continue
             if name in SHAPE_ONLY and eqn.invars[0].aval.shape == eqn.outvars[0].aval.shape:
@@ -137,7 +138,7 @@ class SplitProgram:
                 needed.update(a for a in equation[2] if isinstance(a, _Variable))
         live.reverse()
         late, from_known = set(self._unknown_inputs), set(self._known_inputs)
-        parts = {"known": [], "step": [], "lane": []}
+        parts: dict[str, list] = {"known": [], "step": [], "lane": []}
         for equation in live:
             operands = [a for a in equation[2] if isinstance(a, _Variable)]
             is_late = any(a in late for a in operands)

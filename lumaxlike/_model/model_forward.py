@@ -78,12 +78,12 @@ def reflectance(albedo, to_sun, to_sensor, normal, model, backend: str = "jax"):
     shape = layout("albedo", albedo, geometry)
     dtype = np.result_type(albedo.dtype, *(g.dtype for g in geometry.values()), np.float32)
     if backend == "numba":
-        flat_geometry = [
+        to_sun, to_sensor, normal = (
             as_kernel_array(np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(shape.n_pixels, 3))
             for g in geometry.values()
-        ]
+        )
         flat = as_kernel_array(np.asarray(albedo).reshape(shape.n_pixels, shape.n_bands))
-        r = reflectance_numba(flat, *flat_geometry, model)
+        r = reflectance_numba(flat, to_sun, to_sensor, normal, model)
         return r.astype(dtype, copy=False).reshape(albedo.shape)
     with precision_scope(albedo, *geometry.values()):
         flat_geometry = [

@@ -172,7 +172,9 @@ class _KernelCache(FunctionCache):
         self._locator = locator
         super().__init__(py_func)
 
-    def _impl_class(self, py_func):  # numba's Cache.__init__ calls self._impl_class(py_func)
+    # numba declares _impl_class as a class attribute (a class); Cache.__init__ calls
+    # self._impl_class(py_func), so a method that binds the locator serves as well.
+    def _impl_class(self, py_func):  # type: ignore[override]
         return _KernelCacheImpl(py_func, self._locator)
 
     def save_overload(self, sig, data):

@@ -90,10 +90,15 @@ def model_columns_source(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY):
     (source, row length, step length)."""
     argument_names = list(PARAMETER_NAMES) + list(GeometryTerms._fields)
     split = scalar_jaxpr_to_split_source(
-        _traced_columns(free, key), argument_names, free, "_known_part", "_step_part", "_free_part",
+        _traced_columns(free, key),
+        argument_names,
+        free,
+        "_known_part",
+        "_step_part",
+        "_free_part",
         opaque_calls={EXACT_TERMS_CALL: ("_exact_terms_flat", 1)},
         opaque_jvps={EXACT_TERMS_CALL: ("_exact_terms_and_slopes_flat", 2 * N_CHEBYSHEV)},
-    )  # fmt: skip
+    )
     fixed = [name for name in PARAMETER_NAMES if name not in free]
     free_in_order = [name for name in PARAMETER_NAMES if name in free]  # the split's order
     row_names = [f"row{k}" for k in range(split.n_residuals)]
@@ -191,9 +196,13 @@ def _generated_module(free: tuple[str, ...], key: ModelKey, digest: str):
     except OSError:  # cache directory not creatable or writable: generate in memory
         source, row_length, step_length = meta or model_columns_source(free, key)
         module = type(sys)(name)
-        vars(module).update(math=math, ROW_LENGTH=row_length, STEP_LENGTH=step_length,
-                            _exact_terms_flat=numba_exact_terms_flat,
-                            _exact_terms_and_slopes_flat=numba_exact_terms_and_slopes_flat)  # fmt: skip
+        vars(module).update(
+            math=math,
+            ROW_LENGTH=row_length,
+            STEP_LENGTH=step_length,
+            _exact_terms_flat=numba_exact_terms_flat,
+            _exact_terms_and_slopes_flat=numba_exact_terms_and_slopes_flat,
+        )
         exec(compile(source, f"<lumaxlike columns {key.name} {free}>", "exec"), vars(module))
         return module, False
 
@@ -236,9 +245,20 @@ def model_columns(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY) -> ColumnF
     for name in ("_known_part", "_step_part", "_free_part", "hoist", "prepare", "columns"):
         setattr(module, name, jit(getattr(module, name)))  # the wrappers call the parts as globals
     return ColumnFunctions(
-        module.hoist, module.prepare, module.columns, module.ROW_LENGTH, module.STEP_LENGTH,
-        f"cols-{digest[:16]}", module if in_file else None,
-    )  # fmt: skip
+        module.hoist,
+        module.prepare,
+        module.columns,
+        module.ROW_LENGTH,
+        module.STEP_LENGTH,
+        f"cols-{digest[:16]}",
+        module if in_file else None,
+    )
+
+
+def hoist(parameters, geometry_row, row):
+    """The name `_hoist_kernel` calls: a `ColumnFunctions.hoist` (generated code) in each
+    of its variants (`_hoist_kernel_for` binds it); never called itself."""
+    raise NotImplementedError("_hoist_kernel is compiled only as variants (_hoist_kernel_for)")
 
 
 @cached_njit(nogil=True, error_model="numpy")
@@ -248,7 +268,7 @@ def _hoist_kernel(first, last, geometry_rows, parameters, rows):
     n_obs = geometry_rows.shape[1]
     for pixel in range(first, last):
         for k in range(n_obs):
-            hoist(parameters, geometry_rows[pixel, k], rows[pixel, k])  # noqa: F821 (bound per variant)
+            hoist(parameters, geometry_rows[pixel, k], rows[pixel, k])
 
 
 @functools.cache

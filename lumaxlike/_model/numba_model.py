@@ -45,8 +45,16 @@ def _amsa_pixels_kernel(
 ):
     """Pixels first to last - 1 (`numba_threads.run_in_blocks`)."""
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
-        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
-    )  # fmt: skip
+        scalars[0],
+        scalars[1],
+        scalars[2],
+        scalars[3],
+        scalars[4],
+        scalars[5],
+        scalars[6],
+        scalars[7],
+        scalars[8],
+    )
     n_bands = w.shape[1]
     # the pixel's vectors copied into this block's own arrays: a view of a shared array
     # (to_sun[pixel]) updates that array's one reference count from every thread, and
@@ -56,9 +64,21 @@ def _amsa_pixels_kernel(
         for k in range(3):
             sun[k], sensor[k], up[k] = to_sun[pixel, k], to_sensor[pixel, k], normal[pixel, k]
         terms = pixel_terms(
-            sun, sensor, up,
-            b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
-        )  # fmt: skip
+            sun,
+            sensor,
+            up,
+            b,
+            c,
+            roughness,
+            hs,
+            bs0,
+            hc,
+            bc0,
+            porosity_k,
+            asymmetry,
+            legendre,
+            use_legendre,
+        )
         for band in range(n_bands):
             out[pixel, band] = reflectance(w[pixel, band], terms)
 

@@ -65,8 +65,13 @@ photometric_scale = numba_photometric_for("lambert").photometric_scale
 @cached_njit(inlines=MODULES, error_model="numpy")
 def _scale_kernel(to_sun, to_sensor, normal, scalars, out):
     limb_darkening, minnaert_k, mu1, m, mu2, eta = (
-        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]
-    )  # fmt: skip
+        scalars[0],
+        scalars[1],
+        scalars[2],
+        scalars[3],
+        scalars[4],
+        scalars[5],
+    )
     for pixel in range(to_sun.shape[0]):
         out[pixel] = photometric_scale(
             to_sun[pixel],

@@ -156,7 +156,7 @@ def normalize(
         )
         options["chunk_size"] = call_chunk("jax", largest, cap)
     for pixels, bands, group_params in groups:
-        pieces = _padded(
+        group_refl, group_geometry = _padded(
             flat_refl[np.ix_(pixels, bands)],
             [g if g.ndim == 1 else g[pixels] for g in flat_geometry],
             options["chunk_size"] if solver == "jax" else None,
@@ -166,7 +166,9 @@ def normalize(
             if band_sigma is None
             else (band_sigma if band_sigma.ndim == 0 else band_sigma[bands])
         )
-        solved = _normalize_flat(*pieces, group_params, solver, sigma, vectors, options, dtype)
+        solved = _normalize_flat(
+            group_refl, group_geometry, group_params, solver, sigma, vectors, options, dtype
+        )
         for name, target in outputs.items():
             target[np.ix_(pixels, bands)] = solved[name][: len(pixels)]
     return NormalizationResult(
@@ -176,7 +178,10 @@ def normalize(
 
 def _normalize_flat(refl, geometry, params, solver, band_sigma, vectors, options, dtype) -> dict:
     """invert, then the model at the standard geometry; arrays shaped like `refl`."""
-    result = invert(refl, *geometry, params, solver, refl_sigma=band_sigma, **options)
+    to_sun, to_sensor, normal = geometry
+    result = invert(
+        refl, to_sun, to_sensor, normal, params, solver, refl_sigma=band_sigma, **options
+    )
     # The inversion's residual is not part of a normalisation's result: in float64 its
     # buffer takes r at the standard geometry, so no new full-size array is first touched.
     spare = result.residual.dtype == np.float64 and result.residual.flags.c_contiguous

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -109,7 +110,8 @@ def check_param_maps(
         if np.any(finite):
             for extreme in (flat[finite].min(), flat[finite].max()):  # every range is an interval
                 try:
-                    dataclasses.replace(params, **{name: float(extreme)})
+                    changes: dict[str, Any] = {name: float(extreme)}
+                    dataclasses.replace(params, **changes)
                 except ValueError as error:
                     raise ValueError(f"{label} holds {float(extreme)!r}: {error}") from None
         invalid |= ~finite

@@ -77,27 +77,63 @@ def standard_angles(standard) -> tuple[float, float, float]:
     return incidence, emission, phase
 
 
-def standard_vectors(incidence: float, emission: float, phase: float):
+def standard_vectors(
+    incidence: float, emission: float, phase: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(to_sun, to_sensor, normal), each (3,) float64, of a flat surface seen at the standard
     geometry; the relative azimuth psi from cos g = cos i cos e + sin i sin e cos psi
     (0 when i or e is 0, where psi does not matter)."""
-    return tuple(
-        np.asarray(v, np.float64) for v in geometry_from_angles(incidence, emission, phase=phase)
+    to_sun, to_sensor, normal = geometry_from_angles(incidence, emission, phase=phase)
+    return (
+        np.asarray(to_sun, np.float64),
+        np.asarray(to_sensor, np.float64),
+        np.asarray(normal, np.float64),
     )
 
 
 @cached_njit(inlines=MODEL_MODULES, nogil=True, error_model="numpy")
 def _standard_kernel(
-    first, last, w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, r_out,
-    slope_out, with_slope,
-):  # fmt: skip
+    first,
+    last,
+    w,
+    to_sun,
+    to_sensor,
+    normal,
+    scalars,
+    legendre,
+    use_legendre,
+    r_out,
+    slope_out,
+    with_slope,
+):
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
-        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
-    )  # fmt: skip
+        scalars[0],
+        scalars[1],
+        scalars[2],
+        scalars[3],
+        scalars[4],
+        scalars[5],
+        scalars[6],
+        scalars[7],
+        scalars[8],
+    )
     # values first to last - 1 (`numba_threads.run_in_blocks`), the terms once per block
     terms = pixel_terms(
-        to_sun, to_sensor, normal, b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
-    )  # fmt: skip
+        to_sun,
+        to_sensor,
+        normal,
+        b,
+        c,
+        roughness,
+        hs,
+        bs0,
+        hc,
+        bc0,
+        porosity_k,
+        asymmetry,
+        legendre,
+        use_legendre,
+    )
     for k in range(first, last):
         if with_slope:
             r_out[k], slope_out[k] = reflectance_and_slope(w[k], terms)
@@ -166,8 +202,13 @@ def differentiated_at_standard(w, vectors, model):
 
     from .._model.model_forward import reflectance as forward
 
+    to_sun, to_sensor, normal = vectors
     flat = np.reshape(np.asarray(w, np.float64), (1, -1))  # one pixel: the terms once
     with jax.enable_x64(True):
         w_jax = jnp.asarray(flat)
-        r, slope = jax.jvp(lambda x: forward(x, *vectors, model), (w_jax,), (jnp.ones_like(w_jax),))
+        r, slope = jax.jvp(
+            lambda x: forward(x, to_sun, to_sensor, normal, model),
+            (w_jax,),
+            (jnp.ones_like(w_jax),),
+        )
         return np.asarray(r).reshape(np.shape(w)), np.asarray(slope).reshape(np.shape(w))

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -251,7 +252,7 @@ class Provenance:
                 )
         params = []
         for band in range(bands):
-            fields = {
+            fields: dict[str, Any] = {
                 name: _band_value(value, band, source, name) for name, value in per_field.items()
             }
             fields.update(configuration)

@@ -46,6 +46,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -200,7 +201,8 @@ class Journal:
         path = self.folder / _block_name(rows)
         partial = path.with_name(path.name + ".partial")
         with open(partial, "wb") as file:
-            np.savez(file, **{field: np.asarray(block[field]) for field in self.fields})
+            arrays: dict[str, Any] = {field: np.asarray(block[field]) for field in self.fields}
+            np.savez(file, **arrays)
             file.flush()
             os.fsync(file.fileno())
         os.replace(partial, path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from typing import Any
 
 import numpy as np
 
@@ -81,13 +82,17 @@ def normalize_block(
         ``{field: array}`` for :data:`NORMALIZATION_FIELDS`, each shaped like ``refl``.
     """
     refl = np.asarray(refl)
-    kwargs = {"max_iter": options.max_iter, "tol": options.tol, "chunk_size": options.chunk_size}
+    kwargs: dict[str, Any] = {
+        "max_iter": options.max_iter,
+        "tol": options.tol,
+        "chunk_size": options.chunk_size,
+    }
     kwargs = {key: value for key, value in kwargs.items() if value is not None}
     sigma_scale = None  # sigma is linear in refl_sigma: a per-pixel one scales the result
     if refl_sigma is not None and np.ndim(refl_sigma) > 0:
         sigma_scale = np.broadcast_to(refl_sigma, refl.shape)
         refl_sigma = 1.0
-    fields = {}
+    fields: dict[str, np.ndarray] = {}
     solver_context = (
         numba_threads(options.num_threads)
         if options.solver == "numba"

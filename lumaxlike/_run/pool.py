@@ -8,11 +8,18 @@ cluster or an existing one (:mod:`lumaxlike._run.cluster`) runs them in parallel
 from __future__ import annotations
 
 from collections import deque
+from typing import Any, Protocol
 
 from .._signals import deferred
 from . import tasks
 
 __all__ = ["BlockPool"]
+
+
+class _Result(Protocol):
+    """What a queued block holds: a distributed future, or `_Done`."""
+
+    def result(self) -> Any: ...
 
 
 class _Done:
@@ -33,7 +40,9 @@ def _run_block(function, numba_thread_count, *args, **kwargs):
     import numba
 
     previous = numba.get_num_threads()  # thread-local: this task's thread only
-    numba.set_num_threads(min(int(numba_thread_count), numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(
+        min(int(numba_thread_count), numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # numba.config sets its options at import
+    )
     try:
         return function(*args, **kwargs)
     finally:
@@ -90,6 +99,7 @@ class BlockPool:
 
     def submit(self, key, *args, **kwargs) -> None:
         """Queue ``function(*args, **kwargs)``; ``key`` comes back with its result."""
+        future: _Result
         if self._cluster is None:
             future = _Done(self.function(*args, **kwargs))
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -150,7 +151,11 @@ def invert_block(
     """
     refl = np.asarray(refl)
     groups = band_groups(params)
-    kwargs = {"max_iter": options.max_iter, "tol": options.tol, "chunk_size": options.chunk_size}
+    kwargs: dict[str, Any] = {
+        "max_iter": options.max_iter,
+        "tol": options.tol,
+        "chunk_size": options.chunk_size,
+    }
     kwargs = {key: value for key, value in kwargs.items() if value is not None}
     # invert takes one refl_sigma per band; a per-pixel one (e.g. REFF converted to r)
     # scales sigma_w = refl_sigma / |dr/dw| linearly, so solve with 1 and scale after.

@@ -7,6 +7,7 @@ maps it returns (`unmix_fields`, `unmix_layout`) and the record of an unmixing
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -92,13 +93,25 @@ def unmix_block(
     """`lumaxlike.unmix` on a block (the signature `cube_block_reader` gives a block's task);
     returns the maps of :data:`UNMIX_FIELDS`, each ``pixels + (bands,)`` with one band per
     endmember (fractions, sigma) or one band."""
-    kwargs = {
+    kwargs: dict[str, Any] = {
         k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None
     }
     with numba_threads(options.num_threads):
-        result = unmix(refl, to_sun, to_sensor, normal, endmembers, params, options.solver, route=options.route,
-                       sum_to_one=options.sum_to_one, refl_sigma=refl_sigma, chunk_size=options.chunk_size,
-                       wavelengths=options.wavelengths, **kwargs)  # fmt: skip
+        result = unmix(
+            refl,
+            to_sun,
+            to_sensor,
+            normal,
+            endmembers,
+            params,
+            options.solver,
+            route=options.route,
+            sum_to_one=options.sum_to_one,
+            refl_sigma=refl_sigma,
+            chunk_size=options.chunk_size,
+            wavelengths=options.wavelengths,
+            **kwargs,
+        )
     with np.errstate(invalid="ignore"):  # NaN covariance where unsolved
         sigma = np.sqrt(np.diagonal(result.covariance, axis1=-2, axis2=-1))
     return {

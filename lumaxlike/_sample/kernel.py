@@ -87,9 +87,16 @@ def _schedule(num_warmup: int, num_samples: int):
 
 
 def sample_problem(
-    rng, logdensity, z_center, metric, *, num_chains, num_warmup, num_samples,
+    rng,
+    logdensity,
+    z_center,
+    metric,
+    *,
+    num_chains,
+    num_warmup,
+    num_samples,
     integration_steps,
-):  # fmt: skip
+):
     """Draws of one problem's posterior.
 
     Args:

@@ -25,9 +25,13 @@ import numpy as np
 from .._inverse.status import Status
 
 __all__ = [
-    "LOG_DENSITY_GAP", "PROBE_START", "VISIT_MARGIN", "log_posterior", "missed_mode",
+    "LOG_DENSITY_GAP",
+    "PROBE_START",
+    "VISIT_MARGIN",
+    "log_posterior",
+    "missed_mode",
     "probe_starts",
-]  # fmt: skip
+]
 
 # Where a probe starts inside a bound, relative to the interval.
 PROBE_START = 1e-3

@@ -21,9 +21,14 @@ __all__ = ["QUANTILE_LEVELS", "sample_chunk", "sample_joint_chunk"]
 
 QUANTILE_LEVELS = (0.025, 0.16, 0.5, 0.84, 0.975)
 _STATIC = (
-    "free_index", "key", "kinds", "num_chains", "num_warmup", "num_samples",
+    "free_index",
+    "key",
+    "kinds",
+    "num_chains",
+    "num_warmup",
+    "num_samples",
     "integration_steps",
-)  # fmt: skip
+)
 
 
 def _rows_and_likelihood(to_sun, to_sensor, normal, fixed, free_index, key, dtype):
@@ -36,10 +41,29 @@ def _rows_and_likelihood(to_sun, to_sensor, normal, fixed, free_index, key, dtyp
 
 @partial(jax.jit, static_argnames=_STATIC)
 def sample_chunk(
-    rng, problem_ids, refl, to_sun, to_sensor, normal, fixed, z_center, metric, inv_var,
-    prior_mean, prior_precision, lower, upper, *, free_index, key, kinds, num_chains,
-    num_warmup, num_samples, integration_steps,
-):  # fmt: skip
+    rng,
+    problem_ids,
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    fixed,
+    z_center,
+    metric,
+    inv_var,
+    prior_mean,
+    prior_precision,
+    lower,
+    upper,
+    *,
+    free_index,
+    key,
+    kinds,
+    num_chains,
+    num_warmup,
+    num_samples,
+    integration_steps,
+):
     """Sample every (pixel, band) problem of a chunk and summarise its draws.
 
     Args:
@@ -67,9 +91,12 @@ def sample_chunk(
         log_density, log_likelihood=log_likelihood, kinds=kinds, lower=lower, upper=upper
     )
     run = partial(
-        sample_problem, num_chains=num_chains, num_warmup=num_warmup,
-        num_samples=num_samples, integration_steps=integration_steps,
-    )  # fmt: skip
+        sample_problem,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        integration_steps=integration_steps,
+    )
 
     def problem(problem_id, rows, refl, use, inv_var, z_center, metric, mean, precision):
         data = (rows, refl, use, inv_var, mean, precision)
@@ -87,10 +114,30 @@ def sample_chunk(
 
 @partial(jax.jit, static_argnames=_STATIC + ("n_band_free",))
 def sample_joint_chunk(
-    rng, problem_ids, refl, to_sun, to_sensor, normal, fixed, z_center, metric, inv_var,
-    prior_mean, prior_precision, lower, upper, *, free_index, key, kinds, n_band_free,
-    num_chains, num_warmup, num_samples, integration_steps,
-):  # fmt: skip
+    rng,
+    problem_ids,
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    fixed,
+    z_center,
+    metric,
+    inv_var,
+    prior_mean,
+    prior_precision,
+    lower,
+    upper,
+    *,
+    free_index,
+    key,
+    kinds,
+    n_band_free,
+    num_chains,
+    num_warmup,
+    num_samples,
+    integration_steps,
+):
     """Sample every pixel's joint problem of a chunk (parameters shared by its bands).
 
     Args:
@@ -112,13 +159,20 @@ def sample_joint_chunk(
     use = jnp.isfinite(refl)
     refl = jnp.where(use, refl, 0.0)
     density = partial(
-        joint_log_density, log_likelihood=log_likelihood, kinds=kinds, lower=lower,
-        upper=upper, n_band_free=n_band_free,
-    )  # fmt: skip
+        joint_log_density,
+        log_likelihood=log_likelihood,
+        kinds=kinds,
+        lower=lower,
+        upper=upper,
+        n_band_free=n_band_free,
+    )
     run = partial(
-        sample_problem, num_chains=num_chains, num_warmup=num_warmup,
-        num_samples=num_samples, integration_steps=integration_steps,
-    )  # fmt: skip
+        sample_problem,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        integration_steps=integration_steps,
+    )
 
     def problem(problem_id, rows, refl, use, z_center, metric, mean, precision):
         data = (rows, refl, use, inv_var, mean, precision)

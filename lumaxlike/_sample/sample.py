@@ -178,10 +178,21 @@ def sample(
 
     def warm_fit(start=None):
         return fit(
-            refl, to_sun, to_sensor, normal, params, free=free, solver=fit_solver,
-            bounds=bounds, refl_sigma=band_sigma, observation_limits=observation_limits,
-            min_observations=min_observations, shared=shared, prior=prior, start=start,
-        )  # fmt: skip
+            refl,
+            to_sun,
+            to_sensor,
+            normal,
+            params,
+            free=free,
+            solver=fit_solver,
+            bounds=bounds,
+            refl_sigma=band_sigma,
+            observation_limits=observation_limits,
+            min_observations=min_observations,
+            shared=shared,
+            prior=prior,
+            start=start,
+        )
 
     warm = warm_fit()
     layout = ProblemLayout(pixel_shape, n_bands, band_free, shared)
@@ -205,9 +216,12 @@ def sample(
     n_dims = z_center.shape[-1]
     problem_axes = z_center.shape[1:-1]  # (bands,), or () for joint problems
     per_pixel = (
-        int(np.prod(problem_axes, dtype=np.int64)) * num_chains * (num_samples + num_warmup)
-        * n_dims * np.dtype(dtype).itemsize
-    )  # fmt: skip
+        int(np.prod(problem_axes, dtype=np.int64))
+        * num_chains
+        * (num_samples + num_warmup)
+        * n_dims
+        * np.dtype(dtype).itemsize
+    )
     largest = (
         max(1, CHUNK_BYTES // per_pixel)
         if chunk_size is None
@@ -238,9 +252,14 @@ def sample(
     eye = np.eye(n_dims)
     program = sample_joint_chunk if shared else sample_chunk
     static = dict(
-        free_index=free_index, key=params.model_key, kinds=kinds, num_chains=num_chains,
-        num_warmup=num_warmup, num_samples=num_samples, integration_steps=integration_steps,
-    )  # fmt: skip
+        free_index=free_index,
+        key=params.model_key,
+        kinds=kinds,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        integration_steps=integration_steps,
+    )
     if shared:
         static["n_band_free"] = len(band_free)
     # float32: JAX's 64-bit mode off in this scope too (blackjax draws its momenta in
@@ -267,19 +286,29 @@ def sample(
                 )
 
             centre = chunk_of(z_center, 0.0)
-            scale = np.where(active[..., None, None], metric[first:last], eye)
+            metric_chunk = np.where(active[..., None, None], metric[first:last], eye)
             scale = jnp.asarray(
                 np.concatenate(
-                    [scale, np.broadcast_to(eye, (chunk - (last - first),) + scale.shape[1:])]
+                    [
+                        metric_chunk,
+                        np.broadcast_to(eye, (chunk - (last - first),) + metric_chunk.shape[1:]),
+                    ]
                 ),
                 dtype,
             )
             solved = program(
-                rng, jnp.asarray(pad_pixels(ids[first:last], chunk, 0)),
-                *(jnp.asarray(p, dtype) for p in padded), constants[0], centre, scale,
-                constants[1], chunk_of(prior_mean, 0.0), chunk_of(prior_precision, 0.0),
-                *constants[2:], **static,
-            )  # fmt: skip
+                rng,
+                jnp.asarray(pad_pixels(ids[first:last], chunk, 0)),
+                *(jnp.asarray(p, dtype) for p in padded),
+                constants[0],
+                centre,
+                scale,
+                constants[1],
+                chunk_of(prior_mean, 0.0),
+                chunk_of(prior_precision, 0.0),
+                *constants[2:],
+                **static,
+            )
             solved = jax.device_get(
                 {k: v for k, v in solved.items() if k != "draws" or return_samples}
             )

@@ -35,7 +35,7 @@ def laplace_start(values, covariance, kinds, lower, upper):
     """
     p = values.shape[-1]
     eye = np.eye(p)
-    bounds = [np.asarray(b) for b in (lower, upper)]
+    low, high = np.asarray(lower), np.asarray(upper)  # the transform's bounds on the host
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         finite = np.all(np.isfinite(values), axis=-1)
         usable = np.all(np.isfinite(covariance), axis=(-2, -1)) & finite
@@ -62,9 +62,9 @@ def laplace_start(values, covariance, kinds, lower, upper):
         )
         # numpy (the host, in the fit's precision): JAX here would compute in float32
         # in a process without 64-bit mode, whatever the input's precision
-        slope = transform.dz_dx(centre, kinds, *bounds, xp=np)
+        slope = transform.dz_dx(centre, kinds, low, high, xp=np)
         metric = slope[..., :, None] * posterior * slope[..., None, :]
-        z = transform.to_unconstrained(centre, kinds, *bounds, xp=np)
+        z = transform.to_unconstrained(centre, kinds, low, high, xp=np)
         z_sigma = np.sqrt(np.diagonal(metric, axis1=-2, axis2=-1))
         capped = np.minimum(z_sigma, _MAX_START_SIGMA) / z_sigma
         metric = capped[..., :, None] * metric * capped[..., None, :]

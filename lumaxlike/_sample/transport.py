@@ -56,7 +56,7 @@ def identity(p: int, dtype) -> Coordinates:
 def to_z(u, coordinates: Coordinates):
     """z from u, (p,) -> (p,)."""
     k = coordinates.shear.shape[1]
-    squares = []
+    squares: list[jax.Array] = []
     for j in range(k):  # the drivers, each from the ones before it
         y_j = u[j] + sum((coordinates.shear[j, i] * squares[i] for i in range(j)), 0.0)
         squares.append(y_j * y_j - 1.0)

@@ -73,7 +73,8 @@ class Endmembers:
     albedo: np.ndarray
     density: np.ndarray
     grain_size: np.ndarray
-    extinction_efficiency: np.ndarray = None
+    # None (the default) means Q_j = 1 for all; __post_init__ always stores an array
+    extinction_efficiency: np.ndarray = None  # type: ignore[assignment]
     wavelengths: np.ndarray | None = None
     phase: tuple | np.ndarray | None = None
 
@@ -220,9 +221,9 @@ class Endmembers:
             failed = status[j] != Status.CONVERGED
             if np.any(failed):
                 band = int(np.argmax(failed))
-                label = labels[j] if j < len(labels) else j
+                name = labels[j] if j < len(labels) else j
                 raise ValueError(
-                    f"reflectance of endmember {label!r}: invert fails in {int(failed.sum())} band(s), first "
+                    f"reflectance of endmember {name!r}: invert fails in {int(failed.sum())} band(s), first "
                     f"band {band} with status {Status(int(status[j, band])).name} "
                     f"(r = {refl[j, band]!r})"
                 )
@@ -285,13 +286,25 @@ class Endmembers:
         resampled = library.resample(wavelengths, fwhm)
         try:
             return cls.from_reflectance(
-                resampled.reflectance, resampled.incidence, resampled.emission, resampled.azimuth, params,
-                density, grain_size, names=resampled.names, extinction_efficiency=extinction_efficiency,
-                wavelengths=resampled.wavelengths, solver=solver, phase=phase,
-            )  # fmt: skip
+                resampled.reflectance,
+                resampled.incidence,
+                resampled.emission,
+                resampled.azimuth,
+                params,
+                density,
+                grain_size,
+                names=resampled.names,
+                extinction_efficiency=extinction_efficiency,
+                wavelengths=resampled.wavelengths,
+                solver=solver,
+                phase=phase,
+            )
         except ValueError as error:  # name the file of the spectrum invert could not fit
-            failed = [f"{name!r} ({source})" for name, source in zip(resampled.names, resampled.sources)
-                      if source and repr(name) in str(error)]  # fmt: skip
+            failed = [
+                f"{name!r} ({source})"
+                for name, source in zip(resampled.names, resampled.sources)
+                if source and repr(name) in str(error)
+            ]
             if failed:
                 raise ValueError(f"{error}; spectrum {failed[0]}") from error
             raise

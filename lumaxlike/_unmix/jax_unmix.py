@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -55,7 +56,7 @@ def _scaled_cholesky_solve(system, rhs):
     for a in range(p):
         ok = ok & (diagonal[a] > 0.0)
         scale.append(jnp.sqrt(jnp.where(diagonal[a] > 0.0, diagonal[a], 1.0)))
-    factor = [[None] * p for _ in range(p)]
+    factor: list[list[Any]] = [[None] * p for _ in range(p)]  # None: not yet computed
     for j in range(p):
         pivot = system[..., j, j] / (scale[j] * scale[j]) - sum(
             (factor[j][k] * factor[j][k] for k in range(j)), 0.0
@@ -68,11 +69,11 @@ def _scaled_cholesky_solve(system, rhs):
                 (factor[i][k] * factor[j][k] for k in range(j)), 0.0
             )
             factor[i][j] = value / root
-    forward = []
+    forward: list[Any] = []
     for i in range(p):
         value = rhs[..., i] / scale[i] - sum((factor[i][k] * forward[k] for k in range(i)), 0.0)
         forward.append(value / factor[i][i])
-    solution = [None] * p
+    solution: list[Any] = [None] * p
     for i in reversed(range(p)):
         value = forward[i] - sum((factor[k][i] * solution[k] for k in range(i + 1, p)), 0.0)
         solution[i] = value / factor[i][i]
@@ -246,8 +247,22 @@ def _normal_equations_mixed(x, terms, albedo, refl, weights, key, phase):
 
 
 @partial(jax.jit, static_argnames=("max_iter", "max_steps", "key"))
-def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_weights, start,
-                       equality, max_iter, tol, max_steps, key, phase=None):  # fmt: skip
+def solve_one_step_jax(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    albedo,
+    band_weights,
+    start,
+    equality,
+    max_iter,
+    tol,
+    max_steps,
+    key,
+    phase=None,
+):
     """One chunk of the one-step route (jitted; the contract of `numba_one_step.one_step_numba`;
     `phase`: None, or the endmembers' own phase terms (n, p, 1 or bands, 4)).
 
@@ -328,9 +343,17 @@ def solve_one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, band_wei
         )
 
     init = (
-        x, sum_active, cost, hessian, gradient, jnp.zeros(n, refl.dtype), jnp.full(n, 2.0, refl.dtype),
-        ~active | (cost == 0.0), jnp.zeros(n, jnp.int32), 0,
-    )  # fmt: skip
+        x,
+        sum_active,
+        cost,
+        hessian,
+        gradient,
+        jnp.zeros(n, refl.dtype),
+        jnp.full(n, 2.0, refl.dtype),
+        ~active | (cost == 0.0),
+        jnp.zeros(n, jnp.int32),
+        0,
+    )
     x, sum_active, cost, hessian, gradient, _, _, done, iterations, _ = jax.lax.while_loop(
         cond, body, init
     )

@@ -121,10 +121,20 @@ def _normal_equations_mixed(x, terms, albedo, phase, refl, weights, hessian, gra
         residual = (r - refl[k]) * weight
         cost += residual * residual
         for a in range(p):
-            column[a] = weight * albedo[a, k] * mixture_slope(
-                phase[a, slot, 0], phase[a, slot, 1], phase[a, slot, 2], phase[a, slot, 3], h_mu0e_m1, h_mue_m1,
-                common, terms.scale,
-            )  # fmt: skip
+            column[a] = (
+                weight
+                * albedo[a, k]
+                * mixture_slope(
+                    phase[a, slot, 0],
+                    phase[a, slot, 1],
+                    phase[a, slot, 2],
+                    phase[a, slot, 3],
+                    h_mu0e_m1,
+                    h_mue_m1,
+                    common,
+                    terms.scale,
+                )
+            )
         for a in range(p):
             gradient[a] += column[a] * residual
             for b in range(a + 1):
@@ -167,14 +177,41 @@ def _subproblem(hessian, gradient, x0, damping, a_matrix, c):
 @numba.njit(error_model="numpy")
 def _one_step_block(
     block,
-    refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, phase, band_weights, start,
-    equality, max_iter, tol, max_steps,
-    fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
-):  # fmt: skip
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    scalars,
+    legendre,
+    use_legendre,
+    albedo,
+    phase,
+    band_weights,
+    start,
+    equality,
+    max_iter,
+    tol,
+    max_steps,
+    fractions_out,
+    status_out,
+    iterations_out,
+    cost_out,
+    hessian_out,
+    gradient_out,
+    sum_out,
+):
     """The pixels of one block of `_one_step_kernel`, with their scratch arrays."""
     b_, c_, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
-        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
-    )  # fmt: skip
+        scalars[0],
+        scalars[1],
+        scalars[2],
+        scalars[3],
+        scalars[4],
+        scalars[5],
+        scalars[6],
+        scalars[7],
+        scalars[8],
+    )
     n_pixels, n_bands = refl.shape
     p = albedo.shape[0]
     x = np.empty(p)
@@ -201,16 +238,31 @@ def _one_step_block(
     for pixel in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
         status = -1
         for k in range(3):
-            if not (math.isfinite(to_sun[pixel, k]) and math.isfinite(to_sensor[pixel, k])
-                    and math.isfinite(normal[pixel, k])):  # fmt: skip
+            if not (
+                math.isfinite(to_sun[pixel, k])
+                and math.isfinite(to_sensor[pixel, k])
+                and math.isfinite(normal[pixel, k])
+            ):
                 status = NONFINITE_INPUT
         for k in range(n_bands):
             if not math.isfinite(refl[pixel, k]):
                 status = NONFINITE_INPUT
         terms = pixel_terms(
-            to_sun[pixel], to_sensor[pixel], normal[pixel],
-            b_, c_, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
-        )  # fmt: skip
+            to_sun[pixel],
+            to_sensor[pixel],
+            normal[pixel],
+            b_,
+            c_,
+            roughness,
+            hs,
+            bs0,
+            hc,
+            bc0,
+            porosity_k,
+            asymmetry,
+            legendre,
+            use_legendre,
+        )
         if status < 0 and not math.isfinite(terms.scale):
             status = INVALID_GEOMETRY
         if status >= 0:
@@ -242,8 +294,20 @@ def _one_step_block(
                 trial[a] = x[a]
                 trial_free[a] = free[a]
             trial_sum[0] = sum_state[0]
-            code = simplex_qp(a_matrix, c, trial, trial_free, trial_sum, equality, max_steps,
-                              system, factor, scale, rhs, z)  # fmt: skip
+            code = simplex_qp(
+                a_matrix,
+                c,
+                trial,
+                trial_free,
+                trial_sum,
+                equality,
+                max_steps,
+                system,
+                factor,
+                scale,
+                rhs,
+                z,
+            )
             if code != QP_OK:
                 damping, growth = next_damping(
                     False, 0.0, damping, growth, math.inf, 0.0
@@ -257,8 +321,17 @@ def _one_step_block(
                 predicted -= 2.0 * step_a * gradient[a]
                 for b in range(p):
                     predicted -= step_a * hessian[a, b] * (trial[b] - x[b])
-            cost_trial = _pixel_normal_equations(trial, terms, albedo, phase[pixel], refl[pixel], band_weights,
-                                                 hessian_trial, gradient_trial, column)  # fmt: skip
+            cost_trial = _pixel_normal_equations(
+                trial,
+                terms,
+                albedo,
+                phase[pixel],
+                refl[pixel],
+                band_weights,
+                hessian_trial,
+                gradient_trial,
+                column,
+            )
             # the undamped step from the trial point, to test convergence
             _subproblem(hessian_trial, gradient_trial, trial, 0.0, a_matrix, c)
             newton_size, newton_decrease = math.inf, math.inf
@@ -266,8 +339,23 @@ def _one_step_block(
                 newton[a] = trial[a]
                 newton_free[a] = trial_free[a]
             newton_sum[0] = trial_sum[0]
-            if simplex_qp(a_matrix, c, newton, newton_free, newton_sum, equality, max_steps,
-                          system, factor, scale, rhs, z) == QP_OK:  # fmt: skip
+            if (
+                simplex_qp(
+                    a_matrix,
+                    c,
+                    newton,
+                    newton_free,
+                    newton_sum,
+                    equality,
+                    max_steps,
+                    system,
+                    factor,
+                    scale,
+                    rhs,
+                    z,
+                )
+                == QP_OK
+            ):
                 newton_size, newton_decrease = 0.0, 0.0
                 for a in range(p):
                     newton_a = newton[a] - trial[a]
@@ -310,18 +398,58 @@ def _one_step_block(
     inlines=(_qp_module, lm_rules, *MODEL_MODULES, numba_unmix), nogil=True, error_model="numpy"
 )
 def _one_step_kernel(
-    first, last, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, phase, band_weights, start,
-    equality, max_iter, tol, max_steps,
-    fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
-):  # fmt: skip
+    first,
+    last,
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    scalars,
+    legendre,
+    use_legendre,
+    albedo,
+    phase,
+    band_weights,
+    start,
+    equality,
+    max_iter,
+    tol,
+    max_steps,
+    fractions_out,
+    status_out,
+    iterations_out,
+    cost_out,
+    hessian_out,
+    gradient_out,
+    sum_out,
+):
     """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
     for block in range(first, last):
         _one_step_block(
             block,
-            refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, albedo, phase, band_weights, start,
-            equality, max_iter, tol, max_steps,
-            fractions_out, status_out, iterations_out, cost_out, hessian_out, gradient_out, sum_out,
-        )  # fmt: skip
+            refl,
+            to_sun,
+            to_sensor,
+            normal,
+            scalars,
+            legendre,
+            use_legendre,
+            albedo,
+            phase,
+            band_weights,
+            start,
+            equality,
+            max_iter,
+            tol,
+            max_steps,
+            fractions_out,
+            status_out,
+            iterations_out,
+            cost_out,
+            hessian_out,
+            gradient_out,
+            sum_out,
+        )
 
 
 def _rebound(function, tag, **bindings):
@@ -341,9 +469,11 @@ def _one_step_kernel_for(key: ModelKey):
     tag = key.name.replace("-", "_")
     shared = _rebound(_normal_equations, tag, reflectance_and_slope=equations.reflectance_and_slope)
     mixed = _rebound(
-        _normal_equations_mixed, tag, mixture_reflectance_and_slope=equations.mixture_reflectance_and_slope,
+        _normal_equations_mixed,
+        tag,
+        mixture_reflectance_and_slope=equations.mixture_reflectance_and_slope,
         mixture_slope=equations.mixture_slope,
-    )  # fmt: skip
+    )
     either = _rebound(
         _pixel_normal_equations, tag, _normal_equations=shared, _normal_equations_mixed=mixed
     )
@@ -353,8 +483,21 @@ def _one_step_kernel_for(key: ModelKey):
     return compile_variant(_one_step_kernel, key.name, _one_step_block=block)
 
 
-def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights, start, equality,
-                   max_iter, tol, max_steps, phase=None):  # fmt: skip
+def one_step_numba(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    albedo,
+    band_weights,
+    start,
+    equality,
+    max_iter,
+    tol,
+    max_steps,
+    phase=None,
+):
     """Levenberg-Marquardt in reflectance space for every pixel of one chunk.
 
     Args:
@@ -382,11 +525,25 @@ def one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, band_weights
     }
     phase = np.empty((n, 0, 1, 4)) if phase is None else as_kernel_array(phase)
     run_in_blocks(
-        _one_step_kernel_for(params.model_key), (n + BLOCK - 1) // BLOCK,
-        as_kernel_array(refl), *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)), *kernel_params(params),
-        as_kernel_array(albedo), phase, as_kernel_array(band_weights), as_kernel_array(start),
-        bool(equality), int(max_iter), float(tol), int(max_steps),
-        out["fractions"], out["status"], out["iterations"], out["cost"], out["hessian"], out["gradient"],
+        _one_step_kernel_for(params.model_key),
+        (n + BLOCK - 1) // BLOCK,
+        as_kernel_array(refl),
+        *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)),
+        *kernel_params(params),
+        as_kernel_array(albedo),
+        phase,
+        as_kernel_array(band_weights),
+        as_kernel_array(start),
+        bool(equality),
+        int(max_iter),
+        float(tol),
+        int(max_steps),
+        out["fractions"],
+        out["status"],
+        out["iterations"],
+        out["cost"],
+        out["hessian"],
+        out["gradient"],
         out["sum_active"],
-    )  # fmt: skip
+    )
     return out

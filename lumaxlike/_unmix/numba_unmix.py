@@ -65,8 +65,22 @@ def _normal_equations_in_w(pixel, w, sigma_w, albedo, shared_hessian, weights, a
 
 
 @numba.njit(error_model="numpy")
-def _two_step_block(block, w, sigma_w, solve, albedo, shared_hessian, equality, max_steps,
-                    fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out):  # fmt: skip
+def _two_step_block(
+    block,
+    w,
+    sigma_w,
+    solve,
+    albedo,
+    shared_hessian,
+    equality,
+    max_steps,
+    fractions_out,
+    cost_out,
+    hessian_out,
+    gradient_out,
+    sum_out,
+    code_out,
+):
     """The pixels of one block of `_two_step_kernel`, with their scratch arrays. A band's
     weight is 1/sigma_w^2 (all 1 when `sigma_w` is empty); an unsolved pixel's w and
     sigma_w are not read."""
@@ -130,8 +144,23 @@ def _two_step_block(block, w, sigma_w, solve, albedo, shared_hessian, equality, 
 
 
 @cached_njit(inlines=(_qp_module,), nogil=True, error_model="numpy")
-def _two_step_kernel(first, last, w, sigma_w, solve, albedo, shared_hessian, equality, max_steps,
-                     fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out):  # fmt: skip
+def _two_step_kernel(
+    first,
+    last,
+    w,
+    sigma_w,
+    solve,
+    albedo,
+    shared_hessian,
+    equality,
+    max_steps,
+    fractions_out,
+    cost_out,
+    hessian_out,
+    gradient_out,
+    sum_out,
+    code_out,
+):
     """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
     for block in range(first, last):
         _two_step_block(
@@ -178,11 +207,22 @@ def two_step_numba(w, sigma_w, solve, albedo, equality, max_steps):
     }
     sigma_w = np.empty((0, 0)) if sigma_w is None else as_kernel_array(sigma_w)
     run_in_blocks(
-        _two_step_kernel, (n + BLOCK - 1) // BLOCK,
-        as_kernel_array(w), sigma_w, np.require(solve, np.bool_, ("C", "W")), albedo, albedo @ albedo.T,
-        bool(equality), int(max_steps),
-        out["fractions"], out["cost"], out["hessian"], out["gradient"], out["sum_active"], out["code"],
-    )  # fmt: skip
+        _two_step_kernel,
+        (n + BLOCK - 1) // BLOCK,
+        as_kernel_array(w),
+        sigma_w,
+        np.require(solve, np.bool_, ("C", "W")),
+        albedo,
+        albedo @ albedo.T,
+        bool(equality),
+        int(max_steps),
+        out["fractions"],
+        out["cost"],
+        out["hessian"],
+        out["gradient"],
+        out["sum_active"],
+        out["code"],
+    )
     return out
 
 
@@ -191,11 +231,37 @@ _pixel_mass_fractions = numba.njit(error_model="numpy")(mixing.pixel_mass_fracti
 
 @cached_njit(inlines=(_qp_module, mixing), error_model="numpy")
 def _finish_pixel(
-    pixel, hessian, gradient, fractions, sum_active, cost, status, per_mass, weighted, equality,
-    n_bands, mass_out, covariance_out, at_bound_out, remainder_out,
-    system, factor, scale, rhs, column, covariance, released, released_covariance, free, tested,
-    x, pixel_hessian, pixel_gradient, mass, mass_covariance,
-):  # fmt: skip
+    pixel,
+    hessian,
+    gradient,
+    fractions,
+    sum_active,
+    cost,
+    status,
+    per_mass,
+    weighted,
+    equality,
+    n_bands,
+    mass_out,
+    covariance_out,
+    at_bound_out,
+    remainder_out,
+    system,
+    factor,
+    scale,
+    rhs,
+    column,
+    covariance,
+    released,
+    released_covariance,
+    free,
+    tested,
+    x,
+    pixel_hessian,
+    pixel_gradient,
+    mass,
+    mass_covariance,
+):
     """One pixel of `_finish_kernel`, with its block's scratch arrays: the loop body as a
     function of its own (when the loop was numba's prange, whose parallel passes grow with
     its body, and this one inlines `reduced_covariance` twice: the kernel compiled in
@@ -281,9 +347,24 @@ def _finish_pixel(
 
 
 @cached_njit(inlines=(_qp_module, mixing), nogil=True, error_model="numpy")
-def _finish_kernel(first, last, hessian, gradient, fractions, sum_active, cost, status, per_mass, weighted,
-                   equality, n_bands,
-                   mass_out, covariance_out, at_bound_out, remainder_out):  # fmt: skip
+def _finish_kernel(
+    first,
+    last,
+    hessian,
+    gradient,
+    fractions,
+    sum_active,
+    cost,
+    status,
+    per_mass,
+    weighted,
+    equality,
+    n_bands,
+    mass_out,
+    covariance_out,
+    at_bound_out,
+    remainder_out,
+):
     """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
     n, p = fractions.shape
     for block in range(first, last):
@@ -307,11 +388,37 @@ def _finish_kernel(first, last, hessian, gradient, fractions, sum_active, cost, 
         mass_covariance = np.empty((p, p))
         for pixel in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
             _finish_pixel(
-                pixel, hessian, gradient, fractions, sum_active, cost, status, per_mass, weighted,
-                equality, n_bands, mass_out, covariance_out, at_bound_out, remainder_out,
-                system, factor, scale, rhs, column, covariance, released, released_covariance,
-                free, tested, x, pixel_hessian, pixel_gradient, mass, mass_covariance,
-            )  # fmt: skip
+                pixel,
+                hessian,
+                gradient,
+                fractions,
+                sum_active,
+                cost,
+                status,
+                per_mass,
+                weighted,
+                equality,
+                n_bands,
+                mass_out,
+                covariance_out,
+                at_bound_out,
+                remainder_out,
+                system,
+                factor,
+                scale,
+                rhs,
+                column,
+                covariance,
+                released,
+                released_covariance,
+                free,
+                tested,
+                x,
+                pixel_hessian,
+                pixel_gradient,
+                mass,
+                mass_covariance,
+            )
 
 
 def finish_numba(solved, status, per_mass, weighted, equality, n_bands):
@@ -333,10 +440,21 @@ def finish_numba(solved, status, per_mass, weighted, equality, n_bands):
         "remainder": np.empty(n),
     }
     run_in_blocks(
-        _finish_kernel, (n + BLOCK - 1) // BLOCK,
-        as_kernel_array(solved["hessian"]), as_kernel_array(solved["gradient"]), solved["fractions"],
-        np.require(solved["sum_active"], np.bool_, ("C", "W")), as_kernel_array(solved["cost"]), status,
-        as_kernel_array(per_mass), bool(weighted), bool(equality), int(n_bands),
-        out["fractions"], out["covariance"], out["at_bound"], out["remainder"],
-    )  # fmt: skip
+        _finish_kernel,
+        (n + BLOCK - 1) // BLOCK,
+        as_kernel_array(solved["hessian"]),
+        as_kernel_array(solved["gradient"]),
+        solved["fractions"],
+        np.require(solved["sum_active"], np.bool_, ("C", "W")),
+        as_kernel_array(solved["cost"]),
+        status,
+        as_kernel_array(per_mass),
+        bool(weighted),
+        bool(equality),
+        int(n_bands),
+        out["fractions"],
+        out["covariance"],
+        out["at_bound"],
+        out["remainder"],
+    )
     return out

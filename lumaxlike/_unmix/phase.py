@@ -65,8 +65,12 @@ def check_phase(phase, n_endmembers: int, n_bands: int):
     coefficients = np.array(coefficients, np.float64)
     if coefficients.ndim == 2:
         coefficients = coefficients[:, None, :]
-    if (coefficients.ndim != 3 or coefficients.shape[0] != n_endmembers or coefficients.shape[1] not in (1, n_bands)
-            or not 1 <= coefficients.shape[2] <= N_LEGENDRE + 1):  # fmt: skip
+    if (
+        coefficients.ndim != 3
+        or coefficients.shape[0] != n_endmembers
+        or coefficients.shape[1] not in (1, n_bands)
+        or not 1 <= coefficients.shape[2] <= N_LEGENDRE + 1
+    ):
         raise ValueError(
             f"Endmembers.phase as Legendre coefficients must have shape (n_endmembers, n_coefficients) = "
             f"({n_endmembers}, <= {N_LEGENDRE + 1}) or (n_endmembers, n_bands, n_coefficients) = "
@@ -122,9 +126,18 @@ def _phase_table_kernel(
         )
         for s in range(n_sets):
             phase_sh, p_mu0e, p_mue, p_bar = phase_terms(
-                mu0e, mue, cos_g, tan_half_g, shapes[s, 0], shapes[s, 1], hs, bs0, shapes[s, 2], legendre[s],
+                mu0e,
+                mue,
+                cos_g,
+                tan_half_g,
+                shapes[s, 0],
+                shapes[s, 1],
+                hs,
+                bs0,
+                shapes[s, 2],
+                legendre[s],
                 use_legendre[s],
-            )  # fmt: skip
+            )
             out[pixel, s, 0], out[pixel, s, 1], out[pixel, s, 2], out[pixel, s, 3] = (
                 phase_sh,
                 p_mu0e,
@@ -170,10 +183,16 @@ def phase_table(to_sun, to_sensor, normal, params: HapkeParams, phase):
         members = [i for i, s in enumerate(sets) if s[0] == kind]
         out = np.empty((n, len(members), N_PHASE_TERMS))
         run_in_blocks(
-            _phase_table_kernel_for(ModelKey(params.multiple_scattering, "hapke2002", kind)), n,
-            *geometry, float(params.roughness), float(params.hs), float(params.bs0),
-            np.array([sets[i][1] for i in members], np.float64), np.array([sets[i][2] for i in members], np.float64),
-            np.array([sets[i][3] for i in members], np.bool_), out,
-        )  # fmt: skip
+            _phase_table_kernel_for(ModelKey(params.multiple_scattering, "hapke2002", kind)),
+            n,
+            *geometry,
+            float(params.roughness),
+            float(params.hs),
+            float(params.bs0),
+            np.array([sets[i][1] for i in members], np.float64),
+            np.array([sets[i][2] for i in members], np.float64),
+            np.array([sets[i][3] for i in members], np.bool_),
+            out,
+        )
         table[:, members] = out
     return table.reshape(n, n_end, n_slots, N_PHASE_TERMS)

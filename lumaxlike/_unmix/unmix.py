@@ -198,9 +198,9 @@ def unmix(
     chunk = call_chunk(solver, n_pixels, chunk)
 
     flat_refl = refl.reshape(n_pixels, shape.n_bands)
-    flat_geometry = [
+    to_sun, to_sensor, normal = (
         np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(n_pixels, 3) for g in geometry.values()
-    ]
+    )
     names = (
         "fractions",
         "covariance",
@@ -211,14 +211,24 @@ def unmix(
         "iterations",
         "residual_norm",
     )
-    outputs = {}
+    outputs: dict[str, np.ndarray] = {}
     for start in range(0, n_pixels, chunk):
         stop = min(start + chunk, n_pixels)
         solved = unmix_flat(
-            flat_refl[start:stop], *(g[start:stop] for g in flat_geometry), endmembers, params, solver,
-            route=route, sum_to_one=bool(sum_to_one), band_sigma=band_sigma, max_iter=max_iter, tol=tol,
+            flat_refl[start:stop],
+            to_sun[start:stop],
+            to_sensor[start:stop],
+            normal[start:stop],
+            endmembers,
+            params,
+            solver,
+            route=route,
+            sum_to_one=bool(sum_to_one),
+            band_sigma=band_sigma,
+            max_iter=max_iter,
+            tol=tol,
             pad_to=chunk,
-        )  # fmt: skip
+        )
         if not outputs:
             outputs = {
                 k: np.empty((n_pixels,) + solved[k].shape[1:], solved[k].dtype) for k in names
@@ -227,9 +237,17 @@ def unmix(
             outputs[k][start:stop] = solved[k]
     if not outputs:  # no pixels
         empty = unmix_flat(
-            np.zeros((0, shape.n_bands)), *(np.zeros((0, 3)),) * 3, endmembers, params, "numba",
-            route=route, sum_to_one=bool(sum_to_one), band_sigma=band_sigma, max_iter=max_iter, tol=tol,
-        )  # fmt: skip
+            np.zeros((0, shape.n_bands)),
+            *(np.zeros((0, 3)),) * 3,
+            endmembers,
+            params,
+            "numba",
+            route=route,
+            sum_to_one=bool(sum_to_one),
+            band_sigma=band_sigma,
+            max_iter=max_iter,
+            tol=tol,
+        )
         outputs = {k: empty[k] for k in names}
     pixel_shape = shape.pixel_shape
     if refl.dtype == np.float32:  # computed in float64, returned in the input's precision
@@ -253,8 +271,22 @@ def _refuse_two_step_with_own_phases(route, endmembers):
         )
 
 
-def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, route, sum_to_one, band_sigma,
-               max_iter, tol, pad_to=None):  # fmt: skip
+def unmix_flat(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    endmembers,
+    params,
+    solver,
+    *,
+    route,
+    sum_to_one,
+    band_sigma,
+    max_iter,
+    tol,
+    pad_to=None,
+):
     """`unmix` of one chunk of pixels given flat arrays (the entry point for block-wise
     callers: CLI, xarray). Arguments checked by the caller.
 
@@ -285,17 +317,54 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
             else phase_table(to_sun, to_sensor, normal, params, endmembers.phase)
         )
         if solver == "numba":
-            solved = one_step_numba(refl, to_sun, to_sensor, normal, params, albedo, weights, start, equality, max_iter, tol,
-                                    max_steps, phase)  # fmt: skip
+            solved = one_step_numba(
+                refl,
+                to_sun,
+                to_sensor,
+                normal,
+                params,
+                albedo,
+                weights,
+                start,
+                equality,
+                max_iter,
+                tol,
+                max_steps,
+                phase,
+            )
         else:
-            solved = _one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, weights, start, equality, max_iter, tol,
-                                   max_steps, pad_to or n, phase)  # fmt: skip
+            solved = _one_step_jax(
+                refl,
+                to_sun,
+                to_sensor,
+                normal,
+                params,
+                albedo,
+                weights,
+                start,
+                equality,
+                max_iter,
+                tol,
+                max_steps,
+                pad_to or n,
+                phase,
+            )
         status = solved["status"].astype(np.int8)
         iterations = solved["iterations"].astype(np.int32)
     else:
         _refuse_two_step_with_own_phases(route, endmembers)
-        inverted = invert(refl, to_sun, to_sensor, normal, params, solver=solver, refl_sigma=band_sigma,
-                          max_iter=max_iter, tol=ALBEDO_TOLERANCE, chunk_size=max(1, pad_to or n))  # fmt: skip
+        inverted = invert(
+            refl,
+            to_sun,
+            to_sensor,
+            normal,
+            params,
+            solver=solver,
+            refl_sigma=band_sigma,
+            max_iter=max_iter,
+            tol=ALBEDO_TOLERANCE,
+            chunk_size=max(1, pad_to or n),
+        )
         band_status = inverted.status.reshape(n, n_bands)
         status = np.where(
             np.any(band_status == Status.MAX_ITER, axis=-1), Status.MAX_ITER, Status.CONVERGED
@@ -322,8 +391,22 @@ def unmix_flat(refl, to_sun, to_sensor, normal, endmembers, params, solver, *, r
     )
 
 
-def _one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, weights, start, equality, max_iter, tol, max_steps, pad_to,
-                  phase=None):  # fmt: skip
+def _one_step_jax(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    albedo,
+    weights,
+    start,
+    equality,
+    max_iter,
+    tol,
+    max_steps,
+    pad_to,
+    phase=None,
+):
     pieces = [
         pad_pixels(a, pad_to, np.nan if i == 0 else 1.0)
         for i, a in enumerate((refl, to_sun, to_sensor, normal))
@@ -333,9 +416,16 @@ def _one_step_jax(refl, to_sun, to_sensor, normal, params, albedo, weights, star
         if phase is not None:
             phase = jnp.asarray(pad_pixels(phase, pad_to, 1.0), jnp.float64)
         solved = solve_one_step_jax(
-            *arrays[:4], params, *arrays[4:], equality=jnp.asarray(equality), max_iter=max_iter, tol=tol,
-            max_steps=max_steps, key=params.model_key, phase=phase,
-        )  # fmt: skip
+            *arrays[:4],
+            params,
+            *arrays[4:],
+            equality=jnp.asarray(equality),
+            max_iter=max_iter,
+            tol=tol,
+            max_steps=max_steps,
+            key=params.model_key,
+            phase=phase,
+        )
         return {k: np.asarray(v)[: refl.shape[0]] for k, v in jax.device_get(solved).items()}
 
 

@@ -108,8 +108,12 @@ def _fit_regional(
     groups = region_groups(labels, pixel_bytes, memory)
     per_chunk = max(1, OBSERVATIONS_PER_CHUNK // max(1, n_bands * n_obs))
     # one chunk size for every group: the JAX programs compile once
-    options = {**fit_options, "free": free, "regional": regional,
-               "chunk_size": min(per_chunk, max(len(g) for g in groups))}  # fmt: skip
+    options = {
+        **fit_options,
+        "free": free,
+        "regional": regional,
+        "chunk_size": min(per_chunk, max(len(g) for g in groups)),
+    }
     solver = fit_options["solver"]
     context = numba_threads(num_threads) if solver == "numba" else contextlib.nullcontext()
     with context:
@@ -268,7 +272,11 @@ def fit_dataarray(
         with_band = _joint_fields(free, shared + regional)
     else:
         with_band = tuple((field, True) for field in _fit_fields(free))
-    integer = {"status": np.int8, "iterations": np.int32, "observations": np.int32}
+    integer: dict[str, type[np.generic]] = {
+        "status": np.int8,
+        "iterations": np.int32,
+        "observations": np.int32,
+    }
     integer.update({f"at_bound_{name}": np.bool_ for name in free})
     maps = [
         ChunkMap(
@@ -281,9 +289,17 @@ def fit_dataarray(
     ]
     if regional:
         variables = _fit_regional(
-            inputs, regions, regional, region_memory, maps, units, params, free, fit_options,
+            inputs,
+            regions,
+            regional,
+            region_memory,
+            maps,
+            units,
+            params,
+            free,
+            fit_options,
             num_threads,
-        )  # fmt: skip
+        )
     else:
         variables = apply_to_chunks(
             _fit_block,

@@ -129,7 +129,7 @@ def fit_regions(
     n_bands = refl.sizes[spec]
     out = {}
     for m in maps:
-        fill = Status.TOO_FEW_OBSERVATIONS if m.name == "status" else 0
+        fill: float = Status.TOO_FEW_OBSERVATIONS if m.name == "status" else 0
         if np.issubdtype(m.dtype, np.floating):
             fill = np.nan
         out[m.name] = np.full((n_pixels,) + ((n_bands,) if m.dims else ()), fill, m.dtype)
@@ -142,15 +142,24 @@ def fit_regions(
             _gather(v, where, pixel_dims, [observation_dim, VECTOR_DIM]) for v in inputs.vectors
         ]
         (result,) = _chunk_kernel(
-            cube, *vectors, block=_group_block, units=units, sigma=None, observations=True,
-            refl_dtype=None, kwargs={"labels": labels[index], "params": params,
-                                     "options": fit_options},
-        )  # fmt: skip
+            cube,
+            *vectors,
+            block=_group_block,
+            units=units,
+            sigma=None,
+            observations=True,
+            refl_dtype=None,
+            kwargs={"labels": labels[index], "params": params, "options": fit_options},
+        )
         values = {name: result[name] for name in result.free}
         values.update({f"sigma_{name}": result.sigma(name) for name in result.free})
         values.update({f"dfs_{name}": result.dfs[name] for name in result.free})
-        values.update(status=result.status, iterations=result.iterations, cost=result.cost,
-                      observations=result.observations)  # fmt: skip
+        values.update(
+            status=result.status,
+            iterations=result.iterations,
+            cost=result.cost,
+            observations=result.observations,
+        )
         for m in maps:
             out[m.name][index] = values[m.name]
         per_region["labels"].append(result.region_labels)

@@ -44,8 +44,9 @@ def _fields(free, shared) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return (*fields, ("observations", ("band",)))
 
 
-def _sample_block(r, to_sun, to_sensor, normal, refl_sigma, index, *, params, free, shared,
-                  options, seed):  # fmt: skip
+def _sample_block(
+    r, to_sun, to_sensor, normal, refl_sigma, index, *, params, free, shared, options, seed
+):
     """One chunk (`apply_to_chunks`): r [1/sr] (..., bands, observations), vectors (...,
     observations, 3), index (...) the pixels' linear indices -> the maps of
     `_fields(free, shared)`. The noise is in `options` (`refl_sigma` is None)."""
@@ -53,11 +54,22 @@ def _sample_block(r, to_sun, to_sensor, normal, refl_sigma, index, *, params, fr
 
     first = int(index.flat[0]) if index.size else 0  # one stream per chunk
     result = sample(
-        r, to_sun, to_sensor, normal, params, free=free, shared=shared,
-        seed=chunk_seed(seed, first), **options,
-    )  # fmt: skip
-    maps = {"status": result.status, "acceptance": result.acceptance,
-            "divergences": result.divergences, "observations": result.observations}  # fmt: skip
+        r,
+        to_sun,
+        to_sensor,
+        normal,
+        params,
+        free=free,
+        shared=shared,
+        seed=chunk_seed(seed, first),
+        **options,
+    )
+    maps = {
+        "status": result.status,
+        "acceptance": result.acceptance,
+        "divergences": result.divergences,
+        "observations": result.observations,
+    }
     for name in free:
         maps[name] = result.quantiles[name]
         for summary in PARAMETER_SUMMARIES:
@@ -65,9 +77,20 @@ def _sample_block(r, to_sun, to_sensor, normal, refl_sigma, index, *, params, fr
     return tuple(maps[field] for field, _ in _fields(free, shared))
 
 
-def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"), *, units: str,
-                     refl_sigma, observation_dim: str = "observation", spectral_dim: str | None = None,
-                     seed: int = 0, shared=(), **options) -> xr.Dataset:  # fmt: skip
+def sample_dataarray(
+    refl: xr.DataArray,
+    geometry,
+    params,
+    free=("w", "b", "c"),
+    *,
+    units: str,
+    refl_sigma,
+    observation_dim: str = "observation",
+    spectral_dim: str | None = None,
+    seed: int = 0,
+    shared=(),
+    **options,
+) -> xr.Dataset:
     """The posterior of the free Hapke parameters per pixel and band, chunk by chunk.
 
     `lumaxlike.sample` through ``xarray.apply_ufunc(..., dask="parallelized")``; also the
@@ -153,26 +176,57 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
     dtype = np.result_type(refl.dtype, np.float32)
     options = {"refl_sigma": uncertainty_to_r(sigma, units), **options}
     check_sample_options(
-        params, {"free": free, "shared": shared, **options}, refl.sizes[spec],
+        params,
+        {"free": free, "shared": shared, **options},
+        refl.sizes[spec],
         refl.sizes[observation_dim],
-    )  # fmt: skip
+    )
     maps = [
-        ChunkMap(field, _INTEGER.get(field, dtype), tuple(spec if d == "band" else d for d in dims),
-                 {"long_name": f"lumaxlike.sample {field}"})
+        ChunkMap(
+            field,
+            _INTEGER.get(field, dtype),
+            tuple(spec if d == "band" else d for d in dims),
+            {"long_name": f"lumaxlike.sample {field}"},
+        )
         for field, dims in _fields(free, shared)
-    ]  # fmt: skip
+    ]
     variables = apply_to_chunks(
-        _sample_block, inputs, maps, units=units, sizes={QUANTILE_DIM: len(QUANTILE_LEVELS)},
-        kwargs={"params": params, "free": free, "shared": shared, "options": options,
-                "seed": int(seed)},
-    )  # fmt: skip
+        _sample_block,
+        inputs,
+        maps,
+        units=units,
+        sizes={QUANTILE_DIM: len(QUANTILE_LEVELS)},
+        kwargs={
+            "params": params,
+            "free": free,
+            "shared": shared,
+            "options": options,
+            "seed": int(seed),
+        },
+    )
     provenance = provenance_of(
-        refl, geometry, params=[params] * refl.sizes[spec], units=units, solver="jax", tol=None,
-        max_iter=None, refl_sigma=float(np.max(sigma)), dtype=dtype,
-        command=python_call("sample_dataarray", refl, geometry, params, free, units=units,
-                            refl_sigma=refl_sigma, observation_dim=observation_dim, seed=seed,
-                            **({"shared": shared} if shared else {})),
-    )  # fmt: skip
+        refl,
+        geometry,
+        params=[params] * refl.sizes[spec],
+        units=units,
+        solver="jax",
+        tol=None,
+        max_iter=None,
+        refl_sigma=float(np.max(sigma)),
+        dtype=dtype,
+        command=python_call(
+            "sample_dataarray",
+            refl,
+            geometry,
+            params,
+            free,
+            units=units,
+            refl_sigma=refl_sigma,
+            observation_dim=observation_dim,
+            seed=seed,
+            **({"shared": shared} if shared else {}),
+        ),
+    )
     attrs = {
         "lumaxlike_sample_free": json.dumps(list(free)),
         "lumaxlike_sample_shared": json.dumps(list(shared)),

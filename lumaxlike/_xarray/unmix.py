@@ -41,13 +41,14 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
     unit = str(coord.attrs.get("units", "")).lower()
     scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in unit), None)
     what = "refl's wavelength coordinate" + (f" (units {unit!r})" if unit else "")
-    refused = None
+    refused: ValueError | None = None
     for candidate in (scale,) if scale is not None else (1.0, 1e-3):  # no units attr: um, or nm
         try:
             band_order(values * candidate, endmembers, what)
             return tuple(values * candidate)
         except ValueError as error:
             refused = refused or error
+    assert refused is not None  # every candidate was refused
     raise refused
 
 
