@@ -194,12 +194,13 @@ def test_sample_command_refuses_bad_input_before_sampling(stack, tmp_path, capsy
 
 
 def test_sample_file_refuses_a_normalised_product(tmp_path):
-    from .mission_products import write_m3_l2
+    from .mission_products import M3_WAVELENGTHS, write_m3_l2
 
     warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)  # M3 L2: no CRS
 
-    paths = write_m3_l2(tmp_path, np.full((3, 2, 4), 0.1, np.float32))
-    observed = {role: np.full((3, 2), 30.0) for role in ("incidence", "emission", "phase")}
+    cube = np.full((3, 4, len(M3_WAVELENGTHS)), 0.1, np.float32)  # the header's 4 samples
+    paths = write_m3_l2(tmp_path, cube)
+    observed = {role: np.full((3, 4), 30.0) for role in ("incidence", "emission", "phase")}
     with pytest.raises(ValueError, match="sample needs cubes at their observed geometries"):
         lumaxlike.sample_file(
             [paths["lbl"], paths["img"]],

@@ -223,7 +223,7 @@ def test_invert_recovers_the_albedo_in_closed_form_with_both_solvers():
         broken = [g.copy() for g in geometry]
         broken[1][infinite, 2] = np.inf
         results = {
-            s: lumaxlike.invert(refl, *broken, model, solver=s, refl_sigma=[1e-3, 2e-3, 0])
+            s: lumaxlike.invert(refl, *broken, model, solver=s, refl_sigma=[1e-3, 2e-3, 3e-3])
             for s in SOLVERS
         }
         expected = np.full(refl.shape, int(Status.CONVERGED))
@@ -240,7 +240,7 @@ def test_invert_recovers_the_albedo_in_closed_form_with_both_solvers():
             np.testing.assert_allclose(result.w[solved], truth[solved], rtol=1e-12, atol=0)
             assert np.all(np.isnan(result.w[~solved])) and np.all(np.isnan(result.sigma[~solved]))
             assert np.all(np.abs(result.residual[solved]) <= 1e-15 * np.abs(refl[solved]))
-            sigma = np.broadcast_to([1e-3, 2e-3, 0.0], refl.shape)[solved] / scale[solved]
+            sigma = np.broadcast_to([1e-3, 2e-3, 3e-3], refl.shape)[solved] / scale[solved]
             np.testing.assert_allclose(result.sigma[solved], sigma, rtol=1e-12)
         np.testing.assert_allclose(results["jax"].w, results["numba"].w, rtol=1e-12)
     single = lumaxlike.invert(refl.astype(np.float32), *broken, model, solver="jax")
