@@ -32,7 +32,6 @@ from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLev
 from ._inverse.joint_result import JointFitResult as JointFitResult
 from ._inverse.result import FitResult as FitResult
 from ._inverse.result import InversionResult as InversionResult
-from ._inverse.status import Status as Status
 from ._io import (
     OBS_BAND_NAMES as OBS_BAND_NAMES,
 )
@@ -86,6 +85,7 @@ from ._run.progress import InversionSummary as InversionSummary
 from ._sample import SampleResult as SampleResult
 from ._sample import sample as sample
 from ._spectral_library import SpectralLibrary as SpectralLibrary
+from ._status import Status as Status
 from ._unmix import Endmembers as Endmembers
 from ._unmix import UnmixResult as UnmixResult
 from ._unmix import unmix as unmix

@@ -8,9 +8,9 @@ import numpy as np
 
 from .._model.numba_cache import cached_njit
 from .._model.numba_threads import run_in_blocks
+from .._status import Status
 from . import numba_lm
 from .numba_lm import cholesky, cholesky_solve
-from .status import Status
 
 __all__ = ["covariance", "MAX_VARIANCE_INFLATION"]
 

@@ -25,6 +25,7 @@ from .._model.numba_model import observation_rows
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import check_band_sigma, check_choice, check_positive_int
+from .._status import Status
 from .chunking import pad_pixels
 from .covariance import covariance as fit_covariance
 from .defaults import DEFAULT_FIT_MAX_ITER
@@ -45,7 +46,6 @@ from .numba_lm import solve_numba
 from .observation_masks import check_observation_limits, masked_chunk
 from .reachability import mark_unreachable
 from .result import FitResult, at_bound_flags
-from .status import Status
 
 __all__ = ["fit", "default_bounds", "OBSERVATIONS_PER_CHUNK"]  # the last two re-exported
 

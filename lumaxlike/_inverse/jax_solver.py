@@ -43,11 +43,11 @@ from .._model.columns_program import split_columns
 from .._model.family import jax_equations_for
 from .._model.jax_executables import stored_jit
 from .._params import PARAMETER_NAMES
+from .._status import Status
 from . import albedo_rules, lm_rules
 from .compaction import run_compacted
 from .ordered_sums import dot_last, sum_last
 from .residual_columns import residuals_and_columns
-from .status import Status
 
 __all__ = ["ElementwiseLevenbergMarquardt", "solve_fit_jax"]
 

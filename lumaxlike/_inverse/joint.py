@@ -17,6 +17,7 @@ import numpy as np
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import check_band_sigma, check_choice, check_positive_int
+from .._status import Status
 from .fit_arguments import (
     check_arrays,
     check_bounds,
@@ -31,7 +32,6 @@ from .joint_covariance import arrow_covariance
 from .joint_result import JointFitResult
 from .observation_masks import check_observation_limits, masked_chunk
 from .priors import check_priors, degrees_of_freedom, prior_arrays
-from .status import Status
 
 __all__ = ["fit_joint", "check_shared"]
 

@@ -21,10 +21,10 @@ from .._model._backends import retarget_to_jax
 from .._model.columns_program import split_columns
 from .._model.family import jax_equations_for
 from .._params import PARAMETER_NAMES
+from .._status import Status
 from . import albedo_rules, lm_rules
 from .ordered_sums import dot_last, sum_last
 from .schur import arrow_step_jax
-from .status import Status
 
 __all__ = ["solve_joint_jax"]
 

@@ -23,9 +23,9 @@ from .._model import _backends, _scalar_math
 from .._model._backends import retarget_to_numba
 from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_threads import run_in_blocks
+from .._status import Status
 from . import lm_rules, numba_lm, schur
 from .schur import arrow_step
-from .status import Status
 
 __all__ = ["solve_joint_numba"]
 

@@ -6,7 +6,7 @@ The functions are linear in their albedo A, r = A * scale with scale = pht/pi
 """
 
 from .._model._scalar_math import NAN, isfinite, where
-from .status import Status
+from .._status import Status
 
 __all__ = ["geometry_finite", "albedo_closed_form"]
 

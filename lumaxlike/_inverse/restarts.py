@@ -40,8 +40,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._status import Status
 from .fit_arguments import check_bounds, check_free, check_iterations
-from .status import Status
 
 __all__ = [
     "CHI2_GAP",

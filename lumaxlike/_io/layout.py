@@ -13,8 +13,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._inverse.result import RESULT_FIELDS  # re-exported: the maps of an inversion
-from .._inverse.status import Status
+from .._status import (
+    RESULT_FIELDS,  # re-exported: the maps of an inversion
+    Status,
+)
 from .raster import CubeInfo
 
 __all__ = [

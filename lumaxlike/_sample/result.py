@@ -103,7 +103,7 @@ class SampleResult:
         """
         import xarray as xr
 
-        from .._inverse.status import Status
+        from .._status import Status
 
         if self.draws is None:
             raise ValueError(

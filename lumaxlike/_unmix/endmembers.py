@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from .._inverse.status import Status
 from .._params import HapkeParams
+from .._status import Status
 from .phase import check_phase, endmember_params
 
 __all__ = ["Endmembers"]

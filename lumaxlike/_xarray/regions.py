@@ -120,7 +120,7 @@ def fit_regions(
         dim (the labels, ascending): ``region_<name>`` and ``region_sigma_<name>`` of each
         regional parameter, ``region_status``, ``region_iterations``, ``region_cost``.
     """
-    from .._inverse.status import Status
+    from .._status import Status
 
     refl, spec, pixel_dims = inputs.refl, inputs.spec, inputs.pixel_dims
     observation_dim = inputs.observation_dim
