@@ -44,7 +44,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lumaxlike._inverse.albedo_rules import N_TABLE  # noqa: E402
+from lumaxlike._inverse.albedo.rules import N_TABLE  # noqa: E402
 from lumaxlike._model._backends import numba_equations, numba_h_functions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

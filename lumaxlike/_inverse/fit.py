@@ -26,6 +26,7 @@ from .._params import PARAMETER_NAMES, HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import check_band_sigma, check_choice, check_positive_int
 from .._status import Status
+from .albedo.invert import SOLVERS, albedo_bounds
 from .chunking import pad_pixels
 from .covariance import covariance as fit_covariance
 from .defaults import DEFAULT_FIT_MAX_ITER
@@ -40,7 +41,6 @@ from .fit_arguments import (
     default_bounds,
     default_chunk,
 )
-from .invert import SOLVERS, albedo_bounds
 from .jax_solver import solve_fit_jax
 from .numba_lm import solve_numba
 from .observation_masks import check_observation_limits, masked_chunk

@@ -17,7 +17,8 @@ linearisation and p JVPs. The p x p damped systems are solved by an unrolled Cho
 over lanes of problems. The step, acceptance, damping and convergence
 rules are `lm_rules`, the same scalar code the numba solvers run, applied element-wise;
 converged problems are frozen, and the solve ends when all are. `invert` is the case
-p = 1 with one observation, specialised in `jax_albedo`. Multi-parameter fits converge less uniformly (median ~6 steps, a few need `max_iter`):
+p = 1 with one observation, specialised in `albedo.jax_solver`. Multi-parameter fits
+converge less uniformly (median ~6 steps, a few need `max_iter`):
 `solve_fit_jax` runs rounds of a few steps and compacts the problems still unconverged
 into smaller batches between them (`compaction`). Sums over observations and parameters
 are written as additions in index order (`sum_last`), not XLA reductions, whose rounding
@@ -44,7 +45,8 @@ from .._model.family import jax_equations_for
 from .._model.jax_executables import stored_jit
 from .._params import PARAMETER_NAMES
 from .._status import Status
-from . import albedo_rules, lm_rules
+from . import lm_rules
+from .albedo import rules as albedo_rules
 from .compaction import run_compacted
 from .ordered_sums import dot_last, sum_last
 from .residual_columns import residuals_and_columns

@@ -18,6 +18,7 @@ from .._params import PARAMETER_NAMES, HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import check_band_sigma, check_choice, check_positive_int
 from .._status import Status
+from .albedo.invert import SOLVERS
 from .fit_arguments import (
     check_arrays,
     check_bounds,
@@ -26,7 +27,6 @@ from .fit_arguments import (
     checked_starts,
     default_chunk,
 )
-from .invert import SOLVERS
 from .joint_chunk import chunk_starts, solve_chunk
 from .joint_covariance import arrow_covariance
 from .joint_result import JointFitResult

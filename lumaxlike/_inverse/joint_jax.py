@@ -22,7 +22,8 @@ from .._model.columns_program import split_columns
 from .._model.family import jax_equations_for
 from .._params import PARAMETER_NAMES
 from .._status import Status
-from . import albedo_rules, lm_rules
+from . import lm_rules
+from .albedo import rules as albedo_rules
 from .ordered_sums import dot_last, sum_last
 from .schur import arrow_step_jax
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._inverse.invert import SOLVERS, invert
+from .._inverse.albedo.invert import SOLVERS, invert
 from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import check_choice

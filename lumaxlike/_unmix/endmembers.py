@@ -182,7 +182,7 @@ class Endmembers:
                 horizon), or a bad argument.
         """
         from .._geometry import geometry_from_angles
-        from .._inverse.invert import invert
+        from .._inverse.albedo.invert import invert
 
         refl = np.asarray(reflectance)
         if refl.ndim != 2:

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
-from .._inverse.invert import solver_chunk_pixels
+from .._inverse.albedo.invert import solver_chunk_pixels
 from .._io.layout import FIELD_ATTRS, RESULT_FIELDS
 from .._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
 from .._provenance import python_call
