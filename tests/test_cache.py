@@ -135,7 +135,7 @@ def test_first_runs_cache_in_the_user_cache_dir_only(tmp_path):
 # Run before the first `fit` of FIRST_CALLS: fails if the code is generated again;
 # `loaded()`, at the end, checks that the solver's and the hoisting kernels were loaded.
 LOAD_GENERATED = """import lumaxlike
-from lumaxlike._inverse import numba_lm
+from lumaxlike._inverse.fit import numba_solver as numba_lm
 from lumaxlike._model import numba_jacobian
 
 def not_again(*args):

@@ -19,7 +19,7 @@ from .._photometric import PhotometricFunction
 from .._shapes import check_band_sigma, check_choice, check_positive_int
 from .._status import Status
 from .albedo.invert import SOLVERS
-from .fit_arguments import (
+from .fit.arguments import (
     check_arrays,
     check_bounds,
     check_free,
@@ -27,10 +27,10 @@ from .fit_arguments import (
     checked_starts,
     default_chunk,
 )
+from .fit.observation_masks import check_observation_limits, masked_chunk
 from .joint_chunk import chunk_starts, solve_chunk
 from .joint_covariance import arrow_covariance
 from .joint_result import JointFitResult
-from .observation_masks import check_observation_limits, masked_chunk
 from .priors import check_priors, degrees_of_freedom, prior_arrays
 
 __all__ = ["fit_joint", "check_shared"]

@@ -12,7 +12,7 @@ from .._model.numba_jacobian import hoisted_rows, model_columns
 from .._model.numba_model import observation_rows
 from .._params import PARAMETER_NAMES
 from .chunking import pad_pixels
-from .fit_arguments import albedo_start
+from .fit.arguments import albedo_start
 from .joint_jax import solve_joint_jax
 from .joint_numba import solve_joint_numba
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .covariance import MAX_VARIANCE_INFLATION
+from .fit.covariance import MAX_VARIANCE_INFLATION
 
 __all__ = ["arrow_covariance", "full_covariance"]
 

@@ -24,7 +24,8 @@ from .._model._backends import retarget_to_numba
 from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_threads import run_in_blocks
 from .._status import Status
-from . import lm_rules, numba_lm, schur
+from . import lm_rules, schur
+from .fit import numba_solver as numba_lm
 from .schur import arrow_step
 
 __all__ = ["solve_joint_numba"]

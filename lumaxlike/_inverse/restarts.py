@@ -41,7 +41,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._status import Status
-from .fit_arguments import check_bounds, check_free, check_iterations
+from .fit.arguments import check_bounds, check_free, check_iterations
 
 __all__ = [
     "CHI2_GAP",

@@ -31,7 +31,7 @@ import numba
 
 from .._model._backends import retarget_to_jax, retarget_to_numba
 from . import lm_rules
-from .numba_lm import cholesky, cholesky_solve
+from .fit.numba_solver import cholesky, cholesky_solve
 from .ordered_sums import sum_last
 
 __all__ = ["arrow_step", "arrow_step_jax"]

@@ -10,12 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._inverse.chunking import balanced_chunk, pad_pixels
-from .._inverse.fit import fit
-from .._inverse.fit_arguments import check_bounds as _check_bounds
-from .._inverse.fit_arguments import check_free
+from .._inverse.fit.arguments import check_bounds as _check_bounds
+from .._inverse.fit.arguments import check_free
+from .._inverse.fit.fit import fit
+from .._inverse.fit.observation_masks import check_observation_limits
+from .._inverse.fit.observation_masks import masked_chunk as _masked
 from .._inverse.joint import check_shared
-from .._inverse.observation_masks import check_observation_limits
-from .._inverse.observation_masks import masked_chunk as _masked
 from .._inverse.priors import check_priors
 from .._model.forward import precision_scope
 from .._params import PARAMETER_NAMES, HapkeParams

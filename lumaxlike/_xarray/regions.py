@@ -89,7 +89,7 @@ def _gather(array: xr.DataArray, index, pixel_dims, core) -> np.ndarray:
 
 
 def _group_block(r, to_sun, to_sensor, normal, refl_sigma, *, labels, params, options):
-    from .._inverse.fit import fit
+    from .._inverse.fit.fit import fit
 
     return (fit(r, to_sun, to_sensor, normal, params, regions=labels, **options),)
 

@@ -109,7 +109,7 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
             `lumaxlike.sample` refuses (checked on a small problem before any chunk is
             computed).
     """
-    from .._inverse.fit import check_free
+    from .._inverse.fit.fit import check_free
     from .._inverse.joint import check_shared
     from .._params import HapkeParams
     from .._sample.program import QUANTILE_LEVELS

@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 
-from .._params import PARAMETER_NAMES, HapkeParams
-from .._shapes import as_float_array, check_choice, check_positive_int
-from .._status import Status
-from .albedo.invert import albedo_bounds, default_tolerance, invert
-from .chunking import call_chunk
+from ..._params import PARAMETER_NAMES, HapkeParams
+from ..._shapes import as_float_array, check_choice, check_positive_int
+from ..._status import Status
+from ..albedo.invert import albedo_bounds, default_tolerance, invert
+from ..chunking import call_chunk
 
 __all__ = [
     "OBSERVATIONS_PER_CHUNK",

@@ -39,16 +39,16 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
-from .._model._backends import retarget_to_jax
-from .._model.columns_program import split_columns
-from .._model.family import jax_equations_for
-from .._model.jax_executables import stored_jit
-from .._params import PARAMETER_NAMES
-from .._status import Status
-from . import lm_rules
-from .albedo import rules as albedo_rules
+from ..._model._backends import retarget_to_jax
+from ..._model.columns_program import split_columns
+from ..._model.family import jax_equations_for
+from ..._model.jax_executables import stored_jit
+from ..._params import PARAMETER_NAMES
+from ..._status import Status
+from .. import lm_rules
+from ..albedo import rules as albedo_rules
+from ..ordered_sums import dot_last, sum_last
 from .compaction import run_compacted
-from .ordered_sums import dot_last, sum_last
 from .residual_columns import residuals_and_columns
 
 __all__ = ["ElementwiseLevenbergMarquardt", "solve_fit_jax"]
