@@ -29,7 +29,7 @@ from ._inverse.albedo.invert import invert as invert
 from ._inverse.fit.arguments import default_bounds as default_bounds
 from ._inverse.fit.fit import fit as fit
 from ._inverse.fit.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
-from ._inverse.joint_result import JointFitResult as JointFitResult
+from ._inverse.joint.result import JointFitResult as JointFitResult
 from ._inverse.result import FitResult as FitResult
 from ._inverse.result import InversionResult as InversionResult
 from ._io import (

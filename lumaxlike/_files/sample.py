@@ -20,7 +20,7 @@ import rasterio
 
 from .._compat.xla_log import without_slow_compile_banner
 from .._inverse.fit.arguments import default_bounds
-from .._inverse.priors import check_file_priors
+from .._inverse.joint.priors import check_file_priors
 from .._io.geometry_rasters import GeometryReader
 from .._io.product_cube import check_unit_tag
 from .._io.products import refuse_normalised

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from .._inverse.joint_result import JointFitResult
+from .._inverse.joint.result import JointFitResult
 from .._inverse.result import FitResult, _status_counts
 from .program import QUANTILE_LEVELS
 

@@ -15,8 +15,8 @@ from .._inverse.fit.arguments import check_free
 from .._inverse.fit.fit import fit
 from .._inverse.fit.observation_masks import check_observation_limits
 from .._inverse.fit.observation_masks import masked_chunk as _masked
-from .._inverse.joint import check_shared
-from .._inverse.priors import check_priors
+from .._inverse.joint.joint import check_shared
+from .._inverse.joint.priors import check_priors
 from .._model.forward import precision_scope
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_positive_int

@@ -246,7 +246,7 @@ def fit_dataarray(
         )
     joint = bool(shared) or bool(prior) or bool(regional)
     if joint:
-        from .._inverse.joint import check_shared
+        from .._inverse.joint.joint import check_shared
 
         shared = check_shared(shared, free)
         regional = check_shared(regional, free, "regional")

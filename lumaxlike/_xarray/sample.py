@@ -110,7 +110,7 @@ def sample_dataarray(refl: xr.DataArray, geometry, params, free=("w", "b", "c"),
             computed).
     """
     from .._inverse.fit.fit import check_free
-    from .._inverse.joint import check_shared
+    from .._inverse.joint.joint import check_shared
     from .._params import HapkeParams
     from .._sample.program import QUANTILE_LEVELS
 

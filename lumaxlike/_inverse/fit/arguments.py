@@ -1,6 +1,6 @@
-"""The arguments `fit` and the joint fits (`joint`, `regional_fit`) check alike, and their
-starting values: free parameters, bounds, the arrays' shapes, the chunk, given starts and
-the albedo's default start.
+"""The arguments `fit` and the joint fits (`joint.joint`, `joint.regional_fit`) check
+alike, and their starting values: free parameters, bounds, the arrays' shapes, the chunk,
+given starts and the albedo's default start.
 
 Written once here so that `fit`, which hands joint problems to `joint.fit_joint`, and the
 joint fits, which take `fit`'s checks, import this module and not each other.

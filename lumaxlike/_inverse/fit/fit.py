@@ -174,8 +174,8 @@ def fit(
             starts that is not a positive int or a sequence of mappings of free names,
             grids an infinite bound, or is given to a fit that is not joint.
     """
-    if starts is not None:  # several starts of a joint fit: `restarts`
-        from ..restarts import check_starts, run_starts
+    if starts is not None:  # several starts of a joint fit: `joint.restarts`
+        from ..joint.restarts import check_starts, run_starts
 
         joint, regional_fit = bool(shared or prior), bool(regional) or regions is not None
         starts = check_starts(starts, joint, regional_fit)
@@ -192,7 +192,7 @@ def fit(
             return run_starts(fit_once, starts, refl, params, free, bounds, shared, start,
                               max_iter, tol, refl_sigma is not None)  # fmt: skip
     if shared or prior or regional or regions is not None:  # joint problems: their own modules
-        from ..joint import fit_joint
+        from ..joint.joint import fit_joint
 
         return fit_joint(
             refl, to_sun, to_sensor, normal, params, free, solver, bounds, shared=shared, prior=prior,
