@@ -232,3 +232,30 @@ def test_status_and_result_fields_sit_at_the_bottom_layer():
     assert graph["lumaxlike._status"] == {}
     assert "lumaxlike._status" in parts["lumaxlike._io"]
     assert "lumaxlike._inverse" not in parts["lumaxlike._io"]
+
+
+def test_inverse_features_import_only_the_ones_before_them():
+    """`_inverse`'s subpackages by feature, in order: the shared modules at its top, then
+    `albedo` (`invert`), `fit`, `joint`; a module imports only its own feature and the
+    ones before it. `fit.fit`, the front of every fit, hands joint, regional and
+    restarted fits to `joint` (function-local imports): the one exception."""
+    order = {"albedo": 1, "fit": 2, "joint": 3}
+
+    def rank(module: str) -> int | None:
+        parts = module.split(".")
+        if parts[:2] != ["lumaxlike", "_inverse"] or len(parts) < 3:
+            return None
+        return order.get(parts[2], 0)
+
+    graph, _ = import_graph()
+    upward = sorted(
+        f"{a} -> {b}  ({where})"
+        for a, targets in graph.items()
+        for b, where in targets.items()
+        if rank(a) is not None
+        and rank(b) is not None
+        and rank(b) > rank(a)
+        and a != "lumaxlike._inverse.fit.fit"
+    )
+    assert not upward, "an _inverse module imports a later feature:\n" + "\n".join(upward)
+    assert rank("lumaxlike._inverse.joint.joint") == 3 and rank("lumaxlike._inverse.lm_rules") == 0
