@@ -43,9 +43,9 @@ import bench_invert
 from bench_invert import RESULTS, finish, machine_info
 
 import lumaxlike
+from lumaxlike._inverse.albedo.invert import solver_chunk_pixels
 from lumaxlike._inverse.chunking import call_chunk
-from lumaxlike._inverse.fit import OBSERVATIONS_PER_CHUNK
-from lumaxlike._inverse.invert import solver_chunk_pixels
+from lumaxlike._inverse.fit.fit import OBSERVATIONS_PER_CHUNK
 
 FREE = bench_fit.FREE_SETS["roughness"]
 _compiles = [0]

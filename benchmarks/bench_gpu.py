@@ -115,8 +115,8 @@ def invert_row(side: int, bands: int, dtype, repeat: int) -> dict:
     result = results["last"]
     converged = result.status == lumaxlike.Status.CONVERGED
     error = np.abs(result.w.astype(np.float64) - cube["w_true"])[converged]
+    from lumaxlike._inverse.albedo.invert import solver_chunk_pixels
     from lumaxlike._inverse.chunking import call_chunk
-    from lumaxlike._inverse.invert import solver_chunk_pixels
 
     chunk = call_chunk("jax", side * side, solver_chunk_pixels("jax", bands, dtype))
     return {**row, "side": side, "bands": bands, "dtype": np.dtype(dtype).name, "chunk_pixels": chunk,
@@ -208,7 +208,7 @@ def compile_reference_row(pixels: int, bands: int) -> dict:
     sys.path.insert(0, str(HERE.parent / "tests"))
     from helpers import FULL_PARAMS
 
-    from lumaxlike._inverse.jax_albedo import solve_albedo_jax
+    from lumaxlike._inverse.albedo.jax_solver import solve_albedo_jax
     from lumaxlike._model.forward import _amsa_flat
 
     cube = make_cube(int(np.sqrt(pixels)), bands)

@@ -16,7 +16,7 @@ terms, w uniform in [0, 1), mu0e and mue uniform in [0.05, 1]). Also measured:
   ``results/invert.json`` (t_problem = threads / problems_per_s) plus, per problem, the
   extra cost of (1 + mean iterations) evaluations of H, and per pixel, divided by its
   bands, that of the terms at both angles and of the solver's N_TABLE-point starting
-  table (`albedo_rules.N_TABLE` evaluations).
+  table (`_inverse/albedo/rules.py`'s `N_TABLE` evaluations).
 
 Each timing is the best of ``--repeat`` runs after a compiling warm-up.
 
@@ -44,7 +44,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lumaxlike._inverse.albedo_rules import N_TABLE  # noqa: E402
+from lumaxlike._inverse.albedo.rules import N_TABLE  # noqa: E402
 from lumaxlike._model._backends import numba_equations, numba_h_functions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -76,8 +76,8 @@ import jax
 from helpers import FULL_PARAMS, random_geometry
 
 import lumaxlike
+from lumaxlike._inverse.albedo.invert import solver_chunk_pixels
 from lumaxlike._inverse.chunking import call_chunk
-from lumaxlike._inverse.invert import solver_chunk_pixels
 from lumaxlike._model import equations
 from lumaxlike.testing import synthetic_cube
 

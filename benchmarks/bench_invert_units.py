@@ -43,8 +43,8 @@ import numpy as np
 from bench_invert import finish, geometry, machine_info, make_cube
 
 import lumaxlike
-from lumaxlike._inverse.invert import albedo_bounds, default_tolerance
-from lumaxlike._inverse.numba_solver import solve_albedo_numba
+from lumaxlike._inverse.albedo.invert import albedo_bounds, default_tolerance
+from lumaxlike._inverse.albedo.numba_solver import solve_albedo_numba
 
 
 def least_cpu(call, repeat: int) -> float:

@@ -25,14 +25,13 @@ from ._geometry import (
 from ._geometry import (
     normals_from_dtm as normals_from_dtm,
 )
-from ._inverse.fit import fit as fit
-from ._inverse.fit_arguments import default_bounds as default_bounds
-from ._inverse.invert import invert as invert
-from ._inverse.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
-from ._inverse.joint_result import JointFitResult as JointFitResult
+from ._inverse.albedo.invert import invert as invert
+from ._inverse.fit.arguments import default_bounds as default_bounds
+from ._inverse.fit.fit import fit as fit
+from ._inverse.fit.jax_solver import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
+from ._inverse.joint.result import JointFitResult as JointFitResult
 from ._inverse.result import FitResult as FitResult
 from ._inverse.result import InversionResult as InversionResult
-from ._inverse.status import Status as Status
 from ._io import (
     OBS_BAND_NAMES as OBS_BAND_NAMES,
 )
@@ -86,6 +85,7 @@ from ._run.progress import InversionSummary as InversionSummary
 from ._sample import SampleResult as SampleResult
 from ._sample import sample as sample
 from ._spectral_library import SpectralLibrary as SpectralLibrary
+from ._status import Status as Status
 from ._unmix import Endmembers as Endmembers
 from ._unmix import UnmixResult as UnmixResult
 from ._unmix import unmix as unmix

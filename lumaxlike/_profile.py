@@ -173,8 +173,8 @@ def _child(config: ProfileConfig, folder: str) -> dict:
         input_bytes = _nbytes(w, *geometry)
         del cube
     else:
+        from ._inverse.albedo.invert import solver_chunk_pixels
         from ._inverse.chunking import call_chunk
-        from ._inverse.invert import solver_chunk_pixels
 
         largest = config.chunk_size or solver_chunk_pixels(
             config.solver, config.bands, config.dtype

@@ -135,7 +135,7 @@ def test_first_runs_cache_in_the_user_cache_dir_only(tmp_path):
 # Run before the first `fit` of FIRST_CALLS: fails if the code is generated again;
 # `loaded()`, at the end, checks that the solver's and the hoisting kernels were loaded.
 LOAD_GENERATED = """import lumaxlike
-from lumaxlike._inverse import numba_lm
+from lumaxlike._inverse.fit import numba_solver
 from lumaxlike._model import numba_jacobian
 
 def not_again(*args):
@@ -143,7 +143,7 @@ def not_again(*args):
 
 def loaded():
     functions = numba_jacobian.model_columns(("w", "b", "c"), truth.model_key)  # as `fit` calls it
-    for kernel in (numba_lm.lm_kernel_for(functions), numba_jacobian._hoist_kernel_for(functions)):
+    for kernel in (numba_solver.lm_kernel_for(functions), numba_jacobian._hoist_kernel_for(functions)):
         stats = kernel.stats
         assert sum(stats.cache_hits.values()) == 1 and not stats.cache_misses, stats
 

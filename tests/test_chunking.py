@@ -11,7 +11,7 @@ import pytest
 
 import lumaxlike
 from lumaxlike._inverse import chunking
-from lumaxlike._inverse import invert as invert_module
+from lumaxlike._inverse.albedo import invert as invert_module
 from lumaxlike._model import jax_cache, jax_executables
 from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 

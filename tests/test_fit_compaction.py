@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import lumaxlike
-from lumaxlike._inverse import compaction, jax_solver
-from lumaxlike._inverse import fit as fit_module
+from lumaxlike._inverse.fit import compaction, jax_solver
+from lumaxlike._inverse.fit import fit as fit_module
 
 from .test_fit import CHUNK, scene, start_for
 

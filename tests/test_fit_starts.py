@@ -13,7 +13,7 @@ import pytest
 
 import lumaxlike
 from lumaxlike import Status
-from lumaxlike._inverse import restarts
+from lumaxlike._inverse.joint import restarts
 
 from .helpers import SOLVERS
 from .test_lm_convergence import FREE, START, _problems

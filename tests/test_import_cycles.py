@@ -200,11 +200,13 @@ def test_the_graph_sees_function_local_and_package_imports():
     modules = module_files()
     graph, parts = import_graph()
     assert len(modules) > 50 and "lumaxlike._io.raster" in graph
-    # _files.fit imports `.._inverse.fit` at module level: the module and its package
-    assert {"lumaxlike._inverse.fit", "lumaxlike._inverse"} <= set(graph["lumaxlike._files.fit"])
+    # _files.fit imports `.._inverse.fit.fit` at module level: the module and its packages
+    assert {"lumaxlike._inverse.fit.fit", "lumaxlike._inverse.fit", "lumaxlike._inverse"} <= set(
+        graph["lumaxlike._files.fit"]
+    )
     # the xarray accessor imports its front ends only inside its methods
     assert "lumaxlike._xarray.invert" in graph["lumaxlike._xarray_accessor"]
-    assert "lumaxlike._inverse" in parts["lumaxlike._io"]
+    assert "lumaxlike._inverse" in parts["lumaxlike._files"]
     # and the cycle finder finds a cycle, naming its import lines
     toy = {"a": {"b": "a.py:1"}, "b": {"c": "b.py:2"}, "c": {"a": "c.py:3"}, "d": {"a": "d.py:4"}}
     assert cycles(toy) == [["a", "b", "c", "a"]]
@@ -221,3 +223,39 @@ def test_no_import_cycles_between_modules():
     graph, _ = import_graph()
     found = [describe(graph, cycle) for cycle in cycles(graph)]
     assert not found, "import cycles between lumaxlike's modules:\n" + "\n".join(found)
+
+
+def test_status_and_result_fields_sit_at_the_bottom_layer():
+    """`Status` and the maps' field names (`lumaxlike._status`) import nothing of the
+    package, and the writers (`_io`) name them without importing the solvers."""
+    graph, parts = import_graph()
+    assert graph["lumaxlike._status"] == {}
+    assert "lumaxlike._status" in parts["lumaxlike._io"]
+    assert "lumaxlike._inverse" not in parts["lumaxlike._io"]
+
+
+def test_inverse_features_import_only_the_ones_before_them():
+    """`_inverse`'s subpackages by feature, in order: the shared modules at its top, then
+    `albedo` (`invert`), `fit`, `joint`; a module imports only its own feature and the
+    ones before it. `fit.fit`, the front of every fit, hands joint, regional and
+    restarted fits to `joint` (function-local imports): the one exception."""
+    order = {"albedo": 1, "fit": 2, "joint": 3}
+
+    def rank(module: str) -> int | None:
+        parts = module.split(".")
+        if parts[:2] != ["lumaxlike", "_inverse"] or len(parts) < 3:
+            return None
+        return order.get(parts[2], 0)
+
+    graph, _ = import_graph()
+    upward = sorted(
+        f"{a} -> {b}  ({where})"
+        for a, targets in graph.items()
+        for b, where in targets.items()
+        if rank(a) is not None
+        and rank(b) is not None
+        and rank(b) > rank(a)
+        and a != "lumaxlike._inverse.fit.fit"
+    )
+    assert not upward, "an _inverse module imports a later feature:\n" + "\n".join(upward)
+    assert rank("lumaxlike._inverse.joint.joint") == 3 and rank("lumaxlike._inverse.lm_rules") == 0

@@ -24,7 +24,7 @@ import scipy.optimize
 import lumaxlike
 from lumaxlike import HapkeParams, Status
 from lumaxlike._inverse import lm_rules
-from lumaxlike._inverse.fit import default_bounds
+from lumaxlike._inverse.fit.fit import default_bounds
 from lumaxlike.testing import multi_angle_geometry
 
 from . import independent_hapke

@@ -14,7 +14,7 @@ import xarray as xr
 import lumaxlike
 from lumaxlike import Provenance, Status, invert_file, read_provenance
 from lumaxlike._cli import main
-from lumaxlike._inverse.invert import DEFAULT_MAX_ITER
+from lumaxlike._inverse.albedo.invert import DEFAULT_MAX_ITER
 from lumaxlike._io import read_cube, result_paths, write_result
 from lumaxlike._provenance import MODEL, make_provenance
 

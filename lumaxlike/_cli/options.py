@@ -278,7 +278,7 @@ def prior_dict(pairs) -> dict[str, tuple[float, float]]:
     """``--prior``'s (name, (mean, sigma)) pairs as the Python API's ``prior``
     {name: (mean, sigma)}: roughness from degrees to radians; ValueError, in the command
     line's words, for a name given twice or a mean outside the parameter's bounds."""
-    from .._inverse.fit_arguments import default_bounds
+    from .._inverse.fit.arguments import default_bounds
 
     bounds = default_bounds()
     prior: dict[str, tuple[float, float]] = {}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._inverse.invert import solver_chunk_pixels
+from .._inverse.albedo.invert import solver_chunk_pixels
 from .._io.product_cube import ProductCube
 from .._io.raster import CubeInfo
 from .._io.units import to_bidirectional_reflectance, uncertainty_to_r

@@ -30,11 +30,11 @@ import numpy as np
 import rasterio
 
 from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
-from .._inverse.fit import OBSERVATIONS_PER_CHUNK, fit
-from .._inverse.fit_arguments import default_bounds
-from .._inverse.observation_masks import LIMITED_ANGLES
-from .._inverse.priors import check_file_priors
-from .._inverse.restarts import check_starts
+from .._inverse.fit.arguments import default_bounds
+from .._inverse.fit.fit import OBSERVATIONS_PER_CHUNK, fit
+from .._inverse.fit.observation_masks import LIMITED_ANGLES
+from .._inverse.joint.priors import check_file_priors
+from .._inverse.joint.restarts import check_starts
 from .._io.geometry_rasters import GeometryReader
 from .._io.product_cube import ProductCube, check_reff_incidence, product_options
 from .._io.products import refuse_normalised

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._inverse.status import Status
+from .._status import Status
 
 __all__ = ["BAD_BANDS_OPTION", "good_bands_only", "spread_to_all_bands"]
 

@@ -19,8 +19,8 @@ import numpy as np
 import rasterio
 
 from .._compat.xla_log import without_slow_compile_banner
-from .._inverse.fit_arguments import default_bounds
-from .._inverse.priors import check_file_priors
+from .._inverse.fit.arguments import default_bounds
+from .._inverse.joint.priors import check_file_priors
 from .._io.geometry_rasters import GeometryReader
 from .._io.product_cube import check_unit_tag
 from .._io.products import refuse_normalised

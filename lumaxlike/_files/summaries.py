@@ -3,7 +3,7 @@ saying why nothing converged (the command line prints it and exits 1)."""
 
 from __future__ import annotations
 
-from .._inverse.status import Status
+from .._status import Status
 
 __all__ = ["SOLVED", "STATUS_CAUSES", "nothing_converged", "status_counts"]
 

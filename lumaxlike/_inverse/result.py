@@ -6,12 +6,9 @@ import dataclasses
 
 import numpy as np
 
-from .status import Status
+from .._status import Status
 
-__all__ = ["RESULT_FIELDS", "InversionResult", "FitResult", "at_bound_flags"]
-
-RESULT_FIELDS = ("w", "status", "iterations", "residual", "sigma")
-"""Maps an inversion produces, in `InversionResult` order (the fields of a result map file)."""
+__all__ = ["InversionResult", "FitResult", "at_bound_flags"]
 
 
 def _status_counts(status: np.ndarray) -> dict[str, int]:

@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from .._inverse.result import RESULT_FIELDS  # re-exported: the maps of an inversion
-from .._inverse.status import Status
+from .._status import (
+    RESULT_FIELDS,  # re-exported: the maps of an inversion
+    Status,
+)
 from .raster import CubeInfo
 
 __all__ = [

@@ -22,7 +22,7 @@ import rasterio
 import rasterio.errors
 from rasterio.windows import Window
 
-from .._inverse.status import Status
+from .._status import Status
 from .atomic import OutputWriteError
 from .layout import (
     FIELD_ATTRS,

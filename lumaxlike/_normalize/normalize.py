@@ -7,12 +7,12 @@ import dataclasses
 
 import numpy as np
 
+from .._inverse.albedo.invert import DEFAULT_MAX_ITER, SOLVERS, default_chunk_pixels, invert
 from .._inverse.chunking import call_chunk, pad_pixels
-from .._inverse.invert import DEFAULT_MAX_ITER, SOLVERS, default_chunk_pixels, invert
-from .._inverse.status import Status
 from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
+from .._status import Status
 from .param_maps import check_param_maps
 from .standard import DEFAULT_STANDARD, standard_angles, standard_reflectance, standard_vectors
 

@@ -355,7 +355,7 @@ def make_provenance(
             `lumaxlike._io.product_cube.ProductCube.record`), or None.
     """
     from .. import __version__
-    from .._inverse.invert import DEFAULT_MAX_ITER, default_tolerance
+    from .._inverse.albedo.invert import DEFAULT_MAX_ITER, default_tolerance
 
     compute_dtype = np.float32 if np.dtype(dtype) == np.float32 else np.float64  # as invert decides
     params = tuple(params)

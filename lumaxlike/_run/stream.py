@@ -15,8 +15,8 @@ import dataclasses
 
 import numpy as np
 
-from .._inverse.status import Status
 from .._signals import deferred, interruptible, raise_if_interrupted
+from .._status import Status
 
 __all__ = ["mark_bad_bands", "run_blocks", "stream_blocks"]
 

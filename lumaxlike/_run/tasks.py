@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from .._inverse.invert import SOLVERS, invert
-from .._inverse.result import RESULT_FIELDS
+from .._inverse.albedo.invert import SOLVERS, invert
 from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import check_choice
+from .._status import RESULT_FIELDS
 
 __all__ = [
     "SOLVERS",

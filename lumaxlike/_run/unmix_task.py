@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .._inverse.status import Status
 from .._io.writers import FieldLayout
 from .._params import HapkeParams
+from .._status import Status
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import unmix
 from .tasks import numba_threads

@@ -20,8 +20,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from .._inverse.fit.residual_columns import residuals_and_columns
 from .._inverse.ordered_sums import dot_last
-from .._inverse.residual_columns import residuals_and_columns
 from .._model.family import jax_equations_for
 from . import transform
 

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._inverse.priors import prior_arrays
+from .._inverse.joint.priors import prior_arrays
 
 __all__ = ["ProblemLayout"]
 

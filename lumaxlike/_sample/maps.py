@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .._inverse.status import Status
+from .._status import Status
 from .program import QUANTILE_LEVELS
 
 __all__ = [

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._inverse.status import Status
+from .._status import Status
 
 __all__ = [
     "LOG_DENSITY_GAP",

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from .._inverse.joint_result import JointFitResult
+from .._inverse.joint.result import JointFitResult
 from .._inverse.result import FitResult, _status_counts
 from .program import QUANTILE_LEVELS
 
@@ -103,7 +103,7 @@ class SampleResult:
         """
         import xarray as xr
 
-        from .._inverse.status import Status
+        from .._status import Status
 
         if self.draws is None:
             raise ValueError(

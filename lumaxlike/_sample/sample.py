@@ -10,17 +10,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._inverse.chunking import balanced_chunk, pad_pixels
-from .._inverse.fit import fit
-from .._inverse.fit_arguments import check_bounds as _check_bounds
-from .._inverse.fit_arguments import check_free
-from .._inverse.joint import check_shared
-from .._inverse.observation_masks import check_observation_limits
-from .._inverse.observation_masks import masked_chunk as _masked
-from .._inverse.priors import check_priors
-from .._inverse.status import Status
+from .._inverse.fit.arguments import check_bounds as _check_bounds
+from .._inverse.fit.arguments import check_free
+from .._inverse.fit.fit import fit
+from .._inverse.fit.observation_masks import check_observation_limits
+from .._inverse.fit.observation_masks import masked_chunk as _masked
+from .._inverse.joint.joint import check_shared
+from .._inverse.joint.priors import check_priors
 from .._model.forward import precision_scope
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_positive_int
+from .._status import Status
 from . import transform
 from .layout import ProblemLayout
 from .modes import log_posterior, missed_mode, probe_starts

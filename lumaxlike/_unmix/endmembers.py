@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from .._inverse.status import Status
 from .._params import HapkeParams
+from .._status import Status
 from .phase import check_phase, endmember_params
 
 __all__ = ["Endmembers"]
@@ -183,7 +183,7 @@ class Endmembers:
                 horizon), or a bad argument.
         """
         from .._geometry import geometry_from_angles
-        from .._inverse.invert import invert
+        from .._inverse.albedo.invert import invert
 
         refl = np.asarray(reflectance)
         if refl.ndim != 2:

@@ -22,10 +22,10 @@ import jax
 import jax.numpy as jnp
 
 from .._inverse import lm_rules
-from .._inverse.status import Status
 from .._model._backends import retarget_to_jax
 from .._model.family import jax_equations_for
 from .._model.jax_model import pixel_terms
+from .._status import Status
 from .simplex_qp import (
     FRACTION_FLOOR,
     MULTIPLIER_FLOOR,

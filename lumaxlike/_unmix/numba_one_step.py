@@ -14,12 +14,12 @@ import numba
 import numpy as np
 
 from .._inverse import lm_rules
-from .._inverse.status import Status
 from .._model._backends import numba_equations, retarget_to_numba
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._model.numba_threads import run_in_blocks
+from .._status import Status
 from . import numba_unmix
 from . import simplex_qp as _qp_module
 from .numba_unmix import BLOCK

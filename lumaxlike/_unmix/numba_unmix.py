@@ -12,10 +12,10 @@ import math
 import numba
 import numpy as np
 
-from .._inverse.status import Status
 from .._model.numba_cache import cached_njit
 from .._model.numba_model import as_kernel_array
 from .._model.numba_threads import run_in_blocks
+from .._status import Status
 from . import mixing
 from . import simplex_qp as _qp_module
 from .simplex_qp import (

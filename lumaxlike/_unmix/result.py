@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from .._inverse.status import Status
+from .._status import Status
 
 __all__ = ["UnmixResult"]
 

@@ -34,7 +34,7 @@ import math
 
 import numba
 
-from .._inverse.covariance import MAX_VARIANCE_INFLATION
+from .._inverse.fit.covariance import MAX_VARIANCE_INFLATION
 
 __all__ = [
     "PIVOT_FLOOR",

@@ -6,12 +6,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._inverse.albedo.invert import DEFAULT_MAX_ITER, SOLVERS, invert
 from .._inverse.chunking import call_chunk, pad_pixels
-from .._inverse.invert import DEFAULT_MAX_ITER, SOLVERS, invert
-from .._inverse.status import Status
 from .._model.forward import precision_scope
 from .._params import HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
+from .._status import Status
 from .band_matching import band_order
 from .endmembers import Endmembers
 from .jax_unmix import solve_one_step_jax

@@ -37,7 +37,7 @@ def _fit_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, free, fit_op
     observations, 3) -> the fit's maps (..., bands), in `_fit_fields(free)` order
     (`_joint_fields` for a joint fit: shared parameters and per-pixel problems' fields
     without the band axis). The noise is in `fit_options` (`refl_sigma` is None)."""
-    from .._inverse.fit import fit
+    from .._inverse.fit.fit import fit
     from .._run.tasks import numba_threads
 
     solver = fit_options["solver"]
@@ -91,7 +91,7 @@ def _fit_regional(
 ) -> dict:
     """`fit_dataarray`'s regional fit (`lumaxlike._xarray.regions`): labels checked,
     regions grouped under the cap (refused above it), the groups fitted in this process."""
-    from .._inverse.fit_arguments import OBSERVATIONS_PER_CHUNK
+    from .._inverse.fit.arguments import OBSERVATIONS_PER_CHUNK
     from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
     from .._run.tasks import numba_threads
     from .regions import checked_labels, fit_regions, region_groups
@@ -204,8 +204,8 @@ def fit_dataarray(
             any work).
     """
 
-    from .._inverse.fit_arguments import OBSERVATIONS_PER_CHUNK, check_free
-    from .._inverse.observation_masks import check_observation_limits
+    from .._inverse.fit.arguments import OBSERVATIONS_PER_CHUNK, check_free
+    from .._inverse.fit.observation_masks import check_observation_limits
     from .._params import HapkeParams
 
     if not isinstance(refl, xr.DataArray):
@@ -250,7 +250,7 @@ def fit_dataarray(
         )
     joint = bool(shared) or bool(prior) or bool(regional)
     if joint:
-        from .._inverse.joint import check_shared
+        from .._inverse.joint.joint import check_shared
 
         shared = check_shared(shared, free)
         regional = check_shared(regional, free, "regional")

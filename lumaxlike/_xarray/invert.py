@@ -7,12 +7,12 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
-from .._inverse.invert import solver_chunk_pixels
-from .._inverse.status import Status
+from .._inverse.albedo.invert import solver_chunk_pixels
 from .._io.layout import FIELD_ATTRS, RESULT_FIELDS
 from .._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
 from .._provenance import python_call
 from .._run.tasks import SolverOptions, invert_block, per_band_params
+from .._status import Status
 from .chunks import (
     OUTPUT_DTYPES,
     ChunkMap,

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from .._inverse.invert import default_chunk_pixels
+from .._inverse.albedo.invert import default_chunk_pixels
 from .._io.product_dataarray import (
     product_geometry_of,
     product_record_of,

@@ -89,7 +89,7 @@ def _gather(array: xr.DataArray, index, pixel_dims, core) -> np.ndarray:
 
 
 def _group_block(r, to_sun, to_sensor, normal, refl_sigma, *, labels, params, options):
-    from .._inverse.fit import fit
+    from .._inverse.fit.fit import fit
 
     return (fit(r, to_sun, to_sensor, normal, params, regions=labels, **options),)
 
@@ -120,7 +120,7 @@ def fit_regions(
         dim (the labels, ascending): ``region_<name>`` and ``region_sigma_<name>`` of each
         regional parameter, ``region_status``, ``region_iterations``, ``region_cost``.
     """
-    from .._inverse.status import Status
+    from .._status import Status
 
     refl, spec, pixel_dims = inputs.refl, inputs.spec, inputs.pixel_dims
     observation_dim = inputs.observation_dim

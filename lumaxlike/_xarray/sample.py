@@ -132,8 +132,8 @@ def sample_dataarray(
             `lumaxlike.sample` refuses (checked on a small problem before any chunk is
             computed).
     """
-    from .._inverse.fit import check_free
-    from .._inverse.joint import check_shared
+    from .._inverse.fit.fit import check_free
+    from .._inverse.joint.joint import check_shared
     from .._params import HapkeParams
     from .._sample.program import QUANTILE_LEVELS
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .status import Status
+from ..._status import Status
 
 __all__ = ["mark_unreachable"]
 

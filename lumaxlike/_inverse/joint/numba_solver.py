@@ -6,7 +6,7 @@ bands); its normal equations are accumulated as the arrow blocks of `schur` (A_k
 D, g) and solved by the Schur complement (`schur.arrow_step`), so the work grows
 linearly with the bands. Each row is weighted by its band's 1 / refl_sigma; Gaussian
 priors enter as extra rows (x - mu) / sigma_prior (`priors`). Otherwise the iteration
-is `numba_lm`'s: the rules of `lm_rules`, the model's columns from the generated
+is `fit.numba_solver`'s: the rules of `lm_rules`, the model's columns from the generated
 `ColumnFunctions` of all the free parameters (per-band ones first, then the shared
 ones), compiled as a variant per set of free parameters and cached on disk.
 """
@@ -19,13 +19,15 @@ import math
 import numba
 import numpy as np
 
-from .._model import _backends, _scalar_math
-from .._model._backends import retarget_to_numba
-from .._model.numba_cache import cached_njit, compile_variant
-from .._model.numba_threads import run_in_blocks
-from . import lm_rules, numba_lm, schur
+from ..._model import _backends, _scalar_math
+from ..._model._backends import retarget_to_numba
+from ..._model.numba_cache import cached_njit, compile_variant
+from ..._model.numba_threads import run_in_blocks
+from ..._status import Status
+from .. import lm_rules
+from ..fit import numba_solver as fit_numba_solver
+from . import schur
 from .schur import arrow_step
-from .status import Status
 
 __all__ = ["solve_joint_numba"]
 
@@ -130,7 +132,9 @@ def _size_and_decrease(step_b, step_s, a_blocks, c_blocks, d_block, gb, gs):
     return size, decrease
 
 
-@cached_njit(inlines=(lm_rules, _backends, _scalar_math, schur, numba_lm), error_model="numpy")
+@cached_njit(
+    inlines=(lm_rules, _backends, _scalar_math, schur, fit_numba_solver), error_model="numpy"
+)
 def _solve_joint_pixel(
     pixel,
     step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b, prior_weight_b,
@@ -264,7 +268,7 @@ def _solve_joint_pixel(
 
 
 @cached_njit(
-    inlines=(lm_rules, _backends, _scalar_math, schur, numba_lm),
+    inlines=(lm_rules, _backends, _scalar_math, schur, fit_numba_solver),
     nogil=True,
     error_model="numpy",
 )

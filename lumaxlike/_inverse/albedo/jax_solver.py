@@ -20,11 +20,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._model._backends import retarget_to_jax
-from .._model.family import ModelKey, jax_equations_for
-from .._model.jax_executables import stored_jit
-from .._model.jax_model import pixel_terms, reflectance_core
-from . import albedo_rules, lm_rules
+from ..._model._backends import retarget_to_jax
+from ..._model.family import ModelKey, jax_equations_for
+from ..._model.jax_executables import stored_jit
+from ..._model.jax_model import pixel_terms, reflectance_core
+from .. import lm_rules
+from . import rules as albedo_rules
 
 __all__ = ["solve_albedo_jax"]
 

@@ -7,7 +7,7 @@ and Y_k = A_k^-1 C_k:
     Sigma_kl = Y_k S^-1 Y_l^T = Sigma_ks Sigma_ss^-1 Sigma_ls^T (k != l),
 
 so the per-band, shared and cross blocks determine the whole covariance
-(`full_covariance`). As for `fit` (`covariance`), H is first scaled to its correlation
+(`full_covariance`). As for `fit` (`fit.covariance`), H is first scaled to its correlation
 matrix; a problem is not determined where that is not positive definite or a
 parameter's variance inflation factor (the diagonal of its inverse) exceeds
 `covariance.MAX_VARIANCE_INFLATION`. Vectorised NumPy over a chunk of problems (p and s
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .covariance import MAX_VARIANCE_INFLATION
+from ..fit.covariance import MAX_VARIANCE_INFLATION
 
 __all__ = ["arrow_covariance", "full_covariance"]
 

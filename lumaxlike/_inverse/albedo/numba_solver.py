@@ -33,12 +33,13 @@ import math
 
 import numpy as np
 
-from .._model._backends import inlined, numba_equations, retarget_to_numba
-from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
-from .._model.numba_cache import cached_njit, compile_variant
-from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
-from .._model.numba_threads import run_in_blocks
-from . import albedo_rules, lm_rules
+from ..._model._backends import inlined, numba_equations, retarget_to_numba
+from ..._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
+from ..._model.numba_cache import cached_njit, compile_variant
+from ..._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
+from ..._model.numba_threads import run_in_blocks
+from .. import lm_rules
+from . import rules as albedo_rules
 
 __all__ = ["solve_albedo_numba"]
 

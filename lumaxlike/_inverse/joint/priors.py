@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._shapes import as_float_array
+from ..._shapes import as_float_array
 
 __all__ = ["check_file_priors", "check_priors", "prior_arrays", "degrees_of_freedom"]
 

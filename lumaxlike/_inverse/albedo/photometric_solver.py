@@ -8,13 +8,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._model import _backends, _scalar_math
-from .._model._backends import retarget_to_jax, retarget_to_numba
-from .._model.model_forward import photometric_scale_jax
-from .._model.numba_cache import cached_njit
-from .._model.numba_model import as_kernel_array
-from .._model.numba_threads import run_in_blocks
-from .._model.photometric_backends import scale_numba
+from ..._model import _backends, _scalar_math
+from ..._model._backends import retarget_to_jax, retarget_to_numba
+from ..._model.model_forward import photometric_scale_jax
+from ..._model.numba_cache import cached_njit
+from ..._model.numba_model import as_kernel_array
+from ..._model.numba_threads import run_in_blocks
+from ..._model.photometric_backends import scale_numba
 from . import photometric_rules
 
 __all__ = ["solve_photometric_jax", "solve_photometric_numba"]

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._model._backends import retarget_to_numpy
-from . import lm_rules
-from .joint_covariance import _positive_definite, arrow_covariance
-from .status import Status
+from ..._model._backends import retarget_to_numpy
+from ..._status import Status
+from .. import lm_rules
+from .covariance import _positive_definite, arrow_covariance
 
 __all__ = ["solve_regions"]
 

@@ -14,10 +14,10 @@ per-pixel table of r and dr/dw at 8 albedos (and w = 0), interpolated as a cubic
 spline of w(r), so one or two steps suffice.
 """
 
-from .._model._scalar_math import isfinite, maximum, minimum, where
-from .._model.equations import reflectance_and_slope
-from .lm_rules import accepted, converged, damped_diagonal, gain_ratio, next_damping
-from .status import Status
+from ..._model._scalar_math import isfinite, maximum, minimum, where
+from ..._model.equations import reflectance_and_slope
+from ..._status import Status
+from ..lm_rules import accepted, converged, damped_diagonal, gain_ratio, next_damping
 
 __all__ = [
     "table_point",

@@ -16,7 +16,7 @@ blocks (as bundle adjustment does) leaves the s x s Schur complement
 
 then d_k = -A_k^-1 (g_k + C_k d_s): B factorisations of p x p and one of s x s, so the
 cost grows linearly with the bands. The damping and the parameters held at their bounds
-follow `lm_rules` exactly as the dense solve of `numba_lm` does (Marquardt's diagonal
+follow `lm_rules` exactly as the dense solve of `fit.numba_solver` does (Marquardt's diagonal
 with the floor relative to the largest diagonal entry of the whole problem; a held
 parameter's row and column leave the system).
 
@@ -29,10 +29,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numba
 
-from .._model._backends import retarget_to_jax, retarget_to_numba
-from . import lm_rules
-from .numba_lm import cholesky, cholesky_solve
-from .ordered_sums import sum_last
+from ..._model._backends import retarget_to_jax, retarget_to_numba
+from .. import lm_rules
+from ..fit.numba_solver import cholesky, cholesky_solve
+from ..ordered_sums import sum_last
 
 __all__ = ["arrow_step", "arrow_step_jax"]
 

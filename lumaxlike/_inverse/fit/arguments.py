@@ -1,6 +1,6 @@
-"""The arguments `fit` and the joint fits (`joint`, `regional_fit`) check alike, and their
-starting values: free parameters, bounds, the arrays' shapes, the chunk, given starts and
-the albedo's default start.
+"""The arguments `fit` and the joint fits (`joint.joint`, `joint.regional_fit`) check
+alike, and their starting values: free parameters, bounds, the arrays' shapes, the chunk,
+given starts and the albedo's default start.
 
 Written once here so that `fit`, which hands joint problems to `joint.fit_joint`, and the
 joint fits, which take `fit`'s checks, import this module and not each other.
@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 
-from .._params import PARAMETER_NAMES, HapkeParams
-from .._shapes import as_float_array, check_choice, check_positive_int
-from .chunking import call_chunk
-from .invert import albedo_bounds, default_tolerance, invert
-from .status import Status
+from ..._params import PARAMETER_NAMES, HapkeParams
+from ..._shapes import as_float_array, check_choice, check_positive_int
+from ..._status import Status
+from ..albedo.invert import albedo_bounds, default_tolerance, invert
+from ..chunking import call_chunk
 
 __all__ = [
     "OBSERVATIONS_PER_CHUNK",

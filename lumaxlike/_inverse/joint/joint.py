@@ -4,9 +4,9 @@
 With `shared` names, each pixel is one Levenberg-Marquardt problem over all its bands
 and observations: the per-band parameters of every band and the shared ones, solved by
 the Schur complement of its arrow-structured normal equations (`schur`) in both solvers
-(`joint_numba`, `joint_jax`). With a `prior` and nothing shared, each (pixel, band) is
+(`numba_solver`, `jax_solver`). With a `prior` and nothing shared, each (pixel, band) is
 its own problem as in `fit`, with the prior rows. Priors are optimal estimation's
-(`priors`); the covariance covers every parameter of a problem (`joint_covariance`).
+(`priors`); the covariance covers every parameter of a problem (`covariance`).
 Masks, starting values, bounds and statuses are `fit`'s.
 """
 
@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import PARAMETER_NAMES, HapkeParams
-from .._photometric import PhotometricFunction
-from .._shapes import check_band_sigma, check_choice, check_positive_int
-from .fit_arguments import (
+from ..._params import PARAMETER_NAMES, HapkeParams
+from ..._photometric import PhotometricFunction
+from ..._shapes import check_band_sigma, check_choice, check_positive_int
+from ..._status import Status
+from ..albedo.invert import SOLVERS
+from ..fit.arguments import (
     check_arrays,
     check_bounds,
     check_free,
@@ -25,13 +27,11 @@ from .fit_arguments import (
     checked_starts,
     default_chunk,
 )
-from .invert import SOLVERS
-from .joint_chunk import chunk_starts, solve_chunk
-from .joint_covariance import arrow_covariance
-from .joint_result import JointFitResult
-from .observation_masks import check_observation_limits, masked_chunk
+from ..fit.observation_masks import check_observation_limits, masked_chunk
+from .chunk import chunk_starts, solve_chunk
+from .covariance import arrow_covariance
 from .priors import check_priors, degrees_of_freedom, prior_arrays
-from .status import Status
+from .result import JointFitResult
 
 __all__ = ["fit_joint", "check_shared"]
 

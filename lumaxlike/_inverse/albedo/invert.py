@@ -7,16 +7,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._model.forward import precision_scope
-from .._params import HapkeParams
-from .._photometric import PhotometricFunction
-from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
-from .chunking import call_chunk, chunk_problems, device_memory_bytes, pad_pixels, pipelined
-from .defaults import DEFAULT_MAX_ITER, SOLVERS
-from .jax_albedo import solve_albedo_jax
+from ..._model.forward import precision_scope
+from ..._params import HapkeParams
+from ..._photometric import PhotometricFunction
+from ..._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
+from ..chunking import call_chunk, chunk_problems, device_memory_bytes, pad_pixels, pipelined
+from ..defaults import DEFAULT_MAX_ITER, SOLVERS
+from ..result import InversionResult
+from .jax_solver import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .photometric_solver import solve_photometric_jax, solve_photometric_numba
-from .result import InversionResult
 
 __all__ = [
     "invert",

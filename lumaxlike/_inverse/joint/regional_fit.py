@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .joint_chunk import chunk_starts, solve_chunk
-from .joint_result import JointFitResult
-from .observation_masks import masked_chunk
+from ..._status import Status
+from ..fit.observation_masks import masked_chunk
+from .chunk import chunk_starts, solve_chunk
 from .priors import degrees_of_freedom, prior_arrays
 from .regional import regional_covariance, solve_regions
-from .status import Status
+from .result import JointFitResult
 
 __all__ = ["RegionalSetup", "fit_regional"]
 

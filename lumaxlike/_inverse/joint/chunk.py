@@ -7,14 +7,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._model.forward import precision_scope
-from .._model.numba_jacobian import hoisted_rows, model_columns
-from .._model.numba_model import observation_rows
-from .._params import PARAMETER_NAMES
-from .chunking import pad_pixels
-from .fit_arguments import albedo_start
-from .joint_jax import solve_joint_jax
-from .joint_numba import solve_joint_numba
+from ..._model.forward import precision_scope
+from ..._model.numba_jacobian import hoisted_rows, model_columns
+from ..._model.numba_model import observation_rows
+from ..._params import PARAMETER_NAMES
+from ..chunking import pad_pixels
+from ..fit.arguments import albedo_start
+from .jax_solver import solve_joint_jax
+from .numba_solver import solve_joint_numba
 
 __all__ = ["chunk_starts", "solve_chunk"]
 

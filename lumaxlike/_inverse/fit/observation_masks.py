@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._geometry import angles_from_geometry
+from ..._geometry import angles_from_geometry
 
 __all__ = [
     "LIMITED_ANGLES",

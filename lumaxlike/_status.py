@@ -1,8 +1,14 @@
-"""Per-problem status codes shared by every solver (never exceptions inside batched code)."""
+"""Per-problem status codes shared by every solver (never exceptions inside batched code),
+and the maps an inversion produces: the bottom layer, so that the writers (`_io`) and the
+front ends name a result's fields and statuses without importing the solvers.
+"""
 
 import enum
 
-__all__ = ["Status"]
+__all__ = ["RESULT_FIELDS", "Status"]
+
+RESULT_FIELDS = ("w", "status", "iterations", "residual", "sigma")
+"""Maps an inversion produces, in `InversionResult` order (the fields of a result map file)."""
 
 
 class Status(enum.IntEnum):

@@ -40,8 +40,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .fit_arguments import check_bounds, check_free, check_iterations
-from .status import Status
+from ..._status import Status
+from ..fit.arguments import check_bounds, check_free, check_iterations
 
 __all__ = [
     "CHI2_GAP",

@@ -1,10 +1,10 @@
-"""The JAX solver of joint problems: `joint_numba`'s iteration for a whole chunk at once.
+"""The JAX solver of joint problems: `numba_solver`'s iteration for a whole chunk at once.
 
 Every problem (a pixel: per-band parameters for each band, shared ones for all) keeps its
 own damping, acceptance and convergence (`lm_rules`, element-wise); converged problems
 are frozen and the `while_loop` ends when all are, or after `max_iter` steps. The model's
 derivative program (`columns_program.split_columns`, the one numba's solvers compile) is
-evaluated in parts as in `jax_solver`: its known part once per pixel and observation, its
+evaluated in parts as in `fit.jax_solver`: its known part once per pixel and observation, its
 step part per pixel and band, its lane part per pixel, band and observation. The arrow
 blocks of the normal equations are sums in index order (`ordered_sums.sum_last`), so a
 problem's steps do not depend on the batch; the damped step is `schur.arrow_step_jax`.
@@ -17,14 +17,15 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from .._model._backends import retarget_to_jax
-from .._model.columns_program import split_columns
-from .._model.family import jax_equations_for
-from .._params import PARAMETER_NAMES
-from . import albedo_rules, lm_rules
-from .ordered_sums import dot_last, sum_last
+from ..._model._backends import retarget_to_jax
+from ..._model.columns_program import split_columns
+from ..._model.family import jax_equations_for
+from ..._params import PARAMETER_NAMES
+from ..._status import Status
+from .. import lm_rules
+from ..albedo import rules as albedo_rules
+from ..ordered_sums import dot_last, sum_last
 from .schur import arrow_step_jax
-from .status import Status
 
 __all__ = ["solve_joint_jax"]
 
@@ -151,7 +152,7 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
     xs = jnp.where(active[:, None], start_s, jnp.broadcast_to(inside[p:], start_s.shape))
     inputs = (rows, jnp.where(use, refl, 0.0), use, weight, *priors)
     # a run-time 1 (w's lower bound is > 0), not a constant XLA could fold: dividing by it
-    # changes no bit but keeps shared values computed once and stored (`jax_solver`)
+    # changes no bit but keeps shared values computed once and stored (`fit.jax_solver`)
     unit = lower[0] / lower[0]
     evaluate = partial(_normal_equations, inputs=inputs, free=free, key=key, unit=unit)
     lower_b, upper_b = (jnp.broadcast_to(a[:p], start_b.shape) for a in (lower, upper))

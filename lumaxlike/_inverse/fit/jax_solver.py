@@ -17,7 +17,8 @@ linearisation and p JVPs. The p x p damped systems are solved by an unrolled Cho
 over lanes of problems. The step, acceptance, damping and convergence
 rules are `lm_rules`, the same scalar code the numba solvers run, applied element-wise;
 converged problems are frozen, and the solve ends when all are. `invert` is the case
-p = 1 with one observation, specialised in `jax_albedo`. Multi-parameter fits converge less uniformly (median ~6 steps, a few need `max_iter`):
+p = 1 with one observation, specialised in `albedo.jax_solver`. Multi-parameter fits
+converge less uniformly (median ~6 steps, a few need `max_iter`):
 `solve_fit_jax` runs rounds of a few steps and compacts the problems still unconverged
 into smaller batches between them (`compaction`). Sums over observations and parameters
 are written as additions in index order (`sum_last`), not XLA reductions, whose rounding
@@ -38,16 +39,17 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
-from .._model._backends import retarget_to_jax
-from .._model.columns_program import split_columns
-from .._model.family import jax_equations_for
-from .._model.jax_executables import stored_jit
-from .._params import PARAMETER_NAMES
-from . import albedo_rules, lm_rules
+from ..._model._backends import retarget_to_jax
+from ..._model.columns_program import split_columns
+from ..._model.family import jax_equations_for
+from ..._model.jax_executables import stored_jit
+from ..._params import PARAMETER_NAMES
+from ..._status import Status
+from .. import lm_rules
+from ..albedo import rules as albedo_rules
+from ..ordered_sums import dot_last, sum_last
 from .compaction import run_compacted
-from .ordered_sums import dot_last, sum_last
 from .residual_columns import residuals_and_columns
-from .status import Status
 
 __all__ = ["ElementwiseLevenbergMarquardt", "solve_fit_jax"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .._model.columns_program import split_columns
-from .._params import PARAMETER_NAMES
+from ..._model.columns_program import split_columns
+from ..._params import PARAMETER_NAMES
 
 __all__ = ["residuals_and_columns"]
 

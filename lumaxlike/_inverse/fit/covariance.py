@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
-from .._model.numba_cache import cached_njit
-from .._model.numba_threads import run_in_blocks
-from . import numba_lm
-from .numba_lm import cholesky, cholesky_solve
-from .status import Status
+from ..._model.numba_cache import cached_njit
+from ..._model.numba_threads import run_in_blocks
+from ..._status import Status
+from . import numba_solver
+from .numba_solver import cholesky, cholesky_solve
 
 __all__ = ["covariance", "MAX_VARIANCE_INFLATION"]
 
@@ -20,7 +20,7 @@ __all__ = ["covariance", "MAX_VARIANCE_INFLATION"]
 MAX_VARIANCE_INFLATION = 1e12
 
 
-@cached_njit(inlines=(numba_lm,), nogil=True, error_model="numpy")  # numba_lm: its Cholesky
+@cached_njit(inlines=(numba_solver,), nogil=True, error_model="numpy")  # numba_solver: its Cholesky
 def _covariance_kernel(first, last, jtj, variance, solved, out, determined):
     """Problems first to last - 1 (`numba_threads.run_in_blocks`)."""
     p = jtj.shape[1]

@@ -2,7 +2,7 @@
 
 The same machinery as `invert`, which is its one-parameter, one-observation case: the
 `ElementwiseLevenbergMarquardt` optimistix solver (JAX) or the numba kernel of
-`numba_lm`, both following `lm_rules`, with per-problem status codes (`Status`).
+`numba_solver`, both following `lm_rules`, with per-problem status codes (`Status`).
 
 Masks: an observation with non-finite reflectance or geometry, or outside the user's
 `observation_limits`, is left out of its problem (`observation_masks`). Here it becomes
@@ -19,16 +19,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._model.forward import precision_scope
-from .._model.numba_jacobian import hoisted_rows, model_columns
-from .._model.numba_model import observation_rows
-from .._params import PARAMETER_NAMES, HapkeParams
-from .._photometric import PhotometricFunction
-from .._shapes import check_band_sigma, check_choice, check_positive_int
-from .chunking import pad_pixels
-from .covariance import covariance as fit_covariance
-from .defaults import DEFAULT_FIT_MAX_ITER
-from .fit_arguments import (
+from ..._model.forward import precision_scope
+from ..._model.numba_jacobian import hoisted_rows, model_columns
+from ..._model.numba_model import observation_rows
+from ..._params import PARAMETER_NAMES, HapkeParams
+from ..._photometric import PhotometricFunction
+from ..._shapes import check_band_sigma, check_choice, check_positive_int
+from ..._status import Status
+from ..albedo.invert import SOLVERS, albedo_bounds
+from ..chunking import pad_pixels
+from ..defaults import DEFAULT_FIT_MAX_ITER
+from ..result import FitResult, at_bound_flags
+from .arguments import (
     OBSERVATIONS_PER_CHUNK,
     albedo_start,
     check_arrays,
@@ -39,13 +41,11 @@ from .fit_arguments import (
     default_bounds,
     default_chunk,
 )
-from .invert import SOLVERS, albedo_bounds
+from .covariance import covariance as fit_covariance
 from .jax_solver import solve_fit_jax
-from .numba_lm import solve_numba
+from .numba_solver import solve_numba
 from .observation_masks import check_observation_limits, masked_chunk
 from .reachability import mark_unreachable
-from .result import FitResult, at_bound_flags
-from .status import Status
 
 __all__ = ["fit", "default_bounds", "OBSERVATIONS_PER_CHUNK"]  # the last two re-exported
 
@@ -174,8 +174,8 @@ def fit(
             starts that is not a positive int or a sequence of mappings of free names,
             grids an infinite bound, or is given to a fit that is not joint.
     """
-    if starts is not None:  # several starts of a joint fit: `restarts`
-        from .restarts import check_starts, run_starts
+    if starts is not None:  # several starts of a joint fit: `joint.restarts`
+        from ..joint.restarts import check_starts, run_starts
 
         joint, regional_fit = bool(shared or prior), bool(regional) or regions is not None
         starts = check_starts(starts, joint, regional_fit)
@@ -192,7 +192,7 @@ def fit(
             return run_starts(fit_once, starts, refl, params, free, bounds, shared, start,
                               max_iter, tol, refl_sigma is not None)  # fmt: skip
     if shared or prior or regional or regions is not None:  # joint problems: their own modules
-        from .joint import fit_joint
+        from ..joint.joint import fit_joint
 
         return fit_joint(
             refl, to_sun, to_sensor, normal, params, free, solver, bounds, shared=shared, prior=prior,

@@ -24,12 +24,12 @@ import math
 import numba
 import numpy as np
 
-from .._model import _backends, _scalar_math
-from .._model._backends import retarget_to_numba
-from .._model.numba_cache import cached_njit, compile_variant
-from .._model.numba_threads import run_in_blocks
-from . import lm_rules
-from .status import Status
+from ..._model import _backends, _scalar_math
+from ..._model._backends import retarget_to_numba
+from ..._model.numba_cache import cached_njit, compile_variant
+from ..._model.numba_threads import run_in_blocks
+from ..._status import Status
+from .. import lm_rules
 
 __all__ = ["solve_numba", "cholesky", "cholesky_solve"]
 

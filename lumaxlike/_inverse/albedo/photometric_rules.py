@@ -5,8 +5,8 @@ The functions are linear in their albedo A, r = A * scale with scale = pht/pi
 (`_model.photometric`), so A = refl / scale: no iterations, no start, no tolerance.
 """
 
-from .._model._scalar_math import NAN, isfinite, where
-from .status import Status
+from ..._model._scalar_math import NAN, isfinite, where
+from ..._status import Status
 
 __all__ = ["geometry_finite", "albedo_closed_form"]
 

@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from .joint_covariance import full_covariance
-from .result import _status_counts
+from ..result import _status_counts
+from .covariance import full_covariance
 
 __all__ = ["JointFitResult"]
 
