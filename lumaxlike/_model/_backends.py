@@ -1,4 +1,4 @@
-"""Retarget scalar code written once (the model's `equations`, the solver's `albedo_rules`)
+"""Retarget scalar code written once (the model's `equations`, the solvers' `_inverse/albedo/rules.py`)
 to JAX and to numba.
 
 Each function of a module's `__all__` is rebuilt from its code object with a globals
