@@ -1,5 +1,5 @@
-"""Retarget scalar code written once (the model's `equations`, the solvers' `_inverse/albedo/rules.py`)
-to JAX and to numba.
+"""Retarget scalar code written once (the model's `equations`, the solvers' rules in
+`_inverse/lm_rules.py` and `_inverse/albedo/rules.py`) to JAX and to numba.
 
 Each function of a module's `__all__` is rebuilt from its code object with a globals
 dictionary in which the scalar primitives (`sqrt`, `exp`, `where`, ...) are those of the

@@ -20,7 +20,7 @@ roughness fixed, the roughness terms; and so on for any set of free parameters.
 Each set of free parameters gets its own functions, generated on first use and kept on
 disk in lumaxlike's per-user cache directory (`numba_cache.cache_dir()`,
 ``generated/columns_<digest>.py``), where numba also caches their machine code and that
-of the kernels compiled around them (`hoisted_rows` here, the solver's in `numba_lm`):
+of the kernels compiled around them (`hoisted_rows` here, the solver's in `_inverse/fit/numba_solver.py`):
 the first process pays the generation and compilation (~3-10 s), later ones load them.
 The digest covers what the generated code is made from (the free parameters, the model
 configuration, every source file of `lumaxlike._model` and `_params`, the versions of
