@@ -18,6 +18,7 @@ files removed, existing outputs untouched).
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import traceback
@@ -133,7 +134,19 @@ def console() -> None:
         code = main()
     except KeyboardInterrupt:
         code = 128 + signal.SIGINT
+    # Python's exit joins the worker threads after its exit hooks wake them: an exception
+    # raised by a signal in those hooks would leave a thread asleep and the exit waiting on
+    # it forever. The run is over: a signal from here on ends the process at once.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit_at_once)
     sys.exit(code)
+
+
+def _exit_at_once(signum, frame):
+    """A stop signal while Python exits: exit 128 + n now, without Python's exit hooks."""
+    os._exit(128 + signum)
 
 
 def _exit_on_signal(signum, frame):
