@@ -13,8 +13,11 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import lumaxlike
+
+pytestmark = pytest.mark.slow  # fresh processes compile into fresh caches
 
 PACKAGE_DIR = Path(lumaxlike.__file__).parent
 

@@ -24,6 +24,8 @@ from lumaxlike._sample.maps import chunk_seed, sample_fields
 from .test_io import OBS_DESCRIPTIONS, WAVELENGTHS, temporary_leftovers, write_raster
 from .test_resume import journal_blocks, kill_mid_run
 
+pytestmark = pytest.mark.slow  # sample runs from files
+
 TRUTH = lumaxlike.HapkeParams(b=0.3, c=0.4)
 ROWS, COLS, BANDS, CUBES, SIGMA, SEED = 3, 3, 2, 5, 0.002, 7
 FREE = ("w",)

@@ -27,6 +27,8 @@ from lumaxlike._demo.spectra import (
 from lumaxlike._io.writers import result_paths
 from lumaxlike.demo import SceneConfig, make_scene, simulate_reflectance
 
+pytestmark = pytest.mark.slow  # the demo end to end
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 VENDOR_TOOL = Path(__file__).resolve().parent.parent / "tools" / "vendor_demo_spectra.py"
 

@@ -17,6 +17,8 @@ from lumaxlike._run.pool import BlockPool
 from .test_cli import invert_args
 from .test_io import make_scene, write_scene
 
+pytestmark = pytest.mark.slow  # dask.distributed clusters
+
 distributed = pytest.importorskip("distributed")
 
 MAPS = ("w.tif", "w_status.tif", "w_iterations.tif", "w_residual.tif")

@@ -23,6 +23,8 @@ import numpy as np
 import pytest
 import rasterio
 
+pytestmark = pytest.mark.slow  # runs the docs' examples in subprocesses
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 DEMO_ARGS = ["--size", "24", "--solver", "numba", "--no-figure"]

@@ -31,6 +31,8 @@ from .test_cli_unmix import (
 )
 from .test_io import OBS_DESCRIPTIONS, digest, temporary_leftovers, write_raster
 
+pytestmark = pytest.mark.slow  # command-line runs under faults
+
 COMMANDS = ("invert", "fit", "unmix", "normalize")
 
 

@@ -23,6 +23,8 @@ from lumaxlike._signals import Interrupted, interruptible, raise_if_interrupted,
 from .test_cli import invert_args
 from .test_io import digest, make_scene, temporary_leftovers, write_raster, write_scene
 
+pytestmark = pytest.mark.slow  # signals and kills of command-line runs
+
 MAPS = ("w.tif", "w_status.tif", "w_iterations.tif", "w_residual.tif")
 # the one line a run prints once it has published its outputs
 COMPLETED = re.compile(r"^lumaxlike invert: .* -> .*, solver \w+: inverted .*$")

@@ -16,6 +16,8 @@ from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 from .helpers import SOLVERS
 
+pytestmark = pytest.mark.slow  # multi-parameter fits, compiled per set of free parameters
+
 TRUTH = HapkeParams(b=0.25, c=0.5, roughness=math.radians(20.0), hs=0.06, bs0=0.9, hc=0.03, bc0=0.5)
 # realistic starting values: off by 20-30 % in every free parameter
 START = HapkeParams(

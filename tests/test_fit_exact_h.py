@@ -5,10 +5,13 @@ agrees with the JAX solver, and both recover the truth from noise-free data."""
 import math
 
 import numpy as np
+import pytest
 
 import lumaxlike
 from lumaxlike import HapkeParams, Status
 from lumaxlike.testing import multi_angle_geometry
+
+pytestmark = pytest.mark.slow  # fits with the exact H function, both solvers
 
 TRUTH = HapkeParams(
     b=0.25, c=0.5, roughness=math.radians(20.0), hs=0.06, bs0=0.9, h_function="exact"

@@ -18,6 +18,8 @@ from lumaxlike._inverse.joint import restarts
 from .helpers import SOLVERS
 from .test_lm_convergence import FREE, START, _problems
 
+pytestmark = pytest.mark.slow  # joint fits from several starts
+
 SHARED = ("roughness", "hs")
 SIGMA = 1e-3
 FAR_START = {"roughness": math.radians(5.0), "hs": 0.01}

@@ -18,6 +18,8 @@ import pytest
 
 from lumaxlike._model import jax_cache, jax_executables
 
+pytestmark = pytest.mark.slow  # processes that fill and read JAX's cache
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # The child: a user's script. It sets a JAX option of its own (no cache folder), calls

@@ -30,6 +30,8 @@ from lumaxlike.testing import multi_angle_geometry
 from . import independent_hapke
 from .helpers import SOLVERS
 
+pytestmark = pytest.mark.slow  # many-parameter fits checked against scipy
+
 FREE = ("w", "b", "c", "roughness", "hs")
 START = HapkeParams(b=0.3, c=0.4, roughness=math.radians(18.0), hs=0.06, bs0=1.0, hc=0.05, bc0=0.5)
 N_OBS = 16

@@ -20,6 +20,8 @@ import pytest
 
 from lumaxlike._profile import ProfileConfig, run_profiles
 
+pytestmark = pytest.mark.slow  # memory of large calls
+
 BURN_IN_SIDE, SMALL_SIDE, LARGE_SIDE = 128, 512, 1024  # settle allocators, then N and 4N pixels
 BANDS = 16
 CHUNK_PIXELS = 4096

@@ -24,6 +24,8 @@ from .helpers import (
     random_geometry,
 )
 
+pytestmark = pytest.mark.slow  # every model configuration fitted by both solvers
+
 DATA = Path(__file__).parent / "data"
 CONFIGURATIONS = [
     {"multiple_scattering": "amsa", "h_function": "hapke2002"},

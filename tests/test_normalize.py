@@ -58,6 +58,7 @@ def at_standard(w, params, standard):
     return lumaxlike.amsa(w, *standard_vectors(*standard), params, backend="numba")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_normalised_cube_equals_the_cube_synthesised_at_the_standard_geometry(case):
     changes, standard, (n_pixels, n_bands) = CASES[case]

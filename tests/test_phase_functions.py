@@ -157,6 +157,7 @@ def test_backends_bind_the_configured_phase_function(phase_function, backend):
 # The model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase_function", PHASES)
 @pytest.mark.parametrize("multiple_scattering", ["amsa", "imsa"])
 def test_backends_agree(phase_function, multiple_scattering):
@@ -208,11 +209,13 @@ def test_imsa_equals_amsa_only_for_an_isotropic_phase_function(phase_function):
         assert np.max(np.abs(amsa[valid] / imsa[valid] - 1.0)) > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase_function", PHASES)
 def test_every_phase_function_inverts_with_both_solvers(phase_function):
     assert_both_solvers_recover_w(params(phase_function, -0.35, porosity_k=1.2), seed=23)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase_function", PHASES)
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_fit_recovers_the_asymmetry(phase_function, solver):

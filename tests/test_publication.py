@@ -10,6 +10,8 @@ import pytest
 
 from lumaxlike._io import atomic
 
+pytestmark = pytest.mark.slow  # publication killed at every step
+
 # Publishes a new set over an old one (folder argv[1], kind argv[2]) and dies with os._exit
 # (standing for SIGKILL: no clean-up, no `finally`) before step argv[3] of the publication:
 # the steps are the renames, the removals of the old files and of the journal.

@@ -19,6 +19,8 @@ from .test_cli import invert_args
 from .test_cli_fit import stack  # noqa: F401 (a fixture)
 from .test_io import make_scene, write_scene
 
+pytestmark = pytest.mark.slow  # killed and resumed command-line runs
+
 # Runs the command line in a fresh process that kills itself with SIGKILL once the journal
 # holds `after` finished blocks: no clean-up runs, as when a node is lost.
 KILLED_RUN = """

@@ -21,6 +21,8 @@ import lumaxlike
 from lumaxlike import Status
 from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
+pytestmark = pytest.mark.slow  # HMC programs compile for each problem shape
+
 LEVELS = np.array([0.025, 0.16, 0.5, 0.84, 0.975])
 
 

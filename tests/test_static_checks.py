@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import lumaxlike
+
+pytestmark = pytest.mark.slow  # mypy over the package
 
 ROOT = Path(lumaxlike.__file__).parent.parent
 

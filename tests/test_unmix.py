@@ -91,6 +91,7 @@ def assert_recovers(result, mass, refl):
     assert np.all(np.isnan(result.fractions[~valid]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver, route", SOLVER_ROUTES)
 def test_noise_free_mixtures_recovered(solver, route):
     assert (MASS == 0.0).any() and not np.all(np.isfinite(REFL))  # the case has both
