@@ -427,3 +427,11 @@ def test_at_bound_flags_an_optimum_on_a_bound(solver):
         assert not result.at_bound[name][1, 0]
     assert not result.at_bound["w"][0, 0] and not result.at_bound["b"][0, 0]
     np.testing.assert_allclose(result["c"][1, 0], 0.5, atol=1e-8)  # interior: the truth
+    # the same problems through the joint machinery (a prior of sd 1 on b: the same optima)
+    joint = lumaxlike.fit(
+        np.concatenate([refl, interior]), *(np.concatenate(g) for g in zip(geometry, interior_geometry)),
+        HapkeParams(b=0.3, c=0.4), free=FREE_3, solver=solver, refl_sigma=1e-3,
+        prior={"b": (0.1, 1.0)},
+    )  # fmt: skip
+    assert joint["c"][0, 0] == 1.0 and joint.at_bound["c"][0, 0] and not joint.at_bound["c"][1, 0]
+    assert joint.at_bound["w"].shape == joint["w"].shape

@@ -12,6 +12,8 @@ Masks, starting values, bounds and statuses are `fit`'s.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..._params import PARAMETER_NAMES, HapkeParams
@@ -28,6 +30,7 @@ from ..fit.arguments import (
     default_chunk,
 )
 from ..fit.observation_masks import check_observation_limits, masked_chunk
+from ..result import at_bound_flags
 from .chunk import chunk_starts, solve_chunk
 from .covariance import arrow_covariance
 from .priors import check_priors, degrees_of_freedom, prior_arrays
@@ -113,12 +116,13 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     if regional:
         from .regional_fit import RegionalSetup, fit_regional
 
-        return fit_regional(RegionalSetup(
+        regional_result = fit_regional(RegionalSetup(
             flat_refl=flat_refl, flat_geometry=flat_geometry, pixel_shape=pixel_shape, regions=regions,
             free=free, band_free=band_free, shared=shared, regional=regional, params=params, solver=solver,
             lower=lower, upper=upper, priors=priors, given=given, band_sigma=band_sigma, limits=limits,
             chunk=chunk, dtype=dtype, fixed=fixed, min_obs=min_obs, max_iter=max_iter, tol=tol,
         ))  # fmt: skip
+        return _with_at_bound(regional_result, lower, upper)
     p, s = len(band_free), len(shared)
     n_problems = n_pixels if per_pixel else n_pixels * n_bands
     problem_bands = n_bands if per_pixel else 1
@@ -188,7 +192,7 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
                             ("cost", solved["cost"]), ("cov_b", cov_b), ("cov_s", cov_s),
                             ("cov_x", cov_x)):  # fmt: skip
             out[name][rows] = value
-    return _result(
+    result = _result(
         out,
         observations,
         free,
@@ -199,6 +203,14 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
         n_bands,
         per_pixel,
         dtype,
+    )
+    return _with_at_bound(result, lower, upper)
+
+
+def _with_at_bound(result, lower, upper):
+    """`result` with its `at_bound` flags: each free parameter's values on their bounds."""
+    return dataclasses.replace(
+        result, at_bound=at_bound_flags(result.free, result.values, lower, upper)
     )
 
 

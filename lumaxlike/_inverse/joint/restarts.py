@@ -134,7 +134,7 @@ def fit_with_starts(fit_once, points, start, tol, weighted):
         for name in ("status", "iterations", "cost", "covariance_bands", "covariance_shared",
                      "covariance_cross")
     }  # fmt: skip
-    for name in ("values", "dfs"):
+    for name in ("values", "dfs", "at_bound"):
         fields[name] = {
             key: _pick(chosen, [getattr(r, name)[key] for r in results])
             for key in getattr(results[0], name)

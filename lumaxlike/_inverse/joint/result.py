@@ -66,6 +66,9 @@ class JointFitResult:
             TOO_FEW_OBSERVATIONS). In a regional fit `status`, `iterations` and `cost`
             are per pixel: its region's status (UNDETERMINED where the pixel's own
             parameters are not determined) and steps, and its part of the objective.
+        at_bound: {name: bool array shaped like `values[name]`}: the fitted value sits
+            on its lower or upper bound, where the Laplace `sigma` is not the width of
+            the posterior (docs/fit.md); as `FitResult.at_bound`.
     """
 
     free: tuple
@@ -86,6 +89,7 @@ class JointFitResult:
     region_status: np.ndarray | None = None
     region_iterations: np.ndarray | None = None
     region_cost: np.ndarray | None = None
+    at_bound: dict = dataclasses.field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
         """The fitted values of the free parameter `name`."""
