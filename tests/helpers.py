@@ -74,3 +74,38 @@ def assert_reproduces_invert(
         )
         close = np.abs(actual - wanted) <= atol + rtol * np.abs(wanted)
         assert np.all(close | np.isnan(wanted)), f"{label} {field}"
+
+
+def write_angle_stack(folder, w, params, n_cubes, rng, alter=None):
+    """`n_cubes` GeoTIFF cubes of r [1/sr] of albedo `w` (rows, cols, bands) under random
+    sun and sensor angles (zenith 0-60 deg, azimuth 0-360 deg, flat normals), each with its
+    OBS raster of those angles. ``alter(k, r, path)``, if given, may change cube k's r
+    before it is written and its file after. Returns (cube paths, OBS paths, arrays): the
+    stacked (refl, to_sun, to_sensor, normal) that `lumaxlike.fit` takes."""
+    from .test_io import OBS_DESCRIPTIONS, WAVELENGTHS, write_raster
+
+    n_bands = w.shape[-1]
+    cubes, obs, refl, geometry = [], [], [], []
+    for k in range(n_cubes):
+        shape = w.shape[:2]
+        angles = np.stack([rng.uniform(0.0, top, shape) for top in (60.0, 360.0, 60.0, 360.0)])
+        to_sun = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[:2]))
+        to_sensor = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[2:]))
+        normal = np.broadcast_to([0.0, 0.0, 1.0], to_sun.shape)
+        r = np.asarray(lumaxlike.amsa(w, to_sun, to_sensor, normal, params, backend="numba"))
+        if alter is not None:
+            alter(k, r, None)
+        path = write_raster(
+            folder / f"cube{k}.tif", np.moveaxis(r, -1, 0), envi_wavelengths=WAVELENGTHS[:n_bands]
+        )
+        if alter is not None:
+            alter(k, r, path)
+        cubes.append(path)
+        obs.append(write_raster(folder / f"obs{k}.tif", angles, descriptions=OBS_DESCRIPTIONS))
+        refl.append(r)
+        geometry.append((to_sun, to_sensor, normal))
+    arrays = (
+        np.stack(refl, axis=-1),
+        *(np.stack([g[j] for g in geometry], axis=-2) for j in range(3)),
+    )
+    return cubes, obs, arrays

@@ -14,7 +14,8 @@ import lumaxlike
 from lumaxlike import Status
 from lumaxlike._cli import main
 
-from .test_io import OBS_DESCRIPTIONS, WAVELENGTHS, temporary_leftovers, write_raster
+from .helpers import write_angle_stack
+from .test_io import WAVELENGTHS, temporary_leftovers, write_raster
 
 TRUTH = lumaxlike.HapkeParams(b=0.25, c=0.5)
 START = lumaxlike.HapkeParams(b=0.3, c=0.4)
@@ -28,35 +29,12 @@ def stack(tmp_path_factory):
     folder = tmp_path_factory.mktemp("stack")
     rng = np.random.default_rng(31)
     w = rng.uniform(0.2, 0.9, (ROWS, COLS, BANDS))
-    cubes, obs, refl, geometry = [], [], [], []
-    for k in range(CUBES):
-        angles = np.stack(
-            [
-                rng.uniform(0.0, 60.0, (ROWS, COLS)),
-                rng.uniform(0.0, 360.0, (ROWS, COLS)),
-                rng.uniform(0.0, 60.0, (ROWS, COLS)),
-                rng.uniform(0.0, 360.0, (ROWS, COLS)),
-            ]
-        )
-        to_sun = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[:2]))
-        to_sensor = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[2:]))
-        normal = np.broadcast_to([0.0, 0.0, 1.0], to_sun.shape)
-        r = np.asarray(lumaxlike.amsa(w, to_sun, to_sensor, normal, TRUTH, backend="numba"))
-        if k == 2:
+
+    def one_nan(k, r, path):
+        if k == 2 and path is None:
             r[0, 0] = np.nan
-        cubes.append(
-            write_raster(
-                folder / f"cube{k}.tif", np.moveaxis(r, -1, 0), envi_wavelengths=WAVELENGTHS[:BANDS]
-            )
-        )
-        obs.append(write_raster(folder / f"obs{k}.tif", angles, descriptions=OBS_DESCRIPTIONS))
-        refl.append(r)
-        geometry.append((to_sun, to_sensor, normal))
-    arrays = (
-        np.stack(refl, axis=-1),
-        *(np.stack([g[j] for g in geometry], axis=-2) for j in range(3)),
-    )
-    return cubes, obs, arrays, w
+
+    return (*write_angle_stack(folder, w, TRUTH, CUBES, rng, one_nan), w)
 
 
 def read_map(path):

@@ -11,7 +11,8 @@ import lumaxlike
 from lumaxlike import Status
 from lumaxlike._io import read_cube, result_paths
 
-from .test_io import OBS_DESCRIPTIONS, WAVELENGTHS, write_raster
+from .helpers import write_angle_stack
+from .test_io import write_raster
 
 TRUTH = lumaxlike.HapkeParams(b=0.25, c=0.5)
 START = lumaxlike.HapkeParams(b=0.3, c=0.4)
@@ -28,35 +29,15 @@ def bbl_stack(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bbl")
     rng = np.random.default_rng(7)
     w = rng.uniform(0.2, 0.9, (ROWS, COLS, BANDS))
-    cubes, obs, refl, geometry = [], [], [], []
-    for k in range(CUBES):
-        angles = np.stack(
-            [
-                rng.uniform(0.0, 60.0, (ROWS, COLS)),
-                rng.uniform(0.0, 360.0, (ROWS, COLS)),
-                rng.uniform(0.0, 60.0, (ROWS, COLS)),
-                rng.uniform(0.0, 360.0, (ROWS, COLS)),
-            ]
-        )
-        to_sun = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[:2]))
-        to_sensor = lumaxlike.direction_from_zenith_azimuth(*np.radians(angles[2:]))
-        normal = np.broadcast_to([0.0, 0.0, 1.0], to_sun.shape)
-        r = np.asarray(lumaxlike.amsa(w, to_sun, to_sensor, normal, TRUTH, backend="numba"))
-        r[..., BAD] = -5.0  # garbage, as a bad band may hold
-        path = write_raster(
-            folder / f"cube{k}.tif", np.moveaxis(r, -1, 0), envi_wavelengths=WAVELENGTHS[:BANDS]
-        )
-        with rasterio.open(path, "r+") as dst:
-            dst.update_tags(ns="ENVI", bbl="{1, 0, 1}")
-        cubes.append(path)
-        obs.append(write_raster(folder / f"obs{k}.tif", angles, descriptions=OBS_DESCRIPTIONS))
-        refl.append(r)
-        geometry.append((to_sun, to_sensor, normal))
-    arrays = (
-        np.stack(refl, axis=-1),
-        *(np.stack([g[j] for g in geometry], axis=-2) for j in range(3)),
-    )
-    return cubes, obs, arrays
+
+    def mark_bad(k, r, path):
+        if path is None:
+            r[..., BAD] = -5.0  # garbage, as a bad band may hold
+        else:
+            with rasterio.open(path, "r+") as dst:
+                dst.update_tags(ns="ENVI", bbl="{1, 0, 1}")
+
+    return write_angle_stack(folder, w, TRUTH, CUBES, rng, mark_bad)
 
 
 def check_maps(out, fields, expected):
