@@ -356,9 +356,11 @@ def _solve_chunk_jax(
     """One chunk (already padded to the chunk shape) through the JAX solver."""
     refl, to_sun, to_sensor, normal = pieces
     with precision_scope(np.empty(0, dtype)):
-        arrays = [jnp.asarray(a, dtype) for a in (refl, to_sun, to_sensor, normal)]
         solved = solve_fit_jax(
-            *arrays,
+            jnp.asarray(refl, dtype),
+            jnp.asarray(to_sun, dtype),
+            jnp.asarray(to_sensor, dtype),
+            jnp.asarray(normal, dtype),
             jnp.asarray(fixed, dtype),
             jnp.asarray(start, dtype),
             free_index,

@@ -23,7 +23,8 @@ def chunk_starts(given, first, last, free, shared, params, pieces, solver, lower
     """(pixels, bands, p) per-band and (pixels, s) shared starting values of a chunk."""
     refl = pieces[0]
     n, n_bands, _ = refl.shape
-    band_columns, shared_columns = [], []
+    band_columns: list[np.ndarray] = []
+    shared_columns: list[np.ndarray] = []
     for j, name in enumerate(free):
         if name in given:
             value = given[name][first:last]

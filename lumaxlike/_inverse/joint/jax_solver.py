@@ -13,6 +13,7 @@ problem's steps do not depend on the batch; the damped step is `schur.arrow_step
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -44,8 +45,10 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
         {name: jnp.broadcast_to(xs[:, None, q], xb.shape[:2]) for q, name in enumerate(free[p:])}
     )
     ordered = [per_band[name] for name in sorted(free, key=PARAMETER_NAMES.index)]
-    step = jax.vmap(jax.vmap(program.step))(*ordered)
-    step = [v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v for v in step]
+    step = [
+        v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v
+        for v in jax.vmap(jax.vmap(program.step))(*ordered)
+    ]
     lane = jax.vmap(program.lane, in_axes=(0, None))  # over observations
     lane = jax.vmap(lane, in_axes=(None, 0))  # over bands (one row per observation)
     lane = jax.vmap(lane, in_axes=(0, 0))  # over problems
@@ -60,12 +63,12 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
     cost = cost + sum_last(sum_last(prior_b * prior_b))
     if s:
         cost = cost + sum_last(prior_s * prior_s)
-    a_blocks = [[None] * p for _ in range(p)]
+    a_entries: list[list[Any]] = [[None] * p for _ in range(p)]
     for a in range(p):
         for b in range(a, p):
-            a_blocks[a][b] = a_blocks[b][a] = dot_last(band_cols[a], band_cols[b])
-        a_blocks[a][a] = a_blocks[a][a] + weight_b[..., a] * weight_b[..., a]
-    a_blocks = jnp.stack([jnp.stack(row, axis=-1) for row in a_blocks], axis=-2)
+            a_entries[a][b] = a_entries[b][a] = dot_last(band_cols[a], band_cols[b])
+        a_entries[a][a] = a_entries[a][a] + weight_b[..., a] * weight_b[..., a]
+    a_blocks = jnp.stack([jnp.stack(row, axis=-1) for row in a_entries], axis=-2)
     gb = jnp.stack([dot_last(c, residual) for c in band_cols], axis=-1) + weight_b * prior_b
     shape = xb.shape[:1]
     if s:
@@ -76,12 +79,14 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
             ],
             axis=-2,
         )
-        d_block = [[None] * s for _ in range(s)]
+        d_entries: list[list[Any]] = [[None] * s for _ in range(s)]
         for q in range(s):
             for t in range(q, s):
-                d_block[q][t] = d_block[t][q] = sum_last(dot_last(shared_cols[q], shared_cols[t]))
-            d_block[q][q] = d_block[q][q] + weight_s[..., q] * weight_s[..., q]
-        d_block = jnp.stack([jnp.stack(row, axis=-1) for row in d_block], axis=-2)
+                d_entries[q][t] = d_entries[t][q] = sum_last(
+                    dot_last(shared_cols[q], shared_cols[t])
+                )
+            d_entries[q][q] = d_entries[q][q] + weight_s[..., q] * weight_s[..., q]
+        d_block = jnp.stack([jnp.stack(row, axis=-1) for row in d_entries], axis=-2)
         gs = (
             jnp.stack([sum_last(dot_last(c, residual)) for c in shared_cols], axis=-1)
             + weight_s * prior_s
@@ -190,8 +195,18 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
         trial_b = jnp.clip(xb + step_b, lower_b, upper_b)
         trial_s = jnp.clip(xs + step_s, lower_s, upper_s)
         trial = evaluate(trial_b, trial_s)
+        _, trial_a, trial_c, trial_d, trial_gb, trial_gs = trial
         newton_b, newton_s, newton_ok = arrow_step_jax(
-            trial_b, trial_s, lower, upper, *trial[1:], jnp.zeros_like(damping)
+            trial_b,
+            trial_s,
+            lower,
+            upper,
+            trial_a,
+            trial_c,
+            trial_d,
+            trial_gb,
+            trial_gs,
+            jnp.zeros_like(damping),
         )
         newton_size = jnp.where(newton_ok, _largest_step(newton_b, newton_s), jnp.inf)
         newton_decrease = jnp.where(

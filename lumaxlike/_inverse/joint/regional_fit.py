@@ -91,7 +91,7 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
                   dtype=setup.dtype)  # fmt: skip
     weight_of_band = np.ones(n_bands) if setup.band_sigma is None else 1.0 / setup.band_sigma
     # the region pixels' masked inputs, starts and priors, once
-    pieces, any_finite, starts, priors = [], [], [], []
+    pieces, finite_parts, starts, priors = [], [], [], []
     chunk = setup.chunk
     for first in range(0, len(pixels), chunk):
         index = pixels[first : first + chunk]
@@ -101,13 +101,13 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
             setup.limits,
         )
         pieces.append(piece)
-        any_finite.append(finite)
+        finite_parts.append(finite)
         given = {name: value[index] for name, value in setup.given.items()}
         starts.append(chunk_starts(given, 0, len(index), setup.free, shared_all, setup.params, piece,
                                     setup.solver, setup.lower, setup.upper))  # fmt: skip
         priors.append(prior_arrays({n: tuple(a[index] for a in v) for n, v in setup.priors.items()},
                                    setup.band_free, shared_all, 0, len(index), n_bands))  # fmt: skip
-    any_finite = np.concatenate(any_finite) if pieces else np.zeros((0, n_bands), bool)
+    any_finite = np.concatenate(finite_parts) if pieces else np.zeros((0, n_bands), bool)
     start_b = np.concatenate([a for a, _ in starts]) if pieces else np.zeros((0, n_bands, p))
     start_sr = np.concatenate([b for _, b in starts]) if pieces else np.zeros((0, s + r))
     prior_all = [np.concatenate([c[k] for c in priors]) for k in range(4)] if pieces else None
@@ -124,6 +124,8 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
         outputs = []
         for first in range(0, len(which), chunk):
             rows = which[first : first + chunk]
+            # rows exist only where pieces did, and with them masked and prior_all
+            assert masked is not None and prior_all is not None
             refl, *geometry = (a[rows] for a in masked)
             mean_b, weight_b, mean_s, weight_s = (a[rows] for a in prior_all)
             weight_s = weight_s.copy()
