@@ -97,6 +97,22 @@ def _size_and_decrease(step, jtj, jtf):
     return size, decrease
 
 
+def prepare(parameters, step):
+    """A name `_cost_and_normal_equations` calls: a `ColumnFunctions.prepare` (generated
+    code) in each of its variants (`lm_kernel_for` binds it); never called itself."""
+    raise NotImplementedError(
+        "_cost_and_normal_equations is compiled only as variants (lm_kernel_for)"
+    )
+
+
+def columns(step, row, out):
+    """A name `_cost_and_normal_equations` calls: a `ColumnFunctions.columns` (generated
+    code) in each of its variants (`lm_kernel_for` binds it); never called itself."""
+    raise NotImplementedError(
+        "_cost_and_normal_equations is compiled only as variants (lm_kernel_for)"
+    )
+
+
 @cached_njit(error_model="numpy")
 def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, out, jtj, jtf):
     """sum_k f_k^2, and J^T J, J^T f accumulated over the observations (lower triangle).
@@ -104,7 +120,7 @@ def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, 
     Compiled only as variants (`lm_kernel_for`), with `prepare` and `columns` bound to
     generated code (as globals: a function passed as an argument could not be cached).
     """
-    prepare(parameters, step_values)  # noqa: F821  # what depends on the free parameters alone: once
+    prepare(parameters, step_values)  # what depends on the free parameters alone: once
     cost = 0.0
     for a in range(free_count):
         jtf[a] = 0.0
@@ -113,7 +129,7 @@ def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, 
     for k in range(refl.shape[0]):
         if not math.isfinite(refl[k]):  # a masked observation: a zero row
             continue
-        columns(step_values, rows[k], out)  # noqa: F821
+        columns(step_values, rows[k], out)
         residual = out[0] - refl[k]
         cost += residual * residual
         for a in range(free_count):

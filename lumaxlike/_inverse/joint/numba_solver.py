@@ -43,6 +43,22 @@ INVALID_GEOMETRY = int(Status.INVALID_GEOMETRY)
 TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
 
+def prepare(parameters, step):
+    """A name `_joint_normal_equations` calls: a `ColumnFunctions.prepare` (generated
+    code) in each of its variants (`joint_kernel_for` binds it); never called itself."""
+    raise NotImplementedError(
+        "_joint_normal_equations is compiled only as variants (joint_kernel_for)"
+    )
+
+
+def columns(step, row, out):
+    """A name `_joint_normal_equations` calls: a `ColumnFunctions.columns` (generated
+    code) in each of its variants (`joint_kernel_for` binds it); never called itself."""
+    raise NotImplementedError(
+        "_joint_normal_equations is compiled only as variants (joint_kernel_for)"
+    )
+
+
 @cached_njit(error_model="numpy")
 def _joint_normal_equations(
     parameters, band_index, shared_index, xb, xs, rows, refl, weight, prior_mean_b, prior_weight_b,
@@ -69,12 +85,12 @@ def _joint_normal_equations(
                 a_blocks[band, a, b] = 0.0
             for q in range(s):
                 c_blocks[band, a, q] = 0.0
-        prepare(parameters, step_values)  # noqa: F821  # the free parameters alone: once per band
+        prepare(parameters, step_values)  # the free parameters alone: once per band
         scale = weight[band]
         for k in range(refl.shape[1]):
             if not math.isfinite(refl[band, k]):  # a masked observation: a zero row
                 continue
-            columns(step_values, rows[k], out)  # noqa: F821
+            columns(step_values, rows[k], out)
             residual = (out[0] - refl[band, k]) * scale
             cost += residual * residual
             for j in range(p + s):
