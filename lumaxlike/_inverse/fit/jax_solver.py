@@ -251,9 +251,11 @@ def _fit_residuals(y, args, free_index, key):
 
 def _fit_solver(tol, lower, upper, free_index, key):
     return ElementwiseLevenbergMarquardt(
-        tol=tol, lower=lower, upper=upper,
+        tol=tol,
+        lower=lower,
+        upper=upper,
         jacobian=partial(residuals_and_columns, free_index=free_index, key=key),
-    )  # fmt: skip
+    )
 
 
 @stored_jit(static_argnames=("free_index", "key"))
@@ -303,8 +305,15 @@ def _fit_setup(
     start = jnp.where(active[..., None], start, inside)
     solver = _fit_solver(0.0, lower, upper, free_index, key)  # init uses neither tol nor bounds
     residuals = partial(_fit_residuals, free_index=free_index, key=key)
-    state = solver.init(lambda y, args: (residuals(y, args), None), start, (*inputs, unit),  # (f, aux), as optimistix calls it
-                        {"frozen": ~active}, None, None, None)  # fmt: skip
+    state = solver.init(
+        lambda y, args: (residuals(y, args), None),  # (f, aux), as optimistix calls it
+        start,
+        (*inputs, unit),
+        {"frozen": ~active},
+        None,
+        None,
+        None,
+    )
     return status, active, start, state, inputs
 
 
@@ -382,9 +391,23 @@ def _fit_outputs(status, active, results, shape):
 
 
 def solve_fit_jax(
-    refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, max_iter, tol, key,
-    *, compact=True, sizes=None,
-):  # fmt: skip
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    fixed,
+    start,
+    free_index,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+    key,
+    *,
+    compact=True,
+    sizes=None,
+):
     """Solve every (pixel, band) problem of one chunk of `fit`.
 
     `ElementwiseLevenbergMarquardt` steps the chunk in rounds of a few steps

@@ -169,10 +169,25 @@ def _damped_step(
 
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math), error_model="numpy")
 def _solve_lm_pixel(
-    pixel, step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower,
-    upper, min_observations, max_iter, tol, values_out, status_out, iterations_out, cost_out,
+    pixel,
+    step_length,
+    rows,
+    rows_valid,
+    refl,
+    start,
+    parameters_fixed,
+    free_index,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+    values_out,
+    status_out,
+    iterations_out,
+    cost_out,
     jtj_out,
-):  # fmt: skip
+):
     """Every band of one pixel (`_lm_kernel`'s loop body; arguments as there)."""
     n_bands, n_obs = refl.shape[1], refl.shape[2]
     p = free_index.shape[0]
@@ -299,9 +314,26 @@ def _solve_lm_pixel(
 
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math), nogil=True, error_model="numpy")
 def _lm_kernel(
-    first, last, step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower,
-    upper, min_observations, max_iter, tol, values_out, status_out, iterations_out, cost_out, jtj_out,
-):  # fmt: skip
+    first,
+    last,
+    step_length,
+    rows,
+    rows_valid,
+    refl,
+    start,
+    parameters_fixed,
+    free_index,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+    values_out,
+    status_out,
+    iterations_out,
+    cost_out,
+    jtj_out,
+):
     """Solve problems (pixel, band) with observations along the last axis of `refl`.
 
     Compiled only as variants (`lm_kernel_for`), with `_cost_and_normal_equations` bound
@@ -313,10 +345,25 @@ def _lm_kernel(
     """
     for pixel in range(first, last):
         _solve_lm_pixel(
-            pixel, step_length, rows, rows_valid, refl, start, parameters_fixed,
-            free_index, lower, upper, min_observations, max_iter, tol, values_out, status_out,
-            iterations_out, cost_out, jtj_out,
-        )  # fmt: skip
+            pixel,
+            step_length,
+            rows,
+            rows_valid,
+            refl,
+            start,
+            parameters_fixed,
+            free_index,
+            lower,
+            upper,
+            min_observations,
+            max_iter,
+            tol,
+            values_out,
+            status_out,
+            iterations_out,
+            cost_out,
+            jtj_out,
+        )
 
 
 @functools.cache
@@ -384,10 +431,24 @@ def solve_numba(
     }
     as_float = lambda a: np.require(a, np.float64, ("C", "W"))  # noqa: E731
     run_in_blocks(
-        lm_kernel_for(functions), n_pixels,
-        functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
-        as_float(refl), as_float(start), as_float(parameters_fixed), np.require(free_index, np.int64, ("C", "W")),
-        as_float(lower), as_float(upper), int(min_observations), int(max_iter), float(tol),
-        out["values"], out["status"], out["iterations"], out["cost"], out["jtj"],
-    )  # fmt: skip
+        lm_kernel_for(functions),
+        n_pixels,
+        functions.step_length,
+        as_float(rows),
+        np.require(rows_valid, np.bool_, ("C", "W")),
+        as_float(refl),
+        as_float(start),
+        as_float(parameters_fixed),
+        np.require(free_index, np.int64, ("C", "W")),
+        as_float(lower),
+        as_float(upper),
+        int(min_observations),
+        int(max_iter),
+        float(tol),
+        out["values"],
+        out["status"],
+        out["iterations"],
+        out["cost"],
+        out["jtj"],
+    )
     return out

@@ -49,10 +49,23 @@ def solve_chunk(solver, arrays, geometry, padded_problems, setup):
         p = setup["n_band_free"]
         index = np.array([PARAMETER_NAMES.index(name) for name in setup["free"]], np.int64)
         return solve_joint_numba(
-            functions, rows, valid, refl, weight, start_b, start_s, priors, setup["fixed"],
-            index[:p], index[p:], setup["lower"], setup["upper"], setup["min_obs"],
-            setup["max_iter"], setup["tol"],
-        )  # fmt: skip
+            functions,
+            rows,
+            valid,
+            refl,
+            weight,
+            start_b,
+            start_s,
+            priors,
+            setup["fixed"],
+            index[:p],
+            index[p:],
+            setup["lower"],
+            setup["upper"],
+            setup["min_obs"],
+            setup["max_iter"],
+            setup["tol"],
+        )
     dtype = setup["dtype"]
     # one chunk shape, so the JAX program compiles once; padded problems have no data
     padded = [

@@ -126,8 +126,26 @@ def _largest_step(step_b, step_s):
 
 
 @partial(jax.jit, static_argnames=("free", "n_band_free", "key"))
-def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, priors, fixed, lower, upper,
-                    min_observations, max_iter, tol, *, free, n_band_free, key):  # fmt: skip
+def solve_joint_jax(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    weight,
+    start_b,
+    start_s,
+    priors,
+    fixed,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+    *,
+    free,
+    n_band_free,
+    key,
+):
     """Solve one chunk of joint problems (jitted; the same contract as `solve_joint_numba`).
 
     refl (problems, bands, observations), NaN where left out; to_sun, to_sensor, normal
@@ -165,10 +183,20 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
     cost, a_blocks, c_blocks, d_block, gb, gs = evaluate(xb, xs)
     n = refl.shape[0]
     state = (
-        xb, xs, cost, a_blocks, c_blocks, d_block, gb, gs,
-        jnp.zeros(n, refl.dtype), jnp.full(n, 2.0, refl.dtype),
-        ~active | (cost == 0.0), jnp.zeros(n, jnp.int32), jnp.zeros((), jnp.int32),
-    )  # fmt: skip
+        xb,
+        xs,
+        cost,
+        a_blocks,
+        c_blocks,
+        d_block,
+        gb,
+        gs,
+        jnp.zeros(n, refl.dtype),
+        jnp.full(n, 2.0, refl.dtype),
+        ~active | (cost == 0.0),
+        jnp.zeros(n, jnp.int32),
+        jnp.zeros((), jnp.int32),
+    )
 
     def unfinished(state):
         return ~jnp.all(state[10]) & (state[12] < max_iter)
@@ -231,8 +259,12 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
         def pick(old, new):
             return jnp.where(keep.reshape(keep.shape + (1,) * (old.ndim - 1)), old, new)
 
-        moved = [pick(o, t) for o, t in zip((xb, xs) + (cost, a_blocks, c_blocks, d_block, gb, gs),
-                                            (trial_b, trial_s) + trial)]  # fmt: skip
+        moved = [
+            pick(o, t)
+            for o, t in zip(
+                (xb, xs) + (cost, a_blocks, c_blocks, d_block, gb, gs), (trial_b, trial_s) + trial
+            )
+        ]
         return (
             *moved,
             jnp.where(done, damping, new_damping),

@@ -45,9 +45,31 @@ _lm = retarget_to_jax(lm_rules)
 
 
 @numba.njit(error_model="numpy")
-def arrow_step(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping, held_b, held_s,
-               system, factor, y_blocks, y_vector, schur, schur_factor, rhs, column, solution,
-               step_b, step_s):  # fmt: skip
+def arrow_step(
+    xb,
+    xs,
+    lower,
+    upper,
+    a_blocks,
+    c_blocks,
+    d_block,
+    gb,
+    gs,
+    damping,
+    held_b,
+    held_s,
+    system,
+    factor,
+    y_blocks,
+    y_vector,
+    schur,
+    schur_factor,
+    rhs,
+    column,
+    solution,
+    step_b,
+    step_s,
+):
     """The damped step (step_b (bands, p), step_s (s)) of one joint problem; False if singular.
 
     xb (bands, p), xs (s): the parameters; lower, upper (p + s,): bounds, per-band ones
