@@ -223,8 +223,20 @@ def invert(
             start, stop, pieces, piece_w0 = pieces_of(start)
             targets = targets_of(start, stop)  # written straight into where dtypes match
             given = targets if slope is None else {**targets, "slope": slope[: stop - start]}
-            solved = solve_albedo_numba(*pieces, params, piece_w0, max_iter, tol, bounds,
-                                        out=given, keep_slope=slope is not None)  # fmt: skip
+            piece_refl, piece_sun, piece_sensor, piece_normal = pieces
+            solved = solve_albedo_numba(
+                piece_refl,
+                piece_sun,
+                piece_sensor,
+                piece_normal,
+                params,
+                piece_w0,
+                max_iter,
+                tol,
+                bounds,
+                out=given,
+                keep_slope=slope is not None,
+            )
             store(start, stop, solved, targets)
     else:  # chunk k + 1 dispatched before chunk k's results are fetched (`pipelined`)
 
@@ -256,11 +268,19 @@ def _solve_chunk_photometric(pieces, chunk, dtype, params, solver):
     """One chunk of a `PhotometricFunction`'s closed-form inversion by `solver`'s backend
     (JAX: padded to `chunk` pixels, in the inputs' precision; numba: float64)."""
     if solver == "numba":
-        return solve_photometric_numba(*pieces, params)
-    padded = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
+        refl, to_sun, to_sensor, normal = pieces
+        return solve_photometric_numba(refl, to_sun, to_sensor, normal, params)
+    refl, to_sun, to_sensor, normal = (
+        pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)
+    )
     with precision_scope(np.empty(0, dtype)):
-        arrays = [jnp.asarray(a, dtype) for a in padded]
-        solved = solve_photometric_jax(*arrays, params)
+        solved = solve_photometric_jax(
+            jnp.asarray(refl, dtype),
+            jnp.asarray(to_sun, dtype),
+            jnp.asarray(to_sensor, dtype),
+            jnp.asarray(normal, dtype),
+            params,
+        )
         return {name: np.asarray(value) for name, value in jax.device_get(solved).items()}
 
 

@@ -83,15 +83,42 @@ _STATE_LENGTH = 8 * BLOCK
 
 @cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), error_model="numpy")
 def _solve_albedo_pixel(
-    pixel, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
-    max_iter, tol, w_lower, w_upper,
-    w_out, status_out, iterations_out, residual_out, slope_out, st, sun, sensor, up,
-):  # fmt: skip
+    pixel,
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    scalars,
+    legendre,
+    use_legendre,
+    w_start,
+    max_iter,
+    tol,
+    w_lower,
+    w_upper,
+    w_out,
+    status_out,
+    iterations_out,
+    residual_out,
+    slope_out,
+    st,
+    sun,
+    sensor,
+    up,
+):
     """Every band of one pixel (`_albedo_kernel`'s loop body; arguments as there; st,
     sun, sensor, up: its block's state row and 3-vectors)."""
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
-        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8]
-    )  # fmt: skip
+        scalars[0],
+        scalars[1],
+        scalars[2],
+        scalars[3],
+        scalars[4],
+        scalars[5],
+        scalars[6],
+        scalars[7],
+        scalars[8],
+    )
     n_bands = refl.shape[1]
     use_w_start = w_start.shape[0] > 0
     keep_slope = slope_out.shape[0] > 0
@@ -105,9 +132,21 @@ def _solve_albedo_pixel(
     for k in range(3):
         sun[k], sensor[k], up[k] = to_sun[pixel, k], to_sensor[pixel, k], normal[pixel, k]
     terms = pixel_terms(
-        sun, sensor, up,
-        b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry, legendre, use_legendre,
-    )  # fmt: skip
+        sun,
+        sensor,
+        up,
+        b,
+        c,
+        roughness,
+        hs,
+        bs0,
+        hc,
+        bc0,
+        porosity_k,
+        asymmetry,
+        legendre,
+        use_legendre,
+    )
     table = albedo_table(terms)
     # The pixel's problems, BLOCK bands at a time, live in the state row `st` of its
     # block of pixels (one contiguous block of rows: w, residual, slope, damping, growth,
@@ -202,10 +241,26 @@ def _solve_albedo_pixel(
 
 @cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), nogil=True, error_model="numpy")
 def _albedo_kernel(
-    first, last, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
-    max_iter, tol, w_lower, w_upper,
-    w_out, status_out, iterations_out, residual_out, slope_out,
-):  # fmt: skip
+    first,
+    last,
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    scalars,
+    legendre,
+    use_legendre,
+    w_start,
+    max_iter,
+    tol,
+    w_lower,
+    w_upper,
+    w_out,
+    status_out,
+    iterations_out,
+    residual_out,
+    slope_out,
+):
     """Pixels first to last - 1 (`numba_threads.run_in_blocks`), with one state row."""
     # The loop body is a function of its own (when this loop was numba's prange, whose
     # parallel passes grow with its body: the imsa-hapke1981 kernel compiled in 12.6 s
@@ -214,10 +269,29 @@ def _albedo_kernel(
     sun, sensor, up = np.empty(3), np.empty(3), np.empty(3)
     for pixel in range(first, last):
         _solve_albedo_pixel(
-            pixel, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, w_start,
-            max_iter, tol, w_lower, w_upper,
-            w_out, status_out, iterations_out, residual_out, slope_out, state, sun, sensor, up,
-        )  # fmt: skip
+            pixel,
+            refl,
+            to_sun,
+            to_sensor,
+            normal,
+            scalars,
+            legendre,
+            use_legendre,
+            w_start,
+            max_iter,
+            tol,
+            w_lower,
+            w_upper,
+            w_out,
+            status_out,
+            iterations_out,
+            residual_out,
+            slope_out,
+            state,
+            sun,
+            sensor,
+            up,
+        )
 
 
 @functools.cache
@@ -295,7 +369,9 @@ def solve_albedo_numba(
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
     geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
     run_in_blocks(
-        _albedo_kernel_for(params.model_key), shape[0], as_kernel_array(refl),
+        _albedo_kernel_for(params.model_key),
+        shape[0],
+        as_kernel_array(refl),
         *geometry,
         *kernel_params(params),
         start,
@@ -303,9 +379,12 @@ def solve_albedo_numba(
         float(tol),
         float(w_bounds[0]),
         float(w_bounds[1]),
-        out["w"], out["status"], out["iterations"], out["residual"],
+        out["w"],
+        out["status"],
+        out["iterations"],
+        out["residual"],
         out["slope"] if keep_slope else np.empty((0, shape[1])),
-    )  # fmt: skip
+    )
     return out
 
 

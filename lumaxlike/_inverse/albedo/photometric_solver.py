@@ -80,13 +80,15 @@ def solve_photometric_numba(refl, to_sun, to_sensor, normal, model):
         "residual": np.empty(shape, np.float64),
         "slope": np.empty(shape, np.float64),
     }
-    geometry = [as_kernel_array(a) for a in (to_sun, to_sensor, normal)]
-    scale = scale_numba(*geometry, model)
+    to_sun, to_sensor, normal = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
+    scale = scale_numba(to_sun, to_sensor, normal, model)
     run_in_blocks(
         _solve_kernel,
         shape[0],
         as_kernel_array(refl),
-        *geometry,
+        to_sun,
+        to_sensor,
+        normal,
         scale,
         out["w"],
         out["status"],

@@ -201,7 +201,8 @@ def albedo_start(refl, geometry, params, solver, lower, upper):
     """
     per_observation = np.moveaxis(refl, -1, 1)  # (pixels, observations, bands)
     # a start needs no more than ~1e-6 (the fit's first step does better)
-    single = invert(per_observation, *geometry, params, solver=solver, tol=1e-6)
+    to_sun, to_sensor, normal = geometry
+    single = invert(per_observation, to_sun, to_sensor, normal, params, solver=solver, tol=1e-6)
     w = np.sort(np.where(single.status == Status.CONVERGED, single.w, np.nan), axis=1)  # NaN last
     n_solved = np.sum(np.isfinite(w), axis=1, keepdims=True)
     low = np.take_along_axis(w, np.maximum(n_solved - 1, 0) // 2, axis=1)[:, 0]

@@ -183,23 +183,62 @@ def fit(
 
             def fit_once(start):
                 return fit(
-                    refl, to_sun, to_sensor, normal, params, free, solver, bounds, start=start,
-                    max_iter=max_iter, tol=tol, refl_sigma=refl_sigma, chunk_size=chunk_size,
-                    observation_limits=observation_limits, min_observations=min_observations,
-                    shared=shared, prior=prior,
-                )  # fmt: skip
+                    refl,
+                    to_sun,
+                    to_sensor,
+                    normal,
+                    params,
+                    free,
+                    solver,
+                    bounds,
+                    start=start,
+                    max_iter=max_iter,
+                    tol=tol,
+                    refl_sigma=refl_sigma,
+                    chunk_size=chunk_size,
+                    observation_limits=observation_limits,
+                    min_observations=min_observations,
+                    shared=shared,
+                    prior=prior,
+                )
 
-            return run_starts(fit_once, starts, refl, params, free, bounds, shared, start,
-                              max_iter, tol, refl_sigma is not None)  # fmt: skip
+            return run_starts(
+                fit_once,
+                starts,
+                refl,
+                params,
+                free,
+                bounds,
+                shared,
+                start,
+                max_iter,
+                tol,
+                refl_sigma is not None,
+            )
     if shared or prior or regional or regions is not None:  # joint problems: their own modules
         from ..joint.joint import fit_joint
 
         return fit_joint(
-            refl, to_sun, to_sensor, normal, params, free, solver, bounds, shared=shared, prior=prior,
-            start=start, max_iter=max_iter, tol=tol, refl_sigma=refl_sigma, chunk_size=chunk_size,
-            observation_limits=observation_limits, min_observations=min_observations,
-            regions=regions, regional=regional,
-        )  # fmt: skip
+            refl,
+            to_sun,
+            to_sensor,
+            normal,
+            params,
+            free,
+            solver,
+            bounds,
+            shared=shared,
+            prior=prior,
+            start=start,
+            max_iter=max_iter,
+            tol=tol,
+            refl_sigma=refl_sigma,
+            chunk_size=chunk_size,
+            observation_limits=observation_limits,
+            min_observations=min_observations,
+            regions=regions,
+            regional=regional,
+        )
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction):  # linear in its albedo: nothing to fit
         raise ValueError(
@@ -284,10 +323,13 @@ def fit(
         chunk_status[~any_finite] = Status.NONFINITE_INPUT  # nothing finite to fit at all
         chunk_values = solved["values"][:n].copy()
         unreachable = mark_unreachable(
-            chunk_status.reshape(-1), pieces[0][:n].reshape(n * n_bands, n_obs),
-            chunk_values[..., w_index].reshape(-1), solved["cost"][:n].reshape(-1),
-            (lower[w_index], upper[w_index]), albedo_bounds(dtype),
-        ).reshape(n, n_bands)  # fmt: skip
+            chunk_status.reshape(-1),
+            pieces[0][:n].reshape(n * n_bands, n_obs),
+            chunk_values[..., w_index].reshape(-1),
+            solved["cost"][:n].reshape(-1),
+            (lower[w_index], upper[w_index]),
+            albedo_bounds(dtype),
+        ).reshape(n, n_bands)
         chunk_values[unreachable] = np.nan
         covariance[first:last] = fit_covariance(
             solved["jtj"][:n], solved["cost"][:n], chunk_status, n_valid, band_sigma
@@ -356,9 +398,11 @@ def _solve_chunk_jax(
     """One chunk (already padded to the chunk shape) through the JAX solver."""
     refl, to_sun, to_sensor, normal = pieces
     with precision_scope(np.empty(0, dtype)):
-        arrays = [jnp.asarray(a, dtype) for a in (refl, to_sun, to_sensor, normal)]
         solved = solve_fit_jax(
-            *arrays,
+            jnp.asarray(refl, dtype),
+            jnp.asarray(to_sun, dtype),
+            jnp.asarray(to_sensor, dtype),
+            jnp.asarray(normal, dtype),
             jnp.asarray(fixed, dtype),
             jnp.asarray(start, dtype),
             free_index,

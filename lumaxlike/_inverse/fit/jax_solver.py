@@ -87,11 +87,11 @@ def _normal_equations(fn, y, args, jacobian):
         columns = [linear(jnp.zeros_like(y).at[..., j].set(1.0)) for j in range(n_free)]
     else:
         residual, columns = jacobian(y, args)
-    jtj = [[None] * n_free for _ in range(n_free)]
+    entries: list[list[Any]] = [[None] * n_free for _ in range(n_free)]
     for a in range(n_free):
         for b in range(a, n_free):
-            jtj[a][b] = jtj[b][a] = dot_last(columns[a], columns[b])
-    jtj = jnp.stack([jnp.stack(row, axis=-1) for row in jtj], axis=-2)
+            entries[a][b] = entries[b][a] = dot_last(columns[a], columns[b])
+    jtj = jnp.stack([jnp.stack(row, axis=-1) for row in entries], axis=-2)
     jtf = jnp.stack([dot_last(column, residual) for column in columns], axis=-1)
     return residual, jtj, jtf
 
@@ -115,7 +115,7 @@ def _solve_damped(jtj, jtf, damping, held):
         damped = _lm.damped_diagonal(jtj[..., a, a], largest, damping)
         system[a][a] = jnp.where(held[..., a], 1.0, damped)
     jtf = jnp.where(held, 0.0, jtf)
-    factor = [[None] * n_free for _ in range(n_free)]
+    factor: list[list[Any]] = [[None] * n_free for _ in range(n_free)]
     solvable = jnp.ones(jtf.shape[:-1], bool)
     for j in range(n_free):
         pivot = system[j][j] - sum((factor[j][k] * factor[j][k] for k in range(j)), 0.0)
@@ -124,11 +124,11 @@ def _solve_damped(jtj, jtf, damping, held):
         for i in range(j + 1, n_free):
             value = system[i][j] - sum((factor[i][k] * factor[j][k] for k in range(j)), 0.0)
             factor[i][j] = value / factor[j][j]
-    forward = []
+    forward: list[Any] = []
     for i in range(n_free):
         value = -jtf[..., i] - sum((factor[i][k] * forward[k] for k in range(i)), 0.0)
         forward.append(value / factor[i][i])
-    solution = [None] * n_free
+    solution: list[Any] = [None] * n_free
     for i in reversed(range(n_free)):
         value = forward[i] - sum((factor[k][i] * solution[k] for k in range(i + 1, n_free)), 0.0)
         solution[i] = value / factor[i][i]
@@ -162,9 +162,11 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     lower: Any
     upper: Any
     jacobian: Any = eqx.field(static=True, default=None)
-    rtol: float = 0.0  # unused: convergence is per problem, on the step (`tol`)
-    atol: float = 0.0
-    norm: Any = optx.max_norm
+    # optimistix's abstract attributes, unused: convergence is per problem, on the step
+    # (`tol`). Keyword-only: type checkers order a redeclared base field at the base's place.
+    rtol: float = eqx.field(default=0.0, kw_only=True)
+    atol: float = eqx.field(default=0.0, kw_only=True)
+    norm: Any = eqx.field(default=optx.max_norm, kw_only=True)
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
         resume = (options or {}).get("state")
@@ -249,9 +251,11 @@ def _fit_residuals(y, args, free_index, key):
 
 def _fit_solver(tol, lower, upper, free_index, key):
     return ElementwiseLevenbergMarquardt(
-        tol=tol, lower=lower, upper=upper,
+        tol=tol,
+        lower=lower,
+        upper=upper,
         jacobian=partial(residuals_and_columns, free_index=free_index, key=key),
-    )  # fmt: skip
+    )
 
 
 @stored_jit(static_argnames=("free_index", "key"))
@@ -301,8 +305,15 @@ def _fit_setup(
     start = jnp.where(active[..., None], start, inside)
     solver = _fit_solver(0.0, lower, upper, free_index, key)  # init uses neither tol nor bounds
     residuals = partial(_fit_residuals, free_index=free_index, key=key)
-    state = solver.init(lambda y, args: (residuals(y, args), None), start, (*inputs, unit),  # (f, aux), as optimistix calls it
-                        {"frozen": ~active}, None, None, None)  # fmt: skip
+    state = solver.init(
+        lambda y, args: (residuals(y, args), None),  # (f, aux), as optimistix calls it
+        start,
+        (*inputs, unit),
+        {"frozen": ~active},
+        None,
+        None,
+        None,
+    )
     return status, active, start, state, inputs
 
 
@@ -311,7 +322,7 @@ def _lm_round(y, inputs, state, unit, steps, tol, lower, upper, free_index, key)
     """Up to `steps` steps of `ElementwiseLevenbergMarquardt` through `optx.least_squares`,
     continuing from `state` at `y`, on the problems of `inputs` (`_fit_setup`'s). Returns
     (y, state, ok, steps taken): ok False if the solve met a non-finite iterate."""
-    solution = optx.least_squares(
+    solution: optx.Solution[Any, Any] = optx.least_squares(
         partial(_fit_residuals, free_index=free_index, key=key),
         _fit_solver(tol, lower, upper, free_index, key),
         y,
@@ -380,9 +391,23 @@ def _fit_outputs(status, active, results, shape):
 
 
 def solve_fit_jax(
-    refl, to_sun, to_sensor, normal, fixed, start, free_index, lower, upper, min_observations, max_iter, tol, key,
-    *, compact=True, sizes=None,
-):  # fmt: skip
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    fixed,
+    start,
+    free_index,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+    key,
+    *,
+    compact=True,
+    sizes=None,
+):
     """Solve every (pixel, band) problem of one chunk of `fit`.
 
     `ElementwiseLevenbergMarquardt` steps the chunk in rounds of a few steps

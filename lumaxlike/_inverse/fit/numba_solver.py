@@ -97,6 +97,22 @@ def _size_and_decrease(step, jtj, jtf):
     return size, decrease
 
 
+def prepare(parameters, step):
+    """A name `_cost_and_normal_equations` calls: a `ColumnFunctions.prepare` (generated
+    code) in each of its variants (`lm_kernel_for` binds it); never called itself."""
+    raise NotImplementedError(
+        "_cost_and_normal_equations is compiled only as variants (lm_kernel_for)"
+    )
+
+
+def columns(step, row, out):
+    """A name `_cost_and_normal_equations` calls: a `ColumnFunctions.columns` (generated
+    code) in each of its variants (`lm_kernel_for` binds it); never called itself."""
+    raise NotImplementedError(
+        "_cost_and_normal_equations is compiled only as variants (lm_kernel_for)"
+    )
+
+
 @cached_njit(error_model="numpy")
 def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, out, jtj, jtf):
     """sum_k f_k^2, and J^T J, J^T f accumulated over the observations (lower triangle).
@@ -104,7 +120,7 @@ def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, 
     Compiled only as variants (`lm_kernel_for`), with `prepare` and `columns` bound to
     generated code (as globals: a function passed as an argument could not be cached).
     """
-    prepare(parameters, step_values)  # noqa: F821  # what depends on the free parameters alone: once
+    prepare(parameters, step_values)  # what depends on the free parameters alone: once
     cost = 0.0
     for a in range(free_count):
         jtf[a] = 0.0
@@ -113,7 +129,7 @@ def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, 
     for k in range(refl.shape[0]):
         if not math.isfinite(refl[k]):  # a masked observation: a zero row
             continue
-        columns(step_values, rows[k], out)  # noqa: F821
+        columns(step_values, rows[k], out)
         residual = out[0] - refl[k]
         cost += residual * residual
         for a in range(free_count):
@@ -153,10 +169,25 @@ def _damped_step(
 
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math), error_model="numpy")
 def _solve_lm_pixel(
-    pixel, step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower,
-    upper, min_observations, max_iter, tol, values_out, status_out, iterations_out, cost_out,
+    pixel,
+    step_length,
+    rows,
+    rows_valid,
+    refl,
+    start,
+    parameters_fixed,
+    free_index,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+    values_out,
+    status_out,
+    iterations_out,
+    cost_out,
     jtj_out,
-):  # fmt: skip
+):
     """Every band of one pixel (`_lm_kernel`'s loop body; arguments as there)."""
     n_bands, n_obs = refl.shape[1], refl.shape[2]
     p = free_index.shape[0]
@@ -283,9 +314,26 @@ def _solve_lm_pixel(
 
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math), nogil=True, error_model="numpy")
 def _lm_kernel(
-    first, last, step_length, rows, rows_valid, refl, start, parameters_fixed, free_index, lower,
-    upper, min_observations, max_iter, tol, values_out, status_out, iterations_out, cost_out, jtj_out,
-):  # fmt: skip
+    first,
+    last,
+    step_length,
+    rows,
+    rows_valid,
+    refl,
+    start,
+    parameters_fixed,
+    free_index,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+    values_out,
+    status_out,
+    iterations_out,
+    cost_out,
+    jtj_out,
+):
     """Solve problems (pixel, band) with observations along the last axis of `refl`.
 
     Compiled only as variants (`lm_kernel_for`), with `_cost_and_normal_equations` bound
@@ -297,10 +345,25 @@ def _lm_kernel(
     """
     for pixel in range(first, last):
         _solve_lm_pixel(
-            pixel, step_length, rows, rows_valid, refl, start, parameters_fixed,
-            free_index, lower, upper, min_observations, max_iter, tol, values_out, status_out,
-            iterations_out, cost_out, jtj_out,
-        )  # fmt: skip
+            pixel,
+            step_length,
+            rows,
+            rows_valid,
+            refl,
+            start,
+            parameters_fixed,
+            free_index,
+            lower,
+            upper,
+            min_observations,
+            max_iter,
+            tol,
+            values_out,
+            status_out,
+            iterations_out,
+            cost_out,
+            jtj_out,
+        )
 
 
 @functools.cache
@@ -368,10 +431,24 @@ def solve_numba(
     }
     as_float = lambda a: np.require(a, np.float64, ("C", "W"))  # noqa: E731
     run_in_blocks(
-        lm_kernel_for(functions), n_pixels,
-        functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
-        as_float(refl), as_float(start), as_float(parameters_fixed), np.require(free_index, np.int64, ("C", "W")),
-        as_float(lower), as_float(upper), int(min_observations), int(max_iter), float(tol),
-        out["values"], out["status"], out["iterations"], out["cost"], out["jtj"],
-    )  # fmt: skip
+        lm_kernel_for(functions),
+        n_pixels,
+        functions.step_length,
+        as_float(rows),
+        np.require(rows_valid, np.bool_, ("C", "W")),
+        as_float(refl),
+        as_float(start),
+        as_float(parameters_fixed),
+        np.require(free_index, np.int64, ("C", "W")),
+        as_float(lower),
+        as_float(upper),
+        int(min_observations),
+        int(max_iter),
+        float(tol),
+        out["values"],
+        out["status"],
+        out["iterations"],
+        out["cost"],
+        out["jtj"],
+    )
     return out

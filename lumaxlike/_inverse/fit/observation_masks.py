@@ -102,7 +102,8 @@ def masked_chunk(refl, geometry, limits):
     observation with finite reflectance and geometry before the limits applied.
     """
     geometry_finite = np.all([np.all(np.isfinite(g), axis=-1) for g in geometry], axis=0)
-    use = within_limits(*geometry, limits)  # also False where the geometry is not finite
+    to_sun, to_sensor, normal = geometry
+    use = within_limits(to_sun, to_sensor, normal, limits)  # False where geometry is not finite
     finite = np.isfinite(refl)
     any_finite = np.any(finite & geometry_finite[:, None, :], axis=-1)
     if not use.all():

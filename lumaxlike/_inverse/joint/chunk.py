@@ -23,7 +23,8 @@ def chunk_starts(given, first, last, free, shared, params, pieces, solver, lower
     """(pixels, bands, p) per-band and (pixels, s) shared starting values of a chunk."""
     refl = pieces[0]
     n, n_bands, _ = refl.shape
-    band_columns, shared_columns = [], []
+    band_columns: list[np.ndarray] = []
+    shared_columns: list[np.ndarray] = []
     for j, name in enumerate(free):
         if name in given:
             value = given[name][first:last]
@@ -48,10 +49,23 @@ def solve_chunk(solver, arrays, geometry, padded_problems, setup):
         p = setup["n_band_free"]
         index = np.array([PARAMETER_NAMES.index(name) for name in setup["free"]], np.int64)
         return solve_joint_numba(
-            functions, rows, valid, refl, weight, start_b, start_s, priors, setup["fixed"],
-            index[:p], index[p:], setup["lower"], setup["upper"], setup["min_obs"],
-            setup["max_iter"], setup["tol"],
-        )  # fmt: skip
+            functions,
+            rows,
+            valid,
+            refl,
+            weight,
+            start_b,
+            start_s,
+            priors,
+            setup["fixed"],
+            index[:p],
+            index[p:],
+            setup["lower"],
+            setup["upper"],
+            setup["min_obs"],
+            setup["max_iter"],
+            setup["tol"],
+        )
     dtype = setup["dtype"]
     # one chunk shape, so the JAX program compiles once; padded problems have no data
     padded = [

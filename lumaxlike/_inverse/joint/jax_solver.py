@@ -13,6 +13,7 @@ problem's steps do not depend on the batch; the damped step is `schur.arrow_step
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -44,8 +45,10 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
         {name: jnp.broadcast_to(xs[:, None, q], xb.shape[:2]) for q, name in enumerate(free[p:])}
     )
     ordered = [per_band[name] for name in sorted(free, key=PARAMETER_NAMES.index)]
-    step = jax.vmap(jax.vmap(program.step))(*ordered)
-    step = [v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v for v in step]
+    step = [
+        v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v
+        for v in jax.vmap(jax.vmap(program.step))(*ordered)
+    ]
     lane = jax.vmap(program.lane, in_axes=(0, None))  # over observations
     lane = jax.vmap(lane, in_axes=(None, 0))  # over bands (one row per observation)
     lane = jax.vmap(lane, in_axes=(0, 0))  # over problems
@@ -60,12 +63,12 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
     cost = cost + sum_last(sum_last(prior_b * prior_b))
     if s:
         cost = cost + sum_last(prior_s * prior_s)
-    a_blocks = [[None] * p for _ in range(p)]
+    a_entries: list[list[Any]] = [[None] * p for _ in range(p)]
     for a in range(p):
         for b in range(a, p):
-            a_blocks[a][b] = a_blocks[b][a] = dot_last(band_cols[a], band_cols[b])
-        a_blocks[a][a] = a_blocks[a][a] + weight_b[..., a] * weight_b[..., a]
-    a_blocks = jnp.stack([jnp.stack(row, axis=-1) for row in a_blocks], axis=-2)
+            a_entries[a][b] = a_entries[b][a] = dot_last(band_cols[a], band_cols[b])
+        a_entries[a][a] = a_entries[a][a] + weight_b[..., a] * weight_b[..., a]
+    a_blocks = jnp.stack([jnp.stack(row, axis=-1) for row in a_entries], axis=-2)
     gb = jnp.stack([dot_last(c, residual) for c in band_cols], axis=-1) + weight_b * prior_b
     shape = xb.shape[:1]
     if s:
@@ -76,12 +79,14 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
             ],
             axis=-2,
         )
-        d_block = [[None] * s for _ in range(s)]
+        d_entries: list[list[Any]] = [[None] * s for _ in range(s)]
         for q in range(s):
             for t in range(q, s):
-                d_block[q][t] = d_block[t][q] = sum_last(dot_last(shared_cols[q], shared_cols[t]))
-            d_block[q][q] = d_block[q][q] + weight_s[..., q] * weight_s[..., q]
-        d_block = jnp.stack([jnp.stack(row, axis=-1) for row in d_block], axis=-2)
+                d_entries[q][t] = d_entries[t][q] = sum_last(
+                    dot_last(shared_cols[q], shared_cols[t])
+                )
+            d_entries[q][q] = d_entries[q][q] + weight_s[..., q] * weight_s[..., q]
+        d_block = jnp.stack([jnp.stack(row, axis=-1) for row in d_entries], axis=-2)
         gs = (
             jnp.stack([sum_last(dot_last(c, residual)) for c in shared_cols], axis=-1)
             + weight_s * prior_s
@@ -121,8 +126,26 @@ def _largest_step(step_b, step_s):
 
 
 @partial(jax.jit, static_argnames=("free", "n_band_free", "key"))
-def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, priors, fixed, lower, upper,
-                    min_observations, max_iter, tol, *, free, n_band_free, key):  # fmt: skip
+def solve_joint_jax(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    weight,
+    start_b,
+    start_s,
+    priors,
+    fixed,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+    *,
+    free,
+    n_band_free,
+    key,
+):
     """Solve one chunk of joint problems (jitted; the same contract as `solve_joint_numba`).
 
     refl (problems, bands, observations), NaN where left out; to_sun, to_sensor, normal
@@ -160,10 +183,20 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
     cost, a_blocks, c_blocks, d_block, gb, gs = evaluate(xb, xs)
     n = refl.shape[0]
     state = (
-        xb, xs, cost, a_blocks, c_blocks, d_block, gb, gs,
-        jnp.zeros(n, refl.dtype), jnp.full(n, 2.0, refl.dtype),
-        ~active | (cost == 0.0), jnp.zeros(n, jnp.int32), jnp.zeros((), jnp.int32),
-    )  # fmt: skip
+        xb,
+        xs,
+        cost,
+        a_blocks,
+        c_blocks,
+        d_block,
+        gb,
+        gs,
+        jnp.zeros(n, refl.dtype),
+        jnp.full(n, 2.0, refl.dtype),
+        ~active | (cost == 0.0),
+        jnp.zeros(n, jnp.int32),
+        jnp.zeros((), jnp.int32),
+    )
 
     def unfinished(state):
         return ~jnp.all(state[10]) & (state[12] < max_iter)
@@ -190,8 +223,18 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
         trial_b = jnp.clip(xb + step_b, lower_b, upper_b)
         trial_s = jnp.clip(xs + step_s, lower_s, upper_s)
         trial = evaluate(trial_b, trial_s)
+        _, trial_a, trial_c, trial_d, trial_gb, trial_gs = trial
         newton_b, newton_s, newton_ok = arrow_step_jax(
-            trial_b, trial_s, lower, upper, *trial[1:], jnp.zeros_like(damping)
+            trial_b,
+            trial_s,
+            lower,
+            upper,
+            trial_a,
+            trial_c,
+            trial_d,
+            trial_gb,
+            trial_gs,
+            jnp.zeros_like(damping),
         )
         newton_size = jnp.where(newton_ok, _largest_step(newton_b, newton_s), jnp.inf)
         newton_decrease = jnp.where(
@@ -216,8 +259,12 @@ def solve_joint_jax(refl, to_sun, to_sensor, normal, weight, start_b, start_s, p
         def pick(old, new):
             return jnp.where(keep.reshape(keep.shape + (1,) * (old.ndim - 1)), old, new)
 
-        moved = [pick(o, t) for o, t in zip((xb, xs) + (cost, a_blocks, c_blocks, d_block, gb, gs),
-                                            (trial_b, trial_s) + trial)]  # fmt: skip
+        moved = [
+            pick(o, t)
+            for o, t in zip(
+                (xb, xs) + (cost, a_blocks, c_blocks, d_block, gb, gs), (trial_b, trial_s) + trial
+            )
+        ]
         return (
             *moved,
             jnp.where(done, damping, new_damping),

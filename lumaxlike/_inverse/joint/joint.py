@@ -57,9 +57,28 @@ def check_shared(shared, free, argument: str = "shared") -> tuple[str, ...]:
     return shared
 
 
-def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, shared, prior, start,
-              max_iter, tol, refl_sigma, chunk_size, observation_limits, min_observations,
-              regions=None, regional=()) -> JointFitResult:  # fmt: skip
+def fit_joint(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    free,
+    solver,
+    bounds,
+    *,
+    shared,
+    prior,
+    start,
+    max_iter,
+    tol,
+    refl_sigma,
+    chunk_size,
+    observation_limits,
+    min_observations,
+    regions=None,
+    regional=(),
+) -> JointFitResult:
     """`fit` with `shared` or `regional` parameters and/or a `prior` (see `fit`)."""
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction) or not isinstance(params, HapkeParams):
@@ -99,9 +118,14 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     if band_sigma is not None:
         band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
     priors = check_priors(
-        prior, free, shared + regional, pixel_shape, n_bands, band_sigma is not None,
+        prior,
+        free,
+        shared + regional,
+        pixel_shape,
+        n_bands,
+        band_sigma is not None,
         dict(zip(free, zip(lower, upper))),
-    )  # fmt: skip
+    )
     given = checked_starts(
         start, free, shared + regional, params, pixel_shape, n_bands, lower, upper
     )
@@ -116,12 +140,32 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     if regional:
         from .regional_fit import RegionalSetup, fit_regional
 
-        regional_result = fit_regional(RegionalSetup(
-            flat_refl=flat_refl, flat_geometry=flat_geometry, pixel_shape=pixel_shape, regions=regions,
-            free=free, band_free=band_free, shared=shared, regional=regional, params=params, solver=solver,
-            lower=lower, upper=upper, priors=priors, given=given, band_sigma=band_sigma, limits=limits,
-            chunk=chunk, dtype=dtype, fixed=fixed, min_obs=min_obs, max_iter=max_iter, tol=tol,
-        ))  # fmt: skip
+        regional_result = fit_regional(
+            RegionalSetup(
+                flat_refl=flat_refl,
+                flat_geometry=flat_geometry,
+                pixel_shape=pixel_shape,
+                regions=regions,
+                free=free,
+                band_free=band_free,
+                shared=shared,
+                regional=regional,
+                params=params,
+                solver=solver,
+                lower=lower,
+                upper=upper,
+                priors=priors,
+                given=given,
+                band_sigma=band_sigma,
+                limits=limits,
+                chunk=chunk,
+                dtype=dtype,
+                fixed=fixed,
+                min_obs=min_obs,
+                max_iter=max_iter,
+                tol=tol,
+            )
+        )
         return _with_at_bound(regional_result, lower, upper)
     p, s = len(band_free), len(shared)
     n_problems = n_pixels if per_pixel else n_pixels * n_bands
@@ -138,8 +182,18 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
     }
     observations = np.empty((n_pixels, n_bands), np.int32)
     weight_of_band = np.ones(n_bands) if band_sigma is None else 1.0 / band_sigma
-    setup = dict(free=free, n_band_free=p, fixed=fixed, lower=lower, upper=upper, min_obs=min_obs,
-                 max_iter=max_iter, tol=tol, key=params.model_key, dtype=dtype)  # fmt: skip
+    setup = dict(
+        free=free,
+        n_band_free=p,
+        fixed=fixed,
+        lower=lower,
+        upper=upper,
+        min_obs=min_obs,
+        max_iter=max_iter,
+        tol=tol,
+        key=params.model_key,
+        dtype=dtype,
+    )
     for first in range(0, n_pixels, chunk):
         last = min(first + chunk, n_pixels)
         n = last - first
@@ -163,8 +217,16 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
             def one_band(a):
                 return a.reshape((n * n_bands, 1) + a.shape[2:])  # noqa: B023 (called in this iteration)
 
-            arrays = [one_band(refl_c), one_band(weight_c), one_band(start_b_c), empty,
-                      one_band(mean_b), one_band(weight_b), empty, empty]  # fmt: skip
+            arrays = [
+                one_band(refl_c),
+                one_band(weight_c),
+                one_band(start_b_c),
+                empty,
+                one_band(mean_b),
+                one_band(weight_b),
+                empty,
+                empty,
+            ]
             geometry_chunk = [np.repeat(g, n_bands, axis=0) for g in geometry_chunk]
         solved = solve_chunk(solver, arrays, geometry_chunk, chunk * per_problem, setup)
         rows = slice(first * per_problem, last * per_problem)
@@ -187,10 +249,16 @@ def fit_joint(refl, to_sun, to_sensor, normal, params, free, solver, bounds, *, 
             is_solved,
         )
         status[(status == Status.CONVERGED) & ~determined] = Status.UNDETERMINED
-        for name, value in (("values_b", solved["values_b"]), ("values_s", solved["values_s"]),
-                            ("status", status), ("iterations", solved["iterations"]),
-                            ("cost", solved["cost"]), ("cov_b", cov_b), ("cov_s", cov_s),
-                            ("cov_x", cov_x)):  # fmt: skip
+        for name, value in (
+            ("values_b", solved["values_b"]),
+            ("values_s", solved["values_s"]),
+            ("status", status),
+            ("iterations", solved["iterations"]),
+            ("cost", solved["cost"]),
+            ("cov_b", cov_b),
+            ("cov_s", cov_s),
+            ("cov_x", cov_x),
+        ):
             out[name][rows] = value
     result = _result(
         out,

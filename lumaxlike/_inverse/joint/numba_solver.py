@@ -43,11 +43,44 @@ INVALID_GEOMETRY = int(Status.INVALID_GEOMETRY)
 TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
 
+def prepare(parameters, step):
+    """A name `_joint_normal_equations` calls: a `ColumnFunctions.prepare` (generated
+    code) in each of its variants (`joint_kernel_for` binds it); never called itself."""
+    raise NotImplementedError(
+        "_joint_normal_equations is compiled only as variants (joint_kernel_for)"
+    )
+
+
+def columns(step, row, out):
+    """A name `_joint_normal_equations` calls: a `ColumnFunctions.columns` (generated
+    code) in each of its variants (`joint_kernel_for` binds it); never called itself."""
+    raise NotImplementedError(
+        "_joint_normal_equations is compiled only as variants (joint_kernel_for)"
+    )
+
+
 @cached_njit(error_model="numpy")
 def _joint_normal_equations(
-    parameters, band_index, shared_index, xb, xs, rows, refl, weight, prior_mean_b, prior_weight_b,
-    prior_mean_s, prior_weight_s, step_values, out, a_blocks, c_blocks, d_block, gb, gs,
-):  # fmt: skip
+    parameters,
+    band_index,
+    shared_index,
+    xb,
+    xs,
+    rows,
+    refl,
+    weight,
+    prior_mean_b,
+    prior_weight_b,
+    prior_mean_s,
+    prior_weight_s,
+    step_values,
+    out,
+    a_blocks,
+    c_blocks,
+    d_block,
+    gb,
+    gs,
+):
     """The cost (weighted sum of squares, prior rows included) and the arrow blocks.
 
     Compiled only as variants (`joint_kernel_for`), with `prepare` and `columns` bound
@@ -69,12 +102,12 @@ def _joint_normal_equations(
                 a_blocks[band, a, b] = 0.0
             for q in range(s):
                 c_blocks[band, a, q] = 0.0
-        prepare(parameters, step_values)  # noqa: F821  # the free parameters alone: once per band
+        prepare(parameters, step_values)  # the free parameters alone: once per band
         scale = weight[band]
         for k in range(refl.shape[1]):
             if not math.isfinite(refl[band, k]):  # a masked observation: a zero row
                 continue
-            columns(step_values, rows[k], out)  # noqa: F821
+            columns(step_values, rows[k], out)
             residual = (out[0] - refl[band, k]) * scale
             cost += residual * residual
             for j in range(p + s):
@@ -137,11 +170,36 @@ def _size_and_decrease(step_b, step_s, a_blocks, c_blocks, d_block, gb, gs):
 )
 def _solve_joint_pixel(
     pixel,
-    step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b, prior_weight_b,
-    prior_mean_s, prior_weight_s, parameters_fixed, band_index, shared_index, lower, upper,
-    min_observations, max_iter, tol, values_b, values_s, status_out, iterations_out, cost_out,
-    a_out, c_out, d_out, gb_out, gs_out,
-):  # fmt: skip
+    step_length,
+    rows,
+    rows_valid,
+    refl,
+    weight,
+    start_b,
+    start_s,
+    prior_mean_b,
+    prior_weight_b,
+    prior_mean_s,
+    prior_weight_s,
+    parameters_fixed,
+    band_index,
+    shared_index,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+    values_b,
+    values_s,
+    status_out,
+    iterations_out,
+    cost_out,
+    a_out,
+    c_out,
+    d_out,
+    gb_out,
+    gs_out,
+):
     """One pixel's joint problem (`_joint_kernel`'s loop body; arguments as there)."""
     n_bands, n_obs = refl.shape[1], refl.shape[2]
     p = band_index.shape[0]
@@ -192,9 +250,26 @@ def _solve_joint_pixel(
     mean_b, weight_b = prior_mean_b[pixel], prior_weight_b[pixel]
     mean_s, weight_s = prior_mean_s[pixel], prior_weight_s[pixel]
     cost = _joint_normal_equations(
-        parameters, band_index, shared_index, xb, xs, rows[pixel], refl[pixel], weight[pixel],
-        mean_b, weight_b, mean_s, weight_s, step_values, out, a_blocks, c_blocks, d_block, gb, gs,
-    )  # fmt: skip
+        parameters,
+        band_index,
+        shared_index,
+        xb,
+        xs,
+        rows[pixel],
+        refl[pixel],
+        weight[pixel],
+        mean_b,
+        weight_b,
+        mean_s,
+        weight_s,
+        step_values,
+        out,
+        a_blocks,
+        c_blocks,
+        d_block,
+        gb,
+        gs,
+    )
     damping = 0.0
     growth = 2.0
     done = cost == 0.0
@@ -202,10 +277,30 @@ def _solve_joint_pixel(
     while not done and iteration < max_iter:
         iteration += 1
         if not arrow_step(
-            xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping, held_b, held_s,
-            system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs, column,
-            solution, step_b, step_s,
-        ):  # fmt: skip
+            xb,
+            xs,
+            lower,
+            upper,
+            a_blocks,
+            c_blocks,
+            d_block,
+            gb,
+            gs,
+            damping,
+            held_b,
+            held_s,
+            system,
+            factor,
+            y_blocks,
+            y_vector,
+            schur_matrix,
+            schur_factor,
+            rhs,
+            column,
+            solution,
+            step_b,
+            step_s,
+        ):
             damping, growth = next_damping(
                 False, 0.0, damping, growth, math.inf, 0.0
             )  # singular: damp more
@@ -223,16 +318,52 @@ def _solve_joint_pixel(
             step_b, step_s, a_blocks, c_blocks, d_block, gb, gs
         )
         cost_trial = _joint_normal_equations(
-            parameters, band_index, shared_index, xb_trial, xs_trial, rows[pixel], refl[pixel],
-            weight[pixel], mean_b, weight_b, mean_s, weight_s, step_values, out, a_trial,
-            c_trial, d_trial, gb_trial, gs_trial,
-        )  # fmt: skip
+            parameters,
+            band_index,
+            shared_index,
+            xb_trial,
+            xs_trial,
+            rows[pixel],
+            refl[pixel],
+            weight[pixel],
+            mean_b,
+            weight_b,
+            mean_s,
+            weight_s,
+            step_values,
+            out,
+            a_trial,
+            c_trial,
+            d_trial,
+            gb_trial,
+            gs_trial,
+        )
         newton_size, newton_decrease = math.inf, math.inf
         if arrow_step(
-            xb_trial, xs_trial, lower, upper, a_trial, c_trial, d_trial, gb_trial, gs_trial, 0.0,
-            held_b, held_s, system, factor, y_blocks, y_vector, schur_matrix, schur_factor, rhs,
-            column, solution, step_b, step_s,
-        ):  # fmt: skip
+            xb_trial,
+            xs_trial,
+            lower,
+            upper,
+            a_trial,
+            c_trial,
+            d_trial,
+            gb_trial,
+            gs_trial,
+            0.0,
+            held_b,
+            held_s,
+            system,
+            factor,
+            y_blocks,
+            y_vector,
+            schur_matrix,
+            schur_factor,
+            rhs,
+            column,
+            solution,
+            step_b,
+            step_s,
+        ):
             newton_size, newton_decrease = _size_and_decrease(
                 step_b, step_s, a_trial, c_trial, d_trial, gb_trial, gs_trial
             )
@@ -273,11 +404,38 @@ def _solve_joint_pixel(
     error_model="numpy",
 )
 def _joint_kernel(
-    first, last, step_length, rows, rows_valid, refl, weight, start_b, start_s, prior_mean_b,
-    prior_weight_b, prior_mean_s, prior_weight_s, parameters_fixed, band_index, shared_index, lower, upper,
-    min_observations, max_iter, tol, values_b, values_s, status_out, iterations_out, cost_out,
-    a_out, c_out, d_out, gb_out, gs_out,
-):  # fmt: skip
+    first,
+    last,
+    step_length,
+    rows,
+    rows_valid,
+    refl,
+    weight,
+    start_b,
+    start_s,
+    prior_mean_b,
+    prior_weight_b,
+    prior_mean_s,
+    prior_weight_s,
+    parameters_fixed,
+    band_index,
+    shared_index,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+    values_b,
+    values_s,
+    status_out,
+    iterations_out,
+    cost_out,
+    a_out,
+    c_out,
+    d_out,
+    gb_out,
+    gs_out,
+):
     """Solve the joint problems of pixels first to last - 1 (see `solve_joint_numba` for
     the arrays; `numba_threads.run_in_blocks` runs the blocks).
 
@@ -286,11 +444,37 @@ def _joint_kernel(
     """
     for pixel in range(first, last):
         _solve_joint_pixel(
-            pixel, step_length, rows, rows_valid, refl, weight, start_b, start_s,
-            prior_mean_b, prior_weight_b, prior_mean_s, prior_weight_s, parameters_fixed,
-            band_index, shared_index, lower, upper, min_observations, max_iter, tol, values_b,
-            values_s, status_out, iterations_out, cost_out, a_out, c_out, d_out, gb_out, gs_out,
-        )  # fmt: skip
+            pixel,
+            step_length,
+            rows,
+            rows_valid,
+            refl,
+            weight,
+            start_b,
+            start_s,
+            prior_mean_b,
+            prior_weight_b,
+            prior_mean_s,
+            prior_weight_s,
+            parameters_fixed,
+            band_index,
+            shared_index,
+            lower,
+            upper,
+            min_observations,
+            max_iter,
+            tol,
+            values_b,
+            values_s,
+            status_out,
+            iterations_out,
+            cost_out,
+            a_out,
+            c_out,
+            d_out,
+            gb_out,
+            gs_out,
+        )
 
 
 @functools.cache
@@ -298,9 +482,12 @@ def joint_kernel_for(functions):
     """`_joint_kernel` compiled over the generated functions of one set of free parameters."""
     inlines = () if functions.module is None else (functions.module,)
     normal_equations = compile_variant(
-        _joint_normal_equations, functions.name, inlines=inlines,
-        prepare=functions.prepare, columns=functions.columns,
-    )  # fmt: skip
+        _joint_normal_equations,
+        functions.name,
+        inlines=inlines,
+        prepare=functions.prepare,
+        columns=functions.columns,
+    )
     solve_pixel = compile_variant(
         _solve_joint_pixel,
         functions.name,
@@ -312,9 +499,24 @@ def joint_kernel_for(functions):
     )
 
 
-def solve_joint_numba(functions, rows, rows_valid, refl, weight, start_b, start_s, priors,
-                      parameters_fixed, band_index, shared_index, lower, upper, min_observations,
-                      max_iter, tol):  # fmt: skip
+def solve_joint_numba(
+    functions,
+    rows,
+    rows_valid,
+    refl,
+    weight,
+    start_b,
+    start_s,
+    priors,
+    parameters_fixed,
+    band_index,
+    shared_index,
+    lower,
+    upper,
+    min_observations,
+    max_iter,
+    tol,
+):
     """Solve one chunk of joint problems with the numba kernel (float64).
 
     Args:
@@ -360,13 +562,33 @@ def solve_joint_numba(functions, rows, rows_valid, refl, weight, start_b, start_
         return np.require(np.asarray(a, np.int64).reshape(-1), np.int64, ("C", "W"))
 
     run_in_blocks(
-        joint_kernel_for(functions), n,
-        functions.step_length, as_float(rows), np.require(rows_valid, np.bool_, ("C", "W")),
-        as_float(refl), as_float(weight), as_float(start_b), as_float(start_s),
-        *(as_float(a) for a in priors), as_float(parameters_fixed), as_int(band_index),
-        as_int(shared_index), as_float(lower), as_float(upper), int(min_observations),
-        int(max_iter), float(tol), out["values_b"], out["values_s"], out["status"],
-        out["iterations"], out["cost"], out["a_blocks"], out["c_blocks"], out["d_block"],
-        out["gb"], out["gs"],
-    )  # fmt: skip
+        joint_kernel_for(functions),
+        n,
+        functions.step_length,
+        as_float(rows),
+        np.require(rows_valid, np.bool_, ("C", "W")),
+        as_float(refl),
+        as_float(weight),
+        as_float(start_b),
+        as_float(start_s),
+        *(as_float(a) for a in priors),
+        as_float(parameters_fixed),
+        as_int(band_index),
+        as_int(shared_index),
+        as_float(lower),
+        as_float(upper),
+        int(min_observations),
+        int(max_iter),
+        float(tol),
+        out["values_b"],
+        out["values_s"],
+        out["status"],
+        out["iterations"],
+        out["cost"],
+        out["a_blocks"],
+        out["c_blocks"],
+        out["d_block"],
+        out["gb"],
+        out["gs"],
+    )
     return out

@@ -86,12 +86,21 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
     region_of = np.searchsorted(region_labels, labels[pixels])  # (M,) region of each pixel
     p, s, r = len(setup.band_free), len(setup.shared), len(setup.regional)
     shared_all = setup.shared + setup.regional
-    config = dict(free=setup.free, n_band_free=p, fixed=setup.fixed, lower=setup.lower, upper=setup.upper,
-                  min_obs=setup.min_obs, max_iter=0, tol=setup.tol, key=setup.params.model_key,
-                  dtype=setup.dtype)  # fmt: skip
+    config = dict(
+        free=setup.free,
+        n_band_free=p,
+        fixed=setup.fixed,
+        lower=setup.lower,
+        upper=setup.upper,
+        min_obs=setup.min_obs,
+        max_iter=0,
+        tol=setup.tol,
+        key=setup.params.model_key,
+        dtype=setup.dtype,
+    )
     weight_of_band = np.ones(n_bands) if setup.band_sigma is None else 1.0 / setup.band_sigma
     # the region pixels' masked inputs, starts and priors, once
-    pieces, any_finite, starts, priors = [], [], [], []
+    pieces, finite_parts, starts, priors = [], [], [], []
     chunk = setup.chunk
     for first in range(0, len(pixels), chunk):
         index = pixels[first : first + chunk]
@@ -101,13 +110,33 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
             setup.limits,
         )
         pieces.append(piece)
-        any_finite.append(finite)
+        finite_parts.append(finite)
         given = {name: value[index] for name, value in setup.given.items()}
-        starts.append(chunk_starts(given, 0, len(index), setup.free, shared_all, setup.params, piece,
-                                    setup.solver, setup.lower, setup.upper))  # fmt: skip
-        priors.append(prior_arrays({n: tuple(a[index] for a in v) for n, v in setup.priors.items()},
-                                   setup.band_free, shared_all, 0, len(index), n_bands))  # fmt: skip
-    any_finite = np.concatenate(any_finite) if pieces else np.zeros((0, n_bands), bool)
+        starts.append(
+            chunk_starts(
+                given,
+                0,
+                len(index),
+                setup.free,
+                shared_all,
+                setup.params,
+                piece,
+                setup.solver,
+                setup.lower,
+                setup.upper,
+            )
+        )
+        priors.append(
+            prior_arrays(
+                {n: tuple(a[index] for a in v) for n, v in setup.priors.items()},
+                setup.band_free,
+                shared_all,
+                0,
+                len(index),
+                n_bands,
+            )
+        )
+    any_finite = np.concatenate(finite_parts) if pieces else np.zeros((0, n_bands), bool)
     start_b = np.concatenate([a for a, _ in starts]) if pieces else np.zeros((0, n_bands, p))
     start_sr = np.concatenate([b for _, b in starts]) if pieces else np.zeros((0, s + r))
     prior_all = [np.concatenate([c[k] for c in priors]) for k in range(4)] if pieces else None
@@ -124,6 +153,8 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
         outputs = []
         for first in range(0, len(which), chunk):
             rows = which[first : first + chunk]
+            # rows exist only where pieces did, and with them masked and prior_all
+            assert masked is not None and prior_all is not None
             refl, *geometry = (a[rows] for a in masked)
             mean_b, weight_b, mean_s, weight_s = (a[rows] for a in prior_all)
             weight_s = weight_s.copy()
@@ -165,8 +196,14 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
 
     def blocks(xb, xsr):
         solved = evaluate(which, xb, xsr)
-        return {"cost": solved["cost"], "a": solved["a_blocks"], "c": solved["c_blocks"], "d": solved["d_block"],
-                "gb": solved["gb"], "g": solved["gs"]}  # fmt: skip
+        return {
+            "cost": solved["cost"],
+            "a": solved["a_blocks"],
+            "c": solved["c_blocks"],
+            "d": solved["d_block"],
+            "gb": solved["gb"],
+            "g": solved["gs"],
+        }
 
     lower, upper = setup.lower, setup.upper
     bounds = (
@@ -176,8 +213,18 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
     )
     region_prior = (prior_mean_r, prior_weight_r)
     if len(which):
-        state = solve_regions(blocks, label, n_used, start_b[active], start_sr[active, :s], start_r, bounds,
-                              region_prior, setup.max_iter, setup.tol)  # fmt: skip
+        state = solve_regions(
+            blocks,
+            label,
+            n_used,
+            start_b[active],
+            start_sr[active, :s],
+            start_r,
+            bounds,
+            region_prior,
+            setup.max_iter,
+            setup.tol,
+        )
     else:
         state = None
     # covariance and statuses of the active pixels
@@ -234,9 +281,26 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
         region_cost[used_regions] = state["cost"]
         for q, name in enumerate(setup.regional):
             region_values[name][used_regions] = state["xr"][:, q]
-    return _regional_result(setup, labels, pixels, status, values_b, values_sr, iterations, pixel_cost,
-                            cov_b, cov_sr, cov_x, n_valid, region_labels, region_values, region_status,
-                            region_iterations, region_cost, region_sigma)  # fmt: skip
+    return _regional_result(
+        setup,
+        labels,
+        pixels,
+        status,
+        values_b,
+        values_sr,
+        iterations,
+        pixel_cost,
+        cov_b,
+        cov_sr,
+        cov_x,
+        n_valid,
+        region_labels,
+        region_values,
+        region_status,
+        region_iterations,
+        region_cost,
+        region_sigma,
+    )
 
 
 def _first_of_region(values, label, n_regions):
@@ -245,9 +309,26 @@ def _first_of_region(values, label, n_regions):
     return out
 
 
-def _regional_result(setup, labels, pixels, status, values_b, values_sr, iterations, pixel_cost, cov_b,
-                     cov_sr, cov_x, n_valid, region_labels, region_values, region_status,
-                     region_iterations, region_cost, region_sigma):  # fmt: skip
+def _regional_result(
+    setup,
+    labels,
+    pixels,
+    status,
+    values_b,
+    values_sr,
+    iterations,
+    pixel_cost,
+    cov_b,
+    cov_sr,
+    cov_x,
+    n_valid,
+    region_labels,
+    region_values,
+    region_status,
+    region_iterations,
+    region_cost,
+    region_sigma,
+):
     n_pixels, n_bands, _ = setup.flat_refl.shape
     p, s, r = len(setup.band_free), len(setup.shared), len(setup.regional)
     shape = setup.pixel_shape

@@ -131,9 +131,15 @@ def fit_with_starts(fit_once, points, start, tol, weighted):
     chosen = best_of(results, tol)
     fields = {
         name: _pick(chosen, [getattr(r, name) for r in results])
-        for name in ("status", "iterations", "cost", "covariance_bands", "covariance_shared",
-                     "covariance_cross")
-    }  # fmt: skip
+        for name in (
+            "status",
+            "iterations",
+            "cost",
+            "covariance_bands",
+            "covariance_shared",
+            "covariance_cross",
+        )
+    }
     for name in ("values", "dfs", "at_bound"):
         fields[name] = {
             key: _pick(chosen, [getattr(r, name)[key] for r in results])
@@ -203,8 +209,9 @@ def _residual_variance(best):
     return np.where(dof > 0, best.cost / np.maximum(dof, 1), np.inf)
 
 
-def run_starts(fit_once, starts, refl, params, free, bounds, shared, start, max_iter, tol,
-               weighted):  # fmt: skip
+def run_starts(
+    fit_once, starts, refl, params, free, bounds, shared, start, max_iter, tol, weighted
+):
     """`fit`'s `starts`: the start points of the grid parameters, then `fit_with_starts`.
     fit_once(start) is `fit` with every other argument bound; starts as `check_starts`."""
     from .joint import check_shared

@@ -26,6 +26,8 @@ parameter's row and column leave the system).
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax.numpy as jnp
 import numba
 
@@ -43,9 +45,31 @@ _lm = retarget_to_jax(lm_rules)
 
 
 @numba.njit(error_model="numpy")
-def arrow_step(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping, held_b, held_s,
-               system, factor, y_blocks, y_vector, schur, schur_factor, rhs, column, solution,
-               step_b, step_s):  # fmt: skip
+def arrow_step(
+    xb,
+    xs,
+    lower,
+    upper,
+    a_blocks,
+    c_blocks,
+    d_block,
+    gb,
+    gs,
+    damping,
+    held_b,
+    held_s,
+    system,
+    factor,
+    y_blocks,
+    y_vector,
+    schur,
+    schur_factor,
+    rhs,
+    column,
+    solution,
+    step_b,
+    step_s,
+):
     """The damped step (step_b (bands, p), step_s (s)) of one joint problem; False if singular.
 
     xb (bands, p), xs (s): the parameters; lower, upper (p + s,): bounds, per-band ones
@@ -119,7 +143,7 @@ def arrow_step(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, dampin
 def _cholesky(system):
     """Lower factor (lists) of p x p lists of arrays, and where it is positive definite."""
     p = len(system)
-    factor = [[None] * p for _ in range(p)]
+    factor: list[list[Any]] = [[None] * p for _ in range(p)]
     ok = None
     for j in range(p):
         pivot = system[j][j] - sum((factor[j][k] * factor[j][k] for k in range(j)), 0.0)
@@ -134,11 +158,11 @@ def _cholesky(system):
 def _cholesky_solve(factor, rhs):
     """L L^T x = rhs over lists of arrays."""
     p = len(rhs)
-    forward = []
+    forward: list[Any] = []
     for i in range(p):
         value = rhs[i] - sum((factor[i][k] * forward[k] for k in range(i)), 0.0)
         forward.append(value / factor[i][i])
-    solution = [None] * p
+    solution: list[Any] = [None] * p
     for i in reversed(range(p)):
         value = forward[i] - sum((factor[k][i] * solution[k] for k in range(i + 1, p)), 0.0)
         solution[i] = value / factor[i][i]
@@ -201,15 +225,15 @@ def arrow_step_jax(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, da
     if s:
         schur_factor, ok_shared = _cholesky(schur)
         solvable = solvable & ok_shared
-        step_s = [-v for v in _cholesky_solve(schur_factor, rhs)]
+        steps_s = [-v for v in _cholesky_solve(schur_factor, rhs)]
     else:
-        step_s = []
-    step_b = []
+        steps_s = []
+    steps_b = []
     for a in range(p):
-        value = y_vector[a] + sum((y_blocks[q][a] * step_s[q][:, None] for q in range(s)), 0.0)
-        step_b.append(-value)
-    step_b = jnp.stack(step_b, axis=-1)
-    step_s = jnp.stack(step_s, axis=-1) if s else jnp.zeros_like(xs)
+        value = y_vector[a] + sum((y_blocks[q][a] * steps_s[q][:, None] for q in range(s)), 0.0)
+        steps_b.append(-value)
+    step_b = jnp.stack(steps_b, axis=-1)
+    step_s = jnp.stack(steps_s, axis=-1) if s else jnp.zeros_like(xs)
     return (
         jnp.where(solvable[:, None, None], step_b, 0.0),
         jnp.where(solvable[:, None], step_s, 0.0),
