@@ -73,6 +73,9 @@ from ._model.forward import h_function as h_function
 from ._model.model_forward import reflectance as reflectance
 from ._normalize.normalize import NormalizationResult as NormalizationResult
 from ._normalize.normalize import normalize as normalize
+from ._options import ProductOptions as ProductOptions
+from ._options import RunOptions as RunOptions
+from ._options import SolverOptions as SolverOptions
 from ._params import (
     HapkeParams as HapkeParams,
 )

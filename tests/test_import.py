@@ -30,6 +30,7 @@ PUBLIC = {
     "open_product",
     "JointFitResult",
     "sample", "SampleResult", "sample_dataarray", "sample_file",
+    "RunOptions", "ProductOptions", "SolverOptions",
 }  # fmt: skip
 
 
