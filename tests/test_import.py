@@ -30,6 +30,9 @@ PUBLIC = {
     "open_product",
     "JointFitResult",
     "sample", "SampleResult", "sample_dataarray", "sample_file",
+    "continuum_removed", "band_parameters", "BandParameters", "spectral_parameters",
+    "SpectralParameters", "SPECTRAL_PRODUCTS", "SpectralProduct", "LuceyConstants",
+    "available_spectral_products", "spectral_parameters_dataarray",
 }  # fmt: skip
 
 

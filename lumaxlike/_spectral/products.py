@@ -22,7 +22,7 @@ __all__ = [
     "QUANTITIES",
     "SPECTRAL_PRODUCTS",
     "SpectralParameters",
-    "available_products",
+    "available_spectral_products",
     "prepare_products",
     "spectral_parameters",
     "spectral_parameters_block",
@@ -204,7 +204,7 @@ def spectral_parameters(
     )
 
 
-def available_products(
+def available_spectral_products(
     wavelengths: Float[np.ndarray, " bands"],
     *,
     bad_bands=None,

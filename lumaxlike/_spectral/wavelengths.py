@@ -15,6 +15,7 @@ __all__ = [
     "Kernel",
     "Located",
     "check_spectra",
+    "good_mask",
     "good_in_window",
     "kernel_value",
     "locate",
@@ -80,10 +81,12 @@ def check_spectra(spectra, wavelengths, bad_bands=None):
             f"wavelengths must be in micrometres, the largest is {wavelengths[-1]:g} "
             "(nanometres? divide by 1000)"
         )
-    return spectra, wavelengths, _good_mask(bad_bands, wavelengths.size)
+    return spectra, wavelengths, good_mask(bad_bands, wavelengths.size)
 
 
-def _good_mask(bad_bands, n_bands: int) -> np.ndarray:
+def good_mask(bad_bands, n_bands: int) -> np.ndarray:
+    """(n_bands,) bool, True for a good band: `bad_bands` (None, a bool mask with True for
+    bad, or band indices) checked and inverted."""
     good = np.ones(n_bands, dtype=bool)
     if bad_bands is None:
         return good
