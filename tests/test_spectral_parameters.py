@@ -278,7 +278,9 @@ def test_blocks_equal_the_whole_and_xarray_equals_numpy():
     cube = smooth_spectra(x, pixels=12).reshape(3, 4, x.size).astype(np.float32)
     names = lumaxlike.available_spectral_products(x)
     whole = lumaxlike.spectral_parameters(cube, x, names, quantity="w")
-    halves = [lumaxlike.spectral_parameters(h, x, names, quantity="w") for h in (cube[:2], cube[2:])]
+    halves = [
+        lumaxlike.spectral_parameters(h, x, names, quantity="w") for h in (cube[:2], cube[2:])
+    ]
     for name in names:
         assert whole[name].dtype == np.float32
         np.testing.assert_array_equal(

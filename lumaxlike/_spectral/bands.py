@@ -13,7 +13,13 @@ from jaxtyping import Float
 from .continuum import linear_continuum, shoulder_indices
 from .wavelengths import DEFAULT_TOLERANCE, check_spectra
 
-__all__ = ["DEFAULT_DEGREE", "DEFAULT_FIT_BANDS", "BandParameters", "analyse_band", "band_parameters"]
+__all__ = [
+    "DEFAULT_DEGREE",
+    "DEFAULT_FIT_BANDS",
+    "BandParameters",
+    "analyse_band",
+    "band_parameters",
+]
 
 DEFAULT_DEGREE = 2
 """Degree of the polynomial whose minimum is the band centre (a parabola)."""
@@ -47,8 +53,8 @@ class BandParameters:
 
 
 def band_parameters(
-    spectra: Float[np.ndarray, "*pixels bands"],
-    wavelengths: Float[np.ndarray, " bands"],
+    spectra: Float[np.ndarray, "*pixels bands"],  # noqa: F722 (jaxtyping shape)
+    wavelengths: Float[np.ndarray, " bands"],  # noqa: F722 (jaxtyping shape)
     *,
     band,
     degree: int = DEFAULT_DEGREE,

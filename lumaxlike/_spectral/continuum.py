@@ -44,9 +44,9 @@ def _hull_kernel(first, last, spectra, wavelengths, good, continuum):  # pragma:
                 # pop the last vertex while it lies on or below the chord to band j
                 while top >= 2:
                     a, b = hull[top - 2], hull[top - 1]
-                    cross = (wavelengths[b] - wavelengths[a]) * (y[j] - y[a]) - (
-                        y[b] - y[a]
-                    ) * (wavelengths[j] - wavelengths[a])
+                    cross = (wavelengths[b] - wavelengths[a]) * (y[j] - y[a]) - (y[b] - y[a]) * (
+                        wavelengths[j] - wavelengths[a]
+                    )
                     if cross >= 0.0:
                         top -= 1
                     else:
@@ -117,14 +117,14 @@ def linear_continuum(spectra, wavelengths, short, long) -> np.ndarray:
 
 
 def continuum_removed(
-    spectra: Float[np.ndarray, "*pixels bands"],
-    wavelengths: Float[np.ndarray, " bands"],
+    spectra: Float[np.ndarray, "*pixels bands"],  # noqa: F722 (jaxtyping shape)
+    wavelengths: Float[np.ndarray, " bands"],  # noqa: F722 (jaxtyping shape)
     *,
     method: str = "hull",
     shoulders=None,
     bad_bands=None,
     tolerance: float = DEFAULT_TOLERANCE,
-) -> Float[np.ndarray, "*pixels bands"]:
+) -> Float[np.ndarray, "*pixels bands"]:  # noqa: F722 (jaxtyping shape)
     """Spectra divided by their continuum, per pixel.
 
     Two continua:

@@ -125,7 +125,7 @@ def _kernels(*groups) -> tuple[Kernel, ...]:
     return tuple(seen)
 
 
-CRISM_PRODUCTS = tuple(
+CRISM_PRODUCTS: tuple[SpectralProduct, ...] = tuple(
     SpectralProduct(
         name,
         "CRISM",

@@ -64,8 +64,7 @@ def check_product(product: SpectralProduct, wavelengths, good, tolerance) -> dic
     for window in product.windows:
         good_in_window(window, wavelengths, good, what)
     return {
-        k: locate(k, wavelengths, good, tolerance, what, product.channel)
-        for k in product.kernels
+        k: locate(k, wavelengths, good, tolerance, what, product.channel) for k in product.kernels
     }
 
 

@@ -75,7 +75,7 @@ def omat(inputs: ProductInputs) -> np.ndarray:
     return np.hypot(r750 - c.omat_x0, inputs.R(0.950) / r750 - c.omat_y0)
 
 
-LUCEY_PRODUCTS = (
+LUCEY_PRODUCTS: tuple[SpectralProduct, ...] = (
     SpectralProduct(
         name="FeO",
         family="Lucey",

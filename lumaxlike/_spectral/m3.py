@@ -34,7 +34,7 @@ BAND2 = ((1.15, 1.75), (2.40, 2.60))
 def _bdi(inputs: ProductInputs, bands, continuum) -> np.ndarray:
     total = 0.0
     for wavelength in bands:
-        line = line_at(inputs, *continuum, wavelength)
+        line = line_at(inputs, continuum[0], continuum[1], wavelength)
         total = total + (1.0 - inputs.R(wavelength) / line)
     return np.asarray(total)
 
@@ -94,7 +94,7 @@ def _band_products(number: int, shoulders, thermal: bool) -> list[SpectralProduc
     ]
 
 
-M3_PRODUCTS = (
+M3_PRODUCTS: tuple[SpectralProduct, ...] = (
     SpectralProduct(
         name="BDI1000",
         family="M3",

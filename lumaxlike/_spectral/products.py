@@ -98,9 +98,7 @@ def _check_names(products) -> tuple[str, ...]:
         raise ValueError("products must name at least one product")
     unknown = [n for n in names if n not in SPECTRAL_PRODUCTS]
     if unknown:
-        raise ValueError(
-            f"products: unknown {unknown}; available: {', '.join(SPECTRAL_PRODUCTS)}"
-        )
+        raise ValueError(f"products: unknown {unknown}; available: {', '.join(SPECTRAL_PRODUCTS)}")
     if len(set(names)) != len(names):
         raise ValueError(f"products names a product twice: {list(names)}")
     return names
@@ -150,8 +148,8 @@ def spectral_parameters_block(spectra, prepared: PreparedProducts) -> dict[str, 
 
 
 def spectral_parameters(
-    spectra: Float[np.ndarray, "*pixels bands"],
-    wavelengths: Float[np.ndarray, " bands"],
+    spectra: Float[np.ndarray, "*pixels bands"],  # noqa: F722 (jaxtyping shape)
+    wavelengths: Float[np.ndarray, " bands"],  # noqa: F722 (jaxtyping shape)
     products: str | Sequence[str],
     *,
     quantity: str,
@@ -205,7 +203,7 @@ def spectral_parameters(
 
 
 def available_spectral_products(
-    wavelengths: Float[np.ndarray, " bands"],
+    wavelengths: Float[np.ndarray, " bands"],  # noqa: F722 (jaxtyping shape)
     *,
     bad_bands=None,
     tolerance: float = DEFAULT_TOLERANCE,

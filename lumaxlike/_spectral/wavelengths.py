@@ -103,9 +103,7 @@ def good_mask(bad_bands, n_bands: int) -> np.ndarray:
     return good
 
 
-def locate(
-    kernel: Kernel, wavelengths, good, tolerance: float, what: str, channel=None
-) -> Located:
+def locate(kernel: Kernel, wavelengths, good, tolerance: float, what: str, channel=None) -> Located:
     """`kernel` found among `wavelengths` [um]: its nearest band within `tolerance` [um],
     with the kernel's neighbours inside the cube and none of them bad; with `channel`
     [um] (the spacing the kernel's width counts), a kernel of width > 1 must span at most
