@@ -87,6 +87,15 @@ from ._provenance import Provenance as Provenance
 from ._run.progress import InversionSummary as InversionSummary
 from ._sample import SampleResult as SampleResult
 from ._sample import sample as sample
+from ._spectral.bands import BandParameters as BandParameters
+from ._spectral.bands import band_parameters as band_parameters
+from ._spectral.continuum import continuum_removed as continuum_removed
+from ._spectral.declarations import SpectralProduct as SpectralProduct
+from ._spectral.lucey import LuceyConstants as LuceyConstants
+from ._spectral.products import SPECTRAL_PRODUCTS as SPECTRAL_PRODUCTS
+from ._spectral.products import SpectralParameters as SpectralParameters
+from ._spectral.products import available_spectral_products as available_spectral_products
+from ._spectral.products import spectral_parameters as spectral_parameters
 from ._spectral_library import SpectralLibrary as SpectralLibrary
 from ._status import Status as Status
 from ._unmix import Endmembers as Endmembers
@@ -96,4 +105,5 @@ from ._xarray.fit import fit_dataarray as fit_dataarray
 from ._xarray.invert import invert_dataarray as invert_dataarray
 from ._xarray.normalize import normalize_dataarray as normalize_dataarray
 from ._xarray.sample import sample_dataarray as sample_dataarray
+from ._xarray.spectral import spectral_parameters_dataarray as spectral_parameters_dataarray
 from ._xarray.unmix import unmix_dataarray as unmix_dataarray

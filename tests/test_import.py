@@ -31,6 +31,9 @@ PUBLIC = {
     "JointFitResult",
     "sample", "SampleResult", "sample_dataarray", "sample_file",
     "RunOptions", "ProductOptions", "SolverOptions",
+    "continuum_removed", "band_parameters", "BandParameters", "spectral_parameters",
+    "SpectralParameters", "SPECTRAL_PRODUCTS", "SpectralProduct", "LuceyConstants",
+    "available_spectral_products", "spectral_parameters_dataarray",
 }  # fmt: skip
 
 
