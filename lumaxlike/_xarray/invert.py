@@ -110,7 +110,9 @@ def invert_dataarray(
         options,
         chunk_size=min(
             inputs.largest,
-            solver_chunk_pixels(solver, refl.sizes[spec], np.result_type(refl.dtype, np.float32)),
+            solver_chunk_pixels(
+                options.solver, refl.sizes[spec], np.result_type(refl.dtype, np.float32)
+            ),
         ),
     )
     dtype = np.result_type(refl.dtype, np.float32)
