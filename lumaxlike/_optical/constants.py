@@ -1,14 +1,12 @@
 """`OpticalConstants`: a material's complex refractive index n + ik on a wavelength grid,
 its readers (CSV, refractiveindex.info YAML) and its interpolation."""
 
-from __future__ import annotations
-
 import dataclasses
 import io
 from pathlib import Path
 
 import numpy as np
-from jaxtyping import Float
+from jaxtyping import ArrayLike, Float
 
 __all__ = ["OpticalConstants"]
 
@@ -24,7 +22,9 @@ def _checked_grid(wavelength, n, k, name: str):
     if np.any(np.diff(wavelength) <= 0):
         raise ValueError(f"{name}: wavelength must be strictly increasing")
     if k.shape != wavelength.shape:
-        raise ValueError(f"{name}: k must have wavelength's shape {wavelength.shape}, got {k.shape}")
+        raise ValueError(
+            f"{name}: k must have wavelength's shape {wavelength.shape}, got {k.shape}"
+        )
     if not np.all(np.isfinite(k)) or np.any(k < 0):
         raise ValueError(f"{name}: k must be finite and >= 0")
     if n.shape not in ((), wavelength.shape):
@@ -51,9 +51,9 @@ class OpticalConstants:
     """
 
     name: str
-    wavelength: Float[np.ndarray, " points"]
-    n: Float[np.ndarray, "points"] | Float[np.ndarray, ""]
-    k: Float[np.ndarray, " points"]
+    wavelength: np.ndarray
+    n: np.ndarray
+    k: np.ndarray
     density: float | None = None
 
     def __post_init__(self) -> None:
@@ -66,7 +66,9 @@ class OpticalConstants:
         if self.density is not None:
             object.__setattr__(self, "density", float(self.density))
 
-    def interpolate(self, wavelengths) -> tuple[np.ndarray, np.ndarray]:
+    def interpolate(
+        self, wavelengths: ArrayLike
+    ) -> tuple[Float[np.ndarray, "..."], Float[np.ndarray, "..."]]:
         """(n, k) at `wavelengths` [um] (any shape), linear in wavelength between grid
         points (refractiveindex.info's convention).
 
@@ -105,7 +107,11 @@ class OpticalConstants:
             line.lstrip("#").split(":", 1) for line in lines if line.startswith("#") and ":" in line
         )
         meta = {key.strip().lower(): value.strip() for key, value in meta.items()}
-        body = [(i + 1, line) for i, line in enumerate(lines) if line.strip() and not line.startswith("#")]
+        body = [
+            (i + 1, line)
+            for i, line in enumerate(lines)
+            if line.strip() and not line.startswith("#")
+        ]
         if not body:
             raise ValueError(f"{path}: no header line (wavelength,n,k)")
         header = [column.strip().lower() for column in body[0][1].split(",")]
@@ -153,7 +159,9 @@ class OpticalConstants:
             kind = str(block.get("type", "")) if isinstance(block, dict) else ""
             if kind not in ("tabulated nk", "tabulated n", "tabulated k"):
                 raise ValueError(f"{path}: DATA type {kind!r} not supported (tabulated only)")
-            tables[kind] = _yaml_table(path, kind, block.get("data"), 3 if kind.endswith("nk") else 2)
+            tables[kind] = _yaml_table(
+                path, kind, block.get("data"), 3 if kind.endswith("nk") else 2
+            )
         if "tabulated nk" in tables:
             wavelength, n, k = tables["tabulated nk"].T
         elif "tabulated k" not in tables:
@@ -217,7 +225,16 @@ class OpticalConstants:
         from .from_reflectance import constants_from_reflectance
 
         return constants_from_reflectance(
-            refl, incidence, emission, azimuth, params, grain_size, n, density, wavelengths, **options
+            refl,
+            incidence,
+            emission,
+            azimuth,
+            params,
+            grain_size,
+            n,
+            density,
+            wavelengths,
+            **options,
         )
 
 

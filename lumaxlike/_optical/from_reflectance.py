@@ -22,8 +22,16 @@ K_GRID = np.geomspace(1e-12, 10.0, 261)
 BISECTIONS = 70  # log-k interval 30 / 2^70: below float64 resolution of k
 
 
-def k_from_albedo(w, n, wavelength, grain_size, *, internal_scattering=0.0,
-                  reflections="hapke1993", mean_path="hapke2001"):  # fmt: skip
+def k_from_albedo(
+    w,
+    n,
+    wavelength,
+    grain_size,
+    *,
+    internal_scattering=0.0,
+    reflections="hapke1993",
+    mean_path="hapke2001",
+):
     """k per band such that the equivalent slab gives `w` (all arguments broadcast).
 
     Returns:
@@ -40,8 +48,17 @@ def k_from_albedo(w, n, wavelength, grain_size, *, internal_scattering=0.0,
     w, n, wavelength, grain_size, scattering, *rest = (
         np.broadcast_to(value, shape) for value in (w, n, wavelength, grain_size, scattering, *rest)
     )
-    grid = slab(n[..., None], K_GRID, wavelength[..., None], grain_size[..., None],
-                scattering[..., None], 0.0, 0.0, 0.0, 1.0)  # fmt: skip
+    grid = slab(
+        n[..., None],
+        K_GRID,
+        wavelength[..., None],
+        grain_size[..., None],
+        scattering[..., None],
+        0.0,
+        0.0,
+        0.0,
+        1.0,
+    )
     lowest = np.argmin(grid, axis=-1)
     low = np.full(shape, np.log(K_GRID[0]))
     high = np.log(K_GRID[lowest])
@@ -49,7 +66,9 @@ def k_from_albedo(w, n, wavelength, grain_size, *, internal_scattering=0.0,
     too_dark = w < np.take_along_axis(grid, lowest[..., None], axis=-1)[..., 0]
     for _ in range(BISECTIONS):
         middle = 0.5 * (low + high)
-        brighter = slab(n, np.exp(middle), wavelength, grain_size, scattering, 0.0, 0.0, 0.0, 1.0) > w
+        brighter = (
+            slab(n, np.exp(middle), wavelength, grain_size, scattering, 0.0, 0.0, 0.0, 1.0) > w
+        )
         low = np.where(brighter, middle, low)
         high = np.where(brighter, high, middle)
     k = np.exp(0.5 * (low + high))
@@ -58,10 +77,23 @@ def k_from_albedo(w, n, wavelength, grain_size, *, internal_scattering=0.0,
 
 
 def constants_from_reflectance(
-    refl, incidence, emission, azimuth, params, grain_size, n, density, wavelengths, *,
-    name: str = "from reflectance", internal_scattering=0.0, reflections: str = "hapke1993",
-    mean_path: str = "hapke2001", solver: str = "numba", tol: float | None = None,
-) -> OpticalConstants:  # fmt: skip
+    refl,
+    incidence,
+    emission,
+    azimuth,
+    params,
+    grain_size,
+    n,
+    density,
+    wavelengths,
+    *,
+    name: str = "from reflectance",
+    internal_scattering=0.0,
+    reflections: str = "hapke1993",
+    mean_path: str = "hapke2001",
+    solver: str = "numba",
+    tol: float | None = None,
+) -> OpticalConstants:
     """`OpticalConstants.from_reflectance`: see its docstring."""
     _check_choice("reflections", reflections, SLAB_REFLECTIONS)
     _check_choice("mean_path", mean_path, SLAB_MEAN_PATHS)
@@ -77,16 +109,24 @@ def constants_from_reflectance(
         if np.ndim(value) != 0:
             raise ValueError(f"{argument} must be a scalar [rad] (one laboratory geometry)")
     to_sun, to_sensor, normal = geometry_from_angles(incidence, emission, azimuth)
-    result = invert(refl[None, :], to_sun[None], to_sensor[None], normal[None], params,
-                    solver=solver, tol=tol)  # fmt: skip
+    result = invert(
+        refl[None, :], to_sun[None], to_sensor[None], normal[None], params, solver=solver, tol=tol
+    )
     w = result.w[0]
     if np.any(np.isnan(w)):
         raise ValueError(
             f"refl: invert found no w at wavelengths {wavelengths[np.isnan(w)][:5]} um "
             "(statuses in lumaxlike.invert's result)"
         )
-    k, clipped = k_from_albedo(w, n, wavelengths, grain_size, internal_scattering=internal_scattering,
-                               reflections=reflections, mean_path=mean_path)  # fmt: skip
+    k, clipped = k_from_albedo(
+        w,
+        n,
+        wavelengths,
+        grain_size,
+        internal_scattering=internal_scattering,
+        reflections=reflections,
+        mean_path=mean_path,
+    )
     if np.any(clipped):
         warnings.warn(
             f"{int(clipped.sum())} band(s) have w beyond the slab model's reach (k set to the "

@@ -2,8 +2,6 @@
 iron (Hapke's equivalent slab, `_model/slab_equations.py`) on arrays, by NumPy, JAX or
 numba; `slab_albedo_and_slopes` adds dw/dD and dw/df."""
 
-from __future__ import annotations
-
 import functools
 
 import numba
@@ -46,8 +44,9 @@ def slab_arguments(
     npfe = _checked("npfe_fraction", npfe_fraction, low=0.0, strict=False)
     if np.any(npfe > 1):
         raise ValueError("npfe_fraction is a mass fraction: at most 1")
-    shape = np.broadcast_shapes(n.shape, k.shape, wavelength.shape, grain_size.shape,
-                                scattering.shape, npfe.shape)
+    shape = np.broadcast_shapes(
+        n.shape, k.shape, wavelength.shape, grain_size.shape, scattering.shape, npfe.shape
+    )
     if np.any(npfe > 0):
         if host_density is None:
             raise ValueError("host_density [g/cm^3] is needed where npfe_fraction > 0")
@@ -103,8 +102,17 @@ def _evaluate(arguments, reflections: str, mean_path: str, backend: str):
 
 
 def slab_albedo_and_slopes(
-    n, k, wavelength, grain_size, *, internal_scattering=0.0, npfe_fraction=0.0,
-    host_density=None, iron=None, reflections="hapke1993", mean_path="hapke2001",
+    n,
+    k,
+    wavelength,
+    grain_size,
+    *,
+    internal_scattering=0.0,
+    npfe_fraction=0.0,
+    host_density=None,
+    iron=None,
+    reflections="hapke1993",
+    mean_path="hapke2001",
     backend="numpy",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(w, dw/dD [1/um], dw/df): `slab_albedo` and its analytic derivatives in grain size
@@ -170,8 +178,15 @@ def slab_albedo(
             host_density missing where npfe_fraction > 0.
     """
     return slab_albedo_and_slopes(
-        n, k, wavelength, grain_size, internal_scattering=internal_scattering,
-        npfe_fraction=npfe_fraction, host_density=host_density, iron=iron,
-        reflections=reflections, mean_path=mean_path, backend=backend,
+        n,
+        k,
+        wavelength,
+        grain_size,
+        internal_scattering=internal_scattering,
+        npfe_fraction=npfe_fraction,
+        host_density=host_density,
+        iron=iron,
+        reflections=reflections,
+        mean_path=mean_path,
+        backend=backend,
     )[0]
-
