@@ -30,6 +30,7 @@ PUBLIC = {
     "open_product",
     "JointFitResult",
     "sample", "SampleResult", "sample_dataarray", "sample_file",
+    "OpticalConstants", "optical_constants", "optical_constants_names", "slab_albedo",
 }  # fmt: skip
 
 
