@@ -202,8 +202,10 @@ class OpticalConstants:
 
         Args:
             refl: bidirectional reflectance r [1/sr] (RADF / pi), shape ``(bands,)``.
-            incidence, emission, azimuth: the laboratory geometry [rad], scalars
-                (conventions of `lumaxlike.geometry_from_angles`).
+            incidence: the laboratory's incidence angle [rad], a scalar (conventions of
+                `lumaxlike.geometry_from_angles`).
+            emission: its emission angle [rad], a scalar.
+            azimuth: its azimuth [rad], a scalar (0: the observer on the source's side).
             params: the `HapkeParams` of the sample (everything but w).
             grain_size: the sample's grain size D [um].
             n: real refractive index, a scalar or shape ``(bands,)`` (Lucey 1998: 1.56
