@@ -71,8 +71,13 @@ def test_matches_an_independent_numpy_implementation(backend, variant):
 
 def test_backends_agree_to_1e_12_values_and_slopes():
     inputs = random_inputs(2)
-    results = {b: slab_albedo_and_slopes(**inputs, host_density=3.0, backend=b) for b in BACKENDS}
+    microphase = dict(mpfe_fraction=inputs["npfe_fraction"], mpfe_diameter=0.05)
+    results = {
+        b: slab_albedo_and_slopes(**inputs, **microphase, host_density=3.0, backend=b)
+        for b in BACKENDS
+    }
     for name in ("jax", "numba"):
+        assert len(results[name]) == 4
         for got, want in zip(results[name], results["numpy"], strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
 
@@ -113,7 +118,7 @@ def test_zero_npfe_reproduces_the_host_exactly():
 def test_slopes_match_central_differences(backend):
     inputs = random_inputs(4, size=60)
     inputs["npfe_fraction"] = inputs["npfe_fraction"] + 1e-3  # away from the bound
-    w, dw_dd, dw_df = slab_albedo_and_slopes(**inputs, host_density=3.3, backend=backend)
+    w, dw_dd, dw_df, _ = slab_albedo_and_slopes(**inputs, host_density=3.3, backend=backend)
     d, f = inputs["grain_size"], inputs["npfe_fraction"]
 
     def at(**change):
@@ -132,14 +137,14 @@ def test_jax_autodiff_of_the_twin_equals_the_hand_written_chain_rule():
     inputs = random_inputs(5, size=40)
     iron = lumaxlike.optical_constants("iron")
     n_fe, k_fe = iron.interpolate(inputs["wavelength"])
-    args = [*inputs.values(), n_fe, k_fe, np.full(40, 3.3)]
+    args = [*inputs.values(), n_fe, k_fe, np.full(40, 3.3), np.zeros(40)]
     with jax.enable_x64(True):
         twin = slab_twins("jax")
         grad = jax.vmap(jax.grad(twin.slab_albedo, argnums=(3, 5)))(*args)
-        _, dw_dd, dw_df = jax.vmap(twin.slab_albedo_and_slopes)(*args)
+        _, dw_dd, dw_df, _ = jax.vmap(twin.slab_albedo_and_slopes)(*args)
         # at k = 0 with s > 0 (dq/dalpha infinite), autodiff stays finite, no NaN
         edge = jax.grad(twin.slab_albedo, argnums=(3, 5))(
-            1.7, 0.0, 1.0, 50.0, 0.1, 0.0, 3.0, 3.5, 3.3
+            1.7, 0.0, 1.0, 50.0, 0.1, 0.0, 3.0, 3.5, 3.3, 0.0
         )
     # where E = exp(-beta <D>) underflows both are ~0 and differ by rounding (~1e-15)
     np.testing.assert_allclose(grad[0], dw_dd, rtol=1e-10, atol=1e-14)
@@ -156,6 +161,35 @@ def test_npfe_darkens_and_reddens_monotonically():
     assert np.all(np.diff(w[:, 0]) < 0)
     assert np.all(np.diff(w[:, 1] / w[:, 0]) > 0)
     assert w[0, 0] > 0.9 and w[-1, 0] < 0.5  # a strong effect, not a rounding trend
+
+
+def test_microphase_iron_tends_to_nanophase_iron_and_darkens_without_reddening():
+    """Mie absorption of iron spheres (miepython): at 1 nm the Rayleigh limit, which is
+    the npFe0 term; at 0.5 um (Britt-Pieters iron, Lucey & Riner 2011) an absorption
+    spectrally flatter than npFe0's: it darkens with less reddening."""
+    from lumaxlike._optical.microphase import microphase_absorption_coefficient
+
+    bands = np.array([0.75, 1.5])
+    common = dict(n=1.7, k=1e-5, wavelength=bands, grain_size=20.0, host_density=3.3)
+    nano = lumaxlike.slab_albedo(**common, npfe_fraction=0.002)
+    tiny = lumaxlike.slab_albedo(**common, mpfe_fraction=0.002, mpfe_diameter=1e-3)
+    # Rayleigh corrections to Q_abs are O(x^2), x = pi d n / lambda ~ 7e-3
+    np.testing.assert_allclose(tiny, nano, rtol=1e-4)
+    large = lumaxlike.slab_albedo(**common, mpfe_fraction=0.01, mpfe_diameter=0.1)
+    host = lumaxlike.slab_albedo(**common)
+    assert np.all(large < host)
+    n_fe, k_fe = lumaxlike.optical_constants("iron").interpolate(bands)
+    z = 1.7**3 * n_fe * k_fe / ((n_fe**2 - k_fe**2 + 2 * 1.7**2) ** 2 + (2 * n_fe * k_fe) ** 2)
+    nano_alpha = 36 * np.pi * z * (3.3 / RHO_FE) / bands
+    micro_alpha = microphase_absorption_coefficient(1.7, bands, n_fe, k_fe, 3.3, 0.5)
+    assert micro_alpha[1] / micro_alpha[0] > 3 * nano_alpha[1] / nano_alpha[0]
+    w, _, _, dw_dm = slab_albedo_and_slopes(**common, mpfe_fraction=0.01, mpfe_diameter=0.1)
+    h = 1e-8
+    up = lumaxlike.slab_albedo(**common, mpfe_fraction=0.01 + h, mpfe_diameter=0.1)
+    down = lumaxlike.slab_albedo(**common, mpfe_fraction=0.01 - h, mpfe_diameter=0.1)
+    np.testing.assert_allclose(dw_dm, (up - down) / (2 * h), rtol=1e-6)
+    with pytest.raises(ValueError, match="mpfe_diameter"):
+        lumaxlike.slab_albedo(**common, mpfe_fraction=0.01)
 
 
 def test_bad_arguments_are_refused_by_name():

@@ -20,8 +20,10 @@ mass fraction f of iron spheres much smaller than lambda adds
 alpha_npFe = 36 pi z phi / lambda to the host's alpha, with
 z = n_h^3 n_Fe k_Fe / ((n_Fe^2 - k_Fe^2 + 2 n_h^2)^2 + (2 n_Fe k_Fe)^2) and the volume
 fraction phi = f rho_host / rho_Fe. The host's S_e and S_i keep the host's n and k.
+Any further absorption [1/um] (microphase iron, from Mie theory in `_optical/microphase.py`)
+comes in as `extra_alpha`, added to alpha likewise.
 
-Derivatives: `slab_albedo_and_slopes` gives dw/dD and dw/df by the chain rule, written
+Derivatives: `slab_albedo_and_slopes` gives dw/dD, dw/df and dw/dalpha by the chain rule, written
 next to `slab_albedo` (the numba backend's derivatives; the JAX twin may use either it
 or autodiff of `slab_albedo`, which the guards below keep finite: no `custom_jvp`).
 """
@@ -112,25 +114,30 @@ def transmission_terms(alpha, s, path):
     return (r_i + e) / (1.0 + r_i * e), r_i, q, beta, e
 
 
-def slab_albedo(n, k, wavelength, grain_size, s, npfe, n_iron, k_iron, host_density):
+def slab_albedo(n, k, wavelength, grain_size, s, npfe, n_iron, k_iron, host_density, extra_alpha):
     """w = S_e + (1 - S_e)(1 - S_i) Theta / (1 - S_i Theta) of the equivalent slab.
 
     Args (scalars): n, k the host's refractive index; wavelength [um]; grain_size D
     [um]; s internal scattering [1/um]; npfe the nanophase iron mass fraction; n_iron,
     k_iron iron's refractive index at this wavelength; host_density [g/cm^3] (only
-    multiplies npfe).
+    multiplies npfe); extra_alpha a further absorption coefficient [1/um] (0: none).
     """
     s_e, s_i = surface_reflections(n, k)
-    alpha = absorption_coefficient(k, wavelength) + npfe * npfe_absorption_coefficient(
-        n, wavelength, n_iron, k_iron, host_density
+    alpha = (
+        absorption_coefficient(k, wavelength)
+        + npfe * npfe_absorption_coefficient(n, wavelength, n_iron, k_iron, host_density)
+        + extra_alpha
     )
     theta = transmission_terms(alpha, s, mean_path_factor(n) * grain_size)[0]
     return s_e + (1.0 - s_e) * (1.0 - s_i) * theta / (1.0 - s_i * theta)
 
 
-def slab_albedo_and_slopes(n, k, wavelength, grain_size, s, npfe, n_iron, k_iron, host_density):
-    """(w, dw/dD [1/um], dw/df): `slab_albedo` and its derivatives in grain size and in
-    the nanophase iron mass fraction, by the chain rule through Theta(E, r_i):
+def slab_albedo_and_slopes(
+    n, k, wavelength, grain_size, s, npfe, n_iron, k_iron, host_density, extra_alpha
+):
+    """(w, dw/dD [1/um], dw/df, dw/dalpha [um]): `slab_albedo` and its derivatives in
+    grain size, in the nanophase iron mass fraction and in the absorption coefficient
+    (for `extra_alpha`'s own parameters), by the chain rule through Theta(E, r_i):
 
     dTheta/dE = (1 - r_i^2) / (1 + r_i E)^2, dTheta/dr_i = (1 - E^2) / (1 + r_i E)^2,
     dE/dD = -beta m E (m = <D>/D), dE/dalpha = -<D> E dbeta/dalpha with
@@ -139,7 +146,7 @@ def slab_albedo_and_slopes(n, k, wavelength, grain_size, s, npfe, n_iron, k_iron
     """
     s_e, s_i = surface_reflections(n, k)
     alpha_per_f = npfe_absorption_coefficient(n, wavelength, n_iron, k_iron, host_density)
-    alpha = absorption_coefficient(k, wavelength) + npfe * alpha_per_f
+    alpha = absorption_coefficient(k, wavelength) + npfe * alpha_per_f + extra_alpha
     factor = mean_path_factor(n)
     path = factor * grain_size
     theta, r_i, q, beta, e = transmission_terms(alpha, s, path)
@@ -156,4 +163,5 @@ def slab_albedo_and_slopes(n, k, wavelength, grain_size, s, npfe, n_iron, k_iron
         -2.0 / (1.0 + q) ** 2 * dq_dalpha
     )
     dw_dd = dw_dtheta * dtheta_de * (-beta * factor * e)
-    return w, dw_dd, dw_dtheta * dtheta_dalpha * alpha_per_f
+    dw_dalpha = dw_dtheta * dtheta_dalpha
+    return w, dw_dd, dw_dalpha * alpha_per_f, dw_dalpha

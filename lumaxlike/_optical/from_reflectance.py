@@ -41,12 +41,13 @@ def k_from_albedo(
     """
     slab = slab_twins("numpy", reflections, mean_path).slab_albedo
     w = np.asarray(w, dtype=np.float64)
-    n, _, wavelength, grain_size, scattering, *rest = slab_arguments(
+    arguments, _ = slab_arguments(
         n, 0.0, wavelength, grain_size, internal_scattering, 0.0, None, None
     )
+    n, _, wavelength, grain_size, scattering = arguments[:5]
     shape = np.broadcast_shapes(w.shape, n.shape)
-    w, n, wavelength, grain_size, scattering, *rest = (
-        np.broadcast_to(value, shape) for value in (w, n, wavelength, grain_size, scattering, *rest)
+    w, n, wavelength, grain_size, scattering = (
+        np.broadcast_to(value, shape) for value in (w, n, wavelength, grain_size, scattering)
     )
     grid = slab(
         n[..., None],
@@ -58,6 +59,7 @@ def k_from_albedo(
         0.0,
         0.0,
         1.0,
+        0.0,
     )
     lowest = np.argmin(grid, axis=-1)
     low = np.full(shape, np.log(K_GRID[0]))
@@ -67,7 +69,7 @@ def k_from_albedo(
     for _ in range(BISECTIONS):
         middle = 0.5 * (low + high)
         brighter = (
-            slab(n, np.exp(middle), wavelength, grain_size, scattering, 0.0, 0.0, 0.0, 1.0) > w
+            slab(n, np.exp(middle), wavelength, grain_size, scattering, 0.0, 0.0, 0.0, 1.0, 0.0) > w
         )
         low = np.where(brighter, middle, low)
         high = np.where(brighter, high, middle)
