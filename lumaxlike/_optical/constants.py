@@ -228,9 +228,7 @@ class OpticalConstants:
 
         return constants_from_reflectance(
             refl,
-            incidence,
-            emission,
-            azimuth,
+            (incidence, emission, azimuth),
             params,
             grain_size,
             n,

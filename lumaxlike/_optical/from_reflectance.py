@@ -78,11 +78,34 @@ def k_from_albedo(
     return k, too_bright | too_dark
 
 
+def _albedo_of_spectrum(refl, angles, params, wavelengths, solver, tol) -> np.ndarray:
+    """w per band of one spectrum at one geometry (`invert`); ValueError where none."""
+    from .._inverse.albedo.invert import invert
+
+    refl = np.asarray(refl, dtype=np.float64)
+    if wavelengths.ndim != 1 or refl.shape != wavelengths.shape:
+        raise ValueError(
+            f"refl must have wavelengths' shape (bands,), got {refl.shape} and {wavelengths.shape}"
+        )
+    for argument, value in zip(("incidence", "emission", "azimuth"), angles, strict=True):
+        if np.ndim(value) != 0:
+            raise ValueError(f"{argument} must be a scalar [rad] (one laboratory geometry)")
+    to_sun, to_sensor, normal = geometry_from_angles(*angles)
+    result = invert(
+        refl[None, :], to_sun[None], to_sensor[None], normal[None], params, solver=solver, tol=tol
+    )
+    w = result.w[0]
+    if np.any(np.isnan(w)):
+        raise ValueError(
+            f"refl: invert found no w at wavelengths {wavelengths[np.isnan(w)][:5]} um "
+            "(statuses in lumaxlike.invert's result)"
+        )
+    return w
+
+
 def constants_from_reflectance(
     refl,
-    incidence,
-    emission,
-    azimuth,
+    angles: tuple,
     params,
     grain_size,
     n,
@@ -96,30 +119,12 @@ def constants_from_reflectance(
     solver: str = "numba",
     tol: float | None = None,
 ) -> OpticalConstants:
-    """`OpticalConstants.from_reflectance`: see its docstring."""
+    """`OpticalConstants.from_reflectance` (its docstring), the geometry as
+    ``angles = (incidence, emission, azimuth)``."""
     _check_choice("reflections", reflections, SLAB_REFLECTIONS)
     _check_choice("mean_path", mean_path, SLAB_MEAN_PATHS)
-    from .._inverse.albedo.invert import invert
-
     wavelengths = np.asarray(wavelengths, dtype=np.float64)
-    refl = np.asarray(refl, dtype=np.float64)
-    if wavelengths.ndim != 1 or refl.shape != wavelengths.shape:
-        raise ValueError(
-            f"refl must have wavelengths' shape (bands,), got {refl.shape} and {wavelengths.shape}"
-        )
-    for argument, value in (("incidence", incidence), ("emission", emission), ("azimuth", azimuth)):
-        if np.ndim(value) != 0:
-            raise ValueError(f"{argument} must be a scalar [rad] (one laboratory geometry)")
-    to_sun, to_sensor, normal = geometry_from_angles(incidence, emission, azimuth)
-    result = invert(
-        refl[None, :], to_sun[None], to_sensor[None], normal[None], params, solver=solver, tol=tol
-    )
-    w = result.w[0]
-    if np.any(np.isnan(w)):
-        raise ValueError(
-            f"refl: invert found no w at wavelengths {wavelengths[np.isnan(w)][:5]} um "
-            "(statuses in lumaxlike.invert's result)"
-        )
+    w = _albedo_of_spectrum(refl, angles, params, wavelengths, solver, tol)
     k, clipped = k_from_albedo(
         w,
         n,

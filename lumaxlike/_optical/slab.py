@@ -113,6 +113,13 @@ def _numba_kernel(reflections: str, mean_path: str):
     return kernel
 
 
+@functools.cache
+def _jax_program(reflections: str, mean_path: str):
+    import jax
+
+    return jax.jit(slab_twins("jax", reflections, mean_path).slab_albedo_and_slopes)
+
+
 def _evaluate(arguments, reflections: str, mean_path: str, backend: str):
     shape = arguments[0].shape
     if backend == "numba":
@@ -124,8 +131,7 @@ def _evaluate(arguments, reflections: str, mean_path: str, backend: str):
         import jax
 
         with jax.enable_x64(True):
-            twin = slab_twins("jax", reflections, mean_path).slab_albedo_and_slopes
-            values = jax.jit(twin)(*arguments)
+            values = _jax_program(reflections, mean_path)(*arguments)
             return tuple(np.asarray(value, dtype=np.float64).reshape(shape) for value in values)
     values = slab_twins("numpy", reflections, mean_path).slab_albedo_and_slopes(*arguments)
     return tuple(np.asarray(value, dtype=np.float64).reshape(shape) for value in values)
