@@ -73,6 +73,10 @@ from ._model.forward import h_function as h_function
 from ._model.model_forward import reflectance as reflectance
 from ._normalize.normalize import NormalizationResult as NormalizationResult
 from ._normalize.normalize import normalize as normalize
+from ._optical.constants import OpticalConstants as OpticalConstants
+from ._optical.shipped import optical_constants as optical_constants
+from ._optical.shipped import optical_constants_names as optical_constants_names
+from ._optical.slab import slab_albedo as slab_albedo
 from ._options import ProductOptions as ProductOptions
 from ._options import RunOptions as RunOptions
 from ._options import SolverOptions as SolverOptions

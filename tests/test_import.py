@@ -34,6 +34,7 @@ PUBLIC = {
     "continuum_removed", "band_parameters", "BandParameters", "spectral_parameters",
     "SpectralParameters", "SPECTRAL_PRODUCTS", "SpectralProduct", "LuceyConstants",
     "available_spectral_products", "spectral_parameters_dataarray",
+    "OpticalConstants", "optical_constants", "optical_constants_names", "slab_albedo",
 }  # fmt: skip
 
 
