@@ -10,47 +10,17 @@ observations counted). A region left with no pixel gets TOO_FEW_OBSERVATIONS.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
 import numpy as np
 
 from ..._status import Status
 from ..fit.observation_masks import masked_chunk
 from .chunk import chunk_starts, solve_chunk
+from .joint import JointSetup
 from .priors import degrees_of_freedom, prior_arrays
 from .regional import regional_covariance, solve_regions
 from .result import JointFitResult
 
-__all__ = ["RegionalSetup", "fit_regional"]
-
-
-@dataclasses.dataclass(frozen=True)
-class RegionalSetup:
-    """The checked arguments of a regional `fit` (from `joint.fit_joint`)."""
-
-    flat_refl: Any
-    flat_geometry: Any
-    pixel_shape: tuple
-    regions: Any
-    free: tuple
-    band_free: tuple
-    shared: tuple
-    regional: tuple
-    params: Any
-    solver: str
-    lower: Any
-    upper: Any
-    priors: dict
-    given: dict
-    band_sigma: Any
-    limits: Any
-    chunk: int
-    dtype: Any
-    fixed: Any
-    min_obs: int
-    max_iter: int
-    tol: float
+__all__ = ["fit_regional"]
 
 
 def _labels(regions, pixel_shape):
@@ -77,7 +47,7 @@ def _per_region(values, label, n_regions, name, what):
     return out
 
 
-def fit_regional(setup: RegionalSetup) -> JointFitResult:
+def fit_regional(setup: JointSetup) -> JointFitResult:
     """Solve a regional fit (see the module docstring); returns its `JointFitResult`."""
     n_pixels, n_bands, n_obs = setup.flat_refl.shape
     labels = _labels(setup.regions, setup.pixel_shape)
