@@ -286,7 +286,7 @@ def _fit_bands(arrays, params, free, solver, bounds, options) -> FitResult:
         np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry
     ]
     n_free, dtype = len(free), settings.dtype
-    fields = {
+    fields: dict[str, np.ndarray] = {
         "values": np.empty((n_pixels, n_bands, n_free), dtype),
         "status": np.empty((n_pixels, n_bands), np.int8),
         "iterations": np.empty((n_pixels, n_bands), np.int32),
