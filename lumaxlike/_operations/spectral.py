@@ -65,7 +65,8 @@ def parameters_record(quantity: str, prepared: PreparedProducts, bands: int) -> 
         "products": list(prepared.names),
         "wavelengths": {name: list(used) for name, used in prepared.used.items()},
         "constants": {
-            name: dataclasses.asdict(value) for name, value in prepared.constants.items()
+            name: dataclasses.asdict(value)  # type: ignore[call-overload]  # (LuceyConstants)
+            for name, value in prepared.constants.items()
         },
         "tolerance": prepared.tolerance,
         "bands": int(bands),
