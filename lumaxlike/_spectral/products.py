@@ -130,7 +130,8 @@ def spectral_parameters_block(spectra, prepared: PreparedProducts) -> dict[str, 
     """The pure function of one block: (..., bands) spectra -> ``{name: (...) map}``,
     float64 (float32 for float32 spectra), bad bands NaN first. What the xarray front end
     runs on each chunk, and what a file front end would run on each block of rows."""
-    spectra = np.where(prepared.good, spectra, np.nan).astype(spectra.dtype, copy=False)
+    if not prepared.good.all():  # (no copy of the block where no band is bad)
+        spectra = np.where(prepared.good, spectra, np.nan).astype(spectra.dtype, copy=False)
     dtype = np.result_type(spectra.dtype, np.float32)
     analyses: dict = {}
     maps = {}
