@@ -44,6 +44,7 @@ __all__ = [
 ]
 
 FREE_PARAMETERS = ("grain_size", "npfe")
+NEGLIGIBLE = 1e-20  # diag(J^T J) of a parameter, relative to the largest: no effect
 DEFAULT_GRAIN_SIZE_BOUNDS = (1.0, 1000.0)  # um
 DEFAULT_NPFE_BOUNDS = (0.0, 0.02)  # mass fraction (2 wt %)
 
@@ -111,16 +112,22 @@ def _checked_bounds(grain_size, grain_size_bounds, npfe_fraction, npfe_bounds, p
         strict=True,
     )
     if np.any(bounds[:, 0] > bounds[:, 1]):
-        raise ValueError(f"grain_size_bounds must be (lower, upper) with lower <= upper, got {bounds}")
+        raise ValueError(
+            f"grain_size_bounds must be (lower, upper) with lower <= upper, got {bounds}"
+        )
     outside = (grain_size < bounds[:, 0]) | (grain_size > bounds[:, 1])
     if np.any(outside):
         raise ValueError(
             f"grain_size {grain_size[outside][0]!r} (endmember {int(np.argmax(outside))}) lies "
             f"outside its grain_size_bounds {tuple(bounds[int(np.argmax(outside))])}"
         )
-    npfe = _array("npfe_bounds", DEFAULT_NPFE_BOUNDS if npfe_bounds is None else npfe_bounds, (2,), low=0.0)
+    npfe = _array(
+        "npfe_bounds", DEFAULT_NPFE_BOUNDS if npfe_bounds is None else npfe_bounds, (2,), low=0.0
+    )
     if not npfe[0] <= npfe[1] < 1.0:
-        raise ValueError(f"npfe_bounds must be (lower, upper) with 0 <= lower <= upper < 1, got {npfe}")
+        raise ValueError(
+            f"npfe_bounds must be (lower, upper) with 0 <= lower <= upper < 1, got {npfe}"
+        )
     start = float(_array("npfe_fraction", npfe_fraction, (), low=0.0))
     if not npfe[0] <= start <= npfe[1]:
         raise ValueError(f"npfe_fraction {start!r} lies outside npfe_bounds {tuple(npfe)}")
@@ -154,7 +161,11 @@ def endmembers_from_optical_constants(
     check_choice("reflections", reflections, SLAB_REFLECTIONS)
     check_choice("mean_path", mean_path, SLAB_MEAN_PATHS)
     wavelengths = np.asarray(wavelengths, np.float64)
-    if wavelengths.ndim != 1 or wavelengths.size < 1 or not np.all(np.isfinite(wavelengths) & (wavelengths > 0)):
+    if (
+        wavelengths.ndim != 1
+        or wavelengths.size < 1
+        or not np.all(np.isfinite(wavelengths) & (wavelengths > 0))
+    ):
         raise ValueError(
             f"wavelengths must be the cube's band centres [um], 1-D, finite and > 0, got shape {wavelengths.shape}"
         )
@@ -167,7 +178,9 @@ def endmembers_from_optical_constants(
     density = _array("density", density, (p,), low=0.0, strict=True)
     grain_size = _array("grain_size", grain_size, (p,), low=0.0, strict=True)
     scattering = _array("internal_scattering", internal_scattering, (p,), low=0.0)
-    bounds, npfe, start = _checked_bounds(grain_size, grain_size_bounds, npfe_fraction, npfe_bounds, p)
+    bounds, npfe, start = _checked_bounds(
+        grain_size, grain_size_bounds, npfe_fraction, npfe_bounds, p
+    )
     n = np.empty((p, wavelengths.size))
     k = np.empty((p, wavelengths.size))
     for j, item in enumerate(items):
@@ -176,7 +189,10 @@ def endmembers_from_optical_constants(
         from .._optical.slab import _iron
 
         iron_n, iron_k, _ = _iron(wavelengths, (np.ones(1),), 1.0, iron)
-        iron_n, iron_k = np.broadcast_to(iron_n, wavelengths.shape), np.broadcast_to(iron_k, wavelengths.shape)
+        iron_n, iron_k = (
+            np.broadcast_to(iron_n, wavelengths.shape),
+            np.broadcast_to(iron_k, wavelengths.shape),
+        )
     else:
         iron_n = iron_k = np.zeros(wavelengths.shape)
     w = slab_albedo_and_slopes(
@@ -235,9 +251,13 @@ def check_free(free, endmembers, route: str, sum_to_one) -> tuple[bool, bool]:
     if sum_to_one is not True:
         raise ValueError("free grain sizes or npFe0 need sum_to_one=True (no unmodelled remainder)")
     if endmembers.phase is not None:
-        raise ValueError("free grain sizes or npFe0 take one shared phase function: endmembers.phase must be None")
+        raise ValueError(
+            "free grain sizes or npFe0 take one shared phase function: endmembers.phase must be None"
+        )
     if "npfe" in names and not endmembers.optical.npfe_bounds[1] > 0.0:
-        raise ValueError("free='npfe' with npfe_bounds (0, 0): the endmembers were made without iron")
+        raise ValueError(
+            "free='npfe' with npfe_bounds (0, 0): the endmembers were made without iron"
+        )
     return "grain_size" in names, "npfe" in names
 
 
@@ -248,8 +268,12 @@ def parameter_bounds(endmembers, grain_free: bool, npfe_free: bool):
     start = np.concatenate(
         [np.full(p, 1.0 / p), np.log(endmembers.grain_size), [optical.npfe_fraction]]
     )
-    lower = np.concatenate([np.zeros(p), np.log(optical.grain_size_bounds[:, 0]), optical.npfe_bounds[:1]])
-    upper = np.concatenate([np.ones(p), np.log(optical.grain_size_bounds[:, 1]), optical.npfe_bounds[1:]])
+    lower = np.concatenate(
+        [np.zeros(p), np.log(optical.grain_size_bounds[:, 0]), optical.npfe_bounds[:1]]
+    )
+    upper = np.concatenate(
+        [np.ones(p), np.log(optical.grain_size_bounds[:, 1]), optical.npfe_bounds[1:]]
+    )
     fixed = np.concatenate([np.zeros(p, bool), np.full(p, not grain_free), [not npfe_free]])
     return start, lower, upper, fixed
 
@@ -266,7 +290,9 @@ def held(x, gradient, hessian, lower, upper, fixed, p):
     positive = f > 0.0
     count = np.maximum(np.sum(positive, axis=-1, keepdims=True), 1)
     nu = -np.sum(np.where(positive, g_f, 0.0), axis=-1, keepdims=True) / count
-    floor = MULTIPLIER_FLOOR * np.max(np.diagonal(hessian, axis1=-2, axis2=-1), axis=-1, keepdims=True)
+    floor = MULTIPLIER_FLOOR * np.max(
+        np.diagonal(hessian, axis1=-2, axis2=-1), axis=-1, keepdims=True
+    )
     f_held = ~positive & (g_f + nu >= -floor)
     box = x[..., p:]
     g_box = gradient[..., p:]
@@ -298,16 +324,29 @@ def _covariance_of_x(hessian, x, mobile, p):
     reduced = reduced + np.eye(x.shape[-1]) * ~columns[..., None, :]
     diagonal = np.diagonal(reduced, axis1=-2, axis2=-1)
     good = np.all(np.isfinite(reduced), axis=(-2, -1)) & np.all(diagonal > 0.0, axis=-1)
+    # a parameter whose effect on the data is nil against the others' (an opaque grain's
+    # size: dw/dD ~ exp(-alpha <D>)) is not determined either, though scaling hides it
+    largest = np.max(np.where(columns, diagonal, 0.0), axis=-1, keepdims=True)
+    good &= np.all(~columns | (diagonal > NEGLIGIBLE * largest), axis=-1)
     scale = np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
     scale = np.where(good[..., None], scale, 1.0)
-    correlation = np.where(good[..., None, None], reduced / (scale[..., :, None] * scale[..., None, :]), np.eye(x.shape[-1]))
+    correlation = np.where(
+        good[..., None, None],
+        reduced / (scale[..., :, None] * scale[..., None, :]),
+        np.eye(x.shape[-1]),
+    )
     with np.errstate(all="ignore"):
         eigen = np.linalg.eigvalsh(correlation)
         good &= eigen[..., 0] > 1.0 / MAX_VARIANCE_INFLATION
         inverse = np.linalg.inv(np.where(good[..., None, None], correlation, np.eye(x.shape[-1])))
     inflation = np.max(np.diagonal(inverse, axis1=-2, axis2=-1), axis=-1)
     good &= inflation <= MAX_VARIANCE_INFLATION
-    inverse = inverse / (scale[..., :, None] * scale[..., None, :]) * columns[..., :, None] * columns[..., None, :]
+    inverse = (
+        inverse
+        / (scale[..., :, None] * scale[..., None, :])
+        * columns[..., :, None]
+        * columns[..., None, :]
+    )
     covariance = np.einsum("...ak,...kl,...bl->...ab", t, inverse, t)
     return covariance, good, np.sum(columns, axis=-1)
 
@@ -323,7 +362,9 @@ def finish(solved, endmembers, lower, upper, fixed, weighted, n_bands):
     x, hessian, gradient = solved["x"], solved["hessian"], solved["gradient"]
     status = solved["status"].astype(np.int8)
     solved_mask = np.isin(status, (Status.CONVERGED, Status.MAX_ITER))
-    safe_x = np.where(solved_mask[:, None], x, np.concatenate([np.full(p, 1.0 / p), np.zeros(p + 1)]))
+    safe_x = np.where(
+        solved_mask[:, None], x, np.concatenate([np.full(p, 1.0 / p), np.zeros(p + 1)])
+    )
     safe_h = np.where(solved_mask[:, None, None], hessian, np.eye(x.shape[-1]))
     safe_g = np.where(solved_mask[:, None], gradient, 0.0)
     holding = held(safe_x, safe_g, safe_h, lower, upper, fixed, p)
@@ -335,7 +376,7 @@ def finish(solved, endmembers, lower, upper, fixed, weighted, n_bands):
         cov_x = cov_x * variance[:, None, None]
     status[solved_mask & ~determined] = Status.UNDETERMINED
     f, u, phi = safe_x[:, :p], safe_x[:, p : 2 * p], safe_x[:, 2 * p]
-    grain = np.exp(u)
+    grain = np.where(fixed[p : 2 * p], endmembers.grain_size, np.exp(u))
     per = endmembers.density / endmembers.extinction_efficiency
     m = f * per * grain
     total = np.sum(m, axis=-1, keepdims=True)
@@ -345,7 +386,9 @@ def finish(solved, endmembers, lower, upper, fixed, weighted, n_bands):
     idx = np.arange(p)
     dm[:, idx, idx] = per * grain
     dm[:, idx, p + idx] = m
-    jac[:, :p, :] = np.einsum("njl,nlc->njc", (np.eye(p) - mass[:, :, None]) / total[:, :, None], dm)
+    jac[:, :p, :] = np.einsum(
+        "njl,nlc->njc", (np.eye(p) - mass[:, :, None]) / total[:, :, None], dm
+    )
     jac[:, p + idx, p + idx] = grain
     jac[:, 2 * p, 2 * p] = 1.0
     covariance = np.einsum("nac,ncd,nbd->nab", jac, cov_x, jac)
@@ -371,7 +414,9 @@ def finish(solved, endmembers, lower, upper, fixed, weighted, n_bands):
         "npfe_at_bound": box_at_bound[:, p],
     }
     for name in ("fractions", "cross_section", "grain_size", "npfe_fraction", "residual_norm"):
-        out[name] = np.where(unsolved.reshape((-1,) + (1,) * (out[name].ndim - 1)), np.nan, out[name])
+        out[name] = np.where(
+            unsolved.reshape((-1,) + (1,) * (out[name].ndim - 1)), np.nan, out[name]
+        )
     out["remainder"] = np.where(unsolved, np.nan, out["remainder"])
     for name in ("at_bound", "grain_size_at_bound", "npfe_at_bound"):
         out[name] = out[name] & solved_mask.reshape((-1,) + (1,) * (out[name].ndim - 1))
@@ -407,7 +452,9 @@ def unmix_optical(
 
     check_choice("solver", solver, SOLVERS)
     if not isinstance(endmembers, Endmembers):
-        raise ValueError(f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}")
+        raise ValueError(
+            f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
+        )
     grain_free, npfe_free = check_free(free, endmembers, route, sum_to_one)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
@@ -417,7 +464,11 @@ def unmix_optical(
         for name, g in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))
     }
     shape = layout("refl", refl, geometry)
-    if refl.ndim == 0 or refl.shape[-1] != endmembers.n_bands or shape.n_bands != endmembers.n_bands:
+    if (
+        refl.ndim == 0
+        or refl.shape[-1] != endmembers.n_bands
+        or shape.n_bands != endmembers.n_bands
+    ):
         raise ValueError(
             f"refl has shape {refl.shape}: its last axis must hold the endmembers' {endmembers.n_bands} bands"
         )
@@ -446,7 +497,9 @@ def unmix_optical(
     chunk = largest if chunk_size is None else check_positive_int("chunk_size", chunk_size)
     chunk = call_chunk(solver, max(n_pixels, 1), chunk)
     flat = refl.reshape(n_pixels, n_bands)
-    vectors = [np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(n_pixels, 3) for g in geometry.values()]
+    vectors = [
+        np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(n_pixels, 3) for g in geometry.values()
+    ]
     pieces = []
     for first in range(0, max(n_pixels, 1), chunk):
         last = min(first + chunk, n_pixels)
@@ -455,14 +508,24 @@ def unmix_optical(
             from .optical_numba import solve_optical_numba as solve
         else:
             from .optical_jax import solve_optical_jax as solve
-        solved = solve(*problem, params, endmembers, weights, start, lower, upper, fixed, max_iter, tol, chunk)
+        solved = solve(
+            *problem, params, endmembers, weights, start, lower, upper, fixed, max_iter, tol, chunk
+        )
         with np.errstate(invalid="ignore"):
-            dark = ~np.any(problem[0] > 0.0, axis=-1) & np.isin(solved["status"], (Status.CONVERGED, Status.MAX_ITER))
-        solved["status"] = np.where(dark, np.int8(Status.UNREACHABLE), solved["status"]).astype(np.int8)
-        pieces.append(finish(solved, endmembers, lower, upper, fixed, band_sigma is not None, n_bands))
+            dark = ~np.any(problem[0] > 0.0, axis=-1) & np.isin(
+                solved["status"], (Status.CONVERGED, Status.MAX_ITER)
+            )
+        solved["status"] = np.where(dark, np.int8(Status.UNREACHABLE), solved["status"]).astype(
+            np.int8
+        )
+        pieces.append(
+            finish(solved, endmembers, lower, upper, fixed, band_sigma is not None, n_bands)
+        )
     outputs = {k: np.concatenate([piece[k] for piece in pieces]) for k in pieces[0]}
     if refl.dtype == np.float32:
-        outputs = {k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in outputs.items()}
+        outputs = {
+            k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in outputs.items()
+        }
     return UnmixResult(
         names=endmembers.names,
         route="one_step",

@@ -41,16 +41,27 @@ def _normal_equations(x, p, terms, constants, refl, weights, key, variants):
     f, grain, phi = x[:p], jnp.exp(x[p : 2 * p]), x[2 * p]
     slab = slab_twins("jax", *variants).slab_albedo_and_slopes
     w, dw_dd, dw_df, _ = slab(
-        n, k, wavelength[None, :], grain[:, None], s[:, None], phi, iron_n[None, :],
-        iron_k[None, :], density[:, None], 0.0,
+        n,
+        k,
+        wavelength[None, :],
+        grain[:, None],
+        s[:, None],
+        phi,
+        iron_n[None, :],
+        iron_k[None, :],
+        density[:, None],
+        0.0,
     )  # (p, bands)
     w_mix = f @ w
-    r, slope = jax.vmap(jax_equations_for(key).reflectance_and_slope, in_axes=(0, None))(w_mix, terms)
+    r, slope = jax.vmap(jax_equations_for(key).reflectance_and_slope, in_axes=(0, None))(
+        w_mix, terms
+    )
     residual = (r - refl) * weights
     d = slope * weights
-    columns = jnp.concatenate(
-        [w.T, (f * grain)[None, :] * dw_dd.T, (f @ dw_df)[:, None]], axis=1
-    ) * d[:, None]  # (bands, 2p + 1)
+    columns = (
+        jnp.concatenate([w.T, (f * grain)[None, :] * dw_dd.T, (f @ dw_df)[:, None]], axis=1)
+        * d[:, None]
+    )  # (bands, 2p + 1)
     return jnp.sum(residual * residual), columns.T @ columns, columns.T @ residual
 
 
@@ -99,7 +110,24 @@ def _decrease(x, trial, hessian, gradient):
     return -(2.0 * d @ gradient + d @ hessian @ d), jnp.max(jnp.abs(d))
 
 
-def _solve_pixel(refl, to_sun, to_sensor, normal, params, constants, weights, start, lower, upper, fixed, tol, *, max_iter, key, variants):
+def _solve_pixel(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    constants,
+    weights,
+    start,
+    lower,
+    upper,
+    fixed,
+    tol,
+    *,
+    max_iter,
+    key,
+    variants,
+):
     p = constants[0].shape[0]
     terms = pixel_terms(to_sun, to_sensor, normal, params)
     finite = jnp.all(jnp.isfinite(to_sun) & jnp.isfinite(to_sensor) & jnp.isfinite(normal))
@@ -111,7 +139,16 @@ def _solve_pixel(refl, to_sun, to_sensor, normal, params, constants, weights, st
     )
     active = status < 0
     refl = jnp.where(active, refl, 0.0)
-    equations = partial(_normal_equations, p=p, terms=terms, constants=constants, refl=refl, weights=weights, key=key, variants=variants)
+    equations = partial(
+        _normal_equations,
+        p=p,
+        terms=terms,
+        constants=constants,
+        refl=refl,
+        weights=weights,
+        key=key,
+        variants=variants,
+    )
     cost, hessian, gradient = equations(start)
 
     def body(state):
@@ -128,9 +165,16 @@ def _solve_pixel(refl, to_sun, to_sensor, normal, params, constants, weights, st
         accept = _lm.accepted(cost, cost_t) & ok
         finished = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol) & ok
         new_damping, new_growth = _lm.next_damping(
-            accept, _lm.gain_ratio(cost, cost_t, predicted), damping, growth, newton_decrease, cost_t
+            accept,
+            _lm.gain_ratio(cost, cost_t, predicted),
+            damping,
+            growth,
+            newton_decrease,
+            cost_t,
         )
-        singular_damping, singular_growth = _lm.next_damping(False, 0.0, damping, growth, jnp.inf, 0.0)
+        singular_damping, singular_growth = _lm.next_damping(
+            False, 0.0, damping, growth, jnp.inf, 0.0
+        )
         new_damping = jnp.where(ok, new_damping, singular_damping)
         new_growth = jnp.where(ok, new_growth, singular_growth)
         return (
@@ -147,7 +191,16 @@ def _solve_pixel(refl, to_sun, to_sensor, normal, params, constants, weights, st
     def cond(state):
         return ~state[6] & (state[7] < max_iter)
 
-    init = (start, cost, hessian, gradient, 0.0 * cost, 2.0 + 0.0 * cost, ~active | (cost == 0.0), 0)
+    init = (
+        start,
+        cost,
+        hessian,
+        gradient,
+        0.0 * cost,
+        2.0 + 0.0 * cost,
+        ~active | (cost == 0.0),
+        0,
+    )
     x, cost, hessian, gradient, _, _, done, iteration = jax.lax.while_loop(cond, body, init)
     solved = jnp.where(done, int(Status.CONVERGED), int(Status.MAX_ITER))
     nan = jnp.nan
@@ -170,17 +223,45 @@ def _program(key, variants, max_iter):
     return jax.jit(mapped)
 
 
-def solve_optical_jax(refl, to_sun, to_sensor, normal, params, endmembers, weights, start, lower, upper, fixed, max_iter, tol, pad_to=None):
+def solve_optical_jax(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    endmembers,
+    weights,
+    start,
+    lower,
+    upper,
+    fixed,
+    max_iter,
+    tol,
+    pad_to=None,
+):
     """One chunk, padded to `pad_to` pixels (one compile per chunk shape); the contract
     of `optical_numba.solve_optical_numba`."""
     optical = endmembers.optical
     n_pixels = refl.shape[0]
     pad_to = max(pad_to or n_pixels, n_pixels, 1)
-    pieces = [pad_pixels(a, pad_to, np.nan if i == 0 else 1.0) for i, a in enumerate((refl, to_sun, to_sensor, normal))]
-    constants = (optical.n, optical.k, endmembers.wavelengths, optical.internal_scattering, optical.iron_n, optical.iron_k, endmembers.density)
+    pieces = [
+        pad_pixels(a, pad_to, np.nan if i == 0 else 1.0)
+        for i, a in enumerate((refl, to_sun, to_sensor, normal))
+    ]
+    constants = (
+        optical.n,
+        optical.k,
+        endmembers.wavelengths,
+        optical.internal_scattering,
+        optical.iron_n,
+        optical.iron_k,
+        endmembers.density,
+    )
     with precision_scope(np.empty(0, np.float64)):
         arrays = [jnp.asarray(a, jnp.float64) for a in pieces]
-        solved = _program(params.model_key, (optical.reflections, optical.mean_path), int(max_iter))(
+        solved = _program(
+            params.model_key, (optical.reflections, optical.mean_path), int(max_iter)
+        )(
             *arrays,
             params,
             tuple(jnp.asarray(c, jnp.float64) for c in constants),

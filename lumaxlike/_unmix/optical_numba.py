@@ -60,7 +60,23 @@ def project_simplex(v, p):
 
 
 @numba.njit(error_model="numpy")
-def _normal_equations(x, p, terms, n, k, wavelength, s, iron_n, iron_k, density, refl, weights, hessian, gradient, column):
+def _normal_equations(
+    x,
+    p,
+    terms,
+    n,
+    k,
+    wavelength,
+    s,
+    iron_n,
+    iron_k,
+    density,
+    refl,
+    weights,
+    hessian,
+    gradient,
+    column,
+):
     """Weighted cost at x, with J^T J and J^T f (the lower triangle mirrored)."""
     size = 2 * p + 1
     for a in range(size):
@@ -75,8 +91,16 @@ def _normal_equations(x, p, terms, n, k, wavelength, s, iron_n, iron_k, density,
         for j in range(p):
             grain = math.exp(x[p + j])
             w, dw_dd, dw_df, _ = slab(
-                n[j, band], k[j, band], wavelength[band], grain, s[j], phi,
-                iron_n[band], iron_k[band], density[j], 0.0,
+                n[j, band],
+                k[j, band],
+                wavelength[band],
+                grain,
+                s[j],
+                phi,
+                iron_n[band],
+                iron_k[band],
+                density[j],
+                0.0,
             )
             column[j] = w
             column[p + j] = x[j] * dw_dd * grain
@@ -213,7 +237,36 @@ def _decrease(x, trial, hessian, gradient):
 
 
 @numba.njit(error_model="numpy")
-def _optical_block(block, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, n, k, wavelength, s, iron_n, iron_k, density, weights, start, lower, upper, fixed, max_iter, tol, x_out, status_out, iterations_out, cost_out, hessian_out, gradient_out):
+def _optical_block(
+    block,
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    scalars,
+    legendre,
+    use_legendre,
+    n,
+    k,
+    wavelength,
+    s,
+    iron_n,
+    iron_k,
+    density,
+    weights,
+    start,
+    lower,
+    upper,
+    fixed,
+    max_iter,
+    tol,
+    x_out,
+    status_out,
+    iterations_out,
+    cost_out,
+    hessian_out,
+    gradient_out,
+):
     """The pixels of one block."""
     n_pixels = refl.shape[0]
     p = n.shape[0]
@@ -235,14 +288,30 @@ def _optical_block(block, refl, to_sun, to_sensor, normal, scalars, legendre, us
     for pixel in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
         status = -1
         for c in range(3):
-            if not (math.isfinite(to_sun[pixel, c]) and math.isfinite(to_sensor[pixel, c]) and math.isfinite(normal[pixel, c])):
+            if not (
+                math.isfinite(to_sun[pixel, c])
+                and math.isfinite(to_sensor[pixel, c])
+                and math.isfinite(normal[pixel, c])
+            ):
                 status = NONFINITE_INPUT
         for band in range(refl.shape[1]):
             if not math.isfinite(refl[pixel, band]):
                 status = NONFINITE_INPUT
         terms = pixel_terms(
-            to_sun[pixel], to_sensor[pixel], normal[pixel], scalars[0], scalars[1], scalars[2],
-            scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8], legendre, use_legendre,
+            to_sun[pixel],
+            to_sensor[pixel],
+            normal[pixel],
+            scalars[0],
+            scalars[1],
+            scalars[2],
+            scalars[3],
+            scalars[4],
+            scalars[5],
+            scalars[6],
+            scalars[7],
+            scalars[8],
+            legendre,
+            use_legendre,
         )
         if status < 0 and not math.isfinite(terms.scale):
             status = INVALID_GEOMETRY
@@ -258,7 +327,23 @@ def _optical_block(block, refl, to_sun, to_sensor, normal, scalars, legendre, us
             continue
         for a in range(size):
             x[a] = start[a]
-        cost = _normal_equations(x, p, terms, n, k, wavelength, s, iron_n, iron_k, density, refl[pixel], weights, hessian, gradient, column)
+        cost = _normal_equations(
+            x,
+            p,
+            terms,
+            n,
+            k,
+            wavelength,
+            s,
+            iron_n,
+            iron_k,
+            density,
+            refl[pixel],
+            weights,
+            hessian,
+            gradient,
+            column,
+        )
         damping = 0.0
         growth = 2.0
         done = cost == 0.0
@@ -266,18 +351,73 @@ def _optical_block(block, refl, to_sun, to_sensor, normal, scalars, legendre, us
         while not done and iteration < max_iter:
             iteration += 1
             _held(x, gradient, hessian, lower, upper, fixed, p, held)
-            if not _step(x, hessian, gradient, damping, held, lower, upper, p, system, factor, scale, rhs, y, trial):
+            if not _step(
+                x,
+                hessian,
+                gradient,
+                damping,
+                held,
+                lower,
+                upper,
+                p,
+                system,
+                factor,
+                scale,
+                rhs,
+                y,
+                trial,
+            ):
                 damping, growth = next_damping(False, 0.0, damping, growth, math.inf, 0.0)
                 continue
             predicted, step_size = _decrease(x, trial, hessian, gradient)
-            cost_trial = _normal_equations(trial, p, terms, n, k, wavelength, s, iron_n, iron_k, density, refl[pixel], weights, hessian_trial, gradient_trial, column)
+            cost_trial = _normal_equations(
+                trial,
+                p,
+                terms,
+                n,
+                k,
+                wavelength,
+                s,
+                iron_n,
+                iron_k,
+                density,
+                refl[pixel],
+                weights,
+                hessian_trial,
+                gradient_trial,
+                column,
+            )
             _held(trial, gradient_trial, hessian_trial, lower, upper, fixed, p, held)
             newton_size, newton_decrease = math.inf, math.inf
-            if _step(trial, hessian_trial, gradient_trial, 0.0, held, lower, upper, p, system, factor, scale, rhs, y, newton):
-                newton_decrease, newton_size = _decrease(trial, newton, hessian_trial, gradient_trial)
+            if _step(
+                trial,
+                hessian_trial,
+                gradient_trial,
+                0.0,
+                held,
+                lower,
+                upper,
+                p,
+                system,
+                factor,
+                scale,
+                rhs,
+                y,
+                newton,
+            ):
+                newton_decrease, newton_size = _decrease(
+                    trial, newton, hessian_trial, gradient_trial
+                )
             accept = accepted(cost, cost_trial)
             done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-            damping, growth = next_damping(accept, gain_ratio(cost, cost_trial, predicted), damping, growth, newton_decrease, cost_trial)
+            damping, growth = next_damping(
+                accept,
+                gain_ratio(cost, cost_trial, predicted),
+                damping,
+                growth,
+                newton_decrease,
+                cost_trial,
+            )
             if accept:
                 cost = cost_trial
                 for a in range(size):
@@ -296,10 +436,69 @@ def _optical_block(block, refl, to_sun, to_sensor, normal, scalars, legendre, us
 
 
 @cached_njit(inlines=(lm_rules, slab_equations, *MODEL_MODULES), nogil=True, error_model="numpy")
-def _optical_kernel(first, last, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, n, k, wavelength, s, iron_n, iron_k, density, weights, start, lower, upper, fixed, max_iter, tol, x_out, status_out, iterations_out, cost_out, hessian_out, gradient_out):
+def _optical_kernel(
+    first,
+    last,
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    scalars,
+    legendre,
+    use_legendre,
+    n,
+    k,
+    wavelength,
+    s,
+    iron_n,
+    iron_k,
+    density,
+    weights,
+    start,
+    lower,
+    upper,
+    fixed,
+    max_iter,
+    tol,
+    x_out,
+    status_out,
+    iterations_out,
+    cost_out,
+    hessian_out,
+    gradient_out,
+):
     """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
     for block in range(first, last):
-        _optical_block(block, refl, to_sun, to_sensor, normal, scalars, legendre, use_legendre, n, k, wavelength, s, iron_n, iron_k, density, weights, start, lower, upper, fixed, max_iter, tol, x_out, status_out, iterations_out, cost_out, hessian_out, gradient_out)
+        _optical_block(
+            block,
+            refl,
+            to_sun,
+            to_sensor,
+            normal,
+            scalars,
+            legendre,
+            use_legendre,
+            n,
+            k,
+            wavelength,
+            s,
+            iron_n,
+            iron_k,
+            density,
+            weights,
+            start,
+            lower,
+            upper,
+            fixed,
+            max_iter,
+            tol,
+            x_out,
+            status_out,
+            iterations_out,
+            cost_out,
+            hessian_out,
+            gradient_out,
+        )
 
 
 def _rebound(function, tag, **bindings):
@@ -328,7 +527,22 @@ def _kernel_for(key, reflections: str, mean_path: str):
     return compile_variant(_optical_kernel, tag, _optical_block=block)
 
 
-def solve_optical_numba(refl, to_sun, to_sensor, normal, params, endmembers, weights, start, lower, upper, fixed, max_iter, tol, pad_to=None):
+def solve_optical_numba(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    endmembers,
+    weights,
+    start,
+    lower,
+    upper,
+    fixed,
+    max_iter,
+    tol,
+    pad_to=None,
+):
     """One chunk: dict of x (pixels, 2p + 1), status int8, iterations, cost, hessian,
     gradient (J^T J and J^T f at x); NaN where unsolved."""
     optical = endmembers.optical
@@ -350,7 +564,22 @@ def solve_optical_numba(refl, to_sun, to_sensor, normal, params, endmembers, wei
         as_kernel_array(refl),
         *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)),
         *kernel_params(params),
-        *(as_kernel_array(a) for a in (optical.n, optical.k, endmembers.wavelengths, optical.internal_scattering, optical.iron_n, optical.iron_k, endmembers.density, weights, start, lower, upper)),
+        *(
+            as_kernel_array(a)
+            for a in (
+                optical.n,
+                optical.k,
+                endmembers.wavelengths,
+                optical.internal_scattering,
+                optical.iron_n,
+                optical.iron_k,
+                endmembers.density,
+                weights,
+                start,
+                lower,
+                upper,
+            )
+        ),
         np.require(fixed, np.bool_, ("C", "W")),
         int(max_iter),
         float(tol),
