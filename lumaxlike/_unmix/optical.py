@@ -504,13 +504,15 @@ def unmix_optical(
     for first in range(0, max(n_pixels, 1), chunk):
         last = min(first + chunk, n_pixels)
         problem = (flat[first:last], *(v[first:last] for v in vectors))
+        sun, sensor, up = problem[1], problem[2], problem[3]
         if solver == "numba":
             from .optical_numba import solve_optical_numba as solve
         else:
             from .optical_jax import solve_optical_jax as solve
         solved = solve(
-            *problem, params, endmembers, weights, start, lower, upper, fixed, max_iter, tol, chunk
-        )
+            problem[0], sun, sensor, up, params, endmembers, weights, start, lower, upper,
+            fixed, max_iter, tol, chunk,
+        )  # fmt: skip
         with np.errstate(invalid="ignore"):
             dark = ~np.any(problem[0] > 0.0, axis=-1) & np.isin(
                 solved["status"], (Status.CONVERGED, Status.MAX_ITER)
