@@ -94,3 +94,5 @@ from ._xarray.invert import invert_dataarray as invert_dataarray
 from ._xarray.normalize import normalize_dataarray as normalize_dataarray
 from ._xarray.sample import sample_dataarray as sample_dataarray
 from ._xarray.unmix import unmix_dataarray as unmix_dataarray
+from ._thermal.remove import ThermalResult as ThermalResult
+from ._thermal.remove import remove_thermal as remove_thermal

@@ -20,7 +20,7 @@ own r over the hemisphere, once per model and emission angle): eps is analytic i
 
 from scipy import constants as _constants
 
-from ._scalar_math import expm1, exp, maximum, minimum, sqrt, where
+from ._scalar_math import exp, expm1, maximum, minimum, sqrt, where
 
 __all__ = [
     "planck_radiance_and_slope",

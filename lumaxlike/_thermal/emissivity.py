@@ -131,9 +131,13 @@ def pixel_coefficients(cos_e, table) -> np.ndarray:
     """Each pixel's coefficients of eps in gamma: shape ``cos_e.shape + (N_EMISSIVITY,)``."""
     coefficients, (lo, hi) = table
     u = (2.0 * np.asarray(cos_e, dtype=np.float64) - lo - hi) / (hi - lo)
-    return np.polynomial.chebyshev.chebval(u, coefficients[:, None, :]).T.reshape(
-        *np.shape(cos_e), N_EMISSIVITY
-    ) if np.ndim(cos_e) else np.polynomial.chebyshev.chebval(u, coefficients)
+    return (
+        np.polynomial.chebyshev.chebval(u, coefficients[:, None, :]).T.reshape(
+            *np.shape(cos_e), N_EMISSIVITY
+        )
+        if np.ndim(cos_e)
+        else np.polynomial.chebyshev.chebval(u, coefficients)
+    )
 
 
 def directional_emissivity(w, cos_e, params: HapkeParams, backend: str = "numba"):

@@ -35,8 +35,9 @@ class ThermalResult:
         temperature: T [K], shape ``pixels``; NaN where not solved (see status).
         temperature_sigma: 1-sigma of T [K] (NaN for ``method="given"``).
         status: `Status` codes (int8), shape ``pixels``: of the temperature fit
-            (CONVERGED, MAX_ITER, NOT_CONSTRAINED, UNREACHABLE where T ended on a bound,
-            INVALID_GEOMETRY, NONFINITE_INPUT).
+            (CONVERGED; NOT_CONSTRAINED where T's 1-sigma exceeds `max_temperature_sigma`,
+            whether or not the fit converged; MAX_ITER; UNREACHABLE where T ended on a
+            bound; INVALID_GEOMETRY; NONFINITE_INPUT).
         reflectance: thermally corrected r = r(w) [1/sr], shape ``pixels + (bands,)``.
         w: the corrected single-scattering albedo, shape ``pixels + (bands,)``.
         emission: the thermal part eps B d^2 / F [1/sr] removed, ``pixels + (bands,)``.
@@ -89,7 +90,9 @@ def _check(refl, wavelengths, method, temperature, window, solver):
 def _emission(coefficients, w, temperature, wavelengths, solar, distance):
     """eps(w) B(T) d^2 / F [1/sr] for w (pixels, bands)."""
     t = 2.0 * np.sqrt(np.clip(1.0 - w, 0.0, 1.0)) - 1.0
-    eps = np.einsum("pbn,pn->pb", np.polynomial.chebyshev.chebvander(t, N_EMISSIVITY - 1), coefficients)
+    eps = np.einsum(
+        "pbn,pn->pb", np.polynomial.chebyshev.chebvander(t, N_EMISSIVITY - 1), coefficients
+    )
     factor, _ = _numpy_thermal().thermal_factor_and_slope(
         wavelengths, temperature[:, None], solar, distance[:, None]
     )
@@ -108,14 +111,28 @@ def _covariance_tt(jtj: np.ndarray) -> np.ndarray:
     """(J^T J)^-1's (t, t) entry from the 6 entries (pixels, 6); inf where singular."""
     j00, j01, j02, j11, j12, j22 = jtj.T
     c22 = j00 * j11 - j01 * j01
-    det = j00 * (j11 * j22 - j12 * j12) - j01 * (j01 * j22 - j02 * j12) + j02 * (j01 * j12 - j02 * j11)
+    det = (
+        j00 * (j11 * j22 - j12 * j12)
+        - j01 * (j01 * j22 - j02 * j12)
+        + j02 * (j01 * j12 - j02 * j11)
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         value = c22 / det
     return np.where((det > 0) & (value > 0), value, np.inf)
 
 
 def _fit_temperature(
-    arrays, observed, w_start, wavelengths, solar, sigma, inside, estimate, bounds, max_sigma, settings
+    arrays,
+    observed,
+    w_start,
+    wavelengths,
+    solar,
+    sigma,
+    inside,
+    estimate,
+    bounds,
+    max_sigma,
+    settings,
 ):
     """(T [K], its 1-sigma [K], status) of each pixel by the continuum fit."""
     first = np.flatnonzero(inside)[0]
@@ -138,9 +155,11 @@ def _fit_temperature(
     t_sigma = np.sqrt(variance) * T_SCALE
     status = np.where(out[:, 10] == 0, Status.CONVERGED, Status.MAX_ITER)
     converged = status == Status.CONVERGED
-    status = np.where(converged & ~(t_sigma <= max_sigma), Status.NOT_CONSTRAINED, status)
     on_bound = (out[:, 2] <= t_low) | (out[:, 2] >= t_high)
-    status = np.where(on_bound & (status == Status.CONVERGED), Status.UNREACHABLE, status)
+    status = np.where(on_bound & converged, Status.UNREACHABLE, status)
+    # too cold to bound T: its sigma is large, and the cost so flat in T that the fit
+    # may also end on the lower bound or take max_iter steps there
+    status = np.where(~(t_sigma <= max_sigma), Status.NOT_CONSTRAINED, status)
     return out[:, 2] * T_SCALE, t_sigma, status.astype(np.int8)
 
 
@@ -169,11 +188,11 @@ def _correct(arrays, observed, w_start, temperature, wavelengths, solar, setting
 
 
 def remove_thermal(
-    refl: Float[np.ndarray, "*pixels bands"],
-    to_sun: Float[np.ndarray, "*pixels 3"],
-    to_sensor: Float[np.ndarray, "*pixels 3"],
-    normal: Float[np.ndarray, "*pixels 3"],
-    wavelengths: Float[np.ndarray, " bands"],
+    refl: Float[np.ndarray, "*pixels bands"],  # noqa: F722
+    to_sun: Float[np.ndarray, "*pixels 3"],  # noqa: F722
+    to_sensor: Float[np.ndarray, "*pixels 3"],  # noqa: F722
+    normal: Float[np.ndarray, "*pixels 3"],  # noqa: F722
+    wavelengths: Float[np.ndarray, " bands"],  # noqa: F722
     params: HapkeParams,
     *,
     solar_spectrum,
@@ -234,7 +253,10 @@ def remove_thermal(
     pixels, n_bands = refl.shape[:-1], refl.shape[-1]
     n = int(np.prod(pixels))
     flat = refl.reshape(n, n_bands)
-    geometry = {k: _unit(v, n) for k, v in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))}
+    geometry = {
+        k: _unit(v, n)
+        for k, v in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))
+    }
     solar = _solar(solar_spectrum, wavelengths)
     distance = np.broadcast_to(np.asarray(solar_distance, dtype=np.float64), pixels).reshape(n)
     sigma = np.broadcast_to(

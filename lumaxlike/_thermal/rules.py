@@ -19,7 +19,10 @@ State (a tuple): theta (3), cost, J^T J (6: 00 01 02 11 12 22), J^T f (3), dampi
 growth, status, iterations.
 """
 
-from .._model._scalar_math import maximum, minimum, sqrt, where
+from .._inverse.lm_rules import accepted, converged, damped_diagonal, gain_ratio, next_damping
+from .._model._scalar_math import maximum, minimum, where
+from .._model.equations import reflectance_and_slope
+from .._model.thermal import clamped_albedo, emissivity_and_slope, thermal_factor_and_slope
 
 __all__ = ["band_terms", "normal_equations", "solve3", "start", "damped", "iterate"]
 
@@ -113,15 +116,15 @@ def iterate(state, pixel, bands, reference, free, limits):
     predicted = 0.0 - (2.0 * (x0 * jtf[0] + x1 * jtf[1] + x2 * jtf[2]) + quad)
     cost_t, jtj_t, jtf_t = normal_equations(trial, pixel, bands, reference, free)
     n0, n1, n2, regular = solve3(jtj_t, jtf_t, free)
-    newton_size = where(
-        regular, maximum(maximum(abs(n0), abs(n1)), abs(n2)), INFINITY + 0.0 * n0
-    )
+    newton_size = where(regular, maximum(maximum(abs(n0), abs(n1)), abs(n2)), INFINITY + 0.0 * n0)
     newton_decrease = 0.0 - (n0 * jtf_t[0] + n1 * jtf_t[1] + n2 * jtf_t[2])
     accept = accepted(cost, cost_t) & (cost_t == cost_t)
     ratio = gain_ratio(cost, cost_t, predicted)
     step_size = maximum(maximum(abs(x0), abs(x1)), abs(x2))
     done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-    damping_next, growth_next = next_damping(accept, ratio, damping, growth, newton_decrease, cost_t)
+    damping_next, growth_next = next_damping(
+        accept, ratio, damping, growth, newton_decrease, cost_t
+    )
     iterations_next = iterations + 1
     status_next = where(done, CONVERGED, where(iterations_next >= max_iter, MAX_ITER, status))
     theta_next = (

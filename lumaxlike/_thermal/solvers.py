@@ -117,7 +117,9 @@ def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) 
     """
     n = arrays["observed"].shape[0]
     names = ("wavelength", "solar")
-    band = {k: np.ascontiguousarray(np.broadcast_to(arrays[k], arrays["observed"].shape)) for k in names}
+    band = {
+        k: np.ascontiguousarray(np.broadcast_to(arrays[k], arrays["observed"].shape)) for k in names
+    }
     reference = np.broadcast_to(np.asarray(arrays["reference"], float), (n,))
     free = tuple(float(f) for f in free)
     t_low, t_high, tol, max_iter = limits
