@@ -73,6 +73,13 @@ from ._model.forward import h_function as h_function
 from ._model.model_forward import reflectance as reflectance
 from ._normalize.normalize import NormalizationResult as NormalizationResult
 from ._normalize.normalize import normalize as normalize
+from ._optical.constants import OpticalConstants as OpticalConstants
+from ._optical.shipped import optical_constants as optical_constants
+from ._optical.shipped import optical_constants_names as optical_constants_names
+from ._optical.slab import slab_albedo as slab_albedo
+from ._options import ProductOptions as ProductOptions
+from ._options import RunOptions as RunOptions
+from ._options import SolverOptions as SolverOptions
 from ._params import (
     HapkeParams as HapkeParams,
 )
@@ -84,6 +91,15 @@ from ._provenance import Provenance as Provenance
 from ._run.progress import InversionSummary as InversionSummary
 from ._sample import SampleResult as SampleResult
 from ._sample import sample as sample
+from ._spectral.bands import BandParameters as BandParameters
+from ._spectral.bands import band_parameters as band_parameters
+from ._spectral.continuum import continuum_removed as continuum_removed
+from ._spectral.declarations import SpectralProduct as SpectralProduct
+from ._spectral.lucey import LuceyConstants as LuceyConstants
+from ._spectral.products import SPECTRAL_PRODUCTS as SPECTRAL_PRODUCTS
+from ._spectral.products import SpectralParameters as SpectralParameters
+from ._spectral.products import available_spectral_products as available_spectral_products
+from ._spectral.products import spectral_parameters as spectral_parameters
 from ._spectral_library import SpectralLibrary as SpectralLibrary
 from ._status import Status as Status
 from ._unmix import Endmembers as Endmembers
@@ -93,6 +109,7 @@ from ._xarray.fit import fit_dataarray as fit_dataarray
 from ._xarray.invert import invert_dataarray as invert_dataarray
 from ._xarray.normalize import normalize_dataarray as normalize_dataarray
 from ._xarray.sample import sample_dataarray as sample_dataarray
+from ._xarray.spectral import spectral_parameters_dataarray as spectral_parameters_dataarray
 from ._xarray.unmix import unmix_dataarray as unmix_dataarray
 from ._thermal.remove import ThermalResult as ThermalResult
 from ._thermal.remove import remove_thermal as remove_thermal

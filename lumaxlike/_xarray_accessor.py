@@ -60,6 +60,16 @@ class HapkeAccessor:
 
         return unmix_dataarray(self._data_array, geometry, endmembers, params, solver, **kwargs)
 
+    def spectral_parameters(self, products, *, quantity: str, **kwargs) -> xr.Dataset:
+        """``spectral_parameters_dataarray(self, products, quantity=quantity, **kwargs)``:
+        named spectral products (M3, Lucey, CRISM) of these spectra, one variable each;
+        see `lumaxlike.spectral_parameters_dataarray`."""
+        from ._xarray.spectral import spectral_parameters_dataarray
+
+        return spectral_parameters_dataarray(
+            self._data_array, products, quantity=quantity, **kwargs
+        )
+
 
 def register(xarray_module) -> None:
     """Register `HapkeAccessor` as ``DataArray.hapke`` on the imported `xarray_module`."""

@@ -38,3 +38,14 @@ def test_bench_import_writes_a_temporary_report_unless_saved(tmp_path, monkeypat
     with pytest.raises(SystemExit):  # one destination at a time
         bench.main(["--save", "--out", str(tmp_path / "y.json")])
     assert stored.read_bytes() == before
+
+
+def test_bench_spectral_runs_small_and_writes_where_told(tmp_path):
+    bench = load_bench("bench_spectral")
+    assert len(bench.M3_BANDS_NM) == 86  # M3's 85 global-mode bands and one at 420 nm
+    report = bench.main(
+        ["--side", "4", "--rows", "3", "--repeat", "1", "--out", str(tmp_path / "s.json")]
+    )
+    result = json.loads(report.read_text())
+    assert result["shape"] == [4, 4, 86] and result["products_s"] > 0
+    assert {"BDI1000", "BDI2000", "FeO", "TiO2", "OMAT", "BAR"} <= set(result["products"])

@@ -169,7 +169,7 @@ def test_a_signal_lost_in_a_finalizer_still_stops_the_run(monkeypatch):
 
 def test_a_lost_signal_stops_the_run_at_the_next_block(tmp_path, capsys, small, monkeypatch):
     from lumaxlike import _signals
-    from lumaxlike._run import tasks as block_inversion
+    from lumaxlike._operations import invert as block_inversion
 
     _, cube, obs = small
     out = tmp_path / "w.tif"

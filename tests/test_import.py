@@ -30,6 +30,11 @@ PUBLIC = {
     "open_product",
     "JointFitResult",
     "sample", "SampleResult", "sample_dataarray", "sample_file",
+    "RunOptions", "ProductOptions", "SolverOptions",
+    "continuum_removed", "band_parameters", "BandParameters", "spectral_parameters",
+    "SpectralParameters", "SPECTRAL_PRODUCTS", "SpectralProduct", "LuceyConstants",
+    "available_spectral_products", "spectral_parameters_dataarray",
+    "OpticalConstants", "optical_constants", "optical_constants_names", "slab_albedo",
 }  # fmt: skip
 
 

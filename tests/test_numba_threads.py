@@ -9,7 +9,7 @@ import pytest
 
 import lumaxlike
 from lumaxlike._model import numba_threads
-from lumaxlike._run.tasks import numba_threads as numba_thread_count
+from lumaxlike._operations.blocks import numba_threads as numba_thread_count
 from lumaxlike.testing import default_params, random_geometry
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._io.units import check_units
 from .._io.writers import output_files
-from .._run.tasks import check_solver
+from .._operations.blocks import check_solver
 
 __all__ = ["check_not_an_input", "check_run_arguments", "geometry_paths"]
 

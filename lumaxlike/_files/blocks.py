@@ -14,9 +14,9 @@ from .._inverse.albedo.invert import solver_chunk_pixels
 from .._io.product_cube import ProductCube
 from .._io.raster import CubeInfo
 from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
+from .._options import ProductOptions, SolverOptions
 from .._provenance import Provenance, make_provenance
-from .._run.tasks import SolverOptions
-from .products import OpenedProduct, ProductArguments, open_product
+from .products import OpenedProduct, open_product
 
 __all__ = [
     "BLOCK_TARGET_BYTES",
@@ -116,7 +116,7 @@ def block_setup(
     units,
     geometry,
     dtm,
-    product: ProductArguments,
+    product: ProductOptions,
     *,
     chunk_rows,
     solver: str,

@@ -41,6 +41,7 @@ from .._io.products import refuse_normalised
 from .._io.raster import GDAL_CACHE_BYTES, BandRaster, check_aligned
 from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
 from .._io.writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, result_paths
+from .._options import ProductOptions
 from .._params import HapkeParams
 from .._provenance import PREFIX, Provenance, make_provenance
 from .._run.journal import journal_folder
@@ -52,7 +53,6 @@ from .blocks import BLOCK_TARGET_BYTES, FLAT_NORMAL
 from .good_bands import BAD_BANDS_OPTION, good_bands_only, spread_to_all_bands
 from .inputs import run_inputs
 from .outputs import stream_to_outputs
-from .products import ProductArguments
 from .records import recorded_command
 from .regions import (
     RegionStore,
@@ -284,7 +284,7 @@ def fit_file(
     # mean outside the bounds pin its parameter there
     check_file_priors(prior, free, tuple(shared) + regional, default_bounds())
     fields, layout = fit_fields(free, joint)
-    product = ProductArguments(
+    product = ProductOptions(
         correction_undone,
         reff_incidence,
         solar_spectrum,

@@ -23,7 +23,7 @@ def run_inputs(cubes, *, dtm=None, geometries=(), product=None, extra=()) -> lis
         dtm: the DTM path or None.
         geometries: the ``geometry`` arguments, one per cube (paths, mappings of roles to
             paths or arrays, or None; see `geometry_paths`).
-        product: the `ProductArguments` (its solar spectrum and wavelength files), or None.
+        product: the `ProductOptions` (its solar spectrum and wavelength files), or None.
         extra: any other input files of the command (parameter maps, a region raster).
     """
     return [

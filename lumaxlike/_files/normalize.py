@@ -1,47 +1,25 @@
-"""File-to-file photometric normalisation, streamed by blocks of rows like `invert_file`.
-
-Reuses the inversion's streaming, process pool, atomic writer and provenance: only the
-work per block (`lumaxlike._run.normalize_task.normalize_block`, shared with
-`normalize_dataarray`) and the maps written differ. Outputs: ``OUT`` the
-normalised cube (in the input's units, at the standard geometry), ``OUT_status`` the
-inversion's status, and with ``sigma`` ``OUT_sigma`` (see :mod:`lumaxlike._io.writers`).
+"""File-to-file photometric normalisation, streamed by blocks of rows like `invert_file`:
+the file front end of the `NORMALIZE` operation. Outputs: ``OUT`` the normalised cube (in
+the input's units, at the standard geometry), ``OUT_status`` the inversion's status, and
+with ``sigma`` ``OUT_sigma`` (see :mod:`lumaxlike._io.writers`).
 """
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 
-from .._io.geometry_rasters import GeometryReader
 from .._io.raster import CubeReader, check_aligned
-from .._io.writers import FieldLayout
 from .._normalize.standard import DEFAULT_STANDARD, standard_angles
-from .._run.normalize_task import NORMALIZATION_FIELDS, normalization_attrs, normalize_block
-from .._run.pool import BlockPool
+from .._operations.blocks import per_band_params
+from .._operations.normalize import NORMALIZE
+from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary
-from .._run.tasks import per_band_params
-from .arguments import check_not_an_input, check_run_arguments
-from .blocks import block_setup
-from .inputs import run_inputs
-from .outputs import stream_to_outputs
-from .products import ProductArguments
-from .records import recorded_command
+from .cube_run import BlockPlan, CubeInputs, run_on_cube
 
-__all__ = ["normalization_layout", "normalize_file"]
-
-
-def normalization_layout(units: str) -> FieldLayout:
-    """The maps a normalisation writes (`ResultWriter`): the normalised cube at the output
-    path, its status and sigma beside it."""
-    return FieldLayout(
-        main="reflectance",
-        attrs=normalization_attrs(units),
-        band_names={},
-        integer={"status": np.int8},
-    )
+__all__ = ["normalize_file"]
 
 
 class _MapReader:
@@ -84,7 +62,7 @@ def normalize_file(
     dtm=None,
     surface="auto",
     params,
-    solver,
+    solver: str | SolverOptions,
     units,
     standard=DEFAULT_STANDARD,
     param_maps=None,
@@ -104,6 +82,8 @@ def normalize_file(
     wavelengths_from=None,
     thermal_bands="keep",
     resume=False,
+    run: RunOptions | None = None,
+    product: ProductOptions | None = None,
 ) -> InversionSummary:
     """Photometric normalisation of a reflectance cube file, block by block.
 
@@ -113,10 +93,12 @@ def normalize_file(
 
     Args:
         cube_path: as in `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
-            ``solver``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
-            ``workers``, ``max_iter``, ``tol``, ``command``, ``resume``, ``correction_undone``,
-            ``reff_incidence``, ``solar_spectrum``, ``solar_distance``,
-            ``wavelengths_from`` and ``thermal_bands``); a product already normalised,
+            ``surface``, ``solver``, ``units``, ``command``, the run's options
+            ``run``, ``chunk_rows``, ``overwrite``, ``progress``, ``workers``,
+            ``scheduler``, ``resume``, and the product's ``product``,
+            ``correction_undone``, ``reff_incidence``, ``solar_spectrum``,
+            ``solar_distance``, ``wavelengths_from``, ``thermal_bands``; ``max_iter`` and
+            ``tol`` are the solver's); a product already normalised,
             such as M3 L2, is read at its standard geometry; radiance
             (``units="radiance"``) is converted to I/F as `invert_file` does; bad bands
             (``bbl`` = 0) are not solved: NaN with status ``BAD_BAND``.
@@ -134,8 +116,7 @@ def normalize_file(
     Returns:
         `InversionSummary` (``verb`` "normalised").
     """
-    start = time.perf_counter()
-    check_run_arguments(solver, units, sigma, chunk_rows, radiance=True)
+    run, product, options = front_end_options(run, product, solver, locals())
     standard = standard_angles(standard)
     if param_maps is not None and not isinstance(param_maps, Mapping):
         raise ValueError(
@@ -143,103 +124,39 @@ def normalize_file(
             f"{type(param_maps).__name__}"
         )
     param_maps = dict(param_maps or {})
-    fields = [f for f in NORMALIZATION_FIELDS if f != "sigma" or sigma is not None]
-    product = ProductArguments(
-        correction_undone,
-        reff_incidence,
-        solar_spectrum,
-        solar_distance,
-        wavelengths_from,
-        thermal_bands,
-    )
-    inputs = run_inputs(
-        [cube_path], dtm=dtm, geometries=[geometry], product=product, extra=param_maps.values()
-    )
-    check_not_an_input(out_path, fields, inputs, main="reflectance")
+    files = tuple(param_maps.values())
+    inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product, files)
+    with contextlib.ExitStack() as stack:
+        return run_on_cube(
+            NORMALIZE,
+            inputs,
+            run=run,
+            solver=options,
+            plan=lambda setup: _plan(setup, params, standard, param_maps, stack),
+            fields=NORMALIZE.written(sigma=sigma),
+            layout=NORMALIZE.layout(units),
+            call=dict(
+                geometry=geometry,
+                dtm=dtm,
+                params=params,
+                units=units,
+                standard=standard,
+                param_maps=param_maps or None,
+                sigma=sigma,
+            ),
+            command=command,
+        )
 
-    with block_setup(
-        cube_path,
-        units,
-        geometry,
-        dtm,
-        product,
-        chunk_rows=chunk_rows,
-        solver=solver,
-        max_iter=max_iter,
-        tol=tol,
-    ) as setup:
-        opened, cube, info = setup.opened, setup.cube, setup.info
-        band_params = per_band_params(params, info.bands)
-        maps = _MapReader(param_maps, info)
-        try:
-            with GeometryReader(
-                opened.geometry, info.grid, dtm, surface=surface
-            ) as geometry_reader:
-                provenance = setup.provenance(
-                    geometry_reader,
-                    params=band_params,
-                    units=units,
-                    solver=solver,
-                    tol=tol,
-                    max_iter=max_iter,
-                    refl_sigma=sigma,
-                    standard=standard,
-                    param_maps=param_maps or None,
-                    command=recorded_command(
-                        command,
-                        "normalize_file",
-                        cube_path,
-                        out_path,
-                        geometry=geometry,
-                        dtm=dtm,
-                        surface=surface,
-                        params=params,
-                        solver=solver,
-                        units=units,
-                        standard=standard,
-                        param_maps=param_maps or None,
-                        sigma=sigma,
-                        max_iter=max_iter,
-                        tol=tol,
-                        workers=workers,
-                        scheduler=scheduler,
-                        product=product,
-                    ),
-                )
-                run = stream_to_outputs(
-                    out_path,
-                    like=info,
-                    fields=fields,
-                    provenance=provenance,
-                    rows_per_block=setup.rows_per_block,
-                    inputs=inputs,
-                    overwrite=overwrite,
-                    resume=resume,
-                    pool_factory=lambda: BlockPool(workers, scheduler, function=normalize_block),
-                    read=setup.block_reader(
-                        geometry_reader,
-                        sigma=sigma,
-                        params=band_params,
-                        extra=lambda rows: {
-                            "standard": standard,
-                            "units": cube.units,
-                            **maps.read(rows),
-                        },
-                    ),
-                    progress=progress,
-                    description=f"normalising {Path(cube_path).name}",
-                    layout=normalization_layout(cube.units),
-                    on_start=cube.tell,  # every check passed: the run starts
-                    bad_bands=cube.bad_bands,
-                )
-        finally:
-            maps.close()
-    return InversionSummary(
-        outputs=run.outputs,
-        pixels=info.grid.height * info.grid.width,
-        bands=info.bands,
-        seconds=time.perf_counter() - start,
-        status_counts=run.status_counts,
-        verb="normalised",
-        resumed=run.resumed,
+
+def _plan(setup, params, standard, param_maps, stack) -> BlockPlan:
+    """One model per band, the standard geometry, the units and the parameter maps' rows;
+    the map readers closed with ``stack``."""
+    band_params = per_band_params(params, setup.info.bands)
+    maps = stack.enter_context(contextlib.closing(_MapReader(param_maps, setup.info)))
+    units = setup.cube.units
+    return BlockPlan(
+        params=band_params,
+        recorded_params=band_params,
+        extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)},
+        record={"standard": standard, "param_maps": param_maps or None},
     )

@@ -5,54 +5,16 @@ archive ships it (`ProductCube`), and the geometry and record its kind implies."
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import rasterio
 
 from .._io.product_cube import ProductCube, product_geometry, product_options, recorded_geometry
 from .._io.raster import GDAL_CACHE_BYTES
+from .._options import ProductOptions
 
-__all__ = ["OpenedProduct", "ProductArguments", "open_product"]
-
-
-_FILE_ARGUMENTS = ("solar_spectrum", "wavelengths_from")
-
-
-@dataclass(frozen=True)
-class ProductArguments:
-    """The mission-product arguments of the file commands on one cube (see
-    `lumaxlike.invert_file`): how the product's normalisation, REFF incidence, radiance,
-    wavelengths and thermal bands are taken."""
-
-    correction_undone: bool = False
-    reff_incidence: str | None = None
-    solar_spectrum: object = None
-    solar_distance: float | None = None
-    wavelengths_from: object = None
-    thermal_bands: str = "keep"
-
-    def call(self) -> dict:
-        """The arguments that are not the defaults, for the recorded call."""
-        return {
-            field.name: getattr(self, field.name)
-            for field in dataclasses.fields(self)
-            if getattr(self, field.name) != field.default
-        }
-
-    def record(self) -> dict:
-        """The arguments that are not the defaults, JSON-able (files as absolute paths):
-        the product record's ``arguments``, which ``--params-from`` takes back."""
-        return {
-            name: str(Path(value).absolute()) if name in _FILE_ARGUMENTS else value
-            for name, value in self.call().items()
-        }
-
-    def files(self) -> list:
-        """The input files among them (None where not given), for the run's journal."""
-        return [self.solar_spectrum, self.wavelengths_from]
+__all__ = ["OpenedProduct", "open_product"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +28,7 @@ class OpenedProduct:
         reff_incidence: what REFF is divided by (None unless ``units="reff"``).
         record: the product's provenance record (``lumaxlike_product``), with the
             product arguments that are not the defaults (``arguments``,
-            `ProductArguments.record`).
+            `lumaxlike.ProductOptions.record`).
     """
 
     cube: ProductCube
@@ -82,7 +44,7 @@ class OpenedProduct:
 
 @contextlib.contextmanager
 def open_product(
-    cube_path, units, geometry, dtm, product: ProductArguments, *, bad_bands: str = "mark"
+    cube_path, units, geometry, dtm, product: ProductOptions, *, bad_bands: str = "mark"
 ) -> Iterator[OpenedProduct]:
     """Open ``cube_path`` as a product, under GDAL's block cache for the run, and resolve
     its geometry and REFF incidence (`lumaxlike._io.product_cube.product_geometry`).

@@ -22,7 +22,7 @@ def recorded_command(
 ) -> str:
     """``command`` when given (the command line), else the Python call
     ``lumaxlike.<function>(*args, **kwargs)``, with ``workers``/``scheduler`` and the
-    ``product`` arguments (a `ProductArguments`) where they are not the defaults."""
+    ``product`` arguments (a `ProductOptions`) where they are not the defaults."""
     if command:
         return command
     return python_call(

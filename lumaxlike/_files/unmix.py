@@ -2,7 +2,7 @@
 
 The same pipeline as :func:`lumaxlike._files.invert.invert_file` (blocks of rows,
 `BlockPool` here or on a dask cluster, atomic `ResultWriter`, provenance), with
-:func:`lumaxlike.unmix` per block (`lumaxlike._run.unmix_task.unmix_block`, shared with
+:func:`lumaxlike.unmix` per block (`lumaxlike._operations.unmix.unmix_block`, shared with
 `unmix_dataarray`). Writes, as GeoTIFF or ENVI:
 
 ``OUT``            mass fractions, one band per endmember (band names: the endmembers)
@@ -20,27 +20,19 @@ the names; status, iterations and residual on (y, x).
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from .._io.geometry_rasters import GeometryReader
+from .._operations.unmix import UNMIX, UnmixOptions, unmix_fields, unmix_record
+from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._params import HapkeParams
 from .._run.journal import array_digest
-from .._run.pool import BlockPool
 from .._run.progress import occurred_statuses, rate_text, resumed_text
-from .._run.unmix_task import UnmixOptions, unmix_block, unmix_fields, unmix_layout, unmix_record
 from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels
-from .arguments import check_not_an_input, check_run_arguments
-from .blocks import block_setup
-from .inputs import run_inputs
-from .outputs import stream_to_outputs
-from .products import ProductArguments
-from .records import recorded_command
+from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .wavelengths import known_wavelengths_um
 
 __all__ = ["UnmixSummary", "unmix_file"]
@@ -60,6 +52,19 @@ class UnmixSummary:
     status_counts: dict = field(default_factory=dict)
     resumed: str | None = None
 
+    @classmethod
+    def of(cls, summary, endmembers) -> UnmixSummary:
+        """The summary of a run (`lumaxlike.InversionSummary`) into ``endmembers``."""
+        return cls(
+            outputs=summary.outputs,
+            pixels=summary.pixels,
+            bands=summary.bands,
+            endmembers=tuple(endmembers),
+            seconds=summary.seconds,
+            status_counts=summary.status_counts,
+            resumed=summary.resumed,
+        )
+
     def describe(self) -> str:
         counts = occurred_statuses(self.status_counts)
         rate = self.pixels / self.seconds if self.seconds > 0 else float("inf")
@@ -77,7 +82,7 @@ def unmix_file(
     geometry=None,
     endmembers: Endmembers,
     params: HapkeParams,
-    solver: str,
+    solver: str | SolverOptions,
     units: str,
     route: str = "one_step",
     sum_to_one: bool = True,
@@ -100,15 +105,18 @@ def unmix_file(
     thermal_bands="keep",
     library=None,
     resume=False,
+    run: RunOptions | None = None,
+    product: ProductOptions | None = None,
 ) -> UnmixSummary:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
     Args:
         cube_path: as for `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
-            ``surface``, ``units``, ``chunk_rows``, ``overwrite``, ``progress``,
-            ``workers``, ``scheduler``, ``command``, ``resume``, ``correction_undone``,
+            ``surface``, ``units``, ``command``, the run's options ``run``,
+            ``chunk_rows``, ``overwrite``, ``progress``, ``workers``, ``scheduler``,
+            ``resume``, and the product's ``product``, ``correction_undone``,
             ``reff_incidence``, ``solar_spectrum``, ``solar_distance``,
-            ``wavelengths_from`` and ``thermal_bands``); bad bands (``bbl`` = 0) are
+            ``wavelengths_from``, ``thermal_bands``); bad bands (``bbl`` = 0) are
             left out of the bands unmixed (the maps are per endmember, not per band),
             as excluded thermal bands are; said on stderr and recorded
             (``lumaxlike_product``: ``bad_bands``, ``bad_bands_choice``).
@@ -120,7 +128,7 @@ def unmix_file(
             matched by wavelength where both give them) or on the unmixed bands only.
         params: one `lumaxlike.HapkeParams` for every band (the mixture's).
         solver: as for `lumaxlike.unmix` (so are ``route``, ``sum_to_one``,
-            ``max_iter`` and ``tol``).
+            ``max_iter`` and ``tol``), or a `lumaxlike.SolverOptions`.
         sigma: standard uncertainty of the cube's values, in ``units`` ("r" or "radf";
             a reflectance factor's uncertainty in r varies with cos i per pixel, which
             `unmix` does not take): weights the bands and scales the sigma map.
@@ -137,8 +145,36 @@ def unmix_file(
             by wavelength where both give them: any order is matched, other centres
             refused).
     """
-    start = time.perf_counter()
-    check_run_arguments(solver, units, sigma, chunk_rows, radiance=True)
+    run, product, options = front_end_options(run, product, solver, locals())
+    _check_unmix_arguments(route, endmembers, params, sigma, units)
+    inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
+    n_endmembers = endmembers.n_endmembers
+    summary = run_on_cube(
+        UNMIX,
+        inputs,
+        run=run,
+        solver=options,
+        plan=lambda setup: _plan(setup, endmembers, params, options, route, sum_to_one, library),
+        fields=list(unmix_fields(bool(sum_to_one))),
+        layout=UNMIX.layout(endmembers.names),
+        call=dict(
+            geometry=geometry,
+            dtm=dtm,
+            endmembers=endmembers.names,
+            params=params,
+            units=units,
+            route=route,
+            sum_to_one=sum_to_one,
+            sigma=sigma,
+        ),
+        command=command,
+        chunk_pixels=lambda bands: default_chunk_pixels(bands, n_endmembers),
+    )
+    return UnmixSummary.of(summary, endmembers.names)
+
+
+def _check_unmix_arguments(route, endmembers, params, sigma, units) -> None:
+    """Refuse a bad route, endmembers, params or sigma in REFF, naming the argument."""
     if route not in ROUTES:
         raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     if not isinstance(endmembers, Endmembers):
@@ -154,125 +190,45 @@ def unmix_file(
             "sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
             "with cos i per pixel); give the cube as r or radf"
         )
-    layout = unmix_layout(endmembers.names)
-    fields = unmix_fields(bool(sum_to_one))
-    product = ProductArguments(
-        correction_undone,
-        reff_incidence,
-        solar_spectrum,
-        solar_distance,
-        wavelengths_from,
-        thermal_bands,
-    )
-    inputs = run_inputs([cube_path], dtm=dtm, geometries=[geometry], product=product)
-    check_not_an_input(out_path, fields, inputs, main="fractions")
 
-    n_endmembers = endmembers.n_endmembers
-    with block_setup(
-        cube_path,
-        units,
-        geometry,
-        dtm,
-        product,
-        chunk_rows=chunk_rows,
-        solver=solver,
-        max_iter=max_iter,
-        tol=tol,
-        chunk_pixels=lambda bands: default_chunk_pixels(bands, n_endmembers),
-        bad_bands="exclude",
-    ) as setup:
-        opened, cube, info = setup.opened, setup.cube, setup.info
-        endmembers = endmembers_on_bands(
-            endmembers,
-            cube.band_indices,
-            cube.file_info.bands,
-            known_wavelengths_um(cube.file_info),
-            f"the cube {cube_path}",
-        )
-        if info.bands != endmembers.n_bands:
-            raise ValueError(
-                f"the cube {cube_path} has {info.bands} bands, the endmembers {endmembers.n_bands}"
-            )
-        wavelengths = known_wavelengths_um(info)
-        band_order(wavelengths, endmembers, f"the cube {cube_path}")  # refused before any work
-        options = UnmixOptions(
-            solver,
-            route,
-            bool(sum_to_one),
-            max_iter,
-            tol,
-            setup.chunk_size,
-            wavelengths=None if wavelengths is None else tuple(wavelengths),
-        )
-        with GeometryReader(opened.geometry, info.grid, dtm, surface=surface) as geometry_reader:
-            provenance = setup.provenance(
-                geometry_reader,
-                params=[params] * info.bands,
-                units=units,
-                solver=solver,
-                tol=DEFAULT_TOLERANCE if tol is None else tol,
-                max_iter=max_iter,
-                refl_sigma=sigma,
-                command=recorded_command(
-                    command,
-                    "unmix_file",
-                    cube_path,
-                    out_path,
-                    geometry=geometry,
-                    dtm=dtm,
-                    endmembers=endmembers.names,
-                    params=params,
-                    solver=solver,
-                    units=units,
-                    route=route,
-                    sum_to_one=sum_to_one,
-                    sigma=sigma,
-                    max_iter=max_iter,
-                    tol=tol,
-                    surface=surface,
-                    workers=workers,
-                    scheduler=scheduler,
-                    product=product,
-                ),
-            )
-            provenance = dataclasses.replace(
-                provenance, unmix_settings=unmix_record(endmembers, route, sum_to_one, library)
-            )
-            run = stream_to_outputs(
-                out_path,
-                like=info,
-                fields=fields,
-                provenance=provenance,
-                rows_per_block=setup.rows_per_block,
-                inputs=inputs,
-                overwrite=overwrite,
-                resume=resume,
-                pool_factory=lambda: BlockPool(workers, scheduler, function=unmix_block),
-                read=setup.block_reader(
-                    geometry_reader,
-                    sigma=sigma,
-                    params=params,
-                    options=options,
-                    extra=lambda rows: {"endmembers": endmembers},
-                ),
-                progress=progress,
-                description=f"unmixing {Path(cube_path).name}",
-                layout=layout,
-                settings={
-                    "route": route,
-                    "sum_to_one": bool(sum_to_one),
-                    "endmembers": _endmembers_digest(endmembers),
-                },
-                on_start=cube.tell,  # every check passed: the run starts
-            )
-    return UnmixSummary(
-        outputs=run.outputs,
-        pixels=info.grid.height * info.grid.width,
-        bands=info.bands,
-        endmembers=endmembers.names,
-        seconds=time.perf_counter() - start,
-        status_counts=run.status_counts,
-        resumed=run.resumed,
+
+def _plan(setup, endmembers, params, options, route, sum_to_one, library) -> BlockPlan:
+    """The endmembers on the bands unmixed, matched by wavelength (refused before any work
+    where they do not match), the task's `UnmixOptions`, the unmixing's record."""
+    cube, info = setup.cube, setup.info
+    where = f"the cube {setup.cube_path}"
+    endmembers = endmembers_on_bands(
+        endmembers,
+        cube.band_indices,
+        cube.file_info.bands,
+        known_wavelengths_um(cube.file_info),
+        where,
+    )
+    if info.bands != endmembers.n_bands:
+        raise ValueError(f"{where} has {info.bands} bands, the endmembers {endmembers.n_bands}")
+    wavelengths = known_wavelengths_um(info)
+    band_order(wavelengths, endmembers, where)
+    task_options = UnmixOptions(
+        options.solver,
+        route,
+        bool(sum_to_one),
+        options.max_iter,
+        options.tol,
+        setup.chunk_size,
+        wavelengths=None if wavelengths is None else tuple(wavelengths),
+    )
+    return BlockPlan(
+        params=params,
+        recorded_params=[params] * info.bands,
+        options=task_options,
+        extra=lambda rows: {"endmembers": endmembers},
+        record={"tol": DEFAULT_TOLERANCE if options.tol is None else options.tol},
+        amend={"unmix_settings": unmix_record(endmembers, route, sum_to_one, library)},
+        journal={
+            "route": route,
+            "sum_to_one": bool(sum_to_one),
+            "endmembers": _endmembers_digest(endmembers),
+        },
     )
 
 

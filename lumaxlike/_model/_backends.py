@@ -1,5 +1,6 @@
 """Retarget scalar code written once (the model's `equations`, the solvers' rules in
-`_inverse/lm_rules.py` and `_inverse/albedo/rules.py`) to JAX and to numba.
+`_inverse/lm_rules.py` and `_inverse/albedo/rules.py`, the equivalent slab's
+`slab_equations`) to JAX and to numba.
 
 Each function of a module's `__all__` is rebuilt from its code object with a globals
 dictionary in which the scalar primitives (`sqrt`, `exp`, `where`, ...) are those of the
@@ -21,7 +22,7 @@ import numba
 import numpy as np
 
 from . import _scalar_vector as scalar_vector
-from . import equations, h_functions
+from . import equations, h_functions, slab_equations
 
 __all__ = [
     "retarget_to_jax",
@@ -36,6 +37,9 @@ __all__ = [
     "numba_h_functions",
     "h_function_bindings",
     "inlined",
+    "SLAB_REFLECTIONS",
+    "SLAB_MEAN_PATHS",
+    "slab_twins",
 ]
 
 
@@ -349,3 +353,23 @@ numba_equations = retarget_to_numba(
     h_function=numba_h_functions.h_hapke2002,
     **h_function_bindings(numba_h_functions, "hapke2002"),
 )
+
+
+# The equivalent slab's published variants (`slab_equations`' two slots), by name.
+SLAB_REFLECTIONS = ("hapke1993", "hapke2012")
+SLAB_MEAN_PATHS = ("hapke2001", "lucey1998")
+
+
+@functools.cache
+def slab_twins(
+    backend: str, reflections: str = "hapke1993", mean_path: str = "hapke2001"
+) -> types.SimpleNamespace:
+    """`slab_equations` rebuilt for `backend` ("jax", "numba" or "numpy") with the slots
+    bound to one variant: S_e and S_i (`SLAB_REFLECTIONS`) and <D>/D (`SLAB_MEAN_PATHS`).
+    Names are checked by the public callers."""
+    retarget = {"jax": retarget_to_jax, "numba": retarget_to_numba, "numpy": retarget_to_numpy}
+    return retarget[backend](
+        slab_equations,
+        surface_reflections=f"{reflections}_reflections",
+        mean_path_factor=f"{mean_path}_mean_path_factor",
+    )

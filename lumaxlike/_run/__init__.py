@@ -6,10 +6,9 @@ Between the front ends (``invert_file``, ``normalize_file``, ``fit_file``,
 (:mod:`lumaxlike._inverse`, :mod:`lumaxlike._unmix`, :mod:`lumaxlike._normalize`,
 :mod:`lumaxlike._sample`):
 
-* :mod:`.tasks`, :mod:`.normalize_task`, :mod:`.unmix_task`: the task of a block on NumPy
-  arrays (:func:`~.tasks.invert_block`, `normalize_block`, `unmix_block`),
-  solver options, per-band parameters, numba threads; shared with the xarray front
-  ends' chunks;
+The run layer knows no operation: it runs the block task an operation declares
+(:mod:`lumaxlike._operations`) on the blocks a front end reads.
+
 * :mod:`.pool`: :class:`~.pool.BlockPool`, blocks solved here or on a dask.distributed
   cluster (:mod:`.cluster`; :mod:`.dask_worker` is what its workers preload), results
   in order;

@@ -11,7 +11,6 @@ from collections import deque
 from typing import Any, Protocol
 
 from .._signals import deferred
-from . import tasks
 
 __all__ = ["BlockPool"]
 
@@ -50,7 +49,7 @@ def _run_block(function, numba_thread_count, *args, **kwargs):
 
 
 class BlockPool:
-    """Runs :func:`invert_block` here or on a dask.distributed cluster, results in order.
+    """Runs a block task here or on a dask.distributed cluster, results in order.
 
     With ``workers == 1`` and no ``scheduler``, blocks are inverted here, one at a time.
     With ``workers > 1``, a ``distributed.LocalCluster`` of ``workers`` processes (spawned,
@@ -75,16 +74,17 @@ class BlockPool:
             ``scheduler``.
         scheduler: address of an existing cluster's scheduler (``"tcp://host:8786"``),
             or None.
-        function: what a block runs (default :func:`~lumaxlike._run.tasks.invert_block`); it must be importable
+        function: what a block runs (an operation's block task,
+            `lumaxlike._operations.declaration.Operation.block`); it must be importable
             by the workers.
     """
 
-    def __init__(self, workers: int = 1, scheduler: str | None = None, function=None):
+    def __init__(self, workers: int, scheduler: str | None, function):
         if isinstance(workers, bool) or int(workers) != workers or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         self.workers = int(workers)
         self.scheduler = scheduler
-        self.function = tasks.invert_block if function is None else function
+        self.function = function
         self._pending: deque = deque()
         self._cluster = None
         if scheduler is not None or self.workers > 1:

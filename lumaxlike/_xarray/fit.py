@@ -16,8 +16,8 @@ from .._io.product_dataarray import (
     with_bad_band_status,
 )
 from .._io.units import uncertainty_to_r
+from .._options import SolverOptions
 from .._provenance import python_call
-from .._run.tasks import SolverOptions
 from .chunks import (
     ChunkMap,
     apply_to_chunks,
@@ -38,7 +38,7 @@ def _fit_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, free, fit_op
     (`_joint_fields` for a joint fit: shared parameters and per-pixel problems' fields
     without the band axis). The noise is in `fit_options` (`refl_sigma` is None)."""
     from .._inverse.fit.fit import fit
-    from .._run.tasks import numba_threads
+    from .._operations.blocks import numba_threads
 
     solver = fit_options["solver"]
     num_threads = worker_num_threads(solver, num_threads)
@@ -92,8 +92,8 @@ def _fit_regional(
     """`fit_dataarray`'s regional fit (`lumaxlike._xarray.regions`): labels checked,
     regions grouped under the cap (refused above it), the groups fitted in this process."""
     from .._inverse.fit.arguments import OBSERVATIONS_PER_CHUNK
+    from .._operations.blocks import numba_threads
     from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
-    from .._run.tasks import numba_threads
     from .regions import checked_labels, fit_regions, region_groups
 
     memory = REGION_MEMORY_BYTES if region_memory is None else region_memory

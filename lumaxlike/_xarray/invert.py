@@ -8,10 +8,11 @@ import numpy as np
 import xarray as xr
 
 from .._inverse.albedo.invert import solver_chunk_pixels
-from .._io.layout import FIELD_ATTRS, RESULT_FIELDS
 from .._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
+from .._operations.blocks import per_band_params
+from .._operations.invert import INVERT, invert_block
+from .._options import SolverOptions, solver_options
 from .._provenance import python_call
-from .._run.tasks import SolverOptions, invert_block, per_band_params
 from .._status import Status
 from .chunks import (
     OUTPUT_DTYPES,
@@ -33,14 +34,14 @@ def _invert_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, options):
     fields = invert_block(
         r, to_sun, to_sensor, normal, params, chunk_options(options), refl_sigma=refl_sigma
     )
-    return tuple(fields[field] for field in RESULT_FIELDS)
+    return tuple(fields[field] for field in INVERT.fields)
 
 
 def invert_dataarray(
     refl: xr.DataArray,
     geometry,
     params,
-    solver: str = "jax",
+    solver: str | SolverOptions = "jax",
     *,
     units: str,
     spectral_dim: str | None = None,
@@ -67,7 +68,8 @@ def invert_dataarray(
         params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction`
             (then ``w`` holds its albedo A, solved in closed form), or a sequence of one
             per band.
-        solver: ``"jax"`` (default, as in `lumaxlike.invert`) or ``"numba"``.
+        solver: ``"jax"`` (default, as in `lumaxlike.invert`) or ``"numba"``, or a
+            `lumaxlike.SolverOptions` (``max_iter``, ``tol``, ``num_threads``: its fields).
         units: what ``refl`` holds: ``"r"`` [1/sr], ``"radf"`` (pi r) or ``"reff"``
             (pi r / cos i, local incidence); required, never guessed.
         correction_undone: see ``geometry``. Bands ``refl``'s attrs mark bad
@@ -98,7 +100,7 @@ def invert_dataarray(
     check_front_end(refl, units, refl_sigma)
     standard = geometry is None
     geometry = product_geometry_of(refl, geometry, correction_undone)
-    options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    options = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     spec = spectral_dim_of(refl, spectral_dim)
     band_params = per_band_params(params, refl.sizes[spec])
     inputs = chunked_inputs(refl, geometry, spec)
@@ -108,13 +110,16 @@ def invert_dataarray(
         options,
         chunk_size=min(
             inputs.largest,
-            solver_chunk_pixels(solver, refl.sizes[spec], np.result_type(refl.dtype, np.float32)),
+            solver_chunk_pixels(
+                options.solver, refl.sizes[spec], np.result_type(refl.dtype, np.float32)
+            ),
         ),
     )
     dtype = np.result_type(refl.dtype, np.float32)
+    attrs_of = INVERT.layout(units).attrs
     maps = [
-        ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), FIELD_ATTRS[field])
-        for field in RESULT_FIELDS
+        ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), attrs_of[field])
+        for field in INVERT.fields
     ]
     variables = apply_to_chunks(
         _invert_block,
@@ -139,9 +144,9 @@ def invert_dataarray(
         geometry,
         params=band_params,
         units=units,
-        solver=solver,
-        tol=tol,
-        max_iter=max_iter,
+        solver=options.solver,
+        tol=options.tol,
+        max_iter=options.max_iter,
         refl_sigma=refl_sigma,
         dtype=dtype,
         product=product_record_of(refl, standard),

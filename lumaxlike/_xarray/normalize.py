@@ -15,8 +15,9 @@ from .._io.product_dataarray import (
     product_record_of,
     with_bad_band_status,
 )
+from .._operations.blocks import per_band_params
+from .._options import SolverOptions, solver_options
 from .._provenance import python_call
-from .._run.tasks import SolverOptions, per_band_params
 from .chunks import (
     OUTPUT_DTYPES,
     ChunkMap,
@@ -48,7 +49,7 @@ def _normalize_block(
 ):
     """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) and the parameter
     maps -> normalised reflectance, status, sigma."""
-    from .._run.normalize_task import NORMALIZATION_FIELDS, normalize_block
+    from .._operations.normalize import NORMALIZATION_FIELDS, normalize_block
 
     pixels = r.shape[:-1]
     param_maps = {
@@ -74,7 +75,7 @@ def normalize_dataarray(
     refl: xr.DataArray,
     geometry,
     params,
-    solver: str = "jax",
+    solver: str | SolverOptions = "jax",
     *,
     units: str,
     standard=None,
@@ -106,13 +107,13 @@ def normalize_dataarray(
         `invert_dataarray` plus the standard geometry.
     """
     from .._normalize.standard import DEFAULT_STANDARD, standard_angles
-    from .._run.normalize_task import NORMALIZATION_FIELDS, normalization_attrs
+    from .._operations.normalize import NORMALIZE
 
     check_front_end(refl, units, refl_sigma)
     used_standard = geometry is None
     geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
     standard = standard_angles(DEFAULT_STANDARD if standard is None else standard)
-    options = SolverOptions(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    options = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     spec = spectral_dim_of(refl, spectral_dim)
     band_params = per_band_params(params, refl.sizes[spec])
     if param_maps is not None and not isinstance(param_maps, Mapping):
@@ -132,13 +133,13 @@ def normalize_dataarray(
         options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec]))
     )
     dtype = np.result_type(refl.dtype, np.float32)
-    attrs_of = normalization_attrs(units)
+    attrs_of = NORMALIZE.layout(units).attrs
     variables = apply_to_chunks(
         _normalize_block,
         inputs,
         [
             ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), attrs_of[field])
-            for field in NORMALIZATION_FIELDS
+            for field in NORMALIZE.fields
         ],
         units=units,
         refl_sigma=refl_sigma,
@@ -157,9 +158,9 @@ def normalize_dataarray(
         geometry,
         params=band_params,
         units=units,
-        solver=solver,
-        tol=tol,
-        max_iter=max_iter,
+        solver=options.solver,
+        tol=options.tol,
+        max_iter=options.max_iter,
         refl_sigma=refl_sigma,
         dtype=dtype,
         standard=standard,

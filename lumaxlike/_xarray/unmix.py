@@ -75,7 +75,7 @@ def _without_bad_bands(refl: xr.DataArray, spec: str, endmembers):
 def _unmix_block(r, to_sun, to_sensor, normal, refl_sigma, *, endmembers, params, options):
     """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) -> fractions, sigma
     (..., endmembers), status, iterations, residual, remainder (...)."""
-    from .._run.unmix_task import unmix_block
+    from .._operations.unmix import unmix_block
 
     fields = unmix_block(
         r,
@@ -143,8 +143,8 @@ def unmix_dataarray(
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
     """
+    from .._operations.unmix import UnmixOptions, unmix_layout, unmix_record
     from .._params import HapkeParams
-    from .._run.unmix_task import UnmixOptions, unmix_layout, unmix_record
     from .._unmix.endmembers import Endmembers
     from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES
     from .._unmix.unmix import default_chunk_pixels as unmix_chunk_pixels

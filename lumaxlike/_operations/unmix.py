@@ -1,8 +1,7 @@
-"""The task of an unmixing's block (`unmix_block`, with its `UnmixOptions`), shared by
-`lumaxlike.unmix_file`'s blocks and `lumaxlike.unmix_dataarray`'s chunks: NumPy arrays in
-lumaxlike's layout, reflectance ``(..., bands)`` in r [1/sr], geometry ``(..., 3)``; the
-maps it returns (`unmix_fields`, `unmix_layout`) and the record of an unmixing
-(`unmix_record`)."""
+"""The unmixing, declared once (`UNMIX`): its block task (`unmix_block`, with its
+`UnmixOptions`, on NumPy arrays in lumaxlike's layout, reflectance ``(..., bands)`` in r
+[1/sr], geometry ``(..., 3)``), the maps it returns (`unmix_fields`, `unmix_layout`) and the
+record of an unmixing (`unmix_record`)."""
 
 from __future__ import annotations
 
@@ -11,14 +10,16 @@ from typing import Any
 
 import numpy as np
 
-from .._io.writers import FieldLayout
+from .._io.layout import FieldLayout
 from .._params import HapkeParams
 from .._status import Status
 from .._unmix.endmembers import Endmembers
 from .._unmix.unmix import unmix
-from .tasks import numba_threads
+from .blocks import numba_threads
+from .declaration import Operation
 
 __all__ = [
+    "UNMIX",
     "UNMIX_FIELDS",
     "UnmixOptions",
     "unmix_block",
@@ -137,3 +138,18 @@ def unmix_record(endmembers: Endmembers, route: str, sum_to_one: bool, library=N
         "extinction_efficiency": [float(v) for v in endmembers.extinction_efficiency],
         "library": None if library is None else dict(library),
     }
+
+
+UNMIX = Operation(
+    name="unmix",
+    summary="unmix a reflectance cube into maps of endmember mass fractions",
+    block_task="lumaxlike._operations.unmix:unmix_block",
+    fields=(*UNMIX_FIELDS, "remainder"),
+    optional={"remainder": "remainder"},
+    layout=lambda names: unmix_layout(names),
+    progress="unmixing",
+    verb="unmixed",
+    bad_bands="exclude",
+)
+"""`lumaxlike unmix`, `unmix_file` and `unmix_dataarray`: mass fractions per pixel (the
+layout is made from the endmembers' names, not the units)."""

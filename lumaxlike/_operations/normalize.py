@@ -1,7 +1,7 @@
-"""The task of a photometric normalisation's block (`normalize_block`), shared by
-`lumaxlike.normalize_file`'s blocks and `lumaxlike.normalize_dataarray`'s chunks: NumPy
-arrays in lumaxlike's layout, reflectance ``(..., bands)`` in r [1/sr], geometry
-``(..., 3)``; the maps it returns (`NORMALIZATION_FIELDS`) and their attributes."""
+"""The photometric normalisation, declared once (`NORMALIZE`): its block task
+(`normalize_block`, on NumPy arrays in lumaxlike's layout, reflectance ``(..., bands)`` in
+r [1/sr], geometry ``(..., 3)``), the maps it returns (`NORMALIZATION_FIELDS`) and their
+layout."""
 
 from __future__ import annotations
 
@@ -11,12 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from .._io.writers import FIELD_ATTRS
+from .._io.layout import FIELD_ATTRS, FieldLayout
 from .._normalize.normalize import normalize
-from .tasks import SolverOptions, band_groups, numba_threads
+from .._options import SolverOptions
+from .blocks import band_groups, numba_threads
+from .declaration import Operation
 
 __all__ = [
     "NORMALIZATION_FIELDS",
+    "NORMALIZE",
+    "normalization_layout",
     "from_r_at_standard",
     "normalization_attrs",
     "normalize_block",
@@ -126,3 +130,28 @@ def normalize_block(
     for field in ("reflectance", "sigma"):
         fields[field] = from_r_at_standard(fields[field], units, standard)
     return fields
+
+
+def normalization_layout(units: str) -> FieldLayout:
+    """The maps a normalisation writes: the normalised cube at the output path, its status
+    and sigma beside it."""
+    return FieldLayout(
+        main="reflectance",
+        attrs=normalization_attrs(units),
+        band_names={},
+        integer={"status": np.int8},
+    )
+
+
+NORMALIZE = Operation(
+    name="normalize",
+    summary="normalise a reflectance cube to a standard geometry",
+    block_task="lumaxlike._operations.normalize:normalize_block",
+    fields=NORMALIZATION_FIELDS,
+    optional={"sigma": "sigma"},
+    layout=normalization_layout,
+    progress="normalising",
+    verb="normalised",
+)
+"""`lumaxlike normalize`, `normalize_file` and `normalize_dataarray`: reflectance at a
+standard geometry, per band and pixel."""

@@ -1,0 +1,73 @@
+"""`Operation`: an operation as every front end reads it.
+
+An operation (invert, normalize, unmix, ...) is declared once, in its own module of this
+package: its block task, the maps it writes and their layout, the words its runs are
+reported in. The file front ends (`lumaxlike._files.cube_run`), the xarray front ends
+and the command line read the declaration; the run layer (`lumaxlike._run`) takes its
+block task and knows nothing else of it, as xarray's ``open_dataset`` dispatches to one
+backend entry point per engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from .._io.layout import FieldLayout
+
+__all__ = ["Operation"]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation's declaration.
+
+    Attributes:
+        name: the command and Python name (``"invert"``: ``lumaxlike invert``,
+            ``lumaxlike.invert_file``, ``DataArray.hapke.invert``).
+        summary: one line saying what it makes (the command's help).
+        block_task: the block task, ``"module:function"``, named by its import path as
+            an entry point is, so that a dask worker imports it: ``function(refl, to_sun,
+            to_sensor, normal, params, options, refl_sigma=None, **extra) -> {field:
+            array}`` on NumPy arrays, r [1/sr] ``pixels + (bands,)``, direction vectors
+            ``pixels + (3,)``.
+        fields: every map it may write, in order.
+        optional: ``{field: option}``: maps written only when that option is given
+            (``{"sigma": "sigma"}``).
+        layout: ``layout(...) -> FieldLayout``: the maps' names, types, bands and
+            attributes (for a cube in ``units``, or per endmember).
+        progress, verb: the progress bar's verb (``"inverting"``) and the run summary's
+            (``"inverted"``).
+        bad_bands: ``"mark"`` (per-band maps: the product's bad bands get the status
+            ``BAD_BAND``) or ``"exclude"`` (maps not per band: bad bands left out).
+    """
+
+    name: str
+    summary: str
+    block_task: str
+    fields: tuple[str, ...]
+    layout: Callable[..., FieldLayout]
+    progress: str
+    verb: str
+    optional: Mapping[str, str] = field(default_factory=dict)
+    bad_bands: str = "mark"
+
+    @property
+    def file_function(self) -> str:
+        """The file front end's Python name (``"invert_file"``), for the recorded call."""
+        return f"{self.name}_file"
+
+    def block(self) -> Callable[..., dict]:
+        """The block task, imported by its path (`block_task`)."""
+        module, function = self.block_task.split(":")
+        return getattr(importlib.import_module(module), function)
+
+    def written(self, fields: tuple[str, ...] | None = None, **given) -> list[str]:
+        """The maps a run writes: ``fields`` (default `fields`) less the optional ones
+        whose option is None or not in ``given``."""
+        return [
+            name
+            for name in (self.fields if fields is None else fields)
+            if name not in self.optional or given.get(self.optional[name]) is not None
+        ]

@@ -1,0 +1,252 @@
+"""`slab_albedo`: w of particles from their optical constants, grain size and nanophase
+iron (Hapke's equivalent slab, `_model/slab_equations.py`) on arrays, by NumPy, JAX or
+numba; `slab_albedo_and_slopes` adds dw/dD and dw/df of both iron fractions."""
+
+import functools
+
+import numba
+import numpy as np
+from jaxtyping import ArrayLike, Float
+
+from .._model._backends import SLAB_MEAN_PATHS, SLAB_REFLECTIONS, slab_twins
+from .constants import OpticalConstants
+
+__all__ = ["slab_albedo", "slab_albedo_and_slopes", "slab_arguments"]
+
+BACKENDS = ("numpy", "jax", "numba")
+
+
+def _check_choice(argument: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{argument} must be one of {choices}, got {value!r}")
+
+
+def _checked(name: str, value, *, low: float, strict: bool) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    bad = ~np.isfinite(array) | ((array <= low) if strict else (array < low))
+    if np.any(bad):
+        relation = ">" if strict else ">="
+        raise ValueError(f"{name} must be finite and {relation} {low:g}, got {array[bad][:3]}")
+    return array
+
+
+def _iron(wavelength, fractions, host_density, iron):
+    """(n_iron, k_iron, density) at `wavelength`; zeros (and density 1) where no iron
+    fraction is > 0, where they do not count."""
+    if not any(np.any(fraction > 0) for fraction in fractions):
+        density = np.asarray(1.0 if host_density is None else host_density, dtype=np.float64)
+        return np.zeros(()), np.zeros(()), density
+    if host_density is None:
+        raise ValueError("host_density [g/cm^3] is needed where an iron fraction is > 0")
+    density = _checked("host_density", host_density, low=0.0, strict=True)
+    if iron is None:
+        from .shipped import optical_constants
+
+        iron = optical_constants("iron")
+    if not isinstance(iron, OpticalConstants):
+        raise ValueError(f"iron must be OpticalConstants or None, got {type(iron).__name__}")
+    n_iron, k_iron = iron.interpolate(wavelength)
+    return n_iron, k_iron, density
+
+
+def slab_arguments(
+    n,
+    k,
+    wavelength,
+    grain_size,
+    internal_scattering,
+    npfe_fraction,
+    host_density,
+    iron,
+    mpfe_fraction=0.0,
+    mpfe_diameter=None,
+) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """The ten broadcast float64 arrays of `slab_equations.slab_albedo`'s arguments,
+    checked (ValueError naming the argument), and d extra_alpha / d mpfe_fraction (the
+    microphase iron's absorption per unit mass fraction [1/um]; zeros without it). Iron's
+    n, k are interpolated at `wavelength` where an iron fraction is > 0."""
+    n = _checked("n", n, low=1.0, strict=False)
+    k = _checked("k", k, low=0.0, strict=False)
+    wavelength = _checked("wavelength", wavelength, low=0.0, strict=True)
+    grain_size = _checked("grain_size", grain_size, low=0.0, strict=True)
+    scattering = _checked("internal_scattering", internal_scattering, low=0.0, strict=False)
+    npfe = _checked("npfe_fraction", npfe_fraction, low=0.0, strict=False)
+    mpfe = _checked("mpfe_fraction", mpfe_fraction, low=0.0, strict=False)
+    for name, fraction in (("npfe_fraction", npfe), ("mpfe_fraction", mpfe)):
+        if np.any(fraction > 1):
+            raise ValueError(f"{name} is a mass fraction: at most 1")
+    n_iron, k_iron, density = _iron(wavelength, (npfe, mpfe), host_density, iron)
+    values = (n, k, wavelength, grain_size, scattering, npfe, n_iron, k_iron, density, mpfe)
+    shape = np.broadcast_shapes(*(value.shape for value in values))
+    n, k, wavelength, grain_size, scattering, npfe, n_iron, k_iron, density, mpfe = (
+        np.broadcast_to(value, shape) for value in values
+    )
+    per_fraction = np.zeros(shape)
+    if np.any(mpfe > 0):
+        if mpfe_diameter is None:
+            raise ValueError("mpfe_diameter [um] is needed where mpfe_fraction > 0")
+        diameter = _checked("mpfe_diameter", mpfe_diameter, low=0.0, strict=True)
+        from .microphase import microphase_absorption_coefficient
+
+        per_fraction = microphase_absorption_coefficient(
+            n, wavelength, n_iron, k_iron, density, np.broadcast_to(diameter, shape)
+        )
+    arguments = (n, k, wavelength, grain_size, scattering, npfe, n_iron, k_iron, density)
+    return (*arguments, mpfe * per_fraction), per_fraction
+
+
+@functools.cache
+def _numba_kernel(reflections: str, mean_path: str):
+    twin = slab_twins("numba", reflections, mean_path).slab_albedo_and_slopes
+
+    @numba.njit(error_model="numpy", cache=False)
+    def kernel(a, b, c, d, e, f, g, h, i, x, out):  # the ten arguments, flat; out (4, size)
+        for j in range(a.size):
+            w, dw_dd, dw_df, dw_da = twin(
+                a[j], b[j], c[j], d[j], e[j], f[j], g[j], h[j], i[j], x[j]
+            )
+            out[0, j] = w
+            out[1, j] = dw_dd
+            out[2, j] = dw_df
+            out[3, j] = dw_da
+
+    return kernel
+
+
+@functools.cache
+def _jax_program(reflections: str, mean_path: str):
+    import jax
+
+    return jax.jit(slab_twins("jax", reflections, mean_path).slab_albedo_and_slopes)
+
+
+def _evaluate(arguments, reflections: str, mean_path: str, backend: str):
+    shape = arguments[0].shape
+    if backend == "numba":
+        flat = [np.ascontiguousarray(value).ravel() for value in arguments]
+        out = np.empty((4, flat[0].size))
+        _numba_kernel(reflections, mean_path)(*flat, out)
+        return tuple(row.reshape(shape) for row in out)
+    if backend == "jax":
+        import jax
+
+        with jax.enable_x64(True):
+            values = _jax_program(reflections, mean_path)(*arguments)
+            return tuple(np.asarray(value, dtype=np.float64).reshape(shape) for value in values)
+    values = slab_twins("numpy", reflections, mean_path).slab_albedo_and_slopes(*arguments)
+    return tuple(np.asarray(value, dtype=np.float64).reshape(shape) for value in values)
+
+
+def slab_albedo_and_slopes(
+    n,
+    k,
+    wavelength,
+    grain_size,
+    *,
+    internal_scattering=0.0,
+    npfe_fraction=0.0,
+    host_density=None,
+    iron=None,
+    mpfe_fraction=0.0,
+    mpfe_diameter=None,
+    reflections="hapke1993",
+    mean_path="hapke2001",
+    backend="numpy",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(w, dw/dD [1/um], dw/d npfe_fraction, dw/d mpfe_fraction): `slab_albedo` and its
+    analytic derivatives in grain size and in the two iron mass fractions, same
+    arguments (for `unmix` with free grain sizes and weathering)."""
+    _check_choice("reflections", reflections, SLAB_REFLECTIONS)
+    _check_choice("mean_path", mean_path, SLAB_MEAN_PATHS)
+    _check_choice("backend", backend, BACKENDS)
+    arguments, microphase_per_fraction = slab_arguments(
+        n,
+        k,
+        wavelength,
+        grain_size,
+        internal_scattering,
+        npfe_fraction,
+        host_density,
+        iron,
+        mpfe_fraction,
+        mpfe_diameter,
+    )
+    w, dw_dd, dw_df, dw_dalpha = _evaluate(arguments, reflections, mean_path, backend)
+    return w, dw_dd, dw_df, dw_dalpha * microphase_per_fraction
+
+
+def slab_albedo(
+    n: ArrayLike,
+    k: ArrayLike,
+    wavelength: ArrayLike,
+    grain_size: ArrayLike,
+    *,
+    internal_scattering: ArrayLike = 0.0,
+    npfe_fraction: ArrayLike = 0.0,
+    host_density: ArrayLike | None = None,
+    iron: OpticalConstants | None = None,
+    mpfe_fraction: ArrayLike = 0.0,
+    mpfe_diameter: ArrayLike | None = None,
+    reflections: str = "hapke1993",
+    mean_path: str = "hapke2001",
+    backend: str = "numpy",
+) -> Float[np.ndarray, "..."]:
+    """Single-scattering albedo w of particles from their optical constants (Hapke's
+    equivalent slab; Hapke 2001, JGR 106, 10039), with nanophase iron (npFe0).
+
+    w = S_e + (1 - S_e)(1 - S_i) Theta / (1 - S_i Theta), with alpha = 4 pi k / lambda
+    (+ the npFe0 term), the mean path <D> = m(n) D, r_i = (1 - q)/(1 + q),
+    q = sqrt(alpha / (alpha + s)), Theta = (r_i + E)/(1 + r_i E),
+    E = exp(-sqrt(alpha (alpha + s)) <D>) (Theta = exp(-alpha <D>) at s = 0). Nanophase
+    iron adds alpha_npFe = 36 pi z phi / lambda (Lucey & Riner 2011, eq. 1), with z from
+    the host's n and iron's n, k and phi = f rho_host / 7.87 its volume fraction.
+    Equations and variants: docs/optical-constants.md.
+
+    Args:
+        n: the host's real refractive index (>= 1).
+        k: the host's imaginary refractive index (>= 0).
+        wavelength: wavelength lambda [um].
+        grain_size: grain size D [um] (> 0).
+        internal_scattering: internal scattering coefficient s [1/um] (>= 0).
+        npfe_fraction: nanophase iron mass fraction f (0 to 1; 0.005 is 0.5 wt %).
+        host_density: the host's density [g/cm^3]; needed where npfe_fraction > 0.
+        iron: iron's optical constants; default `optical_constants("iron")` (Johnson &
+            Christy 1974, 0.188-1.94 um). Read only where an iron fraction is > 0; a
+            wavelength outside its grid is then refused.
+        mpfe_fraction: microphase (Britt-Pieters) iron mass fraction (0 to 1): spheres
+            of `mpfe_diameter`, their absorption from Mie theory (`miepython`),
+            alpha_mpFe = (3/2) phi Q_abs / d (Lucey & Riner 2011); their scattering is not
+            counted.
+        mpfe_diameter: the microphase iron spheres' diameter d [um] (0.05 is 50 nm);
+            needed where mpfe_fraction > 0.
+        reflections: S_e and S_i: "hapke1993" (S_e = R0 + 0.05,
+            S_i = 1.014 - 4/(n (n+1)^2); default) or "hapke2012" (Hapke 2012's fits).
+        mean_path: <D>/D: "hapke2001" ((2/3)(n^2 - (n^2-1)^(3/2)/n); default) or
+            "lucey1998" (0.9).
+        backend: "numpy" (default), "jax" (float64) or "numba": the same equations.
+
+    All array arguments broadcast against each other.
+
+    Returns:
+        w, float64, of the arguments' broadcast shape.
+
+    Raises:
+        ValueError: an argument out of its domain (named), an unknown variant or backend,
+            host_density missing where an iron fraction is > 0, mpfe_diameter missing
+            where mpfe_fraction > 0.
+    """
+    return slab_albedo_and_slopes(
+        n,
+        k,
+        wavelength,
+        grain_size,
+        internal_scattering=internal_scattering,
+        npfe_fraction=npfe_fraction,
+        host_density=host_density,
+        iron=iron,
+        mpfe_fraction=mpfe_fraction,
+        mpfe_diameter=mpfe_diameter,
+        reflections=reflections,
+        mean_path=mean_path,
+        backend=backend,
+    )[0]

@@ -1,0 +1,222 @@
+"""The registry of named spectral products (`SPECTRAL_PRODUCTS`), `spectral_parameters`
+and its result `SpectralParameters`, and `spectral_parameters_block`: the pure function
+of one block of spectra that every front end calls (NumPy arrays in, a dict of maps out;
+each pixel on its own, so blocks give the same maps as the whole)."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+from jaxtyping import Float
+
+from .crism import CRISM_PRODUCTS
+from .declarations import ProductInputs, SpectralProduct, check_product, wavelengths_read
+from .lucey import LUCEY_PRODUCTS, LuceyConstants
+from .m3 import M3_PRODUCTS
+from .wavelengths import DEFAULT_TOLERANCE, check_spectra
+
+__all__ = [
+    "QUANTITIES",
+    "SPECTRAL_PRODUCTS",
+    "SpectralParameters",
+    "available_spectral_products",
+    "prepare_products",
+    "spectral_parameters",
+    "spectral_parameters_block",
+]
+
+SPECTRAL_PRODUCTS: Mapping[str, SpectralProduct] = types.MappingProxyType(
+    {p.name: p for p in (*M3_PRODUCTS, *LUCEY_PRODUCTS, *CRISM_PRODUCTS)}
+)
+"""Every named product, ``{name: SpectralProduct}``, in the order M3, Lucey, CRISM."""
+
+QUANTITIES = types.MappingProxyType(
+    {
+        "w": "single-scattering albedo w (lumaxlike.invert)",
+        "normalized": "reflectance at a standard geometry (lumaxlike.normalize)",
+        "r": "bidirectional reflectance r [1/sr]",
+        "radf": "radiance factor RADF (I/F)",
+        "reff": "reflectance factor REFF",
+        "reflectance": "reflectance, of a kind not said",
+    }
+)
+"""What spectra can hold, as `spectral_parameters` records it: a band depth of w and one
+of I/F are different quantities."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SpectralParameters(Mapping):
+    """The products of `spectral_parameters`: a read-only mapping ``{name: (...) array}``
+    (the spectra's pixels), in the order asked, plus how they were made.
+
+    Attributes:
+        maps: the mapping itself.
+        quantity: what the spectra held (a key of ``QUANTITIES``).
+        wavelengths: ``{name: (band centres [um] the product read, ...)}``.
+        products: ``{name: SpectralProduct}``, the declarations used.
+        constants: ``{set name: constants}`` used (``{"lucey": LuceyConstants(...)}``).
+    """
+
+    maps: Mapping[str, np.ndarray]
+    quantity: str
+    wavelengths: Mapping[str, tuple[float, ...]]
+    products: Mapping[str, SpectralProduct]
+    constants: Mapping[str, object]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.maps[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.maps)
+
+    def __len__(self) -> int:
+        return len(self.maps)
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedProducts:
+    """Products checked against one spectral axis: what a block needs besides its spectra
+    (picklable, for dask)."""
+
+    names: tuple[str, ...]
+    wavelengths: np.ndarray
+    good: np.ndarray
+    located: Mapping[str, Mapping]
+    used: Mapping[str, tuple[float, ...]]
+    constants: Mapping[str, object]
+    tolerance: float
+
+
+def _check_names(products) -> tuple[str, ...]:
+    if isinstance(products, str):
+        products = (products,)
+    names = tuple(products)
+    if not names:
+        raise ValueError("products must name at least one product")
+    unknown = [n for n in names if n not in SPECTRAL_PRODUCTS]
+    if unknown:
+        raise ValueError(f"products: unknown {unknown}; available: {', '.join(SPECTRAL_PRODUCTS)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"products names a product twice: {list(names)}")
+    return names
+
+
+def prepare_products(products, wavelengths, good, *, lucey=None, tolerance=DEFAULT_TOLERANCE):
+    """`products` (names) checked against the (checked) spectral axis, every refusal by
+    product name (ValueError)."""
+    names = _check_names(products)
+    if not (isinstance(tolerance, (int, float)) and tolerance > 0):
+        raise ValueError(f"tolerance must be a positive number [um], got {tolerance!r}")
+    if lucey is None:
+        lucey = LuceyConstants()
+    if not isinstance(lucey, LuceyConstants):
+        raise ValueError(f"lucey must be a LuceyConstants, got {type(lucey).__name__}")
+    located, used = {}, {}
+    for name in names:
+        product = SPECTRAL_PRODUCTS[name]
+        located[name] = check_product(product, wavelengths, good, tolerance)
+        used[name] = wavelengths_read(product, located[name], wavelengths, good)
+    constants = {"lucey": lucey} if any(SPECTRAL_PRODUCTS[n].constants for n in names) else {}
+    return PreparedProducts(names, wavelengths, good, located, used, constants, float(tolerance))
+
+
+def spectral_parameters_block(spectra, prepared: PreparedProducts) -> dict[str, np.ndarray]:
+    """The pure function of one block: (..., bands) spectra -> ``{name: (...) map}``,
+    float64 (float32 for float32 spectra), bad bands NaN first. What the xarray front end
+    runs on each chunk, and what a file front end would run on each block of rows."""
+    spectra = np.where(prepared.good, spectra, np.nan).astype(spectra.dtype, copy=False)
+    dtype = np.result_type(spectra.dtype, np.float32)
+    analyses: dict = {}
+    maps = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for name in prepared.names:
+            inputs = ProductInputs(
+                spectra,
+                prepared.wavelengths,
+                prepared.good,
+                dict(prepared.located[name]),
+                prepared.tolerance,
+                prepared.constants,
+                analyses,
+            )
+            value = np.asarray(SPECTRAL_PRODUCTS[name].function(inputs))
+            maps[name] = np.broadcast_to(value, spectra.shape[:-1]).astype(dtype)
+    return maps
+
+
+def spectral_parameters(
+    spectra: Float[np.ndarray, "*pixels bands"],  # noqa: F722 (jaxtyping shape)
+    wavelengths: Float[np.ndarray, " bands"],  # noqa: F722 (jaxtyping shape)
+    products: str | Sequence[str],
+    *,
+    quantity: str,
+    bad_bands=None,
+    lucey: LuceyConstants | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> SpectralParameters:
+    """Named spectral products (M3, Lucey, CRISM) per pixel.
+
+    Each product follows its published definition (`SPECTRAL_PRODUCTS[name]`: bands,
+    kernels, continuum anchors, citation; the docs page "Spectral parameters" lists
+    them). A product reads the band nearest each of its wavelengths, within `tolerance`,
+    as the median over its kernel of neighbouring bands; a product whose band is not
+    covered, or whose band or kernel neighbour is bad, is refused by name: nothing is
+    extrapolated. Where a pixel's band is NaN its product is NaN (and TiO2 is NaN below
+    the origin of Lucey's relation).
+
+    Args:
+        spectra: (..., bands) the quantity named by `quantity`.
+        wavelengths: (bands,) band centres [um], increasing.
+        products: names of `SPECTRAL_PRODUCTS` (one name or a sequence).
+        quantity: what `spectra` holds, recorded with the result: ``"w"`` (from
+            `invert`), ``"normalized"`` (from `normalize`), ``"r"``, ``"radf"``,
+            ``"reff"`` or ``"reflectance"``. Lucey's constants were fitted to
+            Clementine's reflectance at 30 deg incidence and 0 deg emission: on w or on
+            another geometry FeO, TiO2 and OMAT need their own constants (`lucey`).
+        bad_bands: None, a (bands,) bool mask (True: bad) or band indices.
+        lucey: the constants of FeO, TiO2 and OMAT (default: Clementine's).
+        tolerance: how far [um] the band nearest a product's wavelength may lie from it.
+
+    Returns:
+        `SpectralParameters`: ``{name: (...) map}`` (float32 for float32 spectra, else
+        float64) with the quantity, the wavelengths each product read and the constants.
+
+    Raises:
+        ValueError: a bad argument, an unknown product, or a product the bands cannot
+            give (named, with the wavelength at fault).
+    """
+    if quantity not in QUANTITIES:
+        raise ValueError(f"quantity must be one of {list(QUANTITIES)}, got {quantity!r}")
+    spectra, wavelengths, good = check_spectra(spectra, wavelengths, bad_bands)
+    prepared = prepare_products(products, wavelengths, good, lucey=lucey, tolerance=tolerance)
+    maps = spectral_parameters_block(spectra, prepared)
+    return SpectralParameters(
+        maps=types.MappingProxyType(maps),
+        quantity=quantity,
+        wavelengths=types.MappingProxyType(dict(prepared.used)),
+        products=types.MappingProxyType({n: SPECTRAL_PRODUCTS[n] for n in prepared.names}),
+        constants=types.MappingProxyType(dict(prepared.constants)),
+    )
+
+
+def available_spectral_products(
+    wavelengths: Float[np.ndarray, " bands"],  # noqa: F722 (jaxtyping shape)
+    *,
+    bad_bands=None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> tuple[str, ...]:
+    """Names of the `SPECTRAL_PRODUCTS` these bands can give (all their bands covered
+    within `tolerance` [um], none bad), in the registry's order."""
+    wavelengths = np.asarray(wavelengths, dtype=np.float64)
+    _, wavelengths, good = check_spectra(np.zeros((1, wavelengths.size)), wavelengths, bad_bands)
+    names = []
+    for name, product in SPECTRAL_PRODUCTS.items():
+        try:
+            check_product(product, wavelengths, good, tolerance)
+        except ValueError:
+            continue
+        names.append(name)
+    return tuple(names)

@@ -1,0 +1,162 @@
+"""The spectral axis of `continuum_removed`, `band_parameters` and `spectral_parameters`:
+its checks (wavelengths in micrometres, increasing; bad bands), the band nearest a
+wavelength and its kernel (the median over neighbouring bands, as the CRISM summary
+parameters take it), refused by name when a wavelength is not covered or a band it needs
+is bad: nothing is ever extrapolated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "Kernel",
+    "Located",
+    "check_spectra",
+    "good_mask",
+    "good_in_window",
+    "kernel_value",
+    "locate",
+]
+
+DEFAULT_TOLERANCE = 0.01
+"""How far [um] the band nearest a product's wavelength may lie from it: 10 nm, half of
+M3's 20 nm spacing near 1 um (its band centres lie within ~2 nm of the pipeline's
+wavelengths), and ~1.5 of CRISM's 6.55 nm channels."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """A band a product reads: the band nearest ``wavelength`` [um] and the median over
+    the ``width`` bands centred on it (odd; 1: the band alone)."""
+
+    wavelength: float
+    width: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Located:
+    """A `Kernel` found in a cube: ``index`` of the band nearest its wavelength,
+    ``wavelength`` [um] of that band, the kernel's bands ``start:stop``."""
+
+    index: int
+    wavelength: float
+    start: int
+    stop: int
+
+
+def check_spectra(spectra, wavelengths, bad_bands=None):
+    """The arguments every spectral function checks alike.
+
+    Args:
+        spectra: (..., bands) array; integers are read as float64.
+        wavelengths: (bands,) band centres [um], strictly increasing and finite.
+        bad_bands: None, a (bands,) bool mask (True: bad) or a sequence of band indices.
+
+    Returns:
+        (spectra as a floating array, wavelengths as float64, good as a (bands,) bool mask).
+
+    Raises:
+        ValueError: naming the argument at fault.
+    """
+    spectra = np.asarray(spectra)
+    if spectra.ndim < 1 or spectra.shape[-1] < 2:
+        raise ValueError(f"spectra must have a bands axis (last) of 2 or more, got {spectra.shape}")
+    if not np.issubdtype(spectra.dtype, np.floating):
+        if not np.issubdtype(spectra.dtype, np.number) or np.iscomplexobj(spectra):
+            raise ValueError(f"spectra must be real numbers, got dtype {spectra.dtype}")
+        spectra = spectra.astype(np.float64)
+    wavelengths = np.asarray(wavelengths, dtype=np.float64)
+    if wavelengths.shape != spectra.shape[-1:]:
+        raise ValueError(
+            f"wavelengths must have shape ({spectra.shape[-1]},) (one per band of spectra), "
+            f"got {wavelengths.shape}"
+        )
+    if not np.all(np.isfinite(wavelengths)) or np.any(np.diff(wavelengths) <= 0):
+        raise ValueError("wavelengths must be finite and strictly increasing")
+    if wavelengths[-1] > 100.0:
+        raise ValueError(
+            f"wavelengths must be in micrometres, the largest is {wavelengths[-1]:g} "
+            "(nanometres? divide by 1000)"
+        )
+    return spectra, wavelengths, good_mask(bad_bands, wavelengths.size)
+
+
+def good_mask(bad_bands, n_bands: int) -> np.ndarray:
+    """(n_bands,) bool, True for a good band: `bad_bands` (None, a bool mask with True for
+    bad, or band indices) checked and inverted."""
+    good = np.ones(n_bands, dtype=bool)
+    if bad_bands is None:
+        return good
+    bad = np.asarray(bad_bands)
+    if bad.dtype == bool:
+        if bad.shape != (n_bands,):
+            raise ValueError(f"bad_bands as a mask must have shape ({n_bands},), got {bad.shape}")
+        return ~bad
+    if bad.ndim != 1 or not np.issubdtype(bad.dtype, np.integer) and bad.size:
+        raise ValueError("bad_bands must be a bool mask or a sequence of band indices")
+    if bad.size and (bad.min() < -n_bands or bad.max() >= n_bands):
+        raise ValueError(f"bad_bands has indices outside the {n_bands} bands: {bad.tolist()}")
+    good[bad.astype(int)] = False
+    return good
+
+
+def locate(kernel: Kernel, wavelengths, good, tolerance: float, what: str, channel=None) -> Located:
+    """`kernel` found among `wavelengths` [um]: its nearest band within `tolerance` [um],
+    with the kernel's neighbours inside the cube and none of them bad; with `channel`
+    [um] (the spacing the kernel's width counts), a kernel of width > 1 must span at most
+    ``channel * (width + 2)`` (the CRISM Analysis Toolkit's gap tolerance: two channels
+    missing at most).
+
+    Raises:
+        ValueError: naming `what` (the product) and the wavelength.
+    """
+    index = int(np.argmin(np.abs(wavelengths - kernel.wavelength)))
+    nearest = float(wavelengths[index])
+    if abs(nearest - kernel.wavelength) > tolerance:
+        raise ValueError(
+            f"{what} needs a band at {kernel.wavelength:g} um: the nearest is {nearest:g} um, "
+            f"farther than tolerance={tolerance:g} um"
+        )
+    half = kernel.width // 2
+    start, stop = index - half, index + half + 1
+    if start < 0 or stop > wavelengths.size:
+        raise ValueError(
+            f"{what} needs {kernel.width} bands around {kernel.wavelength:g} um (a kernel): "
+            "the cube ends before that"
+        )
+    if not np.all(good[start:stop]):
+        bad = [f"{w:g}" for w, g in zip(wavelengths[start:stop], good[start:stop]) if not g]
+        raise ValueError(
+            f"{what} needs the {kernel.width} band(s) around {kernel.wavelength:g} um, "
+            f"and bands at {', '.join(bad)} um are bad"
+        )
+    span = wavelengths[stop - 1] - wavelengths[start]
+    if channel is not None and kernel.width > 1 and span > channel * (kernel.width + 2):
+        raise ValueError(
+            f"{what} takes the median of {kernel.width} channels of ~{channel * 1000:g} nm "
+            f"around {kernel.wavelength:g} um; these bands span {span * 1000:.0f} nm, more "
+            f"than {kernel.width + 2} channels"
+        )
+    return Located(index, nearest, start, stop)
+
+
+def kernel_value(spectra, located: Located) -> np.ndarray:
+    """The (...,) median of `spectra` over the kernel's bands (NaN where one is NaN)."""
+    if located.stop - located.start == 1:
+        return spectra[..., located.index]
+    return np.median(spectra[..., located.start : located.stop], axis=-1)
+
+
+def good_in_window(window, wavelengths, good, what: str) -> np.ndarray:
+    """Indices of the good bands with wavelengths in ``window = (low, high)`` [um]; refused
+    by name when there is none."""
+    low, high = (float(v) for v in window)
+    if not low < high:
+        raise ValueError(f"{what}: a window must be (low, high) with low < high, got {window}")
+    inside = np.flatnonzero((wavelengths >= low) & (wavelengths <= high) & good)
+    if inside.size == 0:
+        raise ValueError(f"{what} needs a good band between {low:g} and {high:g} um: none")
+    return inside

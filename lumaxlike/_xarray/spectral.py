@@ -1,0 +1,171 @@
+"""`spectral_parameters_dataarray`: named spectral products of a DataArray of spectra
+(`lumaxlike.spectral_parameters`), chunk by chunk; also
+``DataArray.hapke.spectral_parameters``. No geometry: ``xarray.apply_ufunc(...,
+dask="parallelized")`` over the pixel dims, the spectral dim in one chunk, the pure block
+function `spectral_parameters_block` on each chunk."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+from .._io.product_dataarray import bad_bands_of
+from .._io.spectral_metadata import WAVELENGTH_UNITS_UM
+from .._provenance import python_call
+from .._spectral.products import (
+    QUANTITIES,
+    SPECTRAL_PRODUCTS,
+    prepare_products,
+    spectral_parameters_block,
+)
+from .._spectral.wavelengths import DEFAULT_TOLERANCE, check_spectra, good_mask
+from .chunks import spectral_dim_of
+
+__all__ = ["spectral_parameters_dataarray"]
+
+
+def _block(spectra, *, prepared):
+    """apply_ufunc kernel: one chunk's (..., bands) spectra -> its maps, in order."""
+    maps = spectral_parameters_block(spectra, prepared)
+    return tuple(maps[name] for name in prepared.names)
+
+
+def _wavelengths_um(spectra: xr.DataArray, spec: str, wavelengths) -> np.ndarray:
+    """The band centres [um]: `wavelengths`, or the spectral dim's ``wavelength``
+    coordinate (or the dim's own coordinate) scaled by its ``units`` attr (nm or um)."""
+    if wavelengths is not None:
+        return np.asarray(wavelengths, dtype=np.float64)
+    coord = spectra.coords.get("wavelength")
+    if coord is None or coord.dims != (spec,):
+        coord = spectra.coords.get(spec)
+    if coord is None or not np.issubdtype(coord.dtype, np.number):
+        raise ValueError(
+            f"wavelengths: spectra has no numeric 'wavelength' coordinate along {spec!r}; "
+            "pass wavelengths=[um]"
+        )
+    unit = str(coord.attrs.get("units", "")).lower()
+    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in unit), None)
+    if unit and scale is None:
+        raise ValueError(f"wavelengths: the coordinate's units {unit!r} are not nm or um")
+    return np.asarray(coord.values, dtype=np.float64) * (1.0 if scale is None else scale)
+
+
+def _bad_mask(spectra: xr.DataArray, bad_bands, n_bands: int) -> np.ndarray:
+    """`bad_bands` (mask or indices, checked) and the bands spectra's attrs mark bad."""
+    good = good_mask(bad_bands, n_bands)
+    marked = bad_bands_of(spectra)
+    if marked is not None:
+        good[marked] = False
+    return ~good
+
+
+def spectral_parameters_dataarray(
+    spectra: xr.DataArray,
+    products: str | Sequence[str],
+    *,
+    quantity: str,
+    wavelengths=None,
+    spectral_dim: str | None = None,
+    bad_bands=None,
+    lucey=None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> xr.Dataset:
+    """Named spectral products of a DataArray of spectra, one variable each, chunk by chunk.
+
+    `lumaxlike.spectral_parameters` through ``xarray.apply_ufunc``: lazy, one dask task
+    per chunk, when `spectra` is dask-backed (the spectral dim is put in one chunk); at
+    once when not. Every pixel is computed on its own, so the maps do not depend on the
+    chunks.
+
+    Args:
+        spectra: the quantity named by `quantity` (w from `invert_dataarray`, normalised
+            reflectance from `normalize_dataarray`, reflectance) with one spectral dim
+            (``band`` or ``wavelength``, or `spectral_dim`).
+        products: names of `lumaxlike.SPECTRAL_PRODUCTS`.
+        quantity: what `spectra` holds (see `lumaxlike.spectral_parameters`).
+        wavelengths: (bands,) band centres [um]; None: the ``wavelength`` coordinate
+            along the spectral dim (or the dim's own), its ``units`` attr (nm or um) read,
+            um without one.
+        spectral_dim: the spectral dim's name, when not ``band`` or ``wavelength``.
+        bad_bands: None, a (bands,) bool mask or band indices; the bands `spectra`'s
+            attrs mark bad (`lumaxlike.open_product`) are bad too.
+        lucey: `lumaxlike.LuceyConstants` for FeO, TiO2 and OMAT (default: Clementine's).
+        tolerance: how far [um] the band nearest a product's wavelength may lie from it.
+
+    Returns:
+        Dataset with one variable per product on `spectra`'s other dims (their coords
+        kept, chunked as `spectra`), attrs ``units``, ``long_name``, ``citation``,
+        ``thermal_sensitive`` (0 or 1) and ``wavelengths_um`` (the band centres it read,
+        JSON); the Dataset's attrs record the quantity, the constants, lumaxlike's
+        version and the call (``history``).
+
+    Raises:
+        ValueError: as `lumaxlike.spectral_parameters`, naming the argument or product.
+    """
+    from .. import __version__
+
+    if not isinstance(spectra, xr.DataArray):
+        raise ValueError(f"spectra must be an xarray.DataArray, got {type(spectra).__name__}")
+    if quantity not in QUANTITIES:
+        raise ValueError(f"quantity must be one of {list(QUANTITIES)}, got {quantity!r}")
+    spec = spectral_dim_of(spectra, spectral_dim)
+    bands = spectra.sizes[spec]
+    _, axis, good = check_spectra(
+        np.zeros((1, bands)),
+        _wavelengths_um(spectra, spec, wavelengths),
+        _bad_mask(spectra, bad_bands, bands),
+    )
+    prepared = prepare_products(products, axis, good, lucey=lucey, tolerance=tolerance)
+    if spectra.chunks is not None and len(spectra.chunksizes[spec]) > 1:
+        spectra = spectra.chunk({spec: -1})
+    dtype = np.result_type(spectra.dtype, np.float32)
+    names = prepared.names
+    outputs = xr.apply_ufunc(
+        _block,
+        spectra,
+        input_core_dims=[[spec]],
+        output_core_dims=[[] for _ in names],
+        dask="parallelized",
+        output_dtypes=[dtype] * len(names),
+        kwargs={"prepared": prepared},
+    )
+    if len(names) == 1:
+        outputs = (outputs,)
+    variables = {}
+    for name, output in zip(names, outputs):
+        product = SPECTRAL_PRODUCTS[name]
+        output.attrs = {
+            "units": product.units,
+            "long_name": product.long_name,
+            "citation": product.citation,
+            "thermal_sensitive": int(product.thermal_sensitive),
+            "wavelengths_um": json.dumps(prepared.used[name]),
+        }
+        if "crs" in spectra.attrs:
+            output.attrs["crs"] = spectra.attrs["crs"]
+        variables[name] = output
+    call = python_call(
+        "spectral_parameters_dataarray",
+        spectra,
+        list(names),
+        quantity=quantity,
+        wavelengths=wavelengths,
+        spectral_dim=spectral_dim,
+        bad_bands=bad_bands,
+        tolerance=tolerance,
+    )
+    history = spectra.attrs.get("history")
+    attrs = {
+        "spectral_quantity": quantity,
+        "spectral_quantity_description": QUANTITIES[quantity],
+        "spectral_constants": json.dumps(
+            {k: dataclasses.asdict(v) for k, v in prepared.constants.items()}, sort_keys=True
+        ),
+        "lumaxlike_version": __version__,
+        "history": f"{history}\n{call}" if history else call,
+    }
+    return xr.Dataset(variables, attrs=attrs)
