@@ -6,15 +6,16 @@ spectra made by the independent NumPy model (tests/independent_hapke.py)."""
 import numpy as np
 import pytest
 import scipy.constants as sc
-from helpers import SOLVERS
-from independent_hapke import h_function as independent_h
-from independent_hapke import reflectance as independent_reflectance
 from scipy import integrate, optimize
 
 import lumaxlike
 from lumaxlike._model import thermal
 from lumaxlike._model._backends import retarget_to_numpy
 from lumaxlike._thermal import emissivity
+
+from .helpers import SOLVERS
+from .independent_hapke import h_function as independent_h
+from .independent_hapke import reflectance as independent_reflectance
 
 NUMPY = retarget_to_numpy(thermal)
 SUN_TEMPERATURE = 5772.0  # [K], IAU 2015 nominal effective temperature
@@ -170,22 +171,31 @@ def remove(observed, geometry, solar, sigma, solver="numba", **options):
     )  # fmt: skip
 
 
-@pytest.mark.slow  # 300 pixels, ~25 s on 2 cores
+# Why 3000 pixels: at 375 K the emission at 2.9 um is ~3x the reflected r, and
+# d ln B / dT = 3.5 %/K there, so a pixel's corrected r at 2.9 um carries ~10 % per K of T
+# error; with T's 1-sigma ~2 K from the window's 9 bands at 0.5 % noise (the Cramer-Rao
+# bound of this fit, not a defect of it), one pixel's corrected r is good to ~20 %, and
+# the 1 % of the issue can only be a statement about bias: the mean over N pixels has a
+# standard error of ~22 % / sqrt(N), 1.3 % at 300 pixels (the test failed by chance
+# there, 2.9 % at one seed) and 0.4 % at 3000. The method is exact on noise-free data
+# (test_noise_free_correction_to_one_percent, per pixel).
+@pytest.mark.slow  # 3000 pixels, ~6 s on 2 cores with numba's compilation
 def test_warm_surface_temperature_and_correction():
-    truth = np.random.default_rng(7).uniform(350, 400, 300)
+    truth = np.random.default_rng(7).uniform(350, 400, 3000)
     observed, r, geometry, solar, sigma = scene(truth, 0.005, seed=1)
     result = remove(observed, geometry, solar, sigma)
     assert np.all(result.status == lumaxlike.Status.CONVERGED)
     error = result.temperature - truth
-    assert abs(error.mean()) < 2.0  # the issue's 2 K, as a bias (~ -0.6 K: nonlinear in T)
+    assert abs(error.mean()) < 2.0  # the issue's 2 K, as a bias (one pixel's sigma is ~2 K)
+    assert np.median(result.temperature_sigma) < 2.5
     covered = np.mean(np.abs(error) <= result.temperature_sigma)
-    assert 0.63 <= covered <= 0.73  # 68 +- 5 % over 300 pixels
+    assert 0.63 <= covered <= 0.73  # 68 +- 5 %
     k = np.argmin(np.abs(WAVELENGTHS - 2.9))
     bias = np.mean(result.reflectance[:, k] / r[:, k]) - 1
-    assert abs(bias) < 0.01
+    assert abs(bias) < 0.01  # standard error 0.4 % (see above)
     # the band survives: its depth in the corrected w, against the truth's
     w_true, continuum = true_albedo()
-    depth = 1 - np.nanmedian(result.w[:, k]) / continuum[k]
+    depth = 1 - np.median(result.w[:, k]) / continuum[k]
     true_depth = 1 - w_true[k] / continuum[k]
     assert depth == pytest.approx(true_depth, rel=0.05)
 
@@ -196,18 +206,34 @@ def test_noise_free_correction_to_one_percent():
     np.testing.assert_allclose(result.temperature, [350, 375, 400], atol=0.5)
     k = np.argmin(np.abs(WAVELENGTHS - 2.9))
     np.testing.assert_allclose(result.reflectance[:, k], r[:, k], rtol=0.01)
+    # the 3 um band's depth in each pixel's corrected w, to 5 % of the truth's
+    w_true, continuum = true_albedo()
+    np.testing.assert_allclose(1 - result.w[:, k] / continuum[k], 1 - w_true[k] / continuum[k],
+                               rtol=0.05)  # fmt: skip
 
 
 def test_cold_surface_not_constrained():
-    observed, r, geometry, solar, sigma = scene(np.full(20, 250.0), 0.005, seed=3)
+    truth = 250.0
+    observed, r, geometry, solar, sigma = scene(np.full(20, truth), 0.005, seed=3)
     result = remove(observed, geometry, solar, sigma)
     assert np.all(result.status == lumaxlike.Status.NOT_CONSTRAINED)
-    # the data give an upper limit only: no pixel is made warm (the linearised sigma
-    # understates that one-sided uncertainty, so it is not used as an interval here)
-    assert np.all(result.temperature < 330)
-    assert np.all(result.temperature_sigma > 10)
-    # the correction of a cold surface is negligible: r within the noise
-    np.testing.assert_allclose(result.reflectance, r, atol=3 * sigma.max())
+    # T is an upper limit (95 %, one-sided): above the truth, yet saying something
+    assert np.all((result.temperature >= truth) & (result.temperature < 340))
+    assert np.all(np.isnan(result.temperature_sigma))
+    # left uncorrected, as documented: nothing removed, w is invert's
+    np.testing.assert_array_equal(result.reflectance, observed)
+    np.testing.assert_array_equal(result.emission, 0.0)
+    params = lumaxlike.HapkeParams(**MODEL)
+    plain = lumaxlike.invert(observed, *geometry, params, "numba").w
+    np.testing.assert_allclose(result.w, plain, rtol=1e-12)
+    # which is right to do: the emission left in is below the noise in every band, and
+    # below the emission at the upper limit
+    w, _ = true_albedo()
+    eps = independent_emissivity(w, np.cos(np.radians(5.0)), **MODEL)
+    left = eps * planck(WAVELENGTHS, truth) / solar
+    assert np.all(left < sigma)
+    upper = eps * planck(WAVELENGTHS, result.temperature[:, None]) / solar
+    assert np.all(left < upper)
 
 
 def test_given_temperature_removes_emission():

@@ -25,6 +25,14 @@ __all__ = ["ThermalResult", "remove_thermal", "METHODS", "DEFAULT_WINDOW"]
 METHODS = ("continuum", "given")
 DEFAULT_WINDOW = (2.3, 2.65)  # [um]: short of the 3 um hydration band's wing (~2.7 um)
 CHUNK = 4096  # pixels per solver call (the correction solves pixels x bands problems)
+# NOT_CONSTRAINED pixels: T's one-sided 95 % upper limit, where the profiled chi^2 has risen
+# by 2.706 (the 90 % two-sided, i.e. 95 % one-sided, point of chi^2 with 1 degree of freedom)
+UPPER_LIMIT_CHI2 = 2.706
+# the window problems' per-pixel entries (the others are per band, or one value)
+PER_PIXEL = (
+    "to_sun", "to_sensor", "normal", "coefficients", "distance", "theta", "observed", "weight"
+)  # fmt: skip
+UPPER_LIMIT_STEPS = 16  # bisection steps in T: 900 K / 2^16 < 0.02 K
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,15 +40,21 @@ class ThermalResult:
     """The outcome of `remove_thermal` (pixels: refl's shape without its bands axis).
 
     Attributes:
-        temperature: T [K], shape ``pixels``; NaN where not solved (see status).
-        temperature_sigma: 1-sigma of T [K] (NaN for ``method="given"``).
+        temperature: T [K], shape ``pixels``; NaN where not solved (see status); where
+            status is NOT_CONSTRAINED, T's one-sided 95 % upper limit (the data bound T
+            from above only).
+        temperature_sigma: 1-sigma of T [K] (NaN for ``method="given"`` and where
+            NOT_CONSTRAINED: a one-sided limit has no symmetric interval).
         status: `Status` codes (int8), shape ``pixels``: of the temperature fit
             (CONVERGED; NOT_CONSTRAINED where T's 1-sigma exceeds `max_temperature_sigma`,
             whether or not the fit converged; MAX_ITER; UNREACHABLE where T ended on a
             bound; INVALID_GEOMETRY; NONFINITE_INPUT).
-        reflectance: thermally corrected r = r(w) [1/sr], shape ``pixels + (bands,)``.
-        w: the corrected single-scattering albedo, shape ``pixels + (bands,)``.
-        emission: the thermal part eps B d^2 / F [1/sr] removed, ``pixels + (bands,)``.
+        reflectance: thermally corrected r = r(w) [1/sr], shape ``pixels + (bands,)``;
+            where NOT_CONSTRAINED, the observed r, uncorrected (no T to remove).
+        w: the corrected single-scattering albedo, shape ``pixels + (bands,)`` (where
+            NOT_CONSTRAINED, `invert`'s w of the uncorrected r).
+        emission: the thermal part eps B d^2 / F [1/sr] removed, ``pixels + (bands,)``
+            (0 where NOT_CONSTRAINED).
     """
 
     temperature: np.ndarray
@@ -121,20 +135,8 @@ def _covariance_tt(jtj: np.ndarray) -> np.ndarray:
     return np.where((det > 0) & (value > 0), value, np.inf)
 
 
-def _fit_temperature(
-    arrays,
-    observed,
-    w_start,
-    wavelengths,
-    solar,
-    sigma,
-    inside,
-    estimate,
-    bounds,
-    max_sigma,
-    settings,
-):
-    """(T [K], its 1-sigma [K], status) of each pixel by the continuum fit."""
+def _window_problems(arrays, observed, w_start, wavelengths, solar, sigma, inside):
+    """The continuum fit's problems over the window (a dict for `solve_thermal`)."""
     first = np.flatnonzero(inside)[0]
     a0 = np.where(np.isfinite(w_start[:, first]), np.clip(w_start[:, first], 0.01, 0.99), 0.2)
     problems = dict(arrays)
@@ -144,6 +146,12 @@ def _fit_temperature(
         weight=np.broadcast_to(1.0 / sigma[inside], observed[:, inside].shape),
         reference=wavelengths[first],
     )  # fmt: skip
+    return problems
+
+
+def _fit_temperature(problems, estimate, bounds, max_sigma, settings):
+    """(T [K], its 1-sigma [K], status, the solver's output) of each pixel by the
+    continuum fit."""
     t_low, t_high = bounds[0] / T_SCALE, bounds[1] / T_SCALE
     out = solve_thermal(
         settings["params"], problems, (1.0, 1.0, 1.0),
@@ -151,7 +159,7 @@ def _fit_temperature(
     )  # fmt: skip
     variance = _covariance_tt(out[:, 4:10])
     if estimate:
-        variance = variance * out[:, 3] / (int(inside.sum()) - 3)
+        variance = variance * out[:, 3] / (problems["observed"].shape[1] - 3)
     t_sigma = np.sqrt(variance) * T_SCALE
     status = np.where(out[:, 10] == 0, Status.CONVERGED, Status.MAX_ITER)
     converged = status == Status.CONVERGED
@@ -160,7 +168,44 @@ def _fit_temperature(
     # too cold to bound T: its sigma is large, and the cost so flat in T that the fit
     # may also end on the lower bound or take max_iter steps there
     status = np.where(~(t_sigma <= max_sigma), Status.NOT_CONSTRAINED, status)
-    return out[:, 2] * T_SCALE, t_sigma, status.astype(np.int8)
+    return out[:, 2] * T_SCALE, t_sigma, status.astype(np.int8), out
+
+
+def _upper_limit(problems, out, estimate, bounds, settings):
+    """T [K] where the cost profiled over (a, b) has risen by `UPPER_LIMIT_CHI2` above
+    its minimum (the one-sided 95 % upper limit), by bisection in T above the fit's T;
+    the upper bound where even that is within the limit."""
+    n_bands = problems["observed"].shape[1]
+    scale = out[:, 3] / (n_bands - 3) if estimate else np.ones(len(out))
+    target = out[:, 3] + UPPER_LIMIT_CHI2 * scale
+    low, high = out[:, 2].copy(), np.full(len(out), bounds[1] / T_SCALE)
+    fixed = dict(problems)
+
+    def profile(t):
+        fixed["theta"] = np.stack([out[:, 0], out[:, 1], t], axis=-1)
+        limits = (bounds[0] / T_SCALE, bounds[1] / T_SCALE, settings["tol"], settings["max_iter"])
+        return solve_thermal(settings["params"], fixed, (1.0, 1.0, 0.0), limits, settings["solver"])
+
+    bounded = profile(high)[:, 3] > target
+    for _ in range(UPPER_LIMIT_STEPS):
+        middle = 0.5 * (low + high)
+        above = profile(middle)[:, 3] > target
+        low, high = np.where(above, low, middle), np.where(above, middle, high)
+    return np.where(bounded, 0.5 * (low + high), bounds[1] / T_SCALE) * T_SCALE
+
+
+def _continuum(arrays, observed, w_start, spectral, estimate, bounds, max_sigma, settings):
+    """(T [K], 1-sigma [K], status) by the continuum fit; NOT_CONSTRAINED pixels get T's
+    95 % upper limit and a NaN sigma."""
+    wavelengths, solar, sigma, inside = spectral
+    problems = _window_problems(arrays, observed, w_start, wavelengths, solar, sigma, inside)
+    temp, tsig, status, out = _fit_temperature(problems, estimate, bounds, max_sigma, settings)
+    loose = np.flatnonzero(status == Status.NOT_CONSTRAINED)
+    if loose.size:
+        subset = {k: (v[loose] if k in PER_PIXEL else v) for k, v in problems.items()}
+        temp[loose] = _upper_limit(subset, out[loose], estimate, bounds, settings)
+        tsig[loose] = np.nan
+    return temp, tsig, status
 
 
 def _correct(arrays, observed, w_start, temperature, wavelengths, solar, settings):
@@ -216,7 +261,11 @@ def remove_thermal(
     pixel by Levenberg-Marquardt. ``method="given"``: T comes from outside (a
     thermophysical model, Bandfield et al. 2018) and is only removed. Then each band's w
     is solved with T fixed, r(w) + eps(w) B d^2 / F = refl, giving the corrected
-    reflectance r(w) and w. See docs/thermal.md.
+    reflectance r(w) and w. A pixel too cold for the data to bound T (its 1-sigma above
+    `max_temperature_sigma`) is NOT_CONSTRAINED: it gets T's one-sided 95 % upper limit
+    (where the chi^2 profiled over a and b has risen by 2.706) and is left uncorrected,
+    since removing the emission of an unknown T could over-correct it by far more than the
+    emission it has (at most that of the upper limit). See docs/thermal.md.
 
     Args:
         refl: observed r [1/sr] (I/F / pi), shape ``pixels + (bands,)``.
@@ -284,8 +333,8 @@ def remove_thermal(
             vectors = (arrays["to_sun"], arrays["to_sensor"], arrays["normal"])
             w_start = invert(flat[chunk], *vectors, params, solver).w
             if method == "continuum":
-                temp, tsig, st = _fit_temperature(
-                    arrays, flat[chunk], w_start, wavelengths, solar, sigma, inside,
+                temp, tsig, st = _continuum(
+                    arrays, flat[chunk], w_start, (wavelengths, solar, sigma, inside),
                     refl_sigma is None, temperature_bounds, max_temperature_sigma, settings,
                 )  # fmt: skip
                 status[chunk] = st
@@ -296,6 +345,10 @@ def remove_thermal(
             w_out[chunk], r_out[chunk], e_out[chunk] = _correct(
                 arrays, flat[chunk], w_start, temp, wavelengths, solar, settings
             )
+            # NOT_CONSTRAINED: T is an upper limit only; nothing is removed (see docs)
+            loose = status[chunk] == Status.NOT_CONSTRAINED
+            w_out[chunk[loose]], r_out[chunk[loose]] = w_start[loose], flat[chunk[loose]]
+            e_out[chunk[loose]] = 0.0
     return ThermalResult(
         temperature=t_out.reshape(pixels),
         temperature_sigma=t_sigma.reshape(pixels),
