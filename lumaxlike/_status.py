@@ -50,8 +50,8 @@ class Status(enum.IntEnum):
     MULTIMODAL = 9
     #: (`remove_thermal`) the temperature fit converged, but the data bound T only
     #: loosely: its 1-sigma exceeds `max_temperature_sigma` (a surface too cold for its
-    #: emission to stand above the noise in the thermal window); T and the correction
-    #: are kept (the correction is then small), the sigma says how little T is known
+    #: emission to stand above the noise in the thermal window); T is then its one-sided
+    #: 95 % upper limit, its sigma NaN, and nothing is removed from the reflectance
     NOT_CONSTRAINED = 10
 
     @classmethod

@@ -263,3 +263,13 @@ def test_bad_arguments():
         remove(observed, geometry, solar, sigma, method="given")
     with pytest.raises(ValueError, match="solar_spectrum"):
         remove(observed, geometry, solar[:3], sigma)
+    with pytest.raises(ValueError, match="to_sun"):
+        remove(observed, (np.ones((2, 3)), *geometry[1:]), solar, sigma)
+
+
+def test_pixels_of_any_shape():
+    observed, r, geometry, solar, sigma = scene(np.array([360.0, 380.0]), 0.0, seed=8)
+    flat = remove(observed, geometry, solar, sigma)
+    grid = remove(observed[None], (geometry[0][None], *geometry[1:]), solar, sigma)
+    np.testing.assert_array_equal(grid.temperature[0], flat.temperature)
+    np.testing.assert_array_equal(grid.reflectance[0], flat.reflectance)

@@ -79,8 +79,15 @@ def _solar(solar_spectrum, wavelengths: np.ndarray) -> np.ndarray:
     return solar
 
 
-def _unit(vectors, n: int) -> np.ndarray:
-    array = np.broadcast_to(np.asarray(vectors, dtype=np.float64), (n, 3))
+def _unit(name: str, vectors, pixels: tuple) -> np.ndarray:
+    """Unit vectors (n, 3) from shape ``pixels + (3,)`` or ``(3,)``."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    try:
+        array = np.broadcast_to(vectors, pixels + (3,)).reshape(-1, 3)
+    except ValueError:
+        raise ValueError(
+            f"{name} must have shape pixels + (3,) = {pixels + (3,)} or (3,), got {vectors.shape}"
+        ) from None
     return array / np.linalg.norm(array, axis=-1, keepdims=True)
 
 
@@ -303,7 +310,7 @@ def remove_thermal(
     n = int(np.prod(pixels))
     flat = refl.reshape(n, n_bands)
     geometry = {
-        k: _unit(v, n)
+        k: _unit(k, v, pixels)
         for k, v in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))
     }
     solar = _solar(solar_spectrum, wavelengths)
