@@ -263,12 +263,15 @@ def test_bad_arguments():
         remove(observed, geometry, solar, sigma, method="given")
     with pytest.raises(ValueError, match="solar_spectrum"):
         remove(observed, geometry, solar[:3], sigma)
+    with pytest.raises(ValueError, match="refl_sigma"):
+        remove(observed, geometry, solar, 0.0 * solar)
     with pytest.raises(ValueError, match="to_sun"):
         remove(observed, (np.ones((2, 3)), *geometry[1:]), solar, sigma)
 
 
 def test_pixels_of_any_shape():
-    observed, r, geometry, solar, sigma = scene(np.array([360.0, 380.0]), 0.0, seed=8)
+    observed, r, geometry, solar, _ = scene(np.array([360.0, 380.0]), 0.0, seed=8)
+    sigma = 0.005 * observed.mean(axis=0)
     flat = remove(observed, geometry, solar, sigma)
     grid = remove(observed[None], (geometry[0][None], *geometry[1:]), solar, sigma)
     np.testing.assert_array_equal(grid.temperature[0], flat.temperature)

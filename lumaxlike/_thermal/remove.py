@@ -318,6 +318,8 @@ def remove_thermal(
     sigma = np.broadcast_to(
         np.asarray(1.0 if refl_sigma is None else refl_sigma, dtype=np.float64), (n_bands,)
     )
+    if not np.all(np.isfinite(sigma) & (sigma > 0)):
+        raise ValueError(f"refl_sigma must be positive and finite [1/sr], got {refl_sigma!r}")
     cos_i = np.sum(geometry["to_sun"] * geometry["normal"], axis=-1)
     cos_e = np.sum(geometry["to_sensor"] * geometry["normal"], axis=-1)
     valid_geometry = (cos_i > 0) & (cos_e > 0)
