@@ -17,11 +17,9 @@ parameter, ``OUT_status``, ``OUT_iterations``, ``OUT_residual`` (the residual no
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
-import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,17 +29,18 @@ import rasterio
 
 from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
 from .._inverse.fit.arguments import default_bounds
-from .._inverse.fit.fit import OBSERVATIONS_PER_CHUNK, fit
-from .._inverse.fit.observation_masks import LIMITED_ANGLES
+from .._inverse.fit.fit import OBSERVATIONS_PER_CHUNK
 from .._inverse.joint.priors import check_file_priors
 from .._inverse.joint.restarts import check_starts
 from .._io.geometry_rasters import GeometryReader
 from .._io.product_cube import ProductCube, check_reff_incidence, product_options
 from .._io.products import refuse_normalised
 from .._io.raster import GDAL_CACHE_BYTES, BandRaster, check_aligned
-from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
-from .._io.writers import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout, result_paths
-from .._options import ProductOptions
+from .._io.units import uncertainty_to_r
+from .._io.writers import result_paths
+from .._operations.fit import FIT, fit_fields
+from .._operations.good_bands import BAD_BANDS_OPTION
+from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._params import HapkeParams
 from .._provenance import PREFIX, Provenance, make_provenance
 from .._run.journal import journal_folder
@@ -49,8 +48,7 @@ from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
 from .arguments import check_not_an_input, check_run_arguments
-from .blocks import BLOCK_TARGET_BYTES, FLAT_NORMAL
-from .good_bands import BAD_BANDS_OPTION, good_bands_only, spread_to_all_bands
+from .blocks import BLOCK_TARGET_BYTES
 from .inputs import run_inputs
 from .outputs import stream_to_outputs
 from .records import recorded_command
@@ -62,59 +60,9 @@ from .regions import (
     gather_region_group,
     plan_regions,
 )
-from .stacks import check_stack
+from .stacks import check_stack, limits_in_radians, read_stack_block
 
-__all__ = ["fit_block", "fit_fields", "fit_file"]
-
-_PARAMETER_UNITS = {"roughness": "rad"}
-
-
-def fit_fields(free: Sequence[str], joint: bool = False) -> tuple[tuple[str, ...], FieldLayout]:
-    """The maps `fit_file` writes for the free parameters `free` (w first): (field
-    names, their `FieldLayout`: invert's maps, their attributes adapted, plus one map and
-    one sigma map per free parameter and the count of valid observations). A `joint`
-    fit (shared parameters or priors) writes ``dfs_<name>`` (degrees of freedom for
-    signal) per free parameter and ``cost`` (the objective) in place of ``residual``."""
-    attrs = dict(INVERSION_LAYOUT.attrs)
-    for name in free:
-        unit = _PARAMETER_UNITS.get(name, "1")
-        if name != "w":
-            attrs[name] = {"long_name": f"fitted Hapke parameter {name}", "units": unit}
-        attrs[f"sigma_{name}"] = {"long_name": f"standard uncertainty of {name}", "units": unit}
-    attrs["residual"] = {
-        "long_name": "residual norm: sqrt of the sum over valid observations of "
-        "(model - observed r)^2",
-        "units": "sr-1",
-    }
-    attrs["status"] = {**FIELD_ATTRS["status"], "long_name": "fit status (lumaxlike.Status)"}
-    attrs["observations"] = {"long_name": "valid observations fitted", "units": "1"}
-    layout = dataclasses.replace(
-        INVERSION_LAYOUT,
-        attrs=attrs,
-        integer={**INVERSION_LAYOUT.integer, "observations": np.int32},
-    )
-    fields = (
-        "w",
-        *(n for n in free if n != "w"),
-        *(f"sigma_{n}" for n in free),
-        "status",
-        "iterations",
-        "residual",
-        "observations",
-    )
-    if joint:
-        for name in free:
-            attrs[f"dfs_{name}"] = {
-                "long_name": f"degrees of freedom for signal of {name} (averaging kernel diagonal)",
-                "units": "1",
-            }
-        attrs["cost"] = {
-            "long_name": "objective at the solution: sum of ((model - observed r) / sigma)^2 "
-            "plus the prior rows' squares (without sigma: of the residuals, sr-2)",
-            "units": "1",
-        }
-        fields = (*fields[:-2], *(f"dfs_{n}" for n in free), "cost", "observations")
-    return fields, layout
+__all__ = ["fit_file"]
 
 
 @dataclass(frozen=True)
@@ -132,23 +80,6 @@ class _FitProvenance(Provenance):
         return encoded
 
 
-def _limits_in_radians(limits_deg) -> dict:
-    """{angle: (lower, upper)} [deg] -> [rad], checked by `fit` (named as the option)."""
-    limits = {}
-    for angle, interval in (limits_deg or {}).items():
-        if angle not in LIMITED_ANGLES:
-            raise ValueError(
-                f"observation limits: unknown angle {angle!r}; expected some of {LIMITED_ANGLES}"
-            )
-        lower, upper = (float(v) for v in interval)
-        if not (0.0 <= lower <= upper <= 180.0):
-            raise ValueError(
-                f"observation limits: {angle} range must satisfy 0 <= min <= max <= 180 deg, got {interval!r}"
-            )
-        limits[angle] = (math.radians(lower), math.radians(upper))
-    return limits
-
-
 def fit_file(
     cubes,
     out_path,
@@ -158,7 +89,7 @@ def fit_file(
     free,
     units,
     dtm=None,
-    solver="numba",
+    solver: str | SolverOptions = "numba",
     observation_limits_deg: Mapping | None = None,
     min_observations=None,
     sigma=None,
@@ -183,62 +114,41 @@ def fit_file(
     solar_distance=None,
     wavelengths_from=None,
     thermal_bands="keep",
+    run: RunOptions | None = None,
+    product: ProductOptions | None = None,
 ) -> InversionSummary:
     """Fit Hapke parameters per pixel and band to a stack of co-registered cube files.
 
-    The file front end of `lumaxlike.fit` (as `lumaxlike.invert_file` is of
-    `lumaxlike.invert`; `lumaxlike.fit_dataarray` is its xarray twin): each cube of
-    (rows, cols, bands) is one observation of every pixel; block by block of rows the
-    cubes are stacked to (rows, cols, bands, observations) and fitted; every map has the
-    cubes' (rows, cols, bands) grid. Also the command ``lumaxlike fit``.
+    The file front end of `lumaxlike.fit` (and of ``lumaxlike fit``): each cube (rows,
+    cols, bands) is one observation of every pixel; block by block the cubes are stacked
+    to (rows, cols, bands, observations) and fitted; every map has the cubes' grid.
 
     Args:
-        cubes: reflectance cube files, one observation each, on one grid with the same
-            bands (any raster GDAL opens, or a mission product as `lumaxlike.invert_file`
-            reads it); nodata pixels are missing observations. A band any cube marks bad
-            (``bbl`` = 0) is not solved: NaN with status ``BAD_BAND``. A product
-            normalised to a standard geometry (M3 L2) is refused: a fit needs observed
-            geometries (unless ``correction_undone``).
+        cubes: reflectance cubes, one observation each, on one grid with the same bands
+            (rasters or mission products as `lumaxlike.invert_file` reads them; a
+            normalised product is refused unless ``correction_undone``); nodata pixels
+            are missing observations; a band any cube marks bad gets ``BAD_BAND``.
         out_path: output path (``.tif``, ``.img``/``.hdr``, ``.nc``, ``.zarr``); the
             maps written are listed in the module docstring.
         geometry: one OBS raster per cube (see `lumaxlike.invert_file`), aligned with it.
         params: `lumaxlike.HapkeParams`: the fixed parameters and the free ones' start.
         free: names of the fitted parameters (see `lumaxlike.fit`); w is always fitted.
-        units: what the cubes hold: ``"r"``, ``"radf"``, ``"reff"`` or ``"radiance"``
-            (each cube converted to I/F with its own sun distance, as `invert_file` does;
-            so are ``solar_spectrum``, ``solar_distance``, ``wavelengths_from``,
-            ``thermal_bands``, ``reff_incidence`` and ``correction_undone``).
-        dtm: optional DTM on the grid for local normals (shared by all observations).
-        solver: ``"numba"`` (default) or ``"jax"``.
-        observation_limits_deg: {angle: (min, max)} in degrees for "incidence",
-            "emission", "phase": observations outside are left out (`lumaxlike.fit`).
-        min_observations: valid observations a problem needs (default: free + 1).
-        sigma: standard uncertainty of the cubes' values, in ``units``; the sigma maps
-            then come from it rather than from the residuals.
-        chunk_rows: rows per block; None picks about 32 MiB of stacked reflectance.
-        overwrite: as for `lumaxlike.invert_file` (so are ``progress``, ``max_iter``,
-            ``tol``, ``command``, ``workers``, ``scheduler`` and ``resume``; this process
-            reads the cubes and writes the maps, the fits of the blocks run where
-            ``workers`` or ``scheduler`` say).
-        shared: names among `free` shared by a pixel's bands (`lumaxlike.fit`); their
-            maps, and a pixel's status, iterations and cost, are the same in every band
-            layer of the outputs (the file layout has one layer per band).
-        prior: {name: (mean, sigma)} scalar Gaussian priors (`lumaxlike.fit`); need
-            `sigma`. With `shared` or `prior` the outputs add ``OUT_dfs_<name>`` and write
-            ``OUT_cost`` in place of ``OUT_residual`` (see `fit_fields`).
-        starts: with `shared` or `prior`: fits from that many starts (`lumaxlike.fit`'s
-            ``starts=``), each pixel keeping its lowest converged minimum (MULTIMODAL
-            where another lies within chi^2 4); recorded as ``lumaxlike_fit_starts``.
-        regions: a label raster on the cubes' grid (one band of integers: tiles,
-            geologic units; negative or nodata: left out), with `regional`: the names
-            among `free` that take one value per region for all its pixels and bands
-            (`lumaxlike.fit`'s ``regions=``), written as maps like the shared ones. Each
-            region is fitted in memory from its pixels gathered over the rows it spans
-            (see :mod:`lumaxlike._files.regions`), the maps then streamed by blocks;
-            each group of regions is one task of `workers` or `scheduler`'s cluster.
-        region_memory: cap on the memory of the regions fitted at once [bytes]
-            (default 4 GiB), by this process or by each worker; a region that needs
-            more is refused before any fit.
+        units, dtm, command: as for `lumaxlike.invert_file` (so are the run's options
+            ``run``, ``chunk_rows``, ``overwrite``, ``progress``, ``workers``,
+            ``scheduler``, ``resume`` and the product's ``product``,
+            ``correction_undone``, ``reff_incidence``, ``solar_spectrum``,
+            ``solar_distance``, ``wavelengths_from``, ``thermal_bands``).
+        solver: ``"numba"`` (default) or ``"jax"``, or a `lumaxlike.SolverOptions`
+            (``max_iter``, ``tol``: its fields).
+        observation_limits_deg, min_observations, shared, prior, starts: as
+            `lumaxlike.fit` takes them (angles in degrees); ``prior`` needs ``sigma``.
+            With ``shared`` or ``prior`` the outputs add ``OUT_dfs_<name>`` and
+            ``OUT_cost`` replaces ``OUT_residual``; shared maps repeat in every band.
+        sigma: standard uncertainty of the cubes' values, in ``units``.
+        regions, regional: a label raster on the cubes' grid (negative or nodata: left
+            out) and the names among ``free`` taking one value per region
+            (`lumaxlike.fit`'s ``regions=``; docs/joint-fits.md).
+        region_memory: cap on the memory of the regions fitted at once [bytes].
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).
@@ -249,9 +159,138 @@ def fit_file(
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
     """
     start = time.perf_counter()
-    check_run_arguments(solver, units, sigma, chunk_rows, radiance=True)
-    cubes = [Path(c) for c in cubes]
-    geometries = list(geometry)
+    run, product, options = front_end_options(run, product, solver, locals())
+    check_run_arguments(options.solver, units, sigma, run.chunk_rows, radiance=True)
+    request = _FitRequest.from_call(locals())
+    fields, layout = fit_fields(request.free, request.joint)
+    inputs = run_inputs(
+        request.cubes, dtm=dtm, geometries=request.geometries, product=product, extra=[regions]
+    )
+    check_not_an_input(out_path, fields, inputs)
+    return _run_fit(request, inputs, run, options, product, out_path, command, start)
+
+
+def _run_fit(request, inputs, run, options, product, out_path, command, start):
+    """Open the stack, record the run, stream its blocks (or its regions, then the maps)
+    into the outputs; the run's `InversionSummary`."""
+    fields, layout = fit_fields(request.free, request.joint)
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
+        opened = _open_stack(stack, request, product, run.chunk_rows)
+        provenance = _fit_record(request, opened, run, options, product, out_path, command)
+        blocks = _block_plan(request, opened, options, run)
+        if request.regional:
+            blocks = _regional_plan(stack, blocks, request, opened, run, out_path, fields)
+        published = stream_to_outputs(
+            out_path,
+            like=opened.info,
+            fields=fields,
+            provenance=provenance,
+            rows_per_block=opened.rows_per_block,
+            inputs=inputs,
+            overwrite=run.overwrite,
+            resume=run.resume,
+            pool_factory=blocks.pool_factory,
+            on_start=blocks.on_start,
+            # the groups a resumed run finds in the journal were packed under this cap
+            settings=blocks.journal,
+            read=blocks.read,
+            progress=run.progress,
+            description=f"{FIT.progress} {request.cubes[0].name}",
+            layout=layout,
+            bad_bands=opened.bad_bands,
+            resumed_work=blocks.resumed_work,
+        )
+    grid = opened.info.grid
+    return InversionSummary(
+        outputs=published.outputs,
+        pixels=grid.height * grid.width,
+        bands=opened.info.bands,
+        seconds=time.perf_counter() - start,
+        status_counts=published.status_counts,
+        resumed=published.resumed,
+    )
+
+
+@dataclass(frozen=True)
+class _FitRequest:
+    """A `fit_file` call's arguments about the fit, checked (`from_call`)."""
+
+    cubes: list[Path]
+    geometries: list
+    params: HapkeParams
+    free: tuple[str, ...]
+    limits: dict
+    limits_deg: Mapping | None
+    min_observations: int | None
+    units: str
+    sigma: float | None
+    dtm: Any
+    shared: tuple[str, ...]
+    prior: dict
+    starts: int | None
+    regions: Any
+    regional: tuple[str, ...]
+    region_memory: float
+    correction_undone: bool
+
+    @property
+    def joint(self) -> bool:
+        """Whether a pixel's bands are fitted together (shared parameters, priors, regions)."""
+        return bool(self.shared) or bool(self.prior) or bool(self.regional)
+
+    @classmethod
+    def from_call(cls, call: Mapping) -> _FitRequest:
+        """The request of a `fit_file` call (its ``locals()``), refused naming the argument
+        where it cannot be fitted; priors are checked before anything is read or written
+        (a NaN would stop the record's JSON mid-run, a mean outside the bounds pin its
+        parameter there)."""
+        cubes, geometries = [Path(c) for c in call["cubes"]], list(call["geometry"])
+        _check_stack_arguments(cubes, geometries, call["params"], call["sigma"], call["units"])
+        free = (call["free"],) if isinstance(call["free"], str) else tuple(call["free"])
+        if "w" not in free:
+            raise ValueError(f"free must include 'w', got {free!r}")
+        regional = call["regional"]
+        regional = (regional,) if isinstance(regional, str) else tuple(regional)
+        regions, region_memory = call["regions"], call["region_memory"]
+        if (regions is None) != (not regional):
+            raise ValueError(
+                "regions (a label raster) and regional (the names it applies to) go together"
+            )
+        if regions is not None and not (
+            isinstance(region_memory, (int, float)) and region_memory > 0
+        ):
+            raise ValueError(
+                f"region_memory must be a positive number of bytes, got {region_memory!r}"
+            )
+        shared, prior = tuple(call["shared"]), dict(call["prior"] or {})
+        starts = check_starts(call["starts"], bool(shared) or bool(prior), bool(regional))
+        if prior and call["sigma"] is None:
+            raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
+        check_file_priors(prior, free, shared + regional, default_bounds())
+        return cls(
+            cubes=cubes,
+            geometries=geometries,
+            params=call["params"],
+            free=free,
+            limits=limits_in_radians(call["observation_limits_deg"]),
+            limits_deg=call["observation_limits_deg"],
+            min_observations=call["min_observations"],
+            units=call["units"],
+            sigma=call["sigma"],
+            dtm=call["dtm"],
+            shared=shared,
+            prior=prior,
+            starts=starts,
+            regions=regions,
+            regional=regional,
+            region_memory=region_memory,
+            correction_undone=bool(call["correction_undone"]),
+        )
+
+
+def _check_stack_arguments(cubes, geometries, params, sigma, units) -> None:
+    """Refuse no cubes, a count of geometries other than the cubes', params that are not
+    one `HapkeParams`, sigma of REFF (its r would differ per observation)."""
     if not cubes:
         raise ValueError("give at least one cube")
     if len(geometries) != len(cubes):
@@ -260,273 +299,236 @@ def fit_file(
         )
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    free = (free,) if isinstance(free, str) else tuple(free)
-    if "w" not in free:
-        raise ValueError(f"free must include 'w', got {free!r}")
-    limits = _limits_in_radians(observation_limits_deg)
-    if sigma is not None and units == "reff":  # its r would differ per observation (cos i)
+    if sigma is not None and units == "reff":
         raise ValueError(
             "sigma with units 'reff' is not supported by fit: the uncertainty of r then "
             "differs per observation; give it for 'r' or 'radf' data"
         )
-    regional = (regional,) if isinstance(regional, str) else tuple(regional)
-    if (regions is None) != (not regional):
-        raise ValueError(
-            "regions (a label raster) and regional (the names it applies to) go together"
+
+
+@dataclass(frozen=True)
+class _OpenedStack:
+    """The stack's cubes and geometries opened, and how the run cuts them."""
+
+    readers: list
+    geometry_readers: list
+    incidence: str | None
+    bad_bands: np.ndarray
+    record: dict
+    rows_per_block: int
+    chunk_size: int
+
+    @property
+    def info(self):
+        """The first cube's `CubeInfo` (the stack's grid and bands)."""
+        return self.readers[0].info
+
+    def read(self, rows) -> tuple:
+        """A block of rows of every cube, stacked (`read_stack_block`)."""
+        return read_stack_block(
+            self.readers, self.geometry_readers, rows, self.readers[0].units, self.incidence
         )
-    if regions is not None and not (isinstance(region_memory, (int, float)) and region_memory > 0):
-        raise ValueError(f"region_memory must be a positive number of bytes, got {region_memory!r}")
-    joint = bool(shared) or bool(prior) or bool(regional)
-    starts = check_starts(starts, bool(shared) or bool(prior), bool(regional))
-    if prior and sigma is None:
-        raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
-    # before anything is read or written: a NaN would stop the record's JSON mid-run, a
-    # mean outside the bounds pin its parameter there
-    check_file_priors(prior, free, tuple(shared) + regional, default_bounds())
-    fields, layout = fit_fields(free, joint)
-    product = ProductOptions(
-        correction_undone,
-        reff_incidence,
-        solar_spectrum,
-        solar_distance,
-        wavelengths_from,
-        thermal_bands,
-    )
-    inputs = run_inputs(cubes, dtm=dtm, geometries=geometries, product=product, extra=[regions])
-    check_not_an_input(out_path, fields, inputs)
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
-        readers = []
-        for path in cubes:
-            cube = ProductCube(
-                path,
-                units,
-                **product_options(solar_spectrum, solar_distance, wavelengths_from, thermal_bands),
-            )
-            readers.append(stack.enter_context(cube))
-            if not correction_undone:
-                refuse_normalised(cube.located, "fit")
-        info = readers[0].info
-        for reader in readers[1:]:
-            check_aligned(info.grid, reader.info.grid, "cube")
-        check_stack([reader.info for reader in readers])
-        incidence = check_reff_incidence(units, reff_incidence, readers[0].kind, cubes[0])
-        bad_bands = np.any([reader.bad_bands for reader in readers], axis=0)
-        record: dict[str, Any] = {"cubes": [reader.record() for reader in readers]}
-        if incidence is not None:
-            record["reff_incidence"] = incidence
-        geometry_readers = [
-            stack.enter_context(GeometryReader(g, info.grid, dtm)) for g in geometries
-        ]
-        n_obs, width = len(cubes), info.grid.width
-        row_bytes = width * info.bands * n_obs * 8
-        rows_per_block = (
-            int(chunk_rows)
-            if chunk_rows is not None
-            else int(max(1, min(BLOCK_TARGET_BYTES // row_bytes, info.grid.height)))
-        )
-        # one JAX chunk shape for every block (the last is padded): compiles once
-        chunk_size = min(
-            rows_per_block * width, max(1, OBSERVATIONS_PER_CHUNK // (info.bands * n_obs))
-        )
-        settings = {
-            "cubes": [str(p.absolute()) for p in cubes],
-            "geometries": [
-                str(Path(g).absolute()) if isinstance(g, (str, Path)) else None for g in geometries
-            ],
-            "free": list(free),
-            "observation_limits_deg": {
-                k: list(map(float, v)) for k, v in (observation_limits_deg or {}).items()
-            },
-            "min_observations": min_observations,
-        }
-        if regional:
-            settings["regions"] = str(Path(regions).absolute())
-            settings["regional"] = list(regional)
-        if joint:
-            settings["shared"] = list(shared)
-            settings["prior"] = {
-                name: [float(v) for v in pair] for name, pair in (prior or {}).items()
-            }
-        if starts is not None:
-            settings["starts"] = starts
-        base = make_provenance(
-            params=[params] * info.bands,
-            units=units,
-            solver=solver,
-            tol=tol,
-            max_iter=DEFAULT_FIT_MAX_ITER if max_iter is None else max_iter,
-            refl_sigma=sigma,
-            dtype=info.dtype,
-            cube=None,
-            geometry=None,
-            dtm=dtm,
-            product=record,
-            command=recorded_command(
-                command,
-                "fit_file",
-                [str(p) for p in cubes],
-                out_path,
-                params=params,
-                free=free,
-                units=units,
-                solver=solver,
-                workers=workers,
-                scheduler=scheduler,
-                product=product,
+
+    def tell(self) -> None:
+        """Every check passed: the run starts (each cube says what it read)."""
+        for reader in self.readers:
+            reader.tell()
+
+
+def _open_stack(stack, request: _FitRequest, product, chunk_rows) -> _OpenedStack:
+    """Open the cubes (as products) and geometries under ``stack``, checked aligned and
+    alike; rows per block (about 32 MiB of stacked float64 reflectance unless
+    ``chunk_rows``) and one JAX chunk shape for every block (the last is padded)."""
+    readers = []
+    for path in request.cubes:
+        cube = ProductCube(
+            path,
+            request.units,
+            **product_options(
+                product.solar_spectrum,
+                product.solar_distance,
+                product.wavelengths_from,
+                product.thermal_bands,
             ),
         )
-        # the record's param_* keys hold the starting values; the fitted ones are the maps
-        settings["fitted_maps"] = {
-            name: str(Path(path).absolute())
-            for name, path in result_paths(out_path, free, main="w").items()
-        }
-        provenance = _FitProvenance(**{**vars(base), "fit_settings": settings})
-        fit_options = {
-            "free": free,
-            "solver": solver,
-            "observation_limits": limits,
-            "min_observations": min_observations,
-            "chunk_size": chunk_size,
-        }
-        fit_options.update(
-            {k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None}
-        )
-        if sigma is not None:
-            fit_options["refl_sigma"] = float(uncertainty_to_r(sigma, units))
-        if joint:
-            fit_options.update(shared=tuple(shared), prior=dict(prior or {}))
-            # a joint problem spans a pixel's bands: the bad ones are left out of it
-            fit_options[BAD_BANDS_OPTION] = bad_bands
-            if starts is not None:
-                fit_options["starts"] = starts
+        readers.append(stack.enter_context(cube))
+        if not request.correction_undone:
+            refuse_normalised(cube.located, "fit")
+    info = readers[0].info
+    for reader in readers[1:]:
+        check_aligned(info.grid, reader.info.grid, "cube")
+    check_stack([reader.info for reader in readers])
+    incidence = check_reff_incidence(
+        request.units, product.reff_incidence, readers[0].kind, request.cubes[0]
+    )
+    record: dict[str, Any] = {"cubes": [reader.record() for reader in readers]}
+    if incidence is not None:
+        record["reff_incidence"] = incidence
+    geometry_readers = [
+        stack.enter_context(GeometryReader(g, info.grid, request.dtm)) for g in request.geometries
+    ]
+    n_obs, width = len(request.cubes), info.grid.width
+    row_bytes = width * info.bands * n_obs * 8
+    rows_per_block = (
+        int(chunk_rows)
+        if chunk_rows is not None
+        else int(max(1, min(BLOCK_TARGET_BYTES // row_bytes, info.grid.height)))
+    )
+    chunk_size = min(rows_per_block * width, max(1, OBSERVATIONS_PER_CHUNK // (info.bands * n_obs)))
+    bad_bands = np.any([reader.bad_bands for reader in readers], axis=0)
+    return _OpenedStack(
+        readers, geometry_readers, incidence, bad_bands, record, rows_per_block, chunk_size
+    )
 
-        def read(rows):
-            block = _read_block(readers, geometry_readers, rows, readers[0].units, incidence)
-            return block + (params, fit_options), {}
 
-        def tell():  # every check passed: the run starts
-            for reader in readers:
-                reader.tell()
+def _fit_settings(request: _FitRequest, out_path) -> dict:
+    """The fit's settings recorded beside the common record (``lumaxlike_fit_*``)."""
+    settings: dict[str, Any] = {
+        "cubes": [str(p.absolute()) for p in request.cubes],
+        "geometries": [
+            str(Path(g).absolute()) if isinstance(g, (str, Path)) else None
+            for g in request.geometries
+        ],
+        "free": list(request.free),
+        "observation_limits_deg": {
+            k: list(map(float, v)) for k, v in (request.limits_deg or {}).items()
+        },
+        "min_observations": request.min_observations,
+    }
+    if request.regional:
+        settings["regions"] = str(Path(request.regions).absolute())
+        settings["regional"] = list(request.regional)
+    if request.joint:
+        settings["shared"] = list(request.shared)
+        settings["prior"] = {name: [float(v) for v in pair] for name, pair in request.prior.items()}
+    if request.starts is not None:
+        settings["starts"] = request.starts
+    # the record's param_* keys hold the starting values; the fitted ones are the maps
+    settings["fitted_maps"] = {
+        name: str(Path(path).absolute())
+        for name, path in result_paths(out_path, request.free, main="w").items()
+    }
+    return settings
 
-        pool_factory, on_start = lambda: BlockPool(workers, scheduler, function=fit_block), tell
-        resumed_work = None
-        if regional:
-            fit_options["regional"] = regional
-            label_raster = BandRaster(regions)
-            stack.callback(label_raster.close)
-            n_band_free = len([n for n in free if n not in tuple(shared) + regional])
-            pixel_bytes = region_pixel_bytes(
-                info.bands, n_obs, n_band_free, len(shared) + len(regional)
-            )
-            plan = plan_regions(label_raster, info.grid, rows_per_block, pixel_bytes, region_memory)
-            store = RegionStore(journal_folder(out_path), plan.groups, fields)
 
-            def on_start():  # the regions, group by group (on the workers), then the maps
-                tell()
-                bar = progress_bar(progress, int(np.sum(plan.pixels)), "fitting regions")
-                read_cubes = lambda rows: _read_block(  # noqa: E731
-                    readers, geometry_readers, rows, readers[0].units, incidence
-                )
-                try:
-                    with BlockPool(workers, scheduler, function=fit_gathered_group) as pool:
-                        fit_region_groups(
-                            plan,
-                            store,
-                            lambda group: gather_region_group(
-                                read_cubes, label_raster, group, rows_per_block, width
-                            ),
-                            pool,
-                            params,
-                            fit_options,
-                            lambda number: bar.update(
-                                int(
-                                    np.sum(
-                                        plan.pixels[np.isin(plan.labels, plan.groups[number][0])]
-                                    )
-                                )
-                            ),
-                        )
-                finally:
-                    bar.close()
-
-            def read(rows):  # noqa: F811  # the stored regions' maps of the block
-                return (store.assemble(rows, width, info.bands),), {}
-
-            pool_factory = lambda: BlockPool(1, None, function=assembled_block)  # noqa: E731
-
-            def resumed_work():  # the region groups the journal holds, fitted already
-                stored = sum(number in store for number in range(len(plan.groups)))
-                return f"{stored} of {len(plan.groups)} region groups"
-
-        run = stream_to_outputs(
+def _fit_record(request, opened, run, options, product, out_path, command) -> _FitProvenance:
+    """The run's record: the common one (starting values, units, solver) and the fit's."""
+    base = make_provenance(
+        params=[request.params] * opened.info.bands,
+        units=request.units,
+        solver=options.solver,
+        tol=options.tol,
+        max_iter=DEFAULT_FIT_MAX_ITER if options.max_iter is None else options.max_iter,
+        refl_sigma=request.sigma,
+        dtype=opened.info.dtype,
+        cube=None,
+        geometry=None,
+        dtm=request.dtm,
+        product=opened.record,
+        command=recorded_command(
+            command,
+            FIT.file_function,
+            [str(p) for p in request.cubes],
             out_path,
-            like=info,
-            fields=fields,
-            provenance=provenance,
-            rows_per_block=rows_per_block,
-            inputs=inputs,
-            overwrite=overwrite,
-            resume=resume,
-            pool_factory=pool_factory,
-            on_start=on_start,
-            # the groups a resumed run finds in the journal were packed under this cap
-            settings={"region_memory": float(region_memory)} if regional else None,
-            read=read,
-            progress=progress,
-            description=f"fitting {Path(cubes[0]).name}",
-            layout=layout,
-            bad_bands=bad_bands,
-            resumed_work=resumed_work,
-        )
-    return InversionSummary(
-        outputs=run.outputs,
-        pixels=info.grid.height * width,
-        bands=info.bands,
-        seconds=time.perf_counter() - start,
-        status_counts=run.status_counts,
-        resumed=run.resumed,
+            params=request.params,
+            free=request.free,
+            units=request.units,
+            solver=options.solver,
+            workers=run.workers,
+            scheduler=run.scheduler,
+            product=product,
+        ),
+    )
+    return _FitProvenance(**{**vars(base), "fit_settings": _fit_settings(request, out_path)})
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """How the stream reads and solves the blocks (as `stream_to_outputs` takes them)."""
+
+    read: Callable
+    pool_factory: Callable
+    on_start: Callable
+    fit_options: dict
+    journal: dict | None = None
+    resumed_work: Callable | None = None
+
+
+def _block_plan(request: _FitRequest, opened: _OpenedStack, options, run) -> _Blocks:
+    """A per-band or joint fit's blocks: the stacked cubes read, `fit_block` on each."""
+    fit_options: dict[str, Any] = {
+        "free": request.free,
+        "solver": options.solver,
+        "observation_limits": request.limits,
+        "min_observations": request.min_observations,
+        "chunk_size": opened.chunk_size,
+    }
+    fit_options.update(
+        {k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None}
+    )
+    if request.sigma is not None:
+        fit_options["refl_sigma"] = float(uncertainty_to_r(request.sigma, request.units))
+    if request.joint:
+        fit_options.update(shared=request.shared, prior=request.prior)
+        # a joint problem spans a pixel's bands: the bad ones are left out of it
+        fit_options[BAD_BANDS_OPTION] = opened.bad_bands
+        if request.starts is not None:
+            fit_options["starts"] = request.starts
+    params = request.params
+    return _Blocks(
+        read=lambda rows: (opened.read(rows) + (params, fit_options), {}),
+        pool_factory=lambda: BlockPool(run.workers, run.scheduler, function=FIT.block()),
+        on_start=opened.tell,
+        fit_options=fit_options,
     )
 
 
-def _read_block(readers, geometry_readers, rows, units, reff_incidence=None) -> tuple:
-    """One block of rows of every cube, stacked: r ``(rows, cols, bands, observations)``
-    and to_sun, to_sensor, normal ``(rows, cols, observations, 3)``. ``reff_incidence``
-    ``"areoid"`` divides REFF by the ellipsoid's cos i, not the facet's."""
-    refl, vectors = [], []
-    for reader, geometry_reader in zip(readers, geometry_readers):
-        to_sun, to_sensor, normal = geometry_reader.read(rows)
-        divided_by = FLAT_NORMAL if reff_incidence == "areoid" else normal
-        refl.append(to_bidirectional_reflectance(reader.read(rows), units, to_sun, divided_by))
-        vectors.append((to_sun, to_sensor, normal))
-    stacked = np.stack(refl, axis=-1)  # (rows, cols, bands, observations)
-    del refl
-    geometry = [
-        np.stack([v[k] for v in vectors], axis=-2) for k in range(3)
-    ]  # (rows, cols, observations, 3)
-    return (stacked, *geometry)
-
-
-def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
-    """The task of a block: `lumaxlike.fit` on stacked observations; returns
-    ``{field: (rows, cols, bands)}`` of the maps `fit_files` writes."""
-    n_bands = refl.shape[-2]
-    refl, fit_options, good = good_bands_only(refl, fit_options)
-    result = fit(refl, to_sun, to_sensor, normal, params, **fit_options)
-    block = {name: result[name] for name in result.free}
-    for name in result.free:
-        block[f"sigma_{name}"] = result.sigma(name)
-    block.update(
-        status=result.status, iterations=result.iterations, observations=result.observations
+def _regional_plan(stack, blocks: _Blocks, request, opened, run, out_path, fields) -> _Blocks:
+    """A regional fit's blocks: at the start the regions, group by group (on the workers),
+    stored in the journal; then each block's maps assembled from them."""
+    fit_options = {**blocks.fit_options, "regional": request.regional}
+    label_raster = BandRaster(request.regions)
+    stack.callback(label_raster.close)
+    info, width = opened.info, opened.info.grid.width
+    n_band_free = len([n for n in request.free if n not in request.shared + request.regional])
+    pixel_bytes = region_pixel_bytes(
+        info.bands,
+        len(request.cubes),
+        n_band_free,
+        len(request.shared) + len(request.regional),
     )
-    if hasattr(result, "dfs"):  # a JointFitResult: per-pixel maps repeated in every band layer
-        block.update({f"dfs_{name}": result.dfs[name] for name in result.free}, cost=result.cost)
-        shape = refl.shape[:3]
-        block = {
-            name: np.ascontiguousarray(
-                np.broadcast_to(value[..., None] if value.ndim == 2 else value, shape)
+    plan = plan_regions(
+        label_raster, info.grid, opened.rows_per_block, pixel_bytes, request.region_memory
+    )
+    store = RegionStore(journal_folder(out_path), plan.groups, fields)
+
+    def fit_regions() -> None:
+        opened.tell()
+        bar = progress_bar(run.progress, int(np.sum(plan.pixels)), "fitting regions")
+
+        def done(number):
+            bar.update(int(np.sum(plan.pixels[np.isin(plan.labels, plan.groups[number][0])])))
+
+        def gather(group):
+            return gather_region_group(
+                opened.read, label_raster, group, opened.rows_per_block, width
             )
-            for name, value in block.items()
-        }
-    else:
-        block["residual"] = result.residual_norm
-    return spread_to_all_bands(block, good, n_bands)
+
+        try:
+            with BlockPool(run.workers, run.scheduler, function=fit_gathered_group) as pool:
+                fit_region_groups(plan, store, gather, pool, request.params, fit_options, done)
+        finally:
+            bar.close()
+
+    def resumed_work() -> str:  # the region groups the journal holds, fitted already
+        stored = sum(number in store for number in range(len(plan.groups)))
+        return f"{stored} of {len(plan.groups)} region groups"
+
+    return _Blocks(
+        read=lambda rows: ((store.assemble(rows, width, info.bands),), {}),
+        pool_factory=lambda: BlockPool(1, None, function=assembled_block),
+        on_start=fit_regions,
+        fit_options=fit_options,
+        journal={"region_memory": float(request.region_memory)},
+        resumed_work=resumed_work,
+    )

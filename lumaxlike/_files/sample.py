@@ -43,11 +43,10 @@ from .._sample.program import QUANTILE_LEVELS
 from .._sample.sample import CHUNK_BYTES, DEFAULT_INTEGRATION_STEPS
 from .._shapes import refl_sigma_error
 from .arguments import check_not_an_input
-from .fit import _limits_in_radians, _read_block
 from .inputs import run_inputs
 from .outputs import stream_to_outputs
 from .records import recorded_command
-from .stacks import check_stack
+from .stacks import check_stack, limits_in_radians, read_stack_block
 
 __all__ = ["sample_file"]
 
@@ -194,7 +193,7 @@ def sample_file(
     free = (free,) if isinstance(free, str) else tuple(free)
     shared = (shared,) if isinstance(shared, str) else tuple(shared)
     check_file_priors(prior, free, shared, default_bounds())
-    limits = _limits_in_radians(observation_limits_deg)
+    limits = limits_in_radians(observation_limits_deg)
     if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     fields = sample_fields(free)
@@ -296,7 +295,7 @@ def sample_file(
         provenance = _with_settings(provenance, settings)
 
         def read(rows):
-            block = _read_block(readers, geometry_readers, rows, units)
+            block = read_stack_block(readers, geometry_readers, rows, units)
             return block + (params, options), {
                 "first_pixel": rows.start * width,
                 "pixels": block_pixels,

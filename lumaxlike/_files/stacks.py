@@ -9,15 +9,19 @@ observations of different wavelengths).
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
 import numpy as np
 
+from .._inverse.fit.observation_masks import LIMITED_ANGLES
 from .._io.raster import CubeInfo
+from .._io.units import to_bidirectional_reflectance
+from .blocks import FLAT_NORMAL
 from .wavelengths import known_wavelengths_um
 
-__all__ = ["check_stack"]
+__all__ = ["check_stack", "limits_in_radians", "read_stack_block"]
 
 #: band centres agree to this relative difference (float32 headers, nm/um conversion)
 _RELATIVE_TOLERANCE = 1e-6
@@ -78,3 +82,38 @@ def _identity(path) -> tuple:
         return (status.st_dev, status.st_ino)
     except OSError:
         return (str(Path(path).resolve()),)
+
+
+def limits_in_radians(limits_deg) -> dict:
+    """{angle: (lower, upper)} [deg] -> [rad], checked by `fit` (named as the option)."""
+    limits = {}
+    for angle, interval in (limits_deg or {}).items():
+        if angle not in LIMITED_ANGLES:
+            raise ValueError(
+                f"observation limits: unknown angle {angle!r}; expected some of {LIMITED_ANGLES}"
+            )
+        lower, upper = (float(v) for v in interval)
+        if not (0.0 <= lower <= upper <= 180.0):
+            raise ValueError(
+                f"observation limits: {angle} range must satisfy 0 <= min <= max <= 180 deg, got {interval!r}"
+            )
+        limits[angle] = (math.radians(lower), math.radians(upper))
+    return limits
+
+
+def read_stack_block(readers, geometry_readers, rows, units, reff_incidence=None) -> tuple:
+    """One block of rows of every cube, stacked: r ``(rows, cols, bands, observations)``
+    and to_sun, to_sensor, normal ``(rows, cols, observations, 3)``. ``reff_incidence``
+    ``"areoid"`` divides REFF by the ellipsoid's cos i, not the facet's."""
+    refl, vectors = [], []
+    for reader, geometry_reader in zip(readers, geometry_readers):
+        to_sun, to_sensor, normal = geometry_reader.read(rows)
+        divided_by = FLAT_NORMAL if reff_incidence == "areoid" else normal
+        refl.append(to_bidirectional_reflectance(reader.read(rows), units, to_sun, divided_by))
+        vectors.append((to_sun, to_sensor, normal))
+    stacked = np.stack(refl, axis=-1)  # (rows, cols, bands, observations)
+    del refl
+    geometry = [
+        np.stack([v[k] for v in vectors], axis=-2) for k in range(3)
+    ]  # (rows, cols, observations, 3)
+    return (stacked, *geometry)

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -150,24 +151,13 @@ def sample(
     refl = as_float_array("refl", refl)
     if refl.ndim < 2:
         raise ValueError(f"refl must have shape pixels + (bands, observations), got {refl.shape}")
-    pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
+    pixel_shape, n_bands = refl.shape[:-2], refl.shape[-2]
     if refl_sigma is None:
         raise ValueError("refl_sigma is required: the 1-sigma noise of the observations [1/sr]")
     band_sigma = check_band_sigma(refl_sigma, n_bands)
-    num_chains = check_positive_int("num_chains", num_chains)
-    if num_chains < 2:
-        raise ValueError(f"num_chains must be at least 2 (R-hat compares chains), got {num_chains}")
-    num_samples = check_positive_int("num_samples", num_samples)
-    num_warmup = check_positive_int("num_warmup", num_warmup)
-    if num_samples < 4 or num_warmup < 10:
-        raise ValueError(
-            f"num_samples must be >= 4 and num_warmup >= 10, got {num_samples}, {num_warmup}"
-        )
-    integration_steps = check_positive_int("integration_steps", integration_steps)
-    if not float(min_ess) > 0.0:
-        raise ValueError(f"min_ess must be positive, got {min_ess!r}")
-    if not float(max_rhat) > 1.0:
-        raise ValueError(f"max_rhat must exceed 1, got {max_rhat!r}")
+    chains = _check_chains(
+        num_chains, num_samples, num_warmup, integration_steps, min_ess, max_rhat
+    )
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
     lower, upper = _check_bounds(bounds, free, dtype)
     priors = check_priors(
@@ -196,30 +186,122 @@ def sample(
 
     warm = warm_fit()
     layout = ProblemLayout(pixel_shape, n_bands, band_free, shared)
-    n_pixels = layout.n_pixels
+    problems = _problems(
+        warm, layout, priors, (lower, upper), refl, (to_sun, to_sensor, normal), observation_limits
+    )
+    inv_var = 1.0 / np.broadcast_to(band_sigma, (n_bands,)) ** 2
+    outputs = _empty_outputs(problems, chains, dtype, return_samples)
+    _sample_chunks(
+        problems,
+        _Program(
+            program=sample_joint_chunk if shared else sample_chunk,
+            static=_static_arguments(params, free, band_free, shared, problems.kinds, chains),
+            fixed=np.array([0.5] + [float(v) for v in params.scalars()]),
+            inv_var=inv_var,
+            chunk=_chunk_pixels(problems, chains, dtype, chunk_size),
+            seed=seed,
+            dtype=dtype,
+        ),
+        outputs,
+        return_samples,
+    )
+    status = _statuses(warm, layout, problems.sampled, outputs, chains)
+    if not shared and problems.sampled.any():
+        missed = _missed_modes(
+            warm_fit, warm, layout, outputs, inv_var, (free, problems.lower, problems.upper)
+        )
+        status[problems.sampled & missed] = Status.MULTIMODAL
+    return _result(warm, layout, free, shared, outputs, status, return_samples)
+
+
+class _Chains(NamedTuple):
+    """`sample`'s checked chain settings and mixing criteria."""
+
+    num_chains: int
+    num_samples: int
+    num_warmup: int
+    integration_steps: int
+    min_ess: float
+    max_rhat: float
+
+
+def _check_chains(
+    num_chains, num_samples, num_warmup, integration_steps, min_ess, max_rhat
+) -> _Chains:
+    """`sample`'s chain settings, checked (ValueError naming the argument)."""
+    num_chains = check_positive_int("num_chains", num_chains)
+    if num_chains < 2:
+        raise ValueError(f"num_chains must be at least 2 (R-hat compares chains), got {num_chains}")
+    num_samples = check_positive_int("num_samples", num_samples)
+    num_warmup = check_positive_int("num_warmup", num_warmup)
+    if num_samples < 4 or num_warmup < 10:
+        raise ValueError(
+            f"num_samples must be >= 4 and num_warmup >= 10, got {num_samples}, {num_warmup}"
+        )
+    integration_steps = check_positive_int("integration_steps", integration_steps)
+    if not float(min_ess) > 0.0:
+        raise ValueError(f"min_ess must be positive, got {min_ess!r}")
+    if not float(max_rhat) > 1.0:
+        raise ValueError(f"max_rhat must exceed 1, got {max_rhat!r}")
+    return _Chains(num_chains, num_samples, num_warmup, integration_steps, min_ess, max_rhat)
+
+
+class _Problems(NamedTuple):
+    """Every problem of a `sample` call, flat over pixels: observations, the Laplace
+    start in unconstrained coordinates, priors and bounds per problem."""
+
+    refl: np.ndarray  # (pixels, bands, observations)
+    geometry: list  # to_sun, to_sensor, normal (pixels, observations, 3) each
+    limits: object  # checked observation limits
+    sampled: np.ndarray  # (pixels,) + problem axes bool: the warm fit has a start
+    z_center: np.ndarray  # (pixels,) + problem axes + (p,)
+    metric: np.ndarray  # (pixels,) + problem axes + (p, p)
+    prior_mean: np.ndarray
+    prior_precision: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    kinds: tuple
+
+
+def _problems(warm, layout, priors, bounds, refl, geometry, observation_limits) -> _Problems:
+    """The problems of a `sample` call from its warm-start fit `warm`; bounds (lower,
+    upper) per free parameter; geometry (to_sun, to_sensor, normal) as given."""
     values, covariance = layout.fit_start(warm)
     prior_mean, prior_precision = layout.prior_vectors(priors)
-    lower, upper = layout.per_problem(lower), layout.per_problem(upper)
+    lower, upper = layout.per_problem(bounds[0]), layout.per_problem(bounds[1])
     kinds = transform.kinds_of(lower, upper)
     z_center, metric = laplace_start(values, covariance, kinds, lower, upper)
     sampled = np.isin(layout.flat_status(warm.status), np.array(_SAMPLED, np.int8))
+    n_pixels, pixel_shape = layout.n_pixels, refl.shape[:-2]
+    n_obs = refl.shape[-1]
+    checked = [as_float_array(n, g) for n, g in zip(("to_sun", "to_sensor", "normal"), geometry)]
+    return _Problems(
+        refl=refl.reshape(n_pixels, refl.shape[-2], n_obs),
+        geometry=[
+            np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3)
+            for g in checked
+        ],
+        limits=check_observation_limits(observation_limits),
+        sampled=sampled,
+        z_center=z_center,
+        metric=metric,
+        prior_mean=prior_mean,
+        prior_precision=prior_precision,
+        lower=lower,
+        upper=upper,
+        kinds=kinds,
+    )
 
-    geometry = [
-        as_float_array(n, g)
-        for n, g in (("to_sun", to_sun), ("to_sensor", to_sensor), ("normal", normal))
-    ]
-    flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
-    flat_geometry = [
-        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry
-    ]
-    limits = check_observation_limits(observation_limits)
-    n_dims = z_center.shape[-1]
+
+def _chunk_pixels(problems: _Problems, chains: _Chains, dtype, chunk_size) -> int:
+    """Pixels per chunk: `chunk_size`, or what holds about `CHUNK_BYTES` of draws."""
+    z_center = problems.z_center
     problem_axes = z_center.shape[1:-1]  # (bands,), or () for joint problems
     per_pixel = (
         int(np.prod(problem_axes, dtype=np.int64))
-        * num_chains
-        * (num_samples + num_warmup)
-        * n_dims
+        * chains.num_chains
+        * (chains.num_samples + chains.num_warmup)
+        * z_center.shape[-1]
         * np.dtype(dtype).itemsize
     )
     largest = (
@@ -227,8 +309,12 @@ def sample(
         if chunk_size is None
         else check_positive_int("chunk_size", chunk_size)
     )
-    chunk = balanced_chunk(n_pixels, largest)
+    return balanced_chunk(problems.sampled.shape[0], largest)
 
+
+def _empty_outputs(problems: _Problems, chains: _Chains, dtype, return_samples) -> dict:
+    """The summaries' arrays, NaN (no divergences) until a problem is sampled."""
+    z_center, metric = problems.z_center, problems.metric
     outputs = {
         "quantiles": np.full(z_center.shape + (5,), np.nan, dtype),
         "mean": np.full(z_center.shape, np.nan, dtype),
@@ -243,92 +329,126 @@ def sample(
     }
     if return_samples:
         outputs["draws"] = np.full(
-            z_center.shape[:-1] + (num_chains, num_samples, n_dims), np.nan, dtype
+            z_center.shape[:-1] + (chains.num_chains, chains.num_samples, z_center.shape[-1]),
+            np.nan,
+            dtype,
         )
-    fixed = np.array([0.5] + [float(v) for v in params.scalars()])
-    free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
-    inv_var = 1.0 / np.broadcast_to(band_sigma, (n_bands,)) ** 2
-    ids = np.arange(sampled.size, dtype=np.int64).reshape(sampled.shape)
-    eye = np.eye(n_dims)
-    program = sample_joint_chunk if shared else sample_chunk
+    return outputs
+
+
+def _static_arguments(params, free, band_free, shared, kinds, chains: _Chains) -> dict:
+    """The chunk program's static (compile-time) keywords."""
     static = dict(
-        free_index=free_index,
+        free_index=tuple(PARAMETER_NAMES.index(name) for name in free),
         key=params.model_key,
         kinds=kinds,
-        num_chains=num_chains,
-        num_warmup=num_warmup,
-        num_samples=num_samples,
-        integration_steps=integration_steps,
+        num_chains=chains.num_chains,
+        num_warmup=chains.num_warmup,
+        num_samples=chains.num_samples,
+        integration_steps=chains.integration_steps,
     )
     if shared:
         static["n_band_free"] = len(band_free)
+    return static
+
+
+class _Program(NamedTuple):
+    """The chunk program of a `sample` call and what every chunk passes it."""
+
+    program: Callable
+    static: dict  # its static keywords
+    fixed: np.ndarray  # values of PARAMETER_NAMES (w's slot 0.5)
+    inv_var: np.ndarray  # (bands,) 1/refl_sigma^2
+    chunk: int  # pixels per chunk
+    seed: int
+    dtype: type
+
+
+def _sample_chunks(problems: _Problems, program: _Program, outputs: dict, return_samples):
+    """Run `program` on every chunk with a sampled problem; fill `outputs` in place."""
+    dtype, chunk = program.dtype, program.chunk
+    n_pixels = problems.sampled.shape[0]
+    ids = np.arange(problems.sampled.size, dtype=np.int64).reshape(problems.sampled.shape)
     # float32: JAX's 64-bit mode off in this scope too (blackjax draws its momenta in
     # the default float type, which would promote the float32 chains to float64)
     with precision_scope(np.empty(0, dtype)), jax.enable_x64(dtype == np.float64):
-        rng = jax.random.key(int(seed))
-        constants = [jnp.asarray(a, dtype) for a in (fixed, inv_var, lower, upper)]
+        rng = jax.random.key(int(program.seed))
+        constants = [
+            jnp.asarray(a, dtype)
+            for a in (program.fixed, program.inv_var, problems.lower, problems.upper)
+        ]
         for first in range(0, n_pixels, chunk):
             last = min(first + chunk, n_pixels)
-            if not sampled[first:last].any():
+            if not problems.sampled[first:last].any():
                 continue
-            pieces, _ = _masked(
-                flat_refl[first:last], [g[first:last] for g in flat_geometry], limits
-            )
-            active = sampled[first:last]
-            pieces[0] = np.where(active.reshape(active.shape[:1] + (-1, 1)), pieces[0], np.nan)
-            padded = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
-
-            def chunk_of(a, fill, active=active, first=first, last=last):
-                """A per-problem array of the chunk, padded, fill where not sampled."""
-                mask = active.reshape(active.shape + (1,) * (a.ndim - active.ndim))
-                return jnp.asarray(
-                    pad_pixels(np.where(mask, a[first:last], fill), chunk, fill), dtype
-                )
-
-            centre = chunk_of(z_center, 0.0)
-            metric_chunk = np.where(active[..., None, None], metric[first:last], eye)
-            scale = jnp.asarray(
-                np.concatenate(
-                    [
-                        metric_chunk,
-                        np.broadcast_to(eye, (chunk - (last - first),) + metric_chunk.shape[1:]),
-                    ]
-                ),
-                dtype,
-            )
-            solved = program(
-                rng,
-                jnp.asarray(pad_pixels(ids[first:last], chunk, 0)),
-                *(jnp.asarray(p, dtype) for p in padded),
-                constants[0],
-                centre,
-                scale,
-                constants[1],
-                chunk_of(prior_mean, 0.0),
-                chunk_of(prior_precision, 0.0),
-                *constants[2:],
-                **static,
-            )
+            solved = _sample_one_chunk(problems, program, (first, last), rng, ids, constants)
             solved = jax.device_get(
                 {k: v for k, v in solved.items() if k != "draws" or return_samples}
             )
-            n = last - first
+            active = problems.sampled[first:last]
             for name, array in outputs.items():
-                value = np.asarray(solved[name][:n])
+                value = np.asarray(solved[name][: last - first])
                 mask = active.reshape(active.shape + (1,) * (value.ndim - active.ndim))
                 array[first:last] = np.where(mask, value, array[first:last])
 
+
+def _sample_one_chunk(problems: _Problems, program: _Program, span, rng, ids, constants):
+    """The chunk program's outputs (JAX arrays) for pixels span = (first, last), padded
+    to the chunk size; constants: fixed, inv_var, lower, upper as JAX arrays."""
+    (first, last), chunk, dtype = span, program.chunk, program.dtype
+    pieces, _ = _masked(
+        problems.refl[first:last], [g[first:last] for g in problems.geometry], problems.limits
+    )
+    active = problems.sampled[first:last]
+    pieces[0] = np.where(active.reshape(active.shape[:1] + (-1, 1)), pieces[0], np.nan)
+    padded = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
+
+    def chunk_of(a, fill):
+        """A per-problem array of the chunk, padded, fill where not sampled."""
+        mask = active.reshape(active.shape + (1,) * (a.ndim - active.ndim))
+        return jnp.asarray(pad_pixels(np.where(mask, a[first:last], fill), chunk, fill), dtype)
+
+    eye = np.eye(problems.z_center.shape[-1])
+    metric_chunk = np.where(active[..., None, None], problems.metric[first:last], eye)
+    scale = jnp.asarray(
+        np.concatenate(
+            [
+                metric_chunk,
+                np.broadcast_to(eye, (chunk - (last - first),) + metric_chunk.shape[1:]),
+            ]
+        ),
+        dtype,
+    )
+    return program.program(
+        rng,
+        jnp.asarray(pad_pixels(ids[first:last], chunk, 0)),
+        *(jnp.asarray(p, dtype) for p in padded),
+        constants[0],
+        chunk_of(problems.z_center, 0.0),
+        scale,
+        constants[1],
+        chunk_of(problems.prior_mean, 0.0),
+        chunk_of(problems.prior_precision, 0.0),
+        *constants[2:],
+        **program.static,
+    )
+
+
+def _statuses(warm, layout, sampled, outputs, chains: _Chains) -> np.ndarray:
+    """Flat statuses: the warm fit's, CONVERGED or NOT_MIXED where sampled."""
     status = layout.flat_status(warm.status).copy()
     mixed = np.all(
-        (outputs["rhat"] <= max_rhat)
-        & (outputs["ess"] >= min_ess)
-        & (outputs["ess_tail"] >= min_ess),
+        (outputs["rhat"] <= chains.max_rhat)
+        & (outputs["ess"] >= chains.min_ess)
+        & (outputs["ess_tail"] >= chains.min_ess),
         axis=-1,
     )
     status[sampled] = np.where(mixed[sampled], Status.CONVERGED, Status.NOT_MIXED)
-    if not shared and sampled.any():
-        missed = _missed_modes(warm_fit, warm, layout, outputs, inv_var, (free, lower, upper))
-        status[sampled & missed] = Status.MULTIMODAL
+    return status
+
+
+def _result(warm, layout, free, shared, outputs, status, return_samples) -> SampleResult:
+    """The `SampleResult` of the flat summaries, in the image's layout."""
     return SampleResult(
         free=free,
         shared=shared,

@@ -14,6 +14,7 @@ valid subset would be, with no per-problem branching in the solvers.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -174,71 +175,99 @@ def fit(
             starts that is not a positive int or a sequence of mappings of free names,
             grids an infinite bound, or is given to a fit that is not joint.
     """
+    arrays = (refl, to_sun, to_sensor, normal)
+    options = dict(
+        start=start,
+        max_iter=max_iter,
+        tol=tol,
+        refl_sigma=refl_sigma,
+        chunk_size=chunk_size,
+        observation_limits=observation_limits,
+        min_observations=min_observations,
+    )
     if starts is not None:  # several starts of a joint fit: `joint.restarts`
-        from ..joint.restarts import check_starts, run_starts
-
-        joint, regional_fit = bool(shared or prior), bool(regional) or regions is not None
-        starts = check_starts(starts, joint, regional_fit)
-        if starts is not None:
-
-            def fit_once(start):
-                return fit(
-                    refl,
-                    to_sun,
-                    to_sensor,
-                    normal,
-                    params,
-                    free,
-                    solver,
-                    bounds,
-                    start=start,
-                    max_iter=max_iter,
-                    tol=tol,
-                    refl_sigma=refl_sigma,
-                    chunk_size=chunk_size,
-                    observation_limits=observation_limits,
-                    min_observations=min_observations,
-                    shared=shared,
-                    prior=prior,
-                )
-
-            return run_starts(
-                fit_once,
-                starts,
-                refl,
-                params,
-                free,
-                bounds,
-                shared,
-                start,
-                max_iter,
-                tol,
-                refl_sigma is not None,
-            )
+        restarted = _fit_restarts(
+            arrays,
+            (params, free, solver, bounds),
+            starts,
+            shared,
+            prior,
+            regions,
+            regional,
+            options,
+        )
+        if restarted is not None:
+            return restarted
     if shared or prior or regional or regions is not None:  # joint problems: their own modules
         from ..joint.joint import fit_joint
 
         return fit_joint(
-            refl,
-            to_sun,
-            to_sensor,
-            normal,
+            arrays,
             params,
             free,
             solver,
             bounds,
             shared=shared,
             prior=prior,
-            start=start,
-            max_iter=max_iter,
-            tol=tol,
-            refl_sigma=refl_sigma,
-            chunk_size=chunk_size,
-            observation_limits=observation_limits,
-            min_observations=min_observations,
             regions=regions,
             regional=regional,
+            options=options,
         )
+    return _fit_bands(arrays, params, free, solver, bounds, options)
+
+
+def _fit_restarts(arrays, model, starts, shared, prior, regions, regional, options):
+    """`fit` with `starts` (`joint.restarts`), or None where the starts are one start;
+    model = (params, free, solver, bounds) as given to `fit`."""
+    from ..joint.restarts import check_starts, run_starts
+
+    joint, regional_fit = bool(shared or prior), bool(regional) or regions is not None
+    starts = check_starts(starts, joint, regional_fit)
+    if starts is None:
+        return None
+    params, free, _, bounds = model
+
+    def fit_once(start):
+        return fit(*arrays, *model, **{**options, "start": start}, shared=shared, prior=prior)
+
+    return run_starts(
+        fit_once,
+        starts,
+        arrays[0],
+        params,
+        free,
+        bounds,
+        shared,
+        options["start"],
+        options["max_iter"],
+        options["tol"],
+        options["refl_sigma"] is not None,
+    )
+
+
+class _Settings(NamedTuple):
+    """A per-band `fit`'s checked settings: what every chunk's solve reads."""
+
+    solver: str
+    free: tuple[str, ...]
+    params: HapkeParams
+    lower: np.ndarray  # (p,) bounds of the free parameters
+    upper: np.ndarray
+    min_obs: int
+    max_iter: int
+    tol: float
+    dtype: type
+    band_sigma: np.ndarray | None  # (bands,) float64, or None
+    limits: object  # checked observation limits
+    chunk: int  # pixels per chunk
+    start: dict  # the checked given starts, by name
+    fixed: np.ndarray  # values of PARAMETER_NAMES (w's entry a placeholder)
+    free_index: tuple[int, ...]
+
+
+def _fit_bands(arrays, params, free, solver, bounds, options) -> FitResult:
+    """`fit` where every (pixel, band) is its own problem; arrays = (refl, to_sun,
+    to_sensor, normal) and options `fit`'s keywords, as given."""
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction):  # linear in its albedo: nothing to fit
         raise ValueError(
@@ -248,16 +277,53 @@ def fit(
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     free = check_free(free, params)
-    refl, geometry = check_arrays(refl, to_sun, to_sensor, normal)
+    refl, geometry = check_arrays(*arrays)
+    settings = _check_settings(refl, params, free, solver, bounds, options)
+    pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
+    n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
+    flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
+    flat_geometry = [
+        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry
+    ]
+    n_free, dtype = len(free), settings.dtype
+    fields: dict[str, np.ndarray] = {
+        "values": np.empty((n_pixels, n_bands, n_free), dtype),
+        "status": np.empty((n_pixels, n_bands), np.int8),
+        "iterations": np.empty((n_pixels, n_bands), np.int32),
+        "residual_norm": np.empty((n_pixels, n_bands), dtype),
+        "covariance": np.empty((n_pixels, n_bands, n_free, n_free), dtype),
+        "observations": np.empty((n_pixels, n_bands), np.int32),
+    }
+    for first in range(0, n_pixels, settings.chunk):
+        last = min(first + settings.chunk, n_pixels)
+        _fit_chunk(settings, flat_refl, flat_geometry, (first, last), fields)
+
+    out_shape = pixel_shape + (n_bands,)
+    values = fields["values"]
+    by_name = {name: values[..., j].reshape(out_shape) for j, name in enumerate(free)}
+    return FitResult(
+        free=free,
+        values=by_name,
+        status=fields["status"].reshape(out_shape),
+        iterations=fields["iterations"].reshape(out_shape),
+        residual_norm=fields["residual_norm"].reshape(out_shape),
+        covariance=fields["covariance"].reshape(out_shape + (n_free, n_free)),
+        observations=fields["observations"].reshape(out_shape),
+        at_bound=at_bound_flags(free, by_name, settings.lower, settings.upper),
+    )
+
+
+def _check_settings(refl, params, free, solver, bounds, options) -> _Settings:
+    """A per-band `fit`'s settings from its checked refl, params and free names."""
     pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
-    max_iter, tol = check_iterations(max_iter, tol, dtype)
+    max_iter, tol = check_iterations(options["max_iter"], options["tol"], dtype)
     lower, upper = check_bounds(bounds, free, dtype)
     n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
-    n_free = len(free)
-    limits = check_observation_limits(observation_limits)
+    limits = check_observation_limits(options["observation_limits"])
+    min_observations = options["min_observations"]
     min_obs = (
-        n_free + 1
+        len(free) + 1
         if min_observations is None
         else check_positive_int("min_observations", min_observations)
     )
@@ -267,91 +333,82 @@ def fit(
             f"exceeds the {n_obs} observations of every problem: none could be fitted "
             f"(pass min_observations to fit with fewer)"
         )
-    chunk = default_chunk(chunk_size, n_bands, n_obs, n_pixels, solver)
-    band_sigma = check_band_sigma(refl_sigma, n_bands)
+    chunk = default_chunk(options["chunk_size"], n_bands, n_obs, n_pixels, solver)
+    band_sigma = check_band_sigma(options["refl_sigma"], n_bands)
     if band_sigma is not None:
         band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
-
-    flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
-    flat_geometry = [
-        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry
-    ]
-    given_start = checked_starts(start, free, (), params, pixel_shape, n_bands, lower, upper)
-    # all of PARAMETER_NAMES; w's entry is a placeholder (w is always free)
-    fixed = np.array([0.5] + [float(v) for v in params.scalars()])
-
-    values = np.empty((n_pixels, n_bands, n_free), dtype)
-    status = np.empty((n_pixels, n_bands), np.int8)
-    iterations = np.empty((n_pixels, n_bands), np.int32)
-    residual_norm = np.empty((n_pixels, n_bands), dtype)
-    covariance = np.empty((n_pixels, n_bands, n_free, n_free), dtype)
-    observations = np.empty((n_pixels, n_bands), np.int32)
-    free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
-    w_index = free.index("w")
-    key = params.model_key
-    for first in range(0, n_pixels, chunk):
-        last = min(first + chunk, n_pixels)
-        pieces, any_finite = masked_chunk(
-            flat_refl[first:last], [g[first:last] for g in flat_geometry], limits
-        )
-        n_valid = np.sum(np.isfinite(pieces[0]), axis=-1)
-        if solver == "jax":  # one chunk shape: each JAX program compiles once
-            pieces = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
-        piece_start = _chunk_start(
-            given_start, first, last, free, params, pieces, solver, lower, upper
-        )
-        if solver == "numba":
-            solved = _solve_chunk_numba(
-                pieces, piece_start, fixed, free_index, lower, upper, min_obs, max_iter, tol, key
-            )
-        else:
-            solved = _solve_chunk_jax(
-                pieces,
-                piece_start,
-                dtype,
-                fixed,
-                free_index,
-                lower,
-                upper,
-                min_obs,
-                max_iter,
-                tol,
-                key,
-            )
-        n = last - first
-        chunk_status = solved["status"][:n].copy()
-        chunk_status[~any_finite] = Status.NONFINITE_INPUT  # nothing finite to fit at all
-        chunk_values = solved["values"][:n].copy()
-        unreachable = mark_unreachable(
-            chunk_status.reshape(-1),
-            pieces[0][:n].reshape(n * n_bands, n_obs),
-            chunk_values[..., w_index].reshape(-1),
-            solved["cost"][:n].reshape(-1),
-            (lower[w_index], upper[w_index]),
-            albedo_bounds(dtype),
-        ).reshape(n, n_bands)
-        chunk_values[unreachable] = np.nan
-        covariance[first:last] = fit_covariance(
-            solved["jtj"][:n], solved["cost"][:n], chunk_status, n_valid, band_sigma
-        )
-        observations[first:last] = n_valid
-        values[first:last] = chunk_values
-        status[first:last] = chunk_status
-        iterations[first:last] = solved["iterations"][:n]
-        residual_norm[first:last] = np.sqrt(solved["cost"][:n])
-
-    out_shape = pixel_shape + (n_bands,)
-    by_name = {name: values[..., j].reshape(out_shape) for j, name in enumerate(free)}
-    return FitResult(
-        free=free,
-        values=by_name,
-        status=status.reshape(out_shape),
-        iterations=iterations.reshape(out_shape),
-        residual_norm=residual_norm.reshape(out_shape),
-        covariance=covariance.reshape(out_shape + (n_free, n_free)),
-        observations=observations.reshape(out_shape),
-        at_bound=at_bound_flags(free, by_name, lower, upper),
+    given_start = checked_starts(
+        options["start"], free, (), params, pixel_shape, n_bands, lower, upper
     )
+    return _Settings(
+        solver=solver,
+        free=free,
+        params=params,
+        lower=lower,
+        upper=upper,
+        min_obs=min_obs,
+        max_iter=max_iter,
+        tol=tol,
+        dtype=dtype,
+        band_sigma=band_sigma,
+        limits=limits,
+        chunk=chunk,
+        start=given_start,
+        # all of PARAMETER_NAMES; w's entry is a placeholder (w is always free)
+        fixed=np.array([0.5] + [float(v) for v in params.scalars()]),
+        free_index=tuple(PARAMETER_NAMES.index(name) for name in free),
+    )
+
+
+def _fit_chunk(settings: _Settings, flat_refl, flat_geometry, span, fields):
+    """Fit pixels span = (first, last) of the flat arrays into `fields`, in place."""
+    first, last = span
+    s = settings
+    pieces, any_finite = masked_chunk(
+        flat_refl[first:last], [g[first:last] for g in flat_geometry], s.limits
+    )
+    n_valid = np.sum(np.isfinite(pieces[0]), axis=-1)
+    if s.solver == "jax":  # one chunk shape: each JAX program compiles once
+        pieces = [pad_pixels(p, s.chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
+    piece_start = _chunk_start(
+        s.start, first, last, s.free, s.params, pieces, s.solver, s.lower, s.upper
+    )
+    common = (
+        s.fixed,
+        s.free_index,
+        s.lower,
+        s.upper,
+        s.min_obs,
+        s.max_iter,
+        s.tol,
+        s.params.model_key,
+    )
+    if s.solver == "numba":
+        solved = _solve_chunk_numba(pieces, piece_start, *common)
+    else:
+        solved = _solve_chunk_jax(pieces, piece_start, s.dtype, *common)
+    n, n_bands, n_obs = last - first, flat_refl.shape[1], flat_refl.shape[2]
+    w_index = s.free.index("w")
+    chunk_status = solved["status"][:n].copy()
+    chunk_status[~any_finite] = Status.NONFINITE_INPUT  # nothing finite to fit at all
+    chunk_values = solved["values"][:n].copy()
+    unreachable = mark_unreachable(
+        chunk_status.reshape(-1),
+        pieces[0][:n].reshape(n * n_bands, n_obs),
+        chunk_values[..., w_index].reshape(-1),
+        solved["cost"][:n].reshape(-1),
+        (s.lower[w_index], s.upper[w_index]),
+        albedo_bounds(s.dtype),
+    ).reshape(n, n_bands)
+    chunk_values[unreachable] = np.nan
+    fields["covariance"][first:last] = fit_covariance(
+        solved["jtj"][:n], solved["cost"][:n], chunk_status, n_valid, s.band_sigma
+    )
+    fields["observations"][first:last] = n_valid
+    fields["values"][first:last] = chunk_values
+    fields["status"][first:last] = chunk_status
+    fields["iterations"][first:last] = solved["iterations"][:n]
+    fields["residual_norm"][first:last] = np.sqrt(solved["cost"][:n])
 
 
 def _chunk_start(given, first, last, free, params, pieces, solver, lower, upper):

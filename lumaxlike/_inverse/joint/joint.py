@@ -13,6 +13,7 @@ Masks, starting values, bounds and statuses are `fit`'s.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from .covariance import arrow_covariance
 from .priors import check_priors, degrees_of_freedom, prior_arrays
 from .result import JointFitResult
 
-__all__ = ["fit_joint", "check_shared"]
+__all__ = ["JointSetup", "fit_joint", "check_shared"]
 
 
 def check_shared(shared, free, argument: str = "shared") -> tuple[str, ...]:
@@ -57,29 +58,57 @@ def check_shared(shared, free, argument: str = "shared") -> tuple[str, ...]:
     return shared
 
 
+@dataclasses.dataclass(frozen=True)
+class JointSetup:
+    """The checked arguments of a joint `fit` (`fit_joint`; `regional_fit.fit_regional`)."""
+
+    flat_refl: Any  # (pixels, bands, observations)
+    flat_geometry: Any  # to_sun, to_sensor, normal (pixels, observations, 3) each
+    pixel_shape: tuple
+    regions: Any  # the label map as given, or None
+    free: tuple  # band_free + shared + regional: the solvers' order
+    band_free: tuple
+    shared: tuple
+    regional: tuple
+    params: Any
+    solver: str
+    lower: Any  # (p,) bounds of `free`
+    upper: Any
+    priors: dict
+    given: dict  # the checked given starts, by name
+    band_sigma: Any  # (bands,) float64, or None
+    limits: Any  # checked observation limits
+    chunk: int  # pixels per chunk
+    dtype: Any
+    fixed: Any  # values of PARAMETER_NAMES (w's entry a placeholder)
+    min_obs: int
+    max_iter: int
+    tol: float
+
+
 def fit_joint(
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    params,
-    free,
-    solver,
-    bounds,
-    *,
-    shared,
-    prior,
-    start,
-    max_iter,
-    tol,
-    refl_sigma,
-    chunk_size,
-    observation_limits,
-    min_observations,
-    regions=None,
-    regional=(),
+    arrays, params, free, solver, bounds, *, shared, prior, regions, regional, options
 ) -> JointFitResult:
-    """`fit` with `shared` or `regional` parameters and/or a `prior` (see `fit`)."""
+    """`fit` with `shared` or `regional` parameters and/or a `prior` (see `fit`).
+
+    arrays = (refl, to_sun, to_sensor, normal) and options `fit`'s other keywords
+    (start, max_iter, tol, refl_sigma, chunk_size, observation_limits,
+    min_observations), as given to `fit`.
+    """
+    model = (params, free, solver, bounds)
+    setup = _check_setup(arrays, model, shared, prior, (regions, regional), options)
+    if setup.regional:
+        from .regional_fit import fit_regional
+
+        return _with_at_bound(fit_regional(setup), setup.lower, setup.upper)
+    return _with_at_bound(_fit_problems(setup), setup.lower, setup.upper)
+
+
+def _check_setup(arrays, model, shared, prior, regional_fit, options) -> JointSetup:
+    """A joint fit's checked arguments; model = (params, free, solver, bounds) and
+    regional_fit = (regions, regional), as given to `fit`."""
+    params, free, solver, bounds = model
+    regions, regional = regional_fit
     check_choice("solver", solver, SOLVERS)
     if isinstance(params, PhotometricFunction) or not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
@@ -94,16 +123,58 @@ def fit_joint(
         raise ValueError("regions (a label map) and regional (the names it applies to) go together")
     band_free = tuple(name for name in free if name not in shared + regional)
     free = band_free + shared + regional  # per-band parameters first: the solvers' order
-    refl, geometry = check_arrays(refl, to_sun, to_sensor, normal)
+    refl, geometry = check_arrays(*arrays)
     pixel_shape, (n_bands, n_obs) = refl.shape[:-2], refl.shape[-2:]
     if n_bands == 0:
         raise ValueError(f"refl has no bands (shape {refl.shape})")
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
-    max_iter, tol = check_iterations(max_iter, tol, dtype)
+    max_iter, tol = check_iterations(options["max_iter"], options["tol"], dtype)
     lower, upper = check_bounds(bounds, free, dtype)
     n_pixels = int(np.prod(pixel_shape, dtype=np.int64))
-    limits = check_observation_limits(observation_limits)
-    default_min = len(band_free) + 1
+    limits = check_observation_limits(options["observation_limits"])
+    min_obs = _check_min_observations(options["min_observations"], len(band_free) + 1, n_obs)
+    band_sigma = check_band_sigma(options["refl_sigma"], n_bands)
+    if band_sigma is not None:
+        band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
+    bounds_by_name = dict(zip(free, zip(lower, upper)))
+    fixed_names = shared + regional
+    priors = check_priors(
+        prior, free, fixed_names, pixel_shape, n_bands, band_sigma is not None, bounds_by_name
+    )
+    given = checked_starts(
+        options["start"], free, fixed_names, params, pixel_shape, n_bands, lower, upper
+    )
+    return JointSetup(
+        flat_refl=refl.reshape(n_pixels, n_bands, n_obs),
+        flat_geometry=[
+            np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3)
+            for g in geometry
+        ],
+        pixel_shape=pixel_shape,
+        regions=regions,
+        free=free,
+        band_free=band_free,
+        shared=shared,
+        regional=regional,
+        params=params,
+        solver=solver,
+        lower=lower,
+        upper=upper,
+        priors=priors,
+        given=given,
+        band_sigma=band_sigma,
+        limits=limits,
+        chunk=default_chunk(options["chunk_size"], n_bands, n_obs, n_pixels, solver),
+        dtype=dtype,
+        fixed=np.array([0.5] + [float(v) for v in params.scalars()]),
+        min_obs=min_obs,
+        max_iter=max_iter,
+        tol=tol,
+    )
+
+
+def _check_min_observations(min_observations, default_min, n_obs) -> int:
+    """The valid observations a band needs: `min_observations`, checked, or the default."""
     min_obs = (
         default_min
         if min_observations is None
@@ -114,60 +185,15 @@ def fit_joint(
             f"min_observations = {min_obs} exceeds the {n_obs} observations of every band: "
             f"none could be fitted (pass min_observations to fit with fewer)"
         )
-    band_sigma = check_band_sigma(refl_sigma, n_bands)
-    if band_sigma is not None:
-        band_sigma = np.broadcast_to(band_sigma.astype(np.float64), (n_bands,))
-    priors = check_priors(
-        prior,
-        free,
-        shared + regional,
-        pixel_shape,
-        n_bands,
-        band_sigma is not None,
-        dict(zip(free, zip(lower, upper))),
-    )
-    given = checked_starts(
-        start, free, shared + regional, params, pixel_shape, n_bands, lower, upper
-    )
-    per_pixel = bool(shared)  # one problem per pixel; else per pixel and band
-    chunk = default_chunk(chunk_size, n_bands, n_obs, n_pixels, solver)
+    return min_obs
 
-    flat_refl = refl.reshape(n_pixels, n_bands, n_obs)
-    flat_geometry = [
-        np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3) for g in geometry
-    ]
-    fixed = np.array([0.5] + [float(v) for v in params.scalars()])
-    if regional:
-        from .regional_fit import RegionalSetup, fit_regional
 
-        regional_result = fit_regional(
-            RegionalSetup(
-                flat_refl=flat_refl,
-                flat_geometry=flat_geometry,
-                pixel_shape=pixel_shape,
-                regions=regions,
-                free=free,
-                band_free=band_free,
-                shared=shared,
-                regional=regional,
-                params=params,
-                solver=solver,
-                lower=lower,
-                upper=upper,
-                priors=priors,
-                given=given,
-                band_sigma=band_sigma,
-                limits=limits,
-                chunk=chunk,
-                dtype=dtype,
-                fixed=fixed,
-                min_obs=min_obs,
-                max_iter=max_iter,
-                tol=tol,
-            )
-        )
-        return _with_at_bound(regional_result, lower, upper)
-    p, s = len(band_free), len(shared)
+def _fit_problems(setup: JointSetup) -> JointFitResult:
+    """A joint fit without regions: one problem per pixel (`shared`), else per pixel
+    and band (a `prior` alone)."""
+    n_pixels, n_bands, _ = setup.flat_refl.shape
+    per_pixel = bool(setup.shared)  # one problem per pixel; else per pixel and band
+    p, s = len(setup.band_free), len(setup.shared)
     n_problems = n_pixels if per_pixel else n_pixels * n_bands
     problem_bands = n_bands if per_pixel else 1
     out = {
@@ -181,98 +207,132 @@ def fit_joint(
         "cov_x": np.empty((n_problems, problem_bands, p, s)),
     }
     observations = np.empty((n_pixels, n_bands), np.int32)
-    weight_of_band = np.ones(n_bands) if band_sigma is None else 1.0 / band_sigma
-    setup = dict(
-        free=free,
-        n_band_free=p,
-        fixed=fixed,
-        lower=lower,
-        upper=upper,
-        min_obs=min_obs,
-        max_iter=max_iter,
-        tol=tol,
-        key=params.model_key,
-        dtype=dtype,
-    )
-    for first in range(0, n_pixels, chunk):
-        last = min(first + chunk, n_pixels)
-        n = last - first
-        pieces, any_finite = masked_chunk(
-            flat_refl[first:last], [g[first:last] for g in flat_geometry], limits
-        )
-        n_valid = np.sum(np.isfinite(pieces[0]), axis=-1)
-        observations[first:last] = n_valid
-        start_b, start_s = chunk_starts(
-            given, first, last, free, shared, params, pieces, solver, lower, upper
-        )
-        chunk_priors = prior_arrays(priors, band_free, shared, first, last, n_bands)
-        weight = np.broadcast_to(weight_of_band, (n, n_bands))
-        arrays = [pieces[0], weight, start_b, start_s, *chunk_priors]
-        geometry_chunk = pieces[1:]
-        per_problem = n_problems // n_pixels  # bands per pixel, or 1
-        if not per_pixel:  # every (pixel, band) its own problem with one band
-            refl_c, weight_c, start_b_c, _, mean_b, weight_b, _, _ = arrays
-            empty = np.zeros((n * n_bands, 0))
-
-            def one_band(a):
-                return a.reshape((n * n_bands, 1) + a.shape[2:])  # noqa: B023 (called in this iteration)
-
-            arrays = [
-                one_band(refl_c),
-                one_band(weight_c),
-                one_band(start_b_c),
-                empty,
-                one_band(mean_b),
-                one_band(weight_b),
-                empty,
-                empty,
-            ]
-            geometry_chunk = [np.repeat(g, n_bands, axis=0) for g in geometry_chunk]
-        solved = solve_chunk(solver, arrays, geometry_chunk, chunk * per_problem, setup)
-        rows = slice(first * per_problem, last * per_problem)
-        status = solved["status"]
-        no_data = ~np.any(any_finite, axis=1) if per_pixel else ~any_finite.reshape(-1)
-        status[no_data] = Status.NONFINITE_INPUT
-        valid_count = np.sum(n_valid, axis=1) if per_pixel else n_valid.reshape(-1)
-        if band_sigma is not None:
-            variance = np.ones(status.shape)
-        else:
-            dof = valid_count - (problem_bands * p + s)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                variance = np.where(dof > 0, solved["cost"] / np.maximum(dof, 1), np.nan)
-        is_solved = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
-        cov_b, cov_s, cov_x, determined = arrow_covariance(
-            solved["a_blocks"],
-            solved["c_blocks"],
-            solved["d_block"],
-            variance,
-            is_solved,
-        )
-        status[(status == Status.CONVERGED) & ~determined] = Status.UNDETERMINED
-        for name, value in (
-            ("values_b", solved["values_b"]),
-            ("values_s", solved["values_s"]),
-            ("status", status),
-            ("iterations", solved["iterations"]),
-            ("cost", solved["cost"]),
-            ("cov_b", cov_b),
-            ("cov_s", cov_s),
-            ("cov_x", cov_x),
-        ):
-            out[name][rows] = value
-    result = _result(
+    for first in range(0, n_pixels, setup.chunk):
+        last = min(first + setup.chunk, n_pixels)
+        _fit_chunk(setup, (first, last), out, observations)
+    return _result(
         out,
         observations,
-        free,
-        shared,
-        band_free,
-        priors,
-        pixel_shape,
+        setup.free,
+        setup.shared,
+        setup.band_free,
+        setup.priors,
+        setup.pixel_shape,
         n_bands,
         per_pixel,
-        dtype,
+        setup.dtype,
     )
-    return _with_at_bound(result, lower, upper)
+
+
+def _fit_chunk(setup: JointSetup, span, out, observations):
+    """Solve the problems of pixels span = (first, last) into `out` and `observations`
+    (`_fit_problems`' arrays), in place."""
+    first, last = span
+    n, n_bands = last - first, setup.flat_refl.shape[1]
+    per_pixel = bool(setup.shared)
+    pieces, any_finite = masked_chunk(
+        setup.flat_refl[first:last], [g[first:last] for g in setup.flat_geometry], setup.limits
+    )
+    n_valid = np.sum(np.isfinite(pieces[0]), axis=-1)
+    observations[first:last] = n_valid
+    start_b, start_s = chunk_starts(
+        setup.given,
+        first,
+        last,
+        setup.free,
+        setup.shared,
+        setup.params,
+        pieces,
+        setup.solver,
+        setup.lower,
+        setup.upper,
+    )
+    chunk_priors = prior_arrays(setup.priors, setup.band_free, setup.shared, first, last, n_bands)
+    weight_of_band = np.ones(n_bands) if setup.band_sigma is None else 1.0 / setup.band_sigma
+    weight = np.broadcast_to(weight_of_band, (n, n_bands))
+    arrays = [pieces[0], weight, start_b, start_s, *chunk_priors]
+    geometry_chunk = pieces[1:]
+    per_problem = 1 if per_pixel else n_bands  # problems per pixel
+    if not per_pixel:  # every (pixel, band) its own problem with one band
+        arrays, geometry_chunk = _one_band_problems(arrays, geometry_chunk)
+    solver_setup = dict(
+        free=setup.free,
+        n_band_free=len(setup.band_free),
+        fixed=setup.fixed,
+        lower=setup.lower,
+        upper=setup.upper,
+        min_obs=setup.min_obs,
+        max_iter=setup.max_iter,
+        tol=setup.tol,
+        key=setup.params.model_key,
+        dtype=setup.dtype,
+    )
+    solved = solve_chunk(
+        setup.solver, arrays, geometry_chunk, setup.chunk * per_problem, solver_setup
+    )
+    status = solved["status"]
+    no_data = ~np.any(any_finite, axis=1) if per_pixel else ~any_finite.reshape(-1)
+    status[no_data] = Status.NONFINITE_INPUT
+    valid_count = np.sum(n_valid, axis=1) if per_pixel else n_valid.reshape(-1)
+    cov_b, cov_s, cov_x = _chunk_covariance(setup, solved, status, valid_count)
+    rows = slice(first * per_problem, last * per_problem)
+    for name, value in (
+        ("values_b", solved["values_b"]),
+        ("values_s", solved["values_s"]),
+        ("status", status),
+        ("iterations", solved["iterations"]),
+        ("cost", solved["cost"]),
+        ("cov_b", cov_b),
+        ("cov_s", cov_s),
+        ("cov_x", cov_x),
+    ):
+        out[name][rows] = value
+
+
+def _one_band_problems(arrays, geometry):
+    """A chunk's solver arrays (refl, weight, start_b, start_s, prior mean_b, weight_b,
+    mean_s, weight_s) and geometry with every (pixel, band) its own one-band problem."""
+    refl, weight, start_b, _, mean_b, weight_b, _, _ = arrays
+    n, n_bands = refl.shape[:2]
+    empty = np.zeros((n * n_bands, 0))
+
+    def one_band(a):
+        return a.reshape((n * n_bands, 1) + a.shape[2:])
+
+    arrays = [
+        one_band(refl),
+        one_band(weight),
+        one_band(start_b),
+        empty,
+        one_band(mean_b),
+        one_band(weight_b),
+        empty,
+        empty,
+    ]
+    return arrays, [np.repeat(g, n_bands, axis=0) for g in geometry]
+
+
+def _chunk_covariance(setup: JointSetup, solved, status, valid_count):
+    """The chunk's covariance blocks (cov_b, cov_s, cov_x); marks CONVERGED problems
+    whose covariance is undetermined UNDETERMINED in `status`, in place."""
+    p, s = len(setup.band_free), len(setup.shared)
+    problem_bands = setup.flat_refl.shape[1] if setup.shared else 1
+    if setup.band_sigma is not None:
+        variance = np.ones(status.shape)
+    else:
+        dof = valid_count - (problem_bands * p + s)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            variance = np.where(dof > 0, solved["cost"] / np.maximum(dof, 1), np.nan)
+    is_solved = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
+    cov_b, cov_s, cov_x, determined = arrow_covariance(
+        solved["a_blocks"],
+        solved["c_blocks"],
+        solved["d_block"],
+        variance,
+        is_solved,
+    )
+    status[(status == Status.CONVERGED) & ~determined] = Status.UNDETERMINED
+    return cov_b, cov_s, cov_x
 
 
 def _with_at_bound(result, lower, upper):

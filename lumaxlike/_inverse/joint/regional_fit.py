@@ -10,47 +10,19 @@ observations counted). A region left with no pixel gets TOO_FEW_OBSERVATIONS.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 
 from ..._status import Status
 from ..fit.observation_masks import masked_chunk
 from .chunk import chunk_starts, solve_chunk
+from .joint import JointSetup
 from .priors import degrees_of_freedom, prior_arrays
 from .regional import regional_covariance, solve_regions
 from .result import JointFitResult
 
-__all__ = ["RegionalSetup", "fit_regional"]
-
-
-@dataclasses.dataclass(frozen=True)
-class RegionalSetup:
-    """The checked arguments of a regional `fit` (from `joint.fit_joint`)."""
-
-    flat_refl: Any
-    flat_geometry: Any
-    pixel_shape: tuple
-    regions: Any
-    free: tuple
-    band_free: tuple
-    shared: tuple
-    regional: tuple
-    params: Any
-    solver: str
-    lower: Any
-    upper: Any
-    priors: dict
-    given: dict
-    band_sigma: Any
-    limits: Any
-    chunk: int
-    dtype: Any
-    fixed: Any
-    min_obs: int
-    max_iter: int
-    tol: float
+__all__ = ["fit_regional"]
 
 
 def _labels(regions, pixel_shape):
@@ -77,29 +49,70 @@ def _per_region(values, label, n_regions, name, what):
     return out
 
 
-def fit_regional(setup: RegionalSetup) -> JointFitResult:
+def fit_regional(setup: JointSetup) -> JointFitResult:
     """Solve a regional fit (see the module docstring); returns its `JointFitResult`."""
-    n_pixels, n_bands, n_obs = setup.flat_refl.shape
+    n_bands = setup.flat_refl.shape[1]
     labels = _labels(setup.regions, setup.pixel_shape)
     region_labels = np.unique(labels[labels >= 0])
     pixels = np.nonzero(labels >= 0)[0]
     region_of = np.searchsorted(region_labels, labels[pixels])  # (M,) region of each pixel
     p, s, r = len(setup.band_free), len(setup.shared), len(setup.regional)
-    shared_all = setup.shared + setup.regional
-    config = dict(
-        free=setup.free,
-        n_band_free=p,
-        fixed=setup.fixed,
-        lower=setup.lower,
-        upper=setup.upper,
-        min_obs=setup.min_obs,
-        max_iter=0,
-        tol=setup.tol,
-        key=setup.params.model_key,
-        dtype=setup.dtype,
+    gathered = _gather(setup, pixels)
+    first_look = (
+        _evaluate(setup, gathered, np.arange(len(pixels)), gathered.start_b, gathered.start_sr)
+        if len(pixels)
+        else None
     )
-    weight_of_band = np.ones(n_bands) if setup.band_sigma is None else 1.0 / setup.band_sigma
-    # the region pixels' masked inputs, starts and priors, once
+    status = first_look["status"].copy() if first_look else np.zeros(0, np.int8)
+    status[~np.any(gathered.any_finite, axis=1)] = Status.NONFINITE_INPUT
+    active = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
+    used_regions, label = np.unique(region_of[active], return_inverse=True)
+    n_used = len(used_regions)
+    start_r, region_prior = _region_starts(setup, gathered, pixels, active, (label, n_used))
+    which = np.nonzero(active)[0]
+    state = _solve(setup, gathered, which, active, (label, n_used, start_r, region_prior))
+    pixel = {
+        "status": status,
+        "values_b": np.full((len(pixels), n_bands, p), np.nan),
+        "values_sr": np.full((len(pixels), s + r), np.nan),
+        "iterations": np.zeros(len(pixels), np.int32),
+        "cost": np.full(len(pixels), np.nan),
+        "cov_b": np.full((len(pixels), n_bands, p, p), np.nan),
+        "cov_sr": np.full((len(pixels), s + r, s + r), np.nan),
+        "cov_x": np.full((len(pixels), n_bands, p, s + r), np.nan),
+        "n_valid": gathered.n_valid,
+    }
+    region = {
+        "labels": region_labels,
+        "status": np.full(len(region_labels), Status.TOO_FEW_OBSERVATIONS, np.int8),
+        "iterations": np.zeros(len(region_labels), np.int32),
+        "values": {name: np.full(len(region_labels), np.nan) for name in setup.regional},
+        "cost": np.full(len(region_labels), np.nan),
+        "sigma": {name: np.full(len(region_labels), np.nan) for name in setup.regional},
+    }
+    if len(which):
+        regions = (label, n_used, used_regions, region_prior)
+        _fill_solution(setup, state, which, active, regions, gathered.n_valid, pixel, region)
+    return _regional_result(setup, pixels, pixel, region)
+
+
+class _Gathered(NamedTuple):
+    """The region pixels' masked inputs, starts and priors (gathered once), in the
+    order of `pixels`; masked and priors None where there is no region pixel."""
+
+    any_finite: np.ndarray  # (M, bands) bool
+    start_b: np.ndarray  # (M, bands, p)
+    start_sr: np.ndarray  # (M, s + r)
+    priors: list | None  # mean_b, weight_b, mean_s, weight_s
+    n_valid: np.ndarray  # (M, bands)
+    masked: list | None  # refl, to_sun, to_sensor, normal
+
+
+def _gather(setup: JointSetup, pixels) -> _Gathered:
+    """`_Gathered` for the region pixels `pixels` (indices into the flat image)."""
+    n_bands = setup.flat_refl.shape[1]
+    p, s, r = len(setup.band_free), len(setup.shared), len(setup.regional)
+    shared_all = setup.shared + setup.regional
     pieces, finite_parts, starts, priors = [], [], [], []
     chunk = setup.chunk
     for first in range(0, len(pixels), chunk):
@@ -136,66 +149,90 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
                 n_bands,
             )
         )
-    any_finite = np.concatenate(finite_parts) if pieces else np.zeros((0, n_bands), bool)
-    start_b = np.concatenate([a for a, _ in starts]) if pieces else np.zeros((0, n_bands, p))
-    start_sr = np.concatenate([b for _, b in starts]) if pieces else np.zeros((0, s + r))
-    prior_all = [np.concatenate([c[k] for c in priors]) for k in range(4)] if pieces else None
-    n_valid = (
-        np.concatenate([np.sum(np.isfinite(pc[0]), axis=-1) for pc in pieces])
-        if pieces
-        else np.zeros((0, n_bands))
+    return _Gathered(
+        any_finite=np.concatenate(finite_parts) if pieces else np.zeros((0, n_bands), bool),
+        start_b=np.concatenate([a for a, _ in starts]) if pieces else np.zeros((0, n_bands, p)),
+        start_sr=np.concatenate([b for _, b in starts]) if pieces else np.zeros((0, s + r)),
+        priors=[np.concatenate([c[k] for c in priors]) for k in range(4)] if pieces else None,
+        n_valid=(
+            np.concatenate([np.sum(np.isfinite(pc[0]), axis=-1) for pc in pieces])
+            if pieces
+            else np.zeros((0, n_bands))
+        ),
+        masked=[np.concatenate([pc[k] for pc in pieces]) for k in range(4)] if pieces else None,
     )
-    masked = [np.concatenate([pc[k] for pc in pieces]) for k in range(4)] if pieces else None
-    del pieces
 
-    def evaluate(which, xb, xsr):
-        """The arrow blocks (0 solver steps) of the region pixels `which` at (xb, xsr)."""
-        outputs = []
-        for first in range(0, len(which), chunk):
-            rows = which[first : first + chunk]
-            # rows exist only where pieces did, and with them masked and prior_all
-            assert masked is not None and prior_all is not None
-            refl, *geometry = (a[rows] for a in masked)
-            mean_b, weight_b, mean_s, weight_s = (a[rows] for a in prior_all)
-            weight_s = weight_s.copy()
-            weight_s[:, s:] = 0.0  # a regional prior counts once per region, not per pixel
-            weight = np.broadcast_to(weight_of_band, (len(rows), n_bands))
-            arrays = [
-                refl,
-                weight,
-                xb[first : first + chunk],
-                xsr[first : first + chunk],
-                mean_b,
-                weight_b,
-                mean_s,
-                weight_s,
-            ]
-            outputs.append(solve_chunk(setup.solver, arrays, geometry, chunk, config))
-        return (
-            {name: np.concatenate([o[name] for o in outputs]) for name in outputs[0]}
-            if outputs
-            else None
-        )
 
-    everything = np.arange(len(pixels))
-    first_look = evaluate(everything, start_b, start_sr) if len(pixels) else None
-    status = first_look["status"].copy() if first_look else np.zeros(0, np.int8)
-    status[~np.any(any_finite, axis=1)] = Status.NONFINITE_INPUT
-    active = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
-    used_regions, label = np.unique(region_of[active], return_inverse=True)
-    n_used = len(used_regions)
+def _evaluate(setup: JointSetup, gathered: _Gathered, which, xb, xsr):
+    """The arrow blocks (0 solver steps) of the region pixels `which` at (xb, xsr)."""
+    n_bands, chunk, s = setup.flat_refl.shape[1], setup.chunk, len(setup.shared)
+    config = dict(
+        free=setup.free,
+        n_band_free=len(setup.band_free),
+        fixed=setup.fixed,
+        lower=setup.lower,
+        upper=setup.upper,
+        min_obs=setup.min_obs,
+        max_iter=0,
+        tol=setup.tol,
+        key=setup.params.model_key,
+        dtype=setup.dtype,
+    )
+    weight_of_band = np.ones(n_bands) if setup.band_sigma is None else 1.0 / setup.band_sigma
+    outputs = []
+    for first in range(0, len(which), chunk):
+        rows = which[first : first + chunk]
+        # rows exist only where pieces did, and with them masked and priors
+        assert gathered.masked is not None and gathered.priors is not None
+        refl, *geometry = (a[rows] for a in gathered.masked)
+        mean_b, weight_b, mean_s, weight_s = (a[rows] for a in gathered.priors)
+        weight_s = weight_s.copy()
+        weight_s[:, s:] = 0.0  # a regional prior counts once per region, not per pixel
+        weight = np.broadcast_to(weight_of_band, (len(rows), n_bands))
+        arrays = [
+            refl,
+            weight,
+            xb[first : first + chunk],
+            xsr[first : first + chunk],
+            mean_b,
+            weight_b,
+            mean_s,
+            weight_s,
+        ]
+        outputs.append(solve_chunk(setup.solver, arrays, geometry, chunk, config))
+    return (
+        {name: np.concatenate([o[name] for o in outputs]) for name in outputs[0]}
+        if outputs
+        else None
+    )
+
+
+def _region_starts(setup: JointSetup, gathered: _Gathered, pixels, active, regions):
+    """The regional parameters' starts (n_used, r) and priors (mean, weight) per used
+    region; regions = (label of each active pixel, n_used)."""
+    label, n_used = regions
+    s, r = len(setup.shared), len(setup.regional)
     start_r = np.empty((n_used, r))
     prior_mean_r, prior_weight_r = np.zeros((n_used, r)), np.zeros((n_used, r))
     for q, name in enumerate(setup.regional):
-        start_r[:, q] = _per_region(start_sr[active, s + q], label, n_used, name, "start")
+        start_r[:, q] = _per_region(gathered.start_sr[active, s + q], label, n_used, name, "start")
         if name in setup.priors:
             mean, sigma = (a[pixels][active] for a in setup.priors[name])
             prior_mean_r[:, q] = np.nan_to_num(_per_region(mean, label, n_used, name, "prior"))
             prior_weight_r[:, q] = 1.0 / _per_region(sigma, label, n_used, name, "prior")
-    which = np.nonzero(active)[0]
+    return start_r, (prior_mean_r, prior_weight_r)
+
+
+def _solve(setup: JointSetup, gathered: _Gathered, which, active, regions):
+    """`regional.solve_regions` over the active pixels `which`, or None if there are
+    none; regions = (label, n_used, start_r, region_prior)."""
+    if not len(which):
+        return None
+    label, n_used, start_r, region_prior = regions
+    p, s = len(setup.band_free), len(setup.shared)
 
     def blocks(xb, xsr):
-        solved = evaluate(which, xb, xsr)
+        solved = _evaluate(setup, gathered, which, xb, xsr)
         return {
             "cost": solved["cost"],
             "a": solved["a_blocks"],
@@ -211,96 +248,70 @@ def fit_regional(setup: RegionalSetup) -> JointFitResult:
         (lower[p : p + s], upper[p : p + s]),
         (lower[p + s :], upper[p + s :]),
     )
-    region_prior = (prior_mean_r, prior_weight_r)
-    if len(which):
-        state = solve_regions(
-            blocks,
-            label,
-            n_used,
-            start_b[active],
-            start_sr[active, :s],
-            start_r,
-            bounds,
-            region_prior,
-            setup.max_iter,
-            setup.tol,
-        )
-    else:
-        state = None
-    # covariance and statuses of the active pixels
-    n_active = len(which)
-    cov_b = np.full((len(pixels), n_bands, p, p), np.nan)
-    cov_sr = np.full((len(pixels), s + r, s + r), np.nan)
-    cov_x = np.full((len(pixels), n_bands, p, s + r), np.nan)
-    values_b = np.full((len(pixels), n_bands, p), np.nan)
-    values_sr = np.full((len(pixels), s + r), np.nan)
-    iterations = np.zeros(len(pixels), np.int32)
-    pixel_cost = np.full(len(pixels), np.nan)
-    region_status = np.full(len(region_labels), Status.TOO_FEW_OBSERVATIONS, np.int8)
-    region_iterations = np.zeros(len(region_labels), np.int32)
-    region_values = {name: np.full(len(region_labels), np.nan) for name in setup.regional}
-    region_cost = np.full(len(region_labels), np.nan)
-    region_sigma = {name: np.full(len(region_labels), np.nan) for name in setup.regional}
-    if n_active:
-        if setup.band_sigma is not None:
-            variance = np.ones(n_active)
-        else:
-            observations = np.zeros(n_used)
-            np.add.at(observations, label, np.sum(n_valid[active], axis=1))
-            parameters = np.bincount(label, minlength=n_used) * (n_bands * p + s) + r
-            with np.errstate(invalid="ignore", divide="ignore"):
-                region_variance = np.where(
-                    observations > parameters,
-                    state["cost"] / (observations - parameters),
-                    np.nan,
-                )
-            variance = region_variance[label]
-        solved = np.isin(state["status"][label], [Status.CONVERGED, Status.MAX_ITER])
-        a_cov_b, a_cov_sr, a_cov_x, determined = regional_covariance(
-            state, label, n_used, region_prior, variance, solved
-        )
-        pixel_status = state["status"][label].copy()
-        pixel_status[(pixel_status == Status.CONVERGED) & ~determined] = Status.UNDETERMINED
-        status[which] = pixel_status
-        cov_b[which], cov_sr[which], cov_x[which] = a_cov_b, a_cov_sr, a_cov_x
-        values_b[which] = state["xb"]
-        values_sr[which, :s] = state["xs"]
-        values_sr[which, s:] = state["xr"][label]
-        iterations[which] = state["iterations"][label]
-        pixel_cost[which] = state["pixel_cost"]
-        for q, name in enumerate(setup.regional):
-            region_sigma[name][used_regions] = np.sqrt(
-                _first_of_region(a_cov_sr[:, s + q, s + q], label, n_used)
-            )
-        region_state = state["status"].copy()
-        any_determined = np.zeros(n_used, bool)
-        np.logical_or.at(any_determined, label, determined)
-        region_state[(region_state == Status.CONVERGED) & ~any_determined] = Status.UNDETERMINED
-        region_status[used_regions] = region_state
-        region_iterations[used_regions] = state["iterations"]
-        region_cost[used_regions] = state["cost"]
-        for q, name in enumerate(setup.regional):
-            region_values[name][used_regions] = state["xr"][:, q]
-    return _regional_result(
-        setup,
-        labels,
-        pixels,
-        status,
-        values_b,
-        values_sr,
-        iterations,
-        pixel_cost,
-        cov_b,
-        cov_sr,
-        cov_x,
-        n_valid,
-        region_labels,
-        region_values,
-        region_status,
-        region_iterations,
-        region_cost,
-        region_sigma,
+    return solve_regions(
+        blocks,
+        label,
+        n_used,
+        gathered.start_b[active],
+        gathered.start_sr[active, :s],
+        start_r,
+        bounds,
+        region_prior,
+        setup.max_iter,
+        setup.tol,
     )
+
+
+def _fill_solution(setup: JointSetup, state, which, active, regions, n_valid, pixel, region):
+    """Covariances, values and statuses of the active pixels and used regions from the
+    solver's `state`, into the `pixel` and `region` arrays in place; regions = (label,
+    n_used, used_regions, region_prior)."""
+    label, n_used, used_regions, region_prior = regions
+    n_bands = setup.flat_refl.shape[1]
+    p, s, r = len(setup.band_free), len(setup.shared), len(setup.regional)
+    if setup.band_sigma is not None:
+        variance = np.ones(len(which))
+    else:
+        observations = np.zeros(n_used)
+        np.add.at(observations, label, np.sum(n_valid[active], axis=1))
+        parameters = np.bincount(label, minlength=n_used) * (n_bands * p + s) + r
+        with np.errstate(invalid="ignore", divide="ignore"):
+            region_variance = np.where(
+                observations > parameters,
+                state["cost"] / (observations - parameters),
+                np.nan,
+            )
+        variance = region_variance[label]
+    solved = np.isin(state["status"][label], [Status.CONVERGED, Status.MAX_ITER])
+    a_cov_b, a_cov_sr, a_cov_x, determined = regional_covariance(
+        state, label, n_used, region_prior, variance, solved
+    )
+    pixel_status = state["status"][label].copy()
+    pixel_status[(pixel_status == Status.CONVERGED) & ~determined] = Status.UNDETERMINED
+    pixel["status"][which] = pixel_status
+    pixel["cov_b"][which], pixel["cov_sr"][which], pixel["cov_x"][which] = (
+        a_cov_b,
+        a_cov_sr,
+        a_cov_x,
+    )
+    pixel["values_b"][which] = state["xb"]
+    pixel["values_sr"][which, :s] = state["xs"]
+    pixel["values_sr"][which, s:] = state["xr"][label]
+    pixel["iterations"][which] = state["iterations"][label]
+    pixel["cost"][which] = state["pixel_cost"]
+    for q, name in enumerate(setup.regional):
+        region["sigma"][name][used_regions] = np.sqrt(
+            _first_of_region(a_cov_sr[:, s + q, s + q], label, n_used)
+        )
+    region_state = state["status"].copy()
+    any_determined = np.zeros(n_used, bool)
+    np.logical_or.at(any_determined, label, determined)
+    region_state[(region_state == Status.CONVERGED) & ~any_determined] = Status.UNDETERMINED
+    region["status"][used_regions] = region_state
+    region["iterations"][used_regions] = state["iterations"]
+    region["cost"][used_regions] = state["cost"]
+    for q, name in enumerate(setup.regional):
+        region["values"][name][used_regions] = state["xr"][:, q]
 
 
 def _first_of_region(values, label, n_regions):
@@ -309,26 +320,16 @@ def _first_of_region(values, label, n_regions):
     return out
 
 
-def _regional_result(
-    setup,
-    labels,
-    pixels,
-    status,
-    values_b,
-    values_sr,
-    iterations,
-    pixel_cost,
-    cov_b,
-    cov_sr,
-    cov_x,
-    n_valid,
-    region_labels,
-    region_values,
-    region_status,
-    region_iterations,
-    region_cost,
-    region_sigma,
-):
+def _regional_result(setup: JointSetup, pixels, pixel, region) -> JointFitResult:
+    """The `JointFitResult` of a regional fit from the region pixels' arrays `pixel`
+    (`pixels` indexing the flat image) and the regions' arrays `region`."""
+    status, values_b, values_sr = pixel["status"], pixel["values_b"], pixel["values_sr"]
+    cov_b, cov_sr, cov_x, n_valid = (
+        pixel["cov_b"],
+        pixel["cov_sr"],
+        pixel["cov_x"],
+        pixel["n_valid"],
+    )
     n_pixels, n_bands, _ = setup.flat_refl.shape
     p, s, r = len(setup.band_free), len(setup.shared), len(setup.regional)
     shape = setup.pixel_shape
@@ -367,18 +368,18 @@ def _regional_result(
         shared=setup.shared,
         values=values,
         status=all_status.reshape(shape),
-        iterations=full(iterations, np.int32(0)).reshape(shape),
-        cost=full(pixel_cost, np.nan).reshape(shape).astype(setup.dtype),
+        iterations=full(pixel["iterations"], np.int32(0)).reshape(shape),
+        cost=full(pixel["cost"], np.nan).reshape(shape).astype(setup.dtype),
         covariance_bands=all_cov_b.reshape(shape + all_cov_b.shape[1:]).astype(setup.dtype),
         covariance_shared=all_cov_sr.reshape(shape + all_cov_sr.shape[1:]).astype(setup.dtype),
         covariance_cross=all_cov_x.reshape(shape + all_cov_x.shape[1:]).astype(setup.dtype),
         dfs=dfs,
         observations=observations.reshape(shape + (n_bands,)),
         regional=setup.regional,
-        region_labels=region_labels,
-        region_values={name: v.astype(setup.dtype) for name, v in region_values.items()},
-        region_status=region_status,
-        region_iterations=region_iterations,
-        region_cost=region_cost.astype(setup.dtype),
-        region_sigma={name: v.astype(setup.dtype) for name, v in region_sigma.items()},
+        region_labels=region["labels"],
+        region_values={name: v.astype(setup.dtype) for name, v in region["values"].items()},
+        region_status=region["status"],
+        region_iterations=region["iterations"],
+        region_cost=region["cost"].astype(setup.dtype),
+        region_sigma={name: v.astype(setup.dtype) for name, v in region["sigma"].items()},
     )
