@@ -276,8 +276,10 @@ def remove_thermal(
 
     Args:
         refl: observed r [1/sr] (I/F / pi), shape ``pixels + (bands,)``.
-        to_sun, to_sensor, normal: direction vectors (east, north, up), shape
-            ``pixels + (3,)`` or ``(3,)`` (as `invert`).
+        to_sun: direction toward the sun (east, north, up), shape ``pixels + (3,)`` or
+            ``(3,)`` (as `invert`).
+        to_sensor: direction toward the sensor, same rule.
+        normal: the surface normal, same rule.
         wavelengths: band centres [um], increasing, shape ``(bands,)``.
         params: the `HapkeParams` of the surface (as for `invert`).
         solar_spectrum: F_sun at 1 au: per-band irradiances [W m^-2 um^-1], shape
@@ -293,8 +295,8 @@ def remove_thermal(
         solver: ``"jax"`` or ``"numba"``.
         temperature_bounds: (lowest, highest) T [K] of the fit.
         max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
-        max_iter, tol: Levenberg-Marquardt steps at most, step tolerance (in w, and in
-            T / 100 K).
+        max_iter: Levenberg-Marquardt steps at most.
+        tol: step tolerance (in w, and in T / 100 K).
 
     Returns:
         `ThermalResult`.
