@@ -204,8 +204,7 @@ def run(args) -> int:
     )
     print(
         f"lumaxlike fit: {len(args.cubes)} cubes ({args.units}) -> {args.out}, free "
-        f"{','.join(args.free)}, solver {args.solver}: "
-        f"{summary.describe().replace('inverted', 'fitted', 1)}",
+        f"{','.join(args.free)}, solver {args.solver}: {summary.describe()}",
         file=sys.stderr,
     )
     return finish("fit", summary)

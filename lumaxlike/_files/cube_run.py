@@ -170,16 +170,7 @@ def run_on_cube(
                 on_start=setup.cube.tell,  # every check passed: the run starts
                 bad_bands=setup.cube.bad_bands if operation.bad_bands == "mark" else None,
             )
-        grid = setup.info.grid
-        return InversionSummary(
-            outputs=published.outputs,
-            pixels=grid.height * grid.width,
-            bands=setup.info.bands,
-            seconds=time.perf_counter() - start,
-            status_counts=published.status_counts,
-            verb=operation.verb,
-            resumed=published.resumed,
-        )
+        return published.summary(setup.info, start, operation.verb)
 
 
 def _record(operation, setup, geometry_reader, inputs, run, solver, block_plan, call, command):

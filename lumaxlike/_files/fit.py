@@ -133,20 +133,20 @@ def fit_file(
         geometry: one OBS raster per cube (see `lumaxlike.invert_file`), aligned with it.
         params: `lumaxlike.HapkeParams`: the fixed parameters and the free ones' start.
         free: names of the fitted parameters (see `lumaxlike.fit`); w is always fitted.
-        units, dtm, command: as for `lumaxlike.invert_file` (so are the run's options
-            ``run``, ``chunk_rows``, ``overwrite``, ``progress``, ``workers``,
+        units: as for `lumaxlike.invert_file` (so are ``dtm``, ``command``, the run's
+            options ``run``, ``chunk_rows``, ``overwrite``, ``progress``, ``workers``,
             ``scheduler``, ``resume`` and the product's ``product``,
             ``correction_undone``, ``reff_incidence``, ``solar_spectrum``,
             ``solar_distance``, ``wavelengths_from``, ``thermal_bands``).
         solver: ``"numba"`` (default) or ``"jax"``, or a `lumaxlike.SolverOptions`
             (``max_iter``, ``tol``: its fields).
-        observation_limits_deg, min_observations, shared, prior, starts: as
-            `lumaxlike.fit` takes them (angles in degrees); ``prior`` needs ``sigma``.
+        observation_limits_deg: as `lumaxlike.fit` takes it, in degrees (so are
+            ``min_observations``, ``shared``, ``starts`` and ``prior``, which needs ``sigma``).
             With ``shared`` or ``prior`` the outputs add ``OUT_dfs_<name>`` and
             ``OUT_cost`` replaces ``OUT_residual``; shared maps repeat in every band.
         sigma: standard uncertainty of the cubes' values, in ``units``.
-        regions, regional: a label raster on the cubes' grid (negative or nodata: left
-            out) and the names among ``free`` taking one value per region
+        regions: a label raster on the cubes' grid (negative or nodata: left out), with
+            ``regional``, the names among ``free`` taking one value per region
             (`lumaxlike.fit`'s ``regions=``; docs/joint-fits.md).
         region_memory: cap on the memory of the regions fitted at once [bytes].
 
@@ -200,15 +200,7 @@ def _run_fit(request, inputs, run, options, product, out_path, command, start):
             bad_bands=opened.bad_bands,
             resumed_work=blocks.resumed_work,
         )
-    grid = opened.info.grid
-    return InversionSummary(
-        outputs=published.outputs,
-        pixels=grid.height * grid.width,
-        bands=opened.info.bands,
-        seconds=time.perf_counter() - start,
-        status_counts=published.status_counts,
-        resumed=published.resumed,
-    )
+    return published.summary(opened.info, start, FIT.verb)
 
 
 @dataclass(frozen=True)

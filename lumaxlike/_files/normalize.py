@@ -134,7 +134,7 @@ def normalize_file(
             solver=options,
             plan=lambda setup: _plan(setup, params, standard, param_maps, stack),
             fields=NORMALIZE.written(sigma=sigma),
-            layout=NORMALIZE.layout(units),
+            layout=NORMALIZE.layout("radf" if units == "radiance" else units),  # I/F
             call=dict(
                 geometry=geometry,
                 dtm=dtm,

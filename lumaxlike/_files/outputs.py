@@ -4,12 +4,13 @@ run layer's block loop (`lumaxlike._run.stream.run_blocks`)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from .._io.layout import INVERSION_LAYOUT, FieldLayout
 from .._io.writers import ResultWriter
 from .._run.journal import Journal, run_settings
-from .._run.progress import progress_bar
+from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
 from .inputs import read_files
 from .summaries import status_counts
@@ -25,6 +26,19 @@ class RunOutputs:
     outputs: dict
     status_counts: dict
     resumed: str | None
+
+    def summary(self, info, start: float, verb: str) -> InversionSummary:
+        """The run's `InversionSummary` on the grid and bands of ``info`` (a `CubeInfo`),
+        timed from ``start`` (`time.perf_counter`), its ``verb`` the operation's."""
+        return InversionSummary(
+            outputs=self.outputs,
+            pixels=info.grid.height * info.grid.width,
+            bands=info.bands,
+            seconds=time.perf_counter() - start,
+            status_counts=self.status_counts,
+            verb=verb,
+            resumed=self.resumed,
+        )
 
 
 def stream_to_outputs(

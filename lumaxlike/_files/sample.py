@@ -12,8 +12,12 @@ with the block (its draws), not the image.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import rasterio
@@ -27,15 +31,15 @@ from .._io.products import refuse_normalised
 from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .._io.units import check_units, uncertainty_to_r
 from .._io.writers import result_paths
+from .._operations.sample import SAMPLE
+from .._options import RunOptions, merged_options
 from .._params import HapkeParams
 from .._provenance import make_provenance
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
 from .._sample.maps import (
     check_sample_options,
-    chunk_seed,
     quantile_field,
-    result_maps,
     sample_fields,
     sample_layout,
 )
@@ -100,71 +104,41 @@ def sample_file(
     workers=1,
     scheduler=None,
     resume=False,
+    run: RunOptions | None = None,
 ) -> InversionSummary:
     """Sample the posterior of the free Hapke parameters per pixel and band over a stack
     of co-registered cube files, and write its quantile maps.
 
-    The file front end of `lumaxlike.sample` (as `lumaxlike.fit_file` is of
-    `lumaxlike.fit`; `lumaxlike.sample_dataarray` is its xarray twin): each cube of
-    (rows, cols, bands) is one observation of every pixel; block by block of rows the
-    cubes are stacked to (rows, cols, bands, observations) and sampled. Also the command
-    ``lumaxlike sample``. Each block has its own random stream, from `seed` and its
-    first pixel: the maps depend on the seed and the rows per block, not on where the
-    blocks ran nor on an interruption.
-
-    Maps written (GeoTIFF/ENVI: ``OUT`` and siblings ``OUT_<field>``, one file each;
-    netCDF/zarr: one dataset), each with one band per spectral band: ``OUT`` the
-    posterior median of w (field ``w_q500``); per free parameter ``<name>_q025``,
-    ``<name>_q160``, ``<name>_q500``, ``<name>_q840``, ``<name>_q975`` (the quantiles at
-    2.5, 16, 50, 84, 97.5 %, in the parameter's units: roughness in rad),
-    ``mean_<name>``, ``rhat_<name>``, ``ess_<name>`` (bulk), ``ess_tail_<name>``;
-    ``status`` (CONVERGED where the chains mixed, NOT_MIXED where not, MULTIMODAL
-    where they missed a mode near a bound, else the warm-start fit's reason for not
-    sampling), ``acceptance``, ``divergences`` and
-    ``observations``. The record holds ``lumaxlike_sample_*`` keys (cubes, geometries,
-    free, shared, prior, refl_sigma, num_samples, num_chains, num_warmup, seed, min_ess,
-    max_rhat, ``median_maps`` ``{name: path}``).
+    The file front end of `lumaxlike.sample` (and of ``lumaxlike sample``): each cube is
+    one observation of every pixel; block by block the cubes are stacked to (rows, cols,
+    bands, observations) and sampled. Each block has its own random stream, from `seed`
+    and its first pixel: the maps depend on the seed and the rows per block, not on where
+    the blocks ran nor on an interruption. The maps (``OUT``: the median of w; per free
+    parameter the 2.5-97.5 % quantiles, mean, R-hat, bulk and tail ESS; status,
+    acceptance, divergences, observations) and the record's ``lumaxlike_sample_*`` keys
+    are listed in docs/sampling.md.
 
     Args:
         cubes: reflectance cube files, one observation each, on one grid with the same
             bands; nodata pixels are missing observations.
         out_path: output path (``.tif``, ``.img``/``.hdr``, ``.nc``, ``.zarr``).
         geometry: one OBS raster per cube (see `lumaxlike.invert_file`), aligned with it.
-        params: `lumaxlike.HapkeParams`: the fixed parameters and the free ones' start
-            (of the warm-start fit).
+        params: `lumaxlike.HapkeParams`: the fixed parameters and the warm start's.
         free: names of the sampled parameters, w among them (see `lumaxlike.sample`).
         units: what the cubes hold: ``"r"`` [1/sr] or ``"radf"`` (I/F = pi r).
         refl_sigma: 1-sigma Gaussian noise of the cubes' values in ``units``: a number,
             or one per band (required: it sets the posterior's width).
-        prior: {name: (mean, sigma)}: scalar Gaussian priors on free parameters (their
-            units), as in `lumaxlike.sample`; the others flat within their bounds.
-        shared: names among `free` (not w) that take one value per pixel for all its
-            bands (`lumaxlike.sample`'s ``shared``: each pixel's bands are one joint
-            problem); their maps, and a pixel's status, acceptance and divergences,
-            are the same in every band layer of the outputs (the file layout has one
-            layer per band, as `lumaxlike.fit_file`'s with ``shared``).
-        num_samples: draws kept per chain (`lumaxlike.sample`).
-        num_chains: chains per problem, at least 2.
-        num_warmup: adaptation transitions per chain (discarded).
+        prior: as `lumaxlike.sample` takes it, scalar (so are ``shared``, whose maps
+            repeat in every band layer, ``num_samples``, ``num_chains``, ``num_warmup``,
+            ``min_ess``, ``max_rhat``, ``min_observations`` and, in degrees,
+            ``observation_limits_deg``).
         seed: the random seed; each block's stream comes from it and its first pixel.
-        min_ess: a problem whose bulk or tail ESS is below this in any parameter is
-            NOT_MIXED.
-        max_rhat: a problem whose R-hat exceeds this in any parameter is NOT_MIXED.
         dtm: optional DTM on the grid for local normals (shared by all observations).
-        observation_limits_deg: {angle: (min, max)} in degrees for "incidence",
-            "emission", "phase": observations outside are left out.
-        min_observations: valid observations a problem needs (default: free + 1).
         chunk_rows: rows per block; None picks blocks of about `lumaxlike.sample`'s
             chunk (64 MB of draws), at least one row.
-        overwrite: as for `lumaxlike.invert_file` (so are ``progress``, ``command``,
-            ``workers``, ``scheduler`` and ``resume``: ``resume=True`` continues a killed
-            run from its finished blocks, and the maps are then those of an
-            uninterrupted run).
-        progress: progress bar on stderr (None: when stderr is a terminal).
         command: the command line recorded (None: the Python call).
-        workers: processes of a local dask cluster running the blocks (1: here).
-        scheduler: address of an existing dask.distributed scheduler, or None.
-        resume: continue a killed run of these outputs from its journal.
+        run: a `lumaxlike.RunOptions`, as for `lumaxlike.invert_file` (so are the
+            keywords ``overwrite``, ``progress``, ``workers``, ``scheduler``, ``resume``).
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).
@@ -173,215 +147,255 @@ def sample_file(
         ValueError: naming the file or argument: misaligned cubes or rasters, a count of
             geometry rasters that differs from the cubes', a product normalised to a
             standard geometry, units ``"reff"``, a missing or bad refl_sigma, a prior
-            map (not scalars), or an option `lumaxlike.sample` refuses, `shared` included
-            (checked before any block is read).
+            map (not scalars), or an option `lumaxlike.sample` refuses (checked before
+            any block is read).
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
     """
     start = time.perf_counter()
-    check_units(units)
-    cubes = [Path(c) for c in cubes]
-    geometries = list(geometry)
-    if not cubes:
-        raise ValueError("give at least one cube")
-    if len(geometries) != len(cubes):
-        raise ValueError(
-            f"geometry gives {len(geometries)} rasters for {len(cubes)} cubes (one per cube, "
-            "in order)"
-        )
-    if not isinstance(params, HapkeParams):
-        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    free = (free,) if isinstance(free, str) else tuple(free)
-    shared = (shared,) if isinstance(shared, str) else tuple(shared)
-    check_file_priors(prior, free, shared, default_bounds())
-    limits = limits_in_radians(observation_limits_deg)
-    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
-        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-    fields = sample_fields(free)
-    inputs = run_inputs(cubes, dtm=dtm, geometries=geometries)
-    check_not_an_input(out_path, fields, inputs, main=sample_layout(free).main)
+    run = merged_options(
+        RunOptions,
+        run,
+        "run",
+        **{name: value for name, value in locals().items() if name in _RUN_FIELDS},
+    )
+    request = _SampleRequest.from_call(locals())
+    fields = sample_fields(request.free)
+    inputs = run_inputs(request.cubes, dtm=dtm, geometries=request.geometries)
+    check_not_an_input(out_path, fields, inputs, main=sample_layout(request.free).main)
+    return _run_sample(request, inputs, fields, run, out_path, command, start)
 
+
+_RUN_FIELDS = ("chunk_rows", "overwrite", "progress", "workers", "scheduler", "resume")
+
+
+def _run_sample(request, inputs, fields, run, out_path, command, start) -> InversionSummary:
+    """Open the stack, record the run, stream its blocks into the outputs."""
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
-        readers = [stack.enter_context(CubeReader(path)) for path in cubes]
-        for path, reader in zip(cubes, readers):
-            refuse_normalised(reader.located, "sample")
-            check_unit_tag(reader, units, path)
-        info = readers[0].info
-        for reader in readers[1:]:
-            check_aligned(info.grid, reader.info.grid, "cube")
-        check_stack([reader.info for reader in readers])
-        sigma_r, sigma_record = _check_sigma(refl_sigma, units, info.bands)
-        n_obs, width = len(cubes), info.grid.width
-        options = {
-            "free": free,
-            "refl_sigma": sigma_r,
-            "prior": dict(prior or {}),
-            "shared": shared,
-            "num_samples": num_samples,
-            "num_chains": num_chains,
-            "num_warmup": num_warmup,
-            "min_ess": min_ess,
-            "max_rhat": max_rhat,
-            "observation_limits": limits,
-            "min_observations": min_observations,
-        }
-        check_sample_options(params, options, info.bands, n_obs)
-        geometry_readers = [
-            stack.enter_context(GeometryReader(g, info.grid, dtm)) for g in geometries
-        ]
-        per_pixel = (
-            info.bands * int(num_chains) * (int(num_samples) + int(num_warmup)) * len(free) * 8
-        )
-        rows_per_block = (
-            int(chunk_rows)
-            if chunk_rows is not None
-            else int(max(1, min(CHUNK_BYTES // per_pixel // width, info.grid.height)))
-        )
-        block_pixels = rows_per_block * width
-        options["seed"] = int(seed)
-        median = quantile_field("w", QUANTILE_LEVELS.index(0.5))
-        settings = {
-            "cubes": [str(p.absolute()) for p in cubes],
-            "geometries": [
-                str(Path(g).absolute()) if isinstance(g, (str, Path)) else None for g in geometries
-            ],
-            "free": list(free),
-            "shared": list(shared),
-            "prior": {name: [float(v) for v in pair] for name, pair in (prior or {}).items()},
-            "refl_sigma": sigma_record,
-            "num_samples": int(num_samples),
-            "num_chains": int(num_chains),
-            "num_warmup": int(num_warmup),
-            "integration_steps": DEFAULT_INTEGRATION_STEPS,
-            "seed": int(seed),
-            "min_ess": float(min_ess),
-            "max_rhat": float(max_rhat),
-            "observation_limits_deg": {
-                k: list(map(float, v)) for k, v in (observation_limits_deg or {}).items()
-            },
-            "min_observations": min_observations,
-            # the record's param_* keys hold the warm start's values; the posterior's
-            # medians are these maps
-            "median_maps": {
-                name: str(Path(result_paths(out_path, [field], main=median)[field]).absolute())
-                for name, field in ((n, quantile_field(n, 2)) for n in free)
-            },
-        }
-        provenance = make_provenance(
-            params=[params] * info.bands,
-            units=units,
-            solver="numba" if params.h_function != "exact" else "jax",  # the warm start's
-            tol=None,
-            max_iter=None,
-            refl_sigma=sigma_record if isinstance(sigma_record, float) else None,
-            dtype=info.dtype,
-            cube=None,
-            geometry=None,
-            dtm=dtm,
-            command=recorded_command(
-                command,
-                "sample_file",
-                [str(p) for p in cubes],
-                out_path,
-                params=params,
-                free=free,
-                **({"shared": shared} if shared else {}),
-                units=units,
-                refl_sigma=refl_sigma,
-                seed=seed,
-                workers=workers,
-                scheduler=scheduler,
-            ),
-        )
-        provenance = _with_settings(provenance, settings)
-
-        def read(rows):
-            block = read_stack_block(readers, geometry_readers, rows, units)
-            return block + (params, options), {
-                "first_pixel": rows.start * width,
-                "pixels": block_pixels,
-            }
-
+        opened = _open_stack(stack, request, run.chunk_rows)
+        provenance = _sample_record(request, opened, run, out_path, command)
         # the sampler's programs are slow to compile: XLA's banner about it is noise
-        quiet = workers == 1 and scheduler is None  # compiled here, not in a worker
+        quiet = run.workers == 1 and run.scheduler is None  # compiled here, not in a worker
         with without_slow_compile_banner() if quiet else contextlib.nullcontext():
-            run = stream_to_outputs(
+            published = stream_to_outputs(
                 out_path,
-                like=info,
+                like=opened.info,
                 fields=fields,
                 provenance=provenance,
-                rows_per_block=rows_per_block,
+                rows_per_block=opened.rows_per_block,
                 inputs=inputs,
-                overwrite=overwrite,
-                resume=resume,
-                pool_factory=lambda: BlockPool(workers, scheduler, function=sample_file_block),
-                read=read,
-                progress=progress,
-                description=f"sampling {Path(cubes[0]).name}",
-                layout=sample_layout(free),
+                overwrite=run.overwrite,
+                resume=run.resume,
+                pool_factory=lambda: BlockPool(run.workers, run.scheduler, SAMPLE.block()),
+                read=opened.read,
+                progress=run.progress,
+                description=f"{SAMPLE.progress} {request.cubes[0].name}",
+                layout=sample_layout(request.free),
             )
-    return InversionSummary(
-        outputs=run.outputs,
-        pixels=info.grid.height * width,
-        bands=info.bands,
-        seconds=time.perf_counter() - start,
-        status_counts=run.status_counts,
-        verb="sampled",
-        resumed=run.resumed,
-    )
+    return published.summary(opened.info, start, SAMPLE.verb)
 
 
-def sample_file_block(
-    refl, to_sun, to_sensor, normal, params, options, *, first_pixel: int, pixels: int
-) -> dict[str, np.ndarray]:
-    """The task of a block of `sample_file`: `lumaxlike.sample` on stacked observations.
+@dataclass(frozen=True)
+class _SampleRequest:
+    """A `sample_file` call's arguments about the sampling, checked (`from_call`)."""
 
-    Args:
-        refl: r [1/sr], ``(rows, cols, bands, observations)``.
-        to_sun, to_sensor, normal: ``(rows, cols, observations, 3)``.
-        params: `lumaxlike.HapkeParams`.
-        options: keyword arguments of `lumaxlike.sample` (free, shared, refl_sigma, ...;
-            ``seed`` is the run's, made the block's by `chunk_seed`).
-        first_pixel: linear index of the block's first pixel in the image.
-        pixels: pixels of a full block: a shorter (last) block is padded with pixels
-            without observations (not sampled, then dropped), so that every block runs
-            the same compiled program.
+    cubes: list[Path]
+    geometries: list
+    params: HapkeParams
+    free: tuple[str, ...]
+    shared: tuple[str, ...]
+    units: str
+    refl_sigma: Any
+    prior: dict
+    sampler: dict  # num_samples, num_chains, num_warmup, min_ess, max_rhat, seed
+    limits: dict
+    limits_deg: Mapping | None
+    min_observations: int | None
+    dtm: Any
 
-    Returns:
-        ``{field: (rows, cols, bands)}`` of the maps of `sample_fields`; the per-pixel
-        maps of a joint problem (shared parameters, status, acceptance, divergences)
-        repeated in every band layer.
-    """
-    from .._sample.sample import sample
-
-    options = dict(options)
-    seed = chunk_seed(options.pop("seed", 0), first_pixel)
-    rows, cols, bands, n_obs = refl.shape
-    n = rows * cols
-    flat = [refl.reshape(n, bands, n_obs)] + [
-        v.reshape(n, n_obs, 3) for v in (to_sun, to_sensor, normal)
-    ]
-    if n < pixels:  # padding: no finite observation (NONFINITE_INPUT, not sampled)
-        flat[0] = np.concatenate([flat[0], np.full((pixels - n, bands, n_obs), np.nan)])
-        for i in (1, 2, 3):
-            flat[i] = np.concatenate(
-                [flat[i], np.broadcast_to(flat[i][:1], (pixels - n, n_obs, 3))]
+    @classmethod
+    def from_call(cls, call: Mapping) -> _SampleRequest:
+        """The request of a `sample_file` call (its ``locals()``), refused naming the
+        argument where it cannot be sampled."""
+        check_units(call["units"])
+        cubes, geometries = [Path(c) for c in call["cubes"]], list(call["geometry"])
+        if not cubes:
+            raise ValueError("give at least one cube")
+        if len(geometries) != len(cubes):
+            raise ValueError(
+                f"geometry gives {len(geometries)} rasters for {len(cubes)} cubes (one per "
+                "cube, in order)"
             )
-    flat_refl, flat_to_sun, flat_to_sensor, flat_normal = flat
-    result = sample(
-        flat_refl, flat_to_sun, flat_to_sensor, flat_normal, params, seed=seed, **options
-    )
-    maps = {}
-    for field, values in result_maps(result, result.free).items():
-        values = values[:n].reshape((rows, cols) + values.shape[1:])
-        per_pixel = values.ndim == 2  # a joint problem's: one value for all bands
-        maps[field] = np.ascontiguousarray(
-            np.broadcast_to(values[..., None] if per_pixel else values, (rows, cols, bands))
+        params = call["params"]
+        if not isinstance(params, HapkeParams):
+            raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+        free, shared = (
+            (value,) if isinstance(value, str) else tuple(value)
+            for value in (call["free"], call["shared"])
         )
-    return maps
+        check_file_priors(call["prior"], free, shared, default_bounds())
+        names = ("num_samples", "num_chains", "num_warmup", "min_ess", "max_rhat", "seed")
+        return cls(
+            cubes=cubes,
+            geometries=geometries,
+            params=params,
+            free=free,
+            shared=shared,
+            units=call["units"],
+            refl_sigma=call["refl_sigma"],
+            prior=dict(call["prior"] or {}),
+            sampler={name: call[name] for name in names},
+            limits=limits_in_radians(call["observation_limits_deg"]),
+            limits_deg=call["observation_limits_deg"],
+            min_observations=call["min_observations"],
+            dtm=call["dtm"],
+        )
+
+    def options(self, sigma_r) -> dict:
+        """`lumaxlike.sample`'s keywords (the seed the run's: each block's is made from it)."""
+        sampler = self.sampler
+        return {
+            "free": self.free,
+            "refl_sigma": sigma_r,
+            "prior": self.prior,
+            "shared": self.shared,
+            **{k: sampler[k] for k in ("num_samples", "num_chains", "num_warmup")},
+            **{k: sampler[k] for k in ("min_ess", "max_rhat")},
+            "observation_limits": self.limits,
+            "min_observations": self.min_observations,
+        }
 
 
-def _with_settings(provenance, settings):
-    """The record with the ``lumaxlike_sample_*`` keys."""
-    import dataclasses
+@dataclass(frozen=True)
+class _OpenedStack:
+    """The stack's cubes and geometries opened, how the run cuts them, the sampler's
+    options and the noise's record."""
 
+    readers: list
+    geometry_readers: list
+    options: dict
+    sigma_record: Any
+    rows_per_block: int
+    params: HapkeParams
+    units: str
+
+    @property
+    def info(self):
+        """The first cube's `CubeInfo` (the stack's grid and bands)."""
+        return self.readers[0].info
+
+    def read(self, rows: slice):
+        """A block's task arguments: the stacked cubes, the params and options, the
+        block's first pixel and the pixels of a full block (its random stream, padding)."""
+        width = self.info.grid.width
+        block = read_stack_block(self.readers, self.geometry_readers, rows, self.units)
+        return block + (self.params, self.options), {
+            "first_pixel": rows.start * width,
+            "pixels": self.rows_per_block * width,
+        }
+
+
+def _open_stack(stack, request: _SampleRequest, chunk_rows) -> _OpenedStack:
+    """Open the cubes and geometries under ``stack``, checked (aligned, alike, units,
+    not normalised, the sampler's options); rows per block from the draws' memory."""
+    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    readers = [stack.enter_context(CubeReader(path)) for path in request.cubes]
+    for path, reader in zip(request.cubes, readers):
+        refuse_normalised(reader.located, "sample")
+        check_unit_tag(reader, request.units, path)
+    info = readers[0].info
+    for reader in readers[1:]:
+        check_aligned(info.grid, reader.info.grid, "cube")
+    check_stack([reader.info for reader in readers])
+    sigma_r, sigma_record = _check_sigma(request.refl_sigma, request.units, info.bands)
+    options = request.options(sigma_r)
+    check_sample_options(request.params, options, info.bands, len(request.cubes))
+    geometry_readers = [
+        stack.enter_context(GeometryReader(g, info.grid, request.dtm)) for g in request.geometries
+    ]
+    sampler = request.sampler
+    draws = int(sampler["num_chains"]) * (int(sampler["num_samples"]) + int(sampler["num_warmup"]))
+    per_pixel = info.bands * draws * len(request.free) * 8
+    rows_per_block = (
+        int(chunk_rows)
+        if chunk_rows is not None
+        else int(max(1, min(CHUNK_BYTES // per_pixel // info.grid.width, info.grid.height)))
+    )
+    options["seed"] = int(sampler["seed"])
+    return _OpenedStack(
+        readers,
+        geometry_readers,
+        options,
+        sigma_record,
+        rows_per_block,
+        request.params,
+        request.units,
+    )
+
+
+def _sample_settings(request: _SampleRequest, sigma_record, out_path) -> dict:
+    """The sampling's settings recorded beside the common record (``lumaxlike_sample_*``)."""
+    sampler = request.sampler
+    median = quantile_field("w", QUANTILE_LEVELS.index(0.5))
+    return {
+        "cubes": [str(p.absolute()) for p in request.cubes],
+        "geometries": [
+            str(Path(g).absolute()) if isinstance(g, (str, Path)) else None
+            for g in request.geometries
+        ],
+        "free": list(request.free),
+        "shared": list(request.shared),
+        "prior": {name: [float(v) for v in pair] for name, pair in request.prior.items()},
+        "refl_sigma": sigma_record,
+        "num_samples": int(sampler["num_samples"]),
+        "num_chains": int(sampler["num_chains"]),
+        "num_warmup": int(sampler["num_warmup"]),
+        "integration_steps": DEFAULT_INTEGRATION_STEPS,
+        "seed": int(sampler["seed"]),
+        "min_ess": float(sampler["min_ess"]),
+        "max_rhat": float(sampler["max_rhat"]),
+        "observation_limits_deg": {
+            k: list(map(float, v)) for k, v in (request.limits_deg or {}).items()
+        },
+        "min_observations": request.min_observations,
+        # the record's param_* keys hold the warm start's values; the posterior's
+        # medians are these maps
+        "median_maps": {
+            name: str(Path(result_paths(out_path, [field], main=median)[field]).absolute())
+            for name, field in ((n, quantile_field(n, 2)) for n in request.free)
+        },
+    }
+
+
+def _sample_record(request: _SampleRequest, opened: _OpenedStack, run, out_path, command):
+    """The run's record: the common one (the warm start's values and solver) and the
+    sampling's settings."""
+    params, sigma_record = request.params, opened.sigma_record
+    provenance = make_provenance(
+        params=[params] * opened.info.bands,
+        units=request.units,
+        solver="numba" if params.h_function != "exact" else "jax",  # the warm start's
+        tol=None,
+        max_iter=None,
+        refl_sigma=sigma_record if isinstance(sigma_record, float) else None,
+        dtype=opened.info.dtype,
+        cube=None,
+        geometry=None,
+        dtm=request.dtm,
+        command=recorded_command(
+            command,
+            SAMPLE.file_function,
+            [str(p) for p in request.cubes],
+            out_path,
+            params=params,
+            free=request.free,
+            **({"shared": request.shared} if request.shared else {}),
+            units=request.units,
+            refl_sigma=request.refl_sigma,
+            seed=request.sampler["seed"],
+            workers=run.workers,
+            scheduler=run.scheduler,
+        ),
+    )
+    settings = _sample_settings(request, sigma_record, out_path)
     return dataclasses.replace(provenance, sample_settings=settings)

@@ -224,18 +224,13 @@ class OpticalConstants:
             ValueError: shapes that do not match, a non-scalar angle, a band where
                 `invert` found no w (named by wavelength), an unknown variant.
         """
-        from .from_reflectance import constants_from_reflectance
+        from .from_reflectance import k_from_reflectance
 
-        return constants_from_reflectance(
-            refl,
-            (incidence, emission, azimuth),
-            params,
-            grain_size,
-            n,
-            density,
-            wavelengths,
-            **options,
-        )
+        name = options.pop("name", "from reflectance")
+        wavelengths = np.asarray(wavelengths, dtype=np.float64)
+        angles = (incidence, emission, azimuth)
+        k = k_from_reflectance(refl, angles, params, grain_size, n, wavelengths, **options)
+        return cls(name, wavelengths, np.asarray(n, dtype=np.float64), k, density)
 
 
 def _yaml_table(path: Path, kind: str, data, columns: int) -> np.ndarray:

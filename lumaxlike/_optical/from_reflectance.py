@@ -10,10 +10,9 @@ import numpy as np
 
 from .._geometry import geometry_from_angles
 from .._model._backends import SLAB_MEAN_PATHS, SLAB_REFLECTIONS, slab_twins
-from .constants import OpticalConstants
-from .slab import _check_choice, slab_arguments
+from .arguments import check_choice, slab_arguments
 
-__all__ = ["constants_from_reflectance", "k_from_albedo", "K_GRID"]
+__all__ = ["K_GRID", "k_from_albedo", "k_from_reflectance"]
 
 # The bracket's search grid in k: w decreases in k from k -> 0 (w -> 1 without internal
 # scattering) until S_e, which grows with k, takes over (a metal-like grain); the bracket
@@ -103,26 +102,24 @@ def _albedo_of_spectrum(refl, angles, params, wavelengths, solver, tol) -> np.nd
     return w
 
 
-def constants_from_reflectance(
+def k_from_reflectance(
     refl,
     angles: tuple,
     params,
     grain_size,
     n,
-    density,
     wavelengths,
     *,
-    name: str = "from reflectance",
     internal_scattering=0.0,
     reflections: str = "hapke1993",
     mean_path: str = "hapke2001",
     solver: str = "numba",
     tol: float | None = None,
-) -> OpticalConstants:
-    """`OpticalConstants.from_reflectance` (its docstring), the geometry as
+) -> np.ndarray:
+    """k per band of `OpticalConstants.from_reflectance` (its docstring), the geometry as
     ``angles = (incidence, emission, azimuth)``."""
-    _check_choice("reflections", reflections, SLAB_REFLECTIONS)
-    _check_choice("mean_path", mean_path, SLAB_MEAN_PATHS)
+    check_choice("reflections", reflections, SLAB_REFLECTIONS)
+    check_choice("mean_path", mean_path, SLAB_MEAN_PATHS)
     wavelengths = np.asarray(wavelengths, dtype=np.float64)
     w = _albedo_of_spectrum(refl, angles, params, wavelengths, solver, tol)
     k, clipped = k_from_albedo(
@@ -140,4 +137,4 @@ def constants_from_reflectance(
             f"bracket's end) at wavelengths {wavelengths[clipped][:5]} um",
             stacklevel=3,
         )
-    return OpticalConstants(name, wavelengths, np.asarray(n, dtype=np.float64), k, density)
+    return k

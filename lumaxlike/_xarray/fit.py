@@ -16,7 +16,7 @@ from .._io.product_dataarray import (
     with_bad_band_status,
 )
 from .._io.units import uncertainty_to_r
-from .._options import SolverOptions
+from .._options import SolverOptions, solver_options
 from .._provenance import python_call
 from .chunks import (
     ChunkMap,
@@ -127,7 +127,7 @@ def fit_dataarray(
     geometry,
     params,
     free=("w", "b", "c"),
-    solver: str = "jax",
+    solver: str | SolverOptions = "jax",
     *,
     units: str,
     observation_dim: str = "observation",
@@ -161,8 +161,9 @@ def fit_dataarray(
         geometry: as for `lumaxlike.invert_dataarray` (angles [deg] or vectors, optional
             ``normal``), with the observation dim on the variables that vary with it.
         params: `lumaxlike.HapkeParams`: fixed parameters and the free ones' start.
-        free: as for `lumaxlike.fit` (so are ``solver``, ``observation_limits`` in
-            radians, ``min_observations``, ``bounds``, ``max_iter`` and ``tol``).
+        free: as for `lumaxlike.fit` (so are ``solver``, its name or a
+            `lumaxlike.SolverOptions`, ``observation_limits`` in radians,
+            ``min_observations``, ``bounds``, ``max_iter`` and ``tol``).
         units: ``"r"``, ``"radf"`` or ``"reff"`` (each observation with its own cos i).
         refl_sigma: standard uncertainty of ``refl`` in ``units`` (``"r"`` or ``"radf"``).
         num_threads: numba threads per chunk; None = one inside dask workers, else all.
@@ -214,7 +215,13 @@ def fit_dataarray(
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     check_front_end(refl, units, None)
     refuse_normalised_dataarray(refl, "fit_dataarray")
-    SolverOptions(solver)  # checks the name
+    options = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    solver, max_iter, tol, num_threads = (
+        options.solver,
+        options.max_iter,
+        options.tol,
+        options.num_threads,
+    )
     free = check_free(free, params)
     spec = spectral_dim_of(refl, spectral_dim)
     if observation_dim not in refl.dims:

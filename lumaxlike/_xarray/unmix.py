@@ -10,6 +10,7 @@ import numpy as np
 import xarray as xr
 
 from .._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
+from .._options import SolverOptions, solver_options
 from .._provenance import python_call
 from .chunks import (
     ChunkMap,
@@ -102,7 +103,7 @@ def unmix_dataarray(
     geometry,
     endmembers,
     params,
-    solver: str = "jax",
+    solver: str | SolverOptions = "jax",
     *,
     units: str,
     route: str = "one_step",
@@ -125,7 +126,8 @@ def unmix_dataarray(
             its spectral dim, ``units`` "nm" or "um"), bands are matched by wavelength in
             any order, and other centres are refused.
         params: one `lumaxlike.HapkeParams` (the mixture's).
-        solver: as for `lumaxlike.unmix` (so are ``route``, ``sum_to_one``, ``max_iter``
+        solver: a `lumaxlike.SolverOptions` or, as for `lumaxlike.unmix`, its name (so
+            are ``route``, ``sum_to_one``, ``max_iter``
             and ``tol``).
         refl_sigma: standard uncertainty of ``refl`` in ``units`` ("r" or "radf"), one
             number: weights the bands and scales the covariance (see `lumaxlike.unmix`).
@@ -149,6 +151,13 @@ def unmix_dataarray(
     from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES
     from .._unmix.unmix import default_chunk_pixels as unmix_chunk_pixels
 
+    solver_settings = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    solver, max_iter, tol, num_threads = (
+        solver_settings.solver,
+        solver_settings.max_iter,
+        solver_settings.tol,
+        solver_settings.num_threads,
+    )
     check_front_end(refl, units, refl_sigma)
     used_standard = geometry is None
     geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry

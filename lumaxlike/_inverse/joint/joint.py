@@ -13,7 +13,6 @@ Masks, starting values, bounds and statuses are `fit`'s.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
@@ -36,6 +35,7 @@ from .chunk import chunk_starts, solve_chunk
 from .covariance import arrow_covariance
 from .priors import check_priors, degrees_of_freedom, prior_arrays
 from .result import JointFitResult
+from .setup import JointSetup
 
 __all__ = ["JointSetup", "fit_joint", "check_shared"]
 
@@ -56,34 +56,6 @@ def check_shared(shared, free, argument: str = "shared") -> tuple[str, ...]:
                 f"{argument} names {name!r}, which is not in free={free!r} (add it to free)"
             )
     return shared
-
-
-@dataclasses.dataclass(frozen=True)
-class JointSetup:
-    """The checked arguments of a joint `fit` (`fit_joint`; `regional_fit.fit_regional`)."""
-
-    flat_refl: Any  # (pixels, bands, observations)
-    flat_geometry: Any  # to_sun, to_sensor, normal (pixels, observations, 3) each
-    pixel_shape: tuple
-    regions: Any  # the label map as given, or None
-    free: tuple  # band_free + shared + regional: the solvers' order
-    band_free: tuple
-    shared: tuple
-    regional: tuple
-    params: Any
-    solver: str
-    lower: Any  # (p,) bounds of `free`
-    upper: Any
-    priors: dict
-    given: dict  # the checked given starts, by name
-    band_sigma: Any  # (bands,) float64, or None
-    limits: Any  # checked observation limits
-    chunk: int  # pixels per chunk
-    dtype: Any
-    fixed: Any  # values of PARAMETER_NAMES (w's entry a placeholder)
-    min_obs: int
-    max_iter: int
-    tol: float
 
 
 def fit_joint(

@@ -17,10 +17,10 @@ import numpy as np
 from ..._status import Status
 from ..fit.observation_masks import masked_chunk
 from .chunk import chunk_starts, solve_chunk
-from .joint import JointSetup
 from .priors import degrees_of_freedom, prior_arrays
 from .regional import regional_covariance, solve_regions
 from .result import JointFitResult
+from .setup import JointSetup
 
 __all__ = ["fit_regional"]
 
