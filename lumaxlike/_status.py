@@ -48,6 +48,11 @@ class Status(enum.IntEnum):
     #: ``starts=``) the kept, lowest minimum converged, and another start converged to a
     #: distinct minimum with chi^2 within 4 of it; the values are the lowest minimum's
     MULTIMODAL = 9
+    #: (`remove_thermal`) the temperature fit converged, but the data bound T only
+    #: loosely: its 1-sigma exceeds `max_temperature_sigma` (a surface too cold for its
+    #: emission to stand above the noise in the thermal window); T is then its one-sided
+    #: 95 % upper limit, its sigma NaN, and nothing is removed from the reflectance
+    NOT_CONSTRAINED = 10
 
     @classmethod
     def legend(cls) -> dict[int, str]:

@@ -49,3 +49,14 @@ def test_bench_spectral_runs_small_and_writes_where_told(tmp_path):
     result = json.loads(report.read_text())
     assert result["shape"] == [4, 4, 86] and result["products_s"] > 0
     assert {"BDI1000", "BDI2000", "FeO", "TiO2", "OMAT", "BAR"} <= set(result["products"])
+
+
+@pytest.mark.slow  # compiles the thermal fit's numba kernel
+def test_bench_thermal_runs_small_and_writes_where_told(tmp_path):
+    bench = load_bench("bench_thermal")
+    assert len(bench.M3_BANDS_NM) == 85  # M3's global-mode bands
+    out = tmp_path / "t.json"
+    report = bench.main(["--side", "3", "--repeat", "1", "--solvers", "numba", "--out", str(out)])
+    result = json.loads(report.read_text())
+    assert report == out and result["shape"] == [3, 3, 85]
+    assert set(result["solvers"]) == {"numba"} and result["solvers"]["numba"]["thermal_s"] > 0

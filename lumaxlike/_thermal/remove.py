@@ -1,0 +1,370 @@
+"""`remove_thermal`: the temperature of every pixel and its thermally corrected
+reflectance, and `ThermalResult`."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+
+import numpy as np
+from jaxtyping import Float
+
+from .._inverse.albedo.invert import invert
+from .._io.radiance import SolarSpectrum, band_irradiance, load_solar_spectrum
+from .._model.thermal import N_EMISSIVITY
+from .._params import HapkeParams
+from .._shapes import check_choice
+from .._status import Status
+from . import emissivity
+from .rules import T_SCALE
+from .solvers import solve_thermal
+
+__all__ = ["ThermalResult", "remove_thermal", "METHODS", "DEFAULT_WINDOW"]
+
+METHODS = ("continuum", "given")
+DEFAULT_WINDOW = (2.3, 2.65)  # [um]: short of the 3 um hydration band's wing (~2.7 um)
+CHUNK = 4096  # pixels per solver call (the correction solves pixels x bands problems)
+# NOT_CONSTRAINED pixels: T's one-sided 95 % upper limit, where the profiled chi^2 has risen
+# by 2.706 (the 90 % two-sided, i.e. 95 % one-sided, point of chi^2 with 1 degree of freedom)
+UPPER_LIMIT_CHI2 = 2.706
+# the window problems' per-pixel entries (the others are per band, or one value)
+PER_PIXEL = (
+    "to_sun", "to_sensor", "normal", "coefficients", "distance", "theta", "observed", "weight"
+)  # fmt: skip
+UPPER_LIMIT_STEPS = 16  # bisection steps in T: 900 K / 2^16 < 0.02 K
+
+
+@dataclasses.dataclass(frozen=True)
+class ThermalResult:
+    """The outcome of `remove_thermal` (pixels: refl's shape without its bands axis).
+
+    Attributes:
+        temperature: T [K], shape ``pixels``; NaN where not solved (see status); where
+            status is NOT_CONSTRAINED, T's one-sided 95 % upper limit (the data bound T
+            from above only).
+        temperature_sigma: 1-sigma of T [K] (NaN for ``method="given"`` and where
+            NOT_CONSTRAINED: a one-sided limit has no symmetric interval).
+        status: `Status` codes (int8), shape ``pixels``: of the temperature fit
+            (CONVERGED; NOT_CONSTRAINED where T's 1-sigma exceeds `max_temperature_sigma`,
+            whether or not the fit converged; MAX_ITER; UNREACHABLE where T ended on a
+            bound; INVALID_GEOMETRY; NONFINITE_INPUT).
+        reflectance: thermally corrected r = r(w) [1/sr], shape ``pixels + (bands,)``;
+            where NOT_CONSTRAINED, the observed r, uncorrected (no T to remove).
+        w: the corrected single-scattering albedo, shape ``pixels + (bands,)`` (where
+            NOT_CONSTRAINED, `invert`'s w of the uncorrected r).
+        emission: the thermal part eps B d^2 / F [1/sr] removed, ``pixels + (bands,)``
+            (0 where NOT_CONSTRAINED).
+    """
+
+    temperature: np.ndarray
+    temperature_sigma: np.ndarray
+    status: np.ndarray
+    reflectance: np.ndarray
+    w: np.ndarray
+    emission: np.ndarray
+
+
+def _solar(solar_spectrum, wavelengths: np.ndarray) -> np.ndarray:
+    if isinstance(solar_spectrum, (str, os.PathLike)):
+        solar_spectrum = load_solar_spectrum(solar_spectrum)
+    if isinstance(solar_spectrum, SolarSpectrum):
+        return band_irradiance(solar_spectrum, wavelengths)
+    solar = np.asarray(solar_spectrum, dtype=np.float64)
+    if solar.shape != wavelengths.shape or not np.all(np.isfinite(solar) & (solar > 0)):
+        raise ValueError(
+            "solar_spectrum must be a path, a SolarSpectrum or positive irradiances "
+            f"[W m^-2 um^-1] at 1 au, one per band {wavelengths.shape}, got {solar.shape}"
+        )
+    return solar
+
+
+def _unit(name: str, vectors, pixels: tuple) -> np.ndarray:
+    """Unit vectors (n, 3) from shape ``pixels + (3,)`` or ``(3,)``."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    try:
+        array = np.broadcast_to(vectors, pixels + (3,)).reshape(-1, 3)
+    except ValueError:
+        raise ValueError(
+            f"{name} must have shape pixels + (3,) = {pixels + (3,)} or (3,), got {vectors.shape}"
+        ) from None
+    return array / np.linalg.norm(array, axis=-1, keepdims=True)
+
+
+def _check(refl, wavelengths, method, temperature, window, solver):
+    check_choice("method", method, METHODS)
+    check_choice("solver", solver, ("jax", "numba"))
+    if wavelengths.ndim != 1 or wavelengths.shape[0] != refl.shape[-1]:
+        raise ValueError(f"wavelengths must have one value per band ({refl.shape[-1]})")
+    if not np.all(np.diff(wavelengths) > 0):
+        raise ValueError("wavelengths must increase")
+    if method == "given" and temperature is None:
+        raise ValueError('method="given" needs temperature (an array of T [K] per pixel)')
+    if method == "continuum":
+        inside = (wavelengths >= window[0]) & (wavelengths <= window[1])
+        if inside.sum() < 4:
+            raise ValueError(f"window={window!r} holds {inside.sum()} bands; the fit needs 4")
+        return inside
+    return None
+
+
+def _emission(coefficients, w, temperature, wavelengths, solar, distance):
+    """eps(w) B(T) d^2 / F [1/sr] for w (pixels, bands)."""
+    t = 2.0 * np.sqrt(np.clip(1.0 - w, 0.0, 1.0)) - 1.0
+    eps = np.einsum(
+        "pbn,pn->pb", np.polynomial.chebyshev.chebvander(t, N_EMISSIVITY - 1), coefficients
+    )
+    factor, _ = _numpy_thermal().thermal_factor_and_slope(
+        wavelengths, temperature[:, None], solar, distance[:, None]
+    )
+    return eps * factor
+
+
+@functools.cache
+def _numpy_thermal():
+    from .._model import thermal
+    from .._model._backends import retarget_to_numpy
+
+    return retarget_to_numpy(thermal)
+
+
+def _covariance_tt(jtj: np.ndarray) -> np.ndarray:
+    """(J^T J)^-1's (t, t) entry from the 6 entries (pixels, 6); inf where singular."""
+    j00, j01, j02, j11, j12, j22 = jtj.T
+    c22 = j00 * j11 - j01 * j01
+    det = (
+        j00 * (j11 * j22 - j12 * j12)
+        - j01 * (j01 * j22 - j02 * j12)
+        + j02 * (j01 * j12 - j02 * j11)
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = c22 / det
+    return np.where((det > 0) & (value > 0), value, np.inf)
+
+
+def _window_problems(arrays, observed, w_start, wavelengths, solar, sigma, inside):
+    """The continuum fit's problems over the window (a dict for `solve_thermal`)."""
+    first = np.flatnonzero(inside)[0]
+    a0 = np.where(np.isfinite(w_start[:, first]), np.clip(w_start[:, first], 0.01, 0.99), 0.2)
+    problems = dict(arrays)
+    problems.update(
+        theta=np.stack([a0, 0.0 * a0, np.full_like(a0, 3.0)], axis=-1),
+        wavelength=wavelengths[inside], solar=solar[inside], observed=observed[:, inside],
+        weight=np.broadcast_to(1.0 / sigma[inside], observed[:, inside].shape),
+        reference=wavelengths[first],
+    )  # fmt: skip
+    return problems
+
+
+def _fit_temperature(problems, estimate, bounds, max_sigma, settings):
+    """(T [K], its 1-sigma [K], status, the solver's output) of each pixel by the
+    continuum fit."""
+    t_low, t_high = bounds[0] / T_SCALE, bounds[1] / T_SCALE
+    out = solve_thermal(
+        settings["params"], problems, (1.0, 1.0, 1.0),
+        (t_low, t_high, settings["tol"], settings["max_iter"]), settings["solver"],
+    )  # fmt: skip
+    variance = _covariance_tt(out[:, 4:10])
+    if estimate:
+        variance = variance * out[:, 3] / (problems["observed"].shape[1] - 3)
+    t_sigma = np.sqrt(variance) * T_SCALE
+    status = np.where(out[:, 10] == 0, Status.CONVERGED, Status.MAX_ITER)
+    converged = status == Status.CONVERGED
+    on_bound = (out[:, 2] <= t_low) | (out[:, 2] >= t_high)
+    status = np.where(on_bound & converged, Status.UNREACHABLE, status)
+    # too cold to bound T: its sigma is large, and the cost so flat in T that the fit
+    # may also end on the lower bound or take max_iter steps there
+    status = np.where(~(t_sigma <= max_sigma), Status.NOT_CONSTRAINED, status)
+    return out[:, 2] * T_SCALE, t_sigma, status.astype(np.int8), out
+
+
+def _upper_limit(problems, out, estimate, bounds, settings):
+    """T [K] where the cost profiled over (a, b) has risen by `UPPER_LIMIT_CHI2` above
+    its minimum (the one-sided 95 % upper limit), by bisection in T above the fit's T;
+    the upper bound where even that is within the limit."""
+    n_bands = problems["observed"].shape[1]
+    scale = out[:, 3] / (n_bands - 3) if estimate else np.ones(len(out))
+    target = out[:, 3] + UPPER_LIMIT_CHI2 * scale
+    low, high = out[:, 2].copy(), np.full(len(out), bounds[1] / T_SCALE)
+    fixed = dict(problems)
+
+    def profile(t):
+        fixed["theta"] = np.stack([out[:, 0], out[:, 1], t], axis=-1)
+        limits = (bounds[0] / T_SCALE, bounds[1] / T_SCALE, settings["tol"], settings["max_iter"])
+        return solve_thermal(settings["params"], fixed, (1.0, 1.0, 0.0), limits, settings["solver"])
+
+    bounded = profile(high)[:, 3] > target
+    for _ in range(UPPER_LIMIT_STEPS):
+        middle = 0.5 * (low + high)
+        above = profile(middle)[:, 3] > target
+        low, high = np.where(above, low, middle), np.where(above, middle, high)
+    return np.where(bounded, 0.5 * (low + high), bounds[1] / T_SCALE) * T_SCALE
+
+
+def _continuum(arrays, observed, w_start, spectral, estimate, bounds, max_sigma, settings):
+    """(T [K], 1-sigma [K], status) by the continuum fit; NOT_CONSTRAINED pixels get T's
+    95 % upper limit and a NaN sigma."""
+    wavelengths, solar, sigma, inside = spectral
+    problems = _window_problems(arrays, observed, w_start, wavelengths, solar, sigma, inside)
+    temp, tsig, status, out = _fit_temperature(problems, estimate, bounds, max_sigma, settings)
+    loose = np.flatnonzero(status == Status.NOT_CONSTRAINED)
+    if loose.size:
+        subset = {k: (v[loose] if k in PER_PIXEL else v) for k, v in problems.items()}
+        temp[loose] = _upper_limit(subset, out[loose], estimate, bounds, settings)
+        tsig[loose] = np.nan
+    return temp, tsig, status
+
+
+def _correct(arrays, observed, w_start, temperature, wavelengths, solar, settings):
+    """(w, corrected r, emission) of every band at the pixels' T (pixels, bands each)."""
+    n, n_bands = observed.shape
+    problems = {k: np.repeat(arrays[k], n_bands, axis=0) for k in arrays}
+    w0 = np.where(np.isfinite(w_start), np.clip(w_start, 1e-3, 1 - 1e-3), 0.5).reshape(-1)
+    t0 = np.repeat(np.asarray(temperature, float) / T_SCALE, n_bands)
+    problems.update(
+        theta=np.stack([w0, 0.0 * w0, t0], axis=-1),
+        wavelength=np.tile(wavelengths, n)[:, None], solar=np.tile(solar, n)[:, None],
+        observed=observed.reshape(-1, 1), weight=np.ones((n * n_bands, 1)),
+        reference=np.tile(wavelengths, n),
+    )  # fmt: skip
+    out = solve_thermal(
+        settings["params"], problems, (1.0, 0.0, 0.0),
+        (-np.inf, np.inf, settings["tol"], settings["max_iter"]), settings["solver"],
+    )  # fmt: skip
+    w = np.where(out[:, 10] == 0, out[:, 0], np.nan).reshape(n, n_bands)
+    emission = _emission(
+        arrays["coefficients"], w, np.asarray(temperature, float), wavelengths, solar,
+        arrays["distance"],
+    )  # fmt: skip
+    return w, observed - emission, emission
+
+
+def remove_thermal(
+    refl: Float[np.ndarray, "*pixels bands"],  # noqa: F722
+    to_sun: Float[np.ndarray, "*pixels 3"],  # noqa: F722
+    to_sensor: Float[np.ndarray, "*pixels 3"],  # noqa: F722
+    normal: Float[np.ndarray, "*pixels 3"],  # noqa: F722
+    wavelengths: Float[np.ndarray, " bands"],  # noqa: F722
+    params: HapkeParams,
+    *,
+    solar_spectrum,
+    solar_distance=1.0,
+    method: str = "continuum",
+    temperature=None,
+    window: tuple[float, float] = DEFAULT_WINDOW,
+    refl_sigma=None,
+    solver: str = "jax",
+    temperature_bounds: tuple[float, float] = (100.0, 1000.0),
+    max_temperature_sigma: float = 10.0,
+    max_iter: int = 100,
+    tol: float = 1e-10,
+) -> ThermalResult:
+    """Fit each pixel's temperature and remove its thermal emission from every band.
+
+    The observed r of a warm surface is r(w) + eps(e; w) B_lambda(T) d^2 / F_sun
+    (`lumaxlike._model.thermal`; eps = 1 - r_hd of the same Hapke model, Kirchhoff's law).
+    ``method="continuum"`` (Clark et al. 2011's assumption): over `window` w is linear in
+    wavelength, w = a + b (lambda - window's first band), and (a, b, T) are fitted per
+    pixel by Levenberg-Marquardt. ``method="given"``: T comes from outside (a
+    thermophysical model, Bandfield et al. 2018) and is only removed. Then each band's w
+    is solved with T fixed, r(w) + eps(w) B d^2 / F = refl, giving the corrected
+    reflectance r(w) and w. A pixel too cold for the data to bound T (its 1-sigma above
+    `max_temperature_sigma`) is NOT_CONSTRAINED: it gets T's one-sided 95 % upper limit
+    (where the chi^2 profiled over a and b has risen by 2.706) and is left uncorrected,
+    since removing the emission of an unknown T could over-correct it by far more than the
+    emission it has (at most that of the upper limit). See docs/thermal.md.
+
+    Args:
+        refl: observed r [1/sr] (I/F / pi), shape ``pixels + (bands,)``.
+        to_sun: direction toward the sun (east, north, up), shape ``pixels + (3,)`` or
+            ``(3,)`` (as `invert`).
+        to_sensor: direction toward the sensor, same rule.
+        normal: the surface normal, same rule.
+        wavelengths: band centres [um], increasing, shape ``(bands,)``.
+        params: the `HapkeParams` of the surface (as for `invert`).
+        solar_spectrum: F_sun at 1 au: per-band irradiances [W m^-2 um^-1], shape
+            ``(bands,)``, or a solar-spectrum file (M3's ``SOLAR_SPEC.TAB``, read as
+            ``--units radiance`` reads it) or `SolarSpectrum`.
+        solar_distance: the Sun's distance d [au], a scalar or shape ``pixels``.
+        method: ``"continuum"`` or ``"given"``.
+        temperature: T [K] per pixel (shape ``pixels`` or a scalar), for "given".
+        window: (shortest, longest) wavelength [um] of the bands the fit uses: at least
+            4 bands, short of the 3 um hydration band.
+        refl_sigma: 1-sigma of refl [1/sr], scalar or per band; None: estimated from each
+            pixel's residual (chi^2 / (n - 3)).
+        solver: ``"jax"`` or ``"numba"``.
+        temperature_bounds: (lowest, highest) T [K] of the fit.
+        max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
+        max_iter: Levenberg-Marquardt steps at most.
+        tol: step tolerance (in w, and in T / 100 K).
+
+    Returns:
+        `ThermalResult`.
+
+    Raises:
+        ValueError: naming the argument: unknown method or solver, shapes, a window with
+            fewer than 4 bands, "given" without temperature, bad solar_spectrum.
+    """
+    refl = np.asarray(refl, dtype=np.float64)
+    wavelengths = np.asarray(wavelengths, dtype=np.float64)
+    inside = _check(refl, wavelengths, method, temperature, window, solver)
+    pixels, n_bands = refl.shape[:-1], refl.shape[-1]
+    n = int(np.prod(pixels))
+    flat = refl.reshape(n, n_bands)
+    geometry = {
+        k: _unit(k, v, pixels)
+        for k, v in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))
+    }
+    solar = _solar(solar_spectrum, wavelengths)
+    distance = np.broadcast_to(np.asarray(solar_distance, dtype=np.float64), pixels).reshape(n)
+    sigma = np.broadcast_to(
+        np.asarray(1.0 if refl_sigma is None else refl_sigma, dtype=np.float64), (n_bands,)
+    )
+    if not np.all(np.isfinite(sigma) & (sigma > 0)):
+        raise ValueError(f"refl_sigma must be positive and finite [1/sr], got {refl_sigma!r}")
+    cos_i = np.sum(geometry["to_sun"] * geometry["normal"], axis=-1)
+    cos_e = np.sum(geometry["to_sensor"] * geometry["normal"], axis=-1)
+    valid_geometry = (cos_i > 0) & (cos_e > 0)
+    finite = np.all(np.isfinite(flat[:, inside] if inside is not None else flat), axis=-1)
+    status = np.where(valid_geometry, Status.CONVERGED, Status.INVALID_GEOMETRY)
+    status = np.where(valid_geometry & ~finite, Status.NONFINITE_INPUT, status).astype(np.int8)
+    good = np.flatnonzero(status == Status.CONVERGED)
+    t_out = np.full(n, np.nan)
+    t_sigma = np.full(n, np.nan)
+    w_out = np.full((n, n_bands), np.nan)
+    r_out = np.full((n, n_bands), np.nan)
+    e_out = np.full((n, n_bands), np.nan)
+    if good.size:
+        table = emissivity.emissivity_table((cos_e[good].min(), cos_e[good].max()), params, solver)
+        settings = dict(params=params, solver=solver, max_iter=max_iter, tol=tol)
+        for chunk in np.array_split(good, -(-good.size // CHUNK)):
+            arrays = {k: v[chunk] for k, v in geometry.items()}
+            arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
+            arrays["distance"] = distance[chunk]
+            vectors = (arrays["to_sun"], arrays["to_sensor"], arrays["normal"])
+            w_start = invert(flat[chunk], *vectors, params, solver).w
+            if method == "continuum":
+                temp, tsig, st = _continuum(
+                    arrays, flat[chunk], w_start, (wavelengths, solar, sigma, inside),
+                    refl_sigma is None, temperature_bounds, max_temperature_sigma, settings,
+                )  # fmt: skip
+                status[chunk] = st
+            else:
+                temp = np.broadcast_to(np.asarray(temperature, float), pixels).reshape(n)[chunk]
+                tsig = np.full(chunk.size, np.nan)
+            t_out[chunk], t_sigma[chunk] = temp, tsig
+            w_out[chunk], r_out[chunk], e_out[chunk] = _correct(
+                arrays, flat[chunk], w_start, temp, wavelengths, solar, settings
+            )
+            # NOT_CONSTRAINED: T is an upper limit only; nothing is removed (see docs)
+            loose = status[chunk] == Status.NOT_CONSTRAINED
+            w_out[chunk[loose]], r_out[chunk[loose]] = w_start[loose], flat[chunk[loose]]
+            e_out[chunk[loose]] = 0.0
+    return ThermalResult(
+        temperature=t_out.reshape(pixels),
+        temperature_sigma=t_sigma.reshape(pixels),
+        status=status.reshape(pixels),
+        reflectance=r_out.reshape(refl.shape),
+        w=w_out.reshape(refl.shape),
+        emission=e_out.reshape(refl.shape),
+    )

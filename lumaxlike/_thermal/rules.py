@@ -1,0 +1,158 @@
+"""The per-pixel thermal fit, written once for both solvers (the dialect of
+`_model/equations.py`; retargeted by `_backends` with the model's `reflectance_and_slope`
+and the LM rules of `_inverse/lm_rules.py` bound).
+
+One problem: the bands of `bands` = (wavelength [um], F_sun at 1 au [W m^-2 um^-1],
+observed r [1/sr], weight 1/sigma [sr]) of one pixel, three parameters theta =
+(a, b, t): w(lambda) = a + b (lambda - lambda_ref) and T = t T_SCALE,
+
+    f_k = weight_k [r(w_k) + eps(w_k) B(lambda_k, T) d^2 / F_k - r_obs,k],
+
+minimised by Levenberg-Marquardt with the package's rules (`lm_rules`: acceptance,
+Nielsen's damping, Marquardt's scaling, convergence). `free` = (1, free_b, free_t) holds b
+or t fixed (0): the continuum fit frees all three, the correction of one band at a
+known T (`method="given"`, and every band after a fit) frees a alone. t is projected
+onto its bounds; w is held inside (0, 1) where r and eps are evaluated
+(`clamped_albedo`, whose derivative is then 0).
+
+State (a tuple): theta (3), cost, J^T J (6: 00 01 02 11 12 22), J^T f (3), damping,
+growth, status, iterations.
+"""
+
+from .._inverse.lm_rules import accepted, converged, damped_diagonal, gain_ratio, next_damping
+from .._model._scalar_math import maximum, minimum, where
+from .._model.equations import reflectance_and_slope
+from .._model.thermal import clamped_albedo, emissivity_and_slope, thermal_factor_and_slope
+
+__all__ = ["band_terms", "normal_equations", "solve3", "start", "damped", "iterate"]
+
+T_SCALE = 100.0  # [K]: t = T / T_SCALE, so that the step tolerance means alike in a, b, t
+SOLVING = -1
+CONVERGED = 0
+MAX_ITER = 1
+INFINITY = float("inf")
+# J^T J is singular where its determinant is below this fraction of its diagonal's product
+SINGULAR = 1e-14
+
+
+def band_terms(a, b, t, k, pixel, bands, reference):
+    """Residual f_k and its derivatives in (a, b, t) of band k (weighted, see the module)."""
+    terms, coefficients, distance = pixel
+    wavelength, solar, observed, weight = bands
+    w_raw = a + b * (wavelength[k] - reference)
+    w, inside = clamped_albedo(w_raw)
+    r, dr = reflectance_and_slope(w, terms)
+    eps, deps = emissivity_and_slope(w, coefficients)
+    factor, dfactor = thermal_factor_and_slope(wavelength[k], t * T_SCALE, solar[k], distance)
+    dw = (dr + deps * factor) * inside * weight[k]
+    residual = (r + eps * factor - observed[k]) * weight[k]
+    return residual, dw, dw * (wavelength[k] - reference), eps * dfactor * T_SCALE * weight[k]
+
+
+def normal_equations(theta, pixel, bands, reference, free):
+    """(cost, J^T J as 6 entries, J^T f as 3) at theta; fixed parameters' columns are 0."""
+    a, b, t = theta
+    cost = 0.0 * a
+    j00, j01, j02, j11, j12, j22 = cost, cost, cost, cost, cost, cost
+    g0, g1, g2 = cost, cost, cost
+    for k in range(bands[2].shape[0]):
+        f, da, db, dt = band_terms(a, b, t, k, pixel, bands, reference)
+        db, dt = db * free[1], dt * free[2]
+        cost, g0, g1, g2 = cost + f * f, g0 + da * f, g1 + db * f, g2 + dt * f
+        j00, j01, j02 = j00 + da * da, j01 + da * db, j02 + da * dt
+        j11, j12, j22 = j11 + db * db, j12 + db * dt, j22 + dt * dt
+    return cost, (j00, j01, j02, j11, j12, j22), (g0, g1, g2)
+
+
+def solve3(m, g, free):
+    """x with M x = -g for symmetric M (6 entries), fixed parameters held (x = 0 there),
+    by Cramer's rule; and whether M (restricted to the free ones) is regular."""
+    m00 = m[0]
+    m11 = where(free[1] > 0.0, m[3], 1.0 + 0.0 * m[3])
+    m22 = where(free[2] > 0.0, m[5], 1.0 + 0.0 * m[5])
+    m01, m02, m12 = m[1], m[2], m[4]
+    c00, c01, c02 = m11 * m22 - m12 * m12, m02 * m12 - m01 * m22, m01 * m12 - m02 * m11
+    c11, c12, c22 = m00 * m22 - m02 * m02, m01 * m02 - m00 * m12, m00 * m11 - m01 * m01
+    det = m00 * c00 + m01 * c01 + m02 * c02
+    regular = det > SINGULAR * maximum(m00 * m11 * m22, 0.0 * det)
+    inverse_det = where(regular, 1.0 / where(regular, det, 1.0), 0.0 * det)
+    x0 = -(c00 * g[0] + c01 * g[1] + c02 * g[2]) * inverse_det
+    x1 = -(c01 * g[0] + c11 * g[1] + c12 * g[2]) * inverse_det
+    x2 = -(c02 * g[0] + c12 * g[1] + c22 * g[2]) * inverse_det
+    return x0, x1 * free[1], x2 * free[2], regular
+
+
+def start(theta, pixel, bands, reference, free):
+    """The state at the starting point theta."""
+    cost, jtj, jtf = normal_equations(theta, pixel, bands, reference, free)
+    zero = 0.0 * cost
+    return theta, cost, jtj, jtf, zero, 2.0 + zero, SOLVING + 0 * (cost > 0.0), 0
+
+
+def damped(jtj, damping):
+    largest = maximum(maximum(jtj[0], jtj[3]), jtj[5])
+    return (
+        damped_diagonal(jtj[0], largest, damping),
+        jtj[1],
+        jtj[2],
+        damped_diagonal(jtj[3], largest, damping),
+        jtj[4],
+        damped_diagonal(jtj[5], largest, damping),
+    )
+
+
+def iterate(state, pixel, bands, reference, free, limits):
+    """One Levenberg-Marquardt trial; `limits` = (t_low, t_high, tol, max_iter)."""
+    theta, cost, jtj, jtf, damping, growth, status, iterations = state
+    t_low, t_high, tol, max_iter = limits
+    x0, x1, x2, _ = solve3(damped(jtj, damping), jtf, free)
+    t_trial = minimum(maximum(theta[2] + x2, t_low), t_high)
+    x2 = t_trial - theta[2]
+    trial = (theta[0] + x0, theta[1] + x1, t_trial)
+    quad = (
+        jtj[0] * x0 * x0 + jtj[3] * x1 * x1 + jtj[5] * x2 * x2
+        + 2.0 * (jtj[1] * x0 * x1 + jtj[2] * x0 * x2 + jtj[4] * x1 * x2)
+    )  # fmt: skip
+    predicted = 0.0 - (2.0 * (x0 * jtf[0] + x1 * jtf[1] + x2 * jtf[2]) + quad)
+    cost_t, jtj_t, jtf_t = normal_equations(trial, pixel, bands, reference, free)
+    n0, n1, n2, regular = solve3(jtj_t, jtf_t, free)
+    newton_size = where(regular, maximum(maximum(abs(n0), abs(n1)), abs(n2)), INFINITY + 0.0 * n0)
+    newton_decrease = 0.0 - (n0 * jtf_t[0] + n1 * jtf_t[1] + n2 * jtf_t[2])
+    accept = accepted(cost, cost_t) & (cost_t == cost_t)
+    ratio = gain_ratio(cost, cost_t, predicted)
+    step_size = maximum(maximum(abs(x0), abs(x1)), abs(x2))
+    done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
+    damping_next, growth_next = next_damping(
+        accept, ratio, damping, growth, newton_decrease, cost_t
+    )
+    iterations_next = iterations + 1
+    status_next = where(done, CONVERGED, where(iterations_next >= max_iter, MAX_ITER, status))
+    theta_next = (
+        where(accept, trial[0], theta[0]),
+        where(accept, trial[1], theta[1]),
+        where(accept, trial[2], theta[2]),
+    )
+    jtj_next = (
+        where(accept, jtj_t[0], jtj[0]),
+        where(accept, jtj_t[1], jtj[1]),
+        where(accept, jtj_t[2], jtj[2]),
+        where(accept, jtj_t[3], jtj[3]),
+        where(accept, jtj_t[4], jtj[4]),
+        where(accept, jtj_t[5], jtj[5]),
+    )
+    jtf_next = (
+        where(accept, jtf_t[0], jtf[0]),
+        where(accept, jtf_t[1], jtf[1]),
+        where(accept, jtf_t[2], jtf[2]),
+    )
+    cost_next = where(accept, cost_t, cost)
+    return (
+        theta_next,
+        cost_next,
+        jtj_next,
+        jtf_next,
+        damping_next,
+        growth_next,
+        status_next,
+        iterations_next,
+    )

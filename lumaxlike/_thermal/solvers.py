@@ -1,0 +1,149 @@
+"""The thermal fits' two solvers, one driver each around the rules written once
+(`rules`): JAX (each pixel's `lax.while_loop`, vmapped over pixels, jitted) and numba
+(each pixel's loop, parallel over pixels with `prange`). Both take the same arrays and
+return the same final states, so they take the same steps.
+
+Arrays (float64): to_sun, to_sensor, normal (pixels, 3); coefficients (pixels,
+N_EMISSIVITY); distance (pixels,); theta (pixels, 3) the starts; wavelength, solar
+(n,) or (pixels, n) for the bands of each problem; observed, weight (pixels, n).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numba
+import numpy as np
+
+from .._inverse import lm_rules
+from .._model import thermal as thermal_equations
+from .._model._backends import retarget_to_jax, retarget_to_numba
+from .._model.family import ModelKey, jax_equations_for, numba_equations_for
+from .._model.numba_model import kernel_params
+from .._params import HapkeParams
+from . import rules
+
+__all__ = ["solve_thermal"]
+
+
+def _bindings(equations, thermal, lm) -> dict:
+    return {
+        "reflectance_and_slope": equations.reflectance_and_slope,
+        "clamped_albedo": thermal.clamped_albedo,
+        "emissivity_and_slope": thermal.emissivity_and_slope,
+        "thermal_factor_and_slope": thermal.thermal_factor_and_slope,
+        **{name: getattr(lm, name) for name in lm_rules.__all__},
+    }
+
+
+@functools.cache
+def _jax_rules(key: ModelKey):
+    thermal = retarget_to_jax(thermal_equations)
+    lm = retarget_to_jax(lm_rules)
+    return retarget_to_jax(rules, **_bindings(jax_equations_for(key), thermal, lm))
+
+
+@functools.cache
+def _numba_kernel(key: ModelKey):
+    thermal = retarget_to_numba(thermal_equations)
+    lm = retarget_to_numba(lm_rules)
+    equations = numba_equations_for(key)
+    compiled = retarget_to_numba(rules, **_bindings(equations, thermal, lm))
+    pixel_terms, start, iterate = equations.pixel_terms, compiled.start, compiled.iterate
+    SOLVING = rules.SOLVING
+
+    @numba.njit(parallel=True, error_model="numpy")
+    def kernel(geometry, scalars, legendre, use_legendre, pixel_data, band_data, settings, out):
+        to_sun, to_sensor, normal = geometry
+        coefficients, distance, theta0 = pixel_data
+        wavelength, solar, observed, weight, reference = band_data
+        free, limits = settings
+        for p in numba.prange(observed.shape[0]):
+            terms = pixel_terms(
+                to_sun[p], to_sensor[p], normal[p], scalars[0], scalars[1], scalars[2],
+                scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8],
+                legendre, use_legendre,
+            )  # fmt: skip
+            pixel = (terms, coefficients[p], distance[p])
+            bands = (wavelength[p], solar[p], observed[p], weight[p])
+            theta = (theta0[p, 0], theta0[p, 1], theta0[p, 2])
+            state = start(theta, pixel, bands, reference[p], free)
+            while state[6] == SOLVING:
+                state = iterate(state, pixel, bands, reference[p], free, limits)
+            out[p, 0], out[p, 1], out[p, 2] = state[0]
+            out[p, 3] = state[1]
+            for i in range(6):
+                out[p, 4 + i] = state[2][i]
+            out[p, 10], out[p, 11] = state[6], state[7]
+
+    return kernel
+
+
+@functools.partial(jax.jit, static_argnames=("key", "max_iter"))
+def _solve_jax(params, arrays, free, limits, key, max_iter):
+    from .._model.jax_model import pixel_terms
+
+    compiled = _jax_rules(key)
+    to_sun, to_sensor, normal, coefficients, distance, theta0 = arrays[:6]
+    wavelength, solar, observed, weight, reference = arrays[6:]
+
+    def one(sun, sensor, nrm, coef, dist, th, wl, sol, obs, wt, ref):
+        terms = pixel_terms(sun, sensor, nrm, params)
+        pixel, bands = (terms, coef, dist), (wl, sol, obs, wt)
+        state = compiled.start((th[0], th[1], th[2]), pixel, bands, ref, free)
+        state = jax.lax.while_loop(
+            lambda s: s[6] == rules.SOLVING,
+            lambda s: compiled.iterate(s, pixel, bands, ref, free, (*limits, max_iter)),
+            state,
+        )
+        theta, cost, jtj, _, _, _, status, iterations = state
+        return jnp.stack([*theta, cost, *jtj, status * 1.0, iterations * 1.0])
+
+    return jax.vmap(one)(
+        to_sun, to_sensor, normal, coefficients, distance, theta0, wavelength, solar,
+        observed, weight, reference,
+    )  # fmt: skip
+
+
+def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) -> np.ndarray:
+    """Solve every pixel's problem (see the module docstring for `arrays`' keys).
+
+    Args:
+        free: (1, free_b, free_t) as floats; limits: (t_low, t_high, tol, max_iter).
+    Returns:
+        (pixels, 12) float64: a, b, t, cost, J^T J (6), status, iterations.
+    """
+    n = arrays["observed"].shape[0]
+    names = ("wavelength", "solar")
+    band = {
+        k: np.ascontiguousarray(np.broadcast_to(arrays[k], arrays["observed"].shape)) for k in names
+    }
+    reference = np.broadcast_to(np.asarray(arrays["reference"], float), (n,))
+    free = tuple(float(f) for f in free)
+    t_low, t_high, tol, max_iter = limits
+    if solver == "numba":
+        scalars, legendre, use_legendre = kernel_params(params)
+        out = np.empty((n, 12))
+        _numba_kernel(params.model_key)(
+            tuple(np.ascontiguousarray(arrays[k]) for k in ("to_sun", "to_sensor", "normal")),
+            scalars, legendre, use_legendre,
+            tuple(np.ascontiguousarray(arrays[k]) for k in ("coefficients", "distance", "theta")),
+            (band["wavelength"], band["solar"], np.ascontiguousarray(arrays["observed"]),
+             np.ascontiguousarray(arrays["weight"]), np.ascontiguousarray(reference)),
+            (free, (float(t_low), float(t_high), float(tol), int(max_iter))),
+            out,
+        )  # fmt: skip
+        return out
+    with jax.enable_x64(True):
+        keys = ("to_sun", "to_sensor", "normal", "coefficients", "distance", "theta")
+        stacked = [jnp.asarray(arrays[k], jnp.float64) for k in keys]
+        stacked += [jnp.asarray(band["wavelength"]), jnp.asarray(band["solar"])]
+        stacked += [jnp.asarray(arrays[k], jnp.float64) for k in ("observed", "weight")]
+        stacked += [jnp.asarray(reference, jnp.float64)]
+        out = _solve_jax(
+            params, tuple(stacked), free, (float(t_low), float(t_high), float(tol)),
+            key=params.model_key, max_iter=int(max_iter),
+        )  # fmt: skip
+        return np.asarray(out, dtype=np.float64)

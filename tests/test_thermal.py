@@ -1,0 +1,278 @@
+"""Thermal emission (`lumaxlike.remove_thermal`, `lumaxlike._model.thermal`): Planck
+against its integral laws, Kirchhoff's emissivity against an independent hemispherical
+integral, and temperature and corrected reflectance recovered from synthetic M3-like
+spectra made by the independent NumPy model (tests/independent_hapke.py)."""
+
+import numpy as np
+import pytest
+import scipy.constants as sc
+from scipy import integrate, optimize
+
+import lumaxlike
+from lumaxlike._model import thermal
+from lumaxlike._model._backends import retarget_to_numpy
+from lumaxlike._thermal import emissivity
+
+from .helpers import SOLVERS
+from .independent_hapke import h_function as independent_h
+from .independent_hapke import reflectance as independent_reflectance
+
+NUMPY = retarget_to_numpy(thermal)
+SUN_TEMPERATURE = 5772.0  # [K], IAU 2015 nominal effective temperature
+SUN_RADIUS_AU = 6.957e8 / sc.au
+
+
+def planck(wavelength_um, temperature):
+    """B_lambda [W m^-2 sr^-1 um^-1], written here from Planck's law."""
+    lam = wavelength_um * 1e-6
+    x = sc.h * sc.c / (lam * sc.k * temperature)
+    return 2 * sc.h * sc.c**2 / lam**5 / np.expm1(x) * 1e-6
+
+
+def solar_irradiance(wavelength_um):
+    """A blackbody Sun at 1 au [W m^-2 um^-1] (close enough to M3's table here)."""
+    return np.pi * planck(wavelength_um, SUN_TEMPERATURE) * SUN_RADIUS_AU**2
+
+
+@pytest.mark.parametrize("temperature", [250.0, 390.0, 5772.0])
+def test_planck_wien_peak_and_stefan_boltzmann(temperature):
+    def radiance(lam):
+        return NUMPY.planck_radiance_and_slope(lam, temperature)[0]
+
+    def slope(lam):  # central difference; its error moves the root by << 1e-8
+        h = lam * 1e-5
+        return (radiance(lam + h) - radiance(lam - h)) / (2 * h)
+
+    wien = sc.value("Wien wavelength displacement law constant") * 1e6  # [um K]
+    peak = optimize.brentq(slope, 0.5 * wien / temperature, 2 * wien / temperature, xtol=1e-14)
+    assert peak * temperature == pytest.approx(wien, rel=1e-8)
+    total = sum(
+        integrate.quad(radiance, lo, hi, epsrel=1e-13, epsabs=0, limit=200)[0]
+        for lo, hi in [
+            (1e-3 * wien / temperature, wien / temperature),
+            (wien / temperature, 1e3 * wien / temperature),
+        ]
+    )
+    assert total == pytest.approx(sc.Stefan_Boltzmann * temperature**4 / np.pi, rel=1e-8)
+
+
+def test_planck_slope_and_values():
+    lam, temperature = np.array([2.0, 2.5, 3.0]), 380.0
+    value, slope = NUMPY.planck_radiance_and_slope(lam, temperature)
+    np.testing.assert_allclose(value, planck(lam, temperature), rtol=1e-12)
+    h = 1e-4
+    numeric = (planck(lam, temperature + h) - planck(lam, temperature - h)) / (2 * h)
+    np.testing.assert_allclose(slope, numeric, rtol=1e-8)
+
+
+def independent_emissivity(w, cos_e, n=64, **model):
+    """1 - r_hd(e) by a rule of this test: Gauss-Legendre in cos i split at cos e (s^2
+    substitutions at both ends) times Gauss-Legendre in psi, of the independent r."""
+    x, wx = np.polynomial.legendre.leggauss(n)
+    s, ws = (x + 1) / 2, wx / 2
+    low, w_low = cos_e * s**2, 2 * cos_e * s * ws
+    high, w_high = 1 - (1 - cos_e) * s**2, 2 * (1 - cos_e) * s * ws
+    mu0, wmu = np.concatenate([low, high]), np.concatenate([w_low, w_high])
+    psi, wpsi = np.polynomial.legendre.leggauss(n)
+    psi, wpsi = (psi + 1) * np.pi / 2, wpsi * np.pi / 2
+    mu0, psi = np.meshgrid(mu0, psi, indexing="ij")
+    sin0 = np.sqrt(1 - mu0**2)
+    to_sun = np.stack([sin0 * np.cos(psi), sin0 * np.sin(psi), mu0], -1)
+    sin_e = np.sqrt(1 - cos_e**2)
+    to_sensor = np.array([sin_e, 0.0, cos_e])
+    r = independent_reflectance(
+        np.asarray(w)[..., None, None], to_sun, to_sensor, [0, 0, 1.0], **model
+    )
+    return 1 - 2 * np.einsum("...ij,i,j->...", r, wmu, wpsi)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        dict(b=0.0, c=0.0),
+        dict(b=0.3, c=0.6),
+        dict(b=0.5, c=-0.4, roughness=np.radians(15)),
+        dict(b=0.25, c=0.4, roughness=np.radians(30)),
+    ],
+)
+def test_kirchhoff_emissivity_against_independent_integral(model):
+    params = lumaxlike.HapkeParams(**model)
+    w = np.array([0.05, 0.4, 0.8, 0.97])
+    cos_e = np.array([0.45, 0.8, 0.98])  # the independent r divides by sin e
+    ours = emissivity.directional_emissivity(w[None, :], cos_e[:, None], params)
+    theirs = np.array([independent_emissivity(w, mu, **model) for mu in cos_e])
+    np.testing.assert_allclose(ours, theirs, atol=1e-6, rtol=0)
+
+
+@pytest.mark.slow  # compiles the exact H's model
+def test_emissivity_isotropic_closed_form():
+    """IMSA, isotropic, smooth, exact H: eps = gamma H(cos e) (Hapke 2012, ch. 15)."""
+    params = lumaxlike.HapkeParams(b=0.0, c=0.0, multiple_scattering="imsa", h_function="exact")
+    w = np.linspace(0.02, 0.99, 9)[None, :]
+    cos_e = np.linspace(0.2, 1.0, 5)[:, None]
+    eps = emissivity.directional_emissivity(w, cos_e, params)
+    closed = np.sqrt(1 - w) * lumaxlike.h_function(w, cos_e, kind="exact")
+    np.testing.assert_allclose(eps, closed, atol=1e-9, rtol=0)
+    # and the independent Hapke-2002 H's version to its own accuracy (< 1 %)
+    np.testing.assert_allclose(eps, np.sqrt(1 - w) * independent_h(w, cos_e), rtol=1e-2)
+
+
+def test_emissivity_series_slope():
+    params = lumaxlike.HapkeParams(b=0.3, c=0.5, roughness=0.3)
+    table = emissivity.emissivity_table((0.7, 0.9), params)
+    coefficients = emissivity.pixel_coefficients(np.array([0.8]), table)[0]
+    w, h = np.array([0.1, 0.5, 0.9]), 1e-6
+    value, slope = NUMPY.emissivity_and_slope(w, coefficients)
+    upper, _ = NUMPY.emissivity_and_slope(w + h, coefficients)
+    lower, _ = NUMPY.emissivity_and_slope(w - h, coefficients)
+    np.testing.assert_allclose(slope, (upper - lower) / (2 * h), rtol=1e-6)
+
+
+# --- synthetic M3-like spectra --------------------------------------------------------
+WAVELENGTHS = np.arange(1.5, 3.0001, 0.04)  # M3 global mode's 40 nm spacing beyond 1.5 um
+MODEL = dict(b=0.25, c=0.3, roughness=np.radians(20))
+BAND_CENTRE, BAND_WIDTH, BAND_DEPTH = 2.9, 0.05, 0.08  # the 3 um band, in w
+
+
+def true_albedo():
+    """Linear continuum (the method's assumption) with a Gaussian band at 2.9 um."""
+    continuum = 0.30 + 0.05 * (WAVELENGTHS - 2.3)
+    band = BAND_DEPTH * np.exp(-0.5 * ((WAVELENGTHS - BAND_CENTRE) / BAND_WIDTH) ** 2)
+    return continuum - band, continuum
+
+
+def scene(temperature, noise, seed):
+    """Flat ground seen 5 deg off nadir, the sun 10-60 deg from the zenith: the
+    independent model's r and emission, noise `noise` of I/F per band."""
+    rng = np.random.default_rng(seed)
+    n = np.size(temperature)
+    incidence = np.radians(rng.uniform(10, 60, n))
+    to_sun = np.stack([np.sin(incidence), 0 * incidence, np.cos(incidence)], -1)
+    view = np.radians(5.0)
+    to_sensor, normal = np.array([np.sin(view), 0.0, np.cos(view)]), np.array([0.0, 0.0, 1.0])
+    w, _ = true_albedo()
+    r = independent_reflectance(
+        np.broadcast_to(w, (n, w.size)), to_sun[:, None, :], to_sensor, normal, **MODEL
+    )
+    eps = independent_emissivity(w, np.cos(view), **MODEL)
+    solar = solar_irradiance(WAVELENGTHS)
+    temperature = np.broadcast_to(temperature, (n,))
+    emission = eps * planck(WAVELENGTHS, temperature[:, None]) / solar
+    sigma = noise * (r + emission).mean(axis=0)
+    observed = r + emission + sigma * rng.normal(size=r.shape)
+    return observed, r, (to_sun, to_sensor, normal), solar, sigma
+
+
+def remove(observed, geometry, solar, sigma, solver="numba", **options):
+    params = lumaxlike.HapkeParams(**MODEL)
+    return lumaxlike.remove_thermal(
+        observed, *geometry, WAVELENGTHS, params, solar_spectrum=solar, refl_sigma=sigma,
+        solver=solver, **options,
+    )  # fmt: skip
+
+
+# Why 3000 pixels: at 375 K the emission at 2.9 um is ~3x the reflected r, and
+# d ln B / dT = 3.5 %/K there, so a pixel's corrected r at 2.9 um carries ~10 % per K of T
+# error; with T's 1-sigma ~2 K from the window's 9 bands at 0.5 % noise (the Cramer-Rao
+# bound of this fit, not a defect of it), one pixel's corrected r is good to ~20 %, and
+# the 1 % of the issue can only be a statement about bias: the mean over N pixels has a
+# standard error of ~22 % / sqrt(N), 1.3 % at 300 pixels (the test failed by chance
+# there, 2.9 % at one seed) and 0.4 % at 3000. The method is exact on noise-free data
+# (test_noise_free_correction_to_one_percent, per pixel).
+@pytest.mark.slow  # 3000 pixels, ~6 s on 2 cores with numba's compilation
+def test_warm_surface_temperature_and_correction():
+    truth = np.random.default_rng(7).uniform(350, 400, 3000)
+    observed, r, geometry, solar, sigma = scene(truth, 0.005, seed=1)
+    result = remove(observed, geometry, solar, sigma)
+    assert np.all(result.status == lumaxlike.Status.CONVERGED)
+    error = result.temperature - truth
+    assert abs(error.mean()) < 2.0  # the issue's 2 K, as a bias (one pixel's sigma is ~2 K)
+    assert np.median(result.temperature_sigma) < 2.5
+    covered = np.mean(np.abs(error) <= result.temperature_sigma)
+    assert 0.63 <= covered <= 0.73  # 68 +- 5 %
+    k = np.argmin(np.abs(WAVELENGTHS - 2.9))
+    bias = np.mean(result.reflectance[:, k] / r[:, k]) - 1
+    assert abs(bias) < 0.01  # standard error 0.4 % (see above)
+    # the band survives: its depth in the corrected w, against the truth's
+    w_true, continuum = true_albedo()
+    depth = 1 - np.median(result.w[:, k]) / continuum[k]
+    true_depth = 1 - w_true[k] / continuum[k]
+    assert depth == pytest.approx(true_depth, rel=0.05)
+
+
+def test_noise_free_correction_to_one_percent():
+    observed, r, geometry, solar, sigma = scene(np.array([350.0, 375.0, 400.0]), 0.0, seed=2)
+    result = remove(observed, geometry, solar, 0.005 * observed.mean(axis=0))
+    np.testing.assert_allclose(result.temperature, [350, 375, 400], atol=0.5)
+    k = np.argmin(np.abs(WAVELENGTHS - 2.9))
+    np.testing.assert_allclose(result.reflectance[:, k], r[:, k], rtol=0.01)
+    # the 3 um band's depth in each pixel's corrected w, to 5 % of the truth's
+    w_true, continuum = true_albedo()
+    np.testing.assert_allclose(1 - result.w[:, k] / continuum[k], 1 - w_true[k] / continuum[k],
+                               rtol=0.05)  # fmt: skip
+
+
+def test_cold_surface_not_constrained():
+    truth = 250.0
+    observed, r, geometry, solar, sigma = scene(np.full(20, truth), 0.005, seed=3)
+    result = remove(observed, geometry, solar, sigma)
+    assert np.all(result.status == lumaxlike.Status.NOT_CONSTRAINED)
+    # T is an upper limit (95 %, one-sided): above the truth, yet saying something
+    assert np.all((result.temperature >= truth) & (result.temperature < 340))
+    assert np.all(np.isnan(result.temperature_sigma))
+    # left uncorrected, as documented: nothing removed, w is invert's
+    np.testing.assert_array_equal(result.reflectance, observed)
+    np.testing.assert_array_equal(result.emission, 0.0)
+    params = lumaxlike.HapkeParams(**MODEL)
+    plain = lumaxlike.invert(observed, *geometry, params, "numba").w
+    np.testing.assert_allclose(result.w, plain, rtol=1e-12)
+    # which is right to do: the emission left in is below the noise in every band, and
+    # below the emission at the upper limit
+    w, _ = true_albedo()
+    eps = independent_emissivity(w, np.cos(np.radians(5.0)), **MODEL)
+    left = eps * planck(WAVELENGTHS, truth) / solar
+    assert np.all(left < sigma)
+    upper = eps * planck(WAVELENGTHS, result.temperature[:, None]) / solar
+    assert np.all(left < upper)
+
+
+def test_given_temperature_removes_emission():
+    truth = np.array([360.0, 390.0])
+    observed, r, geometry, solar, sigma = scene(truth, 0.0, seed=4)
+    result = remove(observed, geometry, solar, None, method="given", temperature=truth)
+    np.testing.assert_allclose(result.reflectance, r, rtol=2e-5)  # eps to ~1e-6, H to 1 %?
+    assert np.all(np.isnan(result.temperature_sigma))
+
+
+@pytest.mark.slow
+def test_solvers_agree():
+    observed, r, geometry, solar, sigma = scene(np.array([300.0, 360.0, 400.0]), 0.005, seed=5)
+    results = [remove(observed, geometry, solar, sigma, solver=s) for s in SOLVERS]
+    np.testing.assert_array_equal(results[0].status, results[1].status)
+    np.testing.assert_allclose(results[0].temperature, results[1].temperature, rtol=1e-9)
+    np.testing.assert_allclose(results[0].reflectance, results[1].reflectance, rtol=1e-9)
+
+
+def test_bad_arguments():
+    observed, r, geometry, solar, sigma = scene(np.array([360.0]), 0.0, seed=6)
+    with pytest.raises(ValueError, match="method"):
+        remove(observed, geometry, solar, sigma, method="prior")
+    with pytest.raises(ValueError, match="window"):
+        remove(observed, geometry, solar, sigma, window=(2.5, 2.55))
+    with pytest.raises(ValueError, match="temperature"):
+        remove(observed, geometry, solar, sigma, method="given")
+    with pytest.raises(ValueError, match="solar_spectrum"):
+        remove(observed, geometry, solar[:3], sigma)
+    with pytest.raises(ValueError, match="refl_sigma"):
+        remove(observed, geometry, solar, 0.0 * solar)
+    with pytest.raises(ValueError, match="to_sun"):
+        remove(observed, (np.ones((2, 3)), *geometry[1:]), solar, sigma)
+
+
+def test_pixels_of_any_shape():
+    observed, r, geometry, solar, _ = scene(np.array([360.0, 380.0]), 0.0, seed=8)
+    sigma = 0.005 * observed.mean(axis=0)
+    flat = remove(observed, geometry, solar, sigma)
+    grid = remove(observed[None], (geometry[0][None], *geometry[1:]), solar, sigma)
+    np.testing.assert_array_equal(grid.temperature[0], flat.temperature)
+    np.testing.assert_array_equal(grid.reflectance[0], flat.reflectance)
