@@ -186,9 +186,9 @@ def endmembers_from_optical_constants(
     for j, item in enumerate(items):
         n[j], k[j] = item.interpolate(wavelengths)  # ValueError outside its grid
     if npfe[1] > 0.0:
-        from .._optical.slab import _iron
+        from .._optical.slab import iron_at
 
-        iron_n, iron_k, _ = _iron(wavelengths, (np.ones(1),), 1.0, iron)
+        iron_n, iron_k = iron_at(wavelengths, iron)
         iron_n, iron_k = (
             np.broadcast_to(iron_n, wavelengths.shape),
             np.broadcast_to(iron_k, wavelengths.shape),
