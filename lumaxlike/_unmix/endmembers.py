@@ -294,7 +294,8 @@ class Endmembers:
             iron: iron's `OpticalConstants` (default Johnson & Christy 1974, 0.188-1.937
                 um; read where npfe_bounds' upper bound is > 0, so bands beyond it need
                 another iron, or npfe_bounds=(0, 0)).
-            reflections, mean_path: the slab model's variants (`slab_albedo`).
+            reflections: the slab model's variant of the surface reflections (as
+                `slab_albedo` takes it; so is ``mean_path``).
             extinction_efficiency: Q_j, default 1.
 
         Raises:
