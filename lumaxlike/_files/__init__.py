@@ -15,7 +15,8 @@ fingerprints); :mod:`.stacks` checks `fit_file`'s stack of cubes, :mod:`.good_ba
 leaves its bad bands out of joint and regional fits.
 
 Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
-:func:`normalize_file`, :func:`unmix_file`, :func:`fit_file`, :func:`sample_file`.
+:func:`normalize_file`, :func:`unmix_file`, :func:`fit_file`, :func:`sample_file`,
+:func:`remove_thermal_file` (:mod:`.thermal`).
 """
 
 from typing import TYPE_CHECKING
@@ -25,10 +26,19 @@ if TYPE_CHECKING:
     from .invert import invert_file as invert_file
     from .normalize import normalize_file as normalize_file
     from .sample import sample_file as sample_file
+    from .thermal import remove_thermal_file as remove_thermal_file
     from .unmix import UnmixSummary as UnmixSummary
     from .unmix import unmix_file as unmix_file
 
-__all__ = ["UnmixSummary", "fit_file", "invert_file", "normalize_file", "sample_file", "unmix_file"]
+__all__ = [
+    "UnmixSummary",
+    "fit_file",
+    "invert_file",
+    "normalize_file",
+    "remove_thermal_file",
+    "sample_file",
+    "unmix_file",
+]
 
 #: public name -> its module: each imported at its first use, so that a command imports
 #: its own front end only (``lumaxlike invert`` neither fit's nor the sampler's blackjax)
@@ -36,6 +46,7 @@ _MODULES = {
     "fit_file": "fit",
     "invert_file": "invert",
     "normalize_file": "normalize",
+    "remove_thermal_file": "thermal",
     "sample_file": "sample",
     "UnmixSummary": "unmix",
     "unmix_file": "unmix",

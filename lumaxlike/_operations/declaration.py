@@ -41,6 +41,7 @@ class Operation:
             (``"inverted"``).
         bad_bands: ``"mark"`` (per-band maps: the product's bad bands get the status
             ``BAD_BAND``) or ``"exclude"`` (maps not per band: bad bands left out).
+        file_name: the file front end's Python name where it is not ``<name>_file``.
     """
 
     name: str
@@ -52,11 +53,12 @@ class Operation:
     verb: str
     optional: Mapping[str, str] = field(default_factory=dict)
     bad_bands: str = "mark"
+    file_name: str | None = None
 
     @property
     def file_function(self) -> str:
         """The file front end's Python name (``"invert_file"``), for the recorded call."""
-        return f"{self.name}_file"
+        return self.file_name or f"{self.name}_file"
 
     def block(self) -> Callable[..., dict]:
         """The block task, imported by its path (`block_task`)."""
