@@ -87,7 +87,7 @@ def add_parser(commands, invert, formatter) -> None:
         help="the continuum fit's wavelengths [um], at least 4 bands (default 2.3,2.65)",
     )
     settings.add_argument(
-        "--max-temperature-sigma",
+        "--max-temperature-uncertainty",
         type=positive_float,
         default=10.0,
         metavar="K",
@@ -120,7 +120,7 @@ def run(args) -> int:
         method=args.method,
         temperature=args.temperature,
         window=args.window,
-        max_temperature_sigma=args.max_temperature_sigma,
+        max_temperature_sigma=args.max_temperature_uncertainty,
         command=args.command_line,
         run=run_options,
         product=ProductOptions(**product_kwargs(args)),

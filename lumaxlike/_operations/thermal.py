@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,9 @@ def thermal_block(
         ``{field: array}`` for :data:`THERMAL_FIELDS`: per band ``pixels + (bands,)``,
         per pixel ``pixels + (1,)``.
     """
-    kwargs = {k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v}
+    kwargs: dict[str, Any] = {
+        k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v
+    }
     if refl_sigma is not None and np.ndim(refl_sigma) > 1:
         refl_sigma = np.asarray(refl_sigma).reshape(-1, np.shape(refl)[-1])[0]
     with numba_threads(options.num_threads if options.solver == "numba" else None):
@@ -108,9 +111,9 @@ def thermal_block(
             refl, to_sun, to_sensor, normal, np.asarray(wavelengths), params,
             solar_spectrum=np.asarray(solar_irradiance, dtype=np.float64),
             solar_distance=solar_distance, method=settings.method,
-            temperature=settings.temperature, window=tuple(settings.window),
+            temperature=settings.temperature, window=settings.window,
             refl_sigma=refl_sigma, solver=options.solver,
-            temperature_bounds=tuple(settings.temperature_bounds),
+            temperature_bounds=settings.temperature_bounds,
             max_temperature_sigma=settings.max_temperature_sigma, **kwargs,
         )  # fmt: skip
     factor = math.pi if units == "radf" else 1.0
