@@ -3,7 +3,8 @@
 A float32 cube of M3's 85 global-mode bands (0.46-2.98 um, plus a 0.42 um band for
 Lucey's TiO2), smooth spectra with a 1 um and a 2 um band and 1 % noise, stored as a
 ``.npy`` file in a temporary folder. Timed, best of ``--repeat``: reading the cube from
-that file (``np.load``, the page cache warm: the lower bound of any reader), copying it
+that file (``np.load``, the page cache warm: the lower bound of any reader) and from an
+ENVI BIL file as M3 ships (`lumaxlike.read_cube`, GDAL, page cache warm), copying it
 in memory, and `spectral_parameters` with every product the bands give
 (`available_spectral_products`: the M3 and Lucey products; CRISM's kernels are refused on
 M3's 20-40 nm bands), block by block of ``--rows`` rows as a file front end would, and
@@ -62,6 +63,21 @@ def m3_cube(rows: int, cols: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray
     return cube, x
 
 
+def write_envi(path: Path, cube: np.ndarray) -> Path:
+    """``cube`` as an ENVI band-interleaved-by-line file, as M3's L1B and L2 ship."""
+    import warnings
+
+    import rasterio
+    from rasterio.errors import NotGeoreferencedWarning
+
+    warnings.simplefilter("ignore", NotGeoreferencedWarning)
+    rows, cols, bands = cube.shape
+    profile = dict(driver="ENVI", width=cols, height=rows, count=bands, dtype="float32")
+    with rasterio.open(path, "w", interleave="line", **profile) as dst:
+        dst.write(np.moveaxis(cube, -1, 0))
+    return path
+
+
 def best_time(function, repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -107,20 +123,26 @@ def main(argv=None) -> Path:
         path = Path(folder) / "cube.npy"
         np.save(path, cube)
         read_s = best_time(lambda: np.load(path), args.repeat)
+        envi = write_envi(Path(folder) / "cube.img", cube)
+        read_envi_s = best_time(lambda: lumaxlike.read_cube(envi), args.repeat)
     copy_s = best_time(lambda: cube.copy(), args.repeat)
     products_s = best_time(lambda: by_blocks(cube, wavelengths, products, args.rows), args.repeat)
     hull_s = best_time(lambda: lumaxlike.continuum_removed(cube, wavelengths), args.repeat)
     ratio = products_s / read_s
+    ratio_envi = products_s / read_envi_s
     print(
         f"{side} x {side} x {wavelengths.size} float32, {len(products)} products: "
         f"{products_s:.3f} s; read {read_s:.3f} s (ratio {ratio:.1f}, target <= "
-        f"{TARGET_RATIO}); copy {copy_s:.3f} s; convex hull alone {hull_s:.3f} s"
+        f"{TARGET_RATIO}); read as ENVI BIL {read_envi_s:.3f} s (ratio {ratio_envi:.1f}); "
+        f"copy {copy_s:.3f} s; convex hull alone {hull_s:.3f} s"
     )
     report = {
         "shape": list(cube.shape),
         "products": list(products),
         "rows_per_block": args.rows,
         "read_s": read_s,
+        "read_envi_s": read_envi_s,
+        "products_over_envi_read": ratio_envi,
         "copy_s": copy_s,
         "products_s": products_s,
         "hull_s": hull_s,

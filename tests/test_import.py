@@ -33,7 +33,7 @@ PUBLIC = {
     "RunOptions", "ProductOptions", "SolverOptions",
     "continuum_removed", "band_parameters", "BandParameters", "spectral_parameters",
     "SpectralParameters", "SPECTRAL_PRODUCTS", "SpectralProduct", "LuceyConstants",
-    "available_spectral_products", "spectral_parameters_dataarray",
+    "available_spectral_products", "spectral_parameters_dataarray", "spectral_parameters_file",
     "OpticalConstants", "optical_constants", "optical_constants_names", "slab_albedo",
     "remove_thermal", "ThermalResult", "remove_thermal_file",
 }  # fmt: skip

@@ -3,7 +3,7 @@
 module and reports its failure in one line.
 
 One module per command (:mod:`.invert`, :mod:`.normalize`, :mod:`.fit`, :mod:`.sample`,
-:mod:`.unmix`, :mod:`.thermal`, :mod:`.demo`, :mod:`.profile`: its parser and its body), :mod:`.options`
+:mod:`.unmix`, :mod:`.parameters`, :mod:`.thermal`, :mod:`.demo`, :mod:`.profile`: its parser and its body), :mod:`.options`
 for the option groups they share, :mod:`.model` for the model and settings of a run built
 from the flags or ``--params-from``, :mod:`.products` for the mission-product options and
 how a file run ends, and :mod:`.unmix_settings` for ``unmix``'s settings. Nothing below
@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Callable
 
 from .._signals import Interrupted, stop_on_signals
-from . import demo, fit, invert, normalize, profile, sample, thermal, unmix
+from . import demo, fit, invert, normalize, parameters, profile, sample, thermal, unmix
 from .options import EXIT_BAD_INPUT, EXIT_FAILURE, CommandParser, UsageError
 
 __all__ = ["build_parser", "console", "main"]
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_parser(commands)
     sample.add_parser(commands)
     unmix.add_parser(commands, formatter)
+    parameters.add_parser(commands, formatter)
     # demo parses its own arguments (see PASS_THROUGH); listed here for --help.
     demo.add_parser(commands)
     profile.add_parser(commands)

@@ -49,31 +49,23 @@ _FILE_OPTIONS = ("solar_spectrum", "wavelengths_from")
 
 
 def add_product_options(
-    parser: argparse.ArgumentParser, *, radiance: bool = True, params_from: bool = True
+    parser: argparse.ArgumentParser,
+    *,
+    radiance: bool = True,
+    params_from: bool = True,
+    geometry: bool = True,
 ) -> None:
     """Add the mission-product options to a file command's parser (each None when not
     given: `resolve_product_options` and `product_kwargs` fill in the defaults);
-    ``params_from``: the command has ``--params-from`` (the group's title says so)."""
+    ``params_from``: the command has ``--params-from`` (the group's title says so);
+    ``geometry`` False: a command that reads no geometry (no --correction-undone, no
+    --reff-incidence)."""
     title = "mission products (docs/mission-products.md"
     if params_from:
         title += "; with --params-from, an option not given takes the recorded run's value"
     group = parser.add_argument_group(title + ")")
-    group.add_argument(
-        "--correction-undone",
-        action="store_true",
-        default=None,
-        help="the cube is a product normalised to a standard geometry (M3 L2 RFL: i = 30, "
-        "e = 0, g = 30 deg; CRISM MTRDR/TER) whose normalisation you have undone: invert "
-        "it at --geometry (without this, such a product is inverted flat at its standard "
-        "geometry and --geometry is refused)",
-    )
-    group.add_argument(
-        "--reff-incidence",
-        choices=("local", "areoid"),
-        help="with --units reff: the incidence the cube was divided by, the local "
-        "surface's (facets or DTM) or the ellipsoid's (areoid, as CRISM's Lambert "
-        "correction); recorded (default local; required for CRISM cubes)",
-    )
+    if geometry:
+        _add_geometry_product_options(group)
     if radiance:
         group.add_argument(
             "--solar-spectrum",
@@ -110,6 +102,26 @@ def add_product_options(
     )
 
 
+def _add_geometry_product_options(group) -> None:
+    """--correction-undone and --reff-incidence: how a product's geometry is taken."""
+    group.add_argument(
+        "--correction-undone",
+        action="store_true",
+        default=None,
+        help="the cube is a product normalised to a standard geometry (M3 L2 RFL: i = 30, "
+        "e = 0, g = 30 deg; CRISM MTRDR/TER) whose normalisation you have undone: invert "
+        "it at --geometry (without this, such a product is inverted flat at its standard "
+        "geometry and --geometry is refused)",
+    )
+    group.add_argument(
+        "--reff-incidence",
+        choices=("local", "areoid"),
+        help="with --units reff: the incidence the cube was divided by, the local "
+        "surface's (facets or DTM) or the ellipsoid's (areoid, as CRISM's Lambert "
+        "correction); recorded (default local; required for CRISM cubes)",
+    )
+
+
 def resolve_product_options(args, record, units) -> None:
     """Set each mission-product option on ``args``: the one given, else the one
     ``--params-from``'s record gives (its product's ``arguments``, as `invert_file` and the
@@ -143,6 +155,7 @@ def product_kwargs(args, *, radiance: bool = True) -> dict:
     return {
         name: PRODUCT_OPTIONS[name][0] if getattr(args, name) is None else getattr(args, name)
         for name in names
+        if hasattr(args, name)  # (a command without the geometry's options)
     }
 
 

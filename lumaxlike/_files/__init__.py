@@ -3,7 +3,7 @@
 One module per command, each the file twin of an operation: :mod:`.invert`
 (:func:`invert_file`), :mod:`.normalize` (:func:`normalize_file`), :mod:`.unmix`
 (:func:`unmix_file`), :mod:`.fit` (:func:`fit_file`; its regional fits :mod:`.regions`),
-:mod:`.sample` (:func:`sample_file`). Each checks its arguments, opens the readers and
+:mod:`.sample` (:func:`sample_file`), :mod:`.spectral` (:func:`spectral_parameters_file`). Each checks its arguments, opens the readers and
 the writer (:mod:`lumaxlike._io`) and says how a block is read; the run layer
 (:mod:`lumaxlike._run`) streams the blocks. What the commands share is written once, a
 module each: :mod:`.arguments` (the argument checks), :mod:`.products` (a mission product
@@ -16,7 +16,7 @@ leaves its bad bands out of joint and regional fits.
 
 Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
 :func:`normalize_file`, :func:`unmix_file`, :func:`fit_file`, :func:`sample_file`,
-:func:`remove_thermal_file` (:mod:`.thermal`).
+:func:`spectral_parameters_file`, :func:`remove_thermal_file` (:mod:`.thermal`).
 """
 
 from typing import TYPE_CHECKING
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .invert import invert_file as invert_file
     from .normalize import normalize_file as normalize_file
     from .sample import sample_file as sample_file
+    from .spectral import spectral_parameters_file as spectral_parameters_file
     from .thermal import remove_thermal_file as remove_thermal_file
     from .unmix import UnmixSummary as UnmixSummary
     from .unmix import unmix_file as unmix_file
@@ -37,6 +38,7 @@ __all__ = [
     "normalize_file",
     "remove_thermal_file",
     "sample_file",
+    "spectral_parameters_file",
     "unmix_file",
 ]
 
@@ -48,6 +50,7 @@ _MODULES = {
     "normalize_file": "normalize",
     "remove_thermal_file": "thermal",
     "sample_file": "sample",
+    "spectral_parameters_file": "spectral",
     "UnmixSummary": "unmix",
     "unmix_file": "unmix",
 }

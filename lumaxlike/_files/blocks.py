@@ -25,6 +25,7 @@ __all__ = [
     "block_rows",
     "block_setup",
     "cube_block_reader",
+    "values_block_reader",
     "default_chunk_rows",
 ]
 
@@ -90,14 +91,17 @@ class BlockSetup:
             cube=self.cube_path,
             geometry=self.opened.recorded_geometry,
             dtm=self.dtm,
-            geometry_layout=geometry_reader.record(),
+            geometry_layout=None if geometry_reader is None else geometry_reader.record(),
             product=self.opened.record,
             **settings,
         )
 
     def block_reader(self, geometry_reader, *, sigma, params, options=None, extra=None):
         """`cube_block_reader` of this cube (its units and REFF incidence), with this run's
-        `SolverOptions` unless ``options`` replaces them."""
+        `SolverOptions` unless ``options`` replaces them; `values_block_reader` without a
+        ``geometry_reader`` (None)."""
+        if geometry_reader is None:
+            return values_block_reader(self.cube, params, options, extra)
         return cube_block_reader(
             self.cube,
             geometry_reader,
@@ -124,11 +128,14 @@ def block_setup(
     tol=None,
     chunk_pixels: Callable[[int], int] | None = None,
     bad_bands: str = "mark",
+    with_geometry: bool = True,
+    check_values: bool = True,
 ) -> Iterator[BlockSetup]:
     """Open ``cube_path`` as a product (`open_product`) and cut it into blocks.
 
     Args:
-        cube_path, units, geometry, dtm, product, bad_bands: as `open_product` takes them.
+        cube_path, units, geometry, dtm, product, bad_bands, with_geometry, check_values:
+            as `open_product` takes them.
         chunk_rows: rows per block, None for `default_chunk_rows`.
         solver, max_iter, tol: the block task's solver settings (`SolverOptions`).
         chunk_pixels: the solver's pixels per chunk for a number of bands, None for
@@ -141,7 +148,16 @@ def block_setup(
     Raises:
         ValueError: as `open_product` does.
     """
-    with open_product(cube_path, units, geometry, dtm, product, bad_bands=bad_bands) as opened:
+    with open_product(
+        cube_path,
+        units,
+        geometry,
+        dtm,
+        product,
+        bad_bands=bad_bands,
+        with_geometry=with_geometry,
+        check_values=check_values,
+    ) as opened:
         info = opened.cube.info
         rows_per_block = block_rows(chunk_rows, info)
         per_chunk = (
@@ -175,5 +191,16 @@ def cube_block_reader(
         refl_sigma = uncertainty_to_r(sigma, units, to_sun, divided_by, refl.dtype)
         kwargs = {"refl_sigma": refl_sigma, **({} if extra is None else extra(rows))}
         return (refl, to_sun, to_sensor, normal, params, options), kwargs
+
+    return read
+
+
+def values_block_reader(cube, params, options, extra=None):
+    """How a block of one cube is read for the task of an operation on the values alone
+    (`Operation.geometry` False): ``read(rows) -> ((values, params, options), extra(rows))``,
+    ``values`` the cube's as `ProductCube.read` gives them (its units; bad bands NaN)."""
+
+    def read(rows: slice):
+        return (cube.read(rows), params, options), ({} if extra is None else extra(rows))
 
     return read

@@ -11,6 +11,7 @@ operation's block task (`lumaxlike._operations.declaration.Operation`) and the w
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
@@ -116,6 +117,10 @@ def run_on_cube(
     """
     start = time.perf_counter()
     check_run_arguments(solver.solver, inputs.units, inputs.sigma, run.chunk_rows, radiance=True)
+    if not operation.geometry and (inputs.geometry is not None or inputs.dtm is not None):
+        raise ValueError(
+            f"{operation.name} takes no geometry and no dtm (it reads the values alone)"
+        )
     files = run_inputs(
         [inputs.cube_path],
         dtm=inputs.dtm,
@@ -136,11 +141,11 @@ def run_on_cube(
         tol=solver.tol,
         chunk_pixels=chunk_pixels,
         bad_bands="exclude" if operation.bad_bands == "exclude" else "mark",
+        with_geometry=operation.geometry,
+        check_values=operation.geometry,
     ) as setup:
         block_plan = plan(setup)
-        with GeometryReader(
-            setup.opened.geometry, setup.info.grid, inputs.dtm, surface=inputs.surface
-        ) as geometry_reader:
+        with _geometry_reader(operation, setup, inputs) as geometry_reader:
             record = _record(
                 operation, setup, geometry_reader, inputs, run, solver, block_plan, call, command
             )
@@ -171,6 +176,16 @@ def run_on_cube(
                 bad_bands=setup.cube.bad_bands if operation.bad_bands == "mark" else None,
             )
         return published.summary(setup.info, start, operation.verb)
+
+
+def _geometry_reader(operation, setup, inputs):
+    """The run's `GeometryReader` (a context), or None (`contextlib.nullcontext`) for an
+    operation on the values alone (`Operation.geometry` False)."""
+    if not operation.geometry:
+        return contextlib.nullcontext()
+    return GeometryReader(
+        setup.opened.geometry, setup.info.grid, inputs.dtm, surface=inputs.surface
+    )
 
 
 def _record(operation, setup, geometry_reader, inputs, run, solver, block_plan, call, command):

@@ -44,12 +44,21 @@ class OpenedProduct:
 
 @contextlib.contextmanager
 def open_product(
-    cube_path, units, geometry, dtm, product: ProductOptions, *, bad_bands: str = "mark"
+    cube_path,
+    units,
+    geometry,
+    dtm,
+    product: ProductOptions,
+    *,
+    bad_bands: str = "mark",
+    with_geometry: bool = True,
+    check_values: bool = True,
 ) -> Iterator[OpenedProduct]:
     """Open ``cube_path`` as a product, under GDAL's block cache for the run, and resolve
     its geometry and REFF incidence (`lumaxlike._io.product_cube.product_geometry`).
-    ``bad_bands``: as `ProductCube` takes it (``"exclude"`` for a run whose maps are not
-    per band).
+    ``bad_bands``, ``check_values``: as `ProductCube` takes them (``"exclude"`` for a run
+    whose maps are not per band). ``with_geometry`` False: no geometry resolved (none
+    required; an operation on the values alone), the geometry and REFF incidence None.
 
     Raises:
         ValueError: as `ProductCube` and `product_geometry` do (a unit the label or the
@@ -67,8 +76,12 @@ def open_product(
                 product.thermal_bands,
             ),
             bad_bands=bad_bands,
+            check_values=check_values,
         ) as cube,
     ):
+        if not with_geometry:
+            yield OpenedProduct(cube, None, None, {**cube.record(), "arguments": product.record()})
+            return
         geometry, incidence, record = product_geometry(
             cube,
             cube_path,

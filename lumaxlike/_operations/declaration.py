@@ -40,7 +40,14 @@ class Operation:
         progress, verb: the progress bar's verb (``"inverting"``) and the run summary's
             (``"inverted"``).
         bad_bands: ``"mark"`` (per-band maps: the product's bad bands get the status
-            ``BAD_BAND``) or ``"exclude"`` (maps not per band: bad bands left out).
+            ``BAD_BAND``), ``"exclude"`` (maps not per band: bad bands left out) or
+            ``"nan"`` (maps not per band: bad bands read as NaN, every band kept, the
+            plan told which are bad by the cube's ``bad_bands``).
+        geometry: whether the block task takes the geometry (True: ``function(refl,
+            to_sun, to_sensor, normal, params, options, ...)`` on r [1/sr]); False for an
+            operation on the values alone (spectral parameters): ``function(values,
+            params, options, **extra)``, ``values`` the cube's as given in its units
+            (radiance as I/F), no geometry read or required.
         file_name: the file front end's Python name where it is not ``<name>_file``.
     """
 
@@ -53,6 +60,7 @@ class Operation:
     verb: str
     optional: Mapping[str, str] = field(default_factory=dict)
     bad_bands: str = "mark"
+    geometry: bool = True
     file_name: str | None = None
 
     @property

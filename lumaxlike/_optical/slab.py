@@ -13,7 +13,7 @@ from .arguments import check_choice, slab_arguments
 from .constants import OpticalConstants
 from .shipped import optical_constants
 
-__all__ = ["slab_albedo", "slab_albedo_and_slopes"]
+__all__ = ["iron_at", "slab_albedo", "slab_albedo_and_slopes"]
 
 BACKENDS = ("numpy", "jax", "numba")
 
@@ -26,6 +26,12 @@ def _iron_constants(iron, fractions):
     if iron is not None and not isinstance(iron, OpticalConstants):
         raise ValueError(f"iron must be OpticalConstants or None, got {type(iron).__name__}")
     return iron
+
+
+def iron_at(wavelength, iron=None) -> tuple[np.ndarray, np.ndarray]:
+    """Iron's (n, k) at ``wavelength`` [um]: ``iron`` (an `OpticalConstants`) or, where
+    None, the shipped set (Johnson & Christy 1974); ValueError outside its grid."""
+    return _iron_constants(iron, (np.ones(1),)).interpolate(wavelength)
 
 
 @functools.cache

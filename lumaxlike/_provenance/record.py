@@ -40,7 +40,9 @@ class Provenance:
         version: lumaxlike version that wrote it.
         model: ``{component: choice}`` (reflectance, h_function, roughness, opposition,
             phase_function).
-        params: one `lumaxlike.HapkeParams` (roughness in radians) or
+        params: (none for an operation without a photometric model, as
+            `spectral_parameters_file`: ``model`` is then empty) one
+            `lumaxlike.HapkeParams` (roughness in radians) or
             `lumaxlike.PhotometricFunction` per band.
         units: what the input held: ``"r"`` [1/sr], ``"radf"`` or ``"reff"``.
         solver: ``"numba"`` or ``"jax"``.
@@ -72,6 +74,9 @@ class Provenance:
             (``route``, ``sum_to_one``, ``endmembers``, ``density`` [g/cm^3],
             ``grain_size`` [um], ``extinction_efficiency``, ``library``: the files and
             how they were read, where the command line read them); None otherwise.
+        spectral_settings: for a `spectral_parameters_file` output, its
+            ``lumaxlike_spectral_*`` keys (``quantity``, ``products``, ``wavelengths``
+            ``{product: [um, ...]}``, ``constants``, ``tolerance``, ``bands``).
         sample_settings: for a `sample_file` output, its ``lumaxlike_sample_*`` keys
             (``free``, ``cubes``, ``prior``, ``refl_sigma``, ``num_samples``, ``seed``,
             ``median_maps`` ``{name: path}``, ...): ``params`` then hold the warm
@@ -99,6 +104,7 @@ class Provenance:
     fit_settings: Mapping | None = None
     unmix_settings: Mapping | None = None
     sample_settings: Mapping | None = None
+    spectral_settings: Mapping | None = None
 
     @property
     def surface(self) -> str | None:
@@ -145,7 +151,13 @@ class Provenance:
             "bands": len(self.params),
             **{
                 f"param_{name}": _per_band([getattr(p, name) for p in self.params])
-                for name in (PHOTOMETRIC_PARAMETERS if is_photometric(self.params) else FIELD_NAMES)
+                for name in (
+                    ()
+                    if not self.params
+                    else PHOTOMETRIC_PARAMETERS
+                    if is_photometric(self.params)
+                    else FIELD_NAMES
+                )
             },
             "units": self.units,
             "solver": self.solver,
@@ -191,7 +203,7 @@ class Provenance:
         """CF global attributes (``Conventions``, ``source``, ``history``) plus `attrs`."""
         return {
             "Conventions": "CF-1.8",
-            "source": f"lumaxlike {self.version}: {self.describe_model()}",
+            "source": f"lumaxlike {self.version}: {self.describe_model() or 'no photometric model'}",
             "history": f"{self.created} {self.command}",
             **self.attrs(),
         }
@@ -226,6 +238,8 @@ class Provenance:
             return value
 
         model = typed("model", dict, get("model"))
+        if not model:  # an operation without a photometric model (spectral parameters)
+            return cls._without_model(attrs, source, get, typed)
         kind = photometric_kind(model)  # None: a Hapke model
         configuration = configuration_of(model, source) if kind is None else {}
         # recorded since they exist; older records mean their defaults (K = 1, xi = 0)
@@ -264,6 +278,18 @@ class Provenance:
                 )
             except (TypeError, ValueError) as error:
                 raise ValueError(f"{source}: its model parameters are invalid: {error}") from None
+        return cls._common(attrs, source, get, typed, model=model, params=tuple(params))
+
+    @classmethod
+    def _without_model(cls, attrs, source, get, typed) -> Provenance:
+        """`from_attrs` of a record without a photometric model (no params)."""
+        if typed("bands", int, get("bands")) != 0:
+            raise ValueError(f"{source}: {PREFIX}bands must be 0 where {PREFIX}model is empty")
+        return cls._common(attrs, source, get, typed, model={}, params=())
+
+    @classmethod
+    def _common(cls, attrs, source, get, typed, *, model, params) -> Provenance:
+        """`from_attrs` of the keys every record has, beyond the model's."""
         geometry = get("input_geometry")
         if isinstance(geometry, list):
             geometry = tuple(tuple(pair) for pair in geometry)
@@ -287,7 +313,7 @@ class Provenance:
         return cls(
             version=typed("version", str, get("version")),
             model=model,
-            params=tuple(params),
+            params=params,
             units=typed("units", str, get("units")),
             solver=typed("solver", str, get("solver")),
             tol=float(typed("tol", (int, float), get("tol"))),
@@ -308,7 +334,7 @@ class Provenance:
 
     def check_reproducible(self, source="the output") -> None:
         """Raise ValueError, naming ``source``, unless this lumaxlike runs the recorded model."""
-        expected = model_of(self.params)
+        expected = model_of(self.params) if self.params else {}
         if dict(self.model) != expected:
             raise ValueError(
                 f"{source} was made with the model {dict(self.model)}; this lumaxlike "
@@ -317,7 +343,7 @@ class Provenance:
 
 
 #: operations whose outputs carry their own ``lumaxlike_<kind>_*`` settings
-_SETTINGS_KINDS = ("fit", "unmix", "sample")
+_SETTINGS_KINDS = ("fit", "unmix", "sample", "spectral")
 
 
 def make_provenance(
@@ -361,7 +387,7 @@ def make_provenance(
     params = tuple(params)
     return Provenance(
         version=__version__,
-        model=model_of(params),
+        model=model_of(params) if params else {},
         params=params,
         units=units,
         solver=solver,

@@ -61,9 +61,10 @@ def stream_blocks(row_slices, read, pool, writer, bar, journal=None, bad_bands=N
         writer.write(rows, block)
         if journal is not None:
             journal.record(rows, block)
-        counts[:] += np.bincount(
-            np.asarray(block["status"]).ravel().astype(np.int64), minlength=len(Status)
-        )
+        if "status" in block:  # (an operation without status, as the spectral parameters)
+            counts[:] += np.bincount(
+                np.asarray(block["status"]).ravel().astype(np.int64), minlength=len(Status)
+            )
         bar.update((rows.stop - rows.start) * width)
 
     for rows in row_slices:

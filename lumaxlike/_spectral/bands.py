@@ -1,16 +1,20 @@
 """`band_parameters`: one absorption band between two shoulders, per pixel: its centre
 (the minimum of a low-order polynomial fitted around the lowest band of the
 continuum-removed spectrum), its depth there, its integrated area and its asymmetry.
-NumPy, vectorised over pixels (a batched least-squares fit, no per-pixel loop)."""
+A numba kernel, pixel by pixel (`numba_threads.run_in_blocks`, as the hull's), float64
+inside whatever the spectra's dtype."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 from jaxtyping import Float
 
-from .continuum import linear_continuum, shoulder_indices
+from .._model.numba_cache import cached_njit
+from .._model.numba_threads import run_in_blocks
+from .continuum import BLOCK, shoulder_bands
 from .wavelengths import DEFAULT_TOLERANCE, check_spectra
 
 __all__ = [
@@ -106,108 +110,215 @@ def analyse_band(spectra, wavelengths, good, band, degree, fit_bands, tolerance,
         raise ValueError(f"fit_bands must be an odd integer, got {fit_bands!r}")
     if fit_bands <= degree:
         raise ValueError(f"fit_bands={fit_bands} must exceed degree={degree}")
-    short, long = (
-        shoulder_indices(spectra, wavelengths, good, s, tolerance, f"{what} shoulder {s!r}")
-        for s in band
+    (short, short_fixed), (long, long_fixed) = (
+        shoulder_bands(wavelengths, good, s, tolerance, f"{what} shoulder {s!r}") for s in band
     )
-    continuum = linear_continuum(spectra, wavelengths, short, long).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        removed = np.where(good, spectra / continuum, np.nan)
-    bands = np.arange(wavelengths.size)
-    between = (bands > short[..., None]) & (bands < long[..., None]) & np.isfinite(removed)
-    lowest = np.where(between, removed, np.inf).argmin(axis=-1)
-    centre, depth = _polynomial_minimum(
-        removed, wavelengths, lowest, between.any(axis=-1), (short, long), degree, fit_bands
-    )
-    area, asymmetry = _areas(removed, wavelengths, short, long, centre)
-    valid = (short >= 0) & (long > short)
-    return BandParameters(
-        centre=centre,
-        depth=depth,
-        area=np.where(valid, area, np.nan),
-        asymmetry=np.where(valid, asymmetry, np.nan),
-        short_shoulder=np.where(short >= 0, wavelengths[short], np.nan),
-        long_shoulder=np.where(long >= 0, wavelengths[long], np.nan),
-    )
+    pixels, n_bands = spectra.shape[:-1], spectra.shape[-1]
+    flat = np.ascontiguousarray(spectra.reshape(-1, n_bands))
+    out = np.empty((flat.shape[0], 6), np.float64)
+    if flat.shape[0]:
+        run_in_blocks(
+            _band_kernel,
+            (flat.shape[0] + BLOCK - 1) // BLOCK,
+            flat,
+            np.ascontiguousarray(wavelengths, dtype=np.float64),
+            np.ascontiguousarray(good, dtype=np.bool_),
+            (short, short_fixed, long, long_fixed),
+            (degree, fit_bands),
+            out,
+        )
+    fields = np.moveaxis(out.reshape(*pixels, 6), -1, 0)
+    return BandParameters(*fields)
 
 
-def _polynomial_minimum(removed, wavelengths, lowest, found, shoulders, degree, fit_bands):
-    """(centre [um], depth) per pixel: the least-squares polynomial through the
-    `fit_bands` bands around `lowest`, in t = (wavelength - that band's) / half-span,
-    minimised over the fitted bands' span."""
+@cached_njit(nogil=True, error_model="numpy")
+def _band_kernel(
+    first, last, spectra, wavelengths, good, shoulders, fit, out
+):  # pragma: no cover - numba
+    """Blocks first to last - 1 of `BLOCK` pixels: each pixel's shoulders (`_shoulder`),
+    its spectrum divided by the line through them (float64), its lowest finite band
+    strictly between them, the polynomial's minimum around it (`_fit_minimum`) and the
+    areas (`_areas`); ``out[p]`` = (centre, depth, area, asymmetry, short shoulder,
+    long shoulder [um]), the first four NaN where a shoulder is missing or they are not
+    in order."""
+    short_bands, short_fixed, long_bands, long_fixed = shoulders
+    degree, fit_bands = fit
+    n_pixels, n_bands = spectra.shape
+    removed = np.empty(n_bands, np.float64)
+    scratch = np.empty((4, max(fit_bands, 2 * degree + 1)), np.float64)
+    normal = np.empty((degree + 1, degree + 2), np.float64)
+    for block in range(first, last):
+        for p in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
+            y = spectra[p]
+            short = _shoulder(y, short_bands, short_fixed)
+            long = _shoulder(y, long_bands, long_fixed)
+            out[p, 4] = wavelengths[short] if short >= 0 else np.nan
+            out[p, 5] = wavelengths[long] if long >= 0 else np.nan
+            if short < 0 or long <= short:
+                out[p, :4] = np.nan
+                continue
+            ya, yb = np.float64(y[short]), np.float64(y[long])
+            xa = wavelengths[short]
+            slope = (yb - ya) / (wavelengths[long] - xa)
+            lowest, lowest_value = -1, np.inf
+            for j in range(short, long + 1):
+                line = ya + slope * (wavelengths[j] - xa)
+                removed[j] = y[j] / line if good[j] else np.nan
+                if short < j < long and math.isfinite(removed[j]) and removed[j] < lowest_value:
+                    lowest, lowest_value = j, removed[j]
+            centre, depth = np.nan, np.nan
+            if lowest >= 0:
+                centre, depth = _fit_minimum(
+                    removed, wavelengths, lowest, (short, long), fit, scratch, normal
+                )
+            out[p, 0], out[p, 1] = centre, depth
+            out[p, 2], out[p, 3] = _areas(removed, wavelengths, short, long, centre)
+
+
+@cached_njit(error_model="numpy")
+def _shoulder(y, bands, fixed):  # pragma: no cover - numba
+    """A shoulder's band index in one spectrum: ``bands[0]`` when `fixed`, else the band
+    of `bands` with the highest finite value (the first of equals), -1 when none is
+    finite."""
+    if fixed:
+        return bands[0]
+    best, value = -1, -np.inf
+    for band in bands:
+        if math.isfinite(y[band]) and (best < 0 or y[band] > value):
+            best, value = band, y[band]
+    return best
+
+
+@cached_njit(error_model="numpy")
+def _fit_minimum(
+    removed, wavelengths, lowest, shoulders, fit, scratch, normal
+):  # pragma: no cover - numba
+    """(centre [um], depth) of one pixel: the least-squares polynomial of `degree` through
+    the finite bands of ``lowest +- fit_bands // 2`` inside the shoulders, in t =
+    (wavelength - that of `lowest`) / the largest such distance, minimised over the fitted
+    bands' span (`_minimise`); NaN with `degree` or fewer such bands."""
     short, long = shoulders
+    degree, fit_bands = fit
     half = fit_bands // 2
-    index = lowest[..., None] + np.arange(-half, half + 1)
-    use = (index >= short[..., None]) & (index <= long[..., None]) & found[..., None]
-    index = np.clip(index, 0, wavelengths.size - 1)
-    y = np.take_along_axis(removed, index, axis=-1)
-    use &= np.isfinite(y)
-    x = wavelengths[index] - wavelengths[lowest][..., None]
-    scale = np.max(np.where(use, np.abs(x), 0.0), axis=-1, keepdims=True)
-    scale = np.where(scale > 0, scale, 1.0)
-    t = np.where(use, x / scale, 0.0)
-    y = np.where(use, y, 0.0)
-    powers = t[..., None] ** np.arange(2 * degree + 1) * use[..., None]
-    sums = powers.sum(axis=-2)  # (..., 2 degree + 1): sum of t^p over the used bands
-    order = np.arange(degree + 1)
-    normal = sums[..., order[:, None] + order[None, :]]
-    rhs = (powers[..., : degree + 1] * y[..., None]).sum(axis=-2)
-    ok = use.sum(axis=-1) > degree
-    normal = np.where(ok[..., None, None], normal, np.eye(degree + 1))
-    coef = np.linalg.solve(normal, np.where(ok[..., None], rhs, 0.0)[..., None])[..., 0]
-    low = np.min(np.where(use, t, np.inf), axis=-1)
-    high = np.max(np.where(use, t, -np.inf), axis=-1)
-    best = _minimise(coef, np.where(ok, low, 0.0), np.where(ok, high, 0.0))
-    centre = wavelengths[lowest] + best * scale[..., 0]
-    depth = 1.0 - _polyval(coef, best)
-    return np.where(ok, centre, np.nan), np.where(ok, depth, np.nan)
+    t, y = scratch[0], scratch[1]
+    used = 0
+    scale = 0.0
+    for index in range(max(lowest - half, short), min(lowest + half, long) + 1):
+        if math.isfinite(removed[index]):
+            t[used] = wavelengths[index] - wavelengths[lowest]
+            y[used] = removed[index]
+            scale = max(scale, abs(t[used]))
+            used += 1
+    if used <= degree:
+        return np.nan, np.nan
+    if scale <= 0.0:
+        scale = 1.0
+    low, high = np.inf, -np.inf
+    sums = scratch[2]  # sum of t^p over the used bands, p = 0 .. 2 degree
+    sums[:] = 0.0
+    normal[:, degree + 1] = 0.0
+    for k in range(used):
+        t[k] = t[k] / scale
+        low, high = min(low, t[k]), max(high, t[k])
+        power = 1.0
+        for p in range(2 * degree + 1):
+            sums[p] += power
+            if p <= degree:
+                normal[p, degree + 1] += power * y[k]
+            power *= t[k]
+    for i in range(degree + 1):
+        for m in range(degree + 1):
+            normal[i, m] = sums[i + m]
+    coef = scratch[3, : degree + 1]
+    _solve(normal, coef)
+    best = _minimise(coef, low, high)
+    return wavelengths[lowest] + best * scale, 1.0 - _polyval(coef, best)
 
 
-def _polyval(coef, t):
-    """sum_i coef[..., i] t^i (Horner)."""
-    value = np.zeros_like(t) + coef[..., -1]
-    for i in range(coef.shape[-1] - 2, -1, -1):
-        value = value * t + coef[..., i]
+@cached_njit(error_model="numpy")
+def _solve(augmented, x):  # pragma: no cover - numba
+    """x of the square system whose (n, n + 1) augmented matrix is given (overwritten):
+    Gaussian elimination with partial pivoting."""
+    n = x.size
+    for col in range(n):
+        pivot = col
+        for r in range(col + 1, n):
+            if abs(augmented[r, col]) > abs(augmented[pivot, col]):
+                pivot = r
+        for c in range(n + 1):
+            augmented[col, c], augmented[pivot, c] = augmented[pivot, c], augmented[col, c]
+        for r in range(col + 1, n):
+            factor = augmented[r, col] / augmented[col, col]
+            for c in range(col, n + 1):
+                augmented[r, c] -= factor * augmented[col, c]
+    for r in range(n - 1, -1, -1):
+        total = augmented[r, n]
+        for c in range(r + 1, n):
+            total -= augmented[r, c] * x[c]
+        x[r] = total / augmented[r, r]
+
+
+@cached_njit(error_model="numpy")
+def _polyval(coef, t):  # pragma: no cover - numba
+    """sum_i coef[i] t^i (Horner)."""
+    value = coef[-1]
+    for i in range(coef.size - 2, -1, -1):
+        value = value * t + coef[i]
     return value
 
 
-def _minimise(coef, low, high):
-    """argmin of the polynomials on [low, high]: the best of a grid, then Newton's steps on
-    the derivative kept inside the interval and kept only where they lower the value
-    (exact in one step for a parabola)."""
-    grid = low[..., None] + (high - low)[..., None] * np.linspace(0.0, 1.0, _GRID)
-    values = _polyval(coef[..., None, :], grid)
-    t = np.take_along_axis(grid, values.argmin(axis=-1)[..., None], axis=-1)[..., 0]
-    order = np.arange(1, coef.shape[-1])
-    first = coef[..., 1:] * order
-    second = first[..., 1:] * order[:-1]
+@cached_njit(error_model="numpy")
+def _slope_curvature(coef, t):  # pragma: no cover - numba
+    """(first, second) derivative of the polynomial at t."""
+    slope, curvature = 0.0, 0.0
+    for i in range(coef.size - 1, 0, -1):
+        slope = slope * t + i * coef[i]
+        if i >= 2:
+            curvature = curvature * t + i * (i - 1) * coef[i]
+    return slope, curvature
+
+
+@cached_njit(error_model="numpy")
+def _minimise(coef, low, high):  # pragma: no cover - numba
+    """argmin of the polynomial on [low, high]: the best of `_GRID` points, then Newton's
+    steps on the derivative kept inside the interval and kept only where they lower the
+    value (exact in one step for a parabola)."""
+    t, value = low, np.inf
+    for k in range(_GRID):
+        point = low + (high - low) * (k / (_GRID - 1))
+        here = _polyval(coef, point)
+        if here < value:
+            t, value = point, here
     for _ in range(4):
-        slope, curvature = _polyval(first, t), _polyval(second, t)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(curvature > 0, t - slope / curvature, t)
-        step = np.clip(step, low, high)
-        t = np.where(_polyval(coef, step) <= _polyval(coef, t), step, t)
+        slope, curvature = _slope_curvature(coef, t)
+        step = t - slope / curvature if curvature > 0 else t
+        step = min(max(step, low), high)
+        if _polyval(coef, step) <= _polyval(coef, t):
+            t = step
     return t
 
 
-def _areas(removed, wavelengths, short, long, centre):
-    """(area [um], asymmetry) per pixel: trapezoids of 1 - `removed` over the finite bands
-    from shoulder to shoulder (bridging NaN ones), split at `centre`."""
-    bands = np.arange(wavelengths.size)
-    inside = (bands >= short[..., None]) & (bands <= long[..., None]) & np.isfinite(removed)
-    depth = np.where(inside, 1.0 - removed, 0.0)
-    last = np.maximum.accumulate(np.where(inside, bands, -1), axis=-1)
-    previous = np.concatenate([np.full(last.shape[:-1] + (1,), -1), last[..., :-1]], axis=-1)
-    segment = inside & (previous >= 0)
-    previous = np.maximum(previous, 0)
-    x0, x1 = wavelengths[previous], wavelengths
-    y0, y1 = np.take_along_axis(depth, previous, axis=-1), depth
-    width = np.where(segment, x1 - x0, 0.0)
-    area = (width * (y0 + y1) / 2).sum(axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fraction = np.clip((centre[..., None] - x0) / np.where(segment, width, 1.0), 0.0, 1.0)
-        y_split = y0 + fraction * (y1 - y0)
-        short_area = np.where(segment, fraction * width * (y0 + y_split) / 2, 0.0).sum(axis=-1)
-        short_area = np.where(np.isfinite(centre), short_area, np.nan)
-        asymmetry = (area - 2.0 * short_area) / area
-    return area, asymmetry
+@cached_njit(error_model="numpy")
+def _areas(removed, wavelengths, short, long, centre):  # pragma: no cover - numba
+    """(area [um], asymmetry) of one pixel: trapezoids of 1 - `removed` over the finite
+    bands from shoulder to shoulder (bridging NaN ones), split at `centre`."""
+    area, short_area = 0.0, 0.0
+    previous = -1
+    for j in range(short, long + 1):
+        if not math.isfinite(removed[j]):
+            continue
+        if previous >= 0:
+            x0, x1 = wavelengths[previous], wavelengths[j]
+            y0, y1 = 1.0 - removed[previous], 1.0 - removed[j]
+            width = x1 - x0
+            area += width * (y0 + y1) / 2
+            if centre >= x1:  # the whole segment lies short-ward of the centre
+                short_area += width * (y0 + y1) / 2
+            elif centre > x0:
+                fraction = (centre - x0) / width
+                y_split = y0 + fraction * (y1 - y0)
+                short_area += fraction * width * (y0 + y_split) / 2
+        previous = j
+    if not math.isfinite(centre):
+        short_area = np.nan
+    return area, (area - 2.0 * short_area) / area

@@ -20,6 +20,7 @@ __all__ = [
     "continuum_removed",
     "hull_continuum",
     "linear_continuum",
+    "shoulder_bands",
     "shoulder_indices",
 ]
 
@@ -84,17 +85,25 @@ def hull_continuum(spectra, wavelengths, good) -> np.ndarray:
     return continuum.reshape(spectra.shape)
 
 
-def shoulder_indices(spectra, wavelengths, good, shoulder, tolerance, what) -> np.ndarray:
-    """(...,) int64 band index of a shoulder per pixel: the band nearest a wavelength [um]
-    (`shoulder` a number; refused by name when missing or bad), or the highest good band of
-    a window (`shoulder` = (low, high) [um]); -1 where every band of the window is NaN."""
-    pixels = spectra.shape[:-1]
+def shoulder_bands(wavelengths, good, shoulder, tolerance, what) -> tuple[np.ndarray, bool]:
+    """(band indices, fixed) of a shoulder: ``([the band nearest a wavelength], True)``
+    (`shoulder` a number [um]; refused by name when missing or bad), or ``(the good bands
+    of a window, False)`` (`shoulder` = (low, high) [um]; the highest of them per pixel)."""
     if np.ndim(shoulder) == 0:
         located = locate(Kernel(float(shoulder)), wavelengths, good, tolerance, what)
-        return np.full(pixels, located.index, dtype=np.int64)
+        return np.array([located.index], dtype=np.int64), True
     if np.shape(shoulder) != (2,):
         raise ValueError(f"{what}: a shoulder is a wavelength [um] or a (low, high) window")
-    inside = good_in_window(shoulder, wavelengths, good, what)
+    return good_in_window(shoulder, wavelengths, good, what).astype(np.int64), False
+
+
+def shoulder_indices(spectra, wavelengths, good, shoulder, tolerance, what) -> np.ndarray:
+    """(...,) int64 band index of a shoulder per pixel (`shoulder_bands`): the fixed band,
+    or the window's band of highest finite value; -1 where every band of the window is
+    NaN."""
+    inside, fixed = shoulder_bands(wavelengths, good, shoulder, tolerance, what)
+    if fixed:
+        return np.full(spectra.shape[:-1], inside[0], dtype=np.int64)
     values = spectra[..., inside]
     finite = np.isfinite(values)
     best = np.where(finite, values, -np.inf).argmax(axis=-1)

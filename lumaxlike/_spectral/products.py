@@ -23,6 +23,7 @@ __all__ = [
     "SPECTRAL_PRODUCTS",
     "SpectralParameters",
     "available_spectral_products",
+    "check_names",
     "prepare_products",
     "spectral_parameters",
     "spectral_parameters_block",
@@ -90,7 +91,9 @@ class PreparedProducts:
     tolerance: float
 
 
-def _check_names(products) -> tuple[str, ...]:
+def check_names(products) -> tuple[str, ...]:
+    """`products` (one name or a sequence) as a tuple of known names, each once; refused
+    (ValueError) naming the unknown ones and listing the products."""
     if isinstance(products, str):
         products = (products,)
     names = tuple(products)
@@ -107,7 +110,7 @@ def _check_names(products) -> tuple[str, ...]:
 def prepare_products(products, wavelengths, good, *, lucey=None, tolerance=DEFAULT_TOLERANCE):
     """`products` (names) checked against the (checked) spectral axis, every refusal by
     product name (ValueError)."""
-    names = _check_names(products)
+    names = check_names(products)
     if not (isinstance(tolerance, (int, float)) and tolerance > 0):
         raise ValueError(f"tolerance must be a positive number [um], got {tolerance!r}")
     if lucey is None:
@@ -127,7 +130,8 @@ def spectral_parameters_block(spectra, prepared: PreparedProducts) -> dict[str, 
     """The pure function of one block: (..., bands) spectra -> ``{name: (...) map}``,
     float64 (float32 for float32 spectra), bad bands NaN first. What the xarray front end
     runs on each chunk, and what a file front end would run on each block of rows."""
-    spectra = np.where(prepared.good, spectra, np.nan).astype(spectra.dtype, copy=False)
+    if not prepared.good.all():  # (no copy of the block where no band is bad)
+        spectra = np.where(prepared.good, spectra, np.nan).astype(spectra.dtype, copy=False)
     dtype = np.result_type(spectra.dtype, np.float32)
     analyses: dict = {}
     maps = {}

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._params import HapkeParams
 from .._status import Status
+from .optical import OpticalMixing, endmembers_from_optical_constants
 from .phase import check_phase, endmember_params
 
 __all__ = ["Endmembers"]
@@ -63,6 +64,9 @@ class Endmembers:
             (n_endmembers, n_bands, N + 1) for phase functions that vary with the band.
             Stored as a tuple of `HapkeParams` or as a read-only array of shape
             (n_endmembers, 1 or n_bands, 16), zero-padded.
+        optical: None, or (made by `from_optical_constants`) the endmembers' optical
+            constants on the bands, grain-size and npFe0 bounds and slab-model variants,
+            from which `unmix(..., free=...)` recomputes w_j(D_j, npFe0) per pixel.
 
     A scalar density, grain_size or extinction_efficiency is used for every endmember.
     Arrays are copied and made read-only. Invalid values raise a ValueError naming the
@@ -77,6 +81,7 @@ class Endmembers:
     extinction_efficiency: np.ndarray = None  # type: ignore[assignment]
     wavelengths: np.ndarray | None = None
     phase: tuple | np.ndarray | None = None
+    optical: OpticalMixing | None = None
 
     def __post_init__(self):
         names = (self.names,) if isinstance(self.names, str) else tuple(self.names)
@@ -128,6 +133,15 @@ class Endmembers:
         )
         set_field(self, "wavelengths", wavelengths)
         set_field(self, "phase", check_phase(self.phase, n, albedo.shape[1]))
+        if self.optical is not None and (
+            not isinstance(self.optical, OpticalMixing)
+            or self.optical.n.shape != albedo.shape
+            or wavelengths is None
+        ):
+            raise ValueError(
+                "Endmembers.optical must come from Endmembers.from_optical_constants (one n, k per "
+                "endmember and band, with wavelengths)"
+            )
 
     @property
     def n_endmembers(self) -> int:
@@ -235,6 +249,74 @@ class Endmembers:
             extinction_efficiency=extinction_efficiency,
             wavelengths=wavelengths,
             phase=own_phase,
+        )
+
+    @classmethod
+    def from_optical_constants(
+        cls,
+        constants,
+        grain_size,
+        wavelengths,
+        *,
+        names=None,
+        density=None,
+        npfe_fraction=0.0,
+        internal_scattering=0.0,
+        grain_size_bounds=None,
+        npfe_bounds=None,
+        iron=None,
+        reflections: str = "hapke1993",
+        mean_path: str = "hapke2001",
+        extinction_efficiency=None,
+    ) -> Endmembers:
+        """Endmembers whose w_j comes from optical constants (Hapke's equivalent slab,
+        `lumaxlike.slab_albedo`), so that `unmix(..., free=("grain_size", "npfe"))` can fit
+        each endmember's grain size and the pixel's nanophase iron.
+
+        ``albedo`` is w_j at `grain_size` and `npfe_fraction` on the bands (what `unmix`
+        uses when nothing is free); ``optical`` keeps n, k on the bands and the bounds.
+
+        Args:
+            constants: a sequence of `OpticalConstants` (one per endmember), each covering
+                `wavelengths` (never extrapolated).
+            grain_size: D_j [um], scalar or (n_endmembers,): the grain sizes when fixed,
+                the starting point when free.
+            wavelengths: the cube's band centres [um], shape (bands,).
+            names: default the constants' names.
+            density: rho_j [g/cm^3], scalar or (n_endmembers,); default the constants'.
+            npfe_fraction: nanophase iron mass fraction of every host (0.005 is 0.5 wt %):
+                fixed, or the starting point when free.
+            internal_scattering: s_j [1/um], scalar or (n_endmembers,).
+            grain_size_bounds: (lower, upper) [um] for every endmember, or shape
+                (n_endmembers, 2); default (1, 1000). `grain_size` must lie inside.
+            npfe_bounds: (lower, upper) of the npFe0 mass fraction; default (0, 0.02).
+                (0, 0) makes endmembers without iron (no iron data needed).
+            iron: iron's `OpticalConstants` (default Johnson & Christy 1974, 0.188-1.937
+                um; read where npfe_bounds' upper bound is > 0, so bands beyond it need
+                another iron, or npfe_bounds=(0, 0)).
+            reflections: the slab model's variant of the surface reflections (as
+                `slab_albedo` takes it; so is ``mean_path``).
+            extinction_efficiency: Q_j, default 1.
+
+        Raises:
+            ValueError: naming the argument: constants not covering a band, a missing
+                density, a grain size outside its bounds, bad bounds or variants.
+        """
+        return endmembers_from_optical_constants(
+            cls,
+            constants,
+            grain_size,
+            wavelengths,
+            names=names,
+            density=density,
+            npfe_fraction=npfe_fraction,
+            internal_scattering=internal_scattering,
+            grain_size_bounds=grain_size_bounds,
+            npfe_bounds=npfe_bounds,
+            iron=iron,
+            reflections=reflections,
+            mean_path=mean_path,
+            extinction_efficiency=extinction_efficiency,
         )
 
     @classmethod

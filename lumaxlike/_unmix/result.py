@@ -43,6 +43,20 @@ class UnmixResult:
         residual_norm: sqrt of the sum over bands of the squared residuals of the
             route's objective: reflectance [1/sr] (one-step) or albedo [-] (two-step),
             each divided by its sigma when refl_sigma is given (then a chi [-]).
+        grain_size: with ``unmix(..., free=...)`` only (else None): each endmember's
+            grain size D_j [um], ``pixels + (n,)`` (fitted where "grain_size" is free;
+            NaN for a free grain size of an absent endmember, which the data cannot see).
+        npfe_fraction: with ``free`` only: the pixel's nanophase iron mass fraction
+            [-] (0.005 is 0.5 wt %), ``pixels``.
+        parameter_covariance: with ``free`` only: covariance of (M_1..M_n, D_1..D_n,
+            npFe0), ``pixels + (2n + 1, 2n + 1)`` [-, um, -]; rows of fixed parameters
+            and of parameters at a bound are 0; its first n x n block is `covariance`.
+            NaN where unsolved or UNDETERMINED (grain sizes and abundances, or npFe0,
+            that the bands cannot tell apart).
+        grain_size_at_bound: with ``free`` only: ``pixels + (n,)`` bool, a free grain
+            size at one of its bounds (``grain_size_bounds``).
+        npfe_at_bound: with ``free`` only: ``pixels`` bool, a free npFe0 fraction at one
+            of its bounds.
     """
 
     names: tuple
@@ -55,6 +69,11 @@ class UnmixResult:
     status: np.ndarray
     iterations: np.ndarray
     residual_norm: np.ndarray
+    grain_size: np.ndarray | None = None
+    npfe_fraction: np.ndarray | None = None
+    parameter_covariance: np.ndarray | None = None
+    grain_size_at_bound: np.ndarray | None = None
+    npfe_at_bound: np.ndarray | None = None
 
     def __getitem__(self, name: str) -> np.ndarray:
         """The mass fraction map (``pixels``) of the endmember `name`."""

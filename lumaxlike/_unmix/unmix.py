@@ -59,6 +59,7 @@ def unmix(
     tol: float | None = None,
     chunk_size: int | None = None,
     wavelengths=None,
+    free=(),
 ) -> UnmixResult:
     """Mass fractions of the endmembers in every pixel, through Hapke's intimate mixing.
 
@@ -149,6 +150,10 @@ def unmix(
     """
     check_choice("solver", solver, SOLVERS)
     check_choice("route", route, ROUTES)
+    if free:  # grain sizes and npFe0 from optical constants: `optical`
+        from .optical_unmix import unmix_optical
+
+        return unmix_optical(refl, to_sun, to_sensor, normal, endmembers, params, solver, free=free, route=route, sum_to_one=sum_to_one, refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, chunk_size=chunk_size, wavelengths=wavelengths)  # fmt: skip
     if not isinstance(endmembers, Endmembers):
         raise ValueError(
             f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"

@@ -1,0 +1,115 @@
+"""``lumaxlike parameters``: named spectral products (band depths, band centres, FeO,
+OLINDEX3, ...) of a cube file, one map per product (`spectral_parameters_file`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .options import OUT_HELP, add_parallel_options, add_run_options, name_list, positive_float
+from .products import add_product_options, product_kwargs
+
+__all__ = ["add_parser", "run"]
+
+QUANTITIES = ("w", "normalized", "r", "radf", "reff", "reflectance")
+
+DESCRIPTION = """\
+Named spectral products of a cube, per pixel, streamed by blocks of rows: the M3 team's
+integrated band depths (BDI1000, BDI2000), Band I and II centres, depths and areas with
+the Band Area Ratio, Lucey's FeO, TiO2 and OMAT, and CRISM's summary parameters (OLINDEX3,
+LCPINDEX2, ...): docs/spectral-parameters.md lists each with its bands and source.
+
+The cube's values are read as it holds them, with no geometry (--quantity says what they
+are, and is recorded: a band depth of w is not one of I/F); its band centres come from its
+metadata or --wavelengths-from. A product whose bands the cube lacks, or whose band is
+marked bad (bbl = 0), is refused by name before any output is written.
+
+Writes OUT (the first product's map) and, for GeoTIFF/ENVI, OUT_<NAME> for each other
+product; netCDF (.nc) and zarr (.zarr) hold one variable per product.
+"""
+
+EPILOG = """\
+examples:
+  # band depths and composition of the w cube `lumaxlike invert` wrote
+  lumaxlike parameters w.tif --quantity w --products BDI1000,BDI2000,FeO --out params.tif
+  # an M3 L2 reflectance product, as it ships (REFF at i = 30, e = 0 deg)
+  lumaxlike parameters M3G20090203T022705_V01_RFL.IMG --quantity normalized --units reff \\
+      --products BDI1000,BAND1_CENTER,BAR --out m3_params.nc
+"""
+
+
+def add_parser(commands, formatter) -> None:
+    """Add the ``parameters`` subcommand to ``commands``."""
+    parser = commands.add_parser(
+        "parameters",
+        help="spectral parameters (band depths, centres, FeO, OLINDEX3, ...) of a cube file",
+        allow_abbrev=False,
+        formatter_class=formatter,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+    )
+    parser.add_argument("cube", type=Path, metavar="CUBE", help="the cube file (required)")
+    parser.add_argument("--out", type=Path, required=True, metavar="OUT", help=OUT_HELP)
+    parser.add_argument(
+        "--products",
+        type=name_list,
+        required=True,
+        metavar="NAMES",
+        help="comma-separated product names, e.g. BDI1000,FeO,OLINDEX3 (required; "
+        "docs/spectral-parameters.md lists them)",
+    )
+    parser.add_argument(
+        "--quantity",
+        choices=QUANTITIES,
+        required=True,
+        help="what the cube holds, recorded with the maps: w (single-scattering albedo, "
+        "from `lumaxlike invert`), normalized (reflectance at a standard geometry, from "
+        "`lumaxlike normalize` or an M3 L2 product), r, radf (I/F), reff, or reflectance "
+        "of a kind not said (required)",
+    )
+    parser.add_argument(
+        "--units",
+        choices=("r", "radf", "reff", "radiance"),
+        help="how the file is read: r, radf or reff (checked against its label and units "
+        "tag; the values are not converted), or radiance, converted to I/F (then "
+        "--quantity radf) (default: the quantity's own, values as given)",
+    )
+    parser.add_argument(
+        "--tolerance-nm",
+        type=positive_float,
+        default=10.0,
+        metavar="NM",
+        help="how far the band nearest a product's wavelength may lie from it [nm] (default 10)",
+    )
+    add_run_options(parser, chunk_help="rows per block (default: ~32 MB)", parallel=False)
+    add_parallel_options(parser)
+    add_product_options(parser, params_from=False, geometry=False)
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    """Run ``lumaxlike parameters`` on parsed ``args``; return its exit code."""
+    from .._files.spectral import spectral_parameters_file
+
+    summary = spectral_parameters_file(
+        args.cube,
+        args.out,
+        products=args.products,
+        quantity=args.quantity,
+        units=args.units,
+        tolerance=args.tolerance_nm / 1000.0,
+        chunk_rows=args.chunk,
+        overwrite=args.overwrite,
+        progress=args.progress,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        command=args.command_line,
+        resume=args.resume,
+        **product_kwargs(args),
+    )
+    print(
+        f"lumaxlike parameters: {args.cube} ({args.quantity}) -> {args.out}, "
+        f"{', '.join(args.products)}: {summary.describe()}",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,144 @@
+"""File-to-file spectral parameters, streamed by blocks of rows: the file front end of the
+`SPECTRAL_PARAMETERS` operation (a thin adapter of `run_on_cube`). The cube's values are
+read as given (w, I/F, ...; radiance converted to I/F), with no geometry; one map per
+product: ``OUT`` the first, ``OUT_<name>`` the others (netCDF/zarr: one variable each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._operations.spectral import SPECTRAL_PARAMETERS, parameters_record
+from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
+from .._run.progress import InversionSummary
+from .._spectral.lucey import LuceyConstants
+from .._spectral.products import QUANTITIES, check_names, prepare_products
+from .._spectral.wavelengths import DEFAULT_TOLERANCE, check_spectra
+from .cube_run import BlockPlan, CubeInputs, run_on_cube
+from .wavelengths import cube_wavelengths_um
+
+__all__ = ["spectral_parameters_file"]
+
+_REFLECTANCE_UNITS = ("r", "radf", "reff")
+
+
+def spectral_parameters_file(
+    cube_path,
+    out_path,
+    *,
+    products: str | Sequence[str],
+    quantity: str,
+    units: str | None = None,
+    lucey: LuceyConstants | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    chunk_rows=None,
+    overwrite=False,
+    progress=None,
+    workers=1,
+    scheduler=None,
+    command=None,
+    solar_spectrum=None,
+    solar_distance=None,
+    wavelengths_from=None,
+    thermal_bands="keep",
+    resume=False,
+    run: RunOptions | None = None,
+    product: ProductOptions | None = None,
+) -> InversionSummary:
+    """Named spectral products (`lumaxlike.spectral_parameters`) of a cube file, block by
+    block, one map per product.
+
+    The cube's values are read as it holds them, with no geometry and no conversion to r
+    (radiance, ``units="radiance"``, is converted to I/F as `invert_file` does); its
+    band centres are the file's (or ``wavelengths_from``), converted to um. Bad bands
+    (``bbl`` = 0) are read as NaN and never used: a product that needs one is refused
+    by name, before any output is written, as is a product whose bands the cube lacks.
+    Outputs are written atomically and recorded (`lumaxlike.read_provenance`: the
+    quantity, the products, the band centres each read, the constants, in
+    ``spectral_settings``), as `invert_file`'s are.
+
+    Args:
+        cube_path: the cube (any raster GDAL opens, a PDS3 label, ...).
+        out_path: ``.tif``/``.tiff``, ``.img``/``.envi``/``.hdr``, ``.nc`` or ``.zarr``:
+            the first product's map there, each other's at ``OUT_<name>`` (netCDF/zarr:
+            one ``(y, x)`` variable per product).
+        products: names of `lumaxlike.SPECTRAL_PRODUCTS` (one name or a sequence).
+        quantity: what the cube holds, recorded: ``"w"`` (an `invert_file` output),
+            ``"normalized"``, ``"r"``, ``"radf"``, ``"reff"`` or ``"reflectance"``.
+        units: how the file is read: None (default: the quantity's unit, values as
+            given), ``"r"``, ``"radf"``, ``"reff"`` (checked against the file's unit tag
+            and label) or ``"radiance"`` (converted to I/F: ``quantity="radf"``).
+        lucey: the constants of FeO, TiO2 and OMAT (default: Clementine's).
+        tolerance: how far [um] the band nearest a product's wavelength may lie from it.
+        run: a `lumaxlike.RunOptions` (``chunk_rows``, ``overwrite``, ``progress``,
+            ``workers``, ``scheduler``, ``resume``: also keywords).
+        product: a `lumaxlike.ProductOptions` (``solar_spectrum``, ``solar_distance``,
+            ``wavelengths_from``, ``thermal_bands``: also keywords).
+        command: the command line to record; None records this Python call.
+
+    Returns:
+        `InversionSummary` (``verb`` "computed"; no status counts).
+
+    Raises:
+        FileNotFoundError, FileExistsError, ResumeRefusedError: as `invert_file`.
+        ValueError: a bad argument (named), an unknown product, or a product the cube's
+            bands cannot give (named, with the wavelength at fault), before any output.
+    """
+    names = check_names(products)
+    run, product, options = front_end_options(run, product, SolverOptions("numba"), locals())
+    read_as = _read_units(units, quantity)
+    inputs = CubeInputs(cube_path, out_path, read_as, product=product)
+    return run_on_cube(
+        SPECTRAL_PARAMETERS,
+        inputs,
+        run=run,
+        solver=options,
+        plan=lambda setup: _plan(setup, names, quantity, lucey, tolerance),
+        fields=list(names),
+        layout=SPECTRAL_PARAMETERS.layout(names),
+        call=dict(products=list(names), quantity=quantity, units=units, tolerance=tolerance),
+        command=command,
+        chunk_pixels=lambda bands: 2**62,
+    )
+
+
+def _read_units(units, quantity) -> str:
+    """The units the cube is opened in (`ProductCube`): ``units`` when given (checked
+    against ``quantity``), else the quantity's own, or ``"radf"`` (no conversion, no
+    check of the values) for w, normalized and reflectance."""
+    if quantity not in QUANTITIES:
+        raise ValueError(f"quantity must be one of {list(QUANTITIES)}, got {quantity!r}")
+    if units is None:
+        return quantity if quantity in _REFLECTANCE_UNITS else "radf"
+    if units not in (*_REFLECTANCE_UNITS, "radiance"):
+        raise ValueError(f"units must be None, 'r', 'radf', 'reff' or 'radiance', got {units!r}")
+    read = "radf" if units == "radiance" else units
+    if quantity in _REFLECTANCE_UNITS and quantity != read:
+        raise ValueError(
+            f"quantity={quantity!r} contradicts units={units!r} (the cube read as {read})"
+        )
+    if units == "radiance" and quantity != "radf":
+        raise ValueError("units='radiance' is converted to I/F: give quantity='radf'")
+    return units
+
+
+def _plan(setup, names, quantity, lucey, tolerance) -> BlockPlan:
+    """The products checked against the cube's bands (refused by name before any work),
+    the record of the run and what a resume must match."""
+    info = setup.info
+    wavelengths = cube_wavelengths_um(info)
+    _, wavelengths, good = check_spectra(
+        np.zeros((1, info.bands)), wavelengths, np.asarray(setup.cube.bad_bands, bool)
+    )
+    prepared = prepare_products(names, wavelengths, good, lucey=lucey, tolerance=tolerance)
+    record = parameters_record(quantity, prepared, info.bands)
+    return BlockPlan(
+        params=None,
+        recorded_params=[],
+        options=prepared,
+        record={"units": quantity},
+        amend={"spectral_settings": record},
+        journal=record,
+    )

@@ -1,0 +1,422 @@
+"""Unmixing with free grain sizes and nanophase iron: endmembers from optical constants.
+
+Each endmember's w_j(lambda; D_j, phi) comes from Hapke's equivalent slab
+(`_model/slab_equations.py`) with its n, k on the cube's bands, its grain size D_j and
+the pixel's one nanophase iron mass fraction phi (npFe0, shared by every endmember's
+host; Lucey & Riner 2011). The mixture's w is Hapke's intimate-mixing rule (`mixing`):
+w_mix = sum_j f_j w_j(D_j, phi), with cross-section fractions
+f_j = M_j c_j / sum_k M_k c_k, c_j = Q_j / (rho_j D_j).
+
+The solvers (`optical_numba`, `optical_jax`) fit per pixel the parameter vector
+
+    x = (f_1..f_p, u_1..u_p, phi),   u_j = ln D_j,
+
+by Levenberg-Marquardt in reflectance space (the rules of `lm_rules`): f on the simplex
+(sum f = 1, f_j >= 0), u_j in [ln D_lo, ln D_hi], phi in [phi_lo, phi_hi]. Each step is
+the damped Gauss-Newton step on the parameters not held (`held`), in the null space of the
+sum (relative to a reference fraction, the largest), projected onto the bounds (the
+simplex by Euclidean projection, the boxes by clipping). A fraction at 0 holds its
+endmember's grain size (it has no effect there). Fixed parameters (not in `free`) are
+held throughout. At the end the covariance of x (the inverse of J^T J on the parameters
+not held) is mapped to the mass fractions M_j (which depend on f and D), the grain sizes
+D_j and phi here (`finish`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .._inverse.fit.covariance import MAX_VARIANCE_INFLATION
+from .._status import Status
+from .simplex_qp import MULTIPLIER_FLOOR
+
+__all__ = [
+    "FREE_PARAMETERS",
+    "OpticalMixing",
+    "endmembers_from_optical_constants",
+    "check_free",
+    "parameter_bounds",
+    "held",
+    "finish",
+]
+
+FREE_PARAMETERS = ("grain_size", "npfe")
+NEGLIGIBLE = 1e-20  # diag(J^T J) of a parameter, relative to the largest: no effect
+DEFAULT_GRAIN_SIZE_BOUNDS = (1.0, 1000.0)  # um
+DEFAULT_NPFE_BOUNDS = (0.0, 0.02)  # mass fraction (2 wt %)
+
+
+def _array(name, value, shape, *, low=None, strict=False):
+    array = np.asarray(value)
+    if array.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must be numeric, got dtype {array.dtype}")
+    try:
+        array = np.array(np.broadcast_to(array.astype(np.float64), shape))
+    except ValueError:
+        raise ValueError(f"{name} must broadcast to shape {shape}, got {array.shape}") from None
+    bad = ~np.isfinite(array)
+    if low is not None:
+        bad |= (array <= low) if strict else (array < low)
+    if np.any(bad):
+        relation = "" if low is None else f" and {'>' if strict else '>='} {low:g}"
+        raise ValueError(f"{name} must be finite{relation}, got {array[bad][:3]}")
+    array.flags.writeable = False
+    return array
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OpticalMixing:
+    """What `Endmembers.from_optical_constants` keeps to recompute w_j(D_j, phi).
+
+    Attributes:
+        n, k: the endmembers' refractive index on the bands, (n_endmembers, n_bands).
+        internal_scattering: s_j [1/um], (n_endmembers,).
+        iron_n, iron_k: iron's refractive index on the bands, (n_bands,) (zeros where
+            nanophase iron cannot vary: `npfe_bounds` (0, 0)).
+        grain_size_bounds: (n_endmembers, 2) [um], lower < upper.
+        npfe_bounds: (2,) nanophase iron mass fraction, 0 <= lower <= upper < 1.
+        npfe_fraction: the starting (and, when not free, fixed) npFe0 mass fraction.
+        reflections, mean_path: the slab model's variants (`slab_albedo`).
+    """
+
+    n: np.ndarray
+    k: np.ndarray
+    internal_scattering: np.ndarray
+    iron_n: np.ndarray
+    iron_k: np.ndarray
+    grain_size_bounds: np.ndarray
+    npfe_bounds: np.ndarray
+    npfe_fraction: float
+    reflections: str
+    mean_path: str
+
+
+def _constants_list(constants):
+    from .._optical.constants import OpticalConstants
+
+    items = [constants] if isinstance(constants, OpticalConstants) else list(constants)
+    if not items or not all(isinstance(c, OpticalConstants) for c in items):
+        raise ValueError("constants must be OpticalConstants or a sequence of them, at least one")
+    return items
+
+
+def _checked_bounds(grain_size, grain_size_bounds, npfe_fraction, npfe_bounds, p):
+    bounds = _array(
+        "grain_size_bounds",
+        DEFAULT_GRAIN_SIZE_BOUNDS if grain_size_bounds is None else grain_size_bounds,
+        (p, 2),
+        low=0.0,
+        strict=True,
+    )
+    if np.any(bounds[:, 0] > bounds[:, 1]):
+        raise ValueError(
+            f"grain_size_bounds must be (lower, upper) with lower <= upper, got {bounds}"
+        )
+    outside = (grain_size < bounds[:, 0]) | (grain_size > bounds[:, 1])
+    if np.any(outside):
+        raise ValueError(
+            f"grain_size {grain_size[outside][0]!r} (endmember {int(np.argmax(outside))}) lies "
+            f"outside its grain_size_bounds {tuple(bounds[int(np.argmax(outside))])}"
+        )
+    npfe = _array(
+        "npfe_bounds", DEFAULT_NPFE_BOUNDS if npfe_bounds is None else npfe_bounds, (2,), low=0.0
+    )
+    if not npfe[0] <= npfe[1] < 1.0:
+        raise ValueError(
+            f"npfe_bounds must be (lower, upper) with 0 <= lower <= upper < 1, got {npfe}"
+        )
+    start = float(_array("npfe_fraction", npfe_fraction, (), low=0.0))
+    if not npfe[0] <= start <= npfe[1]:
+        raise ValueError(f"npfe_fraction {start!r} lies outside npfe_bounds {tuple(npfe)}")
+    return bounds, npfe, start
+
+
+def endmembers_from_optical_constants(
+    cls,
+    constants,
+    grain_size,
+    wavelengths,
+    *,
+    names=None,
+    density=None,
+    npfe_fraction=0.0,
+    internal_scattering=0.0,
+    grain_size_bounds=None,
+    npfe_bounds=None,
+    iron=None,
+    reflections="hapke1993",
+    mean_path="hapke2001",
+    extinction_efficiency=None,
+):
+    """`Endmembers.from_optical_constants` (documented there)."""
+    from .._model._backends import SLAB_MEAN_PATHS, SLAB_REFLECTIONS
+    from .._optical.slab import slab_albedo_and_slopes
+    from .._shapes import check_choice
+
+    items = _constants_list(constants)
+    p = len(items)
+    check_choice("reflections", reflections, SLAB_REFLECTIONS)
+    check_choice("mean_path", mean_path, SLAB_MEAN_PATHS)
+    wavelengths = np.asarray(wavelengths, np.float64)
+    if (
+        wavelengths.ndim != 1
+        or wavelengths.size < 1
+        or not np.all(np.isfinite(wavelengths) & (wavelengths > 0))
+    ):
+        raise ValueError(
+            f"wavelengths must be the cube's band centres [um], 1-D, finite and > 0, got shape {wavelengths.shape}"
+        )
+    names = tuple(c.name for c in items) if names is None else names
+    if density is None:
+        missing = [c.name for c in items if c.density is None]
+        if missing:
+            raise ValueError(f"density: the optical constants {missing} carry none; give density=")
+        density = [c.density for c in items]
+    density = _array("density", density, (p,), low=0.0, strict=True)
+    grain_size = _array("grain_size", grain_size, (p,), low=0.0, strict=True)
+    scattering = _array("internal_scattering", internal_scattering, (p,), low=0.0)
+    bounds, npfe, start = _checked_bounds(
+        grain_size, grain_size_bounds, npfe_fraction, npfe_bounds, p
+    )
+    n = np.empty((p, wavelengths.size))
+    k = np.empty((p, wavelengths.size))
+    for j, item in enumerate(items):
+        n[j], k[j] = item.interpolate(wavelengths)  # ValueError outside its grid
+    if npfe[1] > 0.0:
+        from .._optical.slab import iron_at
+
+        iron_n, iron_k = iron_at(wavelengths, iron)
+        iron_n, iron_k = (
+            np.broadcast_to(iron_n, wavelengths.shape),
+            np.broadcast_to(iron_k, wavelengths.shape),
+        )
+    else:
+        iron_n = iron_k = np.zeros(wavelengths.shape)
+    w = slab_albedo_and_slopes(
+        n,
+        k,
+        wavelengths,
+        grain_size[:, None],
+        internal_scattering=scattering[:, None],
+        npfe_fraction=start,
+        host_density=density[:, None],
+        iron=iron,
+        reflections=reflections,
+        mean_path=mean_path,
+    )[0]
+    frozen = [np.array(a, np.float64) for a in (n, k, iron_n, iron_k)]
+    for a in frozen:
+        a.flags.writeable = False
+    optical = OpticalMixing(
+        n=frozen[0],
+        k=frozen[1],
+        internal_scattering=scattering,
+        iron_n=frozen[2],
+        iron_k=frozen[3],
+        grain_size_bounds=bounds,
+        npfe_bounds=npfe,
+        npfe_fraction=start,
+        reflections=reflections,
+        mean_path=mean_path,
+    )
+    return cls(
+        names=names,
+        albedo=w,
+        density=density,
+        grain_size=grain_size,
+        extinction_efficiency=extinction_efficiency,
+        wavelengths=wavelengths,
+        optical=optical,
+    )
+
+
+def check_free(free, endmembers, route: str, sum_to_one) -> tuple[bool, bool]:
+    """(grain size free, npFe0 free) from `unmix`'s `free`; ValueError naming it."""
+    names = (free,) if isinstance(free, str) else tuple(free)
+    unknown = [name for name in names if name not in FREE_PARAMETERS]
+    if unknown or len(set(names)) != len(names):
+        raise ValueError(
+            f"free must name distinct parameters among {FREE_PARAMETERS}, got {free!r}"
+        )
+    if endmembers.optical is None:
+        raise ValueError(
+            "free needs endmembers made from optical constants (Endmembers.from_optical_constants): "
+            "under library mixing a grain size only rescales the cross-section"
+        )
+    if route != "one_step":
+        raise ValueError(f"free={names!r} is solved by route='one_step' only, got route={route!r}")
+    if sum_to_one is not True:
+        raise ValueError("free grain sizes or npFe0 need sum_to_one=True (no unmodelled remainder)")
+    if endmembers.phase is not None:
+        raise ValueError(
+            "free grain sizes or npFe0 take one shared phase function: endmembers.phase must be None"
+        )
+    if "npfe" in names and not endmembers.optical.npfe_bounds[1] > 0.0:
+        raise ValueError(
+            "free='npfe' with npfe_bounds (0, 0): the endmembers were made without iron"
+        )
+    return "grain_size" in names, "npfe" in names
+
+
+def parameter_bounds(endmembers, grain_free: bool, npfe_free: bool):
+    """(start, lower, upper, fixed) of x = (f, ln D, phi), each (2p + 1,)."""
+    optical = endmembers.optical
+    p = endmembers.n_endmembers
+    start = np.concatenate(
+        [np.full(p, 1.0 / p), np.log(endmembers.grain_size), [optical.npfe_fraction]]
+    )
+    lower = np.concatenate(
+        [np.zeros(p), np.log(optical.grain_size_bounds[:, 0]), optical.npfe_bounds[:1]]
+    )
+    upper = np.concatenate(
+        [np.ones(p), np.log(optical.grain_size_bounds[:, 1]), optical.npfe_bounds[1:]]
+    )
+    fixed = np.concatenate([np.zeros(p, bool), np.full(p, not grain_free), [not npfe_free]])
+    return start, lower, upper, fixed
+
+
+def held(x, gradient, hessian, lower, upper, fixed, p):
+    """Which parameters a step leaves where they are, (..., 2p + 1) bool (NumPy).
+
+    A fraction at 0 whose multiplier g_j + nu is not below -`MULTIPLIER_FLOOR` max diag
+    (nu = -mean of g over the positive fractions); a grain size that is fixed, of an
+    absent endmember, or at a bound the cost pushes it through (`lm_rules.pinned`); phi
+    fixed or at such a bound. The solvers' kernels follow the same rule.
+    """
+    f, g_f = x[..., :p], gradient[..., :p]
+    positive = f > 0.0
+    count = np.maximum(np.sum(positive, axis=-1, keepdims=True), 1)
+    nu = -np.sum(np.where(positive, g_f, 0.0), axis=-1, keepdims=True) / count
+    floor = MULTIPLIER_FLOOR * np.max(
+        np.diagonal(hessian, axis1=-2, axis2=-1), axis=-1, keepdims=True
+    )
+    f_held = ~positive & (g_f + nu >= -floor)
+    box = x[..., p:]
+    g_box = gradient[..., p:]
+    pinned = ((box <= lower[p:]) & (g_box > 0.0)) | ((box >= upper[p:]) & (g_box < 0.0))
+    box_held = fixed[p:] | pinned
+    box_held = np.concatenate([box_held[..., :p] | ~positive, box_held[..., p:]], axis=-1)
+    return np.concatenate([f_held, box_held], axis=-1)
+
+
+def _reduction(x, mobile, p):
+    """T (..., P, P): the columns of the parameters that move (mobile, not the reference
+    fraction, the largest mobile one), e_a - e_r for a fraction, e_a otherwise."""
+    size = x.shape[-1]
+    f = np.where(mobile[..., :p], x[..., :p], -np.inf)
+    reference = np.argmax(f, axis=-1)
+    eye = np.eye(size)
+    is_reference = np.arange(size) == reference[..., None]
+    columns = mobile & ~is_reference
+    t = eye * columns[..., None, :]
+    is_fraction = np.arange(size) < p
+    t = t - (is_reference[..., :, None] & (is_fraction & columns)[..., None, :])
+    return t, columns
+
+
+def _covariance_of_x(hessian, x, mobile, p):
+    """(covariance (..., P, P), determined (...,), degrees of freedom (...,))."""
+    t, columns = _reduction(x, mobile, p)
+    reduced = np.einsum("...ka,...kl,...lb->...ab", t, hessian, t)
+    reduced = reduced + np.eye(x.shape[-1]) * ~columns[..., None, :]
+    diagonal = np.diagonal(reduced, axis1=-2, axis2=-1)
+    good = np.all(np.isfinite(reduced), axis=(-2, -1)) & np.all(diagonal > 0.0, axis=-1)
+    # a parameter whose effect on the data is nil against the others' (an opaque grain's
+    # size: dw/dD ~ exp(-alpha <D>)) is not determined either, though scaling hides it
+    largest = np.max(np.where(columns, diagonal, 0.0), axis=-1, keepdims=True)
+    good &= np.all(~columns | (diagonal > NEGLIGIBLE * largest), axis=-1)
+    scale = np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
+    scale = np.where(good[..., None], scale, 1.0)
+    correlation = np.where(
+        good[..., None, None],
+        reduced / (scale[..., :, None] * scale[..., None, :]),
+        np.eye(x.shape[-1]),
+    )
+    with np.errstate(all="ignore"):
+        eigen = np.linalg.eigvalsh(correlation)
+        good &= eigen[..., 0] > 1.0 / MAX_VARIANCE_INFLATION
+        inverse = np.linalg.inv(np.where(good[..., None, None], correlation, np.eye(x.shape[-1])))
+    inflation = np.max(np.diagonal(inverse, axis1=-2, axis2=-1), axis=-1)
+    good &= inflation <= MAX_VARIANCE_INFLATION
+    inverse = (
+        inverse
+        / (scale[..., :, None] * scale[..., None, :])
+        * columns[..., :, None]
+        * columns[..., None, :]
+    )
+    covariance = np.einsum("...ak,...kl,...bl->...ab", t, inverse, t)
+    return covariance, good, np.sum(columns, axis=-1)
+
+
+def finish(solved, endmembers, lower, upper, fixed, weighted, n_bands):
+    """The `UnmixResult` fields of one chunk from a solver's x, J^T J, J^T f and cost.
+
+    The covariance of x maps to z = (M, D, phi) by the Jacobian G = dz/dx:
+    m_j = f_j rho_j D_j / Q_j, M_j = m_j / sum m; dm_j/df_j = m_j / f_j, dm_j/du_j = m_j,
+    dM_j/dm_l = (delta_jl - M_j) / sum m; dD_j/du_j = D_j.
+    """
+    p = endmembers.n_endmembers
+    x, hessian, gradient = solved["x"], solved["hessian"], solved["gradient"]
+    status = solved["status"].astype(np.int8)
+    solved_mask = np.isin(status, (Status.CONVERGED, Status.MAX_ITER))
+    safe_x = np.where(
+        solved_mask[:, None], x, np.concatenate([np.full(p, 1.0 / p), np.zeros(p + 1)])
+    )
+    safe_h = np.where(solved_mask[:, None, None], hessian, np.eye(x.shape[-1]))
+    safe_g = np.where(solved_mask[:, None], gradient, 0.0)
+    holding = held(safe_x, safe_g, safe_h, lower, upper, fixed, p)
+    cov_x, determined, free_count = _covariance_of_x(safe_h, safe_x, ~holding, p)
+    if not weighted:
+        dof = n_bands - free_count
+        with np.errstate(all="ignore"):
+            variance = np.where(dof > 0, solved["cost"] / np.maximum(dof, 1), np.nan)
+        cov_x = cov_x * variance[:, None, None]
+    status[solved_mask & ~determined] = Status.UNDETERMINED
+    f, u, phi = safe_x[:, :p], safe_x[:, p : 2 * p], safe_x[:, 2 * p]
+    grain = np.where(fixed[p : 2 * p], endmembers.grain_size, np.exp(u))
+    per = endmembers.density / endmembers.extinction_efficiency
+    m = f * per * grain
+    total = np.sum(m, axis=-1, keepdims=True)
+    mass = m / total
+    jac = np.zeros(x.shape[:1] + (2 * p + 1,) * 2)
+    dm = np.zeros(x.shape[:1] + (p, 2 * p + 1))
+    idx = np.arange(p)
+    dm[:, idx, idx] = per * grain
+    dm[:, idx, p + idx] = m
+    jac[:, :p, :] = np.einsum(
+        "njl,nlc->njc", (np.eye(p) - mass[:, :, None]) / total[:, :, None], dm
+    )
+    jac[:, p + idx, p + idx] = grain
+    jac[:, 2 * p, 2 * p] = 1.0
+    covariance = np.einsum("nac,ncd,nbd->nab", jac, cov_x, jac)
+    unsolved = ~solved_mask
+    covariance[unsolved | (status == Status.UNDETERMINED)] = np.nan
+    absent = (f <= 0.0) & ~fixed[p : 2 * p]  # a free grain size of an absent endmember
+    grain = np.where(absent, np.nan, grain)
+    at_bound = holding[:, :p] & (f <= 0.0)
+    box_at_bound = ((safe_x[:, p:] <= lower[p:]) | (safe_x[:, p:] >= upper[p:])) & ~fixed[p:]
+    out = {
+        "fractions": mass,
+        "covariance": covariance[:, :p, :p],
+        "at_bound": at_bound,
+        "cross_section": f,
+        "remainder": np.zeros(x.shape[0]),
+        "status": status,
+        "iterations": solved["iterations"].astype(np.int32),
+        "residual_norm": np.sqrt(solved["cost"]),
+        "grain_size": grain,
+        "npfe_fraction": phi,
+        "parameter_covariance": covariance,
+        "grain_size_at_bound": box_at_bound[:, :p] & ~absent,
+        "npfe_at_bound": box_at_bound[:, p],
+    }
+    for name in ("fractions", "cross_section", "grain_size", "npfe_fraction", "residual_norm"):
+        out[name] = np.where(
+            unsolved.reshape((-1,) + (1,) * (out[name].ndim - 1)), np.nan, out[name]
+        )
+    out["remainder"] = np.where(unsolved, np.nan, out["remainder"])
+    for name in ("at_bound", "grain_size_at_bound", "npfe_at_bound"):
+        out[name] = out[name] & solved_mask.reshape((-1,) + (1,) * (out[name].ndim - 1))
+    return out

@@ -1,0 +1,272 @@
+"""The JAX solver of `unmix` with free grain sizes and npFe0 (`optical`): the twin of
+`optical_numba`, step for step (the same held parameters, null-space step, projection
+and `lm_rules`), written for one pixel and mapped over a chunk with `jax.vmap` (the
+`while_loop` runs until every pixel is done). float64.
+"""
+
+from __future__ import annotations
+
+import functools
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._inverse import lm_rules
+from .._inverse.chunking import pad_pixels
+from .._model._backends import retarget_to_jax, slab_twins
+from .._model.family import jax_equations_for
+from .._model.forward import precision_scope
+from .._model.jax_model import pixel_terms
+from .._status import Status
+from .simplex_qp import MULTIPLIER_FLOOR, PIVOT_FLOOR
+
+__all__ = ["solve_optical_jax"]
+
+_lm = retarget_to_jax(lm_rules)
+
+
+def _project_simplex(v):
+    """`optical_numba.project_simplex` of one vector v (p,)."""
+    ordered = jnp.sort(v)[::-1]
+    candidates = (jnp.cumsum(ordered) - 1.0) / jnp.arange(1, v.shape[0] + 1)
+    tau = jnp.max(jnp.where(ordered - candidates > 0.0, candidates, -jnp.inf))
+    return jnp.maximum(v - jnp.maximum(tau, 0.0), 0.0)
+
+
+def _normal_equations(x, p, terms, constants, refl, weights, key, variants):
+    """Weighted cost, J^T J and J^T f at x (one pixel)."""
+    n, k, wavelength, s, iron_n, iron_k, density = constants
+    f, grain, phi = x[:p], jnp.exp(x[p : 2 * p]), x[2 * p]
+    slab = slab_twins("jax", *variants).slab_albedo_and_slopes
+    w, dw_dd, dw_df, _ = slab(
+        n,
+        k,
+        wavelength[None, :],
+        grain[:, None],
+        s[:, None],
+        phi,
+        iron_n[None, :],
+        iron_k[None, :],
+        density[:, None],
+        0.0,
+    )  # (p, bands)
+    w_mix = f @ w
+    r, slope = jax.vmap(jax_equations_for(key).reflectance_and_slope, in_axes=(0, None))(
+        w_mix, terms
+    )
+    residual = (r - refl) * weights
+    d = slope * weights
+    columns = (
+        jnp.concatenate([w.T, (f * grain)[None, :] * dw_dd.T, (f @ dw_df)[:, None]], axis=1)
+        * d[:, None]
+    )  # (bands, 2p + 1)
+    return jnp.sum(residual * residual), columns.T @ columns, columns.T @ residual
+
+
+def _held(x, gradient, hessian, lower, upper, fixed, p):
+    """`optical.held` for one pixel."""
+    positive = x[:p] > 0.0
+    nu = -jnp.sum(jnp.where(positive, gradient[:p], 0.0)) / jnp.maximum(jnp.sum(positive), 1)
+    floor = MULTIPLIER_FLOOR * jnp.max(jnp.diagonal(hessian))
+    f_held = ~positive & (gradient[:p] + nu >= -floor)
+    box_held = fixed[p:] | _lm.pinned(x[p:], lower[p:], upper[p:], gradient[p:])
+    box_held = box_held | jnp.concatenate([~positive, jnp.zeros(1, bool)])
+    return jnp.concatenate([f_held, box_held])
+
+
+def _step(x, hessian, gradient, damping, held, lower, upper, p):
+    """`optical_numba._step`: (trial point, ok)."""
+    size = x.shape[0]
+    reference = jnp.argmax(jnp.where(~held[:p], x[:p], -jnp.inf))
+    index = jnp.arange(size)
+    is_reference = index == reference
+    columns = ~held & ~is_reference
+    largest = jnp.max(jnp.diagonal(hessian))
+    damped = _lm.damped_diagonal(jnp.diagonal(hessian), largest, damping)
+    a_matrix = hessian * (1.0 - jnp.eye(size)) + jnp.diag(damped)
+    t = jnp.eye(size) * columns[None, :]
+    t = t - (is_reference[:, None] & ((index < p) & columns)[None, :])
+    system = t.T @ a_matrix @ t + jnp.diag(jnp.where(columns, 0.0, 1.0))
+    rhs = -(t.T @ gradient)
+    diagonal = jnp.diagonal(system)
+    ok = jnp.all(diagonal > 0.0)
+    scale = jnp.sqrt(jnp.where(diagonal > 0.0, diagonal, 1.0))
+    correlation = system / (scale[:, None] * scale[None, :])
+    factor = jnp.linalg.cholesky(correlation)
+    ok = ok & jnp.all(jnp.diagonal(factor) ** 2 > PIVOT_FLOOR)
+    factor = jnp.where(ok, factor, jnp.eye(size))
+    y = jax.scipy.linalg.cho_solve((factor, True), rhs / scale) / scale
+    trial = x + t @ y
+    trial = jnp.concatenate(
+        [_project_simplex(trial[:p]), jnp.clip(trial[p:], lower[p:], upper[p:])]
+    )
+    return jnp.where(ok, trial, x), ok
+
+
+def _decrease(x, trial, hessian, gradient):
+    d = trial - x
+    return -(2.0 * d @ gradient + d @ hessian @ d), jnp.max(jnp.abs(d))
+
+
+def _solve_pixel(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    constants,
+    weights,
+    start,
+    lower,
+    upper,
+    fixed,
+    tol,
+    *,
+    max_iter,
+    key,
+    variants,
+):
+    p = constants[0].shape[0]
+    terms = pixel_terms(to_sun, to_sensor, normal, params)
+    finite = jnp.all(jnp.isfinite(to_sun) & jnp.isfinite(to_sensor) & jnp.isfinite(normal))
+    finite = finite & jnp.all(jnp.isfinite(refl))
+    status = jnp.where(
+        finite,
+        jnp.where(jnp.isfinite(terms.scale), -1, int(Status.INVALID_GEOMETRY)),
+        int(Status.NONFINITE_INPUT),
+    )
+    active = status < 0
+    refl = jnp.where(active, refl, 0.0)
+    equations = partial(
+        _normal_equations,
+        p=p,
+        terms=terms,
+        constants=constants,
+        refl=refl,
+        weights=weights,
+        key=key,
+        variants=variants,
+    )
+    cost, hessian, gradient = equations(start)
+
+    def body(state):
+        x, cost, hessian, gradient, damping, growth, done, iteration = state
+        held = _held(x, gradient, hessian, lower, upper, fixed, p)
+        trial, ok = _step(x, hessian, gradient, damping, held, lower, upper, p)
+        predicted, step_size = _decrease(x, trial, hessian, gradient)
+        cost_t, hessian_t, gradient_t = equations(trial)
+        held_t = _held(trial, gradient_t, hessian_t, lower, upper, fixed, p)
+        newton, newton_ok = _step(trial, hessian_t, gradient_t, 0.0, held_t, lower, upper, p)
+        newton_decrease, newton_size = _decrease(trial, newton, hessian_t, gradient_t)
+        newton_decrease = jnp.where(newton_ok, newton_decrease, jnp.inf)
+        newton_size = jnp.where(newton_ok, newton_size, jnp.inf)
+        accept = _lm.accepted(cost, cost_t) & ok
+        finished = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol) & ok
+        new_damping, new_growth = _lm.next_damping(
+            accept,
+            _lm.gain_ratio(cost, cost_t, predicted),
+            damping,
+            growth,
+            newton_decrease,
+            cost_t,
+        )
+        singular_damping, singular_growth = _lm.next_damping(
+            False, 0.0, damping, growth, jnp.inf, 0.0
+        )
+        new_damping = jnp.where(ok, new_damping, singular_damping)
+        new_growth = jnp.where(ok, new_growth, singular_growth)
+        return (
+            jnp.where(accept, trial, x),
+            jnp.where(accept, cost_t, cost),
+            jnp.where(accept, hessian_t, hessian),
+            jnp.where(accept, gradient_t, gradient),
+            new_damping,
+            new_growth,
+            finished,
+            iteration + 1,
+        )
+
+    def cond(state):
+        return ~state[6] & (state[7] < max_iter)
+
+    init = (
+        start,
+        cost,
+        hessian,
+        gradient,
+        0.0 * cost,
+        2.0 + 0.0 * cost,
+        ~active | (cost == 0.0),
+        0,
+    )
+    x, cost, hessian, gradient, _, _, done, iteration = jax.lax.while_loop(cond, body, init)
+    solved = jnp.where(done, int(Status.CONVERGED), int(Status.MAX_ITER))
+    nan = jnp.nan
+    return {
+        "x": jnp.where(active, x, nan),
+        "status": jnp.where(active, solved, status).astype(jnp.int8),
+        "iterations": jnp.where(active, iteration, 0).astype(jnp.int32),
+        "cost": jnp.where(active, cost, nan),
+        "hessian": jnp.where(active, hessian, nan),
+        "gradient": jnp.where(active, gradient, nan),
+    }
+
+
+@functools.cache
+def _program(key, variants, max_iter):
+    mapped = jax.vmap(
+        partial(_solve_pixel, key=key, variants=variants, max_iter=max_iter),
+        in_axes=(0, 0, 0, 0, None, None, None, None, None, None, None, None),
+    )
+    return jax.jit(mapped)
+
+
+def solve_optical_jax(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    endmembers,
+    weights,
+    start,
+    lower,
+    upper,
+    fixed,
+    max_iter,
+    tol,
+    pad_to=None,
+):
+    """One chunk, padded to `pad_to` pixels (one compile per chunk shape); the contract
+    of `optical_numba.solve_optical_numba`."""
+    optical = endmembers.optical
+    n_pixels = refl.shape[0]
+    pad_to = max(pad_to or n_pixels, n_pixels, 1)
+    pieces = [
+        pad_pixels(a, pad_to, np.nan if i == 0 else 1.0)
+        for i, a in enumerate((refl, to_sun, to_sensor, normal))
+    ]
+    constants = (
+        optical.n,
+        optical.k,
+        endmembers.wavelengths,
+        optical.internal_scattering,
+        optical.iron_n,
+        optical.iron_k,
+        endmembers.density,
+    )
+    with precision_scope(np.empty(0, np.float64)):
+        arrays = [jnp.asarray(a, jnp.float64) for a in pieces]
+        solved = _program(
+            params.model_key, (optical.reflections, optical.mean_path), int(max_iter)
+        )(
+            *arrays,
+            params,
+            tuple(jnp.asarray(c, jnp.float64) for c in constants),
+            *(jnp.asarray(a, jnp.float64) for a in (weights, start, lower, upper)),
+            jnp.asarray(fixed),
+            jnp.asarray(tol, jnp.float64),
+        )
+        return {k: np.asarray(v)[:n_pixels] for k, v in jax.device_get(solved).items()}
