@@ -35,7 +35,7 @@ PUBLIC = {
     "SpectralParameters", "SPECTRAL_PRODUCTS", "SpectralProduct", "LuceyConstants",
     "available_spectral_products", "spectral_parameters_dataarray", "spectral_parameters_file",
     "OpticalConstants", "optical_constants", "optical_constants_names", "slab_albedo",
-    "remove_thermal", "ThermalResult",
+    "remove_thermal", "ThermalResult", "remove_thermal_file",
 }  # fmt: skip
 
 
