@@ -114,4 +114,5 @@ from ._xarray.invert import invert_dataarray as invert_dataarray
 from ._xarray.normalize import normalize_dataarray as normalize_dataarray
 from ._xarray.sample import sample_dataarray as sample_dataarray
 from ._xarray.spectral import spectral_parameters_dataarray as spectral_parameters_dataarray
+from ._xarray.thermal import remove_thermal_dataarray as remove_thermal_dataarray
 from ._xarray.unmix import unmix_dataarray as unmix_dataarray

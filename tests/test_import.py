@@ -30,7 +30,7 @@ PUBLIC = {
     "open_product",
     "JointFitResult",
     "sample", "SampleResult", "sample_dataarray", "sample_file",
-    "RunOptions", "ProductOptions", "SolverOptions",
+    "RunOptions", "ProductOptions", "SolverOptions", "remove_thermal_dataarray",
     "continuum_removed", "band_parameters", "BandParameters", "spectral_parameters",
     "SpectralParameters", "SPECTRAL_PRODUCTS", "SpectralProduct", "LuceyConstants",
     "available_spectral_products", "spectral_parameters_dataarray", "spectral_parameters_file",

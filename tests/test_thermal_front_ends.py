@@ -107,3 +107,37 @@ def test_reff_and_missing_distance_refused(warm_cube, tmp_path):
         lumaxlike.remove_thermal_file(paths["cube"], tmp_path / "a.tif", units="reff", **common)
     with pytest.raises(ValueError, match="solar_distance"):
         lumaxlike.remove_thermal_file(paths["cube"], tmp_path / "b.tif", units="r", **common)
+
+
+@pytest.mark.slow  # numba compiles the thermal kernels (~20 s) when the file test has not
+def test_dataarray_equals_in_memory_and_dask_chunks_equal_whole(warm_cube):
+    import xarray as xr
+
+    _, refl, (to_sun, to_sensor, normal), solar = warm_cube
+    expected = lumaxlike.remove_thermal(
+        refl, to_sun, to_sensor, normal, WAVELENGTHS, PARAMS, solar_spectrum=solar,
+        solver="numba",
+    )  # fmt: skip
+    dims = ("y", "x")
+    cube = xr.DataArray(
+        refl * np.pi,  # I/F
+        dims=(*dims, "wavelength"),
+        coords={"wavelength": ("wavelength", WAVELENGTHS * 1000, {"units": "nm"})},
+    )
+    geometry = {
+        "to_sun": xr.DataArray(to_sun, dims=(*dims, "vector")),
+        "to_sensor": xr.DataArray(to_sensor, dims=(*dims, "vector")),
+    }
+    whole = cube.hapke.remove_thermal(
+        geometry, PARAMS, "numba", units="radf", solar_spectrum=solar
+    ).compute()
+    np.testing.assert_allclose(whole["temperature"], expected.temperature, rtol=1e-9)
+    np.testing.assert_allclose(whole["reflectance"], expected.reflectance * np.pi, rtol=1e-9)
+    np.testing.assert_array_equal(whole["status"], expected.status)
+    assert whole["status"].dims == dims and whole["w"].dims == (*dims, "wavelength")
+    chunked = lumaxlike.remove_thermal_dataarray(
+        cube.chunk({"y": 2}), geometry, PARAMS, "numba", units="radf", solar_spectrum=solar
+    ).compute()
+    # chunks vs whole: the emissivity table spans each chunk's emission angles (~1e-10)
+    for name in ("temperature", "reflectance", "w"):
+        np.testing.assert_allclose(chunked[name], whole[name], rtol=1e-8)

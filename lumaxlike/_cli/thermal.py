@@ -110,9 +110,13 @@ def run(args) -> int:
         raise ValueError("lumaxlike thermal takes one model for every band")
     quiet_cluster_logs(args)
     run_options = RunOptions(
-        workers=args.workers, scheduler=args.scheduler, chunk_rows=args.chunk,
-        resume=args.resume, overwrite=args.overwrite, progress=args.progress,
-    )  # fmt: skip
+        workers=args.workers,
+        scheduler=args.scheduler,
+        chunk_rows=args.chunk,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        progress=args.progress,
+    )
     summary = remove_thermal_file(
         args.cube,
         args.out,

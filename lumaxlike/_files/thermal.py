@@ -108,10 +108,11 @@ def remove_thermal_file(
         plan=lambda setup: _plan(setup, params, out_units, settings, product),
         fields=THERMAL.written(),
         layout=THERMAL.layout(out_units),
-        call=dict(geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma,
-                  **settings.record()),
+        call=dict(
+            geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma, **settings.record()
+        ),
         command=command,
-    )  # fmt: skip
+    )
 
 
 def _sun(setup, product: ProductOptions) -> tuple[np.ndarray, float]:

@@ -108,14 +108,23 @@ def thermal_block(
         refl_sigma = np.asarray(refl_sigma).reshape(-1, np.shape(refl)[-1])[0]
     with numba_threads(options.num_threads if options.solver == "numba" else None):
         result = remove_thermal(
-            refl, to_sun, to_sensor, normal, np.asarray(wavelengths), params,
+            refl,
+            to_sun,
+            to_sensor,
+            normal,
+            np.asarray(wavelengths),
+            params,
             solar_spectrum=np.asarray(solar_irradiance, dtype=np.float64),
-            solar_distance=solar_distance, method=settings.method,
-            temperature=settings.temperature, window=settings.window,
-            refl_sigma=refl_sigma, solver=options.solver,
+            solar_distance=solar_distance,
+            method=settings.method,
+            temperature=settings.temperature,
+            window=settings.window,
+            refl_sigma=refl_sigma,
+            solver=options.solver,
             temperature_bounds=settings.temperature_bounds,
-            max_temperature_sigma=settings.max_temperature_sigma, **kwargs,
-        )  # fmt: skip
+            max_temperature_sigma=settings.max_temperature_sigma,
+            **kwargs,
+        )
     factor = math.pi if units == "radf" else 1.0
     dtype = np.asarray(refl).dtype
     return {
@@ -144,7 +153,7 @@ def thermal_layout(units: str) -> FieldLayout:
                 "long_name": "temperature fit status (lumaxlike.Status)",
                 **Status.flag_attrs(),
             },
-        },  # fmt: skip
+        },
         band_names={name: (name,) for name in PER_PIXEL},
         integer={"status": np.int8},
         dimensions=dict.fromkeys(PER_PIXEL),

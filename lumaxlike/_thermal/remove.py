@@ -19,7 +19,7 @@ from . import emissivity
 from .rules import T_SCALE
 from .solvers import solve_bands, solve_thermal
 
-__all__ = ["ThermalResult", "remove_thermal", "METHODS", "DEFAULT_WINDOW"]
+__all__ = ["DEFAULT_WINDOW", "METHODS", "ThermalResult", "remove_thermal", "solar_per_band"]
 
 METHODS = ("continuum", "given")
 DEFAULT_WINDOW = (2.3, 2.65)  # [um]: short of the 3 um hydration band's wing (~2.7 um)
@@ -29,8 +29,15 @@ CHUNK = 4096  # pixels per solver call (the correction solves pixels x bands pro
 UPPER_LIMIT_CHI2 = 2.706
 # the window problems' per-pixel entries (the others are per band, or one value)
 PER_PIXEL = (
-    "to_sun", "to_sensor", "normal", "coefficients", "distance", "theta", "observed", "weight"
-)  # fmt: skip
+    "to_sun",
+    "to_sensor",
+    "normal",
+    "coefficients",
+    "distance",
+    "theta",
+    "observed",
+    "weight",
+)
 UPPER_LIMIT_STEPS = 16  # bisection steps in T: 900 K / 2^16 < 0.02 K
 
 
@@ -64,7 +71,7 @@ class ThermalResult:
     emission: np.ndarray
 
 
-def _solar(solar_spectrum, wavelengths: np.ndarray) -> np.ndarray:
+def solar_per_band(solar_spectrum, wavelengths: np.ndarray) -> np.ndarray:
     if isinstance(solar_spectrum, (str, os.PathLike)):
         solar_spectrum = load_solar_spectrum(solar_spectrum)
     if isinstance(solar_spectrum, SolarSpectrum):
@@ -139,10 +146,12 @@ def _window_problems(arrays, observed, w_start, wavelengths, solar, sigma, insid
     problems = dict(arrays)
     problems.update(
         theta=np.stack([a0, 0.0 * a0, t0 / T_SCALE], axis=-1),
-        wavelength=wavelengths[inside], solar=solar[inside], observed=observed[:, inside],
+        wavelength=wavelengths[inside],
+        solar=solar[inside],
+        observed=observed[:, inside],
         weight=np.broadcast_to(1.0 / sigma[inside], observed[:, inside].shape),
         reference=wavelengths[first],
-    )  # fmt: skip
+    )
     return problems
 
 
@@ -151,9 +160,12 @@ def _fit_temperature(problems, estimate, bounds, max_sigma, settings):
     continuum fit."""
     t_low, t_high = bounds[0] / T_SCALE, bounds[1] / T_SCALE
     out = solve_thermal(
-        settings["params"], problems, (1.0, 1.0, 1.0),
-        (t_low, t_high, settings["tol"], settings["max_iter"]), settings["solver"],
-    )  # fmt: skip
+        settings["params"],
+        problems,
+        (1.0, 1.0, 1.0),
+        (t_low, t_high, settings["tol"], settings["max_iter"]),
+        settings["solver"],
+    )
     variance = _covariance_tt(out[:, 4:10])
     if estimate:
         variance = variance * out[:, 3] / (problems["observed"].shape[1] - 3)
@@ -212,9 +224,11 @@ def _correct(arrays, observed, temperature, wavelengths, solar, settings):
     problems.update(wavelength=wavelengths, solar=solar)
     bounds = albedo_bounds(np.float64)
     w, emission, status = solve_bands(
-        settings["params"], problems, (*bounds, settings["tol"], settings["max_iter"]),
+        settings["params"],
+        problems,
+        (*bounds, settings["tol"], settings["max_iter"]),
         settings["solver"],
-    )  # fmt: skip
+    )
     solved = (status == 0) & np.isfinite(observed)
     w = np.where(solved, w, np.nan)
     emission = np.where(solved, emission, np.nan)
@@ -297,7 +311,7 @@ def remove_thermal(
         k: _unit(k, v, pixels)
         for k, v in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))
     }
-    solar = _solar(solar_spectrum, wavelengths)
+    solar = solar_per_band(solar_spectrum, wavelengths)
     distance = np.broadcast_to(np.asarray(solar_distance, dtype=np.float64), pixels).reshape(n)
     sigma = np.broadcast_to(
         np.asarray(1.0 if refl_sigma is None else refl_sigma, dtype=np.float64), (n_bands,)
@@ -331,9 +345,15 @@ def remove_thermal(
                 w_start = np.full((chunk.size, n_bands), np.nan)
                 w_start[:, first] = w_first[:, 0]
                 temp, tsig, st = _continuum(
-                    arrays, flat[chunk], w_start, (wavelengths, solar, sigma, inside),
-                    refl_sigma is None, temperature_bounds, max_temperature_sigma, settings,
-                )  # fmt: skip
+                    arrays,
+                    flat[chunk],
+                    w_start,
+                    (wavelengths, solar, sigma, inside),
+                    refl_sigma is None,
+                    temperature_bounds,
+                    max_temperature_sigma,
+                    settings,
+                )
                 status[chunk] = st
             else:
                 temp = np.broadcast_to(np.asarray(temperature, float), pixels).reshape(n)[chunk]

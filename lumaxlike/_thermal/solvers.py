@@ -62,10 +62,21 @@ def _numba_kernel(key: ModelKey):
         free, limits = settings
         for p in numba.prange(observed.shape[0]):
             terms = pixel_terms(
-                to_sun[p], to_sensor[p], normal[p], scalars[0], scalars[1], scalars[2],
-                scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8],
-                legendre, use_legendre,
-            )  # fmt: skip
+                to_sun[p],
+                to_sensor[p],
+                normal[p],
+                scalars[0],
+                scalars[1],
+                scalars[2],
+                scalars[3],
+                scalars[4],
+                scalars[5],
+                scalars[6],
+                scalars[7],
+                scalars[8],
+                legendre,
+                use_legendre,
+            )
             pixel = (terms, coefficients[p], distance[p])
             bands = (wavelength[p], solar[p], observed[p], weight[p])
             theta = (theta0[p, 0], theta0[p, 1], theta0[p, 2])
@@ -109,9 +120,10 @@ def _numba_band_kernel(key: ModelKey):
     thermal = retarget_to_numba(thermal_equations)
     albedo = _rules_for(equations)
     compiled = retarget_to_numba(
-        band_rules, inline=tuple(band_rules.__all__),
+        band_rules,
+        inline=tuple(band_rules.__all__),
         **_band_bindings(albedo, equations, thermal),
-    )  # fmt: skip
+    )
     pixel_terms, albedo_table = equations.pixel_terms, albedo.albedo_table
     factor_and_slope, emissivity = thermal.thermal_factor_and_slope, thermal.emissivity_and_slope
     start, iterate, SOLVING = compiled.band_start, compiled.band_iterate, band_rules.SOLVING
@@ -125,10 +137,21 @@ def _numba_band_kernel(key: ModelKey):
         bounds = (limits[0], limits[1])
         for p in numba.prange(observed.shape[0]):
             terms = pixel_terms(
-                to_sun[p], to_sensor[p], normal[p], scalars[0], scalars[1], scalars[2],
-                scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8],
-                legendre, use_legendre,
-            )  # fmt: skip
+                to_sun[p],
+                to_sensor[p],
+                normal[p],
+                scalars[0],
+                scalars[1],
+                scalars[2],
+                scalars[3],
+                scalars[4],
+                scalars[5],
+                scalars[6],
+                scalars[7],
+                scalars[8],
+                legendre,
+                use_legendre,
+            )
             table = albedo_table(terms)
             on = temperature[p] > 0.0
             t = temperature[p] if on else 300.0
@@ -198,14 +221,19 @@ def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str):
         out = (np.empty(observed.shape), np.empty(observed.shape), np.empty(observed.shape))
         _numba_band_kernel(params.model_key)(
             tuple(np.ascontiguousarray(arrays[k], np.float64) for k in pixel_keys[:3]),
-            scalars, legendre, use_legendre,
-            (np.ascontiguousarray(arrays["coefficients"], np.float64),
-             np.ascontiguousarray(arrays["distance"], np.float64), temperature),
+            scalars,
+            legendre,
+            use_legendre,
+            (
+                np.ascontiguousarray(arrays["coefficients"], np.float64),
+                np.ascontiguousarray(arrays["distance"], np.float64),
+                temperature,
+            ),
             tuple(np.ascontiguousarray(arrays[k], np.float64) for k in ("wavelength", "solar"))
             + (observed,),
             (float(w_lower), float(w_upper), float(tol), int(max_iter)),
             out,
-        )  # fmt: skip
+        )
         return out
     with jax.enable_x64(True):
         stacked = [jnp.asarray(arrays[k], jnp.float64) for k in pixel_keys]
@@ -213,9 +241,12 @@ def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str):
         stacked += [jnp.asarray(arrays[k], jnp.float64) for k in ("wavelength", "solar")]
         stacked += [jnp.asarray(observed)]
         out = _solve_bands_jax(
-            params, tuple(stacked), (float(w_lower), float(w_upper), float(tol)),
-            key=params.model_key, max_iter=int(max_iter),
-        )  # fmt: skip
+            params,
+            tuple(stacked),
+            (float(w_lower), float(w_upper), float(tol)),
+            key=params.model_key,
+            max_iter=int(max_iter),
+        )
         return tuple(np.asarray(a, dtype=np.float64) for a in out)
 
 
@@ -240,9 +271,18 @@ def _solve_jax(params, arrays, free, limits, key, max_iter):
         return jnp.stack([*theta, cost, *jtj, status * 1.0, iterations * 1.0])
 
     return jax.vmap(one)(
-        to_sun, to_sensor, normal, coefficients, distance, theta0, wavelength, solar,
-        observed, weight, reference,
-    )  # fmt: skip
+        to_sun,
+        to_sensor,
+        normal,
+        coefficients,
+        distance,
+        theta0,
+        wavelength,
+        solar,
+        observed,
+        weight,
+        reference,
+    )
 
 
 def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) -> np.ndarray:
@@ -266,13 +306,20 @@ def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) 
         out = np.empty((n, 12))
         _numba_kernel(params.model_key)(
             tuple(np.ascontiguousarray(arrays[k]) for k in ("to_sun", "to_sensor", "normal")),
-            scalars, legendre, use_legendre,
+            scalars,
+            legendre,
+            use_legendre,
             tuple(np.ascontiguousarray(arrays[k]) for k in ("coefficients", "distance", "theta")),
-            (band["wavelength"], band["solar"], np.ascontiguousarray(arrays["observed"]),
-             np.ascontiguousarray(arrays["weight"]), np.ascontiguousarray(reference)),
+            (
+                band["wavelength"],
+                band["solar"],
+                np.ascontiguousarray(arrays["observed"]),
+                np.ascontiguousarray(arrays["weight"]),
+                np.ascontiguousarray(reference),
+            ),
             (free, (float(t_low), float(t_high), float(tol), int(max_iter))),
             out,
-        )  # fmt: skip
+        )
         return out
     with jax.enable_x64(True):
         keys = ("to_sun", "to_sensor", "normal", "coefficients", "distance", "theta")
@@ -281,7 +328,11 @@ def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) 
         stacked += [jnp.asarray(arrays[k], jnp.float64) for k in ("observed", "weight")]
         stacked += [jnp.asarray(reference, jnp.float64)]
         out = _solve_jax(
-            params, tuple(stacked), free, (float(t_low), float(t_high), float(tol)),
-            key=params.model_key, max_iter=int(max_iter),
-        )  # fmt: skip
+            params,
+            tuple(stacked),
+            free,
+            (float(t_low), float(t_high), float(tol)),
+            key=params.model_key,
+            max_iter=int(max_iter),
+        )
         return np.asarray(out, dtype=np.float64)

@@ -98,9 +98,21 @@ def unmix_optical(
         else:
             from .optical_jax import solve_optical_jax as solve
         solved = solve(
-            problem[0], sun, sensor, up, params, endmembers, weights, start, lower, upper,
-            fixed, max_iter, tol, chunk,
-        )  # fmt: skip
+            problem[0],
+            sun,
+            sensor,
+            up,
+            params,
+            endmembers,
+            weights,
+            start,
+            lower,
+            upper,
+            fixed,
+            max_iter,
+            tol,
+            chunk,
+        )
         with np.errstate(invalid="ignore"):
             dark = ~np.any(problem[0] > 0.0, axis=-1) & np.isin(
                 solved["status"], (Status.CONVERGED, Status.MAX_ITER)
