@@ -34,6 +34,7 @@ __all__ = [
     "multi_angle_reflectance",
     "random_geometry",
     "synthetic_cube",
+    "thermal_reflectance",
     "write_geotiff_inputs",
 ]
 
@@ -152,6 +153,43 @@ def multi_angle_reflectance(w, to_sun, to_sensor, normal, params):
         for k in range(to_sun.shape[1])
     ]
     return np.stack(per_observation, axis=-1)
+
+
+def thermal_reflectance(
+    w, to_sun, to_sensor, normal, params, wavelengths, temperature, solar_irradiance, distance=1.0
+):
+    """Noise-free observed r of a warm surface: reflected light plus thermal emission.
+
+    r_obs = r(w) + eps(e; w) B_lambda(T) d^2 / F_sun, with eps = 1 - r_hd the directional
+    emissivity of the same Hapke model (Kirchhoff), as `lumaxlike.remove_thermal` models it.
+
+    Args:
+        w: single-scattering albedos [-], ``pixels + (bands,)``.
+        to_sun, to_sensor, normal: unit vectors, ``pixels + (3,)`` (or ``(3,)``).
+        params: `lumaxlike.HapkeParams`.
+        wavelengths: band centres [um], ``(bands,)``.
+        temperature: T [K], a scalar or ``pixels``.
+        solar_irradiance: F_sun at 1 au per band [W m^-2 um^-1], ``(bands,)``.
+        distance: the Sun's distance [au].
+
+    Returns:
+        r [1/sr] with the emission, ``pixels + (bands,)`` float64.
+    """
+    from ._model import thermal
+    from ._model._backends import retarget_to_numpy
+    from ._model.forward import amsa
+    from ._thermal.emissivity import directional_emissivity
+
+    w = np.asarray(w, dtype=np.float64)
+    reflected = np.asarray(amsa(w, to_sun, to_sensor, normal, params, backend="numba"))
+    normal = np.broadcast_to(np.asarray(normal, dtype=np.float64), np.shape(to_sensor))
+    cos_e = np.sum(np.asarray(to_sensor) * normal, axis=-1)[..., None]
+    eps = directional_emissivity(w, np.broadcast_to(cos_e, w.shape), params, "numba")
+    temperature = np.asarray(temperature, dtype=np.float64)[..., None]
+    factor, _ = retarget_to_numpy(thermal).thermal_factor_and_slope(
+        np.asarray(wavelengths, dtype=np.float64), temperature, solar_irradiance, distance
+    )
+    return reflected + eps * factor
 
 
 def synthetic_cube(

@@ -36,6 +36,7 @@ def test_notebooks_found():
         "06_photometric_normalisation.ipynb",
         "07_joint_retrieval.ipynb",
         "08_posterior_sampling.ipynb",
+        "09_band_parameters_and_heat.ipynb",
     ]
 
 

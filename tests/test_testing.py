@@ -17,7 +17,7 @@ def test_testing_is_public_and_light():
     assert lumaxlike.testing is testing
     assert set(testing.__all__) == {
         "default_params", "multi_angle_geometry", "multi_angle_reflectance", "random_geometry",
-        "synthetic_cube", "write_geotiff_inputs",
+        "synthetic_cube", "thermal_reflectance", "write_geotiff_inputs",
     }  # fmt: skip
     for name in testing.__all__:
         doc = getattr(testing, name).__doc__
@@ -59,3 +59,38 @@ def test_synthetic_cube_is_amsa_of_its_truth():
     assert valid.mean() > 0.5
     # float32 storage of r: its rounding, 6e-8 relative
     np.testing.assert_allclose(cube["refl"][valid], expected[valid], rtol=1.2e-7, atol=0)
+
+
+def test_thermal_reflectance_adds_planck_emission_weighted_by_emissivity():
+    """Cold: the reflected light alone; warm: plus eps B d^2 / F, eps = gamma H(mu) for
+    isotropic scatterers (Hapke 2012, eq. 13.12), B from Planck's law written here."""
+    from scipy.constants import Boltzmann, Planck, speed_of_light
+
+    params = lumaxlike.HapkeParams(b=0.0, c=0.0, h_function="exact")  # isotropic, exact H
+    to_sun, to_sensor, normal = testing.random_geometry(20, np.random.default_rng(3))
+    wavelengths = np.array([1.5, 2.5, 2.9])
+    w = np.full((20, 3), 0.4)
+    solar = np.array([300.0, 70.0, 40.0])  # [W m^-2 um^-1] at 1 au
+    reflected = np.asarray(lumaxlike.amsa(w, to_sun, to_sensor, normal, params, "numba"))
+    cold = testing.thermal_reflectance(
+        w, to_sun, to_sensor, normal, params, wavelengths, 40.0, solar
+    )
+    np.testing.assert_allclose(cold, reflected, rtol=1e-12)
+    warm = testing.thermal_reflectance(
+        w, to_sun, to_sensor, normal, params, wavelengths, 380.0, solar, distance=0.99
+    )
+    metres = wavelengths * 1e-6
+    planck = (
+        2
+        * Planck
+        * speed_of_light**2
+        / metres**5
+        / np.expm1(Planck * speed_of_light / (metres * Boltzmann * 380.0))
+    )  # [W m^-2 sr^-1 m^-1]
+    mu = np.sum(to_sensor * normal, axis=-1)[:, None]
+    gamma = np.sqrt(1 - 0.4)
+    eps = gamma * np.asarray(lumaxlike.h_function(0.4, mu, "exact"))  # Kirchhoff, exact H
+    expected = reflected + eps * planck * 1e-6 * 0.99**2 / solar
+    # the emissivity is a 16-term series in gamma fitted to 1 - r_hd: within ~2e-6 of
+    # gamma H here (tests/test_thermal.py holds it to 1e-6 absolute)
+    np.testing.assert_allclose(warm, expected, rtol=5e-6)
