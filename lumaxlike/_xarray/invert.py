@@ -8,12 +8,15 @@ import numpy as np
 import xarray as xr
 
 from .._inverse.albedo.invert import solver_chunk_pixels
-from .._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
+from .._io.product_dataarray import (
+    product_geometry_of,
+    product_record_of,
+    with_bad_band_status,
+)
 from .._operations.blocks import per_band_params
 from .._operations.invert import INVERT, invert_block
 from .._options import SolverOptions, solver_options
 from .._provenance import python_call
-from .._status import Status
 from .chunks import (
     OUTPUT_DTYPES,
     ChunkMap,
@@ -86,13 +89,9 @@ def invert_dataarray(
     Returns:
         Dataset with ``w`` [-], ``status`` (int8 `lumaxlike.Status` codes),
         ``iterations`` (int32), ``residual`` [1/sr] and ``sigma`` [-], each with the dims,
-        coords and chunks of ``refl``; the Dataset keeps ``refl``'s attrs, and a
-        ``spatial_ref`` coordinate or ``crs`` attribute of ``refl`` is kept and referenced
-        by every variable. Lazy (dask) when ``refl`` is. The Dataset's attrs also
-        record how it was made: the ``lumaxlike_*`` keys (model, Hapke parameters, units,
-        solver, the tol and max_iter used, refl_sigma, source files when ``refl`` and
-        ``geometry`` were opened from files, this call, the time; see
-        `lumaxlike.read_provenance`), and ``history`` gains a line.
+        coords and chunks of ``refl`` (lazy when it is dask-backed; its ``spatial_ref`` or
+        ``crs`` kept). The attrs keep ``refl``'s and record how the Dataset was made (the
+        ``lumaxlike_*`` keys, `lumaxlike.read_provenance`); ``history`` gains a line.
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
@@ -105,17 +104,10 @@ def invert_dataarray(
     band_params = per_band_params(params, refl.sizes[spec])
     inputs = chunked_inputs(refl, geometry, spec)
     refl = inputs.refl
-    # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
-    options = dataclasses.replace(
-        options,
-        chunk_size=min(
-            inputs.largest,
-            solver_chunk_pixels(
-                options.solver, refl.sizes[spec], np.result_type(refl.dtype, np.float32)
-            ),
-        ),
-    )
     dtype = np.result_type(refl.dtype, np.float32)
+    # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
+    per_chunk = solver_chunk_pixels(options.solver, refl.sizes[spec], dtype)
+    options = dataclasses.replace(options, chunk_size=min(inputs.largest, per_chunk))
     attrs_of = INVERT.layout(units).attrs
     maps = [
         ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), attrs_of[field])
@@ -129,16 +121,9 @@ def invert_dataarray(
         refl_sigma=refl_sigma,
         kwargs={"params": band_params, "options": options},
     )
-    bad = bad_bands_of(refl)
-    if bad is not None:
-        marked = xr.DataArray(np.isin(np.arange(refl.sizes[spec]), bad), dims=(spec,))
-        status = variables["status"]
-        variables["status"] = (
-            xr.where(marked, np.int8(Status.BAD_BAND), status)
-            .astype(np.int8)
-            .transpose(*status.dims)
-            .assign_attrs(status.attrs)
-        )
+    variables["status"] = with_bad_band_status(variables["status"], refl, spec)
+    call = dict(units=units, spectral_dim=spectral_dim, refl_sigma=refl_sigma)
+    call.update(max_iter=max_iter, tol=tol, num_threads=num_threads)
     provenance = provenance_of(
         refl,
         geometry,
@@ -150,18 +135,6 @@ def invert_dataarray(
         refl_sigma=refl_sigma,
         dtype=dtype,
         product=product_record_of(refl, standard),
-        command=python_call(
-            "invert_dataarray",
-            refl,
-            geometry,
-            params,
-            solver,
-            units=units,
-            spectral_dim=spectral_dim,
-            refl_sigma=refl_sigma,
-            max_iter=max_iter,
-            tol=tol,
-            num_threads=num_threads,
-        ),
+        command=python_call("invert_dataarray", refl, geometry, params, solver, **call),
     )
     return result_dataset(variables, refl, provenance)

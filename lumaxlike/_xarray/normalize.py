@@ -71,6 +71,20 @@ def _normalize_block(
     return tuple(fields[field] for field in NORMALIZATION_FIELDS)
 
 
+def _checked_param_maps(param_maps, refl: xr.DataArray) -> dict:
+    """``param_maps`` as a dict of DataArrays on ``refl``'s dims; ValueError naming it."""
+    if param_maps is not None and not isinstance(param_maps, Mapping):
+        raise ValueError(
+            f"param_maps must be a mapping of HapkeParams fields to DataArrays, got "
+            f"{type(param_maps).__name__}"
+        )
+    maps = dict(param_maps or {})
+    for name, values in maps.items():
+        if not isinstance(values, xr.DataArray) or not set(values.dims) <= set(refl.dims):
+            raise ValueError(f"param_maps[{name!r}] must be a DataArray on refl's dims {refl.dims}")
+    return maps
+
+
 def normalize_dataarray(
     refl: xr.DataArray,
     geometry,
@@ -116,15 +130,7 @@ def normalize_dataarray(
     options = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     spec = spectral_dim_of(refl, spectral_dim)
     band_params = per_band_params(params, refl.sizes[spec])
-    if param_maps is not None and not isinstance(param_maps, Mapping):
-        raise ValueError(
-            f"param_maps must be a mapping of HapkeParams fields to DataArrays, got "
-            f"{type(param_maps).__name__}"
-        )
-    maps = dict(param_maps or {})
-    for name, values in maps.items():
-        if not isinstance(values, xr.DataArray) or not set(values.dims) <= set(refl.dims):
-            raise ValueError(f"param_maps[{name!r}] must be a DataArray on refl's dims {refl.dims}")
+    maps = _checked_param_maps(param_maps, refl)
     inputs = chunked_inputs(
         refl, geometry, spec, extra=list(maps.values()), what="geometry or param_maps"
     )
@@ -153,6 +159,8 @@ def normalize_dataarray(
         },
     )
     variables["status"] = with_bad_band_status(variables["status"], refl, spec)
+    call = dict(units=units, standard=standard, param_maps=param_maps, spectral_dim=spectral_dim)
+    call.update(refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, num_threads=num_threads)
     provenance = provenance_of(
         refl,
         geometry,
@@ -166,20 +174,6 @@ def normalize_dataarray(
         standard=standard,
         param_maps={name: None for name in maps} or None,
         product=product_record_of(refl, used_standard),
-        command=python_call(
-            "normalize_dataarray",
-            refl,
-            geometry,
-            params,
-            solver,
-            units=units,
-            standard=standard,
-            param_maps=param_maps,
-            spectral_dim=spectral_dim,
-            refl_sigma=refl_sigma,
-            max_iter=max_iter,
-            tol=tol,
-            num_threads=num_threads,
-        ),
+        command=python_call("normalize_dataarray", refl, geometry, params, solver, **call),
     )
     return result_dataset(variables, refl, provenance)

@@ -90,15 +90,13 @@ def remove_thermal_dataarray(
         wavelengths: band centres [um], ``(bands,)``; None reads refl's coordinate along
             its spectral dim (nm or um, from its ``units`` attr).
         method: ``"continuum"`` or ``"given"`` (see `lumaxlike.remove_thermal`; so are
-            ``temperature``, ``window``, ``max_iter`` and ``tol``).
+            ``temperature``, T [K] for "given", and ``window``, None for the default).
         temperature: T [K] of every pixel, for ``"given"``.
-        window: (shortest, longest) wavelength [um] of the continuum fit; None for the
-            default.
+        window: (shortest, longest) wavelength [um] of the continuum fit.
         refl_sigma: 1-sigma of ``refl`` in ``units`` (one number); None estimates it.
-        spectral_dim: name of the spectral dim when it is neither ``band`` nor
-            ``wavelength``.
-        max_iter: Levenberg-Marquardt steps at most (None: the default).
-        tol: step tolerance (None: the default).
+        spectral_dim: the spectral dim's name when neither ``band`` nor ``wavelength``.
+        max_iter: Levenberg-Marquardt steps at most (None: the default; so for ``tol``).
+        tol: step tolerance.
         num_threads: numba threads per chunk.
 
     Returns:
@@ -149,19 +147,6 @@ def remove_thermal_dataarray(
     if units == "radf":
         corrected = variables["reflectance"]
         variables["reflectance"] = (corrected * np.pi).assign_attrs(corrected.attrs)
-    call = python_call(
-        "remove_thermal_dataarray",
-        inputs.refl,
-        geometry,
-        params,
-        options.solver,
-        units=units,
-        solar_distance=solar_distance,
-        method=method,
-        temperature=temperature,
-        window=window,
-        refl_sigma=refl_sigma,
-    )
     provenance = provenance_of(
         inputs.refl,
         geometry,
@@ -172,6 +157,15 @@ def remove_thermal_dataarray(
         max_iter=options.max_iter,
         refl_sigma=refl_sigma,
         dtype=np.float64,
-        command=call,
+        command=python_call(
+            "remove_thermal_dataarray",
+            inputs.refl,
+            geometry,
+            params,
+            options.solver,
+            units=units,
+            **settings.record(),
+            refl_sigma=refl_sigma,
+        ),
     )
     return result_dataset(variables, inputs.refl, provenance)
