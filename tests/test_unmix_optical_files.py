@@ -81,9 +81,7 @@ def _bands(path):
 @pytest.mark.parametrize(
     "solver", [pytest.param(s, marks=pytest.mark.slow) if s == "jax" else s for s in SOLVERS]
 )
-def test_unmix_file_with_free_parameters_matches_unmix(
-    optical_cube, tmp_path, monkeypatch, solver
-):
+def test_unmix_file_with_free_parameters_matches_unmix(optical_cube, tmp_path, monkeypatch, solver):
     """The file maps (fractions, grain sizes [um], npFe0 [wt %], their sigma and flags) of
     a run stopped after one block and resumed are `unmix`'s on the same cube and geometry;
     the optical settings are recorded."""

@@ -470,10 +470,29 @@ def best_of(kept: dict, other: dict) -> dict:
 
 def optical_on_bands(optical: OpticalMixing, select) -> OpticalMixing:
     """`optical` on the bands ``select`` (indices into its bands; `endmembers_on_bands`)."""
-    cut = {
-        name: np.array(getattr(optical, name)[..., select])
-        for name in ("n", "k", "iron_n", "iron_k")
-    }
-    for array in cut.values():
+    n, k, iron_n, iron_k = (
+        np.array(array[..., select])
+        for array in (optical.n, optical.k, optical.iron_n, optical.iron_k)
+    )
+    for array in (n, k, iron_n, iron_k):
         array.flags.writeable = False
-    return dataclasses.replace(optical, **cut)
+    return dataclasses.replace(optical, n=n, k=k, iron_n=iron_n, iron_k=iron_k)
+
+
+def reentry_points(solved: dict, start, lower, upper, fixed, p: int):
+    """(x (pixels, 2p + 1), need (pixels,)): the restart of each pixel whose solution
+    has a free grain size stuck (its endmember absent, or at a bound), from the solution
+    with each such endmember put back (its fraction raised to 1/p, the fractions
+    renormalised) at its starting grain size. An absent endmember's grain size is held
+    (it has no effect), so a grain size that ran to a bound before its fraction reached
+    0 cannot come back by itself: the local minima seen with 3-4 endmembers."""
+    x = np.array(solved["x"], np.float64)
+    grain = slice(p, 2 * p)
+    f, u = x[:, :p], x[:, grain]
+    with np.errstate(invalid="ignore"):
+        stuck = ((f <= 0.0) | (u <= lower[grain]) | (u >= upper[grain])) & ~fixed[grain]
+    need = np.any(stuck, axis=-1) & np.all(np.isfinite(x), axis=-1)
+    f = np.where(stuck, np.maximum(f, 1.0 / p), f)
+    x[:, :p] = f / np.sum(f, axis=-1, keepdims=True)
+    x[:, grain] = np.where(stuck, start[grain], u)
+    return np.where(np.isfinite(x), x, start), need

@@ -6,7 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from .._status import Status
-from .optical import best_of, check_free, check_starts, finish, parameter_bounds, start_points
+from .optical import (
+    best_of,
+    check_free,
+    check_starts,
+    finish,
+    parameter_bounds,
+    reentry_points,
+    start_points,
+)
 
 __all__ = ["unmix_optical"]
 
@@ -106,6 +114,17 @@ def unmix_optical(
                 problem[0], sun, sensor, up, params, endmembers, weights, point, lower, upper,
                 fixed, max_iter, tol, chunk,
             )  # fmt: skip
+            if count > 1 and grain_free:  # stuck grain sizes put back once (`reentry_points`)
+                again, need = reentry_points(tried, point, lower, upper, fixed, p)
+                if np.any(need):
+                    retried = solve(
+                        problem[0][need], sun[need], sensor[need], up[need], params, endmembers,
+                        weights, again[need], lower, upper, fixed, max_iter, tol, chunk,
+                    )  # fmt: skip
+                    subset = {key: value[need] for key, value in tried.items()}
+                    tried = {key: np.array(value) for key, value in tried.items()}
+                    for key, value in best_of(subset, retried).items():
+                        tried[key][need] = value
             solved = tried if solved is None else best_of(solved, tried)
         assert solved is not None
         with np.errstate(invalid="ignore"):
