@@ -171,3 +171,18 @@ def test_unmix_cli_with_optical_constants_and_free_parameters(optical_cube, tmp_
     bad = ["--optical-constants", "unobtainium:40", "--out", tmp_path / "bad.tif"]
     code, err = run(capsys, *common, *bad)
     assert code == 2 and "unobtainium" in err
+    code, err = run(capsys, "unmix", cube, "--params-from", out, "--out", tmp_path / "re.tif")
+    assert code == 2 and "give --optical-constants" in err
+
+
+def test_optical_endmembers_cut_to_the_bands_solved():
+    """`endmembers_on_bands` (bad or thermal bands left out) cuts n, k and iron's too."""
+    from lumaxlike._unmix.band_matching import endmembers_on_bands
+
+    endmembers = _endmembers()
+    kept = [0, 2, 5, 9]
+    cut = endmembers_on_bands(endmembers, kept, 10, WAVELENGTHS_NM / 1000.0, "cube")
+    assert cut.optical is not None and endmembers.optical is not None
+    np.testing.assert_array_equal(cut.optical.k, endmembers.optical.k[:, kept])
+    np.testing.assert_array_equal(cut.optical.iron_n, endmembers.optical.iron_n[kept])
+    np.testing.assert_array_equal(cut.albedo, endmembers.albedo[:, kept])
