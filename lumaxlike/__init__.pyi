@@ -8,6 +8,7 @@ from . import testing as testing
 from ._files import fit_file as fit_file
 from ._files import invert_file as invert_file
 from ._files import normalize_file as normalize_file
+from ._files import remove_thermal_file as remove_thermal_file
 from ._files import sample_file as sample_file
 from ._files import spectral_parameters_file as spectral_parameters_file
 from ._files import unmix_file as unmix_file
@@ -113,4 +114,5 @@ from ._xarray.invert import invert_dataarray as invert_dataarray
 from ._xarray.normalize import normalize_dataarray as normalize_dataarray
 from ._xarray.sample import sample_dataarray as sample_dataarray
 from ._xarray.spectral import spectral_parameters_dataarray as spectral_parameters_dataarray
+from ._xarray.thermal import remove_thermal_dataarray as remove_thermal_dataarray
 from ._xarray.unmix import unmix_dataarray as unmix_dataarray

@@ -60,6 +60,14 @@ class HapkeAccessor:
 
         return unmix_dataarray(self._data_array, geometry, endmembers, params, solver, **kwargs)
 
+    def remove_thermal(self, geometry, params, solver: str = "jax", **kwargs) -> xr.Dataset:
+        """``remove_thermal_dataarray(self, geometry, params, solver, **kwargs)``: the
+        temperature per pixel and the thermally corrected reflectance and w; see
+        `lumaxlike.remove_thermal_dataarray`."""
+        from ._xarray.thermal import remove_thermal_dataarray
+
+        return remove_thermal_dataarray(self._data_array, geometry, params, solver, **kwargs)
+
     def spectral_parameters(self, products, *, quantity: str, **kwargs) -> xr.Dataset:
         """``spectral_parameters_dataarray(self, products, quantity=quantity, **kwargs)``:
         named spectral products (M3, Lucey, CRISM) of these spectra, one variable each;

@@ -30,12 +30,12 @@ PUBLIC = {
     "open_product",
     "JointFitResult",
     "sample", "SampleResult", "sample_dataarray", "sample_file",
-    "RunOptions", "ProductOptions", "SolverOptions",
+    "RunOptions", "ProductOptions", "SolverOptions", "remove_thermal_dataarray",
     "continuum_removed", "band_parameters", "BandParameters", "spectral_parameters",
     "SpectralParameters", "SPECTRAL_PRODUCTS", "SpectralProduct", "LuceyConstants",
     "available_spectral_products", "spectral_parameters_dataarray", "spectral_parameters_file",
     "OpticalConstants", "optical_constants", "optical_constants_names", "slab_albedo",
-    "remove_thermal", "ThermalResult",
+    "remove_thermal", "ThermalResult", "remove_thermal_file",
 }  # fmt: skip
 
 

@@ -3,7 +3,7 @@
 module and reports its failure in one line.
 
 One module per command (:mod:`.invert`, :mod:`.normalize`, :mod:`.fit`, :mod:`.sample`,
-:mod:`.unmix`, :mod:`.parameters`, :mod:`.demo`, :mod:`.profile`: its parser and its body), :mod:`.options`
+:mod:`.unmix`, :mod:`.parameters`, :mod:`.thermal`, :mod:`.demo`, :mod:`.profile`: its parser and its body), :mod:`.options`
 for the option groups they share, :mod:`.model` for the model and settings of a run built
 from the flags or ``--params-from``, :mod:`.products` for the mission-product options and
 how a file run ends, and :mod:`.unmix_settings` for ``unmix``'s settings. Nothing below
@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Callable
 
 from .._signals import Interrupted, stop_on_signals
-from . import demo, fit, invert, normalize, parameters, profile, sample, unmix
+from . import demo, fit, invert, normalize, parameters, profile, sample, thermal, unmix
 from .options import EXIT_BAD_INPUT, EXIT_FAILURE, CommandParser, UsageError
 
 __all__ = ["build_parser", "console", "main"]
@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     invert_parser = invert.add_parser(commands, formatter)
     normalize.add_parser(commands, invert_parser, formatter)
+    thermal.add_parser(commands, invert_parser, formatter)
     fit.add_parser(commands)
     sample.add_parser(commands)
     unmix.add_parser(commands, formatter)

@@ -16,7 +16,7 @@ leaves its bad bands out of joint and regional fits.
 
 Public names (re-exported by :mod:`lumaxlike`): :func:`invert_file`,
 :func:`normalize_file`, :func:`unmix_file`, :func:`fit_file`, :func:`sample_file`,
-:func:`spectral_parameters_file`.
+:func:`spectral_parameters_file`, :func:`remove_thermal_file` (:mod:`.thermal`).
 """
 
 from typing import TYPE_CHECKING
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .normalize import normalize_file as normalize_file
     from .sample import sample_file as sample_file
     from .spectral import spectral_parameters_file as spectral_parameters_file
+    from .thermal import remove_thermal_file as remove_thermal_file
     from .unmix import UnmixSummary as UnmixSummary
     from .unmix import unmix_file as unmix_file
 
@@ -35,6 +36,7 @@ __all__ = [
     "fit_file",
     "invert_file",
     "normalize_file",
+    "remove_thermal_file",
     "sample_file",
     "spectral_parameters_file",
     "unmix_file",
@@ -46,6 +48,7 @@ _MODULES = {
     "fit_file": "fit",
     "invert_file": "invert",
     "normalize_file": "normalize",
+    "remove_thermal_file": "thermal",
     "sample_file": "sample",
     "spectral_parameters_file": "spectral",
     "UnmixSummary": "unmix",

@@ -28,7 +28,7 @@ from .._run.progress import InversionSummary
 from .arguments import check_not_an_input, check_run_arguments
 from .blocks import BlockSetup, block_setup
 from .inputs import run_inputs
-from .outputs import stream_to_outputs
+from .outputs import BlockSource, stream_to_outputs
 from .records import recorded_command
 
 __all__ = ["BlockPlan", "CubeInputs", "run_on_cube"]
@@ -156,24 +156,24 @@ def run_on_cube(
                 provenance=record,
                 rows_per_block=setup.rows_per_block,
                 inputs=files,
-                overwrite=run.overwrite,
-                resume=run.resume,
-                pool_factory=lambda: BlockPool(
-                    run.workers, run.scheduler, function=operation.block()
+                run=run,
+                blocks=BlockSource(
+                    read=setup.block_reader(
+                        geometry_reader,
+                        sigma=inputs.sigma,
+                        params=block_plan.params,
+                        options=block_plan.options,
+                        extra=block_plan.extra,
+                    ),
+                    pool_factory=lambda: BlockPool(
+                        run.workers, run.scheduler, function=operation.block()
+                    ),
+                    on_start=setup.cube.tell,  # every check passed: the run starts
+                    bad_bands=setup.cube.bad_bands if operation.bad_bands == "mark" else None,
+                    journal=block_plan.journal,
                 ),
-                read=setup.block_reader(
-                    geometry_reader,
-                    sigma=inputs.sigma,
-                    params=block_plan.params,
-                    options=block_plan.options,
-                    extra=block_plan.extra,
-                ),
-                progress=run.progress,
                 description=f"{operation.progress} {Path(inputs.cube_path).name}",
                 layout=layout,
-                settings=None if block_plan.journal is None else dict(block_plan.journal),
-                on_start=setup.cube.tell,  # every check passed: the run starts
-                bad_bands=setup.cube.bad_bands if operation.bad_bands == "mark" else None,
             )
         return published.summary(setup.info, start, operation.verb)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
 from .arguments import check_not_an_input, check_run_arguments
 from .blocks import BLOCK_TARGET_BYTES
 from .inputs import run_inputs
-from .outputs import stream_to_outputs
+from .outputs import BlockSource, stream_to_outputs
 from .records import recorded_command
 from .regions import (
     RegionStore,
@@ -177,9 +177,11 @@ def _run_fit(request, inputs, run, options, product, out_path, command, start):
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
         opened = _open_stack(stack, request, product, run.chunk_rows)
         provenance = _fit_record(request, opened, run, options, product, out_path, command)
-        blocks = _block_plan(request, opened, options, run)
+        fit_options = _fit_options(request, opened, options)
         if request.regional:
-            blocks = _regional_plan(stack, blocks, request, opened, run, out_path, fields)
+            blocks = _regional_blocks(stack, fit_options, request, opened, run, out_path, fields)
+        else:
+            blocks = _blocks(request, opened, fit_options, run)
         published = stream_to_outputs(
             out_path,
             like=opened.info,
@@ -187,18 +189,10 @@ def _run_fit(request, inputs, run, options, product, out_path, command, start):
             provenance=provenance,
             rows_per_block=opened.rows_per_block,
             inputs=inputs,
-            overwrite=run.overwrite,
-            resume=run.resume,
-            pool_factory=blocks.pool_factory,
-            on_start=blocks.on_start,
-            # the groups a resumed run finds in the journal were packed under this cap
-            settings=blocks.journal,
-            read=blocks.read,
-            progress=run.progress,
+            run=run,
+            blocks=blocks,
             description=f"{FIT.progress} {request.cubes[0].name}",
             layout=layout,
-            bad_bands=opened.bad_bands,
-            resumed_work=blocks.resumed_work,
         )
     return published.summary(opened.info, start, FIT.verb)
 
@@ -434,20 +428,8 @@ def _fit_record(request, opened, run, options, product, out_path, command) -> _F
     return _FitProvenance(**{**vars(base), "fit_settings": _fit_settings(request, out_path)})
 
 
-@dataclass(frozen=True)
-class _Blocks:
-    """How the stream reads and solves the blocks (as `stream_to_outputs` takes them)."""
-
-    read: Callable
-    pool_factory: Callable
-    on_start: Callable
-    fit_options: dict
-    journal: dict | None = None
-    resumed_work: Callable | None = None
-
-
-def _block_plan(request: _FitRequest, opened: _OpenedStack, options, run) -> _Blocks:
-    """A per-band or joint fit's blocks: the stacked cubes read, `fit_block` on each."""
+def _fit_options(request: _FitRequest, opened: _OpenedStack, options) -> dict:
+    """`lumaxlike.fit`'s keywords for a block of the stack."""
     fit_options: dict[str, Any] = {
         "free": request.free,
         "solver": options.solver,
@@ -466,19 +448,24 @@ def _block_plan(request: _FitRequest, opened: _OpenedStack, options, run) -> _Bl
         fit_options[BAD_BANDS_OPTION] = opened.bad_bands
         if request.starts is not None:
             fit_options["starts"] = request.starts
+    return fit_options
+
+
+def _blocks(request: _FitRequest, opened: _OpenedStack, fit_options, run) -> BlockSource:
+    """A per-band or joint fit's blocks: the stacked cubes read, `fit_block` on each."""
     params = request.params
-    return _Blocks(
+    return BlockSource(
         read=lambda rows: (opened.read(rows) + (params, fit_options), {}),
         pool_factory=lambda: BlockPool(run.workers, run.scheduler, function=FIT.block()),
         on_start=opened.tell,
-        fit_options=fit_options,
+        bad_bands=opened.bad_bands,
     )
 
 
-def _regional_plan(stack, blocks: _Blocks, request, opened, run, out_path, fields) -> _Blocks:
+def _regional_blocks(stack, fit_options, request, opened, run, out_path, fields) -> BlockSource:
     """A regional fit's blocks: at the start the regions, group by group (on the workers),
     stored in the journal; then each block's maps assembled from them."""
-    fit_options = {**blocks.fit_options, "regional": request.regional}
+    fit_options = {**fit_options, "regional": request.regional}
     label_raster = BandRaster(request.regions)
     stack.callback(label_raster.close)
     info, width = opened.info, opened.info.grid.width
@@ -516,11 +503,12 @@ def _regional_plan(stack, blocks: _Blocks, request, opened, run, out_path, field
         stored = sum(number in store for number in range(len(plan.groups)))
         return f"{stored} of {len(plan.groups)} region groups"
 
-    return _Blocks(
+    return BlockSource(
         read=lambda rows: ((store.assemble(rows, width, info.bands),), {}),
         pool_factory=lambda: BlockPool(1, None, function=assembled_block),
         on_start=fit_regions,
-        fit_options=fit_options,
-        journal={"region_memory": float(request.region_memory)},
+        bad_bands=opened.bad_bands,
         resumed_work=resumed_work,
+        # the groups a resumed run finds in the journal were packed under this cap
+        journal={"region_memory": float(request.region_memory)},
     )

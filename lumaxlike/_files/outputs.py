@@ -5,17 +5,20 @@ run layer's block loop (`lumaxlike._run.stream.run_blocks`)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .._io.layout import INVERSION_LAYOUT, FieldLayout
 from .._io.writers import ResultWriter
+from .._options import RunOptions
 from .._run.journal import Journal, run_settings
 from .._run.progress import InversionSummary, progress_bar
 from .._run.stream import run_blocks
 from .inputs import read_files
 from .summaries import status_counts
 
-__all__ = ["RunOutputs", "stream_to_outputs"]
+__all__ = ["BlockSource", "RunOutputs", "stream_to_outputs"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,27 @@ class RunOutputs:
         )
 
 
+@dataclass(frozen=True)
+class BlockSource:
+    """Where a file command's blocks come from and go (as `run_blocks` takes them).
+
+    Attributes:
+        read: ``read(rows) -> (args, kwargs)`` of a block's task.
+        pool_factory: makes the `BlockPool` that runs the task.
+        on_start: called once every check has passed, before the first block.
+        bad_bands: per band, whether the product marks it bad (status BAD_BAND), or None.
+        resumed_work: says what a resumed run found done beyond its blocks, or None.
+        journal: what else the maps depend on, for a resume's check.
+    """
+
+    read: Callable
+    pool_factory: Callable
+    on_start: Callable | None = None
+    bad_bands: Any = None
+    resumed_work: Callable | None = None
+    journal: Mapping | None = None
+
+
 def stream_to_outputs(
     out_path,
     *,
@@ -49,17 +73,10 @@ def stream_to_outputs(
     provenance,
     rows_per_block: int,
     inputs,
-    overwrite: bool,
-    resume: bool,
-    pool_factory,
-    read,
-    progress,
+    run: RunOptions,
+    blocks: BlockSource,
     description: str,
     layout: FieldLayout = INVERSION_LAYOUT,
-    settings: dict | None = None,
-    on_start=None,
-    bad_bands=None,
-    resumed_work=None,
 ) -> RunOutputs:
     """Run every block of a file command into its outputs and publish them.
 
@@ -68,44 +85,46 @@ def stream_to_outputs(
         like: the `CubeInfo` whose grid the maps take.
         fields: the maps written; ``layout`` says their names, types and attributes.
         provenance: the record written with the maps (and fingerprinted for a resume,
-            with ``settings``: what else the maps depend on).
+            with ``blocks.journal``: what else the maps depend on).
         rows_per_block: rows per block.
         inputs: the input files (None where not given; `run_inputs`), fingerprinted for
             a resume with the files each stands for (`read_files`).
-        overwrite, resume: as the file commands take them.
-        pool_factory, read, on_start, bad_bands, resumed_work: as for `run_blocks`.
-        progress: the progress bar's switch (True, False, None: when stderr is a terminal).
+        run: the run's options (``overwrite``, ``resume``, ``progress`` are read here).
+        blocks: how the blocks are read and solved (`BlockSource`).
         description: the bar's label, e.g. ``"inverting cube.tif"``.
 
     Raises:
         FileExistsError: an output exists and ``overwrite`` is false (before any work).
         ResumeRefusedError: resuming with other inputs or settings.
     """
+    settings = dict(blocks.journal or {})
     journal = Journal(
         out_path,
         inputs=read_files(inputs),
-        resume=resume,
+        resume=run.resume,
         fields=fields,
-        settings=run_settings(provenance, out_path, fields, rows_per_block, **(settings or {})),
+        settings=run_settings(provenance, out_path, fields, rows_per_block, **settings),
     )
     writer = ResultWriter(
         out_path,
         like=like,
         fields=fields,
-        overwrite=overwrite,
+        overwrite=run.overwrite,
         chunk_rows=rows_per_block,
         provenance=provenance,
         layout=layout,
     )
     counts, resumed = run_blocks(
         writer,
-        pool_factory,
-        read,
+        blocks.pool_factory,
+        blocks.read,
         rows_per_block=rows_per_block,
         journal=journal,
-        bar_factory=lambda: progress_bar(progress, like.grid.height * like.grid.width, description),
-        on_start=on_start,
-        bad_bands=bad_bands,
-        resumed_work=resumed_work,
+        bar_factory=lambda: progress_bar(
+            run.progress, like.grid.height * like.grid.width, description
+        ),
+        on_start=blocks.on_start,
+        bad_bands=blocks.bad_bands,
+        resumed_work=blocks.resumed_work,
     )
     return RunOutputs(dict(writer.paths), status_counts(counts), resumed)

@@ -48,7 +48,7 @@ from .._sample.sample import CHUNK_BYTES, DEFAULT_INTEGRATION_STEPS
 from .._shapes import refl_sigma_error
 from .arguments import check_not_an_input
 from .inputs import run_inputs
-from .outputs import stream_to_outputs
+from .outputs import BlockSource, stream_to_outputs
 from .records import recorded_command
 from .stacks import check_stack, limits_in_radians, read_stack_block
 
@@ -183,11 +183,11 @@ def _run_sample(request, inputs, fields, run, out_path, command, start) -> Inver
                 provenance=provenance,
                 rows_per_block=opened.rows_per_block,
                 inputs=inputs,
-                overwrite=run.overwrite,
-                resume=run.resume,
-                pool_factory=lambda: BlockPool(run.workers, run.scheduler, SAMPLE.block()),
-                read=opened.read,
-                progress=run.progress,
+                run=run,
+                blocks=BlockSource(
+                    read=opened.read,
+                    pool_factory=lambda: BlockPool(run.workers, run.scheduler, SAMPLE.block()),
+                ),
                 description=f"{SAMPLE.progress} {request.cubes[0].name}",
                 layout=sample_layout(request.free),
             )

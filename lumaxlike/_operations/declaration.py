@@ -48,6 +48,7 @@ class Operation:
             operation on the values alone (spectral parameters): ``function(values,
             params, options, **extra)``, ``values`` the cube's as given in its units
             (radiance as I/F), no geometry read or required.
+        file_name: the file front end's Python name where it is not ``<name>_file``.
     """
 
     name: str
@@ -60,11 +61,12 @@ class Operation:
     optional: Mapping[str, str] = field(default_factory=dict)
     bad_bands: str = "mark"
     geometry: bool = True
+    file_name: str | None = None
 
     @property
     def file_function(self) -> str:
         """The file front end's Python name (``"invert_file"``), for the recorded call."""
-        return f"{self.name}_file"
+        return self.file_name or f"{self.name}_file"
 
     def block(self) -> Callable[..., dict]:
         """The block task, imported by its path (`block_task`)."""

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._inverse.fit.fit import fit
+from .._inverse.joint.result import JointFitResult
 from .._io.layout import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout
 from .declaration import Operation
 from .good_bands import good_bands_only, spread_to_all_bands
@@ -79,7 +80,7 @@ def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
     block.update(
         status=result.status, iterations=result.iterations, observations=result.observations
     )
-    if hasattr(result, "dfs"):  # a JointFitResult: per-pixel maps repeated in every band layer
+    if isinstance(result, JointFitResult):  # per-pixel maps repeated in every band layer
         block.update({f"dfs_{name}": result.dfs[name] for name in result.free}, cost=result.cost)
         shape = refl.shape[:3]
         block = {

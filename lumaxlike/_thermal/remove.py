@@ -4,23 +4,22 @@ reflectance, and `ThermalResult`."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 
 import numpy as np
 from jaxtyping import Float
 
-from .._inverse.albedo.invert import invert
+from .._inverse.albedo.invert import albedo_bounds, invert
 from .._io.radiance import SolarSpectrum, band_irradiance, load_solar_spectrum
-from .._model.thermal import N_EMISSIVITY
+from .._model.thermal import C1, C2
 from .._params import HapkeParams
 from .._shapes import check_choice
 from .._status import Status
 from . import emissivity
 from .rules import T_SCALE
-from .solvers import solve_thermal
+from .solvers import solve_bands, solve_thermal
 
-__all__ = ["ThermalResult", "remove_thermal", "METHODS", "DEFAULT_WINDOW"]
+__all__ = ["DEFAULT_WINDOW", "METHODS", "ThermalResult", "remove_thermal", "solar_per_band"]
 
 METHODS = ("continuum", "given")
 DEFAULT_WINDOW = (2.3, 2.65)  # [um]: short of the 3 um hydration band's wing (~2.7 um)
@@ -30,8 +29,15 @@ CHUNK = 4096  # pixels per solver call (the correction solves pixels x bands pro
 UPPER_LIMIT_CHI2 = 2.706
 # the window problems' per-pixel entries (the others are per band, or one value)
 PER_PIXEL = (
-    "to_sun", "to_sensor", "normal", "coefficients", "distance", "theta", "observed", "weight"
-)  # fmt: skip
+    "to_sun",
+    "to_sensor",
+    "normal",
+    "coefficients",
+    "distance",
+    "theta",
+    "observed",
+    "weight",
+)
 UPPER_LIMIT_STEPS = 16  # bisection steps in T: 900 K / 2^16 < 0.02 K
 
 
@@ -65,7 +71,7 @@ class ThermalResult:
     emission: np.ndarray
 
 
-def _solar(solar_spectrum, wavelengths: np.ndarray) -> np.ndarray:
+def solar_per_band(solar_spectrum, wavelengths: np.ndarray) -> np.ndarray:
     if isinstance(solar_spectrum, (str, os.PathLike)):
         solar_spectrum = load_solar_spectrum(solar_spectrum)
     if isinstance(solar_spectrum, SolarSpectrum):
@@ -108,26 +114,6 @@ def _check(refl, wavelengths, method, temperature, window, solver):
     return None
 
 
-def _emission(coefficients, w, temperature, wavelengths, solar, distance):
-    """eps(w) B(T) d^2 / F [1/sr] for w (pixels, bands)."""
-    t = 2.0 * np.sqrt(np.clip(1.0 - w, 0.0, 1.0)) - 1.0
-    eps = np.einsum(
-        "pbn,pn->pb", np.polynomial.chebyshev.chebvander(t, N_EMISSIVITY - 1), coefficients
-    )
-    factor, _ = _numpy_thermal().thermal_factor_and_slope(
-        wavelengths, temperature[:, None], solar, distance[:, None]
-    )
-    return eps * factor
-
-
-@functools.cache
-def _numpy_thermal():
-    from .._model import thermal
-    from .._model._backends import retarget_to_numpy
-
-    return retarget_to_numpy(thermal)
-
-
 def _covariance_tt(jtj: np.ndarray) -> np.ndarray:
     """(J^T J)^-1's (t, t) entry from the 6 entries (pixels, 6); inf where singular."""
     j00, j01, j02, j11, j12, j22 = jtj.T
@@ -142,17 +128,30 @@ def _covariance_tt(jtj: np.ndarray) -> np.ndarray:
     return np.where((det > 0) & (value > 0), value, np.inf)
 
 
+def _brightness_start(observed, wavelengths, solar, arrays):
+    """The fit's starting T [K]: the brightness temperature of the window's longest band's
+    excess over its shortest (emission grows ~exponentially across the window, the
+    continuum barely; eps taken as 1), clipped to [200, 600] K; 300 K without an excess."""
+    excess = (observed[:, -1] - observed[:, 0]) * solar[-1] / arrays["distance"] ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        temperature = C2 / wavelengths[-1] / np.log1p(C1 / wavelengths[-1] ** 5 / excess)
+    return np.where(excess > 0, np.clip(np.nan_to_num(temperature, nan=300.0), 200, 600), 300.0)
+
+
 def _window_problems(arrays, observed, w_start, wavelengths, solar, sigma, inside):
     """The continuum fit's problems over the window (a dict for `solve_thermal`)."""
     first = np.flatnonzero(inside)[0]
     a0 = np.where(np.isfinite(w_start[:, first]), np.clip(w_start[:, first], 0.01, 0.99), 0.2)
+    t0 = _brightness_start(observed[:, inside], wavelengths[inside], solar[inside], arrays)
     problems = dict(arrays)
     problems.update(
-        theta=np.stack([a0, 0.0 * a0, np.full_like(a0, 3.0)], axis=-1),
-        wavelength=wavelengths[inside], solar=solar[inside], observed=observed[:, inside],
+        theta=np.stack([a0, 0.0 * a0, t0 / T_SCALE], axis=-1),
+        wavelength=wavelengths[inside],
+        solar=solar[inside],
+        observed=observed[:, inside],
         weight=np.broadcast_to(1.0 / sigma[inside], observed[:, inside].shape),
         reference=wavelengths[first],
-    )  # fmt: skip
+    )
     return problems
 
 
@@ -161,9 +160,12 @@ def _fit_temperature(problems, estimate, bounds, max_sigma, settings):
     continuum fit."""
     t_low, t_high = bounds[0] / T_SCALE, bounds[1] / T_SCALE
     out = solve_thermal(
-        settings["params"], problems, (1.0, 1.0, 1.0),
-        (t_low, t_high, settings["tol"], settings["max_iter"]), settings["solver"],
-    )  # fmt: skip
+        settings["params"],
+        problems,
+        (1.0, 1.0, 1.0),
+        (t_low, t_high, settings["tol"], settings["max_iter"]),
+        settings["solver"],
+    )
     variance = _covariance_tt(out[:, 4:10])
     if estimate:
         variance = variance * out[:, 3] / (problems["observed"].shape[1] - 3)
@@ -215,27 +217,21 @@ def _continuum(arrays, observed, w_start, spectral, estimate, bounds, max_sigma,
     return temp, tsig, status
 
 
-def _correct(arrays, observed, w_start, temperature, wavelengths, solar, settings):
-    """(w, corrected r, emission) of every band at the pixels' T (pixels, bands each)."""
-    n, n_bands = observed.shape
-    problems = {k: np.repeat(arrays[k], n_bands, axis=0) for k in arrays}
-    w0 = np.where(np.isfinite(w_start), np.clip(w_start, 1e-3, 1 - 1e-3), 0.5).reshape(-1)
-    t0 = np.repeat(np.asarray(temperature, float) / T_SCALE, n_bands)
-    problems.update(
-        theta=np.stack([w0, 0.0 * w0, t0], axis=-1),
-        wavelength=np.tile(wavelengths, n)[:, None], solar=np.tile(solar, n)[:, None],
-        observed=observed.reshape(-1, 1), weight=np.ones((n * n_bands, 1)),
-        reference=np.tile(wavelengths, n),
-    )  # fmt: skip
-    out = solve_thermal(
-        settings["params"], problems, (1.0, 0.0, 0.0),
-        (-np.inf, np.inf, settings["tol"], settings["max_iter"]), settings["solver"],
-    )  # fmt: skip
-    w = np.where(out[:, 10] == 0, out[:, 0], np.nan).reshape(n, n_bands)
-    emission = _emission(
-        arrays["coefficients"], w, np.asarray(temperature, float), wavelengths, solar,
-        arrays["distance"],
-    )  # fmt: skip
+def _correct(arrays, observed, temperature, wavelengths, solar, settings):
+    """(w, corrected r, emission) of every band at the pixels' T (pixels, bands each);
+    T NaN: nothing removed (`invert`'s w)."""
+    problems = dict(arrays, observed=observed, temperature=temperature)
+    problems.update(wavelength=wavelengths, solar=solar)
+    bounds = albedo_bounds(np.float64)
+    w, emission, status = solve_bands(
+        settings["params"],
+        problems,
+        (*bounds, settings["tol"], settings["max_iter"]),
+        settings["solver"],
+    )
+    solved = (status == 0) & np.isfinite(observed)
+    w = np.where(solved, w, np.nan)
+    emission = np.where(solved, emission, np.nan)
     return w, observed - emission, emission
 
 
@@ -315,7 +311,7 @@ def remove_thermal(
         k: _unit(k, v, pixels)
         for k, v in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))
     }
-    solar = _solar(solar_spectrum, wavelengths)
+    solar = solar_per_band(solar_spectrum, wavelengths)
     distance = np.broadcast_to(np.asarray(solar_distance, dtype=np.float64), pixels).reshape(n)
     sigma = np.broadcast_to(
         np.asarray(1.0 if refl_sigma is None else refl_sigma, dtype=np.float64), (n_bands,)
@@ -341,25 +337,33 @@ def remove_thermal(
             arrays = {k: v[chunk] for k, v in geometry.items()}
             arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
             arrays["distance"] = distance[chunk]
-            vectors = (arrays["to_sun"], arrays["to_sensor"], arrays["normal"])
-            w_start = invert(flat[chunk], *vectors, params, solver).w
             if method == "continuum":
+                # the continuum's start: invert's w at the window's first band
+                first = int(np.flatnonzero(inside)[0])
+                vectors = (arrays["to_sun"], arrays["to_sensor"], arrays["normal"])
+                w_first = invert(flat[chunk, first : first + 1], *vectors, params, solver).w
+                w_start = np.full((chunk.size, n_bands), np.nan)
+                w_start[:, first] = w_first[:, 0]
                 temp, tsig, st = _continuum(
-                    arrays, flat[chunk], w_start, (wavelengths, solar, sigma, inside),
-                    refl_sigma is None, temperature_bounds, max_temperature_sigma, settings,
-                )  # fmt: skip
+                    arrays,
+                    flat[chunk],
+                    w_start,
+                    (wavelengths, solar, sigma, inside),
+                    refl_sigma is None,
+                    temperature_bounds,
+                    max_temperature_sigma,
+                    settings,
+                )
                 status[chunk] = st
             else:
                 temp = np.broadcast_to(np.asarray(temperature, float), pixels).reshape(n)[chunk]
                 tsig = np.full(chunk.size, np.nan)
             t_out[chunk], t_sigma[chunk] = temp, tsig
-            w_out[chunk], r_out[chunk], e_out[chunk] = _correct(
-                arrays, flat[chunk], w_start, temp, wavelengths, solar, settings
-            )
             # NOT_CONSTRAINED: T is an upper limit only; nothing is removed (see docs)
-            loose = status[chunk] == Status.NOT_CONSTRAINED
-            w_out[chunk[loose]], r_out[chunk[loose]] = w_start[loose], flat[chunk[loose]]
-            e_out[chunk[loose]] = 0.0
+            removed = np.where(status[chunk] == Status.NOT_CONSTRAINED, np.nan, temp)
+            w_out[chunk], r_out[chunk], e_out[chunk] = _correct(
+                arrays, flat[chunk], removed, wavelengths, solar, settings
+            )
     return ThermalResult(
         temperature=t_out.reshape(pixels),
         temperature_sigma=t_sigma.reshape(pixels),

@@ -110,9 +110,11 @@ def iterate(state, pixel, bands, reference, free, limits):
     x2 = t_trial - theta[2]
     trial = (theta[0] + x0, theta[1] + x1, t_trial)
     quad = (
-        jtj[0] * x0 * x0 + jtj[3] * x1 * x1 + jtj[5] * x2 * x2
+        jtj[0] * x0 * x0
+        + jtj[3] * x1 * x1
+        + jtj[5] * x2 * x2
         + 2.0 * (jtj[1] * x0 * x1 + jtj[2] * x0 * x2 + jtj[4] * x1 * x2)
-    )  # fmt: skip
+    )
     predicted = 0.0 - (2.0 * (x0 * jtf[0] + x1 * jtf[1] + x2 * jtf[2]) + quad)
     cost_t, jtj_t, jtf_t = normal_equations(trial, pixel, bands, reference, free)
     n0, n1, n2, regular = solve3(jtj_t, jtf_t, free)

@@ -23,9 +23,9 @@ from .._model._backends import retarget_to_jax, retarget_to_numba
 from .._model.family import ModelKey, jax_equations_for, numba_equations_for
 from .._model.numba_model import kernel_params
 from .._params import HapkeParams
-from . import rules
+from . import band_rules, rules
 
-__all__ = ["solve_thermal"]
+__all__ = ["solve_thermal", "solve_bands"]
 
 
 def _bindings(equations, thermal, lm) -> dict:
@@ -62,10 +62,21 @@ def _numba_kernel(key: ModelKey):
         free, limits = settings
         for p in numba.prange(observed.shape[0]):
             terms = pixel_terms(
-                to_sun[p], to_sensor[p], normal[p], scalars[0], scalars[1], scalars[2],
-                scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8],
-                legendre, use_legendre,
-            )  # fmt: skip
+                to_sun[p],
+                to_sensor[p],
+                normal[p],
+                scalars[0],
+                scalars[1],
+                scalars[2],
+                scalars[3],
+                scalars[4],
+                scalars[5],
+                scalars[6],
+                scalars[7],
+                scalars[8],
+                legendre,
+                use_legendre,
+            )
             pixel = (terms, coefficients[p], distance[p])
             bands = (wavelength[p], solar[p], observed[p], weight[p])
             theta = (theta0[p, 0], theta0[p, 1], theta0[p, 2])
@@ -79,6 +90,164 @@ def _numba_kernel(key: ModelKey):
             out[p, 10], out[p, 11] = state[6], state[7]
 
     return kernel
+
+
+def _band_bindings(albedo, equations, thermal) -> dict:
+    return {
+        "reflectance_and_slope": equations.reflectance_and_slope,
+        "emissivity_and_slope": thermal.emissivity_and_slope,
+        "starting_albedo": albedo.starting_albedo,
+        "propose": albedo.propose,
+        "update": albedo.update,
+    }
+
+
+@functools.cache
+def _jax_band_rules(key: ModelKey):
+    from .._inverse.albedo.jax_solver import _rules_for
+
+    thermal = retarget_to_jax(thermal_equations)
+    albedo = _rules_for(key)
+    bindings = _band_bindings(albedo, jax_equations_for(key), thermal)
+    return retarget_to_jax(band_rules, **bindings), albedo, thermal
+
+
+@functools.cache
+def _numba_band_kernel(key: ModelKey):
+    from .._inverse.albedo.numba_solver import _rules_for
+
+    equations = numba_equations_for(key)
+    thermal = retarget_to_numba(thermal_equations)
+    albedo = _rules_for(equations)
+    compiled = retarget_to_numba(
+        band_rules,
+        inline=tuple(band_rules.__all__),
+        **_band_bindings(albedo, equations, thermal),
+    )
+    pixel_terms, albedo_table = equations.pixel_terms, albedo.albedo_table
+    factor_and_slope, emissivity = thermal.thermal_factor_and_slope, thermal.emissivity_and_slope
+    start, iterate, SOLVING = compiled.band_start, compiled.band_iterate, band_rules.SOLVING
+
+    @numba.njit(parallel=True, error_model="numpy")
+    def kernel(geometry, scalars, legendre, use_legendre, pixel_data, spectral, limits, out):
+        to_sun, to_sensor, normal = geometry
+        coefficients, distance, temperature = pixel_data
+        wavelength, solar, observed = spectral
+        w_out, emission_out, status_out = out
+        bounds = (limits[0], limits[1])
+        for p in numba.prange(observed.shape[0]):
+            terms = pixel_terms(
+                to_sun[p],
+                to_sensor[p],
+                normal[p],
+                scalars[0],
+                scalars[1],
+                scalars[2],
+                scalars[3],
+                scalars[4],
+                scalars[5],
+                scalars[6],
+                scalars[7],
+                scalars[8],
+                legendre,
+                use_legendre,
+            )
+            table = albedo_table(terms)
+            on = temperature[p] > 0.0
+            t = temperature[p] if on else 300.0
+            for k in range(observed.shape[1]):
+                factor = factor_and_slope(wavelength[k], t, solar[k], distance[p])[0]
+                factor = factor if on else 0.0
+                r_obs = observed[p, k]
+                state = start(r_obs, factor, terms, table, coefficients[p], bounds)
+                while state[5] == SOLVING:
+                    state = iterate(state, r_obs, factor, terms, coefficients[p], limits)
+                w_out[p, k] = state[0]
+                emission_out[p, k] = emissivity(state[0], coefficients[p])[0] * factor
+                status_out[p, k] = state[5]
+
+    return kernel
+
+
+@functools.partial(jax.jit, static_argnames=("key", "max_iter"))
+def _solve_bands_jax(params, arrays, limits, key, max_iter):
+    from .._model.jax_model import pixel_terms
+
+    compiled, albedo, thermal = _jax_band_rules(key)
+    to_sun, to_sensor, normal, coefficients, distance, temperature = arrays[:6]
+    wavelength, solar, observed = arrays[6:]
+    bounds = limits[:2]
+
+    def band(r_obs, wl, sol, terms, table, coef, dist, temp):
+        on = temp > 0.0
+        factor, _ = thermal.thermal_factor_and_slope(wl, jnp.where(on, temp, 300.0), sol, dist)
+        factor = jnp.where(on, factor, 0.0)
+        state = compiled.band_start(r_obs, factor, terms, table, coef, bounds)
+        state = jax.lax.while_loop(
+            lambda s: s[5] == band_rules.SOLVING,
+            lambda s: compiled.band_iterate(s, r_obs, factor, terms, coef, (*limits, max_iter)),
+            state,
+        )
+        emission = thermal.emissivity_and_slope(state[0], coef)[0] * factor
+        return state[0], emission, state[5]
+
+    def one(sun, sensor, nrm, coef, dist, temp, obs):
+        terms = pixel_terms(sun, sensor, nrm, params)
+        table = albedo.albedo_table(terms)
+        per_band = jax.vmap(band, in_axes=(0, 0, 0, None, None, None, None, None))
+        return per_band(obs, wavelength, solar, terms, table, coef, dist, temp)
+
+    return jax.vmap(one)(to_sun, to_sensor, normal, coefficients, distance, temperature, observed)
+
+
+def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str):
+    """Every band's w at its pixel's T (`band_rules`), and the emission removed.
+
+    Args:
+        arrays: to_sun, to_sensor, normal (pixels, 3); coefficients (pixels,
+            N_EMISSIVITY); distance (pixels,) [au]; temperature (pixels,) [K], <= 0 or NaN
+            where nothing is to be removed (E = 0: `invert`'s problem); observed (pixels,
+            bands) [1/sr]; wavelength, solar (bands,).
+        limits: (w_lower, w_upper, tol, max_iter).
+    Returns:
+        (w, emission [1/sr], status (0 converged, 1 max_iter)), each (pixels, bands).
+    """
+    observed = np.ascontiguousarray(arrays["observed"], dtype=np.float64)
+    temperature = np.nan_to_num(np.asarray(arrays["temperature"], np.float64), nan=0.0)
+    w_lower, w_upper, tol, max_iter = limits
+    pixel_keys = ("to_sun", "to_sensor", "normal", "coefficients", "distance")
+    if solver == "numba":
+        scalars, legendre, use_legendre = kernel_params(params)
+        out = (np.empty(observed.shape), np.empty(observed.shape), np.empty(observed.shape))
+        _numba_band_kernel(params.model_key)(
+            tuple(np.ascontiguousarray(arrays[k], np.float64) for k in pixel_keys[:3]),
+            scalars,
+            legendre,
+            use_legendre,
+            (
+                np.ascontiguousarray(arrays["coefficients"], np.float64),
+                np.ascontiguousarray(arrays["distance"], np.float64),
+                temperature,
+            ),
+            tuple(np.ascontiguousarray(arrays[k], np.float64) for k in ("wavelength", "solar"))
+            + (observed,),
+            (float(w_lower), float(w_upper), float(tol), int(max_iter)),
+            out,
+        )
+        return out
+    with jax.enable_x64(True):
+        stacked = [jnp.asarray(arrays[k], jnp.float64) for k in pixel_keys]
+        stacked += [jnp.asarray(temperature)]
+        stacked += [jnp.asarray(arrays[k], jnp.float64) for k in ("wavelength", "solar")]
+        stacked += [jnp.asarray(observed)]
+        out = _solve_bands_jax(
+            params,
+            tuple(stacked),
+            (float(w_lower), float(w_upper), float(tol)),
+            key=params.model_key,
+            max_iter=int(max_iter),
+        )
+        return tuple(np.asarray(a, dtype=np.float64) for a in out)
 
 
 @functools.partial(jax.jit, static_argnames=("key", "max_iter"))
@@ -102,9 +271,18 @@ def _solve_jax(params, arrays, free, limits, key, max_iter):
         return jnp.stack([*theta, cost, *jtj, status * 1.0, iterations * 1.0])
 
     return jax.vmap(one)(
-        to_sun, to_sensor, normal, coefficients, distance, theta0, wavelength, solar,
-        observed, weight, reference,
-    )  # fmt: skip
+        to_sun,
+        to_sensor,
+        normal,
+        coefficients,
+        distance,
+        theta0,
+        wavelength,
+        solar,
+        observed,
+        weight,
+        reference,
+    )
 
 
 def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) -> np.ndarray:
@@ -128,13 +306,20 @@ def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) 
         out = np.empty((n, 12))
         _numba_kernel(params.model_key)(
             tuple(np.ascontiguousarray(arrays[k]) for k in ("to_sun", "to_sensor", "normal")),
-            scalars, legendre, use_legendre,
+            scalars,
+            legendre,
+            use_legendre,
             tuple(np.ascontiguousarray(arrays[k]) for k in ("coefficients", "distance", "theta")),
-            (band["wavelength"], band["solar"], np.ascontiguousarray(arrays["observed"]),
-             np.ascontiguousarray(arrays["weight"]), np.ascontiguousarray(reference)),
+            (
+                band["wavelength"],
+                band["solar"],
+                np.ascontiguousarray(arrays["observed"]),
+                np.ascontiguousarray(arrays["weight"]),
+                np.ascontiguousarray(reference),
+            ),
             (free, (float(t_low), float(t_high), float(tol), int(max_iter))),
             out,
-        )  # fmt: skip
+        )
         return out
     with jax.enable_x64(True):
         keys = ("to_sun", "to_sensor", "normal", "coefficients", "distance", "theta")
@@ -143,7 +328,11 @@ def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) 
         stacked += [jnp.asarray(arrays[k], jnp.float64) for k in ("observed", "weight")]
         stacked += [jnp.asarray(reference, jnp.float64)]
         out = _solve_jax(
-            params, tuple(stacked), free, (float(t_low), float(t_high), float(tol)),
-            key=params.model_key, max_iter=int(max_iter),
-        )  # fmt: skip
+            params,
+            tuple(stacked),
+            free,
+            (float(t_low), float(t_high), float(tol)),
+            key=params.model_key,
+            max_iter=int(max_iter),
+        )
         return np.asarray(out, dtype=np.float64)

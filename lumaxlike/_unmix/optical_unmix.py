@@ -111,16 +111,40 @@ def unmix_optical(
         solved = None
         for point in points:  # each start on every pixel, the best kept (`best_of`)
             tried = solve(
-                problem[0], sun, sensor, up, params, endmembers, weights, point, lower, upper,
-                fixed, max_iter, tol, chunk,
-            )  # fmt: skip
+                problem[0],
+                sun,
+                sensor,
+                up,
+                params,
+                endmembers,
+                weights,
+                point,
+                lower,
+                upper,
+                fixed,
+                max_iter,
+                tol,
+                chunk,
+            )
             if count > 1 and grain_free:  # stuck grain sizes put back once (`reentry_points`)
                 again, need = reentry_points(tried, point, lower, upper, fixed, p)
                 if np.any(need):
                     retried = solve(
-                        problem[0][need], sun[need], sensor[need], up[need], params, endmembers,
-                        weights, again[need], lower, upper, fixed, max_iter, tol, chunk,
-                    )  # fmt: skip
+                        problem[0][need],
+                        sun[need],
+                        sensor[need],
+                        up[need],
+                        params,
+                        endmembers,
+                        weights,
+                        again[need],
+                        lower,
+                        upper,
+                        fixed,
+                        max_iter,
+                        tol,
+                        chunk,
+                    )
                     subset = {key: value[need] for key, value in tried.items()}
                     tried = {key: np.array(value) for key, value in tried.items()}
                     for key, value in best_of(subset, retried).items():

@@ -38,6 +38,7 @@ def _fit_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, free, fit_op
     (`_joint_fields` for a joint fit: shared parameters and per-pixel problems' fields
     without the band axis). The noise is in `fit_options` (`refl_sigma` is None)."""
     from .._inverse.fit.fit import fit
+    from .._inverse.joint.result import JointFitResult
     from .._operations.blocks import numba_threads
 
     solver = fit_options["solver"]
@@ -50,7 +51,7 @@ def _fit_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, free, fit_op
     maps.update(
         status=result.status, iterations=result.iterations, observations=result.observations
     )
-    if hasattr(result, "dfs"):  # a JointFitResult
+    if isinstance(result, JointFitResult):
         maps.update({f"dfs_{name}": result.dfs[name] for name in free}, cost=result.cost)
         fields = _joint_fields(free, fit_options.get("shared", ()))
         return tuple(maps[field] for field, _ in fields)

@@ -1,0 +1,152 @@
+"""File-to-file thermal-emission removal, streamed by blocks of rows like `invert_file`:
+the file front end of the `THERMAL` operation. Outputs: ``OUT`` the thermally corrected
+cube (r, or I/F for ``radf`` and ``radiance``), ``OUT_w`` the corrected w, and per pixel
+``OUT_temperature``, ``OUT_temperature_sigma`` [K] and ``OUT_status``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._io.radiance import band_irradiance, load_solar_spectrum
+from .._io.spectral_metadata import to_micrometers
+from .._operations.thermal import THERMAL, ThermalSettings
+from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
+from .._run.progress import InversionSummary
+from .._thermal.remove import DEFAULT_WINDOW
+from .cube_run import BlockPlan, CubeInputs, run_on_cube
+from .wavelengths import cube_wavelengths_um
+
+__all__ = ["remove_thermal_file"]
+
+
+def remove_thermal_file(
+    cube_path,
+    out_path,
+    *,
+    geometry=None,
+    dtm=None,
+    surface="auto",
+    params,
+    units,
+    solver: str | SolverOptions,
+    method="continuum",
+    temperature=None,
+    window=DEFAULT_WINDOW,
+    max_temperature_sigma=10.0,
+    temperature_bounds=(100.0, 1000.0),
+    sigma=None,
+    max_iter=None,
+    tol=None,
+    command=None,
+    chunk_rows=None,
+    overwrite=False,
+    progress=None,
+    workers=1,
+    scheduler=None,
+    resume=False,
+    solar_spectrum=None,
+    solar_distance=None,
+    wavelengths_from=None,
+    run: RunOptions | None = None,
+    product: ProductOptions | None = None,
+) -> InversionSummary:
+    """Remove the thermal emission of a cube file, block by block (`lumaxlike.remove_thermal`).
+
+    Each block is read, converted to r, corrected and written to temporary files that
+    replace the outputs only when all are written, as `lumaxlike.invert_file` does (same
+    inputs, options, atomic writes, resume and record). The Sun's spectrum and distance
+    are the product's (``product.solar_spectrum``, ``product.solar_distance`` or the
+    label's SOLAR_DISTANCE, as ``units="radiance"`` reads them). Bad bands (``bbl`` = 0)
+    are left out of every output.
+
+    Args:
+        cube_path: as in `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
+            ``surface``, ``solver``, ``command``, ``max_iter`` and ``tol`` (the
+            solvers'), the run's options ``run`` (``chunk_rows``, ``overwrite``,
+            ``progress``, ``workers``, ``scheduler``, ``resume``: also keywords) and the
+            product's ``product`` (``solar_spectrum``, ``solar_distance``,
+            ``wavelengths_from``: also keywords)).
+        out_path: output; ``OUT`` holds the corrected cube in r (``units="r"``) or I/F
+            (``"radf"``, ``"radiance"``); ``OUT_w``, ``OUT_temperature``,
+            ``OUT_temperature_sigma``, ``OUT_status`` beside it (netCDF/zarr: variables).
+        params: the `lumaxlike.HapkeParams` of the surface.
+        units: ``"r"``, ``"radf"`` or ``"radiance"`` (REFF is refused: its incidence
+            normalisation would hide the geometry the emissivity needs).
+        method: ``"continuum"`` or ``"given"`` (see `lumaxlike.remove_thermal`).
+        temperature: T [K] of every pixel, for ``"given"``.
+        window: (shortest, longest) wavelength [um] of the continuum fit.
+        max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
+        temperature_bounds: (lowest, highest) T [K] of the fit.
+        sigma: standard uncertainty of the cube's values in ``units``; None: estimated
+            per pixel from the fit's residual.
+
+    Returns:
+        `InversionSummary` (``verb`` "corrected").
+
+    Raises:
+        ValueError: as `invert_file`, and naming the argument: units REFF, a cube without
+            wavelengths, no solar distance for reflectance units, bad thermal settings.
+    """
+    run, product, options = front_end_options(run, product, solver, locals())
+    if units == "reff":
+        raise ValueError('units="reff" is not supported by the thermal removal; give r or radf')
+    settings = ThermalSettings(
+        method,
+        None if temperature is None else float(temperature),
+        (float(window[0]), float(window[1])),
+        float(max_temperature_sigma),
+        (float(temperature_bounds[0]), float(temperature_bounds[1])),
+    )
+    inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
+    out_units = "r" if units == "r" else "radf"
+    return run_on_cube(
+        THERMAL,
+        inputs,
+        run=run,
+        solver=options,
+        plan=lambda setup: _plan(setup, params, out_units, settings, product),
+        fields=THERMAL.written(),
+        layout=THERMAL.layout(out_units),
+        call=dict(
+            geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma, **settings.record()
+        ),
+        command=command,
+    )
+
+
+def _sun(setup, product: ProductOptions) -> tuple[np.ndarray, float]:
+    """F_sun per band at 1 au [W m^-2 um^-1] and the Sun's distance [au]: those the
+    radiance conversion used, else from the product's options."""
+    record = setup.opened.record
+    if "band_irradiance_w_m2_um" in record:
+        return np.asarray(record["band_irradiance_w_m2_um"]), float(record["solar_distance_au"])
+    if product.solar_distance is None:
+        raise ValueError(
+            "solar_distance: the thermal removal of a reflectance cube needs the Sun's "
+            "distance [au] (product.solar_distance, --solar-distance)"
+        )
+    info = setup.info
+    wavelengths = cube_wavelengths_um(info)
+    fwhm = to_micrometers(info.fwhm, info.wavelength_units)
+    spectrum = load_solar_spectrum(product.solar_spectrum)
+    return band_irradiance(spectrum, wavelengths, fwhm), float(product.solar_distance)
+
+
+def _plan(setup, params, units, settings, product) -> BlockPlan:
+    """The task's spectral inputs (wavelengths, F_sun, distance) and settings."""
+    wavelengths = cube_wavelengths_um(setup.info)
+    irradiance, distance = _sun(setup, product)
+    extra = {
+        "wavelengths": wavelengths,
+        "solar_irradiance": irradiance,
+        "solar_distance": distance,
+        "units": units,
+        "settings": settings,
+    }
+    return BlockPlan(
+        params=params,
+        recorded_params=[params] * setup.info.bands,
+        extra=lambda rows: extra,
+        journal={**settings.record(), "solar_distance": distance},
+    )

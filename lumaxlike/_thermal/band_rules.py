@@ -1,0 +1,62 @@
+"""The thermal correction of one band at a known temperature, written once for both
+solvers (the dialect of `_model/equations.py`; retargeted by `_backends` with the
+model's `reflectance_and_slope` and `invert`'s one-parameter rules bound).
+
+With T fixed, each band's w is one unknown and one equation,
+
+    g(w) = r(w) + eps(w) E - r_obs = 0,    E = B_lambda(T) d^2 / F_sun  [1/sr],
+
+`invert`'s problem (`_inverse/albedo/rules.py`) with the emission added: the same
+start (the pixel's Hermite table of w(r), here at the emission-subtracted r_obs -
+eps(w_s) E, w_s the table's w at r_obs), the same damped Newton step (`propose`) and
+acceptance, damping and convergence (`update`). E is computed once per band (one Planck
+evaluation), the pixel's terms and table once per pixel (the drivers). With E = 0
+the problem, start and steps are `invert`'s.
+
+State (a tuple): w, g, g', damping, growth, status (SOLVING, CONVERGED, MAX_ITER),
+iterations.
+"""
+
+from .._inverse.albedo.rules import propose, starting_albedo, update
+from .._model._scalar_math import where
+from .._model.equations import reflectance_and_slope
+from .._model.thermal import emissivity_and_slope
+
+__all__ = ["band_residual", "band_start", "band_iterate"]
+
+SOLVING = -1
+CONVERGED = 0
+MAX_ITER = 1
+
+
+def band_residual(w, observed, emission_factor, terms, coefficients):
+    """(g, dg/dw) [1/sr] at w (the module's g; coefficients: the pixel's eps series)."""
+    r, dr = reflectance_and_slope(w, terms)
+    eps, deps = emissivity_and_slope(w, coefficients)
+    return r + eps * emission_factor - observed, dr + deps * emission_factor
+
+
+def band_start(observed, emission_factor, terms, table, coefficients, bounds):
+    """The state at the start; bounds = (w_lower, w_upper)."""
+    w_plain = starting_albedo(observed, table, bounds[0], bounds[1])
+    eps, _ = emissivity_and_slope(w_plain, coefficients)
+    w = starting_albedo(observed - eps * emission_factor, table, bounds[0], bounds[1])
+    g, slope = band_residual(w, observed, emission_factor, terms, coefficients)
+    zero = 0.0 * g
+    status = where(g == 0.0, CONVERGED, SOLVING)
+    return w, g, slope, zero, 2.0 + zero, status, 0
+
+
+def band_iterate(state, observed, emission_factor, terms, coefficients, limits):
+    """One damped Newton trial (`propose`, `update`); limits = (w_lower, w_upper, tol,
+    max_iter)."""
+    w, g, slope, damping, growth, status, iterations = state
+    w_lower, w_upper, tol, max_iter = limits
+    trial = propose(w, g, slope, damping, w_lower, w_upper)
+    g_trial, slope_trial = band_residual(trial, observed, emission_factor, terms, coefficients)
+    w, g, slope, damping, growth, done = update(
+        w, g, slope, damping, growth, trial, g_trial, slope_trial, tol
+    )
+    iterations = iterations + 1
+    status = where(done, CONVERGED, where(iterations >= max_iter, MAX_ITER, status))
+    return w, g, slope, damping, growth, status, iterations

@@ -1,0 +1,177 @@
+"""`remove_thermal_dataarray`: `lumaxlike.remove_thermal` on a reflectance DataArray,
+chunk by chunk; also ``DataArray.hapke.remove_thermal``. The block task and maps are the
+`THERMAL` operation's (`lumaxlike._operations.thermal`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from .._options import SolverOptions, solver_options
+from .._provenance import python_call
+from .chunks import (
+    ChunkMap,
+    apply_to_chunks,
+    check_front_end,
+    chunked_inputs,
+    provenance_of,
+    result_dataset,
+    spectral_dim_of,
+)
+
+__all__ = ["remove_thermal_dataarray"]
+
+
+def _thermal_chunk(r, to_sun, to_sensor, normal, refl_sigma, *, params, options, extra):
+    """One chunk (`apply_to_chunks`): the `THERMAL` block task, its per-pixel maps without
+    their band axis."""
+    from .._operations.thermal import PER_PIXEL, THERMAL_FIELDS, thermal_block
+
+    fields = thermal_block(r, to_sun, to_sensor, normal, params, options, refl_sigma, **extra)
+    return tuple(
+        fields[name][..., 0] if name in PER_PIXEL else fields[name] for name in THERMAL_FIELDS
+    )
+
+
+def _wavelengths_um(refl: xr.DataArray, spec: str, wavelengths) -> np.ndarray:
+    """Band centres [um]: ``wavelengths`` when given, else refl's coordinate along ``spec``
+    (its ``units`` attr "nm" or "um"/"µm"; values above 100 read as nm when it has none)."""
+    if wavelengths is None:
+        if spec not in refl.coords:
+            raise ValueError(
+                f"wavelengths are needed: refl has no coordinate along {spec!r} (give wavelengths=)"
+            )
+        coordinate = refl.coords[spec]
+        values = np.asarray(coordinate, dtype=np.float64)
+        unit = str(coordinate.attrs.get("units", "")).lower()
+        nm = unit in ("nm", "nanometers", "nanometer") or (not unit and np.all(values > 100))
+        return values / 1000.0 if nm else values
+    values = np.asarray(wavelengths, dtype=np.float64)
+    if values.shape != (refl.sizes[spec],):
+        raise ValueError(
+            f"wavelengths must hold one centre [um] per band ({refl.sizes[spec]}), "
+            f"got shape {values.shape}"
+        )
+    return values
+
+
+def remove_thermal_dataarray(
+    refl: xr.DataArray,
+    geometry,
+    params,
+    solver: str | SolverOptions = "jax",
+    *,
+    units: str,
+    solar_spectrum,
+    solar_distance: float = 1.0,
+    wavelengths=None,
+    method: str = "continuum",
+    temperature: float | None = None,
+    window: tuple[float, float] | None = None,
+    refl_sigma: float | None = None,
+    spectral_dim: str | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    num_threads: int | None = None,
+) -> xr.Dataset:
+    """Remove thermal emission from a reflectance DataArray, chunk by chunk.
+
+    Args:
+        refl: I/F or r with one spectral dim, as for `lumaxlike.invert_dataarray` (so are
+            ``geometry``, ``spectral_dim`` and ``num_threads``).
+        geometry: Dataset or dict of DataArrays aligned with ``refl``'s pixel dims.
+        params: the surface's `lumaxlike.HapkeParams` (one for all bands).
+        solver: ``"jax"`` or ``"numba"``, or a `lumaxlike.SolverOptions`.
+        units: ``"r"`` [1/sr] or ``"radf"`` (I/F); the corrected reflectance is returned
+            in them.
+        solar_spectrum: F_sun at 1 au per band [W m^-2 um^-1], shape ``(bands,)``, or a
+            solar-spectrum file or `SolarSpectrum` (as `lumaxlike.remove_thermal`).
+        solar_distance: the Sun's distance [au], one number.
+        wavelengths: band centres [um], ``(bands,)``; None reads refl's coordinate along
+            its spectral dim (nm or um, from its ``units`` attr).
+        method: ``"continuum"`` or ``"given"`` (see `lumaxlike.remove_thermal`; so are
+            ``temperature``, ``window``, ``max_iter`` and ``tol``).
+        temperature: T [K] of every pixel, for ``"given"``.
+        window: (shortest, longest) wavelength [um] of the continuum fit; None for the
+            default.
+        refl_sigma: 1-sigma of ``refl`` in ``units`` (one number); None estimates it.
+        spectral_dim: name of the spectral dim when it is neither ``band`` nor
+            ``wavelength``.
+        max_iter: Levenberg-Marquardt steps at most (None: the default).
+        tol: step tolerance (None: the default).
+        num_threads: numba threads per chunk.
+
+    Returns:
+        Dataset with ``reflectance`` (corrected, in ``units``) and ``w`` on ``refl``'s dims,
+        and ``temperature`` [K], ``temperature_sigma`` [K] and ``status`` (int8) on its
+        pixel dims, with the provenance attributes of `invert_dataarray`.
+
+    Raises:
+        ValueError: naming the argument: units other than r or radf, no wavelengths, a
+            bad method, window or solar spectrum.
+    """
+    from .._operations.thermal import THERMAL, ThermalSettings
+    from .._thermal.remove import DEFAULT_WINDOW, solar_per_band
+
+    options = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    check_front_end(refl, units, refl_sigma)
+    if units not in ("r", "radf"):
+        raise ValueError(f"units must be 'r' or 'radf' for remove_thermal, got {units!r}")
+    spec = spectral_dim_of(refl, spectral_dim)
+    bands_um = _wavelengths_um(refl, spec, wavelengths)
+    settings = ThermalSettings(
+        method=method,
+        temperature=temperature,
+        window=DEFAULT_WINDOW if window is None else (float(window[0]), float(window[1])),
+    )
+    inputs = chunked_inputs(refl, geometry, spec)
+    layout = THERMAL.layout(units)
+    maps = [
+        ChunkMap(name, np.int8 if name == "status" else np.float64, dims, layout.attrs[name])
+        for name, dims in zip(THERMAL.fields, ((spec,), (spec,), (), (), ()))
+    ]
+    extra = {
+        "wavelengths": bands_um,
+        "solar_irradiance": solar_per_band(solar_spectrum, bands_um),
+        "solar_distance": float(solar_distance),
+        "units": "r",  # the chunk's reflectance is r; the maps converted below
+        "settings": settings,
+    }
+    variables = apply_to_chunks(
+        _thermal_chunk,
+        inputs,
+        maps,
+        units=units,
+        refl_sigma=refl_sigma,
+        refl_dtype=np.float64,
+        kwargs={"params": params, "options": options, "extra": extra},
+    )
+    if units == "radf":
+        corrected = variables["reflectance"]
+        variables["reflectance"] = (corrected * np.pi).assign_attrs(corrected.attrs)
+    call = python_call(
+        "remove_thermal_dataarray",
+        inputs.refl,
+        geometry,
+        params,
+        options.solver,
+        units=units,
+        solar_distance=solar_distance,
+        method=method,
+        temperature=temperature,
+        window=window,
+        refl_sigma=refl_sigma,
+    )
+    provenance = provenance_of(
+        inputs.refl,
+        geometry,
+        params=[params] * inputs.refl.sizes[spec],
+        units=units,
+        solver=options.solver,
+        tol=options.tol,
+        max_iter=options.max_iter,
+        refl_sigma=refl_sigma,
+        dtype=np.float64,
+        command=call,
+    )
+    return result_dataset(variables, inputs.refl, provenance)
