@@ -60,3 +60,16 @@ def test_bench_thermal_runs_small_and_writes_where_told(tmp_path):
     result = json.loads(report.read_text())
     assert report == out and result["shape"] == [3, 3, 85]
     assert set(result["solvers"]) == {"numba"} and result["solvers"]["numba"]["thermal_s"] > 0
+
+
+@pytest.mark.slow  # compiles the optical unmix kernels (numba)
+def test_bench_unmix_optical_runs_small_and_writes_where_told(tmp_path):
+    bench = load_bench("bench_unmix_optical")
+    out = tmp_path / "o.json"
+    report = bench.main(
+        ["--side", "2", "--repeat", "1", "--starts", "2", "--solvers", "numba", "--out", str(out)]
+    )
+    result = json.loads(report.read_text())
+    assert result["shape"] == [2, 2, 64] and len(result["endmembers"]) == 4
+    run = result["runs"]["numba"]
+    assert {"fixed", "free", "free_starts_2"} <= set(run) and run["ratio_free"] > 0

@@ -177,3 +177,49 @@ def test_bad_input_is_refused_by_name():
         Endmembers.from_optical_constants([glass], 50.0, WAVELENGTHS)
     with pytest.raises(ValueError, match="wavelength"):  # iron's table ends at 1.937 um
         Endmembers.from_optical_constants([olivine], 50.0, [1.0, 2.5])
+
+
+def test_starts_escape_the_local_minima_of_a_start_three_times_off():
+    """Four endmembers (two pyroxene glasses alike), every grain size started 3x its
+    truth: with one start some pixels end CONVERGED at a wrong minimum (a grain size run
+    to a bound, its endmember dropped); with ``starts=3`` (the grain sizes also started
+    at 1/3 of the given ones, stuck ones put back) every pixel is recovered."""
+    names = (*NAMES, "pyroxene_glass_mg040_dorschner1995", "pyroxene_glass_mg080_dorschner1995")
+    density = np.array([3.32, 3.3, 3.6, 3.3])
+    truth = np.array([60.0, 40.0, 80.0, 30.0])  # um
+    wavelengths = WAVELENGTHS
+    constants = [optical_constants(name) for name in names]
+    n = np.array([np.interp(wavelengths, c.wavelength, c.n) for c in constants])
+    k = np.array([np.interp(wavelengths, c.wavelength, c.k) for c in constants])
+    rng = np.random.default_rng(0)
+    mass = rng.dirichlet([3.0] * 4, 16)
+    grain = truth * np.exp(rng.uniform(-np.log(1.2), np.log(1.2), (16, 4)))
+    npfe = rng.uniform(0.0005, 0.003, 16)
+    w = _slab_w(n, k, wavelengths, grain[..., None], npfe[:, None, None], density[:, None])
+    per_mass = 1.0 / (density * grain)
+    f = mass * per_mass / np.sum(mass * per_mass, axis=-1, keepdims=True)
+    geometry = random_geometry(16, rng)
+    params = default_params()
+    refl = independent_hapke.reflectance(
+        np.einsum("np,npk->nk", f, w), *(g[:, None, :] for g in geometry), *params.scalars()[:8]
+    )
+    valid = np.all(np.isfinite(refl), axis=-1)
+    endmembers = Endmembers.from_optical_constants(
+        constants, 3.0 * truth, wavelengths, density=density, grain_size_bounds=(5.0, 500.0)
+    )
+    results = {
+        starts: lumaxlike.unmix(
+            refl, *geometry, endmembers, params, "numba", free=FREE, starts=starts, max_iter=200
+        )
+        for starts in (1, 3)
+    }
+    one = results[1]
+    wrong = (one.status == Status.CONVERGED) & (np.max(np.abs(one.fractions - mass), -1) > 1e-3)
+    assert np.any(wrong[valid])  # the trap this test is about
+    three = results[3]
+    assert np.all(three.status[valid] == Status.CONVERGED)
+    np.testing.assert_allclose(three.fractions[valid], mass[valid], atol=1e-6, rtol=0)
+    np.testing.assert_allclose(three.grain_size[valid], grain[valid], rtol=1e-5)
+    np.testing.assert_allclose(three.npfe_fraction[valid], npfe[valid], atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="starts"):
+        lumaxlike.unmix(refl, *geometry, endmembers, params, "numba", free=FREE, starts=0)

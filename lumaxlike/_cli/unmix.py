@@ -32,6 +32,7 @@ from .products import (
     product_kwargs,
     resolve_product_options,
 )
+from .unmix_optical import add_optical_options, optical_endmembers, optical_library_record
 from .unmix_settings import is_unmix_record, library_record, unmix_settings
 
 __all__ = ["add_parser", "run"]
@@ -249,6 +250,7 @@ def add_parser(commands, formatter) -> None:
         chunk_help="rows per block (default: about 32 MiB of reflectance)",
         parallel=True,
     )
+    add_optical_options(unmix)
     unmix.set_defaults(handler=run)
 
 
@@ -257,9 +259,7 @@ def run(args) -> int:
     from .._files.unmix import unmix_file
     from .._files.wavelengths import cube_wavelengths_um
     from .._io.product_cube import ProductCube
-    from .._io.spectral_library import read_spectral_library
     from .._params import HapkeParams
-    from .._unmix.endmembers import Endmembers
 
     record = read_record(args)
     refuse_recorded_maps(args, record, "unmix")
@@ -285,25 +285,14 @@ def run(args) -> int:
         )
     options = unmixing.library
     wavelengths = cube_wavelengths_um(info, options["--wavelengths"])
-    library = read_spectral_library(
-        options["--endmembers"],
-        options["--library-format"],
-        units=options["--library-units"],
-        incidence=_radians(scalar_or_list(options["--library-incidence"])),
-        emission=_radians(scalar_or_list(options["--library-emission"])),
-        azimuth=_radians(scalar_or_list(options["--library-azimuth"])),
-    )
-    per_endmember = unmixing.endmember_values(library.names)
-    endmembers = Endmembers.from_library(
-        library,
-        params[0],
-        density=scalar_or_list(per_endmember["--density"]),
-        grain_size=scalar_or_list(per_endmember["--grain-size"]),
-        wavelengths=wavelengths,
-        fwhm=scalar_or_list(options["--fwhm"]),
-        extinction_efficiency=scalar_or_list(per_endmember["--extinction-efficiency"]),
-        solver=settings["solver"],
-    )
+    free, starts = (), None
+    if args.optical_constants is not None:  # n, k: grain sizes and npFe0 may be free
+        per_endmember = unmixing.per_endmember
+        endmembers, free, starts = optical_endmembers(args, per_endmember, wavelengths)
+        made = optical_library_record(args, wavelengths)
+    else:
+        endmembers = _library_endmembers(options, unmixing, params[0], wavelengths, settings)
+        made = library_record(unmixing, wavelengths)
     quiet_cluster_logs(args)
     summary = unmix_file(
         args.cube,
@@ -319,7 +308,9 @@ def run(args) -> int:
         scheduler=args.scheduler,
         command=args.command_line,
         resume=args.resume,
-        library=library_record(unmixing, wavelengths),
+        library=made,
+        free=free,
+        starts=starts,
         **settings,
         **product_kwargs(args),
     )
@@ -329,6 +320,32 @@ def run(args) -> int:
         file=sys.stderr,
     )
     return finish("unmix", summary)
+
+
+def _library_endmembers(options, unmixing, params, wavelengths, settings):
+    """The endmembers from the laboratory spectra of --endmembers."""
+    from .._io.spectral_library import read_spectral_library
+    from .._unmix.endmembers import Endmembers
+
+    library = read_spectral_library(
+        options["--endmembers"],
+        options["--library-format"],
+        units=options["--library-units"],
+        incidence=_radians(scalar_or_list(options["--library-incidence"])),
+        emission=_radians(scalar_or_list(options["--library-emission"])),
+        azimuth=_radians(scalar_or_list(options["--library-azimuth"])),
+    )
+    per_endmember = unmixing.endmember_values(library.names)
+    return Endmembers.from_library(
+        library,
+        params,
+        density=scalar_or_list(per_endmember["--density"]),
+        grain_size=scalar_or_list(per_endmember["--grain-size"]),
+        wavelengths=wavelengths,
+        fwhm=scalar_or_list(options["--fwhm"]),
+        extinction_efficiency=scalar_or_list(per_endmember["--extinction-efficiency"]),
+        solver=settings["solver"],
+    )
 
 
 def _radians(degrees):

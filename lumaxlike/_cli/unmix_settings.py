@@ -127,7 +127,20 @@ def unmix_settings(args, record) -> UnmixSettings:
     if sum_to_one is None:
         sum_to_one = True if recorded is None else recorded["sum_to_one"]
     library_recorded = None if recorded is None else recorded["library"]
-    if library_recorded is None and recorded is not None and args.endmembers is None:
+    optical = getattr(args, "optical_constants", None) is not None  # `unmix_optical`
+    if library_recorded and "optical_constants" in library_recorded and not optical:
+        raise ValueError(
+            f"{source} was unmixed with endmembers from optical constants: give "
+            "--optical-constants (and --free, the bounds) again"
+        )
+    if optical:
+        library_recorded = None
+    if (
+        library_recorded is None
+        and recorded is not None
+        and args.endmembers is None
+        and not optical
+    ):
         raise ValueError(
             f"{source} records no library: its endmembers were given to unmix_file as "
             "lumaxlike.Endmembers, not read from files; give --endmembers and the "
@@ -149,7 +162,7 @@ def unmix_settings(args, record) -> UnmixSettings:
         for flag, key in ENDMEMBER_OPTIONS.items()
     }
     settings = {**library, **per_endmember}
-    for flag in REQUIRED:
+    for flag in REQUIRED if not optical else ():
         if settings[flag] is None:
             raise ValueError(f"{flag} is required (or --params-from an unmix output)")
     return UnmixSettings(

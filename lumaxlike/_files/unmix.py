@@ -12,6 +12,11 @@ The same pipeline as :func:`lumaxlike._files.invert.invert_file` (blocks of rows
 ``OUT_iterations`` solver steps per pixel (one band)
 ``OUT_residual``   the route's residual norm per pixel (one band; see `UnmixResult`)
 
+and with ``free`` grain sizes or npFe0 (endmembers from optical constants) also
+``OUT_grain_size`` [um] (one band per endmember), ``OUT_grain_size_sigma``,
+``OUT_grain_size_at_bound``, ``OUT_npfe`` [wt %] (one band), ``OUT_npfe_sigma`` and
+``OUT_npfe_at_bound`` (`lumaxlike._operations.unmix.OPTICAL_FIELDS`).
+
 or, as netCDF (.nc) or zarr (.zarr), one dataset at ``OUT`` with these variables:
 fractions and sigma on dimensions (endmember, y, x), the ``endmember`` coordinate holding
 the names; status, iterations and residual on (y, x).
@@ -31,6 +36,7 @@ from .._run.journal import array_digest
 from .._run.progress import occurred_statuses, rate_text, resumed_text
 from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
+from .._unmix.optical import check_free, check_starts
 from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .wavelengths import known_wavelengths_um
@@ -104,6 +110,8 @@ def unmix_file(
     wavelengths_from=None,
     thermal_bands="keep",
     library=None,
+    free=(),
+    starts=None,
     resume=False,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
@@ -137,6 +145,11 @@ def unmix_file(
             densities, grain sizes and extinction efficiencies (``lumaxlike_unmix_*``,
             `Provenance.unmix_settings`); None records none of the library.
 
+        free: as for `lumaxlike.unmix` (so is ``starts``): ``"grain_size"``, ``"npfe"``
+            or both, with endmembers from `Endmembers.from_optical_constants`; the
+            grain-size and npFe0 maps are written too, and the optical endmembers'
+            settings recorded (``lumaxlike_unmix_optical``, ``lumaxlike_unmix_free``).
+
     With ``sum_to_one`` false the unmodelled remainder is one more map, ``OUT_remainder``.
 
     Raises:
@@ -147,6 +160,8 @@ def unmix_file(
     """
     run, product, options = front_end_options(run, product, solver, locals())
     _check_unmix_arguments(route, endmembers, params, sigma, units)
+    free = _checked_free(free, endmembers, route, sum_to_one)
+    starts = check_starts(starts) if free else None
     inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
     n_endmembers = endmembers.n_endmembers
     summary = run_on_cube(
@@ -154,8 +169,10 @@ def unmix_file(
         inputs,
         run=run,
         solver=options,
-        plan=lambda setup: _plan(setup, endmembers, params, options, route, sum_to_one, library),
-        fields=list(unmix_fields(bool(sum_to_one))),
+        plan=lambda setup: _plan(
+            setup, endmembers, params, options, (route, sum_to_one, free, starts), library
+        ),
+        fields=list(unmix_fields(bool(sum_to_one), free)),
         layout=UNMIX.layout(endmembers.names),
         call=dict(
             geometry=geometry,
@@ -166,6 +183,7 @@ def unmix_file(
             route=route,
             sum_to_one=sum_to_one,
             sigma=sigma,
+            **({"free": free, "starts": starts} if free else {}),
         ),
         command=command,
         chunk_pixels=lambda bands: default_chunk_pixels(bands, n_endmembers),
@@ -192,9 +210,19 @@ def _check_unmix_arguments(route, endmembers, params, sigma, units) -> None:
         )
 
 
-def _plan(setup, endmembers, params, options, route, sum_to_one, library) -> BlockPlan:
+def _checked_free(free, endmembers, route, sum_to_one) -> tuple:
+    """``free`` as a tuple of names (empty: nothing free), checked as `unmix` does."""
+    if free is None or free == () or free == "":
+        return ()
+    check_free(free, endmembers, route, sum_to_one)
+    return (free,) if isinstance(free, str) else tuple(free)
+
+
+def _plan(setup, endmembers, params, options, how, library) -> BlockPlan:
     """The endmembers on the bands unmixed, matched by wavelength (refused before any work
-    where they do not match), the task's `UnmixOptions`, the unmixing's record."""
+    where they do not match), the task's `UnmixOptions`, the unmixing's record; ``how``
+    is (route, sum_to_one, free, starts)."""
+    route, sum_to_one, free, starts = how
     cube, info = setup.cube, setup.info
     where = f"the cube {setup.cube_path}"
     endmembers = endmembers_on_bands(
@@ -216,6 +244,8 @@ def _plan(setup, endmembers, params, options, route, sum_to_one, library) -> Blo
         options.tol,
         setup.chunk_size,
         wavelengths=None if wavelengths is None else tuple(wavelengths),
+        free=free,
+        starts=starts,
     )
     return BlockPlan(
         params=params,
@@ -223,16 +253,23 @@ def _plan(setup, endmembers, params, options, route, sum_to_one, library) -> Blo
         options=task_options,
         extra=lambda rows: {"endmembers": endmembers},
         record={"tol": DEFAULT_TOLERANCE if options.tol is None else options.tol},
-        amend={"unmix_settings": unmix_record(endmembers, route, sum_to_one, library)},
+        amend={"unmix_settings": unmix_record(endmembers, route, sum_to_one, library, free)},
         journal={
             "route": route,
             "sum_to_one": bool(sum_to_one),
+            **({"free": list(free), "starts": starts} if free else {}),
             "endmembers": _endmembers_digest(endmembers),
         },
     )
 
 
 def _endmembers_digest(endmembers: Endmembers) -> str:
-    """A digest of everything the endmembers hold (names, spectra, grains, phase)."""
-    values = [getattr(endmembers, f.name) for f in dataclasses.fields(endmembers)]
+    """A digest of everything the endmembers hold (names, spectra, grains, phase, and
+    the optical constants, bounds and variants of optical endmembers)."""
+    values = [
+        getattr(endmembers, f.name) for f in dataclasses.fields(endmembers) if f.name != "optical"
+    ]
+    optical = endmembers.optical
+    if optical is not None:  # its arrays, not its repr (elided arrays)
+        values += [getattr(optical, f.name) for f in dataclasses.fields(optical)]
     return array_digest(*(np.asarray(v) if isinstance(v, np.ndarray) else v for v in values))

@@ -106,8 +106,14 @@ def endmembers_on_bands(endmembers, band_indices, file_bands: int, wavelengths_u
     phase = endmembers.phase
     if isinstance(phase, np.ndarray) and phase.shape[1] > 1:  # per-band phase functions
         phase = phase[:, select]
+    optical = endmembers.optical
+    if optical is not None:  # optical constants on the bands (`optical.optical_on_bands`)
+        from .optical import optical_on_bands
+
+        optical = optical_on_bands(optical, select)
     return dataclasses.replace(
         endmembers,
+        optical=optical,
         albedo=endmembers.albedo[:, select],
         wavelengths=None if endmembers.wavelengths is None else endmembers.wavelengths[select],
         phase=phase,

@@ -218,7 +218,7 @@ def _solve_pixel(
 def _program(key, variants, max_iter):
     mapped = jax.vmap(
         partial(_solve_pixel, key=key, variants=variants, max_iter=max_iter),
-        in_axes=(0, 0, 0, 0, None, None, None, None, None, None, None, None),
+        in_axes=(0, 0, 0, 0, None, None, None, 0, None, None, None, None),
     )
     return jax.jit(mapped)
 
@@ -244,9 +244,10 @@ def solve_optical_jax(
     optical = endmembers.optical
     n_pixels = refl.shape[0]
     pad_to = max(pad_to or n_pixels, n_pixels, 1)
+    start = np.broadcast_to(start, (n_pixels, len(lower)))  # one start, or one per pixel
     pieces = [
         pad_pixels(a, pad_to, np.nan if i == 0 else 1.0)
-        for i, a in enumerate((refl, to_sun, to_sensor, normal))
+        for i, a in enumerate((refl, to_sun, to_sensor, normal, start))
     ]
     constants = (
         optical.n,
@@ -262,10 +263,12 @@ def solve_optical_jax(
         solved = _program(
             params.model_key, (optical.reflections, optical.mean_path), int(max_iter)
         )(
-            *arrays,
+            *arrays[:4],
             params,
             tuple(jnp.asarray(c, jnp.float64) for c in constants),
-            *(jnp.asarray(a, jnp.float64) for a in (weights, start, lower, upper)),
+            jnp.asarray(weights, jnp.float64),
+            arrays[4],
+            *(jnp.asarray(a, jnp.float64) for a in (lower, upper)),
             jnp.asarray(fixed),
             jnp.asarray(tol, jnp.float64),
         )

@@ -326,7 +326,7 @@ def _optical_block(
                     hessian_out[pixel, a, b] = math.nan
             continue
         for a in range(size):
-            x[a] = start[a]
+            x[a] = start[pixel, a]
         cost = _normal_equations(
             x,
             p,
@@ -543,8 +543,9 @@ def solve_optical_numba(
     tol,
     pad_to=None,
 ):
-    """One chunk: dict of x (pixels, 2p + 1), status int8, iterations, cost, hessian,
-    gradient (J^T J and J^T f at x); NaN where unsolved."""
+    """One chunk from `start` (2p + 1,) or one per pixel (pixels, 2p + 1): dict of x
+    (pixels, 2p + 1), status int8, iterations, cost, hessian, gradient (J^T J and J^T f
+    at x); NaN where unsolved."""
     optical = endmembers.optical
     n_pixels = refl.shape[0]
     size = 2 * endmembers.n_endmembers + 1
@@ -558,6 +559,7 @@ def solve_optical_numba(
     }
     if n_pixels == 0:
         return out
+    start = np.broadcast_to(start, (n_pixels, size))  # one start, or one per pixel
     run_in_blocks(
         _kernel_for(params.model_key, optical.reflections, optical.mean_path),
         (n_pixels + BLOCK - 1) // BLOCK,

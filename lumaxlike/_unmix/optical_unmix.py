@@ -6,7 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from .._status import Status
-from .optical import check_free, finish, parameter_bounds
+from .optical import (
+    best_of,
+    check_free,
+    check_starts,
+    finish,
+    parameter_bounds,
+    reentry_points,
+    start_points,
+)
 
 __all__ = ["unmix_optical"]
 
@@ -21,6 +29,7 @@ def unmix_optical(
     solver,
     *,
     free,
+    starts=None,
     route,
     sum_to_one,
     refl_sigma,
@@ -44,6 +53,7 @@ def unmix_optical(
             f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
         )
     grain_free, npfe_free = check_free(free, endmembers, route, sum_to_one)
+    count = check_starts(starts)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     refl = as_float_array("refl", refl)
@@ -81,6 +91,7 @@ def unmix_optical(
         1.0 if band_sigma is None else 1.0 / np.asarray(band_sigma, np.float64), (n_bands,)
     ).copy()
     start, lower, upper, fixed = parameter_bounds(endmembers, grain_free, npfe_free)
+    points = start_points(start, lower, upper, fixed, p, count)
     largest = max(1, (1 << 20) // max(1, n_bands * (2 * p + 2)))
     chunk = largest if chunk_size is None else check_positive_int("chunk_size", chunk_size)
     chunk = call_chunk(solver, max(n_pixels, 1), chunk)
@@ -97,22 +108,49 @@ def unmix_optical(
             from .optical_numba import solve_optical_numba as solve
         else:
             from .optical_jax import solve_optical_jax as solve
-        solved = solve(
-            problem[0],
-            sun,
-            sensor,
-            up,
-            params,
-            endmembers,
-            weights,
-            start,
-            lower,
-            upper,
-            fixed,
-            max_iter,
-            tol,
-            chunk,
-        )
+        solved = None
+        for point in points:  # each start on every pixel, the best kept (`best_of`)
+            tried = solve(
+                problem[0],
+                sun,
+                sensor,
+                up,
+                params,
+                endmembers,
+                weights,
+                point,
+                lower,
+                upper,
+                fixed,
+                max_iter,
+                tol,
+                chunk,
+            )
+            if count > 1 and grain_free:  # stuck grain sizes put back once (`reentry_points`)
+                again, need = reentry_points(tried, point, lower, upper, fixed, p)
+                if np.any(need):
+                    retried = solve(
+                        problem[0][need],
+                        sun[need],
+                        sensor[need],
+                        up[need],
+                        params,
+                        endmembers,
+                        weights,
+                        again[need],
+                        lower,
+                        upper,
+                        fixed,
+                        max_iter,
+                        tol,
+                        chunk,
+                    )
+                    subset = {key: value[need] for key, value in tried.items()}
+                    tried = {key: np.array(value) for key, value in tried.items()}
+                    for key, value in best_of(subset, retried).items():
+                        tried[key][need] = value
+            solved = tried if solved is None else best_of(solved, tried)
+        assert solved is not None
         with np.errstate(invalid="ignore"):
             dark = ~np.any(problem[0] > 0.0, axis=-1) & np.isin(
                 solved["status"], (Status.CONVERGED, Status.MAX_ITER)

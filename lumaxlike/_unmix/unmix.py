@@ -60,6 +60,7 @@ def unmix(
     chunk_size: int | None = None,
     wavelengths=None,
     free=(),
+    starts: int | None = None,
 ) -> UnmixResult:
     """Mass fractions of the endmembers in every pixel, through Hapke's intimate mixing.
 
@@ -137,6 +138,12 @@ def unmix(
             ``endmembers.wavelengths`` also given, refl's bands are matched to the
             endmembers' by wavelength (any order); band centres that are not the
             endmembers' are refused. Without either, bands are taken in order.
+        free: ``"grain_size"``, ``"npfe"`` or both: fit each endmember's grain size and
+            the pixel's nanophase iron too (endmembers from
+            `Endmembers.from_optical_constants`; one-step route; docs/unmixing.md).
+        starts: with ``free``, the solver's starts per pixel (default 1): the given
+            grain sizes, then all of them scaled by 3, 1/3, 9, 1/9, ... (npFe0 alone:
+            over its bounds); per pixel the CONVERGED start of lowest cost is kept.
 
     Returns:
         `UnmixResult`.
@@ -153,7 +160,7 @@ def unmix(
     if free:  # grain sizes and npFe0 from optical constants: `optical`
         from .optical_unmix import unmix_optical
 
-        return unmix_optical(refl, to_sun, to_sensor, normal, endmembers, params, solver, free=free, route=route, sum_to_one=sum_to_one, refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, chunk_size=chunk_size, wavelengths=wavelengths)  # fmt: skip
+        return unmix_optical(refl, to_sun, to_sensor, normal, endmembers, params, solver, free=free, starts=starts, route=route, sum_to_one=sum_to_one, refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, chunk_size=chunk_size, wavelengths=wavelengths)  # fmt: skip
     if not isinstance(endmembers, Endmembers):
         raise ValueError(
             f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"

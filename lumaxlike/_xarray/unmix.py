@@ -26,6 +26,20 @@ from .chunks import (
 __all__ = ["unmix_dataarray"]
 
 _FIELDS = ("fractions", "sigma", "status", "iterations", "residual", "remainder")
+_PER_ENDMEMBER = ("fractions", "sigma", "grain_size", "grain_size_sigma", "grain_size_at_bound")
+_DTYPES = {
+    "status": np.int8,
+    "iterations": np.int32,
+    "grain_size_at_bound": np.int8,
+    "npfe_at_bound": np.int8,
+}
+
+
+def _fields(free) -> tuple[str, ...]:
+    """The variables of one chunk: :data:`_FIELDS`, and the optical maps with ``free``."""
+    from .._operations.unmix import OPTICAL_FIELDS
+
+    return (*_FIELDS, *OPTICAL_FIELDS) if free else _FIELDS
 
 
 def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple | None:
@@ -75,7 +89,9 @@ def _without_bad_bands(refl: xr.DataArray, spec: str, endmembers):
 
 def _unmix_block(r, to_sun, to_sensor, normal, refl_sigma, *, endmembers, params, options):
     """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) -> fractions, sigma
-    (..., endmembers), status, iterations, residual, remainder (...)."""
+    (..., endmembers), status, iterations, residual, remainder (...), and with free
+    parameters grain_size, its sigma and at-bound flags (..., endmembers), npfe [wt %],
+    its sigma and at-bound flag (...)."""
     from .._operations.unmix import unmix_block
 
     fields = unmix_block(
@@ -88,13 +104,9 @@ def _unmix_block(r, to_sun, to_sensor, normal, refl_sigma, *, endmembers, params
         refl_sigma=refl_sigma,
         endmembers=endmembers,
     )
-    return (
-        fields["fractions"],
-        fields["sigma"],
-        fields["status"][..., 0],
-        fields["iterations"][..., 0],
-        fields["residual"][..., 0],
-        fields["remainder"][..., 0],
+    return tuple(
+        fields[name] if name in _PER_ENDMEMBER else fields[name][..., 0]
+        for name in _fields(options.free)
     )
 
 
@@ -113,6 +125,8 @@ def unmix_dataarray(
     max_iter: int | None = None,
     tol: float | None = None,
     num_threads: int | None = None,
+    free=(),
+    starts: int | None = None,
 ) -> xr.Dataset:
     """Mass fractions of an intimate mixture per pixel (`lumaxlike.unmix`), chunk by chunk.
 
@@ -131,6 +145,8 @@ def unmix_dataarray(
             and ``tol``).
         refl_sigma: standard uncertainty of ``refl`` in ``units`` ("r" or "radf"), one
             number: weights the bands and scales the covariance (see `lumaxlike.unmix`).
+        free: as for `lumaxlike.unmix` (so is ``starts``): ``"grain_size"``, ``"npfe"``
+            or both, with endmembers from `Endmembers.from_optical_constants`.
 
     Returns:
         Dataset with ``fractions`` (mass fractions [-]) and ``sigma`` (their 1-sigma
@@ -139,8 +155,12 @@ def unmix_dataarray(
         ``iterations`` (int32) and ``residual`` (the route's residual norm), each with
         ``refl``'s pixel dims; lazy (dask) when ``refl`` is, chunked as its pixels;
         with ``sum_to_one`` false also ``remainder`` (the cross-section fraction of the
-        unmodelled dark remainder, `lumaxlike.UnmixResult.remainder`).
-        The attrs record how it was made, as for `invert_dataarray`.
+        unmodelled dark remainder, `lumaxlike.UnmixResult.remainder`); with ``free``
+        also ``grain_size`` [um], ``grain_size_sigma`` and ``grain_size_at_bound``
+        (int8, 1 at a bound) per endmember, and ``npfe`` [wt %], ``npfe_sigma`` and
+        ``npfe_at_bound``.
+        The attrs record how it was made, as for `invert_dataarray` (with ``free``,
+        the optical endmembers' settings too).
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
@@ -174,6 +194,14 @@ def unmix_dataarray(
             "refl_sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
             "with cos i per pixel); give refl as r or radf"
         )
+    from .._unmix.optical import check_free, check_starts
+
+    if free:
+        check_free(free, endmembers, route, sum_to_one)
+        free = (free,) if isinstance(free, str) else tuple(free)
+        starts = check_starts(starts)
+    else:
+        free, starts = (), None
     spec = spectral_dim_of(refl, spectral_dim)
     product = product_record_of(refl, used_standard)
     left_out = bad_bands_of(refl) is not None
@@ -189,19 +217,26 @@ def unmix_dataarray(
     refl = inputs.refl
     chunk = min(inputs.largest, unmix_chunk_pixels(refl.sizes[spec], endmembers.n_endmembers))
     options = UnmixOptions(
-        solver, route, bool(sum_to_one), max_iter, tol, chunk, num_threads, wavelengths=wavelengths
+        solver,
+        route,
+        bool(sum_to_one),
+        max_iter,
+        tol,
+        chunk,
+        num_threads,
+        wavelengths=wavelengths,
+        free=free,
+        starts=starts,
     )
     layout = unmix_layout(endmembers.names)
-    dtypes = (np.float64, np.float64, np.int8, np.int32, np.float64, np.float64)
-    per_endmember = ("endmember",)
     maps = [
         ChunkMap(
             field,
-            dtype,
-            per_endmember if field in ("fractions", "sigma") else (),
+            _DTYPES.get(field, np.float64),
+            ("endmember",) if field in _PER_ENDMEMBER else (),
             layout.attrs.get(field, {}),
         )
-        for field, dtype in zip(_FIELDS, dtypes)
+        for field in _fields(free)
     ]
     variables = apply_to_chunks(
         _unmix_block,
@@ -241,9 +276,10 @@ def unmix_dataarray(
             max_iter=max_iter,
             tol=tol,
             num_threads=num_threads,
+            **({"free": free, "starts": starts} if free else {}),
         ),
     )
-    record = unmix_record(endmembers, route, sum_to_one)
+    record = unmix_record(endmembers, route, sum_to_one, free=free)
     provenance = dataclasses.replace(provenance, unmix_settings=record)
     dataset = result_dataset(variables, refl, provenance)
     return dataset.assign_coords(endmember=("endmember", list(endmembers.names)))
