@@ -9,7 +9,7 @@ fingerprint of its code cells (``code_fingerprint``) in its metadata: the test s
 checks that the stored outputs come from the code stored beside them. Rerun this after
 editing a notebook's code, from the repository root:
 
-    python docs/render_tutorials.py            # all nine, a few minutes on 2 cores
+    python docs/render_tutorials.py            # all ten, a few minutes on 2 cores
     python docs/render_tutorials.py 02_inverting_a_cube
 """
 

@@ -165,7 +165,9 @@ def thermal_reflectance(
 
     Args:
         w: single-scattering albedos [-], ``pixels + (bands,)``.
-        to_sun, to_sensor, normal: unit vectors, ``pixels + (3,)`` (or ``(3,)``).
+        to_sun: unit vector toward the sun, ``pixels + (3,)`` (or ``(3,)``).
+        to_sensor: unit vector toward the sensor, the same shapes.
+        normal: the surface normal, the same shapes.
         params: `lumaxlike.HapkeParams`.
         wavelengths: band centres [um], ``(bands,)``.
         temperature: T [K], a scalar or ``pixels``.

@@ -37,6 +37,7 @@ def test_notebooks_found():
         "07_joint_retrieval.ipynb",
         "08_posterior_sampling.ipynb",
         "09_band_parameters_and_heat.ipynb",
+        "10_composition_from_optical_constants.ipynb",
     ]
 
 
