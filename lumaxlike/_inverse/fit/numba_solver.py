@@ -168,27 +168,12 @@ def _damped_step(
 
 
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math), error_model="numpy")
-def _solve_lm_pixel(
-    pixel,
-    step_length,
-    rows,
-    rows_valid,
-    refl,
-    start,
-    parameters_fixed,
-    free_index,
-    lower,
-    upper,
-    min_observations,
-    max_iter,
-    tol,
-    values_out,
-    status_out,
-    iterations_out,
-    cost_out,
-    jtj_out,
-):
+def _solve_lm_pixel(pixel, problem, model, settings, outputs):
     """Every band of one pixel (`_lm_kernel`'s loop body; arguments as there)."""
+    rows, rows_valid, refl, start = problem
+    step_length, parameters_fixed, free_index, lower, upper = model
+    min_observations, max_iter, tol = settings
+    values_out, status_out, iterations_out, cost_out, jtj_out = outputs
     n_bands, n_obs = refl.shape[1], refl.shape[2]
     p = free_index.shape[0]
     parameters = parameters_fixed.copy()
@@ -313,57 +298,21 @@ def _solve_lm_pixel(
 
 
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math), nogil=True, error_model="numpy")
-def _lm_kernel(
-    first,
-    last,
-    step_length,
-    rows,
-    rows_valid,
-    refl,
-    start,
-    parameters_fixed,
-    free_index,
-    lower,
-    upper,
-    min_observations,
-    max_iter,
-    tol,
-    values_out,
-    status_out,
-    iterations_out,
-    cost_out,
-    jtj_out,
-):
+def _lm_kernel(first, last, problem, model, settings, outputs):
     """Solve problems (pixel, band) with observations along the last axis of `refl`.
 
     Compiled only as variants (`lm_kernel_for`), with `_cost_and_normal_equations` bound
-    to its variant for the generated code. rows: (pixels, observations, row length); rows_valid: (pixels,
-    observations) bool; refl: (pixels, bands, observations), NaN where an observation is
-    left out; start: (pixels, bands, p); values_out: (pixels, bands, p); jtj_out:
-    (pixels, bands, p, p) J^T J at the solution. Solves pixels first to last - 1
+    to its variant for the generated code. problem = (rows, rows_valid, refl, start):
+    rows (pixels, observations, row length); rows_valid (pixels, observations) bool;
+    refl (pixels, bands, observations), NaN where an observation is left out; start
+    (pixels, bands, p). model = (step_length, parameters_fixed, free_index, lower,
+    upper), settings = (min_observations, max_iter, tol), outputs = (values (pixels,
+    bands, p), status, iterations, cost, jtj (pixels, bands, p, p) J^T J at the
+    solution), as `solve_numba` documents them. Solves pixels first to last - 1
     (`numba_threads.run_in_blocks`).
     """
     for pixel in range(first, last):
-        _solve_lm_pixel(
-            pixel,
-            step_length,
-            rows,
-            rows_valid,
-            refl,
-            start,
-            parameters_fixed,
-            free_index,
-            lower,
-            upper,
-            min_observations,
-            max_iter,
-            tol,
-            values_out,
-            status_out,
-            iterations_out,
-            cost_out,
-            jtj_out,
-        )
+        _solve_lm_pixel(pixel, problem, model, settings, outputs)
 
 
 @functools.cache
@@ -430,25 +379,20 @@ def solve_numba(
         "jtj": np.empty((n_pixels, n_bands, p, p)),
     }
     as_float = lambda a: np.require(a, np.float64, ("C", "W"))  # noqa: E731
-    run_in_blocks(
-        lm_kernel_for(functions),
-        n_pixels,
-        functions.step_length,
+    problem = (
         as_float(rows),
         np.require(rows_valid, np.bool_, ("C", "W")),
         as_float(refl),
         as_float(start),
+    )
+    model = (
+        functions.step_length,
         as_float(parameters_fixed),
         np.require(free_index, np.int64, ("C", "W")),
         as_float(lower),
         as_float(upper),
-        int(min_observations),
-        int(max_iter),
-        float(tol),
-        out["values"],
-        out["status"],
-        out["iterations"],
-        out["cost"],
-        out["jtj"],
     )
+    settings = (int(min_observations), int(max_iter), float(tol))
+    outputs = (out["values"], out["status"], out["iterations"], out["cost"], out["jtj"])
+    run_in_blocks(lm_kernel_for(functions), n_pixels, problem, model, settings, outputs)
     return out
