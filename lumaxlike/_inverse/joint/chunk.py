@@ -60,11 +60,8 @@ def solve_chunk(solver, arrays, geometry, padded_problems, setup):
             setup["fixed"],
             index[:p],
             index[p:],
-            setup["lower"],
-            setup["upper"],
-            setup["min_obs"],
-            setup["max_iter"],
-            setup["tol"],
+            (setup["lower"], setup["upper"]),
+            (setup["min_obs"], setup["max_iter"], setup["tol"]),
         )
     dtype = setup["dtype"]
     # one chunk shape, so the JAX program compiles once; padded problems have no data
