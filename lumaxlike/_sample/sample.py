@@ -357,10 +357,12 @@ def _static_arguments(params, free, band_free, shared, kinds, chains: _Chains) -
         free_index=tuple(PARAMETER_NAMES.index(name) for name in free),
         key=params.model_key,
         kinds=kinds,
-        num_chains=chains.num_chains,
-        num_warmup=chains.num_warmup,
-        num_samples=chains.num_samples,
-        integration_steps=chains.integration_steps,
+        chains=(
+            chains.num_chains,
+            chains.num_warmup,
+            chains.num_samples,
+            chains.integration_steps,
+        ),
     )
     if shared:
         static["n_band_free"] = len(band_free)
@@ -437,14 +439,13 @@ def _sample_one_chunk(problems: _Problems, program: _Program, span, rng, ids, co
     return program.program(
         rng,
         jnp.asarray(pad_pixels(ids[first:last], chunk, 0)),
-        *(jnp.asarray(p, dtype) for p in padded),
+        jnp.asarray(padded[0], dtype),
+        tuple(jnp.asarray(p, dtype) for p in padded[1:]),
         constants[0],
-        chunk_of(problems.z_center, 0.0),
-        scale,
+        (chunk_of(problems.z_center, 0.0), scale),
         constants[1],
-        chunk_of(problems.prior_mean, 0.0),
-        chunk_of(problems.prior_precision, 0.0),
-        *constants[2:],
+        (chunk_of(problems.prior_mean, 0.0), chunk_of(problems.prior_precision, 0.0)),
+        (constants[2], constants[3]),
         **program.static,
     )
 
