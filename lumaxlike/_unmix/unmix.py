@@ -102,6 +102,9 @@ def unmix(
         wavelengths: refl's band centres [um] (bands,), or None; with
             ``endmembers.wavelengths`` the bands are matched by wavelength (any order),
             else taken in order.
+        free: with endmembers from optical constants, per-pixel parameters fitted besides
+            the fractions, e.g. ``("grain_size", "npfe")`` (docs/unmixing.md: free grain
+            sizes); default none.
 
     Returns:
         `UnmixResult`.
