@@ -173,28 +173,7 @@ def _child(config: ProfileConfig, folder: str) -> dict:
         input_bytes = _nbytes(w, *geometry)
         del cube
     else:
-        from ._inverse.albedo.invert import solver_chunk_pixels
-        from ._inverse.chunking import call_chunk
-
-        largest = config.chunk_size or solver_chunk_pixels(
-            config.solver, config.bands, config.dtype
-        )
-        chunk = call_chunk(config.solver, n_pixels, largest)  # the measured call's chunks
-        kwargs: dict[str, Any] = {"chunk_size": config.chunk_size}
-        if config.max_iter is not None:
-            kwargs["max_iter"] = config.max_iter
-
-        def call(pixels=None):
-            if pixels is None:
-                return lumaxlike.invert(cube["refl"], *geometry, params, config.solver, **kwargs)
-            # exactly one chunk's pixels: a call of one chunk has the same chunk shape
-            refl, to_sun, to_sensor, normal = (
-                a.reshape((-1,) + a.shape[2:])[:pixels] for a in (cube["refl"], *geometry)
-            )
-            return lumaxlike.invert(
-                refl, to_sun, to_sensor, normal, params, config.solver, **kwargs
-            )
-
+        call, chunk = _invert_call(config, cube, n_pixels)
         input_bytes = _nbytes(cube["refl"], *geometry)
 
     if config.warmup:
@@ -214,15 +193,7 @@ def _child(config: ProfileConfig, folder: str) -> dict:
         output_bytes = _nbytes(result)
     else:
         output_bytes = _nbytes(*dataclasses.astuple(result))
-        converged = result.status == int(lumaxlike.Status.CONVERGED)
-        out["converged_fraction"] = float(converged.mean())
-        out["mean_iterations"] = (
-            float(result.iterations[converged].mean()) if converged.any() else None
-        )
-        out["status_counts"] = result.counts()
-        if w_true is not None:
-            err = np.abs(result.w.astype(np.float64) - w_true)[converged]
-            out["max_abs_w_error"] = float(err.max()) if err.size else None
+        out.update(_inversion_summary(result, w_true))
     del result
     out.update(
         mode="memory",
@@ -244,6 +215,50 @@ def _child(config: ProfileConfig, folder: str) -> dict:
         out["compile_s"] = max(
             0.0, out["warmup_s"] - out["warmup_problems"] / out["problems_per_s"]
         )
+    return out
+
+
+def _invert_call(config: ProfileConfig, cube: dict, n_pixels: int):
+    """`_child`'s measured `invert` call, ``call(pixels=None)`` (pixels: exactly one
+    chunk's, for the warm-up), and the call's pixels per chunk."""
+    import lumaxlike
+
+    from ._inverse.albedo.invert import solver_chunk_pixels
+    from ._inverse.chunking import call_chunk
+
+    params = cube["params"]
+    geometry = (cube["to_sun"], cube["to_sensor"], cube["normal"])
+    largest = config.chunk_size or solver_chunk_pixels(config.solver, config.bands, config.dtype)
+    chunk = call_chunk(config.solver, n_pixels, largest)  # the measured call's chunks
+    kwargs: dict[str, Any] = {"chunk_size": config.chunk_size}
+    if config.max_iter is not None:
+        kwargs["max_iter"] = config.max_iter
+
+    def call(pixels=None):
+        if pixels is None:
+            return lumaxlike.invert(cube["refl"], *geometry, params, config.solver, **kwargs)
+        # exactly one chunk's pixels: a call of one chunk has the same chunk shape
+        refl, to_sun, to_sensor, normal = (
+            a.reshape((-1,) + a.shape[2:])[:pixels] for a in (cube["refl"], *geometry)
+        )
+        return lumaxlike.invert(refl, to_sun, to_sensor, normal, params, config.solver, **kwargs)
+
+    return call, chunk
+
+
+def _inversion_summary(result, w_true) -> dict:
+    """`_child`'s figures of an `InversionResult`: converged fraction, mean iterations,
+    status counts and, given w_true, the largest error of a converged w."""
+    import lumaxlike
+
+    out: dict[str, Any] = {}
+    converged = result.status == int(lumaxlike.Status.CONVERGED)
+    out["converged_fraction"] = float(converged.mean())
+    out["mean_iterations"] = float(result.iterations[converged].mean()) if converged.any() else None
+    out["status_counts"] = result.counts()
+    if w_true is not None:
+        err = np.abs(result.w.astype(np.float64) - w_true)[converged]
+        out["max_abs_w_error"] = float(err.max()) if err.size else None
     return out
 
 

@@ -58,8 +58,6 @@ RECORDED = "; with --params-from: the recorded value"
 def add_parser(commands, formatter) -> argparse.ArgumentParser:
     """Add the ``invert`` subcommand to ``commands``; return its parser (``normalize``
     shares its options)."""
-    from .._inverse.defaults import DEFAULT_MAX_ITER
-
     recorded = RECORDED
     invert = commands.add_parser(
         "invert",
@@ -123,6 +121,16 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         choices=INPUT_UNITS,
         help=UNITS_HELP + ". Required, unless --params-from gives it",
     )
+    _add_solver_options(invert)
+    invert.set_defaults(handler=run)
+    return invert
+
+
+def _add_solver_options(invert) -> None:
+    """`add_parser`'s solver, model, product, tolerance, uncertainty and run options."""
+    from .._inverse.defaults import DEFAULT_MAX_ITER
+
+    recorded = RECORDED
     invert.add_argument(
         "--solver",
         choices=("numba", "jax"),
@@ -156,8 +164,6 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         chunk_help="rows per block (default: about 32 MiB of reflectance)",
         parallel=True,
     )
-    invert.set_defaults(handler=run)
-    return invert
 
 
 def run(args) -> int:

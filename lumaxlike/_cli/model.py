@@ -268,6 +268,13 @@ def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
                 f"{len(base)} bands but the cube {cube} has {bands} bands"
             )
         base = [base[0]] * bands
+    per_field = _fields_per_band(args, options, base, bands, cube, check)
+    return _models(per_field, base, bands, make)
+
+
+def _fields_per_band(args, options, base, bands, cube, check) -> dict:
+    """`model_from_options`'s values per field, one per band: the option's (checked by
+    `check`, ValueError naming the flag), else the record's (`base`), else the default."""
     per_field = {}
     for flag, name, default, text in options:
         values = getattr(args, dest(flag))
@@ -287,6 +294,12 @@ def model_from_options(args, bands: int, record=None, *, cube=None) -> list:
         for value in values:  # checked one field at a time, so the message names the flag
             check(flag, name, value, text)
         per_field[name] = values if len(values) == bands else values * bands
+    return per_field
+
+
+def _models(per_field, base, bands, make) -> list:
+    """`model_from_options`'s models, one per band (`make(fields, legendre)`); equal bands
+    share one object."""
     legendre = [getattr(p, "legendre", None) for p in base] if base is not None else [None] * bands
     shared: dict[tuple, object] = {}
     params = []

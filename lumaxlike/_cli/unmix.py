@@ -70,8 +70,6 @@ RECORDED = "; with --params-from: the recorded value"
 
 def add_parser(commands, formatter) -> None:
     """Add the ``unmix`` subcommand to ``commands``."""
-    from .._inverse.defaults import DEFAULT_MAX_ITER
-
     unmix = commands.add_parser(
         "unmix",
         help="unmix a reflectance cube file into mass-fraction maps",
@@ -123,6 +121,16 @@ def add_parser(commands, formatter) -> None:
         choices=INPUT_UNITS,
         help=UNITS_HELP + " (required, unless --params-from gives it)",
     )
+    _add_library_options(unmix)
+    _add_solver_options(unmix)
+    add_product_options(unmix)
+    _add_run_options(unmix)
+    add_optical_options(unmix)
+    unmix.set_defaults(handler=run)
+
+
+def _add_library_options(unmix) -> None:
+    """`add_parser`'s endmember library and band options."""
     unmix.add_argument(
         "--endmembers",
         type=Path,
@@ -195,6 +203,10 @@ def add_parser(commands, formatter) -> None:
         metavar="UM[,...]",
         help="the cube's band widths [um] (default: the band spacing" + RECORDED + ")",
     )
+
+
+def _add_solver_options(unmix) -> None:
+    """`add_parser`'s route, constraint, solver and model options."""
     unmix.add_argument(
         "--route",
         choices=("one_step", "two_step"),
@@ -225,7 +237,12 @@ def add_parser(commands, formatter) -> None:
         help=f"solver, as for `lumaxlike invert` (default {DEFAULT_SOLVER}{RECORDED})",
     )
     add_model_options(unmix, RECORDED)
-    add_product_options(unmix)
+
+
+def _add_run_options(unmix) -> None:
+    """`add_parser`'s tolerance, iteration, uncertainty and run options."""
+    from .._inverse.defaults import DEFAULT_MAX_ITER
+
     unmix.add_argument(
         "--tol",
         type=positive_float,
@@ -250,8 +267,6 @@ def add_parser(commands, formatter) -> None:
         chunk_help="rows per block (default: about 32 MiB of reflectance)",
         parallel=True,
     )
-    add_optical_options(unmix)
-    unmix.set_defaults(handler=run)
 
 
 def run(args) -> int:

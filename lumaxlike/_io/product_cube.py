@@ -224,18 +224,7 @@ class ProductCube:
             "kind": None if kind is None else kind.name,
         }
         if label is not None:
-            record["label"] = str(label.label.resolve())
-            record["label_unit"] = label.unit
-            for key in ("CH1:THERMAL_CORRECTION_FLAG", "TARGET_NAME", "DATA_SET_ID"):
-                if label.keyword(key) is not None:
-                    record[key.lower().replace("ch1:", "")] = str(label.keyword(key))
-            photometry = [
-                str(v)
-                for k, v in label.keywords.items()
-                if "PHOTOMETR" in k.upper() and "FILE" in k.upper()
-            ]
-            if photometry:
-                record["photometry_file"] = photometry[0]
+            record.update(_label_record(label))
         self._special = np.asarray(kind.invalid if kind is not None else (), dtype=info.dtype)
         self._check_declared(path, units, label, kind)
         check_unit_tag(cube, units, path)
@@ -272,24 +261,7 @@ class ProductCube:
             or (kind.target if kind is not None else "")
         ).upper()
         if target == "MOON" and wavelength_um is not None:
-            thermal = np.flatnonzero(wavelength_um > THERMAL_LIMIT_UM)
-            record["thermal_bands"] = [int(b) + 1 for b in thermal]
-            record["thermal_choice"] = thermal_bands
-            if thermal.size:
-                listed = ", ".join(f"{b + 1} ({wavelength_um[b]:.3g} um)" for b in thermal)
-                action = (
-                    "left out (thermal_bands='exclude')"
-                    if thermal_bands == "exclude"
-                    else "inverted as reflectance; add --thermal-bands exclude "
-                    "(thermal_bands='exclude') to leave them out"
-                )
-                self.notices.append(
-                    f"{located.data}: bands {listed} lie beyond {THERMAL_LIMIT_UM} um, where "
-                    "lunar spectra carry thermal emission (Clark et al. 2011; Li & Milliken "
-                    f"2016): {action}"
-                )
-                if thermal_bands == "exclude":
-                    keep[thermal] = False
+            self._thermal(located.data, wavelength_um, thermal_bands, keep, record)
         if self._bad_choice == "exclude" and bad.any():
             keep &= ~bad
             record["bad_bands_choice"] = "left out of the bands solved"
@@ -323,6 +295,28 @@ class ProductCube:
         elif check_values:
             check_reflectance_values(self._sample(), units, located.data)
         self._record = record
+
+    def _thermal(self, data, wavelength_um, thermal_bands, keep, record) -> None:
+        """`_setup`'s lunar thermal bands (beyond `THERMAL_LIMIT_UM`): recorded, told, and
+        cleared from `keep` with thermal_bands="exclude"."""
+        thermal = np.flatnonzero(wavelength_um > THERMAL_LIMIT_UM)
+        record["thermal_bands"] = [int(b) + 1 for b in thermal]
+        record["thermal_choice"] = thermal_bands
+        if thermal.size:
+            listed = ", ".join(f"{b + 1} ({wavelength_um[b]:.3g} um)" for b in thermal)
+            action = (
+                "left out (thermal_bands='exclude')"
+                if thermal_bands == "exclude"
+                else "inverted as reflectance; add --thermal-bands exclude "
+                "(thermal_bands='exclude') to leave them out"
+            )
+            self.notices.append(
+                f"{data}: bands {listed} lie beyond {THERMAL_LIMIT_UM} um, where "
+                "lunar spectra carry thermal emission (Clark et al. 2011; Li & Milliken "
+                f"2016): {action}"
+            )
+            if thermal_bands == "exclude":
+                keep[thermal] = False
 
     def _check_declared(self, path, units, label, kind) -> None:
         unit = label.unit if label is not None else None
@@ -555,3 +549,20 @@ def product_geometry(
 def recorded_geometry(geometry, record: dict):
     """The geometry input to record: None when it is a product's standard geometry."""
     return None if record.get("geometry", {}).get("geometry") == "standard" else geometry
+
+
+def _label_record(label) -> dict:
+    """A product label's part of `ProductCube.record`: its path, unit, a few keywords and
+    its photometry file."""
+    record = {"label": str(label.label.resolve()), "label_unit": label.unit}
+    for key in ("CH1:THERMAL_CORRECTION_FLAG", "TARGET_NAME", "DATA_SET_ID"):
+        if label.keyword(key) is not None:
+            record[key.lower().replace("ch1:", "")] = str(label.keyword(key))
+    photometry = [
+        str(v)
+        for k, v in label.keywords.items()
+        if "PHOTOMETR" in k.upper() and "FILE" in k.upper()
+    ]
+    if photometry:
+        record["photometry_file"] = photometry[0]
+    return record

@@ -346,6 +346,19 @@ class Provenance:
 _SETTINGS_KINDS = ("fit", "unmix", "sample", "spectral")
 
 
+# `make_provenance`'s optional inputs, in the order it unpacks them
+_INPUTS = (
+    "cube",
+    "geometry",
+    "dtm",
+    "created",
+    "geometry_layout",
+    "standard",
+    "param_maps",
+    "product",
+)
+
+
 def make_provenance(
     *,
     params,
@@ -356,16 +369,12 @@ def make_provenance(
     refl_sigma,
     dtype,
     command: str,
-    cube=None,
-    geometry=None,
-    dtm=None,
-    created: str | None = None,
-    geometry_layout=None,
-    standard=None,
-    param_maps=None,
-    product=None,
+    **inputs,
 ) -> Provenance:
     """The record of a run, with the solver defaults resolved to the values used.
+
+    The optional `inputs` (keywords, each None by default) are those below from cube on;
+    another name is a TypeError.
 
     Args:
         params: one HapkeParams per band.
@@ -383,6 +392,12 @@ def make_provenance(
     from .. import __version__
     from .._inverse.albedo.invert import DEFAULT_MAX_ITER, default_tolerance
 
+    unknown = sorted(set(inputs) - set(_INPUTS))
+    if unknown:
+        raise TypeError(f"make_provenance() got an unexpected keyword argument {unknown[0]!r}")
+    cube, geometry, dtm, created, geometry_layout, standard, param_maps, product = (
+        inputs.get(name) for name in _INPUTS
+    )
     compute_dtype = np.float32 if np.dtype(dtype) == np.float32 else np.float64  # as invert decides
     params = tuple(params)
     return Provenance(

@@ -129,22 +129,10 @@ def sample_problem(
         i, add, at, window_ends, key = xs
         warming = i < num_warmup
         key_jitter, key_step = jax.random.split(key)
-        fraction = MIN_TRAJECTORY + (1.0 - MIN_TRAJECTORY) * jax.random.uniform(
-            key_jitter, (), dtype
-        )
-        length = MAX_TRAJECTORY * fraction
         largest = jnp.where(warming, jnp.exp(da_state.log_step_size), step_size)
-        used = jnp.minimum(largest, length / integration_steps).astype(
-            dtype
-        )  # dual averaging: float64
-
-        def density(u):
-            return logdensity(transport.to_z(u, coordinates))
-
-        def one(key, state):
-            return kernel(key, state, density, used, metric, integration_steps)
-
-        states, info = jax.vmap(one)(jax.random.split(key_step, num_chains), states)
+        used = _jittered_step(key_jitter, largest, integration_steps, dtype)
+        step = (used, metric, integration_steps)
+        states, info = _hmc_moves(kernel, key_step, states, logdensity, coordinates, step)
         acceptance = jnp.where(jnp.isfinite(info.acceptance_rate), info.acceptance_rate, 0.0)
         da_state = jax.tree.map(
             lambda new, old: jnp.where(warming, new, old),
@@ -191,6 +179,28 @@ def sample_problem(
         "step_size": carry[5],
         "divergences": jnp.sum(divergent),
     }
+
+
+def _jittered_step(key, largest, integration_steps, dtype):
+    """`sample_problem`'s leapfrog step size: at most `largest`, and at most a trajectory
+    of random length between MIN_TRAJECTORY and 1 times MAX_TRAJECTORY."""
+    fraction = MIN_TRAJECTORY + (1.0 - MIN_TRAJECTORY) * jax.random.uniform(key, (), dtype)
+    length = MAX_TRAJECTORY * fraction
+    return jnp.minimum(largest, length / integration_steps).astype(dtype)  # dual averaging: float64
+
+
+def _hmc_moves(kernel, key, states, logdensity, coordinates, step):
+    """One HMC transition of every chain (states batched over chains) in the coordinates
+    u of `transport`; step = (step size, metric, integration steps)."""
+    used, metric, integration_steps = step
+
+    def density(u):
+        return logdensity(transport.to_z(u, coordinates))
+
+    def one(key, state):
+        return kernel(key, state, density, used, metric, integration_steps)
+
+    return jax.vmap(one)(jax.random.split(key, states.position.shape[0]), states)
 
 
 def _window_end(states, z_covariance, coordinates, sums, draws):

@@ -20,18 +20,11 @@ from .kernel import sample_problem
 __all__ = ["QUANTILE_LEVELS", "sample_chunk", "sample_joint_chunk"]
 
 QUANTILE_LEVELS = (0.025, 0.16, 0.5, 0.84, 0.975)
-_STATIC = (
-    "free_index",
-    "key",
-    "kinds",
-    "num_chains",
-    "num_warmup",
-    "num_samples",
-    "integration_steps",
-)
+_STATIC = ("free_index", "key", "kinds", "chains")
 
 
-def _rows_and_likelihood(to_sun, to_sensor, normal, fixed, free_index, key, dtype):
+def _rows_and_likelihood(geometry, fixed, free_index, key, dtype):
+    to_sun, to_sensor, normal = geometry
     program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, dtype)
     rows = jax.vmap(partial(pixel_rows, program, fixed=fixed, free_index=free_index, key=key))(
         to_sun, to_sensor, normal
@@ -44,25 +37,17 @@ def sample_chunk(
     rng,
     problem_ids,
     refl,
-    to_sun,
-    to_sensor,
-    normal,
+    geometry,
     fixed,
-    z_center,
-    metric,
+    start,
     inv_var,
-    prior_mean,
-    prior_precision,
-    lower,
-    upper,
+    prior,
+    bounds,
     *,
     free_index,
     key,
     kinds,
-    num_chains,
-    num_warmup,
-    num_samples,
-    integration_steps,
+    chains,
 ):
     """Sample every (pixel, band) problem of a chunk and summarise its draws.
 
@@ -70,11 +55,12 @@ def sample_chunk(
         rng: the run's JAX key; problem_ids (pixels, bands) int: each problem's index in
             the whole run (its key is `rng` folded with it, so draws do not depend on
             the chunking); refl (pixels, bands, observations) with NaN for observations
-            left out; geometry (pixels, observations, 3) each; fixed: values of
-            `PARAMETER_NAMES`; z_center (pixels, bands, p) and metric (pixels, bands,
-            p, p): the Laplace start in unconstrained coordinates; inv_var (bands,)
-            1/refl_sigma^2; prior_mean, prior_precision (pixels, bands, p); lower,
-            upper (p,).
+            left out; geometry (to_sun, to_sensor, normal), (pixels, observations, 3)
+            each; fixed: values of `PARAMETER_NAMES`; start = (z_center (pixels, bands,
+            p), metric (pixels, bands, p, p)): the Laplace start in unconstrained
+            coordinates; inv_var (bands,) 1/refl_sigma^2; prior = (prior_mean,
+            prior_precision) (pixels, bands, p); bounds = (lower, upper) (p,); chains =
+            (num_chains, num_warmup, num_samples, integration_steps), static.
     Returns:
         dict of arrays over (pixels, bands): quantiles (..., p, 5), mean, minimum,
         maximum (..., p), covariance (..., p, p), rhat, ess, ess_tail (..., p), acceptance, step_size, divergences;
@@ -82,14 +68,14 @@ def sample_chunk(
         them or not).
     """
     dtype = refl.dtype
-    rows, log_likelihood = _rows_and_likelihood(
-        to_sun, to_sensor, normal, fixed, free_index, key, dtype
-    )
+    rows, log_likelihood = _rows_and_likelihood(geometry, fixed, free_index, key, dtype)
+    (z_center, metric), (prior_mean, prior_precision), (lower, upper) = start, prior, bounds
     use = jnp.isfinite(refl)
     refl = jnp.where(use, refl, 0.0)
     density = partial(
         log_density, log_likelihood=log_likelihood, kinds=kinds, lower=lower, upper=upper
     )
+    num_chains, num_warmup, num_samples, integration_steps = chains
     run = partial(
         sample_problem,
         num_chains=num_chains,
@@ -117,34 +103,26 @@ def sample_joint_chunk(
     rng,
     problem_ids,
     refl,
-    to_sun,
-    to_sensor,
-    normal,
+    geometry,
     fixed,
-    z_center,
-    metric,
+    start,
     inv_var,
-    prior_mean,
-    prior_precision,
-    lower,
-    upper,
+    prior,
+    bounds,
     *,
     free_index,
     key,
     kinds,
     n_band_free,
-    num_chains,
-    num_warmup,
-    num_samples,
-    integration_steps,
+    chains,
 ):
     """Sample every pixel's joint problem of a chunk (parameters shared by its bands).
 
     Args:
-        As `sample_chunk`, with a problem per pixel: problem_ids (pixels,); z_center
-        (pixels, D) and metric (pixels, D, D), D = bands p + s (band 0's per-band
-        parameters, band 1's, ..., the shared ones; `n_band_free` = p); prior_mean,
-        prior_precision (pixels, D); lower, upper and `kinds` (D,); `free_index` the
+        As `sample_chunk`, with a problem per pixel: problem_ids (pixels,); start =
+        (z_center (pixels, D), metric (pixels, D, D)), D = bands p + s (band 0's per-band
+        parameters, band 1's, ..., the shared ones; `n_band_free` = p); prior
+        (pixels, D) each; bounds and `kinds` (D,); `free_index` the
         parameters of one band's likelihood (per-band ones, then shared).
     Returns:
         dict of arrays over pixels: quantiles (..., D, 5), mean, minimum, maximum
@@ -153,9 +131,8 @@ def sample_joint_chunk(
         (..., chains, draws, D).
     """
     dtype = refl.dtype
-    rows, log_likelihood = _rows_and_likelihood(
-        to_sun, to_sensor, normal, fixed, free_index, key, dtype
-    )
+    rows, log_likelihood = _rows_and_likelihood(geometry, fixed, free_index, key, dtype)
+    (z_center, metric), (prior_mean, prior_precision), (lower, upper) = start, prior, bounds
     use = jnp.isfinite(refl)
     refl = jnp.where(use, refl, 0.0)
     density = partial(
@@ -166,6 +143,7 @@ def sample_joint_chunk(
         upper=upper,
         n_band_free=n_band_free,
     )
+    num_chains, num_warmup, num_samples, integration_steps = chains
     run = partial(
         sample_problem,
         num_chains=num_chains,

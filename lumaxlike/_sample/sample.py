@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
@@ -68,82 +69,101 @@ def sample(
     return_samples: bool = False,
     fit_solver: str | None = None,
 ) -> SampleResult:
-    """Sample the posterior of the free Hapke parameters of every pixel and band.
+    """Sample the posterior of the free Hapke parameters of every pixel and band
+    (docs/sampling.md).
 
-    The problems are `fit`'s: each (pixel, band) with its observations, the parameters in
-    `free` unknown, the others fixed at `params`; with `shared`, each pixel is one joint
-    problem over all its bands (the shared parameters take one value for all of them,
-    as in `fit(shared=...)`). The posterior is
-    p(x | r_obs) proportional to exp(-sum_k (r_k(x) - r_obs,k)^2 / (2 refl_sigma^2))
-    times the prior: flat within the bounds (`lumaxlike.default_bounds`, or `bounds`),
-    times a Gaussian for each parameter in `prior`. It is sampled by HMC (blackjax) in
-    unconstrained coordinates (a probit or log transform of each bounded parameter, with
-    its Jacobian), every problem's chains in one batched, jitted JAX program (CPU or
-    GPU, in the precision of `refl`), warm-started from `fit`'s solution and Laplace
-    covariance, with a per-problem step size (dual averaging) and dense metric (the
-    Laplace covariance, then the warm-up draws' covariance in coordinates that whiten
-    those draws and straighten their curved ridges: a quadratic transport map).
+    The problems are `fit`'s (with `shared`, each pixel is one joint problem over its
+    bands); the posterior is the Gaussian likelihood of `refl_sigma` times a prior flat
+    within the bounds and Gaussian for each parameter in `prior`. It is sampled by HMC
+    (blackjax) in unconstrained coordinates, all problems' chains in one batched JAX
+    program (CPU or GPU, in `refl`'s precision), warm-started from `fit`.
 
     Args:
-        refl: observed bidirectional reflectance r [1/sr], ``pixels + (bands,
-            observations)``, float32 or float64 (the sampler's precision); non-finite
-            observations are left out of their problem, as in `fit`.
+        refl: reflectance r [1/sr], ``pixels + (bands, observations)``, float32 or
+            float64; non-finite observations are left out, as in `fit`.
         to_sun: vectors toward the light source, ``pixels + (observations, 3)`` or
             ``(observations, 3)``, as in `fit`.
         to_sensor: vectors toward the sensor, same rule.
         normal: outward surface normals, same rule.
         params: `HapkeParams`: the fixed parameters (and the fit's starting values).
-        free: the sampled parameters, as in `fit` ("w" and any of "b", "c", "roughness",
-            "hs", "bs0", "hc", "bc0", "porosity_k", "asymmetry").
-        refl_sigma: 1-sigma Gaussian noise of every observation [1/sr], a scalar or one
-            value per band (required: the posterior's width is set by it).
-        prior: {name: (mean, sigma)}: a Gaussian prior on that free parameter (in its
-            units), within its bounds, as in `fit`: mean and sigma scalars or arrays
-            broadcasting to the parameter's map (``pixels + (bands,)``, ``pixels`` for a
-            shared one; sigma inf: no prior there); the others are flat within their
-            bounds. The warm-start fit is then `fit`'s maximum a posteriori.
-        shared: names among `free` (not "w") that take one value per pixel for all its
-            bands, e.g. ``("roughness",)``: each pixel's bands are then sampled jointly
-            (the warm start is `fit`'s joint solution and covariance).
-        num_samples: draws per chain kept after warm-up.
+        free: the sampled parameters, as in `fit`.
+        refl_sigma: 1-sigma noise of every observation [1/sr], a scalar or one per band
+            (required).
+        prior: {name: (mean, sigma)} Gaussian priors, as in `fit` (sigma inf: no prior).
+        shared: names among `free` (not "w") with one value per pixel for all its bands.
+        num_samples: draws per chain kept after warm-up (at least 4).
         num_chains: chains per problem (at least 2, for R-hat).
         num_warmup: adaptation transitions per chain (discarded), at least 10.
-        seed: the random seed; a problem's draws depend on the seed and its position
-            in the image alone (not on the chunking).
-        bounds: {name: (lower, upper)} replacing `lumaxlike.default_bounds`, as in `fit`
-            (the flat prior's support).
+        seed: the random seed; draws depend on it and the problem's position alone.
+        bounds: {name: (lower, upper)} replacing `default_bounds` (the flat prior's support).
         observation_limits: {angle: (lower, upper)} [rad], as in `fit`.
         min_observations: valid observations a problem needs, as in `fit`.
-        min_ess: a problem whose bulk or tail ESS is below this in any free parameter
-            is NOT_MIXED (both above 400: Vehtari et al. 2021, ArviZ, Stan).
-        max_rhat: a problem whose R-hat exceeds this in any free parameter is NOT_MIXED.
+        min_ess: below this bulk or tail ESS in any parameter a problem is NOT_MIXED.
+        max_rhat: above this R-hat in any parameter a problem is NOT_MIXED.
         integration_steps: leapfrog steps per HMC transition.
-        chunk_size: the most pixels per chunk (memory is bounded by the chunk: its draws take
-            pixels x bands x chains x (num_samples + num_warmup) x p floats); default
-            about 64 MB of draws.
-        return_samples: keep the draws in the result (`SampleResult.draws`; write them
-            with `SampleResult.to_zarr`); memory then grows with the image: use it for a
-            region of interest.
-        fit_solver: the solver of the warm-start `fit`: default "numba" (compiled once
-            per set of free parameters whatever the chunk's shape, and cached on disk),
-            "jax" for ``params.h_function="exact"`` (whose numba derivative code is
-            slower to compile).
+        chunk_size: the most pixels per chunk (bounds memory); default about 64 MB of draws.
+        return_samples: keep the draws (`SampleResult.draws`, `to_zarr`); memory then
+            grows with the image.
+        fit_solver: the warm-start `fit`'s solver: default "numba" ("jax" for
+            ``params.h_function="exact"``).
 
     Returns:
-        `SampleResult`: per problem, quantiles at 2.5, 16, 50, 84 and 97.5 %, mean,
-        covariance, R-hat, bulk and tail ESS, acceptance rate, divergences and status
-        (CONVERGED, NOT_MIXED or MULTIMODAL where sampled), and the warm-start fit. Shared
-        parameters' arrays have no band axis (``pixels + ...``), and so do the
-        per-problem ones (status, acceptance, divergences, covariance) of a joint call.
+        `SampleResult`: per problem quantiles, mean, covariance, R-hat, ESS, acceptance,
+        divergences, status (CONVERGED, NOT_MIXED or MULTIMODAL where sampled) and the
+        warm-start fit; shared parameters and a joint call's per-problem arrays have no
+        band axis (docs/sampling.md#outputs-sampleresult).
 
     Raises:
-        ValueError: naming the argument, for anything `fit` refuses (including a
-            `shared` or `prior` it refuses), a missing or non-positive refl_sigma, fewer
-            than 2 chains, fewer than 10 warm-up or 4 samples, non-positive min_ess, or
-            max_rhat not above 1.
+        ValueError: naming the argument, for anything `fit` refuses, a missing or
+            non-positive refl_sigma, fewer than 2 chains, 10 warm-up or 4 samples,
+            non-positive min_ess, or max_rhat not above 1.
     """
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+    settings = (num_chains, num_samples, num_warmup, integration_steps, min_ess, max_rhat)
+    model = _check_model(refl, params, free, shared, refl_sigma, bounds, prior, settings)
+    if fit_solver is None:
+        fit_solver = "jax" if params.h_function == "exact" else "numba"
+    warm_fit = functools.partial(
+        fit,
+        model.refl,
+        to_sun,
+        to_sensor,
+        normal,
+        params,
+        free=model.free,
+        solver=fit_solver,
+        bounds=bounds,
+        refl_sigma=model.band_sigma,
+        observation_limits=observation_limits,
+        min_observations=min_observations,
+        shared=model.shared,
+        prior=prior,
+    )
+    geometry = (to_sun, to_sensor, normal)
+    run = (seed, chunk_size, return_samples)
+    return _sample_model(model, params, warm_fit, geometry, observation_limits, run)
+
+
+class _Model(NamedTuple):
+    """`sample`'s checked arguments: refl (as a float array), the free names (per-band
+    first), band_sigma, dtype, bounds (lower, upper), priors, chain settings."""
+
+    refl: np.ndarray
+    free: tuple
+    band_free: tuple
+    shared: tuple
+    band_sigma: np.ndarray
+    dtype: type
+    bounds: tuple
+    priors: object
+    chains: _Chains
+    layout: ProblemLayout
+
+
+def _check_model(refl, params, free, shared, refl_sigma, bounds, prior, settings) -> _Model:
+    """Checks `sample`'s model arguments and chain `settings` (ValueError naming the
+    argument, in the order of the signature's use)."""
     free = check_free(free, params)
     shared = check_shared(shared, free)
     band_free = tuple(name for name in free if name not in shared)
@@ -155,41 +175,36 @@ def sample(
     if refl_sigma is None:
         raise ValueError("refl_sigma is required: the 1-sigma noise of the observations [1/sr]")
     band_sigma = check_band_sigma(refl_sigma, n_bands)
-    chains = _check_chains(
-        num_chains, num_samples, num_warmup, integration_steps, min_ess, max_rhat
-    )
+    chains = _check_chains(*settings)
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
     lower, upper = _check_bounds(bounds, free, dtype)
     priors = check_priors(
         prior, free, shared, pixel_shape, n_bands, True, dict(zip(free, zip(lower, upper)))
     )
-    if fit_solver is None:
-        fit_solver = "jax" if params.h_function == "exact" else "numba"
-
-    def warm_fit(start=None):
-        return fit(
-            refl,
-            to_sun,
-            to_sensor,
-            normal,
-            params,
-            free=free,
-            solver=fit_solver,
-            bounds=bounds,
-            refl_sigma=band_sigma,
-            observation_limits=observation_limits,
-            min_observations=min_observations,
-            shared=shared,
-            prior=prior,
-            start=start,
-        )
-
-    warm = warm_fit()
     layout = ProblemLayout(pixel_shape, n_bands, band_free, shared)
-    problems = _problems(
-        warm, layout, priors, (lower, upper), refl, (to_sun, to_sensor, normal), observation_limits
+    return _Model(
+        refl, free, band_free, shared, band_sigma, dtype, (lower, upper), priors, chains, layout
     )
-    inv_var = 1.0 / np.broadcast_to(band_sigma, (n_bands,)) ** 2
+
+
+def _sample_model(model: _Model, params, warm_fit, geometry, observation_limits, run):
+    """`sample` after its checks: the warm-start fit, the chains chunk by chunk, the
+    statuses (MULTIMODAL from probe fits) and the result; run = (seed, chunk_size,
+    return_samples)."""
+    seed, chunk_size, return_samples = run
+    free, band_free, shared, dtype, chains, layout = (
+        model.free,
+        model.band_free,
+        model.shared,
+        model.dtype,
+        model.chains,
+        model.layout,
+    )
+    warm = warm_fit()
+    problems = _problems(
+        warm, layout, model.priors, model.bounds, model.refl, geometry, observation_limits
+    )
+    inv_var = 1.0 / np.broadcast_to(model.band_sigma, (layout.n_bands,)) ** 2
     outputs = _empty_outputs(problems, chains, dtype, return_samples)
     _sample_chunks(
         problems,
@@ -342,10 +357,12 @@ def _static_arguments(params, free, band_free, shared, kinds, chains: _Chains) -
         free_index=tuple(PARAMETER_NAMES.index(name) for name in free),
         key=params.model_key,
         kinds=kinds,
-        num_chains=chains.num_chains,
-        num_warmup=chains.num_warmup,
-        num_samples=chains.num_samples,
-        integration_steps=chains.integration_steps,
+        chains=(
+            chains.num_chains,
+            chains.num_warmup,
+            chains.num_samples,
+            chains.integration_steps,
+        ),
     )
     if shared:
         static["n_band_free"] = len(band_free)
@@ -422,14 +439,13 @@ def _sample_one_chunk(problems: _Problems, program: _Program, span, rng, ids, co
     return program.program(
         rng,
         jnp.asarray(pad_pixels(ids[first:last], chunk, 0)),
-        *(jnp.asarray(p, dtype) for p in padded),
+        jnp.asarray(padded[0], dtype),
+        tuple(jnp.asarray(p, dtype) for p in padded[1:]),
         constants[0],
-        chunk_of(problems.z_center, 0.0),
-        scale,
+        (chunk_of(problems.z_center, 0.0), scale),
         constants[1],
-        chunk_of(problems.prior_mean, 0.0),
-        chunk_of(problems.prior_precision, 0.0),
-        *constants[2:],
+        (chunk_of(problems.prior_mean, 0.0), chunk_of(problems.prior_precision, 0.0)),
+        (constants[2], constants[3]),
         **program.static,
     )
 
@@ -473,7 +489,7 @@ def _missed_modes(warm_fit, warm, layout, outputs, inv_var, bounds):
     probes = []
     shape = outputs["minimum"].shape[:-1]  # (pixels, bands)
     for start in probe_starts(*bounds):
-        probe = warm_fit(start)
+        probe = warm_fit(start=start)
         level = np.reshape(log_posterior(probe, inv_var), shape)
         probes.append((layout.fit_start(probe)[0], level, layout.flat_status(probe.status)))
     best = np.reshape(log_posterior(warm, inv_var), shape)

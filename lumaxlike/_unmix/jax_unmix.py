@@ -291,56 +291,10 @@ def solve_one_step_jax(
     def cond(state):
         return ~jnp.all(state[7]) & (state[9] < max_iter)
 
-    def body(state):
-        x, sum_active, cost, hessian, gradient, damping, growth, done, iterations, count = state
-        moving = ~done
-        a_matrix, c = _subproblem(hessian, gradient, x, damping)
-        trial, trial_free, trial_sum, code = simplex_qp_lanes(
-            a_matrix, c, x, x > 0.0, sum_active, moving, equality, max_steps
-        )
-        solvable = code == QP_OK
-        step = trial - x
-        step_size = jnp.max(jnp.abs(step), axis=-1)
-        predicted = _linear_decrease(step, hessian, gradient)
-        cost_trial, hessian_trial, gradient_trial = normal_equations(
-            trial, terms, albedo, refl, band_weights, key
-        )
-        a_newton, c_newton = _subproblem(
-            hessian_trial, gradient_trial, trial, jnp.zeros_like(damping)
-        )
-        newton, _, _, newton_code = simplex_qp_lanes(
-            a_newton, c_newton, trial, trial_free, trial_sum, moving & solvable, equality, max_steps
-        )
-        newton_step = newton - trial
-        newton_ok = newton_code == QP_OK
-        newton_size = jnp.where(newton_ok, jnp.max(jnp.abs(newton_step), axis=-1), jnp.inf)
-        newton_decrease = jnp.where(
-            newton_ok, _linear_decrease(newton_step, hessian_trial, gradient_trial), jnp.inf
-        )
-        accept = _lm.accepted(cost, cost_trial) & solvable
-        converged = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-        converged = converged & solvable
-        new_damping, new_growth = _lm.next_damping(
-            accept,
-            _lm.gain_ratio(cost, cost_trial, predicted),
-            damping,
-            growth,
-            newton_decrease,
-            cost_trial,
-        )
-        take = moving & accept
-        return (
-            jnp.where(take[:, None], trial, x),
-            jnp.where(take, trial_sum, sum_active),
-            jnp.where(take, cost_trial, cost),
-            jnp.where(take[:, None, None], hessian_trial, hessian),
-            jnp.where(take[:, None], gradient_trial, gradient),
-            jnp.where(moving, new_damping, damping),
-            jnp.where(moving, new_growth, growth),
-            done | (moving & converged),
-            iterations + moving.astype(jnp.int32),
-            count + 1,
-        )
+    def evaluate(x):
+        return normal_equations(x, terms, albedo, refl, band_weights, key)
+
+    body = partial(_one_step_iteration, evaluate=evaluate, qp=(equality, max_steps), tol=tol)
 
     init = (
         x,
@@ -354,9 +308,12 @@ def solve_one_step_jax(
         jnp.zeros(n, jnp.int32),
         0,
     )
-    x, sum_active, cost, hessian, gradient, _, _, done, iterations, _ = jax.lax.while_loop(
-        cond, body, init
-    )
+    return _one_step_results(jax.lax.while_loop(cond, body, init), active, status)
+
+
+def _one_step_results(final, active, status):
+    """`solve_one_step_jax`'s dict from its while loop's final state."""
+    x, sum_active, cost, hessian, gradient, _, _, done, iterations, _ = final
     solved_status = jnp.where(done, int(Status.CONVERGED), int(Status.MAX_ITER))
     nan = jnp.nan
     return {
@@ -368,3 +325,54 @@ def solve_one_step_jax(
         "gradient": jnp.where(active[:, None], gradient, nan),
         "sum_active": jnp.where(active, sum_active, False),
     }
+
+
+def _one_step_iteration(state, *, evaluate, qp, tol):
+    """One Levenberg-Marquardt step of every pixel of `solve_one_step_jax` (its while
+    loop's body): `evaluate` x -> (cost, hessian, gradient); qp = (equality, max_steps)."""
+    equality, max_steps = qp
+    x, sum_active, cost, hessian, gradient, damping, growth, done, iterations, count = state
+    moving = ~done
+    a_matrix, c = _subproblem(hessian, gradient, x, damping)
+    trial, trial_free, trial_sum, code = simplex_qp_lanes(
+        a_matrix, c, x, x > 0.0, sum_active, moving, equality, max_steps
+    )
+    solvable = code == QP_OK
+    step = trial - x
+    step_size = jnp.max(jnp.abs(step), axis=-1)
+    predicted = _linear_decrease(step, hessian, gradient)
+    cost_trial, hessian_trial, gradient_trial = evaluate(trial)
+    a_newton, c_newton = _subproblem(hessian_trial, gradient_trial, trial, jnp.zeros_like(damping))
+    newton, _, _, newton_code = simplex_qp_lanes(
+        a_newton, c_newton, trial, trial_free, trial_sum, moving & solvable, equality, max_steps
+    )
+    newton_step = newton - trial
+    newton_ok = newton_code == QP_OK
+    newton_size = jnp.where(newton_ok, jnp.max(jnp.abs(newton_step), axis=-1), jnp.inf)
+    newton_decrease = jnp.where(
+        newton_ok, _linear_decrease(newton_step, hessian_trial, gradient_trial), jnp.inf
+    )
+    accept = _lm.accepted(cost, cost_trial) & solvable
+    converged = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
+    converged = converged & solvable
+    new_damping, new_growth = _lm.next_damping(
+        accept,
+        _lm.gain_ratio(cost, cost_trial, predicted),
+        damping,
+        growth,
+        newton_decrease,
+        cost_trial,
+    )
+    take = moving & accept
+    return (
+        jnp.where(take[:, None], trial, x),
+        jnp.where(take, trial_sum, sum_active),
+        jnp.where(take, cost_trial, cost),
+        jnp.where(take[:, None, None], hessian_trial, hessian),
+        jnp.where(take[:, None], gradient_trial, gradient),
+        jnp.where(moving, new_damping, damping),
+        jnp.where(moving, new_growth, growth),
+        done | (moving & converged),
+        iterations + moving.astype(jnp.int32),
+        count + 1,
+    )

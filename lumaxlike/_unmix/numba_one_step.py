@@ -175,32 +175,15 @@ def _subproblem(hessian, gradient, x0, damping, a_matrix, c):
 
 
 @numba.njit(error_model="numpy")
-def _one_step_block(
-    block,
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    scalars,
-    legendre,
-    use_legendre,
-    albedo,
-    phase,
-    band_weights,
-    start,
-    equality,
-    max_iter,
-    tol,
-    max_steps,
-    fractions_out,
-    status_out,
-    iterations_out,
-    cost_out,
-    hessian_out,
-    gradient_out,
-    sum_out,
-):
-    """The pixels of one block of `_one_step_kernel`, with their scratch arrays."""
+def _one_step_block(block, arrays, model, mixture, settings, outputs):
+    """The pixels of one block of `_one_step_kernel` (arguments as there), with their
+    scratch arrays."""
+    refl, to_sun, to_sensor, normal = arrays
+    scalars, legendre, use_legendre = model
+    albedo, phase, band_weights, start = mixture
+    equality, max_iter, tol, max_steps = settings
+    fractions_out, status_out, iterations_out, cost_out = outputs[:4]
+    hessian_out, gradient_out, sum_out = outputs[4:]
     b_, c_, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
         scalars[0],
         scalars[1],
@@ -397,59 +380,14 @@ def _one_step_block(
 @cached_njit(
     inlines=(_qp_module, lm_rules, *MODEL_MODULES, numba_unmix), nogil=True, error_model="numpy"
 )
-def _one_step_kernel(
-    first,
-    last,
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    scalars,
-    legendre,
-    use_legendre,
-    albedo,
-    phase,
-    band_weights,
-    start,
-    equality,
-    max_iter,
-    tol,
-    max_steps,
-    fractions_out,
-    status_out,
-    iterations_out,
-    cost_out,
-    hessian_out,
-    gradient_out,
-    sum_out,
-):
-    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
+def _one_step_kernel(first, last, arrays, model, mixture, settings, outputs):
+    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`): arrays
+    = (refl, to_sun, to_sensor, normal), model = `kernel_params`'s (scalars, legendre,
+    use_legendre), mixture = (albedo, phase, band_weights, start), settings = (equality,
+    max_iter, tol, max_steps), outputs = the arrays of `one_step_numba`'s dict in its
+    order."""
     for block in range(first, last):
-        _one_step_block(
-            block,
-            refl,
-            to_sun,
-            to_sensor,
-            normal,
-            scalars,
-            legendre,
-            use_legendre,
-            albedo,
-            phase,
-            band_weights,
-            start,
-            equality,
-            max_iter,
-            tol,
-            max_steps,
-            fractions_out,
-            status_out,
-            iterations_out,
-            cost_out,
-            hessian_out,
-            gradient_out,
-            sum_out,
-        )
+        _one_step_block(block, arrays, model, mixture, settings, outputs)
 
 
 def _rebound(function, tag, **bindings):
@@ -524,26 +462,21 @@ def one_step_numba(
         "sum_active": np.empty(n, np.bool_),
     }
     phase = np.empty((n, 0, 1, 4)) if phase is None else as_kernel_array(phase)
-    run_in_blocks(
-        _one_step_kernel_for(params.model_key),
-        (n + BLOCK - 1) // BLOCK,
-        as_kernel_array(refl),
-        *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)),
-        *kernel_params(params),
+    arrays = tuple(as_kernel_array(a) for a in (refl, to_sun, to_sensor, normal))
+    mixture = (
         as_kernel_array(albedo),
         phase,
         as_kernel_array(band_weights),
         as_kernel_array(start),
-        bool(equality),
-        int(max_iter),
-        float(tol),
-        int(max_steps),
-        out["fractions"],
-        out["status"],
-        out["iterations"],
-        out["cost"],
-        out["hessian"],
-        out["gradient"],
-        out["sum_active"],
+    )
+    settings = (bool(equality), int(max_iter), float(tol), int(max_steps))
+    run_in_blocks(
+        _one_step_kernel_for(params.model_key),
+        (n + BLOCK - 1) // BLOCK,
+        arrays,
+        kernel_params(params),
+        mixture,
+        settings,
+        tuple(out.values()),
     )
     return out

@@ -65,25 +65,13 @@ def _normal_equations_in_w(pixel, w, sigma_w, albedo, shared_hessian, weights, a
 
 
 @numba.njit(error_model="numpy")
-def _two_step_block(
-    block,
-    w,
-    sigma_w,
-    solve,
-    albedo,
-    shared_hessian,
-    equality,
-    max_steps,
-    fractions_out,
-    cost_out,
-    hessian_out,
-    gradient_out,
-    sum_out,
-    code_out,
-):
+def _two_step_block(block, data, settings, outputs):
     """The pixels of one block of `_two_step_kernel`, with their scratch arrays. A band's
     weight is 1/sigma_w^2 (all 1 when `sigma_w` is empty); an unsolved pixel's w and
-    sigma_w are not read."""
+    sigma_w are not read. Arguments as `_two_step_kernel`'s."""
+    w, sigma_w, solve, albedo, shared_hessian = data
+    equality, max_steps = settings
+    fractions_out, cost_out, hessian_out, gradient_out, sum_out, code_out = outputs
     n_pixels, n_bands = w.shape
     p = albedo.shape[0]
     weighted = sigma_w.shape[0] > 0
@@ -144,41 +132,12 @@ def _two_step_block(
 
 
 @cached_njit(inlines=(_qp_module,), nogil=True, error_model="numpy")
-def _two_step_kernel(
-    first,
-    last,
-    w,
-    sigma_w,
-    solve,
-    albedo,
-    shared_hessian,
-    equality,
-    max_steps,
-    fractions_out,
-    cost_out,
-    hessian_out,
-    gradient_out,
-    sum_out,
-    code_out,
-):
-    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
+def _two_step_kernel(first, last, data, settings, outputs):
+    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`): data =
+    (w, sigma_w, solve, albedo, shared_hessian = albedo albedo^T), settings = (equality,
+    max_steps), outputs = the arrays of `two_step_numba`'s dict in its order."""
     for block in range(first, last):
-        _two_step_block(
-            block,
-            w,
-            sigma_w,
-            solve,
-            albedo,
-            shared_hessian,
-            equality,
-            max_steps,
-            fractions_out,
-            cost_out,
-            hessian_out,
-            gradient_out,
-            sum_out,
-            code_out,
-        )
+        _two_step_block(block, data, settings, outputs)
 
 
 def two_step_numba(w, sigma_w, solve, albedo, equality, max_steps):
@@ -206,23 +165,15 @@ def two_step_numba(w, sigma_w, solve, albedo, equality, max_steps):
         "code": np.empty(n, np.int8),
     }
     sigma_w = np.empty((0, 0)) if sigma_w is None else as_kernel_array(sigma_w)
-    run_in_blocks(
-        _two_step_kernel,
-        (n + BLOCK - 1) // BLOCK,
+    data = (
         as_kernel_array(w),
         sigma_w,
         np.require(solve, np.bool_, ("C", "W")),
         albedo,
         albedo @ albedo.T,
-        bool(equality),
-        int(max_steps),
-        out["fractions"],
-        out["cost"],
-        out["hessian"],
-        out["gradient"],
-        out["sum_active"],
-        out["code"],
     )
+    settings = (bool(equality), int(max_steps))
+    run_in_blocks(_two_step_kernel, (n + BLOCK - 1) // BLOCK, data, settings, tuple(out.values()))
     return out
 
 
@@ -230,42 +181,16 @@ _pixel_mass_fractions = numba.njit(error_model="numpy")(mixing.pixel_mass_fracti
 
 
 @cached_njit(inlines=(_qp_module, mixing), error_model="numpy")
-def _finish_pixel(
-    pixel,
-    hessian,
-    gradient,
-    fractions,
-    sum_active,
-    cost,
-    status,
-    per_mass,
-    weighted,
-    equality,
-    n_bands,
-    mass_out,
-    covariance_out,
-    at_bound_out,
-    remainder_out,
-    system,
-    factor,
-    scale,
-    rhs,
-    column,
-    covariance,
-    released,
-    released_covariance,
-    free,
-    tested,
-    x,
-    pixel_hessian,
-    pixel_gradient,
-    mass,
-    mass_covariance,
-):
+def _finish_pixel(pixel, solved, settings, outputs, scratch):
     """One pixel of `_finish_kernel`, with its block's scratch arrays: the loop body as a
     function of its own (when the loop was numba's prange, whose parallel passes grow with
     its body, and this one inlines `reduced_covariance` twice: the kernel compiled in
-    35 s with the body inline, 19 s so)."""
+    35 s with the body inline, 19 s so). Arguments as `_finish_kernel`'s."""
+    hessian, gradient, fractions, sum_active, cost, status = solved
+    per_mass, weighted, equality, n_bands = settings
+    mass_out, covariance_out, at_bound_out, remainder_out = outputs
+    system, factor, scale, rhs, column, covariance, released, released_covariance = scratch[:8]
+    free, tested, x, pixel_hessian, pixel_gradient, mass, mass_covariance = scratch[8:]
     p = fractions.shape[1]
     code = status[pixel]
     if not (code == CONVERGED or code == MAX_ITER or code == UNDETERMINED):
@@ -347,78 +272,35 @@ def _finish_pixel(
 
 
 @cached_njit(inlines=(_qp_module, mixing), nogil=True, error_model="numpy")
-def _finish_kernel(
-    first,
-    last,
-    hessian,
-    gradient,
-    fractions,
-    sum_active,
-    cost,
-    status,
-    per_mass,
-    weighted,
-    equality,
-    n_bands,
-    mass_out,
-    covariance_out,
-    at_bound_out,
-    remainder_out,
-):
-    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
-    n, p = fractions.shape
+def _finish_kernel(first, last, solved, settings, outputs):
+    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`): solved =
+    (hessian, gradient, fractions, sum_active, cost, status), settings = (per_mass,
+    weighted, equality, n_bands), outputs = the arrays of `finish_numba`'s dict in its
+    order."""
+    n, p = solved[2].shape
     for block in range(first, last):
         # Per-block scratch; a pixel's rows are copied in and out (a view of a shared
         # array updated by parallel threads updates the array's one reference count from
         # every thread: contention that cost more than the covariance itself).
-        system = np.empty((p, p))
-        factor = np.empty((p, p))
-        scale = np.empty(p)
-        rhs = np.empty(p)
-        column = np.empty(p)
-        covariance = np.empty((p, p))
-        released = np.empty(p)
-        released_covariance = np.empty((p, p))
-        free = np.empty(p, np.bool_)
-        tested = np.empty(p, np.bool_)
-        x = np.empty(p)
-        pixel_hessian = np.empty((p, p))
-        pixel_gradient = np.empty(p)
-        mass = np.empty(p)
-        mass_covariance = np.empty((p, p))
+        scratch = (
+            np.empty((p, p)),  # system
+            np.empty((p, p)),  # factor
+            np.empty(p),  # scale
+            np.empty(p),  # rhs
+            np.empty(p),  # column
+            np.empty((p, p)),  # covariance
+            np.empty(p),  # released
+            np.empty((p, p)),  # released_covariance
+            np.empty(p, np.bool_),  # free
+            np.empty(p, np.bool_),  # tested
+            np.empty(p),  # x
+            np.empty((p, p)),  # pixel_hessian
+            np.empty(p),  # pixel_gradient
+            np.empty(p),  # mass
+            np.empty((p, p)),  # mass_covariance
+        )
         for pixel in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
-            _finish_pixel(
-                pixel,
-                hessian,
-                gradient,
-                fractions,
-                sum_active,
-                cost,
-                status,
-                per_mass,
-                weighted,
-                equality,
-                n_bands,
-                mass_out,
-                covariance_out,
-                at_bound_out,
-                remainder_out,
-                system,
-                factor,
-                scale,
-                rhs,
-                column,
-                covariance,
-                released,
-                released_covariance,
-                free,
-                tested,
-                x,
-                pixel_hessian,
-                pixel_gradient,
-                mass,
-                mass_covariance,
-            )
+            _finish_pixel(pixel, solved, settings, outputs, scratch)
 
 
 def finish_numba(solved, status, per_mass, weighted, equality, n_bands):
@@ -439,22 +321,14 @@ def finish_numba(solved, status, per_mass, weighted, equality, n_bands):
         "at_bound": np.empty((n, p), np.bool_),
         "remainder": np.empty(n),
     }
-    run_in_blocks(
-        _finish_kernel,
-        (n + BLOCK - 1) // BLOCK,
+    arrays = (
         as_kernel_array(solved["hessian"]),
         as_kernel_array(solved["gradient"]),
         solved["fractions"],
         np.require(solved["sum_active"], np.bool_, ("C", "W")),
         as_kernel_array(solved["cost"]),
         status,
-        as_kernel_array(per_mass),
-        bool(weighted),
-        bool(equality),
-        int(n_bands),
-        out["fractions"],
-        out["covariance"],
-        out["at_bound"],
-        out["remainder"],
     )
+    settings = (as_kernel_array(per_mass), bool(weighted), bool(equality), int(n_bands))
+    run_in_blocks(_finish_kernel, (n + BLOCK - 1) // BLOCK, arrays, settings, tuple(out.values()))
     return out

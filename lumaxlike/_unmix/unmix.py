@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,105 +64,83 @@ def unmix(
     free=(),
     starts: int | None = None,
 ) -> UnmixResult:
-    """Mass fractions of the endmembers in every pixel, through Hapke's intimate mixing.
+    """Mass fractions of the endmembers in every pixel, through Hapke's intimate mixing
+    (docs/unmixing.md).
 
     The mixture's single-scattering albedo is w_mix = sum_j f_j w_j with cross-section
     fractions f_j = M_j c_j / sum_k M_k c_k, c_j = Q_j / (rho_j D_j) (Hapke 2012, ch. 10);
-    its reflectance is the model `params` (every model configuration; the phase function
-    and the other parameters shared by all endmembers) at the pixel's geometry. One
-    problem per pixel: its n_endmembers fractions from its bands. Fractions are
-    non-negative; a fraction at its bound is exactly 0 and flagged in `at_bound`.
-
-    Per-endmember phase functions (`Endmembers.phase`): the mixture's phase function is
-    then p_mix = sum_j f_j w_j p_j / w_mix per band and pixel (its Legendre
-    coefficients, and AMSA's P(mu0e), P(mue), P-bar, mix the same way), in place of the
-    phase function of `params` (its other parameters, the multiple-scattering and
-    H-function choices still hold); the one-step route's derivatives include the change
-    of p_mix with each fraction. Only the one-step route takes them: the two-step
-    route's `invert` assumes one phase function for the whole mixture, which is not
-    exact when they differ, so it refuses them (ValueError).
-
-    Routes:
-        ``"one_step"`` (default): Levenberg-Marquardt in reflectance space with the
-        model's analytic derivatives, dr_k/df_j = dr/dw(w_mix,k) w_jk; each step solves
-        the damped linearised subproblem exactly under the constraints (an active-set
-        programme). The noise of r is weighted correctly (by refl_sigma), so the
-        covariance is the right one. Use it for noisy data and whenever the uncertainties
-        matter.
-        ``"two_step"``: `invert` every band to w, then per pixel the constrained linear
-        least squares in w-space (exact, since w_mix is linear in f). Much faster on large
-        cubes and exact on noise-free data, but it weighs the noise in w-space: each band
-        by 1/sigma_w^2 = (dr/dw / refl_sigma)^2 when refl_sigma is given (the linearised
-        weighting), equally otherwise (bright bands, where dr/dw is small, then count as
-        much as dark ones). A band that `invert` cannot fit (r above r(w -> 1), from noise)
-        makes the pixel UNREACHABLE, where the one-step route still fits it. Not with
-        per-endmember phase functions (`Endmembers.phase`).
+    its reflectance is the model `params` at the pixel's geometry. One problem per
+    pixel: its fractions (non-negative; exactly 0 at the bound, flagged in `at_bound`)
+    from its bands. Endmembers with their own phase functions (`Endmembers.phase`) mix
+    them per band and pixel (docs/unmixing.md#endmembers-with-their-own-phase-functions).
 
     Args:
-        refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape
-            ``pixels + (bands,)``, bands last, the endmembers' bands. Computed in float64;
-            float32 input gives float32 fractions, covariance, remainder and residuals.
-            A pixel with no band r > 0 is UNREACHABLE (no mixture reflects it).
-        to_sun: direction vectors (east, north, up) toward the source, shape
-            ``pixels + (3,)`` or ``(3,)`` for all pixels (as for `invert`).
+        refl: reflectance r [1/sr] (RADF / pi), shape ``pixels + (bands,)``, the
+            endmembers' bands last; computed in float64, float32 input gives float32
+            results. A pixel with no band r > 0 is UNREACHABLE.
+        to_sun: vectors (east, north, up) toward the source, shape ``pixels + (3,)`` or
+            ``(3,)`` for all pixels (as for `invert`).
         to_sensor: toward the observer, same rule.
         normal: outward surface normals, same rule.
         endmembers: `Endmembers` (albedo spectra on the cube's bands, density, grain
-            size, extinction efficiency). A shared dark neutral endmember is one more row
-            with constant w. A free grain size per endmember is not offered: under this
-            mixing rule D_j only rescales c_j, so it is degenerate with the mass fraction
-            unless w_j(D) is modelled from optical constants.
-        params: `HapkeParams` of the mixture (its phase function is the mixture's,
-            unless the endmembers have their own: `Endmembers.phase`).
-        solver: ``"jax"`` or ``"numba"``: the one-step route's Levenberg-Marquardt runs
-            in it; the two-step route's `invert` runs in it, and its w-space programme in
-            numba for both (a CPU step after the inversion).
-        route: ``"one_step"`` or ``"two_step"`` (above).
-        sum_to_one: the fractions sum to one (default). False fits an unmodelled
-            remainder: a perfectly absorbing component (w = 0) of cross-section fraction
-            `UnmixResult.remainder` = 1 - sum_j f_j >= 0 (a dark, opaque or
-            space-weathered part of the surface the library does not hold); its density
-            and grain size being unknown, `UnmixResult.fractions` are then the mass
-            fractions of the modelled endmembers relative to their total.
-        refl_sigma: 1-sigma uncertainty of refl [1/sr] (positive), a scalar or one value
-            per band: the bands are weighted by it and the covariance is scaled by it.
-            Without it the bands weigh equally and the covariance is scaled by the
-            residual variance.
-        max_iter: Levenberg-Marquardt steps per pixel at most (and `invert`'s cap in the
-            two-step route).
-        tol: convergence tolerance on the step of every cross-section fraction (default
-            1e-10).
-        chunk_size: pixels per chunk (memory is bounded by the chunk; the JAX solver
-            runs a smaller call as one chunk rounded up to one of a few sizes, so that
-            calls of nearby sizes share their compiled programs); default about
-            2 M band-endmember products per chunk.
-        wavelengths: refl's band centres [um], shape (bands,), or None. With
-            ``endmembers.wavelengths`` also given, refl's bands are matched to the
-            endmembers' by wavelength (any order); band centres that are not the
-            endmembers' are refused. Without either, bands are taken in order.
-        free: ``"grain_size"``, ``"npfe"`` or both: fit each endmember's grain size and
-            the pixel's nanophase iron too (endmembers from
-            `Endmembers.from_optical_constants`; one-step route; docs/unmixing.md).
-        starts: with ``free``, the solver's starts per pixel (default 1): the given
-            grain sizes, then all of them scaled by 3, 1/3, 9, 1/9, ... (npFe0 alone:
-            over its bounds); per pixel the CONVERGED start of lowest cost is kept.
+            size, extinction efficiency; a dark neutral endmember is a row of constant w).
+        params: `HapkeParams` of the mixture (its phase function unless the endmembers
+            have their own).
+        solver: ``"jax"`` or ``"numba"``: runs the one-step route's Levenberg-Marquardt,
+            or the two-step route's `invert` (its w-space step runs in numba).
+        route: ``"one_step"`` (LM in reflectance space: the right noise weighting and
+            covariance) or ``"two_step"`` (`invert`, then a programme in w-space: faster;
+            not with `Endmembers.phase`) (docs/unmixing.md#which-route).
+        sum_to_one: the fractions sum to one (default); False fits an absorbing
+            remainder (`UnmixResult.remainder`) and returns fractions relative to the
+            modelled endmembers' total.
+        refl_sigma: 1-sigma of refl [1/sr] (> 0), a scalar or one per band: weighs the
+            bands and scales the covariance (else the residual variance does).
+        max_iter: Levenberg-Marquardt steps per pixel at most (`invert`'s in two_step).
+        tol: tolerance on the step of every cross-section fraction (default 1e-10).
+        chunk_size: pixels per chunk (bounds memory); default about 2 M band-endmember
+            products (docs/invert.md#chunks-and-memory).
+        wavelengths: refl's band centres [um] (bands,), or None; with
+            ``endmembers.wavelengths`` the bands are matched by wavelength (any order),
+            else taken in order.
+        free: with endmembers from optical constants, per-pixel parameters fitted besides
+            the fractions, e.g. ``("grain_size", "npfe")`` (docs/unmixing.md: free grain
+            sizes); default none.
+        starts: with ``free``, starts per pixel (default 1): the given grain sizes, then
+            all scaled by 3, 1/3, 9, ...; the CONVERGED start of lowest cost is kept.
 
     Returns:
         `UnmixResult`.
 
     Raises:
         ValueError: naming the argument, for an unknown solver or route, endmembers
-            whose bands do not match refl's (in number, or by wavelength), mismatched
-            shapes, a non-positive refl_sigma, tol, max_iter or chunk_size, or float16
-            arrays, or
-            route="two_step" with per-endmember phase functions (`Endmembers.phase`).
+            whose bands do not match refl's (in number or wavelength), mismatched
+            shapes, a non-positive refl_sigma, tol, max_iter or chunk_size, float16
+            arrays, or route="two_step" with `Endmembers.phase`.
     """
     check_choice("solver", solver, SOLVERS)
     check_choice("route", route, ROUTES)
     if free:  # grain sizes and npFe0 from optical constants: `optical`
         from .optical_unmix import unmix_optical
 
-        return unmix_optical(refl, to_sun, to_sensor, normal, endmembers, params, solver, free=free, starts=starts, route=route, sum_to_one=sum_to_one, refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, chunk_size=chunk_size, wavelengths=wavelengths)  # fmt: skip
+        return unmix_optical(
+            refl,
+            to_sun,
+            to_sensor,
+            normal,
+            endmembers,
+            params,
+            solver,
+            free=free,
+            starts=starts,
+            route=route,
+            sum_to_one=sum_to_one,
+            refl_sigma=refl_sigma,
+            max_iter=max_iter,
+            tol=tol,
+            chunk_size=chunk_size,
+            wavelengths=wavelengths,
+        )
     if not isinstance(endmembers, Endmembers):
         raise ValueError(
             f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
@@ -171,9 +151,57 @@ def unmix(
     if not isinstance(sum_to_one, (bool, np.bool_)):
         raise ValueError(f"sum_to_one must be True or False, got {sum_to_one!r}")
     refl = as_float_array("refl", refl)
+    settings = (max_iter, tol, refl_sigma, chunk_size)
+    problem = _check_problem(
+        refl, (to_sun, to_sensor, normal), endmembers, solver, settings, wavelengths
+    )
+    outputs = _unmix_chunks(problem, endmembers, params, solver, route, bool(sum_to_one))
+    if refl.dtype == np.float32:  # computed in float64, returned in the input's precision
+        outputs = {
+            k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in outputs.items()
+        }
+    return UnmixResult(
+        names=endmembers.names,
+        route=route,
+        **{k: v.reshape(problem.pixel_shape + v.shape[1:]) for k, v in outputs.items()},
+    )
+
+
+# the `UnmixResult` arrays `unmix_flat` returns
+_OUTPUTS = (
+    "fractions",
+    "covariance",
+    "at_bound",
+    "cross_section",
+    "remainder",
+    "status",
+    "iterations",
+    "residual_norm",
+)
+
+
+class _Problem(NamedTuple):
+    """`unmix`'s checked problem: refl ``(pixels, bands)`` in the endmembers' band order,
+    the geometry ``(pixels, 3)`` each, the pixel shape, refl_sigma per band (or None),
+    max_iter, tol and the pixels per chunk."""
+
+    refl: np.ndarray
+    geometry: tuple
+    pixel_shape: tuple
+    band_sigma: np.ndarray | None
+    max_iter: int
+    tol: float
+    chunk: int
+
+
+def _check_problem(refl, geometry, endmembers, solver, settings, wavelengths) -> _Problem:
+    """Checks `unmix`'s arrays and settings = (max_iter, tol, refl_sigma, chunk_size)
+    (ValueError naming the argument), matches refl's bands to the endmembers' and
+    flattens the pixels."""
+    max_iter, tol, refl_sigma, chunk_size = settings
     geometry = {
         name: as_float_array(name, g)
-        for name, g in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))
+        for name, g in zip(("to_sun", "to_sensor", "normal"), geometry)
     }
     shape = layout("refl", refl, geometry)
     if (
@@ -201,76 +229,55 @@ def unmix(
         refl = refl[..., order]
         if band_sigma is not None and band_sigma.ndim == 1:
             band_sigma = band_sigma[order]
-    n_pixels, n_end = shape.n_pixels, endmembers.n_endmembers
+    n_pixels = shape.n_pixels
     chunk = (
-        default_chunk_pixels(shape.n_bands, n_end)
+        default_chunk_pixels(shape.n_bands, endmembers.n_endmembers)
         if chunk_size is None
         else check_positive_int("chunk_size", chunk_size)
     )
-    chunk = call_chunk(solver, n_pixels, chunk)
-
-    flat_refl = refl.reshape(n_pixels, shape.n_bands)
-    to_sun, to_sensor, normal = (
+    flat_geometry = tuple(
         np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(n_pixels, 3) for g in geometry.values()
     )
-    names = (
-        "fractions",
-        "covariance",
-        "at_bound",
-        "cross_section",
-        "remainder",
-        "status",
-        "iterations",
-        "residual_norm",
+    return _Problem(
+        refl.reshape(n_pixels, shape.n_bands),
+        flat_geometry,
+        shape.pixel_shape,
+        band_sigma,
+        max_iter,
+        tol,
+        call_chunk(solver, n_pixels, chunk),
+    )
+
+
+def _unmix_chunks(problem: _Problem, endmembers, params, solver, route, sum_to_one) -> dict:
+    """`unmix_flat` chunk by chunk into flat ``(pixels, ...)`` output arrays."""
+    n_pixels, n_bands = problem.refl.shape
+    chunk = problem.chunk
+    settings = dict(
+        route=route,
+        sum_to_one=sum_to_one,
+        band_sigma=problem.band_sigma,
+        max_iter=problem.max_iter,
+        tol=problem.tol,
     )
     outputs: dict[str, np.ndarray] = {}
     for start in range(0, n_pixels, chunk):
         stop = min(start + chunk, n_pixels)
-        solved = unmix_flat(
-            flat_refl[start:stop],
-            to_sun[start:stop],
-            to_sensor[start:stop],
-            normal[start:stop],
-            endmembers,
-            params,
-            solver,
-            route=route,
-            sum_to_one=bool(sum_to_one),
-            band_sigma=band_sigma,
-            max_iter=max_iter,
-            tol=tol,
-            pad_to=chunk,
-        )
+        to_sun, to_sensor, normal = (g[start:stop] for g in problem.geometry)
+        pieces = (problem.refl[start:stop], to_sun, to_sensor, normal)
+        solved = unmix_flat(*pieces, endmembers, params, solver, **settings, pad_to=chunk)
         if not outputs:
             outputs = {
-                k: np.empty((n_pixels,) + solved[k].shape[1:], solved[k].dtype) for k in names
+                k: np.empty((n_pixels,) + solved[k].shape[1:], solved[k].dtype) for k in _OUTPUTS
             }
-        for k in names:
+        for k in _OUTPUTS:
             outputs[k][start:stop] = solved[k]
     if not outputs:  # no pixels
-        empty = unmix_flat(
-            np.zeros((0, shape.n_bands)),
-            *(np.zeros((0, 3)),) * 3,
-            endmembers,
-            params,
-            "numba",
-            route=route,
-            sum_to_one=bool(sum_to_one),
-            band_sigma=band_sigma,
-            max_iter=max_iter,
-            tol=tol,
-        )
-        outputs = {k: empty[k] for k in names}
-    pixel_shape = shape.pixel_shape
-    if refl.dtype == np.float32:  # computed in float64, returned in the input's precision
-        outputs = {
-            k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in outputs.items()
-        }
-    return UnmixResult(
-        names=endmembers.names,
-        route=route,
-        **{k: v.reshape(pixel_shape + v.shape[1:]) for k, v in outputs.items()},
-    )
+        none = np.zeros((0, 3))
+        pieces = (np.zeros((0, n_bands)), none, none, none)
+        empty = unmix_flat(*pieces, endmembers, params, "numba", **settings)
+        outputs = {k: empty[k] for k in _OUTPUTS}
+    return outputs
 
 
 def _refuse_two_step_with_own_phases(route, endmembers):
@@ -311,88 +318,16 @@ def unmix_flat(
     """
     n, n_bands = refl.shape
     equality = bool(sum_to_one)
-    albedo = endmembers.albedo
-    p = albedo.shape[0]
-    max_steps = max_qp_steps(p)
+    geometry = (to_sun, to_sensor, normal)
+    settings = (equality, max_iter, tol, max_qp_steps(endmembers.albedo.shape[0]))
     if route == "one_step":
-        weights = (
-            np.ones(n_bands)
-            if band_sigma is None
-            else np.broadcast_to(1.0 / np.asarray(band_sigma, np.float64), (n_bands,))
-        )
-        start = np.full(p, 1.0 / p if equality else 1.0 / (p + 1))
-        # per-endmember phase functions: their terms at every pixel, once per chunk (numba,
-        # for both solvers: a CPU step before the solve)
-        phase = (
-            None
-            if endmembers.phase is None
-            else phase_table(to_sun, to_sensor, normal, params, endmembers.phase)
-        )
-        if solver == "numba":
-            solved = one_step_numba(
-                refl,
-                to_sun,
-                to_sensor,
-                normal,
-                params,
-                albedo,
-                weights,
-                start,
-                equality,
-                max_iter,
-                tol,
-                max_steps,
-                phase,
-            )
-        else:
-            solved = _one_step_jax(
-                refl,
-                to_sun,
-                to_sensor,
-                normal,
-                params,
-                albedo,
-                weights,
-                start,
-                equality,
-                max_iter,
-                tol,
-                max_steps,
-                pad_to or n,
-                phase,
-            )
-        status = solved["status"].astype(np.int8)
-        iterations = solved["iterations"].astype(np.int32)
+        solve = _solve_one_step
     else:
         _refuse_two_step_with_own_phases(route, endmembers)
-        inverted = invert(
-            refl,
-            to_sun,
-            to_sensor,
-            normal,
-            params,
-            solver=solver,
-            refl_sigma=band_sigma,
-            max_iter=max_iter,
-            tol=ALBEDO_TOLERANCE,
-            chunk_size=max(1, pad_to or n),
-        )
-        band_status = inverted.status.reshape(n, n_bands)
-        status = np.where(
-            np.any(band_status == Status.MAX_ITER, axis=-1), Status.MAX_ITER, Status.CONVERGED
-        ).astype(np.int8)
-        for failure in reversed(_PIXEL_FAILURES):  # the first in the list wins
-            status[np.any(band_status == failure, axis=-1)] = failure
-        solve = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
-        sigma_w = None if band_sigma is None else inverted.sigma.reshape(n, n_bands)
-        solved = two_step_numba(
-            inverted.w.reshape(n, n_bands), sigma_w, solve, albedo, equality, max_steps
-        )
-        status[solve & (solved["code"] == QP_SINGULAR)] = Status.UNDETERMINED
-        status[solve & (solved["code"] == QP_STALLED)] = Status.MAX_ITER
-        iterations = (
-            inverted.iterations.reshape(n, n_bands).max(axis=-1, initial=0).astype(np.int32)
-        )
+        solve = _solve_two_step
+    solved, status, iterations = solve(
+        refl, geometry, endmembers, params, solver, band_sigma, settings, pad_to or n
+    )
     # no band above 0 (a negated or zero cube): no mixture explains it, though the fit
     # would put it on the darkest vertex (as `fit`; a noisy band <= 0 among others is data)
     with np.errstate(invalid="ignore"):
@@ -401,6 +336,70 @@ def unmix_flat(
     return _finish(
         solved, status, iterations, endmembers, equality, band_sigma is not None, n_bands
     )
+
+
+def _solve_one_step(refl, geometry, endmembers, params, solver, band_sigma, settings, pad_to):
+    """`unmix_flat`'s one-step route: (solved, status, iterations); settings =
+    (equality, max_iter, tol, max_steps)."""
+    equality, max_iter, tol, max_steps = settings
+    n_bands = refl.shape[1]
+    albedo = endmembers.albedo
+    p = albedo.shape[0]
+    weights = (
+        np.ones(n_bands)
+        if band_sigma is None
+        else np.broadcast_to(1.0 / np.asarray(band_sigma, np.float64), (n_bands,))
+    )
+    start = np.full(p, 1.0 / p if equality else 1.0 / (p + 1))
+    # per-endmember phase functions: their terms at every pixel, once per chunk (numba,
+    # for both solvers: a CPU step before the solve)
+    to_sun, to_sensor, normal = geometry
+    phase = (
+        None
+        if endmembers.phase is None
+        else phase_table(to_sun, to_sensor, normal, params, endmembers.phase)
+    )
+    arrays = (refl, to_sun, to_sensor, normal, params, albedo, weights, start)
+    if solver == "numba":
+        solved = one_step_numba(*arrays, equality, max_iter, tol, max_steps, phase)
+    else:
+        solved = _one_step_jax(*arrays, equality, max_iter, tol, max_steps, pad_to, phase)
+    return solved, solved["status"].astype(np.int8), solved["iterations"].astype(np.int32)
+
+
+def _solve_two_step(refl, geometry, endmembers, params, solver, band_sigma, settings, pad_to):
+    """`unmix_flat`'s two-step route (`invert`, then the w-space programme): (solved,
+    status, iterations); settings = (equality, max_iter, tol, max_steps)."""
+    equality, max_iter, _, max_steps = settings
+    n, n_bands = refl.shape
+    to_sun, to_sensor, normal = geometry
+    inverted = invert(
+        refl,
+        to_sun,
+        to_sensor,
+        normal,
+        params,
+        solver=solver,
+        refl_sigma=band_sigma,
+        max_iter=max_iter,
+        tol=ALBEDO_TOLERANCE,
+        chunk_size=max(1, pad_to),
+    )
+    band_status = inverted.status.reshape(n, n_bands)
+    status = np.where(
+        np.any(band_status == Status.MAX_ITER, axis=-1), Status.MAX_ITER, Status.CONVERGED
+    ).astype(np.int8)
+    for failure in reversed(_PIXEL_FAILURES):  # the first in the list wins
+        status[np.any(band_status == failure, axis=-1)] = failure
+    solve = (status == Status.CONVERGED) | (status == Status.MAX_ITER)
+    sigma_w = None if band_sigma is None else inverted.sigma.reshape(n, n_bands)
+    solved = two_step_numba(
+        inverted.w.reshape(n, n_bands), sigma_w, solve, endmembers.albedo, equality, max_steps
+    )
+    status[solve & (solved["code"] == QP_SINGULAR)] = Status.UNDETERMINED
+    status[solve & (solved["code"] == QP_STALLED)] = Status.MAX_ITER
+    iterations = inverted.iterations.reshape(n, n_bands).max(axis=-1, initial=0).astype(np.int32)
+    return solved, status, iterations
 
 
 def _one_step_jax(

@@ -3,6 +3,8 @@ by one argument and both return one `InversionResult`."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -79,52 +81,30 @@ def invert(
     chunk_size: int | None = None,
 ) -> InversionResult:
     """Invert the model for the albedo of every pixel and band: w of a Hapke model, or
-    the albedo A of an empirical photometric function.
+    the albedo A of an empirical photometric function (docs/invert.md).
 
     With `HapkeParams`, each (pixel, band) is its own one-parameter least-squares problem
-    r(w) = refl with the other Hapke parameters fixed at `params`, solved by
-    Levenberg-Marquardt with per-problem damping and early exit, started from a
-    per-pixel table of r(w).
-
-    With a `PhotometricFunction` (r = A pht / pi, linear in A) each problem is solved in
-    closed form, A = pi refl / pht, by the chosen solver's backend: `InversionResult.w`
-    then holds A (>= 0, not bounded above), iterations are 0, sigma is
-    pi refl_sigma / pht, and refl < 0 is UNREACHABLE (refl = 0 gives A = 0); w0,
-    max_iter and tol are checked but unused.
+    r(w) = refl with the other parameters fixed at `params`, solved by Levenberg-Marquardt
+    started from a per-pixel table of r(w). With a `PhotometricFunction` (r = A pht / pi)
+    each is solved in closed form, A = pi refl / pht (docs/forward-model.md): w then
+    holds A, iterations are 0, and w0, max_iter and tol are checked but unused.
 
     Args:
-        refl: observed bidirectional reflectance r [1/sr] (RADF / pi), shape
-            ``pixels + (bands,)``: the last axis holds the bands, whatever the geometry's
-            shape (``pixels`` alone is one band when the geometry has that pixel shape).
-            float32 input is solved in float32 by the JAX solver (the numba solver
-            always computes in float64); results have refl's dtype (float64 for integer
-            input); float16 is refused.
-        to_sun: vectors (east, north, up) from the surface toward the light source (the
-            sun, or a laboratory lamp), shape ``pixels + (3,)`` or ``(3,)`` for all
-            pixels; any length > 0.
+        refl: observed reflectance r [1/sr] (RADF / pi), shape ``pixels + (bands,)``, the
+            bands last; float32 is solved in float32 by JAX (numba computes in float64);
+            results have refl's dtype (float64 for integers); float16 is refused.
+        to_sun: vectors (east, north, up) toward the light source, shape
+            ``pixels + (3,)`` or ``(3,)`` for all pixels; any length > 0.
         to_sensor: vectors toward the sensor (the observer), same rule.
         normal: outward surface normals, same rule.
         params: `HapkeParams` or `PhotometricFunction`.
-        solver: ``"jax"`` (optimistix; CPU or GPU; the default here) or ``"numba"``
-            (CPU, parallel; the default of the file functions and the command line,
-            which stream files on the CPU).
-        w0: optional starting albedo in (0, 1), a scalar or an array shaped like `refl`;
-            by default each pixel's table of r(w) gives the start.
+        solver: ``"jax"`` (CPU or GPU; the default here) or ``"numba"`` (CPU, parallel).
+        w0: optional start in (0, 1), a scalar or shaped like `refl`; default: the table.
         max_iter: Levenberg-Marquardt steps per problem at most.
-        tol: convergence tolerance on the step in w; default 1e-10 (float64) or 1e-5
-            (float32).
-        refl_sigma: 1-sigma uncertainty of `refl` [1/sr], a scalar or one value per band;
-            propagated to `InversionResult.sigma`.
-        chunk_size: pixels per chunk (memory is bounded by the chunk; the JAX solver
-            runs a smaller call as one chunk rounded up to one of a few sizes,
-            `chunking.call_chunk`, so that calls of nearby sizes share their compiled
-            programs); default about 262 k problems per chunk for the JAX
-            solver on a CPU, 4.2 M for the numba
-            solver (whose chunks cost memory only for float32 input or refl_sigma, 24 and
-            8 bytes per problem); the JAX solver on an accelerator sizes its
-            chunks from the device's memory (`chunking.chunk_problems`) and overlaps
-            each chunk's transfers with the previous chunk's solve. On a GPU, float32
-            input is the fast choice (float64 is supported).
+        tol: tolerance on the step in w; default 1e-10 (float64) or 1e-5 (float32).
+        refl_sigma: 1-sigma of `refl` [1/sr], a scalar or one per band; gives `sigma`.
+        chunk_size: pixels per chunk, which bounds memory; the default depends on the
+            solver and device (docs/invert.md#chunks-and-memory).
 
     Returns:
         `InversionResult` with w, status, iterations, residual and sigma shaped like refl.
@@ -139,45 +119,82 @@ def invert(
         raise ValueError(
             f"params must be a lumaxlike.HapkeParams or lumaxlike.PhotometricFunction, got {type(params).__name__}"
         )
-    closed_form = isinstance(params, PhotometricFunction)
     refl = as_float_array("refl", refl)
+    problem = _check_problem(refl, (to_sun, to_sensor, normal), solver, w0, refl_sigma, chunk_size)
+    max_iter = check_positive_int("max_iter", max_iter)
+    tol = default_tolerance(problem.dtype) if tol is None else float(tol)
+    if not tol > 0.0:
+        raise ValueError(f"tol must be positive, got {tol!r}")
+    if isinstance(params, PhotometricFunction):  # A = pi r / pht: no iterations
+        _invert_closed_form(problem, params, solver)
+    elif solver == "numba":
+        _invert_numba(problem, params, max_iter, tol)
+    else:
+        _invert_jax(problem, params, max_iter, tol)
+    return InversionResult(
+        **{name: problem.outputs[name].reshape(refl.shape) for name in _OUTPUTS + ("sigma",)}
+    )
+
+
+# the outputs a solver returns per chunk (sigma is computed from the slope)
+_OUTPUTS = ("w", "status", "iterations", "residual")
+
+
+class _Problem(NamedTuple):
+    """`invert`'s checked, flattened problem: refl ``(pixels, bands)``, the three geometry
+    arrays ``(pixels, 3)``, the start (or None), refl_sigma per band (or None), the pixels
+    per chunk, the dtype and the output arrays ``(pixels, bands)`` by name."""
+
+    refl: np.ndarray
+    geometry: list
+    w0: np.ndarray | None
+    band_sigma: np.ndarray | None
+    chunk: int
+    dtype: type
+    outputs: dict
+
+    def pieces(self, start: int):
+        """The chunk at `start`: (start, stop, [refl, to_sun, to_sensor, normal], w0)."""
+        stop = min(start + self.chunk, self.refl.shape[0])
+        pieces = [self.refl[start:stop], *(g[start:stop] for g in self.geometry)]
+        return start, stop, pieces, None if self.w0 is None else self.w0[start:stop]
+
+    def targets(self, start: int, stop: int) -> dict:
+        """The output rows of pixels start..stop (views), sigma excepted."""
+        return {name: self.outputs[name][start:stop] for name in _OUTPUTS}
+
+    def store(self, start: int, stop: int, solved: dict, targets: dict) -> None:
+        """Copies a chunk's results into `targets` (where not written there already) and
+        sets sigma_w = sigma_r / |dr/dw| where refl_sigma is given."""
+        for name, target in targets.items():
+            if solved[name] is not target:  # the numba solver wrote into it already
+                target[...] = solved[name][: stop - start]
+        if self.band_sigma is not None:
+            self.outputs["sigma"][start:stop] = self.band_sigma / np.abs(
+                solved["slope"][: stop - start]
+            )
+
+
+def _check_problem(refl, geometry, solver, w0, refl_sigma, chunk_size) -> _Problem:
+    """Checks `invert`'s arrays, start, refl_sigma and chunk size (ValueError naming the
+    argument) and sets up the flat problem and its empty outputs."""
     geometry = {
-        "to_sun": as_float_array("to_sun", to_sun),
-        "to_sensor": as_float_array("to_sensor", to_sensor),
-        "normal": as_float_array("normal", normal),
+        name: as_float_array(name, g)
+        for name, g in zip(("to_sun", "to_sensor", "normal"), geometry)
     }
     shape = layout("refl", refl, geometry)
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
-    max_iter = check_positive_int("max_iter", max_iter)
-    tol = default_tolerance(dtype) if tol is None else float(tol)
-    if not tol > 0.0:
-        raise ValueError(f"tol must be positive, got {tol!r}")
     n_pixels, n_bands = shape.n_pixels, shape.n_bands
     if chunk_size is None:
         chunk = solver_chunk_pixels(solver, n_bands, dtype)
     else:
         chunk = check_positive_int("chunk_size", chunk_size)
     chunk = call_chunk(solver, n_pixels, chunk)
-
-    flat_refl = refl.reshape(n_pixels, n_bands)
     flat_geometry = [
         np.broadcast_to(g, shape.pixel_shape + (3,)).reshape(n_pixels, 3) for g in geometry.values()
     ]
-    flat_w0 = None
-    if w0 is not None:
-        w0 = as_float_array("w0", w0)
-        if not np.all((w0 > 0.0) & (w0 < 1.0)):
-            raise ValueError(
-                f"w0 must lie strictly inside (0, 1), got values in [{np.nanmin(w0)}, {np.nanmax(w0)}]"
-            )
-        try:
-            flat_w0 = np.broadcast_to(w0, refl.shape).reshape(n_pixels, n_bands)
-        except ValueError:
-            raise ValueError(
-                f"w0 has shape {w0.shape}, which does not broadcast to refl's {refl.shape}"
-            ) from None
+    flat_w0 = None if w0 is None else _check_w0(w0, refl.shape, (n_pixels, n_bands))
     band_sigma = check_band_sigma(refl_sigma, n_bands)
-
     outputs = {
         "w": np.empty((n_pixels, n_bands), dtype),
         "status": np.empty((n_pixels, n_bands), np.int8),
@@ -189,79 +206,80 @@ def invert(
         if band_sigma is not None
         else np.broadcast_to(np.array(np.nan, dtype), (n_pixels, n_bands)),
     }
+    flat_refl = refl.reshape(n_pixels, n_bands)
+    return _Problem(flat_refl, flat_geometry, flat_w0, band_sigma, chunk, dtype, outputs)
+
+
+def _check_w0(w0, refl_shape, flat_shape) -> np.ndarray:
+    """`invert`'s w0 strictly inside (0, 1) and broadcast to refl's shape, flattened to
+    ``(pixels, bands)``."""
+    w0 = as_float_array("w0", w0)
+    if not np.all((w0 > 0.0) & (w0 < 1.0)):
+        raise ValueError(
+            f"w0 must lie strictly inside (0, 1), got values in [{np.nanmin(w0)}, {np.nanmax(w0)}]"
+        )
+    try:
+        return np.broadcast_to(w0, refl_shape).reshape(flat_shape)
+    except ValueError:
+        raise ValueError(
+            f"w0 has shape {w0.shape}, which does not broadcast to refl's {refl_shape}"
+        ) from None
+
+
+def _invert_closed_form(problem: _Problem, params, solver: str) -> None:
+    """A `PhotometricFunction`'s A = pi r / pht, chunk by chunk, into `problem.outputs`."""
+    for start in range(0, problem.refl.shape[0], problem.chunk):
+        start, stop, pieces, _ = problem.pieces(start)
+        targets = problem.targets(start, stop)
+        targets.pop("iterations")[...] = 0
+        solved = _solve_chunk_photometric(pieces, problem.chunk, problem.dtype, params, solver)
+        problem.store(start, stop, solved, targets)
+
+
+def _invert_numba(problem: _Problem, params, max_iter: int, tol: float) -> None:
+    """The numba solver, chunk by chunk, writing straight into `problem.outputs` where
+    the dtypes match."""
+    n_pixels, n_bands = problem.refl.shape
+    # the slope only where sigma needs it: one chunk's, reused by every chunk
+    slope = np.empty((problem.chunk, n_bands)) if problem.band_sigma is not None else None
+    for start in range(0, n_pixels, problem.chunk):
+        start, stop, pieces, piece_w0 = problem.pieces(start)
+        targets = problem.targets(start, stop)
+        given = targets if slope is None else {**targets, "slope": slope[: stop - start]}
+        piece_refl, piece_sun, piece_sensor, piece_normal = pieces
+        solved = solve_albedo_numba(
+            piece_refl,
+            piece_sun,
+            piece_sensor,
+            piece_normal,
+            params,
+            piece_w0,
+            max_iter,
+            tol,
+            albedo_bounds(problem.dtype),
+            out=given,
+            keep_slope=slope is not None,
+        )
+        problem.store(start, stop, solved, targets)
+
+
+def _invert_jax(problem: _Problem, params, max_iter: int, tol: float) -> None:
+    """The JAX solver: chunk k + 1 dispatched before chunk k's results are fetched
+    (`pipelined`)."""
+    chunk, dtype = problem.chunk, problem.dtype
     bounds = albedo_bounds(dtype)
 
-    def pieces_of(start):
-        stop = min(start + chunk, n_pixels)
-        pieces = [flat_refl[start:stop], *(g[start:stop] for g in flat_geometry)]
-        return start, stop, pieces, None if flat_w0 is None else flat_w0[start:stop]
+    def launch(start):
+        start, stop, pieces, piece_w0 = problem.pieces(start)
+        launched = _launch_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds)
+        return start, stop, launched
 
-    def targets_of(start, stop):
-        return {
-            name: outputs[name][start:stop] for name in ("w", "status", "iterations", "residual")
-        }
+    def collect(launched):
+        start, stop, solved = launched
+        fetched = _fetch(solved, problem.band_sigma is not None)
+        problem.store(start, stop, fetched, problem.targets(start, stop))
 
-    def store(start, stop, solved, targets):
-        for name, target in targets.items():
-            if solved[name] is not target:  # the numba solver wrote into it already
-                target[...] = solved[name][: stop - start]
-        if band_sigma is not None:  # sigma_w = sigma_r / |dr/dw|, per chunk (bounded memory)
-            outputs["sigma"][start:stop] = band_sigma / np.abs(solved["slope"][: stop - start])
-
-    if closed_form:  # A = pi r / pht: no iterations
-        for start in range(0, n_pixels, chunk):
-            start, stop, pieces, _ = pieces_of(start)
-            targets = targets_of(start, stop)
-            targets.pop("iterations")[...] = 0
-            store(
-                start, stop, _solve_chunk_photometric(pieces, chunk, dtype, params, solver), targets
-            )
-    elif solver == "numba":
-        # the slope only where sigma needs it: one chunk's, reused by every chunk
-        slope = np.empty((chunk, n_bands)) if band_sigma is not None else None
-        for start in range(0, n_pixels, chunk):
-            start, stop, pieces, piece_w0 = pieces_of(start)
-            targets = targets_of(start, stop)  # written straight into where dtypes match
-            given = targets if slope is None else {**targets, "slope": slope[: stop - start]}
-            piece_refl, piece_sun, piece_sensor, piece_normal = pieces
-            solved = solve_albedo_numba(
-                piece_refl,
-                piece_sun,
-                piece_sensor,
-                piece_normal,
-                params,
-                piece_w0,
-                max_iter,
-                tol,
-                bounds,
-                out=given,
-                keep_slope=slope is not None,
-            )
-            store(start, stop, solved, targets)
-    else:  # chunk k + 1 dispatched before chunk k's results are fetched (`pipelined`)
-
-        def launch(start):
-            start, stop, pieces, piece_w0 = pieces_of(start)
-            return (
-                start,
-                stop,
-                _launch_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds),
-            )
-
-        def collect(launched):
-            start, stop, solved = launched
-            store(start, stop, _fetch(solved, band_sigma is not None), targets_of(start, stop))
-
-        pipelined(range(0, n_pixels, chunk), launch, collect)
-
-    out_shape = refl.shape
-    return InversionResult(
-        w=outputs["w"].reshape(out_shape),
-        status=outputs["status"].reshape(out_shape),
-        iterations=outputs["iterations"].reshape(out_shape),
-        residual=outputs["residual"].reshape(out_shape),
-        sigma=outputs["sigma"].reshape(out_shape),
-    )
+    pipelined(range(0, problem.refl.shape[0], chunk), launch, collect)
 
 
 def _solve_chunk_photometric(pieces, chunk, dtype, params, solver):

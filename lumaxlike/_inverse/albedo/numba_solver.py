@@ -82,32 +82,14 @@ _STATE_LENGTH = 8 * BLOCK
 
 
 @cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), error_model="numpy")
-def _solve_albedo_pixel(
-    pixel,
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    scalars,
-    legendre,
-    use_legendre,
-    w_start,
-    max_iter,
-    tol,
-    w_lower,
-    w_upper,
-    w_out,
-    status_out,
-    iterations_out,
-    residual_out,
-    slope_out,
-    st,
-    sun,
-    sensor,
-    up,
-):
-    """Every band of one pixel (`_albedo_kernel`'s loop body; arguments as there; st,
-    sun, sensor, up: its block's state row and 3-vectors)."""
+def _solve_albedo_pixel(pixel, arrays, model, settings, outputs, scratch):
+    """Every band of one pixel (`_albedo_kernel`'s loop body; arguments as there;
+    scratch = (st, sun, sensor, up): its block's state row and 3-vectors)."""
+    refl, to_sun, to_sensor, normal, w_start = arrays
+    scalars, legendre, use_legendre = model
+    max_iter, tol, w_lower, w_upper = settings
+    w_out, status_out, iterations_out, residual_out, slope_out = outputs
+    st, sun, sensor, up = scratch
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
         scalars[0],
         scalars[1],
@@ -240,58 +222,20 @@ def _solve_albedo_pixel(
 
 
 @cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), nogil=True, error_model="numpy")
-def _albedo_kernel(
-    first,
-    last,
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    scalars,
-    legendre,
-    use_legendre,
-    w_start,
-    max_iter,
-    tol,
-    w_lower,
-    w_upper,
-    w_out,
-    status_out,
-    iterations_out,
-    residual_out,
-    slope_out,
-):
-    """Pixels first to last - 1 (`numba_threads.run_in_blocks`), with one state row."""
+def _albedo_kernel(first, last, arrays, model, settings, outputs):
+    """Pixels first to last - 1 (`numba_threads.run_in_blocks`), with one state row.
+
+    arrays = (refl, to_sun, to_sensor, normal, w_start), model = `kernel_params`'s
+    (scalars, legendre, use_legendre), settings = (max_iter, tol, w_lower, w_upper),
+    outputs = (w, status, iterations, residual, slope) as `solve_albedo_numba` passes
+    them (w_start and slope (0, ...) when unused).
+    """
     # The loop body is a function of its own (when this loop was numba's prange, whose
     # parallel passes grow with its body: the imsa-hapke1981 kernel compiled in 12.6 s
     # with the body inline, 5.3 s so; amsa-exact 22.5 s and 13 s; the same speed).
-    state = np.empty(_STATE_LENGTH)
-    sun, sensor, up = np.empty(3), np.empty(3), np.empty(3)
+    scratch = (np.empty(_STATE_LENGTH), np.empty(3), np.empty(3), np.empty(3))
     for pixel in range(first, last):
-        _solve_albedo_pixel(
-            pixel,
-            refl,
-            to_sun,
-            to_sensor,
-            normal,
-            scalars,
-            legendre,
-            use_legendre,
-            w_start,
-            max_iter,
-            tol,
-            w_lower,
-            w_upper,
-            w_out,
-            status_out,
-            iterations_out,
-            residual_out,
-            slope_out,
-            state,
-            sun,
-            sensor,
-            up,
-        )
+        _solve_albedo_pixel(pixel, arrays, model, settings, outputs, scratch)
 
 
 @functools.cache
@@ -368,22 +312,22 @@ def solve_albedo_numba(
 
     start = np.empty((0, 0)) if w_start is None else as_kernel_array(w_start)
     geometry = (as_kernel_array(a) for a in (to_sun, to_sensor, normal))
-    run_in_blocks(
-        _albedo_kernel_for(params.model_key),
-        shape[0],
-        as_kernel_array(refl),
-        *geometry,
-        *kernel_params(params),
-        start,
-        int(max_iter),
-        float(tol),
-        float(w_bounds[0]),
-        float(w_bounds[1]),
+    arrays = (as_kernel_array(refl), *geometry, start)
+    settings = (int(max_iter), float(tol), float(w_bounds[0]), float(w_bounds[1]))
+    outputs = (
         out["w"],
         out["status"],
         out["iterations"],
         out["residual"],
         out["slope"] if keep_slope else np.empty((0, shape[1])),
+    )
+    run_in_blocks(
+        _albedo_kernel_for(params.model_key),
+        shape[0],
+        arrays,
+        kernel_params(params),
+        settings,
+        outputs,
     )
     return out
 

@@ -74,108 +74,61 @@ def fit(
     regional=(),
     starts=None,
 ):
-    """Fit the free Hapke parameters of every pixel and band to several observations.
+    """Fit the free Hapke parameters of every pixel and band to several observations
+    (docs/fit.md; joint fits: docs/joint-fits.md).
 
     Each (pixel, band) is its own least-squares problem over its observations: the
-    parameters named in `free` are fitted, the others are fixed at `params`. Solved by
-    Levenberg-Marquardt with per-problem damping, acceptance and early exit (the same
-    machinery as `invert`, which is the case free=("w",) with one observation).
+    parameters in `free` are fitted, the others fixed at `params`, by Levenberg-Marquardt
+    (the machinery of `invert`, which is the case free=("w",) with one observation).
 
     Args:
-        refl: observed bidirectional reflectance r [1/sr], shape
-            ``pixels + (bands, observations)``: the observation axis is last. A
-            non-finite observation (NaN or inf reflectance, or geometry) is left out of
-            its problem; a problem with no finite observation at all gets status
-            NONFINITE_INPUT.
-        to_sun: vectors (east, north, up) from the surface toward the light source (the
-            sun, or a laboratory lamp), one per observation: shape
+        refl: reflectance r [1/sr], shape ``pixels + (bands, observations)``; a
+            non-finite observation (refl or geometry) is left out of its problem.
+        to_sun: vectors (east, north, up) toward the light source, one per observation:
             ``pixels + (observations, 3)``, or ``(observations, 3)`` for all pixels.
         to_sensor: vectors toward the sensor (the observer), same rule.
-        normal: outward surface normals, same rule (typically the same for every
-            observation of a pixel).
-        params: `HapkeParams`: the fixed parameters and the starting values of the free
-            ones. The phase function must be a closed form (``params.legendre``
-            None); fitting roughness, hs/bs0 or hc/bc0 needs
-            params.roughness, hs or hc > 0 (0 switches the effect off).
-        free: names of the fitted parameters: "w" and any of "b", "c", "roughness",
-            "hs", "bs0", "hc", "bc0", "porosity_k", "asymmetry" ("b", "c" with
-            params.phase_function "dhg", "asymmetry" with "hg" or "cornette_shanks").
-        solver: ``"jax"`` (optimistix; CPU or GPU; the default here) or ``"numba"``
-            (CPU, parallel; the default of the file functions and the command line,
-            which stream files on the CPU).
-        bounds: {name: (lower, upper)} replacing `default_bounds` for those parameters;
-            the iterates are projected onto the bounds.
-        start: {name: starting value} for free parameters, each a scalar or an array of
-            shape ``pixels + (bands,)``. By default every parameter but w starts at
-            `params`, and w at the median over observations of the one-observation
-            `invert` with the other parameters at `params`.
+        normal: outward surface normals, same rule.
+        params: `HapkeParams`: fixed values and starts of the free ones; a closed-form
+            phase function (``legendre`` None); roughness, hs or hc > 0 to fit their effect.
+        free: fitted names: "w" and any of "b", "c" ("dhg"), "asymmetry" ("hg",
+            "cornette_shanks"), "roughness", "hs", "bs0", "hc", "bc0", "porosity_k".
+        solver: ``"jax"`` (CPU or GPU; the default here) or ``"numba"`` (CPU, parallel).
+        bounds: {name: (lower, upper)} replacing `default_bounds`; iterates are projected.
+        start: {name: value} for free parameters, scalars or ``pixels + (bands,)`` arrays;
+            default `params`, and w the median of one-observation inversions.
         max_iter: Levenberg-Marquardt steps per problem at most (default 200).
-        tol: convergence tolerance on the step of every free parameter; default 1e-10
-            (float64) or 1e-5 (float32).
-        refl_sigma: 1-sigma uncertainty of every observation [1/sr], a scalar or one value
-            per band; the covariance is then (J^T J)^-1 refl_sigma^2 instead of being
-            scaled by the residual variance.
-        chunk_size: pixels per chunk (memory is bounded by the chunk); default about
-            131 k problem-observations per chunk. The JAX solver runs a smaller call as
-            one chunk rounded up to one of a few sizes (`chunking.call_chunk`), so that
-            calls of nearby sizes share their compiled programs.
-        observation_limits: {angle: (lower, upper)} in radians, closed intervals, for
-            any of "incidence" (between `to_sun` and `normal`), "emission" (`to_sensor`
-            and `normal`) and "phase" (`to_sun` and `to_sensor`): an observation outside
-            them is left out of its problem, e.g. ``{"incidence": (0, np.radians(70))}``.
-            Default: no limits.
-        min_observations: valid observations a problem needs (after leaving out the
-            masked ones); a problem with fewer gets TOO_FEW_OBSERVATIONS. Default: the
-            number of free parameters plus one. An observation whose source or observer
-            is below the local horizon is not left out but makes its problem
-            INVALID_GEOMETRY (exclude such observations with `observation_limits`).
-
-        shared: names among `free` (not "w") that take one value per pixel for all its
-            bands, e.g. ``("roughness", "hs")``: each pixel is then one joint problem
-            (`JointFitResult`; docs/joint-fits.md).
-        prior: {name: (mean, sigma)} Gaussian priors on free parameters (scalars or
-            arrays broadcasting to the parameter's map), as extra residual rows
-            (x - mean) / sigma: the MAP estimate of optimal estimation. Needs
-            `refl_sigma`. Returns a `JointFitResult`.
-        regions: an integer label map of shape ``pixels`` (tiles, geologic units), with
-            `regional`: the parameters named in `regional` (among `free`, not "w") take
-            one value per region for all its pixels and bands, fitted jointly with every
-            pixel's own parameters; pixels labelled negative are left out
-            (TOO_FEW_OBSERVATIONS, 0 observations). Returns a `JointFitResult`.
-        regional: the names `regions` applies to, e.g. ``("roughness",)``.
-        starts: restarts of a joint fit (`shared` or `prior`; not `regions`), for
-            problems with more than one minimum: an int n for n whole fits, the usual
-            start then n - 1 points of a coarse grid over the shared parameters'
-            bounds (with nothing shared, over the free parameters but w): k =
-            ceil((n - 1)^(1/s)) levels per parameter at the cell midpoints lower +
-            (i + 1/2) (upper - lower) / k, an infinite upper bound of hs, hc (bs0,
-            porosity_k) taken as 0.2 (3.0); n - 1 of the k^s points, evenly spaced,
-            all where n - 1 = k^s (e.g. 5, 10). Or a sequence of {name: value}
-            mappings (values as in `start`), each laid over `start`. Per problem the
-            CONVERGED result of lowest cost is kept (values, covariance, cost and
-            iterations of that start); it is MULTIMODAL where another start converged
-            to a distinct minimum (some parameter more than 3 of the kept one's
-            sigma away) with chi^2 less than 4 above it (without `refl_sigma`, the
-            cost divided by the kept fit's residual variance). Default None (or 1):
-            one start. docs/joint-fits.md#restarts.
+        tol: tolerance on every free parameter's step; default 1e-10 (float64), 1e-5
+            (float32).
+        refl_sigma: 1-sigma of every observation [1/sr], a scalar or one per band; the
+            covariance is then (J^T J)^-1 refl_sigma^2, else scaled by the residual variance.
+        chunk_size: pixels per chunk (bounds memory); default about 131 k
+            problem-observations (docs/invert.md#chunks-and-memory).
+        observation_limits: {"incidence" | "emission" | "phase": (lower, upper)} [rad],
+            closed; an observation outside is left out. Default: no limits.
+        min_observations: valid observations a problem needs, else TOO_FEW_OBSERVATIONS;
+            default free parameters + 1 (docs/fit.md#fitting-image-stacks).
+        shared: names among `free` (not "w") with one value per pixel for all its bands.
+        prior: {name: (mean, sigma)} Gaussian priors (scalars or arrays broadcasting to the
+            parameter's map) on free parameters, a MAP fit; needs `refl_sigma`.
+        regions: integer label map of shape ``pixels`` for `regional`; negative labels are
+            left out (TOO_FEW_OBSERVATIONS).
+        regional: names (among `free`, not "w") with one value per region, e.g.
+            ``("roughness",)``, fitted jointly with every pixel's own parameters.
+        starts: restarts of a joint fit (`shared` or `prior`): an int n (the usual start
+            and n - 1 grid points) or a sequence of {name: value} laid over `start`;
+            the lowest converged cost is kept, MULTIMODAL flags distinct minima
+            (docs/joint-fits.md#restarts). Default None: one start.
 
     Returns:
-        `FitResult` (a `JointFitResult` with `shared`, `prior` or `regions`): fitted
-        values, status, iterations, residual norm, covariance and the number of valid
-        observations of every problem. Results do not depend on the
-        masked observations: a problem is solved exactly as its valid subset would be.
+        `FitResult` (a `JointFitResult` with `shared`, `prior` or `regions`): values,
+        status, iterations, residual norm, covariance and valid observations per problem.
 
     Raises:
-        ValueError: naming the argument, for an unknown solver or parameter name,
-            mismatched shapes, a start outside the bounds, bad bounds, a free parameter
-            whose effect is switched off in `params` or that its phase function does
-            not use, non-positive tol, max_iter or
-            chunk_size, a negative refl_sigma, limits that are not angles in [0, pi]
-            rad, min_observations that is not positive or exceeds the observations, or
-            starts that is not a positive int or a sequence of mappings of free names,
-            grids an infinite bound, or is given to a fit that is not joint.
+        ValueError: naming the argument, for an unknown solver or parameter, mismatched
+            shapes, a start outside the bounds, bad bounds, a free parameter `params`
+            switches off or does not use, non-positive tol, max_iter or chunk_size,
+            negative refl_sigma, limits outside [0, pi], bad min_observations or starts.
     """
-    arrays = (refl, to_sun, to_sensor, normal)
     options = dict(
         start=start,
         max_iter=max_iter,
@@ -184,6 +137,19 @@ def fit(
         chunk_size=chunk_size,
         observation_limits=observation_limits,
         min_observations=min_observations,
+    )
+    joint = dict(shared=shared, prior=prior, regions=regions, regional=regional)
+    model = (params, free, solver, bounds)
+    return _dispatch((refl, to_sun, to_sensor, normal), model, starts, joint, options)
+
+
+def _dispatch(arrays, model, starts, joint, options):
+    """`fit`'s route: restarts (`_fit_restarts`), a joint fit (`joint.fit_joint`) or the
+    per-band fit (`_fit_bands`); model = (params, free, solver, bounds), joint = `fit`'s
+    shared, prior, regions and regional, options its other keywords."""
+    params, free, solver, bounds = model
+    shared, prior, regions, regional = (
+        joint[k] for k in ("shared", "prior", "regions", "regional")
     )
     if starts is not None:  # several starts of a joint fit: `joint.restarts`
         restarted = _fit_restarts(
@@ -201,18 +167,7 @@ def fit(
     if shared or prior or regional or regions is not None:  # joint problems: their own modules
         from ..joint.joint import fit_joint
 
-        return fit_joint(
-            arrays,
-            params,
-            free,
-            solver,
-            bounds,
-            shared=shared,
-            prior=prior,
-            regions=regions,
-            regional=regional,
-            options=options,
-        )
+        return fit_joint(arrays, params, free, solver, bounds, **joint, options=options)
     return _fit_bands(arrays, params, free, solver, bounds, options)
 
 
@@ -463,8 +418,7 @@ def _solve_chunk_jax(
             jnp.asarray(fixed, dtype),
             jnp.asarray(start, dtype),
             free_index,
-            jnp.asarray(lower, dtype),
-            jnp.asarray(upper, dtype),
+            (jnp.asarray(lower, dtype), jnp.asarray(upper, dtype)),
             min_obs,
             max_iter,
             tol,

@@ -398,8 +398,7 @@ def solve_fit_jax(
     fixed,
     start,
     free_index,
-    lower,
-    upper,
+    bounds,
     min_observations,
     max_iter,
     tol,
@@ -430,7 +429,7 @@ def solve_fit_jax(
             porosity_k, asymmetry; free ones overwritten); the phase function is the
             closed form of `key` (no Legendre coefficients).
         start: (pixels, bands, p) starting values; free_index: static tuple of indices
-            into `fixed`; lower, upper: (p,) bounds; min_observations: valid
+            into `fixed`; bounds: (lower, upper), (p,) each; min_observations: valid
             observations a problem needs (else TOO_FEW_OBSERVATIONS; a problem using an
             observation whose geometry is not valid is INVALID_GEOMETRY); max_iter,
             tol; key: the model configuration (static).
@@ -443,6 +442,7 @@ def solve_fit_jax(
     """
     shape = refl.shape[:2]
     unit = np.ones((), refl.dtype)  # an argument, so a value XLA cannot fold
+    lower, upper = bounds
     status, active, start, state, inputs = _fit_setup(
         refl,
         to_sun,
@@ -457,12 +457,12 @@ def solve_fit_jax(
         min_observations,
         key,
     )
-    bounds = (tol, lower, upper)
+    settings = (tol, lower, upper)
 
     def run_round(batch, steps):
         y, state, inputs = batch
         y, state, ok, taken = _lm_round(
-            y, inputs, state, unit, steps, *bounds, free_index=free_index, key=key
+            y, inputs, state, unit, steps, *settings, free_index=free_index, key=key
         )
         return (y, state, inputs), ok, taken
 

@@ -167,29 +167,80 @@ def _damped_step(
     return True
 
 
+@numba.njit(error_model="numpy")
+def _band_status(refl_problem, rows_valid, pixel, min_observations):
+    """SOLVING, INVALID_GEOMETRY (an observation used whose geometry is not valid) or
+    TOO_FEW_OBSERVATIONS for one (pixel, band) problem (`_solve_lm_pixel`)."""
+    used = 0
+    invalid = False
+    for k in range(refl_problem.shape[0]):
+        if math.isfinite(refl_problem[k]):
+            used += 1
+            invalid = invalid or not rows_valid[pixel, k]
+    status = SOLVING
+    if invalid:
+        status = INVALID_GEOMETRY
+    elif used < min_observations:
+        status = TOO_FEW_OBSERVATIONS
+    return status
+
+
+@numba.njit(error_model="numpy")
+def _projected_step(parameters, trial, step, free_index, bounds, jtj, jtf):
+    """Projects the trial point parameters + step onto the bounds (writing `trial` and
+    the projected `step`); returns (largest step, decrease of the linearised cost)."""
+    lower, upper = bounds
+    p = free_index.shape[0]
+    step_size = 0.0
+    for a in range(p):
+        index = free_index[a]
+        value = min(upper[a], max(lower[a], parameters[index] + step[a]))
+        trial[index] = value
+        step[a] = value - parameters[index]  # the projected step
+        step_size = max(step_size, abs(step[a]))
+    predicted = 0.0  # decrease of the linearised cost along the step
+    for a in range(p):
+        predicted -= 2.0 * step[a] * jtf[a]
+        for b in range(p):
+            predicted -= step[a] * jtj[a, b] * step[b]
+    return step_size, predicted
+
+
+@numba.njit(error_model="numpy")
+def _write_unsolved(outputs, pixel, band, status, p):
+    """Writes the outputs of a problem that is not solved: its status, NaN values."""
+    values_out, status_out, iterations_out, cost_out, jtj_out = outputs
+    status_out[pixel, band] = status
+    iterations_out[pixel, band] = 0
+    cost_out[pixel, band] = math.nan
+    for a in range(p):
+        values_out[pixel, band, a] = math.nan
+        for b in range(p):
+            jtj_out[pixel, band, a, b] = math.nan
+
+
+@numba.njit(error_model="numpy")
+def _write_solved(outputs, pixel, band, solved, parameters, jtj, free_index):
+    """Writes a solved problem's outputs: solved = (status, iterations, cost), the free
+    parameters and J^T J."""
+    values_out, status_out, iterations_out, cost_out, jtj_out = outputs
+    status, iteration, cost = solved
+    status_out[pixel, band] = status
+    iterations_out[pixel, band] = iteration
+    cost_out[pixel, band] = cost
+    for a in range(free_index.shape[0]):
+        values_out[pixel, band, a] = parameters[free_index[a]]
+        for b in range(free_index.shape[0]):
+            jtj_out[pixel, band, a, b] = jtj[a, b]
+
+
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math), error_model="numpy")
-def _solve_lm_pixel(
-    pixel,
-    step_length,
-    rows,
-    rows_valid,
-    refl,
-    start,
-    parameters_fixed,
-    free_index,
-    lower,
-    upper,
-    min_observations,
-    max_iter,
-    tol,
-    values_out,
-    status_out,
-    iterations_out,
-    cost_out,
-    jtj_out,
-):
+def _solve_lm_pixel(pixel, problem, model, settings, outputs):
     """Every band of one pixel (`_lm_kernel`'s loop body; arguments as there)."""
-    n_bands, n_obs = refl.shape[1], refl.shape[2]
+    rows, rows_valid, refl, start = problem
+    step_length, parameters_fixed, free_index, lower, upper = model
+    min_observations, max_iter, tol = settings
+    n_bands = refl.shape[1]
     p = free_index.shape[0]
     parameters = parameters_fixed.copy()
     trial = parameters_fixed.copy()
@@ -205,25 +256,9 @@ def _solve_lm_pixel(
     step = np.empty(p)
     for band in range(n_bands):
         refl_problem = refl[pixel, band]
-        used = 0
-        invalid = False
-        for k in range(n_obs):
-            if math.isfinite(refl_problem[k]):
-                used += 1
-                invalid = invalid or not rows_valid[pixel, k]
-        status = SOLVING
-        if invalid:
-            status = INVALID_GEOMETRY
-        elif used < min_observations:
-            status = TOO_FEW_OBSERVATIONS
+        status = _band_status(refl_problem, rows_valid, pixel, min_observations)
         if status != SOLVING:
-            status_out[pixel, band] = status
-            iterations_out[pixel, band] = 0
-            cost_out[pixel, band] = math.nan
-            for a in range(p):
-                values_out[pixel, band, a] = math.nan
-                for b in range(p):
-                    jtj_out[pixel, band, a, b] = math.nan
+            _write_unsolved(outputs, pixel, band, status, p)
             continue
         for a in range(p):
             parameters[free_index[a]] = start[pixel, band, a]
@@ -255,18 +290,9 @@ def _solve_lm_pixel(
                     False, 0.0, damping, growth, math.inf, 0.0
                 )  # singular: damp more
                 continue
-            step_size = 0.0
-            for a in range(p):
-                index = free_index[a]
-                value = min(upper[a], max(lower[a], parameters[index] + step[a]))
-                trial[index] = value
-                step[a] = value - parameters[index]  # the projected step
-                step_size = max(step_size, abs(step[a]))
-            predicted = 0.0  # decrease of the linearised cost along the step
-            for a in range(p):
-                predicted -= 2.0 * step[a] * jtf[a]
-                for b in range(p):
-                    predicted -= step[a] * jtj[a, b] * step[b]
+            step_size, predicted = _projected_step(
+                parameters, trial, step, free_index, (lower, upper), jtj, jtf
+            )
             cost_trial = _cost_and_normal_equations(
                 trial, rows[pixel], refl_problem, p, step_values, out, jtj_trial, jtf_trial
             )
@@ -303,67 +329,26 @@ def _solve_lm_pixel(
                     for b in range(p):
                         jtj[a, b] = jtj_trial[a, b]
                 cost = cost_trial
-        status_out[pixel, band] = CONVERGED if done else MAX_ITER
-        iterations_out[pixel, band] = iteration
-        cost_out[pixel, band] = cost
-        for a in range(p):
-            values_out[pixel, band, a] = parameters[free_index[a]]
-            for b in range(p):
-                jtj_out[pixel, band, a, b] = jtj[a, b]
+        solved = (CONVERGED if done else MAX_ITER, iteration, cost)
+        _write_solved(outputs, pixel, band, solved, parameters, jtj, free_index)
 
 
 @cached_njit(inlines=(lm_rules, _backends, _scalar_math), nogil=True, error_model="numpy")
-def _lm_kernel(
-    first,
-    last,
-    step_length,
-    rows,
-    rows_valid,
-    refl,
-    start,
-    parameters_fixed,
-    free_index,
-    lower,
-    upper,
-    min_observations,
-    max_iter,
-    tol,
-    values_out,
-    status_out,
-    iterations_out,
-    cost_out,
-    jtj_out,
-):
+def _lm_kernel(first, last, problem, model, settings, outputs):
     """Solve problems (pixel, band) with observations along the last axis of `refl`.
 
     Compiled only as variants (`lm_kernel_for`), with `_cost_and_normal_equations` bound
-    to its variant for the generated code. rows: (pixels, observations, row length); rows_valid: (pixels,
-    observations) bool; refl: (pixels, bands, observations), NaN where an observation is
-    left out; start: (pixels, bands, p); values_out: (pixels, bands, p); jtj_out:
-    (pixels, bands, p, p) J^T J at the solution. Solves pixels first to last - 1
+    to its variant for the generated code. problem = (rows, rows_valid, refl, start):
+    rows (pixels, observations, row length); rows_valid (pixels, observations) bool;
+    refl (pixels, bands, observations), NaN where an observation is left out; start
+    (pixels, bands, p). model = (step_length, parameters_fixed, free_index, lower,
+    upper), settings = (min_observations, max_iter, tol), outputs = (values (pixels,
+    bands, p), status, iterations, cost, jtj (pixels, bands, p, p) J^T J at the
+    solution), as `solve_numba` documents them. Solves pixels first to last - 1
     (`numba_threads.run_in_blocks`).
     """
     for pixel in range(first, last):
-        _solve_lm_pixel(
-            pixel,
-            step_length,
-            rows,
-            rows_valid,
-            refl,
-            start,
-            parameters_fixed,
-            free_index,
-            lower,
-            upper,
-            min_observations,
-            max_iter,
-            tol,
-            values_out,
-            status_out,
-            iterations_out,
-            cost_out,
-            jtj_out,
-        )
+        _solve_lm_pixel(pixel, problem, model, settings, outputs)
 
 
 @functools.cache
@@ -430,25 +415,20 @@ def solve_numba(
         "jtj": np.empty((n_pixels, n_bands, p, p)),
     }
     as_float = lambda a: np.require(a, np.float64, ("C", "W"))  # noqa: E731
-    run_in_blocks(
-        lm_kernel_for(functions),
-        n_pixels,
-        functions.step_length,
+    problem = (
         as_float(rows),
         np.require(rows_valid, np.bool_, ("C", "W")),
         as_float(refl),
         as_float(start),
+    )
+    model = (
+        functions.step_length,
         as_float(parameters_fixed),
         np.require(free_index, np.int64, ("C", "W")),
         as_float(lower),
         as_float(upper),
-        int(min_observations),
-        int(max_iter),
-        float(tol),
-        out["values"],
-        out["status"],
-        out["iterations"],
-        out["cost"],
-        out["jtj"],
     )
+    settings = (int(min_observations), int(max_iter), float(tol))
+    outputs = (out["values"], out["status"], out["iterations"], out["cost"], out["jtj"])
+    run_in_blocks(lm_kernel_for(functions), n_pixels, problem, model, settings, outputs)
     return out

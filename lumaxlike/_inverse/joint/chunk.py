@@ -60,11 +60,8 @@ def solve_chunk(solver, arrays, geometry, padded_problems, setup):
             setup["fixed"],
             index[:p],
             index[p:],
-            setup["lower"],
-            setup["upper"],
-            setup["min_obs"],
-            setup["max_iter"],
-            setup["tol"],
+            (setup["lower"], setup["upper"]),
+            (setup["min_obs"], setup["max_iter"], setup["tol"]),
         )
     dtype = setup["dtype"]
     # one chunk shape, so the JAX program compiles once; padded problems have no data
@@ -78,14 +75,12 @@ def solve_chunk(solver, arrays, geometry, padded_problems, setup):
     with precision_scope(np.empty(0, dtype)):
         solved = solve_joint_jax(
             *(jnp.asarray(a, dtype) for a in padded),
-            *(jnp.asarray(a, dtype) for a in rest[:3]),
+            jnp.asarray(rest[0], dtype),
+            (jnp.asarray(rest[1], dtype), jnp.asarray(rest[2], dtype)),
             tuple(jnp.asarray(a, dtype) for a in rest[3:]),
             jnp.asarray(setup["fixed"], dtype),
-            jnp.asarray(setup["lower"], dtype),
-            jnp.asarray(setup["upper"], dtype),
-            setup["min_obs"],
-            setup["max_iter"],
-            setup["tol"],
+            (jnp.asarray(setup["lower"], dtype), jnp.asarray(setup["upper"], dtype)),
+            (setup["min_obs"], setup["max_iter"], setup["tol"]),
             free=setup["free"],
             n_band_free=setup["n_band_free"],
             key=setup["key"],

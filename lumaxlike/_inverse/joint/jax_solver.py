@@ -132,15 +132,11 @@ def solve_joint_jax(
     to_sensor,
     normal,
     weight,
-    start_b,
-    start_s,
+    start,
     priors,
     fixed,
-    lower,
-    upper,
-    min_observations,
-    max_iter,
-    tol,
+    bounds,
+    settings,
     *,
     free,
     n_band_free,
@@ -149,27 +145,18 @@ def solve_joint_jax(
     """Solve one chunk of joint problems (jitted; the same contract as `solve_joint_numba`).
 
     refl (problems, bands, observations), NaN where left out; to_sun, to_sensor, normal
-    (problems, observations, 3), finite; weight (problems, bands); start_b (problems,
-    bands, p), start_s (problems, s); priors (mean_b, weight_b, mean_s, weight_s); fixed:
-    the values of `PARAMETER_NAMES`; lower, upper (p + s,); free: the free parameter
-    names, the first `n_band_free` per band (static); key: the model configuration.
+    (problems, observations, 3), finite; weight (problems, bands); start = (start_b
+    (problems, bands, p), start_s (problems, s)); priors (mean_b, weight_b, mean_s,
+    weight_s); fixed: the values of `PARAMETER_NAMES`; bounds = (lower, upper) (p + s,);
+    settings = (min_observations, max_iter, tol); free: the free parameter names, the
+    first `n_band_free` per band (static); key: the model configuration.
     """
     p = n_band_free
-    free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
-    program = split_columns(free, key, refl.dtype)
-    equations = jax_equations_for(key)
-    geometry = jax.vmap(jax.vmap(equations.geometry_terms))(to_sun, to_sensor, normal)
-    known = [fixed[k] for k in range(fixed.shape[0]) if k not in free_index]
-    rows = jax.vmap(jax.vmap(lambda g: program.known(*known, *g)))(geometry)
-    use = jnp.isfinite(refl)
-    invalid = jnp.any(use & ~geometry.valid[:, None, :], axis=(-2, -1))
-    too_few = jnp.any(jnp.sum(use, axis=-1) < min_observations, axis=-1)
-    status = jnp.where(
-        invalid,
-        albedo_rules.INVALID_GEOMETRY,
-        jnp.where(too_few, _TOO_FEW, albedo_rules.SOLVING),
-    )
-    active = status == albedo_rules.SOLVING
+    lower, upper = bounds
+    min_observations, max_iter, tol = settings
+    start_b, start_s = start
+    geometry = (to_sun, to_sensor, normal)
+    status, active, rows, use = _problem_setup(refl, geometry, fixed, min_observations, free, key)
     inside = (lower + jnp.minimum(upper, lower + 1.0)) / 2.0
     xb = jnp.where(active[:, None, None], start_b, jnp.broadcast_to(inside[:p], start_b.shape))
     xs = jnp.where(active[:, None], start_s, jnp.broadcast_to(inside[p:], start_s.shape))
@@ -201,82 +188,113 @@ def solve_joint_jax(
     def unfinished(state):
         return ~jnp.all(state[10]) & (state[12] < max_iter)
 
-    def step(state):
-        (
-            xb,
-            xs,
-            cost,
-            a_blocks,
-            c_blocks,
-            d_block,
-            gb,
-            gs,
-            damping,
-            growth,
-            done,
-            iterations,
-            steps,
-        ) = state
-        step_b, step_s, solvable = arrow_step_jax(
-            xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping
-        )
-        trial_b = jnp.clip(xb + step_b, lower_b, upper_b)
-        trial_s = jnp.clip(xs + step_s, lower_s, upper_s)
-        trial = evaluate(trial_b, trial_s)
-        _, trial_a, trial_c, trial_d, trial_gb, trial_gs = trial
-        newton_b, newton_s, newton_ok = arrow_step_jax(
-            trial_b,
-            trial_s,
-            lower,
-            upper,
-            trial_a,
-            trial_c,
-            trial_d,
-            trial_gb,
-            trial_gs,
-            jnp.zeros_like(damping),
-        )
-        newton_size = jnp.where(newton_ok, _largest_step(newton_b, newton_s), jnp.inf)
-        newton_decrease = jnp.where(
-            newton_ok, _linear_decrease(newton_b, newton_s, *trial[1:]), jnp.inf
-        )
-        projected_b, projected_s = trial_b - xb, trial_s - xs
-        step_size = _largest_step(projected_b, projected_s)
-        predicted = _linear_decrease(projected_b, projected_s, a_blocks, c_blocks, d_block, gb, gs)
-        accept = _lm.accepted(cost, trial[0]) & solvable
-        now_converged = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-        now_converged = now_converged & solvable
-        new_damping, new_growth = _lm.next_damping(
-            accept,
-            _lm.gain_ratio(cost, trial[0], predicted),
-            damping,
-            growth,
-            newton_decrease,
-            trial[0],
-        )
-        keep = done | ~accept
+    box = (lower_b, upper_b, lower_s, upper_s)
+    step = partial(_joint_step, evaluate=evaluate, bounds=bounds, box=box, tol=tol)
+    return _joint_results(jax.lax.while_loop(unfinished, step, state), active, status)
 
-        def pick(old, new):
-            return jnp.where(keep.reshape(keep.shape + (1,) * (old.ndim - 1)), old, new)
 
-        moved = [
-            pick(o, t)
-            for o, t in zip(
-                (xb, xs) + (cost, a_blocks, c_blocks, d_block, gb, gs), (trial_b, trial_s) + trial
-            )
-        ]
-        return (
-            *moved,
-            jnp.where(done, damping, new_damping),
-            jnp.where(done, growth, new_growth),
-            done | now_converged,
-            iterations + jnp.where(done, 0, 1).astype(jnp.int32),
-            steps + 1,
-        )
-
-    xb, xs, cost, a_blocks, c_blocks, d_block, gb, gs, _, _, done, iterations, _ = (
-        jax.lax.while_loop(unfinished, step, state)
+def _problem_setup(refl, geometry, fixed, min_observations, free, key):
+    """`solve_joint_jax`'s problems: (status (INVALID_GEOMETRY, TOO_FEW_OBSERVATIONS or
+    SOLVING), active, the observation rows, the used observations)."""
+    free_index = tuple(PARAMETER_NAMES.index(name) for name in free)
+    program = split_columns(free, key, refl.dtype)
+    equations = jax_equations_for(key)
+    geometry = jax.vmap(jax.vmap(equations.geometry_terms))(*geometry)
+    known = [fixed[k] for k in range(fixed.shape[0]) if k not in free_index]
+    rows = jax.vmap(jax.vmap(lambda g: program.known(*known, *g)))(geometry)
+    use = jnp.isfinite(refl)
+    invalid = jnp.any(use & ~geometry.valid[:, None, :], axis=(-2, -1))
+    too_few = jnp.any(jnp.sum(use, axis=-1) < min_observations, axis=-1)
+    status = jnp.where(
+        invalid,
+        albedo_rules.INVALID_GEOMETRY,
+        jnp.where(too_few, _TOO_FEW, albedo_rules.SOLVING),
     )
+    return status, status == albedo_rules.SOLVING, rows, use
+
+
+def _joint_step(state, *, evaluate, bounds, box, tol):
+    """One Levenberg-Marquardt step of every joint problem of `solve_joint_jax` (its
+    while loop's body): `evaluate` the normal equations, bounds = (lower, upper), box =
+    (lower_b, upper_b, lower_s, upper_s) broadcast to the parameters' shapes."""
+    lower, upper = bounds
+    lower_b, upper_b, lower_s, upper_s = box
+    (
+        xb,
+        xs,
+        cost,
+        a_blocks,
+        c_blocks,
+        d_block,
+        gb,
+        gs,
+        damping,
+        growth,
+        done,
+        iterations,
+        steps,
+    ) = state
+    step_b, step_s, solvable = arrow_step_jax(
+        xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping
+    )
+    trial_b = jnp.clip(xb + step_b, lower_b, upper_b)
+    trial_s = jnp.clip(xs + step_s, lower_s, upper_s)
+    trial = evaluate(trial_b, trial_s)
+    _, trial_a, trial_c, trial_d, trial_gb, trial_gs = trial
+    newton_b, newton_s, newton_ok = arrow_step_jax(
+        trial_b,
+        trial_s,
+        lower,
+        upper,
+        trial_a,
+        trial_c,
+        trial_d,
+        trial_gb,
+        trial_gs,
+        jnp.zeros_like(damping),
+    )
+    newton_size = jnp.where(newton_ok, _largest_step(newton_b, newton_s), jnp.inf)
+    newton_decrease = jnp.where(
+        newton_ok, _linear_decrease(newton_b, newton_s, *trial[1:]), jnp.inf
+    )
+    projected_b, projected_s = trial_b - xb, trial_s - xs
+    step_size = _largest_step(projected_b, projected_s)
+    predicted = _linear_decrease(projected_b, projected_s, a_blocks, c_blocks, d_block, gb, gs)
+    accept = _lm.accepted(cost, trial[0]) & solvable
+    now_converged = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
+    now_converged = now_converged & solvable
+    new_damping, new_growth = _lm.next_damping(
+        accept,
+        _lm.gain_ratio(cost, trial[0], predicted),
+        damping,
+        growth,
+        newton_decrease,
+        trial[0],
+    )
+    keep = done | ~accept
+
+    def pick(old, new):
+        return jnp.where(keep.reshape(keep.shape + (1,) * (old.ndim - 1)), old, new)
+
+    moved = [
+        pick(o, t)
+        for o, t in zip(
+            (xb, xs) + (cost, a_blocks, c_blocks, d_block, gb, gs), (trial_b, trial_s) + trial
+        )
+    ]
+    return (
+        *moved,
+        jnp.where(done, damping, new_damping),
+        jnp.where(done, growth, new_growth),
+        done | now_converged,
+        iterations + jnp.where(done, 0, 1).astype(jnp.int32),
+        steps + 1,
+    )
+
+
+def _joint_results(final, active, status):
+    """`solve_joint_jax`'s dict from the while loop's final state (NaN where not solved)."""
+    xb, xs, cost, a_blocks, c_blocks, d_block, gb, gs, _, _, done, iterations, _ = final
     nan = jnp.nan
     solved = jnp.where(done, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)
 

@@ -60,32 +60,21 @@ def columns(step, row, out):
 
 
 @cached_njit(error_model="numpy")
-def _joint_normal_equations(
-    parameters,
-    band_index,
-    shared_index,
-    xb,
-    xs,
-    rows,
-    refl,
-    weight,
-    prior_mean_b,
-    prior_weight_b,
-    prior_mean_s,
-    prior_weight_s,
-    step_values,
-    out,
-    a_blocks,
-    c_blocks,
-    d_block,
-    gb,
-    gs,
-):
+def _joint_normal_equations(parameters, indices, x, data, priors, scratch, blocks):
     """The cost (weighted sum of squares, prior rows included) and the arrow blocks.
 
     Compiled only as variants (`joint_kernel_for`), with `prepare` and `columns` bound
-    to generated code. refl (bands, observations), NaN where left out; weight (bands,).
+    to generated code. indices = (band_index, shared_index); x = (xb (bands, p), xs
+    (s,)); data = (rows, refl (bands, observations), NaN where left out, weight
+    (bands,)); priors = (mean_b, weight_b, mean_s, weight_s) of the pixel; scratch =
+    (step_values, out); blocks = (a_blocks, c_blocks, d_block, gb, gs), written.
     """
+    band_index, shared_index = indices
+    xb, xs = x
+    rows, refl, weight = data
+    prior_mean_b, prior_weight_b, prior_mean_s, prior_weight_s = priors
+    step_values, out = scratch
+    a_blocks, c_blocks, d_block, gb, gs = blocks
     n_bands, p = xb.shape
     s = xs.shape[0]
     cost = 0.0
@@ -168,39 +157,14 @@ def _size_and_decrease(step_b, step_s, a_blocks, c_blocks, d_block, gb, gs):
 @cached_njit(
     inlines=(lm_rules, _backends, _scalar_math, schur, fit_numba_solver), error_model="numpy"
 )
-def _solve_joint_pixel(
-    pixel,
-    step_length,
-    rows,
-    rows_valid,
-    refl,
-    weight,
-    start_b,
-    start_s,
-    prior_mean_b,
-    prior_weight_b,
-    prior_mean_s,
-    prior_weight_s,
-    parameters_fixed,
-    band_index,
-    shared_index,
-    lower,
-    upper,
-    min_observations,
-    max_iter,
-    tol,
-    values_b,
-    values_s,
-    status_out,
-    iterations_out,
-    cost_out,
-    a_out,
-    c_out,
-    d_out,
-    gb_out,
-    gs_out,
-):
+def _solve_joint_pixel(pixel, problem, priors, model, settings, outputs):
     """One pixel's joint problem (`_joint_kernel`'s loop body; arguments as there)."""
+    rows, rows_valid, refl, weight, start_b, start_s = problem
+    prior_mean_b, prior_weight_b, prior_mean_s, prior_weight_s = priors
+    step_length, parameters_fixed, band_index, shared_index, lower, upper = model
+    min_observations, max_iter, tol = settings
+    values_b, values_s, status_out, iterations_out, cost_out = outputs[:5]
+    a_out, c_out, d_out, gb_out, gs_out = outputs[5:]
     n_bands, n_obs = refl.shape[1], refl.shape[2]
     p = band_index.shape[0]
     s = shared_index.shape[0]
@@ -223,6 +187,19 @@ def _solve_joint_pixel(
     y_blocks, y_vector = np.empty((n_bands, p, s)), np.empty((n_bands, p))
     schur_matrix, schur_factor = np.empty((s, s)), np.empty((s, s))
     rhs, column, solution = np.empty(s), np.empty(p), np.empty(p)
+    arrow_scratch = (
+        held_b,
+        held_s,
+        system,
+        factor,
+        y_blocks,
+        y_vector,
+        schur_matrix,
+        schur_factor,
+        rhs,
+        column,
+        solution,
+    )
     status = SOLVING
     for band in range(n_bands):
         used = 0
@@ -249,26 +226,19 @@ def _solve_joint_pixel(
     xs[:] = start_s[pixel]
     mean_b, weight_b = prior_mean_b[pixel], prior_weight_b[pixel]
     mean_s, weight_s = prior_mean_s[pixel], prior_weight_s[pixel]
+    indices, scratch = (band_index, shared_index), (step_values, out)
+    data, pixel_priors = (
+        (rows[pixel], refl[pixel], weight[pixel]),
+        (mean_b, weight_b, mean_s, weight_s),
+    )
     cost = _joint_normal_equations(
         parameters,
-        band_index,
-        shared_index,
-        xb,
-        xs,
-        rows[pixel],
-        refl[pixel],
-        weight[pixel],
-        mean_b,
-        weight_b,
-        mean_s,
-        weight_s,
-        step_values,
-        out,
-        a_blocks,
-        c_blocks,
-        d_block,
-        gb,
-        gs,
+        indices,
+        (xb, xs),
+        data,
+        pixel_priors,
+        scratch,
+        (a_blocks, c_blocks, d_block, gb, gs),
     )
     damping = 0.0
     growth = 2.0
@@ -277,29 +247,12 @@ def _solve_joint_pixel(
     while not done and iteration < max_iter:
         iteration += 1
         if not arrow_step(
-            xb,
-            xs,
-            lower,
-            upper,
-            a_blocks,
-            c_blocks,
-            d_block,
-            gb,
-            gs,
+            (xb, xs),
+            (lower, upper),
+            (a_blocks, c_blocks, d_block, gb, gs),
             damping,
-            held_b,
-            held_s,
-            system,
-            factor,
-            y_blocks,
-            y_vector,
-            schur_matrix,
-            schur_factor,
-            rhs,
-            column,
-            solution,
-            step_b,
-            step_s,
+            arrow_scratch,
+            (step_b, step_s),
         ):
             damping, growth = next_damping(
                 False, 0.0, damping, growth, math.inf, 0.0
@@ -319,50 +272,21 @@ def _solve_joint_pixel(
         )
         cost_trial = _joint_normal_equations(
             parameters,
-            band_index,
-            shared_index,
-            xb_trial,
-            xs_trial,
-            rows[pixel],
-            refl[pixel],
-            weight[pixel],
-            mean_b,
-            weight_b,
-            mean_s,
-            weight_s,
-            step_values,
-            out,
-            a_trial,
-            c_trial,
-            d_trial,
-            gb_trial,
-            gs_trial,
+            indices,
+            (xb_trial, xs_trial),
+            data,
+            pixel_priors,
+            scratch,
+            (a_trial, c_trial, d_trial, gb_trial, gs_trial),
         )
         newton_size, newton_decrease = math.inf, math.inf
         if arrow_step(
-            xb_trial,
-            xs_trial,
-            lower,
-            upper,
-            a_trial,
-            c_trial,
-            d_trial,
-            gb_trial,
-            gs_trial,
+            (xb_trial, xs_trial),
+            (lower, upper),
+            (a_trial, c_trial, d_trial, gb_trial, gs_trial),
             0.0,
-            held_b,
-            held_s,
-            system,
-            factor,
-            y_blocks,
-            y_vector,
-            schur_matrix,
-            schur_factor,
-            rhs,
-            column,
-            solution,
-            step_b,
-            step_s,
+            arrow_scratch,
+            (step_b, step_s),
         ):
             newton_size, newton_decrease = _size_and_decrease(
                 step_b, step_s, a_trial, c_trial, d_trial, gb_trial, gs_trial
@@ -403,78 +327,19 @@ def _solve_joint_pixel(
     nogil=True,
     error_model="numpy",
 )
-def _joint_kernel(
-    first,
-    last,
-    step_length,
-    rows,
-    rows_valid,
-    refl,
-    weight,
-    start_b,
-    start_s,
-    prior_mean_b,
-    prior_weight_b,
-    prior_mean_s,
-    prior_weight_s,
-    parameters_fixed,
-    band_index,
-    shared_index,
-    lower,
-    upper,
-    min_observations,
-    max_iter,
-    tol,
-    values_b,
-    values_s,
-    status_out,
-    iterations_out,
-    cost_out,
-    a_out,
-    c_out,
-    d_out,
-    gb_out,
-    gs_out,
-):
-    """Solve the joint problems of pixels first to last - 1 (see `solve_joint_numba` for
-    the arrays; `numba_threads.run_in_blocks` runs the blocks).
+def _joint_kernel(first, last, problem, priors, model, settings, outputs):
+    """Solve the joint problems of pixels first to last - 1 (`numba_threads.run_in_blocks`
+    runs the blocks): problem = (rows, rows_valid, refl, weight, start_b, start_s),
+    priors = (mean_b, weight_b, mean_s, weight_s), model = (step_length,
+    parameters_fixed, band_index, shared_index, lower, upper), settings =
+    (min_observations, max_iter, tol), outputs = the ten arrays of `solve_joint_numba`'s
+    dict in its order (see there for the shapes).
 
     Compiled only as variants (`joint_kernel_for`), with `_joint_normal_equations` bound
     to its variant for the generated code.
     """
     for pixel in range(first, last):
-        _solve_joint_pixel(
-            pixel,
-            step_length,
-            rows,
-            rows_valid,
-            refl,
-            weight,
-            start_b,
-            start_s,
-            prior_mean_b,
-            prior_weight_b,
-            prior_mean_s,
-            prior_weight_s,
-            parameters_fixed,
-            band_index,
-            shared_index,
-            lower,
-            upper,
-            min_observations,
-            max_iter,
-            tol,
-            values_b,
-            values_s,
-            status_out,
-            iterations_out,
-            cost_out,
-            a_out,
-            c_out,
-            d_out,
-            gb_out,
-            gs_out,
-        )
+        _solve_joint_pixel(pixel, problem, priors, model, settings, outputs)
 
 
 @functools.cache
@@ -511,11 +376,8 @@ def solve_joint_numba(
     parameters_fixed,
     band_index,
     shared_index,
-    lower,
-    upper,
-    min_observations,
-    max_iter,
-    tol,
+    bounds,
+    settings,
 ):
     """Solve one chunk of joint problems with the numba kernel (float64).
 
@@ -533,8 +395,9 @@ def solve_joint_numba(
             shapes (problems, bands, p) and (problems, s); a weight of 0 is no prior.
         parameters_fixed: values of all `PARAMETER_NAMES` (the free ones overwritten).
         band_index (p,), shared_index (s,): the free parameters' indices in
-            `PARAMETER_NAMES`; lower, upper: (p + s,) bounds, per-band ones first.
-        min_observations, max_iter, tol: as `solve_numba`'s.
+            `PARAMETER_NAMES`.
+        bounds: (lower, upper), (p + s,) each, per-band ones first.
+        settings: (min_observations, max_iter, tol), as `solve_numba`'s.
     Returns:
         dict: values_b, values_s, status (problems,) int8, iterations int32, cost (the
         objective), a_blocks, c_blocks, d_block (H at the solution, prior included), gb
@@ -561,34 +424,30 @@ def solve_joint_numba(
     def as_int(a):
         return np.require(np.asarray(a, np.int64).reshape(-1), np.int64, ("C", "W"))
 
-    run_in_blocks(
-        joint_kernel_for(functions),
-        n,
-        functions.step_length,
+    min_observations, max_iter, tol = settings
+    problem = (
         as_float(rows),
         np.require(rows_valid, np.bool_, ("C", "W")),
         as_float(refl),
         as_float(weight),
         as_float(start_b),
         as_float(start_s),
-        *(as_float(a) for a in priors),
+    )
+    model = (
+        functions.step_length,
         as_float(parameters_fixed),
         as_int(band_index),
         as_int(shared_index),
-        as_float(lower),
-        as_float(upper),
-        int(min_observations),
-        int(max_iter),
-        float(tol),
-        out["values_b"],
-        out["values_s"],
-        out["status"],
-        out["iterations"],
-        out["cost"],
-        out["a_blocks"],
-        out["c_blocks"],
-        out["d_block"],
-        out["gb"],
-        out["gs"],
+        as_float(bounds[0]),
+        as_float(bounds[1]),
+    )
+    run_in_blocks(
+        joint_kernel_for(functions),
+        n,
+        problem,
+        tuple(as_float(a) for a in priors),
+        model,
+        (int(min_observations), int(max_iter), float(tol)),
+        tuple(out.values()),
     )
     return out

@@ -78,23 +78,7 @@ def _step(state, label, n_regions, bounds, damping, prior):
     prior_mean, prior_weight = prior
     n_pixels, n_bands, p = xb.shape
     s, r = xs.shape[1], xr.shape[1]
-    # the regional rows of H and g: the sum over the region's pixels, plus the prior
-    h_rr = np.zeros((n_regions, r, r))
-    np.add.at(h_rr, label, d[:, s:, s:])
-    h_rr[:, range(r), range(r)] += prior_weight**2
-    g_r = np.zeros((n_regions, r))
-    np.add.at(g_r, label, g[:, s:])
-    g_r += prior_weight * np.where(prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0)
-    largest = np.zeros(n_regions)
-    pixel_largest = np.max(np.diagonal(a, axis1=-2, axis2=-1), axis=(-2, -1))
-    if s:
-        pixel_largest = np.maximum(
-            pixel_largest,
-            np.max(np.diagonal(d[:, :s, :s], axis1=-2, axis2=-1), axis=-1),
-        )
-    np.maximum.at(largest, label, pixel_largest)
-    if r:
-        largest = np.maximum(largest, np.max(np.diagonal(h_rr, axis1=-2, axis2=-1), axis=-1))
+    h_rr, g_r, largest = _regional_rows(state, label, n_regions, prior)
     held_b = _pinned(xb, lower_b, upper_b, gb)
     held_s = _pinned(xs, lower_s, upper_s, g[:, :s])
     held_r = _pinned(xr, lower_r, upper_r, g_r)
@@ -168,6 +152,33 @@ def _step(state, label, n_regions, bounds, damping, prior):
         solvable,
         reduced,
     )
+
+
+def _regional_rows(state, label, n_regions, prior):
+    """`_step`'s regional rows of H (R, r, r) and g (R, r): the sums over each region's
+    pixels, plus the prior; and each region's largest diagonal entry of H (R,), the
+    damping's scale."""
+    xs, xr = state["xs"], state["xr"]
+    a, d, g = state["a"], state["d"], state["g"]
+    prior_mean, prior_weight = prior
+    s, r = xs.shape[1], xr.shape[1]
+    h_rr = np.zeros((n_regions, r, r))
+    np.add.at(h_rr, label, d[:, s:, s:])
+    h_rr[:, range(r), range(r)] += prior_weight**2
+    g_r = np.zeros((n_regions, r))
+    np.add.at(g_r, label, g[:, s:])
+    g_r += prior_weight * np.where(prior_weight > 0.0, (xr - prior_mean) * prior_weight, 0.0)
+    largest = np.zeros(n_regions)
+    pixel_largest = np.max(np.diagonal(a, axis1=-2, axis2=-1), axis=(-2, -1))
+    if s:
+        pixel_largest = np.maximum(
+            pixel_largest,
+            np.max(np.diagonal(d[:, :s, :s], axis1=-2, axis2=-1), axis=-1),
+        )
+    np.maximum.at(largest, label, pixel_largest)
+    if r:
+        largest = np.maximum(largest, np.max(np.diagonal(h_rr, axis1=-2, axis2=-1), axis=-1))
+    return h_rr, g_r, largest
 
 
 def _region_sum(values, label, n_regions):

@@ -45,39 +45,21 @@ _lm = retarget_to_jax(lm_rules)
 
 
 @numba.njit(error_model="numpy")
-def arrow_step(
-    xb,
-    xs,
-    lower,
-    upper,
-    a_blocks,
-    c_blocks,
-    d_block,
-    gb,
-    gs,
-    damping,
-    held_b,
-    held_s,
-    system,
-    factor,
-    y_blocks,
-    y_vector,
-    schur,
-    schur_factor,
-    rhs,
-    column,
-    solution,
-    step_b,
-    step_s,
-):
+def arrow_step(x, bounds, blocks, damping, scratch, step):
     """The damped step (step_b (bands, p), step_s (s)) of one joint problem; False if singular.
 
-    xb (bands, p), xs (s): the parameters; lower, upper (p + s,): bounds, per-band ones
-    first; a_blocks (bands, p, p), c_blocks (bands, p, s), d_block (s, s), gb (bands, p),
-    gs (s): H and g; the rest scratch of those shapes (system, factor (p, p); y_blocks
-    (bands, p, s); y_vector (bands, p); schur, schur_factor (s, s); rhs (s); column,
-    solution (p); held_b (bands, p), held_s (s) bool).
+    x = (xb (bands, p), xs (s)): the parameters; bounds = (lower, upper) (p + s,),
+    per-band ones first; blocks = (a_blocks (bands, p, p), c_blocks (bands, p, s),
+    d_block (s, s), gb (bands, p), gs (s)): H and g; scratch = (held_b (bands, p), held_s
+    (s) bool, system, factor (p, p), y_blocks (bands, p, s), y_vector (bands, p), schur,
+    schur_factor (s, s), rhs (s), column, solution (p)); step = (step_b, step_s), written.
     """
+    xb, xs = x
+    lower, upper = bounds
+    a_blocks, c_blocks, d_block, gb, gs = blocks
+    held_b, held_s, system, factor, y_blocks, y_vector = scratch[:6]
+    schur, schur_factor, rhs, column, solution = scratch[6:]
+    step_b, step_s = step
     n_bands, p = gb.shape
     s = gs.shape[0]
     largest = 0.0
