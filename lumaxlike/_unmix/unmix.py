@@ -67,12 +67,10 @@ def unmix(
     """Mass fractions of the endmembers in every pixel, through Hapke's intimate mixing
     (docs/unmixing.md).
 
-    The mixture's single-scattering albedo is w_mix = sum_j f_j w_j with cross-section
-    fractions f_j = M_j c_j / sum_k M_k c_k, c_j = Q_j / (rho_j D_j) (Hapke 2012, ch. 10);
-    its reflectance is the model `params` at the pixel's geometry. One problem per
-    pixel: its fractions (non-negative; exactly 0 at the bound, flagged in `at_bound`)
-    from its bands. Endmembers with their own phase functions (`Endmembers.phase`) mix
-    them per band and pixel (docs/unmixing.md#endmembers-with-their-own-phase-functions).
+    w_mix = sum_j f_j w_j with cross-section fractions f_j = M_j c_j / sum_k M_k c_k,
+    c_j = Q_j / (rho_j D_j) (Hapke 2012, ch. 10); its reflectance is the model `params`
+    at the pixel's geometry. One problem per pixel: its fractions (non-negative; 0 at the
+    bound, flagged in `at_bound`) from its bands.
 
     Args:
         refl: reflectance r [1/sr] (RADF / pi), shape ``pixels + (bands,)``, the
@@ -120,26 +118,14 @@ def unmix(
     """
     check_choice("solver", solver, SOLVERS)
     check_choice("route", route, ROUTES)
-    if free:  # grain sizes and npFe0 from optical constants: `optical`
+    if free:  # grain sizes and npFe0 from optical constants
         from .optical_unmix import unmix_optical
 
+        options = dict(free=free, starts=starts, route=route, sum_to_one=sum_to_one)
+        options.update(refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
+        geometry = (to_sun, to_sensor, normal)
         return unmix_optical(
-            refl,
-            to_sun,
-            to_sensor,
-            normal,
-            endmembers,
-            params,
-            solver,
-            free=free,
-            starts=starts,
-            route=route,
-            sum_to_one=sum_to_one,
-            refl_sigma=refl_sigma,
-            max_iter=max_iter,
-            tol=tol,
-            chunk_size=chunk_size,
-            wavelengths=wavelengths,
+            refl, *geometry, endmembers, params, solver, wavelengths=wavelengths, **options
         )
     if not isinstance(endmembers, Endmembers):
         raise ValueError(
