@@ -64,8 +64,7 @@ def unmix(
     free=(),
     starts: int | None = None,
 ) -> UnmixResult:
-    """Mass fractions of the endmembers in every pixel, through Hapke's intimate mixing
-    (docs/unmixing.md).
+    """Mass fractions of the endmembers in every pixel, by Hapke's intimate mixing.
 
     w_mix = sum_j f_j w_j with cross-section fractions f_j = M_j c_j / sum_k M_k c_k,
     c_j = Q_j / (rho_j D_j) (Hapke 2012, ch. 10); its reflectance is the model `params`
@@ -82,39 +81,34 @@ def unmix(
         normal: outward surface normals, same rule.
         endmembers: `Endmembers` (albedo spectra on the cube's bands, density, grain
             size, extinction efficiency; a dark neutral endmember is a row of constant w).
-        params: `HapkeParams` of the mixture (its phase function unless the endmembers
-            have their own).
+        params: `HapkeParams` of the mixture (its phase function unless `Endmembers.phase`).
         solver: ``"jax"`` or ``"numba"``: runs the one-step route's Levenberg-Marquardt,
             or the two-step route's `invert` (its w-space step runs in numba).
-        route: ``"one_step"`` (LM in reflectance space: the right noise weighting and
-            covariance) or ``"two_step"`` (`invert`, then a programme in w-space: faster;
-            not with `Endmembers.phase`) (docs/unmixing.md#which-route).
+        route: ``"one_step"`` (LM on r) or ``"two_step"`` (`invert`, then w-space; not
+            with `Endmembers.phase`) (docs/unmixing.md#which-route).
         sum_to_one: the fractions sum to one (default); False fits an absorbing
             remainder (`UnmixResult.remainder`) and returns fractions relative to the
             modelled endmembers' total.
         refl_sigma: 1-sigma of refl [1/sr] (> 0), a scalar or one per band: weighs the
             bands and scales the covariance (else the residual variance does).
-        max_iter: Levenberg-Marquardt steps per pixel at most (`invert`'s in two_step).
-        tol: tolerance on the step of every cross-section fraction (default 1e-10).
+        max_iter: LM steps per pixel at most (`invert`'s in two_step).
+        tol: tolerance on the step of each cross-section fraction (default 1e-10).
         chunk_size: pixels per chunk (bounds memory); default about 2 M band-endmember
             products (docs/invert.md#chunks-and-memory).
-        wavelengths: refl's band centres [um] (bands,), or None; with
-            ``endmembers.wavelengths`` the bands are matched by wavelength (any order),
-            else taken in order.
-        free: with endmembers from optical constants, per-pixel parameters fitted besides
-            the fractions, e.g. ``("grain_size", "npfe")`` (docs/unmixing.md: free grain
-            sizes); default none.
-        starts: with ``free``, starts per pixel (default 1): the given grain sizes, then
-            all scaled by 3, 1/3, 9, ...; the CONVERGED start of lowest cost is kept.
+        wavelengths: refl's band centres [um] (bands,), or None (bands taken in order);
+            matched to ``endmembers.wavelengths`` where both are given.
+        free: per-pixel parameters fitted besides the fractions, e.g. ``("grain_size",
+            "npfe")``, with endmembers from optical constants (docs/unmixing.md).
+        starts: with ``free``, starts per pixel (default 1; grain sizes scaled by 3, 1/3,
+            ...), the CONVERGED one of lowest cost kept.
 
     Returns:
         `UnmixResult`.
 
     Raises:
-        ValueError: naming the argument, for an unknown solver or route, endmembers
-            whose bands do not match refl's (in number or wavelength), mismatched
-            shapes, a non-positive refl_sigma, tol, max_iter or chunk_size, float16
-            arrays, or route="two_step" with `Endmembers.phase`.
+        ValueError: naming the argument: unknown solver or route, bands not the
+            endmembers', mismatched shapes, non-positive refl_sigma, tol, max_iter or
+            chunk_size, float16, route="two_step" with `Endmembers.phase`.
     """
     check_choice("solver", solver, SOLVERS)
     check_choice("route", route, ROUTES)

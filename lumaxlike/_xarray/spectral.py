@@ -74,22 +74,18 @@ def spectral_parameters_dataarray(
     lucey=None,
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> xr.Dataset:
-    """Named spectral products of a DataArray of spectra, one variable each, chunk by chunk.
-
+    """Named spectral products of a DataArray of spectra, one variable each, by chunks:
     `lumaxlike.spectral_parameters` through ``xarray.apply_ufunc``: lazy, one dask task
-    per chunk, when `spectra` is dask-backed (the spectral dim is put in one chunk); at
-    once when not. Every pixel is computed on its own, so the maps do not depend on the
-    chunks.
+    per chunk, when `spectra` is dask-backed (the spectral dim in one chunk); the maps do
+    not depend on the chunks.
 
     Args:
-        spectra: the quantity named by `quantity` (w from `invert_dataarray`, normalised
-            reflectance from `normalize_dataarray`, reflectance) with one spectral dim
-            (``band`` or ``wavelength``, or `spectral_dim`).
+        spectra: the quantity named by `quantity` (w, normalised reflectance,
+            reflectance) with one spectral dim (``band``, ``wavelength`` or `spectral_dim`).
         products: names of `lumaxlike.SPECTRAL_PRODUCTS`.
         quantity: what `spectra` holds (see `lumaxlike.spectral_parameters`).
-        wavelengths: (bands,) band centres [um]; None: the ``wavelength`` coordinate
-            along the spectral dim (or the dim's own), its ``units`` attr (nm or um) read,
-            um without one.
+        wavelengths: (bands,) band centres [um]; None: the spectral dim's ``wavelength``
+            coordinate (nm or um by its ``units`` attr; um without one).
         spectral_dim: the spectral dim's name, when not ``band`` or ``wavelength``.
         bad_bands: None, a (bands,) bool mask or band indices; the bands `spectra`'s
             attrs mark bad (`lumaxlike.open_product`) are bad too.
@@ -97,11 +93,9 @@ def spectral_parameters_dataarray(
         tolerance: how far [um] the band nearest a product's wavelength may lie from it.
 
     Returns:
-        Dataset with one variable per product on `spectra`'s other dims (their coords
-        kept, chunked as `spectra`), attrs ``units``, ``long_name``, ``citation``,
-        ``thermal_sensitive`` (0 or 1) and ``wavelengths_um`` (the band centres it read,
-        JSON); the Dataset's attrs record the quantity, the constants, lumaxlike's
-        version and the call (``history``).
+        Dataset with one variable per product on `spectra`'s other dims (chunked as
+        `spectra`; attrs ``units``, ``long_name``, ``citation``, ``thermal_sensitive``,
+        ``wavelengths_um``); its attrs record the quantity, constants, version and call.
 
     Raises:
         ValueError: as `lumaxlike.spectral_parameters`, naming the argument or product.
