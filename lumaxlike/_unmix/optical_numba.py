@@ -20,7 +20,7 @@ from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._model.numba_threads import run_in_blocks
 from .._status import Status
-from .simplex_qp import MULTIPLIER_FLOOR, PIVOT_FLOOR
+from .simplex_qp import MULTIPLIER_FLOOR, scaled_cholesky, scaled_solve
 
 __all__ = ["solve_optical_numba", "project_simplex"]
 
@@ -180,36 +180,12 @@ def _step(x, hessian, gradient, damping, held, lower, upper, p, system, factor, 
         else:
             rhs[a] = 0.0
             system[a, a] = 1.0
-    for a in range(size):
-        if not system[a, a] > 0.0:
-            return False
-        scale[a] = math.sqrt(system[a, a])
-    for j in range(size):
-        pivot = system[j, j] / (scale[j] * scale[j])
-        for m in range(j):
-            pivot -= factor[j, m] * factor[j, m]
-        if not pivot > PIVOT_FLOOR:
-            return False
-        root = math.sqrt(pivot)
-        factor[j, j] = root
-        for i in range(j + 1, size):
-            value = system[i, j] / (scale[i] * scale[j])
-            for m in range(j):
-                value -= factor[i, m] * factor[j, m]
-            factor[i, j] = value / root
-    for i in range(size):
-        value = rhs[i] / scale[i]
-        for m in range(i):
-            value -= factor[i, m] * y[m]
-        y[i] = value / factor[i, i]
-    for i in range(size - 1, -1, -1):
-        value = y[i]
-        for m in range(i + 1, size):
-            value -= factor[m, i] * y[m]
-        y[i] = value / factor[i, i]
+    if not scaled_cholesky(system, factor, scale):
+        return False
+    scaled_solve(factor, scale, rhs, y)
     moved = 0.0
     for a in range(size):
-        step = y[a] / scale[a] if (not held[a] and a != reference) else 0.0
+        step = y[a] if (not held[a] and a != reference) else 0.0
         out[a] = x[a] + step
         if a < p:
             moved += step
