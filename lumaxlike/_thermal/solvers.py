@@ -1,6 +1,7 @@
 """The thermal fits' two solvers, one driver each around the rules written once
 (`rules`): JAX (each pixel's `lax.while_loop`, vmapped over pixels, jitted) and numba
-(each pixel's loop, parallel over pixels with `prange`). Both take the same arrays and
+(each pixel's loop, over blocks of pixels on `numba_threads.run_in_blocks`'s threads,
+as every kernel of the package: no numba threading layer). Both take the same arrays and
 return the same final states, so they take the same steps.
 
 Arrays (float64): to_sun, to_sensor, normal (pixels, 3); coefficients (pixels,
@@ -22,6 +23,7 @@ from .._model import thermal as thermal_equations
 from .._model._backends import retarget_to_jax, retarget_to_numba
 from .._model.family import ModelKey, jax_equations_for, numba_equations_for
 from .._model.numba_model import kernel_params
+from .._model.numba_threads import run_in_blocks
 from .._params import HapkeParams
 from . import band_rules, rules
 
@@ -54,13 +56,15 @@ def _numba_kernel(key: ModelKey):
     pixel_terms, start, iterate = equations.pixel_terms, compiled.start, compiled.iterate
     SOLVING = rules.SOLVING
 
-    @numba.njit(parallel=True, error_model="numpy")
-    def kernel(geometry, scalars, legendre, use_legendre, pixel_data, band_data, settings, out):
+    @numba.njit(nogil=True, error_model="numpy")
+    def kernel(
+        first, last, geometry, scalars, legendre, use_legendre, pixel_data, band_data, settings, out
+    ):
         to_sun, to_sensor, normal = geometry
         coefficients, distance, theta0 = pixel_data
         wavelength, solar, observed, weight, reference = band_data
         free, limits = settings
-        for p in numba.prange(observed.shape[0]):
+        for p in range(first, last):
             terms = pixel_terms(
                 to_sun[p],
                 to_sensor[p],
@@ -128,14 +132,16 @@ def _numba_band_kernel(key: ModelKey):
     factor_and_slope, emissivity = thermal.thermal_factor_and_slope, thermal.emissivity_and_slope
     start, iterate, SOLVING = compiled.band_start, compiled.band_iterate, band_rules.SOLVING
 
-    @numba.njit(parallel=True, error_model="numpy")
-    def kernel(geometry, scalars, legendre, use_legendre, pixel_data, spectral, limits, out):
+    @numba.njit(nogil=True, error_model="numpy")
+    def kernel(
+        first, last, geometry, scalars, legendre, use_legendre, pixel_data, spectral, limits, out
+    ):
         to_sun, to_sensor, normal = geometry
         coefficients, distance, temperature = pixel_data
         wavelength, solar, observed = spectral
         w_out, emission_out, status_out = out
         bounds = (limits[0], limits[1])
-        for p in numba.prange(observed.shape[0]):
+        for p in range(first, last):
             terms = pixel_terms(
                 to_sun[p],
                 to_sensor[p],
@@ -219,7 +225,9 @@ def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str):
     if solver == "numba":
         scalars, legendre, use_legendre = kernel_params(params)
         out = (np.empty(observed.shape), np.empty(observed.shape), np.empty(observed.shape))
-        _numba_band_kernel(params.model_key)(
+        run_in_blocks(
+            _numba_band_kernel(params.model_key),
+            observed.shape[0],
             tuple(np.ascontiguousarray(arrays[k], np.float64) for k in pixel_keys[:3]),
             scalars,
             legendre,
@@ -304,7 +312,9 @@ def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) 
     if solver == "numba":
         scalars, legendre, use_legendre = kernel_params(params)
         out = np.empty((n, 12))
-        _numba_kernel(params.model_key)(
+        run_in_blocks(
+            _numba_kernel(params.model_key),
+            n,
             tuple(np.ascontiguousarray(arrays[k]) for k in ("to_sun", "to_sensor", "normal")),
             scalars,
             legendre,
