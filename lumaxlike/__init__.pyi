@@ -61,15 +61,15 @@ from ._io import (
 from ._io import (
     write_result as write_result,
 )
-from ._io.goniometer import (
+from ._io.missions.product_dataarray import open_product as open_product
+from ._io.read.goniometer import (
     GoniometerTable as GoniometerTable,
 )
-from ._io.goniometer import (
+from ._io.read.goniometer import (
     read_goniometer_table as read_goniometer_table,
 )
-from ._io.product_dataarray import open_product as open_product
-from ._io.provenance_files import read_provenance as read_provenance
-from ._io.spectral_library import read_spectral_library as read_spectral_library
+from ._io.read.spectral_library import read_spectral_library as read_spectral_library
+from ._io.write.provenance_files import read_provenance as read_provenance
 from ._model.forward import amsa as amsa
 from ._model.forward import h_function as h_function
 from ._model.model_forward import reflectance as reflectance

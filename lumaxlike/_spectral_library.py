@@ -2,7 +2,7 @@
 resampling to a cube's bands.
 
 The in-memory library that `lumaxlike.Endmembers.from_library` takes and
-`lumaxlike.read_spectral_library` (`lumaxlike._io.spectral_library`, which re-exports
+`lumaxlike.read_spectral_library` (`lumaxlike._io.read.spectral_library`, which re-exports
 it) reads from files; it lives below both (`_unmix`, `_io`), as neither imports the
 other's side.
 

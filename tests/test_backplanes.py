@@ -13,7 +13,7 @@ import lumaxlike
 from lumaxlike import Status, invert_file
 from lumaxlike._cli import main
 from lumaxlike._io import GeometryReader, read_cube
-from lumaxlike._io.backplanes import find_roles, plan_geometry
+from lumaxlike._io.read.backplanes import find_roles, plan_geometry
 
 PARAMS = lumaxlike.HapkeParams(b=0.2, c=0.4, roughness=math.radians(15.0))  # as tests/test_io.py
 ROWS, COLS, BANDS = 4, 5, 3

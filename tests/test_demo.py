@@ -24,7 +24,7 @@ from lumaxlike._demo.spectra import (
     albedo_from_diffusive_reflectance,
     load_mineral_spectra,
 )
-from lumaxlike._io.writers import result_paths
+from lumaxlike._io.write.writers import result_paths
 from lumaxlike.demo import SceneConfig, make_scene, simulate_reflectance
 
 pytestmark = pytest.mark.slow  # the demo end to end

@@ -19,7 +19,7 @@ import pytest
 
 from lumaxlike._cli import main
 from lumaxlike._io import atomic, read_cube, writers
-from lumaxlike._io.provenance_files import read_provenance
+from lumaxlike._io.write.provenance_files import read_provenance
 
 from .test_cli import PARAM_FLAGS
 from .test_cli_unmix import (

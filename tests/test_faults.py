@@ -17,7 +17,7 @@ import rasterio.shutil
 
 from lumaxlike._cli import main
 from lumaxlike._io import read_cube
-from lumaxlike._io.atomic import TEMP_MARK, AtomicOutputs, remove_stale_temporaries
+from lumaxlike._io.write.atomic import TEMP_MARK, AtomicOutputs, remove_stale_temporaries
 from lumaxlike._signals import Interrupted, interruptible, raise_if_interrupted, stop_on_signals
 
 from .test_cli import invert_args

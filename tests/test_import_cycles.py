@@ -4,7 +4,7 @@ out).
 
 The modules' imports are read with `ast`, not by importing them: the graph is the one
 the source draws. An edge ``a -> b`` means a module of ``a`` imports one of ``b``;
-importing ``lumaxlike._io.raster`` also runs ``lumaxlike._io``'s ``__init__``, so it counts
+importing ``lumaxlike._io.read.raster`` also runs ``lumaxlike._io``'s ``__init__``, so it counts
 as importing that package too (from outside it). The graph between the package's
 top-level parts (``_io``, ``_model``, ``_provenance``, ...: each subpackage one node) is
 checked, and so is the graph between single modules (a package's ``__init__`` one node,
@@ -75,7 +75,7 @@ def imported_modules(name: str, path: Path, modules: dict) -> dict[str, int]:
         for target in targets:
             if target != PACKAGE and not target.startswith(PACKAGE + "."):
                 continue
-            while target not in modules:  # `import lumaxlike._io.raster.x`: an attribute
+            while target not in modules:  # `import lumaxlike._io.read.raster.x`: an attribute
                 target = target.rpartition(".")[0]
             # importing a.b.c runs a's and a.b's __init__ first (those not enclosing `name`)
             parts = target.split(".")
@@ -104,7 +104,7 @@ def import_graph() -> tuple[dict, dict]:
 
 
 def top_level(module: str) -> str:
-    """``lumaxlike._io.raster`` -> ``lumaxlike._io``; ``lumaxlike`` itself stays."""
+    """``lumaxlike._io.read.raster`` -> ``lumaxlike._io``; ``lumaxlike`` itself stays."""
     return ".".join(module.split(".")[:2])
 
 
@@ -199,7 +199,7 @@ def _component(graph: dict, node: str) -> set:
 def test_the_graph_sees_function_local_and_package_imports():
     modules = module_files()
     graph, parts = import_graph()
-    assert len(modules) > 50 and "lumaxlike._io.raster" in graph
+    assert len(modules) > 50 and "lumaxlike._io.read.raster" in graph
     # _files.fit imports `.._inverse.fit.fit` at module level: the module and its packages
     assert {"lumaxlike._inverse.fit.fit", "lumaxlike._inverse.fit", "lumaxlike._inverse"} <= set(
         graph["lumaxlike._files.fit"]

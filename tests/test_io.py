@@ -25,8 +25,8 @@ from lumaxlike._io import (
     write_result,
     writers,
 )
-from lumaxlike._io.atomic import TEMP_MARK, AtomicOutputs
-from lumaxlike._io.geometry_rasters import match_obs_bands
+from lumaxlike._io.read.geometry_rasters import match_obs_bands
+from lumaxlike._io.write.atomic import TEMP_MARK, AtomicOutputs
 
 CRS = "EPSG:32612"
 TRANSFORM = Affine(30.0, 0.0, 500000.0, 0.0, -30.0, 4100000.0)

@@ -13,8 +13,8 @@ import rasterio
 import lumaxlike
 from lumaxlike import Status, invert_file
 from lumaxlike._io import read_cube
-from lumaxlike._io.product_cube import ProductCube
-from lumaxlike._io.radiance import band_irradiance, load_solar_spectrum
+from lumaxlike._io.missions.product_cube import ProductCube
+from lumaxlike._io.read.radiance import band_irradiance, load_solar_spectrum
 
 from .mission_products import (
     COLS,
@@ -270,7 +270,7 @@ def test_m3_l1b_radiance_is_converted_with_its_solar_spectrum_and_obs(
 
 
 def test_radiance_band_irradiance_of_a_linear_spectrum_is_its_centre_value():
-    spectrum = lumaxlike._io.radiance.SolarSpectrum(
+    spectrum = lumaxlike._io.read.radiance.SolarSpectrum(
         np.array([0.4, 3.0]), np.array([2000.0, 100.0]), "test"
     )
     centres = np.array([0.5, 1.0, 2.0])
@@ -490,7 +490,7 @@ def test_m3_label_without_its_header_reads_through_the_wrapper_objects(tmp_path,
     values = f32(w_true)
     paths = write_m3_l2(tmp_path, values)
     paths["hdr"].unlink()  # GDAL's PDS driver cannot read RFL_FILE/RFL_IMAGE
-    from lumaxlike._io.products import locate
+    from lumaxlike._io.missions.products import locate
 
     assert locate(paths["lbl"]).via == locate(paths["img"]).via == "raw VRT from the PDS3 label"
     cube, info = read_cube(paths["img"])
@@ -655,7 +655,7 @@ def test_crism_wavelength_file_gives_the_median_over_columns(tmp_path):
         "  BANDS = 5\n  BAND_STORAGE_TYPE = LINE_INTERLEAVED\n  SAMPLE_TYPE = PC_REAL\n"
         "  SAMPLE_BITS = 32\nEND_OBJECT = IMAGE\nEND\n"
     )
-    from lumaxlike._io.spectral_metadata import read_wavelength_file
+    from lumaxlike._io.read.spectral_metadata import read_wavelength_file
 
     found = read_wavelength_file(image, 5)
     np.testing.assert_allclose(found.wavelengths, centres + 0.2, rtol=1e-6)  # columns 1-3
@@ -731,7 +731,7 @@ def test_the_m3_solar_table_is_read_as_its_label_describes_it(tmp_path):
 
 
 def test_a_solar_table_with_one_row_per_band_is_taken_at_the_band_centres():
-    spectrum = lumaxlike._io.radiance.SolarSpectrum(
+    spectrum = lumaxlike._io.read.radiance.SolarSpectrum(
         np.array([0.54084, 1.00999, 1.50897]),
         np.array([1850.0, 700.0, 270.0]),
         "per band",

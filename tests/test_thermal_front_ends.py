@@ -9,7 +9,7 @@ import rasterio
 
 import lumaxlike
 from lumaxlike._cli import main
-from lumaxlike._io.radiance import band_irradiance, load_solar_spectrum
+from lumaxlike._io.read.radiance import band_irradiance, load_solar_spectrum
 from lumaxlike._model import thermal
 from lumaxlike._model._backends import retarget_to_numpy
 from lumaxlike._thermal import emissivity

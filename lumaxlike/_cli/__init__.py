@@ -209,7 +209,7 @@ def _report(command: str, run: Callable[[], int], stopped_by) -> int:
 def _is_cluster_failure(error) -> bool:
     """A failure outside this code, reported in one line with exit code 1: the cluster
     was lost, or an output could not be written (a full disk: nothing was published)."""
-    atomic = sys.modules.get("lumaxlike._io.atomic")
+    atomic = sys.modules.get("lumaxlike._io.write.atomic")
     if atomic is not None and isinstance(error, atomic.OutputWriteError):
         return True
     if error is None or "lumaxlike._run.cluster" not in sys.modules:  # no cluster was used
@@ -219,7 +219,7 @@ def _is_cluster_failure(error) -> bool:
 
 def _cli_message(error: BaseException) -> str:
     """The error's message in one line, in the command line's words."""
-    from .._io.atomic import OutputExistsError  # already imported by whatever raised it
+    from .._io.write.atomic import OutputExistsError  # already imported by whatever raised it
 
     if isinstance(error, OutputExistsError):
         return f"output already exists: {', '.join(error.paths)}; add --overwrite to replace it"

@@ -48,7 +48,7 @@ def read_record(args):
     """The provenance record of ``--params-from`` (checked reproducible), or None."""
     if getattr(args, "params_from", None) is None:
         return None
-    from .._io.provenance_files import read_provenance
+    from .._io.write.provenance_files import read_provenance
 
     record = read_provenance(args.params_from)
     record.check_reproducible(f"--params-from {args.params_from}")

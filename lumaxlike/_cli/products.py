@@ -162,7 +162,7 @@ def product_kwargs(args, *, radiance: bool = True) -> dict:
 def is_normalised(path) -> bool:
     """True when ``path`` is a product normalised to a standard geometry (its label or
     name says so); False for anything else, or a file that cannot be located."""
-    from .._io.products import locate, recognise
+    from .._io.missions.products import locate, recognise
 
     try:
         located = locate(Path(path))
@@ -174,7 +174,7 @@ def is_normalised(path) -> bool:
 
 def cube_bands(path, units, args) -> int:
     """Bands a file run reads from the cube (thermal bands left out when excluded)."""
-    from .._io.product_cube import ProductCube
+    from .._io.missions.product_cube import ProductCube
 
     with ProductCube(
         path,

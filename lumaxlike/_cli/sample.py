@@ -148,7 +148,7 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     """Run ``lumaxlike sample`` on parsed ``args``; return its exit code."""
     from .._files.sample import sample_file
-    from .._io.raster import CubeReader
+    from .._io.read.raster import CubeReader
 
     prior = prior_dict(args.prior)
     with CubeReader(args.cubes[0]) as cube:

@@ -273,7 +273,7 @@ def run(args) -> int:
     """Run ``lumaxlike unmix`` on parsed ``args``; return its exit code."""
     from .._files.unmix import unmix_file
     from .._files.wavelengths import cube_wavelengths_um
-    from .._io.product_cube import ProductCube
+    from .._io.missions.product_cube import ProductCube
     from .._params import HapkeParams
 
     record = read_record(args)
@@ -339,7 +339,7 @@ def run(args) -> int:
 
 def _library_endmembers(options, unmixing, params, wavelengths, settings):
     """The endmembers from the laboratory spectra of --endmembers."""
-    from .._io.spectral_library import read_spectral_library
+    from .._io.read.spectral_library import read_spectral_library
     from .._unmix.endmembers import Endmembers
 
     library = read_spectral_library(

@@ -214,7 +214,7 @@ def _recorded_unmixing(record, source) -> dict | None:
 
 def _checked(key, value, source):
     """A recorded library value, checked to be what its option would give."""
-    from .._io.spectral_library import LIBRARY_FORMATS
+    from .._io.read.spectral_library import LIBRARY_FORMATS
 
     if key == "files":
         fine = isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)

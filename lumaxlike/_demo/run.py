@@ -158,7 +158,7 @@ def _invert_demo(solver, workdir, scene, inputs, cube) -> RecoveredMaps:
     does; the first run compiles), print its accuracy and throughput; return its maps."""
     from .. import Status
     from .._files.invert import invert_file
-    from .._io.writers import result_paths
+    from .._io.write.writers import result_paths
 
     rows, cols, bands = scene.w.shape
     out = workdir / f"w_{solver}.tif"
@@ -215,9 +215,9 @@ def _unmix_demo(workdir, scene, inputs, cube, status_codes):
     ``(rows, cols, minerals)``."""
     from .._files.unmix import unmix_file
     from .._files.wavelengths import cube_wavelengths_um
-    from .._io.raster import CubeReader
-    from .._io.spectral_library import read_spectral_library
-    from .._io.writers import result_paths
+    from .._io.read.raster import CubeReader
+    from .._io.read.spectral_library import read_spectral_library
+    from .._io.write.writers import result_paths
     from .._unmix.endmembers import Endmembers
 
     library = write_mineral_library(workdir / "minerals.csv", scene)

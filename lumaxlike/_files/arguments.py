@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io.units import check_units
-from .._io.writers import output_files
+from .._io.read.units import check_units
+from .._io.write.writers import output_files
 from .._operations.blocks import check_solver
 
 __all__ = ["check_not_an_input", "check_run_arguments", "geometry_paths"]

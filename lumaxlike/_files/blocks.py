@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._inverse.albedo.invert import solver_chunk_pixels
-from .._io.product_cube import ProductCube
-from .._io.raster import CubeInfo
-from .._io.units import to_bidirectional_reflectance, uncertainty_to_r
+from .._io.missions.product_cube import ProductCube
+from .._io.read.raster import CubeInfo
+from .._io.read.units import to_bidirectional_reflectance, uncertainty_to_r
 from .._options import ProductOptions, SolverOptions
 from .._provenance import Provenance, make_provenance
 from .products import OpenedProduct, open_product

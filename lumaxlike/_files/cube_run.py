@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._io.geometry_rasters import GeometryReader
-from .._io.layout import FieldLayout
+from .._io.read.geometry_rasters import GeometryReader
+from .._io.write.layout import FieldLayout
 from .._operations.declaration import Operation
 from .._options import ProductOptions, RunOptions, SolverOptions
 from .._run.pool import BlockPool

@@ -4,7 +4,7 @@ Each cube is one observation of every pixel (an image of repeated orbital covera
 goniometer position of an imaging spectrometer, ...), with its own geometry raster. Block
 by block, the same rows of every cube and geometry are read, stacked along a last
 observation axis and fitted with :func:`lumaxlike.fit`; the maps go to temporary files
-published atomically at the end (:class:`~lumaxlike._io.writers.ResultWriter`). Memory
+published atomically at the end (:class:`~lumaxlike._io.write.writers.ResultWriter`). Memory
 grows with the block and the number of cubes, not the image.
 
 Outputs (GeoTIFF/ENVI: one file per map; netCDF/zarr: one dataset), each with one band per
@@ -32,12 +32,12 @@ from .._inverse.fit.arguments import default_bounds
 from .._inverse.fit.fit import OBSERVATIONS_PER_CHUNK
 from .._inverse.joint.priors import check_file_priors
 from .._inverse.joint.restarts import check_starts
-from .._io.geometry_rasters import GeometryReader
-from .._io.product_cube import ProductCube, check_reff_incidence, product_options
-from .._io.products import refuse_normalised
-from .._io.raster import GDAL_CACHE_BYTES, BandRaster, check_aligned
-from .._io.units import uncertainty_to_r
-from .._io.writers import result_paths
+from .._io.missions.product_cube import ProductCube, check_reff_incidence, product_options
+from .._io.missions.products import refuse_normalised
+from .._io.read.geometry_rasters import GeometryReader
+from .._io.read.raster import GDAL_CACHE_BYTES, BandRaster, check_aligned
+from .._io.read.units import uncertainty_to_r
+from .._io.write.writers import result_paths
 from .._operations.fit import FIT, fit_fields
 from .._operations.good_bands import BAD_BANDS_OPTION
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options

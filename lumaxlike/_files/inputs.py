@@ -7,8 +7,8 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from .._io.pds3 import find_sibling
-from .._io.products import locate
+from .._io.missions.pds3 import find_sibling
+from .._io.missions.products import locate
 from .arguments import geometry_paths
 
 __all__ = ["read_files", "run_inputs"]
@@ -37,7 +37,7 @@ def run_inputs(cubes, *, dtm=None, geometries=(), product=None, extra=()) -> lis
 
 def read_files(paths) -> list[Path]:
     """``paths`` (None skipped) with the files reading each opens too: the data file and
-    PDS3 label `lumaxlike._io.products.locate` pairs a raster with, the table or image a
+    PDS3 label `lumaxlike._io.missions.products.locate` pairs a raster with, the table or image a
     label describes, and each one's ENVI header, their names in any case, and GDAL's
     ``NAME.aux.xml`` sidecar of any of them that has one."""
     files = []

@@ -45,7 +45,7 @@ def invert_file(
 
     Reads ``chunk_rows`` rows of the cube and geometry at a time as r [1/sr], inverts them
     with `lumaxlike.invert` and writes temporary outputs that replace the outputs only at
-    the end (`lumaxlike._io.writers`). Peak memory grows with the block, not the image.
+    the end (`lumaxlike._io.write.writers`). Peak memory grows with the block, not the image.
     NaN, nodata or out-of-range pixels get status codes, never errors.
 
     Args:
@@ -56,7 +56,7 @@ def invert_file(
         geometry: a backplane raster whose band descriptions name its bands (M3,
             AVIRIS-NG/AVIRIS-3/EMIT OBS, CRISM DDR, ISIS ``phocube``;
             `lumaxlike.OBS_BAND_NAMES`), or a mapping of roles (``incidence``,
-            ``emission``, ``phase``, ``to_sun_zenith``, ...; `lumaxlike._io.backplanes`)
+            ``emission``, ``phase``, ``to_sun_zenith``, ...; `lumaxlike._io.read.backplanes`)
             to single-band rasters or ``(rows, cols)`` arrays, angles in degrees, aligned
             with the cube. None for a product normalised to a standard geometry (M3 L2,
             CRISM MTRDR/TER), inverted flat at it (docs/mission-products.md).

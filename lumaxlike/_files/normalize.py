@@ -1,7 +1,7 @@
 """File-to-file photometric normalisation, streamed by blocks of rows like `invert_file`:
 the file front end of the `NORMALIZE` operation. Outputs: ``OUT`` the normalised cube (in
 the input's units, at the standard geometry), ``OUT_status`` the inversion's status, and
-with ``sigma`` ``OUT_sigma`` (see :mod:`lumaxlike._io.writers`).
+with ``sigma`` ``OUT_sigma`` (see :mod:`lumaxlike._io.write.writers`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._io.raster import CubeReader, check_aligned
+from .._io.read.raster import CubeReader, check_aligned
 from .._normalize.standard import DEFAULT_STANDARD, standard_angles
 from .._operations.blocks import per_band_params
 from .._operations.normalize import NORMALIZE

@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._io.layout import INVERSION_LAYOUT, FieldLayout
-from .._io.writers import ResultWriter
+from .._io.write.layout import INVERSION_LAYOUT, FieldLayout
+from .._io.write.writers import ResultWriter
 from .._options import RunOptions
 from .._run.journal import Journal, run_settings
 from .._run.progress import InversionSummary, progress_bar

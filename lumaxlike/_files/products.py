@@ -10,8 +10,13 @@ from dataclasses import dataclass
 
 import rasterio
 
-from .._io.product_cube import ProductCube, product_geometry, product_options, recorded_geometry
-from .._io.raster import GDAL_CACHE_BYTES
+from .._io.missions.product_cube import (
+    ProductCube,
+    product_geometry,
+    product_options,
+    recorded_geometry,
+)
+from .._io.read.raster import GDAL_CACHE_BYTES
 from .._options import ProductOptions
 
 __all__ = ["OpenedProduct", "open_product"]
@@ -55,7 +60,7 @@ def open_product(
     check_values: bool = True,
 ) -> Iterator[OpenedProduct]:
     """Open ``cube_path`` as a product, under GDAL's block cache for the run, and resolve
-    its geometry and REFF incidence (`lumaxlike._io.product_cube.product_geometry`).
+    its geometry and REFF incidence (`lumaxlike._io.missions.product_cube.product_geometry`).
     ``bad_bands``, ``check_values``: as `ProductCube` takes them (``"exclude"`` for a run
     whose maps are not per band). ``with_geometry`` False: no geometry resolved (none
     required; an operation on the values alone), the geometry and REFF incidence None.

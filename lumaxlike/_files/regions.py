@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .._inverse.fit.fit import fit
-from .._io.raster import BandRaster, check_aligned, iter_row_slices
+from .._io.read.raster import BandRaster, check_aligned, iter_row_slices
 from .._operations.good_bands import good_bands_only, spread_to_all_bands
 from .._run.region_groups import pack_regions
 from .._signals import raise_if_interrupted

@@ -25,12 +25,12 @@ import rasterio
 from .._compat.xla_log import without_slow_compile_banner
 from .._inverse.fit.arguments import default_bounds
 from .._inverse.joint.priors import check_file_priors
-from .._io.geometry_rasters import GeometryReader
-from .._io.product_cube import check_unit_tag
-from .._io.products import refuse_normalised
-from .._io.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
-from .._io.units import check_units, uncertainty_to_r
-from .._io.writers import result_paths
+from .._io.missions.product_cube import check_unit_tag
+from .._io.missions.products import refuse_normalised
+from .._io.read.geometry_rasters import GeometryReader
+from .._io.read.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
+from .._io.read.units import check_units, uncertainty_to_r
+from .._io.write.writers import result_paths
 from .._operations.sample import SAMPLE
 from .._options import RunOptions, merged_options
 from .._params import HapkeParams

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from .._inverse.fit.observation_masks import LIMITED_ANGLES
-from .._io.raster import CubeInfo
-from .._io.units import to_bidirectional_reflectance
+from .._io.read.raster import CubeInfo
+from .._io.read.units import to_bidirectional_reflectance
 from .blocks import FLAT_NORMAL
 from .wavelengths import known_wavelengths_um
 

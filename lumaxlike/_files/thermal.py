@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._io.radiance import band_irradiance, load_solar_spectrum
-from .._io.spectral_metadata import to_micrometers
+from .._io.read.radiance import band_irradiance, load_solar_spectrum
+from .._io.read.spectral_metadata import to_micrometers
 from .._operations.thermal import THERMAL, ThermalSettings
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._io.raster import CubeInfo
-from .._io.spectral_metadata import WAVELENGTH_UNITS_UM
+from .._io.read.raster import CubeInfo
+from .._io.read.spectral_metadata import WAVELENGTH_UNITS_UM
 
 __all__ = ["WAVELENGTH_UNITS_UM", "cube_wavelengths_um", "known_wavelengths_um"]
 

@@ -1,57 +1,58 @@
 """Files in and out: cube and geometry readers, mission products, laboratory spectra and
-goniometer tables, result writers and their formats, and the provenance read back.
+goniometer tables, result writers and their formats, and the provenance read back,
+in three subpackages: `read`, `missions` and `write`.
 
 The file front ends that use them (`invert_file`, ...) are :mod:`lumaxlike._files`.
 
 Public names (re-exported by :mod:`lumaxlike`): :func:`read_cube`, :func:`iter_cube_blocks`,
 :class:`CubeReader`, :class:`CubeInfo`, :class:`GeometryReader`, :func:`write_result`,
 :class:`ResultWriter`, :func:`to_bidirectional_reflectance`, :data:`OBS_BAND_NAMES`;
-from their modules: `open_product` (:mod:`.product_dataarray`), `read_provenance`
-(:mod:`.provenance_files`), `read_spectral_library` (:mod:`.spectral_library`),
-`read_goniometer_table` and `GoniometerTable` (:mod:`.goniometer`).
+from their modules: `open_product` (:mod:`.missions.product_dataarray`), `read_provenance`
+(:mod:`.write.provenance_files`), `read_spectral_library` (:mod:`.read.spectral_library`),
+`read_goniometer_table` and `GoniometerTable` (:mod:`.read.goniometer`).
 """
 
-from .atomic import AtomicOutputs as AtomicOutputs
-from .geometry_rasters import (
+from .read.geometry_rasters import (
     ANGLE_ROLES as ANGLE_ROLES,
 )
-from .geometry_rasters import (
+from .read.geometry_rasters import (
     OBS_BAND_NAMES as OBS_BAND_NAMES,
 )
-from .geometry_rasters import (
+from .read.geometry_rasters import (
     GeometryReader as GeometryReader,
 )
-from .raster import (
+from .read.raster import (
     CubeInfo as CubeInfo,
 )
-from .raster import (
+from .read.raster import (
     CubeReader as CubeReader,
 )
-from .raster import (
+from .read.raster import (
     RasterGrid as RasterGrid,
 )
-from .raster import (
+from .read.raster import (
     iter_cube_blocks as iter_cube_blocks,
 )
-from .raster import (
+from .read.raster import (
     read_cube as read_cube,
 )
-from .units import (
+from .read.units import (
     REFLECTANCE_UNITS as REFLECTANCE_UNITS,
 )
-from .units import (
+from .read.units import (
     to_bidirectional_reflectance as to_bidirectional_reflectance,
 )
-from .writers import (
+from .write.atomic import AtomicOutputs as AtomicOutputs
+from .write.writers import (
     ResultWriter as ResultWriter,
 )
-from .writers import (
+from .write.writers import (
     output_format as output_format,
 )
-from .writers import (
+from .write.writers import (
     result_paths as result_paths,
 )
-from .writers import (
+from .write.writers import (
     write_result as write_result,
 )
 

@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .._io.layout import FieldLayout
+from .._io.write.layout import FieldLayout
 
 __all__ = ["Operation"]
 

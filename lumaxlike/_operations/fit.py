@@ -11,7 +11,7 @@ import numpy as np
 
 from .._inverse.fit.fit import fit
 from .._inverse.joint.result import JointFitResult
-from .._io.layout import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout
+from .._io.write.layout import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout
 from .declaration import Operation
 from .good_bands import good_bands_only, spread_to_all_bands
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._inverse.albedo.invert import invert
-from .._io.layout import INVERSION_LAYOUT
+from .._io.write.layout import INVERSION_LAYOUT
 from .._options import SolverOptions
 from .._status import RESULT_FIELDS
 from .blocks import band_groups, numba_threads
@@ -33,7 +33,7 @@ def invert_block(
         w0: optional starting albedo, broadcastable to ``refl``.
 
     Returns:
-        ``{field: array}`` for :data:`~lumaxlike._io.layout.RESULT_FIELDS`, each of the
+        ``{field: array}`` for :data:`~lumaxlike._io.write.layout.RESULT_FIELDS`, each of the
         shape of ``refl`` (see :class:`lumaxlike.InversionResult`).
     """
     refl = np.asarray(refl)

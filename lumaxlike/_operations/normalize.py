@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io.layout import FIELD_ATTRS, FieldLayout
+from .._io.write.layout import FIELD_ATTRS, FieldLayout
 from .._normalize.normalize import normalize
 from .._options import SolverOptions
 from .blocks import band_groups, numba_threads

@@ -9,7 +9,7 @@ import dataclasses
 
 import numpy as np
 
-from .._io.layout import FieldLayout
+from .._io.write.layout import FieldLayout
 from .._spectral.products import QUANTITIES, SPECTRAL_PRODUCTS, PreparedProducts
 from .._spectral.products import spectral_parameters_block as products_block
 from .declaration import Operation

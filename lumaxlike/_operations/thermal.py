@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io.layout import FieldLayout
+from .._io.write.layout import FieldLayout
 from .._options import SolverOptions
 from .._status import Status
 from .._thermal.remove import DEFAULT_WINDOW, METHODS, remove_thermal

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io.layout import FieldLayout
+from .._io.write.layout import FieldLayout
 from .._params import HapkeParams
 from .._status import Status
 from .._unmix.endmembers import Endmembers

@@ -59,7 +59,7 @@ as the model ``{"reflectance": <its name>}`` (`PHOTOMETRIC_TEXT`) with one
 netCDF and zarr outputs also get the CF global attributes ``Conventions``, ``source`` and
 ``history``.
 
-`read_provenance` (`lumaxlike._io.provenance_files`) reads the record back from any output (the ``w`` map, any sibling
+`read_provenance` (`lumaxlike._io.write.provenance_files`) reads the record back from any output (the ``w`` map, any sibling
 map, a netCDF file or a zarr store); ``lumaxlike invert CUBE --params-from OLD --out NEW``
 reruns with it.
 

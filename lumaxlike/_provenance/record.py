@@ -387,7 +387,7 @@ def make_provenance(
         standard: a normalisation's standard geometry (incidence, emission, phase) [rad].
         param_maps: a normalisation's parameter maps, ``{field: path or array}``.
         product: what the input cube is and what was done with it (a JSON-able mapping,
-            `lumaxlike._io.product_cube.ProductCube.record`), or None.
+            `lumaxlike._io.missions.product_cube.ProductCube.record`), or None.
     """
     from .. import __version__
     from .._inverse.albedo.invert import DEFAULT_MAX_ITER, default_tolerance

@@ -13,7 +13,7 @@ The journal is a hidden folder beside the run's temporary outputs,
 The result maps themselves are journaled, not only the block numbers: GDAL keeps written
 blocks in its cache and writes a GeoTIFF's directory when the file is closed, so the
 temporary output of a killed run is not a record one can trust (nor is it kept: the next
-run removes it as stale, see :mod:`lumaxlike._io.atomic`). A resumed run writes every
+run removes it as stale, see :mod:`lumaxlike._io.write.atomic`). A resumed run writes every
 block again from the same arrays, in the same order, into fresh temporaries: its maps are
 bit-identical to those of a run that was never interrupted, and are published atomically
 as any run's.

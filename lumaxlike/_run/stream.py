@@ -3,7 +3,7 @@
 :func:`run_blocks` is the loop every file command runs (``invert_file``,
 ``normalize_file``, ``fit_file``, ``unmix_file``): it reads a block of rows, hands it to a
 :class:`~lumaxlike._run.pool.BlockPool`, writes the results that come back, in order,
-into a :class:`~lumaxlike._io.writers.ResultWriter`, journals each finished block (see
+into a :class:`~lumaxlike._io.write.writers.ResultWriter`, journals each finished block (see
 :mod:`lumaxlike._run.journal`) and counts the status codes. The front ends only open
 their readers and writer and say how a block is read
 (:func:`lumaxlike._files.blocks.cube_block_reader` for the commands on one cube).
@@ -44,7 +44,7 @@ def stream_blocks(row_slices, read, pool, writer, bar, journal=None, bad_bands=N
         row_slices: the blocks, in order (``slice(start, stop)`` of rows).
         read: ``read(rows) -> (args, kwargs)`` of the pool's task for a block.
         pool: a :class:`~lumaxlike._run.pool.BlockPool`.
-        writer: an entered :class:`~lumaxlike._io.writers.ResultWriter`.
+        writer: an entered :class:`~lumaxlike._io.write.writers.ResultWriter`.
         bar: a progress bar (``update(pixels)``).
         journal: a :class:`~lumaxlike._run.journal.Journal`, or None: a block it records
             is taken from it instead of being solved; every block written is recorded.
@@ -96,7 +96,7 @@ def run_blocks(
 ):
     """Run a whole file command's blocks into ``writer`` and publish its outputs.
 
-    ``writer`` (a :class:`~lumaxlike._io.writers.ResultWriter`, constructed, so its output
+    ``writer`` (a :class:`~lumaxlike._io.write.writers.ResultWriter`, constructed, so its output
     set is locked, not yet entered) is entered once the journal is open (a resumed run's
     provenance says so), the pool is made by ``pool_factory()`` and closed before the
     writer publishes; the journal is removed when the run ends, published or failed, and

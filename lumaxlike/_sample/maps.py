@@ -122,7 +122,7 @@ def result_maps(result, free: Sequence[str]) -> dict[str, np.ndarray]:
 
 def sample_layout(free: Sequence[str]):
     """The `FieldLayout` of a file run's maps (main map: the median of w, ``w_q500``)."""
-    from .._io.layout import FieldLayout
+    from .._io.write.layout import FieldLayout
 
     return FieldLayout(
         main=quantile_field("w", QUANTILE_LEVELS.index(0.5)),

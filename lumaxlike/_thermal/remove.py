@@ -10,7 +10,7 @@ import numpy as np
 from jaxtyping import Float
 
 from .._inverse.albedo.invert import albedo_bounds, invert
-from .._io.radiance import SolarSpectrum, band_irradiance, load_solar_spectrum
+from .._io.read.radiance import SolarSpectrum, band_irradiance, load_solar_spectrum
 from .._model.thermal import C1, C2
 from .._params import HapkeParams
 from .._shapes import check_choice

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._io.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
+from .._io.read.units import check_units, to_bidirectional_reflectance, uncertainty_to_r
 from .._provenance import make_provenance
 from .geometry import VECTOR_DIM, VECTOR_NAMES, geometry_vectors
 

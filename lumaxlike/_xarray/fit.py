@@ -10,12 +10,12 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from .._io.product_dataarray import (
+from .._io.missions.product_dataarray import (
     product_record_of,
     refuse_normalised_dataarray,
     with_bad_band_status,
 )
-from .._io.units import uncertainty_to_r
+from .._io.read.units import uncertainty_to_r
 from .._options import SolverOptions, solver_options
 from .._provenance import python_call
 from .chunks import (

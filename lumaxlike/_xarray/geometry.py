@@ -10,7 +10,7 @@ import numpy as np
 import xarray as xr
 
 from .._geometry import direction_from_zenith_azimuth, geometry_from_angles
-from .._io.geometry_rasters import ANGLE_ROLES
+from .._io.read.geometry_rasters import ANGLE_ROLES
 
 __all__ = ["TRIPLET_NAMES", "VECTOR_DIM", "VECTOR_NAMES", "geometry_vectors"]
 

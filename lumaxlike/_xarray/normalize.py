@@ -10,7 +10,7 @@ import numpy as np
 import xarray as xr
 
 from .._inverse.albedo.invert import default_chunk_pixels
-from .._io.product_dataarray import (
+from .._io.missions.product_dataarray import (
     product_geometry_of,
     product_record_of,
     with_bad_band_status,

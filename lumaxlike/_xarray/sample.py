@@ -9,8 +9,8 @@ import json
 import numpy as np
 import xarray as xr
 
-from .._io.product_dataarray import refuse_normalised_dataarray
-from .._io.units import check_units, uncertainty_to_r
+from .._io.missions.product_dataarray import refuse_normalised_dataarray
+from .._io.read.units import check_units, uncertainty_to_r
 from .._provenance import python_call
 from .._sample.maps import PARAMETER_SUMMARIES, check_sample_options, chunk_seed
 from .._shapes import check_band_sigma

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from .._io.product_dataarray import bad_bands_of
-from .._io.spectral_metadata import WAVELENGTH_UNITS_UM
+from .._io.missions.product_dataarray import bad_bands_of
+from .._io.read.spectral_metadata import WAVELENGTH_UNITS_UM
 from .._provenance import python_call
 from .._spectral.products import (
     QUANTITIES,

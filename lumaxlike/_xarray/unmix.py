@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
-from .._io.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
+from .._io.missions.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
 from .._options import SolverOptions, solver_options
 from .._provenance import python_call
 from .chunks import (
@@ -46,7 +46,7 @@ def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple 
     """refl's band centres [um] from its ``wavelength`` coordinate along `spec` (None
     without one), checked against the endmembers' (`band_order`: matched in any order, or
     refused). Its ``units`` attr (nm or um) is read; without one, um and nm are tried."""
-    from .._io.spectral_metadata import WAVELENGTH_UNITS_UM
+    from .._io.read.spectral_metadata import WAVELENGTH_UNITS_UM
     from .._unmix.band_matching import band_order
 
     coord = refl.coords.get("wavelength")

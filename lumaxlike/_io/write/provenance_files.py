@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._provenance import Provenance
-from .raster import open_raster
+from ..._provenance import Provenance
+from ..read.raster import open_raster
 
 __all__ = ["read_provenance"]
 

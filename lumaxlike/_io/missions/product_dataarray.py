@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._provenance import PREFIX
+from ..._provenance import PREFIX
 from .product_cube import ProductCube, product_options
 from .products import describe_geometry
 
@@ -134,7 +134,7 @@ def with_bad_band_status(status, refl, spec: str):
     is marked or the map has no ``spec`` dim (a joint fit's per-pixel status)."""
     import xarray as xr
 
-    from .._status import Status
+    from ..._status import Status
 
     bad = bad_bands_of(refl)
     if bad is None or spec not in status.dims:

@@ -211,7 +211,7 @@ def read_m3_solar_table(path) -> SolarSpectrum:
         ValueError: naming the file and line, a record that is not two numbers, or
             wavelengths that do not increase, or irradiance not positive.
     """
-    from .pds3 import find_sibling
+    from ..missions.pds3 import find_sibling
 
     path = Path(path)
     table = find_sibling(path, ".tab") if path.suffix.lower() == ".lbl" else path

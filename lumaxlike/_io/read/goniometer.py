@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._geometry import geometry_from_angles, relative_azimuth
+from ..._geometry import geometry_from_angles, relative_azimuth
 from .units import check_units, to_bidirectional_reflectance
 
 __all__ = ["GoniometerTable", "read_goniometer_table", "PHASE_TOLERANCE_DEG"]

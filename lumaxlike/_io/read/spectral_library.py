@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._spectral_library import SpectralLibrary as SpectralLibrary
+from ..._spectral_library import SpectralLibrary as SpectralLibrary
 from .units import check_units
 
 __all__ = ["SpectralLibrary", "read_spectral_library", "LIBRARY_FORMATS"]

@@ -357,7 +357,7 @@ def read_wavelength_file(path, bands: int) -> SpectralMetadata:
 def _crism_wavelength_file(path: Path, bands: int) -> SpectralMetadata:
     import rasterio
 
-    from .pds3 import check_extent, find_label, find_sibling, raw_vrt, read_label
+    from ..missions.pds3 import check_extent, find_label, find_sibling, raw_vrt, read_label
 
     label = (
         path if path.suffix.lower() == ".lbl" else (find_label(path) or find_sibling(path, ".lbl"))

@@ -6,10 +6,10 @@ a pixel as nodata (nodata value, per-band mask or alpha band). Band scale factor
 offsets stored in the file (``rasterio`` ``scales`` / ``offsets``) are applied.
 
 Wavelengths, band widths and the bad-band list are read by
-:mod:`lumaxlike._io.spectral_metadata` (ENVI header, per-band metadata in any case, GDAL's
+:mod:`lumaxlike._io.read.spectral_metadata` (ENVI header, per-band metadata in any case, GDAL's
 ``IMAGERY`` domain, ISIS3 ``BandBin``, numeric band descriptions). A cube without any of
 these has ``wavelengths = None``. PDS3 labels are paired with their images by
-:mod:`lumaxlike._io.products`.
+:mod:`lumaxlike._io.missions.products`.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def open_raster(path) -> rasterio.io.DatasetReader:
 
     An ENVI header (``name.hdr``) may be given instead of its data file, a PDS3 label
     (``.LBL``) instead of its image, and a PDS3 image is opened through the label beside
-    it (see :func:`lumaxlike._io.products.locate`; names paired in any case).
+    it (see :func:`lumaxlike._io.missions.products.locate`; names paired in any case).
 
     Args:
         path: file path (``str`` or ``os.PathLike``).
@@ -123,8 +123,8 @@ def open_raster(path) -> rasterio.io.DatasetReader:
 
 
 def open_located(path):
-    """:func:`open_raster` and the :class:`lumaxlike._io.products.Located` it opened."""
-    from .products import locate
+    """:func:`open_raster` and the :class:`lumaxlike._io.missions.products.Located` it opened."""
+    from ..missions.products import locate
 
     located = locate(Path(path))
     try:

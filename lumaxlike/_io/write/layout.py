@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from .._status import (
+from ..._status import (
     RESULT_FIELDS,  # re-exported: the maps of an inversion
     Status,
 )
-from .raster import CubeInfo
+from ..read.raster import CubeInfo
 
 __all__ = [
     "FIELD_ATTRS",
@@ -139,7 +139,7 @@ def result_template(
     """An ``xarray.Dataset`` with lumaxlike's result layout on the grid of a cube.
 
     Args:
-        like: the cube's :class:`~lumaxlike._io.raster.CubeInfo`.
+        like: the cube's :class:`~lumaxlike._io.read.raster.CubeInfo`.
         fields: result variables to include.
         data: ``{field: array}`` of shape ``(band, y, x)`` (NumPy or dask); variables
             missing from it are left out.

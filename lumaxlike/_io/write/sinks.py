@@ -1,11 +1,11 @@
-"""Sinks: where a :class:`~lumaxlike._io.writers.ResultWriter` puts its maps, one kind per
+"""Sinks: where a :class:`~lumaxlike._io.write.writers.ResultWriter` puts its maps, one kind per
 output format, behind one small protocol (:class:`Sink`), chosen from the registry
-:data:`FORMATS` by the output's format (:data:`~lumaxlike._io.writers.OUTPUT_FORMATS`).
+:data:`FORMATS` by the output's format (:data:`~lumaxlike._io.write.writers.OUTPUT_FORMATS`).
 
 A sink is made from a :class:`SinkSpec` (the maps, their types and grid, the temporary
 paths it writes) and takes blocks of rows, ``{field: (rows, cols, bands)}`` already in
 the file types; closing it finishes its files. Publication (moving the temporaries into
-place) is the writer's, not the sink's (see :mod:`lumaxlike._io.atomic`).
+place) is the writer's, not the sink's (see :mod:`lumaxlike._io.write.atomic`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import rasterio
 import rasterio.errors
 from rasterio.windows import Window
 
-from .._status import Status
+from ..._status import Status
+from ..read.raster import GDAL_CACHE_BYTES, CubeInfo
 from .atomic import OutputWriteError
 from .layout import (
     FIELD_ATTRS,
@@ -32,7 +33,6 @@ from .layout import (
     result_template,
     wavelength_text,
 )
-from .raster import GDAL_CACHE_BYTES, CubeInfo
 
 __all__ = ["FORMATS", "OutputFormat", "Sink", "SinkSpec"]
 
@@ -61,7 +61,7 @@ class SinkSpec:
         chunk_rows: rows per block the writer is given (netCDF / zarr chunking).
         nodata: value of the floating maps where they are NaN.
         provenance: the run's :class:`lumaxlike.Provenance`, or None.
-        layout: the maps' :class:`~lumaxlike._io.layout.FieldLayout`.
+        layout: the maps' :class:`~lumaxlike._io.write.layout.FieldLayout`.
     """
 
     format: str

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import psutil
 
-from .._signals import Interrupted, deferred, pending_signal, raise_if_interrupted
+from ..._signals import Interrupted, deferred, pending_signal, raise_if_interrupted
 
 __all__ = [
     "AtomicOutputs",

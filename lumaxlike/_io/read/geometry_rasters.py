@@ -5,7 +5,7 @@ its bands (an "OBS" raster, a CRISM DDR, an ISIS ``phocube`` cube, ...), or a ma
 roles to single-band rasters or to ``(rows, cols)`` arrays. Angles are in **degrees**. The
 roles, the band names recognised for each (:data:`OBS_BAND_NAMES`) and how a backplane
 carrying both ellipsoid and local-surface angles is read (``surface``) are described in
-:mod:`lumaxlike._io.backplanes`. Surface normals come from the backplane's facet slope and
+:mod:`lumaxlike._io.read.backplanes`. Surface normals come from the backplane's facet slope and
 aspect, from an optional DTM (heights in metres, on the cube's grid, in a projected CRS,
 via :func:`lumaxlike.normals_from_dtm`), or else the surface is flat.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._geometry import (
+from ..._geometry import (
     angles_from_geometry,
     direction_from_zenith_azimuth,
     geometry_from_angles,
@@ -146,10 +146,10 @@ class GeometryReader:
         dtm: optional DTM raster path (heights [m], projected CRS, north-up) on the same
             grid, for local surface normals; None for none.
         surface: ``"auto"`` (default), ``"local"`` or ``"ellipsoid"``: which angles to read
-            when the backplane carries both (see `lumaxlike._io.backplanes.plan_geometry`).
+            when the backplane carries both (see `lumaxlike._io.read.backplanes.plan_geometry`).
 
     Attributes:
-        plan: the `lumaxlike._io.backplanes.GeometryPlan` chosen.
+        plan: the `lumaxlike._io.read.backplanes.GeometryPlan` chosen.
 
     Raises:
         FileNotFoundError: a geometry or DTM file does not exist.

@@ -3,14 +3,14 @@
 `ProductCube` wraps `lumaxlike.CubeReader` (same ``info`` / ``read``), and
 before any work:
 
-- recognises the product (`lumaxlike._io.products.recognise`) and maps its
+- recognises the product (`lumaxlike._io.missions.products.recognise`) and maps its
   archive's special values to NaN;
 - refuses a cube declared as reflectance (``r``, ``radf``, ``reff``) whose label says it
   holds radiance, or whose values no reflectance of that unit takes (median above 1.5 I/F
   or 99th percentile above 20 I/F, or a negative median), naming the file and the likely
   unit; and refuses ``radiance`` for a product whose label says it holds I/F, and any
   ``units`` that contradict the file's own ``units`` tag (`check_unit_tag`: 1/sr is r);
-- with ``units="radiance"`` converts to I/F = pi L d^2 / F (`lumaxlike._io.radiance`);
+- with ``units="radiance"`` converts to I/F = pi L d^2 / F (`lumaxlike._io.read.radiance`);
 - finds bad bands (ENVI ``bbl`` = 0: not solved, status ``BAD_BAND``, or left out of the
   bands read with ``bad_bands="exclude"``, as unmixing does: its maps are per endmember)
   and, for lunar products, thermal bands (centre beyond 2.5 um): a warning on stderr
@@ -29,10 +29,10 @@ import sys
 
 import numpy as np
 
+from ..read.radiance import band_irradiance, load_solar_spectrum, sun_distance_au
+from ..read.raster import CubeReader
+from ..read.spectral_metadata import check_wavelength_unit, read_wavelength_file, to_micrometers
 from .products import recognise
-from .radiance import band_irradiance, load_solar_spectrum, sun_distance_au
-from .raster import CubeReader
-from .spectral_metadata import check_wavelength_unit, read_wavelength_file, to_micrometers
 
 __all__ = [
     "THERMAL_CHOICES",
@@ -157,7 +157,7 @@ class ProductCube:
         band_indices: 0-based indices, among the file's bands, of the bands read.
         units: what `read` returns: ``"r"``, ``"radf"`` or ``"reff"`` (``"radf"``
             for radiance, converted).
-        kind: the `lumaxlike._io.products.ProductKind`, or None.
+        kind: the `lumaxlike._io.missions.products.ProductKind`, or None.
         bad_bands: boolean ``(info.bands,)``: bands not to solve.
 
     Raises:
@@ -408,7 +408,7 @@ class ProductCube:
 
     @property
     def located(self):
-        """How the file was opened (`lumaxlike._io.products.Located`)."""
+        """How the file was opened (`lumaxlike._io.missions.products.Located`)."""
         return self._cube.located
 
     def read(self, rows: slice | None = None) -> np.ndarray:
@@ -523,7 +523,7 @@ def product_geometry(
         with both choices added.
 
     Raises:
-        ValueError: see `lumaxlike._io.products.resolve_geometry` and
+        ValueError: see `lumaxlike._io.missions.products.resolve_geometry` and
             `check_reff_incidence`.
     """
     from .products import resolve_geometry, undoes_lambert

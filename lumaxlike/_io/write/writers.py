@@ -30,7 +30,7 @@ coordinates (north-up grids, CF ``units`` and ``standard_name`` from the CRS) an
 ``crs_wkt`` and the GDAL ``GeoTransform`` (the CF / rioxarray convention GDAL reads).
 
 Nothing appears at the output paths until every block has been written (see
-:mod:`lumaxlike._io.atomic`); an existing output is replaced only with ``overwrite=True``.
+:mod:`lumaxlike._io.write.atomic`); an existing output is replaced only with ``overwrite=True``.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ import numpy as np
 import rasterio
 import rasterio.errors
 
+from ..read.raster import CubeInfo
 from .atomic import AtomicOutputs, OutputWriteError  # noqa: F401 (OutputWriteError: documented here)
 from .layout import (  # re-exported: the writers' layout, named here as before
     FIELD_ATTRS,
@@ -56,7 +57,6 @@ from .layout import (  # re-exported: the writers' layout, named here as before
     spatial_ref_attrs,
     wavelength_text,
 )
-from .raster import CubeInfo
 from .sinks import FORMATS, Sink, SinkSpec, _RasterSink  # noqa: F401 (_RasterSink: the GeoTIFF/ENVI file)
 
 __all__ = [

@@ -1,0 +1,1 @@
+"""Reading cubes, geometry, spectral metadata, laboratory spectra and goniometer tables."""

@@ -1,0 +1,1 @@
+"""Writing result maps atomically in every output format, and reading their provenance back."""
