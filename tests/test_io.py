@@ -23,9 +23,9 @@ from lumaxlike._io import (
     result_paths,
     to_bidirectional_reflectance,
     write_result,
-    writers,
 )
 from lumaxlike._io.read.geometry_rasters import match_obs_bands
+from lumaxlike._io.write import writers
 from lumaxlike._io.write.atomic import TEMP_MARK, AtomicOutputs
 
 CRS = "EPSG:32612"
