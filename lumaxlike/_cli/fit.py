@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from .model import model_from_options, same_params
+from .operation import run_command
 from .options import (
     DEFAULT_SOLVER,
     PRIOR_HELP,
@@ -18,7 +18,6 @@ from .options import (
     positive_float,
     positive_int,
     prior_dict,
-    quiet_cluster_logs,
 )
 from .options import name_list as _name_list
 from .options import prior_option as _prior
@@ -27,8 +26,6 @@ from .products import (
     UNITS_HELP,
     add_product_options,
     cube_bands,
-    finish,
-    product_kwargs,
 )
 
 __all__ = ["add_parser", "run"]
@@ -159,7 +156,7 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
-    from .._files.fit import fit_file
+    from .._operations.fit import FIT
 
     prior = prior_dict(args.prior)
     bands = cube_bands(args.cubes[0], args.units, args)
@@ -172,10 +169,15 @@ def run(args) -> int:
     limits = {
         angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
     }
-    quiet_cluster_logs(args)
-    summary = fit_file(
+    described = (
+        f"{len(args.cubes)} cubes ({args.units}) -> {args.out}, free {','.join(args.free)}, "
+        f"solver {args.solver}"
+    )
+    return run_command(
+        FIT,
+        args,
         args.cubes,
-        args.out,
+        described=described,
         geometry=args.geometry,
         params=params[0],
         free=args.free,
@@ -185,26 +187,12 @@ def run(args) -> int:
         observation_limits_deg={k: v for k, v in limits.items() if v is not None},
         min_observations=args.min_observations,
         sigma=args.sigma,
-        chunk_rows=args.chunk,
-        overwrite=args.overwrite,
-        progress=args.progress,
         max_iter=args.max_iter,
         tol=args.tol,
-        command=args.command_line,
-        resume=args.resume,
-        workers=args.workers,
-        scheduler=args.scheduler,
         shared=args.shared,
         prior=prior,
         starts=args.starts,
         regions=args.regions,
         regional=args.regional,
         region_memory=args.region_memory * 2**30,
-        **product_kwargs(args),
     )
-    print(
-        f"lumaxlike fit: {len(args.cubes)} cubes ({args.units}) -> {args.out}, free "
-        f"{','.join(args.free)}, solver {args.solver}: {summary.describe()}",
-        file=sys.stderr,
-    )
-    return finish("fit", summary)

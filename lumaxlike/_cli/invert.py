@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from .model import model_from_options, read_record, refuse_recorded_maps, resolve_settings
+from .operation import run_command
 from .options import (
     DEFAULT_SOLVER,
     OUT_HELP,
@@ -16,15 +16,12 @@ from .options import (
     add_run_options,
     positive_float,
     positive_int,
-    quiet_cluster_logs,
 )
 from .products import (
     INPUT_UNITS,
     UNITS_HELP,
     add_product_options,
     cube_bands,
-    finish,
-    product_kwargs,
     resolve_product_options,
 )
 
@@ -168,7 +165,7 @@ def _add_solver_options(invert) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike invert`` on parsed ``args``; return its exit code."""
-    from .._files.invert import invert_file
+    from .._operations.invert import INVERT
 
     record = read_record(args)
     refuse_recorded_maps(args, record, "invert")
@@ -176,25 +173,5 @@ def run(args) -> int:
     resolve_product_options(args, record, settings["units"])
     bands = cube_bands(args.cube, settings["units"], args)
     params = model_from_options(args, bands, record)
-    quiet_cluster_logs(args)
-    summary = invert_file(
-        args.cube,
-        args.out,
-        params=params,
-        chunk_rows=args.chunk,
-        overwrite=args.overwrite,
-        progress=args.progress,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        command=args.command_line,
-        resume=args.resume,
-        **product_kwargs(args),
-        **settings,
-    )
-    # one line, once the run has succeeded (an error is then the only line on stderr)
-    print(
-        f"lumaxlike invert: {args.cube} ({settings['units']}) -> {args.out}, solver "
-        f"{settings['solver']}: {summary.describe()}",
-        file=sys.stderr,
-    )
-    return finish("invert", summary)
+    described = f"{args.cube} ({settings['units']}) -> {args.out}, solver {settings['solver']}"
+    return run_command(INVERT, args, args.cube, described=described, params=params, **settings)

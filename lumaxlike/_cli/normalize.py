@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 
 from .model import (
@@ -14,8 +13,9 @@ from .model import (
     read_record,
     resolve_settings,
 )
-from .options import HAPKE_OPTIONS, number_list, quiet_cluster_logs
-from .products import cube_bands, finish, product_kwargs, resolve_product_options
+from .operation import copy_options, run_command
+from .options import HAPKE_OPTIONS, number_list
+from .products import cube_bands, resolve_product_options
 
 __all__ = ["add_parser", "run"]
 
@@ -74,24 +74,8 @@ def add_parser(commands, invert, formatter) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    # the same Action objects, as argparse's parents= shares them, and the same exclusive
-    # groups (--workers or --scheduler)
-    exclusive = {
-        id(action): group
-        for group in invert._mutually_exclusive_groups
-        for action in group._group_actions
-    }
-    groups: dict = {}
-    for action in invert._actions:
-        if isinstance(action, argparse._HelpAction):
-            continue
-        group = exclusive.get(id(action))
-        if group is None:
-            normalize._add_action(action)
-            continue
-        if id(group) not in groups:
-            groups[id(group)] = normalize.add_mutually_exclusive_group(required=group.required)
-        groups[id(group)]._add_action(action)
+    # the same Action objects, as argparse's parents= shares them
+    copy_options(normalize, invert)
     normalize.add_argument(
         "--standard",
         type=_angle_triple,
@@ -115,8 +99,8 @@ def add_parser(commands, invert, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike normalize`` on parsed ``args``; return its exit code."""
-    from .._files.normalize import normalize_file
     from .._normalize.standard import DEFAULT_STANDARD
+    from .._operations.normalize import NORMALIZE
 
     record = read_record(args)
     settings = resolve_settings(args, record)
@@ -133,22 +117,19 @@ def run(args) -> int:
     param_maps = {**_recorded_maps(args, record), **param_maps}
     bands = cube_bands(args.cube, settings["units"], args)
     params = model_from_options(args, bands, record)
-    quiet_cluster_logs(args)
+    described = (
+        f"{args.cube} ({settings['units']}) -> {args.out}, standard "
+        f"{', '.join(f'{math.degrees(v):g}' for v in standard)} deg, solver {settings['solver']}"
+    )
     try:
-        summary = normalize_file(
+        return run_command(
+            NORMALIZE,
+            args,
             args.cube,
-            args.out,
+            described=described,
             params=params,
             standard=standard,
             param_maps=param_maps or None,
-            chunk_rows=args.chunk,
-            overwrite=args.overwrite,
-            progress=args.progress,
-            workers=args.workers,
-            scheduler=args.scheduler,
-            command=args.command_line,
-            resume=args.resume,
-            **product_kwargs(args),
             **settings,
         )
     except ValueError as error:
@@ -157,13 +138,6 @@ def run(args) -> int:
                 f"--standard {','.join(f'{v:g}' for v in args.standard or [])}: {error}"
             ) from None
         raise
-    print(
-        f"lumaxlike normalize: {args.cube} ({settings['units']}) -> {args.out}, standard "
-        f"{', '.join(f'{math.degrees(v):g}' for v in standard)} deg, solver {settings['solver']}: "
-        f"{summary.describe()}",
-        file=sys.stderr,
-    )
-    return finish("normalize", summary)
 
 
 def _recorded_maps(args, record) -> dict:

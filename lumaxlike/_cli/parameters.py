@@ -3,11 +3,11 @@ OLINDEX3, ...) of a cube file, one map per product (`spectral_parameters_file`).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from .operation import run_command
 from .options import OUT_HELP, add_parallel_options, add_run_options, name_list, positive_float
-from .products import add_product_options, product_kwargs
+from .products import add_product_options
 
 __all__ = ["add_parser", "run"]
 
@@ -89,27 +89,15 @@ def add_parser(commands, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike parameters`` on parsed ``args``; return its exit code."""
-    from .._files.spectral import spectral_parameters_file
+    from .._operations.spectral import SPECTRAL_PARAMETERS
 
-    summary = spectral_parameters_file(
+    return run_command(
+        SPECTRAL_PARAMETERS,
+        args,
         args.cube,
-        args.out,
+        described=f"{args.cube} ({args.quantity}) -> {args.out}, {', '.join(args.products)}",
         products=args.products,
         quantity=args.quantity,
         units=args.units,
         tolerance=args.tolerance_nm / 1000.0,
-        chunk_rows=args.chunk,
-        overwrite=args.overwrite,
-        progress=args.progress,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        command=args.command_line,
-        resume=args.resume,
-        **product_kwargs(args),
     )
-    print(
-        f"lumaxlike parameters: {args.cube} ({args.quantity}) -> {args.out}, "
-        f"{', '.join(args.products)}: {summary.describe()}",
-        file=sys.stderr,
-    )
-    return 0

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .model import model_from_options, same_params
+from .operation import run_command
 from .options import (
     PRIOR_HELP,
     add_run_options,
@@ -17,10 +17,8 @@ from .options import (
     positive_int,
     prior_dict,
     prior_option,
-    quiet_cluster_logs,
     scalar_or_list,
 )
-from .products import finish
 
 __all__ = ["add_parser", "run"]
 
@@ -147,8 +145,8 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike sample`` on parsed ``args``; return its exit code."""
-    from .._files.sample import sample_file
     from .._io.read.raster import CubeReader
+    from .._operations.sample import SAMPLE
 
     prior = prior_dict(args.prior)
     with CubeReader(args.cubes[0]) as cube:
@@ -162,10 +160,16 @@ def run(args) -> int:
     limits = {
         angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
     }
-    quiet_cluster_logs(args)
-    summary = sample_file(
+    described = (
+        f"{len(args.cubes)} cubes ({args.units}) -> {args.out}, free {','.join(args.free)}, "
+        f"{args.num_chains} chains x {args.num_samples} draws"
+    )
+    return run_command(
+        SAMPLE,
+        args,
         args.cubes,
-        args.out,
+        described=described,
+        product=False,
         geometry=args.geometry,
         params=params[0],
         free=args.free,
@@ -182,18 +186,4 @@ def run(args) -> int:
         dtm=args.dtm,
         observation_limits_deg={k: v for k, v in limits.items() if v is not None},
         min_observations=args.min_observations,
-        chunk_rows=args.chunk,
-        overwrite=args.overwrite,
-        progress=args.progress,
-        command=args.command_line,
-        resume=args.resume,
-        workers=args.workers,
-        scheduler=args.scheduler,
     )
-    print(
-        f"lumaxlike sample: {len(args.cubes)} cubes ({args.units}) -> {args.out}, free "
-        f"{','.join(args.free)}, {args.num_chains} chains x {args.num_samples} draws: "
-        f"{summary.describe()}",
-        file=sys.stderr,
-    )
-    return finish("sample", summary)

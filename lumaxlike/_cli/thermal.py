@@ -4,11 +4,11 @@ corrected reflectance per pixel)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .model import model_from_options, read_record, resolve_settings
-from .options import number_list, positive_float, quiet_cluster_logs
-from .products import cube_bands, finish, product_kwargs, resolve_product_options
+from .operation import copy_options, run_command
+from .options import number_list, positive_float
+from .products import cube_bands, resolve_product_options
 
 __all__ = ["add_parser", "run"]
 
@@ -49,22 +49,7 @@ def add_parser(commands, invert, formatter) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    exclusive = {
-        id(action): group
-        for group in invert._mutually_exclusive_groups
-        for action in group._group_actions
-    }
-    groups: dict = {}
-    for action in invert._actions:
-        if isinstance(action, argparse._HelpAction):
-            continue
-        group = exclusive.get(id(action))
-        if group is None:
-            thermal._add_action(action)
-            continue
-        if id(group) not in groups:
-            groups[id(group)] = thermal.add_mutually_exclusive_group(required=group.required)
-        groups[id(group)]._add_action(action)
+    copy_options(thermal, invert)
     settings = thermal.add_argument_group("thermal settings")
     settings.add_argument(
         "--method",
@@ -98,8 +83,7 @@ def add_parser(commands, invert, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike thermal`` on parsed ``args``; return its exit code."""
-    from .._files.thermal import remove_thermal_file
-    from .._options import ProductOptions, RunOptions
+    from .._operations.thermal import THERMAL
 
     record = read_record(args)
     settings = resolve_settings(args, record)
@@ -108,31 +92,19 @@ def run(args) -> int:
     models = model_from_options(args, bands, record)
     if len({id(m) for m in models}) != 1:
         raise ValueError("lumaxlike thermal takes one model for every band")
-    quiet_cluster_logs(args)
-    run_options = RunOptions(
-        workers=args.workers,
-        scheduler=args.scheduler,
-        chunk_rows=args.chunk,
-        resume=args.resume,
-        overwrite=args.overwrite,
-        progress=args.progress,
+    described = (
+        f"{args.cube} ({settings['units']}) -> {args.out}, method {args.method}, "
+        f"solver {settings['solver']}"
     )
-    summary = remove_thermal_file(
+    return run_command(
+        THERMAL,
+        args,
         args.cube,
-        args.out,
+        described=described,
         params=models[0],
         method=args.method,
         temperature=args.temperature,
         window=args.window,
         max_temperature_sigma=args.max_temperature_uncertainty,
-        command=args.command_line,
-        run=run_options,
-        product=ProductOptions(**product_kwargs(args)),
         **settings,
     )
-    print(
-        f"lumaxlike thermal: {args.cube} ({settings['units']}) -> {args.out}, method "
-        f"{args.method}, solver {settings['solver']}: {summary.describe()}",
-        file=sys.stderr,
-    )
-    return finish("thermal", summary)

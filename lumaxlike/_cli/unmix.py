@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from .model import (
@@ -12,6 +11,7 @@ from .model import (
     resolve_settings,
     same_params,
 )
+from .operation import run_command
 from .options import (
     DEFAULT_SOLVER,
     OUT_HELP,
@@ -21,15 +21,12 @@ from .options import (
     number_list,
     positive_float,
     positive_int,
-    quiet_cluster_logs,
     scalar_or_list,
 )
 from .products import (
     INPUT_UNITS,
     UNITS_HELP,
     add_product_options,
-    finish,
-    product_kwargs,
     resolve_product_options,
 )
 from .unmix_optical import add_optical_options, optical_endmembers, optical_library_record
@@ -271,9 +268,9 @@ def _add_run_options(unmix) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike unmix`` on parsed ``args``; return its exit code."""
-    from .._files.unmix import unmix_file
     from .._files.wavelengths import cube_wavelengths_um
     from .._io.missions.product_cube import ProductCube
+    from .._operations.unmix import UNMIX
     from .._params import HapkeParams
 
     record = read_record(args)
@@ -308,33 +305,24 @@ def run(args) -> int:
     else:
         endmembers = _library_endmembers(options, unmixing, params[0], wavelengths, settings)
         made = library_record(unmixing, wavelengths)
-    quiet_cluster_logs(args)
-    summary = unmix_file(
+    described = (
+        f"{args.cube} ({settings['units']}) -> {args.out}, {unmixing.route} route, "
+        f"solver {settings['solver']}"
+    )
+    return run_command(
+        UNMIX,
+        args,
         args.cube,
-        args.out,
+        described=described,
         endmembers=endmembers,
         params=params[0],
         route=unmixing.route,
         sum_to_one=unmixing.sum_to_one,
-        chunk_rows=args.chunk,
-        overwrite=args.overwrite,
-        progress=args.progress,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        command=args.command_line,
-        resume=args.resume,
         library=made,
         free=free,
         starts=starts,
         **settings,
-        **product_kwargs(args),
     )
-    print(
-        f"lumaxlike unmix: {args.cube} ({settings['units']}) -> {args.out}, {unmixing.route} "
-        f"route, solver {settings['solver']}: {summary.describe()}",
-        file=sys.stderr,
-    )
-    return finish("unmix", summary)
 
 
 def _library_endmembers(options, unmixing, params, wavelengths, settings):

@@ -1,4 +1,5 @@
-"""The operations as data: one module per operation (`invert`, `normalize`, `unmix`) holds
-its declaration (`declaration.Operation`), its block task on NumPy arrays and the maps it
-writes; `blocks` what the block tasks share. Every front end (files, xarray, the command
-line) reads these; the run layer takes the block task and nothing else."""
+"""The operations as data: one module per operation (`invert`, `normalize`, `unmix`,
+`fit`, `sample`, `spectral`, `thermal`) holds its declaration (`declaration.Operation`),
+its block task on NumPy arrays and the maps it writes; `blocks` what the block tasks
+share. Every front end (files, xarray, the command line) reads these; the run layer takes
+the block task and nothing else."""

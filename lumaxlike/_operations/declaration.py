@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
+from typing import Any
 from dataclasses import dataclass, field
 
 from .._io.write.layout import FieldLayout
@@ -49,6 +50,8 @@ class Operation:
             params, options, **extra)``, ``values`` the cube's as given in its units
             (radiance as I/F), no geometry read or required.
         file_name: the file front end's Python name where it is not ``<name>_file``.
+        command: the command line's subcommand where it is not `name`
+            (``"parameters"`` for ``spectral_parameters``).
     """
 
     name: str
@@ -62,11 +65,23 @@ class Operation:
     bad_bands: str = "mark"
     geometry: bool = True
     file_name: str | None = None
+    command: str | None = None
 
     @property
     def file_function(self) -> str:
         """The file front end's Python name (``"invert_file"``), for the recorded call."""
         return self.file_name or f"{self.name}_file"
+
+    @property
+    def command_name(self) -> str:
+        """The subcommand of the ``lumaxlike`` command line (``"invert"``)."""
+        return self.command or self.name
+
+    def file_front_end(self) -> Callable[..., Any]:
+        """The file front end (`lumaxlike.invert_file`, ...), by its name `file_function`."""
+        from .. import _files
+
+        return getattr(_files, self.file_function)
 
     def block(self) -> Callable[..., dict]:
         """The block task, imported by its path (`block_task`)."""

@@ -83,6 +83,7 @@ SPECTRAL_PARAMETERS = Operation(
     verb="computed",
     bad_bands="nan",
     geometry=False,
+    command="parameters",
 )
 """`lumaxlike parameters` and `spectral_parameters_file`: one map per product, of the
 cube's values as given (w, I/F, ...; no geometry)."""
