@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._io.write.layout import FieldLayout
 
