@@ -163,11 +163,8 @@ def _child(config: ProfileConfig, folder: str) -> dict:
             .astype(config.dtype)
         )
 
-        def call(pixels=None):
-            r = lumaxlike.amsa(w, *geometry, params, backend=config.solver)
-            if config.solver == "jax":
-                r = r.block_until_ready()
-            return r
+        def call(pixels=None):  # a NumPy array: a JAX run has finished when it returns
+            return lumaxlike.amsa(w, *geometry, params, backend=config.solver)
 
         chunk = n_pixels
         input_bytes = _nbytes(w, *geometry)

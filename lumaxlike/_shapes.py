@@ -9,9 +9,12 @@ a pixel shape and the per-band array has exactly that shape, it holds one band.
 from __future__ import annotations
 
 import numbers
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import jax
 
 __all__ = [
     "Layout",
@@ -105,7 +108,7 @@ class Layout(NamedTuple):
         return int(np.prod(self.pixel_shape, dtype=np.int64))
 
 
-def layout(per_band_name: str, per_band: np.ndarray, geometry: dict) -> Layout:
+def layout(per_band_name: str, per_band: np.ndarray | jax.Array, geometry: dict) -> Layout:
     """Check the shapes of a per-band array against the geometry arrays.
 
     Args:

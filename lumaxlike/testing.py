@@ -326,6 +326,6 @@ def write_geotiff_inputs(folder, side, bands, dtype="float32", seed=0, block_row
             w = rng.uniform(0.05, 0.95, shape + (bands,))
             refl = amsa(w, to_sun, to_sensor, np.array([0.0, 0.0, 1.0]), params, backend="numba")
             window = rasterio.windows.Window(0, row, side, rows)
-            cube.write(np.moveaxis(refl.astype(dtype), -1, 0), window=window)
+            cube.write(np.moveaxis(np.asarray(refl, dtype), -1, 0), window=window)
             obs.write(np.stack(angles), window=window)
     return {"cube": folder / "cube.tif", "obs": folder / "obs.tif"}

@@ -15,6 +15,7 @@ from lumaxlike import HapkeParams, Status
 from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 from .helpers import SOLVERS
+from .test_shape_annotations import checked
 
 pytestmark = pytest.mark.slow  # multi-parameter fits, compiled per set of free parameters
 
@@ -81,10 +82,11 @@ def monte_carlo():
 def test_covariance_matches_monte_carlo(monte_carlo, solver, sigma_given):
     refl, geometry, sigma = monte_carlo
     free = ("w", "b", "c", "hs")
-    result = lumaxlike.fit(
+    result = checked(lumaxlike.fit)(
         refl, *geometry, start_for(free), free=free, solver=solver,
         refl_sigma=sigma if sigma_given else None, chunk_size=500,
     )  # fmt: skip
+    checked(lumaxlike.FitResult)(**vars(result))  # its fields' annotated dtypes and shapes
     converged = result.status[:, 0] == Status.CONVERGED
     assert converged.mean() > 0.99
     for j, name in enumerate(free):

@@ -21,6 +21,7 @@ from lumaxlike._params import FIELD_NAMES
 from lumaxlike.testing import multi_angle_geometry
 
 from .helpers import SOLVERS
+from .test_shape_annotations import checked
 
 FREE = ("w", "b", "c", "roughness", "hs")
 SHARED = ("roughness", "hs")
@@ -109,6 +110,7 @@ def noise_free():
 def test_recovers_truth_noise_free(noise_free, solver):
     refl, _, truth, results = noise_free
     result = results[solver]
+    checked(lumaxlike.JointFitResult)(**vars(result))  # its fields' annotated dtypes and shapes
     assert result.status.shape == refl.shape[:1]  # one problem per pixel
     assert result.counts()["CONVERGED"] == refl.shape[0]
     for name in FREE:
@@ -425,6 +427,7 @@ def test_regional_recovers_truth_noise_free(regional_fits, solver):
     all recovered; the pixel labelled -1 is left out."""
     refl, labels, truth, fits = regional_fits
     result = fits[solver]
+    checked(lumaxlike.JointFitResult)(**vars(result))
     inside = labels >= 0
     np.testing.assert_array_equal(result.status[inside], Status.CONVERGED)
     assert (

@@ -1,8 +1,9 @@
 """The shape annotations of the public API are true, checked at test time as optimistix
 checks its own: each annotated public function, wrapped in jaxtyping's runtime check
 (with beartype), takes the shapes its documentation promises and refuses arrays whose
-shapes contradict one another before any work. A public function that gains jaxtyping
-annotations must be listed here (the last test finds them)."""
+shapes contradict one another before any work. The result types' fields are checked
+by building them again through the checked constructor. A public function that gains
+jaxtyping annotations must be listed here (the last test finds them)."""
 
 import inspect
 
@@ -12,6 +13,8 @@ from beartype import beartype
 from jaxtyping import TypeCheckError, jaxtyped
 
 import lumaxlike
+
+from .helpers import SOLVERS
 
 WAVELENGTHS = np.round(np.arange(0.40, 2.61, 0.01), 2)  # [um], M3-like coverage
 
@@ -75,6 +78,51 @@ def test_available_spectral_products_takes_one_wavelength_per_band():
         checked(lumaxlike.available_spectral_products)(WAVELENGTHS[:, None])
 
 
+PARAMS = lumaxlike.HapkeParams(b=0.2, c=0.4)
+
+
+def geometry(pixels=(4,)):
+    to_sun = np.broadcast_to([0.0, 0.5, np.sqrt(0.75)], pixels + (3,))
+    to_sensor = np.broadcast_to([0.0, 0.0, 1.0], pixels + (3,))
+    return to_sun, to_sensor, np.array([0.0, 0.0, 1.0])  # one normal for every pixel
+
+
+def test_model_maps_pixels_by_bands_to_the_same_shape():
+    w = np.random.default_rng(1).uniform(0.2, 0.8, (4, 3))
+    for forward in (lumaxlike.amsa, lumaxlike.reflectance):
+        r = checked(forward)(w, *geometry(), PARAMS, "numba")
+        assert r.shape == w.shape
+        with pytest.raises(TypeCheckError):  # geometry of five pixels for four
+            checked(forward)(w, *geometry((5,)), PARAMS, "numba")
+    h = checked(lumaxlike.h_function)(w, np.full((1, 3), 0.5))
+    assert h.shape == w.shape
+    with pytest.raises(TypeCheckError):
+        checked(lumaxlike.h_function)(w, np.full(4, 0.5))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_invert_and_its_result_have_the_annotated_shapes(solver):
+    w = np.random.default_rng(2).uniform(0.2, 0.8, (4, 3))
+    refl = lumaxlike.amsa(w, *geometry(), PARAMS, "numba")
+    result = checked(lumaxlike.invert)(refl, *geometry(), PARAMS, solver)
+    checked(lumaxlike.InversionResult)(**vars(result))  # the fields' dtypes and shapes
+    with pytest.raises(TypeCheckError):
+        checked(lumaxlike.invert)(refl, *geometry((3,)), PARAMS, solver)
+    with pytest.raises(TypeCheckError):  # a status map of another shape than w
+        checked(lumaxlike.InversionResult)(**{**vars(result), "status": result.status[:2]})
+
+
+def test_fit_refuses_geometry_of_other_observations():
+    """(`FitResult` and `JointFitResult` are checked on the fits of tests/test_fit.py and
+    tests/test_fit_joint.py, which pay for their compilation already.)"""
+    refl = np.full((2, 3, 5), 0.05)
+    to_sun, to_sensor, normal = (
+        np.broadcast_to(g, (4, 3)) for g in geometry((4,))[:2] + (np.array([0.0, 0.0, 1.0]),)
+    )
+    with pytest.raises(TypeCheckError):  # four observations' geometry for five
+        checked(lumaxlike.fit)(refl, to_sun, to_sensor, normal, PARAMS, ("w",))
+
+
 CHECKED = {
     "available_spectral_products",
     "continuum_removed",
@@ -82,6 +130,11 @@ CHECKED = {
     "spectral_parameters",
     "remove_thermal",
     "slab_albedo",
+    "amsa",
+    "reflectance",
+    "h_function",
+    "invert",
+    "fit",
 }
 
 

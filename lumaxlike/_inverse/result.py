@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from jaxtyping import Float, Int8, Int32
 
 from .._status import Status
 
@@ -33,11 +34,11 @@ class InversionResult:
             NaN everywhere: a read-only broadcast view, which takes no memory.
     """
 
-    w: np.ndarray
-    status: np.ndarray
-    iterations: np.ndarray
-    residual: np.ndarray
-    sigma: np.ndarray
+    w: Float[np.ndarray, "*pixels bands"]
+    status: Int8[np.ndarray, "*pixels bands"]
+    iterations: Int32[np.ndarray, "*pixels bands"]
+    residual: Float[np.ndarray, "*pixels bands"]
+    sigma: Float[np.ndarray, "*pixels bands"]
 
     def counts(self) -> dict[str, int]:
         """Number of problems per status name."""
@@ -73,14 +74,14 @@ class FitResult:
             found it 8-13 times the posterior sd for c = 1); use `sample`. False where unsolved.
     """
 
-    free: tuple
-    values: dict
-    status: np.ndarray
-    iterations: np.ndarray
-    residual_norm: np.ndarray
-    covariance: np.ndarray
-    observations: np.ndarray
-    at_bound: dict
+    free: tuple[str, ...]
+    values: dict[str, Float[np.ndarray, "*pixels bands"]]
+    status: Int8[np.ndarray, "*pixels bands"]
+    iterations: Int32[np.ndarray, "*pixels bands"]
+    residual_norm: Float[np.ndarray, "*pixels bands"]
+    covariance: Float[np.ndarray, "*pixels bands free free"]
+    observations: Int32[np.ndarray, "*pixels bands"]
+    at_bound: dict[str, np.ndarray]
 
     def __getitem__(self, name: str) -> np.ndarray:
         """The fitted values of the free parameter `name` (KeyError naming the free ones)."""

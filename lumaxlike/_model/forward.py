@@ -7,6 +7,7 @@ import contextlib
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from .._params import HapkeParams
 from .._shapes import check_choice, check_float_dtype, layout
@@ -41,7 +42,14 @@ def precision_scope(*arrays):
         yield
 
 
-def amsa(w, to_sun, to_sensor, normal, params: HapkeParams, backend: str = "jax"):
+def amsa(
+    w: Float[ArrayLike, "*pixels bands"],
+    to_sun: Float[ArrayLike, "*#pixels 3"],
+    to_sensor: Float[ArrayLike, "*#pixels 3"],
+    normal: Float[ArrayLike, "*#pixels 3"],
+    params: HapkeParams,
+    backend: str = "jax",
+) -> Float[np.ndarray | jax.Array, "*pixels bands"]:
     """Hapke (2002) AMSA bidirectional reflectance with Hapke (1984) roughness.
 
     Args:
@@ -67,8 +75,10 @@ def amsa(w, to_sun, to_sensor, normal, params: HapkeParams, backend: str = "jax"
     check_choice("backend", backend, BACKENDS)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    arrays = {"w": w, "to_sun": to_sun, "to_sensor": to_sensor, "normal": normal}
-    arrays = {k: (v if isinstance(v, jax.Array) else np.asarray(v)) for k, v in arrays.items()}
+    given = {"w": w, "to_sun": to_sun, "to_sensor": to_sensor, "normal": normal}
+    arrays: dict[str, np.ndarray | jax.Array] = {
+        k: (v if isinstance(v, jax.Array) else np.asarray(v)) for k, v in given.items()
+    }
     for name, array in arrays.items():
         check_float_dtype(name, array.dtype)
     traced = any(isinstance(a, jax.core.Tracer) for a in arrays.values())
@@ -106,7 +116,9 @@ _h_function_flat_jit = {
 }
 
 
-def h_function(w, x, kind: str = "hapke2002"):
+def h_function(
+    w: Float[ArrayLike, "*#shape"], x: Float[ArrayLike, "*#shape"], kind: str = "hapke2002"
+) -> Float[np.ndarray, "*shape"]:
     """Chandrasekhar's H-function for isotropic scatterers, exact or approximated.
 
     ``kind`` (gamma = sqrt(1 - w)):

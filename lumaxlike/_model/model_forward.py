@@ -7,6 +7,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from .._params import HapkeParams
 from .._photometric import PhotometricFunction
@@ -34,7 +35,14 @@ def _photometric_flat(albedo, to_sun, to_sensor, normal, model):
     return albedo * scale[:, None]
 
 
-def reflectance(albedo, to_sun, to_sensor, normal, model, backend: str = "jax"):
+def reflectance(
+    albedo: Float[ArrayLike, "*pixels bands"],
+    to_sun: Float[ArrayLike, "*#pixels 3"],
+    to_sensor: Float[ArrayLike, "*#pixels 3"],
+    normal: Float[ArrayLike, "*#pixels 3"],
+    model: HapkeParams | PhotometricFunction,
+    backend: str = "jax",
+) -> Float[np.ndarray | jax.Array, "*pixels bands"]:
     """Bidirectional reflectance r [1/sr] of any lumaxlike model.
 
     Args:
@@ -68,8 +76,10 @@ def reflectance(albedo, to_sun, to_sensor, normal, model, backend: str = "jax"):
         raise ValueError(
             f"model must be a lumaxlike.HapkeParams or lumaxlike.PhotometricFunction, got {type(model).__name__}"
         )
-    arrays = {"albedo": albedo, "to_sun": to_sun, "to_sensor": to_sensor, "normal": normal}
-    arrays = {k: (v if isinstance(v, jax.Array) else np.asarray(v)) for k, v in arrays.items()}
+    given = {"albedo": albedo, "to_sun": to_sun, "to_sensor": to_sensor, "normal": normal}
+    arrays: dict[str, np.ndarray | jax.Array] = {
+        k: (v if isinstance(v, jax.Array) else np.asarray(v)) for k, v in given.items()
+    }
     for name, array in arrays.items():
         check_float_dtype(name, array.dtype)
     leaves = [*arrays.values(), *jax.tree_util.tree_leaves(model)]

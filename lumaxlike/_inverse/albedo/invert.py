@@ -8,6 +8,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from ..._model.forward import precision_scope
 from ..._params import HapkeParams
@@ -67,11 +68,11 @@ def solver_chunk_pixels(solver: str, n_bands: int, dtype) -> int:
 
 
 def invert(
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    params: HapkeParams,
+    refl: Float[ArrayLike, "*pixels bands"],
+    to_sun: Float[ArrayLike, "*#pixels 3"],
+    to_sensor: Float[ArrayLike, "*#pixels 3"],
+    normal: Float[ArrayLike, "*#pixels 3"],
+    params: HapkeParams | PhotometricFunction,
     solver: str = "jax",
     *,
     w0=None,

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from ..._model.forward import precision_scope
 from ..._model.numba_jacobian import hoisted_rows, model_columns
@@ -30,6 +31,7 @@ from ..._status import Status
 from ..albedo.invert import SOLVERS, albedo_bounds
 from ..chunking import pad_pixels
 from ..defaults import DEFAULT_FIT_MAX_ITER
+from ..joint.result import JointFitResult
 from ..result import FitResult, at_bound_flags
 from .arguments import (
     OBSERVATIONS_PER_CHUNK,
@@ -52,10 +54,10 @@ __all__ = ["fit", "default_bounds", "OBSERVATIONS_PER_CHUNK"]  # the last two re
 
 
 def fit(
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
+    refl: Float[ArrayLike, "*pixels bands observations"],
+    to_sun: Float[ArrayLike, "*#pixels observations 3"],
+    to_sensor: Float[ArrayLike, "*#pixels observations 3"],
+    normal: Float[ArrayLike, "*#pixels observations 3"],
     params: HapkeParams,
     free=("w", "b", "c"),
     solver: str = "jax",
@@ -73,7 +75,7 @@ def fit(
     regions=None,
     regional=(),
     starts=None,
-):
+) -> FitResult | JointFitResult:
     """Fit the free Hapke parameters of every pixel and band to several observations
     (docs/fit.md; joint fits: docs/joint-fits.md).
 

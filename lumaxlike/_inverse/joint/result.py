@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from jaxtyping import Float, Int, Int8, Int32
 
 from ..result import _status_counts
 from .covariance import full_covariance
@@ -71,19 +72,19 @@ class JointFitResult:
             the posterior (docs/fit.md); as `FitResult.at_bound`.
     """
 
-    free: tuple
-    shared: tuple
-    values: dict
-    status: np.ndarray
-    iterations: np.ndarray
-    cost: np.ndarray
-    covariance_bands: np.ndarray
-    covariance_shared: np.ndarray
-    covariance_cross: np.ndarray
-    dfs: dict
-    observations: np.ndarray
-    regional: tuple = ()
-    region_labels: np.ndarray | None = None
+    free: tuple[str, ...]
+    shared: tuple[str, ...]
+    values: dict[str, np.ndarray]
+    status: Int8[np.ndarray, "*problems"]
+    iterations: Int32[np.ndarray, "*problems"]
+    cost: Float[np.ndarray, "*problems"]
+    covariance_bands: Float[np.ndarray, "*pixels bands p p"]
+    covariance_shared: Float[np.ndarray, "*pixels s s"]
+    covariance_cross: Float[np.ndarray, "*pixels bands p s"]
+    dfs: dict[str, np.ndarray]
+    observations: Int32[np.ndarray, "*pixels bands"]
+    regional: tuple[str, ...] = ()
+    region_labels: Int[np.ndarray, " regions"] | None = None
     region_values: dict = dataclasses.field(default_factory=dict)
     region_sigma: dict = dataclasses.field(default_factory=dict)
     region_status: np.ndarray | None = None
