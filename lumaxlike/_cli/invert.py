@@ -9,6 +9,7 @@ from pathlib import Path
 from .model import model_from_options, read_record, refuse_recorded_maps, resolve_settings
 from .options import (
     DEFAULT_SOLVER,
+    name_list,
     OUT_HELP,
     SOLVER_NOTE,
     add_model_options,
@@ -35,7 +36,8 @@ Invert a reflectance cube (GeoTIFF, ENVI, anything GDAL opens) for the single-sc
 albedo w per pixel and band, streaming it by blocks of rows.
 
 Writes OUT (w) and, for GeoTIFF/ENVI, siblings OUT_status, OUT_iterations, OUT_residual
-(and OUT_sigma with --refl-sigma); netCDF (.nc) and zarr (.zarr) hold them all in one dataset.
+(and OUT_sigma with --refl-sigma, OUT_<NAME> per spectral product with --parameters);
+netCDF (.nc) and zarr (.zarr) hold them all in one dataset.
 Every output records how it was made (lumaxlike version, model, Hapke parameters, units,
 solver, tol, max-iter, sigma, input files, this command line, the time; see
 lumaxlike.read_provenance), and --params-from reuses that record.
@@ -121,6 +123,17 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         choices=INPUT_UNITS,
         help=UNITS_HELP + ". Required, unless --params-from gives it",
     )
+    invert.add_argument(
+        "--parameters",
+        type=name_list,
+        metavar="NAMES",
+        help="comma-separated spectral products (e.g. BDI1000,FeO; `lumaxlike "
+        "parameters` lists them) computed in the same pass from each block's w (with "
+        "normalize: from the normalised reflectance), as `lumaxlike parameters` would "
+        "from the map written: one map each at OUT_<NAME> (netCDF/zarr: a variable "
+        "each); a product the cube's bands cannot give is refused by name before any "
+        "block runs (default: none)",
+    )
     _add_solver_options(invert)
     invert.set_defaults(handler=run)
     return invert
@@ -188,6 +201,7 @@ def run(args) -> int:
         scheduler=args.scheduler,
         command=args.command_line,
         resume=args.resume,
+        parameters=args.parameters or None,
         **product_kwargs(args),
         **settings,
     )

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from .._operations.blocks import per_band_params
 from .._operations.invert import INVERT
+from .._operations.spectral import with_parameters
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary
+from .._spectral.products import check_names
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
+from .spectral import same_pass_plan
 
 __all__ = ["InversionSummary", "invert_file"]
 
@@ -38,6 +41,7 @@ def invert_file(
     wavelengths_from=None,
     thermal_bands="keep",
     resume=False,
+    parameters=None,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
 ) -> InversionSummary:
@@ -75,6 +79,14 @@ def invert_file(
             contradict it is refused before any work.
         sigma: standard uncertainty of the cube's values, in ``units``; when given the
             sigma map of w is written too.
+        parameters: names of `lumaxlike.SPECTRAL_PRODUCTS` (``("BDI1000", "FeO")``)
+            computed from each block's w in the same pass (one read of the cube), as
+            `lumaxlike.spectral_parameters` on the w written (bad bands NaN, Clementine's
+            Lucey constants, 10 nm tolerance): one per-pixel map each at
+            ``OUT_<name>`` (netCDF/zarr: a ``(y, x)`` variable each), recorded in
+            ``spectral_settings`` (quantity ``"w"``, the wavelengths each read). A product
+            the cube's bands cannot give is refused by name before any block runs.
+            None (default): none.
         command: the command line to record in the outputs' provenance (see
             `lumaxlike.read_provenance`); None records this Python call.
         run: a `lumaxlike.RunOptions` (``workers``, ``scheduler``, ``chunk_rows``,
@@ -98,17 +110,20 @@ def invert_file(
             geometry bands that make no geometry (the message lists the bands found and
             the layouts expected), local-surface bands that cannot be used.
     """
+    names = () if parameters is None else check_names(parameters)
+    operation = with_parameters(INVERT, names) if names else INVERT
     run, product, options = front_end_options(run, product, solver, locals())
     inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
+    call = dict(geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma)
     return run_on_cube(
-        INVERT,
+        operation,
         inputs,
         run=run,
         solver=options,
-        plan=lambda setup: _plan(setup, params),
-        fields=INVERT.written(sigma=sigma),
-        layout=INVERT.layout(units),
-        call=dict(geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma),
+        plan=lambda setup: same_pass_plan(_plan(setup, params), setup, INVERT, names, "w", "w"),
+        fields=operation.written(sigma=sigma),
+        layout=operation.layout(units),
+        call={**call, **({"parameters": list(names)} if names else {})},
         command=command,
     )
 
