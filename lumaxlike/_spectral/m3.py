@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .declarations import ProductInputs, SpectralProduct, line_at
+from .._model.numba_cache import cached_njit
+from .._model.numba_threads import run_in_blocks
+from .continuum import BLOCK
+from .declarations import ProductInputs, SpectralProduct
 from .wavelengths import Kernel
 
 __all__ = ["M3_PRODUCTS"]
@@ -32,11 +35,37 @@ BAND2 = ((1.15, 1.75), (2.40, 2.60))
 
 
 def _bdi(inputs: ProductInputs, bands, continuum) -> np.ndarray:
-    total = 0.0
-    for wavelength in bands:
-        line = line_at(inputs, continuum[0], continuum[1], wavelength)
-        total = total + (1.0 - inputs.R(wavelength) / line)
-    return np.asarray(total)
+    """sum over `bands` of 1 - R / Rc, Rc the line through the `continuum` kernels' values
+    at each band's own wavelength (`line_at`'s line): one numba pass over the pixels
+    (`_bdi_kernel`), float64 inside."""
+    low, high = continuum
+    r_low, r_high = inputs.R(low.wavelength, low.width), inputs.R(high.wavelength, high.width)
+    w_low, w_high = inputs.W(low.wavelength), inputs.W(high.wavelength)
+    index = np.array([inputs.located[Kernel(w)].index for w in bands], np.int64)
+    weight = (np.array([inputs.W(w) for w in bands]) - w_low) / (w_high - w_low)
+    pixels, n_bands = inputs.spectra.shape[:-1], inputs.spectra.shape[-1]
+    flat = np.ascontiguousarray(inputs.spectra.reshape(-1, n_bands))
+    anchors = np.stack([np.ravel(r_low), np.ravel(r_high)], axis=-1).astype(np.float64)
+    out = np.empty(flat.shape[0], np.float64)
+    if flat.shape[0]:
+        blocks = (flat.shape[0] + BLOCK - 1) // BLOCK
+        run_in_blocks(_bdi_kernel, blocks, flat, anchors, index, weight, out)
+    return out.reshape(pixels)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _bdi_kernel(first, last, spectra, anchors, index, weight, out):  # pragma: no cover - numba
+    """Blocks first to last - 1 of `BLOCK` pixels: ``out[p]`` = sum_k 1 - spectra[p,
+    index[k]] / ((1 - weight[k]) anchors[p, 0] + weight[k] anchors[p, 1])."""
+    n_pixels = spectra.shape[0]
+    for block in range(first, last):
+        for p in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
+            low, high = anchors[p, 0], anchors[p, 1]
+            total = 0.0
+            for k in range(index.size):
+                line = (1.0 - weight[k]) * low + weight[k] * high
+                total += 1.0 - spectra[p, index[k]] / line
+            out[p] = total
 
 
 def bdi1000(inputs: ProductInputs) -> np.ndarray:
