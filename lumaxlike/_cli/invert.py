@@ -9,12 +9,12 @@ from pathlib import Path
 from .model import model_from_options, read_record, refuse_recorded_maps, resolve_settings
 from .options import (
     DEFAULT_SOLVER,
-    name_list,
     OUT_HELP,
     SOLVER_NOTE,
     add_model_options,
     add_refl_sigma_option,
     add_run_options,
+    name_list,
     positive_float,
     positive_int,
     quiet_cluster_logs,

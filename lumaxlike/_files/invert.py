@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from .._operations.blocks import per_band_params
 from .._operations.invert import INVERT
-from .._operations.spectral import with_parameters
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary
-from .._spectral.products import check_names
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
-from .spectral import same_pass_plan
+from .spectral import same_pass
 
 __all__ = ["InversionSummary", "invert_file"]
 
@@ -67,9 +65,8 @@ def invert_file(
         dtm: optional DTM path (heights [m], projected CRS, same grid) for local normals.
         surface: with both ellipsoid and local-surface angles: ``"auto"`` (the local
             surface when given), ``"local"`` (required) or ``"ellipsoid"``; recorded.
-        params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction`
-            (the w map then holds its albedo A, solved in closed form), or a sequence of
-            one per band.
+        params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction` (the w map then
+            holds its albedo A, solved in closed form), or a sequence of one per band.
         solver: ``"jax"`` or ``"numba"``, or a `lumaxlike.SolverOptions` (``max_iter`` and
             ``tol``, keywords for the simple case, are its fields: None for
             `lumaxlike.invert`'s defaults).
@@ -79,14 +76,8 @@ def invert_file(
             contradict it is refused before any work.
         sigma: standard uncertainty of the cube's values, in ``units``; when given the
             sigma map of w is written too.
-        parameters: names of `lumaxlike.SPECTRAL_PRODUCTS` (``("BDI1000", "FeO")``)
-            computed from each block's w in the same pass (one read of the cube), as
-            `lumaxlike.spectral_parameters` on the w written (bad bands NaN, Clementine's
-            Lucey constants, 10 nm tolerance): one per-pixel map each at
-            ``OUT_<name>`` (netCDF/zarr: a ``(y, x)`` variable each), recorded in
-            ``spectral_settings`` (quantity ``"w"``, the wavelengths each read). A product
-            the cube's bands cannot give is refused by name before any block runs.
-            None (default): none.
+        parameters: names of `lumaxlike.SPECTRAL_PRODUCTS` made from each block's w in
+            the same pass: ``OUT_<name>`` maps (docs/spectral-parameters.md).
         command: the command line to record in the outputs' provenance (see
             `lumaxlike.read_provenance`); None records this Python call.
         run: a `lumaxlike.RunOptions` (``workers``, ``scheduler``, ``chunk_rows``,
@@ -100,9 +91,8 @@ def invert_file(
         `InversionSummary` with output paths, throughput and status counts.
 
     Raises:
-        FileNotFoundError: an input file does not exist.
-        FileExistsError: an output exists and ``overwrite`` is false.
-        NotADirectoryError, PermissionError: the output folder is unusable.
+        FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError: a missing
+            input file, an existing output (``overwrite`` false), an unusable output folder.
         ClusterError: (a RuntimeError) the dask cluster failed mid-run; nothing published.
         ResumeRefusedError: (a ValueError) resuming with other inputs or settings.
         ValueError: unreadable or misaligned input, bad argument (message names it),
@@ -110,20 +100,17 @@ def invert_file(
             geometry bands that make no geometry (the message lists the bands found and
             the layouts expected), local-surface bands that cannot be used.
     """
-    names = () if parameters is None else check_names(parameters)
-    operation = with_parameters(INVERT, names) if names else INVERT
+    same = same_pass(INVERT, parameters, "w", "w")
     run, product, options = front_end_options(run, product, solver, locals())
-    inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
-    call = dict(geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma)
     return run_on_cube(
-        operation,
-        inputs,
+        same.operation,
+        CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product),
         run=run,
         solver=options,
-        plan=lambda setup: same_pass_plan(_plan(setup, params), setup, INVERT, names, "w", "w"),
-        fields=operation.written(sigma=sigma),
-        layout=operation.layout(units),
-        call={**call, **({"parameters": list(names)} if names else {})},
+        plan=same.plan(lambda setup: _plan(setup, params)),
+        fields=same.operation.written(sigma=sigma),
+        layout=same.operation.layout(units),
+        call=same.call(geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma),
         command=command,
     )
 

@@ -15,12 +15,10 @@ from .._io.raster import CubeReader, check_aligned
 from .._normalize.standard import DEFAULT_STANDARD, standard_angles
 from .._operations.blocks import per_band_params
 from .._operations.normalize import NORMALIZE
-from .._operations.spectral import with_parameters
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary
-from .._spectral.products import check_names
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
-from .spectral import same_pass_plan
+from .spectral import same_pass
 
 __all__ = ["normalize_file"]
 
@@ -116,16 +114,13 @@ def normalize_file(
             1 band (per pixel) or one per cube band, replacing that field (roughness in
             degrees, the others in their units); NaN/nodata makes the pixel NONFINITE_INPUT.
         sigma: standard uncertainty of the cube's values in ``units``; writes OUT_sigma.
-        parameters: names of `lumaxlike.SPECTRAL_PRODUCTS` computed from each block's
-            normalised reflectance (in ``units``, as written) in the same pass, as
-            `invert_file`'s ``parameters`` are from w: ``OUT_<name>`` maps, recorded
-            with quantity ``"normalized"``; refused by name before any block runs.
+        parameters: spectral products of each block's normalised reflectance (as
+            written), as `invert_file`'s of w.
 
     Returns:
         `InversionSummary` (``verb`` "normalised").
     """
-    names = () if parameters is None else check_names(parameters)
-    operation = with_parameters(NORMALIZE, names) if names else NORMALIZE
+    same = same_pass(NORMALIZE, parameters, "reflectance", "normalized")
     run, product, options = front_end_options(run, product, solver, locals())
     standard = standard_angles(standard)
     if param_maps is not None and not isinstance(param_maps, Mapping):
@@ -138,21 +133,14 @@ def normalize_file(
     inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product, files)
     with contextlib.ExitStack() as stack:
         return run_on_cube(
-            operation,
+            same.operation,
             inputs,
             run=run,
             solver=options,
-            plan=lambda setup: same_pass_plan(
-                _plan(setup, params, standard, param_maps, stack),
-                setup,
-                NORMALIZE,
-                names,
-                "reflectance",
-                "normalized",
-            ),
-            fields=operation.written(sigma=sigma),
-            layout=operation.layout("radf" if units == "radiance" else units),  # I/F
-            call=dict(
+            plan=same.plan(lambda setup: _plan(setup, params, standard, param_maps, stack)),
+            fields=same.operation.written(sigma=sigma),
+            layout=same.operation.layout("radf" if units == "radiance" else units),  # I/F
+            call=same.call(
                 geometry=geometry,
                 dtm=dtm,
                 params=params,
@@ -160,7 +148,6 @@ def normalize_file(
                 standard=standard,
                 param_maps=param_maps or None,
                 sigma=sigma,
-                **({"parameters": list(names)} if names else {}),
             ),
             command=command,
         )

@@ -7,12 +7,18 @@ product: ``OUT`` the first, ``OUT_<name>`` the others (netCDF/zarr: one variable
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from .._operations.declaration import Operation
-from .._operations.spectral import SPECTRAL_PARAMETERS, SamePass, parameters_record
+from .._operations.spectral import (
+    SPECTRAL_PARAMETERS,
+    SamePass,
+    parameters_record,
+    with_parameters,
+)
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary
 from .._spectral.lucey import LuceyConstants
@@ -21,7 +27,7 @@ from .._spectral.wavelengths import DEFAULT_TOLERANCE, check_spectra
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .wavelengths import cube_wavelengths_um
 
-__all__ = ["same_pass_plan", "spectral_parameters_file"]
+__all__ = ["SamePassRun", "same_pass", "same_pass_plan", "spectral_parameters_file"]
 
 _REFLECTANCE_UNITS = ("r", "radf", "reff")
 
@@ -174,3 +180,38 @@ def same_pass_plan(
         amend={**plan.amend, "spectral_settings": record},
         journal={**(plan.journal or {}), "spectral": record},
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class SamePassRun:
+    """What a file front end (`invert_file`, `normalize_file`) runs with ``parameters=``:
+    ``operation`` (its own declaration, or it `with_parameters`), the product ``names``
+    (empty: none), the ``source`` map and the ``quantity`` it holds."""
+
+    own: Operation
+    names: tuple[str, ...]
+    source: str
+    quantity: str
+
+    @property
+    def operation(self) -> Operation:
+        """The declaration run: the front end's own, with the products' maps if any."""
+        return with_parameters(self.own, self.names) if self.names else self.own
+
+    def plan(self, plan: Callable[[Any], BlockPlan]) -> Callable[[Any], BlockPlan]:
+        """``plan`` (the front end's ``plan(setup)``) with the products (`same_pass_plan`)."""
+        return lambda setup: same_pass_plan(
+            plan(setup), setup, self.own, self.names, self.source, self.quantity
+        )
+
+    def call(self, **call) -> dict:
+        """``call`` (the keywords of the recorded call) and ``parameters`` (none without
+        products)."""
+        return {**call, "parameters": list(self.names)} if self.names else call
+
+
+def same_pass(operation: Operation, parameters, source: str, quantity: str) -> SamePassRun:
+    """`SamePassRun` of ``operation`` with ``parameters`` (None, or names of
+    `SPECTRAL_PRODUCTS`, checked here: unknown ones refused before any file is opened)."""
+    names = () if parameters is None else check_names(parameters)
+    return SamePassRun(operation, names, source, quantity)
