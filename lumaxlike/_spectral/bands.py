@@ -237,8 +237,9 @@ def _fit_minimum(
     """(centre [um], depth) of one pixel: the least-squares polynomial of `degree` through
     the finite bands of ``lowest +- fit_bands // 2`` inside the shoulders, in t =
     (wavelength - that of `lowest`) / the largest such distance, to the values less that
-    of `lowest` (a parabola by `_solve_parabola`, higher degrees by `_solve`), minimised
-    over the fitted bands' span (`_minimise`); NaN with `degree` or fewer such bands."""
+    of `lowest` (a parabola in closed form, `_fit_parabola`; higher degrees by `_solve`),
+    minimised over the fitted bands' span (`_minimise`); NaN with `degree` or fewer such
+    bands."""
     short, long = shoulders
     degree, fit_bands = fit
     half = fit_bands // 2
@@ -255,6 +256,8 @@ def _fit_minimum(
         return np.nan, np.nan
     if scale <= 0.0:
         scale = 1.0
+    if degree == 2:
+        return _fit_parabola(t, y, used, scale, wavelengths[lowest], removed[lowest])
     low, high = np.inf, -np.inf
     sums = scratch[2]  # sum of t^p over the used bands, p = 0 .. 2 degree
     sums[:] = 0.0
@@ -268,33 +271,45 @@ def _fit_minimum(
             if p <= degree:
                 normal[p, degree + 1] += power * y[k]
             power *= t[k]
+    for i in range(degree + 1):
+        for m in range(degree + 1):
+            normal[i, m] = sums[i + m]
     coef = scratch[3, : degree + 1]
-    if degree == 2:
-        _solve_parabola(sums, normal[:, 3], coef)
-    else:
-        for i in range(degree + 1):
-            for m in range(degree + 1):
-                normal[i, m] = sums[i + m]
-        _solve(normal, coef)
+    _solve(normal, coef)
     coef[0] += removed[lowest]
     best = _minimise(coef, low, high)
     return wavelengths[lowest] + best * scale, 1.0 - _polyval(coef, best)
 
 
 @cached_njit(error_model="numpy")
-def _solve_parabola(sums, right, x):  # pragma: no cover - numba
-    """x of the normal equations of a parabola, ``sum_m sums[i + m] x[m] = right[i]``
-    (i = 0, 1, 2), by Cramer's rule: the 3 x 3 Hankel matrix is symmetric positive
-    definite for 3 or more distinct points in t of order 1."""
-    s0, s1, s2, s3, s4 = sums[0], sums[1], sums[2], sums[3], sums[4]
-    b0, b1, b2 = right[0], right[1], right[2]
+def _fit_parabola(t, y, used, scale, origin, offset):  # pragma: no cover - numba
+    """`_fit_minimum` for a parabola: the least-squares ``y = c0 + c1 u + c2 u^2`` through
+    the first `used` points, ``u = t / scale``, by Cramer's rule on its normal equations
+    (their matrix, of the power sums of u in [-1, 1], is well conditioned for 3 or more
+    distinct points), its minimum on the points' span (the vertex where it opens upward,
+    else the lower end of the span; `_minimise`'s closed form); returns (centre
+    [um] = origin + u scale, depth = 1 - offset - the parabola there)."""
+    s0, s1, s2, s3, s4 = 0.0, 0.0, 0.0, 0.0, 0.0
+    b0, b1, b2 = 0.0, 0.0, 0.0
+    low, high = np.inf, -np.inf
+    for k in range(used):
+        u = t[k] / scale
+        u2 = u * u
+        low, high = min(low, u), max(high, u)
+        s0, s1, s2, s3, s4 = s0 + 1.0, s1 + u, s2 + u2, s3 + u2 * u, s4 + u2 * u2
+        b0, b1, b2 = b0 + y[k], b1 + u * y[k], b2 + u2 * y[k]
     # cofactors of the symmetric matrix [[s0, s1, s2], [s1, s2, s3], [s2, s3, s4]]
     c00, c01, c02 = s2 * s4 - s3 * s3, s2 * s3 - s1 * s4, s1 * s3 - s2 * s2
     c11, c12, c22 = s0 * s4 - s2 * s2, s1 * s2 - s0 * s3, s0 * s2 - s1 * s1
     det = s0 * c00 + s1 * c01 + s2 * c02
-    x[0] = (c00 * b0 + c01 * b1 + c02 * b2) / det
-    x[1] = (c01 * b0 + c11 * b1 + c12 * b2) / det
-    x[2] = (c02 * b0 + c12 * b1 + c22 * b2) / det
+    a0 = (c00 * b0 + c01 * b1 + c02 * b2) / det + offset
+    a1 = (c01 * b0 + c11 * b1 + c12 * b2) / det
+    a2 = (c02 * b0 + c12 * b1 + c22 * b2) / det
+    if a2 > 0:
+        u = min(max(-a1 / (2.0 * a2), low), high)
+    else:
+        u = low if a0 + (a1 + a2 * low) * low <= a0 + (a1 + a2 * high) * high else high
+    return origin + u * scale, 1.0 - (a0 + (a1 + a2 * u) * u)
 
 
 @cached_njit(error_model="numpy")
@@ -342,14 +357,9 @@ def _slope_curvature(coef, t):  # pragma: no cover - numba
 
 @cached_njit(error_model="numpy")
 def _minimise(coef, low, high):  # pragma: no cover - numba
-    """argmin of the polynomial on [low, high]: for a parabola its vertex (clamped to the
-    interval) where it opens upward, else the lower end (the first of equals); for higher
-    degrees the best of `_GRID` points, then Newton's steps on the derivative kept inside
-    the interval and kept only where they lower the value."""
-    if coef.size == 3:  # what the grid and Newton's steps give, in closed form
-        if coef[2] > 0:
-            return min(max(-coef[1] / (2.0 * coef[2]), low), high)
-        return low if _polyval(coef, low) <= _polyval(coef, high) else high
+    """argmin of the polynomial on [low, high]: the best of `_GRID` points, then Newton's
+    steps on the derivative kept inside the interval and kept only where they lower the
+    value (a parabola's minimum is `_fit_parabola`'s, in closed form)."""
     t, value = low, np.inf
     for k in range(_GRID):
         point = low + (high - low) * (k / (_GRID - 1))
