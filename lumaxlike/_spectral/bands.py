@@ -115,7 +115,7 @@ def analyse_band(spectra, wavelengths, good, band, degree, fit_bands, tolerance,
     )
     pixels, n_bands = spectra.shape[:-1], spectra.shape[-1]
     flat = np.ascontiguousarray(spectra.reshape(-1, n_bands))
-    out = np.empty((flat.shape[0], 6), np.float64)
+    out = np.empty((6, flat.shape[0]), np.float64)  # (each field contiguous)
     if flat.shape[0]:
         run_in_blocks(
             _band_kernel,
@@ -127,7 +127,7 @@ def analyse_band(spectra, wavelengths, good, band, degree, fit_bands, tolerance,
             (degree, fit_bands),
             out,
         )
-    fields = np.moveaxis(out.reshape(*pixels, 6), -1, 0)
+    fields = out.reshape(6, *pixels)
     return BandParameters(*fields)
 
 
@@ -138,7 +138,7 @@ def _band_kernel(
     """Blocks first to last - 1 of `BLOCK` pixels: each pixel's shoulders (`_shoulder`),
     its spectrum divided by the line through them, the area of 1 - that (`_removed`), its
     lowest finite band strictly between them, the polynomial's minimum around it
-    (`_fit_minimum`) and the area short-ward of it (`_short_area`); ``out[p]`` =
+    (`_fit_minimum`) and the area short-ward of it (`_short_area`); ``out[:, p]`` =
     (centre, depth, area, asymmetry, short shoulder, long shoulder [um]), the first four
     NaN where a shoulder is missing or they are not in order."""
     short_bands, short_fixed, long_bands, long_fixed = shoulders
@@ -152,10 +152,10 @@ def _band_kernel(
         for p in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
             short = _shoulder(spectra, p, short_bands, short_fixed)
             long = _shoulder(spectra, p, long_bands, long_fixed)
-            out[p, 4] = wavelengths[short] if short >= 0 else np.nan
-            out[p, 5] = wavelengths[long] if long >= 0 else np.nan
+            out[4, p] = wavelengths[short] if short >= 0 else np.nan
+            out[5, p] = wavelengths[long] if long >= 0 else np.nan
             if short < 0 or long <= short:
-                out[p, :4] = np.nan
+                out[:4, p] = np.nan
                 continue
             lowest, area = _removed(spectra, p, wavelengths, bad, short, long, removed)
             centre, depth = np.nan, np.nan
@@ -163,8 +163,8 @@ def _band_kernel(
                 centre, depth = _fit_minimum(
                     removed, wavelengths, lowest, (short, long), fit, scratch, normal
                 )
-            out[p, 0], out[p, 1], out[p, 2] = centre, depth, area
-            out[p, 3] = (area - 2.0 * _short_area(removed, wavelengths, short, centre)) / area
+            out[0, p], out[1, p], out[2, p] = centre, depth, area
+            out[3, p] = (area - 2.0 * _short_area(removed, wavelengths, short, centre)) / area
 
 
 @cached_njit(error_model="numpy")
