@@ -137,6 +137,8 @@ def test_products_the_bands_cannot_give_are_refused_by_name_before_any_block(
     argv += ["--c", "0.4", "--parameters", "OLINDEX3", "--out", str(out)]
     assert main(argv) == 2  # CRISM's kernels on M3's bands
     assert "OLINDEX3" in capsys.readouterr().err
+    assert main(["normalize", *argv[1:]]) == 2
+    assert "OLINDEX3" in capsys.readouterr().err
     assert list(tmp_path.glob("refused*")) == []
 
 
