@@ -14,6 +14,7 @@ from .options import (
     add_model_options,
     add_refl_sigma_option,
     add_run_options,
+    name_list,
     positive_float,
     positive_int,
 )
@@ -32,7 +33,8 @@ Invert a reflectance cube (GeoTIFF, ENVI, anything GDAL opens) for the single-sc
 albedo w per pixel and band, streaming it by blocks of rows.
 
 Writes OUT (w) and, for GeoTIFF/ENVI, siblings OUT_status, OUT_iterations, OUT_residual
-(and OUT_sigma with --refl-sigma); netCDF (.nc) and zarr (.zarr) hold them all in one dataset.
+(and OUT_sigma with --refl-sigma, OUT_<NAME> per spectral product with --parameters);
+netCDF (.nc) and zarr (.zarr) hold them all in one dataset.
 Every output records how it was made (lumaxlike version, model, Hapke parameters, units,
 solver, tol, max-iter, sigma, input files, this command line, the time; see
 lumaxlike.read_provenance), and --params-from reuses that record.
@@ -118,6 +120,17 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         choices=INPUT_UNITS,
         help=UNITS_HELP + ". Required, unless --params-from gives it",
     )
+    invert.add_argument(
+        "--parameters",
+        type=name_list,
+        metavar="NAMES",
+        help="comma-separated spectral products (e.g. BDI1000,FeO; `lumaxlike "
+        "parameters` lists them) computed in the same pass from each block's w (with "
+        "normalize: from the normalised reflectance), as `lumaxlike parameters` would "
+        "from the map written: one map each at OUT_<NAME> (netCDF/zarr: a variable "
+        "each); a product the cube's bands cannot give is refused by name before any "
+        "block runs (default: none)",
+    )
     _add_solver_options(invert)
     invert.set_defaults(handler=run)
     return invert
@@ -174,4 +187,12 @@ def run(args) -> int:
     bands = cube_bands(args.cube, settings["units"], args)
     params = model_from_options(args, bands, record)
     described = f"{args.cube} ({settings['units']}) -> {args.out}, solver {settings['solver']}"
-    return run_command(INVERT, args, args.cube, described=described, params=params, **settings)
+    return run_command(
+        INVERT,
+        args,
+        args.cube,
+        described=described,
+        params=params,
+        parameters=args.parameters or None,
+        **settings,
+    )

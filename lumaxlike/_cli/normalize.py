@@ -26,10 +26,11 @@ and the M3 and LROC WAC pipelines use), through the albedo w inverted at the pix
 geometry with the given Hapke model, streamed by blocks of rows.
 
 Writes OUT (the normalised cube, in --units, REFF with the standard incidence) and, for
-GeoTIFF/ENVI, siblings OUT_status (the inversion's status) and with --refl-sigma OUT_sigma;
-netCDF (.nc) and zarr (.zarr) hold them as reflectance, status, sigma. Every option of
-`lumaxlike invert` works the same here; outputs record how they were made, the standard
-geometry and parameter maps included.
+GeoTIFF/ENVI, siblings OUT_status (the inversion's status), with --refl-sigma OUT_sigma and
+with --parameters OUT_<NAME> per spectral product of the normalised reflectance; netCDF
+(.nc) and zarr (.zarr) hold them as reflectance, status, sigma and one variable per
+product. Every option of `lumaxlike invert` works the same here; outputs record how they
+were made, the standard geometry and parameter maps included.
 """
 
 EPILOG = """\
@@ -130,6 +131,7 @@ def run(args) -> int:
             params=params,
             standard=standard,
             param_maps=param_maps or None,
+            parameters=args.parameters or None,
             **settings,
         )
     except ValueError as error:

@@ -8,6 +8,7 @@ from .._operations.invert import INVERT
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
+from .spectral import same_pass
 
 __all__ = ["InversionSummary", "invert_file"]
 
@@ -38,6 +39,7 @@ def invert_file(
     wavelengths_from=None,
     thermal_bands="keep",
     resume=False,
+    parameters=None,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
 ) -> InversionSummary:
@@ -63,9 +65,8 @@ def invert_file(
         dtm: optional DTM path (heights [m], projected CRS, same grid) for local normals.
         surface: with both ellipsoid and local-surface angles: ``"auto"`` (the local
             surface when given), ``"local"`` (required) or ``"ellipsoid"``; recorded.
-        params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction`
-            (the w map then holds its albedo A, solved in closed form), or a sequence of
-            one per band.
+        params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction` (the w map then
+            holds its albedo A, solved in closed form), or a sequence of one per band.
         solver: ``"jax"`` or ``"numba"``, or a `lumaxlike.SolverOptions` (``max_iter`` and
             ``tol``, keywords for the simple case, are its fields: None for
             `lumaxlike.invert`'s defaults).
@@ -75,6 +76,8 @@ def invert_file(
             contradict it is refused before any work.
         sigma: standard uncertainty of the cube's values, in ``units``; when given the
             sigma map of w is written too.
+        parameters: names of `lumaxlike.SPECTRAL_PRODUCTS` made from each block's w in
+            the same pass: ``OUT_<name>`` maps (docs/spectral-parameters.md).
         command: the command line to record in the outputs' provenance (see
             `lumaxlike.read_provenance`); None records this Python call.
         run: a `lumaxlike.RunOptions` (``workers``, ``scheduler``, ``chunk_rows``,
@@ -88,9 +91,8 @@ def invert_file(
         `InversionSummary` with output paths, throughput and status counts.
 
     Raises:
-        FileNotFoundError: an input file does not exist.
-        FileExistsError: an output exists and ``overwrite`` is false.
-        NotADirectoryError, PermissionError: the output folder is unusable.
+        FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError: a missing
+            input file, an existing output (``overwrite`` false), an unusable output folder.
         ClusterError: (a RuntimeError) the dask cluster failed mid-run; nothing published.
         ResumeRefusedError: (a ValueError) resuming with other inputs or settings.
         ValueError: unreadable or misaligned input, bad argument (message names it),
@@ -98,17 +100,17 @@ def invert_file(
             geometry bands that make no geometry (the message lists the bands found and
             the layouts expected), local-surface bands that cannot be used.
     """
+    same = same_pass(INVERT, parameters, "w", "w")
     run, product, options = front_end_options(run, product, solver, locals())
-    inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
     return run_on_cube(
-        INVERT,
-        inputs,
+        same.operation,
+        CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product),
         run=run,
         solver=options,
-        plan=lambda setup: _plan(setup, params),
-        fields=INVERT.written(sigma=sigma),
-        layout=INVERT.layout(units),
-        call=dict(geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma),
+        plan=same.plan(lambda setup: _plan(setup, params)),
+        fields=same.operation.written(sigma=sigma),
+        layout=same.operation.layout(units),
+        call=same.call(geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma),
         command=command,
     )
 

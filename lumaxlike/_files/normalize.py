@@ -18,6 +18,7 @@ from .._operations.normalize import NORMALIZE
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
+from .spectral import same_pass
 
 __all__ = ["normalize_file"]
 
@@ -82,6 +83,7 @@ def normalize_file(
     wavelengths_from=None,
     thermal_bands="keep",
     resume=False,
+    parameters=None,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
 ) -> InversionSummary:
@@ -112,10 +114,13 @@ def normalize_file(
             1 band (per pixel) or one per cube band, replacing that field (roughness in
             degrees, the others in their units); NaN/nodata makes the pixel NONFINITE_INPUT.
         sigma: standard uncertainty of the cube's values in ``units``; writes OUT_sigma.
+        parameters: spectral products of each block's normalised reflectance (as
+            written), as `invert_file`'s of w.
 
     Returns:
         `InversionSummary` (``verb`` "normalised").
     """
+    same = same_pass(NORMALIZE, parameters, "reflectance", "normalized")
     run, product, options = front_end_options(run, product, solver, locals())
     standard = standard_angles(standard)
     if param_maps is not None and not isinstance(param_maps, Mapping):
@@ -128,14 +133,14 @@ def normalize_file(
     inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product, files)
     with contextlib.ExitStack() as stack:
         return run_on_cube(
-            NORMALIZE,
+            same.operation,
             inputs,
             run=run,
             solver=options,
-            plan=lambda setup: _plan(setup, params, standard, param_maps, stack),
-            fields=NORMALIZE.written(sigma=sigma),
-            layout=NORMALIZE.layout("radf" if units == "radiance" else units),  # I/F
-            call=dict(
+            plan=same.plan(lambda setup: _plan(setup, params, standard, param_maps, stack)),
+            fields=same.operation.written(sigma=sigma),
+            layout=same.operation.layout("radf" if units == "radiance" else units),  # I/F
+            call=same.call(
                 geometry=geometry,
                 dtm=dtm,
                 params=params,

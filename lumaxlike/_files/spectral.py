@@ -6,11 +6,19 @@ product: ``OUT`` the first, ``OUT_<name>`` the others (netCDF/zarr: one variable
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from .._operations.spectral import SPECTRAL_PARAMETERS, parameters_record
+from .._operations.declaration import Operation
+from .._operations.spectral import (
+    SPECTRAL_PARAMETERS,
+    SamePass,
+    parameters_record,
+    with_parameters,
+)
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary
 from .._spectral.lucey import LuceyConstants
@@ -19,7 +27,7 @@ from .._spectral.wavelengths import DEFAULT_TOLERANCE, check_spectra
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .wavelengths import cube_wavelengths_um
 
-__all__ = ["spectral_parameters_file"]
+__all__ = ["SamePassRun", "same_pass", "same_pass_plan", "spectral_parameters_file"]
 
 _REFLECTANCE_UNITS = ("r", "radf", "reff")
 
@@ -124,16 +132,22 @@ def _read_units(units, quantity) -> str:
     return units
 
 
-def _plan(setup, names, quantity, lucey, tolerance) -> BlockPlan:
-    """The products checked against the cube's bands (refused by name before any work),
-    the record of the run and what a resume must match."""
+def _prepared(setup, names, lucey=None, tolerance=DEFAULT_TOLERANCE):
+    """The products checked against the opened cube's bands [um] and bad bands (refused
+    by name before any work)."""
     info = setup.info
     wavelengths = cube_wavelengths_um(info)
     _, wavelengths, good = check_spectra(
         np.zeros((1, info.bands)), wavelengths, np.asarray(setup.cube.bad_bands, bool)
     )
-    prepared = prepare_products(names, wavelengths, good, lucey=lucey, tolerance=tolerance)
-    record = parameters_record(quantity, prepared, info.bands)
+    return prepare_products(names, wavelengths, good, lucey=lucey, tolerance=tolerance)
+
+
+def _plan(setup, names, quantity, lucey, tolerance) -> BlockPlan:
+    """The products checked against the cube's bands (refused by name before any work),
+    the record of the run and what a resume must match."""
+    prepared = _prepared(setup, names, lucey, tolerance)
+    record = parameters_record(quantity, prepared, setup.info.bands)
     return BlockPlan(
         params=None,
         recorded_params=[],
@@ -142,3 +156,62 @@ def _plan(setup, names, quantity, lucey, tolerance) -> BlockPlan:
         amend={"spectral_settings": record},
         journal=record,
     )
+
+
+def same_pass_plan(
+    plan: BlockPlan, setup, operation: Operation, names, source: str, quantity: str
+) -> BlockPlan:
+    """``plan`` (``operation``'s, for the opened cube) with the spectral products
+    ``names`` of its ``source`` map in the same pass (`with_parameters`): the products
+    checked against the cube's bands (refused by name before any block runs), the block
+    task's ``same_pass`` keyword, the record's ``spectral_settings`` (``quantity``: what
+    ``source`` holds, ``"w"`` or ``"normalized"``; the wavelengths each product read)
+    and what a resume must match. ``plan`` unchanged when ``names`` is empty."""
+    if not names:
+        return plan
+    prepared = _prepared(setup, names)
+    dtype = setup.info.dtype if np.dtype(setup.info.dtype).kind == "f" else np.float64
+    same = SamePass(operation.block_task, source, prepared, np.dtype(dtype))
+    inner = plan.extra
+    record = {**parameters_record(quantity, prepared, setup.info.bands), "map": source}
+    return dataclasses.replace(
+        plan,
+        extra=lambda rows: {**({} if inner is None else inner(rows)), "same_pass": same},
+        amend={**plan.amend, "spectral_settings": record},
+        journal={**(plan.journal or {}), "spectral": record},
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SamePassRun:
+    """What a file front end (`invert_file`, `normalize_file`) runs with ``parameters=``:
+    ``operation`` (its own declaration, or it `with_parameters`), the product ``names``
+    (empty: none), the ``source`` map and the ``quantity`` it holds."""
+
+    own: Operation
+    names: tuple[str, ...]
+    source: str
+    quantity: str
+
+    @property
+    def operation(self) -> Operation:
+        """The declaration run: the front end's own, with the products' maps if any."""
+        return with_parameters(self.own, self.names) if self.names else self.own
+
+    def plan(self, plan: Callable[[Any], BlockPlan]) -> Callable[[Any], BlockPlan]:
+        """``plan`` (the front end's ``plan(setup)``) with the products (`same_pass_plan`)."""
+        return lambda setup: same_pass_plan(
+            plan(setup), setup, self.own, self.names, self.source, self.quantity
+        )
+
+    def call(self, **call) -> dict:
+        """``call`` (the keywords of the recorded call) and ``parameters`` (none without
+        products)."""
+        return {**call, "parameters": list(self.names)} if self.names else call
+
+
+def same_pass(operation: Operation, parameters, source: str, quantity: str) -> SamePassRun:
+    """`SamePassRun` of ``operation`` with ``parameters`` (None, or names of
+    `SPECTRAL_PRODUCTS`, checked here: unknown ones refused before any file is opened)."""
+    names = () if parameters is None else check_names(parameters)
+    return SamePassRun(operation, names, source, quantity)

@@ -115,7 +115,7 @@ def analyse_band(spectra, wavelengths, good, band, degree, fit_bands, tolerance,
     )
     pixels, n_bands = spectra.shape[:-1], spectra.shape[-1]
     flat = np.ascontiguousarray(spectra.reshape(-1, n_bands))
-    out = np.empty((flat.shape[0], 6), np.float64)
+    out = np.empty((6, flat.shape[0]), np.float64)  # (each field contiguous)
     if flat.shape[0]:
         run_in_blocks(
             _band_kernel,
@@ -127,7 +127,7 @@ def analyse_band(spectra, wavelengths, good, band, degree, fit_bands, tolerance,
             (degree, fit_bands),
             out,
         )
-    fields = np.moveaxis(out.reshape(*pixels, 6), -1, 0)
+    fields = out.reshape(6, *pixels)
     return BandParameters(*fields)
 
 
@@ -136,56 +136,97 @@ def _band_kernel(
     first, last, spectra, wavelengths, good, shoulders, fit, out
 ):  # pragma: no cover - numba
     """Blocks first to last - 1 of `BLOCK` pixels: each pixel's shoulders (`_shoulder`),
-    its spectrum divided by the line through them (float64), its lowest finite band
-    strictly between them, the polynomial's minimum around it (`_fit_minimum`) and the
-    areas (`_areas`); ``out[p]`` = (centre, depth, area, asymmetry, short shoulder,
-    long shoulder [um]), the first four NaN where a shoulder is missing or they are not
-    in order."""
+    its spectrum divided by the line through them, the area of 1 - that (`_removed`), its
+    lowest finite band strictly between them, the polynomial's minimum around it
+    (`_fit_minimum`) and the area short-ward of it (`_short_area`); ``out[:, p]`` =
+    (centre, depth, area, asymmetry, short shoulder, long shoulder [um]), the first four
+    NaN where a shoulder is missing or they are not in order."""
     short_bands, short_fixed, long_bands, long_fixed = shoulders
     degree, fit_bands = fit
     n_pixels, n_bands = spectra.shape
     removed = np.empty(n_bands, np.float64)
+    bad = np.where(good, 0.0, np.nan)  # added to a band's value: NaN where bad
     scratch = np.empty((4, max(fit_bands, 2 * degree + 1)), np.float64)
     normal = np.empty((degree + 1, degree + 2), np.float64)
     for block in range(first, last):
         for p in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
-            y = spectra[p]
-            short = _shoulder(y, short_bands, short_fixed)
-            long = _shoulder(y, long_bands, long_fixed)
-            out[p, 4] = wavelengths[short] if short >= 0 else np.nan
-            out[p, 5] = wavelengths[long] if long >= 0 else np.nan
+            short = _shoulder(spectra, p, short_bands, short_fixed)
+            long = _shoulder(spectra, p, long_bands, long_fixed)
+            out[4, p] = wavelengths[short] if short >= 0 else np.nan
+            out[5, p] = wavelengths[long] if long >= 0 else np.nan
             if short < 0 or long <= short:
-                out[p, :4] = np.nan
+                out[:4, p] = np.nan
                 continue
-            ya, yb = np.float64(y[short]), np.float64(y[long])
-            xa = wavelengths[short]
-            slope = (yb - ya) / (wavelengths[long] - xa)
-            lowest, lowest_value = -1, np.inf
-            for j in range(short, long + 1):
-                line = ya + slope * (wavelengths[j] - xa)
-                removed[j] = y[j] / line if good[j] else np.nan
-                if short < j < long and math.isfinite(removed[j]) and removed[j] < lowest_value:
-                    lowest, lowest_value = j, removed[j]
+            lowest, area = _removed(spectra, p, wavelengths, bad, short, long, removed)
             centre, depth = np.nan, np.nan
             if lowest >= 0:
                 centre, depth = _fit_minimum(
                     removed, wavelengths, lowest, (short, long), fit, scratch, normal
                 )
-            out[p, 0], out[p, 1] = centre, depth
-            out[p, 2], out[p, 3] = _areas(removed, wavelengths, short, long, centre)
+            out[0, p], out[1, p], out[2, p] = centre, depth, area
+            out[3, p] = (area - 2.0 * _short_area(removed, wavelengths, short, centre)) / area
 
 
 @cached_njit(error_model="numpy")
-def _shoulder(y, bands, fixed):  # pragma: no cover - numba
-    """A shoulder's band index in one spectrum: ``bands[0]`` when `fixed`, else the band
-    of `bands` with the highest finite value (the first of equals), -1 when none is
-    finite."""
+def _removed(spectra, p, wavelengths, bad, short, long, removed):  # pragma: no cover - numba
+    """Pixel `p`'s spectrum divided by the line through its shoulders, into
+    ``removed[short:long + 1]`` (NaN at bad bands); returns (its lowest finite band
+    strictly between the shoulders, or -1; the trapezoid area [um] of 1 - it over its
+    finite bands, bridging NaN ones)."""
+    ya, yb = np.float64(spectra[p, short]), np.float64(spectra[p, long])
+    xa = wavelengths[short]
+    slope = (yb - ya) / (wavelengths[long] - xa)
+    lowest, lowest_value = -1, np.inf
+    area, previous = 0.0, -1
+    for j in range(short, long + 1):
+        value = spectra[p, j] / (ya + slope * (wavelengths[j] - xa)) + bad[j]
+        removed[j] = value
+        if not math.isfinite(value):
+            continue
+        if value < lowest_value and short < j < long:
+            lowest, lowest_value = j, value
+        if previous >= 0:
+            area += (wavelengths[j] - wavelengths[previous]) * (2.0 - removed[previous] - value)
+        previous = j
+    return lowest, area / 2
+
+
+@cached_njit(error_model="numpy")
+def _short_area(removed, wavelengths, short, centre):  # pragma: no cover - numba
+    """Trapezoid area [um] of 1 - `removed` over its finite bands from `short` to
+    `centre` [um] (the last one cut at the centre); NaN for a NaN centre."""
+    if not math.isfinite(centre):
+        return np.nan
+    area, previous = 0.0, -1
+    j = short
+    while j < removed.size:
+        if math.isfinite(removed[j]):
+            if previous >= 0:
+                x0, x1 = wavelengths[previous], wavelengths[j]
+                y0, y1 = 1.0 - removed[previous], 1.0 - removed[j]
+                if centre >= x1:  # the whole segment lies short-ward of the centre
+                    area += (x1 - x0) * (y0 + y1) / 2
+                else:
+                    fraction = max(centre - x0, 0.0) / (x1 - x0)
+                    y_split = y0 + fraction * (y1 - y0)
+                    return area + fraction * (x1 - x0) * (y0 + y_split) / 2
+            previous = j
+        j += 1
+    return area
+
+
+@cached_njit(error_model="numpy")
+def _shoulder(spectra, p, bands, fixed):  # pragma: no cover - numba
+    """A shoulder's band index in pixel `p`'s spectrum: ``bands[0]`` when `fixed`, else
+    the band of `bands` with the highest finite value (the first of equals), -1 when none
+    is finite."""
     if fixed:
         return bands[0]
     best, value = -1, -np.inf
     for band in bands:
-        if math.isfinite(y[band]) and (best < 0 or y[band] > value):
-            best, value = band, y[band]
+        here = spectra[p, band]
+        if math.isfinite(here) and (best < 0 or here > value):
+            best, value = band, here
     return best
 
 
@@ -195,8 +236,10 @@ def _fit_minimum(
 ):  # pragma: no cover - numba
     """(centre [um], depth) of one pixel: the least-squares polynomial of `degree` through
     the finite bands of ``lowest +- fit_bands // 2`` inside the shoulders, in t =
-    (wavelength - that of `lowest`) / the largest such distance, minimised over the fitted
-    bands' span (`_minimise`); NaN with `degree` or fewer such bands."""
+    (wavelength - that of `lowest`) / the largest such distance, to the values less that
+    of `lowest` (a parabola in closed form, `_fit_parabola`; higher degrees by `_solve`),
+    minimised over the fitted bands' span (`_minimise`); NaN with `degree` or fewer such
+    bands."""
     short, long = shoulders
     degree, fit_bands = fit
     half = fit_bands // 2
@@ -206,13 +249,15 @@ def _fit_minimum(
     for index in range(max(lowest - half, short), min(lowest + half, long) + 1):
         if math.isfinite(removed[index]):
             t[used] = wavelengths[index] - wavelengths[lowest]
-            y[used] = removed[index]
+            y[used] = removed[index] - removed[lowest]  # (a flat spectrum: exactly 0)
             scale = max(scale, abs(t[used]))
             used += 1
     if used <= degree:
         return np.nan, np.nan
     if scale <= 0.0:
         scale = 1.0
+    if degree == 2:
+        return _fit_parabola(t, y, used, scale, wavelengths[lowest], removed[lowest])
     low, high = np.inf, -np.inf
     sums = scratch[2]  # sum of t^p over the used bands, p = 0 .. 2 degree
     sums[:] = 0.0
@@ -231,8 +276,40 @@ def _fit_minimum(
             normal[i, m] = sums[i + m]
     coef = scratch[3, : degree + 1]
     _solve(normal, coef)
+    coef[0] += removed[lowest]
     best = _minimise(coef, low, high)
     return wavelengths[lowest] + best * scale, 1.0 - _polyval(coef, best)
+
+
+@cached_njit(error_model="numpy")
+def _fit_parabola(t, y, used, scale, origin, offset):  # pragma: no cover - numba
+    """`_fit_minimum` for a parabola: the least-squares ``y = c0 + c1 u + c2 u^2`` through
+    the first `used` points, ``u = t / scale``, by Cramer's rule on its normal equations
+    (their matrix, of the power sums of u in [-1, 1], is well conditioned for 3 or more
+    distinct points), its minimum on the points' span (the vertex where it opens upward,
+    else the lower end of the span; `_minimise`'s closed form); returns (centre
+    [um] = origin + u scale, depth = 1 - offset - the parabola there)."""
+    s0, s1, s2, s3, s4 = 0.0, 0.0, 0.0, 0.0, 0.0
+    b0, b1, b2 = 0.0, 0.0, 0.0
+    low, high = np.inf, -np.inf
+    for k in range(used):
+        u = t[k] / scale
+        u2 = u * u
+        low, high = min(low, u), max(high, u)
+        s0, s1, s2, s3, s4 = s0 + 1.0, s1 + u, s2 + u2, s3 + u2 * u, s4 + u2 * u2
+        b0, b1, b2 = b0 + y[k], b1 + u * y[k], b2 + u2 * y[k]
+    # cofactors of the symmetric matrix [[s0, s1, s2], [s1, s2, s3], [s2, s3, s4]]
+    c00, c01, c02 = s2 * s4 - s3 * s3, s2 * s3 - s1 * s4, s1 * s3 - s2 * s2
+    c11, c12, c22 = s0 * s4 - s2 * s2, s1 * s2 - s0 * s3, s0 * s2 - s1 * s1
+    det = s0 * c00 + s1 * c01 + s2 * c02
+    a0 = (c00 * b0 + c01 * b1 + c02 * b2) / det + offset
+    a1 = (c01 * b0 + c11 * b1 + c12 * b2) / det
+    a2 = (c02 * b0 + c12 * b1 + c22 * b2) / det
+    if a2 > 0:
+        u = min(max(-a1 / (2.0 * a2), low), high)
+    else:
+        u = low if a0 + (a1 + a2 * low) * low <= a0 + (a1 + a2 * high) * high else high
+    return origin + u * scale, 1.0 - (a0 + (a1 + a2 * u) * u)
 
 
 @cached_njit(error_model="numpy")
@@ -282,7 +359,7 @@ def _slope_curvature(coef, t):  # pragma: no cover - numba
 def _minimise(coef, low, high):  # pragma: no cover - numba
     """argmin of the polynomial on [low, high]: the best of `_GRID` points, then Newton's
     steps on the derivative kept inside the interval and kept only where they lower the
-    value (exact in one step for a parabola)."""
+    value (a parabola's minimum is `_fit_parabola`'s, in closed form)."""
     t, value = low, np.inf
     for k in range(_GRID):
         point = low + (high - low) * (k / (_GRID - 1))
@@ -296,29 +373,3 @@ def _minimise(coef, low, high):  # pragma: no cover - numba
         if _polyval(coef, step) <= _polyval(coef, t):
             t = step
     return t
-
-
-@cached_njit(error_model="numpy")
-def _areas(removed, wavelengths, short, long, centre):  # pragma: no cover - numba
-    """(area [um], asymmetry) of one pixel: trapezoids of 1 - `removed` over the finite
-    bands from shoulder to shoulder (bridging NaN ones), split at `centre`."""
-    area, short_area = 0.0, 0.0
-    previous = -1
-    for j in range(short, long + 1):
-        if not math.isfinite(removed[j]):
-            continue
-        if previous >= 0:
-            x0, x1 = wavelengths[previous], wavelengths[j]
-            y0, y1 = 1.0 - removed[previous], 1.0 - removed[j]
-            width = x1 - x0
-            area += width * (y0 + y1) / 2
-            if centre >= x1:  # the whole segment lies short-ward of the centre
-                short_area += width * (y0 + y1) / 2
-            elif centre > x0:
-                fraction = (centre - x0) / width
-                y_split = y0 + fraction * (y1 - y0)
-                short_area += fraction * width * (y0 + y_split) / 2
-        previous = j
-    if not math.isfinite(centre):
-        short_area = np.nan
-    return area, (area - 2.0 * short_area) / area

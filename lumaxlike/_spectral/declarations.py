@@ -82,7 +82,8 @@ def wavelengths_read(product, located: Mapping[Kernel, Located], wavelengths, go
 class ProductInputs:
     """What a product's function reads: ``R(wavelength, width)``, the (...) kernel median
     at a declared band; ``W(wavelength)``, that band's own wavelength [um]; ``band(...)``,
-    a `BandParameters` analysis (kept for the products that share it); ``constants``."""
+    a `BandParameters` analysis; ``constants``. ``analyses`` keeps the analyses and the
+    kernel values of one block for the products that share them."""
 
     spectra: np.ndarray
     wavelengths: np.ndarray
@@ -93,8 +94,13 @@ class ProductInputs:
     analyses: dict = dataclasses.field(default_factory=dict)
 
     def R(self, wavelength: float, width: int = 1) -> np.ndarray:  # noqa: N802 - the papers' name
-        """(...) median of the `width` bands around the band nearest `wavelength` [um]."""
-        return kernel_value(self.spectra, self.located[Kernel(wavelength, width)])
+        """(...) median of the `width` bands around the band nearest `wavelength` [um]
+        (read once per block: kept, contiguous, with the analyses)."""
+        located = self.located[Kernel(wavelength, width)]
+        key = ("R", located.start, located.stop)
+        if key not in self.analyses:
+            self.analyses[key] = np.array(kernel_value(self.spectra, located), order="C")
+        return self.analyses[key]
 
     def W(self, wavelength: float) -> float:  # noqa: N802 - the papers' name
         """Wavelength [um] of the cube's band nearest `wavelength` (as declared)."""

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .declarations import ProductInputs, SpectralProduct, line_at
+from .._model.numba_cache import cached_njit
+from .._model.numba_threads import run_in_blocks
+from .continuum import BLOCK
+from .declarations import ProductInputs, SpectralProduct
 from .wavelengths import Kernel
 
 __all__ = ["M3_PRODUCTS"]
@@ -22,7 +25,7 @@ _CLOUTIS = "Cloutis et al. 1986, JGR 91, 11641"
 BDI1000_BANDS = tuple(round(0.789 + 0.020 * n, 6) for n in range(27))
 BDI2000_BANDS = tuple(round(1.658 + 0.040 * n, 6) for n in range(22))
 # The continuum lines: the M3 pipeline's 1 um and 2 um continuum-slope anchors
-# (1um_Slope: R699, R1579; 2um_Slope: R1578, R2538)
+# (1um_Slope: R699, R1579; 2um_Slope: R1578, R2538), single bands (`_bdi` reads them so)
 BDI1000_CONTINUUM = (Kernel(0.699), Kernel(1.579))
 BDI2000_CONTINUUM = (Kernel(1.578), Kernel(2.538))
 
@@ -32,11 +35,37 @@ BAND2 = ((1.15, 1.75), (2.40, 2.60))
 
 
 def _bdi(inputs: ProductInputs, bands, continuum) -> np.ndarray:
-    total = 0.0
-    for wavelength in bands:
-        line = line_at(inputs, continuum[0], continuum[1], wavelength)
-        total = total + (1.0 - inputs.R(wavelength) / line)
-    return np.asarray(total)
+    """sum over `bands` of 1 - R / Rc, Rc the line through the `continuum` bands (single
+    bands, as declared) at each band's own wavelength (`line_at`'s line): one numba pass
+    over the pixels (`_bdi_kernel`), float64 inside."""
+    low, high = (inputs.located[kernel] for kernel in continuum)
+    index = np.array([low.index, high.index] + [inputs.located[Kernel(w)].index for w in bands])
+    weight = (np.array([inputs.W(w) for w in bands]) - low.wavelength) / (
+        high.wavelength - low.wavelength
+    )
+    pixels, n_bands = inputs.spectra.shape[:-1], inputs.spectra.shape[-1]
+    flat = np.ascontiguousarray(inputs.spectra.reshape(-1, n_bands))
+    out = np.empty(flat.shape[0], np.float64)
+    if flat.shape[0]:
+        blocks = (flat.shape[0] + BLOCK - 1) // BLOCK
+        run_in_blocks(_bdi_kernel, blocks, flat, index.astype(np.int64), weight, out)
+    return out.reshape(pixels)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _bdi_kernel(first, last, spectra, index, weight, out):  # pragma: no cover - numba
+    """Blocks first to last - 1 of `BLOCK` pixels: ``out[p]`` = sum_k 1 - spectra[p,
+    index[k + 2]] / ((1 - weight[k]) spectra[p, index[0]] + weight[k] spectra[p,
+    index[1]])."""
+    n_pixels = spectra.shape[0]
+    for block in range(first, last):
+        for p in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
+            low, high = np.float64(spectra[p, index[0]]), np.float64(spectra[p, index[1]])
+            total = 0.0
+            for k in range(weight.size):
+                line = (1.0 - weight[k]) * low + weight[k] * high
+                total += 1.0 - spectra[p, index[k + 2]] / line
+            out[p] = total
 
 
 def bdi1000(inputs: ProductInputs) -> np.ndarray:
