@@ -20,6 +20,7 @@ from .._model.family import jax_equations_for
 from .._model.forward import precision_scope
 from .._model.jax_model import pixel_terms
 from .._status import Status
+from .optical import settled
 from .simplex_qp import MULTIPLIER_FLOOR, PIVOT_FLOOR
 
 __all__ = ["solve_optical_jax"]
@@ -110,7 +111,7 @@ def _decrease(x, trial, hessian, gradient):
     return -(2.0 * d @ gradient + d @ hessian @ d), jnp.max(jnp.abs(d))
 
 
-def _iteration(state, equations, box, p, tol):
+def _iteration(state, equations, box, p, n_bands, tol):
     """One LM iteration of one pixel: state = (x, cost, hessian, gradient, damping, growth,
     done, iteration); box = (lower, upper, fixed); `optical_numba._solve_pixel`'s loop."""
     lower, upper, fixed = box
@@ -122,10 +123,14 @@ def _iteration(state, equations, box, p, tol):
     held_t = _held(trial, gradient_t, hessian_t, lower, upper, fixed, p)
     newton, newton_ok = _step(trial, hessian_t, gradient_t, 0.0, held_t, lower, upper, p)
     newton_decrease, newton_size = _decrease(trial, newton, hessian_t, gradient_t)
-    newton_decrease = jnp.where(newton_ok, newton_decrease, jnp.inf)
+    # not where the bounds cut the step into no decrease: not the last step
+    newton_decrease = jnp.where(newton_ok & (newton_decrease >= 0.0), newton_decrease, jnp.inf)
     newton_size = jnp.where(newton_ok, newton_size, jnp.inf)
     accept = _lm.accepted(cost, cost_t) & ok
-    finished = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol) & ok
+    finished = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
+    newton_metric = jnp.where(newton_ok, (newton - trial) @ hessian_t @ (newton - trial), jnp.inf)
+    finished = finished | settled(accept, newton_metric, cost_t, n_bands, p)
+    finished = finished & ok
     new_damping, new_growth = _lm.next_damping(
         accept,
         _lm.gain_ratio(cost, cost_t, predicted),
@@ -183,7 +188,8 @@ def _solve_pixel(pixel, params, constants, weights, bounds, tol, *, max_iter, ke
         variants=variants,
     )
     cost, hessian, gradient = equations(start)
-    body = partial(_iteration, equations=equations, box=(lower, upper, fixed), p=p, tol=tol)
+    box = (lower, upper, fixed)
+    body = partial(_iteration, equations=equations, box=box, p=p, n_bands=refl.shape[0], tol=tol)
 
     def cond(state):
         return ~state[6] & (state[7] < max_iter)

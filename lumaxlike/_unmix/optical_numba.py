@@ -32,6 +32,7 @@ from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._model.numba_threads import run_in_blocks
 from .._status import Status
+from . import optical
 from .simplex_qp import MULTIPLIER_FLOOR, scaled_cholesky, scaled_solve
 
 __all__ = ["solve_optical_numba", "project_simplex"]
@@ -45,6 +46,7 @@ converged = _rules.converged
 damped_diagonal = _rules.damped_diagonal
 pinned = _rules.pinned
 pixel_terms = numba_equations.pixel_terms
+settled = numba.njit(error_model="numpy")(optical.settled)
 reflectance_and_slope = numba_equations.reflectance_and_slope
 band_terms = slab_twins("numba").slab_band_terms
 slopes_from_terms = slab_twins("numba").slab_slopes_from_terms
@@ -89,27 +91,33 @@ def _band_table(optics):
 
 @numba.njit(error_model="numpy")
 def _normal_equations(x, p, terms, table, s, refl, weights, out):
-    """Weighted cost at x, with J^T J and J^T f into out = (hessian, gradient, column)
-    (the lower triangle mirrored); table from `_band_table`."""
-    hessian, gradient, column = out
+    """Weighted cost at x, with J^T J and J^T f into out = (hessian, gradient, column,
+    grain) (the lower triangle mirrored; column and grain scratch); table from
+    `_band_table`."""
+    hessian, gradient, column, grain = out
     size = 2 * p + 1
     for a in range(size):
         gradient[a] = 0.0
         for b in range(size):
             hessian[a, b] = 0.0
+    for j in range(p):
+        grain[j] = math.exp(x[p + j])
     cost = 0.0
     phi = x[2 * p]
     for band in range(refl.shape[0]):
         w_mix = 0.0
         dphi = 0.0
         for j in range(p):
-            grain = math.exp(x[p + j])
-            row = table[band, j]
-            w, dw_dd, dw_df, _ = slopes_from_terms(
-                (row[0], row[1], row[2], row[3], row[4]), grain, s[j], phi, 0.0
+            band_j = (
+                table[band, j, 0],
+                table[band, j, 1],
+                table[band, j, 2],
+                table[band, j, 3],
+                table[band, j, 4],
             )
+            w, dw_dd, dw_df, _ = slopes_from_terms(band_j, grain[j], s[j], phi, 0.0)
             column[j] = w
-            column[p + j] = x[j] * dw_dd * grain
+            column[p + j] = x[j] * dw_dd * grain[j]
             dphi += x[j] * dw_df
             w_mix += x[j] * w
         column[2 * p] = dphi
@@ -233,7 +241,7 @@ def _decrease(x, trial, hessian, gradient):
 @numba.njit(error_model="numpy")
 def _work(size):
     """One block's scratch: (x, trial, newton, hessian, gradient, hessian_trial,
-    gradient_trial, column, held, (system, factor, scale, rhs, y))."""
+    gradient_trial, column, held, (system, factor, scale, rhs, y), grain)."""
     matrix = (size, size)
     return (
         np.empty(size),
@@ -246,19 +254,25 @@ def _work(size):
         np.empty(size),
         np.empty(size, np.bool_),
         (np.empty(matrix), np.empty(matrix), np.empty(size), np.empty(size), np.empty(size)),
+        np.empty(size),
     )
 
 
 @numba.njit(error_model="numpy")
 def _newton_at(trial, hessian, gradient, settings, p, held, scratch, newton):
-    """(newton_size, newton_decrease) of the undamped step at the trial point (infinite
-    where its system is singular)."""
+    """(newton_size, newton_decrease, newton_metric) of the undamped (projected) step d
+    at the trial point: its largest |d|, the decrease of the linearised cost along it
+    and d^T J^T J d (for `optical.settled`); infinite where its system is singular."""
     _, lower, upper, fixed, _, _ = settings
     _held(trial, gradient, hessian, lower, upper, fixed, p, held)
     if _step(trial, hessian, gradient, 0.0, held, (lower, upper), p, scratch, newton):
         newton_decrease, newton_size = _decrease(trial, newton, hessian, gradient)
-        return newton_size, newton_decrease
-    return math.inf, math.inf
+        metric = 0.0
+        for a in range(trial.shape[0]):
+            for b in range(trial.shape[0]):
+                metric += (newton[a] - trial[a]) * hessian[a, b] * (newton[b] - trial[b])
+        return newton_size, newton_decrease, metric
+    return math.inf, math.inf, math.inf
 
 
 @numba.njit(error_model="numpy")
@@ -267,12 +281,14 @@ def _solve_pixel(refl, terms, table, optics, settings, start, work):
     x, hessian and gradient at the end in work (`_work`)."""
     s, weights = optics[3], optics[7]
     _, lower, upper, fixed, max_iter, tol = settings
-    x, trial, newton, hessian, gradient, hessian_t, gradient_t, column, held, scratch = work
+    x, trial, newton, hessian, gradient, hessian_t, gradient_t, column, held, scratch, grain = work
     p = s.shape[0]
     size = 2 * p + 1
     for a in range(size):
         x[a] = start[a]
-    cost = _normal_equations(x, p, terms, table, s, refl, weights, (hessian, gradient, column))
+    cost = _normal_equations(
+        x, p, terms, table, s, refl, weights, (hessian, gradient, column, grain)
+    )
     damping = 0.0
     growth = 2.0
     done = cost == 0.0
@@ -285,13 +301,16 @@ def _solve_pixel(refl, terms, table, optics, settings, start, work):
             continue
         predicted, step_size = _decrease(x, trial, hessian, gradient)
         cost_trial = _normal_equations(
-            trial, p, terms, table, s, refl, weights, (hessian_t, gradient_t, column)
+            trial, p, terms, table, s, refl, weights, (hessian_t, gradient_t, column, grain)
         )
-        newton_size, newton_decrease = _newton_at(
+        newton_size, newton_decrease, newton_metric = _newton_at(
             trial, hessian_t, gradient_t, settings, p, held, scratch, newton
         )
+        if not newton_decrease >= 0.0:  # the bounds cut the step: not the last one
+            newton_decrease = math.inf
         accept = accepted(cost, cost_trial)
         done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
+        done = done or settled(accept, newton_metric, cost_trial, refl.shape[0], p)
         damping, growth = next_damping(
             accept,
             gain_ratio(cost, cost_trial, predicted),
@@ -382,7 +401,9 @@ def _optical_block(block, problem, model, optics, settings, outputs):
         _write_pixel(pixel, CONVERGED if done else MAX_ITER, iterations, cost, work, outputs)
 
 
-@cached_njit(inlines=(lm_rules, slab_equations, *MODEL_MODULES), nogil=True, error_model="numpy")
+@cached_njit(
+    inlines=(lm_rules, slab_equations, optical, *MODEL_MODULES), nogil=True, error_model="numpy"
+)
 def _optical_kernel(first, last, problem, model, optics, settings, outputs):
     """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`); the
     argument groups of the module docstring."""
