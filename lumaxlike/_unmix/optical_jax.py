@@ -124,7 +124,8 @@ def _iteration(state, equations, box, p, n_bands, tol):
     newton, newton_ok = _step(trial, hessian_t, gradient_t, 0.0, held_t, lower, upper, p)
     newton_decrease, newton_size = _decrease(trial, newton, hessian_t, gradient_t)
     # not where the bounds cut the step into no decrease: not the last step
-    newton_decrease = jnp.where(newton_ok & (newton_decrease >= 0.0), newton_decrease, jnp.inf)
+    cut = newton_decrease < -lm_rules.COST_TIE * cost_t
+    newton_decrease = jnp.where(newton_ok & ~cut, newton_decrease, jnp.inf)
     newton_size = jnp.where(newton_ok, newton_size, jnp.inf)
     accept = _lm.accepted(cost, cost_t) & ok
     finished = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)

@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from .._inverse import lm_rules
+from .._inverse.lm_rules import COST_TIE
 from .._model import slab_equations
 from .._model._backends import numba_equations, retarget_to_numba, slab_twins
 from .._model.family import DEFAULT_KEY, numba_equations_for
@@ -306,7 +307,7 @@ def _solve_pixel(refl, terms, table, optics, settings, start, work):
         newton_size, newton_decrease, newton_metric = _newton_at(
             trial, hessian_t, gradient_t, settings, p, held, scratch, newton
         )
-        if not newton_decrease >= 0.0:  # the bounds cut the step: not the last one
+        if newton_decrease < -COST_TIE * cost_trial:  # cut by the bounds: not the last step
             newton_decrease = math.inf
         accept = accepted(cost, cost_trial)
         done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
