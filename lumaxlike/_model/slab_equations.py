@@ -77,7 +77,14 @@ def hapke1993_reflections(n, k):
 
 def hapke2012_reflections(n, k):
     """(S_e, S_i) from Hapke's (2012, eq. 5.37-5.38) fits: S_e = 0.0587 + 0.8543 R0 +
-    0.0870 R0^2 and S_i = 1 - (0.9413 - 0.8543 R0 - 0.0870 R0^2) / n^2."""
+    0.0870 R0^2 and S_i = 1 - (0.9413 - 0.8543 R0 - 0.0870 R0^2) / n^2.
+
+    Not checked against the book. S_e's three coefficients are those of an independent
+    implementation of Hapke (2012, sec. 6.5) found in public code; S_i here is
+    1 - (1 - S_e) / n^2 (diffuse transmission out of a grain is 1/n^2 of that into it),
+    which at n = 1.5, k = 0 gives 0.597, close to `hapke1993_reflections`' 0.587. That
+    implementation divides by n instead (0.395 there) and adds the R0^2 term: if the
+    book says so, this S_i is wrong."""
     r0 = ((n - 1.0) ** 2 + k**2) / ((n + 1.0) ** 2 + k**2)
     fit = 0.8543 * r0 + 0.0870 * r0**2
     return 0.0587 + fit, 1.0 - (0.9413 - fit) / n**2

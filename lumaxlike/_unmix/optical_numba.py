@@ -304,12 +304,14 @@ def _solve_pixel(refl, terms, table, optics, settings, start, work):
         cost_trial = _normal_equations(
             trial, p, terms, table, s, refl, weights, (hessian_t, gradient_t, column, grain)
         )
-        newton_size, newton_decrease, newton_metric = _newton_at(
-            trial, hessian_t, gradient_t, settings, p, held, scratch, newton
-        )
+        accept = accepted(cost, cost_trial)
+        newton_size, newton_decrease, newton_metric = math.inf, math.inf, math.inf
+        if accept:  # the rules below read the step at a rejected trial nowhere
+            newton_size, newton_decrease, newton_metric = _newton_at(
+                trial, hessian_t, gradient_t, settings, p, held, scratch, newton
+            )
         if newton_decrease < -COST_TIE * cost_trial:  # cut by the bounds: not the last step
             newton_decrease = math.inf
-        accept = accepted(cost, cost_trial)
         done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
         done = done or settled(accept, newton_metric, cost_trial, refl.shape[0], p)
         damping, growth = next_damping(
