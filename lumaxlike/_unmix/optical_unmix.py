@@ -133,7 +133,7 @@ def _check(refl, geometry, endmembers, params, solver, options, wavelengths) -> 
     weights = np.broadcast_to(
         1.0 if band_sigma is None else 1.0 / np.asarray(band_sigma, np.float64), (n_bands,)
     ).copy()
-    bounds = parameter_bounds(endmembers, grain_free, npfe_free)
+    start, lower, upper, fixed = bounds = parameter_bounds(endmembers, grain_free, npfe_free)
     largest = max(1, (1 << 20) // max(1, n_bands * (2 * p + 2)))
     chunk_size = options.chunk_size
     chunk = largest if chunk_size is None else check_positive_int("chunk_size", chunk_size)
@@ -147,7 +147,7 @@ def _check(refl, geometry, endmembers, params, solver, options, wavelengths) -> 
         weights=weights,
         weighted=band_sigma is not None,
         bounds=bounds,
-        points=start_points(*bounds, p, count),
+        points=start_points(start, lower, upper, fixed, p, count),
         settings=(max_iter, tol),
         chunk=call_chunk(solver, max(n_pixels, 1), chunk),
         grain_free=grain_free,
