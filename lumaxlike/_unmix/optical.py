@@ -53,7 +53,7 @@ DEFAULT_NPFE_BOUNDS = (0.0, 0.02)  # mass fraction (2 wt %)
 # bands - (2p + 1)). The projected step is the fixed point test of the constrained
 # minimum: a step that the bounds cut still moves the point there. Along a flat valley
 # (a grain size the bands hardly constrain) the step tolerance on ln D would otherwise
-# take tens of iterations that lower chi^2 by less than 1e-3 in all. A noise-free pixel
+# take tens of iterations that lower chi^2 by ~1e-6 or less in all. A noise-free pixel
 # (cost -> 0) is unaffected: its step removes the whole cost until rounding.
 SETTLED = 1e-6
 
