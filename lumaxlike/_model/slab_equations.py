@@ -42,6 +42,8 @@ __all__ = [
     "transmission_terms",
     "slab_albedo",
     "slab_albedo_and_slopes",
+    "slab_band_terms",
+    "slab_slopes_from_terms",
 ]
 
 PI = 3.141592653589793
@@ -75,7 +77,14 @@ def hapke1993_reflections(n, k):
 
 def hapke2012_reflections(n, k):
     """(S_e, S_i) from Hapke's (2012, eq. 5.37-5.38) fits: S_e = 0.0587 + 0.8543 R0 +
-    0.0870 R0^2 and S_i = 1 - (0.9413 - 0.8543 R0 - 0.0870 R0^2) / n^2."""
+    0.0870 R0^2 and S_i = 1 - (0.9413 - 0.8543 R0 - 0.0870 R0^2) / n^2.
+
+    Not checked against the book. S_e's three coefficients are those of an independent
+    implementation of Hapke (2012, sec. 6.5) found in public code; S_i here is
+    1 - (1 - S_e) / n^2 (diffuse transmission out of a grain is 1/n^2 of that into it),
+    which at n = 1.5, k = 0 gives 0.597, close to `hapke1993_reflections`' 0.587. That
+    implementation divides by n instead (0.395 there) and adds the R0^2 term: if the
+    book says so, this S_i is wrong."""
     r0 = ((n - 1.0) ** 2 + k**2) / ((n + 1.0) ** 2 + k**2)
     fit = 0.8543 * r0 + 0.0870 * r0**2
     return 0.0587 + fit, 1.0 - (0.9413 - fit) / n**2
@@ -132,22 +141,43 @@ def slab_albedo(n, k, wavelength, grain_size, s, npfe, n_iron, k_iron, host_dens
     return s_e + (1.0 - s_e) * (1.0 - s_i) * theta / (1.0 - s_i * theta)
 
 
+def slab_band_terms(n, k, wavelength, n_iron, k_iron, host_density):
+    """(S_e, S_i, alpha_host [1/um], dalpha/df [1/um], <D>/D): the terms of
+    `slab_albedo_and_slopes` that depend on the host and the band only, not on the grain
+    size, the iron fraction or `extra_alpha` (computed once per band and endmember by the
+    unmixing kernels)."""
+    s_e, s_i = surface_reflections(n, k)
+    alpha_per_f = npfe_absorption_coefficient(n, wavelength, n_iron, k_iron, host_density)
+    return (
+        s_e,
+        s_i,
+        absorption_coefficient(k, wavelength),
+        alpha_per_f,
+        mean_path_factor(n),
+    )
+
+
 def slab_albedo_and_slopes(
     n, k, wavelength, grain_size, s, npfe, n_iron, k_iron, host_density, extra_alpha
 ):
     """(w, dw/dD [1/um], dw/df, dw/dalpha [um]): `slab_albedo` and its derivatives in
     grain size, in the nanophase iron mass fraction and in the absorption coefficient
-    (for `extra_alpha`'s own parameters), by the chain rule through Theta(E, r_i):
+    (for `extra_alpha`'s own parameters): `slab_slopes_from_terms` of `slab_band_terms`."""
+    band = slab_band_terms(n, k, wavelength, n_iron, k_iron, host_density)
+    return slab_slopes_from_terms(band, grain_size, s, npfe, extra_alpha)
+
+
+def slab_slopes_from_terms(band, grain_size, s, npfe, extra_alpha):
+    """`slab_albedo_and_slopes` from its band's terms `band` (`slab_band_terms`), by the
+    chain rule through Theta(E, r_i):
 
     dTheta/dE = (1 - r_i^2) / (1 + r_i E)^2, dTheta/dr_i = (1 - E^2) / (1 + r_i E)^2,
     dE/dD = -beta m E (m = <D>/D), dE/dalpha = -<D> E dbeta/dalpha with
     dbeta/dalpha = q + s / (2 q (alpha + s)), dr_i/dalpha = -2/(1+q)^2 dq/dalpha with
     dq/dalpha = s / (2 q (alpha + s)^2), and dalpha/df = `npfe_absorption_coefficient`.
     """
-    s_e, s_i = surface_reflections(n, k)
-    alpha_per_f = npfe_absorption_coefficient(n, wavelength, n_iron, k_iron, host_density)
-    alpha = absorption_coefficient(k, wavelength) + npfe * alpha_per_f + extra_alpha
-    factor = mean_path_factor(n)
+    s_e, s_i, alpha_host, alpha_per_f, factor = band
+    alpha = alpha_host + npfe * alpha_per_f + extra_alpha
     path = factor * grain_size
     theta, r_i, q, beta, e = transmission_terms(alpha, s, path)
     w = s_e + (1.0 - s_e) * (1.0 - s_i) * theta / (1.0 - s_i * theta)

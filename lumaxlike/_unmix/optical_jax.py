@@ -20,6 +20,7 @@ from .._model.family import jax_equations_for
 from .._model.forward import precision_scope
 from .._model.jax_model import pixel_terms
 from .._status import Status
+from .optical import settled
 from .simplex_qp import MULTIPLIER_FLOOR, PIVOT_FLOOR
 
 __all__ = ["solve_optical_jax"]
@@ -110,25 +111,53 @@ def _decrease(x, trial, hessian, gradient):
     return -(2.0 * d @ gradient + d @ hessian @ d), jnp.max(jnp.abs(d))
 
 
-def _solve_pixel(
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    params,
-    constants,
-    weights,
-    start,
-    lower,
-    upper,
-    fixed,
-    tol,
-    *,
-    max_iter,
-    key,
-    variants,
-):
-    p = constants[0].shape[0]
+def _iteration(state, equations, box, p, n_bands, tol):
+    """One LM iteration of one pixel: state = (x, cost, hessian, gradient, damping, growth,
+    done, iteration); box = (lower, upper, fixed); `optical_numba._solve_pixel`'s loop."""
+    lower, upper, fixed = box
+    x, cost, hessian, gradient, damping, growth, done, iteration = state
+    held = _held(x, gradient, hessian, lower, upper, fixed, p)
+    trial, ok = _step(x, hessian, gradient, damping, held, lower, upper, p)
+    predicted, step_size = _decrease(x, trial, hessian, gradient)
+    cost_t, hessian_t, gradient_t = equations(trial)
+    held_t = _held(trial, gradient_t, hessian_t, lower, upper, fixed, p)
+    newton, newton_ok = _step(trial, hessian_t, gradient_t, 0.0, held_t, lower, upper, p)
+    newton_decrease, newton_size = _decrease(trial, newton, hessian_t, gradient_t)
+    # not where the bounds cut the step into no decrease: not the last step
+    cut = newton_decrease < -lm_rules.COST_TIE * cost_t
+    newton_decrease = jnp.where(newton_ok & ~cut, newton_decrease, jnp.inf)
+    newton_size = jnp.where(newton_ok, newton_size, jnp.inf)
+    accept = _lm.accepted(cost, cost_t) & ok
+    finished = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
+    newton_metric = jnp.where(newton_ok, (newton - trial) @ hessian_t @ (newton - trial), jnp.inf)
+    finished = finished | settled(accept, newton_metric, cost_t, n_bands, p)
+    finished = finished & ok
+    new_damping, new_growth = _lm.next_damping(
+        accept,
+        _lm.gain_ratio(cost, cost_t, predicted),
+        damping,
+        growth,
+        newton_decrease,
+        cost_t,
+    )
+    singular_damping, singular_growth = _lm.next_damping(False, 0.0, damping, growth, jnp.inf, 0.0)
+    new_damping = jnp.where(ok, new_damping, singular_damping)
+    new_growth = jnp.where(ok, new_growth, singular_growth)
+    return (
+        jnp.where(accept, trial, x),
+        jnp.where(accept, cost_t, cost),
+        jnp.where(accept, hessian_t, hessian),
+        jnp.where(accept, gradient_t, gradient),
+        new_damping,
+        new_growth,
+        finished,
+        iteration + 1,
+    )
+
+
+def _pixel_status(refl, geometry, params):
+    """(-1 or NONFINITE_INPUT / INVALID_GEOMETRY, the pixel's `pixel_terms`)."""
+    to_sun, to_sensor, normal = geometry
     terms = pixel_terms(to_sun, to_sensor, normal, params)
     finite = jnp.all(jnp.isfinite(to_sun) & jnp.isfinite(to_sensor) & jnp.isfinite(normal))
     finite = finite & jnp.all(jnp.isfinite(refl))
@@ -137,6 +166,16 @@ def _solve_pixel(
         jnp.where(jnp.isfinite(terms.scale), -1, int(Status.INVALID_GEOMETRY)),
         int(Status.NONFINITE_INPUT),
     )
+    return status, terms
+
+
+def _solve_pixel(pixel, params, constants, weights, bounds, tol, *, max_iter, key, variants):
+    """One pixel: pixel = (refl (bands,), to_sun, to_sensor, normal (3,)), bounds =
+    (start, lower, upper, fixed) (2p + 1,) each; the dict of `solve_optical_jax`."""
+    refl = pixel[0]
+    start, lower, upper, fixed = bounds
+    p = constants[0].shape[0]
+    status, terms = _pixel_status(refl, pixel[1:], params)
     active = status < 0
     refl = jnp.where(active, refl, 0.0)
     equations = partial(
@@ -150,43 +189,8 @@ def _solve_pixel(
         variants=variants,
     )
     cost, hessian, gradient = equations(start)
-
-    def body(state):
-        x, cost, hessian, gradient, damping, growth, done, iteration = state
-        held = _held(x, gradient, hessian, lower, upper, fixed, p)
-        trial, ok = _step(x, hessian, gradient, damping, held, lower, upper, p)
-        predicted, step_size = _decrease(x, trial, hessian, gradient)
-        cost_t, hessian_t, gradient_t = equations(trial)
-        held_t = _held(trial, gradient_t, hessian_t, lower, upper, fixed, p)
-        newton, newton_ok = _step(trial, hessian_t, gradient_t, 0.0, held_t, lower, upper, p)
-        newton_decrease, newton_size = _decrease(trial, newton, hessian_t, gradient_t)
-        newton_decrease = jnp.where(newton_ok, newton_decrease, jnp.inf)
-        newton_size = jnp.where(newton_ok, newton_size, jnp.inf)
-        accept = _lm.accepted(cost, cost_t) & ok
-        finished = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol) & ok
-        new_damping, new_growth = _lm.next_damping(
-            accept,
-            _lm.gain_ratio(cost, cost_t, predicted),
-            damping,
-            growth,
-            newton_decrease,
-            cost_t,
-        )
-        singular_damping, singular_growth = _lm.next_damping(
-            False, 0.0, damping, growth, jnp.inf, 0.0
-        )
-        new_damping = jnp.where(ok, new_damping, singular_damping)
-        new_growth = jnp.where(ok, new_growth, singular_growth)
-        return (
-            jnp.where(accept, trial, x),
-            jnp.where(accept, cost_t, cost),
-            jnp.where(accept, hessian_t, hessian),
-            jnp.where(accept, gradient_t, gradient),
-            new_damping,
-            new_growth,
-            finished,
-            iteration + 1,
-        )
+    box = (lower, upper, fixed)
+    body = partial(_iteration, equations=equations, box=box, p=p, n_bands=refl.shape[0], tol=tol)
 
     def cond(state):
         return ~state[6] & (state[7] < max_iter)
@@ -218,36 +222,22 @@ def _solve_pixel(
 def _program(key, variants, max_iter):
     mapped = jax.vmap(
         partial(_solve_pixel, key=key, variants=variants, max_iter=max_iter),
-        in_axes=(0, 0, 0, 0, None, None, None, 0, None, None, None, None),
+        in_axes=((0, 0, 0, 0), None, None, None, (0, None, None, None), None),
     )
     return jax.jit(mapped)
 
 
-def solve_optical_jax(
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    params,
-    endmembers,
-    weights,
-    start,
-    lower,
-    upper,
-    fixed,
-    max_iter,
-    tol,
-    pad_to=None,
-):
+def solve_optical_jax(problem, params, endmembers, weights, bounds, settings, pad_to=None):
     """One chunk, padded to `pad_to` pixels (one compile per chunk shape); the contract
     of `optical_numba.solve_optical_numba`."""
     optical = endmembers.optical
-    n_pixels = refl.shape[0]
+    start, lower, upper, fixed = bounds
+    max_iter, tol = settings
+    n_pixels = problem[0].shape[0]
     pad_to = max(pad_to or n_pixels, n_pixels, 1)
     start = np.broadcast_to(start, (n_pixels, len(lower)))  # one start, or one per pixel
     pieces = [
-        pad_pixels(a, pad_to, np.nan if i == 0 else 1.0)
-        for i, a in enumerate((refl, to_sun, to_sensor, normal, start))
+        pad_pixels(a, pad_to, np.nan if i == 0 else 1.0) for i, a in enumerate((*problem, start))
     ]
     constants = (
         optical.n,
@@ -263,13 +253,11 @@ def solve_optical_jax(
         solved = _program(
             params.model_key, (optical.reflections, optical.mean_path), int(max_iter)
         )(
-            *arrays[:4],
+            tuple(arrays[:4]),
             params,
             tuple(jnp.asarray(c, jnp.float64) for c in constants),
             jnp.asarray(weights, jnp.float64),
-            arrays[4],
-            *(jnp.asarray(a, jnp.float64) for a in (lower, upper)),
-            jnp.asarray(fixed),
+            (arrays[4], *(jnp.asarray(a, jnp.float64) for a in (lower, upper)), jnp.asarray(fixed)),
             jnp.asarray(tol, jnp.float64),
         )
         return {k: np.asarray(v)[:n_pixels] for k, v in jax.device_get(solved).items()}

@@ -2,6 +2,18 @@
 Levenberg-Marquardt per pixel over x = (f, ln D, phi), parallel over blocks of `BLOCK`
 pixels. float64. The rules are `optical`'s (held parameters, the null-space step, the
 projection) and `lm_rules`'s (acceptance, damping, convergence); `optical_jax` is the twin.
+
+The slab's terms that depend on the band and the endmember only (S_e, S_i, alpha_host,
+dalpha/df, <D>/D: `slab_equations.slab_band_terms`) are computed once per block of
+pixels into a table (bands, p, 5); each evaluation of the model then costs one
+`slab_slopes_from_terms` per band and endmember.
+
+The kernels take their arguments grouped in plain tuples (unpacked on their first lines):
+problem = (refl (pixels, bands), to_sun, to_sensor, normal (pixels, 3)); model =
+`kernel_params`'s (scalars, legendre, use_legendre); optics = (n, k (p, bands),
+wavelength (bands,), s (p,), iron_n, iron_k (bands,), density (p,), weights (bands,));
+settings = (start (pixels, 2p + 1), lower, upper (2p + 1,), fixed (2p + 1,) bool,
+max_iter, tol); outputs = the arrays of `solve_optical_numba`'s dict in its order.
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ import numba
 import numpy as np
 
 from .._inverse import lm_rules
+from .._inverse.lm_rules import COST_TIE
 from .._model import slab_equations
 from .._model._backends import numba_equations, retarget_to_numba, slab_twins
 from .._model.family import DEFAULT_KEY, numba_equations_for
@@ -20,6 +33,7 @@ from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._model.numba_threads import run_in_blocks
 from .._status import Status
+from . import optical
 from .simplex_qp import MULTIPLIER_FLOOR, scaled_cholesky, scaled_solve
 
 __all__ = ["solve_optical_numba", "project_simplex"]
@@ -33,8 +47,10 @@ converged = _rules.converged
 damped_diagonal = _rules.damped_diagonal
 pinned = _rules.pinned
 pixel_terms = numba_equations.pixel_terms
+settled = numba.njit(error_model="numpy")(optical.settled)
 reflectance_and_slope = numba_equations.reflectance_and_slope
-slab = slab_twins("numba").slab_albedo_and_slopes
+band_terms = slab_twins("numba").slab_band_terms
+slopes_from_terms = slab_twins("numba").slab_slopes_from_terms
 
 CONVERGED = int(Status.CONVERGED)
 MAX_ITER = int(Status.MAX_ITER)
@@ -60,50 +76,49 @@ def project_simplex(v, p):
 
 
 @numba.njit(error_model="numpy")
-def _normal_equations(
-    x,
-    p,
-    terms,
-    n,
-    k,
-    wavelength,
-    s,
-    iron_n,
-    iron_k,
-    density,
-    refl,
-    weights,
-    hessian,
-    gradient,
-    column,
-):
-    """Weighted cost at x, with J^T J and J^T f (the lower triangle mirrored)."""
+def _band_table(optics):
+    """`slab_band_terms` of every band and endmember, (bands, p, 5)."""
+    n, k, wavelength, _, iron_n, iron_k, density, _ = optics
+    table = np.empty((n.shape[1], n.shape[0], 5))
+    for band in range(n.shape[1]):
+        for j in range(n.shape[0]):
+            terms = band_terms(
+                n[j, band], k[j, band], wavelength[band], iron_n[band], iron_k[band], density[j]
+            )
+            for t in range(5):
+                table[band, j, t] = terms[t]
+    return table
+
+
+@numba.njit(error_model="numpy")
+def _normal_equations(x, p, terms, table, s, refl, weights, out):
+    """Weighted cost at x, with J^T J and J^T f into out = (hessian, gradient, column,
+    grain) (the lower triangle mirrored; column and grain scratch); table from
+    `_band_table`."""
+    hessian, gradient, column, grain = out
     size = 2 * p + 1
     for a in range(size):
         gradient[a] = 0.0
         for b in range(size):
             hessian[a, b] = 0.0
+    for j in range(p):
+        grain[j] = math.exp(x[p + j])
     cost = 0.0
     phi = x[2 * p]
     for band in range(refl.shape[0]):
         w_mix = 0.0
         dphi = 0.0
         for j in range(p):
-            grain = math.exp(x[p + j])
-            w, dw_dd, dw_df, _ = slab(
-                n[j, band],
-                k[j, band],
-                wavelength[band],
-                grain,
-                s[j],
-                phi,
-                iron_n[band],
-                iron_k[band],
-                density[j],
-                0.0,
+            band_j = (
+                table[band, j, 0],
+                table[band, j, 1],
+                table[band, j, 2],
+                table[band, j, 3],
+                table[band, j, 4],
             )
+            w, dw_dd, dw_df, _ = slopes_from_terms(band_j, grain[j], s[j], phi, 0.0)
             column[j] = w
-            column[p + j] = x[j] * dw_dd * grain
+            column[p + j] = x[j] * dw_dd * grain[j]
             dphi += x[j] * dw_df
             w_mix += x[j] * w
         column[2 * p] = dphi
@@ -144,8 +159,10 @@ def _held(x, gradient, hessian, lower, upper, fixed, p, out):
 
 
 @numba.njit(error_model="numpy")
-def _step(x, hessian, gradient, damping, held, lower, upper, p, system, factor, scale, rhs, y, out):
-    """The projected damped Gauss-Newton trial point into out; False if singular."""
+def _reduced_system(x, hessian, gradient, damping, held, p, system, rhs):
+    """The damped system in the null space of sum f = 1, relative to the largest fraction
+    not held (returned, -1 if none): B = T^T A T (identity rows for what does not move)
+    into system, -T^T g into rhs."""
     size = 2 * p + 1
     reference = -1
     best = -math.inf
@@ -156,7 +173,6 @@ def _step(x, hessian, gradient, damping, held, lower, upper, p, system, factor, 
     largest = 0.0
     for a in range(size):
         largest = max(largest, hessian[a, a])
-    # reduced system B = T^T A T (identity rows for what does not move), rhs = -T^T g
     for a in range(size):
         moves_a = not held[a] and a != reference
         ref_a = reference >= 0 and a < p
@@ -180,6 +196,17 @@ def _step(x, hessian, gradient, damping, held, lower, upper, p, system, factor, 
         else:
             rhs[a] = 0.0
             system[a, a] = 1.0
+    return reference
+
+
+@numba.njit(error_model="numpy")
+def _step(x, hessian, gradient, damping, held, bounds, p, scratch, out):
+    """The projected damped Gauss-Newton trial point into out; False if singular.
+    bounds = (lower, upper); scratch = (system, factor, scale, rhs, y) (`_work`)."""
+    lower, upper = bounds
+    system, factor, scale, rhs, y = scratch
+    size = 2 * p + 1
+    reference = _reduced_system(x, hessian, gradient, damping, held, p, system, rhs)
     if not scaled_cholesky(system, factor, scale):
         return False
     scaled_solve(factor, scale, rhs, y)
@@ -213,268 +240,178 @@ def _decrease(x, trial, hessian, gradient):
 
 
 @numba.njit(error_model="numpy")
-def _optical_block(
-    block,
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    scalars,
-    legendre,
-    use_legendre,
-    n,
-    k,
-    wavelength,
-    s,
-    iron_n,
-    iron_k,
-    density,
-    weights,
-    start,
-    lower,
-    upper,
-    fixed,
-    max_iter,
-    tol,
-    x_out,
-    status_out,
-    iterations_out,
-    cost_out,
-    hessian_out,
-    gradient_out,
-):
-    """The pixels of one block."""
-    n_pixels = refl.shape[0]
-    p = n.shape[0]
+def _work(size):
+    """One block's scratch: (x, trial, newton, hessian, gradient, hessian_trial,
+    gradient_trial, column, held, (system, factor, scale, rhs, y), grain)."""
+    matrix = (size, size)
+    return (
+        np.empty(size),
+        np.empty(size),
+        np.empty(size),
+        np.empty(matrix),
+        np.empty(size),
+        np.empty(matrix),
+        np.empty(size),
+        np.empty(size),
+        np.empty(size, np.bool_),
+        (np.empty(matrix), np.empty(matrix), np.empty(size), np.empty(size), np.empty(size)),
+        np.empty(size),
+    )
+
+
+@numba.njit(error_model="numpy")
+def _newton_at(trial, hessian, gradient, settings, p, held, scratch, newton):
+    """(newton_size, newton_decrease, newton_metric) of the undamped (projected) step d
+    at the trial point: its largest |d|, the decrease of the linearised cost along it
+    and d^T J^T J d (for `optical.settled`); infinite where its system is singular."""
+    _, lower, upper, fixed, _, _ = settings
+    _held(trial, gradient, hessian, lower, upper, fixed, p, held)
+    if _step(trial, hessian, gradient, 0.0, held, (lower, upper), p, scratch, newton):
+        newton_decrease, newton_size = _decrease(trial, newton, hessian, gradient)
+        metric = 0.0
+        for a in range(trial.shape[0]):
+            for b in range(trial.shape[0]):
+                metric += (newton[a] - trial[a]) * hessian[a, b] * (newton[b] - trial[b])
+        return newton_size, newton_decrease, metric
+    return math.inf, math.inf, math.inf
+
+
+@numba.njit(error_model="numpy")
+def _solve_pixel(refl, terms, table, optics, settings, start, work):
+    """Projected LM of one pixel (refl (bands,)) from start: (cost, iterations, done);
+    x, hessian and gradient at the end in work (`_work`)."""
+    s, weights = optics[3], optics[7]
+    _, lower, upper, fixed, max_iter, tol = settings
+    x, trial, newton, hessian, gradient, hessian_t, gradient_t, column, held, scratch, grain = work
+    p = s.shape[0]
     size = 2 * p + 1
-    x = np.empty(size)
-    trial = np.empty(size)
-    newton = np.empty(size)
-    hessian = np.empty((size, size))
-    gradient = np.empty(size)
-    hessian_trial = np.empty((size, size))
-    gradient_trial = np.empty(size)
-    system = np.empty((size, size))
-    factor = np.empty((size, size))
-    scale = np.empty(size)
-    rhs = np.empty(size)
-    y = np.empty(size)
-    column = np.empty(size)
-    held = np.empty(size, np.bool_)
-    for pixel in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
-        status = -1
-        for c in range(3):
-            if not (
-                math.isfinite(to_sun[pixel, c])
-                and math.isfinite(to_sensor[pixel, c])
-                and math.isfinite(normal[pixel, c])
-            ):
-                status = NONFINITE_INPUT
-        for band in range(refl.shape[1]):
-            if not math.isfinite(refl[pixel, band]):
-                status = NONFINITE_INPUT
-        terms = pixel_terms(
-            to_sun[pixel],
-            to_sensor[pixel],
-            normal[pixel],
-            scalars[0],
-            scalars[1],
-            scalars[2],
-            scalars[3],
-            scalars[4],
-            scalars[5],
-            scalars[6],
-            scalars[7],
-            scalars[8],
-            legendre,
-            use_legendre,
-        )
-        if status < 0 and not math.isfinite(terms.scale):
-            status = INVALID_GEOMETRY
-        if status >= 0:
-            status_out[pixel] = status
-            iterations_out[pixel] = 0
-            cost_out[pixel] = math.nan
-            for a in range(size):
-                x_out[pixel, a] = math.nan
-                gradient_out[pixel, a] = math.nan
-                for b in range(size):
-                    hessian_out[pixel, a, b] = math.nan
+    for a in range(size):
+        x[a] = start[a]
+    cost = _normal_equations(
+        x, p, terms, table, s, refl, weights, (hessian, gradient, column, grain)
+    )
+    damping = 0.0
+    growth = 2.0
+    done = cost == 0.0
+    iteration = 0
+    while not done and iteration < max_iter:
+        iteration += 1
+        _held(x, gradient, hessian, lower, upper, fixed, p, held)
+        if not _step(x, hessian, gradient, damping, held, (lower, upper), p, scratch, trial):
+            damping, growth = next_damping(False, 0.0, damping, growth, math.inf, 0.0)
             continue
-        for a in range(size):
-            x[a] = start[pixel, a]
-        cost = _normal_equations(
-            x,
-            p,
-            terms,
-            n,
-            k,
-            wavelength,
-            s,
-            iron_n,
-            iron_k,
-            density,
-            refl[pixel],
-            weights,
-            hessian,
-            gradient,
-            column,
+        predicted, step_size = _decrease(x, trial, hessian, gradient)
+        cost_trial = _normal_equations(
+            trial, p, terms, table, s, refl, weights, (hessian_t, gradient_t, column, grain)
         )
-        damping = 0.0
-        growth = 2.0
-        done = cost == 0.0
-        iteration = 0
-        while not done and iteration < max_iter:
-            iteration += 1
-            _held(x, gradient, hessian, lower, upper, fixed, p, held)
-            if not _step(
-                x,
-                hessian,
-                gradient,
-                damping,
-                held,
-                lower,
-                upper,
-                p,
-                system,
-                factor,
-                scale,
-                rhs,
-                y,
-                trial,
-            ):
-                damping, growth = next_damping(False, 0.0, damping, growth, math.inf, 0.0)
-                continue
-            predicted, step_size = _decrease(x, trial, hessian, gradient)
-            cost_trial = _normal_equations(
-                trial,
-                p,
-                terms,
-                n,
-                k,
-                wavelength,
-                s,
-                iron_n,
-                iron_k,
-                density,
-                refl[pixel],
-                weights,
-                hessian_trial,
-                gradient_trial,
-                column,
+        accept = accepted(cost, cost_trial)
+        newton_size, newton_decrease, newton_metric = math.inf, math.inf, math.inf
+        if accept:  # the rules below read the step at a rejected trial nowhere
+            newton_size, newton_decrease, newton_metric = _newton_at(
+                trial, hessian_t, gradient_t, settings, p, held, scratch, newton
             )
-            _held(trial, gradient_trial, hessian_trial, lower, upper, fixed, p, held)
-            newton_size, newton_decrease = math.inf, math.inf
-            if _step(
-                trial,
-                hessian_trial,
-                gradient_trial,
-                0.0,
-                held,
-                lower,
-                upper,
-                p,
-                system,
-                factor,
-                scale,
-                rhs,
-                y,
-                newton,
-            ):
-                newton_decrease, newton_size = _decrease(
-                    trial, newton, hessian_trial, gradient_trial
-                )
-            accept = accepted(cost, cost_trial)
-            done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-            damping, growth = next_damping(
-                accept,
-                gain_ratio(cost, cost_trial, predicted),
-                damping,
-                growth,
-                newton_decrease,
-                cost_trial,
-            )
-            if accept:
-                cost = cost_trial
-                for a in range(size):
-                    x[a] = trial[a]
-                    gradient[a] = gradient_trial[a]
-                    for b in range(size):
-                        hessian[a, b] = hessian_trial[a, b]
-        status_out[pixel] = CONVERGED if done else MAX_ITER
-        iterations_out[pixel] = iteration
-        cost_out[pixel] = cost
-        for a in range(size):
-            x_out[pixel, a] = x[a]
-            gradient_out[pixel, a] = gradient[a]
-            for b in range(size):
-                hessian_out[pixel, a, b] = hessian[a, b]
+        if newton_decrease < -COST_TIE * cost_trial:  # cut by the bounds: not the last step
+            newton_decrease = math.inf
+        done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
+        done = done or settled(accept, newton_metric, cost_trial, refl.shape[0], p)
+        damping, growth = next_damping(
+            accept,
+            gain_ratio(cost, cost_trial, predicted),
+            damping,
+            growth,
+            newton_decrease,
+            cost_trial,
+        )
+        if accept:
+            cost = cost_trial
+            for a in range(size):
+                x[a] = trial[a]
+                gradient[a] = gradient_t[a]
+                for b in range(size):
+                    hessian[a, b] = hessian_t[a, b]
+    return cost, iteration, done
 
 
-@cached_njit(inlines=(lm_rules, slab_equations, *MODEL_MODULES), nogil=True, error_model="numpy")
-def _optical_kernel(
-    first,
-    last,
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    scalars,
-    legendre,
-    use_legendre,
-    n,
-    k,
-    wavelength,
-    s,
-    iron_n,
-    iron_k,
-    density,
-    weights,
-    start,
-    lower,
-    upper,
-    fixed,
-    max_iter,
-    tol,
-    x_out,
-    status_out,
-    iterations_out,
-    cost_out,
-    hessian_out,
-    gradient_out,
-):
-    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`)."""
+@numba.njit(error_model="numpy")
+def _pixel_status(pixel, problem, model):
+    """(-1, or NONFINITE_INPUT / INVALID_GEOMETRY; the pixel's `pixel_terms`)."""
+    refl, to_sun, to_sensor, normal = problem
+    scalars, legendre, use_legendre = model
+    status = -1
+    for c in range(3):
+        if not (
+            math.isfinite(to_sun[pixel, c])
+            and math.isfinite(to_sensor[pixel, c])
+            and math.isfinite(normal[pixel, c])
+        ):
+            status = NONFINITE_INPUT
+    for band in range(refl.shape[1]):
+        if not math.isfinite(refl[pixel, band]):
+            status = NONFINITE_INPUT
+    terms = pixel_terms(
+        to_sun[pixel],
+        to_sensor[pixel],
+        normal[pixel],
+        scalars[0],
+        scalars[1],
+        scalars[2],
+        scalars[3],
+        scalars[4],
+        scalars[5],
+        scalars[6],
+        scalars[7],
+        scalars[8],
+        legendre,
+        use_legendre,
+    )
+    if status < 0 and not math.isfinite(terms.scale):
+        status = INVALID_GEOMETRY
+    return status, terms
+
+
+@numba.njit(error_model="numpy")
+def _write_pixel(pixel, status, iterations, cost, work, outputs):
+    """One pixel's results into outputs; NaN (and no iterations) where status is not
+    CONVERGED or MAX_ITER."""
+    x_out, status_out, iterations_out, cost_out, hessian_out, gradient_out = outputs
+    x, hessian, gradient = work[0], work[3], work[4]
+    solved = status == CONVERGED or status == MAX_ITER
+    status_out[pixel] = status
+    iterations_out[pixel] = iterations if solved else 0
+    cost_out[pixel] = cost if solved else math.nan
+    for a in range(x.shape[0]):
+        x_out[pixel, a] = x[a] if solved else math.nan
+        gradient_out[pixel, a] = gradient[a] if solved else math.nan
+        for b in range(x.shape[0]):
+            hessian_out[pixel, a, b] = hessian[a, b] if solved else math.nan
+
+
+@numba.njit(error_model="numpy")
+def _optical_block(block, problem, model, optics, settings, outputs):
+    """The pixels of one block (the argument groups of the module docstring)."""
+    refl = problem[0]
+    start = settings[0]
+    work = _work(2 * optics[0].shape[0] + 1)
+    table = _band_table(optics)
+    for pixel in range(block * BLOCK, min(refl.shape[0], (block + 1) * BLOCK)):
+        status, terms = _pixel_status(pixel, problem, model)
+        if status >= 0:
+            _write_pixel(pixel, status, 0, math.nan, work, outputs)
+            continue
+        cost, iterations, done = _solve_pixel(
+            refl[pixel], terms, table, optics, settings, start[pixel], work
+        )
+        _write_pixel(pixel, CONVERGED if done else MAX_ITER, iterations, cost, work, outputs)
+
+
+@cached_njit(
+    inlines=(lm_rules, slab_equations, optical, *MODEL_MODULES), nogil=True, error_model="numpy"
+)
+def _optical_kernel(first, last, problem, model, optics, settings, outputs):
+    """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`); the
+    argument groups of the module docstring."""
     for block in range(first, last):
-        _optical_block(
-            block,
-            refl,
-            to_sun,
-            to_sensor,
-            normal,
-            scalars,
-            legendre,
-            use_legendre,
-            n,
-            k,
-            wavelength,
-            s,
-            iron_n,
-            iron_k,
-            density,
-            weights,
-            start,
-            lower,
-            upper,
-            fixed,
-            max_iter,
-            tol,
-            x_out,
-            status_out,
-            iterations_out,
-            cost_out,
-            hessian_out,
-            gradient_out,
-        )
+        _optical_block(block, problem, model, optics, settings, outputs)
 
 
 def _rebound(function, tag, **bindings):
@@ -492,37 +429,31 @@ def _kernel_for(key, reflections: str, mean_path: str):
     equations = numba_equations if key == DEFAULT_KEY else numba_equations_for(key)
     tag = f"{key.name}_{reflections}_{mean_path}".replace("-", "_")
     normal_equations = _rebound(
-        _normal_equations,
-        tag,
-        reflectance_and_slope=equations.reflectance_and_slope,
-        slab=slab_twins("numba", reflections, mean_path).slab_albedo_and_slopes,
+        _normal_equations, tag, reflectance_and_slope=equations.reflectance_and_slope
     )
     block = _rebound(
-        _optical_block, tag, pixel_terms=equations.pixel_terms, _normal_equations=normal_equations
+        _optical_block,
+        tag,
+        _pixel_status=_rebound(_pixel_status, tag, pixel_terms=equations.pixel_terms),
+        _band_table=_rebound(
+            _band_table,
+            tag,
+            band_terms=slab_twins("numba", reflections, mean_path).slab_band_terms,
+        ),
+        _solve_pixel=_rebound(_solve_pixel, tag, _normal_equations=normal_equations),
     )
     return compile_variant(_optical_kernel, tag, _optical_block=block)
 
 
-def solve_optical_numba(
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    params,
-    endmembers,
-    weights,
-    start,
-    lower,
-    upper,
-    fixed,
-    max_iter,
-    tol,
-    pad_to=None,
-):
-    """One chunk from `start` (2p + 1,) or one per pixel (pixels, 2p + 1): dict of x
-    (pixels, 2p + 1), status int8, iterations, cost, hessian, gradient (J^T J and J^T f
-    at x); NaN where unsolved."""
+def solve_optical_numba(problem, params, endmembers, weights, bounds, settings, pad_to=None):
+    """One chunk: problem = (refl (pixels, bands), to_sun, to_sensor, normal (pixels, 3)),
+    bounds = (start, lower, upper, fixed) with `start` (2p + 1,) or one per pixel
+    (pixels, 2p + 1), settings = (max_iter, tol). A dict of x (pixels, 2p + 1), status
+    int8, iterations, cost, hessian, gradient (J^T J and J^T f at x); NaN where
+    unsolved. (`pad_to`: `optical_jax`'s, unused.)"""
     optical = endmembers.optical
+    refl = problem[0]
+    start, lower, upper, fixed = bounds
     n_pixels = refl.shape[0]
     size = 2 * endmembers.n_endmembers + 1
     out = {
@@ -536,36 +467,28 @@ def solve_optical_numba(
     if n_pixels == 0:
         return out
     start = np.broadcast_to(start, (n_pixels, size))  # one start, or one per pixel
+    optics = (
+        optical.n,
+        optical.k,
+        endmembers.wavelengths,
+        optical.internal_scattering,
+        optical.iron_n,
+        optical.iron_k,
+        endmembers.density,
+        weights,
+    )
     run_in_blocks(
         _kernel_for(params.model_key, optical.reflections, optical.mean_path),
         (n_pixels + BLOCK - 1) // BLOCK,
-        as_kernel_array(refl),
-        *(as_kernel_array(g) for g in (to_sun, to_sensor, normal)),
-        *kernel_params(params),
-        *(
-            as_kernel_array(a)
-            for a in (
-                optical.n,
-                optical.k,
-                endmembers.wavelengths,
-                optical.internal_scattering,
-                optical.iron_n,
-                optical.iron_k,
-                endmembers.density,
-                weights,
-                start,
-                lower,
-                upper,
-            )
+        tuple(as_kernel_array(a) for a in problem),
+        tuple(kernel_params(params)),
+        tuple(as_kernel_array(a) for a in optics),
+        (
+            *(as_kernel_array(a) for a in (start, lower, upper)),
+            np.require(fixed, np.bool_, ("C", "W")),
+            int(settings[0]),
+            float(settings[1]),
         ),
-        np.require(fixed, np.bool_, ("C", "W")),
-        int(max_iter),
-        float(tol),
-        out["x"],
-        out["status"],
-        out["iterations"],
-        out["cost"],
-        out["hessian"],
-        out["gradient"],
+        tuple(out.values()),
     )
     return out
