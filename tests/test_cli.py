@@ -234,7 +234,7 @@ def test_unexpected_failure_exits_1_with_traceback(tmp_path, capsys, scene_files
     def broken(*args, **kwargs):
         raise RuntimeError("solver exploded")
 
-    # the command calls the front end its declaration names (INVERT.file_front_end)
+    # the command calls the front end its declaration names (INVERT.file_function)
     monkeypatch.setattr("lumaxlike._files.invert_file", broken)
     code, err = run(capsys, *invert_args(cube, obs, tmp_path / "w.tif"))
     assert code == 1 and "solver exploded" in err and "Traceback" in err

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from lumaxlike._cli import main
-from lumaxlike._io import atomic, read_cube, writers
+from lumaxlike._io import read_cube
+from lumaxlike._io.write import atomic, writers
 from lumaxlike._io.write.provenance_files import read_provenance
 
 from .test_cli import PARAM_FLAGS
@@ -273,7 +274,7 @@ def test_a_run_in_another_process_keeps_its_companion_names(inputs, tmp_path, ca
     ready, go = tmp_path / "ready", tmp_path / "go"
     script = (
         "import pathlib, runpy, sys, time\n"
-        "from lumaxlike._io import writers\n"
+        "from lumaxlike._io.write import writers\n"
         "real = writers.ResultWriter.write\n"
         "ready, go = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
         "def write(self, rows, block):\n"

@@ -413,7 +413,7 @@ def test_overwrite_removes_companions_the_new_run_does_not_write(tmp_path, capsy
 def test_a_signal_during_publication_puts_the_old_outputs_back(tmp_path, monkeypatch):
     """A stop signal recorded while the outputs are being moved into place (after the
     last safe point) undoes the publication: the old set is back, no new file stays."""
-    from lumaxlike._io import atomic
+    from lumaxlike._io.write import atomic
 
     targets = [tmp_path / "w_status.tif", tmp_path / "w.tif"]
     for target in targets:

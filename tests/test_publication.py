@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lumaxlike._io import atomic
+from lumaxlike._io.write import atomic
 
 pytestmark = pytest.mark.slow  # publication killed at every step
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # publication killed at every step
 CHILD = r"""
 import os, sys
 from pathlib import Path
-from lumaxlike._io import atomic
+from lumaxlike._io.write import atomic
 
 folder, kind, kill_at = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 names = ["w_status", "w_iterations", "w"]

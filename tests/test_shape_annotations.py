@@ -5,6 +5,7 @@ shapes contradict one another before any work. The result types' fields are chec
 by building them again through the checked constructor. A public function that gains
 jaxtyping annotations must be listed here (the last test finds them)."""
 
+import dataclasses
 import inspect
 
 import numpy as np
@@ -20,6 +21,13 @@ WAVELENGTHS = np.round(np.arange(0.40, 2.61, 0.01), 2)  # [um], M3-like coverage
 
 
 def checked(function):
+    """``function`` wrapped in jaxtyping's runtime check (beartype); a result type
+    (dataclass) through a checked subclass, as jaxtyped patches a class's ``__init__`` in
+    place and the check would then stay on for every later use of the class."""
+    if isinstance(function, type):
+        namespace = {"__module__": function.__module__, "__qualname__": function.__qualname__}
+        subclass = type(function.__name__, (function,), namespace)
+        function = dataclasses.dataclass(frozen=True)(subclass)
     return jaxtyped(typechecker=beartype)(function)
 
 

@@ -77,7 +77,8 @@ def run_command(
     into ``args.out`` and return the command's exit code.
 
     Args:
-        operation: the declaration (`Operation.file_front_end` is called).
+        operation: the declaration (its file front end, `Operation.file_function`, is
+            called).
         args: the parsed command line: its run options (`run_options`), product options
             (`product_kwargs`, when ``product``), ``out`` and ``command_line``.
         inputs: the front end's first argument.
@@ -94,7 +95,10 @@ def run_command(
     quiet_cluster_logs(args)
     if product:
         keywords["product"] = ProductOptions(**product_kwargs(args))
-    summary = operation.file_front_end()(
+    from .. import _files
+
+    front_end = getattr(_files, operation.file_function)  # invert_file, ...
+    summary = front_end(
         inputs, args.out, run=run_options(args), command=args.command_line, **keywords
     )
     # one line, once the run has succeeded (an error is then the only line on stderr)

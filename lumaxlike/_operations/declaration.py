@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from .._io.write.layout import FieldLayout
 
@@ -76,12 +75,6 @@ class Operation:
     def command_name(self) -> str:
         """The subcommand of the ``lumaxlike`` command line (``"invert"``)."""
         return self.command or self.name
-
-    def file_front_end(self) -> Callable[..., Any]:
-        """The file front end (`lumaxlike.invert_file`, ...), by its name `file_function`."""
-        from .. import _files
-
-        return getattr(_files, self.file_function)
 
     def block(self) -> Callable[..., dict]:
         """The block task, imported by its path (`block_task`)."""

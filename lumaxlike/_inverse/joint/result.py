@@ -42,7 +42,7 @@ class JointFitResult:
             squared residuals [1/sr^2].
         covariance_bands: ``pixels + (bands, p, p)``: the posterior covariance of each
             band's per-band parameters (in `free` order), p the number of per-band ones.
-        covariance_shared: ``pixels + (s, s)``: that of the shared parameters.
+        covariance_shared: ``problems + (s, s)``: that of the shared parameters.
         covariance_cross: ``pixels + (bands, p, s)``: between a band's per-band
             parameters and the shared ones. `full_covariance` assembles all of them,
             with the blocks between bands, into one matrix per pixel. With refl_sigma the
@@ -79,7 +79,7 @@ class JointFitResult:
     iterations: Int32[np.ndarray, "*problems"]
     cost: Float[np.ndarray, "*problems"]
     covariance_bands: Float[np.ndarray, "*pixels bands p p"]
-    covariance_shared: Float[np.ndarray, "*pixels s s"]
+    covariance_shared: Float[np.ndarray, "*problems s s"]
     covariance_cross: Float[np.ndarray, "*pixels bands p s"]
     dfs: dict[str, np.ndarray]
     observations: Int32[np.ndarray, "*pixels bands"]
