@@ -18,7 +18,7 @@ iterations.
 """
 
 from .._inverse.albedo.rules import propose, starting_albedo, update
-from .._model._scalar_math import where
+from .._model._scalar_math import isfinite, where
 from .._model.equations import reflectance_and_slope
 from .._model.thermal import emissivity_and_slope
 
@@ -43,7 +43,8 @@ def band_start(observed, emission_factor, terms, table, coefficients, bounds):
     w = starting_albedo(observed - eps * emission_factor, table, bounds[0], bounds[1])
     g, slope = band_residual(w, observed, emission_factor, terms, coefficients)
     zero = 0.0 * g
-    status = where(g == 0.0, CONVERGED, SOLVING)
+    # a non-finite r_obs is not solved (MAX_ITER at once, not after max_iter steps)
+    status = where(isfinite(observed), where(g == 0.0, CONVERGED, SOLVING), MAX_ITER)
     return w, g, slope, zero, 2.0 + zero, status, 0
 
 
