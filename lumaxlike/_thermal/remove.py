@@ -38,7 +38,8 @@ PER_PIXEL = (
     "observed",
     "weight",
 )
-UPPER_LIMIT_STEPS = 16  # bisection steps in T: 900 K / 2^16 < 0.02 K
+UPPER_LIMIT_STEPS = 16  # profiled fits at most in the upper limit's search (4-8 are usual)
+UPPER_LIMIT_TOL = 1e-4  # the search's tolerance in t = T / T_SCALE (0.01 K)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,25 +183,76 @@ def _fit_temperature(problems, estimate, bounds, max_sigma, settings):
 
 def _upper_limit(problems, out, estimate, bounds, settings):
     """T [K] where the cost profiled over (a, b) has risen by `UPPER_LIMIT_CHI2` above
-    its minimum (the one-sided 95 % upper limit), by bisection in T above the fit's T;
-    the upper bound where even that is within the limit."""
+    its minimum (the one-sided 95 % upper limit); the upper bound where even that is
+    within the limit.
+
+    The root of g(t) = sqrt(cost(t) - cost_min) - sqrt(rise), nearly linear in t (exactly
+    so where the cost is quadratic), found above the fit's t: secant steps from the fit
+    (slope 1 / sqrt((J^T J)^-1_tt) at first) until a point is above the limit, then
+    false position (Illinois) in the bracket, each step one profiled fit of the pixels
+    not yet done, to `UPPER_LIMIT_TOL` (`_UpperLimitSearch`).
+    """
     n_bands = problems["observed"].shape[1]
     scale = out[:, 3] / (n_bands - 3) if estimate else np.ones(len(out))
-    target = out[:, 3] + UPPER_LIMIT_CHI2 * scale
-    low, high = out[:, 2].copy(), np.full(len(out), bounds[1] / T_SCALE)
-    fixed = dict(problems)
-
-    def profile(t):
-        fixed["theta"] = np.stack([out[:, 0], out[:, 1], t], axis=-1)
-        limits = (bounds[0] / T_SCALE, bounds[1] / T_SCALE, settings["tol"], settings["max_iter"])
-        return solve_thermal(settings["params"], fixed, (1.0, 1.0, 0.0), limits, settings["solver"])
-
-    bounded = profile(high)[:, 3] > target
+    search = _UpperLimitSearch(out, UPPER_LIMIT_CHI2 * scale, bounds[1] / T_SCALE)
+    limits = (bounds[0] / T_SCALE, bounds[1] / T_SCALE, settings["tol"], settings["max_iter"])
     for _ in range(UPPER_LIMIT_STEPS):
-        middle = 0.5 * (low + high)
-        above = profile(middle)[:, 3] > target
-        low, high = np.where(above, low, middle), np.where(above, middle, high)
-    return np.where(bounded, 0.5 * (low + high), bounds[1] / T_SCALE) * T_SCALE
+        active = np.flatnonzero(~search.done)
+        if not active.size:
+            break
+        fixed = {k: (v[active] if k in PER_PIXEL else v) for k, v in problems.items()}
+        t = search.t[active]
+        fixed["theta"] = np.stack([out[active, 0], out[active, 1], t], axis=-1)
+        cost = solve_thermal(settings["params"], fixed, (1.0, 1.0, 0.0), limits, settings["solver"])
+        search.update(active, cost[:, 3])
+    return search.t * T_SCALE
+
+
+class _UpperLimitSearch:
+    """The state of `_upper_limit`'s root search, pixels in parallel (t = T / T_SCALE)."""
+
+    def __init__(self, out, rise, t_high):
+        n = len(out)
+        self.minimum, self.target = out[:, 3], np.sqrt(rise)
+        self.t_fit, self.t_high = out[:, 2], t_high
+        self.lo, self.g_lo = out[:, 2].copy(), -self.target
+        self.hi, self.g_hi = np.full(n, t_high), np.full(n, np.inf)  # inf: not bracketed
+        self.side = np.zeros(n)  # +1 / -1: the last step moved hi / lo (Illinois)
+        # the first trial: where a quadratic cost would reach the limit
+        step = np.sqrt(rise * _covariance_tt(out[:, 4:10]))
+        self.t = np.minimum(self.lo + np.where(np.isfinite(step), step, t_high), t_high)
+        self.done = np.zeros(n, dtype=bool)
+
+    def update(self, idx, cost):
+        """Take the cost at self.t[idx]; set the next trial (or done) of those pixels."""
+        t, g = self.t[idx], np.sqrt(np.maximum(cost - self.minimum[idx], 0.0)) - self.target[idx]
+        lo, g_lo, hi, g_hi, side = (
+            a[idx] for a in (self.lo, self.g_lo, self.hi, self.g_hi, self.side)
+        )
+        above = g > 0
+        # Illinois: the end kept twice in a row has its g halved
+        g_lo = np.where(above & (side > 0), 0.5 * g_lo, g_lo)
+        g_hi = np.where(~above & (side < 0) & np.isfinite(g_hi), 0.5 * g_hi, g_hi)
+        lo_new, g_lo_new = np.where(above, lo, t), np.where(above, g_lo, g)
+        hi, g_hi = np.where(above, t, hi), np.where(above, g, g_hi)
+        # the slope of g from the fit (or the bracket): the next trial and its error
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bracketed = np.isfinite(g_hi)
+            secant = np.where(bracketed, (g_hi - g_lo_new) / (hi - lo_new), (g - g_lo) / (t - lo))
+            unbounded = ~above & (t >= self.t_high)
+            converged = bracketed & (
+                (hi - lo_new < UPPER_LIMIT_TOL) | (np.abs(g) < UPPER_LIMIT_TOL * secant)
+            )
+            extrapolated = np.where(
+                secant > 0, lo_new - g_lo_new / secant, 2.0 * lo_new - self.t_fit[idx]
+            )
+            proposed = np.where(
+                bracketed, lo_new - g_lo_new / secant, np.minimum(extrapolated, self.t_high)
+            )
+        self.t[idx] = np.where(unbounded | converged, np.where(unbounded, self.t_high, t), proposed)
+        self.done[idx] = unbounded | converged
+        self.lo[idx], self.g_lo[idx], self.hi[idx], self.g_hi[idx] = lo_new, g_lo_new, hi, g_hi
+        self.side[idx] = np.where(above, 1.0, -1.0)
 
 
 def _continuum(arrays, observed, w_start, spectral, estimate, bounds, max_sigma, settings):
