@@ -22,11 +22,20 @@ from .._model._scalar_math import isfinite, where
 from .._model.equations import reflectance_and_slope
 from .._model.thermal import emissivity_and_slope
 
-__all__ = ["band_residual", "band_start", "band_iterate"]
+__all__ = ["emission_factor", "band_residual", "band_start", "band_iterate"]
 
 SOLVING = -1
 CONVERGED = 0
 MAX_ITER = 1
+# E below this fraction of r_obs is dropped (E = 0: `invert`'s problem exactly): it moves
+# r and w by less than 1e-12 relative, below the solvers' step tolerance and far below
+# any noise (at 400 K, the bands short of ~1 um)
+NEGLIGIBLE_EMISSION = 1e-12
+
+
+def emission_factor(factor, observed):
+    """E [1/sr] as the band's problem takes it: 0 where negligible (`NEGLIGIBLE_EMISSION`)."""
+    return where(factor < NEGLIGIBLE_EMISSION * abs(observed), 0.0 * factor, factor)
 
 
 def band_residual(w, observed, emission_factor, terms, coefficients):

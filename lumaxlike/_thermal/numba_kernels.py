@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 
+import numba
 import numpy as np
 
 from .._inverse import lm_rules
@@ -51,13 +52,25 @@ def _fit_rules(equations):
     )
 
 
-def _band_rules(equations, albedo):
+@numba.njit(error_model="numpy", inline="always")
+def _no_emissivity(w, coefficients):
+    """eps and its slope as 0: `band_rules` without emission (E = 0), `invert`'s problem
+    with the same bits, the emissivity series left out."""
+    return 0.0 * w, 0.0 * w
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _no_emission(wavelength, temperature, solar_irradiance, distance_au):
+    return 0.0 * wavelength, 0.0 * wavelength
+
+
+def _band_rules(equations, albedo, emissivity_and_slope=_thermal_inline.emissivity_and_slope):
     """`band_rules` compiled over `equations` and `invert`'s rules `albedo`, inlined."""
     return retarget_to_numba(
         band_rules,
         inline=tuple(band_rules.__all__),
         reflectance_and_slope=inlined(equations.reflectance_and_slope),
-        emissivity_and_slope=_thermal_inline.emissivity_and_slope,
+        emissivity_and_slope=emissivity_and_slope,
         starting_albedo=albedo.starting_albedo,
         propose=albedo.propose,
         update=albedo.update,
@@ -72,6 +85,7 @@ pixel_terms = numba_equations.pixel_terms
 albedo_table = albedo_numba._rules.albedo_table
 fit_start, fit_iterate = _default_fit.start, _default_fit.iterate
 band_start, band_iterate = _default_bands.band_start, _default_bands.band_iterate
+emission_factor = _default_bands.emission_factor
 emissivity = _thermal_inline.emissivity_and_slope
 thermal_factor = _thermal_inline.thermal_factor_and_slope
 SOLVING = band_rules.SOLVING
@@ -135,7 +149,7 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
     t = temperature if on else 300.0
     for j in range(size):
         factor = thermal_factor(wavelength[j], t, solar[j], distance)[0]
-        st[_FACTOR + j] = factor if on else 0.0
+        st[_FACTOR + j] = emission_factor(factor if on else 0.0, r_obs[j])
     for j in range(size):
         st[_R_OBS + j] = r_obs[j]
     for j in range(size):
@@ -170,6 +184,23 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
             unfinished += 1 if st[_STATUS + j] == SOLVING else 0
 
 
+def _plain_variant(bands, name: str):
+    """`_bands_block` without emission (`_no_emissivity`, `_no_emission`), `bands` the
+    band rules compiled over it."""
+    return compile_variant(
+        _bands_block,
+        name,
+        band_start=bands.band_start,
+        band_iterate=bands.band_iterate,
+        thermal_factor=_no_emission,
+    )
+
+
+_plain_block = _plain_variant(
+    _band_rules(numba_equations, albedo_numba._rules, _no_emissivity), "plain"
+)
+
+
 @cached_njit(inlines=_INLINES, error_model="numpy")
 def _bands_pixel(p, geometry, model, pixel_data, spectral, limits, out, scratch):
     """Every band of pixel p (`_bands_kernel`'s loop body); scratch = (st, sun, sensor,
@@ -202,12 +233,29 @@ def _bands_pixel(p, geometry, model, pixel_data, spectral, limits, out, scratch)
     )
     pixel = (terms, albedo_table(terms), coef, temperature[p], distance[p])
     n_bands = observed.shape[1]
-    for block in range(0, n_bands, BLOCK):
-        size = min(BLOCK, n_bands - block)
-        end = block + size
-        _bands_block(
-            st, size, observed[p, block:end], wavelength[block:end], solar[block:end], pixel, limits
-        )
+    # the leading bands whose emission is negligible (all of them where T <= 0): E = 0,
+    # solved without the emissivity series (`_plain_block`, the same bits)
+    plain = 0
+    if temperature[p] > 0.0:
+        while plain < n_bands and (
+            emission_factor(
+                thermal_factor(wavelength[plain], temperature[p], solar[plain], distance[p])[0],
+                observed[p, plain],
+            )
+            == 0.0
+        ):
+            plain += 1
+    else:
+        plain = n_bands
+    block = 0
+    while block < n_bands:
+        end = min(block + BLOCK, plain if block < plain else n_bands)
+        size = end - block
+        r_obs, wl, sol = observed[p, block:end], wavelength[block:end], solar[block:end]
+        if block < plain:
+            _plain_block(st, size, r_obs, wl, sol, pixel, limits)
+        else:
+            _bands_block(st, size, r_obs, wl, sol, pixel, limits)
         w_row, e_row, s_row = (
             w_out[p, block:end],
             emission_out[p, block:end],
@@ -215,11 +263,16 @@ def _bands_pixel(p, geometry, model, pixel_data, spectral, limits, out, scratch)
         )
         for j in range(size):
             w_row[j] = st[_W + j]
-        for j in range(size):
-            e_row[j] = emissivity(st[_W + j], coef)[0] * st[_FACTOR + j]
+        if block < plain:
+            for j in range(size):
+                e_row[j] = 0.0
+        else:
+            for j in range(size):
+                e_row[j] = emissivity(st[_W + j], coef)[0] * st[_FACTOR + j]
         for j in range(size):
             s = st[_STATUS + j]
             s_row[j] = MAX_ITER if s == SOLVING else s
+        block = end
 
 
 @cached_njit(inlines=_INLINES, nogil=True, error_model="numpy")
@@ -269,11 +322,13 @@ def bands_kernel_for(key: ModelKey):
         band_start=compiled.band_start,
         band_iterate=compiled.band_iterate,
     )
+    plain = _plain_variant(_band_rules(equations, albedo, _no_emissivity), f"{key.name}_plain")
     pixel = compile_variant(
         _bands_pixel,
         key.name,
         pixel_terms=equations.pixel_terms,
         albedo_table=albedo.albedo_table,
         _bands_block=block,
+        _plain_block=plain,
     )
     return compile_variant(_bands_kernel, key.name, _bands_pixel=pixel)

@@ -78,7 +78,7 @@ def _solve_bands_jax(params, arrays, limits, key, max_iter):
     def band(r_obs, wl, sol, terms, table, coef, dist, temp):
         on = temp > 0.0
         factor, _ = thermal.thermal_factor_and_slope(wl, jnp.where(on, temp, 300.0), sol, dist)
-        factor = jnp.where(on, factor, 0.0)
+        factor = compiled.emission_factor(jnp.where(on, factor, 0.0), r_obs)
         state = compiled.band_start(r_obs, factor, terms, table, coef, bounds)
         state = jax.lax.while_loop(
             lambda s: s[5] == band_rules.SOLVING,
