@@ -184,10 +184,15 @@ def _upper_limit(problems, out, estimate, bounds, settings):
     limits = (bounds[0] / T_SCALE, bounds[1] / T_SCALE, settings["tol"], settings["max_iter"])
 
     def profile(active, t):
-        fixed = {k: (v[active] if k in PER_PIXEL else v) for k, v in problems.items()}
-        fixed["theta"] = np.stack([out[active, 0], out[active, 1], t], axis=-1)
+        # JAX: every pixel each time (one shape, one compilation; the others' values unused)
+        subset = active if settings["solver"] == "numba" else np.arange(len(out))
+        fixed = {k: (v[subset] if k in PER_PIXEL else v) for k, v in problems.items()}
+        t_all = out[:, 2].copy()
+        t_all[active] = t
+        fixed["theta"] = np.stack([out[subset, 0], out[subset, 1], t_all[subset]], axis=-1)
         free = (1.0, 1.0, 0.0)
-        return solve_thermal(settings["params"], fixed, free, limits, settings["solver"])[:, 3]
+        cost = solve_thermal(settings["params"], fixed, free, limits, settings["solver"])[:, 3]
+        return cost if settings["solver"] == "numba" else cost[active]
 
     return upper_limit(
         profile,
