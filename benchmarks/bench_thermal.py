@@ -145,6 +145,7 @@ def main(argv=None) -> Path:
             "cores": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
+            "load_average": list(os.getloadavg()),  # 1, 5, 15 min, at the run's end
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

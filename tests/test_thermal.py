@@ -276,3 +276,49 @@ def test_pixels_of_any_shape():
     grid = remove(observed[None], (geometry[0][None], *geometry[1:]), solar, sigma)
     np.testing.assert_array_equal(grid.temperature[0], flat.temperature)
     np.testing.assert_array_equal(grid.reflectance[0], flat.reflectance)
+
+
+def test_cached_emissivity_table_widens_the_range_and_is_reused():
+    params = lumaxlike.HapkeParams(b=0.25, c=0.3, roughness=np.radians(20))
+    first = emissivity.cached_emissivity_table((0.81, 0.9), params, "numba")
+    lo, hi = first[1]
+    assert (lo, hi) == (51 / 64, 58 / 64)  # the range widened to multiples of 1/64
+    # another range inside the same steps: the same table, not recomputed
+    assert emissivity.cached_emissivity_table((0.80, 0.905), params, "numba") is first
+    # and the widened table is the table of its range (eps to 1e-12)
+    direct = emissivity.emissivity_table((lo, hi), params, "numba")
+    np.testing.assert_allclose(first[0], direct[0], rtol=0, atol=1e-12)
+    other = lumaxlike.HapkeParams(b=0.25, c=0.3, roughness=np.radians(25))
+    assert emissivity.cached_emissivity_table((0.80, 0.905), other, "numba") is not first
+
+
+@pytest.mark.parametrize("shape", ["quadratic", "wien"])
+def test_upper_limit_search_finds_the_profile_root(shape):
+    """`upper_limit` on profiles of known root: a cost quadratic in T (the root at T_fit +
+    sqrt(2.706) sigma) and one growing as the emission at 2.65 um squared (cold pixels)."""
+    from lumaxlike._thermal.upper_limit import UPPER_LIMIT_CHI2, upper_limit
+
+    t_fit = np.array([3.0, 2.5, 1.0])  # T / 100 K
+    sigma = np.array([0.12, 0.3, np.inf])  # T's 1-sigma / 100 K (inf: singular)
+    wien = np.exp(-14387.77 / 2.65 / (100 * t_fit))
+    calls = []
+
+    def profile(index, t):
+        calls.append(index.size)
+        if shape == "quadratic":
+            return 5.0 + ((t - t_fit[index]) / np.minimum(sigma[index], 1.0)) ** 2
+        emission = np.exp(-14387.77 / 2.65 / (100 * t)) - wien[index]
+        return 5.0 + (np.maximum(emission, 0) / 1e-8) ** 2
+
+    out = np.zeros((3, 12))
+    out[:, 2], out[:, 3] = t_fit, 5.0
+    limit = upper_limit(profile, out, np.full(3, UPPER_LIMIT_CHI2), sigma**2, 10.0, 2.65)
+    if shape == "quadratic":
+        expected = 100 * (t_fit + np.sqrt(UPPER_LIMIT_CHI2) * np.minimum(sigma, 1.0))
+    else:  # emission at the limit: sqrt(2.706) 1e-8 above the fit's
+        s = wien + np.sqrt(UPPER_LIMIT_CHI2) * 1e-8
+        expected = -14387.77 / 2.65 / np.log(s)
+    np.testing.assert_allclose(limit, expected, rtol=0, atol=0.01)  # the search's 0.01 K
+    # bisection to 0.01 K over 900 K takes 17 fits; the first two pixels need a few (the
+    # third, a quadratic cost from the lower bound, is the search's worst case)
+    assert calls.count(3) + calls.count(2) <= 6 if shape == "quadratic" else len(calls) <= 8

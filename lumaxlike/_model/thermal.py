@@ -20,7 +20,7 @@ own r over the hemisphere, once per model and emission angle): eps is analytic i
 
 from scipy import constants as _constants
 
-from ._scalar_math import exp, expm1, maximum, minimum, sqrt, where
+from ._scalar_math import expm1, maximum, minimum, sqrt, where
 
 __all__ = [
     "planck_radiance_and_slope",
@@ -46,7 +46,8 @@ MIN_ALBEDO = 1e-9
 def planck_radiance_and_slope(wavelength, temperature):
     """Planck's spectral radiance B_lambda(T) [W m^-2 sr^-1 um^-1] and dB/dT [... K^-1].
 
-    B = C1 / lambda^5 / (exp(x) - 1), x = C2 / (lambda T); dB/dT = B x / T / (1 - exp(-x)).
+    B = C1 / lambda^5 / (exp(x) - 1), x = C2 / (lambda T); dB/dT = B x / T / (1 - exp(-x))
+    = B x / T (1 + 1 / (exp(x) - 1)) (one exponential for both).
 
     Args:
         wavelength: lambda [um], > 0.
@@ -55,7 +56,7 @@ def planck_radiance_and_slope(wavelength, temperature):
     x = minimum(C2 / (wavelength * temperature), MAX_EXPONENT)
     denominator = expm1(x)
     radiance = C1 / wavelength**5 / denominator
-    slope = radiance * x / temperature / (1.0 - exp(0.0 - x))
+    slope = radiance * x / temperature * (1.0 + 1.0 / denominator)
     return radiance, slope
 
 

@@ -18,15 +18,24 @@ iterations.
 """
 
 from .._inverse.albedo.rules import propose, starting_albedo, update
-from .._model._scalar_math import where
+from .._model._scalar_math import isfinite, where
 from .._model.equations import reflectance_and_slope
 from .._model.thermal import emissivity_and_slope
 
-__all__ = ["band_residual", "band_start", "band_iterate"]
+__all__ = ["emission_factor", "band_residual", "band_start", "band_iterate"]
 
 SOLVING = -1
 CONVERGED = 0
 MAX_ITER = 1
+# E below this fraction of r_obs is dropped (E = 0: `invert`'s problem exactly): it moves
+# r and w by less than 1e-12 relative, below the solvers' step tolerance and far below
+# any noise (at 400 K, the bands short of ~1 um)
+NEGLIGIBLE_EMISSION = 1e-12
+
+
+def emission_factor(factor, observed):
+    """E [1/sr] as the band's problem takes it: 0 where negligible (`NEGLIGIBLE_EMISSION`)."""
+    return where(factor < NEGLIGIBLE_EMISSION * abs(observed), 0.0 * factor, factor)
 
 
 def band_residual(w, observed, emission_factor, terms, coefficients):
@@ -43,7 +52,8 @@ def band_start(observed, emission_factor, terms, table, coefficients, bounds):
     w = starting_albedo(observed - eps * emission_factor, table, bounds[0], bounds[1])
     g, slope = band_residual(w, observed, emission_factor, terms, coefficients)
     zero = 0.0 * g
-    status = where(g == 0.0, CONVERGED, SOLVING)
+    # a non-finite r_obs is not solved (MAX_ITER at once, not after max_iter steps)
+    status = where(isfinite(observed), where(g == 0.0, CONVERGED, SOLVING), MAX_ITER)
     return w, g, slope, zero, 2.0 + zero, status, 0
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._model.forward import amsa
+from .._model.numba_model import kernel_params
 from .._model.thermal import N_EMISSIVITY
 from .._params import HapkeParams
 
@@ -33,6 +34,7 @@ __all__ = [
     "N_COSINE",
     "hemispherical_reflectance",
     "emissivity_table",
+    "cached_emissivity_table",
     "pixel_coefficients",
     "directional_emissivity",
 ]
@@ -42,6 +44,9 @@ N_POLAR = 24  # Gauss-Legendre nodes in i on each side of e
 N_AZIMUTH = 32  # Gauss-Legendre nodes in psi over [0, pi]
 # the narrowest range of cos e a table spans (a scene seen at one angle)
 MIN_COSINE_SPAN = 1e-3
+COSINE_STEP = 1.0 / 64.0  # `cached_emissivity_table`'s ranges: multiples of this
+TABLE_CACHE_SIZE = 16  # tables kept by `cached_emissivity_table`
+_TABLE_CACHE: dict = {}
 
 
 def _incidence_nodes(cos_e: np.ndarray):
@@ -125,6 +130,31 @@ def emissivity_table(cos_range, params: HapkeParams, backend: str = "numba"):
     eps = 1.0 - hemispherical_reflectance(1.0 - gamma * gamma, cosines, params, backend)
     coefficients = _chebyshev_coefficients(_chebyshev_coefficients(eps, 0), 1)
     return coefficients, (lo, hi)
+
+
+def cached_emissivity_table(cos_range, params: HapkeParams, backend: str = "numba"):
+    """`emissivity_table` over `cos_range` widened to multiples of `COSINE_STEP` (within
+    (0, 1]; one below `COSINE_STEP` is kept), kept for later calls with the same model (the `_TABLE_CACHE` most recent):
+    the blocks of a cube, and repeated calls on one scene, share their table instead of
+    each computing its own (the quadrature is ~10^5 model evaluations).
+    """
+    lo = float(np.floor(float(cos_range[0]) / COSINE_STEP) * COSINE_STEP)
+    lo = lo if lo > 0.0 else float(cos_range[0])  # grazing views: not widened to 0
+    hi = float(min(np.ceil(float(cos_range[1]) / COSINE_STEP) * COSINE_STEP, 1.0))
+    scalars, legendre, use_legendre = kernel_params(params)
+    model = (params.model_key, scalars.tobytes(), legendre.tobytes(), use_legendre)
+    return _cached_table(lo, max(hi, lo), model, params, backend)
+
+
+def _cached_table(lo, hi, model, params, backend):
+    key = (lo, hi, model, backend)
+    table = _TABLE_CACHE.pop(key, None)
+    if table is None:
+        table = emissivity_table((lo, hi), params, backend)
+        while len(_TABLE_CACHE) >= TABLE_CACHE_SIZE:
+            _TABLE_CACHE.pop(next(iter(_TABLE_CACHE)))
+    _TABLE_CACHE[key] = table  # the most recent last
+    return table
 
 
 def pixel_coefficients(cos_e, table) -> np.ndarray:

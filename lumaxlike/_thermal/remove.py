@@ -18,15 +18,13 @@ from .._status import Status
 from . import emissivity
 from .rules import T_SCALE
 from .solvers import solve_bands, solve_thermal
+from .upper_limit import UPPER_LIMIT_CHI2, upper_limit
 
 __all__ = ["DEFAULT_WINDOW", "METHODS", "ThermalResult", "remove_thermal", "solar_per_band"]
 
 METHODS = ("continuum", "given")
 DEFAULT_WINDOW = (2.3, 2.65)  # [um]: short of the 3 um hydration band's wing (~2.7 um)
 CHUNK = 4096  # pixels per solver call (the correction solves pixels x bands problems)
-# NOT_CONSTRAINED pixels: T's one-sided 95 % upper limit, where the profiled chi^2 has risen
-# by 2.706 (the 90 % two-sided, i.e. 95 % one-sided, point of chi^2 with 1 degree of freedom)
-UPPER_LIMIT_CHI2 = 2.706
 # the window problems' per-pixel entries (the others are per band, or one value)
 PER_PIXEL = (
     "to_sun",
@@ -38,7 +36,6 @@ PER_PIXEL = (
     "observed",
     "weight",
 )
-UPPER_LIMIT_STEPS = 16  # bisection steps in T: 900 K / 2^16 < 0.02 K
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,26 +178,30 @@ def _fit_temperature(problems, estimate, bounds, max_sigma, settings):
 
 
 def _upper_limit(problems, out, estimate, bounds, settings):
-    """T [K] where the cost profiled over (a, b) has risen by `UPPER_LIMIT_CHI2` above
-    its minimum (the one-sided 95 % upper limit), by bisection in T above the fit's T;
-    the upper bound where even that is within the limit."""
+    """T's one-sided 95 % upper limit [K] of each pixel (`upper_limit`)."""
     n_bands = problems["observed"].shape[1]
     scale = out[:, 3] / (n_bands - 3) if estimate else np.ones(len(out))
-    target = out[:, 3] + UPPER_LIMIT_CHI2 * scale
-    low, high = out[:, 2].copy(), np.full(len(out), bounds[1] / T_SCALE)
-    fixed = dict(problems)
+    limits = (bounds[0] / T_SCALE, bounds[1] / T_SCALE, settings["tol"], settings["max_iter"])
 
-    def profile(t):
-        fixed["theta"] = np.stack([out[:, 0], out[:, 1], t], axis=-1)
-        limits = (bounds[0] / T_SCALE, bounds[1] / T_SCALE, settings["tol"], settings["max_iter"])
-        return solve_thermal(settings["params"], fixed, (1.0, 1.0, 0.0), limits, settings["solver"])
+    def profile(active, t):
+        # JAX: every pixel each time (one shape, one compilation; the others' values unused)
+        subset = active if settings["solver"] == "numba" else np.arange(len(out))
+        fixed = {k: (v[subset] if k in PER_PIXEL else v) for k, v in problems.items()}
+        t_all = out[:, 2].copy()
+        t_all[active] = t
+        fixed["theta"] = np.stack([out[subset, 0], out[subset, 1], t_all[subset]], axis=-1)
+        free = (1.0, 1.0, 0.0)
+        cost = solve_thermal(settings["params"], fixed, free, limits, settings["solver"])[:, 3]
+        return cost if settings["solver"] == "numba" else cost[active]
 
-    bounded = profile(high)[:, 3] > target
-    for _ in range(UPPER_LIMIT_STEPS):
-        middle = 0.5 * (low + high)
-        above = profile(middle)[:, 3] > target
-        low, high = np.where(above, low, middle), np.where(above, middle, high)
-    return np.where(bounded, 0.5 * (low + high), bounds[1] / T_SCALE) * T_SCALE
+    return upper_limit(
+        profile,
+        out,
+        UPPER_LIMIT_CHI2 * scale,
+        _covariance_tt(out[:, 4:10]),
+        bounds[1] / T_SCALE,
+        problems["wavelength"][-1],
+    )
 
 
 def _continuum(arrays, observed, w_start, spectral, estimate, bounds, max_sigma, settings):
@@ -305,70 +306,94 @@ def remove_thermal(
     wavelengths = np.asarray(wavelengths, dtype=np.float64)
     inside = _check(refl, wavelengths, method, temperature, window, solver)
     pixels, n_bands = refl.shape[:-1], refl.shape[-1]
-    n = int(np.prod(pixels))
-    flat = refl.reshape(n, n_bands)
-    geometry = {
-        k: _unit(k, v, pixels)
-        for k, v in zip(("to_sun", "to_sensor", "normal"), (to_sun, to_sensor, normal))
-    }
-    solar = solar_per_band(solar_spectrum, wavelengths)
-    distance = np.broadcast_to(np.asarray(solar_distance, dtype=np.float64), pixels).reshape(n)
+    flat = refl.reshape(-1, n_bands)
+    geometry, cos_e, status = _geometry_and_status(
+        flat, (to_sun, to_sensor, normal), pixels, inside
+    )
+    solar, sigma = solar_per_band(solar_spectrum, wavelengths), _band_sigma(refl_sigma, n_bands)
+    spectral = (wavelengths, solar, sigma, inside)
+    geometry["distance"] = np.broadcast_to(
+        np.asarray(solar_distance, dtype=np.float64), pixels
+    ).reshape(-1)
+    outputs = {k: np.full(flat.shape[:1], np.nan) for k in ("temperature", "temperature_sigma")}
+    outputs.update({k: np.full(flat.shape, np.nan) for k in ("w", "reflectance", "emission")})
+    good = np.flatnonzero(status == Status.CONVERGED)
+    if good.size:
+        settings: dict = dict(params=params, solver=solver, max_iter=max_iter, tol=tol)
+        settings.update(method=method, estimate=refl_sigma is None, bounds=temperature_bounds)
+        settings.update(max_sigma=max_temperature_sigma)
+        if method == "given":
+            settings["given"] = np.broadcast_to(np.asarray(temperature, float), pixels).reshape(-1)
+        table = emissivity.cached_emissivity_table(
+            (cos_e[good].min(), cos_e[good].max()), params, solver
+        )
+        for chunk in np.array_split(good, -(-good.size // CHUNK)):
+            arrays = {k: v[chunk] for k, v in geometry.items()}
+            arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
+            _solve_chunk(chunk, arrays, flat[chunk], spectral, settings, status, outputs)
+    shapes = dict.fromkeys(("temperature", "temperature_sigma"), pixels)
+    return ThermalResult(
+        status=status.reshape(pixels),
+        **{k: v.reshape(shapes.get(k, refl.shape)) for k, v in outputs.items()},
+    )
+
+
+def _band_sigma(refl_sigma, n_bands: int) -> np.ndarray:
+    """refl_sigma per band [1/sr] (1 for None), checked."""
     sigma = np.broadcast_to(
         np.asarray(1.0 if refl_sigma is None else refl_sigma, dtype=np.float64), (n_bands,)
     )
     if not np.all(np.isfinite(sigma) & (sigma > 0)):
         raise ValueError(f"refl_sigma must be positive and finite [1/sr], got {refl_sigma!r}")
+    return sigma
+
+
+def _geometry_and_status(flat, vectors, pixels, inside):
+    """The unit vectors (n, 3) by name, cos e (n,), and the status (n,) int8: CONVERGED
+    (to be solved), INVALID_GEOMETRY or NONFINITE_INPUT (over the window's bands)."""
+    names = ("to_sun", "to_sensor", "normal")
+    geometry = {k: _unit(k, v, pixels) for k, v in zip(names, vectors)}
     cos_i = np.sum(geometry["to_sun"] * geometry["normal"], axis=-1)
     cos_e = np.sum(geometry["to_sensor"] * geometry["normal"], axis=-1)
     valid_geometry = (cos_i > 0) & (cos_e > 0)
     finite = np.all(np.isfinite(flat[:, inside] if inside is not None else flat), axis=-1)
     status = np.where(valid_geometry, Status.CONVERGED, Status.INVALID_GEOMETRY)
     status = np.where(valid_geometry & ~finite, Status.NONFINITE_INPUT, status).astype(np.int8)
-    good = np.flatnonzero(status == Status.CONVERGED)
-    t_out = np.full(n, np.nan)
-    t_sigma = np.full(n, np.nan)
-    w_out = np.full((n, n_bands), np.nan)
-    r_out = np.full((n, n_bands), np.nan)
-    e_out = np.full((n, n_bands), np.nan)
-    if good.size:
-        table = emissivity.emissivity_table((cos_e[good].min(), cos_e[good].max()), params, solver)
-        settings = dict(params=params, solver=solver, max_iter=max_iter, tol=tol)
-        for chunk in np.array_split(good, -(-good.size // CHUNK)):
-            arrays = {k: v[chunk] for k, v in geometry.items()}
-            arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
-            arrays["distance"] = distance[chunk]
-            if method == "continuum":
-                # the continuum's start: invert's w at the window's first band
-                first = int(np.flatnonzero(inside)[0])
-                vectors = (arrays["to_sun"], arrays["to_sensor"], arrays["normal"])
-                w_first = invert(flat[chunk, first : first + 1], *vectors, params, solver).w
-                w_start = np.full((chunk.size, n_bands), np.nan)
-                w_start[:, first] = w_first[:, 0]
-                temp, tsig, st = _continuum(
-                    arrays,
-                    flat[chunk],
-                    w_start,
-                    (wavelengths, solar, sigma, inside),
-                    refl_sigma is None,
-                    temperature_bounds,
-                    max_temperature_sigma,
-                    settings,
-                )
-                status[chunk] = st
-            else:
-                temp = np.broadcast_to(np.asarray(temperature, float), pixels).reshape(n)[chunk]
-                tsig = np.full(chunk.size, np.nan)
-            t_out[chunk], t_sigma[chunk] = temp, tsig
-            # NOT_CONSTRAINED: T is an upper limit only; nothing is removed (see docs)
-            removed = np.where(status[chunk] == Status.NOT_CONSTRAINED, np.nan, temp)
-            w_out[chunk], r_out[chunk], e_out[chunk] = _correct(
-                arrays, flat[chunk], removed, wavelengths, solar, settings
-            )
-    return ThermalResult(
-        temperature=t_out.reshape(pixels),
-        temperature_sigma=t_sigma.reshape(pixels),
-        status=status.reshape(pixels),
-        reflectance=r_out.reshape(refl.shape),
-        w=w_out.reshape(refl.shape),
-        emission=e_out.reshape(refl.shape),
+    return geometry, cos_e, status
+
+
+def _solve_chunk(chunk, arrays, observed, spectral, settings, status, outputs):
+    """T (by the continuum fit or given) and the correction of the pixels `chunk` (indices
+    into the flat outputs; arrays: their problem arrays, observed their r); writes
+    `status` and `outputs` there."""
+    wavelengths, solar, _, inside = spectral
+    if settings["method"] == "continuum":
+        # the continuum's start: invert's w at the window's first band
+        first = int(np.flatnonzero(inside)[0])
+        vectors = (arrays["to_sun"], arrays["to_sensor"], arrays["normal"])
+        w_first = invert(
+            observed[:, first : first + 1], *vectors, settings["params"], settings["solver"]
+        ).w
+        w_start = np.full(observed.shape, np.nan)
+        w_start[:, first] = w_first[:, 0]
+        temp, tsig, status[chunk] = _continuum(
+            arrays,
+            observed,
+            w_start,
+            spectral,
+            settings["estimate"],
+            settings["bounds"],
+            settings["max_sigma"],
+            settings,
+        )
+    else:
+        temp, tsig = settings["given"][chunk], np.full(chunk.size, np.nan)
+    outputs["temperature"][chunk], outputs["temperature_sigma"][chunk] = temp, tsig
+    # NOT_CONSTRAINED: T is an upper limit only; nothing is removed (see docs)
+    removed = np.where(status[chunk] == Status.NOT_CONSTRAINED, np.nan, temp)
+    w, reflectance, emission = _correct(arrays, observed, removed, wavelengths, solar, settings)
+    outputs["w"][chunk], outputs["reflectance"][chunk], outputs["emission"][chunk] = (
+        w,
+        reflectance,
+        emission,
     )

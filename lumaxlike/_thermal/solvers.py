@@ -1,7 +1,7 @@
 """The thermal fits' two solvers, one driver each around the rules written once
-(`rules`): JAX (each pixel's `lax.while_loop`, vmapped over pixels, jitted) and numba
-(each pixel's loop, over blocks of pixels on `numba_threads.run_in_blocks`'s threads,
-as every kernel of the package: no numba threading layer). Both take the same arrays and
+(`rules`, `band_rules`): JAX (each problem's `lax.while_loop`, vmapped, jitted) and numba
+(`numba_kernels`: cached on disk, over blocks of pixels on
+`numba_threads.run_in_blocks`'s threads, as every kernel of the package). Both take the same arrays and
 return the same final states, so they take the same steps.
 
 Arrays (float64): to_sun, to_sensor, normal (pixels, 3); coefficients (pixels,
@@ -15,17 +15,16 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numba
 import numpy as np
 
 from .._inverse import lm_rules
 from .._model import thermal as thermal_equations
-from .._model._backends import retarget_to_jax, retarget_to_numba
-from .._model.family import ModelKey, jax_equations_for, numba_equations_for
+from .._model._backends import retarget_to_jax
+from .._model.family import ModelKey, jax_equations_for
 from .._model.numba_model import kernel_params
 from .._model.numba_threads import run_in_blocks
 from .._params import HapkeParams
-from . import band_rules, rules
+from . import band_rules, numba_kernels, rules
 
 __all__ = ["solve_thermal", "solve_bands"]
 
@@ -45,55 +44,6 @@ def _jax_rules(key: ModelKey):
     thermal = retarget_to_jax(thermal_equations)
     lm = retarget_to_jax(lm_rules)
     return retarget_to_jax(rules, **_bindings(jax_equations_for(key), thermal, lm))
-
-
-@functools.cache
-def _numba_kernel(key: ModelKey):
-    thermal = retarget_to_numba(thermal_equations)
-    lm = retarget_to_numba(lm_rules)
-    equations = numba_equations_for(key)
-    compiled = retarget_to_numba(rules, **_bindings(equations, thermal, lm))
-    pixel_terms, start, iterate = equations.pixel_terms, compiled.start, compiled.iterate
-    SOLVING = rules.SOLVING
-
-    @numba.njit(nogil=True, error_model="numpy")
-    def kernel(
-        first, last, geometry, scalars, legendre, use_legendre, pixel_data, band_data, settings, out
-    ):
-        to_sun, to_sensor, normal = geometry
-        coefficients, distance, theta0 = pixel_data
-        wavelength, solar, observed, weight, reference = band_data
-        free, limits = settings
-        for p in range(first, last):
-            terms = pixel_terms(
-                to_sun[p],
-                to_sensor[p],
-                normal[p],
-                scalars[0],
-                scalars[1],
-                scalars[2],
-                scalars[3],
-                scalars[4],
-                scalars[5],
-                scalars[6],
-                scalars[7],
-                scalars[8],
-                legendre,
-                use_legendre,
-            )
-            pixel = (terms, coefficients[p], distance[p])
-            bands = (wavelength[p], solar[p], observed[p], weight[p])
-            theta = (theta0[p, 0], theta0[p, 1], theta0[p, 2])
-            state = start(theta, pixel, bands, reference[p], free)
-            while state[6] == SOLVING:
-                state = iterate(state, pixel, bands, reference[p], free, limits)
-            out[p, 0], out[p, 1], out[p, 2] = state[0]
-            out[p, 3] = state[1]
-            for i in range(6):
-                out[p, 4 + i] = state[2][i]
-            out[p, 10], out[p, 11] = state[6], state[7]
-
-    return kernel
 
 
 def _band_bindings(albedo, equations, thermal) -> dict:
@@ -116,65 +66,6 @@ def _jax_band_rules(key: ModelKey):
     return retarget_to_jax(band_rules, **bindings), albedo, thermal
 
 
-@functools.cache
-def _numba_band_kernel(key: ModelKey):
-    from .._inverse.albedo.numba_solver import _rules_for
-
-    equations = numba_equations_for(key)
-    thermal = retarget_to_numba(thermal_equations)
-    albedo = _rules_for(equations)
-    compiled = retarget_to_numba(
-        band_rules,
-        inline=tuple(band_rules.__all__),
-        **_band_bindings(albedo, equations, thermal),
-    )
-    pixel_terms, albedo_table = equations.pixel_terms, albedo.albedo_table
-    factor_and_slope, emissivity = thermal.thermal_factor_and_slope, thermal.emissivity_and_slope
-    start, iterate, SOLVING = compiled.band_start, compiled.band_iterate, band_rules.SOLVING
-
-    @numba.njit(nogil=True, error_model="numpy")
-    def kernel(
-        first, last, geometry, scalars, legendre, use_legendre, pixel_data, spectral, limits, out
-    ):
-        to_sun, to_sensor, normal = geometry
-        coefficients, distance, temperature = pixel_data
-        wavelength, solar, observed = spectral
-        w_out, emission_out, status_out = out
-        bounds = (limits[0], limits[1])
-        for p in range(first, last):
-            terms = pixel_terms(
-                to_sun[p],
-                to_sensor[p],
-                normal[p],
-                scalars[0],
-                scalars[1],
-                scalars[2],
-                scalars[3],
-                scalars[4],
-                scalars[5],
-                scalars[6],
-                scalars[7],
-                scalars[8],
-                legendre,
-                use_legendre,
-            )
-            table = albedo_table(terms)
-            on = temperature[p] > 0.0
-            t = temperature[p] if on else 300.0
-            for k in range(observed.shape[1]):
-                factor = factor_and_slope(wavelength[k], t, solar[k], distance[p])[0]
-                factor = factor if on else 0.0
-                r_obs = observed[p, k]
-                state = start(r_obs, factor, terms, table, coefficients[p], bounds)
-                while state[5] == SOLVING:
-                    state = iterate(state, r_obs, factor, terms, coefficients[p], limits)
-                w_out[p, k] = state[0]
-                emission_out[p, k] = emissivity(state[0], coefficients[p])[0] * factor
-                status_out[p, k] = state[5]
-
-    return kernel
-
-
 @functools.partial(jax.jit, static_argnames=("key", "max_iter"))
 def _solve_bands_jax(params, arrays, limits, key, max_iter):
     from .._model.jax_model import pixel_terms
@@ -187,7 +78,7 @@ def _solve_bands_jax(params, arrays, limits, key, max_iter):
     def band(r_obs, wl, sol, terms, table, coef, dist, temp):
         on = temp > 0.0
         factor, _ = thermal.thermal_factor_and_slope(wl, jnp.where(on, temp, 300.0), sol, dist)
-        factor = jnp.where(on, factor, 0.0)
+        factor = compiled.emission_factor(jnp.where(on, factor, 0.0), r_obs)
         state = compiled.band_start(r_obs, factor, terms, table, coef, bounds)
         state = jax.lax.while_loop(
             lambda s: s[5] == band_rules.SOLVING,
@@ -223,15 +114,12 @@ def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str):
     w_lower, w_upper, tol, max_iter = limits
     pixel_keys = ("to_sun", "to_sensor", "normal", "coefficients", "distance")
     if solver == "numba":
-        scalars, legendre, use_legendre = kernel_params(params)
         out = (np.empty(observed.shape), np.empty(observed.shape), np.empty(observed.shape))
         run_in_blocks(
-            _numba_band_kernel(params.model_key),
+            numba_kernels.bands_kernel_for(params.model_key),
             observed.shape[0],
             tuple(np.ascontiguousarray(arrays[k], np.float64) for k in pixel_keys[:3]),
-            scalars,
-            legendre,
-            use_legendre,
+            kernel_params(params),
             (
                 np.ascontiguousarray(arrays["coefficients"], np.float64),
                 np.ascontiguousarray(arrays["distance"], np.float64),
@@ -310,15 +198,12 @@ def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) 
     free = tuple(float(f) for f in free)
     t_low, t_high, tol, max_iter = limits
     if solver == "numba":
-        scalars, legendre, use_legendre = kernel_params(params)
         out = np.empty((n, 12))
         run_in_blocks(
-            _numba_kernel(params.model_key),
+            numba_kernels.window_kernel_for(params.model_key),
             n,
             tuple(np.ascontiguousarray(arrays[k]) for k in ("to_sun", "to_sensor", "normal")),
-            scalars,
-            legendre,
-            use_legendre,
+            kernel_params(params),
             tuple(np.ascontiguousarray(arrays[k]) for k in ("coefficients", "distance", "theta")),
             (
                 band["wavelength"],

@@ -108,7 +108,7 @@ def remove_thermal_dataarray(
         ValueError: naming the argument: units other than r or radf, no wavelengths, a
             bad method, window or solar spectrum.
     """
-    from .._operations.thermal import THERMAL, ThermalSettings
+    from .._operations.thermal import ThermalSettings
     from .._thermal.remove import DEFAULT_WINDOW, solar_per_band
 
     options = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
@@ -123,11 +123,6 @@ def remove_thermal_dataarray(
         window=DEFAULT_WINDOW if window is None else (float(window[0]), float(window[1])),
     )
     inputs = chunked_inputs(refl, geometry, spec)
-    layout = THERMAL.layout(units)
-    maps = [
-        ChunkMap(name, np.int8 if name == "status" else np.float64, dims, layout.attrs[name])
-        for name, dims in zip(THERMAL.fields, ((spec,), (spec,), (), (), ()))
-    ]
     extra = {
         "wavelengths": bands_um,
         "solar_irradiance": solar_per_band(solar_spectrum, bands_um),
@@ -135,18 +130,18 @@ def remove_thermal_dataarray(
         "units": "r",  # the chunk's reflectance is r; the maps converted below
         "settings": settings,
     }
-    variables = apply_to_chunks(
-        _thermal_chunk,
-        inputs,
-        maps,
+    kwargs = {"params": params, "options": options, "extra": extra}
+    variables = _thermal_variables(inputs, spec, units, refl_sigma, kwargs)
+    call = python_call(
+        "remove_thermal_dataarray",
+        inputs.refl,
+        geometry,
+        params,
+        options.solver,
         units=units,
+        **settings.record(),
         refl_sigma=refl_sigma,
-        refl_dtype=np.float64,
-        kwargs={"params": params, "options": options, "extra": extra},
     )
-    if units == "radf":
-        corrected = variables["reflectance"]
-        variables["reflectance"] = (corrected * np.pi).assign_attrs(corrected.attrs)
     provenance = provenance_of(
         inputs.refl,
         geometry,
@@ -157,15 +152,31 @@ def remove_thermal_dataarray(
         max_iter=options.max_iter,
         refl_sigma=refl_sigma,
         dtype=np.float64,
-        command=python_call(
-            "remove_thermal_dataarray",
-            inputs.refl,
-            geometry,
-            params,
-            options.solver,
-            units=units,
-            **settings.record(),
-            refl_sigma=refl_sigma,
-        ),
+        command=call,
     )
     return result_dataset(variables, inputs.refl, provenance)
+
+
+def _thermal_variables(inputs, spec: str, units: str, refl_sigma, kwargs) -> dict:
+    """The `THERMAL` maps of every chunk (`apply_to_chunks`), the corrected reflectance in
+    `units`; kwargs: `_thermal_chunk`'s."""
+    from .._operations.thermal import THERMAL
+
+    layout = THERMAL.layout(units)
+    maps = [
+        ChunkMap(name, np.int8 if name == "status" else np.float64, dims, layout.attrs[name])
+        for name, dims in zip(THERMAL.fields, ((spec,), (spec,), (), (), ()))
+    ]
+    variables = apply_to_chunks(
+        _thermal_chunk,
+        inputs,
+        maps,
+        units=units,
+        refl_sigma=refl_sigma,
+        refl_dtype=np.float64,
+        kwargs=kwargs,
+    )
+    if units == "radf":
+        corrected = variables["reflectance"]
+        variables["reflectance"] = (corrected * np.pi).assign_attrs(corrected.attrs)
+    return variables

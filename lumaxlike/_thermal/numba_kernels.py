@@ -1,0 +1,334 @@
+"""The thermal solvers' numba kernels, cached on disk as every kernel of the package
+(`numba_cache.cached_njit`; another model configuration's kernels are variants,
+`compile_variant`), run over blocks of pixels on `numba_threads.run_in_blocks`'s threads.
+
+- `window_kernel_for`: the continuum fit of `rules` (one Levenberg-Marquardt problem in
+  (a, b, t) per pixel).
+- `bands_kernel_for`: every band's w at its pixel's T (`band_rules`), in `invert`'s
+  blocked form (`_inverse/albedo/numba_solver.py`): the bands of a pixel step in
+  lockstep, `BLOCK` at a time, each iteration one branch-free loop over the block (a
+  finished band keeps its values by selection), its state in one contiguous row, every
+  rule inlined, so that the compiler can vectorise the loops; a band's own sequence of
+  operations is that of the band stepped alone (the JAX solver's).
+
+Arrays as `solvers`' (float64).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+from .._inverse import lm_rules
+from .._inverse.albedo import numba_solver as albedo_numba
+from .._inverse.albedo import rules as albedo_rules
+from .._model import thermal as thermal_equations
+from .._model._backends import inlined, numba_equations, retarget_to_numba
+from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
+from .._model.numba_cache import cached_njit, compile_variant
+from .._model.numba_model import MODEL_MODULES
+from . import band_rules, rules
+
+__all__ = ["BLOCK", "bands_kernel_for", "window_kernel_for"]
+
+_thermal = retarget_to_numba(thermal_equations)
+_thermal_inline = retarget_to_numba(thermal_equations, inline=tuple(thermal_equations.__all__))
+_lm = retarget_to_numba(lm_rules)
+# the modules the kernels compile in (editing one invalidates their cache)
+_INLINES = (rules, band_rules, thermal_equations, albedo_rules, lm_rules, *MODEL_MODULES)
+
+
+def _fit_rules(equations):
+    """`rules` compiled over the model `equations` (a retargeted namespace)."""
+    return retarget_to_numba(
+        rules,
+        reflectance_and_slope=equations.reflectance_and_slope,
+        clamped_albedo=_thermal.clamped_albedo,
+        emissivity_and_slope=_thermal.emissivity_and_slope,
+        thermal_factor_and_slope=_thermal.thermal_factor_and_slope,
+        **{name: getattr(_lm, name) for name in lm_rules.__all__},
+    )
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _no_emissivity(w, coefficients):
+    """eps and its slope as 0: `band_rules` without emission (E = 0), `invert`'s problem
+    with the same bits, the emissivity series left out."""
+    return 0.0 * w, 0.0 * w
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _no_emission(wavelength, temperature, solar_irradiance, distance_au):
+    return 0.0 * wavelength, 0.0 * wavelength
+
+
+def _band_rules(equations, albedo, emissivity_and_slope=_thermal_inline.emissivity_and_slope):
+    """`band_rules` compiled over `equations` and `invert`'s rules `albedo`, inlined."""
+    return retarget_to_numba(
+        band_rules,
+        inline=tuple(band_rules.__all__),
+        reflectance_and_slope=inlined(equations.reflectance_and_slope),
+        emissivity_and_slope=emissivity_and_slope,
+        starting_albedo=albedo.starting_albedo,
+        propose=albedo.propose,
+        update=albedo.update,
+    )
+
+
+# Module-level names for the default configuration (numba resolves globals, not
+# attributes of a namespace); `compile_variant` rebinds them for the others.
+_default_fit = _fit_rules(numba_equations)
+_default_bands = _band_rules(numba_equations, albedo_numba._rules)
+pixel_terms = numba_equations.pixel_terms
+albedo_table = albedo_numba._rules.albedo_table
+fit_start, fit_iterate = _default_fit.start, _default_fit.iterate
+band_start, band_iterate = _default_bands.band_start, _default_bands.band_iterate
+emission_factor = _default_bands.emission_factor
+emissivity = _thermal_inline.emissivity_and_slope
+thermal_factor = _thermal_inline.thermal_factor_and_slope
+SOLVING = band_rules.SOLVING
+MAX_ITER = band_rules.MAX_ITER
+# Bands solved together (the rows of a block's state): one pixel's, for most cubes.
+BLOCK = 64
+# Where each field of a block of bands starts in the state row (BLOCK each).
+_W, _G, _SLOPE, _DAMPING, _GROWTH, _STATUS, _ITERATIONS, _R_OBS, _FACTOR = (
+    k * BLOCK for k in range(9)
+)
+_STATE_LENGTH = 9 * BLOCK
+
+
+@cached_njit(inlines=_INLINES, nogil=True, error_model="numpy")
+def _window_kernel(first, last, geometry, model, pixel_data, band_data, settings, out):
+    """The continuum fits of pixels first to last - 1: out (pixels, 12) as
+    `solvers.solve_thermal` returns it."""
+    to_sun, to_sensor, normal = geometry
+    scalars, legendre, use_legendre = model
+    coefficients, distance, theta0 = pixel_data
+    wavelength, solar, observed, weight, reference = band_data
+    free, limits = settings
+    for p in range(first, last):
+        terms = pixel_terms(
+            to_sun[p],
+            to_sensor[p],
+            normal[p],
+            scalars[0],
+            scalars[1],
+            scalars[2],
+            scalars[3],
+            scalars[4],
+            scalars[5],
+            scalars[6],
+            scalars[7],
+            scalars[8],
+            legendre,
+            use_legendre,
+        )
+        pixel = (terms, coefficients[p], distance[p])
+        bands = (wavelength[p], solar[p], observed[p], weight[p])
+        state = fit_start(
+            (theta0[p, 0], theta0[p, 1], theta0[p, 2]), pixel, bands, reference[p], free
+        )
+        while state[6] == SOLVING:
+            state = fit_iterate(state, pixel, bands, reference[p], free, limits)
+        out[p, 0], out[p, 1], out[p, 2] = state[0]
+        out[p, 3] = state[1]
+        for i in range(6):
+            out[p, 4 + i] = state[2][i]
+        out[p, 10], out[p, 11] = state[6], state[7]
+
+
+@cached_njit(inlines=_INLINES, error_model="numpy")
+def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
+    """One block of `size` bands of a pixel solved in `st` (see the module docstring);
+    pixel = (terms, table, coefficients, T [K] (<= 0: no emission), distance [au])."""
+    terms, table, coef, temperature, distance = pixel
+    w_lower, w_upper, tol, max_iter = limits
+    on = temperature > 0.0
+    t = temperature if on else 300.0
+    for j in range(size):
+        factor = thermal_factor(wavelength[j], t, solar[j], distance)[0]
+        st[_FACTOR + j] = emission_factor(factor if on else 0.0, r_obs[j])
+    for j in range(size):
+        st[_R_OBS + j] = r_obs[j]
+    for j in range(size):
+        w, g, slope, damping, growth, status, _ = band_start(
+            st[_R_OBS + j], st[_FACTOR + j], terms, table, coef, (w_lower, w_upper)
+        )
+        st[_W + j], st[_G + j], st[_SLOPE + j] = w, g, slope
+        st[_DAMPING + j], st[_GROWTH + j], st[_STATUS + j] = damping, growth, status
+        st[_ITERATIONS + j] = 0.0
+    unfinished = 0
+    for j in range(size):
+        unfinished += 1 if st[_STATUS + j] == SOLVING else 0
+    while unfinished > 0:
+        for j in range(size):
+            status = st[_STATUS + j]
+            solving = status == SOLVING
+            w, g, slope = st[_W + j], st[_G + j], st[_SLOPE + j]
+            damping, growth, iterations = st[_DAMPING + j], st[_GROWTH + j], st[_ITERATIONS + j]
+            state = (w, g, slope, damping, growth, status, iterations)
+            w_n, g_n, slope_n, damping_n, growth_n, status_n, iterations_n = band_iterate(
+                state, st[_R_OBS + j], st[_FACTOR + j], terms, coef, limits
+            )
+            st[_W + j] = w_n if solving else w
+            st[_G + j] = g_n if solving else g
+            st[_SLOPE + j] = slope_n if solving else slope
+            st[_DAMPING + j] = damping_n if solving else damping
+            st[_GROWTH + j] = growth_n if solving else growth
+            st[_STATUS + j] = status_n if solving else status
+            st[_ITERATIONS + j] = iterations_n if solving else iterations
+        unfinished = 0
+        for j in range(size):
+            unfinished += 1 if st[_STATUS + j] == SOLVING else 0
+
+
+def _plain_variant(bands, name: str):
+    """`_bands_block` without emission (`_no_emissivity`, `_no_emission`), `bands` the
+    band rules compiled over it."""
+    return compile_variant(
+        _bands_block,
+        name,
+        band_start=bands.band_start,
+        band_iterate=bands.band_iterate,
+        thermal_factor=_no_emission,
+    )
+
+
+_plain_block = _plain_variant(
+    _band_rules(numba_equations, albedo_numba._rules, _no_emissivity), "plain"
+)
+
+
+@cached_njit(inlines=_INLINES, error_model="numpy")
+def _bands_pixel(p, geometry, model, pixel_data, spectral, limits, out, scratch):
+    """Every band of pixel p (`_bands_kernel`'s loop body); scratch = (st, sun, sensor,
+    up, coefficients): the state row and the pixel's own copies of its vectors."""
+    to_sun, to_sensor, normal = geometry
+    scalars, legendre, use_legendre = model
+    coefficients, distance, temperature = pixel_data
+    wavelength, solar, observed = spectral
+    w_out, emission_out, status_out = out
+    st, sun, sensor, up, coef = scratch
+    for k in range(3):
+        sun[k], sensor[k], up[k] = to_sun[p, k], to_sensor[p, k], normal[p, k]
+    for k in range(coef.shape[0]):
+        coef[k] = coefficients[p, k]
+    terms = pixel_terms(
+        sun,
+        sensor,
+        up,
+        scalars[0],
+        scalars[1],
+        scalars[2],
+        scalars[3],
+        scalars[4],
+        scalars[5],
+        scalars[6],
+        scalars[7],
+        scalars[8],
+        legendre,
+        use_legendre,
+    )
+    pixel = (terms, albedo_table(terms), coef, temperature[p], distance[p])
+    n_bands = observed.shape[1]
+    # the leading bands whose emission is negligible (all of them where T <= 0): E = 0,
+    # solved without the emissivity series (`_plain_block`, the same bits)
+    plain = 0
+    if temperature[p] > 0.0:
+        while plain < n_bands and (
+            emission_factor(
+                thermal_factor(wavelength[plain], temperature[p], solar[plain], distance[p])[0],
+                observed[p, plain],
+            )
+            == 0.0
+        ):
+            plain += 1
+    else:
+        plain = n_bands
+    block = 0
+    while block < n_bands:
+        end = min(block + BLOCK, plain if block < plain else n_bands)
+        size = end - block
+        r_obs, wl, sol = observed[p, block:end], wavelength[block:end], solar[block:end]
+        if block < plain:
+            _plain_block(st, size, r_obs, wl, sol, pixel, limits)
+        else:
+            _bands_block(st, size, r_obs, wl, sol, pixel, limits)
+        w_row, e_row, s_row = (
+            w_out[p, block:end],
+            emission_out[p, block:end],
+            status_out[p, block:end],
+        )
+        for j in range(size):
+            w_row[j] = st[_W + j]
+        if block < plain:
+            for j in range(size):
+                e_row[j] = 0.0
+        else:
+            for j in range(size):
+                e_row[j] = emissivity(st[_W + j], coef)[0] * st[_FACTOR + j]
+        for j in range(size):
+            s = st[_STATUS + j]
+            s_row[j] = MAX_ITER if s == SOLVING else s
+        block = end
+
+
+@cached_njit(inlines=_INLINES, nogil=True, error_model="numpy")
+def _bands_kernel(first, last, geometry, model, pixel_data, spectral, limits, out):
+    """Pixels first to last - 1 (`numba_threads.run_in_blocks`), with one state row;
+    arguments as `solvers.solve_bands` passes them."""
+    n_coefficients = pixel_data[0].shape[1]
+    scratch = (
+        np.empty(_STATE_LENGTH),
+        np.empty(3),
+        np.empty(3),
+        np.empty(3),
+        np.empty(n_coefficients),
+    )
+    for p in range(first, last):
+        _bands_pixel(p, geometry, model, pixel_data, spectral, limits, out, scratch)
+
+
+@functools.cache
+def window_kernel_for(key: ModelKey):
+    """The continuum fit's kernel for model configuration `key` (the default's is the
+    module's own; another's, the same code over its equations)."""
+    if key == DEFAULT_KEY:
+        return _window_kernel
+    equations = numba_equations_for(key)
+    compiled = _fit_rules(equations)
+    return compile_variant(
+        _window_kernel,
+        key.name,
+        pixel_terms=equations.pixel_terms,
+        fit_start=compiled.start,
+        fit_iterate=compiled.iterate,
+    )
+
+
+@functools.cache
+def bands_kernel_for(key: ModelKey):
+    """The band correction's kernel for model configuration `key` (as `window_kernel_for`)."""
+    if key == DEFAULT_KEY:
+        return _bands_kernel
+    equations = numba_equations_for(key)
+    albedo = albedo_numba._rules_for(equations)
+    compiled = _band_rules(equations, albedo)
+    block = compile_variant(
+        _bands_block,
+        key.name,
+        band_start=compiled.band_start,
+        band_iterate=compiled.band_iterate,
+    )
+    plain = _plain_variant(_band_rules(equations, albedo, _no_emissivity), f"{key.name}_plain")
+    pixel = compile_variant(
+        _bands_pixel,
+        key.name,
+        pixel_terms=equations.pixel_terms,
+        albedo_table=albedo.albedo_table,
+        _bands_block=block,
+        _plain_block=plain,
+    )
+    return compile_variant(_bands_kernel, key.name, _bands_pixel=pixel)
