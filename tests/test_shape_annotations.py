@@ -8,6 +8,7 @@ jaxtyping annotations must be listed here (the last test finds them)."""
 import dataclasses
 import inspect
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from beartype import beartype
@@ -129,6 +130,31 @@ def test_fit_refuses_geometry_of_other_observations():
     )
     with pytest.raises(TypeCheckError):  # four observations' geometry for five
         checked(lumaxlike.fit)(refl, to_sun, to_sensor, normal, PARAMS, ("w",))
+
+
+def test_the_albedo_solvers_take_one_chunk_of_pixels_by_bands():
+    """The kernels behind `invert` (one chunk): (pixels, bands) and (pixels, 3), checked
+    for the numba one on a call, for the JAX one (jitted) on its Python function."""
+    from lumaxlike._inverse.albedo.jax_solver import solve_albedo_jax
+    from lumaxlike._inverse.albedo.numba_solver import solve_albedo_numba
+
+    w = np.random.default_rng(4).uniform(0.2, 0.8, (4, 3))
+    to_sun, to_sensor, normal = (
+        np.ascontiguousarray(np.broadcast_to(g, (4, 3))) for g in geometry()
+    )
+    refl = lumaxlike.amsa(w, to_sun, to_sensor, normal, PARAMS, "numba")
+    bounds = (1e-6, 1.0 - 1e-6)
+    out = checked(solve_albedo_numba)(
+        refl, to_sun, to_sensor, normal, PARAMS, None, 50, 1e-10, bounds
+    )
+    np.testing.assert_allclose(out["w"], w, rtol=0, atol=1e-8)
+    arrays = (refl, to_sun[:3], to_sensor[:3], normal[:3])  # three pixels' geometry for four
+    for solver, convert in (
+        (solve_albedo_numba, np.asarray),
+        (solve_albedo_jax.__wrapped__, jnp.asarray),
+    ):
+        with pytest.raises(TypeCheckError, match="pixels=4"):
+            checked(solver)(*map(convert, arrays), PARAMS, None, 50, 1e-10, bounds)
 
 
 CHECKED = {

@@ -19,11 +19,13 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Float
 
 from ..._model._backends import retarget_to_jax
 from ..._model.family import ModelKey, jax_equations_for
 from ..._model.jax_executables import stored_jit
 from ..._model.jax_model import pixel_terms, reflectance_core
+from ..._params import HapkeParams
 from .. import lm_rules
 from . import rules as albedo_rules
 
@@ -106,7 +108,17 @@ def _solve_albedo_lm(rules, evaluate, w, active, tol, lower, upper, max_iter):
 
 
 @stored_jit(static_argnames=("max_iter",))
-def solve_albedo_jax(refl, to_sun, to_sensor, normal, params, w_start, max_iter, tol, w_bounds):
+def solve_albedo_jax(
+    refl: Float[jax.Array, "pixels bands"],
+    to_sun: Float[jax.Array, "pixels 3"],
+    to_sensor: Float[jax.Array, "pixels 3"],
+    normal: Float[jax.Array, "pixels 3"],
+    params: HapkeParams,
+    w_start: Float[jax.Array, "pixels bands"] | None,
+    max_iter,
+    tol,
+    w_bounds,
+):
     """Solve every (pixel, band) problem of one chunk (jitted; same contract as numba's).
 
     Args:

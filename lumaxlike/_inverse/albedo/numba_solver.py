@@ -32,12 +32,14 @@ import functools
 import math
 
 import numpy as np
+from jaxtyping import Float
 
 from ..._model._backends import inlined, numba_equations, retarget_to_numba
 from ..._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from ..._model.numba_cache import cached_njit, compile_variant
 from ..._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from ..._model.numba_threads import run_in_blocks
+from ..._params import HapkeParams
 from .. import lm_rules
 from . import rules as albedo_rules
 
@@ -265,12 +267,12 @@ def _albedo_kernel_for(key: ModelKey):
 
 
 def solve_albedo_numba(
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
-    params,
-    w_start,
+    refl: Float[np.ndarray, "pixels bands"],
+    to_sun: Float[np.ndarray, "pixels 3"],
+    to_sensor: Float[np.ndarray, "pixels 3"],
+    normal: Float[np.ndarray, "pixels 3"],
+    params: HapkeParams,
+    w_start: Float[np.ndarray, "pixels bands"] | None,
     max_iter,
     tol,
     w_bounds,

@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
+from jaxtyping import Float
 
 from ..._model._backends import retarget_to_jax
 from ..._model.columns_program import split_columns
@@ -391,12 +392,12 @@ def _fit_outputs(status, active, results, shape):
 
 
 def solve_fit_jax(
-    refl,
-    to_sun,
-    to_sensor,
-    normal,
+    refl: Float[jax.Array, "pixels bands observations"],
+    to_sun: Float[jax.Array, "pixels observations 3"],
+    to_sensor: Float[jax.Array, "pixels observations 3"],
+    normal: Float[jax.Array, "pixels observations 3"],
     fixed,
-    start,
+    start: Float[jax.Array, "pixels bands p"],
     free_index,
     bounds,
     min_observations,

@@ -23,6 +23,7 @@ import math
 
 import numba
 import numpy as np
+from jaxtyping import Bool, Float
 
 from ..._model import _backends, _scalar_math
 from ..._model._backends import retarget_to_numba
@@ -373,14 +374,14 @@ def lm_kernel_for(functions):
 
 def solve_numba(
     functions,
-    rows,
-    rows_valid,
-    refl,
-    start,
+    rows: Float[np.ndarray, "pixels observations row"],
+    rows_valid: Bool[np.ndarray, "pixels observations"],
+    refl: Float[np.ndarray, "pixels bands observations"],
+    start: Float[np.ndarray, "pixels bands p"],
     parameters_fixed,
     free_index,
-    lower,
-    upper,
+    lower: Float[np.ndarray, " p"],
+    upper: Float[np.ndarray, " p"],
     min_observations,
     max_iter,
     tol,
