@@ -77,20 +77,40 @@ def main(argv=None) -> int:
     for n in args.sizes:
 
         def fit_call(n=n):
-            lumaxlike.fit(*bench_fit.pixels_of(scene, slice(0, n)), bench_fit.start_params(FREE),
-                          free=FREE, solver="jax", refl_sigma=bench_fit.NOISE_SIGMA)  # fmt: skip
+            lumaxlike.fit(
+                *bench_fit.pixels_of(scene, slice(0, n)),
+                bench_fit.start_params(FREE),
+                free=FREE,
+                solver="jax",
+                refl_sigma=bench_fit.NOISE_SIGMA,
+            )
 
         def invert_call(n=n):
             pieces = [cube[k][:n] for k in ("refl", "to_sun", "to_sensor", "normal")]
             lumaxlike.invert(*pieces, cube["params"], "jax")
 
-        rows.append({"operation": "fit", "pixels": n, "chunk": call_chunk("jax", n, fit_largest),
-                     **timed(fit_call)})  # fmt: skip
-        rows.append({"operation": "invert", "pixels": n,
-                     "chunk": call_chunk("jax", n, invert_largest), **timed(invert_call)})  # fmt: skip
+        rows.append(
+            {
+                "operation": "fit",
+                "pixels": n,
+                "chunk": call_chunk("jax", n, fit_largest),
+                **timed(fit_call),
+            }
+        )
+        rows.append(
+            {
+                "operation": "invert",
+                "pixels": n,
+                "chunk": call_chunk("jax", n, invert_largest),
+                **timed(invert_call),
+            }
+        )
         for row in rows[-2:]:
-            print(f"{row['operation']:6s} {row['pixels']:5d} pixels, chunk {row['chunk']:5d}: "
-                  f"{row['seconds']:7.3f} s, {row['compiles']} compiles", flush=True)  # fmt: skip
+            print(
+                f"{row['operation']:6s} {row['pixels']:5d} pixels, chunk {row['chunk']:5d}: "
+                f"{row['seconds']:7.3f} s, {row['compiles']} compiles",
+                flush=True,
+            )
     report = {"machine": machine_info(), "sizes": args.sizes, "rows": rows}
     finish(report, lambda report: None, args.json)
     return 0

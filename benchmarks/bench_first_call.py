@@ -155,20 +155,26 @@ def measure_warm(operation: str, cache: Path, repeat: int) -> dict:
 
 
 def print_report(report: dict) -> None:
-    print("| operation | process | first call s (CPU s) | second call s (CPU s) | cache hits / writes "
-          "| executables loaded / written |")  # fmt: skip
+    print(
+        "| operation | process | first call s (CPU s) | second call s (CPU s) | cache hits / writes "
+        "| executables loaded / written |"
+    )
     print("|---|---|---|---|---|---|")
     for operation, runs in report["operations"].items():
         rows = [(name, runs[name]) for name in ("off", "cold") if name in runs]
         rows += [("warm", r) for r in runs["warm"]]
         for name, r in rows:
-            print(f"| {operation} | {name} | {r['first_s']:.2f} ({r['first_cpu_s']:.2f}) | "
-                  f"{r['second_s']:.2f} ({r['second_cpu_s']:.2f}) | {r['cache_hits']} / {r['cache_writes']} "
-                  f"| {r['executables']['loaded']} / {r['executables']['written']} |")  # fmt: skip
+            print(
+                f"| {operation} | {name} | {r['first_s']:.2f} ({r['first_cpu_s']:.2f}) | "
+                f"{r['second_s']:.2f} ({r['second_cpu_s']:.2f}) | {r['cache_hits']} / {r['cache_writes']} "
+                f"| {r['executables']['loaded']} / {r['executables']['written']} |"
+            )
         if "cache_entries" in runs:
-            print(f"| {operation} | cache | {runs['cache_entries']} entries, {runs['cache_bytes'] / 1e6:.1f} MB "
-                  f"| bound {runs['bound_s']:.0f} s | | {runs['executables_stored']} stored, "
-                  f"{runs['executables_bytes'] / 1e6:.1f} MB |")  # fmt: skip
+            print(
+                f"| {operation} | cache | {runs['cache_entries']} entries, {runs['cache_bytes'] / 1e6:.1f} MB "
+                f"| bound {runs['bound_s']:.0f} s | | {runs['executables_stored']} stored, "
+                f"{runs['executables_bytes'] / 1e6:.1f} MB |"
+            )
     print()
     print(
         "first call's JAX phases, wall s (programs): trace | lower | compile or load | cache read"
@@ -186,8 +192,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=2, help="warm processes per operation (default 2)"
     )
-    parser.add_argument("--json", type=Path, default=None, help="default results/first_call.json"
-                        " (first_call_warm.json with --warm-only)")  # fmt: skip
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="default results/first_call.json (first_call_warm.json with --warm-only)",
+    )
     parser.add_argument(
         "--warm-only",
         type=Path,

@@ -136,11 +136,14 @@ def make_scene(n_pixels: int, n_bands: int, n_obs: int, seed: int = 0) -> dict:
 def start_params(free) -> HapkeParams:
     """The starting values (and fixed parameters) for the free set `free`."""
     return HapkeParams(
-        b=0.3, c=0.4,
+        b=0.3,
+        c=0.4,
         roughness=math.radians(15.0 if "roughness" in free else 20.0),
         hs=0.08 if "hs" in free else 0.06,
-        bs0=0.9, hc=0.03, bc0=0.5,
-    )  # fmt: skip
+        bs0=0.9,
+        hc=0.03,
+        bc0=0.5,
+    )
 
 
 def truth_of(name: str, w_true: np.ndarray) -> np.ndarray | float:
@@ -183,8 +186,14 @@ def jax_warmup_pixels(chunk: int, n_pixels: int) -> int:
 def warm_up_fit(scene: dict, free, solver: str, n_pixels: int, chunk_size=None) -> dict:
     """One `fit` call on the first `n_pixels` pixels (compile / cache load)."""
     start = time.perf_counter()
-    lumaxlike.fit(*pixels_of(scene, slice(0, n_pixels)), start_params(free), free=free, solver=solver,
-                  refl_sigma=NOISE_SIGMA, chunk_size=chunk_size)  # fmt: skip
+    lumaxlike.fit(
+        *pixels_of(scene, slice(0, n_pixels)),
+        start_params(free),
+        free=free,
+        solver=solver,
+        refl_sigma=NOISE_SIGMA,
+        chunk_size=chunk_size,
+    )
     n_bands = scene["refl"].shape[1]
     return {"warmup_s": time.perf_counter() - start, "warmup_problems": n_pixels * n_bands}
 
@@ -195,8 +204,14 @@ def time_fit(scene: dict, free, solver: str, n_pixels: int, chunk_size=None):
     pieces = pixels_of(scene, piece)
     problems = pieces[0].shape[0] * pieces[0].shape[1]
     cpu, start = _cpu_seconds(), time.perf_counter()
-    result = lumaxlike.fit(*pieces, start_params(free), free=free, solver=solver, refl_sigma=NOISE_SIGMA,
-                           chunk_size=chunk_size)  # fmt: skip
+    result = lumaxlike.fit(
+        *pieces,
+        start_params(free),
+        free=free,
+        solver=solver,
+        refl_sigma=NOISE_SIGMA,
+        chunk_size=chunk_size,
+    )
     seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
     converged = result.status == Status.CONVERGED
     summary = {
@@ -257,8 +272,14 @@ def sample_problems(scene: dict, n: int, seed: int) -> dict:
 def scipy_w_start(sample: dict, params: HapkeParams) -> np.ndarray:
     """lumaxlike's rule for w's start: median over the observations of the converged
     one-observation `invert` (numba), else 0.5."""
-    single = lumaxlike.invert(sample["refl"], sample["to_sun"], sample["to_sensor"], sample["normal"], params,
-                              solver="numba")  # fmt: skip
+    single = lumaxlike.invert(
+        sample["refl"],
+        sample["to_sun"],
+        sample["to_sensor"],
+        sample["normal"],
+        params,
+        solver="numba",
+    )
     w = np.where(single.status == Status.CONVERGED, single.w, np.nan)
     with np.errstate(all="ignore"):
         median = np.nanmedian(np.where(np.isfinite(w).any(axis=1, keepdims=True), w, 0.5), axis=1)
@@ -289,8 +310,10 @@ def scipy_baseline(sample: dict, free) -> dict:
 
     cpu, start = _cpu_seconds(), time.perf_counter()
     for k in range(n):
-        vectors = [[[float(v) for v in sample[key][k, j]] for key in ("to_sun", "to_sensor", "normal")]
-                   for j in range(n_obs)]  # fmt: skip
+        vectors = [
+            [[float(v) for v in sample[key][k, j]] for key in ("to_sun", "to_sensor", "normal")]
+            for j in range(n_obs)
+        ]
         geometry = [E.geometry_terms(*three) for three in vectors]  # once per problem
         observed = [float(v) for v in sample["refl"][k]]
 
@@ -351,9 +374,13 @@ def summarize(runs: list[dict]) -> dict:
     """Best and median throughput over repeated runs, and the last run's details."""
     rates = [r["problems_per_s"] for r in runs]
     summary = dict(runs[-1])
-    summary.update(problems_per_s=max(rates), median_problems_per_s=statistics.median(rates),
-                   all_problems_per_s=rates, repeats=len(runs),
-                   problems_per_cpu_s=max(r["problems_per_cpu_s"] for r in runs))  # fmt: skip
+    summary.update(
+        problems_per_s=max(rates),
+        median_problems_per_s=statistics.median(rates),
+        all_problems_per_s=rates,
+        repeats=len(runs),
+        problems_per_cpu_s=max(r["problems_per_cpu_s"] for r in runs),
+    )
     return summary
 
 
@@ -367,8 +394,11 @@ def ratios(runs: dict) -> dict:
             continue
         same_rep = [a["problems_per_s"] / b["problems_per_s"] for a, b in zip(mine, base)]
         best = max(r["problems_per_s"] for r in mine) / max(r["problems_per_s"] for r in base)
-        out[f"{solver}/scipy"] = {"median_same_rep": statistics.median(same_rep), "same_rep": same_rep,
-                                  "best_over_best": best}  # fmt: skip
+        out[f"{solver}/scipy"] = {
+            "median_same_rep": statistics.median(same_rep),
+            "same_rep": same_rep,
+            "best_over_best": best,
+        }
     return out
 
 
@@ -511,9 +541,14 @@ def parse_args(argv=None):
     parser.add_argument(
         "--observations", type=int, default=16, help="observations per pixel (default 16)"
     )
-    parser.add_argument("--free", action="append", type=parse_free, default=None,
-                        help="free parameters, comma-separated (e.g. w,b,c,hs), or 'roughness' / 'hs' for the two "
-                             "standard sets; repeat for several (default: both standard sets)")  # fmt: skip
+    parser.add_argument(
+        "--free",
+        action="append",
+        type=parse_free,
+        default=None,
+        help="free parameters, comma-separated (e.g. w,b,c,hs), or 'roughness' / 'hs' for the two "
+        "standard sets; repeat for several (default: both standard sets)",
+    )
     parser.add_argument(
         "--repeat", type=int, default=2, help="timed runs per solver, interleaved (default 2)"
     )
@@ -548,9 +583,18 @@ def main(argv=None) -> int:
     log(f"generating {args.pixels} x {args.bands} x {args.observations} float64 scene ...")
     scene = make_scene(args.pixels, args.bands, args.observations, args.seed)
     n_pixels = args.pixels
-    report["scene"] = {"pixels": n_pixels, "bands": args.bands, "observations": args.observations, "dtype": "float64",
-                       "problems": n_pixels * args.bands, "noise_sigma": NOISE_SIGMA, "w_range": list(W_RANGE),
-                       "truth": {n: float(getattr(TRUTH, n)) for n in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")}}  # fmt: skip
+    report["scene"] = {
+        "pixels": n_pixels,
+        "bands": args.bands,
+        "observations": args.observations,
+        "dtype": "float64",
+        "problems": n_pixels * args.bands,
+        "noise_sigma": NOISE_SIGMA,
+        "w_range": list(W_RANGE),
+        "truth": {
+            n: float(getattr(TRUTH, n)) for n in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0")
+        },
+    }
     labels = {free: ",".join(free) for free in free_sets}
     jax_pixels = min(args.jax_pixels, n_pixels)
     jax_chunk = min(jax_pixels, JAX_MAX_CHUNK)
@@ -583,8 +627,10 @@ def main(argv=None) -> int:
                 summary, result = time_fit(scene, free, solver, *sizes[solver])
                 runs[free][solver].append(summary)
                 last[(free, solver)] = result
-                log(f"{tag} {labels[free]} {solver}: {fmt_rate(summary['problems_per_s'])} "
-                    f"({summary['seconds']:.1f} s, converged {summary['converged_fraction']:.1%})")  # fmt: skip
+                log(
+                    f"{tag} {labels[free]} {solver}: {fmt_rate(summary['problems_per_s'])} "
+                    f"({summary['seconds']:.1f} s, converged {summary['converged_fraction']:.1%})"
+                )
         if not args.no_scipy:
             for free in free_sets:
                 summary, values, success = scipy_baseline(sample, free)
@@ -596,18 +642,23 @@ def main(argv=None) -> int:
                 if numba is not None:  # on the same problems, from this rep's full-scene numba run
                     at = (sample["pixel"], sample["band"])
                     agree[free]["scipy-numba"] = agreement(
-                        values, success, {n: numba[n][at] for n in free}, numba.status[at] == Status.CONVERGED,
+                        values,
+                        success,
+                        {n: numba[n][at] for n in free},
+                        numba.status[at] == Status.CONVERGED,
                         {n: numba.sigma(n)[at] for n in free},
-                    )  # fmt: skip
+                    )
         for free in free_sets:
             numba, jax_result = last.get((free, "numba")), last.get((free, "jax"))
             if numba is not None and jax_result is not None:
                 piece = slice(0, jax_pixels)
                 agree[free]["jax-numba"] = agreement(
-                    jax_result.values, jax_result.status == Status.CONVERGED,
-                    {n: numba[n][piece] for n in free}, numba.status[piece] == Status.CONVERGED,
+                    jax_result.values,
+                    jax_result.status == Status.CONVERGED,
+                    {n: numba[n][piece] for n in free},
+                    numba.status[piece] == Status.CONVERGED,
                     {n: numba.sigma(n)[piece] for n in free},
-                )  # fmt: skip
+                )
         del last
 
     report["results"] = {

@@ -64,11 +64,18 @@ def parse_args(argv=None):
     parser.add_argument(
         "--repeat", type=int, default=3, help="timed runs per backend; the best counts (default 3)"
     )
-    parser.add_argument("--refmod-problems", type=int, default=1_000_000,
-                        help="reflectances in refmod's subsample (default 1e6; 0 or --no-refmod skips it)")  # fmt: skip
+    parser.add_argument(
+        "--refmod-problems",
+        type=int,
+        default=1_000_000,
+        help="reflectances in refmod's subsample (default 1e6; 0 or --no-refmod skips it)",
+    )
     parser.add_argument("--no-refmod", action="store_true")
-    parser.add_argument("--numba-cache", action="store_true",
-                        help="use lumaxlike's on-disk kernel cache (default: an empty one, so compile time is cold)")  # fmt: skip
+    parser.add_argument(
+        "--numba-cache",
+        action="store_true",
+        help="use lumaxlike's on-disk kernel cache (default: an empty one, so compile time is cold)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=RESULTS / "forward.json")
     return parser.parse_args(argv)
@@ -165,9 +172,15 @@ def lumaxlike_cases(w, geometry, params) -> tuple[dict, dict, dict]:
 
     def numba_kernel(w_, out_):
         return lambda: run_in_blocks(
-            numba_model._amsa_pixels_kernel, w_.shape[0], w_, *prepared, scalars, legendre,
-            use_legendre, out_,
-        )  # fmt: skip
+            numba_model._amsa_pixels_kernel,
+            w_.shape[0],
+            w_,
+            *prepared,
+            scalars,
+            legendre,
+            use_legendre,
+            out_,
+        )
 
     cases["numba_kernel"] = numba_kernel(w, out)
     cases["numba_kernel_one_band"] = numba_kernel(one_band, out_one)
@@ -229,8 +242,13 @@ def refmod_cases(
         flat_w = jnp.asarray(w[:pixels].reshape(-1))
         flat_geometry = [jnp.asarray(np.repeat(g[:pixels], bands, axis=0)) for g in geometry]
         b_n = jnp.asarray(refmod_legendre(params))
-    scalars = {"roughness": float(params.roughness), "h_sh": float(params.hs), "b0_sh": float(params.bs0),
-               "h_cb": float(params.hc), "b0_cb": float(params.bc0)}  # fmt: skip
+    scalars = {
+        "roughness": float(params.roughness),
+        "h_sh": float(params.hs),
+        "b0_sh": float(params.bs0),
+        "h_cb": float(params.hc),
+        "b0_cb": float(params.bc0),
+    }
     jitted = jax.jit(lambda w_, i, e, n: refmod_amsa(w_, b_n, i, e, n, **scalars))
     cases = {
         "refmod_eager": lambda: _x64(
@@ -280,11 +298,15 @@ def print_report(report: dict) -> None:
     s, r = report["settings"], report["results"]
     n = s["pixels"] * s["bands"]
     cores = report["machine"]["cores_available"]
-    print(f"\nforward model, {s['pixels']:,} pixels x {s['bands']} bands = {n:,} evaluations, float64, roughness + "
-          f"SHOE + CBOE, per-pixel geometry; {cores} cores ({report['machine']['cpu']}), load average "
-          f"{report['machine']['load_average_start'][0]:.1f} at start, {report['machine']['load_average_end'][0]:.1f} at end")  # fmt: skip
-    print("best of {repeat} interleaved runs; 'cpu s' = CPU time of that run (all threads): on a busy machine "
-          "cpu s / cores estimates the wall time of an idle one".format(repeat=s["repeat"]))  # fmt: skip
+    print(
+        f"\nforward model, {s['pixels']:,} pixels x {s['bands']} bands = {n:,} evaluations, float64, roughness + "
+        f"SHOE + CBOE, per-pixel geometry; {cores} cores ({report['machine']['cpu']}), load average "
+        f"{report['machine']['load_average_start'][0]:.1f} at start, {report['machine']['load_average_end'][0]:.1f} at end"
+    )
+    print(
+        "best of {repeat} interleaved runs; 'cpu s' = CPU time of that run (all threads): on a busy machine "
+        "cpu s / cores estimates the wall time of an idle one".format(repeat=s["repeat"])
+    )
     refmod = r["cases"].get("refmod_eager") is not None
     header = f"{'':28s}{'compile s':>10s}{'wall s':>8s}{'cpu s':>8s}{'M eval/s':>10s}"
     print(
@@ -311,20 +333,26 @@ def print_report(report: dict) -> None:
         print(text)
     if refmod:
         info = r["refmod"]
-        print(f"(refmod: {info['problems']:,} evaluations, compile column = warm-up; its model differs from "
-              f"lumaxlike's by up to {info['max_relative_model_difference']:.1%} in r; finite where lumaxlike is NaN "
-              f"(invalid geometry) {info['refmod_finite_where_lumaxlike_nan']:,}, NaN where lumaxlike is finite "
-              f"{info['refmod_nan_where_lumaxlike_finite']:,})")  # fmt: skip
-    print(f"numba vs jax: max relative difference {r['numba_vs_jax_max_rel']:.1e} (largest near the local horizon, "
-          f"~1e-16 / cos i); NaN (invalid geometry) {r['nan_fraction']:.1%}")  # fmt: skip
+        print(
+            f"(refmod: {info['problems']:,} evaluations, compile column = warm-up; its model differs from "
+            f"lumaxlike's by up to {info['max_relative_model_difference']:.1%} in r; finite where lumaxlike is NaN "
+            f"(invalid geometry) {info['refmod_finite_where_lumaxlike_nan']:,}, NaN where lumaxlike is finite "
+            f"{info['refmod_nan_where_lumaxlike_finite']:,})"
+        )
+    print(
+        f"numba vs jax: max relative difference {r['numba_vs_jax_max_rel']:.1e} (largest near the local horizon, "
+        f"~1e-16 / cos i); NaN (invalid geometry) {r['nan_fraction']:.1%}"
+    )
 
     c, per_band = r["cases"], max(1, s["pixels"] * (s["bands"] - 1))
 
     def split(kernel, one_band, public, extra):
         band = c[kernel]["wall_s"] - c[one_band]["wall_s"]
-        return (f"per-pixel terms {c[one_band]['wall_s']:.3f} s ({c[one_band]['wall_s'] / s['pixels'] * 1e9:.0f} ns/pixel), "
-                f"per-band {band:.3f} s ({band / per_band * 1e9:.1f} ns/evaluation), "
-                f"amsa's own {c[public]['wall_s'] - c[kernel]['wall_s']:.3f} s{extra}")  # fmt: skip
+        return (
+            f"per-pixel terms {c[one_band]['wall_s']:.3f} s ({c[one_band]['wall_s'] / s['pixels'] * 1e9:.0f} ns/pixel), "
+            f"per-band {band:.3f} s ({band / per_band * 1e9:.1f} ns/evaluation), "
+            f"amsa's own {c[public]['wall_s'] - c[kernel]['wall_s']:.3f} s{extra}"
+        )
 
     print("where the wall time goes:")
     print(
@@ -333,8 +361,15 @@ def print_report(report: dict) -> None:
             "numba_kernel", "numba_kernel_one_band", "numba", " (output allocation + first touch)"
         )
     )
-    print("  jax:   " + split("jax_kernel", "jax_kernel_one_band", "jax",
-                              f" (copying w to the device alone {c['jax_copy_w_to_device']['wall_s']:.3f} s)"))  # fmt: skip
+    print(
+        "  jax:   "
+        + split(
+            "jax_kernel",
+            "jax_kernel_one_band",
+            "jax",
+            f" (copying w to the device alone {c['jax_copy_w_to_device']['wall_s']:.3f} s)",
+        )
+    )
 
 
 def main(argv=None) -> int:

@@ -67,10 +67,25 @@ import lumaxlike
 
 RESULTS = HERE / "results"
 FIT_FREE = ("w", "b", "c", "roughness")
-FULL = {"invert": (1024, 64), "fit": (62_500, 16, 16), "forward": (1000, 100), "unmix": 500,
-        "normalize": (1024, 64), "compile": (4096, 64), "sample": (64, 8)}  # fmt: skip
-TINY = {"invert": (32, 8), "fit": (64, 4, 16), "forward": (16, 10), "unmix": 16,
-        "normalize": (32, 8), "compile": (64, 8), "sample": (4, 2)}  # fmt: skip  # --tiny: checks the script
+FULL = {
+    "invert": (1024, 64),
+    "fit": (62_500, 16, 16),
+    "forward": (1000, 100),
+    "unmix": 500,
+    "normalize": (1024, 64),
+    "compile": (4096, 64),
+    "sample": (64, 8),
+}
+# --tiny: checks the script
+TINY = {
+    "invert": (32, 8),
+    "fit": (64, 4, 16),
+    "forward": (16, 10),
+    "unmix": 16,
+    "normalize": (32, 8),
+    "compile": (64, 8),
+    "sample": (4, 2),
+}
 COMPILED = "LUMAXLIKE-GPU-BENCH-COMPILED"  # the child's line after its warm-up
 
 
@@ -119,8 +134,15 @@ def invert_row(side: int, bands: int, dtype, repeat: int) -> dict:
     from lumaxlike._inverse.chunking import call_chunk
 
     chunk = call_chunk("jax", side * side, solver_chunk_pixels("jax", bands, dtype))
-    return {**row, "side": side, "bands": bands, "dtype": np.dtype(dtype).name, "chunk_pixels": chunk,
-            "converged_fraction": float(converged.mean()), "max_abs_w_error": float(error.max())}  # fmt: skip
+    return {
+        **row,
+        "side": side,
+        "bands": bands,
+        "dtype": np.dtype(dtype).name,
+        "chunk_pixels": chunk,
+        "converged_fraction": float(converged.mean()),
+        "max_abs_w_error": float(error.max()),
+    }
 
 
 def normalize_row(side: int, bands: int, dtype, repeat: int) -> dict:
@@ -134,8 +156,13 @@ def normalize_row(side: int, bands: int, dtype, repeat: int) -> dict:
 
     row = timed(call, repeat)
     converged = results["last"].status == lumaxlike.Status.CONVERGED
-    return {**row, "side": side, "bands": bands, "dtype": np.dtype(dtype).name,
-            "converged_fraction": float(converged.mean())}  # fmt: skip
+    return {
+        **row,
+        "side": side,
+        "bands": bands,
+        "dtype": np.dtype(dtype).name,
+        "converged_fraction": float(converged.mean()),
+    }
 
 
 def fit_row(
@@ -146,14 +173,28 @@ def fit_row(
     results = {}
 
     def call():
-        results["last"] = lumaxlike.fit(*pieces, start_params(FIT_FREE), free=FIT_FREE, solver="jax",
-                                        refl_sigma=NOISE_SIGMA, chunk_size=chunk_size)  # fmt: skip
+        results["last"] = lumaxlike.fit(
+            *pieces,
+            start_params(FIT_FREE),
+            free=FIT_FREE,
+            solver="jax",
+            refl_sigma=NOISE_SIGMA,
+            chunk_size=chunk_size,
+        )
         return pixels * bands
 
     row = timed(call, repeat)
     converged = results["last"].status == lumaxlike.Status.CONVERGED
-    return {**row, "pixels": pixels, "bands": bands, "observations": observations, "free": list(FIT_FREE),
-            "dtype": np.dtype(dtype).name, "chunk_size": chunk_size, "converged_fraction": float(converged.mean())}  # fmt: skip
+    return {
+        **row,
+        "pixels": pixels,
+        "bands": bands,
+        "observations": observations,
+        "free": list(FIT_FREE),
+        "dtype": np.dtype(dtype).name,
+        "chunk_size": chunk_size,
+        "converged_fraction": float(converged.mean()),
+    }
 
 
 def unmix_row(side: int, route: str, repeat: int) -> dict:
@@ -169,8 +210,14 @@ def unmix_row(side: int, route: str, repeat: int) -> dict:
 
     row = timed(call, repeat)
     converged = results["last"].status == lumaxlike.Status.CONVERGED
-    return {**row, "side": side, "route": route, "dtype": "float64", "unit": "pixels",
-            "converged_fraction": float(np.mean(converged))}  # fmt: skip
+    return {
+        **row,
+        "side": side,
+        "route": route,
+        "dtype": "float64",
+        "unit": "pixels",
+        "converged_fraction": float(np.mean(converged)),
+    }
 
 
 def forward_row(side: int, bands: int, dtype, repeat: int) -> dict:
@@ -227,10 +274,21 @@ def compile_reference_row(pixels: int, bands: int) -> dict:
                     put(cube[k]) for k in ("refl", "to_sun", "to_sensor", "normal")
                 )
                 kernels = {
-                    "amsa": (_amsa_flat, (put(cube["w_true"]), to_sun, to_sensor, normal, FULL_PARAMS), {}),
-                    "invert_solver": (solve_albedo_jax, (refl, to_sun, to_sensor, normal, FULL_PARAMS, None),
-                                      {"max_iter": 50, "tol": dtype(1e-6), "w_bounds": (dtype(1e-6), dtype(1 - 1e-6))}),
-                }  # fmt: skip
+                    "amsa": (
+                        _amsa_flat,
+                        (put(cube["w_true"]), to_sun, to_sensor, normal, FULL_PARAMS),
+                        {},
+                    ),
+                    "invert_solver": (
+                        solve_albedo_jax,
+                        (refl, to_sun, to_sensor, normal, FULL_PARAMS, None),
+                        {
+                            "max_iter": 50,
+                            "tol": dtype(1e-6),
+                            "w_bounds": (dtype(1e-6), dtype(1 - 1e-6)),
+                        },
+                    ),
+                }
                 for name, (function, args, kwargs) in kernels.items():
                     start = time.perf_counter()
                     traced = function.trace(*args, **kwargs)
@@ -239,8 +297,10 @@ def compile_reference_row(pixels: int, bands: int) -> dict:
                     start, cpu = time.perf_counter(), time.process_time()
                     lowered.compile()
                     out[f"{name} {np.dtype(dtype).name} {label} ({device.platform})"] = {
-                        "trace_lower_s": lowered_s, "xla_compile_s": time.perf_counter() - start,
-                        "xla_compile_cpu_s": time.process_time() - cpu}  # fmt: skip
+                        "trace_lower_s": lowered_s,
+                        "xla_compile_s": time.perf_counter() - start,
+                        "xla_compile_cpu_s": time.process_time() - cpu,
+                    }
     print(f"{COMPILED} 0", flush=True)
     return out
 
@@ -259,26 +319,43 @@ def plan_rows(sizes: dict, args) -> dict:
         name = np.dtype(dtype).name
         if "forward" in wanted:
             side, bands = sizes["forward"]
-            rows[f"forward {name}"] = (f"{side}x{side}x{bands}",
-                                       lambda side=side, bands=bands, dtype=dtype: forward_row(side, bands, dtype, args.repeat))  # fmt: skip
+            rows[f"forward {name}"] = (
+                f"{side}x{side}x{bands}",
+                lambda side=side, bands=bands, dtype=dtype: forward_row(
+                    side, bands, dtype, args.repeat
+                ),
+            )
         if "invert" in wanted:
             side, bands = sizes["invert"]
-            rows[f"invert {name}"] = (f"{side}x{side}x{bands}",
-                                      lambda side=side, bands=bands, dtype=dtype: invert_row(side, bands, dtype, args.repeat))  # fmt: skip
+            rows[f"invert {name}"] = (
+                f"{side}x{side}x{bands}",
+                lambda side=side, bands=bands, dtype=dtype: invert_row(
+                    side, bands, dtype, args.repeat
+                ),
+            )
         if "normalize" in wanted:
             side, bands = sizes["normalize"]
-            rows[f"normalize {name}"] = (f"{side}x{side}x{bands}",
-                                         lambda side=side, bands=bands, dtype=dtype: normalize_row(side, bands, dtype, args.repeat))  # fmt: skip
+            rows[f"normalize {name}"] = (
+                f"{side}x{side}x{bands}",
+                lambda side=side, bands=bands, dtype=dtype: normalize_row(
+                    side, bands, dtype, args.repeat
+                ),
+            )
         if "fit" in wanted:
             pixels, bands, observations = sizes["fit"]
-            rows[f"fit {name}"] = (f"{pixels}x{bands} problems x {observations} obs",
-                                   lambda p=pixels, b=bands, o=observations, dtype=dtype: fit_row(p, b, o, dtype, args.repeat,
-                                                               min(args.fit_chunk, p)))  # fmt: skip
+            rows[f"fit {name}"] = (
+                f"{pixels}x{bands} problems x {observations} obs",
+                lambda p=pixels, b=bands, o=observations, dtype=dtype: fit_row(
+                    p, b, o, dtype, args.repeat, min(args.fit_chunk, p)
+                ),
+            )
     if "unmix" in wanted:
         side = sizes["unmix"]
         for route in ("one_step", "two_step"):
-            rows[f"unmix {route} float64"] = (f"{side}x{side} pixels x 64 bands x 4 endmembers",
-                                              lambda route=route: unmix_row(side, route, args.repeat))  # fmt: skip
+            rows[f"unmix {route} float64"] = (
+                f"{side}x{side} pixels x 64 bands x 4 endmembers",
+                lambda route=route: unmix_row(side, route, args.repeat),
+            )
     if "sample" in wanted:
         pixels, bands = sizes["sample"]
         rows["sample float64"] = (
@@ -319,8 +396,10 @@ def print_report(report: dict) -> None:
         print("|---|---|---|---|")
         for name, times in reference.items():
             if isinstance(times, dict) and "xla_compile_s" in times:
-                print(f"| {name} | {times['trace_lower_s']:.2f} | {times['xla_compile_s']:.2f} | "
-                      f"{times['xla_compile_cpu_s']:.2f} |")  # fmt: skip
+                print(
+                    f"| {name} | {times['trace_lower_s']:.2f} | {times['xla_compile_s']:.2f} | "
+                    f"{times['xla_compile_cpu_s']:.2f} |"
+                )
 
 
 def run_guarded(name: str, argv: list[str], compile_limit: float, run_limit: float) -> dict:
@@ -337,8 +416,13 @@ def run_guarded(name: str, argv: list[str], compile_limit: float, run_limit: flo
             "--json",
             str(out),
         ]
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                 start_new_session=True)  # fmt: skip
+        child = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         lines: queue.Queue = queue.Queue()
         tail: list[str] = []
 
@@ -395,8 +479,11 @@ def parse_args(argv=None):
     parser.add_argument(
         "--fit-chunk", type=int, default=8192, help="fit's chunk_size in pixels (default 8192)"
     )
-    parser.add_argument("--rows", default="compile,forward,invert,normalize,fit,unmix,sample",
-                        help="rows to run, comma-separated (default all)")  # fmt: skip
+    parser.add_argument(
+        "--rows",
+        default="compile,forward,invert,normalize,fit,unmix,sample",
+        help="rows to run, comma-separated (default all)",
+    )
     parser.add_argument("--tiny", action="store_true", help="tiny sizes (checking the script)")
     parser.add_argument(
         "--allow-cpu", action="store_true", help="run even where the device is not a GPU"
@@ -416,8 +503,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     device = jax.devices()[0]
     if device.platform != "gpu" and not args.allow_cpu:
-        print(f"JAX's default device is {device} (no GPU): install a CUDA build of jax "
-              f"(pip install -e \".[test]\" \"jax[cuda12]\") or pass --allow-cpu", file=sys.stderr)  # fmt: skip
+        print(
+            f"JAX's default device is {device} (no GPU): install a CUDA build of jax "
+            f'(pip install -e ".[test]" "jax[cuda12]") or pass --allow-cpu',
+            file=sys.stderr,
+        )
         return 2
     rows = plan_rows(TINY if args.tiny else FULL, args)
     if args.child is not None:  # one row, measured here; its JSON to args.json
@@ -432,8 +522,13 @@ def main(argv=None) -> int:
         for i, a in enumerate(forwarded)
         if a != "--json" and (i == 0 or forwarded[i - 1] != "--json")
     ]
-    report = {"machine": machine_info(), "device": str(device), "device_kind": device.device_kind,
-              "settings": vars(args) | {"json": str(args.json)}, "rows": {}}  # fmt: skip
+    report = {
+        "machine": machine_info(),
+        "device": str(device),
+        "device_kind": device.device_kind,
+        "settings": vars(args) | {"json": str(args.json)},
+        "rows": {},
+    }
     for name, (shape, _) in rows.items():
         print(f"{name} {shape} ...", file=sys.stderr, flush=True)
         row = run_guarded(name, forwarded, args.compile_limit, args.run_limit)

@@ -182,8 +182,17 @@ def main(argv=None):
         "hapke2002": _best(_values_hapke2002, (w, a0, b0, ae, be, args.bands, out), args.repeat),
         "exact": _best(_values_exact, (w, terms0, termse, args.bands, out), args.repeat),
     }
-    model_args = (w, rng.uniform(0.01, 0.05, pixels), rng.uniform(0.5, 2.0, pixels),
-                  rng.uniform(0.8, 1.2, pixels), rng.uniform(0.8, 1.2, pixels), a0, b0, ae, be)  # fmt: skip
+    model_args = (
+        w,
+        rng.uniform(0.01, 0.05, pixels),
+        rng.uniform(0.5, 2.0, pixels),
+        rng.uniform(0.8, 1.2, pixels),
+        rng.uniform(0.8, 1.2, pixels),
+        a0,
+        b0,
+        ae,
+        be,
+    )
     rs_seconds = _best(_reflectance_and_slope, (*model_args, args.bands, out), args.repeat)
 
     per_eval = {kind: s / args.pairs for kind, s in values_seconds.items()}

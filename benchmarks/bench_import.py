@@ -63,8 +63,10 @@ def main(argv=None) -> Path:
     seconds = [s for s, _ in runs]
     best = min(seconds)
     verdict = "met" if best <= TARGET_S else "NOT met"
-    print(f"import lumaxlike: best {best:.3f} s of {args.repeat} (target <= {TARGET_S} s: {verdict}); "
-          f"heavy modules loaded: {runs[0][1] or 'none'}")  # fmt: skip
+    print(
+        f"import lumaxlike: best {best:.3f} s of {args.repeat} (target <= {TARGET_S} s: {verdict}); "
+        f"heavy modules loaded: {runs[0][1] or 'none'}"
+    )
     report = {
         "best_s": best,
         "runs_s": seconds,

@@ -149,10 +149,20 @@ def _git_commit() -> str | None:
     import subprocess
 
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + ("+dirty" if dirty else "")
@@ -197,8 +207,13 @@ def warm_up_lumaxlike(cube, solver: str, chunk_size=None) -> dict:
     chunk = call_chunk(solver, cube["refl"].shape[0], largest)  # the timed run's chunks
     piece = slice(0, chunk)  # exactly one chunk: the timed run's chunk shape
     start = time.perf_counter()
-    lumaxlike.invert(cube["refl"][piece], *(g[piece] for g in geometry(cube)), cube["params"],
-                     solver, chunk_size=chunk_size)  # fmt: skip
+    lumaxlike.invert(
+        cube["refl"][piece],
+        *(g[piece] for g in geometry(cube)),
+        cube["params"],
+        solver,
+        chunk_size=chunk_size,
+    )
     warmup_problems = cube["refl"][piece].shape[0] * n_bands  # the chunk may be padded
     return {"warmup_s": time.perf_counter() - start, "warmup_problems": warmup_problems}
 
@@ -240,8 +255,14 @@ def time_forward(cube, backend: str) -> dict:
     lumaxlike.amsa(w, *geometry(cube), cube["params"], backend=backend)
     seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
     system = _system_seconds() - system
-    return {"seconds": seconds, "cpu_seconds": cpu, "system_seconds": system, "problems": w.size, "problems_per_s": w.size / seconds,
-            "problems_per_cpu_s": w.size / cpu}  # fmt: skip
+    return {
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "system_seconds": system,
+        "problems": w.size,
+        "problems_per_s": w.size / seconds,
+        "problems_per_cpu_s": w.size / cpu,
+    }
 
 
 def forward_units(invert_runs: list[dict], forward_runs: list[dict]) -> dict:
@@ -250,8 +271,12 @@ def forward_units(invert_runs: list[dict], forward_runs: list[dict]) -> dict:
     threads; less disturbed by other processes on a shared machine)."""
     units = [f["problems_per_s"] / i["problems_per_s"] for i, f in zip(invert_runs, forward_runs)]
     cpu = [i["cpu_seconds"] / f["cpu_seconds"] for i, f in zip(invert_runs, forward_runs)]
-    return {"median": statistics.median(units), "all": units,
-            "cpu_median": statistics.median(cpu), "cpu_all": cpu}  # fmt: skip
+    return {
+        "median": statistics.median(units),
+        "all": units,
+        "cpu_median": statistics.median(cpu),
+        "cpu_all": cpu,
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -282,9 +307,13 @@ def _python_terms(to_sun, to_sensor, normal, params):
     """`equations.pixel_terms` in plain Python (math primitives) for one problem."""
     legendre = [0.0] * (equations.N_LEGENDRE + 1)
     return equations.pixel_terms(
-        [float(v) for v in to_sun], [float(v) for v in to_sensor], [float(v) for v in normal],
-        *(float(p) for p in params.scalars()), legendre, False,
-    )  # fmt: skip
+        [float(v) for v in to_sun],
+        [float(v) for v in to_sensor],
+        [float(v) for v in normal],
+        *(float(p) for p in params.scalars()),
+        legendre,
+        False,
+    )
 
 
 def scipy_baseline(sample: dict, params, hoisted: bool) -> dict:
@@ -355,10 +384,17 @@ def refmod_call(sample: dict, params):
             jnp.asarray(sample[k], jnp.float64) for k in ("refl", "to_sun", "to_sensor", "normal")
         ]
         w = invert_amsa(
-            arrays[0], jnp.asarray(refmod_legendre(params)), arrays[1], arrays[2], arrays[3],
-            roughness=float(params.roughness), h_sh=float(params.hs), b0_sh=float(params.bs0),
-            h_cb=float(params.hc), b0_cb=float(params.bc0),
-        )  # fmt: skip
+            arrays[0],
+            jnp.asarray(refmod_legendre(params)),
+            arrays[1],
+            arrays[2],
+            arrays[3],
+            roughness=float(params.roughness),
+            h_sh=float(params.hs),
+            b0_sh=float(params.bs0),
+            h_cb=float(params.hc),
+            b0_cb=float(params.bc0),
+        )
         return np.asarray(w.block_until_ready())
 
 
@@ -369,11 +405,15 @@ def refmod_self_error(sample: dict, params) -> dict:
 
     with jax.enable_x64(True):
         refl = refmod_amsa(
-            jnp.asarray(sample["w_true"]), jnp.asarray(refmod_legendre(params)),
+            jnp.asarray(sample["w_true"]),
+            jnp.asarray(refmod_legendre(params)),
             *(jnp.asarray(sample[k]) for k in ("to_sun", "to_sensor", "normal")),
-            roughness=float(params.roughness), h_sh=float(params.hs), b0_sh=float(params.bs0),
-            h_cb=float(params.hc), b0_cb=float(params.bc0),
-        )  # fmt: skip
+            roughness=float(params.roughness),
+            h_sh=float(params.hs),
+            b0_sh=float(params.bs0),
+            h_cb=float(params.hc),
+            b0_cb=float(params.bc0),
+        )
         refl = np.asarray(refl)
     w = refmod_call({**sample, "refl": refl}, params)
     valid = np.isfinite(refl)
@@ -424,8 +464,12 @@ def summarize(runs: list[dict]) -> dict:
     """Median and best throughput over repeated runs, and the last run's details."""
     rates = [r["problems_per_s"] for r in runs]
     summary = dict(runs[-1])
-    summary.update(problems_per_s=statistics.median(rates), best_problems_per_s=max(rates),
-                   all_problems_per_s=rates, repeats=len(runs))  # fmt: skip
+    summary.update(
+        problems_per_s=statistics.median(rates),
+        best_problems_per_s=max(rates),
+        all_problems_per_s=rates,
+        repeats=len(runs),
+    )
     if all("problems_per_cpu_s" in r for r in runs):
         summary["problems_per_cpu_s"] = statistics.median(r["problems_per_cpu_s"] for r in runs)
         summary["all_cpu_seconds"] = [r["cpu_seconds"] for r in runs]
@@ -522,8 +566,15 @@ def run_gpu(side: int = 1024, bands: int = 64, chunk_size=None, seed: int = 0):
     warm = warm_up_lumaxlike(cube, "jax", chunk_size)
     run = time_lumaxlike(cube, "jax", chunk_size)
     stats = device.memory_stats() or {}
-    return {"device": str(device), "side": side, "bands": bands, "dtype": "float32", **warm, **run,
-            "device_peak_bytes": stats.get("peak_bytes_in_use")}  # fmt: skip
+    return {
+        "device": str(device),
+        "side": side,
+        "bands": bands,
+        "dtype": "float32",
+        **warm,
+        **run,
+        "device_peak_bytes": stats.get("peak_bytes_in_use"),
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -564,8 +615,13 @@ def main(argv=None) -> int:
     report = {"machine": machine_info(), "settings": vars(args) | {"json": str(args.json)}}
     print(f"generating {args.side} x {args.side} x {args.bands} float64 cube ...", file=sys.stderr)
     cube = make_cube(args.side, args.bands, np.float64, args.seed)
-    report["cube"] = {"side": args.side, "bands": args.bands, "dtype": "float64", "problems": cube["refl"].size,
-                      "finite_fraction": float(np.isfinite(cube["refl"]).mean())}  # fmt: skip
+    report["cube"] = {
+        "side": args.side,
+        "bands": args.bands,
+        "dtype": "float64",
+        "problems": cube["refl"].size,
+        "finite_fraction": float(np.isfinite(cube["refl"]).mean()),
+    }
     use_refmod = not args.no_refmod and refmod_available()
     refmod_sample = (
         sample_problems(cube, args.refmod_problems, args.seed + 1, solvable_only=False)

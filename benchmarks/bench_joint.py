@@ -99,8 +99,13 @@ def main():
 
     jax.config.update("jax_enable_x64", True)  # the benchmark process's own setting
     refl, geometry, sigma = scene(args.pixels)
-    report = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count()}, "pixels": args.pixels,
-              "bands": 16, "observations": 16, "solvers": {}}  # fmt: skip
+    report = {
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+        "pixels": args.pixels,
+        "bands": 16,
+        "observations": 16,
+        "solvers": {},
+    }
     for solver in [] if args.regional_only else args.solvers.split(","):
         n = args.pixels if solver == "numba" else min(args.jax_pixels, args.pixels)
         data = (refl[:n], *(g[:n] for g in geometry))
@@ -140,11 +145,11 @@ def main():
             "median_steps": {
                 "joint": float(np.median(joint.iterations)),
                 "independent": float(np.median(independent.iterations)),
-            },  # fmt: skip
+            },
             "converged_fraction": {
                 "joint": float(converged.mean()),
                 "independent": float(np.mean(independent.status == 0)),
-            },  # fmt: skip
+            },
             "shared_sigma_over_per_band": {
                 name: float(
                     np.nanmedian(joint.sigma(name)[converged])

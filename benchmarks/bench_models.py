@@ -110,8 +110,13 @@ def main(argv=None) -> int:
             chunk = lumaxlike.invert(
                 refl[: 1 << 13], *(g[: 1 << 13] for g in geometry), params, solver=solver
             )
-            cases[(configuration, solver)] = {"refl": refl, "params": params, "warmup_s": time.perf_counter() - start,
-                                              "times": [], "chunk_status": chunk.counts()}  # fmt: skip
+            cases[(configuration, solver)] = {
+                "refl": refl,
+                "params": params,
+                "warmup_s": time.perf_counter() - start,
+                "times": [],
+                "chunk_status": chunk.counts(),
+            }
     for _ in range(args.repeat):
         for (_configuration, solver), case in cases.items():
             start = time.perf_counter()
@@ -127,20 +132,32 @@ def main(argv=None) -> int:
     for (configuration, solver), case in cases.items():
         rate = problems / statistics.median(case["times"])
         default_rate = problems / statistics.median(cases[(CONFIGURATIONS[0], solver)]["times"])
-        rows.append({
-            "multiple_scattering": configuration[0], "h_function": configuration[1],
-            "phase_function": configuration[2], "solver": solver,
-            "problems_per_s": rate, "vs_default": rate / default_rate, "times_s": case["times"],
-            "warmup_s": case["warmup_s"], "mean_iterations": case["mean_iterations"],
-            "converged": case["converged"], "max_abs_w_error": case["max_error"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "multiple_scattering": configuration[0],
+                "h_function": configuration[1],
+                "phase_function": configuration[2],
+                "solver": solver,
+                "problems_per_s": rate,
+                "vs_default": rate / default_rate,
+                "times_s": case["times"],
+                "warmup_s": case["warmup_s"],
+                "mean_iterations": case["mean_iterations"],
+                "converged": case["converged"],
+                "max_abs_w_error": case["max_error"],
+            }
+        )
         print(
             f"{configuration[0]:11s} {configuration[1]:15s} {configuration[2]:16s} {solver:6s} {rate / 1e6:7.2f} M/s "
             f"({rate / default_rate:5.2f} x default)  {case['mean_iterations']:.2f} steps  "
             f"max|dw| {case['max_error']:.1e}  warm-up {case['warmup_s']:.1f} s"
         )
-    report = {"cube": {"pixels": n_pixels, "bands": args.bands, "dtype": "float64"}, "repeat": args.repeat,
-              "machine": machine_info(), "rows": rows}  # fmt: skip
+    report = {
+        "cube": {"pixels": n_pixels, "bands": args.bands, "dtype": "float64"},
+        "repeat": args.repeat,
+        "machine": machine_info(),
+        "rows": rows,
+    }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.json}")

@@ -118,8 +118,12 @@ def gradient_rate(refl, geometry, dtype, repeats=500):
 def versions():
     import blackjax
 
-    return {"lumaxlike": lumaxlike.__version__, "jax": jax.__version__,
-            "blackjax": blackjax.__version__, "numpy": np.__version__}  # fmt: skip
+    return {
+        "lumaxlike": lumaxlike.__version__,
+        "jax": jax.__version__,
+        "blackjax": blackjax.__version__,
+        "numpy": np.__version__,
+    }
 
 
 def main():
@@ -130,9 +134,11 @@ def main():
     parser.add_argument("--json", help="write the rows to this file")
     parser.add_argument("--label", default="", help="a label stored with the rows")
     parser.add_argument(
-        "--chunk", type=int, default=None,
+        "--chunk",
+        type=int,
+        default=None,
         help="pixels per chunk (the first call, which compiles, then samples one chunk)",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     print(f"device: {jax.devices()[0]}, cpus: {os.cpu_count()}, load before: {os.getloadavg()}")
     print(f"{args.pixels} problems, 16 observations, free {FREE}")
@@ -164,18 +170,25 @@ def main():
             in_sampler = options.get("num_chains", 4) * transitions * steps * rate
             alone = gradient_rate(data[0], data[1:], dtype)
             row = {
-                "sigma": sigma, "setting": name, "dtype": np.dtype(dtype).name,
-                "first_call_s": first, "wall_s": wall, "cpu_s": cpu,
-                "load_1min": [load_before, os.getloadavg()[0]], "problems_per_s": rate,
+                "sigma": sigma,
+                "setting": name,
+                "dtype": np.dtype(dtype).name,
+                "first_call_s": first,
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "load_1min": [load_before, os.getloadavg()[0]],
+                "problems_per_s": rate,
                 "min_ess_median": float(np.median(ess[sampled])),
                 "min_bulk_ess_median": float(np.median(bulk[sampled])),
                 "fraction_ess_400": reached,
                 "fraction_rhat_101": float(np.mean(rhat[sampled] <= 1.01)),
                 "ess_per_s_per_problem": float(np.median(ess[sampled]) * rate),
                 "problems_per_s_at_ess_400": rate * reached,
-                "gradients_per_s_in_sampler": in_sampler, "gradients_per_s_alone": alone,
-                "divergences": int(result.divergences.sum()), "statuses": result.counts(),
-            }  # fmt: skip
+                "gradients_per_s_in_sampler": in_sampler,
+                "gradients_per_s_alone": alone,
+                "divergences": int(result.divergences.sum()),
+                "statuses": result.counts(),
+            }
             rows.append(row)
             print(
                 f"sigma {sigma:g} {name:12s} first call {first:6.1f} s | {wall:6.1f} s: "

@@ -81,8 +81,12 @@ def size_sweep(sizes, bands=32) -> list[dict]:
     for task in TASKS:
         for backend in BACKENDS:
             for dtype in DTYPES:
-                configs = [ProfileConfig(side=s, bands=bands, solver=backend, dtype=dtype, task=task, warmup=True)
-                           for s in sorted(sizes)]  # fmt: skip
+                configs = [
+                    ProfileConfig(
+                        side=s, bands=bands, solver=backend, dtype=dtype, task=task, warmup=True
+                    )
+                    for s in sorted(sizes)
+                ]
                 start = time.perf_counter()
                 group = run_profiles(configs)
                 records += group
@@ -96,8 +100,10 @@ def size_sweep(sizes, bands=32) -> list[dict]:
 def band_sweep(side, band_counts) -> list[dict]:
     records = []
     for solver in BACKENDS:
-        configs = [ProfileConfig(side=side, bands=b, solver=solver, dtype="float64", warmup=True)
-                   for b in sorted(band_counts)]  # fmt: skip
+        configs = [
+            ProfileConfig(side=side, bands=b, solver=solver, dtype="float64", warmup=True)
+            for b in sorted(band_counts)
+        ]
         group = run_profiles(configs)
         records += group
         log(
@@ -114,8 +120,16 @@ def thread_scaling(side, bands=32) -> list[dict]:
     for repeat in range(2):
         for solver in BACKENDS:
             for n in counts:
-                record = run_profile(ProfileConfig(side=side, bands=bands, solver=solver, dtype="float64",
-                                                   threads=n, warmup=True))  # fmt: skip
+                record = run_profile(
+                    ProfileConfig(
+                        side=side,
+                        bands=bands,
+                        solver=solver,
+                        dtype="float64",
+                        threads=n,
+                        warmup=True,
+                    )
+                )
                 runs.setdefault((solver, n), []).append(record)
                 log(
                     f"threads {solver} {n} (run {repeat + 1}): {record['problems_per_s'] / 1e6:.2f} M problems/s"
@@ -160,8 +174,10 @@ def _mb(value) -> str:
 
 
 def size_table(records) -> str:
-    lines = ["| task | backend | dtype | image | problems | compile s | run s | M problems/s | peak RSS MB | in+out MB |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| task | backend | dtype | image | problems | compile s | run s | M problems/s | peak RSS MB | in+out MB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
         lines.append(
             f"| {r['task']} | {r['solver']} | {r['dtype']} | {r['side']}x{r['side']}x{r['bands']} | "
@@ -172,8 +188,10 @@ def size_table(records) -> str:
 
 
 def band_table(records) -> str:
-    lines = ["| solver | image | problems | compile s | run s | M problems/s | mean iterations | peak RSS MB |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| solver | image | problems | compile s | run s | M problems/s | mean iterations | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
         lines.append(
             f"| {r['solver']} | {r['side']}x{r['side']}x{r['bands']} | {r['problems']:,} | {r.get('compile_s', 0):.2f} | "
@@ -186,8 +204,10 @@ def thread_table(records) -> str:
     lines = ["| solver | cores (threads) | M problems/s | speed-up |", "|---|---|---|---|"]
     for r in records:
         one = next(x for x in records if x["solver"] == r["solver"] and x["threads"] == 1)
-        lines.append(f"| {r['solver']} | {r['threads']} | {r['problems_per_s'] / 1e6:.2f} | "
-                     f"{r['problems_per_s'] / one['problems_per_s']:.2f}x |")  # fmt: skip
+        lines.append(
+            f"| {r['solver']} | {r['threads']} | {r['problems_per_s'] / 1e6:.2f} | "
+            f"{r['problems_per_s'] / one['problems_per_s']:.2f}x |"
+        )
     return "\n".join(lines)
 
 
@@ -195,8 +215,11 @@ def ratios(size_records, base) -> dict:
     """lumaxlike float64 inversion (median rate over the image sizes) over each baseline."""
     out = {}
     for solver in BACKENDS:
-        rates = [r["problems_per_s"] for r in size_records
-                 if r["task"] == "invert" and r["solver"] == solver and r["dtype"] == "float64"]  # fmt: skip
+        rates = [
+            r["problems_per_s"]
+            for r in size_records
+            if r["task"] == "invert" and r["solver"] == solver and r["dtype"] == "float64"
+        ]
         if not rates:
             continue
         for name, b in base.items():
@@ -219,25 +242,56 @@ def plot(report, path: Path) -> None:
     for task in TASKS:
         for backend in BACKENDS:
             for dtype in DTYPES:
-                rows = sorted((r for r in sizes if (r["task"], r["solver"], r["dtype"]) == (task, backend, dtype)),
-                              key=lambda r: r["side"])  # fmt: skip
+                rows = sorted(
+                    (
+                        r
+                        for r in sizes
+                        if (r["task"], r["solver"], r["dtype"]) == (task, backend, dtype)
+                    ),
+                    key=lambda r: r["side"],
+                )
                 if not rows:
                     continue
                 pixels = [r["side"] ** 2 for r in rows]
-                kw = {"linestyle": styles[backend], "marker": markers[dtype], "color": colors[task],
-                      "label": f"{task} {backend} {dtype}"}  # fmt: skip
+                kw = {
+                    "linestyle": styles[backend],
+                    "marker": markers[dtype],
+                    "color": colors[task],
+                    "label": f"{task} {backend} {dtype}",
+                }
                 axes[0, 0].plot(pixels, [r["problems_per_s"] for r in rows], **kw)
                 axes[0, 1].plot(pixels, [r["peak_rss"] / 1e9 for r in rows], **kw)
     if sizes:
         inv = sorted({r["side"] for r in sizes})
-        io = {s: max(r["input_bytes"] + r["output_bytes"] + r["rss_imports"] for r in sizes
-                     if r["side"] == s and r["task"] == "invert") for s in inv}  # fmt: skip
-        axes[0, 1].plot([s**2 for s in inv], [io[s] / 1e9 for s in inv], color="gray", linestyle=":",
-                        label="invert: base + inputs + outputs (max)")  # fmt: skip
-    axes[0, 0].set(xscale="log", yscale="log", xlabel="pixels (32 bands)", ylabel="problems / s",
-                   title="throughput (timed call, after warm-up)")  # fmt: skip
-    axes[0, 1].set(xscale="log", yscale="log", xlabel="pixels (32 bands)", ylabel="peak RSS [GB]",
-                   title="peak RSS of the timed call (child process)")  # fmt: skip
+        io = {
+            s: max(
+                r["input_bytes"] + r["output_bytes"] + r["rss_imports"]
+                for r in sizes
+                if r["side"] == s and r["task"] == "invert"
+            )
+            for s in inv
+        }
+        axes[0, 1].plot(
+            [s**2 for s in inv],
+            [io[s] / 1e9 for s in inv],
+            color="gray",
+            linestyle=":",
+            label="invert: base + inputs + outputs (max)",
+        )
+    axes[0, 0].set(
+        xscale="log",
+        yscale="log",
+        xlabel="pixels (32 bands)",
+        ylabel="problems / s",
+        title="throughput (timed call, after warm-up)",
+    )
+    axes[0, 1].set(
+        xscale="log",
+        yscale="log",
+        xlabel="pixels (32 bands)",
+        ylabel="peak RSS [GB]",
+        title="peak RSS of the timed call (child process)",
+    )
     axes[0, 0].legend(fontsize=7)
     axes[0, 1].legend(fontsize=7)
     for solver in BACKENDS:
@@ -246,29 +300,50 @@ def plot(report, path: Path) -> None:
             key=lambda r: r["bands"],
         )
         if rows:
-            axes[1, 0].plot([r["bands"] for r in rows], [r["problems_per_s"] for r in rows],
-                            linestyle=styles[solver], marker="o", label=f"invert {solver} float64")  # fmt: skip
+            axes[1, 0].plot(
+                [r["bands"] for r in rows],
+                [r["problems_per_s"] for r in rows],
+                linestyle=styles[solver],
+                marker="o",
+                label=f"invert {solver} float64",
+            )
         rows = sorted(
             (r for r in report.get("threads") or [] if r["solver"] == solver),
             key=lambda r: r["threads"],
         )
         if rows:
-            axes[1, 1].plot([r["threads"] for r in rows], [r["problems_per_s"] for r in rows],
-                            linestyle=styles[solver], marker="o", label=f"invert {solver} float64")  # fmt: skip
+            axes[1, 1].plot(
+                [r["threads"] for r in rows],
+                [r["problems_per_s"] for r in rows],
+                linestyle=styles[solver],
+                marker="o",
+                label=f"invert {solver} float64",
+            )
     side = (report.get("bands") or [{"side": "?"}])[0]["side"]
-    axes[1, 0].set(xscale="log", yscale="log", xlabel="bands", ylabel="problems / s",
-                   title=f"band sweep, {side}x{side} pixels")  # fmt: skip
-    axes[1, 1].set(xlabel="cores (numba threads / CPU affinity)", ylabel="problems / s",
-                   title="thread scaling, invert float64")  # fmt: skip
+    axes[1, 0].set(
+        xscale="log",
+        yscale="log",
+        xlabel="bands",
+        ylabel="problems / s",
+        title=f"band sweep, {side}x{side} pixels",
+    )
+    axes[1, 1].set(
+        xlabel="cores (numba threads / CPU affinity)",
+        ylabel="problems / s",
+        title="thread scaling, invert float64",
+    )
     axes[1, 1].set_ylim(bottom=0)
     axes[1, 1].xaxis.get_major_locator().set_params(integer=True)
     for ax in axes[1]:
         if ax.lines:
             ax.legend(fontsize=7)
     machine = report["machine"]
-    fig.suptitle(f"lumaxlike benchmark suite ({report['plan']}): {machine['cpu']}, "
-                 f"{machine['cores_available']} cores, jax {machine['versions']['jax']}, "
-                 f"numba {machine['versions']['numba']}", fontsize=10)  # fmt: skip
+    fig.suptitle(
+        f"lumaxlike benchmark suite ({report['plan']}): {machine['cpu']}, "
+        f"{machine['cores_available']} cores, jax {machine['versions']['jax']}, "
+        f"numba {machine['versions']['numba']}",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -302,8 +377,15 @@ def main(argv=None) -> int:
     stem = "suite_quick" if plan == "quick" else "suite"
     json_path = args.json or RESULTS / f"{stem}.json"
     png_path = args.png or RESULTS / f"{stem}.png"
-    report = {"plan": plan, "machine": bench_invert.machine_info(), "sizes": None, "bands": None,
-              "threads": None, "baselines": None, "ratios": None}  # fmt: skip
+    report = {
+        "plan": plan,
+        "machine": bench_invert.machine_info(),
+        "sizes": None,
+        "bands": None,
+        "threads": None,
+        "baselines": None,
+        "ratios": None,
+    }
     start = time.perf_counter()
     if "sizes" in only:
         report["sizes"] = size_sweep(sizes)
@@ -320,9 +402,11 @@ def main(argv=None) -> int:
         report["machine"]["load_average_end"] = os.getloadavg()
 
     m = report["machine"]
-    print(f"machine: {m['cpu']}, {m['cores_available']} cores, {m.get('memory_bytes', 0) / 2**30:.0f} GiB, "
-          f"numba {m['versions']['numba']} ({m['numba_threads']} threads), jax {m['versions']['jax']} "
-          f"({m['jax_device']}); load average {m.get('load_average_start')} -> {m.get('load_average_end')}")  # fmt: skip
+    print(
+        f"machine: {m['cpu']}, {m['cores_available']} cores, {m.get('memory_bytes', 0) / 2**30:.0f} GiB, "
+        f"numba {m['versions']['numba']} ({m['numba_threads']} threads), jax {m['versions']['jax']} "
+        f"({m['jax_device']}); load average {m.get('load_average_start')} -> {m.get('load_average_end')}"
+    )
     if report["sizes"]:
         print("\n## Size sweep (32 bands)\n\n" + size_table(report["sizes"]))
     if report["bands"]:

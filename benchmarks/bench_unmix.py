@@ -268,8 +268,11 @@ def main(argv=None) -> int:
     jax_pixels = args.jax_pixels or (1000 if args.quick else 20_000)
     scipy_pixels = args.scipy_pixels or (10 if args.quick else 100)
     nnls_pixels = args.nnls_pixels or (500 if args.quick else 5000)
-    report = {"machine": machine_info(), "settings": vars(args) | {"json": str(args.json)},
-              "scene": {"side": side, "bands": N_BANDS, "endmembers": N_END, "sigma": SIGMA}}  # fmt: skip
+    report = {
+        "machine": machine_info(),
+        "settings": vars(args) | {"json": str(args.json)},
+        "scene": {"side": side, "bands": N_BANDS, "endmembers": N_END, "sigma": SIGMA},
+    }
     endmembers = make_library()
     scene = make_scene(side, endmembers)
     n = side * side
@@ -280,8 +283,14 @@ def main(argv=None) -> int:
     results = {}
 
     def record(name, times, pixels, result=None, mass=None, peak=None):
-        results[name] = {"pixels": pixels, "times_s": times, "best_s": min(times), "rate": pixels / min(times),
-                         "peak_rss": peak, "accuracy": accuracy(result, mass) if result is not None else None}  # fmt: skip
+        results[name] = {
+            "pixels": pixels,
+            "times_s": times,
+            "best_s": min(times),
+            "rate": pixels / min(times),
+            "peak_rss": peak,
+            "accuracy": accuracy(result, mass) if result is not None else None,
+        }
         print(f"{name}: {fmt_rate(pixels / min(times))}", file=sys.stderr)
 
     times, one_step, peak = timed(
@@ -318,8 +327,14 @@ def main(argv=None) -> int:
 
     sample = rng.choice(n, min(scipy_pixels, n), replace=False)
     seconds, scipy_cross = scipy_one_step(subset(scene, sample), endmembers)
-    results["one_step scipy least_squares"] = {"pixels": len(sample), "times_s": [seconds], "best_s": seconds,
-                                               "rate": len(sample) / seconds, "peak_rss": None, "accuracy": None}  # fmt: skip
+    results["one_step scipy least_squares"] = {
+        "pixels": len(sample),
+        "times_s": [seconds],
+        "best_s": seconds,
+        "rate": len(sample) / seconds,
+        "peak_rss": None,
+        "accuracy": None,
+    }
     both = np.all(np.isfinite(scipy_cross), axis=-1) & (one_step.status[sample] == Status.CONVERGED)
     agreement["one_step scipy - numba (cross-section fractions)"] = float(
         np.max(np.abs(scipy_cross[both] - one_step.cross_section[sample][both]))
@@ -331,8 +346,14 @@ def main(argv=None) -> int:
     seconds, nnls_cross = scipy_two_step(
         inverted.w[sample], inverted.sigma[sample], endmembers.albedo
     )
-    results["two_step scipy nnls"] = {"pixels": len(sample), "times_s": [seconds], "best_s": seconds,
-                                      "rate": len(sample) / seconds, "peak_rss": None, "accuracy": None}  # fmt: skip
+    results["two_step scipy nnls"] = {
+        "pixels": len(sample),
+        "times_s": [seconds],
+        "best_s": seconds,
+        "rate": len(sample) / seconds,
+        "peak_rss": None,
+        "accuracy": None,
+    }
     ok = two_step.status[sample] == Status.CONVERGED
     agreement[
         "two_step scipy nnls - numba (cross-section fractions; nnls's sum row is weighted, not exact)"

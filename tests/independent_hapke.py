@@ -166,8 +166,20 @@ def _roughness(cos_i, cos_e, psi, theta_bar):
     )
 
 
-def reflectance(w, to_sun, to_sensor, normal, b, c, roughness=0.0, hs=0.0, bs0=0.0, hc=0.0,
-                bc0=0.0, porosity_k=1.0):  # fmt: skip
+def reflectance(
+    w,
+    to_sun,
+    to_sensor,
+    normal,
+    b,
+    c,
+    roughness=0.0,
+    hs=0.0,
+    bs0=0.0,
+    hc=0.0,
+    bc0=0.0,
+    porosity_k=1.0,
+):
     """Bidirectional reflectance r [1/sr] of Hapke's AMSA model (Hapke 2002, eq. 38, with
     the roughness of Hapke 1984 and the porosity factor of Hapke 2008):
 
@@ -222,7 +234,13 @@ def reflectance(w, to_sun, to_sensor, normal, b, c, roughness=0.0, hs=0.0, bs0=0
     b_cb = np.where(coherent_on, 1.0 + bc0 * (1.0 + escape) / (2.0 * (1.0 + z) ** 2), 1.0)
 
     r = (
-        porosity_k * w / (4.0 * np.pi) * mu0e / (mu0e + mue)
-        * (phase * b_sh + multiple) * b_cb * shadowing
-    )  # fmt: skip
+        porosity_k
+        * w
+        / (4.0 * np.pi)
+        * mu0e
+        / (mu0e + mue)
+        * (phase * b_sh + multiple)
+        * b_cb
+        * shadowing
+    )
     return np.where(valid, r, np.nan)

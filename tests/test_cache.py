@@ -287,10 +287,19 @@ def test_variants_cached_by_different_processes_stay_apart(tmp_path):
     (tmp_path / "variants.py").write_text(VARIANT_MODULE)
 
     def run(names, cache) -> list[str]:
-        env = {**os.environ, "LUMAXLIKE_CACHE_DIR": str(cache),
-               "PYTHONPATH": os.pathsep.join([str(tmp_path), str(PACKAGE_DIR.parent)])}  # fmt: skip
-        completed = subprocess.run([sys.executable, "variants.py", names], env=env, cwd=tmp_path,
-                                   capture_output=True, text=True, timeout=600)  # fmt: skip
+        env = {
+            **os.environ,
+            "LUMAXLIKE_CACHE_DIR": str(cache),
+            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(PACKAGE_DIR.parent)]),
+        }
+        completed = subprocess.run(
+            [sys.executable, "variants.py", names],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert completed.returncode == 0, completed.stderr[-3000:]
         return completed.stdout.split()
 

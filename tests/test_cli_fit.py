@@ -153,9 +153,15 @@ def test_fit_file_refuses_a_nan_prior_before_writing(tmp_path, stack):
     cubes, obs, _, _ = stack
     with pytest.raises(ValueError, match=r"prior\['b'\] mean must be finite"):
         lumaxlike.fit_file(
-            cubes[:4], tmp_path / "fit.tif", geometry=obs[:4], params=START,
-            free=("w", "b"), units="r", sigma=1e-4, prior={"b": (math.nan, 0.1)},
-        )  # fmt: skip
+            cubes[:4],
+            tmp_path / "fit.tif",
+            geometry=obs[:4],
+            params=START,
+            free=("w", "b"),
+            units="r",
+            sigma=1e-4,
+            prior={"b": (math.nan, 0.1)},
+        )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -386,12 +392,37 @@ def test_fit_command_starts(tmp_path, capsys, stack):
     refused, naming it, without --shared or --prior."""
     cubes, obs, arrays, _ = stack
     out = tmp_path / "starts.tif"
-    argv = ["fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c", "--b", "0.3",
-            "--c", "0.4", "--sigma", "1e-4", "--starts", "3", "--out", out]  # fmt: skip
+    argv = [
+        "fit",
+        *cubes,
+        "--geometry",
+        *obs,
+        "--units",
+        "r",
+        "--free",
+        "w,b,c",
+        "--b",
+        "0.3",
+        "--c",
+        "0.4",
+        "--sigma",
+        "1e-4",
+        "--starts",
+        "3",
+        "--out",
+        out,
+    ]
     code = main([*argv, "--shared", "c"])
     assert code == 0, capsys.readouterr().err
-    expected = lumaxlike.fit(*arrays, START, free=("w", "b", "c"), shared=("c",),
-                             refl_sigma=1e-4, solver="numba", starts=3)  # fmt: skip
+    expected = lumaxlike.fit(
+        *arrays,
+        START,
+        free=("w", "b", "c"),
+        shared=("c",),
+        refl_sigma=1e-4,
+        solver="numba",
+        starts=3,
+    )
     np.testing.assert_allclose(read_map(out)[0], expected["w"], rtol=0, atol=1e-12)
     status = read_map(tmp_path / "starts_status.tif")[0]
     np.testing.assert_array_equal(status, np.repeat(expected.status[..., None], BANDS, axis=-1))

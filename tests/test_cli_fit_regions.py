@@ -18,9 +18,20 @@ from .test_io import write_raster
 from .test_resume import journal_blocks, kill_mid_run
 
 FIELDS = (
-    "w", "b", "c", "sigma_w", "sigma_b", "sigma_c", "status", "iterations",
-    "dfs_w", "dfs_b", "dfs_c", "cost", "observations",
-)  # fmt: skip
+    "w",
+    "b",
+    "c",
+    "sigma_w",
+    "sigma_b",
+    "sigma_c",
+    "status",
+    "iterations",
+    "dfs_w",
+    "dfs_b",
+    "dfs_c",
+    "cost",
+    "observations",
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +46,30 @@ def labels(tmp_path_factory):
 
 def args_of(cubes, obs, out, labels_path, *extra):
     return [
-        "fit", *cubes, "--geometry", *obs, "--units", "r", "--free", "w,b,c", "--b", "0.3",
-        "--c", "0.4", "--regions", labels_path, "--regional", "c", "--refl-sigma", "1e-4",
-        "--chunk", "1", *extra, "--out", out,
-    ]  # fmt: skip
+        "fit",
+        *cubes,
+        "--geometry",
+        *obs,
+        "--units",
+        "r",
+        "--free",
+        "w,b,c",
+        "--b",
+        "0.3",
+        "--c",
+        "0.4",
+        "--regions",
+        labels_path,
+        "--regional",
+        "c",
+        "--refl-sigma",
+        "1e-4",
+        "--chunk",
+        "1",
+        *extra,
+        "--out",
+        out,
+    ]
 
 
 def test_fit_command_regional_maps_equal_the_in_memory_fit(tmp_path, capsys, stack, labels):  # noqa: F811
@@ -51,14 +82,24 @@ def test_fit_command_regional_maps_equal_the_in_memory_fit(tmp_path, capsys, sta
     err = capsys.readouterr().err
     assert code == 0, err
     expected = lumaxlike.fit(
-        *arrays, START, free=("w", "b", "c"), regions=regions, regional=("c",),
-        refl_sigma=1e-4, solver="numba",
-    )  # fmt: skip
+        *arrays,
+        START,
+        free=("w", "b", "c"),
+        regions=regions,
+        regional=("c",),
+        refl_sigma=1e-4,
+        solver="numba",
+    )
     assert len(expected.region_labels) == 3 and np.all(expected.region_status == Status.CONVERGED)
     paths = result_paths(out, FIELDS)
-    per_pixel = {"status": expected.status, "iterations": expected.iterations,
-                 "cost": expected.cost, "c": expected["c"], "sigma_c": expected.sigma("c"),
-                 "dfs_c": expected.dfs["c"]}  # fmt: skip
+    per_pixel = {
+        "status": expected.status,
+        "iterations": expected.iterations,
+        "cost": expected.cost,
+        "c": expected["c"],
+        "sigma_c": expected.sigma("c"),
+        "dfs_c": expected.dfs["c"],
+    }
     for name in FIELDS:
         if name in per_pixel:
             want = np.repeat(np.asarray(per_pixel[name])[..., None], BANDS, axis=-1)
@@ -89,10 +130,16 @@ def test_a_killed_regional_fit_resumes_bit_identical(tmp_path, capsys, stack, la
     # differ in the last bits, so both runs compared take them from the cache)
     assert main(args_of(cubes, obs, reference, labels_path, "--overwrite")) == 0
     done = subprocess.run(
-        [sys.executable, "-m", "lumaxlike", *map(str, args_of(cubes, obs, reference, labels_path,
-                                                              "--overwrite"))],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "lumaxlike",
+            *map(str, args_of(cubes, obs, reference, labels_path, "--overwrite")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     out = tmp_path / "fit.tif"
     kill_mid_run(args_of(cubes, obs, out, labels_path), after=2)

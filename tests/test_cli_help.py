@@ -82,10 +82,20 @@ MINIMAL = {
     "unmix": ["unmix", "c.tif", "--out", "o.tif"],
     "fit": ["fit", "c.tif", "--geometry", "g.tif", "--units", "r", "--free", "w", "--out", "o.tif"],
     "sample": [
-        "sample", "c.tif", "--geometry", "g.tif", "--units", "r", "--free", "w",
-        "--refl-sigma", "0.01", "--out", "o.tif",
+        "sample",
+        "c.tif",
+        "--geometry",
+        "g.tif",
+        "--units",
+        "r",
+        "--free",
+        "w",
+        "--refl-sigma",
+        "0.01",
+        "--out",
+        "o.tif",
     ],
-}  # fmt: skip
+}
 
 
 def command_parsers() -> dict[str, argparse.ArgumentParser]:

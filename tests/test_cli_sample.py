@@ -110,9 +110,12 @@ def test_sample_command_writes_the_maps_sample_computes(stack, reference):
     maps = read_maps(out)
     for row in range(ROWS):  # each block of one row: `sample` with that block's seed
         expected = lumaxlike.sample(
-            *(a[row] for a in arrays), TRUTH, free=FREE, refl_sigma=SIGMA,
+            *(a[row] for a in arrays),
+            TRUTH,
+            free=FREE,
+            refl_sigma=SIGMA,
             seed=chunk_seed(SEED, row * COLS),
-        )  # fmt: skip
+        )
         for name in FREE:
             for k, suffix in enumerate(("q025", "q160", "q500", "q840", "q975")):
                 np.testing.assert_array_equal(
@@ -271,19 +274,30 @@ def test_shared_parameters_are_sampled_jointly_per_pixel(stack, joint_reference,
     sampled = 0
     for row in range(ROWS):
         expected = lumaxlike.sample(
-            *(a[row] for a in arrays), TRUTH, free=JOINT_FREE, shared=("b",),
-            refl_sigma=SIGMA, num_samples=200, num_warmup=100, min_ess=50,
+            *(a[row] for a in arrays),
+            TRUTH,
+            free=JOINT_FREE,
+            shared=("b",),
+            refl_sigma=SIGMA,
+            num_samples=200,
+            num_warmup=100,
+            min_ess=50,
             seed=chunk_seed(SEED, row * COLS),
-        )  # fmt: skip
+        )
         assert expected.quantiles["b"].shape == (COLS, 5) and expected.status.shape == (COLS,)
         for name in JOINT_FREE:
             one = (lambda a: a[:, None]) if name == "b" else (lambda a: a)
             for k, suffix in enumerate(("q025", "q160", "q500", "q840", "q975")):
                 found = maps[f"{name}_{suffix}"][row]
-                np.testing.assert_array_equal(found, np.broadcast_to(
-                    one(expected.quantiles[name][..., k]), found.shape))  # fmt: skip
-            for kind, values in (("mean", expected.mean), ("rhat", expected.rhat),
-                                 ("ess", expected.ess), ("ess_tail", expected.ess_tail)):  # fmt: skip
+                np.testing.assert_array_equal(
+                    found, np.broadcast_to(one(expected.quantiles[name][..., k]), found.shape)
+                )
+            for kind, values in (
+                ("mean", expected.mean),
+                ("rhat", expected.rhat),
+                ("ess", expected.ess),
+                ("ess_tail", expected.ess_tail),
+            ):
                 found = maps[f"{kind}_{name}"][row]
                 np.testing.assert_array_equal(
                     found, np.broadcast_to(one(values[name]), found.shape)

@@ -345,9 +345,19 @@ def test_demo_prints_its_parameters_and_commands_that_rerun_verbatim(tmp_path, m
     )
     abundances = read_raster("lumaxlike-demo/abundances.tif")
     # docs/cli.md: the demo's record reruns its unmixing (library, densities, grain sizes)
-    rerun = ["unmix", "lumaxlike-demo/reflectance.tif", "--geometry", "lumaxlike-demo/obs.tif",
-             "--dtm", "lumaxlike-demo/dtm.tif", "--params-from", "lumaxlike-demo/abundances.tif",
-             "--out", "again.tif", "--no-progress"]  # fmt: skip
+    rerun = [
+        "unmix",
+        "lumaxlike-demo/reflectance.tif",
+        "--geometry",
+        "lumaxlike-demo/obs.tif",
+        "--dtm",
+        "lumaxlike-demo/dtm.tif",
+        "--params-from",
+        "lumaxlike-demo/abundances.tif",
+        "--out",
+        "again.tif",
+        "--no-progress",
+    ]
     assert main(rerun) == 0
     np.testing.assert_array_equal(read_raster("again.tif"), abundances)
     words = shlex.split(commands[1])
@@ -379,8 +389,10 @@ def test_multi_angle_demo_prints_fit_and_sample_commands_that_recover_the_truth(
     assert [words[:2] for words in commands] == [["lumaxlike", "fit"], ["lumaxlike", "sample"]]
     truth = read_raster("lumaxlike-demo/w_true.tif")
     assert main(commands[0][1:]) == 0
-    fitted = {name: read_raster(f"lumaxlike-demo/fit{suffix}.tif") for name, suffix in
-              (("w", ""), ("b", "_b"), ("c", "_c"), ("status", "_status"))}  # fmt: skip
+    fitted = {
+        name: read_raster(f"lumaxlike-demo/fit{suffix}.tif")
+        for name, suffix in (("w", ""), ("b", "_b"), ("c", "_c"), ("status", "_status"))
+    }
     assert np.all(fitted["status"] == Status.CONVERGED)
     # roughly: w, b and c per pixel-band from 7 noisy observations (the median error
     # of w is ~2e-3; b and c are less well determined than w, single pixels off by 0.1+)

@@ -32,8 +32,12 @@ def test_decays_fitted_with_linearised_or_given_jacobian():
     start = jnp.broadcast_to(jnp.asarray([1.0, 0.8]), truth.shape)
     solutions = {}
     for jacobian in (None, residuals_and_columns):
-        solver = lumaxlike.ElementwiseLevenbergMarquardt(tol=1e-12, lower=jnp.asarray([0.0, 0.0]),
-                                                         upper=jnp.asarray([10.0, 10.0]), jacobian=jacobian)  # fmt: skip
+        solver = lumaxlike.ElementwiseLevenbergMarquardt(
+            tol=1e-12,
+            lower=jnp.asarray([0.0, 0.0]),
+            upper=jnp.asarray([10.0, 10.0]),
+            jacobian=jacobian,
+        )
         solution = optx.least_squares(
             residuals, solver, start, args=data, max_steps=100, throw=False
         )

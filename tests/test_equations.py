@@ -26,16 +26,50 @@ REFERENCE = pathlib.Path(__file__).parent / "data"  # vendored reference table, 
 NO_LEGENDRE = np.zeros(equations.N_LEGENDRE + 1)
 
 # Reference README, "Legendre expansion terms (Hapke 2002, eqs. 27 and following)".
-A_N = [0, -0.5, 0, 0.125, 0, -0.0625, 0, 0.0390625, 0, -0.02734375, 0, 0.0205078125,
-       0, -0.01611328125, 0, 0.013092041015625]  # fmt: skip
+A_N = [
+    0,
+    -0.5,
+    0,
+    0.125,
+    0,
+    -0.0625,
+    0,
+    0.0390625,
+    0,
+    -0.02734375,
+    0,
+    0.0205078125,
+    0,
+    -0.01611328125,
+    0,
+    0.013092041015625,
+]
 B_REF, C_REF = 0.18, 1.1
 P_BAR_REF = 1.1492107509695955
-P_X_REF = [1.0, 0.9660547437620005, 0.9322352894770082, 0.8986648155318951, 0.8654613865764601,
-           0.8327357177287303, 0.8005892911272132, 0.7691128924542041, 0.73838560141173,
-           0.7084742372481021]  # fmt: skip
-P_G_REF = [0.9224097096832116, 0.9841088950802653, 1.0518545991668653, 1.1266473003371191,
-           1.2096863798918371, 1.302425123769974, 1.4066436006532723, 1.5245467267973298,
-           1.6588983383879818, 1.8132076210091634]  # fmt: skip
+P_X_REF = [
+    1.0,
+    0.9660547437620005,
+    0.9322352894770082,
+    0.8986648155318951,
+    0.8654613865764601,
+    0.8327357177287303,
+    0.8005892911272132,
+    0.7691128924542041,
+    0.73838560141173,
+    0.7084742372481021,
+]
+P_G_REF = [
+    0.9224097096832116,
+    0.9841088950802653,
+    1.0518545991668653,
+    1.1266473003371191,
+    1.2096863798918371,
+    1.302425123769974,
+    1.4066436006532723,
+    1.5245467267973298,
+    1.6588983383879818,
+    1.8132076210091634,
+]
 X_REF = np.linspace(0.0, 1.0, 10)
 
 
@@ -135,8 +169,14 @@ def _h_table():
 # (the table itself holds 6 significant digits). w = 0.3 and 0.7 are not stated: the bound
 # is linear interpolation between the neighbouring stated errors (the error grows
 # monotonically with w).
-H_ERROR_BOUND = {0.1: 5.15e-5, 0.3: (5.15e-5 + 1.75e-3) / 2, 0.5: 1.75e-3,
-                 0.7: (1.75e-3 + 7.65e-3) / 2, 0.9: 7.65e-3, 1.0: 7.75e-3}  # fmt: skip
+H_ERROR_BOUND = {
+    0.1: 5.15e-5,
+    0.3: (5.15e-5 + 1.75e-3) / 2,
+    0.5: 1.75e-3,
+    0.7: (1.75e-3 + 7.65e-3) / 2,
+    0.9: 7.65e-3,
+    1.0: 7.75e-3,
+}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -180,9 +220,17 @@ def _terms(incidence, emission, azimuth, params=FULL_PARAMS, module=equations):
     return module.pixel_terms(source, observer, normal, *scalars, legendre, use_legendre)
 
 
-@pytest.mark.parametrize("incidence, emission, azimuth", [
-    (0.3, 0.7, 0.4), (1.2, 0.1, 2.9), (0.0, 0.5, 1.0), (0.5, 0.0, 1.0), (0.6, 0.6, 0.0), (1.4, 1.3, np.pi),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "incidence, emission, azimuth",
+    [
+        (0.3, 0.7, 0.4),
+        (1.2, 0.1, 2.9),
+        (0.0, 0.5, 1.0),
+        (0.5, 0.0, 1.0),
+        (0.6, 0.6, 0.0),
+        (1.4, 1.3, np.pi),
+    ],
+)
 def test_no_roughness_is_identity(incidence, emission, azimuth):
     """theta-bar = 0: S = 1, mu0e = cos i, mue = cos e (exactly)."""
     cos_i, cos_e = math.cos(incidence), math.cos(emission)

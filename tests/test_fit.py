@@ -83,9 +83,14 @@ def test_covariance_matches_monte_carlo(monte_carlo, solver, sigma_given):
     refl, geometry, sigma = monte_carlo
     free = ("w", "b", "c", "hs")
     result = checked(lumaxlike.fit)(
-        refl, *geometry, start_for(free), free=free, solver=solver,
-        refl_sigma=sigma if sigma_given else None, chunk_size=500,
-    )  # fmt: skip
+        refl,
+        *geometry,
+        start_for(free),
+        free=free,
+        solver=solver,
+        refl_sigma=sigma if sigma_given else None,
+        chunk_size=500,
+    )
     checked(lumaxlike.FitResult)(**vars(result))  # its fields' annotated dtypes and shapes
     converged = result.status[:, 0] == Status.CONVERGED
     assert converged.mean() > 0.99
@@ -146,13 +151,23 @@ def test_opposition_width_without_small_phase_angles_is_not_confident(solver):
     )
     near_refl, near_geometry, _, _ = scene(40, 2, 20, seed=6)
     far = lumaxlike.fit(
-        far_refl + rng.normal(0.0, sigma, far_refl.shape), *far_geometry, start_for(free), free=free,
-        solver=solver, refl_sigma=sigma, chunk_size=CHUNK,
-    )  # fmt: skip
+        far_refl + rng.normal(0.0, sigma, far_refl.shape),
+        *far_geometry,
+        start_for(free),
+        free=free,
+        solver=solver,
+        refl_sigma=sigma,
+        chunk_size=CHUNK,
+    )
     near = lumaxlike.fit(
-        near_refl + rng.normal(0.0, sigma, near_refl.shape), *near_geometry, start_for(free), free=free,
-        solver=solver, refl_sigma=sigma, chunk_size=CHUNK,
-    )  # fmt: skip
+        near_refl + rng.normal(0.0, sigma, near_refl.shape),
+        *near_geometry,
+        start_for(free),
+        free=free,
+        solver=solver,
+        refl_sigma=sigma,
+        chunk_size=CHUNK,
+    )
     assert near.counts()["CONVERGED"] == near_refl.shape[0] * near_refl.shape[1]
     converged = far.status == Status.CONVERGED
     error = np.abs(far["hs"] - TRUTH.hs)
@@ -360,14 +375,24 @@ def test_jax_fit_in_float32():
     # float32 data: the model's derivative program is traced and evaluated in float32
     refl, geometry, w_true, _ = scene(40, 3, 12, seed=2)
     free = ("w", "b", "c")
-    result = lumaxlike.fit(refl.astype(np.float32), *(g.astype(np.float32) for g in geometry), start_for(free),
-                           free=free, solver="jax", chunk_size=CHUNK)  # fmt: skip
+    result = lumaxlike.fit(
+        refl.astype(np.float32),
+        *(g.astype(np.float32) for g in geometry),
+        start_for(free),
+        free=free,
+        solver="jax",
+        chunk_size=CHUNK,
+    )
     assert result["w"].dtype == np.float32
     assert result.counts()["CONVERGED"] >= 0.95 * refl.shape[0] * refl.shape[1]
     converged = result.status == Status.CONVERGED
     for name in free:  # float32 rounding of r (~1e-7 relative) moves the minimum by ~1e-5
-        np.testing.assert_allclose(result[name][converged], np.broadcast_to(truth_of(name, w_true), w_true.shape)[converged],
-                                   rtol=0, atol=1e-3)  # fmt: skip
+        np.testing.assert_allclose(
+            result[name][converged],
+            np.broadcast_to(truth_of(name, w_true), w_true.shape)[converged],
+            rtol=0,
+            atol=1e-3,
+        )
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -418,9 +443,13 @@ def test_at_bound_flags_an_optimum_on_a_bound(solver):
         np.array([[0.5]]), *interior_geometry, HapkeParams(b=0.25, c=0.5)
     )
     result = lumaxlike.fit(
-        np.concatenate([refl, interior]), *(np.concatenate(g) for g in zip(geometry, interior_geometry)),
-        HapkeParams(b=0.3, c=0.4), free=FREE_3, solver=solver, refl_sigma=1e-3,
-    )  # fmt: skip
+        np.concatenate([refl, interior]),
+        *(np.concatenate(g) for g in zip(geometry, interior_geometry)),
+        HapkeParams(b=0.3, c=0.4),
+        free=FREE_3,
+        solver=solver,
+        refl_sigma=1e-3,
+    )
     assert np.all(result.status == Status.CONVERGED)
     assert result["c"][0, 0] == 1.0 and result.at_bound["c"][0, 0]
     for name in FREE_3:
@@ -431,9 +460,13 @@ def test_at_bound_flags_an_optimum_on_a_bound(solver):
     np.testing.assert_allclose(result["c"][1, 0], 0.5, atol=1e-8)  # interior: the truth
     # the same problems through the joint machinery (a prior of sd 1 on b: the same optima)
     joint = lumaxlike.fit(
-        np.concatenate([refl, interior]), *(np.concatenate(g) for g in zip(geometry, interior_geometry)),
-        HapkeParams(b=0.3, c=0.4), free=FREE_3, solver=solver, refl_sigma=1e-3,
+        np.concatenate([refl, interior]),
+        *(np.concatenate(g) for g in zip(geometry, interior_geometry)),
+        HapkeParams(b=0.3, c=0.4),
+        free=FREE_3,
+        solver=solver,
+        refl_sigma=1e-3,
         prior={"b": (0.1, 1.0)},
-    )  # fmt: skip
+    )
     assert joint["c"][0, 0] == 1.0 and joint.at_bound["c"][0, 0] and not joint.at_bound["c"][1, 0]
     assert joint.at_bound["w"].shape == joint["w"].shape

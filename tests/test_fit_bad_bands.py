@@ -71,9 +71,14 @@ def expected_fields(result, fields):
 
 
 JOINT_FIELDS = (
-    *FREE, *(f"sigma_{n}" for n in FREE), *(f"dfs_{n}" for n in FREE),
-    "status", "iterations", "cost", "observations",
-)  # fmt: skip
+    *FREE,
+    *(f"sigma_{n}" for n in FREE),
+    *(f"dfs_{n}" for n in FREE),
+    "status",
+    "iterations",
+    "cost",
+    "observations",
+)
 
 
 def test_joint_fit_of_a_stack_with_bad_bands_fits_the_good_ones(tmp_path, bbl_stack):
@@ -81,14 +86,26 @@ def test_joint_fit_of_a_stack_with_bad_bands_fits_the_good_ones(tmp_path, bbl_st
     out = tmp_path / "joint.tif"
     options = {"shared": ("c",), "prior": {"b": (0.3, 0.1)}}
     summary = lumaxlike.fit_file(
-        cubes, out, geometry=obs, params=START, free=FREE, units="r", sigma=1e-4,
-        solver="numba", **options,
-    )  # fmt: skip
+        cubes,
+        out,
+        geometry=obs,
+        params=START,
+        free=FREE,
+        units="r",
+        sigma=1e-4,
+        solver="numba",
+        **options,
+    )
     refl, *geometry = arrays
     expected = lumaxlike.fit(
-        refl[..., GOOD, :], *geometry, START, free=FREE, refl_sigma=1e-4, solver="numba",
+        refl[..., GOOD, :],
+        *geometry,
+        START,
+        free=FREE,
+        refl_sigma=1e-4,
+        solver="numba",
         **options,
-    )  # fmt: skip
+    )
     assert np.all(expected.status == Status.CONVERGED)
     assert summary.status_counts["CONVERGED"] == ROWS * COLS * len(GOOD)
     assert summary.status_counts["BAD_BAND"] == ROWS * COLS
@@ -101,14 +118,29 @@ def test_regional_fit_of_a_stack_with_bad_bands_fits_the_good_ones(tmp_path, bbl
     labels = write_raster(tmp_path / "tiles.tif", regions[None])
     out = tmp_path / "regional.tif"
     summary = lumaxlike.fit_file(
-        cubes, out, geometry=obs, params=START, free=FREE, units="r", sigma=1e-4,
-        solver="numba", regions=labels, regional=("c",), chunk_rows=1,
-    )  # fmt: skip
+        cubes,
+        out,
+        geometry=obs,
+        params=START,
+        free=FREE,
+        units="r",
+        sigma=1e-4,
+        solver="numba",
+        regions=labels,
+        regional=("c",),
+        chunk_rows=1,
+    )
     refl, *geometry = arrays
     expected = lumaxlike.fit(
-        refl[..., GOOD, :], *geometry, START, free=FREE, refl_sigma=1e-4, solver="numba",
-        regions=regions, regional=("c",),
-    )  # fmt: skip
+        refl[..., GOOD, :],
+        *geometry,
+        START,
+        free=FREE,
+        refl_sigma=1e-4,
+        solver="numba",
+        regions=regions,
+        regional=("c",),
+    )
     assert np.all(expected.region_status == Status.CONVERGED)
     assert summary.status_counts["CONVERGED"] == ROWS * COLS * len(GOOD)
     assert summary.status_counts["BAD_BAND"] == ROWS * COLS

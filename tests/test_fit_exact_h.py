@@ -94,7 +94,7 @@ def test_numba_joint_fit_with_exact_h_agrees_with_jax():
             solver=solver,
             start=start,
             refl_sigma=1e-4,
-        )  # fmt: skip
+        )
         for solver in ("numba", "jax")
     }
     for result in results.values():  # against the truth, each solver on its own

@@ -77,8 +77,13 @@ def scene(n_pixels, seed):
     w = rng.uniform(0.2, 0.8, (n_pixels, N_BANDS))
     b = rng.uniform(0.15, 0.4, N_BANDS)
     c = rng.uniform(0.3, 0.7, N_BANDS)
-    truth = {"w": w, "b": np.broadcast_to(b, w.shape), "c": np.broadcast_to(c, w.shape),
-             "roughness": np.full(n_pixels, THETA), "hs": np.full(n_pixels, HS)}  # fmt: skip
+    truth = {
+        "w": w,
+        "b": np.broadcast_to(b, w.shape),
+        "c": np.broadcast_to(c, w.shape),
+        "roughness": np.full(n_pixels, THETA),
+        "hs": np.full(n_pixels, HS),
+    }
     return reflectance(w, b, c, geometry), geometry, truth, rng
 
 
@@ -167,9 +172,11 @@ def test_map_matches_scipy_least_squares(solver):
     assert result.counts()["CONVERGED"] == 8
     for pixel in range(2):
         x_lm = np.concatenate(
-            [np.stack([result[n][pixel] for n in ("w", "b", "c")], axis=-1).ravel(),
-             [result[n][pixel] for n in SHARED]]
-        )  # fmt: skip
+            [
+                np.stack([result[n][pixel] for n in ("w", "b", "c")], axis=-1).ravel(),
+                [result[n][pixel] for n in SHARED],
+            ]
+        )
         pixel_prior = {
             "b": (prior["b"][0][pixel], 0.05),
             "c": prior["c"],
@@ -243,8 +250,13 @@ def test_weak_prior_changes_nothing_strong_prior_pins(solver):
     noisy = refl + rng.normal(0.0, sigma, refl.shape)
     free_fit = joint_fit(noisy, geometry, solver, refl_sigma=sigma)
     sigma_b = free_fit.sigma("b")
-    weak = joint_fit(noisy, geometry, solver, refl_sigma=sigma,
-                     prior={"b": (free_fit["b"] + 3.0 * sigma_b, 100.0 * sigma_b)})  # fmt: skip
+    weak = joint_fit(
+        noisy,
+        geometry,
+        solver,
+        refl_sigma=sigma,
+        prior={"b": (free_fit["b"] + 3.0 * sigma_b, 100.0 * sigma_b)},
+    )
     ok = (free_fit.status == Status.CONVERGED) & (weak.status == Status.CONVERGED)
     assert ok.mean() > 0.9
     for name in FREE:
@@ -319,8 +331,16 @@ def test_prior_without_sharing_is_per_band(solver):
     sigma = 2e-4
     noisy = refl + rng.normal(0.0, sigma, refl.shape)
     plain = lumaxlike.fit(noisy, *geometry, START, free=FREE, solver="numba", refl_sigma=sigma)
-    with_prior = lumaxlike.fit(noisy, *geometry, START, free=FREE, solver=solver, refl_sigma=sigma,
-                               chunk_size=CHUNK, prior={"b": (0.3, 1e6)})  # fmt: skip
+    with_prior = lumaxlike.fit(
+        noisy,
+        *geometry,
+        START,
+        free=FREE,
+        solver=solver,
+        refl_sigma=sigma,
+        chunk_size=CHUNK,
+        prior={"b": (0.3, 1e6)},
+    )
     assert with_prior.status.shape == refl.shape[:2]
     np.testing.assert_array_equal(with_prior.status, plain.status)
     converged = plain.status == Status.CONVERGED
@@ -396,8 +416,13 @@ def regional_scene(seed):
             for i in range(n_pixels)
         ]
     )
-    truth = {"w": w, "b": np.broadcast_to(b, w.shape), "c": np.broadcast_to(c, w.shape),
-             "roughness": roughness, "hs": hs}  # fmt: skip
+    truth = {
+        "w": w,
+        "b": np.broadcast_to(b, w.shape),
+        "c": np.broadcast_to(c, w.shape),
+        "roughness": roughness,
+        "hs": hs,
+    }
     return refl, geometry, labels, truth
 
 
@@ -415,7 +440,7 @@ def regional_fits():
             regional=("hs",),
             solver=solver,
             chunk_size=CHUNK,
-        )  # fmt: skip
+        )
         for solver in SOLVERS
     }
     return refl, labels, truth, fits
@@ -462,8 +487,18 @@ def test_regional_matches_scipy_and_its_covariance():
     pick = np.arange(3)  # region 10's first three pixels, one region
     noisy = refl[pick] + rng.normal(0.0, sigma, refl[pick].shape)
     geometry = [g[pick] for g in geometry]
-    result = lumaxlike.fit(noisy, *geometry, START, free=FREE, shared=("roughness",), regions=np.zeros(3, int),
-                           regional=("hs",), solver="numba", refl_sigma=sigma, prior={"b": (0.3, 0.1)})  # fmt: skip
+    result = lumaxlike.fit(
+        noisy,
+        *geometry,
+        START,
+        free=FREE,
+        shared=("roughness",),
+        regions=np.zeros(3, int),
+        regional=("hs",),
+        solver="numba",
+        refl_sigma=sigma,
+        prior={"b": (0.3, 0.1)},
+    )
     assert np.all(result.status == Status.CONVERGED)
 
     def residuals(x):
@@ -479,9 +514,17 @@ def test_regional_matches_scipy_and_its_covariance():
         return np.concatenate(rows)
 
     x_fit = np.concatenate(
-        [np.concatenate([np.stack([result[n][i] for n in ("w", "b", "c")], -1).ravel(), [result["roughness"][i]]])
-         for i in range(3)] + [[result.region_values["hs"][0]]]
-    )  # fmt: skip
+        [
+            np.concatenate(
+                [
+                    np.stack([result[n][i] for n in ("w", "b", "c")], -1).ravel(),
+                    [result["roughness"][i]],
+                ]
+            )
+            for i in range(3)
+        ]
+        + [[result.region_values["hs"][0]]]
+    )
     x0 = x_fit + rng.normal(0.0, 1e-3, x_fit.shape)
     x_scipy = scipy.optimize.least_squares(
         residuals, x0, jac="3-point", xtol=1e-15, ftol=1e-15, gtol=1e-15
@@ -502,17 +545,42 @@ def test_xarray_joint_fit_equals_fit_on_the_arrays():
     refl, geometry, _, _ = scene(8, seed=1)
     rng = np.random.default_rng(12)
     noisy = refl + rng.normal(0.0, 2e-4, refl.shape)
-    data = xr.DataArray(noisy.reshape(2, 4, N_BANDS, N_OBS), dims=("y", "x", "band", "observation"),
-                        coords={"band": np.arange(N_BANDS)})  # fmt: skip
+    data = xr.DataArray(
+        noisy.reshape(2, 4, N_BANDS, N_OBS),
+        dims=("y", "x", "band", "observation"),
+        coords={"band": np.arange(N_BANDS)},
+    )
     vectors = xr.Dataset(
-        {name: (("y", "x", "observation", "xyz"), g.reshape(2, 4, N_OBS, 3))
-         for name, g in zip(("to_sun", "to_sensor", "normal"), geometry)}
-    )  # fmt: skip
+        {
+            name: (("y", "x", "observation", "xyz"), g.reshape(2, 4, N_OBS, 3))
+            for name, g in zip(("to_sun", "to_sensor", "normal"), geometry)
+        }
+    )
     prior = {"b": (0.3, 0.1), "hs": (0.05, 0.02)}
-    maps = data.chunk({"y": 1}).hapke.fit(vectors, START, FREE, solver="numba", units="r", shared=SHARED,
-                                          prior=prior, refl_sigma=2e-4).compute()  # fmt: skip
-    expected = lumaxlike.fit(noisy, *geometry, START, free=FREE, shared=SHARED, prior=prior, refl_sigma=2e-4,
-                             solver="numba")  # fmt: skip
+    maps = (
+        data.chunk({"y": 1})
+        .hapke.fit(
+            vectors,
+            START,
+            FREE,
+            solver="numba",
+            units="r",
+            shared=SHARED,
+            prior=prior,
+            refl_sigma=2e-4,
+        )
+        .compute()
+    )
+    expected = lumaxlike.fit(
+        noisy,
+        *geometry,
+        START,
+        free=FREE,
+        shared=SHARED,
+        prior=prior,
+        refl_sigma=2e-4,
+        solver="numba",
+    )
     for name in FREE:
         np.testing.assert_allclose(
             maps[name].values.reshape(expected[name].shape), expected[name], rtol=0, atol=1e-12

@@ -233,8 +233,12 @@ def test_float32_near_nadir():
     1 - cos^2 i in float32: within 1e-4 of float64 on the same inputs (measured 4e-5)."""
     rng = np.random.default_rng(9)
     n = 2000
-    geometry32 = [g.astype(np.float32) for g in lumaxlike.geometry_from_angles(
-        rng.uniform(0, 1e-3, n), rng.uniform(0, 1.4, n), rng.uniform(0, 2 * np.pi, n))]  # fmt: skip
+    geometry32 = [
+        g.astype(np.float32)
+        for g in lumaxlike.geometry_from_angles(
+            rng.uniform(0, 1e-3, n), rng.uniform(0, 1.4, n), rng.uniform(0, 2 * np.pi, n)
+        )
+    ]
     w = rng.uniform(0.01, 1.0, n).astype(np.float32)
     r32 = np.asarray(lumaxlike.amsa(w, *geometry32, FULL_PARAMS))
     r64 = np.asarray(
@@ -307,10 +311,13 @@ def test_invalid_geometry_is_nan_never_negative(backend, dtype):
     # directions at elevation a above the local horizon (below it for a < 0 or a > 180 deg),
     # at local azimuths phi
     elevation = np.radians([-10.0, -1e-3, 1e-3, 1.0, 10.0, 45.0, 90.0, 135.0, 170.0, 179.0, 190.0])
-    directions = np.concatenate([
-        np.cos(elevation)[:, None] * (np.cos(phi) * horizon + np.sin(phi) * side) + np.sin(elevation)[:, None] * normal
-        for phi in (0.0, 1.0, 2.5)
-    ])  # fmt: skip
+    directions = np.concatenate(
+        [
+            np.cos(elevation)[:, None] * (np.cos(phi) * horizon + np.sin(phi) * side)
+            + np.sin(elevation)[:, None] * normal
+            for phi in (0.0, 1.0, 2.5)
+        ]
+    )
     # every pair of (source, observer) directions
     n = len(directions)
     source = np.repeat(directions, n, axis=0).astype(dtype)
@@ -329,8 +336,16 @@ def test_invalid_geometry_is_nan_never_negative(backend, dtype):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_source_on_the_horizon_is_nan(backend):
     """cos i = 0 exactly (source in the local horizontal plane) is invalid: NaN."""
-    r = np.asarray(lumaxlike.amsa(np.array([0.5]), np.array([[1.0, 0.0, 0.0]]), np.array([[0.0, 0.3, 1.0]]),
-                                  np.array([[0.0, 0.0, 1.0]]), FULL_PARAMS, backend=backend))  # fmt: skip
+    r = np.asarray(
+        lumaxlike.amsa(
+            np.array([0.5]),
+            np.array([[1.0, 0.0, 0.0]]),
+            np.array([[0.0, 0.3, 1.0]]),
+            np.array([[0.0, 0.0, 1.0]]),
+            FULL_PARAMS,
+            backend=backend,
+        )
+    )
     assert np.isnan(r).all()
 
 
@@ -356,8 +371,14 @@ def test_both_backends_return_numpy_in_the_input_dtype(backend, dtype):
     )
     assert type(r) is np.ndarray and r.dtype == dtype and r.shape == (3,)
     # JAX inputs are accepted too, and give NumPy back
-    r = lumaxlike.amsa(jnp.full((2,), 0.5, dtype), jnp.asarray(source), jnp.asarray(observer), jnp.asarray(normal),
-                       FULL_PARAMS, backend=backend)  # fmt: skip
+    r = lumaxlike.amsa(
+        jnp.full((2,), 0.5, dtype),
+        jnp.asarray(source),
+        jnp.asarray(observer),
+        jnp.asarray(normal),
+        FULL_PARAMS,
+        backend=backend,
+    )
     assert type(r) is np.ndarray and r.shape == (2,) and r.dtype == dtype
 
 
@@ -365,8 +386,10 @@ def test_jax_backend_is_differentiable_inside_transformations():
     source, observer, normal = lumaxlike.geometry_from_angles(0.4, 0.7, 1.0)
     slope = jax.grad(lambda w: lumaxlike.amsa(w, source, observer, normal, FULL_PARAMS)[()])(0.5)
     step = 1e-6
-    central = (lumaxlike.amsa(0.5 + step, source, observer, normal, FULL_PARAMS)
-               - lumaxlike.amsa(0.5 - step, source, observer, normal, FULL_PARAMS)) / (2 * step)  # fmt: skip
+    central = (
+        lumaxlike.amsa(0.5 + step, source, observer, normal, FULL_PARAMS)
+        - lumaxlike.amsa(0.5 - step, source, observer, normal, FULL_PARAMS)
+    ) / (2 * step)
     np.testing.assert_allclose(
         float(slope), float(central), rtol=1e-7
     )  # central difference: O(step^2) ~ 1e-12
@@ -419,9 +442,21 @@ def test_params_must_be_hapke_params(params):
 
 @pytest.mark.parametrize(
     "field, value",
-    [("b", -0.1), ("b", 1.0), ("b", np.nan), ("c", 1.1), ("c", -1.5), ("roughness", -0.1), ("roughness", np.pi / 2),
-     ("hs", -1e-3), ("bs0", -1.0), ("hc", -0.2), ("bc0", -0.5), ("bc0", np.nan)],
-)  # fmt: skip
+    [
+        ("b", -0.1),
+        ("b", 1.0),
+        ("b", np.nan),
+        ("c", 1.1),
+        ("c", -1.5),
+        ("roughness", -0.1),
+        ("roughness", np.pi / 2),
+        ("hs", -1e-3),
+        ("bs0", -1.0),
+        ("hc", -0.2),
+        ("bc0", -0.5),
+        ("bc0", np.nan),
+    ],
+)
 def test_hapke_params_out_of_range(field, value):
     fields = {"b": 0.2, "c": 0.3}
     fields[field] = value

@@ -234,8 +234,9 @@ def test_bands_are_the_last_axis_with_shared_geometry(solver):
     np.testing.assert_allclose(shared.w, [[0.2, 0.5, 0.8]], atol=1e-9, rtol=0)
     np.testing.assert_array_equal(shared.sigma, per_pixel.sigma)
     assert np.all(np.diff(shared.sigma[0] / np.array(band_sigma)) != 0.0)  # one slope per band
-    spectrum = lumaxlike.invert(one_pixel[0], to_sun[0], to_sensor[0], normal[0], FULL_PARAMS, solver,
-                                refl_sigma=band_sigma)  # fmt: skip
+    spectrum = lumaxlike.invert(
+        one_pixel[0], to_sun[0], to_sensor[0], normal[0], FULL_PARAMS, solver, refl_sigma=band_sigma
+    )
     assert spectrum.w.shape == (3,)
     np.testing.assert_array_equal(spectrum.w, shared.w[0])
 

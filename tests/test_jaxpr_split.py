@@ -56,8 +56,16 @@ def test_parts_run_under_vmap_and_jit_with_the_programs_values():
 
 @pytest.mark.parametrize("h_function", ["hapke2002", "exact"])
 def test_model_columns_in_parts_equal_jax_derivatives_of_the_model(h_function):
-    params = lumaxlike.HapkeParams(b=0.3, c=0.4, roughness=math.radians(20.0), hs=0.06, bs0=0.9,
-                                   hc=0.03, bc0=0.5, h_function=h_function)  # fmt: skip
+    params = lumaxlike.HapkeParams(
+        b=0.3,
+        c=0.4,
+        roughness=math.radians(20.0),
+        hs=0.06,
+        bs0=0.9,
+        hc=0.03,
+        bc0=0.5,
+        h_function=h_function,
+    )
     key = params.model_key
     free = ("w", "c", "roughness", "hs")
     values = np.array([0.6] + [float(v) for v in params.scalars()])
@@ -89,8 +97,12 @@ def test_model_columns_in_parts_equal_jax_derivatives_of_the_model(h_function):
     assert valid.sum() > 20
     np.testing.assert_allclose(np.asarray(r)[valid], np.asarray(expected_r)[valid], rtol=1e-13)
     for j in range(len(free)):
-        np.testing.assert_allclose(np.asarray(columns[j])[valid], np.asarray(expected_columns)[valid, j],
-                                   rtol=1e-11, atol=1e-15)  # fmt: skip
+        np.testing.assert_allclose(
+            np.asarray(columns[j])[valid],
+            np.asarray(expected_columns)[valid, j],
+            rtol=1e-11,
+            atol=1e-15,
+        )
 
 
 def test_float32_program_keeps_float32():

@@ -18,8 +18,11 @@ ROOT = Path(lumaxlike.__file__).parent.parent
 def test_ruff_passes_on_the_repository(command):
     done = subprocess.run(
         [sys.executable, "-m", "ruff", *command, "--no-cache", "."],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, (
         f"ruff {' '.join(command)} (pyproject.toml [tool.ruff]) finds:\n" + done.stdout[-6000:]
     )

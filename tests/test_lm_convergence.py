@@ -112,9 +112,14 @@ def _scipy_from(x, refl, geometry, sigma, n_bands):
         return ((_model(x, geometry, n_bands) - refl) / sigma).ravel()
 
     solution = scipy.optimize.least_squares(
-        residual, np.clip(x, lower, upper), bounds=(lower, upper), x_scale="jac",
-        xtol=1e-15, ftol=1e-15, gtol=1e-15,
-    )  # fmt: skip
+        residual,
+        np.clip(x, lower, upper),
+        bounds=(lower, upper),
+        x_scale="jac",
+        xtol=1e-15,
+        ftol=1e-15,
+        gtol=1e-15,
+    )
     return residual(x), solution
 
 
@@ -124,8 +129,15 @@ def test_joint_fit_converged_is_a_minimum(solver):
     cost is the weighted residual of its returned values."""
     sigma, n_bands = 1e-3, 3
     refl, geometry, _ = _problems(8, n_bands, sigma, seed=3)
-    result = lumaxlike.fit(refl, *geometry, START, free=FREE, shared=("roughness", "hs"),
-                           solver=solver, refl_sigma=sigma)  # fmt: skip
+    result = lumaxlike.fit(
+        refl,
+        *geometry,
+        START,
+        free=FREE,
+        shared=("roughness", "hs"),
+        solver=solver,
+        refl_sigma=sigma,
+    )
     converged = np.flatnonzero(result.status == Status.CONVERGED)
     assert converged.size >= 7
     for pixel in converged:
@@ -168,8 +180,15 @@ def test_joint_sigma_is_calibrated():
     within 0.55-0.80 for every parameter (sampling scatter and the model's curvature)."""
     sigma = 1e-4
     refl, geometry, truth = _problems(200, 3, sigma, seed=11)
-    result = lumaxlike.fit(refl, *geometry, START, free=FREE, shared=("roughness", "hs"),
-                           solver="numba", refl_sigma=sigma)  # fmt: skip
+    result = lumaxlike.fit(
+        refl,
+        *geometry,
+        START,
+        free=FREE,
+        shared=("roughness", "hs"),
+        solver="numba",
+        refl_sigma=sigma,
+    )
     converged = result.status == Status.CONVERGED
     assert converged.mean() >= 0.98
     for name in FREE:
@@ -215,16 +234,25 @@ def _jacobian(function, x):
 
 def _start_vector():
     """START and START_W as one pixel's vector: where the noise-free fits and scipy start."""
-    return np.array([START_W["w"]] * N_BANDS + [START.b] * N_BANDS + [START.c] * N_BANDS
-                    + [START.roughness, START.hs])  # fmt: skip
+    return np.array(
+        [START_W["w"]] * N_BANDS
+        + [START.b] * N_BANDS
+        + [START.c] * N_BANDS
+        + [START.roughness, START.hs]
+    )
 
 
 def _least_squares(residual, x0):
     """scipy's trust-region reflective least squares to its limits, exact Jacobian."""
     solution = scipy.optimize.least_squares(
-        residual, x0, jac=lambda x: _jacobian(residual, x), x_scale="jac",
-        xtol=1e-15, ftol=1e-15, gtol=1e-15,
-    )  # fmt: skip
+        residual,
+        x0,
+        jac=lambda x: _jacobian(residual, x),
+        x_scale="jac",
+        xtol=1e-15,
+        ftol=1e-15,
+        gtol=1e-15,
+    )
     assert solution.status > 0
     return solution
 
@@ -277,8 +305,14 @@ def clean():
         np.stack([_independent_r(_vector(t, p), pixels[p]) for p in range(N_PIXELS)])
         for t in (truth, truth_regional)
     )
-    return dict(geometry=geometry, pixels=pixels, truth=truth, refl=refl,
-                truth_regional=truth_regional, refl_regional=refl_regional)  # fmt: skip
+    return dict(
+        geometry=geometry,
+        pixels=pixels,
+        truth=truth,
+        refl=refl,
+        truth_regional=truth_regional,
+        refl_regional=refl_regional,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -389,9 +423,16 @@ def test_noise_free_regional_fit_reaches_the_truth(clean, solver):
     to 1e-8, where scipy on the region's whole residual ends too, and the gradient of the
     region's whole problem passes the convergence rule."""
     result = lumaxlike.fit(
-        clean["refl_regional"], *clean["geometry"], START, free=FREE, shared=("hs",),
-        regions=REGIONS, regional=("roughness",), solver=solver, start=START_W,
-    )  # fmt: skip
+        clean["refl_regional"],
+        *clean["geometry"],
+        START,
+        free=FREE,
+        shared=("hs",),
+        regions=REGIONS,
+        regional=("roughness",),
+        solver=solver,
+        start=START_W,
+    )
     np.testing.assert_array_equal(result.status, Status.CONVERGED)
     np.testing.assert_array_equal(result.region_status, Status.CONVERGED)
     truth = clean["truth_regional"]
@@ -403,8 +444,9 @@ def test_noise_free_regional_fit_reaches_the_truth(clean, solver):
             [np.delete(_vector(result.values, p), -2) for p in members]
             + [[result.region_values["roughness"][region]]]
         )
-        start = np.concatenate([np.delete(_start_vector(), -2)] * members.size
-                               + [[START.roughness]])  # fmt: skip
+        start = np.concatenate(
+            [np.delete(_start_vector(), -2)] * members.size + [[START.roughness]]
+        )
         solution = _least_squares(residual, start)
         np.testing.assert_allclose(fitted, solution.x, rtol=0, atol=1e-8)
         _assert_converged_by_the_rule(residual, fitted)

@@ -63,7 +63,7 @@ REFERENCE_PARAMS = {
     "full": FULL_PARAMS,
     "legendre": lumaxlike.HapkeParams(
         b=0.3, c=0.2, roughness=0.2, hs=0.05, bs0=0.8, legendre=np.r_[1.0, 0.4, 0.3, 0.1]
-    ),  # fmt: skip
+    ),
 }
 
 
@@ -71,9 +71,20 @@ REFERENCE_PARAMS = {
 @pytest.mark.parametrize("backend", ["jax", "numba"])
 def test_default_model_reproduces_the_previous_implementation(name, backend):
     geometry = [REFERENCE[k] for k in ("to_sun", "to_sensor", "normal")]
-    for params in (REFERENCE_PARAMS[name], lumaxlike.HapkeParams(**{
-        **{f: getattr(REFERENCE_PARAMS[name], f) for f in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0", "legendre")},
-        "porosity_k": 1.0, "multiple_scattering": "amsa", "h_function": "hapke2002"})):  # fmt: skip
+    for params in (
+        REFERENCE_PARAMS[name],
+        lumaxlike.HapkeParams(
+            **{
+                **{
+                    f: getattr(REFERENCE_PARAMS[name], f)
+                    for f in ("b", "c", "roughness", "hs", "bs0", "hc", "bc0", "legendre")
+                },
+                "porosity_k": 1.0,
+                "multiple_scattering": "amsa",
+                "h_function": "hapke2002",
+            }
+        ),
+    ):
         r = lumaxlike.amsa(REFERENCE["w"], *geometry, params, backend=backend)
         np.testing.assert_array_equal(r, REFERENCE[f"r_{backend}_{name}"])
         result = lumaxlike.invert(
@@ -100,8 +111,13 @@ def test_imsa_with_hapke1981_h_matches_isis3_hapkehen(
     DOI-USGS/ISIS3): Wh = 0.52, Theta = 30 deg, Hg1 = 0.213, Hg2 = 1, no opposition
     effect. ISIS returns the radiance factor pi r; its Hg1 is b and Hg2 = (1 + c)/2, so
     c = 1; it uses the Hapke 1981 H-function and isotropic multiple scattering."""
-    params = lumaxlike.HapkeParams(b=0.213, c=1.0, roughness=math.radians(30.0),
-                                   multiple_scattering="imsa", h_function="hapke1981")  # fmt: skip
+    params = lumaxlike.HapkeParams(
+        b=0.213,
+        c=1.0,
+        roughness=math.radians(30.0),
+        multiple_scattering="imsa",
+        h_function="hapke1981",
+    )
     r = lumaxlike.amsa(
         0.52, *angles_to_vectors(incidence, emission, phase), params, backend=backend
     )
@@ -116,8 +132,9 @@ def hapke_imsa_smooth(w, incidence, emission, azimuth, b, c, porosity_k, h_funct
     [p(g) + H(mu0/K) H(mu/K) - 1]."""
     mu0, mu = math.cos(incidence), math.cos(emission)
     cos_g = mu0 * mu + math.sin(incidence) * math.sin(emission) * math.cos(azimuth)
-    p = ((1 + c) / 2 * (1 - b * b) / (1 - 2 * b * cos_g + b * b) ** 1.5
-         + (1 - c) / 2 * (1 - b * b) / (1 + 2 * b * cos_g + b * b) ** 1.5)  # fmt: skip
+    p = (1 + c) / 2 * (1 - b * b) / (1 - 2 * b * cos_g + b * b) ** 1.5 + (1 - c) / 2 * (
+        1 - b * b
+    ) / (1 + 2 * b * cos_g + b * b) ** 1.5
     gamma = math.sqrt(1 - w)
     if h_function == "hapke1981":
         h = lambda x: (1 + 2 * x) / (1 + 2 * gamma * x)  # noqa: E731
@@ -297,8 +314,11 @@ def test_fit_with_the_exact_h_function_recovers_k_with_both_solvers():
     truth = lumaxlike.HapkeParams(b=0.3, c=0.5, porosity_k=1.8, h_function="exact")
     start = lumaxlike.HapkeParams(b=0.3, c=0.5, porosity_k=1.2, h_function="exact")
     rng = np.random.default_rng(11)
-    geometry = lumaxlike.geometry_from_angles(np.radians(rng.uniform(0, 70, 12)), np.radians(rng.uniform(0, 70, 12)),
-                                              np.radians(rng.uniform(0, 180, 12)))  # fmt: skip
+    geometry = lumaxlike.geometry_from_angles(
+        np.radians(rng.uniform(0, 70, 12)),
+        np.radians(rng.uniform(0, 70, 12)),
+        np.radians(rng.uniform(0, 180, 12)),
+    )
     w_true = rng.uniform(0.1, 0.9, (6, 2))
     refl = np.stack(
         [lumaxlike.amsa(w_true, *(g[k] for g in geometry), truth) for k in range(12)], axis=-1
@@ -311,5 +331,6 @@ def test_fit_with_the_exact_h_function_recovers_k_with_both_solvers():
         assert np.all(result.status == lumaxlike.Status.CONVERGED)
         np.testing.assert_allclose(result["porosity_k"], 1.8, rtol=1e-6)
         np.testing.assert_allclose(result["w"], w_true, rtol=0, atol=1e-6)
-    np.testing.assert_allclose(results["numba"]["porosity_k"], results["jax"]["porosity_k"],
-                               rtol=1e-8)  # fmt: skip
+    np.testing.assert_allclose(
+        results["numba"]["porosity_k"], results["jax"]["porosity_k"], rtol=1e-8
+    )

@@ -64,8 +64,14 @@ def test_invert_and_fit_give_the_same_bits_on_one_thread_and_on_all():
 
     def run():
         inverted = lumaxlike.invert(refl, *geometry, params, solver="numba")
-        fitted = lumaxlike.fit(refl[:, :, None], *(g[:, None] for g in geometry), params,
-                               free=("w",), solver="numba", min_observations=1)  # fmt: skip
+        fitted = lumaxlike.fit(
+            refl[:, :, None],
+            *(g[:, None] for g in geometry),
+            params,
+            free=("w",),
+            solver="numba",
+            min_observations=1,
+        )
         return inverted.w, fitted.values["w"]
 
     with numba_thread_count(1):

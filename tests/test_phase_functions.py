@@ -72,10 +72,13 @@ def test_closed_forms_against_exact_values():
     2/9; Cornette-Shanks p(0) = 3/2 (3/4)/(9/4) 2/(1/8) = 8, p(180 deg) = 8/27,
     p(90 deg) = 1/2 (4/5)^1.5."""
     for phase_function, cos_g, expected in [
-        ("hg", 1.0, 6.0), ("hg", -1.0, 2.0 / 9.0), ("hg", 0.0, 0.75 / 1.25**1.5),
-        ("cornette_shanks", 1.0, 8.0), ("cornette_shanks", -1.0, 8.0 / 27.0),
+        ("hg", 1.0, 6.0),
+        ("hg", -1.0, 2.0 / 9.0),
+        ("hg", 0.0, 0.75 / 1.25**1.5),
+        ("cornette_shanks", 1.0, 8.0),
+        ("cornette_shanks", -1.0, 8.0 / 27.0),
         ("cornette_shanks", 0.0, 0.5 * 0.8**1.5),
-    ]:  # fmt: skip
+    ]:
         assert closed_form(phase_function, cos_g, -0.5)[0] == pytest.approx(expected, rel=1e-15)
 
 
@@ -198,8 +201,15 @@ def test_imsa_equals_amsa_only_for_an_isotropic_phase_function(phase_function):
     w = rng.uniform(0.05, 0.99, (300, 2))
 
     def both(asymmetry):
-        return [lumaxlike.amsa(w, *geometry, params(phase_function, asymmetry, multiple_scattering=m), backend="numba")
-                for m in ("amsa", "imsa")]  # fmt: skip
+        return [
+            lumaxlike.amsa(
+                w,
+                *geometry,
+                params(phase_function, asymmetry, multiple_scattering=m),
+                backend="numba",
+            )
+            for m in ("amsa", "imsa")
+        ]
 
     amsa, imsa = both(0.0)
     np.testing.assert_allclose(amsa, imsa, rtol=1e-14)
@@ -270,14 +280,30 @@ def test_fit_refuses_a_parameter_the_phase_function_does_not_use():
 
 def test_provenance_records_the_phase_function_and_reads_older_records():
     model = lumaxlike.HapkeParams(b=0.2, c=0.3, phase_function="cornette_shanks", asymmetry=-0.25)
-    record = make_provenance(params=[model], units="r", solver="numba", tol=None, max_iter=None,
-                             refl_sigma=None, dtype=np.float64, command="test")  # fmt: skip
+    record = make_provenance(
+        params=[model],
+        units="r",
+        solver="numba",
+        tol=None,
+        max_iter=None,
+        refl_sigma=None,
+        dtype=np.float64,
+        command="test",
+    )
     attrs = record.attrs()
     assert json.loads(attrs["lumaxlike_param_asymmetry"]) == -0.25
     assert record.model["phase_function"] == "Cornette-Shanks 1992"
     assert Provenance.from_attrs(attrs).params == (model,)
-    default = make_provenance(params=[lumaxlike.HapkeParams(b=0.2, c=0.3)], units="r", solver="numba", tol=None,
-                              max_iter=None, refl_sigma=None, dtype=np.float64, command="test").attrs()  # fmt: skip
+    default = make_provenance(
+        params=[lumaxlike.HapkeParams(b=0.2, c=0.3)],
+        units="r",
+        solver="numba",
+        tol=None,
+        max_iter=None,
+        refl_sigma=None,
+        dtype=np.float64,
+        command="test",
+    ).attrs()
     older = {key: value for key, value in default.items() if key != "lumaxlike_param_asymmetry"}
     (params_read,) = Provenance.from_attrs(older).params
     assert (params_read.phase_function, params_read.asymmetry) == ("dhg", 0.0)
@@ -287,8 +313,28 @@ def test_phase_choice_goes_through_the_cli_and_is_reproduced(tmp_path, capsys):
     """--phase and --asymmetry reach the solver, are recorded, and --params-from reruns them."""
     cube, obs, dtm = write_scene(tmp_path, make_scene(bands=2))
     first = tmp_path / "hg.tif"
-    assert main(["invert", cube, "--geometry", obs, "--dtm", dtm, "--units", "radf", "--phase", "hg",
-                 "--asymmetry", "-0.3", "--out", first, "--no-progress"]) == 0, capsys.readouterr().err  # fmt: skip
+    assert (
+        main(
+            [
+                "invert",
+                cube,
+                "--geometry",
+                obs,
+                "--dtm",
+                dtm,
+                "--units",
+                "radf",
+                "--phase",
+                "hg",
+                "--asymmetry",
+                "-0.3",
+                "--out",
+                first,
+                "--no-progress",
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     record = read_provenance(first)
     assert {(p.phase_function, p.asymmetry) for p in record.params} == {("hg", -0.3)}
     assert record.model["phase_function"] == "single Henyey-Greenstein"
@@ -300,6 +346,22 @@ def test_phase_choice_goes_through_the_cli_and_is_reproduced(tmp_path, capsys):
         read_cube(result_paths(again)["w"])[0].tobytes()
         == read_cube(result_paths(first)["w"])[0].tobytes()
     )
-    assert main(["invert", cube, "--geometry", obs, "--units", "radf", "--asymmetry", "1.5",
-                 "--out", tmp_path / "bad.tif", "--no-progress"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "invert",
+                cube,
+                "--geometry",
+                obs,
+                "--units",
+                "radf",
+                "--asymmetry",
+                "1.5",
+                "--out",
+                tmp_path / "bad.tif",
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "--asymmetry 1.5 is outside its valid range" in capsys.readouterr().err

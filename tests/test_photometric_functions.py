@@ -132,8 +132,12 @@ def shkuratov_reference(to_sun, to_sensor, normal, mu1, m, mu2, eta, refmod_expo
     gamma = np.arctan2(np.einsum("ij,ij->i", n, toward_sun), np.einsum("ij,ij->i", n, v))
     phase = (np.exp(-mu1 * alpha) + m * np.exp(-mu2 * alpha)) / (1 + m)
     exponent = eta * alpha * (np.pi - alpha) if refmod_exponent else eta * alpha / (np.pi - alpha)
-    disk = (np.cos(alpha / 2) * np.cos(np.pi / (np.pi - alpha) * (gamma - alpha / 2))
-            * np.cos(beta) ** exponent / np.cos(gamma))  # fmt: skip
+    disk = (
+        np.cos(alpha / 2)
+        * np.cos(np.pi / (np.pi - alpha) * (gamma - alpha / 2))
+        * np.cos(beta) ** exponent
+        / np.cos(gamma)
+    )
     return phase * disk
 
 
@@ -311,8 +315,22 @@ def test_xarray_invert_file_cli_and_provenance(tmp_path, capsys):
     )
     common = ["--geometry", obs, "--dtm", dtm, "--units", "radf", "--no-progress"]
     first = tmp_path / "cli.tif"
-    assert main(["invert", cube, *common, "--model", "lunar_lambert", "--limb-darkening", "0.3,0.8",
-                 "--out", first]) == 0, capsys.readouterr().err  # fmt: skip
+    assert (
+        main(
+            [
+                "invert",
+                cube,
+                *common,
+                "--model",
+                "lunar_lambert",
+                "--limb-darkening",
+                "0.3,0.8",
+                "--out",
+                first,
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     assert map_bytes(first) == map_bytes(by_python)
     record = lumaxlike.read_provenance(first)
     assert record.params == tuple(per_band) and record.model == {
@@ -349,10 +367,12 @@ def test_xarray_invert_file_cli_and_provenance(tmp_path, capsys):
     assert lumaxlike.read_provenance(shkuratov).params[0] == PhotometricFunction(
         "shkuratov", mu1=0.4, m=0.2, mu2=3.0, eta=0.5
     )
-    for bad, named in [(["--model", "lambert", "--b", "0.3"], "--b"),
-                       (["--model", "lambert", "--minnaert-k", "0.5"], "--minnaert-k"),
-                       (["--model", "minnaert", "--minnaert-k", "-1"], "--minnaert-k"),
-                       (["--limb-darkening", "0.5"], "--limb-darkening")]:  # fmt: skip
+    for bad, named in [
+        (["--model", "lambert", "--b", "0.3"], "--b"),
+        (["--model", "lambert", "--minnaert-k", "0.5"], "--minnaert-k"),
+        (["--model", "minnaert", "--minnaert-k", "-1"], "--minnaert-k"),
+        (["--limb-darkening", "0.5"], "--limb-darkening"),
+    ]:
         assert main(["invert", cube, *common, *bad, "--out", tmp_path / "bad.tif"]) == 2
         assert named in capsys.readouterr().err
 

@@ -195,9 +195,12 @@ def test_unmixing_refuses_an_observed_geometry_with_m3_l2(tmp_path):
         _call("unmix", paths["lbl"], tmp_path / "out.tif", observed, "radf", bands=5)
     refl = lumaxlike.open_product(paths["lbl"], "radf")
     endmembers = lumaxlike.Endmembers(
-        ("a", "b"), ENDMEMBER_W, density=3.0, grain_size=50.0,
+        ("a", "b"),
+        ENDMEMBER_W,
+        density=3.0,
+        grain_size=50.0,
         wavelengths=np.asarray(M3_WAVELENGTHS) * 1e-3,
-    )  # fmt: skip
+    )
     grid = {role: refl.isel(band=0, drop=True) * 0 + v for role, v in observed.items()}
     with pytest.raises(ValueError, match="i = 30, e = 0, g = 30 deg"):
         lumaxlike.unmix_dataarray(refl, grid, endmembers, PARAMS, "numba", units="radf")
@@ -264,9 +267,12 @@ def test_each_xarray_front_end_reads_m3_radiance_the_same_way(tmp_path, command)
         result = lumaxlike.fit_dataarray(refl, geometry, PARAMS, ("w",), "numba", units="radf")
     elif command == "unmix":
         endmembers = lumaxlike.Endmembers(
-            ("dark", "bright"), ENDMEMBER_W[:, :4], density=3.0, grain_size=50.0,
+            ("dark", "bright"),
+            ENDMEMBER_W[:, :4],
+            density=3.0,
+            grain_size=50.0,
             wavelengths=np.asarray(M3_WAVELENGTHS[:4]) * 1e-3,
-        )  # fmt: skip
+        )
         result = lumaxlike.unmix_dataarray(
             refl, geometry, endmembers, PARAMS, "numba", units="radf"
         )

@@ -475,8 +475,24 @@ def test_model_choice_goes_through_the_cli_and_is_reproduced(tmp_path, capsys, s
         "--no-progress",
     ]
     first = tmp_path / "imsa.tif"
-    assert main(["invert", cube, *common, "--model", "imsa", "--h-function", "hapke1981",
-                 "--porosity-k", "1.5", "--out", first]) == 0, capsys.readouterr().err  # fmt: skip
+    assert (
+        main(
+            [
+                "invert",
+                cube,
+                *common,
+                "--model",
+                "imsa",
+                "--h-function",
+                "hapke1981",
+                "--porosity-k",
+                "1.5",
+                "--out",
+                first,
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     record = read_provenance(first)
     assert {(p.multiple_scattering, p.h_function, p.porosity_k) for p in record.params} == {
         ("imsa", "hapke1981", 1.5)

@@ -99,9 +99,14 @@ def test_albedo_posterior_matches_quadrature(dtype, tmp_path):
         (n_pixels, n_bands, n_obs)
     )
     result = lumaxlike.sample(
-        refl.astype(dtype), *(g.astype(dtype) for g in geometry), params, free=("w",), refl_sigma=sigma,
-        seed=1, return_samples=True,
-    )  # fmt: skip
+        refl.astype(dtype),
+        *(g.astype(dtype) for g in geometry),
+        params,
+        free=("w",),
+        refl_sigma=sigma,
+        seed=1,
+        return_samples=True,
+    )
     assert result.quantiles["w"].dtype == dtype and result.quantiles["w"].shape == (
         n_pixels,
         n_bands,
@@ -121,8 +126,11 @@ def test_albedo_posterior_matches_quadrature(dtype, tmp_path):
             )
     draws = result.draws
     assert draws.shape == (n_pixels, n_bands, 4, 1000, 1)
-    np.testing.assert_allclose(np.median(draws[..., 0].reshape(n_pixels, n_bands, -1), axis=-1),
-                               result.quantiles["w"][..., 2], rtol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        np.median(draws[..., 0].reshape(n_pixels, n_bands, -1), axis=-1),
+        result.quantiles["w"][..., 2],
+        rtol=1e-5,
+    )
     store = tmp_path / "draws.zarr"
     result.to_zarr(store)
     import xarray as xr
@@ -171,16 +179,27 @@ def test_albedo_posterior_with_a_gaussian_prior_matches_quadrature():
     refl = multi_angle_reflectance(
         np.full((4, 2), 0.45), *geometry, params
     ) + sigma * rng.standard_normal((4, 2, 5))
-    result = lumaxlike.sample(refl, *geometry, params, free=("w",), refl_sigma=sigma, prior={"w": prior},
-                              return_samples=True)  # fmt: skip
+    result = lumaxlike.sample(
+        refl,
+        *geometry,
+        params,
+        free=("w",),
+        refl_sigma=sigma,
+        prior={"w": prior},
+        return_samples=True,
+    )
     assert np.all(result.status == Status.CONVERGED)
     quantile_ess = _quantile_ess(result, "w")
     for i in range(4):
         for k in range(2):
             exact, pdf_at = _quadrature_quantiles(
-                refl[i, k], [g[i] for g in geometry], params, sigma, LEVELS,
+                refl[i, k],
+                [g[i] for g in geometry],
+                params,
+                sigma,
+                LEVELS,
                 (prior_mean[i, k], prior[1]),
-            )  # fmt: skip
+            )
             standard_error = np.sqrt(LEVELS * (1 - LEVELS) / quantile_ess[i, k]) / pdf_at
             np.testing.assert_array_less(
                 np.abs(result.quantiles["w"][i, k] - exact), 5 * standard_error
@@ -205,9 +224,15 @@ def test_shared_posterior_is_the_joint_laplace_at_small_noise():
     # the default 1000 draws: at 300, the folded R-hat's noise put one of the 4 problems
     # above 1.01 in 2 of 6 seeds (the earlier kernel: in 5 of 6), at 1000 in none of 6
     result = lumaxlike.sample(
-        refl, *geometry, params, free=("w", "b"), shared=("b",), refl_sigma=sigma,
-        num_warmup=150, return_samples=True,
-    )  # fmt: skip
+        refl,
+        *geometry,
+        params,
+        free=("w", "b"),
+        shared=("b",),
+        refl_sigma=sigma,
+        num_warmup=150,
+        return_samples=True,
+    )
     assert result.shared == ("b",) and result.status.shape == (n_pixels,)
     assert result.quantiles["b"].shape == (n_pixels, 5)
     assert result.quantiles["w"].shape == (n_pixels, n_bands, 5)
@@ -248,17 +273,23 @@ def ridge():
     geometry whose Laplace 95 % interval of c reaches 0.5-1 past a bound of c at
     RIDGE_SIGMA (the fit is deterministic), the first two of them."""
     _, geometry, refl = _wbc_scene(64, 11)
-    fit = lumaxlike.fit(refl, *geometry, WBC, free=("w", "b", "c"), solver="numba",
-                        refl_sigma=RIDGE_SIGMA)  # fmt: skip
+    fit = lumaxlike.fit(
+        refl, *geometry, WBC, free=("w", "b", "c"), solver="numba", refl_sigma=RIDGE_SIGMA
+    )
     c, spread = fit.values["c"][:, 0], fit.sigma("c")[:, 0]
     reach = np.maximum(c + 1.959964 * spread - 1.0, -1.0 - (c - 1.959964 * spread))
     pick = np.flatnonzero((reach > 0.5) & (reach < 1.0))[:2]
     assert pick.size == 2
     geometry = [g[pick] for g in geometry]
     result = lumaxlike.sample(
-        refl[pick], *geometry, WBC, free=("w", "b", "c"), refl_sigma=RIDGE_SIGMA, seed=5,
+        refl[pick],
+        *geometry,
+        WBC,
+        free=("w", "b", "c"),
+        refl_sigma=RIDGE_SIGMA,
+        seed=5,
         return_samples=True,
-    )  # fmt: skip
+    )
     return refl[pick], geometry, result
 
 
@@ -394,9 +425,16 @@ def test_flat_prior_mode_at_b_one_is_flagged_multimodal():
     refl = np.concatenate(refl)
     geometry = [np.concatenate([g[i] for g in geometry]) for i in range(3)]
     result = lumaxlike.sample(
-        refl, *geometry, WBC, free=("w", "b", "c"), refl_sigma=sigma, seed=2,
-        num_warmup=200, num_samples=500, return_samples=True,
-    )  # fmt: skip
+        refl,
+        *geometry,
+        WBC,
+        free=("w", "b", "c"),
+        refl_sigma=sigma,
+        seed=2,
+        num_warmup=200,
+        num_samples=500,
+        return_samples=True,
+    )
     marginals = [_bc_grid_posterior(refl[i, 0], [g[i] for g in geometry], sigma) for i in range(2)]
     tails = [marginal[b_grid > 0.9].sum() for b_grid, marginal in marginals]
     assert tails[0] > 0.02 and tails[1] < 1e-4  # the problems are what they are built to be
@@ -499,9 +537,18 @@ def test_interval_coverage_over_many_problems():
     refl += sigma * rng.standard_normal(refl.shape)
     refl[n_pixels] = np.nan
     result = lumaxlike.sample(
-        refl, *geometry, params, free=("w", "b"), refl_sigma=sigma, bounds=bounds,
-        num_samples=200, num_warmup=100, num_chains=2, integration_steps=4, seed=3,
-    )  # fmt: skip
+        refl,
+        *geometry,
+        params,
+        free=("w", "b"),
+        refl_sigma=sigma,
+        bounds=bounds,
+        num_samples=200,
+        num_warmup=100,
+        num_chains=2,
+        integration_steps=4,
+        seed=3,
+    )
     assert np.all(result.status[n_pixels] == Status.NONFINITE_INPUT)
     assert np.all(np.isnan(result.quantiles["w"][n_pixels]))
     inside_68, inside_95 = [], []
@@ -525,8 +572,9 @@ def test_float64_draws_do_not_depend_on_the_process_x64_mode():
     geometry = multi_angle_geometry(2, 8, rng, opposition=False)
     refl = multi_angle_reflectance(np.array([[0.3], [0.6]]), *geometry, params)
     refl = refl + 0.005 * rng.standard_normal(refl.shape)
-    options = dict(free=("w", "b"), refl_sigma=0.005, num_samples=40, num_warmup=20,
-                   return_samples=True)  # fmt: skip
+    options = dict(
+        free=("w", "b"), refl_sigma=0.005, num_samples=40, num_warmup=20, return_samples=True
+    )
     with jax.enable_x64(False):
         assert jax.numpy.zeros(1).dtype == np.float32  # the scope is one without x64
         without = lumaxlike.sample(refl, *geometry, params, **options)
@@ -584,12 +632,18 @@ def test_dataarray_sample_is_lazy_and_equals_sample_per_chunk():
     geometry = multi_angle_geometry(8, 5, rng, opposition=False)
     refl = multi_angle_reflectance(rng.uniform(0.2, 0.8, (8, 2)), *geometry, params)
     refl = refl + 0.01 * rng.standard_normal(refl.shape)
-    data = xr.DataArray(np.pi * refl.reshape(2, 4, 2, 5), dims=("y", "x", "band", "observation"),
-                        coords={"band": [1, 2]}, attrs={"title": "stack"})  # fmt: skip
+    data = xr.DataArray(
+        np.pi * refl.reshape(2, 4, 2, 5),
+        dims=("y", "x", "band", "observation"),
+        coords={"band": [1, 2]},
+        attrs={"title": "stack"},
+    )
     vectors = xr.Dataset(
-        {name: (("y", "x", "observation", "xyz"), g.reshape(2, 4, 5, 3))
-         for name, g in zip(("to_sun", "to_sensor", "normal"), geometry)}
-    )  # fmt: skip
+        {
+            name: (("y", "x", "observation", "xyz"), g.reshape(2, 4, 5, 3))
+            for name, g in zip(("to_sun", "to_sensor", "normal"), geometry)
+        }
+    )
     lazy = data.chunk({"y": 1}).hapke.sample(
         vectors, params, ("w",), units="radf", refl_sigma=0.01 * np.pi, seed=4
     )
@@ -599,9 +653,14 @@ def test_dataarray_sample_is_lazy_and_equals_sample_per_chunk():
     np.testing.assert_allclose(maps["quantile"].values, LEVELS)
     chunk_seed = int(np.random.SeedSequence([4, 0]).generate_state(1)[0])
     first_row = lumaxlike.sample(
-        data.values[0] / np.pi, *(g[:4] for g in geometry), params, free=("w",),
-        refl_sigma=0.01 * np.pi / np.pi, seed=chunk_seed, return_samples=True,
-    )  # fmt: skip
+        data.values[0] / np.pi,
+        *(g[:4] for g in geometry),
+        params,
+        free=("w",),
+        refl_sigma=0.01 * np.pi / np.pi,
+        seed=chunk_seed,
+        return_samples=True,
+    )
     np.testing.assert_allclose(maps.w.values[0], first_row.quantiles["w"], rtol=1e-12)
     np.testing.assert_array_equal(maps.status.values[0], first_row.status)
     assert np.all(maps.status.values == Status.CONVERGED)

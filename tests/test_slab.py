@@ -156,8 +156,9 @@ def test_npfe_darkens_and_reddens_monotonically():
     """Lucey & Riner (2011) fig. 2 / Hapke (2001): 20 um grains of a weakly absorbing host,
     npFe0 from 0 to 0.5 wt %: w at 0.75 um falls and w(1.5)/w(0.75) rises."""
     npfe = np.linspace(0.0, 0.005, 11)[:, None]
-    w = lumaxlike.slab_albedo(1.7, 1e-5, np.array([0.75, 1.5]), 20.0, npfe_fraction=npfe,
-                              host_density=3.3)  # fmt: skip
+    w = lumaxlike.slab_albedo(
+        1.7, 1e-5, np.array([0.75, 1.5]), 20.0, npfe_fraction=npfe, host_density=3.3
+    )
     assert np.all(np.diff(w[:, 0]) < 0)
     assert np.all(np.diff(w[:, 1] / w[:, 0]) > 0)
     assert w[0, 0] > 0.9 and w[-1, 0] < 0.5  # a strong effect, not a rounding trend

@@ -124,8 +124,20 @@ def test_flat_spectrum_has_no_band():
     names = lumaxlike.available_spectral_products(x)
     assert {"BDI1000", "BDI2000", "OLINDEX3", "BD1300", "FeO"} <= set(names)
     result = lumaxlike.spectral_parameters(flat, x, names, quantity="reflectance")
-    for name in ("BDI1000", "BDI2000", "BAND1_DEPTH", "BAND2_AREA", "OLINDEX3", "LCPINDEX2",
-                 "HCPINDEX2", "BD1300", "BD1900_2", "BD2290", "D2300", "SINDEX2"):  # fmt: skip
+    for name in (
+        "BDI1000",
+        "BDI2000",
+        "BAND1_DEPTH",
+        "BAND2_AREA",
+        "OLINDEX3",
+        "LCPINDEX2",
+        "HCPINDEX2",
+        "BD1300",
+        "BD1900_2",
+        "BD2290",
+        "D2300",
+        "SINDEX2",
+    ):
         np.testing.assert_allclose(result[name], 0.0, atol=1e-14, err_msg=name)
 
 
@@ -184,20 +196,27 @@ def test_crism_products_by_hand():
             wt * (line(1.75, 7, 1.862, 7, w) - r(w, 7)) / abs(line(1.75, 7, 1.862, 7, w))
             for w, wt in ol
         ),
-        "LCPINDEX2": 0.2 * rb(1.69, 7, 1.56, 2.45) + 0.2 * rb(1.75, 7, 1.56, 2.45)
-        + 0.3 * rb(1.81, 7, 1.56, 2.45) + 0.3 * rb(1.87, 7, 1.56, 2.45),
-        "HCPINDEX2": 0.1 * rb(2.12, 5, 1.69, 2.53) + 0.1 * rb(2.14, 7, 1.69, 2.53)
-        + 0.15 * rb(2.23, 7, 1.69, 2.53) + 0.3 * rb(2.25, 7, 1.69, 2.53)
-        + 0.2 * rb(2.43, 7, 1.69, 2.53) + 0.15 * rb(2.46, 7, 1.69, 2.53),
+        "LCPINDEX2": 0.2 * rb(1.69, 7, 1.56, 2.45)
+        + 0.2 * rb(1.75, 7, 1.56, 2.45)
+        + 0.3 * rb(1.81, 7, 1.56, 2.45)
+        + 0.3 * rb(1.87, 7, 1.56, 2.45),
+        "HCPINDEX2": 0.1 * rb(2.12, 5, 1.69, 2.53)
+        + 0.1 * rb(2.14, 7, 1.69, 2.53)
+        + 0.15 * rb(2.23, 7, 1.69, 2.53)
+        + 0.3 * rb(2.25, 7, 1.69, 2.53)
+        + 0.2 * rb(2.43, 7, 1.69, 2.53)
+        + 0.15 * rb(2.46, 7, 1.69, 2.53),
         "BD1300": 1 - r(1.32, 15) / line(1.08, 5, 1.75, 5, 1.32),
         "BD1900_2": 0.5 * (1 - r(1.93) / line(1.85, 5, 2.067, 5, 1.93))
         + 0.5 * (1 - r(1.985) / line(1.85, 5, 2.067, 5, 1.985)),
         "BD2290": 1 - r(2.29) / line(2.25, 5, 2.35, 5, 2.29),
-        "D2300": 1 - sum(r(w, 3) / line(1.815, 5, 2.53, 5, w) for w in (2.29, 2.32, 2.33))
+        "D2300": 1
+        - sum(r(w, 3) / line(1.815, 5, 2.53, 5, w) for w in (2.29, 2.32, 2.33))
         / sum(r(w) / line(1.815, 5, 2.53, 5, w) for w in (2.12, 2.17, 2.21)),
-        "SINDEX2": 1 - ((1 - (a := (wv(2.29) - wv(2.12)) / (wv(2.4) - wv(2.12)))) * r(2.12)
-                        + a * r(2.4, 3)) / r(2.29, 7),
-    }  # fmt: skip
+        "SINDEX2": 1
+        - ((1 - (a := (wv(2.29) - wv(2.12)) / (wv(2.4) - wv(2.12)))) * r(2.12) + a * r(2.4, 3))
+        / r(2.29, 7),
+    }
     result = lumaxlike.spectral_parameters(spectra, x, list(expected), quantity="reflectance")
     for name, value in expected.items():
         np.testing.assert_allclose(result[name], value, rtol=1e-12, err_msg=name)

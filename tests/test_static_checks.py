@@ -20,10 +20,22 @@ ROOT = Path(lumaxlike.__file__).parent.parent
 
 def test_mypy_passes_on_the_package():
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-         "--cache-dir", str(ROOT / ".mypy_cache"), "--no-error-summary", "--no-pretty"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(ROOT / ".mypy_cache"),
+            "--no-error-summary",
+            "--no-pretty",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, (
         "mypy (pyproject.toml [tool.mypy]) finds:\n" + done.stdout[-6000:] + done.stderr[-2000:]
     )

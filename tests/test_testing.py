@@ -16,9 +16,14 @@ def zenith_deg(vectors, normal=(0.0, 0.0, 1.0)):
 def test_testing_is_public_and_light():
     assert lumaxlike.testing is testing
     assert set(testing.__all__) == {
-        "default_params", "multi_angle_geometry", "multi_angle_reflectance", "random_geometry",
-        "synthetic_cube", "thermal_reflectance", "write_geotiff_inputs",
-    }  # fmt: skip
+        "default_params",
+        "multi_angle_geometry",
+        "multi_angle_reflectance",
+        "random_geometry",
+        "synthetic_cube",
+        "thermal_reflectance",
+        "write_geotiff_inputs",
+    }
     for name in testing.__all__:
         doc = getattr(testing, name).__doc__
         assert "Returns:" in doc, name

@@ -166,9 +166,15 @@ def scene(temperature, noise, seed):
 def remove(observed, geometry, solar, sigma, solver="numba", **options):
     params = lumaxlike.HapkeParams(**MODEL)
     return lumaxlike.remove_thermal(
-        observed, *geometry, WAVELENGTHS, params, solar_spectrum=solar, refl_sigma=sigma,
-        solver=solver, **options,
-    )  # fmt: skip
+        observed,
+        *geometry,
+        WAVELENGTHS,
+        params,
+        solar_spectrum=solar,
+        refl_sigma=sigma,
+        solver=solver,
+        **options,
+    )
 
 
 # Why 3000 pixels: at 375 K the emission at 2.9 um is ~3x the reflected r, and
@@ -208,8 +214,9 @@ def test_noise_free_correction_to_one_percent():
     np.testing.assert_allclose(result.reflectance[:, k], r[:, k], rtol=0.01)
     # the 3 um band's depth in each pixel's corrected w, to 5 % of the truth's
     w_true, continuum = true_albedo()
-    np.testing.assert_allclose(1 - result.w[:, k] / continuum[k], 1 - w_true[k] / continuum[k],
-                               rtol=0.05)  # fmt: skip
+    np.testing.assert_allclose(
+        1 - result.w[:, k] / continuum[k], 1 - w_true[k] / continuum[k], rtol=0.05
+    )
 
 
 def test_cold_surface_not_constrained():

@@ -64,9 +64,16 @@ def test_file_run_equals_in_memory_and_blocks_equal_whole(warm_cube, tmp_path):
     for rows in (2, 6):
         out = tmp_path / f"out{rows}.tif"
         lumaxlike.remove_thermal_file(
-            paths["cube"], out, geometry=paths["obs"], params=PARAMS, units="r",
-            solver="numba", solar_distance=1.0, chunk_rows=rows, progress=False,
-        )  # fmt: skip
+            paths["cube"],
+            out,
+            geometry=paths["obs"],
+            params=PARAMS,
+            units="r",
+            solver="numba",
+            solar_distance=1.0,
+            chunk_rows=rows,
+            progress=False,
+        )
         outputs[rows] = {
             "reflectance": _read(out),
             "w": _read(tmp_path / f"out{rows}_w.tif"),
@@ -89,11 +96,28 @@ def test_file_run_equals_in_memory_and_blocks_equal_whole(warm_cube, tmp_path):
 def test_cli_runs_and_records_the_run(warm_cube, tmp_path):
     paths, *_ = warm_cube
     out = tmp_path / "cli.tif"
-    code = main([
-        "thermal", str(paths["cube"]), "--geometry", str(paths["obs"]), "--units", "r",
-        "--b", "0.25", "--c", "0.3", "--solver", "numba", "--solar-distance", "1",
-        "--window", "2.3,2.7", "--out", str(out),
-    ])  # fmt: skip
+    code = main(
+        [
+            "thermal",
+            str(paths["cube"]),
+            "--geometry",
+            str(paths["obs"]),
+            "--units",
+            "r",
+            "--b",
+            "0.25",
+            "--c",
+            "0.3",
+            "--solver",
+            "numba",
+            "--solar-distance",
+            "1",
+            "--window",
+            "2.3,2.7",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     record = lumaxlike.read_provenance(out)
     assert record.command.startswith("lumaxlike thermal") and "--window 2.3,2.7" in record.command
@@ -115,9 +139,15 @@ def test_dataarray_equals_in_memory_and_dask_chunks_equal_whole(warm_cube):
 
     _, refl, (to_sun, to_sensor, normal), solar = warm_cube
     expected = lumaxlike.remove_thermal(
-        refl, to_sun, to_sensor, normal, WAVELENGTHS, PARAMS, solar_spectrum=solar,
+        refl,
+        to_sun,
+        to_sensor,
+        normal,
+        WAVELENGTHS,
+        PARAMS,
+        solar_spectrum=solar,
         solver="numba",
-    )  # fmt: skip
+    )
     dims = ("y", "x")
     cube = xr.DataArray(
         refl * np.pi,  # I/F

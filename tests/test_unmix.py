@@ -328,9 +328,15 @@ def test_endmembers_from_reflectance():
     geometry = lumaxlike.geometry_from_angles(incidence, emission, azimuth)
     refl = lumaxlike.amsa(ENDMEMBERS.albedo, *geometry, PARAMS, backend="numba")
     built = lumaxlike.Endmembers.from_reflectance(
-        refl, incidence, emission, azimuth, PARAMS, density=ENDMEMBERS.density, grain_size=ENDMEMBERS.grain_size,
+        refl,
+        incidence,
+        emission,
+        azimuth,
+        PARAMS,
+        density=ENDMEMBERS.density,
+        grain_size=ENDMEMBERS.grain_size,
         names=ENDMEMBERS.names,
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(built.albedo, ENDMEMBERS.albedo, atol=1e-9)
     assert built.names == ENDMEMBERS.names and not built.albedo.flags.writeable
     bad = refl.copy()
@@ -379,9 +385,13 @@ def test_endmembers_from_library_csv(tmp_path):
         units="r",
     )
     built = lumaxlike.Endmembers.from_library(
-        library, PARAMS, density=ENDMEMBERS.density, grain_size=ENDMEMBERS.grain_size,
-        wavelengths=centres_nm * 1e-3, fwhm=0.002,
-    )  # fmt: skip
+        library,
+        PARAMS,
+        density=ENDMEMBERS.density,
+        grain_size=ENDMEMBERS.grain_size,
+        wavelengths=centres_nm * 1e-3,
+        fwhm=0.002,
+    )
     np.testing.assert_allclose(built.albedo, ENDMEMBERS.albedo, atol=1e-8, rtol=0)
     assert built.names == ENDMEMBERS.names
     np.testing.assert_array_equal(built.wavelengths, centres_nm * 1e-3)

@@ -49,13 +49,17 @@ def optical_cube(tmp_path_factory):
     w = np.stack(
         [
             lumaxlike.slab_albedo(
-                nk[j][0], nk[j][1], um, grain[..., j, None], npfe_fraction=npfe[..., None],
+                nk[j][0],
+                nk[j][1],
+                um,
+                grain[..., j, None],
+                npfe_fraction=npfe[..., None],
                 host_density=density[j],
             )
             for j in range(2)
         ],
         axis=-2,
-    )  # fmt: skip
+    )
     mass = rng.dirichlet([3.0, 3.0], shape)
     per = mass / (density * grain)
     f = per / per.sum(axis=-1, keepdims=True)
@@ -155,9 +159,17 @@ def test_unmix_cli_with_optical_constants_and_free_parameters(optical_cube, tmp_
     expected = lumaxlike.unmix(r, *geometry, _endmembers(), PARAMS, "numba", free=FREE)
     common = ["unmix", cube, "--geometry", obs, "--dtm", dtm, "--units", "r", *PARAM_FLAGS]
     optical = [
-        "--optical-constants", "olivine:40,orthopyroxene:60", "--free", "grain_size,npfe",
-        "--grain-size-bounds", "5,500", "--npfe", "0.1", "--solver", "numba",
-    ]  # fmt: skip
+        "--optical-constants",
+        "olivine:40,orthopyroxene:60",
+        "--free",
+        "grain_size,npfe",
+        "--grain-size-bounds",
+        "5,500",
+        "--npfe",
+        "0.1",
+        "--solver",
+        "numba",
+    ]
     out = tmp_path / "cli.tif"
     code, err = run(capsys, *common, *optical, "--out", out)
     assert code == 0, err

@@ -151,8 +151,17 @@ def test_mixed_phase_derivatives_match_finite_differences():
     def band(k, fractions):
         weights = np.zeros(N_BANDS)
         weights[k] = 1.0
-        cost = _normal_equations_mixed(fractions, terms, ENDMEMBERS.albedo, phase, np.zeros(N_BANDS), weights,
-                                       hessian, gradient, column)  # fmt: skip
+        cost = _normal_equations_mixed(
+            fractions,
+            terms,
+            ENDMEMBERS.albedo,
+            phase,
+            np.zeros(N_BANDS),
+            weights,
+            hessian,
+            gradient,
+            column,
+        )
         return np.sqrt(cost), gradient / np.sqrt(cost)
 
     step = 1e-6
@@ -203,8 +212,16 @@ def test_per_endmember_phase_is_stored_read_only():
     assert ENDMEMBERS.phase is None
 
 
-@pytest.mark.parametrize("phase", [LEGENDRE, tuple(dataclasses.replace(PARAMS, b=b, c=c) for b, c in
-                                                   [(0.2, 0.8), (0.5, -0.4), (0.35, 0.1), (0.6, 0.5)])])  # fmt: skip
+@pytest.mark.parametrize(
+    "phase",
+    [
+        LEGENDRE,
+        tuple(
+            dataclasses.replace(PARAMS, b=b, c=c)
+            for b, c in [(0.2, 0.8), (0.5, -0.4), (0.35, 0.1), (0.6, 0.5)]
+        ),
+    ],
+)
 def test_endmembers_from_reflectance_with_their_own_phase_functions(phase):
     # laboratory spectra of each endmember alone, at one geometry, with its own phase function
     incidence, emission, azimuth = 0.5, 0.2, 0.0
@@ -213,15 +230,24 @@ def test_endmembers_from_reflectance_with_their_own_phase_functions(phase):
     refl = np.empty((N_END, N_BANDS))
     for j in range(N_END):
         for k in range(N_BANDS):
-            own = (dataclasses.replace(PARAMS, b=phase[j].b, c=phase[j].c) if isinstance(phase, tuple)
-                   else dataclasses.replace(PARAMS, legendre=phase[j, k]))  # fmt: skip
+            own = (
+                dataclasses.replace(PARAMS, b=phase[j].b, c=phase[j].c)
+                if isinstance(phase, tuple)
+                else dataclasses.replace(PARAMS, legendre=phase[j, k])
+            )
             refl[j, k] = lumaxlike.amsa(
                 ENDMEMBERS.albedo[j, k : k + 1], *geometry, own, backend="numba"
             )[0]
     built = lumaxlike.Endmembers.from_reflectance(
-        refl, incidence, emission, azimuth, PARAMS, density=ENDMEMBERS.density, grain_size=ENDMEMBERS.grain_size,
+        refl,
+        incidence,
+        emission,
+        azimuth,
+        PARAMS,
+        density=ENDMEMBERS.density,
+        grain_size=ENDMEMBERS.grain_size,
         phase=phase,
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(built.albedo, ENDMEMBERS.albedo, atol=1e-9)
     if isinstance(phase, tuple):
         assert built.phase == checked

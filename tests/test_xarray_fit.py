@@ -90,8 +90,17 @@ def regional_fit(data, vectors, solver, **options):
     """`data.hapke.fit` with c regional, on the r of `cube` (units "r": bit for bit the
     arrays given to `lumaxlike.fit`)."""
     labels = xr.DataArray(LABELS, dims=("y", "x"), coords={"y": data.y, "x": data.x})
-    return data.hapke.fit(vectors, START, FREE, solver=solver, units="r", refl_sigma=1e-4 / np.pi,
-                          regions=labels, regional=("c",), **options)  # fmt: skip
+    return data.hapke.fit(
+        vectors,
+        START,
+        FREE,
+        solver=solver,
+        units="r",
+        refl_sigma=1e-4 / np.pi,
+        regions=labels,
+        regional=("c",),
+        **options,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +114,15 @@ def r_cube(cube):
 def regional_expected(cube):
     """`lumaxlike.fit(regions=...)` on the arrays: c one value per region, w and b per band."""
     _, _, arrays, _ = cube
-    return lumaxlike.fit(*arrays, START, free=FREE, regions=LABELS.reshape(6), regional=("c",),
-                         refl_sigma=1e-4 / np.pi, solver="numba")  # fmt: skip
+    return lumaxlike.fit(
+        *arrays,
+        START,
+        free=FREE,
+        regions=LABELS.reshape(6),
+        regional=("c",),
+        refl_sigma=1e-4 / np.pi,
+        solver="numba",
+    )
 
 
 def assert_regional_maps_equal(maps, expected):
@@ -165,8 +181,15 @@ def test_bad_regions_are_refused(cube):
     data, vectors, _, _ = cube
 
     def call(labels, **options):
-        return data.hapke.fit(vectors, START, FREE, units="radf", refl_sigma=1e-4, regions=labels,
-                              **{"regional": ("c",), **options})  # fmt: skip
+        return data.hapke.fit(
+            vectors,
+            START,
+            FREE,
+            units="radf",
+            refl_sigma=1e-4,
+            regions=labels,
+            **{"regional": ("c",), **options},
+        )
 
     with pytest.raises(ValueError, match=r"regions must have refl's pixel dims \('y', 'x'\)"):
         call(xr.DataArray(LABELS.reshape(6), dims=("pixel",)))

@@ -52,13 +52,18 @@ def test_dataarray_sample_shared_is_lazy_and_equals_sample_per_chunk(stack):
     r (radf / pi, refl_sigma / pi) with the chunk's seed, bit for bit."""
     data, vectors, refl, geometry = stack
     lazy = data.chunk({"y": 1}).hapke.sample(
-        vectors, PARAMS, ("w", "b"), shared=("b",), units="radf", refl_sigma=SIGMA * np.pi,
-        seed=SEED, **SAMPLER,
-    )  # fmt: skip
+        vectors,
+        PARAMS,
+        ("w", "b"),
+        shared=("b",),
+        units="radf",
+        refl_sigma=SIGMA * np.pi,
+        seed=SEED,
+        **SAMPLER,
+    )
     assert lazy.b.chunks is not None and lazy.w.chunks is not None
     assert lazy.b.dims == ("y", "x", "quantile") and lazy.w.dims == ("y", "x", "band", "quantile")
-    for name in ("mean_b", "rhat_b", "ess_b", "ess_tail_b", "status", "acceptance",
-                 "divergences"):  # fmt: skip
+    for name in ("mean_b", "rhat_b", "ess_b", "ess_tail_b", "status", "acceptance", "divergences"):
         assert lazy[name].dims == ("y", "x"), name
     assert lazy.mean_w.dims == lazy.observations.dims == ("y", "x", "band")
     assert json.loads(lazy.attrs["lumaxlike_sample_shared"]) == ["b"]
@@ -67,14 +72,23 @@ def test_dataarray_sample_shared_is_lazy_and_equals_sample_per_chunk(stack):
     for row in range(2):
         pixels = slice(4 * row, 4 * row + 4)
         expected = lumaxlike.sample(
-            np.pi * refl[pixels] / np.pi, *(g[pixels] for g in geometry), PARAMS,
-            free=("w", "b"), shared=("b",), refl_sigma=SIGMA * np.pi / np.pi,
-            seed=chunk_seed(SEED, 4 * row), **SAMPLER,
-        )  # fmt: skip
+            np.pi * refl[pixels] / np.pi,
+            *(g[pixels] for g in geometry),
+            PARAMS,
+            free=("w", "b"),
+            shared=("b",),
+            refl_sigma=SIGMA * np.pi / np.pi,
+            seed=chunk_seed(SEED, 4 * row),
+            **SAMPLER,
+        )
         for name in ("w", "b"):
             np.testing.assert_array_equal(maps[name].values[row], expected.quantiles[name])
-            for kind, values in (("mean", expected.mean), ("rhat", expected.rhat),
-                                 ("ess", expected.ess), ("ess_tail", expected.ess_tail)):  # fmt: skip
+            for kind, values in (
+                ("mean", expected.mean),
+                ("rhat", expected.rhat),
+                ("ess", expected.ess),
+                ("ess_tail", expected.ess_tail),
+            ):
                 np.testing.assert_array_equal(maps[f"{kind}_{name}"].values[row], values[name])
         for field in ("status", "acceptance", "divergences", "observations"):
             np.testing.assert_array_equal(
@@ -84,16 +98,29 @@ def test_dataarray_sample_shared_is_lazy_and_equals_sample_per_chunk(stack):
     assert np.all(np.isin(maps.status.values, [Status.CONVERGED, Status.NOT_MIXED]))
     # NumPy-backed: computed at once (the first row alone: a chunk of 4 pixels again)
     first = data.isel(y=[0]).hapke.sample(
-        vectors.isel(y=[0]), PARAMS, ("w", "b"), shared=("b",), units="radf",
-        refl_sigma=SIGMA * np.pi, seed=SEED, **SAMPLER,
-    )  # fmt: skip
+        vectors.isel(y=[0]),
+        PARAMS,
+        ("w", "b"),
+        shared=("b",),
+        units="radf",
+        refl_sigma=SIGMA * np.pi,
+        seed=SEED,
+        **SAMPLER,
+    )
     assert first.b.chunks is None and first.b.dims == ("y", "x", "quantile")
     # a problem's draws are keyed by the seed and its index in the call, not by the
     # chunking: the whole image in chunks of 4 with the first row's seed gives that row's
     whole = lumaxlike.sample(
-        np.pi * refl / np.pi, *geometry, PARAMS, free=("w", "b"), shared=("b",),
-        refl_sigma=SIGMA * np.pi / np.pi, seed=chunk_seed(SEED, 0), chunk_size=4, **SAMPLER,
-    )  # fmt: skip
+        np.pi * refl / np.pi,
+        *geometry,
+        PARAMS,
+        free=("w", "b"),
+        shared=("b",),
+        refl_sigma=SIGMA * np.pi / np.pi,
+        seed=chunk_seed(SEED, 0),
+        chunk_size=4,
+        **SAMPLER,
+    )
     for name in ("w", "b"):
         np.testing.assert_array_equal(first[name].values[0], maps[name].values[0])
         np.testing.assert_array_equal(whole.quantiles[name][:4], maps[name].values[0])

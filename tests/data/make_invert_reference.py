@@ -44,7 +44,7 @@ CASES = {
             bs0=0.7,
             multiple_scattering="imsa",
             h_function="hapke1981",
-        ),  # fmt: skip
+        ),
         np.float64,
         {},
     ),
@@ -57,7 +57,7 @@ CASES = {
             bc0=0.6,
             porosity_k=1.4,
             h_function="exact",
-        ),  # fmt: skip
+        ),
         np.float64,
         {},
     ),
