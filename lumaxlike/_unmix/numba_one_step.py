@@ -174,7 +174,9 @@ def _subproblem(hessian, gradient, x0, damping, a_matrix, c):
         c[a] = value
 
 
-@numba.njit(error_model="numpy")
+# The steps of `_one_step_block` below are inlined into it by numba (``inline="always"``):
+# as calls, with their tuples of arrays, they cost the kernel ~5 % of its time.
+@numba.njit(error_model="numpy", inline="always")
 def _block_scratch(p):
     """A block's working arrays for p endmembers: the states (fractions, free flags, sum
     constraint active) at x, at the trial and at the Newton point from the trial, J^T J
@@ -191,7 +193,7 @@ def _block_scratch(p):
     return states, equations, subproblem, qp_scratch, np.empty(p)
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def _input_status(pixel, refl, to_sun, to_sensor, normal):
     """-1 (solvable so far), or NONFINITE_INPUT for a pixel with a non-finite vector
     component or reflectance."""
@@ -209,8 +211,8 @@ def _input_status(pixel, refl, to_sun, to_sensor, normal):
     return status
 
 
-@numba.njit(error_model="numpy")
-def _qp_from(subproblem, source, target, equality, max_steps, qp_scratch):
+@numba.njit(error_model="numpy", inline="always")
+def _qp_from(a_matrix, c, source, target, equality, max_steps, qp_scratch):
     """`simplex_qp` on the subproblem (A, c) started at the state `source` (fractions,
     free flags, sum active), solved into the state `target`; its code."""
     x, free, sum_state = source
@@ -220,7 +222,6 @@ def _qp_from(subproblem, source, target, equality, max_steps, qp_scratch):
         trial_free[a] = free[a]
     trial_sum[0] = sum_state[0]
     system, factor, scale, rhs, z = qp_scratch
-    a_matrix, c = subproblem
     return simplex_qp(
         a_matrix,
         c,
@@ -237,7 +238,7 @@ def _qp_from(subproblem, source, target, equality, max_steps, qp_scratch):
     )
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def _size_and_decrease(new, x, gradient, hessian):
     """The largest |step| of new - x, and the decrease of the linearised cost along it,
     -(2 step^T g + step^T H step)."""
@@ -252,11 +253,9 @@ def _size_and_decrease(new, x, gradient, hessian):
     return size, decrease
 
 
-@numba.njit(error_model="numpy")
-def _accept(trial, trial_sum, equations_trial, x, sum_state, equations):
+@numba.njit(error_model="numpy", inline="always")
+def _accept(trial, trial_sum, hessian_trial, gradient_trial, x, sum_state, hessian, gradient):
     """The trial's fractions, sum state, J^T J and J^T f made the current ones."""
-    hessian, gradient = equations
-    hessian_trial, gradient_trial = equations_trial
     for a in range(x.shape[0]):
         x[a] = trial[a]
         gradient[a] = gradient_trial[a]
@@ -265,13 +264,12 @@ def _accept(trial, trial_sum, equations_trial, x, sum_state, equations):
     sum_state[0] = trial_sum[0]
 
 
-@numba.njit(error_model="numpy")
-def _write_pixel(pixel, outputs, status, iteration, cost, sum_active, x, equations):
+@numba.njit(error_model="numpy", inline="always")
+def _write_pixel(pixel, outputs, status, iteration, cost, sum_active, x, hessian, gradient):
     """A pixel's outputs; for a pixel not solved (status an input's) NaN fractions, cost
     and normal equations, as `x` and `equations` are not read."""
     fractions_out, status_out, iterations_out, cost_out = outputs[:4]
     hessian_out, gradient_out, sum_out = outputs[4:]
-    hessian, gradient = equations
     solved = status == CONVERGED or status == MAX_ITER
     status_out[pixel] = status
     iterations_out[pixel] = iteration
@@ -298,6 +296,7 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
     hessian, gradient = equations[0]
     hessian_trial, gradient_trial = equations[1]
     a_matrix, c = subproblem
+    trial, trial_sum, newton = trial_state[0], trial_state[2], newton_state[0]
     for pixel in range(block * BLOCK, min(refl.shape[0], (block + 1) * BLOCK)):
         status = _input_status(pixel, refl, to_sun, to_sensor, normal)
         terms = pixel_terms(
@@ -319,7 +318,7 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
         if status < 0 and not math.isfinite(terms.scale):
             status = INVALID_GEOMETRY
         if status >= 0:
-            _write_pixel(pixel, outputs, status, 0, math.nan, False, x, equations[0])
+            _write_pixel(pixel, outputs, status, 0, math.nan, False, x, hessian, gradient)
             continue
         sum_state[0] = equality
         for a in range(x.shape[0]):
@@ -336,12 +335,11 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
         while not done and iteration < max_iter:
             iteration += 1
             _subproblem(hessian, gradient, x, damping, a_matrix, c)
-            if _qp_from(subproblem, state, trial_state, equality, max_steps, qp_scratch) != QP_OK:
+            if _qp_from(a_matrix, c, state, trial_state, equality, max_steps, qp_scratch) != QP_OK:
                 damping, growth = next_damping(
                     False, 0.0, damping, growth, math.inf, 0.0
                 )  # singular: damp more
                 continue
-            trial = trial_state[0]
             step_size, predicted = _size_and_decrease(trial, x, gradient, hessian)
             cost_trial = _pixel_normal_equations(
                 trial,
@@ -358,11 +356,11 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
             _subproblem(hessian_trial, gradient_trial, trial, 0.0, a_matrix, c)
             newton_size, newton_decrease = math.inf, math.inf
             if (
-                _qp_from(subproblem, trial_state, newton_state, equality, max_steps, qp_scratch)
+                _qp_from(a_matrix, c, trial_state, newton_state, equality, max_steps, qp_scratch)
                 == QP_OK
             ):
                 newton_size, newton_decrease = _size_and_decrease(
-                    newton_state[0], trial, gradient_trial, hessian_trial
+                    newton, trial, gradient_trial, hessian_trial
                 )
             accept = accepted(cost, cost_trial)
             done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
@@ -375,12 +373,14 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
                 cost_trial,
             )
             if accept:
-                _accept(trial, trial_state[2], equations[1], x, sum_state, equations[0])
+                _accept(
+                    trial, trial_sum, hessian_trial, gradient_trial, x, sum_state, hessian, gradient
+                )
                 cost = cost_trial
             for a in range(x.shape[0]):
                 free[a] = x[a] > 0.0
         status = CONVERGED if done else MAX_ITER
-        _write_pixel(pixel, outputs, status, iteration, cost, sum_state[0], x, equations[0])
+        _write_pixel(pixel, outputs, status, iteration, cost, sum_state[0], x, hessian, gradient)
 
 
 @cached_njit(
