@@ -144,7 +144,6 @@ def unmix_file(
             files and their geometry), recorded with the route, sum-to-one, names,
             densities, grain sizes and extinction efficiencies (``lumaxlike_unmix_*``,
             `Provenance.unmix_settings`); None records none of the library.
-
         free: as for `lumaxlike.unmix` (so is ``starts``): ``"grain_size"``, ``"npfe"``
             or both, with endmembers from `Endmembers.from_optical_constants`; the
             grain-size and npFe0 maps are written too, and the optical endmembers'
@@ -174,21 +173,21 @@ def unmix_file(
         ),
         fields=list(unmix_fields(bool(sum_to_one), free)),
         layout=UNMIX.layout(endmembers.names),
-        call=dict(
-            geometry=geometry,
-            dtm=dtm,
-            endmembers=endmembers.names,
-            params=params,
-            units=units,
-            route=route,
-            sum_to_one=sum_to_one,
-            sigma=sigma,
-            **({"free": free, "starts": starts} if free else {}),
-        ),
+        call=_recorded_call(locals()),
         command=command,
         chunk_pixels=lambda bands: default_chunk_pixels(bands, n_endmembers),
     )
     return UnmixSummary.of(summary, endmembers.names)
+
+
+def _recorded_call(arguments: dict) -> dict:
+    """The arguments of `unmix_file` its record names (``free``, ``starts`` if any free)."""
+    names = ("geometry", "dtm", "endmembers", "params", "units", "route", "sum_to_one", "sigma")
+    call = {name: arguments[name] for name in names}
+    call["endmembers"] = arguments["endmembers"].names
+    if arguments["free"]:
+        call.update(free=arguments["free"], starts=arguments["starts"])
+    return call
 
 
 def _check_unmix_arguments(route, endmembers, params, sigma, units) -> None:

@@ -131,6 +131,20 @@ def normalize(
         )
         return NormalizationResult(**outputs, standard=angles)
 
+    outputs = _normalize_groups(
+        refl, geometry, shape, maps, params, solver, band_sigma, vectors, options, dtype
+    )
+    return NormalizationResult(
+        **{name: value.reshape(refl.shape) for name, value in outputs.items()}, standard=angles
+    )
+
+
+def _normalize_groups(
+    refl, geometry, shape, maps, params, solver, band_sigma, vectors, options, dtype
+) -> dict:
+    """`normalize` with parameter maps: the groups of pixels (and bands) of equal
+    parameters (`ParameterMaps.groups`) each normalised by `_normalize_flat`; flat maps
+    (pixels, bands)."""
     n_pixels, n_bands = shape.n_pixels, shape.n_bands
     flat_refl = refl.reshape(n_pixels, n_bands)
     if np.any(maps.invalid):
@@ -151,8 +165,8 @@ def normalize(
         bands_per_call = 1 if maps.per_band else n_bands
         cap = (
             default_chunk_pixels(bands_per_call)
-            if chunk_size is None
-            else check_positive_int("chunk_size", chunk_size)
+            if options["chunk_size"] is None
+            else check_positive_int("chunk_size", options["chunk_size"])
         )
         options["chunk_size"] = call_chunk("jax", largest, cap)
     for pixels, bands, group_params in groups:
@@ -171,9 +185,7 @@ def normalize(
         )
         for name, target in outputs.items():
             target[np.ix_(pixels, bands)] = solved[name][: len(pixels)]
-    return NormalizationResult(
-        **{name: value.reshape(refl.shape) for name, value in outputs.items()}, standard=angles
-    )
+    return outputs
 
 
 def _normalize_flat(refl, geometry, params, solver, band_sigma, vectors, options, dtype) -> dict:

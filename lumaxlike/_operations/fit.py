@@ -1,6 +1,7 @@
 """The fit of Hapke parameters to a stack of observations, declared once (`FIT`): its block
 task (`fit_block`: `lumaxlike.fit` on a block of stacked observations) and its maps
-(`fit_fields`)."""
+(`fit_maps` of a result; the fields of `fit_file`, `fit_fields`, and of `fit_dataarray`,
+`dataarray_fields`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .._io.write.layout import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout
 from .declaration import Operation
 from .good_bands import good_bands_only, spread_to_all_bands
 
-__all__ = ["FIT", "fit_block", "fit_fields"]
+__all__ = ["FIT", "dataarray_fields", "fit_block", "fit_fields", "fit_maps"]
 
 _PARAMETER_UNITS = {"roughness": "rad"}
 
@@ -68,20 +69,65 @@ def fit_fields(free: Sequence[str], joint: bool = False) -> tuple[tuple[str, ...
     return fields, layout
 
 
+def fit_maps(result, at_bound: bool = False) -> dict[str, np.ndarray]:
+    """The maps of a `FitResult` or `JointFitResult`, ``{field: array}`` (the result's
+    shapes: per problem, a joint fit's per-pixel maps without the band axis): each free
+    parameter, ``sigma_<name>``, ``status``, ``iterations``, ``observations``, and
+    ``residual`` (per-band fit; with `at_bound` also ``at_bound_<name>``) or ``dfs_<name>``
+    and ``cost`` (joint fit)."""
+    maps = {name: result[name] for name in result.free}
+    maps.update({f"sigma_{name}": result.sigma(name) for name in result.free})
+    maps.update(
+        status=result.status, iterations=result.iterations, observations=result.observations
+    )
+    if isinstance(result, JointFitResult):
+        maps.update({f"dfs_{name}": result.dfs[name] for name in result.free}, cost=result.cost)
+        return maps
+    maps["residual"] = result.residual_norm
+    if at_bound:
+        maps.update({f"at_bound_{name}": result.at_bound[name] for name in result.free})
+    return maps
+
+
+def dataarray_fields(free: Sequence[str], shared: Sequence[str] | None = None):
+    """(field, has a band axis) of `fit_dataarray`'s maps, in its order (`free`'s): a
+    per-band fit's (`shared` None: all per band, with ``at_bound_<name>``) or a joint
+    fit's, whose parameters in `shared` (shared or regional) and, with any, the status,
+    iterations and cost, are one per pixel. The names are `fit_maps`'."""
+    if shared is None:
+        return tuple(
+            (field, True)
+            for field in (
+                *free,
+                *(f"sigma_{name}" for name in free),
+                "status",
+                "iterations",
+                "residual",
+                "observations",
+                *(f"at_bound_{name}" for name in free),
+            )
+        )
+    per_band = {name: name not in shared for name in free}
+    problem = not shared  # with shared parameters a problem is a pixel (no band axis)
+    return (
+        *((name, per_band[name]) for name in free),
+        *((f"sigma_{name}", per_band[name]) for name in free),
+        *((f"dfs_{name}", per_band[name]) for name in free),
+        ("status", problem),
+        ("iterations", problem),
+        ("cost", problem),
+        ("observations", True),
+    )
+
+
 def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
     """The task of a block: `lumaxlike.fit` on stacked observations; returns
     ``{field: (rows, cols, bands)}`` of the maps `fit_file` writes."""
     n_bands = refl.shape[-2]
     refl, fit_options, good = good_bands_only(refl, fit_options)
     result = fit(refl, to_sun, to_sensor, normal, params, **fit_options)
-    block = {name: result[name] for name in result.free}
-    for name in result.free:
-        block[f"sigma_{name}"] = result.sigma(name)
-    block.update(
-        status=result.status, iterations=result.iterations, observations=result.observations
-    )
+    block = fit_maps(result)
     if isinstance(result, JointFitResult):  # per-pixel maps repeated in every band layer
-        block.update({f"dfs_{name}": result.dfs[name] for name in result.free}, cost=result.cost)
         shape = refl.shape[:3]
         block = {
             name: np.ascontiguousarray(
@@ -89,8 +135,6 @@ def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
             )
             for name, value in block.items()
         }
-    else:
-        block["residual"] = result.residual_norm
     return spread_to_all_bands(block, good, n_bands)
 
 

@@ -174,6 +174,114 @@ def _subproblem(hessian, gradient, x0, damping, a_matrix, c):
         c[a] = value
 
 
+# The steps of `_one_step_block` below are inlined into it by numba (``inline="always"``):
+# as calls, with their tuples of arrays, they cost the kernel ~5 % of its time.
+@numba.njit(error_model="numpy", inline="always")
+def _block_scratch(p):
+    """A block's working arrays for p endmembers: the states (fractions, free flags, sum
+    constraint active) at x, at the trial and at the Newton point from the trial, J^T J
+    and J^T f at x and at the trial, the subproblem (A, c), `simplex_qp`'s scratch and a
+    column."""
+    states = (
+        (np.empty(p), np.empty(p, np.bool_), np.empty(1, np.bool_)),
+        (np.empty(p), np.empty(p, np.bool_), np.empty(1, np.bool_)),
+        (np.empty(p), np.empty(p, np.bool_), np.empty(1, np.bool_)),
+    )
+    equations = ((np.empty((p, p)), np.empty(p)), (np.empty((p, p)), np.empty(p)))
+    subproblem = (np.empty((p, p)), np.empty(p))
+    qp_scratch = (np.empty((p, p)), np.empty((p, p)), np.empty(p), np.empty(p), np.empty(p))
+    return states, equations, subproblem, qp_scratch, np.empty(p)
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _input_status(pixel, refl, to_sun, to_sensor, normal):
+    """-1 (solvable so far), or NONFINITE_INPUT for a pixel with a non-finite vector
+    component or reflectance."""
+    status = -1
+    for k in range(3):
+        if not (
+            math.isfinite(to_sun[pixel, k])
+            and math.isfinite(to_sensor[pixel, k])
+            and math.isfinite(normal[pixel, k])
+        ):
+            status = NONFINITE_INPUT
+    for k in range(refl.shape[1]):
+        if not math.isfinite(refl[pixel, k]):
+            status = NONFINITE_INPUT
+    return status
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _qp_from(a_matrix, c, source, target, equality, max_steps, qp_scratch):
+    """`simplex_qp` on the subproblem (A, c) started at the state `source` (fractions,
+    free flags, sum active), solved into the state `target`; its code."""
+    x, free, sum_state = source
+    trial, trial_free, trial_sum = target
+    for a in range(x.shape[0]):
+        trial[a] = x[a]
+        trial_free[a] = free[a]
+    trial_sum[0] = sum_state[0]
+    system, factor, scale, rhs, z = qp_scratch
+    return simplex_qp(
+        a_matrix,
+        c,
+        trial,
+        trial_free,
+        trial_sum,
+        equality,
+        max_steps,
+        system,
+        factor,
+        scale,
+        rhs,
+        z,
+    )
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _size_and_decrease(new, x, gradient, hessian):
+    """The largest |step| of new - x, and the decrease of the linearised cost along it,
+    -(2 step^T g + step^T H step)."""
+    size = 0.0
+    decrease = 0.0
+    for a in range(x.shape[0]):
+        step_a = new[a] - x[a]
+        size = max(size, abs(step_a))
+        decrease -= 2.0 * step_a * gradient[a]
+        for b in range(x.shape[0]):
+            decrease -= step_a * hessian[a, b] * (new[b] - x[b])
+    return size, decrease
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _accept(trial, trial_sum, hessian_trial, gradient_trial, x, sum_state, hessian, gradient):
+    """The trial's fractions, sum state, J^T J and J^T f made the current ones."""
+    for a in range(x.shape[0]):
+        x[a] = trial[a]
+        gradient[a] = gradient_trial[a]
+        for b in range(x.shape[0]):
+            hessian[a, b] = hessian_trial[a, b]
+    sum_state[0] = trial_sum[0]
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _write_pixel(pixel, outputs, status, iteration, cost, sum_active, x, hessian, gradient):
+    """A pixel's outputs; for a pixel not solved (status an input's) NaN fractions, cost
+    and normal equations, as `x` and `equations` are not read."""
+    fractions_out, status_out, iterations_out, cost_out = outputs[:4]
+    hessian_out, gradient_out, sum_out = outputs[4:]
+    solved = status == CONVERGED or status == MAX_ITER
+    status_out[pixel] = status
+    iterations_out[pixel] = iteration
+    cost_out[pixel] = cost if solved else math.nan
+    sum_out[pixel] = sum_active
+    for a in range(x.shape[0]):
+        fractions_out[pixel, a] = x[a] if solved else math.nan
+        gradient_out[pixel, a] = gradient[a] if solved else math.nan
+        for b in range(x.shape[0]):
+            hessian_out[pixel, a, b] = hessian[a, b] if solved else math.nan
+
+
 @numba.njit(error_model="numpy")
 def _one_step_block(block, arrays, model, mixture, settings, outputs):
     """The pixels of one block of `_one_step_kernel` (arguments as there), with their
@@ -182,89 +290,43 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
     scalars, legendre, use_legendre = model
     albedo, phase, band_weights, start = mixture
     equality, max_iter, tol, max_steps = settings
-    fractions_out, status_out, iterations_out, cost_out = outputs[:4]
-    hessian_out, gradient_out, sum_out = outputs[4:]
-    b_, c_, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
-        scalars[0],
-        scalars[1],
-        scalars[2],
-        scalars[3],
-        scalars[4],
-        scalars[5],
-        scalars[6],
-        scalars[7],
-        scalars[8],
-    )
-    n_pixels, n_bands = refl.shape
-    p = albedo.shape[0]
-    x = np.empty(p)
-    trial = np.empty(p)
-    newton = np.empty(p)
-    free = np.empty(p, np.bool_)
-    sum_state = np.empty(1, np.bool_)
-    trial_free = np.empty(p, np.bool_)
-    trial_sum = np.empty(1, np.bool_)
-    newton_free = np.empty(p, np.bool_)
-    newton_sum = np.empty(1, np.bool_)
-    hessian = np.empty((p, p))
-    gradient = np.empty(p)
-    hessian_trial = np.empty((p, p))
-    gradient_trial = np.empty(p)
-    a_matrix = np.empty((p, p))
-    c = np.empty(p)
-    system = np.empty((p, p))
-    factor = np.empty((p, p))
-    scale = np.empty(p)
-    rhs = np.empty(p)
-    z = np.empty(p)
-    column = np.empty(p)
-    for pixel in range(block * BLOCK, min(n_pixels, (block + 1) * BLOCK)):
-        status = -1
-        for k in range(3):
-            if not (
-                math.isfinite(to_sun[pixel, k])
-                and math.isfinite(to_sensor[pixel, k])
-                and math.isfinite(normal[pixel, k])
-            ):
-                status = NONFINITE_INPUT
-        for k in range(n_bands):
-            if not math.isfinite(refl[pixel, k]):
-                status = NONFINITE_INPUT
+    states, equations, subproblem, qp_scratch, column = _block_scratch(albedo.shape[0])
+    state, trial_state, newton_state = states
+    x, free, sum_state = state
+    hessian, gradient = equations[0]
+    hessian_trial, gradient_trial = equations[1]
+    a_matrix, c = subproblem
+    trial, trial_sum, newton = trial_state[0], trial_state[2], newton_state[0]
+    for pixel in range(block * BLOCK, min(refl.shape[0], (block + 1) * BLOCK)):
+        status = _input_status(pixel, refl, to_sun, to_sensor, normal)
         terms = pixel_terms(
             to_sun[pixel],
             to_sensor[pixel],
             normal[pixel],
-            b_,
-            c_,
-            roughness,
-            hs,
-            bs0,
-            hc,
-            bc0,
-            porosity_k,
-            asymmetry,
+            scalars[0],
+            scalars[1],
+            scalars[2],
+            scalars[3],
+            scalars[4],
+            scalars[5],
+            scalars[6],
+            scalars[7],
+            scalars[8],
             legendre,
             use_legendre,
         )
         if status < 0 and not math.isfinite(terms.scale):
             status = INVALID_GEOMETRY
         if status >= 0:
-            status_out[pixel] = status
-            iterations_out[pixel] = 0
-            cost_out[pixel] = math.nan
-            sum_out[pixel] = False
-            for a in range(p):
-                fractions_out[pixel, a] = math.nan
-                gradient_out[pixel, a] = math.nan
-                for b in range(p):
-                    hessian_out[pixel, a, b] = math.nan
+            _write_pixel(pixel, outputs, status, 0, math.nan, False, x, hessian, gradient)
             continue
         sum_state[0] = equality
-        for a in range(p):
+        for a in range(x.shape[0]):
             x[a] = start[a]
             free[a] = x[a] > 0.0
+        phase_pixel, refl_pixel = phase[pixel], refl[pixel]
         cost = _pixel_normal_equations(
-            x, terms, albedo, phase[pixel], refl[pixel], band_weights, hessian, gradient, column
+            x, terms, albedo, phase_pixel, refl_pixel, band_weights, hessian, gradient, column
         )
         damping = 0.0
         growth = 2.0
@@ -273,43 +335,18 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
         while not done and iteration < max_iter:
             iteration += 1
             _subproblem(hessian, gradient, x, damping, a_matrix, c)
-            for a in range(p):
-                trial[a] = x[a]
-                trial_free[a] = free[a]
-            trial_sum[0] = sum_state[0]
-            code = simplex_qp(
-                a_matrix,
-                c,
-                trial,
-                trial_free,
-                trial_sum,
-                equality,
-                max_steps,
-                system,
-                factor,
-                scale,
-                rhs,
-                z,
-            )
-            if code != QP_OK:
+            if _qp_from(a_matrix, c, state, trial_state, equality, max_steps, qp_scratch) != QP_OK:
                 damping, growth = next_damping(
                     False, 0.0, damping, growth, math.inf, 0.0
                 )  # singular: damp more
                 continue
-            step_size = 0.0
-            predicted = 0.0  # decrease of the linearised cost along the step
-            for a in range(p):
-                step_a = trial[a] - x[a]
-                step_size = max(step_size, abs(step_a))
-                predicted -= 2.0 * step_a * gradient[a]
-                for b in range(p):
-                    predicted -= step_a * hessian[a, b] * (trial[b] - x[b])
+            step_size, predicted = _size_and_decrease(trial, x, gradient, hessian)
             cost_trial = _pixel_normal_equations(
                 trial,
                 terms,
                 albedo,
-                phase[pixel],
-                refl[pixel],
+                phase_pixel,
+                refl_pixel,
                 band_weights,
                 hessian_trial,
                 gradient_trial,
@@ -318,34 +355,13 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
             # the undamped step from the trial point, to test convergence
             _subproblem(hessian_trial, gradient_trial, trial, 0.0, a_matrix, c)
             newton_size, newton_decrease = math.inf, math.inf
-            for a in range(p):
-                newton[a] = trial[a]
-                newton_free[a] = trial_free[a]
-            newton_sum[0] = trial_sum[0]
             if (
-                simplex_qp(
-                    a_matrix,
-                    c,
-                    newton,
-                    newton_free,
-                    newton_sum,
-                    equality,
-                    max_steps,
-                    system,
-                    factor,
-                    scale,
-                    rhs,
-                    z,
-                )
+                _qp_from(a_matrix, c, trial_state, newton_state, equality, max_steps, qp_scratch)
                 == QP_OK
             ):
-                newton_size, newton_decrease = 0.0, 0.0
-                for a in range(p):
-                    newton_a = newton[a] - trial[a]
-                    newton_size = max(newton_size, abs(newton_a))
-                    newton_decrease -= 2.0 * newton_a * gradient_trial[a]
-                    for b in range(p):
-                        newton_decrease -= newton_a * hessian_trial[a, b] * (newton[b] - trial[b])
+                newton_size, newton_decrease = _size_and_decrease(
+                    newton, trial, gradient_trial, hessian_trial
+                )
             accept = accepted(cost, cost_trial)
             done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
             damping, growth = next_damping(
@@ -357,24 +373,14 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
                 cost_trial,
             )
             if accept:
-                for a in range(p):
-                    x[a] = trial[a]
-                    gradient[a] = gradient_trial[a]
-                    for b in range(p):
-                        hessian[a, b] = hessian_trial[a, b]
-                sum_state[0] = trial_sum[0]
+                _accept(
+                    trial, trial_sum, hessian_trial, gradient_trial, x, sum_state, hessian, gradient
+                )
                 cost = cost_trial
-            for a in range(p):
+            for a in range(x.shape[0]):
                 free[a] = x[a] > 0.0
-        status_out[pixel] = CONVERGED if done else MAX_ITER
-        iterations_out[pixel] = iteration
-        cost_out[pixel] = cost
-        sum_out[pixel] = sum_state[0]
-        for a in range(p):
-            fractions_out[pixel, a] = x[a]
-            gradient_out[pixel, a] = gradient[a]
-            for b in range(p):
-                hessian_out[pixel, a, b] = hessian[a, b]
+        status = CONVERGED if done else MAX_ITER
+        _write_pixel(pixel, outputs, status, iteration, cost, sum_state[0], x, hessian, gradient)
 
 
 @cached_njit(

@@ -77,6 +77,88 @@ def _sample_block(
     return tuple(maps[field] for field, _ in _fields(free, shared))
 
 
+def _check_arguments(refl, params, free, shared, units, options) -> tuple:
+    """`sample_dataarray`'s first checks, in this order (ValueError naming the argument);
+    (free, shared) checked."""
+    from .._inverse.fit.fit import check_free
+    from .._inverse.joint.joint import check_shared
+    from .._params import HapkeParams
+
+    if not isinstance(refl, xr.DataArray):
+        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+    check_units(units)
+    refuse_normalised_dataarray(refl, "sample_dataarray")
+    if units == "reff":
+        raise ValueError("sample_dataarray takes units 'r' or 'radf' (one noise scale), not 'reff'")
+    if "return_samples" in options:
+        raise ValueError("sample_dataarray returns maps: call lumaxlike.sample for the draws")
+    free = check_free(free, params)
+    shared = check_shared(shared, free)
+    for name, pair in (options.get("prior") or {}).items():
+        if (
+            not isinstance(pair, (tuple, list))
+            or len(pair) != 2
+            or np.ndim(pair[0]) + np.ndim(pair[1])
+        ):
+            raise ValueError(f"prior[{name!r}]: sample_dataarray takes scalar priors (mean, sigma)")
+    return free, shared
+
+
+def _chunk_maps(free, shared, spec: str, dtype) -> list[ChunkMap]:
+    """The maps of `_fields(free, shared)`, "band" being the spectral dim `spec`."""
+    return [
+        ChunkMap(
+            field,
+            _INTEGER.get(field, dtype),
+            tuple(spec if d == "band" else d for d in dims),
+            {"long_name": f"lumaxlike.sample {field}"},
+        )
+        for field, dims in _fields(free, shared)
+    ]
+
+
+def _pixel_index(refl: xr.DataArray, pixel_dims) -> xr.DataArray:
+    """Each pixel's linear index (a chunk's random stream), chunked as ``refl``'s pixels."""
+    index = xr.DataArray(
+        np.arange(int(np.prod([refl.sizes[d] for d in pixel_dims], dtype=np.int64))).reshape(
+            [refl.sizes[d] for d in pixel_dims]
+        ),
+        dims=pixel_dims,
+    )
+    if refl.chunks is not None:
+        index = index.chunk({d: refl.chunksizes[d] for d in pixel_dims})
+    return index
+
+
+def _provenance(refl, spec, sigma, dtype, free, shared, call: dict):
+    """The provenance record of `sample_dataarray`'s result (``refl`` the chunked one)."""
+    return provenance_of(
+        refl,
+        call["geometry"],
+        params=[call["params"]] * refl.sizes[spec],
+        units=call["units"],
+        solver="jax",
+        tol=None,
+        max_iter=None,
+        refl_sigma=float(np.max(sigma)),
+        dtype=dtype,
+        command=python_call(
+            "sample_dataarray",
+            refl,
+            call["geometry"],
+            call["params"],
+            free,
+            units=call["units"],
+            refl_sigma=call["refl_sigma"],
+            observation_dim=call["observation_dim"],
+            seed=call["seed"],
+            **({"shared": shared} if shared else {}),
+        ),
+    )
+
+
 def sample_dataarray(
     refl: xr.DataArray,
     geometry,
@@ -132,108 +214,41 @@ def sample_dataarray(
             `lumaxlike.sample` refuses (checked on a small problem before any chunk is
             computed).
     """
-    from .._inverse.fit.fit import check_free
-    from .._inverse.joint.joint import check_shared
-    from .._params import HapkeParams
     from .._sample.program import QUANTILE_LEVELS
 
-    if not isinstance(refl, xr.DataArray):
-        raise ValueError(f"refl must be an xarray.DataArray, got {type(refl).__name__}")
-    if not isinstance(params, HapkeParams):
-        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    check_units(units)
-    refuse_normalised_dataarray(refl, "sample_dataarray")
-    if units == "reff":
-        raise ValueError("sample_dataarray takes units 'r' or 'radf' (one noise scale), not 'reff'")
-    if "return_samples" in options:
-        raise ValueError("sample_dataarray returns maps: call lumaxlike.sample for the draws")
-    free = check_free(free, params)
-    shared = check_shared(shared, free)
-    for name, pair in (options.get("prior") or {}).items():
-        if (
-            not isinstance(pair, (tuple, list))
-            or len(pair) != 2
-            or np.ndim(pair[0]) + np.ndim(pair[1])
-        ):
-            raise ValueError(f"prior[{name!r}]: sample_dataarray takes scalar priors (mean, sigma)")
+    free, shared = _check_arguments(refl, params, free, shared, units, options)
     spec = spectral_dim_of(refl, spectral_dim)
     if observation_dim not in refl.dims:
         raise ValueError(f"observation_dim={observation_dim!r} is not a dim of refl {refl.dims}")
     if refl_sigma is None:
         raise ValueError("refl_sigma is required: the 1-sigma noise of the observations")
     sigma = np.asarray(check_band_sigma(refl_sigma, refl.sizes[spec]), float)
-    pixel_dims = [dim for dim in refl.dims if dim not in (spec, observation_dim)]
-    index = xr.DataArray(  # each pixel's linear index: a chunk's random stream
-        np.arange(int(np.prod([refl.sizes[d] for d in pixel_dims], dtype=np.int64))).reshape(
-            [refl.sizes[d] for d in pixel_dims]
-        ),
-        dims=pixel_dims,
-    )
-    if refl.chunks is not None:
-        index = index.chunk({d: refl.chunksizes[d] for d in pixel_dims})
+    index = _pixel_index(refl, [dim for dim in refl.dims if dim not in (spec, observation_dim)])
     inputs = chunked_inputs(refl, geometry, spec, observation_dim=observation_dim, extra=[index])
-    refl = inputs.refl
-    dtype = np.result_type(refl.dtype, np.float32)
+    dtype = np.result_type(inputs.refl.dtype, np.float32)
     options = {"refl_sigma": uncertainty_to_r(sigma, units), **options}
+    sizes = inputs.refl.sizes
     check_sample_options(
-        params,
-        {"free": free, "shared": shared, **options},
-        refl.sizes[spec],
-        refl.sizes[observation_dim],
+        params, {"free": free, "shared": shared, **options}, sizes[spec], sizes[observation_dim]
     )
-    maps = [
-        ChunkMap(
-            field,
-            _INTEGER.get(field, dtype),
-            tuple(spec if d == "band" else d for d in dims),
-            {"long_name": f"lumaxlike.sample {field}"},
-        )
-        for field, dims in _fields(free, shared)
-    ]
+    maps = _chunk_maps(free, shared, spec, dtype)
+    kwargs = {"params": params, "free": free, "shared": shared, "options": options}
     variables = apply_to_chunks(
         _sample_block,
         inputs,
         maps,
         units=units,
         sizes={QUANTILE_DIM: len(QUANTILE_LEVELS)},
-        kwargs={
-            "params": params,
-            "free": free,
-            "shared": shared,
-            "options": options,
-            "seed": int(seed),
-        },
+        kwargs={**kwargs, "seed": int(seed)},
     )
-    provenance = provenance_of(
-        refl,
-        geometry,
-        params=[params] * refl.sizes[spec],
-        units=units,
-        solver="jax",
-        tol=None,
-        max_iter=None,
-        refl_sigma=float(np.max(sigma)),
-        dtype=dtype,
-        command=python_call(
-            "sample_dataarray",
-            refl,
-            geometry,
-            params,
-            free,
-            units=units,
-            refl_sigma=refl_sigma,
-            observation_dim=observation_dim,
-            seed=seed,
-            **({"shared": shared} if shared else {}),
-        ),
-    )
+    call = {"geometry": geometry, "params": params, "units": units, "refl_sigma": refl_sigma}
+    call.update(observation_dim=observation_dim, seed=seed)
+    provenance = _provenance(inputs.refl, spec, sigma, dtype, free, shared, call)
+    scalars = {k: v for k, v in options.items() if isinstance(v, (int, float, str))}
     attrs = {
         "lumaxlike_sample_free": json.dumps(list(free)),
         "lumaxlike_sample_shared": json.dumps(list(shared)),
-        "lumaxlike_sample_options": json.dumps(
-            {k: v for k, v in options.items() if isinstance(v, (int, float, str))}
-            | {"seed": int(seed)}
-        ),
+        "lumaxlike_sample_options": json.dumps(scalars | {"seed": int(seed)}),
     }
-    dataset = result_dataset(variables, refl, provenance, attrs)
+    dataset = result_dataset(variables, inputs.refl, provenance, attrs)
     return dataset.assign_coords({QUANTILE_DIM: list(QUANTILE_LEVELS)})

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -13,6 +14,7 @@ from .._io.missions.product_dataarray import bad_bands_of, product_geometry_of, 
 from .._options import SolverOptions, solver_options
 from .._provenance import python_call
 from .chunks import (
+    ChunkedInputs,
     ChunkMap,
     apply_to_chunks,
     check_front_end,
@@ -110,6 +112,135 @@ def _unmix_block(r, to_sun, to_sensor, normal, refl_sigma, *, endmembers, params
     )
 
 
+class _Setup(NamedTuple):
+    """`unmix_dataarray`'s checked call: the chunked inputs (bad bands left out), the
+    geometry, the endmembers on the bands unmixed, `unmix_block`'s options, the product
+    record."""
+
+    inputs: ChunkedInputs
+    geometry: Any
+    spec: str
+    endmembers: Any
+    options: Any
+    product: dict | None
+
+
+def _setup(call: dict) -> _Setup:
+    """`unmix_dataarray`'s arguments (``call``) checked, in this order (ValueError naming
+    one)."""
+    from .._operations.unmix import UnmixOptions
+    from .._unmix.unmix import default_chunk_pixels as unmix_chunk_pixels
+
+    settings = solver_options(
+        call["solver"], max_iter=call["max_iter"], tol=call["tol"], num_threads=call["num_threads"]
+    )
+    refl, route, sum_to_one = call["refl"], call["route"], call["sum_to_one"]
+    check_front_end(refl, call["units"], call["refl_sigma"])
+    geometry = product_geometry_of(refl, call["geometry"])  # normalised product: flat geometry
+    endmembers = call["endmembers"]
+    _check_arguments(endmembers, call)
+    free, starts = _optical(call["free"], call["starts"], endmembers, route, sum_to_one)
+    spec = spectral_dim_of(refl, call["spectral_dim"])
+    product = product_record_of(refl, call["geometry"] is None)
+    left_out = bad_bands_of(refl) is not None
+    refl, endmembers = _without_bad_bands(refl, spec, endmembers)
+    if product is not None and left_out:
+        product["bad_bands_choice"] = "left out of the bands solved"
+    if refl.sizes[spec] != endmembers.n_bands:
+        raise ValueError(
+            f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}"
+        )
+    wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
+    inputs = chunked_inputs(refl, geometry, spec)
+    pixels = unmix_chunk_pixels(inputs.refl.sizes[spec], endmembers.n_endmembers)
+    options = UnmixOptions(
+        settings.solver,
+        route,
+        bool(sum_to_one),
+        settings.max_iter,
+        settings.tol,
+        min(inputs.largest, pixels),
+        settings.num_threads,
+        wavelengths=wavelengths,
+        free=free,
+        starts=starts,
+    )
+    return _Setup(inputs, geometry, spec, endmembers, options, product)
+
+
+def _check_arguments(endmembers, call: dict) -> None:
+    """The endmembers, params, route and noise checked (ValueError naming one)."""
+    from .._params import HapkeParams
+    from .._unmix.endmembers import Endmembers
+    from .._unmix.unmix import ROUTES
+
+    params, route = call["params"], call["route"]
+    if not isinstance(endmembers, Endmembers):
+        raise ValueError(
+            f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
+        )
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be one lumaxlike.HapkeParams, got {type(params).__name__}")
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+    if call["refl_sigma"] is not None and call["units"] == "reff":
+        raise ValueError(
+            "refl_sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
+            "with cos i per pixel); give refl as r or radf"
+        )
+
+
+def _optical(free, starts, endmembers, route, sum_to_one) -> tuple:
+    """The free optical parameters and starts checked: (free as a tuple, starts)."""
+    from .._unmix.optical import check_free, check_starts
+
+    if not free:
+        return (), None
+    check_free(free, endmembers, route, sum_to_one)
+    free = (free,) if isinstance(free, str) else tuple(free)
+    return free, check_starts(starts)
+
+
+def _provenance(setup: _Setup, call: dict):
+    """The provenance record of `unmix_dataarray`'s result (with unmixing's settings)."""
+    from .._operations.unmix import unmix_record
+    from .._unmix.unmix import DEFAULT_TOLERANCE
+
+    refl, options, endmembers = setup.inputs.refl, setup.options, setup.endmembers
+    free, starts = options.free, options.starts
+    provenance = provenance_of(
+        refl,
+        setup.geometry,
+        params=[call["params"]] * refl.sizes[setup.spec],
+        units=call["units"],
+        solver=options.solver,
+        tol=DEFAULT_TOLERANCE if options.tol is None else options.tol,
+        max_iter=options.max_iter,
+        refl_sigma=call["refl_sigma"],
+        dtype=np.float64,
+        product=setup.product,
+        command=python_call(
+            "unmix_dataarray",
+            refl,
+            setup.geometry,
+            endmembers.names,
+            call["params"],
+            options.solver,
+            units=call["units"],
+            route=options.route,
+            sum_to_one=call["sum_to_one"],
+            spectral_dim=call["spectral_dim"],
+            refl_sigma=call["refl_sigma"],
+            max_iter=options.max_iter,
+            tol=options.tol,
+            num_threads=options.num_threads,
+            **({"free": free, "starts": starts} if free else {}),
+        ),
+    )
+    record = unmix_record(endmembers, options.route, call["sum_to_one"], free=free)
+    return dataclasses.replace(provenance, unmix_settings=record)
+
+
 def unmix_dataarray(
     refl: xr.DataArray,
     geometry,
@@ -165,69 +296,11 @@ def unmix_dataarray(
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
     """
-    from .._operations.unmix import UnmixOptions, unmix_layout, unmix_record
-    from .._params import HapkeParams
-    from .._unmix.endmembers import Endmembers
-    from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES
-    from .._unmix.unmix import default_chunk_pixels as unmix_chunk_pixels
+    call = dict(locals())
+    setup = _setup(call)
+    from .._operations.unmix import unmix_layout
 
-    solver_settings = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
-    solver, max_iter, tol, num_threads = (
-        solver_settings.solver,
-        solver_settings.max_iter,
-        solver_settings.tol,
-        solver_settings.num_threads,
-    )
-    check_front_end(refl, units, refl_sigma)
-    used_standard = geometry is None
-    geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
-    if not isinstance(endmembers, Endmembers):
-        raise ValueError(
-            f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
-        )
-    if not isinstance(params, HapkeParams):
-        raise ValueError(f"params must be one lumaxlike.HapkeParams, got {type(params).__name__}")
-    if route not in ROUTES:
-        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
-    if refl_sigma is not None and units == "reff":
-        raise ValueError(
-            "refl_sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
-            "with cos i per pixel); give refl as r or radf"
-        )
-    from .._unmix.optical import check_free, check_starts
-
-    if free:
-        check_free(free, endmembers, route, sum_to_one)
-        free = (free,) if isinstance(free, str) else tuple(free)
-        starts = check_starts(starts)
-    else:
-        free, starts = (), None
-    spec = spectral_dim_of(refl, spectral_dim)
-    product = product_record_of(refl, used_standard)
-    left_out = bad_bands_of(refl) is not None
-    refl, endmembers = _without_bad_bands(refl, spec, endmembers)
-    if product is not None and left_out:
-        product["bad_bands_choice"] = "left out of the bands solved"
-    if refl.sizes[spec] != endmembers.n_bands:
-        raise ValueError(
-            f"refl has {refl.sizes[spec]} bands along {spec!r}, the endmembers {endmembers.n_bands}"
-        )
-    wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
-    inputs = chunked_inputs(refl, geometry, spec)
-    refl = inputs.refl
-    chunk = min(inputs.largest, unmix_chunk_pixels(refl.sizes[spec], endmembers.n_endmembers))
-    options = UnmixOptions(
-        solver,
-        route,
-        bool(sum_to_one),
-        max_iter,
-        tol,
-        chunk,
-        num_threads,
-        wavelengths=wavelengths,
-        free=free,
-        starts=starts,
-    )
+    endmembers = setup.endmembers
     layout = unmix_layout(endmembers.names)
     maps = [
         ChunkMap(
@@ -236,50 +309,19 @@ def unmix_dataarray(
             ("endmember",) if field in _PER_ENDMEMBER else (),
             layout.attrs.get(field, {}),
         )
-        for field in _fields(free)
+        for field in _fields(setup.options.free)
     ]
     variables = apply_to_chunks(
         _unmix_block,
-        inputs,
+        setup.inputs,
         maps,
         units=units,
         refl_sigma=refl_sigma,
         refl_dtype=np.float64,
         sizes={"endmember": endmembers.n_endmembers},
-        kwargs={"endmembers": endmembers, "params": params, "options": options},
+        kwargs={"endmembers": endmembers, "params": params, "options": setup.options},
     )
     if sum_to_one:
         del variables["remainder"]
-    provenance = provenance_of(
-        refl,
-        geometry,
-        params=[params] * refl.sizes[spec],
-        units=units,
-        solver=solver,
-        tol=DEFAULT_TOLERANCE if tol is None else tol,
-        max_iter=max_iter,
-        refl_sigma=refl_sigma,
-        dtype=np.float64,
-        product=product,
-        command=python_call(
-            "unmix_dataarray",
-            refl,
-            geometry,
-            endmembers.names,
-            params,
-            solver,
-            units=units,
-            route=route,
-            sum_to_one=sum_to_one,
-            spectral_dim=spectral_dim,
-            refl_sigma=refl_sigma,
-            max_iter=max_iter,
-            tol=tol,
-            num_threads=num_threads,
-            **({"free": free, "starts": starts} if free else {}),
-        ),
-    )
-    record = unmix_record(endmembers, route, sum_to_one, free=free)
-    provenance = dataclasses.replace(provenance, unmix_settings=record)
-    dataset = result_dataset(variables, refl, provenance)
+    dataset = result_dataset(variables, setup.inputs.refl, _provenance(setup, call))
     return dataset.assign_coords(endmember=("endmember", list(endmembers.names)))

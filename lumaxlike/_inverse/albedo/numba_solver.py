@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 
+import numba
 import numpy as np
 from jaxtyping import Float
 
@@ -83,6 +85,114 @@ _W, _RESIDUAL, _SLOPE, _DAMPING, _GROWTH, _R_OBS, _STATUS, _ITERATIONS = (
 _STATE_LENGTH = 8 * BLOCK
 
 
+# The steps of `_solve_albedo_pixel` are functions of their own that numba inlines into it
+# (``inline="always"``): the kernel is compiled as one function, as written in one, with
+# its variant's options (the exact H's ``fastmath``); the steps that call the model are
+# inlined in each variant as the variant's own (`_albedo_kernel_for`).
+_inline = numba.njit(error_model="numpy", inline="always")
+
+
+@_inline
+def _pixel_geometry(pixel, to_sun, to_sensor, normal, sun, sensor, up):
+    """Whether the pixel's vectors are finite; the vectors copied into its block's own
+    arrays `sun`, `sensor`, `up` (a view of a shared array (to_sun[pixel]) updates that
+    array's one reference count from every thread)."""
+    geometry_finite = True
+    for k in range(3):
+        geometry_finite = geometry_finite and math.isfinite(to_sun[pixel, k])
+        geometry_finite = geometry_finite and math.isfinite(to_sensor[pixel, k])
+        geometry_finite = geometry_finite and math.isfinite(normal[pixel, k])
+    for k in range(3):
+        sun[k], sensor[k], up[k] = to_sun[pixel, k], to_sensor[pixel, k], normal[pixel, k]
+    return geometry_finite
+
+
+@_inline
+def _start_block(st, size, r_obs_block, terms, table, geometry_finite):
+    """A block's observed r, every band's status and first evaluation at its start (in
+    `st`): branch-free loops over the block (vectorised; a problem that is not solved
+    computes a value that is selected away); the count of unfinished bands."""
+    for j in range(size):
+        r_obs = r_obs_block[j]
+        st[_R_OBS + j] = r_obs
+        status = problem_status(r_obs, geometry_finite, terms.scale, table[N_TABLE - 1])
+        solving = status == SOLVING
+        w = st[_W + j]
+        r, slope = reflectance_and_slope(w, terms)
+        residual = r - r_obs
+        st[_W + j] = w if solving else math.nan
+        st[_RESIDUAL + j] = residual if solving else math.nan
+        st[_SLOPE + j] = slope if solving else math.nan
+        st[_DAMPING + j] = 0.0
+        st[_GROWTH + j] = 2.0
+        st[_STATUS + j] = (CONVERGED if residual == 0.0 else SOLVING) if solving else status
+    for j in range(size):
+        st[_ITERATIONS + j] = 0.0
+    unfinished = 0
+    for j in range(size):
+        unfinished += 1 if st[_STATUS + j] == SOLVING else 0
+    return unfinished
+
+
+@_inline
+def _step_block(st, size, terms, tol, w_lower, w_upper):
+    """One iteration of every unfinished band of a block together: one branch-free loop;
+    a finished band's values are kept (selected). The count of unfinished bands."""
+    unfinished = 0
+    for j in range(size):
+        status = st[_STATUS + j]
+        solving = status == SOLVING
+        w, residual, slope = st[_W + j], st[_RESIDUAL + j], st[_SLOPE + j]
+        damping, growth = st[_DAMPING + j], st[_GROWTH + j]
+        w_trial = propose(w, residual, slope, damping, w_lower, w_upper)
+        r_trial, slope_trial = reflectance_and_slope(w_trial, terms)
+        w_new, residual_new, slope_new, damping_new, growth_new, converged = update(
+            w,
+            residual,
+            slope,
+            damping,
+            growth,
+            w_trial,
+            r_trial - st[_R_OBS + j],
+            slope_trial,
+            tol,
+        )
+        st[_W + j] = w_new if solving else w
+        st[_RESIDUAL + j] = residual_new if solving else residual
+        st[_SLOPE + j] = slope_new if solving else slope
+        st[_DAMPING + j] = damping_new if solving else damping
+        st[_GROWTH + j] = growth_new if solving else growth
+        st[_ITERATIONS + j] += 1.0 if solving else 0.0
+        st[_STATUS + j] = CONVERGED if solving and converged else status
+    for j in range(size):
+        unfinished += 1 if st[_STATUS + j] == SOLVING else 0
+    return unfinished
+
+
+@_inline
+def _write_block(st, size, pixel, block, outputs, keep_slope):
+    """A block's outputs, written once, one loop each (vectorised: plain stores into the
+    block's slices, no scatters)."""
+    w_out, status_out, iterations_out, residual_out, slope_out = outputs
+    w_row = w_out[pixel, block : block + size]
+    for j in range(size):
+        w_row[j] = st[_W + j]
+    residual_row = residual_out[pixel, block : block + size]
+    for j in range(size):
+        residual_row[j] = st[_RESIDUAL + j]
+    if keep_slope:
+        slope_row = slope_out[pixel, block : block + size]
+        for j in range(size):
+            slope_row[j] = st[_SLOPE + j]
+    status_row = status_out[pixel, block : block + size]
+    for j in range(size):
+        s = st[_STATUS + j]
+        status_row[j] = MAX_ITER if s == SOLVING else int(s)
+    iterations_row = iterations_out[pixel, block : block + size]
+    for j in range(size):
+        iterations_row[j] = int(st[_ITERATIONS + j])
+
+
 @cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), error_model="numpy")
 def _solve_albedo_pixel(pixel, arrays, model, settings, outputs, scratch):
     """Every band of one pixel (`_albedo_kernel`'s loop body; arguments as there;
@@ -90,7 +200,6 @@ def _solve_albedo_pixel(pixel, arrays, model, settings, outputs, scratch):
     refl, to_sun, to_sensor, normal, w_start = arrays
     scalars, legendre, use_legendre = model
     max_iter, tol, w_lower, w_upper = settings
-    w_out, status_out, iterations_out, residual_out, slope_out = outputs
     st, sun, sensor, up = scratch
     b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
         scalars[0],
@@ -105,16 +214,8 @@ def _solve_albedo_pixel(pixel, arrays, model, settings, outputs, scratch):
     )
     n_bands = refl.shape[1]
     use_w_start = w_start.shape[0] > 0
-    keep_slope = slope_out.shape[0] > 0
-    geometry_finite = True
-    for k in range(3):
-        geometry_finite = geometry_finite and math.isfinite(to_sun[pixel, k])
-        geometry_finite = geometry_finite and math.isfinite(to_sensor[pixel, k])
-        geometry_finite = geometry_finite and math.isfinite(normal[pixel, k])
-    # the pixel's vectors copied into its block's own arrays: a view of a shared array
-    # (to_sun[pixel]) updates that array's one reference count from every thread
-    for k in range(3):
-        sun[k], sensor[k], up[k] = to_sun[pixel, k], to_sensor[pixel, k], normal[pixel, k]
+    keep_slope = outputs[4].shape[0] > 0
+    geometry_finite = _pixel_geometry(pixel, to_sun, to_sensor, normal, sun, sensor, up)
     terms = pixel_terms(
         sun,
         sensor,
@@ -139,9 +240,8 @@ def _solve_albedo_pixel(pixel, arrays, model, settings, outputs, scratch):
     r_obs_row = refl[pixel]
     for block in range(0, n_bands, BLOCK):
         size = min(BLOCK, n_bands - block)
-        # The starts (their own loop: a given start is a plain copy), every band's
-        # status and first evaluation: branch-free loops over the block (vectorised; a
-        # problem that is not solved computes a value that is selected away).
+        # The starts (their own loop: a given start is a plain copy), then every band's
+        # status and first evaluation.
         r_obs_block = r_obs_row[block : block + size]
         if use_w_start:
             w_start_block = w_start[pixel, block : block + size]
@@ -150,77 +250,12 @@ def _solve_albedo_pixel(pixel, arrays, model, settings, outputs, scratch):
         else:
             for j in range(size):
                 st[_W + j] = starting_albedo(r_obs_block[j], table, w_lower, w_upper)
-        for j in range(size):
-            r_obs = r_obs_block[j]
-            st[_R_OBS + j] = r_obs
-            status = problem_status(r_obs, geometry_finite, terms.scale, table[N_TABLE - 1])
-            solving = status == SOLVING
-            w = st[_W + j]
-            r, slope = reflectance_and_slope(w, terms)
-            residual = r - r_obs
-            st[_W + j] = w if solving else math.nan
-            st[_RESIDUAL + j] = residual if solving else math.nan
-            st[_SLOPE + j] = slope if solving else math.nan
-            st[_DAMPING + j] = 0.0
-            st[_GROWTH + j] = 2.0
-            st[_STATUS + j] = (CONVERGED if residual == 0.0 else SOLVING) if solving else status
-        for j in range(size):
-            st[_ITERATIONS + j] = 0.0
-        unfinished = 0
-        for j in range(size):
-            unfinished += 1 if st[_STATUS + j] == SOLVING else 0
-        # Every unfinished band of the block takes its step together: one branch-free
-        # loop per iteration; a finished band's values are kept (selected).
+        unfinished = _start_block(st, size, r_obs_block, terms, table, geometry_finite)
         iteration = 0
         while unfinished > 0 and iteration < max_iter:
-            unfinished = 0
-            for j in range(size):
-                status = st[_STATUS + j]
-                solving = status == SOLVING
-                w, residual, slope = st[_W + j], st[_RESIDUAL + j], st[_SLOPE + j]
-                damping, growth = st[_DAMPING + j], st[_GROWTH + j]
-                w_trial = propose(w, residual, slope, damping, w_lower, w_upper)
-                r_trial, slope_trial = reflectance_and_slope(w_trial, terms)
-                w_new, residual_new, slope_new, damping_new, growth_new, converged = update(
-                    w,
-                    residual,
-                    slope,
-                    damping,
-                    growth,
-                    w_trial,
-                    r_trial - st[_R_OBS + j],
-                    slope_trial,
-                    tol,
-                )
-                st[_W + j] = w_new if solving else w
-                st[_RESIDUAL + j] = residual_new if solving else residual
-                st[_SLOPE + j] = slope_new if solving else slope
-                st[_DAMPING + j] = damping_new if solving else damping
-                st[_GROWTH + j] = growth_new if solving else growth
-                st[_ITERATIONS + j] += 1.0 if solving else 0.0
-                st[_STATUS + j] = CONVERGED if solving and converged else status
-            for j in range(size):
-                unfinished += 1 if st[_STATUS + j] == SOLVING else 0
+            unfinished = _step_block(st, size, terms, tol, w_lower, w_upper)
             iteration += 1
-        # The outputs, written once, one loop each (vectorised: plain stores into the
-        # block's slices, no scatters).
-        w_row = w_out[pixel, block : block + size]
-        for j in range(size):
-            w_row[j] = st[_W + j]
-        residual_row = residual_out[pixel, block : block + size]
-        for j in range(size):
-            residual_row[j] = st[_RESIDUAL + j]
-        if keep_slope:
-            slope_row = slope_out[pixel, block : block + size]
-            for j in range(size):
-                slope_row[j] = st[_SLOPE + j]
-        status_row = status_out[pixel, block : block + size]
-        for j in range(size):
-            s = st[_STATUS + j]
-            status_row[j] = MAX_ITER if s == SOLVING else int(s)
-        iterations_row = iterations_out[pixel, block : block + size]
-        for j in range(size):
-            iterations_row[j] = int(st[_ITERATIONS + j])
+        _write_block(st, size, pixel, block, outputs, keep_slope)
 
 
 @cached_njit(inlines=(albedo_rules, lm_rules, *MODEL_MODULES), nogil=True, error_model="numpy")
@@ -248,6 +283,18 @@ def _albedo_kernel_for(key: ModelKey):
         return _albedo_kernel
     equations = numba_equations_for(key)
     rules = _rules_for(equations)
+    bindings = {
+        "pixel_terms": equations.pixel_terms,
+        "reflectance_and_slope": inlined(equations.reflectance_and_slope),
+        **{
+            name: getattr(rules, name)
+            for name in ("albedo_table", "problem_status", "starting_albedo", "propose", "update")
+        },
+    }
+    steps = {
+        name: _inline_variant(step, key.name, **bindings)
+        for name, step in (("_start_block", _start_block), ("_step_block", _step_block))
+    }
     solve_pixel = compile_variant(
         _solve_albedo_pixel,
         key.name,
@@ -256,14 +303,25 @@ def _albedo_kernel_for(key: ModelKey):
         # differently from the separate operations; every other configuration keeps its
         # bits, which tests/test_invert_reference holds to stored outputs).
         fastmath={"contract"} if key.h_function == "exact" else None,
-        pixel_terms=equations.pixel_terms,
-        reflectance_and_slope=inlined(equations.reflectance_and_slope),
-        **{
-            name: getattr(rules, name)
-            for name in ("albedo_table", "problem_status", "starting_albedo", "propose", "update")
-        },
+        **bindings,
+        **steps,
     )
     return compile_variant(_albedo_kernel, key.name, _solve_albedo_pixel=solve_pixel)
+
+
+def _inline_variant(step, variant: str, **bindings):
+    """An inlined step (`_inline`) over other globals (a model configuration's functions),
+    for the kernel variant `variant` to inline."""
+    py_func = step.py_func
+    clone = types.FunctionType(
+        py_func.__code__,
+        {**py_func.__globals__, **bindings},
+        py_func.__name__,
+        py_func.__defaults__,
+        py_func.__closure__,
+    )
+    clone.__qualname__ = f"{py_func.__qualname__}__{variant}"
+    return _inline(clone)
 
 
 def solve_albedo_numba(

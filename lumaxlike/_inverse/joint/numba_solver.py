@@ -154,52 +154,13 @@ def _size_and_decrease(step_b, step_s, a_blocks, c_blocks, d_block, gb, gs):
     return size, decrease
 
 
-@cached_njit(
-    inlines=(lm_rules, _backends, _scalar_math, schur, fit_numba_solver), error_model="numpy"
-)
-def _solve_joint_pixel(pixel, problem, priors, model, settings, outputs):
-    """One pixel's joint problem (`_joint_kernel`'s loop body; arguments as there)."""
-    rows, rows_valid, refl, weight, start_b, start_s = problem
-    prior_mean_b, prior_weight_b, prior_mean_s, prior_weight_s = priors
-    step_length, parameters_fixed, band_index, shared_index, lower, upper = model
-    min_observations, max_iter, tol = settings
-    values_b, values_s, status_out, iterations_out, cost_out = outputs[:5]
-    a_out, c_out, d_out, gb_out, gs_out = outputs[5:]
+# The steps of `_solve_joint_pixel` below are inlined into it by numba
+# (``inline="always"``): as calls, with their tuples of arrays, they cost ~3 % of its time.
+@numba.njit(error_model="numpy", inline="always")
+def _pixel_status(pixel, refl, rows_valid, min_observations):
+    """SOLVING, or why the pixel's problem is not solved: an invalid geometry row under a
+    finite observation, or a band with fewer than `min_observations` finite ones."""
     n_bands, n_obs = refl.shape[1], refl.shape[2]
-    p = band_index.shape[0]
-    s = shared_index.shape[0]
-    parameters = parameters_fixed.copy()
-    out = np.empty(p + s + 1)
-    step_values = np.empty(max(step_length, 1))
-    xb, xb_trial, step_b = (
-        np.empty((n_bands, p)),
-        np.empty((n_bands, p)),
-        np.empty((n_bands, p)),
-    )
-    xs, xs_trial, step_s = np.empty(s), np.empty(s), np.empty(s)
-    a_blocks, a_trial = np.empty((n_bands, p, p)), np.empty((n_bands, p, p))
-    c_blocks, c_trial = np.empty((n_bands, p, s)), np.empty((n_bands, p, s))
-    d_block, d_trial = np.empty((s, s)), np.empty((s, s))
-    gb, gb_trial = np.empty((n_bands, p)), np.empty((n_bands, p))
-    gs, gs_trial = np.empty(s), np.empty(s)
-    held_b, held_s = np.empty((n_bands, p), np.bool_), np.empty(s, np.bool_)
-    system, factor = np.empty((p, p)), np.empty((p, p))
-    y_blocks, y_vector = np.empty((n_bands, p, s)), np.empty((n_bands, p))
-    schur_matrix, schur_factor = np.empty((s, s)), np.empty((s, s))
-    rhs, column, solution = np.empty(s), np.empty(p), np.empty(p)
-    arrow_scratch = (
-        held_b,
-        held_s,
-        system,
-        factor,
-        y_blocks,
-        y_vector,
-        schur_matrix,
-        schur_factor,
-        rhs,
-        column,
-        solution,
-    )
     status = SOLVING
     for band in range(n_bands):
         used = 0
@@ -210,86 +171,167 @@ def _solve_joint_pixel(pixel, problem, priors, model, settings, outputs):
                     status = INVALID_GEOMETRY
         if status == SOLVING and used < min_observations:
             status = TOO_FEW_OBSERVATIONS
+    return status
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _pixel_scratch(n_bands, p, s, step_length):
+    """A pixel's working arrays: (the step's (values, columns) scratch, the state
+    (xb, xs), trial state and step, the arrow blocks at x and at the trial,
+    `arrow_step`'s scratch)."""
+    scratch = (np.empty(max(step_length, 1)), np.empty(p + s + 1))
+    x = (np.empty((n_bands, p)), np.empty(s))
+    trial = (np.empty((n_bands, p)), np.empty(s))
+    step = (np.empty((n_bands, p)), np.empty(s))
+    blocks = (
+        np.empty((n_bands, p, p)),
+        np.empty((n_bands, p, s)),
+        np.empty((s, s)),
+        np.empty((n_bands, p)),
+        np.empty(s),
+    )
+    blocks_trial = (
+        np.empty((n_bands, p, p)),
+        np.empty((n_bands, p, s)),
+        np.empty((s, s)),
+        np.empty((n_bands, p)),
+        np.empty(s),
+    )
+    arrow_scratch = (
+        np.empty((n_bands, p), np.bool_),
+        np.empty(s, np.bool_),
+        np.empty((p, p)),
+        np.empty((p, p)),
+        np.empty((n_bands, p, s)),
+        np.empty((n_bands, p)),
+        np.empty((s, s)),
+        np.empty((s, s)),
+        np.empty(s),
+        np.empty(p),
+        np.empty(p),
+    )
+    return scratch, x, trial, step, blocks, blocks_trial, arrow_scratch
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _project(x, step, lower, upper, trial):
+    """The trial point x + step projected on the bounds (into `trial`), and `step` made
+    the projected step."""
+    xb, xs = x
+    step_b, step_s = step
+    xb_trial, xs_trial = trial
+    n_bands, p = xb.shape
+    for band in range(n_bands):
+        for a in range(p):
+            value = min(upper[a], max(lower[a], xb[band, a] + step_b[band, a]))
+            xb_trial[band, a] = value
+            step_b[band, a] = value - xb[band, a]  # the projected step
+    for q in range(xs.shape[0]):
+        value = min(upper[p + q], max(lower[p + q], xs[q] + step_s[q]))
+        xs_trial[q] = value
+        step_s[q] = value - xs[q]
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _copy_state(source, target):
+    """The state and arrow blocks of an accepted trial copied into the current ones:
+    source and target = ((xb, xs), (a, c, d, gb, gs))."""
+    target[0][0][:] = source[0][0]
+    target[0][1][:] = source[0][1]
+    target[1][0][:] = source[1][0]
+    target[1][1][:] = source[1][1]
+    target[1][2][:] = source[1][2]
+    target[1][3][:] = source[1][3]
+    target[1][4][:] = source[1][4]
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _write_pixel(pixel, outputs, status, iterations, cost, x, blocks):
+    """A solved pixel's outputs: status, iterations, cost, values x = (xb, xs) and arrow
+    blocks (a, c, d, gb, gs)."""
+    values_b, values_s, status_out, iterations_out, cost_out = outputs[:5]
+    a_out, c_out, d_out, gb_out, gs_out = outputs[5:]
+    status_out[pixel] = status
+    iterations_out[pixel] = iterations
+    cost_out[pixel] = cost
+    values_b[pixel] = x[0]
+    values_s[pixel] = x[1]
+    a_out[pixel] = blocks[0]
+    c_out[pixel] = blocks[1]
+    d_out[pixel] = blocks[2]
+    gb_out[pixel] = blocks[3]
+    gs_out[pixel] = blocks[4]
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _write_unsolved(pixel, outputs, status):
+    """The outputs of a pixel whose problem is not solved: its status, NaN elsewhere."""
+    values_b, values_s, status_out, iterations_out, cost_out = outputs[:5]
+    a_out, c_out, d_out, gb_out, gs_out = outputs[5:]
+    status_out[pixel] = status
+    iterations_out[pixel] = 0
+    cost_out[pixel] = math.nan
+    values_b[pixel] = math.nan
+    values_s[pixel] = math.nan
+    a_out[pixel] = math.nan
+    c_out[pixel] = math.nan
+    d_out[pixel] = math.nan
+    gb_out[pixel] = math.nan
+    gs_out[pixel] = math.nan
+
+
+@cached_njit(
+    inlines=(lm_rules, _backends, _scalar_math, schur, fit_numba_solver), error_model="numpy"
+)
+def _solve_joint_pixel(pixel, problem, priors, model, settings, outputs):
+    """One pixel's joint problem (`_joint_kernel`'s loop body; arguments as there)."""
+    rows, rows_valid, refl, weight, start_b, start_s = problem
+    prior_mean_b, prior_weight_b, prior_mean_s, prior_weight_s = priors
+    step_length, parameters_fixed, band_index, shared_index, lower, upper = model
+    min_observations, max_iter, tol = settings
+    status = _pixel_status(pixel, refl, rows_valid, min_observations)
     if status != SOLVING:
-        status_out[pixel] = status
-        iterations_out[pixel] = 0
-        cost_out[pixel] = math.nan
-        values_b[pixel] = math.nan
-        values_s[pixel] = math.nan
-        a_out[pixel] = math.nan
-        c_out[pixel] = math.nan
-        d_out[pixel] = math.nan
-        gb_out[pixel] = math.nan
-        gs_out[pixel] = math.nan
+        _write_unsolved(pixel, outputs, status)
         return
-    xb[:] = start_b[pixel]
-    xs[:] = start_s[pixel]
-    mean_b, weight_b = prior_mean_b[pixel], prior_weight_b[pixel]
-    mean_s, weight_s = prior_mean_s[pixel], prior_weight_s[pixel]
-    indices, scratch = (band_index, shared_index), (step_values, out)
-    data, pixel_priors = (
-        (rows[pixel], refl[pixel], weight[pixel]),
-        (mean_b, weight_b, mean_s, weight_s),
+    parameters = parameters_fixed.copy()
+    scratch, x, trial, step, blocks, blocks_trial, arrow_scratch = _pixel_scratch(
+        refl.shape[1], band_index.shape[0], shared_index.shape[0], step_length
     )
-    cost = _joint_normal_equations(
-        parameters,
-        indices,
-        (xb, xs),
-        data,
-        pixel_priors,
-        scratch,
-        (a_blocks, c_blocks, d_block, gb, gs),
+    x[0][:] = start_b[pixel]
+    x[1][:] = start_s[pixel]
+    indices = (band_index, shared_index)
+    data = (rows[pixel], refl[pixel], weight[pixel])
+    pixel_priors = (
+        prior_mean_b[pixel],
+        prior_weight_b[pixel],
+        prior_mean_s[pixel],
+        prior_weight_s[pixel],
     )
+    cost = _joint_normal_equations(parameters, indices, x, data, pixel_priors, scratch, blocks)
     damping = 0.0
     growth = 2.0
     done = cost == 0.0
     iteration = 0
     while not done and iteration < max_iter:
         iteration += 1
-        if not arrow_step(
-            (xb, xs),
-            (lower, upper),
-            (a_blocks, c_blocks, d_block, gb, gs),
-            damping,
-            arrow_scratch,
-            (step_b, step_s),
-        ):
+        if not arrow_step(x, (lower, upper), blocks, damping, arrow_scratch, step):
             damping, growth = next_damping(
                 False, 0.0, damping, growth, math.inf, 0.0
             )  # singular: damp more
             continue
-        for band in range(n_bands):
-            for a in range(p):
-                value = min(upper[a], max(lower[a], xb[band, a] + step_b[band, a]))
-                xb_trial[band, a] = value
-                step_b[band, a] = value - xb[band, a]  # the projected step
-        for q in range(s):
-            value = min(upper[p + q], max(lower[p + q], xs[q] + step_s[q]))
-            xs_trial[q] = value
-            step_s[q] = value - xs[q]
+        _project(x, step, lower, upper, trial)
+        a_blocks, c_blocks, d_block, gb, gs = blocks
         step_size, predicted = _size_and_decrease(
-            step_b, step_s, a_blocks, c_blocks, d_block, gb, gs
+            step[0], step[1], a_blocks, c_blocks, d_block, gb, gs
         )
         cost_trial = _joint_normal_equations(
-            parameters,
-            indices,
-            (xb_trial, xs_trial),
-            data,
-            pixel_priors,
-            scratch,
-            (a_trial, c_trial, d_trial, gb_trial, gs_trial),
+            parameters, indices, trial, data, pixel_priors, scratch, blocks_trial
         )
         newton_size, newton_decrease = math.inf, math.inf
-        if arrow_step(
-            (xb_trial, xs_trial),
-            (lower, upper),
-            (a_trial, c_trial, d_trial, gb_trial, gs_trial),
-            0.0,
-            arrow_scratch,
-            (step_b, step_s),
-        ):
+        if arrow_step(trial, (lower, upper), blocks_trial, 0.0, arrow_scratch, step):
+            a_trial, c_trial, d_trial, gb_trial, gs_trial = blocks_trial
             newton_size, newton_decrease = _size_and_decrease(
-                step_b, step_s, a_trial, c_trial, d_trial, gb_trial, gs_trial
+                step[0], step[1], a_trial, c_trial, d_trial, gb_trial, gs_trial
             )
         accept = accepted(cost, cost_trial)
         done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
@@ -302,24 +344,9 @@ def _solve_joint_pixel(pixel, problem, priors, model, settings, outputs):
             cost_trial,
         )
         if accept:
-            xb[:] = xb_trial
-            xs[:] = xs_trial
-            a_blocks[:] = a_trial
-            c_blocks[:] = c_trial
-            d_block[:] = d_trial
-            gb[:] = gb_trial
-            gs[:] = gs_trial
+            _copy_state((trial, blocks_trial), (x, blocks))
             cost = cost_trial
-    status_out[pixel] = CONVERGED if done else MAX_ITER
-    iterations_out[pixel] = iteration
-    cost_out[pixel] = cost
-    values_b[pixel] = xb
-    values_s[pixel] = xs
-    a_out[pixel] = a_blocks
-    c_out[pixel] = c_blocks
-    d_out[pixel] = d_block
-    gb_out[pixel] = gb
-    gs_out[pixel] = gs
+    _write_pixel(pixel, outputs, CONVERGED if done else MAX_ITER, iteration, cost, x, blocks)
 
 
 @cached_njit(
