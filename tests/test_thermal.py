@@ -325,6 +325,7 @@ def test_upper_limit_search_finds_the_profile_root(shape):
 
 
 # --- method="prior": w per band, with a prior continued from 1.55-2 um ------------------
+@pytest.mark.slow  # the first prior fit compiles its numba kernel (~9 s)
 def test_prior_noise_free_temperature_and_band():
     """The truth's continuum is a line, so the prior's mean (continued from 1.55-2 um,
     where the 2.9 um band has no wing) is the truth: T and the band come back."""
@@ -346,6 +347,7 @@ def test_prior_noise_free_temperature_and_band():
 # 200 pixels: one pixel's T has a 1-sigma of ~2.5 K here (9 bands, 0.5 % noise, prior
 # sigma 0.02), so the issue's 2 K is tested as the mean's bias (standard error 0.2 K)
 # and the 1-sigma's coverage from below (its standard error at 200 pixels is 3.3 %)
+@pytest.mark.slow  # as above, when run alone
 def test_prior_warm_surface_temperature():
     truth = np.full(200, 375.0)
     observed, r, geometry, solar, sigma = scene(truth, 0.005, seed=11)
@@ -380,3 +382,15 @@ def test_prior_bad_arguments():
         remove(observed, geometry, solar, sigma, method="prior", prior_reference=(2.0, 2.5))
     with pytest.raises(ValueError, match="prior_albedo"):
         remove(observed, geometry, solar, sigma, method="prior", prior_albedo=np.ones(3))
+
+
+def test_prior_defaults_of_the_command_line_are_remove_thermals():
+    from lumaxlike._cli import thermal as cli
+    from lumaxlike._operations.thermal import ThermalSettings
+    from lumaxlike._thermal import remove
+
+    assert cli.DEFAULT_PRIOR_SIGMA == remove.DEFAULT_PRIOR_SIGMA == ThermalSettings().prior_sigma
+    assert cli.DEFAULT_PRIOR_REFERENCE == remove.DEFAULT_PRIOR_REFERENCE
+    with pytest.raises(ValueError, match="prior_sigma"):
+        ThermalSettings(method="prior", prior_sigma=-1.0)
+    assert ThermalSettings(method="prior").record()["prior_reference"] == [1.55, 2.0]
