@@ -405,8 +405,9 @@ def remove_thermal(
     (`lumaxlike._model.thermal`; eps = 1 - r_hd of the same Hapke model, Kirchhoff's law).
     ``method="continuum"`` (Clark et al. 2011's assumption): over `window` w is linear in
     wavelength, w = a + b (lambda - window's first band), and (a, b, T) are fitted per
-    pixel by Levenberg-Marquardt. ``method="given"``: T comes from outside (a
-    thermophysical model, Bandfield et al. 2018) and is only removed. Then each band's w
+    pixel by Levenberg-Marquardt. ``method="prior"``: T and each window band's w, with a
+    Gaussian prior about the line of w continued from shorter bands. ``method="given"``:
+    T from outside (a thermophysical model, Bandfield et al. 2018). Then each band's w
     is solved with T fixed, r(w) + eps(w) B d^2 / F = refl, giving the corrected
     reflectance r(w) and w. A pixel too cold for the data to bound T (its 1-sigma above
     `max_temperature_sigma`) is NOT_CONSTRAINED: it gets T's one-sided 95 % upper limit
@@ -426,17 +427,21 @@ def remove_thermal(
             ``(bands,)``, or a solar-spectrum file (M3's ``SOLAR_SPEC.TAB``, read as
             ``--units radiance`` reads it) or `SolarSpectrum`.
         solar_distance: the Sun's distance d [au], a scalar or shape ``pixels``.
-        method: ``"continuum"`` or ``"given"``.
+        method: ``"continuum"``, ``"prior"`` or ``"given"``.
         temperature: T [K] per pixel (shape ``pixels`` or a scalar), for "given".
         window: (shortest, longest) wavelength [um] of the bands the fit uses: at least
             4 bands, short of the 3 um hydration band.
         refl_sigma: 1-sigma of refl [1/sr], scalar or per band; None: estimated from each
-            pixel's residual (chi^2 / (n - 3)).
+            pixel's residual (chi^2 / (n - 3)); required by "prior".
         solver: ``"jax"`` or ``"numba"``.
         temperature_bounds: (lowest, highest) T [K] of the fit.
         max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
         max_iter: Levenberg-Marquardt steps at most.
         tol: step tolerance (in w, and in T / 100 K).
+        prior_sigma: "prior"'s 1-sigma of each band's w about its prior (see docs).
+        prior_reference: "prior"'s (shortest, longest) wavelength [um] of the bands whose
+            w's line is continued into the window (>= 2 bands, short of the window).
+        prior_albedo: "prior"'s w per band instead, ``(bands,)`` or ``pixels + (bands,)``.
 
     Returns:
         `ThermalResult`.
@@ -448,43 +453,45 @@ def remove_thermal(
     refl = np.asarray(refl, dtype=np.float64)
     wavelengths = np.asarray(wavelengths, dtype=np.float64)
     inside = _check(refl, wavelengths, method, temperature, window, solver)
+    prior = (prior_sigma, prior_reference, prior_albedo)
     if method == "prior":
-        prior = _check_prior(
-            refl, wavelengths, refl_sigma, (prior_sigma, prior_reference, prior_albedo), inside
-        )
+        prior = _check_prior(refl, wavelengths, refl_sigma, prior, inside)
     pixels, n_bands = refl.shape[:-1], refl.shape[-1]
     flat = refl.reshape(-1, n_bands)
-    geometry, cos_e, status = _geometry_and_status(
-        flat, (to_sun, to_sensor, normal), pixels, inside
-    )
+    vectors = (to_sun, to_sensor, normal)
+    geometry, cos_e, status = _geometry_and_status(flat, vectors, pixels, inside)
     solar, sigma = solar_per_band(solar_spectrum, wavelengths), _band_sigma(refl_sigma, n_bands)
     spectral = (wavelengths, solar, sigma, inside)
-    geometry["distance"] = np.broadcast_to(
-        np.asarray(solar_distance, dtype=np.float64), pixels
-    ).reshape(-1)
+    geometry["distance"] = np.broadcast_to(np.asarray(solar_distance, float), pixels).ravel()
     outputs = {k: np.full(flat.shape[:1], np.nan) for k in ("temperature", "temperature_sigma")}
     outputs.update({k: np.full(flat.shape, np.nan) for k in ("w", "reflectance", "emission")})
-    good = np.flatnonzero(status == Status.CONVERGED)
-    if good.size:
-        settings: dict = dict(params=params, solver=solver, max_iter=max_iter, tol=tol)
-        settings.update(method=method, estimate=refl_sigma is None, bounds=temperature_bounds)
-        settings.update(max_sigma=max_temperature_sigma)
-        if method == "prior":
-            settings["prior"] = prior
-        if method == "given":
-            settings["given"] = np.broadcast_to(np.asarray(temperature, float), pixels).reshape(-1)
-        table = emissivity.cached_emissivity_table(
-            (cos_e[good].min(), cos_e[good].max()), params, solver
-        )
-        for chunk in np.array_split(good, -(-good.size // CHUNK)):
-            arrays = {k: v[chunk] for k, v in geometry.items()}
-            arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
-            _solve_chunk(chunk, arrays, flat[chunk], spectral, settings, status, outputs)
+    settings: dict = dict(params=params, solver=solver, max_iter=max_iter, tol=tol)
+    settings.update(method=method, estimate=refl_sigma is None, bounds=temperature_bounds)
+    settings.update(max_sigma=max_temperature_sigma, prior=prior)
+    if method == "given":
+        settings["given"] = np.broadcast_to(np.asarray(temperature, float), pixels).reshape(-1)
+    _solve_pixels(flat, (geometry, cos_e), spectral, settings, status, outputs)
     shapes = dict.fromkeys(("temperature", "temperature_sigma"), pixels)
     return ThermalResult(
         status=status.reshape(pixels),
         **{k: v.reshape(shapes.get(k, refl.shape)) for k, v in outputs.items()},
     )
+
+
+def _solve_pixels(flat, geometry_and_cos_e, spectral, settings, status, outputs):
+    """Solve the pixels still CONVERGED in `status` (to be solved), by chunks of `CHUNK`."""
+    geometry, cos_e = geometry_and_cos_e
+    good = np.flatnonzero(status == Status.CONVERGED)
+    if not good.size:
+        return
+    params, solver = settings["params"], settings["solver"]
+    table = emissivity.cached_emissivity_table(
+        (cos_e[good].min(), cos_e[good].max()), params, solver
+    )
+    for chunk in np.array_split(good, -(-good.size // CHUNK)):
+        arrays = {k: v[chunk] for k, v in geometry.items()}
+        arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
+        _solve_chunk(chunk, arrays, flat[chunk], spectral, settings, status, outputs)
 
 
 def _band_sigma(refl_sigma, n_bands: int) -> np.ndarray:
