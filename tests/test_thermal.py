@@ -394,3 +394,16 @@ def test_prior_defaults_of_the_command_line_are_remove_thermals():
     with pytest.raises(ValueError, match="prior_sigma"):
         ThermalSettings(method="prior", prior_sigma=-1.0)
     assert ThermalSettings(method="prior").record()["prior_reference"] == [1.55, 2.0]
+
+
+@pytest.mark.slow  # compiles the prior fit's numba kernel when run alone (~9 s)
+def test_prior_cold_surface_not_constrained():
+    truth = 250.0
+    observed, r, geometry, solar, sigma = scene(np.full(8, truth), 0.005, seed=3)
+    result = remove(observed, geometry, solar, sigma, method="prior")
+    assert np.all(result.status == lumaxlike.Status.NOT_CONSTRAINED)
+    # the one-sided 95 % upper limit, profiled over every w_b: above the truth, and
+    # telling (the emission at 340 K would exceed the noise at the window's long end)
+    assert np.all((result.temperature >= truth) & (result.temperature < 345))
+    assert np.all(np.isnan(result.temperature_sigma))
+    np.testing.assert_array_equal(result.reflectance, observed)
