@@ -124,6 +124,38 @@ def test_cli_runs_and_records_the_run(warm_cube, tmp_path):
     assert np.isfinite(_read(tmp_path / "cli_temperature.tif")).all()
 
 
+@pytest.mark.slow  # numba compiles the prior fit's kernel (~9 s)
+def test_cli_method_prior_equals_in_memory(warm_cube, tmp_path):
+    paths, refl, geometry, solar = warm_cube
+    out = tmp_path / "prior.tif"
+    code = main([
+        "thermal", str(paths["cube"]), "--geometry", str(paths["obs"]), "--units", "r",
+        "--b", "0.25", "--c", "0.3", "--solver", "numba", "--solar-distance", "1",
+        "--method", "prior", "--refl-sigma", "0.0002", "--prior-uncertainty", "0.03",
+        "--prior-reference", "1.55,2.0", "--out", str(out),
+    ])  # fmt: skip
+    assert code == 0
+    record = lumaxlike.read_provenance(out)
+    assert "--method prior" in record.command and "--prior-uncertainty 0.03" in record.command
+    expected = lumaxlike.remove_thermal(
+        refl, *geometry, WAVELENGTHS, PARAMS, solar_spectrum=solar, solver="numba",
+        method="prior", refl_sigma=0.0002, prior_sigma=0.03,
+    )  # fmt: skip
+    got = _read(tmp_path / "prior_temperature.tif")[..., 0]
+    np.testing.assert_allclose(got, expected.temperature, rtol=1e-9)
+    np.testing.assert_allclose(_read(out), expected.reflectance, rtol=1e-9)
+    assert np.all(np.abs(got - 380.0) < 15.0)
+
+
+def test_prior_without_sigma_refused(warm_cube, tmp_path):
+    paths, *_ = warm_cube
+    with pytest.raises(ValueError, match="sigma"):
+        lumaxlike.remove_thermal_file(
+            paths["cube"], tmp_path / "a.tif", geometry=paths["obs"], params=PARAMS,
+            solver="numba", units="r", solar_distance=1.0, method="prior", progress=False,
+        )  # fmt: skip
+
+
 def test_reff_and_missing_distance_refused(warm_cube, tmp_path):
     paths, *_ = warm_cube
     common = dict(geometry=paths["obs"], params=PARAMS, solver="numba", progress=False)

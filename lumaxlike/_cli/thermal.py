@@ -12,9 +12,15 @@ from .products import cube_bands, resolve_product_options
 
 __all__ = ["add_parser", "run"]
 
+# remove_thermal's DEFAULT_PRIOR_SIGMA and DEFAULT_PRIOR_REFERENCE (not imported: the
+# command line's help stays free of the solvers' imports); tests/test_thermal checks them
+DEFAULT_PRIOR_SIGMA = 0.02
+DEFAULT_PRIOR_REFERENCE = (1.55, 2.0)
+
 DESCRIPTION = """\
 Thermal-emission removal (issue 46): each pixel's temperature from a continuum fit over a
-window short of the 3 um band (Clark et al. 2011's assumption; or a given T), and every
+window short of the 3 um band (Clark et al. 2011's assumption; or each band's w with a
+prior continued from shorter bands; or a given T), and every
 band's reflectance with the emission eps B(T) d^2 / F removed (eps = 1 - r_hd of the same
 Hapke model, Kirchhoff's law), streamed by blocks of rows. See lumaxlike.remove_thermal.
 
@@ -53,10 +59,12 @@ def add_parser(commands, invert, formatter) -> None:
     settings = thermal.add_argument_group("thermal settings")
     settings.add_argument(
         "--method",
-        choices=("continuum", "given"),
+        choices=("continuum", "given", "prior"),
         default="continuum",
-        help="continuum: fit T with a linear w over --window; given: remove the emission "
-        "of --temperature (default continuum)",
+        help="continuum: fit T with a linear w over --window; prior: fit T and each band's "
+        "w over --window, w held near the line of w over --prior-reference continued "
+        "(needs --refl-sigma); given: remove the emission of --temperature (default "
+        "continuum)",
     )
     settings.add_argument(
         "--temperature",
@@ -77,6 +85,22 @@ def add_parser(commands, invert, formatter) -> None:
         default=10.0,
         metavar="K",
         help="T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED (default 10)",
+    )
+    settings.add_argument(
+        "--prior-uncertainty",
+        type=positive_float,
+        default=DEFAULT_PRIOR_SIGMA,
+        metavar="W",
+        help="--method prior: 1-sigma of each band's w about the prior "
+        f"(default {DEFAULT_PRIOR_SIGMA})",
+    )
+    settings.add_argument(
+        "--prior-reference",
+        type=_window,
+        default=DEFAULT_PRIOR_REFERENCE,
+        metavar="UM,UM",
+        help="--method prior: the bands [um] whose w is continued into the window, short of "
+        "it (default {},{})".format(*DEFAULT_PRIOR_REFERENCE),
     )
     thermal.set_defaults(handler=run)
 
@@ -106,5 +130,7 @@ def run(args) -> int:
         temperature=args.temperature,
         window=args.window,
         max_temperature_sigma=args.max_temperature_uncertainty,
+        prior_sigma=args.prior_uncertainty,
+        prior_reference=args.prior_reference,
         **settings,
     )

@@ -13,7 +13,7 @@ from .._io.read.spectral_metadata import to_micrometers
 from .._operations.thermal import THERMAL, ThermalSettings
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary
-from .._thermal.remove import DEFAULT_WINDOW
+from .._thermal.remove import DEFAULT_PRIOR_REFERENCE, DEFAULT_PRIOR_SIGMA, DEFAULT_WINDOW
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .wavelengths import cube_wavelengths_um
 
@@ -35,6 +35,8 @@ def remove_thermal_file(
     window=DEFAULT_WINDOW,
     max_temperature_sigma=10.0,
     temperature_bounds=(100.0, 1000.0),
+    prior_sigma=DEFAULT_PRIOR_SIGMA,
+    prior_reference=DEFAULT_PRIOR_REFERENCE,
     sigma=None,
     max_iter=None,
     tol=None,
@@ -73,11 +75,15 @@ def remove_thermal_file(
         params: the `lumaxlike.HapkeParams` of the surface.
         units: ``"r"``, ``"radf"`` or ``"radiance"`` (REFF is refused: its incidence
             normalisation would hide the geometry the emissivity needs).
-        method: ``"continuum"`` or ``"given"`` (see `lumaxlike.remove_thermal`).
+        method: ``"continuum"``, ``"given"`` or ``"prior"`` (see
+            `lumaxlike.remove_thermal`; ``"prior"`` needs ``sigma``).
         temperature: T [K] of every pixel, for ``"given"``.
-        window: (shortest, longest) wavelength [um] of the continuum fit.
+        window: (shortest, longest) wavelength [um] of the fit.
         max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
         temperature_bounds: (lowest, highest) T [K] of the fit.
+        prior_sigma: ``"prior"``'s 1-sigma of each band's w about its prior.
+        prior_reference: (shortest, longest) wavelength [um] of ``"prior"``'s reference
+            bands.
         sigma: standard uncertainty of the cube's values in ``units``; None: estimated
             per pixel from the fit's residual.
 
@@ -91,12 +97,16 @@ def remove_thermal_file(
     run, product, options = front_end_options(run, product, solver, locals())
     if units == "reff":
         raise ValueError('units="reff" is not supported by the thermal removal; give r or radf')
+    if method == "prior" and sigma is None:
+        raise ValueError('method="prior" needs sigma: it weighs the data against the prior')
     settings = ThermalSettings(
         method,
         None if temperature is None else float(temperature),
         (float(window[0]), float(window[1])),
         float(max_temperature_sigma),
         (float(temperature_bounds[0]), float(temperature_bounds[1])),
+        float(prior_sigma),
+        (float(prior_reference[0]), float(prior_reference[1])),
     )
     inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
     out_units = "r" if units == "r" else "radf"

@@ -15,7 +15,13 @@ import numpy as np
 from .._io.write.layout import FieldLayout
 from .._options import SolverOptions
 from .._status import Status
-from .._thermal.remove import DEFAULT_WINDOW, METHODS, remove_thermal
+from .._thermal.remove import (
+    DEFAULT_PRIOR_REFERENCE,
+    DEFAULT_PRIOR_SIGMA,
+    DEFAULT_WINDOW,
+    METHODS,
+    remove_thermal,
+)
 from .blocks import numba_threads
 from .declaration import Operation
 
@@ -33,11 +39,14 @@ class ThermalSettings:
     """How `thermal_block` removes the emission (`lumaxlike.remove_thermal`'s arguments).
 
     Attributes:
-        method: ``"continuum"`` or ``"given"``.
+        method: ``"continuum"``, ``"given"`` or ``"prior"``.
         temperature: T [K] of every pixel for ``"given"``, else None.
-        window: (shortest, longest) wavelength [um] of the continuum fit.
+        window: (shortest, longest) wavelength [um] of the fit.
         max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
         temperature_bounds: (lowest, highest) T [K] of the fit.
+        prior_sigma: ``"prior"``'s 1-sigma of each band's w about its prior.
+        prior_reference: (shortest, longest) wavelength [um] of ``"prior"``'s reference
+            bands, whose w's line is continued into the window.
     """
 
     method: str = "continuum"
@@ -45,6 +54,8 @@ class ThermalSettings:
     window: tuple[float, float] = DEFAULT_WINDOW
     max_temperature_sigma: float = 10.0
     temperature_bounds: tuple[float, float] = (100.0, 1000.0)
+    prior_sigma: float = DEFAULT_PRIOR_SIGMA
+    prior_reference: tuple[float, float] = DEFAULT_PRIOR_REFERENCE
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -56,6 +67,12 @@ class ThermalSettings:
         low, high = self.window
         if not low < high:
             raise ValueError(f"window must be (shortest, longest) [um], got {self.window!r}")
+        if not (math.isfinite(self.prior_sigma) and self.prior_sigma > 0):
+            raise ValueError(f"prior_sigma must be positive [w], got {self.prior_sigma!r}")
+        if not self.prior_reference[0] < self.prior_reference[1]:
+            raise ValueError(
+                f"prior_reference must be (shortest, longest) [um], got {self.prior_reference!r}"
+            )
 
     def record(self) -> dict:
         """The settings as the run's record keeps them."""
@@ -65,6 +82,8 @@ class ThermalSettings:
             "window": list(self.window),
             "max_temperature_sigma": self.max_temperature_sigma,
             "temperature_bounds": list(self.temperature_bounds),
+            "prior_sigma": self.prior_sigma,
+            "prior_reference": list(self.prior_reference),
         }
 
 
@@ -123,6 +142,8 @@ def thermal_block(
             solver=options.solver,
             temperature_bounds=settings.temperature_bounds,
             max_temperature_sigma=settings.max_temperature_sigma,
+            prior_sigma=settings.prior_sigma,
+            prior_reference=settings.prior_reference,
             **kwargs,
         )
     factor = math.pi if units == "radf" else 1.0

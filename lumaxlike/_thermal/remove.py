@@ -16,14 +16,25 @@ from .._params import HapkeParams
 from .._shapes import check_choice
 from .._status import Status
 from . import emissivity
+from .prior_solvers import COLUMNS, solve_prior
 from .rules import T_SCALE
 from .solvers import solve_bands, solve_thermal
 from .upper_limit import UPPER_LIMIT_CHI2, upper_limit
 
 __all__ = ["DEFAULT_WINDOW", "METHODS", "ThermalResult", "remove_thermal", "solar_per_band"]
 
-METHODS = ("continuum", "given")
+METHODS = ("continuum", "given", "prior")
 DEFAULT_WINDOW = (2.3, 2.65)  # [um]: short of the 3 um hydration band's wing (~2.7 um)
+# [um]: method="prior"'s reference bands, whose w is continued into the window: long of
+# the 1 um band's wing, where emission is weak (at 400 K ~2 % of r at 2 um, 0.5 % at
+# 1.8 um: removed at the fitted T, `PRIOR_PASSES`)
+DEFAULT_PRIOR_REFERENCE = (1.55, 2.0)
+PRIOR_PASSES = 3  # prior fits, the reference bands' emission removed after each (T to ~0.01 K)
+# [w]: method="prior"'s default 1-sigma of w about the prior: lunar soils' w departs from
+# a line continued from 1.55-2 um to 2.65 um by ~0.01-0.02 (the continuum's curvature,
+# the wing of the 3 um band); 0.02 lets each band's w move that far, and still holds the
+# window's w close enough (9 bands) that T is bound to a few K at 375 K, 0.5 % noise
+DEFAULT_PRIOR_SIGMA = 0.02
 CHUNK = 4096  # pixels per solver call (the correction solves pixels x bands problems)
 # the window problems' per-pixel entries (the others are per band, or one value)
 PER_PIXEL = (
@@ -103,12 +114,36 @@ def _check(refl, wavelengths, method, temperature, window, solver):
         raise ValueError("wavelengths must increase")
     if method == "given" and temperature is None:
         raise ValueError('method="given" needs temperature (an array of T [K] per pixel)')
-    if method == "continuum":
+    if method in ("continuum", "prior"):
         inside = (wavelengths >= window[0]) & (wavelengths <= window[1])
         if inside.sum() < 4:
             raise ValueError(f"window={window!r} holds {inside.sum()} bands; the fit needs 4")
         return inside
     return None
+
+
+def _check_prior(refl, wavelengths, refl_sigma, prior, inside):
+    """method="prior"'s arguments, checked: (prior_sigma, the reference bands (a boolean
+    mask) or None, the prior spectrum (pixels, bands) or None)."""
+    sigma, reference, albedo = prior
+    if refl_sigma is None:
+        raise ValueError('method="prior" needs refl_sigma: it weighs the data against the prior')
+    if not (np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"prior_sigma must be positive and finite [w], got {sigma!r}")
+    if albedo is not None:
+        try:
+            albedo = np.broadcast_to(np.asarray(albedo, np.float64), refl.shape)
+        except ValueError:
+            raise ValueError(
+                f"prior_albedo must have shape pixels + (bands,) or (bands,), got {np.shape(albedo)}"
+            ) from None
+        return sigma, None, albedo.reshape(-1, refl.shape[-1])
+    mask = (wavelengths >= reference[0]) & (wavelengths <= reference[1])
+    if mask.sum() < 2 or wavelengths[mask].max() >= wavelengths[inside].min():
+        raise ValueError(
+            f"prior_reference={reference!r} must hold 2 bands or more, all short of the window"
+        )
+    return sigma, mask, None
 
 
 def _covariance_tt(jtj: np.ndarray) -> np.ndarray:
@@ -218,6 +253,111 @@ def _continuum(arrays, observed, w_start, spectral, estimate, bounds, max_sigma,
     return temp, tsig, status
 
 
+def _prior_means(observed, arrays, spectral, settings, temperature):
+    """The prior's w of each window band (pixels, window bands): the line fitted by least
+    squares to the w of the reference bands, continued; their w is `invert`'s where
+    `temperature` is None, else that with the emission at `temperature` [K] removed
+    (`_correct`; NaN: none)."""
+    wavelengths, solar, _, inside = spectral
+    reference = settings["prior"][1]
+    if temperature is None:
+        vectors = (arrays["to_sun"], arrays["to_sensor"], arrays["normal"])
+        w = invert(observed[:, reference], *vectors, settings["params"], settings["solver"]).w
+    else:
+        w = _correct(
+            arrays,
+            observed[:, reference],
+            temperature,
+            wavelengths[reference],
+            solar[reference],
+            settings,
+        )[0]
+    x = wavelengths[reference] - wavelengths[reference].mean()
+    slope = (w * x).sum(axis=1) / (x * x).sum()
+    at = wavelengths[inside] - wavelengths[reference].mean()
+    return w.mean(axis=1)[:, None] + slope[:, None] * at
+
+
+def _prior(arrays, observed, mean, spectral, settings):
+    """(T [K], 1-sigma [K], status) by the prior fit (`prior_rules`); NOT_CONSTRAINED
+    pixels get T's 95 % upper limit (the cost profiled over every w_b) and a NaN sigma."""
+    wavelengths, solar, sigma, inside = spectral
+    bounds = settings["bounds"]
+    limits = (bounds[0] / T_SCALE, bounds[1] / T_SCALE, settings["tol"], settings["max_iter"])
+    problems = dict(arrays)
+    problems.update(
+        t=_brightness_start(observed[:, inside], wavelengths[inside], solar[inside], arrays)
+        / T_SCALE,
+        w=np.clip(np.nan_to_num(mean, nan=0.2), 0.01, 0.99),
+        mean=mean,
+        wavelength=wavelengths[inside],
+        solar=solar[inside],
+        observed=observed[:, inside],
+        weight=np.broadcast_to(1.0 / sigma[inside], observed[:, inside].shape),
+    )
+    inverse = 1.0 / settings["prior"][0]
+    out = solve_prior(settings["params"], problems, (inverse, 1.0), limits, settings["solver"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        variance = np.where(out[:, 2] > 0, 1.0 / out[:, 2], np.inf)
+    t_sigma = np.sqrt(variance) * T_SCALE
+    status = np.where(out[:, 3] == 0, Status.CONVERGED, Status.MAX_ITER)
+    on_bound = (out[:, 0] <= limits[0]) | (out[:, 0] >= limits[1])
+    status = np.where(on_bound & (status == Status.CONVERGED), Status.UNREACHABLE, status)
+    status = np.where(~(t_sigma <= settings["max_sigma"]), Status.NOT_CONSTRAINED, status)
+    temperature = out[:, 0] * T_SCALE
+    loose = np.flatnonzero(status == Status.NOT_CONSTRAINED)
+    if loose.size:
+        temperature[loose] = _prior_upper_limit(problems, out, loose, variance, settings)
+        t_sigma[loose] = np.nan
+    return temperature, t_sigma, status.astype(np.int8)
+
+
+def _prior_passes(chunk, arrays, observed, spectral, settings):
+    """(T, 1-sigma, status) of method="prior": with a given prior spectrum, one fit;
+    else `PRIOR_PASSES` fits, each after the first with the reference bands' w freed of
+    the emission at the previous fit's T (a warm surface's emission is ~2 % of r at 2 um
+    at 400 K: left in, it steepens the prior's line and lowers T by ~1 K)."""
+    albedo = settings["prior"][2]
+    if albedo is not None:
+        return _prior(arrays, observed, albedo[chunk][:, spectral[3]], spectral, settings)
+    removed = None
+    for _ in range(PRIOR_PASSES):
+        mean = _prior_means(observed, arrays, spectral, settings, removed)
+        temperature, t_sigma, status = _prior(arrays, observed, mean, spectral, settings)
+        removed = np.where(status == Status.NOT_CONSTRAINED, np.nan, temperature)
+    return temperature, t_sigma, status
+
+
+def _prior_upper_limit(problems, out, loose, variance, settings):
+    """T's one-sided 95 % upper limit [K] of the pixels `loose` (`upper_limit`, each
+    profiled fit one prior fit with t held)."""
+    subset = {
+        k: (v[loose] if k in PER_PIXEL + ("t", "w", "mean") else v) for k, v in problems.items()
+    }
+    rows = np.zeros((loose.size, 4))
+    rows[:, 2], rows[:, 3] = out[loose, 0], out[loose, 1]
+    bounds = settings["bounds"]
+    limits = (bounds[0] / T_SCALE, bounds[1] / T_SCALE, settings["tol"], settings["max_iter"])
+    inverse = 1.0 / settings["prior"][0]
+
+    def profile(active, t):
+        fixed = {
+            k: (v[active] if k in PER_PIXEL + ("t", "w", "mean") else v) for k, v in subset.items()
+        }
+        fixed["t"], fixed["w"] = t, out[loose[active], COLUMNS:]
+        solved = solve_prior(settings["params"], fixed, (inverse, 0.0), limits, settings["solver"])
+        return solved[:, 1]
+
+    return upper_limit(
+        profile,
+        rows,
+        np.full(loose.size, UPPER_LIMIT_CHI2),
+        variance[loose],
+        bounds[1] / T_SCALE,
+        problems["wavelength"][-1],
+    )
+
+
 def _correct(arrays, observed, temperature, wavelengths, solar, settings):
     """(w, corrected r, emission) of every band at the pixels' T (pixels, bands each);
     T NaN: nothing removed (`invert`'s w)."""
@@ -255,6 +395,9 @@ def remove_thermal(
     max_temperature_sigma: float = 10.0,
     max_iter: int = 100,
     tol: float = 1e-10,
+    prior_sigma: float = DEFAULT_PRIOR_SIGMA,
+    prior_reference: tuple[float, float] = DEFAULT_PRIOR_REFERENCE,
+    prior_albedo=None,
 ) -> ThermalResult:
     """Fit each pixel's temperature and remove its thermal emission from every band.
 
@@ -262,8 +405,9 @@ def remove_thermal(
     (`lumaxlike._model.thermal`; eps = 1 - r_hd of the same Hapke model, Kirchhoff's law).
     ``method="continuum"`` (Clark et al. 2011's assumption): over `window` w is linear in
     wavelength, w = a + b (lambda - window's first band), and (a, b, T) are fitted per
-    pixel by Levenberg-Marquardt. ``method="given"``: T comes from outside (a
-    thermophysical model, Bandfield et al. 2018) and is only removed. Then each band's w
+    pixel by Levenberg-Marquardt. ``method="prior"``: T and each window band's w, with a
+    Gaussian prior about the line of w continued from shorter bands. ``method="given"``:
+    T from outside (a thermophysical model, Bandfield et al. 2018). Then each band's w
     is solved with T fixed, r(w) + eps(w) B d^2 / F = refl, giving the corrected
     reflectance r(w) and w. A pixel too cold for the data to bound T (its 1-sigma above
     `max_temperature_sigma`) is NOT_CONSTRAINED: it gets T's one-sided 95 % upper limit
@@ -283,17 +427,21 @@ def remove_thermal(
             ``(bands,)``, or a solar-spectrum file (M3's ``SOLAR_SPEC.TAB``, read as
             ``--units radiance`` reads it) or `SolarSpectrum`.
         solar_distance: the Sun's distance d [au], a scalar or shape ``pixels``.
-        method: ``"continuum"`` or ``"given"``.
+        method: ``"continuum"``, ``"prior"`` or ``"given"``.
         temperature: T [K] per pixel (shape ``pixels`` or a scalar), for "given".
         window: (shortest, longest) wavelength [um] of the bands the fit uses: at least
             4 bands, short of the 3 um hydration band.
         refl_sigma: 1-sigma of refl [1/sr], scalar or per band; None: estimated from each
-            pixel's residual (chi^2 / (n - 3)).
+            pixel's residual (chi^2 / (n - 3)); required by "prior".
         solver: ``"jax"`` or ``"numba"``.
         temperature_bounds: (lowest, highest) T [K] of the fit.
         max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
         max_iter: Levenberg-Marquardt steps at most.
         tol: step tolerance (in w, and in T / 100 K).
+        prior_sigma: "prior"'s 1-sigma of each band's w about its prior (see docs).
+        prior_reference: "prior"'s (shortest, longest) wavelength [um] of the bands whose
+            w's line is continued into the window (>= 2 bands, short of the window).
+        prior_albedo: "prior"'s w per band instead, ``(bands,)`` or ``pixels + (bands,)``.
 
     Returns:
         `ThermalResult`.
@@ -305,37 +453,45 @@ def remove_thermal(
     refl = np.asarray(refl, dtype=np.float64)
     wavelengths = np.asarray(wavelengths, dtype=np.float64)
     inside = _check(refl, wavelengths, method, temperature, window, solver)
+    prior = (prior_sigma, prior_reference, prior_albedo)
+    if method == "prior":
+        prior = _check_prior(refl, wavelengths, refl_sigma, prior, inside)
     pixels, n_bands = refl.shape[:-1], refl.shape[-1]
     flat = refl.reshape(-1, n_bands)
-    geometry, cos_e, status = _geometry_and_status(
-        flat, (to_sun, to_sensor, normal), pixels, inside
-    )
+    vectors = (to_sun, to_sensor, normal)
+    geometry, cos_e, status = _geometry_and_status(flat, vectors, pixels, inside)
     solar, sigma = solar_per_band(solar_spectrum, wavelengths), _band_sigma(refl_sigma, n_bands)
     spectral = (wavelengths, solar, sigma, inside)
-    geometry["distance"] = np.broadcast_to(
-        np.asarray(solar_distance, dtype=np.float64), pixels
-    ).reshape(-1)
+    geometry["distance"] = np.broadcast_to(np.asarray(solar_distance, float), pixels).ravel()
     outputs = {k: np.full(flat.shape[:1], np.nan) for k in ("temperature", "temperature_sigma")}
     outputs.update({k: np.full(flat.shape, np.nan) for k in ("w", "reflectance", "emission")})
-    good = np.flatnonzero(status == Status.CONVERGED)
-    if good.size:
-        settings: dict = dict(params=params, solver=solver, max_iter=max_iter, tol=tol)
-        settings.update(method=method, estimate=refl_sigma is None, bounds=temperature_bounds)
-        settings.update(max_sigma=max_temperature_sigma)
-        if method == "given":
-            settings["given"] = np.broadcast_to(np.asarray(temperature, float), pixels).reshape(-1)
-        table = emissivity.cached_emissivity_table(
-            (cos_e[good].min(), cos_e[good].max()), params, solver
-        )
-        for chunk in np.array_split(good, -(-good.size // CHUNK)):
-            arrays = {k: v[chunk] for k, v in geometry.items()}
-            arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
-            _solve_chunk(chunk, arrays, flat[chunk], spectral, settings, status, outputs)
+    settings: dict = dict(params=params, solver=solver, max_iter=max_iter, tol=tol)
+    settings.update(method=method, estimate=refl_sigma is None, bounds=temperature_bounds)
+    settings.update(max_sigma=max_temperature_sigma, prior=prior)
+    if method == "given":
+        settings["given"] = np.broadcast_to(np.asarray(temperature, float), pixels).reshape(-1)
+    _solve_pixels(flat, (geometry, cos_e), spectral, settings, status, outputs)
     shapes = dict.fromkeys(("temperature", "temperature_sigma"), pixels)
     return ThermalResult(
         status=status.reshape(pixels),
         **{k: v.reshape(shapes.get(k, refl.shape)) for k, v in outputs.items()},
     )
+
+
+def _solve_pixels(flat, geometry_and_cos_e, spectral, settings, status, outputs):
+    """Solve the pixels still CONVERGED in `status` (to be solved), by chunks of `CHUNK`."""
+    geometry, cos_e = geometry_and_cos_e
+    good = np.flatnonzero(status == Status.CONVERGED)
+    if not good.size:
+        return
+    params, solver = settings["params"], settings["solver"]
+    table = emissivity.cached_emissivity_table(
+        (cos_e[good].min(), cos_e[good].max()), params, solver
+    )
+    for chunk in np.array_split(good, -(-good.size // CHUNK)):
+        arrays = {k: v[chunk] for k, v in geometry.items()}
+        arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
+        _solve_chunk(chunk, arrays, flat[chunk], spectral, settings, status, outputs)
 
 
 def _band_sigma(refl_sigma, n_bands: int) -> np.ndarray:
@@ -386,6 +542,8 @@ def _solve_chunk(chunk, arrays, observed, spectral, settings, status, outputs):
             settings["max_sigma"],
             settings,
         )
+    elif settings["method"] == "prior":
+        temp, tsig, status[chunk] = _prior_passes(chunk, arrays, observed, spectral, settings)
     else:
         temp, tsig = settings["given"][chunk], np.full(chunk.size, np.nan)
     outputs["temperature"][chunk], outputs["temperature_sigma"][chunk] = temp, tsig

@@ -89,7 +89,9 @@ def remove_thermal_dataarray(
         solar_distance: the Sun's distance [au], one number.
         wavelengths: band centres [um], ``(bands,)``; None reads refl's coordinate along
             its spectral dim (nm or um, from its ``units`` attr).
-        method: ``"continuum"`` or ``"given"`` (see `lumaxlike.remove_thermal`; so are
+        method: ``"continuum"``, ``"given"`` or ``"prior"`` (the latter with
+            `lumaxlike.remove_thermal`'s default prior_sigma and prior_reference, and
+            ``refl_sigma`` given; see `lumaxlike.remove_thermal`; so are
             ``temperature``, T [K] for "given", and ``window``, None for the default).
         temperature: T [K] of every pixel, for ``"given"``.
         window: (shortest, longest) wavelength [um] of the continuum fit.
