@@ -69,21 +69,18 @@ def remove_thermal_file(
             ``progress``, ``workers``, ``scheduler``, ``resume``: also keywords) and the
             product's ``product`` (``solar_spectrum``, ``solar_distance``,
             ``wavelengths_from``: also keywords)).
-        out_path: output; ``OUT`` holds the corrected cube in r (``units="r"``) or I/F
-            (``"radf"``, ``"radiance"``); ``OUT_w``, ``OUT_temperature``,
-            ``OUT_temperature_sigma``, ``OUT_status`` beside it (netCDF/zarr: variables).
+        out_path: ``OUT``, the corrected cube in r (``units="r"``) or I/F, and ``OUT_w``,
+            ``OUT_temperature(_sigma)``, ``OUT_status`` beside it (netCDF/zarr: variables).
         params: the `lumaxlike.HapkeParams` of the surface.
         units: ``"r"``, ``"radf"`` or ``"radiance"`` (REFF is refused: its incidence
             normalisation would hide the geometry the emissivity needs).
-        method: ``"continuum"``, ``"given"`` or ``"prior"`` (see
-            `lumaxlike.remove_thermal`; ``"prior"`` needs ``sigma``).
+        method: ``"continuum"``, ``"given"`` or ``"prior"`` (needs ``sigma``).
         temperature: T [K] of every pixel, for ``"given"``.
         window: (shortest, longest) wavelength [um] of the fit.
         max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
         temperature_bounds: (lowest, highest) T [K] of the fit.
         prior_sigma: ``"prior"``'s 1-sigma of each band's w about its prior.
-        prior_reference: (shortest, longest) wavelength [um] of ``"prior"``'s reference
-            bands.
+        prior_reference: (shortest, longest) [um] of ``"prior"``'s reference bands.
         sigma: standard uncertainty of the cube's values in ``units``; None: estimated
             per pixel from the fit's residual.
 
@@ -97,16 +94,15 @@ def remove_thermal_file(
     run, product, options = front_end_options(run, product, solver, locals())
     if units == "reff":
         raise ValueError('units="reff" is not supported by the thermal removal; give r or radf')
-    if method == "prior" and sigma is None:
-        raise ValueError('method="prior" needs sigma: it weighs the data against the prior')
-    settings = ThermalSettings(
+    settings = _settings(
         method,
-        None if temperature is None else float(temperature),
-        (float(window[0]), float(window[1])),
-        float(max_temperature_sigma),
-        (float(temperature_bounds[0]), float(temperature_bounds[1])),
-        float(prior_sigma),
-        (float(prior_reference[0]), float(prior_reference[1])),
+        temperature,
+        window,
+        max_temperature_sigma,
+        temperature_bounds,
+        prior_sigma,
+        prior_reference,
+        sigma,
     )
     inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
     out_units = "r" if units == "r" else "radf"
@@ -122,6 +118,30 @@ def remove_thermal_file(
             geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma, **settings.record()
         ),
         command=command,
+    )
+
+
+def _settings(
+    method,
+    temperature,
+    window,
+    max_temperature_sigma,
+    temperature_bounds,
+    prior_sigma,
+    prior_reference,
+    sigma,
+) -> ThermalSettings:
+    """`remove_thermal_file`'s thermal settings, as floats; ``"prior"`` needs ``sigma``."""
+    if method == "prior" and sigma is None:
+        raise ValueError('method="prior" needs sigma: it weighs the data against the prior')
+    return ThermalSettings(
+        method,
+        None if temperature is None else float(temperature),
+        (float(window[0]), float(window[1])),
+        float(max_temperature_sigma),
+        (float(temperature_bounds[0]), float(temperature_bounds[1])),
+        float(prior_sigma),
+        (float(prior_reference[0]), float(prior_reference[1])),
     )
 
 

@@ -89,12 +89,10 @@ def remove_thermal_dataarray(
         solar_distance: the Sun's distance [au], one number.
         wavelengths: band centres [um], ``(bands,)``; None reads refl's coordinate along
             its spectral dim (nm or um, from its ``units`` attr).
-        method: ``"continuum"``, ``"given"`` or ``"prior"`` (the latter with
-            `lumaxlike.remove_thermal`'s default prior_sigma and prior_reference, and
-            ``refl_sigma`` given; see `lumaxlike.remove_thermal`; so are
-            ``temperature``, T [K] for "given", and ``window``, None for the default).
+        method: ``"continuum"``, ``"given"`` or ``"prior"`` (with `remove_thermal`'s
+            default prior_sigma and prior_reference; needs ``refl_sigma``).
         temperature: T [K] of every pixel, for ``"given"``.
-        window: (shortest, longest) wavelength [um] of the continuum fit.
+        window: (shortest, longest) wavelength [um] of the fit; None: the default.
         refl_sigma: 1-sigma of ``refl`` in ``units`` (one number); None estimates it.
         spectral_dim: the spectral dim's name when neither ``band`` nor ``wavelength``.
         max_iter: Levenberg-Marquardt steps at most (None: the default; so for ``tol``).
