@@ -70,12 +70,18 @@ def m3_warm_cube(side: int, seed: int = 0):
     incidence = np.radians(rng.uniform(10, 60, (side, side)))
     to_sun = np.stack([np.sin(incidence), 0 * incidence, np.cos(incidence)], -1)
     to_sensor, normal = np.array([np.sin(VIEW), 0.0, np.cos(VIEW)]), np.array([0.0, 0.0, 1.0])
-    r = np.asarray(lumaxlike.amsa(w, to_sun, to_sensor, normal, PARAMS, "numba"))
-    eps = emissivity.directional_emissivity(w, np.full(w.shape, np.cos(VIEW)), PARAMS, "numba")
     solar = solar_irradiance(x)
     temperature = rng.uniform(350, 400, (side, side, 1))
-    factor, _ = retarget_to_numpy(thermal).thermal_factor_and_slope(x, temperature, solar, 1.0)
-    observed = r + eps * factor
+    observed = np.empty((side, side, x.size))
+    for rows in np.array_split(np.arange(side), -(-side // 64)):  # bounded memory
+        w_rows = w[rows]
+        r = np.asarray(lumaxlike.amsa(w_rows, to_sun[rows], to_sensor, normal, PARAMS, "numba"))
+        cos_e = np.full(w_rows.shape, np.cos(VIEW))
+        eps = emissivity.directional_emissivity(w_rows, cos_e, PARAMS, "numba")
+        factor, _ = retarget_to_numpy(thermal).thermal_factor_and_slope(
+            x, temperature[rows], solar, 1.0
+        )
+        observed[rows] = r + eps * factor
     observed *= 1 + 0.005 * rng.standard_normal(observed.shape)
     return observed, (to_sun, to_sensor, normal), x, solar
 
