@@ -82,21 +82,20 @@ def run_command(
         args: the parsed command line: its run options (`run_options`), product options
             (`product_kwargs`, when ``product``), ``out`` and ``command_line``.
         inputs: the front end's first argument.
-        described: what the one-line report says of the run between the files and the
-            summary (``"r -> w.tif, solver numba"``).
+        described: what the one-line report says of the run before its summary (the
+            files and settings: ``"cube.tif (r) -> w.tif, solver numba"``).
         product: whether the front end takes a `ProductOptions` (not ``sample``).
         **keywords: the operation's own keywords (``params``, ``units``, ...).
 
     Returns:
         0, or 1 when no problem converged (`finish`).
     """
+    from .. import _files
     from .._options import ProductOptions
 
     quiet_cluster_logs(args)
     if product:
         keywords["product"] = ProductOptions(**product_kwargs(args))
-    from .. import _files
-
     front_end = getattr(_files, operation.file_function)  # invert_file, ...
     summary = front_end(
         inputs, args.out, run=run_options(args), command=args.command_line, **keywords

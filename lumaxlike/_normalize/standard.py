@@ -28,7 +28,7 @@ __all__ = [
     "standard_vectors",
 ]
 
-DEFAULT_STANDARD = (math.radians(30.0), 0.0, math.radians(30.0))
+DEFAULT_STANDARD: tuple[float, float, float] = (math.radians(30.0), 0.0, math.radians(30.0))
 """(incidence, emission, phase) [rad] of the usual standard geometry (ISIS photomet, M3,
 LROC WAC): i = 30 deg, e = 0 deg, g = 30 deg."""
 
