@@ -194,7 +194,7 @@ def _block_scratch(p):
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _input_status(pixel, refl, to_sun, to_sensor, normal):
+def input_status(pixel, refl, to_sun, to_sensor, normal):
     """-1 (solvable so far), or NONFINITE_INPUT for a pixel with a non-finite vector
     component or reflectance."""
     status = -1
@@ -298,7 +298,7 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
     a_matrix, c = subproblem
     trial, trial_sum, newton = trial_state[0], trial_state[2], newton_state[0]
     for pixel in range(block * BLOCK, min(refl.shape[0], (block + 1) * BLOCK)):
-        status = _input_status(pixel, refl, to_sun, to_sensor, normal)
+        status = input_status(pixel, refl, to_sun, to_sensor, normal)
         terms = pixel_terms(
             to_sun[pixel],
             to_sensor[pixel],

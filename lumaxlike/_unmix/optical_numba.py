@@ -33,7 +33,8 @@ from .._model.numba_cache import cached_njit, compile_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._model.numba_threads import run_in_blocks
 from .._status import Status
-from . import optical
+from . import numba_one_step, optical
+from .numba_one_step import input_status
 from .simplex_qp import MULTIPLIER_FLOOR, scaled_cholesky, scaled_solve
 
 __all__ = ["solve_optical_numba", "project_simplex"]
@@ -55,7 +56,6 @@ slopes_from_terms = slab_twins("numba").slab_slopes_from_terms
 CONVERGED = int(Status.CONVERGED)
 MAX_ITER = int(Status.MAX_ITER)
 INVALID_GEOMETRY = int(Status.INVALID_GEOMETRY)
-NONFINITE_INPUT = int(Status.NONFINITE_INPUT)
 
 
 @numba.njit(error_model="numpy")
@@ -337,17 +337,7 @@ def _pixel_status(pixel, problem, model):
     """(-1, or NONFINITE_INPUT / INVALID_GEOMETRY; the pixel's `pixel_terms`)."""
     refl, to_sun, to_sensor, normal = problem
     scalars, legendre, use_legendre = model
-    status = -1
-    for c in range(3):
-        if not (
-            math.isfinite(to_sun[pixel, c])
-            and math.isfinite(to_sensor[pixel, c])
-            and math.isfinite(normal[pixel, c])
-        ):
-            status = NONFINITE_INPUT
-    for band in range(refl.shape[1]):
-        if not math.isfinite(refl[pixel, band]):
-            status = NONFINITE_INPUT
+    status = input_status(pixel, refl, to_sun, to_sensor, normal)
     terms = pixel_terms(
         to_sun[pixel],
         to_sensor[pixel],
@@ -405,7 +395,9 @@ def _optical_block(block, problem, model, optics, settings, outputs):
 
 
 @cached_njit(
-    inlines=(lm_rules, slab_equations, optical, *MODEL_MODULES), nogil=True, error_model="numpy"
+    inlines=(lm_rules, slab_equations, optical, numba_one_step, *MODEL_MODULES),
+    nogil=True,
+    error_model="numpy",
 )
 def _optical_kernel(first, last, problem, model, optics, settings, outputs):
     """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`); the
