@@ -158,16 +158,13 @@ def _cached_table(lo, hi, model, params, backend):
 
 
 def pixel_coefficients(cos_e, table) -> np.ndarray:
-    """Each pixel's coefficients of eps in gamma: shape ``cos_e.shape + (N_EMISSIVITY,)``."""
+    """Each pixel's coefficients of eps in gamma: shape ``cos_e.shape + (N_EMISSIVITY,)``
+    (the table's series in cos e summed as one matrix product: the Chebyshev basis of each
+    pixel's u times the table)."""
     coefficients, (lo, hi) = table
     u = (2.0 * np.asarray(cos_e, dtype=np.float64) - lo - hi) / (hi - lo)
-    return (
-        np.polynomial.chebyshev.chebval(u, coefficients[:, None, :]).T.reshape(
-            *np.shape(cos_e), N_EMISSIVITY
-        )
-        if np.ndim(cos_e)
-        else np.polynomial.chebyshev.chebval(u, coefficients)
-    )
+    basis = np.polynomial.chebyshev.chebvander(u.ravel(), coefficients.shape[0] - 1)
+    return (basis @ coefficients).reshape(*np.shape(cos_e), N_EMISSIVITY)
 
 
 def directional_emissivity(w, cos_e, params: HapkeParams, backend: str = "numba"):

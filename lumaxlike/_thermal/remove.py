@@ -9,7 +9,7 @@ import os
 import numpy as np
 from jaxtyping import Float
 
-from .._inverse.albedo.invert import albedo_bounds, invert
+from .._inverse.albedo.invert import albedo_bounds, invert, solver_chunk_pixels
 from .._io.read.radiance import SolarSpectrum, band_irradiance, load_solar_spectrum
 from .._model.thermal import C1, C2
 from .._params import HapkeParams
@@ -35,7 +35,9 @@ PRIOR_PASSES = 3  # prior fits, the reference bands' emission removed after each
 # the wing of the 3 um band); 0.02 lets each band's w move that far, and still holds the
 # window's w close enough (9 bands) that T is bound to a few K at 375 K, 0.5 % noise
 DEFAULT_PRIOR_SIGMA = 0.02
-CHUNK = 4096  # pixels per solver call (the correction solves pixels x bands problems)
+# pixels per call of the JAX solvers (the correction solves pixels x bands problems, each
+# with its own state); the numba solvers' chunks are `invert`'s (`solver_chunk_pixels`)
+CHUNK = 4096
 # the window problems' per-pixel entries (the others are per band, or one value)
 PER_PIXEL = (
     "to_sun",
@@ -370,9 +372,9 @@ def _correct(arrays, observed, temperature, wavelengths, solar, settings):
         (*bounds, settings["tol"], settings["max_iter"]),
         settings["solver"],
     )
-    solved = (status == 0) & np.isfinite(observed)
-    w = np.where(solved, w, np.nan)
-    emission = np.where(solved, emission, np.nan)
+    unsolved = (status != 0) | ~np.isfinite(observed)
+    if unsolved.any():
+        w, emission = np.where(unsolved, np.nan, w), np.where(unsolved, np.nan, emission)
     return w, observed - emission, emission
 
 
@@ -463,8 +465,9 @@ def remove_thermal(
     solar, sigma = solar_per_band(solar_spectrum, wavelengths), _band_sigma(refl_sigma, n_bands)
     spectral = (wavelengths, solar, sigma, inside)
     geometry["distance"] = np.broadcast_to(np.asarray(solar_distance, float), pixels).ravel()
-    outputs = {k: np.full(flat.shape[:1], np.nan) for k in ("temperature", "temperature_sigma")}
-    outputs.update({k: np.full(flat.shape, np.nan) for k in ("w", "reflectance", "emission")})
+    # written in full: every solved pixel by its chunk, the others NaN (`_solve_pixels`)
+    outputs = {k: np.empty(flat.shape[:1]) for k in ("temperature", "temperature_sigma")}
+    outputs.update({k: np.empty(flat.shape) for k in ("w", "reflectance", "emission")})
     settings: dict = dict(params=params, solver=solver, max_iter=max_iter, tol=tol)
     settings.update(method=method, estimate=refl_sigma is None, bounds=temperature_bounds)
     settings.update(max_sigma=max_temperature_sigma, prior=prior)
@@ -479,16 +482,21 @@ def remove_thermal(
 
 
 def _solve_pixels(flat, geometry_and_cos_e, spectral, settings, status, outputs):
-    """Solve the pixels still CONVERGED in `status` (to be solved), by chunks of `CHUNK`."""
+    """Solve the pixels still CONVERGED in `status` (to be solved), by chunks (`CHUNK`
+    for JAX, `invert`'s for numba); the others' outputs are NaN."""
     geometry, cos_e = geometry_and_cos_e
-    good = np.flatnonzero(status == Status.CONVERGED)
+    unsolved = status != Status.CONVERGED
+    for value in outputs.values():
+        value[unsolved] = np.nan
+    good = np.flatnonzero(~unsolved)
     if not good.size:
         return
     params, solver = settings["params"], settings["solver"]
     table = emissivity.cached_emissivity_table(
         (cos_e[good].min(), cos_e[good].max()), params, solver
     )
-    for chunk in np.array_split(good, -(-good.size // CHUNK)):
+    size = solver_chunk_pixels(solver, flat.shape[1], np.float64) if solver == "numba" else CHUNK
+    for chunk in np.array_split(good, -(-good.size // size)):
         arrays = {k: v[chunk] for k, v in geometry.items()}
         arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
         _solve_chunk(chunk, arrays, flat[chunk], spectral, settings, status, outputs)
