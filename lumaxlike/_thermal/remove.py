@@ -172,10 +172,11 @@ def _brightness_start(observed, wavelengths, solar, arrays):
     return np.where(excess > 0, np.clip(np.nan_to_num(temperature, nan=300.0), 200, 600), 300.0)
 
 
-def _window_problems(arrays, observed, w_start, wavelengths, solar, sigma, inside):
-    """The continuum fit's problems over the window (a dict for `solve_thermal`)."""
+def _window_problems(arrays, observed, w_first, wavelengths, solar, sigma, inside):
+    """The continuum fit's problems over the window (a dict for `solve_thermal`); w_first:
+    the start's w at the window's first band (pixels,)."""
     first = np.flatnonzero(inside)[0]
-    a0 = np.where(np.isfinite(w_start[:, first]), np.clip(w_start[:, first], 0.01, 0.99), 0.2)
+    a0 = np.where(np.isfinite(w_first), np.clip(w_first, 0.01, 0.99), 0.2)
     t0 = _brightness_start(observed[:, inside], wavelengths[inside], solar[inside], arrays)
     problems = dict(arrays)
     problems.update(
@@ -241,11 +242,11 @@ def _upper_limit(problems, out, estimate, bounds, settings):
     )
 
 
-def _continuum(arrays, observed, w_start, spectral, estimate, bounds, max_sigma, settings):
+def _continuum(arrays, observed, w_first, spectral, estimate, bounds, max_sigma, settings):
     """(T [K], 1-sigma [K], status) by the continuum fit; NOT_CONSTRAINED pixels get T's
     95 % upper limit and a NaN sigma."""
     wavelengths, solar, sigma, inside = spectral
-    problems = _window_problems(arrays, observed, w_start, wavelengths, solar, sigma, inside)
+    problems = _window_problems(arrays, observed, w_first, wavelengths, solar, sigma, inside)
     temp, tsig, status, out = _fit_temperature(problems, estimate, bounds, max_sigma, settings)
     loose = np.flatnonzero(status == Status.NOT_CONSTRAINED)
     if loose.size:
@@ -496,10 +497,19 @@ def _solve_pixels(flat, geometry_and_cos_e, spectral, settings, status, outputs)
         (cos_e[good].min(), cos_e[good].max()), params, solver
     )
     size = solver_chunk_pixels(solver, flat.shape[1], np.float64) if solver == "numba" else CHUNK
-    for chunk in np.array_split(good, -(-good.size // size)):
+    for indices in np.array_split(good, -(-good.size // size)):
+        chunk = _rows(indices)
         arrays = {k: v[chunk] for k, v in geometry.items()}
         arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
         _solve_chunk(chunk, arrays, flat[chunk], spectral, settings, status, outputs)
+
+
+def _rows(indices: np.ndarray):
+    """A slice of the flat arrays for consecutive `indices` (views, copies without a
+    gather), else `indices`."""
+    if indices[-1] - indices[0] + 1 == indices.size:
+        return slice(int(indices[0]), int(indices[-1]) + 1)
+    return indices
 
 
 def _band_sigma(refl_sigma, n_bands: int) -> np.ndarray:
@@ -528,7 +538,7 @@ def _geometry_and_status(flat, vectors, pixels, inside):
 
 def _solve_chunk(chunk, arrays, observed, spectral, settings, status, outputs):
     """T (by the continuum fit or given) and the correction of the pixels `chunk` (indices
-    into the flat outputs; arrays: their problem arrays, observed their r); writes
+    into the flat outputs, or a slice; arrays: their problem arrays, observed their r); writes
     `status` and `outputs` there."""
     wavelengths, solar, _, inside = spectral
     if settings["method"] == "continuum":
@@ -538,12 +548,10 @@ def _solve_chunk(chunk, arrays, observed, spectral, settings, status, outputs):
         w_first = invert(
             observed[:, first : first + 1], *vectors, settings["params"], settings["solver"]
         ).w
-        w_start = np.full(observed.shape, np.nan)
-        w_start[:, first] = w_first[:, 0]
         temp, tsig, status[chunk] = _continuum(
             arrays,
             observed,
-            w_start,
+            w_first[:, 0],
             spectral,
             settings["estimate"],
             settings["bounds"],
@@ -553,7 +561,7 @@ def _solve_chunk(chunk, arrays, observed, spectral, settings, status, outputs):
     elif settings["method"] == "prior":
         temp, tsig, status[chunk] = _prior_passes(chunk, arrays, observed, spectral, settings)
     else:
-        temp, tsig = settings["given"][chunk], np.full(chunk.size, np.nan)
+        temp, tsig = settings["given"][chunk], np.full(observed.shape[0], np.nan)
     outputs["temperature"][chunk], outputs["temperature_sigma"][chunk] = temp, tsig
     # NOT_CONSTRAINED: T is an upper limit only; nothing is removed (see docs)
     removed = np.where(status[chunk] == Status.NOT_CONSTRAINED, np.nan, temp)
