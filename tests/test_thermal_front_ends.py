@@ -138,9 +138,16 @@ def test_cli_method_prior_equals_in_memory(warm_cube, tmp_path):
     record = lumaxlike.read_provenance(out)
     assert "--method prior" in record.command and "--prior-uncertainty 0.03" in record.command
     expected = lumaxlike.remove_thermal(
-        refl, *geometry, WAVELENGTHS, PARAMS, solar_spectrum=solar, solver="numba",
-        method="prior", refl_sigma=0.0002, prior_sigma=0.03,
-    )  # fmt: skip
+        refl,
+        *geometry,
+        WAVELENGTHS,
+        PARAMS,
+        solar_spectrum=solar,
+        solver="numba",
+        method="prior",
+        refl_sigma=0.0002,
+        prior_sigma=0.03,
+    )
     got = _read(tmp_path / "prior_temperature.tif")[..., 0]
     np.testing.assert_allclose(got, expected.temperature, rtol=1e-9)
     np.testing.assert_allclose(_read(out), expected.reflectance, rtol=1e-9)
@@ -151,9 +158,16 @@ def test_prior_without_sigma_refused(warm_cube, tmp_path):
     paths, *_ = warm_cube
     with pytest.raises(ValueError, match="sigma"):
         lumaxlike.remove_thermal_file(
-            paths["cube"], tmp_path / "a.tif", geometry=paths["obs"], params=PARAMS,
-            solver="numba", units="r", solar_distance=1.0, method="prior", progress=False,
-        )  # fmt: skip
+            paths["cube"],
+            tmp_path / "a.tif",
+            geometry=paths["obs"],
+            params=PARAMS,
+            solver="numba",
+            units="r",
+            solar_distance=1.0,
+            method="prior",
+            progress=False,
+        )
 
 
 def test_reff_and_missing_distance_refused(warm_cube, tmp_path):
@@ -203,3 +217,29 @@ def test_dataarray_equals_in_memory_and_dask_chunks_equal_whole(warm_cube):
     # chunks vs whole: the emissivity table spans each chunk's emission angles (~1e-10)
     for name in ("temperature", "reflectance", "w"):
         np.testing.assert_allclose(chunked[name], whole[name], rtol=1e-8)
+    # the prior method's settings reach the chunks (refl_sigma in the cube's I/F)
+    prior = dict(method="prior", prior_sigma=0.03, prior_reference=(1.55, 2.0))
+    expected = lumaxlike.remove_thermal(
+        refl,
+        to_sun,
+        to_sensor,
+        normal,
+        WAVELENGTHS,
+        PARAMS,
+        solar_spectrum=solar,
+        solver="numba",
+        refl_sigma=0.0002,
+        **prior,
+    )
+    got = lumaxlike.remove_thermal_dataarray(
+        cube,
+        geometry,
+        PARAMS,
+        "numba",
+        units="radf",
+        solar_spectrum=solar,
+        refl_sigma=0.0002 * np.pi,
+        **prior,
+    ).compute()
+    np.testing.assert_allclose(got["temperature"], expected.temperature, rtol=1e-9)
+    np.testing.assert_array_equal(got["status"], expected.status)

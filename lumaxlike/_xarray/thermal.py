@@ -68,6 +68,10 @@ def remove_thermal_dataarray(
     method: str = "continuum",
     temperature: float | None = None,
     window: tuple[float, float] | None = None,
+    max_temperature_sigma: float = 10.0,
+    temperature_bounds: tuple[float, float] = (100.0, 1000.0),
+    prior_sigma: float | None = None,
+    prior_reference: tuple[float, float] | None = None,
     refl_sigma: float | None = None,
     spectral_dim: str | None = None,
     max_iter: int | None = None,
@@ -89,10 +93,15 @@ def remove_thermal_dataarray(
         solar_distance: the Sun's distance [au], one number.
         wavelengths: band centres [um], ``(bands,)``; None reads refl's coordinate along
             its spectral dim (nm or um, from its ``units`` attr).
-        method: ``"continuum"``, ``"given"`` or ``"prior"`` (with `remove_thermal`'s
-            default prior_sigma and prior_reference; needs ``refl_sigma``).
+        method: ``"continuum"``, ``"given"`` or ``"prior"`` (needs ``refl_sigma``).
         temperature: T [K] of every pixel, for ``"given"``.
         window: (shortest, longest) wavelength [um] of the fit; None: the default.
+        max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
+        temperature_bounds: (lowest, highest) T [K] of the fit.
+        prior_sigma: ``"prior"``'s 1-sigma of each band's w about its prior [w]; None:
+            `lumaxlike.remove_thermal`'s default (so for ``prior_reference``).
+        prior_reference: ``"prior"``'s (shortest, longest) wavelength [um] of the bands
+            whose w's line is continued into the window.
         refl_sigma: 1-sigma of ``refl`` in ``units`` (one number); None estimates it.
         spectral_dim: the spectral dim's name when neither ``band`` nor ``wavelength``.
         max_iter: Levenberg-Marquardt steps at most (None: the default; so for ``tol``).
@@ -109,7 +118,12 @@ def remove_thermal_dataarray(
             bad method, window or solar spectrum.
     """
     from .._operations.thermal import ThermalSettings
-    from .._thermal.remove import DEFAULT_WINDOW, solar_per_band
+    from .._thermal.remove import (
+        DEFAULT_PRIOR_REFERENCE,
+        DEFAULT_PRIOR_SIGMA,
+        DEFAULT_WINDOW,
+        solar_per_band,
+    )
 
     options = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     check_front_end(refl, units, refl_sigma)
@@ -121,6 +135,12 @@ def remove_thermal_dataarray(
         method=method,
         temperature=temperature,
         window=DEFAULT_WINDOW if window is None else (float(window[0]), float(window[1])),
+        max_temperature_sigma=float(max_temperature_sigma),
+        temperature_bounds=(float(temperature_bounds[0]), float(temperature_bounds[1])),
+        prior_sigma=DEFAULT_PRIOR_SIGMA if prior_sigma is None else float(prior_sigma),
+        prior_reference=DEFAULT_PRIOR_REFERENCE
+        if prior_reference is None
+        else (float(prior_reference[0]), float(prior_reference[1])),
     )
     inputs = chunked_inputs(refl, geometry, spec)
     extra = {
