@@ -41,12 +41,16 @@ _INLINES = (rules, band_rules, thermal_equations, albedo_rules, lm_rules, *MODEL
 
 
 def _fit_rules(equations):
-    """`rules` compiled over the model `equations` (a retargeted namespace)."""
+    """`rules` compiled over the model `equations` (a retargeted namespace), with
+    `rules_normal_equations` as the normal equations: the band rows' pass inlined (r, eps
+    and the albedo clamp too) so that the compiler vectorises it."""
     return retarget_to_numba(
         rules,
-        reflectance_and_slope=equations.reflectance_and_slope,
-        clamped_albedo=_thermal.clamped_albedo,
-        emissivity_and_slope=_thermal.emissivity_and_slope,
+        inline=("band_row", "add_band", "rows_normal_equations"),
+        normal_equations="rows_normal_equations",
+        reflectance_and_slope=inlined(equations.reflectance_and_slope),
+        clamped_albedo=_thermal_inline.clamped_albedo,
+        emissivity_and_slope=_thermal_inline.emissivity_and_slope,
         thermal_factor_and_slope=_thermal.thermal_factor_and_slope,
         **{name: getattr(_lm, name) for name in lm_rules.__all__},
     )
@@ -108,6 +112,15 @@ def _window_kernel(first, last, geometry, model, pixel_data, band_data, settings
     coefficients, distance, theta0 = pixel_data
     wavelength, solar, observed, weight, reference = band_data
     free, limits = settings
+    n_bands = observed.shape[1]
+    rows = (
+        np.empty(n_bands),
+        np.empty(n_bands),
+        np.empty(n_bands),
+        np.empty(n_bands),
+        np.empty(n_bands),
+        np.empty(n_bands),
+    )
     for p in range(first, last):
         terms = pixel_terms(
             to_sun[p],
@@ -126,7 +139,7 @@ def _window_kernel(first, last, geometry, model, pixel_data, band_data, settings
             use_legendre,
         )
         pixel = (terms, coefficients[p], distance[p])
-        bands = (wavelength[p], solar[p], observed[p], weight[p])
+        bands = (wavelength[p], solar[p], observed[p], weight[p], rows)
         state = fit_start(
             (theta0[p, 0], theta0[p, 1], theta0[p, 2]), pixel, bands, reference[p], free
         )

@@ -24,7 +24,17 @@ from .._model._scalar_math import maximum, minimum, where
 from .._model.equations import reflectance_and_slope
 from .._model.thermal import clamped_albedo, emissivity_and_slope, thermal_factor_and_slope
 
-__all__ = ["band_terms", "normal_equations", "solve3", "start", "damped", "iterate"]
+__all__ = [
+    "band_emission",
+    "band_row",
+    "add_band",
+    "normal_equations",
+    "rows_normal_equations",
+    "solve3",
+    "start",
+    "damped",
+    "iterate",
+]
 
 T_SCALE = 100.0  # [K]: t = T / T_SCALE, so that the step tolerance means alike in a, b, t
 SOLVING = -1
@@ -35,33 +45,69 @@ INFINITY = float("inf")
 SINGULAR = 1e-14
 
 
-def band_terms(a, b, t, k, pixel, bands, reference):
-    """Residual f_k and its derivatives in (a, b, t) of band k (weighted, see the module)."""
-    terms, coefficients, distance = pixel
-    wavelength, solar, observed, weight = bands
+def band_emission(t, k, pixel, bands):
+    """E_k = B(lambda_k, T) d^2 / F_k [1/sr] at T = t T_SCALE and its derivative in T."""
+    return thermal_factor_and_slope(bands[0][k], t * T_SCALE, bands[1][k], pixel[2])
+
+
+def band_row(a, b, k, emission, pixel, bands, reference):
+    """Residual f_k and its derivatives in (a, b, t) of band k (weighted, see the module),
+    emission = `band_emission` of the band at t."""
+    terms, coefficients = pixel[0], pixel[1]
+    wavelength, observed, weight = bands[0], bands[2], bands[3]
+    factor, dfactor = emission
     w_raw = a + b * (wavelength[k] - reference)
     w, inside = clamped_albedo(w_raw)
     r, dr = reflectance_and_slope(w, terms)
     eps, deps = emissivity_and_slope(w, coefficients)
-    factor, dfactor = thermal_factor_and_slope(wavelength[k], t * T_SCALE, solar[k], distance)
     dw = (dr + deps * factor) * inside * weight[k]
     residual = (r + eps * factor - observed[k]) * weight[k]
     return residual, dw, dw * (wavelength[k] - reference), eps * dfactor * T_SCALE * weight[k]
 
 
+def add_band(sums, row, free):
+    """`sums` = (cost, J^T J (6), J^T f (3)) with one band's `row` (f, df/da, df/db, df/dt)
+    added, fixed parameters' derivatives as 0."""
+    cost, (j00, j01, j02, j11, j12, j22), (g0, g1, g2) = sums
+    f, da, db, dt = row
+    db, dt = db * free[1], dt * free[2]
+    return (
+        cost + f * f,
+        (j00 + da * da, j01 + da * db, j02 + da * dt, j11 + db * db, j12 + db * dt, j22 + dt * dt),
+        (g0 + da * f, g1 + db * f, g2 + dt * f),
+    )
+
+
 def normal_equations(theta, pixel, bands, reference, free):
-    """(cost, J^T J as 6 entries, J^T f as 3) at theta; fixed parameters' columns are 0."""
+    """(cost, J^T J as 6 entries, J^T f as 3) at theta; fixed parameters' columns are 0.
+    Bands summed in their order (`rows_normal_equations`: the same sums)."""
     a, b, t = theta
-    cost = 0.0 * a
-    j00, j01, j02, j11, j12, j22 = cost, cost, cost, cost, cost, cost
-    g0, g1, g2 = cost, cost, cost
+    zero = 0.0 * a
+    sums = (zero, (zero, zero, zero, zero, zero, zero), (zero, zero, zero))
     for k in range(bands[2].shape[0]):
-        f, da, db, dt = band_terms(a, b, t, k, pixel, bands, reference)
-        db, dt = db * free[1], dt * free[2]
-        cost, g0, g1, g2 = cost + f * f, g0 + da * f, g1 + db * f, g2 + dt * f
-        j00, j01, j02 = j00 + da * da, j01 + da * db, j02 + da * dt
-        j11, j12, j22 = j11 + db * db, j12 + db * dt, j22 + dt * dt
-    return cost, (j00, j01, j02, j11, j12, j22), (g0, g1, g2)
+        emission = band_emission(t, k, pixel, bands)
+        sums = add_band(sums, band_row(a, b, k, emission, pixel, bands, reference), free)
+    return sums
+
+
+def rows_normal_equations(theta, pixel, bands, reference, free):
+    """`normal_equations` in three passes over scratch rows (bands[4]: 6 arrays of the
+    band count): every band's E (the scalar Planck pass), every band's row (a branch-free
+    loop that a compiler vectorises), then the sums in band order, so the same numbers
+    bit for bit. numba's form (it writes into arrays; JAX keeps `normal_equations`)."""
+    a, b, t = theta
+    factor, dfactor, f, da, db, dt = bands[4]
+    n = bands[2].shape[0]
+    for k in range(n):
+        factor[k], dfactor[k] = band_emission(t, k, pixel, bands)
+    for k in range(n):
+        row = band_row(a, b, k, (factor[k], dfactor[k]), pixel, bands, reference)
+        f[k], da[k], db[k], dt[k] = row
+    zero = 0.0 * a
+    sums = (zero, (zero, zero, zero, zero, zero, zero), (zero, zero, zero))
+    for k in range(n):
+        sums = add_band(sums, (f[k], da[k], db[k], dt[k]), free)
+    return sums
 
 
 def solve3(m, g, free):
