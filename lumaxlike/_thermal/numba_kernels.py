@@ -46,12 +46,13 @@ def _fit_rules(equations):
     and the albedo clamp too) so that the compiler vectorises it."""
     return retarget_to_numba(
         rules,
-        inline=("band_row", "add_band", "rows_normal_equations"),
+        inline=("band_exponent", "band_emission_at", "band_row", "add_band", "rows_normal_equations"),
         normal_equations="rows_normal_equations",
         reflectance_and_slope=inlined(equations.reflectance_and_slope),
         clamped_albedo=_thermal_inline.clamped_albedo,
         emissivity_and_slope=_thermal_inline.emissivity_and_slope,
-        thermal_factor_and_slope=_thermal.thermal_factor_and_slope,
+        planck_exponent=_thermal_inline.planck_exponent,
+        thermal_factor_from_exponent=_thermal_inline.thermal_factor_from_exponent,
         **{name: getattr(_lm, name) for name in lm_rules.__all__},
     )
 

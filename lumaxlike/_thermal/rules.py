@@ -20,11 +20,18 @@ growth, status, iterations.
 """
 
 from .._inverse.lm_rules import accepted, converged, damped_diagonal, gain_ratio, next_damping
-from .._model._scalar_math import maximum, minimum, where
+from .._model._scalar_math import expm1, maximum, minimum, where
 from .._model.equations import reflectance_and_slope
-from .._model.thermal import clamped_albedo, emissivity_and_slope, thermal_factor_and_slope
+from .._model.thermal import (
+    clamped_albedo,
+    emissivity_and_slope,
+    planck_exponent,
+    thermal_factor_from_exponent,
+)
 
 __all__ = [
+    "band_exponent",
+    "band_emission_at",
     "band_emission",
     "band_row",
     "add_band",
@@ -45,9 +52,21 @@ INFINITY = float("inf")
 SINGULAR = 1e-14
 
 
+def band_exponent(t, k, bands):
+    """Planck's exponent x (`planck_exponent`) of band k at T = t T_SCALE."""
+    return planck_exponent(bands[0][k], t * T_SCALE)
+
+
+def band_emission_at(t, k, x, denominator, pixel, bands):
+    """E_k = B(lambda_k, T) d^2 / F_k [1/sr] at T = t T_SCALE and its derivative in T, from
+    the band's x (`band_exponent`) and expm1(x)."""
+    return thermal_factor_from_exponent(bands[0][k], t * T_SCALE, bands[1][k], pixel[2], x, denominator)
+
+
 def band_emission(t, k, pixel, bands):
-    """E_k = B(lambda_k, T) d^2 / F_k [1/sr] at T = t T_SCALE and its derivative in T."""
-    return thermal_factor_and_slope(bands[0][k], t * T_SCALE, bands[1][k], pixel[2])
+    """E_k and its derivative in T (`band_emission_at` with its exponential)."""
+    x = band_exponent(t, k, bands)
+    return band_emission_at(t, k, x, expm1(x), pixel, bands)
 
 
 def band_row(a, b, k, emission, pixel, bands, reference):
@@ -91,18 +110,21 @@ def normal_equations(theta, pixel, bands, reference, free):
 
 
 def rows_normal_equations(theta, pixel, bands, reference, free):
-    """`normal_equations` in three passes over scratch rows (bands[4]: 6 arrays of the
-    band count): every band's E (the scalar Planck pass), every band's row (a branch-free
-    loop that a compiler vectorises), then the sums in band order, so the same numbers
-    bit for bit. numba's form (it writes into arrays; JAX keeps `normal_equations`)."""
+    """`normal_equations` in passes over scratch rows (bands[4]: 6 arrays of the band
+    count): every band's Planck exponent x, then its expm1 (the one call no loop
+    vectorises), then every band's row (branch-free: a loop the compiler vectorises), then
+    the sums in band order, so the same numbers bit for bit. numba's form (it writes into
+    arrays; JAX keeps `normal_equations`)."""
     a, b, t = theta
-    factor, dfactor, f, da, db, dt = bands[4]
+    x, denominator, f, da, db, dt = bands[4]
     n = bands[2].shape[0]
     for k in range(n):
-        factor[k], dfactor[k] = band_emission(t, k, pixel, bands)
+        x[k] = band_exponent(t, k, bands)
     for k in range(n):
-        row = band_row(a, b, k, (factor[k], dfactor[k]), pixel, bands, reference)
-        f[k], da[k], db[k], dt[k] = row
+        denominator[k] = expm1(x[k])
+    for k in range(n):
+        emission = band_emission_at(t, k, x[k], denominator[k], pixel, bands)
+        f[k], da[k], db[k], dt[k] = band_row(a, b, k, emission, pixel, bands, reference)
     zero = 0.0 * a
     sums = (zero, (zero, zero, zero, zero, zero, zero), (zero, zero, zero))
     for k in range(n):

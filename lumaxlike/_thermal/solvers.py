@@ -34,7 +34,8 @@ def _bindings(equations, thermal, lm) -> dict:
         "reflectance_and_slope": equations.reflectance_and_slope,
         "clamped_albedo": thermal.clamped_albedo,
         "emissivity_and_slope": thermal.emissivity_and_slope,
-        "thermal_factor_and_slope": thermal.thermal_factor_and_slope,
+        "planck_exponent": thermal.planck_exponent,
+        "thermal_factor_from_exponent": thermal.thermal_factor_from_exponent,
         **{name: getattr(lm, name) for name in lm_rules.__all__},
     }
 
