@@ -121,8 +121,10 @@ def _window_kernel(first, last, geometry, model, pixel_data, band_data, settings
         np.empty(n_bands),
         np.empty(n_bands),
         np.empty(n_bands),
+        np.empty(1),
     )
     for p in range(first, last):
+        rows[6][0] = np.nan  # no x, expm1(x) held (`rules.rows_normal_equations`)
         terms = pixel_terms(
             to_sun[p],
             to_sensor[p],

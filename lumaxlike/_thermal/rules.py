@@ -111,17 +111,21 @@ def normal_equations(theta, pixel, bands, reference, free):
 
 def rows_normal_equations(theta, pixel, bands, reference, free):
     """`normal_equations` in passes over scratch rows (bands[4]: 6 arrays of the band
-    count): every band's Planck exponent x, then its expm1 (the one call no loop
-    vectorises), then every band's row (branch-free: a loop the compiler vectorises), then
-    the sums in band order, so the same numbers bit for bit. numba's form (it writes into
-    arrays; JAX keeps `normal_equations`)."""
+    count, then one of length 1): every band's Planck exponent x, then its expm1 (the
+    one call no loop vectorises), then every band's row (branch-free: a loop the compiler
+    vectorises), then the sums in band order, so the same numbers bit for bit. x and
+    expm1(x) are kept with their t (the last array; NaN: none) and not recomputed at
+    the same t (T held: `free`[2] = 0). numba's form (it writes into arrays; JAX keeps
+    `normal_equations`)."""
     a, b, t = theta
-    x, denominator, f, da, db, dt = bands[4]
+    x, denominator, f, da, db, dt, held = bands[4]
     n = bands[2].shape[0]
-    for k in range(n):
-        x[k] = band_exponent(t, k, bands)
-    for k in range(n):
-        denominator[k] = expm1(x[k])
+    if t != held[0]:
+        for k in range(n):
+            x[k] = band_exponent(t, k, bands)
+        for k in range(n):
+            denominator[k] = expm1(x[k])
+        held[0] = t
     for k in range(n):
         emission = band_emission_at(t, k, x[k], denominator[k], pixel, bands)
         f[k], da[k], db[k], dt[k] = band_row(a, b, k, emission, pixel, bands, reference)
