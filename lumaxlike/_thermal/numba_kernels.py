@@ -46,7 +46,15 @@ def _fit_rules(equations):
     and the albedo clamp too) so that the compiler vectorises it."""
     return retarget_to_numba(
         rules,
-        inline=("band_exponent", "band_emission_at", "band_row", "add_band", "rows_normal_equations"),
+        inline=(
+            "band_exponent",
+            "band_emission_at",
+            "band_row",
+            "add_band",
+            "rows_normal_equations",
+            "start",
+            "iterate",
+        ),
         normal_equations="rows_normal_equations",
         reflectance_and_slope=inlined(equations.reflectance_and_slope),
         clamped_albedo=_thermal_inline.clamped_albedo,
