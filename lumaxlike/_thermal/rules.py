@@ -31,15 +31,17 @@ from .._model.thermal import (
 
 __all__ = [
     "band_exponent",
-    "band_emission_at",
     "band_emission",
     "band_row",
     "add_band",
+    "no_sums",
     "normal_equations",
-    "rows_normal_equations",
     "solve3",
+    "start_at",
     "start",
     "damped",
+    "trial_point",
+    "tried",
     "iterate",
 ]
 
@@ -52,36 +54,27 @@ INFINITY = float("inf")
 SINGULAR = 1e-14
 
 
-def band_exponent(t, k, bands):
-    """Planck's exponent x (`planck_exponent`) of band k at T = t T_SCALE."""
-    return planck_exponent(bands[0][k], t * T_SCALE)
+def band_exponent(t, wavelength):
+    """Planck's exponent x (`planck_exponent`) of a band at T = t T_SCALE (wavelength [um])."""
+    return planck_exponent(wavelength, t * T_SCALE)
 
 
-def band_emission_at(t, k, x, denominator, pixel, bands):
-    """E_k = B(lambda_k, T) d^2 / F_k [1/sr] at T = t T_SCALE and its derivative in T, from
-    the band's x (`band_exponent`) and expm1(x)."""
-    return thermal_factor_from_exponent(bands[0][k], t * T_SCALE, bands[1][k], pixel[2], x, denominator)
+def band_emission(t, x, denominator, wavelength, solar, distance):
+    """E = B(lambda, T) d^2 / F [1/sr] of a band at T = t T_SCALE and its derivative in T,
+    from its x (`band_exponent`) and expm1(x) (solar: F at 1 au; distance: d [au])."""
+    return thermal_factor_from_exponent(wavelength, t * T_SCALE, solar, distance, x, denominator)
 
 
-def band_emission(t, k, pixel, bands):
-    """E_k and its derivative in T (`band_emission_at` with its exponential)."""
-    x = band_exponent(t, k, bands)
-    return band_emission_at(t, k, x, expm1(x), pixel, bands)
-
-
-def band_row(a, b, k, emission, pixel, bands, reference):
-    """Residual f_k and its derivatives in (a, b, t) of band k (weighted, see the module),
-    emission = `band_emission` of the band at t."""
-    terms, coefficients = pixel[0], pixel[1]
-    wavelength, observed, weight = bands[0], bands[2], bands[3]
+def band_row(a, b, offset, observed, weight, emission, terms, coefficients):
+    """Residual f and its derivatives in (a, b, t) of one band (weighted, see the module):
+    offset = lambda - lambda_ref [um], emission = `band_emission` at t."""
     factor, dfactor = emission
-    w_raw = a + b * (wavelength[k] - reference)
-    w, inside = clamped_albedo(w_raw)
+    w, inside = clamped_albedo(a + b * offset)
     r, dr = reflectance_and_slope(w, terms)
     eps, deps = emissivity_and_slope(w, coefficients)
-    dw = (dr + deps * factor) * inside * weight[k]
-    residual = (r + eps * factor - observed[k]) * weight[k]
-    return residual, dw, dw * (wavelength[k] - reference), eps * dfactor * T_SCALE * weight[k]
+    dw = (dr + deps * factor) * inside * weight
+    residual = (r + eps * factor - observed) * weight
+    return residual, dw, dw * offset, eps * dfactor * T_SCALE * weight
 
 
 def add_band(sums, row, free):
@@ -97,42 +90,29 @@ def add_band(sums, row, free):
     )
 
 
+def no_sums(a):
+    """(cost, J^T J, J^T f) of no band: zeros (`add_band` adds the bands in their order)."""
+    zero = 0.0 * a
+    return zero, (zero, zero, zero, zero, zero, zero), (zero, zero, zero)
+
+
 def normal_equations(theta, pixel, bands, reference, free):
     """(cost, J^T J as 6 entries, J^T f as 3) at theta; fixed parameters' columns are 0.
-    Bands summed in their order (`rows_normal_equations`: the same sums)."""
-    a, b, t = theta
-    zero = 0.0 * a
-    sums = (zero, (zero, zero, zero, zero, zero, zero), (zero, zero, zero))
-    for k in range(bands[2].shape[0]):
-        emission = band_emission(t, k, pixel, bands)
-        sums = add_band(sums, band_row(a, b, k, emission, pixel, bands, reference), free)
-    return sums
 
-
-def rows_normal_equations(theta, pixel, bands, reference, free):
-    """`normal_equations` in passes over scratch rows (bands[4]: 6 arrays of the band
-    count, then one of length 1): every band's Planck exponent x, then its expm1 (the
-    one call no loop vectorises), then every band's row (branch-free: a loop the compiler
-    vectorises), then the sums in band order, so the same numbers bit for bit. x and
-    expm1(x) are kept with their t (the last array; NaN: none) and not recomputed at
-    the same t (T held: `free`[2] = 0). numba's form (it writes into arrays; JAX keeps
-    `normal_equations`)."""
+    The bands are summed in their order. numba's kernel takes the same steps in passes
+    over the bands (every x, every expm1(x), every row, then the sums), so that the
+    compiler vectorises the rows: the same numbers.
+    """
     a, b, t = theta
-    x, denominator, f, da, db, dt, held = bands[4]
-    n = bands[2].shape[0]
-    if t != held[0]:
-        for k in range(n):
-            x[k] = band_exponent(t, k, bands)
-        for k in range(n):
-            denominator[k] = expm1(x[k])
-        held[0] = t
-    for k in range(n):
-        emission = band_emission_at(t, k, x[k], denominator[k], pixel, bands)
-        f[k], da[k], db[k], dt[k] = band_row(a, b, k, emission, pixel, bands, reference)
-    zero = 0.0 * a
-    sums = (zero, (zero, zero, zero, zero, zero, zero), (zero, zero, zero))
-    for k in range(n):
-        sums = add_band(sums, (f[k], da[k], db[k], dt[k]), free)
+    terms, coefficients, distance = pixel
+    wavelength, solar, observed, weight = bands
+    sums = no_sums(a)
+    for k in range(observed.shape[0]):
+        x = band_exponent(t, wavelength[k])
+        emission = band_emission(t, x, expm1(x), wavelength[k], solar[k], distance)
+        offset = wavelength[k] - reference
+        row = band_row(a, b, offset, observed[k], weight[k], emission, terms, coefficients)
+        sums = add_band(sums, row, free)
     return sums
 
 
@@ -154,11 +134,16 @@ def solve3(m, g, free):
     return x0, x1 * free[1], x2 * free[2], regular
 
 
-def start(theta, pixel, bands, reference, free):
-    """The state at the starting point theta."""
-    cost, jtj, jtf = normal_equations(theta, pixel, bands, reference, free)
+def start_at(theta, equations):
+    """The state at the starting point theta, `equations` = `normal_equations` there."""
+    cost, jtj, jtf = equations
     zero = 0.0 * cost
     return theta, cost, jtj, jtf, zero, 2.0 + zero, SOLVING + 0 * (cost > 0.0), 0
+
+
+def start(theta, pixel, bands, reference, free):
+    """The state at the starting point theta."""
+    return start_at(theta, normal_equations(theta, pixel, bands, reference, free))
 
 
 def damped(jtj, damping):
@@ -173,12 +158,13 @@ def damped(jtj, damping):
     )
 
 
-def iterate(state, pixel, bands, reference, free, limits):
-    """One Levenberg-Marquardt trial; `limits` = (t_low, t_high, tol, max_iter)."""
-    theta, cost, jtj, jtf, damping, growth, status, iterations = state
-    t_low, t_high, tol, max_iter = limits
+def trial_point(state, free, limits):
+    """The trial point of a Levenberg-Marquardt step from `state` (t projected onto its
+    bounds), the decrease of the linearised cost along it, and its largest |step|;
+    `limits` = (t_low, t_high, tol, max_iter)."""
+    theta, _, jtj, jtf, damping, _, _, _ = state
     x0, x1, x2, _ = solve3(damped(jtj, damping), jtf, free)
-    t_trial = minimum(maximum(theta[2] + x2, t_low), t_high)
+    t_trial = minimum(maximum(theta[2] + x2, limits[0]), limits[1])
     x2 = t_trial - theta[2]
     trial = (theta[0] + x0, theta[1] + x1, t_trial)
     quad = (
@@ -188,45 +174,56 @@ def iterate(state, pixel, bands, reference, free, limits):
         + 2.0 * (jtj[1] * x0 * x1 + jtj[2] * x0 * x2 + jtj[4] * x1 * x2)
     )
     predicted = 0.0 - (2.0 * (x0 * jtf[0] + x1 * jtf[1] + x2 * jtf[2]) + quad)
-    cost_t, jtj_t, jtf_t = normal_equations(trial, pixel, bands, reference, free)
+    return trial, predicted, maximum(maximum(abs(x0), abs(x1)), abs(x2))
+
+
+def tried(state, trial, equations, free, limits):
+    """The state after the trial `trial` = `trial_point`'s three values, `equations` =
+    `normal_equations` at the trial point."""
+    theta, cost, jtj, jtf, damping, growth, status, iterations = state
+    trial, predicted, step_size = trial
+    cost_t, jtj_t, jtf_t = equations
     n0, n1, n2, regular = solve3(jtj_t, jtf_t, free)
     newton_size = where(regular, maximum(maximum(abs(n0), abs(n1)), abs(n2)), INFINITY + 0.0 * n0)
     newton_decrease = 0.0 - (n0 * jtf_t[0] + n1 * jtf_t[1] + n2 * jtf_t[2])
     accept = accepted(cost, cost_t) & (cost_t == cost_t)
     ratio = gain_ratio(cost, cost_t, predicted)
-    step_size = maximum(maximum(abs(x0), abs(x1)), abs(x2))
-    done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
+    done = converged(step_size, predicted, cost, newton_size, accept, damping, limits[2])
     damping_next, growth_next = next_damping(
         accept, ratio, damping, growth, newton_decrease, cost_t
     )
     iterations_next = iterations + 1
-    status_next = where(done, CONVERGED, where(iterations_next >= max_iter, MAX_ITER, status))
-    theta_next = (
-        where(accept, trial[0], theta[0]),
-        where(accept, trial[1], theta[1]),
-        where(accept, trial[2], theta[2]),
-    )
-    jtj_next = (
-        where(accept, jtj_t[0], jtj[0]),
-        where(accept, jtj_t[1], jtj[1]),
-        where(accept, jtj_t[2], jtj[2]),
-        where(accept, jtj_t[3], jtj[3]),
-        where(accept, jtj_t[4], jtj[4]),
-        where(accept, jtj_t[5], jtj[5]),
-    )
-    jtf_next = (
-        where(accept, jtf_t[0], jtf[0]),
-        where(accept, jtf_t[1], jtf[1]),
-        where(accept, jtf_t[2], jtf[2]),
-    )
-    cost_next = where(accept, cost_t, cost)
+    status_next = where(done, CONVERGED, where(iterations_next >= limits[3], MAX_ITER, status))
     return (
-        theta_next,
-        cost_next,
-        jtj_next,
-        jtf_next,
+        (
+            where(accept, trial[0], theta[0]),
+            where(accept, trial[1], theta[1]),
+            where(accept, trial[2], theta[2]),
+        ),
+        where(accept, cost_t, cost),
+        (
+            where(accept, jtj_t[0], jtj[0]),
+            where(accept, jtj_t[1], jtj[1]),
+            where(accept, jtj_t[2], jtj[2]),
+            where(accept, jtj_t[3], jtj[3]),
+            where(accept, jtj_t[4], jtj[4]),
+            where(accept, jtj_t[5], jtj[5]),
+        ),
+        (
+            where(accept, jtf_t[0], jtf[0]),
+            where(accept, jtf_t[1], jtf[1]),
+            where(accept, jtf_t[2], jtf[2]),
+        ),
         damping_next,
         growth_next,
         status_next,
         iterations_next,
     )
+
+
+def iterate(state, pixel, bands, reference, free, limits):
+    """One Levenberg-Marquardt trial (`trial_point`, `tried`); `limits` = (t_low, t_high,
+    tol, max_iter)."""
+    trial = trial_point(state, free, limits)
+    equations = normal_equations(trial[0], pixel, bands, reference, free)
+    return tried(state, trial, equations, free, limits)
