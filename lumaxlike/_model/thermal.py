@@ -74,7 +74,9 @@ def planck_radiance_and_slope(wavelength, temperature):
     return planck_from_exponent(wavelength, temperature, x, expm1(x))
 
 
-def thermal_factor_from_exponent(wavelength, temperature, solar_irradiance, distance_au, x, denominator):
+def thermal_factor_from_exponent(
+    wavelength, temperature, solar_irradiance, distance_au, x, denominator
+):
     """`thermal_factor_and_slope` from x = `planck_exponent` and denominator = expm1(x)
     (as `planck_from_exponent`)."""
     radiance, slope = planck_from_exponent(wavelength, temperature, x, denominator)

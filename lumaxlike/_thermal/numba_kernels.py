@@ -3,7 +3,9 @@
 `compile_variant`), run over blocks of pixels on `numba_threads.run_in_blocks`'s threads.
 
 - `window_kernel_for`: the continuum fit of `rules` (one Levenberg-Marquardt problem in
-  (a, b, t) per pixel).
+  (a, b, t) per pixel), its normal equations in passes over the bands (`_window_pixel`):
+  Planck's exponentials in a loop of their own, the band rows in a branch-free loop
+  that the compiler vectorises, the sums in band order (the JAX solver's numbers).
 - `bands_kernel_for`: every band's w at its pixel's T (`band_rules`), in `invert`'s
   blocked form (`_inverse/albedo/numba_solver.py`): the bands of a pixel step in
   lockstep, `BLOCK` at a time, each iteration one branch-free loop over the block (a
