@@ -140,7 +140,8 @@ def _window_pixel(p, geometry, model, pixel_data, band_data, settings, rows):
     its normal equations in passes over the bands, each a loop over the bands in their
     order with a band's own operations (every x, every expm1(x) (x and expm1(x) kept
     while t stays: T held), every row (vectorised), the sums), so the same numbers as
-    `rules.normal_equations`; rows = the scratch (7, bands). Returns the final state."""
+    `rules.normal_equations`; rows = the scratch (7, bands). wavelength, solar, weight:
+    (pixels, bands) or (1, bands). Returns the final state."""
     to_sun, to_sensor, normal = geometry
     scalars, legendre, use_legendre = model
     coefficients, distance, theta0 = pixel_data
@@ -155,7 +156,9 @@ def _window_pixel(p, geometry, model, pixel_data, band_data, settings, rows):
         rows[5],
         rows[6],
     )
-    wl, sol, obs, wt, coef = wavelength[p], solar[p], observed[p], weight[p], coefficients[p]
+    # wavelength, solar, weight: one row per pixel, or one for all (`solvers._band_rows`)
+    wl, sol = wavelength[min(p, wavelength.shape[0] - 1)], solar[min(p, solar.shape[0] - 1)]
+    obs, wt, coef = observed[p], weight[min(p, weight.shape[0] - 1)], coefficients[p]
     terms = pixel_terms(
         to_sun[p],
         to_sensor[p],
