@@ -54,7 +54,7 @@ def planck_exponent(wavelength, temperature):
 def planck_from_exponent(wavelength, temperature, x, denominator):
     """`planck_radiance_and_slope` from x = `planck_exponent` and denominator = expm1(x):
     the one exponential split out, so that a solver evaluating many bands calls it in a
-    loop of its own and the rest in loops the compiler vectorises (the same numbers)."""
+    loop of its own and the rest in loops without calls (the same numbers)."""
     radiance = C1 / wavelength**5 / denominator
     slope = radiance * x / temperature * (1.0 + 1.0 / denominator)
     return radiance, slope

@@ -4,8 +4,10 @@
 
 - `window_kernel_for`: the continuum fit of `rules` (one Levenberg-Marquardt problem in
   (a, b, t) per pixel), its normal equations in passes over the bands (`_window_pixel`):
-  Planck's exponentials in a loop of their own, the band rows in a branch-free loop
-  that the compiler vectorises, the sums in band order (the JAX solver's numbers).
+  Planck's exponentials in a loop of their own, the band rows in a branch-free loop of
+  independent bands, every rule inlined, the sums in band order (the JAX solver's
+  numbers). (The rows' loop stays scalar: numba's `math.sqrt` is a call of libm's
+  `sqrt`, which LLVM does not vectorise; as LLVM's `llvm.sqrt` it vectorised, no faster.)
 - `bands_kernel_for`: every band's w at its pixel's T (`band_rules`), in `invert`'s
   blocked form (`_inverse/albedo/numba_solver.py`): the bands of a pixel step in
   lockstep, `BLOCK` at a time, each iteration one branch-free loop over the block (a
@@ -45,9 +47,9 @@ _INLINES = (rules, band_rules, thermal_equations, albedo_rules, lm_rules, *MODEL
 
 def _fit_rules(equations):
     """`rules` compiled over the model `equations` (a retargeted namespace), the pieces
-    that `_window_pixel` calls inlined (r, eps, E and the albedo clamp too), so that its
-    loop over the band rows vectorises and no call passes arrays (each costs atomic
-    reference counts)."""
+    that `_window_pixel` calls inlined (r, eps, E and the albedo clamp too): its loops
+    over the bands make no calls (but expm1's) and none passes arrays (each such call
+    costs atomic reference counts)."""
     return retarget_to_numba(
         rules,
         inline=_WINDOW_INLINED,
@@ -139,7 +141,7 @@ def _window_pixel(p, geometry, model, pixel_data, band_data, settings, rows):
     """The continuum fit of pixel p (`rules.start`, then `rules.iterate` until it ends):
     its normal equations in passes over the bands, each a loop over the bands in their
     order with a band's own operations (every x, every expm1(x) (x and expm1(x) kept
-    while t stays: T held), every row (vectorised), the sums), so the same numbers as
+    while t stays: T held), every row, the sums), so the same numbers as
     `rules.normal_equations`; rows = the scratch (7, bands). wavelength, solar, weight:
     (pixels, bands) or (1, bands). Returns the final state."""
     to_sun, to_sensor, normal = geometry

@@ -100,8 +100,8 @@ def normal_equations(theta, pixel, bands, reference, free):
     """(cost, J^T J as 6 entries, J^T f as 3) at theta; fixed parameters' columns are 0.
 
     The bands are summed in their order. numba's kernel takes the same steps in passes
-    over the bands (every x, every expm1(x), every row, then the sums), so that the
-    compiler vectorises the rows: the same numbers.
+    over the bands (every x, every expm1(x), every row, then the sums: branch-free loops
+    of independent bands, no calls but expm1's): the same numbers.
     """
     a, b, t = theta
     terms, coefficients, distance = pixel
