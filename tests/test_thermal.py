@@ -414,3 +414,45 @@ def test_prior_cold_surface_not_constrained():
     assert np.all((result.temperature >= truth) & (result.temperature < 345))
     assert np.all(np.isnan(result.temperature_sigma))
     np.testing.assert_array_equal(result.reflectance, observed)
+
+
+@pytest.mark.slow  # ~16 s on 2 cores: JAX's compilation of the fit (once for both cases)
+@pytest.mark.parametrize("free_t", [1.0, 0.0])
+def test_window_fit_solvers_take_the_same_steps(free_t):
+    """`solve_thermal` directly: numba's kernel (its normal equations in passes over the
+    bands, Planck's x and expm1(x) kept while T is held) and JAX's take the same steps
+    (status and iteration counts equal, values to rounding); with T held (the upper
+    limit's profiled fits) T stays at its start, or at the bound it was moved to."""
+    from lumaxlike._thermal import solvers
+
+    observed, _, geometry, solar, sigma = scene(np.array([300.0, 360.0, 400.0, 380.0]), 0.005, 6)
+    params = lumaxlike.HapkeParams(**MODEL)
+    n = observed.shape[0]
+    cos_e = np.full(n, geometry[1] @ geometry[2])
+    table = emissivity.cached_emissivity_table((cos_e.min(), cos_e.max()), params, "numba")
+    inside = (WAVELENGTHS >= 2.3) & (WAVELENGTHS <= 2.65)
+    # the last pixel starts above t's upper bound (4.5, 450 K): moved onto it at once
+    theta = np.array([[0.3, 0.0, 3.5], [0.3, 0.05, 3.7], [0.25, 0.0, 4.0], [0.3, 0.0, 4.6]])
+    problems = dict(
+        to_sun=geometry[0],
+        to_sensor=np.broadcast_to(geometry[1], (n, 3)),
+        normal=np.broadcast_to(geometry[2], (n, 3)),
+        coefficients=emissivity.pixel_coefficients(cos_e, table),
+        distance=np.ones(n),
+        theta=theta,
+        wavelength=WAVELENGTHS[inside],
+        solar=solar[inside],
+        observed=observed[:, inside],
+        # per pixel (the kernel's other form: one row for all, as wavelength and solar)
+        weight=np.linspace(0.8, 1.2, n)[:, None] / sigma[inside],
+        reference=WAVELENGTHS[inside][0],
+    )
+    free, limits = (1.0, 1.0, free_t), (1.0, 4.5, 1e-10, 100)
+    out = {s: solvers.solve_thermal(params, problems, free, limits, s) for s in SOLVERS}
+    np.testing.assert_array_equal(out["jax"][:, 10:], out["numba"][:, 10:])
+    assert np.all(out["numba"][:, 10] == 0)  # converged
+    # a, b, t, cost: rounding apart (x and expm1 may differ in their last bits)
+    np.testing.assert_allclose(out["jax"][:, :4], out["numba"][:, :4], rtol=1e-12, atol=1e-15)
+    if free_t == 0.0:
+        np.testing.assert_array_equal(out["numba"][:, 2], np.minimum(theta[:, 2], 4.5))
+        np.testing.assert_array_equal(out["numba"][:, [6, 8, 9]], 0.0)  # J^T J's t column

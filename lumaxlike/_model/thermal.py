@@ -23,7 +23,10 @@ from scipy import constants as _constants
 from ._scalar_math import expm1, maximum, minimum, sqrt, where
 
 __all__ = [
+    "planck_exponent",
+    "planck_from_exponent",
     "planck_radiance_and_slope",
+    "thermal_factor_from_exponent",
     "thermal_factor_and_slope",
     "emissivity_and_slope",
     "clamped_albedo",
@@ -43,6 +46,20 @@ N_EMISSIVITY = 16
 MIN_ALBEDO = 1e-9
 
 
+def planck_exponent(wavelength, temperature):
+    """x = C2 / (lambda T) of Planck's law, held at `MAX_EXPONENT` (wavelength [um], T [K])."""
+    return minimum(C2 / (wavelength * temperature), MAX_EXPONENT)
+
+
+def planck_from_exponent(wavelength, temperature, x, denominator):
+    """`planck_radiance_and_slope` from x = `planck_exponent` and denominator = expm1(x):
+    the one exponential split out, so that a solver evaluating many bands calls it in a
+    loop of its own and the rest in loops without calls (the same numbers)."""
+    radiance = C1 / wavelength**5 / denominator
+    slope = radiance * x / temperature * (1.0 + 1.0 / denominator)
+    return radiance, slope
+
+
 def planck_radiance_and_slope(wavelength, temperature):
     """Planck's spectral radiance B_lambda(T) [W m^-2 sr^-1 um^-1] and dB/dT [... K^-1].
 
@@ -53,11 +70,18 @@ def planck_radiance_and_slope(wavelength, temperature):
         wavelength: lambda [um], > 0.
         temperature: T [K], > 0.
     """
-    x = minimum(C2 / (wavelength * temperature), MAX_EXPONENT)
-    denominator = expm1(x)
-    radiance = C1 / wavelength**5 / denominator
-    slope = radiance * x / temperature * (1.0 + 1.0 / denominator)
-    return radiance, slope
+    x = planck_exponent(wavelength, temperature)
+    return planck_from_exponent(wavelength, temperature, x, expm1(x))
+
+
+def thermal_factor_from_exponent(
+    wavelength, temperature, solar_irradiance, distance_au, x, denominator
+):
+    """`thermal_factor_and_slope` from x = `planck_exponent` and denominator = expm1(x)
+    (as `planck_from_exponent`)."""
+    radiance, slope = planck_from_exponent(wavelength, temperature, x, denominator)
+    scale = distance_au * distance_au / solar_irradiance
+    return radiance * scale, slope * scale
 
 
 def thermal_factor_and_slope(wavelength, temperature, solar_irradiance, distance_au):
@@ -67,9 +91,10 @@ def thermal_factor_and_slope(wavelength, temperature, solar_irradiance, distance
         wavelength: [um]; temperature: [K]; solar_irradiance: F_sun at 1 au
             [W m^-2 um^-1]; distance_au: the Sun's distance d [au].
     """
-    radiance, slope = planck_radiance_and_slope(wavelength, temperature)
-    scale = distance_au * distance_au / solar_irradiance
-    return radiance * scale, slope * scale
+    x = planck_exponent(wavelength, temperature)
+    return thermal_factor_from_exponent(
+        wavelength, temperature, solar_irradiance, distance_au, x, expm1(x)
+    )
 
 
 def clamped_albedo(w):

@@ -3,7 +3,11 @@
 `compile_variant`), run over blocks of pixels on `numba_threads.run_in_blocks`'s threads.
 
 - `window_kernel_for`: the continuum fit of `rules` (one Levenberg-Marquardt problem in
-  (a, b, t) per pixel).
+  (a, b, t) per pixel), its normal equations in passes over the bands (`_window_pixel`):
+  Planck's exponentials in a loop of their own, the band rows in a branch-free loop of
+  independent bands, every rule inlined, the sums in band order (the JAX solver's
+  numbers). (The rows' loop stays scalar: numba's `math.sqrt` is a call of libm's
+  `sqrt`, which LLVM does not vectorise; as LLVM's `llvm.sqrt` it vectorised, no faster.)
 - `bands_kernel_for`: every band's w at its pixel's T (`band_rules`), in `invert`'s
   blocked form (`_inverse/albedo/numba_solver.py`): the bands of a pixel step in
   lockstep, `BLOCK` at a time, each iteration one branch-free loop over the block (a
@@ -17,6 +21,7 @@ Arrays as `solvers`' (float64).
 from __future__ import annotations
 
 import functools
+import math
 
 import numba
 import numpy as np
@@ -41,15 +46,37 @@ _INLINES = (rules, band_rules, thermal_equations, albedo_rules, lm_rules, *MODEL
 
 
 def _fit_rules(equations):
-    """`rules` compiled over the model `equations` (a retargeted namespace)."""
+    """`rules` compiled over the model `equations` (a retargeted namespace), the pieces
+    that `_window_pixel` calls inlined (r, eps, E and the albedo clamp too): its loops
+    over the bands make no calls (but expm1's) and none passes arrays (each such call
+    costs atomic reference counts)."""
     return retarget_to_numba(
         rules,
-        reflectance_and_slope=equations.reflectance_and_slope,
-        clamped_albedo=_thermal.clamped_albedo,
-        emissivity_and_slope=_thermal.emissivity_and_slope,
-        thermal_factor_and_slope=_thermal.thermal_factor_and_slope,
+        inline=_WINDOW_INLINED,
+        reflectance_and_slope=inlined(equations.reflectance_and_slope),
+        clamped_albedo=_thermal_inline.clamped_albedo,
+        emissivity_and_slope=_thermal_inline.emissivity_and_slope,
+        planck_exponent=_thermal_inline.planck_exponent,
+        thermal_factor_from_exponent=_thermal_inline.thermal_factor_from_exponent,
         **{name: getattr(_lm, name) for name in lm_rules.__all__},
     )
+
+
+_WINDOW_INLINED = (
+    "band_exponent",
+    "band_emission",
+    "band_row",
+    "add_band",
+    "no_sums",
+    "start_at",
+    "trial_point",
+    "tried",
+)
+
+
+def _window_bindings(compiled) -> dict:
+    """`_window_pixel`'s global names of the rules, from `_fit_rules`' `compiled`."""
+    return {f"fit_{name}": getattr(compiled, name) for name in _WINDOW_INLINED}
 
 
 @numba.njit(error_model="numpy", inline="always")
@@ -83,7 +110,17 @@ _default_fit = _fit_rules(numba_equations)
 _default_bands = _band_rules(numba_equations, albedo_numba._rules)
 pixel_terms = numba_equations.pixel_terms
 albedo_table = albedo_numba._rules.albedo_table
-fit_start, fit_iterate = _default_fit.start, _default_fit.iterate
+fit_band_exponent, fit_band_emission = _default_fit.band_exponent, _default_fit.band_emission
+fit_band_row, fit_add_band, fit_no_sums = (
+    _default_fit.band_row,
+    _default_fit.add_band,
+    _default_fit.no_sums,
+)
+fit_start_at, fit_trial_point, fit_tried = (
+    _default_fit.start_at,
+    _default_fit.trial_point,
+    _default_fit.tried,
+)
 band_start, band_iterate = _default_bands.band_start, _default_bands.band_iterate
 emission_factor = _default_bands.emission_factor
 emissivity = _thermal_inline.emissivity_and_slope
@@ -99,39 +136,87 @@ _W, _G, _SLOPE, _DAMPING, _GROWTH, _STATUS, _ITERATIONS, _R_OBS, _FACTOR = (
 _STATE_LENGTH = 9 * BLOCK
 
 
-@cached_njit(inlines=_INLINES, nogil=True, error_model="numpy")
-def _window_kernel(first, last, geometry, model, pixel_data, band_data, settings, out):
-    """The continuum fits of pixels first to last - 1: out (pixels, 12) as
-    `solvers.solve_thermal` returns it."""
+@cached_njit(inlines=_INLINES, error_model="numpy")
+def _window_pixel(p, geometry, model, pixel_data, band_data, settings, rows):
+    """The continuum fit of pixel p (`rules.start`, then `rules.iterate` until it ends):
+    its normal equations in passes over the bands, each a loop over the bands in their
+    order with a band's own operations (every x, every expm1(x) (x and expm1(x) kept
+    while t stays: T held), every row, the sums), so the same numbers as
+    `rules.normal_equations`; rows = the scratch (7, bands). wavelength, solar, weight:
+    (pixels, bands) or (1, bands). Returns the final state."""
     to_sun, to_sensor, normal = geometry
     scalars, legendre, use_legendre = model
     coefficients, distance, theta0 = pixel_data
     wavelength, solar, observed, weight, reference = band_data
     free, limits = settings
+    x, denominator, offset, f, da, db, dt = (
+        rows[0],
+        rows[1],
+        rows[2],
+        rows[3],
+        rows[4],
+        rows[5],
+        rows[6],
+    )
+    # wavelength, solar, weight: one row per pixel, or one for all (`solvers._band_rows`)
+    wl, sol = wavelength[min(p, wavelength.shape[0] - 1)], solar[min(p, solar.shape[0] - 1)]
+    obs, wt, coef = observed[p], weight[min(p, weight.shape[0] - 1)], coefficients[p]
+    terms = pixel_terms(
+        to_sun[p],
+        to_sensor[p],
+        normal[p],
+        scalars[0],
+        scalars[1],
+        scalars[2],
+        scalars[3],
+        scalars[4],
+        scalars[5],
+        scalars[6],
+        scalars[7],
+        scalars[8],
+        legendre,
+        use_legendre,
+    )
+    n = obs.shape[0]
+    for k in range(n):
+        offset[k] = wl[k] - reference[p]
+    theta = (theta0[p, 0], theta0[p, 1], theta0[p, 2])
+    trial = (theta, 0.0 * theta[0], 0.0 * theta[0])
+    state = fit_start_at(theta, fit_no_sums(theta[0]))
+    held = np.nan  # the t of x and expm1(x) (NaN: none yet)
+    started = False
+    while True:
+        a, b, t = trial[0]
+        if t != held:
+            for k in range(n):
+                x[k] = fit_band_exponent(t, wl[k])
+            for k in range(n):
+                denominator[k] = math.expm1(x[k])
+            held = t
+        for k in range(n):
+            emission = fit_band_emission(t, x[k], denominator[k], wl[k], sol[k], distance[p])
+            row = fit_band_row(a, b, offset[k], obs[k], wt[k], emission, terms, coef)
+            f[k], da[k], db[k], dt[k] = row
+        sums = fit_no_sums(a)
+        for k in range(n):
+            sums = fit_add_band(sums, (f[k], da[k], db[k], dt[k]), free)
+        if started:
+            state = fit_tried(state, trial, sums, free, limits)
+        else:
+            state = fit_start_at(trial[0], sums)
+            started = True
+        if state[6] != SOLVING:
+            return state
+        trial = fit_trial_point(state, free, limits)
+
+
+@cached_njit(inlines=_INLINES, nogil=True, error_model="numpy")
+def _window_kernel(first, last, geometry, model, pixel_data, band_data, settings, out):
+    """The continuum fits of pixels first to last - 1 (`_window_pixel`): out (pixels, 12)
+    as `solvers.solve_thermal` returns it."""
+    rows = np.empty((7, band_data[2].shape[1]))
     for p in range(first, last):
-        terms = pixel_terms(
-            to_sun[p],
-            to_sensor[p],
-            normal[p],
-            scalars[0],
-            scalars[1],
-            scalars[2],
-            scalars[3],
-            scalars[4],
-            scalars[5],
-            scalars[6],
-            scalars[7],
-            scalars[8],
-            legendre,
-            use_legendre,
-        )
-        pixel = (terms, coefficients[p], distance[p])
-        bands = (wavelength[p], solar[p], observed[p], weight[p])
-        state = fit_start(
-            (theta0[p, 0], theta0[p, 1], theta0[p, 2]), pixel, bands, reference[p], free
-        )
-        while state[6] == SOLVING:
-            state = fit_iterate(state, pixel, bands, reference[p], free, limits)
+        state = _window_pixel(p, geometry, model, pixel_data, band_data, settings, rows)
         out[p, 0], out[p, 1], out[p, 2] = state[0]
         out[p, 3] = state[1]
         for i in range(6):
@@ -298,14 +383,13 @@ def window_kernel_for(key: ModelKey):
     if key == DEFAULT_KEY:
         return _window_kernel
     equations = numba_equations_for(key)
-    compiled = _fit_rules(equations)
-    return compile_variant(
-        _window_kernel,
+    pixel = compile_variant(
+        _window_pixel,
         key.name,
         pixel_terms=equations.pixel_terms,
-        fit_start=compiled.start,
-        fit_iterate=compiled.iterate,
+        **_window_bindings(_fit_rules(equations)),
     )
+    return compile_variant(_window_kernel, key.name, _window_pixel=pixel)
 
 
 @functools.cache

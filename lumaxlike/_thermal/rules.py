@@ -20,11 +20,30 @@ growth, status, iterations.
 """
 
 from .._inverse.lm_rules import accepted, converged, damped_diagonal, gain_ratio, next_damping
-from .._model._scalar_math import maximum, minimum, where
+from .._model._scalar_math import expm1, maximum, minimum, where
 from .._model.equations import reflectance_and_slope
-from .._model.thermal import clamped_albedo, emissivity_and_slope, thermal_factor_and_slope
+from .._model.thermal import (
+    clamped_albedo,
+    emissivity_and_slope,
+    planck_exponent,
+    thermal_factor_from_exponent,
+)
 
-__all__ = ["band_terms", "normal_equations", "solve3", "start", "damped", "iterate"]
+__all__ = [
+    "band_exponent",
+    "band_emission",
+    "band_row",
+    "add_band",
+    "no_sums",
+    "normal_equations",
+    "solve3",
+    "start_at",
+    "start",
+    "damped",
+    "trial_point",
+    "tried",
+    "iterate",
+]
 
 T_SCALE = 100.0  # [K]: t = T / T_SCALE, so that the step tolerance means alike in a, b, t
 SOLVING = -1
@@ -35,33 +54,66 @@ INFINITY = float("inf")
 SINGULAR = 1e-14
 
 
-def band_terms(a, b, t, k, pixel, bands, reference):
-    """Residual f_k and its derivatives in (a, b, t) of band k (weighted, see the module)."""
-    terms, coefficients, distance = pixel
-    wavelength, solar, observed, weight = bands
-    w_raw = a + b * (wavelength[k] - reference)
-    w, inside = clamped_albedo(w_raw)
+def band_exponent(t, wavelength):
+    """Planck's exponent x (`planck_exponent`) of a band at T = t T_SCALE (wavelength [um])."""
+    return planck_exponent(wavelength, t * T_SCALE)
+
+
+def band_emission(t, x, denominator, wavelength, solar, distance):
+    """E = B(lambda, T) d^2 / F [1/sr] of a band at T = t T_SCALE and its derivative in T,
+    from its x (`band_exponent`) and expm1(x) (solar: F at 1 au; distance: d [au])."""
+    return thermal_factor_from_exponent(wavelength, t * T_SCALE, solar, distance, x, denominator)
+
+
+def band_row(a, b, offset, observed, weight, emission, terms, coefficients):
+    """Residual f and its derivatives in (a, b, t) of one band (weighted, see the module):
+    offset = lambda - lambda_ref [um], emission = `band_emission` at t."""
+    factor, dfactor = emission
+    w, inside = clamped_albedo(a + b * offset)
     r, dr = reflectance_and_slope(w, terms)
     eps, deps = emissivity_and_slope(w, coefficients)
-    factor, dfactor = thermal_factor_and_slope(wavelength[k], t * T_SCALE, solar[k], distance)
-    dw = (dr + deps * factor) * inside * weight[k]
-    residual = (r + eps * factor - observed[k]) * weight[k]
-    return residual, dw, dw * (wavelength[k] - reference), eps * dfactor * T_SCALE * weight[k]
+    dw = (dr + deps * factor) * inside * weight
+    residual = (r + eps * factor - observed) * weight
+    return residual, dw, dw * offset, eps * dfactor * T_SCALE * weight
+
+
+def add_band(sums, row, free):
+    """`sums` = (cost, J^T J (6), J^T f (3)) with one band's `row` (f, df/da, df/db, df/dt)
+    added, fixed parameters' derivatives as 0."""
+    cost, (j00, j01, j02, j11, j12, j22), (g0, g1, g2) = sums
+    f, da, db, dt = row
+    db, dt = db * free[1], dt * free[2]
+    return (
+        cost + f * f,
+        (j00 + da * da, j01 + da * db, j02 + da * dt, j11 + db * db, j12 + db * dt, j22 + dt * dt),
+        (g0 + da * f, g1 + db * f, g2 + dt * f),
+    )
+
+
+def no_sums(a):
+    """(cost, J^T J, J^T f) of no band: zeros (`add_band` adds the bands in their order)."""
+    zero = 0.0 * a
+    return zero, (zero, zero, zero, zero, zero, zero), (zero, zero, zero)
 
 
 def normal_equations(theta, pixel, bands, reference, free):
-    """(cost, J^T J as 6 entries, J^T f as 3) at theta; fixed parameters' columns are 0."""
+    """(cost, J^T J as 6 entries, J^T f as 3) at theta; fixed parameters' columns are 0.
+
+    The bands are summed in their order. numba's kernel takes the same steps in passes
+    over the bands (every x, every expm1(x), every row, then the sums: branch-free loops
+    of independent bands, no calls but expm1's): the same numbers.
+    """
     a, b, t = theta
-    cost = 0.0 * a
-    j00, j01, j02, j11, j12, j22 = cost, cost, cost, cost, cost, cost
-    g0, g1, g2 = cost, cost, cost
-    for k in range(bands[2].shape[0]):
-        f, da, db, dt = band_terms(a, b, t, k, pixel, bands, reference)
-        db, dt = db * free[1], dt * free[2]
-        cost, g0, g1, g2 = cost + f * f, g0 + da * f, g1 + db * f, g2 + dt * f
-        j00, j01, j02 = j00 + da * da, j01 + da * db, j02 + da * dt
-        j11, j12, j22 = j11 + db * db, j12 + db * dt, j22 + dt * dt
-    return cost, (j00, j01, j02, j11, j12, j22), (g0, g1, g2)
+    terms, coefficients, distance = pixel
+    wavelength, solar, observed, weight = bands
+    sums = no_sums(a)
+    for k in range(observed.shape[0]):
+        x = band_exponent(t, wavelength[k])
+        emission = band_emission(t, x, expm1(x), wavelength[k], solar[k], distance)
+        offset = wavelength[k] - reference
+        row = band_row(a, b, offset, observed[k], weight[k], emission, terms, coefficients)
+        sums = add_band(sums, row, free)
+    return sums
 
 
 def solve3(m, g, free):
@@ -82,11 +134,16 @@ def solve3(m, g, free):
     return x0, x1 * free[1], x2 * free[2], regular
 
 
-def start(theta, pixel, bands, reference, free):
-    """The state at the starting point theta."""
-    cost, jtj, jtf = normal_equations(theta, pixel, bands, reference, free)
+def start_at(theta, equations):
+    """The state at the starting point theta, `equations` = `normal_equations` there."""
+    cost, jtj, jtf = equations
     zero = 0.0 * cost
     return theta, cost, jtj, jtf, zero, 2.0 + zero, SOLVING + 0 * (cost > 0.0), 0
+
+
+def start(theta, pixel, bands, reference, free):
+    """The state at the starting point theta."""
+    return start_at(theta, normal_equations(theta, pixel, bands, reference, free))
 
 
 def damped(jtj, damping):
@@ -101,12 +158,13 @@ def damped(jtj, damping):
     )
 
 
-def iterate(state, pixel, bands, reference, free, limits):
-    """One Levenberg-Marquardt trial; `limits` = (t_low, t_high, tol, max_iter)."""
-    theta, cost, jtj, jtf, damping, growth, status, iterations = state
-    t_low, t_high, tol, max_iter = limits
+def trial_point(state, free, limits):
+    """The trial point of a Levenberg-Marquardt step from `state` (t projected onto its
+    bounds), the decrease of the linearised cost along it, and its largest |step|;
+    `limits` = (t_low, t_high, tol, max_iter)."""
+    theta, _, jtj, jtf, damping, _, _, _ = state
     x0, x1, x2, _ = solve3(damped(jtj, damping), jtf, free)
-    t_trial = minimum(maximum(theta[2] + x2, t_low), t_high)
+    t_trial = minimum(maximum(theta[2] + x2, limits[0]), limits[1])
     x2 = t_trial - theta[2]
     trial = (theta[0] + x0, theta[1] + x1, t_trial)
     quad = (
@@ -116,45 +174,56 @@ def iterate(state, pixel, bands, reference, free, limits):
         + 2.0 * (jtj[1] * x0 * x1 + jtj[2] * x0 * x2 + jtj[4] * x1 * x2)
     )
     predicted = 0.0 - (2.0 * (x0 * jtf[0] + x1 * jtf[1] + x2 * jtf[2]) + quad)
-    cost_t, jtj_t, jtf_t = normal_equations(trial, pixel, bands, reference, free)
+    return trial, predicted, maximum(maximum(abs(x0), abs(x1)), abs(x2))
+
+
+def tried(state, trial, equations, free, limits):
+    """The state after the trial `trial` = `trial_point`'s three values, `equations` =
+    `normal_equations` at the trial point."""
+    theta, cost, jtj, jtf, damping, growth, status, iterations = state
+    trial, predicted, step_size = trial
+    cost_t, jtj_t, jtf_t = equations
     n0, n1, n2, regular = solve3(jtj_t, jtf_t, free)
     newton_size = where(regular, maximum(maximum(abs(n0), abs(n1)), abs(n2)), INFINITY + 0.0 * n0)
     newton_decrease = 0.0 - (n0 * jtf_t[0] + n1 * jtf_t[1] + n2 * jtf_t[2])
     accept = accepted(cost, cost_t) & (cost_t == cost_t)
     ratio = gain_ratio(cost, cost_t, predicted)
-    step_size = maximum(maximum(abs(x0), abs(x1)), abs(x2))
-    done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
+    done = converged(step_size, predicted, cost, newton_size, accept, damping, limits[2])
     damping_next, growth_next = next_damping(
         accept, ratio, damping, growth, newton_decrease, cost_t
     )
     iterations_next = iterations + 1
-    status_next = where(done, CONVERGED, where(iterations_next >= max_iter, MAX_ITER, status))
-    theta_next = (
-        where(accept, trial[0], theta[0]),
-        where(accept, trial[1], theta[1]),
-        where(accept, trial[2], theta[2]),
-    )
-    jtj_next = (
-        where(accept, jtj_t[0], jtj[0]),
-        where(accept, jtj_t[1], jtj[1]),
-        where(accept, jtj_t[2], jtj[2]),
-        where(accept, jtj_t[3], jtj[3]),
-        where(accept, jtj_t[4], jtj[4]),
-        where(accept, jtj_t[5], jtj[5]),
-    )
-    jtf_next = (
-        where(accept, jtf_t[0], jtf[0]),
-        where(accept, jtf_t[1], jtf[1]),
-        where(accept, jtf_t[2], jtf[2]),
-    )
-    cost_next = where(accept, cost_t, cost)
+    status_next = where(done, CONVERGED, where(iterations_next >= limits[3], MAX_ITER, status))
     return (
-        theta_next,
-        cost_next,
-        jtj_next,
-        jtf_next,
+        (
+            where(accept, trial[0], theta[0]),
+            where(accept, trial[1], theta[1]),
+            where(accept, trial[2], theta[2]),
+        ),
+        where(accept, cost_t, cost),
+        (
+            where(accept, jtj_t[0], jtj[0]),
+            where(accept, jtj_t[1], jtj[1]),
+            where(accept, jtj_t[2], jtj[2]),
+            where(accept, jtj_t[3], jtj[3]),
+            where(accept, jtj_t[4], jtj[4]),
+            where(accept, jtj_t[5], jtj[5]),
+        ),
+        (
+            where(accept, jtf_t[0], jtf[0]),
+            where(accept, jtf_t[1], jtf[1]),
+            where(accept, jtf_t[2], jtf[2]),
+        ),
         damping_next,
         growth_next,
         status_next,
         iterations_next,
     )
+
+
+def iterate(state, pixel, bands, reference, free, limits):
+    """One Levenberg-Marquardt trial (`trial_point`, `tried`); `limits` = (t_low, t_high,
+    tol, max_iter)."""
+    trial = trial_point(state, free, limits)
+    equations = normal_equations(trial[0], pixel, bands, reference, free)
+    return tried(state, trial, equations, free, limits)

@@ -34,7 +34,8 @@ def _bindings(equations, thermal, lm) -> dict:
         "reflectance_and_slope": equations.reflectance_and_slope,
         "clamped_albedo": thermal.clamped_albedo,
         "emissivity_and_slope": thermal.emissivity_and_slope,
-        "thermal_factor_and_slope": thermal.thermal_factor_and_slope,
+        "planck_exponent": thermal.planck_exponent,
+        "thermal_factor_from_exponent": thermal.thermal_factor_from_exponent,
         **{name: getattr(lm, name) for name in lm_rules.__all__},
     }
 
@@ -181,6 +182,16 @@ def _solve_jax(params, arrays, free, limits, key, max_iter):
     )
 
 
+def _band_rows(values, shape) -> np.ndarray:
+    """`values` (bands,) or `shape` = (pixels, bands) as the numba kernel takes them:
+    contiguous float64, one row (1, bands) where every pixel has the same (1-D, one row
+    or a broadcast view: no copy per pixel), else (pixels, bands)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 2 and values.shape[0] > 1 and values.strides[0] != 0:
+        return np.ascontiguousarray(values)
+    return np.ascontiguousarray(np.broadcast_to(values, shape)[:1])
+
+
 def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) -> np.ndarray:
     """Solve every pixel's problem (see the module docstring for `arrays`' keys).
 
@@ -190,10 +201,6 @@ def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) 
         (pixels, 12) float64: a, b, t, cost, J^T J (6), status, iterations.
     """
     n = arrays["observed"].shape[0]
-    names = ("wavelength", "solar")
-    band = {
-        k: np.ascontiguousarray(np.broadcast_to(arrays[k], arrays["observed"].shape)) for k in names
-    }
     reference = np.broadcast_to(np.asarray(arrays["reference"], float), (n,))
     free = tuple(float(f) for f in free)
     t_low, t_high, tol, max_iter = limits
@@ -206,16 +213,20 @@ def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) 
             kernel_params(params),
             tuple(np.ascontiguousarray(arrays[k]) for k in ("coefficients", "distance", "theta")),
             (
-                band["wavelength"],
-                band["solar"],
+                _band_rows(arrays["wavelength"], arrays["observed"].shape),
+                _band_rows(arrays["solar"], arrays["observed"].shape),
                 np.ascontiguousarray(arrays["observed"]),
-                np.ascontiguousarray(arrays["weight"]),
+                _band_rows(arrays["weight"], arrays["observed"].shape),
                 np.ascontiguousarray(reference),
             ),
             (free, (float(t_low), float(t_high), float(tol), int(max_iter))),
             out,
         )
         return out
+    band = {
+        k: np.broadcast_to(np.asarray(arrays[k], np.float64), arrays["observed"].shape)
+        for k in ("wavelength", "solar")
+    }
     with jax.enable_x64(True):
         keys = ("to_sun", "to_sensor", "normal", "coefficients", "distance", "theta")
         stacked = [jnp.asarray(arrays[k], jnp.float64) for k in keys]
