@@ -185,11 +185,13 @@ def _solve_jax(params, arrays, free, limits, key, max_iter):
 def _band_rows(values, shape) -> np.ndarray:
     """`values` (bands,) or `shape` = (pixels, bands) as the numba kernel takes them:
     contiguous float64, one row (1, bands) where every pixel has the same (1-D, one row
-    or a broadcast view: no copy per pixel), else (pixels, bands)."""
+    or a broadcast view: no copy per pixel), else (pixels, bands). The row is a writable
+    copy: numba types a read-only array (a broadcast view's) apart, and would compile the
+    kernel again for it."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 2 and values.shape[0] > 1 and values.strides[0] != 0:
         return np.ascontiguousarray(values)
-    return np.ascontiguousarray(np.broadcast_to(values, shape)[:1])
+    return np.array(np.broadcast_to(values, shape)[:1])
 
 
 def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) -> np.ndarray:
