@@ -219,7 +219,7 @@ def solve_thermal(params: HapkeParams, arrays: dict, free, limits, solver: str) 
                 _band_rows(arrays["solar"], arrays["observed"].shape),
                 np.ascontiguousarray(arrays["observed"]),
                 _band_rows(arrays["weight"], arrays["observed"].shape),
-                np.ascontiguousarray(reference),
+                np.array(reference),  # writable, as `_band_rows`'s row
             ),
             (free, (float(t_low), float(t_high), float(tol), int(max_iter))),
             out,
