@@ -159,29 +159,41 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
         st[_W + j], st[_G + j], st[_SLOPE + j] = w, g, slope
         st[_DAMPING + j], st[_GROWTH + j], st[_STATUS + j] = damping, growth, status
         st[_ITERATIONS + j] = 0.0
-    unfinished = 0
-    for j in range(size):
-        unfinished += 1 if st[_STATUS + j] == SOLVING else 0
-    while unfinished > 0:
-        for j in range(size):
-            status = st[_STATUS + j]
+    # the sweeps run over the range [lo, hi) of the unfinished bands, narrowed after each
+    # (the slow bands sit together, at the long wavelengths): a finished band in between
+    # keeps its values by selection, as in a sweep over the whole block
+    lo, hi = _unfinished_range(st, 0, size)
+    while lo < hi:
+        # the sweep indexes a view from lo by its loop counter alone (an index lo + j
+        # could be negative to numba, which would then wrap it and not vectorise)
+        at = st[lo:]
+        for j in range(hi - lo):
+            status = at[_STATUS + j]
             solving = status == SOLVING
-            w, g, slope = st[_W + j], st[_G + j], st[_SLOPE + j]
-            damping, growth, iterations = st[_DAMPING + j], st[_GROWTH + j], st[_ITERATIONS + j]
+            w, g, slope = at[_W + j], at[_G + j], at[_SLOPE + j]
+            damping, growth, iterations = at[_DAMPING + j], at[_GROWTH + j], at[_ITERATIONS + j]
             state = (w, g, slope, damping, growth, status, iterations)
             w_n, g_n, slope_n, damping_n, growth_n, status_n, iterations_n = band_iterate(
-                state, st[_R_OBS + j], st[_FACTOR + j], terms, coef, limits
+                state, at[_R_OBS + j], at[_FACTOR + j], terms, coef, limits
             )
-            st[_W + j] = w_n if solving else w
-            st[_G + j] = g_n if solving else g
-            st[_SLOPE + j] = slope_n if solving else slope
-            st[_DAMPING + j] = damping_n if solving else damping
-            st[_GROWTH + j] = growth_n if solving else growth
-            st[_STATUS + j] = status_n if solving else status
-            st[_ITERATIONS + j] = iterations_n if solving else iterations
-        unfinished = 0
-        for j in range(size):
-            unfinished += 1 if st[_STATUS + j] == SOLVING else 0
+            at[_W + j] = w_n if solving else w
+            at[_G + j] = g_n if solving else g
+            at[_SLOPE + j] = slope_n if solving else slope
+            at[_DAMPING + j] = damping_n if solving else damping
+            at[_GROWTH + j] = growth_n if solving else growth
+            at[_STATUS + j] = status_n if solving else status
+            at[_ITERATIONS + j] = iterations_n if solving else iterations
+        lo, hi = _unfinished_range(st, lo, hi)
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _unfinished_range(st, lo, hi):
+    """[lo, hi) narrowed to the block's first and last unfinished band (lo == hi: none)."""
+    while lo < hi and st[_STATUS + lo] != SOLVING:
+        lo += 1
+    while hi > lo and st[_STATUS + hi - 1] != SOLVING:
+        hi -= 1
+    return lo, hi
 
 
 def _plain_variant(bands, name: str):
