@@ -13,8 +13,14 @@ acceptance, damping and convergence (`update`). E is computed once per band (one
 evaluation), the pixel's terms and table once per pixel (the drivers). With E = 0
 the problem, start and steps are `invert`'s.
 
-State (a tuple): w, g, g', damping, growth, status (SOLVING, CONVERGED, MAX_ITER),
-iterations.
+A Newton trial is two rules, `band_trial` (the trial point) and `band_accept` (given eps
+and its slope there), so that the numba kernel can evaluate the emissivity series of a
+block's trials in a loop of its own (short loops overlap the series' long chains of
+dependent operations); `band_iterate` is both, the same operations.
+
+State (a tuple): w, g, g', eps (at w), damping, growth, status
+(SOLVING, CONVERGED, MAX_ITER), iterations. The emission removed is eps E, eps the
+state's (no further evaluation of the series).
 """
 
 from .._inverse.albedo.rules import propose, starting_albedo, update
@@ -22,7 +28,14 @@ from .._model._scalar_math import isfinite, where
 from .._model.equations import reflectance_and_slope
 from .._model.thermal import emissivity_and_slope
 
-__all__ = ["emission_factor", "band_residual", "band_start", "band_iterate"]
+__all__ = [
+    "emission_factor",
+    "band_residual",
+    "band_start",
+    "band_trial",
+    "band_accept",
+    "band_iterate",
+]
 
 SOLVING = -1
 CONVERGED = 0
@@ -38,10 +51,10 @@ def emission_factor(factor, observed):
     return where(factor < NEGLIGIBLE_EMISSION * abs(observed), 0.0 * factor, factor)
 
 
-def band_residual(w, observed, emission_factor, terms, coefficients):
-    """(g, dg/dw) [1/sr] at w (the module's g; coefficients: the pixel's eps series)."""
+def band_residual(w, observed, emission_factor, terms, eps_and_slope):
+    """(g, dg/dw) [1/sr] at w, given (eps, d eps/dw) at w."""
     r, dr = reflectance_and_slope(w, terms)
-    eps, deps = emissivity_and_slope(w, coefficients)
+    eps, deps = eps_and_slope
     return r + eps * emission_factor - observed, dr + deps * emission_factor
 
 
@@ -50,23 +63,39 @@ def band_start(observed, emission_factor, terms, table, coefficients, bounds):
     w_plain = starting_albedo(observed, table, bounds[0], bounds[1])
     eps, _ = emissivity_and_slope(w_plain, coefficients)
     w = starting_albedo(observed - eps * emission_factor, table, bounds[0], bounds[1])
-    g, slope = band_residual(w, observed, emission_factor, terms, coefficients)
+    eps, deps = emissivity_and_slope(w, coefficients)
+    g, slope = band_residual(w, observed, emission_factor, terms, (eps, deps))
     zero = 0.0 * g
     # a non-finite r_obs is not solved (MAX_ITER at once, not after max_iter steps)
     status = where(isfinite(observed), where(g == 0.0, CONVERGED, SOLVING), MAX_ITER)
-    return w, g, slope, zero, 2.0 + zero, status, 0
+    return w, g, slope, eps, zero, 2.0 + zero, status, 0
+
+
+def band_trial(state, limits):
+    """The damped Newton trial point (`propose`); limits = (w_lower, w_upper, ...)."""
+    w, g, slope, _, damping, _, _, _ = state
+    return propose(w, g, slope, damping, limits[0], limits[1])
+
+
+def band_accept(state, trial, eps_and_slope, observed, emission_factor, terms, limits):
+    """The state after the trial (`update`), given (eps, d eps/dw) at the trial; limits =
+    (w_lower, w_upper, tol, max_iter)."""
+    w, g, slope, eps, damping, growth, status, iterations = state
+    g_trial, slope_trial = band_residual(trial, observed, emission_factor, terms, eps_and_slope)
+    w_new, g, slope, damping, growth, done = update(
+        w, g, slope, damping, growth, trial, g_trial, slope_trial, limits[2]
+    )
+    # the trial's eps where it was accepted (w_new == trial: where a rejected trial equals
+    # w, so are their eps)
+    eps = where(w_new == trial, eps_and_slope[0], eps)
+    iterations = iterations + 1
+    status = where(done, CONVERGED, where(iterations >= limits[3], MAX_ITER, status))
+    return w_new, g, slope, eps, damping, growth, status, iterations
 
 
 def band_iterate(state, observed, emission_factor, terms, coefficients, limits):
-    """One damped Newton trial (`propose`, `update`); limits = (w_lower, w_upper, tol,
-    max_iter)."""
-    w, g, slope, damping, growth, status, iterations = state
-    w_lower, w_upper, tol, max_iter = limits
-    trial = propose(w, g, slope, damping, w_lower, w_upper)
-    g_trial, slope_trial = band_residual(trial, observed, emission_factor, terms, coefficients)
-    w, g, slope, damping, growth, done = update(
-        w, g, slope, damping, growth, trial, g_trial, slope_trial, tol
-    )
-    iterations = iterations + 1
-    status = where(done, CONVERGED, where(iterations >= max_iter, MAX_ITER, status))
-    return w, g, slope, damping, growth, status, iterations
+    """One damped Newton trial (`band_trial`, `band_accept`); limits = (w_lower, w_upper,
+    tol, max_iter)."""
+    trial = band_trial(state, limits)
+    eps_and_slope = emissivity_and_slope(trial, coefficients)
+    return band_accept(state, trial, eps_and_slope, observed, emission_factor, terms, limits)

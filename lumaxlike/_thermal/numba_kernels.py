@@ -84,7 +84,8 @@ _default_bands = _band_rules(numba_equations, albedo_numba._rules)
 pixel_terms = numba_equations.pixel_terms
 albedo_table = albedo_numba._rules.albedo_table
 fit_start, fit_iterate = _default_fit.start, _default_fit.iterate
-band_start, band_iterate = _default_bands.band_start, _default_bands.band_iterate
+band_start, band_trial = _default_bands.band_start, _default_bands.band_trial
+band_accept = _default_bands.band_accept
 emission_factor = _default_bands.emission_factor
 emissivity = _thermal_inline.emissivity_and_slope
 thermal_factor = _thermal_inline.thermal_factor_and_slope
@@ -92,11 +93,24 @@ SOLVING = band_rules.SOLVING
 MAX_ITER = band_rules.MAX_ITER
 # Bands solved together (the rows of a block's state): one pixel's, for most cubes.
 BLOCK = 64
-# Where each field of a block of bands starts in the state row (BLOCK each).
-_W, _G, _SLOPE, _DAMPING, _GROWTH, _STATUS, _ITERATIONS, _R_OBS, _FACTOR = (
-    k * BLOCK for k in range(9)
-)
-_STATE_LENGTH = 9 * BLOCK
+# Where each field of a block of bands starts in the state row (BLOCK each): the state
+# of `band_rules`, r_obs, E, and a sweep's trial point with eps and d eps/dw there.
+(
+    _W,
+    _G,
+    _SLOPE,
+    _EPS,
+    _DAMPING,
+    _GROWTH,
+    _STATUS,
+    _ITERATIONS,
+    _R_OBS,
+    _FACTOR,
+    _TRIAL,
+    _EPS_TRIAL,
+    _DEPS_TRIAL,
+) = (k * BLOCK for k in range(13))
+_STATE_LENGTH = 13 * BLOCK
 
 
 @cached_njit(inlines=_INLINES, nogil=True, error_model="numpy")
@@ -153,10 +167,10 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
     for j in range(size):
         st[_R_OBS + j] = r_obs[j]
     for j in range(size):
-        w, g, slope, damping, growth, status, _ = band_start(
+        w, g, slope, eps, damping, growth, status, _ = band_start(
             st[_R_OBS + j], st[_FACTOR + j], terms, table, coef, (w_lower, w_upper)
         )
-        st[_W + j], st[_G + j], st[_SLOPE + j] = w, g, slope
+        st[_W + j], st[_G + j], st[_SLOPE + j], st[_EPS + j] = w, g, slope, eps
         st[_DAMPING + j], st[_GROWTH + j], st[_STATUS + j] = damping, growth, status
         st[_ITERATIONS + j] = 0.0
     # the sweeps run over the range [lo, hi) of the unfinished bands, narrowed after each
@@ -164,26 +178,41 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
     # keeps its values by selection, as in a sweep over the whole block
     lo, hi = _unfinished_range(st, 0, size)
     while lo < hi:
-        # the sweep indexes a view from lo by its loop counter alone (an index lo + j
-        # could be negative to numba, which would then wrap it and not vectorise)
+        # a view from lo, indexed by the loop counter alone (an index lo + j could be
+        # negative to numba, which would then wrap it, and the loops would not vectorise)
         at = st[lo:]
+        _trials(at, hi - lo, coef, limits, emissivity)
         for j in range(hi - lo):
             status = at[_STATUS + j]
             solving = status == SOLVING
-            w, g, slope = at[_W + j], at[_G + j], at[_SLOPE + j]
+            w, g, slope, eps = at[_W + j], at[_G + j], at[_SLOPE + j], at[_EPS + j]
             damping, growth, iterations = at[_DAMPING + j], at[_GROWTH + j], at[_ITERATIONS + j]
-            state = (w, g, slope, damping, growth, status, iterations)
-            w_n, g_n, slope_n, damping_n, growth_n, status_n, iterations_n = band_iterate(
-                state, at[_R_OBS + j], at[_FACTOR + j], terms, coef, limits
+            state = (w, g, slope, eps, damping, growth, status, iterations)
+            eps_trial = (at[_EPS_TRIAL + j], at[_DEPS_TRIAL + j])
+            new = band_accept(
+                state, at[_TRIAL + j], eps_trial, at[_R_OBS + j], at[_FACTOR + j], terms, limits
             )
-            at[_W + j] = w_n if solving else w
-            at[_G + j] = g_n if solving else g
-            at[_SLOPE + j] = slope_n if solving else slope
-            at[_DAMPING + j] = damping_n if solving else damping
-            at[_GROWTH + j] = growth_n if solving else growth
-            at[_STATUS + j] = status_n if solving else status
-            at[_ITERATIONS + j] = iterations_n if solving else iterations
+            at[_W + j] = new[0] if solving else w
+            at[_G + j] = new[1] if solving else g
+            at[_SLOPE + j] = new[2] if solving else slope
+            at[_EPS + j] = new[3] if solving else eps
+            at[_DAMPING + j] = new[4] if solving else damping
+            at[_GROWTH + j] = new[5] if solving else growth
+            at[_STATUS + j] = new[6] if solving else status
+            at[_ITERATIONS + j] = new[7] if solving else iterations
         lo, hi = _unfinished_range(st, lo, hi)
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _trials(at, size, coef, limits, emissivity_and_slope):
+    """Every band's trial point (`band_trial`) and eps, d eps/dw there
+    (`emissivity_and_slope`, the caller's), in a loop of their own (short: the series'
+    chains of dependent operations of successive bands overlap)."""
+    for j in range(size):
+        state = (at[_W + j], at[_G + j], at[_SLOPE + j], 0.0, at[_DAMPING + j], 0.0, 0.0, 0.0)
+        trial = band_trial(state, limits)
+        at[_TRIAL + j] = trial
+        at[_EPS_TRIAL + j], at[_DEPS_TRIAL + j] = emissivity_and_slope(trial, coef)
 
 
 @numba.njit(error_model="numpy", inline="always")
@@ -203,7 +232,9 @@ def _plain_variant(bands, name: str):
         _bands_block,
         name,
         band_start=bands.band_start,
-        band_iterate=bands.band_iterate,
+        band_trial=bands.band_trial,
+        band_accept=bands.band_accept,
+        emissivity=_no_emissivity,
         thermal_factor=_no_emission,
     )
 
@@ -280,7 +311,7 @@ def _bands_pixel(p, geometry, model, pixel_data, spectral, limits, out, scratch)
                 e_row[j] = 0.0
         else:
             for j in range(size):
-                e_row[j] = emissivity(st[_W + j], coef)[0] * st[_FACTOR + j]
+                e_row[j] = st[_EPS + j] * st[_FACTOR + j]
         for j in range(size):
             s = st[_STATUS + j]
             s_row[j] = MAX_ITER if s == SOLVING else s
@@ -332,7 +363,8 @@ def bands_kernel_for(key: ModelKey):
         _bands_block,
         key.name,
         band_start=compiled.band_start,
-        band_iterate=compiled.band_iterate,
+        band_trial=compiled.band_trial,
+        band_accept=compiled.band_accept,
     )
     plain = _plain_variant(_band_rules(equations, albedo, _no_emissivity), f"{key.name}_plain")
     pixel = compile_variant(

@@ -81,12 +81,11 @@ def _solve_bands_jax(params, arrays, limits, key, max_iter):
         factor = compiled.emission_factor(jnp.where(on, factor, 0.0), r_obs)
         state = compiled.band_start(r_obs, factor, terms, table, coef, bounds)
         state = jax.lax.while_loop(
-            lambda s: s[5] == band_rules.SOLVING,
+            lambda s: s[6] == band_rules.SOLVING,
             lambda s: compiled.band_iterate(s, r_obs, factor, terms, coef, (*limits, max_iter)),
             state,
         )
-        emission = thermal.emissivity_and_slope(state[0], coef)[0] * factor
-        return state[0], emission, state[5]
+        return state[0], state[3] * factor, state[6]
 
     def one(sun, sensor, nrm, coef, dist, temp, obs):
         terms = pixel_terms(sun, sensor, nrm, params)
