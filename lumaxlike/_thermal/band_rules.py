@@ -13,10 +13,11 @@ acceptance, damping and convergence (`update`). E is computed once per band (one
 evaluation), the pixel's terms and table once per pixel (the drivers). With E = 0
 the problem, start and steps are `invert`'s.
 
-A Newton trial is two rules, `band_trial` (the trial point) and `band_accept` (given eps
-and its slope there), so that the numba kernel can evaluate the emissivity series of a
-block's trials in a loop of its own (short loops overlap the series' long chains of
-dependent operations); `band_iterate` is both, the same operations.
+The start is three rules and a Newton trial two, `band_trial` (the trial point) and
+`band_accept` (given eps and its slope there), so that the numba kernel can evaluate
+the series of a block's bands in loops of their own (short loops overlap the series'
+long chains of dependent operations); `band_start` and `band_iterate` compose them, the
+same operations.
 
 State (a tuple): w, g, g', eps (at w), damping, growth, status
 (SOLVING, CONVERGED, MAX_ITER), iterations. The emission removed is eps E, eps the
@@ -31,6 +32,9 @@ from .._model.thermal import emissivity_and_slope
 __all__ = [
     "emission_factor",
     "band_residual",
+    "plain_emissivity",
+    "starting_point",
+    "start_state",
     "band_start",
     "band_trial",
     "band_accept",
@@ -58,17 +62,34 @@ def band_residual(w, observed, emission_factor, terms, eps_and_slope):
     return r + eps * emission_factor - observed, dr + deps * emission_factor
 
 
-def band_start(observed, emission_factor, terms, table, coefficients, bounds):
-    """The state at the start; bounds = (w_lower, w_upper)."""
+def plain_emissivity(observed, table, coefficients, bounds):
+    """eps at the table's w at r_obs (the emission not removed); bounds = (w_lower,
+    w_upper)."""
     w_plain = starting_albedo(observed, table, bounds[0], bounds[1])
-    eps, _ = emissivity_and_slope(w_plain, coefficients)
-    w = starting_albedo(observed - eps * emission_factor, table, bounds[0], bounds[1])
-    eps, deps = emissivity_and_slope(w, coefficients)
-    g, slope = band_residual(w, observed, emission_factor, terms, (eps, deps))
+    return emissivity_and_slope(w_plain, coefficients)[0]
+
+
+def starting_point(observed, emission_factor, table, eps_plain, bounds):
+    """The start w_s: the table's w at r_obs - eps E, eps from `plain_emissivity`."""
+    return starting_albedo(observed - eps_plain * emission_factor, table, bounds[0], bounds[1])
+
+
+def start_state(w, eps_and_slope, observed, emission_factor, terms):
+    """The state at the start w_s, given (eps, d eps/dw) at w_s."""
+    g, slope = band_residual(w, observed, emission_factor, terms, eps_and_slope)
     zero = 0.0 * g
     # a non-finite r_obs is not solved (MAX_ITER at once, not after max_iter steps)
     status = where(isfinite(observed), where(g == 0.0, CONVERGED, SOLVING), MAX_ITER)
-    return w, g, slope, eps, zero, 2.0 + zero, status, 0
+    return w, g, slope, eps_and_slope[0], zero, 2.0 + zero, status, 0
+
+
+def band_start(observed, emission_factor, terms, table, coefficients, bounds):
+    """The state at the start (`plain_emissivity`, `starting_point`, `start_state`);
+    bounds = (w_lower, w_upper)."""
+    eps_plain = plain_emissivity(observed, table, coefficients, bounds)
+    w = starting_point(observed, emission_factor, table, eps_plain, bounds)
+    eps_and_slope = emissivity_and_slope(w, coefficients)
+    return start_state(w, eps_and_slope, observed, emission_factor, terms)
 
 
 def band_trial(state, limits):

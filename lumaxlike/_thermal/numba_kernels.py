@@ -84,7 +84,8 @@ _default_bands = _band_rules(numba_equations, albedo_numba._rules)
 pixel_terms = numba_equations.pixel_terms
 albedo_table = albedo_numba._rules.albedo_table
 fit_start, fit_iterate = _default_fit.start, _default_fit.iterate
-band_start, band_trial = _default_bands.band_start, _default_bands.band_trial
+plain_emissivity, starting_point = _default_bands.plain_emissivity, _default_bands.starting_point
+start_state, band_trial = _default_bands.start_state, _default_bands.band_trial
 band_accept = _default_bands.band_accept
 emission_factor = _default_bands.emission_factor
 emissivity = _thermal_inline.emissivity_and_slope
@@ -158,7 +159,7 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
     """One block of `size` bands of a pixel solved in `st` (see the module docstring);
     pixel = (terms, table, coefficients, T [K] (<= 0: no emission), distance [au])."""
     terms, table, coef, temperature, distance = pixel
-    w_lower, w_upper, tol, max_iter = limits
+    bounds = limits[:2]
     on = temperature > 0.0
     t = temperature if on else 300.0
     for j in range(size):
@@ -166,12 +167,19 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
         st[_FACTOR + j] = emission_factor(factor if on else 0.0, r_obs[j])
     for j in range(size):
         st[_R_OBS + j] = r_obs[j]
+    # the start (`band_rules.band_start`'s steps) and each sweep in short loops: the
+    # emissivity series' long chains of dependent operations of successive bands overlap
     for j in range(size):
-        w, g, slope, eps, damping, growth, status, _ = band_start(
-            st[_R_OBS + j], st[_FACTOR + j], terms, table, coef, (w_lower, w_upper)
-        )
-        st[_W + j], st[_G + j], st[_SLOPE + j], st[_EPS + j] = w, g, slope, eps
-        st[_DAMPING + j], st[_GROWTH + j], st[_STATUS + j] = damping, growth, status
+        st[_EPS_TRIAL + j] = plain_emissivity(st[_R_OBS + j], table, coef, bounds)
+    for j in range(size):
+        w = starting_point(st[_R_OBS + j], st[_FACTOR + j], table, st[_EPS_TRIAL + j], bounds)
+        st[_TRIAL + j] = w
+        st[_EPS_TRIAL + j], st[_DEPS_TRIAL + j] = emissivity(w, coef)
+    for j in range(size):
+        eps_and_slope = (st[_EPS_TRIAL + j], st[_DEPS_TRIAL + j])
+        state = start_state(st[_TRIAL + j], eps_and_slope, st[_R_OBS + j], st[_FACTOR + j], terms)
+        st[_W + j], st[_G + j], st[_SLOPE + j], st[_EPS + j] = state[:4]
+        st[_DAMPING + j], st[_GROWTH + j], st[_STATUS + j] = state[4:7]
         st[_ITERATIONS + j] = 0.0
     # the sweeps run over the range [lo, hi) of the unfinished bands, narrowed after each
     # (the slow bands sit together, at the long wavelengths): a finished band in between
@@ -181,7 +189,11 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
         # a view from lo, indexed by the loop counter alone (an index lo + j could be
         # negative to numba, which would then wrap it, and the loops would not vectorise)
         at = st[lo:]
-        _trials(at, hi - lo, coef, limits, emissivity)
+        for j in range(hi - lo):
+            state = (at[_W + j], at[_G + j], at[_SLOPE + j], 0.0, at[_DAMPING + j], 0.0, 0.0, 0.0)
+            trial = band_trial(state, limits)
+            at[_TRIAL + j] = trial
+            at[_EPS_TRIAL + j], at[_DEPS_TRIAL + j] = emissivity(trial, coef)
         for j in range(hi - lo):
             status = at[_STATUS + j]
             solving = status == SOLVING
@@ -204,18 +216,6 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _trials(at, size, coef, limits, emissivity_and_slope):
-    """Every band's trial point (`band_trial`) and eps, d eps/dw there
-    (`emissivity_and_slope`, the caller's), in a loop of their own (short: the series'
-    chains of dependent operations of successive bands overlap)."""
-    for j in range(size):
-        state = (at[_W + j], at[_G + j], at[_SLOPE + j], 0.0, at[_DAMPING + j], 0.0, 0.0, 0.0)
-        trial = band_trial(state, limits)
-        at[_TRIAL + j] = trial
-        at[_EPS_TRIAL + j], at[_DEPS_TRIAL + j] = emissivity_and_slope(trial, coef)
-
-
-@numba.njit(error_model="numpy", inline="always")
 def _unfinished_range(st, lo, hi):
     """[lo, hi) narrowed to the block's first and last unfinished band (lo == hi: none)."""
     while lo < hi and st[_STATUS + lo] != SOLVING:
@@ -231,7 +231,9 @@ def _plain_variant(bands, name: str):
     return compile_variant(
         _bands_block,
         name,
-        band_start=bands.band_start,
+        plain_emissivity=bands.plain_emissivity,
+        starting_point=bands.starting_point,
+        start_state=bands.start_state,
         band_trial=bands.band_trial,
         band_accept=bands.band_accept,
         emissivity=_no_emissivity,
@@ -362,7 +364,9 @@ def bands_kernel_for(key: ModelKey):
     block = compile_variant(
         _bands_block,
         key.name,
-        band_start=compiled.band_start,
+        plain_emissivity=compiled.plain_emissivity,
+        starting_point=compiled.starting_point,
+        start_state=compiled.start_state,
         band_trial=compiled.band_trial,
         band_accept=compiled.band_accept,
     )
