@@ -92,8 +92,9 @@ emissivity = _thermal_inline.emissivity_and_slope
 thermal_factor = _thermal_inline.thermal_factor_and_slope
 SOLVING = band_rules.SOLVING
 MAX_ITER = band_rules.MAX_ITER
-# Bands solved together (the rows of a block's state): one pixel's, for most cubes.
-BLOCK = 64
+# Bands solved together (the rows of a block's state): one pixel's, for most cubes (M3's
+# 85: the bands with emission in one block, their sweeps narrowed to the slow ones).
+BLOCK = 128
 # Where each field of a block of bands starts in the state row (BLOCK each): the state
 # of `band_rules`, r_obs, E, and a sweep's trial point with eps and d eps/dw there.
 (
