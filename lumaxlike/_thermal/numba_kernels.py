@@ -6,8 +6,9 @@
   (a, b, t) per pixel).
 - `bands_kernel_for`: every band's w at its pixel's T (`band_rules`), in `invert`'s
   blocked form (`_inverse/albedo/numba_solver.py`): the bands of a pixel step in
-  lockstep, `BLOCK` at a time, each iteration one branch-free loop over the block (a
-  finished band keeps its values by selection), its state in one contiguous row, every
+  lockstep, `BLOCK` at a time, each iteration two branch-free loops (the trials with
+  their eps, then the rest) over the range of the block's unfinished bands (a finished
+  band inside keeps its values by selection), its state in one contiguous row, every
   rule inlined, so that the compiler can vectorise the loops; a band's own sequence of
   operations is that of the band stepped alone (the JAX solver's).
 
