@@ -260,6 +260,47 @@ def test_solvers_agree():
     np.testing.assert_allclose(results[0].reflectance, results[1].reflectance, rtol=1e-9)
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_band_correction_writes_into_out_and_removes_eps_at_w(solver):
+    """`solve_bands`: results written into `out` (and returned), equal to those without;
+    the emission removed is eps(w) E at the returned w (the eps kept by the solver equals
+    the series evaluated again); T = NaN: none removed."""
+    from lumaxlike._inverse.albedo.invert import albedo_bounds
+    from lumaxlike._thermal.solvers import solve_bands
+
+    observed, _, (to_sun, to_sensor, normal), solar, _ = scene([360.0, 400.0, 380.0], 0.0, 9)
+    temperature = np.array([360.0, 400.0, np.nan])
+    n = temperature.size
+    params = lumaxlike.HapkeParams(**MODEL)
+    cos_e = np.full(n, to_sensor @ normal)
+    table = emissivity.cached_emissivity_table((cos_e[0] - 0.01, cos_e[0] + 0.01), params, solver)
+    arrays = dict(
+        to_sun=to_sun,
+        to_sensor=np.tile(to_sensor, (n, 1)),
+        normal=np.tile(normal, (n, 1)),
+        coefficients=emissivity.pixel_coefficients(cos_e, table),
+        distance=np.ones(n),
+        temperature=temperature,
+        observed=observed,
+        wavelength=WAVELENGTHS,
+        solar=solar,
+    )
+    limits = (*albedo_bounds(np.float64), 1e-10, 100)
+    out = tuple(np.full(observed.shape, -7.0) for _ in range(3))
+    returned = solve_bands(params, arrays, limits, solver, out=out)
+    assert all(a is b for a, b in zip(returned, out))
+    for a, b in zip(out, solve_bands(params, arrays, limits, solver)):
+        np.testing.assert_array_equal(a, b)
+    w, emission, status = out
+    assert np.all(status[:2] == 0)
+    eps, _ = NUMPY.emissivity_and_slope(w[:2], arrays["coefficients"][:2].T[:, :, None])
+    factor, _ = NUMPY.thermal_factor_and_slope(WAVELENGTHS, temperature[:2, None], solar, 1.0)
+    np.testing.assert_allclose(emission[:2], eps * factor, rtol=1e-13)
+    np.testing.assert_array_equal(emission[2], 0.0)
+    with pytest.raises(ValueError, match="out"):
+        solve_bands(params, arrays, limits, solver, out=out[:2])
+
+
 def test_bad_arguments():
     observed, r, geometry, solar, sigma = scene(np.array([360.0]), 0.0, seed=6)
     with pytest.raises(ValueError, match="method"):

@@ -10,8 +10,9 @@
   `sqrt`, which LLVM does not vectorise; as LLVM's `llvm.sqrt` it vectorised, no faster.)
 - `bands_kernel_for`: every band's w at its pixel's T (`band_rules`), in `invert`'s
   blocked form (`_inverse/albedo/numba_solver.py`): the bands of a pixel step in
-  lockstep, `BLOCK` at a time, each iteration one branch-free loop over the block (a
-  finished band keeps its values by selection), its state in one contiguous row, every
+  lockstep, `BLOCK` at a time, each iteration two branch-free loops (the trials with
+  their eps, then the rest) over the range of the block's unfinished bands (a finished
+  band inside keeps its values by selection), its state in one contiguous row, every
   rule inlined, so that the compiler can vectorise the loops; a band's own sequence of
   operations is that of the band stepped alone (the JAX solver's).
 
@@ -121,19 +122,35 @@ fit_start_at, fit_trial_point, fit_tried = (
     _default_fit.trial_point,
     _default_fit.tried,
 )
-band_start, band_iterate = _default_bands.band_start, _default_bands.band_iterate
+plain_emissivity, starting_point = _default_bands.plain_emissivity, _default_bands.starting_point
+start_state, band_trial = _default_bands.start_state, _default_bands.band_trial
+band_accept = _default_bands.band_accept
 emission_factor = _default_bands.emission_factor
 emissivity = _thermal_inline.emissivity_and_slope
 thermal_factor = _thermal_inline.thermal_factor_and_slope
 SOLVING = band_rules.SOLVING
 MAX_ITER = band_rules.MAX_ITER
-# Bands solved together (the rows of a block's state): one pixel's, for most cubes.
-BLOCK = 64
-# Where each field of a block of bands starts in the state row (BLOCK each).
-_W, _G, _SLOPE, _DAMPING, _GROWTH, _STATUS, _ITERATIONS, _R_OBS, _FACTOR = (
-    k * BLOCK for k in range(9)
-)
-_STATE_LENGTH = 9 * BLOCK
+# Bands solved together (the rows of a block's state): one pixel's, for most cubes (M3's
+# 85: the bands with emission in one block, their sweeps narrowed to the slow ones).
+BLOCK = 128
+# Where each field of a block of bands starts in the state row (BLOCK each): the state
+# of `band_rules`, r_obs, E, and a sweep's trial point with eps and d eps/dw there.
+(
+    _W,
+    _G,
+    _SLOPE,
+    _EPS,
+    _DAMPING,
+    _GROWTH,
+    _STATUS,
+    _ITERATIONS,
+    _R_OBS,
+    _FACTOR,
+    _TRIAL,
+    _EPS_TRIAL,
+    _DEPS_TRIAL,
+) = (k * BLOCK for k in range(13))
+_STATE_LENGTH = 13 * BLOCK
 
 
 @cached_njit(inlines=_INLINES, error_model="numpy")
@@ -229,7 +246,7 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
     """One block of `size` bands of a pixel solved in `st` (see the module docstring);
     pixel = (terms, table, coefficients, T [K] (<= 0: no emission), distance [au])."""
     terms, table, coef, temperature, distance = pixel
-    w_lower, w_upper, tol, max_iter = limits
+    bounds = limits[:2]
     on = temperature > 0.0
     t = temperature if on else 300.0
     for j in range(size):
@@ -237,36 +254,62 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
         st[_FACTOR + j] = emission_factor(factor if on else 0.0, r_obs[j])
     for j in range(size):
         st[_R_OBS + j] = r_obs[j]
+    # the start (`band_rules.band_start`'s steps) and each sweep in short loops: the
+    # emissivity series' long chains of dependent operations of successive bands overlap
     for j in range(size):
-        w, g, slope, damping, growth, status, _ = band_start(
-            st[_R_OBS + j], st[_FACTOR + j], terms, table, coef, (w_lower, w_upper)
-        )
-        st[_W + j], st[_G + j], st[_SLOPE + j] = w, g, slope
-        st[_DAMPING + j], st[_GROWTH + j], st[_STATUS + j] = damping, growth, status
+        st[_EPS_TRIAL + j] = plain_emissivity(st[_R_OBS + j], table, coef, bounds)
+    for j in range(size):
+        w = starting_point(st[_R_OBS + j], st[_FACTOR + j], table, st[_EPS_TRIAL + j], bounds)
+        st[_TRIAL + j] = w
+        st[_EPS_TRIAL + j], st[_DEPS_TRIAL + j] = emissivity(w, coef)
+    for j in range(size):
+        eps_and_slope = (st[_EPS_TRIAL + j], st[_DEPS_TRIAL + j])
+        state = start_state(st[_TRIAL + j], eps_and_slope, st[_R_OBS + j], st[_FACTOR + j], terms)
+        st[_W + j], st[_G + j], st[_SLOPE + j], st[_EPS + j] = state[:4]
+        st[_DAMPING + j], st[_GROWTH + j], st[_STATUS + j] = state[4:7]
         st[_ITERATIONS + j] = 0.0
-    unfinished = 0
-    for j in range(size):
-        unfinished += 1 if st[_STATUS + j] == SOLVING else 0
-    while unfinished > 0:
-        for j in range(size):
-            status = st[_STATUS + j]
+    # the sweeps run over the range [lo, hi) of the unfinished bands, narrowed after each
+    # (the slow bands sit together, at the long wavelengths): a finished band in between
+    # keeps its values by selection, as in a sweep over the whole block
+    lo, hi = _unfinished_range(st, 0, size)
+    while lo < hi:
+        # a view from lo, indexed by the loop counter alone (an index lo + j could be
+        # negative to numba, which would then wrap it, and the loops would not vectorise)
+        at = st[lo:]
+        for j in range(hi - lo):
+            state = (at[_W + j], at[_G + j], at[_SLOPE + j], 0.0, at[_DAMPING + j], 0.0, 0.0, 0.0)
+            trial = band_trial(state, limits)
+            at[_TRIAL + j] = trial
+            at[_EPS_TRIAL + j], at[_DEPS_TRIAL + j] = emissivity(trial, coef)
+        for j in range(hi - lo):
+            status = at[_STATUS + j]
             solving = status == SOLVING
-            w, g, slope = st[_W + j], st[_G + j], st[_SLOPE + j]
-            damping, growth, iterations = st[_DAMPING + j], st[_GROWTH + j], st[_ITERATIONS + j]
-            state = (w, g, slope, damping, growth, status, iterations)
-            w_n, g_n, slope_n, damping_n, growth_n, status_n, iterations_n = band_iterate(
-                state, st[_R_OBS + j], st[_FACTOR + j], terms, coef, limits
+            w, g, slope, eps = at[_W + j], at[_G + j], at[_SLOPE + j], at[_EPS + j]
+            damping, growth, iterations = at[_DAMPING + j], at[_GROWTH + j], at[_ITERATIONS + j]
+            state = (w, g, slope, eps, damping, growth, status, iterations)
+            eps_trial = (at[_EPS_TRIAL + j], at[_DEPS_TRIAL + j])
+            new = band_accept(
+                state, at[_TRIAL + j], eps_trial, at[_R_OBS + j], at[_FACTOR + j], terms, limits
             )
-            st[_W + j] = w_n if solving else w
-            st[_G + j] = g_n if solving else g
-            st[_SLOPE + j] = slope_n if solving else slope
-            st[_DAMPING + j] = damping_n if solving else damping
-            st[_GROWTH + j] = growth_n if solving else growth
-            st[_STATUS + j] = status_n if solving else status
-            st[_ITERATIONS + j] = iterations_n if solving else iterations
-        unfinished = 0
-        for j in range(size):
-            unfinished += 1 if st[_STATUS + j] == SOLVING else 0
+            at[_W + j] = new[0] if solving else w
+            at[_G + j] = new[1] if solving else g
+            at[_SLOPE + j] = new[2] if solving else slope
+            at[_EPS + j] = new[3] if solving else eps
+            at[_DAMPING + j] = new[4] if solving else damping
+            at[_GROWTH + j] = new[5] if solving else growth
+            at[_STATUS + j] = new[6] if solving else status
+            at[_ITERATIONS + j] = new[7] if solving else iterations
+        lo, hi = _unfinished_range(st, lo, hi)
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _unfinished_range(st, lo, hi):
+    """[lo, hi) narrowed to the block's first and last unfinished band (lo == hi: none)."""
+    while lo < hi and st[_STATUS + lo] != SOLVING:
+        lo += 1
+    while hi > lo and st[_STATUS + hi - 1] != SOLVING:
+        hi -= 1
+    return lo, hi
 
 
 def _plain_variant(bands, name: str):
@@ -275,8 +318,12 @@ def _plain_variant(bands, name: str):
     return compile_variant(
         _bands_block,
         name,
-        band_start=bands.band_start,
-        band_iterate=bands.band_iterate,
+        plain_emissivity=bands.plain_emissivity,
+        starting_point=bands.starting_point,
+        start_state=bands.start_state,
+        band_trial=bands.band_trial,
+        band_accept=bands.band_accept,
+        emissivity=_no_emissivity,
         thermal_factor=_no_emission,
     )
 
@@ -353,7 +400,7 @@ def _bands_pixel(p, geometry, model, pixel_data, spectral, limits, out, scratch)
                 e_row[j] = 0.0
         else:
             for j in range(size):
-                e_row[j] = emissivity(st[_W + j], coef)[0] * st[_FACTOR + j]
+                e_row[j] = st[_EPS + j] * st[_FACTOR + j]
         for j in range(size):
             s = st[_STATUS + j]
             s_row[j] = MAX_ITER if s == SOLVING else s
@@ -403,8 +450,11 @@ def bands_kernel_for(key: ModelKey):
     block = compile_variant(
         _bands_block,
         key.name,
-        band_start=compiled.band_start,
-        band_iterate=compiled.band_iterate,
+        plain_emissivity=compiled.plain_emissivity,
+        starting_point=compiled.starting_point,
+        start_state=compiled.start_state,
+        band_trial=compiled.band_trial,
+        band_accept=compiled.band_accept,
     )
     plain = _plain_variant(_band_rules(equations, albedo, _no_emissivity), f"{key.name}_plain")
     pixel = compile_variant(

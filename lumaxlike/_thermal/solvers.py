@@ -82,12 +82,11 @@ def _solve_bands_jax(params, arrays, limits, key, max_iter):
         factor = compiled.emission_factor(jnp.where(on, factor, 0.0), r_obs)
         state = compiled.band_start(r_obs, factor, terms, table, coef, bounds)
         state = jax.lax.while_loop(
-            lambda s: s[5] == band_rules.SOLVING,
+            lambda s: s[6] == band_rules.SOLVING,
             lambda s: compiled.band_iterate(s, r_obs, factor, terms, coef, (*limits, max_iter)),
             state,
         )
-        emission = thermal.emissivity_and_slope(state[0], coef)[0] * factor
-        return state[0], emission, state[5]
+        return state[0], state[3] * factor, state[6]
 
     def one(sun, sensor, nrm, coef, dist, temp, obs):
         terms = pixel_terms(sun, sensor, nrm, params)
@@ -98,7 +97,7 @@ def _solve_bands_jax(params, arrays, limits, key, max_iter):
     return jax.vmap(one)(to_sun, to_sensor, normal, coefficients, distance, temperature, observed)
 
 
-def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str):
+def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str, out=None):
     """Every band's w at its pixel's T (`band_rules`), and the emission removed.
 
     Args:
@@ -107,15 +106,17 @@ def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str):
             where nothing is to be removed (E = 0: `invert`'s problem); observed (pixels,
             bands) [1/sr]; wavelength, solar (bands,).
         limits: (w_lower, w_upper, tol, max_iter).
+        out: None, or three C-contiguous float64 arrays (pixels, bands) the results are
+            written into (the numba kernel writes them directly: no copies) and returned.
     Returns:
         (w, emission [1/sr], status (0 converged, 1 max_iter)), each (pixels, bands).
     """
     observed = np.ascontiguousarray(arrays["observed"], dtype=np.float64)
     temperature = np.nan_to_num(np.asarray(arrays["temperature"], np.float64), nan=0.0)
     w_lower, w_upper, tol, max_iter = limits
+    out = _band_outputs(out, observed.shape)
     pixel_keys = ("to_sun", "to_sensor", "normal", "coefficients", "distance")
     if solver == "numba":
-        out = (np.empty(observed.shape), np.empty(observed.shape), np.empty(observed.shape))
         run_in_blocks(
             numba_kernels.bands_kernel_for(params.model_key),
             observed.shape[0],
@@ -137,14 +138,35 @@ def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str):
         stacked += [jnp.asarray(temperature)]
         stacked += [jnp.asarray(arrays[k], jnp.float64) for k in ("wavelength", "solar")]
         stacked += [jnp.asarray(observed)]
-        out = _solve_bands_jax(
+        results = _solve_bands_jax(
             params,
             tuple(stacked),
             (float(w_lower), float(w_upper), float(tol)),
             key=params.model_key,
             max_iter=int(max_iter),
         )
-        return tuple(np.asarray(a, dtype=np.float64) for a in out)
+        for target, result in zip(out, results):
+            target[...] = np.asarray(result, dtype=np.float64)
+        return out
+
+
+def _band_outputs(out, shape) -> tuple:
+    """`solve_bands`' three output arrays: `out` checked, or new ones."""
+    if out is None:
+        return (np.empty(shape), np.empty(shape), np.empty(shape))
+    out = tuple(out)
+    if len(out) != 3 or not all(
+        isinstance(a, np.ndarray)
+        and a.shape == shape
+        and a.dtype == np.float64
+        and a.flags.c_contiguous
+        and a.flags.writeable
+        for a in out
+    ):
+        raise ValueError(
+            f"out must be three writeable C-contiguous float64 arrays of shape {shape}"
+        )
+    return out
 
 
 @functools.partial(jax.jit, static_argnames=("key", "max_iter"))
