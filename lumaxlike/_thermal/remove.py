@@ -361,22 +361,27 @@ def _prior_upper_limit(problems, out, loose, variance, settings):
     )
 
 
-def _correct(arrays, observed, temperature, wavelengths, solar, settings):
-    """(w, corrected r, emission) of every band at the pixels' T (pixels, bands each);
-    T NaN: nothing removed (`invert`'s w)."""
+def _correct(arrays, observed, temperature, wavelengths, solar, settings, into=None):
+    """(w, corrected r, emission) of every band at the pixels' T (pixels, bands each),
+    written into `into` (three C-contiguous float64 arrays) or new arrays; T NaN: nothing
+    removed (`invert`'s w)."""
     problems = dict(arrays, observed=observed, temperature=temperature)
     problems.update(wavelength=wavelengths, solar=solar)
     bounds = albedo_bounds(np.float64)
-    w, emission, status = solve_bands(
+    w, reflectance, emission = into or tuple(np.empty(observed.shape) for _ in range(3))
+    status = np.empty(observed.shape)
+    solve_bands(
         settings["params"],
         problems,
         (*bounds, settings["tol"], settings["max_iter"]),
         settings["solver"],
+        out=(w, emission, status),
     )
     unsolved = (status != 0) | ~np.isfinite(observed)
     if unsolved.any():
-        w, emission = np.where(unsolved, np.nan, w), np.where(unsolved, np.nan, emission)
-    return w, observed - emission, emission
+        w[unsolved], emission[unsolved] = np.nan, np.nan
+    np.subtract(observed, emission, out=reflectance)
+    return w, reflectance, emission
 
 
 def remove_thermal(
@@ -565,9 +570,10 @@ def _solve_chunk(chunk, arrays, observed, spectral, settings, status, outputs):
     outputs["temperature"][chunk], outputs["temperature_sigma"][chunk] = temp, tsig
     # NOT_CONSTRAINED: T is an upper limit only; nothing is removed (see docs)
     removed = np.where(status[chunk] == Status.NOT_CONSTRAINED, np.nan, temp)
-    w, reflectance, emission = _correct(arrays, observed, removed, wavelengths, solar, settings)
-    outputs["w"][chunk], outputs["reflectance"][chunk], outputs["emission"][chunk] = (
-        w,
-        reflectance,
-        emission,
-    )
+    names = ("w", "reflectance", "emission")
+    views = isinstance(chunk, slice)  # rows of the outputs: written in place
+    into = tuple(outputs[k][chunk] if views else np.empty(observed.shape) for k in names)
+    _correct(arrays, observed, removed, wavelengths, solar, settings, into)
+    if not views:
+        for name, values in zip(names, into):
+            outputs[name][chunk] = values
