@@ -131,17 +131,17 @@ def _settings(
     prior_reference,
     sigma,
 ) -> ThermalSettings:
-    """`remove_thermal_file`'s thermal settings, as floats; ``"prior"`` needs ``sigma``."""
+    """`remove_thermal_file`'s thermal settings; ``"prior"`` needs ``sigma``."""
     if method == "prior" and sigma is None:
         raise ValueError('method="prior" needs sigma: it weighs the data against the prior')
     return ThermalSettings(
         method,
-        None if temperature is None else float(temperature),
-        (float(window[0]), float(window[1])),
-        float(max_temperature_sigma),
-        (float(temperature_bounds[0]), float(temperature_bounds[1])),
-        float(prior_sigma),
-        (float(prior_reference[0]), float(prior_reference[1])),
+        temperature,
+        window,
+        max_temperature_sigma,
+        temperature_bounds,
+        prior_sigma,
+        prior_reference,
     )
 
 

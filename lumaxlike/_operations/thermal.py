@@ -58,6 +58,15 @@ class ThermalSettings:
     prior_reference: tuple[float, float] = DEFAULT_PRIOR_REFERENCE
 
     def __post_init__(self):
+        # numbers as floats, pairs as tuples of floats: the record and the block tasks
+        # read them as such whatever a front end was given (ints, lists, NumPy scalars)
+        for name in ("max_temperature_sigma", "prior_sigma"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        for name in ("window", "temperature_bounds", "prior_reference"):
+            low, high = getattr(self, name)
+            object.__setattr__(self, name, (float(low), float(high)))
+        if self.temperature is not None:
+            object.__setattr__(self, "temperature", float(self.temperature))
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.method == "given" and not (

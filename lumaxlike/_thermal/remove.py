@@ -471,15 +471,12 @@ def remove_thermal(
     solar, sigma = solar_per_band(solar_spectrum, wavelengths), _band_sigma(refl_sigma, n_bands)
     spectral = (wavelengths, solar, sigma, inside)
     geometry["distance"] = np.broadcast_to(np.asarray(solar_distance, float), pixels).ravel()
-    # written in full: every solved pixel by its chunk, the others NaN (`_solve_pixels`)
-    outputs = {k: np.empty(flat.shape[:1]) for k in ("temperature", "temperature_sigma")}
-    outputs.update({k: np.empty(flat.shape) for k in ("w", "reflectance", "emission")})
     settings: dict = dict(params=params, solver=solver, max_iter=max_iter, tol=tol)
     settings.update(method=method, estimate=refl_sigma is None, bounds=temperature_bounds)
     settings.update(max_sigma=max_temperature_sigma, prior=prior)
     if method == "given":
         settings["given"] = np.broadcast_to(np.asarray(temperature, float), pixels).reshape(-1)
-    _solve_pixels(flat, (geometry, cos_e), spectral, settings, status, outputs)
+    outputs = _solve_pixels(flat, (geometry, cos_e), spectral, settings, status)
     shapes = dict.fromkeys(("temperature", "temperature_sigma"), pixels)
     return ThermalResult(
         status=status.reshape(pixels),
@@ -487,16 +484,19 @@ def remove_thermal(
     )
 
 
-def _solve_pixels(flat, geometry_and_cos_e, spectral, settings, status, outputs):
-    """Solve the pixels still CONVERGED in `status` (to be solved), by chunks (`CHUNK`
-    for JAX, `invert`'s for numba); the others' outputs are NaN."""
+def _solve_pixels(flat, geometry_and_cos_e, spectral, settings, status) -> dict:
+    """The outputs (`ThermalResult`'s fields but status, flat) of the pixels still
+    CONVERGED in `status` (to be solved), by chunks (`CHUNK` for JAX, `invert`'s for
+    numba); the others' are NaN. Allocated without a fill: every value is written once."""
     geometry, cos_e = geometry_and_cos_e
+    outputs = {k: np.empty(flat.shape[:1]) for k in ("temperature", "temperature_sigma")}
+    outputs.update({k: np.empty(flat.shape) for k in ("w", "reflectance", "emission")})
     unsolved = status != Status.CONVERGED
     for value in outputs.values():
         value[unsolved] = np.nan
     good = np.flatnonzero(~unsolved)
     if not good.size:
-        return
+        return outputs
     params, solver = settings["params"], settings["solver"]
     table = emissivity.cached_emissivity_table(
         (cos_e[good].min(), cos_e[good].max()), params, solver
@@ -507,6 +507,7 @@ def _solve_pixels(flat, geometry_and_cos_e, spectral, settings, status, outputs)
         arrays = {k: v[chunk] for k, v in geometry.items()}
         arrays["coefficients"] = emissivity.pixel_coefficients(cos_e[chunk], table)
         _solve_chunk(chunk, arrays, flat[chunk], spectral, settings, status, outputs)
+    return outputs
 
 
 def _rows(indices: np.ndarray):

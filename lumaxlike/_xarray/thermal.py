@@ -132,15 +132,13 @@ def remove_thermal_dataarray(
     spec = spectral_dim_of(refl, spectral_dim)
     bands_um = _wavelengths_um(refl, spec, wavelengths)
     settings = ThermalSettings(
-        method=method,
-        temperature=temperature,
-        window=DEFAULT_WINDOW if window is None else (float(window[0]), float(window[1])),
-        max_temperature_sigma=float(max_temperature_sigma),
-        temperature_bounds=(float(temperature_bounds[0]), float(temperature_bounds[1])),
-        prior_sigma=DEFAULT_PRIOR_SIGMA if prior_sigma is None else float(prior_sigma),
-        prior_reference=DEFAULT_PRIOR_REFERENCE
-        if prior_reference is None
-        else (float(prior_reference[0]), float(prior_reference[1])),
+        method,
+        temperature,
+        DEFAULT_WINDOW if window is None else window,
+        max_temperature_sigma,
+        temperature_bounds,
+        DEFAULT_PRIOR_SIGMA if prior_sigma is None else prior_sigma,
+        DEFAULT_PRIOR_REFERENCE if prior_reference is None else prior_reference,
     )
     inputs = chunked_inputs(refl, geometry, spec)
     extra = {
@@ -152,20 +150,28 @@ def remove_thermal_dataarray(
     }
     kwargs = {"params": params, "options": options, "extra": extra}
     variables = _thermal_variables(inputs, spec, units, refl_sigma, kwargs)
+    provenance = _provenance(inputs.refl, spec, geometry, kwargs, units, refl_sigma)
+    return result_dataset(variables, inputs.refl, provenance)
+
+
+def _provenance(refl, spec: str, geometry, kwargs, units: str, refl_sigma):
+    """The provenance attributes of the result (the call recorded with its settings);
+    kwargs: `_thermal_chunk`'s."""
+    params, options = kwargs["params"], kwargs["options"]
     call = python_call(
         "remove_thermal_dataarray",
-        inputs.refl,
+        refl,
         geometry,
         params,
         options.solver,
         units=units,
-        **settings.record(),
+        **kwargs["extra"]["settings"].record(),
         refl_sigma=refl_sigma,
     )
-    provenance = provenance_of(
-        inputs.refl,
+    return provenance_of(
+        refl,
         geometry,
-        params=[params] * inputs.refl.sizes[spec],
+        params=[params] * refl.sizes[spec],
         units=units,
         solver=options.solver,
         tol=options.tol,
@@ -174,7 +180,6 @@ def remove_thermal_dataarray(
         dtype=np.float64,
         command=call,
     )
-    return result_dataset(variables, inputs.refl, provenance)
 
 
 def _thermal_variables(inputs, spec: str, units: str, refl_sigma, kwargs) -> dict:
