@@ -79,6 +79,11 @@ class SinkSpec:
     def fields(self) -> tuple[str, ...]:
         return tuple(self.paths)
 
+    @property
+    def main_temporary(self):
+        """The temporary path of the one file that holds every map (netCDF, zarr)."""
+        return self.temporary[self.paths[self.layout.main]]
+
 
 class _RasterSink:
     """One result map written as a GeoTIFF or ENVI file through a temporary path."""
@@ -260,32 +265,21 @@ class NetCDFSink:
     """All result maps in one netCDF-4 file: xarray writes coords, netCDF4 writes blocks."""
 
     def __init__(self, spec: SinkSpec):
-        path, fields, like, dtypes = (
-            spec.temporary[spec.paths[spec.layout.main]],
-            spec.fields,
-            spec.like,
-            spec.dtypes,
-        )
-        chunk_rows, nodata, provenance, layout = (
-            spec.chunk_rows,
-            spec.nodata,
-            spec.provenance,
-            spec.layout,
-        )
+        path, like, layout, dtypes = spec.main_temporary, spec.like, spec.layout, spec.dtypes
         try:
             import netCDF4
         except ImportError:  # pragma: no cover - depends on the environment
             raise ValueError(
                 f"writing {path.name}: netCDF output needs the netCDF4 package"
             ) from None
-        result_template(like, provenance=provenance, layout=layout).to_netcdf(
+        result_template(like, provenance=spec.provenance, layout=layout).to_netcdf(
             path, engine="netcdf4", format="NETCDF4"
         )
         self.dataset = netCDF4.Dataset(path, "a")
         self.layout = layout
         self.out = spec.paths[layout.main]  # the final path, named in errors
-        rows = min(chunk_rows, like.grid.height)
-        for field in fields:
+        rows = min(spec.chunk_rows, like.grid.height)
+        for field in spec.fields:
             dtype = dtypes[field]
             dims = layout.dims(field)
             chunks = (1,) * (len(dims) - 2) + (rows, like.grid.width)
@@ -293,7 +287,7 @@ class NetCDFSink:
                 field,
                 dtype,
                 dims,
-                fill_value=fill_value(dtype, nodata),
+                fill_value=fill_value(dtype, spec.nodata),
                 chunksizes=chunks,
             )
             variable.set_auto_mask(False)  # blocks arrive with nodata already in place
@@ -316,18 +310,7 @@ class ZarrSink:
     """All result maps in one zarr store: metadata first, then region writes per block."""
 
     def __init__(self, spec: SinkSpec):
-        path, fields, like, dtypes = (
-            spec.temporary[spec.paths[spec.layout.main]],
-            spec.fields,
-            spec.like,
-            spec.dtypes,
-        )
-        chunk_rows, nodata, provenance, layout = (
-            spec.chunk_rows,
-            spec.nodata,
-            spec.provenance,
-            spec.layout,
-        )
+        path, like, layout, dtypes = spec.main_temporary, spec.like, spec.layout, spec.dtypes
         try:
             import dask.array as da
             import zarr  # noqa: F401
@@ -337,9 +320,9 @@ class ZarrSink:
         self.out = spec.paths[layout.main]  # the final path, named in errors
         self.layout = layout
         grid = (like.grid.height, like.grid.width)
-        rows = min(chunk_rows, like.grid.height)
+        rows = min(spec.chunk_rows, like.grid.height)
         data = {}
-        for field in fields:
+        for field in spec.fields:
             bands = layout.like(field, like).bands
             leading = (bands,) if len(layout.dims(field)) == 3 else ()
             data[field] = da.zeros(
@@ -347,8 +330,8 @@ class ZarrSink:
                 dtype=dtypes[field],
                 chunks=leading + (rows, like.grid.width),
             )
-        encoding = {field: {"_FillValue": fill_value(dtypes[field], nodata)} for field in fields}
-        template = result_template(like, fields, data, provenance, layout.attrs, layout)
+        encoding = {f: {"_FillValue": fill_value(dtypes[f], spec.nodata)} for f in spec.fields}
+        template = result_template(like, spec.fields, data, spec.provenance, layout.attrs, layout)
         template.to_zarr(
             path,
             mode="w",
