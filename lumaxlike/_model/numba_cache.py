@@ -93,6 +93,31 @@ def cached_njit(*, inlines=(), variant: str = "", **options):
     return decorate
 
 
+def rebound(py_func, variant: str, bindings: dict):
+    """The Python function `py_func` again, with the globals `bindings` rebound and its
+    qualified name tagged with `variant` (`compile_variant`, `njit_variant`)."""
+    namespace = dict(py_func.__globals__)
+    namespace.update(bindings)
+    clone = types.FunctionType(
+        py_func.__code__, namespace, py_func.__name__, py_func.__defaults__, py_func.__closure__
+    )
+    # numba names compiled code after the qualified name and a counter that restarts in
+    # every process, and links a called function into its caller's code under that name
+    # with one-definition linkage: two variants compiled in different processes could get
+    # the same names, and once both come from the disk cache into one process, the second
+    # would silently call the first's code. The variant's name in the qualified name keeps
+    # them apart (as `_backends` does for retargeted rules).
+    clone.__qualname__ = f"{py_func.__qualname__}__{variant}"
+    clone.__module__ = py_func.__module__
+    return clone
+
+
+def njit_variant(function, variant: str, **bindings):
+    """The njit function `function` compiled again with some of its globals rebound
+    (`rebound`): a helper of a kernel variant (`compile_variant`), compiled into it."""
+    return numba.njit(error_model="numpy")(rebound(function.py_func, variant, bindings))
+
+
 def compile_variant(kernel, variant: str, *, inlines=(), fastmath=None, **bindings):
     """`kernel` (made by `cached_njit`) compiled again with some of its globals rebound.
 
@@ -107,20 +132,7 @@ def compile_variant(kernel, variant: str, *, inlines=(), fastmath=None, **bindin
         fastmath: numba's ``fastmath`` option for this variant (None: the kernel's own).
         **bindings: global names of the kernel's function and what they stand for here.
     """
-    py_func = kernel.py_func
-    namespace = dict(py_func.__globals__)
-    namespace.update(bindings)
-    clone = types.FunctionType(
-        py_func.__code__, namespace, py_func.__name__, py_func.__defaults__, py_func.__closure__
-    )
-    # numba names compiled code after the qualified name and a counter that restarts in
-    # every process, and links a called function into its caller's code under that name
-    # with one-definition linkage: two variants compiled in different processes could get
-    # the same names, and once both come from the disk cache into one process, the second
-    # would silently call the first's code. The variant's name in the qualified name keeps
-    # them apart (as `_backends` does for retargeted rules).
-    clone.__qualname__ = f"{py_func.__qualname__}__{variant}"
-    clone.__module__ = py_func.__module__
+    clone = rebound(kernel.py_func, variant, bindings)
     options = dict(getattr(kernel, "lumaxlike_compile_options", {}))
     options["inlines"] = (*options.get("inlines", ()), *inlines)
     if fastmath is not None:

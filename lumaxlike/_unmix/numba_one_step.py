@@ -16,7 +16,7 @@ import numpy as np
 from .._inverse import lm_rules
 from .._model._backends import numba_equations, retarget_to_numba
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
-from .._model.numba_cache import cached_njit, compile_variant
+from .._model.numba_cache import cached_njit, compile_variant, njit_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._model.numba_threads import run_in_blocks
 from .._status import Status
@@ -211,6 +211,34 @@ def input_status(pixel, refl, to_sun, to_sensor, normal):
     return status
 
 
+@numba.njit(error_model="numpy")
+def pixel_status(pixel, problem, model):
+    """(-1, or NONFINITE_INPUT / INVALID_GEOMETRY; the pixel's `pixel_terms`); problem =
+    (refl, to_sun, to_sensor, normal), model = `kernel_params`'s."""
+    refl, to_sun, to_sensor, normal = problem
+    scalars, legendre, use_legendre = model
+    status = input_status(pixel, refl, to_sun, to_sensor, normal)
+    terms = pixel_terms(
+        to_sun[pixel],
+        to_sensor[pixel],
+        normal[pixel],
+        scalars[0],
+        scalars[1],
+        scalars[2],
+        scalars[3],
+        scalars[4],
+        scalars[5],
+        scalars[6],
+        scalars[7],
+        scalars[8],
+        legendre,
+        use_legendre,
+    )
+    if status < 0 and not math.isfinite(terms.scale):
+        status = INVALID_GEOMETRY
+    return status, terms
+
+
 @numba.njit(error_model="numpy", inline="always")
 def _qp_from(a_matrix, c, source, target, equality, max_steps, qp_scratch):
     """`simplex_qp` on the subproblem (A, c) started at the state `source` (fractions,
@@ -286,8 +314,7 @@ def _write_pixel(pixel, outputs, status, iteration, cost, sum_active, x, hessian
 def _one_step_block(block, arrays, model, mixture, settings, outputs):
     """The pixels of one block of `_one_step_kernel` (arguments as there), with their
     scratch arrays."""
-    refl, to_sun, to_sensor, normal = arrays
-    scalars, legendre, use_legendre = model
+    refl = arrays[0]
     albedo, phase, band_weights, start = mixture
     equality, max_iter, tol, max_steps = settings
     states, equations, subproblem, qp_scratch, column = _block_scratch(albedo.shape[0])
@@ -298,25 +325,7 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
     a_matrix, c = subproblem
     trial, trial_sum, newton = trial_state[0], trial_state[2], newton_state[0]
     for pixel in range(block * BLOCK, min(refl.shape[0], (block + 1) * BLOCK)):
-        status = input_status(pixel, refl, to_sun, to_sensor, normal)
-        terms = pixel_terms(
-            to_sun[pixel],
-            to_sensor[pixel],
-            normal[pixel],
-            scalars[0],
-            scalars[1],
-            scalars[2],
-            scalars[3],
-            scalars[4],
-            scalars[5],
-            scalars[6],
-            scalars[7],
-            scalars[8],
-            legendre,
-            use_legendre,
-        )
-        if status < 0 and not math.isfinite(terms.scale):
-            status = INVALID_GEOMETRY
+        status, terms = pixel_status(pixel, arrays, model)
         if status >= 0:
             _write_pixel(pixel, outputs, status, 0, math.nan, False, x, hessian, gradient)
             continue
@@ -396,33 +405,29 @@ def _one_step_kernel(first, last, arrays, model, mixture, settings, outputs):
         _one_step_block(block, arrays, model, mixture, settings, outputs)
 
 
-def _rebound(function, tag, **bindings):
-    """`function` (an njit function) compiled again with some of its globals rebound; its
-    qualified name tagged so that the machine code of variants never shares a symbol."""
-    py_func = function.py_func
-    clone = type(py_func)(py_func.__code__, {**py_func.__globals__, **bindings}, py_func.__name__)
-    clone.__qualname__ = f"{py_func.__qualname__}__{tag}"
-    return numba.njit(error_model="numpy")(clone)
-
-
 @functools.cache
 def _one_step_kernel_for(key: ModelKey):
     if key == DEFAULT_KEY:
         return _one_step_kernel
     equations = numba_equations_for(key)
     tag = key.name.replace("-", "_")
-    shared = _rebound(_normal_equations, tag, reflectance_and_slope=equations.reflectance_and_slope)
-    mixed = _rebound(
+    shared = njit_variant(
+        _normal_equations, tag, reflectance_and_slope=equations.reflectance_and_slope
+    )
+    mixed = njit_variant(
         _normal_equations_mixed,
         tag,
         mixture_reflectance_and_slope=equations.mixture_reflectance_and_slope,
         mixture_slope=equations.mixture_slope,
     )
-    either = _rebound(
+    either = njit_variant(
         _pixel_normal_equations, tag, _normal_equations=shared, _normal_equations_mixed=mixed
     )
-    block = _rebound(
-        _one_step_block, tag, pixel_terms=equations.pixel_terms, _pixel_normal_equations=either
+    block = njit_variant(
+        _one_step_block,
+        tag,
+        pixel_status=njit_variant(pixel_status, tag, pixel_terms=equations.pixel_terms),
+        _pixel_normal_equations=either,
     )
     return compile_variant(_one_step_kernel, key.name, _one_step_block=block)
 

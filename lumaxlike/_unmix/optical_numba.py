@@ -29,12 +29,12 @@ from .._inverse.lm_rules import COST_TIE
 from .._model import slab_equations
 from .._model._backends import numba_equations, retarget_to_numba, slab_twins
 from .._model.family import DEFAULT_KEY, numba_equations_for
-from .._model.numba_cache import cached_njit, compile_variant
+from .._model.numba_cache import cached_njit, compile_variant, njit_variant
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._model.numba_threads import run_in_blocks
 from .._status import Status
 from . import numba_one_step, optical
-from .numba_one_step import input_status
+from .numba_one_step import pixel_status
 from .simplex_qp import MULTIPLIER_FLOOR, scaled_cholesky, scaled_solve
 
 __all__ = ["solve_optical_numba", "project_simplex"]
@@ -47,7 +47,6 @@ gain_ratio = _rules.gain_ratio
 converged = _rules.converged
 damped_diagonal = _rules.damped_diagonal
 pinned = _rules.pinned
-pixel_terms = numba_equations.pixel_terms
 settled = numba.njit(error_model="numpy")(optical.settled)
 reflectance_and_slope = numba_equations.reflectance_and_slope
 band_terms = slab_twins("numba").slab_band_terms
@@ -55,7 +54,6 @@ slopes_from_terms = slab_twins("numba").slab_slopes_from_terms
 
 CONVERGED = int(Status.CONVERGED)
 MAX_ITER = int(Status.MAX_ITER)
-INVALID_GEOMETRY = int(Status.INVALID_GEOMETRY)
 
 
 @numba.njit(error_model="numpy")
@@ -357,33 +355,6 @@ def _solve_pixel(refl, terms, table, optics, settings, start, work):
 
 
 @numba.njit(error_model="numpy")
-def _pixel_status(pixel, problem, model):
-    """(-1, or NONFINITE_INPUT / INVALID_GEOMETRY; the pixel's `pixel_terms`)."""
-    refl, to_sun, to_sensor, normal = problem
-    scalars, legendre, use_legendre = model
-    status = input_status(pixel, refl, to_sun, to_sensor, normal)
-    terms = pixel_terms(
-        to_sun[pixel],
-        to_sensor[pixel],
-        normal[pixel],
-        scalars[0],
-        scalars[1],
-        scalars[2],
-        scalars[3],
-        scalars[4],
-        scalars[5],
-        scalars[6],
-        scalars[7],
-        scalars[8],
-        legendre,
-        use_legendre,
-    )
-    if status < 0 and not math.isfinite(terms.scale):
-        status = INVALID_GEOMETRY
-    return status, terms
-
-
-@numba.njit(error_model="numpy")
 def _write_pixel(pixel, status, iterations, cost, work, outputs):
     """One pixel's results into outputs; NaN (and no iterations) where status is not
     CONVERGED or MAX_ITER."""
@@ -408,7 +379,7 @@ def _optical_block(block, problem, model, optics, settings, outputs):
     work = _work(2 * optics[0].shape[0] + 1, refl.shape[1])
     table = _band_table(optics)
     for pixel in range(block * BLOCK, min(refl.shape[0], (block + 1) * BLOCK)):
-        status, terms = _pixel_status(pixel, problem, model)
+        status, terms = pixel_status(pixel, problem, model)
         if status >= 0:
             _write_pixel(pixel, status, 0, math.nan, work, outputs)
             continue
@@ -430,33 +401,25 @@ def _optical_kernel(first, last, problem, model, optics, settings, outputs):
         _optical_block(block, problem, model, optics, settings, outputs)
 
 
-def _rebound(function, tag, **bindings):
-    """An njit function compiled again with some of its globals rebound (tagged name)."""
-    py_func = function.py_func
-    clone = type(py_func)(py_func.__code__, {**py_func.__globals__, **bindings}, py_func.__name__)
-    clone.__qualname__ = f"{py_func.__qualname__}__{tag}"
-    return numba.njit(error_model="numpy")(clone)
-
-
 @functools.cache
 def _kernel_for(key, reflections: str, mean_path: str):
     if (key, reflections, mean_path) == (DEFAULT_KEY, "hapke1993", "hapke2001"):
         return _optical_kernel
     equations = numba_equations if key == DEFAULT_KEY else numba_equations_for(key)
     tag = f"{key.name}_{reflections}_{mean_path}".replace("-", "_")
-    normal_equations = _rebound(
+    normal_equations = njit_variant(
         _normal_equations, tag, reflectance_and_slope=equations.reflectance_and_slope
     )
-    block = _rebound(
+    block = njit_variant(
         _optical_block,
         tag,
-        _pixel_status=_rebound(_pixel_status, tag, pixel_terms=equations.pixel_terms),
-        _band_table=_rebound(
+        pixel_status=njit_variant(pixel_status, tag, pixel_terms=equations.pixel_terms),
+        _band_table=njit_variant(
             _band_table,
             tag,
             band_terms=slab_twins("numba", reflections, mean_path).slab_band_terms,
         ),
-        _solve_pixel=_rebound(_solve_pixel, tag, _normal_equations=normal_equations),
+        _solve_pixel=njit_variant(_solve_pixel, tag, _normal_equations=normal_equations),
     )
     return compile_variant(_optical_kernel, tag, _optical_block=block)
 

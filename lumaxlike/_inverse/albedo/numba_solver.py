@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import math
-import types
 
 import numba
 import numpy as np
@@ -38,7 +37,7 @@ from jaxtyping import Float
 
 from ..._model._backends import inlined, numba_equations, retarget_to_numba
 from ..._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
-from ..._model.numba_cache import cached_njit, compile_variant
+from ..._model.numba_cache import cached_njit, compile_variant, rebound
 from ..._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from ..._model.numba_threads import run_in_blocks
 from ..._params import HapkeParams
@@ -312,15 +311,7 @@ def _albedo_kernel_for(key: ModelKey):
 def _inline_variant(step, variant: str, **bindings):
     """An inlined step (`_inline`) over other globals (a model configuration's functions),
     for the kernel variant `variant` to inline."""
-    py_func = step.py_func
-    clone = types.FunctionType(
-        py_func.__code__,
-        {**py_func.__globals__, **bindings},
-        py_func.__name__,
-        py_func.__defaults__,
-        py_func.__closure__,
-    )
-    clone.__qualname__ = f"{py_func.__qualname__}__{variant}"
+    clone = rebound(step.py_func, variant, bindings)
     return _inline(clone)
 
 
