@@ -264,7 +264,8 @@ def test_solvers_agree():
 def test_band_correction_writes_into_out_and_removes_eps_at_w(solver):
     """`solve_bands`: results written into `out` (and returned), equal to those without;
     the emission removed is eps(w) E at the returned w (the eps kept by the solver equals
-    the series evaluated again); T = NaN: none removed."""
+    the series evaluated again) and the reflectance r_obs less it; T = NaN: none removed;
+    a non-finite r_obs: NaN in all three."""
     from lumaxlike._inverse.albedo.invert import albedo_bounds
     from lumaxlike._thermal.solvers import solve_bands
 
@@ -285,18 +286,23 @@ def test_band_correction_writes_into_out_and_removes_eps_at_w(solver):
         wavelength=WAVELENGTHS,
         solar=solar,
     )
+    observed[2, 5] = np.nan
     limits = (*albedo_bounds(np.float64), 1e-10, 100)
     out = tuple(np.full(observed.shape, -7.0) for _ in range(3))
     returned = solve_bands(params, arrays, limits, solver, out=out)
     assert all(a is b for a, b in zip(returned, out))
     for a, b in zip(out, solve_bands(params, arrays, limits, solver)):
         np.testing.assert_array_equal(a, b)
-    w, emission, status = out
-    assert np.all(status[:2] == 0)
+    w, emission, reflectance = out
+    assert np.all(np.isnan([w[2, 5], emission[2, 5], reflectance[2, 5]]))
+    solved = np.isfinite(observed)  # every other band
+    assert np.all(np.isfinite(w[solved])) and np.all(np.isfinite(emission[solved]))
+    np.testing.assert_array_equal(reflectance[solved], observed[solved] - emission[solved])
     eps, _ = NUMPY.emissivity_and_slope(w[:2], arrays["coefficients"][:2].T[:, :, None])
     factor, _ = NUMPY.thermal_factor_and_slope(WAVELENGTHS, temperature[:2, None], solar, 1.0)
     np.testing.assert_allclose(emission[:2], eps * factor, rtol=1e-13)
-    np.testing.assert_array_equal(emission[2], 0.0)
+    np.testing.assert_array_equal(emission[2, :5], 0.0)
+    np.testing.assert_array_equal(emission[2, 6:], 0.0)
     with pytest.raises(ValueError, match="out"):
         solve_bands(params, arrays, limits, solver, out=out[:2])
 

@@ -129,7 +129,7 @@ emission_factor = _default_bands.emission_factor
 emissivity = _thermal_inline.emissivity_and_slope
 thermal_factor = _thermal_inline.thermal_factor_and_slope
 SOLVING = band_rules.SOLVING
-MAX_ITER = band_rules.MAX_ITER
+CONVERGED = band_rules.CONVERGED
 # Bands solved together (the rows of a block's state): one pixel's, for most cubes (M3's
 # 85: the bands with emission in one block, their sweeps narrowed to the slow ones).
 BLOCK = 128
@@ -336,12 +336,14 @@ _plain_block = _plain_variant(
 @cached_njit(inlines=_INLINES, error_model="numpy")
 def _bands_pixel(p, geometry, model, pixel_data, spectral, limits, out, scratch):
     """Every band of pixel p (`_bands_kernel`'s loop body); scratch = (st, sun, sensor,
-    up, coefficients): the state row and the pixel's own copies of its vectors."""
+    up, coefficients): the state row and the pixel's own copies of its vectors. Writes
+    w, the emission eps E and the corrected r = r_obs - eps E, all three NaN where the
+    band did not converge or r_obs is not finite."""
     to_sun, to_sensor, normal = geometry
     scalars, legendre, use_legendre = model
     coefficients, distance, temperature = pixel_data
     wavelength, solar, observed = spectral
-    w_out, emission_out, status_out = out
+    w_out, emission_out, reflectance_out = out
     st, sun, sensor, up, coef = scratch
     for k in range(3):
         sun[k], sensor[k], up[k] = to_sun[p, k], to_sensor[p, k], normal[p, k]
@@ -388,22 +390,17 @@ def _bands_pixel(p, geometry, model, pixel_data, spectral, limits, out, scratch)
             _plain_block(st, size, r_obs, wl, sol, pixel, limits)
         else:
             _bands_block(st, size, r_obs, wl, sol, pixel, limits)
-        w_row, e_row, s_row = (
+        w_row, e_row, r_row = (
             w_out[p, block:end],
             emission_out[p, block:end],
-            status_out[p, block:end],
+            reflectance_out[p, block:end],
         )
         for j in range(size):
-            w_row[j] = st[_W + j]
-        if block < plain:
-            for j in range(size):
-                e_row[j] = 0.0
-        else:
-            for j in range(size):
-                e_row[j] = st[_EPS + j] * st[_FACTOR + j]
-        for j in range(size):
-            s = st[_STATUS + j]
-            s_row[j] = MAX_ITER if s == SOLVING else s
+            emission = 0.0 if block < plain else st[_EPS + j] * st[_FACTOR + j]
+            if st[_STATUS + j] == CONVERGED and math.isfinite(r_obs[j]):
+                w_row[j], e_row[j], r_row[j] = st[_W + j], emission, r_obs[j] - emission
+            else:
+                w_row[j], e_row[j], r_row[j] = math.nan, math.nan, math.nan
         block = end
 
 

@@ -369,18 +369,13 @@ def _correct(arrays, observed, temperature, wavelengths, solar, settings, into=N
     problems.update(wavelength=wavelengths, solar=solar)
     bounds = albedo_bounds(np.float64)
     w, reflectance, emission = into or tuple(np.empty(observed.shape) for _ in range(3))
-    status = np.empty(observed.shape)
     solve_bands(
         settings["params"],
         problems,
         (*bounds, settings["tol"], settings["max_iter"]),
         settings["solver"],
-        out=(w, emission, status),
+        out=(w, emission, reflectance),
     )
-    unsolved = (status != 0) | ~np.isfinite(observed)
-    if unsolved.any():
-        w[unsolved], emission[unsolved] = np.nan, np.nan
-    np.subtract(observed, emission, out=reflectance)
     return w, reflectance, emission
 
 

@@ -98,7 +98,9 @@ def _solve_bands_jax(params, arrays, limits, key, max_iter):
 
 
 def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str, out=None):
-    """Every band's w at its pixel's T (`band_rules`), and the emission removed.
+    """Every band's w at its pixel's T (`band_rules`), the emission removed and the
+    corrected reflectance, NaN where a band's solve did not converge (or r_obs is not
+    finite).
 
     Args:
         arrays: to_sun, to_sensor, normal (pixels, 3); coefficients (pixels,
@@ -109,7 +111,8 @@ def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str, out=None
         out: None, or three C-contiguous float64 arrays (pixels, bands) the results are
             written into (the numba kernel writes them directly: no copies) and returned.
     Returns:
-        (w, emission [1/sr], status (0 converged, 1 max_iter)), each (pixels, bands).
+        (w, emission eps E [1/sr], reflectance r_obs - eps E [1/sr]), each (pixels,
+        bands).
     """
     observed = np.ascontiguousarray(arrays["observed"], dtype=np.float64)
     temperature = np.nan_to_num(np.asarray(arrays["temperature"], np.float64), nan=0.0)
@@ -145,8 +148,11 @@ def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str, out=None
             key=params.model_key,
             max_iter=int(max_iter),
         )
-        for target, result in zip(out, results):
-            target[...] = np.asarray(result, dtype=np.float64)
+        w, emission, status = (np.asarray(result, dtype=np.float64) for result in results)
+        unsolved = (status != band_rules.CONVERGED) | ~np.isfinite(observed)
+        out[0][...] = np.where(unsolved, np.nan, w)
+        out[1][...] = np.where(unsolved, np.nan, emission)
+        np.subtract(observed, out[1], out=out[2])
         return out
 
 
