@@ -50,7 +50,21 @@ def start(*args):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # faulthandler: a run sent SIGABRT prints every thread's stack (`ended_within`)
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
+
+
+def ended_within(run, timeout: float, what: str) -> int:
+    """`run`'s exit code once it ends within `timeout` seconds; otherwise the test fails
+    with every thread's stack of the hung run (SIGABRT: faulthandler's dump) and `what`."""
+    try:
+        return run.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        run.send_signal(signal.SIGABRT)
+        run.wait(timeout=60)
+        err = run.communicate(timeout=60)[1]
+        pytest.fail(f"{what}: the run had not ended after {timeout} s; its stderr:\n{err}")
 
 
 @contextlib.contextmanager
@@ -218,7 +232,7 @@ def test_sigint_and_sigterm_at_any_moment_leave_old_outputs_and_no_temporaries(t
             assert not ended or moment == "late", f"{moment}: the run ended before the signal"
             if not ended:
                 run.send_signal(signum)
-            code = run.wait(timeout=120)
+            code = ended_within(run, 120, f"{signal.Signals(signum).name} at {moment!r}")
             err = run.communicate(timeout=60)[1]
         if moment == "late" and completed(err):
             # on a loaded machine "late" can fall after the outputs were published: the
