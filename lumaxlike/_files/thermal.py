@@ -94,7 +94,9 @@ def remove_thermal_file(
     run, product, options = front_end_options(run, product, solver, locals())
     if units == "reff":
         raise ValueError('units="reff" is not supported by the thermal removal; give r or radf')
-    settings = _settings(
+    if method == "prior" and sigma is None:
+        raise ValueError('method="prior" needs sigma: it weighs the data against the prior')
+    settings = ThermalSettings(
         method,
         temperature,
         window,
@@ -102,7 +104,6 @@ def remove_thermal_file(
         temperature_bounds,
         prior_sigma,
         prior_reference,
-        sigma,
     )
     inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
     out_units = "r" if units == "r" else "radf"
@@ -118,30 +119,6 @@ def remove_thermal_file(
             geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma, **settings.record()
         ),
         command=command,
-    )
-
-
-def _settings(
-    method,
-    temperature,
-    window,
-    max_temperature_sigma,
-    temperature_bounds,
-    prior_sigma,
-    prior_reference,
-    sigma,
-) -> ThermalSettings:
-    """`remove_thermal_file`'s thermal settings; ``"prior"`` needs ``sigma``."""
-    if method == "prior" and sigma is None:
-        raise ValueError('method="prior" needs sigma: it weighs the data against the prior')
-    return ThermalSettings(
-        method,
-        temperature,
-        window,
-        max_temperature_sigma,
-        temperature_bounds,
-        prior_sigma,
-        prior_reference,
     )
 
 

@@ -90,16 +90,16 @@ def _band_table(optics):
 
 @numba.njit(error_model="numpy")
 def _slab_rows(x, p, table, s, rows, mix):
-    """The mixture's w per band into mix[0] and dw_mix/dx per band into rows (size,
+    """The mixture's w per band into mix and dw_mix/dx per band into rows (size,
     bands), the endmembers in the outer loop; table from `_band_table`."""
     phi = x[2 * p]
-    for band in range(mix.shape[1]):
-        mix[0, band] = 0.0
+    for band in range(mix.shape[0]):
+        mix[band] = 0.0
         rows[2 * p, band] = 0.0
     for j in range(p):
         grain = math.exp(x[p + j])
         fraction = x[j]
-        for band in range(mix.shape[1]):
+        for band in range(mix.shape[0]):
             band_j = (
                 table[band, j, 0],
                 table[band, j, 1],
@@ -111,7 +111,7 @@ def _slab_rows(x, p, table, s, rows, mix):
             rows[j, band] = w
             rows[p + j, band] = fraction * dw_dd * grain
             rows[2 * p, band] += fraction * dw_df
-            mix[0, band] += fraction * w
+            mix[band] += fraction * w
 
 
 @numba.njit(error_model="numpy")
@@ -136,7 +136,7 @@ def _normal_equations(x, p, terms, table, s, refl, weights, out):
     """Weighted cost at x, with J^T J and J^T f into out = (hessian, gradient, rows,
     mix); table from `_band_table`. Scratch: rows (2p + 2, bands) holds J^T (one row per
     parameter, `_slab_rows` then scaled by the weighted dr/dw) and the weighted
-    residual f in its last row; mix (1, bands) the mixture's w, then the weighted dr/dw.
+    residual f in its last row; mix (bands,) the mixture's w, then the weighted dr/dw.
     J^T J (both triangles) and J^T f are then sums over bands (`_dot`): the inner loops
     run along the bands, not the 2p + 1 parameters."""
     hessian, gradient, rows, mix = out
@@ -144,14 +144,14 @@ def _normal_equations(x, p, terms, table, s, refl, weights, out):
     _slab_rows(x, p, table, s, rows, mix)
     cost = 0.0
     for band in range(refl.shape[0]):
-        r, slope = reflectance_and_slope(mix[0, band], terms)
+        r, slope = reflectance_and_slope(mix[band], terms)
         residual = (r - refl[band]) * weights[band]
         cost += residual * residual
         rows[size, band] = residual
-        mix[0, band] = slope * weights[band]
+        mix[band] = slope * weights[band]
     for a in range(size):
         for band in range(refl.shape[0]):
-            rows[a, band] *= mix[0, band]
+            rows[a, band] *= mix[band]
     for a in range(size):
         gradient[a] = _dot(rows, a, size)
         for b in range(a + 1):
@@ -279,7 +279,7 @@ def _work(size, bands):
         np.empty((size + 1, bands)),
         np.empty(size, np.bool_),
         (np.empty(matrix), np.empty(matrix), np.empty(size), np.empty(size), np.empty(size)),
-        np.empty((1, bands)),
+        np.empty(bands),
     )
 
 
