@@ -29,7 +29,12 @@ from .products import (
     add_product_options,
     resolve_product_options,
 )
-from .unmix_optical import add_optical_options, optical_endmembers, optical_library_record
+from .unmix_optical import (
+    add_optical_options,
+    optical_endmembers,
+    optical_library_record,
+    refuse_ignored_options,
+)
 from .unmix_settings import is_unmix_record, library_record, unmix_settings
 
 __all__ = ["add_parser", "run"]
@@ -273,6 +278,7 @@ def run(args) -> int:
     from .._operations.unmix import UNMIX
     from .._params import HapkeParams
 
+    refuse_ignored_options(args)
     record = read_record(args)
     refuse_recorded_maps(args, record, "unmix")
     settings = resolve_settings(args, record)

@@ -7,17 +7,38 @@ lumaxlike (`lumaxlike.optical_constants_names`) or a CSV file (wavelength [um], 
 ``--grain-size``). ``--free grain_size,npfe`` fits each endmember's grain size and the
 pixel's nanophase iron (`lumaxlike.unmix`'s ``free``), within ``--grain-size-bounds``
 [um] and ``--npfe-bounds`` [wt %], from ``--npfe`` [wt %] and ``--starts`` starts.
+An option the run would ignore (these with ``--endmembers``, the library's with
+``--optical-constants``, the bounds of a parameter that is not free) is refused
+(`refuse_ignored_options`).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-from .options import number_list, positive_int
+from .options import dest, number_list, positive_int
 
-__all__ = ["add_optical_options", "optical_endmembers", "optical_library_record"]
+__all__ = [
+    "add_optical_options",
+    "optical_endmembers",
+    "optical_library_record",
+    "refuse_ignored_options",
+]
 
 PERCENT = 100.0  # wt % per mass fraction
+DEFAULT_NPFE_BOUNDS = (0.0, 2.0)  # [wt %]
+#: options of endmembers from optical constants, refused with library spectra
+OPTICAL_ONLY = ("--free", "--grain-size-bounds", "--npfe-bounds", "--npfe", "--starts")
+#: options of the --endmembers library, refused with --optical-constants
+LIBRARY_ONLY = (
+    "--library-format",
+    "--library-units",
+    "--library-incidence",
+    "--library-emission",
+    "--library-azimuth",
+    "--fwhm",
+)
 
 
 def add_optical_options(parser) -> None:
@@ -37,19 +58,20 @@ def add_optical_options(parser) -> None:
         "--free",
         metavar="NAME[,NAME]",
         help="parameters fitted per pixel besides the fractions: grain_size, npfe or both "
-        "(with --optical-constants; default: none, the grain sizes and npFe0 as given)",
+        "(with --optical-constants, not --endmembers; default: none, the grain sizes and npFe0 "
+        "as given)",
     )
     group.add_argument(
         "--grain-size-bounds",
         type=number_list,
         metavar="LO,HI",
-        help="bounds of every free grain size [um] (default 1,1000)",
+        help="bounds of every free grain size [um], with --free grain_size (default 1,1000)",
     )
     group.add_argument(
         "--npfe-bounds",
         type=number_list,
         metavar="LO,HI",
-        help="bounds of the nanophase iron abundance [wt %%] (default 0,2)",
+        help="bounds of the nanophase iron abundance [wt %%], with --free npfe (default 0,2)",
     )
     group.add_argument(
         "--npfe",
@@ -66,12 +88,102 @@ def add_optical_options(parser) -> None:
     )
 
 
-def _pair(flag, values, scale=1.0):
+def _text(values) -> str:
+    """Numbers as the user types them: ``"2,0"``."""
+    return ",".join(f"{float(v):g}" for v in values)
+
+
+def _given(args, flags) -> list[str]:
+    return [flag for flag in flags if getattr(args, dest(flag), None) is not None]
+
+
+def _free_names(args) -> tuple[str, ...]:
+    return () if args.free is None else tuple(n.strip() for n in args.free.split(",") if n.strip())
+
+
+def refuse_ignored_options(args) -> None:
+    """Refuse (ValueError naming the options) a ``lumaxlike unmix`` command line with
+    options its endmembers would ignore: --endmembers with --optical-constants, the
+    optical-constant options (--free, the bounds, --npfe, --starts) with library spectra,
+    the library's options with optical constants, and bounds or --starts of parameters
+    that are not free."""
+    if args.optical_constants is None:
+        ignored = _given(args, OPTICAL_ONLY)
+        if ignored:
+            raise ValueError(
+                f"{', '.join(ignored)}: for endmembers from --optical-constants only; the "
+                "laboratory spectra of --endmembers have fixed grain sizes and no nanophase "
+                "iron to fit"
+            )
+        return
+    if args.endmembers is not None:
+        raise ValueError("--endmembers and --optical-constants both give the endmembers: give one")
+    ignored = _given(args, LIBRARY_ONLY)
+    if ignored:
+        raise ValueError(
+            f"{', '.join(ignored)}: for the laboratory spectra of --endmembers only; "
+            "--optical-constants' endmembers are computed at the band centres"
+        )
+    free = _free_names(args)
+    for flag, name in (("--grain-size-bounds", "grain_size"), ("--npfe-bounds", "npfe")):
+        if _given(args, [flag]) and name not in free:
+            raise ValueError(f"{flag} bounds a free {name}: add --free {name}, or leave it out")
+    if args.starts is not None and not free:
+        raise ValueError("--starts: starts of the parameters --free fits; give --free too")
+
+
+def _bounds(flag, values, low: float, high: float, unit: str) -> tuple[float, float] | None:
+    """``--*-bounds LO,HI`` checked: two numbers, low <= LO <= HI < high (``unit`` in
+    the message); None when not given."""
     if values is None:
         return None
-    if len(values) != 2:
-        raise ValueError(f"{flag} takes two numbers LO,HI, got {values}")
-    return (values[0] / scale, values[1] / scale)
+    if len(values) != 2 or not low <= values[0] <= values[1] < high:
+        raise ValueError(
+            f"argument {flag}: LO,HI [{unit}] with {low:g} <= LO <= HI < {high:g} expected, "
+            f"got {_text(values)}"
+        )
+    return (float(values[0]), float(values[1]))
+
+
+def _npfe_fractions(args, free) -> tuple[float, tuple[float, float]]:
+    """(npFe0, its bounds) as mass fractions from --npfe and --npfe-bounds [wt %]: the
+    bounds the default 0,2 when npFe0 is free, else --npfe itself (fixed)."""
+    npfe = 0.0 if args.npfe is None else args.npfe
+    if not (math.isfinite(npfe) and 0.0 <= npfe < PERCENT):
+        raise ValueError(f"argument --npfe: a wt % in [0, 100) expected, got {npfe:g}")
+    if "npfe" not in free:
+        return npfe / PERCENT, (npfe / PERCENT, npfe / PERCENT)
+    given = _bounds("--npfe-bounds", args.npfe_bounds, 0.0, PERCENT, "wt %")
+    bounds = DEFAULT_NPFE_BOUNDS if given is None else given
+    if not bounds[0] <= npfe <= bounds[1]:
+        raise ValueError(
+            f"--npfe {npfe:g} lies outside --npfe-bounds {_text(bounds)} [wt %]"
+            + (" (the default)" if given is None else "")
+        )
+    return npfe / PERCENT, (bounds[0] / PERCENT, bounds[1] / PERCENT)
+
+
+def _grain_size_bounds(args, free, names, grain_size):
+    """The grain sizes' bounds [um], (p, 2): --grain-size-bounds (or the default) for
+    free grain sizes, each checked to hold its start; each grain size itself when fixed."""
+    import numpy as np
+
+    sizes = np.atleast_1d(np.asarray(grain_size, np.float64))
+    if sizes.ndim != 1 or sizes.size not in (1, len(names)):
+        return None  # `Endmembers.from_optical_constants` refuses grain_size by name
+    sizes = np.broadcast_to(sizes, (len(names),))
+    if "grain_size" not in free:
+        return np.stack([sizes, sizes], axis=-1)
+    given = _bounds("--grain-size-bounds", args.grain_size_bounds, 0.0, math.inf, "um")
+    if given is None:
+        return None
+    for name, size in zip(names, sizes):
+        if not given[0] <= size <= given[1]:
+            raise ValueError(
+                f"the grain size {size:g} um of {name} lies outside --grain-size-bounds "
+                f"{_text(given)} [um]"
+            )
+    return given
 
 
 def _constants(spec: str):
@@ -117,21 +229,17 @@ def optical_endmembers(args, per_endmember: dict, wavelengths):
         grain_size = scalar_or_list(given)
     else:
         grain_size = sizes
-    npfe = 0.0 if args.npfe is None else args.npfe / PERCENT
-    npfe_bounds = _pair("--npfe-bounds", args.npfe_bounds, PERCENT)
-    free = () if args.free is None else tuple(n.strip() for n in args.free.split(",") if n.strip())
-    if free and npfe_bounds is None:
-        npfe_bounds = (0.0, 0.02) if "npfe" in free or npfe > 0 else (0.0, 0.0)
-    elif npfe_bounds is None:
-        npfe_bounds = (npfe, npfe)
+    free = _free_names(args)
+    names = [name for name, _, _ in items]
+    npfe, npfe_bounds = _npfe_fractions(args, free)
     endmembers = Endmembers.from_optical_constants(
         [constants for _, constants, _ in items],
         grain_size,
         wavelengths,
-        names=[name for name, _, _ in items],
+        names=names,
         density=scalar_or_list(per_endmember["--density"]),
         npfe_fraction=npfe,
-        grain_size_bounds=_pair("--grain-size-bounds", args.grain_size_bounds),
+        grain_size_bounds=_grain_size_bounds(args, free, names, grain_size),
         npfe_bounds=npfe_bounds,
         extinction_efficiency=scalar_or_list(per_endmember["--extinction-efficiency"]),
     )
