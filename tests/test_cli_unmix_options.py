@@ -134,3 +134,64 @@ def test_fixed_npfe_and_grain_sizes_are_not_held_to_the_free_bounds():
     endmembers, free, _ = optical_endmembers(optical_namespace(), per_endmember, wavelengths)
     assert free == () and endmembers.optical is not None
     np.testing.assert_array_equal(endmembers.grain_size, [40.0, 3000.0])
+
+
+def write_constants(path, rows, *comments):
+    """A CSV of optical constants: ``comments`` (``# ...`` lines), the header, ``rows``."""
+    lines = [*comments, "wavelength,n,k", *(",".join(map(str, row)) for row in rows)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+GLASS_ROWS = [(0.4, 1.5, 1e-4), (2.5, 1.5, 1e-4)]
+
+
+@pytest.mark.parametrize("unit", ["", " g/cm3", " g/cm^3", " g cm-3"])
+def test_csv_density_may_say_its_unit(tmp_path, unit):
+    """Before: ``# density: 3.3 g/cm3`` failed with "could not convert string to float"."""
+    from lumaxlike import OpticalConstants
+
+    path = write_constants(tmp_path / "glass.csv", GLASS_ROWS, f"# density: 3.3{unit}")
+    assert OpticalConstants.from_csv(path).density == 3.3
+
+
+@pytest.mark.parametrize(
+    "comments, rows, named",
+    [
+        (["# density: 3300 kg/m3"], GLASS_ROWS, "3300 kg/m3"),
+        (["# density: dense"], GLASS_ROWS, "in g/cm^3"),
+        (["# density: 3.3"], [], "no data line"),
+        (["# density: 3.3"], [(0.4, 1.5, -1.0), (2.5, 1.5, 1e-4)], "k must be finite"),
+        (["# density: 3.3"], [(0.4, 1.5, 1e-4), (0.3, 1.5, 1e-4)], "increasing"),
+    ],
+)
+def test_csv_constants_refused_naming_the_file(tmp_path, comments, rows, named):
+    """Before: a density with another unit, or only a header, failed without the file."""
+    from lumaxlike import OpticalConstants
+
+    path = write_constants(tmp_path / "glass.csv", rows, *comments)
+    with pytest.raises(ValueError, match="glass.csv") as raised:
+        OpticalConstants.from_csv(path)
+    assert named in str(raised.value)
+
+
+def test_host_with_n_below_one_is_named():
+    """Before: "n must be finite and >= 1, got [0.9 ...]", without the endmember."""
+    from lumaxlike import Endmembers, OpticalConstants, optical_constants
+
+    glass = OpticalConstants("glass", [0.4, 1.0, 2.0], [1.5, 0.9, 0.9], [1e-4] * 3, density=2.0)
+    with pytest.raises(ValueError, match=r"endmember 'glass': .*n is 0.9 < 1 at 1 um"):
+        Endmembers.from_optical_constants(
+            [optical_constants("olivine"), glass], [40.0, 30.0], np.linspace(0.5, 1.5, 5)
+        )
+
+
+def test_cli_names_the_csv_endmember_whose_n_is_below_one(files, tmp_path, capsys):
+    cube, obs, dtm, _ = files
+    metal = write_constants(
+        tmp_path / "metal.csv", [(0.3, 0.9, 1e-3), (2.5, 0.9, 1e-3)], "# density: 7.9 g/cm3"
+    )
+    out = tmp_path / "abund.tif"
+    args = optical_args(cube, obs, dtm, out)
+    args[args.index("olivine:40,orthopyroxene:60")] = f"olivine:40,{metal}:60"
+    refused(capsys, args, out, "endmember 'metal'", "n is 0.9 < 1")

@@ -3,6 +3,7 @@ its readers (CSV, refractiveindex.info YAML) and its interpolation."""
 
 import dataclasses
 import io
+import math
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,26 @@ def _checked_grid(wavelength, n, k, name: str):
     if not np.all(np.isfinite(n)) or np.any(n <= 0):
         raise ValueError(f"{name}: n must be finite and > 0")
     return wavelength, n, k
+
+
+#: spellings of g/cm^3 accepted after the number of a CSV's ``# density:`` comment
+_DENSITY_UNITS = ("", "g/cm3", "g/cm^3", "g cm-3", "g cm^-3", "g/cc")
+
+
+def _csv_density(path: Path, text: str) -> float:
+    """The density [g/cm^3] of a CSV's ``# density:`` comment (``3.3``, ``3.3 g/cm3``);
+    ValueError naming the file for anything else."""
+    number, _, unit = text.strip().partition(" ")
+    try:
+        value = float(number)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0) or unit.strip().lower() not in _DENSITY_UNITS:
+        raise ValueError(
+            f"{path}: '# density: {text}': a density > 0 in g/cm^3 expected, "
+            "e.g. '# density: 3.3' or '# density: 3.3 g/cm3'"
+        )
+    return value
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -93,13 +114,14 @@ class OpticalConstants:
         """Read a CSV file with the columns ``wavelength`` [um], ``n`` and ``k``.
 
         Lines starting with ``#`` are comments; ``# name: ...`` and ``# density: ...``
-        [g/cm^3] among them give the defaults of `name` (else the file's stem) and
-        `density`. The first other line is the header (the three column names, in any
+        [g/cm^3: a number, optionally followed by ``g/cm3``] among them give the defaults
+        of `name` (else the file's stem) and `density`. The first other line is the header (the three column names, in any
         order, extra columns ignored).
 
         Raises:
-            ValueError: a missing column, a non-numeric or non-finite value (named with
-                its line), or a grid `OpticalConstants` refuses.
+            ValueError: naming the file: a missing column, no data line, a non-numeric or
+                non-finite value (named with its line), a density in another unit, or a
+                grid `OpticalConstants` refuses.
         """
         path = Path(path)
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -127,11 +149,16 @@ class OpticalConstants:
             if len(values) != len(header) or not np.all(np.isfinite(values)):
                 raise ValueError(f"{path}, line {number}: {len(header)} finite values expected")
             rows.append(values)
+        if not rows:
+            raise ValueError(f"{path}: no data line after the header (wavelength,n,k)")
         table = np.array(rows, dtype=np.float64).reshape(-1, len(header))
         columns = {column: table[:, header.index(column)] for column in ("wavelength", "n", "k")}
         if density is None and "density" in meta:
-            density = float(meta["density"])
-        return cls(name or meta.get("name", path.stem), density=density, **columns)
+            density = _csv_density(path, meta["density"])
+        try:
+            return cls(name or meta.get("name", path.stem), density=density, **columns)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
 
     @classmethod
     def from_refractiveindex_yaml(

@@ -194,6 +194,12 @@ def endmembers_from_optical_constants(
     k = np.empty((p, wavelengths.size))
     for j, item in enumerate(items):
         n[j], k[j] = item.interpolate(wavelengths)  # ValueError outside its grid
+        below = np.flatnonzero(n[j] < 1.0)
+        if below.size:  # (a metal's or iron's constants given as a host)
+            raise ValueError(
+                f"endmember {names[j]!r}: its host's n is {n[j, below[0]]:g} < 1 at "
+                f"{wavelengths[below[0]]:g} um; the equivalent slab needs n >= 1"
+            )
     if npfe[1] > 0.0:
         from .._optical.slab import iron_at
 
