@@ -88,7 +88,7 @@ def run_command(
         **keywords: the operation's own keywords (``params``, ``units``, ...).
 
     Returns:
-        0, or 1 when no problem converged (`finish`).
+        0, or 1 when no problem converged or nothing was computed (`finish`).
     """
     from .. import _files
     from .._options import ProductOptions

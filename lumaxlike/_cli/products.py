@@ -188,10 +188,11 @@ def cube_bands(path, units, args) -> int:
 
 def finish(command: str, summary) -> int:
     """Exit code of a completed file run: 1, with one line on stderr saying why, when no
-    problem converged (its outputs are written, status maps included); else 0."""
-    from .._files.summaries import nothing_converged
+    problem converged, or (a run without status maps: ``parameters``) no value was
+    computed (its outputs are written, status maps included); else 0."""
+    from .._files.summaries import nothing_computed, nothing_converged
 
-    why = nothing_converged(summary.status_counts)
+    why = nothing_converged(summary.status_counts) or nothing_computed(summary)
     if why is None:
         return EXIT_OK
     print(f"lumaxlike {command}: error: {why}", file=sys.stderr)

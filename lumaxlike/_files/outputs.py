@@ -18,17 +18,21 @@ from .._run.stream import run_blocks
 from .inputs import read_files
 from .summaries import status_counts
 
-__all__ = ["BlockSource", "RunOutputs", "stream_to_outputs"]
+__all__ = ["BlockSource", "RunOutputs", "status_unit", "stream_to_outputs"]
 
 
 @dataclass(frozen=True)
 class RunOutputs:
     """What a run published: ``outputs`` ``{field: path}``, ``status_counts`` ``{status
-    name: count}`` (every `lumaxlike.Status` member), ``resumed`` (None unless resuming)."""
+    name: count}`` (every `lumaxlike.Status` member), ``resumed`` (None unless resuming),
+    ``status_of`` (what a status is of, as `InversionSummary` says) and ``valued_pixels``
+    (without a status map: the pixels with a finite value in some map; else None)."""
 
     outputs: dict
     status_counts: dict
     resumed: str | None
+    status_of: str | None = "pixel-bands"
+    valued_pixels: int | None = None
 
     def summary(self, info, start: float, verb: str) -> InversionSummary:
         """The run's `InversionSummary` on the grid and bands of ``info`` (a `CubeInfo`),
@@ -41,6 +45,8 @@ class RunOutputs:
             status_counts=self.status_counts,
             verb=verb,
             resumed=self.resumed,
+            status_of=self.status_of,
+            valued_pixels=self.valued_pixels,
         )
 
 
@@ -114,7 +120,7 @@ def stream_to_outputs(
         provenance=provenance,
         layout=layout,
     )
-    counts, resumed = run_blocks(
+    counts, valued, resumed = run_blocks(
         writer,
         blocks.pool_factory,
         blocks.read,
@@ -127,4 +133,21 @@ def stream_to_outputs(
         bad_bands=blocks.bad_bands,
         resumed_work=blocks.resumed_work,
     )
-    return RunOutputs(dict(writer.paths), status_counts(counts), resumed)
+    status_of = status_unit(fields, layout)
+    return RunOutputs(
+        dict(writer.paths),
+        status_counts(counts),
+        resumed,
+        status_of=status_of,
+        valued_pixels=valued if status_of is None else None,
+    )
+
+
+def status_unit(fields, layout: FieldLayout) -> str | None:
+    """What one status of a run's status map is of: ``"pixels"`` (a one-band map, as
+    thermal's or unmix's), ``"pixel-bands"`` (one per band, as invert's), or None (no
+    status map, as the spectral parameters')."""
+    if "status" not in fields:
+        return None
+    names = layout.band_names.get("status")
+    return "pixels" if names is not None and len(names) == 1 else "pixel-bands"

@@ -75,9 +75,11 @@ def spectral_parameters_file(
         products: names of `lumaxlike.SPECTRAL_PRODUCTS` (one name or a sequence).
         quantity: what the cube holds, recorded: ``"w"`` (an `invert_file` output),
             ``"normalized"``, ``"r"``, ``"radf"``, ``"reff"`` or ``"reflectance"``.
-        units: how the file is read: None (default: the quantity's unit, values as
-            given), ``"r"``, ``"radf"``, ``"reff"`` (checked against the file's unit tag
-            and label) or ``"radiance"`` (converted to I/F: ``quantity="radf"``).
+        units: how the file is read: None (default: the quantity's unit; for w,
+            normalized and reflectance, r where the file tags its values 1/sr, else
+            radf; values as given), ``"r"``, ``"radf"``, ``"reff"`` (checked against the
+            file's unit tag and label) or ``"radiance"`` (converted to I/F:
+            ``quantity="radf"``).
         lucey: the constants of FeO, TiO2 and OMAT (default: Clementine's).
         tolerance: how far [um] the band nearest a product's wavelength may lie from it.
         run: a `lumaxlike.RunOptions` (``chunk_rows``, ``overwrite``, ``progress``,
@@ -87,7 +89,9 @@ def spectral_parameters_file(
         command: the command line to record; None records this Python call.
 
     Returns:
-        `InversionSummary` (``verb`` "computed"; no status counts).
+        `InversionSummary` (``verb`` "computed"; no status counts, ``status_of`` None;
+        ``valued_pixels``: the pixels with a finite value in some product's map, 0 when
+        nothing could be computed, e.g. on an all-NaN cube).
 
     Raises:
         FileNotFoundError, FileExistsError, ResumeRefusedError: as `invert_file`.
@@ -96,7 +100,7 @@ def spectral_parameters_file(
     """
     names = check_names(products)
     run, product, options = front_end_options(run, product, SolverOptions("numba"), locals())
-    read_as = _read_units(units, quantity)
+    read_as = _read_units(units, quantity, cube_path)
     inputs = CubeInputs(cube_path, out_path, read_as, product=product)
     return run_on_cube(
         SPECTRAL_PARAMETERS,
@@ -112,14 +116,13 @@ def spectral_parameters_file(
     )
 
 
-def _read_units(units, quantity) -> str:
+def _read_units(units, quantity, cube_path) -> str:
     """The units the cube is opened in (`ProductCube`): ``units`` when given (checked
-    against ``quantity``), else the quantity's own, or ``"radf"`` (no conversion, no
-    check of the values) for w, normalized and reflectance."""
+    against ``quantity``), else `_implied_units`."""
     if quantity not in QUANTITIES:
         raise ValueError(f"quantity must be one of {list(QUANTITIES)}, got {quantity!r}")
     if units is None:
-        return quantity if quantity in _REFLECTANCE_UNITS else "radf"
+        return _implied_units(cube_path, quantity)
     if units not in (*_REFLECTANCE_UNITS, "radiance"):
         raise ValueError(f"units must be None, 'r', 'radf', 'reff' or 'radiance', got {units!r}")
     read = "radf" if units == "radiance" else units
@@ -130,6 +133,38 @@ def _read_units(units, quantity) -> str:
     if units == "radiance" and quantity != "radf":
         raise ValueError("units='radiance' is converted to I/F: give quantity='radf'")
     return units
+
+
+def _implied_units(cube_path, quantity) -> str:
+    """The units a cube is opened in when none are given: the quantity's own (r, radf,
+    reff), else (w, normalized, reflectance: values as given, unchecked) r where the
+    file tags its values 1/sr (a `normalize_file` output of an r cube), else radf. A
+    file tagged r or radiance, which the quantity contradicts, is refused in the words
+    of ``quantity`` (`ProductCube` would cite units the caller never gave)."""
+    from .._io.missions.product_cube import R_UNIT_TAGS
+    from .._io.read.raster import CubeReader
+
+    try:
+        with CubeReader(cube_path) as reader:
+            tag = reader.unit_tag()
+    except (OSError, ValueError):
+        tag = None  # (the run's own opening says what is wrong with the file)
+    text = str(tag or "").lower().replace(" ", "")
+    if text in R_UNIT_TAGS:
+        if quantity in _REFLECTANCE_UNITS and quantity != "r":
+            raise ValueError(
+                f"{cube_path} tags its values units = {tag!r} (bidirectional reflectance "
+                f"r), which contradicts quantity={quantity!r}: give quantity 'r' (--quantity "
+                "r), or correct the tag"
+            )
+        return "r" if quantity not in _REFLECTANCE_UNITS else quantity
+    if "w" in text and "sr" in text:  # W m-2 um-1 sr-1: radiance, as `check_unit_tag` reads it
+        raise ValueError(
+            f"{cube_path} tags its values units = {tag!r} (radiance), which contradicts "
+            f"quantity={quantity!r}: give units='radiance' (--units radiance) and "
+            "quantity='radf', or correct the tag"
+        )
+    return quantity if quantity in _REFLECTANCE_UNITS else "radf"
 
 
 def _prepared(setup, names, lucey=None, tolerance=DEFAULT_TOLERANCE):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .._status import Status
 
-__all__ = ["SOLVED", "STATUS_CAUSES", "nothing_converged", "status_counts"]
+__all__ = ["SOLVED", "STATUS_CAUSES", "nothing_computed", "nothing_converged", "status_counts"]
 
 #: What each status most often means in a file run, for the one-line summary of a run in
 #: which nothing converged
@@ -46,3 +46,17 @@ def nothing_converged(status_counts) -> str | None:
     listed = ", ".join(f"{name} {count}" for name, count in ranked)
     cause = STATUS_CAUSES.get(ranked[0][0], "")
     return f"no problem converged ({listed}){': ' + cause if cause else ''}"
+
+
+def nothing_computed(summary) -> str | None:
+    """One line saying why a run without a status map (the spectral parameters) computed
+    nothing (no pixel has a finite value in any map), or None when it computed some
+    value, or has a status map (`nothing_converged` says it there)."""
+    if getattr(summary, "status_of", "pixel-bands") is not None:
+        return None
+    if getattr(summary, "valued_pixels", None) != 0:
+        return None
+    return (
+        f"nothing computed: every value of the {summary.pixels} pixels' maps is NaN (a cube "
+        "of nodata or NaN, bands marked bad, or spectra no product is defined for)"
+    )

@@ -40,6 +40,11 @@ class InversionSummary:
         resumed: with ``resume=True``, what was taken from an interrupted run's journal
             (e.g. ``"3 of 5 blocks from an interrupted run"``, or ``"none: no
             interrupted run"``); None otherwise.
+        status_of: what one status is of: ``"pixel-bands"`` (a status per pixel and
+            band, as `invert_file`'s), ``"pixels"`` (one per pixel, as `remove_thermal_file`'s)
+            or None (no status map, as `spectral_parameters_file`'s: the counts are 0).
+        valued_pixels: with no status map, the pixels with a finite value in some map
+            (0: nothing was computed); None otherwise.
     """
 
     outputs: dict
@@ -49,6 +54,8 @@ class InversionSummary:
     status_counts: dict = field(default_factory=dict)
     verb: str = "inverted"
     resumed: str | None = None
+    status_of: str | None = "pixel-bands"
+    valued_pixels: int | None = None
 
     @property
     def pixels_per_second(self) -> float:
@@ -57,12 +64,17 @@ class InversionSummary:
 
     def describe(self) -> str:
         """One line: pixels, bands, time, pixels/s and the count of each status that
-        occurred."""
-        counts = occurred_statuses(self.status_counts)
+        occurred (of pixel-bands or of pixels, `status_of`), or without a status map the
+        pixels with a value."""
+        if self.status_of is not None:
+            outcome = f"; status of {self.status_of}: {occurred_statuses(self.status_counts)}"
+        elif self.valued_pixels is not None:
+            outcome = f"; pixels with a finite value: {self.valued_pixels} of {self.pixels}"
+        else:
+            outcome = ""
         return (
             f"{self.verb} {self.pixels} pixels x {self.bands} bands in {self.seconds:.2f} s "
-            f"({rate_text(self.pixels_per_second)} pixels/s); status of pixel-bands: {counts}"
-            + resumed_text(self.resumed)
+            f"({rate_text(self.pixels_per_second)} pixels/s){outcome}" + resumed_text(self.resumed)
         )
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from .._signals import deferred, interruptible, raise_if_interrupted
 from .._status import Status
 
-__all__ = ["mark_bad_bands", "run_blocks", "stream_blocks"]
+__all__ = ["mark_bad_bands", "run_blocks", "stream_blocks", "valued_pixels"]
 
 
 def mark_bad_bands(block: dict, bad_bands) -> None:
@@ -37,8 +37,12 @@ def mark_bad_bands(block: dict, bad_bands) -> None:
             values[..., bad_bands] = 0
 
 
-def stream_blocks(row_slices, read, pool, writer, bar, journal=None, bad_bands=None) -> np.ndarray:
-    """Read, solve and write every block of rows; return counts per status code.
+def stream_blocks(
+    row_slices, read, pool, writer, bar, journal=None, bad_bands=None
+) -> tuple[np.ndarray, int]:
+    """Read, solve and write every block of rows; return the counts per status code and,
+    for an operation without a status map (the spectral parameters), the pixels with a
+    finite value in some map (0 for one with a status map).
 
     Args:
         row_slices: the blocks, in order (``slice(start, stop)`` of rows).
@@ -52,19 +56,23 @@ def stream_blocks(row_slices, read, pool, writer, bar, journal=None, bad_bands=N
             status ``BAD_BAND`` (:func:`mark_bad_bands`).
     """
     counts = np.zeros(len(Status), dtype=np.int64)
+    valued = 0
     width = writer.like.grid.width
 
     def write_oldest():
+        nonlocal valued
         raise_if_interrupted()
         rows, block = pool.pop()
         mark_bad_bands(block, bad_bands)
         writer.write(rows, block)
         if journal is not None:
             journal.record(rows, block)
-        if "status" in block:  # (an operation without status, as the spectral parameters)
+        if "status" in block:
             counts[:] += np.bincount(
                 np.asarray(block["status"]).ravel().astype(np.int64), minlength=len(Status)
             )
+        else:  # an operation without status, as the spectral parameters
+            valued += valued_pixels(block)
         bar.update((rows.stop - rows.start) * width)
 
     for rows in row_slices:
@@ -79,7 +87,17 @@ def stream_blocks(row_slices, read, pool, writer, bar, journal=None, bad_bands=N
             write_oldest()
     while len(pool):
         write_oldest()
-    return counts
+    return counts, valued
+
+
+def valued_pixels(block) -> int:
+    """Pixels of a block (``{field: (rows, cols, bands)}``) with a finite value in some
+    band of some map."""
+    valued = None
+    for values in block.values():
+        finite = np.isfinite(np.asarray(values)).any(axis=-1)
+        valued = finite if valued is None else valued | finite
+    return 0 if valued is None else int(np.count_nonzero(valued))
 
 
 def run_blocks(
@@ -116,8 +134,9 @@ def run_blocks(
             groups"``), said before its blocks.
 
     Returns:
-        ``(counts per status code, what was resumed)``: the second a line for the run's
-        summary when resuming (``"3 of 5 blocks from an interrupted run"``), else None.
+        ``(counts per status code, pixels with a value, what was resumed)``: the second
+        as `stream_blocks` counts it, the third a line for the run's summary when
+        resuming (``"3 of 5 blocks from an interrupted run"``), else None.
 
     Raises:
         ResumeRefusedError: resuming with other inputs or settings (nothing written).
@@ -150,9 +169,11 @@ def run_blocks(
             bar = bar_factory()
             try:
                 with interruptible():  # the CLI's stop signals raise here at once
-                    counts = stream_blocks(row_slices, read, pool, writer, bar, journal, bad_bands)
+                    counts, valued = stream_blocks(
+                        row_slices, read, pool, writer, bar, journal, bad_bands
+                    )
             finally:
                 bar.close()
     finally:
         journal.remove()
-    return counts, note
+    return counts, valued, note
