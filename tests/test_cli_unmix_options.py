@@ -195,3 +195,28 @@ def test_cli_names_the_csv_endmember_whose_n_is_below_one(files, tmp_path, capsy
     args = optical_args(cube, obs, dtm, out)
     args[args.index("olivine:40,orthopyroxene:60")] = f"olivine:40,{metal}:60"
     refused(capsys, args, out, "endmember 'metal'", "n is 0.9 < 1")
+
+
+@pytest.mark.parametrize(
+    "keywords, message",
+    [
+        (dict(npfe_bounds=(0.02, 0.0)), "got (0.02, 0.0)"),
+        (
+            dict(npfe_fraction=0.03, npfe_bounds=(0.0, 0.02)),
+            "0.03 lies outside npfe_bounds (0.0, 0.02)",
+        ),
+        (
+            dict(grain_size_bounds=(50.0, 60.0)),
+            "grain_size 40 (endmember 0) lies outside its grain_size_bounds (50.0, 60.0)",
+        ),
+    ],
+)
+def test_python_bound_messages_print_plain_numbers(keywords, message):
+    """Before: ``np.float64(0.0)`` reprs and NumPy's array printing."""
+    from lumaxlike import Endmembers, optical_constants
+
+    with pytest.raises(ValueError) as raised:
+        Endmembers.from_optical_constants(
+            [optical_constants("olivine")], [40.0], np.linspace(0.5, 1.5, 5), **keywords
+        )
+    assert message in str(raised.value) and "np.float64" not in str(raised.value)

@@ -127,19 +127,22 @@ def _checked_bounds(grain_size, grain_size_bounds, npfe_fraction, npfe_bounds, p
     outside = (grain_size < bounds[:, 0]) | (grain_size > bounds[:, 1])
     if np.any(outside):
         raise ValueError(
-            f"grain_size {grain_size[outside][0]!r} (endmember {int(np.argmax(outside))}) lies "
-            f"outside its grain_size_bounds {tuple(bounds[int(np.argmax(outside))])}"
+            f"grain_size {grain_size[outside][0]:g} (endmember {int(np.argmax(outside))}) lies "
+            f"outside its grain_size_bounds {tuple(map(float, bounds[int(np.argmax(outside))]))}"
         )
     npfe = _array(
         "npfe_bounds", DEFAULT_NPFE_BOUNDS if npfe_bounds is None else npfe_bounds, (2,), low=0.0
     )
     if not npfe[0] <= npfe[1] < 1.0:
         raise ValueError(
-            f"npfe_bounds must be (lower, upper) with 0 <= lower <= upper < 1, got {npfe}"
+            "npfe_bounds must be (lower, upper) mass fractions with 0 <= lower <= upper < 1, "
+            f"got {tuple(map(float, npfe))}"
         )
     start = float(_array("npfe_fraction", npfe_fraction, (), low=0.0))
     if not npfe[0] <= start <= npfe[1]:
-        raise ValueError(f"npfe_fraction {start!r} lies outside npfe_bounds {tuple(npfe)}")
+        raise ValueError(
+            f"npfe_fraction {start:g} lies outside npfe_bounds {tuple(map(float, npfe))}"
+        )
     return bounds, npfe, start
 
 
