@@ -99,6 +99,12 @@ def test_options_optical_constants_would_ignore_are_refused(files, tmp_path, cap
             "grain size 40 um of olivine lies outside --grain-size-bounds 50,500 [um]",
         ),
         (("--free", "grain_size", "--grain-size-bounds", "500,50"), "got 500,50"),
+        (("--free", "grain_size", "--grain-size-bounds", "0,50"), "with 0 < LO <= HI expected"),
+        (
+            ("--free", "grain_size", "--optical-constants", "olivine:40,orthopyroxene:2000"),
+            "grain size 2000 um of orthopyroxene lies outside --grain-size-bounds 1,1000 [um] "
+            "(the default)",
+        ),
     ],
 )
 def test_optical_bounds_are_reported_as_typed(files, tmp_path, capsys, extra, named):

@@ -27,7 +27,6 @@ __all__ = [
 ]
 
 PERCENT = 100.0  # wt % per mass fraction
-DEFAULT_NPFE_BOUNDS = (0.0, 2.0)  # [wt %]
 #: options of endmembers from optical constants, refused with library spectra
 OPTICAL_ONLY = ("--free", "--grain-size-bounds", "--npfe-bounds", "--npfe", "--starts")
 #: options of the --endmembers library, refused with --optical-constants
@@ -132,14 +131,17 @@ def refuse_ignored_options(args) -> None:
         raise ValueError("--starts: starts of the parameters --free fits; give --free too")
 
 
-def _bounds(flag, values, low: float, high: float, unit: str) -> tuple[float, float] | None:
-    """``--*-bounds LO,HI`` checked: two numbers, low <= LO <= HI < high (``unit`` in
-    the message); None when not given."""
+def _bounds(flag, values, high: float, unit: str, *, positive: bool = False):
+    """``--*-bounds LO,HI`` checked: two numbers, 0 <= LO <= HI < high (0 < LO where
+    ``positive``; ``unit`` in the message); None when not given."""
     if values is None:
         return None
-    if len(values) != 2 or not low <= values[0] <= values[1] < high:
+    low_fine = len(values) == 2 and (values[0] > 0 if positive else values[0] >= 0)
+    if not (low_fine and values[0] <= values[1] < high):
+        relation = "0 <" if positive else "0 <="
+        limit = "" if math.isinf(high) else f" < {high:g}"
         raise ValueError(
-            f"argument {flag}: LO,HI [{unit}] with {low:g} <= LO <= HI < {high:g} expected, "
+            f"argument {flag}: LO,HI [{unit}] with {relation} LO <= HI{limit} expected, "
             f"got {_text(values)}"
         )
     return (float(values[0]), float(values[1]))
@@ -153,8 +155,10 @@ def _npfe_fractions(args, free) -> tuple[float, tuple[float, float]]:
         raise ValueError(f"argument --npfe: a wt % in [0, 100) expected, got {npfe:g}")
     if "npfe" not in free:
         return npfe / PERCENT, (npfe / PERCENT, npfe / PERCENT)
-    given = _bounds("--npfe-bounds", args.npfe_bounds, 0.0, PERCENT, "wt %")
-    bounds = DEFAULT_NPFE_BOUNDS if given is None else given
+    from .._unmix.optical import DEFAULT_NPFE_BOUNDS  # mass fractions
+
+    given = _bounds("--npfe-bounds", args.npfe_bounds, PERCENT, "wt %")
+    bounds = tuple(PERCENT * v for v in DEFAULT_NPFE_BOUNDS) if given is None else given
     if not bounds[0] <= npfe <= bounds[1]:
         raise ValueError(
             f"--npfe {npfe:g} lies outside --npfe-bounds {_text(bounds)} [wt %]"
@@ -168,22 +172,23 @@ def _grain_size_bounds(args, free, names, grain_size):
     free grain sizes, each checked to hold its start; each grain size itself when fixed."""
     import numpy as np
 
+    from .._unmix.optical import DEFAULT_GRAIN_SIZE_BOUNDS  # [um]
+
     sizes = np.atleast_1d(np.asarray(grain_size, np.float64))
     if sizes.ndim != 1 or sizes.size not in (1, len(names)):
         return None  # `Endmembers.from_optical_constants` refuses grain_size by name
     sizes = np.broadcast_to(sizes, (len(names),))
     if "grain_size" not in free:
         return np.stack([sizes, sizes], axis=-1)
-    given = _bounds("--grain-size-bounds", args.grain_size_bounds, 0.0, math.inf, "um")
-    if given is None:
-        return None
+    given = _bounds("--grain-size-bounds", args.grain_size_bounds, math.inf, "um", positive=True)
+    bounds = DEFAULT_GRAIN_SIZE_BOUNDS if given is None else given
     for name, size in zip(names, sizes):
-        if not given[0] <= size <= given[1]:
+        if not bounds[0] <= size <= bounds[1]:
             raise ValueError(
                 f"the grain size {size:g} um of {name} lies outside --grain-size-bounds "
-                f"{_text(given)} [um]"
+                f"{_text(bounds)} [um]" + (" (the default)" if given is None else "")
             )
-    return given
+    return bounds
 
 
 def _constants(spec: str):
