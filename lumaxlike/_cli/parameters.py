@@ -72,7 +72,8 @@ def add_parser(commands, formatter) -> None:
         choices=("r", "radf", "reff", "radiance"),
         help="how the file is read: r, radf or reff (checked against its label and units "
         "tag; the values are not converted), or radiance, converted to I/F (then "
-        "--quantity radf) (default: the quantity's own, values as given)",
+        "--quantity radf) (default: the quantity's own; for w, normalized and reflectance "
+        "the values as given, a file tagged 1/sr read as r)",
     )
     parser.add_argument(
         "--tolerance-nm",
