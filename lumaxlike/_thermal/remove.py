@@ -402,11 +402,9 @@ def _prior(arrays, observed, mean, spectral, settings):
     on_bound = (out[:, 0] <= limits[0]) | (out[:, 0] >= limits[1])
     status = np.where(on_bound & (status == Status.CONVERGED), Status.UNREACHABLE, status)
     status = np.where(~(t_sigma <= settings["max_sigma"]), Status.NOT_CONSTRAINED, status)
-    tested = np.flatnonzero(status == Status.CONVERGED)
-    if tested.size:
-        null = _prior_profiled_cost(problems, out, tested, np.full(tested.size, T_NULL), settings)
-        significant = _emission_significant(null - out[tested, 1], out[tested, 1], 1, False)
-        status[tested[~significant]] = Status.NOT_CONSTRAINED
+    # no significance test here (`_continuum`'s): T's posterior sigma, which the prior
+    # holds wide, called no cold pixel CONVERGED in 1200 (250-300 K, 0.5 % noise), and
+    # the test would cost a third of the pixels at 350 K (docs/thermal.md)
     temperature = out[:, 0] * T_SCALE
     loose = np.flatnonzero(status == Status.NOT_CONSTRAINED)
     if loose.size:
@@ -515,7 +513,9 @@ def remove_thermal(
     T from outside (a thermophysical model, Bandfield et al. 2018). Then each band's w
     is solved with T fixed, r(w) + eps(w) B d^2 / F = refl, giving the corrected
     reflectance r(w) and w. A pixel too cold for the data to bound T (its 1-sigma above
-    `max_temperature_sigma`) is NOT_CONSTRAINED: it gets T's one-sided 95 % upper limit
+    `max_temperature_sigma`, or its emission not significant: a likelihood-ratio test
+    against no emission, docs/thermal.md) is NOT_CONSTRAINED: it gets T's one-sided 95 %
+    upper limit
     (where the chi^2 profiled over a and b has risen by 2.706) and is left uncorrected,
     since removing the emission of an unknown T could over-correct it by far more than the
     emission it has (at most that of the upper limit). See docs/thermal.md.
@@ -533,11 +533,14 @@ def remove_thermal(
             ``--units radiance`` reads it) or `SolarSpectrum`.
         solar_distance: the Sun's distance d [au], a scalar or shape ``pixels``.
         method: ``"continuum"``, ``"prior"`` or ``"given"``.
-        temperature: T [K] per pixel (shape ``pixels`` or a scalar), for "given".
-        window: (shortest, longest) wavelength [um] of the bands the fit uses: at least
-            4 bands, short of the 3 um hydration band.
+        temperature: T [K] per pixel (shape ``pixels`` or a scalar), for "given" only:
+            positive (NaN in a map: that pixel NONFINITE_INPUT).
+        window: (shortest, longest) wavelength [um] of the bands the fit uses (ends
+            widened by 1e-5 um: float32 centres stay in): at least 4 bands, short of the
+            3 um hydration band.
         refl_sigma: 1-sigma of refl [1/sr], scalar or per band; None: estimated from each
-            pixel's residual (chi^2 / (n - 3)); required by "prior".
+            pixel's residual (chi^2 / (n - 3)), and the significance test is then an F
+            test, weaker (docs/thermal.md); required by "prior".
         solver: ``"jax"`` or ``"numba"``.
         temperature_bounds: (lowest, highest) T [K] of the fit.
         max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
@@ -553,7 +556,10 @@ def remove_thermal(
 
     Raises:
         ValueError: naming the argument: unknown method or solver, shapes, a window with
-            fewer than 4 bands, "given" without temperature, bad solar_spectrum.
+            fewer than 4 bands, "given" without temperature, temperature not positive
+            and finite or given with another method, temperature_bounds not 0 < lowest
+            < highest, solar_distance not positive and finite, max_temperature_sigma not
+            positive, bad solar_spectrum.
     """
     refl = np.asarray(refl, dtype=np.float64)
     wavelengths = np.asarray(wavelengths, dtype=np.float64)
