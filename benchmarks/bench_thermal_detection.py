@@ -14,7 +14,8 @@ error of the CONVERGED pixels. A measurement, not a timing: nothing here depends
 machine but the floating-point results.
 
 Writes its JSON report to a temporary file (its path is printed); ``--save NAME`` writes
-``benchmarks/results/NAME.json``.
+``benchmarks/results/NAME.json`` (the stored ones: ``thermal_detection_before``, at
+commit 78d351d, and ``thermal_detection_after``), ``--out PATH`` any other file.
 """
 
 from __future__ import annotations
@@ -127,9 +128,11 @@ def main(argv=None) -> Path:
     parser.add_argument("--pixels", type=int, default=400, help="pixels per temperature")
     parser.add_argument("--solver", choices=("numba", "jax"), default="numba")
     parser.add_argument("--methods", nargs="+", default=["continuum", "prior"])
-    parser.add_argument("--save", metavar="NAME", help="write benchmarks/results/NAME.json")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--save", metavar="NAME", help="write benchmarks/results/NAME.json")
+    where.add_argument("--out", type=Path, help="write the JSON report here")
     args = parser.parse_args(argv)
-    out = RESULTS / f"{args.save}.json" if args.save else None
+    out = RESULTS / f"{args.save}.json" if args.save else args.out
     out = out or Path(tempfile.gettempdir()) / "lumaxlike-bench-thermal-detection.json"
     rows: dict = {}
     for method in args.methods:

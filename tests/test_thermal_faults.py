@@ -3,6 +3,10 @@ pixels are not called CONVERGED, bands that cannot be corrected are NaN with the
 BAND_FAILED, non-positive pixels UNREACHABLE, bad arguments refused by name, float32
 band centres keep the window's bands, and the command line refuses what it does not do."""
 
+import importlib.util
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -173,3 +177,17 @@ def test_cli_help_lists_the_units_it_takes(capsys):
     text = capsys.readouterr().out
     assert "--units {r,radf,radiance}" in text and "--parameters" not in text.split("except")[0]
     assert "Every option of `lumaxlike invert` works the same" not in text
+
+
+@pytest.mark.slow  # numba's thermal kernels, when run alone
+def test_detection_benchmark_runs_small_and_writes_where_told(tmp_path):
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_thermal_detection.py"
+    spec = importlib.util.spec_from_file_location("bench_thermal_detection", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = bench.main(["--pixels", "3", "--methods", "continuum", "--out", str(tmp_path / "r.json")])
+    report = json.loads(out.read_text())
+    rows = report["results"]["continuum"]
+    assert set(rows) == {"250", "280", "300", "350", "375", "400"}
+    assert rows["250"]["sigma_given"]["converged"] == 0.0
+    assert rows["400"]["sigma_given"]["converged"] == 1.0
