@@ -138,6 +138,15 @@ def test_bounds_that_exclude_the_truth_unreachable():
     assert np.all(np.isnan(result.temperature)) and np.all(np.isnan(result.reflectance))
 
 
+def test_upper_limit_beyond_the_upper_bound_unreachable():
+    """250 K pixels' upper limits are ~300-330 K: with T bounded to 290.3 K the data bound
+    T nowhere within the bounds, and the bound is no upper limit."""
+    observed, _, geometry, solar, sigma = scene(np.full(4, 250.0), 0.005, seed=19)
+    result = remove(observed, geometry, solar, sigma, temperature_bounds=(100.0, 290.3))
+    assert np.all(result.status == STATUS.UNREACHABLE)
+    assert np.all(np.isnan(result.temperature)) and np.all(np.isnan(result.w))
+
+
 def test_float32_band_centres_keep_the_window_edge():
     """Band centres 2.30 um ... in float32 (2.2999999523): the window's first band stays."""
     wavelengths = np.round(WAVELENGTHS, 2)

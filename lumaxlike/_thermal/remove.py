@@ -347,7 +347,8 @@ def _emission_significant(rise, minimum, dof, estimate):
 def _unbounded_limits(temperature, status, bounds):
     """`status` with UNREACHABLE where a NOT_CONSTRAINED pixel's upper limit reached the
     upper bound of T (the data do not bound T within `temperature_bounds`)."""
-    reached = (status == Status.NOT_CONSTRAINED) & (temperature >= bounds[1])
+    # the search returns the bound as t_high * T_SCALE: equal to it but for rounding
+    reached = (status == Status.NOT_CONSTRAINED) & (temperature >= bounds[1] * (1 - 1e-12))
     return np.where(reached, Status.UNREACHABLE, status).astype(np.int8)
 
 
