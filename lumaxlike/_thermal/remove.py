@@ -426,7 +426,8 @@ def _prior_passes(chunk, arrays, observed, spectral, settings):
     for _ in range(PRIOR_PASSES):
         mean = _prior_means(observed, arrays, spectral, settings, removed)
         temperature, t_sigma, status = _prior(arrays, observed, mean, spectral, settings)
-        removed = np.where(status == Status.CONVERGED, temperature, np.nan)
+        unsolved = np.isin(status, [Status.NOT_CONSTRAINED, Status.UNREACHABLE])
+        removed = np.where(unsolved, np.nan, temperature)
     return temperature, t_sigma, status
 
 
