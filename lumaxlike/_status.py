@@ -53,6 +53,10 @@ class Status(enum.IntEnum):
     #: emission to stand above the noise in the thermal window); T is then its one-sided
     #: 95 % upper limit, its sigma NaN, and nothing is removed from the reflectance
     NOT_CONSTRAINED = 10
+    #: (`remove_thermal`) T as for CONVERGED, but some band's corrected w could not be
+    #: solved (its r less the emission <= 0 or >= r(w -> 1), or no convergence): those
+    #: bands are NaN in w, reflectance and emission, the others corrected
+    BAND_FAILED = 11
 
     @classmethod
     def legend(cls) -> dict[int, str]:

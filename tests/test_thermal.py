@@ -190,18 +190,27 @@ def test_warm_surface_temperature_and_correction():
     truth = np.random.default_rng(7).uniform(350, 400, 3000)
     observed, r, geometry, solar, sigma = scene(truth, 0.005, seed=1)
     result = remove(observed, geometry, solar, sigma)
-    assert np.all(result.status == lumaxlike.Status.CONVERGED)
-    error = result.temperature - truth
+    status = lumaxlike.Status
+    # near 350 K the emission's significance test (docs/thermal.md) leaves a few pixels
+    # NOT_CONSTRAINED (9 of the 3000 here, all below 355 K); a pixel whose T came out a
+    # few K high over-corrects its 2.9-3 um bands to r <= 0: those bands are NaN and the
+    # pixel BAND_FAILED (6 here)
+    loose = result.status == status.NOT_CONSTRAINED
+    assert loose.mean() < 0.01 and np.all(truth[loose] < 360.0)
+    solved = np.isin(result.status, [status.CONVERGED, status.BAND_FAILED])
+    assert np.all(solved | loose) and np.mean(result.status == status.BAND_FAILED) < 0.01
+    error = result.temperature[solved] - truth[solved]
     assert abs(error.mean()) < 2.0  # the 2 K, as a bias (one pixel's sigma is ~2 K)
-    assert np.median(result.temperature_sigma) < 2.5
-    covered = np.mean(np.abs(error) <= result.temperature_sigma)
+    assert np.median(result.temperature_sigma[solved]) < 2.5
+    covered = np.mean(np.abs(error) <= result.temperature_sigma[solved])
     assert 0.63 <= covered <= 0.73  # 68 +- 5 %
     k = np.argmin(np.abs(WAVELENGTHS - 2.9))
-    bias = np.mean(result.reflectance[:, k] / r[:, k]) - 1
+    # the NaN bands (over-corrections, < 0.2 % of the pixels) left out of the mean
+    bias = np.nanmean(result.reflectance[solved, k] / r[solved, k]) - 1
     assert abs(bias) < 0.01  # standard error 0.4 % (see above)
     # the band survives: its depth in the corrected w, against the truth's
     w_true, continuum = true_albedo()
-    depth = 1 - np.median(result.w[:, k]) / continuum[k]
+    depth = 1 - np.nanmedian(result.w[solved, k]) / continuum[k]
     true_depth = 1 - w_true[k] / continuum[k]
     assert depth == pytest.approx(true_depth, rel=0.05)
 

@@ -243,3 +243,35 @@ def test_dataarray_equals_in_memory_and_dask_chunks_equal_whole(warm_cube):
     ).compute()
     np.testing.assert_allclose(got["temperature"], expected.temperature, rtol=1e-9)
     np.testing.assert_array_equal(got["status"], expected.status)
+
+
+@pytest.mark.slow  # numba compiles the thermal kernels (~20 s) when run alone
+def test_cli_maps_say_which_band_failed(warm_cube, tmp_path):
+    """A band no w fits (r < 0 at 1.57 um) in one pixel: NaN in OUT and OUT_w there, the
+    pixel BAND_FAILED in OUT_status, its other bands and the other pixels as before."""
+    paths, refl, *_ = warm_cube
+    broken = refl.copy()
+    broken[2, 3, 1] = -0.01
+    cube = tmp_path / "broken.tif"
+    with rasterio.open(paths["cube"]) as src:
+        profile = src.profile
+        descriptions = src.descriptions
+    with rasterio.open(cube, "w", **profile) as dst:
+        dst.write(np.moveaxis(broken, -1, 0))
+        for band, text in enumerate(descriptions, start=1):
+            dst.set_band_description(band, text)
+    out = tmp_path / "band.tif"
+    code = main([
+        "thermal", str(cube), "--geometry", str(paths["obs"]), "--units", "r",
+        "--b", "0.25", "--c", "0.3", "--solver", "numba", "--solar-distance", "1",
+        "--window", "2.3,2.7", "--refl-sigma", "0.0002", "--out", str(out),
+    ])  # fmt: skip
+    assert code == 0
+    status = _read(tmp_path / "band_status.tif")[..., 0]
+    assert status[2, 3] == lumaxlike.Status.BAND_FAILED
+    assert np.all(np.delete(status.ravel(), 2 * 6 + 3) == lumaxlike.Status.CONVERGED)
+    for path in (out, tmp_path / "band_w.tif"):
+        values = _read(path)
+        assert np.isnan(values[2, 3, 1])
+        assert np.isfinite(np.delete(values.reshape(36, -1), 2 * 6 + 3, axis=0)).all()
+        assert np.isfinite(np.delete(values[2, 3], 1)).all()

@@ -27,15 +27,26 @@ Hapke model, Kirchhoff's law), streamed by blocks of rows. See lumaxlike.remove_
 Writes OUT (the corrected cube: r for --units r, I/F for radf and radiance) and siblings
 OUT_w, OUT_temperature, OUT_temperature_sigma [K], OUT_status (NOT_CONSTRAINED: T's 95 %
 upper limit, nothing removed); netCDF/zarr hold them as variables. The Sun's spectrum and
-distance are the product's (--solar-spectrum, --solar-distance or the label's). Every
-option of `lumaxlike invert` works the same here.
+distance are the product's (--solar-spectrum, --solar-distance or the label's). The
+options of `lumaxlike invert` work the same here, except: --units takes r, radf or
+radiance (reff is refused: its incidence normalisation hides the geometry the emissivity
+needs), there is no --parameters (run `lumaxlike parameters` on OUT_w), --temperature is
+for --method given only, and --refl-sigma (1-sigma of the cube's values, per band) also
+sets the emission's significance test: without it the noise is estimated from each
+pixel's residual over the window, and fewer warm pixels are called CONVERGED
+(docs/thermal.md). A pixel is CONVERGED only where the emission is significant; a cold
+one is NOT_CONSTRAINED; BAND_FAILED where some band could not be corrected (NaN there).
 """
 
 EPILOG = """\
-example:
+example (--refl-sigma: the radiance's 1-sigma, here one value for every band):
   lumaxlike thermal M3_L1B_RDN.IMG --geometry M3_L1B_OBS.IMG --units radiance \\
-      --b 0.25 --c 0.3 --roughness-deg 20 --window 2.3,2.65 --out corrected.nc
+      --b 0.25 --c 0.3 --roughness-deg 20 --window 2.3,2.65 --refl-sigma 0.05 \\
+      --out corrected.nc
 """
+# `invert`'s options that `thermal` does not take (refused by the parser, by name)
+NOT_TAKEN = ("--parameters", "--units")
+UNITS = ("r", "radf", "radiance")
 
 
 def _window(text: str) -> tuple[float, float]:
@@ -43,6 +54,17 @@ def _window(text: str) -> tuple[float, float]:
     if len(values) != 2 or not values[0] < values[1]:
         raise argparse.ArgumentTypeError(f"expected SHORTEST,LONGEST in um, got {text!r}")
     return values[0], values[1]
+
+
+def _drop_option(parser: argparse.ArgumentParser, flag: str) -> None:
+    """Take the option ``flag`` (copied from ``invert``) off ``parser`` only."""
+    action = parser._option_string_actions[flag]
+    parser._remove_action(action)
+    for name in action.option_strings:
+        del parser._option_string_actions[name]
+    for group in parser._action_groups + parser._mutually_exclusive_groups:
+        if action in group._group_actions:
+            group._group_actions.remove(action)
 
 
 def add_parser(commands, invert, formatter) -> None:
@@ -56,6 +78,15 @@ def add_parser(commands, invert, formatter) -> None:
         epilog=EPILOG,
     )
     copy_options(thermal, invert)
+    for flag in NOT_TAKEN:
+        _drop_option(thermal, flag)
+    thermal.add_argument(
+        "--units",
+        choices=UNITS,
+        help="the cube's units: r = bidirectional reflectance [1/sr], radf = I/F = pi r, "
+        "radiance [W m^-2 sr^-1 um^-1] (converted with --solar-spectrum and the Sun's "
+        "distance); reff is refused. Required, unless --params-from gives it",
+    )
     settings = thermal.add_argument_group("thermal settings")
     settings.add_argument(
         "--method",
@@ -109,6 +140,12 @@ def run(args) -> int:
     """Run ``lumaxlike thermal`` on parsed ``args``; return its exit code."""
     from .._operations.thermal import THERMAL
 
+    if args.temperature is not None and args.method != "given":
+        raise ValueError(
+            f"--temperature is for --method given only (--method {args.method} fits T); "
+            "give one or the other"
+        )
+    args.parameters = None  # not an option of this command (`invert`'s readers ask)
     record = read_record(args)
     settings = resolve_settings(args, record)
     resolve_product_options(args, record, settings["units"])

@@ -20,6 +20,7 @@ from .._thermal.remove import (
     DEFAULT_PRIOR_SIGMA,
     DEFAULT_WINDOW,
     METHODS,
+    check_temperature_settings,
     remove_thermal,
 )
 from .blocks import numba_threads
@@ -69,10 +70,11 @@ class ThermalSettings:
             object.__setattr__(self, "temperature", float(self.temperature))
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.method == "given" and not (
-            self.temperature is not None and math.isfinite(self.temperature)
-        ):
+        if self.method == "given" and self.temperature is None:
             raise ValueError('method="given" needs temperature, T [K]')
+        check_temperature_settings(
+            self.method, self.temperature, self.temperature_bounds, self.max_temperature_sigma
+        )
         low, high = self.window
         if not low < high:
             raise ValueError(f"window must be (shortest, longest) [um], got {self.window!r}")

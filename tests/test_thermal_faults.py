@@ -1,0 +1,202 @@
+"""`remove_thermal` under the fault pass of issue 55 (section 7, items 1-4, 9, 12): cold
+pixels are not called CONVERGED, bands that cannot be corrected are NaN with the pixel
+BAND_FAILED, non-positive pixels UNREACHABLE, bad arguments refused by name, float32
+band centres keep the window's bands, and the command line refuses what it does not do."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import lumaxlike
+from lumaxlike._cli import main
+from lumaxlike._operations.thermal import ThermalSettings
+from lumaxlike._thermal import remove as thermal_remove
+
+from .test_thermal import WAVELENGTHS, remove, scene
+
+STATUS = lumaxlike.Status
+JAX_SLOW = pytest.param("jax", marks=pytest.mark.slow)  # JAX compiles the window fit (~16 s)
+
+
+@pytest.mark.parametrize("refl_sigma", ["given", None])
+def test_cold_pixels_are_never_converged(refl_sigma):
+    """250 K, 0.5 % noise, 400 pixels (the issue's case: 10 CONVERGED with refl_sigma,
+    26 without, at 307-332 K): the emission is below the noise in every band, so no
+    pixel may claim a T."""
+    observed, _, geometry, solar, sigma = scene(np.full(400, 250.0), 0.005, seed=11)
+    result = remove(observed, geometry, solar, sigma if refl_sigma else None)
+    assert np.all(result.status == STATUS.NOT_CONSTRAINED)
+    assert np.all(result.temperature >= 250.0)  # upper limits
+    np.testing.assert_array_equal(result.emission, 0.0)
+
+
+@pytest.mark.parametrize("solver", ["numba", JAX_SLOW])
+def test_warm_pixels_pass_the_significance_test(solver):
+    observed, _, geometry, solar, sigma = scene(np.linspace(360.0, 400.0, 6), 0.005, seed=12)
+    result = remove(observed, geometry, solar, sigma, solver=solver)
+    assert np.all(result.status == STATUS.CONVERGED)
+    assert np.all(np.abs(result.temperature - np.linspace(360.0, 400.0, 6)) < 4 * 3.0)
+
+
+def test_significance_thresholds_are_the_boundary_likelihood_ratios():
+    """Known sigma: the rise is 1/2 chi^2_1 (+ 1/2 at 0); estimated: 1/2 F(1, dof)."""
+    alarm = thermal_remove.FALSE_ALARM
+    chi2_point = stats.chi2.isf(2 * alarm, 1)
+    f_point = stats.f.isf(2 * alarm, 1, 6)
+    significant = thermal_remove._emission_significant
+    rise = np.array([0.999, 1.001]) * chi2_point
+    assert list(significant(rise, np.ones(2), 6, False)) == [False, True]
+    minimum = np.array([6.0, 6.0])  # variance 1 over 6 dof
+    rise = np.array([0.999, 1.001]) * f_point
+    assert list(significant(rise, minimum, 6, True)) == [False, True]
+
+
+@pytest.mark.parametrize("solver", ["numba", JAX_SLOW])
+def test_band_that_cannot_be_corrected_is_nan_and_the_pixel_band_failed(solver):
+    observed, _, geometry, solar, sigma = scene(np.full(3, 380.0), 0.0, seed=13)
+    bad = {0: -0.01, 1: 0.0, 2: 5.0}  # band 3 (1.62 um): r < 0, r = 0, r > r(w -> 1)
+    for pixel, value in bad.items():
+        observed[pixel, 3] = value
+    result = remove(observed, geometry, solar, 0.005 * observed[:, 10:].mean(axis=0)[[0]])
+    assert np.all(result.status == STATUS.BAND_FAILED)
+    for field in (result.w, result.reflectance, result.emission):
+        assert np.all(np.isnan(field[:, 3]))
+        assert np.all(np.isfinite(np.delete(field, 3, axis=1)))
+    np.testing.assert_allclose(result.temperature, 380.0, atol=0.5)
+
+
+@pytest.mark.parametrize("method", ["continuum", "given"])
+def test_non_positive_pixels_unreachable(method):
+    observed, _, geometry, solar, sigma = scene(np.full(3, 380.0), 0.0, seed=14)
+    observed[0] = 0.0
+    observed[1] = -observed[1]
+    given = dict(temperature=380.0) if method == "given" else {}
+    result = remove(observed, geometry, solar, 1e-4, method=method, **given)
+    assert list(result.status) == [STATUS.UNREACHABLE, STATUS.UNREACHABLE, STATUS.CONVERGED]
+    assert np.all(np.isnan(result.temperature[:2])) and np.all(np.isnan(result.w[:2]))
+
+
+@pytest.mark.parametrize("temperature", [np.nan, -380.0, 0.0, np.inf])
+def test_given_temperature_must_be_positive(temperature):
+    observed, _, geometry, solar, _ = scene(np.full(2, 380.0), 0.0, seed=15)
+    with pytest.raises(ValueError, match="temperature"):
+        remove(observed, geometry, solar, None, method="given", temperature=temperature)
+    with pytest.raises(ValueError, match="temperature"):
+        ThermalSettings(method="given", temperature=temperature)
+
+
+def test_given_temperature_nan_in_a_map_marks_that_pixel():
+    observed, r, geometry, solar, _ = scene(np.full(2, 380.0), 0.0, seed=15)
+    result = remove(
+        observed, geometry, solar, None, method="given", temperature=np.array([380.0, np.nan])
+    )
+    assert list(result.status) == [STATUS.CONVERGED, STATUS.NONFINITE_INPUT]
+    assert np.all(np.isnan(result.w[1]))
+
+
+def test_temperature_with_a_fitting_method_refused():
+    observed, _, geometry, solar, sigma = scene(np.full(2, 380.0), 0.0, seed=15)
+    with pytest.raises(ValueError, match="temperature"):
+        remove(observed, geometry, solar, 1e-4, temperature=300.0)
+    with pytest.raises(ValueError, match="temperature"):
+        ThermalSettings(method="continuum", temperature=300.0)
+
+
+@pytest.mark.parametrize(
+    "argument",
+    [
+        dict(temperature_bounds=(1000.0, 100.0)),
+        dict(temperature_bounds=(0.0, 1000.0)),
+        dict(temperature_bounds=(100.0, np.nan)),
+        dict(solar_distance=0.0),
+        dict(solar_distance=np.nan),
+        dict(solar_distance=-1.0),
+        dict(max_temperature_sigma=-1.0),
+        dict(max_temperature_sigma=np.nan),
+    ],
+)
+def test_bad_settings_refused_by_name(argument):
+    observed, _, geometry, solar, _ = scene(np.full(2, 380.0), 0.0, seed=16)
+    (name,) = argument
+    with pytest.raises(ValueError, match=name):
+        remove(observed, geometry, solar, 1e-4, **argument)
+    if name != "solar_distance":
+        with pytest.raises(ValueError, match=name):
+            ThermalSettings(**argument)
+
+
+def test_bounds_that_exclude_the_truth_unreachable():
+    """380 K with T bounded to (100, 300) K: no fit within the bounds; not an upper limit."""
+    observed, _, geometry, solar, _ = scene(np.full(3, 380.0), 0.005, seed=17)
+    sigma = 0.005 * observed.mean(axis=0)
+    result = remove(observed, geometry, solar, sigma, temperature_bounds=(100.0, 300.0))
+    assert np.all(result.status == STATUS.UNREACHABLE)
+    assert np.all(np.isnan(result.temperature)) and np.all(np.isnan(result.reflectance))
+
+
+def test_upper_limit_beyond_the_upper_bound_unreachable():
+    """250 K pixels' upper limits are ~300-330 K: with T bounded to 290.3 K the data bound
+    T nowhere within the bounds, and the bound is no upper limit."""
+    observed, _, geometry, solar, sigma = scene(np.full(4, 250.0), 0.005, seed=19)
+    result = remove(observed, geometry, solar, sigma, temperature_bounds=(100.0, 290.3))
+    assert np.all(result.status == STATUS.UNREACHABLE)
+    assert np.all(np.isnan(result.temperature)) and np.all(np.isnan(result.w))
+
+
+def test_float32_band_centres_keep_the_window_edge():
+    """Band centres 2.30 um ... in float32 (2.2999999523): the window's first band stays."""
+    wavelengths = np.round(WAVELENGTHS, 2)
+    assert float(np.float32(2.3)) < 2.3 and 2.3 in wavelengths
+    observed, _, geometry, solar, _ = scene(np.full(2, 380.0), 0.0, seed=18)
+    params = lumaxlike.HapkeParams(b=0.25, c=0.3, roughness=np.radians(20))
+    common = dict(solar_spectrum=solar, refl_sigma=1e-4, solver="numba")
+    single = lumaxlike.remove_thermal(
+        observed, *geometry, wavelengths.astype(np.float32), params, **common
+    )
+    double = lumaxlike.remove_thermal(observed, *geometry, wavelengths, params, **common)
+    # the float32 centres move Planck by ~1e-7 relative; a dropped band moves T's sigma
+    np.testing.assert_allclose(single.temperature_sigma, double.temperature_sigma, rtol=1e-4)
+    np.testing.assert_allclose(single.temperature, double.temperature, atol=0.01)
+    inside = thermal_remove.within(wavelengths.astype(np.float32).astype(float), (2.3, 2.65))
+    assert inside.sum() == 9
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--parameters", "NOSUCH"], "--parameters"),
+        (["--parameters", "BDI1000"], "--parameters"),
+        (["--units", "reff"], "reff"),
+        (["--units", "r", "--temperature", "300"], "--temperature"),
+    ],
+)
+def test_cli_refuses_what_thermal_does_not_do(tmp_path, capsys, extra, message):
+    args = ["thermal", str(tmp_path / "cube.tif"), "--out", str(tmp_path / "o.tif"), *extra]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_help_lists_the_units_it_takes(capsys):
+    assert main(["thermal", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--units {r,radf,radiance}" in text and "--parameters" not in text.split("except")[0]
+    assert "Every option of `lumaxlike invert` works the same" not in text
+
+
+@pytest.mark.slow  # numba's thermal kernels, when run alone
+def test_detection_benchmark_runs_small_and_writes_where_told(tmp_path):
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_thermal_detection.py"
+    spec = importlib.util.spec_from_file_location("bench_thermal_detection", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = bench.main(["--pixels", "3", "--methods", "continuum", "--out", str(tmp_path / "r.json")])
+    report = json.loads(out.read_text())
+    rows = report["results"]["continuum"]
+    assert set(rows) == {"250", "280", "300", "350", "375", "400"}
+    assert rows["250"]["sigma_given"]["converged"] == 0.0
+    assert rows["400"]["sigma_given"]["converged"] == 1.0
