@@ -10,6 +10,8 @@ import dataclasses
 
 import numpy as np
 
+from .._validation import wavelengths_um
+
 __all__ = [
     "DEFAULT_TOLERANCE",
     "Kernel",
@@ -68,19 +70,14 @@ def check_spectra(spectra, wavelengths, bad_bands=None):
         if not np.issubdtype(spectra.dtype, np.number) or np.iscomplexobj(spectra):
             raise ValueError(f"spectra must be real numbers, got dtype {spectra.dtype}")
         spectra = spectra.astype(np.float64)
-    wavelengths = np.asarray(wavelengths, dtype=np.float64)
+    wavelengths = wavelengths_um("wavelengths", wavelengths)
     if wavelengths.shape != spectra.shape[-1:]:
         raise ValueError(
             f"wavelengths must have shape ({spectra.shape[-1]},) (one per band of spectra), "
             f"got {wavelengths.shape}"
         )
-    if not np.all(np.isfinite(wavelengths)) or np.any(np.diff(wavelengths) <= 0):
-        raise ValueError("wavelengths must be finite and strictly increasing")
-    if wavelengths[-1] > 100.0:
-        raise ValueError(
-            f"wavelengths must be in micrometres, the largest is {wavelengths[-1]:g} "
-            "(nanometres? divide by 1000)"
-        )
+    if np.any(np.diff(wavelengths) <= 0):
+        raise ValueError("wavelengths must be strictly increasing")
     return spectra, wavelengths, good_mask(bad_bands, wavelengths.size)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._params import HapkeParams
 from .._status import Status
+from .._validation import wavelengths_um
 from .optical import OpticalMixing, endmembers_from_optical_constants
 from .phase import check_phase, endmember_params
 
@@ -114,12 +115,10 @@ class Endmembers:
         efficiency = 1.0 if self.extinction_efficiency is None else self.extinction_efficiency
         wavelengths = self.wavelengths
         if wavelengths is not None:
-            wavelengths = np.array(wavelengths, np.float64)
-            if wavelengths.shape != (albedo.shape[1],) or not np.all(
-                np.isfinite(wavelengths) & (wavelengths > 0)
-            ):
+            wavelengths = np.array(wavelengths_um("Endmembers.wavelengths", wavelengths))
+            if wavelengths.shape != (albedo.shape[1],):
                 raise ValueError(
-                    f"Endmembers.wavelengths must be ({albedo.shape[1]},) finite positive band centres [um], "
+                    f"Endmembers.wavelengths must be ({albedo.shape[1]},) band centres [um], "
                     f"got shape {wavelengths.shape}"
                 )
             wavelengths.flags.writeable = False
@@ -306,7 +305,7 @@ class Endmembers:
             cls,
             constants,
             grain_size,
-            wavelengths,
+            wavelengths_um("wavelengths", wavelengths),
             names=names,
             density=density,
             npfe_fraction=npfe_fraction,
