@@ -9,13 +9,19 @@ import math
 
 import numpy as np
 
-__all__ = ["MAX_WAVELENGTH", "finite_scalar", "wavelengths_um"]
+__all__ = ["MAX_WAVELENGTH", "WAVELENGTH_RTOL", "finite_scalar", "wavelengths_um"]
 
 MAX_WAVELENGTH = 100.0
 """The largest wavelength [um] a function takes: anything above is read as nanometres
 given by mistake (the shortest band of a VNIR instrument, ~300 nm, is 3x above it; the
 thermal infrared ends near 50 um). The readers of cube metadata use the same bound
 (`_io/read/spectral_metadata.py`)."""
+
+WAVELENGTH_RTOL = 1e-6
+"""Relative slack of every comparison of a band's wavelength with a declared one (a
+tolerance's edge, a window's ends): band centres carry the rounding of their source
+(0.76 - 0.75 = 0.010000000000000009 in float64; float32 centres are off by up to 6e-8 of
+their value), so a band exactly at an edge is inside. 1e-6 of 2.5 um is 2.5 pm."""
 
 
 def finite_scalar(name: str, value) -> float:
