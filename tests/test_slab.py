@@ -349,6 +349,37 @@ def test_refractiveindex_yaml_reader_and_its_refusals(tmp_path):
             lumaxlike.OpticalConstants.from_refractiveindex_yaml(tmp_path / "bad.yml")
 
 
+def test_refractiveindex_yaml_blocks_of_one_type_are_joined_or_refused(tmp_path):
+    """Before: of two ``tabulated nk`` blocks only the last was read, the first range
+    dropped without a word. Blocks of one type are joined where their ranges do not
+    overlap, refused where they do, and an nk block beside a k block is refused."""
+
+    def block(kind, rows):
+        lines = "".join(f"        {' '.join(str(v) for v in row)}\n" for row in rows)
+        return f"  - type: {kind}\n    data: |\n{lines}"
+
+    low, high = [(0.5, 2.8, 3.3), (1.0, 3.0, 4.0)], [(2.0, 3.8, 6.7), (5.0, 5.0, 14.7)]
+    path = tmp_path / "two.yml"
+    path.write_text("DATA:\n" + block("tabulated nk", high) + block("tabulated nk", low))
+    constants = lumaxlike.OpticalConstants.from_refractiveindex_yaml(path)
+    np.testing.assert_array_equal(
+        np.stack([constants.wavelength, constants.n, constants.k], -1), low + high
+    )
+    split = "DATA:\n" + block("tabulated n", [(0.4, 1.5), (1.0, 1.6)])
+    split += block("tabulated n", [(1.5, 1.7), (3.0, 1.8)])
+    split += block("tabulated k", [(0.5, 0.01), (2.5, 0.02)])
+    path.write_text(split)  # n's blocks joined: k's grid lies within them
+    constants = lumaxlike.OpticalConstants.from_refractiveindex_yaml(path)
+    np.testing.assert_allclose(constants.n, [1.5 + 0.1 * 0.1 / 0.6, 1.7 + 0.1 * 1.0 / 1.5])
+    for text, message in [
+        (block("tabulated nk", low) + block("tabulated nk", [(0.9, 1, 1), (3.0, 1, 1)]), "overlap"),
+        (block("tabulated nk", low) + block("tabulated k", [(2.0, 0.1), (3.0, 0.2)]), "not said"),
+    ]:
+        path.write_text("DATA:\n" + text)
+        with pytest.raises(ValueError, match=message):
+            lumaxlike.OpticalConstants.from_refractiveindex_yaml(path)
+
+
 def test_shipped_sets_load_and_each_has_a_sources_entry():
     names = lumaxlike.optical_constants_names()
     folder = Path(lumaxlike.__file__).parent / "data" / "optical_constants"
