@@ -135,7 +135,10 @@ def non_positive(spectra, bands: np.ndarray, cache: dict) -> np.ndarray:
     `cache` for the products that read the same bands."""
     key = bands.tobytes()
     if key not in cache:
-        cache[key] = np.any(spectra[..., bands] <= 0, axis=-1)
+        found = np.zeros(spectra.shape[:-1], dtype=bool)
+        for band in bands:  # band by band: no copy of the block's bands
+            found |= spectra[..., band] <= 0
+        cache[key] = found
     return cache[key]
 
 
