@@ -21,7 +21,6 @@ __all__ = [
     "bands_read",
     "check_product",
     "line_at",
-    "wavelengths_read",
 ]
 
 
@@ -84,11 +83,6 @@ def bands_read(product, located: Mapping[Kernel, Located], wavelengths, good) ->
         low, high = product.windows[0][0], product.windows[-1][1]
         used |= set(np.flatnonzero(in_window(wavelengths, low, high) & good).tolist())
     return np.array(sorted(used), dtype=np.int64)
-
-
-def wavelengths_read(product, located: Mapping[Kernel, Located], wavelengths, good) -> tuple:
-    """The band centres [um] a product reads in this cube (`bands_read`)."""
-    return tuple(float(w) for w in wavelengths[bands_read(product, located, wavelengths, good)])
 
 
 @dataclasses.dataclass
