@@ -244,7 +244,8 @@ def test_bad_arguments_are_refused_by_name():
         (dict(reflections="hapke1981"), "reflections"),
         (dict(mean_path="x"), "mean_path"),
         (dict(backend="torch"), "backend"),
-        (dict(npfe_fraction=0.001, host_density=3.0, wavelength=2.5), "wavelengths outside"),
+        (dict(npfe_fraction=0.001, host_density=3.0, wavelength=0.15), "wavelengths outside"),
+        (dict(wavelength=750.0), "wavelength must be in micrometres"),
     ]:
         arguments = dict(n=1.7, k=1e-3, wavelength=1.0, grain_size=10.0) | kwargs
         with pytest.raises(ValueError, match=name):
@@ -349,6 +350,37 @@ def test_refractiveindex_yaml_reader_and_its_refusals(tmp_path):
             lumaxlike.OpticalConstants.from_refractiveindex_yaml(tmp_path / "bad.yml")
 
 
+def test_refractiveindex_yaml_blocks_of_one_type_are_joined_or_refused(tmp_path):
+    """Before: of two ``tabulated nk`` blocks only the last was read, the first range
+    dropped without a word. Blocks of one type are joined where their ranges do not
+    overlap, refused where they do, and an nk block beside a k block is refused."""
+
+    def block(kind, rows):
+        lines = "".join(f"        {' '.join(str(v) for v in row)}\n" for row in rows)
+        return f"  - type: {kind}\n    data: |\n{lines}"
+
+    low, high = [(0.5, 2.8, 3.3), (1.0, 3.0, 4.0)], [(2.0, 3.8, 6.7), (5.0, 5.0, 14.7)]
+    path = tmp_path / "two.yml"
+    path.write_text("DATA:\n" + block("tabulated nk", high) + block("tabulated nk", low))
+    constants = lumaxlike.OpticalConstants.from_refractiveindex_yaml(path)
+    np.testing.assert_array_equal(
+        np.stack([constants.wavelength, constants.n, constants.k], -1), low + high
+    )
+    split = "DATA:\n" + block("tabulated n", [(0.4, 1.5), (1.0, 1.6)])
+    split += block("tabulated n", [(1.5, 1.7), (3.0, 1.8)])
+    split += block("tabulated k", [(0.5, 0.01), (2.5, 0.02)])
+    path.write_text(split)  # n's blocks joined: k's grid lies within them
+    constants = lumaxlike.OpticalConstants.from_refractiveindex_yaml(path)
+    np.testing.assert_allclose(constants.n, [1.5 + 0.1 * 0.1 / 0.6, 1.7 + 0.1 * 1.0 / 1.5])
+    for text, message in [
+        (block("tabulated nk", low) + block("tabulated nk", [(0.9, 1, 1), (3.0, 1, 1)]), "overlap"),
+        (block("tabulated nk", low) + block("tabulated k", [(2.0, 0.1), (3.0, 0.2)]), "not said"),
+    ]:
+        path.write_text("DATA:\n" + text)
+        with pytest.raises(ValueError, match=message):
+            lumaxlike.OpticalConstants.from_refractiveindex_yaml(path)
+
+
 def test_shipped_sets_load_and_each_has_a_sources_entry():
     names = lumaxlike.optical_constants_names()
     folder = Path(lumaxlike.__file__).parent / "data" / "optical_constants"
@@ -360,6 +392,6 @@ def test_shipped_sets_load_and_each_has_a_sources_entry():
         constants = lumaxlike.optical_constants(name)
         assert constants.k.min() >= 0 and constants.n.min() >= 1
     iron = lumaxlike.optical_constants("iron")
-    assert iron.density == RHO_FE and iron.wavelength[0] == 0.188 and iron.wavelength[-1] == 1.937
+    assert iron.density == RHO_FE and iron.wavelength[0] == 0.188 and iron.wavelength[-1] == 286
     with pytest.raises(ValueError, match="shipped"):
         lumaxlike.optical_constants("plagioclase")

@@ -313,3 +313,100 @@ def test_blocks_equal_the_whole_and_xarray_equals_numpy():
     for name in names:
         np.testing.assert_array_equal(dataset[name].values, whole[name], err_msg=name)
     assert dataset["BDI2000"].attrs["thermal_sensitive"] == 1
+
+
+# --- issue 55 (section 7): bbl, non-positive spectra, no band, rounding at the edges --------
+
+
+def m3_grid():
+    """The bands of the M3 products by hand: every BDI band and continuum anchor."""
+    targets = [0.789 + 0.02 * n for n in range(27)] + [1.658 + 0.04 * n for n in range(22)]
+    return np.unique(np.round([0.699, 1.579, 1.578, 2.538, 2.298, *targets], 6))
+
+
+def test_an_envi_bbl_list_is_refused_not_read_as_indices():
+    """Before: ``bbl`` (1 good, 0 bad) was read as the indices {0, 1}: FeO came from the
+    bad 0.75 um band. A 0/1 integer array of the bands' length is refused (the message
+    says what to pass); ``bbl == 0`` is the mask it means."""
+    x = np.array([0.415, 0.6, 0.75, 0.95, 1.0])
+    bbl = np.array([1, 1, 0, 1, 1])
+    spectra = np.full(x.size, 0.1)
+    with pytest.raises(ValueError, match=r"bad_bands.*ENVI bbl.*bbl == 0"):
+        lumaxlike.spectral_parameters(spectra, x, "FeO", quantity="w", bad_bands=bbl)
+    with pytest.raises(ValueError, match=r"FeO .*0\.75 um are bad"):
+        lumaxlike.spectral_parameters(spectra, x, "FeO", quantity="w", bad_bands=bbl == 0)
+    with pytest.raises(ValueError, match="each band index once"):
+        lumaxlike.continuum_removed(spectra, x, bad_bands=[2, -3])  # band 2 twice
+    removed = lumaxlike.continuum_removed(spectra, x, bad_bands=[2, 4])  # indices still work
+    np.testing.assert_array_equal(np.isnan(removed), [False, False, True, False, True])
+
+
+def test_products_reading_a_non_positive_value_are_nan():
+    """Before: an all-negative spectrum gave its positive twin's BDI1000, -0.01 at 750 nm
+    gave FeO -34.8 wt %, a zero at 699 nm a BDI1000 of -45.7. Now each product that
+    reads a band <= 0 is NaN in that pixel, and only there."""
+    x = m3_grid()
+    positive = smooth_spectra(x, pixels=1)[0]
+    spectra = np.stack([positive, -positive, positive, positive])
+    spectra[2, np.argmin(np.abs(x - 0.699))] = 0.0  # BDI1000's continuum anchor
+    spectra[3, np.argmin(np.abs(x - 1.009))] = -0.01  # a BDI1000 band, in Band I's window
+    names = ["BDI1000", "BDI2000", "BAND1_CENTER", "BAND1_DEPTH", "BAND2_AREA", "R2540_2300"]
+    result = lumaxlike.spectral_parameters(spectra, x, names, quantity="reflectance")
+    alone = lumaxlike.spectral_parameters(positive, x, names, quantity="reflectance")
+    for name in names:
+        assert np.isfinite(alone[name]), name
+        assert result[name][0] == alone[name], name  # the positive pixel as on its own
+        assert np.isnan(result[name][1]), name  # all negative: every product
+    assert np.isnan(result["BDI1000"][2]) and np.isnan(result["BDI1000"][3])
+    assert np.isnan(result["BAND1_CENTER"][3]) and np.isnan(result["BAND1_DEPTH"][3])
+    for name in ("BDI2000", "BAND2_AREA", "R2540_2300"):  # they read neither band
+        assert result[name][2] == alone[name] and result[name][3] == alone[name], name
+    lucey = np.array([[0.06, 0.10, 0.105], [0.06, -0.01, 0.105], [0.06, 0.0, 0.105]])
+    feo = lumaxlike.spectral_parameters(
+        lucey, np.array([0.415, 0.750, 0.950]), ["FeO", "TiO2", "OMAT"], quantity="w"
+    )
+    for name in ("FeO", "TiO2", "OMAT"):
+        assert np.isfinite(feo[name][0]) and np.isnan(feo[name][1:]).all(), name
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_spectrum_without_a_band_has_no_centre(dtype):
+    """Before: BAND1_CENTER of a flat, straight or convex spectrum was 0.65, 1.19 or
+    1.15 um at depth 0. Without a band (nothing below the continuum between the
+    shoulders, beyond rounding) the centre and asymmetry are NaN and the depth 0; a
+    spectrum with a band keeps its centre."""
+    x = np.round(np.arange(0.40, 2.6001, 0.00655), 6)
+    spectra = np.stack(
+        [
+            np.full(x.size, 0.2),  # flat
+            0.1 + 0.07 * x,  # straight, sloped: its ratio to its own line is 1 +- rounding
+            0.3 - 0.05 * (x - 1.2) ** 2,  # convex
+            (0.1 + 0.07 * x) * (1 - 0.1 * np.exp(-((x - 1.0) ** 2) / 0.01)),  # a band at 1 um
+        ]
+    ).astype(dtype)
+    names = ["BAND1_CENTER", "BAND1_DEPTH", "BAND2_CENTER"]
+    result = lumaxlike.spectral_parameters(spectra, x, names, quantity="reflectance")
+    assert np.isnan(result["BAND1_CENTER"][:3]).all() and np.isnan(result["BAND2_CENTER"]).all()
+    np.testing.assert_array_equal(result["BAND1_DEPTH"][:3], 0.0)
+    # the Gaussian's minimum on this grid: 1.0 to a fraction of the 6.55 nm spacing
+    assert result["BAND1_CENTER"][3] == pytest.approx(1.0, abs=2e-3)
+    band = lumaxlike.band_parameters(spectra, x, band=((0.65, 0.9), (1.15, 1.75)))
+    assert np.isnan(band.asymmetry[:3]).all() and np.isfinite(band.asymmetry[3])
+    assert band.area[2] < 0  # the convex spectrum's integral of 1 - removed
+
+
+def test_a_band_exactly_at_the_tolerance_or_a_window_edge_is_inside():
+    """Before: a band 10 nm from a product's wavelength (tolerance 0.01 um) was refused,
+    0.76 - 0.75 being 0.010000000000000009 in float64; a float32 band centre at a
+    window's end (float32(1.2) = 1.2000000477) fell outside it."""
+    x = np.array([0.425, 0.760, 0.960])
+    spectra = np.array([0.06, 0.10, 0.105])
+    result = lumaxlike.spectral_parameters(spectra, x, "FeO", quantity="w")
+    assert float(result["FeO"]) == pytest.approx(17.336427616467898, rel=1e-12)  # as at 750
+    with pytest.raises(ValueError, match=r"FeO .*0\.75 um.*tolerance=0\.01"):
+        lumaxlike.spectral_parameters(spectra, x + 1e-4, "FeO", quantity="w")
+    x32 = np.array([1.0, 1.05, 1.1, 1.15, 1.2], dtype=np.float32)
+    spectrum = np.array([1.0, 0.9, 0.8, 0.9, 1.0])
+    band = lumaxlike.band_parameters(spectrum, x32, band=(1.0, (1.19, 1.2)), fit_bands=3)
+    assert float(band.long_shoulder) == pytest.approx(1.2, rel=1e-7)
+    assert float(band.centre) == pytest.approx(1.1, rel=1e-6)

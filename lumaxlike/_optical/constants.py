@@ -164,12 +164,16 @@ class OpticalConstants:
     def from_refractiveindex_yaml(
         cls, path, *, name: str | None = None, density: float | None = None
     ):
-        """Read a refractiveindex.info database entry (YAML): a ``tabulated nk`` block, or
-        a ``tabulated n`` block with a ``tabulated k`` block (n then interpolated onto
+        """Read a refractiveindex.info database entry (YAML): ``tabulated nk`` blocks, or
+        ``tabulated n`` blocks with ``tabulated k`` blocks (n then interpolated onto
         k's grid, which must lie within n's). Wavelengths are in um, as in the database.
+        Several blocks of one type are joined into one grid where their ranges do not
+        overlap (each block after the other, in wavelength).
 
         Raises:
-            ValueError: a formula entry (``formula 1`` ...), no k, or malformed data.
+            ValueError: a formula entry (``formula 1`` ...), no k, malformed data, blocks
+                of one type whose ranges overlap, or a ``tabulated nk`` block beside
+                ``tabulated n`` or ``k`` blocks (which to take is not said).
         """
         import yaml  # a dependency of dask, and of lumaxlike
 
@@ -181,14 +185,20 @@ class OpticalConstants:
         blocks = entry.get("DATA") if isinstance(entry, dict) else None
         if not isinstance(blocks, list) or not blocks:
             raise ValueError(f"{path}: no DATA list (not a refractiveindex.info entry)")
-        tables = {}
+        found: dict[str, list[np.ndarray]] = {}
         for block in blocks:
             kind = str(block.get("type", "")) if isinstance(block, dict) else ""
             if kind not in ("tabulated nk", "tabulated n", "tabulated k"):
                 raise ValueError(f"{path}: DATA type {kind!r} not supported (tabulated only)")
-            tables[kind] = _yaml_table(
-                path, kind, block.get("data"), 3 if kind.endswith("nk") else 2
+            found.setdefault(kind, []).append(
+                _yaml_table(path, kind, block.get("data"), 3 if kind.endswith("nk") else 2)
             )
+        if "tabulated nk" in found and len(found) > 1:
+            raise ValueError(
+                f"{path}: a 'tabulated nk' block with {sorted(set(found) - {'tabulated nk'})} "
+                "block(s): which n or k to take is not said"
+            )
+        tables = {kind: _joined_blocks(path, kind, parts) for kind, parts in found.items()}
         if "tabulated nk" in tables:
             wavelength, n, k = tables["tabulated nk"].T
         elif "tabulated k" not in tables:
@@ -270,3 +280,16 @@ def _yaml_table(path: Path, kind: str, data, columns: int) -> np.ndarray:
     if table.shape[1] != columns or not np.all(np.isfinite(table)):
         raise ValueError(f"{path}: the {kind!r} block needs {columns} finite columns")
     return table
+
+
+def _joined_blocks(path: Path, kind: str, tables: list[np.ndarray]) -> np.ndarray:
+    """The rows of several blocks of one type, in wavelength: refused where their ranges
+    overlap (which rows to take is not said)."""
+    tables = sorted(tables, key=lambda table: table[0, 0])
+    for before, after in zip(tables, tables[1:]):
+        if after[0, 0] <= before[-1, 0]:
+            raise ValueError(
+                f"{path}: two {kind!r} blocks overlap ({before[0, 0]:g}-{before[-1, 0]:g} "
+                f"and {after[0, 0]:g}-{after[-1, 0]:g} um): which to take is not said"
+            )
+    return np.concatenate(tables)

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._geometry import geometry_from_angles
 from .._model._backends import SLAB_MEAN_PATHS, SLAB_REFLECTIONS, slab_twins
+from .._validation import wavelengths_um
 from .arguments import check_choice, slab_arguments
 
 __all__ = ["K_GRID", "k_from_albedo", "k_from_reflectance"]
@@ -120,7 +121,7 @@ def k_from_reflectance(
     ``angles = (incidence, emission, azimuth)``."""
     check_choice("reflections", reflections, SLAB_REFLECTIONS)
     check_choice("mean_path", mean_path, SLAB_MEAN_PATHS)
-    wavelengths = np.asarray(wavelengths, dtype=np.float64)
+    wavelengths = wavelengths_um("wavelengths", wavelengths)
     w = _albedo_of_spectrum(refl, angles, params, wavelengths, solver, tol)
     k, clipped = k_from_albedo(
         w,

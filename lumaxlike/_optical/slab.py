@@ -13,7 +13,7 @@ from .arguments import check_choice, slab_arguments
 from .constants import OpticalConstants
 from .shipped import optical_constants
 
-__all__ = ["iron_at", "slab_albedo", "slab_albedo_and_slopes"]
+__all__ = ["iron_at", "iron_covers", "slab_albedo", "slab_albedo_and_slopes"]
 
 BACKENDS = ("numpy", "jax", "numba")
 
@@ -30,8 +30,17 @@ def _iron_constants(iron, fractions):
 
 def iron_at(wavelength, iron=None) -> tuple[np.ndarray, np.ndarray]:
     """Iron's (n, k) at ``wavelength`` [um]: ``iron`` (an `OpticalConstants`) or, where
-    None, the shipped set (Johnson & Christy 1974); ValueError outside its grid."""
+    None, the shipped set (`optical_constants("iron")`: Johnson & Christy 1974 joined to
+    Ordal et al. 1988, 0.188-286 um); ValueError outside its grid."""
     return _iron_constants(iron, (np.ones(1),)).interpolate(wavelength)
+
+
+def iron_covers(wavelength, iron=None) -> bool:
+    """Whether ``iron`` (or, where None, the shipped set) holds n, k at every
+    ``wavelength`` [um] (`iron_at` would not refuse them)."""
+    grid = _iron_constants(iron, (np.ones(1),)).wavelength
+    wavelength = np.asarray(wavelength, dtype=np.float64)
+    return bool(np.all((wavelength >= grid[0]) & (wavelength <= grid[-1])))
 
 
 @functools.cache
@@ -150,8 +159,9 @@ def slab_albedo(
         npfe_fraction: nanophase iron mass fraction f (0 to 1; 0.005 is 0.5 wt %).
         host_density: the host's density [g/cm^3]; needed where npfe_fraction > 0.
         iron: iron's optical constants; default `optical_constants("iron")` (Johnson &
-            Christy 1974, 0.188-1.94 um). Read only where an iron fraction is > 0; a
-            wavelength outside its grid is then refused.
+            Christy 1974 at 0.188-1.937 um joined to Ordal et al. 1988 at 2-286 um). Read
+            only where an iron fraction is > 0; a wavelength outside its grid is then
+            refused.
         mpfe_fraction: microphase (Britt-Pieters) iron mass fraction (0 to 1): spheres
             of `mpfe_diameter`, their absorption from Mie theory (`miepython`),
             alpha_mpFe = (3/2) phi Q_abs / d (Lucey & Riner 2011); their scattering is not

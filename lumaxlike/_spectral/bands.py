@@ -20,6 +20,7 @@ from .wavelengths import DEFAULT_TOLERANCE, check_spectra
 __all__ = [
     "DEFAULT_DEGREE",
     "DEFAULT_FIT_BANDS",
+    "NO_BAND_ULPS",
     "BandParameters",
     "analyse_band",
     "band_parameters",
@@ -30,6 +31,11 @@ DEFAULT_DEGREE = 2
 DEFAULT_FIT_BANDS = 5
 """Bands the polynomial is fitted to: the lowest band and two either side (on M3's 20 nm
 spacing near 1 um: +-40 nm; at 40 nm near 2 um: +-80 nm)."""
+NO_BAND_ULPS = 16
+"""A band exists where the continuum-removed spectrum falls below 1 by more than this many
+units of rounding of the spectra's dtype (16 eps: 1.9e-6 in float32, 3.6e-15 in float64)
+somewhere between the shoulders: a straight spectrum divided by its own line is 1 only to
+its rounding."""
 _GRID = 64  # points at which the polynomial is first evaluated, before Newton's steps
 
 
@@ -37,7 +43,10 @@ _GRID = 64  # points at which the polynomial is first evaluated, before Newton's
 class BandParameters:
     """An absorption band per pixel (`band_parameters`); each field has shape ``(...)``
     (the spectra's pixels), NaN where it is undefined (a NaN shoulder, fewer good bands
-    than the fit needs).
+    than the fit needs). Where there is no band (the continuum-removed spectrum nowhere
+    below 1 between the shoulders, beyond rounding: a flat, straight or convex
+    spectrum) the centre and the asymmetry are NaN and the depth is 0; the area is
+    still the integral (0 or negative there).
 
     Attributes:
         centre: wavelength [um] of the fitted polynomial's minimum.
@@ -75,7 +84,9 @@ def band_parameters(
     NaN left out), and its minimum over the fitted bands' span (Newton's steps from the
     best of a grid) is the band centre, 1 - its value there the depth. The area is the
     trapezoid integral of 1 - the continuum-removed spectrum over the good, finite bands
-    from shoulder to shoulder; the asymmetry splits it at the centre. For Band I and
+    from shoulder to shoulder; the asymmetry splits it at the centre. Without a band
+    (the continuum-removed spectrum nowhere below 1 - `NO_BAND_ULPS` eps between the
+    shoulders) the centre and the asymmetry are NaN and the depth 0. For Band I and
     Band II of pyroxenes and olivine, with the Band Area Ratio = area II / area I (Cloutis
     et al. 1986, JGR 91, 11641), see the ``BAND1_*``, ``BAND2_*`` and ``BAR`` products of
     `spectral_parameters`.
@@ -125,6 +136,7 @@ def analyse_band(spectra, wavelengths, good, band, degree, fit_bands, tolerance,
             np.ascontiguousarray(good, dtype=np.bool_),
             (short, short_fixed, long, long_fixed),
             (degree, fit_bands),
+            NO_BAND_ULPS * float(np.finfo(spectra.dtype).eps),
             out,
         )
     fields = out.reshape(6, *pixels)
@@ -133,14 +145,15 @@ def analyse_band(spectra, wavelengths, good, band, degree, fit_bands, tolerance,
 
 @cached_njit(nogil=True, error_model="numpy")
 def _band_kernel(
-    first, last, spectra, wavelengths, good, shoulders, fit, out
+    first, last, spectra, wavelengths, good, shoulders, fit, floor, out
 ):  # pragma: no cover - numba
     """Blocks first to last - 1 of `BLOCK` pixels: each pixel's shoulders (`_shoulder`),
     its spectrum divided by the line through them, the area of 1 - that (`_removed`), its
     lowest finite band strictly between them, the polynomial's minimum around it
     (`_fit_minimum`) and the area short-ward of it (`_short_area`); ``out[:, p]`` =
     (centre, depth, area, asymmetry, short shoulder, long shoulder [um]), the first four
-    NaN where a shoulder is missing or they are not in order."""
+    NaN where a shoulder is missing or they are not in order; no band (the lowest value
+    not below 1 - `floor`): centre and asymmetry NaN, depth 0."""
     short_bands, short_fixed, long_bands, long_fixed = shoulders
     degree, fit_bands = fit
     n_pixels, n_bands = spectra.shape
@@ -159,7 +172,9 @@ def _band_kernel(
                 continue
             lowest, area = _removed(spectra, p, wavelengths, bad, short, long, removed)
             centre, depth = np.nan, np.nan
-            if lowest >= 0:
+            if lowest >= 0 and removed[lowest] >= 1.0 - floor:
+                depth = 0.0  # nothing below the continuum: no band, no centre
+            elif lowest >= 0:
                 centre, depth = _fit_minimum(
                     removed, wavelengths, lowest, (short, long), fit, scratch, normal
                 )

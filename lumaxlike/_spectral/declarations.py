@@ -13,9 +13,15 @@ from typing import Any
 import numpy as np
 
 from .bands import DEFAULT_DEGREE, DEFAULT_FIT_BANDS, BandParameters, analyse_band
-from .wavelengths import Kernel, Located, good_in_window, kernel_value, locate
+from .wavelengths import Kernel, Located, good_in_window, in_window, kernel_value, locate
 
-__all__ = ["ProductInputs", "SpectralProduct", "check_product", "line_at"]
+__all__ = [
+    "ProductInputs",
+    "SpectralProduct",
+    "bands_read",
+    "check_product",
+    "line_at",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,14 +74,15 @@ def check_product(product: SpectralProduct, wavelengths, good, tolerance) -> dic
     }
 
 
-def wavelengths_read(product, located: Mapping[Kernel, Located], wavelengths, good) -> tuple:
-    """The band centres [um] a product reads in this cube: its kernels' bands, and for a
-    product with windows every good band from its first window's start to its last's end."""
-    used = {float(w) for loc in located.values() for w in wavelengths[loc.start : loc.stop]}
+def bands_read(product, located: Mapping[Kernel, Located], wavelengths, good) -> np.ndarray:
+    """Indices (sorted, int64) of the bands a product reads in this cube: its kernels'
+    bands, and for a product with windows every good band from its first window's start
+    to its last's end."""
+    used = {j for loc in located.values() for j in range(loc.start, loc.stop)}
     if product.windows:
         low, high = product.windows[0][0], product.windows[-1][1]
-        used |= {float(w) for w, g in zip(wavelengths, good) if g and low <= w <= high}
-    return tuple(sorted(used))
+        used |= set(np.flatnonzero(in_window(wavelengths, low, high) & good).tolist())
+    return np.array(sorted(used), dtype=np.int64)
 
 
 @dataclasses.dataclass

@@ -13,7 +13,7 @@ import numpy as np
 from jaxtyping import Float
 
 from .crism import CRISM_PRODUCTS
-from .declarations import ProductInputs, SpectralProduct, check_product, wavelengths_read
+from .declarations import ProductInputs, SpectralProduct, bands_read, check_product
 from .lucey import LUCEY_PRODUCTS, LuceyConstants
 from .m3 import M3_PRODUCTS
 from .wavelengths import DEFAULT_TOLERANCE, check_spectra
@@ -89,6 +89,7 @@ class PreparedProducts:
     used: Mapping[str, tuple[float, ...]]
     constants: Mapping[str, object]
     tolerance: float
+    read: Mapping[str, np.ndarray]  # {name: indices of the bands it reads}
 
 
 def check_names(products) -> tuple[str, ...]:
@@ -117,24 +118,45 @@ def prepare_products(products, wavelengths, good, *, lucey=None, tolerance=DEFAU
         lucey = LuceyConstants()
     if not isinstance(lucey, LuceyConstants):
         raise ValueError(f"lucey must be a LuceyConstants, got {type(lucey).__name__}")
-    located, used = {}, {}
+    located, used, read = {}, {}, {}
     for name in names:
         product = SPECTRAL_PRODUCTS[name]
         located[name] = check_product(product, wavelengths, good, tolerance)
-        used[name] = wavelengths_read(product, located[name], wavelengths, good)
+        read[name] = bands_read(product, located[name], wavelengths, good)
+        used[name] = tuple(float(w) for w in wavelengths[read[name]])
     constants = {"lucey": lucey} if any(SPECTRAL_PRODUCTS[n].constants for n in names) else {}
-    return PreparedProducts(names, wavelengths, good, located, used, constants, float(tolerance))
+    return PreparedProducts(
+        names, wavelengths, good, located, used, constants, float(tolerance), read
+    )
+
+
+def non_positive(spectra, bands: np.ndarray, cache: dict) -> np.ndarray:
+    """(...) bool: pixels where one of `bands` (indices) is <= 0 (NaN is not), kept in
+    `cache` for the products that read the same bands."""
+    key = bands.tobytes()
+    if key not in cache:
+        found = np.zeros(spectra.shape[:-1], dtype=bool)
+        for band in bands:  # band by band: no copy of the block's bands
+            found |= spectra[..., band] <= 0
+        cache[key] = found
+    return cache[key]
 
 
 def spectral_parameters_block(spectra, prepared: PreparedProducts) -> dict[str, np.ndarray]:
     """The pure function of one block: (..., bands) spectra -> ``{name: (...) map}``,
     float64 (float32 for float32 spectra), bad bands NaN first. What the xarray front end
-    runs on each chunk, and what a file front end would run on each block of rows."""
+    runs on each chunk, and what a file front end would run on each block of rows.
+
+    A product is NaN in a pixel where a band it reads is <= 0: its ratios and band depths
+    assume a positive quantity (w, reflectance), and a zero or negative value gives a
+    number that means nothing (the line through a zero crosses 0; an all-negative
+    spectrum's ratios equal those of its positive twin)."""
     if not prepared.good.all():  # (no copy of the block where no band is bad)
         spectra = np.where(prepared.good, spectra, np.nan).astype(spectra.dtype, copy=False)
     dtype = np.result_type(spectra.dtype, np.float32)
     analyses: dict = {}
     maps = {}
+    masks: dict = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for name in prepared.names:
             inputs = ProductInputs(
@@ -147,7 +169,11 @@ def spectral_parameters_block(spectra, prepared: PreparedProducts) -> dict[str, 
                 analyses,
             )
             value = np.asarray(SPECTRAL_PRODUCTS[name].function(inputs))
-            maps[name] = np.broadcast_to(value, spectra.shape[:-1]).astype(dtype)
+            value = np.broadcast_to(value, spectra.shape[:-1]).astype(dtype)
+            masked = non_positive(spectra, prepared.read[name], masks)
+            maps[name] = (
+                np.where(masked, np.asarray(np.nan, dtype), value) if masked.any() else value
+            )
     return maps
 
 
@@ -168,8 +194,10 @@ def spectral_parameters(
     them). A product reads the band nearest each of its wavelengths, within `tolerance`,
     as the median over its kernel of neighbouring bands; a product whose band is not
     covered, or whose band or kernel neighbour is bad, is refused by name: nothing is
-    extrapolated. Where a pixel's band is NaN its product is NaN (and TiO2 is NaN below
-    the origin of Lucey's relation).
+    extrapolated. Where a pixel's band is NaN its product is NaN; so it is where a band
+    the product reads is <= 0 (ratios and band depths of a non-positive quantity mean
+    nothing), and TiO2 is NaN below the origin of Lucey's relation. A band centre
+    (``BAND1_CENTER``, ``BAND2_CENTER``) is NaN where there is no band (`BandParameters`).
 
     Args:
         spectra: (..., bands) the quantity named by `quantity`.

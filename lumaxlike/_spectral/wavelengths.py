@@ -10,6 +10,8 @@ import dataclasses
 
 import numpy as np
 
+from .._validation import WAVELENGTH_RTOL, wavelengths_um
+
 __all__ = [
     "DEFAULT_TOLERANCE",
     "Kernel",
@@ -17,6 +19,7 @@ __all__ = [
     "check_spectra",
     "good_mask",
     "good_in_window",
+    "in_window",
     "kernel_value",
     "locate",
 ]
@@ -68,25 +71,24 @@ def check_spectra(spectra, wavelengths, bad_bands=None):
         if not np.issubdtype(spectra.dtype, np.number) or np.iscomplexobj(spectra):
             raise ValueError(f"spectra must be real numbers, got dtype {spectra.dtype}")
         spectra = spectra.astype(np.float64)
-    wavelengths = np.asarray(wavelengths, dtype=np.float64)
+    wavelengths = wavelengths_um("wavelengths", wavelengths)
     if wavelengths.shape != spectra.shape[-1:]:
         raise ValueError(
             f"wavelengths must have shape ({spectra.shape[-1]},) (one per band of spectra), "
             f"got {wavelengths.shape}"
         )
-    if not np.all(np.isfinite(wavelengths)) or np.any(np.diff(wavelengths) <= 0):
-        raise ValueError("wavelengths must be finite and strictly increasing")
-    if wavelengths[-1] > 100.0:
-        raise ValueError(
-            f"wavelengths must be in micrometres, the largest is {wavelengths[-1]:g} "
-            "(nanometres? divide by 1000)"
-        )
+    if np.any(np.diff(wavelengths) <= 0):
+        raise ValueError("wavelengths must be strictly increasing")
     return spectra, wavelengths, good_mask(bad_bands, wavelengths.size)
 
 
 def good_mask(bad_bands, n_bands: int) -> np.ndarray:
     """(n_bands,) bool, True for a good band: `bad_bands` (None, a bool mask with True for
-    bad, or band indices) checked and inverted."""
+    bad, or distinct band indices) checked and inverted.
+
+    An integer array of 0s and 1s with one value per band is refused: it is what an ENVI
+    header's ``bbl`` holds (1 = good, 0 = bad), the opposite of a mask and not indices;
+    ``bbl == 0`` is the mask it means. Repeated indices are refused as well."""
     good = np.ones(n_bands, dtype=bool)
     if bad_bands is None:
         return good
@@ -97,9 +99,17 @@ def good_mask(bad_bands, n_bands: int) -> np.ndarray:
         return ~bad
     if bad.ndim != 1 or not np.issubdtype(bad.dtype, np.integer) and bad.size:
         raise ValueError("bad_bands must be a bool mask or a sequence of band indices")
+    if bad.size == n_bands and np.all((bad == 0) | (bad == 1)):
+        raise ValueError(
+            "bad_bands holds only 0s and 1s, one per band: an ENVI bbl list (1 = good, "
+            "0 = bad) is not band indices; pass bad_bands=(bbl == 0), a bool mask"
+        )
     if bad.size and (bad.min() < -n_bands or bad.max() >= n_bands):
         raise ValueError(f"bad_bands has indices outside the {n_bands} bands: {bad.tolist()}")
-    good[bad.astype(int)] = False
+    indices = np.where(bad < 0, bad + n_bands, bad).astype(int)
+    if np.unique(indices).size != indices.size:
+        raise ValueError(f"bad_bands must list each band index once, got {bad.tolist()}")
+    good[indices] = False
     return good
 
 
@@ -115,7 +125,7 @@ def locate(kernel: Kernel, wavelengths, good, tolerance: float, what: str, chann
     """
     index = int(np.argmin(np.abs(wavelengths - kernel.wavelength)))
     nearest = float(wavelengths[index])
-    if abs(nearest - kernel.wavelength) > tolerance:
+    if abs(nearest - kernel.wavelength) > tolerance + WAVELENGTH_RTOL * kernel.wavelength:
         raise ValueError(
             f"{what} needs a band at {kernel.wavelength:g} um: the nearest is {nearest:g} um, "
             f"farther than tolerance={tolerance:g} um"
@@ -156,7 +166,15 @@ def good_in_window(window, wavelengths, good, what: str) -> np.ndarray:
     low, high = (float(v) for v in window)
     if not low < high:
         raise ValueError(f"{what}: a window must be (low, high) with low < high, got {window}")
-    inside = np.flatnonzero((wavelengths >= low) & (wavelengths <= high) & good)
+    inside = np.flatnonzero(in_window(wavelengths, low, high) & good)
     if inside.size == 0:
         raise ValueError(f"{what} needs a good band between {low:g} and {high:g} um: none")
     return inside
+
+
+def in_window(wavelengths, low: float, high: float) -> np.ndarray:
+    """(bands,) bool: `wavelengths` [um] within ``[low, high]``, ends included with the
+    relative slack `WAVELENGTH_RTOL` (a band at an end, rounded, is inside)."""
+    return (wavelengths >= low * (1.0 - WAVELENGTH_RTOL)) & (
+        wavelengths <= high * (1.0 + WAVELENGTH_RTOL)
+    )

@@ -16,6 +16,7 @@ from .._model.thermal import C1, C2
 from .._params import HapkeParams
 from .._shapes import check_choice
 from .._status import Status
+from .._validation import wavelengths_um
 from . import emissivity
 from .prior_solvers import COLUMNS, solve_prior
 from .rules import T_SCALE
@@ -564,7 +565,7 @@ def remove_thermal(
             positive, bad solar_spectrum.
     """
     refl = np.asarray(refl, dtype=np.float64)
-    wavelengths = np.asarray(wavelengths, dtype=np.float64)
+    wavelengths = wavelengths_um("wavelengths", wavelengths)
     inside = _check(refl, wavelengths, method, temperature, window, solver)
     check_temperature_settings(method, temperature, temperature_bounds, max_temperature_sigma)
     prior = (prior_sigma, prior_reference, prior_albedo)

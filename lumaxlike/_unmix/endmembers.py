@@ -8,6 +8,7 @@ import numpy as np
 
 from .._params import HapkeParams
 from .._status import Status
+from .._validation import wavelengths_um
 from .optical import OpticalMixing, endmembers_from_optical_constants
 from .phase import check_phase, endmember_params
 
@@ -114,12 +115,10 @@ class Endmembers:
         efficiency = 1.0 if self.extinction_efficiency is None else self.extinction_efficiency
         wavelengths = self.wavelengths
         if wavelengths is not None:
-            wavelengths = np.array(wavelengths, np.float64)
-            if wavelengths.shape != (albedo.shape[1],) or not np.all(
-                np.isfinite(wavelengths) & (wavelengths > 0)
-            ):
+            wavelengths = np.array(wavelengths_um("Endmembers.wavelengths", wavelengths))
+            if wavelengths.shape != (albedo.shape[1],):
                 raise ValueError(
-                    f"Endmembers.wavelengths must be ({albedo.shape[1]},) finite positive band centres [um], "
+                    f"Endmembers.wavelengths must be ({albedo.shape[1]},) band centres [um], "
                     f"got shape {wavelengths.shape}"
                 )
             wavelengths.flags.writeable = False
@@ -281,7 +280,8 @@ class Endmembers:
                 `wavelengths` (never extrapolated).
             grain_size: D_j [um], scalar or (n_endmembers,): the grain sizes when fixed,
                 the starting point when free.
-            wavelengths: the cube's band centres [um], shape (bands,).
+            wavelengths: the cube's band centres [um], shape (bands,); checked as every
+                wavelength argument (finite, > 0, at most 100 um: nanometres refused).
             names: default the constants' names.
             density: rho_j [g/cm^3], scalar or (n_endmembers,); default the constants'.
             npfe_fraction: nanophase iron mass fraction of every host (0.005 is 0.5 wt %):
@@ -291,22 +291,25 @@ class Endmembers:
                 (n_endmembers, 2); default (1, 1000). `grain_size` must lie inside.
             npfe_bounds: (lower, upper) of the npFe0 mass fraction; default (0, 0.02).
                 (0, 0) makes endmembers without iron (no iron data needed).
-            iron: iron's `OpticalConstants` (default Johnson & Christy 1974, 0.188-1.937
-                um; read where npfe_bounds' upper bound is > 0, so bands beyond it need
-                another iron, or npfe_bounds=(0, 0)).
+            iron: iron's `OpticalConstants` (default `optical_constants("iron")`:
+                Johnson & Christy 1974 joined to Ordal et al. 1988, 0.188-286 um). Read
+                where npfe_bounds' upper bound is > 0. Where `npfe_fraction` is 0 and
+                iron's table does not cover the bands, the endmembers are made without
+                it: npFe0 stays at 0 and `unmix(..., free="npfe")` is refused.
             reflections: the slab model's variant of the surface reflections (as
                 `slab_albedo` takes it; so is ``mean_path``).
             extinction_efficiency: Q_j, default 1.
 
         Raises:
-            ValueError: naming the argument: constants not covering a band, a missing
-                density, a grain size outside its bounds, bad bounds or variants.
+            ValueError: naming the argument: wavelengths not in micrometres, constants
+                not covering a band (iron's where npfe_fraction > 0), a missing density,
+                a grain size outside its bounds, bad bounds or variants.
         """
         return endmembers_from_optical_constants(
             cls,
             constants,
             grain_size,
-            wavelengths,
+            wavelengths_um("wavelengths", wavelengths),
             names=names,
             density=density,
             npfe_fraction=npfe_fraction,

@@ -84,7 +84,8 @@ class OpticalMixing:
         n, k: the endmembers' refractive index on the bands, (n_endmembers, n_bands).
         internal_scattering: s_j [1/um], (n_endmembers,).
         iron_n, iron_k: iron's refractive index on the bands, (n_bands,) (zeros where
-            nanophase iron cannot vary: `npfe_bounds` (0, 0)).
+            nanophase iron cannot vary: `npfe_bounds` (0, 0), or npFe0 starts at 0 and
+            iron's table does not cover the bands: `check_free` then refuses to free it).
         grain_size_bounds: (n_endmembers, 2) [um], lower < upper.
         npfe_bounds: (2,) nanophase iron mass fraction, 0 <= lower <= upper < 1.
         npfe_fraction: the starting (and, when not free, fixed) npFe0 mass fraction.
@@ -203,15 +204,15 @@ def endmembers_from_optical_constants(
                 f"endmember {names[j]!r}: its host's n is {n[j, below[0]]:g} < 1 at "
                 f"{wavelengths[below[0]]:g} um; the equivalent slab needs n >= 1"
             )
-    if npfe[1] > 0.0:
-        from .._optical.slab import iron_at
+    from .._optical.slab import iron_at, iron_covers
 
-        iron_n, iron_k = iron_at(wavelengths, iron)
+    if npfe[1] > 0.0 and (start > 0.0 or iron_covers(wavelengths, iron)):
+        iron_n, iron_k = iron_at(wavelengths, iron)  # ValueError outside its grid
         iron_n, iron_k = (
             np.broadcast_to(iron_n, wavelengths.shape),
             np.broadcast_to(iron_k, wavelengths.shape),
         )
-    else:
+    else:  # npFe0 fixed at 0 unless freed, which check_free then refuses
         iron_n = iron_k = np.zeros(wavelengths.shape)
     w = slab_albedo_and_slopes(
         n,
@@ -281,6 +282,12 @@ def check_free(free, endmembers, route: str, sum_to_one) -> tuple[bool, bool]:
     if "npfe" in names and not endmembers.optical.npfe_bounds[1] > 0.0:
         raise ValueError(
             "free='npfe' with npfe_bounds (0, 0): the endmembers were made without iron"
+        )
+    if "npfe" in names and not np.all(endmembers.optical.iron_n > 0.0):
+        raise ValueError(
+            "free='npfe' needs iron's n, k on every band: the endmembers were made with "
+            "npfe_fraction 0 and an iron (Endmembers.from_optical_constants' iron=) that "
+            "does not cover the bands"
         )
     return "grain_size" in names, "npfe" in names
 
