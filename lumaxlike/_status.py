@@ -53,6 +53,12 @@ class Status(enum.IntEnum):
     #: emission to stand above the noise in the thermal window); T is then its one-sided
     #: 95 % upper limit, its sigma NaN, and nothing is removed from the reflectance
     NOT_CONSTRAINED = 10
+    #: (`fit` with ``regions=``) a pixel left out of its region: at the region's values
+    #: its cost stays far above its own lowest minimum (the region's values lie outside
+    #: its own 5-sigma range) after restarts; its values, cost and iterations are its own
+    #: joint fit's (the regional parameters its own), its covariance NaN. A region that
+    #: converged without such pixels is EXCLUDED in `region_status`
+    EXCLUDED = 11
 
     @classmethod
     def legend(cls) -> dict[int, str]:
