@@ -351,6 +351,7 @@ def _solve(setup: JointSetup, gathered: _Gathered, which, active, regions, start
         return None
     label, n_used, start_r, region_prior = regions
     p, s = len(setup.band_free), len(setup.shared)
+    start_b, start_s = starts or (gathered.start_b[active], gathered.start_sr[active, :s])
 
     def blocks(xb, xsr):
         solved = _evaluate(setup, gathered, which, xb, xsr)
@@ -373,7 +374,8 @@ def _solve(setup: JointSetup, gathered: _Gathered, which, active, regions, start
         blocks,
         label,
         n_used,
-        *(starts or (gathered.start_b[active], gathered.start_sr[active, :s])),
+        start_b,
+        start_s,
         start_r,
         bounds,
         region_prior,

@@ -70,6 +70,10 @@ class JointFitResult:
         at_bound: {name: bool array shaped like `values[name]`}: the fitted value sits
             on its lower or upper bound, where the Laplace `sigma` is not the width of
             the posterior (docs/fit.md); as `FitResult.at_bound`.
+        profile: with `fit`'s ``profile=``: {name: ``problems + (2,)``} the
+            profile-likelihood 2-sigma interval (lower, upper end) of each named shared
+            parameter: where chi^2, minimised over every other parameter, rises by 4
+            (docs/joint-fits.md#honest-intervals); NaN where the search did not settle.
     """
 
     free: tuple[str, ...]
@@ -91,6 +95,7 @@ class JointFitResult:
     region_iterations: np.ndarray | None = None
     region_cost: np.ndarray | None = None
     at_bound: dict = dataclasses.field(default_factory=dict)
+    profile: dict = dataclasses.field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
         """The fitted values of the free parameter `name`."""
