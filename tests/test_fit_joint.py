@@ -667,3 +667,26 @@ def test_a_pixel_of_another_roughness_is_excluded(solver):
     for name in ("w", "roughness", "hs"):  # pixel 17: its own fit, the truth too
         np.testing.assert_allclose(result[name], truth[name], rtol=0, atol=1e-6, err_msg=name)
     assert np.all(np.isnan(result.covariance_shared[17]))
+
+
+def test_jax_chunk_carries_its_slowest_problems_on(noise_free, monkeypatch):
+    """JAX steps a chunk FIRST_STEPS times, then carries the problems still stepping on
+    in a batch of their own (their damping restarted): with FIRST_STEPS 2 every problem
+    goes on so, and still reaches the minimum numba's one loop reaches (the truth here,
+    noise-free), its steps counted over both; problems done within the first steps keep
+    one loop's results to the bit."""
+    from lumaxlike._inverse.joint import chunk
+
+    refl, geometry, truth, fits = noise_free
+    monkeypatch.setattr(chunk, "FIRST_STEPS", 2)
+    carried = joint_fit(refl, geometry, "jax")
+    np.testing.assert_array_equal(carried.status, Status.CONVERGED)
+    assert np.all(carried.iterations > 2)
+    for name in FREE:  # noise-free: the truth, to the LM's convergence
+        np.testing.assert_allclose(carried[name], truth[name], rtol=0, atol=1e-8, err_msg=name)
+        np.testing.assert_allclose(carried[name], fits["numba"][name], rtol=0, atol=1e-8)
+    monkeypatch.setattr(chunk, "FIRST_STEPS", 200)  # max_iter: one loop
+    whole = joint_fit(refl, geometry, "jax")
+    assert fits["jax"].iterations.max() < 24  # done in the default first steps
+    for name in FREE:
+        np.testing.assert_array_equal(whole[name], fits["jax"][name])

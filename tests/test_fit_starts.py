@@ -197,7 +197,7 @@ def test_default_probe_finds_the_lower_minimum(solver):
     """40 pixels, noise 1e-3: one start ends CONVERGED at local minima in 6 pixels (chi^2
     2 to 38 above scipy's least squares from the truth); the default
     (the usual start and a probe at low h_S) reaches scipy's minimum there, MULTIMODAL
-    where the other minimum is within chi^2 4 of it, and changes no other pixel."""
+    where the other minimum is within chi^2 4 of it, and changes no other pixel's values."""
     from .test_fit_joint import START as JOINT_START
 
     refl, geometry, truth = _hs_scene(1, 40, SIGMA)
@@ -217,13 +217,17 @@ def test_default_probe_finds_the_lower_minimum(solver):
                 )
                 for values in (truth, default.values)
             )
-            assert one.status[i] == Status.CONVERGED and one.cost[i] > best + 0.5
+            # one start ended at a higher minimum (CONVERGED, or UNDETERMINED there)
+            assert one.status[i] in (Status.CONVERGED, Status.UNDETERMINED)
+            assert one.cost[i] > best + 0.5
             # the minimum scipy reaches, to its convergence (1e-6 of chi^2 ~ 40)
             np.testing.assert_allclose(default.cost[i], best, rtol=1e-6)
             gap = one.cost[i] - default.cost[i]
             assert default.status[i] == (Status.MULTIMODAL if gap < 4.0 else Status.CONVERGED)
-        else:  # one minimum: the usual start's result kept bit for bit
-            assert default.cost[i] == one.cost[i] and default.status[i] == one.status[i]
+        else:  # the usual start's result kept bit for bit (MULTIMODAL where the probe
+            # found a distinct, higher minimum within chi^2 4)
+            assert default.cost[i] == one.cost[i]
+            assert default.status[i] in (one.status[i], Status.MULTIMODAL)
     assert np.all(np.isin(default.status, [Status.CONVERGED, Status.MULTIMODAL]))
 
 

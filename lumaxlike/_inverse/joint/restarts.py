@@ -7,7 +7,9 @@ whole `fit` (same solver, chunking, masks), started at a different point; per pr
 the CONVERGED result of lowest cost is kept, and a problem where another start converged
 to a distinct minimum almost as good is MULTIMODAL.
 
-The starts (`start_points`): an int n is start 0 (the fit's usual start: `start`, else
+By default a fit with `shared` (no regions) takes two starts (`probe_points`): the usual
+one and a probe low in the shared opposition parameters. The starts (`start_points`):
+an int n is start 0 (the fit's usual start: `start`, else
 `params`) and n - 1 points of a coarse grid over the grid parameters (the shared ones;
 with nothing shared, a `prior` fit's free parameters but w): k = ceil((n - 1)^(1/s))
 levels per parameter at the cell midpoints lower + (i + 1/2) (upper - lower) / k,

@@ -32,9 +32,10 @@ class JointFitResult:
             TOO_FEW_OBSERVATIONS, one that uses an observation below the horizon
             INVALID_GEOMETRY, one with no finite observation in any band
             NONFINITE_INPUT, one whose H (priors included) is singular UNDETERMINED.
-            With `fit`'s ``starts=``, MULTIMODAL where the kept (lowest) minimum
-            converged and another start converged to a distinct one within chi^2 4 of
-            it: the values are the lowest minimum's.
+            With `fit`'s ``starts=`` (and its default probe with `shared`), MULTIMODAL
+            where the kept (lowest) minimum converged and another start converged to a
+            distinct one within chi^2 4 of it: the values are the lowest minimum's. In
+            a regional fit EXCLUDED: a pixel left out of its region (`Status`).
         iterations: Levenberg-Marquardt steps taken (int32, problem shape).
         cost: the objective at the solution (problem shape): the sum over the problem's
             bands and observations of ((model - observed) / refl_sigma)^2 plus the prior
