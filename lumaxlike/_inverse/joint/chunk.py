@@ -67,47 +67,46 @@ def solve_chunk(solver, arrays, geometry, padded_problems, setup):
 
 
 # JAX: steps of the whole chunk before the problems still stepping are carried on in a
-# smaller batch. A chunk's while loop steps until its slowest problem is done, and a
-# few problems take max_iter (200) steps where the median takes 7: on 1500 pixels x 6
-# bands x 16 observations (h_S 0.01-0.15), 2 of 1500 pixels took every chunk of 1365
-# to 200 steps. 3 x the median covers all but the tail.
-FIRST_STEPS = 24
+# smaller batch, then twice as many per later stage. A chunk's while loop steps until its
+# slowest problem is done, and a few problems take max_iter (200) steps where the median
+# takes 7-8: on 1500 pixels x 6 bands x 16 observations (h_S 0.01-0.15), 2 of 1500
+# pixels took every chunk of 1365 to 200 steps (benchmarks/bench_joint.py, six-band row).
+FIRST_STEPS = 10
 
 
 def _solve_jax_in_two(arrays, geometry, padded_problems, setup):
-    """The JAX solve of a chunk: `FIRST_STEPS` steps of all its problems, then the ones
-    at that limit carried on from their iterate for the steps left, gathered into a
-    batch of `compaction.bucket_size` (a power of 2 from 128: few compiled shapes).
-    Their damping restarts at 0 there (Levenberg-Marquardt's start); the others'
-    results are those of one uninterrupted loop, to the bit."""
+    """The JAX solve of a chunk in stages: `FIRST_STEPS` steps of all its problems, then
+    the ones still stepping carried on from their iterate, gathered into a batch of
+    `compaction.bucket_size` (a power of 2 from 128: few compiled shapes), for twice the
+    steps of the stage before, until max_iter. A carried problem's damping restarts at
+    0 (Levenberg-Marquardt's start); the others' results are those of one
+    uninterrupted loop, to the bit."""
     from ..fit.compaction import bucket_size
 
     max_iter = setup["max_iter"]
-    if max_iter <= FIRST_STEPS:
-        return _solve_jax(arrays, geometry, padded_problems, setup)
-    first = _solve_jax(arrays, geometry, padded_problems, {**setup, "max_iter": FIRST_STEPS})
-    left = np.nonzero(first["status"] == Status.MAX_ITER)[0]
-    if not len(left):
-        return first
+    stage = min(FIRST_STEPS, max_iter)
+    result = _solve_jax(arrays, geometry, padded_problems, {**setup, "max_iter": stage})
+    taken, batch = stage, padded_problems
     refl, weight, _, _, *priors = arrays
-    carried = [
-        refl[left],
-        weight[left],
-        first["values_b"][left],
-        first["values_s"][left],
-        *(a[left] for a in priors),
-    ]
-    batch = bucket_size(len(left), max(padded_problems, len(left)))
-    rest = _solve_jax(
-        carried,
-        [g[left] for g in geometry],
-        batch,
-        {**setup, "max_iter": max_iter - FIRST_STEPS},
-    )
-    rest["iterations"] = rest["iterations"] + FIRST_STEPS
-    for name, value in rest.items():
-        first[name][left] = value
-    return first
+    while taken < max_iter:
+        left = np.nonzero(result["status"] == Status.MAX_ITER)[0]
+        if not len(left):
+            break
+        stage = min(2 * stage, max_iter - taken)
+        carried = [
+            refl[left],
+            weight[left],
+            result["values_b"][left],
+            result["values_s"][left],
+            *(a[left] for a in priors),
+        ]
+        batch = bucket_size(len(left), max(batch, len(left)))
+        rest = _solve_jax(carried, [g[left] for g in geometry], batch, {**setup, "max_iter": stage})
+        rest["iterations"] = rest["iterations"] + taken
+        for name, value in rest.items():
+            result[name][left] = value
+        taken += stage
+    return result
 
 
 def _solve_jax(arrays, geometry, padded_problems, setup):
