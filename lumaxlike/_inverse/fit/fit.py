@@ -124,7 +124,7 @@ def fit(
             the usual start and one probe start low in the shared opposition
             parameters (two fits); otherwise one start. ``starts=1``: one start.
         profile: shared names (e.g. ``("hs",)``) whose profile-likelihood 2-sigma
-            interval is wanted in `JointFitResult.profile` (8 more fits; needs
+            interval is wanted in `JointFitResult.profile` (10 more fits; needs
             `refl_sigma`; docs/joint-fits.md#honest-intervals). Default: none.
 
     Returns:
