@@ -31,6 +31,15 @@ arrays the fit allocates, inputs excluded) against
 `lumaxlike._run.region_groups.region_pixel_bytes`, the estimate the file front end's cap
 uses. ``--regional-only`` runs that row alone.
 
+Six-band row (``--six-band-pixels``, default 1500; issue 55 section 6): the layout of
+issue 55's regional scene without regions: 6 bands x 16 observations, CBOE on, w per
+band in 0.1-0.9, b and c per band, roughness 12, 18, 24 or 30 deg (a quarter of the
+pixels each), h_S per pixel log-uniform in 0.01-0.15, noise 1e-4 (refl_sigma given).
+Both solvers, default chunks, each call warm and interleaved: the joint fit by default
+(the usual start and `fit`'s probe start), with ``starts=1`` (one start), and the
+independent per-band fit; reported: each one's seconds, the ratios to the per-band fit,
+and its status counts and steps (median, largest). ``--six-band-only`` runs it alone.
+
 Run: ``python benchmarks/bench_joint.py [--pixels N] [--reps R]``.
 """
 
@@ -42,6 +51,7 @@ import math
 import os
 import platform
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +88,72 @@ def scene(n_pixels, n_bands=16, n_obs=16, sigma=1e-4, seed=0):
     return refl + rng.normal(0.0, sigma, refl.shape), geometry, sigma
 
 
+def six_band_scene(n_pixels, sigma=1e-4, seed=5):
+    """The six-band row's data (module docstring): refl, geometry, sigma."""
+    rng = np.random.default_rng(seed)
+    n_bands, n_obs = 6, 16
+    geometry = multi_angle_geometry(n_pixels, n_obs, rng)
+    roughness = np.radians([12.0, 18.0, 24.0, 30.0])[np.arange(n_pixels) * 4 // n_pixels]
+    hs = np.exp(rng.uniform(math.log(0.01), math.log(0.15), n_pixels))
+    w = rng.uniform(0.1, 0.9, (n_pixels, n_bands))
+    b, c = rng.uniform(0.15, 0.4, n_bands), rng.uniform(0.3, 0.7, n_bands)
+    refl = np.empty((n_pixels, n_bands, n_obs))
+    for i in range(n_pixels):
+        for k in range(n_bands):
+            params = HapkeParams(
+                b=float(b[k]),
+                c=float(c[k]),
+                roughness=float(roughness[i]),
+                hs=float(hs[i]),
+                **FIXED,
+            )
+            refl[i, k] = lumaxlike.amsa(
+                np.full((n_obs, 1), w[i, k]), *(g[i] for g in geometry), params, backend="numba"
+            )[:, 0]
+    return refl + rng.normal(0.0, sigma, refl.shape), geometry, sigma
+
+
+def six_band_row(n_pixels, reps, solvers):
+    """The six-band row (module docstring): per solver, seconds and ratios."""
+    refl, geometry, sigma = six_band_scene(n_pixels)
+    row = {"pixels": n_pixels, "bands": 6, "observations": 16, "solvers": {}}
+    for solver in solvers:
+        options = dict(solver=solver, refl_sigma=sigma)
+
+        def run(options=options, **extra):
+            return lumaxlike.fit(refl, *geometry, START, free=FREE, **options, **extra)
+
+        runs = {
+            "joint": partial(run, shared=SHARED),
+            "joint_one_start": partial(run, shared=SHARED, starts=1),
+            "independent": run,
+        }
+        first = {name: timed(call)[1] for name, call in runs.items()}
+        times = {name: [] for name in runs}
+        results = {}
+        for _ in range(reps):
+            for name, call in runs.items():
+                results[name], wall, _ = timed(call)
+                times[name].append(wall)
+        entry = {
+            "first_call_s": first,
+            "seconds": {name: float(np.median(t)) for name, t in times.items()},
+            "ratio_over_independent": {
+                name: float(np.median([a / b for a, b in zip(t, times["independent"])]))
+                for name, t in times.items()
+                if name != "independent"
+            },
+            "status_counts": {name: r.counts() for name, r in results.items()},
+            "steps_median_max": {
+                name: [float(np.median(r.iterations)), int(r.iterations.max())]
+                for name, r in results.items()
+            },
+        }
+        row["solvers"][solver] = entry
+        print("six_band", solver, json.dumps(entry, indent=1), flush=True)
+    return row
+
+
 def timed(call):
     wall, cpu = time.perf_counter(), time.process_time()
     result = call()
@@ -93,11 +169,19 @@ def main():
     parser.add_argument("--regions", type=int, default=4)
     parser.add_argument("--regional-pixels", type=int, default=500)
     parser.add_argument("--regional-only", action="store_true")
+    parser.add_argument("--six-band-pixels", type=int, default=1500)
+    parser.add_argument("--six-band-only", action="store_true")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "joint.json"))
     args = parser.parse_args()
     import jax
 
     jax.config.update("jax_enable_x64", True)  # the benchmark process's own setting
+    if args.six_band_only:
+        row = six_band_row(args.six_band_pixels, args.reps, args.solvers.split(","))
+        out = Path(args.out).with_name("joint_six_band.json")
+        machine = {"platform": platform.platform(), "cpus": os.cpu_count()}
+        out.write_text(json.dumps({"machine": machine, "six_band": row}, indent=1) + "\n")
+        return
     refl, geometry, sigma = scene(args.pixels)
     report = {
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},

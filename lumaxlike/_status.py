@@ -45,7 +45,7 @@ class Status(enum.IntEnum):
     #: mode of the posterior (a log posterior within 5 of the warm start's, e.g. at
     #: b -> 1) that no chain visited: the summaries describe one mode and miss the other's
     #: mass (give b and c priors, or look at the fits from the bounds). (`fit` with
-    #: ``starts=``) the kept, lowest minimum converged, and another start converged to a
+    #: ``starts=``, or `shared` and its default probe start) the kept, lowest minimum converged, and another start converged to a
     #: distinct minimum with chi^2 within 4 of it; the values are the lowest minimum's
     MULTIMODAL = 9
     #: (`remove_thermal`) the temperature fit converged, but the data bound T only
@@ -57,6 +57,12 @@ class Status(enum.IntEnum):
     #: solved (its r less the emission <= 0 or >= r(w -> 1), or no convergence): those
     #: bands are NaN in w, reflectance and emission, the others corrected
     BAND_FAILED = 11
+    #: (`fit` with ``regions=``) a pixel left out of its region: at the region's values
+    #: its cost stays far above its own lowest minimum (the region's values lie outside
+    #: its own 5-sigma range) after restarts; its values, cost and iterations are its own
+    #: joint fit's (the regional parameters its own), its covariance NaN. A region that
+    #: converged without such pixels is EXCLUDED in `region_status`
+    EXCLUDED = 12
 
     @classmethod
     def legend(cls) -> dict[int, str]:

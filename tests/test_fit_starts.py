@@ -10,10 +10,12 @@ import math
 
 import numpy as np
 import pytest
+import scipy.optimize
 
 import lumaxlike
 from lumaxlike import Status
 from lumaxlike._inverse.joint import restarts
+from lumaxlike.testing import multi_angle_geometry
 
 from .helpers import SOLVERS
 from .test_lm_convergence import FREE, START, _problems
@@ -43,7 +45,7 @@ def test_starts_find_the_global_minimum(two_minima, solver):
     pixel whose local minimum is within CHI2_GAP of it is MULTIMODAL."""
     refl, geometry, truth = two_minima
     kw = dict(free=FREE, shared=SHARED, solver=solver, refl_sigma=SIGMA, start=FAR_START)
-    one = lumaxlike.fit(refl, *geometry, START, **kw)
+    one = lumaxlike.fit(refl, *geometry, START, starts=1, **kw)
     np.testing.assert_array_equal(one.status, Status.CONVERGED)
     # the local minima: pixel 17's within the gap, pixel 8's beyond it (chi^2 2.9, 16.0)
     assert one.cost[0] < 1e-12 and one.cost[2] < restarts.CHI2_GAP < one.cost[1]
@@ -143,3 +145,145 @@ def test_bad_starts_refused(starts, other, match):
         lumaxlike.fit(refl, *geometry, START, starts=starts, **kw)
     # one start is the plain fit, also where restarts are not supported
     lumaxlike.fit(refl, *geometry, START, free=("w",), solver="numba", starts=1)
+
+
+def _hs_scene(seed, n_pixels, sigma):
+    """test_fit_joint's layout (4 bands, 12 observations), h_S per pixel log-uniform in
+    0.01-0.15 and roughness in 10-30 deg, w, b, c per band; Gaussian noise `sigma`."""
+    from .test_fit_joint import N_BANDS, N_OBS, reflectance
+
+    rng = np.random.default_rng(seed)
+    geometry = multi_angle_geometry(n_pixels, N_OBS, rng)
+    roughness = np.radians(rng.uniform(10.0, 30.0, n_pixels))
+    hs = np.exp(rng.uniform(math.log(0.01), math.log(0.15), n_pixels))
+    w = rng.uniform(0.1, 0.9, (n_pixels, N_BANDS))
+    b, c = rng.uniform(0.15, 0.4, N_BANDS), rng.uniform(0.3, 0.7, N_BANDS)
+    refl = np.concatenate(
+        [
+            reflectance(w[i : i + 1], b, c, [g[i : i + 1] for g in geometry], roughness[i], hs[i])
+            for i in range(n_pixels)
+        ]
+    )
+    truth = {"w": w, "b": np.broadcast_to(b, w.shape), "c": np.broadcast_to(c, w.shape)}
+    truth |= {"roughness": roughness, "hs": hs}
+    return refl + sigma * rng.standard_normal(refl.shape), geometry, truth
+
+
+def _scipy_cost(refl, geometry, sigma, x0):
+    """chi^2 at scipy's least_squares minimum of one pixel's joint problem from x0 (w, b,
+    c of every band, roughness, hs), the model test_fit_joint's `reflectance`."""
+    from lumaxlike._inverse.fit.fit import default_bounds
+
+    from .test_fit_joint import reflectance
+
+    n_bands = refl.shape[0]
+    bounds = default_bounds(np.float64)
+    names = ["w"] * n_bands + ["b"] * n_bands + ["c"] * n_bands + ["roughness", "hs"]
+    lower, upper = (np.array([bounds[n][i] for n in names]) for i in (0, 1))
+
+    def residual(x):
+        w, b, c = x[:n_bands], x[n_bands : 2 * n_bands], x[2 * n_bands : 3 * n_bands]
+        model = reflectance(w[None], b, c, [g[None] for g in geometry], x[-2], x[-1])[0]
+        return ((model - refl) / sigma).ravel()
+
+    fitted = scipy.optimize.least_squares(
+        residual, np.clip(x0, lower, upper), bounds=(lower, upper), x_scale="jac", xtol=1e-14
+    )
+    return float(np.sum(fitted.fun**2))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_default_probe_finds_the_lower_minimum(solver):
+    """40 pixels, noise 1e-3: one start ends CONVERGED at local minima in 6 pixels (chi^2
+    2 to 38 above scipy's least squares from the truth); the default
+    (the usual start and a probe at low h_S) reaches scipy's minimum there, MULTIMODAL
+    where the other minimum is within chi^2 4 of it, and changes no other pixel's values."""
+    from .test_fit_joint import START as JOINT_START
+
+    refl, geometry, truth = _hs_scene(1, 40, SIGMA)
+    kw = dict(free=FREE, shared=SHARED, solver=solver, refl_sigma=SIGMA, chunk_size=8)
+    one = lumaxlike.fit(refl, *geometry, JOINT_START, starts=1, **kw)
+    default = lumaxlike.fit(refl, *geometry, JOINT_START, **kw)
+    moved = np.nonzero(np.abs(default.cost - one.cost) > 1e-6)[0]
+    assert len(moved) >= 5  # the scene has local minima to find (6 measured)
+    for i in range(40):
+        if i in moved:  # scipy from the truth and from the default's values: its best
+            best = min(
+                _scipy_cost(
+                    refl[i],
+                    [g[i] for g in geometry],
+                    SIGMA,
+                    np.concatenate([values[n][i].ravel() for n in FREE]),
+                )
+                for values in (truth, default.values)
+            )
+            # one start ended at a higher minimum (CONVERGED, or UNDETERMINED there)
+            assert one.status[i] in (Status.CONVERGED, Status.UNDETERMINED)
+            assert one.cost[i] > best + 0.5
+            # the minimum scipy reaches, to its convergence (1e-6 of chi^2 ~ 40)
+            np.testing.assert_allclose(default.cost[i], best, rtol=1e-6)
+            gap = one.cost[i] - default.cost[i]
+            assert default.status[i] == (Status.MULTIMODAL if gap < 4.0 else Status.CONVERGED)
+        else:  # the usual start's result kept bit for bit (MULTIMODAL where the probe
+            # found a distinct, higher minimum within chi^2 4)
+            assert default.cost[i] == one.cost[i]
+            assert default.status[i] in (one.status[i], Status.MULTIMODAL)
+    assert np.all(np.isin(default.status, [Status.CONVERGED, Status.MULTIMODAL]))
+
+
+def _scipy_profile_rise(refl, geometry, sigma, x0, hs, best):
+    """chi^2 above `best` of scipy's least_squares over every parameter but h_S, held at
+    `hs`, of one pixel's joint problem (the model test_fit_joint's `reflectance`)."""
+    from lumaxlike._inverse.fit.fit import default_bounds
+
+    from .test_fit_joint import reflectance
+
+    n_bands = refl.shape[0]
+    bounds = default_bounds(np.float64)
+    names = ["w"] * n_bands + ["b"] * n_bands + ["c"] * n_bands + ["roughness"]
+    lower, upper = (np.array([bounds[n][i] for n in names]) for i in (0, 1))
+
+    def residual(x):
+        w, b, c = x[:n_bands], x[n_bands : 2 * n_bands], x[2 * n_bands : 3 * n_bands]
+        model = reflectance(w[None], b, c, [g[None] for g in geometry], x[-1], hs)[0]
+        return ((model - refl) / sigma).ravel()
+
+    fitted = scipy.optimize.least_squares(
+        residual, np.clip(x0, lower, upper), bounds=(lower, upper), x_scale="jac", xtol=1e-14
+    )
+    return float(np.sum(fitted.fun**2)) - best
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_profile_interval_of_hs(solver):
+    """profile=("hs",): each settled end of h_S's interval is where scipy's chi^2,
+    minimised over every other parameter with h_S held there, rises by 4 (within the
+    documented 0.5); most ends settle; an end is NaN or reaches the bound otherwise."""
+    from lumaxlike._inverse.joint import profile
+
+    from .test_fit_joint import START as JOINT_START
+
+    refl, geometry, truth = _hs_scene(11, 40, SIGMA)
+    kw = dict(free=FREE, shared=SHARED, solver=solver, refl_sigma=SIGMA, chunk_size=8)
+    result = lumaxlike.fit(refl, *geometry, JOINT_START, profile=("hs",), **kw)
+    ends = result.profile["hs"]
+    assert ends.shape == (40, 2)
+    solved = np.isin(result.status, [Status.CONVERGED, Status.MULTIMODAL])
+    settled = np.all(np.isfinite(ends), axis=-1) & solved
+    assert settled.sum() >= 30  # 34 of 40 measured
+    inside = (ends[..., 0] <= result["hs"]) & (result["hs"] <= ends[..., 1])
+    assert np.all(inside[settled])
+    for i in np.nonzero(settled)[0][:3]:  # scipy on 3 pixels, both ends
+        x0 = np.concatenate(
+            [result[n][i].ravel() for n in ("w", "b", "c")] + [[result["roughness"][i]]]
+        )
+        for end in ends[i]:
+            rise = _scipy_profile_rise(
+                refl[i], [g[i] for g in geometry], SIGMA, x0, end, result.cost[i]
+            )
+            # the documented settling (SETTLED) and scipy's own convergence (1e-3)
+            assert abs(rise - profile.PROFILE_DELTA) <= profile.SETTLED + 1e-3, (i, end, rise)
+    with pytest.raises(ValueError, match="profile needs refl_sigma"):
+        lumaxlike.fit(refl, *geometry, JOINT_START, profile=("hs",), **(kw | {"refl_sigma": None}))
+    with pytest.raises(ValueError, match="not in shared"):
+        lumaxlike.fit(refl, *geometry, JOINT_START, profile=("c",), **kw)

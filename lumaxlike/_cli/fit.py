@@ -99,7 +99,8 @@ def add_parser(commands) -> None:
         metavar="N",
         help="with --shared or --prior: N fits from the usual start and a coarse grid over "
         "the shared parameters' bounds; each pixel keeps its lowest converged minimum, "
-        "MULTIMODAL where another is within chi^2 4 of it (default 1)",
+        "MULTIMODAL where another is within chi^2 4 of it (default: with --shared, the "
+        "usual start and a probe start low in h_S (two fits); else 1)",
     )
     fit.add_argument(
         "--regions",

@@ -139,6 +139,7 @@ def sample(
         min_observations=min_observations,
         shared=model.shared,
         prior=prior,
+        starts=1,  # one start, as before fit's default probe (its own probes: `modes`)
     )
     geometry = (to_sun, to_sensor, normal)
     run = (seed, chunk_size, return_samples)

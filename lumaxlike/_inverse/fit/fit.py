@@ -75,6 +75,7 @@ def fit(
     regions=None,
     regional=(),
     starts=None,
+    profile=(),
 ) -> FitResult | JointFitResult:
     """Fit the free Hapke parameters of every pixel and band to several observations
     (docs/fit.md; joint fits: docs/joint-fits.md).
@@ -119,7 +120,12 @@ def fit(
         starts: restarts of a joint fit (`shared` or `prior`): an int n (the usual start
             and n - 1 grid points) or a sequence of {name: value} laid over `start`;
             the lowest converged cost is kept, MULTIMODAL flags distinct minima
-            (docs/joint-fits.md#restarts). Default None: one start.
+            (docs/joint-fits.md#restarts). Default None: with `shared` (no regions),
+            the usual start and one probe start low in the shared opposition
+            parameters (two fits); otherwise one start. ``starts=1``: one start.
+        profile: shared names (e.g. ``("hs",)``) whose profile-likelihood 2-sigma
+            interval is wanted in `JointFitResult.profile` (10 more fits; needs
+            `refl_sigma`; docs/joint-fits.md#honest-intervals). Default: none.
 
     Returns:
         `FitResult` (a `JointFitResult` with `shared`, `prior` or `regions`): values,
@@ -142,7 +148,12 @@ def fit(
     )
     joint = dict(shared=shared, prior=prior, regions=regions, regional=regional)
     model = (params, free, solver, bounds)
-    return _dispatch((refl, to_sun, to_sensor, normal), model, starts, joint, options)
+    arrays = (refl, to_sun, to_sensor, normal)
+    if profile:
+        from ..joint.profile_fit import fit_with_profile
+
+        return fit_with_profile(arrays, model, (starts, profile), joint, options)
+    return _dispatch(arrays, model, starts, joint, options)
 
 
 def _dispatch(arrays, model, starts, joint, options):
@@ -153,6 +164,8 @@ def _dispatch(arrays, model, starts, joint, options):
     shared, prior, regions, regional = (
         joint[k] for k in ("shared", "prior", "regions", "regional")
     )
+    if starts is None and shared and not regional and regions is None:
+        starts = "probe"  # the default of shared fits: `joint.restarts.probe_points`
     if starts is not None:  # several starts of a joint fit: `joint.restarts`
         restarted = _fit_restarts(
             arrays,
@@ -185,7 +198,8 @@ def _fit_restarts(arrays, model, starts, shared, prior, regions, regional, optio
     params, free, _, bounds = model
 
     def fit_once(start):
-        return fit(*arrays, *model, **{**options, "start": start}, shared=shared, prior=prior)
+        options_once = {**options, "start": start}
+        return fit(*arrays, *model, **options_once, shared=shared, prior=prior, starts=1)
 
     return run_starts(
         fit_once,

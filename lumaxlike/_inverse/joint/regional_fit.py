@@ -16,6 +16,7 @@ import numpy as np
 
 from ..._status import Status
 from ..fit.observation_masks import masked_chunk
+from . import members
 from .chunk import chunk_starts, solve_chunk
 from .priors import degrees_of_freedom, prior_arrays
 from .regional import regional_covariance, solve_regions
@@ -71,6 +72,11 @@ def fit_regional(setup: JointSetup) -> JointFitResult:
     start_r, region_prior = _region_starts(setup, gathered, pixels, active, (label, n_used))
     which = np.nonzero(active)[0]
     state = _solve(setup, gathered, which, active, (label, n_used, start_r, region_prior))
+    left_out = None
+    if state is not None:
+        state, which, active, label, left_out = _screen_members(
+            setup, gathered, (which, active), (label, n_used, region_prior), state
+        )
     pixel = {
         "status": status,
         "values_b": np.full((len(pixels), n_bands, p), np.nan),
@@ -93,7 +99,120 @@ def fit_regional(setup: JointSetup) -> JointFitResult:
     if len(which):
         regions = (label, n_used, used_regions, region_prior)
         _fill_solution(setup, state, which, active, regions, gathered.n_valid, pixel, region)
+    if left_out is not None:
+        _fill_excluded(left_out, pixel, region, used_regions)
     return _regional_result(setup, pixels, pixel, region)
+
+
+def _screen_members(setup: JointSetup, gathered: _Gathered, pixels, regions, state):
+    """`members`' steps, up to `members.ROUNDS` times: suspects' own fits, the regions
+    fitted again from them, and members that do not share their region's values left
+    out. pixels = (which, active), regions = (label, n_used, region_prior); returns
+    (state, which, active, label, left_out), left_out None or (rows, region of each,
+    their own fits)."""
+    which, active = pixels
+    label, n_used, region_prior = regions
+    n_bands = setup.flat_refl.shape[1]
+    p, s, r = len(setup.band_free), len(setup.shared), len(setup.regional)
+    dof = np.sum(gathered.n_valid[which], axis=1) - (n_bands * p + s)
+    assert gathered.masked is not None  # there are region pixels
+    floor = members.variance_floor(gathered.masked[0][which], setup.tol)
+    weighted = setup.band_sigma is not None
+    own: dict = {}  # position in `which` -> that pixel's own fit
+    keep = np.ones(len(which), bool)  # not excluded
+    for _ in range(members.ROUNDS):
+        cost, in_label = state["pixel_cost"], label[keep]
+        variance = members.noise_variance(cost, dof[keep], in_label, n_used, floor, weighted)
+        suspect = np.zeros(len(which), bool)
+        suspect[keep] = members.far_above(cost, variance[in_label], dof[keep], members.P_SUSPECT)
+        new = np.array([i for i in np.nonzero(suspect)[0] if i not in own], int)
+        if not np.any(suspect):
+            break
+        if len(new):
+            fits = _own_fits(setup, gathered, which[new])
+            own.update({i: {k: v[n] for k, v in fits.items()} for n, i in enumerate(new)})
+        start_b, start_s = np.array(state["xb"]), np.array(state["xs"])
+        for n, i in enumerate(np.nonzero(keep)[0]):
+            if suspect[i]:
+                start_b[n], start_s[n] = own[i]["xb"], own[i]["xsr"][:s]
+        again = (in_label, n_used, state["xr"], region_prior)
+        state = _solve(setup, gathered, which[keep], active, again, (start_b, start_s))
+        own_cost = np.array([own[i]["cost"] if i in own else np.inf for i in np.nonzero(keep)[0]])
+        cost = state["pixel_cost"]
+        out = members.excluded(
+            cost, own_cost, variance[in_label], in_label, n_used, r, suspect[keep]
+        )
+        if not np.any(out):
+            continue
+        kept = ~out
+        active = active.copy()
+        active[which[keep][out]] = False
+        keep[np.nonzero(keep)[0][out]] = False
+        again = (label[keep], n_used, state["xr"], region_prior)
+        state = _solve(
+            setup, gathered, which[keep], active, again, (state["xb"][kept], state["xs"][kept])
+        )
+    gone = np.nonzero(~keep)[0]
+    if not len(gone):
+        return state, which, active, label, None
+    fits = {k: np.stack([own[i][k] for i in gone]) for k in own[gone[0]]}
+    return state, which[keep], active, label[keep], (which[gone], label[gone], fits)
+
+
+def _own_fits(setup: JointSetup, gathered: _Gathered, rows):
+    """The region pixels `rows`' own joint fits (their regional parameters their own),
+    the lowest cost of `members.OWN_STARTS` starts: dict of xb, xsr, cost, iterations."""
+    from .restarts import GRID_SPAN, start_points
+
+    p = len(setup.band_free)
+    names = setup.shared + setup.regional
+    lower, upper = setup.lower[p:], setup.upper[p:]
+    gridded = [
+        j
+        for j, name in enumerate(names)
+        if np.isfinite(lower[j]) and (np.isfinite(upper[j]) or name in GRID_SPAN)
+    ]
+    points = start_points(
+        members.OWN_STARTS,
+        [names[j] for j in gridded],
+        lower[gridded],
+        upper[gridded],
+    )
+    best = None
+    for point in points:
+        xsr = gathered.start_sr[rows].copy()
+        for name, value in point.items():
+            xsr[:, names.index(name)] = value
+        solved = _evaluate(setup, gathered, rows, gathered.start_b[rows], xsr, setup.max_iter)
+        fitted = {
+            "xb": solved["values_b"],
+            "xsr": solved["values_s"],
+            "cost": np.where(np.isfinite(solved["cost"]), solved["cost"], np.inf),
+            "iterations": solved["iterations"],
+        }
+        if best is None:
+            best = fitted
+            continue
+        lower_cost = fitted["cost"] < best["cost"]
+        for name, value in fitted.items():
+            shape = (-1,) + (1,) * (value.ndim - 1)
+            best[name] = np.where(lower_cost.reshape(shape), value, best[name])
+    assert best is not None
+    return best
+
+
+def _fill_excluded(left_out, pixel, region, used_regions):
+    """The excluded pixels' own fits into `pixel`, EXCLUDED there and in their
+    regions where these converged (in place)."""
+    rows, of_region, own = left_out
+    pixel["status"][rows] = Status.EXCLUDED
+    pixel["values_b"][rows] = own["xb"]
+    pixel["values_sr"][rows] = own["xsr"]
+    pixel["cost"][rows] = own["cost"]
+    pixel["iterations"][rows] = own["iterations"]
+    regions = used_regions[np.unique(of_region)]
+    converged = region["status"][regions] == Status.CONVERGED
+    region["status"][regions[converged]] = Status.EXCLUDED
 
 
 class _Gathered(NamedTuple):
@@ -163,8 +282,9 @@ def _gather(setup: JointSetup, pixels) -> _Gathered:
     )
 
 
-def _evaluate(setup: JointSetup, gathered: _Gathered, which, xb, xsr):
-    """The arrow blocks (0 solver steps) of the region pixels `which` at (xb, xsr)."""
+def _evaluate(setup: JointSetup, gathered: _Gathered, which, xb, xsr, max_iter=0):
+    """The arrow blocks (0 solver steps) of the region pixels `which` at (xb, xsr); with
+    max_iter > 0, each pixel's own joint fit (regional parameters its own) from there."""
     n_bands, chunk, s = setup.flat_refl.shape[1], setup.chunk, len(setup.shared)
     config = dict(
         free=setup.free,
@@ -173,7 +293,7 @@ def _evaluate(setup: JointSetup, gathered: _Gathered, which, xb, xsr):
         lower=setup.lower,
         upper=setup.upper,
         min_obs=setup.min_obs,
-        max_iter=0,
+        max_iter=max_iter,
         tol=setup.tol,
         key=setup.params.model_key,
         dtype=setup.dtype,
@@ -223,13 +343,15 @@ def _region_starts(setup: JointSetup, gathered: _Gathered, pixels, active, regio
     return start_r, (prior_mean_r, prior_weight_r)
 
 
-def _solve(setup: JointSetup, gathered: _Gathered, which, active, regions):
+def _solve(setup: JointSetup, gathered: _Gathered, which, active, regions, starts=None):
     """`regional.solve_regions` over the active pixels `which`, or None if there are
-    none; regions = (label, n_used, start_r, region_prior)."""
+    none; regions = (label, n_used, start_r, region_prior); starts (start_b, start_s) of
+    the pixels `which`, by default the gathered ones."""
     if not len(which):
         return None
     label, n_used, start_r, region_prior = regions
     p, s = len(setup.band_free), len(setup.shared)
+    start_b, start_s = starts or (gathered.start_b[active], gathered.start_sr[active, :s])
 
     def blocks(xb, xsr):
         solved = _evaluate(setup, gathered, which, xb, xsr)
@@ -252,8 +374,8 @@ def _solve(setup: JointSetup, gathered: _Gathered, which, active, regions):
         blocks,
         label,
         n_used,
-        gathered.start_b[active],
-        gathered.start_sr[active, :s],
+        start_b,
+        start_s,
         start_r,
         bounds,
         region_prior,

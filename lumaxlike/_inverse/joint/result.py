@@ -32,9 +32,10 @@ class JointFitResult:
             TOO_FEW_OBSERVATIONS, one that uses an observation below the horizon
             INVALID_GEOMETRY, one with no finite observation in any band
             NONFINITE_INPUT, one whose H (priors included) is singular UNDETERMINED.
-            With `fit`'s ``starts=``, MULTIMODAL where the kept (lowest) minimum
-            converged and another start converged to a distinct one within chi^2 4 of
-            it: the values are the lowest minimum's.
+            With `fit`'s ``starts=`` (and its default probe with `shared`), MULTIMODAL
+            where the kept (lowest) minimum converged and another start converged to a
+            distinct one within chi^2 4 of it: the values are the lowest minimum's. In
+            a regional fit EXCLUDED: a pixel left out of its region (`Status`).
         iterations: Levenberg-Marquardt steps taken (int32, problem shape).
         cost: the objective at the solution (problem shape): the sum over the problem's
             bands and observations of ((model - observed) / refl_sigma)^2 plus the prior
@@ -70,6 +71,10 @@ class JointFitResult:
         at_bound: {name: bool array shaped like `values[name]`}: the fitted value sits
             on its lower or upper bound, where the Laplace `sigma` is not the width of
             the posterior (docs/fit.md); as `FitResult.at_bound`.
+        profile: with `fit`'s ``profile=``: {name: ``problems + (2,)``} the
+            profile-likelihood 2-sigma interval (lower, upper end) of each named shared
+            parameter: where chi^2, minimised over every other parameter, rises by 4
+            (docs/joint-fits.md#honest-intervals); NaN where the search did not settle.
     """
 
     free: tuple[str, ...]
@@ -91,6 +96,7 @@ class JointFitResult:
     region_iterations: np.ndarray | None = None
     region_cost: np.ndarray | None = None
     at_bound: dict = dataclasses.field(default_factory=dict)
+    profile: dict = dataclasses.field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
         """The fitted values of the free parameter `name`."""
