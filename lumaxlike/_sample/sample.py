@@ -24,6 +24,7 @@ from .._params import PARAMETER_NAMES, HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_positive_int
 from .._status import Status
 from . import transform
+from .diagnostics import chain_diagnostics
 from .layout import ProblemLayout
 from .modes import log_posterior, missed_mode, probe_starts
 from .program import sample_chunk, sample_joint_chunk
@@ -382,31 +383,53 @@ class _Program(NamedTuple):
 
 
 def _sample_chunks(problems: _Problems, program: _Program, outputs: dict, return_samples):
-    """Run `program` on every chunk with a sampled problem; fill `outputs` in place."""
+    """Run `program` on every chunk with a sampled problem; fill `outputs` in place.
+
+    Each chunk is launched before the previous one's draws are fetched, so that the
+    device samples while the host computes the chains' diagnostics (`diagnostics`)."""
     dtype, chunk = program.dtype, program.chunk
     n_pixels = problems.sampled.shape[0]
     ids = np.arange(problems.sampled.size, dtype=np.int64).reshape(problems.sampled.shape)
+    spans = [
+        (first, min(first + chunk, n_pixels))
+        for first in range(0, n_pixels, chunk)
+        if problems.sampled[first : first + chunk].any()
+    ]
     # float32: JAX's 64-bit mode off in this scope too (blackjax draws its momenta in
-    # the default float type, which would promote the float32 chains to float64)
-    with precision_scope(np.empty(0, dtype)), jax.enable_x64(dtype == np.float64):
+    # the default float type, which would promote the float32 chains to float64);
+    # matrix products at full float32 precision on an accelerator (a TPU's default is
+    # bfloat16 passes)
+    with (
+        precision_scope(np.empty(0, dtype)),
+        jax.enable_x64(dtype == np.float64),
+        jax.default_matmul_precision("highest"),
+    ):
         rng = jax.random.key(int(program.seed))
         constants = [
             jnp.asarray(a, dtype)
             for a in (program.fixed, program.inv_var, problems.lower, problems.upper)
         ]
-        for first in range(0, n_pixels, chunk):
-            last = min(first + chunk, n_pixels)
-            if not problems.sampled[first:last].any():
-                continue
-            solved = _sample_one_chunk(problems, program, (first, last), rng, ids, constants)
-            solved = jax.device_get(
-                {k: v for k, v in solved.items() if k != "draws" or return_samples}
-            )
-            active = problems.sampled[first:last]
-            for name, array in outputs.items():
-                value = np.asarray(solved[name][: last - first])
-                mask = active.reshape(active.shape + (1,) * (value.ndim - active.ndim))
-                array[first:last] = np.where(mask, value, array[first:last])
+        pending = None
+        for span in [*spans, None]:
+            launched = None
+            if span is not None:
+                launched = (span, _sample_one_chunk(problems, program, span, rng, ids, constants))
+            if pending is not None:
+                _store_chunk(problems, outputs, *pending)
+            pending = launched
+
+
+def _store_chunk(problems: _Problems, outputs: dict, span, solved: dict) -> None:
+    """A launched chunk's summaries, fetched (waits for them), with the chains'
+    diagnostics computed on the host, written into `outputs` where sampled."""
+    first, last = span
+    solved = jax.device_get(solved)
+    solved.update(chain_diagnostics(solved["draws"]))
+    active = problems.sampled[first:last]
+    for name, array in outputs.items():
+        value = np.asarray(solved[name][: last - first])
+        mask = active.reshape(active.shape + (1,) * (value.ndim - active.ndim))
+        array[first:last] = np.where(mask, value, array[first:last])
 
 
 def _sample_one_chunk(problems: _Problems, program: _Program, span, rng, ids, constants):
