@@ -480,6 +480,38 @@ def test_missed_mode_rule():
     np.testing.assert_array_equal(missed, [True, False, False, True, False])
 
 
+def test_rarely_visited_mode_rule():
+    """`modes.rarely_visited` on made-up draws (4 chains x 1000, w and b), a probe at
+    b = 0.99 with a log posterior 1 below the warm start's (b = 0.1):
+    0: the chains entered the mode once, one chain for 30 draws (0.75 % of the draws, a
+       single excursion: the indicator's ESS is ~1): flagged, where `missed_mode`'s box
+       rule is not (the draws reached b = 0.97, so the probe lies inside the box: issue
+       55's CONVERGED replica);
+    1: independent draws with 3 % of them in the mode (ESS ~4000): not flagged;
+    2: the probe came back to the warm start's mode (inside the draws' bulk): not flagged;
+    3: never entered: flagged (the indicator is constant)."""
+    from lumaxlike._sample import modes
+    from lumaxlike._sample.diagnostics import indicator_ess
+
+    rng = np.random.default_rng(0)
+    chains, n = 4, 1000
+    w = rng.normal(0.4, 0.01, (4, chains, n))
+    b = rng.normal(0.1, 0.03, (4, chains, n))
+    b[0, 2, 500:530] = rng.normal(0.95, 0.01, 30)  # one excursion into the mode
+    high = rng.uniform(size=(chains, n)) < 0.03
+    b[1][high] = rng.normal(0.95, 0.01, high.sum())  # independent visits
+    draws = np.stack([w, b], axis=-1)  # (problems, chains, draws, p)
+    fit_values = np.array([[0.4, 0.1]] * 4)
+    probe = fit_values.copy()
+    probe[:, 1] = [0.99, 0.99, 0.1, 0.99]
+    best = np.zeros(4)
+    probes = [(probe, best - 1.0, np.zeros(4, np.int8))]
+    flagged = modes.rarely_visited(best, probes, fit_values, draws, 400.0, indicator_ess)
+    np.testing.assert_array_equal(flagged, [True, False, False, True])
+    box = modes.missed_mode(best, probes, draws.min(axis=(1, 2)), draws.max(axis=(1, 2)))
+    assert not box[0]  # the rule before: the excursion put the probe inside the box
+
+
 def test_rhat_at_defaults_on_well_posed_problems():
     """The claim: at the defaults, R-hat <= 1.01 for at least 99 % of well-posed
     problems (w, b, c free, 16 observations at WELL_POSED_SIGMA, every Laplace sigma

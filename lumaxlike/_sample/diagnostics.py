@@ -16,9 +16,9 @@ import functools
 
 import jax
 import numpy as np
-from blackjax.diagnostics import ess_bulk, ess_tail, rhat
+from blackjax.diagnostics import effective_sample_size, ess_bulk, ess_tail, rhat
 
-__all__ = ["DIAGNOSTICS", "chain_diagnostics"]
+__all__ = ["DIAGNOSTICS", "chain_diagnostics", "indicator_ess"]
 
 DIAGNOSTICS = ("rhat", "ess", "ess_tail")
 
@@ -58,3 +58,28 @@ def chain_diagnostics(draws) -> dict[str, np.ndarray]:
         name: np.reshape(np.asarray(value, np.float64), summary_shape)
         for name, value in zip(DIAGNOSTICS, values)
     }
+
+
+@functools.cache
+def _indicator_program():
+    def ess(by_chain):
+        with jax.numpy_rank_promotion("allow"):
+            return effective_sample_size(by_chain)
+
+    return jax.jit(ess)
+
+
+def indicator_ess(indicators) -> np.ndarray:
+    """The ESS of 0/1 series (blackjax's estimator, on the CPU backend in float64).
+
+    Args:
+        indicators: (series, chains, draws) bool.
+    Returns:
+        (series,) float64; NaN where a series is constant (never or always 1).
+    """
+    values = np.moveaxis(np.asarray(indicators, np.float64), 0, -1)  # (chains, draws, series)
+    cpu = jax.devices("cpu")[0]
+    with jax.enable_x64(True):
+        ess = np.asarray(jax.device_get(_indicator_program()(jax.device_put(values, cpu))))
+    constant = np.all(values == values[:1, :1], axis=(0, 1))
+    return np.where(constant, np.nan, ess.reshape(-1)).astype(np.float64)
