@@ -442,7 +442,9 @@ def _store_chunk(problems: _Problems, outputs: dict, modes: _ModeCheck, span, so
     solved = jax.device_get(solved)
     solved.update(chain_diagnostics(solved["draws"]))
     if modes.probes is not None:
-        solved["rarely_visited"] = _rarely_visited(modes, span, solved["draws"][: last - first])
+        solved["rarely_visited"] = _rarely_visited(
+            modes.probes, modes.min_ess, span, solved["draws"][: last - first]
+        )
     active = problems.sampled[first:last]
     for name, array in outputs.items():
         if name not in solved:  # rarely_visited where no probe ran (joint problems)
@@ -540,11 +542,12 @@ def _probe_fits(warm_fit, warm, layout, inv_var, bounds):
     return best, layout.fit_start(warm)[0], probes
 
 
-def _rarely_visited(modes: _ModeCheck, span, draws):
-    """`modes.rarely_visited` on the pixels span = (first, last) of a chunk: draws
-    (pixels, bands, chains, draws, p) -> (pixels, bands) bool."""
+def _rarely_visited(probed: tuple, min_ess: float, span, draws):
+    """`modes.rarely_visited` on the pixels span = (first, last) of a chunk: probed =
+    `_probe_fits`' answer; draws (pixels, bands, chains, draws, p) -> (pixels, bands)
+    bool."""
     first, last = span
-    best, fit_values, probes = modes.probes
+    best, fit_values, probes = probed
     shape = draws.shape[:2]
 
     def flat(a):
@@ -555,7 +558,7 @@ def _rarely_visited(modes: _ModeCheck, span, draws):
         [(flat(values), flat(level), flat(status)) for values, level, status in probes],
         flat(fit_values),
         draws.reshape((-1,) + draws.shape[2:]),
-        modes.min_ess,
+        min_ess,
         indicator_ess,
     )
     return flagged.reshape(shape)
