@@ -433,6 +433,10 @@ def sample_row(sizes, repeat, quick):
         ess={
             "median_min_ess": float(np.nanmedian(ess)),
             "fraction_at_least_400": float(np.mean(ess >= 400)),
+            "problems_per_s_at_least_400": float(np.mean(ess >= 400))
+            * pixels
+            * bands
+            / row["seconds"],
             "median_max_rhat": float(np.nanmedian(rhat)),
         },
         accuracy={"w_95_coverage": float(np.mean((low <= w_true) & (w_true <= high)))},
@@ -560,6 +564,13 @@ def parse_args(argv=None):
         "--row-timeout", type=float, default=1800.0, help="s a row's process may take (1800)"
     )
     parser.add_argument("--json", type=Path, default=None, help="default results/accelerator-KIND")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        help="join the rows of these reports (runs of a few rows each) into --json; no JAX",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--first-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--describe", action="store_true", help=argparse.SUPPRESS)
@@ -573,6 +584,8 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    if args.merge:
+        return merge_reports(args.merge, args.json)
     if args.describe or args.child:  # a child process: JAX on the device here
         answer = (
             describe_device()
@@ -609,6 +622,22 @@ def main(argv=None) -> int:
         print_row(name, report["rows"][name])
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=1, default=str) + "\n")  # after every row
+    print(f"report: {out}")
+    return 0
+
+
+def merge_reports(paths: list[Path], out: Path | None) -> int:
+    """The rows of several reports of one device in one report (the first's header)."""
+    reports = [json.loads(p.read_text()) for p in paths]
+    kinds = {r["device"]["device_kind"] for r in reports}
+    if len(kinds) != 1:
+        print(f"--merge: reports of different devices {sorted(kinds)}", file=sys.stderr)
+        return 2
+    merged = reports[0] | {"rows": {}, "merged_from": [str(p) for p in paths]}
+    for report in reports:
+        merged["rows"].update(report["rows"])
+    out = out or RESULTS / f"accelerator-{device_kind_slug(kinds.pop())}.json"
+    out.write_text(json.dumps(merged, indent=1, default=str) + "\n")
     print(f"report: {out}")
     return 0
 

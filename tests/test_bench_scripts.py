@@ -113,3 +113,19 @@ def test_bench_accelerator_runs_quick_on_the_cpu_only_when_allowed(tmp_path):
     invert = report["rows"]["invert_f32"]
     assert invert["accuracy"]["within_1e-5_fraction"] > 0.9  # float32 against float64
     assert report["rows"]["forward"]["accuracy"]["max_relative_error"] < 1e-4  # float32
+
+
+def test_bench_accelerator_merges_runs_of_one_device_only(tmp_path):
+    """Rows measured in several runs (a device command has a time limit) join into one
+    report; reports of different devices are refused."""
+    bench = load_bench("bench_accelerator")
+    paths = []
+    for name, kind in (("forward", "TPU v5 lite"), ("fit", "TPU v5 lite"), ("x", "H100")):
+        paths.append(tmp_path / f"{name}.json")
+        report = {"device": {"device_kind": kind}, "rows": {name: {"problems_per_s": 1.0}}}
+        paths[-1].write_text(json.dumps(report))
+    out = tmp_path / "merged.json"
+    assert bench.main(["--merge", *map(str, paths[:2]), "--json", str(out)]) == 0
+    assert set(json.loads(out.read_text())["rows"]) == {"forward", "fit"}
+    assert bench.main(["--merge", *map(str, paths), "--json", str(tmp_path / "no.json")]) == 2
+    assert not (tmp_path / "no.json").exists()
