@@ -43,9 +43,11 @@ class Status(enum.IntEnum):
     NOT_MIXED = 8
     #: (`sample`) the chains mixed, but a fit started near a bound found a second
     #: mode of the posterior (a log posterior within 5 of the warm start's, e.g. at
-    #: b -> 1) that no chain visited: the summaries describe one mode and miss the other's
-    #: mass (give b and c priors, or look at the fits from the bounds). (`fit` with
-    #: ``starts=``, or `shared` and its default probe start) the kept, lowest minimum converged, and another start converged to a
+    #: b -> 1) that no chain visited, or that the chains entered too seldom for its mass to
+    #: be known (the ESS of its region below `min_ess`): the summaries describe one mode
+    #: and miss the other's mass (give b and c priors, or look at the fits from the
+    #: bounds). (`fit` with ``starts=``, or `shared` and its default probe start) the
+    #: kept, lowest minimum converged, and another start converged to a
     #: distinct minimum with chi^2 within 4 of it; the values are the lowest minimum's
     MULTIMODAL = 9
     #: (`remove_thermal`) the temperature fit converged, but the data bound T only

@@ -73,3 +73,59 @@ def test_bench_unmix_optical_runs_small_and_writes_where_told(tmp_path):
     assert result["shape"] == [2, 2, 64] and len(result["endmembers"]) == 4
     run = result["runs"]["numba"]
     assert {"fixed", "free", "free_starts_2"} <= set(run) and run["ratio_free"] > 0
+
+
+@pytest.mark.slow  # two JAX processes per row
+def test_bench_accelerator_runs_quick_on_the_cpu_only_when_allowed(tmp_path):
+    """The parent refuses a CPU without --allow-cpu (exit 2, nothing written); with it,
+    a quick row runs in two processes (the second's compile from the persistent cache)
+    and the report goes where told, with the row's rates, accuracy and both compiles."""
+    import subprocess
+    import sys
+
+    import jax
+
+    script = ROOT / "benchmarks" / "bench_accelerator.py"
+    out = tmp_path / "a.json"
+    refused = subprocess.run(
+        [sys.executable, str(script), "--quick", "--rows", "forward", "--json", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    if jax.default_backend() == "cpu":  # (on an accelerator the parent runs the rows)
+        assert refused.returncode == 2 and "--allow-cpu" in refused.stderr
+        assert not out.exists()
+    options = ["--allow-cpu", "--quick", "--repeat", "1", "--rows", "forward,invert_f32"]
+    done = subprocess.run(
+        [sys.executable, str(script), *options, "--json", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert report["device"]["platform"] == "cpu" and set(report["rows"]) == {
+        "forward",
+        "invert_f32",
+    }
+    for row in report["rows"].values():
+        assert row["problems_per_s"] > 0 and row["device_resident"]["problems_per_s"] > 0
+        assert row["second_process"]["first_call_s"] > 0
+    invert = report["rows"]["invert_f32"]
+    assert invert["accuracy"]["within_1e-5_fraction"] > 0.9  # float32 against float64
+    assert report["rows"]["forward"]["accuracy"]["max_relative_error"] < 1e-4  # float32
+
+
+def test_bench_accelerator_merges_runs_of_one_device_only(tmp_path):
+    """Rows measured in several runs (a device command has a time limit) join into one
+    report; reports of different devices are refused."""
+    bench = load_bench("bench_accelerator")
+    paths = []
+    for name, kind in (("forward", "TPU v5 lite"), ("fit", "TPU v5 lite"), ("x", "H100")):
+        paths.append(tmp_path / f"{name}.json")
+        report = {"device": {"device_kind": kind}, "rows": {name: {"problems_per_s": 1.0}}}
+        paths[-1].write_text(json.dumps(report))
+    out = tmp_path / "merged.json"
+    assert bench.main(["--merge", *map(str, paths[:2]), "--json", str(out)]) == 0
+    assert set(json.loads(out.read_text())["rows"]) == {"forward", "fit"}
+    assert bench.main(["--merge", *map(str, paths), "--json", str(tmp_path / "no.json")]) == 2
+    assert not (tmp_path / "no.json").exists()

@@ -480,6 +480,38 @@ def test_missed_mode_rule():
     np.testing.assert_array_equal(missed, [True, False, False, True, False])
 
 
+def test_rarely_visited_mode_rule():
+    """`modes.rarely_visited` on made-up draws (4 chains x 1000, w and b), a probe at
+    b = 0.99 with a log posterior 1 below the warm start's (b = 0.1):
+    0: the chains entered the mode once, one chain for 30 draws (0.75 % of the draws, a
+       single excursion: the indicator's ESS is ~1): flagged, where `missed_mode`'s box
+       rule is not (the draws reached b = 0.97, so the probe lies inside the box: issue
+       55's CONVERGED replica);
+    1: independent draws with 3 % of them in the mode (ESS ~4000): not flagged;
+    2: the probe came back to the warm start's mode (inside the draws' bulk): not flagged;
+    3: never entered: flagged (the indicator is constant)."""
+    from lumaxlike._sample import modes
+    from lumaxlike._sample.diagnostics import indicator_ess
+
+    rng = np.random.default_rng(0)
+    chains, n = 4, 1000
+    w = rng.normal(0.4, 0.01, (4, chains, n))
+    b = rng.normal(0.1, 0.03, (4, chains, n))
+    b[0, 2, 500:530] = rng.normal(0.95, 0.01, 30)  # one excursion into the mode
+    high = rng.uniform(size=(chains, n)) < 0.03
+    b[1][high] = rng.normal(0.95, 0.01, high.sum())  # independent visits
+    draws = np.stack([w, b], axis=-1)  # (problems, chains, draws, p)
+    fit_values = np.array([[0.4, 0.1]] * 4)
+    probe = fit_values.copy()
+    probe[:, 1] = [0.99, 0.99, 0.1, 0.99]
+    best = np.zeros(4)
+    probes = [(probe, best - 1.0, np.zeros(4, np.int8))]
+    flagged = modes.rarely_visited(best, probes, fit_values, draws, 400.0, indicator_ess)
+    np.testing.assert_array_equal(flagged, [True, False, False, True])
+    box = modes.missed_mode(best, probes, draws.min(axis=(1, 2)), draws.max(axis=(1, 2)))
+    assert not box[0]  # the rule before: the excursion put the probe inside the box
+
+
 def test_rhat_at_defaults_on_well_posed_problems():
     """The claim: at the defaults, R-hat <= 1.01 for at least 99 % of well-posed
     problems (w, b, c free, 16 observations at WELL_POSED_SIGMA, every Laplace sigma
@@ -673,3 +705,64 @@ def test_dataarray_sample_is_lazy_and_equals_sample_per_chunk():
             refl_sigma=0.01,
             prior={"b": (0.3, 0.1)},
         )
+
+
+def _split_rank_rhat(draws):
+    """Rank-normalised split R-hat (Vehtari et al. 2021, eq. 4-5 and section 4.2), written
+    from the paper with scipy: draws (chains, draws) -> the larger of the bulk and the
+    folded R-hat."""
+    from scipy.stats import norm, rankdata
+
+    def psrf(x):  # Gelman et al., BDA3 eq. 11.4: split chains (chains, n)
+        n = x.shape[1]
+        within = np.mean(np.var(x, axis=1, ddof=1))
+        between = n * np.var(np.mean(x, axis=1), ddof=1)
+        return np.sqrt(((n - 1) / n * within + between / n) / within)
+
+    def rank_normal(x):
+        ranks = rankdata(x, method="average").reshape(x.shape)
+        return norm.ppf((ranks - 0.375) / (x.size + 0.25))
+
+    half = draws.shape[1] // 2
+    split = np.concatenate([draws[:, :half], draws[:, -half:]])
+    folded = np.abs(split - np.median(split))
+    return max(psrf(rank_normal(split)), psrf(rank_normal(folded)))
+
+
+def test_chain_diagnostics_run_on_the_host_in_float64(monkeypatch):
+    """The device's program holds no FFT (a TPU has none in float64: the program failed
+    there); R-hat comes from the host, in float64 even for float32 chains, equal to the
+    rank-normalised split R-hat computed here from the draws."""
+    import importlib
+
+    sample_module = importlib.import_module("lumaxlike._sample.sample")  # not the function
+    lowered = []
+    original = sample_module.sample_chunk
+
+    def recording(*args, **kwargs):
+        lowered.append(original.lower(*args, **kwargs).as_text())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sample_module, "sample_chunk", recording)
+    rng = np.random.default_rng(3)
+    params = lumaxlike.HapkeParams(b=0.3, c=0.4)
+    geometry = multi_angle_geometry(2, 8, rng, opposition=False)
+    refl = multi_angle_reflectance(np.array([[0.3], [0.6]]), *geometry, params)
+    refl = (refl + 0.003 * rng.standard_normal(refl.shape)).astype(np.float32)
+    result = lumaxlike.sample(
+        refl,
+        *geometry,
+        params,
+        free=("w", "b"),
+        refl_sigma=0.003,
+        num_samples=60,
+        num_warmup=20,
+        return_samples=True,
+    )
+    assert lowered and not any("fft" in text.lower() for text in lowered)
+    assert result.draws.dtype == np.float32
+    for pixel in range(2):
+        for k, name in enumerate(result.free):
+            chains = result.draws[pixel, 0, :, :, k].astype(np.float64)  # (chains, draws)
+            # float64 arithmetic on both sides: equal but for summation order
+            assert abs(result.rhat[name][pixel, 0] - _split_rank_rhat(chains)) < 1e-6

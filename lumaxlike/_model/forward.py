@@ -11,7 +11,7 @@ from jaxtyping import ArrayLike, Float
 
 from .._params import HapkeParams
 from .._shapes import check_choice, check_float_dtype, layout
-from . import jax_model, numba_model
+from . import device_precision, jax_model, numba_model
 from ._backends import jax_equations, jax_h_functions
 from .jax_cache import compilation_cache_scope
 
@@ -31,13 +31,16 @@ def precision_scope(*arrays):
     persistent compilation cache (`jax_cache.compilation_cache_scope`).
 
     Float64 inputs run under a local `jax.enable_x64(True)` scope (thread-local); global
-    JAX configuration is never changed.
+    JAX configuration is never changed. Float64 where JAX's default device is a TPU is
+    refused (`device_precision.refuse_emulated_float64`: ValueError).
     """
     # The dtype attribute where there is one: np.asarray would copy device arrays to the
     # host and fails on tracers (jax.grad through `amsa`).
     x64 = any(
         (a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype) == np.float64 for a in arrays
     )
+    if x64:
+        device_precision.refuse_emulated_float64()
     with compilation_cache_scope(), jax.enable_x64(True) if x64 else contextlib.nullcontext():
         yield
 

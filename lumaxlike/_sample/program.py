@@ -9,7 +9,6 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-from blackjax.diagnostics import ess_bulk, ess_tail, rhat
 
 from .._model.columns_program import split_columns
 from .._params import PARAMETER_NAMES
@@ -63,9 +62,9 @@ def sample_chunk(
             (num_chains, num_warmup, num_samples, integration_steps), static.
     Returns:
         dict of arrays over (pixels, bands): quantiles (..., p, 5), mean, minimum,
-        maximum (..., p), covariance (..., p, p), rhat, ess, ess_tail (..., p), acceptance, step_size, divergences;
-        draws (..., chains, draws, p) (always: one program whether the caller keeps
-        them or not).
+        maximum (..., p), covariance (..., p, p), acceptance, step_size, divergences;
+        draws (..., chains, draws, p) (always: the host computes R-hat and ESS from them,
+        `diagnostics.chain_diagnostics`).
     """
     dtype = refl.dtype
     rows, log_likelihood = _rows_and_likelihood(geometry, fixed, free_index, key, dtype)
@@ -126,8 +125,7 @@ def sample_joint_chunk(
         parameters of one band's likelihood (per-band ones, then shared).
     Returns:
         dict of arrays over pixels: quantiles (..., D, 5), mean, minimum, maximum
-        (..., D), covariance
-        (..., D, D), rhat, ess, ess_tail (..., D), acceptance, step_size, divergences; draws
+        (..., D), covariance (..., D, D), acceptance, step_size, divergences; draws
         (..., chains, draws, D).
     """
     dtype = refl.dtype
@@ -166,7 +164,8 @@ def sample_joint_chunk(
 
 
 def _summaries(out, draws, dtype):
-    """`out` with the summaries of `draws` (problems..., chains, draws, p) added."""
+    """`out` with the summaries of `draws` (problems..., chains, draws, p) added: all but
+    the chains' diagnostics, which need an FFT (`diagnostics`: on the host)."""
     batch = draws.ndim - 3
     shape = draws.shape
     pooled = draws.reshape(shape[:batch] + (shape[batch] * shape[batch + 1], shape[-1]))
@@ -180,15 +179,5 @@ def _summaries(out, draws, dtype):
     out["covariance"] = jnp.einsum("...ki,...kj->...ij", centred, centred) / (
         pooled.shape[batch] - 1
     )
-    # (chains, draws, problems x p): blackjax's diagnostics squeeze axes of length 1
-    by_chain = jnp.moveaxis(draws, (batch, batch + 1), (0, 1)).reshape(
-        shape[batch], shape[batch + 1], -1
-    )
-    summary_shape = shape[:batch] + shape[-1:]
-    # blackjax's diagnostics broadcast by rank promotion (its own code): allowed here only
-    with jax.numpy_rank_promotion("allow"):
-        out["rhat"] = jnp.reshape(rhat(by_chain), summary_shape)
-        out["ess"] = jnp.reshape(ess_bulk(by_chain), summary_shape)
-        out["ess_tail"] = jnp.reshape(ess_tail(by_chain), summary_shape)
     out["draws"] = draws
     return out

@@ -24,8 +24,9 @@ from .._params import PARAMETER_NAMES, HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_positive_int
 from .._status import Status
 from . import transform
+from .diagnostics import chain_diagnostics, indicator_ess
 from .layout import ProblemLayout
-from .modes import log_posterior, missed_mode, probe_starts
+from .modes import log_posterior, missed_mode, probe_starts, rarely_visited
 from .program import sample_chunk, sample_joint_chunk
 from .result import SampleResult
 from .start import laplace_start
@@ -207,6 +208,11 @@ def _sample_model(model: _Model, params, warm_fit, geometry, observation_limits,
     )
     inv_var = 1.0 / np.broadcast_to(model.band_sigma, (layout.n_bands,)) ** 2
     outputs = _empty_outputs(problems, chains, dtype, return_samples)
+    probes = None
+    if not shared and problems.sampled.any():
+        probes = _probe_fits(
+            warm_fit, warm, layout, inv_var, (free, problems.lower, problems.upper)
+        )
     _sample_chunks(
         problems,
         _Program(
@@ -219,14 +225,15 @@ def _sample_model(model: _Model, params, warm_fit, geometry, observation_limits,
             dtype=dtype,
         ),
         outputs,
-        return_samples,
+        _ModeCheck(probes, chains.min_ess),
     )
     status = _statuses(warm, layout, problems.sampled, outputs, chains)
-    if not shared and problems.sampled.any():
-        missed = _missed_modes(
-            warm_fit, warm, layout, outputs, inv_var, (free, problems.lower, problems.upper)
-        )
+    if probes is not None:
+        best, _, found = probes
+        missed = missed_mode(best, found, outputs["minimum"], outputs["maximum"])
+        missed |= outputs.pop("rarely_visited")
         status[problems.sampled & missed] = Status.MULTIMODAL
+    outputs.pop("rarely_visited", None)
     return _result(warm, layout, free, shared, outputs, status, return_samples)
 
 
@@ -342,6 +349,7 @@ def _empty_outputs(problems: _Problems, chains: _Chains, dtype, return_samples) 
         "divergences": np.zeros(z_center.shape[:-1], np.int32),
         "minimum": np.full(z_center.shape, np.nan, dtype),
         "maximum": np.full(z_center.shape, np.nan, dtype),
+        "rarely_visited": np.zeros(z_center.shape[:-1], bool),
     }
     if return_samples:
         outputs["draws"] = np.full(
@@ -382,32 +390,69 @@ class _Program(NamedTuple):
     dtype: type
 
 
-def _sample_chunks(problems: _Problems, program: _Program, outputs: dict, return_samples):
-    """Run `program` on every chunk with a sampled problem; fill `outputs` in place."""
+class _ModeCheck(NamedTuple):
+    """What the chunks need to flag a mode the chains entered too seldom
+    (`modes.rarely_visited`): probes = `_probe_fits`' answer, or None; min_ess."""
+
+    probes: tuple | None
+    min_ess: float
+
+
+def _sample_chunks(problems: _Problems, program: _Program, outputs: dict, modes: _ModeCheck):
+    """Run `program` on every chunk with a sampled problem; fill `outputs` in place.
+
+    Each chunk is launched before the previous one's draws are fetched, so that the
+    device samples while the host computes the chains' diagnostics (`diagnostics`)."""
     dtype, chunk = program.dtype, program.chunk
     n_pixels = problems.sampled.shape[0]
     ids = np.arange(problems.sampled.size, dtype=np.int64).reshape(problems.sampled.shape)
+    spans = [
+        (first, min(first + chunk, n_pixels))
+        for first in range(0, n_pixels, chunk)
+        if problems.sampled[first : first + chunk].any()
+    ]
     # float32: JAX's 64-bit mode off in this scope too (blackjax draws its momenta in
-    # the default float type, which would promote the float32 chains to float64)
-    with precision_scope(np.empty(0, dtype)), jax.enable_x64(dtype == np.float64):
+    # the default float type, which would promote the float32 chains to float64);
+    # matrix products at full float32 precision on an accelerator (a TPU's default is
+    # bfloat16 passes)
+    with (
+        precision_scope(np.empty(0, dtype)),
+        jax.enable_x64(dtype == np.float64),
+        jax.default_matmul_precision("highest"),
+    ):
         rng = jax.random.key(int(program.seed))
         constants = [
             jnp.asarray(a, dtype)
             for a in (program.fixed, program.inv_var, problems.lower, problems.upper)
         ]
-        for first in range(0, n_pixels, chunk):
-            last = min(first + chunk, n_pixels)
-            if not problems.sampled[first:last].any():
-                continue
-            solved = _sample_one_chunk(problems, program, (first, last), rng, ids, constants)
-            solved = jax.device_get(
-                {k: v for k, v in solved.items() if k != "draws" or return_samples}
-            )
-            active = problems.sampled[first:last]
-            for name, array in outputs.items():
-                value = np.asarray(solved[name][: last - first])
-                mask = active.reshape(active.shape + (1,) * (value.ndim - active.ndim))
-                array[first:last] = np.where(mask, value, array[first:last])
+        pending = None
+        for span in [*spans, None]:
+            launched = None
+            if span is not None:
+                launched = (span, _sample_one_chunk(problems, program, span, rng, ids, constants))
+            if pending is not None:
+                _store_chunk(problems, outputs, modes, *pending)
+            pending = launched
+
+
+def _store_chunk(problems: _Problems, outputs: dict, modes: _ModeCheck, span, solved) -> None:
+    """A launched chunk's summaries, fetched (waits for them), with the chains'
+    diagnostics and the probes' rarely visited modes computed on the host, written into
+    `outputs` where sampled."""
+    first, last = span
+    solved = jax.device_get(solved)
+    solved.update(chain_diagnostics(solved["draws"]))
+    if modes.probes is not None:
+        solved["rarely_visited"] = _rarely_visited(
+            modes.probes, modes.min_ess, span, solved["draws"][: last - first]
+        )
+    active = problems.sampled[first:last]
+    for name, array in outputs.items():
+        if name not in solved:  # rarely_visited where no probe ran (joint problems)
+            continue
+        value = np.asarray(solved[name][: last - first])
+        mask = active.reshape(active.shape + (1,) * (value.ndim - active.ndim))
+        array[first:last] = np.where(mask, value, array[first:last])
 
 
 def _sample_one_chunk(problems: _Problems, program: _Program, span, rng, ids, constants):
@@ -484,14 +529,37 @@ def _result(warm, layout, free, shared, outputs, status, return_samples) -> Samp
     )
 
 
-def _missed_modes(warm_fit, warm, layout, outputs, inv_var, bounds):
-    """Where `modes`' probe fits (`warm_fit(start)`) found a mode the chains missed,
-    (pixels, bands) bool; bounds = (free, lower, upper) (per-band problems only)."""
+def _probe_fits(warm_fit, warm, layout, inv_var, bounds):
+    """`modes`' probe fits (`warm_fit(start)`) from near each bound: (the warm start's log
+    posterior, its values (..., p), [(values, log posterior, status)]) over (pixels,
+    bands); bounds = (free, lower, upper) (per-band problems only)."""
     probes = []
-    shape = outputs["minimum"].shape[:-1]  # (pixels, bands)
+    shape = (layout.n_pixels, layout.n_bands)
     for start in probe_starts(*bounds):
         probe = warm_fit(start=start)
         level = np.reshape(log_posterior(probe, inv_var), shape)
         probes.append((layout.fit_start(probe)[0], level, layout.flat_status(probe.status)))
     best = np.reshape(log_posterior(warm, inv_var), shape)
-    return missed_mode(best, probes, outputs["minimum"], outputs["maximum"])
+    return best, layout.fit_start(warm)[0], probes
+
+
+def _rarely_visited(probed: tuple, min_ess: float, span, draws):
+    """`modes.rarely_visited` on the pixels span = (first, last) of a chunk: probed =
+    `_probe_fits`' answer; draws (pixels, bands, chains, draws, p) -> (pixels, bands)
+    bool."""
+    first, last = span
+    best, fit_values, probes = probed
+    shape = draws.shape[:2]
+
+    def flat(a):
+        return np.reshape(a[first:last], (-1,) + a.shape[2:])
+
+    flagged = rarely_visited(
+        flat(best),
+        [(flat(values), flat(level), flat(status)) for values, level, status in probes],
+        flat(fit_values),
+        draws.reshape((-1,) + draws.shape[2:]),
+        min_ess,
+        indicator_ess,
+    )
+    return flagged.reshape(shape)
