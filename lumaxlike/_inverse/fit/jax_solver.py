@@ -32,7 +32,7 @@ from ..._status import Status
 from ..albedo import rules as albedo_rules
 from ..elementwise_lm import ElementwiseLevenbergMarquardt
 from ..ordered_sums import sum_last
-from .compaction import run_compacted
+from .compaction import ACCELERATOR_BUCKET_BASE, BUCKET_BASE, run_compacted
 from .residual_columns import residuals_and_columns
 
 __all__ = ["solve_fit_jax"]
@@ -282,5 +282,6 @@ def solve_fit_jax(
         max_steps=max_iter,
         compact=compact,
         sizes=sizes,
+        bucket_base=BUCKET_BASE if jax.devices()[0].platform == "cpu" else ACCELERATOR_BUCKET_BASE,
     )
     return _fit_outputs(status, active, results, shape=shape)
