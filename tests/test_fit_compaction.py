@@ -29,9 +29,8 @@ def test_accelerator_buckets_are_powers_of_its_base():
     smallest, base = compaction.SMALLEST_BUCKET, compaction.ACCELERATOR_BUCKET_BASE
     assert compaction.bucket_size(smallest + 1, 1 << 20, base) == smallest * base
     assert compaction.bucket_size(smallest * base + 1, 1 << 20, base) == smallest * base**2
-    assert compaction.bucket_size(smallest * base**2, smallest * base**2 + 1, base) == (
-        smallest * base**2 + 1
-    )  # no smaller bucket: go on as is
+    batch = smallest * base**2 + 2
+    assert compaction.bucket_size(batch - 1, batch, base) == batch  # none smaller holds them
 
 
 @pytest.fixture(scope="module")
