@@ -49,3 +49,29 @@ def test_decays_fitted_with_linearised_or_given_jacobian():
     np.testing.assert_array_equal(
         solutions[None].state.iterations, solutions[residuals_and_columns].state.iterations
     )
+
+
+def residuals_and_normal_equations(y, data):
+    """The operation's own J^T J and J^T f (here from the columns, in NumPy's order)."""
+    residual, columns = residuals_and_columns(y, data)
+    jacobian = jnp.stack(columns, axis=-1)  # batch + (observations, p)
+    jtj = jnp.einsum("...ka,...kb->...ab", jacobian, jacobian)
+    jtf = jnp.einsum("...ka,...k->...a", jacobian, residual)
+    return residual, jtj, jtf
+
+
+def test_decays_fitted_with_given_normal_equations():
+    rng = np.random.default_rng(1)
+    truth = np.stack([rng.uniform(0.5, 2.0, (30,)), rng.uniform(0.2, 1.5, (30,))], axis=-1)
+    data = residuals(jnp.asarray(truth), 0.0)
+    solver = lumaxlike.ElementwiseLevenbergMarquardt(
+        tol=1e-12,
+        lower=jnp.asarray([0.0, 0.0]),
+        upper=jnp.asarray([10.0, 10.0]),
+        normal_equations=residuals_and_normal_equations,
+    )
+    start = jnp.broadcast_to(jnp.asarray([1.0, 0.8]), truth.shape)
+    solution = optx.least_squares(residuals, solver, start, args=data, max_steps=100, throw=False)
+    assert solution.result == optx.RESULTS.successful
+    assert bool(jnp.all(solution.state.converged))
+    np.testing.assert_allclose(solution.value, truth, rtol=1e-10)

@@ -25,6 +25,14 @@ def test_bucket_sizes_are_powers_of_the_base():
     )  # a batch below the smallest bucket is never padded up
 
 
+def test_accelerator_buckets_are_powers_of_its_base():
+    smallest, base = compaction.SMALLEST_BUCKET, compaction.ACCELERATOR_BUCKET_BASE
+    assert compaction.bucket_size(smallest + 1, 1 << 20, base) == smallest * base
+    assert compaction.bucket_size(smallest * base + 1, 1 << 20, base) == smallest * base**2
+    batch = smallest * base**2 + 2
+    assert compaction.bucket_size(batch - 1, batch, base) == batch  # none smaller holds them
+
+
 @pytest.fixture(scope="module")
 def compacted_and_not():
     """A noisy (w, b, c) fit whose problems need from ~4 to ~20 steps, both ways."""

@@ -22,7 +22,7 @@ convergence: its length is set by lambda. For one parameter and one
 observation (`invert`) the step is the damped Newton step -f / (f' (1 + lambda)).
 """
 
-from .._model._scalar_math import maximum, where
+from .._model._scalar_math import epsilon, maximum, where
 
 __all__ = [
     "accepted",
@@ -31,6 +31,7 @@ __all__ = [
     "converged",
     "damped_diagonal",
     "pinned",
+    "cost_tie",
 ]
 
 MIN_DAMPING = 1e-3
@@ -44,13 +45,23 @@ DIAGONAL_FLOOR = 1e-12
 # step is taken turns on rounding, and the damping grows until the steps fall below tol
 # wherever they are in a flat valley.
 COST_TIE = 1e-12
+# COST_TIE is for float64; in another precision it scales with the machine epsilon
+# (`cost_tie`: 5.4e-4 in float32, where a sum of squared residuals of 1e-4 on reflectances
+# of 0.1 carries ~1e-4 relative rounding), so that the stopping rules stay reachable.
+FLOAT64_EPSILON = 2.220446049250313e-16
 # `newton_size` where the Gauss-Newton system at the trial point is singular.
 INFINITY = float("inf")
 
 
+def cost_tie(x):
+    """`COST_TIE` in the precision of x: exactly COST_TIE in float64, scaled by the ratio of
+    machine epsilons in another precision (float32: 5.4e-4)."""
+    return COST_TIE * (epsilon(x) / FLOAT64_EPSILON)
+
+
 def accepted(cost, cost_trial):
     """Whether the trial point is accepted: its cost is lower, or equal within rounding."""
-    return (cost_trial < cost) | (cost_trial <= cost * (1.0 + COST_TIE))
+    return (cost_trial < cost) | (cost_trial <= cost * (1.0 + cost_tie(cost)))
 
 
 def gain_ratio(cost, cost_trial, predicted_decrease):
@@ -75,7 +86,7 @@ def next_damping(accept, ratio, damping, growth, newton_decrease, cost_trial):
     """
     centred = 2.0 * ratio - 1.0
     shrink = maximum(1.0 / 3.0, 1.0 - centred * centred * centred)
-    last_step = accept & (newton_decrease <= COST_TIE * cost_trial)
+    last_step = accept & (newton_decrease <= cost_tie(cost_trial) * cost_trial)
     return (
         where(
             last_step,
@@ -114,7 +125,7 @@ def converged(step_size, predicted, cost, newton_size, accept, damping, tol):
     A rejected trial leaves the problem at its previous point, which was tested when it
     was accepted.
     """
-    no_gain = (0.0 <= predicted) & (predicted <= COST_TIE * cost)
+    no_gain = (0.0 <= predicted) & (predicted <= cost_tie(cost) * cost)
     last_step = (damping == 0.0) & ((step_size <= tol) | no_gain)
     singular_and_short = (newton_size == INFINITY) & (step_size <= tol)
     return last_step | (accept & ((newton_size <= tol) | singular_and_short))

@@ -110,7 +110,23 @@ def _jnp_primitives() -> dict:
         "minimum": jnp.minimum,
         "isfinite": jnp.isfinite,
         "NAN": jnp.nan,
+        "epsilon": _jnp_epsilon,
     }
+
+
+def _jnp_epsilon(x):
+    """The machine epsilon of x's dtype, a Python float (a constant of the trace)."""
+    return float(jnp.finfo(jnp.result_type(x)).eps)
+
+
+def _numpy_epsilon(x):
+    return float(np.finfo(np.result_type(x)).eps)
+
+
+@numba.njit(inline="always")
+def _numba_epsilon(x):
+    # the numba kernels compute in float64
+    return 2.220446049250313e-16
 
 
 @numba.njit(inline="always")
@@ -143,6 +159,7 @@ def _numba_primitives() -> dict:
         "minimum": _numba_minimum,
         "isfinite": math.isfinite,
         "NAN": math.nan,
+        "epsilon": _numba_epsilon,
     }
 
 
@@ -166,7 +183,9 @@ def retarget_to_numpy(module, **bindings) -> types.SimpleNamespace:
     primitives = {
         name: getattr(np, {"atan2": "arctan2", "NAN": "nan"}.get(name, name))
         for name in _jnp_primitives()
+        if name != "epsilon"
     }
+    primitives["epsilon"] = _numpy_epsilon
     return _retarget(module, primitives, lambda f: f, bindings)
 
 

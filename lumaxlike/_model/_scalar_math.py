@@ -3,6 +3,7 @@ plain Python on floats. `_backends` swaps these names for `jax.numpy` or numba-c
 equivalents; the equations themselves are written once."""
 
 import math
+import sys
 
 sqrt = math.sqrt
 exp = math.exp
@@ -14,6 +15,11 @@ cos = math.cos
 atan2 = math.atan2
 NAN = math.nan
 isfinite = math.isfinite
+
+
+def epsilon(x):
+    """The machine epsilon of x's floating-point type (Python floats: float64's)."""
+    return sys.float_info.epsilon
 
 
 def where(condition, if_true, if_false):

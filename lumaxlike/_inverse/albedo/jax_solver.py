@@ -1,11 +1,11 @@
 """The JAX solver of `invert`: the one-parameter, one-observation Levenberg-Marquardt,
 element-wise over a chunk.
 
-`invert` is the p = 1 case of `jax_solver.ElementwiseLevenbergMarquardt` with one
-observation, run by `_solve_albedo_lm`: `albedo_rules`' `propose` and `update`, the
-p = 1 case of `lm_rules` that numba's `invert` kernel runs, applied element-wise, without
-the linearisation, the stacked JVPs and the p x p algebra (J^T J = (dr/dw)^2, the damped
-step one division). With the pixel terms hoisted and a per-pixel table of r and dr/dw
+`invert` is the one-parameter, one-observation case of the shared
+`elementwise_lm.ElementwiseLevenbergMarquardt` (its `one_parameter` field), run by
+`_solve_albedo_lm`: `albedo_rules`' `propose` and `update`, the p = 1 case of `lm_rules`
+that numba's `invert` kernel runs, applied element-wise, without the linearisation, the
+stacked JVPs and the p x p algebra (J^T J = (dr/dw)^2, the damped step one division). With the pixel terms hoisted and a per-pixel table of r and dr/dw
 (cubic Hermite interpolation of w(r)) every problem starts close to convergence, so the
 `while_loop` is short and lanes waste little waiting for the slowest.
 """
@@ -16,9 +16,9 @@ import functools
 from functools import partial
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optimistix as optx
 from jaxtyping import Float
 
 from ..._model._backends import retarget_to_jax
@@ -27,6 +27,7 @@ from ..._model.jax_executables import stored_jit
 from ..._model.jax_model import pixel_terms, reflectance_core
 from ..._params import HapkeParams
 from .. import lm_rules
+from ..elementwise_lm import ElementwiseLevenbergMarquardt
 from . import rules as albedo_rules
 
 __all__ = ["solve_albedo_jax"]
@@ -44,67 +45,39 @@ def _rules_for(key: ModelKey):
     )
 
 
-class _AlbedoState(eqx.Module):
-    w: Any  # (pixels, bands)
-    residual: Any  # r(w) - r_obs
-    slope: Any  # dr/dw at w
-    damping: Any
-    growth: Any
-    converged: Any
-    iterations: Any
-    steps: Any  # scalar: loop steps taken
+def _residual_and_slope(w, args, key):
+    """(r(w) - r_obs, dr/dw) of every problem; args = (pixel terms, r_obs, a run-time 1)."""
+    terms, refl, one = args
+    core = jax.vmap(jax.vmap(partial(reflectance_core, key=key), in_axes=(0, None)), in_axes=(0, 0))
+    r, slope = jax.jvp(lambda w: core(w, terms), (w,), (jnp.ones_like(w),))
+    # Dividing by a run-time 1 changes no bit, but makes r - r_obs and dr/dw the
+    # results of a division, an operation XLA does not duplicate: they are computed
+    # once per step and stored. Otherwise XLA:CPU fuses the model's last (cheap)
+    # operations into every consumer, recomputing them for each of the step's seven
+    # outputs (`lax.optimization_barrier` does not survive XLA:CPU's passes).
+    return (r - refl) / one, slope / one
 
 
-def _solve_albedo_lm(rules, evaluate, w, active, tol, lower, upper, max_iter):
-    """Levenberg-Marquardt in w for every problem of a chunk at once.
-
-    `rules` is `albedo_rules` over jax.numpy: its `propose` and `update`, the p = 1 case of
-    `lm_rules` that numba's kernel runs too, are applied element-wise, so both solvers
-    take the same steps. `evaluate(w)` returns (r - r_obs, dr/dw) element-wise; problems
-    not `active` start converged. Returns the final `_AlbedoState`.
-    """
-    residual, slope = evaluate(w)
-    state = _AlbedoState(
-        w=w,
-        residual=residual,
-        slope=slope,
-        damping=jnp.zeros_like(w),
-        growth=jnp.full_like(w, 2.0),
-        converged=~active | (residual == 0.0),
-        iterations=jnp.zeros(w.shape, jnp.int32),
-        steps=jnp.zeros((), jnp.int32),
+def _solve_albedo_lm(rules, key, args, w, active, tol, lower, upper, max_iter):
+    """Levenberg-Marquardt in w for every problem of a chunk at once: the shared
+    `ElementwiseLevenbergMarquardt` in its one-parameter case, with `rules`' `propose` and
+    `update` (`albedo_rules` over jax.numpy, the p = 1 case of `lm_rules` that numba's
+    kernel runs too), so both solvers take the same steps. Problems not `active` start
+    converged. Returns (w, the solver's final state)."""
+    evaluate = partial(_residual_and_slope, key=key)
+    solver = ElementwiseLevenbergMarquardt(
+        tol=tol, lower=lower, upper=upper, one_parameter=(evaluate, rules.propose, rules.update)
     )
-
-    def unfinished(state):
-        return ~jnp.all(state.converged) & (state.steps < max_iter)
-
-    def step(state):
-        trial = rules.propose(state.w, state.residual, state.slope, state.damping, lower, upper)
-        residual_trial, slope_trial = evaluate(trial)
-        w, residual, slope, damping, growth, converged = rules.update(
-            state.w,
-            state.residual,
-            state.slope,
-            state.damping,
-            state.growth,
-            trial,
-            residual_trial,
-            slope_trial,
-            tol,
-        )
-        done = state.converged
-        return _AlbedoState(
-            w=jnp.where(done, state.w, w),
-            residual=jnp.where(done, state.residual, residual),
-            slope=jnp.where(done, state.slope, slope),
-            damping=jnp.where(done, state.damping, damping),
-            growth=jnp.where(done, state.growth, growth),
-            converged=done | converged,
-            iterations=state.iterations + jnp.where(done, 0, 1).astype(jnp.int32),
-            steps=state.steps + 1,
-        )
-
-    return jax.lax.while_loop(unfinished, step, state)
+    solution: optx.Solution[Any, Any] = optx.least_squares(
+        lambda w, args: evaluate(w, args)[0],
+        solver,
+        w,
+        args=args,
+        options={"frozen": ~active},
+        max_steps=max_iter,
+        throw=False,
+    )
+    return solution.value, solution.state
 
 
 @stored_jit(static_argnames=("max_iter",))
@@ -150,23 +123,14 @@ def solve_albedo_jax(
             refl, table, w_lower, w_upper
         )
     w_start = jnp.where(active, w_start, 0.5).astype(refl.dtype)
-    core = jax.vmap(jax.vmap(partial(reflectance_core, key=key), in_axes=(0, None)), in_axes=(0, 0))
     lower, upper = (jnp.asarray(b, refl.dtype) for b in (w_lower, w_upper))
     one = lower / lower  # 1 (w_lower > 0 in refl's precision), but not a constant XLA could fold
-
-    def evaluate(w):
-        r, slope = jax.jvp(lambda w: core(w, terms), (w,), (jnp.ones_like(w),))
-        # Dividing by a run-time 1 changes no bit, but makes r - r_obs and dr/dw the
-        # results of a division, an operation XLA does not duplicate: they are computed
-        # once per step and stored. Otherwise XLA:CPU fuses the model's last (cheap)
-        # operations into every consumer, recomputing them for each of the step's seven
-        # outputs (`lax.optimization_barrier` does not survive XLA:CPU's passes).
-        return (r - refl) / one, slope / one
-
-    state = _solve_albedo_lm(rules, evaluate, w_start, active, tol, lower, upper, max_iter)
+    w, state = _solve_albedo_lm(
+        rules, key, (terms, refl, one), w_start, active, tol, lower, upper, max_iter
+    )
     nan = jnp.nan
     return {
-        "w": jnp.where(active, state.w, nan),
+        "w": jnp.where(active, w, nan),
         "status": jnp.where(
             active,
             jnp.where(state.converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER),

@@ -1,0 +1,309 @@
+"""The one JAX Levenberg-Marquardt: `ElementwiseLevenbergMarquardt`, an optimistix
+least-squares solver for many independent small problems at once, every JAX operation's
+solver (`invert` and `normalize` through the one-parameter case, `fit`).
+
+Why this formulation (the design alternatives and their measured rates are in
+`benchmarks/README.md` and the guide): `jax.vmap` over one `optx.least_squares` per
+problem runs every lane until the slowest converges with dense linear algebra per lane;
+the whole chunk as one least-squares problem has one damping for millions of
+independent problems (some diverge). So `y` is a whole chunk of independent problems,
+each with p free parameters (batch + (p,)) and its own observations, with per-problem
+damping, acceptance and convergence; `optx.least_squares` runs the one bounded, rolled
+loop (a `lax.while_loop` of at most `max_steps` steps, ended when every problem has
+converged).
+
+An operation supplies its residual function and, optionally, the pieces of its normal
+equations, in one of three forms (the solver's fields):
+
+- `jacobian`: (y, args) -> (residuals, the p columns of the Jacobian): J^T J and J^T f are
+  formed here (`fit`, from the model's derivative program evaluated part by part);
+- `normal_equations`: (y, args) -> (residuals, J^T J, J^T f), formed by the operation;
+- `one_parameter`: the one-parameter, one-observation case (`invert`): y has shape
+  `batch`, and the operation gives (y, args) -> (residual, slope) with its p = 1 rules
+  (`albedo.rules.propose` and `update`, the same scalar code numba's kernel runs), so a
+  step is one division, without p x p algebra;
+
+and without any, the columns come from one linearisation of the residual function and p
+JVPs. The p x p damped systems are solved by an unrolled Cholesky over lanes of
+problems. The step, acceptance, damping and convergence rules are `lm_rules`, the same
+scalar code the numba solvers run, applied element-wise (their cost tie scales with the
+dtype, so float32 reaches them); converged problems are frozen. Sums over observations
+and parameters are written as additions in index order (`sum_last`), not XLA
+reductions, whose rounding depends on the batch's shape: a problem's steps are the same
+in any chunk or batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optimistix as optx
+
+from .._model._backends import retarget_to_jax
+from . import lm_rules
+from .ordered_sums import dot_last, sum_last
+
+__all__ = ["ElementwiseLevenbergMarquardt"]
+
+_lm = retarget_to_jax(lm_rules)
+
+
+def _linear_decrease(step, jtj, jtf):
+    """Decrease of the linearised cost along `step`: -(2 step.J^T f + step.J^T J step)."""
+    return -(2.0 * sum_last(step * jtf) + sum_last(step * sum_last(jtj * step[..., None, :])))
+
+
+class _OneParameterState(NamedTuple):
+    # the one-parameter, one-observation case; y has shape batch
+    residual: Any  # batch: f
+    slope: Any  # batch: df/dy
+    damping: Any
+    growth: Any
+    converged: Any
+    iterations: Any
+
+
+class _LMState(NamedTuple):
+    # a named tuple, not an equinox module: its tree survives pickling, so the programs
+    # that return it can be stored compiled (`jax_executables`)
+    residual: Any  # batch + (observations,)
+    jtj: Any  # batch + (p, p)
+    jtf: Any  # batch + (p,)
+    damping: Any  # batch: lambda
+    growth: Any  # batch: nu, lambda's growth factor on rejection
+    converged: Any
+    iterations: Any
+
+
+def _normal_equations(fn, y, args, jacobian, normal_equations=None):
+    """Residuals f, J^T J and J^T f of every problem.
+
+    From `normal_equations` (y, args) -> (f, J^T J, J^T f) where given; else the
+    Jacobian's columns come from `jacobian` (y, args) -> (f, columns) where given, else
+    from one linearisation of `fn` and p JVPs. A column is batch + (observations,)
+    (one chunk's, never the whole image's).
+    """
+    if normal_equations is not None:
+        return normal_equations(y, args)
+    n_free = y.shape[-1]
+    if jacobian is None:
+        residual, linear = jax.linearize(lambda y: fn(y, args)[0], y)
+        columns = [linear(jnp.zeros_like(y).at[..., j].set(1.0)) for j in range(n_free)]
+    else:
+        residual, columns = jacobian(y, args)
+    entries: list[list[Any]] = [[None] * n_free for _ in range(n_free)]
+    for a in range(n_free):
+        for b in range(a, n_free):
+            entries[a][b] = entries[b][a] = dot_last(columns[a], columns[b])
+    jtj = jnp.stack([jnp.stack(row, axis=-1) for row in entries], axis=-2)
+    jtf = jnp.stack([dot_last(column, residual) for column in columns], axis=-1)
+    return residual, jtj, jtf
+
+
+def _solve_damped(jtj, jtf, damping, held):
+    """The damped step (`lm_rules.damped_diagonal`) of every problem; returns (x, solvable).
+
+    Parameters marked in `held` (batch + (p,), `lm_rules.pinned`) leave the system: their
+    step is 0 and the others' is the best with them fixed.
+
+    p is small and static: an unrolled Cholesky over whole lanes of problems (one
+    division for p = 1), far faster on CPU than batched LAPACK calls on tiny matrices.
+    """
+    n_free = jtf.shape[-1]
+    largest = jnp.max(jnp.diagonal(jtj, axis1=-2, axis2=-1), axis=-1)
+    system = [
+        [jnp.where(held[..., a] | held[..., b], 0.0, jtj[..., a, b]) for b in range(n_free)]
+        for a in range(n_free)
+    ]
+    for a in range(n_free):
+        damped = _lm.damped_diagonal(jtj[..., a, a], largest, damping)
+        system[a][a] = jnp.where(held[..., a], 1.0, damped)
+    jtf = jnp.where(held, 0.0, jtf)
+    factor: list[list[Any]] = [[None] * n_free for _ in range(n_free)]
+    solvable = jnp.ones(jtf.shape[:-1], bool)
+    for j in range(n_free):
+        pivot = system[j][j] - sum((factor[j][k] * factor[j][k] for k in range(j)), 0.0)
+        solvable = solvable & (pivot > 0.0)
+        factor[j][j] = jnp.sqrt(jnp.where(pivot > 0.0, pivot, 1.0))
+        for i in range(j + 1, n_free):
+            value = system[i][j] - sum((factor[i][k] * factor[j][k] for k in range(j)), 0.0)
+            factor[i][j] = value / factor[j][j]
+    forward: list[Any] = []
+    for i in range(n_free):
+        value = -jtf[..., i] - sum((factor[i][k] * forward[k] for k in range(i)), 0.0)
+        forward.append(value / factor[i][i])
+    solution: list[Any] = [None] * n_free
+    for i in reversed(range(n_free)):
+        value = forward[i] - sum((factor[k][i] * solution[k] for k in range(i + 1, n_free)), 0.0)
+        solution[i] = value / factor[i][i]
+    step = jnp.stack(solution, axis=-1)
+    return jnp.where(solvable[..., None], step, 0.0), solvable
+
+
+class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
+    """Levenberg-Marquardt for many independent small problems at once.
+
+    `y` has shape ``batch + (p,)``: the p free parameters of every problem; the residual
+    function maps it to ``batch + (observations,)``, where the residuals of a problem
+    depend on that problem's parameters only. Every problem keeps its own damping,
+    acceptance and convergence (`lm_rules`); the solve terminates when all problems have
+    converged. Problems marked in `options["frozen"]` (a boolean array of shape `batch`)
+    are never stepped; `options["state"]`, a final state of an earlier solve at `y`, continues
+    that solve (its problems' steps are the same as in one longer solve). The final state
+    holds each problem's residuals and J^T J.
+
+    Attributes:
+        tol: convergence tolerance on the step of every parameter.
+        lower: lower bounds each parameter is projected onto, shape (p,) or a scalar.
+        upper: upper bounds, the same way.
+        jacobian: None (the Jacobian by `jax.linearize` of the residual function), or a
+            function (y, args) -> (residuals, columns) that gives the residuals and the
+            p columns of the Jacobian (each batch + (observations,)) together, such as
+            `fit`'s, which evaluates the model's derivative program part by part.
+        normal_equations: None, or a function (y, args) -> (residuals, J^T J, J^T f)
+            (batch + (observations,), batch + (p, p), batch + (p,)): the operation forms
+            its normal equations itself (`jacobian` is then unused).
+        one_parameter: None, or the one-parameter, one-observation case: a tuple
+            (evaluate, propose, update) where `evaluate(y, args)` gives (residual, slope),
+            each of shape `batch` like y (no parameter axis), and `propose`, `update` are
+            the p = 1 rules (`albedo.rules` over jax.numpy, the scalar code numba's
+            `invert` runs). A step is then one division. Its state holds the residual and
+            the slope instead of J^T J.
+    """
+
+    tol: float
+    lower: Any
+    upper: Any
+    jacobian: Any = eqx.field(static=True, default=None)
+    normal_equations: Any = eqx.field(static=True, default=None)
+    one_parameter: Any = eqx.field(static=True, default=None)
+    # optimistix's abstract attributes, unused: convergence is per problem, on the step
+    # (`tol`). Keyword-only: type checkers order a redeclared base field at the base's place.
+    rtol: float = eqx.field(default=0.0, kw_only=True)
+    atol: float = eqx.field(default=0.0, kw_only=True)
+    norm: Any = eqx.field(default=optx.max_norm, kw_only=True)
+
+    def init(self, fn, y, args, options, f_struct, aux_struct, tags):
+        resume = (options or {}).get("state")
+        if resume is not None:  # a solve continued (`compaction`): its state at `y`
+            return resume
+        if self.one_parameter is not None:
+            return self._init_one_parameter(y, args, options)
+        residual, jtj, jtf = _normal_equations(fn, y, args, self.jacobian, self.normal_equations)
+        batch = y.shape[:-1]
+        frozen = (options or {}).get("frozen", jnp.zeros(batch, bool))
+        return _LMState(
+            residual=residual,
+            jtj=jtj,
+            jtf=jtf,
+            damping=jnp.zeros(batch, y.dtype),
+            growth=jnp.full(batch, 2.0, y.dtype),
+            converged=frozen | jnp.all(residual == 0.0, axis=-1),
+            iterations=jnp.zeros(batch, jnp.int32),
+        )
+
+    def step(self, fn, y, args, options, state, tags):
+        if self.one_parameter is not None:
+            return self._step_one_parameter(y, args, state)
+        lower, upper = (
+            jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper)
+        )
+        step, solvable = _solve_damped(
+            state.jtj, state.jtf, state.damping, _lm.pinned(y, lower, upper, state.jtf)
+        )
+        trial = jnp.clip(y + step, lower, upper)
+        residual_trial, jtj_trial, jtf_trial = _normal_equations(
+            fn, trial, args, self.jacobian, self.normal_equations
+        )
+        held_at_trial = _lm.pinned(trial, lower, upper, jtf_trial)
+        newton, newton_solvable = _solve_damped(
+            jtj_trial, jtf_trial, jnp.zeros_like(state.damping), held_at_trial
+        )
+        newton_size = jnp.where(newton_solvable, jnp.max(jnp.abs(newton), axis=-1), jnp.inf)
+        newton_decrease = jnp.where(
+            newton_solvable, _linear_decrease(newton, jtj_trial, jtf_trial), jnp.inf
+        )
+        projected = trial - y
+        step_size = jnp.max(jnp.abs(projected), axis=-1)
+        predicted = _linear_decrease(projected, state.jtj, state.jtf)
+        cost = sum_last(state.residual * state.residual)
+        cost_trial = sum_last(residual_trial * residual_trial)
+        accept = _lm.accepted(cost, cost_trial) & solvable
+        converged = _lm.converged(
+            step_size, predicted, cost, newton_size, accept, state.damping, self.tol
+        )
+        converged = converged & solvable
+        damping, growth = _lm.next_damping(
+            accept,
+            _lm.gain_ratio(cost, cost_trial, predicted),
+            state.damping,
+            state.growth,
+            newton_decrease,
+            cost_trial,
+        )
+        keep = state.converged | ~accept  # problems whose point does not move
+        new_state = _LMState(
+            residual=jnp.where(keep[..., None], state.residual, residual_trial),
+            jtj=jnp.where(keep[..., None, None], state.jtj, jtj_trial),
+            jtf=jnp.where(keep[..., None], state.jtf, jtf_trial),
+            damping=jnp.where(state.converged, state.damping, damping),
+            growth=jnp.where(state.converged, state.growth, growth),
+            converged=state.converged | converged,
+            iterations=state.iterations + jnp.where(state.converged, 0, 1).astype(jnp.int32),
+        )
+        return jnp.where(keep[..., None], y, trial), new_state, None
+
+    def _init_one_parameter(self, y, args, options):
+        evaluate, _, _ = self.one_parameter
+        residual, slope = evaluate(y, args)
+        frozen = (options or {}).get("frozen", jnp.zeros(y.shape, bool))
+        return _OneParameterState(
+            residual=residual,
+            slope=slope,
+            damping=jnp.zeros_like(y),
+            growth=jnp.full_like(y, 2.0),
+            converged=frozen | (residual == 0.0),
+            iterations=jnp.zeros(y.shape, jnp.int32),
+        )
+
+    def _step_one_parameter(self, y, args, state):
+        """One step of every problem of the one-parameter case: the p = 1 rules
+        (`propose`, `update`) applied element-wise; converged problems stay as they are."""
+        evaluate, propose, update = self.one_parameter
+        lower, upper = (jnp.asarray(b, y.dtype) for b in (self.lower, self.upper))
+        trial = propose(y, state.residual, state.slope, state.damping, lower, upper)
+        residual_trial, slope_trial = evaluate(trial, args)
+        stepped = update(
+            y,
+            state.residual,
+            state.slope,
+            state.damping,
+            state.growth,
+            trial,
+            residual_trial,
+            slope_trial,
+            self.tol,
+        )
+        done = state.converged
+        kept = (y, state.residual, state.slope, state.damping, state.growth)
+        y, residual, slope, damping, growth = (
+            jnp.where(done, old, new) for old, new in zip(kept, stepped[:5])
+        )
+        new_state = _OneParameterState(
+            residual=residual,
+            slope=slope,
+            damping=damping,
+            growth=growth,
+            converged=done | stepped[5],
+            iterations=state.iterations + jnp.where(done, 0, 1).astype(jnp.int32),
+        )
+        return y, new_state, None
+
+    def terminate(self, fn, y, args, options, state, tags):
+        return jnp.all(state.converged), optx.RESULTS.successful
+
+    def postprocess(self, fn, y, aux, args, options, state, tags, result):
+        return y, aux, {}
