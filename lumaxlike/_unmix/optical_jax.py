@@ -1,7 +1,12 @@
 """The JAX solver of `unmix` with free grain sizes and npFe0 (`optical`): the twin of
-`optical_numba`, step for step (the same held parameters, null-space step, projection
-and `lm_rules`), written for one pixel and mapped over a chunk with `jax.vmap` (the
-`while_loop` runs until every pixel is done). float64.
+`optical_numba`, step for step (the same held parameters, null-space step, projection,
+inner solve and `lm_rules`), written for one pixel and mapped over a chunk with
+`jax.vmap` (the `while_loop`s run until every pixel is done). float64.
+
+The outer loop (`_iteration`) is an element-wise Levenberg-Marquardt over the nonlinear
+parameters (ln D, phi) by `lm_rules`; its evaluation (`_evaluate`) solves the fractions
+(`_fractions`: Gauss-Newton on the simplex with `jax_unmix.simplex_qp_lanes`, one lane)
+and returns J^T J and J^T f of all of x there.
 """
 
 from __future__ import annotations
@@ -113,9 +118,8 @@ def _fractions(f, mixture, tol):
         size = jnp.max(jnp.abs(d))
         decrease = -(2.0 * d @ gradient + d @ a_matrix @ d)
         small = (size <= tol) | (decrease <= optical.FRACTION_TIE * cost)
-        limit = jnp.where(small, 1, optical.MAX_HALVINGS)
-        trial, evaluated_t, found = _halved(f, z, cost, limit, mixture)
-        take = ok & found & ~(small & ~(decrease > 0.0))
+        trial, evaluated_t, found = _halved(f, z, cost, optical.MAX_HALVINGS, mixture)
+        take = ok & found & ~small  # a tie: the fractions are solved
         stop = ~ok | small | ~found
         new = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), evaluated_t, evaluated)
         return jnp.where(take, trial, f), new, stop, count + 1

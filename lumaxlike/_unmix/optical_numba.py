@@ -1,12 +1,15 @@
-"""The numba solver of `unmix` with free grain sizes and npFe0 (`optical`): projected
-Levenberg-Marquardt per pixel over x = (f, ln D, phi), parallel over blocks of `BLOCK`
+"""The numba solver of `unmix` with free grain sizes and npFe0 (`optical`): variable
+projection per pixel, Levenberg-Marquardt over (ln D, phi) with the fractions solved on
+the simplex at each point (`_fractions`, `simplex_qp`), parallel over blocks of `BLOCK`
 pixels. float64. The rules are `optical`'s (held parameters, the null-space step, the
-projection) and `lm_rules`'s (acceptance, damping, convergence); `optical_jax` is the twin.
+projection, the inner solve) and `lm_rules`'s (acceptance, damping, convergence);
+`optical_jax` is the twin.
 
 The slab's terms that depend on the band and the endmember only (S_e, S_i, alpha_host,
 dalpha/df, <D>/D: `slab_equations.slab_band_terms`) are computed once per block of
-pixels into a table (bands, p, 5); each evaluation of the model then costs one
-`slab_slopes_from_terms` per band and endmember.
+pixels into a table (bands, p, 5); each outer evaluation then costs one
+`slab_slopes_from_terms` per band and endmember (`_endmember_rows`), and each step of
+the inner solve one mixture per band (`_mixture`).
 
 The kernels take their arguments grouped in plain tuples (unpacked on their first lines):
 problem = (refl (pixels, bands), to_sun, to_sensor, normal (pixels, 3)); model =
@@ -233,15 +236,7 @@ def _fractions(x, p, raw, terms, refl, weights, tol, inner):
             break
         size, decrease = _size_and_decrease_f(z, x, gradient, a_matrix, p)
         if size <= tol or decrease <= optical.FRACTION_TIE * cost:
-            if decrease > 0.0:  # the last, tiny step: taken if it does not raise the cost
-                for a in range(p):
-                    trial[a] = z[a]
-                cost_t = _mixture(trial, p, raw, terms, refl, weights, *there)
-                if cost_t <= cost:
-                    cost = cost_t
-                    x[:p] = trial
-                    _take(there, here)
-            break
+            break  # a tie: the fractions are solved
         t = 1.0
         moved = False
         for _ in range(optical.MAX_HALVINGS):
@@ -278,7 +273,7 @@ def _size_and_decrease_f(z, x, gradient, a_matrix, p):
 def _held(x, gradient, lower, upper, fixed, p, out):
     """What an outer step leaves where it is, into out (2p + 1,) bool: a fraction at 0
     (the fraction solve put it there), a grain size fixed, of an absent endmember or
-    `pinned` at a bound, phi fixed or pinned (`optical.held_outer`)."""
+    `pinned` at a bound, phi fixed or pinned (`optical`'s outer problem)."""
     for j in range(p):
         out[j] = not x[j] > 0.0
     for a in range(p, 2 * p + 1):
