@@ -26,10 +26,11 @@ the simplex (sum f = 1, f_j >= 0), u_j in [ln D_lo, ln D_hi], phi in [phi_lo, ph
   null space of the sum (relative to a reference fraction, the largest), damped in u
   and phi only: its (u, phi) part is then Kaufman's step, the Schur complement of the
   fractions, (J_t^T (I - P_f) J_t + lambda D) dt = -J_t^T r; its f part only starts the
-  inner solve. u moves by at most MAX_LN_STEP a step. Held (the kernels'
-  `_held`): a fraction at 0 (the inner solve put it there) and its endmember's grain
-  size (it has no effect), a parameter fixed (not in `free`) or at a bound the cost
-  pushes it through (`lm_rules.pinned`). Converged: `lm_rules.converged` or `settled`.
+  inner solve. It starts damped (START_DAMPING); u moves by at most MAX_LN_STEP a
+  step. Held (the kernels' `_held`): a fraction at 0 (the inner solve put it there) and
+  its endmember's grain size (it has no effect), a parameter fixed (not in `free`) or at
+  a bound the cost pushes it through (`lm_rules.pinned`). Converged: `lm_rules.converged`
+  or `settled`.
 
 At the end the covariance of x (the inverse of J^T J on the parameters not held, with
 the fractions at 0 held by their multipliers: `held`) is mapped to the mass fractions M_j
@@ -87,6 +88,11 @@ FRACTION_TIE = 1e-10
 # column of J ~ f_j, and Gauss-Newton would throw it across its bounds into a local
 # minimum (seen from the default start, 50 um, on the tests' two-endmember mixtures).
 MAX_LN_STEP = 0.7
+# The outer LM starts damped (lambda = START_DAMPING, then Nielsen's rule), not with a
+# plain Gauss-Newton step: from the start the fractions solved at the starting grain
+# sizes can put a pixel's first full step into another basin (a noise-free 2-endmember
+# pixel of 10 bands ended CONVERGED with its grain sizes swapped, 103/28 um for 40/73).
+START_DAMPING = 1.0
 MAX_FRACTION_STEPS = 10
 MAX_HALVINGS = 10
 

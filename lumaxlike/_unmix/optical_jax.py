@@ -282,7 +282,7 @@ def _solve_pixel(pixel, params, constants, weights, bounds, tol, *, max_iter, ke
         cost,
         hessian,
         gradient,
-        0.0 * cost,
+        optical.START_DAMPING + 0.0 * cost,
         2.0 + 0.0 * cost,
         ~active | (cost == 0.0),
         0,

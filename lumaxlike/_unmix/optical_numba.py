@@ -438,7 +438,7 @@ def _solve_pixel(refl, terms, table, optics, settings, start, work):
     for a in range(size):
         x[a] = start[a]
     cost = _evaluate(x, p, terms, table, optics, tol, work, hessian, gradient)
-    damping = 0.0
+    damping = optical.START_DAMPING
     growth = 2.0
     done = cost == 0.0
     iteration = 0
