@@ -11,15 +11,32 @@ The solvers (`optical_numba`, `optical_jax`) fit per pixel the parameter vector
 
     x = (f_1..f_p, u_1..u_p, phi),   u_j = ln D_j,
 
-by Levenberg-Marquardt in reflectance space (the rules of `lm_rules`): f on the simplex
-(sum f = 1, f_j >= 0), u_j in [ln D_lo, ln D_hi], phi in [phi_lo, phi_hi]. Each step is
-the damped Gauss-Newton step on the parameters not held (`held`), in the null space of the
-sum (relative to a reference fraction, the largest), projected onto the bounds (the
-simplex by Euclidean projection, the boxes by clipping). A fraction at 0 holds its
-endmember's grain size (it has no effect there). Fixed parameters (not in `free`) are
-held throughout. At the end the covariance of x (the inverse of J^T J on the parameters
-not held) is mapped to the mass fractions M_j (which depend on f and D), the grain sizes
-D_j and phi here (`finish`).
+in reflectance space by variable projection (Golub & Pereyra 1973; Kaufman 1975): f on
+the simplex (sum f = 1, f_j >= 0), u_j in [ln D_lo, ln D_hi], phi in [phi_lo, phi_hi].
+
+- Inner problem: at given u and phi the endmembers' w_j are fixed and w_mix is linear in
+  f, so the cost is the fixed-grain one-step problem of `unmix`; its fractions are
+  solved there by Gauss-Newton on the simplex, each step the programme of `simplex_qp`
+  on J_f^T J_f (the one-step route's subproblem, undamped), halved until the cost does
+  not rise (MAX_HALVINGS), until a step is a tie (FRACTION_TIE) or no longer than tol.
+  r is not linear in w, so this is an iteration, not one programme; started from the
+  outer step's linear prediction of f, it takes 1-3 steps.
+- Outer problem: Levenberg-Marquardt over (u, phi) (the rules of `lm_rules`). Its
+  system is the Gauss-Newton system of all of x (J^T J at the solved fractions) in the
+  null space of the sum (relative to a reference fraction, the largest), damped in u
+  and phi only: its (u, phi) part is then Kaufman's step, the Schur complement of the
+  fractions, (J_t^T (I - P_f) J_t + lambda D) dt = -J_t^T r; its f part only starts the
+  inner solve. It starts damped (START_DAMPING); u moves by at most MAX_LN_STEP a
+  step. Held (the kernels' `_held`): a fraction at 0 (the inner solve put it there) and
+  its endmember's grain size (it has no effect), a parameter fixed (not in `free`) or at
+  a bound the cost pushes it through (`lm_rules.pinned`). Converged: `lm_rules.converged`
+  or `settled`.
+
+At the end the covariance of x (the inverse of J^T J on the parameters not held, with
+the fractions at 0 held by their multipliers: `held`) is mapped to the mass fractions M_j
+(which depend on f and D), the grain sizes D_j and phi here (`finish`). A pixel that
+ends at max_iter with a grain size the data cannot tell from its abundance
+(`flat_valley`) is UNDETERMINED.
 """
 
 from __future__ import annotations
@@ -48,14 +65,36 @@ DEFAULT_GRAIN_SIZE_BOUNDS = (1.0, 1000.0)  # um
 DEFAULT_NPFE_BOUNDS = (0.0, 0.02)  # mass fraction (2 wt %)
 # Converged besides `lm_rules.converged`: an accepted trial whose undamped step d (the
 # Gauss-Newton step on the parameters not held, projected onto the bounds) moves it by
-# no more than sqrt(SETTLED) = 1e-3 standard errors in the metric of J^T J:
+# no more than sqrt(SETTLED) = 0.1 standard errors in the metric of J^T J:
 # d^T J^T J d <= SETTLED times the residual variance per band (cost over
-# bands - (2p + 1)). The projected step is the fixed point test of the constrained
-# minimum: a step that the bounds cut still moves the point there. Along a flat valley
-# (a grain size the bands hardly constrain) the step tolerance on ln D would otherwise
-# take tens of iterations that lower chi^2 by ~1e-6 or less in all. A noise-free pixel
-# (cost -> 0) is unaffected: its step removes the whole cost until rounding.
-SETTLED = 1e-6
+# bands - (2p + 1)), i.e. the cost (chi^2 with refl_sigma given) is within ~SETTLED of
+# its minimum. The projected step is the fixed point test of the constrained minimum: a
+# step that the bounds cut still moves the point there. In the long, curved valleys of a
+# grain size against its endmember's abundance, Levenberg-Marquardt approaches the
+# minimum slowly: 1e-3 standard errors (SETTLED = 1e-6) took 2-3x the iterations of 0.1
+# for a change of the estimates far below their errors (docs/benchmarks.md). A
+# noise-free pixel (cost -> 0) is unaffected: its step removes the whole cost until
+# rounding.
+SETTLED = 1e-2
+# The fraction solve at fixed grain sizes and phi (variable projection, the inner
+# problem): Gauss-Newton steps on the simplex (each the programme of `simplex_qp`), each
+# halved up to MAX_HALVINGS times until the cost does not rise; it ends (that step not
+# taken) when a step is no longer than `tol` or could lower the cost by no more than
+# FRACTION_TIE of it, or after MAX_FRACTION_STEPS steps (the outer step's linear
+# prediction of the fractions starts it next to the minimum: 1-3 steps).
+FRACTION_TIE = 1e-10
+# An outer step moves each ln D by at most MAX_LN_STEP (a factor 2 in D): with the
+# fractions solved, a grain size whose endmember the fraction solve makes minor has a
+# column of J ~ f_j, and Gauss-Newton would throw it across its bounds into a local
+# minimum (seen from the default start, 50 um, on the tests' two-endmember mixtures).
+MAX_LN_STEP = 0.7
+# The outer LM starts damped (lambda = START_DAMPING, then Nielsen's rule), not with a
+# plain Gauss-Newton step: from the start the fractions solved at the starting grain
+# sizes can put a pixel's first full step into another basin (a noise-free 2-endmember
+# pixel of 10 bands ended CONVERGED with its grain sizes swapped, 103/28 um for 40/73).
+START_DAMPING = 1.0
+MAX_FRACTION_STEPS = 10
+MAX_HALVINGS = 10
 
 
 def _array(name, value, shape, *, low=None, strict=False):
@@ -315,7 +354,8 @@ def held(x, gradient, hessian, lower, upper, fixed, p):
     A fraction at 0 whose multiplier g_j + nu is not below -`MULTIPLIER_FLOOR` max diag
     (nu = -mean of g over the positive fractions); a grain size that is fixed, of an
     absent endmember, or at a bound the cost pushes it through (`lm_rules.pinned`); phi
-    fixed or at such a bound. The solvers' kernels follow the same rule.
+    fixed or at such a bound. The covariance (`finish`) follows this rule; the solvers' steps hold the fractions
+    at 0 (their inner solve decides them).
     """
     f, g_f = x[..., :p], gradient[..., :p]
     positive = f > 0.0
@@ -382,6 +422,18 @@ def _covariance_of_x(hessian, x, mobile, p):
     return covariance, good, np.sum(columns, axis=-1)
 
 
+def flat_valley(cov_x, holding, lower, upper, p: int):
+    """(pixels,) bool: a free grain size whose standard error of ln D exceeds the width
+    of its bounds, ln(upper / lower): the data cannot tell it (and its endmember's
+    abundance) within its bounds. A pixel that ends at `max_iter` there has crawled along
+    such a valley: UNDETERMINED, not MAX_ITER (`finish`)."""
+    grain = slice(p, 2 * p)
+    variance = np.diagonal(cov_x, axis1=-2, axis2=-1)[:, grain]
+    with np.errstate(invalid="ignore"):
+        wide = variance > (upper[grain] - lower[grain]) ** 2
+    return np.any(wide & ~holding[:, grain], axis=-1)
+
+
 def finish(solved, endmembers, lower, upper, fixed, weighted, n_bands):
     """The `UnmixResult` fields of one chunk from a solver's x, J^T J, J^T f and cost.
 
@@ -406,6 +458,9 @@ def finish(solved, endmembers, lower, upper, fixed, weighted, n_bands):
             variance = np.where(dof > 0, solved["cost"] / np.maximum(dof, 1), np.nan)
         cov_x = cov_x * variance[:, None, None]
     status[solved_mask & ~determined] = Status.UNDETERMINED
+    status[(status == Status.MAX_ITER) & flat_valley(cov_x, holding, lower, upper, p)] = (
+        Status.UNDETERMINED
+    )
     f, u, phi = safe_x[:, :p], safe_x[:, p : 2 * p], safe_x[:, 2 * p]
     grain = np.where(fixed[p : 2 * p], endmembers.grain_size, np.exp(u))
     per = endmembers.density / endmembers.extinction_efficiency

@@ -1,7 +1,12 @@
 """The JAX solver of `unmix` with free grain sizes and npFe0 (`optical`): the twin of
-`optical_numba`, step for step (the same held parameters, null-space step, projection
-and `lm_rules`), written for one pixel and mapped over a chunk with `jax.vmap` (the
-`while_loop` runs until every pixel is done). float64.
+`optical_numba`, step for step (the same held parameters, null-space step, projection,
+inner solve and `lm_rules`), written for one pixel and mapped over a chunk with
+`jax.vmap` (the `while_loop`s run until every pixel is done). float64.
+
+The outer loop (`_iteration`) is an element-wise Levenberg-Marquardt over the nonlinear
+parameters (ln D, phi) by `lm_rules`; its evaluation (`_evaluate`) solves the fractions
+(`_fractions`: Gauss-Newton on the simplex with `jax_unmix.simplex_qp_lanes`, one lane)
+and returns J^T J and J^T f of all of x there.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from .._model.family import jax_equations_for
 from .._model.forward import precision_scope
 from .._model.jax_model import pixel_terms
 from .._status import Status
+from . import optical
+from .jax_unmix import simplex_qp_lanes
 from .optical import settled
-from .simplex_qp import MULTIPLIER_FLOOR, PIVOT_FLOOR
+from .simplex_qp import PIVOT_FLOOR, QP_OK
 
 __all__ = ["solve_optical_jax"]
 
@@ -36,10 +43,10 @@ def _project_simplex(v):
     return jnp.maximum(v - jnp.maximum(tau, 0.0), 0.0)
 
 
-def _normal_equations(x, p, terms, constants, refl, weights, key, variants):
-    """Weighted cost, J^T J and J^T f at x (one pixel)."""
+def _endmember_rows(x, p, constants, variants):
+    """`optical_numba._endmember_rows`: (w_j, dw_j/dln D_j, dw_j/dphi), each (p, bands)."""
     n, k, wavelength, s, iron_n, iron_k, density = constants
-    f, grain, phi = x[:p], jnp.exp(x[p : 2 * p]), x[2 * p]
+    grain, phi = jnp.exp(x[p : 2 * p]), x[2 * p]
     slab = slab_twins("jax", *variants).slab_albedo_and_slopes
     w, dw_dd, dw_df, _ = slab(
         n,
@@ -52,32 +59,97 @@ def _normal_equations(x, p, terms, constants, refl, weights, key, variants):
         iron_k[None, :],
         density[:, None],
         0.0,
-    )  # (p, bands)
-    w_mix = f @ w
+    )
+    return w, dw_dd * grain[:, None], dw_df
+
+
+def _mixture(f, w, terms, refl, weights, key):
+    """`optical_numba._mixture`: (cost, J_f^T J_f, J_f^T f, weighted residual, weighted
+    dr/dw) at the fractions f (p,) of the endmembers' w (p, bands)."""
     r, slope = jax.vmap(jax_equations_for(key).reflectance_and_slope, in_axes=(0, None))(
-        w_mix, terms
+        f @ w, terms
     )
     residual = (r - refl) * weights
     d = slope * weights
+    columns = w.T * d[:, None]  # (bands, p)
+    return jnp.sum(residual * residual), columns.T @ columns, columns.T @ residual, residual, d
+
+
+def _halved(f, z, cost, limit, mixture):
+    """The first of f + t (z - f), t = 1, 1/2, ... (at most `limit` tried) whose cost does
+    not rise: (trial, its `_mixture`, found)."""
+
+    def try_at(t):
+        trial = f + t * (z - f)
+        return trial, mixture(trial)
+
+    def cond(state):
+        return (state[3][0] > cost) & (state[1] < limit)
+
+    def body(state):
+        t, count, _, _ = state
+        return (0.5 * t, count + 1, *try_at(0.5 * t))
+
+    _, _, trial, evaluated = jax.lax.while_loop(cond, body, (1.0 + 0.0 * cost, 1, *try_at(1.0)))
+    return trial, evaluated, evaluated[0] <= cost
+
+
+def _fractions(f, mixture, tol):
+    """`optical_numba._fractions`: the fractions that minimise the cost at fixed grain
+    sizes and phi, from f; (f, `_mixture` there)."""
+    p = f.shape[0]
+
+    def body(state):
+        f, evaluated, _, count = state
+        cost, a_matrix, gradient = evaluated[:3]
+        c = a_matrix @ f - gradient
+        z, _, _, code = simplex_qp_lanes(
+            a_matrix[None],
+            c[None],
+            f[None],
+            (f > 0.0)[None],
+            jnp.ones(1, bool),
+            jnp.ones(1, bool),
+            jnp.asarray(True),
+            6 * p + 10,
+        )
+        z, ok = z[0], code[0] == QP_OK
+        d = z - f
+        size = jnp.max(jnp.abs(d))
+        decrease = -(2.0 * d @ gradient + d @ a_matrix @ d)
+        small = (size <= tol) | (decrease <= optical.FRACTION_TIE * cost)
+        trial, evaluated_t, found = _halved(f, z, cost, optical.MAX_HALVINGS, mixture)
+        take = ok & found & ~small  # a tie: the fractions are solved
+        stop = ~ok | small | ~found
+        new = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), evaluated_t, evaluated)
+        return jnp.where(take, trial, f), new, stop, count + 1
+
+    def cond(state):
+        return ~state[2] & (state[3] < optical.MAX_FRACTION_STEPS)
+
+    f, evaluated, _, _ = jax.lax.while_loop(cond, body, (f, mixture(f), False, 0))
+    return f, evaluated
+
+
+def _evaluate(x, p, mixture_at, rows_at, tol):
+    """`optical_numba._evaluate`: (x with its fractions solved, cost, J^T J, J^T f)."""
+    w, dw_du, dw_dphi = rows_at(x)
+    f, (cost, _, _, residual, d) = _fractions(x[:p], partial(mixture_at, w=w), tol)
     columns = (
-        jnp.concatenate([w.T, (f * grain)[None, :] * dw_dd.T, (f @ dw_df)[:, None]], axis=1)
-        * d[:, None]
+        jnp.concatenate([w.T, f[None, :] * dw_du.T, (f @ dw_dphi)[:, None]], axis=1) * d[:, None]
     )  # (bands, 2p + 1)
-    return jnp.sum(residual * residual), columns.T @ columns, columns.T @ residual
+    return jnp.concatenate([f, x[p:]]), cost, columns.T @ columns, columns.T @ residual
 
 
-def _held(x, gradient, hessian, lower, upper, fixed, p):
-    """`optical.held` for one pixel."""
+def _held(x, gradient, lower, upper, fixed, p):
+    """`optical_numba._held` for one pixel."""
     positive = x[:p] > 0.0
-    nu = -jnp.sum(jnp.where(positive, gradient[:p], 0.0)) / jnp.maximum(jnp.sum(positive), 1)
-    floor = MULTIPLIER_FLOOR * jnp.max(jnp.diagonal(hessian))
-    f_held = ~positive & (gradient[:p] + nu >= -floor)
     box_held = fixed[p:] | _lm.pinned(x[p:], lower[p:], upper[p:], gradient[p:])
     box_held = box_held | jnp.concatenate([~positive, jnp.zeros(1, bool)])
-    return jnp.concatenate([f_held, box_held])
+    return jnp.concatenate([~positive, box_held])
 
 
-def _step(x, hessian, gradient, damping, held, lower, upper, p):
+def _step(x, hessian, gradient, damping, held, lower, upper, p, reach=jnp.inf):
     """`optical_numba._step`: (trial point, ok)."""
     size = x.shape[0]
     reference = jnp.argmax(jnp.where(~held[:p], x[:p], -jnp.inf))
@@ -85,7 +157,11 @@ def _step(x, hessian, gradient, damping, held, lower, upper, p):
     is_reference = index == reference
     columns = ~held & ~is_reference
     largest = jnp.max(jnp.diagonal(hessian))
-    damped = _lm.damped_diagonal(jnp.diagonal(hessian), largest, damping)
+    damped = jnp.where(
+        index >= p,
+        _lm.damped_diagonal(jnp.diagonal(hessian), largest, damping),
+        jnp.diagonal(hessian),
+    )
     a_matrix = hessian * (1.0 - jnp.eye(size)) + jnp.diag(damped)
     t = jnp.eye(size) * columns[None, :]
     t = t - (is_reference[:, None] & ((index < p) & columns)[None, :])
@@ -100,9 +176,10 @@ def _step(x, hessian, gradient, damping, held, lower, upper, p):
     factor = jnp.where(ok, factor, jnp.eye(size))
     y = jax.scipy.linalg.cho_solve((factor, True), rhs / scale) / scale
     trial = x + t @ y
-    trial = jnp.concatenate(
-        [_project_simplex(trial[:p]), jnp.clip(trial[p:], lower[p:], upper[p:])]
-    )
+    box = jnp.clip(trial[p:], lower[p:], upper[p:])
+    reach = jnp.where(index[p:] < 2 * p, reach, jnp.inf)  # ln D: at most `reach`
+    box = jnp.clip(box, x[p:] - reach, x[p:] + reach)
+    trial = jnp.concatenate([_project_simplex(trial[:p]), box])
     return jnp.where(ok, trial, x), ok
 
 
@@ -111,16 +188,19 @@ def _decrease(x, trial, hessian, gradient):
     return -(2.0 * d @ gradient + d @ hessian @ d), jnp.max(jnp.abs(d))
 
 
-def _iteration(state, equations, box, p, n_bands, tol):
-    """One LM iteration of one pixel: state = (x, cost, hessian, gradient, damping, growth,
-    done, iteration); box = (lower, upper, fixed); `optical_numba._solve_pixel`'s loop."""
+def _iteration(state, evaluate, box, p, n_bands, tol):
+    """One outer iteration of one pixel: state = (x, cost, hessian, gradient, damping,
+    growth, done, iteration); box = (lower, upper, fixed); `optical_numba._solve_pixel`'s
+    loop: an element-wise LM over ln D and phi (`lm_rules`), the fractions solved at
+    each trial point by `evaluate`."""
     lower, upper, fixed = box
     x, cost, hessian, gradient, damping, growth, done, iteration = state
-    held = _held(x, gradient, hessian, lower, upper, fixed, p)
-    trial, ok = _step(x, hessian, gradient, damping, held, lower, upper, p)
-    predicted, step_size = _decrease(x, trial, hessian, gradient)
-    cost_t, hessian_t, gradient_t = equations(trial)
-    held_t = _held(trial, gradient_t, hessian_t, lower, upper, fixed, p)
+    held = _held(x, gradient, lower, upper, fixed, p)
+    trial, ok = _step(x, hessian, gradient, damping, held, lower, upper, p, optical.MAX_LN_STEP)
+    predicted, _ = _decrease(x, trial, hessian, gradient)
+    trial, cost_t, hessian_t, gradient_t = evaluate(trial)
+    step_size = jnp.max(jnp.abs(trial - x))
+    held_t = _held(trial, gradient_t, lower, upper, fixed, p)
     newton, newton_ok = _step(trial, hessian_t, gradient_t, 0.0, held_t, lower, upper, p)
     newton_decrease, newton_size = _decrease(trial, newton, hessian_t, gradient_t)
     # not where the bounds cut the step into no decrease: not the last step
@@ -129,7 +209,12 @@ def _iteration(state, equations, box, p, n_bands, tol):
     newton_size = jnp.where(newton_ok, newton_size, jnp.inf)
     accept = _lm.accepted(cost, cost_t) & ok
     finished = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-    newton_metric = jnp.where(newton_ok, (newton - trial) @ hessian_t @ (newton - trial), jnp.inf)
+    onto_bound = (newton[p:] != trial[p:]) & ((newton[p:] <= lower[p:]) | (newton[p:] >= upper[p:]))
+    newton_metric = jnp.where(
+        newton_ok & ~jnp.any(onto_bound),
+        (newton - trial) @ hessian_t @ (newton - trial),
+        jnp.inf,
+    )
     finished = finished | settled(accept, newton_metric, cost_t, n_bands, p)
     finished = finished & ok
     new_damping, new_growth = _lm.next_damping(
@@ -178,19 +263,16 @@ def _solve_pixel(pixel, params, constants, weights, bounds, tol, *, max_iter, ke
     status, terms = _pixel_status(refl, pixel[1:], params)
     active = status < 0
     refl = jnp.where(active, refl, 0.0)
-    equations = partial(
-        _normal_equations,
+    evaluate = partial(
+        _evaluate,
         p=p,
-        terms=terms,
-        constants=constants,
-        refl=refl,
-        weights=weights,
-        key=key,
-        variants=variants,
+        mixture_at=partial(_mixture, terms=terms, refl=refl, weights=weights, key=key),
+        rows_at=partial(_endmember_rows, p=p, constants=constants, variants=variants),
+        tol=tol,
     )
-    cost, hessian, gradient = equations(start)
+    start, cost, hessian, gradient = evaluate(start)
     box = (lower, upper, fixed)
-    body = partial(_iteration, equations=equations, box=box, p=p, n_bands=refl.shape[0], tol=tol)
+    body = partial(_iteration, evaluate=evaluate, box=box, p=p, n_bands=refl.shape[0], tol=tol)
 
     def cond(state):
         return ~state[6] & (state[7] < max_iter)
@@ -200,7 +282,7 @@ def _solve_pixel(pixel, params, constants, weights, bounds, tol, *, max_iter, ke
         cost,
         hessian,
         gradient,
-        0.0 * cost,
+        optical.START_DAMPING + 0.0 * cost,
         2.0 + 0.0 * cost,
         ~active | (cost == 0.0),
         0,

@@ -1,12 +1,15 @@
-"""The numba solver of `unmix` with free grain sizes and npFe0 (`optical`): projected
-Levenberg-Marquardt per pixel over x = (f, ln D, phi), parallel over blocks of `BLOCK`
+"""The numba solver of `unmix` with free grain sizes and npFe0 (`optical`): variable
+projection per pixel, Levenberg-Marquardt over (ln D, phi) with the fractions solved on
+the simplex at each point (`_fractions`, `simplex_qp`), parallel over blocks of `BLOCK`
 pixels. float64. The rules are `optical`'s (held parameters, the null-space step, the
-projection) and `lm_rules`'s (acceptance, damping, convergence); `optical_jax` is the twin.
+projection, the inner solve) and `lm_rules`'s (acceptance, damping, convergence);
+`optical_jax` is the twin.
 
 The slab's terms that depend on the band and the endmember only (S_e, S_i, alpha_host,
 dalpha/df, <D>/D: `slab_equations.slab_band_terms`) are computed once per block of
-pixels into a table (bands, p, 5); each evaluation of the model then costs one
-`slab_slopes_from_terms` per band and endmember.
+pixels into a table (bands, p, 5); each outer evaluation then costs one
+`slab_slopes_from_terms` per band and endmember (`_endmember_rows`), and each step of
+the inner solve one mixture per band (`_mixture`).
 
 The kernels take their arguments grouped in plain tuples (unpacked on their first lines):
 problem = (refl (pixels, bands), to_sun, to_sensor, normal (pixels, 3)); model =
@@ -34,8 +37,9 @@ from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
 from .._model.numba_threads import run_in_blocks
 from .._status import Status
 from . import numba_one_step, optical
+from . import simplex_qp as _qp_module
 from .numba_one_step import pixel_status
-from .simplex_qp import MULTIPLIER_FLOOR, scaled_cholesky, scaled_solve
+from .simplex_qp import QP_OK, scaled_cholesky, scaled_solve, simplex_qp
 
 __all__ = ["solve_optical_numba", "project_simplex"]
 
@@ -89,17 +93,13 @@ def _band_table(optics):
 
 
 @numba.njit(error_model="numpy")
-def _slab_rows(x, p, table, s, rows, mix):
-    """The mixture's w per band into mix and dw_mix/dx per band into rows (size,
-    bands), the endmembers in the outer loop; table from `_band_table`."""
+def _endmember_rows(x, p, table, s, raw):
+    """The endmembers' w_j, dw_j/dln D_j and dw_j/dphi per band at x's grain sizes and
+    phi into raw (3p, bands) (rows j, p + j, 2p + j); table from `_band_table`."""
     phi = x[2 * p]
-    for band in range(mix.shape[0]):
-        mix[band] = 0.0
-        rows[2 * p, band] = 0.0
     for j in range(p):
         grain = math.exp(x[p + j])
-        fraction = x[j]
-        for band in range(mix.shape[0]):
+        for band in range(raw.shape[1]):
             band_j = (
                 table[band, j, 0],
                 table[band, j, 1],
@@ -108,10 +108,40 @@ def _slab_rows(x, p, table, s, rows, mix):
                 table[band, j, 4],
             )
             w, dw_dd, dw_df, _ = slopes_from_terms(band_j, grain, s[j], phi, 0.0)
-            rows[j, band] = w
-            rows[p + j, band] = fraction * dw_dd * grain
-            rows[2 * p, band] += fraction * dw_df
-            mix[band] += fraction * w
+            raw[j, band] = w
+            raw[p + j, band] = dw_dd * grain
+            raw[2 * p + j, band] = dw_df
+
+
+@numba.njit(error_model="numpy")
+def _mixture(f, p, raw, terms, refl, weights, res, slope, a_matrix, gradient):
+    """Weighted cost at the fractions f (the endmembers' w in raw, `_endmember_rows`),
+    with the weighted residual and dr/dw per band into res and slope (bands,), and the
+    fractions' normal equations J_f^T J_f into a_matrix (p, p), J_f^T f into gradient."""
+    for a in range(p):
+        gradient[a] = 0.0
+        for b in range(p):
+            a_matrix[a, b] = 0.0
+    cost = 0.0
+    for band in range(refl.shape[0]):
+        w_mix = 0.0
+        for j in range(p):
+            w_mix += f[j] * raw[j, band]
+        r, d = reflectance_and_slope(w_mix, terms)
+        residual = (r - refl[band]) * weights[band]
+        d *= weights[band]
+        cost += residual * residual
+        res[band] = residual
+        slope[band] = d
+        for a in range(p):
+            column = d * raw[a, band]
+            gradient[a] += column * residual
+            for b in range(a + 1):
+                a_matrix[a, b] += column * d * raw[b, band]
+    for a in range(p):
+        for b in range(a):
+            a_matrix[b, a] = a_matrix[a, b]
+    return cost
 
 
 @numba.njit(error_model="numpy")
@@ -132,49 +162,120 @@ def _dot(rows, a, b):
 
 
 @numba.njit(error_model="numpy")
-def _normal_equations(x, p, terms, table, s, refl, weights, out):
-    """Weighted cost at x, with J^T J and J^T f into out = (hessian, gradient, rows,
-    mix); table from `_band_table`. Scratch: rows (2p + 2, bands) holds J^T (one row per
-    parameter, `_slab_rows` then scaled by the weighted dr/dw) and the weighted
-    residual f in its last row; mix (bands,) the mixture's w, then the weighted dr/dw.
-    J^T J (both triangles) and J^T f are then sums over bands (`_dot`): the inner loops
-    run along the bands, not the 2p + 1 parameters."""
-    hessian, gradient, rows, mix = out
+def _normal_equations(x, p, raw, res, slope, rows, hessian, gradient):
+    """J^T J and J^T f of all of x = (f, ln D, phi) at x, from the endmembers' rows raw
+    (`_endmember_rows`) and the weighted residual and dr/dw at x's fractions (res,
+    slope: `_mixture`). Scratch: rows (2p + 1, bands) holds J^T, one row per parameter.
+    J^T J (both triangles) and J^T f are sums over bands (`_dot`): the inner loops run
+    along the bands, not the 2p + 1 parameters."""
     size = 2 * p + 1
-    _slab_rows(x, p, table, s, rows, mix)
-    cost = 0.0
-    for band in range(refl.shape[0]):
-        r, slope = reflectance_and_slope(mix[band], terms)
-        residual = (r - refl[band]) * weights[band]
-        cost += residual * residual
-        rows[size, band] = residual
-        mix[band] = slope * weights[band]
-    for a in range(size):
-        for band in range(refl.shape[0]):
-            rows[a, band] *= mix[band]
+    for band in range(res.shape[0]):
+        d = slope[band]
+        dphi = 0.0
+        for j in range(p):
+            rows[j, band] = d * raw[j, band]
+            rows[p + j, band] = d * x[j] * raw[p + j, band]
+            dphi += x[j] * raw[2 * p + j, band]
+        rows[2 * p, band] = d * dphi
+        rows[size, band] = res[band]
     for a in range(size):
         gradient[a] = _dot(rows, a, size)
         for b in range(a + 1):
             hessian[a, b] = _dot(rows, a, b)
             hessian[b, a] = hessian[a, b]
+
+
+@numba.njit(error_model="numpy")
+def _inner_work(p, bands):
+    """The fraction solve's scratch (`_fractions`): (res, slope, a_matrix, gradient) at
+    the fractions and at their trial, the trial, the programme's (c, z, free, sum state)
+    and `simplex_qp`'s scratch."""
+    return (
+        (np.empty(bands), np.empty(bands), np.empty((p, p)), np.empty(p)),
+        (np.empty(bands), np.empty(bands), np.empty((p, p)), np.empty(p)),
+        np.empty(p),
+        (np.empty(p), np.empty(p), np.empty(p, np.bool_), np.empty(1, np.bool_)),
+        (np.empty((p, p)), np.empty((p, p)), np.empty(p), np.empty(p), np.empty(p)),
+    )
+
+
+@numba.njit(error_model="numpy")
+def _take(source, target):
+    """The fractions' evaluation `source` (res, slope, a_matrix, gradient) into `target`."""
+    target[0][:] = source[0]
+    target[1][:] = source[1]
+    target[2][:, :] = source[2]
+    target[3][:] = source[3]
+
+
+@numba.njit(error_model="numpy")
+def _fractions(x, p, raw, terms, refl, weights, tol, inner):
+    """The fractions of x (x[:p], in place) that minimise the cost at x's grain sizes and
+    phi (`optical`'s FRACTION_TIE and step counts): Gauss-Newton on the simplex, each step the
+    programme of `simplex_qp` on J_f^T J_f, halved until the cost does not rise. Returns
+    the cost; inner[0] holds res, slope (and J_f's normal equations) at the fractions."""
+    here, there, trial, qp_state, qp_scratch = inner
+    res, slope, a_matrix, gradient = here
+    c, z, free, sum_state = qp_state
+    cost = _mixture(x, p, raw, terms, refl, weights, res, slope, a_matrix, gradient)
+    for _ in range(optical.MAX_FRACTION_STEPS):
+        for a in range(p):
+            c[a] = -gradient[a]
+            for b in range(p):
+                c[a] += a_matrix[a, b] * x[b]
+            z[a] = x[a]
+            free[a] = x[a] > 0.0
+        sum_state[0] = True
+        system, factor, scale, rhs, y = qp_scratch
+        if (
+            simplex_qp(
+                a_matrix, c, z, free, sum_state, True, 6 * p + 10, system, factor, scale, rhs, y
+            )
+            != QP_OK
+        ):
+            break
+        size, decrease = _size_and_decrease_f(z, x, gradient, a_matrix, p)
+        if size <= tol or decrease <= optical.FRACTION_TIE * cost:
+            break  # a tie: the fractions are solved
+        t = 1.0
+        moved = False
+        for _ in range(optical.MAX_HALVINGS):
+            for a in range(p):
+                trial[a] = x[a] + t * (z[a] - x[a])
+            cost_t = _mixture(trial, p, raw, terms, refl, weights, *there)
+            if cost_t <= cost:
+                moved = True
+                break
+            t *= 0.5
+        if not moved:
+            break
+        cost = cost_t
+        x[:p] = trial
+        _take(there, here)
     return cost
 
 
 @numba.njit(error_model="numpy")
-def _held(x, gradient, hessian, lower, upper, fixed, p, out):
-    """`optical.held` for one pixel, into out (2p + 1,) bool."""
-    count = 0
-    total = 0.0
-    largest = 0.0
-    for a in range(2 * p + 1):
-        largest = max(largest, hessian[a, a])
+def _size_and_decrease_f(z, x, gradient, a_matrix, p):
+    """The largest |z - f| and the decrease of the linearised cost along it."""
+    size = 0.0
+    decrease = 0.0
+    for a in range(p):
+        d_a = z[a] - x[a]
+        size = max(size, abs(d_a))
+        decrease -= 2.0 * d_a * gradient[a]
+        for b in range(p):
+            decrease -= d_a * a_matrix[a, b] * (z[b] - x[b])
+    return size, decrease
+
+
+@numba.njit(error_model="numpy")
+def _held(x, gradient, lower, upper, fixed, p, out):
+    """What an outer step leaves where it is, into out (2p + 1,) bool: a fraction at 0
+    (the fraction solve put it there), a grain size fixed, of an absent endmember or
+    `pinned` at a bound, phi fixed or pinned (`optical`'s outer problem)."""
     for j in range(p):
-        if x[j] > 0.0:
-            count += 1
-            total += gradient[j]
-    nu = -total / max(count, 1)
-    for j in range(p):
-        out[j] = x[j] <= 0.0 and gradient[j] + nu >= -MULTIPLIER_FLOOR * largest
+        out[j] = not x[j] > 0.0
     for a in range(p, 2 * p + 1):
         out[a] = fixed[a] or pinned(x[a], lower[a], upper[a], gradient[a])
         if a < 2 * p and not x[a - p] > 0.0:
@@ -183,9 +284,10 @@ def _held(x, gradient, hessian, lower, upper, fixed, p, out):
 
 @numba.njit(error_model="numpy")
 def _reduced_system(x, hessian, gradient, damping, held, p, system, rhs):
-    """The damped system in the null space of sum f = 1, relative to the largest fraction
-    not held (returned, -1 if none): B = T^T A T (identity rows for what does not move)
-    into system, -T^T g into rhs."""
+    """The system in the null space of sum f = 1, relative to the largest fraction not
+    held (returned, -1 if none), damped in ln D and phi only (`optical`: the fractions'
+    part of the step is their linear prediction, the start of the fraction solve):
+    B = T^T A T (identity rows for what does not move) into system, -T^T g into rhs."""
     size = 2 * p + 1
     reference = -1
     best = -math.inf
@@ -205,14 +307,14 @@ def _reduced_system(x, hessian, gradient, damping, held, p, system, rhs):
             if moves_a and moves_b:
                 ref_b = reference >= 0 and b < p
                 value = hessian[a, b]
-                if a == b:
+                if a == b and a >= p:
                     value = damped_diagonal(hessian[a, a], largest, damping)
                 if ref_a:
                     value -= hessian[reference, b]
                 if ref_b:
                     value -= hessian[a, reference]
                 if ref_a and ref_b:
-                    value += damped_diagonal(hessian[reference, reference], largest, damping)
+                    value += hessian[reference, reference]
             system[a, b] = value
         if moves_a:
             rhs[a] = -gradient[a] + (gradient[reference] if ref_a else 0.0)
@@ -223,7 +325,7 @@ def _reduced_system(x, hessian, gradient, damping, held, p, system, rhs):
 
 
 @numba.njit(error_model="numpy")
-def _step(x, hessian, gradient, damping, held, bounds, p, scratch, out):
+def _step(x, hessian, gradient, damping, held, bounds, p, scratch, out, reach=math.inf):
     """The projected damped Gauss-Newton trial point into out; False if singular.
     bounds = (lower, upper); scratch = (system, factor, scale, rhs, y) (`_work`)."""
     lower, upper = bounds
@@ -244,6 +346,8 @@ def _step(x, hessian, gradient, damping, held, bounds, p, scratch, out):
     project_simplex(out, p)
     for a in range(p, size):
         out[a] = min(max(out[a], lower[a]), upper[a])
+        if a < 2 * p:  # ln D moves by at most `reach` (`optical.MAX_LN_STEP`)
+            out[a] = min(max(out[a], x[a] - reach), x[a] + reach)
     return True
 
 
@@ -265,8 +369,9 @@ def _decrease(x, trial, hessian, gradient):
 @numba.njit(error_model="numpy")
 def _work(size, bands):
     """One block's scratch: (x, trial, newton, hessian, gradient, hessian_trial,
-    gradient_trial, rows, held, (system, factor, scale, rhs, y), mix) (rows and mix:
-    `_normal_equations`')."""
+    gradient_trial, rows, held, (system, factor, scale, rhs, y), raw, inner) (rows:
+    `_normal_equations`', raw: `_endmember_rows`', inner: `_inner_work`)."""
+    p = (size - 1) // 2
     matrix = (size, size)
     return (
         np.empty(size),
@@ -279,7 +384,8 @@ def _work(size, bands):
         np.empty((size + 1, bands)),
         np.empty(size, np.bool_),
         (np.empty(matrix), np.empty(matrix), np.empty(size), np.empty(size), np.empty(size)),
-        np.empty(bands),
+        np.empty((3 * p, bands)),
+        _inner_work(p, bands),
     )
 
 
@@ -287,45 +393,67 @@ def _work(size, bands):
 def _newton_at(trial, hessian, gradient, settings, p, held, scratch, newton):
     """(newton_size, newton_decrease, newton_metric) of the undamped (projected) step d
     at the trial point: its largest |d|, the decrease of the linearised cost along it
-    and d^T J^T J d (for `optical.settled`); infinite where its system is singular."""
+    and d^T J^T J d (for `optical.settled`; infinite where d moves ln D or phi onto a
+    bound); infinite where its system is singular."""
     _, lower, upper, fixed, _, _ = settings
-    _held(trial, gradient, hessian, lower, upper, fixed, p, held)
+    _held(trial, gradient, lower, upper, fixed, p, held)
     if _step(trial, hessian, gradient, 0.0, held, (lower, upper), p, scratch, newton):
         newton_decrease, newton_size = _decrease(trial, newton, hessian, gradient)
         metric = 0.0
         for a in range(trial.shape[0]):
             for b in range(trial.shape[0]):
                 metric += (newton[a] - trial[a]) * hessian[a, b] * (newton[b] - trial[b])
+            if (
+                a >= p
+                and newton[a] != trial[a]
+                and (newton[a] <= lower[a] or newton[a] >= upper[a])
+            ):
+                metric = math.inf  # a step onto a bound: taken before `settled` (`optical`)
         return newton_size, newton_decrease, metric
     return math.inf, math.inf, math.inf
 
 
 @numba.njit(error_model="numpy")
-def _solve_pixel(refl, terms, table, optics, settings, start, work):
-    """Projected LM of one pixel (refl (bands,)) from start: (cost, iterations, done);
-    x, hessian and gradient at the end in work (`_work`)."""
+def _evaluate(x, p, terms, table, optics, tol, work, hessian, gradient):
+    """At x's grain sizes and phi: the endmembers' rows, the fractions solved into x
+    (`_fractions`), J^T J and J^T f of all of x there. Returns the cost."""
     s, weights = optics[3], optics[7]
+    rows, raw, inner = work[7], work[10], work[11]
+    _endmember_rows(x, p, table, s, raw)
+    cost = _fractions(x, p, raw, terms, optics[8], weights, tol, inner)
+    _normal_equations(x, p, raw, inner[0][0], inner[0][1], rows, hessian, gradient)
+    return cost
+
+
+@numba.njit(error_model="numpy")
+def _solve_pixel(refl, terms, table, optics, settings, start, work):
+    """Variable projection for one pixel (refl (bands,)) from start: Levenberg-Marquardt
+    over ln D and phi, the fractions solved at every point (`optical`). Returns (cost,
+    iterations, done); x, hessian and gradient at the end in work (`_work`)."""
     _, lower, upper, fixed, max_iter, tol = settings
-    x, trial, newton, hessian, gradient, hessian_t, gradient_t, rows, held, scratch, mix = work
-    p = s.shape[0]
+    x, trial, newton, hessian, gradient, hessian_t, gradient_t, _, held, scratch = work[:10]
+    p = optics[3].shape[0]
     size = 2 * p + 1
+    optics = optics[:8] + (refl,)
     for a in range(size):
         x[a] = start[a]
-    cost = _normal_equations(x, p, terms, table, s, refl, weights, (hessian, gradient, rows, mix))
-    damping = 0.0
+    cost = _evaluate(x, p, terms, table, optics, tol, work, hessian, gradient)
+    damping = optical.START_DAMPING
     growth = 2.0
     done = cost == 0.0
     iteration = 0
     while not done and iteration < max_iter:
         iteration += 1
-        _held(x, gradient, hessian, lower, upper, fixed, p, held)
-        if not _step(x, hessian, gradient, damping, held, (lower, upper), p, scratch, trial):
+        _held(x, gradient, lower, upper, fixed, p, held)
+        reach = optical.MAX_LN_STEP
+        if not _step(x, hessian, gradient, damping, held, (lower, upper), p, scratch, trial, reach):
             damping, growth = next_damping(False, 0.0, damping, growth, math.inf, 0.0)
             continue
-        predicted, step_size = _decrease(x, trial, hessian, gradient)
-        cost_trial = _normal_equations(
-            trial, p, terms, table, s, refl, weights, (hessian_t, gradient_t, rows, mix)
-        )
+        predicted, _ = _decrease(x, trial, hessian, gradient)
+        cost_trial = _evaluate(trial, p, terms, table, optics, tol, work, hessian_t, gradient_t)
+        step_size = 0.0
+        for a in range(size):
+            step_size = max(step_size, abs(trial[a] - x[a]))
         accept = accepted(cost, cost_trial)
         newton_size, newton_decrease, newton_metric = math.inf, math.inf, math.inf
         if accept:  # the rules below read the step at a rejected trial nowhere
@@ -390,7 +518,7 @@ def _optical_block(block, problem, model, optics, settings, outputs):
 
 
 @cached_njit(
-    inlines=(lm_rules, slab_equations, optical, numba_one_step, *MODEL_MODULES),
+    inlines=(lm_rules, slab_equations, optical, numba_one_step, _qp_module, *MODEL_MODULES),
     nogil=True,
     error_model="numpy",
 )
@@ -407,8 +535,9 @@ def _kernel_for(key, reflections: str, mean_path: str):
         return _optical_kernel
     equations = numba_equations if key == DEFAULT_KEY else numba_equations_for(key)
     tag = f"{key.name}_{reflections}_{mean_path}".replace("-", "_")
-    normal_equations = njit_variant(
-        _normal_equations, tag, reflectance_and_slope=equations.reflectance_and_slope
+    mixture = njit_variant(_mixture, tag, reflectance_and_slope=equations.reflectance_and_slope)
+    evaluate = njit_variant(
+        _evaluate, tag, _fractions=njit_variant(_fractions, tag, _mixture=mixture)
     )
     block = njit_variant(
         _optical_block,
@@ -419,7 +548,7 @@ def _kernel_for(key, reflections: str, mean_path: str):
             tag,
             band_terms=slab_twins("numba", reflections, mean_path).slab_band_terms,
         ),
-        _solve_pixel=njit_variant(_solve_pixel, tag, _normal_equations=normal_equations),
+        _solve_pixel=njit_variant(_solve_pixel, tag, _evaluate=evaluate),
     )
     return compile_variant(_optical_kernel, tag, _optical_block=block)
 
