@@ -28,9 +28,9 @@ from ._geometry import (
     normals_from_dtm as normals_from_dtm,
 )
 from ._inverse.albedo.invert import invert as invert
+from ._inverse.elementwise_lm import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.fit.arguments import default_bounds as default_bounds
 from ._inverse.fit.fit import fit as fit
-from ._inverse.elementwise_lm import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.joint.result import JointFitResult as JointFitResult
 from ._inverse.result import FitResult as FitResult
 from ._inverse.result import InversionResult as InversionResult
