@@ -67,11 +67,24 @@ def test_bench_unmix_optical_runs_small_and_writes_where_told(tmp_path):
     bench = load_bench("bench_unmix_optical")
     out = tmp_path / "o.json"
     report = bench.main(
-        ["--side", "2", "--repeat", "1", "--starts", "2", "--solvers", "numba", "--out", str(out)]
+        [
+            "--side",
+            "2",
+            "--repeat",
+            "1",
+            "--starts",
+            "2",
+            "--solvers",
+            "numba",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+        ]
     )
     result = json.loads(report.read_text())
     assert result["shape"] == [2, 2, 64] and len(result["endmembers"]) == 4
-    run = result["runs"]["numba"]
+    run = result["runs"]["numba_1_threads"]  # numba's runs are named by their threads
     assert {"fixed", "free", "free_starts_2"} <= set(run) and run["ratio_free"] > 0
 
 
