@@ -222,3 +222,21 @@ def albedo_start(refl, geometry, params, solver, lower, upper):
     high = np.take_along_axis(w, n_solved // 2 - (n_solved == 0), axis=1)[:, 0]
     median = np.where(n_solved[:, 0] > 0, 0.5 * (low + high), 0.5)  # 0.5 where none solved
     return np.clip(median, lower, upper)
+
+
+def check_shared(shared, free, argument: str = "shared") -> tuple[str, ...]:
+    """`shared` (or `regional`) as a tuple of names among `free` (not w); ValueError naming it."""
+    if isinstance(shared, str):
+        shared = tuple(s for s in shared.split(",") if s) if "," in shared else (shared,)
+    shared = tuple(shared or ())
+    if len(set(shared)) != len(shared):
+        raise ValueError(f"{argument} must name each parameter once, got {shared!r}")
+    for name in shared:
+        check_choice(argument, name, PARAMETER_NAMES)
+        if name == "w":
+            raise ValueError(f"{argument} cannot name 'w': the albedo is fitted per band")
+        if name not in free:
+            raise ValueError(
+                f"{argument} names {name!r}, which is not in free={free!r} (add it to free)"
+            )
+    return shared

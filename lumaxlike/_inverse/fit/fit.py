@@ -152,7 +152,7 @@ def fit(
     if profile:
         from ..joint.profile_fit import fit_with_profile
 
-        return fit_with_profile(arrays, model, (starts, profile), joint, options)
+        return fit_with_profile(arrays, model, (starts, profile), joint, options, _dispatch)
     return _dispatch(arrays, model, starts, joint, options)
 
 

@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from ..._params import PARAMETER_NAMES, HapkeParams
+from ..._params import HapkeParams
 from ..._photometric import PhotometricFunction
 from ..._shapes import check_band_sigma, check_choice, check_positive_int
 from ..._status import Status
@@ -26,6 +26,7 @@ from ..fit.arguments import (
     check_bounds,
     check_free,
     check_iterations,
+    check_shared,
     checked_starts,
     default_chunk,
 )
@@ -38,24 +39,6 @@ from .result import JointFitResult
 from .setup import JointSetup
 
 __all__ = ["JointSetup", "fit_joint", "check_shared"]
-
-
-def check_shared(shared, free, argument: str = "shared") -> tuple[str, ...]:
-    """`shared` (or `regional`) as a tuple of names among `free` (not w); ValueError naming it."""
-    if isinstance(shared, str):
-        shared = tuple(s for s in shared.split(",") if s) if "," in shared else (shared,)
-    shared = tuple(shared or ())
-    if len(set(shared)) != len(shared):
-        raise ValueError(f"{argument} must name each parameter once, got {shared!r}")
-    for name in shared:
-        check_choice(argument, name, PARAMETER_NAMES)
-        if name == "w":
-            raise ValueError(f"{argument} cannot name 'w': the albedo is fitted per band")
-        if name not in free:
-            raise ValueError(
-                f"{argument} names {name!r}, which is not in free={free!r} (add it to free)"
-            )
-    return shared
 
 
 def fit_joint(

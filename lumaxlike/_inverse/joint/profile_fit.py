@@ -11,11 +11,10 @@ from ..fit.arguments import check_bounds, check_free
 __all__ = ["fit_with_profile"]
 
 
-def fit_with_profile(arrays, model, starts_profile, joint, options):
+def fit_with_profile(arrays, model, starts_profile, joint, options, _dispatch):
     """`fit` with ``profile``: model = (params, free, solver, bounds), starts_profile =
     (starts, profile), joint and options `fit`'s other keywords (as `fit._dispatch`)."""
-    from ..fit.fit import _dispatch
-    from .joint import check_shared
+    from ..fit.arguments import check_shared
     from .profile import profile_ends
 
     starts, profile = starts_profile

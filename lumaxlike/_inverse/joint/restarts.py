@@ -245,7 +245,7 @@ def run_starts(
 ):
     """`fit`'s `starts`: the start points of the grid parameters, then `fit_with_starts`.
     fit_once(start) is `fit` with every other argument bound; starts as `check_starts`."""
-    from .joint import check_shared
+    from ..fit.arguments import check_shared
 
     dtype = np.float32 if np.asarray(refl).dtype == np.float32 else np.float64
     _, tol = check_iterations(max_iter, tol, dtype)
