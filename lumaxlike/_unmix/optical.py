@@ -186,6 +186,17 @@ def _checked_bounds(grain_size, grain_size_bounds, npfe_fraction, npfe_bounds, p
     return bounds, npfe, start
 
 
+def _check_host_index(name, n, wavelengths):
+    """ValueError naming endmember `name` where its host's n < 1 (a metal's or iron's
+    constants given as a host): the equivalent slab needs n >= 1."""
+    below = np.flatnonzero(n < 1.0)
+    if below.size:
+        raise ValueError(
+            f"endmember {name!r}: its host's n is {n[below[0]]:g} < 1 at "
+            f"{wavelengths[below[0]]:g} um; the equivalent slab needs n >= 1"
+        )
+
+
 def endmembers_from_optical_constants(
     cls,
     constants,
@@ -237,12 +248,7 @@ def endmembers_from_optical_constants(
     k = np.empty((p, wavelengths.size))
     for j, item in enumerate(items):
         n[j], k[j] = item.interpolate(wavelengths)  # ValueError outside its grid
-        below = np.flatnonzero(n[j] < 1.0)
-        if below.size:  # (a metal's or iron's constants given as a host)
-            raise ValueError(
-                f"endmember {names[j]!r}: its host's n is {n[j, below[0]]:g} < 1 at "
-                f"{wavelengths[below[0]]:g} um; the equivalent slab needs n >= 1"
-            )
+        _check_host_index(names[j], n[j], wavelengths)
     from .._optical.slab import iron_at, iron_covers
 
     if npfe[1] > 0.0 and (start > 0.0 or iron_covers(wavelengths, iron)):
