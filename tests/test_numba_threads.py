@@ -79,3 +79,37 @@ def test_invert_and_fit_give_the_same_bits_on_one_thread_and_on_all():
     parallel = run()
     for one, many in zip(serial, parallel):
         np.testing.assert_array_equal(one, many)
+
+
+def test_a_stop_signal_while_workers_start_leaves_every_worker_to_python_exit(monkeypatch):
+    """A CLI run's stop signal raises in the block loop wherever the main thread is; one
+    raised between a pool worker's start and its registration with Python's exit hook
+    left that worker asleep and the process's exit waiting on it (a hung CLI run)."""
+    import concurrent.futures.thread as futures_thread
+    import os
+    import signal
+
+    from lumaxlike._signals import (
+        Interrupted,
+        interruptible,
+        raise_if_interrupted,
+        stop_on_signals,
+    )
+
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 3)  # a pool of its own
+    start = threading.Thread.start
+
+    def start_then_signal(thread):
+        start(thread)
+        if thread.name.startswith("lumaxlike-numba"):
+            os.kill(os.getpid(), signal.SIGTERM)  # handled in this thread, right here
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_signal)
+    kernel, calls = _recording_kernel()
+    out = np.zeros(30, np.int64)
+    with stop_on_signals(), pytest.raises(Interrupted), interruptible():
+        numba_threads.run_in_blocks(kernel, 30, out)
+        raise_if_interrupted()
+    pool = numba_threads._pool(3)
+    assert pool._threads and all(t in futures_thread._threads_queues for t in pool._threads)
+    assert np.all(out == 1)

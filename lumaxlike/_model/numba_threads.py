@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 
+from .._signals import deferred
+
 __all__ = ["BLOCKS_PER_THREAD", "run_in_blocks"]
 
 # Blocks per thread: more than one, so that a thread whose items converge sooner takes
@@ -53,8 +55,14 @@ def run_in_blocks(kernel, n_items: int, *args) -> None:
         return
     n_blocks = min(n_items, threads * BLOCKS_PER_THREAD)
     edges = [n_items * k // n_blocks for k in range(n_blocks + 1)]
-    pool = _pool(threads)
-    futures = [pool.submit(kernel, first, last, *args) for first, last in zip(edges, edges[1:])]
+    # a stop signal raised between a worker's start and its registration with Python's
+    # exit hook would leave that worker asleep and the exit waiting on it forever: the
+    # submissions (which start the workers) only record a signal (`lumaxlike._signals`)
+    with deferred():
+        pool = _pool(threads)
+        futures = [
+            pool.submit(kernel, first, last, *args) for first, last in zip(edges, edges[1:])
+        ]
     try:
         for future in futures:
             future.result()
