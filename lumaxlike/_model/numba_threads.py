@@ -60,9 +60,7 @@ def run_in_blocks(kernel, n_items: int, *args) -> None:
     # submissions (which start the workers) only record a signal (`lumaxlike._signals`)
     with deferred():
         pool = _pool(threads)
-        futures = [
-            pool.submit(kernel, first, last, *args) for first, last in zip(edges, edges[1:])
-        ]
+        futures = [pool.submit(kernel, first, last, *args) for first, last in zip(edges, edges[1:])]
     try:
         for future in futures:
             future.result()
