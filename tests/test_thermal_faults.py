@@ -14,7 +14,8 @@ from scipy import stats
 import lumaxlike
 from lumaxlike._cli import main
 from lumaxlike._operations.thermal import ThermalSettings
-from lumaxlike._thermal import remove as thermal_remove
+from lumaxlike._thermal import continuum as thermal_continuum
+from lumaxlike._thermal import options as thermal_options
 
 from .test_thermal import WAVELENGTHS, remove, scene
 
@@ -44,10 +45,10 @@ def test_warm_pixels_pass_the_significance_test(solver):
 
 def test_significance_thresholds_are_the_boundary_likelihood_ratios():
     """Known sigma: the rise is 1/2 chi^2_1 (+ 1/2 at 0); estimated: 1/2 F(1, dof)."""
-    alarm = thermal_remove.FALSE_ALARM
+    alarm = thermal_continuum.FALSE_ALARM
     chi2_point = stats.chi2.isf(2 * alarm, 1)
     f_point = stats.f.isf(2 * alarm, 1, 6)
-    significant = thermal_remove._emission_significant
+    significant = thermal_continuum._emission_significant
     rise = np.array([0.999, 1.001]) * chi2_point
     assert list(significant(rise, np.ones(2), 6, False)) == [False, True]
     minimum = np.array([6.0, 6.0])  # variance 1 over 6 dof
@@ -161,7 +162,7 @@ def test_float32_band_centres_keep_the_window_edge():
     # the float32 centres move Planck by ~1e-7 relative; a dropped band moves T's sigma
     np.testing.assert_allclose(single.temperature_sigma, double.temperature_sigma, rtol=1e-4)
     np.testing.assert_allclose(single.temperature, double.temperature, atol=0.01)
-    inside = thermal_remove.within(wavelengths.astype(np.float32).astype(float), (2.3, 2.65))
+    inside = thermal_options.within(wavelengths.astype(np.float32).astype(float), (2.3, 2.65))
     assert inside.sum() == 9
 
 
