@@ -12,6 +12,7 @@ Imports nothing heavy: the command line's parser is built from it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Real
 
 from .._declared_options import (
     DeclaredOptions,
@@ -45,6 +46,23 @@ def _check_temperature(name: str, value) -> None:
         raise ValueError(f"{name} must be positive and finite [K], got {values[bad].ravel()[0]!r}")
 
 
+def _ranges(value) -> tuple[tuple[float, float], ...]:
+    """Wavelength ranges [um] as pairs of floats; one pair alone is one range."""
+    if len(value) and isinstance(value[0], Real):
+        return (to_pair(value),)
+    return tuple(to_pair(limits) for limits in value)
+
+
+def _check_ranges(name: str, ranges) -> None:
+    for limits in ranges:
+        increasing_pair("um")(name, limits)
+
+
+def _ranges_text(text: str) -> tuple[tuple[float, float], ...]:
+    """The command line's ``2.45:2.47,2.6:2.62``."""
+    return tuple(pair_text(limits.replace(":", ",")) for limits in text.split(","))
+
+
 @dataclass(frozen=True)
 class ThermalSettings(DeclaredOptions):
     """How the thermal emission is removed: the options of `lumaxlike.remove_thermal`,
@@ -68,6 +86,10 @@ class ThermalSettings(DeclaredOptions):
         prior_sigma: method prior: the 1-sigma of each window band's w about the prior.
         prior_reference: method prior: (shortest, longest) wavelength [um] of the bands
             whose w's line is continued into the window: 2 bands or more, short of it.
+        window_exclude: (shortest, longest) wavelength ranges [um] whose bands the
+            temperature fit leaves out of the window (a detector artefact, a narrow
+            absorption, a band bad in some pixels: its NaN or r <= 0 then fails no
+            pixel); they are still corrected at the fitted T.
 
     Raises:
         ValueError: naming the option, for a value its check refuses.
@@ -125,6 +147,14 @@ class ThermalSettings(DeclaredOptions):
         parse=pair_text,
         metavar="UM,UM",
     )
+    window_exclude: tuple[tuple[float, float], ...] = option(
+        (),
+        unit="um",
+        convert=_ranges,
+        check=_check_ranges,
+        parse=_ranges_text,
+        metavar="UM:UM[,UM:UM]",
+    )
 
     def check_together(self) -> None:
         """ "given" and temperature go together."""
@@ -138,7 +168,10 @@ class ThermalSettings(DeclaredOptions):
 
     def window_bands(self, wavelengths):
         """The bands [um] (a NumPy array) of the temperature fit: a boolean mask."""
-        return within(wavelengths, self.window)
+        inside = within(wavelengths, self.window)
+        for limits in self.window_exclude:
+            inside &= ~within(wavelengths, limits)
+        return inside
 
     def reference_bands(self, wavelengths):
         """``"prior"``'s reference bands [um]: a boolean mask."""
