@@ -157,7 +157,7 @@ class ThermalSettings(DeclaredOptions):
     )
 
     def check_together(self) -> None:
-        """ "given" and temperature go together."""
+        """The method "given" and temperature go together."""
         if self.method == "given" and self.temperature is None:
             raise ValueError('method="given" needs temperature (T [K], a number or a map)')
         if self.temperature is not None and self.method != "given":
