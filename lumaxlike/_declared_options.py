@@ -26,6 +26,7 @@ import dataclasses
 import inspect
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from numbers import Real
@@ -93,9 +94,12 @@ def help_texts(kind: type) -> dict[str, str]:
     API reference (griffe, statically) and ``help()`` read it too.
 
     Raises:
-        ValueError: an option of ``kind`` that the section does not describe (or
-            Python runs with -OO, which drops docstrings).
+        ValueError: an option of ``kind`` that the section does not describe (under
+            ``python -OO``, which drops docstrings, every text is empty instead).
     """
+    names = [f.name for f in dataclasses.fields(kind)]
+    if sys.flags.optimize >= 2:  # python -OO drops docstrings: the flags keep their defaults
+        return dict.fromkeys(names, "")
     doc = inspect.cleandoc(kind.__doc__ or "")
     section = re.search(r"^Attributes:\n((?:[ \t]+\S.*\n?)+)", doc, re.M)
     texts: dict[str, str] = {}
@@ -107,7 +111,7 @@ def help_texts(kind: type) -> dict[str, str]:
             texts[name] = text
         elif name is not None:
             texts[name] += " " + line.strip()
-    missing = [f.name for f in dataclasses.fields(kind) if f.name not in texts]
+    missing = [name for name in names if name not in texts]
     if missing:
         raise ValueError(f"{kind.__name__}'s docstring describes no option {missing[0]!r}")
     return {k: v.replace("`", "").rstrip(".") for k, v in texts.items()}
