@@ -104,8 +104,9 @@ from ._spectral.products import available_spectral_products as available_spectra
 from ._spectral.products import spectral_parameters as spectral_parameters
 from ._spectral_library import SpectralLibrary as SpectralLibrary
 from ._status import Status as Status
-from ._thermal.remove import ThermalResult as ThermalResult
-from ._thermal.remove import remove_thermal as remove_thermal
+from ._thermal.api import ThermalResult as ThermalResult
+from ._thermal.api import remove_thermal as remove_thermal
+from ._thermal.options import ThermalSettings as ThermalSettings
 from ._unmix import Endmembers as Endmembers
 from ._unmix import UnmixResult as UnmixResult
 from ._unmix import unmix as unmix

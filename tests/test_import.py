@@ -89,6 +89,7 @@ PUBLIC = {
     "slab_albedo",
     "remove_thermal",
     "ThermalResult",
+    "ThermalSettings",
     "remove_thermal_file",
 }
 

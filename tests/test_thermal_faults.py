@@ -12,9 +12,10 @@ import pytest
 from scipy import stats
 
 import lumaxlike
-from lumaxlike._cli import main
+from lumaxlike._cli import build_parser, main
 from lumaxlike._operations.thermal import ThermalSettings
-from lumaxlike._thermal import remove as thermal_remove
+from lumaxlike._thermal import continuum as thermal_continuum
+from lumaxlike._thermal import options as thermal_options
 
 from .test_thermal import WAVELENGTHS, remove, scene
 
@@ -44,10 +45,10 @@ def test_warm_pixels_pass_the_significance_test(solver):
 
 def test_significance_thresholds_are_the_boundary_likelihood_ratios():
     """Known sigma: the rise is 1/2 chi^2_1 (+ 1/2 at 0); estimated: 1/2 F(1, dof)."""
-    alarm = thermal_remove.FALSE_ALARM
+    alarm = thermal_continuum.FALSE_ALARM
     chi2_point = stats.chi2.isf(2 * alarm, 1)
     f_point = stats.f.isf(2 * alarm, 1, 6)
-    significant = thermal_remove._emission_significant
+    significant = thermal_continuum._emission_significant
     rise = np.array([0.999, 1.001]) * chi2_point
     assert list(significant(rise, np.ones(2), 6, False)) == [False, True]
     minimum = np.array([6.0, 6.0])  # variance 1 over 6 dof
@@ -161,7 +162,7 @@ def test_float32_band_centres_keep_the_window_edge():
     # the float32 centres move Planck by ~1e-7 relative; a dropped band moves T's sigma
     np.testing.assert_allclose(single.temperature_sigma, double.temperature_sigma, rtol=1e-4)
     np.testing.assert_allclose(single.temperature, double.temperature, atol=0.01)
-    inside = thermal_remove.within(wavelengths.astype(np.float32).astype(float), (2.3, 2.65))
+    inside = thermal_options.within(wavelengths.astype(np.float32).astype(float), (2.3, 2.65))
     assert inside.sum() == 9
 
 
@@ -200,3 +201,33 @@ def test_detection_benchmark_runs_small_and_writes_where_told(tmp_path):
     assert set(rows) == {"250", "280", "300", "350", "375", "400"}
     assert rows["250"]["sigma_given"]["converged"] == 0.0
     assert rows["400"]["sigma_given"]["converged"] == 1.0
+
+
+def test_window_exclude_leaves_a_bad_band_out_of_the_temperature_fit():
+    """A window band bad in one pixel (NaN: a detector artefact) made that pixel
+    NONFINITE_INPUT; left out with window_exclude, T is the fit of the other 8 bands (the
+    same bits whatever the band holds), and only that band of that pixel is NaN."""
+    observed, _, geometry, solar, sigma = scene(np.full(3, 380.0), 0.002, seed=21)
+    band = int(np.flatnonzero(np.isclose(WAVELENGTHS, 2.46))[0])
+    broken = observed.copy()
+    broken[1, band] = np.nan
+    assert remove(broken, geometry, solar, sigma).status[1] == STATUS.NONFINITE_INPUT
+    left_out = dict(window_exclude=[(2.45, 2.47)])
+    clean = remove(observed, geometry, solar, sigma, **left_out)
+    result = remove(broken, geometry, solar, sigma, **left_out)
+    assert np.all(result.status == STATUS.CONVERGED)
+    np.testing.assert_array_equal(result.temperature, clean.temperature)
+    # 8 bands at 0.2 % noise: T's sigma ~1 K
+    assert np.all(np.abs(result.temperature - 380.0) < 5 * result.temperature_sigma)
+    assert np.isnan(result.reflectance[1, band]) and np.isnan(result.w[1, band])
+    assert np.isfinite(np.delete(result.reflectance[1], band)).all()
+    np.testing.assert_array_equal(result.reflectance[[0, 2]], clean.reflectance[[0, 2]])
+    # by default the band is in the fit (and moves T)
+    every_band = remove(observed, geometry, solar, sigma)
+    assert not np.any(every_band.temperature == clean.temperature)
+    with pytest.raises(ValueError, match="window_exclude must be"):
+        remove(observed, geometry, solar, sigma, window_exclude=[(2.47, 2.45)])
+    args = ["thermal", "c.tif", "--out", "o.tif", "--window-exclude", "2.45:2.47,2.6:2.62"]
+    settings = ThermalSettings.from_arguments(build_parser().parse_args(args))
+    assert settings.window_exclude == ((2.45, 2.47), (2.6, 2.62))
+    assert settings.record()["window_exclude"] == [[2.45, 2.47], [2.6, 2.62]]

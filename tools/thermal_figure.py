@@ -24,7 +24,7 @@ from lumaxlike._demo.figure import FIGURE_DPI
 from lumaxlike._model import thermal
 from lumaxlike._model._backends import retarget_to_numpy
 from lumaxlike._thermal import emissivity
-from lumaxlike._thermal.remove import DEFAULT_WINDOW
+from lumaxlike._thermal.options import ThermalSettings
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "assets" / "thermal.png"
 TEMPERATURE = 375.0  # [K]
@@ -76,7 +76,7 @@ def main(argv=None) -> Path:
     fig = Figure(figsize=(8.0, 4.5), layout="constrained")
     ax = fig.subplots()
     um = M3_BANDS_UM
-    ax.axvspan(*DEFAULT_WINDOW, color="0.92", label="fit window")
+    ax.axvspan(*ThermalSettings().window, color="0.92", label="fit window")
     ax.plot(um, np.pi * observed, "k", lw=2, label=f"observed I/F ({TEMPERATURE:.0f} K)")
     ax.plot(um, np.pi * result.emission[0], "tab:red", label="thermal part removed")
     ax.plot(um, np.pi * result.reflectance[0], "tab:blue", lw=2, label="corrected I/F")

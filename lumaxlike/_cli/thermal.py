@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import argparse
 
+from .._thermal.options import ThermalSettings
 from .model import model_from_options, read_record, resolve_settings
 from .operation import copy_options, run_command
-from .options import number_list, positive_float
 from .products import cube_bands, resolve_product_options
 
 __all__ = ["add_parser", "run"]
-
-# remove_thermal's DEFAULT_PRIOR_SIGMA and DEFAULT_PRIOR_REFERENCE (not imported: the
-# command line's help stays free of the solvers' imports); tests/test_thermal checks them
-DEFAULT_PRIOR_SIGMA = 0.02
-DEFAULT_PRIOR_REFERENCE = (1.55, 2.0)
 
 DESCRIPTION = """\
 Thermal-emission removal (issue 46): each pixel's temperature from a continuum fit over a
@@ -49,13 +44,6 @@ NOT_TAKEN = ("--parameters", "--units")
 UNITS = ("r", "radf", "radiance")
 
 
-def _window(text: str) -> tuple[float, float]:
-    values = number_list(text)
-    if len(values) != 2 or not values[0] < values[1]:
-        raise argparse.ArgumentTypeError(f"expected SHORTEST,LONGEST in um, got {text!r}")
-    return values[0], values[1]
-
-
 def _drop_option(parser: argparse.ArgumentParser, flag: str) -> None:
     """Take the option ``flag`` (copied from ``invert``) off ``parser`` only."""
     action = parser._option_string_actions[flag]
@@ -87,52 +75,8 @@ def add_parser(commands, invert, formatter) -> None:
         "radiance [W m^-2 sr^-1 um^-1] (converted with --solar-spectrum and the Sun's "
         "distance); reff is refused. Required, unless --params-from gives it",
     )
-    settings = thermal.add_argument_group("thermal settings")
-    settings.add_argument(
-        "--method",
-        choices=("continuum", "given", "prior"),
-        default="continuum",
-        help="continuum: fit T with a linear w over --window; prior: fit T and each band's "
-        "w over --window, w held near the line of w over --prior-reference continued "
-        "(needs --refl-sigma); given: remove the emission of --temperature (default "
-        "continuum)",
-    )
-    settings.add_argument(
-        "--temperature",
-        type=positive_float,
-        metavar="K",
-        help="T [K] of every pixel, for --method given (default: none)",
-    )
-    settings.add_argument(
-        "--window",
-        type=_window,
-        default=(2.3, 2.65),
-        metavar="UM,UM",
-        help="the continuum fit's wavelengths [um], at least 4 bands (default 2.3,2.65)",
-    )
-    settings.add_argument(
-        "--max-temperature-uncertainty",
-        type=positive_float,
-        default=10.0,
-        metavar="K",
-        help="T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED (default 10)",
-    )
-    settings.add_argument(
-        "--prior-uncertainty",
-        type=positive_float,
-        default=DEFAULT_PRIOR_SIGMA,
-        metavar="W",
-        help="--method prior: 1-sigma of each band's w about the prior "
-        f"(default {DEFAULT_PRIOR_SIGMA})",
-    )
-    settings.add_argument(
-        "--prior-reference",
-        type=_window,
-        default=DEFAULT_PRIOR_REFERENCE,
-        metavar="UM,UM",
-        help="--method prior: the bands [um] whose w is continued into the window, short of "
-        "it (default {},{})".format(*DEFAULT_PRIOR_REFERENCE),
-    )
+    # every option of `ThermalSettings` (lumaxlike._thermal.options), as it declares it
+    ThermalSettings.add_arguments(thermal.add_argument_group("thermal settings"))
     thermal.set_defaults(handler=run)
 
 
@@ -140,11 +84,7 @@ def run(args) -> int:
     """Run ``lumaxlike thermal`` on parsed ``args``; return its exit code."""
     from .._operations.thermal import THERMAL
 
-    if args.temperature is not None and args.method != "given":
-        raise ValueError(
-            f"--temperature is for --method given only (--method {args.method} fits T); "
-            "give one or the other"
-        )
+    options = ThermalSettings.from_arguments(args)
     args.parameters = None  # not an option of this command (`invert`'s readers ask)
     record = read_record(args)
     settings = resolve_settings(args, record)
@@ -154,7 +94,7 @@ def run(args) -> int:
     if len({id(m) for m in models}) != 1:
         raise ValueError("lumaxlike thermal takes one model for every band")
     described = (
-        f"{args.cube} ({settings['units']}) -> {args.out}, method {args.method}, "
+        f"{args.cube} ({settings['units']}) -> {args.out}, method {options.method}, "
         f"solver {settings['solver']}"
     )
     return run_command(
@@ -163,11 +103,6 @@ def run(args) -> int:
         args.cube,
         described=described,
         params=models[0],
-        method=args.method,
-        temperature=args.temperature,
-        window=args.window,
-        max_temperature_sigma=args.max_temperature_uncertainty,
-        prior_sigma=args.prior_uncertainty,
-        prior_reference=args.prior_reference,
+        settings=options,
         **settings,
     )

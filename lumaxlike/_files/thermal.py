@@ -8,18 +8,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._declared_options import refuse_unknown, takes_options
 from .._io.read.radiance import band_irradiance, load_solar_spectrum
 from .._io.read.spectral_metadata import to_micrometers
 from .._operations.thermal import THERMAL, ThermalSettings
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._run.progress import InversionSummary
-from .._thermal.remove import DEFAULT_PRIOR_REFERENCE, DEFAULT_PRIOR_SIGMA, DEFAULT_WINDOW
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .wavelengths import cube_wavelengths_um
 
 __all__ = ["remove_thermal_file"]
 
 
+# the run's and the product's options also taken as keywords, at their defaults
+RUN_AND_PRODUCT = {
+    **{name: getattr(RunOptions(), name) for name in ("chunk_rows", "overwrite", "progress")},
+    **{name: getattr(RunOptions(), name) for name in ("workers", "scheduler", "resume")},
+    **{
+        name: getattr(ProductOptions(), name)
+        for name in ("solar_spectrum", "solar_distance", "wavelengths_from")
+    },
+}
+
+
+@takes_options(ThermalSettings, RUN_AND_PRODUCT)
 def remove_thermal_file(
     cube_path,
     out_path,
@@ -30,28 +42,14 @@ def remove_thermal_file(
     params,
     units,
     solver: str | SolverOptions,
-    method="continuum",
-    temperature=None,
-    window=DEFAULT_WINDOW,
-    max_temperature_sigma=10.0,
-    temperature_bounds=(100.0, 1000.0),
-    prior_sigma=DEFAULT_PRIOR_SIGMA,
-    prior_reference=DEFAULT_PRIOR_REFERENCE,
     sigma=None,
     max_iter=None,
     tol=None,
     command=None,
-    chunk_rows=None,
-    overwrite=False,
-    progress=None,
-    workers=1,
-    scheduler=None,
-    resume=False,
-    solar_spectrum=None,
-    solar_distance=None,
-    wavelengths_from=None,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
+    settings: ThermalSettings | None = None,
+    **keywords,
 ) -> InversionSummary:
     """Remove the thermal emission of a cube file, block by block (`lumaxlike.remove_thermal`).
 
@@ -65,24 +63,23 @@ def remove_thermal_file(
     Args:
         cube_path: as in `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
             ``surface``, ``solver``, ``command``, ``max_iter`` and ``tol`` (the
-            solvers'), the run's options ``run`` (``chunk_rows``, ``overwrite``,
-            ``progress``, ``workers``, ``scheduler``, ``resume``: also keywords) and the
-            product's ``product`` (``solar_spectrum``, ``solar_distance``,
-            ``wavelengths_from``: also keywords)).
+            solvers'), the run's options ``run`` and the product's ``product``).
         out_path: ``OUT``, the corrected cube in r (``units="r"``) or I/F, and ``OUT_w``,
             ``OUT_temperature(_sigma)``, ``OUT_status`` beside it (netCDF/zarr: variables).
         params: the `lumaxlike.HapkeParams` of the surface.
         units: ``"r"``, ``"radf"`` or ``"radiance"`` (REFF is refused: its incidence
             normalisation would hide the geometry the emissivity needs).
-        method: ``"continuum"``, ``"given"`` or ``"prior"`` (needs ``sigma``).
-        temperature: T [K] of every pixel, for ``"given"``.
-        window: (shortest, longest) wavelength [um] of the fit.
-        max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
-        temperature_bounds: (lowest, highest) T [K] of the fit.
-        prior_sigma: ``"prior"``'s 1-sigma of each band's w about its prior.
-        prior_reference: (shortest, longest) [um] of ``"prior"``'s reference bands.
         sigma: standard uncertainty of the cube's values in ``units``; None: estimated
-            per pixel from the fit's residual.
+            per pixel from the fit's residual (``method="prior"`` needs it).
+        run: `lumaxlike.RunOptions`.
+        product: `lumaxlike.ProductOptions`.
+        settings: the thermal options as one `lumaxlike.ThermalSettings` (None: the
+            defaults).
+        **keywords: the options of `lumaxlike.ThermalSettings` by name (``method``,
+            ``temperature`` (a number), ``window``, ``max_temperature_sigma``, ...), and
+            those of ``run`` (``chunk_rows``, ``overwrite``, ``progress``, ``workers``,
+            ``scheduler``, ``resume``) and ``product`` (``solar_spectrum``,
+            ``solar_distance``, ``wavelengths_from``).
 
     Returns:
         `InversionSummary` (``verb`` "corrected").
@@ -90,21 +87,16 @@ def remove_thermal_file(
     Raises:
         ValueError: as `invert_file`, and naming the argument: units REFF, a cube without
             wavelengths, no solar distance for reflectance units, bad thermal settings.
+        TypeError: a keyword that is none of these.
     """
-    run, product, options = front_end_options(run, product, solver, locals())
+    settings = ThermalSettings.merged(settings, keywords)
+    refuse_unknown("remove_thermal_file", keywords, RUN_AND_PRODUCT)
+    keywords.update(max_iter=max_iter, tol=tol)
+    run, product, options = front_end_options(run, product, solver, keywords)
     if units == "reff":
         raise ValueError('units="reff" is not supported by the thermal removal; give r or radf')
-    if method == "prior" and sigma is None:
+    if settings.method == "prior" and sigma is None:
         raise ValueError('method="prior" needs sigma: it weighs the data against the prior')
-    settings = ThermalSettings(
-        method,
-        temperature,
-        window,
-        max_temperature_sigma,
-        temperature_bounds,
-        prior_sigma,
-        prior_reference,
-    )
     inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
     out_units = "r" if units == "r" else "radf"
     return run_on_cube(

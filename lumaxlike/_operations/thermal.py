@@ -1,13 +1,13 @@
 """The thermal-emission removal, declared once (`THERMAL`): its block task
-(`thermal_block`, with its `ThermalSettings`, on NumPy arrays in lumaxlike's layout,
-reflectance ``(..., bands)`` in r [1/sr], geometry ``(..., 3)``) and the maps it returns
+(`thermal_block`, with its options `ThermalSettings`, declared in
+`lumaxlike._thermal.options`, on NumPy arrays in lumaxlike's layout, reflectance
+``(..., bands)`` in r [1/sr], geometry ``(..., 3)``) and the maps it returns
 (`THERMAL_FIELDS`, `thermal_layout`): per pixel the temperature, its 1-sigma and the
 status; per band the corrected reflectance (in the cube's units) and w."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,14 +15,8 @@ import numpy as np
 from .._io.write.layout import FieldLayout
 from .._options import SolverOptions
 from .._status import Status
-from .._thermal.remove import (
-    DEFAULT_PRIOR_REFERENCE,
-    DEFAULT_PRIOR_SIGMA,
-    DEFAULT_WINDOW,
-    METHODS,
-    check_temperature_settings,
-    remove_thermal,
-)
+from .._thermal.api import remove_thermal
+from .._thermal.options import ThermalSettings
 from .blocks import numba_threads
 from .declaration import Operation
 
@@ -33,69 +27,6 @@ THERMAL_FIELDS = ("reflectance", "w", "temperature", "temperature_sigma", "statu
 and per pixel T [K], its 1-sigma [K] and the status."""
 PER_PIXEL = ("temperature", "temperature_sigma", "status")
 _UNITS = {"r": ("bidirectional reflectance r", "sr-1"), "radf": ("radiance factor I/F", "1")}
-
-
-@dataclass(frozen=True)
-class ThermalSettings:
-    """How `thermal_block` removes the emission (`lumaxlike.remove_thermal`'s arguments).
-
-    Attributes:
-        method: ``"continuum"``, ``"given"`` or ``"prior"``.
-        temperature: T [K] of every pixel for ``"given"``, else None.
-        window: (shortest, longest) wavelength [um] of the fit.
-        max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
-        temperature_bounds: (lowest, highest) T [K] of the fit.
-        prior_sigma: ``"prior"``'s 1-sigma of each band's w about its prior.
-        prior_reference: (shortest, longest) wavelength [um] of ``"prior"``'s reference
-            bands, whose w's line is continued into the window.
-    """
-
-    method: str = "continuum"
-    temperature: float | None = None
-    window: tuple[float, float] = DEFAULT_WINDOW
-    max_temperature_sigma: float = 10.0
-    temperature_bounds: tuple[float, float] = (100.0, 1000.0)
-    prior_sigma: float = DEFAULT_PRIOR_SIGMA
-    prior_reference: tuple[float, float] = DEFAULT_PRIOR_REFERENCE
-
-    def __post_init__(self):
-        # numbers as floats, pairs as tuples of floats: the record and the block tasks
-        # read them as such whatever a front end was given (ints, lists, NumPy scalars)
-        for name in ("max_temperature_sigma", "prior_sigma"):
-            object.__setattr__(self, name, float(getattr(self, name)))
-        for name in ("window", "temperature_bounds", "prior_reference"):
-            low, high = getattr(self, name)
-            object.__setattr__(self, name, (float(low), float(high)))
-        if self.temperature is not None:
-            object.__setattr__(self, "temperature", float(self.temperature))
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.method == "given" and self.temperature is None:
-            raise ValueError('method="given" needs temperature, T [K]')
-        check_temperature_settings(
-            self.method, self.temperature, self.temperature_bounds, self.max_temperature_sigma
-        )
-        low, high = self.window
-        if not low < high:
-            raise ValueError(f"window must be (shortest, longest) [um], got {self.window!r}")
-        if not (math.isfinite(self.prior_sigma) and self.prior_sigma > 0):
-            raise ValueError(f"prior_sigma must be positive [w], got {self.prior_sigma!r}")
-        if not self.prior_reference[0] < self.prior_reference[1]:
-            raise ValueError(
-                f"prior_reference must be (shortest, longest) [um], got {self.prior_reference!r}"
-            )
-
-    def record(self) -> dict:
-        """The settings as the run's record keeps them."""
-        return {
-            "method": self.method,
-            "temperature": self.temperature,
-            "window": list(self.window),
-            "max_temperature_sigma": self.max_temperature_sigma,
-            "temperature_bounds": list(self.temperature_bounds),
-            "prior_sigma": self.prior_sigma,
-            "prior_reference": list(self.prior_reference),
-        }
 
 
 def thermal_block(
@@ -146,15 +77,9 @@ def thermal_block(
             params,
             solar_spectrum=np.asarray(solar_irradiance, dtype=np.float64),
             solar_distance=solar_distance,
-            method=settings.method,
-            temperature=settings.temperature,
-            window=settings.window,
             refl_sigma=refl_sigma,
             solver=options.solver,
-            temperature_bounds=settings.temperature_bounds,
-            max_temperature_sigma=settings.max_temperature_sigma,
-            prior_sigma=settings.prior_sigma,
-            prior_reference=settings.prior_reference,
+            settings=settings,
             **kwargs,
         )
     factor = math.pi if units == "radf" else 1.0

@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from .._declared_options import refuse_unknown, takes_options
 from .._options import SolverOptions, solver_options
 from .._provenance import python_call
+from .._thermal.options import ThermalSettings
 from .chunks import (
     ChunkMap,
     apply_to_chunks,
@@ -55,6 +57,7 @@ def _wavelengths_um(refl: xr.DataArray, spec: str, wavelengths) -> np.ndarray:
     return values
 
 
+@takes_options(ThermalSettings)
 def remove_thermal_dataarray(
     refl: xr.DataArray,
     geometry,
@@ -65,18 +68,13 @@ def remove_thermal_dataarray(
     solar_spectrum,
     solar_distance: float = 1.0,
     wavelengths=None,
-    method: str = "continuum",
-    temperature: float | None = None,
-    window: tuple[float, float] | None = None,
-    max_temperature_sigma: float = 10.0,
-    temperature_bounds: tuple[float, float] = (100.0, 1000.0),
-    prior_sigma: float | None = None,
-    prior_reference: tuple[float, float] | None = None,
     refl_sigma: float | None = None,
     spectral_dim: str | None = None,
     max_iter: int | None = None,
     tol: float | None = None,
     num_threads: int | None = None,
+    settings: ThermalSettings | None = None,
+    **options,
 ) -> xr.Dataset:
     """Remove thermal emission from a reflectance DataArray, chunk by chunk.
 
@@ -93,20 +91,17 @@ def remove_thermal_dataarray(
         solar_distance: the Sun's distance [au], one number.
         wavelengths: band centres [um], ``(bands,)``; None reads refl's coordinate along
             its spectral dim (nm or um, from its ``units`` attr).
-        method: ``"continuum"``, ``"given"`` or ``"prior"`` (needs ``refl_sigma``).
-        temperature: T [K] of every pixel, for ``"given"``.
-        window: (shortest, longest) wavelength [um] of the fit; None: the default.
-        max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
-        temperature_bounds: (lowest, highest) T [K] of the fit.
-        prior_sigma: ``"prior"``'s 1-sigma of each band's w about its prior [w]; None:
-            `lumaxlike.remove_thermal`'s default (so for ``prior_reference``).
-        prior_reference: ``"prior"``'s (shortest, longest) wavelength [um] of the bands
-            whose w's line is continued into the window.
-        refl_sigma: 1-sigma of ``refl`` in ``units`` (one number); None estimates it.
+        refl_sigma: 1-sigma of ``refl`` in ``units`` (one number); None estimates it
+            (``method="prior"`` needs it).
         spectral_dim: the spectral dim's name when neither ``band`` nor ``wavelength``.
         max_iter: Levenberg-Marquardt steps at most (None: the default; so for ``tol``).
         tol: step tolerance.
         num_threads: numba threads per chunk.
+        settings: the thermal options as one `lumaxlike.ThermalSettings` (None: the
+            defaults).
+        **options: the options of `lumaxlike.ThermalSettings` by name (``method``,
+            ``temperature`` (a number), ``window``, ``max_temperature_sigma``, ...);
+            None: the default.
 
     Returns:
         Dataset with ``reflectance`` (corrected, in ``units``) and ``w`` on ``refl``'s dims,
@@ -115,31 +110,19 @@ def remove_thermal_dataarray(
 
     Raises:
         ValueError: naming the argument: units other than r or radf, no wavelengths, a
-            bad method, window or solar spectrum.
+            bad option or solar spectrum.
+        TypeError: a keyword that is no option.
     """
-    from .._operations.thermal import ThermalSettings
-    from .._thermal.remove import (
-        DEFAULT_PRIOR_REFERENCE,
-        DEFAULT_PRIOR_SIGMA,
-        DEFAULT_WINDOW,
-        solar_per_band,
-    )
+    from .._thermal.inputs import solar_per_band
 
-    options = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    settings = ThermalSettings.merged(settings, options)
+    refuse_unknown("remove_thermal_dataarray", options)
+    solving = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
     check_front_end(refl, units, refl_sigma)
     if units not in ("r", "radf"):
         raise ValueError(f"units must be 'r' or 'radf' for remove_thermal, got {units!r}")
     spec = spectral_dim_of(refl, spectral_dim)
     bands_um = _wavelengths_um(refl, spec, wavelengths)
-    settings = ThermalSettings(
-        method,
-        temperature,
-        DEFAULT_WINDOW if window is None else window,
-        max_temperature_sigma,
-        temperature_bounds,
-        DEFAULT_PRIOR_SIGMA if prior_sigma is None else prior_sigma,
-        DEFAULT_PRIOR_REFERENCE if prior_reference is None else prior_reference,
-    )
     inputs = chunked_inputs(refl, geometry, spec)
     extra = {
         "wavelengths": bands_um,
@@ -148,7 +131,7 @@ def remove_thermal_dataarray(
         "units": "r",  # the chunk's reflectance is r; the maps converted below
         "settings": settings,
     }
-    kwargs = {"params": params, "options": options, "extra": extra}
+    kwargs = {"params": params, "options": solving, "extra": extra}
     variables = _thermal_variables(inputs, spec, units, refl_sigma, kwargs)
     provenance = _provenance(inputs.refl, spec, geometry, kwargs, units, refl_sigma)
     return result_dataset(variables, inputs.refl, provenance)
