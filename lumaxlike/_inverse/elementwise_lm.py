@@ -13,7 +13,7 @@ loop (a `lax.while_loop` of at most `max_steps` steps, ended when every problem 
 converged).
 
 An operation supplies its residual function and, optionally, the pieces of its normal
-equations, in one of three forms (the solver's fields):
+equations, in one of three forms, or its own rules for the whole trial (the solver's fields):
 
 - `jacobian`: (y, args) -> (residuals, the p columns of the Jacobian): J^T J and J^T f are
   formed here (`fit`, from the model's derivative program evaluated part by part);
