@@ -75,3 +75,44 @@ def test_decays_fitted_with_given_normal_equations():
     assert solution.result == optx.RESULTS.successful
     assert bool(jnp.all(solution.state.converged))
     np.testing.assert_allclose(solution.value, truth, rtol=1e-10)
+
+
+def halving_rules():
+    """A problem's own rules (the `rules` case): halve y until its first entry is at most
+    `limit`; the state counts the halvings. Exact in floats, so the counts are known."""
+
+    def start(y, limit):
+        return {"halvings": jnp.zeros(y.shape[:-1])}, y[..., 0] <= limit
+
+    def iterate(y, state, limit):
+        y = y / 2.0
+        return y, {"halvings": state["halvings"] + 1.0}, y[..., 0] <= limit
+
+    return start, iterate
+
+
+def test_own_rules_run_until_each_problem_finishes():
+    """Every problem steps by the operation's rules until they say it has finished (its y
+    and state frozen there, its iterations counted), for at most `max_steps`; problems
+    frozen by the caller never step."""
+    needed = np.arange(8)  # problem k needs k halvings of 2^k
+    start = jnp.stack([2.0**needed, -(2.0**needed)], axis=-1)  # batch (8,) + (2,)
+    frozen = jnp.asarray(needed == 3)
+    solver = lumaxlike.ElementwiseLevenbergMarquardt(
+        tol=0.0, lower=-jnp.inf, upper=jnp.inf, rules=halving_rules()
+    )
+    solution = optx.least_squares(
+        lambda y, limit: y[..., 0] - limit,
+        solver,
+        start,
+        args=jnp.ones(8),
+        options={"frozen": frozen},
+        max_steps=5,
+        throw=False,
+    )
+    halvings = np.where(needed == 3, 0, np.minimum(needed, 5))
+    np.testing.assert_array_equal(solution.state.problem["halvings"], halvings)
+    np.testing.assert_array_equal(solution.state.iterations, halvings)
+    np.testing.assert_array_equal(solution.value, np.asarray(start) / 2.0 ** halvings[:, None])
+    np.testing.assert_array_equal(solution.state.converged, (needed <= 5) | (needed == 3))
+    assert solution.result == optx.RESULTS.nonlinear_max_steps_reached  # 6 and 7 unfinished

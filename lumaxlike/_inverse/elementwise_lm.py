@@ -13,7 +13,7 @@ loop (a `lax.while_loop` of at most `max_steps` steps, ended when every problem 
 converged).
 
 An operation supplies its residual function and, optionally, the pieces of its normal
-equations, in one of three forms (the solver's fields):
+equations, in one of three forms, or its own rules for the whole trial (the solver's fields):
 
 - `jacobian`: (y, args) -> (residuals, the p columns of the Jacobian): J^T J and J^T f are
   formed here (`fit`, from the model's derivative program evaluated part by part);
@@ -22,6 +22,10 @@ equations, in one of three forms (the solver's fields):
   `batch`, and the operation gives (y, args) -> (residual, slope) with its p = 1 rules
   (`albedo.rules.propose` and `update`, the same scalar code numba's kernel runs), so a
   step is one division, without p x p algebra;
+- `rules`: the operation's own scalar rules for the whole trial (start, iterate), written
+  once with its numba kernel on `lm_rules` (`remove_thermal`'s fits: a 3 x 3 Cramer solve
+  with held parameters, a Schur step over bands), applied element-wise; this solver keeps
+  the loop, the freezing of finished problems and their iteration counts;
 
 and without any, the columns come from one linearisation of the residual function and p
 JVPs. The p x p damped systems are solved by an unrolled Cholesky over lanes of
@@ -76,6 +80,22 @@ class _LMState(NamedTuple):
     growth: Any  # batch: nu, lambda's growth factor on rejection
     converged: Any
     iterations: Any
+
+
+class _RulesState(NamedTuple):
+    # the operation's own rules (`rules`)
+    problem: Any  # the operation's state of every problem: a pytree, batch leading
+    converged: Any  # batch: finished (converged, or stopped by the rules)
+    iterations: Any
+
+
+def _where_batch(done, old, new):
+    """`new`, but `old` where `done` (batch), for every leaf (batch + trailing axes)."""
+
+    def select(a, b):
+        return jnp.where(done.reshape(done.shape + (1,) * (jnp.ndim(a) - done.ndim)), a, b)
+
+    return jax.tree_util.tree_map(select, old, new)
 
 
 def _normal_equations(fn, y, args, jacobian, normal_equations=None):
@@ -172,6 +192,14 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             the p = 1 rules (`albedo.rules` over jax.numpy, the scalar code numba's
             `invert` runs). A step is then one division. Its state holds the residual and
             the slope instead of J^T J.
+        rules: None, or the operation's own scalar rules for the whole trial, element-wise
+            (written once with its numba kernel, on `lm_rules`): a pair (start, iterate),
+            `start(y, args)` -> (state, finished), `iterate(y, state, args)` -> (y, state,
+            finished), where state is the operation's pytree of arrays with the batch
+            leading and finished (batch) marks problems done (converged or stopped by
+            the rules; how, the state says). Finished problems are frozen as converged
+            ones; `lower`, `upper` and `tol` are the rules' own business (unused). The
+            final state holds the operation's state as `problem`.
     """
 
     tol: float
@@ -180,6 +208,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     jacobian: Any = eqx.field(static=True, default=None)
     normal_equations: Any = eqx.field(static=True, default=None)
     one_parameter: Any = eqx.field(static=True, default=None)
+    rules: Any = eqx.field(static=True, default=None)
     # optimistix's abstract attributes, unused: convergence is per problem, on the step
     # (`tol`). Keyword-only: type checkers order a redeclared base field at the base's place.
     rtol: float = eqx.field(default=0.0, kw_only=True)
@@ -192,6 +221,8 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             return resume
         if self.one_parameter is not None:
             return self._init_one_parameter(y, args, options)
+        if self.rules is not None:
+            return self._init_rules(y, args, options)
         residual, jtj, jtf = _normal_equations(fn, y, args, self.jacobian, self.normal_equations)
         batch = y.shape[:-1]
         frozen = (options or {}).get("frozen", jnp.zeros(batch, bool))
@@ -208,6 +239,8 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     def step(self, fn, y, args, options, state, tags):
         if self.one_parameter is not None:
             return self._step_one_parameter(y, args, state)
+        if self.rules is not None:
+            return self._step_rules(y, args, state)
         lower, upper = (
             jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper)
         )
@@ -298,6 +331,30 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             damping=damping,
             growth=growth,
             converged=done | stepped[5],
+            iterations=state.iterations + jnp.where(done, 0, 1).astype(jnp.int32),
+        )
+        return y, new_state, None
+
+    def _init_rules(self, y, args, options):
+        start, _ = self.rules
+        problem, finished = start(y, args)
+        frozen = (options or {}).get("frozen", jnp.zeros(finished.shape, bool))
+        return _RulesState(
+            problem=problem,
+            converged=frozen | finished,
+            iterations=jnp.zeros(finished.shape, jnp.int32),
+        )
+
+    def _step_rules(self, y, args, state):
+        """One trial of every problem by the operation's `rules`; finished problems stay
+        as they are."""
+        _, iterate = self.rules
+        y_new, problem, finished = iterate(y, state.problem, args)
+        done = state.converged
+        y, problem = _where_batch(done, (y, state.problem), (y_new, problem))
+        new_state = _RulesState(
+            problem=problem,
+            converged=done | finished,
             iterations=state.iterations + jnp.where(done, 0, 1).astype(jnp.int32),
         )
         return y, new_state, None

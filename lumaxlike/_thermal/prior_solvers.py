@@ -1,6 +1,7 @@
-"""``method="prior"``'s two solvers around `prior_rules` (written once): JAX (each
-pixel's `lax.while_loop`, the bands vmapped, pixels vmapped, jitted) and numba
-(`prior_kernels`, cached on disk, over blocks of pixels). Both take the same steps.
+"""``method="prior"``'s two solvers around `prior_rules` (written once): JAX (jitted, the
+package's one Levenberg-Marquardt, `ElementwiseLevenbergMarquardt`, in its `rules` case:
+each pixel's trial below, the bands vmapped, pixels vmapped) and numba (`prior_kernels`,
+cached on disk, over blocks of pixels). Both take the same steps.
 
 One Levenberg-Marquardt trial of a pixel (both drivers): the pixel's sums over bands
 give the damped Schur step (`prior_rules`), t projected onto its bounds and each w_b's
@@ -19,12 +20,15 @@ posterior variance is T_SCALE^2 / S), status, iterations, then w of each band.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 
 from .._inverse import lm_rules
+from .._inverse.elementwise_lm import ElementwiseLevenbergMarquardt
 from .._model import thermal as thermal_equations
 from .._model._backends import retarget_to_jax
 from .._model.family import ModelKey, jax_equations_for
@@ -95,43 +99,73 @@ def _jax_iterate(rules_, state, problem, free_t, limits):
     return w, t, normal, damping, growth, status, iterations
 
 
+def _prior_start(rules_, w, t, problem):
+    """One pixel's state at (w, t): w, t, the sums (`_jax_normal`), damping, growth,
+    status (CONVERGED at once where the cost is 0), iterations."""
+    normal = _jax_normal(rules_[0], w, t, *problem)
+    zero = 0.0 * t
+    status = jnp.where(normal[0] > 0, rules.SOLVING, rules.CONVERGED)
+    return w, t, normal, zero, zero + 2.0, status, 0
+
+
+def _prior_rules(rules_, settings, free_t, limits):
+    """(start, iterate) of every pixel's prior fit (`_prior_start`, `_jax_iterate`,
+    vmapped) for `ElementwiseLevenbergMarquardt`'s `rules`: y = (t (pixels,), w (pixels,
+    bands)); args = (pixel terms, coefficients, distance, observed, weight, mean), per
+    pixel, and settings = (wavelength, solar, 1 / prior_sigma); a pixel is finished when
+    its status is not SOLVING."""
+    wavelength, solar, inverse_sigma = settings
+
+    def problem(terms, coef, dist, obs, wt, mu):
+        return (wavelength, solar, obs, wt, mu), (terms, coef, dist), inverse_sigma
+
+    def start_one(t, w, *pixel):
+        return _prior_start(rules_, w, t, problem(*pixel))
+
+    def iterate_one(state, *pixel):
+        return _jax_iterate(rules_, state, problem(*pixel), free_t, limits)
+
+    def start(y, args):
+        state = jax.vmap(start_one)(*y, *args)
+        return state, state[5] != rules.SOLVING
+
+    def iterate(y, state, args):
+        state = jax.vmap(iterate_one)(state, *args)
+        return (state[1], state[0]), state, state[5] != rules.SOLVING
+
+    return start, iterate
+
+
 @functools.partial(jax.jit, static_argnames=("key", "max_iter"))
 def _solve_jax(params, arrays, settings, limits, key, max_iter):
+    """Every pixel's prior fit by the shared `ElementwiseLevenbergMarquardt` with the fit's
+    own rules (its `rules` case: the steps of numba's kernel); `solve_prior`'s output."""
     from .._model.jax_model import pixel_terms
 
     rules_ = _jax_rules(key)
     to_sun, to_sensor, normal_, coefficients, distance, t0, w0, mean = arrays[:8]
     wavelength, solar, observed, weight = arrays[8:]
     inverse_sigma, free_t = settings
-
-    def one(sun, sensor, nrm, coef, dist, t, w, mu, obs, wt):
-        pixel = (pixel_terms(sun, sensor, nrm, params), coef, dist)
-        problem = ((wavelength, solar, obs, wt, mu), pixel, inverse_sigma)
-        normal = _jax_normal(rules_[0], w, t, *problem)
-        zero = 0.0 * t
-        state = (
-            w,
-            t,
-            normal,
-            zero,
-            zero + 2.0,
-            jnp.where(normal[0] > 0, rules.SOLVING, rules.CONVERGED),
-            0,
-        )
-        state = jax.lax.while_loop(
-            lambda s: s[5] == rules.SOLVING,
-            lambda s: _jax_iterate(rules_, s, problem, free_t, (*limits, max_iter)),
-            state,
-        )
-        w, t, normal, _, _, status, iterations = state
-        schur_s, _ = rules_[0].schur_terms(normal[1], normal[2], normal[4])
-        s = normal[3] - jnp.sum(schur_s)
-        head = jnp.stack([t, normal[0], s, status * 1.0, iterations * 1.0])
-        return jnp.concatenate([head, w])
-
-    return jax.vmap(one)(
-        to_sun, to_sensor, normal_, coefficients, distance, t0, w0, mean, observed, weight
+    terms = jax.vmap(pixel_terms, in_axes=(0, 0, 0, None))(to_sun, to_sensor, normal_, params)
+    start, iterate = _prior_rules(
+        rules_, (wavelength, solar, inverse_sigma), free_t, (*limits, max_iter)
     )
+    solver = ElementwiseLevenbergMarquardt(
+        tol=limits[2], lower=limits[0], upper=limits[1], rules=(start, iterate)
+    )
+    solution: optx.Solution[Any, Any] = optx.least_squares(
+        lambda y, args: start(y, args)[0][2][0],  # the cost (traced for its shape only)
+        solver,
+        (t0, w0),
+        args=(terms, coefficients, distance, observed, weight, mean),
+        max_steps=max(max_iter, 1),  # one trial at least, as numba's kernel
+        throw=False,
+    )
+    w, t, normal, _, _, status, iterations = solution.state.problem
+    schur_s, _ = rules_[0].schur_terms(normal[1], normal[2], normal[4])
+    s = normal[3] - jnp.sum(schur_s, axis=-1)
+    head = jnp.stack([t, normal[0], s, status * 1.0, iterations * 1.0], axis=-1)
+    return jnp.concatenate([head, w], axis=-1)
 
 
 def solve_prior(params: HapkeParams, arrays: dict, settings, limits, solver: str) -> np.ndarray:

@@ -1,8 +1,11 @@
 """The thermal fits' two solvers, one driver each around the rules written once
-(`rules`, `band_rules`): JAX (each problem's `lax.while_loop`, vmapped, jitted) and numba
-(`numba_kernels`: cached on disk, over blocks of pixels on
-`numba_threads.run_in_blocks`'s threads, as every kernel of the package). Both take the same arrays and
-return the same final states, so they take the same steps.
+(`rules`, `band_rules`): JAX (jitted, the package's one Levenberg-Marquardt,
+`ElementwiseLevenbergMarquardt`, element-wise over a chunk: the bands' w in its
+one-parameter case with `invert`'s `propose` and `update`, the continuum fit with
+`rules`' own trial in its `rules` case) and numba (`numba_kernels`: cached on disk, over
+blocks of pixels on `numba_threads.run_in_blocks`'s threads, as every kernel of the
+package). Both take the same arrays and run the same rules, so they take the same steps
+(values to rounding: XLA:CPU contracts a * b + c into fused multiply-adds, numba does not).
 
 Arrays (float64): to_sun, to_sensor, normal (pixels, 3); coefficients (pixels,
 N_EMISSIVITY); distance (pixels,); theta (pixels, 3) the starts; wavelength, solar
@@ -12,12 +15,15 @@ N_EMISSIVITY); distance (pixels,); theta (pixels, 3) the starts; wavelength, sol
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 
 from .._inverse import lm_rules
+from .._inverse.elementwise_lm import ElementwiseLevenbergMarquardt
 from .._model import thermal as thermal_equations
 from .._model._backends import retarget_to_jax
 from .._model.family import ModelKey, jax_equations_for
@@ -67,34 +73,81 @@ def _jax_band_rules(key: ModelKey):
     return retarget_to_jax(band_rules, **bindings), albedo, thermal
 
 
-@functools.partial(jax.jit, static_argnames=("key", "max_iter"))
-def _solve_bands_jax(params, arrays, limits, key, max_iter):
+def _band_problems(params, arrays, key, bounds):
+    """Every band's problem: (w_s, E, the pixels' terms), w_s the start (`band_rules`,
+    NaN where r_obs is not finite), E [1/sr] (0 where T <= 0: nothing removed),
+    (pixels, bands) each but the terms (pixels,)."""
     from .._model.jax_model import pixel_terms
 
     compiled, albedo, thermal = _jax_band_rules(key)
     to_sun, to_sensor, normal, coefficients, distance, temperature = arrays[:6]
     wavelength, solar, observed = arrays[6:]
-    bounds = limits[:2]
+    terms = jax.vmap(pixel_terms, in_axes=(0, 0, 0, None))(to_sun, to_sensor, normal, params)
+    table = jax.vmap(albedo.albedo_table)(terms)
 
-    def band(r_obs, wl, sol, terms, table, coef, dist, temp):
+    def band(r_obs, wl, sol, table, coef, dist, temp):
         on = temp > 0.0
         factor, _ = thermal.thermal_factor_and_slope(wl, jnp.where(on, temp, 300.0), sol, dist)
         factor = compiled.emission_factor(jnp.where(on, factor, 0.0), r_obs)
-        state = compiled.band_start(r_obs, factor, terms, table, coef, bounds)
-        state = jax.lax.while_loop(
-            lambda s: s[6] == band_rules.SOLVING,
-            lambda s: compiled.band_iterate(s, r_obs, factor, terms, coef, (*limits, max_iter)),
-            state,
+        eps_plain = compiled.plain_emissivity(r_obs, table, coef, bounds)
+        return compiled.starting_point(r_obs, factor, table, eps_plain, bounds), factor
+
+    per_band = jax.vmap(band, in_axes=(0, 0, 0, None, None, None, None))
+    start, factor = jax.vmap(per_band, in_axes=(0, None, None, 0, 0, 0, 0))(
+        observed, wavelength, solar, table, coefficients, distance, temperature
+    )
+    return start, factor, terms
+
+
+def _band_residual(key):
+    """`band_rules.band_residual` of every band, (w, (r_obs, E, terms, coefficients)) ->
+    (g, dg/dw) [1/sr], (pixels, bands) each: the one-parameter case's `evaluate`."""
+    compiled, _, thermal = _jax_band_rules(key)
+
+    def band(w, r_obs, factor, terms, coef):
+        return compiled.band_residual(
+            w, r_obs, factor, terms, thermal.emissivity_and_slope(w, coef)
         )
-        return state[0], state[3] * factor, state[6]
 
-    def one(sun, sensor, nrm, coef, dist, temp, obs):
-        terms = pixel_terms(sun, sensor, nrm, params)
-        table = albedo.albedo_table(terms)
-        per_band = jax.vmap(band, in_axes=(0, 0, 0, None, None, None, None, None))
-        return per_band(obs, wavelength, solar, terms, table, coef, dist, temp)
+    per_band = jax.vmap(band, in_axes=(0, 0, 0, None, None))
 
-    return jax.vmap(one)(to_sun, to_sensor, normal, coefficients, distance, temperature, observed)
+    def evaluate(w, args):
+        return jax.vmap(per_band)(w, *args)
+
+    return evaluate
+
+
+@functools.partial(jax.jit, static_argnames=("key", "max_iter"))
+def _solve_bands_jax(params, arrays, limits, key, max_iter):
+    """Every band's w (`band_rules`) by the shared `ElementwiseLevenbergMarquardt` in its
+    one-parameter case (`invert`'s `propose` and `update`, as numba's kernel). Returns (w,
+    eps E [1/sr], converged), (pixels, bands) each; a band whose r_obs or start is not
+    finite is not solved (not converged)."""
+    _, albedo, thermal = _jax_band_rules(key)
+    w_lower, w_upper, tol = limits
+    start, factor, terms = _band_problems(params, arrays, key, (w_lower, w_upper))
+    observed, coefficients = arrays[-1], arrays[3]
+    solvable = jnp.isfinite(observed) & jnp.isfinite(start)
+    evaluate = _band_residual(key)
+    solver = ElementwiseLevenbergMarquardt(
+        tol=tol,
+        lower=w_lower,
+        upper=w_upper,
+        one_parameter=(evaluate, albedo.propose, albedo.update),
+    )
+    args = (observed, factor, terms, coefficients)
+    solution: optx.Solution[Any, Any] = optx.least_squares(
+        lambda w, args: evaluate(w, args)[0],
+        solver,
+        jnp.where(solvable, start, 0.5),  # a finite start everywhere: optimistix stops at NaN
+        args=args,
+        options={"frozen": ~solvable},
+        max_steps=max(max_iter, 1),  # `band_rules`: one trial at least
+        throw=False,
+    )
+    w = solution.value
+    eps = jax.vmap(jax.vmap(thermal.emissivity_and_slope, in_axes=(0, None)))(w, coefficients)[0]
+    return w, eps * factor, solution.state.converged & solvable
 
 
 def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str, out=None):
@@ -148,8 +201,8 @@ def solve_bands(params: HapkeParams, arrays: dict, limits, solver: str, out=None
             key=params.model_key,
             max_iter=int(max_iter),
         )
-        w, emission, status = (np.asarray(result, dtype=np.float64) for result in results)
-        unsolved = (status != band_rules.CONVERGED) | ~np.isfinite(observed)
+        w, emission = (np.asarray(result, dtype=np.float64) for result in results[:2])
+        unsolved = ~np.asarray(results[2])
         out[0][...] = np.where(unsolved, np.nan, w)
         out[1][...] = np.where(unsolved, np.nan, emission)
         np.subtract(observed, out[1], out=out[2])
@@ -175,39 +228,58 @@ def _band_outputs(out, shape) -> tuple:
     return out
 
 
+def _fit_rules(compiled, free, settings):
+    """(start, iterate) of every pixel's fit (`rules.start`, `rules.iterate`, vmapped) for
+    `ElementwiseLevenbergMarquardt`'s `rules`: y = theta (pixels, 3); args = (pixel
+    terms, coefficients, distance, wavelength, solar, observed, weight, reference), each
+    per pixel; a pixel is finished when its status is not SOLVING (CONVERGED, MAX_ITER);
+    settings = (t_low, t_high, tol, max_iter)."""
+
+    def start_one(th, terms, coef, dist, wl, sol, obs, wt, ref):
+        return compiled.start(
+            (th[0], th[1], th[2]), (terms, coef, dist), (wl, sol, obs, wt), ref, free
+        )
+
+    def iterate_one(state, terms, coef, dist, wl, sol, obs, wt, ref):
+        pixel, bands = (terms, coef, dist), (wl, sol, obs, wt)
+        return compiled.iterate(state, pixel, bands, ref, free, settings)
+
+    def start(theta, args):
+        state = jax.vmap(start_one)(theta, *args)
+        return state, state[6] != rules.SOLVING
+
+    def iterate(theta, state, args):
+        state = jax.vmap(iterate_one)(state, *args)
+        return jnp.stack(state[0], axis=-1), state, state[6] != rules.SOLVING
+
+    return start, iterate
+
+
 @functools.partial(jax.jit, static_argnames=("key", "max_iter"))
 def _solve_jax(params, arrays, free, limits, key, max_iter):
+    """Every pixel's fit (`rules`) by the shared `ElementwiseLevenbergMarquardt` with the
+    fit's own rules (its `rules` case: the steps of numba's kernel); `solve_thermal`'s
+    output rows."""
     from .._model.jax_model import pixel_terms
 
     compiled = _jax_rules(key)
     to_sun, to_sensor, normal, coefficients, distance, theta0 = arrays[:6]
-    wavelength, solar, observed, weight, reference = arrays[6:]
-
-    def one(sun, sensor, nrm, coef, dist, th, wl, sol, obs, wt, ref):
-        terms = pixel_terms(sun, sensor, nrm, params)
-        pixel, bands = (terms, coef, dist), (wl, sol, obs, wt)
-        state = compiled.start((th[0], th[1], th[2]), pixel, bands, ref, free)
-        state = jax.lax.while_loop(
-            lambda s: s[6] == rules.SOLVING,
-            lambda s: compiled.iterate(s, pixel, bands, ref, free, (*limits, max_iter)),
-            state,
-        )
-        theta, cost, jtj, _, _, _, status, iterations = state
-        return jnp.stack([*theta, cost, *jtj, status * 1.0, iterations * 1.0])
-
-    return jax.vmap(one)(
-        to_sun,
-        to_sensor,
-        normal,
-        coefficients,
-        distance,
-        theta0,
-        wavelength,
-        solar,
-        observed,
-        weight,
-        reference,
+    terms = jax.vmap(pixel_terms, in_axes=(0, 0, 0, None))(to_sun, to_sensor, normal, params)
+    problem = (terms, coefficients, distance, *arrays[6:])
+    start, iterate = _fit_rules(compiled, free, (*limits, max_iter))
+    solver = ElementwiseLevenbergMarquardt(
+        tol=limits[2], lower=limits[0], upper=limits[1], rules=(start, iterate)
     )
+    solution: optx.Solution[Any, Any] = optx.least_squares(
+        lambda theta, args: start(theta, args)[0][1],  # the cost (traced for its shape only)
+        solver,
+        theta0,
+        args=problem,
+        max_steps=max(max_iter, 1),  # `rules.tried`: one trial at least
+        throw=False,
+    )
+    theta, cost, jtj, _, _, _, status, iterations = solution.state.problem
+    return jnp.stack([*theta, cost, *jtj, status * 1.0, iterations * 1.0], axis=-1)
 
 
 def _band_rows(values, shape) -> np.ndarray:
