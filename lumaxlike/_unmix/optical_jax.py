@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -140,16 +141,6 @@ def _fractions(f, mixture, tol):
 
     f, evaluated, _, _ = jax.lax.while_loop(cond, body, (f, mixture(f), False, 0))
     return f, evaluated
-
-
-def _evaluate(x, p, mixture_at, rows_at, tol):
-    """`optical_numba._evaluate`: (x with its fractions solved, cost, J^T J, J^T f)."""
-    w, dw_du, dw_dphi = rows_at(x)
-    f, (cost, _, _, residual, d) = _fractions(x[:p], partial(mixture_at, w=w), tol)
-    columns = (
-        jnp.concatenate([w.T, f[None, :] * dw_du.T, (f @ dw_dphi)[:, None]], axis=1) * d[:, None]
-    )  # (bands, 2p + 1)
-    return jnp.concatenate([f, x[p:]]), cost, columns.T @ columns, columns.T @ residual
 
 
 def _held(x, gradient, lower, upper, fixed, p):
@@ -292,7 +283,7 @@ def _solve_chunk(pixels, params, context, bounds, tol, *, key, variants, max_ite
         start_damping=optical.START_DAMPING,
     )
     *evaluated, start = solver.normal_equations(start, args)  # the start's fractions solved
-    solution = optx.least_squares(
+    solution: optx.Solution[Any, Any] = optx.least_squares(
         lambda y, args: solver.normal_equations(y, args)[0],
         solver,
         start,
