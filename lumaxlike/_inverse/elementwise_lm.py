@@ -28,10 +28,11 @@ and without any, the columns come from one linearisation of the residual functio
 JVPs. An operation whose trial point is not the damped step projected onto a box (a
 constrained or reduced subproblem) gives it as `subproblem`; one that solves some
 parameters exactly at every point (variable projection) returns the point its normal
-equations are at as a fourth output of `normal_equations`. The p x p damped systems are solved by an unrolled Cholesky over lanes of
-problems. The step, acceptance, damping and convergence rules are `lm_rules`, the same
-scalar code the numba solvers run, applied element-wise (their cost tie scales with the
-dtype, so float32 reaches them); converged problems are frozen. Sums over observations
+equations are at as a fourth output of `normal_equations`. The p x p damped systems are
+solved by an unrolled Cholesky over lanes of problems. The step, acceptance, damping and
+convergence rules are `lm_rules`, the same scalar code the numba solvers run, applied
+element-wise (their cost tie scales with the dtype, so float32 reaches them); converged
+problems are frozen. Sums over observations
 and parameters are written as additions in index order (`sum_last`), not XLA
 reductions, whose rounding depends on the batch's shape: a problem's steps are the same
 in any chunk or batch.
@@ -167,8 +168,8 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     acceptance and convergence (`lm_rules`); the solve terminates when all problems have
     converged. Problems marked in `options["frozen"]` (a boolean array of shape `batch`)
     are never stepped; `options["evaluated"]`, (residuals, J^T J, J^T f) at `y`, saves
-    init their evaluation; `options["state"]`, a final state of an earlier solve at `y`, continues
-    that solve (its problems' steps are the same as in one longer solve). The final state
+    init their evaluation; `options["state"]`, a final state of an earlier solve at `y`,
+    continues that solve (its problems' steps are the same as in one longer solve). The final state
     holds each problem's residuals and J^T J.
 
     Attributes:
