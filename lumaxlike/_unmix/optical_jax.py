@@ -229,6 +229,20 @@ def _normal_equations(y, args, *, p, key, variants):
     return jax.vmap(evaluate, in_axes=(0, 0, 0, None, None))(y, refl, terms, tol, context)
 
 
+def _residuals(y, args, *, p, key, variants):
+    """The residual function of the least-squares problem over x, y (pixels, 2p + 1):
+    every pixel's weighted residual (bands,) at y's own fractions, which is
+    `_normal_equations`' at a point it solved. The solver never evaluates it (the
+    evaluation is `_normal_equations`); optimistix traces it, the cheaper the better."""
+    refl, terms, _, (constants, weights), _ = args
+
+    def one(x, refl, terms):
+        w = _endmember_rows(x, p, constants, variants)[0]
+        return _mixture(x[:p], w, terms, refl, weights, key)[3]
+
+    return jax.vmap(one)(y, refl, terms)
+
+
 def _subproblem(y, hessian, gradient, damping, args, newton, *, p):
     """The solver's `subproblem`: `_step` of every pixel with its `_held` parameters
     (box = (lower, upper, fixed) (2p + 1,) in args); ln D moves by at most
@@ -284,7 +298,7 @@ def _solve_chunk(pixels, params, context, bounds, tol, *, key, variants, max_ite
     )
     *evaluated, start = solver.normal_equations(start, args)  # the start's fractions solved
     solution: optx.Solution[Any, Any] = optx.least_squares(
-        lambda y, args: solver.normal_equations(y, args)[0],
+        partial(_residuals, p=p, key=key, variants=variants),
         solver,
         start,
         args,
