@@ -5,6 +5,7 @@ the residual function or from a function that gives the columns."""
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
+import pytest
 
 import lumaxlike
 
@@ -116,3 +117,84 @@ def test_own_rules_run_until_each_problem_finishes():
     np.testing.assert_array_equal(solution.value, np.asarray(start) / 2.0 ** halvings[:, None])
     np.testing.assert_array_equal(solution.state.converged, (needed <= 5) | (needed == 3))
     assert solution.result == optx.RESULTS.nonlinear_max_steps_reached  # 6 and 7 unfinished
+
+
+def solved_amplitude(y, data):
+    """Variable projection of the decays: A solved exactly at y's k (the residuals are
+    linear in A); (residuals, J^T J, J^T f, y with A solved)."""
+    decay = jnp.exp(-y[..., 1:] * times_for(y))
+    amplitude = jnp.sum(decay * data, axis=-1, keepdims=True) / jnp.sum(
+        decay * decay, axis=-1, keepdims=True
+    )
+    point = jnp.concatenate([amplitude, y[..., 1:]], axis=-1)
+    return (*residuals_and_normal_equations(point, data), point)
+
+
+def decays(seed, n=30):
+    rng = np.random.default_rng(seed)
+    truth = np.stack([rng.uniform(0.5, 2.0, (n,)), rng.uniform(0.5, 1.1, (n,))], axis=-1)
+    start = jnp.broadcast_to(jnp.asarray([1.0, 0.8]), truth.shape)
+    return truth, residuals(jnp.asarray(truth), 0.0), start
+
+
+def test_normal_equations_that_solve_part_of_the_point_move_it():
+    """A `normal_equations` with a fourth output (the point it solved A at): the solve
+    takes that point, so every iterate has its least-squares A; the start must be such
+    a point with its evaluation given (init cannot move y)."""
+    truth, data, start = decays(2)
+    solver = lumaxlike.ElementwiseLevenbergMarquardt(
+        tol=1e-12, lower=0.0, upper=10.0, normal_equations=solved_amplitude
+    )
+    with pytest.raises(ValueError, match="moves the point"):
+        optx.least_squares(residuals, solver, start, args=data, max_steps=5, throw=False)
+    *evaluated, start = solved_amplitude(start, data)
+    options = {"evaluated": tuple(evaluated)}
+    for steps in (2, 100):
+        solution = optx.least_squares(
+            residuals, solver, start, args=data, options=options, max_steps=steps, throw=False
+        )
+        amplitude = solved_amplitude(solution.value, data)[3][:, 0]
+        np.testing.assert_allclose(solution.value[:, 0], amplitude, rtol=1e-14, atol=0)
+    assert bool(jnp.all(solution.state.converged))
+    np.testing.assert_allclose(solution.value, truth, rtol=1e-10)
+
+
+def k_step(y, jtj, jtf, damping, args, newton):
+    """A subproblem that steps k alone (A is solved by the evaluation): the damped step
+    -g_k / (H_kk (1 + lambda)), undamped for the Newton step."""
+    assert isinstance(newton, bool)  # static: the two steps may differ in kind
+    curvature = jtj[..., 1, 1] * (1.0 + damping)
+    step = -jtf[..., 1] / jnp.where(curvature > 0.0, curvature, 1.0)
+    return y.at[..., 1].add(step), curvature > 0.0
+
+
+def test_subproblem_and_settled_hooks():
+    """A `subproblem` (k stepped alone, A solved by the evaluation) reaches the truth;
+    a `settled` that accepts every trial ends each problem at its first accepted step;
+    `start_damping` is the first damping; `settled` needs `subproblem`."""
+    truth, data, start = decays(3)
+    *evaluated, start = solved_amplitude(start, data)
+    options = {"evaluated": tuple(evaluated)}
+
+    def solve(**hooks):
+        solver = lumaxlike.ElementwiseLevenbergMarquardt(
+            tol=1e-12, lower=0.0, upper=10.0, normal_equations=solved_amplitude, **hooks
+        )
+        return optx.least_squares(
+            residuals, solver, start, args=data, options=options, max_steps=100, throw=False
+        )
+
+    solution = solve(subproblem=k_step)
+    assert bool(jnp.all(solution.state.converged))
+    np.testing.assert_allclose(solution.value, truth, rtol=1e-10)
+    assert int(jnp.min(solution.state.iterations)) > 1
+    everywhere = solve(subproblem=k_step, settled=lambda trial, *_: jnp.ones(trial.shape[0], bool))
+    assert bool(jnp.all(everywhere.state.converged))
+    assert bool(jnp.all(everywhere.state.iterations == 1))  # first steps accepted here
+    damped = lumaxlike.ElementwiseLevenbergMarquardt(
+        tol=1e-12, lower=0.0, upper=10.0, normal_equations=solved_amplitude, start_damping=0.5
+    )
+    state = damped.init(residuals, start, data, options, None, None, None)
+    assert bool(jnp.all(state.damping == 0.5)) and bool(jnp.all(state.jtj == evaluated[1]))
+    with pytest.raises(ValueError, match="give subproblem"):
+        solve(settled=lambda trial, *_: jnp.ones(trial.shape[0], bool))

@@ -1,6 +1,7 @@
 """The one JAX Levenberg-Marquardt: `ElementwiseLevenbergMarquardt`, an optimistix
 least-squares solver for many independent small problems at once, every JAX operation's
-solver (`invert` and `normalize` through the one-parameter case, `fit`).
+solver (`invert` and `normalize` through the one-parameter case, `fit`, `unmix`'s free
+grain sizes through `subproblem`).
 
 Why this formulation (the design alternatives and their measured rates are in
 `benchmarks/README.md` and the guide): `jax.vmap` over one `optx.least_squares` per
@@ -28,10 +29,14 @@ equations, in one of three forms, or its own rules for the whole trial (the solv
   the loop, the freezing of finished problems and their iteration counts;
 
 and without any, the columns come from one linearisation of the residual function and p
-JVPs. The p x p damped systems are solved by an unrolled Cholesky over lanes of
-problems. The step, acceptance, damping and convergence rules are `lm_rules`, the same
-scalar code the numba solvers run, applied element-wise (their cost tie scales with the
-dtype, so float32 reaches them); converged problems are frozen. Sums over observations
+JVPs. An operation whose trial point is not the damped step projected onto a box (a
+constrained or reduced subproblem) gives it as `subproblem`; one that solves some
+parameters exactly at every point (variable projection) returns the point its normal
+equations are at as a fourth output of `normal_equations`. The p x p damped systems are
+solved by an unrolled Cholesky over lanes of problems. The step, acceptance, damping and
+convergence rules are `lm_rules`, the same scalar code the numba solvers run, applied
+element-wise (their cost tie scales with the dtype, so float32 reaches them); converged
+problems are frozen. Sums over observations
 and parameters are written as additions in index order (`sum_last`), not XLA
 reductions, whose rounding depends on the batch's shape: a problem's steps are the same
 in any chunk or batch.
@@ -96,6 +101,17 @@ def _where_batch(done, old, new):
         return jnp.where(done.reshape(done.shape + (1,) * (jnp.ndim(a) - done.ndim)), a, b)
 
     return jax.tree_util.tree_map(select, old, new)
+
+
+def _evaluated_at(fn, y, args, jacobian, normal_equations):
+    """(the point, (f, J^T J, J^T f)) of every problem: `normal_equations`' fourth output
+    where it gives one (the point with the entries it solves exactly), else y."""
+    if normal_equations is not None:
+        evaluated = normal_equations(y, args)
+        if len(evaluated) == 4:
+            return evaluated[3], tuple(evaluated[:3])
+        return y, evaluated
+    return y, _normal_equations(fn, y, args, jacobian)
 
 
 def _normal_equations(fn, y, args, jacobian, normal_equations=None):
@@ -171,8 +187,9 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     depend on that problem's parameters only. Every problem keeps its own damping,
     acceptance and convergence (`lm_rules`); the solve terminates when all problems have
     converged. Problems marked in `options["frozen"]` (a boolean array of shape `batch`)
-    are never stepped; `options["state"]`, a final state of an earlier solve at `y`, continues
-    that solve (its problems' steps are the same as in one longer solve). The final state
+    are never stepped; `options["evaluated"]`, (residuals, J^T J, J^T f) at `y`, saves
+    init their evaluation; `options["state"]`, a final state of an earlier solve at `y`,
+    continues that solve (its problems' steps are the same as in one longer solve). The final state
     holds each problem's residuals and J^T J.
 
     Attributes:
@@ -185,7 +202,26 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             `fit`'s, which evaluates the model's derivative program part by part.
         normal_equations: None, or a function (y, args) -> (residuals, J^T J, J^T f)
             (batch + (observations,), batch + (p, p), batch + (p,)): the operation forms
-            its normal equations itself (`jacobian` is then unused).
+            its normal equations itself (`jacobian` is then unused). It may return a
+            fourth output, batch + (p,): the point they are at, y with the entries the
+            operation solves exactly at every point (variable projection: `unmix`'s
+            fractions at given grain sizes); a trial is then taken at that point. The
+            solve must then start at such a point, with its normal equations given as
+            `options["evaluated"]` (init cannot move y).
+        subproblem: None (the damped step of `_solve_damped`, projected onto `lower`,
+            `upper`), or a function (y, J^T J, J^T f, damping, args, newton) -> (trial
+            point, solvable) (batch + (p,), batch): the operation's own damped subproblem
+            (its constraints, held parameters, step limits; `lower` and `upper` unused),
+            with `newton` a Python bool: False for the trial step, True for the undamped
+            step at the trial (damping 0) that `lm_rules.converged` tests. A Newton step
+            that the constraints cut into a rise of the linearised cost (below -`cost_tie`)
+            is not the last step (`lm_rules.next_damping`).
+        settled: None, or with `subproblem`, a function (trial, newton point, J^T J,
+            cost, args) -> bool (batch) at the trial: a convergence test of the operation's
+            besides `lm_rules.converged`, applied to accepted trials whose Newton step is
+            solvable (`optical.settled`: within 0.1 standard errors of the minimum).
+        start_damping: lambda at the start (lm_rules: 0, the first step plain
+            Gauss-Newton).
         one_parameter: None, or the one-parameter, one-observation case: a tuple
             (evaluate, propose, update) where `evaluate(y, args)` gives (residual, slope),
             each of shape `batch` like y (no parameter axis), and `propose`, `update` are
@@ -209,6 +245,9 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     normal_equations: Any = eqx.field(static=True, default=None)
     one_parameter: Any = eqx.field(static=True, default=None)
     rules: Any = eqx.field(static=True, default=None)
+    subproblem: Any = eqx.field(static=True, default=None)
+    settled: Any = eqx.field(static=True, default=None)
+    start_damping: float = 0.0
     # optimistix's abstract attributes, unused: convergence is per problem, on the step
     # (`tol`). Keyword-only: type checkers order a redeclared base field at the base's place.
     rtol: float = eqx.field(default=0.0, kw_only=True)
@@ -223,14 +262,22 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             return self._init_one_parameter(y, args, options)
         if self.rules is not None:
             return self._init_rules(y, args, options)
-        residual, jtj, jtf = _normal_equations(fn, y, args, self.jacobian, self.normal_equations)
+        evaluated = (options or {}).get("evaluated")
+        if evaluated is None:
+            point, evaluated = _evaluated_at(fn, y, args, self.jacobian, self.normal_equations)
+            if point is not y:
+                raise ValueError(
+                    "normal_equations moves the point: start at a point it has solved, with "
+                    'options["evaluated"] its normal equations there'
+                )
+        residual, jtj, jtf = evaluated
         batch = y.shape[:-1]
         frozen = (options or {}).get("frozen", jnp.zeros(batch, bool))
         return _LMState(
             residual=residual,
             jtj=jtj,
             jtf=jtf,
-            damping=jnp.zeros(batch, y.dtype),
+            damping=jnp.full(batch, self.start_damping, y.dtype),
             growth=jnp.full(batch, 2.0, y.dtype),
             converged=frozen | jnp.all(residual == 0.0, axis=-1),
             iterations=jnp.zeros(batch, jnp.int32),
@@ -241,6 +288,10 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             return self._step_one_parameter(y, args, state)
         if self.rules is not None:
             return self._step_rules(y, args, state)
+        if self.subproblem is not None:
+            return self._step_subproblem(fn, y, args, state)
+        if self.settled is not None:
+            raise ValueError("settled tests the Newton step of a subproblem: give subproblem")
         lower, upper = (
             jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper)
         )
@@ -248,9 +299,10 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             state.jtj, state.jtf, state.damping, _lm.pinned(y, lower, upper, state.jtf)
         )
         trial = jnp.clip(y + step, lower, upper)
-        residual_trial, jtj_trial, jtf_trial = _normal_equations(
-            fn, trial, args, self.jacobian, self.normal_equations
-        )
+        projected = trial - y
+        predicted = _linear_decrease(projected, state.jtj, state.jtf)
+        trial, evaluated = _evaluated_at(fn, trial, args, self.jacobian, self.normal_equations)
+        residual_trial, jtj_trial, jtf_trial = evaluated
         held_at_trial = _lm.pinned(trial, lower, upper, jtf_trial)
         newton, newton_solvable = _solve_damped(
             jtj_trial, jtf_trial, jnp.zeros_like(state.damping), held_at_trial
@@ -259,15 +311,47 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         newton_decrease = jnp.where(
             newton_solvable, _linear_decrease(newton, jtj_trial, jtf_trial), jnp.inf
         )
-        projected = trial - y
-        step_size = jnp.max(jnp.abs(projected), axis=-1)
-        predicted = _linear_decrease(projected, state.jtj, state.jtf)
+        step_size = jnp.max(jnp.abs(trial - y), axis=-1)
+        tests = (solvable, step_size, predicted, newton_size, newton_decrease)
+        return self._advance(y, trial, state, evaluated, tests)
+
+    def _step_subproblem(self, fn, y, args, state):
+        """One step where the operation gives its damped subproblem (`subproblem`): its
+        trial point and its Newton step at the trial; `settled`; then `_advance`."""
+        trial, solvable = self.subproblem(y, state.jtj, state.jtf, state.damping, args, False)
+        predicted = _linear_decrease(trial - y, state.jtj, state.jtf)
+        trial, evaluated = _evaluated_at(fn, trial, args, self.jacobian, self.normal_equations)
+        residual_trial, jtj_trial, jtf_trial = evaluated
+        newton, newton_solvable = self.subproblem(
+            trial, jtj_trial, jtf_trial, jnp.zeros_like(state.damping), args, True
+        )
+        newton_step = newton - trial
+        newton_size = jnp.where(newton_solvable, jnp.max(jnp.abs(newton_step), axis=-1), jnp.inf)
+        newton_decrease = _linear_decrease(newton_step, jtj_trial, jtf_trial)
+        cost_trial = sum_last(residual_trial * residual_trial)
+        cut = newton_decrease < -_lm.cost_tie(cost_trial) * cost_trial  # by the constraints
+        newton_decrease = jnp.where(newton_solvable & ~cut, newton_decrease, jnp.inf)
+        step_size = jnp.max(jnp.abs(trial - y), axis=-1)
+        settled = None
+        if self.settled is not None:
+            settled = newton_solvable & self.settled(trial, newton, jtj_trial, cost_trial, args)
+        tests = (solvable, step_size, predicted, newton_size, newton_decrease)
+        return self._advance(y, trial, state, evaluated, tests, settled)
+
+    def _advance(self, y, trial, state, evaluated, tests, settled=None):
+        """Acceptance, convergence (`lm_rules.converged`, or an accepted trial `settled`)
+        and damping of every problem from its trial point, the evaluation there and its
+        tests = (solvable, step size, predicted decrease, Newton size, Newton decrease)."""
+        residual_trial, jtj_trial, jtf_trial = evaluated
+        solvable, step_size, predicted, newton_size, newton_decrease = tests
         cost = sum_last(state.residual * state.residual)
         cost_trial = sum_last(residual_trial * residual_trial)
         accept = _lm.accepted(cost, cost_trial) & solvable
         converged = _lm.converged(
             step_size, predicted, cost, newton_size, accept, state.damping, self.tol
         )
+        if settled is not None:
+            converged = converged | (accept & settled)
         converged = converged & solvable
         damping, growth = _lm.next_damping(
             accept,

@@ -21,10 +21,11 @@ the simplex (sum f = 1, f_j >= 0), u_j in [ln D_lo, ln D_hi], phi in [phi_lo, ph
   not rise (MAX_HALVINGS), until a step is a tie (FRACTION_TIE) or no longer than tol.
   r is not linear in w, so this is an iteration, not one programme; started from the
   outer step's linear prediction of f, it takes 1-3 steps.
-- Outer problem: Levenberg-Marquardt over (u, phi) (the rules of `lm_rules`). Its
-  system is the Gauss-Newton system of all of x (J^T J at the solved fractions) in the
-  null space of the sum (relative to a reference fraction, the largest), damped in u
-  and phi only: its (u, phi) part is then Kaufman's step, the Schur complement of the
+- Outer problem: Levenberg-Marquardt over (u, phi) (the rules of `lm_rules`; in JAX
+  the shared `ElementwiseLevenbergMarquardt`, these parts its hooks). Its system is
+  the Gauss-Newton system of all of x (J^T J at the solved fractions) in the null
+  space of the sum (relative to a reference fraction, the largest), damped in u and
+  phi only: its (u, phi) part is then Kaufman's step, the Schur complement of the
   fractions, (J_t^T (I - P_f) J_t + lambda D) dt = -J_t^T r; its f part only starts the
   inner solve. It starts damped (START_DAMPING); u moves by at most MAX_LN_STEP a
   step. Held (the kernels' `_held`): a fraction at 0 (the inner solve put it there) and

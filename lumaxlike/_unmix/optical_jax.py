@@ -1,25 +1,37 @@
 """The JAX solver of `unmix` with free grain sizes and npFe0 (`optical`): the twin of
 `optical_numba`, step for step (the same held parameters, null-space step, projection,
-inner solve and `lm_rules`), written for one pixel and mapped over a chunk with
-`jax.vmap` (the `while_loop`s run until every pixel is done). float64.
+inner solve and `lm_rules`). float64.
 
-The outer loop (`_iteration`) is an element-wise Levenberg-Marquardt over the nonlinear
-parameters (ln D, phi) by `lm_rules`; its evaluation (`_evaluate`) solves the fractions
-(`_fractions`: Gauss-Newton on the simplex with `jax_unmix.simplex_qp_lanes`, one lane)
-and returns J^T J and J^T f of all of x there.
+The outer problem, Levenberg-Marquardt over the nonlinear parameters (ln D, phi), is the
+shared `ElementwiseLevenbergMarquardt` run by `optx.least_squares` on a chunk's pixels
+(x of shape (pixels, 2p + 1)), with `optical`'s parts as its hooks, each written for one
+pixel and mapped over the chunk with `jax.vmap`:
+
+- `normal_equations` (`_evaluate`): the fractions solved at x's grain sizes and phi
+  (`_fractions`: Gauss-Newton on the simplex with `jax_unmix.simplex_qp_lanes`, one lane;
+  the inner problem, a bounded `while_loop` of at most `optical.MAX_FRACTION_STEPS`
+  steps) and J^T J, J^T f of all of x there; it returns x with its fractions solved (the
+  point the solver takes);
+- `subproblem` (`_step`): the damped step in the null space of the sum, the held
+  parameters (`_held`), the simplex projection and `optical.MAX_LN_STEP`;
+- `settled`: `optical.settled`.
 """
 
 from __future__ import annotations
 
 import functools
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 
 from .._inverse import lm_rules
 from .._inverse.chunking import pad_pixels
+from .._inverse.elementwise_lm import ElementwiseLevenbergMarquardt
+from .._inverse.ordered_sums import sum_last
 from .._model._backends import retarget_to_jax, slab_twins
 from .._model.family import jax_equations_for
 from .._model.forward import precision_scope
@@ -72,7 +84,7 @@ def _mixture(f, w, terms, refl, weights, key):
     residual = (r - refl) * weights
     d = slope * weights
     columns = w.T * d[:, None]  # (bands, p)
-    return jnp.sum(residual * residual), columns.T @ columns, columns.T @ residual, residual, d
+    return sum_last(residual * residual), columns.T @ columns, columns.T @ residual, residual, d
 
 
 def _halved(f, z, cost, limit, mixture):
@@ -131,16 +143,6 @@ def _fractions(f, mixture, tol):
     return f, evaluated
 
 
-def _evaluate(x, p, mixture_at, rows_at, tol):
-    """`optical_numba._evaluate`: (x with its fractions solved, cost, J^T J, J^T f)."""
-    w, dw_du, dw_dphi = rows_at(x)
-    f, (cost, _, _, residual, d) = _fractions(x[:p], partial(mixture_at, w=w), tol)
-    columns = (
-        jnp.concatenate([w.T, f[None, :] * dw_du.T, (f @ dw_dphi)[:, None]], axis=1) * d[:, None]
-    )  # (bands, 2p + 1)
-    return jnp.concatenate([f, x[p:]]), cost, columns.T @ columns, columns.T @ residual
-
-
 def _held(x, gradient, lower, upper, fixed, p):
     """`optical_numba._held` for one pixel."""
     positive = x[:p] > 0.0
@@ -183,63 +185,6 @@ def _step(x, hessian, gradient, damping, held, lower, upper, p, reach=jnp.inf):
     return jnp.where(ok, trial, x), ok
 
 
-def _decrease(x, trial, hessian, gradient):
-    d = trial - x
-    return -(2.0 * d @ gradient + d @ hessian @ d), jnp.max(jnp.abs(d))
-
-
-def _iteration(state, evaluate, box, p, n_bands, tol):
-    """One outer iteration of one pixel: state = (x, cost, hessian, gradient, damping,
-    growth, done, iteration); box = (lower, upper, fixed); `optical_numba._solve_pixel`'s
-    loop: an element-wise LM over ln D and phi (`lm_rules`), the fractions solved at
-    each trial point by `evaluate`."""
-    lower, upper, fixed = box
-    x, cost, hessian, gradient, damping, growth, done, iteration = state
-    held = _held(x, gradient, lower, upper, fixed, p)
-    trial, ok = _step(x, hessian, gradient, damping, held, lower, upper, p, optical.MAX_LN_STEP)
-    predicted, _ = _decrease(x, trial, hessian, gradient)
-    trial, cost_t, hessian_t, gradient_t = evaluate(trial)
-    step_size = jnp.max(jnp.abs(trial - x))
-    held_t = _held(trial, gradient_t, lower, upper, fixed, p)
-    newton, newton_ok = _step(trial, hessian_t, gradient_t, 0.0, held_t, lower, upper, p)
-    newton_decrease, newton_size = _decrease(trial, newton, hessian_t, gradient_t)
-    # not where the bounds cut the step into no decrease: not the last step
-    cut = newton_decrease < -lm_rules.COST_TIE * cost_t
-    newton_decrease = jnp.where(newton_ok & ~cut, newton_decrease, jnp.inf)
-    newton_size = jnp.where(newton_ok, newton_size, jnp.inf)
-    accept = _lm.accepted(cost, cost_t) & ok
-    finished = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-    onto_bound = (newton[p:] != trial[p:]) & ((newton[p:] <= lower[p:]) | (newton[p:] >= upper[p:]))
-    newton_metric = jnp.where(
-        newton_ok & ~jnp.any(onto_bound),
-        (newton - trial) @ hessian_t @ (newton - trial),
-        jnp.inf,
-    )
-    finished = finished | settled(accept, newton_metric, cost_t, n_bands, p)
-    finished = finished & ok
-    new_damping, new_growth = _lm.next_damping(
-        accept,
-        _lm.gain_ratio(cost, cost_t, predicted),
-        damping,
-        growth,
-        newton_decrease,
-        cost_t,
-    )
-    singular_damping, singular_growth = _lm.next_damping(False, 0.0, damping, growth, jnp.inf, 0.0)
-    new_damping = jnp.where(ok, new_damping, singular_damping)
-    new_growth = jnp.where(ok, new_growth, singular_growth)
-    return (
-        jnp.where(accept, trial, x),
-        jnp.where(accept, cost_t, cost),
-        jnp.where(accept, hessian_t, hessian),
-        jnp.where(accept, gradient_t, gradient),
-        new_damping,
-        new_growth,
-        finished,
-        iteration + 1,
-    )
-
-
 def _pixel_status(refl, geometry, params):
     """(-1 or NONFINITE_INPUT / INVALID_GEOMETRY, the pixel's `pixel_terms`)."""
     to_sun, to_sensor, normal = geometry
@@ -254,59 +199,131 @@ def _pixel_status(refl, geometry, params):
     return status, terms
 
 
-def _solve_pixel(pixel, params, constants, weights, bounds, tol, *, max_iter, key, variants):
-    """One pixel: pixel = (refl (bands,), to_sun, to_sensor, normal (3,)), bounds =
-    (start, lower, upper, fixed) (2p + 1,) each; the dict of `solve_optical_jax`."""
-    refl = pixel[0]
+def _evaluate(x, refl, terms, tol, context, *, p, key, variants):
+    """`optical_numba._evaluate` for one pixel at x (2p + 1,): (weighted residual
+    (bands,), J^T J (2p + 1, 2p + 1) and J^T f (2p + 1,) of all of x, x with its
+    fractions solved); context = (constants, weights). Where the solved point is not
+    finite, x and a NaN residual (a trial never accepted)."""
+    constants, weights = context
+    w, dw_du, dw_dphi = _endmember_rows(x, p, constants, variants)
+    mixture = partial(_mixture, w=w, terms=terms, refl=refl, weights=weights, key=key)
+    f, (_, _, _, residual, d) = _fractions(x[:p], mixture, tol)
+    columns = (
+        jnp.concatenate([w.T, f[None, :] * dw_du.T, (f @ dw_dphi)[:, None]], axis=1) * d[:, None]
+    )  # (bands, 2p + 1)
+    point = jnp.concatenate([f, x[p:]])
+    finite = jnp.all(jnp.isfinite(point))
+    return (
+        jnp.where(finite, residual, jnp.nan),
+        columns.T @ columns,
+        columns.T @ residual,
+        jnp.where(finite, point, x),
+    )
+
+
+def _normal_equations(y, args, *, p, key, variants):
+    """The solver's `normal_equations` over a chunk, y (pixels, 2p + 1): `_evaluate` of
+    every pixel, args = (refl (pixels, bands), terms, tol, context, box)."""
+    refl, terms, tol, context, _ = args
+    evaluate = partial(_evaluate, p=p, key=key, variants=variants)
+    return jax.vmap(evaluate, in_axes=(0, 0, 0, None, None))(y, refl, terms, tol, context)
+
+
+def _residuals(y, args, *, p, key, variants):
+    """The residual function of the least-squares problem over x, y (pixels, 2p + 1):
+    every pixel's weighted residual (bands,) at y's own fractions, which is
+    `_normal_equations`' at a point it solved. The solver never evaluates it (the
+    evaluation is `_normal_equations`); optimistix traces it, the cheaper the better."""
+    refl, terms, _, (constants, weights), _ = args
+
+    def one(x, refl, terms):
+        w = _endmember_rows(x, p, constants, variants)[0]
+        return _mixture(x[:p], w, terms, refl, weights, key)[3]
+
+    return jax.vmap(one)(y, refl, terms)
+
+
+def _subproblem(y, hessian, gradient, damping, args, newton, *, p):
+    """The solver's `subproblem`: `_step` of every pixel with its `_held` parameters
+    (box = (lower, upper, fixed) (2p + 1,) in args); ln D moves by at most
+    `optical.MAX_LN_STEP` in a trial step, without limit in the Newton step."""
+    lower, upper, fixed = args[4]
+    reach = jnp.inf if newton else optical.MAX_LN_STEP
+
+    def one(x, hessian, gradient, damping):
+        held = _held(x, gradient, lower, upper, fixed, p)
+        return _step(x, hessian, gradient, damping, held, lower, upper, p, reach)
+
+    return jax.vmap(one)(y, hessian, gradient, damping)
+
+
+def _settled(trial, newton, hessian, cost, args, *, p):
+    """The solver's `settled`: `optical.settled` of every pixel's undamped step d =
+    newton - trial, d^T J^T J d its metric, infinite where d moves ln D or phi onto a
+    bound (taken before `settled`)."""
+    lower, upper, _ = args[4]
+    n_bands = args[0].shape[-1]
+
+    def one(trial, newton, hessian, cost):
+        moved, out = newton[p:] != trial[p:], newton[p:]
+        onto_bound = moved & ((out <= lower[p:]) | (out >= upper[p:]))
+        d = newton - trial
+        metric = jnp.where(jnp.any(onto_bound), jnp.inf, d @ hessian @ d)
+        return settled(True, metric, cost, n_bands, p)
+
+    return jax.vmap(one)(trial, newton, hessian, cost)
+
+
+def _solve_chunk(pixels, params, context, bounds, tol, *, key, variants, max_iter):
+    """Every pixel of a chunk: pixels = (refl (pixels, bands), to_sun, to_sensor, normal
+    (pixels, 3)), context = (constants, weights), bounds = (start (pixels, 2p + 1),
+    lower, upper, fixed (2p + 1,)); `ElementwiseLevenbergMarquardt` over x with the
+    fractions solved at every point (`_normal_equations`), `optical`'s step
+    (`_subproblem`) and stopping test (`_settled`). The dict of `solve_optical_jax`, and
+    whether the solve met a non-finite point."""
+    refl, *geometry = pixels
     start, lower, upper, fixed = bounds
-    p = constants[0].shape[0]
-    status, terms = _pixel_status(refl, pixel[1:], params)
+    p = context[0][0].shape[0]
+    status, terms = jax.vmap(_pixel_status, in_axes=(0, 0, None))(refl, tuple(geometry), params)
     active = status < 0
-    refl = jnp.where(active, refl, 0.0)
-    evaluate = partial(
-        _evaluate,
-        p=p,
-        mixture_at=partial(_mixture, terms=terms, refl=refl, weights=weights, key=key),
-        rows_at=partial(_endmember_rows, p=p, constants=constants, variants=variants),
+    args = (jnp.where(active[:, None], refl, 0.0), terms, tol, context, (lower, upper, fixed))
+    solver = ElementwiseLevenbergMarquardt(
         tol=tol,
+        lower=lower,
+        upper=upper,
+        normal_equations=partial(_normal_equations, p=p, key=key, variants=variants),
+        subproblem=partial(_subproblem, p=p),
+        settled=partial(_settled, p=p),
+        start_damping=optical.START_DAMPING,
     )
-    start, cost, hessian, gradient = evaluate(start)
-    box = (lower, upper, fixed)
-    body = partial(_iteration, evaluate=evaluate, box=box, p=p, n_bands=refl.shape[0], tol=tol)
-
-    def cond(state):
-        return ~state[6] & (state[7] < max_iter)
-
-    init = (
+    *evaluated, start = solver.normal_equations(start, args)  # the start's fractions solved
+    solution: optx.Solution[Any, Any] = optx.least_squares(
+        partial(_residuals, p=p, key=key, variants=variants),
+        solver,
         start,
-        cost,
-        hessian,
-        gradient,
-        optical.START_DAMPING + 0.0 * cost,
-        2.0 + 0.0 * cost,
-        ~active | (cost == 0.0),
-        0,
+        args,
+        options={"frozen": ~active, "evaluated": tuple(evaluated)},
+        max_steps=max_iter,
+        throw=False,
     )
-    x, cost, hessian, gradient, _, _, done, iteration = jax.lax.while_loop(cond, body, init)
-    solved = jnp.where(done, int(Status.CONVERGED), int(Status.MAX_ITER))
+    state = solution.state
+    cost = sum_last(state.residual * state.residual)
+    solved = jnp.where(state.converged, int(Status.CONVERGED), int(Status.MAX_ITER))
+    found = active & jnp.isfinite(cost)
     nan = jnp.nan
     return {
-        "x": jnp.where(active, x, nan),
+        "x": jnp.where(found[:, None], solution.value, nan),
         "status": jnp.where(active, solved, status).astype(jnp.int8),
-        "iterations": jnp.where(active, iteration, 0).astype(jnp.int32),
+        "iterations": jnp.where(active, state.iterations, 0).astype(jnp.int32),
         "cost": jnp.where(active, cost, nan),
-        "hessian": jnp.where(active, hessian, nan),
-        "gradient": jnp.where(active, gradient, nan),
-    }
+        "hessian": jnp.where(active[:, None, None], state.jtj, nan),
+        "gradient": jnp.where(active[:, None], state.jtf, nan),
+    }, solution.result == optx.RESULTS.nonfinite
 
 
 @functools.cache
 def _program(key, variants, max_iter):
-    mapped = jax.vmap(
-        partial(_solve_pixel, key=key, variants=variants, max_iter=max_iter),
-        in_axes=((0, 0, 0, 0), None, None, None, (0, None, None, None), None),
-    )
-    return jax.jit(mapped)
+    return jax.jit(partial(_solve_chunk, key=key, variants=variants, max_iter=max_iter))
 
 
 def solve_optical_jax(problem, params, endmembers, weights, bounds, settings, pad_to=None):
@@ -332,14 +349,14 @@ def solve_optical_jax(problem, params, endmembers, weights, bounds, settings, pa
     )
     with precision_scope(np.empty(0, np.float64)):
         arrays = [jnp.asarray(a, jnp.float64) for a in pieces]
-        solved = _program(
-            params.model_key, (optical.reflections, optical.mean_path), int(max_iter)
-        )(
-            tuple(arrays[:4]),
-            params,
+        context = (
             tuple(jnp.asarray(c, jnp.float64) for c in constants),
             jnp.asarray(weights, jnp.float64),
-            (arrays[4], *(jnp.asarray(a, jnp.float64) for a in (lower, upper)), jnp.asarray(fixed)),
-            jnp.asarray(tol, jnp.float64),
         )
+        box = (*(jnp.asarray(a, jnp.float64) for a in (lower, upper)), jnp.asarray(fixed))
+        solved, nonfinite = _program(
+            params.model_key, (optical.reflections, optical.mean_path), int(max_iter)
+        )(tuple(arrays[:4]), params, context, (arrays[4], *box), jnp.asarray(tol, jnp.float64))
+        if bool(nonfinite):  # `_evaluate` keeps every accepted point finite
+            raise RuntimeError("the optical unmix solve met a non-finite point")
         return {k: np.asarray(v)[:n_pixels] for k, v in jax.device_get(solved).items()}
