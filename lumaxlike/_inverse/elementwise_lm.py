@@ -24,8 +24,12 @@ equations, in one of three forms (the solver's fields):
   step is one division, without p x p algebra;
 
 and without any, the columns come from one linearisation of the residual function and p
-JVPs. The p x p damped systems are solved by an unrolled Cholesky over lanes of
-problems. The step, acceptance, damping and convergence rules are `lm_rules`, the same
+JVPs. The damped subproblem, from J^T J, J^T f and the damping to the trial point, is a
+fourth hook (`subproblem`): by default (`box_subproblem`) the p x p damped system with the
+parameters at a bound held there, solved by an unrolled Cholesky over lanes of problems,
+its step projected onto the bounds; an operation with other constraints or structure
+gives its own (`unmix`: the damped programme on the simplex, solved by an active set
+whose working set is carried from step to step). The step, acceptance, damping and convergence rules are `lm_rules`, the same
 scalar code the numba solvers run, applied element-wise (their cost tie scales with the
 dtype, so float32 reaches them); converged problems are frozen. Sums over observations
 and parameters are written as additions in index order (`sum_last`), not XLA
@@ -46,7 +50,7 @@ from .._model._backends import retarget_to_jax
 from . import lm_rules
 from .ordered_sums import dot_last, sum_last
 
-__all__ = ["ElementwiseLevenbergMarquardt"]
+__all__ = ["ElementwiseLevenbergMarquardt", "Subproblem", "box_subproblem"]
 
 _lm = retarget_to_jax(lm_rules)
 
@@ -76,6 +80,53 @@ class _LMState(NamedTuple):
     growth: Any  # batch: nu, lambda's growth factor on rejection
     converged: Any
     iterations: Any
+    # the subproblem's per-problem state at y (`Subproblem.carried`; None by default)
+    carried: Any = None
+
+
+class Subproblem(NamedTuple):
+    """A damped subproblem's solution for every problem (what a `subproblem` hook returns).
+
+    Attributes:
+        point: batch + (p,): the trial point, inside the parameters' bounds or
+            constraints; the step to it (point - y) is the one whose decrease the gain
+            ratio measures, and, with damping 0, whose size tests convergence on a
+            rejection.
+        step: batch + (p,): the subproblem's step before any projection onto the
+            bounds; only the undamped step at the trial point is read (its size and
+            decrease, `lm_rules.converged` and `next_damping`).
+        solvable: batch bool: whether the subproblem was solved (else the trial is
+            rejected and the damping grows).
+        carried: the per-problem state at `point` (a pytree of arrays with the batch
+            axes first, e.g. an active set's working set), given to the next subproblem
+            from `point`: the one at the trial point, and every later one once the
+            trial is accepted. None where there is none.
+    """
+
+    point: Any
+    step: Any
+    solvable: Any
+    carried: Any
+
+
+def box_subproblem(y, args, jtj, jtf, damping, *, lower, upper, carried, active):
+    """The default `subproblem`: (J^T J + lambda D) delta = -J^T f (`lm_rules.
+    damped_diagonal`) with the parameters at a bound that the cost pushes outward held
+    there (`lm_rules.pinned`), by `_solve_damped`; the point y + delta clipped to the
+    bounds (lower, upper: y's shape). Reads neither `args` nor `active`; `carried` is
+    passed through."""
+    step, solvable = _solve_damped(jtj, jtf, damping, _lm.pinned(y, lower, upper, jtf))
+    return Subproblem(jnp.clip(y + step, lower, upper), step, solvable, carried)
+
+
+def _keep_where(keep, old, new):
+    """`old` where `keep` (batch), else `new`, leaf by leaf of a pytree whose leaves
+    have the batch axes first."""
+
+    def select(a, b):
+        return jnp.where(keep.reshape(keep.shape + (1,) * (a.ndim - keep.ndim)), a, b)
+
+    return jax.tree_util.tree_map(select, old, new)
 
 
 def _normal_equations(fn, y, args, jacobian, normal_equations=None):
@@ -152,8 +203,10 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     acceptance and convergence (`lm_rules`); the solve terminates when all problems have
     converged. Problems marked in `options["frozen"]` (a boolean array of shape `batch`)
     are never stepped; `options["state"]`, a final state of an earlier solve at `y`, continues
-    that solve (its problems' steps are the same as in one longer solve). The final state
-    holds each problem's residuals and J^T J.
+    that solve (its problems' steps are the same as in one longer solve);
+    `options["carried"]` is the `subproblem`'s per-problem state at `y` to start from
+    (`Subproblem.carried`; default None). The final state holds each problem's residuals,
+    J^T J, J^T f and the carried state.
 
     Attributes:
         tol: convergence tolerance on the step of every parameter.
@@ -172,6 +225,15 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             the p = 1 rules (`albedo.rules` over jax.numpy, the scalar code numba's
             `invert` runs). A step is then one division. Its state holds the residual and
             the slope instead of J^T J.
+        subproblem: the damped subproblem (not with `one_parameter`): a function
+            (y, args, J^T J, J^T f, damping, *, lower, upper, carried, active) ->
+            `Subproblem` (damping: batch; lower, upper: y's shape; carried: the state's
+            `carried`; active: batch bool, the problems still stepping: the others'
+            solution is discarded, a hook may skip them). Called twice per step: with the
+            damping at y, and undamped at the trial point with the carried state the
+            first call returned (the Gauss-Newton step the convergence test reads).
+            Default `box_subproblem` (the damped Cholesky step with the parameters at a
+            bound held, projected onto the bounds).
     """
 
     tol: float
@@ -180,6 +242,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     jacobian: Any = eqx.field(static=True, default=None)
     normal_equations: Any = eqx.field(static=True, default=None)
     one_parameter: Any = eqx.field(static=True, default=None)
+    subproblem: Any = eqx.field(static=True, default=box_subproblem)
     # optimistix's abstract attributes, unused: convergence is per problem, on the step
     # (`tol`). Keyword-only: type checkers order a redeclared base field at the base's place.
     rtol: float = eqx.field(default=0.0, kw_only=True)
@@ -203,6 +266,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             growth=jnp.full(batch, 2.0, y.dtype),
             converged=frozen | jnp.all(residual == 0.0, axis=-1),
             iterations=jnp.zeros(batch, jnp.int32),
+            carried=(options or {}).get("carried"),
         )
 
     def step(self, fn, y, args, options, state, tags):
@@ -211,20 +275,24 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         lower, upper = (
             jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper)
         )
-        step, solvable = _solve_damped(
-            state.jtj, state.jtf, state.damping, _lm.pinned(y, lower, upper, state.jtf)
+        bounds = dict(lower=lower, upper=upper)
+        moving = ~state.converged
+        damped = self.subproblem(
+            y,
+            args,
+            state.jtj,
+            state.jtf,
+            state.damping,
+            **bounds,
+            carried=state.carried,
+            active=moving,
         )
-        trial = jnp.clip(y + step, lower, upper)
+        trial, solvable = damped.point, damped.solvable
         residual_trial, jtj_trial, jtf_trial = _normal_equations(
             fn, trial, args, self.jacobian, self.normal_equations
         )
-        held_at_trial = _lm.pinned(trial, lower, upper, jtf_trial)
-        newton, newton_solvable = _solve_damped(
-            jtj_trial, jtf_trial, jnp.zeros_like(state.damping), held_at_trial
-        )
-        newton_size = jnp.where(newton_solvable, jnp.max(jnp.abs(newton), axis=-1), jnp.inf)
-        newton_decrease = jnp.where(
-            newton_solvable, _linear_decrease(newton, jtj_trial, jtf_trial), jnp.inf
+        newton_size, newton_decrease = self._gauss_newton_at(
+            trial, args, (jtj_trial, jtf_trial), bounds, damped.carried, moving & solvable
         )
         projected = trial - y
         step_size = jnp.max(jnp.abs(projected), axis=-1)
@@ -253,8 +321,23 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             growth=jnp.where(state.converged, state.growth, growth),
             converged=state.converged | converged,
             iterations=state.iterations + jnp.where(state.converged, 0, 1).astype(jnp.int32),
+            carried=_keep_where(keep, state.carried, damped.carried),
         )
         return jnp.where(keep[..., None], y, trial), new_state, None
+
+    def _gauss_newton_at(self, trial, args, normal, bounds, carried, active):
+        """The undamped subproblem at the trial point, whose normal equations are normal =
+        (J^T J, J^T f): its step's largest |entry| and the decrease of the linearised cost
+        along it (`lm_rules.converged`, `next_damping`), both infinite where the subproblem
+        is not solvable."""
+        jtj, jtf = normal
+        undamped = jnp.zeros(trial.shape[:-1], trial.dtype)
+        newton = self.subproblem(
+            trial, args, jtj, jtf, undamped, **bounds, carried=carried, active=active
+        )
+        size = jnp.where(newton.solvable, jnp.max(jnp.abs(newton.step), axis=-1), jnp.inf)
+        decrease = jnp.where(newton.solvable, _linear_decrease(newton.step, jtj, jtf), jnp.inf)
+        return size, decrease
 
     def _init_one_parameter(self, y, args, options):
         evaluate, _, _ = self.one_parameter
