@@ -24,14 +24,15 @@ equations, in one of three forms (the solver's fields):
   step is one division, without p x p algebra;
 
 and without any, the columns come from one linearisation of the residual function and p
-JVPs. The damped subproblem, from J^T J, J^T f and the damping to the trial point, is a
-fourth hook (`subproblem`): by default (`box_subproblem`) the p x p damped system with the
-parameters at a bound held there, solved by an unrolled Cholesky over lanes of problems,
-its step projected onto the bounds; an operation with other constraints or structure
-gives its own (`unmix`: the damped programme on the simplex, solved by an active set
-whose working set is carried from step to step). The step, acceptance, damping and convergence rules are `lm_rules`, the same
-scalar code the numba solvers run, applied element-wise (their cost tie scales with the
-dtype, so float32 reaches them); converged problems are frozen. Sums over observations
+JVPs. The damped subproblem, from J^T J, J^T f and the damping to the trial point, is
+another hook (`subproblem`): by default (`box_subproblem`) the p x p damped system with
+the parameters at a bound held there, solved by an unrolled Cholesky over lanes of
+problems, its step projected onto the bounds; an operation with other constraints or
+structure gives its own (`unmix`: the damped programme on the simplex, solved by an
+active set whose working set is carried from step to step). The step, acceptance,
+damping and convergence rules are `lm_rules`, the same scalar code the numba solvers
+run, applied element-wise (their cost tie scales with the dtype, so float32 reaches
+them); converged problems are frozen. Sums over observations
 and parameters are written as additions in index order (`sum_last`), not XLA
 reductions, whose rounding depends on the batch's shape: a problem's steps are the same
 in any chunk or batch.
@@ -50,9 +51,16 @@ from .._model._backends import retarget_to_jax
 from . import lm_rules
 from .ordered_sums import dot_last, sum_last
 
-__all__ = ["ElementwiseLevenbergMarquardt", "Subproblem", "box_subproblem"]
+__all__ = ["ElementwiseLevenbergMarquardt", "Subproblem", "box_subproblem", "ordered_cost"]
 
 _lm = retarget_to_jax(lm_rules)
+
+
+def ordered_cost(residual):
+    """The cost of every problem, sum_k f_k^2 over the last axis of `residual`, as
+    additions in index order (`sum_last`): a problem's cost has the same bits in a batch
+    of any shape. The default `cost_function`."""
+    return sum_last(residual * residual)
 
 
 def _linear_decrease(step, jtj, jtf):
@@ -73,7 +81,8 @@ class _OneParameterState(NamedTuple):
 class _LMState(NamedTuple):
     # a named tuple, not an equinox module: its tree survives pickling, so the programs
     # that return it can be stored compiled (`jax_executables`)
-    residual: Any  # batch + (observations,)
+    residual: Any  # batch + (observations,), or None (`keep_residuals` False)
+    cost: Any  # batch: the sum of the squared residuals (`cost_function`)
     jtj: Any  # batch + (p, p)
     jtf: Any  # batch + (p,)
     damping: Any  # batch: lambda
@@ -89,9 +98,9 @@ class Subproblem(NamedTuple):
 
     Attributes:
         point: batch + (p,): the trial point, inside the parameters' bounds or
-            constraints; the step to it (point - y) is the one whose decrease the gain
-            ratio measures, and, with damping 0, whose size tests convergence on a
-            rejection.
+            constraints; the step to it (point - y) is the one whose predicted decrease
+            the gain ratio divides by, and whose size, where the damping is 0, tests
+            convergence (`lm_rules.converged`).
         step: batch + (p,): the subproblem's step before any projection onto the
             bounds; only the undamped step at the trial point is read (its size and
             decrease, `lm_rules.converged` and `next_damping`).
@@ -205,8 +214,9 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     are never stepped; `options["state"]`, a final state of an earlier solve at `y`, continues
     that solve (its problems' steps are the same as in one longer solve);
     `options["carried"]` is the `subproblem`'s per-problem state at `y` to start from
-    (`Subproblem.carried`; default None). The final state holds each problem's residuals,
-    J^T J, J^T f and the carried state.
+    (`Subproblem.carried`; default None). The final state holds each problem's residuals
+    (unless `keep_residuals` is False), their cost (the sum of their squares), J^T J,
+    J^T f and the carried state.
 
     Attributes:
         tol: convergence tolerance on the step of every parameter.
@@ -234,6 +244,11 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             first call returned (the Gauss-Newton step the convergence test reads).
             Default `box_subproblem` (the damped Cholesky step with the parameters at a
             bound held, projected onto the bounds).
+        keep_residuals: whether the state holds every problem's residuals (else only
+            their cost): False saves a chunk's largest array from being stored at every
+            step where the operation needs the cost alone (`unmix`).
+        cost_function: residuals (batch + (observations,)) -> the cost of every problem
+            (batch); default `ordered_cost` (in index order, the same bits in any batch).
     """
 
     tol: float
@@ -243,6 +258,8 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     normal_equations: Any = eqx.field(static=True, default=None)
     one_parameter: Any = eqx.field(static=True, default=None)
     subproblem: Any = eqx.field(static=True, default=box_subproblem)
+    keep_residuals: bool = eqx.field(static=True, default=True)
+    cost_function: Any = eqx.field(static=True, default=ordered_cost)
     # optimistix's abstract attributes, unused: convergence is per problem, on the step
     # (`tol`). Keyword-only: type checkers order a redeclared base field at the base's place.
     rtol: float = eqx.field(default=0.0, kw_only=True)
@@ -259,7 +276,8 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         batch = y.shape[:-1]
         frozen = (options or {}).get("frozen", jnp.zeros(batch, bool))
         return _LMState(
-            residual=residual,
+            residual=residual if self.keep_residuals else None,
+            cost=self.cost_function(residual),
             jtj=jtj,
             jtf=jtf,
             damping=jnp.zeros(batch, y.dtype),
@@ -297,8 +315,8 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         projected = trial - y
         step_size = jnp.max(jnp.abs(projected), axis=-1)
         predicted = _linear_decrease(projected, state.jtj, state.jtf)
-        cost = sum_last(state.residual * state.residual)
-        cost_trial = sum_last(residual_trial * residual_trial)
+        cost = state.cost
+        cost_trial = self.cost_function(residual_trial)
         accept = _lm.accepted(cost, cost_trial) & solvable
         converged = _lm.converged(
             step_size, predicted, cost, newton_size, accept, state.damping, self.tol
@@ -314,7 +332,12 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         )
         keep = state.converged | ~accept  # problems whose point does not move
         new_state = _LMState(
-            residual=jnp.where(keep[..., None], state.residual, residual_trial),
+            residual=(
+                jnp.where(keep[..., None], state.residual, residual_trial)
+                if self.keep_residuals
+                else None
+            ),
+            cost=jnp.where(keep, cost, cost_trial),
             jtj=jnp.where(keep[..., None, None], state.jtj, jtj_trial),
             jtf=jnp.where(keep[..., None], state.jtf, jtf_trial),
             damping=jnp.where(state.converged, state.damping, damping),
