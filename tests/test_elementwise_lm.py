@@ -8,6 +8,7 @@ import optimistix as optx
 import pytest
 
 import lumaxlike
+from lumaxlike._inverse import elementwise_lm as lumaxlike_lm
 
 TIMES = jnp.linspace(0.0, 3.0, 8)
 
@@ -159,19 +160,20 @@ def test_normal_equations_that_solve_part_of_the_point_move_it():
     np.testing.assert_allclose(solution.value, truth, rtol=1e-10)
 
 
-def k_step(y, jtj, jtf, damping, args, newton):
+def k_step(y, args, jtj, jtf, damping, *, newton, carried, **_):
     """A subproblem that steps k alone (A is solved by the evaluation): the damped step
     -g_k / (H_kk (1 + lambda)), undamped for the Newton step."""
     assert isinstance(newton, bool)  # static: the two steps may differ in kind
     curvature = jtj[..., 1, 1] * (1.0 + damping)
     step = -jtf[..., 1] / jnp.where(curvature > 0.0, curvature, 1.0)
-    return y.at[..., 1].add(step), curvature > 0.0
+    point = y.at[..., 1].add(step)
+    return lumaxlike_lm.Subproblem(point, point - y, curvature > 0.0, carried)
 
 
 def test_subproblem_and_settled_hooks():
     """A `subproblem` (k stepped alone, A solved by the evaluation) reaches the truth;
     a `settled` that accepts every trial ends each problem at its first accepted step;
-    `start_damping` is the first damping; `settled` needs `subproblem`."""
+    `start_damping` is the first damping."""
     truth, data, start = decays(3)
     *evaluated, start = solved_amplitude(start, data)
     options = {"evaluated": tuple(evaluated)}
@@ -196,5 +198,34 @@ def test_subproblem_and_settled_hooks():
     )
     state = damped.init(residuals, start, data, options, None, None, None)
     assert bool(jnp.all(state.damping == 0.5)) and bool(jnp.all(state.jtj == evaluated[1]))
-    with pytest.raises(ValueError, match="give subproblem"):
-        solve(settled=lambda trial, *_: jnp.ones(trial.shape[0], bool))
+
+
+def test_a_subproblem_hook_steps_on_its_own_constraint_and_carries_state():
+    """The damped subproblem is a hook (`unmix` gives its simplex programme): here the
+    decays with k tied to A (k = A / 2), every step taken along (2, 1) from a start on
+    that line; the carried state counts each problem's accepted steps."""
+    direction = jnp.asarray([[2.0, 1.0]]) / jnp.sqrt(5.0)  # (1, p): rank promotion is an error
+
+    def along_the_line(y, args, jtj, jtf, damping, *, carried, **_):
+        slope = jnp.sum(jtf * direction, axis=-1)
+        curvature = jnp.einsum("nab,a,b->n", jtj, direction[0], direction[0])
+        length = -slope / (curvature * (1.0 + damping))
+        step = length[..., None] * direction
+        return lumaxlike_lm.Subproblem(y + step, step, curvature > 0.0, carried + 1)
+
+    rng = np.random.default_rng(2)
+    amplitude = rng.uniform(0.5, 2.0, 25)
+    truth = np.stack([amplitude, amplitude / 2.0], axis=-1)
+    data = residuals(jnp.asarray(truth), 0.0)
+    solver = lumaxlike.ElementwiseLevenbergMarquardt(
+        tol=1e-12, lower=0.0, upper=10.0, subproblem=along_the_line
+    )
+    start = jnp.broadcast_to(jnp.asarray([1.0, 0.5]), truth.shape)
+    options = {"carried": jnp.zeros(25, jnp.int32)}
+    solution = optx.least_squares(
+        residuals, solver, start, args=data, options=options, max_steps=100, throw=False
+    )
+    assert bool(jnp.all(solution.state.converged))
+    np.testing.assert_allclose(solution.value, truth, rtol=1e-10)
+    accepted = np.asarray(solution.state.carried)
+    assert np.all(accepted >= 1) and np.all(accepted <= np.asarray(solution.state.iterations))

@@ -510,3 +510,37 @@ def test_float32_input_gives_float32_fractions(route):
     np.testing.assert_allclose(
         result.fractions[valid], MASS[:4][valid], atol=1e-3, rtol=0
     )  # float32 data
+
+
+def test_float32_jax_converges_where_float64_does_and_agrees():
+    """The JAX one-step solver computes in float32 on float32 input (what runs on a TPU):
+    it converges on the pixels float64 converges on, noise-free and noisy (the shared
+    case's shapes: one more compile, for float32)."""
+    noisy = REFL + np.random.default_rng(7).normal(0.0, 1e-4, REFL.shape)
+    for refl, sigma in ((REFL, None), (noisy, 1e-4)):
+        results = {
+            dtype: lumaxlike.unmix(
+                refl.astype(dtype),
+                *(g.astype(dtype) for g in GEOMETRY),
+                ENDMEMBERS,
+                PARAMS,
+                "jax",
+                refl_sigma=sigma,
+            )
+            for dtype in (np.float64, np.float32)
+        }
+        single, double = results[np.float32], results[np.float64]
+        assert single.fractions.dtype == np.float32
+        converged = double.status == Status.CONVERGED
+        assert converged.sum() == np.all(np.isfinite(REFL), axis=-1).sum()  # every valid pixel
+        np.testing.assert_array_equal(single.status, double.status)
+        # float32's default tol is 1e-5 on the cross-section fractions: the last Gauss-Newton
+        # step (<= tol) is left untaken, and float32's minimum differs from float64's by its
+        # rounding of r (~6e-8 relative; < 4e-6 here, measured with tol 1e-7). Measured
+        # 1.2e-5.
+        difference = np.abs(single.cross_section - double.cross_section)[converged]
+        assert np.max(difference) <= 3e-5
+        # an absent endmember may stay that close to its bound instead of on it
+        changed = (single.at_bound != double.at_bound)[converged]
+        nearest = np.maximum(single.cross_section, double.cross_section)[converged]
+        assert np.all(nearest[changed] <= 3e-5)

@@ -1,7 +1,7 @@
 """The one JAX Levenberg-Marquardt: `ElementwiseLevenbergMarquardt`, an optimistix
 least-squares solver for many independent small problems at once, every JAX operation's
-solver (`invert` and `normalize` through the one-parameter case, `fit`, `unmix`'s free
-grain sizes through `subproblem`).
+solver (`invert` and `normalize` through the one-parameter case, `fit`, `unmix` through
+`subproblem`, `remove_thermal` through `rules`).
 
 Why this formulation (the design alternatives and their measured rates are in
 `benchmarks/README.md` and the guide): `jax.vmap` over one `optx.least_squares` per
@@ -29,14 +29,18 @@ equations, in one of three forms, or its own rules for the whole trial (the solv
   the loop, the freezing of finished problems and their iteration counts;
 
 and without any, the columns come from one linearisation of the residual function and p
-JVPs. An operation whose trial point is not the damped step projected onto a box (a
-constrained or reduced subproblem) gives it as `subproblem`; one that solves some
-parameters exactly at every point (variable projection) returns the point its normal
-equations are at as a fourth output of `normal_equations`. The p x p damped systems are
-solved by an unrolled Cholesky over lanes of problems. The step, acceptance, damping and
-convergence rules are `lm_rules`, the same scalar code the numba solvers run, applied
-element-wise (their cost tie scales with the dtype, so float32 reaches them); converged
-problems are frozen. Sums over observations
+JVPs. The damped subproblem, from J^T J, J^T f and the damping to the trial point, is
+another hook (`subproblem`): by default (`box_subproblem`) the p x p damped system with
+the parameters at a bound held there, solved by an unrolled Cholesky over lanes of
+problems, its step projected onto the bounds; an operation with other constraints or
+structure gives its own (`unmix`: the damped programme on the simplex, solved by an
+active set whose working set is carried from step to step; `unmix` with free grain
+sizes: the step of the nonlinear parameters with the fractions solved exactly, which
+`normal_equations` returns as a fourth output, the point it is at: variable
+projection). The step, acceptance,
+damping and convergence rules are `lm_rules`, the same scalar code the numba solvers
+run, applied element-wise (their cost tie scales with the dtype, so float32 reaches
+them); converged problems are frozen. Sums over observations
 and parameters are written as additions in index order (`sum_last`), not XLA
 reductions, whose rounding depends on the batch's shape: a problem's steps are the same
 in any chunk or batch.
@@ -55,9 +59,16 @@ from .._model._backends import retarget_to_jax
 from . import lm_rules
 from .ordered_sums import dot_last, sum_last
 
-__all__ = ["ElementwiseLevenbergMarquardt"]
+__all__ = ["ElementwiseLevenbergMarquardt", "Subproblem", "box_subproblem", "ordered_cost"]
 
 _lm = retarget_to_jax(lm_rules)
+
+
+def ordered_cost(residual):
+    """The cost of every problem, sum_k f_k^2 over the last axis of `residual`, as
+    additions in index order (`sum_last`): a problem's cost has the same bits in a batch
+    of any shape. The default `cost_function`."""
+    return sum_last(residual * residual)
 
 
 def _linear_decrease(step, jtj, jtf):
@@ -78,13 +89,16 @@ class _OneParameterState(NamedTuple):
 class _LMState(NamedTuple):
     # a named tuple, not an equinox module: its tree survives pickling, so the programs
     # that return it can be stored compiled (`jax_executables`)
-    residual: Any  # batch + (observations,)
+    residual: Any  # batch + (observations,), or None (`keep_residuals` False)
+    cost: Any  # batch: the sum of the squared residuals (`cost_function`)
     jtj: Any  # batch + (p, p)
     jtf: Any  # batch + (p,)
     damping: Any  # batch: lambda
     growth: Any  # batch: nu, lambda's growth factor on rejection
     converged: Any
     iterations: Any
+    # the subproblem's per-problem state at y (`Subproblem.carried`; None by default)
+    carried: Any = None
 
 
 class _RulesState(NamedTuple):
@@ -94,11 +108,47 @@ class _RulesState(NamedTuple):
     iterations: Any
 
 
-def _where_batch(done, old, new):
-    """`new`, but `old` where `done` (batch), for every leaf (batch + trailing axes)."""
+class Subproblem(NamedTuple):
+    """A damped subproblem's solution for every problem (what a `subproblem` hook returns).
+
+    Attributes:
+        point: batch + (p,): the trial point, inside the parameters' bounds or
+            constraints; the step to it (point - y) is the one whose predicted decrease
+            the gain ratio divides by, and whose size, where the damping is 0, tests
+            convergence (`lm_rules.converged`).
+        step: batch + (p,): the subproblem's step before any projection onto the
+            bounds; only the undamped step at the trial point is read (its size and
+            decrease, `lm_rules.converged` and `next_damping`).
+        solvable: batch bool: whether the subproblem was solved (else the trial is
+            rejected and the damping grows).
+        carried: the per-problem state at `point` (a pytree of arrays with the batch
+            axes first, e.g. an active set's working set), given to the next subproblem
+            from `point`: the one at the trial point, and every later one once the
+            trial is accepted. None where there is none.
+    """
+
+    point: Any
+    step: Any
+    solvable: Any
+    carried: Any
+
+
+def box_subproblem(y, args, jtj, jtf, damping, *, lower, upper, carried, active, newton):
+    """The default `subproblem`: (J^T J + lambda D) delta = -J^T f (`lm_rules.
+    damped_diagonal`) with the parameters at a bound that the cost pushes outward held
+    there (`lm_rules.pinned`), by `_solve_damped`; the point y + delta clipped to the
+    bounds (lower, upper: y's shape). Reads neither `args`, `active` nor `newton`;
+    `carried` is passed through."""
+    step, solvable = _solve_damped(jtj, jtf, damping, _lm.pinned(y, lower, upper, jtf))
+    return Subproblem(jnp.clip(y + step, lower, upper), step, solvable, carried)
+
+
+def _keep_where(keep, old, new):
+    """`old` where `keep` (batch), else `new`, leaf by leaf of a pytree whose leaves
+    have the batch axes first."""
 
     def select(a, b):
-        return jnp.where(done.reshape(done.shape + (1,) * (jnp.ndim(a) - done.ndim)), a, b)
+        return jnp.where(keep.reshape(keep.shape + (1,) * (jnp.ndim(a) - keep.ndim)), a, b)
 
     return jax.tree_util.tree_map(select, old, new)
 
@@ -187,10 +237,13 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     depend on that problem's parameters only. Every problem keeps its own damping,
     acceptance and convergence (`lm_rules`); the solve terminates when all problems have
     converged. Problems marked in `options["frozen"]` (a boolean array of shape `batch`)
-    are never stepped; `options["evaluated"]`, (residuals, J^T J, J^T f) at `y`, saves
-    init their evaluation; `options["state"]`, a final state of an earlier solve at `y`,
-    continues that solve (its problems' steps are the same as in one longer solve). The final state
-    holds each problem's residuals and J^T J.
+    are never stepped; `options["state"]`, a final state of an earlier solve at `y`, continues
+    that solve (its problems' steps are the same as in one longer solve);
+    `options["carried"]` is the `subproblem`'s per-problem state at `y` to start from
+    (`Subproblem.carried`; default None); `options["evaluated"]`, (residuals, J^T J,
+    J^T f) at `y`, spares init their evaluation. The final state holds each problem's
+    residuals (unless `keep_residuals` is False), their cost (the sum of their squares),
+    J^T J, J^T f and the carried state.
 
     Attributes:
         tol: convergence tolerance on the step of every parameter.
@@ -208,20 +261,6 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             fractions at given grain sizes); a trial is then taken at that point. The
             solve must then start at such a point, with its normal equations given as
             `options["evaluated"]` (init cannot move y).
-        subproblem: None (the damped step of `_solve_damped`, projected onto `lower`,
-            `upper`), or a function (y, J^T J, J^T f, damping, args, newton) -> (trial
-            point, solvable) (batch + (p,), batch): the operation's own damped subproblem
-            (its constraints, held parameters, step limits; `lower` and `upper` unused),
-            with `newton` a Python bool: False for the trial step, True for the undamped
-            step at the trial (damping 0) that `lm_rules.converged` tests. A Newton step
-            that the constraints cut into a rise of the linearised cost (below -`cost_tie`)
-            is not the last step (`lm_rules.next_damping`).
-        settled: None, or with `subproblem`, a function (trial, newton point, J^T J,
-            cost, args) -> bool (batch) at the trial: a convergence test of the operation's
-            besides `lm_rules.converged`, applied to accepted trials whose Newton step is
-            solvable (`optical.settled`: within 0.1 standard errors of the minimum).
-        start_damping: lambda at the start (lm_rules: 0, the first step plain
-            Gauss-Newton).
         one_parameter: None, or the one-parameter, one-observation case: a tuple
             (evaluate, propose, update) where `evaluate(y, args)` gives (residual, slope),
             each of shape `batch` like y (no parameter axis), and `propose`, `update` are
@@ -236,6 +275,31 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             the rules; how, the state says). Finished problems are frozen as converged
             ones; `lower`, `upper` and `tol` are the rules' own business (unused). The
             final state holds the operation's state as `problem`.
+        subproblem: the damped subproblem (not with `one_parameter` or `rules`): a
+            function (y, args, J^T J, J^T f, damping, *, lower, upper, carried, active,
+            newton) -> `Subproblem` (damping: batch; lower, upper: y's shape; carried: the
+            state's `carried`; active: batch bool, the problems still stepping: the
+            others' solution is discarded, a hook may skip them; newton: a Python bool).
+            Called twice per step: with the damping at y (newton False), and undamped at
+            the trial point with the carried state the first call returned (newton True:
+            the Gauss-Newton step the convergence test reads). Default `box_subproblem`
+            (the damped Cholesky step with the parameters at a bound held, projected
+            onto the bounds).
+        settled: None, or a function (trial, Newton point, J^T J, cost, args) -> bool
+            (batch) at the trial: a convergence test of the operation's besides
+            `lm_rules.converged`, applied to accepted trials whose Newton step is
+            solvable (`optical.settled`: within 0.1 standard errors of the minimum).
+        newton_cut: whether a Newton step that the subproblem's constraints cut into a
+            rise of the linearised cost (below -`lm_rules.cost_tie`) is not taken as the
+            last step (`lm_rules.next_damping`), as unmix's numba kernel with free grain
+            sizes does; False: the decrease as computed.
+        start_damping: lambda at the start (lm_rules: 0, the first step plain
+            Gauss-Newton).
+        keep_residuals: whether the state holds every problem's residuals (else only
+            their cost): False saves a chunk's largest array from being stored at every
+            step where the operation needs the cost alone (`unmix`).
+        cost_function: residuals (batch + (observations,)) -> the cost of every problem
+            (batch); default `ordered_cost` (in index order, the same bits in any batch).
     """
 
     tol: float
@@ -245,9 +309,12 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     normal_equations: Any = eqx.field(static=True, default=None)
     one_parameter: Any = eqx.field(static=True, default=None)
     rules: Any = eqx.field(static=True, default=None)
-    subproblem: Any = eqx.field(static=True, default=None)
+    subproblem: Any = eqx.field(static=True, default=box_subproblem)
     settled: Any = eqx.field(static=True, default=None)
+    newton_cut: bool = eqx.field(static=True, default=False)
     start_damping: float = 0.0
+    keep_residuals: bool = eqx.field(static=True, default=True)
+    cost_function: Any = eqx.field(static=True, default=ordered_cost)
     # optimistix's abstract attributes, unused: convergence is per problem, on the step
     # (`tol`). Keyword-only: type checkers order a redeclared base field at the base's place.
     rtol: float = eqx.field(default=0.0, kw_only=True)
@@ -274,13 +341,15 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         batch = y.shape[:-1]
         frozen = (options or {}).get("frozen", jnp.zeros(batch, bool))
         return _LMState(
-            residual=residual,
+            residual=residual if self.keep_residuals else None,
+            cost=self.cost_function(residual),
             jtj=jtj,
             jtf=jtf,
             damping=jnp.full(batch, self.start_damping, y.dtype),
             growth=jnp.full(batch, 2.0, y.dtype),
             converged=frozen | jnp.all(residual == 0.0, axis=-1),
             iterations=jnp.zeros(batch, jnp.int32),
+            carried=(options or {}).get("carried"),
         )
 
     def step(self, fn, y, args, options, state, tags):
@@ -288,70 +357,50 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             return self._step_one_parameter(y, args, state)
         if self.rules is not None:
             return self._step_rules(y, args, state)
-        if self.subproblem is not None:
-            return self._step_subproblem(fn, y, args, state)
-        if self.settled is not None:
-            raise ValueError("settled tests the Newton step of a subproblem: give subproblem")
         lower, upper = (
             jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper)
         )
-        step, solvable = _solve_damped(
-            state.jtj, state.jtf, state.damping, _lm.pinned(y, lower, upper, state.jtf)
+        bounds = dict(lower=lower, upper=upper)
+        moving = ~state.converged
+        damped = self.subproblem(
+            y,
+            args,
+            state.jtj,
+            state.jtf,
+            state.damping,
+            **bounds,
+            carried=state.carried,
+            active=moving,
+            newton=False,
         )
-        trial = jnp.clip(y + step, lower, upper)
-        projected = trial - y
-        predicted = _linear_decrease(projected, state.jtj, state.jtf)
-        trial, evaluated = _evaluated_at(fn, trial, args, self.jacobian, self.normal_equations)
+        solvable = damped.solvable
+        predicted = _linear_decrease(damped.point - y, state.jtj, state.jtf)
+        trial, evaluated = _evaluated_at(
+            fn, damped.point, args, self.jacobian, self.normal_equations
+        )
         residual_trial, jtj_trial, jtf_trial = evaluated
-        held_at_trial = _lm.pinned(trial, lower, upper, jtf_trial)
-        newton, newton_solvable = _solve_damped(
-            jtj_trial, jtf_trial, jnp.zeros_like(state.damping), held_at_trial
+        cost_trial = self.cost_function(residual_trial)
+        newton = self.subproblem(
+            trial,
+            args,
+            jtj_trial,
+            jtf_trial,
+            jnp.zeros_like(state.damping),
+            **bounds,
+            carried=damped.carried,
+            active=moving & solvable,
+            newton=True,
         )
-        newton_size = jnp.where(newton_solvable, jnp.max(jnp.abs(newton), axis=-1), jnp.inf)
-        newton_decrease = jnp.where(
-            newton_solvable, _linear_decrease(newton, jtj_trial, jtf_trial), jnp.inf
-        )
+        newton_size, newton_decrease = self._newton_tests(newton, jtj_trial, jtf_trial, cost_trial)
         step_size = jnp.max(jnp.abs(trial - y), axis=-1)
-        tests = (solvable, step_size, predicted, newton_size, newton_decrease)
-        return self._advance(y, trial, state, evaluated, tests)
-
-    def _step_subproblem(self, fn, y, args, state):
-        """One step where the operation gives its damped subproblem (`subproblem`): its
-        trial point and its Newton step at the trial; `settled`; then `_advance`."""
-        trial, solvable = self.subproblem(y, state.jtj, state.jtf, state.damping, args, False)
-        predicted = _linear_decrease(trial - y, state.jtj, state.jtf)
-        trial, evaluated = _evaluated_at(fn, trial, args, self.jacobian, self.normal_equations)
-        residual_trial, jtj_trial, jtf_trial = evaluated
-        newton, newton_solvable = self.subproblem(
-            trial, jtj_trial, jtf_trial, jnp.zeros_like(state.damping), args, True
-        )
-        newton_step = newton - trial
-        newton_size = jnp.where(newton_solvable, jnp.max(jnp.abs(newton_step), axis=-1), jnp.inf)
-        newton_decrease = _linear_decrease(newton_step, jtj_trial, jtf_trial)
-        cost_trial = sum_last(residual_trial * residual_trial)
-        cut = newton_decrease < -_lm.cost_tie(cost_trial) * cost_trial  # by the constraints
-        newton_decrease = jnp.where(newton_solvable & ~cut, newton_decrease, jnp.inf)
-        step_size = jnp.max(jnp.abs(trial - y), axis=-1)
-        settled = None
-        if self.settled is not None:
-            settled = newton_solvable & self.settled(trial, newton, jtj_trial, cost_trial, args)
-        tests = (solvable, step_size, predicted, newton_size, newton_decrease)
-        return self._advance(y, trial, state, evaluated, tests, settled)
-
-    def _advance(self, y, trial, state, evaluated, tests, settled=None):
-        """Acceptance, convergence (`lm_rules.converged`, or an accepted trial `settled`)
-        and damping of every problem from its trial point, the evaluation there and its
-        tests = (solvable, step size, predicted decrease, Newton size, Newton decrease)."""
-        residual_trial, jtj_trial, jtf_trial = evaluated
-        solvable, step_size, predicted, newton_size, newton_decrease = tests
-        cost = sum_last(state.residual * state.residual)
-        cost_trial = sum_last(residual_trial * residual_trial)
+        cost = state.cost
         accept = _lm.accepted(cost, cost_trial) & solvable
         converged = _lm.converged(
             step_size, predicted, cost, newton_size, accept, state.damping, self.tol
         )
-        if settled is not None:
-            converged = converged | (accept & settled)
+        if self.settled is not None:
+            settled = self.settled(trial, newton.point, jtj_trial, cost_trial, args)
+            converged = converged | (accept & newton.solvable & settled)
         converged = converged & solvable
         damping, growth = _lm.next_damping(
             accept,
@@ -363,15 +412,34 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         )
         keep = state.converged | ~accept  # problems whose point does not move
         new_state = _LMState(
-            residual=jnp.where(keep[..., None], state.residual, residual_trial),
+            residual=(
+                jnp.where(keep[..., None], state.residual, residual_trial)
+                if self.keep_residuals
+                else None
+            ),
+            cost=jnp.where(keep, cost, cost_trial),
             jtj=jnp.where(keep[..., None, None], state.jtj, jtj_trial),
             jtf=jnp.where(keep[..., None], state.jtf, jtf_trial),
             damping=jnp.where(state.converged, state.damping, damping),
             growth=jnp.where(state.converged, state.growth, growth),
             converged=state.converged | converged,
             iterations=state.iterations + jnp.where(state.converged, 0, 1).astype(jnp.int32),
+            carried=_keep_where(keep, state.carried, damped.carried),
         )
         return jnp.where(keep[..., None], y, trial), new_state, None
+
+    def _newton_tests(self, newton, jtj, jtf, cost):
+        """The undamped subproblem's solution at the trial point, whose normal equations
+        are (J^T J, J^T f) and cost `cost`: its step's largest |entry| and the decrease of
+        the linearised cost along it (`lm_rules.converged`, `next_damping`), both infinite
+        where the subproblem is not solvable (the decrease also where `newton_cut` and
+        the constraints cut the step into a rise)."""
+        size = jnp.where(newton.solvable, jnp.max(jnp.abs(newton.step), axis=-1), jnp.inf)
+        decrease = _linear_decrease(newton.step, jtj, jtf)
+        usable = newton.solvable
+        if self.newton_cut:
+            usable = usable & ~(decrease < -_lm.cost_tie(cost) * cost)
+        return size, jnp.where(usable, decrease, jnp.inf)
 
     def _init_one_parameter(self, y, args, options):
         evaluate, _, _ = self.one_parameter
@@ -435,7 +503,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         _, iterate = self.rules
         y_new, problem, finished = iterate(y, state.problem, args)
         done = state.converged
-        y, problem = _where_batch(done, (y, state.problem), (y_new, problem))
+        y, problem = _keep_where(done, (y, state.problem), (y_new, problem))
         new_state = _RulesState(
             problem=problem,
             converged=done | finished,

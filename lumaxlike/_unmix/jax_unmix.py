@@ -1,27 +1,35 @@
 """The JAX solver of `unmix`'s one-step route: Levenberg-Marquardt in reflectance space on
 lanes of pixels, with the simplex programme of `simplex_qp` as its subproblem.
 
-The same rules as the numba kernel (`numba_one_step._one_step_kernel`), step for step:
-the LM acceptance, damping and convergence of `lm_rules` (retargeted to JAX), and the
+The LM is the shared `ElementwiseLevenbergMarquardt` (`_inverse.elementwise_lm`, run by
+`optx.least_squares`: its acceptance, damping and convergence are `lm_rules`, as in the
+numba kernel `numba_one_step._one_step_kernel`), with two hooks of its own: the normal
+equations of the mixture (`_normal_equations`) and the damped subproblem
+(`_simplex_subproblem`): the damped linearised programme on the simplex, solved by the
 Lawson-Hanson active set of `simplex_qp` written over lanes (`simplex_qp_lanes`: every
-lane keeps its own working set and phase; the `while_loop` ends when all lanes are done).
-r and dr/dw come from the model's analytic `equations.reflectance_and_slope` for the
-configuration of the `HapkeParams` (`family.jax_equations_for`). The two-step route
-needs no JAX code of its own: `invert` (with the JAX solver) gives w, and the w-space
-programme runs in the numba kernel (`numba_unmix.two_step_numba`; a small CPU step
-after the inversion).
+lane keeps its own working set and phase; its bounded `while_loop` of pivots ends when
+all lanes are done), started from the working set of the current point (the fractions
+free to move and the sum constraint's flag, carried from step to step): the numba
+kernel's steps, step for step. r and dr/dw come from the model's analytic
+`equations.reflectance_and_slope` for the configuration of the `HapkeParams`
+(`family.jax_equations_for`). It computes in the inputs' precision (float32 or float64).
+The two-step route needs no JAX code of its own: `invert` (with the JAX solver) gives w,
+and the w-space programme runs in the numba kernel (`numba_unmix.two_step_numba`; a small
+CPU step after the inversion).
 """
 
 from __future__ import annotations
 
 import functools
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import optimistix as optx
 
 from .._inverse import lm_rules
+from .._inverse.elementwise_lm import ElementwiseLevenbergMarquardt, Subproblem
 from .._model._backends import retarget_to_jax
 from .._model.family import jax_equations_for
 from .._model.jax_model import pixel_terms
@@ -38,13 +46,6 @@ from .simplex_qp import (
 __all__ = ["simplex_qp_lanes", "solve_one_step_jax"]
 
 _lm = retarget_to_jax(lm_rules)
-
-
-def _linear_decrease(step, hessian, gradient):
-    """Decrease of the linearised cost along `step`: -(2 step.g + step.H step)."""
-    return -(
-        2.0 * jnp.sum(step * gradient, axis=-1) + jnp.einsum("na,nab,nb->n", step, hessian, step)
-    )
 
 
 def _scaled_cholesky_solve(system, rhs):
@@ -193,21 +194,69 @@ def _subproblem(hessian, gradient, x0, damping):
     return a_matrix, jnp.einsum("nab,nb->na", a_matrix, x0) - gradient
 
 
+class _UnmixArgs(NamedTuple):
+    """The arguments of the one-step least-squares problem of a chunk of n pixels."""
+
+    terms: Any  # the pixels' `pixel_terms`, (n,) each
+    albedo: Any  # (p, bands) the endmembers' w
+    refl: Any  # (n, bands) observed r [1/sr] (0 where the pixel is not solved)
+    weights: Any  # (bands,) 1 / sigma of every band [sr]
+    phase: Any  # None, or the endmembers' own phase terms (n, p, 1 or bands, 4)
+    equality: Any  # traced bool: sum f = 1 (else sum f <= 1)
+
+
+def _simplex_subproblem(x, args, hessian, gradient, damping, *, carried, active, max_steps, **_):
+    """`ElementwiseLevenbergMarquardt`'s `subproblem` hook of the one-step route: the
+    damped linearised programme (`_subproblem`) on the simplex, solved by
+    `simplex_qp_lanes` from the working set `carried` = (free (n, p), sum_active (n,)):
+    the fractions allowed to move (those above 0 at a solution) and the sum constraint's
+    flag, for the `active` lanes only. The programme has its own constraints: the
+    solver's bounds (`**_`) are not read.
+
+    Returns:
+        `Subproblem`: the programme's solution (its fractions at a bound exactly 0), the
+        step to it, solvable where the programme was solved (`QP_OK`), and the working
+        set at the solution.
+    """
+    free, sum_active = carried
+    a_matrix, c = _subproblem(hessian, gradient, x, damping)
+    point, free, sum_active, code = simplex_qp_lanes(
+        a_matrix, c, x, free, sum_active, active, args.equality, max_steps
+    )
+    return Subproblem(point, point - x, code == QP_OK, (free, sum_active))
+
+
+def _band_cost(residual):
+    """The cost of every pixel, the sum of its squared weighted residuals (n, bands) -> (n,),
+    by XLA's reduction over the bands: the one-step route's chunks have one padded shape,
+    and in-order additions (`elementwise_lm.ordered_cost`) cost ~7 % of its time on a CPU."""
+    return jnp.sum(residual * residual, axis=-1)
+
+
 @functools.cache
 def _model_for(key):
     equations = jax_equations_for(key)
     return jax.vmap(jax.vmap(equations.reflectance_and_slope, in_axes=(0, None)), in_axes=(0, 0))
 
 
-def _normal_equations(x, terms, albedo, refl, weights, key):
-    """Weighted cost, J^T J and J^T f of every lane at fractions x (n, p)."""
-    w_mix = jnp.einsum("np,pk->nk", x, albedo)
-    r, slope = _model_for(key)(w_mix, terms)
-    residual = (r - refl) * weights[None, :]
-    columns = (slope * weights[None, :])[:, :, None] * albedo.T[None, :, :]  # (n, bands, p)
-    hessian = jnp.einsum("nka,nkb->nab", columns, columns)
+def _normal_equations(x, args, key):
+    """Weighted residuals (n, bands), J^T J (n, p, p) and J^T f (n, p) of every lane at
+    fractions x (n, p): `_normal_equations_shared` or, with the endmembers' own phase
+    functions, `_normal_equations_mixed`."""
+    if args.phase is not None:
+        return _normal_equations_mixed(x, args, key)
+    return _normal_equations_shared(x, args, key)
+
+
+def _normal_equations_shared(x, args, key):
+    """`_normal_equations` with one phase function (`params`') for the mixture."""
+    w_mix = jnp.einsum("np,pk->nk", x, args.albedo)
+    r, slope = _model_for(key)(w_mix, args.terms)
+    residual = (r - args.refl) * args.weights[None, :]
+    columns = (slope * args.weights[None, :])[:, :, None] * args.albedo.T[None, :, :]
+    hessian = jnp.einsum("nka,nkb->nab", columns, columns)  # columns: (n, bands, p)
     gradient = jnp.einsum("nka,nk->na", columns, residual)
-    return jnp.sum(residual * residual, axis=-1), hessian, gradient
+    return residual, hessian, gradient
 
 
 @functools.cache
@@ -217,15 +266,17 @@ def _mixture_model_for(key):
     return jax.vmap(per_band, in_axes=(0, 0, 0, 0, 0, 0)), equations.mixture_slope
 
 
-def _normal_equations_mixed(x, terms, albedo, refl, weights, key, phase):
+def _normal_equations_mixed(x, args, key):
     """`_normal_equations` with per-endmember phase functions (`numba_one_step.
-    _normal_equations_mixed` on lanes); phase: (n, p, 1 or bands, 4) `phase.phase_table`."""
+    _normal_equations_mixed` on lanes); args.phase: (n, p, 1 or bands, 4)
+    `phase.phase_table`."""
+    albedo, phase = args.albedo, args.phase
     w_mix = jnp.einsum("np,pk->nk", x, albedo)
     weighted = (x[:, :, None] * albedo[None, :, :])[..., None]  # (n, p, bands, 1)
     sums = jnp.sum(weighted * phase, axis=1)  # (n, bands, 4): elementwise, fused (no small dots)
     mixture, mixture_slope = _mixture_model_for(key)
     r, h_mu0e_m1, h_mue_m1, common = mixture(
-        w_mix, sums[..., 0], sums[..., 1], sums[..., 2], sums[..., 3], terms
+        w_mix, sums[..., 0], sums[..., 1], sums[..., 2], sums[..., 3], args.terms
     )
     slope = mixture_slope(
         phase[..., 0],
@@ -235,15 +286,15 @@ def _normal_equations_mixed(x, terms, albedo, refl, weights, key, phase):
         h_mu0e_m1[:, None, :],
         h_mue_m1[:, None, :],
         common[:, None, :],
-        terms.scale[:, None, None],
+        args.terms.scale[:, None, None],
     )  # (n, p, bands)
-    residual = (r - refl) * weights[None, :]
+    residual = (r - args.refl) * args.weights[None, :]
     columns = jnp.swapaxes(
-        slope * albedo[None, :, :] * weights[None, None, :], 1, 2
+        slope * albedo[None, :, :] * args.weights[None, None, :], 1, 2
     )  # (n, bands, p)
     hessian = jnp.einsum("nka,nkb->nab", columns, columns)
     gradient = jnp.einsum("nka,nk->na", columns, residual)
-    return jnp.sum(residual * residual, axis=-1), hessian, gradient
+    return residual, hessian, gradient
 
 
 @partial(jax.jit, static_argnames=("max_iter", "max_steps", "key"))
@@ -264,11 +315,13 @@ def solve_one_step_jax(
     phase=None,
 ):
     """One chunk of the one-step route (jitted; the contract of `numba_one_step.one_step_numba`;
-    `phase`: None, or the endmembers' own phase terms (n, p, 1 or bands, 4)).
+    `phase`: None, or the endmembers' own phase terms (n, p, 1 or bands, 4)), in the
+    precision of the inputs (all of one float dtype).
 
     Returns:
-        dict: fractions (n, p), status int8, iterations int32, cost, hessian (n, p, p),
-        sum_active bool; NaN for unsolved pixels.
+        dict: fractions (n, p), status int8, iterations int32, cost (the weighted sum of
+        squared residuals, `_band_cost`), hessian (n, p, p), gradient (n, p), sum_active
+        bool; NaN for unsolved pixels.
     """
     n, p = refl.shape[0], albedo.shape[0]
     terms = jax.vmap(pixel_terms, in_axes=(0, 0, 0, None))(to_sun, to_sensor, normal, params)
@@ -280,99 +333,42 @@ def solve_one_step_jax(
         int(Status.NONFINITE_INPUT),
     )
     active = status < 0
-    refl = jnp.where(active[:, None], refl, 0.0)
+    args = _UnmixArgs(
+        terms, albedo, jnp.where(active[:, None], refl, 0.0), band_weights, phase, equality
+    )
+    solver = ElementwiseLevenbergMarquardt(
+        tol=tol,
+        lower=0.0,  # the fractions' bounds, for the record: the subproblem keeps them
+        upper=1.0,
+        normal_equations=partial(_normal_equations, key=key),
+        subproblem=partial(_simplex_subproblem, max_steps=max_steps),
+        keep_residuals=False,  # the results need their cost alone
+        cost_function=_band_cost,
+    )
     x = jnp.broadcast_to(start[None, :], (n, p))
-    sum_active = jnp.broadcast_to(equality, (n,))
-    normal_equations = (
-        _normal_equations if phase is None else partial(_normal_equations_mixed, phase=phase)
-    )
-    cost, hessian, gradient = normal_equations(x, terms, albedo, refl, band_weights, key)
-
-    def cond(state):
-        return ~jnp.all(state[7]) & (state[9] < max_iter)
-
-    def evaluate(x):
-        return normal_equations(x, terms, albedo, refl, band_weights, key)
-
-    body = partial(_one_step_iteration, evaluate=evaluate, qp=(equality, max_steps), tol=tol)
-
-    init = (
+    working_set = (x > 0.0, jnp.broadcast_to(equality, (n,)))
+    solution: optx.Solution[Any, Any] = optx.least_squares(
+        lambda x, args: _normal_equations(x, args, key)[0],
+        solver,
         x,
-        sum_active,
-        cost,
-        hessian,
-        gradient,
-        jnp.zeros(n, refl.dtype),
-        jnp.full(n, 2.0, refl.dtype),
-        ~active | (cost == 0.0),
-        jnp.zeros(n, jnp.int32),
-        0,
+        args=args,
+        options={"frozen": ~active, "carried": working_set},
+        max_steps=max_iter,
+        throw=False,
     )
-    return _one_step_results(jax.lax.while_loop(cond, body, init), active, status)
+    return _one_step_results(solution.value, solution.state, active, status)
 
 
-def _one_step_results(final, active, status):
-    """`solve_one_step_jax`'s dict from its while loop's final state."""
-    x, sum_active, cost, hessian, gradient, _, _, done, iterations, _ = final
-    solved_status = jnp.where(done, int(Status.CONVERGED), int(Status.MAX_ITER))
+def _one_step_results(x, state, active, status):
+    """`solve_one_step_jax`'s dict from the solver's final fractions and state."""
+    solved_status = jnp.where(state.converged, int(Status.CONVERGED), int(Status.MAX_ITER))
     nan = jnp.nan
     return {
         "fractions": jnp.where(active[:, None], x, nan),
         "status": jnp.where(active, solved_status, status).astype(jnp.int8),
-        "iterations": jnp.where(active, iterations, 0),
-        "cost": jnp.where(active, cost, nan),
-        "hessian": jnp.where(active[:, None, None], hessian, nan),
-        "gradient": jnp.where(active[:, None], gradient, nan),
-        "sum_active": jnp.where(active, sum_active, False),
+        "iterations": jnp.where(active, state.iterations, 0),
+        "cost": jnp.where(active, state.cost, nan),
+        "hessian": jnp.where(active[:, None, None], state.jtj, nan),
+        "gradient": jnp.where(active[:, None], state.jtf, nan),
+        "sum_active": jnp.where(active, state.carried[1], False),
     }
-
-
-def _one_step_iteration(state, *, evaluate, qp, tol):
-    """One Levenberg-Marquardt step of every pixel of `solve_one_step_jax` (its while
-    loop's body): `evaluate` x -> (cost, hessian, gradient); qp = (equality, max_steps)."""
-    equality, max_steps = qp
-    x, sum_active, cost, hessian, gradient, damping, growth, done, iterations, count = state
-    moving = ~done
-    a_matrix, c = _subproblem(hessian, gradient, x, damping)
-    trial, trial_free, trial_sum, code = simplex_qp_lanes(
-        a_matrix, c, x, x > 0.0, sum_active, moving, equality, max_steps
-    )
-    solvable = code == QP_OK
-    step = trial - x
-    step_size = jnp.max(jnp.abs(step), axis=-1)
-    predicted = _linear_decrease(step, hessian, gradient)
-    cost_trial, hessian_trial, gradient_trial = evaluate(trial)
-    a_newton, c_newton = _subproblem(hessian_trial, gradient_trial, trial, jnp.zeros_like(damping))
-    newton, _, _, newton_code = simplex_qp_lanes(
-        a_newton, c_newton, trial, trial_free, trial_sum, moving & solvable, equality, max_steps
-    )
-    newton_step = newton - trial
-    newton_ok = newton_code == QP_OK
-    newton_size = jnp.where(newton_ok, jnp.max(jnp.abs(newton_step), axis=-1), jnp.inf)
-    newton_decrease = jnp.where(
-        newton_ok, _linear_decrease(newton_step, hessian_trial, gradient_trial), jnp.inf
-    )
-    accept = _lm.accepted(cost, cost_trial) & solvable
-    converged = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-    converged = converged & solvable
-    new_damping, new_growth = _lm.next_damping(
-        accept,
-        _lm.gain_ratio(cost, cost_trial, predicted),
-        damping,
-        growth,
-        newton_decrease,
-        cost_trial,
-    )
-    take = moving & accept
-    return (
-        jnp.where(take[:, None], trial, x),
-        jnp.where(take, trial_sum, sum_active),
-        jnp.where(take, cost_trial, cost),
-        jnp.where(take[:, None, None], hessian_trial, hessian),
-        jnp.where(take[:, None], gradient_trial, gradient),
-        jnp.where(moving, new_damping, damping),
-        jnp.where(moving, new_growth, growth),
-        done | (moving & converged),
-        iterations + moving.astype(jnp.int32),
-        count + 1,
-    )

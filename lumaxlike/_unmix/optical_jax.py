@@ -30,7 +30,7 @@ import optimistix as optx
 
 from .._inverse import lm_rules
 from .._inverse.chunking import pad_pixels
-from .._inverse.elementwise_lm import ElementwiseLevenbergMarquardt
+from .._inverse.elementwise_lm import ElementwiseLevenbergMarquardt, Subproblem
 from .._inverse.ordered_sums import sum_last
 from .._model._backends import retarget_to_jax, slab_twins
 from .._model.family import jax_equations_for
@@ -243,10 +243,11 @@ def _residuals(y, args, *, p, key, variants):
     return jax.vmap(one)(y, refl, terms)
 
 
-def _subproblem(y, hessian, gradient, damping, args, newton, *, p):
-    """The solver's `subproblem`: `_step` of every pixel with its `_held` parameters
-    (box = (lower, upper, fixed) (2p + 1,) in args); ln D moves by at most
-    `optical.MAX_LN_STEP` in a trial step, without limit in the Newton step."""
+def _subproblem(y, args, hessian, gradient, damping, *, newton, carried, p, **_):
+    """The solver's `subproblem` (`Subproblem`): `_step` of every pixel with its `_held`
+    parameters (box = (lower, upper, fixed) (2p + 1,) in args); ln D moves by at most
+    `optical.MAX_LN_STEP` in a trial step, without limit in the Newton step. Its step is
+    the point's difference from y (what the convergence test reads)."""
     lower, upper, fixed = args[4]
     reach = jnp.inf if newton else optical.MAX_LN_STEP
 
@@ -254,7 +255,8 @@ def _subproblem(y, hessian, gradient, damping, args, newton, *, p):
         held = _held(x, gradient, lower, upper, fixed, p)
         return _step(x, hessian, gradient, damping, held, lower, upper, p, reach)
 
-    return jax.vmap(one)(y, hessian, gradient, damping)
+    point, solvable = jax.vmap(one)(y, hessian, gradient, damping)
+    return Subproblem(point, point - y, solvable, carried)
 
 
 def _settled(trial, newton, hessian, cost, args, *, p):
@@ -294,6 +296,7 @@ def _solve_chunk(pixels, params, context, bounds, tol, *, key, variants, max_ite
         normal_equations=partial(_normal_equations, p=p, key=key, variants=variants),
         subproblem=partial(_subproblem, p=p),
         settled=partial(_settled, p=p),
+        newton_cut=True,
         start_damping=optical.START_DAMPING,
     )
     *evaluated, start = solver.normal_equations(start, args)  # the start's fractions solved

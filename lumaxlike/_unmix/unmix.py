@@ -27,7 +27,8 @@ from .simplex_qp import QP_SINGULAR, QP_STALLED, max_qp_steps
 __all__ = ["unmix", "unmix_flat", "ROUTES", "DEFAULT_TOLERANCE", "default_chunk_pixels"]
 
 ROUTES = ("one_step", "two_step")
-DEFAULT_TOLERANCE = 1e-10  # on the step of every cross-section fraction
+DEFAULT_TOLERANCE = 1e-10  # on the step of every cross-section fraction, in float64
+FLOAT32_TOLERANCE = 1e-5  # the same in float32 (the JAX solver on float32 input)
 # The two-step route inverts w to rounding: a solver error in w (invert's default step
 # tolerance 1e-10) would act as noise in w-space, and the fraction of an absent endmember
 # would come back as a small positive number instead of its bound.
@@ -73,8 +74,10 @@ def unmix(
 
     Args:
         refl: reflectance r [1/sr] (RADF / pi), shape ``pixels + (bands,)``, the
-            endmembers' bands last; computed in float64, float32 input gives float32
-            results. A pixel with no band r > 0 is UNREACHABLE.
+            endmembers' bands last. float32 input gives float32 results; the JAX
+            one-step solver computes in refl's precision (float64 is refused where JAX's
+            default device is a TPU: pass float32 there), the others in float64. A pixel
+            with no band r > 0 is UNREACHABLE.
         to_sun: vectors (east, north, up) toward the source, shape ``pixels + (3,)`` or
             ``(3,)`` for all pixels (as for `invert`).
         to_sensor: toward the observer, same rule.
@@ -92,7 +95,8 @@ def unmix(
         refl_sigma: 1-sigma of refl [1/sr] (> 0), a scalar or one per band: weighs the
             bands and scales the covariance (else the residual variance does).
         max_iter: LM steps per pixel at most (`invert`'s in two_step).
-        tol: tolerance on the step of each cross-section fraction (default 1e-10).
+        tol: tolerance on the step of each cross-section fraction (default 1e-10; 1e-5
+            where the JAX solver computes in float32).
         chunk_size: pixels per chunk (bounds memory); default about 2 M band-endmember
             products (docs/invert.md#chunks-and-memory).
         wavelengths: refl's band centres [um] (bands,), or None (bands taken in order);
@@ -136,7 +140,7 @@ def unmix(
         refl, (to_sun, to_sensor, normal), endmembers, solver, settings, wavelengths
     )
     outputs = _unmix_chunks(problem, endmembers, params, solver, route, bool(sum_to_one))
-    if refl.dtype == np.float32:  # computed in float64, returned in the input's precision
+    if refl.dtype == np.float32:  # returned in the input's precision
         outputs = {
             k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in outputs.items()
         }
@@ -163,14 +167,15 @@ _OUTPUTS = (
 class _Problem(NamedTuple):
     """`unmix`'s checked problem: refl ``(pixels, bands)`` in the endmembers' band order,
     the geometry ``(pixels, 3)`` each, the pixel shape, refl_sigma per band (or None),
-    max_iter, tol and the pixels per chunk."""
+    max_iter, tol (None: the default of the precision the solver computes in) and the
+    pixels per chunk."""
 
     refl: np.ndarray
     geometry: tuple
     pixel_shape: tuple
     band_sigma: np.ndarray | None
     max_iter: int
-    tol: float
+    tol: float | None
     chunk: int
 
 
@@ -193,9 +198,10 @@ def _check_problem(refl, geometry, endmembers, solver, settings, wavelengths) ->
             f"refl has shape {refl.shape}: its last axis must hold the endmembers' {endmembers.n_bands} bands"
         )
     max_iter = check_positive_int("max_iter", max_iter)
-    tol = DEFAULT_TOLERANCE if tol is None else float(tol)
-    if not tol > 0.0:
-        raise ValueError(f"tol must be positive, got {tol!r}")
+    if tol is not None:
+        tol = float(tol)
+        if not tol > 0.0:
+            raise ValueError(f"tol must be positive, got {tol!r}")
     band_sigma = check_band_sigma(refl_sigma, shape.n_bands)
     if wavelengths is not None:
         wavelengths = as_float_array("wavelengths", wavelengths)
@@ -291,8 +297,9 @@ def unmix_flat(
 
     Args:
         refl: (pixels, bands); to_sun, to_sensor, normal: (pixels, 3); band_sigma: None,
-            a scalar or (bands,) array of refl_sigma (> 0); pad_to: the JAX solvers pad
-            the chunk to this many pixels (one compile per chunk shape).
+            a scalar or (bands,) array of refl_sigma (> 0); tol: None for the default of
+            the precision the solver computes in (`one_step_dtype`); pad_to: the JAX
+            solvers pad the chunk to this many pixels (one compile per chunk shape).
     Returns:
         dict of the `UnmixResult` fields as flat arrays (pixels first).
     """
@@ -318,10 +325,19 @@ def unmix_flat(
     )
 
 
+def one_step_dtype(solver: str, refl_dtype) -> type:
+    """The precision the one-step route computes in: the JAX solver follows float32 input
+    (float32 on the device, as `invert` and `fit` do), numba computes in float64."""
+    return np.float32 if solver == "jax" and refl_dtype == np.float32 else np.float64
+
+
 def _solve_one_step(refl, geometry, endmembers, params, solver, band_sigma, settings, pad_to):
     """`unmix_flat`'s one-step route: (solved, status, iterations); settings =
-    (equality, max_iter, tol, max_steps)."""
+    (equality, max_iter, tol, max_steps), tol None for its precision's default."""
     equality, max_iter, tol, max_steps = settings
+    dtype = one_step_dtype(solver, refl.dtype)
+    if tol is None:
+        tol = DEFAULT_TOLERANCE if dtype == np.float64 else FLOAT32_TOLERANCE
     n_bands = refl.shape[1]
     albedo = endmembers.albedo
     p = albedo.shape[0]
@@ -343,7 +359,7 @@ def _solve_one_step(refl, geometry, endmembers, params, solver, band_sigma, sett
     if solver == "numba":
         solved = one_step_numba(*arrays, equality, max_iter, tol, max_steps, phase)
     else:
-        solved = _one_step_jax(*arrays, equality, max_iter, tol, max_steps, pad_to, phase)
+        solved = _one_step_jax(*arrays, equality, max_iter, tol, max_steps, pad_to, phase, dtype)
     return solved, solved["status"].astype(np.int8), solved["iterations"].astype(np.int32)
 
 
@@ -396,16 +412,20 @@ def _one_step_jax(
     tol,
     max_steps,
     pad_to,
-    phase=None,
+    phase,
+    dtype,
 ):
+    """One chunk through `solve_one_step_jax` in `dtype` (float32 or float64, refused on
+    a TPU: `precision_scope`), padded to `pad_to` pixels; its float outputs returned in
+    float64 (the covariance is computed from them in numba)."""
     pieces = [
         pad_pixels(a, pad_to, np.nan if i == 0 else 1.0)
         for i, a in enumerate((refl, to_sun, to_sensor, normal))
     ]
-    with precision_scope(np.empty(0, np.float64)):
-        arrays = [jnp.asarray(a, jnp.float64) for a in (*pieces, albedo, weights, start)]
+    with precision_scope(np.empty(0, dtype)):
+        arrays = [jnp.asarray(a, dtype) for a in (*pieces, albedo, weights, start)]
         if phase is not None:
-            phase = jnp.asarray(pad_pixels(phase, pad_to, 1.0), jnp.float64)
+            phase = jnp.asarray(pad_pixels(phase, pad_to, 1.0), dtype)
         solved = solve_one_step_jax(
             *arrays[:4],
             params,
@@ -417,7 +437,12 @@ def _one_step_jax(
             key=params.model_key,
             phase=phase,
         )
-        return {k: np.asarray(v)[: refl.shape[0]] for k, v in jax.device_get(solved).items()}
+        fetched = jax.device_get(solved)
+    n = refl.shape[0]
+    return {
+        k: np.asarray(v[:n], np.float64 if np.issubdtype(v.dtype, np.floating) else v.dtype)
+        for k, v in fetched.items()
+    }
 
 
 def _finish(solved, status, iterations, endmembers, equality, weighted, n_bands):
