@@ -131,7 +131,9 @@ def _prior_rules(rules_, settings, free_t, limits):
 
     def iterate(y, state, args):
         state = jax.vmap(iterate_one)(state, *args)
-        return (state[1], state[0]), state, state[5] != rules.SOLVING
+        # y is optimistix's copy (the output is the state's): finite, as `solvers`' fit
+        y = tuple(jnp.where(jnp.isfinite(v), v, 0.0) for v in (state[1], state[0]))
+        return y, state, state[5] != rules.SOLVING
 
     return start, iterate
 
