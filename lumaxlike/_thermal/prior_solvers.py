@@ -110,8 +110,9 @@ def _prior_start(rules_, w, t, problem):
 
 def _prior_rules(rules_, settings, free_t, limits):
     """(start, iterate) of every pixel's prior fit (`_prior_start`, `_jax_iterate`,
-    vmapped) for `ElementwiseLevenbergMarquardt`'s `rules`: y = (t (pixels,), w (pixels,
-    bands)); args = (pixel terms, coefficients, distance, observed, weight, mean), per
+    vmapped) for `ElementwiseLevenbergMarquardt`'s `rules`: y = t (pixels,), the w_b in
+    the state only (one copy: XLA:CPU computed y's again); args = (the start's w
+    (pixels, bands), pixel terms, coefficients, distance, observed, weight, mean), per
     pixel, and settings = (wavelength, solar, 1 / prior_sigma); a pixel is finished when
     its status is not SOLVING."""
     wavelength, solar, inverse_sigma = settings
@@ -122,16 +123,17 @@ def _prior_rules(rules_, settings, free_t, limits):
     def start_one(t, w, *pixel):
         return _prior_start(rules_, w, t, problem(*pixel))
 
-    def iterate_one(state, *pixel):
+    def iterate_one(state, _, *pixel):
         return _jax_iterate(rules_, state, problem(*pixel), free_t, limits)
 
-    def start(y, args):
-        state = jax.vmap(start_one)(*y, *args)
+    def start(t, args):
+        state = jax.vmap(start_one)(t, *args)
         return state, state[5] != rules.SOLVING
 
-    def iterate(y, state, args):
+    def iterate(t, state, args):
         state = jax.vmap(iterate_one)(state, *args)
-        return (state[1], state[0]), state, state[5] != rules.SOLVING
+        # y is optimistix's copy (the output is the state's): finite, as `solvers`' fit
+        return jnp.where(jnp.isfinite(state[1]), state[1], 0.0), state, state[5] != rules.SOLVING
 
     return start, iterate
 
@@ -154,10 +156,10 @@ def _solve_jax(params, arrays, settings, limits, key, max_iter):
         tol=limits[2], lower=limits[0], upper=limits[1], rules=(start, iterate)
     )
     solution: optx.Solution[Any, Any] = optx.least_squares(
-        lambda y, args: start(y, args)[0][2][0],  # the cost (traced for its shape only)
+        lambda t, args: start(t, args)[0][2][0],  # the cost (traced for its shape only)
         solver,
-        (t0, w0),
-        args=(terms, coefficients, distance, observed, weight, mean),
+        t0,
+        args=(w0, terms, coefficients, distance, observed, weight, mean),
         max_steps=max(max_iter, 1),  # one trial at least, as numba's kernel
         throw=False,
     )

@@ -228,21 +228,50 @@ def _band_outputs(out, shape) -> tuple:
     return out
 
 
+def _stored(value, one):
+    """`value` / a run-time 1 (every leaf): x / 1 = x, but a division is an operation XLA
+    does not duplicate, so `value` is computed once and stored; otherwise XLA:CPU fuses
+    a band's evaluation (the model, the emissivity series, Planck's exponential) into
+    every consumer of it, recomputing it for each of the sums and each of the state's
+    outputs (as `invert`'s `_residual_and_slope`). The fusions' boundaries move, and with
+    them where XLA:CPU contracts a * b + c into a fused multiply-add: ulps."""
+    return jax.tree_util.tree_map(lambda v: v / one, value)
+
+
+def _normal_equations(compiled, theta, problem, free, one):
+    """`rules.normal_equations` of one pixel (the same operations: every band's row, then
+    the sums in band order), each band's row stored (`_stored`); problem = (pixel,
+    bands, reference)."""
+    a, b, t = theta
+    (terms, coefficients, distance), (wavelength, solar, observed, weight), reference = problem
+    sums = compiled.no_sums(a)
+    for k in range(observed.shape[0]):
+        x = compiled.band_exponent(t, wavelength[k])
+        emission = compiled.band_emission(t, x, jnp.expm1(x), wavelength[k], solar[k], distance)
+        offset = wavelength[k] - reference
+        row = compiled.band_row(a, b, offset, observed[k], weight[k], emission, terms, coefficients)
+        sums = compiled.add_band(sums, _stored(row, one), free)
+    return sums
+
+
 def _fit_rules(compiled, free, settings):
-    """(start, iterate) of every pixel's fit (`rules.start`, `rules.iterate`, vmapped) for
-    `ElementwiseLevenbergMarquardt`'s `rules`: y = theta (pixels, 3); args = (pixel
-    terms, coefficients, distance, wavelength, solar, observed, weight, reference), each
-    per pixel; a pixel is finished when its status is not SOLVING (CONVERGED, MAX_ITER);
-    settings = (t_low, t_high, tol, max_iter)."""
+    """(start, iterate) of every pixel's fit (`rules.start_at`, `rules.iterate`'s pieces,
+    vmapped) for `ElementwiseLevenbergMarquardt`'s `rules`: y = theta (pixels, 3); args =
+    (pixel terms, coefficients, distance, wavelength, solar, observed, weight,
+    reference), each per pixel; a pixel is finished when its status is not SOLVING
+    (CONVERGED, MAX_ITER); settings = (t_low, t_high, tol, max_iter)."""
+    one = settings[0] / settings[0]  # 1 (t_low > 0), not a constant XLA could fold
 
     def start_one(th, terms, coef, dist, wl, sol, obs, wt, ref):
-        return compiled.start(
-            (th[0], th[1], th[2]), (terms, coef, dist), (wl, sol, obs, wt), ref, free
-        )
+        theta = (th[0], th[1], th[2])
+        problem = ((terms, coef, dist), (wl, sol, obs, wt), ref)
+        return compiled.start_at(theta, _normal_equations(compiled, theta, problem, free, one))
 
     def iterate_one(state, terms, coef, dist, wl, sol, obs, wt, ref):
-        pixel, bands = (terms, coef, dist), (wl, sol, obs, wt)
-        return compiled.iterate(state, pixel, bands, ref, free, settings)
+        problem = ((terms, coef, dist), (wl, sol, obs, wt), ref)
+        trial = compiled.trial_point(state, free, settings)
+        sums = _normal_equations(compiled, trial[0], problem, free, one)
+        return compiled.tried(state, trial, _stored(sums, one), free, settings)
 
     def start(theta, args):
         state = jax.vmap(start_one)(theta, *args)
@@ -250,7 +279,11 @@ def _fit_rules(compiled, free, settings):
 
     def iterate(theta, state, args):
         state = jax.vmap(iterate_one)(state, *args)
-        return jnp.stack(state[0], axis=-1), state, state[6] != rules.SOLVING
+        # y is optimistix's copy (the output is the state's theta): finite, since
+        # optimistix ends every problem's solve at a non-finite y, where numba's kernel
+        # lets that pixel's own rules run on
+        theta = jnp.stack(state[0], axis=-1)
+        return jnp.where(jnp.isfinite(theta), theta, 0.0), state, state[6] != rules.SOLVING
 
     return start, iterate
 
