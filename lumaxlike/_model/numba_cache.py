@@ -49,7 +49,14 @@ from .._compat.numba_internals import (
     set_cache,
 )
 
-__all__ = ["CACHE_DIR_VARIABLE", "cache_dir", "cached_njit", "compile_variant"]
+__all__ = [
+    "CACHE_DIR_VARIABLE",
+    "cache_dir",
+    "cached_njit",
+    "compile_variant",
+    "njit_variant",
+    "variant_slot",
+]
 
 CACHE_DIR_VARIABLE = "LUMAXLIKE_CACHE_DIR"
 """Environment variable that overrides lumaxlike's cache directory."""
@@ -116,6 +123,21 @@ def njit_variant(function, variant: str, **bindings):
     """The njit function `function` compiled again with some of its globals rebound
     (`rebound`): a helper of a kernel variant (`compile_variant`), compiled into it."""
     return numba.njit(error_model="numpy")(rebound(function.py_func, variant, bindings))
+
+
+def variant_slot(name: str):
+    """A placeholder for the global `name` of a function that is compiled only as variants
+    (`compile_variant`, `njit_variant`), each binding `name` to its own function: it keeps
+    the name defined for Python and the linters; calling it is an error."""
+
+    def slot(*args):
+        raise NotImplementedError(
+            f"{name} is bound only in the variants of the functions that call it "
+            "(numba_cache.compile_variant, njit_variant)"
+        )
+
+    slot.__name__ = slot.__qualname__ = name
+    return slot
 
 
 def compile_variant(kernel, variant: str, *, inlines=(), fastmath=None, **bindings):

@@ -57,7 +57,7 @@ from ._jaxpr_to_python import scalar_jaxpr_to_split_source
 from .columns_program import traced_columns
 from .equations import GeometryTerms
 from .family import DEFAULT_KEY, ModelKey
-from .numba_cache import cached_njit, compile_variant
+from .numba_cache import cached_njit, compile_variant, variant_slot
 from .numba_threads import run_in_blocks
 
 __all__ = [
@@ -255,10 +255,11 @@ def model_columns(free: tuple[str, ...], key: ModelKey = DEFAULT_KEY) -> ColumnF
     )
 
 
-def hoist(parameters, geometry_row, row):
-    """The name `_hoist_kernel` calls: a `ColumnFunctions.hoist` (generated code) in each
-    of its variants (`_hoist_kernel_for` binds it); never called itself."""
-    raise NotImplementedError("_hoist_kernel is compiled only as variants (_hoist_kernel_for)")
+# The names the kernels over a `ColumnFunctions` call (`_hoist_kernel` here, the fit and
+# joint solvers' normal equations): its functions, bound in each kernel's variants.
+hoist = variant_slot("hoist")
+prepare = variant_slot("prepare")
+columns = variant_slot("columns")
 
 
 @cached_njit(nogil=True, error_model="numpy")

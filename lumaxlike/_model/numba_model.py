@@ -7,8 +7,10 @@ configuration (`family`) gets its own compiled variant of the same kernel code.
 
 from __future__ import annotations
 
+import sys
 import types
 
+import numba
 import numpy as np
 
 from .. import _configuration
@@ -23,11 +25,19 @@ pixel_terms = numba_equations.pixel_terms
 reflectance = numba_equations.reflectance
 geometry_terms = numba_equations.geometry_terms
 
-__all__ = ["MODEL_MODULES", "amsa_pixels", "as_kernel_array", "kernel_params", "observation_rows"]
+__all__ = [
+    "MODEL_MODULES",
+    "amsa_pixels",
+    "as_kernel_array",
+    "kernel_params",
+    "model_scalars",
+    "observation_rows",
+]
 
 
 #: The modules whose code the model kernels compile in: editing one invalidates their cache
-#: (`_configuration` holds N_LEGENDRE, a constant of the equations).
+#: (`_configuration` holds N_LEGENDRE, a constant of the equations; this module,
+#: `model_scalars`).
 MODEL_MODULES: tuple[types.ModuleType, ...] = (
     equations,
     h_functions,
@@ -36,15 +46,18 @@ MODEL_MODULES: tuple[types.ModuleType, ...] = (
     _backends,
     _scalar_math,
     _configuration,
+    sys.modules[__name__],
 )
 
 
-@cached_njit(inlines=MODEL_MODULES, nogil=True, error_model="numpy")
-def _amsa_pixels_kernel(
-    first, last, w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, out
-):
-    """Pixels first to last - 1 (`numba_threads.run_in_blocks`)."""
-    b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
+@numba.njit(error_model="numpy", inline="always")
+def model_scalars(scalars):
+    """The nine scalar parameters packed by `kernel_params` (b, c, roughness, hs, bs0, hc,
+    bc0, porosity_k, asymmetry), as a tuple in `pixel_terms`' order: a kernel's per-pixel
+    terms are ``pixel_terms(to_sun, to_sensor, normal, *model_scalars(scalars), legendre,
+    use_legendre)`` (the numba twin of `jax_model.pixel_terms`; `pixel_terms` stays a
+    global of the kernel, so that its variants bind another configuration's)."""
+    return (
         scalars[0],
         scalars[1],
         scalars[2],
@@ -55,6 +68,13 @@ def _amsa_pixels_kernel(
         scalars[7],
         scalars[8],
     )
+
+
+@cached_njit(inlines=MODEL_MODULES, nogil=True, error_model="numpy")
+def _amsa_pixels_kernel(
+    first, last, w, to_sun, to_sensor, normal, scalars, legendre, use_legendre, out
+):
+    """Pixels first to last - 1 (`numba_threads.run_in_blocks`)."""
     n_bands = w.shape[1]
     # the pixel's vectors copied into this block's own arrays: a view of a shared array
     # (to_sun[pixel]) updates that array's one reference count from every thread, and
@@ -63,22 +83,7 @@ def _amsa_pixels_kernel(
     for pixel in range(first, last):
         for k in range(3):
             sun[k], sensor[k], up[k] = to_sun[pixel, k], to_sensor[pixel, k], normal[pixel, k]
-        terms = pixel_terms(
-            sun,
-            sensor,
-            up,
-            b,
-            c,
-            roughness,
-            hs,
-            bs0,
-            hc,
-            bc0,
-            porosity_k,
-            asymmetry,
-            legendre,
-            use_legendre,
-        )
+        terms = pixel_terms(sun, sensor, up, *model_scalars(scalars), legendre, use_legendre)
         for band in range(n_bands):
             out[pixel, band] = reflectance(w[pixel, band], terms)
 

@@ -16,7 +16,7 @@ from .._geometry import geometry_from_angles
 from .._model._backends import numba_equations
 from .._model.family import ModelKey, numba_kernel_for
 from .._model.numba_cache import cached_njit
-from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
+from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params, model_scalars
 from .._model.numba_threads import run_in_blocks
 from .._params import HapkeParams
 
@@ -106,34 +106,8 @@ def _standard_kernel(
     slope_out,
     with_slope,
 ):
-    b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
-        scalars[0],
-        scalars[1],
-        scalars[2],
-        scalars[3],
-        scalars[4],
-        scalars[5],
-        scalars[6],
-        scalars[7],
-        scalars[8],
-    )
     # values first to last - 1 (`numba_threads.run_in_blocks`), the terms once per block
-    terms = pixel_terms(
-        to_sun,
-        to_sensor,
-        normal,
-        b,
-        c,
-        roughness,
-        hs,
-        bs0,
-        hc,
-        bc0,
-        porosity_k,
-        asymmetry,
-        legendre,
-        use_legendre,
-    )
+    terms = pixel_terms(to_sun, to_sensor, normal, *model_scalars(scalars), legendre, use_legendre)
     for k in range(first, last):
         if with_slope:
             r_out[k], slope_out[k] = reflectance_and_slope(w[k], terms)

@@ -34,7 +34,7 @@ from .._model import thermal as thermal_equations
 from .._model._backends import inlined, numba_equations, retarget_to_numba
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant
-from .._model.numba_model import MODEL_MODULES
+from .._model.numba_model import MODEL_MODULES, model_scalars
 from . import band_rules, rules
 
 __all__ = ["BLOCK", "bands_kernel_for", "window_kernel_for"]
@@ -179,20 +179,7 @@ def _window_pixel(p, geometry, model, pixel_data, band_data, settings, rows):
     wl, sol = wavelength[min(p, wavelength.shape[0] - 1)], solar[min(p, solar.shape[0] - 1)]
     obs, wt, coef = observed[p], weight[min(p, weight.shape[0] - 1)], coefficients[p]
     terms = pixel_terms(
-        to_sun[p],
-        to_sensor[p],
-        normal[p],
-        scalars[0],
-        scalars[1],
-        scalars[2],
-        scalars[3],
-        scalars[4],
-        scalars[5],
-        scalars[6],
-        scalars[7],
-        scalars[8],
-        legendre,
-        use_legendre,
+        to_sun[p], to_sensor[p], normal[p], *model_scalars(scalars), legendre, use_legendre
     )
     n = obs.shape[0]
     for k in range(n):
@@ -349,22 +336,7 @@ def _bands_pixel(p, geometry, model, pixel_data, spectral, limits, out, scratch)
         sun[k], sensor[k], up[k] = to_sun[p, k], to_sensor[p, k], normal[p, k]
     for k in range(coef.shape[0]):
         coef[k] = coefficients[p, k]
-    terms = pixel_terms(
-        sun,
-        sensor,
-        up,
-        scalars[0],
-        scalars[1],
-        scalars[2],
-        scalars[3],
-        scalars[4],
-        scalars[5],
-        scalars[6],
-        scalars[7],
-        scalars[8],
-        legendre,
-        use_legendre,
-    )
+    terms = pixel_terms(sun, sensor, up, *model_scalars(scalars), legendre, use_legendre)
     pixel = (terms, albedo_table(terms), coef, temperature[p], distance[p])
     n_bands = observed.shape[1]
     # the leading bands whose emission is negligible (all of them where T <= 0): E = 0,

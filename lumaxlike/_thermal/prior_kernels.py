@@ -16,7 +16,7 @@ from .._model import thermal as thermal_equations
 from .._model._backends import numba_equations, retarget_to_numba
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant
-from .._model.numba_model import MODEL_MODULES
+from .._model.numba_model import MODEL_MODULES, model_scalars
 from . import prior_rules, rules
 
 __all__ = ["prior_kernel_for"]
@@ -146,20 +146,7 @@ def _prior_kernel(first, last, geometry, model, pixel_data, band_data, settings,
     )
     for p in range(first, last):
         terms = pixel_terms(
-            to_sun[p],
-            to_sensor[p],
-            normal[p],
-            scalars[0],
-            scalars[1],
-            scalars[2],
-            scalars[3],
-            scalars[4],
-            scalars[5],
-            scalars[6],
-            scalars[7],
-            scalars[8],
-            legendre,
-            use_legendre,
+            to_sun[p], to_sensor[p], normal[p], *model_scalars(scalars), legendre, use_legendre
         )
         pixel = (terms, coefficients[p], distance[p])
         _pixel(p, pixel, (t0, w0, mean, band_data), settings, out, scratch)

@@ -17,7 +17,7 @@ from .._inverse import lm_rules
 from .._model._backends import numba_equations, retarget_to_numba
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant, njit_variant
-from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
+from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params, model_scalars
 from .._model.numba_threads import run_in_blocks
 from .._status import Status
 from . import numba_unmix
@@ -222,15 +222,7 @@ def pixel_status(pixel, problem, model):
         to_sun[pixel],
         to_sensor[pixel],
         normal[pixel],
-        scalars[0],
-        scalars[1],
-        scalars[2],
-        scalars[3],
-        scalars[4],
-        scalars[5],
-        scalars[6],
-        scalars[7],
-        scalars[8],
+        *model_scalars(scalars),
         legendre,
         use_legendre,
     )

@@ -38,7 +38,7 @@ from jaxtyping import Float
 from ..._model._backends import inlined, numba_equations, retarget_to_numba
 from ..._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from ..._model.numba_cache import cached_njit, compile_variant, rebound
-from ..._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params
+from ..._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params, model_scalars
 from ..._model.numba_threads import run_in_blocks
 from ..._params import HapkeParams
 from .. import lm_rules
@@ -200,37 +200,11 @@ def _solve_albedo_pixel(pixel, arrays, model, settings, outputs, scratch):
     scalars, legendre, use_legendre = model
     max_iter, tol, w_lower, w_upper = settings
     st, sun, sensor, up = scratch
-    b, c, roughness, hs, bs0, hc, bc0, porosity_k, asymmetry = (
-        scalars[0],
-        scalars[1],
-        scalars[2],
-        scalars[3],
-        scalars[4],
-        scalars[5],
-        scalars[6],
-        scalars[7],
-        scalars[8],
-    )
     n_bands = refl.shape[1]
     use_w_start = w_start.shape[0] > 0
     keep_slope = outputs[4].shape[0] > 0
     geometry_finite = _pixel_geometry(pixel, to_sun, to_sensor, normal, sun, sensor, up)
-    terms = pixel_terms(
-        sun,
-        sensor,
-        up,
-        b,
-        c,
-        roughness,
-        hs,
-        bs0,
-        hc,
-        bc0,
-        porosity_k,
-        asymmetry,
-        legendre,
-        use_legendre,
-    )
+    terms = pixel_terms(sun, sensor, up, *model_scalars(scalars), legendre, use_legendre)
     table = albedo_table(terms)
     # The pixel's problems, BLOCK bands at a time, live in the state row `st` of its
     # block of pixels (one contiguous block of rows: w, residual, slope, damping, growth,

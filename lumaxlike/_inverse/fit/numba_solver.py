@@ -28,6 +28,7 @@ from jaxtyping import Bool, Float
 from ..._model import _backends, _scalar_math
 from ..._model._backends import retarget_to_numba
 from ..._model.numba_cache import cached_njit, compile_variant
+from ..._model.numba_jacobian import columns, prepare
 from ..._model.numba_threads import run_in_blocks
 from ..._status import Status
 from .. import lm_rules
@@ -96,22 +97,6 @@ def _size_and_decrease(step, jtj, jtf):
         for b in range(step.shape[0]):
             decrease -= step[a] * jtj[a, b] * step[b]
     return size, decrease
-
-
-def prepare(parameters, step):
-    """A name `_cost_and_normal_equations` calls: a `ColumnFunctions.prepare` (generated
-    code) in each of its variants (`lm_kernel_for` binds it); never called itself."""
-    raise NotImplementedError(
-        "_cost_and_normal_equations is compiled only as variants (lm_kernel_for)"
-    )
-
-
-def columns(step, row, out):
-    """A name `_cost_and_normal_equations` calls: a `ColumnFunctions.columns` (generated
-    code) in each of its variants (`lm_kernel_for` binds it); never called itself."""
-    raise NotImplementedError(
-        "_cost_and_normal_equations is compiled only as variants (lm_kernel_for)"
-    )
 
 
 @cached_njit(error_model="numpy")

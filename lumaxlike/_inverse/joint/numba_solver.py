@@ -22,6 +22,7 @@ import numpy as np
 from ..._model import _backends, _scalar_math
 from ..._model._backends import retarget_to_numba
 from ..._model.numba_cache import cached_njit, compile_variant
+from ..._model.numba_jacobian import columns, prepare
 from ..._model.numba_threads import run_in_blocks
 from ..._status import Status
 from .. import lm_rules
@@ -41,22 +42,6 @@ CONVERGED = int(Status.CONVERGED)
 MAX_ITER = int(Status.MAX_ITER)
 INVALID_GEOMETRY = int(Status.INVALID_GEOMETRY)
 TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
-
-
-def prepare(parameters, step):
-    """A name `_joint_normal_equations` calls: a `ColumnFunctions.prepare` (generated
-    code) in each of its variants (`joint_kernel_for` binds it); never called itself."""
-    raise NotImplementedError(
-        "_joint_normal_equations is compiled only as variants (joint_kernel_for)"
-    )
-
-
-def columns(step, row, out):
-    """A name `_joint_normal_equations` calls: a `ColumnFunctions.columns` (generated
-    code) in each of its variants (`joint_kernel_for` binds it); never called itself."""
-    raise NotImplementedError(
-        "_joint_normal_equations is compiled only as variants (joint_kernel_for)"
-    )
 
 
 @cached_njit(error_model="numpy")
