@@ -13,11 +13,12 @@ acceptance, damping and convergence (`update`). E is computed once per band (one
 evaluation), the pixel's terms and table once per pixel (the drivers). With E = 0
 the problem, start and steps are `invert`'s.
 
-The start is three rules and a Newton trial two, `band_trial` (the trial point) and
-`band_accept` (given eps and its slope there), so that the numba kernel can evaluate
-the series of a block's bands in loops of their own (short loops overlap the series'
-long chains of dependent operations); `band_start` and `band_iterate` compose them, the
-same operations.
+The start is three rules (`plain_emissivity`, `starting_point`, `start_state`) and a
+Newton trial two, `band_trial` (the trial point) and `band_accept` (given eps and its
+slope there), so that the numba kernel can evaluate the series of a block's bands in
+loops of their own (short loops overlap the series' long chains of dependent
+operations). JAX's solver runs the start's rules and `invert`'s `propose` and `update`
+through the shared Levenberg-Marquardt's one-parameter case.
 
 State (a tuple): w, g, g', eps (at w), damping, growth, status
 (SOLVING, CONVERGED, MAX_ITER), iterations. The emission removed is eps E, eps the
@@ -35,10 +36,8 @@ __all__ = [
     "plain_emissivity",
     "starting_point",
     "start_state",
-    "band_start",
     "band_trial",
     "band_accept",
-    "band_iterate",
 ]
 
 SOLVING = -1
@@ -83,15 +82,6 @@ def start_state(w, eps_and_slope, observed, emission_factor, terms):
     return w, g, slope, eps_and_slope[0], zero, 2.0 + zero, status, 0
 
 
-def band_start(observed, emission_factor, terms, table, coefficients, bounds):
-    """The state at the start (`plain_emissivity`, `starting_point`, `start_state`);
-    bounds = (w_lower, w_upper)."""
-    eps_plain = plain_emissivity(observed, table, coefficients, bounds)
-    w = starting_point(observed, emission_factor, table, eps_plain, bounds)
-    eps_and_slope = emissivity_and_slope(w, coefficients)
-    return start_state(w, eps_and_slope, observed, emission_factor, terms)
-
-
 def band_trial(state, limits):
     """The damped Newton trial point (`propose`); limits = (w_lower, w_upper, ...)."""
     w, g, slope, _, damping, _, _, _ = state
@@ -112,11 +102,3 @@ def band_accept(state, trial, eps_and_slope, observed, emission_factor, terms, l
     iterations = iterations + 1
     status = where(done, CONVERGED, where(iterations >= limits[3], MAX_ITER, status))
     return w_new, g, slope, eps, damping, growth, status, iterations
-
-
-def band_iterate(state, observed, emission_factor, terms, coefficients, limits):
-    """One damped Newton trial (`band_trial`, `band_accept`); limits = (w_lower, w_upper,
-    tol, max_iter)."""
-    trial = band_trial(state, limits)
-    eps_and_slope = emissivity_and_slope(trial, coefficients)
-    return band_accept(state, trial, eps_and_slope, observed, emission_factor, terms, limits)

@@ -155,7 +155,7 @@ _STATE_LENGTH = 13 * BLOCK
 
 @cached_njit(inlines=_INLINES, error_model="numpy")
 def _window_pixel(p, geometry, model, pixel_data, band_data, settings, rows):
-    """The continuum fit of pixel p (`rules.start`, then `rules.iterate` until it ends):
+    """The continuum fit of pixel p (`rules.start_at`, then `rules.trial_point` and `tried` until it ends):
     its normal equations in passes over the bands, each a loop over the bands in their
     order with a band's own operations (every x, every expm1(x) (x and expm1(x) kept
     while t stays: T held), every row, the sums), so the same numbers as
@@ -241,7 +241,7 @@ def _bands_block(st, size, r_obs, wavelength, solar, pixel, limits):
         st[_FACTOR + j] = emission_factor(factor if on else 0.0, r_obs[j])
     for j in range(size):
         st[_R_OBS + j] = r_obs[j]
-    # the start (`band_rules.band_start`'s steps) and each sweep in short loops: the
+    # the start (`band_rules`' three start rules) and each sweep in short loops: the
     # emissivity series' long chains of dependent operations of successive bands overlap
     for j in range(size):
         st[_EPS_TRIAL + j] = plain_emissivity(st[_R_OBS + j], table, coef, bounds)

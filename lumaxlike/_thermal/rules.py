@@ -38,11 +38,9 @@ __all__ = [
     "normal_equations",
     "solve3",
     "start_at",
-    "start",
     "damped",
     "trial_point",
     "tried",
-    "iterate",
 ]
 
 T_SCALE = 100.0  # [K]: t = T / T_SCALE, so that the step tolerance means alike in a, b, t
@@ -96,12 +94,14 @@ def no_sums(a):
     return zero, (zero, zero, zero, zero, zero, zero), (zero, zero, zero)
 
 
-def normal_equations(theta, pixel, bands, reference, free):
+def normal_equations(theta, pixel, bands, reference, free, kept):
     """(cost, J^T J as 6 entries, J^T f as 3) at theta; fixed parameters' columns are 0.
 
-    The bands are summed in their order. numba's kernel takes the same steps in passes
-    over the bands (every x, every expm1(x), every row, then the sums: branch-free loops
-    of independent bands, no calls but expm1's): the same numbers.
+    The bands are summed in their order; `kept(row)` is each band's row as it is summed
+    (the row itself: JAX's solver stores it there, `solvers._stored`). numba's kernel
+    takes the same steps in passes over the bands (every x, every expm1(x), every row,
+    then the sums: branch-free loops of independent bands, no calls but expm1's): the
+    same numbers.
     """
     a, b, t = theta
     terms, coefficients, distance = pixel
@@ -112,7 +112,7 @@ def normal_equations(theta, pixel, bands, reference, free):
         emission = band_emission(t, x, expm1(x), wavelength[k], solar[k], distance)
         offset = wavelength[k] - reference
         row = band_row(a, b, offset, observed[k], weight[k], emission, terms, coefficients)
-        sums = add_band(sums, row, free)
+        sums = add_band(sums, kept(row), free)
     return sums
 
 
@@ -139,11 +139,6 @@ def start_at(theta, equations):
     cost, jtj, jtf = equations
     zero = 0.0 * cost
     return theta, cost, jtj, jtf, zero, 2.0 + zero, SOLVING + 0 * (cost > 0.0), 0
-
-
-def start(theta, pixel, bands, reference, free):
-    """The state at the starting point theta."""
-    return start_at(theta, normal_equations(theta, pixel, bands, reference, free))
 
 
 def damped(jtj, damping):
@@ -219,11 +214,3 @@ def tried(state, trial, equations, free, limits):
         status_next,
         iterations_next,
     )
-
-
-def iterate(state, pixel, bands, reference, free, limits):
-    """One Levenberg-Marquardt trial (`trial_point`, `tried`); `limits` = (t_low, t_high,
-    tol, max_iter)."""
-    trial = trial_point(state, free, limits)
-    equations = normal_equations(trial[0], pixel, bands, reference, free)
-    return tried(state, trial, equations, free, limits)

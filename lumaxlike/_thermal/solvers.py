@@ -238,39 +238,27 @@ def _stored(value, one):
     return jax.tree_util.tree_map(lambda v: v / one, value)
 
 
-def _normal_equations(compiled, theta, problem, free, one):
-    """`rules.normal_equations` of one pixel (the same operations: every band's row, then
-    the sums in band order), each band's row stored (`_stored`); problem = (pixel,
-    bands, reference)."""
-    a, b, t = theta
-    (terms, coefficients, distance), (wavelength, solar, observed, weight), reference = problem
-    sums = compiled.no_sums(a)
-    for k in range(observed.shape[0]):
-        x = compiled.band_exponent(t, wavelength[k])
-        emission = compiled.band_emission(t, x, jnp.expm1(x), wavelength[k], solar[k], distance)
-        offset = wavelength[k] - reference
-        row = compiled.band_row(a, b, offset, observed[k], weight[k], emission, terms, coefficients)
-        sums = compiled.add_band(sums, _stored(row, one), free)
-    return sums
-
-
 def _fit_rules(compiled, free, settings):
-    """(start, iterate) of every pixel's fit (`rules.start_at`, `rules.iterate`'s pieces,
-    vmapped) for `ElementwiseLevenbergMarquardt`'s `rules`: y = theta (pixels, 3); args =
+    """(start, iterate) of every pixel's fit (`rules.start_at`, `rules.normal_equations`,
+    `trial_point` and `tried`, vmapped) for `ElementwiseLevenbergMarquardt`'s `rules`:
+    y = theta (pixels, 3); args =
     (pixel terms, coefficients, distance, wavelength, solar, observed, weight,
     reference), each per pixel; a pixel is finished when its status is not SOLVING
     (CONVERGED, MAX_ITER); settings = (t_low, t_high, tol, max_iter)."""
     one = settings[0] / settings[0]  # 1 (t_low > 0), not a constant XLA could fold
 
+    def kept(row):  # each band's row stored, not recomputed in every sum (`_stored`)
+        return _stored(row, one)
+
     def start_one(th, terms, coef, dist, wl, sol, obs, wt, ref):
         theta = (th[0], th[1], th[2])
         problem = ((terms, coef, dist), (wl, sol, obs, wt), ref)
-        return compiled.start_at(theta, _normal_equations(compiled, theta, problem, free, one))
+        return compiled.start_at(theta, compiled.normal_equations(theta, *problem, free, kept))
 
     def iterate_one(state, terms, coef, dist, wl, sol, obs, wt, ref):
         problem = ((terms, coef, dist), (wl, sol, obs, wt), ref)
         trial = compiled.trial_point(state, free, settings)
-        sums = _normal_equations(compiled, trial[0], problem, free, one)
+        sums = compiled.normal_equations(trial[0], *problem, free, kept)
         return compiled.tried(state, trial, _stored(sums, one), free, settings)
 
     def start(theta, args):
