@@ -164,16 +164,11 @@ def _evaluated_at(fn, y, args, jacobian, normal_equations):
     return y, _normal_equations(fn, y, args, jacobian)
 
 
-def _normal_equations(fn, y, args, jacobian, normal_equations=None):
-    """Residuals f, J^T J and J^T f of every problem.
-
-    From `normal_equations` (y, args) -> (f, J^T J, J^T f) where given; else the
-    Jacobian's columns come from `jacobian` (y, args) -> (f, columns) where given, else
-    from one linearisation of `fn` and p JVPs. A column is batch + (observations,)
-    (one chunk's, never the whole image's).
-    """
-    if normal_equations is not None:
-        return normal_equations(y, args)
+def _normal_equations(fn, y, args, jacobian):
+    """Residuals f, J^T J and J^T f of every problem, from the Jacobian's columns: those
+    `jacobian` (y, args) -> (f, columns) gives where given, else one linearisation of
+    `fn` and p JVPs. A column is batch + (observations,) (one chunk's, never the whole
+    image's)."""
     n_free = y.shape[-1]
     if jacobian is None:
         residual, linear = jax.linearize(lambda y: fn(y, args)[0], y)

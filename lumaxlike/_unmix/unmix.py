@@ -140,10 +140,7 @@ def unmix(
         refl, (to_sun, to_sensor, normal), endmembers, solver, settings, wavelengths
     )
     outputs = _unmix_chunks(problem, endmembers, params, solver, route, bool(sum_to_one))
-    if refl.dtype == np.float32:  # returned in the input's precision
-        outputs = {
-            k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in outputs.items()
-        }
+    outputs = _in_precision_of(refl, outputs)
     return UnmixResult(
         names=endmembers.names,
         route=route,
@@ -325,6 +322,14 @@ def unmix_flat(
     )
 
 
+def _in_precision_of(refl, outputs: dict) -> dict:
+    """`outputs` with their float64 arrays in float32 where `refl` is float32 (a result
+    comes in its input's precision)."""
+    if refl.dtype != np.float32:
+        return outputs
+    return {k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in outputs.items()}
+
+
 def one_step_dtype(solver: str, refl_dtype) -> type:
     """The precision the one-step route computes in: the JAX solver follows float32 input
     (float32 on the device, as `invert` and `fit` do), numba computes in float64."""
@@ -359,7 +364,7 @@ def _solve_one_step(refl, geometry, endmembers, params, solver, band_sigma, sett
     if solver == "numba":
         solved = one_step_numba(*arrays, equality, max_iter, tol, max_steps, phase)
     else:
-        solved = _one_step_jax(*arrays, equality, max_iter, tol, max_steps, pad_to, phase, dtype)
+        solved = _one_step_jax(*arrays, equality, max_iter, tol, max_steps, pad_to, phase)
     return solved, solved["status"].astype(np.int8), solved["iterations"].astype(np.int32)
 
 
@@ -413,11 +418,11 @@ def _one_step_jax(
     max_steps,
     pad_to,
     phase,
-    dtype,
 ):
-    """One chunk through `solve_one_step_jax` in `dtype` (float32 or float64, refused on
-    a TPU: `precision_scope`), padded to `pad_to` pixels; its float outputs returned in
-    float64 (the covariance is computed from them in numba)."""
+    """One chunk through `solve_one_step_jax` in `one_step_dtype` of refl's (float32 or
+    float64, refused on a TPU: `precision_scope`), padded to `pad_to` pixels; its float
+    outputs returned in float64 (the covariance is computed from them in numba)."""
+    dtype = one_step_dtype("jax", refl.dtype)
     pieces = [
         pad_pixels(a, pad_to, np.nan if i == 0 else 1.0)
         for i, a in enumerate((refl, to_sun, to_sensor, normal))
