@@ -32,6 +32,7 @@ import os
 import sys
 import types
 from pathlib import Path
+from typing import Literal
 
 import numba
 import platformdirs
@@ -119,10 +120,14 @@ def rebound(py_func, variant: str, bindings: dict):
     return clone
 
 
-def njit_variant(function, variant: str, **bindings):
+def njit_variant(
+    function, variant: str, *, inline: Literal["never", "always"] = "never", **bindings
+):
     """The njit function `function` compiled again with some of its globals rebound
-    (`rebound`): a helper of a kernel variant (`compile_variant`), compiled into it."""
-    return numba.njit(error_model="numpy")(rebound(function.py_func, variant, bindings))
+    (`rebound`): a helper of a kernel variant (`compile_variant`), compiled into it
+    (``inline="always"``: inlined into its callers by numba, as their steps are)."""
+    rebuilt = rebound(function.py_func, variant, bindings)
+    return numba.njit(error_model="numpy", inline=inline)(rebuilt)
 
 
 def variant_slot(name: str):

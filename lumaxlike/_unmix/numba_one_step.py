@@ -13,7 +13,8 @@ import math
 import numba
 import numpy as np
 
-from .._inverse import lm_rules
+from .._inverse import lm_rules, numba_lm
+from .._inverse.numba_lm import lm_for
 from .._model._backends import numba_equations, retarget_to_numba
 from .._model.family import DEFAULT_KEY, ModelKey, numba_equations_for
 from .._model.numba_cache import cached_njit, compile_variant, njit_variant
@@ -28,10 +29,6 @@ from .simplex_qp import QP_OK, simplex_qp
 __all__ = ["one_step_numba"]
 
 _rules = retarget_to_numba(lm_rules)
-accepted = _rules.accepted
-next_damping = _rules.next_damping
-gain_ratio = _rules.gain_ratio
-converged = _rules.converged
 damped_diagonal = _rules.damped_diagonal
 pixel_terms = numba_equations.pixel_terms
 reflectance_and_slope = numba_equations.reflectance_and_slope
@@ -174,7 +171,7 @@ def _subproblem(hessian, gradient, x0, damping, a_matrix, c):
         c[a] = value
 
 
-# The steps of `_one_step_block` below are inlined into it by numba (``inline="always"``):
+# The steps below are inlined by numba into their callers (``inline="always"``):
 # as calls, with their tuples of arrays, they cost the kernel ~5 % of its time.
 @numba.njit(error_model="numpy", inline="always")
 def _block_scratch(p):
@@ -302,10 +299,83 @@ def _write_pixel(pixel, outputs, status, iteration, cost, sum_active, x, hessian
             hessian_out[pixel, a, b] = hessian[a, b] if solved else math.nan
 
 
+@numba.njit(error_model="numpy", inline="always")
+def _evaluate(problem, point, equations):
+    """`numba_lm`'s evaluate: the cost at the fractions of point = (fractions, free
+    flags, sum active), J^T J and J^T f into equations = (hessian, gradient).
+    problem[:6] = (terms, albedo, phase, refl, band weights, a column's scratch)."""
+    terms, albedo, phase, refl, weights, column = (
+        problem[0],
+        problem[1],
+        problem[2],
+        problem[3],
+        problem[4],
+        problem[5],
+    )
+    hessian, gradient = equations
+    return _pixel_normal_equations(
+        point[0], terms, albedo, phase, refl, weights, hessian, gradient, column
+    )
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _trial_step(problem, current, damping, trial_state):
+    """`numba_lm`'s trial_step: the damped subproblem at the current state solved on the
+    simplex into `trial_state`; (solvable, largest step, linearised decrease).
+    problem[6:10] = (the subproblem (A, c), `simplex_qp`'s scratch, equality, max_steps)."""
+    (a_matrix, c), qp_scratch, equality, max_steps = problem[6], problem[7], problem[8], problem[9]
+    state, (hessian, gradient) = current
+    _subproblem(hessian, gradient, state[0], damping, a_matrix, c)
+    if _qp_from(a_matrix, c, state, trial_state, equality, max_steps, qp_scratch) != QP_OK:
+        return False, 0.0, 0.0
+    step_size, predicted = _size_and_decrease(trial_state[0], state[0], gradient, hessian)
+    return True, step_size, predicted
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _newton_step(problem, candidate):
+    """`numba_lm`'s newton_step: the undamped step from the trial state, on the simplex
+    (into the state problem[10]); infinite where its programme fails."""
+    (a_matrix, c), qp_scratch, equality, max_steps = problem[6], problem[7], problem[8], problem[9]
+    newton_state = problem[10]
+    trial_state, (hessian_trial, gradient_trial) = candidate
+    _subproblem(hessian_trial, gradient_trial, trial_state[0], 0.0, a_matrix, c)
+    if _qp_from(a_matrix, c, trial_state, newton_state, equality, max_steps, qp_scratch) == QP_OK:
+        return _size_and_decrease(newton_state[0], trial_state[0], gradient_trial, hessian_trial)
+    return math.inf, math.inf
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _take(problem, candidate, current):
+    """`numba_lm`'s take: the trial's fractions, sum state, J^T J and J^T f made the
+    current ones, and the free flags those of the new fractions."""
+    trial_state, (hessian_trial, gradient_trial) = candidate
+    state, (hessian, gradient) = current
+    x, free, sum_state = state
+    _accept(
+        trial_state[0],
+        trial_state[2],
+        hessian_trial,
+        gradient_trial,
+        x,
+        sum_state,
+        hessian,
+        gradient,
+    )
+    for a in range(x.shape[0]):
+        free[a] = x[a] > 0.0
+
+
+_levenberg_marquardt = lm_for(
+    "one_step", evaluate=_evaluate, trial_step=_trial_step, newton_step=_newton_step, take=_take
+)
+
+
 @numba.njit(error_model="numpy")
 def _one_step_block(block, arrays, model, mixture, settings, outputs):
     """The pixels of one block of `_one_step_kernel` (arguments as there), with their
-    scratch arrays."""
+    scratch arrays; each pixel by `numba_lm.levenberg_marquardt` over this module's
+    pieces."""
     refl = arrays[0]
     albedo, phase, band_weights, start = mixture
     equality, max_iter, tol, max_steps = settings
@@ -313,9 +383,6 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
     state, trial_state, newton_state = states
     x, free, sum_state = state
     hessian, gradient = equations[0]
-    hessian_trial, gradient_trial = equations[1]
-    a_matrix, c = subproblem
-    trial, trial_sum, newton = trial_state[0], trial_state[2], newton_state[0]
     for pixel in range(block * BLOCK, min(refl.shape[0], (block + 1) * BLOCK)):
         status, terms = pixel_status(pixel, arrays, model)
         if status >= 0:
@@ -325,67 +392,30 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
         for a in range(x.shape[0]):
             x[a] = start[a]
             free[a] = x[a] > 0.0
-        phase_pixel, refl_pixel = phase[pixel], refl[pixel]
-        cost = _pixel_normal_equations(
-            x, terms, albedo, phase_pixel, refl_pixel, band_weights, hessian, gradient, column
+        problem = (
+            terms,
+            albedo,
+            phase[pixel],
+            refl[pixel],
+            band_weights,
+            column,
+            subproblem,
+            qp_scratch,
+            equality,
+            max_steps,
+            newton_state,
         )
-        damping = 0.0
-        growth = 2.0
-        done = cost == 0.0
-        iteration = 0
-        while not done and iteration < max_iter:
-            iteration += 1
-            _subproblem(hessian, gradient, x, damping, a_matrix, c)
-            if _qp_from(a_matrix, c, state, trial_state, equality, max_steps, qp_scratch) != QP_OK:
-                damping, growth = next_damping(
-                    False, 0.0, damping, growth, math.inf, 0.0
-                )  # singular: damp more
-                continue
-            step_size, predicted = _size_and_decrease(trial, x, gradient, hessian)
-            cost_trial = _pixel_normal_equations(
-                trial,
-                terms,
-                albedo,
-                phase_pixel,
-                refl_pixel,
-                band_weights,
-                hessian_trial,
-                gradient_trial,
-                column,
-            )
-            # the undamped step from the trial point, to test convergence
-            _subproblem(hessian_trial, gradient_trial, trial, 0.0, a_matrix, c)
-            newton_size, newton_decrease = math.inf, math.inf
-            if (
-                _qp_from(a_matrix, c, trial_state, newton_state, equality, max_steps, qp_scratch)
-                == QP_OK
-            ):
-                newton_size, newton_decrease = _size_and_decrease(
-                    newton, trial, gradient_trial, hessian_trial
-                )
-            accept = accepted(cost, cost_trial)
-            done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-            damping, growth = next_damping(
-                accept,
-                gain_ratio(cost, cost_trial, predicted),
-                damping,
-                growth,
-                newton_decrease,
-                cost_trial,
-            )
-            if accept:
-                _accept(
-                    trial, trial_sum, hessian_trial, gradient_trial, x, sum_state, hessian, gradient
-                )
-                cost = cost_trial
-            for a in range(x.shape[0]):
-                free[a] = x[a] > 0.0
+        done, iteration, cost = _levenberg_marquardt(
+            problem, (state, equations[0]), (trial_state, equations[1]), (max_iter, tol)
+        )
         status = CONVERGED if done else MAX_ITER
         _write_pixel(pixel, outputs, status, iteration, cost, sum_state[0], x, hessian, gradient)
 
 
 @cached_njit(
-    inlines=(_qp_module, lm_rules, *MODEL_MODULES, numba_unmix), nogil=True, error_model="numpy"
+    inlines=(_qp_module, lm_rules, numba_lm, *MODEL_MODULES, numba_unmix),
+    nogil=True,
+    error_model="numpy",
 )
 def _one_step_kernel(first, last, arrays, model, mixture, settings, outputs):
     """Blocks first to last - 1 of `BLOCK` pixels (`numba_threads.run_in_blocks`): arrays
@@ -415,11 +445,18 @@ def _one_step_kernel_for(key: ModelKey):
     either = njit_variant(
         _pixel_normal_equations, tag, _normal_equations=shared, _normal_equations_mixed=mixed
     )
+    solve = lm_for(
+        f"one_step_{tag}",
+        evaluate=njit_variant(_evaluate, tag, inline="always", _pixel_normal_equations=either),
+        trial_step=_trial_step,
+        newton_step=_newton_step,
+        take=_take,
+    )
     block = njit_variant(
         _one_step_block,
         tag,
         pixel_status=njit_variant(pixel_status, tag, pixel_terms=equations.pixel_terms),
-        _pixel_normal_equations=either,
+        _levenberg_marquardt=solve,
     )
     return compile_variant(_one_step_kernel, key.name, _one_step_block=block)
 

@@ -5,10 +5,11 @@ The model enters as a "column" function (`_model.numba_jacobian`): from one
 observation's row (what does not depend on the free parameters, computed once per
 observation) and the current parameters, it writes r and the derivatives along the free
 parameters. The kernel accumulates J^T J (p x p) and J^T f over the observations as it
-goes (no observations x parameters Jacobian is stored), solves the damped system by
-Cholesky, and follows `lm_rules` for the step, acceptance, damping and convergence; it
-returns J^T J at the solution for the covariance (`covariance`). Scratch arrays are
-allocated once per pixel, not per problem or iteration. Computes in float64.
+goes (no observations x parameters Jacobian is stored) and solves the damped system by
+Cholesky: the pieces (`_evaluate`, `_trial_step`, `_newton_step`, `_take`) of
+`numba_lm`'s loop, which follows `lm_rules` for the step, acceptance, damping and
+convergence. It returns J^T J at the solution for the covariance (`covariance`). Scratch
+arrays are allocated once per pixel, not per problem or iteration. Computes in float64.
 
 An observation whose reflectance is NaN is left out of its problem (`fit`'s masks): its
 residual row is a zero row, skipped in the sums. The kernel is compiled per set of free
@@ -27,20 +28,17 @@ from jaxtyping import Bool, Float
 
 from ..._model import _backends, _scalar_math
 from ..._model._backends import retarget_to_numba
-from ..._model.numba_cache import cached_njit, compile_variant
+from ..._model.numba_cache import cached_njit, compile_variant, njit_variant
 from ..._model.numba_jacobian import columns, prepare
 from ..._model.numba_threads import run_in_blocks
 from ..._status import Status
-from .. import lm_rules
+from .. import lm_rules, numba_lm
+from ..numba_lm import levenberg_marquardt, lm_for
 
 __all__ = ["solve_numba", "cholesky", "cholesky_solve"]
 
 _rules = retarget_to_numba(lm_rules)
-accepted = _rules.accepted
-next_damping = _rules.next_damping
-gain_ratio = _rules.gain_ratio
 pinned = _rules.pinned
-converged = _rules.converged
 damped_diagonal = _rules.damped_diagonal
 SOLVING = -1
 CONVERGED = int(Status.CONVERGED)
@@ -128,6 +126,19 @@ def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, 
     return cost
 
 
+@numba.njit(error_model="numpy", inline="always")
+def _evaluate(problem, parameters, equations):
+    """`numba_lm`'s evaluate: `_cost_and_normal_equations` at `parameters` into equations =
+    (jtj, jtf); problem as `_solve_lm_pixel` gives it. Inlined, so that the compiled
+    function it calls takes its arrays one by one, not a tuple of a dozen (what a call
+    passes is in the hot loop)."""
+    rows, refl, free_index, work = problem[0], problem[1], problem[2], problem[5]
+    jtj, jtf = equations
+    return _cost_and_normal_equations(
+        parameters, rows, refl, free_index.shape[0], work[0], work[1], jtj, jtf
+    )
+
+
 @numba.njit(error_model="numpy")
 def _damped_step(
     parameters, free_index, lower, upper, jtj, jtf, damping, system, factor, rhs, step
@@ -192,6 +203,52 @@ def _projected_step(parameters, trial, step, free_index, bounds, jtj, jtf):
     return step_size, predicted
 
 
+@numba.njit(error_model="numpy", inline="always")
+def _trial_step(problem, current, damping, trial):
+    """`numba_lm`'s trial_step: the damped step from current = (parameters, (jtj, jtf)),
+    projected on the bounds into `trial`; (solvable, largest step, linearised decrease)."""
+    free_index, lower, upper = problem[2], problem[3], problem[4]
+    _, _, system, factor, rhs, step = problem[5]
+    parameters, (jtj, jtf) = current
+    for a in range(free_index.shape[0]):
+        trial[free_index[a]] = parameters[free_index[a]]
+    if not _damped_step(
+        parameters, free_index, lower, upper, jtj, jtf, damping, system, factor, rhs, step
+    ):
+        return False, 0.0, 0.0
+    step_size, predicted = _projected_step(
+        parameters, trial, step, free_index, (lower, upper), jtj, jtf
+    )
+    return True, step_size, predicted
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _newton_step(problem, candidate):
+    """`numba_lm`'s newton_step: the Gauss-Newton step at the trial point (largest step,
+    linearised decrease), infinite where its system is singular."""
+    free_index, lower, upper = problem[2], problem[3], problem[4]
+    _, _, system, factor, rhs, step = problem[5]
+    trial, (jtj_trial, jtf_trial) = candidate
+    if _damped_step(
+        trial, free_index, lower, upper, jtj_trial, jtf_trial, 0.0, system, factor, rhs, step
+    ):
+        return _size_and_decrease(step, jtj_trial, jtf_trial)
+    return math.inf, math.inf
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _take(problem, candidate, current):
+    """`numba_lm`'s take: the trial's free parameters, J^T J and J^T f made the current."""
+    free_index = problem[2]
+    trial, (jtj_trial, jtf_trial) = candidate
+    parameters, (jtj, jtf) = current
+    for a in range(free_index.shape[0]):
+        parameters[free_index[a]] = trial[free_index[a]]
+        jtf[a] = jtf_trial[a]
+        for b in range(free_index.shape[0]):
+            jtj[a, b] = jtj_trial[a, b]
+
+
 @numba.njit(error_model="numpy")
 def _write_unsolved(outputs, pixel, band, status, p):
     """Writes the outputs of a problem that is not solved: its status, NaN values."""
@@ -220,9 +277,10 @@ def _write_solved(outputs, pixel, band, solved, parameters, jtj, free_index):
             jtj_out[pixel, band, a, b] = jtj[a, b]
 
 
-@cached_njit(inlines=(lm_rules, _backends, _scalar_math), error_model="numpy")
+@cached_njit(inlines=(lm_rules, numba_lm, _backends, _scalar_math), error_model="numpy")
 def _solve_lm_pixel(pixel, problem, model, settings, outputs):
-    """Every band of one pixel (`_lm_kernel`'s loop body; arguments as there)."""
+    """Every band of one pixel (`_lm_kernel`'s loop body; arguments as there), each by
+    `numba_lm.levenberg_marquardt` over this module's pieces (`lm_kernel_for`)."""
     rows, rows_valid, refl, start = problem
     step_length, parameters_fixed, free_index, lower, upper = model
     min_observations, max_iter, tol = settings
@@ -230,16 +288,19 @@ def _solve_lm_pixel(pixel, problem, model, settings, outputs):
     p = free_index.shape[0]
     parameters = parameters_fixed.copy()
     trial = parameters_fixed.copy()
-    out = np.empty(p + 1)
-    step_values = np.empty(max(step_length, 1))
     jtj = np.empty((p, p))
     jtf = np.empty(p)
     jtj_trial = np.empty((p, p))
     jtf_trial = np.empty(p)
-    system = np.empty((p, p))
-    factor = np.empty((p, p))
-    rhs = np.empty(p)
-    step = np.empty(p)
+    # (step values, columns, damped system, its factor, right-hand side, step)
+    work = (
+        np.empty(max(step_length, 1)),
+        np.empty(p + 1),
+        np.empty((p, p)),
+        np.empty((p, p)),
+        np.empty(p),
+        np.empty(p),
+    )
     for band in range(n_bands):
         refl_problem = refl[pixel, band]
         status = _band_status(refl_problem, rows_valid, pixel, min_observations)
@@ -248,83 +309,22 @@ def _solve_lm_pixel(pixel, problem, model, settings, outputs):
             continue
         for a in range(p):
             parameters[free_index[a]] = start[pixel, band, a]
-        cost = _cost_and_normal_equations(
-            parameters, rows[pixel], refl_problem, p, step_values, out, jtj, jtf
+        done, iteration, cost = levenberg_marquardt(
+            (rows[pixel], refl_problem, free_index, lower, upper, work),
+            (parameters, (jtj, jtf)),
+            (trial, (jtj_trial, jtf_trial)),
+            (max_iter, tol),
         )
-        damping = 0.0
-        growth = 2.0
-        done = cost == 0.0
-        iteration = 0
-        while not done and iteration < max_iter:
-            iteration += 1
-            for a in range(p):
-                trial[free_index[a]] = parameters[free_index[a]]
-            if not _damped_step(
-                parameters,
-                free_index,
-                lower,
-                upper,
-                jtj,
-                jtf,
-                damping,
-                system,
-                factor,
-                rhs,
-                step,
-            ):
-                damping, growth = next_damping(
-                    False, 0.0, damping, growth, math.inf, 0.0
-                )  # singular: damp more
-                continue
-            step_size, predicted = _projected_step(
-                parameters, trial, step, free_index, (lower, upper), jtj, jtf
-            )
-            cost_trial = _cost_and_normal_equations(
-                trial, rows[pixel], refl_problem, p, step_values, out, jtj_trial, jtf_trial
-            )
-            newton_size = math.inf
-            newton_decrease = math.inf
-            if _damped_step(
-                trial,
-                free_index,
-                lower,
-                upper,
-                jtj_trial,
-                jtf_trial,
-                0.0,
-                system,
-                factor,
-                rhs,
-                step,
-            ):
-                newton_size, newton_decrease = _size_and_decrease(step, jtj_trial, jtf_trial)
-            accept = accepted(cost, cost_trial)
-            done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-            damping, growth = next_damping(
-                accept,
-                gain_ratio(cost, cost_trial, predicted),
-                damping,
-                growth,
-                newton_decrease,
-                cost_trial,
-            )
-            if accept:
-                for a in range(p):
-                    parameters[free_index[a]] = trial[free_index[a]]
-                    jtf[a] = jtf_trial[a]
-                    for b in range(p):
-                        jtj[a, b] = jtj_trial[a, b]
-                cost = cost_trial
         solved = (CONVERGED if done else MAX_ITER, iteration, cost)
         _write_solved(outputs, pixel, band, solved, parameters, jtj, free_index)
 
 
-@cached_njit(inlines=(lm_rules, _backends, _scalar_math), nogil=True, error_model="numpy")
+@cached_njit(inlines=(lm_rules, numba_lm, _backends, _scalar_math), nogil=True, error_model="numpy")
 def _lm_kernel(first, last, problem, model, settings, outputs):
     """Solve problems (pixel, band) with observations along the last axis of `refl`.
 
-    Compiled only as variants (`lm_kernel_for`), with `_cost_and_normal_equations` bound
-    to its variant for the generated code. problem = (rows, rows_valid, refl, start):
+    Compiled only as variants (`lm_kernel_for`), with `numba_lm`'s loop bound to this
+    module's pieces over the generated code. problem = (rows, rows_valid, refl, start):
     rows (pixels, observations, row length); rows_valid (pixels, observations) bool;
     refl (pixels, bands, observations), NaN where an observation is left out; start
     (pixels, bands, p). model = (step_length, parameters_fixed, free_index, lower,
@@ -348,11 +348,21 @@ def lm_kernel_for(functions):
         prepare=functions.prepare,
         columns=functions.columns,
     )
-    solve_pixel = compile_variant(
-        _solve_lm_pixel,
+    evaluate = njit_variant(
+        _evaluate,
         functions.name,
-        inlines=inlines,
+        inline="always",
         _cost_and_normal_equations=cost_and_normal_equations,
+    )
+    solve = lm_for(
+        f"fit_{functions.name}",
+        evaluate=evaluate,
+        trial_step=_trial_step,
+        newton_step=_newton_step,
+        take=_take,
+    )
+    solve_pixel = compile_variant(
+        _solve_lm_pixel, functions.name, inlines=inlines, levenberg_marquardt=solve
     )
     return compile_variant(_lm_kernel, functions.name, inlines=inlines, _solve_lm_pixel=solve_pixel)
 

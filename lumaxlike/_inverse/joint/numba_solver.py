@@ -5,10 +5,11 @@ A problem has per-band parameters (p per band) and shared ones (s, one value for
 bands); its normal equations are accumulated as the arrow blocks of `schur` (A_k, C_k,
 D, g) and solved by the Schur complement (`schur.arrow_step`), so the work grows
 linearly with the bands. Each row is weighted by its band's 1 / refl_sigma; Gaussian
-priors enter as extra rows (x - mu) / sigma_prior (`priors`). Otherwise the iteration
-is `fit.numba_solver`'s: the rules of `lm_rules`, the model's columns from the generated
-`ColumnFunctions` of all the free parameters (per-band ones first, then the shared
-ones), compiled as a variant per set of free parameters and cached on disk.
+priors enter as extra rows (x - mu) / sigma_prior (`priors`). The iteration is
+`numba_lm`'s loop (the rules of `lm_rules`) over this module's pieces, as in
+`fit.numba_solver`, with the model's columns from the generated `ColumnFunctions` of all
+the free parameters (per-band ones first, then the shared ones), compiled as a variant
+per set of free parameters and cached on disk.
 """
 
 from __future__ import annotations
@@ -20,23 +21,18 @@ import numba
 import numpy as np
 
 from ..._model import _backends, _scalar_math
-from ..._model._backends import retarget_to_numba
-from ..._model.numba_cache import cached_njit, compile_variant
+from ..._model.numba_cache import cached_njit, compile_variant, njit_variant
 from ..._model.numba_jacobian import columns, prepare
 from ..._model.numba_threads import run_in_blocks
 from ..._status import Status
-from .. import lm_rules
+from .. import lm_rules, numba_lm
 from ..fit import numba_solver as fit_numba_solver
+from ..numba_lm import levenberg_marquardt, lm_for
 from . import schur
 from .schur import arrow_step
 
 __all__ = ["solve_joint_numba"]
 
-_rules = retarget_to_numba(lm_rules)
-accepted = _rules.accepted
-next_damping = _rules.next_damping
-gain_ratio = _rules.gain_ratio
-converged = _rules.converged
 SOLVING = -1
 CONVERGED = int(Status.CONVERGED)
 MAX_ITER = int(Status.MAX_ITER)
@@ -49,10 +45,11 @@ def _joint_normal_equations(parameters, indices, x, data, priors, scratch, block
     """The cost (weighted sum of squares, prior rows included) and the arrow blocks.
 
     Compiled only as variants (`joint_kernel_for`), with `prepare` and `columns` bound
-    to generated code. indices = (band_index, shared_index); x = (xb (bands, p), xs
-    (s,)); data = (rows, refl (bands, observations), NaN where left out, weight
-    (bands,)); priors = (mean_b, weight_b, mean_s, weight_s) of the pixel; scratch =
-    (step_values, out); blocks = (a_blocks, c_blocks, d_block, gb, gs), written.
+    to generated code. parameters: the values of all `PARAMETER_NAMES` (scratch);
+    indices = (band_index, shared_index); x = (xb (bands, p), xs (s,)); data = (rows,
+    refl (bands, observations), NaN where left out, weight (bands,)); priors = (mean_b,
+    weight_b, mean_s, weight_s) of the pixel; scratch = (step_values, out); blocks =
+    (a_blocks, c_blocks, d_block, gb, gs), written.
     """
     band_index, shared_index = indices
     xb, xs = x
@@ -231,6 +228,48 @@ def _copy_state(source, target):
 
 
 @numba.njit(error_model="numpy", inline="always")
+def _evaluate(problem, x, blocks):
+    """`numba_lm`'s evaluate: `_joint_normal_equations` at x = (xb, xs) into `blocks`;
+    problem[:5] = (parameters, indices, data, priors, scratch) as it takes them."""
+    return _joint_normal_equations(
+        problem[0], problem[1], x, problem[2], problem[3], problem[4], blocks
+    )
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _trial_step(problem, current, damping, trial):
+    """`numba_lm`'s trial_step: the damped arrow step from current = (x, blocks),
+    projected on the bounds into `trial`; (solvable, largest step, linearised decrease).
+    problem[5:] = (bounds, `arrow_step`'s scratch, the step (step_b, step_s))."""
+    bounds, arrow_scratch, step = problem[5], problem[6], problem[7]
+    x, blocks = current
+    if not arrow_step(x, bounds, blocks, damping, arrow_scratch, step):
+        return False, 0.0, 0.0
+    _project(x, step, bounds[0], bounds[1], trial)
+    a_blocks, c_blocks, d_block, gb, gs = blocks
+    step_size, predicted = _size_and_decrease(step[0], step[1], a_blocks, c_blocks, d_block, gb, gs)
+    return True, step_size, predicted
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _newton_step(problem, candidate):
+    """`numba_lm`'s newton_step: the undamped arrow step at the trial point (largest
+    step, linearised decrease), infinite where its system is singular."""
+    bounds, arrow_scratch, step = problem[5], problem[6], problem[7]
+    trial, blocks_trial = candidate
+    if arrow_step(trial, bounds, blocks_trial, 0.0, arrow_scratch, step):
+        a_trial, c_trial, d_trial, gb_trial, gs_trial = blocks_trial
+        return _size_and_decrease(step[0], step[1], a_trial, c_trial, d_trial, gb_trial, gs_trial)
+    return math.inf, math.inf
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _take(problem, candidate, current):
+    """`numba_lm`'s take: the trial's state and arrow blocks made the current ones."""
+    _copy_state(candidate, current)
+
+
+@numba.njit(error_model="numpy", inline="always")
 def _write_pixel(pixel, outputs, status, iterations, cost, x, blocks):
     """A solved pixel's outputs: status, iterations, cost, values x = (xb, xs) and arrow
     blocks (a, c, d, gb, gs)."""
@@ -266,10 +305,12 @@ def _write_unsolved(pixel, outputs, status):
 
 
 @cached_njit(
-    inlines=(lm_rules, _backends, _scalar_math, schur, fit_numba_solver), error_model="numpy"
+    inlines=(lm_rules, numba_lm, _backends, _scalar_math, schur, fit_numba_solver),
+    error_model="numpy",
 )
 def _solve_joint_pixel(pixel, problem, priors, model, settings, outputs):
-    """One pixel's joint problem (`_joint_kernel`'s loop body; arguments as there)."""
+    """One pixel's joint problem (`_joint_kernel`'s loop body; arguments as there), by
+    `numba_lm.levenberg_marquardt` over this module's pieces (`joint_kernel_for`)."""
     rows, rows_valid, refl, weight, start_b, start_s = problem
     prior_mean_b, prior_weight_b, prior_mean_s, prior_weight_s = priors
     step_length, parameters_fixed, band_index, shared_index, lower, upper = model
@@ -284,58 +325,30 @@ def _solve_joint_pixel(pixel, problem, priors, model, settings, outputs):
     )
     x[0][:] = start_b[pixel]
     x[1][:] = start_s[pixel]
-    indices = (band_index, shared_index)
-    data = (rows[pixel], refl[pixel], weight[pixel])
     pixel_priors = (
         prior_mean_b[pixel],
         prior_weight_b[pixel],
         prior_mean_s[pixel],
         prior_weight_s[pixel],
     )
-    cost = _joint_normal_equations(parameters, indices, x, data, pixel_priors, scratch, blocks)
-    damping = 0.0
-    growth = 2.0
-    done = cost == 0.0
-    iteration = 0
-    while not done and iteration < max_iter:
-        iteration += 1
-        if not arrow_step(x, (lower, upper), blocks, damping, arrow_scratch, step):
-            damping, growth = next_damping(
-                False, 0.0, damping, growth, math.inf, 0.0
-            )  # singular: damp more
-            continue
-        _project(x, step, lower, upper, trial)
-        a_blocks, c_blocks, d_block, gb, gs = blocks
-        step_size, predicted = _size_and_decrease(
-            step[0], step[1], a_blocks, c_blocks, d_block, gb, gs
-        )
-        cost_trial = _joint_normal_equations(
-            parameters, indices, trial, data, pixel_priors, scratch, blocks_trial
-        )
-        newton_size, newton_decrease = math.inf, math.inf
-        if arrow_step(trial, (lower, upper), blocks_trial, 0.0, arrow_scratch, step):
-            a_trial, c_trial, d_trial, gb_trial, gs_trial = blocks_trial
-            newton_size, newton_decrease = _size_and_decrease(
-                step[0], step[1], a_trial, c_trial, d_trial, gb_trial, gs_trial
-            )
-        accept = accepted(cost, cost_trial)
-        done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-        damping, growth = next_damping(
-            accept,
-            gain_ratio(cost, cost_trial, predicted),
-            damping,
-            growth,
-            newton_decrease,
-            cost_trial,
-        )
-        if accept:
-            _copy_state((trial, blocks_trial), (x, blocks))
-            cost = cost_trial
+    pixel_problem = (
+        parameters,
+        (band_index, shared_index),
+        (rows[pixel], refl[pixel], weight[pixel]),
+        pixel_priors,
+        scratch,
+        (lower, upper),
+        arrow_scratch,
+        step,
+    )
+    done, iteration, cost = levenberg_marquardt(
+        pixel_problem, (x, blocks), (trial, blocks_trial), (max_iter, tol)
+    )
     _write_pixel(pixel, outputs, CONVERGED if done else MAX_ITER, iteration, cost, x, blocks)
 
 
 @cached_njit(
-    inlines=(lm_rules, _backends, _scalar_math, schur, fit_numba_solver),
+    inlines=(lm_rules, numba_lm, _backends, _scalar_math, schur, fit_numba_solver),
     nogil=True,
     error_model="numpy",
 )
@@ -347,8 +360,8 @@ def _joint_kernel(first, last, problem, priors, model, settings, outputs):
     (min_observations, max_iter, tol), outputs = the ten arrays of `solve_joint_numba`'s
     dict in its order (see there for the shapes).
 
-    Compiled only as variants (`joint_kernel_for`), with `_joint_normal_equations` bound
-    to its variant for the generated code.
+    Compiled only as variants (`joint_kernel_for`), with `numba_lm`'s loop bound to this
+    module's pieces over the generated code.
     """
     for pixel in range(first, last):
         _solve_joint_pixel(pixel, problem, priors, model, settings, outputs)
@@ -365,11 +378,18 @@ def joint_kernel_for(functions):
         prepare=functions.prepare,
         columns=functions.columns,
     )
+    evaluate = njit_variant(
+        _evaluate, functions.name, inline="always", _joint_normal_equations=normal_equations
+    )
+    solve = lm_for(
+        f"joint_{functions.name}",
+        evaluate=evaluate,
+        trial_step=_trial_step,
+        newton_step=_newton_step,
+        take=_take,
+    )
     solve_pixel = compile_variant(
-        _solve_joint_pixel,
-        functions.name,
-        inlines=inlines,
-        _joint_normal_equations=normal_equations,
+        _solve_joint_pixel, functions.name, inlines=inlines, levenberg_marquardt=solve
     )
     return compile_variant(
         _joint_kernel, functions.name, inlines=inlines, _solve_joint_pixel=solve_pixel
