@@ -12,75 +12,82 @@ from lumaxlike._inverse.numba_lm import lm_for
 
 TARGET = 3.0
 
+# A state is (x, jtj, jtf), each of shape (1,); steps = (calls, dampings, step): calls =
+# (singular solves left, solves made), the damping of each solve, the last solution.
+
 
 @numba.njit
-def evaluate(problem, point, equations):
+def evaluate(point, jtj, jtf):
     residual = point[0] - TARGET
-    jtj, jtf = equations
     jtj[0] = 1.0
     jtf[0] = residual
     return residual * residual
 
 
 @numba.njit
-def trial_step(problem, current, damping, trial):
-    calls, dampings = problem  # (singular calls left, calls made), each call's damping
+def solve(damping, point, jtj, jtf, calls, dampings, step):
     if calls[1] < dampings.shape[0]:
         dampings[calls[1]] = damping
     calls[1] += 1
-    if calls[0] > 0:  # the first calls find a singular system
+    if calls[0] > 0:  # the first solves find a singular system
         calls[0] -= 1
-        return False, 0.0, 0.0
-    point, (jtj, jtf) = current
-    step = -jtf[0] / (jtj[0] * (1.0 + damping))  # Marquardt's scaling
-    trial[0] = point[0] + step
-    return True, abs(step), -(2.0 * step * jtf[0] + step * jtj[0] * step)
+        return False
+    step[0] = -jtf[0] / (jtj[0] * (1.0 + damping))  # Marquardt's scaling
+    return True
 
 
 @numba.njit
-def newton_step(problem, candidate):
-    trial, (jtj, jtf) = candidate
-    step = -jtf[0] / jtj[0]
-    return abs(step), -(2.0 * step * jtf[0] + step * jtj[0] * step)
+def trial(point, jtj, jtf, trial_point, jtj_trial, jtf_trial, calls, dampings, step):
+    trial_point[0] = point[0] + step[0]
+    return abs(step[0]), -(2.0 * step[0] * jtf[0] + step[0] * jtj[0] * step[0])
 
 
 @numba.njit
-def take(problem, candidate, current):
-    current[0][0] = candidate[0][0]
-    current[1][0][0] = candidate[1][0][0]
-    current[1][1][0] = candidate[1][1][0]
+def newton(point, jtj, jtf, calls, dampings, step):
+    return abs(step[0]), -(2.0 * step[0] * jtf[0] + step[0] * jtj[0] * step[0])
+
+
+@numba.njit
+def take(trial_point, jtj_trial, jtf_trial, point, jtj, jtf, calls, dampings, step):
+    point[0] = trial_point[0]
+    jtj[0] = jtj_trial[0]
+    jtf[0] = jtf_trial[0]
 
 
 SOLVE = lm_for(
-    "test_numba_lm", evaluate=evaluate, trial_step=trial_step, newton_step=newton_step, take=take
+    "test_numba_lm", evaluate=evaluate, solve=solve, trial=trial, newton=newton, take=take
 )
 
 
-def solve(singular_calls, max_iter):
-    """(converged, iterations, cost, x, the damping of each trial_step call) from x = 0."""
+def run(singular_calls, max_iter):
+    """(converged, iterations, cost, x, the damping of the first three solves, the solves
+    made) from x = 0."""
     calls = np.array([singular_calls, 0])
     dampings = np.full(3, np.nan)
     point = np.zeros(1)
-    current = (point, (np.empty(1), np.empty(1)))
-    candidate = (np.empty(1), (np.empty(1), np.empty(1)))
-    done, iterations, cost = SOLVE((calls, dampings), current, candidate, (max_iter, 1e-12))
-    return done, iterations, cost, point[0], dampings
+    current = (point, np.empty(1), np.empty(1))
+    candidate = (np.empty(1), np.empty(1), np.empty(1))
+    steps = (calls, dampings, np.empty(1))
+    done, iterations, cost = SOLVE((), steps, current, candidate, (max_iter, 1e-12))
+    return done, iterations, cost, point[0], dampings, calls[1]
 
 
 def test_undamped_first_step_solves_a_linear_problem():
     """lambda starts at 0: the first trial is the exact Gauss-Newton step, accepted, and
-    its Newton step at the trial (0) ends the problem there: one iteration, cost 0."""
-    done, iterations, cost, x, dampings = solve(0, max_iter=10)
+    the Newton step at the trial (0) ends the problem there: one iteration, cost 0, two
+    solves (the damped one and the Newton one, both undamped)."""
+    done, iterations, cost, x, dampings, solves = run(0, max_iter=10)
     assert done and iterations == 1 and cost == 0.0 and x == TARGET
-    assert dampings[0] == 0.0 and np.isnan(dampings[1])  # one trial step only
+    assert solves == 2 and dampings[0] == 0.0 and dampings[1] == 0.0
 
 
 def test_singular_systems_damp_more_and_count_as_iterations():
     """Two singular systems: lambda from 0 to MIN_DAMPING, then times nu (2, doubled to 4
     by the first rejection); each counts as an iteration, the point stays. Then the
     damped steps approach x = 3 and converge."""
-    done, iterations, cost, x, dampings = solve(2, max_iter=50)
+    done, iterations, cost, x, dampings, _ = run(2, max_iter=50)
     np.testing.assert_array_equal(dampings, [0.0, MIN_DAMPING, 4.0 * MIN_DAMPING])
     assert done and iterations > 3 and abs(x - TARGET) < 1e-12 and cost < 1e-24
-    stopped = solve(2, max_iter=2)
+    stopped = run(2, max_iter=2)
     assert stopped[:4] == (False, 2, TARGET**2, 0.0)  # the cap: not converged, not moved
+    assert stopped[5] == 2  # no Newton solve after a singular one

@@ -4,27 +4,39 @@ same step, acceptance, damping and convergence code, the rules of `lm_rules`.
 The numba twin of `elementwise_lm.ElementwiseLevenbergMarquardt`. Where the JAX solver
 steps a whole batch of problems at once, this loop solves one problem (a pixel, or a
 pixel's band) from its start to its end, inside an operation's kernel, which runs it
-over its problems. An operation supplies its pieces, each a numba function:
+over its problems. An operation supplies its pieces, each a numba function, and four
+tuples: ``data`` (what its normal equations read), ``steps`` (what its steps read and
+write: bounds, scratch, the solution of the last system solved), and the states
+``current`` and ``candidate`` (a point and its normal equations, e.g. (parameters,
+J^T J, J^T f); the start on entry and the solution on return, and a trial's scratch of
+the same layout). The loop calls
 
-- ``evaluate(problem, point, equations) -> cost``: the cost (sum of squared weighted
-  residuals) at `point`, and its normal equations written into `equations` (J^T J and
-  J^T f, or their blocks);
-- ``trial_step(problem, current, damping, trial) -> (solvable, size, decrease)``: the
-  damped step from ``current = (point, equations)`` (`lm_rules.damped_diagonal`, the
-  parameters at a bound held there, `lm_rules.pinned`), its trial point written into
-  `trial` (projected on the bounds, or the solution of a constrained subproblem); the
-  largest |step| and the decrease of the linearised cost along the step actually taken;
-  solvable False where the damped system is singular;
-- ``newton_step(problem, candidate) -> (size, decrease)``: the undamped (Gauss-Newton)
-  step from ``candidate = (trial, equations there)``, its largest |step| and linearised
-  decrease, both infinite where its system is singular (`lm_rules.converged`);
-- ``take(problem, candidate, current)``: the trial point and its normal equations made
+- ``evaluate(*point, *data) -> cost``: the cost (sum of squared weighted residuals) at
+  the state `point` (current or candidate), its normal equations written into it;
+- ``solve(damping, *point, *steps) -> solvable``: the damped subproblem at `point`
+  (`lm_rules.damped_diagonal`; damping 0: the Gauss-Newton one) solved into `steps`
+  (parameters at a bound held there, `lm_rules.pinned`, or a constrained programme);
+  False where it is singular;
+- ``trial(*current, *candidate, *steps) -> (size, decrease)``: the trial point from the
+  current one and the damped solution, written into the candidate's (projected on the
+  bounds where there are bounds); the largest |step| and the decrease of the linearised
+  cost along the step taken;
+- ``newton(*candidate, *steps) -> (size, decrease)``: the same two of the undamped
+  solution at the trial point (`lm_rules.converged`);
+- ``take(*candidate, *current, *steps)``: the trial point and its normal equations made
   the current ones.
 
-`problem` is whatever the pieces need (the problem's data, bounds and scratch arrays);
-`point` and `equations` are the operation's own. An operation compiles the loop over its
-pieces with `lm_for` (`numba_cache.njit_variant`: its globals bound, no function passed
-as an argument, so the kernel around it is cached on disk like the others).
+Each piece takes the tuples' items as its arguments (`call_flat`), and all but evaluate
+are inlined into the loop by LLVM (`call_inlined`): numba counts a reference to every array it takes out of a tuple, and
+to every array argument of a function that calls others, and in the loop those counts are
+not pruned. Measured against the loop written out in each kernel (same bits): pieces
+that took the tuples and unpacked them (inlined by numba) ran fit's and unmix's
+one-step kernels 4-5 % slower; flat pieces left as calls, 1-5 %; inlined, as here, see
+`lm_for`.
+
+An operation compiles the loop over its pieces with `lm_for` (`numba_cache.njit_variant`:
+its globals bound, no function passed as an argument of the kernel, so the kernel around
+it is cached on disk like the others).
 """
 
 from __future__ import annotations
@@ -32,12 +44,15 @@ from __future__ import annotations
 import math
 
 import numba
+from llvmlite import ir as llvm_ir
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .._model._backends import retarget_to_numba
 from .._model.numba_cache import njit_variant, variant_slot
 from . import lm_rules
 
-__all__ = ["levenberg_marquardt", "lm_for"]
+__all__ = ["call_flat", "call_inlined", "levenberg_marquardt", "lm_for"]
 
 _rules = retarget_to_numba(lm_rules)
 accepted = _rules.accepted
@@ -47,20 +62,73 @@ converged = _rules.converged
 
 # The operation's pieces, bound in each variant of `levenberg_marquardt` (`lm_for`).
 evaluate = variant_slot("evaluate")
-trial_step = variant_slot("trial_step")
-newton_step = variant_slot("newton_step")
+solve = variant_slot("solve")
+trial = variant_slot("trial")
+newton = variant_slot("newton")
 take = variant_slot("take")
 
 
+def _instructions(builder) -> set[int]:
+    return {id(i) for block in builder.function.blocks for i in block.instructions}
+
+
+def _flat_call(inline: bool):
+    """`call_flat` (``inline=False``) or `call_inlined` (True)."""
+
+    def call(typingctx, function, first, second, third, fourth):
+        groups = (first, second, third, fourth)
+        if not all(isinstance(group, numba.types.BaseTuple) for group in groups):
+            return None
+        items = tuple(item for group in groups for item in group.types)
+        inner = typingctx.resolve_function_type(function, items, {})
+        if inner is None:
+            return None
+
+        def codegen(context, builder, signature, arguments):
+            values = []
+            for group, value in zip(groups, arguments[1:]):
+                values.extend(cgutils.unpack_tuple(builder, value, len(group)))
+            values = [
+                context.cast(builder, value, given, wanted)
+                for value, given, wanted in zip(values, items, inner.args)
+            ]
+            before = _instructions(builder)
+            result = context.get_function(function, inner)(builder, values)
+            for block in builder.function.blocks:  # the call numba emitted
+                for instruction in block.instructions:
+                    new = id(instruction) not in before
+                    if inline and new and isinstance(instruction, llvm_ir.CallInstr):
+                        instruction.attributes.add("alwaysinline")
+            return result
+
+        return inner.return_type(function, first, second, third, fourth), codegen
+
+    call.__name__ = call.__qualname__ = "call_inlined" if inline else "call_flat"
+    return intrinsic(call)
+
+
+call_flat = _flat_call(inline=False)
+call_flat.__doc__ = """``function(*first, *second, *third, *fourth)`` for the numba
+function `function` and four tuples (``()`` where fewer are needed): the items passed as
+its arguments, taken out of the tuples without reference counting (the call borrows them,
+as any numba call does its arguments; the tuples outlive it)."""
+
+call_inlined = _flat_call(inline=True)
+call_inlined.__doc__ = """`call_flat`, the call marked ``alwaysinline`` for LLVM (numba
+links the compiled function into the caller's module before LLVM's inliner runs). Not for
+a piece that calls the generated model code: that is compiled with fast-math flags, and
+inlined into another context it rounds differently in the last bits."""
+
+
 @numba.njit(error_model="numpy")
-def levenberg_marquardt(problem, current, candidate, settings):
+def levenberg_marquardt(data, steps, current, candidate, settings):
     """Solve one problem from the point in `current` (the module doc says what the
-    pieces do).
+    tuples hold and what the pieces do).
 
     Args:
-        problem: the operation's data and scratch, passed on to its pieces.
-        current: (point, equations): the start on entry, the solution on return.
-        candidate: (trial point, equations there): scratch of the same layout.
+        data, steps: the operation's tuples, passed on to its pieces.
+        current: the state at the start on entry, at the solution on return.
+        candidate: a state of the same layout, scratch.
         settings: (max_iter, tol): the iteration cap and the step tolerance of
             `lm_rules.converged`.
     Returns:
@@ -68,21 +136,23 @@ def levenberg_marquardt(problem, current, candidate, settings):
         max_iter did), the iterations taken, the cost at the solution.
     """
     max_iter, tol = settings
-    cost = evaluate(problem, current[0], current[1])
+    cost = call_flat(evaluate, current, data, (), ())
     damping = 0.0
     growth = 2.0
     done = cost == 0.0
     iteration = 0
     while not done and iteration < max_iter:
         iteration += 1
-        solvable, step_size, predicted = trial_step(problem, current, damping, candidate[0])
-        if not solvable:
+        if not call_inlined(solve, (damping,), current, steps, ()):
             damping, growth = next_damping(
                 False, 0.0, damping, growth, math.inf, 0.0
             )  # singular: damp more
             continue
-        cost_trial = evaluate(problem, candidate[0], candidate[1])
-        newton_size, newton_decrease = newton_step(problem, candidate)
+        step_size, predicted = call_inlined(trial, current, candidate, steps, ())
+        cost_trial = call_flat(evaluate, candidate, data, (), ())
+        newton_size, newton_decrease = math.inf, math.inf
+        if call_inlined(solve, (0.0,), candidate, steps, ()):
+            newton_size, newton_decrease = call_inlined(newton, candidate, steps, (), ())
         accept = accepted(cost, cost_trial)
         done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
         damping, growth = next_damping(
@@ -94,28 +164,23 @@ def levenberg_marquardt(problem, current, candidate, settings):
             cost_trial,
         )
         if accept:
-            take(problem, candidate, current)
+            call_inlined(take, candidate, current, steps, ())
             cost = cost_trial
     return done, iteration, cost
 
 
-def lm_for(variant: str, *, evaluate, trial_step, newton_step, take):
+def lm_for(variant: str, *, evaluate, solve, trial, newton, take):
     """`levenberg_marquardt` compiled over one operation's pieces (numba functions), a
     helper of the operation's kernel, inlined by numba into the kernel's function that
-    calls it (``inline="always"``, as the pieces are best written too; as a function of
-    its own it compiled slower still). `variant` names it apart from every other
-    operation's and configuration's loop (`numba_cache.rebound`).
-
-    Measured against kernels that spelled the loop out (same bits): on a fresh cache the
-    first call of the fit, joint and one-step kernels took 1.3-2.3 s (9-20 %) longer,
-    and a warm call 1-5 % longer (likely the tuple of arrays built per problem).
-    """
+    calls it (``inline="always"``). `variant` names it apart from every other
+    operation's and configuration's loop (`numba_cache.rebound`)."""
     return njit_variant(
         levenberg_marquardt,
         variant,
         inline="always",
         evaluate=evaluate,
-        trial_step=trial_step,
-        newton_step=newton_step,
+        solve=solve,
+        trial=trial,
+        newton=newton,
         take=take,
     )

@@ -141,10 +141,13 @@ def _normal_equations_mixed(x, terms, albedo, phase, refl, weights, hessian, gra
 
 
 @numba.njit(error_model="numpy")
-def _pixel_normal_equations(x, terms, albedo, phase, refl, weights, hessian, gradient, column):
+def _pixel_normal_equations(
+    x, hessian, gradient, free, sum_state, terms, albedo, phase, refl, weights, column
+):
     """`_normal_equations_mixed` where the endmembers have their own phase functions (the
     pixel's `phase` has a row per endmember), `_normal_equations` otherwise (no rows):
-    one kernel serves both, the shared case running exactly its own code."""
+    one kernel serves both, the shared case running exactly its own code. `numba_lm`'s
+    evaluate: the state (x, hessian, gradient, free, sum_state) first, then the data."""
     if phase.shape[0] > 0:
         return _normal_equations_mixed(
             x, terms, albedo, phase, refl, weights, hessian, gradient, column
@@ -152,7 +155,7 @@ def _pixel_normal_equations(x, terms, albedo, phase, refl, weights, hessian, gra
     return _normal_equations(x, terms, albedo, phase, refl, weights, hessian, gradient, column)
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def _subproblem(hessian, gradient, x0, damping, a_matrix, c):
     """The damped linearised subproblem at x0 as a programme in the new point x:
     A = J^T J + lambda D (`lm_rules.damped_diagonal`), c = A x0 - J^T f."""
@@ -229,33 +232,6 @@ def pixel_status(pixel, problem, model):
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _qp_from(a_matrix, c, source, target, equality, max_steps, qp_scratch):
-    """`simplex_qp` on the subproblem (A, c) started at the state `source` (fractions,
-    free flags, sum active), solved into the state `target`; its code."""
-    x, free, sum_state = source
-    trial, trial_free, trial_sum = target
-    for a in range(x.shape[0]):
-        trial[a] = x[a]
-        trial_free[a] = free[a]
-    trial_sum[0] = sum_state[0]
-    system, factor, scale, rhs, z = qp_scratch
-    return simplex_qp(
-        a_matrix,
-        c,
-        trial,
-        trial_free,
-        trial_sum,
-        equality,
-        max_steps,
-        system,
-        factor,
-        scale,
-        rhs,
-        z,
-    )
-
-
-@numba.njit(error_model="numpy", inline="always")
 def _size_and_decrease(new, x, gradient, hessian):
     """The largest |step| of new - x, and the decrease of the linearised cost along it,
     -(2 step^T g + step^T H step)."""
@@ -299,75 +275,116 @@ def _write_pixel(pixel, outputs, status, iteration, cost, sum_active, x, hessian
             hessian_out[pixel, a, b] = hessian[a, b] if solved else math.nan
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _evaluate(problem, point, equations):
-    """`numba_lm`'s evaluate: the cost at the fractions of point = (fractions, free
-    flags, sum active), J^T J and J^T f into equations = (hessian, gradient).
-    problem[:6] = (terms, albedo, phase, refl, band weights, a column's scratch)."""
-    terms, albedo, phase, refl, weights, column = (
-        problem[0],
-        problem[1],
-        problem[2],
-        problem[3],
-        problem[4],
-        problem[5],
+# `numba_lm`'s other pieces: a state is (fractions, hessian, gradient, free flags, sum
+# active), steps = (A, c, `simplex_qp`'s scratch, (equality, max_steps), the state
+# (fractions, free flags, sum active) the last programme was solved into).
+@numba.njit(error_model="numpy")
+def _solve(damping, x, hessian, gradient, free, sum_state, a_matrix, c, qp_scratch, qp, solution):
+    """`numba_lm`'s solve: the damped subproblem at x (`_subproblem`) solved on the
+    simplex from (x, free, sum_state) into `solution`; False where `simplex_qp` fails."""
+    _subproblem(hessian, gradient, x, damping, a_matrix, c)
+    solved, solved_free, solved_sum = solution
+    for a in range(x.shape[0]):
+        solved[a] = x[a]
+        solved_free[a] = free[a]
+    solved_sum[0] = sum_state[0]
+    equality, max_steps = qp
+    system, factor, scale, rhs, z = qp_scratch
+    code = simplex_qp(
+        a_matrix,
+        c,
+        solved,
+        solved_free,
+        solved_sum,
+        equality,
+        max_steps,
+        system,
+        factor,
+        scale,
+        rhs,
+        z,
     )
-    hessian, gradient = equations
-    return _pixel_normal_equations(
-        point[0], terms, albedo, phase, refl, weights, hessian, gradient, column
-    )
+    return code == QP_OK
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _trial_step(problem, current, damping, trial_state):
-    """`numba_lm`'s trial_step: the damped subproblem at the current state solved on the
-    simplex into `trial_state`; (solvable, largest step, linearised decrease).
-    problem[6:10] = (the subproblem (A, c), `simplex_qp`'s scratch, equality, max_steps)."""
-    (a_matrix, c), qp_scratch, equality, max_steps = problem[6], problem[7], problem[8], problem[9]
-    state, (hessian, gradient) = current
-    _subproblem(hessian, gradient, state[0], damping, a_matrix, c)
-    if _qp_from(a_matrix, c, state, trial_state, equality, max_steps, qp_scratch) != QP_OK:
-        return False, 0.0, 0.0
-    step_size, predicted = _size_and_decrease(trial_state[0], state[0], gradient, hessian)
-    return True, step_size, predicted
+@numba.njit(error_model="numpy")
+def _trial(
+    x,
+    hessian,
+    gradient,
+    free,
+    sum_state,
+    trial,
+    hessian_trial,
+    gradient_trial,
+    trial_free,
+    trial_sum,
+    a_matrix,
+    c,
+    qp_scratch,
+    qp,
+    solution,
+):
+    """`numba_lm`'s trial: the solution made the trial state; (largest step, linearised
+    decrease) from x."""
+    solved, solved_free, solved_sum = solution
+    for a in range(x.shape[0]):
+        trial[a] = solved[a]
+        trial_free[a] = solved_free[a]
+    trial_sum[0] = solved_sum[0]
+    return _size_and_decrease(trial, x, gradient, hessian)
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _newton_step(problem, candidate):
-    """`numba_lm`'s newton_step: the undamped step from the trial state, on the simplex
-    (into the state problem[10]); infinite where its programme fails."""
-    (a_matrix, c), qp_scratch, equality, max_steps = problem[6], problem[7], problem[8], problem[9]
-    newton_state = problem[10]
-    trial_state, (hessian_trial, gradient_trial) = candidate
-    _subproblem(hessian_trial, gradient_trial, trial_state[0], 0.0, a_matrix, c)
-    if _qp_from(a_matrix, c, trial_state, newton_state, equality, max_steps, qp_scratch) == QP_OK:
-        return _size_and_decrease(newton_state[0], trial_state[0], gradient_trial, hessian_trial)
-    return math.inf, math.inf
+@numba.njit(error_model="numpy")
+def _newton(
+    trial,
+    hessian_trial,
+    gradient_trial,
+    trial_free,
+    trial_sum,
+    a_matrix,
+    c,
+    qp_scratch,
+    qp,
+    solution,
+):
+    """`numba_lm`'s newton: (largest step, linearised decrease) of the solution from the
+    trial."""
+    return _size_and_decrease(solution[0], trial, gradient_trial, hessian_trial)
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _take(problem, candidate, current):
+@numba.njit(error_model="numpy")
+def _take(
+    trial,
+    hessian_trial,
+    gradient_trial,
+    trial_free,
+    trial_sum,
+    x,
+    hessian,
+    gradient,
+    free,
+    sum_state,
+    a_matrix,
+    c,
+    qp_scratch,
+    qp,
+    solution,
+):
     """`numba_lm`'s take: the trial's fractions, sum state, J^T J and J^T f made the
     current ones, and the free flags those of the new fractions."""
-    trial_state, (hessian_trial, gradient_trial) = candidate
-    state, (hessian, gradient) = current
-    x, free, sum_state = state
-    _accept(
-        trial_state[0],
-        trial_state[2],
-        hessian_trial,
-        gradient_trial,
-        x,
-        sum_state,
-        hessian,
-        gradient,
-    )
+    _accept(trial, trial_sum, hessian_trial, gradient_trial, x, sum_state, hessian, gradient)
     for a in range(x.shape[0]):
         free[a] = x[a] > 0.0
 
 
 _levenberg_marquardt = lm_for(
-    "one_step", evaluate=_evaluate, trial_step=_trial_step, newton_step=_newton_step, take=_take
+    "one_step",
+    evaluate=_pixel_normal_equations,
+    solve=_solve,
+    trial=_trial,
+    newton=_newton,
+    take=_take,
 )
 
 
@@ -380,9 +397,12 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
     albedo, phase, band_weights, start = mixture
     equality, max_iter, tol, max_steps = settings
     states, equations, subproblem, qp_scratch, column = _block_scratch(albedo.shape[0])
-    state, trial_state, newton_state = states
-    x, free, sum_state = state
+    (x, free, sum_state), trial_state, newton_state = states
     hessian, gradient = equations[0]
+    hessian_trial, gradient_trial = equations[1]
+    current = (x, hessian, gradient, free, sum_state)
+    candidate = (trial_state[0], hessian_trial, gradient_trial, trial_state[1], trial_state[2])
+    steps = (subproblem[0], subproblem[1], qp_scratch, (equality, max_steps), newton_state)
     for pixel in range(block * BLOCK, min(refl.shape[0], (block + 1) * BLOCK)):
         status, terms = pixel_status(pixel, arrays, model)
         if status >= 0:
@@ -392,21 +412,9 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
         for a in range(x.shape[0]):
             x[a] = start[a]
             free[a] = x[a] > 0.0
-        problem = (
-            terms,
-            albedo,
-            phase[pixel],
-            refl[pixel],
-            band_weights,
-            column,
-            subproblem,
-            qp_scratch,
-            equality,
-            max_steps,
-            newton_state,
-        )
+        data = (terms, albedo, phase[pixel], refl[pixel], band_weights, column)
         done, iteration, cost = _levenberg_marquardt(
-            problem, (state, equations[0]), (trial_state, equations[1]), (max_iter, tol)
+            data, steps, current, candidate, (max_iter, tol)
         )
         status = CONVERGED if done else MAX_ITER
         _write_pixel(pixel, outputs, status, iteration, cost, sum_state[0], x, hessian, gradient)
@@ -447,9 +455,10 @@ def _one_step_kernel_for(key: ModelKey):
     )
     solve = lm_for(
         f"one_step_{tag}",
-        evaluate=njit_variant(_evaluate, tag, inline="always", _pixel_normal_equations=either),
-        trial_step=_trial_step,
-        newton_step=_newton_step,
+        evaluate=either,
+        solve=_solve,
+        trial=_trial,
+        newton=_newton,
         take=_take,
     )
     block = njit_variant(

@@ -6,9 +6,9 @@ observation's row (what does not depend on the free parameters, computed once pe
 observation) and the current parameters, it writes r and the derivatives along the free
 parameters. The kernel accumulates J^T J (p x p) and J^T f over the observations as it
 goes (no observations x parameters Jacobian is stored) and solves the damped system by
-Cholesky: the pieces (`_evaluate`, `_trial_step`, `_newton_step`, `_take`) of
-`numba_lm`'s loop, which follows `lm_rules` for the step, acceptance, damping and
-convergence. It returns J^T J at the solution for the covariance (`covariance`). Scratch
+Cholesky: the pieces (`_cost_and_normal_equations`, `_damped_step`, `_trial`,
+`_newton`, `_take`) of `numba_lm`'s loop, which follows `lm_rules` for the step,
+acceptance, damping and convergence. It returns J^T J at the solution for the covariance (`covariance`). Scratch
 arrays are allocated once per pixel, not per problem or iteration. Computes in float64.
 
 An observation whose reflectance is NaN is left out of its problem (`fit`'s masks): its
@@ -28,7 +28,7 @@ from jaxtyping import Bool, Float
 
 from ..._model import _backends, _scalar_math
 from ..._model._backends import retarget_to_numba
-from ..._model.numba_cache import cached_njit, compile_variant, njit_variant
+from ..._model.numba_cache import cached_njit, compile_variant
 from ..._model.numba_jacobian import columns, prepare
 from ..._model.numba_threads import run_in_blocks
 from ..._status import Status
@@ -84,7 +84,7 @@ def cholesky_solve(factor, rhs, solution):
         solution[i] = value / factor[i, i]
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def _size_and_decrease(step, jtj, jtf):
     """The largest |step|, and the decrease of the linearised cost along `step`."""
     size = 0.0
@@ -98,8 +98,10 @@ def _size_and_decrease(step, jtj, jtf):
 
 
 @cached_njit(error_model="numpy")
-def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, out, jtj, jtf):
-    """sum_k f_k^2, and J^T J, J^T f accumulated over the observations (lower triangle).
+def _cost_and_normal_equations(parameters, jtj, jtf, rows, refl, free_count, step_values, out):
+    """sum_k f_k^2, and J^T J, J^T f accumulated over the observations (lower triangle):
+    `numba_lm`'s evaluate, the state (parameters, jtj, jtf) first, then the data (rows,
+    refl, free_count, step_values, out).
 
     Compiled only as variants (`lm_kernel_for`), with `prepare` and `columns` bound to
     generated code (as globals: a function passed as an argument could not be cached).
@@ -126,25 +128,13 @@ def _cost_and_normal_equations(parameters, rows, refl, free_count, step_values, 
     return cost
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _evaluate(problem, parameters, equations):
-    """`numba_lm`'s evaluate: `_cost_and_normal_equations` at `parameters` into equations =
-    (jtj, jtf); problem as `_solve_lm_pixel` gives it. Inlined, so that the compiled
-    function it calls takes its arrays one by one, not a tuple of a dozen (what a call
-    passes is in the hot loop)."""
-    rows, refl, free_index, work = problem[0], problem[1], problem[2], problem[5]
-    jtj, jtf = equations
-    return _cost_and_normal_equations(
-        parameters, rows, refl, free_index.shape[0], work[0], work[1], jtj, jtf
-    )
-
-
 @numba.njit(error_model="numpy")
 def _damped_step(
-    parameters, free_index, lower, upper, jtj, jtf, damping, system, factor, rhs, step
+    damping, parameters, jtj, jtf, free_index, lower, upper, system, factor, rhs, step
 ):
-    """Solve the damped system (`lm_rules.damped_diagonal`) for the step, parameters at a
-    bound held there (`lm_rules.pinned`, step 0); False if singular."""
+    """`numba_lm`'s solve: the damped system (`lm_rules.damped_diagonal`) at (parameters,
+    jtj, jtf) solved for `step`, parameters at a bound held there (`lm_rules.pinned`,
+    step 0); False if singular. system, factor, rhs: scratch."""
     p = jtf.shape[0]
     largest = 0.0
     for a in range(p):
@@ -182,7 +172,7 @@ def _band_status(refl_problem, rows_valid, pixel, min_observations):
     return status
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def _projected_step(parameters, trial, step, free_index, bounds, jtj, jtf):
     """Projects the trial point parameters + step onto the bounds (writing `trial` and
     the projected `step`); returns (largest step, decrease of the linearised cost)."""
@@ -203,45 +193,56 @@ def _projected_step(parameters, trial, step, free_index, bounds, jtj, jtf):
     return step_size, predicted
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _trial_step(problem, current, damping, trial):
-    """`numba_lm`'s trial_step: the damped step from current = (parameters, (jtj, jtf)),
-    projected on the bounds into `trial`; (solvable, largest step, linearised decrease)."""
-    free_index, lower, upper = problem[2], problem[3], problem[4]
-    _, _, system, factor, rhs, step = problem[5]
-    parameters, (jtj, jtf) = current
+# `numba_lm`'s other pieces, leaves (what they call is inlined): a state is (parameters,
+# jtj, jtf), steps = (free_index, lower, upper, system, factor, rhs, step), `_damped_step`'s
+# arguments after the state.
+@numba.njit(error_model="numpy")
+def _trial(
+    parameters,
+    jtj,
+    jtf,
+    trial,
+    jtj_trial,
+    jtf_trial,
+    free_index,
+    lower,
+    upper,
+    system,
+    factor,
+    rhs,
+    step,
+):
+    """`numba_lm`'s trial: parameters + step projected on the bounds into `trial` (and
+    `step` made the projected step); (largest step, linearised decrease)."""
     for a in range(free_index.shape[0]):
         trial[free_index[a]] = parameters[free_index[a]]
-    if not _damped_step(
-        parameters, free_index, lower, upper, jtj, jtf, damping, system, factor, rhs, step
-    ):
-        return False, 0.0, 0.0
-    step_size, predicted = _projected_step(
-        parameters, trial, step, free_index, (lower, upper), jtj, jtf
-    )
-    return True, step_size, predicted
+    return _projected_step(parameters, trial, step, free_index, (lower, upper), jtj, jtf)
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _newton_step(problem, candidate):
-    """`numba_lm`'s newton_step: the Gauss-Newton step at the trial point (largest step,
-    linearised decrease), infinite where its system is singular."""
-    free_index, lower, upper = problem[2], problem[3], problem[4]
-    _, _, system, factor, rhs, step = problem[5]
-    trial, (jtj_trial, jtf_trial) = candidate
-    if _damped_step(
-        trial, free_index, lower, upper, jtj_trial, jtf_trial, 0.0, system, factor, rhs, step
-    ):
-        return _size_and_decrease(step, jtj_trial, jtf_trial)
-    return math.inf, math.inf
+@numba.njit(error_model="numpy")
+def _newton(trial, jtj, jtf, free_index, lower, upper, system, factor, rhs, step):
+    """`numba_lm`'s newton: the largest |step| and linearised decrease of `step`."""
+    return _size_and_decrease(step, jtj, jtf)
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _take(problem, candidate, current):
-    """`numba_lm`'s take: the trial's free parameters, J^T J and J^T f made the current."""
-    free_index = problem[2]
-    trial, (jtj_trial, jtf_trial) = candidate
-    parameters, (jtj, jtf) = current
+@numba.njit(error_model="numpy")
+def _take(
+    trial,
+    jtj_trial,
+    jtf_trial,
+    parameters,
+    jtj,
+    jtf,
+    free_index,
+    lower,
+    upper,
+    system,
+    factor,
+    rhs,
+    step,
+):
+    """`numba_lm`'s take: the trial's free parameters, J^T J and J^T f made the current
+    ones (the steps' arrays after free_index unused)."""
     for a in range(free_index.shape[0]):
         parameters[free_index[a]] = trial[free_index[a]]
         jtf[a] = jtf_trial[a]
@@ -292,15 +293,12 @@ def _solve_lm_pixel(pixel, problem, model, settings, outputs):
     jtf = np.empty(p)
     jtj_trial = np.empty((p, p))
     jtf_trial = np.empty(p)
-    # (step values, columns, damped system, its factor, right-hand side, step)
-    work = (
-        np.empty(max(step_length, 1)),
-        np.empty(p + 1),
-        np.empty((p, p)),
-        np.empty((p, p)),
-        np.empty(p),
-        np.empty(p),
-    )
+    step_values = np.empty(max(step_length, 1))
+    out = np.empty(p + 1)
+    steps = (free_index, lower, upper, np.empty((p, p)), np.empty((p, p)), np.empty(p), np.empty(p))
+    current = (parameters, jtj, jtf)
+    candidate = (trial, jtj_trial, jtf_trial)
+    rows_pixel = rows[pixel]
     for band in range(n_bands):
         refl_problem = refl[pixel, band]
         status = _band_status(refl_problem, rows_valid, pixel, min_observations)
@@ -310,9 +308,10 @@ def _solve_lm_pixel(pixel, problem, model, settings, outputs):
         for a in range(p):
             parameters[free_index[a]] = start[pixel, band, a]
         done, iteration, cost = levenberg_marquardt(
-            (rows[pixel], refl_problem, free_index, lower, upper, work),
-            (parameters, (jtj, jtf)),
-            (trial, (jtj_trial, jtf_trial)),
+            (rows_pixel, refl_problem, p, step_values, out),
+            steps,
+            current,
+            candidate,
             (max_iter, tol),
         )
         solved = (CONVERGED if done else MAX_ITER, iteration, cost)
@@ -348,17 +347,12 @@ def lm_kernel_for(functions):
         prepare=functions.prepare,
         columns=functions.columns,
     )
-    evaluate = njit_variant(
-        _evaluate,
-        functions.name,
-        inline="always",
-        _cost_and_normal_equations=cost_and_normal_equations,
-    )
     solve = lm_for(
         f"fit_{functions.name}",
-        evaluate=evaluate,
-        trial_step=_trial_step,
-        newton_step=_newton_step,
+        evaluate=cost_and_normal_equations,
+        solve=_damped_step,
+        trial=_trial,
+        newton=_newton,
         take=_take,
     )
     solve_pixel = compile_variant(

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from ..._model import _backends, _scalar_math
-from ..._model.numba_cache import cached_njit, compile_variant, njit_variant
+from ..._model.numba_cache import cached_njit, compile_variant
 from ..._model.numba_jacobian import columns, prepare
 from ..._model.numba_threads import run_in_blocks
 from ..._status import Status
@@ -41,8 +41,9 @@ TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
 
 @cached_njit(error_model="numpy")
-def _joint_normal_equations(parameters, indices, x, data, priors, scratch, blocks):
-    """The cost (weighted sum of squares, prior rows included) and the arrow blocks.
+def _joint_normal_equations(x, blocks, parameters, indices, data, priors, scratch):
+    """The cost (weighted sum of squares, prior rows included) and the arrow blocks:
+    `numba_lm`'s evaluate, the state (x, blocks) first, then the data.
 
     Compiled only as variants (`joint_kernel_for`), with `prepare` and `columns` bound
     to generated code. parameters: the values of all `PARAMETER_NAMES` (scratch);
@@ -112,7 +113,7 @@ def _joint_normal_equations(parameters, indices, x, data, priors, scratch, block
     return cost
 
 
-@numba.njit(error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def _size_and_decrease(step_b, step_s, a_blocks, c_blocks, d_block, gb, gs):
     """The largest |step| of (step_b, step_s), and the decrease of the linearised cost along
     it, -(2 delta^T g + delta^T H delta), H and g as the arrow blocks."""
@@ -214,59 +215,47 @@ def _project(x, step, lower, upper, trial):
         step_s[q] = value - xs[q]
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _copy_state(source, target):
-    """The state and arrow blocks of an accepted trial copied into the current ones:
-    source and target = ((xb, xs), (a, c, d, gb, gs))."""
-    target[0][0][:] = source[0][0]
-    target[0][1][:] = source[0][1]
-    target[1][0][:] = source[1][0]
-    target[1][1][:] = source[1][1]
-    target[1][2][:] = source[1][2]
-    target[1][3][:] = source[1][3]
-    target[1][4][:] = source[1][4]
-
-
-@numba.njit(error_model="numpy", inline="always")
-def _evaluate(problem, x, blocks):
-    """`numba_lm`'s evaluate: `_joint_normal_equations` at x = (xb, xs) into `blocks`;
-    problem[:5] = (parameters, indices, data, priors, scratch) as it takes them."""
-    return _joint_normal_equations(
-        problem[0], problem[1], x, problem[2], problem[3], problem[4], blocks
-    )
-
-
-@numba.njit(error_model="numpy", inline="always")
-def _trial_step(problem, current, damping, trial):
-    """`numba_lm`'s trial_step: the damped arrow step from current = (x, blocks),
-    projected on the bounds into `trial`; (solvable, largest step, linearised decrease).
-    problem[5:] = (bounds, `arrow_step`'s scratch, the step (step_b, step_s))."""
-    bounds, arrow_scratch, step = problem[5], problem[6], problem[7]
-    x, blocks = current
-    if not arrow_step(x, bounds, blocks, damping, arrow_scratch, step):
-        return False, 0.0, 0.0
+# `numba_lm`'s other pieces (its solve is `schur.arrow_step`), leaves: a state is (x,
+# blocks), steps = (bounds, `arrow_step`'s scratch, the step (step_b, step_s)).
+@numba.njit(error_model="numpy")
+def _trial(x, blocks, trial, blocks_trial, bounds, arrow_scratch, step):
+    """`numba_lm`'s trial: x + step projected on the bounds into `trial` (and `step`
+    made the projected step); (largest step, linearised decrease)."""
     _project(x, step, bounds[0], bounds[1], trial)
     a_blocks, c_blocks, d_block, gb, gs = blocks
-    step_size, predicted = _size_and_decrease(step[0], step[1], a_blocks, c_blocks, d_block, gb, gs)
-    return True, step_size, predicted
+    return _size_and_decrease(step[0], step[1], a_blocks, c_blocks, d_block, gb, gs)
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _newton_step(problem, candidate):
-    """`numba_lm`'s newton_step: the undamped arrow step at the trial point (largest
-    step, linearised decrease), infinite where its system is singular."""
-    bounds, arrow_scratch, step = problem[5], problem[6], problem[7]
-    trial, blocks_trial = candidate
-    if arrow_step(trial, bounds, blocks_trial, 0.0, arrow_scratch, step):
-        a_trial, c_trial, d_trial, gb_trial, gs_trial = blocks_trial
-        return _size_and_decrease(step[0], step[1], a_trial, c_trial, d_trial, gb_trial, gs_trial)
-    return math.inf, math.inf
+@numba.njit(error_model="numpy")
+def _newton(trial, blocks_trial, bounds, arrow_scratch, step):
+    """`numba_lm`'s newton: the largest |step| and linearised decrease of `step`."""
+    a_trial, c_trial, d_trial, gb_trial, gs_trial = blocks_trial
+    return _size_and_decrease(step[0], step[1], a_trial, c_trial, d_trial, gb_trial, gs_trial)
 
 
-@numba.njit(error_model="numpy", inline="always")
-def _take(problem, candidate, current):
-    """`numba_lm`'s take: the trial's state and arrow blocks made the current ones."""
-    _copy_state(candidate, current)
+@numba.njit(error_model="numpy")
+def _take(trial, blocks_trial, x, blocks, bounds, arrow_scratch, step):
+    """`numba_lm`'s take: the trial's state and arrow blocks made the current ones
+    (element by element: a slice assignment would be a call, and this piece no leaf)."""
+    xb_trial, xs_trial = trial
+    a_trial, c_trial, d_trial, gb_trial, gs_trial = blocks_trial
+    xb, xs = x
+    a_blocks, c_blocks, d_block, gb, gs = blocks
+    n_bands, p = xb.shape
+    s = xs.shape[0]
+    for q in range(s):
+        xs[q] = xs_trial[q]
+        gs[q] = gs_trial[q]
+        for r in range(s):
+            d_block[q, r] = d_trial[q, r]
+    for band in range(n_bands):
+        for a in range(p):
+            xb[band, a] = xb_trial[band, a]
+            gb[band, a] = gb_trial[band, a]
+            for b in range(p):
+                a_blocks[band, a, b] = a_trial[band, a, b]
+            for q in range(s):
+                c_blocks[band, a, q] = c_trial[band, a, q]
 
 
 @numba.njit(error_model="numpy", inline="always")
@@ -331,18 +320,19 @@ def _solve_joint_pixel(pixel, problem, priors, model, settings, outputs):
         prior_mean_s[pixel],
         prior_weight_s[pixel],
     )
-    pixel_problem = (
+    data = (
         parameters,
         (band_index, shared_index),
         (rows[pixel], refl[pixel], weight[pixel]),
         pixel_priors,
         scratch,
-        (lower, upper),
-        arrow_scratch,
-        step,
     )
     done, iteration, cost = levenberg_marquardt(
-        pixel_problem, (x, blocks), (trial, blocks_trial), (max_iter, tol)
+        data,
+        ((lower, upper), arrow_scratch, step),
+        (x, blocks),
+        (trial, blocks_trial),
+        (max_iter, tol),
     )
     _write_pixel(pixel, outputs, CONVERGED if done else MAX_ITER, iteration, cost, x, blocks)
 
@@ -378,14 +368,12 @@ def joint_kernel_for(functions):
         prepare=functions.prepare,
         columns=functions.columns,
     )
-    evaluate = njit_variant(
-        _evaluate, functions.name, inline="always", _joint_normal_equations=normal_equations
-    )
     solve = lm_for(
         f"joint_{functions.name}",
-        evaluate=evaluate,
-        trial_step=_trial_step,
-        newton_step=_newton_step,
+        evaluate=normal_equations,
+        solve=arrow_step,
+        trial=_trial,
+        newton=_newton,
         take=_take,
     )
     solve_pixel = compile_variant(

@@ -45,8 +45,9 @@ _lm = retarget_to_jax(lm_rules)
 
 
 @numba.njit(error_model="numpy")
-def arrow_step(x, bounds, blocks, damping, scratch, step):
-    """The damped step (step_b (bands, p), step_s (s)) of one joint problem; False if singular.
+def arrow_step(damping, x, blocks, bounds, scratch, step):
+    """The damped step (step_b (bands, p), step_s (s)) of one joint problem; False if
+    singular (`numba_lm`'s solve: the state (x, blocks), then the steps' tuple).
 
     x = (xb (bands, p), xs (s)): the parameters; bounds = (lower, upper) (p + s,),
     per-band ones first; blocks = (a_blocks (bands, p, p), c_blocks (bands, p, s),
