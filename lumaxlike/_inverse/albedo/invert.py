@@ -14,7 +14,14 @@ from ..._model.forward import precision_scope
 from ..._params import HapkeParams
 from ..._photometric import PhotometricFunction
 from ..._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
-from ..chunking import call_chunk, chunk_problems, device_memory_bytes, pad_pixels, pipelined
+from ..chunking import (
+    call_chunk,
+    chunk_problems,
+    copy_rows,
+    device_memory_bytes,
+    pad_pixels,
+    pipelined,
+)
 from ..defaults import DEFAULT_MAX_ITER, SOLVERS
 from ..result import InversionResult
 from .jax_solver import solve_albedo_jax
@@ -169,7 +176,7 @@ class _Problem(NamedTuple):
         sets sigma_w = sigma_r / |dr/dw| where refl_sigma is given."""
         for name, target in targets.items():
             if solved[name] is not target:  # the numba solver wrote into it already
-                target[...] = solved[name][: stop - start]
+                copy_rows(target, solved[name])
         if self.band_sigma is not None:
             self.outputs["sigma"][start:stop] = self.band_sigma / np.abs(
                 solved["slope"][: stop - start]
@@ -269,15 +276,18 @@ def _invert_jax(problem: _Problem, params, max_iter: int, tol: float) -> None:
     (`pipelined`)."""
     chunk, dtype = problem.chunk, problem.dtype
     bounds = albedo_bounds(dtype)
+    with_slope = problem.band_sigma is not None
 
     def launch(start):
         start, stop, pieces, piece_w0 = problem.pieces(start)
         launched = _launch_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds)
+        for name in _fetched(with_slope):  # each transfer starts once its output is computed
+            launched[name].copy_to_host_async()
         return start, stop, launched
 
     def collect(launched):
         start, stop, solved = launched
-        fetched = _fetch(solved, problem.band_sigma is not None)
+        fetched = _fetch(solved, with_slope)
         problem.store(start, stop, fetched, problem.targets(start, stop))
 
     pipelined(range(0, problem.refl.shape[0], chunk), launch, collect)
@@ -315,10 +325,14 @@ def _launch_chunk_jax(pieces, w0, chunk, dtype, params, max_iter, tol, bounds):
         return solve_albedo_jax(*arrays, params, start, max_iter, tol, bounds)
 
 
+def _fetched(with_slope: bool) -> tuple:
+    """The outputs fetched from a launched chunk: the slope only where sigma needs it."""
+    return _OUTPUTS + (("slope",) if with_slope else ())
+
+
 def _fetch(solved, with_slope):
-    """A launched chunk's results as NumPy arrays (waits for them): one transfer per
-    output, the slope only where sigma needs it; `invert` then copies them once, into its
-    result arrays."""
-    names = ("w", "status", "iterations", "residual") + (("slope",) if with_slope else ())
-    fetched = jax.device_get({name: solved[name] for name in names})
+    """A launched chunk's results (waits for them): one transfer per output
+    (`_fetched`), already started at the launch; `invert` then copies them once, into its
+    result arrays (`copy_rows`)."""
+    fetched = jax.device_get({name: solved[name] for name in _fetched(with_slope)})
     return {name: np.asarray(value) for name, value in fetched.items()}
