@@ -111,7 +111,7 @@ def invert_file(
         CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product),
         run=run,
         solver=options,
-        plan=same.plan(lambda setup: _plan(setup, params)),
+        plan=same.plan(lambda setup: _plan(setup, params, settings)),
         fields=same.operation.written(sigma=sigma),
         layout=same.operation.layout(units),
         call=same.call(geometry=geometry, dtm=dtm, params=params, units=units, refl_sigma=sigma),
@@ -119,7 +119,8 @@ def invert_file(
     )
 
 
-def _plan(setup, params) -> BlockPlan:
-    """One model per band of the opened cube."""
+def _plan(setup, params, settings: InvertSettings) -> BlockPlan:
+    """One model per band of the opened cube, and the settings."""
     band_params = per_band_params(params, setup.info.bands)
-    return BlockPlan(params=band_params, recorded_params=band_params)
+    extra = {"settings": settings}
+    return BlockPlan(params=band_params, recorded_params=band_params, extra=lambda rows: extra)

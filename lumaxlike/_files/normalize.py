@@ -135,7 +135,7 @@ def normalize_file(
             inputs,
             run=run,
             solver=options,
-            plan=same.plan(lambda setup: _plan(setup, params, standard, param_maps, stack)),
+            plan=same.plan(lambda setup: _plan(setup, params, settings, param_maps, stack)),
             fields=same.operation.written(sigma=sigma),
             layout=same.operation.layout("radf" if units == "radiance" else units),  # I/F
             call=same.call(
@@ -151,15 +151,15 @@ def normalize_file(
         )
 
 
-def _plan(setup, params, standard, param_maps, stack) -> BlockPlan:
-    """One model per band, the standard geometry, the units and the parameter maps' rows;
-    the map readers closed with ``stack``."""
+def _plan(setup, params, settings, param_maps, stack) -> BlockPlan:
+    """One model per band, the settings (the standard geometry), the units and the
+    parameter maps' rows; the map readers closed with ``stack``."""
     band_params = per_band_params(params, setup.info.bands)
     maps = stack.enter_context(contextlib.closing(_MapReader(param_maps, setup.info)))
     units = setup.cube.units
     return BlockPlan(
         params=band_params,
         recorded_params=band_params,
-        extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)},
-        record={"standard": standard, "param_maps": param_maps or None},
+        extra=lambda rows: {"settings": settings, "units": units, **maps.read(rows)},
+        record={"standard": settings.standard, "param_maps": param_maps or None},
     )

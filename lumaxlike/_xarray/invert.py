@@ -20,24 +20,31 @@ from .._operations.invert import INVERT, invert_block
 from .._options import SolverOptions, solver_options
 from .._provenance import python_call
 from .chunks import (
-    OUTPUT_DTYPES,
-    ChunkMap,
     apply_to_chunks,
+    band_maps,
     check_front_end,
     chunk_options,
     chunked_inputs,
     provenance_of,
     result_dataset,
+    solver_record,
     spectral_dim_of,
 )
 
 __all__ = ["invert_dataarray"]
 
 
-def _invert_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, options):
+def _invert_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, options, settings):
     """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) -> 5 result arrays."""
     fields = invert_block(
-        r, to_sun, to_sensor, normal, params, chunk_options(options), refl_sigma=refl_sigma
+        r,
+        to_sun,
+        to_sensor,
+        normal,
+        params,
+        chunk_options(options),
+        refl_sigma=refl_sigma,
+        settings=settings,
     )
     return tuple(fields[field] for field in INVERT.fields)
 
@@ -116,18 +123,13 @@ def invert_dataarray(
     # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
     per_chunk = solver_chunk_pixels(options.solver, refl.sizes[spec], dtype)
     options = dataclasses.replace(options, chunk_size=min(inputs.largest, per_chunk))
-    attrs_of = INVERT.layout(units).attrs
-    maps = [
-        ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), attrs_of[field])
-        for field in INVERT.fields
-    ]
     variables = apply_to_chunks(
         _invert_block,
         inputs,
-        maps,
+        band_maps(INVERT, spec, dtype, units),
         units=units,
         refl_sigma=refl_sigma,
-        kwargs={"params": band_params, "options": options},
+        kwargs={"params": band_params, "options": options, "settings": settings},
     )
     variables["status"] = with_bad_band_status(variables["status"], refl, spec)
     call = dict(units=units, spectral_dim=spectral_dim, refl_sigma=refl_sigma)
@@ -137,10 +139,7 @@ def invert_dataarray(
         geometry,
         params=band_params,
         units=units,
-        solver=options.solver,
-        tol=options.tol,
-        max_iter=options.max_iter,
-        refl_sigma=refl_sigma,
+        **solver_record(options, refl_sigma),
         dtype=dtype,
         product=product_record_of(refl, standard),
         command=python_call("invert_dataarray", refl, geometry, params, solver, **call),

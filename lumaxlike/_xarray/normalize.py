@@ -22,14 +22,14 @@ from .._operations.blocks import per_band_params
 from .._options import SolverOptions, solver_options
 from .._provenance import python_call
 from .chunks import (
-    OUTPUT_DTYPES,
-    ChunkMap,
     apply_to_chunks,
+    band_maps,
     check_front_end,
     chunk_options,
     chunked_inputs,
     provenance_of,
     result_dataset,
+    solver_record,
     spectral_dim_of,
 )
 
@@ -48,7 +48,7 @@ def _normalize_block(
     units,
     params,
     options,
-    standard,
+    settings,
 ):
     """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) and the parameter
     maps -> normalised reflectance, status, sigma."""
@@ -67,7 +67,7 @@ def _normalize_block(
         params,
         chunk_options(options),
         refl_sigma=refl_sigma,
-        standard=standard,
+        settings=settings,
         units=units,
         param_maps=param_maps or None,
     )
@@ -148,14 +148,10 @@ def normalize_dataarray(
         options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec]))
     )
     dtype = np.result_type(refl.dtype, np.float32)
-    attrs_of = NORMALIZE.layout(units).attrs
     variables = apply_to_chunks(
         _normalize_block,
         inputs,
-        [
-            ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), attrs_of[field])
-            for field in NORMALIZE.fields
-        ],
+        band_maps(NORMALIZE, spec, dtype, units),
         units=units,
         refl_sigma=refl_sigma,
         kwargs={
@@ -164,27 +160,24 @@ def normalize_dataarray(
             "units": units,
             "params": band_params,
             "options": options,
-            "standard": standard,
+            "settings": settings,
         },
     )
     variables["status"] = with_bad_band_status(variables["status"], refl, spec)
-    call: dict[str, Any] = dict(
-        units=units, standard=standard, param_maps=param_maps, spectral_dim=spectral_dim
-    )
-    call.update(refl_sigma=refl_sigma, **solving, num_threads=num_threads)
+    call: dict[str, Any] = dict(units=units, standard=standard, param_maps=param_maps)
+    call.update(spectral_dim=spectral_dim, refl_sigma=refl_sigma, **solving)
     provenance = provenance_of(
         refl,
         geometry,
         params=band_params,
         units=units,
-        solver=options.solver,
-        tol=options.tol,
-        max_iter=options.max_iter,
-        refl_sigma=refl_sigma,
+        **solver_record(options, refl_sigma),
         dtype=dtype,
         standard=standard,
         param_maps={name: None for name in maps} or None,
         product=product_record_of(refl, used_standard),
-        command=python_call("normalize_dataarray", refl, geometry, params, solver, **call),
+        command=python_call(
+            "normalize_dataarray", refl, geometry, params, solver, **call, num_threads=num_threads
+        ),
     )
     return result_dataset(variables, refl, provenance)
