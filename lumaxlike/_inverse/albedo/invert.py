@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
+from ..._declared_options import refuse_unknown, takes_options
 from ..._model.forward import precision_scope
 from ..._params import HapkeParams
 from ..._photometric import PhotometricFunction
@@ -23,12 +24,14 @@ from ..chunking import (
     pipelined,
 )
 from ..defaults import DEFAULT_MAX_ITER, SOLVERS
+from ..options import InvertSettings
 from ..result import InversionResult
 from .jax_solver import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .photometric_solver import solve_photometric_jax, solve_photometric_numba
 
 __all__ = [
+    "DEFAULT_MAX_ITER",
     "invert",
     "default_tolerance",
     "default_chunk_pixels",
@@ -74,6 +77,7 @@ def solver_chunk_pixels(solver: str, n_bands: int, dtype) -> int:
     return default_chunk_pixels(n_bands, dtype, device_memory_bytes(jax.devices()[0]))
 
 
+@takes_options(InvertSettings)
 def invert(
     refl: Float[ArrayLike, "*pixels bands"],
     to_sun: Float[ArrayLike, "*#pixels 3"],
@@ -83,10 +87,9 @@ def invert(
     solver: str = "jax",
     *,
     w0=None,
-    max_iter: int = DEFAULT_MAX_ITER,
-    tol: float | None = None,
-    refl_sigma=None,
     chunk_size: int | None = None,
+    settings: InvertSettings | None = None,
+    **options,
 ) -> InversionResult:
     """Invert the model for the albedo of every pixel and band: w of a Hapke model, or
     the albedo A of an empirical photometric function (docs/invert.md).
@@ -108,11 +111,14 @@ def invert(
         params: `HapkeParams` or `PhotometricFunction`.
         solver: ``"jax"`` (CPU or GPU; the default here) or ``"numba"`` (CPU, parallel).
         w0: optional start in (0, 1), a scalar or shaped like `refl`; default: the table.
-        max_iter: Levenberg-Marquardt steps per problem at most.
-        tol: tolerance on the step in w; default 1e-10 (float64) or 1e-5 (float32).
-        refl_sigma: 1-sigma of `refl` [1/sr], a scalar or one per band; gives `sigma`.
         chunk_size: pixels per chunk, which bounds memory; the default depends on the
             solver and device (docs/invert.md#chunks-and-memory).
+        settings: the options below as one `InvertSettings` (None: the defaults).
+        **options: the options of `InvertSettings` by name (each there with its unit,
+            default and meaning): ``max_iter`` (Levenberg-Marquardt steps per problem at
+            most), ``tol`` (tolerance on the step in w; default 1e-10 for float64, 1e-5
+            for float32), ``refl_sigma`` (1-sigma of `refl` [1/sr], a scalar or one per
+            band; gives `sigma`).
 
     Returns:
         `InversionResult` with w, status, iterations, residual and sigma shaped like refl.
@@ -121,7 +127,11 @@ def invert(
         ValueError: naming the argument, for an unknown solver, mismatched shapes, w0
             outside (0, 1), non-positive tol, max_iter or chunk_size, a negative or
             infinite refl_sigma, float16 arrays.
+        TypeError: a keyword that is no option.
     """
+    settings = InvertSettings.merged(settings, options)
+    refuse_unknown("invert", options)
+    max_iter, tol, refl_sigma = settings.max_iter, settings.tol, settings.refl_sigma
     check_choice("solver", solver, SOLVERS)
     if not isinstance(params, (HapkeParams, PhotometricFunction)):
         raise ValueError(
@@ -129,10 +139,7 @@ def invert(
         )
     refl = as_float_array("refl", refl)
     problem = _check_problem(refl, (to_sun, to_sensor, normal), solver, w0, refl_sigma, chunk_size)
-    max_iter = check_positive_int("max_iter", max_iter)
     tol = default_tolerance(problem.dtype) if tol is None else float(tol)
-    if not tol > 0.0:
-        raise ValueError(f"tol must be positive, got {tol!r}")
     if isinstance(params, PhotometricFunction):  # A = pi r / pht: no iterations
         _invert_closed_form(problem, params, solver)
     elif solver == "numba":
