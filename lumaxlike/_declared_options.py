@@ -44,6 +44,7 @@ __all__ = [
     "positive_float",
     "positive_int",
     "refuse_unknown",
+    "renamed_keyword",
     "to_pair",
     "takes_options",
 ]
@@ -315,6 +316,22 @@ def takes_options(options: type[DeclaredOptions], more: Mapping[str, Any] | None
         return function
 
     return decorate
+
+
+def renamed_keyword(function: str, old: str, old_value: Any, new: str, new_value: Any) -> Any:
+    """The value of keyword ``new``, or the one given under its deprecated name ``old``
+    (a DeprecationWarning naming ``new``), for a front end without a declaration of its
+    options; a TypeError where both are given."""
+    if old_value is None:
+        return new_value
+    warnings.warn(
+        f"{function}: {old}= is deprecated; use {new}= (the same in every front end)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if new_value is not None:
+        raise TypeError(f"{function}() got {new} twice, as {new}= and as {old}=")
+    return old_value
 
 
 def refuse_unknown(function: str, keywords: Mapping, accepted=()) -> None:

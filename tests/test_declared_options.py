@@ -181,3 +181,30 @@ def test_invert_and_normalize_flags_from_the_declaration_and_the_record():
     normalize = build_parser()._subparsers._group_actions[0].choices["normalize"]
     flags = [a.option_strings for a in normalize._actions if "--standard" in a.option_strings]
     assert flags == [["--standard"]]  # added once, beside invert's copied flags
+
+
+FILE_FUNCTIONS = ("invert_file", "normalize_file", "fit_file", "unmix_file", "sample_file")
+
+
+@pytest.mark.parametrize("name", FILE_FUNCTIONS + ("remove_thermal_file",))
+def test_every_file_function_names_the_noise_refl_sigma(name):
+    """One name for the cubes' noise in every front end: ``refl_sigma``, as the array and
+    xarray functions and ``--refl-sigma`` have it."""
+    assert "refl_sigma" in inspect.signature(getattr(lumaxlike, name)).parameters
+
+
+REQUIRED = {
+    "fit_file": dict(geometry=[], params=None, free=("w",), units="r"),
+    "unmix_file": dict(endmembers=None, params=None, solver="numba", units="r"),
+    "remove_thermal_file": dict(params=None, units="r", solver="numba"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_file_functions_take_sigma_with_a_warning_and_refuse_both(name, tmp_path):
+    """The old ``sigma=`` is still taken, with a DeprecationWarning; given beside
+    ``refl_sigma=`` it is refused before anything else is looked at."""
+    function = getattr(lumaxlike, name)
+    with pytest.warns(DeprecationWarning, match="sigma= is deprecated; use refl_sigma="):
+        with pytest.raises(TypeError, match="refl_sigma twice"):
+            function("in.tif", tmp_path / "out.tif", sigma=0.01, refl_sigma=0.02, **REQUIRED[name])

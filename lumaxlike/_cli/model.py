@@ -143,7 +143,7 @@ def resolve_settings(args, record, declared=None) -> dict:
     for flag, attribute in RECORDED_OPTIONS.items():
         if declared is not None and attribute in declared.declared():
             continue
-        key = "sigma" if flag == "--refl-sigma" else dest(flag)  # the file functions' name
+        key = dest(flag)  # the file functions' name
         value = getattr(args, attribute) if hasattr(args, attribute) else getattr(args, key)
         if value is None and record is not None:
             value = getattr(record, attribute)

@@ -294,15 +294,15 @@ def dest(flag: str) -> str:
 
 
 def add_refl_sigma_option(parser: argparse.ArgumentParser, help: str) -> None:
-    """``--refl-sigma VALUE`` (``args.sigma``): the noise of the cube's values, one number
+    """``--refl-sigma VALUE`` (``args.refl_sigma``): the noise of the cube's values, one number
     (`lumaxlike sample`'s takes one per band); ``--sigma``, its old spelling, still works
     (hidden, with a warning)."""
     parser.add_argument(
-        "--refl-sigma", dest="sigma", type=positive_float, metavar="VALUE", help=help
+        "--refl-sigma", dest="refl_sigma", type=positive_float, metavar="VALUE", help=help
     )
     parser.add_argument(
         "--sigma",
-        dest="sigma",
+        dest="refl_sigma",
         type=positive_float,
         action=DeprecatedAlias,
         new="--refl-sigma",
