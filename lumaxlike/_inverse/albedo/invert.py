@@ -12,6 +12,7 @@ from jaxtyping import ArrayLike, Float
 
 from ..._declared_options import refuse_unknown, takes_options
 from ..._model.forward import precision_scope
+from ..._model.numba_threads import run_in_blocks
 from ..._params import HapkeParams
 from ..._photometric import PhotometricFunction
 from ..._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
@@ -184,10 +185,14 @@ class _Problem(NamedTuple):
         for name, target in targets.items():
             if solved[name] is not target:  # the numba solver wrote into it already
                 copy_rows(target, solved[name])
-        if self.band_sigma is not None:
-            self.outputs["sigma"][start:stop] = self.band_sigma / np.abs(
-                solved["slope"][: stop - start]
-            )
+        if self.band_sigma is not None:  # rows on the run's threads, as `copy_rows`
+            sigma = self.outputs["sigma"][start:stop]
+            run_in_blocks(_sigma_rows, stop - start, sigma, self.band_sigma, solved["slope"])
+
+
+def _sigma_rows(first: int, last: int, sigma, band_sigma, slope) -> None:
+    """sigma_w = sigma_r / |dr/dw| for rows first..last - 1 of a chunk."""
+    np.divide(band_sigma, np.abs(slope[first:last]), out=sigma[first:last])
 
 
 def _check_problem(refl, geometry, solver, w0, refl_sigma, chunk_size) -> _Problem:
