@@ -74,10 +74,11 @@ def _normal_equations(y, args, shape, free, key):
 
 
 def _arrow_blocks(band_cols, shared_cols, residual, prior_weights):
-    """The arrow blocks ((a_blocks, c_blocks, d_block), (gb, gs)) of J^T J and J^T f of
-    the data rows (the prior precisions on the diagonals, their gradient not), from the
-    Jacobian's per-band columns (p of (n, bands, observations)), shared ones (s) and the
-    residuals; prior_weights = (weight_b (n, bands, p), weight_s (n, s))."""
+    """The arrow blocks ((a_blocks, c_blocks, d_block), (gb, gs)): J^T J with the prior
+    precisions on its diagonals, J^T f of the data rows alone (`_normal_equations` adds
+    the prior rows'), from the Jacobian's per-band columns (p of (n, bands,
+    observations)), shared ones (s) and the residuals; prior_weights = (weight_b (n,
+    bands, p), weight_s (n, s))."""
     weight_b, weight_s = prior_weights
     p, s = len(band_cols), len(shared_cols)
     a_entries: list[list[Any]] = [[None] * p for _ in range(p)]
