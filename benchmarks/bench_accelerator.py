@@ -489,7 +489,23 @@ def describe_device() -> dict:
 
 def child_command(args, *extra) -> list[str]:
     command = [sys.executable, str(Path(__file__).resolve()), "--repeat", str(args.repeat)]
-    return command + (["--quick"] if args.quick else []) + list(extra)
+    sizes = [f"--size={size}" for size in args.size]
+    return command + (["--quick"] if args.quick else []) + sizes + list(extra)
+
+
+def row_sizes(quick: bool, overrides: list[str]) -> dict:
+    """The rows' sizes (`FULL` or `QUICK`) with ``--size ROW=A[xB[xC]]`` overrides, e.g.
+    ``sample=64x8`` (pixels x bands) or ``unmix=256`` (side)."""
+    sizes = dict(QUICK if quick else FULL)
+    for override in overrides:
+        name, _, value = override.partition("=")
+        if name not in sizes or not value:
+            raise SystemExit(
+                f"--size {override!r}: expected ROW=A[xB...], ROW one of {sorted(sizes)}"
+            )
+        numbers = tuple(int(v) for v in value.split("x"))
+        sizes[name] = numbers if isinstance(sizes[name], tuple) else numbers[0]
+    return sizes
 
 
 def in_child(command, env, timeout) -> dict:
@@ -558,6 +574,13 @@ def parse_args(argv=None):
     parser.add_argument("--repeat", type=int, default=3, help="timed calls per row (default 3)")
     parser.add_argument("--quick", action="store_true", help="small sizes (checking the script)")
     parser.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        metavar="ROW=AxB",
+        help="a row's size instead of the default, e.g. sample=64x8 (pixels x bands); repeatable",
+    )
+    parser.add_argument(
         "--allow-cpu", action="store_true", help="run where JAX's default device is the CPU"
     )
     parser.add_argument(
@@ -583,7 +606,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    sizes = QUICK if args.quick else FULL
+    sizes = row_sizes(args.quick, args.size)
     if args.merge:
         return merge_reports(args.merge, args.json)
     if args.describe or args.child:  # a child process: JAX on the device here

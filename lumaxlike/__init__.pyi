@@ -32,6 +32,7 @@ from ._inverse.elementwise_lm import ElementwiseLevenbergMarquardt as Elementwis
 from ._inverse.fit.arguments import default_bounds as default_bounds
 from ._inverse.fit.fit import fit as fit
 from ._inverse.joint.result import JointFitResult as JointFitResult
+from ._inverse.options import InvertSettings as InvertSettings
 from ._inverse.result import FitResult as FitResult
 from ._inverse.result import InversionResult as InversionResult
 from ._io import (
@@ -75,6 +76,7 @@ from ._model.forward import h_function as h_function
 from ._model.model_forward import reflectance as reflectance
 from ._normalize.normalize import NormalizationResult as NormalizationResult
 from ._normalize.normalize import normalize as normalize
+from ._normalize.options import NormalizeSettings as NormalizeSettings
 from ._optical.constants import OpticalConstants as OpticalConstants
 from ._optical.shipped import optical_constants as optical_constants
 from ._optical.shipped import optical_constants_names as optical_constants_names

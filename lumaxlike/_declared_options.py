@@ -27,19 +27,24 @@ import inspect
 import math
 import re
 import sys
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, TypeVar
 
 __all__ = [
+    "DeprecatedAlias",
     "DeclaredOptions",
     "Option",
     "help_texts",
     "option",
     "pair_text",
     "positive",
+    "positive_float",
+    "positive_int",
     "refuse_unknown",
+    "renamed_keyword",
     "to_pair",
     "takes_options",
 ]
@@ -65,7 +70,12 @@ class Option:
             dashes (its rule: no visible flag but ``--refl-sigma`` says "sigma",
             ``--max-temperature-uncertainty``); the name's spelling is then taken too,
             hidden.
-        aliases: old spellings of the flag, still taken and hidden from the help.
+        aliases: old spellings of the flag, still taken (with a warning on stderr naming
+            the flag to use) and hidden from the help.
+        old_names: old Python keywords of the option, still taken by every front end with
+            a DeprecationWarning naming the new one (``sigma`` for ``refl_sigma``).
+        shown: the default as the help states it, where a default of None stands for a
+            value the operation picks (``"50"``, ``"1e-10 (float64), 1e-5 (float32)"``).
         record: the value as the run's record keeps it (JSON-able); None: as it is,
             a tuple as a list.
     """
@@ -78,6 +88,8 @@ class Option:
     metavar: str | None = None
     flag: str | None = None
     aliases: tuple[str, ...] = ()
+    old_names: tuple[str, ...] = ()
+    shown: str | None = None
     record: Callable[[Any], Any] | None = None
 
 
@@ -91,17 +103,30 @@ def help_texts(kind: type) -> dict[str, str]:
     """``{name: text}`` of the "Attributes:" section of ``kind``'s docstring (Google
     style: ``name: text``, continued on lines indented further), each text on one line,
     its backticks and last full stop dropped: an option's help, written once where the
-    API reference (griffe, statically) and ``help()`` read it too.
+    API reference (griffe, statically) and ``help()`` read it too. An options class that
+    composes another (a subclass) describes its own options, and those whose text it
+    changes, in its own section; the others' are its base's.
 
     Raises:
-        ValueError: an option of ``kind`` that the section does not describe (under
-            ``python -OO``, which drops docstrings, every text is empty instead).
+        ValueError: an option of ``kind`` that no section describes (under ``python
+            -OO``, which drops docstrings, every text is empty instead).
     """
     names = [f.name for f in dataclasses.fields(kind)]
     if sys.flags.optimize >= 2:  # python -OO drops docstrings: the flags keep their defaults
         return dict.fromkeys(names, "")
-    doc = inspect.cleandoc(kind.__doc__ or "")
-    section = re.search(r"^Attributes:\n((?:[ \t]+\S.*\n?)+)", doc, re.M)
+    texts = _attribute_texts(kind.__doc__)
+    for base in kind.__mro__[1:] if texts else ():  # composed: the base's texts
+        for name, text in _attribute_texts(base.__dict__.get("__doc__")).items():
+            texts.setdefault(name, text)
+    missing = [name for name in names if name not in texts]
+    if missing:
+        raise ValueError(f"{kind.__name__}'s docstring describes no option {missing[0]!r}")
+    return {k: v.replace("`", "").rstrip(".") for k, v in texts.items() if k in names}
+
+
+def _attribute_texts(doc: str | None) -> dict[str, str]:
+    """``{name: text}`` of a docstring's "Attributes:" section."""
+    section = re.search(r"^Attributes:\n((?:[ \t]+\S.*\n?)+)", inspect.cleandoc(doc or ""), re.M)
     texts: dict[str, str] = {}
     name = None
     for line in section.group(1).splitlines() if section else ():
@@ -111,10 +136,7 @@ def help_texts(kind: type) -> dict[str, str]:
             texts[name] = text
         elif name is not None:
             texts[name] += " " + line.strip()
-    missing = [name for name in names if name not in texts]
-    if missing:
-        raise ValueError(f"{kind.__name__}'s docstring describes no option {missing[0]!r}")
-    return {k: v.replace("`", "").rstrip(".") for k, v in texts.items()}
+    return texts
 
 
 def format_value(value) -> str:
@@ -178,8 +200,8 @@ class DeclaredOptions:
         cls: type[Declared], settings, keywords: dict, argument: str = "settings"
     ) -> Declared:
         """``settings`` (an instance, or None for the defaults) with the options among
-        ``keywords`` (taken out of it; None means the default), refusing one given both
-        ways differently.
+        ``keywords`` (taken out of it; None means the default; an old name, `Option.old_names`,
+        taken with a DeprecationWarning), refusing one given both ways differently.
 
         Raises:
             ValueError: ``settings`` is not an instance, or an option is given as a
@@ -189,6 +211,7 @@ class DeclaredOptions:
             raise ValueError(
                 f"{argument} must be a lumaxlike.{cls.__name__}, got {type(settings).__name__}"
             )
+        _take_old_names(cls, keywords)
         given = {
             name: value
             for name in cls.declared()
@@ -206,35 +229,55 @@ class DeclaredOptions:
                 )
         return dataclasses.replace(settings, **given)  # type: ignore[type-var]
 
+    def changed(self) -> dict[str, Any]:
+        """``{name: value}`` of the options not at their defaults."""
+        defaults = self.defaults()
+        return {
+            name: getattr(self, name)
+            for name in defaults
+            if not _same(getattr(self, name), defaults[name])
+        }
+
     @classmethod
-    def add_arguments(cls, group) -> None:
+    def add_arguments(cls, group, recorded: str = "", names=None) -> None:
         """The command line's flags of the options that have one (`Option.parse`),
         added to an argparse parser or group: ``--name-in-dashes`` (default None: the
-        declared default, which the help states), old spellings hidden."""
+        declared default, which the help states, followed by ``recorded``, e.g. "; with
+        --params-from: the recorded value"), the name's spelling hidden where the flag
+        differs, old spellings (`Option.aliases`) hidden and warned of; ``names``: those
+        options only (None: all; a command that copies another's flags adds its own)."""
         defaults, texts = cls.defaults(), help_texts(cls)
         for name, declared in cls.declared().items():
-            if declared.parse is None:
+            if declared.parse is None or (names is not None and name not in names):
                 continue
-            shown = format_value(defaults[name])
+            flag = declared.flag or flag_of(name)
+            shown = declared.shown or format_value(defaults[name])
             common = dict(dest=name, type=declared.parse, choices=declared.choices)
             group.add_argument(
-                declared.flag or flag_of(name),
+                flag,
                 default=None,
                 metavar=declared.metavar,
-                help=f"{texts[name]} (default {shown})",
+                help=f"{texts[name]} (default {shown}{recorded})",
                 **common,
             )
-            hidden = declared.aliases + ((flag_of(name),) if declared.flag else ())
-            for alias in hidden:
+            hidden: dict[str, type | None] = dict.fromkeys(declared.aliases, DeprecatedAlias)
+            if declared.flag:
+                hidden[flag_of(name)] = None
+            for alias, action in hidden.items():
+                deprecated = {} if action is None else dict(action=action, new=flag)
                 group.add_argument(
-                    alias, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **common
+                    alias, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **common, **deprecated
                 )
 
     @classmethod
-    def from_arguments(cls: type[Declared], args) -> Declared:
-        """The options of parsed command-line ``args`` (`add_arguments`); a bad value's
-        message names its flag."""
+    def from_arguments(cls: type[Declared], args, recorded: Mapping | None = None) -> Declared:
+        """The options of parsed command-line ``args`` (`add_arguments`), those not given
+        from ``recorded`` (``{name: value}``, an earlier run's record) where it holds
+        them; a bad value's message names its flag."""
         given = {name: getattr(args, name, None) for name in cls.declared()}
+        for name, value in (recorded or {}).items():
+            if given.get(name, value) is None:
+                given[name] = value
         try:
             return cls(**{k: v for k, v in given.items() if v is not None})
         except ValueError as error:
@@ -275,11 +318,84 @@ def takes_options(options: type[DeclaredOptions], more: Mapping[str, Any] | None
     return decorate
 
 
+def renamed_keyword(function: str, old: str, old_value: Any, new: str, new_value: Any) -> Any:
+    """The value of keyword ``new``, or the one given under its deprecated name ``old``
+    (a DeprecationWarning naming ``new``), for a front end without a declaration of its
+    options; a TypeError where both are given."""
+    if old_value is None:
+        return new_value
+    warnings.warn(
+        f"{function}: {old}= is deprecated; use {new}= (the same in every front end)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if new_value is not None:
+        raise TypeError(f"{function}() got {new} twice, as {new}= and as {old}=")
+    return old_value
+
+
 def refuse_unknown(function: str, keywords: Mapping, accepted=()) -> None:
     """TypeError, as Python raises it, for a keyword of ``keywords`` not in ``accepted``."""
     for name in keywords:
         if name not in accepted:
             raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
+
+
+def _take_old_names(kind: type[DeclaredOptions], keywords: dict) -> None:
+    """``keywords`` with each old name of an option (`Option.old_names`) renamed to it,
+    with a DeprecationWarning; a TypeError where both are given."""
+    for name, declared in kind.declared().items():
+        for old in declared.old_names:
+            if old not in keywords:
+                continue
+            warnings.warn(
+                f"{old}= is deprecated; use {name}= (the same in every front end)",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            value = keywords.pop(old)
+            if keywords.get(name) is not None and value is not None:
+                raise TypeError(f"{name} is given twice, as {name}= and as {old}=")
+            if value is not None:
+                keywords[name] = value
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old spelling of a flag, hidden from ``--help``: sets the new flag's ``dest``
+    and says on stderr which spelling to use."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(
+            f"lumaxlike: warning: {option_string} is deprecated; use {self.new}",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite, positive number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
 
 
 def _same(a, b) -> bool:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from ._shapes import check_choice
 
 __all__ = [
+    "RUN_AND_PRODUCT",
     "SOLVERS",
     "ProductOptions",
     "RunOptions",
@@ -147,6 +148,15 @@ class ProductOptions:
     def files(self) -> list:
         """The input files among them (None where not given), for the run's journal."""
         return [self.solar_spectrum, self.wavelengths_from]
+
+
+RUN_AND_PRODUCT: dict[str, Any] = {
+    **{field.name: field.default for field in dataclasses.fields(RunOptions)},
+    **{field.name: field.default for field in dataclasses.fields(ProductOptions)},
+}
+"""The fields of `RunOptions` and `ProductOptions` at their defaults: a file front end's
+keywords for the simple case (``chunk_rows=``, ``solar_distance=``), beside ``run=`` and
+``product=`` (`front_end_options` merges them)."""
 
 
 def _same(a, b) -> bool:

@@ -142,3 +142,15 @@ def test_bench_accelerator_merges_runs_of_one_device_only(tmp_path):
     assert set(json.loads(out.read_text())["rows"]) == {"forward", "fit"}
     assert bench.main(["--merge", *map(str, paths), "--json", str(tmp_path / "no.json")]) == 2
     assert not (tmp_path / "no.json").exists()
+
+
+def test_bench_accelerator_sizes_take_overrides_by_row():
+    """``--size ROW=AxB`` replaces one row's size (a shorter run on a device whose time
+    is scarce); an unknown row or an empty value is refused."""
+    bench = load_bench("bench_accelerator")
+    sizes = bench.row_sizes(False, ["sample=64x8", "unmix=256"])
+    assert sizes["sample"] == (64, 8) and sizes["unmix"] == 256
+    assert sizes["invert"] == bench.FULL["invert"]
+    for bad in ("samples=64x8", "sample="):
+        with pytest.raises(SystemExit, match="--size"):
+            bench.row_sizes(False, [bad])

@@ -159,7 +159,7 @@ def test_fit_file_refuses_a_nan_prior_before_writing(tmp_path, stack):
             params=START,
             free=("w", "b"),
             units="r",
-            sigma=1e-4,
+            refl_sigma=1e-4,
             prior={"b": (math.nan, 0.1)},
         )
     assert list(tmp_path.iterdir()) == []

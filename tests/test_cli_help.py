@@ -134,5 +134,5 @@ def test_help_is_consistent_across_commands():
 
 def test_the_old_sigma_spelling_still_works_with_a_warning(capsys):
     args = build_parser().parse_args([*MINIMAL["invert"], "--sigma", "0.01"])
-    assert args.sigma == 0.01
+    assert args.refl_sigma == 0.01
     assert "--sigma is deprecated; use --refl-sigma" in capsys.readouterr().err

@@ -1,14 +1,18 @@
-"""An operation's options declared once (`lumaxlike._declared_options`, `ThermalSettings`):
-every front end takes the same names, defaults and checks, the command line its flags
-(old spellings hidden), and nothing else; no JAX or numba is needed here."""
+"""An operation's options declared once (`lumaxlike._declared_options`: `ThermalSettings`,
+`InvertSettings`, `NormalizeSettings`): every front end takes the same names, defaults and
+checks, the command line its flags (old spellings hidden), and nothing else; nothing here
+compiles or solves."""
 
 import inspect
+import math
 
 import pytest
 
 import lumaxlike
 from lumaxlike._cli import build_parser
 from lumaxlike._declared_options import help_texts
+from lumaxlike._inverse.options import InvertSettings
+from lumaxlike._normalize.options import NormalizeSettings
 from lumaxlike._thermal.options import ThermalSettings
 
 FRONT_ENDS = ("remove_thermal", "remove_thermal_file", "remove_thermal_dataarray")
@@ -98,3 +102,109 @@ def test_record_keeps_every_option_in_its_order_as_json():
     record = ThermalSettings(window=[2.3, 2.7]).record()
     assert list(record) == list(ThermalSettings.declared())
     assert record["window"] == [2.3, 2.7] and record["temperature_bounds"] == [100.0, 1000.0]
+
+
+# invert and normalize: InvertSettings, and NormalizeSettings composing it
+
+INVERSION_FRONT_ENDS = {
+    InvertSettings: ("invert", "invert_file", "invert_dataarray"),
+    NormalizeSettings: ("normalize", "normalize_file", "normalize_dataarray"),
+}
+
+
+def command(name, *flags):
+    args = build_parser().parse_args([name, "cube.tif", "--out", "o.tif", *flags])
+    return args
+
+
+@pytest.mark.parametrize(
+    "kind, name", [(kind, name) for kind, names in INVERSION_FRONT_ENDS.items() for name in names]
+)
+def test_invert_and_normalize_front_ends_show_their_options_once(kind, name):
+    parameters = inspect.signature(getattr(lumaxlike, name)).parameters
+    for option, default in kind.defaults().items():
+        assert parameters[option].kind is inspect.Parameter.KEYWORD_ONLY, (name, option)
+        assert parameters[option].default == default, (name, option)
+    # one name per option: the old "sigma" is no parameter of any of them
+    assert "settings" in parameters and "sigma" not in parameters
+
+
+def test_normalize_composes_invert_and_describes_only_its_own():
+    assert list(NormalizeSettings.declared()) == [*InvertSettings.declared(), "standard"]
+    texts, base = help_texts(NormalizeSettings), help_texts(InvertSettings)
+    assert texts["max_iter"] == base["max_iter"] and texts["tol"] == base["tol"]
+    assert "normalised reflectance" in texts["refl_sigma"]  # its own text
+    assert NormalizeSettings(standard=[0.5, 0, 0.5]).standard == (0.5, 0.0, 0.5)
+    assert NormalizeSettings().record()["standard"] == pytest.approx(
+        [math.radians(30), 0, math.radians(30)]
+    )
+
+
+def test_refl_sigma_old_name_warns_and_a_conflict_is_refused():
+    keywords = {"sigma": 0.01, "chunk_rows": 5}
+    with pytest.warns(DeprecationWarning, match="sigma= is deprecated; use refl_sigma="):
+        settings = InvertSettings.merged(None, keywords)
+    assert settings.refl_sigma == 0.01 and keywords == {"chunk_rows": 5}
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="given twice"):
+        InvertSettings.merged(None, {"sigma": 0.01, "refl_sigma": 0.02})
+    with pytest.raises(ValueError, match=r"max_iter is given as a keyword \(7\)"):
+        lumaxlike.invert(
+            None, None, None, None, None, settings=InvertSettings(max_iter=5), max_iter=7
+        )
+    with pytest.raises(ValueError, match="tol must be positive"):
+        InvertSettings(tol=0.0)
+    with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+        NormalizeSettings(max_iter=True)
+
+
+def test_solver_keywords_leave_a_solver_options_max_iter_alone():
+    assert InvertSettings().solver_keywords() == {"max_iter": None, "tol": None}
+    assert InvertSettings(max_iter=7, tol=1e-8).solver_keywords() == {"max_iter": 7, "tol": 1e-8}
+
+
+def test_invert_and_normalize_flags_from_the_declaration_and_the_record():
+    args = command("invert", "--max-iter", "7", "--tol", "1e-9", "--refl-sigma", "0.01")
+    assert InvertSettings.from_arguments(args) == InvertSettings(
+        max_iter=7, tol=1e-9, refl_sigma=0.01
+    )
+    # a flag given wins over --params-from's record, which fills the others
+    recorded = {"max_iter": 20, "tol": 1e-10, "refl_sigma": None}
+    assert InvertSettings.from_arguments(command("invert", "--tol", "1e-8"), recorded) == (
+        InvertSettings(max_iter=20, tol=1e-8)
+    )
+    args = command("normalize", "--standard", "30,0,30", "--refl-sigma", "0.01")
+    settings = NormalizeSettings.from_arguments(args)
+    assert settings.standard == pytest.approx((math.radians(30), 0.0, math.radians(30)))
+    assert settings.refl_sigma == 0.01
+    with pytest.raises(ValueError, match=r"^--standard phase .* is impossible"):
+        NormalizeSettings.from_arguments(command("normalize", "--standard", "30,0,90"))
+    normalize = build_parser()._subparsers._group_actions[0].choices["normalize"]
+    flags = [a.option_strings for a in normalize._actions if "--standard" in a.option_strings]
+    assert flags == [["--standard"]]  # added once, beside invert's copied flags
+
+
+FILE_FUNCTIONS = ("invert_file", "normalize_file", "fit_file", "unmix_file", "sample_file")
+
+
+@pytest.mark.parametrize("name", FILE_FUNCTIONS + ("remove_thermal_file",))
+def test_every_file_function_names_the_noise_refl_sigma(name):
+    """One name for the cubes' noise in every front end: ``refl_sigma``, as the array and
+    xarray functions and ``--refl-sigma`` have it."""
+    assert "refl_sigma" in inspect.signature(getattr(lumaxlike, name)).parameters
+
+
+REQUIRED = {
+    "fit_file": dict(geometry=[], params=None, free=("w",), units="r"),
+    "unmix_file": dict(endmembers=None, params=None, solver="numba", units="r"),
+    "remove_thermal_file": dict(params=None, units="r", solver="numba"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_file_functions_take_sigma_with_a_warning_and_refuse_both(name, tmp_path):
+    """The old ``sigma=`` is still taken, with a DeprecationWarning; given beside
+    ``refl_sigma=`` it is refused before anything else is looked at."""
+    function = getattr(lumaxlike, name)
+    with pytest.warns(DeprecationWarning, match="sigma= is deprecated; use refl_sigma="):
+        with pytest.raises(TypeError, match="refl_sigma twice"):
+            function("in.tif", tmp_path / "out.tif", sigma=0.01, refl_sigma=0.02, **REQUIRED[name])

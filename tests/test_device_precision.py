@@ -48,3 +48,26 @@ def test_jax_front_ends_refuse_float64_where_the_default_device_is_a_tpu(monkeyp
     refined = lumaxlike.invert(refl, *geometry, params, solver="numba", w0=result32.w)
     assert refined.w.dtype == np.float64
     np.testing.assert_allclose(refined.w, 0.4, atol=1e-9)  # noise-free: the truth
+
+
+def test_jax_paths_trace_matrix_products_at_highest_precision():
+    """Inside `precision_scope` (every JAX operation's solve runs in it) einsum and matmul
+    are traced at HIGHEST precision: a TPU computes float32 products at default precision
+    in one bfloat16 pass. Outside it JAX's default (no precision) is left alone."""
+    import jax
+    import jax.numpy as jnp
+
+    from lumaxlike._model.forward import precision_scope
+
+    a, b = np.ones((2, 3, 3), np.float32), np.ones((2, 3), np.float32)
+
+    def precisions():
+        jaxpr = jax.make_jaxpr(lambda a, b: (jnp.einsum("nab,nb->na", a, b), a @ a))(a, b)
+        return [
+            e.params["precision"] for e in jaxpr.jaxpr.eqns if e.primitive.name == "dot_general"
+        ]
+
+    highest = (jax.lax.Precision.HIGHEST, jax.lax.Precision.HIGHEST)
+    with precision_scope(a):
+        assert precisions() == [highest, highest]
+    assert precisions() == [None, None]

@@ -2,6 +2,7 @@
 independent small least-squares problems at once, with its Jacobian by linearisation of
 the residual function or from a function that gives the columns."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
@@ -229,3 +230,38 @@ def test_a_subproblem_hook_steps_on_its_own_constraint_and_carries_state():
     np.testing.assert_allclose(solution.value, truth, rtol=1e-10)
     accepted = np.asarray(solution.state.carried)
     assert np.all(accepted >= 1) and np.all(accepted <= np.asarray(solution.state.iterations))
+
+
+def test_a_traced_iteration_bound_stops_the_solve_as_max_steps_does():
+    """`options["max_iterations"]` may be traced: one program stops after any number of
+    steps, with the same problems stepped and left unfinished as optimistix's `max_steps`
+    (a Python int: a program for each value) gives."""
+    needed = np.arange(8)  # problem k needs k halvings of 2^k
+    start = jnp.stack([2.0**needed, -(2.0**needed)], axis=-1)
+    solver = lumaxlike.ElementwiseLevenbergMarquardt(
+        tol=0.0, lower=-jnp.inf, upper=jnp.inf, rules=halving_rules()
+    )
+    traced = []
+
+    @jax.jit
+    def bounded(bound):
+        traced.append(bound)
+        options = {"max_iterations": bound}
+        return optx.least_squares(
+            lambda y, limit: y[..., 0] - limit, solver, start, jnp.ones(8), options, max_steps=None
+        )
+
+    for bound in (0, 3, 5):
+        solution = bounded(bound)
+        stepped = optx.least_squares(
+            lambda y, limit: y[..., 0] - limit,
+            solver,
+            start,
+            args=jnp.ones(8),
+            max_steps=bound,
+            throw=False,
+        )
+        np.testing.assert_array_equal(solution.state.iterations, np.minimum(needed, bound))
+        np.testing.assert_array_equal(solution.value, stepped.value)
+        np.testing.assert_array_equal(solution.state.converged, stepped.state.converged)
+    assert len(traced) == 1

@@ -92,7 +92,7 @@ def test_joint_fit_of_a_stack_with_bad_bands_fits_the_good_ones(tmp_path, bbl_st
         params=START,
         free=FREE,
         units="r",
-        sigma=1e-4,
+        refl_sigma=1e-4,
         solver="numba",
         **options,
     )
@@ -124,7 +124,7 @@ def test_regional_fit_of_a_stack_with_bad_bands_fits_the_good_ones(tmp_path, bbl
         params=START,
         free=FREE,
         units="r",
-        sigma=1e-4,
+        refl_sigma=1e-4,
         solver="numba",
         regions=labels,
         regional=("c",),

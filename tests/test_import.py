@@ -90,6 +90,8 @@ PUBLIC = {
     "remove_thermal",
     "ThermalResult",
     "ThermalSettings",
+    "InvertSettings",
+    "NormalizeSettings",
     "remove_thermal_file",
 }
 

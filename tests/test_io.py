@@ -591,7 +591,7 @@ def test_invert_file_units_sigma_and_per_band_params(tmp_path):
         params=per_band,
         solver="numba",
         units="reff",
-        sigma=0.01,
+        refl_sigma=0.01,
         chunk_rows=5,
     )
     with xr.open_dataset(summary.outputs["w"]) as ds:
@@ -714,7 +714,7 @@ def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(ValueError, match="chunk_rows"):
         invert_file(cube, tmp_path / "w.tif", solver="numba", units="r", chunk_rows=0, **common)
     with pytest.raises(ValueError, match="sigma"):
-        invert_file(cube, tmp_path / "w.tif", solver="numba", units="r", sigma=-1.0, **common)
+        invert_file(cube, tmp_path / "w.tif", solver="numba", units="r", refl_sigma=-1.0, **common)
     assert result_paths(tmp_path / "w.tif")["status"] == tmp_path / "w_status.tif"
     assert not (tmp_path / "w.tif").exists()
 

@@ -224,7 +224,7 @@ def test_every_output_file_records_the_run(tmp_path, scene_files, name):
         params=PER_BAND,
         solver="numba",
         units="r",
-        sigma=0.001,
+        refl_sigma=0.001,
         progress=False,
     )
     for path in set(result_paths(out).values()):

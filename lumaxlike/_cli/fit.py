@@ -187,7 +187,7 @@ def run(args) -> int:
         solver=args.solver,
         observation_limits_deg={k: v for k, v in limits.items() if v is not None},
         min_observations=args.min_observations,
-        sigma=args.sigma,
+        refl_sigma=args.refl_sigma,
         max_iter=args.max_iter,
         tol=args.tol,
         shared=args.shared,

@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .model import model_from_options, read_record, refuse_recorded_maps, resolve_settings
+from .model import (
+    model_from_options,
+    read_record,
+    recorded_values,
+    refuse_recorded_maps,
+    resolve_settings,
+)
 from .operation import run_command
 from .options import (
     DEFAULT_SOLVER,
     OUT_HELP,
     SOLVER_NOTE,
     add_model_options,
-    add_refl_sigma_option,
     add_run_options,
     name_list,
-    positive_float,
-    positive_int,
 )
 from .products import (
     INPUT_UNITS,
@@ -137,38 +140,22 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
 
 
 def _add_solver_options(invert) -> None:
-    """`add_parser`'s solver, model, product, tolerance, uncertainty and run options."""
-    from .._inverse.defaults import DEFAULT_MAX_ITER
+    """`add_parser`'s solver, model, product, inversion (`InvertSettings`: --max-iter,
+    --tol, --refl-sigma) and run options."""
+    from .._inverse.options import InvertSettings
 
-    recorded = RECORDED
     invert.add_argument(
         "--solver",
         choices=("numba", "jax"),
         help="numba: compiled Levenberg-Marquardt on the CPU, parallel threads, "
         "always float64; jax: optimistix Levenberg-Marquardt on the CPU or a "
         f"GPU, in the cube's precision (float32 cubes in float32) "
-        f"(default {DEFAULT_SOLVER}{recorded}; {SOLVER_NOTE})",
+        f"(default {DEFAULT_SOLVER}{RECORDED}; {SOLVER_NOTE})",
     )
-    add_model_options(invert, recorded)
+    add_model_options(invert, RECORDED)
     add_product_options(invert)
-    invert.add_argument(
-        "--tol",
-        type=positive_float,
-        metavar="VALUE",
-        help="convergence tolerance on the solver's step in w [-] (default 1e-10 "
-        f"for float64 cubes, 1e-5 for float32 ones{recorded})",
-    )
-    invert.add_argument(
-        "--max-iter",
-        type=positive_int,
-        metavar="N",
-        help=f"solver iterations per pixel-band at most (default {DEFAULT_MAX_ITER}{recorded})",
-    )
-    add_refl_sigma_option(
-        invert,
-        "standard uncertainty of the cube's values, in --units; writes the "
-        f"sigma map of w too (default: none, no sigma map{recorded})",
-    )
+    # every option of `InvertSettings` (lumaxlike._inverse.options), as it declares it
+    InvertSettings.add_arguments(invert, RECORDED)
     add_run_options(
         invert,
         chunk_help="rows per block (default: about 32 MiB of reflectance)",
@@ -178,11 +165,13 @@ def _add_solver_options(invert) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike invert`` on parsed ``args``; return its exit code."""
+    from .._inverse.options import InvertSettings
     from .._operations.invert import INVERT
 
     record = read_record(args)
     refuse_recorded_maps(args, record, "invert")
-    settings = resolve_settings(args, record)
+    options = InvertSettings.from_arguments(args, recorded_values(record, InvertSettings))
+    settings = resolve_settings(args, record, InvertSettings)
     resolve_product_options(args, record, settings["units"])
     bands = cube_bands(args.cube, settings["units"], args)
     params = model_from_options(args, bands, record)
@@ -194,5 +183,6 @@ def run(args) -> int:
         described=described,
         params=params,
         parameters=args.parameters or None,
+        settings=options,
         **settings,
     )

@@ -26,6 +26,7 @@ __all__ = [
     "fitted_maps",
     "read_record",
     "normalisation_maps",
+    "recorded_values",
     "refuse_recorded_maps",
     "resolve_settings",
     "same_params",
@@ -125,12 +126,25 @@ def is_normalised(path) -> bool:
     return path is not None and normalised(path)
 
 
-def resolve_settings(args, record) -> dict:
-    """Settings of the run: the options given, else --params-from's record, else defaults."""
+def recorded_values(record, declared) -> dict:
+    """``{name: value}`` of ``record`` (--params-from's, or None) for the options of
+    ``declared`` (a `DeclaredOptions` class) that it keeps: what
+    ``declared.from_arguments`` takes where a flag is not given."""
+    if record is None:
+        return {}
+    return {name: getattr(record, name, None) for name in declared.declared()}
+
+
+def resolve_settings(args, record, declared=None) -> dict:
+    """Settings of the run: the options given, else --params-from's record, else
+    defaults; those of ``declared`` (a `DeclaredOptions` class: its ``from_arguments``
+    and `recorded_values` give them) left out."""
     settings = {}
     for flag, attribute in RECORDED_OPTIONS.items():
-        key = "sigma" if flag == "--refl-sigma" else dest(flag)  # the file functions' name
-        value = getattr(args, key)
+        if declared is not None and attribute in declared.declared():
+            continue
+        key = dest(flag)  # the file functions' name
+        value = getattr(args, attribute) if hasattr(args, attribute) else getattr(args, key)
         if value is None and record is not None:
             value = getattr(record, attribute)
         settings[key] = value

@@ -6,15 +6,17 @@ import argparse
 import math
 from pathlib import Path
 
+from .invert import RECORDED
 from .model import (
     fitted_maps,
     model_from_options,
     normalisation_maps,
     read_record,
+    recorded_values,
     resolve_settings,
 )
 from .operation import copy_options, run_command
-from .options import HAPKE_OPTIONS, number_list
+from .options import HAPKE_OPTIONS
 from .products import cube_bands, resolve_product_options
 
 __all__ = ["add_parser", "run"]
@@ -46,14 +48,6 @@ examples (on the files `lumaxlike demo` writes into lumaxlike-demo/):
 PARAM_MAP_NAMES = {flag[2:]: field for flag, field, _, _ in HAPKE_OPTIONS}
 
 
-def _angle_triple(text: str) -> tuple[float, float, float]:
-    values = number_list(text)
-    if len(values) != 3:
-        raise argparse.ArgumentTypeError(f"expected three angles I,E,G in degrees, got {text!r}")
-    incidence, emission, phase = values
-    return incidence, emission, phase
-
-
 def _param_map(text: str) -> tuple[str, Path]:
     name, separator, path = text.partition("=")
     if not separator or not path:
@@ -75,16 +69,14 @@ def add_parser(commands, invert, formatter) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
+    from .._inverse.options import InvertSettings
+    from .._normalize.options import NormalizeSettings
+
     # the same Action objects, as argparse's parents= shares them
     copy_options(normalize, invert)
-    normalize.add_argument(
-        "--standard",
-        type=_angle_triple,
-        metavar="I,E,G",
-        help="standard geometry: incidence, emission, phase [deg], "
-        "0 <= I, E < 90, |I - E| <= G <= I + E (default 30,0,30; with "
-        "--params-from: the recorded one)",
-    )
+    # the options of `NormalizeSettings` that `InvertSettings` lacks (--standard)
+    own = NormalizeSettings.declared().keys() - InvertSettings.declared().keys()
+    NormalizeSettings.add_arguments(normalize, RECORDED, names=own)
     normalize.add_argument(
         "--param-map",
         type=_param_map,
@@ -100,18 +92,13 @@ def add_parser(commands, invert, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike normalize`` on parsed ``args``; return its exit code."""
-    from .._normalize.standard import DEFAULT_STANDARD
+    from .._normalize.options import NormalizeSettings
     from .._operations.normalize import NORMALIZE
 
     record = read_record(args)
-    settings = resolve_settings(args, record)
+    options = NormalizeSettings.from_arguments(args, recorded_values(record, NormalizeSettings))
+    settings = resolve_settings(args, record, NormalizeSettings)
     resolve_product_options(args, record, settings["units"])
-    if args.standard is not None:
-        standard = tuple(math.radians(v) for v in args.standard)
-    elif record is not None and record.standard is not None:
-        standard = record.standard
-    else:
-        standard = DEFAULT_STANDARD
     param_maps = {PARAM_MAP_NAMES[name]: path for name, path in (args.param_map or [])}
     if len(param_maps) != len(args.param_map or []):
         raise ValueError("--param-map gives the same parameter twice")
@@ -120,26 +107,20 @@ def run(args) -> int:
     params = model_from_options(args, bands, record)
     described = (
         f"{args.cube} ({settings['units']}) -> {args.out}, standard "
-        f"{', '.join(f'{math.degrees(v):g}' for v in standard)} deg, solver {settings['solver']}"
+        f"{', '.join(f'{math.degrees(v):g}' for v in options.standard)} deg, "
+        f"solver {settings['solver']}"
     )
-    try:
-        return run_command(
-            NORMALIZE,
-            args,
-            args.cube,
-            described=described,
-            params=params,
-            standard=standard,
-            param_maps=param_maps or None,
-            parameters=args.parameters or None,
-            **settings,
-        )
-    except ValueError as error:
-        if str(error).startswith("standard"):  # in the command line's words
-            raise ValueError(
-                f"--standard {','.join(f'{v:g}' for v in args.standard or [])}: {error}"
-            ) from None
-        raise
+    return run_command(
+        NORMALIZE,
+        args,
+        args.cube,
+        described=described,
+        params=params,
+        param_maps=param_maps or None,
+        parameters=args.parameters or None,
+        settings=options,
+        **settings,
+    )
 
 
 def _recorded_maps(args, record) -> dict:

@@ -12,6 +12,8 @@ import math
 import shlex
 import sys
 
+from .._declared_options import DeprecatedAlias, positive_float, positive_int
+
 __all__ = [
     "DEFAULT_SOLVER",
     "EXIT_BAD_INPUT",
@@ -192,28 +194,6 @@ class CommandParser(Parser):
         return parsed
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """An argparse type: a finite, positive number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
 def number_list(text: str) -> list[float]:
     """An argparse type: one finite number or a comma-separated list of them."""
     try:
@@ -313,32 +293,16 @@ def dest(flag: str) -> str:
     return flag[2:].replace("-", "_")
 
 
-class DeprecatedAlias(argparse.Action):
-    """An old spelling of an option, hidden from ``--help``: sets the new option's
-    ``dest`` and says on stderr which spelling to use."""
-
-    def __init__(self, option_strings, dest, new: str = "", **kwargs):
-        self.new = new
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        print(
-            f"lumaxlike: warning: {option_string} is deprecated; use {self.new}",
-            file=sys.stderr,
-        )
-        setattr(namespace, self.dest, values)
-
-
 def add_refl_sigma_option(parser: argparse.ArgumentParser, help: str) -> None:
-    """``--refl-sigma VALUE`` (``args.sigma``): the noise of the cube's values, one number
+    """``--refl-sigma VALUE`` (``args.refl_sigma``): the noise of the cube's values, one number
     (`lumaxlike sample`'s takes one per band); ``--sigma``, its old spelling, still works
     (hidden, with a warning)."""
     parser.add_argument(
-        "--refl-sigma", dest="sigma", type=positive_float, metavar="VALUE", help=help
+        "--refl-sigma", dest="refl_sigma", type=positive_float, metavar="VALUE", help=help
     )
     parser.add_argument(
         "--sigma",
-        dest="sigma",
+        dest="refl_sigma",
         type=positive_float,
         action=DeprecatedAlias,
         new="--refl-sigma",

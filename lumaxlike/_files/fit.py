@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import rasterio
 
+from .._declared_options import renamed_keyword
 from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
 from .._inverse.fit.arguments import default_bounds
 from .._inverse.fit.fit import OBSERVATIONS_PER_CHUNK
@@ -92,7 +93,7 @@ def fit_file(
     solver: str | SolverOptions = "numba",
     observation_limits_deg: Mapping | None = None,
     min_observations=None,
-    sigma=None,
+    refl_sigma=None,
     chunk_rows=None,
     overwrite=False,
     progress=None,
@@ -116,6 +117,7 @@ def fit_file(
     thermal_bands="keep",
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
+    sigma=None,
 ) -> InversionSummary:
     """Fit Hapke parameters per pixel and band to a stack of co-registered cube files.
 
@@ -141,10 +143,12 @@ def fit_file(
         solver: ``"numba"`` (default) or ``"jax"``, or a `lumaxlike.SolverOptions`
             (``max_iter``, ``tol``: its fields).
         observation_limits_deg: as `lumaxlike.fit` takes it, in degrees (so are
-            ``min_observations``, ``shared``, ``starts`` and ``prior``, which needs ``sigma``).
+            ``min_observations``, ``shared``, ``starts`` and ``prior``, which needs
+            ``refl_sigma``).
             With ``shared`` or ``prior`` the outputs add ``OUT_dfs_<name>`` and
             ``OUT_cost`` replaces ``OUT_residual``; shared maps repeat in every band.
-        sigma: standard uncertainty of the cubes' values, in ``units``.
+        refl_sigma: standard uncertainty of the cubes' values, in ``units``.
+        sigma: the deprecated name of ``refl_sigma`` (a DeprecationWarning).
         regions: a label raster on the cubes' grid (negative or nodata: left out), with
             ``regional``, the names among ``free`` taking one value per region
             (`lumaxlike.fit`'s ``regions=``; docs/joint-fits.md).
@@ -159,6 +163,7 @@ def fit_file(
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
     """
     start = time.perf_counter()
+    sigma = renamed_keyword("fit_file", "sigma", sigma, "refl_sigma", refl_sigma)
     run, product, options = front_end_options(run, product, solver, locals())
     check_run_arguments(options.solver, units, sigma, run.chunk_rows, radiance=True)
     request = _FitRequest.from_call(locals())
@@ -251,7 +256,7 @@ class _FitRequest:
         shared, prior = tuple(call["shared"]), dict(call["prior"] or {})
         starts = check_starts(call["starts"], bool(shared) or bool(prior), bool(regional))
         if prior and call["sigma"] is None:
-            raise ValueError("prior needs sigma (the observations' noise weighs the prior)")
+            raise ValueError("prior needs refl_sigma (the observations' noise weighs the prior)")
         check_file_priors(prior, free, shared + regional, default_bounds())
         return cls(
             cubes=cubes,

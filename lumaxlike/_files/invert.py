@@ -3,9 +3,17 @@ file front end of the `INVERT` operation."""
 
 from __future__ import annotations
 
+from .._declared_options import refuse_unknown, takes_options
+from .._inverse.options import InvertSettings
 from .._operations.blocks import per_band_params
 from .._operations.invert import INVERT
-from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
+from .._options import (
+    RUN_AND_PRODUCT,
+    ProductOptions,
+    RunOptions,
+    SolverOptions,
+    front_end_options,
+)
 from .._run.progress import InversionSummary
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .spectral import same_pass
@@ -13,6 +21,7 @@ from .spectral import same_pass
 __all__ = ["InversionSummary", "invert_file"]
 
 
+@takes_options(InvertSettings, RUN_AND_PRODUCT)
 def invert_file(
     cube_path,
     out_path,
@@ -22,26 +31,13 @@ def invert_file(
     params,
     solver: str | SolverOptions,
     units,
-    chunk_rows=None,
-    overwrite=False,
-    progress=None,
-    sigma=None,
-    workers=1,
-    max_iter=None,
-    tol=None,
     command=None,
     surface="auto",
-    scheduler=None,
-    correction_undone=False,
-    reff_incidence=None,
-    solar_spectrum=None,
-    solar_distance=None,
-    wavelengths_from=None,
-    thermal_bands="keep",
-    resume=False,
     parameters=None,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
+    settings: InvertSettings | None = None,
+    **keywords,
 ) -> InversionSummary:
     """Invert a reflectance cube file for single-scattering albedo maps, block by block.
 
@@ -67,15 +63,19 @@ def invert_file(
             surface when given), ``"local"`` (required) or ``"ellipsoid"``; recorded.
         params: `lumaxlike.HapkeParams` or `lumaxlike.PhotometricFunction` (the w map then
             holds its albedo A, solved in closed form), or a sequence of one per band.
-        solver: ``"jax"`` or ``"numba"``, or a `lumaxlike.SolverOptions` (``max_iter`` and
-            ``tol``, keywords for the simple case, are its fields: None for
-            `lumaxlike.invert`'s defaults).
+        solver: ``"jax"`` or ``"numba"``, or a `lumaxlike.SolverOptions` (whose
+            ``max_iter`` and ``tol`` the settings' may give instead).
         units: what the cube holds: ``"r"`` (1/sr), ``"radf"`` (pi r = I/F), ``"reff"``
             (pi r / cos i) or ``"radiance"`` [W m^-2 um^-1 sr^-1], converted to I/F =
             pi L d^2 / F; required, never guessed. A cube whose label or values
             contradict it is refused before any work.
-        sigma: standard uncertainty of the cube's values, in ``units``; when given the
-            sigma map of w is written too.
+        settings: the inversion's options as one `lumaxlike.InvertSettings` (None: the
+            defaults).
+        **keywords: the options of `lumaxlike.InvertSettings` by name (``refl_sigma``:
+            the standard uncertainty of the cube's values, in ``units``, which writes the
+            sigma map of w too; ``max_iter``; ``tol``; ``sigma``, ``refl_sigma``'s old
+            name, still taken with a DeprecationWarning), and the fields of ``run`` and
+            ``product`` (below) for the simple case.
         parameters: names of `lumaxlike.SPECTRAL_PRODUCTS` made from each block's w in
             the same pass: ``OUT_<name>`` maps (docs/spectral-parameters.md).
         command: the command line to record in the outputs' provenance (see
@@ -100,22 +100,27 @@ def invert_file(
             geometry bands that make no geometry (the message lists the bands found and
             the layouts expected), local-surface bands that cannot be used.
     """
+    settings = InvertSettings.merged(settings, keywords)
+    refuse_unknown("invert_file", keywords, RUN_AND_PRODUCT)
     same = same_pass(INVERT, parameters, "w", "w")
-    run, product, options = front_end_options(run, product, solver, locals())
+    keywords.update(settings.solver_keywords())
+    run, product, options = front_end_options(run, product, solver, keywords)
+    sigma = settings.refl_sigma
     return run_on_cube(
         same.operation,
         CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product),
         run=run,
         solver=options,
-        plan=same.plan(lambda setup: _plan(setup, params)),
+        plan=same.plan(lambda setup: _plan(setup, params, settings)),
         fields=same.operation.written(sigma=sigma),
         layout=same.operation.layout(units),
-        call=same.call(geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma),
+        call=same.call(geometry=geometry, dtm=dtm, params=params, units=units, refl_sigma=sigma),
         command=command,
     )
 
 
-def _plan(setup, params) -> BlockPlan:
-    """One model per band of the opened cube."""
+def _plan(setup, params, settings: InvertSettings) -> BlockPlan:
+    """One model per band of the opened cube, and the settings."""
     band_params = per_band_params(params, setup.info.bands)
-    return BlockPlan(params=band_params, recorded_params=band_params)
+    extra = {"settings": settings}
+    return BlockPlan(params=band_params, recorded_params=band_params, extra=lambda rows: extra)

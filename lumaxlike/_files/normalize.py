@@ -11,11 +11,18 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._declared_options import refuse_unknown, takes_options
 from .._io.read.raster import CubeReader, check_aligned
-from .._normalize.standard import DEFAULT_STANDARD, standard_angles
+from .._normalize.options import NormalizeSettings
 from .._operations.blocks import per_band_params
 from .._operations.normalize import NORMALIZE
-from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
+from .._options import (
+    RUN_AND_PRODUCT,
+    ProductOptions,
+    RunOptions,
+    SolverOptions,
+    front_end_options,
+)
 from .._run.progress import InversionSummary
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .spectral import same_pass
@@ -55,6 +62,7 @@ class _MapReader:
             reader.close()
 
 
+@takes_options(NormalizeSettings, RUN_AND_PRODUCT)
 def normalize_file(
     cube_path,
     out_path,
@@ -65,27 +73,13 @@ def normalize_file(
     params,
     solver: str | SolverOptions,
     units,
-    standard=DEFAULT_STANDARD,
     param_maps=None,
-    chunk_rows=None,
-    overwrite=False,
-    progress=None,
-    sigma=None,
-    workers=1,
-    scheduler=None,
-    max_iter=None,
-    tol=None,
     command=None,
-    correction_undone=False,
-    reff_incidence=None,
-    solar_spectrum=None,
-    solar_distance=None,
-    wavelengths_from=None,
-    thermal_bands="keep",
-    resume=False,
     parameters=None,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
+    settings: NormalizeSettings | None = None,
+    **keywords,
 ) -> InversionSummary:
     """Photometric normalisation of a reflectance cube file, block by block.
 
@@ -95,12 +89,9 @@ def normalize_file(
 
     Args:
         cube_path: as in `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
-            ``surface``, ``solver``, ``units``, ``command``, the run's options
-            ``run``, ``chunk_rows``, ``overwrite``, ``progress``, ``workers``,
-            ``scheduler``, ``resume``, and the product's ``product``,
-            ``correction_undone``, ``reff_incidence``, ``solar_spectrum``,
-            ``solar_distance``, ``wavelengths_from``, ``thermal_bands``; ``max_iter`` and
-            ``tol`` are the solver's); a product already normalised,
+            ``surface``, ``solver``, ``units``, ``command``, the run's options ``run``
+            and the product's ``product``, each also by its fields' names); a product
+            already normalised,
             such as M3 L2, is read at its standard geometry; radiance
             (``units="radiance"``) is converted to I/F as `invert_file` does; bad bands
             (``bbl`` = 0) are not solved: NaN with status ``BAD_BAND``.
@@ -109,20 +100,27 @@ def normalize_file(
             ``sigma``, ``OUT_sigma`` its uncertainty (netCDF/zarr: variables reflectance,
             status, sigma).
         params: `lumaxlike.HapkeParams`, or a sequence of one per band.
-        standard: (incidence, emission, phase) [rad] of the standard geometry.
         param_maps: ``{HapkeParams field: raster path}``: rasters on the cube's grid with
             1 band (per pixel) or one per cube band, replacing that field (roughness in
             degrees, the others in their units); NaN/nodata makes the pixel NONFINITE_INPUT.
-        sigma: standard uncertainty of the cube's values in ``units``; writes OUT_sigma.
         parameters: spectral products of each block's normalised reflectance (as
             written), as `invert_file`'s of w.
+        settings: the normalisation's options as one `lumaxlike.NormalizeSettings`
+            (None: the defaults).
+        **keywords: the options of `lumaxlike.NormalizeSettings` by name (``standard``
+            [rad]; ``refl_sigma``, the cube's standard uncertainty in ``units``, which
+            writes OUT_sigma; ``max_iter``; ``tol``; ``sigma``, ``refl_sigma``'s old
+            name, with a DeprecationWarning) and the fields of ``run`` and ``product``.
 
     Returns:
         `InversionSummary` (``verb`` "normalised").
     """
+    settings = NormalizeSettings.merged(settings, keywords)
+    refuse_unknown("normalize_file", keywords, RUN_AND_PRODUCT)
     same = same_pass(NORMALIZE, parameters, "reflectance", "normalized")
-    run, product, options = front_end_options(run, product, solver, locals())
-    standard = standard_angles(standard)
+    keywords.update(settings.solver_keywords())
+    run, product, options = front_end_options(run, product, solver, keywords)
+    standard, sigma = settings.standard, settings.refl_sigma
     if param_maps is not None and not isinstance(param_maps, Mapping):
         raise ValueError(
             f"param_maps must be a mapping of HapkeParams fields to raster paths, got "
@@ -137,7 +135,7 @@ def normalize_file(
             inputs,
             run=run,
             solver=options,
-            plan=same.plan(lambda setup: _plan(setup, params, standard, param_maps, stack)),
+            plan=same.plan(lambda setup: _plan(setup, params, settings, param_maps, stack)),
             fields=same.operation.written(sigma=sigma),
             layout=same.operation.layout("radf" if units == "radiance" else units),  # I/F
             call=same.call(
@@ -147,21 +145,21 @@ def normalize_file(
                 units=units,
                 standard=standard,
                 param_maps=param_maps or None,
-                sigma=sigma,
+                refl_sigma=sigma,
             ),
             command=command,
         )
 
 
-def _plan(setup, params, standard, param_maps, stack) -> BlockPlan:
-    """One model per band, the standard geometry, the units and the parameter maps' rows;
-    the map readers closed with ``stack``."""
+def _plan(setup, params, settings, param_maps, stack) -> BlockPlan:
+    """One model per band, the settings (the standard geometry), the units and the
+    parameter maps' rows; the map readers closed with ``stack``."""
     band_params = per_band_params(params, setup.info.bands)
     maps = stack.enter_context(contextlib.closing(_MapReader(param_maps, setup.info)))
     units = setup.cube.units
     return BlockPlan(
         params=band_params,
         recorded_params=band_params,
-        extra=lambda rows: {"standard": standard, "units": units, **maps.read(rows)},
-        record={"standard": standard, "param_maps": param_maps or None},
+        extra=lambda rows: {"settings": settings, "units": units, **maps.read(rows)},
+        record={"standard": settings.standard, "param_maps": param_maps or None},
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._declared_options import refuse_unknown, takes_options
+from .._declared_options import refuse_unknown, renamed_keyword, takes_options
 from .._io.read.radiance import band_irradiance, load_solar_spectrum
 from .._io.read.spectral_metadata import to_micrometers
 from .._operations.thermal import THERMAL, ThermalSettings
@@ -42,13 +42,14 @@ def remove_thermal_file(
     params,
     units,
     solver: str | SolverOptions,
-    sigma=None,
+    refl_sigma=None,
     max_iter=None,
     tol=None,
     command=None,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
     settings: ThermalSettings | None = None,
+    sigma=None,
     **keywords,
 ) -> InversionSummary:
     """Remove the thermal emission of a cube file, block by block (`lumaxlike.remove_thermal`).
@@ -69,8 +70,9 @@ def remove_thermal_file(
         params: the `lumaxlike.HapkeParams` of the surface.
         units: ``"r"``, ``"radf"`` or ``"radiance"`` (REFF is refused: its incidence
             normalisation would hide the geometry the emissivity needs).
-        sigma: standard uncertainty of the cube's values in ``units``; None: estimated
+        refl_sigma: standard uncertainty of the cube's values in ``units``; None: estimated
             per pixel from the fit's residual (``method="prior"`` needs it).
+        sigma: the deprecated name of ``refl_sigma`` (a DeprecationWarning).
         run: `lumaxlike.RunOptions`.
         product: `lumaxlike.ProductOptions`.
         settings: the thermal options as one `lumaxlike.ThermalSettings` (None: the
@@ -92,11 +94,12 @@ def remove_thermal_file(
     settings = ThermalSettings.merged(settings, keywords)
     refuse_unknown("remove_thermal_file", keywords, RUN_AND_PRODUCT)
     keywords.update(max_iter=max_iter, tol=tol)
+    sigma = renamed_keyword("remove_thermal_file", "sigma", sigma, "refl_sigma", refl_sigma)
     run, product, options = front_end_options(run, product, solver, keywords)
     if units == "reff":
         raise ValueError('units="reff" is not supported by the thermal removal; give r or radf')
     if settings.method == "prior" and sigma is None:
-        raise ValueError('method="prior" needs sigma: it weighs the data against the prior')
+        raise ValueError('method="prior" needs refl_sigma: it weighs the data against the prior')
     inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
     out_units = "r" if units == "r" else "radf"
     return run_on_cube(
@@ -108,7 +111,12 @@ def remove_thermal_file(
         fields=THERMAL.written(),
         layout=THERMAL.layout(out_units),
         call=dict(
-            geometry=geometry, dtm=dtm, params=params, units=units, sigma=sigma, **settings.record()
+            geometry=geometry,
+            dtm=dtm,
+            params=params,
+            units=units,
+            refl_sigma=sigma,
+            **settings.record(),
         ),
         command=command,
     )

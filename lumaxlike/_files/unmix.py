@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._declared_options import renamed_keyword
 from .._operations.unmix import UNMIX, UnmixOptions, unmix_fields, unmix_record
 from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
 from .._params import HapkeParams
@@ -96,7 +97,7 @@ def unmix_file(
     chunk_rows=None,
     overwrite=False,
     progress=None,
-    sigma=None,
+    refl_sigma=None,
     workers=1,
     scheduler=None,
     max_iter=None,
@@ -115,6 +116,7 @@ def unmix_file(
     resume=False,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
+    sigma=None,
 ) -> UnmixSummary:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
@@ -137,9 +139,10 @@ def unmix_file(
         params: one `lumaxlike.HapkeParams` for every band (the mixture's).
         solver: as for `lumaxlike.unmix` (so are ``route``, ``sum_to_one``,
             ``max_iter`` and ``tol``), or a `lumaxlike.SolverOptions`.
-        sigma: standard uncertainty of the cube's values, in ``units`` ("r" or "radf";
+        refl_sigma: standard uncertainty of the cube's values, in ``units`` ("r" or "radf";
             a reflectance factor's uncertainty in r varies with cos i per pixel, which
             `unmix` does not take): weights the bands and scales the sigma map.
+        sigma: the deprecated name of ``refl_sigma`` (a DeprecationWarning).
         library: how the endmembers were made (JSON-able mapping, e.g. the library
             files and their geometry), recorded with the route, sum-to-one, names,
             densities, grain sizes and extinction efficiencies (``lumaxlike_unmix_*``,
@@ -157,6 +160,7 @@ def unmix_file(
             by wavelength where both give them: any order is matched, other centres
             refused).
     """
+    sigma = renamed_keyword("unmix_file", "sigma", sigma, "refl_sigma", refl_sigma)
     run, product, options = front_end_options(run, product, solver, locals())
     _check_unmix_arguments(route, endmembers, params, sigma, units)
     free = _checked_free(free, endmembers, route, sum_to_one)
@@ -182,8 +186,8 @@ def unmix_file(
 
 def _recorded_call(arguments: dict) -> dict:
     """The arguments of `unmix_file` its record names (``free``, ``starts`` if any free)."""
-    names = ("geometry", "dtm", "endmembers", "params", "units", "route", "sum_to_one", "sigma")
-    call = {name: arguments[name] for name in names}
+    names = ("geometry", "dtm", "endmembers", "params", "units", "route", "sum_to_one")
+    call = {name: arguments[name] for name in names} | {"refl_sigma": arguments["sigma"]}
     call["endmembers"] = arguments["endmembers"].names
     if arguments["free"]:
         call.update(free=arguments["free"], starts=arguments["starts"])

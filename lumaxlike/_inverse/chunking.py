@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._model.numba_threads import run_in_blocks
+
 __all__ = [
     "PROBLEMS_PER_CHUNK",
     "ACCELERATOR_MAX_PROBLEMS",
@@ -19,6 +21,7 @@ __all__ = [
     "balanced_chunk",
     "call_chunk",
     "chunk_problems",
+    "copy_rows",
     "device_memory_bytes",
     "pad_pixels",
     "pipelined",
@@ -34,6 +37,8 @@ PROBLEMS_PER_CHUNK = 1 << 18
 BYTES_PER_PROBLEM = 48
 # Two chunks are in flight (the pipeline): each may take this fraction of device memory.
 DEVICE_MEMORY_FRACTION = 0.125
+# A copy of at least this many bytes runs on the run's threads (`copy_rows`).
+PARALLEL_COPY_BYTES = 1 << 20
 # An accelerator chunk larger than this gains nothing (its time is already far above a
 # dispatch's) and leaves fewer chunks to overlap transfers with.
 ACCELERATOR_MAX_PROBLEMS = 1 << 24
@@ -138,3 +143,24 @@ def pipelined(items, launch, collect) -> None:
         pending = launched
     if pending is not None:
         collect(pending)
+
+
+def copy_rows(target: np.ndarray, source: np.ndarray) -> None:
+    """``target[...] = source[: len(target)]`` (arrays of the same trailing shape), split
+    by rows over the run's threads (`numba_threads.run_in_blocks`) where it is at least
+    `PARALLEL_COPY_BYTES`.
+
+    A result's rows are copied into arrays the call has just allocated, and writing fresh
+    memory costs mostly page faults, not bandwidth: measured on the TPU v5e host, storing
+    a 1024 x 1024 x 64 `invert`'s 0.87 GB of results from the device's buffers took 1.97
+    s of a 2.35 s call on one thread (a copy into memory already written: 0.05 s).
+    Faults on several threads proceed in parallel; NumPy's copy releases the GIL.
+    """
+    if target.nbytes < PARALLEL_COPY_BYTES or target.ndim == 0:
+        target[...] = source[: len(target)] if target.ndim else source
+        return
+    run_in_blocks(_copy_block, target.shape[0], target, source)
+
+
+def _copy_block(first: int, last: int, target: np.ndarray, source: np.ndarray) -> None:
+    target[first:last] = source[first:last]

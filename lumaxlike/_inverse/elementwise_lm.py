@@ -1,7 +1,8 @@
 """The one JAX Levenberg-Marquardt: `ElementwiseLevenbergMarquardt`, an optimistix
 least-squares solver for many independent small problems at once, every JAX operation's
-solver (`invert` and `normalize` through the one-parameter case, `fit`, `unmix` through
-`subproblem`, `remove_thermal` through `rules`).
+solver (`invert` and `normalize` through the one-parameter case, `fit`, its joint fits
+through `normal_equations` in arrow blocks, `unmix` through `subproblem`,
+`remove_thermal` through `rules`).
 
 Why this formulation (the design alternatives and their measured rates are in
 `benchmarks/README.md` and the guide): `jax.vmap` over one `optx.least_squares` per
@@ -37,7 +38,8 @@ structure gives its own (`unmix`: the damped programme on the simplex, solved by
 active set whose working set is carried from step to step; `unmix` with free grain
 sizes: the step of the nonlinear parameters with the fractions solved exactly, which
 `normal_equations` returns as a fourth output, the point it is at: variable
-projection). The step, acceptance,
+projection; the joint fits: J^T J in arrow blocks, a pytree that their `subproblem`, a
+Schur-complement step, and their `linear_decrease` read). The step, acceptance,
 damping and convergence rules are `lm_rules`, the same scalar code the numba solvers
 run, applied element-wise (their cost tie scales with the dtype, so float32 reaches
 them); converged problems are frozen. Sums over observations
@@ -48,6 +50,7 @@ in any chunk or batch.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -59,7 +62,13 @@ from .._model._backends import retarget_to_jax
 from . import lm_rules
 from .ordered_sums import dot_last, sum_last
 
-__all__ = ["ElementwiseLevenbergMarquardt", "Subproblem", "box_subproblem", "ordered_cost"]
+__all__ = [
+    "ElementwiseLevenbergMarquardt",
+    "Subproblem",
+    "box_subproblem",
+    "dense_decrease",
+    "ordered_cost",
+]
 
 _lm = retarget_to_jax(lm_rules)
 
@@ -71,8 +80,10 @@ def ordered_cost(residual):
     return sum_last(residual * residual)
 
 
-def _linear_decrease(step, jtj, jtf):
-    """Decrease of the linearised cost along `step`: -(2 step.J^T f + step.J^T J step)."""
+def dense_decrease(step, jtj, jtf):
+    """Decrease of the linearised cost along `step` (batch + (p,)) of every problem,
+    -(2 step.J^T f + step.J^T J step), from J^T J (batch + (p, p)) and J^T f (batch +
+    (p,)): the default `linear_decrease` hook."""
     return -(2.0 * sum_last(step * jtf) + sum_last(step * sum_last(jtj * step[..., None, :])))
 
 
@@ -89,10 +100,10 @@ class _OneParameterState(NamedTuple):
 class _LMState(NamedTuple):
     # a named tuple, not an equinox module: its tree survives pickling, so the programs
     # that return it can be stored compiled (`jax_executables`)
-    residual: Any  # batch + (observations,), or None (`keep_residuals` False)
+    residual: Any  # batch + (observations,) (or a pytree), or None (`keep_residuals` False)
     cost: Any  # batch: the sum of the squared residuals (`cost_function`)
-    jtj: Any  # batch + (p, p)
-    jtf: Any  # batch + (p,)
+    jtj: Any  # batch + (p, p), or the operation's structure of it (`linear_decrease`)
+    jtf: Any  # batch + (p,), the same way
     damping: Any  # batch: lambda
     growth: Any  # batch: nu, lambda's growth factor on rejection
     converged: Any
@@ -151,6 +162,16 @@ def _keep_where(keep, old, new):
         return jnp.where(keep.reshape(keep.shape + (1,) * (jnp.ndim(a) - keep.ndim)), a, b)
 
     return jax.tree_util.tree_map(select, old, new)
+
+
+def _all_zero(residual, batch_ndim):
+    """Whether every residual of a problem is 0 (batch bool), over every leaf of the
+    pytree `residual`, whose leaves have the `batch_ndim` batch axes first."""
+    zero = [
+        jnp.all(leaf == 0.0, axis=tuple(range(batch_ndim, jnp.ndim(leaf))))
+        for leaf in jax.tree_util.tree_leaves(residual)
+    ]
+    return functools.reduce(jnp.logical_and, zero)
 
 
 def _evaluated_at(fn, y, args, jacobian, normal_equations):
@@ -236,7 +257,11 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     that solve (its problems' steps are the same as in one longer solve);
     `options["carried"]` is the `subproblem`'s per-problem state at `y` to start from
     (`Subproblem.carried`; default None); `options["evaluated"]`, (residuals, J^T J,
-    J^T f) at `y`, spares init their evaluation. The final state holds each problem's
+    J^T f) at `y`, spares init their evaluation; `options["max_iterations"]`, an int
+    that may be traced (optimistix's `max_steps` is a Python int: a program for each
+    value), ends the solve once every problem has converged or taken that many
+    iterations (its state's count; where all start at 0, after that many steps, as
+    `max_steps` would). The final state holds each problem's
     residuals (unless `keep_residuals` is False), their cost (the sum of their squares),
     J^T J, J^T f and the carried state.
 
@@ -255,7 +280,10 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             operation solves exactly at every point (variable projection: `unmix`'s
             fractions at given grain sizes); a trial is then taken at that point. The
             solve must then start at such a point, with its normal equations given as
-            `options["evaluated"]` (init cannot move y).
+            `options["evaluated"]` (init cannot move y). J^T J and J^T f may come in
+            the operation's own structure, pytrees with the batch axes first (the joint
+            fits' arrow blocks), read by its `subproblem` and `linear_decrease` alone;
+            the residuals may be a pytree, with `cost_function` reading it.
         one_parameter: None, or the one-parameter, one-observation case: a tuple
             (evaluate, propose, update) where `evaluate(y, args)` gives (residual, slope),
             each of shape `batch` like y (no parameter axis), and `propose`, `update` are
@@ -295,6 +323,9 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             step where the operation needs the cost alone (`unmix`).
         cost_function: residuals (batch + (observations,)) -> the cost of every problem
             (batch); default `ordered_cost` (in index order, the same bits in any batch).
+        linear_decrease: (step (batch + (p,)), J^T J, J^T f) -> the decrease of the
+            linearised cost along the step (batch), -(2 step.J^T f + step.J^T J step),
+            for the gain ratio and the Newton step's tests; default `dense_decrease`.
     """
 
     tol: float
@@ -310,6 +341,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     start_damping: float = 0.0
     keep_residuals: bool = eqx.field(static=True, default=True)
     cost_function: Any = eqx.field(static=True, default=ordered_cost)
+    linear_decrease: Any = eqx.field(static=True, default=dense_decrease)
     # optimistix's abstract attributes, unused: convergence is per problem, on the step
     # (`tol`). Keyword-only: type checkers order a redeclared base field at the base's place.
     rtol: float = eqx.field(default=0.0, kw_only=True)
@@ -342,7 +374,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             jtf=jtf,
             damping=jnp.full(batch, self.start_damping, y.dtype),
             growth=jnp.full(batch, 2.0, y.dtype),
-            converged=frozen | jnp.all(residual == 0.0, axis=-1),
+            converged=frozen | _all_zero(residual, len(batch)),
             iterations=jnp.zeros(batch, jnp.int32),
             carried=(options or {}).get("carried"),
         )
@@ -369,7 +401,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             newton=False,
         )
         solvable = damped.solvable
-        predicted = _linear_decrease(damped.point - y, state.jtj, state.jtf)
+        predicted = self.linear_decrease(damped.point - y, state.jtj, state.jtf)
         trial, evaluated = _evaluated_at(
             fn, damped.point, args, self.jacobian, self.normal_equations
         )
@@ -408,13 +440,11 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         keep = state.converged | ~accept  # problems whose point does not move
         new_state = _LMState(
             residual=(
-                jnp.where(keep[..., None], state.residual, residual_trial)
-                if self.keep_residuals
-                else None
+                _keep_where(keep, state.residual, residual_trial) if self.keep_residuals else None
             ),
             cost=jnp.where(keep, cost, cost_trial),
-            jtj=jnp.where(keep[..., None, None], state.jtj, jtj_trial),
-            jtf=jnp.where(keep[..., None], state.jtf, jtf_trial),
+            jtj=_keep_where(keep, state.jtj, jtj_trial),
+            jtf=_keep_where(keep, state.jtf, jtf_trial),
             damping=jnp.where(state.converged, state.damping, damping),
             growth=jnp.where(state.converged, state.growth, growth),
             converged=state.converged | converged,
@@ -430,7 +460,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         where the subproblem is not solvable (the decrease also where `newton_cut` and
         the constraints cut the step into a rise)."""
         size = jnp.where(newton.solvable, jnp.max(jnp.abs(newton.step), axis=-1), jnp.inf)
-        decrease = _linear_decrease(newton.step, jtj, jtf)
+        decrease = self.linear_decrease(newton.step, jtj, jtf)
         usable = newton.solvable
         if self.newton_cut:
             usable = usable & ~(decrease < -_lm.cost_tie(cost) * cost)
@@ -507,7 +537,11 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         return y, new_state, None
 
     def terminate(self, fn, y, args, options, state, tags):
-        return jnp.all(state.converged), optx.RESULTS.successful
+        finished = state.converged
+        limit = (options or {}).get("max_iterations")
+        if limit is not None:  # a bound that may be traced, unlike optimistix's max_steps
+            finished = finished | (state.iterations >= limit)
+        return jnp.all(finished), optx.RESULTS.successful
 
     def postprocess(self, fn, y, aux, args, options, state, tags, result):
         return y, aux, {}

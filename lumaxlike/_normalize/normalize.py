@@ -7,14 +7,16 @@ import dataclasses
 
 import numpy as np
 
-from .._inverse.albedo.invert import DEFAULT_MAX_ITER, SOLVERS, default_chunk_pixels, invert
+from .._declared_options import refuse_unknown, takes_options
+from .._inverse.albedo.invert import SOLVERS, default_chunk_pixels, invert
 from .._inverse.chunking import call_chunk, pad_pixels
 from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
 from .._status import Status
+from .options import NormalizeSettings
 from .param_maps import check_param_maps
-from .standard import DEFAULT_STANDARD, standard_angles, standard_reflectance, standard_vectors
+from .standard import standard_reflectance, standard_vectors
 
 __all__ = ["NormalizationResult", "normalize"]
 
@@ -47,6 +49,7 @@ class NormalizationResult:
         return {code.name: int(values[code]) for code in Status}
 
 
+@takes_options(NormalizeSettings)
 def normalize(
     refl,
     to_sun,
@@ -55,12 +58,10 @@ def normalize(
     params: HapkeParams,
     solver: str = "jax",
     *,
-    standard=DEFAULT_STANDARD,
-    refl_sigma=None,
     param_maps=None,
-    max_iter: int = DEFAULT_MAX_ITER,
-    tol: float | None = None,
     chunk_size: int | None = None,
+    settings: NormalizeSettings | None = None,
+    **options,
 ) -> NormalizationResult:
     """Photometric normalisation: the reflectance each pixel would have at a standard geometry.
 
@@ -82,9 +83,6 @@ def normalize(
         solver: ``"jax"`` or ``"numba"``, the inversion's solver (the model at the
             standard geometry is evaluated by the same compiled numba code either way for
             a Hapke model).
-        standard: (incidence, emission, phase) of the standard geometry [rad]; default
-            (30, 0, 30) deg. 0 <= i, e < pi/2 and |i - e| <= g <= i + e.
-        refl_sigma: 1-sigma uncertainty of `refl` [1/sr], a scalar or one per band.
         param_maps: optional {HapkeParams field: array} of per-pixel parameters
             replacing that field of `params`: shape ``pixels`` (one value per pixel) or
             ``pixels + (bands,)``, in the field's units (roughness [rad]). Pixels with
@@ -92,9 +90,14 @@ def normalize(
             WAC's) cost a few solver calls; maps whose every pixel differs cost one call
             per pixel (bin them first for speed). NaN or inf in a map makes that problem
             NONFINITE_INPUT.
-        max_iter: as in `lumaxlike.invert`.
-        tol: as in `lumaxlike.invert`.
         chunk_size: as in `lumaxlike.invert`.
+        settings: the options below as one `NormalizeSettings` (None: the defaults).
+        **options: the options of `NormalizeSettings` by name (each there with its unit,
+            default and meaning): ``standard`` ((incidence, emission, phase) of the
+            standard geometry [rad]; default (30, 0, 30) deg; 0 <= i, e < pi/2 and
+            |i - e| <= g <= i + e), ``refl_sigma`` (1-sigma uncertainty of `refl`
+            [1/sr], a scalar or one per band), ``max_iter`` and ``tol`` (as in
+            `lumaxlike.invert`).
 
     Returns:
         `NormalizationResult` (reflectance, status, sigma, w), each shaped like `refl`.
@@ -102,7 +105,10 @@ def normalize(
     Raises:
         ValueError: naming the argument: bad `standard`, `param_maps`, `solver`,
             `refl_sigma`, shapes or dtypes (see `lumaxlike.invert`).
+        TypeError: a keyword that is no option.
     """
+    settings = NormalizeSettings.merged(settings, options)
+    refuse_unknown("normalize", options)
     check_choice("solver", solver, SOLVERS)
     if not isinstance(params, (HapkeParams, PhotometricFunction)):
         raise ValueError(
@@ -112,7 +118,7 @@ def normalize(
         raise ValueError(
             "param_maps are maps of HapkeParams fields; params is a PhotometricFunction"
         )
-    angles = standard_angles(standard)
+    angles = settings.standard
     vectors = standard_vectors(*angles)
     refl = as_float_array("refl", refl)
     geometry = [
@@ -121,9 +127,9 @@ def normalize(
     ]
     shape = layout("refl", refl, dict(zip(("to_sun", "to_sensor", "normal"), geometry)))
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
-    band_sigma = check_band_sigma(refl_sigma, shape.n_bands)
+    band_sigma = check_band_sigma(settings.refl_sigma, shape.n_bands)
     maps = check_param_maps(param_maps, params, shape.pixel_shape, shape.n_bands)
-    options = {"max_iter": max_iter, "tol": tol, "chunk_size": chunk_size}
+    options = {"max_iter": settings.max_iter, "tol": settings.tol, "chunk_size": chunk_size}
 
     if maps is None:
         outputs = _normalize_flat(

@@ -1,14 +1,12 @@
 """The standard geometry of photometric normalisation and the model evaluated there.
 
-`standard_angles` checks a user's (incidence, emission, phase) triple; `standard_vectors`
-turns it into direction vectors on a flat surface; `standard_reflectance` is the one place
+`standard_angles` (`options`, where the option is declared) checks a user's (incidence,
+emission, phase) triple; `standard_vectors` turns it into direction vectors on a flat surface; `standard_reflectance` is the one place
 the model is evaluated at the standard geometry (r and dr/dw), so another kind of model
 is one more branch there.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -19,6 +17,7 @@ from .._model.numba_cache import cached_njit
 from .._model.numba_model import MODEL_MODULES, as_kernel_array, kernel_params, model_scalars
 from .._model.numba_threads import run_in_blocks
 from .._params import HapkeParams
+from .options import DEFAULT_STANDARD, standard_angles
 
 __all__ = [
     "DEFAULT_STANDARD",
@@ -28,53 +27,10 @@ __all__ = [
     "standard_vectors",
 ]
 
-DEFAULT_STANDARD: tuple[float, float, float] = (math.radians(30.0), 0.0, math.radians(30.0))
-"""(incidence, emission, phase) [rad] of the usual standard geometry (ISIS photomet, M3,
-LROC WAC): i = 30 deg, e = 0 deg, g = 30 deg."""
-
-# slack for a phase angle computed from the other two in floating point [rad]
-_ANGLE_SLACK = 1e-9
-
-
 # Module-level names: numba resolves globals, not attributes of a namespace object.
 pixel_terms = numba_equations.pixel_terms
 reflectance_and_slope = numba_equations.reflectance_and_slope
 reflectance = numba_equations.reflectance
-
-
-def standard_angles(standard) -> tuple[float, float, float]:
-    """``standard`` checked: (incidence, emission, phase) [rad] as three floats.
-
-    Raises:
-        ValueError: naming ``standard``, unless it is three finite numbers with
-            0 <= incidence < pi/2, 0 <= emission < pi/2 and
-            |incidence - emission| <= phase <= incidence + emission (the phase angle of
-            a source and an observer at those zenith angles), or if it looks like degrees.
-    """
-    try:
-        values = np.asarray(standard, dtype=np.float64)
-    except (TypeError, ValueError):
-        values = None
-    if values is None or values.shape != (3,) or not np.all(np.isfinite(values)):
-        raise ValueError(
-            f"standard must be three finite numbers (incidence, emission, phase) "
-            f"in radians, got {standard!r}"
-        )
-    incidence, emission, phase = (float(v) for v in values)
-    hint = (
-        "; angles are in radians (numpy.radians((30, 0, 30)) for degrees)"
-        if max(values) > 1.6
-        else ""
-    )
-    for name, value in (("incidence", incidence), ("emission", emission)):
-        if not 0.0 <= value < math.pi / 2:
-            raise ValueError(f"standard {name} must lie in [0, pi/2) rad, got {value!r}{hint}")
-    if not abs(incidence - emission) - _ANGLE_SLACK <= phase <= incidence + emission + _ANGLE_SLACK:
-        raise ValueError(
-            f"standard phase {phase!r} rad is impossible with incidence {incidence!r} and "
-            f"emission {emission!r}: it must lie in [|i - e|, i + e]{hint}"
-        )
-    return incidence, emission, phase
 
 
 def standard_vectors(

@@ -17,7 +17,14 @@ from .._params import HapkeParams
 from .._photometric import PhotometricFunction
 from .._shapes import check_choice
 
-__all__ = ["SOLVERS", "band_groups", "check_solver", "numba_threads", "per_band_params"]
+__all__ = [
+    "SOLVERS",
+    "band_groups",
+    "block_solver_keywords",
+    "check_solver",
+    "numba_threads",
+    "per_band_params",
+]
 
 
 def check_solver(solver) -> str:
@@ -69,6 +76,13 @@ def band_groups(params: list[HapkeParams]) -> list[tuple[HapkeParams, np.ndarray
     for band, item in enumerate(params):
         groups.setdefault(id(item), (item, []))[1].append(band)
     return [(item, np.asarray(bands)) for item, bands in groups.values()]
+
+
+def block_solver_keywords(options) -> dict:
+    """A block task's ``max_iter``, ``tol`` and ``chunk_size`` for `invert` or
+    `normalize`, from its `SolverOptions`: those it sets (None: the operation's own)."""
+    given = {"max_iter": options.max_iter, "tol": options.tol, "chunk_size": options.chunk_size}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 @contextlib.contextmanager

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import dataclasses
 
 import numpy as np
 
 from .._inverse.albedo.invert import invert
+from .._inverse.options import InvertSettings
 from .._io.write.layout import INVERSION_LAYOUT
 from .._options import SolverOptions
 from .._status import RESULT_FIELDS
-from .blocks import band_groups, numba_threads
+from .blocks import band_groups, block_solver_keywords, numba_threads
 from .declaration import Operation
 
 __all__ = ["INVERT", "invert_block"]
 
 
 def invert_block(
-    refl, to_sun, to_sensor, normal, params, options: SolverOptions, refl_sigma=None, w0=None
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    params,
+    options: SolverOptions,
+    refl_sigma=None,
+    w0=None,
+    settings: InvertSettings | None = None,
 ) -> dict[str, np.ndarray]:
     """Invert a block of pixels for w, band groups with their own parameters.
 
@@ -31,6 +40,9 @@ def invert_block(
         refl_sigma: standard uncertainty of r [1/sr], a scalar or an array broadcastable
             to ``refl`` (e.g. per pixel); None for no uncertainty propagation.
         w0: optional starting albedo, broadcastable to ``refl``.
+        settings: the run's `InvertSettings` (None: the defaults), handed to `invert`
+            whole but for ``refl_sigma`` (this block's, in r) and ``max_iter``, ``tol``
+            (``options``').
 
     Returns:
         ``{field: array}`` for :data:`~lumaxlike._io.write.layout.RESULT_FIELDS`, each of the
@@ -38,12 +50,8 @@ def invert_block(
     """
     refl = np.asarray(refl)
     groups = band_groups(params)
-    kwargs: dict[str, Any] = {
-        "max_iter": options.max_iter,
-        "tol": options.tol,
-        "chunk_size": options.chunk_size,
-    }
-    kwargs = {key: value for key, value in kwargs.items() if value is not None}
+    kwargs = block_solver_keywords(options)
+    settings = dataclasses.replace(settings or InvertSettings(), refl_sigma=None)  # below
     # invert takes one refl_sigma per band; a per-pixel one (e.g. REFF converted to r)
     # scales sigma_w = refl_sigma / |dr/dw| linearly, so solve with 1 and scale after.
     sigma_scale = None
@@ -70,6 +78,7 @@ def invert_block(
                 group_params,
                 options.solver,
                 w0=None if w0 is None else pick(w0),
+                settings=settings,
                 refl_sigma=refl_sigma,
                 **kwargs,
             )

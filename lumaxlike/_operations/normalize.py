@@ -6,15 +6,16 @@ layout."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-from typing import Any
 
 import numpy as np
 
 from .._io.write.layout import FIELD_ATTRS, FieldLayout
 from .._normalize.normalize import normalize
+from .._normalize.options import NormalizeSettings
 from .._options import SolverOptions
-from .blocks import band_groups, numba_threads
+from .blocks import band_groups, block_solver_keywords, numba_threads
 from .declaration import Operation
 
 __all__ = [
@@ -66,7 +67,7 @@ def normalize_block(
     options: SolverOptions,
     refl_sigma=None,
     *,
-    standard,
+    settings: NormalizeSettings,
     units: str,
     param_maps=None,
 ) -> dict[str, np.ndarray]:
@@ -79,19 +80,16 @@ def normalize_block(
         options: solver and its settings.
         refl_sigma: standard uncertainty of r [1/sr], a scalar or an array broadcastable
             to ``refl``; None for none.
-        standard: (incidence, emission, phase) [rad].
+        settings: the `NormalizeSettings` of the run, handed to `normalize` whole but
+            for ``refl_sigma`` (this block's, in r) and ``max_iter``, ``tol`` (``options``').
         units: the units the outputs are returned in (``"r"``, ``"radf"``, ``"reff"``).
         param_maps: ``{field: array of shape pixels (+ (bands,))}`` or None.
     Returns:
         ``{field: array}`` for :data:`NORMALIZATION_FIELDS`, each shaped like ``refl``.
     """
     refl = np.asarray(refl)
-    kwargs: dict[str, Any] = {
-        "max_iter": options.max_iter,
-        "tol": options.tol,
-        "chunk_size": options.chunk_size,
-    }
-    kwargs = {key: value for key, value in kwargs.items() if value is not None}
+    kwargs = block_solver_keywords(options)
+    settings = dataclasses.replace(settings, refl_sigma=None)  # this block's, below
     sigma_scale = None  # sigma is linear in refl_sigma: a per-pixel one scales the result
     if refl_sigma is not None and np.ndim(refl_sigma) > 0:
         sigma_scale = np.broadcast_to(refl_sigma, refl.shape)
@@ -117,7 +115,7 @@ def normalize_block(
                 normal,
                 group_params,
                 options.solver,
-                standard=standard,
+                settings=settings,
                 refl_sigma=refl_sigma,
                 param_maps=maps,
                 **kwargs,
@@ -128,7 +126,7 @@ def normalize_block(
     if sigma_scale is not None:
         fields["sigma"] = (fields["sigma"] * sigma_scale).astype(fields["sigma"].dtype, copy=False)
     for field in ("reflectance", "sigma"):
-        fields[field] = from_r_at_standard(fields[field], units, standard)
+        fields[field] = from_r_at_standard(fields[field], units, settings.standard)
     return fields
 
 

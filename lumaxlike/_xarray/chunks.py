@@ -32,6 +32,8 @@ from .._provenance import make_provenance
 from .geometry import VECTOR_DIM, VECTOR_NAMES, geometry_vectors
 
 __all__ = [
+    "band_maps",
+    "solver_record",
     "OUTPUT_DTYPES",
     "SPECTRAL_DIMS",
     "ChunkMap",
@@ -320,6 +322,23 @@ def provenance_of(refl: xr.DataArray, geometry, **fields):
     plus the source files ``refl`` and a `geometry` Dataset were opened from."""
     source = geometry.encoding.get("source") if isinstance(geometry, xr.Dataset) else None
     return make_provenance(cube=refl.encoding.get("source"), geometry=source, **fields)
+
+
+def band_maps(operation, spec: str, dtype, units: str) -> list[ChunkMap]:
+    """`ChunkMap` of each of ``operation``'s maps (an `Operation` whose maps all have the
+    bands of ``refl``: invert, normalize), in ``dtype`` or its own (`OUTPUT_DTYPES`)."""
+    attrs_of = operation.layout(units).attrs
+    return [
+        ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), attrs_of[field])
+        for field in operation.fields
+    ]
+
+
+def solver_record(options, refl_sigma) -> dict:
+    """The record's solver, tol, max_iter (a `SolverOptions`'s) and refl_sigma."""
+    return dict(
+        solver=options.solver, tol=options.tol, max_iter=options.max_iter, refl_sigma=refl_sigma
+    )
 
 
 def result_dataset(variables: Mapping, refl: xr.DataArray, provenance, attrs=None) -> xr.Dataset:

@@ -7,7 +7,9 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
+from .._declared_options import refuse_unknown, takes_options
 from .._inverse.albedo.invert import solver_chunk_pixels
+from .._inverse.options import InvertSettings
 from .._io.missions.product_dataarray import (
     product_geometry_of,
     product_record_of,
@@ -18,28 +20,36 @@ from .._operations.invert import INVERT, invert_block
 from .._options import SolverOptions, solver_options
 from .._provenance import python_call
 from .chunks import (
-    OUTPUT_DTYPES,
-    ChunkMap,
     apply_to_chunks,
+    band_maps,
     check_front_end,
     chunk_options,
     chunked_inputs,
     provenance_of,
     result_dataset,
+    solver_record,
     spectral_dim_of,
 )
 
 __all__ = ["invert_dataarray"]
 
 
-def _invert_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, options):
+def _invert_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, options, settings):
     """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) -> 5 result arrays."""
     fields = invert_block(
-        r, to_sun, to_sensor, normal, params, chunk_options(options), refl_sigma=refl_sigma
+        r,
+        to_sun,
+        to_sensor,
+        normal,
+        params,
+        chunk_options(options),
+        refl_sigma=refl_sigma,
+        settings=settings,
     )
     return tuple(fields[field] for field in INVERT.fields)
 
 
+@takes_options(InvertSettings)
 def invert_dataarray(
     refl: xr.DataArray,
     geometry,
@@ -48,11 +58,10 @@ def invert_dataarray(
     *,
     units: str,
     spectral_dim: str | None = None,
-    refl_sigma: float | None = None,
-    max_iter: int | None = None,
-    tol: float | None = None,
     num_threads: int | None = None,
     correction_undone: bool = False,
+    settings: InvertSettings | None = None,
+    **keywords,
 ) -> xr.Dataset:
     """Invert a reflectance DataArray for single-scattering albedo, chunk by chunk.
 
@@ -80,11 +89,12 @@ def invert_dataarray(
             ``BAD_BAND``.
         spectral_dim: name of the spectral dim when it is neither ``band`` nor
             ``wavelength``.
-        refl_sigma: standard uncertainty of ``refl`` in ``units`` (one number); None for
-            no uncertainty (``sigma`` is then NaN).
-        max_iter: passed to `lumaxlike.invert` (None = its default).
-        tol: passed to `lumaxlike.invert` (None = its default).
         num_threads: numba threads per chunk (see the module docstring); None = automatic.
+        settings: the inversion's options as one `lumaxlike.InvertSettings` (None: the
+            defaults).
+        **keywords: the options of `lumaxlike.InvertSettings` by name: ``refl_sigma``
+            (the standard uncertainty of ``refl`` in ``units``, one number; None: no
+            uncertainty, ``sigma`` is then NaN), ``max_iter``, ``tol``.
 
     Returns:
         Dataset with ``w`` [-], ``status`` (int8 `lumaxlike.Status` codes),
@@ -95,11 +105,16 @@ def invert_dataarray(
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
+        TypeError: a keyword that is no option.
     """
+    settings = InvertSettings.merged(settings, keywords)
+    refuse_unknown("invert_dataarray", keywords)
+    refl_sigma = settings.refl_sigma
     check_front_end(refl, units, refl_sigma)
     standard = geometry is None
     geometry = product_geometry_of(refl, geometry, correction_undone)
-    options = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    solving = settings.solver_keywords()
+    options = solver_options(solver, **solving, num_threads=num_threads)
     spec = spectral_dim_of(refl, spectral_dim)
     band_params = per_band_params(params, refl.sizes[spec])
     inputs = chunked_inputs(refl, geometry, spec)
@@ -108,31 +123,23 @@ def invert_dataarray(
     # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
     per_chunk = solver_chunk_pixels(options.solver, refl.sizes[spec], dtype)
     options = dataclasses.replace(options, chunk_size=min(inputs.largest, per_chunk))
-    attrs_of = INVERT.layout(units).attrs
-    maps = [
-        ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), attrs_of[field])
-        for field in INVERT.fields
-    ]
     variables = apply_to_chunks(
         _invert_block,
         inputs,
-        maps,
+        band_maps(INVERT, spec, dtype, units),
         units=units,
         refl_sigma=refl_sigma,
-        kwargs={"params": band_params, "options": options},
+        kwargs={"params": band_params, "options": options, "settings": settings},
     )
     variables["status"] = with_bad_band_status(variables["status"], refl, spec)
     call = dict(units=units, spectral_dim=spectral_dim, refl_sigma=refl_sigma)
-    call.update(max_iter=max_iter, tol=tol, num_threads=num_threads)
+    call.update(solving, num_threads=num_threads)
     provenance = provenance_of(
         refl,
         geometry,
         params=band_params,
         units=units,
-        solver=options.solver,
-        tol=options.tol,
-        max_iter=options.max_iter,
-        refl_sigma=refl_sigma,
+        **solver_record(options, refl_sigma),
         dtype=dtype,
         product=product_record_of(refl, standard),
         command=python_call("invert_dataarray", refl, geometry, params, solver, **call),

@@ -5,28 +5,31 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from .._declared_options import refuse_unknown, takes_options
 from .._inverse.albedo.invert import default_chunk_pixels
 from .._io.missions.product_dataarray import (
     product_geometry_of,
     product_record_of,
     with_bad_band_status,
 )
+from .._normalize.options import NormalizeSettings
 from .._operations.blocks import per_band_params
 from .._options import SolverOptions, solver_options
 from .._provenance import python_call
 from .chunks import (
-    OUTPUT_DTYPES,
-    ChunkMap,
     apply_to_chunks,
+    band_maps,
     check_front_end,
     chunk_options,
     chunked_inputs,
     provenance_of,
     result_dataset,
+    solver_record,
     spectral_dim_of,
 )
 
@@ -45,7 +48,7 @@ def _normalize_block(
     units,
     params,
     options,
-    standard,
+    settings,
 ):
     """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) and the parameter
     maps -> normalised reflectance, status, sigma."""
@@ -64,7 +67,7 @@ def _normalize_block(
         params,
         chunk_options(options),
         refl_sigma=refl_sigma,
-        standard=standard,
+        settings=settings,
         units=units,
         param_maps=param_maps or None,
     )
@@ -85,6 +88,7 @@ def _checked_param_maps(param_maps, refl: xr.DataArray) -> dict:
     return maps
 
 
+@takes_options(NormalizeSettings)
 def normalize_dataarray(
     refl: xr.DataArray,
     geometry,
@@ -92,26 +96,25 @@ def normalize_dataarray(
     solver: str | SolverOptions = "jax",
     *,
     units: str,
-    standard=None,
     param_maps: Mapping | None = None,
     spectral_dim: str | None = None,
-    refl_sigma: float | None = None,
-    max_iter: int | None = None,
-    tol: float | None = None,
     num_threads: int | None = None,
+    settings: NormalizeSettings | None = None,
+    **keywords,
 ) -> xr.Dataset:
     """Photometric normalisation of a reflectance DataArray to a standard geometry, chunk by chunk.
 
     As `invert_dataarray` (same ``refl``, ``geometry``, ``params``, ``solver``,
-    ``units``, ``spectral_dim``, ``refl_sigma``, ``max_iter``, ``tol``, ``num_threads``),
-    with `lumaxlike.normalize` per chunk.
+    ``units``, ``spectral_dim``, ``num_threads``), with `lumaxlike.normalize` per chunk.
 
     Args:
-        standard: (incidence, emission, phase) of the standard geometry [rad]; None for
-            (30, 0, 30) deg.
         param_maps: optional ``{HapkeParams field: DataArray}`` of per-pixel parameters
             on ``refl``'s pixel dims (and optionally its spectral dim), in the field's
             units (roughness [rad]); see `lumaxlike.normalize`.
+        settings: the normalisation's options as one `lumaxlike.NormalizeSettings`
+            (None: the defaults).
+        **keywords: the options of `lumaxlike.NormalizeSettings` by name: ``standard``
+            [rad], ``refl_sigma`` (one number, in ``units``), ``max_iter``, ``tol``.
 
     Returns:
         Dataset with ``reflectance`` (in ``units``, at the standard geometry; REFF with
@@ -119,15 +122,21 @@ def normalize_dataarray(
         ``units``; NaN without ``refl_sigma``), with ``refl``'s dims, coords and chunks
         (lazy when ``refl`` is dask-backed) and the provenance attributes of
         `invert_dataarray` plus the standard geometry.
+
+    Raises:
+        ValueError: bad argument (names it), misaligned geometry or maps.
+        TypeError: a keyword that is no option.
     """
-    from .._normalize.standard import DEFAULT_STANDARD, standard_angles
     from .._operations.normalize import NORMALIZE
 
+    settings = NormalizeSettings.merged(settings, keywords)
+    refuse_unknown("normalize_dataarray", keywords)
+    standard, refl_sigma = settings.standard, settings.refl_sigma
     check_front_end(refl, units, refl_sigma)
     used_standard = geometry is None
     geometry = product_geometry_of(refl, geometry)  # a normalised product: flat at its geometry
-    standard = standard_angles(DEFAULT_STANDARD if standard is None else standard)
-    options = solver_options(solver, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    solving = settings.solver_keywords()
+    options = solver_options(solver, **solving, num_threads=num_threads)
     spec = spectral_dim_of(refl, spectral_dim)
     band_params = per_band_params(params, refl.sizes[spec])
     maps = _checked_param_maps(param_maps, refl)
@@ -139,14 +148,10 @@ def normalize_dataarray(
         options, chunk_size=min(inputs.largest, default_chunk_pixels(refl.sizes[spec]))
     )
     dtype = np.result_type(refl.dtype, np.float32)
-    attrs_of = NORMALIZE.layout(units).attrs
     variables = apply_to_chunks(
         _normalize_block,
         inputs,
-        [
-            ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), attrs_of[field])
-            for field in NORMALIZE.fields
-        ],
+        band_maps(NORMALIZE, spec, dtype, units),
         units=units,
         refl_sigma=refl_sigma,
         kwargs={
@@ -155,25 +160,24 @@ def normalize_dataarray(
             "units": units,
             "params": band_params,
             "options": options,
-            "standard": standard,
+            "settings": settings,
         },
     )
     variables["status"] = with_bad_band_status(variables["status"], refl, spec)
-    call = dict(units=units, standard=standard, param_maps=param_maps, spectral_dim=spectral_dim)
-    call.update(refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, num_threads=num_threads)
+    call: dict[str, Any] = dict(units=units, standard=standard, param_maps=param_maps)
+    call.update(spectral_dim=spectral_dim, refl_sigma=refl_sigma, **solving)
     provenance = provenance_of(
         refl,
         geometry,
         params=band_params,
         units=units,
-        solver=options.solver,
-        tol=options.tol,
-        max_iter=options.max_iter,
-        refl_sigma=refl_sigma,
+        **solver_record(options, refl_sigma),
         dtype=dtype,
         standard=standard,
         param_maps={name: None for name in maps} or None,
         product=product_record_of(refl, used_standard),
-        command=python_call("normalize_dataarray", refl, geometry, params, solver, **call),
+        command=python_call(
+            "normalize_dataarray", refl, geometry, params, solver, **call, num_threads=num_threads
+        ),
     )
     return result_dataset(variables, refl, provenance)

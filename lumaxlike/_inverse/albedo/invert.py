@@ -10,18 +10,29 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
+from ..._declared_options import refuse_unknown, takes_options
 from ..._model.forward import precision_scope
+from ..._model.numba_threads import run_in_blocks
 from ..._params import HapkeParams
 from ..._photometric import PhotometricFunction
 from ..._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
-from ..chunking import call_chunk, chunk_problems, device_memory_bytes, pad_pixels, pipelined
+from ..chunking import (
+    call_chunk,
+    chunk_problems,
+    copy_rows,
+    device_memory_bytes,
+    pad_pixels,
+    pipelined,
+)
 from ..defaults import DEFAULT_MAX_ITER, SOLVERS
+from ..options import InvertSettings
 from ..result import InversionResult
 from .jax_solver import solve_albedo_jax
 from .numba_solver import solve_albedo_numba
 from .photometric_solver import solve_photometric_jax, solve_photometric_numba
 
 __all__ = [
+    "DEFAULT_MAX_ITER",
     "invert",
     "default_tolerance",
     "default_chunk_pixels",
@@ -67,6 +78,7 @@ def solver_chunk_pixels(solver: str, n_bands: int, dtype) -> int:
     return default_chunk_pixels(n_bands, dtype, device_memory_bytes(jax.devices()[0]))
 
 
+@takes_options(InvertSettings)
 def invert(
     refl: Float[ArrayLike, "*pixels bands"],
     to_sun: Float[ArrayLike, "*#pixels 3"],
@@ -76,10 +88,9 @@ def invert(
     solver: str = "jax",
     *,
     w0=None,
-    max_iter: int = DEFAULT_MAX_ITER,
-    tol: float | None = None,
-    refl_sigma=None,
     chunk_size: int | None = None,
+    settings: InvertSettings | None = None,
+    **options,
 ) -> InversionResult:
     """Invert the model for the albedo of every pixel and band: w of a Hapke model, or
     the albedo A of an empirical photometric function (docs/invert.md).
@@ -101,11 +112,14 @@ def invert(
         params: `HapkeParams` or `PhotometricFunction`.
         solver: ``"jax"`` (CPU or GPU; the default here) or ``"numba"`` (CPU, parallel).
         w0: optional start in (0, 1), a scalar or shaped like `refl`; default: the table.
-        max_iter: Levenberg-Marquardt steps per problem at most.
-        tol: tolerance on the step in w; default 1e-10 (float64) or 1e-5 (float32).
-        refl_sigma: 1-sigma of `refl` [1/sr], a scalar or one per band; gives `sigma`.
         chunk_size: pixels per chunk, which bounds memory; the default depends on the
             solver and device (docs/invert.md#chunks-and-memory).
+        settings: the options below as one `InvertSettings` (None: the defaults).
+        **options: the options of `InvertSettings` by name (each there with its unit,
+            default and meaning): ``max_iter`` (Levenberg-Marquardt steps per problem at
+            most), ``tol`` (tolerance on the step in w; default 1e-10 for float64, 1e-5
+            for float32), ``refl_sigma`` (1-sigma of `refl` [1/sr], a scalar or one per
+            band; gives `sigma`).
 
     Returns:
         `InversionResult` with w, status, iterations, residual and sigma shaped like refl.
@@ -114,7 +128,11 @@ def invert(
         ValueError: naming the argument, for an unknown solver, mismatched shapes, w0
             outside (0, 1), non-positive tol, max_iter or chunk_size, a negative or
             infinite refl_sigma, float16 arrays.
+        TypeError: a keyword that is no option.
     """
+    settings = InvertSettings.merged(settings, options)
+    refuse_unknown("invert", options)
+    max_iter, tol, refl_sigma = settings.max_iter, settings.tol, settings.refl_sigma
     check_choice("solver", solver, SOLVERS)
     if not isinstance(params, (HapkeParams, PhotometricFunction)):
         raise ValueError(
@@ -122,10 +140,7 @@ def invert(
         )
     refl = as_float_array("refl", refl)
     problem = _check_problem(refl, (to_sun, to_sensor, normal), solver, w0, refl_sigma, chunk_size)
-    max_iter = check_positive_int("max_iter", max_iter)
     tol = default_tolerance(problem.dtype) if tol is None else float(tol)
-    if not tol > 0.0:
-        raise ValueError(f"tol must be positive, got {tol!r}")
     if isinstance(params, PhotometricFunction):  # A = pi r / pht: no iterations
         _invert_closed_form(problem, params, solver)
     elif solver == "numba":
@@ -169,11 +184,15 @@ class _Problem(NamedTuple):
         sets sigma_w = sigma_r / |dr/dw| where refl_sigma is given."""
         for name, target in targets.items():
             if solved[name] is not target:  # the numba solver wrote into it already
-                target[...] = solved[name][: stop - start]
-        if self.band_sigma is not None:
-            self.outputs["sigma"][start:stop] = self.band_sigma / np.abs(
-                solved["slope"][: stop - start]
-            )
+                copy_rows(target, solved[name])
+        if self.band_sigma is not None:  # rows on the run's threads, as `copy_rows`
+            sigma = self.outputs["sigma"][start:stop]
+            run_in_blocks(_sigma_rows, stop - start, sigma, self.band_sigma, solved["slope"])
+
+
+def _sigma_rows(first: int, last: int, sigma, band_sigma, slope) -> None:
+    """sigma_w = sigma_r / |dr/dw| for rows first..last - 1 of a chunk."""
+    np.divide(band_sigma, np.abs(slope[first:last]), out=sigma[first:last])
 
 
 def _check_problem(refl, geometry, solver, w0, refl_sigma, chunk_size) -> _Problem:
@@ -269,15 +288,18 @@ def _invert_jax(problem: _Problem, params, max_iter: int, tol: float) -> None:
     (`pipelined`)."""
     chunk, dtype = problem.chunk, problem.dtype
     bounds = albedo_bounds(dtype)
+    with_slope = problem.band_sigma is not None
 
     def launch(start):
         start, stop, pieces, piece_w0 = problem.pieces(start)
         launched = _launch_chunk_jax(pieces, piece_w0, chunk, dtype, params, max_iter, tol, bounds)
+        for name in _fetched(with_slope):  # each transfer starts once its output is computed
+            launched[name].copy_to_host_async()
         return start, stop, launched
 
     def collect(launched):
         start, stop, solved = launched
-        fetched = _fetch(solved, problem.band_sigma is not None)
+        fetched = _fetch(solved, with_slope)
         problem.store(start, stop, fetched, problem.targets(start, stop))
 
     pipelined(range(0, problem.refl.shape[0], chunk), launch, collect)
@@ -315,10 +337,14 @@ def _launch_chunk_jax(pieces, w0, chunk, dtype, params, max_iter, tol, bounds):
         return solve_albedo_jax(*arrays, params, start, max_iter, tol, bounds)
 
 
+def _fetched(with_slope: bool) -> tuple:
+    """The outputs fetched from a launched chunk: the slope only where sigma needs it."""
+    return _OUTPUTS + (("slope",) if with_slope else ())
+
+
 def _fetch(solved, with_slope):
-    """A launched chunk's results as NumPy arrays (waits for them): one transfer per
-    output, the slope only where sigma needs it; `invert` then copies them once, into its
-    result arrays."""
-    names = ("w", "status", "iterations", "residual") + (("slope",) if with_slope else ())
-    fetched = jax.device_get({name: solved[name] for name in names})
+    """A launched chunk's results (waits for them): one transfer per output
+    (`_fetched`), already started at the launch; `invert` then copies them once, into its
+    result arrays (`copy_rows`)."""
+    fetched = jax.device_get({name: solved[name] for name in _fetched(with_slope)})
     return {name: np.asarray(value) for name, value in fetched.items()}

@@ -80,6 +80,11 @@ def _solve_albedo_lm(rules, key, args, w, active, tol, lower, upper, max_iter):
     return solution.value, solution.state
 
 
+def _count_dtype(max_iter: int):
+    """The smallest signed integer type that holds every count up to `max_iter`."""
+    return next((t for t in (jnp.int8, jnp.int16) if max_iter <= jnp.iinfo(t).max), jnp.int32)
+
+
 @stored_jit(static_argnames=("max_iter",))
 def solve_albedo_jax(
     refl: Float[jax.Array, "pixels bands"],
@@ -102,7 +107,8 @@ def solve_albedo_jax(
         max_iter: iteration cap (static); tol: step tolerance in w.
         w_bounds: (w_lower, w_upper), the projection interval inside (0, 1).
     Returns:
-        dict of (pixels, bands) arrays: w, status (int8), iterations (int32), residual
+        dict of (pixels, bands) arrays: w, status (int8), iterations (the smallest of
+        int8, int16, int32 that holds `max_iter`: outputs cross the host link), residual
         (model minus observed, 1/sr), slope (dr/dw at w, 1/sr).
     """
     w_lower, w_upper = w_bounds
@@ -136,7 +142,7 @@ def solve_albedo_jax(
             jnp.where(state.converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER),
             status,
         ).astype(jnp.int8),
-        "iterations": jnp.where(active, state.iterations, 0),
+        "iterations": jnp.where(active, state.iterations, 0).astype(_count_dtype(max_iter)),
         "residual": jnp.where(active, state.residual, nan),
         "slope": jnp.where(
             active, jnp.sqrt(state.slope * state.slope), nan

@@ -1,13 +1,20 @@
-"""The JAX solver of joint problems: `numba_solver`'s iteration for a whole chunk at once.
+"""The JAX solver of joint problems: `numba_solver`'s iteration for a whole chunk at once,
+by the shared `ElementwiseLevenbergMarquardt` (`elementwise_lm`, run by
+`optx.least_squares`).
 
-Every problem (a pixel: per-band parameters for each band, shared ones for all) keeps its
-own damping, acceptance and convergence (`lm_rules`, element-wise); converged problems
-are frozen and the `while_loop` ends when all are, or after `max_iter` steps. The model's
-derivative program (`columns_program.split_columns`, the one numba's solvers compile) is
-evaluated in parts as in `fit.jax_solver`: its known part once per pixel and observation, its
-step part per pixel and band, its lane part per pixel, band and observation. The arrow
-blocks of the normal equations are sums in index order (`ordered_sums.sum_last`), so a
-problem's steps do not depend on the batch; the damped step is `schur.arrow_step_jax`.
+Every problem (a pixel: per-band parameters for each band, shared ones for all, as one
+flat vector y, `_split`) keeps its own damping, acceptance and convergence (`lm_rules`,
+element-wise); converged problems are frozen and the solve ends when all are, or after
+`max_iter` steps (a traced bound, `options["max_iterations"]`: every stage of
+`chunk`'s solve runs one program). The operation's hooks: its normal equations in arrow
+blocks (`_normal_equations`), the damped step by the Schur complement
+(`_arrow_subproblem`, `schur.arrow_step_jax`), the cost with its prior rows
+(`_joint_cost`) and the linearised decrease in arrow blocks (`_arrow_decrease`). The
+model's derivative program (`columns_program.split_columns`, the one numba's solvers
+compile) is evaluated in parts as in `fit.jax_solver`: its known part once per pixel and
+observation, its step part per pixel and band, its lane part per pixel, band and
+observation. The arrow blocks are sums in index order (`ordered_sums.sum_last`), so a
+problem's steps do not depend on the batch.
 """
 
 from __future__ import annotations
@@ -17,28 +24,31 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import optimistix as optx
 
-from ..._model._backends import retarget_to_jax
 from ..._model.columns_program import split_columns
 from ..._model.family import jax_equations_for
 from ..._params import PARAMETER_NAMES
 from ..._status import Status
-from .. import lm_rules
 from ..albedo import rules as albedo_rules
+from ..elementwise_lm import ElementwiseLevenbergMarquardt, Subproblem
 from ..ordered_sums import dot_last, sum_last
 from .schur import arrow_step_jax
 
 __all__ = ["solve_joint_jax"]
 
-_lm = retarget_to_jax(lm_rules)
 _TOO_FEW = int(Status.TOO_FEW_OBSERVATIONS)
 
 
-def _normal_equations(xb, xs, inputs, free, key, unit):
-    """(cost, a_blocks, c_blocks, d_block, gb, gs) of every problem at (xb, xs)."""
-    rows, refl, use, weight, mean_b, weight_b, mean_s, weight_s = inputs
-    n_bands, p = xb.shape[1], xb.shape[2]
-    s = xs.shape[1]
+def _normal_equations(y, args, shape, free, key):
+    """(residuals, (a_blocks, c_blocks, d_block), (gb, gs)) of every problem at y (n, bands
+    x p + s) (`_split`; shape = (bands, p); free: the free names, the per-band ones
+    first; key: the model configuration): the residuals as (data rows (n, bands,
+    observations), prior rows (n, bands, p) and (n, s)), `_joint_cost`'s; the arrow blocks
+    of J^T J and J^T f. args = (inputs, unit) (`solve_joint_jax`)."""
+    (rows, refl, use, weight, mean_b, weight_b, mean_s, weight_s), unit = args
+    xb, xs = _split(y, shape)
+    p = xb.shape[2]
     program = split_columns(free, key, xb.dtype)
     per_band = {name: xb[..., a] for a, name in enumerate(free[:p])}
     per_band.update(
@@ -56,47 +66,69 @@ def _normal_equations(xb, xs, inputs, free, key, unit):
     scale = weight[..., None]
     residual = jnp.where(use, (r - refl) * scale, 0.0) / unit
     columns = [jnp.where(use, column * scale, 0.0) / unit for column in columns]
-    band_cols, shared_cols = columns[:p], columns[p:]
-    cost = sum_last(dot_last(residual, residual))
     prior_b = jnp.where(weight_b > 0.0, (xb - mean_b) * weight_b, 0.0)
     prior_s = jnp.where(weight_s > 0.0, (xs - mean_s) * weight_s, 0.0)
-    cost = cost + sum_last(sum_last(prior_b * prior_b))
-    if s:
-        cost = cost + sum_last(prior_s * prior_s)
+    jtj, jtf = _arrow_blocks(columns[:p], columns[p:], residual, (weight_b, weight_s))
+    gb, gs = jtf
+    return (residual, prior_b, prior_s), jtj, (gb + weight_b * prior_b, gs + weight_s * prior_s)
+
+
+def _arrow_blocks(band_cols, shared_cols, residual, prior_weights):
+    """The arrow blocks ((a_blocks, c_blocks, d_block), (gb, gs)): J^T J with the prior
+    precisions on its diagonals, J^T f of the data rows alone (`_normal_equations` adds
+    the prior rows'), from the Jacobian's per-band columns (p of (n, bands,
+    observations)), shared ones (s) and the residuals; prior_weights = (weight_b (n,
+    bands, p), weight_s (n, s))."""
+    weight_b, weight_s = prior_weights
+    p, s = len(band_cols), len(shared_cols)
     a_entries: list[list[Any]] = [[None] * p for _ in range(p)]
     for a in range(p):
         for b in range(a, p):
             a_entries[a][b] = a_entries[b][a] = dot_last(band_cols[a], band_cols[b])
         a_entries[a][a] = a_entries[a][a] + weight_b[..., a] * weight_b[..., a]
     a_blocks = jnp.stack([jnp.stack(row, axis=-1) for row in a_entries], axis=-2)
-    gb = jnp.stack([dot_last(c, residual) for c in band_cols], axis=-1) + weight_b * prior_b
-    shape = xb.shape[:1]
-    if s:
-        c_blocks = jnp.stack(
-            [
-                jnp.stack([dot_last(band_cols[a], shared_cols[q]) for q in range(s)], axis=-1)
-                for a in range(p)
-            ],
-            axis=-2,
-        )
-        d_entries: list[list[Any]] = [[None] * s for _ in range(s)]
-        for q in range(s):
-            for t in range(q, s):
-                d_entries[q][t] = d_entries[t][q] = sum_last(
-                    dot_last(shared_cols[q], shared_cols[t])
-                )
-            d_entries[q][q] = d_entries[q][q] + weight_s[..., q] * weight_s[..., q]
-        d_block = jnp.stack([jnp.stack(row, axis=-1) for row in d_entries], axis=-2)
-        gs = (
-            jnp.stack([sum_last(dot_last(c, residual)) for c in shared_cols], axis=-1)
-            + weight_s * prior_s
-        )
-    else:
-        c_blocks = jnp.zeros(xb.shape + (0,), xb.dtype)
-        d_block = jnp.zeros(shape + (0, 0), xb.dtype)
-        gs = jnp.zeros(shape + (0,), xb.dtype)
-    del n_bands
-    return cost, a_blocks, c_blocks, d_block, gb, gs
+    gb = jnp.stack([dot_last(c, residual) for c in band_cols], axis=-1)
+    if not s:
+        n, n_bands = residual.shape[:2]
+        empty = jnp.zeros((n, n_bands, p, 0), residual.dtype)
+        return (a_blocks, empty, empty[:, 0, :0]), (gb, empty[:, 0, 0, :])
+    c_blocks = jnp.stack(
+        [
+            jnp.stack([dot_last(band_cols[a], shared_cols[q]) for q in range(s)], axis=-1)
+            for a in range(p)
+        ],
+        axis=-2,
+    )
+    d_entries: list[list[Any]] = [[None] * s for _ in range(s)]
+    for q in range(s):
+        for t in range(q, s):
+            d_entries[q][t] = d_entries[t][q] = sum_last(dot_last(shared_cols[q], shared_cols[t]))
+        d_entries[q][q] = d_entries[q][q] + weight_s[..., q] * weight_s[..., q]
+    d_block = jnp.stack([jnp.stack(row, axis=-1) for row in d_entries], axis=-2)
+    gs = jnp.stack([sum_last(dot_last(c, residual)) for c in shared_cols], axis=-1)
+    return (a_blocks, c_blocks, d_block), (gb, gs)
+
+
+def _joint_cost(residual):
+    """The cost of every problem from `_normal_equations`' residuals (data rows, per-band
+    prior rows, shared prior rows): their sum of squares, in index order."""
+    data, prior_b, prior_s = residual
+    cost = sum_last(dot_last(data, data)) + sum_last(sum_last(prior_b * prior_b))
+    if prior_s.shape[-1]:
+        cost = cost + sum_last(prior_s * prior_s)
+    return cost
+
+
+def _split(y, shape):
+    """(xb (n, bands, p), xs (n, s)) of the flat parameters y (n, bands x p + s), the
+    per-band ones first, band by band; shape = (bands, p)."""
+    size = shape[0] * shape[1]
+    return y[:, :size].reshape(y.shape[:1] + tuple(shape)), y[:, size:]
+
+
+def _join(xb, xs):
+    """`_split`'s inverse: (n, bands x p + s)."""
+    return jnp.concatenate([xb.reshape(xb.shape[0], -1), xs], axis=-1)
 
 
 def _quadratic(step_b, step_s, a_blocks, c_blocks, d_block):
@@ -118,11 +150,27 @@ def _linear_decrease(step_b, step_s, a_blocks, c_blocks, d_block, gb, gs):
     return -(2.0 * linear + _quadratic(step_b, step_s, a_blocks, c_blocks, d_block))
 
 
-def _largest_step(step_b, step_s):
-    size = jnp.max(jnp.abs(step_b), axis=(-2, -1))
-    if step_s.shape[-1]:
-        size = jnp.maximum(size, jnp.max(jnp.abs(step_s), axis=-1))
-    return size
+def _arrow_decrease(step, jtj, jtf):
+    """`ElementwiseLevenbergMarquardt`'s `linear_decrease` hook: `_linear_decrease` along
+    the flat step (n, bands x p + s), J^T J and J^T f in arrow blocks."""
+    gb = jtf[0]
+    return _linear_decrease(*_split(step, gb.shape[1:]), *jtj, *jtf)
+
+
+def _arrow_subproblem(y, args, jtj, jtf, damping, *, lower, upper, carried, **_):
+    """`ElementwiseLevenbergMarquardt`'s `subproblem` hook: the damped step by the Schur
+    complement (`schur.arrow_step_jax`, with the parameters at a bound held there), the
+    point y + step clipped to the bounds (lower, upper: y's shape). Of args = (inputs,
+    unit) it reads unit; `carried` is passed through; the other flags are not read."""
+    shape = jtf[0].shape[1:]
+    x, bounds = _split(y, shape), (_split(lower, shape), _split(upper, shape))
+    step_b, step_s, solvable = arrow_step_jax(x, *bounds, jtj, jtf, damping)
+    step = _join(step_b, step_s)
+    # divided by the run-time 1: the same bits, but a value XLA computes once and stores,
+    # where it would compute the clip again in each of ~100 fusions that read it (10 %
+    # of the solve's time on 64 pixels on a CPU)
+    point = jnp.clip(y + step, lower, upper) / args[1]
+    return Subproblem(point, step, solvable, carried)
 
 
 @partial(jax.jit, static_argnames=("free", "n_band_free", "key"))
@@ -160,37 +208,40 @@ def solve_joint_jax(
     inside = (lower + jnp.minimum(upper, lower + 1.0)) / 2.0
     xb = jnp.where(active[:, None, None], start_b, jnp.broadcast_to(inside[:p], start_b.shape))
     xs = jnp.where(active[:, None], start_s, jnp.broadcast_to(inside[p:], start_s.shape))
-    inputs = (rows, jnp.where(use, refl, 0.0), use, weight, *priors)
     # a run-time 1 (w's lower bound is > 0), not a constant XLA could fold: dividing by it
     # changes no bit but keeps shared values computed once and stored (`fit.jax_solver`)
     unit = lower[0] / lower[0]
-    evaluate = partial(_normal_equations, inputs=inputs, free=free, key=key, unit=unit)
-    lower_b, upper_b = (jnp.broadcast_to(a[:p], start_b.shape) for a in (lower, upper))
-    lower_s, upper_s = (jnp.broadcast_to(a[p:], start_s.shape) for a in (lower, upper))
-    cost, a_blocks, c_blocks, d_block, gb, gs = evaluate(xb, xs)
-    n = refl.shape[0]
-    state = (
-        xb,
-        xs,
-        cost,
-        a_blocks,
-        c_blocks,
-        d_block,
-        gb,
-        gs,
-        jnp.zeros(n, refl.dtype),
-        jnp.full(n, 2.0, refl.dtype),
-        ~active | (cost == 0.0),
-        jnp.zeros(n, jnp.int32),
-        jnp.zeros((), jnp.int32),
+    args = ((rows, jnp.where(use, refl, 0.0), use, weight, *priors), unit)
+    solver = _joint_solver(bounds, tol, start_b.shape[1:], free, key)
+    solution: optx.Solution[Any, Any] = optx.least_squares(
+        lambda y, args: solver.normal_equations(y, args)[0],
+        solver,
+        _join(xb, xs),
+        args=args,
+        options={"frozen": ~active, "max_iterations": max_iter},
+        max_steps=None,  # max_iter, traced: one program for every stage (`chunk`)
+        throw=False,
     )
+    return _joint_results(solution.value, solution.state, active, status)
 
-    def unfinished(state):
-        return ~jnp.all(state[10]) & (state[12] < max_iter)
 
-    box = (lower_b, upper_b, lower_s, upper_s)
-    step = partial(_joint_step, evaluate=evaluate, bounds=bounds, box=box, tol=tol)
-    return _joint_results(jax.lax.while_loop(unfinished, step, state), active, status)
+def _joint_solver(bounds, tol, shape, free, key):
+    """`ElementwiseLevenbergMarquardt` for `solve_joint_jax`'s problems: y flat (`_split`,
+    shape = (bands, p)), its bounds the per-band ones (lower, upper (p + s,)) repeated
+    for every band; the normal equations in arrow blocks (`_normal_equations`), the step
+    by the Schur complement (`_arrow_subproblem`)."""
+    n_bands, p = shape
+    flat = [jnp.concatenate([jnp.tile(a[:p], n_bands), a[p:]]) for a in bounds]
+    return ElementwiseLevenbergMarquardt(
+        tol=tol,
+        lower=flat[0],
+        upper=flat[1],
+        normal_equations=partial(_normal_equations, shape=shape, free=free, key=key),
+        subproblem=_arrow_subproblem,
+        keep_residuals=False,  # the cost alone
+        cost_function=_joint_cost,
+        linear_decrease=_arrow_decrease,
+    )
 
 
 def _problem_setup(refl, geometry, fixed, min_observations, free, key):
@@ -213,90 +264,13 @@ def _problem_setup(refl, geometry, fixed, min_observations, free, key):
     return status, status == albedo_rules.SOLVING, rows, use
 
 
-def _joint_step(state, *, evaluate, bounds, box, tol):
-    """One Levenberg-Marquardt step of every joint problem of `solve_joint_jax` (its
-    while loop's body): `evaluate` the normal equations, bounds = (lower, upper), box =
-    (lower_b, upper_b, lower_s, upper_s) broadcast to the parameters' shapes."""
-    lower, upper = bounds
-    lower_b, upper_b, lower_s, upper_s = box
-    (
-        xb,
-        xs,
-        cost,
-        a_blocks,
-        c_blocks,
-        d_block,
-        gb,
-        gs,
-        damping,
-        growth,
-        done,
-        iterations,
-        steps,
-    ) = state
-    step_b, step_s, solvable = arrow_step_jax(
-        xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping
-    )
-    trial_b = jnp.clip(xb + step_b, lower_b, upper_b)
-    trial_s = jnp.clip(xs + step_s, lower_s, upper_s)
-    trial = evaluate(trial_b, trial_s)
-    _, trial_a, trial_c, trial_d, trial_gb, trial_gs = trial
-    newton_b, newton_s, newton_ok = arrow_step_jax(
-        trial_b,
-        trial_s,
-        lower,
-        upper,
-        trial_a,
-        trial_c,
-        trial_d,
-        trial_gb,
-        trial_gs,
-        jnp.zeros_like(damping),
-    )
-    newton_size = jnp.where(newton_ok, _largest_step(newton_b, newton_s), jnp.inf)
-    newton_decrease = jnp.where(
-        newton_ok, _linear_decrease(newton_b, newton_s, *trial[1:]), jnp.inf
-    )
-    projected_b, projected_s = trial_b - xb, trial_s - xs
-    step_size = _largest_step(projected_b, projected_s)
-    predicted = _linear_decrease(projected_b, projected_s, a_blocks, c_blocks, d_block, gb, gs)
-    accept = _lm.accepted(cost, trial[0]) & solvable
-    now_converged = _lm.converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-    now_converged = now_converged & solvable
-    new_damping, new_growth = _lm.next_damping(
-        accept,
-        _lm.gain_ratio(cost, trial[0], predicted),
-        damping,
-        growth,
-        newton_decrease,
-        trial[0],
-    )
-    keep = done | ~accept
-
-    def pick(old, new):
-        return jnp.where(keep.reshape(keep.shape + (1,) * (old.ndim - 1)), old, new)
-
-    moved = [
-        pick(o, t)
-        for o, t in zip(
-            (xb, xs) + (cost, a_blocks, c_blocks, d_block, gb, gs), (trial_b, trial_s) + trial
-        )
-    ]
-    return (
-        *moved,
-        jnp.where(done, damping, new_damping),
-        jnp.where(done, growth, new_growth),
-        done | now_converged,
-        iterations + jnp.where(done, 0, 1).astype(jnp.int32),
-        steps + 1,
-    )
-
-
-def _joint_results(final, active, status):
-    """`solve_joint_jax`'s dict from the while loop's final state (NaN where not solved)."""
-    xb, xs, cost, a_blocks, c_blocks, d_block, gb, gs, _, _, done, iterations, _ = final
+def _joint_results(y, state, active, status):
+    """`solve_joint_jax`'s dict from the solver's final parameters y (flat, `_split`) and
+    state (NaN where not solved)."""
+    jtj, jtf = state.jtj, state.jtf
+    xb, xs = _split(y, jtf[0].shape[1:])
     nan = jnp.nan
-    solved = jnp.where(done, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)
+    solved = jnp.where(state.converged, albedo_rules.CONVERGED, albedo_rules.MAX_ITER)
 
     def masked(a):
         return jnp.where(active.reshape(active.shape + (1,) * (a.ndim - 1)), a, nan)
@@ -305,11 +279,11 @@ def _joint_results(final, active, status):
         "values_b": masked(xb),
         "values_s": masked(xs),
         "status": jnp.where(active, solved, status).astype(jnp.int8),
-        "iterations": jnp.where(active, iterations, 0),
-        "cost": masked(cost),
-        "a_blocks": masked(a_blocks),
-        "c_blocks": masked(c_blocks),
-        "d_block": masked(d_block),
-        "gb": masked(gb),
-        "gs": masked(gs),
+        "iterations": jnp.where(active, state.iterations, 0),
+        "cost": masked(state.cost),
+        "a_blocks": masked(jtj[0]),
+        "c_blocks": masked(jtj[1]),
+        "d_block": masked(jtj[2]),
+        "gb": masked(jtf[0]),
+        "gs": masked(jtf[1]),
     }

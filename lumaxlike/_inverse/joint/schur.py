@@ -152,29 +152,45 @@ def _cholesky_solve(factor, rhs):
     return solution
 
 
-def arrow_step_jax(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, damping):
+def _schur_system(shared, couplings, y_blocks, y_vector):
+    """The damped Schur complement S (s x s lists of (n,)) and its right-hand side (s
+    of (n,)) of `arrow_step_jax`: shared = (d_block (n, s, s), gs (n, s), held_s (n, s),
+    largest (n,), damping (n,)); couplings [q][a], y_blocks [q][a] (n, bands), the C_k
+    entries (held ones 0) and A_k^-1 C_k; y_vector [a] (n, bands), A_k^-1 g_k."""
+    d_block, gs, held_s, largest, damping = shared
+    s, p = len(couplings), len(y_vector)
+    schur: list[list[Any]] = [[None] * s for _ in range(s)]
+    rhs = []
+    for q in range(s):
+        for r in range(s):
+            entry = jnp.where(held_s[:, q] | held_s[:, r], 0.0, d_block[:, q, r])
+            if q == r:
+                damped = _lm.damped_diagonal(d_block[:, q, q], largest, damping)
+                entry = jnp.where(held_s[:, q], 1.0, damped)
+            correction = sum((couplings[q][a] * y_blocks[r][a] for a in range(p)), 0.0)
+            schur[q][r] = entry - sum_last(correction)
+        correction = sum((couplings[q][a] * y_vector[a] for a in range(p)), 0.0)
+        rhs.append(jnp.where(held_s[:, q], 0.0, gs[:, q]) - sum_last(correction))
+    return schur, rhs
+
+
+def arrow_step_jax(x, lower, upper, blocks, gradient, damping):
     """`arrow_step` for a chunk of problems: returns (step_b, step_s, solvable).
 
-    xb (n, bands, p), xs (n, s), a_blocks (n, bands, p, p), c_blocks (n, bands, p, s),
-    d_block (n, s, s), gb (n, bands, p), gs (n, s), damping (n,); lower, upper (p + s,).
-    Where a problem's damped system is singular its step is 0 and solvable False.
+    x = (xb (n, bands, p), xs (n, s)); lower, upper: the bounds in x's structure and
+    shapes; blocks = (a_blocks (n, bands, p, p), c_blocks (n, bands, p, s), d_block
+    (n, s, s)); gradient = (gb (n, bands, p), gs (n, s)); damping (n,). Where a
+    problem's damped system is singular its step is 0 and solvable False.
     """
+    xb, xs = x
+    a_blocks, c_blocks, d_block = blocks
+    gb, gs = gradient
     p, s = xb.shape[-1], xs.shape[-1]
     largest = jnp.max(jnp.diagonal(a_blocks, axis1=-2, axis2=-1), axis=(-2, -1))
     if s:
         largest = jnp.maximum(largest, jnp.max(jnp.diagonal(d_block, axis1=-2, axis2=-1), axis=-1))
-    held_b = _lm.pinned(
-        xb,
-        jnp.broadcast_to(lower[:p], xb.shape),
-        jnp.broadcast_to(upper[:p], xb.shape),
-        gb,
-    )
-    held_s = _lm.pinned(
-        xs,
-        jnp.broadcast_to(lower[p:], xs.shape),
-        jnp.broadcast_to(upper[p:], xs.shape),
-        gs,
-    )
+    held_b = _lm.pinned(xb, lower[0], upper[0], gb)
+    held_s = _lm.pinned(xs, lower[1], upper[1], gs)
     band_largest, band_damping = largest[:, None], damping[:, None]
     system = [
         [jnp.where(held_b[..., a] | held_b[..., b], 0.0, a_blocks[..., a, b]) for b in range(p)]
@@ -192,20 +208,10 @@ def arrow_step_jax(xb, xs, lower, upper, a_blocks, c_blocks, d_block, gb, gs, da
         for q in range(s)
     ]
     y_blocks = [_cholesky_solve(factor, couplings[q]) for q in range(s)]  # [q][a]: (n, bands)
-    schur = [[None] * s for _ in range(s)]
-    rhs = []
-    for q in range(s):
-        for r in range(s):
-            entry = jnp.where(held_s[:, q] | held_s[:, r], 0.0, d_block[:, q, r])
-            if q == r:
-                damped = _lm.damped_diagonal(d_block[:, q, q], largest, damping)
-                entry = jnp.where(held_s[:, q], 1.0, damped)
-            correction = sum((couplings[q][a] * y_blocks[r][a] for a in range(p)), 0.0)
-            schur[q][r] = entry - sum_last(correction)
-        correction = sum((couplings[q][a] * y_vector[a] for a in range(p)), 0.0)
-        rhs.append(jnp.where(held_s[:, q], 0.0, gs[:, q]) - sum_last(correction))
     solvable = jnp.all(ok_bands, axis=-1)
     if s:
+        shared = (d_block, gs, held_s, largest, damping)
+        schur, rhs = _schur_system(shared, couplings, y_blocks, y_vector)
         schur_factor, ok_shared = _cholesky(schur)
         solvable = solvable & ok_shared
         steps_s = [-v for v in _cholesky_solve(schur_factor, rhs)]
