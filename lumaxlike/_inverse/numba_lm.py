@@ -174,13 +174,6 @@ def lm_for(variant: str, *, evaluate, solve, trial, newton, take):
     helper of the operation's kernel, inlined by numba into the kernel's function that
     calls it (``inline="always"``). `variant` names it apart from every other
     operation's and configuration's loop (`numba_cache.rebound`).
-
-    Measured against main's kernels with the loop written out in each (the same bits,
-    fresh caches; one thread, 5 interleaved runs on a shared 2-core machine, medians):
-    a warm call of fit (w, b, c) 3.8 % faster, fit (5 parameters) 2 %, joint 1.5 %,
-    unmix's one-step kernel 1.8 % slower (runs 0.4 % faster to 4.9 % slower); the first
-    call on a fresh cache: fit 1 % faster, joint and the one-step kernel 7 % slower
-    (runs 5 % faster to 18 % slower), its variant for another H-function the same.
     """
     return njit_variant(
         levenberg_marquardt,
