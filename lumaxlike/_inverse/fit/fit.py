@@ -99,7 +99,7 @@ def fit(
             negative labels are left out (TOO_FEW_OBSERVATIONS).
         settings: the options below as one `FitSettings` (None: the defaults).
         **options: the options of `FitSettings` by name (each there with its unit,
-            default and meaning): ``max_iter`` (default 200), ``tol``, ``refl_sigma``
+            default and meaning): ``max_iter``, ``tol``, ``refl_sigma``
             (1-sigma of every observation [1/sr], a scalar or one per band),
             ``observation_limits`` [rad], ``min_observations``, and the joint fit's
             ``shared``, ``prior``, ``regional``, ``starts`` and ``profile``.
