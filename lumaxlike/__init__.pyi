@@ -31,6 +31,7 @@ from ._inverse.albedo.invert import invert as invert
 from ._inverse.elementwise_lm import ElementwiseLevenbergMarquardt as ElementwiseLevenbergMarquardt
 from ._inverse.fit.arguments import default_bounds as default_bounds
 from ._inverse.fit.fit import fit as fit
+from ._inverse.fit.options import FitSettings as FitSettings
 from ._inverse.joint.result import JointFitResult as JointFitResult
 from ._inverse.options import InvertSettings as InvertSettings
 from ._inverse.result import FitResult as FitResult

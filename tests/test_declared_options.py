@@ -1,7 +1,7 @@
 """An operation's options declared once (`lumaxlike._declared_options`: `ThermalSettings`,
-`InvertSettings`, `NormalizeSettings`): every front end takes the same names, defaults and
-checks, the command line its flags (old spellings hidden), and nothing else; nothing here
-compiles or solves."""
+`InvertSettings`, `NormalizeSettings`, `FitSettings`): every front end takes the same
+names, defaults and checks, the command line its flags (old spellings hidden), and nothing
+else; nothing here compiles or solves."""
 
 import inspect
 import math
@@ -208,3 +208,53 @@ def test_file_functions_take_sigma_with_a_warning_and_refuse_both(name, tmp_path
     with pytest.warns(DeprecationWarning, match="sigma= is deprecated; use refl_sigma="):
         with pytest.raises(TypeError, match="refl_sigma twice"):
             function("in.tif", tmp_path / "out.tif", sigma=0.01, refl_sigma=0.02, **REQUIRED[name])
+
+
+# fit: FitSettings
+
+FIT_FRONT_ENDS = ("fit", "fit_file", "fit_dataarray")
+
+
+@pytest.mark.parametrize("name", FIT_FRONT_ENDS)
+def test_fit_front_ends_show_every_option_once_at_its_default(name):
+    from lumaxlike._inverse.fit.options import FitSettings
+
+    parameters = inspect.signature(getattr(lumaxlike, name)).parameters
+    for option, default in FitSettings.defaults().items():
+        assert parameters[option].kind is inspect.Parameter.KEYWORD_ONLY, (name, option)
+        assert parameters[option].default == default, (name, option)
+    assert "settings" in parameters and "sigma" not in parameters
+    code = getattr(lumaxlike, name).__code__  # the parameters written: the options carry the rest
+    assert code.co_argcount + code.co_kwonlyargcount + 1 <= 16, name
+
+
+def test_fit_options_merge_refuse_and_parse_their_flags():
+    from lumaxlike._inverse.fit.options import FitSettings
+
+    with pytest.raises(ValueError, match=r"max_iter is given as a keyword \(7\)"):
+        lumaxlike.fit(None, None, None, None, None, settings=FitSettings(max_iter=5), max_iter=7)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'maxiter'"):
+        lumaxlike.fit(None, None, None, None, None, maxiter=7)
+    with pytest.raises(ValueError, match="tol must be positive"):
+        FitSettings(tol=-1.0)
+    assert FitSettings(max_iter=7).solver_keywords() == {"max_iter": 7, "tol": None}
+    assert FitSettings().solver_keywords() == {"max_iter": None, "tol": None}
+    argv = ["fit", "a.tif", "b.tif", "--geometry", "g.tif", "h.tif", "--units", "r"]
+    argv += ["--free", "w,b,c", "--out", "o.tif", "--shared", "c", "--starts", "3"]
+    args = build_parser().parse_args([*argv, "--max-iter", "9", "--sigma", "0.01"])
+    assert FitSettings.from_arguments(args) == FitSettings(
+        max_iter=9, refl_sigma=0.01, shared=("c",), starts=3
+    )
+
+
+def test_fit_file_and_dataarray_refuse_profile_which_has_no_map(tmp_path):
+    import numpy as np
+    import xarray as xr
+
+    params = lumaxlike.HapkeParams(b=0.2, c=0.5)
+    call = dict(geometry=["g.tif"], params=params, free=("w", "hs"), units="r")
+    with pytest.raises(ValueError, match="profile is lumaxlike.fit's only"):
+        lumaxlike.fit_file(["c.tif"], tmp_path / "o.tif", shared=("hs",), profile=("hs",), **call)
+    refl = xr.DataArray(np.zeros((1, 2, 3)), dims=("y", "band", "observation"))
+    with pytest.raises(ValueError, match="profile is lumaxlike.fit's only"):
+        lumaxlike.fit_dataarray(refl, {}, params, units="r", profile=("hs",))

@@ -91,6 +91,7 @@ PUBLIC = {
     "ThermalResult",
     "ThermalSettings",
     "InvertSettings",
+    "FitSettings",
     "NormalizeSettings",
     "remove_thermal_file",
 }

@@ -11,15 +11,12 @@ from .options import (
     DEFAULT_SOLVER,
     PRIOR_HELP,
     SOLVER_NOTE,
-    add_refl_sigma_option,
     add_run_options,
     add_stack_inputs,
     add_stack_selection,
     positive_float,
-    positive_int,
     prior_dict,
 )
-from .options import name_list as _name_list
 from .options import prior_option as _prior
 from .products import (
     INPUT_UNITS,
@@ -55,7 +52,7 @@ example (five cubes of one area with their OBS rasters; w, b, c need >= 4 per pi
 
 def add_parser(commands) -> None:
     """Add the ``fit`` subcommand to ``commands``."""
-    from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
+    from .._inverse.fit.options import FitSettings
 
     fit = commands.add_parser(
         "fit",
@@ -79,43 +76,15 @@ def add_parser(commands) -> None:
         f"{SOLVER_NOTE})",
     )
     add_stack_selection(fit, verb="fitted")
-    add_refl_sigma_option(
-        fit,
-        "standard uncertainty of the cubes' values in --units (r or radf): "
-        "the sigma maps then follow from it (default: from the residuals)",
-    )
-    fit.add_argument(
-        "--shared",
-        type=_name_list,
-        default=(),
-        metavar="NAME[,...]",
-        help="fitted parameters that take one value per pixel for all its bands (e.g. "
-        "roughness,hs): each pixel is one joint problem; their maps repeat in every band "
-        "layer, and OUT_dfs_<name> and OUT_cost are written (default: none)",
-    )
-    fit.add_argument(
-        "--starts",
-        type=positive_int,
-        metavar="N",
-        help="with --shared or --prior: N fits from the usual start and a coarse grid over "
-        "the shared parameters' bounds; each pixel keeps its lowest converged minimum, "
-        "MULTIMODAL where another is within chi^2 4 of it (default: with --shared, the "
-        "usual start and a probe start low in h_S (two fits); else 1)",
-    )
+    # the options of `FitSettings` (lumaxlike._inverse.fit.options), as it declares them:
+    # --max-iter, --tol, --refl-sigma, --shared, --regional, --starts
+    FitSettings.add_arguments(fit)
     fit.add_argument(
         "--regions",
         type=Path,
         metavar="LABELS",
         help="label raster on the cubes' grid (integers: tiles, geologic units; negative "
         "or nodata: left out), with --regional (default: none)",
-    )
-    fit.add_argument(
-        "--regional",
-        type=_name_list,
-        default=(),
-        metavar="NAME[,...]",
-        help="fitted parameters that take one value per region of --regions for all its "
-        "pixels and bands (e.g. roughness); maps as for --shared",
     )
     fit.add_argument(
         "--region-memory",
@@ -133,19 +102,6 @@ def add_parser(commands) -> None:
         help=PRIOR_HELP.format(verb="fitted")
         + "; needs --refl-sigma (optimal estimation's MAP) (default: none)",
     )
-    fit.add_argument(
-        "--tol",
-        type=positive_float,
-        metavar="VALUE",
-        help="convergence tolerance on the step of every parameter (default 1e-10, "
-        "1e-5 for float32 cubes)",
-    )
-    fit.add_argument(
-        "--max-iter",
-        type=positive_int,
-        metavar="N",
-        help=f"solver iterations per problem at most (default {DEFAULT_FIT_MAX_ITER})",
-    )
     add_product_options(fit, params_from=False)
     add_run_options(
         fit,
@@ -157,6 +113,7 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
+    from .._inverse.fit.options import FitSettings
     from .._operations.fit import FIT
 
     prior = prior_dict(args.prior)
@@ -170,6 +127,8 @@ def run(args) -> int:
     limits = {
         angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
     }
+    # the declared options from their flags; --prior's pairs, repeated, read as one mapping
+    settings = FitSettings.from_arguments(argparse.Namespace(**{**vars(args), "prior": prior}))
     described = (
         f"{len(args.cubes)} cubes ({args.units}) -> {args.out}, free {','.join(args.free)}, "
         f"solver {args.solver}"
@@ -186,14 +145,7 @@ def run(args) -> int:
         dtm=args.dtm,
         solver=args.solver,
         observation_limits_deg={k: v for k, v in limits.items() if v is not None},
-        min_observations=args.min_observations,
-        refl_sigma=args.refl_sigma,
-        max_iter=args.max_iter,
-        tol=args.tol,
-        shared=args.shared,
-        prior=prior,
-        starts=args.starts,
         regions=args.regions,
-        regional=args.regional,
         region_memory=args.region_memory * 2**30,
+        settings=settings,
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,10 +28,12 @@ from typing import Any
 import numpy as np
 import rasterio
 
-from .._declared_options import renamed_keyword
+from .._declared_options import refuse_unknown, renamed_keyword, takes_options
 from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
 from .._inverse.fit.arguments import default_bounds
 from .._inverse.fit.fit import OBSERVATIONS_PER_CHUNK
+from .._inverse.fit.observation_masks import check_observation_limits
+from .._inverse.fit.options import FitSettings
 from .._inverse.joint.priors import check_file_priors
 from .._inverse.joint.restarts import check_starts
 from .._io.missions.product_cube import ProductCube, check_reff_incidence, product_options
@@ -41,7 +44,13 @@ from .._io.read.units import uncertainty_to_r
 from .._io.write.writers import result_paths
 from .._operations.fit import FIT, fit_fields
 from .._operations.good_bands import BAD_BANDS_OPTION
-from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
+from .._options import (
+    RUN_AND_PRODUCT,
+    ProductOptions,
+    RunOptions,
+    SolverOptions,
+    front_end_options,
+)
 from .._params import HapkeParams
 from .._provenance import PREFIX, Provenance, make_provenance
 from .._run.journal import journal_folder
@@ -81,6 +90,7 @@ class _FitProvenance(Provenance):
         return encoded
 
 
+@takes_options(FitSettings, RUN_AND_PRODUCT)
 def fit_file(
     cubes,
     out_path,
@@ -92,32 +102,13 @@ def fit_file(
     dtm=None,
     solver: str | SolverOptions = "numba",
     observation_limits_deg: Mapping | None = None,
-    min_observations=None,
-    refl_sigma=None,
-    chunk_rows=None,
-    overwrite=False,
-    progress=None,
-    max_iter=None,
-    tol=None,
     command=None,
-    shared=(),
-    prior: Mapping | None = None,
-    starts: int | None = None,
-    workers=1,
-    scheduler=None,
-    resume=False,
     regions=None,
-    regional=(),
     region_memory=REGION_MEMORY_BYTES,
-    correction_undone=False,
-    reff_incidence=None,
-    solar_spectrum=None,
-    solar_distance=None,
-    wavelengths_from=None,
-    thermal_bands="keep",
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
-    sigma=None,
+    settings: FitSettings | None = None,
+    **keywords,
 ) -> InversionSummary:
     """Fit Hapke parameters per pixel and band to a stack of co-registered cube files.
 
@@ -136,21 +127,25 @@ def fit_file(
         params: `lumaxlike.HapkeParams`: the fixed parameters and the free ones' start.
         free: names of the fitted parameters (see `lumaxlike.fit`); w is always fitted.
         units: as for `lumaxlike.invert_file` (so are ``dtm``, ``command``, the run's
-            options ``run``, ``chunk_rows``, ``overwrite``, ``progress``, ``workers``,
-            ``scheduler``, ``resume`` and the product's ``product``,
+            options ``run`` and the product's ``product``, whose fields, ``chunk_rows``,
+            ``overwrite``, ``progress``, ``workers``, ``scheduler``, ``resume``,
             ``correction_undone``, ``reff_incidence``, ``solar_spectrum``,
-            ``solar_distance``, ``wavelengths_from``, ``thermal_bands``).
+            ``solar_distance``, ``wavelengths_from``, ``thermal_bands``, are also
+            keywords).
         solver: ``"numba"`` (default) or ``"jax"``, or a `lumaxlike.SolverOptions`
             (``max_iter``, ``tol``: its fields).
-        observation_limits_deg: as `lumaxlike.fit` takes it, in degrees (so are
-            ``min_observations``, ``shared``, ``starts`` and ``prior``, which needs
-            ``refl_sigma``).
-            With ``shared`` or ``prior`` the outputs add ``OUT_dfs_<name>`` and
-            ``OUT_cost`` replaces ``OUT_residual``; shared maps repeat in every band.
-        refl_sigma: standard uncertainty of the cubes' values, in ``units``.
-        sigma: the deprecated name of ``refl_sigma`` (a DeprecationWarning).
+        observation_limits_deg: the option ``observation_limits`` in degrees (give one
+            of the two).
+        settings: the fit's options as one `lumaxlike.FitSettings` (None: the defaults).
+        **keywords: the options of `lumaxlike.FitSettings` by name, as `lumaxlike.fit`
+            takes them (``refl_sigma`` in ``units``, the cubes' noise; ``sigma``, its old
+            name, still taken with a DeprecationWarning; ``prior`` needs it; ``profile``,
+            no map, is `lumaxlike.fit`'s only and refused here). With ``shared`` or
+            ``prior`` the outputs add ``OUT_dfs_<name>`` and ``OUT_cost`` replaces
+            ``OUT_residual``; shared maps repeat in every band. And the fields of ``run``
+            and ``product`` (above).
         regions: a label raster on the cubes' grid (negative or nodata: left out), with
-            ``regional``, the names among ``free`` taking one value per region
+            the option ``regional``, the names among ``free`` taking one value per region
             (`lumaxlike.fit`'s ``regions=``; docs/joint-fits.md).
         region_memory: cap on the memory of the regions fitted at once [bytes].
 
@@ -161,12 +156,18 @@ def fit_file(
         ValueError: naming the file or argument, for misaligned cubes or rasters, a
             count of geometry rasters that differs from the cubes', bad settings.
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
+        TypeError: a keyword that is no option.
     """
     start = time.perf_counter()
-    sigma = renamed_keyword("fit_file", "sigma", sigma, "refl_sigma", refl_sigma)
-    run, product, options = front_end_options(run, product, solver, locals())
-    check_run_arguments(options.solver, units, sigma, run.chunk_rows, radiance=True)
-    request = _FitRequest.from_call(locals())
+    if "sigma" in keywords:  # refused beside refl_sigma before anything else
+        old, new = keywords.pop("sigma"), keywords.get("refl_sigma")
+        keywords["refl_sigma"] = renamed_keyword("fit_file", "sigma", old, "refl_sigma", new)
+    settings = FitSettings.merged(settings, keywords)
+    refuse_unknown("fit_file", keywords, RUN_AND_PRODUCT)
+    keywords.update(settings.solver_keywords())
+    run, product, options = front_end_options(run, product, solver, keywords)
+    check_run_arguments(options.solver, units, settings.refl_sigma, run.chunk_rows, radiance=True)
+    request = _FitRequest.from_call({**locals(), **vars(settings), "sigma": settings.refl_sigma})
     fields, layout = fit_fields(request.free, request.joint)
     inputs = run_inputs(
         request.cubes, dtm=dtm, geometries=request.geometries, product=product, extra=[regions]
@@ -258,13 +259,16 @@ class _FitRequest:
         if prior and call["sigma"] is None:
             raise ValueError("prior needs refl_sigma (the observations' noise weighs the prior)")
         check_file_priors(prior, free, shared + regional, default_bounds())
+        if call["profile"]:
+            raise ValueError("profile is lumaxlike.fit's only (its intervals are no map)")
+        limits, limits_deg = _limits(call["observation_limits"], call["observation_limits_deg"])
         return cls(
             cubes=cubes,
             geometries=geometries,
             params=call["params"],
             free=free,
-            limits=limits_in_radians(call["observation_limits_deg"]),
-            limits_deg=call["observation_limits_deg"],
+            limits=limits,
+            limits_deg=limits_deg,
             min_observations=call["min_observations"],
             units=call["units"],
             sigma=call["sigma"],
@@ -275,8 +279,19 @@ class _FitRequest:
             regions=regions,
             regional=regional,
             region_memory=region_memory,
-            correction_undone=bool(call["correction_undone"]),
+            correction_undone=bool(call["product"].correction_undone),
         )
+
+
+def _limits(radians, degrees) -> tuple[dict, Mapping | None]:
+    """The observation limits [rad] from the option ``observation_limits`` [rad] or
+    ``observation_limits_deg`` (one of the two), and in degrees, as the record keeps them."""
+    if radians is None:
+        return limits_in_radians(degrees), degrees
+    if degrees is not None:
+        raise ValueError("give observation_limits [rad] or observation_limits_deg, not both")
+    limits = check_observation_limits(radians)
+    return limits, {angle: tuple(map(math.degrees, pair)) for angle, pair in limits.items()}
 
 
 def _check_stack_arguments(cubes, geometries, params, sigma, units) -> None:

@@ -11,6 +11,8 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
+from .._declared_options import refuse_unknown, takes_options
+from .._inverse.fit.options import FitSettings
 from .._io.missions.product_dataarray import (
     product_record_of,
     refuse_normalised_dataarray,
@@ -83,9 +85,8 @@ def _setup(call: dict) -> _Setup:
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     check_front_end(refl, units, None)
     refuse_normalised_dataarray(refl, "fit_dataarray")
-    options = solver_options(
-        call["solver"], max_iter=call["max_iter"], tol=call["tol"], num_threads=call["num_threads"]
-    )
+    solving = call["settings"].solver_keywords()
+    options = solver_options(call["solver"], **solving, num_threads=call["num_threads"])
     free = check_free(call["free"], params)
     spec = spectral_dim_of(refl, call["spectral_dim"])
     limits, minimum = _check_observations(refl, free, call)
@@ -178,6 +179,8 @@ def _joint_options(fit_options, free, call) -> tuple:
     if prior and call["refl_sigma"] is None:
         raise ValueError("prior needs refl_sigma (the observations' noise weighs the prior)")
     fit_options.update(shared=shared, prior=prior)
+    if call["starts"] is not None:
+        fit_options["starts"] = call["starts"]
     if call["min_observations"] is None:  # joint fits' default: per-band parameters + 1
         per_band = [n for n in free if n not in shared + regional]
         fit_options["min_observations"] = len(per_band) + 1
@@ -268,6 +271,7 @@ def _result_attrs(setup: _Setup, prior) -> dict:
     return attrs
 
 
+@takes_options(FitSettings)
 def fit_dataarray(
     refl: xr.DataArray,
     geometry,
@@ -278,18 +282,12 @@ def fit_dataarray(
     units: str,
     observation_dim: str = "observation",
     spectral_dim: str | None = None,
-    observation_limits: Mapping | None = None,
-    min_observations: int | None = None,
-    refl_sigma: float | None = None,
     bounds: Mapping | None = None,
-    max_iter: int | None = None,
-    tol: float | None = None,
     num_threads: int | None = None,
-    shared=(),
-    prior: Mapping | None = None,
     regions: xr.DataArray | None = None,
-    regional=(),
     region_memory: float | None = None,
+    settings: FitSettings | None = None,
+    **keywords,
 ) -> xr.Dataset:
     """Fit Hapke parameters per pixel and band to multi-angle observations, chunk by chunk.
 
@@ -308,23 +306,21 @@ def fit_dataarray(
             ``normal``), with the observation dim on the variables that vary with it.
         params: `lumaxlike.HapkeParams`: fixed parameters and the free ones' start.
         free: as for `lumaxlike.fit` (so are ``solver``, its name or a
-            `lumaxlike.SolverOptions`, ``observation_limits`` in radians,
-            ``min_observations``, ``bounds``, ``max_iter`` and ``tol``).
+            `lumaxlike.SolverOptions`, and ``bounds``).
         units: ``"r"``, ``"radf"`` or ``"reff"`` (each observation with its own cos i).
-        refl_sigma: standard uncertainty of ``refl`` in ``units`` (``"r"`` or ``"radf"``).
         num_threads: numba threads per chunk; None = one inside dask workers, else all.
-        shared: names among `free` shared by a pixel's bands (`lumaxlike.fit`): their
-            maps, and status, iterations and ``cost``, have no spectral dim.
-        prior: {name: (mean, sigma)} scalar Gaussian priors in the parameters' units
-            (`lumaxlike.fit`); needs `refl_sigma`.
+        settings: the fit's options as one `lumaxlike.FitSettings` (None: the defaults).
+        **keywords: the options of `lumaxlike.FitSettings` by name (``refl_sigma``: one
+            number in ``units``, ``"r"`` or ``"radf"``; ``prior``: scalar pairs;
+            ``shared``: their maps, and status, iterations and ``cost``, then have no
+            spectral dim; ``profile``, no map, is refused).
         regions: an integer DataArray of region labels on ``refl``'s pixel dims (same
-            names, sizes and coordinates; negative, or NaN, = left out), with
-            `regional`: `lumaxlike.fit`'s ``regions=``. A region couples all its
+            names, sizes and coordinates; negative, or NaN, = left out), with the option
+            ``regional``: `lumaxlike.fit`'s ``regions=``. A region couples all its
             pixels, so it is not fitted chunk by chunk: the regions are fitted in groups
             under `region_memory`, each group's pixels gathered from ``refl`` (from
             every dask chunk they lie in), and the result is computed at the call
             (NumPy-backed, also for a dask-backed ``refl``); docs/joint-fits.md.
-        regional: the names among `free` (not "w") that take one value per region.
         region_memory: cap on the memory of the regions fitted at once [bytes]
             (default 4 GiB, as ``lumaxlike fit --regions``); a region whose fit needs
             more is refused before any fit.
@@ -349,8 +345,13 @@ def fit_dataarray(
             misaligned geometry, limits or min_observations, `regions` not on refl's
             pixel dims or not integer, a region above `region_memory` (checked before
             any work).
+        TypeError: a keyword that is no option.
     """
-    call = dict(locals())
+    settings = FitSettings.merged(settings, keywords)
+    refuse_unknown("fit_dataarray", keywords)
+    if settings.profile:
+        raise ValueError("profile is lumaxlike.fit's only (its intervals are no map)")
+    call = {**locals(), **vars(settings)}
     setup = _setup(call)
     if setup.regional:
         variables = _fit_regional(setup, call)
@@ -366,4 +367,6 @@ def fit_dataarray(
         )
     refl = setup.inputs.refl
     variables["status"] = with_bad_band_status(variables["status"], refl, setup.spec)
-    return result_dataset(variables, refl, _provenance(setup, call), _result_attrs(setup, prior))
+    return result_dataset(
+        variables, refl, _provenance(setup, call), _result_attrs(setup, settings.prior)
+    )

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
+from ..._declared_options import refuse_unknown, takes_options
 from ..._model.forward import precision_scope
 from ..._model.numba_jacobian import hoisted_rows, model_columns
 from ..._model.numba_model import observation_rows
@@ -30,7 +31,6 @@ from ..._shapes import check_band_sigma, check_choice, check_positive_int
 from ..._status import Status
 from ..albedo.invert import SOLVERS, albedo_bounds
 from ..chunking import pad_pixels
-from ..defaults import DEFAULT_FIT_MAX_ITER
 from ..joint.result import JointFitResult
 from ..result import FitResult, at_bound_flags
 from .arguments import (
@@ -48,11 +48,13 @@ from .covariance import covariance as fit_covariance
 from .jax_solver import solve_fit_jax
 from .numba_solver import solve_numba
 from .observation_masks import check_observation_limits, masked_chunk
+from .options import FitSettings
 from .reachability import mark_unreachable
 
 __all__ = ["fit", "default_bounds", "OBSERVATIONS_PER_CHUNK"]  # the last two re-exported
 
 
+@takes_options(FitSettings)
 def fit(
     refl: Float[ArrayLike, "*pixels bands observations"],
     to_sun: Float[ArrayLike, "*#pixels observations 3"],
@@ -64,18 +66,10 @@ def fit(
     bounds: Mapping | None = None,
     *,
     start: Mapping | None = None,
-    max_iter: int = DEFAULT_FIT_MAX_ITER,
-    tol: float | None = None,
-    refl_sigma=None,
     chunk_size: int | None = None,
-    observation_limits: Mapping | None = None,
-    min_observations: int | None = None,
-    shared=(),
-    prior: Mapping | None = None,
     regions=None,
-    regional=(),
-    starts=None,
-    profile=(),
+    settings: FitSettings | None = None,
+    **options,
 ) -> FitResult | JointFitResult:
     """Fit the free Hapke parameters of every pixel and band to several observations
     (docs/fit.md; joint fits: docs/joint-fits.md).
@@ -99,33 +93,16 @@ def fit(
         bounds: {name: (lower, upper)} replacing `default_bounds`; iterates are projected.
         start: {name: value} for free parameters, scalars or ``pixels + (bands,)`` arrays;
             default `params`, and w the median of one-observation inversions.
-        max_iter: Levenberg-Marquardt steps per problem at most (default 200).
-        tol: tolerance on every free parameter's step; default 1e-10 (float64), 1e-5
-            (float32).
-        refl_sigma: 1-sigma of every observation [1/sr], a scalar or one per band; the
-            covariance is then (J^T J)^-1 refl_sigma^2, else scaled by the residual variance.
         chunk_size: pixels per chunk (bounds memory); default about 131 k
             problem-observations (docs/invert.md#chunks-and-memory).
-        observation_limits: {"incidence" | "emission" | "phase": (lower, upper)} [rad],
-            closed; an observation outside is left out. Default: no limits.
-        min_observations: valid observations a problem needs, else TOO_FEW_OBSERVATIONS;
-            default free parameters + 1 (docs/fit.md#fitting-image-stacks).
-        shared: names among `free` (not "w") with one value per pixel for all its bands.
-        prior: {name: (mean, sigma)} Gaussian priors (scalars or arrays broadcasting to the
-            parameter's map) on free parameters, a MAP fit; needs `refl_sigma`.
-        regions: integer label map of shape ``pixels`` for `regional`; negative labels are
-            left out (TOO_FEW_OBSERVATIONS).
-        regional: names (among `free`, not "w") with one value per region, e.g.
-            ``("roughness",)``, fitted jointly with every pixel's own parameters.
-        starts: restarts of a joint fit (`shared` or `prior`): an int n (the usual start
-            and n - 1 grid points) or a sequence of {name: value} laid over `start`;
-            the lowest converged cost is kept, MULTIMODAL flags distinct minima
-            (docs/joint-fits.md#restarts). Default None: with `shared` (no regions),
-            the usual start and one probe start low in the shared opposition
-            parameters (two fits); otherwise one start. ``starts=1``: one start.
-        profile: shared names (e.g. ``("hs",)``) whose profile-likelihood 2-sigma
-            interval is wanted in `JointFitResult.profile` (10 more fits; needs
-            `refl_sigma`; docs/joint-fits.md#honest-intervals). Default: none.
+        regions: integer label map of shape ``pixels`` for the option ``regional``;
+            negative labels are left out (TOO_FEW_OBSERVATIONS).
+        settings: the options below as one `FitSettings` (None: the defaults).
+        **options: the options of `FitSettings` by name (each there with its unit,
+            default and meaning): ``max_iter``, ``tol``, ``refl_sigma``
+            (1-sigma of every observation [1/sr], a scalar or one per band),
+            ``observation_limits`` [rad], ``min_observations``, and the joint fit's
+            ``shared``, ``prior``, ``regional``, ``starts`` and ``profile``.
 
     Returns:
         `FitResult` (a `JointFitResult` with `shared`, `prior` or `regions`): values,
@@ -136,24 +113,26 @@ def fit(
             shapes, a start outside the bounds, bad bounds, a free parameter `params`
             switches off or does not use, non-positive tol, max_iter or chunk_size,
             negative refl_sigma, limits outside [0, pi], bad min_observations or starts.
+        TypeError: a keyword that is no option.
     """
-    options = dict(
-        start=start,
-        max_iter=max_iter,
-        tol=tol,
-        refl_sigma=refl_sigma,
-        chunk_size=chunk_size,
-        observation_limits=observation_limits,
-        min_observations=min_observations,
+    settings = FitSettings.merged(settings, options)
+    refuse_unknown("fit", options)
+    keywords = dict(start=start, chunk_size=chunk_size)
+    keywords.update(
+        (name, getattr(settings, name))
+        for name in ("max_iter", "tol", "refl_sigma", "observation_limits", "min_observations")
     )
-    joint = dict(shared=shared, prior=prior, regions=regions, regional=regional)
+    joint = dict(
+        shared=settings.shared, prior=settings.prior, regions=regions, regional=settings.regional
+    )
     model = (params, free, solver, bounds)
     arrays = (refl, to_sun, to_sensor, normal)
-    if profile:
+    if settings.profile:
         from ..joint.profile_fit import fit_with_profile
 
-        return fit_with_profile(arrays, model, (starts, profile), joint, options, _dispatch)
-    return _dispatch(arrays, model, starts, joint, options)
+        starts_profile = (settings.starts, settings.profile)
+        return fit_with_profile(arrays, model, starts_profile, joint, keywords, _dispatch)
+    return _dispatch(arrays, model, settings.starts, joint, keywords)
 
 
 def _dispatch(arrays, model, starts, joint, options):
