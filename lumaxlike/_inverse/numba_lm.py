@@ -44,10 +44,8 @@ from __future__ import annotations
 import math
 
 import numba
-from llvmlite import ir as llvm_ir
-from numba.core import cgutils
-from numba.extending import intrinsic
 
+from .._compat.numba_internals import call_flat, call_inlined
 from .._model._backends import retarget_to_numba
 from .._model.numba_cache import njit_variant, variant_slot
 from . import lm_rules
@@ -66,58 +64,6 @@ solve = variant_slot("solve")
 trial = variant_slot("trial")
 newton = variant_slot("newton")
 take = variant_slot("take")
-
-
-def _instructions(builder) -> set[int]:
-    return {id(i) for block in builder.function.blocks for i in block.instructions}
-
-
-def _flat_call(inline: bool):
-    """`call_flat` (``inline=False``) or `call_inlined` (True)."""
-
-    def call(typingctx, function, first, second, third, fourth):
-        groups = (first, second, third, fourth)
-        if not all(isinstance(group, numba.types.BaseTuple) for group in groups):
-            return None
-        items = tuple(item for group in groups for item in group.types)
-        inner = typingctx.resolve_function_type(function, items, {})
-        if inner is None:
-            return None
-
-        def codegen(context, builder, signature, arguments):
-            values = []
-            for group, value in zip(groups, arguments[1:]):
-                values.extend(cgutils.unpack_tuple(builder, value, len(group)))
-            values = [
-                context.cast(builder, value, given, wanted)
-                for value, given, wanted in zip(values, items, inner.args)
-            ]
-            before = _instructions(builder)
-            result = context.get_function(function, inner)(builder, values)
-            for block in builder.function.blocks:  # the call numba emitted
-                for instruction in block.instructions:
-                    new = id(instruction) not in before
-                    if inline and new and isinstance(instruction, llvm_ir.CallInstr):
-                        instruction.attributes.add("alwaysinline")
-            return result
-
-        return inner.return_type(function, first, second, third, fourth), codegen
-
-    call.__name__ = call.__qualname__ = "call_inlined" if inline else "call_flat"
-    return intrinsic(call)
-
-
-call_flat = _flat_call(inline=False)
-call_flat.__doc__ = """``function(*first, *second, *third, *fourth)`` for the numba
-function `function` and four tuples (``()`` where fewer are needed): the items passed as
-its arguments, taken out of the tuples without reference counting (the call borrows them,
-as any numba call does its arguments; the tuples outlive it)."""
-
-call_inlined = _flat_call(inline=True)
-call_inlined.__doc__ = """`call_flat`, the call marked ``alwaysinline`` for LLVM (numba
-links the compiled function into the caller's module before LLVM's inliner runs). Not for
-a piece that calls the generated model code: that is compiled with fast-math flags, and
-inlined into another context it rounds differently in the last bits."""
 
 
 @numba.njit(error_model="numpy")

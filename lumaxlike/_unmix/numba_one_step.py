@@ -13,6 +13,7 @@ import math
 import numba
 import numpy as np
 
+from .._compat import numba_internals
 from .._inverse import lm_rules, numba_lm
 from .._inverse.numba_lm import lm_for
 from .._model._backends import numba_equations, retarget_to_numba
@@ -421,7 +422,7 @@ def _one_step_block(block, arrays, model, mixture, settings, outputs):
 
 
 @cached_njit(
-    inlines=(_qp_module, lm_rules, numba_lm, *MODEL_MODULES, numba_unmix),
+    inlines=(_qp_module, lm_rules, numba_lm, numba_internals, *MODEL_MODULES, numba_unmix),
     nogil=True,
     error_model="numpy",
 )

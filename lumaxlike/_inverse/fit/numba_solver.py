@@ -26,6 +26,7 @@ import numba
 import numpy as np
 from jaxtyping import Bool, Float
 
+from ..._compat import numba_internals
 from ..._model import _backends, _scalar_math
 from ..._model._backends import retarget_to_numba
 from ..._model.numba_cache import cached_njit, compile_variant
@@ -278,7 +279,9 @@ def _write_solved(outputs, pixel, band, solved, parameters, jtj, free_index):
             jtj_out[pixel, band, a, b] = jtj[a, b]
 
 
-@cached_njit(inlines=(lm_rules, numba_lm, _backends, _scalar_math), error_model="numpy")
+@cached_njit(
+    inlines=(lm_rules, numba_lm, numba_internals, _backends, _scalar_math), error_model="numpy"
+)
 def _solve_lm_pixel(pixel, problem, model, settings, outputs):
     """Every band of one pixel (`_lm_kernel`'s loop body; arguments as there), each by
     `numba_lm.levenberg_marquardt` over this module's pieces (`lm_kernel_for`)."""
@@ -318,7 +321,11 @@ def _solve_lm_pixel(pixel, problem, model, settings, outputs):
         _write_solved(outputs, pixel, band, solved, parameters, jtj, free_index)
 
 
-@cached_njit(inlines=(lm_rules, numba_lm, _backends, _scalar_math), nogil=True, error_model="numpy")
+@cached_njit(
+    inlines=(lm_rules, numba_lm, numba_internals, _backends, _scalar_math),
+    nogil=True,
+    error_model="numpy",
+)
 def _lm_kernel(first, last, problem, model, settings, outputs):
     """Solve problems (pixel, band) with observations along the last axis of `refl`.
 

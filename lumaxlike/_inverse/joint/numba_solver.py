@@ -20,6 +20,7 @@ import math
 import numba
 import numpy as np
 
+from ..._compat import numba_internals
 from ..._model import _backends, _scalar_math
 from ..._model.numba_cache import cached_njit, compile_variant
 from ..._model.numba_jacobian import columns, prepare
@@ -294,7 +295,7 @@ def _write_unsolved(pixel, outputs, status):
 
 
 @cached_njit(
-    inlines=(lm_rules, numba_lm, _backends, _scalar_math, schur, fit_numba_solver),
+    inlines=(lm_rules, numba_lm, numba_internals, _backends, _scalar_math, schur, fit_numba_solver),
     error_model="numpy",
 )
 def _solve_joint_pixel(pixel, problem, priors, model, settings, outputs):
@@ -338,7 +339,7 @@ def _solve_joint_pixel(pixel, problem, priors, model, settings, outputs):
 
 
 @cached_njit(
-    inlines=(lm_rules, numba_lm, _backends, _scalar_math, schur, fit_numba_solver),
+    inlines=(lm_rules, numba_lm, numba_internals, _backends, _scalar_math, schur, fit_numba_solver),
     nogil=True,
     error_model="numpy",
 )
