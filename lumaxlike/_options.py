@@ -11,6 +11,7 @@ combines the two and refuses a value given both ways differently.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -154,9 +155,9 @@ RUN_AND_PRODUCT: dict[str, Any] = {
     **{field.name: field.default for field in dataclasses.fields(RunOptions)},
     **{field.name: field.default for field in dataclasses.fields(ProductOptions)},
 }
-"""The fields of `RunOptions` and `ProductOptions` at their defaults: a file front end's
-keywords for the simple case (``chunk_rows=``, ``solar_distance=``), beside ``run=`` and
-``product=`` (`front_end_options` merges them)."""
+"""The fields of `RunOptions` and `ProductOptions` at their defaults: the keywords a file
+front end still takes beside ``run=`` and ``product=`` (``chunk_rows=``,
+``solar_distance=``), deprecated: `front_end_options` merges them with a warning."""
 
 
 def _same(a, b) -> bool:
@@ -223,15 +224,18 @@ def solver_options(solver, **keywords) -> SolverOptions:
 
 
 def front_end_options(
-    run, product, solver, keywords: Mapping
+    run, product, solver, keywords: Mapping, function: str = "a file function"
 ) -> tuple[RunOptions, ProductOptions, SolverOptions]:
     """The option objects of a file front end's call.
 
     Args:
         run, product, solver: the call's ``run=`` and ``product=`` (objects or None) and
             ``solver`` (a name or a `SolverOptions`).
-        keywords: the call's arguments by name (the front end's ``locals()``): those named
-            as a field of an option object are merged into it (`merged_options`).
+        keywords: the call's arguments by name: those named as a field of an option object
+            are merged into it (`merged_options`). A field of `RunOptions` or
+            `ProductOptions` given as a keyword (not at its default) is deprecated: a
+            DeprecationWarning names ``run=`` or ``product=``.
+        function: the front end's name, for the warning.
 
     Returns:
         (`RunOptions`, `ProductOptions`, `SolverOptions`).
@@ -241,8 +245,26 @@ def front_end_options(
         names = {field.name for field in dataclasses.fields(kind)} - set(skip)
         return {name: keywords[name] for name in names if name in keywords}
 
+    run_keywords, product_keywords = fields_of(RunOptions), fields_of(ProductOptions)
+    _warn_deprecated_keywords(function, RunOptions, "run", run_keywords)
+    _warn_deprecated_keywords(function, ProductOptions, "product", product_keywords)
     return (
-        merged_options(RunOptions, run, "run", **fields_of(RunOptions)),
-        merged_options(ProductOptions, product, "product", **fields_of(ProductOptions)),
+        merged_options(RunOptions, run, "run", **run_keywords),
+        merged_options(ProductOptions, product, "product", **product_keywords),
         solver_options(solver, **fields_of(SolverOptions, skip=("solver",))),
     )
+
+
+def _warn_deprecated_keywords(function: str, kind: type, argument: str, keywords: dict) -> None:
+    """A DeprecationWarning for the fields of ``kind`` given as keywords, not at their
+    defaults (``chunk_rows=4``: ``run=lumaxlike.RunOptions(chunk_rows=4)`` instead)."""
+    defaults = {field.name: field.default for field in dataclasses.fields(kind)}
+    given = sorted(name for name, value in keywords.items() if not _same(value, defaults[name]))
+    if given:
+        fields = ", ".join(f"{name}=..." for name in given)
+        warnings.warn(
+            f"{function}: the keywords {fields} are deprecated and will be removed; "
+            f"pass {argument}=lumaxlike.{kind.__name__}({fields})",
+            DeprecationWarning,
+            stacklevel=4,
+        )

@@ -263,6 +263,7 @@ def _child_file(config: ProfileConfig, folder: str, rss_start: int) -> dict:
     import numba
 
     from ._files.invert import invert_file
+    from ._options import RunOptions
 
     rss_imports = current_rss()
     root = Path(folder)
@@ -277,9 +278,7 @@ def _child_file(config: ProfileConfig, folder: str, rss_start: int) -> dict:
             params=default_params(),
             solver=config.solver,
             units="r",
-            chunk_rows=chunk_rows,
-            overwrite=True,
-            progress=False,
+            run=RunOptions(chunk_rows=chunk_rows, overwrite=True, progress=False),
             max_iter=config.max_iter,
         )
     problems = summary.pixels * summary.bands

@@ -339,13 +339,16 @@ def test_unmix_file_matches_the_endmembers_bands_by_wavelength_or_refuses(tmp_pa
         out,
         endmembers=endmembers(centres_um[::-1]),
         route="two_step",
-        thermal_bands="exclude",
+        product=lumaxlike.ProductOptions(thermal_bands="exclude"),
         **common,
     )
     with rasterio.open(out) as dataset:
         np.testing.assert_allclose(np.moveaxis(dataset.read(), 0, -1), mass, atol=1e-6, rtol=0)
     recorded = lumaxlike.read_provenance(out).command
-    assert recorded.startswith("lumaxlike.unmix_file(") and "thermal_bands='exclude'" in recorded
+    assert (
+        recorded.startswith("lumaxlike.unmix_file(")
+        and "product=lumaxlike.ProductOptions(thermal_bands='exclude')" in recorded
+    )
     shifted = centres_um[::-1].copy()
     shifted[0] += 0.1
     with pytest.raises(ValueError, match=f"the cube {cube}"):

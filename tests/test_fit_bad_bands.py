@@ -128,7 +128,7 @@ def test_regional_fit_of_a_stack_with_bad_bands_fits_the_good_ones(tmp_path, bbl
         solver="numba",
         regions=labels,
         regional=("c",),
-        chunk_rows=1,
+        run=lumaxlike.RunOptions(chunk_rows=1),
     )
     refl, *geometry = arrays
     expected = lumaxlike.fit(

@@ -555,7 +555,7 @@ def test_invert_file_streams_blocks_and_matches_in_memory_invert(tmp_path, solve
         params=PARAMS,
         solver=solver,
         units="r",
-        chunk_rows=3,
+        run=lumaxlike.RunOptions(chunk_rows=3),
     )
     expected = lumaxlike.invert(
         scene["r"],
@@ -592,7 +592,7 @@ def test_invert_file_units_sigma_and_per_band_params(tmp_path):
         solver="numba",
         units="reff",
         refl_sigma=0.01,
-        chunk_rows=5,
+        run=lumaxlike.RunOptions(chunk_rows=5),
     )
     with xr.open_dataset(summary.outputs["w"]) as ds:
         w, sigma = np.moveaxis(ds.w.values, 0, -1), np.moveaxis(ds.sigma.values, 0, -1)
@@ -673,7 +673,7 @@ def test_failure_mid_run_leaves_no_output_and_no_temporary_file(tmp_path, monkey
             params=PARAMS,
             solver="numba",
             units="r",
-            chunk_rows=2,
+            run=lumaxlike.RunOptions(chunk_rows=2),
         )
     assert len(calls) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == before
@@ -685,7 +685,13 @@ def test_output_that_would_overwrite_an_input_is_refused(tmp_path):
     hashes = digest(cube)
     with pytest.raises(ValueError, match="would replace the input file"):
         invert_file(
-            cube, cube, geometry=obs, params=PARAMS, solver="numba", units="r", overwrite=True
+            cube,
+            cube,
+            geometry=obs,
+            params=PARAMS,
+            solver="numba",
+            units="r",
+            run=lumaxlike.RunOptions(overwrite=True),
         )
     assert digest(cube) == hashes
     envi = write_raster(tmp_path / "c.img", np.ones((5, 8, 6)), driver="ENVI")
@@ -698,7 +704,7 @@ def test_output_that_would_overwrite_an_input_is_refused(tmp_path):
             params=PARAMS,
             solver="numba",
             units="r",
-            overwrite=True,
+            run=lumaxlike.RunOptions(overwrite=True),
         )
     assert digest(tmp_path / "c.hdr") == header
 
@@ -712,7 +718,14 @@ def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(ValueError, match="solver"):
         invert_file(cube, tmp_path / "w.tif", solver="scipy", units="r", **common)
     with pytest.raises(ValueError, match="chunk_rows"):
-        invert_file(cube, tmp_path / "w.tif", solver="numba", units="r", chunk_rows=0, **common)
+        invert_file(
+            cube,
+            tmp_path / "w.tif",
+            solver="numba",
+            units="r",
+            run=lumaxlike.RunOptions(chunk_rows=0),
+            **common,
+        )
     with pytest.raises(ValueError, match="sigma"):
         invert_file(cube, tmp_path / "w.tif", solver="numba", units="r", refl_sigma=-1.0, **common)
     assert result_paths(tmp_path / "w.tif")["status"] == tmp_path / "w_status.tif"
@@ -735,7 +748,7 @@ def peak_traced_bytes(tmp_path, rows, chunk_rows, cols=32, bands=16):
             params=PARAMS,
             solver="numba",
             units="r",
-            chunk_rows=chunk_rows,
+            run=lumaxlike.RunOptions(chunk_rows=chunk_rows),
         )
         return tracemalloc.get_traced_memory()[1]
     finally:

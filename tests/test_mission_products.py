@@ -109,7 +109,7 @@ def test_m3_l2_lower_case_names_and_thermal_bands_left_out(tmp_path, w_true, cap
         params=PARAMS,
         solver="numba",
         units="radf",
-        thermal_bands="exclude",
+        product=lumaxlike.ProductOptions(thermal_bands="exclude"),
     )
     expected = w_true[..., :4].copy()
     expected[..., 2] = np.nan
@@ -171,7 +171,7 @@ def test_m3_l2_with_an_observed_geometry_is_refused_unless_the_correction_was_un
         params=PARAMS,
         solver="numba",
         units="radf",
-        correction_undone=True,
+        product=lumaxlike.ProductOptions(correction_undone=True),
     )
     expected = w_true.copy()
     expected[..., 2] = np.nan
@@ -247,7 +247,7 @@ def test_m3_l1b_radiance_is_converted_with_its_solar_spectrum_and_obs(
         params=PARAMS,
         solver="numba",
         units="radiance",
-        solar_spectrum=spectrum_path,
+        product=lumaxlike.ProductOptions(solar_spectrum=spectrum_path),
     )
     assert_w(out, w_true)
     product = lumaxlike.read_provenance(out).product
@@ -370,7 +370,7 @@ def test_crism_trdr_if_with_its_ddr_through_the_labels(tmp_path, w_true):
         params=PARAMS,
         solver="numba",
         units="radf",
-        wavelengths_from=wavelengths,
+        product=lumaxlike.ProductOptions(wavelengths_from=wavelengths),
     )
     assert (
         lumaxlike.read_provenance(tmp_path / "wl.tif")
@@ -397,7 +397,7 @@ def test_crism_mtrdr_flat_at_its_standard_geometry_or_undone_with_areoid_reff(tm
         params=PARAMS,
         solver="numba",
         units="reff",
-        reff_incidence="areoid",
+        product=lumaxlike.ProductOptions(reff_incidence="areoid"),
     )
     assert_w(out, w_true)
     assert lumaxlike.read_provenance(out).product["reff_incidence"] == "areoid"

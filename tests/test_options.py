@@ -2,6 +2,8 @@
 when made, merged with the keywords for the simple case, refused when the two disagree; a
 file command given its options as objects writes the same maps as one given keywords."""
 
+import inspect
+
 import numpy as np
 import pytest
 import rasterio
@@ -9,7 +11,7 @@ import rasterio
 import lumaxlike
 from lumaxlike._operations.invert import INVERT
 from lumaxlike._operations.normalize import NORMALIZE
-from lumaxlike._options import front_end_options, merged_options
+from lumaxlike._options import RUN_AND_PRODUCT, front_end_options, merged_options
 
 from .test_io import PARAMS, make_scene, write_scene
 
@@ -41,7 +43,8 @@ def test_keywords_and_objects_merge_and_a_disagreement_is_refused():
     with pytest.raises(ValueError, match="run must be a lumaxlike.RunOptions, got dict"):
         merged_options(lumaxlike.RunOptions, {"workers": 2}, "run")
     keywords = {"workers": 1, "thermal_bands": "exclude", "tol": 1e-9, "max_iter": None}
-    run, product, solver = front_end_options(None, None, "numba", keywords)
+    with pytest.warns(DeprecationWarning, match=r"f: the keywords thermal_bands=\.\.\. "):
+        run, product, solver = front_end_options(None, None, "numba", keywords, "f")
     assert run == lumaxlike.RunOptions()
     assert product == lumaxlike.ProductOptions(thermal_bands="exclude")
     assert solver == lumaxlike.SolverOptions("numba", tol=1e-9)
@@ -73,9 +76,11 @@ def test_invert_file_with_option_objects_writes_what_keywords_write(tmp_path):
     scene = make_scene(rows=6, cols=4, bands=3)
     cube, obs, dtm = write_scene(tmp_path, scene)
     common = dict(geometry=obs, dtm=dtm, params=PARAMS, units="r")
-    by_keywords = lumaxlike.invert_file(
-        cube, tmp_path / "a.tif", solver="numba", tol=1e-10, chunk_rows=2, **common
-    )
+    deprecated = r"invert_file: the keywords chunk_rows=\.\.\. are deprecated .* pass run="
+    with pytest.warns(DeprecationWarning, match=deprecated):  # still taken for one release
+        by_keywords = lumaxlike.invert_file(
+            cube, tmp_path / "a.tif", solver="numba", tol=1e-10, chunk_rows=2, **common
+        )
     by_objects = lumaxlike.invert_file(
         cube,
         tmp_path / "b.tif",
@@ -88,7 +93,8 @@ def test_invert_file_with_option_objects_writes_what_keywords_write(tmp_path):
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)
     np.testing.assert_allclose(a["w"], np.moveaxis(scene["w"], -1, 0), rtol=1e-7)
     assert lumaxlike.read_provenance(by_objects.outputs["w"]).tol == 1e-10
-    with pytest.raises(ValueError, match=r"chunk_rows is given as a keyword \(3\)"):
+    refused = pytest.raises(ValueError, match=r"chunk_rows is given as a keyword \(3\)")
+    with refused, pytest.warns(DeprecationWarning, match="chunk_rows"):
         lumaxlike.invert_file(
             cube,
             tmp_path / "c.tif",
@@ -98,3 +104,19 @@ def test_invert_file_with_option_objects_writes_what_keywords_write(tmp_path):
             **common,
         )
     assert not (tmp_path / "c.tif").exists()
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        lumaxlike.invert_file,
+        lumaxlike.normalize_file,
+        lumaxlike.fit_file,
+        lumaxlike.remove_thermal_file,
+        lumaxlike.spectral_parameters_file,
+    ],
+)
+def test_file_functions_show_run_and_product_not_their_fields(function):
+    shown = inspect.signature(function).parameters
+    assert {"run", "product"} <= set(shown)
+    assert not set(shown) & set(RUN_AND_PRODUCT)  # deprecated: taken, not shown

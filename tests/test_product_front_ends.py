@@ -65,7 +65,10 @@ def _run(command, tmp_path, w, out):
     """``command``'s file function on M3 radiance (two products for fit)."""
     table = write_m3_solar_table(tmp_path, M3_WAVELENGTHS, M3_TABLE_IRRADIANCE)
     paths = _l1b(tmp_path / "a", w, 5)
-    product = {"units": "radiance", "solar_spectrum": table, "thermal_bands": "exclude"}
+    product = {
+        "units": "radiance",
+        "product": lumaxlike.ProductOptions(solar_spectrum=table, thermal_bands="exclude"),
+    }
     if command == "fit":
         other = _l1b(tmp_path / "b", w, 6)
         return lumaxlike.fit_file(

@@ -225,7 +225,7 @@ def test_every_output_file_records_the_run(tmp_path, scene_files, name):
         solver="numba",
         units="r",
         refl_sigma=0.001,
-        progress=False,
+        run=lumaxlike.RunOptions(progress=False),
     )
     for path in set(result_paths(out).values()):
         files = [path, path.with_suffix(".hdr")] if name.endswith((".img", ".hdr")) else [path]

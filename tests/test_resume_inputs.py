@@ -45,13 +45,7 @@ def command_run(command, folder, out, spectrum):
     ``spectrum``, one row per block; and the product's files (two products for fit)."""
     _, w = _mixture()
     paths = _l1b(folder / "a", w, 5)
-    kwargs = {
-        "units": "radiance",
-        "solar_spectrum": spectrum,
-        "params": PARAMS,
-        "solver": "numba",
-        "chunk_rows": 1,
-    }
+    kwargs = {"units": "radiance", "params": PARAMS, "solver": "numba"}
     if command == "fit":
         other = _l1b(folder / "b", w, 6)
         cubes, geometry = [paths["rdn"], other["rdn"]], [paths["obs"], other["obs"]]
@@ -64,7 +58,13 @@ def command_run(command, folder, out, spectrum):
         function = lambda **more: file_function(  # noqa: E731
             paths["rdn"], out, geometry=paths["obs"], **more
         )
-    return (lambda **overrides: function(**{**kwargs, **overrides})), paths
+
+    def call(resume=False, solar_spectrum=spectrum):
+        run = lumaxlike.RunOptions(chunk_rows=1, resume=resume)
+        product = lumaxlike.ProductOptions(solar_spectrum=solar_spectrum)
+        return function(**kwargs, run=run, product=product)
+
+    return call, paths
 
 
 def touch(path):

@@ -87,7 +87,9 @@ def test_blocks_of_two_rows_give_the_whole_cube_maps(cube, tmp_path):
     path, _ = cube
     whole, blocks = tmp_path / "whole.nc", tmp_path / "blocks.nc"
     lumaxlike.spectral_parameters_file(path, whole, products=PRODUCTS, quantity="w")
-    lumaxlike.spectral_parameters_file(path, blocks, products=PRODUCTS, quantity="w", chunk_rows=2)
+    lumaxlike.spectral_parameters_file(
+        path, blocks, products=PRODUCTS, quantity="w", run=lumaxlike.RunOptions(chunk_rows=2)
+    )
     with xr.open_dataset(whole) as a, xr.open_dataset(blocks) as b:
         for name in PRODUCTS:
             assert a[name].dims == ("y", "x")
@@ -134,13 +136,21 @@ def test_the_command_writes_the_same_maps(cube, tmp_path, capsys):
 def test_a_killed_run_resumes_to_the_maps_of_an_uninterrupted_one(cube, tmp_path, monkeypatch):
     path, _ = cube
     out, whole = tmp_path / "resumed.nc", tmp_path / "whole.nc"
-    run = lambda **more: lumaxlike.spectral_parameters_file(  # noqa: E731
-        path, out, products=PRODUCTS, quantity="w", chunk_rows=2, **more
+    run = lambda resume=False: lumaxlike.spectral_parameters_file(  # noqa: E731
+        path,
+        out,
+        products=PRODUCTS,
+        quantity="w",
+        run=lumaxlike.RunOptions(chunk_rows=2, resume=resume),
     )
     interrupt(monkeypatch, run)
     with pytest.raises(ResumeRefusedError):  # other products: other maps
         lumaxlike.spectral_parameters_file(
-            path, out, products=["FeO"], quantity="w", chunk_rows=2, resume=True
+            path,
+            out,
+            products=["FeO"],
+            quantity="w",
+            run=lumaxlike.RunOptions(chunk_rows=2, resume=True),
         )
     assert run(resume=True).resumed
     lumaxlike.spectral_parameters_file(path, whole, products=PRODUCTS, quantity="w")

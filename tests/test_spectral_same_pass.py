@@ -99,7 +99,7 @@ def test_normalize_adds_the_products_of_the_normalised_reflectance(scene, tmp_pa
         params=PARAMS,
         solver="numba",
         units="r",
-        chunk_rows=3,  # two blocks, the second short
+        run=lumaxlike.RunOptions(chunk_rows=3),  # two blocks, the second short
         parameters=("BAND1_DEPTH", "OMAT"),
     )
     with xr.open_dataset(out) as ds:
@@ -145,13 +145,17 @@ def test_products_the_bands_cannot_give_are_refused_by_name_before_any_block(
 def test_a_killed_run_resumes_only_with_the_same_products(scene, tmp_path, monkeypatch):
     cube, obs, _ = scene
     out, whole = tmp_path / "resumed.nc", tmp_path / "whole.nc"
-    kwargs = dict(geometry=obs, params=PARAMS, solver="numba", units="r", chunk_rows=2)
+    kwargs = dict(geometry=obs, params=PARAMS, solver="numba", units="r")
+    blocks, resumed = (
+        lumaxlike.RunOptions(chunk_rows=2),
+        lumaxlike.RunOptions(chunk_rows=2, resume=True),
+    )
     run = lambda **more: lumaxlike.invert_file(cube, out, **kwargs, **more)  # noqa: E731
-    interrupt(monkeypatch, lambda: run(parameters=PRODUCTS))
+    interrupt(monkeypatch, lambda: run(parameters=PRODUCTS, run=blocks))
     with pytest.raises(ResumeRefusedError):  # other products: other maps
-        run(parameters=["FeO"], resume=True)
-    assert run(parameters=PRODUCTS, resume=True).resumed
-    lumaxlike.invert_file(cube, whole, **kwargs, parameters=PRODUCTS)
+        run(parameters=["FeO"], run=resumed)
+    assert run(parameters=PRODUCTS, run=resumed).resumed
+    lumaxlike.invert_file(cube, whole, **kwargs, parameters=PRODUCTS, run=blocks)
     with xr.open_dataset(out) as a, xr.open_dataset(whole) as b:
         for name in ["w", *PRODUCTS]:
             np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)

@@ -70,9 +70,8 @@ def test_file_run_equals_in_memory_and_blocks_equal_whole(warm_cube, tmp_path):
             params=PARAMS,
             units="r",
             solver="numba",
-            solar_distance=1.0,
-            chunk_rows=rows,
-            progress=False,
+            product=lumaxlike.ProductOptions(solar_distance=1.0),
+            run=lumaxlike.RunOptions(chunk_rows=rows, progress=False),
         )
         outputs[rows] = {
             "reflectance": _read(out),
@@ -164,15 +163,20 @@ def test_prior_without_sigma_refused(warm_cube, tmp_path):
             params=PARAMS,
             solver="numba",
             units="r",
-            solar_distance=1.0,
+            product=lumaxlike.ProductOptions(solar_distance=1.0),
             method="prior",
-            progress=False,
+            run=lumaxlike.RunOptions(progress=False),
         )
 
 
 def test_reff_and_missing_distance_refused(warm_cube, tmp_path):
     paths, *_ = warm_cube
-    common = dict(geometry=paths["obs"], params=PARAMS, solver="numba", progress=False)
+    common = dict(
+        geometry=paths["obs"],
+        params=PARAMS,
+        solver="numba",
+        run=lumaxlike.RunOptions(progress=False),
+    )
     with pytest.raises(ValueError, match="reff"):
         lumaxlike.remove_thermal_file(paths["cube"], tmp_path / "a.tif", units="reff", **common)
     with pytest.raises(ValueError, match="solar_distance"):

@@ -97,9 +97,11 @@ def test_unmix_file_with_free_parameters_matches_unmix(optical_cube, tmp_path, m
     np.testing.assert_allclose(expected.grain_size, grain, rtol=1e-5)  # the scene is solved
     out = tmp_path / "maps.tif"
     kwargs = dict(geometry=obs, dtm=dtm, endmembers=endmembers, params=PARAMS, units="r")
-    kwargs.update(solver=solver, free=FREE, chunk_rows=1)
-    interrupt(monkeypatch, lambda: lumaxlike.unmix_file(cube, out, **kwargs))
-    summary = lumaxlike.unmix_file(cube, out, resume=True, **kwargs)
+    kwargs.update(solver=solver, free=FREE)
+    blocks = lumaxlike.RunOptions(chunk_rows=1)
+    interrupt(monkeypatch, lambda: lumaxlike.unmix_file(cube, out, run=blocks, **kwargs))
+    resumed = lumaxlike.RunOptions(chunk_rows=1, resume=True)
+    summary = lumaxlike.unmix_file(cube, out, run=resumed, **kwargs)
     assert summary.resumed == "1 of 4 blocks from an interrupted run"
     fractions, names = _bands(out)
     assert names == NAMES

@@ -159,6 +159,7 @@ def _invert_demo(solver, workdir, scene, inputs, cube) -> RecoveredMaps:
     from .. import Status
     from .._files.invert import invert_file
     from .._io.write.writers import result_paths
+    from .._options import RunOptions
 
     rows, cols, bands = scene.w.shape
     out = workdir / f"w_{solver}.tif"
@@ -191,8 +192,7 @@ def _invert_demo(solver, workdir, scene, inputs, cube) -> RecoveredMaps:
             params=demo_hapke_params(),
             solver=solver,
             units="r",
-            overwrite=True,
-            progress=False,
+            run=RunOptions(overwrite=True, progress=False),
             command=command_line(command),
         )
         seconds.append(time.perf_counter() - tic)
@@ -218,6 +218,7 @@ def _unmix_demo(workdir, scene, inputs, cube, status_codes):
     from .._io.read.raster import CubeReader
     from .._io.read.spectral_library import read_spectral_library
     from .._io.write.writers import result_paths
+    from .._options import RunOptions
     from .._unmix.endmembers import Endmembers
 
     library = write_mineral_library(workdir / "minerals.csv", scene)
@@ -288,8 +289,7 @@ def _unmix_demo(workdir, scene, inputs, cube, status_codes):
         solver="numba",
         units="r",
         route="two_step",
-        overwrite=True,
-        progress=False,
+        run=RunOptions(overwrite=True, progress=False),
         command=command_line(command),
         library=library_record(library, wavelengths, fwhm_um=0.001),
     )

@@ -90,7 +90,7 @@ class _FitProvenance(Provenance):
         return encoded
 
 
-@takes_options(FitSettings, RUN_AND_PRODUCT)
+@takes_options(FitSettings)
 def fit_file(
     cubes,
     out_path,
@@ -127,11 +127,8 @@ def fit_file(
         params: `lumaxlike.HapkeParams`: the fixed parameters and the free ones' start.
         free: names of the fitted parameters (see `lumaxlike.fit`); w is always fitted.
         units: as for `lumaxlike.invert_file` (so are ``dtm``, ``command``, the run's
-            options ``run`` and the product's ``product``, whose fields, ``chunk_rows``,
-            ``overwrite``, ``progress``, ``workers``, ``scheduler``, ``resume``,
-            ``correction_undone``, ``reff_incidence``, ``solar_spectrum``,
-            ``solar_distance``, ``wavelengths_from``, ``thermal_bands``, are also
-            keywords).
+            options ``run`` and the product's ``product``; their fields as keywords are
+            deprecated).
         solver: ``"numba"`` (default) or ``"jax"``, or a `lumaxlike.SolverOptions`
             (``max_iter``, ``tol``: its fields).
         observation_limits_deg: the option ``observation_limits`` in degrees (give one
@@ -142,8 +139,7 @@ def fit_file(
             name, still taken with a DeprecationWarning; ``prior`` needs it; ``profile``,
             no map, is `lumaxlike.fit`'s only and refused here). With ``shared`` or
             ``prior`` the outputs add ``OUT_dfs_<name>`` and ``OUT_cost`` replaces
-            ``OUT_residual``; shared maps repeat in every band. And the fields of ``run``
-            and ``product`` (above).
+            ``OUT_residual``; shared maps repeat in every band.
         regions: a label raster on the cubes' grid (negative or nodata: left out), with
             the option ``regional``, the names among ``free`` taking one value per region
             (`lumaxlike.fit`'s ``regions=``; docs/joint-fits.md).
@@ -165,7 +161,7 @@ def fit_file(
     settings = FitSettings.merged(settings, keywords)
     refuse_unknown("fit_file", keywords, RUN_AND_PRODUCT)
     keywords.update(settings.solver_keywords())
-    run, product, options = front_end_options(run, product, solver, keywords)
+    run, product, options = front_end_options(run, product, solver, keywords, "fit_file")
     check_run_arguments(options.solver, units, settings.refl_sigma, run.chunk_rows, radiance=True)
     request = _FitRequest.from_call({**locals(), **vars(settings), "sigma": settings.refl_sigma})
     fields, layout = fit_fields(request.free, request.joint)

@@ -21,7 +21,7 @@ from .spectral import same_pass
 __all__ = ["InversionSummary", "invert_file"]
 
 
-@takes_options(InvertSettings, RUN_AND_PRODUCT)
+@takes_options(InvertSettings)
 def invert_file(
     cube_path,
     out_path,
@@ -74,18 +74,17 @@ def invert_file(
         **keywords: the options of `lumaxlike.InvertSettings` by name (``refl_sigma``:
             the standard uncertainty of the cube's values, in ``units``, which writes the
             sigma map of w too; ``max_iter``; ``tol``; ``sigma``, ``refl_sigma``'s old
-            name, still taken with a DeprecationWarning), and the fields of ``run`` and
-            ``product`` (below) for the simple case.
+            name, still taken with a DeprecationWarning). The fields of ``run`` and
+            ``product`` are still taken as keywords, with a DeprecationWarning.
         parameters: names of `lumaxlike.SPECTRAL_PRODUCTS` made from each block's w in
             the same pass: ``OUT_<name>`` maps (docs/spectral-parameters.md).
         command: the command line to record in the outputs' provenance (see
             `lumaxlike.read_provenance`); None records this Python call.
-        run: a `lumaxlike.RunOptions` (``workers``, ``scheduler``, ``chunk_rows``,
-            ``resume``, ``overwrite``, ``progress``: also keywords for the simple case; a
-            value given both ways must agree).
-        product: a `lumaxlike.ProductOptions` (``correction_undone``, ``reff_incidence``,
-            ``solar_spectrum``, ``solar_distance``, ``wavelengths_from``,
-            ``thermal_bands``: also keywords).
+        run: how the run is carried out, a `lumaxlike.RunOptions` (``workers``,
+            ``scheduler``, ``chunk_rows``, ``resume``, ``overwrite``, ``progress``).
+        product: how a mission product is read, a `lumaxlike.ProductOptions`
+            (``correction_undone``, ``reff_incidence``, ``solar_spectrum``,
+            ``solar_distance``, ``wavelengths_from``, ``thermal_bands``).
 
     Returns:
         `InversionSummary` with output paths, throughput and status counts.
@@ -104,7 +103,7 @@ def invert_file(
     refuse_unknown("invert_file", keywords, RUN_AND_PRODUCT)
     same = same_pass(INVERT, parameters, "w", "w")
     keywords.update(settings.solver_keywords())
-    run, product, options = front_end_options(run, product, solver, keywords)
+    run, product, options = front_end_options(run, product, solver, keywords, "invert_file")
     sigma = settings.refl_sigma
     return run_on_cube(
         same.operation,

@@ -62,7 +62,7 @@ class _MapReader:
             reader.close()
 
 
-@takes_options(NormalizeSettings, RUN_AND_PRODUCT)
+@takes_options(NormalizeSettings)
 def normalize_file(
     cube_path,
     out_path,
@@ -110,7 +110,8 @@ def normalize_file(
         **keywords: the options of `lumaxlike.NormalizeSettings` by name (``standard``
             [rad]; ``refl_sigma``, the cube's standard uncertainty in ``units``, which
             writes OUT_sigma; ``max_iter``; ``tol``; ``sigma``, ``refl_sigma``'s old
-            name, with a DeprecationWarning) and the fields of ``run`` and ``product``.
+            name, with a DeprecationWarning). The fields of ``run`` and ``product``
+            are still taken as keywords, with a DeprecationWarning.
 
     Returns:
         `InversionSummary` (``verb`` "normalised").
@@ -119,7 +120,7 @@ def normalize_file(
     refuse_unknown("normalize_file", keywords, RUN_AND_PRODUCT)
     same = same_pass(NORMALIZE, parameters, "reflectance", "normalized")
     keywords.update(settings.solver_keywords())
-    run, product, options = front_end_options(run, product, solver, keywords)
+    run, product, options = front_end_options(run, product, solver, keywords, "normalize_file")
     standard, sigma = settings.standard, settings.refl_sigma
     if param_maps is not None and not isinstance(param_maps, Mapping):
         raise ValueError(

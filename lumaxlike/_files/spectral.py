@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._declared_options import refuse_unknown
 from .._operations.declaration import Operation
 from .._operations.spectral import (
     SPECTRAL_PARAMETERS,
@@ -19,7 +20,13 @@ from .._operations.spectral import (
     parameters_record,
     with_parameters,
 )
-from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
+from .._options import (
+    RUN_AND_PRODUCT,
+    ProductOptions,
+    RunOptions,
+    SolverOptions,
+    front_end_options,
+)
 from .._run.progress import InversionSummary
 from .._spectral.lucey import LuceyConstants
 from .._spectral.products import QUANTITIES, check_names, prepare_products
@@ -30,6 +37,12 @@ from .wavelengths import cube_wavelengths_um
 __all__ = ["SamePassRun", "same_pass", "same_pass_plan", "spectral_parameters_file"]
 
 _REFLECTANCE_UNITS = ("r", "radf", "reff")
+# the product's options that apply to a cube read as it is (no geometry, no normalisation)
+_RUN_AND_PRODUCT = {
+    name: default
+    for name, default in RUN_AND_PRODUCT.items()
+    if name not in ("correction_undone", "reff_incidence")
+}
 
 
 def spectral_parameters_file(
@@ -41,19 +54,10 @@ def spectral_parameters_file(
     units: str | None = None,
     lucey: LuceyConstants | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
-    chunk_rows=None,
-    overwrite=False,
-    progress=None,
-    workers=1,
-    scheduler=None,
     command=None,
-    solar_spectrum=None,
-    solar_distance=None,
-    wavelengths_from=None,
-    thermal_bands="keep",
-    resume=False,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
+    **keywords,
 ) -> InversionSummary:
     """Named spectral products (`lumaxlike.spectral_parameters`) of a cube file, block by
     block, one map per product.
@@ -82,11 +86,14 @@ def spectral_parameters_file(
             ``quantity="radf"``).
         lucey: the constants of FeO, TiO2 and OMAT (default: Clementine's).
         tolerance: how far [um] the band nearest a product's wavelength may lie from it.
-        run: a `lumaxlike.RunOptions` (``chunk_rows``, ``overwrite``, ``progress``,
-            ``workers``, ``scheduler``, ``resume``: also keywords).
-        product: a `lumaxlike.ProductOptions` (``solar_spectrum``, ``solar_distance``,
-            ``wavelengths_from``, ``thermal_bands``: also keywords).
+        run: how the run is carried out, a `lumaxlike.RunOptions` (``chunk_rows``,
+            ``overwrite``, ``progress``, ``workers``, ``scheduler``, ``resume``).
+        product: how the product is read, a `lumaxlike.ProductOptions`
+            (``solar_spectrum``, ``solar_distance``, ``wavelengths_from``,
+            ``thermal_bands``).
         command: the command line to record; None records this Python call.
+        **keywords: the fields of ``run`` and ``product``, still taken as keywords with
+            a DeprecationWarning.
 
     Returns:
         `InversionSummary` (``verb`` "computed"; no status counts, ``status_of`` None;
@@ -98,8 +105,11 @@ def spectral_parameters_file(
         ValueError: a bad argument (named), an unknown product, or a product the cube's
             bands cannot give (named, with the wavelength at fault), before any output.
     """
+    refuse_unknown("spectral_parameters_file", keywords, _RUN_AND_PRODUCT)
     names = check_names(products)
-    run, product, options = front_end_options(run, product, SolverOptions("numba"), locals())
+    run, product, options = front_end_options(
+        run, product, SolverOptions("numba"), keywords, "spectral_parameters_file"
+    )
     read_as = _read_units(units, quantity, cube_path)
     inputs = CubeInputs(cube_path, out_path, read_as, product=product)
     return run_on_cube(

@@ -20,7 +20,7 @@ from .wavelengths import cube_wavelengths_um
 __all__ = ["remove_thermal_file"]
 
 
-# the run's and the product's options also taken as keywords, at their defaults
+# the run's and the product's options still taken as keywords (deprecated), at their defaults
 RUN_AND_PRODUCT = {
     **{name: getattr(RunOptions(), name) for name in ("chunk_rows", "overwrite", "progress")},
     **{name: getattr(RunOptions(), name) for name in ("workers", "scheduler", "resume")},
@@ -31,7 +31,7 @@ RUN_AND_PRODUCT = {
 }
 
 
-@takes_options(ThermalSettings, RUN_AND_PRODUCT)
+@takes_options(ThermalSettings)
 def remove_thermal_file(
     cube_path,
     out_path,
@@ -78,10 +78,11 @@ def remove_thermal_file(
         settings: the thermal options as one `lumaxlike.ThermalSettings` (None: the
             defaults).
         **keywords: the options of `lumaxlike.ThermalSettings` by name (``method``,
-            ``temperature`` (a number), ``window``, ``max_temperature_sigma``, ...), and
-            those of ``run`` (``chunk_rows``, ``overwrite``, ``progress``, ``workers``,
-            ``scheduler``, ``resume``) and ``product`` (``solar_spectrum``,
-            ``solar_distance``, ``wavelengths_from``).
+            ``temperature`` (a number), ``window``, ``max_temperature_sigma``, ...).
+            The fields of ``run`` (``chunk_rows``, ``overwrite``, ``progress``,
+            ``workers``, ``scheduler``, ``resume``) and ``product`` (``solar_spectrum``,
+            ``solar_distance``, ``wavelengths_from``) are still taken as keywords, with a
+            DeprecationWarning.
 
     Returns:
         `InversionSummary` (``verb`` "corrected").
@@ -95,7 +96,7 @@ def remove_thermal_file(
     refuse_unknown("remove_thermal_file", keywords, RUN_AND_PRODUCT)
     keywords.update(max_iter=max_iter, tol=tol)
     sigma = renamed_keyword("remove_thermal_file", "sigma", sigma, "refl_sigma", refl_sigma)
-    run, product, options = front_end_options(run, product, solver, keywords)
+    run, product, options = front_end_options(run, product, solver, keywords, "remove_thermal_file")
     if units == "reff":
         raise ValueError('units="reff" is not supported by the thermal removal; give r or radf')
     if settings.method == "prior" and sigma is None:

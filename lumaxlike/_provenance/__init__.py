@@ -71,6 +71,7 @@ in (the model's components, the configuration, the inputs' paths, the Python cal
 from .describe import (
     MODEL,
     PREFIX,
+    OptionsCall,
     configuration_of,
     geometry_record,
     model_of,
@@ -81,6 +82,7 @@ from .record import Provenance, make_provenance
 
 __all__ = [
     "MODEL",
+    "OptionsCall",
     "PREFIX",
     "Provenance",
     "configuration_of",

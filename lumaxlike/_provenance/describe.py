@@ -5,6 +5,7 @@ itself is `lumaxlike._provenance.record`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +16,7 @@ __all__ = [
     "CONFIGURATION_TEXT",
     "LEGENDRE_PHASE_FUNCTION",
     "MODEL",
+    "OptionsCall",
     "PHOTOMETRIC_TEXT",
     "PREFIX",
     "configuration_of",
@@ -165,7 +167,18 @@ def python_call(function: str, *args, **kwargs) -> str:
     return f"lumaxlike.{function}({', '.join(arguments)})"
 
 
+@dataclass(frozen=True)
+class OptionsCall:
+    """An options object as a recorded call writes it: ``lumaxlike.<kind>(<fields>)``."""
+
+    kind: str
+    fields: Mapping
+
+
 def _call_repr(value) -> str:
+    if isinstance(value, OptionsCall):
+        fields = ", ".join(f"{name}={_call_repr(v)}" for name, v in value.fields.items())
+        return f"lumaxlike.{value.kind}({fields})"
     if isinstance(value, Path):
         return repr(str(value))
     if value is None or isinstance(value, (str, bool, int, float)):
