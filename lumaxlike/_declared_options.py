@@ -109,7 +109,9 @@ def option_of(kind: type, name: str, **changes) -> Any:
     fields) aside: an option that operations share, declared once. Its help text is the
     new class's own."""
     field = {f.name: f for f in dataclasses.fields(kind)}[name]
-    declared = dataclasses.replace(field.metadata["option"], **changes)
+    declared = field.metadata["option"]
+    if changes:
+        declared = dataclasses.replace(declared, **changes)
     return dataclasses.field(default=field.default, metadata={"option": declared})
 
 

@@ -91,6 +91,9 @@ def run(args) -> int:
     from .._sample.options import SampleSettings
 
     prior = prior_dict(args.prior)
+    # the declared options from their flags (checked before any file is read); --prior's
+    # pairs, repeated, read as one mapping
+    settings = SampleSettings.from_arguments(argparse.Namespace(**{**vars(args), "prior": prior}))
     with CubeReader(args.cubes[0]) as cube:
         bands = cube.info.bands
     params = model_from_options(args, bands, cube=args.cubes[0])
@@ -102,8 +105,6 @@ def run(args) -> int:
     limits = {
         angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
     }
-    # the declared options from their flags; --prior's pairs, repeated, read as one mapping
-    settings = SampleSettings.from_arguments(argparse.Namespace(**{**vars(args), "prior": prior}))
     described = (
         f"{len(args.cubes)} cubes ({args.units}) -> {args.out}, free {','.join(args.free)}, "
         f"{settings.num_chains} chains x {settings.num_samples} draws"
