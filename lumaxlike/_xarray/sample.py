@@ -33,6 +33,8 @@ _INTEGER = {"status": np.int8, "divergences": np.int32, "observations": np.int32
 
 # `lumaxlike.sample`'s keywords that are no option, passed on (beside the options)
 _PASSED = {"bounds": None, "chunk_size": None, "fit_solver": None}
+# the options a chunk's `sample` call takes apart from the others (`_sample_block`)
+_OWN = ("shared", "seed")
 
 
 def _fields(free, shared) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -259,10 +261,6 @@ def sample_dataarray(
     }
     dataset = result_dataset(variables, inputs.refl, provenance, attrs)
     return dataset.assign_coords({QUANTILE_DIM: list(QUANTILE_LEVELS)})
-
-
-# the options a chunk's `sample` call takes apart from the others (`_sample_block`)
-_OWN = ("shared", "seed")
 
 
 def _options_record(given: dict, settings: SampleSettings, sigma_r) -> str:
