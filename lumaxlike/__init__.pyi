@@ -94,8 +94,9 @@ from ._params import (
 from ._photometric import PhotometricFunction as PhotometricFunction
 from ._provenance import Provenance as Provenance
 from ._run.progress import InversionSummary as InversionSummary
-from ._sample import SampleResult as SampleResult
-from ._sample import sample as sample
+from ._sample.options import SampleSettings as SampleSettings
+from ._sample.result import SampleResult as SampleResult
+from ._sample.sample import sample as sample
 from ._spectral.bands import BandParameters as BandParameters
 from ._spectral.bands import band_parameters as band_parameters
 from ._spectral.continuum import continuum_removed as continuum_removed

@@ -39,6 +39,7 @@ __all__ = [
     "Option",
     "help_texts",
     "option",
+    "option_of",
     "pair_text",
     "positive",
     "positive_float",
@@ -76,6 +77,8 @@ class Option:
             a DeprecationWarning naming the new one (``sigma`` for ``refl_sigma``).
         shown: the default as the help states it, where a default of None stands for a
             value the operation picks (``"50"``, ``"1e-10 (float64), 1e-5 (float32)"``).
+        required: the command line requires the flag (its help says so); the Python
+            front ends check it themselves (its default is None).
         record: the value as the run's record keeps it (JSON-able); None: as it is,
             a tuple as a list.
     """
@@ -90,6 +93,7 @@ class Option:
     aliases: tuple[str, ...] = ()
     old_names: tuple[str, ...] = ()
     shown: str | None = None
+    required: bool = False
     record: Callable[[Any], Any] | None = None
 
 
@@ -97,6 +101,18 @@ def option(default, **declared) -> Any:
     """A field of a `DeclaredOptions` class: its default and its `Option` (the other
     keywords)."""
     return dataclasses.field(default=default, metadata={"option": Option(**declared)})
+
+
+def option_of(kind: type, name: str, **changes) -> Any:
+    """A field of a `DeclaredOptions` class that is option ``name`` of ``kind``, another
+    operation's, as ``kind`` declares it (its default, check, flag), ``changes`` (`Option`'s
+    fields) aside: an option that operations share, declared once. Its help text is the
+    new class's own."""
+    field = {f.name: f for f in dataclasses.fields(kind)}[name]
+    declared = field.metadata["option"]
+    if changes:
+        declared = dataclasses.replace(declared, **changes)
+    return dataclasses.field(default=field.default, metadata={"option": declared})
 
 
 def help_texts(kind: type) -> dict[str, str]:
@@ -253,11 +269,13 @@ class DeclaredOptions:
             flag = declared.flag or flag_of(name)
             shown = declared.shown or format_value(defaults[name])
             common = dict(dest=name, type=declared.parse, choices=declared.choices)
+            stated = "required" if declared.required else f"default {shown}{recorded}"
             group.add_argument(
                 flag,
                 default=None,
                 metavar=declared.metavar,
-                help=f"{texts[name]} (default {shown}{recorded})",
+                required=declared.required,
+                help=f"{texts[name]} ({stated})",
                 **common,
             )
             hidden: dict[str, type | None] = dict.fromkeys(declared.aliases, DeprecatedAlias)

@@ -5,6 +5,7 @@ else; nothing here compiles or solves."""
 
 import inspect
 import math
+from pathlib import Path
 
 import pytest
 
@@ -258,3 +259,234 @@ def test_fit_file_and_dataarray_refuse_profile_which_has_no_map(tmp_path):
     refl = xr.DataArray(np.zeros((1, 2, 3)), dims=("y", "band", "observation"))
     with pytest.raises(ValueError, match="profile is lumaxlike.fit's only"):
         lumaxlike.fit_dataarray(refl, {}, params, units="r", profile=("hs",))
+
+
+# sample: SampleSettings, the problems' options FitSettings' declarations
+
+SAMPLE_FRONT_ENDS = ("sample", "sample_file", "sample_dataarray")
+SAMPLE_ARGV = ["sample", "c.tif", "d.tif", "--geometry", "g.tif", "h.tif", "--units", "r"]
+SAMPLE_ARGV += ["--free", "w,b", "--refl-sigma", "0.01", "--out"]
+
+
+@pytest.mark.parametrize("name", SAMPLE_FRONT_ENDS)
+def test_sample_front_ends_show_every_option_once_at_its_default(name):
+    from lumaxlike._sample.options import SampleSettings
+
+    parameters = inspect.signature(getattr(lumaxlike, name)).parameters
+    for option, default in SampleSettings.defaults().items():
+        assert parameters[option].kind is inspect.Parameter.KEYWORD_ONLY, (name, option)
+        assert parameters[option].default == default, (name, option)
+    assert "settings" in parameters and "sigma" not in parameters
+    code = getattr(lumaxlike, name).__code__  # the parameters written: the options carry the rest
+    assert code.co_argcount + code.co_kwonlyargcount + 1 <= 13, name
+
+
+def test_sample_shares_fits_declarations_of_the_problems_options():
+    """One declaration of each option fit and sample share: its default, check and flag
+    are FitSettings'; sample's command line takes one noise per band, and requires it."""
+    from lumaxlike._inverse.fit.options import FitSettings
+    from lumaxlike._sample.options import SampleSettings
+
+    fit, sample = FitSettings.declared(), SampleSettings.declared()
+    for name in ("observation_limits", "min_observations", "shared", "prior"):
+        assert sample[name] is fit[name], name
+        assert SampleSettings.defaults()[name] == FitSettings.defaults()[name], name
+    assert sample["refl_sigma"].check is fit["refl_sigma"].check
+    assert sample["refl_sigma"].required and not fit["refl_sigma"].required
+    assert set(help_texts(SampleSettings)) == set(sample)
+
+
+def test_sample_file_takes_its_run_fields_as_keywords_only():
+    parameters = inspect.signature(lumaxlike.sample_file).parameters
+    for name in ("chunk_rows", "overwrite", "progress", "workers", "scheduler", "resume"):
+        assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+    assert not {"solar_distance", "correction_undone", "solver"} & set(parameters)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'solar_distance'"):
+        lumaxlike.sample_file(
+            ["c.tif"],
+            "o.tif",
+            geometry=["g.tif"],
+            params=None,
+            free=("w",),
+            units="r",
+            solar_distance=1.0,
+        )
+
+
+def _stopped(monkeypatch, module, name):
+    """Replace ``module.name`` by a function that records its arguments and stops the call."""
+    import importlib
+
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        calls.append((args, kwargs))
+        raise Stop
+
+    monkeypatch.setattr(importlib.import_module(module), name, stop)
+    return calls, Stop
+
+
+def test_sample_keywords_and_settings_give_the_same_options(monkeypatch, tmp_path):
+    """Each front end hands `sample` the same options, and records the same, whether they
+    come by name or as ``settings=``; nothing is sampled."""
+    import numpy as np
+    import xarray as xr
+
+    from lumaxlike._sample.options import SampleSettings
+
+    options = dict(refl_sigma=0.01, num_samples=200, min_ess=50, seed=3, shared=("b",))
+    settings = SampleSettings(**options)
+    params = lumaxlike.HapkeParams(b=0.2, c=0.5)
+    routes = ({"settings": settings}, options)
+    # the array function: the checked model and its run (seed, chunk_size, return_samples)
+    calls, stop = _stopped(monkeypatch, "lumaxlike._sample.sample", "_sample_model")
+    refl, up = np.full((1, 2, 4), 0.05), np.tile([0.0, 0.0, 1.0], (4, 1))
+    for route in routes:
+        with pytest.raises(stop):
+            lumaxlike.sample(refl, up, up, up, params, free=("w", "b"), **route)
+    (model, *_, run), (other, *_, other_run) = (args for args, _ in calls)
+    assert model.shared == other.shared == ("b",) and model.chains == other.chains
+    assert model.chains.num_samples == 200 and run == other_run == (3, None, False)
+    # the file function: the request, and the sampling's record (lumaxlike_sample_*)
+    from lumaxlike._files.sample import _sample_settings
+
+    calls, stop = _stopped(monkeypatch, "lumaxlike._files.sample", "_run_sample")
+    call = dict(geometry=["g.tif"], params=params, free=("w", "b"), units="r")
+    for route in routes:
+        with pytest.raises(stop):
+            lumaxlike.sample_file(["c.tif"], tmp_path / "o.tif", **call, **route)
+    (request, *_), (other, *_) = (args for args, _ in calls)
+    assert request == other and request.options(0.01) == other.options(0.01)
+    record = _sample_settings(request, 0.01, tmp_path / "o.tif")
+    assert record == _sample_settings(other, 0.01, tmp_path / "o.tif")
+    assert record["num_samples"] == 200 and record["seed"] == 3 and record["shared"] == ["b"]
+    # the xarray function: the options each chunk's `sample` takes
+    calls, stop = _stopped(monkeypatch, "lumaxlike._xarray.sample", "check_sample_options")
+    data = xr.DataArray(np.full((1, 2, 3), 0.05), dims=("x", "band", "observation"))
+    vectors = {
+        role: xr.DataArray(np.full((1, 3), angle), dims=("x", "observation"))
+        for role, angle in (("incidence", 30.0), ("emission", 0.0), ("phase", 30.0))
+    }
+    for route in routes:
+        with pytest.raises(stop):
+            lumaxlike.sample_dataarray(data, vectors, params, ("w", "b"), units="r", **route)
+    (first, _), (second, _) = calls
+    assert first[1] == second[1] and first[1]["num_samples"] == 200
+
+
+def test_sample_record_of_a_default_call_is_the_previous_one(monkeypatch, tmp_path):
+    """The sampling's record of a call at the defaults, key for key as before the options
+    were declared (``lumaxlike_sample_*`` of the file outputs, ``lumaxlike_sample_options``
+    of the xarray ones)."""
+    import json
+
+    import numpy as np
+
+    from lumaxlike._files.sample import _sample_settings
+    from lumaxlike._sample.options import SampleSettings
+    from lumaxlike._xarray.sample import _options_record
+
+    calls, stop = _stopped(monkeypatch, "lumaxlike._files.sample", "_run_sample")
+    out = tmp_path / "o.tif"
+    with pytest.raises(stop):
+        lumaxlike.sample_file(
+            ["c.tif"],
+            out,
+            geometry=["g.tif"],
+            free=("w",),
+            units="r",
+            params=lumaxlike.HapkeParams(b=0.2, c=0.5),
+            refl_sigma=0.01,
+        )
+    record = _sample_settings(calls[0][0][0], 0.01, out)
+    previous = {
+        "cubes": [str(Path("c.tif").absolute())],
+        "geometries": [str(Path("g.tif").absolute())],
+        "free": ["w"],
+        "shared": [],
+        "prior": {},
+        "refl_sigma": 0.01,
+        "num_samples": 1000,
+        "num_chains": 4,
+        "num_warmup": 300,
+        "integration_steps": 12,
+        "seed": 0,
+        "min_ess": 400.0,
+        "max_rhat": 1.01,
+        "observation_limits_deg": {},
+        "min_observations": None,
+        "median_maps": {"w": str(out.absolute())},
+    }
+    assert list(record) == list(previous)
+    for name, value in previous.items():
+        assert record[name] == value and type(record[name]) is type(value), name
+    assert json.loads(_options_record({}, SampleSettings(refl_sigma=0.01), np.asarray(0.01))) == {
+        "seed": 0
+    }
+    # the keywords as the call gave them, in its order (as before); settings= alike
+    given = {"min_ess": 50, "num_samples": 200, "chunk_size": 4}
+    settings = SampleSettings(min_ess=50, num_samples=200, seed=4)
+    text = '{"refl_sigma": 0.5, "min_ess": 50, "num_samples": 200, "chunk_size": 4, "seed": 4}'
+    assert _options_record(given, settings, 0.5) == text
+    assert json.loads(_options_record({"chunk_size": 4}, settings, 0.5)) == json.loads(text)
+
+
+def test_sample_refuses_a_bad_option_naming_it_and_the_command_line_its_flag(tmp_path, capsys):
+    from lumaxlike._cli import main
+    from lumaxlike._sample.options import SampleSettings
+
+    with pytest.raises(ValueError, match="max_rhat must exceed 1, got 1.0"):
+        lumaxlike.sample(None, None, None, None, None, max_rhat=1.0)
+    with pytest.raises(ValueError, match="num_samples must be a positive integer, got 0"):
+        lumaxlike.sample_file(
+            ["c.tif"],
+            "o.tif",
+            geometry=["g.tif"],
+            params=None,
+            free=("w",),
+            units="r",
+            num_samples=0,
+        )
+    with pytest.raises(ValueError, match="min_ess must be positive, got 0"):
+        lumaxlike.sample_dataarray(None, None, None, units="r", min_ess=0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'num_sample'"):
+        lumaxlike.sample(None, None, None, None, None, num_sample=10)
+    with pytest.raises(ValueError, match=r"num_chains is given as a keyword \(3\)"):
+        lumaxlike.sample(
+            None, None, None, None, None, settings=SampleSettings(num_chains=5), num_chains=3
+        )
+    out = tmp_path / "o.tif"  # refused before any file is read: none exists
+    assert main([*SAMPLE_ARGV, out, "--max-rhat", "1"]) == 2
+    assert "lumaxlike sample: error: --max-rhat must exceed 1, got 1.0" in capsys.readouterr().err
+    assert main([*SAMPLE_ARGV, out, "--integration-steps", "0"]) == 2
+    assert "argument --integration-steps: expected a positive integer" in capsys.readouterr().err
+    assert main([a for a in SAMPLE_ARGV if a not in ("--refl-sigma", "0.01")] + [out]) == 2
+    assert "required: --refl-sigma" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sample_flags_from_the_declaration():
+    from lumaxlike._sample.options import SampleSettings
+
+    flags = ["--num-samples", "200", "--num-chains", "3", "--seed", "5", "--min-ess", "50"]
+    flags += ["--max-rhat", "1.05", "--integration-steps", "8", "--shared", "b"]
+    args = build_parser().parse_args([*SAMPLE_ARGV, "o.tif", *flags])
+    assert SampleSettings.from_arguments(args) == SampleSettings(
+        refl_sigma=0.01,
+        num_samples=200,
+        num_chains=3,
+        seed=5,
+        min_ess=50.0,
+        max_rhat=1.05,
+        integration_steps=8,
+        shared=("b",),
+    )
+    args = build_parser().parse_args([*SAMPLE_ARGV, "o.tif", "--refl-sigma", "0.01,0.02"])
+    assert SampleSettings.from_arguments(args) == SampleSettings(refl_sigma=[0.01, 0.02])
+    assert SampleSettings.from_arguments(build_parser().parse_args([*SAMPLE_ARGV, "o.tif"])) == (
+        SampleSettings(refl_sigma=0.01)
+    )

@@ -92,6 +92,7 @@ PUBLIC = {
     "ThermalSettings",
     "InvertSettings",
     "FitSettings",
+    "SampleSettings",
     "NormalizeSettings",
     "remove_thermal_file",
 }

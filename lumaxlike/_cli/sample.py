@@ -11,13 +11,8 @@ from .options import (
     add_run_options,
     add_stack_inputs,
     add_stack_selection,
-    name_list,
-    number_list,
-    positive_float,
-    positive_int,
     prior_dict,
     prior_option,
-    scalar_or_list,
 )
 
 __all__ = ["add_parser", "run"]
@@ -52,6 +47,8 @@ example (five cubes of one area with their OBS rasters, noise 0.002 in I/F):
 
 def add_parser(commands) -> None:
     """Add the ``sample`` subcommand to ``commands``."""
+    from .._sample.options import SampleSettings
+
     sample = commands.add_parser(
         "sample",
         help="sample the posterior of Hapke parameters on a stack of cubes (quantile maps)",
@@ -67,72 +64,16 @@ def add_parser(commands) -> None:
         units_help="what the cubes hold: r [1/sr] or radf = pi r; a cube whose units tag "
         "contradicts it (1/sr, sr-1: r) is refused (required)",
     )
-    sample.add_argument(
-        "--refl-sigma",
-        type=number_list,
-        required=True,
-        metavar="VALUE[,...]",
-        help="1-sigma Gaussian noise of the cubes' values in --units, one value or one "
-        "per band (required: it sets the posterior's width)",
-    )
+    # the options of `SampleSettings` (lumaxlike._sample.options), as it declares them:
+    # --refl-sigma, --shared, --num-samples, --num-chains, --num-warmup, --seed,
+    # --min-ess, --max-rhat, --integration-steps
+    SampleSettings.add_arguments(sample)
     sample.add_argument(
         "--prior",
         type=prior_option,
         action="append",
         metavar="NAME=MEAN:SIGMA",
         help=PRIOR_HELP.format(verb="sampled") + " (default: flat within the bounds)",
-    )
-    sample.add_argument(
-        "--shared",
-        type=name_list,
-        default=(),
-        metavar="NAME[,...]",
-        help="sampled parameters that take one value per pixel for all its bands (e.g. "
-        "roughness,hs): each pixel's bands are one joint problem; their maps, and status, "
-        "acceptance and divergences, repeat in every band layer (default: none)",
-    )
-    sample.add_argument(
-        "--num-samples",
-        type=positive_int,
-        default=1000,
-        metavar="N",
-        help="draws kept per chain (default 1000)",
-    )
-    sample.add_argument(
-        "--num-chains",
-        type=positive_int,
-        default=4,
-        metavar="N",
-        help="chains per pixel-band, at least 2 (default 4)",
-    )
-    sample.add_argument(
-        "--num-warmup",
-        type=positive_int,
-        default=300,
-        metavar="N",
-        help="adaptation transitions per chain, discarded (default 300)",
-    )
-    sample.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        metavar="N",
-        help="random seed; each block of rows draws its own stream from it (default 0)",
-    )
-    sample.add_argument(
-        "--min-ess",
-        type=positive_float,
-        default=400.0,
-        metavar="N",
-        help="a pixel-band whose bulk or tail ESS is below N in any parameter is NOT_MIXED "
-        "(default 400)",
-    )
-    sample.add_argument(
-        "--max-rhat",
-        type=positive_float,
-        default=1.01,
-        metavar="VALUE",
-        help="a pixel-band whose R-hat exceeds VALUE in any parameter is NOT_MIXED (default 1.01)",
     )
     add_stack_selection(sample, verb="sampled")
     add_run_options(
@@ -147,8 +88,12 @@ def run(args) -> int:
     """Run ``lumaxlike sample`` on parsed ``args``; return its exit code."""
     from .._io.read.raster import CubeReader
     from .._operations.sample import SAMPLE
+    from .._sample.options import SampleSettings
 
     prior = prior_dict(args.prior)
+    # the declared options from their flags (checked before any file is read); --prior's
+    # pairs, repeated, read as one mapping
+    settings = SampleSettings.from_arguments(argparse.Namespace(**{**vars(args), "prior": prior}))
     with CubeReader(args.cubes[0]) as cube:
         bands = cube.info.bands
     params = model_from_options(args, bands, cube=args.cubes[0])
@@ -162,7 +107,7 @@ def run(args) -> int:
     }
     described = (
         f"{len(args.cubes)} cubes ({args.units}) -> {args.out}, free {','.join(args.free)}, "
-        f"{args.num_chains} chains x {args.num_samples} draws"
+        f"{settings.num_chains} chains x {settings.num_samples} draws"
     )
     return run_command(
         SAMPLE,
@@ -174,16 +119,7 @@ def run(args) -> int:
         params=params[0],
         free=args.free,
         units=args.units,
-        refl_sigma=scalar_or_list(args.refl_sigma),
-        prior=prior,
-        shared=args.shared,
-        num_samples=args.num_samples,
-        num_chains=args.num_chains,
-        num_warmup=args.num_warmup,
-        seed=args.seed,
-        min_ess=args.min_ess,
-        max_rhat=args.max_rhat,
         dtm=args.dtm,
         observation_limits_deg={k: v for k, v in limits.items() if v is not None},
-        min_observations=args.min_observations,
+        settings=settings,
     )

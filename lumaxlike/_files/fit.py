@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,7 +31,6 @@ from .._declared_options import refuse_unknown, renamed_keyword, takes_options
 from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
 from .._inverse.fit.arguments import default_bounds
 from .._inverse.fit.fit import OBSERVATIONS_PER_CHUNK
-from .._inverse.fit.observation_masks import check_observation_limits
 from .._inverse.fit.options import FitSettings
 from .._inverse.joint.priors import check_file_priors
 from .._inverse.joint.restarts import check_starts
@@ -70,7 +68,7 @@ from .regions import (
     gather_region_group,
     plan_regions,
 )
-from .stacks import check_stack, limits_in_radians, read_stack_block
+from .stacks import check_stack, read_stack_block, stack_limits
 
 __all__ = ["fit_file"]
 
@@ -257,7 +255,9 @@ class _FitRequest:
         check_file_priors(prior, free, shared + regional, default_bounds())
         if call["profile"]:
             raise ValueError("profile is lumaxlike.fit's only (its intervals are no map)")
-        limits, limits_deg = _limits(call["observation_limits"], call["observation_limits_deg"])
+        limits, limits_deg = stack_limits(
+            call["observation_limits"], call["observation_limits_deg"]
+        )
         return cls(
             cubes=cubes,
             geometries=geometries,
@@ -277,17 +277,6 @@ class _FitRequest:
             region_memory=region_memory,
             correction_undone=bool(call["product"].correction_undone),
         )
-
-
-def _limits(radians, degrees) -> tuple[dict, Mapping | None]:
-    """The observation limits [rad] from the option ``observation_limits`` [rad] or
-    ``observation_limits_deg`` (one of the two), and in degrees, as the record keeps them."""
-    if radians is None:
-        return limits_in_radians(degrees), degrees
-    if degrees is not None:
-        raise ValueError("give observation_limits [rad] or observation_limits_deg, not both")
-    limits = check_observation_limits(radians)
-    return limits, {angle: tuple(map(math.degrees, pair)) for angle, pair in limits.items()}
 
 
 def _check_stack_arguments(cubes, geometries, params, sigma, units) -> None:

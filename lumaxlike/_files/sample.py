@@ -23,6 +23,7 @@ import numpy as np
 import rasterio
 
 from .._compat.xla_log import without_slow_compile_banner
+from .._declared_options import refuse_unknown, takes_options
 from .._inverse.fit.arguments import default_bounds
 from .._inverse.joint.priors import check_file_priors
 from .._io.missions.product_cube import check_unit_tag
@@ -43,14 +44,15 @@ from .._sample.maps import (
     sample_fields,
     sample_layout,
 )
+from .._sample.options import SampleSettings
 from .._sample.program import QUANTILE_LEVELS
-from .._sample.sample import CHUNK_BYTES, DEFAULT_INTEGRATION_STEPS
+from .._sample.sample import CHUNK_BYTES
 from .._shapes import refl_sigma_error
 from .arguments import check_not_an_input
 from .inputs import run_inputs
 from .outputs import BlockSource, stream_to_outputs
 from .records import recorded_command
-from .stacks import check_stack, limits_in_radians, read_stack_block
+from .stacks import check_stack, read_stack_block, stack_limits
 
 __all__ = ["sample_file"]
 
@@ -77,6 +79,12 @@ def _check_sigma(refl_sigma, units: str, bands: int):
     return uncertainty_to_r(sigma, units), record
 
 
+# the run's options also taken as keywords, at their defaults (no product: cubes of r or
+# radf)
+_RUN_KEYWORDS = {field.name: field.default for field in dataclasses.fields(RunOptions)}
+
+
+@takes_options(SampleSettings, _RUN_KEYWORDS)
 def sample_file(
     cubes,
     out_path,
@@ -85,38 +93,24 @@ def sample_file(
     params: HapkeParams,
     free,
     units: str,
-    refl_sigma,
-    prior=None,
-    shared=(),
-    num_samples: int = 1000,
-    num_chains: int = 4,
-    num_warmup: int = 300,
-    seed: int = 0,
-    min_ess: float = 400.0,
-    max_rhat: float = 1.01,
     dtm=None,
     observation_limits_deg=None,
-    min_observations=None,
-    chunk_rows=None,
-    overwrite=False,
-    progress=None,
     command=None,
-    workers=1,
-    scheduler=None,
-    resume=False,
     run: RunOptions | None = None,
+    settings: SampleSettings | None = None,
+    **keywords,
 ) -> InversionSummary:
     """Sample the posterior of the free Hapke parameters per pixel and band over a stack
     of co-registered cube files, and write its quantile maps.
 
     The file front end of `lumaxlike.sample` (and of ``lumaxlike sample``): each cube is
     one observation of every pixel; block by block the cubes are stacked to (rows, cols,
-    bands, observations) and sampled. Each block has its own random stream, from `seed`
-    and its first pixel: the maps depend on the seed and the rows per block, not on where
-    the blocks ran nor on an interruption. The maps (``OUT``: the median of w; per free
-    parameter the 2.5-97.5 % quantiles, mean, R-hat, bulk and tail ESS; status,
-    acceptance, divergences, observations) and the record's ``lumaxlike_sample_*`` keys
-    are listed in docs/sampling.md.
+    bands, observations) and sampled. Each block has its own random stream, from the
+    option ``seed`` and its first pixel: the maps depend on the seed and the rows per
+    block, not on where the blocks ran nor on an interruption. The maps (``OUT``: the
+    median of w; per free parameter the 2.5-97.5 % quantiles, mean, R-hat, bulk and tail
+    ESS; status, acceptance, divergences, observations) and the record's
+    ``lumaxlike_sample_*`` keys are listed in docs/sampling.md.
 
     Args:
         cubes: reflectance cube files, one observation each, on one grid with the same
@@ -126,19 +120,20 @@ def sample_file(
         params: `lumaxlike.HapkeParams`: the fixed parameters and the warm start's.
         free: names of the sampled parameters, w among them (see `lumaxlike.sample`).
         units: what the cubes hold: ``"r"`` [1/sr] or ``"radf"`` (I/F = pi r).
-        refl_sigma: 1-sigma Gaussian noise of the cubes' values in ``units``: a number,
-            or one per band (required: it sets the posterior's width).
-        prior: as `lumaxlike.sample` takes it, scalar (so are ``shared``, whose maps
-            repeat in every band layer, ``num_samples``, ``num_chains``, ``num_warmup``,
-            ``min_ess``, ``max_rhat``, ``min_observations`` and, in degrees,
-            ``observation_limits_deg``).
-        seed: the random seed; each block's stream comes from it and its first pixel.
         dtm: optional DTM on the grid for local normals (shared by all observations).
-        chunk_rows: rows per block; None picks blocks of about `lumaxlike.sample`'s
-            chunk (64 MB of draws), at least one row.
+        observation_limits_deg: the option ``observation_limits`` in degrees (give one
+            of the two).
         command: the command line recorded (None: the Python call).
-        run: a `lumaxlike.RunOptions`, as for `lumaxlike.invert_file` (so are the
-            keywords ``overwrite``, ``progress``, ``workers``, ``scheduler``, ``resume``).
+        run: a `lumaxlike.RunOptions`, as for `lumaxlike.invert_file`; its fields
+            (``chunk_rows``: rows per block, None for about `lumaxlike.sample`'s chunk,
+            64 MB of draws, at least one row; ``overwrite``, ``progress``, ``workers``,
+            ``scheduler``, ``resume``) are also keywords.
+        settings: the sampling's options as one `lumaxlike.SampleSettings` (None: the
+            defaults).
+        **keywords: the options of `lumaxlike.SampleSettings` by name, as
+            `lumaxlike.sample` takes them (``refl_sigma``, required: the 1-sigma noise of
+            the cubes' values in ``units``, a number or one per band; ``prior``, scalar;
+            ``shared``, whose maps repeat in every band layer), and the fields of ``run``.
 
     Returns:
         `InversionSummary` (pixels, bands, time, status counts, outputs).
@@ -150,22 +145,17 @@ def sample_file(
             map (not scalars), or an option `lumaxlike.sample` refuses (checked before
             any block is read).
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
+        TypeError: a keyword that is none of these.
     """
     start = time.perf_counter()
-    run = merged_options(
-        RunOptions,
-        run,
-        "run",
-        **{name: value for name, value in locals().items() if name in _RUN_FIELDS},
-    )
+    settings = SampleSettings.merged(settings, keywords)
+    refuse_unknown("sample_file", keywords, _RUN_KEYWORDS)
+    run = merged_options(RunOptions, run, "run", **keywords)
     request = _SampleRequest.from_call(locals())
     fields = sample_fields(request.free)
     inputs = run_inputs(request.cubes, dtm=dtm, geometries=request.geometries)
     check_not_an_input(out_path, fields, inputs, main=sample_layout(request.free).main)
     return _run_sample(request, inputs, fields, run, out_path, command, start)
-
-
-_RUN_FIELDS = ("chunk_rows", "overwrite", "progress", "workers", "scheduler", "resume")
 
 
 def _run_sample(request, inputs, fields, run, out_path, command, start) -> InversionSummary:
@@ -204,12 +194,9 @@ class _SampleRequest:
     free: tuple[str, ...]
     shared: tuple[str, ...]
     units: str
-    refl_sigma: Any
-    prior: dict
-    sampler: dict  # num_samples, num_chains, num_warmup, min_ess, max_rhat, seed
+    settings: SampleSettings
     limits: dict
     limits_deg: Mapping | None
-    min_observations: int | None
     dtm: Any
 
     @classmethod
@@ -225,15 +212,17 @@ class _SampleRequest:
                 f"geometry gives {len(geometries)} rasters for {len(cubes)} cubes (one per "
                 "cube, in order)"
             )
-        params = call["params"]
+        params, settings = call["params"], call["settings"]
         if not isinstance(params, HapkeParams):
             raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
         free, shared = (
             (value,) if isinstance(value, str) else tuple(value)
-            for value in (call["free"], call["shared"])
+            for value in (call["free"], settings.shared)
         )
-        check_file_priors(call["prior"], free, shared, default_bounds())
-        names = ("num_samples", "num_chains", "num_warmup", "min_ess", "max_rhat", "seed")
+        check_file_priors(settings.prior, free, shared, default_bounds())
+        limits, limits_deg = stack_limits(
+            settings.observation_limits, call["observation_limits_deg"]
+        )
         return cls(
             cubes=cubes,
             geometries=geometries,
@@ -241,27 +230,27 @@ class _SampleRequest:
             free=free,
             shared=shared,
             units=call["units"],
-            refl_sigma=call["refl_sigma"],
-            prior=dict(call["prior"] or {}),
-            sampler={name: call[name] for name in names},
-            limits=limits_in_radians(call["observation_limits_deg"]),
-            limits_deg=call["observation_limits_deg"],
-            min_observations=call["min_observations"],
+            settings=settings,
+            limits=limits,
+            limits_deg=limits_deg,
             dtm=call["dtm"],
         )
 
+    @property
+    def prior(self) -> dict:
+        """The priors {name: (mean, sigma)}, scalars."""
+        return dict(self.settings.prior or {})
+
     def options(self, sigma_r) -> dict:
-        """`lumaxlike.sample`'s keywords (the seed the run's: each block's is made from it)."""
-        sampler = self.sampler
+        """`lumaxlike.sample`'s keywords: the options, the noise in r and the limits in
+        radians (the seed the run's: each block's is made from it)."""
         return {
             "free": self.free,
+            **vars(self.settings),
             "refl_sigma": sigma_r,
             "prior": self.prior,
             "shared": self.shared,
-            **{k: sampler[k] for k in ("num_samples", "num_chains", "num_warmup")},
-            **{k: sampler[k] for k in ("min_ess", "max_rhat")},
             "observation_limits": self.limits,
-            "min_observations": self.min_observations,
         }
 
 
@@ -307,21 +296,21 @@ def _open_stack(stack, request: _SampleRequest, chunk_rows) -> _OpenedStack:
     for reader in readers[1:]:
         check_aligned(info.grid, reader.info.grid, "cube")
     check_stack([reader.info for reader in readers])
-    sigma_r, sigma_record = _check_sigma(request.refl_sigma, request.units, info.bands)
+    settings = request.settings
+    sigma_r, sigma_record = _check_sigma(settings.refl_sigma, request.units, info.bands)
     options = request.options(sigma_r)
     check_sample_options(request.params, options, info.bands, len(request.cubes))
     geometry_readers = [
         stack.enter_context(GeometryReader(g, info.grid, request.dtm)) for g in request.geometries
     ]
-    sampler = request.sampler
-    draws = int(sampler["num_chains"]) * (int(sampler["num_samples"]) + int(sampler["num_warmup"]))
+    draws = settings.num_chains * (settings.num_samples + settings.num_warmup)
     per_pixel = info.bands * draws * len(request.free) * 8
     rows_per_block = (
         int(chunk_rows)
         if chunk_rows is not None
         else int(max(1, min(CHUNK_BYTES // per_pixel // info.grid.width, info.grid.height)))
     )
-    options["seed"] = int(sampler["seed"])
+    options["seed"] = int(settings.seed)
     return _OpenedStack(
         readers,
         geometry_readers,
@@ -335,7 +324,7 @@ def _open_stack(stack, request: _SampleRequest, chunk_rows) -> _OpenedStack:
 
 def _sample_settings(request: _SampleRequest, sigma_record, out_path) -> dict:
     """The sampling's settings recorded beside the common record (``lumaxlike_sample_*``)."""
-    sampler = request.sampler
+    settings = request.settings
     median = quantile_field("w", QUANTILE_LEVELS.index(0.5))
     return {
         "cubes": [str(p.absolute()) for p in request.cubes],
@@ -347,17 +336,17 @@ def _sample_settings(request: _SampleRequest, sigma_record, out_path) -> dict:
         "shared": list(request.shared),
         "prior": {name: [float(v) for v in pair] for name, pair in request.prior.items()},
         "refl_sigma": sigma_record,
-        "num_samples": int(sampler["num_samples"]),
-        "num_chains": int(sampler["num_chains"]),
-        "num_warmup": int(sampler["num_warmup"]),
-        "integration_steps": DEFAULT_INTEGRATION_STEPS,
-        "seed": int(sampler["seed"]),
-        "min_ess": float(sampler["min_ess"]),
-        "max_rhat": float(sampler["max_rhat"]),
+        "num_samples": settings.num_samples,
+        "num_chains": settings.num_chains,
+        "num_warmup": settings.num_warmup,
+        "integration_steps": settings.integration_steps,
+        "seed": int(settings.seed),
+        "min_ess": float(settings.min_ess),
+        "max_rhat": float(settings.max_rhat),
         "observation_limits_deg": {
             k: list(map(float, v)) for k, v in (request.limits_deg or {}).items()
         },
-        "min_observations": request.min_observations,
+        "min_observations": settings.min_observations,
         # the record's param_* keys hold the warm start's values; the posterior's
         # medians are these maps
         "median_maps": {
@@ -391,8 +380,8 @@ def _sample_record(request: _SampleRequest, opened: _OpenedStack, run, out_path,
             free=request.free,
             **({"shared": request.shared} if request.shared else {}),
             units=request.units,
-            refl_sigma=request.refl_sigma,
-            seed=request.sampler["seed"],
+            refl_sigma=request.settings.refl_sigma,
+            seed=request.settings.seed,
             workers=run.workers,
             scheduler=run.scheduler,
         ),

@@ -1,4 +1,5 @@
-"""Checks on a stack of cubes read as several observations of one scene (`fit_file`).
+"""Checks on a stack of cubes read as several observations of one scene (`fit_file`,
+`sample_file`).
 
 A stack is a list of co-registered cube files, one observation each. Its cubes must be
 distinct files (the same cube twice would count one observation twice and shrink every
@@ -11,17 +12,18 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from .._inverse.fit.observation_masks import LIMITED_ANGLES
+from .._inverse.fit.observation_masks import LIMITED_ANGLES, check_observation_limits
 from .._io.read.raster import CubeInfo
 from .._io.read.units import to_bidirectional_reflectance
 from .blocks import FLAT_NORMAL
 from .wavelengths import known_wavelengths_um
 
-__all__ = ["check_stack", "limits_in_radians", "read_stack_block"]
+__all__ = ["check_stack", "limits_in_radians", "read_stack_block", "stack_limits"]
 
 #: band centres agree to this relative difference (float32 headers, nm/um conversion)
 _RELATIVE_TOLERANCE = 1e-6
@@ -99,6 +101,18 @@ def limits_in_radians(limits_deg) -> dict:
             )
         limits[angle] = (math.radians(lower), math.radians(upper))
     return limits
+
+
+def stack_limits(radians, degrees) -> tuple[dict, Mapping | None]:
+    """The observation limits [rad] of a stack's file front end (`fit_file`,
+    `sample_file`) from the option ``observation_limits`` [rad] or its
+    ``observation_limits_deg`` (one of the two), and in degrees, as the record keeps them."""
+    if radians is None:
+        return limits_in_radians(degrees), degrees
+    if degrees is not None:
+        raise ValueError("give observation_limits [rad] or observation_limits_deg, not both")
+    limits = check_observation_limits(radians)
+    return limits, {angle: tuple(map(math.degrees, pair)) for angle, pair in limits.items()}
 
 
 def read_stack_block(readers, geometry_readers, rows, units, reff_incidence=None) -> tuple:

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._declared_options import refuse_unknown, takes_options
 from .._inverse.chunking import balanced_chunk, pad_pixels
 from .._inverse.fit.arguments import check_bounds as _check_bounds
 from .._inverse.fit.arguments import check_free
@@ -27,24 +28,19 @@ from . import transform
 from .diagnostics import chain_diagnostics, indicator_ess
 from .layout import ProblemLayout
 from .modes import log_posterior, missed_mode, probe_starts, rarely_visited
+from .options import DEFAULT_INTEGRATION_STEPS, SampleSettings
 from .program import sample_chunk, sample_joint_chunk
 from .result import SampleResult
 from .start import laplace_start
 
-__all__ = ["CHUNK_BYTES", "DEFAULT_INTEGRATION_STEPS", "sample"]
+__all__ = ["CHUNK_BYTES", "DEFAULT_INTEGRATION_STEPS", "sample"]  # the second re-exported
 
-# Leapfrog steps per HMC transition (fixed, so every lane of the batch does the same
-# work). 12 in the coordinates of `transport` (its shear straightens the b-c ridge):
-# on the ridge problems of tests/test_sample.py (w, b, c free; 7 problems x seeds 5-10)
-# 8 steps left R-hat above 1.01 in 2 of 42 runs (a chain slow to leave the high-c end),
-# 12 in none, with a median min-ESS of 1970 from 4 x 1000 draws; 16 cost a third more
-# for no fewer failures (benchmarks/bench_sample.py has the w, b, c, theta-bar figures).
-DEFAULT_INTEGRATION_STEPS = 12
 # Bytes of draws a chunk holds (its memory bound: the draws and the warm-up's path).
 CHUNK_BYTES = 1 << 26
 _SAMPLED = (Status.CONVERGED, Status.MAX_ITER, Status.UNDETERMINED)
 
 
+@takes_options(SampleSettings)
 def sample(
     refl,
     to_sun,
@@ -53,31 +49,21 @@ def sample(
     params: HapkeParams,
     free=("w", "b", "c"),
     *,
-    refl_sigma=None,
-    prior: Mapping | None = None,
-    shared=(),
-    num_samples: int = 1000,
-    num_chains: int = 4,
-    num_warmup: int = 300,
-    seed: int = 0,
     bounds: Mapping | None = None,
-    observation_limits: Mapping | None = None,
-    min_observations: int | None = None,
-    min_ess: float = 400.0,
-    max_rhat: float = 1.01,
-    integration_steps: int = DEFAULT_INTEGRATION_STEPS,
     chunk_size: int | None = None,
     return_samples: bool = False,
     fit_solver: str | None = None,
+    settings: SampleSettings | None = None,
+    **options,
 ) -> SampleResult:
     """Sample the posterior of the free Hapke parameters of every pixel and band
     (docs/sampling.md).
 
-    The problems are `fit`'s (with `shared`, each pixel is one joint problem over its
-    bands); the posterior is the Gaussian likelihood of `refl_sigma` times a prior flat
-    within the bounds and Gaussian for each parameter in `prior`. It is sampled by HMC
-    (blackjax) in unconstrained coordinates, all problems' chains in one batched JAX
-    program (CPU or GPU, in `refl`'s precision), warm-started from `fit`.
+    The problems are `fit`'s (with the option ``shared``, each pixel is one joint problem
+    over its bands); the posterior is the Gaussian likelihood of ``refl_sigma`` times a
+    prior flat within the bounds and Gaussian for each parameter in ``prior``. It is
+    sampled by HMC (blackjax) in unconstrained coordinates, all problems' chains in one
+    batched JAX program (CPU or GPU, in `refl`'s precision), warm-started from `fit`.
 
     Args:
         refl: reflectance r [1/sr], ``pixels + (bands, observations)``, float32 or
@@ -88,25 +74,21 @@ def sample(
         normal: outward surface normals, same rule.
         params: `HapkeParams`: the fixed parameters (and the fit's starting values).
         free: the sampled parameters, as in `fit`.
-        refl_sigma: 1-sigma noise of every observation [1/sr], a scalar or one per band
-            (required).
-        prior: {name: (mean, sigma)} Gaussian priors, as in `fit` (sigma inf: no prior).
-        shared: names among `free` (not "w") with one value per pixel for all its bands.
-        num_samples: draws per chain kept after warm-up (at least 4).
-        num_chains: chains per problem (at least 2, for R-hat).
-        num_warmup: adaptation transitions per chain (discarded), at least 10.
-        seed: the random seed; draws depend on it and the problem's position alone.
         bounds: {name: (lower, upper)} replacing `default_bounds` (the flat prior's support).
-        observation_limits: {angle: (lower, upper)} [rad], as in `fit`.
-        min_observations: valid observations a problem needs, as in `fit`.
-        min_ess: below this bulk or tail ESS in any parameter a problem is NOT_MIXED.
-        max_rhat: above this R-hat in any parameter a problem is NOT_MIXED.
-        integration_steps: leapfrog steps per HMC transition.
         chunk_size: the most pixels per chunk (bounds memory); default about 64 MB of draws.
         return_samples: keep the draws (`SampleResult.draws`, `to_zarr`); memory then
             grows with the image.
         fit_solver: the warm-start `fit`'s solver: default "numba" ("jax" for
             ``params.h_function="exact"``).
+        settings: the options below as one `SampleSettings` (None: the defaults).
+        **options: the options of `SampleSettings` by name (each there with its unit,
+            default and meaning): ``refl_sigma`` (required: 1-sigma noise of every
+            observation [1/sr], a scalar or one per band), ``prior`` (as in `fit`; sigma
+            inf: no prior), ``shared``, ``observation_limits`` [rad] and
+            ``min_observations`` (as in `fit`), and the sampler's ``num_samples``,
+            ``num_chains``, ``num_warmup``, ``seed`` (the draws depend on it and the
+            problem's position alone), ``min_ess``, ``max_rhat`` and
+            ``integration_steps``.
 
     Returns:
         `SampleResult`: per problem quantiles, mean, covariance, R-hat, ESS, acceptance,
@@ -118,11 +100,13 @@ def sample(
         ValueError: naming the argument, for anything `fit` refuses, a missing or
             non-positive refl_sigma, fewer than 2 chains, 10 warm-up or 4 samples,
             non-positive min_ess, or max_rhat not above 1.
+        TypeError: a keyword that is no option.
     """
+    settings = SampleSettings.merged(settings, options)
+    refuse_unknown("sample", options)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    settings = (num_chains, num_samples, num_warmup, integration_steps, min_ess, max_rhat)
-    model = _check_model(refl, params, free, shared, refl_sigma, bounds, prior, settings)
+    model = _check_model(refl, params, free, bounds, settings)
     if fit_solver is None:
         fit_solver = "jax" if params.h_function == "exact" else "numba"
     warm_fit = functools.partial(
@@ -136,15 +120,15 @@ def sample(
         solver=fit_solver,
         bounds=bounds,
         refl_sigma=model.band_sigma,
-        observation_limits=observation_limits,
-        min_observations=min_observations,
+        observation_limits=settings.observation_limits,
+        min_observations=settings.min_observations,
         shared=model.shared,
-        prior=prior,
+        prior=settings.prior,
         starts=1,  # one start, as before fit's default probe (its own probes: `modes`)
     )
     geometry = (to_sun, to_sensor, normal)
-    run = (seed, chunk_size, return_samples)
-    return _sample_model(model, params, warm_fit, geometry, observation_limits, run)
+    run = (settings.seed, chunk_size, return_samples)
+    return _sample_model(model, params, warm_fit, geometry, settings.observation_limits, run)
 
 
 class _Model(NamedTuple):
@@ -163,25 +147,25 @@ class _Model(NamedTuple):
     layout: ProblemLayout
 
 
-def _check_model(refl, params, free, shared, refl_sigma, bounds, prior, settings) -> _Model:
-    """Checks `sample`'s model arguments and chain `settings` (ValueError naming the
-    argument, in the order of the signature's use)."""
+def _check_model(refl, params, free, bounds, settings: SampleSettings) -> _Model:
+    """Checks `sample`'s model arguments and its options (ValueError naming the argument,
+    in the order of the signature's use)."""
     free = check_free(free, params)
-    shared = check_shared(shared, free)
+    shared = check_shared(settings.shared, free)
     band_free = tuple(name for name in free if name not in shared)
     free = band_free + shared  # per-band parameters first, as in fit's joint problems
     refl = as_float_array("refl", refl)
     if refl.ndim < 2:
         raise ValueError(f"refl must have shape pixels + (bands, observations), got {refl.shape}")
     pixel_shape, n_bands = refl.shape[:-2], refl.shape[-2]
-    if refl_sigma is None:
+    if settings.refl_sigma is None:
         raise ValueError("refl_sigma is required: the 1-sigma noise of the observations [1/sr]")
-    band_sigma = check_band_sigma(refl_sigma, n_bands)
-    chains = _check_chains(*settings)
+    band_sigma = check_band_sigma(settings.refl_sigma, n_bands)
+    chains = _check_chains(settings)
     dtype = np.float32 if refl.dtype == np.float32 else np.float64
     lower, upper = _check_bounds(bounds, free, dtype)
     priors = check_priors(
-        prior, free, shared, pixel_shape, n_bands, True, dict(zip(free, zip(lower, upper)))
+        settings.prior, free, shared, pixel_shape, n_bands, True, dict(zip(free, zip(lower, upper)))
     )
     layout = ProblemLayout(pixel_shape, n_bands, band_free, shared)
     return _Model(
@@ -248,25 +232,28 @@ class _Chains(NamedTuple):
     max_rhat: float
 
 
-def _check_chains(
-    num_chains, num_samples, num_warmup, integration_steps, min_ess, max_rhat
-) -> _Chains:
-    """`sample`'s chain settings, checked (ValueError naming the argument)."""
-    num_chains = check_positive_int("num_chains", num_chains)
+def _check_chains(settings: SampleSettings) -> _Chains:
+    """`sample`'s chain settings (positive integers, `SampleSettings` checked them), at
+    least what sampling needs (ValueError naming the option)."""
+    num_chains, num_samples, num_warmup = (
+        settings.num_chains,
+        settings.num_samples,
+        settings.num_warmup,
+    )
     if num_chains < 2:
         raise ValueError(f"num_chains must be at least 2 (R-hat compares chains), got {num_chains}")
-    num_samples = check_positive_int("num_samples", num_samples)
-    num_warmup = check_positive_int("num_warmup", num_warmup)
     if num_samples < 4 or num_warmup < 10:
         raise ValueError(
             f"num_samples must be >= 4 and num_warmup >= 10, got {num_samples}, {num_warmup}"
         )
-    integration_steps = check_positive_int("integration_steps", integration_steps)
-    if not float(min_ess) > 0.0:
-        raise ValueError(f"min_ess must be positive, got {min_ess!r}")
-    if not float(max_rhat) > 1.0:
-        raise ValueError(f"max_rhat must exceed 1, got {max_rhat!r}")
-    return _Chains(num_chains, num_samples, num_warmup, integration_steps, min_ess, max_rhat)
+    return _Chains(
+        num_chains,
+        num_samples,
+        num_warmup,
+        settings.integration_steps,
+        settings.min_ess,
+        settings.max_rhat,
+    )
 
 
 class _Problems(NamedTuple):

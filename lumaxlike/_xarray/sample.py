@@ -9,10 +9,12 @@ import json
 import numpy as np
 import xarray as xr
 
+from .._declared_options import refuse_unknown, takes_options
 from .._io.missions.product_dataarray import refuse_normalised_dataarray
 from .._io.read.units import check_units, uncertainty_to_r
 from .._provenance import python_call
 from .._sample.maps import PARAMETER_SUMMARIES, check_sample_options, chunk_seed
+from .._sample.options import SampleSettings
 from .._shapes import check_band_sigma
 from .chunks import (
     ChunkMap,
@@ -28,6 +30,11 @@ __all__ = ["QUANTILE_DIM", "sample_dataarray"]
 QUANTILE_DIM = "quantile"
 
 _INTEGER = {"status": np.int8, "divergences": np.int32, "observations": np.int32}
+
+# `lumaxlike.sample`'s keywords that are no option, passed on (beside the options)
+_PASSED = {"bounds": None, "chunk_size": None, "fit_solver": None}
+# the options a chunk's `sample` call takes apart from the others (`_sample_block`)
+_OWN = ("shared", "seed")
 
 
 def _fields(free, shared) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -77,7 +84,7 @@ def _sample_block(
     return tuple(maps[field] for field, _ in _fields(free, shared))
 
 
-def _check_arguments(refl, params, free, shared, units, options) -> tuple:
+def _check_arguments(refl, params, free, units, settings: SampleSettings, passed) -> tuple:
     """`sample_dataarray`'s first checks, in this order (ValueError naming the argument);
     (free, shared) checked."""
     from .._inverse.fit.fit import check_free
@@ -92,11 +99,11 @@ def _check_arguments(refl, params, free, shared, units, options) -> tuple:
     refuse_normalised_dataarray(refl, "sample_dataarray")
     if units == "reff":
         raise ValueError("sample_dataarray takes units 'r' or 'radf' (one noise scale), not 'reff'")
-    if "return_samples" in options:
+    if "return_samples" in passed:
         raise ValueError("sample_dataarray returns maps: call lumaxlike.sample for the draws")
     free = check_free(free, params)
-    shared = check_shared(shared, free)
-    for name, pair in (options.get("prior") or {}).items():
+    shared = check_shared(settings.shared, free)
+    for name, pair in (settings.prior or {}).items():
         if (
             not isinstance(pair, (tuple, list))
             or len(pair) != 2
@@ -159,6 +166,7 @@ def _provenance(refl, spec, sigma, dtype, free, shared, call: dict):
     )
 
 
+@takes_options(SampleSettings, _PASSED)
 def sample_dataarray(
     refl: xr.DataArray,
     geometry,
@@ -166,18 +174,17 @@ def sample_dataarray(
     free=("w", "b", "c"),
     *,
     units: str,
-    refl_sigma,
     observation_dim: str = "observation",
     spectral_dim: str | None = None,
-    seed: int = 0,
-    shared=(),
-    **options,
+    settings: SampleSettings | None = None,
+    **keywords,
 ) -> xr.Dataset:
     """The posterior of the free Hapke parameters per pixel and band, chunk by chunk.
 
     `lumaxlike.sample` through ``xarray.apply_ufunc(..., dask="parallelized")``; also the
     accessor ``refl.hapke.sample(...)``. A dask-backed `refl` gives a lazy Dataset,
-    computed chunk by chunk (each chunk's random stream from `seed` and its first pixel).
+    computed chunk by chunk (each chunk's random stream from the option ``seed`` and its
+    first pixel).
 
     Args:
         refl: reflectance with a spectral dim (``band``/``wavelength`` or
@@ -189,15 +196,13 @@ def sample_dataarray(
         free: the sampled parameters.
         units: ``"r"`` or ``"radf"`` (the noise model needs one scale for all
             observations, so not ``"reff"``).
-        refl_sigma: 1-sigma noise of ``refl`` in ``units``: a number, or one per band.
-        seed: the random seed.
-        shared: names among `free` (not w) that take one value per pixel for all its
-            bands (`lumaxlike.sample`): each pixel's bands are one joint problem; their
-            maps, and status, acceptance and divergences, have no spectral dim.
-        **options: passed to `lumaxlike.sample` (prior: scalar (mean, sigma) pairs,
-            num_samples, num_chains, num_warmup, bounds, observation_limits,
-            min_observations, min_ess, max_rhat, integration_steps, chunk_size,
-            fit_solver).
+        settings: the sampling's options as one `lumaxlike.SampleSettings` (None: the
+            defaults).
+        **keywords: the options of `lumaxlike.SampleSettings` by name (``refl_sigma``,
+            required: the noise of ``refl`` in ``units``, a number or one per band;
+            ``prior``: scalar (mean, sigma) pairs; ``shared``: their maps, and status,
+            acceptance and divergences, then have no spectral dim), and
+            `lumaxlike.sample`'s ``bounds``, ``chunk_size`` and ``fit_solver``.
 
     Returns:
         Dataset with, per free parameter, ``<name>`` (its quantiles: dims of ``refl``
@@ -213,20 +218,25 @@ def sample_dataarray(
             refl_sigma, misaligned geometry, a prior map (not scalars), or an option
             `lumaxlike.sample` refuses (checked on a small problem before any chunk is
             computed).
+        TypeError: a keyword that is none of these.
     """
     from .._sample.program import QUANTILE_LEVELS
 
-    free, shared = _check_arguments(refl, params, free, shared, units, options)
+    given = dict(keywords)  # as the call gave them, for the record
+    settings = SampleSettings.merged(settings, keywords)
+    refuse_unknown("sample_dataarray", keywords, (*_PASSED, "return_samples"))
+    free, shared = _check_arguments(refl, params, free, units, settings, keywords)
     spec = spectral_dim_of(refl, spectral_dim)
     if observation_dim not in refl.dims:
         raise ValueError(f"observation_dim={observation_dim!r} is not a dim of refl {refl.dims}")
-    if refl_sigma is None:
+    if settings.refl_sigma is None:
         raise ValueError("refl_sigma is required: the 1-sigma noise of the observations")
-    sigma = np.asarray(check_band_sigma(refl_sigma, refl.sizes[spec]), float)
+    sigma = np.asarray(check_band_sigma(settings.refl_sigma, refl.sizes[spec]), float)
     index = _pixel_index(refl, [dim for dim in refl.dims if dim not in (spec, observation_dim)])
     inputs = chunked_inputs(refl, geometry, spec, observation_dim=observation_dim, extra=[index])
     dtype = np.result_type(inputs.refl.dtype, np.float32)
-    options = {"refl_sigma": uncertainty_to_r(sigma, units), **options}
+    options = {name: value for name, value in vars(settings).items() if name not in _OWN}
+    options.update(refl_sigma=uncertainty_to_r(sigma, units), **keywords)
     sizes = inputs.refl.sizes
     check_sample_options(
         params, {"free": free, "shared": shared, **options}, sizes[spec], sizes[observation_dim]
@@ -239,16 +249,28 @@ def sample_dataarray(
         maps,
         units=units,
         sizes={QUANTILE_DIM: len(QUANTILE_LEVELS)},
-        kwargs={**kwargs, "seed": int(seed)},
+        kwargs={**kwargs, "seed": int(settings.seed)},
     )
-    call = {"geometry": geometry, "params": params, "units": units, "refl_sigma": refl_sigma}
-    call.update(observation_dim=observation_dim, seed=seed)
+    call = {"geometry": geometry, "params": params, "units": units}
+    call.update(refl_sigma=settings.refl_sigma, observation_dim=observation_dim, seed=settings.seed)
     provenance = _provenance(inputs.refl, spec, sigma, dtype, free, shared, call)
-    scalars = {k: v for k, v in options.items() if isinstance(v, (int, float, str))}
     attrs = {
         "lumaxlike_sample_free": json.dumps(list(free)),
         "lumaxlike_sample_shared": json.dumps(list(shared)),
-        "lumaxlike_sample_options": json.dumps(scalars | {"seed": int(seed)}),
+        "lumaxlike_sample_options": _options_record(given, settings, options["refl_sigma"]),
     }
     dataset = result_dataset(variables, inputs.refl, provenance, attrs)
     return dataset.assign_coords({QUANTILE_DIM: list(QUANTILE_LEVELS)})
+
+
+def _options_record(given: dict, settings: SampleSettings, sigma_r) -> str:
+    """``lumaxlike_sample_options``: the noise in r where it is one number, the scalar
+    options and `lumaxlike.sample` keywords the call gave (by name, in its order, then
+    those of ``settings=`` not at their defaults), and the seed, as JSON."""
+    named = {k: v for k, v in given.items() if k not in ("refl_sigma", *_OWN)}
+    for name, value in settings.changed().items():
+        if name not in ("refl_sigma", *_OWN):
+            named.setdefault(name, value)
+    scalars = {"refl_sigma": sigma_r, **named}
+    scalars = {k: v for k, v in scalars.items() if isinstance(v, (int, float, str))}
+    return json.dumps(scalars | {"seed": int(settings.seed)})
