@@ -26,6 +26,7 @@ __all__ = [
     "ProductOptions",
     "RunOptions",
     "SolverOptions",
+    "deprecated_keywords_merged",
     "front_end_options",
     "merged_options",
     "solver_options",
@@ -245,26 +246,32 @@ def front_end_options(
         names = {field.name for field in dataclasses.fields(kind)} - set(skip)
         return {name: keywords[name] for name in names if name in keywords}
 
-    run_keywords, product_keywords = fields_of(RunOptions), fields_of(ProductOptions)
-    _warn_deprecated_keywords(function, RunOptions, "run", run_keywords)
-    _warn_deprecated_keywords(function, ProductOptions, "product", product_keywords)
     return (
-        merged_options(RunOptions, run, "run", **run_keywords),
-        merged_options(ProductOptions, product, "product", **product_keywords),
+        deprecated_keywords_merged(RunOptions, run, "run", keywords, function, stacklevel=4),
+        deprecated_keywords_merged(
+            ProductOptions, product, "product", keywords, function, stacklevel=4
+        ),
         solver_options(solver, **fields_of(SolverOptions, skip=("solver",))),
     )
 
 
-def _warn_deprecated_keywords(function: str, kind: type, argument: str, keywords: dict) -> None:
-    """A DeprecationWarning for the fields of ``kind`` given as keywords, not at their
-    defaults (``chunk_rows=4``: ``run=lumaxlike.RunOptions(chunk_rows=4)`` instead)."""
+def deprecated_keywords_merged(
+    kind: type[Options], given, argument: str, keywords: Mapping, function: str, stacklevel=3
+) -> Options:
+    """``given`` (a `RunOptions` or `ProductOptions`, or None) merged with its fields among
+    ``keywords`` (`merged_options`), those not at their defaults taken with a
+    DeprecationWarning naming ``function`` and ``argument`` (``chunk_rows=4``:
+    ``run=lumaxlike.RunOptions(chunk_rows=4)`` instead), attributed to the caller
+    ``stacklevel`` frames up (3: the caller of the file function calling this)."""
     defaults = {field.name: field.default for field in dataclasses.fields(kind)}
-    given = sorted(name for name, value in keywords.items() if not _same(value, defaults[name]))
-    if given:
-        fields = ", ".join(f"{name}=..." for name in given)
+    keywords = {name: keywords[name] for name in defaults if name in keywords}
+    changed = sorted(name for name, value in keywords.items() if not _same(value, defaults[name]))
+    if changed:
+        fields = ", ".join(f"{name}=..." for name in changed)
         warnings.warn(
             f"{function}: the keywords {fields} are deprecated and will be removed; "
             f"pass {argument}=lumaxlike.{kind.__name__}({fields})",
             DeprecationWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )
+    return merged_options(kind, given, argument, **keywords)

@@ -296,11 +296,9 @@ def test_sample_shares_fits_declarations_of_the_problems_options():
     assert set(help_texts(SampleSettings)) == set(sample)
 
 
-def test_sample_file_takes_its_run_fields_as_keywords_only():
+def test_sample_file_takes_no_product_options():
     parameters = inspect.signature(lumaxlike.sample_file).parameters
-    for name in ("chunk_rows", "overwrite", "progress", "workers", "scheduler", "resume"):
-        assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY, name
-    assert not {"solar_distance", "correction_undone", "solver"} & set(parameters)
+    assert not {"product", "solar_distance", "correction_undone", "solver"} & set(parameters)
     with pytest.raises(TypeError, match="unexpected keyword argument 'solar_distance'"):
         lumaxlike.sample_file(
             ["c.tif"],

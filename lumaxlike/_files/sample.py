@@ -33,7 +33,7 @@ from .._io.read.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .._io.read.units import check_units, uncertainty_to_r
 from .._io.write.writers import result_paths
 from .._operations.sample import SAMPLE
-from .._options import RunOptions, merged_options
+from .._options import RunOptions, deprecated_keywords_merged
 from .._params import HapkeParams
 from .._provenance import make_provenance
 from .._run.pool import BlockPool
@@ -79,12 +79,12 @@ def _check_sigma(refl_sigma, units: str, bands: int):
     return uncertainty_to_r(sigma, units), record
 
 
-# the run's options also taken as keywords, at their defaults (no product: cubes of r or
-# radf)
+# the run's options still taken as keywords (deprecated), at their defaults (no product:
+# cubes of r or radf)
 _RUN_KEYWORDS = {field.name: field.default for field in dataclasses.fields(RunOptions)}
 
 
-@takes_options(SampleSettings, _RUN_KEYWORDS)
+@takes_options(SampleSettings)
 def sample_file(
     cubes,
     out_path,
@@ -127,7 +127,7 @@ def sample_file(
         run: a `lumaxlike.RunOptions`, as for `lumaxlike.invert_file`; its fields
             (``chunk_rows``: rows per block, None for about `lumaxlike.sample`'s chunk,
             64 MB of draws, at least one row; ``overwrite``, ``progress``, ``workers``,
-            ``scheduler``, ``resume``) are also keywords.
+            ``scheduler``, ``resume``), still taken as keywords with a DeprecationWarning.
         settings: the sampling's options as one `lumaxlike.SampleSettings` (None: the
             defaults).
         **keywords: the options of `lumaxlike.SampleSettings` by name, as
@@ -150,7 +150,7 @@ def sample_file(
     start = time.perf_counter()
     settings = SampleSettings.merged(settings, keywords)
     refuse_unknown("sample_file", keywords, _RUN_KEYWORDS)
-    run = merged_options(RunOptions, run, "run", **keywords)
+    run = deprecated_keywords_merged(RunOptions, run, "run", keywords, "sample_file")
     request = _SampleRequest.from_call(locals())
     fields = sample_fields(request.free)
     inputs = run_inputs(request.cubes, dtm=dtm, geometries=request.geometries)
