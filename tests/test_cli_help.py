@@ -136,3 +136,22 @@ def test_the_old_sigma_spelling_still_works_with_a_warning(capsys):
     args = build_parser().parse_args([*MINIMAL["invert"], "--sigma", "0.01"])
     assert args.refl_sigma == 0.01
     assert "--sigma is deprecated; use --refl-sigma" in capsys.readouterr().err
+
+
+def test_model_flags_default_to_the_models_defaults():
+    """The command line's model flags are written apart from `HapkeParams` (so that ``--help``
+    imports no JAX): their defaults must stay the model's own, b and c aside (the model
+    takes no default for them; the command line's 0.2 and 0.5 are its choice)."""
+    import dataclasses
+
+    from lumaxlike._cli.options import HAPKE_OPTIONS, MODEL_OPTIONS, dest
+
+    defaults = {f.name: f.default for f in dataclasses.fields(lumaxlike.HapkeParams)}
+    flags = {field: default for _, field, default, _ in HAPKE_OPTIONS}
+    assert set(flags) == set(defaults) - {"legendre"} - {f for _, f, _ in MODEL_OPTIONS}
+    for field, default in flags.items():
+        if field not in ("b", "c"):
+            assert default == defaults[field], field  # roughness: 0 in degrees and radians
+    parsed = build_parser().parse_args(["invert", "c.tif", "--geometry", "g.tif", "--out", "o"])
+    for flag, _, _ in MODEL_OPTIONS:  # given no flag, the model's default applies
+        assert getattr(parsed, dest(flag)) is None, flag
