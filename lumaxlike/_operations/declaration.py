@@ -26,7 +26,6 @@ class Operation:
     Attributes:
         name: the command and Python name (``"invert"``: ``lumaxlike invert``,
             ``lumaxlike.invert_file``, ``DataArray.hapke.invert``).
-        summary: one line saying what it makes (the command's help).
         block_task: the block task, ``"module:function"``, named by its import path as
             an entry point is, so that a dask worker imports it: ``function(refl, to_sun,
             to_sensor, normal, params, options, refl_sigma=None, **extra) -> {field:
@@ -54,7 +53,6 @@ class Operation:
     """
 
     name: str
-    summary: str
     block_task: str
     fields: tuple[str, ...]
     layout: Callable[..., FieldLayout]

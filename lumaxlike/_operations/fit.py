@@ -140,7 +140,6 @@ def fit_block(refl, to_sun, to_sensor, normal, params, fit_options) -> dict:
 
 FIT = Operation(
     name="fit",
-    summary="fit Hapke parameters per pixel and band to a stack of co-registered cubes",
     block_task="lumaxlike._operations.fit:fit_block",
     fields=("w", "status", "iterations", "residual", "observations"),
     layout=lambda free, joint=False: fit_fields(free, joint)[1],

@@ -97,7 +97,6 @@ def invert_block(
 
 INVERT = Operation(
     name="invert",
-    summary="invert a reflectance cube for single-scattering albedo maps",
     block_task="lumaxlike._operations.invert:invert_block",
     fields=RESULT_FIELDS,
     optional={"sigma": "sigma"},

@@ -143,7 +143,6 @@ def normalization_layout(units: str) -> FieldLayout:
 
 NORMALIZE = Operation(
     name="normalize",
-    summary="normalise a reflectance cube to a standard geometry",
     block_task="lumaxlike._operations.normalize:normalize_block",
     fields=NORMALIZATION_FIELDS,
     optional={"sigma": "sigma"},

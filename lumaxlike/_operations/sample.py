@@ -64,7 +64,6 @@ def sample_file_block(
 
 SAMPLE = Operation(
     name="sample",
-    summary="sample the posterior of Hapke parameters per pixel over a stack of cubes",
     block_task="lumaxlike._operations.sample:sample_file_block",
     fields=sample_fields(("w",)),
     layout=sample_layout,

@@ -104,7 +104,6 @@ def parameters_record(quantity: str, prepared: PreparedProducts, bands: int) -> 
 
 SPECTRAL_PARAMETERS = Operation(
     name="spectral_parameters",
-    summary="spectral parameters (band depths, band centres, FeO, OLINDEX3, ...) of a cube",
     block_task="lumaxlike._operations.spectral:parameters_block",
     fields=tuple(SPECTRAL_PRODUCTS),
     layout=parameters_layout,

@@ -119,7 +119,6 @@ def thermal_layout(units: str) -> FieldLayout:
 
 THERMAL = Operation(
     name="thermal",
-    summary="remove thermal emission: temperature and corrected reflectance per pixel",
     block_task="lumaxlike._operations.thermal:thermal_block",
     fields=THERMAL_FIELDS,
     layout=thermal_layout,

@@ -228,7 +228,6 @@ def optical_record(endmembers: Endmembers) -> dict:
 
 UNMIX = Operation(
     name="unmix",
-    summary="unmix a reflectance cube into maps of endmember mass fractions",
     block_task="lumaxlike._operations.unmix:unmix_block",
     fields=(*UNMIX_FIELDS, "remainder", *OPTICAL_FIELDS),
     optional={"remainder": "remainder"},
