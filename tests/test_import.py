@@ -92,6 +92,7 @@ PUBLIC = {
     "ThermalSettings",
     "InvertSettings",
     "FitSettings",
+    "UnmixSettings",
     "NormalizeSettings",
     "remove_thermal_file",
 }
