@@ -111,9 +111,10 @@ from ._status import Status as Status
 from ._thermal.api import ThermalResult as ThermalResult
 from ._thermal.api import remove_thermal as remove_thermal
 from ._thermal.options import ThermalSettings as ThermalSettings
-from ._unmix import Endmembers as Endmembers
-from ._unmix import UnmixResult as UnmixResult
-from ._unmix import unmix as unmix
+from ._unmix.endmembers import Endmembers as Endmembers
+from ._unmix.options import UnmixSettings as UnmixSettings
+from ._unmix.result import UnmixResult as UnmixResult
+from ._unmix.unmix import unmix as unmix
 from ._xarray.fit import fit_dataarray as fit_dataarray
 from ._xarray.invert import invert_dataarray as invert_dataarray
 from ._xarray.normalize import normalize_dataarray as normalize_dataarray

@@ -64,8 +64,8 @@ class Option:
             that the record and the operation read one type whatever a front end gave.
         check: ``check(name, value)``, raising ValueError naming the option; None: none.
         choices: the values it takes, when a few names.
-        parse: the command line's text to a value (``float``, `pair_text`); None: not on
-            the command line.
+        parse: the command line's text to a value (``float``, `pair_text`); ``bool``: a
+            switch, ``--name`` and ``--no-name``; None: not on the command line.
         metavar: the flag's value in the help (``"K"``).
         flag: the flag where the command line spells it otherwise than the name in
             dashes (its rule: no visible flag but ``--refl-sigma`` says "sigma",
@@ -268,6 +268,9 @@ class DeclaredOptions:
                 continue
             flag = declared.flag or flag_of(name)
             shown = declared.shown or format_value(defaults[name])
+            if declared.parse is bool:
+                _add_switch(group, name, flag, f"{texts[name]} (default {shown}{recorded})")
+                continue
             common = dict(dest=name, type=declared.parse, choices=declared.choices)
             stated = "required" if declared.required else f"default {shown}{recorded}"
             group.add_argument(
@@ -314,6 +317,14 @@ class DeclaredOptions:
             )
             for f in dataclasses.fields(cls)  # type: ignore[arg-type]
         ]
+
+
+def _add_switch(group, name: str, flag: str, help: str) -> None:
+    """A boolean option's flags, one of them: ``flag`` (True) and ``--no-...`` (False)."""
+    pair = group.add_mutually_exclusive_group()
+    switch = dict(dest=name, action="store_const", default=None)
+    pair.add_argument(flag, const=True, help=help, **switch)
+    pair.add_argument("--no-" + flag[2:], const=False, help=f"the opposite of {flag}", **switch)
 
 
 def takes_options(options: type[DeclaredOptions], more: Mapping[str, Any] | None = None):

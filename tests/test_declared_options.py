@@ -488,3 +488,175 @@ def test_sample_flags_from_the_declaration():
     assert SampleSettings.from_arguments(build_parser().parse_args([*SAMPLE_ARGV, "o.tif"])) == (
         SampleSettings(refl_sigma=0.01)
     )
+
+
+# unmix: UnmixSettings
+
+UNMIX_FRONT_ENDS = ("unmix", "unmix_file", "unmix_dataarray")
+PARAMS = lumaxlike.HapkeParams(b=0.2, c=0.4)
+
+
+def unmix_endmembers():
+    """Three endmembers on two bands (made, never solved)."""
+    return lumaxlike.Endmembers(
+        names=("a", "b", "c"),
+        albedo=[[0.2, 0.3], [0.5, 0.6], [0.8, 0.7]],
+        density=(3.3, 3.0, 2.7),
+        grain_size=(50.0, 70.0, 30.0),
+    )
+
+
+@pytest.mark.parametrize("name", UNMIX_FRONT_ENDS)
+def test_unmix_front_ends_show_every_option_once_at_its_default(name):
+    from lumaxlike import UnmixSettings
+
+    parameters = inspect.signature(getattr(lumaxlike, name)).parameters
+    for option, default in UnmixSettings.defaults().items():
+        assert parameters[option].kind is inspect.Parameter.KEYWORD_ONLY, (name, option)
+        assert parameters[option].default == default, (name, option)
+    assert "settings" in parameters and "sigma" not in parameters
+    code = getattr(lumaxlike, name).__code__  # the parameters written: the options carry the rest
+    assert code.co_argcount + code.co_kwonlyargcount + 1 <= 15, name
+
+
+NOT_DEFAULT = dict(route="two_step", sum_to_one=False, max_iter=7, tol=1e-9, refl_sigma=0.01)
+
+
+class Reached(Exception):
+    """Raised by a stand-in once a front end has handed its options on."""
+
+
+def handed_on(monkeypatch, name, **options):
+    """What front end ``name`` hands on for ``options`` (keywords and ``settings=``): the
+    array function's checked problem and route, the file function's recorded call, solver
+    options and maps, the xarray function's checked call."""
+    import importlib
+
+    seen = {}
+    if name == "unmix":
+        module = importlib.import_module("lumaxlike._unmix.unmix")
+
+        def problem(refl, geometry, endmembers, solver, settings, wavelengths):
+            seen["settings"] = settings
+
+        def chunks(problem, endmembers, params, solver, route, sum_to_one):
+            seen.update(route=route, sum_to_one=sum_to_one)
+            raise Reached
+
+        monkeypatch.setattr(module, "_check_problem", problem)
+        monkeypatch.setattr(module, "_unmix_chunks", chunks)
+        params = PARAMS
+        call = ([[0.1, 0.1]], [0, 0, 1], [0, 0, 1], [0, 0, 1], unmix_endmembers(), params)
+        call += ("numba",)
+    elif name == "unmix_file":
+        module = importlib.import_module("lumaxlike._files.unmix")
+
+        def run_on_cube(operation, inputs, **kwargs):
+            seen.update(sigma=inputs.sigma, call=kwargs["call"], solver=kwargs["solver"])
+            seen.update(fields=kwargs["fields"])
+            raise Reached
+
+        monkeypatch.setattr(module, "run_on_cube", run_on_cube)
+        call = ("in.tif", "out.tif")
+        options = dict(endmembers=unmix_endmembers(), params=PARAMS, **options)
+        options.update(solver="numba", units="r")
+    else:
+        module = importlib.import_module("lumaxlike._xarray.unmix")
+
+        def setup(call):
+            seen.update((key, call[key]) for key in (*NOT_DEFAULT, "free", "starts"))
+            seen["solver"] = call["settings"].solver_keywords()
+            raise Reached
+
+        monkeypatch.setattr(module, "_setup", setup)
+        call = (None, None, unmix_endmembers(), PARAMS, "numba")
+        options = dict(units="r", **options)
+    with pytest.raises(Reached):
+        getattr(lumaxlike, name)(*call, **options)
+    return seen
+
+
+@pytest.mark.parametrize("name", UNMIX_FRONT_ENDS)
+def test_unmix_keywords_and_settings_hand_on_the_same_options(name, monkeypatch):
+    """By keyword, as one ``settings=``, or split between the two: the same options reach
+    the unmixing (and the file function's record), and they are not the defaults'."""
+    from lumaxlike import UnmixSettings
+
+    by_keyword = handed_on(monkeypatch, name, **NOT_DEFAULT)
+    assert by_keyword == handed_on(monkeypatch, name, settings=UnmixSettings(**NOT_DEFAULT))
+    split = UnmixSettings(route="two_step", sum_to_one=False)
+    assert by_keyword == handed_on(monkeypatch, name, settings=split, max_iter=7, tol=1e-9,
+                                   refl_sigma=0.01)  # fmt: skip
+    assert by_keyword != handed_on(monkeypatch, name)
+
+
+def test_unmix_file_takes_the_run_options_and_sigma_as_keywords_with_a_warning(monkeypatch):
+    seen = handed_on(monkeypatch, "unmix_file", max_iter=7)
+    assert seen["solver"] == lumaxlike.SolverOptions("numba", max_iter=7)
+    assert seen["call"]["route"] == "one_step" and seen["call"]["refl_sigma"] is None
+    with pytest.warns(DeprecationWarning, match="sigma= is deprecated; use refl_sigma="):
+        assert handed_on(monkeypatch, "unmix_file", sigma=0.01)["sigma"] == 0.01
+    with pytest.raises(TypeError, match="unexpected keyword argument 'chunk_row'"):
+        handed_on(monkeypatch, "unmix_file", chunk_row=5)
+    refused = pytest.raises(ValueError, match=r"chunk_rows is given as a keyword \(5\)")
+    with refused, pytest.warns(DeprecationWarning, match="unmix_file: the keywords chunk_rows"):
+        handed_on(monkeypatch, "unmix_file", chunk_rows=5, run=lumaxlike.RunOptions(chunk_rows=4))
+
+
+@pytest.mark.parametrize("name", UNMIX_FRONT_ENDS)
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(route="three_step"), "route='three_step' is not one of 'one_step', 'two_step'"),
+        (dict(sum_to_one="yes"), "sum_to_one must be True or False"),
+        (dict(max_iter=0), "max_iter must be a positive integer"),
+        (dict(tol=-1.0), r"tol must be positive and finite \[-\]"),
+        (dict(free=("grain_size", "colour")), "free must name distinct parameters among"),
+        (dict(starts=0), "starts must be a positive int"),
+    ],
+)
+def test_unmix_front_ends_refuse_a_bad_option_naming_it(name, options, message):
+    """Refused before anything is read: the other arguments are not even looked at."""
+    arguments = (None,) * (6 if name == "unmix" else 2 if name == "unmix_file" else 4)
+    if name != "unmix":
+        options = {**options, **REQUIRED.get(name, {"units": "r"})}
+    with pytest.raises(ValueError, match=message):
+        getattr(lumaxlike, name)(*arguments, **options)
+
+
+def test_unmix_flags_old_spellings_and_names_in_errors():
+    from lumaxlike import UnmixSettings
+
+    def unmix_command(*flags):
+        return command("unmix", "--units", "r", *flags)
+
+    assert UnmixSettings.from_arguments(unmix_command()) == UnmixSettings()
+    flags = ["--route", "two_step", "--no-sum-to-one", "--max-iter", "7", "--tol", "1e-9"]
+    flags += ["--sigma", "0.01", "--free", "grain_size, npfe", "--starts", "3"]
+    assert UnmixSettings.from_arguments(unmix_command(*flags)) == UnmixSettings(
+        **NOT_DEFAULT, free=("grain_size", "npfe"), starts=3
+    )
+    assert UnmixSettings.from_arguments(unmix_command("--sum-to-one")).sum_to_one is True
+    # a flag given wins over --params-from's record, which fills the others
+    recorded = {"route": "two_step", "sum_to_one": False, "max_iter": 30, "refl_sigma": 0.5}
+    assert UnmixSettings.from_arguments(unmix_command("--max-iter", "9"), recorded) == (
+        UnmixSettings(route="two_step", sum_to_one=False, max_iter=9, refl_sigma=0.5)
+    )
+    with pytest.raises(ValueError, match=r"^--free must name distinct parameters"):
+        UnmixSettings.from_arguments(unmix_command("--free", "grain_size,colour"))
+    from lumaxlike._cli.options import UsageError
+
+    with pytest.raises(UsageError, match="--no-sum-to-one: not allowed with argument --sum-to"):
+        unmix_command("--sum-to-one", "--no-sum-to-one")
+    with pytest.raises(UsageError, match="argument --route: invalid choice: 'three_step'"):
+        unmix_command("--route", "three_step")
+
+
+def test_unmix_command_refuses_a_bad_free_naming_the_flag(tmp_path, capsys):
+    from lumaxlike._cli import main
+
+    argv = ["unmix", str(tmp_path / "cube.tif"), "--geometry", str(tmp_path / "obs.tif")]
+    argv += ["--units", "r", "--optical-constants", "olivine:40", "--free", "grain_size,iron"]
+    assert main([*argv, "--out", str(tmp_path / "o.tif")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lumaxlike unmix: error: --free must name distinct parameters"), err

@@ -93,6 +93,7 @@ PUBLIC = {
     "InvertSettings",
     "FitSettings",
     "SampleSettings",
+    "UnmixSettings",
     "NormalizeSettings",
     "remove_thermal_file",
 }

@@ -114,6 +114,7 @@ def test_invert_file_with_option_objects_writes_what_keywords_write(tmp_path):
         lumaxlike.fit_file,
         lumaxlike.remove_thermal_file,
         lumaxlike.spectral_parameters_file,
+        lumaxlike.unmix_file,
         lumaxlike.sample_file,
     ],
 )

@@ -16,11 +16,8 @@ from .options import (
     DEFAULT_SOLVER,
     OUT_HELP,
     add_model_options,
-    add_refl_sigma_option,
     add_run_options,
     number_list,
-    positive_float,
-    positive_int,
     scalar_or_list,
 )
 from .products import (
@@ -35,7 +32,7 @@ from .unmix_optical import (
     optical_library_record,
     refuse_ignored_options,
 )
-from .unmix_settings import is_unmix_record, library_record, unmix_settings
+from .unmix_settings import library_record, recorded_options, unmix_settings
 
 __all__ = ["add_parser", "run"]
 
@@ -126,7 +123,11 @@ def add_parser(commands, formatter) -> None:
     _add_library_options(unmix)
     _add_solver_options(unmix)
     add_product_options(unmix)
-    _add_run_options(unmix)
+    add_run_options(
+        unmix,
+        chunk_help="rows per block (default: about 32 MiB of reflectance)",
+        parallel=True,
+    )
     add_optical_options(unmix)
     unmix.set_defaults(handler=run)
 
@@ -208,30 +209,14 @@ def _add_library_options(unmix) -> None:
 
 
 def _add_solver_options(unmix) -> None:
-    """`add_parser`'s route, constraint, solver and model options."""
-    unmix.add_argument(
-        "--route",
-        choices=("one_step", "two_step"),
-        help="one_step: Levenberg-Marquardt in reflectance space (weights the noise "
-        "correctly); two_step: invert to w, then constrained least squares in w "
-        "(faster) (default one_step" + RECORDED + ")",
-    )
-    closure = unmix.add_mutually_exclusive_group()
-    closure.add_argument(
-        "--no-sum-to-one",
-        dest="sum_to_one",
-        action="store_const",
-        const=False,
-        help="let the fractions sum to less than one: fit an unmodelled, perfectly "
-        "absorbing remainder (default: they sum to one" + RECORDED + ")",
-    )
-    closure.add_argument(
-        "--sum-to-one",
-        dest="sum_to_one",
-        action="store_const",
-        const=True,
-        help="the fractions sum to one (the default; with --params-from of a "
-        "--no-sum-to-one output: replaces the recorded choice)",
+    """`add_parser`'s solver and model options, and the unmixing's (`UnmixSettings`:
+    --route, --sum-to-one/--no-sum-to-one, --max-iter, --tol, --refl-sigma; --free and
+    --starts with the optical constants' options)."""
+    from .._unmix.options import UnmixSettings
+
+    optical = ("free", "starts")
+    UnmixSettings.add_arguments(
+        unmix, RECORDED, [name for name in UnmixSettings.declared() if name not in optical]
     )
     unmix.add_argument(
         "--solver",
@@ -241,51 +226,21 @@ def _add_solver_options(unmix) -> None:
     add_model_options(unmix, RECORDED)
 
 
-def _add_run_options(unmix) -> None:
-    """`add_parser`'s tolerance, iteration, uncertainty and run options."""
-    from .._inverse.defaults import DEFAULT_MAX_ITER
-
-    unmix.add_argument(
-        "--tol",
-        type=positive_float,
-        metavar="VALUE",
-        help="convergence tolerance on the step of every cross-section fraction (default "
-        "1e-10" + RECORDED + ")",
-    )
-    unmix.add_argument(
-        "--max-iter",
-        type=positive_int,
-        metavar="N",
-        help=f"solver iterations per pixel at most (default {DEFAULT_MAX_ITER}{RECORDED})",
-    )
-    add_refl_sigma_option(
-        unmix,
-        "standard uncertainty of the cube's values in --units (r or radf): "
-        "weights the bands and scales the sigma map (default: scaled by the "
-        "residual variance" + RECORDED + ")",
-    )
-    add_run_options(
-        unmix,
-        chunk_help="rows per block (default: about 32 MiB of reflectance)",
-        parallel=True,
-    )
-
-
 def run(args) -> int:
     """Run ``lumaxlike unmix`` on parsed ``args``; return its exit code."""
     from .._files.wavelengths import cube_wavelengths_um
     from .._io.missions.product_cube import ProductCube
     from .._operations.unmix import UNMIX
     from .._params import HapkeParams
+    from .._unmix.options import UnmixSettings
 
     refuse_ignored_options(args)
     record = read_record(args)
     refuse_recorded_maps(args, record, "unmix")
-    settings = resolve_settings(args, record)
+    settings = resolve_settings(args, record, UnmixSettings)
     resolve_product_options(args, record, settings["units"])
-    if not is_unmix_record(record):  # another operation's tolerances are on another quantity
-        settings.update(tol=args.tol, max_iter=args.max_iter)
     unmixing = unmix_settings(args, record)
+    options = UnmixSettings.from_arguments(args, recorded_options(args, record))
     with ProductCube(
         args.cube,
         settings["units"],
@@ -301,18 +256,17 @@ def run(args) -> int:
             "unmix takes one set of Hapke parameters for every band (no per-band "
             "values, no empirical photometric function)"
         )
-    options = unmixing.library
-    wavelengths = cube_wavelengths_um(info, options["--wavelengths"])
-    free, starts = (), None
+    wavelengths = cube_wavelengths_um(info, unmixing.library["--wavelengths"])
     if args.optical_constants is not None:  # n, k: grain sizes and npFe0 may be free
         per_endmember = unmixing.per_endmember
-        endmembers, free, starts = optical_endmembers(args, per_endmember, wavelengths)
+        # their free parameters and starts are the options' (`UnmixSettings`)
+        endmembers, _, _ = optical_endmembers(args, per_endmember, wavelengths)
         made = optical_library_record(args, wavelengths)
     else:
-        endmembers = _library_endmembers(options, unmixing, params[0], wavelengths, settings)
+        endmembers = _library_endmembers(unmixing, params[0], wavelengths, settings)
         made = library_record(unmixing, wavelengths)
     described = (
-        f"{args.cube} ({settings['units']}) -> {args.out}, {unmixing.route} route, "
+        f"{args.cube} ({settings['units']}) -> {args.out}, {options.route} route, "
         f"solver {settings['solver']}"
     )
     return run_command(
@@ -322,20 +276,18 @@ def run(args) -> int:
         described=described,
         endmembers=endmembers,
         params=params[0],
-        route=unmixing.route,
-        sum_to_one=unmixing.sum_to_one,
         library=made,
-        free=free,
-        starts=starts,
+        settings=options,
         **settings,
     )
 
 
-def _library_endmembers(options, unmixing, params, wavelengths, settings):
+def _library_endmembers(unmixing, params, wavelengths, settings):
     """The endmembers from the laboratory spectra of --endmembers."""
     from .._io.read.spectral_library import read_spectral_library
     from .._unmix.endmembers import Endmembers
 
+    options = unmixing.library
     library = read_spectral_library(
         options["--endmembers"],
         options["--library-format"],

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .options import dest, number_list, positive_int
+from .options import dest, number_list
 
 __all__ = [
     "add_optical_options",
@@ -42,6 +42,8 @@ LIBRARY_ONLY = (
 
 def add_optical_options(parser) -> None:
     """Add the optical-constant options to the ``unmix`` parser."""
+    from .._unmix.options import UnmixSettings
+
     group = parser.add_argument_group(
         "endmembers from optical constants (free grain sizes and nanophase iron)"
     )
@@ -52,13 +54,6 @@ def add_optical_options(parser) -> None:
         "lumaxlike.optical_constants_names(): olivine, orthopyroxene, ...) or CSV files "
         "(wavelength [um], n, k; '# density:' comment), each with its grain size [um] after "
         "a colon (else --grain-size); --density defaults to the sets' own",
-    )
-    group.add_argument(
-        "--free",
-        metavar="NAME[,NAME]",
-        help="parameters fitted per pixel besides the fractions: grain_size, npfe or both "
-        "(with --optical-constants, not --endmembers; default: none, the grain sizes and npFe0 "
-        "as given)",
     )
     group.add_argument(
         "--grain-size-bounds",
@@ -78,13 +73,8 @@ def add_optical_options(parser) -> None:
         metavar="WT_PERCENT",
         help="the nanophase iron abundance [wt %%]: fixed, or the start when free (default 0)",
     )
-    group.add_argument(
-        "--starts",
-        type=positive_int,
-        metavar="N",
-        help="starts per pixel with --free, the lowest minimum kept (lumaxlike.unmix's "
-        "starts; default 1)",
-    )
+    # the options of `UnmixSettings` these are for, as it declares them: --free, --starts
+    UnmixSettings.add_arguments(group, names=("free", "starts"))
 
 
 def _text(values) -> str:

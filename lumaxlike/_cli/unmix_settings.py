@@ -4,9 +4,11 @@ An unmix output records how it was made (`Provenance.unmix_settings`, the
 ``lumaxlike_unmix_*`` keys): the route, sum-to-one, the endmembers' names, densities,
 grain sizes and extinction efficiencies, and the library they were read from (its files,
 format, units, measurement angles, the cube's wavelengths and band widths it was
-resampled to). :func:`unmix_settings` takes each of these from its option, else from that
-record, else its default, as :func:`.model.resolve_settings` does for the settings every
-command shares, and refuses, saying why, a record the run cannot reproduce.
+resampled to). :func:`unmix_settings` takes the library's and the endmembers' from their
+options, else from that record, else their defaults, as :func:`.model.resolve_settings`
+does for the settings every command shares, and refuses, saying why, a record the run
+cannot reproduce; the unmixing's own options (`lumaxlike.UnmixSettings`: route,
+sum-to-one, ...) come from their flags, else :func:`recorded_options`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from dataclasses import dataclass
 
 from .options import dest
 
-__all__ = ["LIBRARY_OPTIONS", "UnmixSettings", "library_record", "unmix_settings"]
+__all__ = [
+    "LIBRARY_OPTIONS",
+    "LibrarySettings",
+    "library_record",
+    "recorded_options",
+    "unmix_settings",
+]
 
 #: options of the library: flag -> key of the recorded library (``lumaxlike_unmix_library``)
 LIBRARY_OPTIONS = {
@@ -36,20 +44,18 @@ ENDMEMBER_OPTIONS = {
     "--extinction-efficiency": "extinction_efficiency",
 }
 #: defaults of the options that have one (the others: None, or required)
-DEFAULTS = {"--library-units": "reff", "--library-azimuth": [0.0], "--route": "one_step"}
+DEFAULTS = {"--library-units": "reff", "--library-azimuth": [0.0]}
 REQUIRED = ("--endmembers", "--density", "--grain-size")
 
 
 @dataclass(frozen=True)
-class UnmixSettings:
-    """How ``lumaxlike unmix`` unmixes: ``route``, ``sum_to_one``, ``library`` (``{flag:
-    value}`` for :data:`LIBRARY_OPTIONS`, angles in degrees, as the options take them) and
+class LibrarySettings:
+    """Where ``lumaxlike unmix``'s endmembers come from: ``library`` (``{flag: value}``
+    for :data:`LIBRARY_OPTIONS`, angles in degrees, as the options take them) and
     ``per_endmember`` (``{flag: list or None}`` for :data:`ENDMEMBER_OPTIONS`); ``recorded``
     names the flags whose values came from the record ``source``, made for the endmembers
     ``recorded_names``."""
 
-    route: str
-    sum_to_one: bool
     library: dict
     per_endmember: dict
     recorded: frozenset
@@ -83,7 +89,7 @@ class UnmixSettings:
         return values
 
 
-def library_record(settings: UnmixSettings, wavelengths_um) -> dict:
+def library_record(settings: LibrarySettings, wavelengths_um) -> dict:
     """The ``library`` `unmix_file` records: :data:`LIBRARY_OPTIONS`' values under their
     keys (files absolute), and ``wavelengths_um``, the band centres the library was
     resampled to [um]."""
@@ -95,9 +101,28 @@ def library_record(settings: UnmixSettings, wavelengths_um) -> dict:
     return record
 
 
-def unmix_settings(args, record) -> UnmixSettings:
-    """The unmixing's settings: each option given, else ``record``'s (an unmix output's),
-    else its default.
+def recorded_options(args, record) -> dict:
+    """``{name: value}`` of the options of `lumaxlike.UnmixSettings` that ``record``
+    (--params-from's, or None) gives, for its ``from_arguments`` where a flag is not
+    given: the noise from any record; the route, sum-to-one, tolerance and iterations
+    from an unmix output's only (another operation's tolerances are on another quantity).
+
+    Raises:
+        ValueError: an unmix record whose unmixing settings are malformed.
+    """
+    if record is None:
+        return {}
+    values = {"refl_sigma": record.refl_sigma}
+    recorded = _recorded_unmixing(record, f"--params-from {args.params_from}")
+    if recorded is not None:
+        values.update(route=recorded["route"], sum_to_one=recorded["sum_to_one"])
+        values.update(tol=record.tol, max_iter=record.max_iter)
+    return values
+
+
+def unmix_settings(args, record) -> LibrarySettings:
+    """The endmembers' settings: each option given, else ``record``'s (an unmix
+    output's), else its default.
 
     Args:
         args: parsed ``lumaxlike unmix`` options (None where not given).
@@ -122,10 +147,6 @@ def unmix_settings(args, record) -> UnmixSettings:
             return recorded_value
         return DEFAULTS.get(flag)
 
-    route = value("--route", recorded and recorded["route"], recorded is not None)
-    sum_to_one = args.sum_to_one
-    if sum_to_one is None:
-        sum_to_one = True if recorded is None else recorded["sum_to_one"]
     library_recorded = None if recorded is None else recorded["library"]
     optical = getattr(args, "optical_constants", None) is not None  # `unmix_optical`
     if library_recorded and "optical_constants" in library_recorded and not optical:
@@ -165,9 +186,7 @@ def unmix_settings(args, record) -> UnmixSettings:
     for flag in REQUIRED if not optical else ():
         if settings[flag] is None:
             raise ValueError(f"{flag} is required (or --params-from an unmix output)")
-    return UnmixSettings(
-        route=route,
-        sum_to_one=bool(sum_to_one),
+    return LibrarySettings(
         library=library,
         per_endmember=per_endmember,
         recorded=frozenset(taken),
@@ -183,7 +202,7 @@ def is_unmix_record(record) -> bool:
 
 def _recorded_unmixing(record, source) -> dict | None:
     """The record's unmixing settings, checked, or None (no record, another operation)."""
-    from .._unmix.unmix import ROUTES
+    from .._unmix.options import ROUTES
 
     if not is_unmix_record(record):
         return None

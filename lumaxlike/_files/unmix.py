@@ -29,16 +29,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._declared_options import renamed_keyword
+from .._declared_options import refuse_unknown, renamed_keyword, takes_options
 from .._operations.unmix import UNMIX, UnmixOptions, unmix_fields, unmix_record
-from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
+from .._options import (
+    RUN_AND_PRODUCT,
+    ProductOptions,
+    RunOptions,
+    SolverOptions,
+    front_end_options,
+)
 from .._params import HapkeParams
 from .._run.journal import array_digest
 from .._run.progress import occurred_statuses, rate_text, resumed_text
 from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
 from .._unmix.optical import check_free, check_starts
-from .._unmix.unmix import DEFAULT_TOLERANCE, ROUTES, default_chunk_pixels
+from .._unmix.options import UnmixSettings
+from .._unmix.unmix import DEFAULT_TOLERANCE, default_chunk_pixels
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .wavelengths import known_wavelengths_um
 
@@ -82,6 +89,7 @@ class UnmixSummary:
         )
 
 
+@takes_options(UnmixSettings)
 def unmix_file(
     cube_path,
     out_path,
@@ -91,42 +99,24 @@ def unmix_file(
     params: HapkeParams,
     solver: str | SolverOptions,
     units: str,
-    route: str = "one_step",
-    sum_to_one: bool = True,
     dtm=None,
-    chunk_rows=None,
-    overwrite=False,
-    progress=None,
-    refl_sigma=None,
-    workers=1,
-    scheduler=None,
-    max_iter=None,
-    tol=None,
     command=None,
     surface="auto",
-    correction_undone=False,
-    reff_incidence=None,
-    solar_spectrum=None,
-    solar_distance=None,
-    wavelengths_from=None,
-    thermal_bands="keep",
     library=None,
-    free=(),
-    starts=None,
-    resume=False,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
-    sigma=None,
+    settings: UnmixSettings | None = None,
+    **keywords,
 ) -> UnmixSummary:
     """Unmix a reflectance cube file into mass-fraction maps, block by block.
 
     Args:
         cube_path: as for `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
-            ``surface``, ``units``, ``command``, the run's options ``run``,
-            ``chunk_rows``, ``overwrite``, ``progress``, ``workers``, ``scheduler``,
-            ``resume``, and the product's ``product``, ``correction_undone``,
+            ``surface``, ``units``, ``command``, the run's options ``run`` and the
+            product's ``product``, whose fields, ``chunk_rows``, ``overwrite``,
+            ``progress``, ``workers``, ``scheduler``, ``resume``, ``correction_undone``,
             ``reff_incidence``, ``solar_spectrum``, ``solar_distance``,
-            ``wavelengths_from``, ``thermal_bands``); bad bands (``bbl`` = 0) are
+            ``wavelengths_from``, ``thermal_bands``, are also keywords); bad bands (``bbl`` = 0) are
             left out of the bands unmixed (the maps are per endmember, not per band),
             as excluded thermal bands are; said on stderr and recorded
             (``lumaxlike_product``: ``bad_bands``, ``bad_bands_choice``).
@@ -137,20 +127,23 @@ def unmix_file(
             `Endmembers.from_library`): on all the file's bands (cut to those unmixed,
             matched by wavelength where both give them) or on the unmixed bands only.
         params: one `lumaxlike.HapkeParams` for every band (the mixture's).
-        solver: as for `lumaxlike.unmix` (so are ``route``, ``sum_to_one``,
-            ``max_iter`` and ``tol``), or a `lumaxlike.SolverOptions`.
-        refl_sigma: standard uncertainty of the cube's values, in ``units`` ("r" or "radf";
-            a reflectance factor's uncertainty in r varies with cos i per pixel, which
-            `unmix` does not take): weights the bands and scales the sigma map.
-        sigma: the deprecated name of ``refl_sigma`` (a DeprecationWarning).
+        solver: as for `lumaxlike.unmix`, or a `lumaxlike.SolverOptions` (``max_iter``,
+            ``tol``: its fields).
+        settings: the unmixing's options as one `lumaxlike.UnmixSettings` (None: the
+            defaults).
+        **keywords: the options of `lumaxlike.UnmixSettings` by name, as `lumaxlike.unmix`
+            takes them (``refl_sigma``: one number in ``units``, "r" or "radf", a
+            reflectance factor's uncertainty in r varying with cos i per pixel, which
+            `unmix` does not take; ``sigma``, its old name, still taken with a
+            DeprecationWarning; ``free``, with endmembers from
+            `Endmembers.from_optical_constants`: the grain-size and npFe0 maps are
+            written too, and the optical endmembers' settings recorded,
+            ``lumaxlike_unmix_optical`` and ``lumaxlike_unmix_free``); and the fields of
+            ``run`` and ``product`` (above).
         library: how the endmembers were made (JSON-able mapping, e.g. the library
             files and their geometry), recorded with the route, sum-to-one, names,
             densities, grain sizes and extinction efficiencies (``lumaxlike_unmix_*``,
             `Provenance.unmix_settings`); None records none of the library.
-        free: as for `lumaxlike.unmix` (so is ``starts``): ``"grain_size"``, ``"npfe"``
-            or both, with endmembers from `Endmembers.from_optical_constants`; the
-            grain-size and npFe0 maps are written too, and the optical endmembers'
-            settings recorded (``lumaxlike_unmix_optical``, ``lumaxlike_unmix_free``).
 
     With ``sum_to_one`` false the unmodelled remainder is one more map, ``OUT_remainder``.
 
@@ -159,22 +152,28 @@ def unmix_file(
             params or a route, or a cube whose bands are not the endmembers' (in number;
             by wavelength where both give them: any order is matched, other centres
             refused).
+        TypeError: a keyword that is no option.
     """
-    sigma = renamed_keyword("unmix_file", "sigma", sigma, "refl_sigma", refl_sigma)
-    run, product, options = front_end_options(run, product, solver, locals())
-    _check_unmix_arguments(route, endmembers, params, sigma, units)
-    free = _checked_free(free, endmembers, route, sum_to_one)
-    starts = check_starts(starts) if free else None
+    if "sigma" in keywords:  # refused beside refl_sigma before anything else
+        old, new = keywords.pop("sigma"), keywords.get("refl_sigma")
+        keywords["refl_sigma"] = renamed_keyword("unmix_file", "sigma", old, "refl_sigma", new)
+    settings = UnmixSettings.merged(settings, keywords)
+    refuse_unknown("unmix_file", keywords, RUN_AND_PRODUCT)
+    keywords.update(settings.solver_keywords())
+    run, product, options = front_end_options(run, product, solver, keywords, "unmix_file")
+    route, sum_to_one, sigma = settings.route, settings.sum_to_one, settings.refl_sigma
+    _check_unmix_arguments(endmembers, params, sigma, units)
+    free = _checked_free(settings.free, endmembers, route, sum_to_one)
+    starts = check_starts(settings.starts) if free else None
     inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
+    task = settings.for_blocks(options, free, starts)
     n_endmembers = endmembers.n_endmembers
     summary = run_on_cube(
         UNMIX,
         inputs,
         run=run,
         solver=options,
-        plan=lambda setup: _plan(
-            setup, endmembers, params, options, (route, sum_to_one, free, starts), library
-        ),
+        plan=lambda setup: _plan(setup, endmembers, params, options, task, library),
         fields=list(unmix_fields(bool(sum_to_one), free)),
         layout=UNMIX.layout(endmembers.names),
         call=_recorded_call(locals()),
@@ -194,10 +193,8 @@ def _recorded_call(arguments: dict) -> dict:
     return call
 
 
-def _check_unmix_arguments(route, endmembers, params, sigma, units) -> None:
-    """Refuse a bad route, endmembers, params or sigma in REFF, naming the argument."""
-    if route not in ROUTES:
-        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+def _check_unmix_arguments(endmembers, params, sigma, units) -> None:
+    """Refuse bad endmembers, params or sigma in REFF, naming the argument."""
     if not isinstance(endmembers, Endmembers):
         raise ValueError(
             f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
@@ -221,11 +218,11 @@ def _checked_free(free, endmembers, route, sum_to_one) -> tuple:
     return (free,) if isinstance(free, str) else tuple(free)
 
 
-def _plan(setup, endmembers, params, options, how, library) -> BlockPlan:
+def _plan(setup, endmembers, params, options, task: UnmixSettings, library) -> BlockPlan:
     """The endmembers on the bands unmixed, matched by wavelength (refused before any work
-    where they do not match), the task's `UnmixOptions`, the unmixing's record; ``how``
-    is (route, sum_to_one, free, starts)."""
-    route, sum_to_one, free, starts = how
+    where they do not match), the task's `UnmixOptions` (``task``: the block's options),
+    the unmixing's record."""
+    route, sum_to_one, free, starts = task.route, task.sum_to_one, task.free, task.starts
     cube, info = setup.cube, setup.info
     where = f"the cube {setup.cube_path}"
     endmembers = endmembers_on_bands(
@@ -241,14 +238,9 @@ def _plan(setup, endmembers, params, options, how, library) -> BlockPlan:
     band_order(wavelengths, endmembers, where)
     task_options = UnmixOptions(
         options.solver,
-        route,
-        bool(sum_to_one),
-        options.max_iter,
-        options.tol,
+        task,
         setup.chunk_size,
         wavelengths=None if wavelengths is None else tuple(wavelengths),
-        free=free,
-        starts=starts,
     )
     return BlockPlan(
         params=params,

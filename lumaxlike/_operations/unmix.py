@@ -10,8 +10,7 @@ constants) the maps :data:`OPTICAL_FIELDS` come too: ``grain_size`` [um] per end
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from .._io.write.layout import FieldLayout
 from .._params import HapkeParams
 from .._status import Status
 from .._unmix.endmembers import Endmembers
+from .._unmix.options import UnmixSettings
 from .._unmix.unmix import unmix
 from .blocks import numba_threads
 from .declaration import Operation
@@ -101,18 +101,16 @@ def unmix_layout(names, free=()) -> FieldLayout:
 
 @dataclass(frozen=True)
 class UnmixOptions:
-    """How `unmix_block` runs `lumaxlike.unmix` (see its arguments)."""
+    """How `unmix_block` runs `lumaxlike.unmix` (see its arguments): its ``solver``, its
+    options (``settings``: the run's max_iter and tol, no refl_sigma, which comes per
+    block, in r), ``chunk_size``, ``num_threads`` and the data's band centres [um]
+    (``wavelengths``, matched to the endmembers')."""
 
     solver: str
-    route: str = "one_step"
-    sum_to_one: bool = True
-    max_iter: int | None = None
-    tol: float | None = None
+    settings: UnmixSettings = field(default_factory=UnmixSettings)
     chunk_size: int | None = None
     num_threads: int | None = None
-    wavelengths: tuple | None = None  # the data's band centres [um]: matched to the endmembers'
-    free: tuple = ()  # `unmix`'s free parameters ("grain_size", "npfe")
-    starts: int | None = None  # `unmix`'s starts (with free parameters)
+    wavelengths: tuple | None = None
 
 
 def unmix_block(
@@ -130,11 +128,6 @@ def unmix_block(
     returns the maps of :data:`UNMIX_FIELDS` (and :data:`OPTICAL_FIELDS` with free
     parameters), each ``pixels + (bands,)`` with one band per endmember (fractions, sigma,
     grain sizes) or one band."""
-    kwargs: dict[str, Any] = {
-        k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None
-    }
-    if options.free:
-        kwargs.update(free=options.free, starts=options.starts)
     with numba_threads(options.num_threads):
         result = unmix(
             refl,
@@ -144,12 +137,10 @@ def unmix_block(
             endmembers,
             params,
             options.solver,
-            route=options.route,
-            sum_to_one=options.sum_to_one,
             refl_sigma=refl_sigma,
             chunk_size=options.chunk_size,
             wavelengths=options.wavelengths,
-            **kwargs,
+            settings=options.settings,
         )
     with np.errstate(invalid="ignore"):  # NaN covariance where unsolved
         sigma = np.sqrt(np.diagonal(result.covariance, axis1=-2, axis2=-1))
@@ -161,7 +152,7 @@ def unmix_block(
         "residual": result.residual_norm[..., None],
         "remainder": result.remainder[..., None],
     }
-    return {**fields, **_optical_fields(result)} if options.free else fields
+    return {**fields, **_optical_fields(result)} if options.settings.free else fields
 
 
 def _optical_fields(result) -> dict[str, np.ndarray]:

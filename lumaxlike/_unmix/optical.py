@@ -55,6 +55,7 @@ __all__ = [
     "OpticalMixing",
     "endmembers_from_optical_constants",
     "check_free",
+    "check_free_names",
     "parameter_bounds",
     "held",
     "finish",
@@ -304,14 +305,21 @@ def settled(accept, metric, cost_trial, n_bands: int, p: int):
     return accept & (metric <= SETTLED * cost_trial / max(n_bands - 2 * p - 1, 1))
 
 
-def check_free(free, endmembers, route: str, sum_to_one) -> tuple[bool, bool]:
-    """(grain size free, npFe0 free) from `unmix`'s `free`; ValueError naming it."""
+def check_free_names(free) -> tuple[str, ...]:
+    """`unmix`'s ``free`` as a tuple of distinct names among :data:`FREE_PARAMETERS`
+    (`UnmixSettings`' check, before the endmembers are known); ValueError naming it."""
     names = (free,) if isinstance(free, str) else tuple(free)
     unknown = [name for name in names if name not in FREE_PARAMETERS]
     if unknown or len(set(names)) != len(names):
         raise ValueError(
             f"free must name distinct parameters among {FREE_PARAMETERS}, got {free!r}"
         )
+    return names
+
+
+def check_free(free, endmembers, route: str, sum_to_one) -> tuple[bool, bool]:
+    """(grain size free, npFe0 free) from `unmix`'s `free`; ValueError naming it."""
+    names = check_free_names(free)
     if endmembers.optical is None:
         raise ValueError(
             "free needs endmembers made from optical constants (Endmembers.from_optical_constants): "

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._declared_options import refuse_unknown, takes_options
 from .._inverse.albedo.invert import DEFAULT_MAX_ITER, SOLVERS, invert
 from .._inverse.chunking import call_chunk, pad_pixels
 from .._model.forward import precision_scope
@@ -20,13 +21,13 @@ from .jax_unmix import solve_one_step_jax
 from .mixing import cross_section_per_mass
 from .numba_one_step import one_step_numba
 from .numba_unmix import finish_numba, two_step_numba
+from .options import ROUTES, UnmixSettings
 from .phase import phase_table
 from .result import UnmixResult
 from .simplex_qp import QP_SINGULAR, QP_STALLED, max_qp_steps
 
 __all__ = ["unmix", "unmix_flat", "ROUTES", "DEFAULT_TOLERANCE", "default_chunk_pixels"]
 
-ROUTES = ("one_step", "two_step")
 DEFAULT_TOLERANCE = 1e-10  # on the step of every cross-section fraction, in float64
 FLOAT32_TOLERANCE = 1e-5  # the same in float32 (the JAX solver on float32 input)
 # The two-step route inverts w to rounding: a solver error in w (invert's default step
@@ -46,6 +47,7 @@ def default_chunk_pixels(n_bands: int, n_endmembers: int) -> int:
     return max(1, PRODUCTS_PER_CHUNK // max(1, n_bands * (n_endmembers + 1)))
 
 
+@takes_options(UnmixSettings)
 def unmix(
     refl,
     to_sun,
@@ -55,15 +57,10 @@ def unmix(
     params: HapkeParams,
     solver: str = "jax",
     *,
-    route: str = "one_step",
-    sum_to_one: bool = True,
-    refl_sigma=None,
-    max_iter: int = DEFAULT_MAX_ITER,
-    tol: float | None = None,
     chunk_size: int | None = None,
     wavelengths=None,
-    free=(),
-    starts: int | None = None,
+    settings: UnmixSettings | None = None,
+    **options,
 ) -> UnmixResult:
     """Mass fractions of the endmembers in every pixel, by Hapke's intimate mixing.
 
@@ -87,24 +84,15 @@ def unmix(
         params: `HapkeParams` of the mixture (its phase function unless `Endmembers.phase`).
         solver: ``"jax"`` or ``"numba"``: runs the one-step route's Levenberg-Marquardt,
             or the two-step route's `invert` (its w-space step runs in numba).
-        route: ``"one_step"`` (LM on r) or ``"two_step"`` (`invert`, then w-space; not
-            with `Endmembers.phase`) (docs/unmixing.md#which-route).
-        sum_to_one: the fractions sum to one (default); False fits an absorbing
-            remainder (`UnmixResult.remainder`) and returns fractions relative to the
-            modelled endmembers' total.
-        refl_sigma: 1-sigma of refl [1/sr] (> 0), a scalar or one per band: weighs the
-            bands and scales the covariance (else the residual variance does).
-        max_iter: LM steps per pixel at most (`invert`'s in two_step).
-        tol: tolerance on the step of each cross-section fraction (default 1e-10; 1e-5
-            where the JAX solver computes in float32).
         chunk_size: pixels per chunk (bounds memory); default about 2 M band-endmember
             products (docs/invert.md#chunks-and-memory).
         wavelengths: refl's band centres [um] (bands,), or None (bands taken in order);
             matched to ``endmembers.wavelengths`` where both are given.
-        free: per-pixel parameters fitted besides the fractions, e.g. ``("grain_size",
-            "npfe")``, with endmembers from optical constants (docs/unmixing.md).
-        starts: with ``free``, starts per pixel (default 1; grain sizes scaled by 3, 1/3,
-            ...), the CONVERGED one of lowest cost kept.
+        settings: the options below as one `UnmixSettings` (None: the defaults).
+        **options: the options of `UnmixSettings` by name (each there with its unit,
+            default and meaning): ``route``, ``sum_to_one``, ``max_iter``, ``tol``,
+            ``refl_sigma`` (1-sigma of refl [1/sr], > 0, a scalar or one per band),
+            ``free`` (e.g. ``("grain_size", "npfe")``) and ``starts``.
 
     Returns:
         `UnmixResult`.
@@ -113,17 +101,30 @@ def unmix(
         ValueError: naming the argument: unknown solver or route, bands not the
             endmembers', mismatched shapes, non-positive refl_sigma, tol, max_iter or
             chunk_size, float16, route="two_step" with `Endmembers.phase`.
+        TypeError: a keyword that is no option.
     """
+    settings = UnmixSettings.merged(settings, options)
+    refuse_unknown("unmix", options)
     check_choice("solver", solver, SOLVERS)
-    check_choice("route", route, ROUTES)
-    if free:  # grain sizes and npFe0 from optical constants
+    route, sum_to_one, refl_sigma = settings.route, settings.sum_to_one, settings.refl_sigma
+    max_iter = DEFAULT_MAX_ITER if settings.max_iter is None else settings.max_iter
+    solving = (max_iter, settings.tol, refl_sigma, chunk_size)
+    if settings.free:  # grain sizes and npFe0 from optical constants
         from .optical_unmix import unmix_optical
 
-        options = dict(free=free, starts=starts, route=route, sum_to_one=sum_to_one)
-        options.update(refl_sigma=refl_sigma, max_iter=max_iter, tol=tol, chunk_size=chunk_size)
+        optical: dict[str, Any] = dict(free=settings.free, starts=settings.starts, route=route)
+        optical.update(sum_to_one=sum_to_one, refl_sigma=refl_sigma, max_iter=max_iter)
         geometry = (to_sun, to_sensor, normal)
         return unmix_optical(
-            refl, *geometry, endmembers, params, solver, wavelengths=wavelengths, **options
+            refl,
+            *geometry,
+            endmembers,
+            params,
+            solver,
+            wavelengths=wavelengths,
+            chunk_size=chunk_size,
+            tol=settings.tol,
+            **optical,
         )
     if not isinstance(endmembers, Endmembers):
         raise ValueError(
@@ -132,12 +133,9 @@ def unmix(
     _refuse_two_step_with_own_phases(route, endmembers)
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    if not isinstance(sum_to_one, (bool, np.bool_)):
-        raise ValueError(f"sum_to_one must be True or False, got {sum_to_one!r}")
     refl = as_float_array("refl", refl)
-    settings = (max_iter, tol, refl_sigma, chunk_size)
     problem = _check_problem(
-        refl, (to_sun, to_sensor, normal), endmembers, solver, settings, wavelengths
+        refl, (to_sun, to_sensor, normal), endmembers, solver, solving, wavelengths
     )
     outputs = _unmix_chunks(problem, endmembers, params, solver, route, bool(sum_to_one))
     outputs = _in_precision_of(refl, outputs)

@@ -10,9 +10,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import xarray as xr
 
+from .._declared_options import refuse_unknown, takes_options
 from .._io.missions.product_dataarray import bad_bands_of, product_geometry_of, product_record_of
 from .._options import SolverOptions, solver_options
 from .._provenance import python_call
+from .._unmix.options import UnmixSettings
 from .chunks import (
     ChunkedInputs,
     ChunkMap,
@@ -108,7 +110,7 @@ def _unmix_block(r, to_sun, to_sensor, normal, refl_sigma, *, endmembers, params
     )
     return tuple(
         fields[name] if name in _PER_ENDMEMBER else fields[name][..., 0]
-        for name in _fields(options.free)
+        for name in _fields(options.settings.free)
     )
 
 
@@ -131,9 +133,8 @@ def _setup(call: dict) -> _Setup:
     from .._operations.unmix import UnmixOptions
     from .._unmix.unmix import default_chunk_pixels as unmix_chunk_pixels
 
-    settings = solver_options(
-        call["solver"], max_iter=call["max_iter"], tol=call["tol"], num_threads=call["num_threads"]
-    )
+    solving = call["settings"].solver_keywords()
+    solver = solver_options(call["solver"], **solving, num_threads=call["num_threads"])
     refl, route, sum_to_one = call["refl"], call["route"], call["sum_to_one"]
     check_front_end(refl, call["units"], call["refl_sigma"])
     geometry = product_geometry_of(refl, call["geometry"])  # normalised product: flat geometry
@@ -153,36 +154,24 @@ def _setup(call: dict) -> _Setup:
     wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
     inputs = chunked_inputs(refl, geometry, spec)
     pixels = unmix_chunk_pixels(inputs.refl.sizes[spec], endmembers.n_endmembers)
-    options = UnmixOptions(
-        settings.solver,
-        route,
-        bool(sum_to_one),
-        settings.max_iter,
-        settings.tol,
-        min(inputs.largest, pixels),
-        settings.num_threads,
-        wavelengths=wavelengths,
-        free=free,
-        starts=starts,
-    )
+    task = call["settings"].for_blocks(solver, free, starts)
+    chunk = min(inputs.largest, pixels)
+    options = UnmixOptions(solver.solver, task, chunk, solver.num_threads, wavelengths)
     return _Setup(inputs, geometry, spec, endmembers, options, product)
 
 
 def _check_arguments(endmembers, call: dict) -> None:
-    """The endmembers, params, route and noise checked (ValueError naming one)."""
+    """The endmembers, params and noise checked (ValueError naming one)."""
     from .._params import HapkeParams
     from .._unmix.endmembers import Endmembers
-    from .._unmix.unmix import ROUTES
 
-    params, route = call["params"], call["route"]
+    params = call["params"]
     if not isinstance(endmembers, Endmembers):
         raise ValueError(
             f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
         )
     if not isinstance(params, HapkeParams):
         raise ValueError(f"params must be one lumaxlike.HapkeParams, got {type(params).__name__}")
-    if route not in ROUTES:
-        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     if call["refl_sigma"] is not None and call["units"] == "reff":
         raise ValueError(
             "refl_sigma with units 'reff' is not supported by unmix (its uncertainty in r varies "
@@ -207,15 +196,16 @@ def _provenance(setup: _Setup, call: dict):
     from .._unmix.unmix import DEFAULT_TOLERANCE
 
     refl, options, endmembers = setup.inputs.refl, setup.options, setup.endmembers
-    free, starts = options.free, options.starts
+    task = options.settings
+    free, starts = task.free, task.starts
     provenance = provenance_of(
         refl,
         setup.geometry,
         params=[call["params"]] * refl.sizes[setup.spec],
         units=call["units"],
         solver=options.solver,
-        tol=DEFAULT_TOLERANCE if options.tol is None else options.tol,
-        max_iter=options.max_iter,
+        tol=DEFAULT_TOLERANCE if task.tol is None else task.tol,
+        max_iter=task.max_iter,
         refl_sigma=call["refl_sigma"],
         dtype=np.float64,
         product=setup.product,
@@ -227,20 +217,21 @@ def _provenance(setup: _Setup, call: dict):
             call["params"],
             options.solver,
             units=call["units"],
-            route=options.route,
+            route=task.route,
             sum_to_one=call["sum_to_one"],
             spectral_dim=call["spectral_dim"],
             refl_sigma=call["refl_sigma"],
-            max_iter=options.max_iter,
-            tol=options.tol,
+            max_iter=task.max_iter,
+            tol=task.tol,
             num_threads=options.num_threads,
             **({"free": free, "starts": starts} if free else {}),
         ),
     )
-    record = unmix_record(endmembers, options.route, call["sum_to_one"], free=free)
+    record = unmix_record(endmembers, task.route, call["sum_to_one"], free=free)
     return dataclasses.replace(provenance, unmix_settings=record)
 
 
+@takes_options(UnmixSettings)
 def unmix_dataarray(
     refl: xr.DataArray,
     geometry,
@@ -249,15 +240,10 @@ def unmix_dataarray(
     solver: str | SolverOptions = "jax",
     *,
     units: str,
-    route: str = "one_step",
-    sum_to_one: bool = True,
     spectral_dim: str | None = None,
-    refl_sigma: float | None = None,
-    max_iter: int | None = None,
-    tol: float | None = None,
     num_threads: int | None = None,
-    free=(),
-    starts: int | None = None,
+    settings: UnmixSettings | None = None,
+    **keywords,
 ) -> xr.Dataset:
     """Mass fractions of an intimate mixture per pixel (`lumaxlike.unmix`), chunk by chunk.
 
@@ -271,13 +257,14 @@ def unmix_dataarray(
             its spectral dim, ``units`` "nm" or "um"), bands are matched by wavelength in
             any order, and other centres are refused.
         params: one `lumaxlike.HapkeParams` (the mixture's).
-        solver: a `lumaxlike.SolverOptions` or, as for `lumaxlike.unmix`, its name (so
-            are ``route``, ``sum_to_one``, ``max_iter``
-            and ``tol``).
-        refl_sigma: standard uncertainty of ``refl`` in ``units`` ("r" or "radf"), one
-            number: weights the bands and scales the covariance (see `lumaxlike.unmix`).
-        free: as for `lumaxlike.unmix` (so is ``starts``): ``"grain_size"``, ``"npfe"``
-            or both, with endmembers from `Endmembers.from_optical_constants`.
+        solver: a `lumaxlike.SolverOptions` (``max_iter``, ``tol``, ``num_threads``: its
+            fields) or, as for `lumaxlike.unmix`, its name.
+        settings: the unmixing's options as one `lumaxlike.UnmixSettings` (None: the
+            defaults).
+        **keywords: the options of `lumaxlike.UnmixSettings` by name, as
+            `lumaxlike.unmix` takes them (``refl_sigma``: the standard uncertainty of
+            ``refl`` in ``units``, "r" or "radf", one number; ``free``: with endmembers
+            from `Endmembers.from_optical_constants`).
 
     Returns:
         Dataset with ``fractions`` (mass fractions [-]) and ``sigma`` (their 1-sigma
@@ -295,8 +282,11 @@ def unmix_dataarray(
 
     Raises:
         ValueError: bad argument (names it), misaligned geometry.
+        TypeError: a keyword that is no option.
     """
-    call = dict(locals())
+    settings = UnmixSettings.merged(settings, keywords)
+    refuse_unknown("unmix_dataarray", keywords)
+    call = {**locals(), **vars(settings)}
     setup = _setup(call)
     from .._operations.unmix import unmix_layout
 
@@ -309,19 +299,19 @@ def unmix_dataarray(
             ("endmember",) if field in _PER_ENDMEMBER else (),
             layout.attrs.get(field, {}),
         )
-        for field in _fields(setup.options.free)
+        for field in _fields(setup.options.settings.free)
     ]
     variables = apply_to_chunks(
         _unmix_block,
         setup.inputs,
         maps,
         units=units,
-        refl_sigma=refl_sigma,
+        refl_sigma=settings.refl_sigma,
         refl_dtype=np.float64,
         sizes={"endmember": endmembers.n_endmembers},
         kwargs={"endmembers": endmembers, "params": params, "options": setup.options},
     )
-    if sum_to_one:
+    if settings.sum_to_one:
         del variables["remainder"]
     dataset = result_dataset(variables, setup.inputs.refl, _provenance(setup, call))
     return dataset.assign_coords(endmember=("endmember", list(endmembers.names)))
