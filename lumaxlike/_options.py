@@ -4,8 +4,9 @@
 
 Small, immutable and checked when made, as optimistix's solvers are configured
 (``LevenbergMarquardt(rtol, atol)``). Every file command takes them (``run=``,
-``product=``, ``solver=``) beside its keywords for the simple case; `merged_options`
-combines the two and refuses a value given both ways differently.
+``product=``, ``solver=``); `merged_options` combines them with the keywords of the same
+fields (the solver's ``max_iter``, ``tol``; the run's and product's, deprecated) and
+refuses a value given both ways differently.
 """
 
 from __future__ import annotations

@@ -113,12 +113,9 @@ def unmix_file(
     Args:
         cube_path: as for `lumaxlike.invert_file` (so are ``geometry``, ``dtm``,
             ``surface``, ``units``, ``command``, the run's options ``run`` and the
-            product's ``product``, whose fields, ``chunk_rows``, ``overwrite``,
-            ``progress``, ``workers``, ``scheduler``, ``resume``, ``correction_undone``,
-            ``reff_incidence``, ``solar_spectrum``, ``solar_distance``,
-            ``wavelengths_from``, ``thermal_bands``, are also keywords); bad bands (``bbl`` = 0) are
-            left out of the bands unmixed (the maps are per endmember, not per band),
-            as excluded thermal bands are; said on stderr and recorded
+            product's ``product``; their fields as keywords are deprecated); bad bands
+            (``bbl`` = 0) are left out of the bands unmixed (the maps are per endmember,
+            not per band), as excluded thermal bands are; said on stderr and recorded
             (``lumaxlike_product``: ``bad_bands``, ``bad_bands_choice``).
         out_path: output ``.tif``/``.tiff`` (GeoTIFF), ``.img``/``.envi``/``.hdr``
             (ENVI), ``.nc`` (netCDF) or ``.zarr``; see the module docstring for the
