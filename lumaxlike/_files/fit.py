@@ -58,7 +58,7 @@ from .regions import (
     gather_region_group,
     plan_regions,
 )
-from .stack_run import OpenedStack, StackInputs, StackPlan, run_on_stack, stack_paths
+from .stack_run import OpenedStack, StackInputs, StackPlan, block_rows, run_on_stack, stack_paths
 from .stacks import stack_limits
 
 __all__ = ["fit_file"]
@@ -177,11 +177,7 @@ def _plan(request, opened, stack, run, options, out_path, fields) -> StackPlan:
     info, n_obs = opened.info, len(request.cubes)
     width = info.grid.width
     row_bytes = width * info.bands * n_obs * 8
-    rows_per_block = (
-        int(run.chunk_rows)
-        if run.chunk_rows is not None
-        else int(max(1, min(BLOCK_TARGET_BYTES // row_bytes, info.grid.height)))
-    )
+    rows_per_block = block_rows(run.chunk_rows, row_bytes, BLOCK_TARGET_BYTES, info.grid.height)
     chunk_size = min(rows_per_block * width, max(1, OBSERVATIONS_PER_CHUNK // (info.bands * n_obs)))
     bad_bands = opened.bad_bands()
     fit_options = _fit_options(request, options, chunk_size, bad_bands)

@@ -40,7 +40,7 @@ from .._sample.program import QUANTILE_LEVELS
 from .._sample.sample import CHUNK_BYTES
 from .._shapes import refl_sigma_error
 from .outputs import BlockSource
-from .stack_run import OpenedStack, StackInputs, StackPlan, run_on_stack, stack_paths
+from .stack_run import OpenedStack, StackInputs, StackPlan, block_rows, run_on_stack, stack_paths
 from .stacks import stack_limits
 
 __all__ = ["sample_file"]
@@ -179,12 +179,8 @@ def _plan(request, opened: OpenedStack, run, out_path) -> StackPlan:
     options = request.options(sigma_r)
     check_sample_options(request.params, options, info.bands, len(request.cubes))
     draws = settings.num_chains * (settings.num_samples + settings.num_warmup)
-    per_pixel = info.bands * draws * len(request.free) * 8
-    rows_per_block = (
-        int(chunk_rows)
-        if chunk_rows is not None
-        else int(max(1, min(CHUNK_BYTES // per_pixel // info.grid.width, info.grid.height)))
-    )
+    row_bytes = info.grid.width * info.bands * draws * len(request.free) * 8
+    rows_per_block = block_rows(chunk_rows, row_bytes, CHUNK_BYTES, info.grid.height)
     options["seed"] = int(settings.seed)
     width, params = info.grid.width, request.params
 

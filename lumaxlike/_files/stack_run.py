@@ -46,7 +46,7 @@ from .outputs import BlockSource, stream_to_outputs
 from .records import recorded_command
 from .stacks import check_stack, read_stack_block
 
-__all__ = ["OpenedStack", "StackInputs", "StackPlan", "run_on_stack", "stack_paths"]
+__all__ = ["OpenedStack", "StackInputs", "StackPlan", "block_rows", "run_on_stack", "stack_paths"]
 
 
 @dataclass(frozen=True)
@@ -204,28 +204,13 @@ def open_stack(stack, operation: Operation, inputs: StackInputs) -> OpenedStack:
     (unless the product's ``correction_undone``), aligned and alike, the REFF incidence
     of a product, the unit tag of a plain cube."""
     product = inputs.product
-    readers = []
-    for path in inputs.cubes:
-        if product is None:
-            reader = stack.enter_context(CubeReader(path))
-            refuse_normalised(reader.located, operation.name)
-            check_unit_tag(reader, inputs.units, path)
-        else:
-            options = product_options(
-                product.solar_spectrum,
-                product.solar_distance,
-                product.wavelengths_from,
-                product.thermal_bands,
-            )
-            reader = stack.enter_context(ProductCube(path, inputs.units, **options))
-            if not product.correction_undone:
-                refuse_normalised(reader.located, operation.name)
-        readers.append(reader)
+    readers = [_open_cube(stack, operation, inputs, path) for path in inputs.cubes]
     info = readers[0].info
     for reader in readers[1:]:
         check_aligned(info.grid, reader.info.grid, "cube")
     check_stack([reader.info for reader in readers])
-    incidence, record = None, None
+    incidence: str | None = None
+    record: dict[str, Any] | None = None  # plain cubes: no product recorded
     if product is not None:
         incidence = check_reff_incidence(
             inputs.units, product.reff_incidence, readers[0].kind, inputs.cubes[0]
@@ -238,6 +223,37 @@ def open_stack(stack, operation: Operation, inputs: StackInputs) -> OpenedStack:
     ]
     units = inputs.units if product is None else readers[0].units
     return OpenedStack(readers, geometry_readers, units, incidence, record)
+
+
+def _open_cube(stack, operation: Operation, inputs: StackInputs, path):
+    """One cube of the stack opened under ``stack``: a `ProductCube` read as
+    ``inputs.product`` says, or a `CubeReader` whose unit tag agrees with ``units``;
+    refused where normalised to a standard geometry (a product: unless
+    ``correction_undone``)."""
+    product = inputs.product
+    if product is None:
+        reader = stack.enter_context(CubeReader(path))
+        refuse_normalised(reader.located, operation.name)
+        check_unit_tag(reader, inputs.units, path)
+        return reader
+    options = product_options(
+        product.solar_spectrum,
+        product.solar_distance,
+        product.wavelengths_from,
+        product.thermal_bands,
+    )
+    cube = stack.enter_context(ProductCube(path, inputs.units, **options))
+    if not product.correction_undone:
+        refuse_normalised(cube.located, operation.name)
+    return cube
+
+
+def block_rows(chunk_rows, row_bytes: int, target_bytes: int, height: int) -> int:
+    """Rows per block: ``chunk_rows`` when given, else as many as fit ``target_bytes``
+    at ``row_bytes`` a row [bytes], at least one and at most the image's ``height``."""
+    if chunk_rows is not None:
+        return int(chunk_rows)
+    return int(max(1, min(target_bytes // row_bytes, height)))
 
 
 def stack_paths(cubes, geometries) -> dict[str, list]:
