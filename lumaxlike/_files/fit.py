@@ -58,7 +58,15 @@ from .regions import (
     gather_region_group,
     plan_regions,
 )
-from .stack_run import OpenedStack, StackInputs, StackPlan, block_rows, run_on_stack, stack_paths
+from .stack_run import (
+    OpenedStack,
+    StackInputs,
+    StackPlan,
+    block_rows,
+    run_on_stack,
+    stack_arguments,
+    stack_paths,
+)
 from .stacks import stack_limits
 
 __all__ = ["fit_file"]
@@ -228,8 +236,12 @@ class _FitRequest:
         where it cannot be fitted; priors are checked before anything is read or written
         (a NaN would stop the record's JSON mid-run, a mean outside the bounds pin its
         parameter there)."""
-        cubes, geometries = [Path(c) for c in call["cubes"]], list(call["geometry"])
-        _check_stack_arguments(cubes, geometries, call["params"], call["sigma"], call["units"])
+        cubes, geometries = stack_arguments(call, "--geometry")
+        if call["sigma"] is not None and call["units"] == "reff":
+            raise ValueError(
+                "sigma with units 'reff' is not supported by fit: the uncertainty of r then "
+                "differs per observation; give it for 'r' or 'radf' data"
+            )
         free = (call["free"],) if isinstance(call["free"], str) else tuple(call["free"])
         if "w" not in free:
             raise ValueError(f"free must include 'w', got {free!r}")
@@ -273,24 +285,6 @@ class _FitRequest:
             regions=regions,
             regional=regional,
             region_memory=region_memory,
-        )
-
-
-def _check_stack_arguments(cubes, geometries, params, sigma, units) -> None:
-    """Refuse no cubes, a count of geometries other than the cubes', params that are not
-    one `HapkeParams`, sigma of REFF (its r would differ per observation)."""
-    if not cubes:
-        raise ValueError("give at least one cube")
-    if len(geometries) != len(cubes):
-        raise ValueError(
-            f"--geometry gives {len(geometries)} rasters for {len(cubes)} cubes (one per cube, in order)"
-        )
-    if not isinstance(params, HapkeParams):
-        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    if sigma is not None and units == "reff":
-        raise ValueError(
-            "sigma with units 'reff' is not supported by fit: the uncertainty of r then "
-            "differs per observation; give it for 'r' or 'radf' data"
         )
 
 

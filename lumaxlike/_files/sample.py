@@ -40,7 +40,15 @@ from .._sample.program import QUANTILE_LEVELS
 from .._sample.sample import CHUNK_BYTES
 from .._shapes import refl_sigma_error
 from .outputs import BlockSource
-from .stack_run import OpenedStack, StackInputs, StackPlan, block_rows, run_on_stack, stack_paths
+from .stack_run import (
+    OpenedStack,
+    StackInputs,
+    StackPlan,
+    block_rows,
+    run_on_stack,
+    stack_arguments,
+    stack_paths,
+)
 from .stacks import stack_limits
 
 __all__ = ["sample_file"]
@@ -227,17 +235,8 @@ class _SampleRequest:
         """The request of a `sample_file` call (its ``locals()``), refused naming the
         argument where it cannot be sampled."""
         check_units(call["units"])
-        cubes, geometries = [Path(c) for c in call["cubes"]], list(call["geometry"])
-        if not cubes:
-            raise ValueError("give at least one cube")
-        if len(geometries) != len(cubes):
-            raise ValueError(
-                f"geometry gives {len(geometries)} rasters for {len(cubes)} cubes (one per "
-                "cube, in order)"
-            )
+        cubes, geometries = stack_arguments(call)
         params, settings = call["params"], call["settings"]
-        if not isinstance(params, HapkeParams):
-            raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
         free, shared = (
             (value,) if isinstance(value, str) else tuple(value)
             for value in (call["free"], settings.shared)

@@ -46,7 +46,15 @@ from .outputs import BlockSource, stream_to_outputs
 from .records import recorded_command
 from .stacks import check_stack, read_stack_block
 
-__all__ = ["OpenedStack", "StackInputs", "StackPlan", "block_rows", "run_on_stack", "stack_paths"]
+__all__ = [
+    "OpenedStack",
+    "StackInputs",
+    "StackPlan",
+    "block_rows",
+    "run_on_stack",
+    "stack_arguments",
+    "stack_paths",
+]
 
 
 @dataclass(frozen=True)
@@ -246,6 +254,25 @@ def _open_cube(stack, operation: Operation, inputs: StackInputs, path):
     if not product.correction_undone:
         refuse_normalised(cube.located, operation.name)
     return cube
+
+
+def stack_arguments(call: Mapping, geometry: str = "geometry") -> tuple[list[Path], list]:
+    """A file function's ``cubes`` (as paths) and ``geometry`` (a list) from its call
+    (``locals()``), with its ``params``, refused naming the argument (``geometry``: its
+    name in the message): no cubes, a count of geometries other than the cubes', params
+    that are not one `lumaxlike.HapkeParams`."""
+    cubes, geometries = [Path(c) for c in call["cubes"]], list(call["geometry"])
+    if not cubes:
+        raise ValueError("give at least one cube")
+    if len(geometries) != len(cubes):
+        raise ValueError(
+            f"{geometry} gives {len(geometries)} rasters for {len(cubes)} cubes (one per "
+            "cube, in order)"
+        )
+    params = call["params"]
+    if not isinstance(params, HapkeParams):
+        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
+    return cubes, geometries
 
 
 def block_rows(chunk_rows, row_bytes: int, target_bytes: int, height: int) -> int:
