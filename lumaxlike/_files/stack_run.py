@@ -51,6 +51,7 @@ __all__ = [
     "StackInputs",
     "StackPlan",
     "block_rows",
+    "open_stack",
     "run_on_stack",
     "stack_arguments",
     "stack_paths",
