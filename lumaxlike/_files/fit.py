@@ -16,16 +16,12 @@ parameter, ``OUT_status``, ``OUT_iterations``, ``OUT_residual`` (the residual no
 
 from __future__ import annotations
 
-import contextlib
-import json
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import rasterio
 
 from .._declared_options import refuse_unknown, renamed_keyword, takes_options
 from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
@@ -34,10 +30,7 @@ from .._inverse.fit.fit import OBSERVATIONS_PER_CHUNK
 from .._inverse.fit.options import FitSettings
 from .._inverse.joint.priors import check_file_priors
 from .._inverse.joint.restarts import check_starts
-from .._io.missions.product_cube import ProductCube, check_reff_incidence, product_options
-from .._io.missions.products import refuse_normalised
-from .._io.read.geometry_rasters import GeometryReader
-from .._io.read.raster import GDAL_CACHE_BYTES, BandRaster, check_aligned
+from .._io.read.raster import BandRaster
 from .._io.read.units import uncertainty_to_r
 from .._io.write.writers import result_paths
 from .._operations.fit import FIT, fit_fields
@@ -50,16 +43,13 @@ from .._options import (
     front_end_options,
 )
 from .._params import HapkeParams
-from .._provenance import PREFIX, Provenance, make_provenance
 from .._run.journal import journal_folder
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
-from .arguments import check_not_an_input, check_run_arguments
+from .arguments import check_run_arguments
 from .blocks import BLOCK_TARGET_BYTES
-from .inputs import run_inputs
-from .outputs import BlockSource, stream_to_outputs
-from .records import recorded_command
+from .outputs import BlockSource
 from .regions import (
     RegionStore,
     assembled_block,
@@ -68,24 +58,18 @@ from .regions import (
     gather_region_group,
     plan_regions,
 )
-from .stacks import check_stack, read_stack_block, stack_limits
+from .stack_run import (
+    OpenedStack,
+    StackInputs,
+    StackPlan,
+    block_rows,
+    run_on_stack,
+    stack_arguments,
+    stack_paths,
+)
+from .stacks import stack_limits
 
 __all__ = ["fit_file"]
-
-
-@dataclass(frozen=True)
-class _FitProvenance(Provenance):
-    """The record of `invert` plus the stack's inputs and the fit's settings
-    (``lumaxlike_fit_*`` keys; `lumaxlike.read_provenance` reads the common part)."""
-
-    fit_settings: Mapping = field(default_factory=dict)
-
-    def attrs(self, *, envi: bool = False) -> dict[str, str]:
-        encoded = super().attrs(envi=envi)
-        for key, value in self.fit_settings.items():
-            text = json.dumps(value, allow_nan=False)
-            encoded[f"{PREFIX}fit_{key}"] = text.replace("=", "\\u003d") if envi else text
-        return encoded
 
 
 @takes_options(FitSettings)
@@ -152,7 +136,6 @@ def fit_file(
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
         TypeError: a keyword that is no option.
     """
-    start = time.perf_counter()
     if "sigma" in keywords:  # refused beside refl_sigma before anything else
         old, new = keywords.pop("sigma"), keywords.get("refl_sigma")
         keywords["refl_sigma"] = renamed_keyword("fit_file", "sigma", old, "refl_sigma", new)
@@ -162,39 +145,63 @@ def fit_file(
     run, product, options = front_end_options(run, product, solver, keywords, "fit_file")
     check_run_arguments(options.solver, units, settings.refl_sigma, run.chunk_rows, radiance=True)
     request = _FitRequest.from_call({**locals(), **vars(settings), "sigma": settings.refl_sigma})
+    return _run_fit(request, run, options, product, out_path, command)
+
+
+def _run_fit(request, run, options, product, out_path, command) -> InversionSummary:
+    """Fit the stack (`run_on_stack`): its blocks, or its regions then the maps."""
     fields, layout = fit_fields(request.free, request.joint)
-    inputs = run_inputs(
-        request.cubes, dtm=dtm, geometries=request.geometries, product=product, extra=[regions]
+    inputs = StackInputs(
+        request.cubes,
+        request.geometries,
+        out_path,
+        request.units,
+        request.params,
+        request.dtm,
+        product,
+        extra_files=(request.regions,),
     )
-    check_not_an_input(out_path, fields, inputs)
-    return _run_fit(request, inputs, run, options, product, out_path, command, start)
+    return run_on_stack(
+        FIT,
+        inputs,
+        run=run,
+        plan=lambda opened, stack: _plan(request, opened, stack, run, options, out_path, fields),
+        fields=fields,
+        layout=layout,
+        call={
+            "params": request.params,
+            "free": request.free,
+            "units": request.units,
+            "solver": options.solver,
+        },
+        command=command,
+    )
 
 
-def _run_fit(request, inputs, run, options, product, out_path, command, start):
-    """Open the stack, record the run, stream its blocks (or its regions, then the maps)
-    into the outputs; the run's `InversionSummary`."""
-    fields, layout = fit_fields(request.free, request.joint)
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
-        opened = _open_stack(stack, request, product, run.chunk_rows)
-        provenance = _fit_record(request, opened, run, options, product, out_path, command)
-        fit_options = _fit_options(request, opened, options)
-        if request.regional:
-            blocks = _regional_blocks(stack, fit_options, request, opened, run, out_path, fields)
-        else:
-            blocks = _blocks(request, opened, fit_options, run)
-        published = stream_to_outputs(
-            out_path,
-            like=opened.info,
-            fields=fields,
-            provenance=provenance,
-            rows_per_block=opened.rows_per_block,
-            inputs=inputs,
-            run=run,
-            blocks=blocks,
-            description=f"{FIT.progress} {request.cubes[0].name}",
-            layout=layout,
+def _plan(request, opened, stack, run, options, out_path, fields) -> StackPlan:
+    """Rows per block (about 32 MiB of stacked float64 reflectance unless
+    ``run.chunk_rows``), one JAX chunk shape for every block (the last is padded), the
+    blocks (per band or joint: `_blocks`; regional: `_regional_blocks`) and the record."""
+    info, n_obs = opened.info, len(request.cubes)
+    width = info.grid.width
+    row_bytes = width * info.bands * n_obs * 8
+    rows_per_block = block_rows(run.chunk_rows, row_bytes, BLOCK_TARGET_BYTES, info.grid.height)
+    chunk_size = min(rows_per_block * width, max(1, OBSERVATIONS_PER_CHUNK // (info.bands * n_obs)))
+    bad_bands = opened.bad_bands()
+    fit_options = _fit_options(request, options, chunk_size, bad_bands)
+    if request.regional:
+        blocks = _regional_blocks(
+            stack, fit_options, request, opened, rows_per_block, bad_bands, run, out_path, fields
         )
-    return published.summary(opened.info, start, FIT.verb)
+    else:
+        blocks = _blocks(request, opened, bad_bands, fit_options, run)
+    record = {
+        "solver": options.solver,
+        "tol": options.tol,
+        "max_iter": DEFAULT_FIT_MAX_ITER if options.max_iter is None else options.max_iter,
+        "refl_sigma": request.sigma,
+    }
+    return StackPlan(rows_per_block, blocks, record, _fit_settings(request, out_path))
 
 
 @dataclass(frozen=True)
@@ -217,7 +224,6 @@ class _FitRequest:
     regions: Any
     regional: tuple[str, ...]
     region_memory: float
-    correction_undone: bool
 
     @property
     def joint(self) -> bool:
@@ -230,8 +236,12 @@ class _FitRequest:
         where it cannot be fitted; priors are checked before anything is read or written
         (a NaN would stop the record's JSON mid-run, a mean outside the bounds pin its
         parameter there)."""
-        cubes, geometries = [Path(c) for c in call["cubes"]], list(call["geometry"])
-        _check_stack_arguments(cubes, geometries, call["params"], call["sigma"], call["units"])
+        cubes, geometries = stack_arguments(call, "--geometry")
+        if call["sigma"] is not None and call["units"] == "reff":
+            raise ValueError(
+                "sigma with units 'reff' is not supported by fit: the uncertainty of r then "
+                "differs per observation; give it for 'r' or 'radf' data"
+            )
         free = (call["free"],) if isinstance(call["free"], str) else tuple(call["free"])
         if "w" not in free:
             raise ValueError(f"free must include 'w', got {free!r}")
@@ -275,111 +285,13 @@ class _FitRequest:
             regions=regions,
             regional=regional,
             region_memory=region_memory,
-            correction_undone=bool(call["product"].correction_undone),
         )
-
-
-def _check_stack_arguments(cubes, geometries, params, sigma, units) -> None:
-    """Refuse no cubes, a count of geometries other than the cubes', params that are not
-    one `HapkeParams`, sigma of REFF (its r would differ per observation)."""
-    if not cubes:
-        raise ValueError("give at least one cube")
-    if len(geometries) != len(cubes):
-        raise ValueError(
-            f"--geometry gives {len(geometries)} rasters for {len(cubes)} cubes (one per cube, in order)"
-        )
-    if not isinstance(params, HapkeParams):
-        raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
-    if sigma is not None and units == "reff":
-        raise ValueError(
-            "sigma with units 'reff' is not supported by fit: the uncertainty of r then "
-            "differs per observation; give it for 'r' or 'radf' data"
-        )
-
-
-@dataclass(frozen=True)
-class _OpenedStack:
-    """The stack's cubes and geometries opened, and how the run cuts them."""
-
-    readers: list
-    geometry_readers: list
-    incidence: str | None
-    bad_bands: np.ndarray
-    record: dict
-    rows_per_block: int
-    chunk_size: int
-
-    @property
-    def info(self):
-        """The first cube's `CubeInfo` (the stack's grid and bands)."""
-        return self.readers[0].info
-
-    def read(self, rows) -> tuple:
-        """A block of rows of every cube, stacked (`read_stack_block`)."""
-        return read_stack_block(
-            self.readers, self.geometry_readers, rows, self.readers[0].units, self.incidence
-        )
-
-    def tell(self) -> None:
-        """Every check passed: the run starts (each cube says what it read)."""
-        for reader in self.readers:
-            reader.tell()
-
-
-def _open_stack(stack, request: _FitRequest, product, chunk_rows) -> _OpenedStack:
-    """Open the cubes (as products) and geometries under ``stack``, checked aligned and
-    alike; rows per block (about 32 MiB of stacked float64 reflectance unless
-    ``chunk_rows``) and one JAX chunk shape for every block (the last is padded)."""
-    readers = []
-    for path in request.cubes:
-        cube = ProductCube(
-            path,
-            request.units,
-            **product_options(
-                product.solar_spectrum,
-                product.solar_distance,
-                product.wavelengths_from,
-                product.thermal_bands,
-            ),
-        )
-        readers.append(stack.enter_context(cube))
-        if not request.correction_undone:
-            refuse_normalised(cube.located, "fit")
-    info = readers[0].info
-    for reader in readers[1:]:
-        check_aligned(info.grid, reader.info.grid, "cube")
-    check_stack([reader.info for reader in readers])
-    incidence = check_reff_incidence(
-        request.units, product.reff_incidence, readers[0].kind, request.cubes[0]
-    )
-    record: dict[str, Any] = {"cubes": [reader.record() for reader in readers]}
-    if incidence is not None:
-        record["reff_incidence"] = incidence
-    geometry_readers = [
-        stack.enter_context(GeometryReader(g, info.grid, request.dtm)) for g in request.geometries
-    ]
-    n_obs, width = len(request.cubes), info.grid.width
-    row_bytes = width * info.bands * n_obs * 8
-    rows_per_block = (
-        int(chunk_rows)
-        if chunk_rows is not None
-        else int(max(1, min(BLOCK_TARGET_BYTES // row_bytes, info.grid.height)))
-    )
-    chunk_size = min(rows_per_block * width, max(1, OBSERVATIONS_PER_CHUNK // (info.bands * n_obs)))
-    bad_bands = np.any([reader.bad_bands for reader in readers], axis=0)
-    return _OpenedStack(
-        readers, geometry_readers, incidence, bad_bands, record, rows_per_block, chunk_size
-    )
 
 
 def _fit_settings(request: _FitRequest, out_path) -> dict:
     """The fit's settings recorded beside the common record (``lumaxlike_fit_*``)."""
     settings: dict[str, Any] = {
-        "cubes": [str(p.absolute()) for p in request.cubes],
-        "geometries": [
-            str(Path(g).absolute()) if isinstance(g, (str, Path)) else None
-            for g in request.geometries
-        ],
+        **stack_paths(request.cubes, request.geometries),
         "free": list(request.free),
         "observation_limits_deg": {
             k: list(map(float, v)) for k, v in (request.limits_deg or {}).items()
@@ -402,45 +314,15 @@ def _fit_settings(request: _FitRequest, out_path) -> dict:
     return settings
 
 
-def _fit_record(request, opened, run, options, product, out_path, command) -> _FitProvenance:
-    """The run's record: the common one (starting values, units, solver) and the fit's."""
-    base = make_provenance(
-        params=[request.params] * opened.info.bands,
-        units=request.units,
-        solver=options.solver,
-        tol=options.tol,
-        max_iter=DEFAULT_FIT_MAX_ITER if options.max_iter is None else options.max_iter,
-        refl_sigma=request.sigma,
-        dtype=opened.info.dtype,
-        cube=None,
-        geometry=None,
-        dtm=request.dtm,
-        product=opened.record,
-        command=recorded_command(
-            command,
-            FIT.file_function,
-            [str(p) for p in request.cubes],
-            out_path,
-            params=request.params,
-            free=request.free,
-            units=request.units,
-            solver=options.solver,
-            workers=run.workers,
-            scheduler=run.scheduler,
-            product=product,
-        ),
-    )
-    return _FitProvenance(**{**vars(base), "fit_settings": _fit_settings(request, out_path)})
-
-
-def _fit_options(request: _FitRequest, opened: _OpenedStack, options) -> dict:
-    """`lumaxlike.fit`'s keywords for a block of the stack."""
+def _fit_options(request: _FitRequest, options, chunk_size: int, bad_bands) -> dict:
+    """`lumaxlike.fit`'s keywords for a block of the stack (``chunk_size``: pixels per
+    JAX chunk; ``bad_bands``: per band, whether any cube marks it bad)."""
     fit_options: dict[str, Any] = {
         "free": request.free,
         "solver": options.solver,
         "observation_limits": request.limits,
         "min_observations": request.min_observations,
-        "chunk_size": opened.chunk_size,
+        "chunk_size": chunk_size,
     }
     fit_options.update(
         {k: v for k, v in (("max_iter", options.max_iter), ("tol", options.tol)) if v is not None}
@@ -450,26 +332,29 @@ def _fit_options(request: _FitRequest, opened: _OpenedStack, options) -> dict:
     if request.joint:
         fit_options.update(shared=request.shared, prior=request.prior)
         # a joint problem spans a pixel's bands: the bad ones are left out of it
-        fit_options[BAD_BANDS_OPTION] = opened.bad_bands
+        fit_options[BAD_BANDS_OPTION] = bad_bands
         if request.starts is not None:
             fit_options["starts"] = request.starts
     return fit_options
 
 
-def _blocks(request: _FitRequest, opened: _OpenedStack, fit_options, run) -> BlockSource:
+def _blocks(request: _FitRequest, opened: OpenedStack, bad_bands, fit_options, run) -> BlockSource:
     """A per-band or joint fit's blocks: the stacked cubes read, `fit_block` on each."""
     params = request.params
     return BlockSource(
         read=lambda rows: (opened.read(rows) + (params, fit_options), {}),
         pool_factory=lambda: BlockPool(run.workers, run.scheduler, function=FIT.block()),
         on_start=opened.tell,
-        bad_bands=opened.bad_bands,
+        bad_bands=bad_bands,
     )
 
 
-def _regional_blocks(stack, fit_options, request, opened, run, out_path, fields) -> BlockSource:
+def _regional_blocks(
+    stack, fit_options, request, opened, rows_per_block, bad_bands, run, out_path, fields
+) -> BlockSource:
     """A regional fit's blocks: at the start the regions, group by group (on the workers),
-    stored in the journal; then each block's maps assembled from them."""
+    stored in the journal; then each block's maps assembled from them (``stack`` closes
+    the label raster)."""
     fit_options = {**fit_options, "regional": request.regional}
     label_raster = BandRaster(request.regions)
     stack.callback(label_raster.close)
@@ -481,9 +366,7 @@ def _regional_blocks(stack, fit_options, request, opened, run, out_path, fields)
         n_band_free,
         len(request.shared) + len(request.regional),
     )
-    plan = plan_regions(
-        label_raster, info.grid, opened.rows_per_block, pixel_bytes, request.region_memory
-    )
+    plan = plan_regions(label_raster, info.grid, rows_per_block, pixel_bytes, request.region_memory)
     store = RegionStore(journal_folder(out_path), plan.groups, fields)
 
     def fit_regions() -> None:
@@ -494,9 +377,7 @@ def _regional_blocks(stack, fit_options, request, opened, run, out_path, fields)
             bar.update(int(np.sum(plan.pixels[np.isin(plan.labels, plan.groups[number][0])])))
 
         def gather(group):
-            return gather_region_group(
-                opened.read, label_raster, group, opened.rows_per_block, width
-            )
+            return gather_region_group(opened.read, label_raster, group, rows_per_block, width)
 
         try:
             with BlockPool(run.workers, run.scheduler, function=fit_gathered_group) as pool:
@@ -512,7 +393,7 @@ def _regional_blocks(stack, fit_options, request, opened, run, out_path, fields)
         read=lambda rows: ((store.assemble(rows, width, info.bands),), {}),
         pool_factory=lambda: BlockPool(1, None, function=assembled_block),
         on_start=fit_regions,
-        bad_bands=opened.bad_bands,
+        bad_bands=bad_bands,
         resumed_work=resumed_work,
         # the groups a resumed run finds in the journal were packed under this cap
         journal={"region_memory": float(request.region_memory)},

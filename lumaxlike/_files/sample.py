@@ -11,31 +11,22 @@ with the block (its draws), not the image.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import rasterio
 
-from .._compat.xla_log import without_slow_compile_banner
 from .._declared_options import refuse_unknown, takes_options
 from .._inverse.fit.arguments import default_bounds
 from .._inverse.joint.priors import check_file_priors
-from .._io.missions.product_cube import check_unit_tag
-from .._io.missions.products import refuse_normalised
-from .._io.read.geometry_rasters import GeometryReader
-from .._io.read.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .._io.read.units import check_units, uncertainty_to_r
 from .._io.write.writers import result_paths
 from .._operations.sample import SAMPLE
 from .._options import RunOptions, deprecated_keywords_merged
 from .._params import HapkeParams
-from .._provenance import make_provenance
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
 from .._sample.maps import (
@@ -48,11 +39,17 @@ from .._sample.options import SampleSettings
 from .._sample.program import QUANTILE_LEVELS
 from .._sample.sample import CHUNK_BYTES
 from .._shapes import refl_sigma_error
-from .arguments import check_not_an_input
-from .inputs import run_inputs
-from .outputs import BlockSource, stream_to_outputs
-from .records import recorded_command
-from .stacks import check_stack, read_stack_block, stack_limits
+from .outputs import BlockSource
+from .stack_run import (
+    OpenedStack,
+    StackInputs,
+    StackPlan,
+    block_rows,
+    run_on_stack,
+    stack_arguments,
+    stack_paths,
+)
+from .stacks import stack_limits
 
 __all__ = ["sample_file"]
 
@@ -147,41 +144,75 @@ def sample_file(
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
         TypeError: a keyword that is none of these.
     """
-    start = time.perf_counter()
     settings = SampleSettings.merged(settings, keywords)
     refuse_unknown("sample_file", keywords, _RUN_KEYWORDS)
     run = deprecated_keywords_merged(RunOptions, run, "run", keywords, "sample_file")
     request = _SampleRequest.from_call(locals())
-    fields = sample_fields(request.free)
-    inputs = run_inputs(request.cubes, dtm=dtm, geometries=request.geometries)
-    check_not_an_input(out_path, fields, inputs, main=sample_layout(request.free).main)
-    return _run_sample(request, inputs, fields, run, out_path, command, start)
+    return _run_sample(request, run, out_path, command)
 
 
-def _run_sample(request, inputs, fields, run, out_path, command, start) -> InversionSummary:
-    """Open the stack, record the run, stream its blocks into the outputs."""
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
-        opened = _open_stack(stack, request, run.chunk_rows)
-        provenance = _sample_record(request, opened, run, out_path, command)
+def _run_sample(request, run, out_path, command) -> InversionSummary:
+    """Sample the stack (`run_on_stack`)."""
+    inputs = StackInputs(
+        request.cubes, request.geometries, out_path, request.units, request.params, request.dtm
+    )
+    settings = request.settings
+    return run_on_stack(
+        SAMPLE,
+        inputs,
+        run=run,
+        plan=lambda opened, stack: _plan(request, opened, run, out_path),
+        fields=sample_fields(request.free),
+        layout=sample_layout(request.free),
+        call={
+            "params": request.params,
+            "free": request.free,
+            **({"shared": request.shared} if request.shared else {}),
+            "units": request.units,
+            "refl_sigma": settings.refl_sigma,
+            "seed": settings.seed,
+        },
+        command=command,
+    )
+
+
+def _plan(request, opened: OpenedStack, run, out_path) -> StackPlan:
+    """The sampler's options checked, rows per block from the draws' memory (about
+    `lumaxlike.sample`'s chunk, 64 MB, unless ``run.chunk_rows``), each block's task
+    arguments and the record."""
+    chunk_rows, settings, info = run.chunk_rows, request.settings, opened.info
+    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    sigma_r, sigma_record = _check_sigma(settings.refl_sigma, request.units, info.bands)
+    options = request.options(sigma_r)
+    check_sample_options(request.params, options, info.bands, len(request.cubes))
+    draws = settings.num_chains * (settings.num_samples + settings.num_warmup)
+    row_bytes = info.grid.width * info.bands * draws * len(request.free) * 8
+    rows_per_block = block_rows(chunk_rows, row_bytes, CHUNK_BYTES, info.grid.height)
+    options["seed"] = int(settings.seed)
+    width, params = info.grid.width, request.params
+
+    def read(rows: slice):  # the block's first pixel and a full block's: its random stream
+        block = opened.read(rows) + (params, options)
+        return block, {"first_pixel": rows.start * width, "pixels": rows_per_block * width}
+
+    record = {
+        "solver": "numba" if params.h_function != "exact" else "jax",  # the warm start's
+        "tol": None,
+        "max_iter": None,
+        "refl_sigma": sigma_record if isinstance(sigma_record, float) else None,
+    }
+    return StackPlan(
+        rows_per_block,
+        BlockSource(
+            read=read,
+            pool_factory=lambda: BlockPool(run.workers, run.scheduler, SAMPLE.block()),
+        ),
+        record,
+        _sample_settings(request, sigma_record, out_path),
         # the sampler's programs are slow to compile: XLA's banner about it is noise
-        quiet = run.workers == 1 and run.scheduler is None  # compiled here, not in a worker
-        with without_slow_compile_banner() if quiet else contextlib.nullcontext():
-            published = stream_to_outputs(
-                out_path,
-                like=opened.info,
-                fields=fields,
-                provenance=provenance,
-                rows_per_block=opened.rows_per_block,
-                inputs=inputs,
-                run=run,
-                blocks=BlockSource(
-                    read=opened.read,
-                    pool_factory=lambda: BlockPool(run.workers, run.scheduler, SAMPLE.block()),
-                ),
-                description=f"{SAMPLE.progress} {request.cubes[0].name}",
-                layout=sample_layout(request.free),
-            )
-    return published.summary(opened.info, start, SAMPLE.verb)
+        quiet_compile=run.workers == 1 and run.scheduler is None,  # compiled here
+    )
 
 
 @dataclass(frozen=True)
@@ -204,17 +235,8 @@ class _SampleRequest:
         """The request of a `sample_file` call (its ``locals()``), refused naming the
         argument where it cannot be sampled."""
         check_units(call["units"])
-        cubes, geometries = [Path(c) for c in call["cubes"]], list(call["geometry"])
-        if not cubes:
-            raise ValueError("give at least one cube")
-        if len(geometries) != len(cubes):
-            raise ValueError(
-                f"geometry gives {len(geometries)} rasters for {len(cubes)} cubes (one per "
-                "cube, in order)"
-            )
+        cubes, geometries = stack_arguments(call)
         params, settings = call["params"], call["settings"]
-        if not isinstance(params, HapkeParams):
-            raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
         free, shared = (
             (value,) if isinstance(value, str) else tuple(value)
             for value in (call["free"], settings.shared)
@@ -254,84 +276,12 @@ class _SampleRequest:
         }
 
 
-@dataclass(frozen=True)
-class _OpenedStack:
-    """The stack's cubes and geometries opened, how the run cuts them, the sampler's
-    options and the noise's record."""
-
-    readers: list
-    geometry_readers: list
-    options: dict
-    sigma_record: Any
-    rows_per_block: int
-    params: HapkeParams
-    units: str
-
-    @property
-    def info(self):
-        """The first cube's `CubeInfo` (the stack's grid and bands)."""
-        return self.readers[0].info
-
-    def read(self, rows: slice):
-        """A block's task arguments: the stacked cubes, the params and options, the
-        block's first pixel and the pixels of a full block (its random stream, padding)."""
-        width = self.info.grid.width
-        block = read_stack_block(self.readers, self.geometry_readers, rows, self.units)
-        return block + (self.params, self.options), {
-            "first_pixel": rows.start * width,
-            "pixels": self.rows_per_block * width,
-        }
-
-
-def _open_stack(stack, request: _SampleRequest, chunk_rows) -> _OpenedStack:
-    """Open the cubes and geometries under ``stack``, checked (aligned, alike, units,
-    not normalised, the sampler's options); rows per block from the draws' memory."""
-    if chunk_rows is not None and (int(chunk_rows) != chunk_rows or chunk_rows < 1):
-        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-    readers = [stack.enter_context(CubeReader(path)) for path in request.cubes]
-    for path, reader in zip(request.cubes, readers):
-        refuse_normalised(reader.located, "sample")
-        check_unit_tag(reader, request.units, path)
-    info = readers[0].info
-    for reader in readers[1:]:
-        check_aligned(info.grid, reader.info.grid, "cube")
-    check_stack([reader.info for reader in readers])
-    settings = request.settings
-    sigma_r, sigma_record = _check_sigma(settings.refl_sigma, request.units, info.bands)
-    options = request.options(sigma_r)
-    check_sample_options(request.params, options, info.bands, len(request.cubes))
-    geometry_readers = [
-        stack.enter_context(GeometryReader(g, info.grid, request.dtm)) for g in request.geometries
-    ]
-    draws = settings.num_chains * (settings.num_samples + settings.num_warmup)
-    per_pixel = info.bands * draws * len(request.free) * 8
-    rows_per_block = (
-        int(chunk_rows)
-        if chunk_rows is not None
-        else int(max(1, min(CHUNK_BYTES // per_pixel // info.grid.width, info.grid.height)))
-    )
-    options["seed"] = int(settings.seed)
-    return _OpenedStack(
-        readers,
-        geometry_readers,
-        options,
-        sigma_record,
-        rows_per_block,
-        request.params,
-        request.units,
-    )
-
-
 def _sample_settings(request: _SampleRequest, sigma_record, out_path) -> dict:
     """The sampling's settings recorded beside the common record (``lumaxlike_sample_*``)."""
     settings = request.settings
     median = quantile_field("w", QUANTILE_LEVELS.index(0.5))
     return {
-        "cubes": [str(p.absolute()) for p in request.cubes],
-        "geometries": [
-            str(Path(g).absolute()) if isinstance(g, (str, Path)) else None
-            for g in request.geometries
-        ],
+        **stack_paths(request.cubes, request.geometries),
         "free": list(request.free),
         "shared": list(request.shared),
         "prior": {name: [float(v) for v in pair] for name, pair in request.prior.items()},
@@ -354,37 +304,3 @@ def _sample_settings(request: _SampleRequest, sigma_record, out_path) -> dict:
             for name, field in ((n, quantile_field(n, 2)) for n in request.free)
         },
     }
-
-
-def _sample_record(request: _SampleRequest, opened: _OpenedStack, run, out_path, command):
-    """The run's record: the common one (the warm start's values and solver) and the
-    sampling's settings."""
-    params, sigma_record = request.params, opened.sigma_record
-    provenance = make_provenance(
-        params=[params] * opened.info.bands,
-        units=request.units,
-        solver="numba" if params.h_function != "exact" else "jax",  # the warm start's
-        tol=None,
-        max_iter=None,
-        refl_sigma=sigma_record if isinstance(sigma_record, float) else None,
-        dtype=opened.info.dtype,
-        cube=None,
-        geometry=None,
-        dtm=request.dtm,
-        command=recorded_command(
-            command,
-            SAMPLE.file_function,
-            [str(p) for p in request.cubes],
-            out_path,
-            params=params,
-            free=request.free,
-            **({"shared": request.shared} if request.shared else {}),
-            units=request.units,
-            refl_sigma=request.settings.refl_sigma,
-            seed=request.settings.seed,
-            workers=run.workers,
-            scheduler=run.scheduler,
-        ),
-    )
-    settings = _sample_settings(request, sigma_record, out_path)
-    return dataclasses.replace(provenance, sample_settings=settings)
