@@ -213,10 +213,9 @@ def run_refilled(
     if queue.size == 0:
         return results
     size = min(slots, n_problems)
-    source = np.full(size, queue[0])
-    source[: min(size, queue.size)] = queue[:size]
-    origin = np.where(np.arange(size) < queue.size, source, n_problems)
-    batch = gather(chunk, source, origin == n_problems)
+    picked, padding = _packed(queue, size)
+    batch = gather(chunk, picked, padding)
+    origin = np.where(padding, n_problems, picked)  # each slot's problem (n_problems: none)
     entered = min(size, queue.size)
     while True:
         if sizes is not None:
@@ -226,23 +225,29 @@ def run_refilled(
         if not bool(ok):
             break
         done = (converged | (iterations >= max_steps)) & (origin < n_problems)
-        fill = np.flatnonzero(done)[: queue.size - entered]
         if done.any():
+            fill = np.flatnonzero(done)[: queue.size - entered]
             source = np.zeros(size, np.int64)
             source[fill] = queue[entered : entered + fill.size]
             take = np.zeros(size, bool)
             take[fill] = True
             results, batch = swap(results, batch, np.where(done, origin, n_problems), source, take)
-            origin[done] = n_problems
-            origin[fill] = source[fill]
+            origin = np.where(take, source, np.where(done, n_problems, origin))
             entered += fill.size
         live = np.flatnonzero(origin < n_problems)
         if live.size == 0:
             return results
         if tail is not None and tail < size and entered == queue.size and live.size <= tail:
-            picked = np.full(tail, live[0])
-            picked[: live.size] = live
-            batch = gather(batch, picked, np.arange(tail) >= live.size)
-            origin = np.where(np.arange(tail) < live.size, origin[picked], n_problems)
+            picked, padding = _packed(live, tail)
+            batch = gather(batch, picked, padding)
+            origin = np.where(padding, n_problems, origin[picked])
             size = tail
     return scatter(results, batch, origin)
+
+
+def _packed(indices, size):
+    """The first `size` of `indices` (int, at least one) as `size` slots: (the indices,
+    the first one repeated where there are fewer; the padding: True for those)."""
+    picked = np.full(size, indices[0])
+    picked[: min(size, indices.size)] = indices[:size]
+    return picked, np.arange(size) >= indices.size

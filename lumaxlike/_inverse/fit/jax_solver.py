@@ -306,13 +306,24 @@ def solve_fit_jax(
         min_observations,
         key,
     )
-    settings = (tol, lower, upper)
+    schedule_of = partial(
+        _run_rounds, schedule, sizes=sizes, slots=slots, tail=tail, n_problems=status.size
+    )
+    round_of = partial(
+        _lm_round, unit=unit, tol=tol, lower=lower, upper=upper, free_index=free_index, key=key
+    )
+    results = schedule_of((start, state, inputs), round_of, max_iter)
+    return _fit_outputs(status, active, results, shape=shape)
+
+
+def _run_rounds(schedule, chunk, round_of, max_iter, *, sizes, slots, tail, n_problems):
+    """Every problem's final results (`_all_results`' layout) of `solve_fit_jax`'s chunk
+    = (start, state, inputs), by `schedule` (`solve_fit_jax`'s arguments); round_of: the
+    chunk's `_lm_round` with all but (y, inputs, state, steps, limit) given."""
 
     def run_round(batch, steps, limit=None):
         y, state, inputs = batch
-        y, state, ok, taken = _lm_round(
-            y, inputs, state, unit, steps, limit, *settings, free_index=free_index, key=key
-        )
+        y, state, ok, taken = round_of(y, inputs, state, steps=steps, limit=limit)
         return (y, state, inputs), ok, taken
 
     def scatter(results, batch, origin):
@@ -320,35 +331,32 @@ def solve_fit_jax(
             return _all_results(batch)
         return _scatter(results, batch, origin)
 
-    chunk = (start, state, inputs)
     on_cpu = jax.devices()[0].platform == "cpu"
     if schedule == "refill":
         if slots is None:
             slots, tail = (REFILL_SLOTS, REFILL_TAIL) if on_cpu else ACCELERATOR_REFILL
-        results = run_refilled(
+        return run_refilled(
             chunk,
             progress_of=lambda batch: jax.device_get((batch[1].converged, batch[1].iterations)),
             run_round=lambda batch: run_round(batch, ROUND_STEPS, np.int32(max_iter))[:2],
             gather=_gather,
             swap=partial(_swap_with, chunk=chunk),
             scatter=scatter,
-            n_problems=status.size,
+            n_problems=n_problems,
             max_steps=max_iter,
             slots=slots,
             tail=tail,
             sizes=sizes,
         )
-        return _fit_outputs(status, active, results, shape=shape)
-    results = run_compacted(
+    return run_compacted(
         chunk,
         converged_of=lambda batch: batch[1].converged,
         run_round=run_round,
         gather=_gather,
         scatter=scatter,
-        n_problems=status.size,
+        n_problems=n_problems,
         max_steps=max_iter,
         compact=schedule == "compact",
         sizes=sizes,
         bucket_base=BUCKET_BASE if on_cpu else ACCELERATOR_BUCKET_BASE,
     )
-    return _fit_outputs(status, active, results, shape=shape)
