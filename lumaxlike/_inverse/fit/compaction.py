@@ -14,7 +14,7 @@ the others', so its result is the same as in the uncompacted batch: to the bit w
 the step's arithmetic does not depend on the batch's shape (`jax_solver`).
 
 Every compacted size (and the last round's odd step count) compiles its own round
-program, ~4-10 s each on 2 CPU cores (4 per chunk shape on benchmarks/bench_fit.py's
+program, ~6-7 CPU s each on 2 CPU cores (3-4 per chunk shape on benchmarks/bench_fit.py's
 scene). `run_refilled` compiles one, or two with a tail: the chunk's problems are a
 queue; a batch of `REFILL_SLOTS` slots runs rounds of `ROUND_STEPS` steps (each slot
 stopped at `max_iter` steps of its own, a traced bound, so the last round is no new
@@ -23,7 +23,7 @@ written to the chunk's results and given the next queued problems at their start
 shape: no new program). Once the queue is empty and at most `REFILL_TAIL` problems are
 left, they go on in a batch of that size (one more program): without it the last
 problems to enter, up to `max_iter` steps long, would step the whole batch (2x the warm
-time on the scene below). Measured on benchmarks/bench_fit.py's scene: docs/benchmarks.md.
+time). Measured on benchmarks/bench_fit.py's scene: docs/benchmarks.md.
 
 Device-independent: the drivers take their round, gather and scatter steps as functions
 and move only the convergence flags (and the iterations) and a scalar or two to the host
