@@ -24,10 +24,10 @@ scipy for each; rep 2: ...), so that the ratios are taken under the same machine
   Jacobian columns per free set (~5-15 s each on 2 cores; the `invert` that gives w's
   start loads its on-disk cache).
 - lumaxlike, solver="jax", on a subsample (the first ``--jax-pixels``, 2000, pixels;
-  the chunk's unconverged problems are compacted between rounds of steps, so converged
-  ones do not wait for the slowest). The warm-up is the timed call itself (chunk_size =
-  min(jax pixels, 512) in both): the compacted batch sizes and round lengths a call
-  compiles depend on its data, so JAX compiles everything once, in the warm-up.
+  the chunk's problems go through a batch of fixed slots, refilled between rounds of
+  steps, so converged ones do not wait for the slowest). The warm-up is the timed call
+  itself (chunk_size = min(jax pixels, 512) in both): whether a call reaches the tail's
+  batch size depends on its data, so JAX compiles everything once, in the warm-up.
 - scipy: a per-problem `scipy.optimize.least_squares` loop over ``--scipy-problems``
   (200) problems drawn uniformly from the scene, what a user writes by hand: the
   residual evaluates the model for the problem's 16 observations in plain Python with
@@ -609,8 +609,8 @@ def main(argv=None) -> int:
                     scene, free, "numba", min(NUMBA_WARMUP_PIXELS, n_pixels)
                 )
             else:
-                # the timed call itself: which compacted batch sizes and round lengths a
-                # call compiles depends on its data, so only the same call compiles them all
+                # the timed call itself: whether a call compiles the tail's batch size
+                # depends on its data, so only the same call compiles them all
                 warm[free][solver] = warm_up_fit(scene, free, "jax", jax_pixels, jax_chunk)
             log(f"{labels[free]} {solver}: warm-up {warm[free][solver]['warmup_s']:.2f} s")
 

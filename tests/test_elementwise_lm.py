@@ -265,3 +265,30 @@ def test_a_traced_iteration_bound_stops_the_solve_as_max_steps_does():
         np.testing.assert_array_equal(solution.value, stepped.value)
         np.testing.assert_array_equal(solution.state.converged, stepped.state.converged)
     assert len(traced) == 1
+
+
+def test_max_iterations_stops_each_problem_at_its_own_count():
+    """options["max_iterations"] on a resumed state whose problems have taken different
+    numbers of iterations: each takes steps until its own count reaches the limit, the
+    same steps as in one solve of that many steps (`fit` refills its batch so)."""
+    rng = np.random.default_rng(4)
+    truth = np.stack([rng.uniform(0.5, 2.0, 24), rng.uniform(0.2, 1.5, 24)], axis=-1)
+    data = residuals(jnp.asarray(truth), 0.0) + rng.normal(0.0, 0.05, (24, TIMES.size))
+    solver = lumaxlike.ElementwiseLevenbergMarquardt(
+        tol=1e-300, lower=jnp.asarray([0.0, 0.0]), upper=jnp.asarray([10.0, 10.0])
+    )
+    start = jnp.broadcast_to(jnp.asarray([5.0, 4.0]), truth.shape)
+
+    def solve(y, max_steps, options=None):
+        return optx.least_squares(
+            residuals, solver, y, args=data, options=options, max_steps=max_steps, throw=False
+        )
+
+    after_2, after_3, after_5 = (solve(start, n) for n in (2, 3, 5))
+    assert not bool(jnp.any(after_5.state.converged))  # every problem steps throughout
+    late = jnp.arange(24) % 2 == 0  # as if these had just entered: their count restarts
+    state = after_2.state._replace(iterations=jnp.where(late, 0, after_2.state.iterations))
+    resumed = solve(after_2.value, None, {"state": state, "max_iterations": 3})
+    np.testing.assert_array_equal(resumed.state.iterations, np.full(24, 3))
+    expected = jnp.where(late[:, None], after_5.value, after_3.value)
+    np.testing.assert_array_equal(resumed.value, expected)

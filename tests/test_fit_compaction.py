@@ -1,7 +1,9 @@
-"""JAX `fit` compacts its unconverged problems between rounds (`compaction`):
-the same steps, status and values, to the bit, as stepping the whole chunk; batch sizes
-from a fixed set."""
+"""JAX `fit` steps its problems in rounds (`compaction`): refilled into one batch of
+fixed slots (the default), or compacted into smaller batches between rounds; either way
+the same steps, status and values, to the bit, as stepping the whole chunk, and batch
+sizes from a fixed set (one round program for the refilled batch)."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -45,7 +47,10 @@ def compacted_and_not():
 
         def solve(*args, _compact=compact, **kwargs):
             return jax_solver.solve_fit_jax(
-                *args, compact=_compact, sizes=sizes[_compact], **kwargs
+                *args,
+                schedule="compact" if _compact else "whole",
+                sizes=sizes[_compact],
+                **kwargs,
             )
 
         with pytest.MonkeyPatch.context() as patch:
@@ -71,3 +76,132 @@ def test_compaction_takes_the_same_steps(compacted_and_not):
     }
     assert set(sizes[True]) <= bucket_set
     assert set(sizes[False]) == {n_problems}
+
+
+def _stand_in_solver(need, max_steps):
+    """`run_refilled`'s functions for problems that are not solved but counted: problem k
+    converges after need[k] steps (0: at its start); a batch is a dict of (slots,) arrays
+    need, iterations, converged."""
+
+    def run_round(batch):
+        batch = dict(batch)
+        for _ in range(compaction.ROUND_STEPS):
+            moving = ~batch["converged"] & (batch["iterations"] < max_steps)
+            batch["iterations"] = batch["iterations"] + moving
+            batch["converged"] = batch["converged"] | (
+                moving & (batch["iterations"] >= batch["need"])
+            )
+        return batch, True
+
+    def gather(batch, slots, padding):
+        batch = {name: a[slots] for name, a in batch.items()}
+        batch["converged"] = batch["converged"] | padding
+        return batch
+
+    def scatter(results, batch, origin):
+        if results is None:
+            return {name: a.copy() for name, a in batch.items()}
+        kept = origin < len(need)
+        for name, a in results.items():
+            a[origin[kept]] = batch[name][kept]
+        return results
+
+    chunk = {
+        "need": need,
+        "iterations": np.zeros_like(need),
+        "converged": need == 0,
+    }
+
+    def swap(results, batch, origin, source, take):
+        results = scatter(results, batch, origin)
+        return results, {name: np.where(take, chunk[name][source], a) for name, a in batch.items()}
+
+    return chunk, run_round, gather, swap, scatter
+
+
+@pytest.mark.parametrize("tail", [None, 4])
+def test_refilled_problems_take_their_own_steps(tail):
+    """Every problem gets its own steps up to max_steps, also those that enter the batch
+    late, whatever the others need; those done at their start never enter."""
+    need = np.random.default_rng(3).integers(0, 25, 60)
+    need[-3:] = 30  # the last queued: they enter late and reach max_steps there
+    max_steps = 10
+    chunk, run_round, gather, swap, scatter = _stand_in_solver(need, max_steps)
+    sizes = []
+    results = compaction.run_refilled(
+        chunk,
+        progress_of=lambda batch: (batch["converged"], batch["iterations"]),
+        run_round=run_round,
+        gather=gather,
+        swap=swap,
+        scatter=scatter,
+        n_problems=need.size,
+        max_steps=max_steps,
+        slots=8,
+        tail=tail,
+        sizes=sizes,
+    )
+    np.testing.assert_array_equal(results["iterations"], np.minimum(need, max_steps))
+    np.testing.assert_array_equal(results["converged"], need <= max_steps)
+    assert set(sizes) == ({8} if tail is None else {8, tail})
+    assert len(sizes) > max_steps  # many rounds: the queue went through the slots
+
+
+@pytest.fixture(scope="module")
+def refilled_and_not():
+    """A noisy (w, b, c) fit (problems need ~4 to max_iter steps) stepped whole and
+    through a refilled batch of 96 slots of its 512 problems (a batch size used nowhere
+    else, so its round program is traced here), max_iter 12: some problems stop there,
+    several after entering the batch late. Every solve's raw outputs,
+    the refilled solves' round sizes and the round programs traced."""
+    refl, geometry, _, rng = scene(CHUNK, 8, 12, seed=5)
+    noisy = refl + rng.normal(0.0, 3e-4, refl.shape)
+    free = ("w", "b", "c")
+    outputs, sizes, traced = {}, [], []
+
+    def on_duration(event, duration_secs, **kwargs):
+        if event == "/jax/core/compile/jaxpr_trace_duration":
+            traced.append(kwargs.get("fun_name"))
+
+    for schedule in ("whole", "refill"):
+        outputs[schedule] = []
+
+        def solve(*args, _schedule=schedule, **kwargs):
+            extra = {"slots": 96, "sizes": sizes} if _schedule == "refill" else {}
+            solved = jax_solver.solve_fit_jax(*args, schedule=_schedule, **extra, **kwargs)
+            outputs[_schedule].append(solved)
+            return solved
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fit_module, "solve_fit_jax", solve)
+            if schedule == "refill":
+                jax.monitoring.register_event_duration_secs_listener(on_duration)
+            try:
+                lumaxlike.fit(
+                    noisy, *geometry, start_for(free), free=free, chunk_size=CHUNK, max_iter=12
+                )
+            finally:
+                if schedule == "refill":
+                    jax.monitoring.unregister_event_duration_listener(on_duration)
+    return outputs, sizes, traced
+
+
+def test_refill_takes_the_same_steps(refilled_and_not):
+    outputs, sizes, _ = refilled_and_not
+    assert len(outputs["whole"]) == len(outputs["refill"]) == 1  # one chunk
+    whole, refilled = outputs["whole"][0], outputs["refill"][0]
+    iterations = np.asarray(whole["iterations"])
+    assert np.ptp(iterations) >= 6  # a spread of step counts
+    # problems past the first 96 (in queue order) that stop at max_iter: they entered late
+    stopped = np.asarray(whole["status"]).reshape(-1) == int(lumaxlike.Status.MAX_ITER)
+    assert np.sum(stopped[96:]) >= 5
+    assert set(sizes) == {96}
+    for name in ("values", "status", "iterations", "cost", "jtj"):
+        np.testing.assert_array_equal(np.asarray(refilled[name]), np.asarray(whole[name]))
+
+
+def test_refill_compiles_one_round_program(refilled_and_not):
+    _, sizes, traced = refilled_and_not
+    assert len(sizes) > 12  # many rounds, with problems refilled between them
+    # "_lm_round", or "_lm_round_stored" where lumaxlike's JAX cache stores it
+    assert sum(name.startswith("_lm_round") for name in traced) == 1

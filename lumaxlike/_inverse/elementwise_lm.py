@@ -154,6 +154,16 @@ def box_subproblem(y, args, jtj, jtf, damping, *, lower, upper, carried, active,
     return Subproblem(jnp.clip(y + step, lower, upper), step, solvable, carried)
 
 
+def _stopped(state, options):
+    """The problems that are not stepped (batch bool): converged, or, where
+    `options["max_iterations"]` (an int, possibly traced, unlike optimistix's
+    `max_steps`) is given, at that many iterations."""
+    limit = (options or {}).get("max_iterations")
+    if limit is None:
+        return state.converged
+    return state.converged | (state.iterations >= limit)
+
+
 def _keep_where(keep, old, new):
     """`old` where `keep` (batch), else `new`, leaf by leaf of a pytree whose leaves
     have the batch axes first."""
@@ -261,7 +271,9 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     that may be traced (optimistix's `max_steps` is a Python int: a program for each
     value), ends the solve once every problem has converged or taken that many
     iterations (its state's count; where all start at 0, after that many steps, as
-    `max_steps` would). The final state holds each problem's
+    `max_steps` would); a problem that has taken that many is not stepped further, so
+    problems resumed at different counts (`fit`'s refilled batches) each stop at their
+    own. The final state holds each problem's
     residuals (unless `keep_residuals` is False), their cost (the sum of their squares),
     J^T J, J^T f and the carried state.
 
@@ -380,15 +392,16 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         )
 
     def step(self, fn, y, args, options, state, tags):
+        done = _stopped(state, options)
         if self.one_parameter is not None:
-            return self._step_one_parameter(y, args, state)
+            return self._step_one_parameter(y, args, state, done)
         if self.rules is not None:
-            return self._step_rules(y, args, state)
+            return self._step_rules(y, args, state, done)
         lower, upper = (
             jnp.broadcast_to(jnp.asarray(b, y.dtype), y.shape) for b in (self.lower, self.upper)
         )
         bounds = dict(lower=lower, upper=upper)
-        moving = ~state.converged
+        moving = ~done
         damped = self.subproblem(
             y,
             args,
@@ -428,7 +441,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
         if self.settled is not None:
             settled = self.settled(trial, newton.point, jtj_trial, cost_trial, args)
             converged = converged | (accept & newton.solvable & settled)
-        converged = converged & solvable
+        converged = converged & solvable & moving
         damping, growth = _lm.next_damping(
             accept,
             _lm.gain_ratio(cost, cost_trial, predicted),
@@ -437,7 +450,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             newton_decrease,
             cost_trial,
         )
-        keep = state.converged | ~accept  # problems whose point does not move
+        keep = done | ~accept  # problems whose point does not move
         new_state = _LMState(
             residual=(
                 _keep_where(keep, state.residual, residual_trial) if self.keep_residuals else None
@@ -445,10 +458,10 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             cost=jnp.where(keep, cost, cost_trial),
             jtj=_keep_where(keep, state.jtj, jtj_trial),
             jtf=_keep_where(keep, state.jtf, jtf_trial),
-            damping=jnp.where(state.converged, state.damping, damping),
-            growth=jnp.where(state.converged, state.growth, growth),
+            damping=jnp.where(done, state.damping, damping),
+            growth=jnp.where(done, state.growth, growth),
             converged=state.converged | converged,
-            iterations=state.iterations + jnp.where(state.converged, 0, 1).astype(jnp.int32),
+            iterations=state.iterations + jnp.where(done, 0, 1).astype(jnp.int32),
             carried=_keep_where(keep, state.carried, damped.carried),
         )
         return jnp.where(keep[..., None], y, trial), new_state, None
@@ -479,9 +492,10 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             iterations=jnp.zeros(y.shape, jnp.int32),
         )
 
-    def _step_one_parameter(self, y, args, state):
+    def _step_one_parameter(self, y, args, state, done):
         """One step of every problem of the one-parameter case: the p = 1 rules
-        (`propose`, `update`) applied element-wise; converged problems stay as they are."""
+        (`propose`, `update`) applied element-wise; the problems `done` (batch bool:
+        converged, or at their iteration limit) stay as they are."""
         evaluate, propose, update = self.one_parameter
         lower, upper = (jnp.asarray(b, y.dtype) for b in (self.lower, self.upper))
         trial = propose(y, state.residual, state.slope, state.damping, lower, upper)
@@ -497,7 +511,6 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             slope_trial,
             self.tol,
         )
-        done = state.converged
         kept = (y, state.residual, state.slope, state.damping, state.growth)
         y, residual, slope, damping, growth = (
             jnp.where(done, old, new) for old, new in zip(kept, stepped[:5])
@@ -507,7 +520,7 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             slope=slope,
             damping=damping,
             growth=growth,
-            converged=done | stepped[5],
+            converged=state.converged | (stepped[5] & ~done),
             iterations=state.iterations + jnp.where(done, 0, 1).astype(jnp.int32),
         )
         return y, new_state, None
@@ -522,26 +535,21 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             iterations=jnp.zeros(finished.shape, jnp.int32),
         )
 
-    def _step_rules(self, y, args, state):
-        """One trial of every problem by the operation's `rules`; finished problems stay
-        as they are."""
+    def _step_rules(self, y, args, state, done):
+        """One trial of every problem by the operation's `rules`; the problems `done`
+        (batch bool: finished, or at their iteration limit) stay as they are."""
         _, iterate = self.rules
         y_new, problem, finished = iterate(y, state.problem, args)
-        done = state.converged
         y, problem = _keep_where(done, (y, state.problem), (y_new, problem))
         new_state = _RulesState(
             problem=problem,
-            converged=done | finished,
+            converged=state.converged | (finished & ~done),
             iterations=state.iterations + jnp.where(done, 0, 1).astype(jnp.int32),
         )
         return y, new_state, None
 
     def terminate(self, fn, y, args, options, state, tags):
-        finished = state.converged
-        limit = (options or {}).get("max_iterations")
-        if limit is not None:  # a bound that may be traced, unlike optimistix's max_steps
-            finished = finished | (state.iterations >= limit)
-        return jnp.all(finished), optx.RESULTS.successful
+        return jnp.all(_stopped(state, options)), optx.RESULTS.successful
 
     def postprocess(self, fn, y, aux, args, options, state, tags, result):
         return y, aux, {}

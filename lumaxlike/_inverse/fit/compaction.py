@@ -1,6 +1,6 @@
 """Running many independent iterative problems without waiting for the slowest: rounds
-of a few steps over a batch, between which the unconverged problems are compacted into
-a smaller batch.
+of a few steps over a batch of fixed slots refilled from a queue (`run_refilled`, what
+`fit` runs), or over a batch compacted into smaller ones between rounds (`run_compacted`).
 
 A chunk of `fit` problems converges unevenly (the median needs ~6 Levenberg-Marquardt
 steps, a few need `max_iter`): stepping the whole chunk until its slowest problem has
@@ -13,8 +13,21 @@ scattered into the chunk's results as they are. Each problem's steps do not depe
 the others', so its result is the same as in the uncompacted batch: to the bit where
 the step's arithmetic does not depend on the batch's shape (`jax_solver`).
 
-Device-independent: the driver takes its round, gather and scatter steps as functions
-and moves only the convergence flags and two scalars to the host per round.
+Every compacted size (and the last round's odd step count) compiles its own round
+program, ~6-7 CPU s each on 2 CPU cores (3-4 per chunk shape on benchmarks/bench_fit.py's
+scene). `run_refilled` compiles one, or two with a tail: the chunk's problems are a
+queue; a batch of `REFILL_SLOTS` slots runs rounds of `ROUND_STEPS` steps (each slot
+stopped at `max_iter` steps of its own, a traced bound, so the last round is no new
+program); between rounds the slots whose problem has converged or reached `max_iter` are
+written to the chunk's results and given the next queued problems at their start (same
+shape: no new program). Once the queue is empty and at most `REFILL_TAIL` problems are
+left, they go on in a batch of that size (one more program): without it the last
+problems to enter, up to `max_iter` steps long, would step the whole batch (2x the warm
+time). Measured on benchmarks/bench_fit.py's scene: docs/benchmarks.md.
+
+Device-independent: the drivers take their round, gather and scatter steps as functions
+and move only the convergence flags (and the iterations) and a scalar or two to the host
+per round.
 """
 
 from __future__ import annotations
@@ -31,6 +44,11 @@ __all__ = [
     "SMALLEST_BUCKET",
     "bucket_size",
     "run_compacted",
+    "run_refilled",
+    "REFILL_SLOTS",
+    "REFILL_TAIL",
+    "ACCELERATOR_REFILL_SLOTS",
+    "ACCELERATOR_REFILL_TAIL",
 ]
 
 # Steps per round: a round ends in a host round trip (the convergence flags) and, when it
@@ -52,6 +70,16 @@ SMALLEST_BUCKET = 128
 # and a step of a larger batch little more than of a smaller one: powers of 8 (a
 # 262 k-problem chunk compiles 5 round sizes instead of 12).
 ACCELERATOR_BUCKET_BASE = 8
+# `run_refilled`'s batch (problems; at most the chunk's) and its tail. On 2 CPU cores, a
+# chunk of 8192 problems (bench_fit's scene, 4 free): slots 1024-2048 with a tail of 128
+# as fast warm as compaction (within the run-to-run noise, ~5 %), 4096 with 256-512 and
+# 2048 with 512 10-25 % slower, no tail 2x slower (docs/benchmarks.md). On an
+# accelerator (chunks of 8x the problems; a step of a larger batch costs little more)
+# the sizes are a guess, not yet measured.
+REFILL_SLOTS = 2048
+REFILL_TAIL = SMALLEST_BUCKET
+ACCELERATOR_REFILL_SLOTS = 16384
+ACCELERATOR_REFILL_TAIL = 1024
 
 
 def bucket_size(remaining: int, batch: int, base: int = BUCKET_BASE) -> int:
@@ -130,3 +158,96 @@ def run_compacted(
         batch = gather(batch, slots, padding)
         origin = np.where(padding, n_problems, origin[slots])
     return scatter(results, batch, origin)
+
+
+def run_refilled(
+    chunk: Any,
+    progress_of: Callable[[Any], tuple],
+    run_round: Callable,
+    gather: Callable,
+    swap: Callable,
+    scatter: Callable,
+    n_problems: int,
+    max_steps: int,
+    slots: int,
+    tail: int | None = None,
+    sizes: list | None = None,
+):
+    """Solve a chunk's problems through one batch of `slots` slots fed from a queue, so
+    that every round runs one compiled program: step the batch a round; write the
+    problems that have converged or taken `max_steps` steps to the results and put the
+    next queued problems, at their start, in their slots; repeat until every problem is
+    done.
+
+    Each problem takes its own steps, from its start, however late it enters (the round
+    stops a slot at `max_steps` of its own iterations): its result is the one of the
+    whole chunk stepped together, to the bit where the step's arithmetic does not depend
+    on the batch's shape (`jax_solver`).
+
+    Args:
+        chunk: the solver's state of all `n_problems` problems at their start (a pytree,
+            problems along the leading axis).
+        progress_of: batch -> (converged flags, iterations), host arrays, one per slot.
+        run_round: batch -> (batch, ok): `ROUND_STEPS` steps of every slot that has neither
+            converged nor taken `max_steps` iterations; ok False if the solver met a
+            non-finite iterate (the solve stops there, as the uncompacted solve would).
+        gather: (batch, slots, padding) -> batch: the slots `slots` (int array) of
+            `batch` (or of the chunk) as a new batch, the `padding` slots marked converged.
+        swap: (results, batch, origin, source, take) -> (results, batch): results with
+            problem `origin[slot]` set from each slot (origin n_problems: none), and the
+            batch with the chunk's problem `source[slot]` in each slot where `take`.
+        scatter: (results, batch, origin) -> results: as `swap`'s results; with results
+            None, the batch's own (the chunk: every problem).
+        n_problems: problems in the chunk.
+        max_steps: the most steps of a problem (`max_iter`).
+        slots: the batch's size (at most `n_problems`).
+        tail: if smaller than `slots`, once the queue is empty and at most `tail` problems
+            are left, they go on in a batch of `tail` slots (one more program).
+        sizes: if a list, the slots of every round's batch are appended to it.
+    Returns:
+        results as `scatter` builds them: every problem's final state.
+    """
+    converged, _ = progress_of(chunk)
+    queue = np.flatnonzero(~np.asarray(converged).reshape(-1))
+    results = scatter(None, chunk, None)
+    if queue.size == 0:
+        return results
+    size = min(slots, n_problems)
+    picked, padding = _packed(queue, size)
+    batch = gather(chunk, picked, padding)
+    origin = np.where(padding, n_problems, picked)  # each slot's problem (n_problems: none)
+    entered = min(size, queue.size)
+    while True:
+        if sizes is not None:
+            sizes.append(size)
+        batch, ok = run_round(batch)
+        converged, iterations = (np.asarray(a).reshape(-1) for a in progress_of(batch))
+        if not bool(ok):
+            break
+        done = (converged | (iterations >= max_steps)) & (origin < n_problems)
+        if done.any():
+            fill = np.flatnonzero(done)[: queue.size - entered]
+            source = np.zeros(size, np.int64)
+            source[fill] = queue[entered : entered + fill.size]
+            take = np.zeros(size, bool)
+            take[fill] = True
+            results, batch = swap(results, batch, np.where(done, origin, n_problems), source, take)
+            origin = np.where(take, source, np.where(done, n_problems, origin))
+            entered += fill.size
+        live = np.flatnonzero(origin < n_problems)
+        if live.size == 0:
+            return results
+        if tail is not None and tail < size and entered == queue.size and live.size <= tail:
+            picked, padding = _packed(live, tail)
+            batch = gather(batch, picked, padding)
+            origin = np.where(padding, n_problems, origin[picked])
+            size = tail
+    return scatter(results, batch, origin)
+
+
+def _packed(indices, size):
+    """The first `size` of `indices` (int, at least one) as `size` slots: (the indices,
+    the first one repeated where there are fewer; the padding: True for those)."""
+    picked = np.full(size, indices[0])
+    picked[: min(size, indices.size)] = indices[:size]
+    return picked, np.arange(size) >= indices.size

@@ -7,10 +7,12 @@ autodiff for the others, the same program numba's `fit` compiles), evaluated in 
 (`jaxpr_split`) so that what depends on the geometry and the fixed parameters alone is
 computed once per chunk and the work the columns share once per step. Multi-parameter
 fits converge less uniformly (median ~6 steps, a few need `max_iter`): `solve_fit_jax`
-runs rounds of a few steps and compacts the problems still unconverged into smaller
-batches between them (`compaction`). Chunks have one fixed shape (the last is padded), so
-each (chunk shape, dtype, model configuration) compiles once, and each compacted size
-once more. Measured rates: README.md, `benchmarks/results/`.
+runs rounds of a few steps over a batch of fixed slots, refilled between rounds with the
+chunk's waiting problems as others finish (`compaction.run_refilled`; compacting the
+unconverged problems into smaller batches, `run_compacted`, is kept as an alternative).
+Chunks have one fixed shape (the last is padded), so each (chunk shape, dtype, model
+configuration) compiles once: the round program for the batch and one for its tail.
+Measured rates: README.md, `benchmarks/results/`.
 """
 
 from __future__ import annotations
@@ -32,10 +34,22 @@ from ..._status import Status
 from ..albedo import rules as albedo_rules
 from ..elementwise_lm import ElementwiseLevenbergMarquardt
 from ..ordered_sums import sum_last
-from .compaction import ACCELERATOR_BUCKET_BASE, BUCKET_BASE, run_compacted
+from .compaction import (
+    ACCELERATOR_BUCKET_BASE,
+    ACCELERATOR_REFILL_SLOTS,
+    ACCELERATOR_REFILL_TAIL,
+    BUCKET_BASE,
+    REFILL_SLOTS,
+    REFILL_TAIL,
+    ROUND_STEPS,
+    run_compacted,
+    run_refilled,
+)
 from .residual_columns import residuals_and_columns
 
 __all__ = ["solve_fit_jax"]
+
+ACCELERATOR_REFILL = (ACCELERATOR_REFILL_SLOTS, ACCELERATOR_REFILL_TAIL)
 
 TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
@@ -119,16 +133,21 @@ def _fit_setup(
 
 
 @stored_jit(static_argnames=("steps", "free_index", "key"))
-def _lm_round(y, inputs, state, unit, steps, tol, lower, upper, free_index, key):
+def _lm_round(y, inputs, state, unit, steps, limit, tol, lower, upper, free_index, key):
     """Up to `steps` steps of `ElementwiseLevenbergMarquardt` through `optx.least_squares`,
-    continuing from `state` at `y`, on the problems of `inputs` (`_fit_setup`'s). Returns
-    (y, state, ok, steps taken): ok False if the solve met a non-finite iterate."""
+    continuing from `state` at `y`, on the problems of `inputs` (`_fit_setup`'s), each
+    problem stopped at `limit` iterations of its own (an int, traced: one program for any
+    value) unless `limit` is None. Returns (y, state, ok, steps taken): ok False if the
+    solve met a non-finite iterate."""
+    options = {"state": state}
+    if limit is not None:
+        options["max_iterations"] = limit
     solution: optx.Solution[Any, Any] = optx.least_squares(
         partial(_fit_residuals, free_index=free_index, key=key),
         _fit_solver(tol, lower, upper, free_index, key),
         y,
         args=(*inputs, unit),
-        options={"state": state},
+        options=options,
         max_steps=steps,
         throw=False,
     )
@@ -152,13 +171,34 @@ def _gather(batch, slots, padding):
     return y[slots], state, jax.tree_util.tree_map(lambda a: a[slots], inputs)
 
 
-@stored_jit
-def _scatter(results, batch, origin):
+def _scattered(results, batch, origin):
     """results (flat (problems, ...) arrays: y, residual, jtj, converged, iterations) with
     problem `origin[slot]` set from each slot of batch (origin out of range: none)."""
     return jax.tree_util.tree_map(
         lambda r, p: r.at[origin].set(p, mode="drop"), results, _results_of(batch)
     )
+
+
+_scatter = stored_jit(_scattered)
+
+
+@stored_jit
+def _swap(results, batch, chunk, origin, source, take):
+    """`_scatter(results, batch, origin)`, and the batch with the chunk's problem
+    `source[slot]` (chunk = (y, state, inputs) of every problem at its start) in each slot
+    where `take` (slots,): the finished problems written out, the next ones in."""
+    results = _scattered(results, batch, origin)
+    fresh = jax.tree_util.tree_map(lambda a: a[source], chunk)
+
+    def refill(new, old):
+        return jnp.where(take.reshape(take.shape + (1,) * (old.ndim - 1)), new, old)
+
+    return results, jax.tree_util.tree_map(refill, fresh, batch)
+
+
+def _swap_with(results, batch, origin, source, take, chunk):
+    """`_swap` in `run_refilled`'s order of arguments."""
+    return _swap(results, batch, chunk, origin, source, take)
 
 
 def _results_of(batch):
@@ -205,17 +245,20 @@ def solve_fit_jax(
     tol,
     key,
     *,
-    compact=True,
+    schedule="refill",
     sizes=None,
+    slots=None,
+    tail=None,
 ):
     """Solve every (pixel, band) problem of one chunk of `fit`.
 
-    `ElementwiseLevenbergMarquardt` steps the chunk in rounds of a few steps
-    (`optx.least_squares` continuing from the last round's state); between rounds the
-    unconverged problems are compacted into a smaller batch of one of a few sizes
-    (`compaction.run_compacted`), so the chunk does not keep stepping converged problems
-    while it waits for its slowest. The chunk is solved as (pixels x bands, 1) problems
-    (`_fit_setup`), the same layout as the compacted batches, each with its pixel's
+    `ElementwiseLevenbergMarquardt` steps a batch of the chunk's problems in rounds of a
+    few steps (`optx.least_squares` continuing from the last round's state, each problem
+    stopped at `max_iter` of its own steps); between rounds the problems done leave the
+    batch and the next waiting ones take their slots (`compaction.run_refilled`: one
+    round program, two with the tail), so the chunk does not keep stepping converged
+    problems while it waits for its slowest. The chunk is solved as (pixels x bands, 1)
+    problems (`_fit_setup`), the same layout as the batches, each with its pixel's
     rows: what depends on the geometry and the fixed parameters alone, computed once per
     pixel and observation and stored. The rest of the solver's arithmetic is element-wise
     (`sum_last`): so every problem takes the same steps, to the bit, in any batch and
@@ -234,9 +277,14 @@ def solve_fit_jax(
             observations a problem needs (else TOO_FEW_OBSERVATIONS; a problem using an
             observation whose geometry is not valid is INVALID_GEOMETRY); max_iter,
             tol; key: the model configuration (static).
-        compact: False steps the whole chunk until its slowest problem is done (the
-            same results, slower; for tests).
+        schedule: "refill", "compact" (the unconverged problems gathered into smaller
+            batches between rounds, `compaction.run_compacted`) or "whole" (the whole
+            chunk stepped until its slowest problem is done): the same results.
         sizes: if a list, the batch size (problems) of every round is appended to it.
+        slots, tail: "refill"'s batch size and tail size (`compaction.run_refilled`;
+            a tail of None or at least the slots: none); slots None: `REFILL_SLOTS` and
+            `REFILL_TAIL`, their `ACCELERATOR_` values where JAX's default device is not
+            a CPU.
     Returns:
         dict of jax arrays: values (pixels, bands, p), status int8, iterations int32,
         cost (sum of squared residuals), jtj (pixels, bands, p, p) at the solution.
@@ -258,13 +306,24 @@ def solve_fit_jax(
         min_observations,
         key,
     )
-    settings = (tol, lower, upper)
+    schedule_of = partial(
+        _run_rounds, schedule, sizes=sizes, slots=slots, tail=tail, n_problems=status.size
+    )
+    round_of = partial(
+        _lm_round, unit=unit, tol=tol, lower=lower, upper=upper, free_index=free_index, key=key
+    )
+    results = schedule_of((start, state, inputs), round_of, max_iter)
+    return _fit_outputs(status, active, results, shape=shape)
 
-    def run_round(batch, steps):
+
+def _run_rounds(schedule, chunk, round_of, max_iter, *, sizes, slots, tail, n_problems):
+    """Every problem's final results (`_all_results`' layout) of `solve_fit_jax`'s chunk
+    = (start, state, inputs), by `schedule` (`solve_fit_jax`'s arguments); round_of: the
+    chunk's `_lm_round` with all but (y, inputs, state, steps, limit) given."""
+
+    def run_round(batch, steps, limit=None):
         y, state, inputs = batch
-        y, state, ok, taken = _lm_round(
-            y, inputs, state, unit, steps, *settings, free_index=free_index, key=key
-        )
+        y, state, ok, taken = round_of(y, inputs, state, steps=steps, limit=limit)
         return (y, state, inputs), ok, taken
 
     def scatter(results, batch, origin):
@@ -272,16 +331,32 @@ def solve_fit_jax(
             return _all_results(batch)
         return _scatter(results, batch, origin)
 
-    results = run_compacted(
-        (start, state, inputs),
+    on_cpu = jax.devices()[0].platform == "cpu"
+    if schedule == "refill":
+        if slots is None:
+            slots, tail = (REFILL_SLOTS, REFILL_TAIL) if on_cpu else ACCELERATOR_REFILL
+        return run_refilled(
+            chunk,
+            progress_of=lambda batch: jax.device_get((batch[1].converged, batch[1].iterations)),
+            run_round=lambda batch: run_round(batch, ROUND_STEPS, np.int32(max_iter))[:2],
+            gather=_gather,
+            swap=partial(_swap_with, chunk=chunk),
+            scatter=scatter,
+            n_problems=n_problems,
+            max_steps=max_iter,
+            slots=slots,
+            tail=tail,
+            sizes=sizes,
+        )
+    return run_compacted(
+        chunk,
         converged_of=lambda batch: batch[1].converged,
         run_round=run_round,
         gather=_gather,
         scatter=scatter,
-        n_problems=status.size,
+        n_problems=n_problems,
         max_steps=max_iter,
-        compact=compact,
+        compact=schedule == "compact",
         sizes=sizes,
-        bucket_base=BUCKET_BASE if jax.devices()[0].platform == "cpu" else ACCELERATOR_BUCKET_BASE,
+        bucket_base=BUCKET_BASE if on_cpu else ACCELERATOR_BUCKET_BASE,
     )
-    return _fit_outputs(status, active, results, shape=shape)
