@@ -87,3 +87,56 @@ def test_fit_file_and_fit_dataarray_give_fit_s_maps(tmp_path, stack):
         np.testing.assert_allclose(maps[name].values, expected[name], rtol=0, atol=1e-12)
         np.testing.assert_allclose(maps[f"sigma_{name}"].values, expected.sigma(name), rtol=1e-9)
     np.testing.assert_array_equal(maps.status.values, expected.status)
+
+
+def test_fit_dataarray_hands_starts_on_to_the_joint_fit(stack, monkeypatch):
+    """``starts`` reaches `fit` from `fit_dataarray` (it was once dropped there)."""
+    import lumaxlike._inverse.fit.fit as fit_module
+
+    _, _, (refl, to_sun, to_sensor, normal) = stack
+    dims = ("y", "x", "observation", "xyz")
+    data = xr.DataArray(refl, dims=("y", "x", "band", "observation"))
+    vectors = {"to_sun": to_sun, "to_sensor": to_sensor, "normal": normal}
+    geometry = xr.Dataset({name: (dims, value) for name, value in vectors.items()})
+    seen, fit = [], fit_module.fit
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("starts"))
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(fit_module, "fit", recording)
+    maps = lumaxlike.fit_dataarray(
+        data, geometry, START, FREE, solver="numba", units="r", shared=("c",), starts=3
+    )
+    assert seen[0] == 3  # the front end's call (the starts' own calls follow)
+    assert np.all(maps.status.values == lumaxlike.Status.CONVERGED)
+
+
+def test_fit_file_takes_correction_undone_from_its_product_options(tmp_path):
+    """A normalised product (M3 L2) is refused unless ``product=ProductOptions(
+    correction_undone=True)``, which `fit_file` once ignored."""
+    import warnings
+
+    from .mission_products import M3_WAVELENGTHS, write_m3_l2
+
+    warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)  # M3 L2: no CRS
+    cubes = []
+    for k, value in enumerate((0.1, 0.12)):  # two observations: two products
+        (tmp_path / f"p{k}").mkdir()
+        cube = np.full((3, 4, len(M3_WAVELENGTHS)), value, np.float32)
+        cubes.append(write_m3_l2(tmp_path / f"p{k}", cube)["lbl"])
+    observed = [
+        {
+            role: np.full((3, 4), angle)
+            for role, angle in zip(("incidence", "emission", "phase"), angles)
+        }
+        for angles in ((30.0, 0.0, 30.0), (50.0, 10.0, 45.0))
+    ]
+    common = dict(geometry=observed, params=START, free=("w",), units="radf")
+    with pytest.raises(ValueError, match="normalised"):
+        lumaxlike.fit_file(cubes, tmp_path / "refused.tif", solver="numba", **common)
+    undone = lumaxlike.ProductOptions(correction_undone=True)
+    summary = lumaxlike.fit_file(
+        cubes, tmp_path / "w.tif", solver="numba", product=undone, **common
+    )
+    assert summary.pixels == 12 and summary.status_counts.get("CONVERGED", 0) > 0
