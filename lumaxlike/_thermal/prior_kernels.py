@@ -75,7 +75,7 @@ def _evaluate(w, abcg, sums, bounds, band_data, p, mean, pixel, inverse_sigma):
     return cost
 
 
-@cached_njit(inlines=_INLINES, nogil=True, error_model="numpy")
+@numba.njit(error_model="numpy", inline="always")
 def _step(abcg, d, gt, damping, t, free_t, bounds, dw):
     """The damped Schur step into dw; (dt, predicted decrease, regular, max |dw|)."""
     n = dw.shape[0]
