@@ -116,5 +116,5 @@ def test_a_start_that_solved_accepts_is_the_solution():
     at_start = run(0, max_iter=10, solver=SOLVE_BELOW_TEN, start=1.0)
     assert at_start[:4] == (True, 0, 4.0, 1.0) and at_start[5] == 0
     assert run(0, max_iter=10, start=1.0)[:4] == (True, 1, 0.0, TARGET)
-    assert run(0, max_iter=10, solver=SOLVE_BELOW_TEN)[:4] == (True, 1, 0.0, TARGET)
+    assert run(0, max_iter=10, solver=SOLVE_BELOW_TEN, start=-1.0)[:4] == (True, 1, 0.0, TARGET)
     assert run(0, max_iter=10, start=TARGET)[:2] == (True, 0)  # cost 0: the default
