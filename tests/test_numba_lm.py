@@ -61,10 +61,10 @@ SOLVE = lm_for(
 
 @numba.njit
 def below_ten(cost):
-    return cost < 10.0
+    return cost < 10.0, 0.0, 2.0
 
 
-# `solved` replaces the default test of the start (cost 0)
+# `start` replaces the default test of the start (cost 0)
 SOLVE_BELOW_TEN = lm_for(
     "test_numba_lm_solved",
     evaluate=evaluate,
@@ -72,7 +72,7 @@ SOLVE_BELOW_TEN = lm_for(
     trial=trial,
     newton=newton,
     take=take,
-    solved=below_ten,
+    start=below_ten,
 )
 
 
@@ -110,8 +110,8 @@ def test_singular_systems_damp_more_and_count_as_iterations():
     assert stopped[5] == 2  # no Newton solve after a singular one
 
 
-def test_a_start_that_solved_accepts_is_the_solution():
-    """`solved` (here cost < 10) ends the problem at its start: converged, no iteration,
+def test_a_start_that_start_accepts_is_the_solution():
+    """`start` (here cost < 10) ends the problem at its start: converged, no iteration,
     no solve; a start it refuses is solved as with the default (cost 0 only)."""
     at_start = run(0, max_iter=10, solver=SOLVE_BELOW_TEN, start=1.0)
     assert at_start[:4] == (True, 0, 4.0, 1.0) and at_start[5] == 0

@@ -147,10 +147,10 @@ def _take(trial, abcg_t, sums_t, bounds_t, w, abcg, sums, bounds, free_t, dw, st
 
 
 @numba.njit(error_model="numpy", inline="always")
-def _not_positive(cost):
-    """`numba_lm`'s solved: a start of cost 0, or NaN (a band's data or prior mean
-    missing), is left there, CONVERGED (as the JAX driver)."""
-    return not cost > 0.0
+def _start(cost):
+    """`numba_lm`'s start: a start of cost 0, or NaN (a band's data or prior mean
+    missing), is left there, CONVERGED (as the JAX driver); lambda 0, nu 2."""
+    return not cost > 0.0, 0.0, 2.0
 
 
 def _lm(variant, evaluate):
@@ -161,7 +161,7 @@ def _lm(variant, evaluate):
         trial=_trial,
         newton=_newton,
         take=_take,
-        solved=_not_positive,
+        start=_start,
     )
 
 
