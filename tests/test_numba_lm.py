@@ -59,16 +59,33 @@ SOLVE = lm_for(
 )
 
 
-def run(singular_calls, max_iter):
+@numba.njit
+def below_ten(cost):
+    return cost < 10.0, 0.0, 2.0
+
+
+# `start` replaces the default test of the start (cost 0)
+SOLVE_BELOW_TEN = lm_for(
+    "test_numba_lm_solved",
+    evaluate=evaluate,
+    solve=solve,
+    trial=trial,
+    newton=newton,
+    take=take,
+    start=below_ten,
+)
+
+
+def run(singular_calls, max_iter, solver=SOLVE, start=0.0):
     """(converged, iterations, cost, x, the damping of the first three solves, the solves
     made) from x = 0."""
     calls = np.array([singular_calls, 0])
     dampings = np.full(3, np.nan)
-    point = np.zeros(1)
+    point = np.full(1, start)
     current = (point, np.empty(1), np.empty(1))
     candidate = (np.empty(1), np.empty(1), np.empty(1))
     steps = (calls, dampings, np.empty(1))
-    done, iterations, cost = SOLVE((), steps, current, candidate, (max_iter, 1e-12))
+    done, iterations, cost = solver((), steps, current, candidate, (max_iter, 1e-12))
     return done, iterations, cost, point[0], dampings, calls[1]
 
 
@@ -91,3 +108,13 @@ def test_singular_systems_damp_more_and_count_as_iterations():
     stopped = run(2, max_iter=2)
     assert stopped[:4] == (False, 2, TARGET**2, 0.0)  # the cap: not converged, not moved
     assert stopped[5] == 2  # no Newton solve after a singular one
+
+
+def test_a_start_that_start_accepts_is_the_solution():
+    """`start` (here cost < 10) ends the problem at its start: converged, no iteration,
+    no solve; a start it refuses is solved as with the default (cost 0 only)."""
+    at_start = run(0, max_iter=10, solver=SOLVE_BELOW_TEN, start=1.0)
+    assert at_start[:4] == (True, 0, 4.0, 1.0) and at_start[5] == 0
+    assert run(0, max_iter=10, start=1.0)[:4] == (True, 1, 0.0, TARGET)
+    assert run(0, max_iter=10, solver=SOLVE_BELOW_TEN, start=-1.0)[:4] == (True, 1, 0.0, TARGET)
+    assert run(0, max_iter=10, start=TARGET)[:2] == (True, 0)  # cost 0: the default

@@ -24,7 +24,11 @@ the same layout). The loop calls
 - ``newton(*candidate, *steps) -> (size, decrease)``: the same two of the undamped
   solution at the trial point (`lm_rules.converged`);
 - ``take(*candidate, *current, *steps)``: the trial point and its normal equations made
-  the current ones.
+  the current ones;
+- ``start(cost) -> (done, damping, growth)``: from the cost at the start, whether it is
+  the solution already (no iteration) and the damping lambda and its growth nu to start
+  with; by default `zero_cost_start`: done where the cost is 0, lambda 0 (the first step
+  Gauss-Newton's), nu 2.
 
 Each piece takes the tuples' items as its arguments (`call_flat`), and all but evaluate
 are inlined into the loop by LLVM (`call_inlined`): numba counts a reference to every array it takes out of a tuple, and
@@ -64,6 +68,14 @@ solve = variant_slot("solve")
 trial = variant_slot("trial")
 newton = variant_slot("newton")
 take = variant_slot("take")
+start = variant_slot("start")
+
+
+@numba.njit(error_model="numpy", inline="always")
+def zero_cost_start(cost):
+    """The default of `levenberg_marquardt`'s ``start``: a start of cost 0 is the
+    solution; lambda 0, nu 2 (`lm_rules`)."""
+    return cost == 0.0, 0.0, 2.0
 
 
 @numba.njit(error_model="numpy")
@@ -83,9 +95,7 @@ def levenberg_marquardt(data, steps, current, candidate, settings):
     """
     max_iter, tol = settings
     cost = call_flat(evaluate, current, data, (), ())
-    damping = 0.0
-    growth = 2.0
-    done = cost == 0.0
+    done, damping, growth = start(cost)
     iteration = 0
     while not done and iteration < max_iter:
         iteration += 1
@@ -115,7 +125,7 @@ def levenberg_marquardt(data, steps, current, candidate, settings):
     return done, iteration, cost
 
 
-def lm_for(variant: str, *, evaluate, solve, trial, newton, take):
+def lm_for(variant: str, *, evaluate, solve, trial, newton, take, start=zero_cost_start):
     """`levenberg_marquardt` compiled over one operation's pieces (numba functions), a
     helper of the operation's kernel, inlined by numba into the kernel's function that
     calls it (``inline="always"``). `variant` names it apart from every other
@@ -130,4 +140,5 @@ def lm_for(variant: str, *, evaluate, solve, trial, newton, take):
         trial=trial,
         newton=newton,
         take=take,
+        start=start,
     )
