@@ -384,7 +384,7 @@ def _take_old_names(kind: type[DeclaredOptions], keywords: dict) -> None:
             )
             value = keywords.pop(old)
             if keywords.get(name) is not None and value is not None:
-                raise TypeError(f"{name} is given twice, as {name}= and as {old}=")
+                raise TypeError(f"got {name} twice, as {name}= and as {old}=")
             if value is not None:
                 keywords[name] = value
 

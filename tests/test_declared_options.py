@@ -146,7 +146,10 @@ def test_refl_sigma_old_name_warns_and_a_conflict_is_refused():
     with pytest.warns(DeprecationWarning, match="sigma= is deprecated; use refl_sigma="):
         settings = InvertSettings.merged(None, keywords)
     assert settings.refl_sigma == 0.01 and keywords == {"chunk_rows": 5}
-    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="given twice"):
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(TypeError, match="got refl_sigma twice, as refl_sigma= and as sigma="),
+    ):
         InvertSettings.merged(None, {"sigma": 0.01, "refl_sigma": 0.02})
     with pytest.raises(ValueError, match=r"max_iter is given as a keyword \(7\)"):
         lumaxlike.invert(

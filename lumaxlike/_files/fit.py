@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .._declared_options import refuse_unknown, renamed_keyword, takes_options
+from .._declared_options import refuse_unknown, takes_options
 from .._inverse.defaults import DEFAULT_FIT_MAX_ITER
 from .._inverse.fit.arguments import default_bounds
 from .._inverse.fit.fit import OBSERVATIONS_PER_CHUNK
@@ -136,10 +136,7 @@ def fit_file(
         FileNotFoundError, FileExistsError, PermissionError: as `lumaxlike.invert_file`.
         TypeError: a keyword that is no option.
     """
-    if "sigma" in keywords:  # refused beside refl_sigma before anything else
-        old, new = keywords.pop("sigma"), keywords.get("refl_sigma")
-        keywords["refl_sigma"] = renamed_keyword("fit_file", "sigma", old, "refl_sigma", new)
-    settings = FitSettings.merged(settings, keywords)
+    settings = FitSettings.merged(settings, keywords)  # sigma= (old name) first refused or taken
     refuse_unknown("fit_file", keywords, RUN_AND_PRODUCT)
     keywords.update(settings.solver_keywords())
     run, product, options = front_end_options(run, product, solver, keywords, "fit_file")

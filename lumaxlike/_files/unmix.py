@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._declared_options import refuse_unknown, renamed_keyword, takes_options
+from .._declared_options import refuse_unknown, takes_options
 from .._operations.unmix import UNMIX, UnmixOptions, unmix_fields, unmix_record
 from .._options import (
     RUN_AND_PRODUCT,
@@ -151,10 +151,7 @@ def unmix_file(
             refused).
         TypeError: a keyword that is no option.
     """
-    if "sigma" in keywords:  # refused beside refl_sigma before anything else
-        old, new = keywords.pop("sigma"), keywords.get("refl_sigma")
-        keywords["refl_sigma"] = renamed_keyword("unmix_file", "sigma", old, "refl_sigma", new)
-    settings = UnmixSettings.merged(settings, keywords)
+    settings = UnmixSettings.merged(settings, keywords)  # sigma= (old name) first refused or taken
     refuse_unknown("unmix_file", keywords, RUN_AND_PRODUCT)
     keywords.update(settings.solver_keywords())
     run, product, options = front_end_options(run, product, solver, keywords, "unmix_file")

@@ -18,8 +18,16 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .._declared_options import DeclaredOptions, option, positive, positive_float, positive_int
+from .._declared_options import (
+    DeclaredOptions,
+    option,
+    option_of,
+    positive,
+    positive_float,
+    positive_int,
+)
 from .._inverse.defaults import DEFAULT_MAX_ITER
+from .._inverse.options import InvertSettings
 
 __all__ = ["ROUTES", "UnmixSettings"]
 
@@ -114,9 +122,7 @@ class UnmixSettings(DeclaredOptions):
         shown="1e-10",
     )
     # checked where the bands are known (`check_band_sigma`, the file and xarray checks)
-    refl_sigma: Any = option(
-        None, parse=positive_float, metavar="VALUE", aliases=("--sigma",), old_names=("sigma",)
-    )
+    refl_sigma: Any = option_of(InvertSettings, "refl_sigma")
     # checked against the endmembers, route and sum_to_one by the unmixing (`check_free`)
     free: tuple = option((), convert=_names, check=_free_names, parse=str, metavar="NAME[,NAME]")
     starts: int | None = option(None, check=_starts, parse=positive_int, metavar="N", shown="1")

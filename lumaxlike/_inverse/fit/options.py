@@ -17,8 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..._declared_options import DeclaredOptions, option, positive, positive_float, positive_int
+from ..._declared_options import (
+    DeclaredOptions,
+    option,
+    option_of,
+    positive,
+    positive_float,
+    positive_int,
+)
 from ..defaults import DEFAULT_FIT_MAX_ITER
+from ..options import InvertSettings
 
 __all__ = ["FitSettings"]
 
@@ -94,9 +102,7 @@ class FitSettings(DeclaredOptions):
         shown="1e-10 (float64), 1e-5 (float32)",
     )
     # checked where the bands are known (`check_band_sigma`, the file and xarray checks)
-    refl_sigma: Any = option(
-        None, parse=positive_float, metavar="VALUE", aliases=("--sigma",), old_names=("sigma",)
-    )
+    refl_sigma: Any = option_of(InvertSettings, "refl_sigma")
     # the command line's are its angle ranges, in degrees (`add_stack_selection`)
     observation_limits: Any = option(None)
     # checked against the observations (`fit`'s, `fit_dataarray`'s checks)
