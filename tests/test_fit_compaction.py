@@ -83,9 +83,9 @@ def _stand_in_solver(need, max_steps):
     converges after need[k] steps (0: at its start); a batch is a dict of (slots,) arrays
     need, iterations, converged."""
 
-    def run_round(batch):
+    def run_round(batch, steps):
         batch = dict(batch)
-        for _ in range(compaction.ROUND_STEPS):
+        for _ in range(steps):
             moving = ~batch["converged"] & (batch["iterations"] < max_steps)
             batch["iterations"] = batch["iterations"] + moving
             batch["converged"] = batch["converged"] | (
@@ -144,6 +144,8 @@ def test_refilled_problems_take_their_own_steps(tail):
     np.testing.assert_array_equal(results["iterations"], np.minimum(need, max_steps))
     np.testing.assert_array_equal(results["converged"], need <= max_steps)
     assert set(sizes) == ({8} if tail is None else {8, tail})
+    if tail is not None:
+        assert sizes.count(tail) == 1  # the tail runs to its end in one round
     assert len(sizes) > max_steps  # many rounds: the queue went through the slots
 
 

@@ -21,9 +21,10 @@ stopped at `max_iter` steps of its own, a traced bound, so the last round is no 
 program); between rounds the slots whose problem has converged or reached `max_iter` are
 written to the chunk's results and given the next queued problems at their start (same
 shape: no new program). Once the queue is empty and at most `REFILL_TAIL` problems are
-left, they go on in a batch of that size (one more program): without it the last
-problems to enter, up to `max_iter` steps long, would step the whole batch (2x the warm
-time). Measured on benchmarks/bench_fit.py's scene: docs/benchmarks.md.
+left, they go on in a batch of that size (one more program), run to their end in one
+round: without it the last problems to enter, up to `max_iter` steps long, would step the
+whole batch (2x the warm time), and in rounds of `ROUND_STEPS` the tail's few slow
+problems cost a host round trip each 3 steps (~20 rounds per chunk). Measured on benchmarks/bench_fit.py's scene: docs/benchmarks.md.
 
 Device-independent: the drivers take their round, gather and scatter steps as functions
 and move only the convergence flags (and the iterations) and a scalar or two to the host
@@ -188,9 +189,12 @@ def run_refilled(
         chunk: the solver's state of all `n_problems` problems at their start (a pytree,
             problems along the leading axis).
         progress_of: batch -> (converged flags, iterations), host arrays, one per slot.
-        run_round: batch -> (batch, ok): `ROUND_STEPS` steps of every slot that has neither
-            converged nor taken `max_steps` iterations; ok False if the solver met a
-            non-finite iterate (the solve stops there, as the uncompacted solve would).
+        run_round: (batch, steps) -> (batch, ok): up to `steps` steps of every slot that
+            has neither converged nor taken `max_steps` iterations (fewer if all are done
+            first); ok False if the solver met a non-finite iterate (the solve stops
+            there, as the uncompacted solve would). `steps` is `ROUND_STEPS` for the
+            batch and `max_steps` for the tail: the tail runs to its end in one round, so
+            its few slow problems cost one host round trip, not one per `ROUND_STEPS`.
         gather: (batch, slots, padding) -> batch: the slots `slots` (int array) of
             `batch` (or of the chunk) as a new batch, the `padding` slots marked converged.
         swap: (results, batch, origin, source, take) -> (results, batch): results with
@@ -202,7 +206,8 @@ def run_refilled(
         max_steps: the most steps of a problem (`max_iter`).
         slots: the batch's size (at most `n_problems`).
         tail: if smaller than `slots`, once the queue is empty and at most `tail` problems
-            are left, they go on in a batch of `tail` slots (one more program).
+            are left, they go on in a batch of `tail` slots (one more program), in one
+            round of up to `max_steps` steps.
         sizes: if a list, the slots of every round's batch are appended to it.
     Returns:
         results as `scatter` builds them: every problem's final state.
@@ -217,10 +222,11 @@ def run_refilled(
     batch = gather(chunk, picked, padding)
     origin = np.where(padding, n_problems, picked)  # each slot's problem (n_problems: none)
     entered = min(size, queue.size)
+    in_tail = False
     while True:
         if sizes is not None:
             sizes.append(size)
-        batch, ok = run_round(batch)
+        batch, ok = run_round(batch, max_steps if in_tail else ROUND_STEPS)
         converged, iterations = (np.asarray(a).reshape(-1) for a in progress_of(batch))
         if not bool(ok):
             break
@@ -241,7 +247,7 @@ def run_refilled(
             picked, padding = _packed(live, tail)
             batch = gather(batch, picked, padding)
             origin = np.where(padding, n_problems, origin[picked])
-            size = tail
+            size, in_tail = tail, True
     return scatter(results, batch, origin)
 
 

@@ -41,7 +41,6 @@ from .compaction import (
     BUCKET_BASE,
     REFILL_SLOTS,
     REFILL_TAIL,
-    ROUND_STEPS,
     run_compacted,
     run_refilled,
 )
@@ -338,7 +337,7 @@ def _run_rounds(schedule, chunk, round_of, max_iter, *, sizes, slots, tail, n_pr
         return run_refilled(
             chunk,
             progress_of=lambda batch: jax.device_get((batch[1].converged, batch[1].iterations)),
-            run_round=lambda batch: run_round(batch, ROUND_STEPS, np.int32(max_iter))[:2],
+            run_round=lambda batch, steps: run_round(batch, steps, np.int32(max_iter))[:2],
             gather=_gather,
             swap=partial(_swap_with, chunk=chunk),
             scatter=scatter,
