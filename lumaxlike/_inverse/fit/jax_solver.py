@@ -170,27 +170,23 @@ def _gather(batch, slots, padding):
     return y[slots], state, jax.tree_util.tree_map(lambda a: a[slots], inputs)
 
 
-def _scattered(results, batch, slot_of, written):
+def _scattered(results, batch, origin):
     """results (flat (problems, ...) arrays: y, residual, jtj, converged, iterations) with
-    each problem where `written` set from its slot `slot_of[problem]` of batch. A gather
-    and a select, not a scatter: an accelerator's scatter applies its updates one after
-    another (on a TPU v5e, 16 k slots into 64 k problems took ~7 ms a round)."""
-
-    def write(r, p):
-        return jnp.where(written.reshape(written.shape + (1,) * (r.ndim - 1)), p[slot_of], r)
-
-    return jax.tree_util.tree_map(write, results, _results_of(batch))
+    problem `origin[slot]` set from each slot of batch (origin out of range: none)."""
+    return jax.tree_util.tree_map(
+        lambda r, p: r.at[origin].set(p, mode="drop"), results, _results_of(batch)
+    )
 
 
-_scatter_jit = stored_jit(_scattered)
+_scatter = stored_jit(_scattered)
 
 
 @stored_jit
-def _swap(results, batch, chunk, slot_of, written, source, take):
-    """`_scatter(results, batch, ...)`, and the batch with the chunk's problem
+def _swap(results, batch, chunk, origin, source, take):
+    """`_scatter(results, batch, origin)`, and the batch with the chunk's problem
     `source[slot]` (chunk = (y, state, inputs) of every problem at its start) in each slot
     where `take` (slots,): the finished problems written out, the next ones in."""
-    results = _scattered(results, batch, slot_of, written)
+    results = _scattered(results, batch, origin)
     fresh = jax.tree_util.tree_map(lambda a: a[source], chunk)
 
     def refill(new, old):
@@ -199,28 +195,9 @@ def _swap(results, batch, chunk, slot_of, written, source, take):
     return results, jax.tree_util.tree_map(refill, fresh, batch)
 
 
-def _slots_of(origin, n_problems):
-    """Host arrays (slot_of, written), (n_problems,) each, from origin (slots,): each
-    slot's problem, n_problems for none: the slot holding each problem, and whether one
-    does."""
-    kept = np.flatnonzero(origin < n_problems)
-    slot_of = np.zeros(n_problems, np.int32)
-    slot_of[origin[kept]] = kept
-    written = np.zeros(n_problems, bool)
-    written[origin[kept]] = True
-    return slot_of, written
-
-
-def _scatter(results, batch, origin):
-    """results with problem `origin[slot]` set from each slot of batch (origin out of
-    range: none)."""
-    return _scatter_jit(results, batch, *_slots_of(np.asarray(origin), results[0].shape[0]))
-
-
 def _swap_with(results, batch, origin, source, take, chunk):
     """`_swap` in `run_refilled`'s order of arguments."""
-    n_problems = results[0].shape[0]
-    return _swap(results, batch, chunk, *_slots_of(np.asarray(origin), n_problems), source, take)
+    return _swap(results, batch, chunk, origin, source, take)
 
 
 def _results_of(batch):
