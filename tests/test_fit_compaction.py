@@ -119,8 +119,8 @@ def _stand_in_solver(need, max_steps):
     return chunk, run_round, gather, swap, scatter
 
 
-@pytest.mark.parametrize("tail", [None, 4])
-def test_refilled_problems_take_their_own_steps(tail):
+@pytest.mark.parametrize(("tail", "round_steps"), [(None, 3), (4, 3), (4, 5)])
+def test_refilled_problems_take_their_own_steps(tail, round_steps):
     """Every problem gets its own steps up to max_steps, also those that enter the batch
     late, whatever the others need; those done at their start never enter."""
     need = np.random.default_rng(3).integers(0, 25, 60)
@@ -140,6 +140,7 @@ def test_refilled_problems_take_their_own_steps(tail):
         slots=8,
         tail=tail,
         sizes=sizes,
+        round_steps=round_steps,
     )
     np.testing.assert_array_equal(results["iterations"], np.minimum(need, max_steps))
     np.testing.assert_array_equal(results["converged"], need <= max_steps)

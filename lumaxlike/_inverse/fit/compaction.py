@@ -50,6 +50,7 @@ __all__ = [
     "REFILL_TAIL",
     "ACCELERATOR_REFILL_SLOTS",
     "ACCELERATOR_REFILL_TAIL",
+    "ACCELERATOR_ROUND_STEPS",
 ]
 
 # Steps per round: a round ends in a host round trip (the convergence flags) and, when it
@@ -61,6 +62,10 @@ __all__ = [
 # README.md. With the default max_iter (50) the 17th round takes the 2 steps left (one
 # more compiled length, only where a problem gets that far).
 ROUND_STEPS = 3
+# On an accelerator a round costs a host round trip and a refill of milliseconds: rounds
+# of 5 steps (the scene's 99th percentile) ran 1M problems of bench_accelerator's fit row
+# in 2.26 s warm on a TPU v5e against 2.93 s for rounds of 3 (one run; docs/benchmarks.md).
+ACCELERATOR_ROUND_STEPS = 5
 # Compacted batch sizes are powers of this base, from SMALLEST_BUCKET up: a problem
 # left costs at most BUCKET_BASE slots, and a chunk compiles for at most
 # log_base(chunk / SMALLEST_BUCKET) + 1 shapes (8192 problems: 8192, 4096, ..., 128).
@@ -173,6 +178,7 @@ def run_refilled(
     slots: int,
     tail: int | None = None,
     sizes: list | None = None,
+    round_steps: int = ROUND_STEPS,
 ):
     """Solve a chunk's problems through one batch of `slots` slots fed from a queue, so
     that every round runs one compiled program: step the batch a round; write the
@@ -192,7 +198,7 @@ def run_refilled(
         run_round: (batch, steps) -> (batch, ok): up to `steps` steps of every slot that
             has neither converged nor taken `max_steps` iterations (fewer if all are done
             first); ok False if the solver met a non-finite iterate (the solve stops
-            there, as the uncompacted solve would). `steps` is `ROUND_STEPS` for the
+            there, as the uncompacted solve would). `steps` is `round_steps` for the
             batch and `max_steps` for the tail: the tail runs to its end in one round, so
             its few slow problems cost one host round trip, not one per `ROUND_STEPS`.
         gather: (batch, slots, padding) -> batch: the slots `slots` (int array) of
@@ -209,6 +215,7 @@ def run_refilled(
             are left, they go on in a batch of `tail` slots (one more program), in one
             round of up to `max_steps` steps.
         sizes: if a list, the slots of every round's batch are appended to it.
+        round_steps: steps of the batch's rounds.
     Returns:
         results as `scatter` builds them: every problem's final state.
     """
@@ -226,7 +233,7 @@ def run_refilled(
     while True:
         if sizes is not None:
             sizes.append(size)
-        batch, ok = run_round(batch, max_steps if in_tail else ROUND_STEPS)
+        batch, ok = run_round(batch, max_steps if in_tail else round_steps)
         converged, iterations = (np.asarray(a).reshape(-1) for a in progress_of(batch))
         if not bool(ok):
             break

@@ -38,9 +38,11 @@ from .compaction import (
     ACCELERATOR_BUCKET_BASE,
     ACCELERATOR_REFILL_SLOTS,
     ACCELERATOR_REFILL_TAIL,
+    ACCELERATOR_ROUND_STEPS,
     BUCKET_BASE,
     REFILL_SLOTS,
     REFILL_TAIL,
+    ROUND_STEPS,
     run_compacted,
     run_refilled,
 )
@@ -346,6 +348,7 @@ def _run_rounds(schedule, chunk, round_of, max_iter, *, sizes, slots, tail, n_pr
             slots=slots,
             tail=tail,
             sizes=sizes,
+            round_steps=ROUND_STEPS if on_cpu else ACCELERATOR_ROUND_STEPS,
         )
     return run_compacted(
         chunk,
