@@ -63,8 +63,9 @@ __all__ = [
 # more compiled length, only where a problem gets that far).
 ROUND_STEPS = 3
 # On an accelerator a round costs a host round trip and a refill of milliseconds: rounds
-# of 5 steps (the scene's 99th percentile) ran 1M problems of bench_accelerator's fit row
-# in 2.26 s warm on a TPU v5e against 2.93 s for rounds of 3 (one run; docs/benchmarks.md).
+# of 5 steps (the scene's 99th percentile) ran bench_accelerator's fit row (1 M problems)
+# in 2.26 s warm on a TPU v5e against 2.93 s for rounds of 3, in one run
+# (docs/benchmarks.md, "Where the time goes").
 ACCELERATOR_ROUND_STEPS = 5
 # Compacted batch sizes are powers of this base, from SMALLEST_BUCKET up: a problem
 # left costs at most BUCKET_BASE slots, and a chunk compiles for at most
@@ -79,9 +80,9 @@ ACCELERATOR_BUCKET_BASE = 8
 # `run_refilled`'s batch (problems; at most the chunk's) and its tail. On 2 CPU cores, a
 # chunk of 8192 problems (bench_fit's scene, 4 free): slots 1024-2048 with a tail of 128
 # as fast warm as compaction (within the run-to-run noise, ~5 %), 4096 with 256-512 and
-# 2048 with 512 10-25 % slower, no tail 2x slower (docs/benchmarks.md). On an
-# accelerator (chunks of 8x the problems; a step of a larger batch costs little more)
-# the sizes are a guess, not yet measured.
+# 2048 with 512 10-25 % slower, no tail 2x slower (docs/benchmarks.md). On a TPU v5e
+# (chunks of 8x the problems): 16 384 / 1 024 the fastest of the sizes swept, 32 768 /
+# 1 024 and 65 536 / 2 048 ~10 % slower (docs/benchmarks.md).
 REFILL_SLOTS = 2048
 REFILL_TAIL = SMALLEST_BUCKET
 ACCELERATOR_REFILL_SLOTS = 16384
