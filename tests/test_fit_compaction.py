@@ -3,12 +3,15 @@ fixed slots (the default), or compacted into smaller batches between rounds; eit
 the same steps, status and values, to the bit, as stepping the whole chunk, and batch
 sizes from a fixed set (one round program for the refilled batch)."""
 
+from functools import partial
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import lumaxlike
-from lumaxlike._inverse.fit import compaction, jax_solver
+from lumaxlike._inverse.fit import compaction, jax_solver, refill
 from lumaxlike._inverse.fit import fit as fit_module
 
 from .test_fit import CHUNK, scene, start_for
@@ -78,12 +81,12 @@ def test_compaction_takes_the_same_steps(compacted_and_not):
     assert set(sizes[False]) == {n_problems}
 
 
-def _stand_in_solver(need, max_steps):
-    """`run_refilled`'s functions for problems that are not solved but counted: problem k
-    converges after need[k] steps (0: at its start); a batch is a dict of (slots,) arrays
-    need, iterations, converged."""
+def _stand_in_solver(need, max_steps, round_steps):
+    """`refill.run_refilled`'s functions for problems that are not solved but counted:
+    problem k converges after need[k] steps (0: at its start); a batch is a dict of
+    (slots,) arrays need, iterations, converged."""
 
-    def run_round(batch, steps):
+    def stepped(batch, steps):
         batch = dict(batch)
         for _ in range(steps):
             moving = ~batch["converged"] & (batch["iterations"] < max_steps)
@@ -91,56 +94,57 @@ def _stand_in_solver(need, max_steps):
             batch["converged"] = batch["converged"] | (
                 moving & (batch["iterations"] >= batch["need"])
             )
-        return batch, True
+        return batch, jnp.asarray(True)
 
     def gather(batch, slots, padding):
-        batch = {name: a[slots] for name, a in batch.items()}
+        batch = {name: jnp.asarray(a)[slots] for name, a in batch.items()}
         batch["converged"] = batch["converged"] | padding
         return batch
 
     def scatter(results, batch, origin):
         if results is None:
-            return {name: a.copy() for name, a in batch.items()}
-        kept = origin < len(need)
-        for name, a in results.items():
-            a[origin[kept]] = batch[name][kept]
-        return results
+            return {name: jnp.asarray(a) for name, a in batch.items()}
+        return {name: r.at[origin].set(batch[name], mode="drop") for name, r in results.items()}
 
+    def progress_of(batch):
+        return batch["converged"], batch["iterations"]
+
+    rounds = partial(
+        refill.refilled_rounds,
+        run_round=lambda batch: stepped(batch, round_steps),
+        progress_of=progress_of,
+        scatter=scatter,
+        max_steps=max_steps,
+    )
     chunk = {
-        "need": need,
-        "iterations": np.zeros_like(need),
-        "converged": need == 0,
+        "need": jnp.asarray(need),
+        "iterations": jnp.zeros(need.shape, jnp.int32),
+        "converged": jnp.asarray(need == 0),
     }
-
-    def swap(results, batch, origin, source, take):
-        results = scatter(results, batch, origin)
-        return results, {name: np.where(take, chunk[name][source], a) for name, a in batch.items()}
-
-    return chunk, run_round, gather, swap, scatter
+    return dict(
+        chunk=chunk,
+        progress_of=progress_of,
+        gather=gather,
+        rounds=rounds,
+        run_tail=lambda batch: stepped(batch, max_steps),
+        scatter=scatter,
+    )
 
 
 @pytest.mark.parametrize(("tail", "round_steps"), [(None, 3), (4, 3), (4, 5)])
 def test_refilled_problems_take_their_own_steps(tail, round_steps):
     """Every problem gets its own steps up to max_steps, also those that enter the batch
     late, whatever the others need; those done at their start never enter."""
-    need = np.random.default_rng(3).integers(0, 25, 60)
+    need = np.random.default_rng(3).integers(0, 25, 60).astype(np.int32)
     need[-3:] = 30  # the last queued: they enter late and reach max_steps there
     max_steps = 10
-    chunk, run_round, gather, swap, scatter = _stand_in_solver(need, max_steps)
     sizes = []
-    results = compaction.run_refilled(
-        chunk,
-        progress_of=lambda batch: (batch["converged"], batch["iterations"]),
-        run_round=run_round,
-        gather=gather,
-        swap=swap,
-        scatter=scatter,
+    results = refill.run_refilled(
+        **_stand_in_solver(need, max_steps, round_steps),
         n_problems=need.size,
-        max_steps=max_steps,
         slots=8,
         tail=tail,
         sizes=sizes,
-        round_steps=round_steps,
     )
     np.testing.assert_array_equal(results["iterations"], np.minimum(need, max_steps))
     np.testing.assert_array_equal(results["converged"], need <= max_steps)
@@ -203,8 +207,10 @@ def test_refill_takes_the_same_steps(refilled_and_not):
         np.testing.assert_array_equal(np.asarray(refilled[name]), np.asarray(whole[name]))
 
 
-def test_refill_compiles_one_round_program(refilled_and_not):
+def test_refill_compiles_one_program_for_its_rounds(refilled_and_not):
     _, sizes, traced = refilled_and_not
     assert len(sizes) > 12  # many rounds, with problems refilled between them
-    # "_lm_round", or "_lm_round_stored" where lumaxlike's JAX cache stores it
-    assert sum(name.startswith("_lm_round") for name in traced) == 1
+    # "_refill_rounds", or "_refill_rounds_stored" where lumaxlike's JAX cache stores it:
+    # the rounds and their refills in one program, no round program of their own
+    assert sum(name.startswith("_refill_rounds") for name in traced) == 1
+    assert not any(name.startswith("_lm_round") for name in traced)

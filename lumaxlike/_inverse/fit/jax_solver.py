@@ -7,11 +7,12 @@ autodiff for the others, the same program numba's `fit` compiles), evaluated in 
 (`jaxpr_split`) so that what depends on the geometry and the fixed parameters alone is
 computed once per chunk and the work the columns share once per step. Multi-parameter
 fits converge less uniformly (median ~6 steps, a few need `max_iter`): `solve_fit_jax`
-runs rounds of a few steps over a batch of fixed slots, refilled between rounds with the
-chunk's waiting problems as others finish (`compaction.run_refilled`; compacting the
-unconverged problems into smaller batches, `run_compacted`, is kept as an alternative).
-Chunks have one fixed shape (the last is padded), so each (chunk shape, dtype, model
-configuration) compiles once: the round program for the batch and one for its tail.
+runs rounds of a few steps over a batch of fixed slots, refilled on the device between
+rounds with the chunk's waiting problems as others finish (`refill`; compacting the
+unconverged problems into smaller batches, `compaction.run_compacted`, is kept as an
+alternative). Chunks have one fixed shape (the last is padded), so each (chunk shape,
+dtype, model configuration) compiles once: the batch's rounds with their refills, and
+the tail's round.
 Measured rates: README.md, `benchmarks/results/`.
 """
 
@@ -44,8 +45,8 @@ from .compaction import (
     REFILL_TAIL,
     ROUND_STEPS,
     run_compacted,
-    run_refilled,
 )
+from .refill import refilled_rounds, run_refilled
 from .residual_columns import residuals_and_columns
 
 __all__ = ["solve_fit_jax"]
@@ -133,8 +134,7 @@ def _fit_setup(
     return status, active, start, state, inputs
 
 
-@stored_jit(static_argnames=("steps", "free_index", "key"))
-def _lm_round(y, inputs, state, unit, steps, limit, tol, lower, upper, free_index, key):
+def _lm_round_of(y, inputs, state, unit, steps, limit, tol, lower, upper, free_index, key):
     """Up to `steps` steps of `ElementwiseLevenbergMarquardt` through `optx.least_squares`,
     continuing from `state` at `y`, on the problems of `inputs` (`_fit_setup`'s), each
     problem stopped at `limit` iterations of its own (an int, traced: one program for any
@@ -154,6 +154,35 @@ def _lm_round(y, inputs, state, unit, steps, limit, tol, lower, upper, free_inde
     )
     ok = solution.result != optx.RESULTS.nonfinite
     return solution.value, solution.state, ok, solution.stats["num_steps"]
+
+
+_lm_round = stored_jit(_lm_round_of, static_argnames=("steps", "free_index", "key"))
+
+
+@stored_jit(static_argnames=("steps", "free_index", "key"))
+def _refill_rounds(loop, solver, limit, steps, free_index, key):
+    """`refill.refilled_rounds` of `fit`'s batch = (y, state, inputs): rounds of `steps`
+    steps (`_lm_round_of`, each problem stopped at `limit` steps) refilled from the
+    chunk; loop: `refilled_rounds`' positional arguments (batch, origin, results, chunk,
+    queue, n_queue, entered, live_limit); solver: (unit, tol, lower, upper) of
+    `_lm_round_of`."""
+    unit, tol, lower, upper = solver
+
+    def run_round(batch):
+        y, state, inputs = batch
+        y, state, ok, _ = _lm_round_of(
+            y, inputs, state, unit, steps, limit, tol, lower, upper, free_index, key
+        )
+        return (y, state, inputs), ok
+
+    return refilled_rounds(
+        *loop, run_round=run_round, progress_of=_progress, scatter=_scattered, max_steps=limit
+    )
+
+
+def _progress(batch):
+    """(converged, iterations) of batch = (y, state, inputs), flat."""
+    return batch[1].converged.reshape(-1), batch[1].iterations.reshape(-1)
 
 
 def _flat(a):
@@ -181,25 +210,6 @@ def _scattered(results, batch, origin):
 
 
 _scatter = stored_jit(_scattered)
-
-
-@stored_jit
-def _swap(results, batch, chunk, origin, source, take):
-    """`_scatter(results, batch, origin)`, and the batch with the chunk's problem
-    `source[slot]` (chunk = (y, state, inputs) of every problem at its start) in each slot
-    where `take` (slots,): the finished problems written out, the next ones in."""
-    results = _scattered(results, batch, origin)
-    fresh = jax.tree_util.tree_map(lambda a: a[source], chunk)
-
-    def refill(new, old):
-        return jnp.where(take.reshape(take.shape + (1,) * (old.ndim - 1)), new, old)
-
-    return results, jax.tree_util.tree_map(refill, fresh, batch)
-
-
-def _swap_with(results, batch, origin, source, take, chunk):
-    """`_swap` in `run_refilled`'s order of arguments."""
-    return _swap(results, batch, chunk, origin, source, take)
 
 
 def _results_of(batch):
@@ -256,9 +266,9 @@ def solve_fit_jax(
     `ElementwiseLevenbergMarquardt` steps a batch of the chunk's problems in rounds of a
     few steps (`optx.least_squares` continuing from the last round's state, each problem
     stopped at `max_iter` of its own steps); between rounds the problems done leave the
-    batch and the next waiting ones take their slots (`compaction.run_refilled`: one
-    round program, two with the tail), so the chunk does not keep stepping converged
-    problems while it waits for its slowest. The chunk is solved as (pixels x bands, 1)
+    batch and the next waiting ones take their slots (`refill.run_refilled`: one program
+    for the rounds and their refills, one for the tail), so the chunk does not keep
+    stepping converged problems while it waits for its slowest. The chunk is solved as (pixels x bands, 1)
     problems (`_fit_setup`), the same layout as the batches, each with its pixel's
     rows: what depends on the geometry and the fixed parameters alone, computed once per
     pixel and observation and stored. The rest of the solver's arithmetic is element-wise
@@ -282,7 +292,7 @@ def solve_fit_jax(
             batches between rounds, `compaction.run_compacted`) or "whole" (the whole
             chunk stepped until its slowest problem is done): the same results.
         sizes: if a list, the batch size (problems) of every round is appended to it.
-        slots, tail: "refill"'s batch size and tail size (`compaction.run_refilled`;
+        slots, tail: "refill"'s batch size and tail size (`refill.run_refilled`;
             a tail of None or at least the slots: none); slots None: `REFILL_SLOTS` and
             `REFILL_TAIL`, their `ACCELERATOR_` values where JAX's default device is not
             a CPU.
@@ -307,20 +317,19 @@ def solve_fit_jax(
         min_observations,
         key,
     )
+    solver = dict(unit=unit, tol=tol, lower=lower, upper=upper, free_index=free_index, key=key)
     schedule_of = partial(
         _run_rounds, schedule, sizes=sizes, slots=slots, tail=tail, n_problems=status.size
     )
-    round_of = partial(
-        _lm_round, unit=unit, tol=tol, lower=lower, upper=upper, free_index=free_index, key=key
-    )
-    results = schedule_of((start, state, inputs), round_of, max_iter)
+    results = schedule_of((start, state, inputs), solver, max_iter)
     return _fit_outputs(status, active, results, shape=shape)
 
 
-def _run_rounds(schedule, chunk, round_of, max_iter, *, sizes, slots, tail, n_problems):
+def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, slots, tail, n_problems):
     """Every problem's final results (`_all_results`' layout) of `solve_fit_jax`'s chunk
-    = (start, state, inputs), by `schedule` (`solve_fit_jax`'s arguments); round_of: the
-    chunk's `_lm_round` with all but (y, inputs, state, steps, limit) given."""
+    = (start, state, inputs), by `schedule` (`solve_fit_jax`'s arguments); solver: the
+    chunk's arguments of `_lm_round` other than (y, inputs, state, steps, limit)."""
+    round_of = partial(_lm_round, **solver)
 
     def run_round(batch, steps, limit=None):
         y, state, inputs = batch
@@ -336,19 +345,25 @@ def _run_rounds(schedule, chunk, round_of, max_iter, *, sizes, slots, tail, n_pr
     if schedule == "refill":
         if slots is None:
             slots, tail = (REFILL_SLOTS, REFILL_TAIL) if on_cpu else ACCELERATOR_REFILL
+        limit = np.int32(max_iter)
+        fixed = dict(
+            solver=tuple(solver[k] for k in ("unit", "tol", "lower", "upper")),
+            limit=limit,
+            steps=ROUND_STEPS if on_cpu else ACCELERATOR_ROUND_STEPS,
+            free_index=solver["free_index"],
+            key=solver["key"],
+        )
         return run_refilled(
             chunk,
-            progress_of=lambda batch: jax.device_get((batch[1].converged, batch[1].iterations)),
-            run_round=lambda batch, steps: run_round(batch, steps, np.int32(max_iter))[:2],
+            progress_of=lambda batch: jax.device_get(_progress(batch)),
             gather=_gather,
-            swap=partial(_swap_with, chunk=chunk),
+            rounds=lambda *loop: _refill_rounds(loop, **fixed),
+            run_tail=lambda batch: run_round(batch, max_iter, limit)[:2],
             scatter=scatter,
             n_problems=n_problems,
-            max_steps=max_iter,
             slots=slots,
             tail=tail,
             sizes=sizes,
-            round_steps=ROUND_STEPS if on_cpu else ACCELERATOR_ROUND_STEPS,
         )
     return run_compacted(
         chunk,
