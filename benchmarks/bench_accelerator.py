@@ -56,6 +56,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -594,6 +595,13 @@ def parse_args(argv=None):
         default=None,
         help="join the rows of these reports (runs of a few rows each) into --json; no JAX",
     )
+    parser.add_argument(
+        "--which-commit",
+        metavar="DIGEST",
+        default=None,
+        help="the commits among the last 200 whose lumaxlike/ has this package_digest "
+        "(a report's: the code that ran); no JAX",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--first-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--describe", action="store_true", help=argparse.SUPPRESS)
@@ -609,6 +617,9 @@ def main(argv=None) -> int:
     sizes = row_sizes(args.quick, args.size)
     if args.merge:
         return merge_reports(args.merge, args.json)
+    if args.which_commit:
+        print(" ".join(commits_with_digest(args.which_commit)) or "none")
+        return 0
     if args.describe or args.child:  # a child process: JAX on the device here
         answer = (
             describe_device()
@@ -632,7 +643,8 @@ def main(argv=None) -> int:
     out = args.json or RESULTS / f"accelerator-{device_kind_slug(device['device_kind'])}.json"
     report = {
         "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        "commit": commit(),
+        "commit": commit(),  # of the tree the script runs in (a copied tree's may be stale)
+        "package_digest": package_digest(),  # of the lumaxlike that runs: --which-commit
         "host": {"machine": platform.machine(), "cpus": os.cpu_count()},
         "device": device,
         "sizes": sizes,
@@ -676,6 +688,49 @@ def commit() -> str | None:
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
+
+
+def package_digest() -> str | None:
+    """sha256 (12 hex digits) of the installed lumaxlike's Python files (their paths in
+    the package and contents, in path order), found without importing it: the code the
+    rows run, whatever tree or wheel it came from."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("lumaxlike")
+    if spec is None or spec.origin is None:
+        return None
+    root = Path(spec.origin).parent
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.py")}
+    return _digest(files)
+
+
+def _digest(files: dict[str, bytes]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name] + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def commits_with_digest(wanted: str, depth: int = 200) -> list[str]:
+    """The commits (short hashes) among the last `depth` of this repository whose
+    lumaxlike/ Python files have `package_digest` `wanted`."""
+
+    def git(*argv):
+        return subprocess.run(
+            ["git", *argv], capture_output=True, cwd=HERE.parent, check=True
+        ).stdout
+
+    found = []
+    for rev in git("rev-list", f"--max-count={depth}", "HEAD").decode().split():
+        names = git("ls-tree", "-r", "--name-only", rev, "lumaxlike").decode().split("\n")
+        files = {
+            n.removeprefix("lumaxlike/"): git("show", f"{rev}:{n}")
+            for n in names
+            if n.endswith(".py")
+        }
+        if _digest(files) == wanted:
+            found.append(rev[:7])
+    return found
 
 
 if __name__ == "__main__":

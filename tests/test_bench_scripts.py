@@ -120,6 +120,9 @@ def test_bench_accelerator_runs_quick_on_the_cpu_only_when_allowed(tmp_path):
         "forward",
         "invert_f32",
     }
+    # the code that ran, named by its files (a copied tree's git HEAD can be stale)
+    bench = load_bench("bench_accelerator")
+    assert report["package_digest"] == bench.package_digest() is not None
     for row in report["rows"].values():
         assert row["problems_per_s"] > 0 and row["device_resident"]["problems_per_s"] > 0
         assert row["second_process"]["first_call_s"] > 0
@@ -142,6 +145,16 @@ def test_bench_accelerator_merges_runs_of_one_device_only(tmp_path):
     assert set(json.loads(out.read_text())["rows"]) == {"forward", "fit"}
     assert bench.main(["--merge", *map(str, paths), "--json", str(tmp_path / "no.json")]) == 2
     assert not (tmp_path / "no.json").exists()
+
+
+def test_bench_accelerator_digest_names_files_and_contents():
+    """`package_digest`'s hash changes with a file's contents or its name, not with the
+    order the files are listed in."""
+    bench = load_bench("bench_accelerator")
+    files = {"a.py": b"x = 1\n", "b/c.py": b"y = 2\n"}
+    assert bench._digest(files) == bench._digest(dict(reversed(files.items())))
+    assert bench._digest(files) != bench._digest({**files, "a.py": b"x = 2\n"})
+    assert bench._digest(files) != bench._digest({"a2.py": b"x = 1\n", "b/c.py": b"y = 2\n"})
 
 
 def test_bench_accelerator_sizes_take_overrides_by_row():
