@@ -268,9 +268,9 @@ def solve_fit_jax(
     stopped at `max_iter` of its own steps); between rounds the problems done leave the
     batch and the next waiting ones take their slots (`refill.run_refilled`: one program
     for the rounds and their refills, one for the tail), so the chunk does not keep
-    stepping converged problems while it waits for its slowest. The chunk is solved as (pixels x bands, 1)
-    problems (`_fit_setup`), the same layout as the batches, each with its pixel's
-    rows: what depends on the geometry and the fixed parameters alone, computed once per
+    stepping converged problems while it waits for its slowest. The chunk is solved as
+    (pixels x bands, 1) problems (`_fit_setup`), the same layout as the batches, each
+    with its pixel's rows: what depends on the geometry and the fixed parameters alone, computed once per
     pixel and observation and stored. The rest of the solver's arithmetic is element-wise
     (`sum_last`): so every problem takes the same steps, to the bit, in any batch and
     any chunk. Memory: the solver's state and the rows (a few tens of values per
