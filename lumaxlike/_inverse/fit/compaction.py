@@ -73,8 +73,10 @@ ACCELERATOR_BUCKET_BASE = 8
 # chunk of 8192 problems (bench_fit's scene, 4 free): slots 1024-2048 with a tail of 128
 # as fast warm as compaction (within the run-to-run noise, ~5 %), 4096 with 256-512 and
 # 2048 with 512 10-25 % slower, no tail 2x slower (docs/benchmarks.md). On a TPU v5e
-# (chunks of 8x the problems): 16 384 / 1 024 the fastest of the sizes swept, 32 768 /
-# 1 024 and 65 536 / 2 048 ~10 % slower (docs/benchmarks.md).
+# (chunks of 8x the problems, the refill then on the host): 16 384 / 1 024 with rounds of
+# 5 the fastest measured (2.26 s); with rounds of 3, 32 768 and 65 536 slots beat
+# 16 384 (2.64, 2.73 against 2.93 s); 32 768 with rounds of 5 not tried
+# (docs/benchmarks.md).
 REFILL_SLOTS = 2048
 REFILL_TAIL = SMALLEST_BUCKET
 ACCELERATOR_REFILL_SLOTS = 16384
