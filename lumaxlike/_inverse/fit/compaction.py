@@ -38,11 +38,6 @@ __all__ = [
     "SMALLEST_BUCKET",
     "bucket_size",
     "run_compacted",
-    "REFILL_SLOTS",
-    "REFILL_TAIL",
-    "ACCELERATOR_REFILL_SLOTS",
-    "ACCELERATOR_REFILL_TAIL",
-    "ACCELERATOR_ROUND_STEPS",
 ]
 
 # Steps per round: a round ends in a host round trip (the convergence flags) and, when it
@@ -54,11 +49,6 @@ __all__ = [
 # README.md. With the default max_iter (50) the 17th round takes the 2 steps left (one
 # more compiled length, only where a problem gets that far).
 ROUND_STEPS = 3
-# Steps per round of `refill`'s batch on an accelerator: with the refill on the host
-# (a round trip and a refill of milliseconds a round), rounds of 5 steps (the scene's
-# 99th percentile) ran bench_accelerator's fit row (1 M problems) in 2.26 s warm on a
-# TPU v5e against 2.93 s for rounds of 3, in one run (docs/benchmarks.md).
-ACCELERATOR_ROUND_STEPS = 5
 # Compacted batch sizes are powers of this base, from SMALLEST_BUCKET up: a problem
 # left costs at most BUCKET_BASE slots, and a chunk compiles for at most
 # log_base(chunk / SMALLEST_BUCKET) + 1 shapes (8192 problems: 8192, 4096, ..., 128).
@@ -69,18 +59,6 @@ SMALLEST_BUCKET = 128
 # and a step of a larger batch little more than of a smaller one: powers of 8 (a
 # 262 k-problem chunk compiles 5 round sizes instead of 12).
 ACCELERATOR_BUCKET_BASE = 8
-# `refill.run_refilled`'s batch (problems; at most the chunk's) and its tail. On 2 CPU cores, a
-# chunk of 8192 problems (bench_fit's scene, 4 free): slots 1024-2048 with a tail of 128
-# as fast warm as compaction (within the run-to-run noise, ~5 %), 4096 with 256-512 and
-# 2048 with 512 10-25 % slower, no tail 2x slower (docs/benchmarks.md). On a TPU v5e
-# (chunks of 8x the problems, the refill then on the host): 16 384 / 1 024 with rounds of
-# 5 the fastest measured (2.26 s); with rounds of 3, 32 768 and 65 536 slots beat
-# 16 384 (2.64, 2.73 against 2.93 s); 32 768 with rounds of 5 not tried
-# (docs/benchmarks.md).
-REFILL_SLOTS = 2048
-REFILL_TAIL = SMALLEST_BUCKET
-ACCELERATOR_REFILL_SLOTS = 16384
-ACCELERATOR_REFILL_TAIL = 1024
 
 
 def bucket_size(remaining: int, batch: int, base: int = BUCKET_BASE) -> int:

@@ -35,23 +35,11 @@ from ..._status import Status
 from ..albedo import rules as albedo_rules
 from ..elementwise_lm import ElementwiseLevenbergMarquardt
 from ..ordered_sums import sum_last
-from .compaction import (
-    ACCELERATOR_BUCKET_BASE,
-    ACCELERATOR_REFILL_SLOTS,
-    ACCELERATOR_REFILL_TAIL,
-    ACCELERATOR_ROUND_STEPS,
-    BUCKET_BASE,
-    REFILL_SLOTS,
-    REFILL_TAIL,
-    ROUND_STEPS,
-    run_compacted,
-)
-from .refill import refilled_rounds, run_refilled
+from .compaction import ACCELERATOR_BUCKET_BASE, BUCKET_BASE, run_compacted
+from .refill import default_sizes, refilled_rounds, run_refilled
 from .residual_columns import residuals_and_columns
 
 __all__ = ["solve_fit_jax"]
-
-ACCELERATOR_REFILL = (ACCELERATOR_REFILL_SLOTS, ACCELERATOR_REFILL_TAIL)
 
 TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
@@ -293,9 +281,8 @@ def solve_fit_jax(
             chunk stepped until its slowest problem is done): the same results.
         sizes: if a list, the batch size (problems) of every round is appended to it.
         slots, tail: "refill"'s batch size and tail size (`refill.run_refilled`;
-            a tail of None or at least the slots: none); slots None: `REFILL_SLOTS` and
-            `REFILL_TAIL`, their `ACCELERATOR_` values where JAX's default device is not
-            a CPU.
+            a tail of None or at least the slots: none); slots None:
+            `refill.default_sizes` for JAX's default device.
     Returns:
         dict of jax arrays: values (pixels, bands, p), status int8, iterations int32,
         cost (sum of squared residuals), jtj (pixels, bands, p, p) at the solution.
@@ -343,13 +330,14 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, slots, tail, n_prob
 
     on_cpu = jax.devices()[0].platform == "cpu"
     if schedule == "refill":
+        default_slots, default_tail, steps = default_sizes(on_cpu)
         if slots is None:
-            slots, tail = (REFILL_SLOTS, REFILL_TAIL) if on_cpu else ACCELERATOR_REFILL
+            slots, tail = default_slots, default_tail
         limit = np.int32(max_iter)
         fixed = dict(
             solver=tuple(solver[k] for k in ("unit", "tol", "lower", "upper")),
             limit=limit,
-            steps=ROUND_STEPS if on_cpu else ACCELERATOR_ROUND_STEPS,
+            steps=steps,
             free_index=solver["free_index"],
             key=solver["key"],
         )

@@ -27,7 +27,35 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["refilled_rounds", "run_refilled"]
+from .compaction import ROUND_STEPS, SMALLEST_BUCKET
+
+__all__ = ["default_sizes", "refilled_rounds", "run_refilled"]
+
+# `run_refilled`'s batch (problems; at most the chunk's) and its tail. On 2 CPU cores, a
+# chunk of 8192 problems (bench_fit's scene, 4 free): slots 1024-2048 with a tail of 128
+# as fast warm as compaction (within the run-to-run noise, ~5 %), 4096 with 256-512 and
+# 2048 with 512 10-25 % slower, no tail 2x slower (docs/benchmarks.md). On a TPU v5e
+# (chunks of 8x the problems, the refill then on the host): 16 384 / 1 024 with rounds of
+# 5 the fastest measured (2.26 s); with rounds of 3, 32 768 and 65 536 slots beat
+# 16 384 (2.64, 2.73 against 2.93 s); 32 768 with rounds of 5 not tried
+# (docs/benchmarks.md).
+REFILL_SLOTS = 2048
+REFILL_TAIL = SMALLEST_BUCKET
+ACCELERATOR_REFILL_SLOTS = 16384
+ACCELERATOR_REFILL_TAIL = 1024
+# Steps per round of the batch on an accelerator: with the refill on the host
+# (a round trip and a refill of milliseconds a round), rounds of 5 steps (the scene's
+# 99th percentile) ran bench_accelerator's fit row (1 M problems) in 2.26 s warm on a
+# TPU v5e against 2.93 s for rounds of 3, in one run (docs/benchmarks.md).
+ACCELERATOR_ROUND_STEPS = 5
+
+
+def default_sizes(on_cpu: bool) -> tuple[int, int, int]:
+    """(slots, tail, steps per round) of the refilled batch on a CPU or on an
+    accelerator."""
+    if on_cpu:
+        return REFILL_SLOTS, REFILL_TAIL, ROUND_STEPS
+    return ACCELERATOR_REFILL_SLOTS, ACCELERATOR_REFILL_TAIL, ACCELERATOR_ROUND_STEPS
 
 
 def run_refilled(
