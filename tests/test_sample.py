@@ -766,3 +766,38 @@ def test_chain_diagnostics_run_on_the_host_in_float64(monkeypatch):
             chains = result.draws[pixel, 0, :, :, k].astype(np.float64)  # (chains, draws)
             # float64 arithmetic on both sides: equal but for summation order
             assert abs(result.rhat[name][pixel, 0] - _split_rank_rhat(chains)) < 1e-6
+
+
+def test_chain_diagnostics_equal_blackjax():
+    """The host's diagnostics (NumPy/SciPy ranks, blackjax's estimators, blocks of series
+    in threads) equal blackjax's own `rhat`, `ess_bulk` and `ess_tail` on each series:
+    with ties (repeated draws, as rejected moves give), an odd number of draws, a NaN
+    draw (NaN, as blackjax) and a constant series, over blocks padded to one shape."""
+    from blackjax.diagnostics import ess_bulk, ess_tail, rhat
+
+    import lumaxlike._sample.diagnostics as diagnostics
+
+    rng = np.random.default_rng(0)
+    draws = rng.standard_normal((3, 2, 4, 201, 2)).cumsum(axis=3) * 0.1
+    draws += rng.standard_normal(draws.shape)
+    draws[0, 0, :, 50:60, 0] = draws[0, 0, :, 49:50, 0]  # repeats: ties
+    draws[1, 1, 2, 7, 1] = np.nan
+    draws[2, 0, :, :, 1] = 0.5  # constant
+    draws = draws.astype(np.float32)
+    original = diagnostics.SERIES_PER_BLOCK
+    try:
+        diagnostics.SERIES_PER_BLOCK = 5  # 12 series: 3 blocks, the last padded
+        got = diagnostics.chain_diagnostics(draws)
+    finally:
+        diagnostics.SERIES_PER_BLOCK = original
+    expected = {name: np.zeros((3, 2, 2)) for name in diagnostics.DIAGNOSTICS}
+    with jax.enable_x64(True), jax.numpy_rank_promotion("allow"):
+        for index in np.ndindex(3, 2, 2):
+            series = draws[index[:2] + (slice(None), slice(None), index[2])].astype(np.float64)
+            for name, estimator in zip(diagnostics.DIAGNOSTICS, (rhat, ess_bulk, ess_tail)):
+                expected[name][index] = estimator(series)
+    for name in diagnostics.DIAGNOSTICS:
+        assert np.array_equal(np.isnan(got[name]), np.isnan(expected[name])), name
+        # float64 on both sides: equal but for the order of sums (and SciPy's ndtri)
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-12, err_msg=name)
+    assert np.isnan(got["rhat"][1, 1, 1]) and got["ess"][2, 0, 1] == 0.0
