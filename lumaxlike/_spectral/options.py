@@ -21,16 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._declared_options import DeclaredOptions, option, positive, positive_float
+from .defaults import DEFAULT_TOLERANCE
 
 if TYPE_CHECKING:
     from .lucey import LuceyConstants
 
-__all__ = ["DEFAULT_TOLERANCE", "QUANTITIES", "SpectralSettings"]
-
-DEFAULT_TOLERANCE = 0.01
-"""How far [um] the band nearest a product's wavelength may lie from it: 10 nm, half of
-M3's 20 nm spacing near 1 um (its band centres lie within ~2 nm of the pipeline's
-wavelengths), and ~1.5 of CRISM's 6.55 nm channels."""
+__all__ = ["QUANTITIES", "SpectralSettings"]
 
 QUANTITIES = types.MappingProxyType(
     {

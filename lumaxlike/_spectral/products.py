@@ -15,9 +15,10 @@ from jaxtyping import Float
 from .._declared_options import refuse_unknown, takes_options
 from .crism import CRISM_PRODUCTS
 from .declarations import ProductInputs, SpectralProduct, bands_read, check_product
+from .defaults import DEFAULT_TOLERANCE
 from .lucey import LUCEY_PRODUCTS, LuceyConstants
 from .m3 import M3_PRODUCTS
-from .options import DEFAULT_TOLERANCE, QUANTITIES, SpectralSettings
+from .options import QUANTITIES, SpectralSettings
 from .wavelengths import check_spectra
 
 __all__ = [

@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from .._validation import WAVELENGTH_RTOL, wavelengths_um
-from .options import DEFAULT_TOLERANCE
+from .defaults import DEFAULT_TOLERANCE
 
 __all__ = [
     "DEFAULT_TOLERANCE",
