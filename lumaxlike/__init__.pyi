@@ -102,6 +102,7 @@ from ._spectral.bands import band_parameters as band_parameters
 from ._spectral.continuum import continuum_removed as continuum_removed
 from ._spectral.declarations import SpectralProduct as SpectralProduct
 from ._spectral.lucey import LuceyConstants as LuceyConstants
+from ._spectral.options import SpectralSettings as SpectralSettings
 from ._spectral.products import SPECTRAL_PRODUCTS as SPECTRAL_PRODUCTS
 from ._spectral.products import SpectralParameters as SpectralParameters
 from ._spectral.products import available_spectral_products as available_spectral_products

@@ -72,7 +72,9 @@ class Option:
             ``--max-temperature-uncertainty``); the name's spelling is then taken too,
             hidden.
         aliases: old spellings of the flag, still taken (with a warning on stderr naming
-            the flag to use) and hidden from the help.
+            the flag to use) and hidden from the help; ``(flag, parse)`` for one that reads
+            its text otherwise, e.g. in other units, converted (``--tolerance-nm``: nm to
+            um; its warning gives the value in the flag's units).
         old_names: old Python keywords of the option, still taken by every front end with
             a DeprecationWarning naming the new one (``sigma`` for ``refl_sigma``).
         shown: the default as the help states it, where a default of None stands for a
@@ -90,7 +92,7 @@ class Option:
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
     flag: str | None = None
-    aliases: tuple[str, ...] = ()
+    aliases: tuple[str | tuple[str, Callable[[str], Any]], ...] = ()
     old_names: tuple[str, ...] = ()
     shown: str | None = None
     required: bool = False
@@ -189,7 +191,7 @@ class DeclaredOptions:
             if value is not None and declared.convert is not None:
                 value = declared.convert(value)
                 object.__setattr__(self, name, value)
-            if declared.choices is not None and value not in declared.choices:
+            if value is not None and declared.choices is not None and value not in declared.choices:
                 choices = ", ".join(map(repr, declared.choices))
                 raise ValueError(f"{name}={value!r} is not one of {choices}")
             if value is not None and declared.check is not None:
@@ -281,14 +283,7 @@ class DeclaredOptions:
                 help=f"{texts[name]} ({stated})",
                 **common,
             )
-            hidden: dict[str, type | None] = dict.fromkeys(declared.aliases, DeprecatedAlias)
-            if declared.flag:
-                hidden[flag_of(name)] = None
-            for alias, action in hidden.items():
-                deprecated = {} if action is None else dict(action=action, new=flag)
-                group.add_argument(
-                    alias, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **common, **deprecated
-                )
+            _add_hidden(group, name, declared, flag, common)
 
     @classmethod
     def from_arguments(cls: type[Declared], args, recorded: Mapping | None = None) -> Declared:
@@ -317,6 +312,23 @@ class DeclaredOptions:
             )
             for f in dataclasses.fields(cls)  # type: ignore[arg-type]
         ]
+
+
+def _add_hidden(group, name: str, declared: Option, flag: str, common: dict) -> None:
+    """An option's hidden spellings: the name's where ``flag`` differs (taken silently),
+    its old ones (`Option.aliases`: warned of, each read by its own parse if it has one)."""
+    hidden: dict[str, tuple[type | None, Callable[[str], Any] | None]] = {}
+    for alias in declared.aliases:
+        spelling, parse = alias if isinstance(alias, tuple) else (alias, None)
+        hidden[spelling] = (DeprecatedAlias, parse)
+    if declared.flag:
+        hidden[flag_of(name)] = (None, None)
+    for spelling, (action, parse) in hidden.items():
+        taken = common if parse is None else {**common, "type": parse}
+        deprecated = {} if action is None else dict(action=action, new=flag, converted=bool(parse))
+        group.add_argument(
+            spelling, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **taken, **deprecated
+        )
 
 
 def _add_switch(group, name: str, flag: str, help: str) -> None:
@@ -391,17 +403,17 @@ def _take_old_names(kind: type[DeclaredOptions], keywords: dict) -> None:
 
 class DeprecatedAlias(argparse.Action):
     """An old spelling of a flag, hidden from ``--help``: sets the new flag's ``dest``
-    and says on stderr which spelling to use."""
+    and says on stderr which spelling to use (``converted``: with the value in its units,
+    for an old spelling in other units)."""
 
-    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+    def __init__(self, option_strings, dest, new: str = "", converted: bool = False, **kwargs):
         self.new = new
+        self.converted = converted
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        print(
-            f"lumaxlike: warning: {option_string} is deprecated; use {self.new}",
-            file=sys.stderr,
-        )
+        use = f"{self.new} {format_value(values)}" if self.converted else self.new
+        print(f"lumaxlike: warning: {option_string} is deprecated; use {use}", file=sys.stderr)
         setattr(namespace, self.dest, values)
 
 

@@ -68,15 +68,14 @@ class HapkeAccessor:
 
         return remove_thermal_dataarray(self._data_array, geometry, params, solver, **kwargs)
 
-    def spectral_parameters(self, products, *, quantity: str, **kwargs) -> xr.Dataset:
-        """``spectral_parameters_dataarray(self, products, quantity=quantity, **kwargs)``:
-        named spectral products (M3, Lucey, CRISM) of these spectra, one variable each;
-        see `lumaxlike.spectral_parameters_dataarray`."""
+    def spectral_parameters(self, products, **kwargs) -> xr.Dataset:
+        """``spectral_parameters_dataarray(self, products, **kwargs)``: named spectral
+        products (M3, Lucey, CRISM) of these spectra, one variable each (``quantity=``,
+        the options of `lumaxlike.SpectralSettings`, by name or as ``settings=``); see
+        `lumaxlike.spectral_parameters_dataarray`."""
         from ._xarray.spectral import spectral_parameters_dataarray
 
-        return spectral_parameters_dataarray(
-            self._data_array, products, quantity=quantity, **kwargs
-        )
+        return spectral_parameters_dataarray(self._data_array, products, **kwargs)
 
 
 def register(xarray_module) -> None:

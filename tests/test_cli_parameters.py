@@ -98,3 +98,28 @@ def test_the_status_counts_are_said_to_be_of_what_the_status_map_holds(operation
         assert line.endswith("pixels with a finite value: 4 of 4") and "status" not in line
     else:
         assert line.endswith(f"status of {expected}: CONVERGED 3, NOT_CONSTRAINED 1")
+
+
+def test_tolerance_in_um_and_the_old_tolerance_in_nm_give_the_same_run(tmp_path, capsys):
+    """``--tolerance-nm 12``, the flag users typed (nm), is ``--tolerance 0.012`` (um, as in
+    Python and the record): the same maps and record, with a warning giving the new
+    spelling; 0.1 nm refuses the products whose bands lie farther off, by name."""
+    cube = write_cube(tmp_path / "w.tif", m3_like())
+    names = PRODUCTS.split(",")
+    runs = {}
+    for spelling, flags in (("nm", ["--tolerance-nm", "12"]), ("um", ["--tolerance", "0.012"])):
+        out = tmp_path / f"{spelling}.tif"
+        code, err = parameters(capsys, cube, out, "--quantity", "w", *flags)
+        assert code == 0, err
+        assert lumaxlike.read_provenance(out).spectral_settings["tolerance"] == 0.012
+        runs[spelling] = (product_paths(out, names), err)
+    assert "--tolerance-nm is deprecated; use --tolerance 0.012" in runs["nm"][1]
+    assert "deprecated" not in runs["um"][1]
+    for name in names:
+        np.testing.assert_array_equal(
+            lumaxlike.read_cube(runs["nm"][0][name])[0], lumaxlike.read_cube(runs["um"][0][name])[0]
+        )
+    out = tmp_path / "x.tif"
+    code, err = parameters(capsys, cube, out, "--quantity", "w", "--tolerance-nm", "0.1")
+    assert code == 2 and "tolerance=0.0001" in err, err
+    assert not out.exists()

@@ -1,7 +1,7 @@
 """An operation's options declared once (`lumaxlike._declared_options`: `ThermalSettings`,
-`InvertSettings`, `NormalizeSettings`, `FitSettings`): every front end takes the same
-names, defaults and checks, the command line its flags (old spellings hidden), and nothing
-else; nothing here compiles or solves."""
+`InvertSettings`, `NormalizeSettings`, `FitSettings`, `SampleSettings`, `UnmixSettings`,
+`SpectralSettings`): every front end takes the same names, defaults and checks, the command
+line its flags (old spellings hidden), and nothing else; nothing here compiles or solves."""
 
 import inspect
 import math
@@ -663,3 +663,144 @@ def test_unmix_command_refuses_a_bad_free_naming_the_flag(tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "o.tif")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("lumaxlike unmix: error: --free must name distinct parameters"), err
+
+
+# spectral parameters: SpectralSettings
+
+SPECTRAL_FRONT_ENDS = (
+    "spectral_parameters",
+    "spectral_parameters_file",
+    "spectral_parameters_dataarray",
+)
+SPECTRAL_ARGV = ["parameters", "c.tif", "--out", "o.tif", "--products", "FeO"]
+
+
+def spectral_command(*flags):
+    return build_parser().parse_args([*SPECTRAL_ARGV, *flags])
+
+
+@pytest.mark.parametrize("name", SPECTRAL_FRONT_ENDS)
+def test_spectral_front_ends_show_every_option_once_at_its_default(name):
+    from lumaxlike import SpectralSettings
+
+    assert SpectralSettings.defaults() == {"quantity": None, "tolerance": 0.01, "lucey": None}
+    parameters = inspect.signature(getattr(lumaxlike, name)).parameters
+    for option, default in SpectralSettings.defaults().items():
+        assert parameters[option].kind is inspect.Parameter.KEYWORD_ONLY, (name, option)
+        assert parameters[option].default == default, (name, option)
+    assert "settings" in parameters
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(), r"quantity is required: what the spectra hold, one of \['w', "),
+        (dict(quantity="albedo"), "quantity='albedo' is not one of 'w', 'normalized'"),
+        (dict(quantity="w", tolerance=0.0), r"tolerance must be positive \[um\], got 0.0"),
+        (dict(quantity="w", tolerance=float("nan")), r"tolerance must be positive \[um\]"),
+        (dict(quantity="w", tolerance="0.01"), r"tolerance must be positive \[um\], got '0.01'"),
+        (dict(quantity="w", lucey={"fe_slope": 10}), "lucey must be a lumaxlike.LuceyConstants"),
+    ],
+)
+def test_spectral_checks_name_their_option(options, message):
+    from lumaxlike import SpectralSettings
+
+    with pytest.raises(ValueError, match=message):
+        SpectralSettings(**options)
+
+
+SPECTRAL_ARGUMENTS = {
+    "spectral_parameters": ((None, None, "FeO"), {}),
+    "spectral_parameters_file": (("c.tif", "o.tif"), {"products": "FeO"}),
+    "spectral_parameters_dataarray": ((None, "FeO"), {}),
+}
+
+
+@pytest.mark.parametrize("name", SPECTRAL_FRONT_ENDS)
+def test_spectral_front_ends_refuse_no_quantity_and_an_unknown_keyword(name):
+    """Refused before the data are looked at (before: a TypeError, the missing keyword)."""
+    arguments, keywords = SPECTRAL_ARGUMENTS[name]
+    function = getattr(lumaxlike, name)
+    with pytest.raises(ValueError, match="quantity is required"):
+        function(*arguments, **keywords)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'tolerance_nm'"):
+        function(*arguments, **keywords, quantity="w", tolerance_nm=5)
+
+
+def test_spectral_record_keeps_every_option_as_json():
+    from lumaxlike import LuceyConstants, SpectralSettings
+
+    record = SpectralSettings(quantity="w").record()
+    assert record == {"quantity": "w", "tolerance": 0.01, "lucey": None}
+    lucey = SpectralSettings(quantity="r", lucey=LuceyConstants(fe_slope=10.0)).record()["lucey"]
+    assert lucey["fe_slope"] == 10.0 and lucey["fe_intercept"] == -7.565
+
+
+def test_spectral_flags_and_the_old_tolerance_in_nm(capsys):
+    """``--tolerance`` in um, as Python and the record have it (and as every other
+    wavelength flag); the old ``--tolerance-nm`` still taken, converted, hidden, warned of
+    with the value to give instead."""
+    from lumaxlike import SpectralSettings
+    from lumaxlike._cli.options import UsageError
+
+    assert SpectralSettings.from_arguments(spectral_command("--quantity", "w")) == (
+        SpectralSettings(quantity="w")
+    )
+    args = spectral_command("--quantity", "radf", "--tolerance", "0.005")
+    assert SpectralSettings.from_arguments(args) == SpectralSettings("radf", 0.005)
+    assert capsys.readouterr().err == ""
+    args = spectral_command("--quantity", "w", "--tolerance-nm", "5")
+    assert SpectralSettings.from_arguments(args).tolerance == 0.005  # um
+    assert "--tolerance-nm is deprecated; use --tolerance 0.005" in capsys.readouterr().err
+    # the old default, 10 nm, is the default to the bit (as the command divided by 1000)
+    args = spectral_command("--quantity", "w", "--tolerance-nm", "10")
+    assert SpectralSettings.from_arguments(args) == SpectralSettings(quantity="w")
+    with pytest.raises(UsageError, match="--tolerance-nm: expected a positive number"):
+        spectral_command("--quantity", "w", "--tolerance-nm", "-5")
+    with pytest.raises(UsageError, match="required: --quantity"):
+        spectral_command()
+    with pytest.raises(UsageError, match="argument --quantity: invalid choice: 'albedo'"):
+        spectral_command("--quantity", "albedo")
+    parameters = build_parser()._subparsers._group_actions[0].choices["parameters"]
+    shown = parameters.format_help()
+    assert "--tolerance UM" in shown and "--tolerance-nm" not in shown
+
+
+def test_spectral_keywords_and_settings_give_the_same_products_and_record(monkeypatch):
+    """By name, as ``settings=`` or split: the same maps, the same recorded call; a
+    conflict refused, naming the option."""
+    import numpy as np
+    import xarray as xr
+
+    from lumaxlike import LuceyConstants, SpectralSettings
+
+    x = np.array([0.415, 0.750, 0.950, 1.0])
+    spectra = np.array([[0.10, 0.12, 0.11, 0.13], [0.2, 0.21, 0.19, 0.22]])
+    lucey = LuceyConstants(fe_slope=10.0)
+    options = dict(quantity="normalized", tolerance=0.02, lucey=lucey)
+    routes = (options, {"settings": SpectralSettings(**options)})
+    routes += ({"settings": SpectralSettings("normalized", 0.02), "lucey": lucey},)
+    names = ["FeO", "OMAT"]
+    results = [lumaxlike.spectral_parameters(spectra, x, names, **route) for route in routes]
+    default = lumaxlike.spectral_parameters(spectra, x, names, quantity="normalized")
+    for result in results:
+        assert result.quantity == "normalized" and result.constants == {"lucey": lucey}
+        for name in names:
+            np.testing.assert_array_equal(result[name], results[0][name])
+    assert not np.array_equal(results[0]["FeO"], default["FeO"])  # lucey reached it
+    with pytest.raises(ValueError, match=r"tolerance is given as a keyword \(0.03\)"):
+        lumaxlike.spectral_parameters(spectra, x, names, settings=routes[1]["settings"],
+                                      tolerance=0.03)  # fmt: skip
+    data = xr.DataArray(spectra, dims=("y", "band"), coords={"wavelength": ("band", x)})
+    made = [data.hapke.spectral_parameters(names, **route) for route in routes]
+    for dataset in made:
+        assert dataset.attrs == made[0].attrs and "tolerance=0.02" in dataset.attrs["history"]
+        for name in names:
+            np.testing.assert_array_equal(dataset[name].values, results[0][name])
+    calls, stop = _stopped(monkeypatch, "lumaxlike._files.spectral", "run_on_cube")
+    for route in routes:
+        with pytest.raises(stop):
+            lumaxlike.spectral_parameters_file("c.tif", "o.tif", products=names, **route)
+    recorded = [kwargs["call"] for _, kwargs in calls]
+    assert recorded[0] == recorded[1] == recorded[2]
+    assert recorded[0] == {"products": names, **SpectralSettings(**options).record(), "units": None}

@@ -95,6 +95,7 @@ PUBLIC = {
     "SampleSettings",
     "UnmixSettings",
     "NormalizeSettings",
+    "SpectralSettings",
     "remove_thermal_file",
 }
 
@@ -164,7 +165,8 @@ def test_command_line_help_and_version_leave_heavy_dependencies_unloaded():
         from lumaxlike._cli import main
         for argv in (["--help"], ["--version"], ["invert", "--help"], ["normalize", "--help"],
                      ["fit", "--help"], ["sample", "--help"], ["unmix", "--help"],
-                     ["profile", "--help"], ["demo", "--help"]):
+                     ["parameters", "--help"], ["thermal", "--help"], ["profile", "--help"],
+                     ["demo", "--help"]):
             with contextlib.redirect_stdout(io.StringIO()) as printed:
                 code = main(argv)
             assert code == 0 and "usage" in printed.getvalue() or "lumaxlike " in printed.getvalue(), argv

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .._spectral.options import SpectralSettings
 from .operation import run_command
-from .options import OUT_HELP, add_parallel_options, add_run_options, name_list, positive_float
+from .options import OUT_HELP, add_parallel_options, add_run_options, name_list
 from .products import add_product_options
 
 __all__ = ["add_parser", "run"]
-
-QUANTITIES = ("w", "normalized", "r", "radf", "reff", "reflectance")
 
 DESCRIPTION = """\
 Named spectral products of a cube, per pixel, streamed by blocks of rows: the M3 team's
@@ -58,15 +57,8 @@ def add_parser(commands, formatter) -> None:
         help="comma-separated product names, e.g. BDI1000,FeO,OLINDEX3 (required; "
         "docs/spectral-parameters.md lists them)",
     )
-    parser.add_argument(
-        "--quantity",
-        choices=QUANTITIES,
-        required=True,
-        help="what the cube holds, recorded with the maps: w (single-scattering albedo, "
-        "from `lumaxlike invert`), normalized (reflectance at a standard geometry, from "
-        "`lumaxlike normalize` or an M3 L2 product), r, radf (I/F), reff, or reflectance "
-        "of a kind not said (required)",
-    )
+    # every option of `SpectralSettings` (lumaxlike._spectral.options) with a flag
+    SpectralSettings.add_arguments(parser)
     parser.add_argument(
         "--units",
         choices=("r", "radf", "reff", "radiance"),
@@ -74,13 +66,6 @@ def add_parser(commands, formatter) -> None:
         "tag; the values are not converted), or radiance, converted to I/F (then "
         "--quantity radf) (default: the quantity's own; for w, normalized and reflectance "
         "the values as given, a file tagged 1/sr read as r)",
-    )
-    parser.add_argument(
-        "--tolerance-nm",
-        type=positive_float,
-        default=10.0,
-        metavar="NM",
-        help="how far the band nearest a product's wavelength may lie from it [nm] (default 10)",
     )
     add_run_options(parser, chunk_help="rows per block (default: ~32 MB)", parallel=False)
     add_parallel_options(parser)
@@ -92,13 +77,13 @@ def run(args) -> int:
     """Run ``lumaxlike parameters`` on parsed ``args``; return its exit code."""
     from .._operations.spectral import SPECTRAL_PARAMETERS
 
+    settings = SpectralSettings.from_arguments(args)
     return run_command(
         SPECTRAL_PARAMETERS,
         args,
         args.cube,
-        described=f"{args.cube} ({args.quantity}) -> {args.out}, {', '.join(args.products)}",
+        described=f"{args.cube} ({settings.quantity}) -> {args.out}, {', '.join(args.products)}",
         products=args.products,
-        quantity=args.quantity,
         units=args.units,
-        tolerance=args.tolerance_nm / 1000.0,
+        settings=settings,
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._declared_options import refuse_unknown
+from .._declared_options import refuse_unknown, takes_options
 from .._operations.declaration import Operation
 from .._operations.spectral import (
     SPECTRAL_PARAMETERS,
@@ -28,9 +28,9 @@ from .._options import (
     front_end_options,
 )
 from .._run.progress import InversionSummary
-from .._spectral.lucey import LuceyConstants
-from .._spectral.products import QUANTITIES, check_names, prepare_products
-from .._spectral.wavelengths import DEFAULT_TOLERANCE, check_spectra
+from .._spectral.options import SpectralSettings
+from .._spectral.products import check_names, prepare_products
+from .._spectral.wavelengths import check_spectra
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .wavelengths import cube_wavelengths_um
 
@@ -45,18 +45,17 @@ _RUN_AND_PRODUCT = {
 }
 
 
+@takes_options(SpectralSettings)
 def spectral_parameters_file(
     cube_path,
     out_path,
     *,
     products: str | Sequence[str],
-    quantity: str,
     units: str | None = None,
-    lucey: LuceyConstants | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
     command=None,
     run: RunOptions | None = None,
     product: ProductOptions | None = None,
+    settings: SpectralSettings | None = None,
     **keywords,
 ) -> InversionSummary:
     """Named spectral products (`lumaxlike.spectral_parameters`) of a cube file, block by
@@ -77,23 +76,22 @@ def spectral_parameters_file(
             the first product's map there, each other's at ``OUT_<name>`` (netCDF/zarr:
             one ``(y, x)`` variable per product).
         products: names of `lumaxlike.SPECTRAL_PRODUCTS` (one name or a sequence).
-        quantity: what the cube holds, recorded: ``"w"`` (an `invert_file` output),
-            ``"normalized"``, ``"r"``, ``"radf"``, ``"reff"`` or ``"reflectance"``.
         units: how the file is read: None (default: the quantity's unit; for w,
             normalized and reflectance, r where the file tags its values 1/sr, else
             radf; values as given), ``"r"``, ``"radf"``, ``"reff"`` (checked against the
             file's unit tag and label) or ``"radiance"`` (converted to I/F:
             ``quantity="radf"``).
-        lucey: the constants of FeO, TiO2 and OMAT (default: Clementine's).
-        tolerance: how far [um] the band nearest a product's wavelength may lie from it.
         run: how the run is carried out, a `lumaxlike.RunOptions` (``chunk_rows``,
             ``overwrite``, ``progress``, ``workers``, ``scheduler``, ``resume``).
         product: how the product is read, a `lumaxlike.ProductOptions`
             (``solar_spectrum``, ``solar_distance``, ``wavelengths_from``,
             ``thermal_bands``).
         command: the command line to record; None records this Python call.
-        **keywords: the fields of ``run`` and ``product``, still taken as keywords with
-            a DeprecationWarning.
+        settings: the options as one `lumaxlike.SpectralSettings` (None: the keywords').
+        **keywords: the options of `lumaxlike.SpectralSettings` by name: ``quantity``
+            (required: what the cube holds, recorded; ``"w"`` for an `invert_file`
+            output), ``tolerance`` [um], ``lucey``. The fields of ``run`` and ``product``
+            are still taken as keywords, with a DeprecationWarning.
 
     Returns:
         `InversionSummary` (``verb`` "computed"; no status counts, ``status_of`` None;
@@ -105,22 +103,23 @@ def spectral_parameters_file(
         ValueError: a bad argument (named), an unknown product, or a product the cube's
             bands cannot give (named, with the wavelength at fault), before any output.
     """
+    settings = SpectralSettings.merged(settings, keywords)
     refuse_unknown("spectral_parameters_file", keywords, _RUN_AND_PRODUCT)
     names = check_names(products)
     run, product, options = front_end_options(
         run, product, SolverOptions("numba"), keywords, "spectral_parameters_file"
     )
-    read_as = _read_units(units, quantity, cube_path)
+    read_as = _read_units(units, settings.quantity, cube_path)
     inputs = CubeInputs(cube_path, out_path, read_as, product=product)
     return run_on_cube(
         SPECTRAL_PARAMETERS,
         inputs,
         run=run,
         solver=options,
-        plan=lambda setup: _plan(setup, names, quantity, lucey, tolerance),
+        plan=lambda setup: _plan(setup, names, settings),
         fields=list(names),
         layout=SPECTRAL_PARAMETERS.layout(names),
-        call=dict(products=list(names), quantity=quantity, units=units, tolerance=tolerance),
+        call=dict(products=list(names), **settings.record(), units=units),
         command=command,
         chunk_pixels=lambda bands: 2**62,
     )
@@ -129,8 +128,6 @@ def spectral_parameters_file(
 def _read_units(units, quantity, cube_path) -> str:
     """The units the cube is opened in (`ProductCube`): ``units`` when given (checked
     against ``quantity``), else `_implied_units`."""
-    if quantity not in QUANTITIES:
-        raise ValueError(f"quantity must be one of {list(QUANTITIES)}, got {quantity!r}")
     if units is None:
         return _implied_units(cube_path, quantity)
     if units not in (*_REFLECTANCE_UNITS, "radiance"):
@@ -177,7 +174,7 @@ def _implied_units(cube_path, quantity) -> str:
     return quantity if quantity in _REFLECTANCE_UNITS else "radf"
 
 
-def _prepared(setup, names, lucey=None, tolerance=DEFAULT_TOLERANCE):
+def _prepared(setup, names, settings: SpectralSettings):
     """The products checked against the opened cube's bands [um] and bad bands (refused
     by name before any work)."""
     info = setup.info
@@ -185,19 +182,19 @@ def _prepared(setup, names, lucey=None, tolerance=DEFAULT_TOLERANCE):
     _, wavelengths, good = check_spectra(
         np.zeros((1, info.bands)), wavelengths, np.asarray(setup.cube.bad_bands, bool)
     )
-    return prepare_products(names, wavelengths, good, lucey=lucey, tolerance=tolerance)
+    return prepare_products(names, wavelengths, good, settings)
 
 
-def _plan(setup, names, quantity, lucey, tolerance) -> BlockPlan:
+def _plan(setup, names, settings: SpectralSettings) -> BlockPlan:
     """The products checked against the cube's bands (refused by name before any work),
     the record of the run and what a resume must match."""
-    prepared = _prepared(setup, names, lucey, tolerance)
-    record = parameters_record(quantity, prepared, setup.info.bands)
+    prepared = _prepared(setup, names, settings)
+    record = parameters_record(settings, prepared, setup.info.bands)
     return BlockPlan(
         params=None,
         recorded_params=[],
         options=prepared,
-        record={"units": quantity},
+        record={"units": settings.quantity},
         amend={"spectral_settings": record},
         journal=record,
     )
@@ -214,11 +211,12 @@ def same_pass_plan(
     and what a resume must match. ``plan`` unchanged when ``names`` is empty."""
     if not names:
         return plan
-    prepared = _prepared(setup, names)
+    settings = SpectralSettings(quantity=quantity)
+    prepared = _prepared(setup, names, settings)
     dtype = setup.info.dtype if np.dtype(setup.info.dtype).kind == "f" else np.float64
     same = SamePass(operation.block_task, source, prepared, np.dtype(dtype))
     inner = plan.extra
-    record = {**parameters_record(quantity, prepared, setup.info.bands), "map": source}
+    record = {**parameters_record(settings, prepared, setup.info.bands), "map": source}
     return dataclasses.replace(
         plan,
         extra=lambda rows: {**({} if inner is None else inner(rows)), "same_pass": same},

@@ -16,7 +16,8 @@ import importlib
 import numpy as np
 
 from .._io.write.layout import FieldLayout
-from .._spectral.products import QUANTITIES, SPECTRAL_PRODUCTS, PreparedProducts
+from .._spectral.options import SpectralSettings
+from .._spectral.products import SPECTRAL_PRODUCTS, PreparedProducts
 from .._spectral.products import spectral_parameters_block as products_block
 from .declaration import Operation
 
@@ -84,13 +85,11 @@ def parameters_block(values, params, options: PreparedProducts) -> dict[str, np.
     return {name: value[..., None] for name, value in maps.items()}
 
 
-def parameters_record(quantity: str, prepared: PreparedProducts, bands: int) -> dict:
+def parameters_record(settings: SpectralSettings, prepared: PreparedProducts, bands: int) -> dict:
     """What a run made (`Provenance.spectral_settings`): the quantity the cube holds, the
     products, the band centres [um] each read, the constants and the tolerance [um]."""
-    if quantity not in QUANTITIES:
-        raise ValueError(f"quantity must be one of {list(QUANTITIES)}, got {quantity!r}")
     return {
-        "quantity": quantity,
+        "quantity": settings.quantity,
         "products": list(prepared.names),
         "wavelengths": {name: list(used) for name, used in prepared.used.items()},
         "constants": {

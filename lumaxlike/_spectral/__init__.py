@@ -4,6 +4,9 @@ arrays ``(..., bands)``.
 
 By feature:
 
+* :mod:`.options`: `SpectralSettings`, the options of `spectral_parameters` declared once
+  (and what spectra can hold, `QUANTITIES`), importing nothing heavy; :mod:`.defaults`:
+  the default tolerance it shares with the kernels;
 * :mod:`.wavelengths`: the checks of a spectral axis and its bad bands, the band nearest
   a wavelength and its kernel (median over neighbouring bands), refused by name when
   missing;

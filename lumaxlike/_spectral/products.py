@@ -12,11 +12,14 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 from jaxtyping import Float
 
+from .._declared_options import refuse_unknown, takes_options
 from .crism import CRISM_PRODUCTS
 from .declarations import ProductInputs, SpectralProduct, bands_read, check_product
+from .defaults import DEFAULT_TOLERANCE
 from .lucey import LUCEY_PRODUCTS, LuceyConstants
 from .m3 import M3_PRODUCTS
-from .wavelengths import DEFAULT_TOLERANCE, check_spectra
+from .options import QUANTITIES, SpectralSettings
+from .wavelengths import check_spectra
 
 __all__ = [
     "QUANTITIES",
@@ -33,19 +36,6 @@ SPECTRAL_PRODUCTS: Mapping[str, SpectralProduct] = types.MappingProxyType(
     {p.name: p for p in (*M3_PRODUCTS, *LUCEY_PRODUCTS, *CRISM_PRODUCTS)}
 )
 """Every named product, ``{name: SpectralProduct}``, in the order M3, Lucey, CRISM."""
-
-QUANTITIES = types.MappingProxyType(
-    {
-        "w": "single-scattering albedo w (lumaxlike.invert)",
-        "normalized": "reflectance at a standard geometry (lumaxlike.normalize)",
-        "r": "bidirectional reflectance r [1/sr]",
-        "radf": "radiance factor RADF (I/F)",
-        "reff": "reflectance factor REFF",
-        "reflectance": "reflectance, of a kind not said",
-    }
-)
-"""What spectra can hold, as `spectral_parameters` records it: a band depth of w and one
-of I/F are different quantities."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,16 +98,12 @@ def check_names(products) -> tuple[str, ...]:
     return names
 
 
-def prepare_products(products, wavelengths, good, *, lucey=None, tolerance=DEFAULT_TOLERANCE):
-    """`products` (names) checked against the (checked) spectral axis, every refusal by
-    product name (ValueError)."""
+def prepare_products(products, wavelengths, good, settings: SpectralSettings) -> PreparedProducts:
+    """`products` (names) checked against the (checked) spectral axis with ``settings``'
+    tolerance and constants, every refusal by product name (ValueError)."""
     names = check_names(products)
-    if not (isinstance(tolerance, (int, float)) and tolerance > 0):
-        raise ValueError(f"tolerance must be a positive number [um], got {tolerance!r}")
-    if lucey is None:
-        lucey = LuceyConstants()
-    if not isinstance(lucey, LuceyConstants):
-        raise ValueError(f"lucey must be a LuceyConstants, got {type(lucey).__name__}")
+    tolerance = settings.tolerance
+    lucey = LuceyConstants() if settings.lucey is None else settings.lucey
     located, used, read = {}, {}, {}
     for name in names:
         product = SPECTRAL_PRODUCTS[name]
@@ -177,57 +163,59 @@ def spectral_parameters_block(spectra, prepared: PreparedProducts) -> dict[str, 
     return maps
 
 
+@takes_options(SpectralSettings)
 def spectral_parameters(
     spectra: Float[np.ndarray, "*pixels bands"],  # noqa: F722 (jaxtyping shape)
     wavelengths: Float[np.ndarray, " bands"],  # noqa: F722 (jaxtyping shape)
     products: str | Sequence[str],
     *,
-    quantity: str,
     bad_bands=None,
-    lucey: LuceyConstants | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
+    settings: SpectralSettings | None = None,
+    **options,
 ) -> SpectralParameters:
     """Named spectral products (M3, Lucey, CRISM) per pixel.
 
     Each product follows its published definition (`SPECTRAL_PRODUCTS[name]`: bands,
     kernels, continuum anchors, citation; the docs page "Spectral parameters" lists
-    them). A product reads the band nearest each of its wavelengths, within `tolerance`,
-    as the median over its kernel of neighbouring bands; a product whose band is not
-    covered, or whose band or kernel neighbour is bad, is refused by name: nothing is
-    extrapolated. Where a pixel's band is NaN its product is NaN; so it is where a band
-    the product reads is <= 0 (ratios and band depths of a non-positive quantity mean
-    nothing), and TiO2 is NaN below the origin of Lucey's relation. A band centre
-    (``BAND1_CENTER``, ``BAND2_CENTER``) is NaN where there is no band (`BandParameters`).
+    them). A product reads the band nearest each of its wavelengths, within
+    ``tolerance``, as the median over its kernel of neighbouring bands; a product whose
+    band is not covered, or whose band or kernel neighbour is bad, is refused by name:
+    nothing is extrapolated. Where a pixel's band is NaN its product is NaN; so it is
+    where a band the product reads is <= 0 (ratios and band depths of a non-positive
+    quantity mean nothing), and TiO2 is NaN below the origin of Lucey's relation. A band
+    centre (``BAND1_CENTER``, ``BAND2_CENTER``) is NaN where there is no band
+    (`BandParameters`).
 
     Args:
-        spectra: (..., bands) the quantity named by `quantity`.
+        spectra: (..., bands) the quantity named by ``quantity``.
         wavelengths: (bands,) band centres [um], increasing.
         products: names of `SPECTRAL_PRODUCTS` (one name or a sequence).
-        quantity: what `spectra` holds, recorded with the result: ``"w"`` (from
-            `invert`), ``"normalized"`` (from `normalize`), ``"r"``, ``"radf"``,
-            ``"reff"`` or ``"reflectance"``. Lucey's constants were fitted to
-            Clementine's reflectance at 30 deg incidence and 0 deg emission: on w or on
-            another geometry FeO, TiO2 and OMAT need their own constants (`lucey`).
         bad_bands: None, a (bands,) bool mask (True: bad) or band indices.
-        lucey: the constants of FeO, TiO2 and OMAT (default: Clementine's).
-        tolerance: how far [um] the band nearest a product's wavelength may lie from it.
+        settings: the options as one `lumaxlike.SpectralSettings` (None: the keywords').
+        **options: the options of `lumaxlike.SpectralSettings` by name: ``quantity``
+            (required: what ``spectra`` holds, ``"w"`` from `invert`, ``"normalized"``
+            from `normalize`, ``"r"``, ``"radf"``, ``"reff"`` or ``"reflectance"``;
+            recorded with the result), ``tolerance`` [um] and ``lucey`` (FeO, TiO2 and
+            OMAT's constants: Clementine's, at 30 deg incidence and 0 deg emission, by
+            default).
 
     Returns:
         `SpectralParameters`: ``{name: (...) map}`` (float32 for float32 spectra, else
         float64) with the quantity, the wavelengths each product read and the constants.
 
     Raises:
-        ValueError: a bad argument, an unknown product, or a product the bands cannot
-            give (named, with the wavelength at fault).
+        ValueError: a bad argument or option (named), an unknown product, or a product the
+            bands cannot give (named, with the wavelength at fault).
+        TypeError: a keyword that is none of these.
     """
-    if quantity not in QUANTITIES:
-        raise ValueError(f"quantity must be one of {list(QUANTITIES)}, got {quantity!r}")
+    settings = SpectralSettings.merged(settings, options)
+    refuse_unknown("spectral_parameters", options)
     spectra, wavelengths, good = check_spectra(spectra, wavelengths, bad_bands)
-    prepared = prepare_products(products, wavelengths, good, lucey=lucey, tolerance=tolerance)
+    prepared = prepare_products(products, wavelengths, good, settings)
     maps = spectral_parameters_block(spectra, prepared)
     return SpectralParameters(
         maps=types.MappingProxyType(maps),
-        quantity=quantity,
+        quantity=settings.quantity,
         wavelengths=types.MappingProxyType(dict(prepared.used)),
         products=types.MappingProxyType({n: SPECTRAL_PRODUCTS[n] for n in prepared.names}),
         constants=types.MappingProxyType(dict(prepared.constants)),

@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 
 from .._validation import WAVELENGTH_RTOL, wavelengths_um
+from .defaults import DEFAULT_TOLERANCE
 
 __all__ = [
     "DEFAULT_TOLERANCE",
@@ -23,11 +24,6 @@ __all__ = [
     "kernel_value",
     "locate",
 ]
-
-DEFAULT_TOLERANCE = 0.01
-"""How far [um] the band nearest a product's wavelength may lie from it: 10 nm, half of
-M3's 20 nm spacing near 1 um (its band centres lie within ~2 nm of the pipeline's
-wavelengths), and ~1.5 of CRISM's 6.55 nm channels."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,16 +13,13 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from .._declared_options import refuse_unknown, takes_options
 from .._io.missions.product_dataarray import bad_bands_of
 from .._io.read.spectral_metadata import WAVELENGTH_UNITS_UM
 from .._provenance import python_call
-from .._spectral.products import (
-    QUANTITIES,
-    SPECTRAL_PRODUCTS,
-    prepare_products,
-    spectral_parameters_block,
-)
-from .._spectral.wavelengths import DEFAULT_TOLERANCE, check_spectra, good_mask
+from .._spectral.options import QUANTITIES, SpectralSettings
+from .._spectral.products import SPECTRAL_PRODUCTS, prepare_products, spectral_parameters_block
+from .._spectral.wavelengths import check_spectra, good_mask
 from .chunks import spectral_dim_of
 
 __all__ = ["spectral_parameters_dataarray"]
@@ -63,16 +60,16 @@ def _bad_mask(spectra: xr.DataArray, bad_bands, n_bands: int) -> np.ndarray:
     return ~good
 
 
+@takes_options(SpectralSettings)
 def spectral_parameters_dataarray(
     spectra: xr.DataArray,
     products: str | Sequence[str],
     *,
-    quantity: str,
     wavelengths=None,
     spectral_dim: str | None = None,
     bad_bands=None,
-    lucey=None,
-    tolerance: float = DEFAULT_TOLERANCE,
+    settings: SpectralSettings | None = None,
+    **options,
 ) -> xr.Dataset:
     """Named spectral products of a DataArray of spectra, one variable each, by chunks:
     `lumaxlike.spectral_parameters` through ``xarray.apply_ufunc``: lazy, one dask task
@@ -80,17 +77,17 @@ def spectral_parameters_dataarray(
     not depend on the chunks.
 
     Args:
-        spectra: the quantity named by `quantity` (w, normalised reflectance,
+        spectra: the quantity named by ``quantity`` (w, normalised reflectance,
             reflectance) with one spectral dim (``band``, ``wavelength`` or `spectral_dim`).
         products: names of `lumaxlike.SPECTRAL_PRODUCTS`.
-        quantity: what `spectra` holds (see `lumaxlike.spectral_parameters`).
         wavelengths: (bands,) band centres [um]; None: the spectral dim's ``wavelength``
             coordinate (nm or um by its ``units`` attr; um without one).
         spectral_dim: the spectral dim's name, when not ``band`` or ``wavelength``.
         bad_bands: None, a (bands,) bool mask or band indices; the bands `spectra`'s
             attrs mark bad (`lumaxlike.open_product`) are bad too.
-        lucey: `lumaxlike.LuceyConstants` for FeO, TiO2 and OMAT (default: Clementine's).
-        tolerance: how far [um] the band nearest a product's wavelength may lie from it.
+        settings: the options as one `lumaxlike.SpectralSettings` (None: the keywords').
+        **options: the options of `lumaxlike.SpectralSettings` by name: ``quantity``
+            (required: what ``spectra`` holds), ``tolerance`` [um], ``lucey``.
 
     Returns:
         Dataset with one variable per product on `spectra`'s other dims (chunked as
@@ -99,13 +96,14 @@ def spectral_parameters_dataarray(
 
     Raises:
         ValueError: as `lumaxlike.spectral_parameters`, naming the argument or product.
+        TypeError: a keyword that is none of these.
     """
     from .. import __version__
 
+    settings = SpectralSettings.merged(settings, options)
+    refuse_unknown("spectral_parameters_dataarray", options)
     if not isinstance(spectra, xr.DataArray):
         raise ValueError(f"spectra must be an xarray.DataArray, got {type(spectra).__name__}")
-    if quantity not in QUANTITIES:
-        raise ValueError(f"quantity must be one of {list(QUANTITIES)}, got {quantity!r}")
     spec = spectral_dim_of(spectra, spectral_dim)
     bands = spectra.sizes[spec]
     _, axis, good = check_spectra(
@@ -113,7 +111,7 @@ def spectral_parameters_dataarray(
         _wavelengths_um(spectra, spec, wavelengths),
         _bad_mask(spectra, bad_bands, bands),
     )
-    prepared = prepare_products(products, axis, good, lucey=lucey, tolerance=tolerance)
+    prepared = prepare_products(products, axis, good, settings)
     if spectra.chunks is not None and len(spectra.chunksizes[spec]) > 1:
         spectra = spectra.chunk({spec: -1})
     dtype = np.result_type(spectra.dtype, np.float32)
@@ -146,18 +144,18 @@ def spectral_parameters_dataarray(
         "spectral_parameters_dataarray",
         spectra,
         list(names),
-        quantity=quantity,
         wavelengths=wavelengths,
         spectral_dim=spectral_dim,
         bad_bands=bad_bands,
-        tolerance=tolerance,
+        **settings.record(),
     )
     history = spectra.attrs.get("history")
     attrs = {
-        "spectral_quantity": quantity,
-        "spectral_quantity_description": QUANTITIES[quantity],
+        "spectral_quantity": settings.quantity,
+        "spectral_quantity_description": QUANTITIES[settings.quantity],
         "spectral_constants": json.dumps(
-            {k: dataclasses.asdict(v) for k, v in prepared.constants.items()}, sort_keys=True
+            {k: dataclasses.asdict(v) for k, v in prepared.constants.items()},  # type: ignore[call-overload]  # (LuceyConstants)
+            sort_keys=True,
         ),
         "lumaxlike_version": __version__,
         "history": f"{history}\n{call}" if history else call,
