@@ -110,6 +110,8 @@ class _LMState(NamedTuple):
     iterations: Any
     # the subproblem's per-problem state at y (`Subproblem.carried`; None by default)
     carried: Any = None
+    # batch bool: not yet evaluated at y (`options["unevaluated"]`), or None: all were
+    fresh: Any = None
 
 
 class _RulesState(NamedTuple):
@@ -267,7 +269,10 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
     that solve (its problems' steps are the same as in one longer solve);
     `options["carried"]` is the `subproblem`'s per-problem state at `y` to start from
     (`Subproblem.carried`; default None); `options["evaluated"]`, (residuals, J^T J,
-    J^T f) at `y`, spares init their evaluation; `options["max_iterations"]`, an int
+    J^T f) at `y`, spares init their evaluation; `options["unevaluated"]` True (with a
+    `jacobian`) defers it: every problem's first step evaluates it at `y` and takes
+    no step (its iterations do not count it), so that the program that makes the
+    start holds no copy of the residual function (`fit`'s setup); `options["max_iterations"]`, an int
     that may be traced (optimistix's `max_steps` is a Python int: a program for each
     value), ends the solve once every problem has converged or taken that many
     iterations (its state's count; where all start at 0, after that many steps, as
@@ -368,6 +373,8 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             return self._init_one_parameter(y, args, options)
         if self.rules is not None:
             return self._init_rules(y, args, options)
+        if (options or {}).get("unevaluated"):
+            return self._init_unevaluated(y, options, f_struct)
         evaluated = (options or {}).get("evaluated")
         if evaluated is None:
             point, evaluated = _evaluated_at(fn, y, args, self.jacobian, self.normal_equations)
@@ -414,10 +421,10 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             newton=False,
         )
         solvable = damped.solvable
-        predicted = self.linear_decrease(damped.point - y, state.jtj, state.jtf)
-        trial, evaluated = _evaluated_at(
-            fn, damped.point, args, self.jacobian, self.normal_equations
-        )
+        starting = jnp.zeros_like(done) if state.fresh is None else state.fresh & moving
+        point = jnp.where(starting[..., None], y, damped.point)  # fresh: evaluated at y
+        predicted = self.linear_decrease(point - y, state.jtj, state.jtf)
+        trial, evaluated = _evaluated_at(fn, point, args, self.jacobian, self.normal_equations)
         residual_trial, jtj_trial, jtf_trial = evaluated
         cost_trial = self.cost_function(residual_trial)
         newton = self.subproblem(
@@ -450,7 +457,11 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             newton_decrease,
             cost_trial,
         )
+        # a fresh problem takes its evaluation at y, as `init` would have, and no step
+        accept = accept | starting
+        converged = jnp.where(starting, _all_zero(residual_trial, done.ndim), converged)
         keep = done | ~accept  # problems whose point does not move
+        done = done | starting  # damping, growth and iterations unchanged
         new_state = _LMState(
             residual=(
                 _keep_where(keep, state.residual, residual_trial) if self.keep_residuals else None
@@ -462,9 +473,34 @@ class ElementwiseLevenbergMarquardt(optx.AbstractLeastSquaresSolver):
             growth=jnp.where(done, state.growth, growth),
             converged=state.converged | converged,
             iterations=state.iterations + jnp.where(done, 0, 1).astype(jnp.int32),
-            carried=_keep_where(keep, state.carried, damped.carried),
+            carried=_keep_where(keep | starting, state.carried, damped.carried),
+            fresh=None if state.fresh is None else state.fresh & ~moving,
         )
         return jnp.where(keep[..., None], y, trial), new_state, None
+
+    def _init_unevaluated(self, y, options, f_struct):
+        """The state of problems not yet evaluated at y (`options["unevaluated"]`): each
+        one's first step evaluates it there (no step: `init`'s evaluation, in the
+        step's program), so that the program that makes the start holds no copy of the
+        residual function and its Jacobian (`fit`'s setup: half its compile)."""
+        if self.jacobian is None or self.normal_equations is not None:
+            raise ValueError(
+                'options["unevaluated"] needs a `jacobian` (and no `normal_equations`)'
+            )
+        batch, p = y.shape[:-1], y.shape[-1]
+        frozen = options.get("frozen", jnp.zeros(batch, bool))
+        return _LMState(
+            residual=jnp.zeros(f_struct.shape, f_struct.dtype) if self.keep_residuals else None,
+            cost=jnp.zeros(batch, y.dtype),
+            jtj=jnp.zeros(batch + (p, p), y.dtype),
+            jtf=jnp.zeros(batch + (p,), y.dtype),
+            damping=jnp.full(batch, self.start_damping, y.dtype),
+            growth=jnp.full(batch, 2.0, y.dtype),
+            converged=frozen,
+            iterations=jnp.zeros(batch, jnp.int32),
+            carried=options.get("carried"),
+            fresh=~frozen,
+        )
 
     def _newton_tests(self, newton, jtj, jtf, cost):
         """The undamped subproblem's solution at the trial point, whose normal equations

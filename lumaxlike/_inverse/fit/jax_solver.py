@@ -109,13 +109,14 @@ def _fit_setup(
     inside = jnp.broadcast_to((lower + jnp.minimum(upper, lower + 1.0)) / 2.0, start.shape)
     start = jnp.where(active[..., None], start, inside)
     solver = _fit_solver(0.0, lower, upper, free_index, key)  # init uses neither tol nor bounds
-    residuals = partial(_fit_residuals, free_index=free_index, key=key)
+    # unevaluated: each problem's first step evaluates it at its start, in the round's
+    # program (this one then holds no copy of the model's derivative program)
     state = solver.init(
-        lambda y, args: (residuals(y, args), None),  # (f, aux), as optimistix calls it
+        None,
         start,
         (*inputs, unit),
-        {"frozen": ~active},
-        None,
+        {"frozen": ~active, "unevaluated": True},
+        jax.ShapeDtypeStruct(inputs[1].shape, refl.dtype),
         None,
         None,
     )
@@ -329,6 +330,7 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, slots, tail, n_prob
         return _scatter(results, batch, origin)
 
     on_cpu = jax.devices()[0].platform == "cpu"
+    steps_needed = max_iter + 1  # a problem's first step evaluates it at its start
     if schedule == "refill":
         default_slots, default_tail, steps = default_sizes(on_cpu)
         if slots is None:
@@ -346,7 +348,7 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, slots, tail, n_prob
             progress_of=lambda batch: jax.device_get(_progress(batch)),
             gather=_gather,
             rounds=lambda *loop: _refill_rounds(loop, **fixed),
-            run_tail=lambda batch: run_round(batch, max_iter, limit)[:2],
+            run_tail=lambda batch: run_round(batch, steps_needed, limit)[:2],
             scatter=scatter,
             n_problems=n_problems,
             slots=slots,
@@ -360,7 +362,7 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, slots, tail, n_prob
         gather=_gather,
         scatter=scatter,
         n_problems=n_problems,
-        max_steps=max_iter,
+        max_steps=steps_needed,
         compact=schedule == "compact",
         sizes=sizes,
         bucket_base=BUCKET_BASE if on_cpu else ACCELERATOR_BUCKET_BASE,
