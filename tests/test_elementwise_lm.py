@@ -292,3 +292,57 @@ def test_max_iterations_stops_each_problem_at_its_own_count():
     np.testing.assert_array_equal(resumed.state.iterations, np.full(24, 3))
     expected = jnp.where(late[:, None], after_5.value, after_3.value)
     np.testing.assert_array_equal(resumed.value, expected)
+
+
+def test_an_unevaluated_start_is_evaluated_by_the_first_step():
+    """options["unevaluated"]: init evaluates nothing; each problem's first step
+    evaluates it at its start and takes no step, so one more step gives the evaluated
+    start's solve: the same iterations and (but for rounding) values; a problem whose
+    residuals are all 0 at its start is converged after that step, with 0 iterations,
+    as init marks it; a problem frozen is never evaluated."""
+    rng = np.random.default_rng(5)
+    truth = np.stack([rng.uniform(0.5, 2.0, 12), rng.uniform(0.2, 1.5, 12)], axis=-1)
+    data = residuals(jnp.asarray(truth), 0.0) + rng.normal(0.0, 0.02, (12, TIMES.size))
+    start = jnp.broadcast_to(jnp.asarray([1.0, 0.8]), truth.shape)
+    data = data.at[0].set(residuals(start[:1], 0.0)[0])  # problem 0 fits at its start
+    solver = lumaxlike.ElementwiseLevenbergMarquardt(
+        tol=1e-10,
+        lower=jnp.asarray([0.0, 0.0]),
+        upper=jnp.asarray([10.0, 10.0]),
+        jacobian=residuals_and_columns,
+    )
+    frozen = jnp.arange(12) == 11
+    evaluated = optx.least_squares(
+        residuals,
+        solver,
+        start,
+        args=data,
+        options={"frozen": frozen},
+        max_steps=40,
+        throw=False,
+    )
+    deferred = optx.least_squares(
+        residuals,
+        solver,
+        start,
+        args=data,
+        options={"frozen": frozen, "unevaluated": True},
+        max_steps=41,
+        throw=False,
+    )
+    np.testing.assert_array_equal(deferred.state.iterations, evaluated.state.iterations)
+    np.testing.assert_allclose(deferred.value, evaluated.value, rtol=1e-13)
+    assert int(deferred.state.iterations[0]) == 0 and bool(deferred.state.converged[0])
+    assert bool(jnp.all(deferred.state.converged[:11]))
+    assert not bool(jnp.any(deferred.state.fresh))
+    assert float(deferred.state.cost[11]) == 0.0 < float(evaluated.state.cost[11])
+    with pytest.raises(ValueError, match="unevaluated"):  # it needs the jacobian
+        optx.least_squares(
+            residuals,
+            lumaxlike.ElementwiseLevenbergMarquardt(tol=1e-10, lower=0.0, upper=10.0),
+            start,
+            args=data,
+            options={"unevaluated": True},
+            max_steps=2,
+            throw=False,
+        )
