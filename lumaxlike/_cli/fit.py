@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .inputs import INPUT_UNITS, UNITS_HELP, add_stack_inputs
 from .model import model_from_options, same_params
 from .operation import run_command
 from .options import (
@@ -12,18 +13,12 @@ from .options import (
     PRIOR_HELP,
     SOLVER_NOTE,
     add_run_options,
-    add_stack_inputs,
     add_stack_selection,
     positive_float,
     prior_dict,
 )
 from .options import prior_option as _prior
-from .products import (
-    INPUT_UNITS,
-    UNITS_HELP,
-    add_product_options,
-    cube_bands,
-)
+from .products import add_product_options, cube_bands
 
 __all__ = ["add_parser", "run"]
 

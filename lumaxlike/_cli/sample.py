@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from .inputs import add_stack_inputs
 from .model import model_from_options, same_params
 from .operation import run_command
 from .options import (
     PRIOR_HELP,
     add_run_options,
-    add_stack_inputs,
     add_stack_selection,
     prior_dict,
     prior_option,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +23,7 @@ __all__ = [
     "BLOCK_TARGET_BYTES",
     "FLAT_NORMAL",
     "BlockSetup",
+    "FromBands",
     "block_rows",
     "block_setup",
     "cube_block_reader",
@@ -49,6 +51,20 @@ def default_chunk_rows(info: CubeInfo) -> int:
 def block_rows(chunk_rows, info: CubeInfo) -> int:
     """The rows of a block: ``chunk_rows`` when given, else `default_chunk_rows`."""
     return int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
+
+
+@dataclass(frozen=True)
+class FromBands:
+    """A file front end's argument made once its cube is open, from the number of bands
+    read (bad bands counted, as a run that marks them reads them:
+    `ProductCube.marked_bands`): the command line's models, one per band, so that a
+    command opens its cube once (`BlockSetup.made`).
+
+    Attributes:
+        make: ``make(bands) -> value``, e.g. the ``params`` of `lumaxlike.invert_file`.
+    """
+
+    make: Callable[[int], Any]
 
 
 @dataclass(frozen=True)
@@ -81,6 +97,10 @@ class BlockSetup:
         """The cube's grid, bands and data type (the bands run, bad ones left out where
         the product was opened with ``bad_bands="exclude"``)."""
         return self.opened.cube.info
+
+    def made(self, value):
+        """``value``, or what a `FromBands` makes of this cube's bands."""
+        return value.make(self.cube.marked_bands) if isinstance(value, FromBands) else value
 
     def provenance(self, geometry_reader, **settings) -> Provenance:
         """The run's record (`make_provenance`): this cube, its geometry (as recorded), the
