@@ -1,7 +1,10 @@
 """Shared test helpers: the solvers every inversion test runs over, random geometries, and
 the recovery check every model configuration must pass."""
 
+import contextlib
+
 import numpy as np
+import pytest
 
 import lumaxlike
 from lumaxlike.testing import default_params, random_geometry
@@ -13,6 +16,7 @@ __all__ = [
     "random_geometry",
     "assert_both_solvers_recover_w",
     "assert_reproduces_invert",
+    "counting_raster_opens",
 ]
 
 SOLVERS = ("jax", "numba")
@@ -109,3 +113,21 @@ def write_angle_stack(folder, w, params, n_cubes, rng, alter=None):
         *(np.stack([g[j] for g in geometry], axis=-2) for j in range(3)),
     )
     return cubes, obs, arrays
+
+
+@contextlib.contextmanager
+def counting_raster_opens():
+    """Inside the context, every source `rasterio.open` is given (as ``str``), appended to
+    the list yielded (a spy on the opens: the reads of `lumaxlike` open rasters there)."""
+    import rasterio
+
+    opened: list[str] = []
+    real_open = rasterio.open
+
+    def spy(source, *args, **kwargs):
+        opened.append(str(source))
+        return real_open(source, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rasterio, "open", spy)
+        yield opened

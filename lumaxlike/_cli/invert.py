@@ -102,7 +102,7 @@ def _add_solver_options(invert) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike invert`` on parsed ``args``; return its exit code."""
-    from .._files.blocks import FromBands
+    from .._files.arguments import FromBands
     from .._inverse.options import InvertSettings
     from .._operations.invert import INVERT
 

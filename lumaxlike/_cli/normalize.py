@@ -92,7 +92,7 @@ def add_parser(commands, invert, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike normalize`` on parsed ``args``; return its exit code."""
-    from .._files.blocks import FromBands
+    from .._files.arguments import FromBands
     from .._normalize.options import NormalizeSettings
     from .._operations.normalize import NORMALIZE
 

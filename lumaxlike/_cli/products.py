@@ -159,20 +159,6 @@ def is_normalised(path) -> bool:
     return kind is not None and kind.standard_geometry is not None
 
 
-def cube_bands(path, units, args) -> int:
-    """Bands a file run reads from the cube (thermal bands left out when excluded)."""
-    from .._io.missions.product_cube import ProductCube
-
-    with ProductCube(
-        path,
-        units,
-        thermal_bands=getattr(args, "thermal_bands", None) or "keep",
-        check_values=False,
-        convert=False,
-    ) as cube:
-        return cube.info.bands
-
-
 def finish(command: str, summary) -> int:
     """Exit code of a completed file run: 1, with one line on stderr saying why, when no
     problem converged, or (a run without status maps: ``parameters``) no value was

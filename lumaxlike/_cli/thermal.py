@@ -83,7 +83,7 @@ def add_parser(commands, invert, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike thermal`` on parsed ``args``; return its exit code."""
-    from .._files.blocks import FromBands
+    from .._files.arguments import FromBands
     from .._operations.thermal import THERMAL
 
     options = ThermalSettings.from_arguments(args)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -17,13 +16,13 @@ from .._io.read.raster import CubeInfo
 from .._io.read.units import to_bidirectional_reflectance, uncertainty_to_r
 from .._options import ProductOptions, SolverOptions
 from .._provenance import Provenance, make_provenance
+from .arguments import made
 from .products import OpenedProduct, open_product
 
 __all__ = [
     "BLOCK_TARGET_BYTES",
     "FLAT_NORMAL",
     "BlockSetup",
-    "FromBands",
     "block_rows",
     "block_setup",
     "cube_block_reader",
@@ -51,20 +50,6 @@ def default_chunk_rows(info: CubeInfo) -> int:
 def block_rows(chunk_rows, info: CubeInfo) -> int:
     """The rows of a block: ``chunk_rows`` when given, else `default_chunk_rows`."""
     return int(chunk_rows) if chunk_rows is not None else default_chunk_rows(info)
-
-
-@dataclass(frozen=True)
-class FromBands:
-    """A file front end's argument made once its cube is open, from the number of bands
-    read (bad bands counted, as a run that marks them reads them:
-    `ProductCube.marked_bands`): the command line's models, one per band, so that a
-    command opens its cube once (`BlockSetup.made`).
-
-    Attributes:
-        make: ``make(bands) -> value``, e.g. the ``params`` of `lumaxlike.invert_file`.
-    """
-
-    make: Callable[[int], Any]
 
 
 @dataclass(frozen=True)
@@ -99,8 +84,9 @@ class BlockSetup:
         return self.opened.cube.info
 
     def made(self, value):
-        """``value``, or what a `FromBands` makes of this cube's bands."""
-        return value.make(self.cube.marked_bands) if isinstance(value, FromBands) else value
+        """``value``, or what a `FromBands` makes of this cube's bands (bad bands
+        counted, as a run that marks them reads them: `ProductCube.marked_bands`)."""
+        return made(value, self.cube.marked_bands)
 
     def provenance(self, geometry_reader, **settings) -> Provenance:
         """The run's record (`make_provenance`): this cube, its geometry (as recorded), the

@@ -337,7 +337,7 @@ def _fit_options(request: _FitRequest, options, chunk_size: int, bad_bands) -> d
 
 def _blocks(request: _FitRequest, opened: OpenedStack, bad_bands, fit_options, run) -> BlockSource:
     """A per-band or joint fit's blocks: the stacked cubes read, `fit_block` on each."""
-    params = request.params
+    params = opened.params
     return BlockSource(
         read=lambda rows: (opened.read(rows) + (params, fit_options), {}),
         pool_factory=lambda: BlockPool(run.workers, run.scheduler, function=FIT.block()),
@@ -378,7 +378,7 @@ def _regional_blocks(
 
         try:
             with BlockPool(run.workers, run.scheduler, function=fit_gathered_group) as pool:
-                fit_region_groups(plan, store, gather, pool, request.params, fit_options, done)
+                fit_region_groups(plan, store, gather, pool, opened.params, fit_options, done)
         finally:
             bar.close()
 
