@@ -1,10 +1,7 @@
 """Shared test helpers: the solvers every inversion test runs over, random geometries, and
 the recovery check every model configuration must pass."""
 
-import contextlib
-
 import numpy as np
-import pytest
 
 import lumaxlike
 from lumaxlike.testing import default_params, random_geometry
@@ -16,7 +13,7 @@ __all__ = [
     "random_geometry",
     "assert_both_solvers_recover_w",
     "assert_reproduces_invert",
-    "counting_raster_opens",
+    "count_raster_opens",
 ]
 
 SOLVERS = ("jax", "numba")
@@ -115,10 +112,10 @@ def write_angle_stack(folder, w, params, n_cubes, rng, alter=None):
     return cubes, obs, arrays
 
 
-@contextlib.contextmanager
-def counting_raster_opens():
-    """Inside the context, every source `rasterio.open` is given (as ``str``), appended to
-    the list yielded (a spy on the opens: the reads of `lumaxlike` open rasters there)."""
+def count_raster_opens(monkeypatch) -> list[str]:
+    """Spy on `rasterio.open` through ``monkeypatch`` (undone with it): the list returned
+    gets every source opened from then on, as ``str`` (lumaxlike's reads open rasters
+    there)."""
     import rasterio
 
     opened: list[str] = []
@@ -128,6 +125,5 @@ def counting_raster_opens():
         opened.append(str(source))
         return real_open(source, *args, **kwargs)
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(rasterio, "open", spy)
-        yield opened
+    monkeypatch.setattr(rasterio, "open", spy)
+    return opened

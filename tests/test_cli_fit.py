@@ -14,7 +14,7 @@ import lumaxlike
 from lumaxlike import Status
 from lumaxlike._cli import main
 
-from .helpers import counting_raster_opens, write_angle_stack
+from .helpers import count_raster_opens, write_angle_stack
 from .test_io import WAVELENGTHS, temporary_leftovers, write_raster
 
 TRUTH = lumaxlike.HapkeParams(b=0.25, c=0.5)
@@ -42,32 +42,32 @@ def read_map(path):
         return np.moveaxis(src.read(), 0, -1), src.tags()
 
 
-def test_fit_command_writes_the_maps_fit_computes(tmp_path, capsys, stack):
+def test_fit_command_writes_the_maps_fit_computes(tmp_path, capsys, stack, monkeypatch):
     cubes, obs, arrays, w = stack
     out = tmp_path / "fit.tif"
+    opened = count_raster_opens(monkeypatch)
     limit = ["--incidence-range", "0,50"]
-    with counting_raster_opens() as opened:
-        code = main(
-            [
-                "fit",
-                *cubes,
-                "--geometry",
-                *obs,
-                "--units",
-                "r",
-                "--free",
-                "w,b,c",
-                "--b",
-                "0.3",
-                "--c",
-                "0.4",
-                *limit,
-                "--chunk",
-                "2",
-                "--out",
-                out,
-            ]
-        )
+    code = main(
+        [
+            "fit",
+            *cubes,
+            "--geometry",
+            *obs,
+            "--units",
+            "r",
+            "--free",
+            "w,b,c",
+            "--b",
+            "0.3",
+            "--c",
+            "0.4",
+            *limit,
+            "--chunk",
+            "2",
+            "--out",
+            out,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 0, err
     assert "lumaxlike fit: 6 cubes" in err and "CONVERGED" in err

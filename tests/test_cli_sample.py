@@ -21,7 +21,7 @@ from lumaxlike._cli import main
 from lumaxlike._io import result_paths
 from lumaxlike._sample.maps import chunk_seed, sample_fields
 
-from .helpers import counting_raster_opens
+from .helpers import count_raster_opens
 from .test_io import OBS_DESCRIPTIONS, WAVELENGTHS, temporary_leftovers, write_raster
 from .test_resume import journal_blocks, kill_mid_run
 
@@ -90,7 +90,8 @@ def reference(stack, tmp_path_factory):
     import io
 
     err = io.StringIO()
-    with contextlib.redirect_stderr(err), counting_raster_opens() as opened:
+    with contextlib.redirect_stderr(err), pytest.MonkeyPatch.context() as patch:
+        opened = count_raster_opens(patch)
         code = main([*args, "--out", out])
     assert code == 0, err.getvalue()
     # each cube opened once: the model is made from the bands the run opened (`FromBands`)
