@@ -1,5 +1,6 @@
 """The argument checks every file command makes the same way, before any work: the solver,
-the units and sigma, the rows per block, and that no output would replace an input."""
+the units and sigma, the rows per block, and that no output would replace an input; and
+`FromBands`, an argument made once the cube is open (the command line's models)."""
 
 from __future__ import annotations
 

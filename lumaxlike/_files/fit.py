@@ -47,7 +47,7 @@ from .._run.journal import journal_folder
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
-from .arguments import check_run_arguments
+from .arguments import FromBands, check_run_arguments
 from .blocks import BLOCK_TARGET_BYTES
 from .outputs import BlockSource
 from .regions import (
@@ -207,7 +207,7 @@ class _FitRequest:
 
     cubes: list[Path]
     geometries: list
-    params: HapkeParams
+    params: HapkeParams | FromBands  # made once the cubes are open: `OpenedStack.params`
     free: tuple[str, ...]
     limits: dict
     limits_deg: Mapping | None

@@ -39,6 +39,7 @@ from .._sample.options import SampleSettings
 from .._sample.program import QUANTILE_LEVELS
 from .._sample.sample import CHUNK_BYTES
 from .._shapes import refl_sigma_error
+from .arguments import FromBands
 from .outputs import BlockSource
 from .stack_run import (
     OpenedStack,
@@ -221,7 +222,7 @@ class _SampleRequest:
 
     cubes: list[Path]
     geometries: list
-    params: HapkeParams
+    params: HapkeParams | FromBands  # made once the cubes are open: `OpenedStack.params`
     free: tuple[str, ...]
     shared: tuple[str, ...]
     units: str
