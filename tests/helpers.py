@@ -13,6 +13,7 @@ __all__ = [
     "random_geometry",
     "assert_both_solvers_recover_w",
     "assert_reproduces_invert",
+    "count_raster_opens",
 ]
 
 SOLVERS = ("jax", "numba")
@@ -109,3 +110,20 @@ def write_angle_stack(folder, w, params, n_cubes, rng, alter=None):
         *(np.stack([g[j] for g in geometry], axis=-2) for j in range(3)),
     )
     return cubes, obs, arrays
+
+
+def count_raster_opens(monkeypatch) -> list[str]:
+    """Spy on `rasterio.open` through ``monkeypatch`` (undone with it): the list returned
+    gets every source opened from then on, as ``str`` (lumaxlike's reads open rasters
+    there)."""
+    import rasterio
+
+    opened: list[str] = []
+    real_open = rasterio.open
+
+    def spy(source, *args, **kwargs):
+        opened.append(str(source))
+        return real_open(source, *args, **kwargs)
+
+    monkeypatch.setattr(rasterio, "open", spy)
+    return opened

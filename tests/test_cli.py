@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 from affine import Affine
 
+import lumaxlike
 from lumaxlike import Status
 from lumaxlike._cli import main
 from lumaxlike._io import read_cube
 
+from .helpers import count_raster_opens
 from .test_io import OBS_DESCRIPTIONS, digest, make_scene, write_raster, write_scene
 
 PARAM_FLAGS = ["--b", "0.2", "--c", "0.4", "--roughness-deg", "15"]  # = PARAMS
@@ -176,6 +178,21 @@ def test_band_count_not_matching_per_band_parameters_exits_2(tmp_path, capsys, s
     _, cube, obs, _ = scene_files
     code, err = run(capsys, *invert_args(cube, obs, tmp_path / "w.tif", "--b", "0.1,0.2,0.3"))
     assert_bad_input(code, err, "--b", "3 values", "5 bands", cube)
+
+
+@pytest.mark.parametrize("command", ["invert", "normalize"])
+def test_a_run_opens_its_cube_once(tmp_path, capsys, scene_files, monkeypatch, command):
+    # the per-band models are made from the bands of the cube the run opened
+    # (`FromBands`), not from an opening of their own
+    _, cube, obs, _ = scene_files
+    out = tmp_path / "w.tif"
+    args = invert_args(cube, obs, out, "--b", "0.2,0.2,0.2,0.2,0.2")
+    opened = count_raster_opens(monkeypatch)
+    code, err = run(capsys, command, *args[1:])
+    assert code == 0, err
+    assert opened.count(str(cube)) == 1, opened
+    assert opened.count(str(obs)) == 1, opened  # (the spy sees the opens: the geometry's)
+    assert [p.b for p in lumaxlike.read_provenance(out).params] == [0.2] * 5
 
 
 def test_existing_output_without_overwrite_exits_2_and_keeps_it(tmp_path, capsys, scene_files):

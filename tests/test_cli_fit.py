@@ -14,7 +14,7 @@ import lumaxlike
 from lumaxlike import Status
 from lumaxlike._cli import main
 
-from .helpers import write_angle_stack
+from .helpers import count_raster_opens, write_angle_stack
 from .test_io import WAVELENGTHS, temporary_leftovers, write_raster
 
 TRUTH = lumaxlike.HapkeParams(b=0.25, c=0.5)
@@ -42,9 +42,10 @@ def read_map(path):
         return np.moveaxis(src.read(), 0, -1), src.tags()
 
 
-def test_fit_command_writes_the_maps_fit_computes(tmp_path, capsys, stack):
+def test_fit_command_writes_the_maps_fit_computes(tmp_path, capsys, stack, monkeypatch):
     cubes, obs, arrays, w = stack
     out = tmp_path / "fit.tif"
+    opened = count_raster_opens(monkeypatch)
     limit = ["--incidence-range", "0,50"]
     code = main(
         [
@@ -70,6 +71,8 @@ def test_fit_command_writes_the_maps_fit_computes(tmp_path, capsys, stack):
     err = capsys.readouterr().err
     assert code == 0, err
     assert "lumaxlike fit: 6 cubes" in err and "CONVERGED" in err
+    # each cube opened once: the model is made from the bands the run opened (`FromBands`)
+    assert [opened.count(str(cube)) for cube in cubes] == [1] * CUBES, opened
     expected = lumaxlike.fit(
         *arrays,
         START,

@@ -21,6 +21,7 @@ from lumaxlike._cli import main
 from lumaxlike._io import result_paths
 from lumaxlike._sample.maps import chunk_seed, sample_fields
 
+from .helpers import count_raster_opens
 from .test_io import OBS_DESCRIPTIONS, WAVELENGTHS, temporary_leftovers, write_raster
 from .test_resume import journal_blocks, kill_mid_run
 
@@ -89,9 +90,13 @@ def reference(stack, tmp_path_factory):
     import io
 
     err = io.StringIO()
-    with contextlib.redirect_stderr(err):
+    with contextlib.redirect_stderr(err), pytest.MonkeyPatch.context() as patch:
+        opened = count_raster_opens(patch)
         code = main([*args, "--out", out])
     assert code == 0, err.getvalue()
+    # each cube opened once: the model is made from the bands the run opened (`FromBands`)
+    cubes = args[1 : 1 + CUBES]  # ["sample", *cubes, "--geometry", ...]
+    assert [opened.count(str(cube)) for cube in cubes] == [1] * CUBES, opened
     return out, err.getvalue()
 
 

@@ -4,8 +4,9 @@ module and reports its failure in one line.
 
 One module per command (:mod:`.invert`, :mod:`.normalize`, :mod:`.fit`, :mod:`.sample`,
 :mod:`.unmix`, :mod:`.parameters`, :mod:`.thermal`, :mod:`.demo`, :mod:`.profile`: its parser and its body),
-:mod:`.operation` for a file command's run of its operation's declaration, :mod:`.options`
-for the option groups they share, :mod:`.model` for the model and settings of a run built
+:mod:`.operation` for a file command's run of its operation's declaration, :mod:`.inputs`
+for the file commands' inputs (the cube, --out, --params-from, --geometry, --surface, --dtm,
+--units), declared once, :mod:`.options` for the option groups they share, :mod:`.model` for the model and settings of a run built
 from the flags or ``--params-from``, :mod:`.products` for the mission-product options and
 how a file run ends, and :mod:`.unmix_settings` for ``unmix``'s settings. Nothing below
 the command line imports this package.

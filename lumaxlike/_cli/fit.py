@@ -5,25 +5,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .model import model_from_options, same_params
+from .inputs import INPUT_UNITS, UNITS_HELP, add_stack_inputs
+from .model import stack_model
 from .operation import run_command
 from .options import (
     DEFAULT_SOLVER,
     PRIOR_HELP,
     SOLVER_NOTE,
     add_run_options,
-    add_stack_inputs,
     add_stack_selection,
     positive_float,
     prior_dict,
 )
 from .options import prior_option as _prior
-from .products import (
-    INPUT_UNITS,
-    UNITS_HELP,
-    add_product_options,
-    cube_bands,
-)
+from .products import add_product_options
 
 __all__ = ["add_parser", "run"]
 
@@ -113,17 +108,11 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
+    from .._files.arguments import FromBands
     from .._inverse.fit.options import FitSettings
     from .._operations.fit import FIT
 
     prior = prior_dict(args.prior)
-    bands = cube_bands(args.cubes[0], args.units, args)
-    params = model_from_options(args, bands, cube=args.cubes[0])
-    if not same_params(params):
-        raise ValueError(
-            "lumaxlike fit takes one value per Hapke option (the start of a fitted "
-            "parameter, or the fixed value), shared by every band"
-        )
     limits = {
         angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
     }
@@ -139,7 +128,8 @@ def run(args) -> int:
         args.cubes,
         described=described,
         geometry=args.geometry,
-        params=params[0],
+        # the model, made once the run has opened the cubes (their bands)
+        params=FromBands(lambda bands: stack_model(args, bands, "fit", "fitted")),
         free=args.free,
         units=args.units,
         dtm=args.dtm,

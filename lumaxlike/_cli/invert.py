@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from .inputs import CUBE_INPUTS, RECORDED, add_inputs, params_from_help
 from .model import (
     model_from_options,
     read_record,
@@ -13,21 +13,8 @@ from .model import (
     resolve_settings,
 )
 from .operation import run_command
-from .options import (
-    DEFAULT_SOLVER,
-    OUT_HELP,
-    SOLVER_NOTE,
-    add_model_options,
-    add_run_options,
-    name_list,
-)
-from .products import (
-    INPUT_UNITS,
-    UNITS_HELP,
-    add_product_options,
-    cube_bands,
-    resolve_product_options,
-)
+from .options import DEFAULT_SOLVER, SOLVER_NOTE, add_model_options, add_run_options, name_list
+from .products import add_product_options, resolve_product_options
 
 __all__ = ["add_parser", "run"]
 
@@ -53,14 +40,10 @@ examples (on the files `lumaxlike demo` writes into lumaxlike-demo/):
   lumaxlike invert lumaxlike-demo/reflectance.tif --params-from w.tif --out w_again.tif
 """
 
-#: appended to the default of every option --params-from can fill in
-RECORDED = "; with --params-from: the recorded value"
-
 
 def add_parser(commands, formatter) -> argparse.ArgumentParser:
     """Add the ``invert`` subcommand to ``commands``; return its parser (``normalize``
     shares its options)."""
-    recorded = RECORDED
     invert = commands.add_parser(
         "invert",
         help="invert a reflectance cube file for w maps",
@@ -69,59 +52,13 @@ def add_parser(commands, formatter) -> argparse.ArgumentParser:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    invert.add_argument("cube", type=Path, metavar="CUBE", help="reflectance cube file (required)")
-    invert.add_argument(
-        "--out",
-        type=Path,
-        required=True,
-        metavar="OUT",
-        help=OUT_HELP,
-    )
-    invert.add_argument(
-        "--params-from",
-        type=Path,
-        metavar="OLD",
-        help="an earlier lumaxlike output (any of its files): take its model, "
-        "Hapke parameters, --units, --solver, --tol, --max-iter, --refl-sigma, "
-        "--geometry and --dtm from the record it carries; options given here "
-        "override them (default: none)",
-    )
-    invert.add_argument(
-        "--geometry",
-        type=Path,
-        metavar="OBS",
-        help="geometry backplane on the cube's grid whose band descriptions name "
-        "its bands [deg, azimuths clockwise from north]: the to-sun and to-sensor "
-        "zenith and azimuth, or incidence, emission and phase; plus, when present, "
-        "facet slope and aspect or local incidence and emission. Names as M3, "
-        "AVIRIS-NG/AVIRIS-3/EMIT OBS, CRISM DDR and ISIS phocube spell them, matched "
-        "case-insensitively, e.g. 'To-Sun Zenith', 'To-Inst AZM', 'Facet Slope', "
-        "'INA at areoid, deg', 'Local Incidence Angle' (full list: "
-        "lumaxlike.OBS_BAND_NAMES). Required, unless --params-from gives it or the "
-        "cube is a product normalised to a standard geometry (M3 L2 RFL, CRISM "
-        "MTRDR/TER: inverted flat there; see --correction-undone)",
-    )
-    invert.add_argument(
-        "--surface",
-        choices=("auto", "local", "ellipsoid"),
-        help="which angles to use when the geometry carries both angles relative "
-        "to the ellipsoid and to the local surface (facet slope/aspect, local "
-        "incidence/emission): local = the local surface (an error if absent), "
-        "ellipsoid = the ellipsoid, leaving the local-surface bands out, auto = "
-        "local when present, else ellipsoid; recorded in the outputs (default "
-        "auto" + recorded + ")",
-    )
-    invert.add_argument(
-        "--dtm",
-        type=Path,
-        metavar="DTM",
-        help="DTM on the cube's grid (heights [m], projected CRS) for local "
-        "slopes (default: a flat, horizontal surface" + recorded + ")",
-    )
-    invert.add_argument(
-        "--units",
-        choices=INPUT_UNITS,
-        help=UNITS_HELP + ". Required, unless --params-from gives it",
+    add_inputs(
+        invert,
+        *CUBE_INPUTS,
+        params_from=params_from_help(
+            "model, Hapke parameters, --units, --solver, --tol, --max-iter, --refl-sigma, "
+            "--geometry and --dtm"
+        ),
     )
     invert.add_argument(
         "--parameters",
@@ -165,6 +102,7 @@ def _add_solver_options(invert) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike invert`` on parsed ``args``; return its exit code."""
+    from .._files.arguments import FromBands
     from .._inverse.options import InvertSettings
     from .._operations.invert import INVERT
 
@@ -173,8 +111,8 @@ def run(args) -> int:
     options = InvertSettings.from_arguments(args, recorded_values(record, InvertSettings))
     settings = resolve_settings(args, record, InvertSettings)
     resolve_product_options(args, record, settings["units"])
-    bands = cube_bands(args.cube, settings["units"], args)
-    params = model_from_options(args, bands, record)
+    # one model per band of the cube, made once the run has opened it
+    params = FromBands(lambda bands: model_from_options(args, bands, record))
     described = f"{args.cube} ({settings['units']}) -> {args.out}, solver {settings['solver']}"
     return run_command(
         INVERT,

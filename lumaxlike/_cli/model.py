@@ -30,6 +30,7 @@ __all__ = [
     "refuse_recorded_maps",
     "resolve_settings",
     "same_params",
+    "stack_model",
 ]
 
 #: ``lumaxlike invert`` options that --params-from can fill in: flag -> Provenance attribute.
@@ -180,6 +181,19 @@ def _params_key(params) -> tuple:
 def same_params(params) -> bool:
     """True when every model of the sequence has the same values."""
     return len({_params_key(p) for p in params}) == 1
+
+
+def stack_model(args, bands: int, command: str, verb: str):
+    """The one model of a command on a stack of cubes of ``bands`` bands (``lumaxlike
+    fit``, ``sample``: ``command``, whose parameters are ``verb``, e.g. "fitted") from
+    its options; ValueError for values that differ between bands."""
+    params = model_from_options(args, bands, cube=args.cubes[0])
+    if not same_params(params):
+        raise ValueError(
+            f"lumaxlike {command} takes one value per Hapke option (the start of a {verb} "
+            "parameter, or the fixed value), shared by every band"
+        )
+    return params[0]
 
 
 def _photometric_kind(args, record):

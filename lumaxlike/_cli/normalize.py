@@ -6,7 +6,7 @@ import argparse
 import math
 from pathlib import Path
 
-from .invert import RECORDED
+from .inputs import RECORDED
 from .model import (
     fitted_maps,
     model_from_options,
@@ -17,7 +17,7 @@ from .model import (
 )
 from .operation import copy_options, run_command
 from .options import HAPKE_OPTIONS
-from .products import cube_bands, resolve_product_options
+from .products import resolve_product_options
 
 __all__ = ["add_parser", "run"]
 
@@ -92,6 +92,7 @@ def add_parser(commands, invert, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike normalize`` on parsed ``args``; return its exit code."""
+    from .._files.arguments import FromBands
     from .._normalize.options import NormalizeSettings
     from .._operations.normalize import NORMALIZE
 
@@ -103,8 +104,8 @@ def run(args) -> int:
     if len(param_maps) != len(args.param_map or []):
         raise ValueError("--param-map gives the same parameter twice")
     param_maps = {**_recorded_maps(args, record), **param_maps}
-    bands = cube_bands(args.cube, settings["units"], args)
-    params = model_from_options(args, bands, record)
+    # one model per band of the cube, made once the run has opened it
+    params = FromBands(lambda bands: model_from_options(args, bands, record))
     described = (
         f"{args.cube} ({settings['units']}) -> {args.out}, standard "
         f"{', '.join(f'{math.degrees(v):g}' for v in options.standard)} deg, "

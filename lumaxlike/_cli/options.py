@@ -24,7 +24,6 @@ __all__ = [
     "PHOTOMETRIC_OPTIONS",
     "DEGREE_PARAMETERS",
     "PRIOR_HELP",
-    "OUT_HELP",
     "SOLVER_NOTE",
     "CommandParser",
     "DeprecatedAlias",
@@ -33,7 +32,6 @@ __all__ = [
     "add_parallel_options",
     "add_refl_sigma_option",
     "add_run_options",
-    "add_stack_inputs",
     "add_stack_selection",
     "dest",
     "name_list",
@@ -56,9 +54,6 @@ SOLVER_NOTE = (
     "the Python functions on arrays (lumaxlike.invert, fit, ...) default to jax instead, "
     "which also runs on a GPU"
 )
-
-#: ``--out`` of every file command: the formats it writes
-OUT_HELP = "output: .tif/.tiff GeoTIFF, .img/.envi/.hdr ENVI, .nc netCDF, .zarr zarr (required)"
 
 #: Hapke options: (flag, HapkeParams field, default, help). Each takes one value for every
 #: band or a comma-separated list of one value per band.
@@ -357,57 +352,6 @@ def add_run_options(parser: argparse.ArgumentParser, *, chunk_help: str, paralle
         "these outputs from the blocks it finished, kept in a hidden journal beside them; "
         "refused (exit 2, naming what changed) when the inputs or settings differ from that "
         "run's; the maps are those of an uninterrupted run (default: start afresh)",
-    )
-
-
-def add_stack_inputs(
-    parser: argparse.ArgumentParser, *, verb: str, units_choices, units_help: str
-) -> None:
-    """The inputs of a command on a stack of co-registered cubes (``lumaxlike fit``,
-    ``lumaxlike sample``): the cubes, ``--geometry`` (one OBS raster per cube), ``--out``,
-    ``--free`` (the parameters the command ``verb``, e.g. "fitted"), ``--units``
-    (``units_choices``, ``units_help``) and ``--dtm``."""
-    from pathlib import Path
-
-    from .._configuration import HAPKE_PARAMETER_NAMES as PARAMETER_NAMES
-
-    parser.add_argument(
-        "cubes",
-        type=Path,
-        nargs="+",
-        metavar="CUBE",
-        help="reflectance cubes on one grid with the same bands, one observation each",
-    )
-    parser.add_argument(
-        "--geometry",
-        type=Path,
-        nargs="+",
-        required=True,
-        metavar="OBS",
-        help="one OBS raster per cube, in the same order (band names as for "
-        "`lumaxlike invert --geometry`) (required)",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        required=True,
-        metavar="OUT",
-        help=OUT_HELP,
-    )
-    parser.add_argument(
-        "--free",
-        type=name_list,
-        required=True,
-        metavar="NAME[,...]",
-        help=f"{verb} parameters, w among them: any of {', '.join(PARAMETER_NAMES)} "
-        "(roughness in rad in the outputs) (required)",
-    )
-    parser.add_argument("--units", choices=units_choices, required=True, help=units_help)
-    parser.add_argument(
-        "--dtm",
-        type=Path,
-        metavar="DTM",
-        help="DTM on the cubes' grid (heights [m]) for local slopes (default: flat)",
     )
 
 

@@ -3,11 +3,10 @@ OLINDEX3, ...) of a cube file, one map per product (`spectral_parameters_file`).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from .._spectral.options import SpectralSettings
+from .inputs import add_inputs
 from .operation import run_command
-from .options import OUT_HELP, add_parallel_options, add_run_options, name_list
+from .options import add_parallel_options, add_run_options, name_list
 from .products import add_product_options
 
 __all__ = ["add_parser", "run"]
@@ -47,8 +46,7 @@ def add_parser(commands, formatter) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    parser.add_argument("cube", type=Path, metavar="CUBE", help="the cube file (required)")
-    parser.add_argument("--out", type=Path, required=True, metavar="OUT", help=OUT_HELP)
+    add_inputs(parser, "cube", "out", cube="the cube file (required)")
     parser.add_argument(
         "--products",
         type=name_list,
@@ -59,10 +57,10 @@ def add_parser(commands, formatter) -> None:
     )
     # every option of `SpectralSettings` (lumaxlike._spectral.options) with a flag
     SpectralSettings.add_arguments(parser)
-    parser.add_argument(
-        "--units",
-        choices=("r", "radf", "reff", "radiance"),
-        help="how the file is read: r, radf or reff (checked against its label and units "
+    add_inputs(
+        parser,
+        "units",
+        units="how the file is read: r, radf or reff (checked against its label and units "
         "tag; the values are not converted), or radiance, converted to I/F (then "
         "--quantity radf) (default: the quantity's own; for w, normalized and reflectance "
         "the values as given, a file tagged 1/sr read as r)",

@@ -16,25 +16,12 @@ from pathlib import Path
 from .options import EXIT_FAILURE, EXIT_OK, positive_float
 
 __all__ = [
-    "INPUT_UNITS",
     "add_product_options",
     "finish",
     "is_normalised",
     "product_kwargs",
     "resolve_product_options",
 ]
-
-INPUT_UNITS = ("r", "radf", "reff", "radiance")
-"""What ``--units`` accepts for the commands that read mission products."""
-
-UNITS_HELP = (
-    "what the cube holds: r = bidirectional reflectance [1/sr], radf = radiance factor "
-    "I/F = pi r [-], reff = reflectance factor pi r / cos i [-] (see --reff-incidence), "
-    "radiance = spectral radiance [W m^-2 um^-1 sr^-1], converted to I/F = pi L d^2 / F "
-    "(see --solar-spectrum, --solar-distance). A cube whose label, units tag (1/sr, sr-1: "
-    "r) or values contradict it is refused"
-)
-
 
 #: the mission-product options: attribute -> (default, the units they apply to or None)
 PRODUCT_OPTIONS = {
@@ -170,20 +157,6 @@ def is_normalised(path) -> bool:
         return False
     kind = recognise(located.data, located.label)
     return kind is not None and kind.standard_geometry is not None
-
-
-def cube_bands(path, units, args) -> int:
-    """Bands a file run reads from the cube (thermal bands left out when excluded)."""
-    from .._io.missions.product_cube import ProductCube
-
-    with ProductCube(
-        path,
-        units,
-        thermal_bands=getattr(args, "thermal_bands", None) or "keep",
-        check_values=False,
-        convert=False,
-    ) as cube:
-        return cube.info.bands
 
 
 def finish(command: str, summary) -> int:

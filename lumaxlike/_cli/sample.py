@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from .model import model_from_options, same_params
+from .inputs import add_stack_inputs
+from .model import stack_model
 from .operation import run_command
 from .options import (
     PRIOR_HELP,
     add_run_options,
-    add_stack_inputs,
     add_stack_selection,
     prior_dict,
     prior_option,
@@ -86,7 +86,7 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike sample`` on parsed ``args``; return its exit code."""
-    from .._io.read.raster import CubeReader
+    from .._files.arguments import FromBands
     from .._operations.sample import SAMPLE
     from .._sample.options import SampleSettings
 
@@ -94,14 +94,6 @@ def run(args) -> int:
     # the declared options from their flags (checked before any file is read); --prior's
     # pairs, repeated, read as one mapping
     settings = SampleSettings.from_arguments(argparse.Namespace(**{**vars(args), "prior": prior}))
-    with CubeReader(args.cubes[0]) as cube:
-        bands = cube.info.bands
-    params = model_from_options(args, bands, cube=args.cubes[0])
-    if not same_params(params):
-        raise ValueError(
-            "lumaxlike sample takes one value per Hapke option (the start of a sampled "
-            "parameter, or the fixed value), shared by every band"
-        )
     limits = {
         angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
     }
@@ -116,7 +108,8 @@ def run(args) -> int:
         described=described,
         product=False,
         geometry=args.geometry,
-        params=params[0],
+        # the model, made once the run has opened the cubes (their bands)
+        params=FromBands(lambda bands: stack_model(args, bands, "sample", "sampled")),
         free=args.free,
         units=args.units,
         dtm=args.dtm,

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 
 from .._thermal.options import ThermalSettings
+from .inputs import add_inputs
 from .model import model_from_options, read_record, resolve_settings
 from .operation import copy_options, run_command
-from .products import cube_bands, resolve_product_options
+from .products import resolve_product_options
 
 __all__ = ["add_parser", "run"]
 
@@ -68,13 +69,13 @@ def add_parser(commands, invert, formatter) -> None:
     copy_options(thermal, invert)
     for flag in NOT_TAKEN:
         _drop_option(thermal, flag)
-    thermal.add_argument(
-        "--units",
-        choices=UNITS,
-        help="the cube's units: r = bidirectional reflectance [1/sr], radf = I/F = pi r, "
+    units = {
+        "choices": UNITS,
+        "help": "the cube's units: r = bidirectional reflectance [1/sr], radf = I/F = pi r, "
         "radiance [W m^-2 sr^-1 um^-1] (converted with --solar-spectrum and the Sun's "
         "distance); reff is refused. Required, unless --params-from gives it",
-    )
+    }
+    add_inputs(thermal, "units", units=units)
     # every option of `ThermalSettings` (lumaxlike._thermal.options), as it declares it
     ThermalSettings.add_arguments(thermal.add_argument_group("thermal settings"))
     thermal.set_defaults(handler=run)
@@ -82,6 +83,7 @@ def add_parser(commands, invert, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike thermal`` on parsed ``args``; return its exit code."""
+    from .._files.arguments import FromBands
     from .._operations.thermal import THERMAL
 
     options = ThermalSettings.from_arguments(args)
@@ -89,10 +91,6 @@ def run(args) -> int:
     record = read_record(args)
     settings = resolve_settings(args, record)
     resolve_product_options(args, record, settings["units"])
-    bands = cube_bands(args.cube, settings["units"], args)
-    models = model_from_options(args, bands, record)
-    if len({id(m) for m in models}) != 1:
-        raise ValueError("lumaxlike thermal takes one model for every band")
     described = (
         f"{args.cube} ({settings['units']}) -> {args.out}, method {options.method}, "
         f"solver {settings['solver']}"
@@ -102,7 +100,16 @@ def run(args) -> int:
         args,
         args.cube,
         described=described,
-        params=models[0],
+        params=FromBands(lambda bands: _one_model(args, bands, record)),
         settings=options,
         **settings,
     )
+
+
+def _one_model(args, bands: int, record):
+    """The model of every band (the options', else ``record``'s), made once the run has
+    opened the cube (its ``bands``); ValueError for one that differs between bands."""
+    models = model_from_options(args, bands, record)
+    if len({id(m) for m in models}) != 1:
+        raise ValueError("lumaxlike thermal takes one model for every band")
+    return models[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .inputs import CUBE_INPUTS, RECORDED, UNITS_HELP, add_inputs, params_from_help
 from .model import (
     model_from_options,
     read_record,
@@ -14,18 +15,12 @@ from .model import (
 from .operation import run_command
 from .options import (
     DEFAULT_SOLVER,
-    OUT_HELP,
     add_model_options,
     add_run_options,
     number_list,
     scalar_or_list,
 )
-from .products import (
-    INPUT_UNITS,
-    UNITS_HELP,
-    add_product_options,
-    resolve_product_options,
-)
+from .products import add_product_options, resolve_product_options
 from .unmix_optical import (
     add_optical_options,
     optical_endmembers,
@@ -63,9 +58,6 @@ at the cube's band centres, so --fwhm 0.001 takes each sample as is):
   lumaxlike unmix lumaxlike-demo/reflectance.tif --params-from abundances.tif --out again.tif
 """
 
-#: appended to the default of every option --params-from can fill in
-RECORDED = "; with --params-from: the recorded value"
-
 
 def add_parser(commands, formatter) -> None:
     """Add the ``unmix`` subcommand to ``commands``."""
@@ -77,48 +69,23 @@ def add_parser(commands, formatter) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    unmix.add_argument("cube", type=Path, metavar="CUBE", help="reflectance cube file (required)")
-    unmix.add_argument(
-        "--out",
-        type=Path,
-        required=True,
-        metavar="OUT",
-        help=OUT_HELP,
-    )
-    unmix.add_argument(
-        "--params-from",
-        type=Path,
-        metavar="OLD",
-        help="an earlier lumaxlike unmix output (any of its files): take its route, "
-        "sum-to-one, library (files, format, units, angles), --wavelengths, --fwhm, "
-        "densities, grain sizes, extinction efficiencies, Hapke parameters, --units, "
-        "--solver, --tol, --max-iter, --refl-sigma, --geometry, --surface and --dtm from the "
-        "record it carries; options given here override them. Another command's output "
-        "gives its model and inputs only (default: none)",
-    )
-    unmix.add_argument(
-        "--geometry",
-        type=Path,
-        metavar="OBS",
-        help="geometry backplane on the cube's grid, as for `lumaxlike invert` (required, "
+    add_inputs(
+        unmix,
+        *CUBE_INPUTS,
+        params_from=params_from_help(
+            "route, sum-to-one, library (files, format, units, angles), --wavelengths, "
+            "--fwhm, densities, grain sizes, extinction efficiencies, Hapke parameters, "
+            "--units, --solver, --tol, --max-iter, --refl-sigma, --geometry, --surface and "
+            "--dtm",
+            output="unmix output",
+            note=". Another command's output gives its model and inputs only",
+        ),
+        geometry="geometry backplane on the cube's grid, as for `lumaxlike invert` (required, "
         "unless --params-from gives it or the cube is a product normalised to a standard "
         "geometry, e.g. M3 L2)",
-    )
-    unmix.add_argument(
-        "--surface",
-        choices=("auto", "local", "ellipsoid"),
-        help="which angles to use, as for `lumaxlike invert` (default auto" + RECORDED + ")",
-    )
-    unmix.add_argument(
-        "--dtm",
-        type=Path,
-        metavar="DTM",
-        help="DTM on the cube's grid for local slopes (default: a flat surface" + RECORDED + ")",
-    )
-    unmix.add_argument(
-        "--units",
-        choices=INPUT_UNITS,
-        help=UNITS_HELP + " (required, unless --params-from gives it)",
+        surface="which angles to use, as for `lumaxlike invert` (default auto" + RECORDED + ")",
+        dtm="DTM on the cube's grid for local slopes (default: a flat surface" + RECORDED + ")",
+        units=UNITS_HELP + " (required, unless --params-from gives it)",
     )
     _add_library_options(unmix)
     _add_solver_options(unmix)

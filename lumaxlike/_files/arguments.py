@@ -1,10 +1,13 @@
 """The argument checks every file command makes the same way, before any work: the solver,
-the units and sigma, the rows per block, and that no output would replace an input."""
+the units and sigma, the rows per block, and that no output would replace an input; and
+`FromBands`, an argument made once the cube is open (the command line's models)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -12,12 +15,30 @@ from .._io.read.units import check_units
 from .._io.write.writers import output_files
 from .._operations.blocks import check_solver
 
-__all__ = ["check_not_an_input", "check_run_arguments", "geometry_paths"]
+__all__ = ["FromBands", "check_not_an_input", "check_run_arguments", "geometry_paths", "made"]
 
 RADIANCE_SIGMA = (
     "sigma with units='radiance' is not supported: give the cube's uncertainty as I/F "
     "(convert first)"
 )
+
+
+@dataclass(frozen=True)
+class FromBands:
+    """A file front end's argument made once its cube is open, from the number of bands
+    it reads: the command line's models, one value per band of a cube it has not opened,
+    so that a command opens its cube once (`made`).
+
+    Attributes:
+        make: ``make(bands) -> value``, e.g. the ``params`` of `lumaxlike.invert_file`.
+    """
+
+    make: Callable[[int], Any]
+
+
+def made(value, bands: int):
+    """``value``, or what a `FromBands` makes of ``bands``, the opened cube's bands."""
+    return value.make(bands) if isinstance(value, FromBands) else value
 
 
 def check_run_arguments(solver, units, sigma, chunk_rows, *, radiance: bool = False) -> None:

@@ -16,6 +16,7 @@ from .._io.read.raster import CubeInfo
 from .._io.read.units import to_bidirectional_reflectance, uncertainty_to_r
 from .._options import ProductOptions, SolverOptions
 from .._provenance import Provenance, make_provenance
+from .arguments import made
 from .products import OpenedProduct, open_product
 
 __all__ = [
@@ -81,6 +82,11 @@ class BlockSetup:
         """The cube's grid, bands and data type (the bands run, bad ones left out where
         the product was opened with ``bad_bands="exclude"``)."""
         return self.opened.cube.info
+
+    def made(self, value):
+        """``value``, or what a `FromBands` makes of this cube's bands (bad bands
+        counted, as a run that marks them reads them: `ProductCube.marked_bands`)."""
+        return made(value, self.cube.marked_bands)
 
     def provenance(self, geometry_reader, **settings) -> Provenance:
         """The run's record (`make_provenance`): this cube, its geometry (as recorded), the

@@ -47,7 +47,7 @@ from .._run.journal import journal_folder
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary, progress_bar
 from .._run.region_groups import REGION_MEMORY_BYTES, region_pixel_bytes
-from .arguments import check_run_arguments
+from .arguments import FromBands, check_run_arguments
 from .blocks import BLOCK_TARGET_BYTES
 from .outputs import BlockSource
 from .regions import (
@@ -207,7 +207,7 @@ class _FitRequest:
 
     cubes: list[Path]
     geometries: list
-    params: HapkeParams
+    params: HapkeParams | FromBands  # made once the cubes are open: `OpenedStack.params`
     free: tuple[str, ...]
     limits: dict
     limits_deg: Mapping | None
@@ -337,7 +337,7 @@ def _fit_options(request: _FitRequest, options, chunk_size: int, bad_bands) -> d
 
 def _blocks(request: _FitRequest, opened: OpenedStack, bad_bands, fit_options, run) -> BlockSource:
     """A per-band or joint fit's blocks: the stacked cubes read, `fit_block` on each."""
-    params = request.params
+    params = opened.params
     return BlockSource(
         read=lambda rows: (opened.read(rows) + (params, fit_options), {}),
         pool_factory=lambda: BlockPool(run.workers, run.scheduler, function=FIT.block()),
@@ -378,7 +378,7 @@ def _regional_blocks(
 
         try:
             with BlockPool(run.workers, run.scheduler, function=fit_gathered_group) as pool:
-                fit_region_groups(plan, store, gather, pool, request.params, fit_options, done)
+                fit_region_groups(plan, store, gather, pool, opened.params, fit_options, done)
         finally:
             bar.close()
 

@@ -120,6 +120,6 @@ def invert_file(
 
 def _plan(setup, params, settings: InvertSettings) -> BlockPlan:
     """One model per band of the opened cube, and the settings."""
-    band_params = per_band_params(params, setup.info.bands)
+    band_params = per_band_params(setup.made(params), setup.info.bands)
     extra = {"settings": settings}
     return BlockPlan(params=band_params, recorded_params=band_params, extra=lambda rows: extra)

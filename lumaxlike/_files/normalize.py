@@ -155,7 +155,7 @@ def normalize_file(
 def _plan(setup, params, settings, param_maps, stack) -> BlockPlan:
     """One model per band, the settings (the standard geometry), the units and the
     parameter maps' rows; the map readers closed with ``stack``."""
-    band_params = per_band_params(params, setup.info.bands)
+    band_params = per_band_params(setup.made(params), setup.info.bands)
     maps = stack.enter_context(contextlib.closing(_MapReader(param_maps, setup.info)))
     units = setup.cube.units
     return BlockPlan(

@@ -39,6 +39,7 @@ from .._sample.options import SampleSettings
 from .._sample.program import QUANTILE_LEVELS
 from .._sample.sample import CHUNK_BYTES
 from .._shapes import refl_sigma_error
+from .arguments import FromBands
 from .outputs import BlockSource
 from .stack_run import (
     OpenedStack,
@@ -185,12 +186,12 @@ def _plan(request, opened: OpenedStack, run, out_path) -> StackPlan:
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     sigma_r, sigma_record = _check_sigma(settings.refl_sigma, request.units, info.bands)
     options = request.options(sigma_r)
-    check_sample_options(request.params, options, info.bands, len(request.cubes))
+    check_sample_options(opened.params, options, info.bands, len(request.cubes))
     draws = settings.num_chains * (settings.num_samples + settings.num_warmup)
     row_bytes = info.grid.width * info.bands * draws * len(request.free) * 8
     rows_per_block = block_rows(chunk_rows, row_bytes, CHUNK_BYTES, info.grid.height)
     options["seed"] = int(settings.seed)
-    width, params = info.grid.width, request.params
+    width, params = info.grid.width, opened.params
 
     def read(rows: slice):  # the block's first pixel and a full block's: its random stream
         block = opened.read(rows) + (params, options)
@@ -221,7 +222,7 @@ class _SampleRequest:
 
     cubes: list[Path]
     geometries: list
-    params: HapkeParams
+    params: HapkeParams | FromBands  # made once the cubes are open: `OpenedStack.params`
     free: tuple[str, ...]
     shared: tuple[str, ...]
     units: str

@@ -40,7 +40,7 @@ from .._options import ProductOptions, RunOptions
 from .._params import HapkeParams
 from .._provenance import make_provenance
 from .._run.progress import InversionSummary
-from .arguments import check_not_an_input
+from .arguments import FromBands, check_not_an_input, made
 from .inputs import run_inputs
 from .outputs import BlockSource, stream_to_outputs
 from .records import recorded_command
@@ -67,7 +67,8 @@ class StackInputs:
         geometries: one ``geometry`` argument per cube (see `lumaxlike.invert_file`).
         out_path: the output path.
         units: what the cubes hold (``"r"``, ``"radf"``, ...).
-        params: the model recorded for every band (`lumaxlike.HapkeParams`: the start).
+        params: the model recorded for every band (`lumaxlike.HapkeParams`: the start),
+            or a `FromBands` that makes it once the cubes are open.
         dtm: a DTM on the grid (shared by all observations), or None.
         product: how the cubes are read as mission products (`lumaxlike.ProductOptions`),
             or None for plain cubes of reflectance whose unit tag must agree with
@@ -79,7 +80,7 @@ class StackInputs:
     geometries: list
     out_path: Any
     units: str
-    params: HapkeParams
+    params: HapkeParams | FromBands
     dtm: Any = None
     product: ProductOptions | None = None
     extra_files: tuple = ()
@@ -95,6 +96,8 @@ class OpenedStack:
         units: the units the cubes are read in (a product's radiance: ``"radf"``).
         incidence: ``"areoid"`` where REFF is divided by the ellipsoid's cos i, else None.
         record: what the products are (``lumaxlike_product``), or None for plain cubes.
+        params: the model of every band (`StackInputs.params`, made of the cubes' bands
+            where a `FromBands`).
     """
 
     readers: list
@@ -102,6 +105,7 @@ class OpenedStack:
     units: str
     incidence: str | None
     record: dict | None
+    params: HapkeParams
 
     @property
     def info(self):
@@ -231,7 +235,8 @@ def open_stack(stack, operation: Operation, inputs: StackInputs) -> OpenedStack:
         stack.enter_context(GeometryReader(g, info.grid, inputs.dtm)) for g in inputs.geometries
     ]
     units = inputs.units if product is None else readers[0].units
-    return OpenedStack(readers, geometry_readers, units, incidence, record)
+    params = made(inputs.params, info.bands)
+    return OpenedStack(readers, geometry_readers, units, incidence, record, params)
 
 
 def _open_cube(stack, operation: Operation, inputs: StackInputs, path):
@@ -261,7 +266,7 @@ def stack_arguments(call: Mapping, geometry: str = "geometry") -> tuple[list[Pat
     """A file function's ``cubes`` (as paths) and ``geometry`` (a list) from its call
     (``locals()``), with its ``params``, refused naming the argument (``geometry``: its
     name in the message): no cubes, a count of geometries other than the cubes', params
-    that are not one `lumaxlike.HapkeParams`."""
+    that are not one `lumaxlike.HapkeParams` (or a `FromBands` that makes one)."""
     cubes, geometries = [Path(c) for c in call["cubes"]], list(call["geometry"])
     if not cubes:
         raise ValueError("give at least one cube")
@@ -271,7 +276,7 @@ def stack_arguments(call: Mapping, geometry: str = "geometry") -> tuple[list[Pat
             "cube, in order)"
         )
     params = call["params"]
-    if not isinstance(params, HapkeParams):
+    if not isinstance(params, (HapkeParams, FromBands)):
         raise ValueError(f"params must be a lumaxlike.HapkeParams, got {type(params).__name__}")
     return cubes, geometries
 
@@ -300,7 +305,7 @@ def _record(operation, opened, inputs, run, stack_plan, call, command):
     """The run's record: the common one (the recorded params for every band, the plan's
     solver settings, the products, the call) with the operation's settings."""
     provenance = make_provenance(
-        params=[inputs.params] * opened.info.bands,
+        params=[opened.params] * opened.info.bands,
         units=inputs.units,
         **stack_plan.record,
         dtype=opened.info.dtype,

@@ -143,6 +143,7 @@ def _sun(setup, product: ProductOptions) -> tuple[np.ndarray, float]:
 
 def _plan(setup, params, units, settings, product) -> BlockPlan:
     """The task's spectral inputs (wavelengths, F_sun, distance) and settings."""
+    params = setup.made(params)
     wavelengths = cube_wavelengths_um(setup.info)
     irradiance, distance = _sun(setup, product)
     extra = {
