@@ -76,6 +76,36 @@ SOLVE_BELOW_TEN = lm_for(
 )
 
 
+@numba.njit
+def solve_far(damping, point, jtj, jtf, calls, dampings, step):
+    """`solve`, the step three times too long: the undamped trial from 0 (x = 9) is
+    rejected."""
+    solvable = solve(damping, point, jtj, jtf, calls, dampings, step)
+    step[0] *= 3.0
+    return solvable
+
+
+@numba.njit
+def no_size(size, *states):
+    return 0.0
+
+
+@numba.njit
+def stop_when_accepted(accept, cost_trial, *states):
+    return accept
+
+
+def _solver(variant, **pieces):
+    given = dict(evaluate=evaluate, solve=solve, trial=trial, newton=newton, take=take)
+    return lm_for(f"test_numba_lm_{variant}", **{**given, **pieces})
+
+
+SOLVE_FAR = _solver("far", solve=solve_far)
+SOLVE_FAR_NO_SIZE = _solver("far_no_size", solve=solve_far, measure=no_size)
+SOLVE_FAR_NEWTON_ACCEPTED = _solver("far_accepted", solve=solve_far, newton_where_rejected=False)
+SOLVE_STOP = _solver("stop", stop=stop_when_accepted)
+
+
 def run(singular_calls, max_iter, solver=SOLVE, start=0.0):
     """(converged, iterations, cost, x, the damping of the first three solves, the solves
     made) from x = 0."""
@@ -118,3 +148,31 @@ def test_a_start_that_start_accepts_is_the_solution():
     assert run(0, max_iter=10, start=1.0)[:4] == (True, 1, 0.0, TARGET)
     assert run(0, max_iter=10, solver=SOLVE_BELOW_TEN, start=-1.0)[:4] == (True, 1, 0.0, TARGET)
     assert run(0, max_iter=10, start=TARGET)[:2] == (True, 0)  # cost 0: the default
+
+
+def test_measure_replaces_the_trial_size():
+    """`measure` gives `lm_rules.converged` the step's size: an undamped trial of size 0
+    (here `no_size`) ends the problem though it is rejected, the point kept; by default
+    the rejected trial's size (9) does not."""
+    assert run(0, max_iter=1, solver=SOLVE_FAR_NO_SIZE)[:4] == (True, 1, TARGET**2, 0.0)
+    assert run(0, max_iter=1, solver=SOLVE_FAR)[:4] == (False, 1, TARGET**2, 0.0)
+
+
+def test_newton_where_rejected():
+    """By default the Newton solve is made at a rejected trial too (two solves in the
+    first iteration); with ``newton_where_rejected=False`` only the damped one. The rules
+    read the Newton step of an accepted trial only: the same iterations and point."""
+    assert run(0, max_iter=1, solver=SOLVE_FAR)[5] == 2
+    assert run(0, max_iter=1, solver=SOLVE_FAR_NEWTON_ACCEPTED)[5] == 1
+    every, accepted_only = (run(0, 50, solver) for solver in (SOLVE_FAR, SOLVE_FAR_NEWTON_ACCEPTED))
+    assert every[:4] == accepted_only[:4] and every[1] > 2
+    assert every[5] > accepted_only[5]  # fewer solves
+
+
+def test_stop_ends_the_problem_beside_converged():
+    """`stop` (here: at the first accepted trial) ends the problem where
+    `lm_rules.converged` would not: after two singular systems, the first (damped) step
+    is taken and the problem ends there, short of x = 3; without it more steps follow."""
+    done, iterations, _, x, _, _ = run(2, max_iter=50, solver=SOLVE_STOP)
+    assert done and iterations == 3 and x == TARGET / (1.0 + 4.0 * MIN_DAMPING)
+    assert run(2, max_iter=50)[1] > 3

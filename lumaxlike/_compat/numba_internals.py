@@ -101,10 +101,20 @@ def _flat_call(inline: bool):
             values = []
             for group, value in zip(groups, arguments[1:]):
                 values.extend(cgutils.unpack_tuple(builder, value, len(group)))
+            wanted, fixed = inner.args, len(inner.args)
+            packed = fixed and isinstance(
+                wanted[-1], (numba.types.StarArgTuple, numba.types.StarArgUniTuple)
+            )
+            if packed:  # a function of *args: the items after its fixed ones go in a tuple
+                fixed -= 1
+                wanted = (*wanted[:fixed], *wanted[fixed].types)
             values = [
-                context.cast(builder, value, given, wanted)
-                for value, given, wanted in zip(values, items, inner.args)
+                context.cast(builder, value, given, want)
+                for value, given, want in zip(values, items, wanted)
             ]
+            if packed:
+                rest = context.make_tuple(builder, inner.args[fixed], values[fixed:])
+                values = [*values[:fixed], rest]
             before = _instructions(builder)
             result = context.get_function(function, inner)(builder, values)
             for block in builder.function.blocks:  # the call numba emitted
@@ -123,8 +133,9 @@ def _flat_call(inline: bool):
 call_flat = _flat_call(inline=False)
 call_flat.__doc__ = """``function(*first, *second, *third, *fourth)`` for the numba
 function `function` and four tuples (``()`` where fewer are needed): the items passed as
-its arguments, taken out of the tuples without reference counting (the call borrows them,
-as any numba call does its arguments; the tuples outlive it)."""
+its arguments (a function of ``*args`` gets those after its fixed ones in its tuple),
+taken out of the tuples without reference counting (the call borrows them, as any numba
+call does its arguments; the tuples outlive it)."""
 
 call_inlined = _flat_call(inline=True)
 call_inlined.__doc__ = """`call_flat`, the call marked ``alwaysinline`` for LLVM (numba

@@ -28,7 +28,17 @@ the same layout). The loop calls
 - ``start(cost) -> (done, damping, growth)``: from the cost at the start, whether it is
   the solution already (no iteration) and the damping lambda and its growth nu to start
   with; by default `zero_cost_start`: done where the cost is 0, lambda 0 (the first step
-  Gauss-Newton's), nu 2.
+  Gauss-Newton's), nu 2;
+- ``measure(size, *current, *candidate) -> size``: the trial's largest |step| once
+  evaluate has run at the candidate, which may move it (optical unmixing solves the
+  fractions there); by default `trial_size`: trial's `size`;
+- ``stop(accept, cost_trial, *candidate, *steps) -> stop``: an operation's own test of
+  convergence beside `lm_rules.converged` (optical unmixing's `settled`, from what its
+  newton left in `steps`); by default `never_stop`.
+
+``newton_where_rejected`` (`lm_for`): whether newton's solve is made at a rejected trial
+too (the rules read its results only where the trial is accepted; True keeps the work of
+the kernels written so, False spares a rejected trial its solve).
 
 Each piece takes the tuples' items as its arguments (`call_flat`), and all but evaluate
 are inlined into the loop by LLVM (`call_inlined`): numba counts a reference to every array it takes out of a tuple, and
@@ -69,6 +79,10 @@ trial = variant_slot("trial")
 newton = variant_slot("newton")
 take = variant_slot("take")
 start = variant_slot("start")
+measure = variant_slot("measure")
+stop = variant_slot("stop")
+# Whether newton's solve is made at a rejected trial (`lm_for`): a constant of each variant.
+newton_where_rejected = True
 
 
 @numba.njit(error_model="numpy", inline="always")
@@ -76,6 +90,18 @@ def zero_cost_start(cost):
     """The default of `levenberg_marquardt`'s ``start``: a start of cost 0 is the
     solution; lambda 0, nu 2 (`lm_rules`)."""
     return cost == 0.0, 0.0, 2.0
+
+
+@numba.njit(error_model="numpy")
+def trial_size(size, *states):
+    """The default of `levenberg_marquardt`'s ``measure``: trial's size."""
+    return size
+
+
+@numba.njit(error_model="numpy")
+def never_stop(accept, cost_trial, *states):
+    """The default of `levenberg_marquardt`'s ``stop``: `lm_rules.converged` alone."""
+    return False
 
 
 @numba.njit(error_model="numpy")
@@ -106,11 +132,14 @@ def levenberg_marquardt(data, steps, current, candidate, settings):
             continue
         step_size, predicted = call_inlined(trial, current, candidate, steps, ())
         cost_trial = call_flat(evaluate, candidate, data, (), ())
-        newton_size, newton_decrease = math.inf, math.inf
-        if call_inlined(solve, (0.0,), candidate, steps, ()):
-            newton_size, newton_decrease = call_inlined(newton, candidate, steps, (), ())
+        step_size = call_inlined(measure, (step_size,), current, candidate, ())
         accept = accepted(cost, cost_trial)
+        newton_size, newton_decrease = math.inf, math.inf
+        if (newton_where_rejected or accept) and call_inlined(solve, (0.0,), candidate, steps, ()):
+            newton_size, newton_decrease = call_inlined(newton, candidate, steps, (), ())
         done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
+        if not done:
+            done = call_inlined(stop, (accept, cost_trial), candidate, steps, ())
         damping, growth = next_damping(
             accept,
             gain_ratio(cost, cost_trial, predicted),
@@ -125,11 +154,24 @@ def levenberg_marquardt(data, steps, current, candidate, settings):
     return done, iteration, cost
 
 
-def lm_for(variant: str, *, evaluate, solve, trial, newton, take, start=zero_cost_start):
+def lm_for(
+    variant: str,
+    *,
+    evaluate,
+    solve,
+    trial,
+    newton,
+    take,
+    start=zero_cost_start,
+    measure=trial_size,
+    stop=never_stop,
+    newton_where_rejected: bool = True,
+):
     """`levenberg_marquardt` compiled over one operation's pieces (numba functions), a
     helper of the operation's kernel, inlined by numba into the kernel's function that
     calls it (``inline="always"``). `variant` names it apart from every other
-    operation's and configuration's loop (`numba_cache.rebound`).
+    operation's and configuration's loop (`numba_cache.rebound`);
+    `newton_where_rejected` (a constant of the variant) as the module doc says.
     """
     return njit_variant(
         levenberg_marquardt,
@@ -141,4 +183,7 @@ def lm_for(variant: str, *, evaluate, solve, trial, newton, take, start=zero_cos
         newton=newton,
         take=take,
         start=start,
+        measure=measure,
+        stop=stop,
+        newton_where_rejected=bool(newton_where_rejected),
     )

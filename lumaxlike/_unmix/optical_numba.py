@@ -27,8 +27,10 @@ import math
 import numba
 import numpy as np
 
-from .._inverse import lm_rules
+from .._compat import numba_internals
+from .._inverse import lm_rules, numba_lm
 from .._inverse.lm_rules import COST_TIE
+from .._inverse.numba_lm import lm_for
 from .._model import slab_equations
 from .._model._backends import numba_equations, retarget_to_numba, slab_twins
 from .._model.family import DEFAULT_KEY, numba_equations_for
@@ -45,10 +47,6 @@ __all__ = ["solve_optical_numba", "project_simplex"]
 
 BLOCK = 64
 _rules = retarget_to_numba(lm_rules)
-accepted = _rules.accepted
-next_damping = _rules.next_damping
-gain_ratio = _rules.gain_ratio
-converged = _rules.converged
 damped_diagonal = _rules.damped_diagonal
 pinned = _rules.pinned
 settled = numba.njit(error_model="numpy")(optical.settled)
@@ -369,8 +367,9 @@ def _decrease(x, trial, hessian, gradient):
 @numba.njit(error_model="numpy")
 def _work(size, bands):
     """One block's scratch: (x, trial, newton, hessian, gradient, hessian_trial,
-    gradient_trial, rows, held, (system, factor, scale, rhs, y), raw, inner) (rows:
-    `_normal_equations`', raw: `_endmember_rows`', inner: `_inner_work`)."""
+    gradient_trial, rows, held, (system, factor, scale, rhs, y), raw, inner, (cost,
+    cost_trial, metric)) (rows: `_normal_equations`', raw: `_endmember_rows`', inner:
+    `_inner_work`; the last three (1,) each, `_solve_pixel`'s)."""
     p = (size - 1) // 2
     matrix = (size, size)
     return (
@@ -386,100 +385,143 @@ def _work(size, bands):
         (np.empty(matrix), np.empty(matrix), np.empty(size), np.empty(size), np.empty(size)),
         np.empty((3 * p, bands)),
         _inner_work(p, bands),
+        (np.empty(1), np.empty(1), np.empty(1)),
     )
 
 
+# `numba_lm`'s pieces. A state is (x, hessian, gradient, out, reach, cost): the point,
+# J^T J and J^T f there, where `_step` writes the step's point from it (the current
+# state's: the trial's x; the trial's: `newton`), how far that step moves ln D (the
+# current state's: `optical.MAX_LN_STEP`; the trial's Gauss-Newton step: unbounded) and
+# the state's cost (1,). steps = (lower, upper, fixed, p, held, scratch, metric, bands):
+# metric (1,) the trial's d^T J^T J d (`_newton`), bands the pixel's count.
 @numba.njit(error_model="numpy")
-def _newton_at(trial, hessian, gradient, settings, p, held, scratch, newton):
-    """(newton_size, newton_decrease, newton_metric) of the undamped (projected) step d
-    at the trial point: its largest |d|, the decrease of the linearised cost along it
-    and d^T J^T J d (for `optical.settled`; infinite where d moves ln D or phi onto a
-    bound); infinite where its system is singular."""
-    _, lower, upper, fixed, _, _ = settings
-    _held(trial, gradient, lower, upper, fixed, p, held)
-    if _step(trial, hessian, gradient, 0.0, held, (lower, upper), p, scratch, newton):
-        newton_decrease, newton_size = _decrease(trial, newton, hessian, gradient)
-        metric = 0.0
-        for a in range(trial.shape[0]):
-            for b in range(trial.shape[0]):
-                metric += (newton[a] - trial[a]) * hessian[a, b] * (newton[b] - trial[b])
-            if (
-                a >= p
-                and newton[a] != trial[a]
-                and (newton[a] <= lower[a] or newton[a] >= upper[a])
-            ):
-                metric = math.inf  # a step onto a bound: taken before `settled` (`optical`)
-        return newton_size, newton_decrease, metric
-    return math.inf, math.inf, math.inf
-
-
-@numba.njit(error_model="numpy")
-def _evaluate(x, p, terms, table, optics, tol, work, hessian, gradient):
-    """At x's grain sizes and phi: the endmembers' rows, the fractions solved into x
-    (`_fractions`), J^T J and J^T f of all of x there. Returns the cost."""
+def _evaluate(x, hessian, gradient, out, reach, cost, p, terms, table, optics, tol, work):
+    """`numba_lm`'s evaluate: at x's grain sizes and phi, the endmembers' rows, the
+    fractions solved into x (`_fractions`), J^T J and J^T f of all of x there; data =
+    (p, terms, table, optics (with the pixel's refl last), tol, work). The cost, also
+    into `cost`."""
     s, weights = optics[3], optics[7]
     rows, raw, inner = work[7], work[10], work[11]
     _endmember_rows(x, p, table, s, raw)
-    cost = _fractions(x, p, raw, terms, optics[8], weights, tol, inner)
+    cost[0] = _fractions(x, p, raw, terms, optics[8], weights, tol, inner)
     _normal_equations(x, p, raw, inner[0][0], inner[0][1], rows, hessian, gradient)
-    return cost
+    return cost[0]
+
+
+@numba.njit(error_model="numpy")
+def _solve(damping, x, hessian, gradient, out, reach, cost, lower, upper, fixed, p, held, *rest):
+    """`numba_lm`'s solve: what stays where it is (`_held`), then the projected damped
+    step's point into `out` (`_step`); False where its system is singular."""
+    scratch = rest[0]
+    _held(x, gradient, lower, upper, fixed, p, held)
+    return _step(x, hessian, gradient, damping, held, (lower, upper), p, scratch, out, reach)
+
+
+@numba.njit(error_model="numpy")
+def _trial(x, hessian, gradient, out, reach, cost, trial, *rest):
+    """`numba_lm`'s trial (`_solve` wrote the trial point): (largest |step|, decrease of
+    the linearised cost along it); the trial's metric reset (infinite until `_newton`)."""
+    metric = rest[-2]
+    metric[0] = math.inf
+    predicted, size = _decrease(x, trial, hessian, gradient)
+    return size, predicted
+
+
+@numba.njit(error_model="numpy")
+def _moved(size, x, hessian, gradient, out, reach, cost, trial, *rest):
+    """`numba_lm`'s measure: the largest |step| to the trial point once its fractions
+    are solved (`_evaluate`)."""
+    step_size = 0.0
+    for a in range(x.shape[0]):
+        step_size = max(step_size, abs(trial[a] - x[a]))
+    return step_size
+
+
+@numba.njit(error_model="numpy")
+def _newton(trial, hessian, gradient, newton, reach, cost, lower, upper, fixed, p, *rest):
+    """`numba_lm`'s newton (of an accepted trial): (newton_size, newton_decrease) of the
+    undamped projected step d at the trial point, `_solve`'s: its largest |d| and the
+    decrease of the linearised cost along it, infinite where the bounds cut it (not the
+    last step); d^T J^T J d into `metric` (for `optical.settled`; infinite where d
+    moves ln D or phi onto a bound)."""
+    metric = rest[-2]
+    newton_decrease, newton_size = _decrease(trial, newton, hessian, gradient)
+    value = 0.0
+    for a in range(trial.shape[0]):
+        for b in range(trial.shape[0]):
+            value += (newton[a] - trial[a]) * hessian[a, b] * (newton[b] - trial[b])
+        if a >= p and newton[a] != trial[a] and (newton[a] <= lower[a] or newton[a] >= upper[a]):
+            value = math.inf  # a step onto a bound: taken before `settled` (`optical`)
+    metric[0] = value
+    if newton_decrease < -COST_TIE * cost[0]:  # cut by the bounds: not the last step
+        newton_decrease = math.inf
+    return newton_size, newton_decrease
+
+
+@numba.njit(error_model="numpy")
+def _take_trial(trial, hessian_t, gradient_t, newton, reach_t, cost_t, x, hessian, gradient, *rest):
+    """`numba_lm`'s take: the trial's x, J^T J and J^T f made the current ones."""
+    for a in range(x.shape[0]):
+        x[a] = trial[a]
+        gradient[a] = gradient_t[a]
+        for b in range(x.shape[0]):
+            hessian[a, b] = hessian_t[a, b]
+
+
+@numba.njit(error_model="numpy")
+def _settled(accept, cost_trial, trial, hessian, gradient, newton, reach, cost, *steps):
+    """`numba_lm`'s stop: `optical.settled` from `_newton`'s metric."""
+    p, metric, bands = steps[3], steps[6], steps[7]
+    return settled(accept, metric[0], cost_trial, bands, p)
+
+
+@numba.njit(error_model="numpy", inline="always")
+def _start(cost):
+    """`numba_lm`'s start: a start of cost 0 is the solution; lambda
+    `optical.START_DAMPING` (the outer LM starts damped), nu 2."""
+    return cost == 0.0, optical.START_DAMPING, 2.0
+
+
+def _lm(variant, evaluate):
+    return lm_for(
+        variant,
+        evaluate=evaluate,
+        solve=_solve,
+        trial=_trial,
+        newton=_newton,
+        take=_take_trial,
+        start=_start,
+        measure=_moved,
+        stop=_settled,
+        newton_where_rejected=False,
+    )
+
+
+_levenberg_marquardt = _lm("optical", _evaluate)
 
 
 @numba.njit(error_model="numpy")
 def _solve_pixel(refl, terms, table, optics, settings, start, work):
     """Variable projection for one pixel (refl (bands,)) from start: Levenberg-Marquardt
-    over ln D and phi, the fractions solved at every point (`optical`). Returns (cost,
-    iterations, done); x, hessian and gradient at the end in work (`_work`)."""
+    over ln D and phi (`numba_lm.levenberg_marquardt` over this module's pieces), the
+    fractions solved at every point (`optical`). Returns (cost, iterations, done); x,
+    hessian and gradient at the end in work (`_work`)."""
     _, lower, upper, fixed, max_iter, tol = settings
     x, trial, newton, hessian, gradient, hessian_t, gradient_t, _, held, scratch = work[:10]
+    cost, cost_trial, metric = work[12]
     p = optics[3].shape[0]
-    size = 2 * p + 1
     optics = optics[:8] + (refl,)
-    for a in range(size):
+    for a in range(2 * p + 1):
         x[a] = start[a]
-    cost = _evaluate(x, p, terms, table, optics, tol, work, hessian, gradient)
-    damping = optical.START_DAMPING
-    growth = 2.0
-    done = cost == 0.0
-    iteration = 0
-    while not done and iteration < max_iter:
-        iteration += 1
-        _held(x, gradient, lower, upper, fixed, p, held)
-        reach = optical.MAX_LN_STEP
-        if not _step(x, hessian, gradient, damping, held, (lower, upper), p, scratch, trial, reach):
-            damping, growth = next_damping(False, 0.0, damping, growth, math.inf, 0.0)
-            continue
-        predicted, _ = _decrease(x, trial, hessian, gradient)
-        cost_trial = _evaluate(trial, p, terms, table, optics, tol, work, hessian_t, gradient_t)
-        step_size = 0.0
-        for a in range(size):
-            step_size = max(step_size, abs(trial[a] - x[a]))
-        accept = accepted(cost, cost_trial)
-        newton_size, newton_decrease, newton_metric = math.inf, math.inf, math.inf
-        if accept:  # the rules below read the step at a rejected trial nowhere
-            newton_size, newton_decrease, newton_metric = _newton_at(
-                trial, hessian_t, gradient_t, settings, p, held, scratch, newton
-            )
-        if newton_decrease < -COST_TIE * cost_trial:  # cut by the bounds: not the last step
-            newton_decrease = math.inf
-        done = converged(step_size, predicted, cost, newton_size, accept, damping, tol)
-        done = done or settled(accept, newton_metric, cost_trial, refl.shape[0], p)
-        damping, growth = next_damping(
-            accept,
-            gain_ratio(cost, cost_trial, predicted),
-            damping,
-            growth,
-            newton_decrease,
-            cost_trial,
-        )
-        if accept:
-            cost = cost_trial
-            for a in range(size):
-                x[a] = trial[a]
-                gradient[a] = gradient_t[a]
-                for b in range(size):
-                    hessian[a, b] = hessian_t[a, b]
-    return cost, iteration, done
+    done, iteration, cost_end = _levenberg_marquardt(
+        (p, terms, table, optics, tol, work),
+        (lower, upper, fixed, p, held, scratch, metric, refl.shape[0]),
+        (x, hessian, gradient, trial, optical.MAX_LN_STEP, cost),
+        (trial, hessian_t, gradient_t, newton, math.inf, cost_trial),
+        (max_iter, tol),
+    )
+    return cost_end, iteration, done
 
 
 @numba.njit(error_model="numpy")
@@ -518,7 +560,16 @@ def _optical_block(block, problem, model, optics, settings, outputs):
 
 
 @cached_njit(
-    inlines=(lm_rules, slab_equations, optical, numba_one_step, _qp_module, *MODEL_MODULES),
+    inlines=(
+        lm_rules,
+        numba_lm,
+        numba_internals,
+        slab_equations,
+        optical,
+        numba_one_step,
+        _qp_module,
+        *MODEL_MODULES,
+    ),
     nogil=True,
     error_model="numpy",
 )
@@ -548,7 +599,9 @@ def _kernel_for(key, reflections: str, mean_path: str):
             tag,
             band_terms=slab_twins("numba", reflections, mean_path).slab_band_terms,
         ),
-        _solve_pixel=njit_variant(_solve_pixel, tag, _evaluate=evaluate),
+        _solve_pixel=njit_variant(
+            _solve_pixel, tag, _levenberg_marquardt=_lm(f"optical_{tag}", evaluate)
+        ),
     )
     return compile_variant(_optical_kernel, tag, _optical_block=block)
 
