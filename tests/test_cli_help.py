@@ -132,6 +132,30 @@ def test_help_is_consistent_across_commands():
                 assert flag in options, (name, group.title)
 
 
+def test_every_solving_command_takes_the_one_declared_solver_flag():
+    """``--solver`` is declared once (`lumaxlike._cli.inputs.INPUTS`): every command that
+    takes it offers numba and jax; those with --params-from leave it None (the record's,
+    else numba), fit defaults to numba; a solver outside the choices is refused."""
+    from lumaxlike._cli.options import UsageError
+
+    taking = {
+        name: parser
+        for name, parser in command_parsers().items()
+        if name not in ("demo", "profile")  # (their --solver picks solvers to run: "both")
+        and "--solver" in parser._option_string_actions
+    }
+    assert set(taking) == {"invert", "normalize", "thermal", "unmix", "fit"}
+    for name, parser in taking.items():
+        solver = parser._option_string_actions["--solver"]
+        assert solver.choices == ("numba", "jax") and not solver.required, name
+        assert solver.default == ("numba" if name == "fit" else None), name
+        assert "default numba" in solver.help, name
+    for name in ("invert", "unmix", "fit"):
+        assert build_parser().parse_args([*MINIMAL[name], "--solver", "jax"]).solver == "jax"
+        with pytest.raises(UsageError, match="invalid choice"):
+            build_parser().parse_args([*MINIMAL[name], "--solver", "cuda"])
+
+
 def test_the_old_sigma_spelling_still_works_with_a_warning(capsys):
     args = build_parser().parse_args([*MINIMAL["invert"], "--sigma", "0.01"])
     assert args.refl_sigma == 0.01

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .inputs import INPUT_UNITS, UNITS_HELP, add_stack_inputs
+from .inputs import INPUT_UNITS, UNITS_HELP, add_inputs, add_stack_inputs
 from .model import stack_model
 from .operation import run_command
 from .options import (
@@ -63,13 +63,13 @@ def add_parser(commands) -> None:
         units_choices=INPUT_UNITS,
         units_help=UNITS_HELP.replace("the cube holds", "the cubes hold") + " (required)",
     )
-    fit.add_argument(
-        "--solver",
-        choices=("numba", "jax"),
-        default=DEFAULT_SOLVER,
-        help=f"numba (CPU threads, float64) or jax (CPU or GPU) (default {DEFAULT_SOLVER}; "
+    # fit has no --params-from, so no record to resolve the default from: set it here
+    solver = {
+        "default": DEFAULT_SOLVER,
+        "help": f"numba (CPU threads, float64) or jax (CPU or GPU) (default {DEFAULT_SOLVER}; "
         f"{SOLVER_NOTE})",
-    )
+    }
+    add_inputs(fit, "solver", solver=solver)
     add_stack_selection(fit, verb="fitted")
     # the options of `FitSettings` (lumaxlike._inverse.fit.options), as it declares them:
     # --max-iter, --tol, --refl-sigma, --shared, --regional, --starts

@@ -1,5 +1,6 @@
 """The inputs of the file commands, declared once: the cube (or the stack's cubes),
-``--out``, ``--params-from``, ``--geometry``, ``--surface``, ``--dtm`` and ``--units``.
+``--out``, ``--params-from``, ``--geometry``, ``--surface``, ``--dtm`` and ``--units``;
+and ``--solver``, which every command that solves takes.
 
 :data:`INPUTS` declares each with what every command gives it (its type, metavar, choices
 and ``lumaxlike invert``'s help, the full one that the other commands refer to);
@@ -14,12 +15,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .options import DEFAULT_SOLVER, SOLVER_NOTE
+
 __all__ = [
     "CUBE_INPUTS",
     "INPUTS",
     "INPUT_UNITS",
     "OUT_HELP",
     "RECORDED",
+    "SOLVER_HELP",
     "UNITS_HELP",
     "add_inputs",
     "add_stack_inputs",
@@ -63,6 +67,14 @@ SURFACE_HELP = (
     "outputs (default auto" + RECORDED + ")"
 )
 
+#: ``--solver``'s help in ``lumaxlike invert``, the full one (its default None: the
+#: recorded solver with --params-from, else DEFAULT_SOLVER, as `resolve_settings` reads it)
+SOLVER_HELP = (
+    "numba: compiled Levenberg-Marquardt on the CPU, parallel threads, always float64; "
+    "jax: optimistix Levenberg-Marquardt on the CPU or a GPU, in the cube's precision "
+    f"(float32 cubes in float32) (default {DEFAULT_SOLVER}{RECORDED}; {SOLVER_NOTE})"
+)
+
 #: each input: its name in `add_inputs` -> (its flag, or the positional argument's name;
 #: the argparse keywords every command gives it, help included unless each words it)
 INPUTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -93,6 +105,7 @@ INPUTS: dict[str, tuple[str, dict[str, Any]]] = {
         "--units",
         {"choices": INPUT_UNITS, "help": UNITS_HELP + ". Required, unless --params-from gives it"},
     ),
+    "solver": ("--solver", {"choices": ("numba", "jax"), "help": SOLVER_HELP}),
 }
 
 #: the inputs of a command on one cube (``invert``, ``unmix``), in their order

@@ -13,7 +13,7 @@ from .model import (
     resolve_settings,
 )
 from .operation import run_command
-from .options import DEFAULT_SOLVER, SOLVER_NOTE, add_model_options, add_run_options, name_list
+from .options import add_model_options, add_run_options, name_list
 from .products import add_product_options, resolve_product_options
 
 __all__ = ["add_parser", "run"]
@@ -81,14 +81,7 @@ def _add_solver_options(invert) -> None:
     --tol, --refl-sigma) and run options."""
     from .._inverse.options import InvertSettings
 
-    invert.add_argument(
-        "--solver",
-        choices=("numba", "jax"),
-        help="numba: compiled Levenberg-Marquardt on the CPU, parallel threads, "
-        "always float64; jax: optimistix Levenberg-Marquardt on the CPU or a "
-        f"GPU, in the cube's precision (float32 cubes in float32) "
-        f"(default {DEFAULT_SOLVER}{RECORDED}; {SOLVER_NOTE})",
-    )
+    add_inputs(invert, "solver")
     add_model_options(invert, RECORDED)
     add_product_options(invert)
     # every option of `InvertSettings` (lumaxlike._inverse.options), as it declares it

@@ -185,10 +185,10 @@ def _add_solver_options(unmix) -> None:
     UnmixSettings.add_arguments(
         unmix, RECORDED, [name for name in UnmixSettings.declared() if name not in optical]
     )
-    unmix.add_argument(
-        "--solver",
-        choices=("numba", "jax"),
-        help=f"solver, as for `lumaxlike invert` (default {DEFAULT_SOLVER}{RECORDED})",
+    add_inputs(
+        unmix,
+        "solver",
+        solver=f"solver, as for `lumaxlike invert` (default {DEFAULT_SOLVER}{RECORDED})",
     )
     add_model_options(unmix, RECORDED)
 
