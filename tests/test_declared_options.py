@@ -55,6 +55,7 @@ def test_keywords_and_settings_merge_and_refuse_a_conflict():
         (dict(temperature_bounds=(0.0, 500.0)), "temperature_bounds must be"),
         (dict(max_temperature_sigma=float("nan")), "max_temperature_sigma must be positive"),
         (dict(prior_sigma=float("inf")), "prior_sigma must be positive and finite"),
+        (dict(min_window_bands=3), "min_window_bands must be an integer of 4 or more"),
         (dict(temperature=300.0), 'temperature is for method="given" only'),
         (dict(method="given"), 'method="given" needs temperature'),
     ],

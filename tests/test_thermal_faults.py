@@ -17,7 +17,7 @@ from lumaxlike._operations.thermal import ThermalSettings
 from lumaxlike._thermal import continuum as thermal_continuum
 from lumaxlike._thermal import options as thermal_options
 
-from .test_thermal import WAVELENGTHS, remove, scene
+from .test_thermal import MODEL, WAVELENGTHS, remove, scene
 
 STATUS = lumaxlike.Status
 JAX_SLOW = pytest.param("jax", marks=pytest.mark.slow)  # JAX compiles the window fit (~16 s)
@@ -231,3 +231,36 @@ def test_window_exclude_leaves_a_bad_band_out_of_the_temperature_fit():
     settings = ThermalSettings.from_arguments(build_parser().parse_args(args))
     assert settings.window_exclude == ((2.45, 2.47), (2.6, 2.62))
     assert settings.record()["window_exclude"] == [[2.45, 2.47], [2.6, 2.62]]
+
+
+def test_min_window_bands_refuses_a_window_thinned_by_bad_bands():
+    """A file's bad band (bbl = 0) inside the window is left out of its bands, so the
+    window fit has 8 bands of 9: fitted by default (min_window_bands 4, as before the
+    option), refused naming them with min_window_bands=9; the window's full count keeps
+    every bit of the default's result."""
+    observed, _, geometry, solar, sigma = scene(np.full(3, 380.0), 0.002, seed=22)
+    full = remove(observed, geometry, solar, sigma)
+    for count in (4, 9):
+        kept = remove(observed, geometry, solar, sigma, min_window_bands=count)
+        for name in ("temperature", "temperature_sigma", "status", "reflectance", "w"):
+            np.testing.assert_array_equal(getattr(kept, name), getattr(full, name))
+    good = ~np.isclose(WAVELENGTHS, 2.46)  # the band a file marked bad, left out
+    params = lumaxlike.HapkeParams(**MODEL)
+    thinned = dict(solar_spectrum=solar[good], refl_sigma=sigma[good], solver="numba")
+    bands = (observed[:, good], *geometry, WAVELENGTHS[good], params)
+    assert np.all(lumaxlike.remove_thermal(*bands, **thinned).status == STATUS.CONVERGED)
+    message = r"holds 8 bands \(2.3, 2.34, 2.38, 2.42, 2.5, .*\); the fit needs 9 \(min_window"
+    with pytest.raises(ValueError, match=message):
+        lumaxlike.remove_thermal(*bands, **thinned, min_window_bands=9)
+    # window_exclude's bands count as left out too
+    with pytest.raises(ValueError, match="holds 8 bands"):
+        remove(observed, geometry, solar, sigma, min_window_bands=9, window_exclude=[(2.45, 2.47)])
+    for bad in (3, 4.5, True):
+        with pytest.raises(ValueError, match="min_window_bands must be an integer of 4 or more"):
+            remove(observed, geometry, solar, sigma, min_window_bands=bad)
+    args = ["thermal", "c.tif", "--out", "o.tif", "--min-window-bands", "9"]
+    settings = ThermalSettings.from_arguments(build_parser().parse_args(args))
+    assert settings.min_window_bands == 9 and settings.record()["min_window_bands"] == 9
+    assert ThermalSettings(min_window_bands=np.int64(9)) == settings  # an int, recordable
+    with pytest.raises(ValueError, match="^--min-window-bands must be an integer"):
+        ThermalSettings.from_arguments(build_parser().parse_args([*args[:-1], "3"]))

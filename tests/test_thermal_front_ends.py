@@ -1,6 +1,7 @@
 """remove_thermal_file and `lumaxlike thermal`: the file run equals the in-memory
 `remove_thermal` on the same cube, blocks equal the whole, the CLI records its run."""
 
+import re
 import warnings
 
 import numpy as np
@@ -153,20 +154,25 @@ def test_cli_method_prior_equals_in_memory(warm_cube, tmp_path):
     assert np.all(np.abs(got - 380.0) < 15.0)
 
 
+def _run_file(paths, out, **options):
+    """`remove_thermal_file` of the warm cube in r, at 1 au, with numba."""
+    return lumaxlike.remove_thermal_file(
+        paths["cube"],
+        out,
+        geometry=paths["obs"],
+        params=PARAMS,
+        solver="numba",
+        units="r",
+        product=lumaxlike.ProductOptions(solar_distance=1.0),
+        run=lumaxlike.RunOptions(progress=False),
+        **options,
+    )
+
+
 def test_prior_without_sigma_refused(warm_cube, tmp_path):
     paths, *_ = warm_cube
     with pytest.raises(ValueError, match="sigma"):
-        lumaxlike.remove_thermal_file(
-            paths["cube"],
-            tmp_path / "a.tif",
-            geometry=paths["obs"],
-            params=PARAMS,
-            solver="numba",
-            units="r",
-            product=lumaxlike.ProductOptions(solar_distance=1.0),
-            method="prior",
-            run=lumaxlike.RunOptions(progress=False),
-        )
+        _run_file(paths, tmp_path / "a.tif", method="prior")
 
 
 def test_reff_and_missing_distance_refused(warm_cube, tmp_path):
@@ -279,3 +285,34 @@ def test_cli_maps_say_which_band_failed(warm_cube, tmp_path):
         assert np.isnan(values[2, 3, 1])
         assert np.isfinite(np.delete(values.reshape(36, -1), 2 * 6 + 3, axis=0)).all()
         assert np.isfinite(np.delete(values[2, 3], 1)).all()
+
+
+def test_every_front_end_hands_min_window_bands_on(warm_cube, tmp_path, capsys):
+    """An option declared in `ThermalSettings` alone reaches the file function, the
+    command line, the xarray function and the accessor: 6 bands asked of a window of 5
+    (the cube's 2.3-2.65 um) is refused by each, naming it."""
+    import xarray as xr
+
+    paths, refl, (to_sun, to_sensor, _), solar = warm_cube
+    message = r"holds 5 bands .* the fit needs 6 \(min_window_bands"
+    with pytest.raises(ValueError, match=message):
+        _run_file(paths, tmp_path / "a.tif", min_window_bands=6)
+    flags = ["--geometry", str(paths["obs"]), "--units", "r", "--b", "0.25", "--c", "0.3"]
+    flags += ["--solar-distance", "1", "--min-window-bands", "6", "--out", str(tmp_path / "o.tif")]
+    assert main(["thermal", str(paths["cube"]), *flags]) == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not list(tmp_path.iterdir())  # refused before a file is written
+    cube = xr.DataArray(
+        refl * np.pi,
+        dims=("y", "x", "wavelength"),
+        coords={"wavelength": ("wavelength", WAVELENGTHS * 1000, {"units": "nm"})},
+    )
+    geometry = {
+        "to_sun": xr.DataArray(to_sun, dims=("y", "x", "vector")),
+        "to_sensor": xr.DataArray(to_sensor, dims=("y", "x", "vector")),
+    }
+    common = dict(units="radf", solar_spectrum=solar, min_window_bands=6)
+    with pytest.raises(ValueError, match=message):
+        lumaxlike.remove_thermal_dataarray(cube, geometry, PARAMS, "numba", **common).compute()
+    with pytest.raises(ValueError, match=message):
+        cube.hapke.remove_thermal(geometry, PARAMS, "numba", **common).compute()

@@ -123,8 +123,8 @@ def remove_thermal(
 
     Raises:
         ValueError: naming the argument: an option `ThermalSettings` refuses, unknown
-            solver, shapes, a window with fewer than 4 bands, solar_distance not
-            positive and finite, bad solar_spectrum.
+            solver, shapes, a window with fewer than `min_window_bands` bands,
+            solar_distance not positive and finite, bad solar_spectrum.
         TypeError: a keyword that is no option.
     """
     settings = ThermalSettings.merged(settings, options)

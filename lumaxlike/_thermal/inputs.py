@@ -56,7 +56,8 @@ def unit(name: str, vectors, pixels: tuple) -> np.ndarray:
 def window_of(refl, wavelengths, settings: ThermalSettings, solver: str):
     """The window's bands (a boolean mask over `wavelengths` [um]) of "continuum" and
     "prior", None for "given"; checked with the arguments they depend on (the solver, one
-    increasing band centre per band of `refl`, at least 4 bands in the window)."""
+    increasing band centre per band of `refl`; `ThermalSettings.window_bands` checks the
+    window's count of bands)."""
     check_choice("solver", solver, SOLVERS)
     if wavelengths.ndim != 1 or wavelengths.shape[0] != refl.shape[-1]:
         raise ValueError(f"wavelengths must have one value per band ({refl.shape[-1]})")
@@ -64,10 +65,7 @@ def window_of(refl, wavelengths, settings: ThermalSettings, solver: str):
         raise ValueError("wavelengths must increase")
     if settings.method == "given":
         return None
-    inside = settings.window_bands(wavelengths)
-    if inside.sum() < 4:
-        raise ValueError(f"window={settings.window!r} holds {inside.sum()} bands; the fit needs 4")
-    return inside
+    return settings.window_bands(wavelengths)
 
 
 def distance(solar_distance, pixels) -> np.ndarray:

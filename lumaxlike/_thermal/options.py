@@ -12,7 +12,7 @@ Imports nothing heavy: the command line's parser is built from it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Real
+from numbers import Integral, Real
 
 from .._declared_options import (
     DeclaredOptions,
@@ -23,11 +23,13 @@ from .._declared_options import (
     to_pair,
 )
 
-__all__ = ["METHODS", "WAVELENGTH_TOLERANCE", "ThermalSettings", "within"]
+__all__ = ["FEWEST_WINDOW_BANDS", "METHODS", "WAVELENGTH_TOLERANCE", "ThermalSettings", "within"]
 
 METHODS = ("continuum", "given", "prior")
 # [um]: band centres this close outside a window's (or prior_reference's) ends are in it
 WAVELENGTH_TOLERANCE = 1e-5
+# the window fit's T, a and b, and one degree of freedom
+FEWEST_WINDOW_BANDS = 4
 
 
 def _temperature(value):
@@ -58,6 +60,19 @@ def _check_ranges(name: str, ranges) -> None:
         increasing_pair("um")(name, limits)
 
 
+def _count(value):
+    """An integer (a NumPy one too) as an int; anything else as it is, for the check."""
+    return int(value) if isinstance(value, Integral) and not isinstance(value, bool) else value
+
+
+def _check_window_bands(name: str, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < FEWEST_WINDOW_BANDS:
+        raise ValueError(
+            f"{name} must be an integer of {FEWEST_WINDOW_BANDS} or more (the temperature "
+            f"fit's T, a and b, and one degree of freedom), got {value!r}"
+        )
+
+
 def _ranges_text(text: str) -> tuple[tuple[float, float], ...]:
     """The command line's ``2.45:2.47,2.6:2.62``."""
     return tuple(pair_text(limits.replace(":", ",")) for limits in text.split(","))
@@ -79,8 +94,8 @@ class ThermalSettings(DeclaredOptions):
         temperature: T [K] of every pixel, for method given only (the array function
             also takes a map of shape pixels, NaN marking a pixel NONFINITE_INPUT).
         window: (shortest, longest) wavelength [um] of the bands the temperature fit
-            uses, ends widened by 1e-5 um (float32 centres stay in): at least 4 bands,
-            short of the 3 um hydration band.
+            uses, ends widened by 1e-5 um (float32 centres stay in): at least
+            min_window_bands bands, short of the 3 um hydration band.
         max_temperature_sigma: T's 1-sigma [K] above which a pixel is NOT_CONSTRAINED.
         temperature_bounds: (lowest, highest) T [K] of the fit.
         prior_sigma: method prior: the 1-sigma of each window band's w about the prior.
@@ -90,6 +105,11 @@ class ThermalSettings(DeclaredOptions):
             temperature fit leaves out of the window (a detector artefact, a narrow
             absorption, a band bad in some pixels: its NaN or r <= 0 then fails no
             pixel); they are still corrected at the fitted T.
+        min_window_bands: the fewest bands the window may hold once a file's bad bands
+            (bbl = 0, left out of its bands) and window_exclude's are left out; fewer:
+            the run is refused, listing the window's bands. 4 fits what is left; the
+            window's full count of bands refuses a cube whose bad bands thin it, so that
+            every cube's T is fitted on the same bands.
 
     Raises:
         ValueError: naming the option, for a value its check refuses.
@@ -155,6 +175,9 @@ class ThermalSettings(DeclaredOptions):
         parse=_ranges_text,
         metavar="UM:UM[,UM:UM]",
     )
+    min_window_bands: int = option(
+        FEWEST_WINDOW_BANDS, convert=_count, check=_check_window_bands, parse=int, metavar="N"
+    )
 
     def check_together(self) -> None:
         """The method "given" and temperature go together."""
@@ -167,10 +190,21 @@ class ThermalSettings(DeclaredOptions):
             )
 
     def window_bands(self, wavelengths):
-        """The bands [um] (a NumPy array) of the temperature fit: a boolean mask."""
+        """The bands [um] (a NumPy array) of the temperature fit: a boolean mask.
+
+        Raises:
+            ValueError: fewer than `min_window_bands` bands in it, naming them.
+        """
         inside = within(wavelengths, self.window)
         for limits in self.window_exclude:
             inside &= ~within(wavelengths, limits)
+        if inside.sum() < self.min_window_bands:
+            bands = ", ".join(f"{band:.4g}" for band in wavelengths[inside])
+            raise ValueError(
+                f"window={self.window!r} holds {inside.sum()} bands ({bands} um); the fit "
+                f"needs {self.min_window_bands} (min_window_bands; bands marked bad, bbl = 0, "
+                "and window_exclude's are left out of it)"
+            )
         return inside
 
     def reference_bands(self, wavelengths):
