@@ -174,7 +174,7 @@ def refilled_and_not():
         outputs[schedule] = []
 
         def solve(*args, _schedule=schedule, **kwargs):
-            extra = {"slots": 96, "sizes": sizes} if _schedule == "refill" else {}
+            extra = {"refill_sizes": (96, None), "sizes": sizes} if _schedule == "refill" else {}
             solved = jax_solver.solve_fit_jax(*args, schedule=_schedule, **extra, **kwargs)
             outputs[_schedule].append(solved)
             return solved

@@ -247,8 +247,7 @@ def solve_fit_jax(
     *,
     schedule="refill",
     sizes=None,
-    slots=None,
-    tail=None,
+    refill_sizes=None,
 ):
     """Solve every (pixel, band) problem of one chunk of `fit`.
 
@@ -281,8 +280,8 @@ def solve_fit_jax(
             batches between rounds, `compaction.run_compacted`) or "whole" (the whole
             chunk stepped until its slowest problem is done): the same results.
         sizes: if a list, the batch size (problems) of every round is appended to it.
-        slots, tail: "refill"'s batch size and tail size (`refill.run_refilled`;
-            a tail of None or at least the slots: none); slots None:
+        refill_sizes: (slots, tail), "refill"'s batch size and tail size
+            (`refill.run_refilled`; a tail of None or at least the slots: none); None:
             `refill.default_sizes` for JAX's default device.
     Returns:
         dict of jax arrays: values (pixels, bands, p), status int8, iterations int32,
@@ -307,13 +306,13 @@ def solve_fit_jax(
     )
     solver = dict(unit=unit, tol=tol, lower=lower, upper=upper, free_index=free_index, key=key)
     schedule_of = partial(
-        _run_rounds, schedule, sizes=sizes, slots=slots, tail=tail, n_problems=status.size
+        _run_rounds, schedule, sizes=sizes, refill_sizes=refill_sizes, n_problems=status.size
     )
     results = schedule_of((start, state, inputs), solver, max_iter)
     return _fit_outputs(status, active, results, shape=shape)
 
 
-def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, slots, tail, n_problems):
+def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, refill_sizes, n_problems):
     """Every problem's final results (`_all_results`' layout) of `solve_fit_jax`'s chunk
     = (start, state, inputs), by `schedule` (`solve_fit_jax`'s arguments); solver: the
     chunk's arguments of `_lm_round` other than (y, inputs, state, steps, limit)."""
@@ -333,8 +332,7 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, slots, tail, n_prob
     steps_needed = max_iter + 1  # a problem's first step evaluates it at its start
     if schedule == "refill":
         default_slots, default_tail, steps = default_sizes(on_cpu)
-        if slots is None:
-            slots, tail = default_slots, default_tail
+        slots, tail = (default_slots, default_tail) if refill_sizes is None else refill_sizes
         limit = np.int32(max_iter)
         fixed = dict(
             solver=tuple(solver[k] for k in ("unit", "tol", "lower", "upper")),
