@@ -64,16 +64,7 @@ def test_file_run_equals_in_memory_and_blocks_equal_whole(warm_cube, tmp_path):
     outputs = {}
     for rows in (2, 6):
         out = tmp_path / f"out{rows}.tif"
-        lumaxlike.remove_thermal_file(
-            paths["cube"],
-            out,
-            geometry=paths["obs"],
-            params=PARAMS,
-            units="r",
-            solver="numba",
-            product=lumaxlike.ProductOptions(solar_distance=1.0),
-            run=lumaxlike.RunOptions(chunk_rows=rows, progress=False),
-        )
+        _run_file(paths, out, run=lumaxlike.RunOptions(chunk_rows=rows, progress=False))
         outputs[rows] = {
             "reflectance": _read(out),
             "w": _read(tmp_path / f"out{rows}_w.tif"),
@@ -154,8 +145,9 @@ def test_cli_method_prior_equals_in_memory(warm_cube, tmp_path):
     assert np.all(np.abs(got - 380.0) < 15.0)
 
 
-def _run_file(paths, out, **options):
-    """`remove_thermal_file` of the warm cube in r, at 1 au, with numba."""
+def _run_file(paths, out, run=None, **options):
+    """`remove_thermal_file` of the warm cube in r, at 1 au, with numba (`run`: its
+    `RunOptions`, default: no progress bar)."""
     return lumaxlike.remove_thermal_file(
         paths["cube"],
         out,
@@ -164,7 +156,7 @@ def _run_file(paths, out, **options):
         solver="numba",
         units="r",
         product=lumaxlike.ProductOptions(solar_distance=1.0),
-        run=lumaxlike.RunOptions(progress=False),
+        run=run or lumaxlike.RunOptions(progress=False),
         **options,
     )
 
