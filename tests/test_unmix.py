@@ -16,6 +16,7 @@ import pytest
 import scipy.optimize
 
 import lumaxlike
+from lumaxlike._unmix import unmix as unmix_module
 from lumaxlike._unmix.mixing import (
     cross_section_fractions,
     cross_section_per_mass,
@@ -103,6 +104,18 @@ def test_solvers_agree():
     np.testing.assert_array_equal(numba.status, jax.status)
     np.testing.assert_array_equal(numba.at_bound, jax.at_bound)
     np.testing.assert_allclose(numba.fractions, jax.fractions, atol=1e-8, rtol=0)
+
+
+def test_accelerator_layout_gives_the_cpu_layouts_result(monkeypatch):
+    """The JAX one-step solver keeps the spectra bands-first on an accelerator (the pixels
+    on the lanes) and bands-last on a CPU: the same steps, sums in another order."""
+    monkeypatch.setattr(unmix_module, "bands_last_on", lambda platform: False)
+    first = lumaxlike.unmix(REFL, *GEOMETRY, ENDMEMBERS, PARAMS, "jax")
+    last = shared_result("jax", "one_step")
+    np.testing.assert_array_equal(first.status, last.status)
+    np.testing.assert_array_equal(first.at_bound, last.at_bound)
+    # the step tolerance is 1e-10; measured difference 0 (CPU, float64)
+    np.testing.assert_allclose(first.fractions, last.fractions, atol=1e-10, rtol=0)
 
 
 def test_two_step_jax_is_jax_invert_then_the_numba_step(monkeypatch):

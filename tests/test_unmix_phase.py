@@ -16,6 +16,7 @@ import pytest
 import lumaxlike
 from lumaxlike._model._backends import numba_equations
 from lumaxlike._model.jax_model import pixel_terms as jax_pixel_terms
+from lumaxlike._unmix import unmix as unmix_module
 from lumaxlike._unmix.mixing import cross_section_fractions, cross_section_per_mass, mixed_albedo
 from lumaxlike._unmix.numba_one_step import _normal_equations_mixed
 from lumaxlike._unmix.phase import phase_table
@@ -92,6 +93,17 @@ def test_solvers_agree_with_per_endmember_phase_functions():
     np.testing.assert_array_equal(numba.status, jax.status)
     np.testing.assert_array_equal(numba.at_bound, jax.at_bound)
     np.testing.assert_allclose(numba.fractions, jax.fractions, atol=1e-8, rtol=0)
+
+
+def test_accelerator_layout_gives_the_cpu_layouts_result_with_own_phases(monkeypatch):
+    """`test_unmix.test_accelerator_layout_gives_the_cpu_layouts_result` with the
+    endmembers' own phase functions (their terms laid out as the spectra)."""
+    monkeypatch.setattr(unmix_module, "bands_last_on", lambda platform: False)
+    first = lumaxlike.unmix(PHASED_REFL, *GEOMETRY, PHASED, PARAMS, "jax")
+    last = phased_result("jax")
+    np.testing.assert_array_equal(first.status, last.status)
+    # the step tolerance is 1e-10
+    np.testing.assert_allclose(first.fractions, last.fractions, atol=1e-10, rtol=0)
 
 
 def test_equal_phase_functions_reproduce_the_shared_result():

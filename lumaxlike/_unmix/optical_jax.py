@@ -116,16 +116,16 @@ def _fractions(f, mixture, tol):
         cost, a_matrix, gradient = evaluated[:3]
         c = a_matrix @ f - gradient
         z, _, _, code = simplex_qp_lanes(
-            a_matrix[None],
-            c[None],
-            f[None],
-            (f > 0.0)[None],
+            a_matrix[..., None],  # one lane: the lane axis last
+            c[:, None],
+            f[:, None],
+            (f > 0.0)[:, None],
             jnp.ones(1, bool),
             jnp.ones(1, bool),
             jnp.asarray(True),
             6 * p + 10,
         )
-        z, ok = z[0], code[0] == QP_OK
+        z, ok = z[:, 0], code[0] == QP_OK
         d = z - f
         size = jnp.max(jnp.abs(d))
         decrease = -(2.0 * d @ gradient + d @ a_matrix @ d)

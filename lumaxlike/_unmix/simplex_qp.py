@@ -40,6 +40,8 @@ __all__ = [
     "PIVOT_FLOOR",
     "MULTIPLIER_FLOOR",
     "FRACTION_FLOOR",
+    "FLOAT32_FRACTION_FLOOR",
+    "FLOAT32_MULTIPLIER_FLOOR",
     "QP_OK",
     "QP_SINGULAR",
     "QP_STALLED",
@@ -64,9 +66,15 @@ PIVOT_FLOOR = 1.0 / MAX_VARIANCE_INFLATION
 # dropped again at once (its fraction moves by ~|mu| / (4 max A) or more).
 FRACTION_FLOOR = 1e-10
 MULTIPLIER_FLOOR = 1e-9
+# The same in float32 (the JAX lanes on float32 input), as its tolerance (1e-5, not 1e-10)
+# resolves fractions: float32 rounds a multiplier to ~1e-7 of max A, and with the float64
+# floors a weakly active bound was freed by its rounding and dropped again, step after step
+# (QP_STALLED, seen at a noise-free pixel).
+FLOAT32_FRACTION_FLOOR = 1e-6
+FLOAT32_MULTIPLIER_FLOOR = 1e-5
 QP_OK = 0
 QP_SINGULAR = 1  # the working set does not determine the solution
-QP_STALLED = 2  # more than `max_qp_steps` steps (cycling by rounding; not seen in tests)
+QP_STALLED = 2  # more than `max_qp_steps` steps (cycling by rounding)
 
 
 def max_qp_steps(p: int) -> int:

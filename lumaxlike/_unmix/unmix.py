@@ -17,7 +17,7 @@ from .._shapes import as_float_array, check_band_sigma, check_choice, check_posi
 from .._status import Status
 from .band_matching import band_order
 from .endmembers import Endmembers
-from .jax_unmix import solve_one_step_jax
+from .jax_unmix import bands_last_on, solve_one_step_jax
 from .mixing import cross_section_per_mass
 from .numba_one_step import one_step_numba
 from .numba_unmix import finish_numba, two_step_numba
@@ -439,6 +439,7 @@ def _one_step_jax(
             max_steps=max_steps,
             key=params.model_key,
             phase=phase,
+            bands_last=bands_last_on(jax.devices()[0].platform),
         )
         fetched = jax.device_get(solved)
     n = refl.shape[0]
