@@ -37,14 +37,23 @@ ALBEDO_TOLERANCE = 1e-13
 # band-endmember products per chunk: the JAX solver keeps (pixels, bands, p) columns
 # (~16 MB in float64 at this size); the numba kernels keep only the outputs.
 PRODUCTS_PER_CHUNK = 1 << 21
+# On an accelerator, 8x more (~52 k pixels of 64 bands x 4 endmembers): measured on a TPU
+# v5e, 500 x 500 pixels of that shape in float32 ran 2.8x faster in chunks of 65536 pixels
+# than of 6553.
+ACCELERATOR_PRODUCTS_PER_CHUNK = 1 << 24
 # the worst band status decides a two-step pixel that is not solved
 _PIXEL_FAILURES = (Status.NONFINITE_INPUT, Status.INVALID_GEOMETRY, Status.UNREACHABLE)
 _SOLVED = (Status.CONVERGED, Status.MAX_ITER, Status.UNDETERMINED)
 
 
-def default_chunk_pixels(n_bands: int, n_endmembers: int) -> int:
-    """Pixels per chunk: about `PRODUCTS_PER_CHUNK` / (bands x (endmembers + 1))."""
-    return max(1, PRODUCTS_PER_CHUNK // max(1, n_bands * (n_endmembers + 1)))
+def default_chunk_pixels(n_bands: int, n_endmembers: int, solver: str = "numba") -> int:
+    """Pixels per chunk: about `PRODUCTS_PER_CHUNK` / (bands x (endmembers + 1)), or
+    `ACCELERATOR_PRODUCTS_PER_CHUNK` / ... for the JAX solver where JAX's default device
+    is an accelerator."""
+    products = PRODUCTS_PER_CHUNK
+    if solver == "jax" and jax.devices()[0].platform != "cpu":
+        products = ACCELERATOR_PRODUCTS_PER_CHUNK
+    return max(1, products // max(1, n_bands * (n_endmembers + 1)))
 
 
 @takes_options(UnmixSettings)
@@ -212,7 +221,7 @@ def _check_problem(refl, geometry, endmembers, solver, settings, wavelengths) ->
             band_sigma = band_sigma[order]
     n_pixels = shape.n_pixels
     chunk = (
-        default_chunk_pixels(shape.n_bands, endmembers.n_endmembers)
+        default_chunk_pixels(shape.n_bands, endmembers.n_endmembers, solver)
         if chunk_size is None
         else check_positive_int("chunk_size", chunk_size)
     )
