@@ -251,7 +251,7 @@ def test_unexpected_failure_exits_1_with_traceback(tmp_path, capsys, scene_files
     def broken(*args, **kwargs):
         raise RuntimeError("solver exploded")
 
-    # the command calls the front end its declaration names (INVERT.file_function)
+    # the command calls the front end it imports by name from lumaxlike._files
     monkeypatch.setattr("lumaxlike._files.invert_file", broken)
     code, err = run(capsys, *invert_args(cube, obs, tmp_path / "w.tif"))
     assert code == 1 and "solver exploded" in err and "Traceback" in err

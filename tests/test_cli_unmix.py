@@ -9,6 +9,7 @@ from lumaxlike import Status
 from lumaxlike._cli import main
 from lumaxlike._unmix.mixing import cross_section_fractions, cross_section_per_mass, mixed_albedo
 
+from .helpers import count_raster_opens
 from .test_cli import PARAM_FLAGS, invert_args, run
 from .test_io import PARAMS, WAVELENGTHS, make_scene, write_scene
 
@@ -115,6 +116,37 @@ def test_unmix_cli_library_not_covering_the_cube_exits_2_naming_the_file(tmp_pat
         len(err.strip().splitlines()) == 1 and "short.csv" in err and "does not cover band 0" in err
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize("source", ["library", "optical constants"])
+def test_unmix_cli_opens_its_cube_once(tmp_path, capsys, monkeypatch, source):
+    # the endmembers (and the library's record) are made from the bands of the cube the
+    # run opened, resampled to or evaluated at its band centres (`FromBands`), not from
+    # an opening of their own
+    mass, albedo, cube, obs, dtm = mixture_files(tmp_path)
+    out = tmp_path / "abund.tif"
+    if source == "library":
+        library = write_library(tmp_path / "minerals.csv", albedo)
+        args = unmix_args(cube, obs, dtm, library, out, "--route", "two_step")
+        names = NAMES
+    else:
+        optical = ["--optical-constants", "olivine:40,orthopyroxene:60", "--solver", "numba"]
+        args = ["unmix", cube, "--geometry", obs, "--dtm", dtm, "--units", "r", *PARAM_FLAGS,
+                *optical, "--out", out]  # fmt: skip
+        names = ("olivine", "orthopyroxene")
+    opened = count_raster_opens(monkeypatch)
+    code, err = run(capsys, *args)
+    assert code == 0, err
+    assert opened.count(str(cube)) == 1, opened
+    assert opened.count(str(obs)) == 1, opened  # (the spy sees the opens: the geometry's)
+    with rasterio.open(out) as dataset:
+        assert dataset.descriptions == names
+        fractions = np.moveaxis(dataset.read(), 0, -1)
+    if source == "library":
+        np.testing.assert_allclose(fractions, mass, atol=1e-6, rtol=0)
+    recorded = lumaxlike.read_provenance(out).unmix_settings["library"]["wavelengths_um"]
+    # the cube's band centres [um]; tolerance: nm to um, one rounding
+    np.testing.assert_allclose(recorded, np.asarray(WAVELENGTHS) / 1000, rtol=1e-15, atol=0)
 
 
 def test_unmix_cli_writes_one_netcdf_or_zarr_dataset_with_an_endmember_dimension(tmp_path, capsys):

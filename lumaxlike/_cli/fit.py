@@ -108,6 +108,7 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
+    from .._files import fit_file
     from .._files.arguments import FromBands
     from .._inverse.fit.options import FitSettings
     from .._operations.fit import FIT
@@ -124,6 +125,7 @@ def run(args) -> int:
     )
     return run_command(
         FIT,
+        fit_file,
         args,
         args.cubes,
         described=described,

@@ -95,6 +95,7 @@ def _add_solver_options(invert) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike invert`` on parsed ``args``; return its exit code."""
+    from .._files import invert_file
     from .._files.arguments import FromBands
     from .._inverse.options import InvertSettings
     from .._operations.invert import INVERT
@@ -109,6 +110,7 @@ def run(args) -> int:
     described = f"{args.cube} ({settings['units']}) -> {args.out}, solver {settings['solver']}"
     return run_command(
         INVERT,
+        invert_file,
         args,
         args.cube,
         described=described,

@@ -92,6 +92,7 @@ def add_parser(commands, invert, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike normalize`` on parsed ``args``; return its exit code."""
+    from .._files import normalize_file
     from .._files.arguments import FromBands
     from .._normalize.options import NormalizeSettings
     from .._operations.normalize import NORMALIZE
@@ -113,6 +114,7 @@ def run(args) -> int:
     )
     return run_command(
         NORMALIZE,
+        normalize_file,
         args,
         args.cube,
         described=described,

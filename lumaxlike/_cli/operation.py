@@ -1,19 +1,21 @@
 """A subcommand's body from its operation's declaration (`lumaxlike._operations`).
 
 Every file subcommand (``invert``, ``normalize``, ``thermal``, ``unmix``, ``fit``,
-``sample``, ``parameters``) runs one `Operation`: `run_command` calls the declaration's
-file front end with the run and product options built from the flags, reports the run in
-one line under the declaration's command name and ends with the run's exit code. A
-command module keeps only what is its own: its help, its operation's flags and how they
-become the front end's keywords. The parser does not import the declarations (they
-import their solvers, seconds of JAX and numba that ``lumaxlike --help`` must not wait
-for); each command's body does, as it imports its front end.
+``sample``, ``parameters``) runs one `Operation`: `run_command` calls the operation's file
+front end (``lumaxlike.invert_file``, ..., which the command imports by name) with the run
+and product options built from the flags, reports the run in one line under the
+declaration's command name and ends with the run's exit code. A command module keeps only
+what is its own: its help, its operation's flags and how they become the front end's
+keywords. The parser does not import the declarations or the front ends (they import
+their solvers, seconds of JAX and numba that ``lumaxlike --help`` must not wait for);
+each command's body does.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .options import quiet_cluster_logs
@@ -66,6 +68,7 @@ def run_options(args) -> RunOptions:
 
 def run_command(
     operation: Operation,
+    front_end: Callable[..., Any],
     args,
     inputs: Any,
     *,
@@ -77,8 +80,9 @@ def run_command(
     into ``args.out`` and return the command's exit code.
 
     Args:
-        operation: the declaration (its file front end, `Operation.file_function`, is
-            called).
+        operation: the declaration (its command's name).
+        front_end: its file front end (`lumaxlike.invert_file`, ...; the one
+            `Operation.file_function` names).
         args: the parsed command line: its run options (`run_options`), product options
             (`product_kwargs`, when ``product``), ``out`` and ``command_line``.
         inputs: the front end's first argument.
@@ -90,13 +94,11 @@ def run_command(
     Returns:
         0, or 1 when no problem converged or nothing was computed (`finish`).
     """
-    from .. import _files
     from .._options import ProductOptions
 
     quiet_cluster_logs(args)
     if product:
         keywords["product"] = ProductOptions(**product_kwargs(args))
-    front_end = getattr(_files, operation.file_function)  # invert_file, ...
     summary = front_end(
         inputs, args.out, run=run_options(args), command=args.command_line, **keywords
     )

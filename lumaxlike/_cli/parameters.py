@@ -73,11 +73,13 @@ def add_parser(commands, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike parameters`` on parsed ``args``; return its exit code."""
+    from .._files import spectral_parameters_file
     from .._operations.spectral import SPECTRAL_PARAMETERS
 
     settings = SpectralSettings.from_arguments(args)
     return run_command(
         SPECTRAL_PARAMETERS,
+        spectral_parameters_file,
         args,
         args.cube,
         described=f"{args.cube} ({settings.quantity}) -> {args.out}, {', '.join(args.products)}",

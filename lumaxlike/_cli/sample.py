@@ -86,6 +86,7 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike sample`` on parsed ``args``; return its exit code."""
+    from .._files import sample_file
     from .._files.arguments import FromBands
     from .._operations.sample import SAMPLE
     from .._sample.options import SampleSettings
@@ -103,6 +104,7 @@ def run(args) -> int:
     )
     return run_command(
         SAMPLE,
+        sample_file,
         args,
         args.cubes,
         described=described,

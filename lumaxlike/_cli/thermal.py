@@ -83,6 +83,7 @@ def add_parser(commands, invert, formatter) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike thermal`` on parsed ``args``; return its exit code."""
+    from .._files import remove_thermal_file
     from .._files.arguments import FromBands
     from .._operations.thermal import THERMAL
 
@@ -97,6 +98,7 @@ def run(args) -> int:
     )
     return run_command(
         THERMAL,
+        remove_thermal_file,
         args,
         args.cube,
         described=described,

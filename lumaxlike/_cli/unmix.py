@@ -195,10 +195,8 @@ def _add_solver_options(unmix) -> None:
 
 def run(args) -> int:
     """Run ``lumaxlike unmix`` on parsed ``args``; return its exit code."""
-    from .._files.wavelengths import cube_wavelengths_um
-    from .._io.missions.product_cube import ProductCube
+    from .._files import unmix_file
     from .._operations.unmix import UNMIX
-    from .._params import HapkeParams
     from .._unmix.options import UnmixSettings
 
     refuse_ignored_options(args)
@@ -208,45 +206,62 @@ def run(args) -> int:
     resolve_product_options(args, record, settings["units"])
     unmixing = unmix_settings(args, record)
     options = UnmixSettings.from_arguments(args, recorded_options(args, record))
-    with ProductCube(
-        args.cube,
-        settings["units"],
-        thermal_bands=args.thermal_bands,
-        wavelengths_from=args.wavelengths_from,
-        check_values=False,
-        convert=False,
-    ) as cube:
-        info = cube.info
-    params = model_from_options(args, info.bands, record)
-    if not isinstance(params[0], HapkeParams) or not same_params(params):
-        raise ValueError(
-            "unmix takes one set of Hapke parameters for every band (no per-band "
-            "values, no empirical photometric function)"
-        )
-    wavelengths = cube_wavelengths_um(info, unmixing.library["--wavelengths"])
-    if args.optical_constants is not None:  # n, k: grain sizes and npFe0 may be free
-        per_endmember = unmixing.per_endmember
-        # their free parameters and starts are the options' (`UnmixSettings`)
-        endmembers, _, _ = optical_endmembers(args, per_endmember, wavelengths)
-        made = optical_library_record(args, wavelengths)
-    else:
-        endmembers = _library_endmembers(unmixing, params[0], wavelengths, settings)
-        made = library_record(unmixing, wavelengths)
     described = (
         f"{args.cube} ({settings['units']}) -> {args.out}, {options.route} route, "
         f"solver {settings['solver']}"
     )
     return run_command(
         UNMIX,
+        unmix_file,
         args,
         args.cube,
         described=described,
-        endmembers=endmembers,
-        params=params[0],
-        library=made,
+        **_from_bands(args, record, unmixing, settings),
         settings=options,
         **settings,
     )
+
+
+def _from_bands(args, record, unmixing, settings) -> dict:
+    """`unmix_file`'s ``params``, ``endmembers`` and ``library`` (the record of how the
+    endmembers were made), each a `FromBands`: made once the run has opened the cube,
+    from its bands (the endmembers resampled to, or evaluated at, its band centres: the
+    cube's wavelengths, or --wavelengths), so that the command opens the cube once."""
+    import functools
+
+    from .._files.arguments import FromBands
+    from .._files.wavelengths import cube_wavelengths_um
+    from .._params import HapkeParams
+
+    @functools.cache
+    def params(bands: int):
+        models = model_from_options(args, bands, record)
+        if not isinstance(models[0], HapkeParams) or not same_params(models):
+            raise ValueError(
+                "unmix takes one set of Hapke parameters for every band (no per-band "
+                "values, no empirical photometric function)"
+            )
+        return models[0]
+
+    def wavelengths(info):
+        return cube_wavelengths_um(info, unmixing.library["--wavelengths"])
+
+    def endmembers(info):
+        if args.optical_constants is not None:  # n, k: grain sizes and npFe0 may be free
+            # their free parameters and starts are the options' (`UnmixSettings`)
+            return optical_endmembers(args, unmixing.per_endmember, wavelengths(info))[0]
+        return _library_endmembers(unmixing, params(info.bands), wavelengths(info), settings)
+
+    def library(info):
+        if args.optical_constants is not None:
+            return optical_library_record(args, wavelengths(info))
+        return library_record(unmixing, wavelengths(info))
+
+    return {
+        "params": FromBands(params),
+        "endmembers": FromBands(endmembers, info=True),
+        "library": FromBands(library, info=True),
+    }
 
 
 def _library_endmembers(unmixing, params, wavelengths, settings):

@@ -1,6 +1,7 @@
 """The argument checks every file command makes the same way, before any work: the solver,
 the units and sigma, the rows per block, and that no output would replace an input; and
-`FromBands`, an argument made once the cube is open (the command line's models)."""
+`FromBands`, an argument made once the cube is open (the command line's models and
+endmembers)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._io.read.raster import CubeInfo
 from .._io.read.units import check_units
 from .._io.write.writers import output_files
 from .._operations.blocks import check_solver
@@ -25,20 +27,29 @@ RADIANCE_SIGMA = (
 
 @dataclass(frozen=True)
 class FromBands:
-    """A file front end's argument made once its cube is open, from the number of bands
-    it reads: the command line's models, one value per band of a cube it has not opened,
-    so that a command opens its cube once (`made`).
+    """A file front end's argument made once its cube is open, from the bands it reads:
+    the command line's models, one value per band of a cube it has not opened, and
+    ``unmix``'s endmembers, resampled to its band centres, so that a command opens its
+    cube once (`made`).
 
     Attributes:
-        make: ``make(bands) -> value``, e.g. the ``params`` of `lumaxlike.invert_file`.
+        make: ``make(bands) -> value``, e.g. the ``params`` of `lumaxlike.invert_file`;
+            with ``info``, ``make(info) -> value``, e.g. the ``endmembers`` of
+            `lumaxlike.unmix_file`.
+        info: whether ``make`` takes the bands' `lumaxlike.CubeInfo` (their wavelengths
+            and the cube's path too), not their number.
     """
 
-    make: Callable[[int], Any]
+    make: Callable[[Any], Any]
+    info: bool = False
 
 
-def made(value, bands: int):
-    """``value``, or what a `FromBands` makes of ``bands``, the opened cube's bands."""
-    return value.make(bands) if isinstance(value, FromBands) else value
+def made(value, info: CubeInfo):
+    """``value``, or what a `FromBands` makes of ``info``, the opened cube's bands (or of
+    their number)."""
+    if not isinstance(value, FromBands):
+        return value
+    return value.make(info if value.info else info.bands)
 
 
 def check_run_arguments(solver, units, sigma, chunk_rows, *, radiance: bool = False) -> None:

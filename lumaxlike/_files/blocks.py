@@ -85,8 +85,8 @@ class BlockSetup:
 
     def made(self, value):
         """``value``, or what a `FromBands` makes of this cube's bands (bad bands
-        counted, as a run that marks them reads them: `ProductCube.marked_bands`)."""
-        return made(value, self.cube.marked_bands)
+        counted, as a run that marks them reads them: `ProductCube.marked_info`)."""
+        return made(value, self.cube.marked_info)
 
     def provenance(self, geometry_reader, **settings) -> Provenance:
         """The run's record (`make_provenance`): this cube, its geometry (as recorded), the

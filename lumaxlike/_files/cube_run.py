@@ -72,6 +72,8 @@ class BlockPlan:
             ``param_maps``, ...), overriding them.
         amend: fields of the record (`lumaxlike.Provenance`) to replace after it is made.
         journal: what else the maps depend on, for a resume's check.
+        layout: the maps' layout where it is made from the opened cube (the names of
+            `unmix_file`'s endmembers, made from its bands); None: `run_on_cube`'s.
     """
 
     params: Any
@@ -81,6 +83,7 @@ class BlockPlan:
     record: Mapping = field(default_factory=dict)
     amend: Mapping = field(default_factory=dict)
     journal: Mapping | None = None
+    layout: FieldLayout | None = None
 
 
 def run_on_cube(
@@ -103,7 +106,8 @@ def run_on_cube(
         inputs: the cube, its geometry and product, the output path.
         run, solver: how the run and the solver run (``solver.chunk_size`` is set here).
         plan: ``plan(setup) -> BlockPlan`` once the cube is open (`BlockSetup`).
-        fields, layout: the maps written and their layout.
+        fields, layout: the maps written and their layout (its main map's name before
+            the cube is opened; the plan's, `BlockPlan.layout`, where it gives one).
         call: the keywords of the recorded Python call beyond the cube, the output, the
             solver's, the run's and the product's.
         command: the command line to record, or None for the Python call.
@@ -173,7 +177,7 @@ def run_on_cube(
                     journal=block_plan.journal,
                 ),
                 description=f"{operation.progress} {Path(inputs.cube_path).name}",
-                layout=layout,
+                layout=layout if block_plan.layout is None else block_plan.layout,
             )
         return published.summary(setup.info, start, operation.verb)
 

@@ -235,7 +235,7 @@ def open_stack(stack, operation: Operation, inputs: StackInputs) -> OpenedStack:
         stack.enter_context(GeometryReader(g, info.grid, inputs.dtm)) for g in inputs.geometries
     ]
     units = inputs.units if product is None else readers[0].units
-    params = made(inputs.params, info.bands)
+    params = made(inputs.params, info)
     return OpenedStack(readers, geometry_readers, units, incidence, record, params)
 
 

@@ -25,6 +25,7 @@ the names; status, iterations and residual on (y, x).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,9 +44,10 @@ from .._run.journal import array_digest
 from .._run.progress import occurred_statuses, rate_text, resumed_text
 from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
-from .._unmix.optical import check_free, check_starts
+from .._unmix.optical import check_free, check_free_names, check_starts
 from .._unmix.options import UnmixSettings
 from .._unmix.unmix import DEFAULT_TOLERANCE, default_chunk_pixels
+from .arguments import FromBands
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .wavelengths import known_wavelengths_um
 
@@ -156,44 +158,47 @@ def unmix_file(
     keywords.update(settings.solver_keywords())
     run, product, options = front_end_options(run, product, solver, keywords, "unmix_file")
     route, sum_to_one, sigma = settings.route, settings.sum_to_one, settings.refl_sigma
-    _check_unmix_arguments(endmembers, params, sigma, units)
+    _check_unmix_arguments(endmembers, params, sigma, units)  # a `FromBands` once made
     free = _checked_free(settings.free, endmembers, route, sum_to_one)
     starts = check_starts(settings.starts) if free else None
-    inputs = CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product)
     task = settings.for_blocks(options, free, starts)
-    n_endmembers = endmembers.n_endmembers
+    planner = _Planner(endmembers, params, library, options, task)
     summary = run_on_cube(
         UNMIX,
-        inputs,
+        CubeInputs(cube_path, out_path, units, geometry, dtm, surface, sigma, product),
         run=run,
         solver=options,
-        plan=lambda setup: _plan(setup, endmembers, params, options, task, library),
+        plan=planner.plan,
         fields=list(unmix_fields(bool(sum_to_one), free)),
-        layout=UNMIX.layout(endmembers.names),
+        layout=UNMIX.layout(()),  # its main map; the endmembers' names come with the plan
         call=_recorded_call(locals()),
         command=command,
-        chunk_pixels=lambda bands: default_chunk_pixels(bands, n_endmembers),
+        # one block a chunk here: the plan's chunks are the endmembers' (`_Planner.plan`)
+        chunk_pixels=lambda bands: 2**62,
     )
-    return UnmixSummary.of(summary, endmembers.names)
+    return UnmixSummary.of(summary, planner.names)
 
 
 def _recorded_call(arguments: dict) -> dict:
     """The arguments of `unmix_file` its record names (``free``, ``starts`` if any free)."""
     names = ("geometry", "dtm", "endmembers", "params", "units", "route", "sum_to_one")
     call = {name: arguments[name] for name in names} | {"refl_sigma": arguments["sigma"]}
-    call["endmembers"] = arguments["endmembers"].names
+    endmembers = arguments["endmembers"]
+    call["endmembers"] = endmembers.names if isinstance(endmembers, Endmembers) else endmembers
     if arguments["free"]:
         call.update(free=arguments["free"], starts=arguments["starts"])
     return call
 
 
-def _check_unmix_arguments(endmembers, params, sigma, units) -> None:
-    """Refuse bad endmembers, params or sigma in REFF, naming the argument."""
-    if not isinstance(endmembers, Endmembers):
+def _check_unmix_arguments(endmembers, params, sigma, units, *, made: bool = False) -> None:
+    """Refuse bad endmembers, params or sigma in REFF, naming the argument; a `FromBands`
+    is checked once ``made`` from the opened cube's bands."""
+    lazy = () if made else (FromBands,)
+    if not isinstance(endmembers, (Endmembers, *lazy)):
         raise ValueError(
             f"endmembers must be a lumaxlike.Endmembers, got {type(endmembers).__name__}"
         )
-    if not isinstance(params, HapkeParams):
+    if not isinstance(params, (HapkeParams, *lazy)):
         raise ValueError(
             f"params must be one lumaxlike.HapkeParams for every band, got {type(params).__name__}"
         )
@@ -205,51 +210,77 @@ def _check_unmix_arguments(endmembers, params, sigma, units) -> None:
 
 
 def _checked_free(free, endmembers, route, sum_to_one) -> tuple:
-    """``free`` as a tuple of names (empty: nothing free), checked as `unmix` does."""
+    """``free`` as a tuple of names (empty: nothing free), checked as `unmix` does (its
+    names only where the endmembers are a `FromBands`, the rest once made)."""
     if free is None or free == () or free == "":
         return ()
+    if isinstance(endmembers, FromBands):
+        return check_free_names(free)
     check_free(free, endmembers, route, sum_to_one)
     return (free,) if isinstance(free, str) else tuple(free)
 
 
-def _plan(setup, endmembers, params, options, task: UnmixSettings, library) -> BlockPlan:
-    """The endmembers on the bands unmixed, matched by wavelength (refused before any work
-    where they do not match), the task's `UnmixOptions` (``task``: the block's options),
-    the unmixing's record."""
-    route, sum_to_one, free, starts = task.route, task.sum_to_one, task.free, task.starts
-    cube, info = setup.cube, setup.info
-    where = f"the cube {setup.cube_path}"
-    endmembers = endmembers_on_bands(
-        endmembers,
-        cube.band_indices,
-        cube.file_info.bands,
-        known_wavelengths_um(cube.file_info),
-        where,
-    )
-    if info.bands != endmembers.n_bands:
-        raise ValueError(f"{where} has {info.bands} bands, the endmembers {endmembers.n_bands}")
-    wavelengths = known_wavelengths_um(info)
-    band_order(wavelengths, endmembers, where)
-    task_options = UnmixOptions(
-        options.solver,
-        task,
-        setup.chunk_size,
-        wavelengths=None if wavelengths is None else tuple(wavelengths),
-    )
-    return BlockPlan(
-        params=params,
-        recorded_params=[params] * info.bands,
-        options=task_options,
-        extra=lambda rows: {"endmembers": endmembers},
-        record={"tol": DEFAULT_TOLERANCE if options.tol is None else options.tol},
-        amend={"unmix_settings": unmix_record(endmembers, route, sum_to_one, library, free)},
-        journal={
-            "route": route,
-            "sum_to_one": bool(sum_to_one),
-            **({"free": list(free), "starts": starts} if free else {}),
-            "endmembers": _endmembers_digest(endmembers),
-        },
-    )
+@dataclass
+class _Planner:
+    """`unmix_file`'s `BlockPlan` once its cube is open (`plan`), its endmembers, params
+    and library record made there from the cube's bands where given as `FromBands`
+    (the command line's, resampled to its band centres); ``names``: the endmembers'."""
+
+    endmembers: Endmembers | FromBands
+    params: HapkeParams | FromBands
+    library: Mapping | FromBands | None
+    options: SolverOptions
+    task: UnmixSettings  # the block's options
+    names: tuple = ()
+
+    def plan(self, setup) -> BlockPlan:
+        """The endmembers on the bands unmixed, matched by wavelength (refused before any
+        work where they do not match), the task's `UnmixOptions`, the unmixing's record."""
+        params, made = setup.made(self.params), setup.made(self.endmembers)
+        _check_unmix_arguments(made, params, None, None, made=True)
+        if self.task.free:  # (names checked before the cube was opened)
+            check_free(self.task.free, made, self.task.route, self.task.sum_to_one)
+        library = setup.made(self.library)
+        self.names = tuple(made.names)
+        task, info, where = self.task, setup.info, f"the cube {setup.cube_path}"
+        cube = setup.cube
+        endmembers = endmembers_on_bands(
+            made,
+            cube.band_indices,
+            cube.file_info.bands,
+            known_wavelengths_um(cube.file_info),
+            where,
+        )
+        if info.bands != endmembers.n_bands:
+            raise ValueError(f"{where} has {info.bands} bands, the endmembers {endmembers.n_bands}")
+        wavelengths = known_wavelengths_um(info)
+        band_order(wavelengths, endmembers, where)
+        chunk_size = min(setup.chunk_size, default_chunk_pixels(info.bands, made.n_endmembers))
+        tol = self.options.tol
+        return BlockPlan(
+            params=params,
+            recorded_params=[params] * info.bands,
+            options=UnmixOptions(
+                self.options.solver,
+                task,
+                chunk_size,
+                wavelengths=None if wavelengths is None else tuple(wavelengths),
+            ),
+            extra=lambda rows: {"endmembers": endmembers},
+            record={"tol": DEFAULT_TOLERANCE if tol is None else tol},
+            amend={
+                "unmix_settings": unmix_record(
+                    endmembers, task.route, task.sum_to_one, library, task.free
+                )
+            },
+            journal={
+                "route": task.route,
+                "sum_to_one": bool(task.sum_to_one),
+                **({"free": list(task.free), "starts": task.starts} if task.free else {}),
+                "endmembers": _endmembers_digest(endmembers),
+            },
+            layout=UNMIX.layout(self.names),
+        )
 
 
 def _endmembers_digest(endmembers: Endmembers) -> str:

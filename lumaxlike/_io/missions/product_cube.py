@@ -155,8 +155,8 @@ class ProductCube:
             excluded).
         file_info: `lumaxlike.CubeInfo` of all the file's bands.
         band_indices: 0-based indices, among the file's bands, of the bands read.
-        marked_bands: how many bands would be read with ``bad_bands="mark"`` (thermal
-            bands left out when excluded): ``info.bands``, unless bad bands are excluded.
+        marked_info: `lumaxlike.CubeInfo` of the bands read with ``bad_bands="mark"``
+            (thermal bands left out when excluded): `info`, unless bad bands are excluded.
         units: what `read` returns: ``"r"``, ``"radf"`` or ``"reff"`` (``"radf"``
             for radiance, converted).
         kind: the `lumaxlike._io.missions.products.ProductKind`, or None.
@@ -264,7 +264,7 @@ class ProductCube:
         ).upper()
         if target == "MOON" and wavelength_um is not None:
             self._thermal(located.data, wavelength_um, thermal_bands, keep, record)
-        marked_bands = int(keep.sum())  # before any bad band is left out
+        marked = np.flatnonzero(keep)  # before any bad band is left out
         if self._bad_choice == "exclude" and bad.any():
             keep &= ~bad
             record["bad_bands_choice"] = "left out of the bands solved"
@@ -280,7 +280,7 @@ class ProductCube:
                 "as thermal)"
             )
         self.file_info = info
-        self.marked_bands = marked_bands
+        self.marked_info = info if marked.size == info.bands else _select_bands(info, marked)
         self.band_indices = np.flatnonzero(keep)
         self._keep = None if keep.all() else self.band_indices
         if self._keep is not None:
