@@ -255,7 +255,10 @@ class _Planner:
             raise ValueError(f"{where} has {info.bands} bands, the endmembers {endmembers.n_bands}")
         wavelengths = known_wavelengths_um(info)
         band_order(wavelengths, endmembers, where)
-        chunk_size = min(setup.chunk_size, default_chunk_pixels(info.bands, made.n_endmembers))
+        chunk_size = min(
+            setup.chunk_size,
+            default_chunk_pixels(info.bands, made.n_endmembers, self.options.solver),
+        )
         tol = self.options.tol
         return BlockPlan(
             params=params,

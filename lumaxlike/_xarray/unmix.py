@@ -153,7 +153,7 @@ def _setup(call: dict) -> _Setup:
         )
     wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
     inputs = chunked_inputs(refl, geometry, spec)
-    pixels = unmix_chunk_pixels(inputs.refl.sizes[spec], endmembers.n_endmembers)
+    pixels = unmix_chunk_pixels(inputs.refl.sizes[spec], endmembers.n_endmembers, solver.solver)
     task = call["settings"].for_blocks(solver, free, starts)
     chunk = min(inputs.largest, pixels)
     options = UnmixOptions(solver.solver, task, chunk, solver.num_threads, wavelengths)
