@@ -33,7 +33,7 @@ from ..._model.jax_executables import stored_jit
 from ..._params import PARAMETER_NAMES
 from ..._status import Status
 from ..albedo import rules as albedo_rules
-from ..elementwise_lm import ElementwiseLevenbergMarquardt
+from ..elementwise_lm import ElementwiseLevenbergMarquardt, stacked
 from ..ordered_sums import sum_last
 from .compaction import ACCELERATOR_BUCKET_BASE, BUCKET_BASE, run_compacted
 from .refill import default_sizes, refilled_rounds, run_refilled
@@ -204,9 +204,8 @@ _scatter = stored_jit(_scattered)
 def _results_of(batch):
     """The final state of a batch's problems, flat, as `_scatter` keeps it."""
     y, state, _ = batch
-    return tuple(
-        _flat(a) for a in (y, state.residual, state.jtj, state.converged, state.iterations)
-    )
+    jtj = stacked(state.jtj, state.jtf)[0]
+    return tuple(_flat(a) for a in (y, state.residual, jtj, state.converged, state.iterations))
 
 
 _all_results = stored_jit(_results_of)  # the first batch's results, which hold every problem
