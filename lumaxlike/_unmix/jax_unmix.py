@@ -250,15 +250,9 @@ def _subproblem(hessian, gradient, x0, damping):
 
 def _stacked(jtj, jtf):
     """J^T J (p, p, n) and J^T f (p, n) from their LM-state form (`_normal_equations`:
-    nested tuples of (n,) entries, the batch axis first as the solver's state needs)."""
+    nested tuples of (n,) entries, `elementwise_lm.entries`, which the solver's default
+    `linear_decrease` reads as they are)."""
     return jnp.stack([jnp.stack(row) for row in jtj]), jnp.stack(jtf)
-
-
-def _linear_decrease(step, jtj, jtf):
-    """`elementwise_lm.dense_decrease` on the state's form of J^T J and J^T f: step (n, p)."""
-    hessian, gradient = _stacked(jtj, jtf)
-    step = step.T
-    return -(2.0 * _sum0(step * gradient) + _sum0(step * _matvec(hessian, step)))
 
 
 class _UnmixArgs(NamedTuple):
@@ -467,7 +461,6 @@ def solve_one_step_jax(
         subproblem=partial(_simplex_subproblem, max_steps=max_steps),
         keep_residuals=False,  # the results need their cost alone
         cost_function=_band_cost,
-        linear_decrease=_linear_decrease,
     )
     x = jnp.broadcast_to(start[None, :], (n, p))
     free = tuple(jnp.broadcast_to(start[a] > 0.0, (n,)) for a in range(p))
