@@ -304,3 +304,43 @@ def test_worker_processes_give_the_same_maps(tmp_path, capsys, scene_files):
         np.testing.assert_array_equal(
             read_cube(tmp_path / f"two{suffix}.tif")[0], read_cube(tmp_path / f"one{suffix}.tif")[0]
         )
+
+
+def _run_command_call(module):
+    """(file function imported in ``module.run``, the declaration it imports, and the
+    first two arguments of its `run_command` call), read from the module's source."""
+    import ast
+    import inspect
+
+    run_function = next(
+        node
+        for node in ast.parse(inspect.getsource(module)).body
+        if isinstance(node, ast.FunctionDef) and node.name == "run"
+    )
+    imported = {}
+    for node in ast.walk(run_function):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                imported[alias.asname or alias.name] = (node.module, alias.name)
+    call = next(
+        node
+        for node in ast.walk(run_function)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "run_command"
+    )
+    return imported, [argument.id for argument in call.args[:2]]
+
+
+@pytest.mark.parametrize(
+    "command", ["invert", "normalize", "thermal", "unmix", "fit", "sample", "parameters"]
+)
+def test_each_command_runs_its_declarations_front_end(command):
+    """Every command hands `run_command` its operation's declaration and that
+    declaration's file front end (`Operation.file_function`), imported by reference."""
+    import importlib
+
+    module = importlib.import_module(f"lumaxlike._cli.{command}")
+    imported, (declaration_name, front_end_name) = _run_command_call(module)
+    declaration_module, name = imported[declaration_name]
+    declaration = getattr(importlib.import_module(f"lumaxlike.{declaration_module}"), name)
+    assert declaration.command_name == command
+    assert imported[front_end_name] == ("_files", declaration.file_function)
