@@ -31,6 +31,7 @@ import optimistix as optx
 
 from .._inverse import lm_rules
 from .._inverse.elementwise_lm import ElementwiseLevenbergMarquardt, Subproblem
+from .._inverse.ordered_sums import sum_in_order
 from .._model._backends import retarget_to_jax
 from .._model.family import jax_equations_for
 from .._model.jax_model import pixel_terms
@@ -54,12 +55,7 @@ _lm = retarget_to_jax(lm_rules)
 # and flags (p, n), matrices (p, p, n), spectra (bands, n). On a TPU an array's two last
 # axes fill (8, 128) tiles: with p = 4-5 on the last axis (the pixels first), a tile held a
 # few percent of useful lanes. No products go to the matrix unit: every sum is written out
-# (`_sum0`, in index order as the numba kernels add).
-
-
-def _sum0(terms):
-    """The sum over the leading axis of `terms` (or of a sequence), in index order."""
-    return functools.reduce(jnp.add, [terms[a] for a in range(len(terms))])
+# (`sum_in_order`, in index order as the numba kernels add).
 
 
 def _take(array, index):
@@ -72,7 +68,7 @@ def _take(array, index):
 
 def _matvec(matrix, vector):
     """matrix @ vector for every pixel: (p, q, n) x (q, n) -> (p, n), in index order."""
-    return _sum0([matrix[:, b] * vector[b][None, :] for b in range(vector.shape[0])])
+    return sum_in_order([matrix[:, b] * vector[b][None, :] for b in range(vector.shape[0])])
 
 
 def _scaled_cholesky_solve(system, rhs):
@@ -129,7 +125,7 @@ def _equality_solve(a_matrix, c, x, free, sum_active):
     rhs = jnp.where(active, rhs, 0.0)
     y, ok = _scaled_cholesky_solve(system, rhs)
     z = jnp.where(active, y, 0.0)
-    z = jnp.where(is_reference, 1.0 - _sum0(z)[None, :], z)
+    z = jnp.where(is_reference, 1.0 - sum_in_order(z)[None, :], z)
     return z, ok
 
 
@@ -197,8 +193,8 @@ def _inner_phase(a_matrix, c, x, free, sum_active, equality, fraction_floor):
     bound_blocked = jnp.any(candidate, axis=0)
     alpha = jnp.minimum(jnp.min(ratio, axis=0), 1.0)
     # with the sum inequality (not `equality`) out of the working set: the sum may block
-    total_x = _sum0(x)
-    total_z = _sum0(z)
+    total_x = sum_in_order(x)
+    total_z = sum_in_order(z)
     sum_candidate = ~equality & ~sum_active & (total_z > 1.0)
     t_sum = jnp.maximum(0.0, (1.0 - total_x) / jnp.where(sum_candidate, total_z - total_x, 1.0))
     sum_first = sum_candidate & (~bound_blocked | (t_sum < alpha))
@@ -223,7 +219,7 @@ def _outer_phase(a_matrix, c, x, free, sum_active, equality, floor):
     count = jnp.sum(free, axis=0)
     nu = jnp.where(
         sum_active & (count > 0),
-        -_sum0(jnp.where(free, gradient, 0.0)) / jnp.maximum(count, 1),
+        -sum_in_order(jnp.where(free, gradient, 0.0)) / jnp.maximum(count, 1),
         0.0,
     )
     multiplier = jnp.where(free, jnp.inf, gradient + nu[None, :])
@@ -355,7 +351,9 @@ def _normal_equations(x, args, key, bands):
 
 def _mixed_albedo(x, albedo, bands):
     """w of the mixture (spectra) at fractions x (p, n): sum_a x_a w_a in index order."""
-    return _sum0([bands.of_bands(albedo[a]) * bands.of_pixels(x[a]) for a in range(x.shape[0])])
+    return sum_in_order(
+        [bands.of_bands(albedo[a]) * bands.of_pixels(x[a]) for a in range(x.shape[0])]
+    )
 
 
 @functools.cache
@@ -385,7 +383,7 @@ def _columns_mixed(x, args, key, bands):
     bands, the `phase.phase_table` terms."""
     albedo, phase = args.albedo, args.phase
     weighted = bands.of_pixels(x) * bands.of_bands(albedo)  # (p, spectra)
-    sums = [_sum0(weighted * phase[k]) for k in range(4)]  # (spectra) each
+    sums = [sum_in_order(weighted * phase[k]) for k in range(4)]  # (spectra) each
     mixture, mixture_slope = _mixture_model_for(key, bands)
     r, h_mu0e_m1, h_mue_m1, common = mixture(_mixed_albedo(x, albedo, bands), *sums, args.terms)
     slope = mixture_slope(
