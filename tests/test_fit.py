@@ -5,6 +5,7 @@ agreement of the two solvers, ill-posed setups, status codes, `invert` as the
 one-parameter case, argument checks.
 """
 
+import collections
 import math
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 import lumaxlike
 from lumaxlike import HapkeParams, Status
+from lumaxlike._model import jax_executables
 from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
 
 from .helpers import SOLVERS
@@ -371,8 +373,13 @@ def test_order_of_free_parameters_does_not_matter(solver):
     )
 
 
-def test_jax_fit_in_float32():
-    # float32 data: the model's derivative program is traced and evaluated in float32
+def test_jax_fit_in_float32(monkeypatch):
+    """float32 data: the model's derivative program is traced and evaluated in float32.
+    The solver's programs are compiled ahead (`solve_fit_jax_ahead`, side by side while
+    the starting w is found) with the shapes of its calls: no call compiles or loads
+    one itself, but fit's starting w (`invert`'s program)."""
+    monkeypatch.setattr(jax_executables, "_memory", {})  # this process's programs: none
+    monkeypatch.setattr(jax_executables, "fetched_by", collections.Counter())
     refl, geometry, w_true, _ = scene(40, 3, 12, seed=2)
     free = ("w", "b", "c")
     result = lumaxlike.fit(
@@ -383,6 +390,10 @@ def test_jax_fit_in_float32():
         solver="jax",
         chunk_size=CHUNK,
     )
+    fetched = jax_executables.fetched_by
+    assert {name for name, by in fetched if by == "call"} == {"solve_albedo_jax"}
+    for name in ("_fit_setup", "_refill_rounds", "_lm_round_of"):
+        assert fetched[name, "ahead"] == 1
     assert result["w"].dtype == np.float32
     assert result.counts()["CONVERGED"] >= 0.95 * refl.shape[0] * refl.shape[1]
     converged = result.status == Status.CONVERGED

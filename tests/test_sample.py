@@ -10,6 +10,7 @@ the bulk ESS exceeds the number of draws, and not in the tails. The tests allow 
 errors.
 """
 
+import collections
 import functools
 
 import jax
@@ -732,9 +733,14 @@ def _split_rank_rhat(draws):
 def test_chain_diagnostics_run_on_the_host_in_float64(monkeypatch):
     """The device's program holds no FFT (a TPU has none in float64: the program failed
     there); R-hat comes from the host, in float64 even for float32 chains, equal to the
-    rank-normalised split R-hat computed here from the draws."""
+    rank-normalised split R-hat computed here from the draws. The chunk program is
+    compiled ahead, while the warm start is fitted, with the shapes of its calls."""
     import importlib
 
+    from lumaxlike._model import jax_executables
+
+    monkeypatch.setattr(jax_executables, "_memory", {})  # this process's programs: none
+    monkeypatch.setattr(jax_executables, "fetched_by", collections.Counter())
     sample_module = importlib.import_module("lumaxlike._sample.sample")  # not the function
     lowered = []
     original = sample_module.sample_chunk
@@ -743,6 +749,7 @@ def test_chain_diagnostics_run_on_the_host_in_float64(monkeypatch):
         lowered.append(original.lower(*args, **kwargs).as_text())
         return original(*args, **kwargs)
 
+    recording.ahead = original.ahead  # the compile ahead of the first chunk
     monkeypatch.setattr(sample_module, "sample_chunk", recording)
     rng = np.random.default_rng(3)
     params = lumaxlike.HapkeParams(b=0.3, c=0.4)
@@ -760,6 +767,8 @@ def test_chain_diagnostics_run_on_the_host_in_float64(monkeypatch):
         return_samples=True,
     )
     assert lowered and not any("fft" in text.lower() for text in lowered)
+    assert jax_executables.fetched_by["sample_chunk", "ahead"] == 1
+    assert ("sample_chunk", "call") not in jax_executables.fetched_by
     assert result.draws.dtype == np.float32
     for pixel in range(2):
         for k, name in enumerate(result.free):

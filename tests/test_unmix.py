@@ -8,6 +8,7 @@ w-space step as with solver="numba": it is checked as that composition
 against numba in test_invert.py, rather than by compiling a JAX inversion here.
 """
 
+import collections
 import functools
 import importlib
 
@@ -16,6 +17,7 @@ import pytest
 import scipy.optimize
 
 import lumaxlike
+from lumaxlike._model import jax_executables
 from lumaxlike._unmix import unmix as unmix_module
 from lumaxlike._unmix.mixing import (
     cross_section_fractions,
@@ -114,7 +116,11 @@ def test_accelerator_layout_gives_the_cpu_layouts_result(monkeypatch, dtype):
     inputs = [a.astype(dtype) for a in (REFL, *GEOMETRY)]
     last = lumaxlike.unmix(*inputs, ENDMEMBERS, PARAMS, "jax")
     monkeypatch.setattr(unmix_module, "bands_last_on", lambda platform: False)
+    monkeypatch.setattr(jax_executables, "_memory", {})  # this process's programs: none
+    monkeypatch.setattr(jax_executables, "fetched_by", collections.Counter())
     first = lumaxlike.unmix(*inputs, ENDMEMBERS, PARAMS, "jax")
+    # compiled ahead (while numba compiles the finish), not by the call
+    assert dict(jax_executables.fetched_by) == {("solve_one_step_jax", "ahead"): 1}
     np.testing.assert_array_equal(first.status, last.status)
     # the step tolerance: 1e-10 in float64 (measured 2.9e-14), 1e-5 in float32
     # (`FLOAT32_TOLERANCE`; measured 1.2e-5)

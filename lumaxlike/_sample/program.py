@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from .._model.columns_program import split_columns
+from .._model.jax_executables import stored_jit
 from .._params import PARAMETER_NAMES
 from . import transform
 from .density import joint_log_density, log_density, log_likelihood_for, pixel_rows
@@ -18,7 +19,7 @@ from .kernel import sample_problem
 
 __all__ = ["QUANTILE_LEVELS", "sample_chunk", "sample_joint_chunk"]
 
-QUANTILE_LEVELS = (0.025, 0.16, 0.5, 0.84, 0.975)
+QUANTILE_LEVELS: tuple[float, ...] = (0.025, 0.16, 0.5, 0.84, 0.975)
 _STATIC = ("free_index", "key", "kinds", "chains")
 
 
@@ -31,7 +32,7 @@ def _rows_and_likelihood(geometry, fixed, free_index, key, dtype):
     return rows, log_likelihood_for(free_index, key)
 
 
-@partial(jax.jit, static_argnames=_STATIC)
+@stored_jit(static_argnames=_STATIC)
 def sample_chunk(
     rng,
     problem_ids,
@@ -97,7 +98,7 @@ def sample_chunk(
     return _summaries(out, draws, dtype)
 
 
-@partial(jax.jit, static_argnames=_STATIC + ("n_band_free",))
+@stored_jit(static_argnames=_STATIC + ("n_band_free",))
 def sample_joint_chunk(
     rng,
     problem_ids,

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -178,47 +179,54 @@ def _sample_model(model: _Model, params, warm_fit, geometry, observation_limits,
     statuses (MULTIMODAL from probe fits) and the result; run = (seed, chunk_size,
     return_samples)."""
     seed, chunk_size, return_samples = run
-    free, band_free, shared, dtype, chains, layout = (
-        model.free,
-        model.band_free,
-        model.shared,
-        model.dtype,
-        model.chains,
-        model.layout,
-    )
+    free, layout = model.free, model.layout
+    program = _program_of(model, params, chunk_size, seed)
+    _compile_ahead(program, model, geometry[0].shape[-2])  # while the warm start is fitted
     warm = warm_fit()
     problems = _problems(
         warm, layout, model.priors, model.bounds, model.refl, geometry, observation_limits
     )
-    inv_var = 1.0 / np.broadcast_to(model.band_sigma, (layout.n_bands,)) ** 2
-    outputs = _empty_outputs(problems, chains, dtype, return_samples)
+    outputs = _empty_outputs(problems, model.chains, model.dtype, return_samples)
     probes = None
-    if not shared and problems.sampled.any():
+    if not model.shared and problems.sampled.any():
         probes = _probe_fits(
-            warm_fit, warm, layout, inv_var, (free, problems.lower, problems.upper)
+            warm_fit, warm, layout, program.inv_var, (free, problems.lower, problems.upper)
         )
-    _sample_chunks(
-        problems,
-        _Program(
-            program=sample_joint_chunk if shared else sample_chunk,
-            static=_static_arguments(params, free, band_free, shared, problems.kinds, chains),
-            fixed=np.array([0.5] + [float(v) for v in params.scalars()]),
-            inv_var=inv_var,
-            chunk=_chunk_pixels(problems, chains, dtype, chunk_size),
-            seed=seed,
-            dtype=dtype,
-        ),
-        outputs,
-        _ModeCheck(probes, chains.min_ess),
-    )
-    status = _statuses(warm, layout, problems.sampled, outputs, chains)
+    _sample_chunks(problems, program, outputs, _ModeCheck(probes, model.chains.min_ess))
+    status = _statuses(warm, layout, problems.sampled, outputs, model.chains)
     if probes is not None:
         best, _, found = probes
         missed = missed_mode(best, found, outputs["minimum"], outputs["maximum"])
         missed |= outputs.pop("rarely_visited")
         status[problems.sampled & missed] = Status.MULTIMODAL
     outputs.pop("rarely_visited", None)
-    return _result(warm, layout, free, shared, outputs, status, return_samples)
+    return _result(warm, layout, free, model.shared, outputs, status, return_samples)
+
+
+def _program_of(model: _Model, params, chunk_size, seed) -> _Program:
+    """The chunk program of a `sample` call and what every chunk passes it (what the
+    warm-start fit does not change: the problems' layout, bounds and chains)."""
+    layout, chains = model.layout, model.chains
+    lower, upper = (layout.per_problem(bound) for bound in model.bounds)
+    problem_axes = (layout.n_bands,) if not model.shared else ()
+    return _Program(
+        program=sample_joint_chunk if model.shared else sample_chunk,
+        static=_static_arguments(
+            params,
+            model.free,
+            model.band_free,
+            model.shared,
+            transform.kinds_of(lower, upper),
+            chains,
+        ),
+        fixed=np.array([0.5] + [float(v) for v in params.scalars()]),
+        inv_var=1.0 / np.broadcast_to(model.band_sigma, (layout.n_bands,)) ** 2,
+        chunk=_chunk_pixels(
+            layout.n_pixels, problem_axes, lower.size, chains, model.dtype, chunk_size
+        ),
+        seed=seed,
+        dtype=model.dtype,
+    )
 
 
 class _Chains(NamedTuple):
@@ -303,15 +311,15 @@ def _problems(warm, layout, priors, bounds, refl, geometry, observation_limits) 
     )
 
 
-def _chunk_pixels(problems: _Problems, chains: _Chains, dtype, chunk_size) -> int:
-    """Pixels per chunk: `chunk_size`, or what holds about `CHUNK_BYTES` of draws."""
-    z_center = problems.z_center
-    problem_axes = z_center.shape[1:-1]  # (bands,), or () for joint problems
+def _chunk_pixels(n_pixels, problem_axes, n_parameters, chains: _Chains, dtype, chunk_size) -> int:
+    """Pixels per chunk: `chunk_size`, or what holds about `CHUNK_BYTES` of draws;
+    problem_axes: a pixel's problems ((bands,), or () for joint problems), each of
+    `n_parameters`."""
     per_pixel = (
         int(np.prod(problem_axes, dtype=np.int64))
         * chains.num_chains
         * (chains.num_samples + chains.num_warmup)
-        * z_center.shape[-1]
+        * n_parameters
         * np.dtype(dtype).itemsize
     )
     largest = (
@@ -319,7 +327,7 @@ def _chunk_pixels(problems: _Problems, chains: _Chains, dtype, chunk_size) -> in
         if chunk_size is None
         else check_positive_int("chunk_size", chunk_size)
     )
-    return balanced_chunk(problems.sampled.shape[0], largest)
+    return balanced_chunk(n_pixels, largest)
 
 
 def _empty_outputs(problems: _Problems, chains: _Chains, dtype, return_samples) -> dict:
@@ -368,7 +376,7 @@ def _static_arguments(params, free, band_free, shared, kinds, chains: _Chains) -
 class _Program(NamedTuple):
     """The chunk program of a `sample` call and what every chunk passes it."""
 
-    program: Callable
+    program: Any  # `sample_chunk` or `sample_joint_chunk` (a `stored_jit` function)
     static: dict  # its static keywords
     fixed: np.ndarray  # values of PARAMETER_NAMES (w's slot 0.5)
     inv_var: np.ndarray  # (bands,) 1/refl_sigma^2
@@ -398,15 +406,7 @@ def _sample_chunks(problems: _Problems, program: _Program, outputs: dict, modes:
         for first in range(0, n_pixels, chunk)
         if problems.sampled[first : first + chunk].any()
     ]
-    # float32: JAX's 64-bit mode off in this scope too (blackjax draws its momenta in
-    # the default float type, which would promote the float32 chains to float64);
-    # matrix products at full float32 precision on an accelerator (a TPU's default is
-    # bfloat16 passes)
-    with (
-        precision_scope(np.empty(0, dtype)),
-        jax.enable_x64(dtype == np.float64),
-        jax.default_matmul_precision("highest"),
-    ):
+    with _chunk_scope(dtype):
         rng = jax.random.key(int(program.seed))
         constants = [
             jnp.asarray(a, dtype)
@@ -420,6 +420,48 @@ def _sample_chunks(problems: _Problems, program: _Program, outputs: dict, modes:
             if pending is not None:
                 _store_chunk(problems, outputs, modes, *pending)
             pending = launched
+
+
+@contextlib.contextmanager
+def _chunk_scope(dtype):
+    """Where the chunk program is traced and called. float32: JAX's 64-bit mode off in
+    this scope too (blackjax draws its momenta in the default float type, which would
+    promote the float32 chains to float64); matrix products at full float32 precision on
+    an accelerator (a TPU's default is bfloat16 passes)."""
+    with (
+        precision_scope(np.empty(0, dtype)),
+        jax.enable_x64(dtype == np.float64),
+        jax.default_matmul_precision("highest"),
+    ):
+        yield
+
+
+def _compile_ahead(program: _Program, model: _Model, n_obs: int) -> None:
+    """Start compiling the chunk program (`stored_jit`'s ``ahead``, on a worker thread)
+    with the arguments' shapes of `_sample_one_chunk`'s calls."""
+    chunk, dtype = program.chunk, program.dtype
+    problems = (chunk, model.layout.n_bands) if not model.shared else (chunk,)
+    n_parameters = len(program.static["kinds"])
+
+    def array(*shape):
+        return jax.ShapeDtypeStruct(shape, dtype)
+
+    with _chunk_scope(dtype):
+        ids = jnp.asarray(np.zeros(problems, np.int64))
+        geometry = tuple(array(chunk, n_obs, 3) for _ in range(3))
+        per_problem = array(*problems, n_parameters)
+        program.program.ahead(
+            jax.random.key(int(program.seed)),
+            jax.ShapeDtypeStruct(ids.shape, ids.dtype),
+            array(chunk, model.layout.n_bands, n_obs),
+            geometry,
+            array(program.fixed.size),
+            (per_problem, array(*problems, n_parameters, n_parameters)),
+            array(model.layout.n_bands),
+            (per_problem, per_problem),
+            (array(n_parameters), array(n_parameters)),
+            **program.static,
+        )
 
 
 def _store_chunk(problems: _Problems, outputs: dict, modes: _ModeCheck, span, solved) -> None:

@@ -34,6 +34,7 @@ from .._inverse.elementwise_lm import ElementwiseLevenbergMarquardt, Subproblem
 from .._inverse.ordered_sums import sum_in_order
 from .._model._backends import retarget_to_jax
 from .._model.family import jax_equations_for
+from .._model.jax_executables import stored_jit
 from .._model.jax_model import pixel_terms
 from .._status import Status
 from .simplex_qp import (
@@ -408,7 +409,7 @@ def bands_last_on(platform: str) -> bool:
     return True if platform == "cpu" else ACCELERATOR_BANDS_LAST
 
 
-@partial(jax.jit, static_argnames=("max_iter", "max_steps", "key", "bands_last"))
+@stored_jit(static_argnames=("max_iter", "max_steps", "key", "bands_last"))
 def solve_one_step_jax(
     refl,
     to_sun,

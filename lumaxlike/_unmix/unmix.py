@@ -438,10 +438,8 @@ def _one_step_jax(
         arrays = [jnp.asarray(a, dtype) for a in (*pieces, albedo, weights, start)]
         if phase is not None:
             phase = jnp.asarray(pad_pixels(phase, pad_to, 1.0), dtype)
-        solved = solve_one_step_jax(
-            *arrays[:4],
-            params,
-            *arrays[4:],
+        arguments = (*arrays[:4], params, *arrays[4:])
+        keywords = dict(
             equality=jnp.asarray(equality),
             max_iter=max_iter,
             tol=tol,
@@ -450,12 +448,29 @@ def _one_step_jax(
             phase=phase,
             bands_last=bands_last_on(jax.devices()[0].platform),
         )
-        fetched = jax.device_get(solved)
+        # XLA compiles the solve on a worker thread while numba compiles the finish here
+        if solve_one_step_jax.ahead(*arguments, **keywords) is not None:
+            _compile_finish(albedo.shape[0], refl.shape[1])
+        fetched = jax.device_get(solve_one_step_jax(*arguments, **keywords))
     n = refl.shape[0]
     return {
         k: np.asarray(v[:n], np.float64 if np.issubdtype(v.dtype, np.floating) else v.dtype)
         for k, v in fetched.items()
     }
+
+
+def _compile_finish(n_endmembers: int, n_bands: int) -> None:
+    """`finish_numba` compiled (where this process has not yet: numba's first call), by
+    finishing a chunk of no pixels with the argument types of `_finish`'s calls."""
+    p = n_endmembers
+    empty = {
+        "fractions": np.empty((0, p)),
+        "hessian": np.empty((0, p, p)),
+        "gradient": np.empty((0, p)),
+        "sum_active": np.empty(0, np.bool_),
+        "cost": np.empty(0),
+    }
+    finish_numba(empty, np.empty(0, np.int8), np.ones(p), True, True, n_bands)
 
 
 def _finish(solved, status, iterations, endmembers, equality, weighted, n_bands):

@@ -18,6 +18,7 @@ Measured rates: README.md, `benchmarks/results/`.
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -29,7 +30,7 @@ from jaxtyping import Float
 
 from ..._model.columns_program import split_columns
 from ..._model.family import jax_equations_for
-from ..._model.jax_executables import stored_jit
+from ..._model.jax_executables import compiling_ahead, stored_jit
 from ..._params import PARAMETER_NAMES
 from ..._status import Status
 from ..albedo import rules as albedo_rules
@@ -39,7 +40,7 @@ from .compaction import ACCELERATOR_BUCKET_BASE, BUCKET_BASE, run_compacted
 from .refill import default_sizes, refilled_rounds, run_refilled
 from .residual_columns import residuals_and_columns
 
-__all__ = ["solve_fit_jax"]
+__all__ = ["solve_fit_jax", "solve_fit_jax_ahead"]
 
 TOO_FEW_OBSERVATIONS = int(Status.TOO_FEW_OBSERVATIONS)
 
@@ -287,15 +288,26 @@ def solve_fit_jax(
         cost (sum of squared residuals), jtj (pixels, bands, p, p) at the solution.
     """
     shape = refl.shape[:2]
+    arguments = (refl, to_sun, to_sensor, normal, fixed, start, free_index, bounds)
+    setup = _setup_arguments(*arguments, min_observations, key)
+    unit, (lower, upper) = setup[6], bounds
+    status, active, start, state, inputs = _fit_setup(*setup)
+    solver = dict(unit=unit, tol=tol, lower=lower, upper=upper, free_index=free_index, key=key)
+    schedule_of = partial(
+        _run_rounds, schedule, sizes=sizes, refill_sizes=refill_sizes, n_problems=status.size
+    )
+    results = schedule_of((start, state, inputs), solver, max_iter)
+    return _fit_outputs(status, active, results, shape=shape)
+
+
+def _setup_arguments(
+    refl, to_sun, to_sensor, normal, fixed, start, free_index, bounds, min_observations, key
+) -> tuple:
+    """`_fit_setup`'s arguments from `solve_fit_jax`'s."""
     unit = np.ones((), refl.dtype)  # an argument, so a value XLA cannot fold
     lower, upper = bounds
-    status, active, start, state, inputs = _fit_setup(
-        refl,
-        to_sun,
-        to_sensor,
-        normal,
-        fixed,
-        start,
+    return (
+        *(refl, to_sun, to_sensor, normal, fixed, start),
         unit,
         free_index,
         lower,
@@ -303,12 +315,6 @@ def solve_fit_jax(
         min_observations,
         key,
     )
-    solver = dict(unit=unit, tol=tol, lower=lower, upper=upper, free_index=free_index, key=key)
-    schedule_of = partial(
-        _run_rounds, schedule, sizes=sizes, refill_sizes=refill_sizes, n_problems=status.size
-    )
-    results = schedule_of((start, state, inputs), solver, max_iter)
-    return _fit_outputs(status, active, results, shape=shape)
 
 
 def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, refill_sizes, n_problems):
@@ -330,8 +336,7 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, refill_sizes, n_pro
     on_cpu = jax.devices()[0].platform == "cpu"
     steps_needed = max_iter + 1  # a problem's first step evaluates it at its start
     if schedule == "refill":
-        default_slots, default_tail, steps = default_sizes(on_cpu)
-        slots, tail = (default_slots, default_tail) if refill_sizes is None else refill_sizes
+        slots, tail, steps = _refill_sizes(refill_sizes, on_cpu)
         limit = np.int32(max_iter)
         fixed = dict(
             solver=tuple(solver[k] for k in ("unit", "tol", "lower", "upper")),
@@ -364,3 +369,60 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, refill_sizes, n_pro
         sizes=sizes,
         bucket_base=BUCKET_BASE if on_cpu else ACCELERATOR_BUCKET_BASE,
     )
+
+
+def _refill_sizes(refill_sizes, on_cpu: bool) -> tuple[int, int | None, int]:
+    """(slots, tail, steps per round) of the refill schedule: `solve_fit_jax`'s
+    ``refill_sizes`` or the device's defaults (`refill.default_sizes`)."""
+    default_slots, default_tail, steps = default_sizes(on_cpu)
+    slots, tail = (default_slots, default_tail) if refill_sizes is None else refill_sizes
+    return slots, tail, steps
+
+
+def solve_fit_jax_ahead(
+    refl,
+    to_sun,
+    to_sensor,
+    normal,
+    fixed,
+    start,
+    free_index,
+    bounds,
+    min_observations,
+    max_iter,
+    tol,
+    key,
+) -> None:
+    """Start compiling, on worker threads, every program `solve_fit_jax` runs on a chunk
+    of these shapes with its default schedule (`jax_executables.stored_jit`'s
+    ``ahead``), so that they compile side by side instead of one after another while
+    the caller goes on (e.g. with fit's starting w). Arguments as `solve_fit_jax`'s;
+    arrays may be `jax.ShapeDtypeStruct`. Does nothing where programs are not stored
+    (`compiling_ahead`). Each ``ahead`` call mirrors one call of `solve_fit_jax` and
+    `refill.run_refilled` with arguments of the same shapes and dtypes (a test checks
+    that the solve then compiles nothing)."""
+    if not compiling_ahead():
+        return
+    arguments = (refl, to_sun, to_sensor, normal, fixed, start, free_index, bounds)
+    setup = _setup_arguments(*arguments, min_observations, key)
+    unit, (lower, upper) = setup[6], bounds
+    status, active, start, state, inputs = _fit_setup.ahead(*setup)
+    chunk = (start, state, inputs)
+    n_problems = math.prod(status.shape)
+    slots, tail, steps = _refill_sizes(None, jax.devices()[0].platform == "cpu")
+    size = min(slots, n_problems)
+    results = _all_results.ahead(chunk)
+    batch = _gather.ahead(chunk, np.zeros(size, np.intp), np.zeros(size, bool))
+    limit, small = np.int32(max_iter), np.int32(0)
+    loop = (batch, np.zeros(size, np.int32), results, chunk, np.zeros(n_problems, np.int32))
+    batch, _, results, *_ = _refill_rounds.ahead(
+        (*loop, small, small, small), (unit, tol, lower, upper), limit, steps, free_index, key
+    )
+    if tail is not None and tail < size:
+        batch = _gather.ahead(batch, np.zeros(tail, np.intp), np.zeros(tail, bool))
+        y, state, inputs = batch
+        _lm_round.ahead(
+            y, inputs, state, unit, max_iter + 1, limit, tol, lower, upper, free_index, key
+        )
+    _scatter.ahead(results, batch, np.zeros(min(size, tail or size), np.int32))
+    _fit_outputs.ahead(status, active, results, shape=tuple(refl.shape[:2]))
