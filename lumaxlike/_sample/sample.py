@@ -3,32 +3,27 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._declared_options import refuse_unknown, takes_options
-from .._inverse.chunking import balanced_chunk, pad_pixels
+from .._inverse.chunking import balanced_chunk
 from .._inverse.fit.arguments import check_bounds as _check_bounds
 from .._inverse.fit.arguments import check_free
 from .._inverse.fit.fit import fit
 from .._inverse.fit.observation_masks import check_observation_limits
-from .._inverse.fit.observation_masks import masked_chunk as _masked
 from .._inverse.joint.joint import check_shared
 from .._inverse.joint.priors import check_priors
-from .._model.forward import precision_scope
 from .._params import PARAMETER_NAMES, HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_positive_int
 from .._status import Status
 from . import transform
-from .diagnostics import chain_diagnostics, indicator_ess
+from .chunks import ChunkProgram, ModeCheck, Problems, compile_chunk_ahead, sample_chunks
 from .layout import ProblemLayout
-from .modes import log_posterior, missed_mode, probe_starts, rarely_visited
+from .modes import log_posterior, missed_mode, probe_starts
 from .options import DEFAULT_INTEGRATION_STEPS, SampleSettings
 from .program import sample_chunk, sample_joint_chunk
 from .result import SampleResult
@@ -181,7 +176,8 @@ def _sample_model(model: _Model, params, warm_fit, geometry, observation_limits,
     seed, chunk_size, return_samples = run
     free, layout = model.free, model.layout
     program = _program_of(model, params, chunk_size, seed)
-    _compile_ahead(program, model, geometry[0].shape[-2])  # while the warm start is fitted
+    # the chunk program compiles on a worker thread while the warm start is fitted
+    compile_chunk_ahead(program, layout.n_bands, bool(model.shared), geometry[0].shape[-2])
     warm = warm_fit()
     problems = _problems(
         warm, layout, model.priors, model.bounds, model.refl, geometry, observation_limits
@@ -192,7 +188,7 @@ def _sample_model(model: _Model, params, warm_fit, geometry, observation_limits,
         probes = _probe_fits(
             warm_fit, warm, layout, program.inv_var, (free, problems.lower, problems.upper)
         )
-    _sample_chunks(problems, program, outputs, _ModeCheck(probes, model.chains.min_ess))
+    sample_chunks(problems, program, outputs, ModeCheck(probes, model.chains.min_ess))
     status = _statuses(warm, layout, problems.sampled, outputs, model.chains)
     if probes is not None:
         best, _, found = probes
@@ -203,13 +199,13 @@ def _sample_model(model: _Model, params, warm_fit, geometry, observation_limits,
     return _result(warm, layout, free, model.shared, outputs, status, return_samples)
 
 
-def _program_of(model: _Model, params, chunk_size, seed) -> _Program:
+def _program_of(model: _Model, params, chunk_size, seed) -> ChunkProgram:
     """The chunk program of a `sample` call and what every chunk passes it (what the
     warm-start fit does not change: the problems' layout, bounds and chains)."""
     layout, chains = model.layout, model.chains
     lower, upper = (layout.per_problem(bound) for bound in model.bounds)
     problem_axes = (layout.n_bands,) if not model.shared else ()
-    return _Program(
+    return ChunkProgram(
         program=sample_joint_chunk if model.shared else sample_chunk,
         static=_static_arguments(
             params,
@@ -264,24 +260,7 @@ def _check_chains(settings: SampleSettings) -> _Chains:
     )
 
 
-class _Problems(NamedTuple):
-    """Every problem of a `sample` call, flat over pixels: observations, the Laplace
-    start in unconstrained coordinates, priors and bounds per problem."""
-
-    refl: np.ndarray  # (pixels, bands, observations)
-    geometry: list  # to_sun, to_sensor, normal (pixels, observations, 3) each
-    limits: object  # checked observation limits
-    sampled: np.ndarray  # (pixels,) + problem axes bool: the warm fit has a start
-    z_center: np.ndarray  # (pixels,) + problem axes + (p,)
-    metric: np.ndarray  # (pixels,) + problem axes + (p, p)
-    prior_mean: np.ndarray
-    prior_precision: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    kinds: tuple
-
-
-def _problems(warm, layout, priors, bounds, refl, geometry, observation_limits) -> _Problems:
+def _problems(warm, layout, priors, bounds, refl, geometry, observation_limits) -> Problems:
     """The problems of a `sample` call from its warm-start fit `warm`; bounds (lower,
     upper) per free parameter; geometry (to_sun, to_sensor, normal) as given."""
     values, covariance = layout.fit_start(warm)
@@ -293,7 +272,7 @@ def _problems(warm, layout, priors, bounds, refl, geometry, observation_limits) 
     n_pixels, pixel_shape = layout.n_pixels, refl.shape[:-2]
     n_obs = refl.shape[-1]
     checked = [as_float_array(n, g) for n, g in zip(("to_sun", "to_sensor", "normal"), geometry)]
-    return _Problems(
+    return Problems(
         refl=refl.reshape(n_pixels, refl.shape[-2], n_obs),
         geometry=[
             np.broadcast_to(g, pixel_shape + (n_obs, 3)).reshape(n_pixels, n_obs, 3)
@@ -330,7 +309,7 @@ def _chunk_pixels(n_pixels, problem_axes, n_parameters, chains: _Chains, dtype, 
     return balanced_chunk(n_pixels, largest)
 
 
-def _empty_outputs(problems: _Problems, chains: _Chains, dtype, return_samples) -> dict:
+def _empty_outputs(problems: Problems, chains: _Chains, dtype, return_samples) -> dict:
     """The summaries' arrays, NaN (no divergences) until a problem is sampled."""
     z_center, metric = problems.z_center, problems.metric
     outputs = {
@@ -371,158 +350,6 @@ def _static_arguments(params, free, band_free, shared, kinds, chains: _Chains) -
     if shared:
         static["n_band_free"] = len(band_free)
     return static
-
-
-class _Program(NamedTuple):
-    """The chunk program of a `sample` call and what every chunk passes it."""
-
-    program: Any  # `sample_chunk` or `sample_joint_chunk` (a `stored_jit` function)
-    static: dict  # its static keywords
-    fixed: np.ndarray  # values of PARAMETER_NAMES (w's slot 0.5)
-    inv_var: np.ndarray  # (bands,) 1/refl_sigma^2
-    chunk: int  # pixels per chunk
-    seed: int
-    dtype: type
-
-
-class _ModeCheck(NamedTuple):
-    """What the chunks need to flag a mode the chains entered too seldom
-    (`modes.rarely_visited`): probes = `_probe_fits`' answer, or None; min_ess."""
-
-    probes: tuple | None
-    min_ess: float
-
-
-def _sample_chunks(problems: _Problems, program: _Program, outputs: dict, modes: _ModeCheck):
-    """Run `program` on every chunk with a sampled problem; fill `outputs` in place.
-
-    Each chunk is launched before the previous one's draws are fetched, so that the
-    device samples while the host computes the chains' diagnostics (`diagnostics`)."""
-    dtype, chunk = program.dtype, program.chunk
-    n_pixels = problems.sampled.shape[0]
-    ids = np.arange(problems.sampled.size, dtype=np.int64).reshape(problems.sampled.shape)
-    spans = [
-        (first, min(first + chunk, n_pixels))
-        for first in range(0, n_pixels, chunk)
-        if problems.sampled[first : first + chunk].any()
-    ]
-    with _chunk_scope(dtype):
-        rng = jax.random.key(int(program.seed))
-        constants = [
-            jnp.asarray(a, dtype)
-            for a in (program.fixed, program.inv_var, problems.lower, problems.upper)
-        ]
-        pending = None
-        for span in [*spans, None]:
-            launched = None
-            if span is not None:
-                launched = (span, _sample_one_chunk(problems, program, span, rng, ids, constants))
-            if pending is not None:
-                _store_chunk(problems, outputs, modes, *pending)
-            pending = launched
-
-
-@contextlib.contextmanager
-def _chunk_scope(dtype):
-    """Where the chunk program is traced and called. float32: JAX's 64-bit mode off in
-    this scope too (blackjax draws its momenta in the default float type, which would
-    promote the float32 chains to float64); matrix products at full float32 precision on
-    an accelerator (a TPU's default is bfloat16 passes)."""
-    with (
-        precision_scope(np.empty(0, dtype)),
-        jax.enable_x64(dtype == np.float64),
-        jax.default_matmul_precision("highest"),
-    ):
-        yield
-
-
-def _compile_ahead(program: _Program, model: _Model, n_obs: int) -> None:
-    """Start compiling the chunk program (`stored_jit`'s ``ahead``, on a worker thread)
-    with the arguments' shapes of `_sample_one_chunk`'s calls."""
-    chunk, dtype = program.chunk, program.dtype
-    problems = (chunk, model.layout.n_bands) if not model.shared else (chunk,)
-    n_parameters = len(program.static["kinds"])
-
-    def array(*shape):
-        return jax.ShapeDtypeStruct(shape, dtype)
-
-    with _chunk_scope(dtype):
-        ids = jnp.asarray(np.zeros(problems, np.int64))
-        geometry = tuple(array(chunk, n_obs, 3) for _ in range(3))
-        per_problem = array(*problems, n_parameters)
-        program.program.ahead(
-            jax.random.key(int(program.seed)),
-            jax.ShapeDtypeStruct(ids.shape, ids.dtype),
-            array(chunk, model.layout.n_bands, n_obs),
-            geometry,
-            array(program.fixed.size),
-            (per_problem, array(*problems, n_parameters, n_parameters)),
-            array(model.layout.n_bands),
-            (per_problem, per_problem),
-            (array(n_parameters), array(n_parameters)),
-            **program.static,
-        )
-
-
-def _store_chunk(problems: _Problems, outputs: dict, modes: _ModeCheck, span, solved) -> None:
-    """A launched chunk's summaries, fetched (waits for them), with the chains'
-    diagnostics and the probes' rarely visited modes computed on the host, written into
-    `outputs` where sampled."""
-    first, last = span
-    solved = jax.device_get(solved)
-    solved.update(chain_diagnostics(solved["draws"]))
-    if modes.probes is not None:
-        solved["rarely_visited"] = _rarely_visited(
-            modes.probes, modes.min_ess, span, solved["draws"][: last - first]
-        )
-    active = problems.sampled[first:last]
-    for name, array in outputs.items():
-        if name not in solved:  # rarely_visited where no probe ran (joint problems)
-            continue
-        value = np.asarray(solved[name][: last - first])
-        mask = active.reshape(active.shape + (1,) * (value.ndim - active.ndim))
-        array[first:last] = np.where(mask, value, array[first:last])
-
-
-def _sample_one_chunk(problems: _Problems, program: _Program, span, rng, ids, constants):
-    """The chunk program's outputs (JAX arrays) for pixels span = (first, last), padded
-    to the chunk size; constants: fixed, inv_var, lower, upper as JAX arrays."""
-    (first, last), chunk, dtype = span, program.chunk, program.dtype
-    pieces, _ = _masked(
-        problems.refl[first:last], [g[first:last] for g in problems.geometry], problems.limits
-    )
-    active = problems.sampled[first:last]
-    pieces[0] = np.where(active.reshape(active.shape[:1] + (-1, 1)), pieces[0], np.nan)
-    padded = [pad_pixels(p, chunk, np.nan if i == 0 else 1.0) for i, p in enumerate(pieces)]
-
-    def chunk_of(a, fill):
-        """A per-problem array of the chunk, padded, fill where not sampled."""
-        mask = active.reshape(active.shape + (1,) * (a.ndim - active.ndim))
-        return jnp.asarray(pad_pixels(np.where(mask, a[first:last], fill), chunk, fill), dtype)
-
-    eye = np.eye(problems.z_center.shape[-1])
-    metric_chunk = np.where(active[..., None, None], problems.metric[first:last], eye)
-    scale = jnp.asarray(
-        np.concatenate(
-            [
-                metric_chunk,
-                np.broadcast_to(eye, (chunk - (last - first),) + metric_chunk.shape[1:]),
-            ]
-        ),
-        dtype,
-    )
-    return program.program(
-        rng,
-        jnp.asarray(pad_pixels(ids[first:last], chunk, 0)),
-        jnp.asarray(padded[0], dtype),
-        tuple(jnp.asarray(p, dtype) for p in padded[1:]),
-        constants[0],
-        (chunk_of(problems.z_center, 0.0), scale),
-        constants[1],
-        (chunk_of(problems.prior_mean, 0.0), chunk_of(problems.prior_precision, 0.0)),
-        (constants[2], constants[3]),
-        **program.static,
-    )
 
 
 def _statuses(warm, layout, sampled, outputs, chains: _Chains) -> np.ndarray:
@@ -570,25 +397,3 @@ def _probe_fits(warm_fit, warm, layout, inv_var, bounds):
         probes.append((layout.fit_start(probe)[0], level, layout.flat_status(probe.status)))
     best = np.reshape(log_posterior(warm, inv_var), shape)
     return best, layout.fit_start(warm)[0], probes
-
-
-def _rarely_visited(probed: tuple, min_ess: float, span, draws):
-    """`modes.rarely_visited` on the pixels span = (first, last) of a chunk: probed =
-    `_probe_fits`' answer; draws (pixels, bands, chains, draws, p) -> (pixels, bands)
-    bool."""
-    first, last = span
-    best, fit_values, probes = probed
-    shape = draws.shape[:2]
-
-    def flat(a):
-        return np.reshape(a[first:last], (-1,) + a.shape[2:])
-
-    flagged = rarely_visited(
-        flat(best),
-        [(flat(values), flat(level), flat(status)) for values, level, status in probes],
-        flat(fit_values),
-        draws.reshape((-1,) + draws.shape[2:]),
-        min_ess,
-        indicator_ess,
-    )
-    return flagged.reshape(shape)
