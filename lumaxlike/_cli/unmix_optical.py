@@ -145,7 +145,7 @@ def _npfe_fractions(args, free) -> tuple[float, tuple[float, float]]:
         raise ValueError(f"argument --npfe: a wt % in [0, 100) expected, got {npfe:g}")
     if "npfe" not in free:
         return npfe / PERCENT, (npfe / PERCENT, npfe / PERCENT)
-    from .._unmix.optical import DEFAULT_NPFE_BOUNDS  # mass fractions
+    from .._unmix.optical_endmembers import DEFAULT_NPFE_BOUNDS  # mass fractions
 
     given = _bounds("--npfe-bounds", args.npfe_bounds, PERCENT, "wt %")
     bounds = tuple(PERCENT * v for v in DEFAULT_NPFE_BOUNDS) if given is None else given
@@ -162,7 +162,7 @@ def _grain_size_bounds(args, free, names, grain_size):
     free grain sizes, each checked to hold its start; each grain size itself when fixed."""
     import numpy as np
 
-    from .._unmix.optical import DEFAULT_GRAIN_SIZE_BOUNDS  # [um]
+    from .._unmix.optical_endmembers import DEFAULT_GRAIN_SIZE_BOUNDS  # [um]
 
     sizes = np.atleast_1d(np.asarray(grain_size, np.float64))
     if sizes.ndim != 1 or sizes.size not in (1, len(names)):

@@ -44,7 +44,8 @@ from .._run.journal import array_digest
 from .._run.progress import occurred_statuses, rate_text, resumed_text
 from .._unmix.band_matching import band_order, endmembers_on_bands
 from .._unmix.endmembers import Endmembers
-from .._unmix.optical import check_free, check_free_names, check_starts
+from .._unmix.optical import check_free, check_free_names
+from .._unmix.optical_starts import check_starts
 from .._unmix.options import UnmixSettings
 from .._unmix.unmix import DEFAULT_TOLERANCE, default_chunk_pixels
 from .arguments import FromBands

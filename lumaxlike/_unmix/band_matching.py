@@ -107,8 +107,8 @@ def endmembers_on_bands(endmembers, band_indices, file_bands: int, wavelengths_u
     if isinstance(phase, np.ndarray) and phase.shape[1] > 1:  # per-band phase functions
         phase = phase[:, select]
     optical = endmembers.optical
-    if optical is not None:  # optical constants on the bands (`optical.optical_on_bands`)
-        from .optical import optical_on_bands
+    if optical is not None:  # optical constants on the bands (`optical_on_bands`)
+        from .optical_endmembers import optical_on_bands
 
         optical = optical_on_bands(optical, select)
     return dataclasses.replace(

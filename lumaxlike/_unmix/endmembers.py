@@ -9,7 +9,7 @@ import numpy as np
 from .._params import HapkeParams
 from .._status import Status
 from .._validation import wavelengths_um
-from .optical import OpticalMixing, endmembers_from_optical_constants
+from .optical_endmembers import OpticalMixing, endmembers_from_optical_constants
 from .phase import check_phase, endmember_params
 
 __all__ = ["Endmembers"]

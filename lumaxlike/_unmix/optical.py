@@ -38,11 +38,12 @@ the fractions at 0 held by their multipliers: `held`) is mapped to the mass frac
 (which depend on f and D), the grain sizes D_j and phi here (`finish`). A pixel that
 ends at max_iter with a grain size the data cannot tell from its abundance
 (`flat_valley`) is UNDETERMINED.
+
+The endmembers and their checks are in `optical_endmembers`; the choice of starts and
+of the best per pixel (`unmix`'s ``starts``) in `optical_starts`.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 
@@ -52,8 +53,7 @@ from .simplex_qp import MULTIPLIER_FLOOR
 
 __all__ = [
     "FREE_PARAMETERS",
-    "OpticalMixing",
-    "endmembers_from_optical_constants",
+    "settled",
     "check_free",
     "check_free_names",
     "parameter_bounds",
@@ -63,8 +63,6 @@ __all__ = [
 
 FREE_PARAMETERS = ("grain_size", "npfe")
 NEGLIGIBLE = 1e-20  # diag(J^T J) of a parameter, relative to the largest: no effect
-DEFAULT_GRAIN_SIZE_BOUNDS = (1.0, 1000.0)  # um
-DEFAULT_NPFE_BOUNDS = (0.0, 0.02)  # mass fraction (2 wt %)
 # Converged besides `lm_rules.converged`: an accepted trial whose undamped step d (the
 # Gauss-Newton step on the parameters not held, projected onto the bounds) moves it by
 # no more than sqrt(SETTLED) = 0.1 standard errors in the metric of J^T J:
@@ -97,206 +95,6 @@ MAX_LN_STEP = 0.7
 START_DAMPING = 1.0
 MAX_FRACTION_STEPS = 10
 MAX_HALVINGS = 10
-
-
-def _array(name, value, shape, *, low=None, strict=False):
-    array = np.asarray(value)
-    if array.dtype.kind not in "fiu":
-        raise ValueError(f"{name} must be numeric, got dtype {array.dtype}")
-    try:
-        array = np.array(np.broadcast_to(array.astype(np.float64), shape))
-    except ValueError:
-        raise ValueError(f"{name} must broadcast to shape {shape}, got {array.shape}") from None
-    bad = ~np.isfinite(array)
-    if low is not None:
-        bad |= (array <= low) if strict else (array < low)
-    if np.any(bad):
-        relation = "" if low is None else f" and {'>' if strict else '>='} {low:g}"
-        raise ValueError(f"{name} must be finite{relation}, got {array[bad][:3]}")
-    array.flags.writeable = False
-    return array
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class OpticalMixing:
-    """What `Endmembers.from_optical_constants` keeps to recompute w_j(D_j, phi).
-
-    Attributes:
-        n, k: the endmembers' refractive index on the bands, (n_endmembers, n_bands).
-        internal_scattering: s_j [1/um], (n_endmembers,).
-        iron_n, iron_k: iron's refractive index on the bands, (n_bands,) (zeros where
-            nanophase iron cannot vary: `npfe_bounds` (0, 0), or npFe0 starts at 0 and
-            iron's table does not cover the bands: `check_free` then refuses to free it).
-        grain_size_bounds: (n_endmembers, 2) [um], lower < upper.
-        npfe_bounds: (2,) nanophase iron mass fraction, 0 <= lower <= upper < 1.
-        npfe_fraction: the starting (and, when not free, fixed) npFe0 mass fraction.
-        reflections, mean_path: the slab model's variants (`slab_albedo`).
-    """
-
-    n: np.ndarray
-    k: np.ndarray
-    internal_scattering: np.ndarray
-    iron_n: np.ndarray
-    iron_k: np.ndarray
-    grain_size_bounds: np.ndarray
-    npfe_bounds: np.ndarray
-    npfe_fraction: float
-    reflections: str
-    mean_path: str
-
-
-def _constants_list(constants):
-    from .._optical.constants import OpticalConstants
-
-    items = [constants] if isinstance(constants, OpticalConstants) else list(constants)
-    if not items or not all(isinstance(c, OpticalConstants) for c in items):
-        raise ValueError("constants must be OpticalConstants or a sequence of them, at least one")
-    return items
-
-
-def _checked_bounds(grain_size, grain_size_bounds, npfe_fraction, npfe_bounds, p):
-    bounds = _array(
-        "grain_size_bounds",
-        DEFAULT_GRAIN_SIZE_BOUNDS if grain_size_bounds is None else grain_size_bounds,
-        (p, 2),
-        low=0.0,
-        strict=True,
-    )
-    if np.any(bounds[:, 0] > bounds[:, 1]):
-        raise ValueError(
-            f"grain_size_bounds must be (lower, upper) with lower <= upper, got {bounds}"
-        )
-    outside = (grain_size < bounds[:, 0]) | (grain_size > bounds[:, 1])
-    if np.any(outside):
-        raise ValueError(
-            f"grain_size {grain_size[outside][0]:g} (endmember {int(np.argmax(outside))}) lies "
-            f"outside its grain_size_bounds {tuple(map(float, bounds[int(np.argmax(outside))]))}"
-        )
-    npfe = _array(
-        "npfe_bounds", DEFAULT_NPFE_BOUNDS if npfe_bounds is None else npfe_bounds, (2,), low=0.0
-    )
-    if not npfe[0] <= npfe[1] < 1.0:
-        raise ValueError(
-            "npfe_bounds must be (lower, upper) mass fractions with 0 <= lower <= upper < 1, "
-            f"got {tuple(map(float, npfe))}"
-        )
-    start = float(_array("npfe_fraction", npfe_fraction, (), low=0.0))
-    if not npfe[0] <= start <= npfe[1]:
-        raise ValueError(
-            f"npfe_fraction {start:g} lies outside npfe_bounds {tuple(map(float, npfe))}"
-        )
-    return bounds, npfe, start
-
-
-def _check_host_index(name, n, wavelengths):
-    """ValueError naming endmember `name` where its host's n < 1 (a metal's or iron's
-    constants given as a host): the equivalent slab needs n >= 1."""
-    below = np.flatnonzero(n < 1.0)
-    if below.size:
-        raise ValueError(
-            f"endmember {name!r}: its host's n is {n[below[0]]:g} < 1 at "
-            f"{wavelengths[below[0]]:g} um; the equivalent slab needs n >= 1"
-        )
-
-
-def endmembers_from_optical_constants(
-    cls,
-    constants,
-    grain_size,
-    wavelengths,
-    *,
-    names=None,
-    density=None,
-    npfe_fraction=0.0,
-    internal_scattering=0.0,
-    grain_size_bounds=None,
-    npfe_bounds=None,
-    iron=None,
-    reflections="hapke1993",
-    mean_path="hapke2001",
-    extinction_efficiency=None,
-):
-    """`Endmembers.from_optical_constants` (documented there)."""
-    from .._model._backends import SLAB_MEAN_PATHS, SLAB_REFLECTIONS
-    from .._optical.slab import slab_albedo_and_slopes
-    from .._shapes import check_choice
-
-    items = _constants_list(constants)
-    p = len(items)
-    check_choice("reflections", reflections, SLAB_REFLECTIONS)
-    check_choice("mean_path", mean_path, SLAB_MEAN_PATHS)
-    wavelengths = np.asarray(wavelengths, np.float64)
-    if (
-        wavelengths.ndim != 1
-        or wavelengths.size < 1
-        or not np.all(np.isfinite(wavelengths) & (wavelengths > 0))
-    ):
-        raise ValueError(
-            f"wavelengths must be the cube's band centres [um], 1-D, finite and > 0, got shape {wavelengths.shape}"
-        )
-    names = tuple(c.name for c in items) if names is None else names
-    if density is None:
-        missing = [c.name for c in items if c.density is None]
-        if missing:
-            raise ValueError(f"density: the optical constants {missing} carry none; give density=")
-        density = [c.density for c in items]
-    density = _array("density", density, (p,), low=0.0, strict=True)
-    grain_size = _array("grain_size", grain_size, (p,), low=0.0, strict=True)
-    scattering = _array("internal_scattering", internal_scattering, (p,), low=0.0)
-    bounds, npfe, start = _checked_bounds(
-        grain_size, grain_size_bounds, npfe_fraction, npfe_bounds, p
-    )
-    n = np.empty((p, wavelengths.size))
-    k = np.empty((p, wavelengths.size))
-    for j, item in enumerate(items):
-        n[j], k[j] = item.interpolate(wavelengths)  # ValueError outside its grid
-        _check_host_index(names[j], n[j], wavelengths)
-    from .._optical.slab import iron_at, iron_covers
-
-    if npfe[1] > 0.0 and (start > 0.0 or iron_covers(wavelengths, iron)):
-        iron_n, iron_k = iron_at(wavelengths, iron)  # ValueError outside its grid
-        iron_n, iron_k = (
-            np.broadcast_to(iron_n, wavelengths.shape),
-            np.broadcast_to(iron_k, wavelengths.shape),
-        )
-    else:  # npFe0 fixed at 0 unless freed, which check_free then refuses
-        iron_n = iron_k = np.zeros(wavelengths.shape)
-    w = slab_albedo_and_slopes(
-        n,
-        k,
-        wavelengths,
-        grain_size[:, None],
-        internal_scattering=scattering[:, None],
-        npfe_fraction=start,
-        host_density=density[:, None],
-        iron=iron,
-        reflections=reflections,
-        mean_path=mean_path,
-    )[0]
-    frozen = [np.array(a, np.float64) for a in (n, k, iron_n, iron_k)]
-    for a in frozen:
-        a.flags.writeable = False
-    optical = OpticalMixing(
-        n=frozen[0],
-        k=frozen[1],
-        internal_scattering=scattering,
-        iron_n=frozen[2],
-        iron_k=frozen[3],
-        grain_size_bounds=bounds,
-        npfe_bounds=npfe,
-        npfe_fraction=start,
-        reflections=reflections,
-        mean_path=mean_path,
-    )
-    return cls(
-        names=names,
-        albedo=w,
-        density=density,
-        grain_size=grain_size,
-        extinction_efficiency=extinction_efficiency,
-        wavelengths=wavelengths,
-        optical=optical,
-    )
 
 
 def settled(accept, metric, cost_trial, n_bands: int, p: int):
@@ -522,79 +320,3 @@ def finish(solved, endmembers, lower, upper, fixed, weighted, n_bands):
     for name in ("at_bound", "grain_size_at_bound", "npfe_at_bound"):
         out[name] = out[name] & solved_mask.reshape((-1,) + (1,) * (out[name].ndim - 1))
     return out
-
-
-#: the grain-size factors of the starts after the first (`start_points`): 3x, 1/3x, 9x, ...
-START_FACTOR = 3.0
-
-
-def check_starts(starts) -> int:
-    """`unmix`'s ``starts`` as a count >= 1 (None: 1); ValueError naming it."""
-    if starts is None:
-        return 1
-    if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or starts < 1:
-        raise ValueError(f"starts must be a positive int (or None for one start), got {starts!r}")
-    return int(starts)
-
-
-def start_points(start, lower, upper, fixed, p: int, count: int) -> list[np.ndarray]:
-    """The starts of x = (f, ln D, phi), each (2p + 1,): `start`, then (free grain sizes)
-    every grain size scaled together by 3, 1/3, 9, 1/9, ... (clipped to its bounds), or
-    (npFe0 free alone) phi at the midpoints of ``count - 1`` cells of its bounds."""
-    points = [start]
-    grain = slice(p, 2 * p)
-    for i in range(1, count):
-        point = start.copy()
-        if not np.all(fixed[grain]):
-            power = (i + 1) // 2 * (1 if i % 2 else -1)
-            point[grain] = np.clip(
-                start[grain] + power * np.log(START_FACTOR), lower[grain], upper[grain]
-            )
-        else:
-            point[2 * p] = lower[2 * p] + (i - 0.5) * (upper[2 * p] - lower[2 * p]) / (count - 1)
-        points.append(point)
-    return points
-
-
-def best_of(kept: dict, other: dict) -> dict:
-    """Per pixel, a solver's result ``other`` in place of ``kept`` where it CONVERGED and
-    ``kept`` did not, or where both did (or neither) and its cost is lower."""
-    converged_kept = kept["status"] == Status.CONVERGED
-    converged_other = other["status"] == Status.CONVERGED
-    with np.errstate(invalid="ignore"):
-        lower_cost = other["cost"] < kept["cost"]
-    take = (converged_other & ~converged_kept) | ((converged_other == converged_kept) & lower_cost)
-    return {
-        key: np.where(take.reshape((-1,) + (1,) * (value.ndim - 1)), other[key], value)
-        for key, value in kept.items()
-    }
-
-
-def optical_on_bands(optical: OpticalMixing, select) -> OpticalMixing:
-    """`optical` on the bands ``select`` (indices into its bands; `endmembers_on_bands`)."""
-    n, k, iron_n, iron_k = (
-        np.array(array[..., select])
-        for array in (optical.n, optical.k, optical.iron_n, optical.iron_k)
-    )
-    for array in (n, k, iron_n, iron_k):
-        array.flags.writeable = False
-    return dataclasses.replace(optical, n=n, k=k, iron_n=iron_n, iron_k=iron_k)
-
-
-def reentry_points(solved: dict, start, lower, upper, fixed, p: int):
-    """(x (pixels, 2p + 1), need (pixels,)): the restart of each pixel whose solution
-    has a free grain size stuck (its endmember absent, or at a bound), from the solution
-    with each such endmember put back (its fraction raised to 1/p, the fractions
-    renormalised) at its starting grain size. An absent endmember's grain size is held
-    (it has no effect), so a grain size that ran to a bound before its fraction reached
-    0 cannot come back by itself: the local minima seen with 3-4 endmembers."""
-    x = np.array(solved["x"], np.float64)
-    grain = slice(p, 2 * p)
-    f, u = x[:, :p], x[:, grain]
-    with np.errstate(invalid="ignore"):
-        stuck = ((f <= 0.0) | (u <= lower[grain]) | (u >= upper[grain])) & ~fixed[grain]
-    need = np.any(stuck, axis=-1) & np.all(np.isfinite(x), axis=-1)
-    f = np.where(stuck, np.maximum(f, 1.0 / p), f)
-    x[:, :p] = f / np.sum(f, axis=-1, keepdims=True)
-    x[:, grain] = np.where(stuck, start[grain], u)
-    return np.where(np.isfinite(x), x, start), need

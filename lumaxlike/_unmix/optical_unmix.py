@@ -9,15 +9,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._status import Status
-from .optical import (
-    best_of,
-    check_free,
-    check_starts,
-    finish,
-    parameter_bounds,
-    reentry_points,
-    start_points,
-)
+from .optical import check_free, finish, parameter_bounds
+from .optical_starts import best_of, check_starts, reentry_points, start_points
 
 __all__ = ["unmix_optical"]
 

@@ -65,7 +65,7 @@ def _free_names(name: str, value) -> None:
 
 
 def _starts(name: str, value) -> None:
-    from .._unmix.optical import check_starts
+    from .._unmix.optical_starts import check_starts
 
     check_starts(value)
 

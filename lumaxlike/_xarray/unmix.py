@@ -181,7 +181,8 @@ def _check_arguments(endmembers, call: dict) -> None:
 
 def _optical(free, starts, endmembers, route, sum_to_one) -> tuple:
     """The free optical parameters and starts checked: (free as a tuple, starts)."""
-    from .._unmix.optical import check_free, check_starts
+    from .._unmix.optical import check_free
+    from .._unmix.optical_starts import check_starts
 
     if not free:
         return (), None
