@@ -35,8 +35,8 @@ returning the outputs' shapes at once, so that an operation can chain the progra
 its first chunk and have them compile side by side while it goes on (`fit`'s solver while
 its starting w is found, `sample`'s chunk program while the warm start is fitted,
 `unmix`'s solve while numba compiles its finish). A call with the same shapes waits for
-that compile. On a TPU v5e's host (13 cores) this took `fit`'s first call from 55.6 to
-24.3 s of compile and `unmix`'s from 26.7 to 19.1 s (docs/benchmarks.md).
+that compile (docs/benchmarks.md: on a TPU v5e's 13-core host, `fit`'s first-call compile
+went from 55.6 to 23.3 s, `unmix`'s from 26.7 to 19.2 s).
 
 Loading an entry runs code it holds (as JAX's own cache does): the folder is the user's
 own cache folder, never shared input.
@@ -305,7 +305,7 @@ def stored_jit(fun: Callable | None = None, *, static_argnames: tuple[str, ...] 
 
 def compiling_ahead() -> bool:
     """Whether `stored_jit` functions' ``ahead`` compiles here (inside a lumaxlike call
-    with the JAX cache on, jit on, no NaN debugging); elsewhere it returns None."""
+    with the JAX cache on, jit on, no NaN debugging); elsewhere ``ahead`` returns None."""
     return not (
         active_folder() is None or _setting("jax_disable_jit") or _setting("jax_debug_nans")
     )
