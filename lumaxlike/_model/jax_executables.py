@@ -217,7 +217,9 @@ def _write(path: Path, program: _Program) -> bool:
     return True
 
 
-def stored_jit(fun: Callable | None = None, *, static_argnames: tuple[str, ...] = ()):
+def stored_jit(
+    fun: Callable | None = None, *, static_argnames: tuple[str, ...] = (), store: bool = True
+):
     """`jax.jit(fun, static_argnames=...)`, with the compiled program stored on disk.
 
     Usable as ``@stored_jit`` or ``@stored_jit(static_argnames=(...))``. Inside a
@@ -231,11 +233,15 @@ def stored_jit(fun: Callable | None = None, *, static_argnames: tuple[str, ...] 
             scalars or trees of them.
         static_argnames: arguments that are part of the program (hashable, with a
             `repr` that names their value).
+        store: False keeps the programs in this process only (compiled ahead and looked
+            up as the others; JAX's own cache keeps them for later processes): for a
+            program whose deserialized executable does not run (`sample`'s chunk
+            programs: a later process crashed running them on XLA:CPU, jaxlib 0.10).
     Returns:
         The function, called as `fun` is.
     """
     if fun is None:
-        return functools.partial(stored_jit, static_argnames=static_argnames)
+        return functools.partial(stored_jit, static_argnames=static_argnames, store=store)
     jitted = jax.jit(fun, static_argnames=static_argnames)
     signature = inspect.signature(fun)
     name = f"{fun.__module__}.{fun.__qualname__}"
@@ -265,7 +271,9 @@ def stored_jit(fun: Callable | None = None, *, static_argnames: tuple[str, ...] 
                 program = program.future.result()
             else:
                 path = folder / EXECUTABLES_FOLDER / entry
-                program = _load(path) or _compile_and_write(path, fun, static, treedef, leaves)
+                program = (store and _load(path)) or _compile_and_write(
+                    path, fun, static, treedef, leaves, store
+                )
                 fetched_by[fun.__name__, "call"] += 1
             with _memory_lock:
                 _memory[entry] = program
@@ -284,10 +292,10 @@ def stored_jit(fun: Callable | None = None, *, static_argnames: tuple[str, ...] 
         program = _memory.get(entry)
         if program is None:
             path = folder / EXECUTABLES_FOLDER / entry
-            program = _load(path)
+            program = _load(path) if store else None
             if program is None:
                 lowered, out_tree, outputs = _lowered(fun, static, treedef, leaves, folder)
-                future = _pool().submit(_compile_lowered, path, lowered, out_tree, outputs)
+                future = _pool().submit(_compile_lowered, path, lowered, out_tree, outputs, store)
                 program = _Pending(future, out_tree, outputs)
             fetched_by[fun.__name__, "ahead"] += 1
             with _memory_lock:
@@ -347,8 +355,15 @@ def _lowered(fun, static: dict, treedef, leaves, folder: Path):
     return lowered, out_trees[0], outputs
 
 
-def _compile_lowered(path: Path, lowered, out_tree, outputs) -> _Program:
-    """The `_Program` of a `_lowered` program, stored at `path`."""
+def _compile_lowered(path: Path, lowered, out_tree, outputs, store: bool = True) -> _Program:
+    """The `_Program` of a `_lowered` program, stored at `path` (if `store`; else left
+    to JAX's cache, as `jax.jit` would)."""
+    if not store:
+        with compilation_cache_scope():  # (on a worker thread: a scope of its own)
+            program = _Program(lowered.compile(), out_tree, outputs)
+        with _memory_lock:
+            store_events["compiled"] += 1
+        return program
     # Never written to JAX's cache (an infinite threshold), so that JAX's cache never
     # holds this program: an executable JAX loaded from its cache serializes without
     # its object code (XLA:CPU, jaxlib 0.10: the entry then fails with "Function ...
@@ -368,9 +383,10 @@ def _compile_lowered(path: Path, lowered, out_tree, outputs) -> _Program:
     return program
 
 
-def _compile_and_write(path: Path, fun, static: dict, treedef, leaves) -> _Program:
-    """The `_Program` of `fun` at `static` (`_lowered`), stored at `path`."""
-    return _compile_lowered(path, *_lowered(fun, static, treedef, leaves, path.parents[1]))
+def _compile_and_write(path: Path, fun, static: dict, treedef, leaves, store=True) -> _Program:
+    """The `_Program` of `fun` at `static` (`_lowered`), stored at `path` if `store`."""
+    lowered, out_tree, outputs = _lowered(fun, static, treedef, leaves, path.parents[1])
+    return _compile_lowered(path, lowered, out_tree, outputs, store)
 
 
 _this_thread = threading.local()  # .cache_hits: JAX cache hits of this thread's compiles

@@ -32,7 +32,7 @@ def _rows_and_likelihood(geometry, fixed, free_index, key, dtype):
     return rows, log_likelihood_for(free_index, key)
 
 
-@stored_jit(static_argnames=_STATIC)
+@stored_jit(static_argnames=_STATIC, store=False)  # not stored: `stored_jit`
 def sample_chunk(
     rng,
     problem_ids,
@@ -98,7 +98,7 @@ def sample_chunk(
     return _summaries(out, draws, dtype)
 
 
-@stored_jit(static_argnames=_STATIC + ("n_band_free",))
+@stored_jit(static_argnames=_STATIC + ("n_band_free",), store=False)
 def sample_joint_chunk(
     rng,
     problem_ids,
