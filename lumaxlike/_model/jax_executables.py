@@ -225,8 +225,10 @@ def stored_jit(
     Usable as ``@stored_jit`` or ``@stored_jit(static_argnames=(...))``. Inside a
     lumaxlike call with the JAX cache on (`jax_cache.active_folder`), a call looks its
     program up in this process, then in the store, and only then traces and compiles it
-    (and stores it); elsewhere it is the `jax.jit` function. Its `trace` and `lower` are
-    the `jax.jit` function's.
+    (and stores it); elsewhere it is the `jax.jit` function. Its ``ahead`` (same
+    arguments, `jax.ShapeDtypeStruct` allowed) starts that compile on a worker thread and
+    returns the outputs' shapes (the module docstring). Its `trace` and `lower` are the
+    `jax.jit` function's.
 
     Args:
         fun: the function; its arguments other than `static_argnames` are arrays, Python
@@ -249,9 +251,10 @@ def stored_jit(
     def entry_of(args, kwargs):
         """(folder, entry name, static, treedef, leaves) of a call, or None where the
         store is not used (outside a scope, jit off, NaN debugging)."""
-        folder = active_folder()
-        if folder is None or _setting("jax_disable_jit") or _setting("jax_debug_nans"):
+        if not compiling_ahead():
             return None
+        folder = active_folder()
+        assert folder is not None  # (compiling_ahead)
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         static = {k: v for k, v in bound.arguments.items() if k in static_argnames}
@@ -312,8 +315,9 @@ def stored_jit(
 
 
 def compiling_ahead() -> bool:
-    """Whether `stored_jit` functions' ``ahead`` compiles here (inside a lumaxlike call
-    with the JAX cache on, jit on, no NaN debugging); elsewhere ``ahead`` returns None."""
+    """Whether `stored_jit` functions keep their programs here, and ``ahead`` compiles
+    (inside a lumaxlike call with the JAX cache on, jit on, no NaN debugging); elsewhere
+    they are `jax.jit` functions and ``ahead`` returns None."""
     return not (
         active_folder() is None or _setting("jax_disable_jit") or _setting("jax_debug_nans")
     )

@@ -32,7 +32,8 @@ def _rows_and_likelihood(geometry, fixed, free_index, key, dtype):
     return rows, log_likelihood_for(free_index, key)
 
 
-@stored_jit(static_argnames=_STATIC, store=False)  # not stored: `stored_jit`
+# store=False: kept in the process, not as an executable on disk (`stored_jit`'s `store`)
+@stored_jit(static_argnames=_STATIC, store=False)
 def sample_chunk(
     rng,
     problem_ids,

@@ -289,8 +289,8 @@ def solve_fit_jax(
     """
     shape = refl.shape[:2]
     arguments = (refl, to_sun, to_sensor, normal, fixed, start, free_index, bounds)
-    setup = _setup_arguments(*arguments, min_observations, key)
-    unit, (lower, upper) = setup[6], bounds
+    setup, unit = _setup_arguments(*arguments, min_observations, key)
+    lower, upper = bounds
     status, active, start, state, inputs = _fit_setup(*setup)
     solver = dict(unit=unit, tol=tol, lower=lower, upper=upper, free_index=free_index, key=key)
     schedule_of = partial(
@@ -303,18 +303,22 @@ def solve_fit_jax(
 def _setup_arguments(
     refl, to_sun, to_sensor, normal, fixed, start, free_index, bounds, min_observations, key
 ) -> tuple:
-    """`_fit_setup`'s arguments from `solve_fit_jax`'s."""
+    """(`_fit_setup`'s arguments from `solve_fit_jax`'s, and the unit among them)."""
     unit = np.ones((), refl.dtype)  # an argument, so a value XLA cannot fold
     lower, upper = bounds
+    geometry = (to_sun, to_sensor, normal)
     return (
-        *(refl, to_sun, to_sensor, normal, fixed, start),
+        refl,
+        *geometry,
+        fixed,
+        start,
         unit,
         free_index,
         lower,
         upper,
         min_observations,
         key,
-    )
+    ), unit
 
 
 def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, refill_sizes, n_problems):
@@ -404,8 +408,8 @@ def solve_fit_jax_ahead(
     if not compiling_ahead():
         return
     arguments = (refl, to_sun, to_sensor, normal, fixed, start, free_index, bounds)
-    setup = _setup_arguments(*arguments, min_observations, key)
-    unit, (lower, upper) = setup[6], bounds
+    setup, unit = _setup_arguments(*arguments, min_observations, key)
+    lower, upper = bounds
     status, active, start, state, inputs = _fit_setup.ahead(*setup)
     chunk = (start, state, inputs)
     n_problems = math.prod(status.shape)
@@ -418,11 +422,13 @@ def solve_fit_jax_ahead(
     batch, _, results, *_ = _refill_rounds.ahead(
         (*loop, small, small, small), (unit, tol, lower, upper), limit, steps, free_index, key
     )
+    last_size = size  # the slots of the batch written last: the tail's where there is one
     if tail is not None and tail < size:
+        last_size = tail
         batch = _gather.ahead(batch, np.zeros(tail, np.intp), np.zeros(tail, bool))
         y, state, inputs = batch
         _lm_round.ahead(
             y, inputs, state, unit, max_iter + 1, limit, tol, lower, upper, free_index, key
         )
-    _scatter.ahead(results, batch, np.zeros(min(size, tail or size), np.int32))
+    _scatter.ahead(results, batch, np.zeros(last_size, np.int32))
     _fit_outputs.ahead(status, active, results, shape=tuple(refl.shape[:2]))
