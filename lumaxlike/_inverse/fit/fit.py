@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
@@ -404,9 +403,10 @@ def _solve_chunk_numba(pieces, start, fixed, free_index, lower, upper, min_obs, 
 def _compile_ahead(s: _Settings, n_bands: int, n_obs: int) -> None:
     """Start compiling the JAX solver's programs at the chunk's shape
     (`solve_fit_jax_ahead`), side by side on worker threads, while the first chunk's
-    starting w is found. (Its starting w's program compiled ahead too measured no
-    faster: 25.6 s of compile on a TPU v5e against 24.3, 15.3-15.5 s first call on 2 CPU
-    cores against 15.2-17.7.)"""
+    starting w is found; then numba's covariance kernel, which the first chunk's results
+    need (~3 s on a TPU v5e's host, on the calling thread while XLA compiles). (The
+    starting w's program compiled ahead too measured no faster: 25.6 s of compile on a
+    TPU v5e against 24.3, 15.3-15.5 s first call on 2 CPU cores against 15.2-17.7.)"""
 
     def chunk_of(*shape):
         return jax.ShapeDtypeStruct((s.chunk, *shape), s.dtype)
@@ -418,15 +418,20 @@ def _compile_ahead(s: _Settings, n_bands: int, n_obs: int) -> None:
             geometry,
             geometry,
             geometry,
-            jnp.asarray(s.fixed, s.dtype),
+            np.asarray(s.fixed, s.dtype),  # NumPy: only their shapes and dtypes count
             chunk_of(n_bands, len(s.free)),
             s.free_index,
-            (jnp.asarray(s.lower, s.dtype), jnp.asarray(s.upper, s.dtype)),
+            (np.asarray(s.lower, s.dtype), np.asarray(s.upper, s.dtype)),
             s.min_obs,
             s.max_iter,
             s.tol,
             s.params.model_key,
         )
+    # numba's covariance kernel compiled (a call on no problems) while XLA compiles
+    n_free = len(s.free)
+    fit_covariance(
+        np.empty((0, 1, n_free, n_free)), np.empty((0, 1)), np.empty((0, 1), np.int8), 0, None
+    )
 
 
 def _solve_chunk_jax(
@@ -434,16 +439,20 @@ def _solve_chunk_jax(
 ):
     """One chunk (already padded to the chunk shape) through the JAX solver."""
     refl, to_sun, to_sensor, normal = pieces
+
+    def on_device(a):  # converted on the host and put: no program compiled for either
+        return jax.device_put(np.asarray(a, dtype))
+
     with precision_scope(np.empty(0, dtype)):
         solved = solve_fit_jax(
-            jnp.asarray(refl, dtype),
-            jnp.asarray(to_sun, dtype),
-            jnp.asarray(to_sensor, dtype),
-            jnp.asarray(normal, dtype),
-            jnp.asarray(fixed, dtype),
-            jnp.asarray(start, dtype),
+            on_device(refl),
+            on_device(to_sun),
+            on_device(to_sensor),
+            on_device(normal),
+            on_device(fixed),
+            on_device(start),
             free_index,
-            (jnp.asarray(lower, dtype), jnp.asarray(upper, dtype)),
+            (on_device(lower), on_device(upper)),
             min_obs,
             max_iter,
             tol,

@@ -175,6 +175,14 @@ def _progress(batch):
     return batch[1].converged.reshape(-1), batch[1].iterations.reshape(-1)
 
 
+def _progress_on_host(batch):
+    """`_progress` of a batch on the device, fetched and flattened on the host (where a
+    reshape on an accelerator would compile a program of its own)."""
+    state = batch[1]
+    converged, iterations = jax.device_get((state.converged, state.iterations))
+    return converged.reshape(-1), iterations.reshape(-1)
+
+
 def _flat(a):
     """(n, m, ...) -> (n m, ...): problems of (pixels, bands) or (problems, 1) flattened."""
     return a.reshape((-1,) + a.shape[2:])
@@ -351,7 +359,7 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, refill_sizes, n_pro
         )
         return run_refilled(
             chunk,
-            progress_of=lambda batch: jax.device_get(_progress(batch)),
+            progress_of=_progress_on_host,
             gather=_gather,
             rounds=lambda *loop: _refill_rounds(loop, **fixed),
             run_tail=lambda batch: run_round(batch, steps_needed, limit)[:2],
