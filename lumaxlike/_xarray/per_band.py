@@ -24,10 +24,10 @@ from .._options import solver_options
 from .._provenance import python_call
 from .chunks import (
     apply_to_chunks,
-    band_maps,
     check_front_end,
-    chunk_options,
     chunked_inputs,
+    operation_chunk,
+    operation_maps,
     provenance_of,
     result_dataset,
     solver_record,
@@ -70,27 +70,6 @@ def checked_param_maps(param_maps, refl: xr.DataArray) -> dict:
     return maps
 
 
-def _band_chunk(
-    r, to_sun, to_sensor, normal, refl_sigma, *maps, task, fields, names, per_band, **keywords
-):
-    """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) and the parameter
-    maps (``names``; None: the task takes none) -> the task's maps (`fields`, in order).
-    ``keywords``: ``params``, ``options`` and ``extra`` (the task's own keywords)."""
-    extra = dict(keywords["extra"])
-    if names is not None:
-        pixels = r.shape[:-1]
-        param_maps = {
-            name: np.broadcast_to(values, r.shape if band else pixels)
-            for name, values, band in zip(names, maps, per_band)
-        }
-        extra["param_maps"] = param_maps or None
-    options = chunk_options(keywords["options"])
-    result = task(
-        r, to_sun, to_sensor, normal, keywords["params"], options, refl_sigma=refl_sigma, **extra
-    )
-    return tuple(result[field] for field in fields)
-
-
 def solve_bands(
     front: BandFrontEnd,
     refl,
@@ -129,19 +108,20 @@ def solve_bands(
     dtype = np.result_type(refl.dtype, np.float32)
     per_chunk = front.chunk_pixels(options.solver, refl.sizes[spec], dtype)
     options = dataclasses.replace(options, chunk_size=min(inputs.largest, per_chunk))
-    extra = {"settings": settings, **({"units": units} if front.param_maps else {})}
+    extra: dict[str, Any] = {"settings": settings}
+    if front.param_maps:  # normalize: the output units, the maps (with bands or not)
+        extra.update(units=units, param_maps=[(n, spec in m.dims) for n, m in maps.items()])
     operation = front.operation
+    chunk_maps = operation_maps(operation.layout(units), operation.fields, spec, dtype)
     variables = apply_to_chunks(
-        _band_chunk,
+        operation_chunk,
         inputs,
-        band_maps(operation, spec, dtype, units),
+        chunk_maps,
         units=units,
         refl_sigma=refl_sigma,
         kwargs={
             "task": operation.block(),
-            "fields": operation.fields,
-            "names": list(maps) if front.param_maps else None,
-            "per_band": [spec in m.dims for m in inputs.extra],
+            "maps": chunk_maps,
             "params": band_params,
             "options": options,
             "extra": extra,
