@@ -70,10 +70,8 @@ def remove_thermal_dataarray(
 
     Args:
         refl: I/F or r with one spectral dim, as for `lumaxlike.invert_dataarray` (so are
-            ``geometry``, ``spectral_dim`` and ``num_threads``).
-        geometry: Dataset or dict of DataArrays aligned with ``refl``'s pixel dims.
+            ``geometry``, ``solver``, ``spectral_dim`` and ``num_threads``).
         params: the surface's `lumaxlike.HapkeParams` (one for all bands).
-        solver: ``"jax"`` or ``"numba"``, or a `lumaxlike.SolverOptions`.
         units: ``"r"`` [1/sr] or ``"radf"`` (I/F); the corrected reflectance is returned
             in them.
         solar_spectrum: F_sun at 1 au per band [W m^-2 um^-1], shape ``(bands,)``, or a
@@ -83,10 +81,8 @@ def remove_thermal_dataarray(
             its spectral dim (nm or um, from its ``units`` attr).
         refl_sigma: 1-sigma of ``refl`` in ``units`` (one number); None estimates it
             (``method="prior"`` needs it).
-        spectral_dim: the spectral dim's name when neither ``band`` nor ``wavelength``.
         max_iter: Levenberg-Marquardt steps at most (None: the default; so for ``tol``).
         tol: step tolerance.
-        num_threads: numba threads per chunk.
         settings: the thermal options as one `lumaxlike.ThermalSettings` (None: the
             defaults).
         **options: the options of `lumaxlike.ThermalSettings` by name (``method``,
