@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from .inputs import INPUT_UNITS, UNITS_HELP, add_inputs, add_stack_inputs
-from .model import stack_model
+from .model import stack_keywords
 from .operation import run_command
 from .options import (
     DEFAULT_SOLVER,
@@ -109,14 +109,10 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
     from .._files import fit_file
-    from .._files.arguments import FromBands
     from .._inverse.fit.options import FitSettings
     from .._operations.fit import FIT
 
     prior = prior_dict(args.prior)
-    limits = {
-        angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
-    }
     # the declared options from their flags; --prior's pairs, repeated, read as one mapping
     settings = FitSettings.from_arguments(argparse.Namespace(**{**vars(args), "prior": prior}))
     described = (
@@ -129,14 +125,8 @@ def run(args) -> int:
         args,
         args.cubes,
         described=described,
-        geometry=args.geometry,
-        # the model, made once the run has opened the cubes (their bands)
-        params=FromBands(lambda bands: stack_model(args, bands, "fit", "fitted")),
-        free=args.free,
-        units=args.units,
-        dtm=args.dtm,
+        **stack_keywords(args, "fit", "fitted"),
         solver=args.solver,
-        observation_limits_deg={k: v for k, v in limits.items() if v is not None},
         regions=args.regions,
         region_memory=args.region_memory * 2**30,
         settings=settings,

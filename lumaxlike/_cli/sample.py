@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .inputs import add_stack_inputs
-from .model import stack_model
+from .model import stack_keywords
 from .operation import run_command
 from .options import (
     PRIOR_HELP,
@@ -87,7 +87,6 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     """Run ``lumaxlike sample`` on parsed ``args``; return its exit code."""
     from .._files import sample_file
-    from .._files.arguments import FromBands
     from .._operations.sample import SAMPLE
     from .._sample.options import SampleSettings
 
@@ -95,9 +94,6 @@ def run(args) -> int:
     # the declared options from their flags (checked before any file is read); --prior's
     # pairs, repeated, read as one mapping
     settings = SampleSettings.from_arguments(argparse.Namespace(**{**vars(args), "prior": prior}))
-    limits = {
-        angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
-    }
     described = (
         f"{len(args.cubes)} cubes ({args.units}) -> {args.out}, free {','.join(args.free)}, "
         f"{settings.num_chains} chains x {settings.num_samples} draws"
@@ -109,12 +105,6 @@ def run(args) -> int:
         args.cubes,
         described=described,
         product=False,
-        geometry=args.geometry,
-        # the model, made once the run has opened the cubes (their bands)
-        params=FromBands(lambda bands: stack_model(args, bands, "sample", "sampled")),
-        free=args.free,
-        units=args.units,
-        dtm=args.dtm,
-        observation_limits_deg={k: v for k, v in limits.items() if v is not None},
+        **stack_keywords(args, "sample", "sampled"),
         settings=settings,
     )
