@@ -19,6 +19,7 @@ from .chunks import (
     operation_maps,
     provenance_of,
     result_dataset,
+    solver_record,
     spectral_dim_of,
 )
 
@@ -142,10 +143,7 @@ def _provenance(refl, spec: str, geometry, kwargs, units: str, refl_sigma):
         geometry,
         params=[params] * refl.sizes[spec],
         units=units,
-        solver=options.solver,
-        tol=options.tol,
-        max_iter=options.max_iter,
-        refl_sigma=refl_sigma,
+        **solver_record(options, refl_sigma),
         dtype=np.float64,
         command=call,
     )
