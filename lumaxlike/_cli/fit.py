@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .inputs import INPUT_UNITS, UNITS_HELP, add_inputs, add_stack_inputs
 from .model import stack_keywords
-from .operation import run_command
+from .operation import add_command, run_command
 from .options import (
     DEFAULT_SOLVER,
     PRIOR_HELP,
@@ -21,6 +21,8 @@ from .options import prior_option as _prior
 from .products import add_product_options
 
 __all__ = ["add_parser", "run"]
+
+HELP = "fit several Hapke parameters to a stack of cubes"
 
 DESCRIPTION = """\
 Fit Hapke parameters per pixel and band to a stack of co-registered cubes, one
@@ -49,14 +51,7 @@ def add_parser(commands) -> None:
     """Add the ``fit`` subcommand to ``commands``."""
     from .._inverse.fit.options import FitSettings
 
-    fit = commands.add_parser(
-        "fit",
-        help="fit several Hapke parameters to a stack of cubes",
-        allow_abbrev=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    fit = add_command(commands, "fit", HELP, DESCRIPTION, EPILOG)
     add_stack_inputs(
         fit,
         verb="fitted",

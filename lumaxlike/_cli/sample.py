@@ -6,7 +6,7 @@ import argparse
 
 from .inputs import add_stack_inputs
 from .model import stack_keywords
-from .operation import run_command
+from .operation import add_command, run_command
 from .options import (
     PRIOR_HELP,
     add_run_options,
@@ -16,6 +16,8 @@ from .options import (
 )
 
 __all__ = ["add_parser", "run"]
+
+HELP = "sample the posterior of Hapke parameters on a stack of cubes (quantile maps)"
 
 DESCRIPTION = """\
 Sample the posterior of Hapke parameters per pixel and band (Hamiltonian Monte Carlo,
@@ -49,14 +51,7 @@ def add_parser(commands) -> None:
     """Add the ``sample`` subcommand to ``commands``."""
     from .._sample.options import SampleSettings
 
-    sample = commands.add_parser(
-        "sample",
-        help="sample the posterior of Hapke parameters on a stack of cubes (quantile maps)",
-        allow_abbrev=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    sample = add_command(commands, "sample", HELP, DESCRIPTION, EPILOG)
     add_stack_inputs(
         sample,
         verb="sampled",
