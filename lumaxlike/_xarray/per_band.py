@@ -56,7 +56,7 @@ class BandFrontEnd:
     param_maps: bool = False
 
 
-def checked_param_maps(param_maps, refl: xr.DataArray) -> dict:
+def _checked_param_maps(param_maps, refl: xr.DataArray) -> dict:
     """``param_maps`` as a dict of DataArrays on ``refl``'s dims; ValueError naming it."""
     if param_maps is not None and not isinstance(param_maps, Mapping):
         raise ValueError(
@@ -128,7 +128,7 @@ def solve_bands(
     options = solver_options(solver, **solving, num_threads=num_threads)
     spec = spectral_dim_of(refl, spectral_dim)
     band_params = per_band_params(params, refl.sizes[spec])
-    maps = checked_param_maps(param_maps, refl) if front.param_maps else {}
+    maps = _checked_param_maps(param_maps, refl) if front.param_maps else {}
     what = "geometry or param_maps" if front.param_maps else "geometry"
     inputs = chunked_inputs(refl, geometry, spec, extra=list(maps.values()), what=what)
     refl = inputs.refl
