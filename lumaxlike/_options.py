@@ -23,6 +23,7 @@ from ._shapes import check_choice
 
 __all__ = [
     "RUN_AND_PRODUCT",
+    "run_and_product_but",
     "SOLVERS",
     "ProductOptions",
     "RunOptions",
@@ -160,6 +161,15 @@ RUN_AND_PRODUCT: dict[str, Any] = {
 """The fields of `RunOptions` and `ProductOptions` at their defaults: the keywords a file
 front end still takes beside ``run=`` and ``product=`` (``chunk_rows=``,
 ``solar_distance=``), deprecated: `front_end_options` merges them with a warning."""
+
+
+def run_and_product_but(*names: str) -> dict[str, Any]:
+    """`RUN_AND_PRODUCT` without ``names``: the deprecated keywords of a file front end
+    that does not take those options (``"correction_undone"``, or every field of
+    ``"product"``)."""
+    if "product" in names:
+        names += tuple(field.name for field in dataclasses.fields(ProductOptions))
+    return {name: value for name, value in RUN_AND_PRODUCT.items() if name not in names}
 
 
 def _same(a, b) -> bool:

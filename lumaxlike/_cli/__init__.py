@@ -44,11 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``lumaxlike`` command."""
     from .. import __version__
 
-    formatter = argparse.RawDescriptionHelpFormatter
     parser = CommandParser(
         prog="lumaxlike",
         allow_abbrev=False,
-        formatter_class=formatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=TOP_EPILOG,
         description="Invert Hapke's AMSA model pixel by pixel over hyperspectral cubes for "
         "single-scattering albedo maps.",
@@ -60,13 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="print lumaxlike's version and exit",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    invert_parser = invert.add_parser(commands, formatter)
-    normalize.add_parser(commands, invert_parser, formatter)
-    thermal.add_parser(commands, invert_parser, formatter)
+    invert_parser = invert.add_parser(commands)
+    normalize.add_parser(commands, invert_parser)
+    thermal.add_parser(commands, invert_parser)
     fit.add_parser(commands)
     sample.add_parser(commands)
-    unmix.add_parser(commands, formatter)
-    parameters.add_parser(commands, formatter)
+    unmix.add_parser(commands)
+    parameters.add_parser(commands)
     # demo parses its own arguments (see PASS_THROUGH); listed here for --help.
     demo.add_parser(commands)
     profile.add_parser(commands)

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from .inputs import INPUT_UNITS, UNITS_HELP, add_inputs, add_stack_inputs
-from .model import stack_model
-from .operation import run_command
+from .model import stack_keywords
+from .operation import add_command, run_command
 from .options import (
     DEFAULT_SOLVER,
     PRIOR_HELP,
@@ -21,6 +21,8 @@ from .options import prior_option as _prior
 from .products import add_product_options
 
 __all__ = ["add_parser", "run"]
+
+HELP = "fit several Hapke parameters to a stack of cubes"
 
 DESCRIPTION = """\
 Fit Hapke parameters per pixel and band to a stack of co-registered cubes, one
@@ -49,14 +51,7 @@ def add_parser(commands) -> None:
     """Add the ``fit`` subcommand to ``commands``."""
     from .._inverse.fit.options import FitSettings
 
-    fit = commands.add_parser(
-        "fit",
-        help="fit several Hapke parameters to a stack of cubes",
-        allow_abbrev=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    fit = add_command(commands, "fit", HELP, DESCRIPTION, EPILOG)
     add_stack_inputs(
         fit,
         verb="fitted",
@@ -109,14 +104,10 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     """Run ``lumaxlike fit`` on parsed ``args``; return its exit code."""
     from .._files import fit_file
-    from .._files.arguments import FromBands
     from .._inverse.fit.options import FitSettings
     from .._operations.fit import FIT
 
     prior = prior_dict(args.prior)
-    limits = {
-        angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
-    }
     # the declared options from their flags; --prior's pairs, repeated, read as one mapping
     settings = FitSettings.from_arguments(argparse.Namespace(**{**vars(args), "prior": prior}))
     described = (
@@ -129,14 +120,8 @@ def run(args) -> int:
         args,
         args.cubes,
         described=described,
-        geometry=args.geometry,
-        # the model, made once the run has opened the cubes (their bands)
-        params=FromBands(lambda bands: stack_model(args, bands, "fit", "fitted")),
-        free=args.free,
-        units=args.units,
-        dtm=args.dtm,
+        **stack_keywords(args, "fit", "fitted"),
         solver=args.solver,
-        observation_limits_deg={k: v for k, v in limits.items() if v is not None},
         regions=args.regions,
         region_memory=args.region_memory * 2**30,
         settings=settings,

@@ -12,11 +12,13 @@ from .model import (
     refuse_recorded_maps,
     resolve_settings,
 )
-from .operation import run_command
+from .operation import add_command, run_command
 from .options import add_model_options, add_run_options, name_list
 from .products import add_product_options, resolve_product_options
 
 __all__ = ["add_parser", "run"]
+
+HELP = "invert a reflectance cube file for w maps"
 
 DESCRIPTION = """\
 Invert a reflectance cube (GeoTIFF, ENVI, anything GDAL opens) for the single-scattering
@@ -41,17 +43,10 @@ examples (on the files `lumaxlike demo` writes into lumaxlike-demo/):
 """
 
 
-def add_parser(commands, formatter) -> argparse.ArgumentParser:
+def add_parser(commands) -> argparse.ArgumentParser:
     """Add the ``invert`` subcommand to ``commands``; return its parser (``normalize``
     shares its options)."""
-    invert = commands.add_parser(
-        "invert",
-        help="invert a reflectance cube file for w maps",
-        allow_abbrev=False,
-        formatter_class=formatter,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    invert = add_command(commands, "invert", HELP, DESCRIPTION, EPILOG)
     add_inputs(
         invert,
         *CUBE_INPUTS,

@@ -196,6 +196,25 @@ def stack_model(args, bands: int, command: str, verb: str):
     return params[0]
 
 
+def stack_keywords(args, command: str, verb: str) -> dict:
+    """The keywords of a stack command's file front end (`fit_file`, `sample_file`) from
+    the options `add_stack_inputs` and `add_stack_selection` declare: the geometry, the
+    model (`stack_model`, made once the run has opened the cubes: their bands), free,
+    units, DTM and the angle ranges given [deg]."""
+    from .._files.arguments import FromBands
+
+    angles = ("incidence", "emission", "phase")
+    limits = {angle: getattr(args, f"{angle}_range") for angle in angles}
+    return dict(
+        geometry=args.geometry,
+        params=FromBands(lambda bands: stack_model(args, bands, command, verb)),
+        free=args.free,
+        units=args.units,
+        dtm=args.dtm,
+        observation_limits_deg={k: v for k, v in limits.items() if v is not None},
+    )
+
+
 def _photometric_kind(args, record):
     """The photometric function's kind the run uses (--model, else the record's), or None."""
     from .._photometric import PHOTOMETRIC_KINDS, PhotometricFunction

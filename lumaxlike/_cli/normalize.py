@@ -15,11 +15,13 @@ from .model import (
     recorded_values,
     resolve_settings,
 )
-from .operation import copy_options, run_command
+from .operation import add_command, copy_options, run_command
 from .options import HAPKE_OPTIONS
 from .products import resolve_product_options
 
 __all__ = ["add_parser", "run"]
+
+HELP = "photometric normalisation of a reflectance cube to a standard geometry"
 
 DESCRIPTION = """\
 Photometric normalisation of a reflectance cube: the reflectance every pixel would have at
@@ -59,16 +61,9 @@ def _param_map(text: str) -> tuple[str, Path]:
     return name, Path(path)
 
 
-def add_parser(commands, invert, formatter) -> None:
+def add_parser(commands, invert) -> None:
     """``lumaxlike normalize``: every option of ``invert`` plus --standard and --param-map."""
-    normalize = commands.add_parser(
-        "normalize",
-        help="photometric normalisation of a reflectance cube to a standard geometry",
-        allow_abbrev=False,
-        formatter_class=formatter,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    normalize = add_command(commands, "normalize", HELP, DESCRIPTION, EPILOG)
     from .._inverse.options import InvertSettings
     from .._normalize.options import NormalizeSettings
 

@@ -25,7 +25,21 @@ if TYPE_CHECKING:
     from .._operations.declaration import Operation
     from .._options import RunOptions
 
-__all__ = ["copy_options", "run_command", "run_options"]
+__all__ = ["add_command", "copy_options", "run_command", "run_options"]
+
+
+def add_command(commands, name: str, help: str, description: str, epilog: str):
+    """The subcommand ``lumaxlike <name>`` added to ``commands``: ``help`` its line in
+    ``lumaxlike --help``, ``description`` and ``epilog`` (examples) its own ``--help``,
+    printed as written; its options never abbreviated."""
+    return commands.add_parser(
+        name,
+        help=help,
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=description,
+        epilog=epilog,
+    )
 
 
 def copy_options(parser: argparse.ArgumentParser, source: argparse.ArgumentParser) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from .._spectral.options import SpectralSettings
 from .inputs import add_inputs
-from .operation import run_command
+from .operation import add_command, run_command
 from .options import add_parallel_options, add_run_options, name_list
 from .products import add_product_options
 
 __all__ = ["add_parser", "run"]
+
+HELP = "spectral parameters (band depths, centres, FeO, OLINDEX3, ...) of a cube file"
 
 DESCRIPTION = """\
 Named spectral products of a cube, per pixel, streamed by blocks of rows: the M3 team's
@@ -36,16 +38,9 @@ examples:
 """
 
 
-def add_parser(commands, formatter) -> None:
+def add_parser(commands) -> None:
     """Add the ``parameters`` subcommand to ``commands``."""
-    parser = commands.add_parser(
-        "parameters",
-        help="spectral parameters (band depths, centres, FeO, OLINDEX3, ...) of a cube file",
-        allow_abbrev=False,
-        formatter_class=formatter,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    parser = add_command(commands, "parameters", HELP, DESCRIPTION, EPILOG)
     add_inputs(parser, "cube", "out", cube="the cube file (required)")
     parser.add_argument(
         "--products",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .inputs import add_stack_inputs
-from .model import stack_model
-from .operation import run_command
+from .model import stack_keywords
+from .operation import add_command, run_command
 from .options import (
     PRIOR_HELP,
     add_run_options,
@@ -16,6 +16,8 @@ from .options import (
 )
 
 __all__ = ["add_parser", "run"]
+
+HELP = "sample the posterior of Hapke parameters on a stack of cubes (quantile maps)"
 
 DESCRIPTION = """\
 Sample the posterior of Hapke parameters per pixel and band (Hamiltonian Monte Carlo,
@@ -49,14 +51,7 @@ def add_parser(commands) -> None:
     """Add the ``sample`` subcommand to ``commands``."""
     from .._sample.options import SampleSettings
 
-    sample = commands.add_parser(
-        "sample",
-        help="sample the posterior of Hapke parameters on a stack of cubes (quantile maps)",
-        allow_abbrev=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    sample = add_command(commands, "sample", HELP, DESCRIPTION, EPILOG)
     add_stack_inputs(
         sample,
         verb="sampled",
@@ -87,7 +82,6 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     """Run ``lumaxlike sample`` on parsed ``args``; return its exit code."""
     from .._files import sample_file
-    from .._files.arguments import FromBands
     from .._operations.sample import SAMPLE
     from .._sample.options import SampleSettings
 
@@ -95,9 +89,6 @@ def run(args) -> int:
     # the declared options from their flags (checked before any file is read); --prior's
     # pairs, repeated, read as one mapping
     settings = SampleSettings.from_arguments(argparse.Namespace(**{**vars(args), "prior": prior}))
-    limits = {
-        angle: getattr(args, f"{angle}_range") for angle in ("incidence", "emission", "phase")
-    }
     described = (
         f"{len(args.cubes)} cubes ({args.units}) -> {args.out}, free {','.join(args.free)}, "
         f"{settings.num_chains} chains x {settings.num_samples} draws"
@@ -109,12 +100,6 @@ def run(args) -> int:
         args.cubes,
         described=described,
         product=False,
-        geometry=args.geometry,
-        # the model, made once the run has opened the cubes (their bands)
-        params=FromBands(lambda bands: stack_model(args, bands, "sample", "sampled")),
-        free=args.free,
-        units=args.units,
-        dtm=args.dtm,
-        observation_limits_deg={k: v for k, v in limits.items() if v is not None},
+        **stack_keywords(args, "sample", "sampled"),
         settings=settings,
     )

@@ -8,10 +8,12 @@ import argparse
 from .._thermal.options import ThermalSettings
 from .inputs import add_inputs
 from .model import model_from_options, read_record, resolve_settings
-from .operation import copy_options, run_command
+from .operation import add_command, copy_options, run_command
 from .products import resolve_product_options
 
 __all__ = ["add_parser", "run"]
+
+HELP = "remove thermal emission: temperature and corrected reflectance per pixel"
 
 DESCRIPTION = """\
 Thermal-emission removal (issue 46): each pixel's temperature from a continuum fit over a
@@ -56,16 +58,9 @@ def _drop_option(parser: argparse.ArgumentParser, flag: str) -> None:
             group._group_actions.remove(action)
 
 
-def add_parser(commands, invert, formatter) -> None:
+def add_parser(commands, invert) -> None:
     """``lumaxlike thermal``: every option of ``invert`` plus the thermal settings."""
-    thermal = commands.add_parser(
-        "thermal",
-        help="remove thermal emission: temperature and corrected reflectance per pixel",
-        allow_abbrev=False,
-        formatter_class=formatter,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    thermal = add_command(commands, "thermal", HELP, DESCRIPTION, EPILOG)
     copy_options(thermal, invert)
     for flag in NOT_TAKEN:
         _drop_option(thermal, flag)

@@ -12,7 +12,7 @@ from .model import (
     resolve_settings,
     same_params,
 )
-from .operation import run_command
+from .operation import add_command, run_command
 from .options import (
     DEFAULT_SOLVER,
     add_model_options,
@@ -30,6 +30,8 @@ from .unmix_optical import (
 from .unmix_settings import library_record, recorded_options, unmix_settings
 
 __all__ = ["add_parser", "run"]
+
+HELP = "unmix a reflectance cube file into mass-fraction maps"
 
 DESCRIPTION = """\
 Unmix a reflectance cube into mass-fraction maps of an intimate mixture of endmembers
@@ -59,16 +61,9 @@ at the cube's band centres, so --fwhm 0.001 takes each sample as is):
 """
 
 
-def add_parser(commands, formatter) -> None:
+def add_parser(commands) -> None:
     """Add the ``unmix`` subcommand to ``commands``."""
-    unmix = commands.add_parser(
-        "unmix",
-        help="unmix a reflectance cube file into mass-fraction maps",
-        allow_abbrev=False,
-        formatter_class=formatter,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    unmix = add_command(commands, "unmix", HELP, DESCRIPTION, EPILOG)
     add_inputs(
         unmix,
         *CUBE_INPUTS,

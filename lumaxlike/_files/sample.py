@@ -11,7 +11,6 @@ with the block (its draws), not the image.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from .._inverse.joint.priors import check_file_priors
 from .._io.read.units import check_units, uncertainty_to_r
 from .._io.write.writers import result_paths
 from .._operations.sample import SAMPLE
-from .._options import RunOptions, deprecated_keywords_merged
+from .._options import RunOptions, deprecated_keywords_merged, run_and_product_but
 from .._params import HapkeParams
 from .._run.pool import BlockPool
 from .._run.progress import InversionSummary
@@ -77,9 +76,8 @@ def _check_sigma(refl_sigma, units: str, bands: int):
     return uncertainty_to_r(sigma, units), record
 
 
-# the run's options still taken as keywords (deprecated), at their defaults (no product:
-# cubes of r or radf)
-_RUN_KEYWORDS = {field.name: field.default for field in dataclasses.fields(RunOptions)}
+# the run's options still taken as keywords (deprecated; no product: cubes of r or radf)
+_RUN_KEYWORDS = run_and_product_but("product")
 
 
 @takes_options(SampleSettings)

@@ -21,11 +21,11 @@ from .._operations.spectral import (
     with_parameters,
 )
 from .._options import (
-    RUN_AND_PRODUCT,
     ProductOptions,
     RunOptions,
     SolverOptions,
     front_end_options,
+    run_and_product_but,
 )
 from .._run.progress import InversionSummary
 from .._spectral.options import SpectralSettings
@@ -38,11 +38,7 @@ __all__ = ["SamePassRun", "same_pass", "same_pass_plan", "spectral_parameters_fi
 
 _REFLECTANCE_UNITS = ("r", "radf", "reff")
 # the product's options that apply to a cube read as it is (no geometry, no normalisation)
-_RUN_AND_PRODUCT = {
-    name: default
-    for name, default in RUN_AND_PRODUCT.items()
-    if name not in ("correction_undone", "reff_incidence")
-}
+_RUN_AND_PRODUCT = run_and_product_but("correction_undone", "reff_incidence")
 
 
 @takes_options(SpectralSettings)
@@ -81,12 +77,8 @@ def spectral_parameters_file(
             radf; values as given), ``"r"``, ``"radf"``, ``"reff"`` (checked against the
             file's unit tag and label) or ``"radiance"`` (converted to I/F:
             ``quantity="radf"``).
-        run: how the run is carried out, a `lumaxlike.RunOptions` (``chunk_rows``,
-            ``overwrite``, ``progress``, ``workers``, ``scheduler``, ``resume``).
-        product: how the product is read, a `lumaxlike.ProductOptions`
-            (``solar_spectrum``, ``solar_distance``, ``wavelengths_from``,
-            ``thermal_bands``).
-        command: the command line to record; None records this Python call.
+        run: as for `invert_file` (so are ``command`` and ``product``, whose
+            ``correction_undone`` and ``reff_incidence`` do not apply: no geometry).
         settings: the options as one `lumaxlike.SpectralSettings` (None: the keywords').
         **keywords: the options of `lumaxlike.SpectralSettings` by name: ``quantity``
             (required: what the cube holds, recorded; ``"w"`` for an `invert_file`

@@ -12,7 +12,13 @@ from .._declared_options import refuse_unknown, renamed_keyword, takes_options
 from .._io.read.radiance import band_irradiance, load_solar_spectrum
 from .._io.read.spectral_metadata import to_micrometers
 from .._operations.thermal import THERMAL, ThermalSettings
-from .._options import ProductOptions, RunOptions, SolverOptions, front_end_options
+from .._options import (
+    ProductOptions,
+    RunOptions,
+    SolverOptions,
+    front_end_options,
+    run_and_product_but,
+)
 from .._run.progress import InversionSummary
 from .cube_run import BlockPlan, CubeInputs, run_on_cube
 from .wavelengths import cube_wavelengths_um
@@ -20,15 +26,8 @@ from .wavelengths import cube_wavelengths_um
 __all__ = ["remove_thermal_file"]
 
 
-# the run's and the product's options still taken as keywords (deprecated), at their defaults
-RUN_AND_PRODUCT = {
-    **{name: getattr(RunOptions(), name) for name in ("chunk_rows", "overwrite", "progress")},
-    **{name: getattr(RunOptions(), name) for name in ("workers", "scheduler", "resume")},
-    **{
-        name: getattr(ProductOptions(), name)
-        for name in ("solar_spectrum", "solar_distance", "wavelengths_from")
-    },
-}
+# the run's and the product's options still taken as keywords (deprecated)
+_RUN_AND_PRODUCT = run_and_product_but("correction_undone", "reff_incidence", "thermal_bands")
 
 
 @takes_options(ThermalSettings)
@@ -73,8 +72,6 @@ def remove_thermal_file(
         refl_sigma: standard uncertainty of the cube's values in ``units``; None: estimated
             per pixel from the fit's residual (``method="prior"`` needs it).
         sigma: the deprecated name of ``refl_sigma`` (a DeprecationWarning).
-        run: `lumaxlike.RunOptions`.
-        product: `lumaxlike.ProductOptions`.
         settings: the thermal options as one `lumaxlike.ThermalSettings` (None: the
             defaults).
         **keywords: the options of `lumaxlike.ThermalSettings` by name (``method``,
@@ -93,7 +90,7 @@ def remove_thermal_file(
         TypeError: a keyword that is none of these.
     """
     settings = ThermalSettings.merged(settings, keywords)
-    refuse_unknown("remove_thermal_file", keywords, RUN_AND_PRODUCT)
+    refuse_unknown("remove_thermal_file", keywords, _RUN_AND_PRODUCT)
     keywords.update(max_iter=max_iter, tol=tol)
     sigma = renamed_keyword("remove_thermal_file", "sigma", sigma, "refl_sigma", refl_sigma)
     run, product, options = front_end_options(run, product, solver, keywords, "remove_thermal_file")

@@ -95,7 +95,7 @@ def invert_block(
     return fields
 
 
-INVERT = Operation(
+INVERT: Operation = Operation(
     name="invert",
     block_task="lumaxlike._operations.invert:invert_block",
     fields=RESULT_FIELDS,

@@ -141,7 +141,7 @@ def normalization_layout(units: str) -> FieldLayout:
     )
 
 
-NORMALIZE = Operation(
+NORMALIZE: Operation = Operation(
     name="normalize",
     block_task="lumaxlike._operations.normalize:normalize_block",
     fields=NORMALIZATION_FIELDS,

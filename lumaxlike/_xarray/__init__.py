@@ -11,7 +11,9 @@ chunk (on whatever scheduler computes it: threads, processes, a dask.distributed
   :mod:`.regions`);
 * :mod:`.unmix`: `unmix_dataarray` (`lumaxlike.unmix`);
 * :mod:`.sample`: `sample_dataarray` (`lumaxlike.sample`, an observation dim);
-* :mod:`.chunks`: what they share (argument checks, inputs aligned and chunked, a
+* :mod:`.per_band`: the one body of `invert_dataarray` and `normalize_dataarray`
+  (`solve_bands`);
+* :mod:`.chunks`: what they all share (argument checks, inputs aligned and chunked, a
   chunk's reflectance and geometry, attrs and provenance); :mod:`.geometry`: the
   geometry Dataset turned into vectors.
 

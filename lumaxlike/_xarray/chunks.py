@@ -32,9 +32,7 @@ from .._provenance import make_provenance
 from .geometry import VECTOR_DIM, VECTOR_NAMES, geometry_vectors
 
 __all__ = [
-    "band_maps",
     "solver_record",
-    "OUTPUT_DTYPES",
     "SPECTRAL_DIMS",
     "ChunkMap",
     "ChunkedInputs",
@@ -42,6 +40,8 @@ __all__ = [
     "check_front_end",
     "chunk_options",
     "chunked_inputs",
+    "operation_chunk",
+    "operation_maps",
     "provenance_of",
     "result_attrs",
     "result_dataset",
@@ -51,9 +51,6 @@ __all__ = [
 
 SPECTRAL_DIMS = ("band", "wavelength")
 """Names recognised as the spectral dim of a reflectance DataArray."""
-
-
-OUTPUT_DTYPES = {"status": np.int8, "iterations": np.int32}
 
 
 def spectral_dim_of(refl: xr.DataArray, spectral_dim) -> str:
@@ -324,14 +321,45 @@ def provenance_of(refl: xr.DataArray, geometry, **fields):
     return make_provenance(cube=refl.encoding.get("source"), geometry=source, **fields)
 
 
-def band_maps(operation, spec: str, dtype, units: str) -> list[ChunkMap]:
-    """`ChunkMap` of each of ``operation``'s maps (an `Operation` whose maps all have the
-    bands of ``refl``: invert, normalize), in ``dtype`` or its own (`OUTPUT_DTYPES`)."""
-    attrs_of = operation.layout(units).attrs
+def operation_maps(layout, fields, spec: str, dtype) -> list[ChunkMap]:
+    """`ChunkMap` of each of ``fields`` as an operation's `FieldLayout` declares it: per
+    band (along ``spec``) unless ``layout.band_names`` gives it other bands, then along
+    its ``layout.dimensions`` one (``endmember``), or per pixel where that is None; in its
+    ``layout.integer`` type, else ``dtype``; with its ``layout.attrs``."""
+
+    def dims(field: str) -> tuple[str, ...]:
+        if field not in layout.band_names:
+            return (spec,)
+        dimension = layout.dimensions.get(field)
+        return () if dimension is None else (dimension,)
+
     return [
-        ChunkMap(field, OUTPUT_DTYPES.get(field, dtype), (spec,), attrs_of[field])
-        for field in operation.fields
+        ChunkMap(field, layout.integer.get(field, dtype), dims(field), layout.attrs[field])
+        for field in fields
     ]
+
+
+def operation_chunk(
+    r, to_sun, to_sensor, normal, refl_sigma, *arrays, task, maps, params, options, extra
+):
+    """One chunk (`apply_to_chunks`) of an operation's block task (`Operation.block`):
+    ``task(r, to_sun, to_sensor, normal, params, options, refl_sigma=, **extra)`` ->
+    the arrays of `maps` (`ChunkMap`s, in order), a per-pixel one without the task's
+    trailing axis of one; ``options`` with one numba thread in a dask worker
+    (`chunk_options`). ``arrays``: the chunk's ``param_maps`` (their names and whether
+    each has bands in ``extra["param_maps"]``), broadcast to its pixels (and bands)."""
+    extra = dict(extra)
+    if "param_maps" in extra:
+        shapes = {True: r.shape, False: r.shape[:-1]}
+        names = extra["param_maps"]
+        extra["param_maps"] = {
+            name: np.broadcast_to(values, shapes[band])
+            for (name, band), values in zip(names, arrays)
+        } or None
+    fields = task(
+        r, to_sun, to_sensor, normal, params, chunk_options(options), refl_sigma=refl_sigma, **extra
+    )
+    return tuple(fields[m.name] if m.dims else fields[m.name][..., 0] for m in maps)
 
 
 def solver_record(options, refl_sigma) -> dict:

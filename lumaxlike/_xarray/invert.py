@@ -2,51 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
 import xarray as xr
 
 from .._declared_options import refuse_unknown, takes_options
 from .._inverse.albedo.invert import solver_chunk_pixels
 from .._inverse.options import InvertSettings
-from .._io.missions.product_dataarray import (
-    product_geometry_of,
-    product_record_of,
-    with_bad_band_status,
-)
-from .._operations.blocks import per_band_params
-from .._operations.invert import INVERT, invert_block
-from .._options import SolverOptions, solver_options
-from .._provenance import python_call
-from .chunks import (
-    apply_to_chunks,
-    band_maps,
-    check_front_end,
-    chunk_options,
-    chunked_inputs,
-    provenance_of,
-    result_dataset,
-    solver_record,
-    spectral_dim_of,
-)
+from .._operations.invert import INVERT
+from .._options import SolverOptions
+from .per_band import BandFrontEnd, solve_bands
 
 __all__ = ["invert_dataarray"]
 
-
-def _invert_block(r, to_sun, to_sensor, normal, refl_sigma, *, params, options, settings):
-    """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) -> 5 result arrays."""
-    fields = invert_block(
-        r,
-        to_sun,
-        to_sensor,
-        normal,
-        params,
-        chunk_options(options),
-        refl_sigma=refl_sigma,
-        settings=settings,
-    )
-    return tuple(fields[field] for field in INVERT.fields)
+FRONT_END = BandFrontEnd("invert_dataarray", INVERT, solver_chunk_pixels)
 
 
 @takes_options(InvertSettings)
@@ -109,39 +76,15 @@ def invert_dataarray(
     """
     settings = InvertSettings.merged(settings, keywords)
     refuse_unknown("invert_dataarray", keywords)
-    refl_sigma = settings.refl_sigma
-    check_front_end(refl, units, refl_sigma)
-    standard = geometry is None
-    geometry = product_geometry_of(refl, geometry, correction_undone)
-    solving = settings.solver_keywords()
-    options = solver_options(solver, **solving, num_threads=num_threads)
-    spec = spectral_dim_of(refl, spectral_dim)
-    band_params = per_band_params(params, refl.sizes[spec])
-    inputs = chunked_inputs(refl, geometry, spec)
-    refl = inputs.refl
-    dtype = np.result_type(refl.dtype, np.float32)
-    # one JAX chunk shape for every dask chunk (smaller ones are padded): compiles once
-    per_chunk = solver_chunk_pixels(options.solver, refl.sizes[spec], dtype)
-    options = dataclasses.replace(options, chunk_size=min(inputs.largest, per_chunk))
-    variables = apply_to_chunks(
-        _invert_block,
-        inputs,
-        band_maps(INVERT, spec, dtype, units),
-        units=units,
-        refl_sigma=refl_sigma,
-        kwargs={"params": band_params, "options": options, "settings": settings},
-    )
-    variables["status"] = with_bad_band_status(variables["status"], refl, spec)
-    call = dict(units=units, spectral_dim=spectral_dim, refl_sigma=refl_sigma)
-    call.update(solving, num_threads=num_threads)
-    provenance = provenance_of(
+    return solve_bands(
+        FRONT_END,
         refl,
         geometry,
-        params=band_params,
+        params,
+        solver,
         units=units,
-        **solver_record(options, refl_sigma),
-        dtype=dtype,
-        product=product_record_of(refl, standard),
-        command=python_call("invert_dataarray", refl, geometry, params, solver, **call),
+        spectral_dim=spectral_dim,
+        num_threads=num_threads,
+        settings=settings,
+        correction_undone=correction_undone,
     )
-    return result_dataset(variables, refl, provenance)

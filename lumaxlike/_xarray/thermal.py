@@ -12,27 +12,18 @@ from .._options import SolverOptions, solver_options
 from .._provenance import python_call
 from .._thermal.options import ThermalSettings
 from .chunks import (
-    ChunkMap,
     apply_to_chunks,
     check_front_end,
     chunked_inputs,
+    operation_chunk,
+    operation_maps,
     provenance_of,
     result_dataset,
+    solver_record,
     spectral_dim_of,
 )
 
 __all__ = ["remove_thermal_dataarray"]
-
-
-def _thermal_chunk(r, to_sun, to_sensor, normal, refl_sigma, *, params, options, extra):
-    """One chunk (`apply_to_chunks`): the `THERMAL` block task, its per-pixel maps without
-    their band axis."""
-    from .._operations.thermal import PER_PIXEL, THERMAL_FIELDS, thermal_block
-
-    fields = thermal_block(r, to_sun, to_sensor, normal, params, options, refl_sigma, **extra)
-    return tuple(
-        fields[name][..., 0] if name in PER_PIXEL else fields[name] for name in THERMAL_FIELDS
-    )
 
 
 def _wavelengths_um(refl: xr.DataArray, spec: str, wavelengths) -> np.ndarray:
@@ -80,10 +71,8 @@ def remove_thermal_dataarray(
 
     Args:
         refl: I/F or r with one spectral dim, as for `lumaxlike.invert_dataarray` (so are
-            ``geometry``, ``spectral_dim`` and ``num_threads``).
-        geometry: Dataset or dict of DataArrays aligned with ``refl``'s pixel dims.
+            ``geometry``, ``solver``, ``spectral_dim`` and ``num_threads``).
         params: the surface's `lumaxlike.HapkeParams` (one for all bands).
-        solver: ``"jax"`` or ``"numba"``, or a `lumaxlike.SolverOptions`.
         units: ``"r"`` [1/sr] or ``"radf"`` (I/F); the corrected reflectance is returned
             in them.
         solar_spectrum: F_sun at 1 au per band [W m^-2 um^-1], shape ``(bands,)``, or a
@@ -93,10 +82,8 @@ def remove_thermal_dataarray(
             its spectral dim (nm or um, from its ``units`` attr).
         refl_sigma: 1-sigma of ``refl`` in ``units`` (one number); None estimates it
             (``method="prior"`` needs it).
-        spectral_dim: the spectral dim's name when neither ``band`` nor ``wavelength``.
         max_iter: Levenberg-Marquardt steps at most (None: the default; so for ``tol``).
         tol: step tolerance.
-        num_threads: numba threads per chunk.
         settings: the thermal options as one `lumaxlike.ThermalSettings` (None: the
             defaults).
         **options: the options of `lumaxlike.ThermalSettings` by name (``method``,
@@ -139,7 +126,7 @@ def remove_thermal_dataarray(
 
 def _provenance(refl, spec: str, geometry, kwargs, units: str, refl_sigma):
     """The provenance attributes of the result (the call recorded with its settings);
-    kwargs: `_thermal_chunk`'s."""
+    kwargs: `_thermal_variables`'."""
     params, options = kwargs["params"], kwargs["options"]
     call = python_call(
         "remove_thermal_dataarray",
@@ -156,33 +143,26 @@ def _provenance(refl, spec: str, geometry, kwargs, units: str, refl_sigma):
         geometry,
         params=[params] * refl.sizes[spec],
         units=units,
-        solver=options.solver,
-        tol=options.tol,
-        max_iter=options.max_iter,
-        refl_sigma=refl_sigma,
+        **solver_record(options, refl_sigma),
         dtype=np.float64,
         command=call,
     )
 
 
 def _thermal_variables(inputs, spec: str, units: str, refl_sigma, kwargs) -> dict:
-    """The `THERMAL` maps of every chunk (`apply_to_chunks`), the corrected reflectance in
-    `units`; kwargs: `_thermal_chunk`'s."""
+    """The `THERMAL` maps of every chunk (`apply_to_chunks` of its block task), the
+    corrected reflectance in `units`; kwargs: the task's ``params``, ``options``, ``extra``."""
     from .._operations.thermal import THERMAL
 
-    layout = THERMAL.layout(units)
-    maps = [
-        ChunkMap(name, np.int8 if name == "status" else np.float64, dims, layout.attrs[name])
-        for name, dims in zip(THERMAL.fields, ((spec,), (spec,), (), (), ()))
-    ]
+    maps = operation_maps(THERMAL.layout(units), THERMAL.fields, spec, np.float64)
     variables = apply_to_chunks(
-        _thermal_chunk,
+        operation_chunk,
         inputs,
         maps,
         units=units,
         refl_sigma=refl_sigma,
         refl_dtype=np.float64,
-        kwargs=kwargs,
+        kwargs={"task": THERMAL.block(), "maps": maps, **kwargs},
     )
     if units == "radf":
         corrected = variables["reflectance"]

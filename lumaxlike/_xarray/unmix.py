@@ -17,33 +17,17 @@ from .._provenance import python_call
 from .._unmix.options import UnmixSettings
 from .chunks import (
     ChunkedInputs,
-    ChunkMap,
     apply_to_chunks,
     check_front_end,
-    chunk_options,
     chunked_inputs,
+    operation_chunk,
+    operation_maps,
     provenance_of,
     result_dataset,
     spectral_dim_of,
 )
 
 __all__ = ["unmix_dataarray"]
-
-_FIELDS = ("fractions", "sigma", "status", "iterations", "residual", "remainder")
-_PER_ENDMEMBER = ("fractions", "sigma", "grain_size", "grain_size_sigma", "grain_size_at_bound")
-_DTYPES = {
-    "status": np.int8,
-    "iterations": np.int32,
-    "grain_size_at_bound": np.int8,
-    "npfe_at_bound": np.int8,
-}
-
-
-def _fields(free) -> tuple[str, ...]:
-    """The variables of one chunk: :data:`_FIELDS`, and the optical maps with ``free``."""
-    from .._operations.unmix import OPTICAL_FIELDS
-
-    return (*_FIELDS, *OPTICAL_FIELDS) if free else _FIELDS
 
 
 def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple | None:
@@ -89,29 +73,6 @@ def _without_bad_bands(refl: xr.DataArray, spec: str, endmembers):
         wavelengths = _matched_wavelengths_um(refl, spec, endmembers)
         endmembers = endmembers_on_bands(endmembers, good, bands, wavelengths, "refl")
     return refl.isel({spec: good}), endmembers
-
-
-def _unmix_block(r, to_sun, to_sensor, normal, refl_sigma, *, endmembers, params, options):
-    """One chunk (`apply_to_chunks`): r (..., bands), vectors (..., 3) -> fractions, sigma
-    (..., endmembers), status, iterations, residual, remainder (...), and with free
-    parameters grain_size, its sigma and at-bound flags (..., endmembers), npfe [wt %],
-    its sigma and at-bound flag (...)."""
-    from .._operations.unmix import unmix_block
-
-    fields = unmix_block(
-        r,
-        to_sun,
-        to_sensor,
-        normal,
-        params,
-        chunk_options(options),
-        refl_sigma=refl_sigma,
-        endmembers=endmembers,
-    )
-    return tuple(
-        fields[name] if name in _PER_ENDMEMBER else fields[name][..., 0]
-        for name in _fields(options.settings.free)
-    )
 
 
 class _Setup(NamedTuple):
@@ -289,30 +250,26 @@ def unmix_dataarray(
     refuse_unknown("unmix_dataarray", keywords)
     call = {**locals(), **vars(settings)}
     setup = _setup(call)
-    from .._operations.unmix import unmix_layout
+    from .._operations.unmix import UNMIX, unmix_fields, unmix_layout
 
     endmembers = setup.endmembers
-    layout = unmix_layout(endmembers.names)
-    maps = [
-        ChunkMap(
-            field,
-            _DTYPES.get(field, np.float64),
-            ("endmember",) if field in _PER_ENDMEMBER else (),
-            layout.attrs.get(field, {}),
-        )
-        for field in _fields(setup.options.settings.free)
-    ]
+    fields = unmix_fields(settings.sum_to_one, setup.options.settings.free)
+    maps = operation_maps(unmix_layout(endmembers.names), fields, setup.spec, np.float64)
     variables = apply_to_chunks(
-        _unmix_block,
+        operation_chunk,
         setup.inputs,
         maps,
         units=units,
         refl_sigma=settings.refl_sigma,
         refl_dtype=np.float64,
         sizes={"endmember": endmembers.n_endmembers},
-        kwargs={"endmembers": endmembers, "params": params, "options": setup.options},
+        kwargs={
+            "task": UNMIX.block(),
+            "maps": maps,
+            "params": params,
+            "options": setup.options,
+            "extra": {"endmembers": endmembers},
+        },
     )
-    if settings.sum_to_one:
-        del variables["remainder"]
     dataset = result_dataset(variables, setup.inputs.refl, _provenance(setup, call))
     return dataset.assign_coords(endmember=("endmember", list(endmembers.names)))
