@@ -192,3 +192,34 @@ def test_a_damaged_stored_executable_is_compiled_again(tmp_path, monkeypatch):
     entry.write_bytes(entry.read_bytes()[:100])  # damaged: cut short
     assert call_in_scope() == {"loaded": 1, "written": 2, "compiled": 2}  # rewritten
     assert call_in_scope() == {"loaded": 2, "written": 2, "compiled": 2}
+
+
+def test_programs_not_stored_on_the_cpu_are_kept_in_the_process(tmp_path, monkeypatch):
+    """`stored_jit(store_on_cpu=False)` (sample's chunk programs): on the CPU backend
+    compiled and kept in this process, never written; stored where the backend is not
+    the CPU."""
+    import numpy as np
+
+    monkeypatch.setenv("LUMAXLIKE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(jax_cache.JAX_CACHE_VARIABLE, raising=False)
+    monkeypatch.setattr(jax_executables, "_memory", {})
+    monkeypatch.setattr(
+        jax_executables, "store_events", dict.fromkeys(["loaded", "written", "compiled"], 0)
+    )
+
+    @jax_executables.stored_jit(store_on_cpu=False)
+    def program(x):
+        return x * 2.0
+
+    def calls_in_scope():
+        with jax_cache.compilation_cache_scope():
+            np.testing.assert_array_equal(program(np.arange(3.0)), [0.0, 2.0, 4.0])
+            program(np.arange(3.0))  # the process's own program
+        return dict(jax_executables.store_events)
+
+    assert calls_in_scope() == {"loaded": 0, "written": 0, "compiled": 1}
+    folder = tmp_path / "jax" / jax_executables.EXECUTABLES_FOLDER
+    assert not folder.exists() or not any(folder.iterdir())
+    jax_executables._memory.clear()
+    monkeypatch.setattr(jax_executables, "_on_cpu", lambda: False)  # as on an accelerator
+    assert calls_in_scope() == {"loaded": 0, "written": 1, "compiled": 2}

@@ -218,7 +218,10 @@ def _write(path: Path, program: _Program) -> bool:
 
 
 def stored_jit(
-    fun: Callable | None = None, *, static_argnames: tuple[str, ...] = (), store: bool = True
+    fun: Callable | None = None,
+    *,
+    static_argnames: tuple[str, ...] = (),
+    store_on_cpu: bool = True,
 ):
     """`jax.jit(fun, static_argnames=...)`, with the compiled program stored on disk.
 
@@ -235,18 +238,26 @@ def stored_jit(
             scalars or trees of them.
         static_argnames: arguments that are part of the program (hashable, with a
             `repr` that names their value).
-        store: False keeps the programs in this process only (compiled ahead and looked
-            up as the others; JAX's own cache keeps them for later processes): for a
-            program whose deserialized executable does not run (`sample`'s chunk
-            programs: a later process crashed running them on XLA:CPU, jaxlib 0.10).
+        store_on_cpu: False stores the programs only where JAX's default backend is not
+            the CPU; on the CPU they are kept in this process only (compiled ahead and
+            looked up as the others; JAX's own cache keeps them for later processes):
+            for programs whose deserialized executable does not run on XLA:CPU
+            (`sample`'s chunk programs: a later process crashed running them, jaxlib
+            0.10; on a TPU v5e they ran, and a second process took 8.5 s, not 15.4).
     Returns:
         The function, called as `fun` is.
     """
     if fun is None:
-        return functools.partial(stored_jit, static_argnames=static_argnames, store=store)
+        return functools.partial(
+            stored_jit, static_argnames=static_argnames, store_on_cpu=store_on_cpu
+        )
     jitted = jax.jit(fun, static_argnames=static_argnames)
     signature = inspect.signature(fun)
     name = f"{fun.__module__}.{fun.__qualname__}"
+
+    def storing() -> bool:
+        """Whether this backend's programs are written to and read from the store."""
+        return store_on_cpu or not _on_cpu()
 
     def entry_of(args, kwargs):
         """(folder, entry name, static, treedef, leaves) of a call, or None where the
@@ -274,6 +285,7 @@ def stored_jit(
                 program = program.future.result()
             else:
                 path = folder / EXECUTABLES_FOLDER / entry
+                store = storing()
                 program = (store and _load(path)) or _compile_and_write(
                     path, fun, static, treedef, leaves, store
                 )
@@ -295,6 +307,7 @@ def stored_jit(
         program = _memory.get(entry)
         if program is None:
             path = folder / EXECUTABLES_FOLDER / entry
+            store = storing()
             program = _load(path) if store else None
             if program is None:
                 lowered, out_tree, outputs = _lowered(fun, static, treedef, leaves, folder)
@@ -312,6 +325,11 @@ def stored_jit(
     call.trace, call.lower = jitted.trace, jitted.lower  # type: ignore[attr-defined]
     call.ahead = ahead  # type: ignore[attr-defined]
     return call
+
+
+def _on_cpu() -> bool:
+    """Whether JAX's default backend is the CPU."""
+    return jax.default_backend() == "cpu"
 
 
 def compiling_ahead() -> bool:

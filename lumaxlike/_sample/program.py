@@ -32,8 +32,8 @@ def _rows_and_likelihood(geometry, fixed, free_index, key, dtype):
     return rows, log_likelihood_for(free_index, key)
 
 
-# store=False: kept in the process, not as an executable on disk (`stored_jit`'s `store`)
-@stored_jit(static_argnames=_STATIC, store=False)
+# store_on_cpu=False: on the CPU kept in the process, not stored (`stored_jit`'s docstring)
+@stored_jit(static_argnames=_STATIC, store_on_cpu=False)
 def sample_chunk(
     rng,
     problem_ids,
@@ -99,7 +99,7 @@ def sample_chunk(
     return _summaries(out, draws, dtype)
 
 
-@stored_jit(static_argnames=_STATIC + ("n_band_free",), store=False)
+@stored_jit(static_argnames=_STATIC + ("n_band_free",), store_on_cpu=False)
 def sample_joint_chunk(
     rng,
     problem_ids,
