@@ -254,45 +254,27 @@ def stored_jit(
         )
     jitted = jax.jit(fun, static_argnames=static_argnames)
     signature = inspect.signature(fun)
-    name = f"{fun.__module__}.{fun.__qualname__}"
-
-    def storing() -> bool:
-        """Whether this backend's programs are written to and read from the store."""
-        return store_on_cpu or not _on_cpu()
 
     def entry_of(args, kwargs):
-        """(folder, entry name, static, treedef, leaves) of a call, or None where the
-        store is not used (outside a scope, jit off, NaN debugging)."""
-        if not compiling_ahead():
-            return None
-        folder = active_folder()
-        assert folder is not None  # (compiling_ahead)
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        static = {k: v for k, v in bound.arguments.items() if k in static_argnames}
-        dynamic = {k: v for k, v in bound.arguments.items() if k not in static_argnames}
-        leaves, treedef = jax.tree_util.tree_flatten(dynamic)
-        return folder, _entry_name(name, static, treedef, leaves), static, treedef, leaves
+        return _call_of(fun, signature, static_argnames, store_on_cpu, args, kwargs)
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
         found = entry_of(args, kwargs)
         if found is None:
             return jitted(*args, **kwargs)
-        folder, entry, static, treedef, leaves = found
-        program = _memory.get(entry)
+        program = _memory.get(found.entry)
         if not isinstance(program, _Program):
             if isinstance(program, _Pending):  # compiling ahead (`ahead`): wait for it
                 program = program.future.result()
             else:
-                path = folder / EXECUTABLES_FOLDER / entry
-                store = storing()
-                program = (store and _load(path)) or _compile_and_write(
-                    path, fun, static, treedef, leaves, store
+                program = (found.store and _load(found.path)) or _compile_and_write(
+                    found.path, fun, found.static, found.treedef, found.leaves, found.store
                 )
                 fetched_by[fun.__name__, "call"] += 1
             with _memory_lock:
-                _memory[entry] = program
+                _memory[found.entry] = program
+        leaves = found.leaves
         return jax.tree_util.tree_unflatten(program.out_tree, program.compiled(*leaves))
 
     def ahead(*args, **kwargs):
@@ -302,30 +284,66 @@ def stored_jit(
         call's outputs as `jax.ShapeDtypeStruct` leaves (None where the store is not
         used, `compiling_ahead`)."""
         found = entry_of(args, kwargs)
-        if found is None:
-            return None
-        folder, entry, static, treedef, leaves = found
-        program = _memory.get(entry)
-        if program is None:
-            path = folder / EXECUTABLES_FOLDER / entry
-            store = storing()
-            program = _load(path) if store else None
-            if program is None:
-                lowered, out_tree, outputs = _lowered(fun, static, treedef, leaves, folder)
-                future = _pool().submit(_compile_lowered, path, lowered, out_tree, outputs, store)
-                program = _Pending(future, out_tree, outputs)
-            fetched_by[fun.__name__, "ahead"] += 1
-            with _memory_lock:
-                _memory[entry] = program
-        structs = [
-            jax.ShapeDtypeStruct(shape, dtype, weak_type=weak)
-            for shape, dtype, weak in program.outputs
-        ]
-        return jax.tree_util.tree_unflatten(program.out_tree, structs)
+        return None if found is None else _ahead_of(fun, found)
 
     call.trace, call.lower = jitted.trace, jitted.lower  # type: ignore[attr-defined]
     call.ahead = ahead  # type: ignore[attr-defined]
     return call
+
+
+class _Call(NamedTuple):
+    """A call's entry: its name and path in the store, whether this backend stores it
+    (`stored_jit`'s ``store_on_cpu``), its static arguments and its dynamic ones as
+    `leaves` of the tree `treedef`."""
+
+    entry: str
+    path: Path
+    store: bool
+    static: dict
+    treedef: Any
+    leaves: list
+
+
+def _call_of(fun, signature, static_argnames, store_on_cpu: bool, args, kwargs) -> _Call | None:
+    """The `_Call` of `fun` called with (args, kwargs), or None where the store is not
+    used (outside a scope, jit off, NaN debugging: `compiling_ahead`)."""
+    if not compiling_ahead():
+        return None
+    folder = active_folder()
+    assert folder is not None  # (compiling_ahead)
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    static = {k: v for k, v in bound.arguments.items() if k in static_argnames}
+    dynamic = {k: v for k, v in bound.arguments.items() if k not in static_argnames}
+    leaves, treedef = jax.tree_util.tree_flatten(dynamic)
+    entry = _entry_name(f"{fun.__module__}.{fun.__qualname__}", static, treedef, leaves)
+    store = store_on_cpu or not _on_cpu()
+    return _Call(entry, folder / EXECUTABLES_FOLDER / entry, store, static, treedef, leaves)
+
+
+def _ahead_of(fun, found: _Call):
+    """`stored_jit`'s ``ahead`` for the call `found`: its program from this process or
+    the store, else traced and lowered here and compiled on a worker thread; the
+    outputs as `jax.ShapeDtypeStruct` leaves."""
+    program = _memory.get(found.entry)
+    if program is None:
+        program = _load(found.path) if found.store else None
+        if program is None:
+            folder = found.path.parents[1]
+            lowered, out_tree, outputs = _lowered(
+                fun, found.static, found.treedef, found.leaves, folder
+            )
+            future = _pool().submit(
+                _compile_lowered, found.path, lowered, out_tree, outputs, found.store
+            )
+            program = _Pending(future, out_tree, outputs)
+        fetched_by[fun.__name__, "ahead"] += 1
+        with _memory_lock:
+            _memory[found.entry] = program
+    structs = [
+        jax.ShapeDtypeStruct(shape, dtype, weak_type=weak) for shape, dtype, weak in program.outputs
+    ]
+    return jax.tree_util.tree_unflatten(program.out_tree, structs)
 
 
 def _on_cpu() -> bool:
