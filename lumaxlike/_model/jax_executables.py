@@ -268,9 +268,7 @@ def stored_jit(
             if isinstance(program, _Pending):  # compiling ahead (`ahead`): wait for it
                 program = program.future.result()
             else:
-                program = (found.store and _load(found.path)) or _compile_and_write(
-                    found.path, fun, found.static, found.treedef, found.leaves, found.store
-                )
+                program = (found.store and _load(found.path)) or _compile_and_write(fun, found)
                 fetched_by[fun.__name__, "call"] += 1
             with _memory_lock:
                 _memory[found.entry] = program
@@ -329,13 +327,8 @@ def _ahead_of(fun, found: _Call):
     if program is None:
         program = _load(found.path) if found.store else None
         if program is None:
-            folder = found.path.parents[1]
-            lowered, out_tree, outputs = _lowered(
-                fun, found.static, found.treedef, found.leaves, folder
-            )
-            future = _pool().submit(
-                _compile_lowered, found.path, lowered, out_tree, outputs, found.store
-            )
+            lowered, out_tree, outputs = _lowered(fun, found)
+            future = _pool().submit(_compile_lowered, found, lowered, out_tree, outputs)
             program = _Pending(future, out_tree, outputs)
         fetched_by[fun.__name__, "ahead"] += 1
         with _memory_lock:
@@ -374,10 +367,11 @@ def _pool() -> ThreadPoolExecutor:
     return _workers[0]
 
 
-def _lowered(fun, static: dict, treedef, leaves, folder: Path):
-    """(lowered program, output tree, outputs as `_Program.outputs`) of `fun` at
-    `static`, as a program of the flat dynamic arguments `leaves` (of tree `treedef`)
+def _lowered(fun, found: _Call):
+    """(lowered program, output tree, outputs as `_Program.outputs`) of `fun` at the
+    call `found`'s static arguments, as a program of its flat dynamic arguments
     returning flat outputs."""
+    static, treedef = found.static, found.treedef
     out_trees = []
 
     def flat(*leaves):
@@ -388,18 +382,20 @@ def _lowered(fun, static: dict, treedef, leaves, folder: Path):
         return out_leaves
 
     flat.__name__ = flat.__qualname__ = f"{fun.__name__}_stored"
-    with compilation_cache_settings(str(folder), math.inf):
-        traced = jax.jit(flat).trace(*leaves)  # (tracing may compile small programs)
+    with compilation_cache_settings(str(found.path.parents[1]), math.inf):
+        traced = jax.jit(flat).trace(*found.leaves)  # (tracing may compile small programs)
         lowered = traced.lower()
     # weak types as the executable's results carry them (a compiled `out_info` has none)
     outputs = tuple((a.shape, a.dtype, a.weak_type) for a in traced.out_avals)
     return lowered, out_trees[0], outputs
 
 
-def _compile_lowered(path: Path, lowered, out_tree, outputs, store: bool = True) -> _Program:
-    """The `_Program` of a `_lowered` program, stored at `path` (if `store`; else left
-    to JAX's cache, as `jax.jit` would)."""
-    if not store:
+def _compile_lowered(found: _Call, lowered, out_tree, outputs) -> _Program:
+    """The `_Program` of the call `found`'s `_lowered` program, stored at its path if
+    the backend stores it (``found.store``; else left to JAX's cache, as `jax.jit`
+    would)."""
+    path = found.path
+    if not found.store:
         with compilation_cache_scope():  # (on a worker thread: a scope of its own)
             program = _Program(lowered.compile(), out_tree, outputs)
         with _memory_lock:
@@ -424,10 +420,9 @@ def _compile_lowered(path: Path, lowered, out_tree, outputs, store: bool = True)
     return program
 
 
-def _compile_and_write(path: Path, fun, static: dict, treedef, leaves, store=True) -> _Program:
-    """The `_Program` of `fun` at `static` (`_lowered`), stored at `path` if `store`."""
-    lowered, out_tree, outputs = _lowered(fun, static, treedef, leaves, path.parents[1])
-    return _compile_lowered(path, lowered, out_tree, outputs, store)
+def _compile_and_write(fun, found: _Call) -> _Program:
+    """The `_Program` of `fun` for the call `found` (`_lowered`, `_compile_lowered`)."""
+    return _compile_lowered(found, *_lowered(fun, found))
 
 
 _this_thread = threading.local()  # .cache_hits: JAX cache hits of this thread's compiles

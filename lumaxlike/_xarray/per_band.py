@@ -70,16 +70,16 @@ def _checked_param_maps(param_maps, refl: xr.DataArray) -> dict:
     return maps
 
 
-def _band_variables(front, inputs, maps, params, options, settings, units: str) -> dict:
+def _band_variables(front, inputs, maps, params, options, settings, units: str, dtype) -> dict:
     """The maps of ``front``'s operation on every chunk of ``inputs`` (`apply_to_chunks` of
     its block task with ``params``, ``options``, ``settings``; with ``param_maps`` the
-    output ``units`` and ``maps``, each with ``refl``'s bands or not)."""
+    output ``units`` and ``maps``, each with ``refl``'s bands or not), floating maps in
+    ``dtype``."""
     spec = inputs.spec
     extra: dict[str, Any] = {"settings": settings}
     if front.param_maps:  # normalize
         extra.update(units=units, param_maps=[(n, spec in m.dims) for n, m in maps.items()])
     operation = front.operation
-    dtype = np.result_type(inputs.refl.dtype, np.float32)
     chunk_maps = operation_maps(operation.layout(units), operation.fields, spec, dtype)
     return apply_to_chunks(
         operation_chunk,
@@ -135,7 +135,7 @@ def solve_bands(
     dtype = np.result_type(refl.dtype, np.float32)
     per_chunk = front.chunk_pixels(options.solver, refl.sizes[spec], dtype)
     options = dataclasses.replace(options, chunk_size=min(inputs.largest, per_chunk))
-    variables = _band_variables(front, inputs, maps, band_params, options, settings, units)
+    variables = _band_variables(front, inputs, maps, band_params, options, settings, units, dtype)
     variables["status"] = with_bad_band_status(variables["status"], refl, spec)
     call = dict(units=units, **(own or {}), spectral_dim=spectral_dim, refl_sigma=refl_sigma)
     call.update(solving, num_threads=num_threads)
