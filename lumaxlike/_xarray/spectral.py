@@ -15,40 +15,22 @@ import xarray as xr
 
 from .._declared_options import refuse_unknown, takes_options
 from .._io.missions.product_dataarray import bad_bands_of
-from .._io.read.spectral_metadata import WAVELENGTH_UNITS_UM
 from .._provenance import python_call
 from .._spectral.options import QUANTITIES, SpectralSettings
 from .._spectral.products import SPECTRAL_PRODUCTS, prepare_products, spectral_parameters_block
 from .._spectral.wavelengths import check_spectra, good_mask
 from .chunks import spectral_dim_of
+from .wavelengths import band_centres_um
 
 __all__ = ["spectral_parameters_dataarray"]
 
 
 def _block(spectra, *, prepared):
-    """apply_ufunc kernel: one chunk's (..., bands) spectra -> its maps, in order."""
+    """apply_ufunc kernel: one chunk's (..., bands) spectra -> its maps, in order (the
+    map itself for one product: apply_ufunc takes one output as an array, not a tuple)."""
     maps = spectral_parameters_block(spectra, prepared)
-    return tuple(maps[name] for name in prepared.names)
-
-
-def _wavelengths_um(spectra: xr.DataArray, spec: str, wavelengths) -> np.ndarray:
-    """The band centres [um]: `wavelengths`, or the spectral dim's ``wavelength``
-    coordinate (or the dim's own coordinate) scaled by its ``units`` attr (nm or um)."""
-    if wavelengths is not None:
-        return np.asarray(wavelengths, dtype=np.float64)
-    coord = spectra.coords.get("wavelength")
-    if coord is None or coord.dims != (spec,):
-        coord = spectra.coords.get(spec)
-    if coord is None or not np.issubdtype(coord.dtype, np.number):
-        raise ValueError(
-            f"wavelengths: spectra has no numeric 'wavelength' coordinate along {spec!r}; "
-            "pass wavelengths=[um]"
-        )
-    unit = str(coord.attrs.get("units", "")).lower()
-    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in unit), None)
-    if unit and scale is None:
-        raise ValueError(f"wavelengths: the coordinate's units {unit!r} are not nm or um")
-    return np.asarray(coord.values, dtype=np.float64) * (1.0 if scale is None else scale)
+    outputs = tuple(maps[name] for name in prepared.names)
+    return outputs[0] if len(outputs) == 1 else outputs
 
 
 def _bad_mask(spectra: xr.DataArray, bad_bands, n_bands: int) -> np.ndarray:
@@ -81,7 +63,8 @@ def spectral_parameters_dataarray(
             reflectance) with one spectral dim (``band``, ``wavelength`` or `spectral_dim`).
         products: names of `lumaxlike.SPECTRAL_PRODUCTS`.
         wavelengths: (bands,) band centres [um]; None: the spectral dim's ``wavelength``
-            coordinate (nm or um by its ``units`` attr; um without one).
+            coordinate (nm or um by its ``units`` attr; without one, values above
+            100 are read as nm).
         spectral_dim: the spectral dim's name, when not ``band`` or ``wavelength``.
         bad_bands: None, a (bands,) bool mask or band indices; the bands `spectra`'s
             attrs mark bad (`lumaxlike.open_product`) are bad too.
@@ -108,7 +91,7 @@ def spectral_parameters_dataarray(
     bands = spectra.sizes[spec]
     _, axis, good = check_spectra(
         np.zeros((1, bands)),
-        _wavelengths_um(spectra, spec, wavelengths),
+        band_centres_um(spectra, spec, wavelengths, "spectra"),
         _bad_mask(spectra, bad_bands, bands),
     )
     prepared = prepare_products(products, axis, good, settings)

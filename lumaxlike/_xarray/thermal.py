@@ -22,30 +22,9 @@ from .chunks import (
     solver_record,
     spectral_dim_of,
 )
+from .wavelengths import band_centres_um
 
 __all__ = ["remove_thermal_dataarray"]
-
-
-def _wavelengths_um(refl: xr.DataArray, spec: str, wavelengths) -> np.ndarray:
-    """Band centres [um]: ``wavelengths`` when given, else refl's coordinate along ``spec``
-    (its ``units`` attr "nm" or "um"/"µm"; values above 100 read as nm when it has none)."""
-    if wavelengths is None:
-        if spec not in refl.coords:
-            raise ValueError(
-                f"wavelengths are needed: refl has no coordinate along {spec!r} (give wavelengths=)"
-            )
-        coordinate = refl.coords[spec]
-        values = np.asarray(coordinate, dtype=np.float64)
-        unit = str(coordinate.attrs.get("units", "")).lower()
-        nm = unit in ("nm", "nanometers", "nanometer") or (not unit and np.all(values > 100))
-        return values / 1000.0 if nm else values
-    values = np.asarray(wavelengths, dtype=np.float64)
-    if values.shape != (refl.sizes[spec],):
-        raise ValueError(
-            f"wavelengths must hold one centre [um] per band ({refl.sizes[spec]}), "
-            f"got shape {values.shape}"
-        )
-    return values
 
 
 @takes_options(ThermalSettings)
@@ -78,8 +57,9 @@ def remove_thermal_dataarray(
         solar_spectrum: F_sun at 1 au per band [W m^-2 um^-1], shape ``(bands,)``, or a
             solar-spectrum file or `SolarSpectrum` (as `lumaxlike.remove_thermal`).
         solar_distance: the Sun's distance [au], one number.
-        wavelengths: band centres [um], ``(bands,)``; None reads refl's coordinate along
-            its spectral dim (nm or um, from its ``units`` attr).
+        wavelengths: band centres [um], ``(bands,)``; None reads refl's ``wavelength``
+            coordinate along its spectral dim (nm or um by its ``units`` attr;
+            without one, values above 100 are read as nm).
         refl_sigma: 1-sigma of ``refl`` in ``units`` (one number); None estimates it
             (``method="prior"`` needs it).
         max_iter: Levenberg-Marquardt steps at most (None: the default; so for ``tol``).
@@ -109,7 +89,7 @@ def remove_thermal_dataarray(
     if units not in ("r", "radf"):
         raise ValueError(f"units must be 'r' or 'radf' for remove_thermal, got {units!r}")
     spec = spectral_dim_of(refl, spectral_dim)
-    bands_um = _wavelengths_um(refl, spec, wavelengths)
+    bands_um = band_centres_um(refl, spec, wavelengths, "refl")
     inputs = chunked_inputs(refl, geometry, spec)
     extra = {
         "wavelengths": bands_um,

@@ -26,33 +26,22 @@ from .chunks import (
     result_dataset,
     spectral_dim_of,
 )
+from .wavelengths import coordinate_centres_um
 
 __all__ = ["unmix_dataarray"]
 
 
 def _matched_wavelengths_um(refl: xr.DataArray, spec: str, endmembers) -> tuple | None:
-    """refl's band centres [um] from its ``wavelength`` coordinate along `spec` (None
-    without one), checked against the endmembers' (`band_order`: matched in any order, or
-    refused). Its ``units`` attr (nm or um) is read; without one, um and nm are tried."""
-    from .._io.read.spectral_metadata import WAVELENGTH_UNITS_UM
+    """refl's band centres [um] (`wavelengths.coordinate_centres_um`; None without a
+    coordinate of them), checked against the endmembers' (`band_order`: matched in any
+    order, or refused)."""
     from .._unmix.band_matching import band_order
 
-    coord = refl.coords.get("wavelength")
-    if coord is None or coord.dims != (spec,):
+    centres = coordinate_centres_um(refl, spec, "refl")
+    if centres is None:
         return None
-    values = np.asarray(coord.values, np.float64)
-    unit = str(coord.attrs.get("units", "")).lower()
-    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in unit), None)
-    what = "refl's wavelength coordinate" + (f" (units {unit!r})" if unit else "")
-    refused: ValueError | None = None
-    for candidate in (scale,) if scale is not None else (1.0, 1e-3):  # no units attr: um, or nm
-        try:
-            band_order(values * candidate, endmembers, what)
-            return tuple(values * candidate)
-        except ValueError as error:
-            refused = refused or error
-    assert refused is not None  # every candidate was refused
-    raise refused
+    band_order(centres, endmembers, "refl's wavelength coordinate")
+    return tuple(centres)
 
 
 def _without_bad_bands(refl: xr.DataArray, spec: str, endmembers):
@@ -214,10 +203,10 @@ def unmix_dataarray(
             ``spectral_dim`` and ``num_threads``); bands its attrs mark bad (from
             `lumaxlike.open_product`) are left out of the bands unmixed, and recorded.
         endmembers: `lumaxlike.Endmembers` on ``refl``'s bands (all, or those not
-            marked bad); where both give band
-            centres (``Endmembers.wavelengths``, refl's ``wavelength`` coordinate along
-            its spectral dim, ``units`` "nm" or "um"), bands are matched by wavelength in
-            any order, and other centres are refused.
+            marked bad); where both give band centres (``Endmembers.wavelengths``,
+            refl's ``wavelength`` coordinate along its spectral dim: nm or um by its
+            ``units`` attr; without one, values above 100 are read as nm), bands are
+            matched by wavelength in any order, and other centres are refused.
         params: one `lumaxlike.HapkeParams` (the mixture's).
         solver: a `lumaxlike.SolverOptions` (``max_iter``, ``tol``, ``num_threads``: its
             fields) or, as for `lumaxlike.unmix`, its name.
