@@ -1,6 +1,8 @@
 """`invert`: recovery of w on noise-free synthetic cubes, agreement of the two solvers,
 every status code, propagated uncertainty, argument checks."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -105,6 +107,49 @@ def test_chunking_does_not_change_results(cube64, results64, solver):
     np.testing.assert_array_equal(chunked.status, reference.status)
     # XLA vectorises each chunk shape differently (SIMD body vs. remainder): 1-ulp changes
     np.testing.assert_allclose(chunked.w, reference.w, rtol=4e-16, atol=0)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_out_is_written_in_place_with_the_bits_of_a_fresh_call(cube64, results64, solver):
+    """``out=`` (an earlier result of other data): its arrays hold the call's results, to
+    the bit, and are the ones returned; sigma is allocated where out has none (a call
+    without refl_sigma), reused where it has."""
+    refl, to_sun, to_sensor, normal, _ = cube64
+    geometry = (to_sun, to_sensor, normal)
+    earlier = lumaxlike.invert(refl[::-1].copy(), *geometry, FULL_PARAMS, solver)
+    arrays = [earlier.w, earlier.status, earlier.iterations, earlier.residual]
+    again = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver, out=earlier)
+    assert [again.w, again.status, again.iterations, again.residual] == arrays  # identity
+    for name in ("w", "status", "iterations", "residual"):
+        expected = getattr(results64[solver], name)
+        np.testing.assert_array_equal(getattr(again, name), expected, err_msg=name)
+    with_sigma = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver, refl_sigma=1e-3, out=again)
+    assert with_sigma.w is again.w and with_sigma.sigma.flags.writeable  # a new sigma
+    reused = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver, refl_sigma=1e-3, out=with_sigma)
+    assert reused.sigma is with_sigma.sigma
+    fresh = lumaxlike.invert(refl, *geometry, FULL_PARAMS, solver, refl_sigma=1e-3)
+    np.testing.assert_array_equal(reused.sigma, fresh.sigma)
+
+
+def test_an_out_that_does_not_fit_is_refused_untouched():
+    refl, to_sun, to_sensor, normal, _ = synthetic_cube(4, 3, seed=5)
+    good = lumaxlike.invert(refl, to_sun, to_sensor, normal, FULL_PARAMS, "numba")
+    read_only = good.status.copy()
+    read_only.flags.writeable = False
+    cases = [
+        (dict(vars(good)), r"^out must be a lumaxlike.InversionResult"),
+        (replace(good, w=good.w.astype(np.float32)), r"^out.w must be .*float64.*got float32"),
+        (replace(good, status=read_only), r"^out.status must be .*read-only"),
+        (replace(good, iterations=good.iterations[:2]), r"^out.iterations .*shape \(2, 3\)"),
+        (replace(good, residual=refl), r"^out.residual must be .*shares memory"),  # an input
+        (replace(good, residual=good.w), r"^out.residual must be .*shares memory"),  # out.w
+    ]
+    for out, message in cases:
+        before = [a.copy() for a in (good.w, good.status, good.iterations, good.residual)]
+        with pytest.raises(ValueError, match=message):
+            lumaxlike.invert(refl, to_sun, to_sensor, normal, FULL_PARAMS, "numba", out=out)
+        after = (good.w, good.status, good.iterations, good.residual)
+        assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(before, after))
 
 
 def one_pixel():

@@ -89,6 +89,7 @@ def invert(
     *,
     w0=None,
     chunk_size: int | None = None,
+    out: InversionResult | None = None,
     settings: InvertSettings | None = None,
     **options,
 ) -> InversionResult:
@@ -114,6 +115,13 @@ def invert(
         w0: optional start in (0, 1), a scalar or shaped like `refl`; default: the table.
         chunk_size: pixels per chunk, which bounds memory; the default depends on the
             solver and device (docs/invert.md#chunks-and-memory).
+        out: an `InversionResult` of an earlier call whose arrays are written in place
+            (as NumPy's ``out=``): w, status, iterations and residual shaped like
+            `refl`, of this call's dtypes, writable, C-contiguous and sharing no memory
+            with the inputs or each other; sigma too where it is such an array (else a
+            new one where `refl_sigma` is given). Saves allocating the results (where
+            the host's fresh memory is slow to write: docs/benchmarks.md). On an
+            exception, its contents are undefined.
         settings: the options below as one `InvertSettings` (None: the defaults).
         **options: the options of `InvertSettings` by name (each there with its unit,
             default and meaning): ``max_iter`` (Levenberg-Marquardt steps per problem at
@@ -122,12 +130,13 @@ def invert(
             band; gives `sigma`).
 
     Returns:
-        `InversionResult` with w, status, iterations, residual and sigma shaped like refl.
+        `InversionResult` with w, status, iterations, residual and sigma shaped like refl
+        (`out`'s arrays where given).
 
     Raises:
         ValueError: naming the argument, for an unknown solver, mismatched shapes, w0
             outside (0, 1), non-positive tol, max_iter or chunk_size, a negative or
-            infinite refl_sigma, float16 arrays.
+            infinite refl_sigma, float16 arrays, an `out` whose arrays do not fit.
         TypeError: a keyword that is no option.
     """
     settings = InvertSettings.merged(settings, options)
@@ -140,6 +149,10 @@ def invert(
         )
     refl = as_float_array("refl", refl)
     problem = _check_problem(refl, (to_sun, to_sensor, normal), solver, w0, refl_sigma, chunk_size)
+    given = {} if out is None else _outputs_in(out, refl, problem)  # out's arrays used
+    problem = problem._replace(
+        outputs=problem.outputs | {k: a.reshape(problem.refl.shape) for k, a in given.items()}
+    )
     tol = default_tolerance(problem.dtype) if tol is None else float(tol)
     if isinstance(params, PhotometricFunction):  # A = pi r / pht: no iterations
         _invert_closed_form(problem, params, solver)
@@ -147,8 +160,11 @@ def invert(
         _invert_numba(problem, params, max_iter, tol)
     else:
         _invert_jax(problem, params, max_iter, tol)
-    return InversionResult(
-        **{name: problem.outputs[name].reshape(refl.shape) for name in _OUTPUTS + ("sigma",)}
+    return InversionResult(  # out's own arrays where given (not new views of them)
+        **{
+            name: given.get(name, problem.outputs[name].reshape(refl.shape))
+            for name in _OUTPUTS + ("sigma",)
+        }
     )
 
 
@@ -228,6 +244,48 @@ def _check_problem(refl, geometry, solver, w0, refl_sigma, chunk_size) -> _Probl
     }
     flat_refl = refl.reshape(n_pixels, n_bands)
     return _Problem(flat_refl, flat_geometry, flat_w0, band_sigma, chunk, dtype, outputs)
+
+
+def _outputs_in(out, refl: np.ndarray, problem: _Problem) -> dict:
+    """The arrays of `out` (`invert`'s ``out``) that hold this call's outputs, by name,
+    checked (ValueError naming the array): all but sigma, which is used only where
+    ``refl_sigma`` is given and ``out.sigma`` fits."""
+    if not isinstance(out, InversionResult):
+        raise ValueError(
+            f"out must be a lumaxlike.InversionResult (an earlier call's), got {type(out).__name__}"
+        )
+    dtypes = {"w": problem.dtype, "status": np.int8, "iterations": np.int32}
+    dtypes |= {"residual": problem.dtype, "sigma": problem.dtype}
+    taken = [refl, *problem.geometry] + ([] if problem.w0 is None else [problem.w0])
+    given = {}
+    for name, dtype in dtypes.items():
+        array = getattr(out, name)
+        why = _unfit_output(array, refl.shape, np.dtype(dtype), taken)
+        if name == "sigma":  # optional: used where it fits and is needed
+            if problem.band_sigma is None or why is not None:
+                continue
+        elif why is not None:
+            raise ValueError(
+                f"out.{name} must be a writable, C-contiguous {np.dtype(dtype).name} array "
+                f"of refl's shape {refl.shape}, sharing no memory with the inputs or "
+                f"out's other arrays: {why}"
+            )
+        given[name] = array
+        taken.append(array)
+    return given
+
+
+def _unfit_output(array, shape: tuple, dtype: np.dtype, taken: list) -> str | None:
+    """Why `array` cannot hold one of `invert`'s outputs (`_outputs_in`), or None."""
+    if not isinstance(array, np.ndarray):
+        return f"got {type(array).__name__}"
+    if array.shape != shape or array.dtype != dtype:
+        return f"got {array.dtype.name} of shape {array.shape}"
+    if not (array.flags.writeable and array.flags.c_contiguous):
+        return "got a read-only or non-contiguous array"
+    if any(np.may_share_memory(array, other) for other in taken):
+        return "it shares memory with an input or another of out's arrays"
+    return None
 
 
 def _check_w0(w0, refl_shape, flat_shape) -> np.ndarray:
