@@ -45,7 +45,7 @@ from bench_invert import RESULTS, finish, machine_info
 import lumaxlike
 from lumaxlike._inverse.albedo.invert import solver_chunk_pixels
 from lumaxlike._inverse.chunking import call_chunk
-from lumaxlike._inverse.fit.fit import OBSERVATIONS_PER_CHUNK
+from lumaxlike._inverse.fit.arguments import default_chunk
 
 FREE = bench_fit.FREE_SETS["roughness"]
 _compiles = [0]
@@ -71,7 +71,6 @@ def main(argv=None) -> int:
     jax.monitoring.register_event_duration_secs_listener(_on_duration)
     scene = bench_fit.make_scene(max(args.sizes), 16, 16)
     cube = bench_invert.make_cube(math.isqrt(max(args.sizes) - 1) + 1, 64)  # side^2 >= sizes
-    fit_largest = OBSERVATIONS_PER_CHUNK // (16 * 16)
     invert_largest = solver_chunk_pixels("jax", 64, cube["refl"].dtype)
     rows = []
     for n in args.sizes:
@@ -93,7 +92,7 @@ def main(argv=None) -> int:
             {
                 "operation": "fit",
                 "pixels": n,
-                "chunk": call_chunk("jax", n, fit_largest),
+                "chunk": default_chunk(None, 16, 16, n, "jax"),
                 **timed(fit_call),
             }
         )

@@ -26,7 +26,7 @@ scipy for each; rep 2: ...), so that the ratios are taken under the same machine
 - lumaxlike, solver="jax", on a subsample (the first ``--jax-pixels``, 2000, pixels;
   the chunk's problems go through a batch of fixed slots, refilled between rounds of
   steps, so converged ones do not wait for the slowest). The warm-up is the timed call
-  itself (chunk_size = min(jax pixels, 512) in both): whether a call reaches the tail's
+  itself (chunk_size: fit's default for the subsample, in both): whether a call reaches the tail's
   batch size depends on its data, so JAX compiles everything once, in the warm-up.
 - scipy: a per-problem `scipy.optimize.least_squares` loop over ``--scipy-problems``
   (200) problems drawn uniformly from the scene, what a user writes by hand: the
@@ -90,6 +90,7 @@ from bench_invert import _cpu_seconds, finish, fmt_rate, machine_info
 import lumaxlike
 from lumaxlike import HapkeParams, Status
 from lumaxlike._inverse.chunking import call_chunk
+from lumaxlike._inverse.fit.arguments import default_chunk
 from lumaxlike._model import equations as E
 from lumaxlike._params import FIELD_NAMES
 from lumaxlike.testing import multi_angle_geometry, multi_angle_reflectance
@@ -104,7 +105,6 @@ TRUTH = HapkeParams(b=0.25, c=0.5, roughness=math.radians(20.0), hs=0.06, bs0=0.
 FREE_SETS = {"roughness": ("w", "b", "c", "roughness"), "hs": ("w", "b", "c", "hs")}
 W_RANGE = (0.2, 0.9)
 NUMBA_WARMUP_PIXELS = 256
-JAX_MAX_CHUNK = 512
 # scipy's defaults (1e-8) stop short of the minimum here: up to ~0.03 sigma (~1e-3 in c)
 # away from where lumaxlike converges (tol 1e-10 on every step); 1e-12 brings scipy to
 # ~1e-6 sigma of it for ~20 % more residual calls, so the baseline is timed at a
@@ -597,7 +597,8 @@ def main(argv=None) -> int:
     }
     labels = {free: ",".join(free) for free in free_sets}
     jax_pixels = min(args.jax_pixels, n_pixels)
-    jax_chunk = min(jax_pixels, JAX_MAX_CHUNK)
+    # fit's own default chunk for the subsample (one chunk of it where it fits)
+    jax_chunk = default_chunk(None, args.bands, args.observations, jax_pixels, "jax")
     sizes = {"numba": (n_pixels, None), "jax": (jax_pixels, jax_chunk)}
     sample = None if args.no_scipy else sample_problems(scene, args.scipy_problems, args.seed + 2)
 

@@ -40,6 +40,12 @@ OBSERVATIONS_PER_CHUNK = 1 << 17
 # with 512-pixel chunks, 5.1e5/s with 4096-pixel chunks (8x, ~30 s of compilation); 32x
 # compiled for ~90 s (XLA's compile time there grows with the shape).
 ACCELERATOR_CHUNK_SCALE = 8
+# The JAX solver on a CPU: each chunk ends with its batch draining (the queue empty, the
+# last problems stepping a batch of mostly idle slots, `refill.py`), a cost per chunk
+# that larger chunks spread over more problems. bench_fit's JAX subsample (2000 pixels,
+# 16 bands, 16 observations, 4 free; 2 cores), warm: 1.7-1.9x numba's time with the
+# base chunk (512 pixels), 1.2-1.3x with 4x; ~200 MB of chunk state in float64.
+CPU_JAX_CHUNK_SCALE = 4
 
 
 def default_bounds(dtype=np.float64) -> dict[str, tuple[float, float]]:
@@ -161,14 +167,15 @@ def check_iterations(max_iter, tol, dtype) -> tuple[int, float]:
 
 def default_chunk(chunk_size, n_bands: int, n_obs: int, n_pixels: int, solver: str) -> int:
     """Pixels per chunk: at most `chunk_size`, checked, or about `OBSERVATIONS_PER_CHUNK`
-    problem-observations (`ACCELERATOR_CHUNK_SCALE` times more for the JAX solver where
-    JAX's default device is an accelerator), cut for `solver` by `chunking.call_chunk`."""
+    problem-observations (for the JAX solver `CPU_JAX_CHUNK_SCALE` times more on a CPU,
+    `ACCELERATOR_CHUNK_SCALE` on an accelerator), cut for `solver` by
+    `chunking.call_chunk`."""
     per_chunk = OBSERVATIONS_PER_CHUNK
     if solver == "jax" and chunk_size is None:
         import jax
 
-        if jax.devices()[0].platform != "cpu":
-            per_chunk *= ACCELERATOR_CHUNK_SCALE
+        on_cpu = jax.devices()[0].platform == "cpu"
+        per_chunk *= CPU_JAX_CHUNK_SCALE if on_cpu else ACCELERATOR_CHUNK_SCALE
     default = max(1, per_chunk // max(1, n_bands * n_obs))
     chunk = default if chunk_size is None else check_positive_int("chunk_size", chunk_size)
     return call_chunk(solver, n_pixels, chunk)
