@@ -93,7 +93,8 @@ def fit(
         start: {name: value} for free parameters, scalars or ``pixels + (bands,)`` arrays;
             default `params`, and w the median of one-observation inversions.
         chunk_size: pixels per chunk (bounds memory); default about 131 k
-            problem-observations (docs/invert.md#chunks-and-memory).
+            problem-observations for numba, 4x for JAX on a CPU and 8x on an
+            accelerator (docs/invert.md#chunks-and-memory).
         regions: integer label map of shape ``pixels`` for the option ``regional``;
             negative labels are left out (TOO_FEW_OBSERVATIONS).
         settings: the options below as one `FitSettings` (None: the defaults).
