@@ -42,6 +42,40 @@ def _bad_mask(spectra: xr.DataArray, bad_bands, n_bands: int) -> np.ndarray:
     return ~good
 
 
+def _product_maps(spectra: xr.DataArray, spec: str, prepared) -> dict[str, xr.DataArray]:
+    """Each prepared product's map of `spectra` (lazy where it is dask-backed, the
+    spectral dim in one chunk), with the product's attrs and spectra's CRS, by name."""
+    if spectra.chunks is not None and len(spectra.chunksizes[spec]) > 1:
+        spectra = spectra.chunk({spec: -1})
+    dtype = np.result_type(spectra.dtype, np.float32)
+    names = prepared.names
+    outputs = xr.apply_ufunc(
+        _block,
+        spectra,
+        input_core_dims=[[spec]],
+        output_core_dims=[[] for _ in names],
+        dask="parallelized",
+        output_dtypes=[dtype] * len(names),
+        kwargs={"prepared": prepared},
+    )
+    if len(names) == 1:
+        outputs = (outputs,)
+    variables = {}
+    for name, output in zip(names, outputs):
+        product = SPECTRAL_PRODUCTS[name]
+        output.attrs = {
+            "units": product.units,
+            "long_name": product.long_name,
+            "citation": product.citation,
+            "thermal_sensitive": int(product.thermal_sensitive),
+            "wavelengths_um": json.dumps(prepared.used[name]),
+        }
+        if "crs" in spectra.attrs:
+            output.attrs["crs"] = spectra.attrs["crs"]
+        variables[name] = output
+    return variables
+
+
 @takes_options(SpectralSettings)
 def spectral_parameters_dataarray(
     spectra: xr.DataArray,
@@ -95,34 +129,8 @@ def spectral_parameters_dataarray(
         _bad_mask(spectra, bad_bands, bands),
     )
     prepared = prepare_products(products, axis, good, settings)
-    if spectra.chunks is not None and len(spectra.chunksizes[spec]) > 1:
-        spectra = spectra.chunk({spec: -1})
-    dtype = np.result_type(spectra.dtype, np.float32)
+    variables = _product_maps(spectra, spec, prepared)
     names = prepared.names
-    outputs = xr.apply_ufunc(
-        _block,
-        spectra,
-        input_core_dims=[[spec]],
-        output_core_dims=[[] for _ in names],
-        dask="parallelized",
-        output_dtypes=[dtype] * len(names),
-        kwargs={"prepared": prepared},
-    )
-    if len(names) == 1:
-        outputs = (outputs,)
-    variables = {}
-    for name, output in zip(names, outputs):
-        product = SPECTRAL_PRODUCTS[name]
-        output.attrs = {
-            "units": product.units,
-            "long_name": product.long_name,
-            "citation": product.citation,
-            "thermal_sensitive": int(product.thermal_sensitive),
-            "wavelengths_um": json.dumps(prepared.used[name]),
-        }
-        if "crs" in spectra.attrs:
-            output.attrs["crs"] = spectra.attrs["crs"]
-        variables[name] = output
     call = python_call(
         "spectral_parameters_dataarray",
         spectra,
