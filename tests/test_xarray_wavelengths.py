@@ -40,6 +40,10 @@ def test_units_attr_or_magnitude_give_micrometres(values, attrs):
 def test_what_is_not_band_centres_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"refl's 'wavelength' coordinate has units 'cm-1'"):
         band_centres_um(spectra_with(BANDS_UM, {"units": "cm-1"}), "band", None, "refl")
+    # a stated unit its values cannot be in (micrometres labelled nm): refused, not read
+    # as 0.75-1.5 nm
+    with pytest.raises(ValueError, match=r"refl's 'wavelength' coordinate gives .* look like mic"):
+        band_centres_um(spectra_with(BANDS_UM, {"units": "nm"}), "band", None, "refl")
     with pytest.raises(ValueError, match=r"refl's 'wavelength' coordinate must be finite"):
         band_centres_um(spectra_with(np.array([0.75, np.nan, 1.25, 1.5])), "band", None, "refl")
     # rioxarray's band numbers (integers) are no wavelengths: none found, and said so

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._io.read.raster import CubeInfo
-from .._io.read.spectral_metadata import WAVELENGTH_UNITS_UM
+from .._io.read.spectral_metadata import micrometres_per_unit
 
-__all__ = ["WAVELENGTH_UNITS_UM", "cube_wavelengths_um", "known_wavelengths_um"]
+__all__ = ["cube_wavelengths_um", "known_wavelengths_um"]
 
 
 def cube_wavelengths_um(info: CubeInfo, wavelengths=None) -> np.ndarray:
@@ -29,8 +29,7 @@ def cube_wavelengths_um(info: CubeInfo, wavelengths=None) -> np.ndarray:
         raise ValueError(
             f"the cube {info.path} gives no band wavelengths; give them (--wavelengths, in um)"
         )
-    units = (info.wavelength_units or "").lower()
-    scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in units), None)
+    scale = micrometres_per_unit(info.wavelength_units)
     if scale is None:
         raise ValueError(
             f"the cube {info.path} gives its wavelengths without a known unit "

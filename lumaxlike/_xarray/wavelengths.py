@@ -4,7 +4,8 @@ them (`remove_thermal_dataarray`, `spectral_parameters_dataarray`, `unmix_dataar
 The centres are the ``wavelength`` coordinate along the spectral dim, else the spectral
 dim's own coordinate where it holds non-integer numbers (rioxarray's ``band`` coordinate
 holds the band numbers 1..N, never wavelengths). Its ``units`` attr says nm or um
-(`WAVELENGTH_UNITS_UM`; any other unit is refused); without one, values all above
+(`micrometres_per_unit`; any other unit is refused, and a stated unit its values cannot
+be in, as `check_wavelength_unit` finds it); without one, values all above
 `MAX_WAVELENGTH` (100 um, beyond any reflectance or thermal spectrometer) are read as
 nanometres and others as micrometres, the bound at which the Python functions refuse
 nanometres given by mistake.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .._io.read.spectral_metadata import WAVELENGTH_UNITS_UM
+from .._io.read.spectral_metadata import check_wavelength_unit, micrometres_per_unit
 from .._validation import MAX_WAVELENGTH, wavelengths_um
 
 __all__ = ["band_centres_um", "coordinate_centres_um"]
@@ -47,9 +48,10 @@ def coordinate_centres_um(data: xr.DataArray, spec: str, what: str) -> np.ndarra
     unit = str(coordinate.attrs.get("units", "")).strip().lower()
     name = f"{what}'s {coordinate.name!r} coordinate"
     if unit:
-        scale = next((factor for key, factor in WAVELENGTH_UNITS_UM if key in unit), None)
+        scale = micrometres_per_unit(unit)
         if scale is None:
             raise ValueError(f"{name} has units {unit!r}: give nm or um (attrs['units'])")
+        check_wavelength_unit(values, unit, name, remedy="correct its attrs['units']")
     else:
         scale = 1e-3 if values.size and np.all(values > MAX_WAVELENGTH) else 1.0
     return wavelengths_um(name, values * scale)

@@ -32,6 +32,7 @@ __all__ = [
     "WAVELENGTH_UNITS_UM",
     "SpectralMetadata",
     "check_wavelength_unit",
+    "micrometres_per_unit",
     "read_spectral_metadata",
     "read_wavelength_file",
     "to_micrometers",
@@ -89,7 +90,20 @@ _IMPLAUSIBLE = {
 }
 
 
-def check_wavelength_unit(wavelengths, units, where) -> None:
+def micrometres_per_unit(units) -> float | None:
+    """Micrometres per unit of a wavelength unit as `WAVELENGTH_UNITS_UM` reads it (by a
+    part of its name, any case), or None when absent or unknown."""
+    text = str(units or "").strip().lower()
+    return next((factor for key, factor in WAVELENGTH_UNITS_UM if key in text), None)
+
+
+FILE_UNIT_REMEDY = (
+    "correct the wavelength unit (ENVI: wavelength units) or give the wavelengths with "
+    "--wavelengths-from"
+)
+
+
+def check_wavelength_unit(wavelengths, units, where, remedy: str = FILE_UNIT_REMEDY) -> None:
     """Refuse band centres whose stated unit cannot be theirs (micrometres labelled nm,
     nanometres labelled um): read in the wrong unit, bands would be matched, resampled
     or left out at wavelengths a thousand times off, without a word.
@@ -97,7 +111,9 @@ def check_wavelength_unit(wavelengths, units, where) -> None:
     Args:
         wavelengths: band centres in ``units``, or None (nothing to check).
         units: their unit as the file states it (any spelling `unit_name` knows).
-        where: the file that states them (ENVI header, wavelength file), for the message.
+        where: what states them (ENVI header, wavelength file, a DataArray's
+            coordinate), for the message.
+        remedy: what the message tells the user to do (default: a file's).
 
     Raises:
         ValueError: naming ``where``, the values' range, the stated and the likely unit.
@@ -114,8 +130,7 @@ def check_wavelength_unit(wavelengths, units, where) -> None:
     if (below is not None and hi < below) or (above is not None and lo > above):
         raise ValueError(
             f"{where} gives band centres {lo:g} to {hi:g} in {units}, which no reflectance "
-            f"spectrometer measures: they look like {likely}; correct the wavelength unit "
-            "(ENVI: wavelength units) or give the wavelengths with --wavelengths-from"
+            f"spectrometer measures: they look like {likely}; {remedy}"
         )
 
 
