@@ -373,11 +373,57 @@ def test_order_of_free_parameters_does_not_matter(solver):
     )
 
 
-def test_jax_fit_in_float32(monkeypatch):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_jax_start_on_the_device_is_the_host_start(dtype):
+    """The JAX solver's starting w, found on the device (`albedo_start_jax`), is the
+    host's median of `invert`'s per-observation w (`albedo_start`) to the bit: with
+    observations missing, a pixel with none, a band none of whose observations is
+    reachable (0.5 there)."""
+    import jax.numpy as jnp
+
+    from lumaxlike._inverse.albedo.invert import albedo_bounds
+    from lumaxlike._inverse.fit.arguments import ALBEDO_START_TOL, albedo_start
+    from lumaxlike._inverse.fit.jax_start import albedo_start_jax
+    from lumaxlike._model.forward import precision_scope
+
+    refl, geometry, _, rng = scene(20, 3, 12, seed=2)
+    refl = (refl + rng.normal(0.0, 3e-3, refl.shape)).astype(dtype)
+    refl[0] = np.nan
+    refl[1, 0, :5] = np.nan
+    refl[2, 1] = 5.0
+    geometry = [np.broadcast_to(g, (20, 12, 3)).astype(dtype) for g in geometry]
+    params, bounds = start_for(("w", "b", "c")), (dtype(0.001), dtype(0.95))
+    host = albedo_start(refl, geometry, params, "jax", *bounds)
+    with precision_scope(np.empty(0, dtype)):
+        arrays = (jnp.asarray(a) for a in (refl, *geometry))
+        start = jnp.zeros((20, 3, 3), dtype)
+        tol, w_bounds = ALBEDO_START_TOL, albedo_bounds(dtype)
+        found = albedo_start_jax(start, 1, *arrays, params, *bounds, 50, tol, w_bounds)
+    found = np.asarray(found)
+    assert found.dtype == dtype
+    np.testing.assert_array_equal(found[..., 1], host.astype(dtype))
+    np.testing.assert_array_equal(found[..., [0, 2]], 0.0)  # the other columns kept
+    assert np.all(host[0] == 0.5) and host[2, 1] == 0.5 and 0.001 < host[1, 0] < 0.95
+
+
+@pytest.mark.parametrize(
+    ("on_accelerator", "round_programs"),
+    [(False, {"_refill_rounds": 1, "_lm_round_of": 1}), (True, {"_lm_round_of": 2})],
+)
+def test_jax_fit_in_float32(monkeypatch, on_accelerator, round_programs):
     """float32 data: the model's derivative program is traced and evaluated in float32.
     The solver's programs are compiled ahead (`solve_fit_jax_ahead`, side by side while
     the starting w is found) with the shapes of its calls: no call compiles or loads
-    one itself, but fit's starting w (`invert`'s program)."""
+    one itself, but a CPU's starting w (`invert`'s program). With a CPU's choices and an
+    accelerator's (the lockstep schedule, its round and its tail's, and the starting w
+    found on the device, `albedo_start_jax`, compiled ahead)."""
+    from lumaxlike._inverse.fit import fit as fit_module
+    from lumaxlike._inverse.fit import jax_solver
+    from lumaxlike._inverse.fit.refill import default_schedule
+
+    schedule = default_schedule(on_cpu=not on_accelerator)
+    monkeypatch.setattr(jax_solver, "default_schedule", lambda on_cpu: schedule)
+    monkeypatch.setattr(fit_module, "_on_accelerator", lambda: on_accelerator)
     monkeypatch.setattr(jax_executables, "_memory", {})  # this process's programs: none
     monkeypatch.setattr(jax_executables, "fetched_by", collections.Counter())
     refl, geometry, w_true, _ = scene(40, 3, 12, seed=2)
@@ -391,9 +437,12 @@ def test_jax_fit_in_float32(monkeypatch):
         chunk_size=CHUNK,
     )
     fetched = jax_executables.fetched_by
-    assert {name for name, by in fetched if by == "call"} == {"solve_albedo_jax"}
-    for name in ("_fit_setup", "_refill_rounds", "_lm_round_of"):
-        assert fetched[name, "ahead"] == 1
+    called = set() if on_accelerator else {"solve_albedo_jax"}
+    assert {name for name, by in fetched if by == "call"} == called
+    expected = {"_fit_setup": 1, "_refill_rounds": 0, **round_programs}
+    expected["albedo_start_jax"] = int(on_accelerator)
+    for name, count in expected.items():
+        assert fetched[name, "ahead"] == count
     assert result["w"].dtype == np.float32
     assert result.counts()["CONVERGED"] >= 0.95 * refl.shape[0] * refl.shape[1]
     converged = result.status == Status.CONVERGED

@@ -126,7 +126,7 @@ def _stand_in_solver(need, max_steps, round_steps):
         progress_of=progress_of,
         gather=gather,
         rounds=rounds,
-        run_tail=lambda batch: stepped(batch, max_steps),
+        run_tail=lambda batch, steps=max_steps: stepped(batch, steps),
         scatter=scatter,
     )
 
@@ -156,8 +156,8 @@ def test_refilled_problems_take_their_own_steps(tail, round_steps):
 
 @pytest.fixture(scope="module")
 def refilled_and_not():
-    """A noisy (w, b, c) fit (problems need ~4 to max_iter steps) stepped whole and
-    through a refilled batch of 96 slots of its 512 problems (a batch size used nowhere
+    """A noisy (w, b, c) fit (problems need ~4 to max_iter steps) stepped whole, in
+    lockstep with a tail of 64, and through a refilled batch of 96 slots of its 512 problems (a batch size used nowhere
     else, so its round program is traced here), max_iter 12: some problems stop there,
     several after entering the batch late. Every solve's raw outputs,
     the refilled solves' round sizes and the round programs traced."""
@@ -170,11 +170,14 @@ def refilled_and_not():
         if event == "/jax/core/compile/jaxpr_trace_duration":
             traced.append(kwargs.get("fun_name"))
 
-    for schedule in ("whole", "refill"):
+    for schedule in ("whole", "refill", "lockstep"):
         outputs[schedule] = []
 
         def solve(*args, _schedule=schedule, **kwargs):
-            extra = {"refill_sizes": (96, None), "sizes": sizes} if _schedule == "refill" else {}
+            extra = {
+                "refill": {"refill_sizes": (96, None), "sizes": sizes},
+                "lockstep": {"refill_sizes": (96, 64)},  # a tail of 64
+            }.get(_schedule, {})
             solved = jax_solver.solve_fit_jax(*args, schedule=_schedule, **extra, **kwargs)
             outputs[_schedule].append(solved)
             return solved
@@ -205,6 +208,43 @@ def test_refill_takes_the_same_steps(refilled_and_not):
     assert set(sizes) == {96}
     for name in ("values", "status", "iterations", "cost", "jtj"):
         np.testing.assert_array_equal(np.asarray(refilled[name]), np.asarray(whole[name]))
+
+
+def test_lockstep_takes_the_same_steps(refilled_and_not):
+    outputs, _, _ = refilled_and_not
+    whole, lockstep = outputs["whole"][0], outputs["lockstep"][0]
+    # problems left after the first lockstep round: the tail took them
+    assert np.sum(np.asarray(whole["iterations"]) >= refill.LOCKSTEP_STEPS) > 0
+    for name in ("values", "status", "iterations", "cost", "jtj"):
+        np.testing.assert_array_equal(np.asarray(lockstep[name]), np.asarray(whole[name]))
+
+
+@pytest.mark.parametrize("tail", [4, 40])
+def test_lockstep_problems_take_their_own_steps(tail):
+    """In lockstep, the whole chunk goes on in rounds while more than `tail` problems
+    are left; then they finish in the tail, each with its own steps."""
+    need = np.random.default_rng(3).integers(0, 25, 60).astype(np.int32)
+    max_steps, round_steps, sizes = 10, 3, []
+    solver = _stand_in_solver(need, max_steps, round_steps)
+    del solver["rounds"]
+    results = refill.run_lockstep(
+        **solver,
+        run_round=lambda batch: solver["run_tail"](batch, round_steps),
+        n_problems=need.size,
+        max_steps=max_steps,
+        tail=tail,
+        sizes=sizes,
+    )
+    np.testing.assert_array_equal(results["iterations"], np.minimum(need, max_steps))
+    np.testing.assert_array_equal(results["converged"], need <= max_steps)
+    expected = []  # whole rounds until none or at most `tail` are left, then the tail
+    for k in range(1, max_steps):
+        expected.append(need.size)
+        left = np.sum(np.minimum(need, max_steps) > k * round_steps)
+        if left <= tail:
+            expected += [tail] if left else []
+            break
+    assert sizes == expected and len(expected) >= 2
 
 
 def test_refill_compiles_one_program_for_its_rounds(refilled_and_not):

@@ -216,15 +216,20 @@ def checked_starts(start, free, shared, params, pixel_shape, n_bands, lower, upp
     return checked
 
 
+# the starting w's tolerance: a start needs no more than ~1e-6 (the fit's first step does better)
+ALBEDO_START_TOL = 1e-6
+
+
 def albedo_start(refl, geometry, params, solver, lower, upper):
     """Median over observations of w from each observation alone (`invert`).
 
     refl: (pixels, bands, observations); geometry: (pixels, observations, 3) each.
     """
     per_observation = np.moveaxis(refl, -1, 1)  # (pixels, observations, bands)
-    # a start needs no more than ~1e-6 (the fit's first step does better)
     to_sun, to_sensor, normal = geometry
-    single = invert(per_observation, to_sun, to_sensor, normal, params, solver=solver, tol=1e-6)
+    single = invert(
+        per_observation, to_sun, to_sensor, normal, params, solver=solver, tol=ALBEDO_START_TOL
+    )
     w = np.sort(np.where(single.status == Status.CONVERGED, single.w, np.nan), axis=1)  # NaN last
     n_solved = np.sum(np.isfinite(w), axis=1, keepdims=True)
     low = np.take_along_axis(w, np.maximum(n_solved - 1, 0) // 2, axis=1)[:, 0]

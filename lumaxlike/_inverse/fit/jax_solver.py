@@ -6,13 +6,14 @@ one JVP per free parameter, through the model's analytic `custom_jvp` rule for w
 autodiff for the others, the same program numba's `fit` compiles), evaluated in parts
 (`jaxpr_split`) so that what depends on the geometry and the fixed parameters alone is
 computed once per chunk and the work the columns share once per step. Multi-parameter
-fits converge less uniformly (median ~6 steps, a few need `max_iter`): `solve_fit_jax`
-runs rounds of a few steps over a batch of fixed slots, refilled on the device between
-rounds with the chunk's waiting problems as others finish (`refill`; compacting the
-unconverged problems into smaller batches, `compaction.run_compacted`, is kept as an
-alternative). Chunks have one fixed shape (the last is padded), so each (chunk shape,
-dtype, model configuration) compiles once: the batch's rounds with their refills, and
-the tail's round.
+fits converge less uniformly (median ~6 steps, a few need `max_iter`): on a CPU
+`solve_fit_jax` runs rounds of a few steps over a batch of fixed slots, refilled on the
+device between rounds with the chunk's waiting problems as others finish; on an
+accelerator it steps the whole chunk in rounds until only a tail is left (`refill`;
+compacting the unconverged problems into smaller batches, `compaction.run_compacted`,
+is kept as an alternative). Chunks have one fixed shape (the last is padded), so each
+(chunk shape, dtype, model configuration) compiles once: the batch's rounds (with their
+refills on a CPU), and the tail's round.
 Measured rates: README.md, `benchmarks/results/`.
 """
 
@@ -37,7 +38,14 @@ from ..albedo import rules as albedo_rules
 from ..elementwise_lm import ElementwiseLevenbergMarquardt, stacked
 from ..ordered_sums import sum_last
 from .compaction import ACCELERATOR_BUCKET_BASE, BUCKET_BASE, run_compacted
-from .refill import default_sizes, refilled_rounds, run_refilled
+from .refill import (
+    LOCKSTEP_STEPS,
+    default_schedule,
+    default_sizes,
+    refilled_rounds,
+    run_lockstep,
+    run_refilled,
+)
 from .residual_columns import residuals_and_columns
 
 __all__ = ["solve_fit_jax", "solve_fit_jax_ahead"]
@@ -253,7 +261,7 @@ def solve_fit_jax(
     tol,
     key,
     *,
-    schedule="refill",
+    schedule=None,
     sizes=None,
     refill_sizes=None,
 ):
@@ -284,13 +292,16 @@ def solve_fit_jax(
             observations a problem needs (else TOO_FEW_OBSERVATIONS; a problem using an
             observation whose geometry is not valid is INVALID_GEOMETRY); max_iter,
             tol; key: the model configuration (static).
-        schedule: "refill", "compact" (the unconverged problems gathered into smaller
-            batches between rounds, `compaction.run_compacted`) or "whole" (the whole
-            chunk stepped until its slowest problem is done): the same results.
+        schedule: "refill", "lockstep" (the whole chunk stepped in rounds of
+            `refill.LOCKSTEP_STEPS` until at most the tail's problems are left, which go
+            on in the tail, `refill.run_lockstep`), "compact" (the unconverged problems
+            gathered into smaller batches between rounds, `compaction.run_compacted`) or
+            "whole" (the whole chunk stepped until its slowest problem is done): the same
+            results. None: `refill.default_schedule` for JAX's default device.
         sizes: if a list, the batch size (problems) of every round is appended to it.
         refill_sizes: (slots, tail), "refill"'s batch size and tail size
-            (`refill.run_refilled`; a tail of None or at least the slots: none); None:
-            `refill.default_sizes` for JAX's default device.
+            (`refill.run_refilled`; a tail of None or at least the slots: none) and
+            "lockstep"'s tail; None: `refill.default_sizes` for JAX's default device.
     Returns:
         dict of jax arrays: values (pixels, bands, p), status int8, iterations int32,
         cost (sum of squared residuals), jtj (pixels, bands, p, p) at the solution.
@@ -347,9 +358,21 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, refill_sizes, n_pro
 
     on_cpu = jax.devices()[0].platform == "cpu"
     steps_needed = max_iter + 1  # a problem's first step evaluates it at its start
+    limit = np.int32(max_iter)
+    schedule = default_schedule(on_cpu) if schedule is None else schedule
+    slots, tail, steps = _refill_sizes(refill_sizes, on_cpu)
+    drivers = dict(gather=_gather, scatter=scatter, n_problems=n_problems, sizes=sizes)
+    drivers.update(run_tail=lambda batch: run_round(batch, steps_needed, limit)[:2])
+    if schedule == "lockstep":
+        return run_lockstep(
+            chunk,
+            progress_of=_progress_on_host,
+            run_round=lambda batch: run_round(batch, LOCKSTEP_STEPS, limit)[:2],
+            max_steps=max_iter,
+            tail=_lockstep_tail(tail, on_cpu, n_problems),
+            **drivers,
+        )
     if schedule == "refill":
-        slots, tail, steps = _refill_sizes(refill_sizes, on_cpu)
-        limit = np.int32(max_iter)
         fixed = dict(
             solver=tuple(solver[k] for k in ("unit", "tol", "lower", "upper")),
             limit=limit,
@@ -360,14 +383,10 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, refill_sizes, n_pro
         return run_refilled(
             chunk,
             progress_of=_progress_on_host,
-            gather=_gather,
             rounds=lambda *loop: _refill_rounds(loop, **fixed),
-            run_tail=lambda batch: run_round(batch, steps_needed, limit)[:2],
-            scatter=scatter,
-            n_problems=n_problems,
             slots=slots,
             tail=tail,
-            sizes=sizes,
+            **drivers,
         )
     return run_compacted(
         chunk,
@@ -381,6 +400,12 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, refill_sizes, n_pro
         sizes=sizes,
         bucket_base=BUCKET_BASE if on_cpu else ACCELERATOR_BUCKET_BASE,
     )
+
+
+def _lockstep_tail(tail: int | None, on_cpu: bool, n_problems: int) -> int:
+    """The "lockstep" schedule's tail: `tail` (None: the device's default), at most the
+    chunk's problems."""
+    return min(default_sizes(on_cpu)[1] if tail is None else tail, n_problems)
 
 
 def _refill_sizes(refill_sizes, on_cpu: bool) -> tuple[int, int | None, int]:
@@ -421,22 +446,48 @@ def solve_fit_jax_ahead(
     status, active, start, state, inputs = _fit_setup.ahead(*setup)
     chunk = (start, state, inputs)
     n_problems = math.prod(status.shape)
-    slots, tail, steps = _refill_sizes(None, jax.devices()[0].platform == "cpu")
-    size = min(slots, n_problems)
-    results = _all_results.ahead(chunk)
-    batch = _gather.ahead(chunk, np.zeros(size, np.intp), np.zeros(size, bool))
-    limit, small = np.int32(max_iter), np.int32(0)
-    loop = (batch, np.zeros(size, np.int32), results, chunk, np.zeros(n_problems, np.int32))
-    batch, _, results, *_ = _refill_rounds.ahead(
-        (*loop, small, small, small), (unit, tol, lower, upper), limit, steps, free_index, key
-    )
-    last_size = size  # the slots of the batch written last: the tail's where there is one
-    if tail is not None and tail < size:
-        last_size = tail
-        batch = _gather.ahead(batch, np.zeros(tail, np.intp), np.zeros(tail, bool))
-        y, state, inputs = batch
-        _lm_round.ahead(
-            y, inputs, state, unit, max_iter + 1, limit, tol, lower, upper, free_index, key
+    on_cpu = jax.devices()[0].platform == "cpu"
+    slots, tail, steps = _refill_sizes(None, on_cpu)
+    limit = np.int32(max_iter)
+    solver = (unit, tol, lower, upper)
+    if default_schedule(on_cpu) == "lockstep":
+        results, batch, last_size = _lockstep_ahead(chunk, solver, limit, free_index, key, on_cpu)
+    else:
+        size = min(slots, n_problems)
+        results = _all_results.ahead(chunk)
+        batch = _gather.ahead(chunk, np.zeros(size, np.intp), np.zeros(size, bool))
+        small = np.int32(0)
+        loop = (batch, np.zeros(size, np.int32), results, chunk, np.zeros(n_problems, np.int32))
+        batch, _, results, *_ = _refill_rounds.ahead(
+            (*loop, small, small, small), solver, limit, steps, free_index, key
         )
+        last_size = size  # the slots of the batch written last: the tail's where there is one
+        if tail is not None and tail < size:
+            last_size = tail
+            batch = _tail_ahead(batch, tail, solver, limit, free_index, key)
     _scatter.ahead(results, batch, np.zeros(last_size, np.int32))
     _fit_outputs.ahead(status, active, results, shape=tuple(refl.shape[:2]))
+
+
+def _lockstep_ahead(chunk, solver, limit, free_index, key, on_cpu):
+    """`solve_fit_jax_ahead`'s programs of the "lockstep" schedule: (results, the tail's
+    batch, its slots)."""
+    unit, tol, lower, upper = solver
+    y, state, inputs = chunk
+    y, state, _, _ = _lm_round.ahead(
+        y, inputs, state, unit, LOCKSTEP_STEPS, limit, tol, lower, upper, free_index, key
+    )
+    chunk = (y, state, inputs)
+    n_problems = y.shape[0]
+    tail = _lockstep_tail(None, on_cpu, n_problems)
+    return _all_results.ahead(chunk), _tail_ahead(chunk, tail, solver, limit, free_index, key), tail
+
+
+def _tail_ahead(batch, tail, solver, limit, free_index, key):
+    """The tail's gather and round compiled ahead; returns the tail's batch (shapes)."""
+    unit, tol, lower, upper = solver
+    y, state, inputs = _gather.ahead(batch, np.zeros(tail, np.intp), np.zeros(tail, bool))
+    _lm_round.ahead(
+        y, inputs, state, unit, int(limit) + 1, limit, tol, lower, upper, free_index, key
+    )
+    return y, state, inputs

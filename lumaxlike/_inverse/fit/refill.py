@@ -1,5 +1,7 @@
-"""`fit`'s refill schedule: a chunk's problems through one batch of fixed slots, the
-slots refilled on the device between rounds, so the host waits once per chunk.
+"""`fit`'s schedules for a chunk's problems: on a CPU, one batch of fixed slots refilled
+on the device between rounds, so the host waits once per chunk (`run_refilled`); on an
+accelerator, the whole chunk stepped together in rounds until only a tail is left
+(`run_lockstep`).
 
 A chunk's problems converge unevenly (most in 3-5 Levenberg-Marquardt steps, a few at
 `max_iter`). The chunk's unconverged problems are a queue; a batch of `slots` slots runs
@@ -11,6 +13,13 @@ results and given the next queued problems at their start. Rounds and refills ar
 queue is empty and at most `tail` problems are left, the host gathers them into a batch
 of `tail` slots, which runs to its end in one round (a second program): without it the
 last problems, up to `max_iter` steps long, would step the whole batch.
+
+On a TPU v5e stepping a problem that has converged costs less than moving it: a step of
+65 536 problems took 1.07 ms and one of 16 384 0.30 ms, while the refill's writes and
+takes (a scatter and a gather of the solver's state a round) made the refilled rounds of
+bench_accelerator's fit row take 39 ms a chunk for ~6 ms of steps. There the whole chunk
+runs rounds of `LOCKSTEP_STEPS` (one program, no gather) until at most `tail` problems
+are left, which go on in the tail as above (docs/benchmarks.md).
 
 Each problem takes its own steps, from its start, however late it enters: its result is
 the one of the whole chunk stepped together, to the bit where the step's arithmetic does
@@ -29,7 +38,7 @@ import numpy as np
 
 from .compaction import ROUND_STEPS, SMALLEST_BUCKET
 
-__all__ = ["default_sizes", "refilled_rounds", "run_refilled"]
+__all__ = ["default_schedule", "default_sizes", "refilled_rounds", "run_lockstep", "run_refilled"]
 
 # `run_refilled`'s batch (problems; at most the chunk's) and its tail. On 2 CPU cores, a
 # chunk of 8192 problems (bench_fit's scene, 4 free): slots 1024-2048 with a tail of 128
@@ -48,6 +57,19 @@ ACCELERATOR_REFILL_TAIL = 1024
 # 99th percentile) ran bench_accelerator's fit row (1 M problems) in 2.26 s warm on a
 # TPU v5e against 2.93 s for rounds of 3, in one run (docs/benchmarks.md).
 ACCELERATOR_ROUND_STEPS = 5
+# `run_lockstep`'s round (the schedule on an accelerator), the first step evaluating each
+# problem at its start. bench_accelerator's fit row (1 M problems; 99.8 % converge within
+# 6 steps) on a TPU v5e, warm s in one run: refill 1.84; lockstep 6 steps with a tail of
+# 1024 1.25, of 512 1.24, of 2048 1.25; 5 steps 1.21, 8 steps 1.27 (docs/benchmarks.md).
+# 6 rather than 5: after 5 steps ~1.3 % of the scene's problems are left, near the tail.
+LOCKSTEP_STEPS = 6
+
+
+def default_schedule(on_cpu: bool) -> str:
+    """`fit`'s JAX schedule: "refill" (`run_refilled`) on a CPU, where a converged problem
+    stepped with the others costs as much as an unconverged one, "lockstep"
+    (`run_lockstep`) on an accelerator."""
+    return "refill" if on_cpu else "lockstep"
 
 
 def default_sizes(on_cpu: bool) -> tuple[int, int, int]:
@@ -199,6 +221,51 @@ def refilled_rounds(
 
     start = (batch, origin, results, entered, jnp.asarray(True), jnp.int32(0))
     return jax.lax.while_loop(going, one_round, start)
+
+
+def run_lockstep(
+    chunk: Any,
+    progress_of: Callable[[Any], tuple],
+    run_round: Callable,
+    gather: Callable,
+    run_tail: Callable,
+    scatter: Callable,
+    n_problems: int,
+    max_steps: int,
+    tail: int,
+    sizes: list | None = None,
+):
+    """Solve a chunk's problems by stepping the whole chunk together, a round of a few
+    steps at a time, until at most `tail` problems are left, which go on in a batch of
+    `tail` slots to their end (`fit`'s schedule on an accelerator, where a step of the
+    whole chunk costs little more than one of a batch and each gather or scatter of
+    problems costs milliseconds).
+
+    Args:
+        chunk, progress_of, gather, run_tail, scatter, n_problems, sizes: as
+            `run_refilled`'s.
+        run_round: batch -> (batch, ok): one round of the whole chunk.
+        max_steps: the most steps of a problem (a problem that took them is done).
+        tail: the tail's slots.
+    Returns:
+        results as `scatter` builds them: every problem's final state.
+    """
+    while True:
+        if sizes is not None:
+            sizes.append(n_problems)
+        chunk, ok = run_round(chunk)
+        converged, iterations = progress_of(chunk)
+        left = np.flatnonzero(~(np.asarray(converged) | (np.asarray(iterations) >= max_steps)))
+        if left.size == 0 or not bool(ok):
+            return scatter(None, chunk, None)
+        if left.size <= tail:
+            break
+    results = scatter(None, chunk, None)
+    picked, padding = _packed(left, tail)
+    batch, _ = run_tail(gather(chunk, picked, padding))
+    if sizes is not None:
+        sizes.append(tail)
+    return scatter(results, batch, np.where(padding, n_problems, picked).astype(np.int32))
 
 
 def _packed(indices, size):
