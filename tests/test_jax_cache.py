@@ -8,6 +8,7 @@ The process cases run fresh processes (the caches load in a new process) on a ti
 `invert` with solver="jax", whose solver program compiles in ~0.5-2 s."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -206,6 +207,10 @@ def test_programs_not_stored_on_the_cpu_are_kept_in_the_process(tmp_path, monkey
     monkeypatch.setattr(
         jax_executables, "store_events", dict.fromkeys(["loaded", "written", "compiled"], 0)
     )
+    # JAX's cache never takes the CPU's compile (it would if that took over 0.05 s, as on
+    # a loaded machine: the accelerator's compile would then load it, and a program JAX
+    # loaded is never stored)
+    monkeypatch.setattr(jax_cache, "MIN_COMPILE_SECONDS", math.inf)
 
     @jax_executables.stored_jit(store_on_cpu=False)
     def program(x):
