@@ -10,12 +10,8 @@ from dataclasses import dataclass
 
 import rasterio
 
-from .._io.missions.product_cube import (
-    ProductCube,
-    product_geometry,
-    product_options,
-    recorded_geometry,
-)
+from .._io.missions.product_cube import ProductCube, product_options
+from .._io.missions.product_geometry import product_geometry, recorded_geometry
 from .._io.read.raster import GDAL_CACHE_BYTES
 from .._options import ProductOptions
 
@@ -60,7 +56,7 @@ def open_product(
     check_values: bool = True,
 ) -> Iterator[OpenedProduct]:
     """Open ``cube_path`` as a product, under GDAL's block cache for the run, and resolve
-    its geometry and REFF incidence (`lumaxlike._io.missions.product_cube.product_geometry`).
+    its geometry and REFF incidence (`lumaxlike._io.missions.product_geometry.product_geometry`).
     ``bad_bands``, ``check_values``: as `ProductCube` takes them (``"exclude"`` for a run
     whose maps are not per band). ``with_geometry`` False: no geometry resolved (none
     required; an operation on the values alone), the geometry and REFF incidence None.

@@ -140,7 +140,7 @@ def _implied_units(cube_path, quantity) -> str:
     file tags its values 1/sr (a `normalize_file` output of an r cube), else radf. A
     file tagged r or radiance, which the quantity contradicts, is refused in the words
     of ``quantity`` (`ProductCube` would cite units the caller never gave)."""
-    from .._io.missions.product_cube import R_UNIT_TAGS
+    from .._io.missions.value_checks import R_UNIT_TAGS, radiance_unit
     from .._io.read.raster import CubeReader
 
     try:
@@ -157,7 +157,7 @@ def _implied_units(cube_path, quantity) -> str:
                 "r), or correct the tag"
             )
         return "r" if quantity not in _REFLECTANCE_UNITS else quantity
-    if "w" in text and "sr" in text:  # W m-2 um-1 sr-1: radiance, as `check_unit_tag` reads it
+    if radiance_unit(tag):  # W m-2 um-1 sr-1, as `check_unit_tag` reads it
         raise ValueError(
             f"{cube_path} tags its values units = {tag!r} (radiance), which contradicts "
             f"quantity={quantity!r}: give units='radiance' (--units radiance) and "

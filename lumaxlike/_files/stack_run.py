@@ -25,13 +25,10 @@ import numpy as np
 import rasterio
 
 from .._compat.xla_log import without_slow_compile_banner
-from .._io.missions.product_cube import (
-    ProductCube,
-    check_reff_incidence,
-    check_unit_tag,
-    product_options,
-)
+from .._io.missions.product_cube import ProductCube, product_options
+from .._io.missions.product_geometry import check_reff_incidence
 from .._io.missions.products import refuse_normalised
+from .._io.missions.value_checks import check_unit_tag
 from .._io.read.geometry_rasters import GeometryReader
 from .._io.read.raster import GDAL_CACHE_BYTES, CubeReader, check_aligned
 from .._io.write.layout import FieldLayout

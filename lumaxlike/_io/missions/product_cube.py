@@ -9,7 +9,7 @@ before any work:
   holds radiance, or whose values no reflectance of that unit takes (median above 1.5 I/F
   or 99th percentile above 20 I/F, or a negative median), naming the file and the likely
   unit; and refuses ``radiance`` for a product whose label says it holds I/F, and any
-  ``units`` that contradict the file's own ``units`` tag (`check_unit_tag`: 1/sr is r);
+  ``units`` that contradict the file's own ``units`` tag (`value_checks`: 1/sr is r);
 - with ``units="radiance"`` converts to I/F = pi L d^2 / F (`lumaxlike._io.read.radiance`);
 - finds bad bands (ENVI ``bbl`` = 0: not solved, status ``BAD_BAND``, or left out of the
   bands read with ``bad_bands="exclude"``, as unmixing does: its maps are per endmember)
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 
 import numpy as np
 
@@ -33,15 +32,16 @@ from ..read.radiance import band_irradiance, load_solar_spectrum, sun_distance_a
 from ..read.raster import CubeReader
 from ..read.spectral_metadata import check_wavelength_unit, read_wavelength_file, to_micrometers
 from .products import recognise
+from .value_checks import (
+    IF_HIGH_LIMIT,
+    IF_MEDIAN_LIMIT,
+    check_reflectance_values,
+    check_unit_tag,
+    notice,
+    radiance_unit,
+)
 
-__all__ = [
-    "THERMAL_CHOICES",
-    "THERMAL_LIMIT_UM",
-    "ProductCube",
-    "check_reflectance_values",
-    "check_unit_tag",
-    "notice",
-]
+__all__ = ["THERMAL_CHOICES", "THERMAL_LIMIT_UM", "ProductCube", "product_options"]
 
 THERMAL_LIMIT_UM = 2.5
 """Band centres beyond this [um] carry thermal emission on the sunlit Moon (Clark et al.
@@ -49,83 +49,7 @@ THERMAL_LIMIT_UM = 2.5
 THERMAL_CHOICES = ("keep", "exclude")
 BAD_BAND_CHOICES = ("mark", "exclude")
 INPUT_UNITS = ("r", "radf", "reff", "radiance")
-#: I/F no surface reaches: a median above the first or a 99th percentile above the second
-IF_MEDIAN_LIMIT, IF_HIGH_LIMIT = 1.5, 20.0
 SAMPLE_ROWS = 16
-
-
-def notice(message: str) -> None:
-    """Tell the user something about the input, once, on stderr."""
-    print(f"lumaxlike: warning: {message}", file=sys.stderr, flush=True)
-
-
-#: unit tags of bidirectional reflectance r (spaces removed, lower case)
-R_UNIT_TAGS = ("1/sr", "sr-1", "sr^-1", "sr**-1", "/sr", "1/steradian", "steradian-1")
-
-
-def check_unit_tag(cube: CubeReader, units: str, path) -> None:
-    """Refuse ``units`` that contradict the unit the file tags its values with (see
-    `CubeReader.unit_tag`): a cube tagged 1/sr (r) given as radf, reff or radiance (a
-    factor pi or more off), or one tagged as radiance (W ... sr-1) given as reflectance.
-
-    Raises:
-        ValueError: naming the file, its tag and ``units``.
-    """
-    tag = cube.unit_tag()
-    text = str(tag or "").lower().replace(" ", "")
-    if text in R_UNIT_TAGS and units != "r":
-        raise ValueError(
-            f"{path} tags its values units = {tag!r} (bidirectional reflectance r), which "
-            f"contradicts --units {units} (units={units!r}): give --units r, or correct the tag"
-        )
-    if _radiance_unit(tag) and units != "radiance":
-        raise ValueError(
-            f"{path} tags its values units = {tag!r} (radiance), which contradicts --units "
-            f"{units} (units={units!r}): give --units radiance, or correct the tag"
-        )
-
-
-def _radiance_unit(unit) -> bool:
-    text = str(unit or "").upper().replace(" ", "")
-    return "W" in text and "SR" in text
-
-
-def check_reflectance_values(values, units: str, path) -> None:
-    """Refuse values that no reflectance in ``units`` takes (see the module docstring).
-
-    Args:
-        values: a sample of the cube [``units``], any shape; NaN ignored.
-        units: ``"r"``, ``"radf"`` or ``"reff"``.
-        path: the file, for the message.
-
-    Raises:
-        ValueError: naming ``path``, the statistics and the likely unit.
-    """
-    finite = np.asarray(values)[np.isfinite(values)]
-    if finite.size == 0:
-        return
-    scale = math.pi if units == "r" else 1.0  # to I/F
-    median, high = (
-        float(np.median(finite)) * scale,
-        float(np.percentile(finite, 99)) * scale,
-    )
-    if median < 0:
-        raise ValueError(
-            f"{path} declared as {units} has a negative median ({median / scale:g}): "
-            "not reflectance; check the file and --units"
-        )
-    if median > IF_MEDIAN_LIMIT or high > IF_HIGH_LIMIT:
-        integers = bool(np.all(finite == np.round(finite)))
-        likely = (
-            "raw counts (DN) or scaled integers"
-            if integers
-            else "radiance [W m^-2 um^-1 sr^-1] (then give --units radiance)"
-        )
-        raise ValueError(
-            f"{path} declared as {units} holds values no reflectance takes (median "
-            f"{median / scale:g}, 99th percentile {high / scale:g}; I/F rarely exceeds 1): "
-            f"it looks like {likely}"
-        )
 
 
 class ProductCube:
@@ -324,9 +248,9 @@ class ProductCube:
 
     def _check_declared(self, path, units, label, kind) -> None:
         unit = label.unit if label is not None else None
-        holds_radiance = _radiance_unit(unit) or (kind is not None and kind.holds == "radiance")
+        holds_radiance = radiance_unit(unit) or (kind is not None and kind.holds == "radiance")
         if units != "radiance" and holds_radiance:
-            what = f"UNIT = {unit!r}" if _radiance_unit(unit) else kind.name
+            what = f"UNIT = {unit!r}" if radiance_unit(unit) else kind.name
             raise ValueError(
                 f"{path} holds radiance ({what}), not {units}: give --units "
                 "radiance (units='radiance') with a solar spectrum, or the I/F product"
@@ -465,11 +389,6 @@ def _select_bands(info, keep):
     )
 
 
-REFF_INCIDENCES = ("local", "areoid")
-"""Which incidence a reflectance factor (REFF = I/F / cos i) was divided by: the local
-surface's (DTM facet) or the ellipsoid's (areoid, as CRISM's Lambert correction)."""
-
-
 def product_options(
     solar_spectrum=None,
     solar_distance=None,
@@ -483,76 +402,6 @@ def product_options(
         "wavelengths_from": wavelengths_from,
         "thermal_bands": thermal_bands,
     }
-
-
-def check_reff_incidence(units, reff_incidence, kind, path) -> str | None:
-    """The incidence REFF is divided by: ``reff_incidence``, or ``"local"`` by default;
-    for a CRISM product (whose Lambert correction used the areoid) it must be given.
-
-    Returns:
-        ``"local"`` or ``"areoid"`` for ``units="reff"``; None otherwise.
-
-    Raises:
-        ValueError: an unknown choice, or none for a CRISM cube in reff.
-    """
-    if reff_incidence is not None and reff_incidence not in REFF_INCIDENCES:
-        raise ValueError(f"reff_incidence={reff_incidence!r} is not 'local' or 'areoid'")
-    if units != "reff":
-        return None
-    if reff_incidence is None and kind is not None and kind.target == "MARS":
-        raise ValueError(
-            f"{path} ({kind.name}) given as reff: say which incidence it was "
-            "divided by, --reff-incidence areoid (CRISM's Lambert correction) "
-            "or local (reff_incidence=)"
-        )
-    return reff_incidence or "local"
-
-
-def product_geometry(
-    cube: ProductCube,
-    cube_path,
-    geometry,
-    dtm,
-    *,
-    units,
-    reff_incidence=None,
-    correction_undone=False,
-) -> tuple[object, str | None, dict]:
-    """The geometry, REFF incidence and provenance record of a file run on ``cube``.
-
-    Returns:
-        ``(geometry, reff_incidence, product_record)``: the geometry to read (the
-        standard-geometry mapping for a normalised product given none), the incidence
-        REFF is divided by (None unless ``units="reff"``) and `ProductCube.record`
-        with both choices added.
-
-    Raises:
-        ValueError: see `lumaxlike._io.missions.products.resolve_geometry` and
-            `check_reff_incidence`.
-    """
-    from .products import resolve_geometry, undoes_lambert
-
-    incidence = check_reff_incidence(units, reff_incidence, cube.kind, cube_path)
-    info = cube.info
-    geometry, chosen = resolve_geometry(
-        cube.kind,
-        cube_path,
-        geometry,
-        dtm,
-        (info.grid.height, info.grid.width),
-        correction_undone=correction_undone or undoes_lambert(cube.kind, units, incidence),
-    )
-    record = cube.record()
-    if chosen is not None:
-        record["geometry"] = chosen
-    if incidence is not None:
-        record["reff_incidence"] = incidence
-    return geometry, incidence, record
-
-
-def recorded_geometry(geometry, record: dict):
-    """The geometry input to record: None when it is a product's standard geometry."""
-    return None if record.get("geometry", {}).get("geometry") == "standard" else geometry
 
 
 def _label_record(label) -> dict:
