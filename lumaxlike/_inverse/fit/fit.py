@@ -409,11 +409,12 @@ def _solve_chunk_numba(s: _Settings, pieces, start):
 
 def _compile_ahead(s: _Settings, n_bands: int, n_obs: int) -> None:
     """Start compiling the JAX solver's programs at the chunk's shape
-    (`solve_fit_jax_ahead`), side by side on worker threads, while the first chunk's
-    starting w is found; then numba's covariance kernel, which the first chunk's results
-    need (~3 s on a TPU v5e's host, on the calling thread while XLA compiles). (The
-    starting w's program compiled ahead too measured no faster: 25.6 s of compile on a
-    TPU v5e against 24.3, 15.3-15.5 s first call on 2 CPU cores against 15.2-17.7.)"""
+    (`solve_fit_jax_ahead`), side by side on worker threads, and on an accelerator the
+    starting w's (`albedo_start_jax`) first; then numba's covariance kernel, which the
+    first chunk's results need (~3 s on a TPU v5e's host, on the calling thread while XLA
+    compiles). On a CPU the starting w (`invert`'s program) compiles at the first chunk,
+    while the others compile (compiling it ahead there measured no faster: 15.3-15.5 s
+    first call on 2 CPU cores against 15.2-17.7)."""
 
     def chunk_of(*shape):
         return jax.ShapeDtypeStruct((s.chunk, *shape), s.dtype)
