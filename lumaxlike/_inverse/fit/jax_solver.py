@@ -447,12 +447,12 @@ def solve_fit_jax_ahead(
     chunk = (start, state, inputs)
     n_problems = math.prod(status.shape)
     on_cpu = jax.devices()[0].platform == "cpu"
-    slots, tail, steps = _refill_sizes(None, on_cpu)
     limit = np.int32(max_iter)
     solver = (unit, tol, lower, upper)
     if default_schedule(on_cpu) == "lockstep":
         results, batch, last_size = _lockstep_ahead(chunk, solver, limit, free_index, key, on_cpu)
     else:
+        slots, tail, steps = _refill_sizes(None, on_cpu)
         size = min(slots, n_problems)
         results = _all_results.ahead(chunk)
         batch = _gather.ahead(chunk, np.zeros(size, np.intp), np.zeros(size, bool))

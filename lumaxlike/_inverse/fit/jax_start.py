@@ -64,8 +64,10 @@ def _median_over_observations(w):
     """The median over axis 1 of (pixels, observations, bands) w, NaN left out: the mean
     of the two middle values in sorted order (the middle one for an odd count), 0.5
     where all are NaN. Each value's place in the sorted order is counted by comparisons
-    (ties in observation order) rather than sorted: the same values as a sort's, and
-    XLA compiles comparisons for a TPU in a fraction of a sort's time."""
+    (ties in observation order) rather than sorted, with no gather: the same values as
+    a sort's. Measured with `jnp.sort` and `take_along_axis` instead: the program's
+    compile on a TPU v5e 16.9 s against 15.7 s, a call on 2 CPU cores (2048 pixels x 16
+    bands x 16 observations) 73-87 ms against 51-59 ms."""
     n_obs = w.shape[1]
     finite = jnp.isfinite(w)
     n_solved = jnp.sum(finite, axis=1)  # (pixels, bands)
