@@ -37,21 +37,34 @@ def test_each_equation_runs_in_the_part_its_inputs_allow():
     np.testing.assert_allclose(program.lane(row, step), toy(0.1, 0.2, 0.3, 0.4), rtol=1e-15)
 
 
-def test_parts_run_under_vmap_and_jit_with_the_programs_values():
+def test_parts_run_on_arrays_as_under_vmap_with_the_programs_values():
     program = SplitProgram(jax.make_jaxpr(toy)(0.1, 0.2, 0.3, 0.4), unknown=[2, 3])
+    assert program.elementwise  # its primitives bound to whole arrays, no vmap
     rng = np.random.default_rng(0)
     x, y = rng.uniform(-1, 1, (2, 5, 7))  # 5 problems x 7 observations
     a, b = rng.uniform(-1, 1, (2, 5))
 
     @jax.jit
-    def split(x, y, a, b):
+    def on_arrays(x, y, a, b):
+        rows = program.known(x, y)
+        steps = program.step(a, b)
+        return program.lane(rows, [s[:, None] for s in steps])  # across observations
+
+    @jax.jit
+    def vmapped(x, y, a, b):
         rows = jax.vmap(jax.vmap(program.known))(x, y)
         steps = jax.vmap(program.step)(a, b)
         return jax.vmap(jax.vmap(program.lane, in_axes=(0, None)))(rows, steps)
 
     whole = jax.vmap(jax.vmap(toy, in_axes=(0, 0, None, None)))(x, y, a, b)
-    for got, expected in zip(split(x, y, a, b), whole):
+    for got, under_vmap, expected in zip(on_arrays(x, y, a, b), vmapped(x, y, a, b), whole):
+        assert got.shape == (5, 7)
+        np.testing.assert_array_equal(got, under_vmap)
         np.testing.assert_allclose(got, expected, rtol=1e-14)
+    # a scalar input is broadcast to the others' shape
+    np.testing.assert_array_equal(
+        program.known(x, 0.2)[0], program.known(x, np.full_like(x, 0.2))[0]
+    )
 
 
 @pytest.mark.parametrize("h_function", ["hapke2002", "exact"])
@@ -77,9 +90,11 @@ def test_model_columns_in_parts_equal_jax_derivatives_of_the_model(h_function):
         *(jnp.asarray(g) for g in random_geometry(30, rng))
     )
     known = [values[k] for k, name in enumerate(PARAMETER_NAMES) if name not in free]
-    rows = jax.jit(jax.vmap(lambda g: program.known(*known, *g)))(geometry)
+    # the exact H's terms are arrays (its quadrature): its program runs under vmap
+    assert program.elementwise == (h_function != "exact")
+    rows = jax.jit(lambda g: program.known(*known, *g))(geometry)
     step = jax.jit(program.step)(*(values[PARAMETER_NAMES.index(name)] for name in free))
-    r, *columns = jax.jit(jax.vmap(program.lane, in_axes=(0, None)))(rows, step)
+    r, *columns = jax.jit(program.lane)(rows, step)
 
     def reflectance(free_values, g):
         parameters = list(values)

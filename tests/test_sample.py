@@ -557,7 +557,8 @@ def test_interval_coverage_over_many_problems():
     bounds = {"w": (0.1, 0.9), "b": (0.1, 0.5)}
     geometry = multi_angle_geometry(n_pixels + 1, n_obs, rng)
     truth = {name: rng.uniform(*bounds[name], (n_pixels, n_bands)) for name in bounds}
-    refl = np.empty((n_pixels + 1, n_bands, n_obs))
+    # the last pixel has no finite observation (np.empty's leftovers could hold inf - inf)
+    refl = np.full((n_pixels + 1, n_bands, n_obs), np.nan)
     for k in range(n_bands):  # b varies per problem: one model per band and pixel
         for i in range(n_pixels):
             model = lumaxlike.HapkeParams(b=truth["b"][i, k], c=0.4)
@@ -568,7 +569,6 @@ def test_interval_coverage_over_many_problems():
             )[0, 0]
     sigma = 0.002
     refl += sigma * rng.standard_normal(refl.shape)
-    refl[n_pixels] = np.nan
     result = lumaxlike.sample(
         refl,
         *geometry,

@@ -18,7 +18,9 @@ per output. Here each part is its own set of arrays, so the caller can compute t
 once and keep the step values and the outputs as materialised arrays.
 
 The parts are evaluated by binding the jaxpr's own primitives (as `jax.core.eval_jaxpr`
-does), so they run under `jax.vmap` and `jax.jit`, on any shapes the program has. Calls
+does), under `jax.jit` and `jax.vmap`, on arrays of many elements at once (their
+shapes broadcast by NumPy's rules): an element-wise program's primitives are bound to the
+whole arrays, any other program runs under one `jax.vmap` per axis. Calls
 (`jit`, `custom_jvp_call`, ...) are inlined, identical equations kept once, equations of
 constants folded, and what no output needs dropped.
 """
@@ -28,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._compat.jax_internals import INLINED_CALLS, SHAPE_ONLY, Literal, called_jaxpr
@@ -57,10 +60,12 @@ class _Constant:
 
 
 def _flatten(closed_jaxpr):
-    """(inputs, equations, outputs) of `closed_jaxpr` with calls inlined, duplicate
-    equations merged and constant equations folded. An equation is (primitive, params,
-    operands, results); operands are `_Variable` or `_Constant`."""
+    """(inputs, equations, outputs, the names of the primitives kept that are not
+    element-wise) of `closed_jaxpr` with calls inlined, duplicate equations merged and
+    constant equations folded. An equation is (primitive, params, operands, results);
+    operands are `_Variable` or `_Constant`."""
     equations = []
+    not_elementwise: list[str] = []
     seen = {}
 
     def run(jaxpr, consts, arguments):
@@ -98,19 +103,52 @@ def _flatten(closed_jaxpr):
             if key not in seen:
                 seen[key] = [_Variable() for _ in eqn.outvars]
                 equations.append((eqn.primitive, eqn.params, operands, seen[key]))
+                if not _is_elementwise(eqn):
+                    not_elementwise.append(name)
             env.update(zip(eqn.outvars, seen[key]))
         return [read(v) for v in jaxpr.outvars]
 
     inputs = [_Variable() for _ in closed_jaxpr.jaxpr.invars]
     outputs = run(closed_jaxpr.jaxpr, closed_jaxpr.consts, inputs)
-    return inputs, equations, outputs
+    return inputs, equations, outputs, not_elementwise
+
+
+def _is_elementwise(eqn) -> bool:
+    """Whether an equation of a scalar program is one value per element of its operands:
+    scalars in and out, and no program of its own (a loop's or a branch's)."""
+    atoms = [*eqn.invars, *eqn.outvars]
+    if any(getattr(atom.aval, "shape", ()) != () for atom in atoms):
+        return False
+    return not any(
+        hasattr(value, "eqns") or hasattr(value, "jaxpr") for value in eqn.params.values()
+    )
 
 
 def _evaluate(equations, env):
+    """`env` (variable -> value) with the results of `equations`, bound in order."""
     for primitive, params, operands, results in equations:
         values = primitive.bind(
             *(a.value if isinstance(a, _Constant) else env[a] for a in operands), **params
         )
+        env.update(zip(results, values if primitive.multiple_results else [values]))
+    return env
+
+
+def _evaluate_elementwise(equations, env, shape):
+    """`_evaluate` of element-wise equations on arrays of one `shape`: every value of
+    `env` already that shape, each constant broadcast to it where used (once)."""
+    broadcast = {}
+
+    def operand(atom):
+        if not isinstance(atom, _Constant):
+            return env[atom]
+        key = atom.key()
+        if key not in broadcast:
+            broadcast[key] = jax.lax.broadcast_in_dim(atom.value, shape, ())
+        return broadcast[key]
+
+    for primitive, params, operands, results in equations:
+        values = primitive.bind(*(operand(a) for a in operands), **params)
         env.update(zip(results, values if primitive.multiple_results else [values]))
     return env
 
@@ -128,7 +166,8 @@ class SplitProgram:
     """
 
     def __init__(self, closed_jaxpr, unknown: Sequence[int]):
-        inputs, equations, self._outputs = _flatten(closed_jaxpr)
+        inputs, equations, self._outputs, not_elementwise = _flatten(closed_jaxpr)
+        self.elementwise = not not_elementwise
         unknown = sorted(set(unknown))
         self._unknown_inputs = [inputs[i] for i in unknown]
         self._known_inputs = [a for i, a in enumerate(inputs) if i not in unknown]
@@ -158,37 +197,43 @@ class SplitProgram:
             dict.fromkeys(a for a in lane_reads if a in late and a not in from_known)
         )
         self.n_row, self.n_step = len(self._row), len(self._step_values)
-        # the lane equations the first output alone needs (`lane_first`)
-        needed = {self._outputs[0]} if isinstance(self._outputs[0], _Variable) else set()
-        self._lane_first = []
-        for equation in reversed(self._lane):
-            if any(r in needed for r in equation[3]):
-                self._lane_first.append(equation)
-                needed.update(a for a in equation[2] if isinstance(a, _Variable))
-        self._lane_first.reverse()
 
     def known(self, *known_inputs) -> tuple:
         """The row (`n_row` values) from the known inputs, in the program's input order."""
-        env = _evaluate(self._known, dict(zip(self._known_inputs, known_inputs)))
-        return tuple(env[a] for a in self._row)
+        return self._run(self._known, self._known_inputs, known_inputs, self._row)
 
     def step(self, *unknown_inputs) -> tuple:
         """The step values (`n_step`) from the unknown inputs, in the program's input order."""
-        env = _evaluate(self._step, dict(zip(self._unknown_inputs, unknown_inputs)))
-        return tuple(env[a] for a in self._step_values)
+        return self._run(self._step, self._unknown_inputs, unknown_inputs, self._step_values)
 
     def lane(self, row: Sequence, step_values: Sequence) -> tuple:
         """The program's outputs from a row and the step values."""
-        env = dict(zip(self._row, row))
-        env.update(zip(self._step_values, step_values))
-        env = _evaluate(self._lane, env)
-        return tuple(a.value if isinstance(a, _Constant) else env[a] for a in self._outputs)
+        variables = [*self._row, *self._step_values]
+        return self._run(self._lane, variables, [*row, *step_values], self._outputs)
 
-    def lane_first(self, row: Sequence, step_values: Sequence):
-        """The program's first output alone, from a row and the step values (the lane
-        equations it needs: cheaper to trace than `lane`)."""
-        env = dict(zip(self._row, row))
-        env.update(zip(self._step_values, step_values))
-        env = _evaluate(self._lane_first, env)
-        first = self._outputs[0]
-        return first.value if isinstance(first, _Constant) else env[first]
+    def _run(self, equations, variables, values, wanted) -> tuple:
+        """The values of `wanted` once `equations` have run from `variables` = `values`:
+        arrays (or scalars) broadcast by NumPy's rules to one shape, the program run for
+        each of its elements. An element-wise program binds its primitives to the whole
+        arrays; any other runs under one `jax.vmap` per axis. The results are the
+        same, but each `jax.vmap` level handles every primitive again as it traces: on the
+        2-core VM, `fit`'s lockstep round (65 536 problems) traced in 0.13-0.20 s
+        element-wise against 0.28-0.38 s under the three levels it had (its compiled
+        program's results the same to the bit)."""
+        shape = np.broadcast_shapes(*(np.shape(v) for v in values))
+
+        def per_element(*values):
+            env = dict(zip(variables, values))
+            if shape and self.elementwise:
+                env = _evaluate_elementwise(equations, env, shape)
+            else:
+                env = _evaluate(equations, env)
+            return tuple(a.value if isinstance(a, _Constant) else env[a] for a in wanted)
+
+        values = [jnp.broadcast_to(v, shape) for v in values]
+        if self.elementwise:
+            results = per_element(*values)
+            return tuple(jnp.broadcast_to(r, shape) for r in results)
+        for _ in shape:
+            per_element = jax.vmap(per_element)
+        return per_element(*values)

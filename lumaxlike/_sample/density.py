@@ -35,7 +35,7 @@ def pixel_rows(program, to_sun, to_sensor, normal, fixed, free_index, key):
     equations = jax_equations_for(key)
     geometry = jax.vmap(equations.geometry_terms)(to_sun, to_sensor, normal)
     known = [fixed[k] for k in range(fixed.shape[0]) if k not in free_index]
-    return jax.vmap(lambda g: program.known(*known, *g))(geometry)
+    return program.known(*known, *geometry)
 
 
 def log_likelihood_for(free_index: tuple[int, ...], key):

@@ -4,7 +4,6 @@ density (whose gradient is the columns' sum against the residuals)."""
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from ..._model.columns_program import split_columns
@@ -13,7 +12,7 @@ from ..._params import PARAMETER_NAMES
 __all__ = ["residuals_and_columns"]
 
 
-def residuals_and_columns(y, args, free_index, key, with_columns=True):
+def residuals_and_columns(y, args, free_index, key):
     """r - r_obs and dr/d(free[j]) for free parameters y (problems..., p): the residuals
     (problems..., observations) and the p columns of the Jacobian (each that shape).
 
@@ -26,24 +25,17 @@ def residuals_and_columns(y, args, free_index, key, with_columns=True):
     stored. Otherwise XLA:CPU fuses the work they share into the loop of each of their
     consumers, and computes it again for every column and every parameter.
     An observation left out (`use` False) has a zero residual, and so a zero row of J.
-    `with_columns` False: the residuals alone (and no columns), from the lane equations
-    they need.
     """
     rows, refl, use, unit = args
     program = split_columns(tuple(PARAMETER_NAMES[k] for k in free_index), key, y.dtype)
-    step = program.step
-    lane = program.lane if with_columns else lambda *a: (program.lane_first(*a),)
-    lane = jax.vmap(lane, in_axes=(0, None))  # over observations
-    for _ in range(y.ndim - 1):
-        step = jax.vmap(step)
-        lane = jax.vmap(lane)
     by_position = sorted(
         range(len(free_index)), key=lambda j: free_index[j]
     )  # the program's input order
     step_values = [
         v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v
-        for v in step(*(y[..., j] for j in by_position))
+        for v in program.step(*(y[..., j] for j in by_position))
     ]
-    r, *columns = lane(rows, step_values)
+    # rows: problems..., observations; a step value, one per problem: across them
+    r, *columns = program.lane(rows, [v[..., None] for v in step_values])
     residual = jnp.where(use, r - refl, 0.0) / unit
     return residual, [jnp.where(use, column, 0.0) / unit for column in columns]

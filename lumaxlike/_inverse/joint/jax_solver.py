@@ -56,13 +56,12 @@ def _normal_equations(y, args, shape, free, key):
     )
     ordered = [per_band[name] for name in sorted(free, key=PARAMETER_NAMES.index)]
     step = [
-        v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v
-        for v in jax.vmap(jax.vmap(program.step))(*ordered)
+        v / unit if jnp.issubdtype(v.dtype, jnp.floating) else v for v in program.step(*ordered)
     ]
-    lane = jax.vmap(program.lane, in_axes=(0, None))  # over observations
-    lane = jax.vmap(lane, in_axes=(None, 0))  # over bands (one row per observation)
-    lane = jax.vmap(lane, in_axes=(0, 0))  # over problems
-    r, *columns = lane(rows, step)  # each (n, bands, observations)
+    # rows (n, observations), one per observation of every band; step values (n, bands)
+    r, *columns = program.lane(
+        [row[:, None, :] for row in rows], [v[..., None] for v in step]
+    )  # each (n, bands, observations)
     scale = weight[..., None]
     residual = jnp.where(use, (r - refl) * scale, 0.0) / unit
     columns = [jnp.where(use, column * scale, 0.0) / unit for column in columns]
@@ -252,7 +251,7 @@ def _problem_setup(refl, geometry, fixed, min_observations, free, key):
     equations = jax_equations_for(key)
     geometry = jax.vmap(jax.vmap(equations.geometry_terms))(*geometry)
     known = [fixed[k] for k in range(fixed.shape[0]) if k not in free_index]
-    rows = jax.vmap(jax.vmap(lambda g: program.known(*known, *g)))(geometry)
+    rows = program.known(*known, *geometry)
     use = jnp.isfinite(refl)
     invalid = jnp.any(use & ~geometry.valid[:, None, :], axis=(-2, -1))
     too_few = jnp.any(jnp.sum(use, axis=-1) < min_observations, axis=-1)
