@@ -10,6 +10,7 @@ The process cases run fresh processes (the caches load in a new process) on a ti
 import json
 import math
 import os
+import pickle
 import subprocess
 import sys
 import zlib
@@ -193,6 +194,19 @@ def test_a_damaged_stored_executable_is_compiled_again(tmp_path, monkeypatch):
     entry.write_bytes(entry.read_bytes()[:100])  # damaged: cut short
     assert call_in_scope() == {"loaded": 1, "written": 2, "compiled": 2}  # rewritten
     assert call_in_scope() == {"loaded": 2, "written": 2, "compiled": 2}
+
+    # through `ahead`: a stored entry's executable loads on a worker thread, and one that
+    # will not load there is compiled again at the call, and rewritten
+    def ahead_then_call():
+        with jax_cache.compilation_cache_scope():
+            program.ahead(x, pair, power=3)
+        return call_in_scope()
+
+    assert ahead_then_call() == {"loaded": 3, "written": 2, "compiled": 2}
+    _, *rest = pickle.loads(zlib.decompress(entry.read_bytes()))
+    entry.write_bytes(zlib.compress(pickle.dumps((b"not an executable", *rest))))
+    assert ahead_then_call() == {"loaded": 3, "written": 3, "compiled": 3}
+    assert ahead_then_call() == {"loaded": 4, "written": 3, "compiled": 3}
 
 
 def test_programs_not_stored_on_the_cpu_are_kept_in_the_process(tmp_path, monkeypatch):

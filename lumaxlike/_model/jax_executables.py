@@ -169,28 +169,53 @@ class _Program(NamedTuple):
 
 
 class _Pending(NamedTuple):
-    """A program compiling ahead (`stored_jit`'s ``ahead``): the future `_Program`, and
-    its output tree and outputs as `_Program`'s."""
+    """A program loading or compiling ahead (`stored_jit`'s ``ahead``): the future
+    `_Program` (None where a stored entry would not load), and its output tree and
+    outputs as `_Program`'s."""
 
     future: Future
     out_tree: Any
     outputs: tuple
 
 
-def _load(path: Path) -> _Program | None:
-    """The `_Program` of an entry, or None if absent or unusable."""
+class _Stored(NamedTuple):
+    """An entry as read from the store, its executable not yet loaded."""
+
+    payload: bytes
+    in_tree: Any
+    flat_tree: Any
+    out_tree: Any
+    outputs: tuple
+
+
+def _read(path: Path) -> _Stored | None:
+    """The entry at `path`, or None if absent or unreadable."""
     try:
-        payload, in_tree, flat_tree, out_tree, outputs = pickle.loads(
-            zlib.decompress(path.read_bytes())
-        )
-        compiled = serialize_executable.deserialize_and_load(payload, in_tree, flat_tree)
+        return _Stored(*pickle.loads(zlib.decompress(path.read_bytes())))
     except FileNotFoundError:
         return None
     except Exception:  # a damaged or foreign entry: compiled again, rewritten
         return None
+
+
+def _loaded(stored: _Stored) -> _Program | None:
+    """The `_Program` of a stored entry, its executable loaded onto the device; None if
+    it will not load (a foreign or damaged entry: compiled again, rewritten)."""
+    try:
+        compiled = serialize_executable.deserialize_and_load(
+            stored.payload, stored.in_tree, stored.flat_tree
+        )
+    except Exception:
+        return None
     with _memory_lock:
         store_events["loaded"] += 1
-    return _Program(compiled, out_tree, outputs)
+    return _Program(compiled, stored.out_tree, stored.outputs)
+
+
+def _load(path: Path) -> _Program | None:
+    """The `_Program` of an entry, or None if absent or unusable."""
+    stored = _read(path)
+    return None if stored is None else _loaded(stored)
 
 
 def _write(path: Path, program: _Program) -> bool:
@@ -264,12 +289,11 @@ def stored_jit(
         if found is None:
             return jitted(*args, **kwargs)
         program = _memory.get(found.entry)
-        if not isinstance(program, _Program):
-            if isinstance(program, _Pending):  # compiling ahead (`ahead`): wait for it
-                program = program.future.result()
-            else:
-                program = (found.store and _load(found.path)) or _compile_and_write(fun, found)
-                fetched_by[fun.__name__, "call"] += 1
+        if isinstance(program, _Pending):  # loading or compiling ahead (`ahead`): wait
+            program = program.future.result() or _compile_and_write(fun, found)
+        elif not isinstance(program, _Program):
+            program = (found.store and _load(found.path)) or _compile_and_write(fun, found)
+            fetched_by[fun.__name__, "call"] += 1
             with _memory_lock:
                 _memory[found.entry] = program
         leaves = found.leaves
@@ -320,13 +344,18 @@ def _call_of(fun, signature, static_argnames, store_on_cpu: bool, args, kwargs) 
 
 
 def _ahead_of(fun, found: _Call):
-    """`stored_jit`'s ``ahead`` for the call `found`: its program from this process or
-    the store, else traced and lowered here and compiled on a worker thread; the
-    outputs as `jax.ShapeDtypeStruct` leaves."""
+    """`stored_jit`'s ``ahead`` for the call `found`: its program from this process, or
+    from the store (its executable loaded on a worker thread: on a TPU v5e's host,
+    loading `fit`'s four stored programs one after another took 3.7 s of a second
+    process's first call), else traced and lowered here and compiled on a worker
+    thread; the outputs as `jax.ShapeDtypeStruct` leaves."""
     program = _memory.get(found.entry)
     if program is None:
-        program = _load(found.path) if found.store else None
-        if program is None:
+        stored = _read(found.path) if found.store else None
+        if stored is not None:  # loaded on a worker thread: several load side by side
+            future = _pool().submit(_loaded, stored)
+            program = _Pending(future, stored.out_tree, stored.outputs)
+        else:
             lowered, out_tree, outputs = _lowered(fun, found)
             future = _pool().submit(_compile_lowered, found, lowered, out_tree, outputs)
             program = _Pending(future, out_tree, outputs)
