@@ -200,6 +200,7 @@ def test_a_damaged_stored_executable_is_compiled_again(tmp_path, monkeypatch):
     def ahead_then_call():
         with jax_cache.compilation_cache_scope():
             program.ahead(x, pair, power=3)
+            program(x, pair, power=3)  # waits for it; the next call finds it kept
         return call_in_scope()
 
     assert ahead_then_call() == {"loaded": 3, "written": 2, "compiled": 2}

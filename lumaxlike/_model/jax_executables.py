@@ -289,11 +289,13 @@ def stored_jit(
         if found is None:
             return jitted(*args, **kwargs)
         program = _memory.get(found.entry)
-        if isinstance(program, _Pending):  # loading or compiling ahead (`ahead`): wait
-            program = program.future.result() or _compile_and_write(fun, found)
-        elif not isinstance(program, _Program):
-            program = (found.store and _load(found.path)) or _compile_and_write(fun, found)
-            fetched_by[fun.__name__, "call"] += 1
+        if not isinstance(program, _Program):
+            if isinstance(program, _Pending):  # loading or compiling ahead (`ahead`): wait
+                # None: a stored entry that would not load, compiled again here
+                program = program.future.result() or _compile_and_write(fun, found)
+            else:
+                program = (found.store and _load(found.path)) or _compile_and_write(fun, found)
+                fetched_by[fun.__name__, "call"] += 1
             with _memory_lock:
                 _memory[found.entry] = program
         leaves = found.leaves

@@ -163,6 +163,9 @@ class SplitProgram:
 
     Attributes:
         n_row, n_step: lengths of the row and of the step values.
+        elementwise: whether every equation gives one value per element of its operands
+            (then the parts bind the primitives to whole arrays; else they run under
+            `jax.vmap`).
     """
 
     def __init__(self, closed_jaxpr, unknown: Sequence[int]):
