@@ -74,9 +74,9 @@ def to_unconstrained(x, kinds, lower, upper, xp=jnp):
 
 
 def _host_ndtri(u):
-    """The inverse of Phi on a numpy array, in its precision (JAX's, in a local 64-bit
-    scope on the CPU backend, whatever the default device: scipy is no dependency of the
-    package, and a TPU has no float64)."""
+    """The inverse of Phi on a numpy array, in its precision: JAX's, the one the chains'
+    transform uses on the device, run in a local 64-bit scope on the CPU backend
+    whatever the default device (a TPU has no float64)."""
     with jax.enable_x64(True), jax.default_device(jax.devices("cpu")[0]):
         return np.asarray(jax_special.ndtri(jnp.asarray(u)))
 
