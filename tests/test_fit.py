@@ -423,7 +423,7 @@ def test_jax_fit_in_float32(monkeypatch, on_accelerator, round_programs):
 
     schedule = default_schedule(on_cpu=not on_accelerator)
     monkeypatch.setattr(jax_solver, "default_schedule", lambda on_cpu: schedule)
-    monkeypatch.setattr(fit_module, "_on_accelerator", lambda: on_accelerator)
+    monkeypatch.setattr(fit_module, "default_is_cpu", lambda: not on_accelerator)
     monkeypatch.setattr(jax_executables, "_memory", {})  # this process's programs: none
     monkeypatch.setattr(jax_executables, "fetched_by", collections.Counter())
     refl, geometry, w_true, _ = scene(40, 3, 12, seed=2)

@@ -241,5 +241,5 @@ def test_programs_not_stored_on_the_cpu_are_kept_in_the_process(tmp_path, monkey
     folder = tmp_path / "jax" / jax_executables.EXECUTABLES_FOLDER
     assert not folder.exists() or not any(folder.iterdir())
     jax_executables._memory.clear()
-    monkeypatch.setattr(jax_executables, "_on_cpu", lambda: False)  # as on an accelerator
+    monkeypatch.setattr(jax_executables, "default_is_cpu", lambda: False)  # as on an accelerator
     assert calls_in_scope() == {"loaded": 0, "written": 1, "compiled": 2}

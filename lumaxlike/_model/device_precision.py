@@ -1,4 +1,5 @@
-"""float64 on a device without float64 hardware (a TPU): refused, with what to do.
+"""JAX's default platform, and float64 on a device without float64 hardware (a TPU):
+refused, with what to do.
 
 A TPU has no float64 unit: XLA emulates float64 there with pairs of float32 numbers.
 Measured on one TPU v5e (JAX 0.10.2): `invert` float64 compiled in 192 s and ran at
@@ -22,6 +23,7 @@ __all__ = [
     "EMULATED_FLOAT64_ENV",
     "EMULATED_FLOAT64_PLATFORMS",
     "check_float64_platform",
+    "default_is_cpu",
     "default_platform",
     "refuse_emulated_float64",
 ]
@@ -64,6 +66,12 @@ def default_platform() -> str:
     import jax
 
     return jax.default_backend()
+
+
+def default_is_cpu() -> bool:
+    """Whether JAX's default device is a CPU (else an accelerator: the JAX paths' chunk
+    sizes, schedules and layouts differ there); initialises JAX's backends."""
+    return default_platform() == "cpu"
 
 
 def refuse_emulated_float64() -> None:

@@ -66,6 +66,7 @@ import jax
 from jax.experimental import serialize_executable
 
 from .._compat.jax_internals import compilation_cache_settings
+from .device_precision import default_is_cpu
 from .jax_cache import active_folder, compilation_cache_scope
 
 __all__ = ["EXECUTABLES_FOLDER", "compiling_ahead", "fetched_by", "stored_jit", "store_events"]
@@ -341,7 +342,7 @@ def _call_of(fun, signature, static_argnames, store_on_cpu: bool, args, kwargs) 
     dynamic = {k: v for k, v in bound.arguments.items() if k not in static_argnames}
     leaves, treedef = jax.tree_util.tree_flatten(dynamic)
     entry = _entry_name(f"{fun.__module__}.{fun.__qualname__}", static, treedef, leaves)
-    store = store_on_cpu or not _on_cpu()
+    store = store_on_cpu or not default_is_cpu()
     return _Call(entry, folder / EXECUTABLES_FOLDER / entry, store, static, treedef, leaves)
 
 
@@ -368,11 +369,6 @@ def _ahead_of(fun, found: _Call):
         jax.ShapeDtypeStruct(shape, dtype, weak_type=weak) for shape, dtype, weak in program.outputs
     ]
     return jax.tree_util.tree_unflatten(program.out_tree, structs)
-
-
-def _on_cpu() -> bool:
-    """Whether JAX's default backend is the CPU."""
-    return jax.default_backend() == "cpu"
 
 
 def compiling_ahead() -> bool:

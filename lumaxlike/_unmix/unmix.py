@@ -11,6 +11,7 @@ import numpy as np
 from .._declared_options import refuse_unknown, takes_options
 from .._inverse.albedo.invert import DEFAULT_MAX_ITER, SOLVERS, invert
 from .._inverse.chunking import call_chunk, pad_pixels
+from .._model.device_precision import default_is_cpu
 from .._model.forward import precision_scope
 from .._params import HapkeParams
 from .._shapes import as_float_array, check_band_sigma, check_choice, check_positive_int, layout
@@ -51,7 +52,7 @@ def default_chunk_pixels(n_bands: int, n_endmembers: int, solver: str = "numba")
     `ACCELERATOR_PRODUCTS_PER_CHUNK` / ... for the JAX solver where JAX's default device
     is an accelerator."""
     products = PRODUCTS_PER_CHUNK
-    if solver == "jax" and jax.devices()[0].platform != "cpu":
+    if solver == "jax" and not default_is_cpu():
         products = ACCELERATOR_PRODUCTS_PER_CHUNK
     return max(1, products // max(1, n_bands * (n_endmembers + 1)))
 

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..._model.device_precision import default_is_cpu
 from ..._params import PARAMETER_NAMES, HapkeParams
 from ..._shapes import as_float_array, check_choice, check_positive_int
 from ..._status import Status
@@ -174,9 +175,7 @@ def default_chunk(chunk_size, n_bands: int, n_obs: int, n_pixels: int, solver: s
     `chunking.call_chunk`."""
     per_chunk = OBSERVATIONS_PER_CHUNK
     if solver == "jax" and chunk_size is None:
-        import jax
-
-        on_cpu = jax.devices()[0].platform == "cpu"
+        on_cpu = default_is_cpu()
         per_chunk *= CPU_JAX_CHUNK_SCALE if on_cpu else ACCELERATOR_CHUNK_SCALE
     default = max(1, per_chunk // max(1, n_bands * n_obs))
     chunk = default if chunk_size is None else check_positive_int("chunk_size", chunk_size)

@@ -21,6 +21,7 @@ import numpy as np
 from jaxtyping import ArrayLike, Float
 
 from ..._declared_options import refuse_unknown, takes_options
+from ..._model.device_precision import default_is_cpu
 from ..._model.forward import precision_scope
 from ..._model.numba_jacobian import hoisted_rows, model_columns
 from ..._model.numba_model import observation_rows
@@ -316,7 +317,7 @@ def _check_settings(refl, params, free, solver, bounds, options) -> _Settings:
         # all of PARAMETER_NAMES; w's entry is a placeholder (w is always free)
         fixed=np.array([0.5] + [float(v) for v in params.scalars()]),
         free_index=tuple(PARAMETER_NAMES.index(name) for name in free),
-        w_start_on_device=solver == "jax" and "w" not in given_start and _on_accelerator(),
+        w_start_on_device=solver == "jax" and "w" not in given_start and not default_is_cpu(),
     )
 
 
@@ -357,11 +358,6 @@ def _fit_chunk(settings: _Settings, flat_refl, flat_geometry, span, fields):
     fields["status"][first:last] = chunk_status
     fields["iterations"][first:last] = solved["iterations"][:n]
     fields["residual_norm"][first:last] = np.sqrt(solved["cost"][:n])
-
-
-def _on_accelerator() -> bool:
-    """Whether JAX's default device is not a CPU."""
-    return jax.devices()[0].platform != "cpu"
 
 
 def _chunk_start(s: _Settings, first: int, last: int, pieces) -> np.ndarray:

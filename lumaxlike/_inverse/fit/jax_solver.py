@@ -30,6 +30,7 @@ import optimistix as optx
 from jaxtyping import Float
 
 from ..._model.columns_program import split_columns
+from ..._model.device_precision import default_is_cpu
 from ..._model.family import jax_equations_for
 from ..._model.jax_executables import compiling_ahead, stored_jit
 from ..._params import PARAMETER_NAMES
@@ -357,7 +358,7 @@ def _run_rounds(schedule, chunk, solver, max_iter, *, sizes, refill_sizes, n_pro
             return _all_results(batch)
         return _scatter(results, batch, origin)
 
-    on_cpu = jax.devices()[0].platform == "cpu"
+    on_cpu = default_is_cpu()
     steps_needed = max_iter + 1  # a problem's first step evaluates it at its start
     limit = np.int32(max_iter)
     schedule = default_schedule(on_cpu) if schedule is None else schedule
@@ -447,7 +448,7 @@ def solve_fit_jax_ahead(
     status, active, start, state, inputs = _fit_setup.ahead(*setup)
     chunk = (start, state, inputs)
     n_problems = math.prod(status.shape)
-    on_cpu = jax.devices()[0].platform == "cpu"
+    on_cpu = default_is_cpu()
     limit = np.int32(max_iter)
     solver = (unit, tol, lower, upper)
     if default_schedule(on_cpu) == "lockstep":
