@@ -262,5 +262,6 @@ def test_min_window_bands_refuses_a_window_thinned_by_bad_bands():
     settings = ThermalSettings.from_arguments(build_parser().parse_args(args))
     assert settings.min_window_bands == 9 and settings.record()["min_window_bands"] == 9
     assert ThermalSettings(min_window_bands=np.int64(9)) == settings  # an int, recordable
-    with pytest.raises(ValueError, match="^--min-window-bands must be an integer"):
+    with pytest.raises(ValueError, match="^--min-window-bands must be an integer") as refused:
         ThermalSettings.from_arguments(build_parser().parse_args([*args[:-1], "3"]))
+    assert "--temperature" not in str(refused.value)  # its prose names no other flag
