@@ -45,6 +45,7 @@ own cache folder, never shared input.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -234,10 +235,15 @@ def _write(path: Path, program: _Program) -> bool:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".writing-")
+    except OSError:  # a read-only folder: no entry, never an error
+        return False
+    try:
         with os.fdopen(handle, "wb") as file:
             file.write(blob)
         os.replace(temporary, path)
-    except OSError:  # a full or read-only folder: no entry, never an error
+    except OSError:  # a full disk: no entry, and no part of one left behind
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
         return False
     return True
 
