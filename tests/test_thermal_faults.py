@@ -64,6 +64,7 @@ def test_band_that_cannot_be_corrected_is_nan_and_the_pixel_band_failed(solver):
         observed[pixel, 3] = value
     result = remove(observed, geometry, solar, 0.005 * observed[:, 10:].mean(axis=0)[[0]])
     assert np.all(result.status == STATUS.BAND_FAILED)
+    assert {k: v for k, v in result.counts().items() if v} == {"BAND_FAILED": 3}
     for field in (result.w, result.reflectance, result.emission):
         assert np.all(np.isnan(field[:, 3]))
         assert np.all(np.isfinite(np.delete(field, 3, axis=1)))
