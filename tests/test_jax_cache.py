@@ -276,3 +276,33 @@ def test_a_write_that_fails_leaves_no_temporary_file(tmp_path, monkeypatch):
     call_in_scope()
     assert jax_executables.store_events == {"loaded": 0, "written": 1, "compiled": 3}
     assert [p.name for p in folder.iterdir()] == [entry.name]
+
+
+def test_a_compile_ahead_that_failed_is_tried_again(tmp_path, monkeypatch):
+    """A compile started by ``ahead`` that raised (XLA out of memory, say) raises at the
+    call that waits for it, and the next call compiles again, as `jax.jit` would: the
+    failed compile stayed this process's program, each later call raising it again."""
+    import numpy as np
+
+    monkeypatch.setenv("LUMAXLIKE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(jax_cache.JAX_CACHE_VARIABLE, raising=False)
+    monkeypatch.setattr(jax_executables, "_memory", {})
+    compile_lowered = jax_executables._compile_lowered
+    failures = [MemoryError("out of memory while compiling")]
+
+    def fails_once(*args):
+        if failures:
+            raise failures.pop()
+        return compile_lowered(*args)
+
+    monkeypatch.setattr(jax_executables, "_compile_lowered", fails_once)
+
+    @jax_executables.stored_jit
+    def program(x):
+        return x * 4.0
+
+    with jax_cache.compilation_cache_scope():
+        program.ahead(np.arange(3.0))
+        with pytest.raises(MemoryError, match="out of memory while compiling"):
+            program(np.arange(3.0))
+        np.testing.assert_array_equal(program(np.arange(3.0)), [0.0, 4.0, 8.0])

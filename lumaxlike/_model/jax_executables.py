@@ -298,7 +298,7 @@ def stored_jit(
         if not isinstance(program, _Program):
             if isinstance(program, _Pending):  # loading or compiling ahead (`ahead`): wait
                 # None: a stored entry that would not load, compiled again here
-                program = program.future.result() or _compile_and_write(fun, found)
+                program = _waited(found, program) or _compile_and_write(fun, found)
             else:
                 program = (found.store and _load(found.path)) or _compile_and_write(fun, found)
                 fetched_by[fun.__name__, "call"] += 1
@@ -319,6 +319,19 @@ def stored_jit(
     call.trace, call.lower = jitted.trace, jitted.lower  # type: ignore[attr-defined]
     call.ahead = ahead  # type: ignore[attr-defined]
     return call
+
+
+def _waited(found: _Call, pending: _Pending) -> _Program | None:
+    """The program `ahead` started for the call `found` (None: a stored entry that would
+    not load); a load or compile that raised is forgotten before it is raised again, so
+    that the next call compiles anew, as `jax.jit` would."""
+    try:
+        return pending.future.result()
+    except BaseException:
+        with _memory_lock:
+            if _memory.get(found.entry) is pending:
+                del _memory[found.entry]
+        raise
 
 
 class _Call(NamedTuple):
