@@ -287,3 +287,16 @@ def test_profile_interval_of_hs(solver):
         lumaxlike.fit(refl, *geometry, JOINT_START, profile=("hs",), **(kw | {"refl_sigma": None}))
     with pytest.raises(ValueError, match="not in shared"):
         lumaxlike.fit(refl, *geometry, JOINT_START, profile=("c",), **kw)
+
+
+def test_profile_takes_shared_as_fit_does():
+    """shared="roughness,hs" (fit's comma form) profiles as the tuple does: the same
+    fits, so the same ends to the bit."""
+    from .test_fit_joint import START as JOINT_START
+
+    refl, geometry, _ = _hs_scene(11, 8, SIGMA)
+    kw = dict(free=FREE, solver="numba", refl_sigma=SIGMA, profile=("hs",))
+    as_tuple = lumaxlike.fit(refl, *geometry, JOINT_START, shared=SHARED, **kw)
+    as_text = lumaxlike.fit(refl, *geometry, JOINT_START, shared="roughness,hs", **kw)
+    assert np.isfinite(as_tuple.profile["hs"]).any()
+    np.testing.assert_array_equal(as_text.profile["hs"], as_tuple.profile["hs"])

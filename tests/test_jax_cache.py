@@ -243,3 +243,66 @@ def test_programs_not_stored_on_the_cpu_are_kept_in_the_process(tmp_path, monkey
     jax_executables._memory.clear()
     monkeypatch.setattr(jax_executables, "default_is_cpu", lambda: False)  # as on an accelerator
     assert calls_in_scope() == {"loaded": 0, "written": 1, "compiled": 2}
+
+
+def test_a_write_that_fails_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """A write that fails once its temporary file is made (a full disk; here an entry
+    that is a folder, which the rename cannot replace) stores nothing and leaves nothing
+    behind: each failed call left a ``.writing-*`` file, as large as it got."""
+    import numpy as np
+
+    monkeypatch.setenv("LUMAXLIKE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(jax_cache.JAX_CACHE_VARIABLE, raising=False)
+    monkeypatch.setattr(jax_executables, "_memory", {})
+    monkeypatch.setattr(
+        jax_executables, "store_events", dict.fromkeys(["loaded", "written", "compiled"], 0)
+    )
+
+    @jax_executables.stored_jit
+    def program(x):
+        return x * 3.0
+
+    def call_in_scope():
+        with jax_cache.compilation_cache_scope():
+            np.testing.assert_array_equal(program(np.arange(3.0)), [0.0, 3.0, 6.0])
+        jax_executables._memory.clear()  # as a new process would start
+
+    call_in_scope()
+    folder = tmp_path / "jax" / jax_executables.EXECUTABLES_FOLDER
+    (entry,) = folder.iterdir()
+    entry.unlink()
+    entry.mkdir()  # os.replace cannot put a file there
+    call_in_scope()
+    call_in_scope()
+    assert jax_executables.store_events == {"loaded": 0, "written": 1, "compiled": 3}
+    assert [p.name for p in folder.iterdir()] == [entry.name]
+
+
+def test_a_compile_ahead_that_failed_is_tried_again(tmp_path, monkeypatch):
+    """A compile started by ``ahead`` that raised (XLA out of memory, say) raises at the
+    call that waits for it, and the next call compiles again, as `jax.jit` would: the
+    failed compile stayed this process's program, each later call raising it again."""
+    import numpy as np
+
+    monkeypatch.setenv("LUMAXLIKE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(jax_cache.JAX_CACHE_VARIABLE, raising=False)
+    monkeypatch.setattr(jax_executables, "_memory", {})
+    compile_lowered = jax_executables._compile_lowered
+    failures = [MemoryError("out of memory while compiling")]
+
+    def fails_once(*args):
+        if failures:
+            raise failures.pop()
+        return compile_lowered(*args)
+
+    monkeypatch.setattr(jax_executables, "_compile_lowered", fails_once)
+
+    @jax_executables.stored_jit
+    def program(x):
+        return x * 4.0
+
+    with jax_cache.compilation_cache_scope():
+        program.ahead(np.arange(3.0))
+        with pytest.raises(MemoryError, match="out of memory while compiling"):
+            program(np.arange(3.0))
+        np.testing.assert_array_equal(program(np.arange(3.0)), [0.0, 4.0, 8.0])

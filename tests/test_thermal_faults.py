@@ -64,6 +64,7 @@ def test_band_that_cannot_be_corrected_is_nan_and_the_pixel_band_failed(solver):
         observed[pixel, 3] = value
     result = remove(observed, geometry, solar, 0.005 * observed[:, 10:].mean(axis=0)[[0]])
     assert np.all(result.status == STATUS.BAND_FAILED)
+    assert {k: v for k, v in result.counts().items() if v} == {"BAND_FAILED": 3}
     for field in (result.w, result.reflectance, result.emission):
         assert np.all(np.isnan(field[:, 3]))
         assert np.all(np.isfinite(np.delete(field, 3, axis=1)))
@@ -262,5 +263,6 @@ def test_min_window_bands_refuses_a_window_thinned_by_bad_bands():
     settings = ThermalSettings.from_arguments(build_parser().parse_args(args))
     assert settings.min_window_bands == 9 and settings.record()["min_window_bands"] == 9
     assert ThermalSettings(min_window_bands=np.int64(9)) == settings  # an int, recordable
-    with pytest.raises(ValueError, match="^--min-window-bands must be an integer"):
+    with pytest.raises(ValueError, match="^--min-window-bands must be an integer") as refused:
         ThermalSettings.from_arguments(build_parser().parse_args([*args[:-1], "3"]))
+    assert "--temperature" not in str(refused.value)  # its prose names no other flag

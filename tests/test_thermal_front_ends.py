@@ -279,6 +279,15 @@ def test_cli_maps_say_which_band_failed(warm_cube, tmp_path):
         assert np.isfinite(np.delete(values[2, 3], 1)).all()
 
 
+def test_a_run_of_band_failed_pixels_converged():
+    """BAND_FAILED is a pixel whose T converged (some band NaN): a run of such pixels
+    alone exits 0; the command line said "no problem converged" and exited 1."""
+    from lumaxlike._files.summaries import nothing_converged
+
+    assert nothing_converged({"BAND_FAILED": 36, "UNREACHABLE": 2}) is None
+    assert "UNREACHABLE 2" in nothing_converged({"UNREACHABLE": 2})
+
+
 def test_every_front_end_hands_min_window_bands_on(warm_cube, tmp_path, capsys):
     """An option declared in `ThermalSettings` alone reaches the file function, the
     command line, the xarray function and the accessor: 6 bands asked of a window of 5

@@ -23,8 +23,9 @@ STATUS_CAUSES = {
     "MULTIMODAL": "the posterior has a second mode near a bound (e.g. b -> 1) that the chains "
     "did not visit: give b and c priors (--prior), or fit from the bounds",
 }
-SOLVED = ("CONVERGED", "UNDETERMINED")
-"""Statuses of problems that were solved (UNDETERMINED: converged, not all determined)."""
+SOLVED = ("CONVERGED", "UNDETERMINED", "BAND_FAILED")
+"""Statuses of problems that were solved (UNDETERMINED: converged, not all determined;
+BAND_FAILED: `remove_thermal`'s T converged, some band not corrected)."""
 
 
 def status_counts(counts) -> dict[str, int]:

@@ -45,6 +45,7 @@ own cache folder, never shared input.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -235,10 +236,15 @@ def _write(path: Path, program: _Program) -> bool:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".writing-")
+    except OSError:  # a read-only folder: no entry, never an error
+        return False
+    try:
         with os.fdopen(handle, "wb") as file:
             file.write(blob)
         os.replace(temporary, path)
-    except OSError:  # a full or read-only folder: no entry, never an error
+    except OSError:  # a full disk: no entry, and no part of one left behind
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
         return False
     return True
 
@@ -293,7 +299,7 @@ def stored_jit(
         if not isinstance(program, _Program):
             if isinstance(program, _Pending):  # loading or compiling ahead (`ahead`): wait
                 # None: a stored entry that would not load, compiled again here
-                program = program.future.result() or _compile_and_write(fun, found)
+                program = _waited(found, program) or _compile_and_write(fun, found)
             else:
                 program = (found.store and _load(found.path)) or _compile_and_write(fun, found)
                 fetched_by[fun.__name__, "call"] += 1
@@ -314,6 +320,19 @@ def stored_jit(
     call.trace, call.lower = jitted.trace, jitted.lower  # type: ignore[attr-defined]
     call.ahead = ahead  # type: ignore[attr-defined]
     return call
+
+
+def _waited(found: _Call, pending: _Pending) -> _Program | None:
+    """The program `ahead` started for the call `found` (None: a stored entry that would
+    not load); a load or compile that raised is forgotten before it is raised again, so
+    that the next call compiles anew, as `jax.jit` would."""
+    try:
+        return pending.future.result()
+    except BaseException:
+        with _memory_lock:
+            if _memory.get(found.entry) is pending:
+                del _memory[found.entry]
+        raise
 
 
 class _Call(NamedTuple):

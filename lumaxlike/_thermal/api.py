@@ -10,6 +10,7 @@ import numpy as np
 from jaxtyping import Float
 
 from .._declared_options import refuse_unknown, takes_options
+from .._inverse.result import _status_counts
 from .._params import HapkeParams
 from .._status import Status
 from .._validation import wavelengths_um
@@ -52,6 +53,10 @@ class ThermalResult:
     reflectance: np.ndarray
     w: np.ndarray
     emission: np.ndarray
+
+    def counts(self) -> dict[str, int]:
+        """Number of pixels per status name (as the other results' `counts`)."""
+        return _status_counts(self.status)
 
 
 @takes_options(ThermalSettings)

@@ -68,8 +68,9 @@ def _count(value):
 def _check_window_bands(name: str, value) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < FEWEST_WINDOW_BANDS:
         raise ValueError(
-            f"{name} must be an integer of {FEWEST_WINDOW_BANDS} or more (the temperature "
-            f"fit's T, a and b, and one degree of freedom), got {value!r}"
+            # no option's name in the prose: the command line turns each into its flag
+            f"{name} must be an integer of {FEWEST_WINDOW_BANDS} or more (the fit's T, a "
+            f"and b, and one degree of freedom), got {value!r}"
         )
 
 

@@ -19,12 +19,14 @@ def fit_with_profile(arrays, model, starts_profile, joint, options, _dispatch):
 
     starts, profile = starts_profile
     params, free, _, bounds = model
-    names = check_shared(profile, check_free(free, params), "profile")
-    shared, prior = joint["shared"], dict(joint["prior"] or {})
+    free = check_free(free, params)
+    names = check_shared(profile, free, "profile")
+    # fit's own reading of shared: a name, "a,b" or a sequence of names
+    shared, prior = check_shared(joint["shared"], free), dict(joint["prior"] or {})
     if joint["regional"] or joint["regions"] is not None:
         raise ValueError("profile is not supported with regions= and regional=")
     for name in names:
-        if name not in tuple(shared or ()):
+        if name not in shared:
             raise ValueError(f"profile names {name!r}, which is not in shared={shared!r}")
         if name in prior:
             raise ValueError(f"profile names {name!r}, which has a prior: profile it without")
