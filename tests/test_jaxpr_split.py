@@ -1,7 +1,8 @@
 """`jaxpr_split.SplitProgram`: a jaxpr evaluated in known, step and lane parts gives the
 program's own values; each equation lands in the part its inputs allow; and the model's
 derivative program (`columns_program.split_columns`) agrees with JAX's derivatives of the
-forward model, for a scalar H-function and for the exact H (array-valued terms)."""
+forward model, for a scalar H-function and for the exact H (array-valued terms).
+`jaxpr_split.elementwise`: a scalar function replayed on arrays gives its own bits."""
 
 import math
 
@@ -13,7 +14,7 @@ import pytest
 import lumaxlike
 from lumaxlike._model.columns_program import split_columns, traced_columns
 from lumaxlike._model.family import jax_equations_for
-from lumaxlike._model.jaxpr_split import SplitProgram
+from lumaxlike._model.jaxpr_split import SplitProgram, elementwise
 from lumaxlike._params import PARAMETER_NAMES
 
 from .helpers import random_geometry
@@ -127,3 +128,35 @@ def test_float32_program_keeps_float32():
         closed = traced_columns(("w", "b"), key, np.float32)
     assert all(v.aval.dtype in (np.float32, np.bool_) for v in closed.jaxpr.invars)
     assert program.n_step > 0
+
+
+def _cholesky_like(pair, scale, flag):
+    """Scalars in a pytree: divisions, a square root, a select, a constant output."""
+    a, b = pair
+    root = jnp.sqrt(jnp.where(flag, a * a + b, 1.0))
+    return {"ratio": (a - b) / root * scale, "flag": flag & (root > 1.0), "one": 1.0}
+
+
+def test_elementwise_replay_gives_the_functions_own_bits_and_traces_once():
+    replayed = elementwise(_cholesky_like)
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        with jax.enable_x64(dtype == np.float64):
+            a, b = (jnp.asarray(rng.normal(size=(5, 3)), dtype) for _ in range(2))
+            scale = jnp.asarray(rng.normal(size=(1, 3)), dtype)  # broadcast to (5, 3)
+            flag = jnp.asarray(rng.normal(size=(5, 3)) > 0.0)
+            direct = jax.jit(_cholesky_like)((a, b), scale, flag)
+            again = jax.jit(replayed)((a, b), scale, flag)
+        assert jax.tree_util.tree_structure(again) == jax.tree_util.tree_structure(direct)
+        assert again["ratio"].dtype == dtype
+        for name in ("ratio", "flag"):
+            assert again[name].dtype == direct[name].dtype
+            np.testing.assert_array_equal(again[name], direct[name])  # to the bit
+        np.testing.assert_array_equal(again["one"], np.ones((5, 3)))
+    calls = []
+    counted = elementwise(lambda x: calls.append(1) or x * 2.0)
+    for _ in range(3):
+        jax.jit(counted)(jnp.ones(4))  # a new jit each time: traced again, replayed
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="not element-wise"):
+        elementwise(lambda x: jnp.cumsum(x))(jnp.ones(4))

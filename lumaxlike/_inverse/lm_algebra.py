@@ -14,8 +14,9 @@ import jax
 import jax.numpy as jnp
 
 from .._model._backends import retarget_to_jax
+from .._model.jaxpr_split import elementwise
 from . import lm_rules
-from .ordered_sums import dot_last, sum_in_order
+from .ordered_sums import dot_slices, last_slices, sum_in_order
 
 __all__ = [
     "Subproblem",
@@ -55,8 +56,13 @@ def dense_decrease(step, jtj, jtf):
     -(2 step.J^T f + step.J^T J step), from J^T J and J^T f (arrays or `entries`): the
     default `linear_decrease` hook. Sums in index order."""
     jtj, jtf = entries(jtj, jtf)
+    return _decrease_entries(tuple(last_slices(step)), jtj, jtf)
+
+
+@elementwise  # traced once, bound to the lanes in each program that holds it
+def _decrease_entries(steps, jtj, jtf):
+    """`dense_decrease` of one problem, its step's p entries as scalars."""
     p = len(jtf)
-    steps = [step[..., a] for a in range(p)]
     along = sum_in_order(steps[a] * jtf[a] for a in range(p))
     curvature = sum_in_order(
         steps[a] * sum_in_order(jtj[a][b] * steps[b] for b in range(p)) for a in range(p)
@@ -112,11 +118,13 @@ def normal_equations_from_columns(fn, y, args, jacobian):
         columns = [linear(jnp.zeros_like(y).at[..., j].set(1.0)) for j in range(n_free)]
     else:
         residual, columns = jacobian(y, args)
+    sliced = [last_slices(column) for column in columns]  # each sliced once
     jtj: list[list[Any]] = [[None] * n_free for _ in range(n_free)]
     for a in range(n_free):
         for b in range(a, n_free):
-            jtj[a][b] = jtj[b][a] = dot_last(columns[a], columns[b])
-    jtf = tuple(dot_last(column, residual) for column in columns)
+            jtj[a][b] = jtj[b][a] = dot_slices(sliced[a], sliced[b])
+    residual_slices = last_slices(residual)
+    jtf = tuple(dot_slices(column, residual_slices) for column in sliced)
     return residual, tuple(tuple(row) for row in jtj), jtf
 
 
@@ -130,18 +138,26 @@ def solve_damped(jtj, jtf, damping, held):
     p is small and static: an unrolled Cholesky over whole lanes of problems (one
     division for p = 1), far faster on CPU than batched LAPACK calls on tiny matrices.
     """
+    solution, solvable = _damped_entries(jtj, jtf, damping, tuple(last_slices(held)))
+    step = jnp.stack(solution, axis=-1)
+    return jnp.where(solvable[..., None], step, 0.0), solvable
+
+
+@elementwise  # traced once, bound to the lanes in each program that holds it
+def _damped_entries(jtj, jtf, damping, held):
+    """`solve_damped` of one problem: J^T J, J^T f, the damping and `held` (p bools) as
+    scalars; returns (the step's p entries, solvable)."""
     n_free = len(jtf)
     largest = functools.reduce(jnp.maximum, [jtj[a][a] for a in range(n_free)])
     system = [
-        [jnp.where(held[..., a] | held[..., b], 0.0, jtj[a][b]) for b in range(n_free)]
-        for a in range(n_free)
+        [jnp.where(held[a] | held[b], 0.0, jtj[a][b]) for b in range(n_free)] for a in range(n_free)
     ]
     for a in range(n_free):
         damped = _lm.damped_diagonal(jtj[a][a], largest, damping)
-        system[a][a] = jnp.where(held[..., a], 1.0, damped)
-    jtf = [jnp.where(held[..., a], 0.0, jtf[a]) for a in range(n_free)]
+        system[a][a] = jnp.where(held[a], 1.0, damped)
+    jtf = [jnp.where(held[a], 0.0, jtf[a]) for a in range(n_free)]
     factor: list[list[Any]] = [[None] * n_free for _ in range(n_free)]
-    solvable = jnp.ones(jtf[0].shape, bool)
+    solvable = jnp.ones(jnp.shape(jtf[0]), bool)
     for j in range(n_free):
         pivot = system[j][j] - sum((factor[j][k] * factor[j][k] for k in range(j)), 0.0)
         solvable = solvable & (pivot > 0.0)
@@ -157,5 +173,4 @@ def solve_damped(jtj, jtf, damping, held):
     for i in reversed(range(n_free)):
         value = forward[i] - sum((factor[k][i] * solution[k] for k in range(i + 1, n_free)), 0.0)
         solution[i] = value / factor[i][i]
-    step = jnp.stack(solution, axis=-1)
-    return jnp.where(solvable[..., None], step, 0.0), solvable
+    return tuple(solution), solvable

@@ -27,7 +27,8 @@ constants folded, and what no output needs dropped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +36,7 @@ import numpy as np
 
 from .._compat.jax_internals import INLINED_CALLS, SHAPE_ONLY, Literal, called_jaxpr
 
-__all__ = ["SplitProgram"]
+__all__ = ["SplitProgram", "elementwise"]
 
 
 class _Variable:
@@ -240,3 +241,49 @@ class SplitProgram:
         for _ in shape:
             per_element = jax.vmap(per_element)
         return per_element(*values)
+
+
+def elementwise(function: Callable) -> Callable:
+    """`function` of scalars (pytrees of them in and out, every operation element-wise)
+    as a function of arrays broadcast to one shape, traced once per input tree, dtypes
+    and precision and then bound to whole arrays (`_flatten`, `_evaluate_elementwise`).
+
+    The results are those of calling `function` on the arrays (the same primitives),
+    but a later trace costs one `bind` per equation: a program that holds it traces
+    faster (through `jax.numpy`, each operator of a traced array is a call of a jitted
+    function). For the small dense algebra of the solvers' steps (`lm_algebra`).
+
+    Raises:
+        ValueError: `function` holds an operation that is not element-wise.
+    """
+
+    @functools.cache
+    def program(treedef, avals: tuple, x64: bool):
+        del x64  # (a key: the precision the constants are traced in)
+        shapes = [jax.ShapeDtypeStruct((), dtype, weak_type=weak) for dtype, weak in avals]
+        closed, out_shapes = jax.make_jaxpr(
+            lambda *leaves: function(*jax.tree_util.tree_unflatten(treedef, leaves)),
+            return_shape=True,
+        )(*shapes)
+        inputs, equations, outputs, not_elementwise = _flatten(closed)
+        if not_elementwise:
+            raise ValueError(f"{function.__name__} is not element-wise: {not_elementwise}")
+        return inputs, equations, outputs, jax.tree_util.tree_structure(out_shapes)
+
+    @functools.wraps(function)
+    def call(*args):
+        leaves, treedef = jax.tree_util.tree_flatten(args)
+        avals = tuple((jax.typeof(a).dtype, jax.typeof(a).weak_type) for a in leaves)
+        inputs, equations, outputs, out_tree = program(
+            treedef, avals, bool(jax.config.jax_enable_x64)
+        )
+        shape = np.broadcast_shapes(*(np.shape(a) for a in leaves))
+        env = dict(zip(inputs, (jnp.broadcast_to(a, shape) for a in leaves)))
+        env = _evaluate_elementwise(equations, env, shape)
+        results = [
+            jnp.broadcast_to(a.value, shape) if isinstance(a, _Constant) else env[a]
+            for a in outputs
+        ]
+        return jax.tree_util.tree_unflatten(out_tree, results)
+
+    return call
