@@ -274,9 +274,8 @@ def elementwise(function: Callable) -> Callable:
     def call(*args):
         leaves, treedef = jax.tree_util.tree_flatten(args)
         avals = tuple((jax.typeof(a).dtype, jax.typeof(a).weak_type) for a in leaves)
-        inputs, equations, outputs, out_tree = program(
-            treedef, avals, bool(jax.config.jax_enable_x64)
-        )
+        x64 = jax.dtypes.canonicalize_dtype(np.float64) == np.float64  # in this thread
+        inputs, equations, outputs, out_tree = program(treedef, avals, bool(x64))
         shape = np.broadcast_shapes(*(np.shape(a) for a in leaves))
         env = dict(zip(inputs, (jnp.broadcast_to(a, shape) for a in leaves)))
         env = _evaluate_elementwise(equations, env, shape)
