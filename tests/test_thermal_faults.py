@@ -256,6 +256,8 @@ def test_min_window_bands_refuses_a_window_thinned_by_bad_bands():
     # window_exclude's bands count as left out too
     with pytest.raises(ValueError, match="holds 8 bands"):
         remove(observed, geometry, solar, sigma, min_window_bands=9, window_exclude=[(2.45, 2.47)])
+    with pytest.raises(ValueError, match=r"holds no band; the fit needs 4"):  # all left out
+        remove(observed, geometry, solar, sigma, window_exclude=[(2.0, 3.0)])
     for bad in (3, 4.5, True):
         with pytest.raises(ValueError, match="min_window_bands must be an integer of 4 or more"):
             remove(observed, geometry, solar, sigma, min_window_bands=bad)

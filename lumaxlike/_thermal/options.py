@@ -201,8 +201,9 @@ class ThermalSettings(DeclaredOptions):
             inside &= ~within(wavelengths, limits)
         if inside.sum() < self.min_window_bands:
             bands = ", ".join(f"{band:.4g}" for band in wavelengths[inside])
+            held = f"{inside.sum()} bands ({bands} um)" if bands else "no band"
             raise ValueError(
-                f"window={self.window!r} holds {inside.sum()} bands ({bands} um); the fit "
+                f"window={self.window!r} holds {held}; the fit "
                 f"needs {self.min_window_bands} (min_window_bands; bands marked bad, bbl = 0, "
                 "and window_exclude's are left out of it)"
             )
