@@ -140,3 +140,15 @@ def test_fit_file_takes_correction_undone_from_its_product_options(tmp_path):
         cubes, tmp_path / "w.tif", solver="numba", product=undone, **common
     )
     assert summary.pixels == 12 and summary.status_counts.get("CONVERGED", 0) > 0
+
+
+def test_a_fit_run_of_multimodal_problems_solved_them():
+    """`fit`'s MULTIMODAL keeps the lowest of several converged minima: a run of such
+    problems alone exits 0; `sample`'s (chains that missed a mode) still exits 1."""
+    from lumaxlike._files.summaries import nothing_converged
+    from lumaxlike._operations.fit import FIT
+    from lumaxlike._operations.sample import SAMPLE
+
+    counts = {"MULTIMODAL": 12, "MAX_ITER": 1}
+    assert nothing_converged(counts, FIT.solved) is None
+    assert "MULTIMODAL 12" in nothing_converged(counts, SAMPLE.solved)

@@ -121,4 +121,4 @@ def run_command(
         f"lumaxlike {operation.command_name}: {described}: {summary.describe()}",
         file=sys.stderr,
     )
-    return finish(operation.command_name, summary)
+    return finish(operation.command_name, summary, operation.solved)

@@ -159,13 +159,14 @@ def is_normalised(path) -> bool:
     return kind is not None and kind.standard_geometry is not None
 
 
-def finish(command: str, summary) -> int:
+def finish(command: str, summary, solved: tuple[str, ...]) -> int:
     """Exit code of a completed file run: 1, with one line on stderr saying why, when no
-    problem converged, or (a run without status maps: ``parameters``) no value was
-    computed (its outputs are written, status maps included); else 0."""
+    problem has a status of `solved` (the operation's `Operation.solved`), or (a run
+    without status maps: ``parameters``) no value was computed (its outputs are
+    written, status maps included); else 0."""
     from .._files.summaries import nothing_computed, nothing_converged
 
-    why = nothing_converged(summary.status_counts) or nothing_computed(summary)
+    why = nothing_converged(summary.status_counts, solved) or nothing_computed(summary)
     if why is None:
         return EXIT_OK
     print(f"lumaxlike {command}: error: {why}", file=sys.stderr)

@@ -3,6 +3,7 @@ saying why nothing converged (the command line prints it and exits 1)."""
 
 from __future__ import annotations
 
+from .._operations.declaration import SOLVED
 from .._status import Status
 
 __all__ = ["SOLVED", "STATUS_CAUSES", "nothing_computed", "nothing_converged", "status_counts"]
@@ -23,9 +24,6 @@ STATUS_CAUSES = {
     "MULTIMODAL": "the posterior has a second mode near a bound (e.g. b -> 1) that the chains "
     "did not visit: give b and c priors (--prior), or fit from the bounds",
 }
-SOLVED = ("CONVERGED", "UNDETERMINED", "BAND_FAILED")
-"""Statuses of problems that were solved (UNDETERMINED: converged, not all determined;
-BAND_FAILED: `remove_thermal`'s T converged, some band not corrected)."""
 
 
 def status_counts(counts) -> dict[str, int]:
@@ -34,14 +32,15 @@ def status_counts(counts) -> dict[str, int]:
     return {member.name: int(counts[member]) for member in Status}
 
 
-def nothing_converged(status_counts) -> str | None:
+def nothing_converged(status_counts, solved: tuple[str, ...] = SOLVED) -> str | None:
     """One line saying why no problem of a run converged, or None when some did.
 
     Args:
         status_counts: ``{status name: count}`` of a file run's summary.
+        solved: the statuses of a solved problem (the operation's `Operation.solved`).
     """
     counts = {name: int(count) for name, count in dict(status_counts or {}).items() if count}
-    if not counts or any(counts.get(name, 0) for name in SOLVED):
+    if not counts or any(counts.get(name, 0) for name in solved):
         return None
     ranked = sorted(counts.items(), key=lambda item: -item[1])
     listed = ", ".join(f"{name} {count}" for name, count in ranked)

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 
 from .._io.write.layout import FieldLayout
 
-__all__ = ["Operation"]
+__all__ = ["SOLVED", "Operation"]
+
+SOLVED = ("CONVERGED", "UNDETERMINED", "BAND_FAILED")
+"""Statuses of problems that were solved (UNDETERMINED: converged, not all determined;
+BAND_FAILED: `remove_thermal`'s T converged, some band not corrected): a file run with
+none exits 1 (`Operation.solved`)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,9 @@ class Operation:
         file_name: the file front end's Python name where it is not ``<name>_file``.
         command: the command line's subcommand where it is not `name`
             (``"parameters"`` for ``spectral_parameters``).
+        solved: the statuses (names) of a solved problem: a command line run with none
+            exits 1 (default `SOLVED`; `fit` adds MULTIMODAL, its lowest of several
+            minima).
     """
 
     name: str
@@ -63,6 +71,7 @@ class Operation:
     geometry: bool = True
     file_name: str | None = None
     command: str | None = None
+    solved: tuple[str, ...] = SOLVED
 
     @property
     def file_function(self) -> str:

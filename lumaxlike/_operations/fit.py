@@ -13,7 +13,7 @@ import numpy as np
 from .._inverse.fit.fit import fit
 from .._inverse.joint.result import JointFitResult
 from .._io.write.layout import FIELD_ATTRS, INVERSION_LAYOUT, FieldLayout
-from .declaration import Operation
+from .declaration import SOLVED, Operation
 from .good_bands import good_bands_only, spread_to_all_bands
 
 __all__ = ["FIT", "dataarray_fields", "fit_block", "fit_fields", "fit_maps"]
@@ -145,6 +145,7 @@ FIT = Operation(
     layout=lambda free, joint=False: fit_fields(free, joint)[1],
     progress="fitting",
     verb="fitted",
+    solved=(*SOLVED, "MULTIMODAL"),  # MULTIMODAL: the lowest minimum, converged
 )
 """`lumaxlike fit`, `fit_file` and `fit_dataarray`: the free parameters per pixel and band
 (and shared per pixel, or per region); the maps depend on them (`fit_fields`)."""
