@@ -306,3 +306,36 @@ def test_a_compile_ahead_that_failed_is_tried_again(tmp_path, monkeypatch):
         with pytest.raises(MemoryError, match="out of memory while compiling"):
             program(np.arange(3.0))
         np.testing.assert_array_equal(program(np.arange(3.0)), [0.0, 4.0, 8.0])
+
+
+def test_a_killed_writes_temporary_file_is_removed_an_hour_on(tmp_path, monkeypatch):
+    """A ``.writing-*`` file older than `STALE_WRITE_SECONDS` (a process killed while
+    writing) is removed at the folder's next write; a fresh one (a write under way in
+    another process) is kept."""
+    import os
+    import time
+
+    import numpy as np
+
+    monkeypatch.setenv("LUMAXLIKE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(jax_cache.JAX_CACHE_VARIABLE, raising=False)
+    monkeypatch.setattr(jax_executables, "_memory", {})
+    jax_executables._sweep_once.cache_clear()
+    folder = tmp_path / "jax" / jax_executables.EXECUTABLES_FOLDER
+    folder.mkdir(parents=True)
+    stale, fresh = folder / ".writing-killed", folder / ".writing-under-way"
+    stale.write_bytes(b"part of an entry")
+    fresh.write_bytes(b"part of an entry")
+    old = time.time() - jax_executables.STALE_WRITE_SECONDS - 60.0
+    os.utime(stale, (old, old))
+
+    @jax_executables.stored_jit
+    def program(x):
+        return x * 5.0
+
+    with jax_cache.compilation_cache_scope():
+        np.testing.assert_array_equal(program(np.arange(2.0)), [0.0, 5.0])
+    names = sorted(p.name for p in folder.iterdir())
+    assert ".writing-killed" not in names and ".writing-under-way" in names
+    assert len(names) == 2  # the entry written, and the fresh temporary file
+    jax_executables._sweep_once.cache_clear()

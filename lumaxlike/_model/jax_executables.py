@@ -24,7 +24,8 @@ anywhere in the package), the versions of Python, JAX, jaxlib, equinox, optimist
 lineax and numpy, the device kind and platform version, ``XLA_FLAGS`` and the CPU's
 model and feature flags (XLA:CPU compiles for the host's instruction set). An entry that
 cannot be read or loaded is compiled again and rewritten; writes are atomic (a temporary
-file renamed). Deleting the folder is always safe. Only programs whose output tree
+file renamed; one a killed process left is removed an hour on). Deleting the folder is
+always safe. Only programs whose output tree
 survives pickling (tuples, lists, dicts, named tuples, None: not equinox modules) are
 written; the others are compiled as `jax.jit` does, in every process.
 
@@ -57,6 +58,7 @@ import platform
 import sys
 import tempfile
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -235,6 +237,7 @@ def _write(path: Path, program: _Program) -> bool:
         return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_once(path.parent)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".writing-")
     except OSError:  # a read-only folder: no entry, never an error
         return False
@@ -247,6 +250,21 @@ def _write(path: Path, program: _Program) -> bool:
             os.unlink(temporary)
         return False
     return True
+
+
+# A temporary file of a write older than this is one a killed process left behind.
+STALE_WRITE_SECONDS = 3600.0
+
+
+@functools.cache  # once per folder and process
+def _sweep_once(folder: Path) -> None:
+    """Remove the temporary files of writes in `folder` that no process finished
+    (`STALE_WRITE_SECONDS` old: a write takes seconds); never an error."""
+    limit = time.time() - STALE_WRITE_SECONDS
+    for stale in folder.glob(".writing-*"):
+        with contextlib.suppress(OSError):
+            if stale.stat().st_mtime < limit:
+                stale.unlink()
 
 
 def stored_jit(
