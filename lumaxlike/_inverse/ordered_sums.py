@@ -20,18 +20,20 @@ from jax import lax
 __all__ = ["dot_last", "dot_slices", "last_slices", "sum_in_order", "sum_last"]
 
 
-def _same_dtype(a, b) -> bool:
-    return jnp.result_type(a) == jnp.result_type(b) and jnp.ndim(a) == jnp.ndim(b)
+def _alike(a, b) -> bool:
+    """Whether `lax` takes a and b as they are: one dtype, one shape."""
+    return jnp.result_type(a) == jnp.result_type(b) and jnp.shape(a) == jnp.shape(b)
 
 
 def _add(a, b):
-    """a + b: `lax.add` where both are arrays of one dtype and rank, else `jnp.add`."""
-    return lax.add(a, b) if _same_dtype(a, b) else jnp.add(a, b)
+    """a + b: `lax.add` where a and b are `_alike`, else `jnp.add` (which broadcasts and
+    promotes)."""
+    return lax.add(a, b) if _alike(a, b) else jnp.add(a, b)
 
 
 def _multiply(a, b):
     """a * b, as `_add`."""
-    return lax.mul(a, b) if _same_dtype(a, b) else jnp.multiply(a, b)
+    return lax.mul(a, b) if _alike(a, b) else jnp.multiply(a, b)
 
 
 def sum_in_order(terms):
