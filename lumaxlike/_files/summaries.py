@@ -6,7 +6,7 @@ from __future__ import annotations
 from .._operations.declaration import SOLVED
 from .._status import Status
 
-__all__ = ["SOLVED", "STATUS_CAUSES", "nothing_computed", "nothing_converged", "status_counts"]
+__all__ = ["STATUS_CAUSES", "nothing_computed", "nothing_converged", "status_counts"]
 
 #: What each status most often means in a file run, for the one-line summary of a run in
 #: which nothing converged
