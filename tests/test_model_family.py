@@ -59,6 +59,7 @@ def angles_to_vectors(incidence_deg, emission_deg, phase_deg):
 
 
 REFERENCE = np.load(DATA / "default_model_reference.npz")
+EPS = np.finfo(np.float64).eps
 REFERENCE_PARAMS = {
     "full": FULL_PARAMS,
     "legendre": lumaxlike.HapkeParams(
@@ -86,13 +87,19 @@ def test_default_model_reproduces_the_previous_implementation(name, backend):
         ),
     ):
         r = lumaxlike.amsa(REFERENCE["w"], *geometry, params, backend=backend)
-        np.testing.assert_array_equal(r, REFERENCE[f"r_{backend}_{name}"])
+        # The closed-form phase functions' x^1.5 is x sqrt(x) since the reference was
+        # made (a power's logarithm and exponential cost fit a third of its step): r
+        # moved by at most ~2.2 eps relative (measured), so 4 eps here and the
+        # inversions compared to their last bits in both backends.
+        np.testing.assert_allclose(r, REFERENCE[f"r_{backend}_{name}"], rtol=4 * EPS, atol=0)
         result = lumaxlike.invert(
             REFERENCE[f"refl_{name}"], *geometry, params, solver=backend, refl_sigma=1e-3
         )
         fields = ("w", "status", "iterations", "residual", "sigma")
         expected = {field: REFERENCE[f"invert_{backend}_{name}_{field}"] for field in fields}
-        assert_reproduces_invert(result, expected, REFERENCE[f"refl_{name}"], backend, name)
+        assert_reproduces_invert(
+            result, expected, REFERENCE[f"refl_{name}"], backend, name, last_bits=True
+        )
 
 
 # ---------------------------------------------------------------------------------------

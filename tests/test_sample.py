@@ -411,9 +411,10 @@ def test_flat_prior_mode_at_b_one_is_flagged_multimodal():
     quadrature). This seed's chains, started from the fit, never reach it and agree with
     each other (R-hat <= 1.01, ESS above `min_ess`: before the bound probes of
     `_sample/modes.py` it was CONVERGED with P(b > 0.9) = 0); the problem must be
-    MULTIMODAL. (Of seeds 2-7, 5 missed the mode that way; in the others one chain
-    reached it and the problem was NOT_MIXED.) The second problem has no such mode: it
-    stays CONVERGED and its 97.5 % quantile of b matches the quadrature's."""
+    MULTIMODAL. (Of seeds 2-9, the chains of 3, 5, 6, 7 and 8 missed the mode and mixed
+    both in a process that compiles numba's kernels and in one that loads them, whose
+    draws differ in their last bits; the others' did not mix.) The second problem has no
+    such mode: it stays CONVERGED and its 97.5 % quantile of b matches the quadrature's."""
     sigma = 1e-3
     refl, geometry = [], []
     for seed, w in ((2, 0.3), (0, 0.7)):
@@ -431,7 +432,7 @@ def test_flat_prior_mode_at_b_one_is_flagged_multimodal():
         WBC,
         free=("w", "b", "c"),
         refl_sigma=sigma,
-        seed=2,
+        seed=3,
         num_warmup=200,
         num_samples=500,
         return_samples=True,
@@ -521,7 +522,7 @@ def test_rhat_at_defaults_on_well_posed_problems():
     failing on exactly 1 % of them has more than `allowed` (3) failures with
     probability 2 %, so a change of realisation fails the test about that rarely; one
     failing on 3 % or 5 % passes with probability ~0.63 or ~0.24 (scipy.stats.binom).
-    The statuses follow R-hat and ESS."""
+    The statuses follow R-hat and ESS where no bound probe found a second mode."""
     from scipy.stats import binom
 
     rng, geometry, refl = _wbc_scene(128, 12)
@@ -543,7 +544,11 @@ def test_rhat_at_defaults_on_well_posed_problems():
     ess = np.min([result.ess[name][:, 0] for name in result.free], axis=0)
     ess_tail = np.min([result.ess_tail[name][:, 0] for name in result.free], axis=0)
     mixed = (rhat <= 1.01) & (ess >= 400) & (ess_tail >= 400)
-    assert np.all(result.status[:, 0] == np.where(mixed, Status.CONVERGED, Status.NOT_MIXED))
+    status = result.status[:, 0]
+    follows = status == np.where(mixed, Status.CONVERGED, Status.NOT_MIXED)
+    # a bound probe may find a second optimum of an ill-posed problem (MULTIMODAL,
+    # overriding R-hat and ESS; one pixel here, c's sigma 0.49), never of a well-posed one
+    assert np.all(follows | ((status == Status.MULTIMODAL) & ~well_posed))
 
 
 def test_interval_coverage_over_many_problems():
