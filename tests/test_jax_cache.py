@@ -339,3 +339,26 @@ def test_a_killed_writes_temporary_file_is_removed_an_hour_on(tmp_path, monkeypa
     assert ".writing-killed" not in names and ".writing-under-way" in names
     assert len(names) == 2  # the entry written, and the fresh temporary file
     jax_executables._sweep_once.cache_clear()
+
+
+def test_argument_types_kept_by_shape_are_jax_own():
+    """`_aval` keeps an array's type text by its type, shape, dtype, weak type and
+    precision: each is what `jax.typeof` gives that very argument, also when the same
+    shape comes again under the other precision or as another kind of array."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    leaves = [
+        np.zeros((3, 2)),
+        np.zeros((3, 2), np.float32),
+        jnp.zeros((3, 2), jnp.float32),
+        jax.ShapeDtypeStruct((3, 2), np.float64),
+        jax.ShapeDtypeStruct((3, 2), np.float32, weak_type=True),
+        np.int32(4),
+        0.5,
+    ]
+    for x64 in (False, True, False):
+        with jax.enable_x64(x64):
+            for leaf in leaves:
+                assert jax_executables._aval(leaf) == jax_executables._aval_text(leaf), leaf
