@@ -283,9 +283,10 @@ def test_a_run_of_band_failed_pixels_converged():
     """BAND_FAILED is a pixel whose T converged (some band NaN): a run of such pixels
     alone exits 0; the command line said "no problem converged" and exited 1."""
     from lumaxlike._files.summaries import nothing_converged
+    from lumaxlike._operations.thermal import THERMAL
 
-    assert nothing_converged({"BAND_FAILED": 36, "UNREACHABLE": 2}) is None
-    assert "UNREACHABLE 2" in nothing_converged({"UNREACHABLE": 2})
+    assert nothing_converged({"BAND_FAILED": 36, "UNREACHABLE": 2}, THERMAL.solved) is None
+    assert "UNREACHABLE 2" in nothing_converged({"UNREACHABLE": 2}, THERMAL.solved)
 
 
 def test_every_front_end_hands_min_window_bands_on(warm_cube, tmp_path, capsys):

@@ -3,7 +3,6 @@ saying why nothing converged (the command line prints it and exits 1)."""
 
 from __future__ import annotations
 
-from .._operations.declaration import SOLVED
 from .._status import Status
 
 __all__ = ["STATUS_CAUSES", "nothing_computed", "nothing_converged", "status_counts"]
@@ -32,7 +31,7 @@ def status_counts(counts) -> dict[str, int]:
     return {member.name: int(counts[member]) for member in Status}
 
 
-def nothing_converged(status_counts, solved: tuple[str, ...] = SOLVED) -> str | None:
+def nothing_converged(status_counts, solved: tuple[str, ...]) -> str | None:
     """One line saying why no problem of a run converged, or None when some did.
 
     Args:
