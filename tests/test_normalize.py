@@ -120,6 +120,19 @@ def test_fused_kernel_equals_jvp_of_the_forward_model_at_the_standard_geometry()
     )  # central differences: O(step^2) + rounding
 
 
+def test_standard_reflectance_rounds_once_into_a_float32_buffer():
+    w = np.linspace(0.01, 0.99, 101)
+    vectors = standard_vectors(*np.radians([30.0, 0.0, 30.0]))
+    r64, slope64 = standard_reflectance(w, vectors, FULL_PARAMS)
+    r_out = np.full(w.shape, np.nan, np.float32)
+    r32, slope = standard_reflectance(w, vectors, FULL_PARAMS, r_out=r_out)
+    assert np.shares_memory(r32, r_out)
+    np.testing.assert_array_equal(r32, r64.astype(np.float32))  # float64's r, rounded once
+    np.testing.assert_array_equal(slope, slope64)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        standard_reflectance(w, vectors, FULL_PARAMS, r_out=np.empty(w.shape, np.float16))
+
+
 def test_sigma_is_the_finite_difference_propagation_of_refl_sigma():
     w_true, geometry, refl = synthesise(FULL_PARAMS, n_pixels=20, n_bands=2, seed=1)
     refl_sigma = np.array([1e-3, 3e-3])

@@ -200,14 +200,16 @@ def _normalize_flat(refl, geometry, params, solver, band_sigma, vectors, options
     result = invert(
         refl, to_sun, to_sensor, normal, params, solver, refl_sigma=band_sigma, **options
     )
-    # The inversion's residual is not part of a normalisation's result: in float64 its
-    # buffer takes r at the standard geometry, so no new full-size array is first touched.
-    spare = result.residual.dtype == np.float64 and result.residual.flags.c_contiguous
+    # The inversion's residual is not part of a normalisation's result: its buffer (of
+    # the result's dtype) takes r at the standard geometry, so no new full-size array is
+    # first touched, and a float32 r has no float64 copy first.
+    residual = result.residual
+    spare = residual.dtype == dtype and residual.flags.c_contiguous and residual.flags.writeable
     r_standard, slope = standard_reflectance(
         result.w,
         vectors,
         params,
-        r_out=result.residual if spare else None,
+        r_out=residual if spare else None,
         with_slope=band_sigma is not None,
     )
     outputs = {
@@ -218,7 +220,11 @@ def _normalize_flat(refl, geometry, params, solver, band_sigma, vectors, options
     if band_sigma is None:
         outputs["sigma"] = result.sigma  # NaN, as invert leaves it
     else:
-        outputs["sigma"] = (np.abs(slope) * result.sigma).astype(dtype, copy=False)
+        # |dr/dw| sigma_w, in dr/dw's float64 buffer where it is writable (the fused
+        # kernel's; `differentiated_at_standard` gives JAX's read-only arrays)
+        sigma = np.abs(slope, out=slope if slope.flags.writeable else None)
+        sigma *= result.sigma
+        outputs["sigma"] = sigma.astype(dtype, copy=False)
     return outputs
 
 

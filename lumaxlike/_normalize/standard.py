@@ -79,7 +79,8 @@ def _kernel_for(key: ModelKey):
 
 
 def standard_reflectance(w, vectors, model, r_out=None, with_slope=True):
-    """The model at the standard geometry: r(w) [1/sr] and dr/dw [1/sr], in float64.
+    """The model at the standard geometry: r(w) [1/sr] and dr/dw [1/sr], computed in
+    float64.
 
     Args:
         w: albedo, any shape (NaN gives NaN).
@@ -87,17 +88,19 @@ def standard_reflectance(w, vectors, model, r_out=None, with_slope=True):
         model: a `HapkeParams` (one compiled numba kernel per configuration; the
             w-independent terms are computed once for all of ``w``) or a
             `PhotometricFunction` (through `differentiated_at_standard`).
-        r_out: optional float64 C-contiguous array of ``w``'s shape to write r into (a
-            caller's spare buffer: no new full-size array, whose first touch costs about
-            as much as the evaluation); used for a `HapkeParams`.
+        r_out: optional float32 or float64 C-contiguous array of ``w``'s shape to write
+            r into, rounded once to its dtype (a caller's spare buffer: no new full-size
+            array, whose first touch costs about as much as the evaluation, and no
+            float64 copy of a float32 result); used for a `HapkeParams`.
         with_slope: False skips dr/dw (then None) for a `HapkeParams`.
     Returns:
-        (r, dr/dw), float64 arrays of ``w``'s shape (r in ``r_out`` when given).
+        (r, dr/dw), arrays of ``w``'s shape: r in ``r_out`` when given, else float64;
+        dr/dw float64.
     """
     if not isinstance(model, HapkeParams):
         return differentiated_at_standard(w, vectors, model)
     flat = as_kernel_array(np.reshape(w, -1))
-    r = np.empty(flat.shape) if r_out is None else _flat_float64(r_out)
+    r = np.empty(flat.shape) if r_out is None else _flat_output(r_out)
     slope = np.empty(flat.shape if with_slope else 1)
     run_in_blocks(
         _kernel_for(model.model_key),
@@ -113,10 +116,11 @@ def standard_reflectance(w, vectors, model, r_out=None, with_slope=True):
     return r.reshape(shape), slope.reshape(shape) if with_slope else None
 
 
-def _flat_float64(array):
-    """A 1-D view of a float64 C-contiguous array (ValueError for anything else)."""
-    if array.dtype != np.float64 or not array.flags.c_contiguous:
-        raise ValueError("output buffers must be float64 and C-contiguous")
+def _flat_output(array):
+    """A 1-D view of a float32 or float64 C-contiguous array (ValueError for anything
+    else)."""
+    if array.dtype not in (np.float32, np.float64) or not array.flags.c_contiguous:
+        raise ValueError("output buffers must be float32 or float64 and C-contiguous")
     return array.reshape(-1)
 
 
