@@ -17,6 +17,10 @@ processes in turn, both with the row's own, initially empty, lumaxlike cache fol
    persistent compilation cache the first process wrote, its compile time
    ("compile_s" = its first call - the first process's median) should be about 0.
 
+Each process also counts what it compiled ("compiles": XLA's compile requests and their
+seconds, JAX's persistent-cache hits and misses, lumaxlike's stored programs loaded,
+compiled and written): a second process should miss nothing and compile nothing.
+
 Rows (problem construction from `lumaxlike.testing` and the public functions only, so
 that the rows measure whatever solvers the package has):
 
@@ -456,11 +460,44 @@ def sample_row(sizes, repeat, quick):
     return row
 
 
+def count_compiles() -> dict:
+    """Counters, filled as this process runs, of its XLA compiles ("backend_compiles":
+    JAX's compile requests, persistent-cache loads included, and their seconds), of
+    JAX's persistent cache ("cache_hits", "cache_misses") and of lumaxlike's stored
+    programs (`jax_executables.store_events`: "loaded", "compiled", "written"); read
+    them with `compile_counts`."""
+    import jax
+
+    counts = {"backend_compiles": 0, "backend_compile_s": 0.0, "cache_hits": 0, "cache_misses": 0}
+
+    def on_event(event, **_):
+        for name in ("cache_hits", "cache_misses"):
+            if event == f"/jax/compilation_cache/{name}":
+                counts[name] += 1
+
+    def on_duration(event, duration, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            counts["backend_compiles"] += 1
+            counts["backend_compile_s"] += duration
+
+    jax.monitoring.register_event_listener(on_event)
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    return counts
+
+
+def compile_counts(counts: dict) -> dict:
+    """`count_compiles`' counters now, with lumaxlike's stored programs'."""
+    from lumaxlike._model.jax_executables import store_events
+
+    return {**counts, "stored_programs": dict(store_events)}
+
+
 def run_child(row_name: str, sizes: dict, repeat: int, quick: bool, first_only: bool) -> dict:
     """One row in this process (a child): its measurement, or the first call alone."""
     import jax
 
     device = jax.devices()[0]
+    counts = count_compiles()
     rows = {
         "forward": forward_row,
         "invert_f32": lambda *a: invert_row(*a, np.float32),
@@ -472,7 +509,8 @@ def run_child(row_name: str, sizes: dict, repeat: int, quick: bool, first_only: 
     }
     row = rows[row_name](sizes, 0 if first_only else repeat, quick)
     if first_only:
-        return {"first_call_s": row["first_call_s"]}
+        return {"first_call_s": row["first_call_s"], "compiles": compile_counts(counts)}
+    row["compiles"] = compile_counts(counts)
     row["problems_per_s"] = row["problems"] / row["seconds"]
     resident = row.get("device_resident", {})
     if "seconds" in resident:
