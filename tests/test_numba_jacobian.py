@@ -2,6 +2,8 @@
 finite differences; the jaxpr translator's refusals."""
 
 import math
+import os
+import time
 
 import jax
 import jax.numpy as jnp
@@ -168,3 +170,21 @@ def test_translated_source_runs_as_python():
     exec(split.source, namespace)
     namespace["f"] = lambda x, y: namespace["rest"](*namespace["step"](x, y)[: split.n_step_values])
     np.testing.assert_allclose(namespace["f"](0.3, 0.7), expected, rtol=1e-15)
+
+
+def test_generating_a_module_removes_temporaries_that_killed_writers_left(tmp_path, monkeypatch):
+    monkeypatch.setenv("LUMAXLIKE_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / "generated"
+    folder.mkdir()
+    stale, fresh = folder / ".tmp-killed.py", folder / ".tmp-writing.py"
+    for path in (stale, fresh):
+        path.write_text("# partial")
+    old = time.time() - numba_jacobian.STALE_TEMPORARY_S - 60
+    os.utime(stale, (old, old))
+    _, in_file = numba_jacobian._generated_module(
+        ("w",), numba_jacobian.DEFAULT_KEY, "test-stale-temporaries"
+    )
+    assert in_file and (folder / "columns_test-stale-temporaries.py").is_file()
+    assert not stale.exists()  # a writer killed between writing and renaming
+    assert fresh.exists()  # another process's write under way
+    assert [p.name for p in folder.glob(".tmp-*")] == [fresh.name]  # its own renamed

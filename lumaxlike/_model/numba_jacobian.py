@@ -37,6 +37,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -168,6 +169,28 @@ def _generation_digest(free: tuple[str, ...], key: ModelKey) -> str:
     return digest.hexdigest()[:24]
 
 
+_TEMPORARY_PREFIX = ".tmp-"
+# A writer holds its temporary file for the milliseconds of one write and rename; one
+# older than this was left by a process killed in between.
+STALE_TEMPORARY_S = 600.0
+
+
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Remove the temporary files (``.tmp-*.py``) that writers of generated modules
+    killed between writing and renaming left in `folder`: those older than
+    `STALE_TEMPORARY_S`. Returns the paths removed."""
+    removed = []
+    now = time.time()
+    for path in folder.glob(f"{_TEMPORARY_PREFIX}*.py"):
+        try:
+            if now - path.stat().st_mtime > STALE_TEMPORARY_S:
+                path.unlink()
+                removed.append(path)
+        except OSError:  # removed by another process meanwhile, or not ours to remove
+            pass
+    return removed
+
+
 def _generated_module(free: tuple[str, ...], key: ModelKey, digest: str):
     """The generated module, from ``generated/columns_<digest>.py`` in the cache directory
     (written there first if absent); an in-memory module where that folder is unusable."""
@@ -181,8 +204,9 @@ def _generated_module(free: tuple[str, ...], key: ModelKey, digest: str):
                 free=free, key=key.name, row=meta[1], step=meta[2], source=meta[0]
             )
             path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(path.parent)
             with tempfile.NamedTemporaryFile(
-                "w", dir=path.parent, prefix=".tmp-", suffix=".py", delete=False
+                "w", dir=path.parent, prefix=_TEMPORARY_PREFIX, suffix=".py", delete=False
             ) as file:
                 file.write(text)
             os.replace(file.name, path)  # atomic: another process sees the whole file or none
