@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lumaxlike._model import jax_cache, jax_executables
+from lumaxlike._model import cache_temporaries, jax_cache, jax_executables
 
 pytestmark = pytest.mark.slow  # processes that fill and read JAX's cache
 
@@ -309,7 +309,7 @@ def test_a_compile_ahead_that_failed_is_tried_again(tmp_path, monkeypatch):
 
 
 def test_a_killed_writes_temporary_file_is_removed_an_hour_on(tmp_path, monkeypatch):
-    """A ``.writing-*`` file older than `STALE_WRITE_SECONDS` (a process killed while
+    """A ``.writing-*`` file older than `STALE_TEMPORARY_SECONDS` (a process killed while
     writing) is removed at the folder's next write; a fresh one (a write under way in
     another process) is kept."""
     import os
@@ -320,13 +320,13 @@ def test_a_killed_writes_temporary_file_is_removed_an_hour_on(tmp_path, monkeypa
     monkeypatch.setenv("LUMAXLIKE_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv(jax_cache.JAX_CACHE_VARIABLE, raising=False)
     monkeypatch.setattr(jax_executables, "_memory", {})
-    jax_executables._sweep_once.cache_clear()
+    cache_temporaries.remove_stale_temporaries.cache_clear()
     folder = tmp_path / "jax" / jax_executables.EXECUTABLES_FOLDER
     folder.mkdir(parents=True)
     stale, fresh = folder / ".writing-killed", folder / ".writing-under-way"
     stale.write_bytes(b"part of an entry")
     fresh.write_bytes(b"part of an entry")
-    old = time.time() - jax_executables.STALE_WRITE_SECONDS - 60.0
+    old = time.time() - cache_temporaries.STALE_TEMPORARY_SECONDS - 60.0
     os.utime(stale, (old, old))
 
     @jax_executables.stored_jit
@@ -338,7 +338,7 @@ def test_a_killed_writes_temporary_file_is_removed_an_hour_on(tmp_path, monkeypa
     names = sorted(p.name for p in folder.iterdir())
     assert ".writing-killed" not in names and ".writing-under-way" in names
     assert len(names) == 2  # the entry written, and the fresh temporary file
-    jax_executables._sweep_once.cache_clear()
+    cache_temporaries.remove_stale_temporaries.cache_clear()
 
 
 def test_argument_types_kept_by_shape_are_jax_own():

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lumaxlike._model import numba_jacobian
+from lumaxlike._model import cache_temporaries, numba_jacobian
 from lumaxlike._model._backends import jax_equations, numba_equations
 from lumaxlike._model._jaxpr_to_python import scalar_jaxpr_to_split_source
 from lumaxlike._params import PARAMETER_NAMES
@@ -174,12 +174,13 @@ def test_translated_source_runs_as_python():
 
 def test_generating_a_module_removes_temporaries_that_killed_writers_left(tmp_path, monkeypatch):
     monkeypatch.setenv("LUMAXLIKE_CACHE_DIR", str(tmp_path))
+    cache_temporaries.remove_stale_temporaries.cache_clear()
     folder = tmp_path / "generated"
     folder.mkdir()
     stale, fresh = folder / ".tmp-killed.py", folder / ".tmp-writing.py"
     for path in (stale, fresh):
         path.write_text("# partial")
-    old = time.time() - numba_jacobian.STALE_TEMPORARY_S - 60
+    old = time.time() - cache_temporaries.STALE_TEMPORARY_SECONDS - 60
     os.utime(stale, (old, old))
     _, in_file = numba_jacobian._generated_module(
         ("w",), numba_jacobian.DEFAULT_KEY, "test-stale-temporaries"
@@ -188,3 +189,4 @@ def test_generating_a_module_removes_temporaries_that_killed_writers_left(tmp_pa
     assert not stale.exists()  # a writer killed between writing and renaming
     assert fresh.exists()  # another process's write under way
     assert [p.name for p in folder.glob(".tmp-*")] == [fresh.name]  # its own renamed
+    cache_temporaries.remove_stale_temporaries.cache_clear()

@@ -58,7 +58,6 @@ import platform
 import sys
 import tempfile
 import threading
-import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -70,6 +69,7 @@ import numpy as np
 from jax.experimental import serialize_executable
 
 from .._compat.jax_internals import compilation_cache_settings
+from .cache_temporaries import remove_stale_temporaries
 from .device_precision import default_is_cpu
 from .jax_cache import active_folder, compilation_cache_scope
 
@@ -239,6 +239,9 @@ def _load(path: Path) -> _Program | None:
     return None if stored is None else _loaded(stored)
 
 
+_TEMPORARY_PREFIX = ".writing-"  # an entry being written
+
+
 def _write(path: Path, program: _Program) -> bool:
     """Store `program` at `path` (atomically); False if it cannot be stored."""
     try:
@@ -254,8 +257,8 @@ def _write(path: Path, program: _Program) -> bool:
         return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _sweep_once(path.parent)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".writing-")
+        remove_stale_temporaries(path.parent, f"{_TEMPORARY_PREFIX}*")
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_TEMPORARY_PREFIX)
     except OSError:  # a read-only folder: no entry, never an error
         return False
     try:
@@ -267,21 +270,6 @@ def _write(path: Path, program: _Program) -> bool:
             os.unlink(temporary)
         return False
     return True
-
-
-# A temporary file of a write older than this is one a killed process left behind.
-STALE_WRITE_SECONDS = 3600.0
-
-
-@functools.cache  # once per folder and process
-def _sweep_once(folder: Path) -> None:
-    """Remove the temporary files of writes in `folder` that no process finished
-    (`STALE_WRITE_SECONDS` old: a write takes seconds); never an error."""
-    limit = time.time() - STALE_WRITE_SECONDS
-    for stale in folder.glob(".writing-*"):
-        with contextlib.suppress(OSError):
-            if stale.stat().st_mtime < limit:
-                stale.unlink()
 
 
 def stored_jit(

@@ -37,7 +37,6 @@ import math
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -55,6 +54,7 @@ from ._backends import (
 )
 from ._exact_h_tables import N_CHEBYSHEV
 from ._jaxpr_to_python import scalar_jaxpr_to_split_source
+from .cache_temporaries import remove_stale_temporaries
 from .columns_program import traced_columns
 from .equations import GeometryTerms
 from .family import DEFAULT_KEY, ModelKey
@@ -169,26 +169,7 @@ def _generation_digest(free: tuple[str, ...], key: ModelKey) -> str:
     return digest.hexdigest()[:24]
 
 
-_TEMPORARY_PREFIX = ".tmp-"
-# A writer holds its temporary file for the milliseconds of one write and rename; one
-# older than this was left by a process killed in between.
-STALE_TEMPORARY_S = 600.0
-
-
-def remove_stale_temporaries(folder: Path) -> list[Path]:
-    """Remove the temporary files (``.tmp-*.py``) that writers of generated modules
-    killed between writing and renaming left in `folder`: those older than
-    `STALE_TEMPORARY_S`. Returns the paths removed."""
-    removed = []
-    now = time.time()
-    for path in folder.glob(f"{_TEMPORARY_PREFIX}*.py"):
-        try:
-            if now - path.stat().st_mtime > STALE_TEMPORARY_S:
-                path.unlink()
-                removed.append(path)
-        except OSError:  # removed by another process meanwhile, or not ours to remove
-            pass
-    return removed
+_TEMPORARY_PREFIX = ".tmp-"  # a generated module being written
 
 
 def _generated_module(free: tuple[str, ...], key: ModelKey, digest: str):
@@ -204,7 +185,7 @@ def _generated_module(free: tuple[str, ...], key: ModelKey, digest: str):
                 free=free, key=key.name, row=meta[1], step=meta[2], source=meta[0]
             )
             path.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale_temporaries(path.parent)
+            remove_stale_temporaries(path.parent, f"{_TEMPORARY_PREFIX}*.py")
             with tempfile.NamedTemporaryFile(
                 "w", dir=path.parent, prefix=_TEMPORARY_PREFIX, suffix=".py", delete=False
             ) as file:
